@@ -1,0 +1,162 @@
+# fastwall: one Makefile for the BPF programs, the daemon, the CLI, tests,
+# demo and benchmarks. Everything generated goes under build/. V=1 shows
+# full commands; SANITIZE=1 builds userspace with ASan/UBSan (build-san/).
+
+.DELETE_ON_ERROR:
+.DEFAULT_GOAL := all
+
+ARCH ?= x86
+CC ?= gcc
+CLANG ?= clang
+BPFTOOL ?= bpftool
+PREFIX ?= /usr/local
+
+ifeq ($(SANITIZE),1)
+BUILD ?= build-san
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+BUILD ?= build
+SAN_FLAGS :=
+endif
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := $(CFLAGS) $(WARN) $(SAN_FLAGS) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
+	-Iinclude -Iuser/lib -I$(BUILD)
+LDLIBS := -lbpf -lelf -lz -lyaml
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
+	-Ivmlinux/$(ARCH) -Iinclude -Ibpf -MMD -MP
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
+SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+
+LIB_SRCS := $(wildcard user/lib/*.c)
+LIB_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRCS))
+LIB := $(BUILD)/libfastwall.a
+
+DAEMON_SRCS := $(wildcard user/daemon/*.c)
+CLI_SRCS := $(wildcard user/cli/*.c)
+UNIT_SRCS := $(wildcard tests/unit/*.c)
+BPFT_SRCS := $(wildcard tests/bpf/*.c)
+BENCH_SRCS := $(wildcard tests/bench/*.c)
+FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
+
+BINS := $(BUILD)/fastwalld $(BUILD)/fastwall
+TEST_BINS := $(BUILD)/tests/unit $(BUILD)/tests/bpf_verdicts
+
+.PHONY: all deps test test-unit test-bpf test-e2e demo bench fuzz format lint install clean help
+
+all: $(BINS) $(BPF_OBJS) ## build the BPF programs, fastwalld and the fastwall CLI
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort | expand -t 14
+
+deps: ## install missing Debian packages (scripts/install-deps.sh)
+	$(Q)scripts/install-deps.sh
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+$(BUILD)/user/%.o: user/%.c | $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/%.o: tests/%.c | $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/fastwalld: $(patsubst %.c,$(BUILD)/%.o,$(DAEMON_SRCS)) $(LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/fastwall: $(patsubst %.c,$(BUILD)/%.o,$(CLI_SRCS)) $(LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/unit: $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRCS)) $(LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS) -lcriterion
+
+$(BUILD)/tests/bpf_verdicts: $(patsubst %.c,$(BUILD)/%.o,$(BPFT_SRCS)) $(LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/bench_tc: $(patsubst %.c,$(BUILD)/%.o,$(BENCH_SRCS)) $(LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+
+test: deps ## run the whole suite (unit, BPF verdict table, end-to-end)
+	$(Q)$(MAKE) --no-print-directory all $(TEST_BINS)
+	$(Q)scripts/run-tests.sh $(BUILD)
+
+test-unit: $(BUILD)/tests/unit ## Criterion units only
+	$(Q)$(BUILD)/tests/unit
+
+test-bpf: $(BUILD)/tests/bpf_verdicts all ## BPF verdict table only
+	$(Q)$(BUILD)/tests/bpf_verdicts
+
+test-e2e: all ## end-to-end netns tests only
+	$(Q)for t in tests/e2e/*.sh; do BUILD=$(BUILD) bash $$t || exit 1; done
+
+demo: deps ## build, run the demo topology and explain what passes and why
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)BUILD=$(BUILD) scripts/demo.sh
+
+bench: deps ## benchmarks: per-packet cost and packet rate, side by side
+	$(Q)$(MAKE) --no-print-directory all $(BUILD)/tests/bench_tc
+	$(Q)BUILD=$(BUILD) scripts/bench.sh
+
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+FUZZ_SECONDS ?= 30
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) | $(SKELS)
+	$(call msg,FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOURCE \
+		-Iinclude -Iuser/lib -I$(BUILD) -o $@ $< $(LIB_SRCS) $(LDLIBS)
+
+fuzz: deps $(FUZZ_BINS) ## run each fuzz target for FUZZ_SECONDS (default 30)
+	$(Q)for f in $(FUZZ_BINS); do \
+		n=$$(basename $$f); mkdir -p $(BUILD)/fuzz/corpus-$$n; \
+		echo "fuzz $$n for $(FUZZ_SECONDS)s"; \
+		$$f -max_total_time=$(FUZZ_SECONDS) -max_len=8192 $(BUILD)/fuzz/corpus-$$n tests/fuzz/seeds/$$n || exit 1; \
+	done
+
+format: ## clang-format every C source in place
+	$(Q)clang-format -i $$(git ls-files '*.c' '*.h' | grep -v '^vmlinux/')
+
+lint: all ## check formatting and run cppcheck
+	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h' | grep -v '^vmlinux/')
+	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
+		--suppress=missingIncludeSystem -Iinclude -Iuser/lib user/
+
+install: all ## install fastwalld, fastwall and the man pages under PREFIX
+	install -D -m 0755 $(BUILD)/fastwalld $(DESTDIR)$(PREFIX)/sbin/fastwalld
+	install -D -m 0755 $(BUILD)/fastwall $(DESTDIR)$(PREFIX)/sbin/fastwall
+	install -D -m 0644 docs/fastwalld.8 $(DESTDIR)$(PREFIX)/share/man/man8/fastwalld.8
+	install -D -m 0644 docs/fastwall.8 $(DESTDIR)$(PREFIX)/share/man/man8/fastwall.8
+
+clean: ## remove build/ and build-san/
+	rm -rf build build-san
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* fastwall's TC programs. fastwall_ingress runs at clsact ingress of every
+ * sandbox-facing port and decides each packet a sandbox sends;
+ * fastwall_egress runs at clsact egress of the same ports and only records
+ * flows the pod opens into a sandbox, so their replies can pass. */
+#include "lib/common.h"
+#include "lib/parse.h"
+#include "lib/events.h"
+#include "lib/subject.h"
+#include "lib/policy.h"
+#include "lib/flows.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define FW_ICMPV6_MLD_QUERY 130
+#define FW_ICMPV6_MLD_REPORT 131
+#define FW_ICMPV6_MLD_DONE 132
+#define FW_ICMPV6_RS 133
+#define FW_ICMPV6_RA 134
+#define FW_ICMPV6_NS 135
+#define FW_ICMPV6_NA 136
+#define FW_ICMPV6_REDIRECT 137
+#define FW_ICMPV6_MLD2_REPORT 143
+
+/* Link-local control a slot needs before (and regardless of) any subject:
+ * ND with hop limit 255 and MLD to link-scope multicast. Router
+ * advertisements and redirects from a sandbox are never legitimate. */
+static __always_inline __u32 fw_icmp6_control(const struct fw_pkt *pkt)
+{
+	if (pkt->family != FW_FAM_V6 || pkt->proto != FW_IPPROTO_ICMPV6 || pkt->frag_later)
+		return FW_PARSE_OK;
+	switch (pkt->icmp_type) {
+	case FW_ICMPV6_RS:
+	case FW_ICMPV6_NS:
+	case FW_ICMPV6_NA:
+		return pkt->hop_limit == 255 ? FW_PASS_NEIGH : FW_DROP_MALFORMED;
+	case FW_ICMPV6_RA:
+	case FW_ICMPV6_REDIRECT:
+		return FW_DROP_ROGUE_ND;
+	case FW_ICMPV6_MLD_QUERY:
+	case FW_ICMPV6_MLD_REPORT:
+	case FW_ICMPV6_MLD_DONE:
+	case FW_ICMPV6_MLD2_REPORT:
+		/* ff02::/16 */
+		if ((bpf_ntohl(pkt->dst.w[0]) >> 16) == 0xff02)
+			return FW_PASS_NEIGH;
+		return FW_PARSE_OK;
+	}
+	return FW_PARSE_OK;
+}
+
+static __always_inline bool fw_is_l4_port(const struct fw_pkt *pkt, __u16 port)
+{
+	return pkt->has_ports && pkt->dport == bpf_htons(port) &&
+	       (pkt->proto == FW_IPPROTO_TCP || pkt->proto == FW_IPPROTO_UDP);
+}
+
+static __always_inline __u32 fw_pod_local(const struct fw_config *cfg, const struct fw_pkt *pkt,
+					  __u32 local_flags)
+{
+	struct fw_port_key pk = {};
+
+	if (fw_is_l4_port(pkt, 53))
+		return FW_PASS_DNS_LOCAL;
+	if (local_flags & FW_LOCAL_F_ALLOW_ALL)
+		return FW_PASS_POD_LOCAL;
+	if (pkt->has_ports) {
+		pk.proto = pkt->proto;
+		pk.port = pkt->dport;
+		if (bpf_map_lookup_elem(&fastwall_local_ports, &pk))
+			return FW_PASS_POD_LOCAL;
+	}
+	if (fw_pod_flow_live(cfg, pkt))
+		return FW_PASS_POD_REPLY;
+	return FW_DROP_POD_LOCAL;
+}
+
+static __always_inline __u32 fw_decide(struct __sk_buff *skb, const struct fw_config *cfg,
+				       const struct fw_pkt *pkt, const struct fw_subject *s)
+{
+	__u32 local_flags;
+	__u8 fam = pkt->family & 1;
+
+	if (s->state != FW_STATE_ACTIVE)
+		return FW_DROP_DENYING;
+	if (s->ifindex != FW_IFINDEX_ANY && s->ifindex != skb->ifindex)
+		return FW_DROP_SPOOF;
+	if (fw_is_l4_port(pkt, 853))
+		return FW_DROP_DOT;
+	if (fw_is_pod_local(s, pkt->family, &pkt->dst, &local_flags))
+		return fw_pod_local(cfg, pkt, local_flags);
+	if (s->private_plen[fam] &&
+	    fw_ip_in_prefix(&pkt->dst, &s->private_net[fam], s->private_plen[fam]))
+		return FW_DROP_SIBLING;
+	if (fw_doh_blocked(cfg, pkt))
+		return FW_DROP_DOH;
+	return fw_policy(s, pkt);
+}
+
+SEC("tc")
+int fastwall_ingress(struct __sk_buff *skb)
+{
+	struct fw_pkt pkt = {};
+	struct fw_subject *s;
+	struct fw_config *cfg;
+	__u32 reason, subject = 0;
+
+	reason = fw_parse(skb, &pkt);
+	if (reason != FW_PARSE_OK)
+		return fw_verdict(skb, &pkt, 0, reason);
+
+	reason = fw_icmp6_control(&pkt);
+	if (reason != FW_PARSE_OK)
+		return fw_verdict(skb, &pkt, 0, reason);
+
+	cfg = fw_config();
+	if (!cfg)
+		return fw_verdict(skb, &pkt, 0, FW_DROP_NO_POLICY);
+
+	if (pkt.frag_later) {
+		subject = fw_frag_subject(&pkt);
+		return fw_verdict(skb, &pkt, subject, subject ? FW_PASS_FRAGMENT : FW_DROP_FRAGMENT);
+	}
+
+	s = fw_subject_of(&pkt.src);
+	if (!s)
+		return fw_verdict(skb, &pkt, 0, FW_DROP_UNKNOWN_SOURCE);
+	subject = s->id;
+
+	reason = fw_decide(skb, cfg, &pkt, s);
+	if (pkt.frag_first && reason < FW_REASON_FIRST_DROP)
+		fw_frag_note(cfg, &pkt, subject);
+	return fw_verdict(skb, &pkt, subject, reason);
+}
+
+SEC("tc")
+int fastwall_egress(struct __sk_buff *skb)
+{
+	struct fw_pkt pkt = {};
+	struct fw_subject *s;
+	__u32 local_flags;
+
+	if (fw_parse(skb, &pkt) != FW_PARSE_OK || !pkt.has_ports)
+		return TC_ACT_OK;
+	if (pkt.proto != FW_IPPROTO_TCP && pkt.proto != FW_IPPROTO_UDP)
+		return TC_ACT_OK;
+	s = fw_subject_of(&pkt.dst);
+	if (!s)
+		return TC_ACT_OK;
+	if (fw_is_pod_local(s, pkt.family, &pkt.src, &local_flags))
+		fw_pod_flow_note(&pkt);
+	return TC_ACT_OK;
+}

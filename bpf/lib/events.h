@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Verdict accounting: global and per-subject counters, the settings record,
+ * and the rate-limited ring buffer of deny events. fw_verdict() is the one
+ * exit path of the ingress program: it counts, reports drops, and maps the
+ * reason to a TC return code. */
+#ifndef FW_BPF_EVENTS_H
+#define FW_BPF_EVENTS_H
+
+#include "common.h"
+#include "parse.h"
+
+/* key 0 -> struct fw_config. Writer: fastwalld. Reader: TC programs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fw_config);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_config SEC(".maps");
+
+/* reason -> packets/bytes, per CPU. Writer: TC ingress. Reader: fastwalld, CLI. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FW_REASON_MAX);
+	__type(key, __u32);
+	__type(value, struct fw_counter);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_stats SEC(".maps");
+
+/* subject id -> per-reason packets, per CPU. Writer: TC ingress.
+ * Reader: fastwalld, CLI. Reset by fastwalld when an id is reused. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FW_MAX_SUBJECTS);
+	__type(key, __u32);
+	__type(value, struct fw_subject_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_subject_stats SEC(".maps");
+
+/* subject id -> GCRA state of its event budget, per CPU. Writer and reader:
+ * TC ingress. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FW_MAX_SUBJECTS);
+	__type(key, __u32);
+	__type(value, struct fw_event_budget);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_event_budget SEC(".maps");
+
+/* deny events (struct fw_event). Writer: TC ingress. Reader: fastwalld. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, FW_EVENT_RING_BYTES);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_events SEC(".maps");
+
+static __always_inline struct fw_config *fw_config(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&fastwall_config, &zero);
+}
+
+/* GCRA: allow a burst of cfg->event_burst events, then one per interval. */
+static __always_inline bool fw_event_allowed(__u32 subject, __u64 *suppressed)
+{
+	struct fw_config *cfg = fw_config();
+	struct fw_event_budget *b;
+	__u64 now, tolerance;
+
+	b = bpf_map_lookup_elem(&fastwall_event_budget, &subject);
+	if (!cfg || !b || !cfg->event_interval_ns)
+		return false;
+
+	now = bpf_ktime_get_ns();
+	tolerance = cfg->event_interval_ns * cfg->event_burst;
+	if (b->tat_ns < now)
+		b->tat_ns = now;
+	if (b->tat_ns - now > tolerance) {
+		b->suppressed++;
+		return false;
+	}
+	b->tat_ns += cfg->event_interval_ns;
+	*suppressed = b->suppressed;
+	b->suppressed = 0;
+	return true;
+}
+
+static __always_inline void fw_emit_drop(struct __sk_buff *skb, const struct fw_pkt *pkt,
+					 __u32 subject, __u32 reason)
+{
+	struct fw_event *ev;
+	__u64 suppressed = 0;
+
+	if (!fw_event_allowed(subject, &suppressed))
+		return;
+	ev = bpf_ringbuf_reserve(&fastwall_events, sizeof(*ev), 0);
+	if (!ev)
+		return;
+	ev->ts_ns = bpf_ktime_get_ns();
+	ev->type = FW_EVENT_DROP;
+	ev->subject = subject;
+	ev->reason = reason;
+	ev->ifindex = skb->ifindex;
+	ev->suppressed = suppressed;
+	ev->src = pkt->src;
+	ev->dst = pkt->dst;
+	ev->sport = pkt->sport;
+	ev->dport = pkt->dport;
+	ev->proto = pkt->proto;
+	ev->family = pkt->family;
+	ev->pad[0] = 0;
+	ev->pad[1] = 0;
+	bpf_ringbuf_submit(ev, 0);
+}
+
+static __always_inline int fw_verdict(struct __sk_buff *skb, const struct fw_pkt *pkt,
+				      __u32 subject, __u32 reason)
+{
+	struct fw_subject_stats *ss;
+	struct fw_counter *c;
+
+	if (reason >= FW_REASON_MAX)
+		reason = FW_DROP_MALFORMED;
+
+	c = bpf_map_lookup_elem(&fastwall_stats, &reason);
+	if (c) {
+		c->packets++;
+		c->bytes += skb->len;
+	}
+	ss = bpf_map_lookup_elem(&fastwall_subject_stats, &subject);
+	if (ss && reason < FW_REASON_MAX)
+		ss->packets[reason]++;
+
+	if (reason < FW_REASON_FIRST_DROP)
+		return TC_ACT_OK;
+	fw_emit_drop(skb, pkt, subject, reason);
+	return TC_ACT_SHOT;
+}
+
+#endif /* FW_BPF_EVENTS_H */

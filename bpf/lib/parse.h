@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Packet parsing for the TC programs: Ethernet with at most one VLAN tag,
+ * IPv4 with options, IPv6 with its extension headers, and the first bytes
+ * of TCP/UDP/ICMP. fw_parse() returns FW_PARSE_OK or the reason to decide
+ * at once (a drop, or FW_PASS_NEIGH for ARP). Uses bpf_skb_load_bytes so
+ * non-linear skbs parse the same as linear ones. */
+#ifndef FW_BPF_PARSE_H
+#define FW_BPF_PARSE_H
+
+#include "common.h"
+
+#define FW_PARSE_OK FW_REASON_MAX
+#define FW_IPV6_MAX_EXT 8
+
+struct fw_pkt {
+	struct fw_ip src;
+	struct fw_ip dst;
+	__u32 frag_id;
+	__be16 sport;
+	__be16 dport;
+	__u8 family;	    /* enum fw_family */
+	__u8 proto;	    /* L4 protocol after extension headers */
+	__u8 frag_first;    /* first fragment of a fragmented datagram */
+	__u8 frag_later;    /* non-first fragment: no L4 header */
+	__u8 tcp_flags;
+	__u8 icmp_type;
+	__u8 hop_limit;
+	__u8 has_ports;
+};
+
+struct fw_iphdr {
+	__u8 ver_ihl;
+	__u8 tos;
+	__be16 tot_len;
+	__be16 id;
+	__be16 frag_off;
+	__u8 ttl;
+	__u8 protocol;
+	__sum16 check;
+	__be32 saddr;
+	__be32 daddr;
+};
+
+struct fw_ipv6hdr {
+	__be32 ver_tc_flow;
+	__be16 payload_len;
+	__u8 nexthdr;
+	__u8 hop_limit;
+	struct fw_ip saddr;
+	struct fw_ip daddr;
+};
+
+static __always_inline void fw_ip_from_v4(struct fw_ip *ip, __be32 a)
+{
+	ip->w[0] = 0;
+	ip->w[1] = 0;
+	ip->w[2] = bpf_htonl(0x0000ffff);
+	ip->w[3] = a;
+}
+
+/* Reads the L4 header at off; a header that does not fit is malformed. */
+static __always_inline int fw_parse_l4(struct __sk_buff *skb, struct fw_pkt *pkt, __u32 off)
+{
+	__u8 buf[14];
+
+	if (pkt->frag_later)
+		return FW_PARSE_OK;
+
+	switch (pkt->proto) {
+	case FW_IPPROTO_TCP: {
+		__u8 doff;
+
+		if (bpf_skb_load_bytes(skb, off, buf, 14))
+			return FW_DROP_MALFORMED;
+		doff = buf[12] >> 4;
+		if (doff < 5 || off + doff * 4 > skb->len)
+			return FW_DROP_MALFORMED;
+		pkt->tcp_flags = buf[13];
+		break;
+	}
+	case FW_IPPROTO_UDP:
+		if (bpf_skb_load_bytes(skb, off, buf, 8))
+			return FW_DROP_MALFORMED;
+		break;
+	case FW_IPPROTO_ICMP:
+	case FW_IPPROTO_ICMPV6:
+		if (bpf_skb_load_bytes(skb, off, buf, 4))
+			return FW_DROP_MALFORMED;
+		pkt->icmp_type = buf[0];
+		return FW_PARSE_OK;
+	default:
+		return FW_PARSE_OK;
+	}
+	__builtin_memcpy(&pkt->sport, &buf[0], 2);
+	__builtin_memcpy(&pkt->dport, &buf[2], 2);
+	pkt->has_ports = 1;
+	return FW_PARSE_OK;
+}
+
+static __always_inline int fw_parse_ipv4(struct __sk_buff *skb, struct fw_pkt *pkt, __u32 off)
+{
+	struct fw_iphdr iph;
+	__u32 ihl, tot_len;
+	__u16 frag;
+
+	if (bpf_skb_load_bytes(skb, off, &iph, sizeof(iph)))
+		return FW_DROP_MALFORMED;
+	if ((iph.ver_ihl >> 4) != 4)
+		return FW_DROP_MALFORMED;
+	ihl = (iph.ver_ihl & 0xf) * 4;
+	tot_len = bpf_ntohs(iph.tot_len);
+	if (ihl < 20 || tot_len < ihl || off + tot_len > skb->len)
+		return FW_DROP_MALFORMED;
+
+	pkt->family = FW_FAM_V4;
+	pkt->proto = iph.protocol;
+	pkt->hop_limit = iph.ttl;
+	fw_ip_from_v4(&pkt->src, iph.saddr);
+	fw_ip_from_v4(&pkt->dst, iph.daddr);
+
+	frag = bpf_ntohs(iph.frag_off);
+	if (frag & 0x1fff)
+		pkt->frag_later = 1;
+	else if (frag & 0x2000)
+		pkt->frag_first = 1;
+	pkt->frag_id = bpf_ntohs(iph.id);
+
+	return fw_parse_l4(skb, pkt, off + ihl);
+}
+
+static __always_inline int fw_parse_ipv6(struct __sk_buff *skb, struct fw_pkt *pkt, __u32 off)
+{
+	struct fw_ipv6hdr ip6;
+	__u8 nexthdr;
+	__u32 end;
+
+	if (bpf_skb_load_bytes(skb, off, &ip6, sizeof(ip6)))
+		return FW_DROP_MALFORMED;
+	if ((bpf_ntohl(ip6.ver_tc_flow) >> 28) != 6)
+		return FW_DROP_MALFORMED;
+	/* payload_len 0 is a jumbogram (or BIG TCP); neither comes from a slot */
+	end = off + sizeof(ip6) + bpf_ntohs(ip6.payload_len);
+	if (end == off + sizeof(ip6) && ip6.nexthdr != FW_NEXTHDR_NONE)
+		return FW_DROP_MALFORMED;
+	if (end > skb->len)
+		return FW_DROP_MALFORMED;
+
+	pkt->family = FW_FAM_V6;
+	pkt->hop_limit = ip6.hop_limit;
+	pkt->src = ip6.saddr;
+	pkt->dst = ip6.daddr;
+
+	nexthdr = ip6.nexthdr;
+	off += sizeof(ip6);
+
+#pragma unroll
+	for (int i = 0; i < FW_IPV6_MAX_EXT; i++) {
+		__u8 ext[8];
+
+		switch (nexthdr) {
+		case FW_NEXTHDR_HOP:
+		case FW_NEXTHDR_ROUTING:
+		case FW_NEXTHDR_DEST:
+			if (bpf_skb_load_bytes(skb, off, ext, 2))
+				return FW_DROP_MALFORMED;
+			nexthdr = ext[0];
+			off += (ext[1] + 1) * 8;
+			break;
+		case FW_NEXTHDR_AUTH:
+			if (bpf_skb_load_bytes(skb, off, ext, 2))
+				return FW_DROP_MALFORMED;
+			nexthdr = ext[0];
+			off += (ext[1] + 2) * 4;
+			break;
+		case FW_NEXTHDR_FRAGMENT: {
+			__u16 frag;
+
+			if (bpf_skb_load_bytes(skb, off, ext, 8))
+				return FW_DROP_MALFORMED;
+			nexthdr = ext[0];
+			frag = ((__u16)ext[2] << 8) | ext[3];
+			if (frag & 0xfff8)
+				pkt->frag_later = 1;
+			else if (frag & 1)
+				pkt->frag_first = 1;
+			pkt->frag_id = ((__u32)ext[4] << 24) | ((__u32)ext[5] << 16) |
+				       ((__u32)ext[6] << 8) | ext[7];
+			off += 8;
+			break;
+		}
+		default:
+			goto l4;
+		}
+		if (off > end)
+			return FW_DROP_MALFORMED;
+	}
+	/* more extension headers than any slot legitimately sends */
+	return FW_DROP_MALFORMED;
+l4:
+	pkt->proto = nexthdr;
+	return fw_parse_l4(skb, pkt, off);
+}
+
+static __always_inline int fw_parse(struct __sk_buff *skb, struct fw_pkt *pkt)
+{
+	__u8 eth[4];
+	__u32 off = ETH_HLEN;
+	__be16 proto;
+
+	if (bpf_skb_load_bytes(skb, 12, eth, 2))
+		return FW_DROP_MALFORMED;
+	__builtin_memcpy(&proto, eth, 2);
+
+	if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD)) {
+		/* a tag already taken out by the driver plus one inline is two */
+		if (skb->vlan_present)
+			return FW_DROP_MALFORMED;
+		if (bpf_skb_load_bytes(skb, off, eth, 4))
+			return FW_DROP_MALFORMED;
+		__builtin_memcpy(&proto, &eth[2], 2);
+		off += 4;
+		if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD))
+			return FW_DROP_MALFORMED;
+	}
+
+	if (proto == bpf_htons(ETH_P_IP))
+		return fw_parse_ipv4(skb, pkt, off);
+	if (proto == bpf_htons(ETH_P_IPV6))
+		return fw_parse_ipv6(skb, pkt, off);
+	if (proto == bpf_htons(ETH_P_ARP))
+		return FW_PASS_NEIGH;
+	return FW_DROP_ETHERTYPE;
+}
+
+#endif /* FW_BPF_PARSE_H */

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Per-subject policy: compiled CIDR rules (one LPM trie per subject behind
+ * an array of maps), DNS-learned leases, TCP activity for lease refresh,
+ * and the global DNS-over-HTTPS blocklist. */
+#ifndef FW_BPF_POLICY_H
+#define FW_BPF_POLICY_H
+
+#include "common.h"
+#include "parse.h"
+
+struct fw_rules_inner {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, FW_MAX_RULES);
+	/* sizes, not types: libbpf cannot size types seen only through the
+	 * outer map's value array */
+	__uint(key_size, sizeof(struct fw_lpm_key));
+	__uint(value_size, sizeof(struct fw_rule));
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+};
+
+/* subject id -> LPM trie {prefix -> struct fw_rule}. Writer: fastwalld
+ * (builds a new trie, then replaces the slot). Reader: TC ingress. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, FW_MAX_SUBJECTS);
+	__type(key, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	__array(values, struct fw_rules_inner);
+} fastwall_rules SEC(".maps");
+
+/* {subject, address} -> struct fw_lease. Writer: fastwalld. Reader: TC ingress. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FW_MAX_LEARNED);
+	__type(key, struct fw_learned_key);
+	__type(value, struct fw_lease);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_learned SEC(".maps");
+
+/* {subject, learned address} -> struct fw_activity. Writer: TC ingress.
+ * Reader: fastwalld lease refresh. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, FW_MAX_LEARNED / 4);
+	__type(key, struct fw_learned_key);
+	__type(value, struct fw_activity);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_activity SEC(".maps");
+
+/* prefix -> 1: TCP 443 destinations dropped in DoH list mode. Writer:
+ * fastwalld. Reader: TC ingress. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, FW_MAX_DOH);
+	__type(key, struct fw_lpm_key);
+	__type(value, __u8);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_doh SEC(".maps");
+
+static __always_inline bool fw_doh_blocked(const struct fw_config *cfg, const struct fw_pkt *pkt)
+{
+	struct fw_lpm_key key;
+
+	if (pkt->proto != FW_IPPROTO_TCP || pkt->dport != bpf_htons(443))
+		return false;
+	if (cfg->flags & FW_CF_DOH_STRICT)
+		return true;
+	if (!(cfg->flags & FW_CF_DOH_LIST))
+		return false;
+	key.prefixlen = 128;
+	key.addr = pkt->dst;
+	return bpf_map_lookup_elem(&fastwall_doh, &key) != NULL;
+}
+
+/* TCP to a learned address: note it for the lease refresh loop, writing at
+ * most once a second per entry unless the flow is closing. */
+static __always_inline void fw_note_activity(const struct fw_learned_key *key,
+					     const struct fw_pkt *pkt, __u64 now)
+{
+	struct fw_activity *a, fresh = {};
+	bool closing = pkt->tcp_flags & (FW_TCP_FIN | FW_TCP_RST);
+
+	a = bpf_map_lookup_elem(&fastwall_activity, key);
+	if (a) {
+		if (closing)
+			a->last_close_ns = now;
+		if (now - a->last_seen_ns > FW_NSEC_PER_SEC)
+			a->last_seen_ns = now;
+		return;
+	}
+	fresh.last_seen_ns = now;
+	if (closing)
+		fresh.last_close_ns = now;
+	bpf_map_update_elem(&fastwall_activity, key, &fresh, BPF_ANY);
+}
+
+/* Deny CIDRs, allow CIDRs, learned leases, default, in that order. */
+static __always_inline __u32 fw_policy(const struct fw_subject *s, const struct fw_pkt *pkt)
+{
+	struct fw_learned_key lkey = {};
+	struct fw_lpm_key key;
+	struct fw_lease *lease;
+	struct fw_rule *rule;
+	void *trie;
+	__u32 id = s->id;
+	__u64 now;
+
+	trie = bpf_map_lookup_elem(&fastwall_rules, &id);
+	if (!trie)
+		return FW_DROP_NO_POLICY;
+	key.prefixlen = 128;
+	key.addr = pkt->dst;
+	rule = bpf_map_lookup_elem(trie, &key);
+	if (!rule)
+		return FW_DROP_NO_POLICY;
+	if (!rule->is_default)
+		return rule->action == FW_ACTION_ALLOW ? FW_PASS_ALLOW_CIDR : FW_DROP_DENY_CIDR;
+	if (rule->action == FW_ACTION_ALLOW)
+		return FW_PASS_DEFAULT;
+
+	lkey.subject = id;
+	lkey.addr = pkt->dst;
+	lease = bpf_map_lookup_elem(&fastwall_learned, &lkey);
+	if (!lease)
+		return FW_DROP_DEFAULT_DENY;
+	now = bpf_ktime_get_ns();
+	if (lease->expires_ns <= now)
+		return FW_DROP_LEASE_EXPIRED;
+	if (pkt->proto == FW_IPPROTO_TCP)
+		fw_note_activity(&lkey, pkt, now);
+	return FW_PASS_LEARNED;
+}
+
+#endif /* FW_BPF_POLICY_H */

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Subject dispatch by address, and the pod-local address set. */
+#ifndef FW_BPF_SUBJECT_H
+#define FW_BPF_SUBJECT_H
+
+#include "common.h"
+
+/* address -> struct fw_subject. Writer: fastwalld. Reader: TC programs.
+ * No prealloc: updates replace the element under RCU, so a reader sees the
+ * whole old subject or the whole new one. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FW_MAX_ADDRS);
+	__type(key, struct fw_ip);
+	__type(value, struct fw_subject);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_dispatch SEC(".maps");
+
+/* pod-local address (besides each subject's gateway) -> struct fw_local.
+ * Writer: fastwalld. Reader: TC programs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FW_MAX_LOCAL);
+	__type(key, struct fw_ip);
+	__type(value, struct fw_local);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_local SEC(".maps");
+
+/* {proto, port} -> 1: open on pod-local addresses besides DNS. Writer:
+ * fastwalld. Reader: TC ingress. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct fw_port_key);
+	__type(value, __u8);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_local_ports SEC(".maps");
+
+static __always_inline struct fw_subject *fw_subject_of(const struct fw_ip *addr)
+{
+	return bpf_map_lookup_elem(&fastwall_dispatch, addr);
+}
+
+/* Returns the local entry of addr when it is one of the pod's own addresses
+ * as seen from this subject; gateways get a static all-zero entry. */
+static __always_inline bool fw_is_pod_local(const struct fw_subject *s, __u8 family,
+					    const struct fw_ip *addr, __u32 *flags)
+{
+	struct fw_local *l;
+	__u8 gw_flag = family == FW_FAM_V4 ? FW_SF_GATEWAY4 : FW_SF_GATEWAY6;
+
+	*flags = 0;
+	if ((s->flags & gw_flag) && fw_ip_eq(addr, &s->gateway[family & 1]))
+		return true;
+	l = bpf_map_lookup_elem(&fastwall_local, addr);
+	if (!l)
+		return false;
+	*flags = l->flags;
+	return true;
+}
+
+#endif /* FW_BPF_SUBJECT_H */

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The BPF/userspace boundary: map keys and values, verdict reasons, events.
+ * Compiled by the BPF programs (against vmlinux.h) and by userspace (against
+ * <linux/types.h>); everything here is plain data with fixed sizes. */
+#ifndef FASTWALL_H
+#define FASTWALL_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#ifndef FW_MAX_SUBJECTS
+#define FW_MAX_SUBJECTS 8192 /* subject ids 1..FW_MAX_SUBJECTS-1; 0 = none */
+#endif
+#ifndef FW_MAX_ADDRS
+#define FW_MAX_ADDRS (2 * FW_MAX_SUBJECTS)
+#endif
+#ifndef FW_MAX_RULES
+#define FW_MAX_RULES 4096 /* compiled CIDR entries per subject */
+#endif
+#ifndef FW_MAX_LEARNED
+#define FW_MAX_LEARNED 1048576
+#endif
+#ifndef FW_MAX_LOCAL
+#define FW_MAX_LOCAL 256
+#endif
+#ifndef FW_MAX_DOH
+#define FW_MAX_DOH 4096
+#endif
+#ifndef FW_MAX_POD_FLOWS
+#define FW_MAX_POD_FLOWS 65536
+#endif
+#ifndef FW_MAX_FRAGS
+#define FW_MAX_FRAGS 8192
+#endif
+#ifndef FW_EVENT_RING_BYTES
+#define FW_EVENT_RING_BYTES (1 << 20)
+#endif
+
+/* Every address is 128 bits in network order; IPv4 is stored v4-mapped
+ * (::ffff:a.b.c.d), so one set of maps and one LPM key serve both families.
+ * An IPv4 /n is an LPM prefix of 96 + n. */
+struct fw_ip {
+	__be32 w[4];
+};
+
+#define FW_V4_PREFIX_BASE 96
+
+enum fw_family {
+	FW_FAM_V4 = 0,
+	FW_FAM_V6 = 1,
+	FW_FAM_MAX,
+};
+
+enum fw_subject_state {
+	FW_STATE_ABSENT = 0,
+	FW_STATE_DENYING = 1,
+	FW_STATE_ACTIVE = 2,
+};
+
+/* Verdict reasons: passes first, then drops. One counter slot each. These
+ * are not TC return codes; the programs map them to TC_ACT_OK/TC_ACT_SHOT. */
+enum fw_reason {
+	FW_PASS_ALLOW_CIDR = 0, /* destination in an allow CIDR */
+	FW_PASS_LEARNED,	/* DNS-learned destination with a live lease */
+	FW_PASS_DEFAULT,	/* no rule matched, default action allow */
+	FW_PASS_DNS_LOCAL,	/* DNS to the gateway or a pod-local address */
+	FW_PASS_POD_LOCAL,	/* configured exception to pod-local */
+	FW_PASS_POD_REPLY,	/* reply on a flow the pod opened into the sandbox */
+	FW_PASS_NEIGH,		/* ARP, IPv6 neighbour discovery, MLD */
+	FW_PASS_FRAGMENT,	/* non-first fragment of a passed datagram */
+	FW_DROP_MALFORMED,	/* truncated or invalid headers */
+	FW_DROP_ETHERTYPE,	/* non-IP, non-ARP ethertype */
+	FW_DROP_FRAGMENT,	/* non-first fragment of an unknown datagram */
+	FW_DROP_UNKNOWN_SOURCE, /* source address belongs to no subject */
+	FW_DROP_DENYING,	/* subject registered but not yet active */
+	FW_DROP_SPOOF,		/* subject's address on the wrong interface */
+	FW_DROP_SIBLING,	/* to another address in the private CIDR */
+	FW_DROP_POD_LOCAL,	/* non-DNS to the gateway or a pod-local address */
+	FW_DROP_DOT,		/* DNS-over-TLS, port 853 */
+	FW_DROP_DOH,		/* DNS-over-HTTPS block (list or strict) */
+	FW_DROP_DENY_CIDR,	/* destination in a deny CIDR */
+	FW_DROP_LEASE_EXPIRED,	/* learned destination whose lease ran out */
+	FW_DROP_DEFAULT_DENY,	/* no rule matched, default action deny */
+	FW_DROP_NO_POLICY,	/* active subject without a rule set (fail closed) */
+	FW_DROP_ROGUE_ND,	/* router advertisement or redirect from a sandbox */
+	FW_REASON_MAX,
+};
+
+#define FW_REASON_FIRST_DROP FW_DROP_MALFORMED
+
+/* fastwall_dispatch: source address -> subject. One entry per address of
+ * every subject; the whole subject travels in the value so one hash lookup
+ * dispatches a packet and an update swaps all of it at once (hash values are
+ * replaced under RCU, never written in place). Writer: fastwalld. Reader:
+ * TC programs. */
+#define FW_IFINDEX_ANY 0	       /* no host interface named */
+#define FW_IFINDEX_MISSING 0xffffffffu /* named, but not present: all drop */
+
+#define FW_SF_GATEWAY4 (1u << 0)
+#define FW_SF_GATEWAY6 (1u << 1)
+
+struct fw_subject {
+	__u32 id;
+	__u8 state;	       /* enum fw_subject_state */
+	__u8 flags;	       /* FW_SF_* */
+	__u8 private_plen[2];  /* per family, LPM-style length; 0 = none */
+	__u32 ifindex;	       /* anti-spoof binding, FW_IFINDEX_* */
+	__u32 generation;      /* bumped by fastwalld on every rebind */
+	struct fw_ip gateway[2];
+	struct fw_ip private_net[2];
+};
+
+/* fastwall_rules: subject id -> inner LPM trie of that subject's compiled
+ * CIDR rules. The controller resolves "deny beats allow" before insertion,
+ * so one longest-prefix lookup is the verdict; the ::/0 entry carries the
+ * default action. A policy swap builds a new trie and replaces the outer
+ * slot in one update. */
+struct fw_lpm_key {
+	__u32 prefixlen;
+	struct fw_ip addr;
+};
+
+enum fw_action {
+	FW_ACTION_DENY = 0,
+	FW_ACTION_ALLOW = 1,
+};
+
+#define FW_RULE_DEFAULT 0xffffffffu
+
+struct fw_rule {
+	__u8 action;	 /* enum fw_action */
+	__u8 is_default; /* the ::/0 default entry */
+	__u16 pad;
+	__u32 rule;	 /* index in the policy's egress list, FW_RULE_DEFAULT */
+};
+
+/* fastwall_learned: {subject, address} -> lease. Writer: fastwalld (DNS
+ * proxy, refresh loop, GC). Reader: TC ingress, against bpf_ktime_get_ns. */
+struct fw_learned_key {
+	__u32 subject;
+	__u32 pad;
+	struct fw_ip addr;
+};
+
+struct fw_lease {
+	__u64 expires_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
+	__u64 learned_ns;
+};
+
+/* fastwall_activity: {subject, learned address} -> TCP activity. Writer:
+ * TC ingress (at most once a second per entry). Reader: lease refresh. */
+struct fw_activity {
+	__u64 last_seen_ns;
+	__u64 last_close_ns; /* last FIN or RST seen */
+};
+
+/* fastwall_pod_flows: flows the pod opened into a sandbox, keyed as the
+ * sandbox's reply will carry them. Writer: TC egress of sandbox ports.
+ * Reader: TC ingress (pod-local replies). LRU. */
+struct fw_flow_key {
+	struct fw_ip sandbox;
+	struct fw_ip pod;
+	__be16 sandbox_port;
+	__be16 pod_port;
+	__u8 proto;
+	__u8 pad[3];
+};
+
+struct fw_flow {
+	__u64 last_seen_ns;
+};
+
+/* fastwall_frags: first fragments that passed, so later fragments of the
+ * same datagram (which carry no ports) can follow. LRU. Writer and reader:
+ * TC ingress. */
+struct fw_frag_key {
+	struct fw_ip src;
+	struct fw_ip dst;
+	__u32 id;
+	__u8 proto;
+	__u8 pad[3];
+};
+
+struct fw_frag {
+	__u64 expires_ns;
+	__u32 subject;
+	__u32 pad;
+};
+
+/* fastwall_local: pod-local addresses besides the gateways -> flags.
+ * fastwall_local_ports: {proto, port} open to the sandboxes on pod-local
+ * addresses besides DNS. Writer: fastwalld. Reader: TC ingress. */
+#define FW_LOCAL_F_ALLOW_ALL (1u << 0)
+
+struct fw_local {
+	__u32 flags;
+};
+
+struct fw_port_key {
+	__u8 proto;
+	__u8 pad;
+	__be16 port;
+};
+
+/* fastwall_config: the one global settings record (array, key 0). */
+#define FW_CF_DOH_LIST (1u << 0)   /* drop TCP 443 to fastwall_doh */
+#define FW_CF_DOH_STRICT (1u << 1) /* drop all TCP 443 */
+
+struct fw_config {
+	__u32 flags;		    /* FW_CF_* */
+	__u32 event_burst;	    /* events a subject may emit back to back */
+	__u64 event_interval_ns;    /* one event per interval after the burst */
+	__u64 pod_flow_timeout_ns;  /* idle timeout of pod-opened flows */
+	__u64 frag_timeout_ns;	    /* how long a first fragment opens the rest */
+};
+
+/* fastwall_stats: reason -> counter (per-CPU array). fastwall_subject_stats:
+ * subject id -> per-reason packets (per-CPU array). Writer: TC ingress.
+ * Reader: fastwalld, CLI. */
+struct fw_counter {
+	__u64 packets;
+	__u64 bytes;
+};
+
+struct fw_subject_stats {
+	__u64 packets[FW_REASON_MAX];
+};
+
+/* fastwall_event_budget: subject id -> GCRA state (per-CPU array), so a
+ * flooding sandbox exhausts only its own share of the event ring. */
+struct fw_event_budget {
+	__u64 tat_ns;	  /* theoretical arrival time */
+	__u64 suppressed; /* events dropped since the last one emitted */
+};
+
+/* fastwall_events: ring buffer of deny events. */
+enum fw_event_type {
+	FW_EVENT_DROP = 1,
+};
+
+struct fw_event {
+	__u64 ts_ns;
+	__u32 type;	 /* enum fw_event_type */
+	__u32 subject;	 /* 0 when the source is unknown */
+	__u32 reason;	 /* enum fw_reason */
+	__u32 ifindex;
+	__u64 suppressed; /* events this subject lost to rate limiting before */
+	struct fw_ip src;
+	struct fw_ip dst;
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;
+	__u8 family;	 /* enum fw_family */
+	__u8 pad[2];
+};
+
+/* fastwall_subject_meta: subject id -> what the controller needs to adopt
+ * the subject after a restart. Never read by the data plane. */
+#define FW_NAME_LEN 128
+
+enum fw_origin {
+	FW_ORIGIN_STATIC = 1,
+	FW_ORIGIN_ACTIONS = 2,
+};
+
+struct fw_subject_meta {
+	char name[FW_NAME_LEN]; /* static subject name or sandbox uid */
+	__u64 binding_hash;	/* addresses, interface, gateway, CIDR */
+	__u64 policy_hash;	/* compiled rule set */
+	__u32 origin;		/* enum fw_origin */
+	__u32 pad;
+};
+
+#ifndef __VMLINUX_H__
+_Static_assert(sizeof(struct fw_ip) == 16, "fw_ip");
+_Static_assert(sizeof(struct fw_subject) == 80, "fw_subject");
+_Static_assert(sizeof(struct fw_lpm_key) == 20, "fw_lpm_key");
+_Static_assert(sizeof(struct fw_rule) == 8, "fw_rule");
+_Static_assert(sizeof(struct fw_learned_key) == 24, "fw_learned_key");
+_Static_assert(sizeof(struct fw_lease) == 16, "fw_lease");
+_Static_assert(sizeof(struct fw_flow_key) == 40, "fw_flow_key");
+_Static_assert(sizeof(struct fw_frag_key) == 40, "fw_frag_key");
+_Static_assert(sizeof(struct fw_config) == 32, "fw_config");
+_Static_assert(sizeof(struct fw_event) == 72, "fw_event");
+_Static_assert(sizeof(struct fw_subject_meta) == 152, "fw_subject_meta");
+#endif
+
+#endif /* FASTWALL_H */

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every Debian package fastwall's build, tests, demo and benchmarks
+# need. Idempotent: installs only what is missing, and exits quietly when
+# nothing is. Run as root on Debian 12.
+set -euo pipefail
+
+PKGS=(
+	# build
+	make gcc clang llvm libbpf-dev libelf-dev zlib1g-dev libyaml-dev pkg-config
+	bpftool
+	# tests
+	libcriterion-dev iproute2 curl python3 netcat-openbsd procps kmod
+	# benchmarks and plots
+	iperf3 gnuplot-nox
+	# lint/format
+	clang-format clang-tidy cppcheck
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	case "$p" in \#*) continue ;; esac
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+	echo "install-deps: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# bpffs must be mounted for pinning.
+if ! mount | grep -q ' /sys/fs/bpf type bpf'; then
+	mount -t bpf bpf /sys/fs/bpf
+fi

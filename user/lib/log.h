@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Leveled logging to stderr. The level is checked before formatting, so a
+ * disabled debug line costs one comparison. Never pass secrets. */
+#ifndef FW_LOG_H
+#define FW_LOG_H
+
+enum fw_log_level {
+	FW_LOG_ERROR = 0,
+	FW_LOG_WARN,
+	FW_LOG_INFO,
+	FW_LOG_DEBUG,
+};
+
+extern enum fw_log_level fw_log_level;
+
+void fw_log_write(enum fw_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Parses "error", "warn", "info", "debug"; returns 0 or -EINVAL. */
+int fw_log_level_parse(const char *s, enum fw_log_level *out);
+
+#define fw_log(level, ...)                                                                         \
+	do {                                                                                       \
+		if ((level) <= fw_log_level)                                                       \
+			fw_log_write((level), __VA_ARGS__);                                        \
+	} while (0)
+#define fw_err(...) fw_log(FW_LOG_ERROR, __VA_ARGS__)
+#define fw_warn(...) fw_log(FW_LOG_WARN, __VA_ARGS__)
+#define fw_info(...) fw_log(FW_LOG_INFO, __VA_ARGS__)
+#define fw_debug(...) fw_log(FW_LOG_DEBUG, __VA_ARGS__)
+
+#endif /* FW_LOG_H */

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The egress policy model (../shared/reference/egress-policy.md) and its
+ * compilation into one subject's LPM entries. Functions return 0 or a
+ * negative errno; on -EINVAL an error text is written to err. */
+#ifndef FW_POLICY_H
+#define FW_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "fastwall.h"
+
+#define FW_POLICY_MAX_RULES 4096
+#define FW_POLICY_MAX_PORTS 256
+#define FW_DOMAIN_MAX 253
+
+enum fw_target_kind {
+	FW_TARGET_IP = 1,   /* a single address (full-length prefix) */
+	FW_TARGET_CIDR,	    /* a prefix, host bits cleared */
+	FW_TARGET_DOMAIN,   /* exact name, lowercased, no trailing dot */
+	FW_TARGET_WILDCARD, /* "*.example.com": domain holds "example.com" */
+};
+
+struct fw_policy_rule {
+	__u8 action; /* enum fw_action */
+	enum fw_target_kind kind;
+	struct fw_ip addr; /* IP and CIDR */
+	__u32 plen;	   /* over 128 bits */
+	char *domain;	   /* DOMAIN and WILDCARD, owned */
+	__u16 *ports;	   /* optional, owned; NULL and 0 = all ports */
+	size_t nports;
+};
+
+struct fw_policy {
+	__u8 default_action; /* enum fw_action */
+	struct fw_policy_rule *rules;
+	size_t nrules;
+};
+
+struct fw_compiled {
+	struct fw_lpm_key key;
+	struct fw_rule rule;
+};
+
+void fw_policy_init(struct fw_policy *p); /* default deny, no rules */
+void fw_policy_free(struct fw_policy *p);
+int fw_policy_copy(struct fw_policy *dst, const struct fw_policy *src);
+
+/* Trimmed, lowercased; "" means deny; anything but allow/deny is -EINVAL. */
+int fw_action_parse(const char *s, __u8 *action, char *err, size_t errlen);
+int fw_policy_set_default(struct fw_policy *p, const char *action, char *err, size_t errlen);
+/* Classifies target as IP, else CIDR, else domain (wildcard when "*.");
+ * ports may be NULL. Validates ports (1-65535, at most 256, no
+ * duplicates). Rejects an empty target and malformed domain names. */
+int fw_policy_add_rule(struct fw_policy *p, const char *action, const char *target,
+		       const long *ports, size_t nports, char *err, size_t errlen);
+
+/* Matches a query name (any case, optional trailing dot) against the domain
+ * rules in first-match order; returns the rule index or -1 and stores the
+ * action decided (the default when nothing matches). */
+int fw_policy_match_domain(const struct fw_policy *p, const char *name, __u8 *action);
+
+/* Compiles overlay (may be NULL; its rules go first) and p into
+ * non-overlapping-verdict LPM entries: deny prefixes, allow prefixes not
+ * covered by any deny prefix, and the ::/0 default entry. *out is
+ * malloc'd; the caller frees it. rule indexes count overlay rules first. */
+int fw_policy_compile(const struct fw_policy *overlay, const struct fw_policy *p,
+		      struct fw_compiled **out, size_t *n);
+/* Stable 64-bit hash of a compiled rule set (order-independent). */
+__u64 fw_compiled_hash(const struct fw_compiled *c, size_t n);
+
+#endif /* FW_POLICY_H */

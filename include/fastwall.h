@@ -41,7 +41,10 @@
  * (::ffff:a.b.c.d), so one set of maps and one LPM key serve both families.
  * An IPv4 /n is an LPM prefix of 96 + n. */
 struct fw_ip {
-	__be32 w[4];
+	union {
+		__u8 b[16]; /* first, so bpftool shows readable bytes */
+		__be32 w[4];
+	};
 };
 
 #define FW_V4_PREFIX_BASE 96
@@ -106,7 +109,7 @@ struct fw_subject {
 	__u8 flags;	       /* FW_SF_* */
 	__u8 private_plen[2];  /* per family, LPM-style length; 0 = none */
 	__u32 ifindex;	       /* anti-spoof binding, FW_IFINDEX_* */
-	__u32 generation;      /* bumped by fastwalld on every rebind */
+	__u32 pad;	       /* a rebind gets a new id instead */
 	struct fw_ip gateway[2];
 	struct fw_ip private_net[2];
 };
@@ -270,6 +273,7 @@ struct fw_subject_meta {
 	__u64 policy_hash;	/* compiled rule set */
 	__u32 origin;		/* enum fw_origin */
 	__u32 pad;
+	char ifname[16];	/* host interface by name; "" = none */
 };
 
 #ifndef __VMLINUX_H__
@@ -283,7 +287,7 @@ _Static_assert(sizeof(struct fw_flow_key) == 40, "fw_flow_key");
 _Static_assert(sizeof(struct fw_frag_key) == 40, "fw_frag_key");
 _Static_assert(sizeof(struct fw_config) == 32, "fw_config");
 _Static_assert(sizeof(struct fw_event) == 72, "fw_event");
-_Static_assert(sizeof(struct fw_subject_meta) == 152, "fw_subject_meta");
+_Static_assert(sizeof(struct fw_subject_meta) == 168, "fw_subject_meta");
 #endif
 
 #endif /* FASTWALL_H */

@@ -37,6 +37,17 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fastwall_local_ports SEC(".maps");
 
+/* subject id -> struct fw_subject_meta: what fastwalld needs to adopt its
+ * subjects after a restart. Writer and reader: fastwalld; the programs never
+ * touch it, it is here so that it is created and pinned with the rest. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FW_MAX_SUBJECTS);
+	__type(key, __u32);
+	__type(value, struct fw_subject_meta);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_subject_meta SEC(".maps");
+
 static __always_inline struct fw_subject *fw_subject_of(const struct fw_ip *addr)
 {
 	return bpf_map_lookup_elem(&fastwall_dispatch, addr);

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* fastwall: read-only view of the pinned data plane (status, subjects,
+ * leases). It opens the pinned maps directly, so it works whether or not
+ * fastwalld is running. */
+#include <errno.h>
+#include <getopt.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+
+#include "addr.h"
+#include "config.h"
+#include "datapath.h"
+#include "log.h"
+
+enum { EXIT_USAGE = 2, EXIT_NOSTATE = 3 };
+
+struct cli {
+	const char *bpffs;
+	struct fw_dp *dp;
+	bool all; /* also zero counters */
+};
+
+static const char *state_name(__u8 s)
+{
+	switch (s) {
+	case FW_STATE_ACTIVE:
+		return "active";
+	case FW_STATE_DENYING:
+		return "denying";
+	}
+	return "absent";
+}
+
+static int cmd_status(struct cli *c)
+{
+	struct fw_counter ctr[FW_REASON_MAX];
+	struct if_nameindex *ifs = if_nameindex(), *i;
+	__u64 pass = 0, drop = 0;
+	__u32 key, *prev = NULL;
+	int nsubj = 0, nif = 0;
+	int err;
+
+	while (bpf_map_get_next_key(c->dp->meta_fd, prev, &key) == 0) {
+		prev = &key;
+		nsubj++;
+	}
+	printf("pins:        %s\n", c->bpffs);
+	printf("subjects:    %d\n", nsubj);
+	printf("attached:   ");
+	for (i = ifs; i && i->if_index; i++) {
+		if (fw_dp_attached(i->if_index)) {
+			printf(" %s", i->if_name);
+			nif++;
+		}
+	}
+	printf("%s\n", nif ? "" : " (none)");
+	if_freenameindex(ifs);
+
+	err = fw_dp_stats_read(c->dp, ctr);
+	if (err)
+		return err;
+	printf("\n%-20s %12s %14s\n", "verdict", "packets", "bytes");
+	for (__u32 r = 0; r < FW_REASON_MAX; r++) {
+		if (r < FW_REASON_FIRST_DROP)
+			pass += ctr[r].packets;
+		else
+			drop += ctr[r].packets;
+		if (!ctr[r].packets && !c->all)
+			continue;
+		printf("%-5s %-14s %12llu %14llu\n", r < FW_REASON_FIRST_DROP ? "pass" : "drop",
+		       fw_reason_name(r), (unsigned long long)ctr[r].packets,
+		       (unsigned long long)ctr[r].bytes);
+	}
+	printf("%-20s %12llu\n%-20s %12llu\n", "total passed", (unsigned long long)pass,
+	       "total dropped", (unsigned long long)drop);
+	return 0;
+}
+
+static void print_counts(const __u64 *p, bool all)
+{
+	bool any = false;
+
+	for (__u32 r = 0; r < FW_REASON_MAX; r++) {
+		if (!p[r] && !all)
+			continue;
+		printf("%s%s %s=%llu", any ? "," : "      ", r < FW_REASON_FIRST_DROP ? "pass" : "drop",
+		       fw_reason_name(r), (unsigned long long)p[r]);
+		any = true;
+	}
+	if (any)
+		printf("\n");
+}
+
+static int cmd_subjects(struct cli *c)
+{
+	struct fw_subject_meta meta;
+	__u32 key, *prev = NULL;
+	struct fw_ip addr, *aprev;
+	struct fw_subject ks;
+	__u64 counts[FW_REASON_MAX];
+	char buf[FW_ADDR_STRLEN];
+
+	printf("%-5s %-24s %-8s %-10s %s\n", "id", "name", "state", "interface", "addresses");
+	while (bpf_map_get_next_key(c->dp->meta_fd, prev, &key) == 0) {
+		const char *state = "denying";
+		bool first = true;
+
+		prev = &key;
+		if (bpf_map_lookup_elem(c->dp->meta_fd, &key, &meta))
+			continue;
+		aprev = NULL;
+		/* the addresses are the dispatch entries pointing at this id */
+		char addrs[512] = "";
+		size_t used = 0;
+
+		while (bpf_map_get_next_key(c->dp->dispatch_fd, aprev, &addr) == 0) {
+			aprev = &addr;
+			if (bpf_map_lookup_elem(c->dp->dispatch_fd, &addr, &ks) || ks.id != key)
+				continue;
+			state = state_name(ks.state);
+			used += snprintf(addrs + used, sizeof(addrs) - used, "%s%s",
+					 first ? "" : ",", fw_addr_str(&addr, buf, sizeof(buf)));
+			if (used >= sizeof(addrs))
+				used = sizeof(addrs) - 1;
+			first = false;
+		}
+		printf("%-5u %-24s %-8s %-10s %s\n", key, meta.name, first ? "absent" : state,
+		       meta.ifname[0] ? meta.ifname : "-", first ? "-" : addrs);
+		if (fw_dp_subject_stats_read(c->dp, key, counts) == 0)
+			print_counts(counts, c->all);
+	}
+	return 0;
+}
+
+static int cmd_leases(struct cli *c)
+{
+	struct fw_learned_key k, *prev = NULL;
+	struct fw_lease v;
+	struct fw_subject_meta meta;
+	char buf[FW_ADDR_STRLEN];
+	__u64 now = fw_now_ns();
+
+	printf("%-24s %-40s %s\n", "subject", "address", "lease");
+	while (bpf_map_get_next_key(c->dp->learned_fd, prev, &k) == 0) {
+		prev = &k;
+		if (bpf_map_lookup_elem(c->dp->learned_fd, &k, &v))
+			continue;
+		if (bpf_map_lookup_elem(c->dp->meta_fd, &k.subject, &meta))
+			snprintf(meta.name, sizeof(meta.name), "#%u", k.subject);
+		if (v.expires_ns > now)
+			printf("%-24s %-40s %llus left\n", meta.name,
+			       fw_addr_str(&k.addr, buf, sizeof(buf)),
+			       (unsigned long long)((v.expires_ns - now) / 1000000000ull));
+		else
+			printf("%-24s %-40s expired\n", meta.name,
+			       fw_addr_str(&k.addr, buf, sizeof(buf)));
+	}
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(struct cli *c);
+	const char *help;
+} cmds[] = {
+	{ "status", cmd_status, "attached interfaces and verdict counters" },
+	{ "subjects", cmd_subjects, "subjects with state, addresses and counters" },
+	{ "leases", cmd_leases, "DNS-learned addresses and their remaining lease" },
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: fastwall [--bpffs DIR] [--all] COMMAND\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(out, "  %-10s %s\n", cmds[i].name, cmds[i].help);
+	fprintf(out, "\noptions:\n"
+		     "  -b, --bpffs DIR   pin directory (default " FW_DEFAULT_BPFFS ")\n"
+		     "  -a, --all         show zero counters too\n"
+		     "  -h, --help        this text\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "bpffs", required_argument, NULL, 'b' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	struct cli c = { .bpffs = FW_DEFAULT_BPFFS };
+	int opt, err;
+
+	while ((opt = getopt_long(argc, argv, "b:ah", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'b':
+			c.bpffs = optarg;
+			break;
+		case 'a':
+			c.all = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		if (strcmp(cmds[i].name, argv[optind]) != 0)
+			continue;
+		fw_log_level = FW_LOG_ERROR;
+		fw_dp_quiet();
+		err = fw_dp_open_pinned(c.bpffs, &c.dp);
+		if (err) {
+			fprintf(stderr, "fastwall: no data plane pinned under %s: %s\n", c.bpffs,
+				strerror(-err));
+			return EXIT_NOSTATE;
+		}
+		err = cmds[i].fn(&c);
+		fw_dp_close(c.dp);
+		if (err) {
+			fprintf(stderr, "fastwall: %s: %s\n", argv[optind], strerror(-err));
+			return 1;
+		}
+		return 0;
+	}
+	fprintf(stderr, "fastwall: unknown command '%s'\n", argv[optind]);
+	usage(stderr);
+	return EXIT_USAGE;
+}

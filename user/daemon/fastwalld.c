@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* fastwalld: loads and pins the data plane, attaches it to every
+ * sandbox-facing interface (including ports that appear later), programs
+ * the static subjects of its YAML config, reloads them on SIGHUP, and
+ * reports deny events. One epoll thread. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <net/if.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "addr.h"
+#include "config.h"
+#include "datapath.h"
+#include "links.h"
+#include "log.h"
+#include "subjects.h"
+
+#define FW_DEFAULT_CONFIG "/etc/fastwall/fastwalld.yaml"
+
+enum fw_exit {
+	FW_EXIT_OK = 0,
+	FW_EXIT_FAILURE = 1, /* runtime failure */
+	FW_EXIT_USAGE = 2,   /* bad command line */
+	FW_EXIT_CONFIG = 3,  /* invalid configuration */
+	FW_EXIT_KERNEL = 4,  /* can't load, pin or attach */
+};
+
+struct fw_daemon {
+	const char *config_path;
+	struct fw_cfg cfg;
+	struct fw_dp *dp;
+	struct fw_registry reg;
+	struct ring_buffer *events;
+	int link_fd;
+	int sig_fd;
+	int epoll_fd;
+	bool stop;
+	bool level_forced; /* --log-level wins over the config */
+	unsigned char attached[65536 / 8]; /* ifindex bitmap, for logging once */
+};
+
+static bool bit_test(const unsigned char *map, int i)
+{
+	return i > 0 && i < 65536 && (map[i / 8] & (1u << (i % 8)));
+}
+
+static void bit_set(unsigned char *map, int i, bool on)
+{
+	if (i <= 0 || i >= 65536)
+		return;
+	if (on)
+		map[i / 8] |= 1u << (i % 8);
+	else
+		map[i / 8] &= ~(1u << (i % 8));
+}
+
+/* An interface is sandbox-facing when its name matches a configured glob
+ * or it is a port of a configured bridge. */
+static bool wanted_link(const struct fw_cfg *cfg, const struct fw_link *l)
+{
+	char master[IF_NAMESIZE];
+
+	for (size_t i = 0; i < cfg->ninterfaces; i++)
+		if (fnmatch(cfg->interfaces[i], l->name, 0) == 0)
+			return true;
+	if (l->master <= 0 || !cfg->nbridges || !if_indextoname(l->master, master))
+		return false;
+	for (size_t i = 0; i < cfg->nbridges; i++)
+		if (strcmp(cfg->bridges[i], master) == 0)
+			return true;
+	return false;
+}
+
+static void on_link(void *ctx, const struct fw_link *l)
+{
+	struct fw_daemon *d = ctx;
+
+	if (l->removed) {
+		if (bit_test(d->attached, l->ifindex))
+			fw_info("interface %s (ifindex %d) is gone", l->name, l->ifindex);
+		bit_set(d->attached, l->ifindex, false);
+		return;
+	}
+	if (!wanted_link(&d->cfg, l) || bit_test(d->attached, l->ifindex))
+		return;
+	if (fw_dp_attach(d->dp, l->ifindex) == 0) {
+		bit_set(d->attached, l->ifindex, true);
+		fw_info("attached to %s (ifindex %d)", l->name, l->ifindex);
+	}
+}
+
+static int attach_all(struct fw_daemon *d)
+{
+	int err = fw_links_dump(on_link, d);
+
+	if (err)
+		fw_err("can't list interfaces: %s", strerror(-err));
+	fw_reg_links_changed(&d->reg);
+	return err;
+}
+
+static const char *proto_name(__u8 proto)
+{
+	switch (proto) {
+	case 1:
+		return "icmp";
+	case 6:
+		return "tcp";
+	case 17:
+		return "udp";
+	case 58:
+		return "icmpv6";
+	}
+	return "ip";
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct fw_daemon *d = ctx;
+	const struct fw_event *ev = data;
+	char src[FW_ADDR_STRLEN], dst[FW_ADDR_STRLEN], ifname[IF_NAMESIZE] = "?";
+	const char *name = "-";
+	struct fw_entry *e;
+
+	if (len < sizeof(*ev) || ev->type != FW_EVENT_DROP)
+		return 0;
+	e = ev->subject < FW_MAX_SUBJECTS ? d->reg.by_id[ev->subject] : NULL;
+	if (e)
+		name = e->meta.name;
+	if_indextoname(ev->ifindex, ifname);
+	fw_addr_str(&ev->src, src, sizeof(src));
+	fw_addr_str(&ev->dst, dst, sizeof(dst));
+	fw_info("deny subject=%s reason=%s proto=%s src=%s sport=%u dst=%s dport=%u if=%s%s",
+		name, fw_reason_name(ev->reason), proto_name(ev->proto), src, ntohs(ev->sport),
+		dst, ntohs(ev->dport), ifname, ev->suppressed ? " (after suppressed events)" : "");
+	if (ev->suppressed)
+		fw_info("events of subject=%s suppressed by rate limit: %llu", name,
+			(unsigned long long)ev->suppressed);
+	return 0;
+}
+
+/* Writes the global datapath settings of cfg to the kernel. */
+static int apply_datapath(struct fw_daemon *d, const struct fw_cfg *cfg)
+{
+	struct fw_config k = {};
+	struct fw_lpm_key *doh = NULL;
+	int err;
+
+	if (cfg->doh_mode == FW_DOH_STRICT)
+		k.flags |= FW_CF_DOH_STRICT;
+	else if (cfg->doh_mode == FW_DOH_LIST)
+		k.flags |= FW_CF_DOH_LIST;
+	k.event_burst = cfg->event_burst;
+	k.event_interval_ns = cfg->event_rate ? 1000000000ull / cfg->event_rate : 0;
+	k.pod_flow_timeout_ns = cfg->pod_flow_timeout_ns;
+	k.frag_timeout_ns = cfg->frag_timeout_ns;
+
+	if (cfg->ndoh_blocklist) {
+		doh = calloc(cfg->ndoh_blocklist, sizeof(*doh));
+		if (!doh)
+			return -ENOMEM;
+		for (size_t i = 0; i < cfg->ndoh_blocklist; i++) {
+			doh[i].prefixlen = cfg->doh_blocklist[i].plen;
+			doh[i].addr = cfg->doh_blocklist[i].net;
+		}
+	}
+	/* the list goes in before the mode that reads it */
+	err = fw_dp_doh_set(d->dp, doh, cfg->ndoh_blocklist);
+	if (!err)
+		err = fw_dp_local_set(d->dp, cfg->local, cfg->nlocal, cfg->local_ports,
+				      cfg->nlocal_ports);
+	if (!err)
+		err = fw_dp_config_set(d->dp, &k);
+	free(doh);
+	return err;
+}
+
+static void reload(struct fw_daemon *d)
+{
+	char err[FW_CFG_ERR_LEN];
+	struct fw_cfg next;
+	int ret;
+
+	fw_cfg_init(&next);
+	if (fw_cfg_load_file(d->config_path, &next, err, sizeof(err))) {
+		fw_err("reload rejected, running configuration unchanged: %s", err);
+		return;
+	}
+	if (strcmp(next.bpffs, d->cfg.bpffs) != 0)
+		fw_warn("datapath.bpffs changes only on restart; keeping %s", d->cfg.bpffs);
+	snprintf(next.bpffs, sizeof(next.bpffs), "%s", d->cfg.bpffs);
+
+	ret = apply_datapath(d, &next);
+	if (!ret)
+		ret = fw_reg_sync_static(&d->reg, &next, false);
+	fw_cfg_free(&d->cfg);
+	d->cfg = next;
+	d->reg.overlay = &d->cfg.overlay;
+	if (!d->level_forced)
+		fw_log_level = d->cfg.log_level;
+	attach_all(d);
+	if (ret)
+		fw_err("reload applied with errors: %s", strerror(-ret));
+	else
+		fw_info("reloaded %s: %zu static subjects", d->config_path, d->cfg.nsubjects);
+}
+
+static int on_signal(struct fw_daemon *d)
+{
+	struct signalfd_siginfo si;
+
+	while (read(d->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGHUP:
+			reload(d);
+			break;
+		case SIGINT:
+		case SIGTERM:
+			fw_info("stopping on signal %u; kernel state stays in place", si.ssi_signo);
+			d->stop = true;
+			break;
+		}
+	}
+	return 0;
+}
+
+static int epoll_add(int epfd, int fd, __u32 tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = tag };
+
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev))
+		return -errno;
+	return 0;
+}
+
+enum { TAG_SIGNAL = 1, TAG_LINKS, TAG_EVENTS };
+
+static int run(struct fw_daemon *d)
+{
+	char errbuf[FW_CFG_ERR_LEN];
+	sigset_t mask;
+	int err;
+
+	fw_cfg_init(&d->cfg);
+	if (fw_cfg_load_file(d->config_path, &d->cfg, errbuf, sizeof(errbuf))) {
+		fw_err("%s", errbuf);
+		return FW_EXIT_CONFIG;
+	}
+	if (!d->level_forced)
+		fw_log_level = d->cfg.log_level;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	err = fw_dp_open(d->cfg.bpffs, &d->dp);
+	if (err)
+		return FW_EXIT_KERNEL;
+	fw_info("data plane loaded, maps %s under %s", d->dp->reused ? "reused" : "pinned",
+		d->cfg.bpffs);
+
+	err = fw_reg_init(&d->reg, d->dp);
+	if (err)
+		return FW_EXIT_KERNEL;
+	err = apply_datapath(d, &d->cfg);
+	if (err)
+		return FW_EXIT_KERNEL;
+	/* subjects first, then attach: a newly attached port enforces at once */
+	err = fw_reg_sync_static(&d->reg, &d->cfg, true);
+	if (err)
+		fw_err("some static subjects could not be programmed: %s", strerror(-err));
+
+	err = fw_links_subscribe(&d->link_fd);
+	if (err) {
+		fw_err("can't subscribe to link events: %s", strerror(-err));
+		return FW_EXIT_KERNEL;
+	}
+	attach_all(d);
+
+	d->events = ring_buffer__new(d->dp->events_fd, on_event, d, NULL);
+	if (!d->events) {
+		fw_err("can't open the event ring: %s", strerror(errno));
+		return FW_EXIT_KERNEL;
+	}
+	d->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	d->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (d->sig_fd < 0 || d->epoll_fd < 0 || epoll_add(d->epoll_fd, d->sig_fd, TAG_SIGNAL) ||
+	    epoll_add(d->epoll_fd, d->link_fd, TAG_LINKS) ||
+	    epoll_add(d->epoll_fd, ring_buffer__epoll_fd(d->events), TAG_EVENTS)) {
+		fw_err("can't set up the event loop: %s", strerror(errno));
+		return FW_EXIT_FAILURE;
+	}
+	fw_info("fastwalld ready: %zu subjects, config %s", d->reg.count, d->config_path);
+
+	while (!d->stop) {
+		struct epoll_event evs[8];
+		int n = epoll_wait(d->epoll_fd, evs, 8, 1000);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			fw_err("epoll_wait: %s", strerror(errno));
+			return FW_EXIT_FAILURE;
+		}
+		for (int i = 0; i < n; i++) {
+			switch (evs[i].data.u32) {
+			case TAG_SIGNAL:
+				on_signal(d);
+				break;
+			case TAG_LINKS:
+				err = fw_links_read(d->link_fd, on_link, d);
+				if (err == -ENOBUFS) {
+					fw_warn("link events overflowed; listing interfaces again");
+					memset(d->attached, 0, sizeof(d->attached));
+				}
+				attach_all(d);
+				break;
+			case TAG_EVENTS:
+				ring_buffer__consume(d->events);
+				break;
+			}
+		}
+	}
+	ring_buffer__consume(d->events);
+	return FW_EXIT_OK;
+}
+
+/* Removes fastwall's filters from every interface; --purge also unpins. */
+static int detach(const char *config_path, const char *bpffs, bool purge)
+{
+	struct if_nameindex *ifs = if_nameindex(), *i;
+	char errbuf[FW_CFG_ERR_LEN];
+	struct fw_cfg cfg;
+	int n = 0;
+
+	fw_dp_quiet();
+	fw_cfg_init(&cfg);
+	if (!bpffs && config_path && access(config_path, R_OK) == 0) {
+		if (fw_cfg_load_file(config_path, &cfg, errbuf, sizeof(errbuf))) {
+			fw_err("%s", errbuf);
+			return FW_EXIT_CONFIG;
+		}
+		bpffs = cfg.bpffs;
+	}
+	if (!bpffs)
+		bpffs = FW_DEFAULT_BPFFS;
+	for (i = ifs; i && i->if_index; i++) {
+		if (fw_dp_detach(i->if_index) == 0) {
+			fw_info("detached from %s", i->if_name);
+			n++;
+		}
+	}
+	if_freenameindex(ifs);
+	fw_info("detached from %d interfaces", n);
+	if (purge && fw_dp_purge(bpffs) == 0)
+		fw_info("unpinned maps under %s", bpffs);
+	fw_cfg_free(&cfg);
+	return FW_EXIT_OK;
+}
+
+static int check(const char *config_path)
+{
+	char errbuf[FW_CFG_ERR_LEN];
+	struct fw_cfg cfg;
+
+	fw_cfg_init(&cfg);
+	if (fw_cfg_load_file(config_path, &cfg, errbuf, sizeof(errbuf))) {
+		fprintf(stderr, "%s\n", errbuf);
+		return FW_EXIT_CONFIG;
+	}
+	printf("%s: ok, %zu static subjects\n", config_path, cfg.nsubjects);
+	fw_cfg_free(&cfg);
+	return FW_EXIT_OK;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: fastwalld [OPTIONS] [run]         load, attach, enforce (default)\n"
+		"       fastwalld [OPTIONS] check         validate the configuration\n"
+		"       fastwalld [OPTIONS] detach [--purge]\n"
+		"                                         remove fastwall from every interface\n"
+		"                                         (--purge also unpins its maps)\n"
+		"\n"
+		"options:\n"
+		"  -c, --config FILE     YAML configuration (default " FW_DEFAULT_CONFIG ")\n"
+		"  -b, --bpffs DIR       pin directory for detach --purge\n"
+		"  -l, --log-level LVL   error, warn, info, debug (overrides the config)\n"
+		"  -h, --help            this text\n"
+		"\n"
+		"signals: SIGHUP reloads static subjects atomically; SIGTERM stops and\n"
+		"leaves the kernel state in place (fail closed).\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "bpffs", required_argument, NULL, 'b' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "purge", no_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	struct fw_daemon *d;
+	const char *bpffs = NULL, *level = NULL, *cmd = "run";
+	bool purge = false;
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "c:b:l:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			break;
+		case 'b':
+			bpffs = optarg;
+			break;
+		case 'l':
+			level = optarg;
+			break;
+		case 'P':
+			purge = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return FW_EXIT_OK;
+		default:
+			usage(stderr);
+			return FW_EXIT_USAGE;
+		}
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return FW_EXIT_FAILURE;
+	d->config_path = FW_DEFAULT_CONFIG;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "c:b:l:h", opts, NULL)) != -1)
+		if (c == 'c')
+			d->config_path = optarg;
+	if (optind < argc)
+		cmd = argv[optind++];
+	if (optind < argc) {
+		fprintf(stderr, "fastwalld: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		free(d);
+		return FW_EXIT_USAGE;
+	}
+	if (level && fw_log_level_parse(level, &fw_log_level)) {
+		fprintf(stderr, "fastwalld: invalid log level '%s'\n", level);
+		free(d);
+		return FW_EXIT_USAGE;
+	}
+
+	if (strcmp(cmd, "run") == 0) {
+		d->level_forced = level != NULL;
+		ret = run(d);
+	} else if (strcmp(cmd, "check") == 0) {
+		ret = check(d->config_path);
+	} else if (strcmp(cmd, "detach") == 0) {
+		ret = detach(d->config_path, bpffs, purge);
+	} else {
+		fprintf(stderr, "fastwalld: unknown command '%s'\n", cmd);
+		usage(stderr);
+		ret = FW_EXIT_USAGE;
+	}
+	ring_buffer__free(d->events);
+	fw_reg_free(&d->reg);
+	fw_dp_close(d->dp);
+	fw_cfg_free(&d->cfg);
+	if (d->sig_fd > 0)
+		close(d->sig_fd);
+	if (d->epoll_fd > 0)
+		close(d->epoll_fd);
+	if (d->link_fd > 0)
+		close(d->link_fd);
+	free(d);
+	return ret;
+}

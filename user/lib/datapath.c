@@ -1,0 +1,651 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Loading, pinning, attaching and map programming. See datapath.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/pkt_cls.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "datapath.h"
+#include "fastwall.skel.h"
+#include "log.h"
+
+static const char *const reason_names[FW_REASON_MAX] = {
+	[FW_PASS_ALLOW_CIDR] = "allow-cidr",
+	[FW_PASS_LEARNED] = "learned",
+	[FW_PASS_DEFAULT] = "default-allow",
+	[FW_PASS_DNS_LOCAL] = "dns-local",
+	[FW_PASS_POD_LOCAL] = "pod-local-allowed",
+	[FW_PASS_POD_REPLY] = "pod-reply",
+	[FW_PASS_NEIGH] = "neighbour",
+	[FW_PASS_FRAGMENT] = "fragment",
+	[FW_DROP_MALFORMED] = "malformed",
+	[FW_DROP_ETHERTYPE] = "ethertype",
+	[FW_DROP_FRAGMENT] = "unknown-fragment",
+	[FW_DROP_UNKNOWN_SOURCE] = "unknown-source",
+	[FW_DROP_DENYING] = "denying",
+	[FW_DROP_SPOOF] = "spoofed-source",
+	[FW_DROP_SIBLING] = "sibling",
+	[FW_DROP_POD_LOCAL] = "pod-local",
+	[FW_DROP_DOT] = "dns-over-tls",
+	[FW_DROP_DOH] = "dns-over-https",
+	[FW_DROP_DENY_CIDR] = "deny-cidr",
+	[FW_DROP_LEASE_EXPIRED] = "lease-expired",
+	[FW_DROP_DEFAULT_DENY] = "default-deny",
+	[FW_DROP_NO_POLICY] = "no-policy",
+	[FW_DROP_ROGUE_ND] = "rogue-nd",
+};
+
+const char *fw_reason_name(__u32 reason)
+{
+	if (reason >= FW_REASON_MAX || !reason_names[reason])
+		return "unknown";
+	return reason_names[reason];
+}
+
+__u64 fw_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+static int mkdir_p(const char *path)
+{
+	char buf[256];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0700) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0700) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[1024];
+
+	if (level == LIBBPF_DEBUG && fw_log_level < FW_LOG_DEBUG)
+		return 0;
+	if (level == LIBBPF_INFO && fw_log_level < FW_LOG_DEBUG)
+		return 0;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	/* netlink's answer when clsact already exists, which fastwall expects */
+	if (strstr(line, "Exclusivity flag on") || strstr(line, "Parent Qdisc doesn't exist"))
+		return 0;
+	fw_log(level == LIBBPF_WARN ? FW_LOG_WARN : FW_LOG_DEBUG, "libbpf: %s", line);
+	return 0;
+}
+
+void fw_dp_quiet(void)
+{
+	libbpf_set_print(libbpf_print);
+}
+
+static void fill_fds(struct fw_dp *dp)
+{
+	struct fastwall_bpf *s = dp->skel;
+
+	dp->dispatch_fd = bpf_map__fd(s->maps.fastwall_dispatch);
+	dp->rules_fd = bpf_map__fd(s->maps.fastwall_rules);
+	dp->learned_fd = bpf_map__fd(s->maps.fastwall_learned);
+	dp->activity_fd = bpf_map__fd(s->maps.fastwall_activity);
+	dp->local_fd = bpf_map__fd(s->maps.fastwall_local);
+	dp->local_ports_fd = bpf_map__fd(s->maps.fastwall_local_ports);
+	dp->doh_fd = bpf_map__fd(s->maps.fastwall_doh);
+	dp->config_fd = bpf_map__fd(s->maps.fastwall_config);
+	dp->stats_fd = bpf_map__fd(s->maps.fastwall_stats);
+	dp->subject_stats_fd = bpf_map__fd(s->maps.fastwall_subject_stats);
+	dp->budget_fd = bpf_map__fd(s->maps.fastwall_event_budget);
+	dp->meta_fd = bpf_map__fd(s->maps.fastwall_subject_meta);
+	dp->pod_flows_fd = bpf_map__fd(s->maps.fastwall_pod_flows);
+	dp->frags_fd = bpf_map__fd(s->maps.fastwall_frags);
+	dp->events_fd = bpf_map__fd(s->maps.fastwall_events);
+	dp->ingress_fd = bpf_program__fd(s->progs.fastwall_ingress);
+	dp->egress_fd = bpf_program__fd(s->progs.fastwall_egress);
+}
+
+static void find_btf(struct fw_dp *dp)
+{
+	const struct btf *btf = bpf_object__btf(dp->skel->obj);
+	int key, val;
+
+	dp->btf_fd = -1;
+	if (!btf)
+		return;
+	key = btf__find_by_name_kind(btf, "fw_lpm_key", BTF_KIND_STRUCT);
+	val = btf__find_by_name_kind(btf, "fw_rule", BTF_KIND_STRUCT);
+	if (key <= 0 || val <= 0)
+		return;
+	dp->btf_fd = btf__fd(btf);
+	dp->btf_lpm_key = key;
+	dp->btf_rule = val;
+}
+
+int fw_dp_open(const char *pin_root, struct fw_dp **out)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oopts);
+	struct fw_dp *dp;
+	char probe[300];
+	int err;
+
+	libbpf_set_print(libbpf_print);
+	dp = calloc(1, sizeof(*dp));
+	if (!dp)
+		return -ENOMEM;
+	snprintf(dp->pin_root, sizeof(dp->pin_root), "%s", pin_root);
+
+	err = mkdir_p(pin_root);
+	if (err) {
+		fw_err("can't create pin directory %s: %s", pin_root, strerror(-err));
+		goto cleanup;
+	}
+	snprintf(probe, sizeof(probe), "%s/fastwall_dispatch", pin_root);
+	dp->reused = access(probe, F_OK) == 0;
+
+	oopts.pin_root_path = dp->pin_root;
+	dp->skel = fastwall_bpf__open_opts(&oopts);
+	if (!dp->skel) {
+		err = -errno;
+		fw_err("can't open BPF object: %s", strerror(-err));
+		goto cleanup;
+	}
+	err = fastwall_bpf__load(dp->skel);
+	if (err) {
+		fw_err("can't load BPF programs (pinned maps under %s from an incompatible "
+		       "version? 'fastwalld detach --purge' removes them): %s",
+		       pin_root, strerror(-err));
+		goto cleanup;
+	}
+	fill_fds(dp);
+	find_btf(dp);
+	*out = dp;
+	return 0;
+
+cleanup:
+	fastwall_bpf__destroy(dp->skel);
+	free(dp);
+	return err;
+}
+
+static const char *const map_names[] = {
+	"fastwall_dispatch",	  "fastwall_rules",	  "fastwall_learned",
+	"fastwall_activity",	  "fastwall_local",	  "fastwall_local_ports",
+	"fastwall_doh",		  "fastwall_config",	  "fastwall_stats",
+	"fastwall_subject_stats", "fastwall_event_budget", "fastwall_subject_meta",
+	"fastwall_pod_flows",	  "fastwall_frags",	  "fastwall_events",
+};
+
+static int pinned_fd(const char *root, const char *name)
+{
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", root, name);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	return fd;
+}
+
+int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
+{
+	int *fds[] = {
+		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+		NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+	};
+	struct fw_dp *dp;
+	int err;
+
+	_Static_assert(sizeof(fds) / sizeof(fds[0]) == sizeof(map_names) / sizeof(map_names[0]),
+		       "map table");
+	dp = calloc(1, sizeof(*dp));
+	if (!dp)
+		return -ENOMEM;
+	snprintf(dp->pin_root, sizeof(dp->pin_root), "%s", pin_root);
+	dp->btf_fd = -1;
+	dp->ingress_fd = dp->egress_fd = -1;
+	fds[0] = &dp->dispatch_fd;
+	fds[1] = &dp->rules_fd;
+	fds[2] = &dp->learned_fd;
+	fds[3] = &dp->activity_fd;
+	fds[4] = &dp->local_fd;
+	fds[5] = &dp->local_ports_fd;
+	fds[6] = &dp->doh_fd;
+	fds[7] = &dp->config_fd;
+	fds[8] = &dp->stats_fd;
+	fds[9] = &dp->subject_stats_fd;
+	fds[10] = &dp->budget_fd;
+	fds[11] = &dp->meta_fd;
+	fds[12] = &dp->pod_flows_fd;
+	fds[13] = &dp->frags_fd;
+	fds[14] = &dp->events_fd;
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		*fds[i] = -1;
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		*fds[i] = pinned_fd(pin_root, map_names[i]);
+		if (*fds[i] < 0) {
+			err = *fds[i];
+			fw_err("can't open %s/%s: %s", pin_root, map_names[i], strerror(-err));
+			fw_dp_close(dp);
+			return err;
+		}
+	}
+	dp->reused = true;
+	*out = dp;
+	return 0;
+}
+
+void fw_dp_close(struct fw_dp *dp)
+{
+	if (!dp)
+		return;
+	if (dp->skel) {
+		fastwall_bpf__destroy(dp->skel);
+	} else {
+		int fds[] = {
+			dp->dispatch_fd,      dp->rules_fd,	  dp->learned_fd,   dp->activity_fd,
+			dp->local_fd,	      dp->local_ports_fd, dp->doh_fd,	    dp->config_fd,
+			dp->stats_fd,	      dp->subject_stats_fd, dp->budget_fd,  dp->meta_fd,
+			dp->pod_flows_fd,     dp->frags_fd,	  dp->events_fd,
+		};
+		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+	}
+	free(dp);
+}
+
+int fw_dp_purge(const char *pin_root)
+{
+	char path[512];
+	int err = 0;
+
+	for (size_t i = 0; i < sizeof(map_names) / sizeof(map_names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", pin_root, map_names[i]);
+		if (unlink(path) && errno != ENOENT) {
+			err = -errno;
+			fw_err("can't unpin %s: %s", path, strerror(errno));
+		}
+	}
+	if (rmdir(pin_root) && errno != ENOENT && !err) {
+		err = -errno;
+		fw_err("can't remove %s: %s", pin_root, strerror(errno));
+	}
+	return err;
+}
+
+static int attach_one(int ifindex, enum bpf_tc_attach_point where, int prog_fd)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = where);
+	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = FW_TC_HANDLE, .priority = FW_TC_PRIORITY,
+		    .prog_fd = prog_fd, .flags = BPF_TC_F_REPLACE);
+	int err;
+
+	err = bpf_tc_hook_create(&hook);
+	if (err && err != -EEXIST)
+		return err;
+	return bpf_tc_attach(&hook, &opts);
+}
+
+int fw_dp_attach(struct fw_dp *dp, int ifindex)
+{
+	char name[IF_NAMESIZE] = "?";
+	int err;
+
+	/* ingress first: it is the one that enforces */
+	err = attach_one(ifindex, BPF_TC_INGRESS, dp->ingress_fd);
+	if (!err)
+		err = attach_one(ifindex, BPF_TC_EGRESS, dp->egress_fd);
+	if (err) {
+		if_indextoname(ifindex, name);
+		fw_err("can't attach to %s (ifindex %d): %s", name, ifindex, strerror(-err));
+	}
+	return err;
+}
+
+static int detach_one(int ifindex, enum bpf_tc_attach_point where)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = where);
+	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = FW_TC_HANDLE, .priority = FW_TC_PRIORITY);
+
+	return bpf_tc_detach(&hook, &opts);
+}
+
+int fw_dp_detach(int ifindex)
+{
+	int e1 = detach_one(ifindex, BPF_TC_INGRESS);
+	int e2 = detach_one(ifindex, BPF_TC_EGRESS);
+
+	if (e1 && e1 != -ENOENT)
+		return e1;
+	if (e2 && e2 != -ENOENT)
+		return e2;
+	return e1 == -ENOENT && e2 == -ENOENT ? -ENOENT : 0;
+}
+
+bool fw_dp_attached(int ifindex)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = FW_TC_HANDLE, .priority = FW_TC_PRIORITY);
+
+	return bpf_tc_query(&hook, &opts) == 0;
+}
+
+static int update(int fd, const void *key, const void *val, __u64 flags, const char *what)
+{
+	if (bpf_map_update_elem(fd, key, val, flags)) {
+		int err = -errno;
+
+		fw_err("can't update %s: %s", what, strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+int fw_dp_config_set(struct fw_dp *dp, const struct fw_config *c)
+{
+	__u32 zero = 0;
+
+	return update(dp->config_fd, &zero, c, BPF_ANY, "fastwall_config");
+}
+
+/* Deletes every key of fd for which keep() says no; keys are collected
+ * first because deleting while walking restarts the walk. */
+static int prune(int fd, size_t key_size, bool (*keep)(const void *key, const void *ctx),
+		 const void *ctx)
+{
+	size_t cap = 64, n = 0;
+	char *keys = malloc(cap * key_size), *prev = NULL;
+	char cur[64];
+	int err = 0;
+
+	if (!keys)
+		return -ENOMEM;
+	while (bpf_map_get_next_key(fd, prev, cur) == 0) {
+		if (n == cap) {
+			char *grown = realloc(keys, cap * 2 * key_size);
+
+			if (!grown) {
+				err = -ENOMEM;
+				goto out;
+			}
+			keys = grown;
+			cap *= 2;
+		}
+		memcpy(keys + n * key_size, cur, key_size);
+		prev = keys + n * key_size;
+		n++;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (keep(keys + i * key_size, ctx))
+			continue;
+		if (bpf_map_delete_elem(fd, keys + i * key_size) && errno != ENOENT && !err)
+			err = -errno;
+	}
+out:
+	free(keys);
+	return err;
+}
+
+struct keyset {
+	const void *keys;
+	size_t n, size;
+};
+
+static bool in_keyset(const void *key, const void *ctx)
+{
+	const struct keyset *ks = ctx;
+
+	for (size_t i = 0; i < ks->n; i++)
+		if (memcmp((const char *)ks->keys + i * ks->size, key, ks->size) == 0)
+			return true;
+	return false;
+}
+
+int fw_dp_local_set(struct fw_dp *dp, const struct fw_ip *addrs, size_t naddrs,
+		    const struct fw_port_key *ports, size_t nports)
+{
+	struct keyset ka = { addrs, naddrs, sizeof(*addrs) };
+	struct keyset kp = { ports, nports, sizeof(*ports) };
+	struct fw_local l = {};
+	__u8 one = 1;
+	int err;
+
+	for (size_t i = 0; i < naddrs; i++) {
+		err = update(dp->local_fd, &addrs[i], &l, BPF_ANY, "fastwall_local");
+		if (err)
+			return err;
+	}
+	for (size_t i = 0; i < nports; i++) {
+		err = update(dp->local_ports_fd, &ports[i], &one, BPF_ANY, "fastwall_local_ports");
+		if (err)
+			return err;
+	}
+	err = prune(dp->local_fd, sizeof(*addrs), in_keyset, &ka);
+	if (!err)
+		err = prune(dp->local_ports_fd, sizeof(*ports), in_keyset, &kp);
+	return err;
+}
+
+int fw_dp_doh_set(struct fw_dp *dp, const struct fw_lpm_key *keys, size_t n)
+{
+	struct keyset ks = { keys, n, sizeof(*keys) };
+	__u8 one = 1;
+	int err;
+
+	for (size_t i = 0; i < n; i++) {
+		err = update(dp->doh_fd, &keys[i], &one, BPF_ANY, "fastwall_doh");
+		if (err)
+			return err;
+	}
+	return prune(dp->doh_fd, sizeof(*keys), in_keyset, &ks);
+}
+
+int fw_dp_dispatch_put(struct fw_dp *dp, const struct fw_ip *addr, const struct fw_subject *s)
+{
+	return update(dp->dispatch_fd, addr, s, BPF_ANY, "fastwall_dispatch");
+}
+
+int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id)
+{
+	struct fw_subject cur;
+
+	if (bpf_map_lookup_elem(dp->dispatch_fd, addr, &cur))
+		return errno == ENOENT ? 0 : -errno;
+	if (cur.id != id)
+		return 0;
+	if (bpf_map_delete_elem(dp->dispatch_fd, addr) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int fw_dp_rules_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, size_t n)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
+	char name[16];
+	int fd, err = 0;
+
+	if (n > FW_MAX_RULES) {
+		fw_err("subject %u: %zu compiled rules exceed the limit of %u", id, n,
+		       FW_MAX_RULES);
+		return -E2BIG;
+	}
+	if (dp->btf_fd >= 0) {
+		opts.btf_fd = dp->btf_fd;
+		opts.btf_key_type_id = dp->btf_lpm_key;
+		opts.btf_value_type_id = dp->btf_rule;
+	}
+	snprintf(name, sizeof(name), "fw_rules_%u", id);
+	fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, name, sizeof(struct fw_lpm_key),
+			    sizeof(struct fw_rule), FW_MAX_RULES, &opts);
+	if (fd < 0 && dp->btf_fd >= 0) {
+		/* kernels that refuse the BTF still take the map without it */
+		opts.btf_fd = 0;
+		opts.btf_key_type_id = opts.btf_value_type_id = 0;
+		fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, name, sizeof(struct fw_lpm_key),
+				    sizeof(struct fw_rule), FW_MAX_RULES, &opts);
+	}
+	if (fd < 0) {
+		err = -errno;
+		fw_err("can't create rule trie for subject %u: %s", id, strerror(-err));
+		return err;
+	}
+	for (size_t i = 0; i < n; i++) {
+		err = update(fd, &c[i].key, &c[i].rule, BPF_ANY, "rule trie");
+		if (err)
+			goto out;
+	}
+	/* the swap: one pointer exchange in the outer array */
+	err = update(dp->rules_fd, &id, &fd, BPF_ANY, "fastwall_rules");
+out:
+	close(fd);
+	return err;
+}
+
+int fw_dp_rules_clear(struct fw_dp *dp, __u32 id)
+{
+	if (bpf_map_delete_elem(dp->rules_fd, &id) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int fw_dp_learned_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 expires_ns)
+{
+	struct fw_learned_key k = { .subject = id, .addr = *addr };
+	struct fw_lease v = { .expires_ns = expires_ns, .learned_ns = fw_now_ns() };
+
+	return update(dp->learned_fd, &k, &v, BPF_ANY, "fastwall_learned");
+}
+
+int fw_dp_learned_del(struct fw_dp *dp, __u32 id, const struct fw_ip *addr)
+{
+	struct fw_learned_key k = { .subject = id, .addr = *addr };
+
+	if (bpf_map_delete_elem(dp->learned_fd, &k) && errno != ENOENT)
+		return -errno;
+	bpf_map_delete_elem(dp->activity_fd, &k);
+	return 0;
+}
+
+static bool not_subject(const void *key, const void *ctx)
+{
+	const struct fw_learned_key *k = key;
+
+	return k->subject != *(const __u32 *)ctx;
+}
+
+int fw_dp_learned_flush(struct fw_dp *dp, __u32 id)
+{
+	int err = prune(dp->learned_fd, sizeof(struct fw_learned_key), not_subject, &id);
+
+	if (!err)
+		err = prune(dp->activity_fd, sizeof(struct fw_learned_key), not_subject, &id);
+	return err;
+}
+
+static int percpu_zero(int fd, __u32 key, size_t value_size)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	void *zero;
+	int err = 0;
+
+	if (ncpu < 0)
+		return ncpu;
+	zero = calloc(ncpu, (value_size + 7) & ~7ul);
+	if (!zero)
+		return -ENOMEM;
+	if (bpf_map_update_elem(fd, &key, zero, BPF_ANY))
+		err = -errno;
+	free(zero);
+	return err;
+}
+
+int fw_dp_subject_reset(struct fw_dp *dp, __u32 id)
+{
+	int err = percpu_zero(dp->subject_stats_fd, id, sizeof(struct fw_subject_stats));
+
+	if (!err)
+		err = percpu_zero(dp->budget_fd, id, sizeof(struct fw_event_budget));
+	return err;
+}
+
+int fw_dp_meta_put(struct fw_dp *dp, __u32 id, const struct fw_subject_meta *m)
+{
+	return update(dp->meta_fd, &id, m, BPF_ANY, "fastwall_subject_meta");
+}
+
+int fw_dp_meta_del(struct fw_dp *dp, __u32 id)
+{
+	if (bpf_map_delete_elem(dp->meta_fd, &id) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int fw_dp_stats_read(struct fw_dp *dp, struct fw_counter out[FW_REASON_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct fw_counter *vals;
+
+	if (ncpu < 0)
+		return ncpu;
+	vals = calloc(ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (__u32 r = 0; r < FW_REASON_MAX; r++) {
+		out[r].packets = out[r].bytes = 0;
+		if (bpf_map_lookup_elem(dp->stats_fd, &r, vals))
+			continue;
+		for (int c = 0; c < ncpu; c++) {
+			out[r].packets += vals[c].packets;
+			out[r].bytes += vals[c].bytes;
+		}
+	}
+	free(vals);
+	return 0;
+}
+
+int fw_dp_subject_stats_read(struct fw_dp *dp, __u32 id, __u64 out[FW_REASON_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct fw_subject_stats *vals;
+	int err = 0;
+
+	if (ncpu < 0)
+		return ncpu;
+	vals = calloc(ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	memset(out, 0, sizeof(__u64) * FW_REASON_MAX);
+	if (bpf_map_lookup_elem(dp->subject_stats_fd, &id, vals)) {
+		err = -errno;
+		goto out;
+	}
+	for (int c = 0; c < ncpu; c++)
+		for (int r = 0; r < FW_REASON_MAX; r++)
+			out[r] += vals[c].packets[r];
+out:
+	free(vals);
+	return err;
+}

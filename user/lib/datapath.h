@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The kernel side of fastwall seen from userspace: load the TC programs
+ * with their maps pinned under a bpffs directory (reusing maps already
+ * pinned there, so a restart keeps state), attach to and detach from
+ * interfaces, and program the maps. Functions return 0 or a negative errno
+ * and log what failed with the object it concerned. */
+#ifndef FW_DATAPATH_H
+#define FW_DATAPATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "fastwall.h"
+#include "policy.h"
+
+#define FW_TC_HANDLE 0xfa57
+#define FW_TC_PRIORITY 0xfa5 /* ahead of anything users add at the default priority */
+
+struct fastwall_bpf;
+
+struct fw_dp {
+	struct fastwall_bpf *skel;
+	char pin_root[256];
+	bool reused; /* pinned maps existed and were adopted */
+	int btf_fd;
+	__u32 btf_lpm_key, btf_rule;
+	int ingress_fd, egress_fd;
+	int dispatch_fd, rules_fd, learned_fd, activity_fd, local_fd, local_ports_fd;
+	int doh_fd, config_fd, stats_fd, subject_stats_fd, budget_fd, meta_fd;
+	int pod_flows_fd, frags_fd, events_fd;
+};
+
+/* Loads the programs; maps already pinned under pin_root are reused,
+ * missing ones are created and pinned. */
+int fw_dp_open(const char *pin_root, struct fw_dp **out);
+/* Opens only the pinned maps (for the CLI); programs are not loaded. */
+int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out);
+void fw_dp_close(struct fw_dp *dp);
+/* Unpins every fastwall map under pin_root and removes the directory. */
+int fw_dp_purge(const char *pin_root);
+
+/* Creates clsact on ifindex and puts fastwall_ingress/egress there,
+ * replacing fastwall's own filters (atomically) when present. */
+int fw_dp_attach(struct fw_dp *dp, int ifindex);
+/* Removes fastwall's filters from ifindex; -ENOENT when none. */
+int fw_dp_detach(int ifindex);
+/* true when ifindex carries a fastwall ingress filter */
+bool fw_dp_attached(int ifindex);
+
+int fw_dp_config_set(struct fw_dp *dp, const struct fw_config *c);
+/* Makes fastwall_local and fastwall_local_ports hold exactly these. */
+int fw_dp_local_set(struct fw_dp *dp, const struct fw_ip *addrs, size_t naddrs,
+		    const struct fw_port_key *ports, size_t nports);
+/* Makes fastwall_doh hold exactly these prefixes (plen over 128 bits). */
+int fw_dp_doh_set(struct fw_dp *dp, const struct fw_lpm_key *keys, size_t n);
+
+/* Points addr at subject s (one atomic update). */
+int fw_dp_dispatch_put(struct fw_dp *dp, const struct fw_ip *addr, const struct fw_subject *s);
+/* Removes addr's dispatch if it still points at subject id (a newer owner
+ * of the address is left alone). */
+int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id);
+
+/* Builds a new LPM trie from c and swaps it into subject id's slot in one
+ * update; packets see the old rule set or the new one, never a mix. */
+int fw_dp_rules_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, size_t n);
+int fw_dp_rules_clear(struct fw_dp *dp, __u32 id);
+
+int fw_dp_learned_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 expires_ns);
+int fw_dp_learned_del(struct fw_dp *dp, __u32 id, const struct fw_ip *addr);
+/* Deletes every learned address (and activity record) of subject id;
+ * returns how many or a negative errno. */
+int fw_dp_learned_flush(struct fw_dp *dp, __u32 id);
+
+/* Zeroes the per-subject counters and event budget of id (on id reuse). */
+int fw_dp_subject_reset(struct fw_dp *dp, __u32 id);
+
+int fw_dp_meta_put(struct fw_dp *dp, __u32 id, const struct fw_subject_meta *m);
+int fw_dp_meta_del(struct fw_dp *dp, __u32 id);
+
+/* Sums the per-CPU counters. */
+int fw_dp_stats_read(struct fw_dp *dp, struct fw_counter out[FW_REASON_MAX]);
+int fw_dp_subject_stats_read(struct fw_dp *dp, __u32 id, __u64 out[FW_REASON_MAX]);
+
+/* Routes libbpf's messages through fw_log (warnings only, unless debug). */
+void fw_dp_quiet(void);
+
+const char *fw_reason_name(__u32 reason);
+__u64 fw_now_ns(void); /* the clock bpf_ktime_get_ns reads */
+
+#endif /* FW_DATAPATH_H */

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* rtnetlink link dump and events. See links.h. Messages come from the
+ * kernel, but are still parsed with every length checked. */
+#include <errno.h>
+#include <linux/if_link.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "links.h"
+
+static void parse_link(const struct nlmsghdr *nh, fw_link_cb cb, void *ctx)
+{
+	const struct ifinfomsg *ifi;
+	const struct rtattr *rta;
+	struct fw_link link = {};
+	int len;
+
+	if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)))
+		return;
+	ifi = NLMSG_DATA(nh);
+	link.ifindex = ifi->ifi_index;
+	link.removed = nh->nlmsg_type == RTM_DELLINK;
+	len = nh->nlmsg_len - NLMSG_LENGTH(sizeof(*ifi));
+	for (rta = IFLA_RTA(ifi); RTA_OK(rta, len); rta = RTA_NEXT(rta, len)) {
+		size_t plen = RTA_PAYLOAD(rta);
+
+		switch (rta->rta_type) {
+		case IFLA_IFNAME:
+			if (plen > 0) {
+				size_t n = plen < sizeof(link.name) ? plen : sizeof(link.name) - 1;
+
+				memcpy(link.name, RTA_DATA(rta), n);
+				link.name[sizeof(link.name) - 1] = '\0';
+			}
+			break;
+		case IFLA_MASTER:
+			if (plen >= sizeof(int))
+				memcpy(&link.master, RTA_DATA(rta), sizeof(int));
+			break;
+		}
+	}
+	if (link.name[0])
+		cb(ctx, &link);
+}
+
+/* Walks one datagram; returns 1 at NLMSG_DONE, 0 to read on, or -errno. */
+static int walk(const char *buf, ssize_t n, fw_link_cb cb, void *ctx)
+{
+	const struct nlmsghdr *nh;
+	int len = (int)n;
+
+	for (nh = (const struct nlmsghdr *)buf; NLMSG_OK(nh, len); nh = NLMSG_NEXT(nh, len)) {
+		if (nh->nlmsg_type == NLMSG_DONE)
+			return 1;
+		if (nh->nlmsg_type == NLMSG_ERROR) {
+			const struct nlmsgerr *e = NLMSG_DATA(nh);
+
+			if (nh->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error)
+				return e->error;
+			continue;
+		}
+		if (nh->nlmsg_type == RTM_NEWLINK || nh->nlmsg_type == RTM_DELLINK)
+			parse_link(nh, cb, ctx);
+	}
+	return 0;
+}
+
+int fw_links_subscribe(int *fd)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = RTMGRP_LINK };
+	int s, err;
+
+	s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+	if (s < 0)
+		return -errno;
+	if (bind(s, (struct sockaddr *)&sa, sizeof(sa))) {
+		err = -errno;
+		close(s);
+		return err;
+	}
+	*fd = s;
+	return 0;
+}
+
+int fw_links_dump(fw_link_cb cb, void *ctx)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct ifinfomsg ifi;
+	} req = {
+		.nh = {
+			.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg)),
+			.nlmsg_type = RTM_GETLINK,
+			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+			.nlmsg_seq = 1,
+		},
+		.ifi = { .ifi_family = AF_UNSPEC },
+	};
+	static char buf[65536];
+	int s, err = 0;
+
+	s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (s < 0)
+		return -errno;
+	if (send(s, &req, req.nh.nlmsg_len, 0) < 0) {
+		err = -errno;
+		goto out;
+	}
+	for (;;) {
+		ssize_t n = recv(s, buf, sizeof(buf), 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		err = walk(buf, n, cb, ctx);
+		if (err) {
+			if (err > 0)
+				err = 0;
+			break;
+		}
+	}
+out:
+	close(s);
+	return err;
+}
+
+int fw_links_read(int fd, fw_link_cb cb, void *ctx)
+{
+	static char buf[65536];
+
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		int err;
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			/* ENOBUFS: events were lost; callers re-dump */
+			return -errno;
+		}
+		err = walk(buf, n, cb, ctx);
+		if (err < 0)
+			return err;
+	}
+}

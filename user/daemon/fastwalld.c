@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
@@ -245,6 +246,41 @@ static int epoll_add(int epfd, int fd, __u32 tag)
 
 enum { TAG_SIGNAL = 1, TAG_LINKS, TAG_EVENTS };
 
+/* Says what the running kernel supports; fails on what the data plane
+ * cannot do without (everything here is in 5.10, the supported floor). */
+static int probe_kernel(void)
+{
+	static const struct {
+		enum bpf_map_type type;
+		const char *name;
+	} needed[] = {
+		{ BPF_MAP_TYPE_RINGBUF, "ring buffer (5.8)" },
+		{ BPF_MAP_TYPE_ARRAY_OF_MAPS, "array of maps (4.12)" },
+		{ BPF_MAP_TYPE_LPM_TRIE, "LPM trie (4.11)" },
+		{ BPF_MAP_TYPE_LRU_HASH, "LRU hash (4.10)" },
+	};
+	struct utsname u;
+	int missing = 0;
+
+	uname(&u);
+	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++) {
+		if (libbpf_probe_bpf_map_type(needed[i].type, NULL) == 1)
+			continue;
+		fw_err("kernel %s lacks %s; fastwall needs Linux 5.10 or newer", u.release,
+		       needed[i].name);
+		missing++;
+	}
+	if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_SCHED_CLS, NULL) != 1) {
+		fw_err("kernel %s can't load TC (cls_bpf) programs", u.release);
+		missing++;
+	}
+	if (missing)
+		return -EOPNOTSUPP;
+	fw_info("kernel %s: ring buffer, array of maps, LPM trie, LRU hash, TC programs: ok",
+		u.release);
+	return 0;
+}
+
 static int run(struct fw_daemon *d)
 {
 	char errbuf[FW_CFG_ERR_LEN];
@@ -266,6 +302,9 @@ static int run(struct fw_daemon *d)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	fw_dp_quiet();
+	if (probe_kernel())
+		return FW_EXIT_KERNEL;
 	err = fw_dp_open(d->cfg.bpffs, &d->dp);
 	if (err)
 		return FW_EXIT_KERNEL;

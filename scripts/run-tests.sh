@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Runs the whole suite against the binaries in $1 (build/ or build-san/):
+# Criterion units, the BPF verdict table, then every end-to-end script.
+# Prints each part's own output and ends with one "N passed, N failed" line.
+set -uo pipefail
+
+BUILD=${1:-build}
+export BUILD
+cd "$(dirname "$0")/.."
+
+passed=0
+failed=0
+failed_parts=()
+
+# Adds the counts a part printed; a part that printed none but failed
+# counts as one failure, so a crash is never silent.
+tally() {
+	local name=$1 rc=$2 log=$3 p f line
+	line=$(grep -E '^[[:alnum:]_-]*:? ?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+	if [ -n "$line" ]; then
+		p=$(grep -oE '[0-9]+ passed' <<<"$line" | grep -oE '[0-9]+')
+		f=$(grep -oE '[0-9]+ failed' <<<"$line" | grep -oE '[0-9]+')
+	else
+		line=$(grep -E 'Synthesis: Tested' "$log" | tail -n 1)
+		if [ -n "$line" ]; then
+			p=$(grep -oE 'Passing: [0-9]+' <<<"$line" | grep -oE '[0-9]+')
+			f=$(( $(grep -oE 'Failing: [0-9]+' <<<"$line" | grep -oE '[0-9]+') + \
+			      $(grep -oE 'Crashing: [0-9]+' <<<"$line" | grep -oE '[0-9]+') ))
+		else
+			p=0
+			f=0
+		fi
+	fi
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		f=1
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+	[ "$f" -ne 0 ] && failed_parts+=("$name")
+	printf '>>> %s: %d passed, %d failed (exit %d)\n\n' "$name" "$p" "$f" "$rc"
+}
+
+run_part() {
+	local name=$1
+	shift
+	local log
+	log=$(mktemp)
+	printf '>>> %s\n' "$name"
+	"$@" 2>&1 | tee "$log"
+	local rc=${PIPESTATUS[0]}
+	tally "$name" "$rc" "$log"
+	rm -f "$log"
+}
+
+run_part unit "$BUILD/tests/unit" --jobs 2
+run_part bpf-verdicts "$BUILD/tests/bpf_verdicts"
+for t in tests/e2e/*.sh; do
+	[ -e "$t" ] || continue
+	run_part "e2e/$(basename "$t" .sh)" bash "$t"
+done
+
+if [ "${#failed_parts[@]}" -ne 0 ]; then
+	echo "failed parts: ${failed_parts[*]}"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

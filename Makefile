@@ -3,6 +3,7 @@
 # full commands; SANITIZE=1 builds userspace with ASan/UBSan (build-san/).
 
 .DELETE_ON_ERROR:
+.SECONDARY:
 .DEFAULT_GOAL := all
 
 ARCH ?= x86
@@ -47,11 +48,11 @@ DAEMON_SRCS := $(wildcard user/daemon/*.c)
 CLI_SRCS := $(wildcard user/cli/*.c)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 BPFT_SRCS := $(wildcard tests/bpf/*.c)
-BENCH_SRCS := $(wildcard tests/bench/*.c)
+BENCH_SRCS := $(filter-out tests/bench/udpblast.c,$(wildcard tests/bench/*.c))
 FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 
 BINS := $(BUILD)/fastwalld $(BUILD)/fastwall
-TEST_BINS := $(BUILD)/tests/unit $(BUILD)/tests/bpf_verdicts
+TEST_BINS := $(BUILD)/tests/unit_tests $(BUILD)/tests/bpf_verdicts
 
 .PHONY: all deps test test-unit test-bpf test-e2e demo bench fuzz format lint install clean help
 
@@ -94,7 +95,7 @@ $(BUILD)/fastwall: $(patsubst %.c,$(BUILD)/%.o,$(CLI_SRCS)) $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/unit: $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRCS)) $(LIB)
+$(BUILD)/tests/unit_tests: $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRCS)) $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS) -lcriterion
 
@@ -106,12 +107,16 @@ $(BUILD)/tests/bench_tc: $(patsubst %.c,$(BUILD)/%.o,$(BENCH_SRCS)) $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
 
+$(BUILD)/tests/udpblast: $(BUILD)/tests/bench/udpblast.o
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^
+
 test: deps ## run the whole suite (unit, BPF verdict table, end-to-end)
 	$(Q)$(MAKE) --no-print-directory all $(TEST_BINS)
 	$(Q)scripts/run-tests.sh $(BUILD)
 
-test-unit: $(BUILD)/tests/unit ## Criterion units only
-	$(Q)$(BUILD)/tests/unit
+test-unit: $(BUILD)/tests/unit_tests ## Criterion units only
+	$(Q)$(BUILD)/tests/unit_tests
 
 test-bpf: $(BUILD)/tests/bpf_verdicts all ## BPF verdict table only
 	$(Q)$(BUILD)/tests/bpf_verdicts
@@ -124,7 +129,7 @@ demo: deps ## build, run the demo topology and explain what passes and why
 	$(Q)BUILD=$(BUILD) scripts/demo.sh
 
 bench: deps ## benchmarks: per-packet cost and packet rate, side by side
-	$(Q)$(MAKE) --no-print-directory all $(BUILD)/tests/bench_tc
+	$(Q)$(MAKE) --no-print-directory all $(BUILD)/tests/bench_tc $(BUILD)/tests/udpblast
 	$(Q)BUILD=$(BUILD) scripts/bench.sh
 
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))

@@ -55,15 +55,12 @@ static __always_inline bool fw_is_l4_port(const struct fw_pkt *pkt, __u16 port)
 	       (pkt->proto == FW_IPPROTO_TCP || pkt->proto == FW_IPPROTO_UDP);
 }
 
-static __always_inline __u32 fw_pod_local(const struct fw_config *cfg, const struct fw_pkt *pkt,
-					  __u32 local_flags)
+static __always_inline __u32 fw_pod_local(const struct fw_config *cfg, const struct fw_pkt *pkt)
 {
 	struct fw_port_key pk = {};
 
 	if (fw_is_l4_port(pkt, 53))
 		return FW_PASS_DNS_LOCAL;
-	if (local_flags & FW_LOCAL_F_ALLOW_ALL)
-		return FW_PASS_POD_LOCAL;
 	if (pkt->has_ports) {
 		pk.proto = pkt->proto;
 		pk.port = pkt->dport;
@@ -78,7 +75,6 @@ static __always_inline __u32 fw_pod_local(const struct fw_config *cfg, const str
 static __always_inline __u32 fw_decide(struct __sk_buff *skb, const struct fw_config *cfg,
 				       const struct fw_pkt *pkt, const struct fw_subject *s)
 {
-	__u32 local_flags;
 	__u8 fam = pkt->family & 1;
 
 	if (s->state != FW_STATE_ACTIVE)
@@ -87,8 +83,8 @@ static __always_inline __u32 fw_decide(struct __sk_buff *skb, const struct fw_co
 		return FW_DROP_SPOOF;
 	if (fw_is_l4_port(pkt, 853))
 		return FW_DROP_DOT;
-	if (fw_is_pod_local(s, pkt->family, &pkt->dst, &local_flags))
-		return fw_pod_local(cfg, pkt, local_flags);
+	if (fw_is_pod_local(s, pkt->family, &pkt->dst))
+		return fw_pod_local(cfg, pkt);
 	if (s->private_plen[fam] &&
 	    fw_ip_in_prefix(&pkt->dst, &s->private_net[fam], s->private_plen[fam]))
 		return FW_DROP_SIBLING;
@@ -110,8 +106,11 @@ int fastwall_ingress(struct __sk_buff *skb)
 		return fw_verdict(skb, &pkt, 0, reason);
 
 	reason = fw_icmp6_control(&pkt);
-	if (reason != FW_PARSE_OK)
-		return fw_verdict(skb, &pkt, 0, reason);
+	if (reason != FW_PARSE_OK) {
+		/* attribute it when the source is a subject's (a rogue RA is) */
+		s = fw_subject_of(&pkt.src);
+		return fw_verdict(skb, &pkt, s ? s->id : 0, reason);
+	}
 
 	cfg = fw_config();
 	if (!cfg)
@@ -138,7 +137,6 @@ int fastwall_egress(struct __sk_buff *skb)
 {
 	struct fw_pkt pkt = {};
 	struct fw_subject *s;
-	__u32 local_flags;
 
 	if (fw_parse(skb, &pkt) != FW_PARSE_OK || !pkt.has_ports)
 		return TC_ACT_OK;
@@ -147,7 +145,7 @@ int fastwall_egress(struct __sk_buff *skb)
 	s = fw_subject_of(&pkt.dst);
 	if (!s)
 		return TC_ACT_OK;
-	if (fw_is_pod_local(s, pkt.family, &pkt.src, &local_flags))
+	if (fw_is_pod_local(s, pkt.family, &pkt.src))
 		fw_pod_flow_note(&pkt);
 	return TC_ACT_OK;
 }

@@ -194,10 +194,8 @@ struct fw_frag {
 /* fastwall_local: pod-local addresses besides the gateways -> flags.
  * fastwall_local_ports: {proto, port} open to the sandboxes on pod-local
  * addresses besides DNS. Writer: fastwalld. Reader: TC ingress. */
-#define FW_LOCAL_F_ALLOW_ALL (1u << 0)
-
 struct fw_local {
-	__u32 flags;
+	__u32 flags; /* none defined yet: open ports via fastwall_local_ports */
 };
 
 struct fw_port_key {

@@ -52,7 +52,7 @@ run_part() {
 	rm -f "$log"
 }
 
-run_part unit "$BUILD/tests/unit" --jobs 2
+run_part unit "$BUILD/tests/unit_tests" --jobs 2
 run_part bpf-verdicts "$BUILD/tests/bpf_verdicts"
 for t in tests/e2e/*.sh; do
 	[ -e "$t" ] || continue

@@ -76,7 +76,8 @@ static __always_inline bool fw_event_allowed(__u32 subject, __u64 *suppressed)
 	tolerance = cfg->event_interval_ns * cfg->event_burst;
 	if (b->tat_ns < now)
 		b->tat_ns = now;
-	if (b->tat_ns - now > tolerance) {
+	/* room for one more interval within the burst tolerance */
+	if (b->tat_ns + cfg->event_interval_ns - now > tolerance) {
 		b->suppressed++;
 		return false;
 	}

@@ -154,7 +154,7 @@ static __always_inline int fw_parse_ipv6(struct __sk_buff *skb, struct fw_pkt *p
 	off += sizeof(ip6);
 
 #pragma unroll
-	for (int i = 0; i < FW_IPV6_MAX_EXT; i++) {
+	for (int i = 0; i <= FW_IPV6_MAX_EXT; i++) {
 		__u8 ext[8];
 
 		switch (nexthdr) {
@@ -193,6 +193,8 @@ static __always_inline int fw_parse_ipv6(struct __sk_buff *skb, struct fw_pkt *p
 		}
 		if (off > end)
 			return FW_DROP_MALFORMED;
+		if (i == FW_IPV6_MAX_EXT)
+			break;
 	}
 	/* more extension headers than any slot legitimately sends */
 	return FW_DROP_MALFORMED;

@@ -53,22 +53,16 @@ static __always_inline struct fw_subject *fw_subject_of(const struct fw_ip *addr
 	return bpf_map_lookup_elem(&fastwall_dispatch, addr);
 }
 
-/* Returns the local entry of addr when it is one of the pod's own addresses
- * as seen from this subject; gateways get a static all-zero entry. */
+/* The pod's own addresses as seen from this subject: its gateway of the
+ * packet's family and the configured local addresses. */
 static __always_inline bool fw_is_pod_local(const struct fw_subject *s, __u8 family,
-					    const struct fw_ip *addr, __u32 *flags)
+					    const struct fw_ip *addr)
 {
-	struct fw_local *l;
 	__u8 gw_flag = family == FW_FAM_V4 ? FW_SF_GATEWAY4 : FW_SF_GATEWAY6;
 
-	*flags = 0;
 	if ((s->flags & gw_flag) && fw_ip_eq(addr, &s->gateway[family & 1]))
 		return true;
-	l = bpf_map_lookup_elem(&fastwall_local, addr);
-	if (!l)
-		return false;
-	*flags = l->flags;
-	return true;
+	return bpf_map_lookup_elem(&fastwall_local, addr) != NULL;
 }
 
 #endif /* FW_BPF_SUBJECT_H */

@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# fastwall demo: a pod with three sandboxes and a simulated internet, all in
+# network namespaces this script creates; fastwalld enforces each sandbox's
+# egress policy and the script shows, connection by connection, what passed
+# and why. Run as root after `make all` (make demo does both); BUILD names
+# the build directory. Everything is removed on exit. See docs/demo.md.
+set -euo pipefail
+
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../tests/e2e/lib.sh"
+trap fw_cleanup EXIT
+trap 'exit 130' INT TERM
+fw_require
+
+SB_A=$(fw_sb_ns a)
+SB_B=$(fw_sb_ns b)
+SB_C=$(fw_sb_ns c)
+
+if [ -t 1 ]; then
+	B=$'\e[1m' G=$'\e[32m' R=$'\e[31m' Y=$'\e[33m' N=$'\e[0m'
+else
+	B="" G="" R="" Y="" N=""
+fi
+
+heading() { printf '\n%s%s%s\n' "$B" "$1" "$N"; }
+
+# write_config STATE_OF_C
+write_config() {
+	cat >"$FW_CFG.new" <<EOF
+log_level: info
+datapath:
+  bpffs: $BPFFS
+  bridges: [br0]               # every port of br0, also ports added later
+  events: { rate: 100, burst: 200 }
+subjects:
+  - name: sandbox-a
+    addresses: [10.42.0.2, "fd00:42::2"]
+    interface: sb-a
+    gateway: [10.42.0.1, "fd00:42::1"]
+    private_cidr: [10.42.0.0/24, "fd00:42::/64"]
+    policy:
+      defaultAction: deny
+      egress:
+        - { action: allow, target: 198.51.100.0/24 }
+        - { action: allow, target: "2001:db8::/64" }
+        - { action: deny, target: 198.51.100.66 }
+  - name: sandbox-b
+    addresses: [10.42.0.3, "fd00:42::3"]
+    interface: sb-b
+    gateway: [10.42.0.1, "fd00:42::1"]
+    private_cidr: [10.42.0.0/24, "fd00:42::/64"]
+    policy:
+      defaultAction: allow
+      egress:
+        - { action: deny, target: 203.0.113.0/24 }
+  - name: sandbox-c
+    addresses: [10.42.0.4]
+    interface: sb-c
+    gateway: 10.42.0.1
+    private_cidr: 10.42.0.0/24
+    state: $1
+    policy:
+      defaultAction: deny
+      egress:
+        - { action: allow, target: 198.51.100.10 }
+EOF
+	mv "$FW_CFG.new" "$FW_CFG"
+}
+
+# Verdict counters as "pass allow-cidr 12" lines.
+snapshot() { fw_cli status | awk '$1 == "pass" || $1 == "drop" { print $1, $2, $3 }'; }
+
+# The verdict reason that grew most between two snapshots (ARP/ND aside).
+reason_between() {
+	awk 'NR == FNR { old[$1 " " $2] = $3; next }
+	     $2 != "neighbour" { d = $3 - old[$1 " " $2]; if (d > best) { best = d; r = $2 } }
+	     END { print (r == "" ? "-" : r) }' <(echo "$1") <(echo "$2")
+}
+
+# conn FROM NS TARGET EXPECT WHY KIND ARGS...: runs one exchange and prints
+# its line. EXPECT is ALLOWED or BLOCKED; an outcome that differs is flagged.
+UNEXPECTED=0
+conn() {
+	local from=$1 ns=$2 target=$3 expect=$4 why=$5 kind=$6 before after got reason color
+	shift 6
+	before=$(snapshot)
+	case $kind in
+	http) fw_http "$ns" "$1" 1 "${@:2}" ;;
+	udp) fw_udp "$ns" "$1" "$2" 0.7 "${@:3}" ;;
+	dns) fw_dns "$ns" "$1" 0.7 ;;
+	icmp) fw_icmp "$ns" "$1" 0.7 ;;
+	esac >/dev/null 2>&1 && got=ALLOWED || got=BLOCKED
+	after=$(snapshot)
+	reason=$(reason_between "$before" "$after")
+	[ "$got" = ALLOWED ] && color=$G || color=$R
+	printf '  %-10s → %-24s %s%-8s%s %-16s %s' "$from" "$target" "$color" "$got" "$N" "$reason" "$why"
+	if [ "$got" != "$expect" ]; then
+		printf '  %s(expected %s)%s' "$Y" "$expect" "$N"
+		UNEXPECTED=$((UNEXPECTED + 1))
+	fi
+	printf '\n'
+}
+
+conn_header() {
+	printf '  %-10s   %-24s %-8s %-16s %s\n' "from" "to" "verdict" "data plane" "why"
+	printf '  %-10s   %-24s %-8s %-16s %s\n' "----" "--" "-------" "----------" "---"
+}
+
+heading "fastwall demo"
+cat <<EOF
+  A pod network namespace holds bridge br0 (gateway 10.42.0.1, fd00:42::1);
+  each sandbox is its own namespace on a br0 port (sb-a, sb-b, sb-c). A
+  fourth namespace plays the internet: HTTP on 198.51.100.10, 198.51.100.66,
+  203.0.113.10 and 2001:db8::10, UDP echo on :9000. fastwalld runs in the
+  pod and filters what each sandbox sends at TC ingress of its port.
+
+  sandbox-a  10.42.0.2  default deny; allow 198.51.100.0/24 and 2001:db8::/64,
+                        but deny 198.51.100.66
+  sandbox-b  10.42.0.3  default allow; deny 203.0.113.0/24
+  sandbox-c  10.42.0.4  state denying (not ready yet); will allow 198.51.100.10
+EOF
+
+fw_topology
+fw_sandbox a 2
+fw_sandbox b 3
+fw_sandbox c 4
+fw_serve_internet
+# a DNS responder on the gateway, so a query shows up as answered
+fw_serve "$NS_POD" --dns 10.42.0.1:53 --http 10.42.0.1:22
+write_config denying
+
+heading "Starting fastwalld"
+fw_start_daemon || fw_die "fastwalld did not start"
+fw_wait_log 'attached to sb-c' 1 5 || true
+sed -nE 's/^[0-9T:.-]+Z +[a-z]+ +//; /data plane loaded|attached to|fastwalld ready/ s/^/  /p' "$FW_LOG"
+
+heading "Connections"
+conn_header
+conn sandbox-a "$SB_A" 198.51.100.10:80 ALLOWED "allow rule 198.51.100.0/24" http http://198.51.100.10/
+conn sandbox-a "$SB_A" '[2001:db8::10]:80' ALLOWED "allow rule 2001:db8::/64 (IPv6)" http 'http://[2001:db8::10]/'
+conn sandbox-a "$SB_A" 198.51.100.10:9000/udp ALLOWED "allow rule 198.51.100.0/24 (UDP)" udp 198.51.100.10 9000
+conn sandbox-a "$SB_A" 198.51.100.66:80 BLOCKED "deny 198.51.100.66 beats allow /24" http http://198.51.100.66/
+conn sandbox-a "$SB_A" 203.0.113.10:80 BLOCKED "no rule matches: default deny" http http://203.0.113.10/
+conn sandbox-b "$SB_B" 198.51.100.66:80 ALLOWED "no rule matches: default allow" http http://198.51.100.66/
+conn sandbox-b "$SB_B" 203.0.113.10:80 BLOCKED "deny rule 203.0.113.0/24" http http://203.0.113.10/
+conn sandbox-b "$SB_B" 198.51.100.10:853 BLOCKED "DNS-over-TLS is always blocked" http http://198.51.100.10:853/
+conn sandbox-a "$SB_A" "10.42.0.3 (ping)" BLOCKED "sandbox-b is a sibling" icmp 10.42.0.3
+conn sandbox-a "$SB_A" 10.42.0.1:22 BLOCKED "gateway: only DNS is open" http http://10.42.0.1:22/
+conn sandbox-a "$SB_A" 10.42.0.1:53/udp ALLOWED "DNS to the gateway" dns 10.42.0.1
+conn sandbox-c "$SB_C" 198.51.100.10:80 BLOCKED "sandbox-c is still denying" http http://198.51.100.10/
+ip -n "$SB_B" addr add 10.42.0.2/32 dev eth0 noprefixroute
+conn "sandbox-b" "$SB_B" "198.51.100.10:80" BLOCKED "spoofs sandbox-a's 10.42.0.2 from sb-b" \
+	http http://198.51.100.10/ --interface 10.42.0.2
+ip -n "$SB_B" addr del 10.42.0.2/32 dev eth0
+ip -n "$NS_POD" neigh flush dev br0 2>/dev/null || true
+
+heading "Reload: sandbox-c becomes active (config rewritten, SIGHUP)"
+write_config active
+fw_reload || fw_die "no reload outcome in the log"
+sed -nE 's/^[0-9T:.-]+Z +[a-z]+ +//; /reload/ s/^/  /p' "$FW_LOG"
+conn_header
+conn sandbox-c "$SB_C" 198.51.100.10:80 ALLOWED "active now: allow 198.51.100.10" http http://198.51.100.10/
+conn sandbox-c "$SB_C" 198.51.100.66:80 BLOCKED "active now: default deny" http http://198.51.100.66/
+
+heading "fastwall status"
+fw_cli status | sed -E "s/^(.)/  \1/"
+
+heading "fastwall subjects"
+fw_cli subjects | sed 's/^/  /'
+
+heading "Deny events (fastwalld log)"
+sleep 0.2
+sed -nE 's/^[0-9T:.-]+Z +[a-z]+ +//; /^deny subject=/ s/^/  /p' "$FW_LOG"
+
+fw_stop_daemon
+heading "Cleaning up"
+echo "  namespaces, links, pins under $BPFFS and processes are removed on exit"
+if [ "$UNEXPECTED" -ne 0 ]; then
+	echo "${Y}$UNEXPECTED connection(s) did not behave as expected${N}"
+	exit 1
+fi

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Test packet builders. See pkt.h. */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pkt.h"
+
+#define ETH_P_IP_   0x0800
+#define ETH_P_ARP_  0x0806
+#define ETH_P_IPV6_ 0x86dd
+
+static void put16(__u8 *p, __u16 v)
+{
+	p[0] = v >> 8;
+	p[1] = v & 0xff;
+}
+
+static void put32(__u8 *p, __u32 v)
+{
+	put16(p, v >> 16);
+	put16(p + 2, v & 0xffff);
+}
+
+static bool addr(int family, const char *text, __u8 *out)
+{
+	return text && inet_pton(family == 4 ? AF_INET : AF_INET6, text, out) == 1;
+}
+
+static __u8 ext_nexthdr(__u8 x)
+{
+	switch (x) {
+	case X_HBH:
+		return 0;
+	case X_DEST:
+		return 60;
+	case X_RT:
+		return 43;
+	}
+	return 59;
+}
+
+/* Writes the L4 header (or, for a non-first fragment, bare payload). */
+static size_t put_l4(const struct pkt_spec *s, __u8 *p)
+{
+	size_t n = 0;
+
+	if (s->frag.on && s->frag.offset) {
+		memset(p, 0xab, 16 + s->payload);
+		return 16 + s->payload;
+	}
+	switch (s->proto) {
+	case IPPROTO_TCP:
+		memset(p, 0, 20);
+		put16(p, s->sport);
+		put16(p + 2, s->dport);
+		put32(p + 4, 1000);
+		p[12] = (s->doff ? s->doff : 5) << 4;
+		p[13] = s->tcp_flags ? s->tcp_flags : TH_SYN;
+		put16(p + 14, 65535);
+		n = 20;
+		break;
+	case IPPROTO_UDP:
+		memset(p, 0, 8);
+		put16(p, s->sport);
+		put16(p + 2, s->dport);
+		put16(p + 4, 8 + s->payload);
+		n = 8;
+		break;
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
+		/* type, code, checksum, 4 bytes of rest, and room for an ND
+		 * target or an MLD record */
+		memset(p, 0, 24);
+		p[0] = s->icmp_type;
+		n = 24;
+		break;
+	}
+	memset(p + n, 0x5a, s->payload);
+	return n + s->payload;
+}
+
+size_t pkt_build(const struct pkt_spec *s, __u8 *buf)
+{
+	static const __u8 macs[12] = {2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2};
+	size_t off = 0, l3 = 0, len;
+	__u8 *len_field = NULL;
+	__u8 *ip;
+
+	memset(buf, 0, PKT_MAX);
+	memcpy(buf, macs, sizeof(macs));
+	off = 12;
+	for (int i = 0; i < 2 && s->vlan[i]; i++) {
+		put16(buf + off, s->vlan[i]);
+		put16(buf + off + 2, 100 + i);
+		off += 4;
+	}
+
+	switch (s->kind) {
+	case PK_ARP:
+		put16(buf + off, ETH_P_ARP_);
+		off += 2;
+		/* request: Ethernet/IPv4, who has 10.42.0.1 tell 10.42.0.10 */
+		put16(buf + off, 1);
+		put16(buf + off + 2, ETH_P_IP_);
+		buf[off + 4] = 6;
+		buf[off + 5] = 4;
+		put16(buf + off + 6, 1);
+		memcpy(buf + off + 8, macs + 6, 6);
+		put32(buf + off + 14, 0x0a2a000a);
+		put32(buf + off + 24, 0x0a2a0001);
+		len = off + 28;
+		goto out;
+	case PK_ETHER:
+		put16(buf + off, s->ethertype);
+		len = off + 2 + 46;
+		goto out;
+	case PK_IP:
+		break;
+	}
+
+	put16(buf + off, s->family == 4 ? ETH_P_IP_ : ETH_P_IPV6_);
+	off += 2;
+	l3 = off;
+	ip = buf + l3;
+
+	if (s->family == 4) {
+		size_t hlen = 20 + 4 * s->ip_opt_words;
+		__u16 frag = 0;
+
+		ip[0] = (s->version ? s->version : 4) << 4 | (s->ihl ? s->ihl : hlen / 4);
+		len_field = ip + 2;
+		put16(ip + 4, s->frag.on ? s->frag.id : 1);
+		if (s->frag.on)
+			frag = (s->frag.more ? 0x2000 : 0) | (s->frag.offset & 0x1fff);
+		put16(ip + 6, frag);
+		ip[8] = s->hop_limit ? s->hop_limit : 64;
+		ip[9] = s->proto;
+		if (!addr(4, s->src, ip + 12) || !addr(4, s->dst, ip + 16))
+			return 0;
+		/* options: NOPs ending in an end-of-list */
+		memset(ip + 20, 1, hlen - 20);
+		if (hlen > 20)
+			ip[hlen - 1] = 0;
+		off += hlen;
+		off += put_l4(s, buf + off);
+	} else {
+		__u8 *next = ip + 6;
+
+		put32(ip, 0x60000000);
+		len_field = ip + 4;
+		ip[7] = s->hop_limit ? s->hop_limit : 64;
+		if (!addr(6, s->src, ip + 8) || !addr(6, s->dst, ip + 24))
+			return 0;
+		off += 40;
+		for (int i = 0; i < PKT_MAX_EXT && s->ext[i]; i++) {
+			__u8 *h = buf + off;
+
+			*next = ext_nexthdr(s->ext[i]);
+			next = h;
+			memset(h, 0, 8);
+			if (s->ext[i] == X_HBH) {
+				h[2] = 5; /* router alert */
+				h[3] = 2;
+				h[6] = 1; /* PadN */
+			} else if (s->ext[i] == X_DEST) {
+				h[2] = 1;
+				h[3] = 4;
+			}
+			if (i == 0 && s->ext_hdrlen)
+				h[1] = s->ext_hdrlen;
+			off += 8;
+		}
+		if (s->frag.on) {
+			__u8 *h = buf + off;
+
+			*next = 44;
+			next = h;
+			memset(h, 0, 8);
+			put16(h + 2, (s->frag.offset << 3) | (s->frag.more ? 1 : 0));
+			put32(h + 4, s->frag.id);
+			off += 8;
+		}
+		*next = s->proto;
+		off += put_l4(s, buf + off);
+	}
+	len = off;
+
+out:
+	if (s->truncate && s->truncate < len)
+		len = s->truncate;
+	/* lengths describe the frame as sent, unless the row lies on purpose */
+	if (len_field && len_field + 2 <= buf + len) {
+		long l = (long)(len - l3) - (s->family == 6 ? 40 : 0) + s->len_delta;
+
+		put16(len_field, s->zero_payload_len ? 0 : (__u16)l);
+	}
+	return len;
+}
+
+void pkt_hex(const char *indent, const __u8 *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i += 16) {
+		printf("%s%04zx ", indent, i);
+		for (size_t j = i; j < i + 16 && j < len; j++)
+			printf(" %02x", buf[j]);
+		printf("\n");
+	}
+}

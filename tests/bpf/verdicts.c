@@ -1,0 +1,1232 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The data plane's verdict table, Katran-style: every row is a packet, the
+ * program it goes through, and the verdict and reason fastwall must give
+ * it. State is set up through the real control-plane API (datapath.h,
+ * subjects.h, policy.h) on maps pinned under a private bpffs directory;
+ * each row then runs through bpf_prog_test_run_opts and is checked on what
+ * a user sees: the TC verdict, the reason counter (exactly +1, no other
+ * reason moved), the subject's counter, and the deny event in the ring
+ * buffer. A few scenarios (event rate limiting) do not fit one packet per
+ * row and follow the table. Needs root; prints "N passed, N failed". */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/pkt_cls.h>
+
+#include "addr.h"
+#include "datapath.h"
+#include "log.h"
+#include "pkt.h"
+#include "subjects.h"
+
+#define NSEC_PER_SEC 1000000000ull
+#define DUMMY_IF     "@dummy" /* stands for the test's own dummy interface */
+
+/* ---- who is who ------------------------------------------------------ */
+
+/* sandboxes (private nets) */
+#define ALPHA4	   "10.42.0.10"
+#define ALPHA6	   "fd00:42::10"
+#define ALPHA_GW4  "10.42.0.1"
+#define ALPHA_GW6  "fd00:42::1"
+#define ALPHA_SIB4 "10.42.0.20"
+#define ALPHA_SIB6 "fd00:42::20"
+#define BETA4	   "10.42.1.10"
+#define BETA6	   "fd00:42:1::10"
+#define GAMMA4	   "10.42.2.10"
+#define DELTA4	   "10.42.3.10"
+#define DELTA6	   "fd00:42:3::10"
+#define FLOOD_A4   "10.42.4.10"
+#define FLOOD_B4   "10.42.5.10"
+#define SWAP4	   "10.42.6.10"
+#define SWAP_SIB4  "10.42.6.20"
+#define EPS4	   "10.42.7.10"
+#define ZETA4	   "10.42.8.10"
+#define STRANGER4  "10.42.9.9"
+#define STRANGER6  "fd00:42:9::9"
+
+/* pod-local addresses besides the gateways (fw_dp_local_set) */
+#define LOCAL4	       "169.254.20.10"
+#define LOCAL6	       "fd00:53::53"
+#define LOCAL_TCP_PORT 8080
+
+/* the internet, documentation ranges only */
+#define OK4	      "192.0.2.10"	 /* alpha: allow 192.0.2.0/25 */
+#define OK6	      "2001:db8:1::10"	 /* alpha: allow 2001:db8:1::/48 */
+#define DOH4	      "192.0.2.53"	 /* in the allow CIDR and on the DoH list */
+#define DOH6	      "2001:db8:1::53"	 /* in the allow CIDR and on the DoH list */
+#define BAD4	      "203.0.113.5"	 /* alpha, beta: deny 203.0.113.0/24 */
+#define BAD6	      "2001:db8:dead::5" /* alpha, beta: deny 2001:db8:dead::/48 */
+#define NOWHERE4      "192.0.2.250"	 /* no rule of alpha covers it */
+#define NOWHERE6      "2001:db8:ffff::1" /* no rule of alpha covers it */
+#define LEARNED4      "192.0.2.200"	 /* alpha, live lease */
+#define LEARNED6      "2001:db8:99::1"	 /* alpha, live lease */
+#define EXPIRED4      "192.0.2.201"	 /* alpha, lease ran out */
+#define EXPIRED6      "2001:db8:99::2"	 /* alpha, lease ran out */
+#define BETAS4	      "192.0.2.202"	 /* learned by beta, not by alpha */
+#define LEARNED_BAD4  "203.0.113.9"	 /* learned by alpha inside its deny CIDR */
+#define SWAP_B4	      "198.51.100.10"	 /* allowed only by the second swap policy */
+#define SWAP_LEARNED4 "192.0.2.210"
+
+struct subject_def {
+	const char *name;
+	const char *addrs[4];
+	const char *gateway[FW_FAM_MAX];
+	const char *private_net[FW_FAM_MAX];
+	const char *ifname; /* NULL = unbound; DUMMY_IF = the test's interface */
+	__u8 state;	    /* 0 = active */
+	const char *default_action;
+	const char *rules[12]; /* "allow 192.0.2.0/25", in policy order */
+};
+
+static const struct subject_def alpha = {
+	.name = "alpha",
+	.addrs = {ALPHA4, ALPHA6},
+	.gateway = {ALPHA_GW4, ALPHA_GW6},
+	.private_net = {"10.42.0.0/24", "fd00:42::/64"},
+	.default_action = "deny",
+	.rules =
+		{
+			"allow 192.0.2.0/25",
+			"allow 2001:db8:1::/48",
+			/* deny beats allow, whichever is wider and whatever the order */
+			"allow 198.51.100.0/24",
+			"deny 198.51.100.128/25",
+			"allow 2001:db8:a::/48",
+			"deny 2001:db8:a:bad::/64",
+			"deny 203.0.113.0/24",
+			"allow 203.0.113.64/26",
+			"deny 2001:db8:dead::/48",
+			"allow 2001:db8:dead:1::/64",
+		},
+};
+
+static const struct subject_def beta = {
+	.name = "beta",
+	.addrs = {BETA4, BETA6},
+	.default_action = "allow",
+	.rules = {"deny 203.0.113.0/24", "deny 2001:db8:dead::/48"},
+};
+
+static const struct subject_def gamma_ = {
+	.name = "gamma",
+	.addrs = {GAMMA4},
+	.state = FW_STATE_DENYING,
+	.default_action = "allow",
+};
+
+static const struct subject_def delta = {
+	.name = "delta",
+	.addrs = {DELTA4, DELTA6},
+	.ifname = DUMMY_IF,
+	.default_action = "deny",
+	.rules = {"allow 192.0.2.0/25", "allow 2001:db8:1::/48"},
+};
+
+static const struct subject_def epsilon = {
+	.name = "epsilon",
+	.addrs = {EPS4},
+	.default_action = "allow",
+};
+
+static const struct subject_def zeta = {
+	.name = "zeta",
+	.addrs = {ZETA4},
+	.ifname = "fwt-absent0", /* bound to an interface that does not exist */
+	.default_action = "allow",
+};
+
+static const struct subject_def flood_a = {
+	.name = "flood-a",
+	.addrs = {FLOOD_A4},
+	.default_action = "deny",
+};
+
+static const struct subject_def flood_b = {
+	.name = "flood-b",
+	.addrs = {FLOOD_B4},
+	.default_action = "deny",
+};
+
+static const struct subject_def *const fixture[] = {
+	&alpha, &beta, &gamma_, &delta, &epsilon, &zeta, &flood_a, &flood_b,
+};
+
+/* the atomic-swap group: same name, policy grows, then the binding changes */
+static const struct subject_def swap_v1 = {
+	.name = "swap",
+	.addrs = {SWAP4},
+	.default_action = "deny",
+	.rules = {"allow 192.0.2.0/25"},
+};
+
+static const struct subject_def swap_v2 = {
+	.name = "swap",
+	.addrs = {SWAP4},
+	.default_action = "deny",
+	.rules = {"allow 192.0.2.0/25", "allow 198.51.100.0/25"},
+};
+
+static const struct subject_def swap_v3 = {
+	.name = "swap",
+	.addrs = {SWAP4},
+	.private_net = {"10.42.6.0/24"},
+	.default_action = "deny",
+	.rules = {"allow 192.0.2.0/25", "allow 198.51.100.0/25"},
+};
+
+/* ---- test state ------------------------------------------------------ */
+
+#define MAX_EVENTS 64
+
+static struct {
+	struct fw_dp *dp;
+	struct fw_registry reg;
+	struct ring_buffer *rb;
+	struct fw_config cfg;
+	char pin_root[64];
+	bool pinned;
+	char dummy[IF_NAMESIZE];
+	int dummy_ifindex;
+	__u32 swap_id;
+	struct fw_event ev[MAX_EVENTS];
+	size_t nev, ev_lost;
+} t;
+
+static struct fw_ip ip_of(const char *text)
+{
+	struct fw_ip ip;
+
+	if (fw_addr_parse(text, &ip, NULL)) {
+		fprintf(stderr, "test bug: bad address %s\n", text);
+		exit(2);
+	}
+	return ip;
+}
+
+static __u32 id_of(const char *name)
+{
+	struct fw_entry *e = fw_reg_find(&t.reg, name);
+
+	return e ? e->id : 0;
+}
+
+static int subject_put(const struct subject_def *d)
+{
+	struct fw_static_subject spec;
+	char err[256] = "";
+	int ret;
+
+	memset(&spec, 0, sizeof(spec));
+	snprintf(spec.name, sizeof(spec.name), "%s", d->name);
+	for (size_t i = 0; i < 4 && d->addrs[i]; i++)
+		spec.addrs[spec.naddrs++] = ip_of(d->addrs[i]);
+	if (d->ifname)
+		snprintf(spec.ifname, sizeof(spec.ifname), "%s",
+			 strcmp(d->ifname, DUMMY_IF) ? d->ifname : t.dummy);
+	for (int f = 0; f < FW_FAM_MAX; f++) {
+		if (d->gateway[f]) {
+			spec.has_gateway[f] = true;
+			spec.gateway[f] = ip_of(d->gateway[f]);
+		}
+		if (d->private_net[f]) {
+			spec.has_private[f] = true;
+			if (fw_prefix_parse(d->private_net[f], &spec.private_net[f].net,
+					    &spec.private_net[f].plen, NULL)) {
+				fprintf(stderr, "test bug: bad prefix %s\n", d->private_net[f]);
+				exit(2);
+			}
+		}
+	}
+	spec.state = d->state ? d->state : FW_STATE_ACTIVE;
+
+	fw_policy_init(&spec.policy);
+	ret = fw_policy_set_default(&spec.policy, d->default_action, err, sizeof(err));
+	for (size_t i = 0; !ret && i < 12 && d->rules[i]; i++) {
+		char action[8], target[64];
+
+		if (sscanf(d->rules[i], "%7s %63s", action, target) != 2) {
+			fprintf(stderr, "test bug: bad rule '%s'\n", d->rules[i]);
+			exit(2);
+		}
+		ret = fw_policy_add_rule(&spec.policy, action, target, NULL, 0, err, sizeof(err));
+	}
+	if (!ret)
+		ret = fw_reg_upsert(&t.reg, &spec, FW_ORIGIN_STATIC, NULL);
+	fw_policy_free(&spec.policy);
+	if (ret)
+		printf("can't put subject %s: %s %s\n", d->name, strerror(-ret), err);
+	return ret;
+}
+
+static int learn(const char *subject, const char *addr, long ttl_s)
+{
+	struct fw_ip ip = ip_of(addr);
+	__u32 id = id_of(subject);
+	int err;
+
+	if (!id) {
+		printf("can't learn %s: no subject %s\n", addr, subject);
+		return -ENOENT;
+	}
+	err = fw_dp_learned_put(t.dp, id, &ip, fw_now_ns() + ttl_s * (long long)NSEC_PER_SEC);
+	if (err)
+		printf("can't learn %s for %s: %s\n", addr, subject, strerror(-err));
+	return err;
+}
+
+/* ---- row preconditions (0 or -1; they say what went wrong) ------------ */
+
+static int config_flags(__u32 flags)
+{
+	t.cfg.flags = flags;
+	return fw_dp_config_set(t.dp, &t.cfg) ? -1 : 0;
+}
+
+static int doh_list(void)
+{
+	return config_flags(FW_CF_DOH_LIST);
+}
+
+static int doh_strict(void)
+{
+	return config_flags(FW_CF_DOH_STRICT);
+}
+
+static int doh_off(void)
+{
+	return config_flags(0);
+}
+
+/* An active subject whose rule set is gone must fail closed. */
+static int epsilon_rules_cleared(void)
+{
+	return fw_dp_rules_clear(t.dp, id_of("epsilon")) ? -1 : 0;
+}
+
+static int swap_first_policy(void)
+{
+	if (subject_put(&swap_v1))
+		return -1;
+	t.swap_id = id_of("swap");
+	return learn("swap", SWAP_LEARNED4, 60);
+}
+
+static int swap_same_binding(void)
+{
+	if (subject_put(&swap_v2))
+		return -1;
+	if (id_of("swap") != t.swap_id) {
+		printf("policy swap with the same binding changed the id %u -> %u\n", t.swap_id,
+		       id_of("swap"));
+		return -1;
+	}
+	return 0;
+}
+
+static int swap_rebind(void)
+{
+	if (subject_put(&swap_v3))
+		return -1;
+	if (id_of("swap") == t.swap_id) {
+		printf("rebind kept the id %u\n", t.swap_id);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the table --------------------------------------------------------- */
+
+enum prog {
+	INGRESS = 0,
+	EGRESS, /* records pod-opened flows; always TC_ACT_OK, counts nothing */
+};
+
+struct row {
+	const char *desc;
+	int (*setup)(void); /* precondition, through the control plane */
+	enum prog prog;
+	bool on_dummy; /* ctx ifindex = the dummy interface, else loopback */
+	struct pkt_spec pkt;
+	int verdict;	     /* TC_ACT_OK or TC_ACT_SHOT */
+	__u32 reason;	     /* enum fw_reason */
+	const char *subject; /* whose counter moves; NULL = subject 0 */
+};
+
+#define PASS(r)		 .verdict = TC_ACT_OK, .reason = (r)
+#define DROP(r)		 .verdict = TC_ACT_SHOT, .reason = (r)
+#define FRAG_FIRST(i)	 .frag = {.on = true, .more = true, .offset = 0, .id = (i)}
+#define FRAG_LATER(i, o) .frag = {.on = true, .more = true, .offset = (o), .id = (i)}
+#define FRAG_LAST(i, o)	 .frag = {.on = true, .more = false, .offset = (o), .id = (i)}
+
+static const struct row rows[] = {
+	/* policy CIDRs: alpha is default deny */
+	{"v4 udp to allow cidr", .pkt = UDP4(ALPHA4, OK4, 40000, 5000), PASS(FW_PASS_ALLOW_CIDR),
+	 .subject = "alpha"},
+	{"v4 tcp syn to allow cidr", .pkt = TCP4(ALPHA4, OK4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR),
+	 .subject = "alpha"},
+	{"v6 tcp to allow cidr", .pkt = TCP6(ALPHA6, OK6, 40000, 80), PASS(FW_PASS_ALLOW_CIDR),
+	 .subject = "alpha"},
+	{"v6 udp to allow cidr", .pkt = UDP6(ALPHA6, OK6, 40000, 5000), PASS(FW_PASS_ALLOW_CIDR),
+	 .subject = "alpha"},
+	{"v4 tcp to deny cidr", .pkt = TCP4(ALPHA4, BAD4, 40000, 80), DROP(FW_DROP_DENY_CIDR),
+	 .subject = "alpha"},
+	{"v6 udp to deny cidr", .pkt = UDP6(ALPHA6, BAD6, 40000, 5000), DROP(FW_DROP_DENY_CIDR),
+	 .subject = "alpha"},
+	{"v4 allow /24: outside the deny /25 passes",
+	 .pkt = TCP4(ALPHA4, "198.51.100.10", 40000, 80), PASS(FW_PASS_ALLOW_CIDR),
+	 .subject = "alpha"},
+	{"v4 allow /24 + deny /25 inside: deny wins",
+	 .pkt = TCP4(ALPHA4, "198.51.100.200", 40000, 80), DROP(FW_DROP_DENY_CIDR),
+	 .subject = "alpha"},
+	{"v6 allow /48: outside the deny /64 passes",
+	 .pkt = TCP6(ALPHA6, "2001:db8:a:1::1", 40000, 80), PASS(FW_PASS_ALLOW_CIDR),
+	 .subject = "alpha"},
+	{"v6 allow /48 + deny /64 inside: deny wins",
+	 .pkt = TCP6(ALPHA6, "2001:db8:a:bad::1", 40000, 80), DROP(FW_DROP_DENY_CIDR),
+	 .subject = "alpha"},
+	{"v4 deny /24 + allow /26 inside: still denied",
+	 .pkt = TCP4(ALPHA4, "203.0.113.70", 40000, 80), DROP(FW_DROP_DENY_CIDR),
+	 .subject = "alpha"},
+	{"v6 deny /48 + allow /64 inside: still denied",
+	 .pkt = TCP6(ALPHA6, "2001:db8:dead:1::1", 40000, 80), DROP(FW_DROP_DENY_CIDR),
+	 .subject = "alpha"},
+	{"v4 no rule matches: default deny", .pkt = TCP4(ALPHA4, NOWHERE4, 40000, 80),
+	 DROP(FW_DROP_DEFAULT_DENY), .subject = "alpha"},
+	{"v6 no rule matches: default deny", .pkt = UDP6(ALPHA6, NOWHERE6, 40000, 5000),
+	 DROP(FW_DROP_DEFAULT_DENY), .subject = "alpha"},
+	{"v4 icmp echo to allow cidr", .pkt = ICMP4(ALPHA4, OK4, ICMP4_ECHO),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"v4 icmp echo to deny cidr", .pkt = ICMP4(ALPHA4, BAD4, ICMP4_ECHO),
+	 DROP(FW_DROP_DENY_CIDR), .subject = "alpha"},
+	{"v6 icmp echo to allow cidr", .pkt = ICMP6(ALPHA6, OK6, ICMP6_ECHO),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+
+	/* beta is default allow */
+	{"default-allow subject: v4 unknown dst passes", .pkt = TCP4(BETA4, NOWHERE4, 40000, 80),
+	 PASS(FW_PASS_DEFAULT), .subject = "beta"},
+	{"default-allow subject: v6 unknown dst passes", .pkt = UDP6(BETA6, NOWHERE6, 40000, 5000),
+	 PASS(FW_PASS_DEFAULT), .subject = "beta"},
+	{"default-allow subject: v4 deny cidr still drops", .pkt = TCP4(BETA4, BAD4, 40000, 80),
+	 DROP(FW_DROP_DENY_CIDR), .subject = "beta"},
+	{"default-allow subject: v6 deny cidr still drops", .pkt = TCP6(BETA6, BAD6, 40000, 80),
+	 DROP(FW_DROP_DENY_CIDR), .subject = "beta"},
+
+	/* DNS-learned destinations of alpha */
+	{"v4 udp to learned address, live lease", .pkt = UDP4(ALPHA4, LEARNED4, 40000, 5000),
+	 PASS(FW_PASS_LEARNED), .subject = "alpha"},
+	{"v4 tcp to learned address, live lease",
+	 .pkt = TCP4(ALPHA4, LEARNED4, 40001, 443, .tcp_flags = TH_ACK), PASS(FW_PASS_LEARNED),
+	 .subject = "alpha"},
+	{"v6 tcp to learned address, live lease", .pkt = TCP6(ALPHA6, LEARNED6, 40000, 443),
+	 PASS(FW_PASS_LEARNED), .subject = "alpha"},
+	{"v4 learned address, lease expired", .pkt = TCP4(ALPHA4, EXPIRED4, 40000, 443),
+	 DROP(FW_DROP_LEASE_EXPIRED), .subject = "alpha"},
+	{"v6 learned address, lease expired", .pkt = TCP6(ALPHA6, EXPIRED6, 40000, 443),
+	 DROP(FW_DROP_LEASE_EXPIRED), .subject = "alpha"},
+	{"learned address inside a deny cidr: deny wins",
+	 .pkt = TCP4(ALPHA4, LEARNED_BAD4, 40000, 443), DROP(FW_DROP_DENY_CIDR),
+	 .subject = "alpha"},
+	{"address another subject learned does not pass", .pkt = TCP4(ALPHA4, BETAS4, 40000, 443),
+	 DROP(FW_DROP_DEFAULT_DENY), .subject = "alpha"},
+
+	/* who is sending */
+	{"v4 source of no subject", .pkt = TCP4(STRANGER4, OK4, 40000, 80),
+	 DROP(FW_DROP_UNKNOWN_SOURCE)},
+	{"v6 source of no subject", .pkt = TCP6(STRANGER6, OK6, 40000, 80),
+	 DROP(FW_DROP_UNKNOWN_SOURCE)},
+	{"subject still denying", .pkt = TCP4(GAMMA4, OK4, 40000, 80), DROP(FW_DROP_DENYING),
+	 .subject = "gamma"},
+	{"active subject without a rule set fails closed", .setup = epsilon_rules_cleared,
+	 .pkt = TCP4(EPS4, OK4, 40000, 80), DROP(FW_DROP_NO_POLICY), .subject = "epsilon"},
+
+	/* anti-spoof: delta is bound to the dummy interface */
+	{"bound subject seen on another interface (lo)", .pkt = TCP4(DELTA4, OK4, 40000, 80),
+	 DROP(FW_DROP_SPOOF), .subject = "delta"},
+	{"bound subject v6 seen on another interface (lo)", .pkt = TCP6(DELTA6, OK6, 40000, 80),
+	 DROP(FW_DROP_SPOOF), .subject = "delta"},
+	{"bound subject on its own interface", .on_dummy = true,
+	 .pkt = TCP4(DELTA4, OK4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "delta"},
+	{"bound subject v6 on its own interface", .on_dummy = true,
+	 .pkt = TCP6(DELTA6, OK6, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "delta"},
+	{"unbound subject on any interface", .on_dummy = true, .pkt = TCP4(ALPHA4, OK4, 40000, 80),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"subject bound to a missing interface drops on lo", .pkt = TCP4(ZETA4, OK4, 40000, 80),
+	 DROP(FW_DROP_SPOOF), .subject = "zeta"},
+	{"subject bound to a missing interface drops on dummy", .on_dummy = true,
+	 .pkt = TCP4(ZETA4, OK4, 40000, 80), DROP(FW_DROP_SPOOF), .subject = "zeta"},
+
+	/* the sandbox's own network and the pod */
+	{"v4 to a sibling in the private cidr", .pkt = TCP4(ALPHA4, ALPHA_SIB4, 40000, 80),
+	 DROP(FW_DROP_SIBLING), .subject = "alpha"},
+	{"v6 to a sibling in the private cidr", .pkt = UDP6(ALPHA6, ALPHA_SIB6, 40000, 53),
+	 DROP(FW_DROP_SIBLING), .subject = "alpha"},
+	{"v4 udp 53 to the gateway", .pkt = UDP4(ALPHA4, ALPHA_GW4, 40000, 53),
+	 PASS(FW_PASS_DNS_LOCAL), .subject = "alpha"},
+	{"v4 tcp 53 to the gateway", .pkt = TCP4(ALPHA4, ALPHA_GW4, 40000, 53),
+	 PASS(FW_PASS_DNS_LOCAL), .subject = "alpha"},
+	{"v6 udp 53 to the gateway", .pkt = UDP6(ALPHA6, ALPHA_GW6, 40000, 53),
+	 PASS(FW_PASS_DNS_LOCAL), .subject = "alpha"},
+	{"v4 tcp 80 to the gateway", .pkt = TCP4(ALPHA4, ALPHA_GW4, 40000, 80),
+	 DROP(FW_DROP_POD_LOCAL), .subject = "alpha"},
+	{"v6 tcp 80 to the gateway", .pkt = TCP6(ALPHA6, ALPHA_GW6, 40000, 80),
+	 DROP(FW_DROP_POD_LOCAL), .subject = "alpha"},
+	{"v4 icmp echo to the gateway", .pkt = ICMP4(ALPHA4, ALPHA_GW4, ICMP4_ECHO),
+	 DROP(FW_DROP_POD_LOCAL), .subject = "alpha"},
+	{"gateway of another subject is no gateway to beta",
+	 .pkt = TCP4(BETA4, ALPHA_GW4, 40000, 80), PASS(FW_PASS_DEFAULT), .subject = "beta"},
+	{"v4 udp 53 to a configured local address", .pkt = UDP4(ALPHA4, LOCAL4, 40000, 53),
+	 PASS(FW_PASS_DNS_LOCAL), .subject = "alpha"},
+	{"v4 tcp 80 to a configured local address", .pkt = TCP4(ALPHA4, LOCAL4, 40000, 80),
+	 DROP(FW_DROP_POD_LOCAL), .subject = "alpha"},
+	{"v4 configured local port on a local address",
+	 .pkt = TCP4(ALPHA4, LOCAL4, 40000, LOCAL_TCP_PORT), PASS(FW_PASS_POD_LOCAL),
+	 .subject = "alpha"},
+	{"v6 configured local port on a local address",
+	 .pkt = TCP6(ALPHA6, LOCAL6, 40000, LOCAL_TCP_PORT), PASS(FW_PASS_POD_LOCAL),
+	 .subject = "alpha"},
+	{"v4 configured local port on the gateway",
+	 .pkt = TCP4(ALPHA4, ALPHA_GW4, 40000, LOCAL_TCP_PORT), PASS(FW_PASS_POD_LOCAL),
+	 .subject = "alpha"},
+	{"local port is per protocol: udp 8080 drops",
+	 .pkt = UDP4(ALPHA4, ALPHA_GW4, 40000, LOCAL_TCP_PORT), DROP(FW_DROP_POD_LOCAL),
+	 .subject = "alpha"},
+	{"default-allow subject to a local address: pod-local still drops",
+	 .pkt = TCP4(BETA4, LOCAL4, 40000, 80), DROP(FW_DROP_POD_LOCAL), .subject = "beta"},
+
+	/* flows the pod opens into a sandbox */
+	{"egress: pod (gateway) opens tcp to alpha:8000", .prog = EGRESS,
+	 .pkt = TCP4(ALPHA_GW4, ALPHA4, 43210, 8000), .verdict = TC_ACT_OK},
+	{"v4 tcp reply on the pod-opened flow",
+	 .pkt = TCP4(ALPHA4, ALPHA_GW4, 8000, 43210, .tcp_flags = TH_SYN | TH_ACK),
+	 PASS(FW_PASS_POD_REPLY), .subject = "alpha"},
+	{"v4 tcp 'reply' from a port the pod never opened",
+	 .pkt = TCP4(ALPHA4, ALPHA_GW4, 8001, 43210, .tcp_flags = TH_SYN | TH_ACK),
+	 DROP(FW_DROP_POD_LOCAL), .subject = "alpha"},
+	{"v4 udp 'reply' on a tcp-only flow", .pkt = UDP4(ALPHA4, ALPHA_GW4, 8000, 43210),
+	 DROP(FW_DROP_POD_LOCAL), .subject = "alpha"},
+	{"egress: pod (gateway) sends udp to alpha:9000", .prog = EGRESS,
+	 .pkt = UDP4(ALPHA_GW4, ALPHA4, 43211, 9000), .verdict = TC_ACT_OK},
+	{"v4 udp reply on the pod-opened flow", .pkt = UDP4(ALPHA4, ALPHA_GW4, 9000, 43211),
+	 PASS(FW_PASS_POD_REPLY), .subject = "alpha"},
+	{"egress: pod (local address) opens v6 tcp to alpha:8000", .prog = EGRESS,
+	 .pkt = TCP6(LOCAL6, ALPHA6, 43212, 8000), .verdict = TC_ACT_OK},
+	{"v6 tcp reply on the pod-opened flow",
+	 .pkt = TCP6(ALPHA6, LOCAL6, 8000, 43212, .tcp_flags = TH_SYN | TH_ACK),
+	 PASS(FW_PASS_POD_REPLY), .subject = "alpha"},
+	{"egress: the internet talking to alpha records nothing", .prog = EGRESS,
+	 .pkt = TCP4(OK4, ALPHA4, 443, 8002), .verdict = TC_ACT_OK},
+	{"v4 tcp to the gateway from that port is still pod-local",
+	 .pkt = TCP4(ALPHA4, ALPHA_GW4, 8002, 443), DROP(FW_DROP_POD_LOCAL), .subject = "alpha"},
+
+	/* DNS that would bypass the proxy */
+	{"dot: tcp 853 to an allowed address", .pkt = TCP4(ALPHA4, OK4, 40000, 853),
+	 DROP(FW_DROP_DOT), .subject = "alpha"},
+	{"dot: v6 udp 853 to an allowed address", .pkt = UDP6(ALPHA6, OK6, 40000, 853),
+	 DROP(FW_DROP_DOT), .subject = "alpha"},
+	{"dot: tcp 853 to the gateway", .pkt = TCP4(ALPHA4, ALPHA_GW4, 40000, 853),
+	 DROP(FW_DROP_DOT), .subject = "alpha"},
+	{"doh list: tcp 443 to a listed address", .setup = doh_list,
+	 .pkt = TCP4(ALPHA4, DOH4, 40000, 443), DROP(FW_DROP_DOH), .subject = "alpha"},
+	{"doh list: v6 tcp 443 to a listed address", .pkt = TCP6(ALPHA6, DOH6, 40000, 443),
+	 DROP(FW_DROP_DOH), .subject = "alpha"},
+	{"doh list: tcp 443 to an allowed unlisted address", .pkt = TCP4(ALPHA4, OK4, 40000, 443),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"doh list: tcp 80 to a listed address", .pkt = TCP4(ALPHA4, DOH4, 40000, 80),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"doh list: udp 443 to a listed address", .pkt = UDP4(ALPHA4, DOH4, 40000, 443),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"doh strict: tcp 443 to an allowed address", .setup = doh_strict,
+	 .pkt = TCP4(ALPHA4, OK4, 40000, 443), DROP(FW_DROP_DOH), .subject = "alpha"},
+	{"doh strict: v6 tcp 443 to an allowed address", .pkt = TCP6(ALPHA6, OK6, 40000, 443),
+	 DROP(FW_DROP_DOH), .subject = "alpha"},
+	{"doh strict: tcp 443 under default allow", .pkt = TCP4(BETA4, NOWHERE4, 40000, 443),
+	 DROP(FW_DROP_DOH), .subject = "beta"},
+	{"doh strict: udp 443 (quic) passes", .pkt = UDP4(ALPHA4, OK4, 40000, 443),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"doh strict: tcp 80 passes", .pkt = TCP4(ALPHA4, OK4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR),
+	 .subject = "alpha"},
+	{"doh off: tcp 443 to a listed address passes", .setup = doh_off,
+	 .pkt = TCP4(ALPHA4, DOH4, 40000, 443), PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+
+	/* IPv4 headers */
+	{"v4 with options, ihl 6", .pkt = UDP4(ALPHA4, OK4, 40000, 5000, .ip_opt_words = 1),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"v4 with options, ihl 15", .pkt = TCP4(ALPHA4, OK4, 40000, 80, .ip_opt_words = 10),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"v4 with options, ihl 15, to deny cidr",
+	 .pkt = TCP4(ALPHA4, BAD4, 40000, 80, .ip_opt_words = 10), DROP(FW_DROP_DENY_CIDR),
+	 .subject = "alpha"},
+	/* test_run refuses frames shorter than ETH_HLEN, and IPv4/IPv6
+	 * ethertype frames shorter than their fixed L3 header (EINVAL before
+	 * the program runs): those truncations go behind a VLAN tag, which
+	 * the kernel does not look into and fastwall does */
+	{"frame ends inside the 802.1Q tag",
+	 .pkt = UDP4(ALPHA4, OK4, 40000, 5000, .vlan = {0x8100}, .truncate = 16),
+	 DROP(FW_DROP_MALFORMED)},
+	{"802.1Q tagged IPv4, frame ends before the IPv4 header",
+	 .pkt = UDP4(ALPHA4, OK4, 40000, 5000, .vlan = {0x8100}, .truncate = 18),
+	 DROP(FW_DROP_MALFORMED)},
+	{"802.1Q tagged IPv4, header cut at 12 bytes",
+	 .pkt = UDP4(ALPHA4, OK4, 40000, 5000, .vlan = {0x8100}, .truncate = 18 + 12),
+	 DROP(FW_DROP_MALFORMED)},
+	{"802.1Q tagged IPv4, header cut at 19 bytes",
+	 .pkt = UDP4(ALPHA4, OK4, 40000, 5000, .vlan = {0x8100}, .truncate = 18 + 19),
+	 DROP(FW_DROP_MALFORMED)},
+	{"v4 with options, frame ends inside the options",
+	 .pkt = UDP4(ALPHA4, OK4, 40000, 5000, .ip_opt_words = 4, .truncate = 14 + 28),
+	 DROP(FW_DROP_MALFORMED)},
+	{"v4 ihl 4", .pkt = UDP4(ALPHA4, OK4, 40000, 5000, .ihl = 4), DROP(FW_DROP_MALFORMED)},
+	{"v4 ihl 1", .pkt = UDP4(ALPHA4, OK4, 40000, 5000, .ihl = 1), DROP(FW_DROP_MALFORMED)},
+	{"v4 version 6 under ethertype IPv4", .pkt = UDP4(ALPHA4, OK4, 40000, 5000, .version = 6),
+	 DROP(FW_DROP_MALFORMED)},
+	{"v4 tot_len beyond the frame", .pkt = UDP4(ALPHA4, OK4, 40000, 5000, .len_delta = 20),
+	 DROP(FW_DROP_MALFORMED)},
+	{"v4 tot_len shorter than ihl",
+	 .pkt = UDP4(ALPHA4, OK4, 40000, 5000, .len_delta = -(20 + 8 - 16)),
+	 DROP(FW_DROP_MALFORMED)},
+	{"v4 tcp doff 4", .pkt = TCP4(ALPHA4, OK4, 40000, 80, .doff = 4), DROP(FW_DROP_MALFORMED)},
+	{"v4 tcp doff 15 past the frame", .pkt = TCP4(ALPHA4, OK4, 40000, 80, .doff = 15),
+	 DROP(FW_DROP_MALFORMED)},
+	{"v4 tcp header cut at 12 bytes",
+	 .pkt = TCP4(ALPHA4, OK4, 40000, 80, .truncate = 14 + 20 + 12), DROP(FW_DROP_MALFORMED)},
+	{"v4 tcp header cut at 16 bytes (doff 5)",
+	 .pkt = TCP4(ALPHA4, OK4, 40000, 80, .truncate = 14 + 20 + 16), DROP(FW_DROP_MALFORMED)},
+	{"v4 udp header cut at 6 bytes",
+	 .pkt = UDP4(ALPHA4, OK4, 40000, 5000, .truncate = 14 + 20 + 6), DROP(FW_DROP_MALFORMED)},
+	{"v4 icmp header cut at 2 bytes",
+	 .pkt = ICMP4(ALPHA4, OK4, ICMP4_ECHO, .truncate = 14 + 20 + 2), DROP(FW_DROP_MALFORMED)},
+
+	/* IPv6 headers */
+	{"802.1Q tagged IPv6, header cut at 30 bytes",
+	 .pkt = UDP6(ALPHA6, OK6, 40000, 5000, .vlan = {0x8100}, .truncate = 18 + 30),
+	 DROP(FW_DROP_MALFORMED)},
+	{"802.1Q tagged IPv6, header cut at 39 bytes",
+	 .pkt = UDP6(ALPHA6, OK6, 40000, 5000, .vlan = {0x8100}, .truncate = 18 + 39),
+	 DROP(FW_DROP_MALFORMED)},
+	{"v6 udp header cut at 4 bytes",
+	 .pkt = UDP6(ALPHA6, OK6, 40000, 5000, .truncate = 14 + 40 + 4), DROP(FW_DROP_MALFORMED)},
+	{"v6 payload_len beyond the frame", .pkt = UDP6(ALPHA6, OK6, 40000, 5000, .len_delta = 8),
+	 DROP(FW_DROP_MALFORMED)},
+	{"v6 payload_len 0 (jumbogram)",
+	 .pkt = UDP6(ALPHA6, OK6, 40000, 5000, .zero_payload_len = true), DROP(FW_DROP_MALFORMED)},
+	{"v6 hop-by-hop + dest-options + routing to allow cidr",
+	 .pkt = UDP6(ALPHA6, OK6, 40000, 5000, .ext = {X_HBH, X_DEST, X_RT}),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"v6 hop-by-hop + dest-options + routing to deny cidr",
+	 .pkt = TCP6(ALPHA6, BAD6, 40000, 80, .ext = {X_HBH, X_DEST, X_RT}),
+	 DROP(FW_DROP_DENY_CIDR), .subject = "alpha"},
+	{"v6 7 extension headers",
+	 .pkt = UDP6(ALPHA6, OK6, 40000, 5000,
+		     .ext = {X_HBH, X_DEST, X_RT, X_DEST, X_RT, X_DEST, X_RT}),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"v6 8 extension headers (FW_IPV6_MAX_EXT)",
+	 .pkt = UDP6(ALPHA6, OK6, 40000, 5000,
+		     .ext = {X_HBH, X_DEST, X_RT, X_DEST, X_RT, X_DEST, X_RT, X_DEST}),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"v6 9 extension headers",
+	 .pkt = UDP6(ALPHA6, OK6, 40000, 5000,
+		     .ext = {X_HBH, X_DEST, X_RT, X_DEST, X_RT, X_DEST, X_RT, X_DEST, X_RT}),
+	 DROP(FW_DROP_MALFORMED)},
+	{"v6 extension header longer than the payload",
+	 .pkt = UDP6(ALPHA6, OK6, 40000, 5000, .ext = {X_DEST}, .ext_hdrlen = 8),
+	 DROP(FW_DROP_MALFORMED)},
+	{"v6 tcp header cut after extension headers",
+	 .pkt = TCP6(ALPHA6, OK6, 40000, 80, .ext = {X_HBH, X_DEST}, .truncate = 14 + 56 + 10),
+	 DROP(FW_DROP_MALFORMED)},
+
+	/* link layer */
+	{"802.1Q tagged v4 to allow cidr", .pkt = TCP4(ALPHA4, OK4, 40000, 80, .vlan = {0x8100}),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"802.1ad tagged v6 to allow cidr", .pkt = TCP6(ALPHA6, OK6, 40000, 80, .vlan = {0x88a8}),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"802.1Q tagged v4 to deny cidr", .pkt = TCP4(ALPHA4, BAD4, 40000, 80, .vlan = {0x8100}),
+	 DROP(FW_DROP_DENY_CIDR), .subject = "alpha"},
+	{"double 802.1Q tag", .pkt = TCP4(ALPHA4, OK4, 40000, 80, .vlan = {0x8100, 0x8100}),
+	 DROP(FW_DROP_MALFORMED)},
+	{"QinQ 802.1ad + 802.1Q", .pkt = TCP4(ALPHA4, OK4, 40000, 80, .vlan = {0x88a8, 0x8100}),
+	 DROP(FW_DROP_MALFORMED)},
+	{"arp request", .pkt = ARP_REQ(), PASS(FW_PASS_NEIGH)},
+	{"802.1Q tagged arp request", .pkt = ARP_REQ(.vlan = {0x8100}), PASS(FW_PASS_NEIGH)},
+	{"lldp ethertype 0x88cc", .pkt = ETHER(0x88cc), DROP(FW_DROP_ETHERTYPE)},
+	{"802.1Q tagged 802.1X ethertype 0x888e", .pkt = ETHER(0x888e, .vlan = {0x8100}),
+	 DROP(FW_DROP_ETHERTYPE)},
+
+	/* IPv6 neighbour discovery and MLD */
+	{"v6 neighbour solicitation, hop limit 255",
+	 .pkt = ICMP6(ALPHA6, "ff02::1:ff00:1", ICMP6_NS, .hop_limit = 255), PASS(FW_PASS_NEIGH),
+	 .subject = "alpha"},
+	{"v6 neighbour advertisement, hop limit 255",
+	 .pkt = ICMP6(ALPHA6, ALPHA_GW6, ICMP6_NA, .hop_limit = 255), PASS(FW_PASS_NEIGH),
+	 .subject = "alpha"},
+	{"v6 router solicitation, hop limit 255",
+	 .pkt = ICMP6("fe80::10", "ff02::2", ICMP6_RS, .hop_limit = 255), PASS(FW_PASS_NEIGH)},
+	{"v6 neighbour solicitation, hop limit 64 (routed)",
+	 .pkt = ICMP6(ALPHA6, ALPHA_GW6, ICMP6_NS, .hop_limit = 64), DROP(FW_DROP_MALFORMED),
+	 .subject = "alpha"},
+	{"v6 router advertisement from a sandbox",
+	 .pkt = ICMP6("fe80::10", "ff02::1", ICMP6_RA, .hop_limit = 255), DROP(FW_DROP_ROGUE_ND)},
+	{"v6 redirect from a sandbox",
+	 .pkt = ICMP6("fe80::10", "fe80::1", ICMP6_REDIRECT, .hop_limit = 255),
+	 DROP(FW_DROP_ROGUE_ND)},
+	{"v6 MLDv2 report to ff02::16",
+	 .pkt = ICMP6("fe80::10", "ff02::16", ICMP6_MLD2_REPORT, .hop_limit = 1, .ext = {X_HBH}),
+	 PASS(FW_PASS_NEIGH)},
+	{"v6 MLDv2 report to a site-scope group goes to policy",
+	 .pkt = ICMP6(ALPHA6, "ff05::16", ICMP6_MLD2_REPORT, .hop_limit = 1, .ext = {X_HBH}),
+	 DROP(FW_DROP_DEFAULT_DENY), .subject = "alpha"},
+
+	/* fragments */
+	{"v4 first fragment to allow cidr",
+	 .pkt = UDP4(ALPHA4, OK4, 40000, 5000, FRAG_FIRST(0x1234), .payload = 64),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"v4 its middle fragment follows", .pkt = UDP4(ALPHA4, OK4, 0, 0, FRAG_LATER(0x1234, 9)),
+	 PASS(FW_PASS_FRAGMENT), .subject = "alpha"},
+	{"v4 its last fragment follows", .pkt = UDP4(ALPHA4, OK4, 0, 0, FRAG_LAST(0x1234, 18)),
+	 PASS(FW_PASS_FRAGMENT), .subject = "alpha"},
+	{"v4 later fragment of an unknown datagram",
+	 .pkt = UDP4(ALPHA4, OK4, 0, 0, FRAG_LATER(0x9999, 9)), DROP(FW_DROP_FRAGMENT)},
+	{"v4 later fragment, same id, other protocol",
+	 .pkt = TCP4(ALPHA4, OK4, 0, 0, FRAG_LATER(0x1234, 9)), DROP(FW_DROP_FRAGMENT)},
+	{"v4 later fragment, same id, from another source",
+	 .pkt = UDP4(BETA4, OK4, 0, 0, FRAG_LATER(0x1234, 9)), DROP(FW_DROP_FRAGMENT)},
+	{"v4 first fragment to deny cidr",
+	 .pkt = UDP4(ALPHA4, BAD4, 40000, 5000, FRAG_FIRST(0x4444), .payload = 64),
+	 DROP(FW_DROP_DENY_CIDR), .subject = "alpha"},
+	{"v4 later fragment of the denied datagram",
+	 .pkt = UDP4(ALPHA4, BAD4, 0, 0, FRAG_LATER(0x4444, 9)), DROP(FW_DROP_FRAGMENT)},
+	{"v6 first fragment to allow cidr",
+	 .pkt = UDP6(ALPHA6, OK6, 40000, 5000, FRAG_FIRST(0xabcdef01), .payload = 64),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"v6 its later fragment follows", .pkt = UDP6(ALPHA6, OK6, 0, 0, FRAG_LAST(0xabcdef01, 9)),
+	 PASS(FW_PASS_FRAGMENT), .subject = "alpha"},
+	{"v6 later fragment of an unknown datagram",
+	 .pkt = UDP6(ALPHA6, OK6, 0, 0, FRAG_LATER(0x0badf00d, 9)), DROP(FW_DROP_FRAGMENT)},
+	{"v6 first fragment behind a hop-by-hop header",
+	 .pkt = TCP6(ALPHA6, OK6, 40000, 80, .ext = {X_HBH}, FRAG_FIRST(7), .payload = 64),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"v6 its later fragment follows",
+	 .pkt = TCP6(ALPHA6, OK6, 0, 0, .ext = {X_HBH}, FRAG_LAST(7, 12)), PASS(FW_PASS_FRAGMENT),
+	 .subject = "alpha"},
+
+	/* atomic policy swap, then a rebind */
+	{"swap v1: allow A passes", .setup = swap_first_policy, .pkt = TCP4(SWAP4, OK4, 40000, 80),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "swap"},
+	{"swap v1: B not allowed yet", .pkt = TCP4(SWAP4, SWAP_B4, 40000, 80),
+	 DROP(FW_DROP_DEFAULT_DENY), .subject = "swap"},
+	{"swap v1: learned address passes", .pkt = TCP4(SWAP4, SWAP_LEARNED4, 40000, 80),
+	 PASS(FW_PASS_LEARNED), .subject = "swap"},
+	{"swap v2 (same binding, same id): A still passes", .setup = swap_same_binding,
+	 .pkt = TCP4(SWAP4, OK4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "swap"},
+	{"swap v2: B now passes", .pkt = TCP4(SWAP4, SWAP_B4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR),
+	 .subject = "swap"},
+	{"swap v2: learned address survives the swap", .pkt = TCP4(SWAP4, SWAP_LEARNED4, 40000, 80),
+	 PASS(FW_PASS_LEARNED), .subject = "swap"},
+	{"rebind (private cidr added, new id): learned address flushed", .setup = swap_rebind,
+	 .pkt = TCP4(SWAP4, SWAP_LEARNED4, 40000, 80), DROP(FW_DROP_DEFAULT_DENY),
+	 .subject = "swap"},
+	{"rebind: B passes under the new id", .pkt = TCP4(SWAP4, SWAP_B4, 40000, 80),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "swap"},
+	{"rebind: the new private cidr holds siblings", .pkt = TCP4(SWAP4, SWAP_SIB4, 40000, 80),
+	 DROP(FW_DROP_SIBLING), .subject = "swap"},
+};
+
+/* ---- running a row ------------------------------------------------------ */
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	(void)ctx;
+	if (size < sizeof(struct fw_event) || t.nev >= MAX_EVENTS) {
+		t.ev_lost++;
+		return 0;
+	}
+	memcpy(&t.ev[t.nev++], data, sizeof(struct fw_event));
+	return 0;
+}
+
+static void events_drain(void)
+{
+	ring_buffer__consume(t.rb);
+	t.nev = 0;
+	t.ev_lost = 0;
+}
+
+static const char *verdict_name(int v)
+{
+	return v == TC_ACT_OK ? "TC_ACT_OK" : v == TC_ACT_SHOT ? "TC_ACT_SHOT" : "?";
+}
+
+struct report {
+	char text[2048];
+	size_t len;
+};
+
+static void note(struct report *rep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void note(struct report *rep, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (rep->len >= sizeof(rep->text))
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(rep->text + rep->len, sizeof(rep->text) - rep->len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		rep->len += (size_t)n;
+}
+
+/* What the event of a drop must carry about the packet. */
+static void check_event(struct report *rep, const struct row *r, __u32 id, int ifindex)
+{
+	const struct pkt_spec *p = &r->pkt;
+	const struct fw_event *ev = &t.ev[0];
+	bool l4 = p->kind == PK_IP && !(p->frag.on && p->frag.offset) &&
+		  (p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP);
+	char a[FW_ADDR_STRLEN], b[FW_ADDR_STRLEN];
+
+	if (t.nev != 1 || t.ev_lost) {
+		note(rep, "  event: expected 1 deny event, got %zu (+%zu unreadable)\n", t.nev,
+		     t.ev_lost);
+		return;
+	}
+	if (ev->type != FW_EVENT_DROP || ev->subject != id || ev->reason != r->reason ||
+	    ev->ifindex != (__u32)ifindex)
+		note(rep,
+		     "  event: type %u subject %u reason %s ifindex %u, expected subject %u "
+		     "reason %s ifindex %d\n",
+		     ev->type, ev->subject, fw_reason_name(ev->reason), ev->ifindex, id,
+		     fw_reason_name(r->reason), ifindex);
+	if (p->kind != PK_IP || r->reason == FW_DROP_MALFORMED)
+		return;
+	{
+		struct fw_ip src = ip_of(p->src), dst = ip_of(p->dst);
+		__be16 dport = l4 ? htons(p->dport) : 0, sport = l4 ? htons(p->sport) : 0;
+
+		if (memcmp(&ev->src, &src, sizeof(src)) || memcmp(&ev->dst, &dst, sizeof(dst)) ||
+		    ev->dport != dport || ev->sport != sport || ev->proto != p->proto ||
+		    ev->family != (p->family == 4 ? FW_FAM_V4 : FW_FAM_V6))
+			note(rep,
+			     "  event: %s:%u -> %s:%u proto %u family %u, expected %s:%u -> "
+			     "%s:%u proto %u\n",
+			     fw_addr_str(&ev->src, a, sizeof(a)), ntohs(ev->sport),
+			     fw_addr_str(&ev->dst, b, sizeof(b)), ntohs(ev->dport), ev->proto,
+			     ev->family, p->src, ntohs(sport), p->dst, ntohs(dport), p->proto);
+	}
+}
+
+enum run_flags {
+	RUN_EVENTS = 1 << 0, /* check the deny event (off where a scenario counts them) */
+	RUN_QUIET = 1 << 1,  /* print nothing when the row holds */
+};
+
+/* Runs one row; prints the details and returns false on any mismatch. */
+static bool run_row(const struct row *r, unsigned int flags)
+{
+	struct fw_counter before[FW_REASON_MAX], after[FW_REASON_MAX];
+	__u64 sbefore[FW_REASON_MAX], safter[FW_REASON_MAX];
+	__u8 in[PKT_MAX], out[PKT_MAX + 64];
+	struct __sk_buff ctx = {};
+	struct report rep = {.len = 0};
+	int ifindex = r->on_dummy ? t.dummy_ifindex : 1;
+	bool check_events = flags & RUN_EVENTS;
+	__u32 id = 0, moved = FW_REASON_MAX;
+	int nmoved = 0, err;
+	size_t len;
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+
+	if (r->setup && r->setup()) {
+		printf("FAIL %s\n  setup failed\n", r->desc);
+		return false;
+	}
+	len = pkt_build(&r->pkt, in);
+	if (!len) {
+		printf("FAIL %s\n  test bug: packet does not build\n", r->desc);
+		return false;
+	}
+	if (r->subject) {
+		id = id_of(r->subject);
+		if (!id) {
+			printf("FAIL %s\n  no subject %s\n", r->desc, r->subject);
+			return false;
+		}
+	}
+	if (r->on_dummy && ifindex <= 0) {
+		printf("FAIL %s\n  no dummy interface\n", r->desc);
+		return false;
+	}
+
+	fw_dp_stats_read(t.dp, before);
+	fw_dp_subject_stats_read(t.dp, id, sbefore);
+	events_drain();
+
+	opts.data_in = in;
+	opts.data_size_in = len;
+	opts.data_out = out;
+	opts.data_size_out = sizeof(out);
+	opts.repeat = 1;
+	if (r->on_dummy) {
+		ctx.ifindex = ifindex;
+		opts.ctx_in = &ctx;
+		opts.ctx_size_in = sizeof(ctx);
+	}
+	err = bpf_prog_test_run_opts(r->prog == EGRESS ? t.dp->egress_fd : t.dp->ingress_fd, &opts);
+	if (err) {
+		printf("FAIL %s\n  bpf_prog_test_run_opts: %s\n", r->desc, strerror(-err));
+		pkt_hex("  in  ", in, len);
+		return false;
+	}
+
+	fw_dp_stats_read(t.dp, after);
+	fw_dp_subject_stats_read(t.dp, id, safter);
+	ring_buffer__consume(t.rb);
+
+	for (__u32 i = 0; i < FW_REASON_MAX; i++) {
+		if (after[i].packets == before[i].packets)
+			continue;
+		nmoved++;
+		moved = i;
+	}
+
+	if ((int)opts.retval != r->verdict)
+		note(&rep, "  verdict: expected %s, got %s (%d)\n", verdict_name(r->verdict),
+		     verdict_name((int)opts.retval), (int)opts.retval);
+	if (opts.data_size_out != len || memcmp(in, out, len))
+		note(&rep, "  the packet came out rewritten (%u bytes)\n", opts.data_size_out);
+
+	if (r->prog == EGRESS) {
+		if (nmoved)
+			note(&rep, "  egress moved the %s counter\n", fw_reason_name(moved));
+		if (t.nev)
+			note(&rep, "  egress emitted %zu events\n", t.nev);
+	} else {
+		if (nmoved != 1 || moved != r->reason) {
+			note(&rep, "  reason: expected %s, got", fw_reason_name(r->reason));
+			for (__u32 i = 0; i < FW_REASON_MAX; i++)
+				if (after[i].packets != before[i].packets)
+					note(&rep, " %s(+%llu)", fw_reason_name(i),
+					     (unsigned long long)(after[i].packets -
+								  before[i].packets));
+			note(&rep, "%s\n", nmoved ? "" : " no counter");
+		} else if (after[moved].packets - before[moved].packets != 1 ||
+			   after[moved].bytes - before[moved].bytes != len) {
+			note(&rep, "  counter %s: +%llu packets +%llu bytes, expected +1 +%zu\n",
+			     fw_reason_name(moved),
+			     (unsigned long long)(after[moved].packets - before[moved].packets),
+			     (unsigned long long)(after[moved].bytes - before[moved].bytes), len);
+		}
+		for (__u32 i = 0; i < FW_REASON_MAX; i++) {
+			__u64 want = sbefore[i] + (i == r->reason);
+
+			if (safter[i] != want)
+				note(&rep, "  subject %u counter %s: %llu -> %llu, expected %llu\n",
+				     id, fw_reason_name(i), (unsigned long long)sbefore[i],
+				     (unsigned long long)safter[i], (unsigned long long)want);
+		}
+		if (check_events && r->verdict == TC_ACT_SHOT)
+			check_event(&rep, r, id, ifindex);
+		else if (check_events && t.nev)
+			note(&rep, "  a passed packet emitted %zu events\n", t.nev);
+	}
+
+	if (!rep.len) {
+		if (!(flags & RUN_QUIET))
+			printf("ok   %s\n", r->desc);
+		return true;
+	}
+	printf("FAIL %s\n", r->desc);
+	if (r->prog == EGRESS)
+		printf("  expected: egress %s\n", verdict_name(r->verdict));
+	else
+		printf("  expected: %s %s (subject %u)\n", verdict_name(r->verdict),
+		       fw_reason_name(r->reason), id);
+	printf("  actual:   %s %s\n", verdict_name((int)opts.retval),
+	       nmoved == 1 ? fw_reason_name(moved)
+	       : nmoved	   ? "(several)"
+			   : "(none)");
+	fputs(rep.text, stdout);
+	pkt_hex("  in  ", in, len);
+	return false;
+}
+
+/* ---- scenarios that are not one packet per row ---------------------------- */
+
+static int passed, failed;
+
+static void result(bool ok, const char *desc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void result(bool ok, const char *desc, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %s\n", ok ? "ok  " : "FAIL", desc);
+	if (!ok && fmt) {
+		printf("  ");
+		va_start(ap, fmt);
+		vprintf(fmt, ap);
+		va_end(ap);
+		printf("\n");
+	}
+	if (ok)
+		passed++;
+	else
+		failed++;
+}
+
+static size_t events_of(__u32 id, __u64 *suppressed)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t.nev; i++) {
+		if (t.ev[i].subject != id)
+			continue;
+		n++;
+		if (suppressed)
+			*suppressed = t.ev[i].suppressed;
+	}
+	return n;
+}
+
+/* Burst 5, one event a second after it: a flooding subject gets 5 events
+ * out of 20 drops, another subject keeps its own budget, and the next
+ * event after an interval says how many were suppressed. */
+static void scenario_event_rate_limit(void)
+{
+	const struct row flood = {"flood-a: default deny",
+				  .pkt = TCP4(FLOOD_A4, NOWHERE4, 40000, 80),
+				  DROP(FW_DROP_DEFAULT_DENY), .subject = "flood-a"};
+	const struct row other = {"flood-b: default deny",
+				  .pkt = TCP4(FLOOD_B4, NOWHERE4, 40000, 80),
+				  DROP(FW_DROP_DEFAULT_DENY), .subject = "flood-b"};
+	__u32 a = id_of("flood-a"), b = id_of("flood-b");
+	struct fw_event got[MAX_EVENTS];
+	size_t ngot = 0, n;
+	__u64 suppressed = ~0ull;
+	bool all = true;
+
+	t.cfg.event_burst = 5;
+	t.cfg.event_interval_ns = NSEC_PER_SEC;
+	if (fw_dp_config_set(t.dp, &t.cfg)) {
+		result(false, "rate limit: config", "can't set the config");
+		return;
+	}
+	events_drain();
+	/* run_row drains before each packet: keep what each run produced */
+	for (int i = 0; i < 20; i++) {
+		all &= run_row(&flood, RUN_QUIET);
+		for (size_t j = 0; j < t.nev && ngot < MAX_EVENTS; j++)
+			got[ngot++] = t.ev[j];
+	}
+	result(all, "rate limit: 20 drops of flood-a, all dropped and counted", NULL);
+	memcpy(t.ev, got, ngot * sizeof(got[0]));
+	t.nev = ngot;
+	n = events_of(a, NULL);
+	result(n == 5 && ngot == 5, "rate limit: burst 5 -> 5 events out of 20 drops",
+	       "flood-a: %zu events (%zu in all), expected 5", n, ngot);
+
+	ngot = 0;
+	for (int i = 0; i < 3; i++) {
+		all &= run_row(&other, RUN_QUIET);
+		for (size_t j = 0; j < t.nev && ngot < MAX_EVENTS; j++)
+			got[ngot++] = t.ev[j];
+	}
+	memcpy(t.ev, got, ngot * sizeof(got[0]));
+	t.nev = ngot;
+	n = events_of(b, NULL);
+	result(n == 3 && ngot == 3, "rate limit: flood-b keeps its own budget (3 of 3)",
+	       "flood-b: %zu events (%zu in all), expected 3", n, ngot);
+
+	/* one interval later there is room for one more, carrying the count */
+	usleep(1100 * 1000);
+	run_row(&flood, RUN_QUIET);
+	n = events_of(a, &suppressed);
+	result(n == 1 && suppressed == 15,
+	       "rate limit: next event after an interval reports 15 suppressed",
+	       "%zu events, suppressed %llu, expected 1 event with 15", n,
+	       (unsigned long long)suppressed);
+}
+
+/* ---- fixture ------------------------------------------------------------ */
+
+static void cleanup(void)
+{
+	char cmd[96];
+
+	ring_buffer__free(t.rb);
+	t.rb = NULL;
+	if (t.dp) {
+		fw_reg_free(&t.reg);
+		fw_dp_close(t.dp);
+		t.dp = NULL;
+	}
+	if (t.pinned) {
+		fw_dp_purge(t.pin_root);
+		t.pinned = false;
+	}
+	if (t.dummy_ifindex > 0) {
+		snprintf(cmd, sizeof(cmd), "ip link del %s 2>/dev/null", t.dummy);
+		if (system(cmd) != 0)
+			fprintf(stderr, "can't remove test interface %s\n", t.dummy);
+		t.dummy_ifindex = 0;
+	}
+}
+
+static void on_signal(int sig)
+{
+	/* not async-signal-safe, but a test killed mid-run must not leave pins */
+	cleanup();
+	_exit(128 + sig);
+}
+
+/* test_run takes ctx->ifindex only for a device that exists: make one
+ * (a dummy, or a veth pair where the dummy driver is missing) */
+static int dummy_create(void)
+{
+	char cmd[96];
+
+	snprintf(t.dummy, sizeof(t.dummy), "fwt%d", (int)getpid() % 1000000);
+
+	snprintf(cmd, sizeof(cmd), "ip link add %s type dummy 2>/dev/null", t.dummy);
+	if (system(cmd) != 0) {
+		/* kernels without the dummy driver: a veth pair, deleted as one */
+		snprintf(cmd, sizeof(cmd), "ip link add %s type veth peer name %sp", t.dummy,
+			 t.dummy);
+		if (system(cmd) != 0) {
+			fprintf(stderr, "can't create a test interface %s\n", t.dummy);
+			return -1;
+		}
+	}
+	t.dummy_ifindex = (int)if_nametoindex(t.dummy);
+	return t.dummy_ifindex > 0 ? 0 : -1;
+}
+
+/* The per-subject event budget is per CPU; keep every run on one CPU. */
+static void pin_cpu(void)
+{
+	cpu_set_t set;
+	int cpu = sched_getcpu();
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu < 0 ? 0 : cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		fprintf(stderr, "can't pin to cpu %d: %s\n", cpu, strerror(errno));
+}
+
+static int fixture_setup(void)
+{
+	struct fw_ip local[] = {ip_of(LOCAL4), ip_of(LOCAL6)};
+	struct fw_port_key ports[] = {{.proto = IPPROTO_TCP, .port = htons(LOCAL_TCP_PORT)}};
+	struct fw_lpm_key doh[2];
+	int err;
+
+	snprintf(t.pin_root, sizeof(t.pin_root), "/sys/fs/bpf/fastwall-test-%d", (int)getpid());
+	err = fw_dp_open(t.pin_root, &t.dp);
+	/* fw_dp_open may have pinned some maps before failing */
+	t.pinned = true;
+	if (err) {
+		fprintf(stderr, "can't open the data plane under %s: %s\n", t.pin_root,
+			strerror(-err));
+		return err;
+	}
+	t.rb = ring_buffer__new(t.dp->events_fd, on_event, NULL, NULL);
+	if (!t.rb) {
+		fprintf(stderr, "can't open the event ring: %s\n", strerror(errno));
+		return -errno;
+	}
+	err = fw_reg_init(&t.reg, t.dp);
+	if (err)
+		return err;
+
+	/* events unlimited for the table: the rate limit has its own scenario */
+	t.cfg = (struct fw_config){
+		.flags = 0,
+		.event_burst = 1u << 30,
+		.event_interval_ns = 1,
+		.pod_flow_timeout_ns = 120 * NSEC_PER_SEC,
+		.frag_timeout_ns = 30 * NSEC_PER_SEC,
+	};
+	err = fw_dp_config_set(t.dp, &t.cfg);
+	if (!err)
+		err = fw_dp_local_set(t.dp, local, 2, ports, 1);
+	if (err)
+		return err;
+
+	doh[0] = (struct fw_lpm_key){.prefixlen = 96 + 28, .addr = ip_of("192.0.2.48")};
+	doh[1] = (struct fw_lpm_key){.prefixlen = 128, .addr = ip_of(DOH6)};
+	err = fw_dp_doh_set(t.dp, doh, 2);
+	if (err)
+		return err;
+
+	for (size_t i = 0; i < sizeof(fixture) / sizeof(fixture[0]); i++) {
+		err = subject_put(fixture[i]);
+		if (err)
+			return err;
+	}
+
+	err = learn("alpha", LEARNED4, 60);
+	if (!err)
+		err = learn("alpha", LEARNED6, 60);
+	if (!err)
+		err = learn("alpha", LEARNED_BAD4, 60);
+	if (!err)
+		err = learn("beta", BETAS4, 60);
+	if (err)
+		return err;
+	/* a lease that ran out a nanosecond ago (the GC has not run yet) */
+	{
+		struct fw_ip e4 = ip_of(EXPIRED4), e6 = ip_of(EXPIRED6);
+		__u32 id = id_of("alpha");
+
+		err = fw_dp_learned_put(t.dp, id, &e4, fw_now_ns() - 1);
+		if (!err)
+			err = fw_dp_learned_put(t.dp, id, &e6, fw_now_ns() - 1);
+	}
+	return err;
+}
+
+int main(void)
+{
+	size_t nrows = sizeof(rows) / sizeof(rows[0]);
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "bpf_verdicts needs root (BPF programs, bpffs, a dummy link)\n");
+		return 77;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	fw_log_level = FW_LOG_WARN;
+	atexit(cleanup);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	pin_cpu();
+
+	if (dummy_create() || fixture_setup()) {
+		fprintf(stderr, "fixture failed\n");
+		printf("0 passed, 1 failed\n");
+		return 1;
+	}
+
+	for (size_t i = 0; i < nrows; i++) {
+		if (run_row(&rows[i], RUN_EVENTS))
+			passed++;
+		else
+			failed++;
+	}
+	scenario_event_rate_limit();
+
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,527 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* fastwalld's YAML configuration: a complete file read back field by field,
+ * defaults, and a table of mistakes each reported at the right line with
+ * the offending value. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "config.h"
+
+static struct fw_cfg cfg;
+static char err[FW_CFG_ERR_LEN];
+
+static void setup(void)
+{
+	fw_cfg_init(&cfg);
+	err[0] = '\0';
+}
+
+static void teardown(void)
+{
+	fw_cfg_free(&cfg);
+}
+
+TestSuite(config, .init = setup, .fini = teardown);
+
+static int load(const char *yaml)
+{
+	fw_cfg_free(&cfg);
+	return fw_cfg_load_buffer(yaml, strlen(yaml), "t.yaml", &cfg, err, sizeof(err));
+}
+
+static void expect_ip(const struct fw_ip *ip, const char *text)
+{
+	char buf[FW_ADDR_STRLEN];
+
+	cr_expect_str_eq(fw_addr_str(ip, buf, sizeof(buf)), text);
+}
+
+static void expect_prefix(const struct fw_ip *net, __u32 plen, const char *text)
+{
+	char buf[FW_ADDR_STRLEN];
+
+	cr_expect_str_eq(fw_prefix_str(net, plen, buf, sizeof(buf)), text);
+}
+
+static const char full[] = "# every key there is\n"
+			   "log_level: debug\n"
+			   "datapath:\n"
+			   "  bpffs: /sys/fs/bpf/fw-test\n"
+			   "  interfaces: [\"veth-*\", tap0]\n"
+			   "  bridges: [br0, br1]\n"
+			   "  local_addresses: [10.42.0.1, \"fd00::1\"]\n"
+			   "  local_ports: [\"tcp/8080\", \"udp/5353\"]\n"
+			   "  doh:\n"
+			   "    block: true\n"
+			   "    blocklist: [192.0.2.53, \"2001:db8::53/128\", 198.51.100.0/24]\n"
+			   "  events: { rate: 50, burst: 10 }\n"
+			   "  pod_flow_timeout: 120\n"
+			   "  fragment_timeout: 2\n"
+			   "overlay:\n"
+			   "  allow: [\"198.51.100.10\"]\n"
+			   "  deny: [\"192.0.2.66\", \"*.bad.example\"]\n"
+			   "subjects:\n"
+			   "  - name: sandbox-a\n"
+			   "    addresses: [10.42.0.2, \"fd00::2\"]\n"
+			   "    interface: veth-a\n"
+			   "    gateway: [10.42.0.1, \"fd00::1\"]\n"
+			   "    private_cidr: [10.42.0.0/24, \"fd00::/64\"]\n"
+			   "    policy:\n"
+			   "      defaultAction: allow\n"
+			   "      comment: ignored, as the reference does\n"
+			   "      egress:\n"
+			   "        - action: deny\n"
+			   "          target: 203.0.113.0/24\n"
+			   "          ports: [80, 443]\n"
+			   "          note: also ignored\n"
+			   "        - action: ALLOW\n"
+			   "          target: \"*.example.com\"\n"
+			   "        - target: evil.example.com\n"
+			   "  - name: sandbox_b.2\n"
+			   "    addresses: 10.42.0.3\n"
+			   "    gateway: 10.42.0.1\n"
+			   "    private_cidr: 10.42.0.0/24\n"
+			   "    state: denying\n";
+
+Test(config, full_file)
+{
+	const struct fw_static_subject *a, *b;
+
+	cr_assert_eq(load(full), 0, "%s", err);
+	cr_expect_eq(cfg.log_level, FW_LOG_DEBUG);
+	cr_expect_str_eq(cfg.bpffs, "/sys/fs/bpf/fw-test");
+	cr_assert_eq(cfg.ninterfaces, 2);
+	cr_expect_str_eq(cfg.interfaces[0], "veth-*");
+	cr_expect_str_eq(cfg.interfaces[1], "tap0");
+	cr_assert_eq(cfg.nbridges, 2);
+	cr_expect_str_eq(cfg.bridges[1], "br1");
+	cr_assert_eq(cfg.nlocal, 2);
+	expect_ip(&cfg.local[0], "10.42.0.1");
+	expect_ip(&cfg.local[1], "fd00::1");
+	cr_assert_eq(cfg.nlocal_ports, 2);
+	cr_expect_eq(cfg.local_ports[0].proto, 6);
+	cr_expect_eq(cfg.local_ports[0].port, htons(8080));
+	cr_expect_eq(cfg.local_ports[1].proto, 17);
+	cr_expect_eq(cfg.local_ports[1].port, htons(5353));
+	cr_expect_eq(cfg.doh_mode, FW_DOH_LIST);
+	cr_assert_eq(cfg.ndoh_blocklist, 3);
+	expect_prefix(&cfg.doh_blocklist[0].net, cfg.doh_blocklist[0].plen, "192.0.2.53/32");
+	expect_prefix(&cfg.doh_blocklist[1].net, cfg.doh_blocklist[1].plen, "2001:db8::53/128");
+	expect_prefix(&cfg.doh_blocklist[2].net, cfg.doh_blocklist[2].plen, "198.51.100.0/24");
+	cr_expect_eq(cfg.event_rate, 50);
+	cr_expect_eq(cfg.event_burst, 10);
+	cr_expect_eq(cfg.pod_flow_timeout_ns, 120ULL * 1000000000);
+	cr_expect_eq(cfg.frag_timeout_ns, 2ULL * 1000000000);
+
+	/* deny list first although allow came first in the file */
+	cr_assert_eq(cfg.overlay.nrules, 3);
+	cr_expect_eq(cfg.overlay.default_action, FW_ACTION_DENY);
+	cr_expect_eq(cfg.overlay.rules[0].action, FW_ACTION_DENY);
+	cr_expect_eq(cfg.overlay.rules[0].kind, FW_TARGET_IP);
+	cr_expect_eq(cfg.overlay.rules[1].kind, FW_TARGET_WILDCARD);
+	cr_expect_str_eq(cfg.overlay.rules[1].domain, "bad.example");
+	cr_expect_eq(cfg.overlay.rules[2].action, FW_ACTION_ALLOW);
+	expect_ip(&cfg.overlay.rules[2].addr, "198.51.100.10");
+
+	cr_assert_eq(cfg.nsubjects, 2);
+	a = &cfg.subjects[0];
+	cr_expect_str_eq(a->name, "sandbox-a");
+	cr_assert_eq(a->naddrs, 2);
+	expect_ip(&a->addrs[0], "10.42.0.2");
+	expect_ip(&a->addrs[1], "fd00::2");
+	cr_expect_str_eq(a->ifname, "veth-a");
+	cr_expect(a->has_gateway[FW_FAM_V4]);
+	cr_expect(a->has_gateway[FW_FAM_V6]);
+	expect_ip(&a->gateway[FW_FAM_V4], "10.42.0.1");
+	expect_ip(&a->gateway[FW_FAM_V6], "fd00::1");
+	cr_expect(a->has_private[FW_FAM_V4]);
+	cr_expect(a->has_private[FW_FAM_V6]);
+	expect_prefix(&a->private_net[FW_FAM_V4].net, a->private_net[FW_FAM_V4].plen,
+		      "10.42.0.0/24");
+	expect_prefix(&a->private_net[FW_FAM_V6].net, a->private_net[FW_FAM_V6].plen, "fd00::/64");
+	cr_expect_eq(a->state, FW_STATE_ACTIVE);
+	cr_expect_eq(a->policy.default_action, FW_ACTION_ALLOW);
+	cr_assert_eq(a->policy.nrules, 3);
+	cr_expect_eq(a->policy.rules[0].action, FW_ACTION_DENY);
+	cr_expect_eq(a->policy.rules[0].kind, FW_TARGET_CIDR);
+	cr_assert_eq(a->policy.rules[0].nports, 2);
+	cr_expect_eq(a->policy.rules[0].ports[0], 80);
+	cr_expect_eq(a->policy.rules[0].ports[1], 443);
+	cr_expect_eq(a->policy.rules[1].action, FW_ACTION_ALLOW);
+	cr_expect_eq(a->policy.rules[1].kind, FW_TARGET_WILDCARD);
+	cr_expect_eq(a->policy.rules[2].action, FW_ACTION_DENY, "missing action is deny");
+	cr_expect_eq(a->policy.rules[2].kind, FW_TARGET_DOMAIN);
+
+	b = &cfg.subjects[1];
+	cr_expect_str_eq(b->name, "sandbox_b.2");
+	cr_assert_eq(b->naddrs, 1);
+	expect_ip(&b->addrs[0], "10.42.0.3");
+	cr_expect_str_eq(b->ifname, "");
+	cr_expect(b->has_gateway[FW_FAM_V4]);
+	cr_expect_not(b->has_gateway[FW_FAM_V6]);
+	cr_expect_not(b->has_private[FW_FAM_V6]);
+	cr_expect_eq(b->state, FW_STATE_DENYING);
+	cr_expect_eq(b->policy.default_action, FW_ACTION_DENY);
+	cr_expect_eq(b->policy.nrules, 0);
+}
+
+static void expect_defaults(void)
+{
+	cr_expect_str_eq(cfg.bpffs, FW_DEFAULT_BPFFS);
+	cr_expect_eq(cfg.log_level, FW_LOG_INFO);
+	cr_expect_eq(cfg.ninterfaces, 0);
+	cr_expect_eq(cfg.nbridges, 0);
+	cr_expect_eq(cfg.nlocal, 0);
+	cr_expect_eq(cfg.nlocal_ports, 0);
+	cr_expect_eq(cfg.doh_mode, FW_DOH_OFF);
+	cr_expect_eq(cfg.ndoh_blocklist, 0);
+	cr_expect_eq(cfg.event_rate, 100);
+	cr_expect_eq(cfg.event_burst, 200);
+	cr_expect_eq(cfg.pod_flow_timeout_ns, 300ULL * 1000000000);
+	cr_expect_eq(cfg.frag_timeout_ns, 5ULL * 1000000000);
+	cr_expect_eq(cfg.overlay.nrules, 0);
+	cr_expect_eq(cfg.overlay.default_action, FW_ACTION_DENY);
+	cr_expect_eq(cfg.nsubjects, 0);
+	cr_expect_null(cfg.subjects);
+}
+
+Test(config, empty_inputs_give_defaults)
+{
+	static const char *const empty[] = {
+		"",
+		"\n",
+		"# only a comment\n",
+		"---\n",
+		"~\n",
+		"---\n...\n",
+		"{}\n",
+		"datapath:\noverlay:\nsubjects:\n",
+		"datapath: {}\nsubjects: []\n",
+	};
+
+	for (size_t i = 0; i < sizeof(empty) / sizeof(empty[0]); i++) {
+		cr_assert_eq(load(empty[i]), 0, "\"%s\": %s", empty[i], err);
+		expect_defaults();
+	}
+}
+
+Test(config, doh_modes)
+{
+	cr_assert_eq(load("datapath:\n  doh: {block: true}\n"), 0, "%s", err);
+	cr_expect_eq(cfg.doh_mode, FW_DOH_STRICT);
+	cr_assert_eq(load("datapath:\n  doh: {block: true, blocklist: []}\n"), 0, "%s", err);
+	cr_expect_eq(cfg.doh_mode, FW_DOH_STRICT);
+	cr_assert_eq(load("datapath:\n  doh: {block: false, blocklist: [192.0.2.1]}\n"), 0, "%s",
+		     err);
+	cr_expect_eq(cfg.doh_mode, FW_DOH_OFF);
+	cr_expect_eq(cfg.ndoh_blocklist, 1, "the list is kept while off");
+	cr_assert_eq(load("datapath:\n  doh: {blocklist: 192.0.2.1}\n"), 0, "%s", err);
+	cr_expect_eq(cfg.doh_mode, FW_DOH_OFF);
+	cr_assert_eq(load("datapath:\n  doh: {block: True, blocklist: 192.0.2.1}\n"), 0, "%s", err);
+	cr_expect_eq(cfg.doh_mode, FW_DOH_LIST);
+}
+
+Test(config, events_zero_rate)
+{
+	cr_assert_eq(load("datapath:\n  events:\n    rate: 0\n"), 0, "%s", err);
+	cr_expect_eq(cfg.event_rate, 0);
+	cr_expect_eq(cfg.event_burst, 200);
+}
+
+Test(config, policy_null_and_empty_default)
+{
+	cr_assert_eq(load("subjects:\n"
+			  "  - name: a\n"
+			  "    addresses: 10.0.0.2\n"
+			  "    policy:\n"
+			  "      defaultAction: \"\"\n"
+			  "      egress:\n"
+			  "  - name: b\n"
+			  "    addresses: 10.0.0.3\n"
+			  "    policy:\n"),
+		     0, "%s", err);
+	cr_assert_eq(cfg.nsubjects, 2);
+	cr_expect_eq(cfg.subjects[0].policy.default_action, FW_ACTION_DENY);
+	cr_expect_eq(cfg.subjects[0].policy.nrules, 0);
+	cr_expect_eq(cfg.subjects[1].policy.nrules, 0);
+}
+
+struct bad_case {
+	const char *yaml;
+	int line;
+	const char *needle;
+};
+
+static const struct bad_case bad[] = {
+	/* shape of the document */
+	{"- a\n- b\n", 1, "must be a mapping"},
+	{"just text\n", 1, "value 'just text'"},
+	{"a: 1\n---\nb: 2\n", 2, "more than one YAML document"},
+	{"log_level: info\nlog_level: debug\n", 2, "duplicate key"},
+	{"log_level: info\nfoo: bar\n", 2, "unknown key"},
+	{"log_level: info\nfoo: bar\n", 2, "value 'foo'"},
+	{"? [a, b]\n: c\n", 1, "key must be a scalar"},
+	/* syntax */
+	{"a: b\nc: [d\n", 3, "invalid YAML"},
+	{"a: b\n  c: d\n", 2, "invalid YAML"},
+	{"a: \"unterminated\n", 2, "invalid YAML"},
+	{"a:\tb\n\tc: d\n", 2, "invalid YAML"},
+	/* aliases and anchors */
+	{"x: &anc 1\ny: *anc\n", 1, "anchors are not supported"},
+	{"x: &anc 1\n", 1, "value 'anc'"},
+	{"subjects: &s []\n", 1, "anchors are not supported"},
+	{"a: 1\nb: *nope\n", 2, "aliases are not supported (value 'nope')"},
+	/* depth */
+	{"a: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n", 1,
+	 "nesting too deep"},
+	/* log level */
+	{"log_level: verbose\n", 1, "value 'verbose'"},
+	{"log_level: [info]\n", 1, "log_level must be a scalar, not a list"},
+	/* datapath */
+	{"datapath: 3\n", 1, "datapath must be a mapping, not a scalar"},
+	{"datapath:\n  bpfs: /x\n", 2, "unknown key in datapath (value 'bpfs')"},
+	{"datapath:\n  bpffs: relative/path\n", 2, "absolute path"},
+	{"datapath:\n  interfaces: {a: b}\n", 2, "interfaces must be a list"},
+	{"datapath:\n  interfaces:\n    - eth0\n    - [x]\n", 4, "must be a scalar"},
+	{"datapath:\n  interfaces: [\"a b\"]\n", 2, "value 'a b'"},
+	{"datapath:\n  interfaces: [averyveryverylongname0]\n", 2,
+	 "value 'averyveryverylongname0'"},
+	{"datapath:\n  interfaces: [eth0, eth0]\n", 2, "duplicate entry"},
+	{"datapath:\n  bridges: [\"br*\"]\n", 2, "value 'br*'"},
+	{"datapath:\n  local_addresses: [10.0.0.1/24]\n", 2, "value '10.0.0.1/24'"},
+	{"datapath:\n  local_addresses:\n    - 10.0.0.1\n    - 10.0.0.1\n", 4,
+	 "duplicate local address"},
+	{"datapath:\n  local_ports: [\"sctp/80\"]\n", 2, "value 'sctp/80'"},
+	{"datapath:\n  local_ports: [\"tcp/0\"]\n", 2, "value 'tcp/0'"},
+	{"datapath:\n  local_ports: [\"tcp/65536\"]\n", 2, "value 'tcp/65536'"},
+	{"datapath:\n  local_ports: [\"tcp/\"]\n", 2, "value 'tcp/'"},
+	{"datapath:\n  local_ports: [\"tcp/80x\"]\n", 2, "value 'tcp/80x'"},
+	{"datapath:\n  local_ports: [8080]\n", 2, "value '8080'"},
+	{"datapath:\n  local_ports: [tcp/53, tcp/53]\n", 2, "duplicate local port"},
+	{"datapath:\n  doh:\n    block: yes\n", 3, "true or false (value 'yes')"},
+	{"datapath:\n  doh:\n    blok: true\n", 3, "unknown key in doh"},
+	{"datapath:\n  doh:\n    blocklist: [300.1.1.1]\n", 3, "value '300.1.1.1'"},
+	{"datapath:\n  doh:\n    blocklist: [example.com]\n", 3, "value 'example.com'"},
+	{"datapath:\n  doh:\n    blocklist: [10.0.0.0/8, 10.1.0.0/8]\n", 3, "duplicate doh"},
+	{"datapath:\n  events:\n    rate: -1\n", 3, "non-negative integer (value '-1')"},
+	{"datapath:\n  events:\n    rate: 1.5\n", 3, "value '1.5'"},
+	{"datapath:\n  events:\n    rate: 99999999999999999999999\n", 3, "between 0 and"},
+	{"datapath:\n  events:\n    burst: 0\n", 3, "value '0'"},
+	{"datapath:\n  events:\n    rates: 1\n", 3, "unknown key in events"},
+	{"datapath:\n  events: [1, 2]\n", 2, "events must be a mapping"},
+	{"datapath:\n  pod_flow_timeout: 5m\n", 2, "value '5m'"},
+	{"datapath:\n  pod_flow_timeout: 0\n", 2, "value '0'"},
+	{"datapath:\n  pod_flow_timeout: \"\"\n", 2, "non-negative integer"},
+	{"datapath:\n  fragment_timeout: 0x10\n", 2, "value '0x10'"},
+	{"datapath:\n  fragment_timeout: 100000\n", 2, "between 1 and 300"},
+	/* overlay */
+	{"overlay: [a]\n", 1, "overlay must be a mapping"},
+	{"overlay:\n  denny: [1.2.3.4]\n", 2, "unknown key in overlay (value 'denny')"},
+	{"overlay:\n  deny:\n    - 1.2.3.4\n    - \"*\"\n", 4, "bare wildcard"},
+	{"overlay:\n  allow: [\"10.0.0.0/33\"]\n", 2, "value '10.0.0.0/33'"},
+	{"overlay:\n  allow: [{a: b}]\n", 2, "must be a scalar, not a mapping"},
+	/* subjects */
+	{"subjects: {a: b}\n", 1, "subjects must be a list"},
+	{"subjects:\n  - sandbox\n", 2,
+	 "a subject must be a mapping, not a scalar (value 'sandbox')"},
+	{"subjects:\n  - addresses: 10.0.0.2\n", 2, "has no name"},
+	{"subjects:\n  - name: \"\"\n    addresses: 10.0.0.2\n", 2, "invalid subject name"},
+	{"subjects:\n  - name: a b\n    addresses: 10.0.0.2\n", 2, "value 'a b'"},
+	{"subjects:\n  - name: a\n", 2, "subject \"a\" has no addresses"},
+	{"subjects:\n  - name: a\n    addresses: []\n", 3, "has no addresses"},
+	{"subjects:\n  - name: a\n    addresses: [1,2,3,4,5,6,7,8,9]\n", 3, "too many addresses"},
+	{"subjects:\n  - name: a\n    address: 10.0.0.2\n", 3, "unknown key in subject"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2/32\n", 3, "value '10.0.0.2/32'"},
+	{"subjects:\n  - name: a\n    addresses: [10.0.0.2, 10.0.0.3, 10.0.0.2]\n", 3,
+	 "duplicate address in subject \"a\""},
+	{"subjects:\n"
+	 "  - name: a\n"
+	 "    addresses: [10.0.0.2, \"fd00::2\"]\n"
+	 "  - name: b\n"
+	 "    addresses:\n"
+	 "      - 10.0.0.9\n"
+	 "      - \"FD00:0::2\"\n",
+	 7, "already belongs to subject \"a\""},
+	{"subjects:\n"
+	 "  - name: a\n"
+	 "    addresses: 10.0.0.2\n"
+	 "  - name: a\n"
+	 "    addresses: 10.0.0.3\n",
+	 4, "duplicate subject name \"a\""},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    name: b\n", 4, "duplicate key"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    interface: \"veth*\"\n", 4,
+	 "value 'veth*'"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    gateway: \"fd00::1\"\n", 4,
+	 "IPv6 gateway but subject \"a\" has no IPv6 address"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    gateway: [10.0.0.1, 10.0.0.254]\n",
+	 4, "more than one IPv4 gateway (value '10.0.0.254')"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    gateway: 10.0.0.2\n", 4,
+	 "gateway is one of the subject's addresses"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    gateway: [1, 2, 3]\n", 4,
+	 "too many gateways"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    gateway: gw\n", 4, "value 'gw'"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    private_cidr: \"fd00::/64\"\n", 4,
+	 "IPv6 private_cidr"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n"
+	 "    private_cidr: [10.0.0.0/24, 10.0.0.0/16]\n",
+	 4, "more than one IPv4 private_cidr"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    private_cidr: 0.0.0.0/0\n", 4,
+	 "covers everything"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    private_cidr: 10.0.0.0/40\n", 4,
+	 "value '10.0.0.0/40'"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    state: paused\n", 4,
+	 "invalid state"},
+	/* policies */
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    policy: deny\n", 4,
+	 "policy must be a mapping"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    policy:\n      defaultAction: "
+	 "block\n",
+	 5, "invalid action \"block\""},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    policy:\n      egress: {a: b}\n", 5,
+	 "egress rules must be a list"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    policy:\n      egress: [allow]\n", 5,
+	 "egress rule must be a mapping"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    policy:\n      egress:\n"
+	 "        - action: allow\n",
+	 6, "has no target"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    policy:\n      egress:\n"
+	 "        - action: allow\n          target:\n",
+	 7, "empty target"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    policy:\n      egress:\n"
+	 "        - target: example.com\n          action: permit\n",
+	 7, "invalid action \"permit\", expected allow or deny (value 'permit')"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    policy:\n      egress:\n"
+	 "        - target: \"a..b\"\n",
+	 6, "value 'a..b'"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    policy:\n      egress:\n"
+	 "        - target: \"a\\0b\"\n",
+	 6, "NUL byte"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    policy:\n      egress:\n"
+	 "        - target: example.com\n          ports: [80, 0]\n",
+	 7, "between 1 and 65535 (value '0')"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    policy:\n      egress:\n"
+	 "        - target: example.com\n          ports:\n            - 80\n            - http\n",
+	 9, "value 'http'"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    policy:\n      egress:\n"
+	 "        - target: example.com\n          ports: [443, 80, 443]\n",
+	 7, "duplicate port 443"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    policy:\n      egress:\n"
+	 "        - target: example.com\n          ports: 443\n",
+	 7, "ports must be a list"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    policy:\n      egress:\n"
+	 "        - target: example.com\n          target: other.com\n",
+	 7, "duplicate key"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    policy:\n      egress:\n"
+	 "        - target: [example.com]\n",
+	 6, "target must be a scalar"},
+};
+
+Test(config, malformed_table)
+{
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char where[32];
+		int ret;
+
+		err[0] = '\0';
+		ret = load(bad[i].yaml);
+		snprintf(where, sizeof(where), "t.yaml:%d: ", bad[i].line);
+		cr_expect_eq(ret, -EINVAL, "case %zu accepted:\n%s", i, bad[i].yaml);
+		cr_expect(strncmp(err, where, strlen(where)) == 0, "case %zu: want %s, got: %s", i,
+			  where, err);
+		cr_expect(strstr(err, bad[i].needle), "case %zu: want \"%s\", got: %s", i,
+			  bad[i].needle, err);
+		/* all-or-nothing: a failed load leaves nothing behind */
+		cr_expect_eq(cfg.nsubjects, 0, "case %zu", i);
+		cr_expect_eq(cfg.overlay.nrules, 0, "case %zu", i);
+		cr_expect_eq(cfg.ninterfaces, 0, "case %zu", i);
+		cr_expect_eq(cfg.nlocal, 0, "case %zu", i);
+	}
+}
+
+Test(config, failure_after_partial_load_frees_everything)
+{
+	/* leaks here would show under the sanitizer build */
+	cr_assert_eq(load("datapath:\n"
+			  "  interfaces: [a, b]\n"
+			  "  local_addresses: [10.0.0.1]\n"
+			  "  local_ports: [tcp/1]\n"
+			  "  doh: {blocklist: [10.0.0.0/8]}\n"
+			  "overlay: {deny: [x.example]}\n"
+			  "subjects:\n"
+			  "  - name: a\n"
+			  "    addresses: 10.0.0.2\n"
+			  "    policy: {egress: [{target: y.example}]}\n"
+			  "  - name: b\n"
+			  "    addresses: 10.0.0.3\n"
+			  "    policy: {egress: [{target: z.example}, {target: \"*\"}]}\n"),
+		     -EINVAL);
+	cr_assert(strstr(err, "t.yaml:13: "), "%s", err);
+	expect_defaults();
+	fw_cfg_free(&cfg);
+	fw_cfg_free(&cfg);
+	expect_defaults();
+}
+
+Test(config, rejects_oversized_buffer)
+{
+	size_t len = (4u << 20) + 1;
+	char *big = malloc(len);
+
+	cr_assert_not_null(big);
+	memset(big, '#', len);
+	cr_assert_eq(fw_cfg_load_buffer(big, len, "big.yaml", &cfg, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "big.yaml:1: file too large"), "%s", err);
+	free(big);
+}
+
+Test(config, long_value_is_truncated_in_message)
+{
+	char yaml[2048];
+
+	snprintf(yaml, sizeof(yaml), "log_level: %01000d\n", 7);
+	cr_assert_eq(load(yaml), -EINVAL);
+	cr_assert(strstr(err, "t.yaml:1: "), "%s", err);
+	cr_assert(strstr(err, "...')"), "%s", err);
+	cr_assert_lt(strlen(err), 200);
+}
+
+Test(config, load_file)
+{
+	char path[] = "/tmp/fastwall-cfg-XXXXXX";
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, full, strlen(full)), (ssize_t)strlen(full));
+	close(fd);
+	fw_cfg_free(&cfg);
+	cr_assert_eq(fw_cfg_load_file(path, &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cfg.nsubjects, 2);
+	fw_cfg_free(&cfg);
+
+	fd = open(path, O_WRONLY | O_APPEND);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "bogus: 1\n", 9), 9);
+	close(fd);
+	cr_assert_eq(fw_cfg_load_file(path, &cfg, err, sizeof(err)), -EINVAL);
+	{
+		char want[64];
+
+		snprintf(want, sizeof(want), "%s:40: unknown key", path);
+		cr_assert(strstr(err, want), "%s", err);
+	}
+	unlink(path);
+
+	cr_assert_eq(fw_cfg_load_file("/nonexistent/fastwall.yaml", &cfg, err, sizeof(err)),
+		     -ENOENT);
+	cr_assert_str_eq(err, "can't read /nonexistent/fastwall.yaml: No such file or directory");
+	cr_assert_eq(fw_cfg_load_file("/tmp", &cfg, err, sizeof(err)), -EISDIR);
+	cr_assert(strstr(err, "can't read /tmp: Is a directory"), "%s", err);
+	expect_defaults();
+}

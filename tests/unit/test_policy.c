@@ -1,0 +1,489 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The egress policy: parsing per egress-policy.md, domain decisions as the
+ * DNS proxy takes them, and the LPM entries the data plane receives. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addr.h"
+#include "policy.h"
+
+static char err[256];
+
+static void add(struct fw_policy *p, const char *action, const char *target)
+{
+	int ret = fw_policy_add_rule(p, action, target, NULL, 0, err, sizeof(err));
+
+	cr_assert_eq(ret, 0, "add %s %s: %d %s", action, target, ret, err);
+}
+
+/* a compiled entry for text prefix, or NULL */
+static const struct fw_compiled *find(const struct fw_compiled *c, size_t n, const char *pfx)
+{
+	struct fw_ip net;
+	__u32 plen;
+
+	cr_assert_eq(fw_prefix_parse(pfx, &net, &plen, NULL), 0);
+	for (size_t i = 0; i < n; i++) {
+		if (c[i].key.prefixlen == plen && !memcmp(&c[i].key.addr, &net, sizeof(net)))
+			return &c[i];
+	}
+	return NULL;
+}
+
+Test(policy, action_parse)
+{
+	__u8 a = 99;
+
+	cr_assert_eq(fw_action_parse("allow", &a, err, sizeof(err)), 0);
+	cr_assert_eq(a, FW_ACTION_ALLOW);
+	cr_assert_eq(fw_action_parse("  ALLOW\t", &a, err, sizeof(err)), 0);
+	cr_assert_eq(a, FW_ACTION_ALLOW);
+	cr_assert_eq(fw_action_parse("Deny", &a, err, sizeof(err)), 0);
+	cr_assert_eq(a, FW_ACTION_DENY);
+	a = 99;
+	cr_assert_eq(fw_action_parse("", &a, err, sizeof(err)), 0);
+	cr_assert_eq(a, FW_ACTION_DENY);
+	a = 99;
+	cr_assert_eq(fw_action_parse("   ", &a, err, sizeof(err)), 0);
+	cr_assert_eq(a, FW_ACTION_DENY);
+
+	cr_assert_eq(fw_action_parse("permit", &a, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "invalid action \"permit\""), "%s", err);
+	cr_assert_eq(fw_action_parse(" allowed ", &a, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "\"allowed\""), "%s", err);
+	cr_assert_eq(fw_action_parse("al low", &a, err, sizeof(err)), -EINVAL);
+}
+
+Test(policy, set_default)
+{
+	struct fw_policy p;
+
+	fw_policy_init(&p);
+	cr_assert_eq(p.default_action, FW_ACTION_DENY);
+	cr_assert_eq(fw_policy_set_default(&p, " Allow ", err, sizeof(err)), 0);
+	cr_assert_eq(p.default_action, FW_ACTION_ALLOW);
+	cr_assert_eq(fw_policy_set_default(&p, "maybe", err, sizeof(err)), -EINVAL);
+	cr_assert_eq(p.default_action, FW_ACTION_ALLOW, "a failed set must not change it");
+	cr_assert_eq(fw_policy_set_default(&p, "", err, sizeof(err)), 0);
+	cr_assert_eq(p.default_action, FW_ACTION_DENY);
+}
+
+Test(policy, target_classification)
+{
+	struct fw_policy p;
+	char buf[FW_ADDR_STRLEN];
+
+	fw_policy_init(&p);
+	add(&p, "allow", " 203.0.113.7 ");
+	add(&p, "allow", "2001:db8::7");
+	add(&p, "allow", "10.0.0.5/24");
+	add(&p, "allow", "2001:db8:1::/48");
+	add(&p, "allow", "API.GitHub.com.");
+	add(&p, "allow", "*.Example.COM");
+	add(&p, "", "_dmarc.my-host.example");
+	add(&p, "deny", "localhost");
+	cr_assert_eq(p.nrules, 8);
+
+	cr_assert_eq(p.rules[0].kind, FW_TARGET_IP);
+	cr_assert_eq(p.rules[0].plen, 128);
+	cr_assert_str_eq(fw_prefix_str(&p.rules[0].addr, p.rules[0].plen, buf, sizeof(buf)),
+			 "203.0.113.7/32");
+	cr_assert_eq(p.rules[1].kind, FW_TARGET_IP);
+	cr_assert_eq(p.rules[1].plen, 128);
+	cr_assert_eq(p.rules[2].kind, FW_TARGET_CIDR);
+	cr_assert_eq(p.rules[2].plen, 120);
+	cr_assert_str_eq(fw_prefix_str(&p.rules[2].addr, p.rules[2].plen, buf, sizeof(buf)),
+			 "10.0.0.0/24");
+	cr_assert_eq(p.rules[3].kind, FW_TARGET_CIDR);
+	cr_assert_eq(p.rules[3].plen, 48);
+	cr_assert_eq(p.rules[4].kind, FW_TARGET_DOMAIN);
+	cr_assert_str_eq(p.rules[4].domain, "api.github.com");
+	cr_assert_eq(p.rules[5].kind, FW_TARGET_WILDCARD);
+	cr_assert_str_eq(p.rules[5].domain, "example.com");
+	cr_assert_eq(p.rules[6].kind, FW_TARGET_DOMAIN);
+	cr_assert_eq(p.rules[6].action, FW_ACTION_DENY, "empty action means deny");
+	cr_assert_eq(p.rules[7].action, FW_ACTION_DENY);
+	for (size_t i = 0; i < p.nrules; i++) {
+		cr_assert_null(p.rules[i].ports);
+		cr_assert_eq(p.rules[i].nports, 0);
+	}
+	fw_policy_free(&p);
+	cr_assert_eq(p.nrules, 0);
+	cr_assert_null(p.rules);
+}
+
+Test(policy, bad_targets)
+{
+	static const struct {
+		const char *target;
+		const char *msg;
+	} bad[] = {
+		{"", "empty target"},
+		{"   ", "empty target"},
+		{"*", "bare wildcard"},
+		{"*.", "bare wildcard"},
+		{"*.*.example.com", "'*'"},
+		{"a.*.example.com", "'*'"},
+		{"foo*.example.com", "'*'"},
+		{"*example.com", "'*'"},
+		{"a..b", "labels"},
+		{".example.com", "labels"},
+		{"example.com..", "labels"},
+		{".", "empty domain"},
+		{"exa mple.com", "not an address"},
+		{"10.0.0.0/33", "not an address"},
+		{"2001:db8::/129", "not an address"},
+		{"1.2.3.4/", "not an address"},
+		{"http://example.com", "not an address"},
+		{"ex\x01mple.com", "not an address"},
+		{"b\xc3\xa4r.example", "not an address"},
+		{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com", "labels"},
+	};
+	struct fw_policy p;
+
+	fw_policy_init(&p);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		cr_expect_eq(
+			fw_policy_add_rule(&p, "allow", bad[i].target, NULL, 0, err, sizeof(err)),
+			-EINVAL, "accepted \"%s\"", bad[i].target);
+		cr_expect(strstr(err, bad[i].msg), "\"%s\": %s", bad[i].target, err);
+	}
+	cr_assert_eq(p.nrules, 0);
+	cr_assert_eq(fw_policy_add_rule(&p, "permit", "example.com", NULL, 0, err, sizeof(err)),
+		     -EINVAL);
+	cr_assert(strstr(err, "invalid action \"permit\""), "%s", err);
+	cr_assert_eq(p.nrules, 0);
+}
+
+Test(policy, domain_length_limits)
+{
+	char name[300], label63[64];
+	struct fw_policy p;
+
+	memset(label63, 'a', 63);
+	label63[63] = '\0';
+	fw_policy_init(&p);
+	add(&p, "allow", label63);
+	/* 4 * 63 + 3 dots = 255 > 253 */
+	snprintf(name, sizeof(name), "%s.%s.%s.%s", label63, label63, label63, label63);
+	cr_assert_eq(fw_policy_add_rule(&p, "allow", name, NULL, 0, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "longer than 253"), "%s", err);
+	/* 3 * 63 + 61 + 3 = 253 exactly, plus a trailing dot */
+	snprintf(name, sizeof(name), "%s.%s.%s.%.61s.", label63, label63, label63, label63);
+	add(&p, "allow", name);
+	cr_assert_eq(strlen(p.rules[1].domain), 253);
+	fw_policy_free(&p);
+}
+
+Test(policy, ports)
+{
+	static const long ok[] = {80, 443, 1, 65535};
+	long many[FW_POLICY_MAX_PORTS + 1];
+	struct fw_policy p;
+
+	fw_policy_init(&p);
+	cr_assert_eq(fw_policy_add_rule(&p, "allow", "example.com", ok, 4, err, sizeof(err)), 0);
+	cr_assert_eq(p.rules[0].nports, 4);
+	cr_assert_eq(p.rules[0].ports[0], 80);
+	cr_assert_eq(p.rules[0].ports[3], 65535);
+
+	cr_assert_eq(fw_policy_add_rule(&p, "allow", "x.com", (long[]){80, 0}, 2, err, sizeof(err)),
+		     -EINVAL);
+	cr_assert(strstr(err, "invalid port 0"), "%s", err);
+	cr_assert_eq(fw_policy_add_rule(&p, "allow", "x.com", (long[]){65536}, 1, err, sizeof(err)),
+		     -EINVAL);
+	cr_assert(strstr(err, "65536"), "%s", err);
+	cr_assert_eq(fw_policy_add_rule(&p, "allow", "x.com", (long[]){-443}, 1, err, sizeof(err)),
+		     -EINVAL);
+	cr_assert(strstr(err, "-443"), "%s", err);
+	cr_assert_eq(fw_policy_add_rule(&p, "allow", "x.com", (long[]){443, 80, 443}, 3, err,
+					sizeof(err)),
+		     -EINVAL);
+	cr_assert(strstr(err, "duplicate port 443"), "%s", err);
+
+	for (size_t i = 0; i < FW_POLICY_MAX_PORTS + 1; i++)
+		many[i] = (long)i + 1;
+	cr_assert_eq(fw_policy_add_rule(&p, "allow", "x.com", many, FW_POLICY_MAX_PORTS + 1, err,
+					sizeof(err)),
+		     -EINVAL);
+	cr_assert(strstr(err, "too many ports"), "%s", err);
+	cr_assert_eq(fw_policy_add_rule(&p, "allow", "x.com", many, FW_POLICY_MAX_PORTS, err,
+					sizeof(err)),
+		     0);
+	cr_assert_eq(p.nrules, 2);
+	fw_policy_free(&p);
+}
+
+Test(policy, rule_limit)
+{
+	struct fw_policy p;
+
+	fw_policy_init(&p);
+	for (int i = 0; i < FW_POLICY_MAX_RULES; i++)
+		cr_assert_eq(fw_policy_add_rule(&p, "deny", "10.0.0.1", NULL, 0, err, sizeof(err)),
+			     0);
+	cr_assert_eq(fw_policy_add_rule(&p, "deny", "10.0.0.1", NULL, 0, err, sizeof(err)),
+		     -EINVAL);
+	cr_assert(strstr(err, "too many rules"), "%s", err);
+	fw_policy_free(&p);
+}
+
+Test(policy, copy_is_deep)
+{
+	struct fw_policy a, b;
+
+	fw_policy_init(&a);
+	a.default_action = FW_ACTION_ALLOW;
+	add(&a, "deny", "*.example.com");
+	cr_assert_eq(
+		fw_policy_add_rule(&a, "allow", "10.0.0.0/8", (long[]){22}, 1, err, sizeof(err)),
+		0);
+	cr_assert_eq(fw_policy_copy(&b, &a), 0);
+	fw_policy_free(&a);
+	cr_assert_eq(b.default_action, FW_ACTION_ALLOW);
+	cr_assert_eq(b.nrules, 2);
+	cr_assert_str_eq(b.rules[0].domain, "example.com");
+	cr_assert_eq(b.rules[1].nports, 1);
+	cr_assert_eq(b.rules[1].ports[0], 22);
+	fw_policy_free(&b);
+}
+
+Test(policy, match_domain_table)
+{
+	static const struct {
+		const char *name;
+		int rule;
+		__u8 action;
+	} cases[] = {
+		{"api.github.com", 0, FW_ACTION_ALLOW},
+		{"API.GITHUB.COM.", 0, FW_ACTION_ALLOW},
+		{"github.com", -1, FW_ACTION_DENY},
+		{"x.api.github.com", -1, FW_ACTION_DENY},
+		{"bad.example.com", 1, FW_ACTION_DENY},
+		{"a.example.com", 2, FW_ACTION_ALLOW},
+		{"a.b.example.com", 2, FW_ACTION_ALLOW},
+		{"example.com", -1, FW_ACTION_DENY},
+		{"example.com.", -1, FW_ACTION_DENY},
+		{"notexample.com", -1, FW_ACTION_DENY},
+		{"x.notexample.com", -1, FW_ACTION_DENY},
+		{"a.example.com.evil", -1, FW_ACTION_DENY},
+		{".example.com", -1, FW_ACTION_DENY},
+		{"mail.corp.internal", 4, FW_ACTION_ALLOW},
+		{"corp.internal", 3, FW_ACTION_DENY},
+		{"", -1, FW_ACTION_DENY},
+		{".", -1, FW_ACTION_DENY},
+	};
+	struct fw_policy p;
+
+	fw_policy_init(&p);
+	add(&p, "allow", "api.github.com");
+	add(&p, "deny", "bad.example.com");
+	add(&p, "allow", "*.example.com");
+	add(&p, "deny", "corp.internal");
+	add(&p, "allow", "*.corp.internal");
+	add(&p, "allow", "203.0.113.0/24"); /* never matches a name */
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		__u8 action = 99;
+		int r = fw_policy_match_domain(&p, cases[i].name, &action);
+
+		cr_expect_eq(r, cases[i].rule, "%s: rule %d, want %d", cases[i].name, r,
+			     cases[i].rule);
+		cr_expect_eq(action, cases[i].action, "%s: action %u", cases[i].name, action);
+	}
+	/* first match wins: the wildcard comes before the exact deny */
+	fw_policy_free(&p);
+	fw_policy_init(&p);
+	p.default_action = FW_ACTION_ALLOW;
+	add(&p, "allow", "*.example.com");
+	add(&p, "deny", "bad.example.com");
+	{
+		__u8 action;
+
+		cr_assert_eq(fw_policy_match_domain(&p, "bad.example.com", &action), 0);
+		cr_assert_eq(action, FW_ACTION_ALLOW);
+		cr_assert_eq(fw_policy_match_domain(&p, "other.org", &action), -1);
+		cr_assert_eq(action, FW_ACTION_ALLOW, "no match gives the default");
+	}
+	fw_policy_free(&p);
+}
+
+Test(policy, match_domain_long_names)
+{
+	char name[600];
+	struct fw_policy p;
+	__u8 action;
+
+	fw_policy_init(&p);
+	add(&p, "allow", "*.com");
+	memset(name, 'a', sizeof(name));
+	memcpy(name + sizeof(name) - 5, ".com", 5);
+	cr_assert_eq(fw_policy_match_domain(&p, name, &action), -1);
+	cr_assert_eq(action, FW_ACTION_DENY);
+	cr_assert_eq(fw_policy_match_domain(&p, "a.com", &action), 0);
+	fw_policy_free(&p);
+}
+
+Test(policy, compile_deny_inside_allow_keeps_both)
+{
+	const struct fw_compiled *e;
+	struct fw_compiled *c;
+	struct fw_policy p;
+	size_t n;
+
+	fw_policy_init(&p);
+	add(&p, "allow", "10.0.0.0/8");
+	add(&p, "deny", "10.1.0.0/16");
+	cr_assert_eq(fw_policy_compile(NULL, &p, &c, &n), 0);
+	cr_assert_eq(n, 3);
+	e = find(c, n, "10.0.0.0/8");
+	cr_assert_not_null(e);
+	cr_assert_eq(e->rule.action, FW_ACTION_ALLOW);
+	cr_assert_eq(e->rule.rule, 0);
+	cr_assert_eq(e->rule.is_default, 0);
+	cr_assert_eq(e->key.prefixlen, 104);
+	e = find(c, n, "10.1.0.0/16");
+	cr_assert_not_null(e);
+	cr_assert_eq(e->rule.action, FW_ACTION_DENY);
+	cr_assert_eq(e->rule.rule, 1);
+	e = find(c, n, "::/0");
+	cr_assert_not_null(e);
+	cr_assert_eq(e->rule.is_default, 1);
+	cr_assert_eq(e->rule.rule, FW_RULE_DEFAULT);
+	cr_assert_eq(e->rule.action, FW_ACTION_DENY);
+	free(c);
+	fw_policy_free(&p);
+}
+
+Test(policy, compile_deny_beats_allow)
+{
+	struct fw_compiled *c;
+	struct fw_policy p;
+	size_t n;
+
+	fw_policy_init(&p);
+	p.default_action = FW_ACTION_ALLOW;
+	add(&p, "allow", "10.1.0.0/16"); /* inside the later deny: removed */
+	add(&p, "deny", "10.0.0.0/8");
+	add(&p, "allow", "10.0.0.0/8"); /* equal to a deny: removed */
+	add(&p, "allow", "10.2.3.4");	/* host inside deny: removed */
+	add(&p, "allow", "0.0.0.0/0");	/* contains the deny: kept */
+	add(&p, "deny", "10.0.0.0/8");	/* duplicate deny: once */
+	add(&p, "deny", "10.0.0.77/8"); /* same after masking: once */
+	cr_assert_eq(fw_policy_compile(NULL, &p, &c, &n), 0);
+	cr_assert_eq(n, 3, "got %zu entries", n);
+	cr_assert_null(find(c, n, "10.1.0.0/16"));
+	cr_assert_null(find(c, n, "10.2.3.4"));
+	cr_assert_eq(find(c, n, "10.0.0.0/8")->rule.action, FW_ACTION_DENY);
+	cr_assert_eq(find(c, n, "10.0.0.0/8")->rule.rule, 1);
+	cr_assert_eq(find(c, n, "0.0.0.0/0")->rule.action, FW_ACTION_ALLOW);
+	cr_assert_eq(find(c, n, "::/0")->rule.action, FW_ACTION_ALLOW);
+	cr_assert_eq(find(c, n, "::/0")->rule.is_default, 1);
+	free(c);
+	fw_policy_free(&p);
+}
+
+Test(policy, compile_overlay_first_and_mixed_families)
+{
+	struct fw_policy overlay, p;
+	const struct fw_compiled *e;
+	struct fw_compiled *c;
+	size_t n;
+
+	fw_policy_init(&overlay);
+	fw_policy_init(&p);
+	add(&overlay, "deny", "*.bad.example"); /* index 0, not compiled */
+	add(&overlay, "deny", "2001:db8:bad::/48");
+	add(&overlay, "allow", "198.51.100.10");
+	add(&p, "allow", "example.com");
+	add(&p, "allow", "2001:db8::/32");
+	add(&p, "allow", "2001:db8:bad:1::/64"); /* under the overlay deny */
+	add(&p, "allow", "198.51.100.10");	 /* same as overlay allow: first kept */
+	add(&p, "deny", "203.0.113.7");
+	cr_assert_eq(fw_policy_compile(&overlay, &p, &c, &n), 0);
+	cr_assert_eq(n, 5, "got %zu", n);
+
+	e = find(c, n, "2001:db8:bad::/48");
+	cr_assert_eq(e->rule.rule, 1);
+	cr_assert_eq(e->rule.action, FW_ACTION_DENY);
+	cr_assert_eq(e->key.prefixlen, 48);
+	e = find(c, n, "198.51.100.10");
+	cr_assert_eq(e->rule.rule, 2, "overlay's copy comes first");
+	cr_assert_eq(e->key.prefixlen, 128);
+	e = find(c, n, "2001:db8::/32");
+	cr_assert_eq(e->rule.rule, 4);
+	cr_assert_eq(e->rule.action, FW_ACTION_ALLOW);
+	cr_assert_null(find(c, n, "2001:db8:bad:1::/64"));
+	e = find(c, n, "203.0.113.7");
+	cr_assert_eq(e->rule.rule, 7);
+	cr_assert_eq(e->rule.action, FW_ACTION_DENY);
+	cr_assert_eq(find(c, n, "::/0")->rule.rule, FW_RULE_DEFAULT);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(c[i].rule.pad, 0);
+	free(c);
+	fw_policy_free(&overlay);
+	fw_policy_free(&p);
+}
+
+Test(policy, compile_empty_and_root_rule)
+{
+	struct fw_compiled *c;
+	struct fw_policy p;
+	size_t n;
+
+	fw_policy_init(&p);
+	cr_assert_eq(fw_policy_compile(NULL, &p, &c, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(c[0].key.prefixlen, 0);
+	cr_assert_eq(c[0].rule.is_default, 1);
+	cr_assert_eq(c[0].rule.action, FW_ACTION_DENY);
+	free(c);
+
+	/* an explicit ::/0 rule takes the default's key; both would collide */
+	add(&p, "allow", "::/0");
+	cr_assert_eq(fw_policy_compile(NULL, &p, &c, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(c[0].rule.is_default, 0);
+	cr_assert_eq(c[0].rule.action, FW_ACTION_ALLOW);
+	cr_assert_eq(c[0].rule.rule, 0);
+	free(c);
+	fw_policy_free(&p);
+}
+
+Test(policy, compile_hash)
+{
+	struct fw_compiled *c1, *c2, *c3, tmp;
+	struct fw_policy a, b;
+	size_t n1, n2, n3;
+
+	fw_policy_init(&a);
+	fw_policy_init(&b);
+	add(&a, "allow", "10.0.0.0/8");
+	add(&a, "deny", "10.1.0.0/16");
+	add(&b, "allow", "10.0.0.0/8");
+	add(&b, "deny", "10.1.0.0/16");
+	cr_assert_eq(fw_policy_compile(NULL, &a, &c1, &n1), 0);
+	cr_assert_eq(fw_policy_compile(NULL, &b, &c2, &n2), 0);
+	cr_assert_eq(fw_compiled_hash(c1, n1), fw_compiled_hash(c2, n2));
+	/* reordering entries does not change it */
+	tmp = c2[0];
+	c2[0] = c2[n2 - 1];
+	c2[n2 - 1] = tmp;
+	cr_assert_eq(fw_compiled_hash(c1, n1), fw_compiled_hash(c2, n2));
+	/* a changed verdict, length or default does */
+	c2[0].rule.action ^= 1;
+	cr_assert_neq(fw_compiled_hash(c1, n1), fw_compiled_hash(c2, n2));
+	b.default_action = FW_ACTION_ALLOW;
+	cr_assert_eq(fw_policy_compile(NULL, &b, &c3, &n3), 0);
+	cr_assert_neq(fw_compiled_hash(c1, n1), fw_compiled_hash(c3, n3));
+	cr_assert_neq(fw_compiled_hash(c1, n1), fw_compiled_hash(c1, n1 - 1));
+	cr_assert_neq(fw_compiled_hash(NULL, 0), 0);
+	free(c1);
+	free(c2);
+	free(c3);
+	fw_policy_free(&a);
+	fw_policy_free(&b);
+}

@@ -31,8 +31,10 @@ static void check_compiled(const struct fw_policy *p)
 			if (c[i].key.prefixlen == c[j].key.prefixlen &&
 			    !memcmp(&c[i].key.addr, &c[j].key.addr, sizeof(c[i].key.addr)))
 				abort(); /* duplicate LPM key */
+			/* same family only: IPv6 rules never decide IPv4 */
 			if (c[i].rule.action == FW_ACTION_ALLOW && !c[i].rule.is_default &&
 			    c[j].rule.action == FW_ACTION_DENY && !c[j].rule.is_default &&
+			    (c[j].key.prefixlen >= 96) == (c[i].key.prefixlen >= 96) &&
 			    c[j].key.prefixlen <= c[i].key.prefixlen &&
 			    fw_prefix_contains(&c[j].key.addr, c[j].key.prefixlen, &c[i].key.addr))
 				abort(); /* allow under a deny */

@@ -442,13 +442,57 @@ Test(policy, compile_empty_and_root_rule)
 	cr_assert_eq(c[0].rule.action, FW_ACTION_DENY);
 	free(c);
 
-	/* an explicit ::/0 rule takes the default's key; both would collide */
+	/* an explicit ::/0 rule takes the default's key; both would collide.
+	 * It is an IPv6 rule: IPv4 gets a default entry at ::ffff:0:0/96 */
 	add(&p, "allow", "::/0");
 	cr_assert_eq(fw_policy_compile(NULL, &p, &c, &n), 0);
-	cr_assert_eq(n, 1);
+	cr_assert_eq(n, 2);
 	cr_assert_eq(c[0].rule.is_default, 0);
 	cr_assert_eq(c[0].rule.action, FW_ACTION_ALLOW);
 	cr_assert_eq(c[0].rule.rule, 0);
+	cr_assert_not_null(find(c, n, "0.0.0.0/0"));
+	cr_assert_eq(find(c, n, "0.0.0.0/0")->rule.is_default, 1);
+	cr_assert_eq(find(c, n, "0.0.0.0/0")->rule.action, FW_ACTION_DENY);
+	free(c);
+	fw_policy_free(&p);
+}
+
+Test(policy, compile_ipv6_rules_never_decide_ipv4)
+{
+	struct fw_compiled *c;
+	struct fw_policy p;
+	size_t n;
+
+	/* deny ::/1 contains the v4-mapped block in the 128-bit space; it must
+	 * neither remove the IPv4 allow nor decide IPv4 traffic */
+	fw_policy_init(&p);
+	add(&p, "deny", "::/1");
+	add(&p, "allow", "10.0.0.0/8");
+	cr_assert_eq(fw_policy_compile(NULL, &p, &c, &n), 0);
+	cr_assert_not_null(find(c, n, "10.0.0.0/8"), "IPv4 allow removed by an IPv6 deny");
+	cr_assert_not_null(find(c, n, "::/1"));
+	cr_assert_not_null(find(c, n, "0.0.0.0/0"), "no IPv4 barrier under ::/1");
+	cr_assert_eq(find(c, n, "0.0.0.0/0")->rule.is_default, 1);
+	free(c);
+	fw_policy_free(&p);
+
+	/* with an IPv4 0.0.0.0/0 rule, that rule is the barrier */
+	fw_policy_init(&p);
+	add(&p, "allow", "::/0");
+	add(&p, "deny", "0.0.0.0/0");
+	cr_assert_eq(fw_policy_compile(NULL, &p, &c, &n), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(find(c, n, "0.0.0.0/0")->rule.is_default, 0);
+	cr_assert_eq(find(c, n, "0.0.0.0/0")->rule.action, FW_ACTION_DENY);
+	free(c);
+	fw_policy_free(&p);
+
+	/* an IPv4 deny does not cover an IPv6 allow either */
+	fw_policy_init(&p);
+	add(&p, "deny", "0.0.0.0/0");
+	add(&p, "allow", "2001:db8::/32");
+	cr_assert_eq(fw_policy_compile(NULL, &p, &c, &n), 0);
+	cr_assert_not_null(find(c, n, "2001:db8::/32"));
 	free(c);
 	fw_policy_free(&p);
 }

@@ -366,11 +366,36 @@ static bool prefix_equal(const struct fw_policy_rule *a, const struct fw_policy_
 	return a->plen == b->plen && memcmp(&a->addr, &b->addr, sizeof(a->addr)) == 0;
 }
 
-/* inner lies inside (or is) outer */
+static bool rule_is_v4(const struct fw_policy_rule *r)
+{
+	return r->plen >= FW_V4_PREFIX_BASE && fw_addr_family(&r->addr) == FW_FAM_V4;
+}
+
+/* inner lies inside (or is) outer, within one family: in the 128-bit
+ * space a short IPv6 prefix such as ::/0 also contains the v4-mapped
+ * block, but an IPv6 rule says nothing about IPv4 */
 static bool prefix_covers(const struct fw_policy_rule *outer, const struct fw_policy_rule *inner)
 {
-	return outer->plen <= inner->plen &&
+	return rule_is_v4(outer) == rule_is_v4(inner) && outer->plen <= inner->plen &&
 	       fw_prefix_contains(&outer->addr, outer->plen, &inner->addr);
+}
+
+/* ::ffff:0:0/96, the whole IPv4 space */
+static const struct fw_ip v4_block = { .b = { [10] = 0xff, [11] = 0xff } };
+
+static bool needs_v4_barrier(const struct fw_compiled *c, size_t nc)
+{
+	bool covered = false;
+
+	for (size_t i = 0; i < nc; i++) {
+		if (c[i].key.prefixlen == FW_V4_PREFIX_BASE &&
+		    memcmp(&c[i].key.addr, &v4_block, sizeof(v4_block)) == 0)
+			return false;
+		if (c[i].key.prefixlen < FW_V4_PREFIX_BASE &&
+		    fw_prefix_contains(&c[i].key.addr, c[i].key.prefixlen, &v4_block))
+			covered = true;
+	}
+	return covered;
 }
 
 struct indexed_rule {
@@ -392,7 +417,7 @@ int fw_policy_compile(const struct fw_policy *overlay, const struct fw_policy *p
 	*out = NULL;
 	*n = 0;
 	ir = calloc(total ? total : 1, sizeof(*ir));
-	c = calloc(total + 1, sizeof(*c));
+	c = calloc(total + 2, sizeof(*c));
 	if (!ir || !c) {
 		err = -ENOMEM;
 		goto cleanup;
@@ -437,7 +462,19 @@ int fw_policy_compile(const struct fw_policy *overlay, const struct fw_policy *p
 			has_root = true;
 		nc++;
 	}
-	/* a ::/0 rule already decides every address and would collide with
+	/* An IPv6 prefix shorter than /96 that contains the v4-mapped block
+	 * would decide IPv4 traffic in the LPM lookup. Unless an IPv4 0.0.0.0/0
+	 * entry already sits at the block, put a default entry there so IPv4
+	 * sees only IPv4 rules. */
+	if (needs_v4_barrier(c, nc)) {
+		c[nc].key.prefixlen = FW_V4_PREFIX_BASE;
+		c[nc].key.addr = v4_block;
+		c[nc].rule.action = p->default_action;
+		c[nc].rule.is_default = 1;
+		c[nc].rule.rule = FW_RULE_DEFAULT;
+		nc++;
+	}
+	/* an IPv6 ::/0 rule decides every IPv6 address and would collide with
 	 * the default entry's key, so it takes the default's place */
 	if (!has_root) {
 		c[nc].rule.action = p->default_action;

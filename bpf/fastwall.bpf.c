@@ -12,14 +12,14 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-#define FW_ICMPV6_MLD_QUERY 130
-#define FW_ICMPV6_MLD_REPORT 131
-#define FW_ICMPV6_MLD_DONE 132
-#define FW_ICMPV6_RS 133
-#define FW_ICMPV6_RA 134
-#define FW_ICMPV6_NS 135
-#define FW_ICMPV6_NA 136
-#define FW_ICMPV6_REDIRECT 137
+#define FW_ICMPV6_MLD_QUERY   130
+#define FW_ICMPV6_MLD_REPORT  131
+#define FW_ICMPV6_MLD_DONE    132
+#define FW_ICMPV6_RS	      133
+#define FW_ICMPV6_RA	      134
+#define FW_ICMPV6_NS	      135
+#define FW_ICMPV6_NA	      136
+#define FW_ICMPV6_REDIRECT    137
 #define FW_ICMPV6_MLD2_REPORT 143
 
 /* Link-local control a slot needs before (and regardless of) any subject:
@@ -118,7 +118,8 @@ int fastwall_ingress(struct __sk_buff *skb)
 
 	if (pkt.frag_later) {
 		subject = fw_frag_subject(&pkt);
-		return fw_verdict(skb, &pkt, subject, subject ? FW_PASS_FRAGMENT : FW_DROP_FRAGMENT);
+		return fw_verdict(skb, &pkt, subject,
+				  subject ? FW_PASS_FRAGMENT : FW_DROP_FRAGMENT);
 	}
 
 	s = fw_subject_of(&pkt.src);

@@ -97,7 +97,7 @@ enum fw_reason {
  * dispatches a packet and an update swaps all of it at once (hash values are
  * replaced under RCU, never written in place). Writer: fastwalld. Reader:
  * TC programs. */
-#define FW_IFINDEX_ANY 0	       /* no host interface named */
+#define FW_IFINDEX_ANY	   0	       /* no host interface named */
 #define FW_IFINDEX_MISSING 0xffffffffu /* named, but not present: all drop */
 
 #define FW_SF_GATEWAY4 (1u << 0)
@@ -105,11 +105,11 @@ enum fw_reason {
 
 struct fw_subject {
 	__u32 id;
-	__u8 state;	       /* enum fw_subject_state */
-	__u8 flags;	       /* FW_SF_* */
-	__u8 private_plen[2];  /* per family, LPM-style length; 0 = none */
-	__u32 ifindex;	       /* anti-spoof binding, FW_IFINDEX_* */
-	__u32 pad;	       /* a rebind gets a new id instead */
+	__u8 state;	      /* enum fw_subject_state */
+	__u8 flags;	      /* FW_SF_* */
+	__u8 private_plen[2]; /* per family, LPM-style length; 0 = none */
+	__u32 ifindex;	      /* anti-spoof binding, FW_IFINDEX_* */
+	__u32 pad;	      /* a rebind gets a new id instead */
 	struct fw_ip gateway[2];
 	struct fw_ip private_net[2];
 };
@@ -135,7 +135,7 @@ struct fw_rule {
 	__u8 action;	 /* enum fw_action */
 	__u8 is_default; /* the ::/0 default entry */
 	__u16 pad;
-	__u32 rule;	 /* index in the policy's egress list, FW_RULE_DEFAULT */
+	__u32 rule; /* index in the policy's egress list, FW_RULE_DEFAULT */
 };
 
 /* fastwall_learned: {subject, address} -> lease. Writer: fastwalld (DNS
@@ -205,15 +205,15 @@ struct fw_port_key {
 };
 
 /* fastwall_config: the one global settings record (array, key 0). */
-#define FW_CF_DOH_LIST (1u << 0)   /* drop TCP 443 to fastwall_doh */
+#define FW_CF_DOH_LIST	 (1u << 0) /* drop TCP 443 to fastwall_doh */
 #define FW_CF_DOH_STRICT (1u << 1) /* drop all TCP 443 */
 
 struct fw_config {
-	__u32 flags;		    /* FW_CF_* */
-	__u32 event_burst;	    /* events a subject may emit back to back */
-	__u64 event_interval_ns;    /* one event per interval after the burst */
-	__u64 pod_flow_timeout_ns;  /* idle timeout of pod-opened flows */
-	__u64 frag_timeout_ns;	    /* how long a first fragment opens the rest */
+	__u32 flags;		   /* FW_CF_* */
+	__u32 event_burst;	   /* events a subject may emit back to back */
+	__u64 event_interval_ns;   /* one event per interval after the burst */
+	__u64 pod_flow_timeout_ns; /* idle timeout of pod-opened flows */
+	__u64 frag_timeout_ns;	   /* how long a first fragment opens the rest */
 };
 
 /* fastwall_stats: reason -> counter (per-CPU array). fastwall_subject_stats:
@@ -242,9 +242,9 @@ enum fw_event_type {
 
 struct fw_event {
 	__u64 ts_ns;
-	__u32 type;	 /* enum fw_event_type */
-	__u32 subject;	 /* 0 when the source is unknown */
-	__u32 reason;	 /* enum fw_reason */
+	__u32 type;    /* enum fw_event_type */
+	__u32 subject; /* 0 when the source is unknown */
+	__u32 reason;  /* enum fw_reason */
 	__u32 ifindex;
 	__u64 suppressed; /* events this subject lost to rate limiting before */
 	struct fw_ip src;
@@ -252,7 +252,7 @@ struct fw_event {
 	__be16 sport;
 	__be16 dport;
 	__u8 proto;
-	__u8 family;	 /* enum fw_family */
+	__u8 family; /* enum fw_family */
 	__u8 pad[2];
 };
 
@@ -271,7 +271,7 @@ struct fw_subject_meta {
 	__u64 policy_hash;	/* compiled rule set */
 	__u32 origin;		/* enum fw_origin */
 	__u32 pad;
-	char ifname[16];	/* host interface by name; "" = none */
+	char ifname[16]; /* host interface by name; "" = none */
 };
 
 #ifndef __VMLINUX_H__

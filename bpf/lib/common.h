@@ -9,26 +9,26 @@
 #include <bpf/bpf_endian.h>
 #include "fastwall.h"
 
-#define TC_ACT_OK 0
+#define TC_ACT_OK   0
 #define TC_ACT_SHOT 2
 
-#define ETH_HLEN 14
-#define ETH_P_IP 0x0800
-#define ETH_P_ARP 0x0806
-#define ETH_P_IPV6 0x86DD
-#define ETH_P_8021Q 0x8100
+#define ETH_HLEN     14
+#define ETH_P_IP     0x0800
+#define ETH_P_ARP    0x0806
+#define ETH_P_IPV6   0x86DD
+#define ETH_P_8021Q  0x8100
 #define ETH_P_8021AD 0x88A8
 
-#define FW_IPPROTO_ICMP 1
-#define FW_IPPROTO_TCP 6
-#define FW_IPPROTO_UDP 17
-#define FW_IPPROTO_ICMPV6 58
-#define FW_NEXTHDR_HOP 0
-#define FW_NEXTHDR_ROUTING 43
+#define FW_IPPROTO_ICMP	    1
+#define FW_IPPROTO_TCP	    6
+#define FW_IPPROTO_UDP	    17
+#define FW_IPPROTO_ICMPV6   58
+#define FW_NEXTHDR_HOP	    0
+#define FW_NEXTHDR_ROUTING  43
 #define FW_NEXTHDR_FRAGMENT 44
-#define FW_NEXTHDR_AUTH 51
-#define FW_NEXTHDR_NONE 59
-#define FW_NEXTHDR_DEST 60
+#define FW_NEXTHDR_AUTH	    51
+#define FW_NEXTHDR_NONE	    59
+#define FW_NEXTHDR_DEST	    60
 
 #define FW_TCP_FIN 0x01
 #define FW_TCP_SYN 0x02
@@ -39,8 +39,7 @@
 
 static __always_inline bool fw_ip_eq(const struct fw_ip *a, const struct fw_ip *b)
 {
-	return a->w[0] == b->w[0] && a->w[1] == b->w[1] && a->w[2] == b->w[2] &&
-	       a->w[3] == b->w[3];
+	return a->w[0] == b->w[0] && a->w[1] == b->w[1] && a->w[2] == b->w[2] && a->w[3] == b->w[3];
 }
 
 static __always_inline bool fw_ip_is_zero(const struct fw_ip *a)

@@ -9,7 +9,7 @@
 
 #include "common.h"
 
-#define FW_PARSE_OK FW_REASON_MAX
+#define FW_PARSE_OK	FW_REASON_MAX
 #define FW_IPV6_MAX_EXT 8
 
 struct fw_pkt {
@@ -18,10 +18,10 @@ struct fw_pkt {
 	__u32 frag_id;
 	__be16 sport;
 	__be16 dport;
-	__u8 family;	    /* enum fw_family */
-	__u8 proto;	    /* L4 protocol after extension headers */
-	__u8 frag_first;    /* first fragment of a fragmented datagram */
-	__u8 frag_later;    /* non-first fragment: no L4 header */
+	__u8 family;	 /* enum fw_family */
+	__u8 proto;	 /* L4 protocol after extension headers */
+	__u8 frag_first; /* first fragment of a fragmented datagram */
+	__u8 frag_later; /* non-first fragment: no L4 header */
 	__u8 tcp_flags;
 	__u8 icmp_type;
 	__u8 hop_limit;

@@ -87,8 +87,9 @@ static void print_counts(const __u64 *p, bool all)
 	for (__u32 r = 0; r < FW_REASON_MAX; r++) {
 		if (!p[r] && !all)
 			continue;
-		printf("%s%s %s=%llu", any ? "," : "      ", r < FW_REASON_FIRST_DROP ? "pass" : "drop",
-		       fw_reason_name(r), (unsigned long long)p[r]);
+		printf("%s%s %s=%llu", any ? "," : "      ",
+		       r < FW_REASON_FIRST_DROP ? "pass" : "drop", fw_reason_name(r),
+		       (unsigned long long)p[r]);
 		any = true;
 	}
 	if (any)
@@ -167,9 +168,9 @@ static const struct {
 	int (*fn)(struct cli *c);
 	const char *help;
 } cmds[] = {
-	{ "status", cmd_status, "attached interfaces and verdict counters" },
-	{ "subjects", cmd_subjects, "subjects with state, addresses and counters" },
-	{ "leases", cmd_leases, "DNS-learned addresses and their remaining lease" },
+	{"status", cmd_status, "attached interfaces and verdict counters"},
+	{"subjects", cmd_subjects, "subjects with state, addresses and counters"},
+	{"leases", cmd_leases, "DNS-learned addresses and their remaining lease"},
 };
 
 static void usage(FILE *out)
@@ -186,12 +187,12 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "bpffs", required_argument, NULL, 'b' },
-		{ "all", no_argument, NULL, 'a' },
-		{ "help", no_argument, NULL, 'h' },
+		{"bpffs", required_argument, NULL, 'b'},
+		{"all", no_argument, NULL, 'a'},
+		{"help", no_argument, NULL, 'h'},
 		{},
 	};
-	struct cli c = { .bpffs = FW_DEFAULT_BPFFS };
+	struct cli c = {.bpffs = FW_DEFAULT_BPFFS};
 	int opt, err;
 
 	while ((opt = getopt_long(argc, argv, "b:ah", opts, NULL)) != -1) {

@@ -46,7 +46,7 @@ struct fw_daemon {
 	int sig_fd;
 	int epoll_fd;
 	bool stop;
-	bool level_forced; /* --log-level wins over the config */
+	bool level_forced;		   /* --log-level wins over the config */
 	unsigned char attached[65536 / 8]; /* ifindex bitmap, for logging once */
 };
 
@@ -141,9 +141,9 @@ static int on_event(void *ctx, void *data, size_t len)
 	if_indextoname(ev->ifindex, ifname);
 	fw_addr_str(&ev->src, src, sizeof(src));
 	fw_addr_str(&ev->dst, dst, sizeof(dst));
-	fw_info("deny subject=%s reason=%s proto=%s src=%s sport=%u dst=%s dport=%u if=%s%s",
-		name, fw_reason_name(ev->reason), proto_name(ev->proto), src, ntohs(ev->sport),
-		dst, ntohs(ev->dport), ifname, ev->suppressed ? " (after suppressed events)" : "");
+	fw_info("deny subject=%s reason=%s proto=%s src=%s sport=%u dst=%s dport=%u if=%s%s", name,
+		fw_reason_name(ev->reason), proto_name(ev->proto), src, ntohs(ev->sport), dst,
+		ntohs(ev->dport), ifname, ev->suppressed ? " (after suppressed events)" : "");
 	if (ev->suppressed)
 		fw_info("events of subject=%s suppressed by rate limit: %llu", name,
 			(unsigned long long)ev->suppressed);
@@ -237,7 +237,7 @@ static int on_signal(struct fw_daemon *d)
 
 static int epoll_add(int epfd, int fd, __u32 tag)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = tag };
+	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = tag};
 
 	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev))
 		return -errno;
@@ -254,10 +254,10 @@ static int probe_kernel(void)
 		enum bpf_map_type type;
 		const char *name;
 	} needed[] = {
-		{ BPF_MAP_TYPE_RINGBUF, "ring buffer (5.8)" },
-		{ BPF_MAP_TYPE_ARRAY_OF_MAPS, "array of maps (4.12)" },
-		{ BPF_MAP_TYPE_LPM_TRIE, "LPM trie (4.11)" },
-		{ BPF_MAP_TYPE_LRU_HASH, "LRU hash (4.10)" },
+		{BPF_MAP_TYPE_RINGBUF, "ring buffer (5.8)"},
+		{BPF_MAP_TYPE_ARRAY_OF_MAPS, "array of maps (4.12)"},
+		{BPF_MAP_TYPE_LPM_TRIE, "LPM trie (4.11)"},
+		{BPF_MAP_TYPE_LRU_HASH, "LRU hash (4.10)"},
 	};
 	struct utsname u;
 	int missing = 0;
@@ -447,11 +447,11 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "bpffs", required_argument, NULL, 'b' },
-		{ "log-level", required_argument, NULL, 'l' },
-		{ "purge", no_argument, NULL, 'P' },
-		{ "help", no_argument, NULL, 'h' },
+		{"config", required_argument, NULL, 'c'},
+		{"bpffs", required_argument, NULL, 'b'},
+		{"log-level", required_argument, NULL, 'l'},
+		{"purge", no_argument, NULL, 'P'},
+		{"help", no_argument, NULL, 'h'},
 		{},
 	};
 	struct fw_daemon *d;

@@ -14,8 +14,8 @@
 #include "log.h"
 #include "policy.h"
 
-#define FW_DEFAULT_BPFFS "/sys/fs/bpf/fastwall"
-#define FW_CFG_ERR_LEN 512
+#define FW_DEFAULT_BPFFS     "/sys/fs/bpf/fastwall"
+#define FW_CFG_ERR_LEN	     512
 #define FW_SUBJECT_MAX_ADDRS 8
 
 enum fw_doh_mode {
@@ -56,7 +56,7 @@ struct fw_cfg {
 	enum fw_doh_mode doh_mode;
 	struct fw_prefix *doh_blocklist;
 	size_t ndoh_blocklist;
-	__u32 event_rate;  /* per second per subject per CPU; 0 = no events */
+	__u32 event_rate; /* per second per subject per CPU; 0 = no events */
 	__u32 event_burst;
 	__u64 pod_flow_timeout_ns;
 	__u64 frag_timeout_ns;
@@ -69,7 +69,7 @@ void fw_cfg_init(struct fw_cfg *cfg); /* defaults */
 void fw_cfg_free(struct fw_cfg *cfg);
 int fw_cfg_load_file(const char *path, struct fw_cfg *cfg, char *err, size_t errlen);
 /* name is used in error messages in place of a file name. */
-int fw_cfg_load_buffer(const char *buf, size_t len, const char *name, struct fw_cfg *cfg,
-		       char *err, size_t errlen);
+int fw_cfg_load_buffer(const char *buf, size_t len, const char *name, struct fw_cfg *cfg, char *err,
+		       size_t errlen);
 
 #endif /* FW_CONFIG_H */

@@ -190,11 +190,11 @@ cleanup:
 }
 
 static const char *const map_names[] = {
-	"fastwall_dispatch",	  "fastwall_rules",	  "fastwall_learned",
-	"fastwall_activity",	  "fastwall_local",	  "fastwall_local_ports",
-	"fastwall_doh",		  "fastwall_config",	  "fastwall_stats",
+	"fastwall_dispatch",	  "fastwall_rules",	   "fastwall_learned",
+	"fastwall_activity",	  "fastwall_local",	   "fastwall_local_ports",
+	"fastwall_doh",		  "fastwall_config",	   "fastwall_stats",
 	"fastwall_subject_stats", "fastwall_event_budget", "fastwall_subject_meta",
-	"fastwall_pod_flows",	  "fastwall_frags",	  "fastwall_events",
+	"fastwall_pod_flows",	  "fastwall_frags",	   "fastwall_events",
 };
 
 static int pinned_fd(const char *root, const char *name)
@@ -265,10 +265,10 @@ void fw_dp_close(struct fw_dp *dp)
 		fastwall_bpf__destroy(dp->skel);
 	} else {
 		int fds[] = {
-			dp->dispatch_fd,      dp->rules_fd,	  dp->learned_fd,   dp->activity_fd,
-			dp->local_fd,	      dp->local_ports_fd, dp->doh_fd,	    dp->config_fd,
-			dp->stats_fd,	      dp->subject_stats_fd, dp->budget_fd,  dp->meta_fd,
-			dp->pod_flows_fd,     dp->frags_fd,	  dp->events_fd,
+			dp->dispatch_fd,  dp->rules_fd,		dp->learned_fd, dp->activity_fd,
+			dp->local_fd,	  dp->local_ports_fd,	dp->doh_fd,	dp->config_fd,
+			dp->stats_fd,	  dp->subject_stats_fd, dp->budget_fd,	dp->meta_fd,
+			dp->pod_flows_fd, dp->frags_fd,		dp->events_fd,
 		};
 		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 			if (fds[i] >= 0)
@@ -427,8 +427,8 @@ static bool in_keyset(const void *key, const void *ctx)
 int fw_dp_local_set(struct fw_dp *dp, const struct fw_ip *addrs, size_t naddrs,
 		    const struct fw_port_key *ports, size_t nports)
 {
-	struct keyset ka = { addrs, naddrs, sizeof(*addrs) };
-	struct keyset kp = { ports, nports, sizeof(*ports) };
+	struct keyset ka = {addrs, naddrs, sizeof(*addrs)};
+	struct keyset kp = {ports, nports, sizeof(*ports)};
 	struct fw_local l = {};
 	__u8 one = 1;
 	int err;
@@ -451,7 +451,7 @@ int fw_dp_local_set(struct fw_dp *dp, const struct fw_ip *addrs, size_t naddrs,
 
 int fw_dp_doh_set(struct fw_dp *dp, const struct fw_lpm_key *keys, size_t n)
 {
-	struct keyset ks = { keys, n, sizeof(*keys) };
+	struct keyset ks = {keys, n, sizeof(*keys)};
 	__u8 one = 1;
 	int err;
 
@@ -533,15 +533,15 @@ int fw_dp_rules_clear(struct fw_dp *dp, __u32 id)
 
 int fw_dp_learned_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 expires_ns)
 {
-	struct fw_learned_key k = { .subject = id, .addr = *addr };
-	struct fw_lease v = { .expires_ns = expires_ns, .learned_ns = fw_now_ns() };
+	struct fw_learned_key k = {.subject = id, .addr = *addr};
+	struct fw_lease v = {.expires_ns = expires_ns, .learned_ns = fw_now_ns()};
 
 	return update(dp->learned_fd, &k, &v, BPF_ANY, "fastwall_learned");
 }
 
 int fw_dp_learned_del(struct fw_dp *dp, __u32 id, const struct fw_ip *addr)
 {
-	struct fw_learned_key k = { .subject = id, .addr = *addr };
+	struct fw_learned_key k = {.subject = id, .addr = *addr};
 
 	if (bpf_map_delete_elem(dp->learned_fd, &k) && errno != ENOENT)
 		return -errno;

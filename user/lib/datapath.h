@@ -13,7 +13,7 @@
 #include "fastwall.h"
 #include "policy.h"
 
-#define FW_TC_HANDLE 0xfa57
+#define FW_TC_HANDLE   0xfa57
 #define FW_TC_PRIORITY 0xfa5 /* ahead of anything users add at the default priority */
 
 struct fastwall_bpf;

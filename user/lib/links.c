@@ -70,7 +70,7 @@ static int walk(const char *buf, ssize_t n, fw_link_cb cb, void *ctx)
 
 int fw_links_subscribe(int *fd)
 {
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = RTMGRP_LINK };
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK, .nl_groups = RTMGRP_LINK};
 	int s, err;
 
 	s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
@@ -91,13 +91,14 @@ int fw_links_dump(fw_link_cb cb, void *ctx)
 		struct nlmsghdr nh;
 		struct ifinfomsg ifi;
 	} req = {
-		.nh = {
-			.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg)),
-			.nlmsg_type = RTM_GETLINK,
-			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
-			.nlmsg_seq = 1,
-		},
-		.ifi = { .ifi_family = AF_UNSPEC },
+		.nh =
+			{
+				.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg)),
+				.nlmsg_type = RTM_GETLINK,
+				.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+				.nlmsg_seq = 1,
+			},
+		.ifi = {.ifi_family = AF_UNSPEC},
 	};
 	static char buf[65536];
 	int s, err = 0;

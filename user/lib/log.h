@@ -23,9 +23,9 @@ int fw_log_level_parse(const char *s, enum fw_log_level *out);
 		if ((level) <= fw_log_level)                                                       \
 			fw_log_write((level), __VA_ARGS__);                                        \
 	} while (0)
-#define fw_err(...) fw_log(FW_LOG_ERROR, __VA_ARGS__)
-#define fw_warn(...) fw_log(FW_LOG_WARN, __VA_ARGS__)
-#define fw_info(...) fw_log(FW_LOG_INFO, __VA_ARGS__)
+#define fw_err(...)   fw_log(FW_LOG_ERROR, __VA_ARGS__)
+#define fw_warn(...)  fw_log(FW_LOG_WARN, __VA_ARGS__)
+#define fw_info(...)  fw_log(FW_LOG_INFO, __VA_ARGS__)
 #define fw_debug(...) fw_log(FW_LOG_DEBUG, __VA_ARGS__)
 
 #endif /* FW_LOG_H */

@@ -381,7 +381,7 @@ static bool prefix_covers(const struct fw_policy_rule *outer, const struct fw_po
 }
 
 /* ::ffff:0:0/96, the whole IPv4 space */
-static const struct fw_ip v4_block = { .b = { [10] = 0xff, [11] = 0xff } };
+static const struct fw_ip v4_block = {.b = {[10] = 0xff, [11] = 0xff}};
 
 static bool needs_v4_barrier(const struct fw_compiled *c, size_t nc)
 {

@@ -12,7 +12,7 @@
 
 #define FW_POLICY_MAX_RULES 4096
 #define FW_POLICY_MAX_PORTS 256
-#define FW_DOMAIN_MAX 253
+#define FW_DOMAIN_MAX	    253
 
 enum fw_target_kind {
 	FW_TARGET_IP = 1,   /* a single address (full-length prefix) */

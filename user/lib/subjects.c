@@ -256,7 +256,8 @@ int fw_reg_upsert(struct fw_registry *r, const struct fw_static_subject *spec,
 	 * old binding can pass under the new one */
 	id = alloc_id(r);
 	if (!id) {
-		fw_err("subject %s: no free subject id (limit %u)", spec->name, FW_MAX_SUBJECTS - 1);
+		fw_err("subject %s: no free subject id (limit %u)", spec->name,
+		       FW_MAX_SUBJECTS - 1);
 		err = -ENOSPC;
 		goto out;
 	}

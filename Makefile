@@ -122,7 +122,8 @@ test-bpf: $(BUILD)/tests/bpf_verdicts all ## BPF verdict table only
 	$(Q)$(BUILD)/tests/bpf_verdicts
 
 test-e2e: all ## end-to-end netns tests only
-	$(Q)for t in tests/e2e/*.sh; do BUILD=$(BUILD) bash $$t || exit 1; done
+	$(Q)for t in tests/e2e/*.sh; do case $$t in */lib.sh) continue;; esac; \
+		BUILD=$(BUILD) bash $$t || exit 1; done
 
 demo: deps ## build, run the demo topology and explain what passes and why
 	$(Q)$(MAKE) --no-print-directory all
@@ -153,7 +154,7 @@ format: ## clang-format every C source in place
 lint: all ## check formatting and run cppcheck
 	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h' | grep -v '^vmlinux/')
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
-		--suppress=missingIncludeSystem -Iinclude -Iuser/lib user/
+		--suppress=missingIncludeSystem --suppress=unknownMacro -D__linux__ -Iinclude -Iuser/lib user/
 
 install: all ## install fastwalld, fastwall and the man pages under PREFIX
 	install -D -m 0755 $(BUILD)/fastwalld $(DESTDIR)$(PREFIX)/sbin/fastwalld

@@ -22,20 +22,61 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define FW_ICMPV6_REDIRECT    137
 #define FW_ICMPV6_MLD2_REPORT 143
 
+/* A neighbour claim (ARP sender, NS source, NA target) updates the caches
+ * of everyone on the bridge, so it must come from the subject that owns
+ * the address, on its own port: otherwise a sandbox could answer for the
+ * gateway or a sibling and take their traffic. */
+static __always_inline __u32 fw_neigh_claim(struct __sk_buff *skb, const struct fw_ip *addr,
+					    __u32 *subject)
+{
+	struct fw_subject *s = fw_subject_of(addr);
+
+	if (!s)
+		return FW_DROP_UNKNOWN_SOURCE;
+	*subject = s->id;
+	if (s->state != FW_STATE_ACTIVE)
+		return FW_DROP_DENYING;
+	if (s->ifindex != FW_IFINDEX_ANY && s->ifindex != skb->ifindex)
+		return FW_DROP_SPOOF;
+	return FW_PASS_NEIGH;
+}
+
+static __always_inline bool fw_ip_unverifiable(const struct fw_ip *a)
+{
+	/* :: (duplicate address detection) and fe80::/10: no subject owns
+	 * link-local addresses, so they cannot be checked against one */
+	return fw_ip_is_zero(a) || (bpf_ntohl(a->w[0]) & 0xffc00000) == 0xfe800000;
+}
+
 /* Link-local control a slot needs before (and regardless of) any subject:
  * ND with hop limit 255 and MLD to link-scope multicast. Router
  * advertisements and redirects from a sandbox are never legitimate. */
-static __always_inline __u32 fw_icmp6_control(const struct fw_pkt *pkt)
+static __always_inline __u32 fw_icmp6_control(struct __sk_buff *skb, const struct fw_pkt *pkt,
+					      __u32 *subject)
 {
+	struct fw_subject *s;
+
 	if (pkt->family != FW_FAM_V6 || pkt->proto != FW_IPPROTO_ICMPV6 || pkt->frag_later)
 		return FW_PARSE_OK;
 	switch (pkt->icmp_type) {
 	case FW_ICMPV6_RS:
 	case FW_ICMPV6_NS:
 	case FW_ICMPV6_NA:
-		return pkt->hop_limit == 255 ? FW_PASS_NEIGH : FW_DROP_MALFORMED;
+		if (pkt->hop_limit != 255)
+			break;
+		if (pkt->icmp_type == FW_ICMPV6_NA && !fw_ip_unverifiable(&pkt->nd_target))
+			return fw_neigh_claim(skb, &pkt->nd_target, subject);
+		if (pkt->icmp_type == FW_ICMPV6_NS && !fw_ip_unverifiable(&pkt->src))
+			return fw_neigh_claim(skb, &pkt->src, subject);
+		s = fw_subject_of(&pkt->src);
+		if (s)
+			*subject = s->id;
+		return FW_PASS_NEIGH;
 	case FW_ICMPV6_RA:
 	case FW_ICMPV6_REDIRECT:
+		s = fw_subject_of(&pkt->src);
+		if (s)
+			*subject = s->id;
 		return FW_DROP_ROGUE_ND;
 	case FW_ICMPV6_MLD_QUERY:
 	case FW_ICMPV6_MLD_REPORT:
@@ -45,8 +86,14 @@ static __always_inline __u32 fw_icmp6_control(const struct fw_pkt *pkt)
 		if ((bpf_ntohl(pkt->dst.w[0]) >> 16) == 0xff02)
 			return FW_PASS_NEIGH;
 		return FW_PARSE_OK;
+	default:
+		return FW_PARSE_OK;
 	}
-	return FW_PARSE_OK;
+	/* ND with a hop limit below 255 was routed: forged or broken */
+	s = fw_subject_of(&pkt->src);
+	if (s)
+		*subject = s->id;
+	return FW_DROP_MALFORMED;
 }
 
 static __always_inline bool fw_is_l4_port(const struct fw_pkt *pkt, __u16 port)
@@ -102,15 +149,19 @@ int fastwall_ingress(struct __sk_buff *skb)
 	__u32 reason, subject = 0;
 
 	reason = fw_parse(skb, &pkt);
+	if (reason == FW_PARSE_ARP) {
+		/* 0.0.0.0: an address probe, which claims nothing */
+		if (pkt.src.w[3] == 0)
+			return fw_verdict(skb, &pkt, 0, FW_PASS_NEIGH);
+		reason = fw_neigh_claim(skb, &pkt.src, &subject);
+		return fw_verdict(skb, &pkt, subject, reason);
+	}
 	if (reason != FW_PARSE_OK)
 		return fw_verdict(skb, &pkt, 0, reason);
 
-	reason = fw_icmp6_control(&pkt);
-	if (reason != FW_PARSE_OK) {
-		/* attribute it when the source is a subject's (a rogue RA is) */
-		s = fw_subject_of(&pkt.src);
-		return fw_verdict(skb, &pkt, s ? s->id : 0, reason);
-	}
+	reason = fw_icmp6_control(skb, &pkt, &subject);
+	if (reason != FW_PARSE_OK)
+		return fw_verdict(skb, &pkt, subject, reason);
 
 	cfg = fw_config();
 	if (!cfg)

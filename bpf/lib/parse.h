@@ -2,7 +2,7 @@
 /* Packet parsing for the TC programs: Ethernet with at most one VLAN tag,
  * IPv4 with options, IPv6 with its extension headers, and the first bytes
  * of TCP/UDP/ICMP. fw_parse() returns FW_PARSE_OK or the reason to decide
- * at once (a drop, or FW_PASS_NEIGH for ARP). Uses bpf_skb_load_bytes so
+ * at once (a drop, or FW_PARSE_ARP for ARP). Uses bpf_skb_load_bytes so
  * non-linear skbs parse the same as linear ones. */
 #ifndef FW_BPF_PARSE_H
 #define FW_BPF_PARSE_H
@@ -10,6 +10,7 @@
 #include "common.h"
 
 #define FW_PARSE_OK	FW_REASON_MAX
+#define FW_PARSE_ARP (FW_REASON_MAX + 1) /* pkt->src holds the sender address */
 #define FW_IPV6_MAX_EXT 8
 
 struct fw_pkt {
@@ -26,6 +27,7 @@ struct fw_pkt {
 	__u8 icmp_type;
 	__u8 hop_limit;
 	__u8 has_ports;
+	struct fw_ip nd_target; /* ICMPv6 neighbour advertisement target */
 };
 
 struct fw_iphdr {
@@ -87,6 +89,10 @@ static __always_inline int fw_parse_l4(struct __sk_buff *skb, struct fw_pkt *pkt
 		if (bpf_skb_load_bytes(skb, off, buf, 4))
 			return FW_DROP_MALFORMED;
 		pkt->icmp_type = buf[0];
+		/* an advertisement claims its target address for the sender */
+		if (pkt->proto == FW_IPPROTO_ICMPV6 && pkt->icmp_type == 136 &&
+		    bpf_skb_load_bytes(skb, off + 8, &pkt->nd_target, sizeof(pkt->nd_target)))
+			return FW_DROP_MALFORMED;
 		return FW_PARSE_OK;
 	default:
 		return FW_PARSE_OK;
@@ -229,8 +235,22 @@ static __always_inline int fw_parse(struct __sk_buff *skb, struct fw_pkt *pkt)
 		return fw_parse_ipv4(skb, pkt, off);
 	if (proto == bpf_htons(ETH_P_IPV6))
 		return fw_parse_ipv6(skb, pkt, off);
-	if (proto == bpf_htons(ETH_P_ARP))
-		return FW_PASS_NEIGH;
+	if (proto == bpf_htons(ETH_P_ARP)) {
+		/* Ethernet/IPv4 ARP: htype 1, ptype 0x0800, hlen 6, plen 4; the
+		 * sender protocol address sits at byte 14 */
+		__u8 arp[18];
+		__be32 spa;
+
+		if (bpf_skb_load_bytes(skb, off, arp, sizeof(arp)))
+			return FW_DROP_MALFORMED;
+		if (arp[0] != 0 || arp[1] != 1 || arp[2] != 0x08 || arp[3] != 0 || arp[4] != 6 ||
+		    arp[5] != 4)
+			return FW_DROP_MALFORMED;
+		__builtin_memcpy(&spa, &arp[14], 4);
+		pkt->family = FW_FAM_V4;
+		fw_ip_from_v4(&pkt->src, spa);
+		return FW_PARSE_ARP;
+	}
 	return FW_DROP_ETHERTYPE;
 }
 

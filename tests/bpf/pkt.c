@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Test packet builders. See pkt.h. */
 #include <arpa/inet.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -73,6 +74,8 @@ static size_t put_l4(const struct pkt_spec *s, __u8 *p)
 		 * target or an MLD record */
 		memset(p, 0, 24);
 		p[0] = s->icmp_type;
+		if (s->nd_target && inet_pton(AF_INET6, s->nd_target, p + 8) != 1)
+			abort();
 		n = 24;
 		break;
 	}
@@ -108,6 +111,8 @@ size_t pkt_build(const struct pkt_spec *s, __u8 *buf)
 		put16(buf + off + 6, 1);
 		memcpy(buf + off + 8, macs + 6, 6);
 		put32(buf + off + 14, 0x0a2a000a);
+		if (s->arp_sender && inet_pton(AF_INET, s->arp_sender, buf + off + 14) != 1)
+			abort();
 		put32(buf + off + 24, 0x0a2a0001);
 		len = off + 28;
 		goto out;

@@ -76,6 +76,9 @@ struct pkt_spec {
 	__u8 doff;	 /* overrides the TCP data offset */
 	size_t payload;	 /* L4 payload bytes */
 	size_t truncate; /* cut the frame to this many bytes (after building) */
+	/* neighbour claims */
+	const char *arp_sender; /* ARP sender IPv4 address; NULL = 10.42.0.10 */
+	const char *nd_target;	/* ICMPv6 ND target address; NULL = :: */
 };
 
 #define TCP4(s, d, sp, dp, ...)                                                                    \

@@ -1,0 +1,330 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# shellcheck shell=bash
+# Shared topology and helpers for fastwall's end-to-end tests and the demo.
+# Source it from bash; everything it creates carries a per-run id and lives
+# in network namespaces it creates, and fw_cleanup removes all of it.
+#
+#   internet ns (fwinet-ID)                 pod ns (fwpod-ID)
+#   eth0 192.0.2.254/24  <-- veth -->  up0 192.0.2.1/24          br0 10.42.0.1/24
+#        2001:db8:1::254/64                2001:db8:1::1/64         fd00:42::1/64
+#   lo 198.51.100.10, .66                                           |  ports sb-X
+#      203.0.113.10                                                 |
+#      2001:db8::10, ::66           sandbox ns fwsb-ID-X: eth0 10.42.0.N/24
+#                                                                  fd00:42::N/64
+#
+# Only documentation ranges (RFC 5737, RFC 3849) and 10.42.0.0/24,
+# fd00:42::/64 are used, all inside the namespaces; the initial namespace
+# is never touched besides the pin directory under /sys/fs/bpf.
+
+# The test runners glob tests/e2e/*.sh; run directly, this file does nothing.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	echo "lib.sh: helpers sourced by the end-to-end tests and scripts/demo.sh; nothing to run"
+	exit 0
+fi
+
+FW_E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+FW_ROOT=$(cd "$FW_E2E_DIR/../.." && pwd)
+BUILD=${BUILD:-build}
+case $BUILD in /*) FW_BUILD=$BUILD ;; *) FW_BUILD=$FW_ROOT/$BUILD ;; esac
+FASTWALLD=$FW_BUILD/fastwalld
+FASTWALL=$FW_BUILD/fastwall
+if [ -x /usr/bin/python3 ]; then FW_PY=/usr/bin/python3; else FW_PY=python3; fi
+FW_PROBE=$FW_E2E_DIR/probe.py
+
+FW_ID=$(printf '%x%s' $$ "$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')")
+NS_POD=fwpod-$FW_ID
+NS_INET=fwinet-$FW_ID
+BPFFS=/sys/fs/bpf/fastwall-$FW_ID
+FW_TMP=$(mktemp -d "/tmp/fastwall-$FW_ID.XXXXXX")
+FW_LOG=$FW_TMP/fastwalld.log
+FW_CFG=$FW_TMP/fastwalld.yaml
+FW_NSS=()	     # namespaces we created
+FW_PIDS=()	     # processes we started
+FW_DAEMON_PID=""
+
+fw_die() {
+	echo "fatal: $*" >&2
+	exit 1
+}
+
+fw_require() {
+	[ "$(id -u)" = 0 ] || fw_die "must run as root"
+	[ -x "$FASTWALLD" ] && [ -x "$FASTWALL" ] ||
+		fw_die "$FASTWALLD or $FASTWALL missing: run make all (BUILD=$BUILD)"
+	for t in ip tc nsenter curl; do
+		command -v "$t" >/dev/null || fw_die "$t not found"
+	done
+	mountpoint -q /sys/fs/bpf || fw_die "/sys/fs/bpf is not a bpffs mount"
+}
+
+# Runs a command in namespace $1 (nsenter keeps /sys/fs/bpf visible).
+fw_ns() {
+	local ns=$1
+	shift
+	nsenter --net="/run/netns/$ns" "$@"
+}
+
+fw_sb_ns() { echo "fwsb-$FW_ID-$1"; }
+
+fw_cleanup() {
+	local pid ns
+	set +e
+	for pid in $FW_DAEMON_PID "${FW_PIDS[@]}"; do
+		[ -n "$pid" ] && kill "$pid" 2>/dev/null
+	done
+	for pid in $FW_DAEMON_PID "${FW_PIDS[@]}"; do
+		[ -n "$pid" ] && wait "$pid" 2>/dev/null
+	done
+	# anything else still running inside our namespaces, by pid
+	for ns in "${FW_NSS[@]}"; do
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -9 "$pid" 2>/dev/null
+		done
+	done
+	for ns in "${FW_NSS[@]}"; do
+		ip netns del "$ns" 2>/dev/null
+	done
+	[ -n "$BPFFS" ] && [ -d "$BPFFS" ] && rm -rf "$BPFFS"
+	[ -n "$FW_TMP" ] && rm -rf "$FW_TMP"
+	return 0
+}
+
+fw_netns_add() {
+	ip netns add "$1" || fw_die "can't create namespace $1"
+	FW_NSS+=("$1")
+	ip -n "$1" link set lo up
+	# no DAD: a tentative link-local address can't source neighbour
+	# solicitations, which would lose the first packets for a second
+	fw_ns "$1" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
+}
+
+# The pod (bridge br0, uplink) and the simulated internet.
+fw_topology() {
+	fw_netns_add "$NS_POD"
+	fw_netns_add "$NS_INET"
+
+	# fixed MAC: a bridge otherwise takes its lowest port MAC, which
+	# changes under the sandboxes' ARP caches when ports come and go
+	ip -n "$NS_POD" link add br0 address 02:fa:57:00:00:01 type bridge mcast_snooping 0
+	ip -n "$NS_POD" addr add 10.42.0.1/24 dev br0
+	ip -n "$NS_POD" addr add fd00:42::1/64 dev br0 nodad
+	ip -n "$NS_POD" link set br0 up
+
+	ip -n "$NS_POD" link add up0 type veth peer name eth0 netns "$NS_INET"
+	ip -n "$NS_POD" addr add 192.0.2.1/24 dev up0
+	ip -n "$NS_POD" addr add 2001:db8:1::1/64 dev up0 nodad
+	ip -n "$NS_POD" link set up0 up
+	ip -n "$NS_POD" route add default via 192.0.2.254
+	ip -n "$NS_POD" -6 route add default via 2001:db8:1::254
+	fw_ns "$NS_POD" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
+
+	ip -n "$NS_INET" addr add 192.0.2.254/24 dev eth0
+	ip -n "$NS_INET" addr add 2001:db8:1::254/64 dev eth0 nodad
+	ip -n "$NS_INET" link set eth0 up
+	# the internet's hosts sit on its loopback (no dummy driver needed)
+	for a in 198.51.100.10/32 198.51.100.66/32 203.0.113.10/32; do
+		ip -n "$NS_INET" addr add "$a" dev lo
+	done
+	for a in 2001:db8::10/128 2001:db8::66/128; do
+		ip -n "$NS_INET" addr add "$a" dev lo nodad
+	done
+	ip -n "$NS_INET" route add 10.42.0.0/24 via 192.0.2.1
+	ip -n "$NS_INET" -6 route add fd00:42::/64 via 2001:db8:1::1
+}
+
+# fw_sandbox LETTER N: namespace fwsb-ID-LETTER with 10.42.0.N and
+# fd00:42::N, connected to br0 through the pod-side port sb-LETTER.
+fw_sandbox() {
+	local l=$1 n=$2 ns
+	ns=$(fw_sb_ns "$l")
+	fw_netns_add "$ns"
+	ip -n "$NS_POD" link add "sb-$l" type veth peer name eth0 netns "$ns"
+	ip -n "$ns" addr add "10.42.0.$n/24" dev eth0
+	ip -n "$ns" addr add "fd00:42::$n/64" dev eth0 nodad
+	# ARP from the primary address only, even for a spoofed source
+	fw_ns "$ns" sysctl -qw net.ipv4.conf.all.arp_announce=2 net.ipv4.conf.eth0.arp_announce=2
+	ip -n "$ns" link set eth0 up
+	ip -n "$ns" route add default via 10.42.0.1
+	ip -n "$ns" -6 route add default via fd00:42::1
+	ip -n "$NS_POD" link set "sb-$l" master br0
+	ip -n "$NS_POD" link set "sb-$l" up
+}
+
+# fw_bg NS CMD...: a background process inside NS, killed by fw_cleanup.
+fw_bg() {
+	local ns=$1
+	shift
+	# nsenter execs the command, so $! is the process itself
+	nsenter --net="/run/netns/$ns" "$@" >>"$FW_TMP/bg.log" 2>&1 &
+	FW_PIDS+=($!)
+}
+
+# fw_serve NS ARGS...: probe.py serve in NS; returns when it listens.
+fw_serve() {
+	local ns=$1 ready
+	shift
+	ready=$FW_TMP/ready.$RANDOM$RANDOM
+	fw_bg "$ns" "$FW_PY" "$FW_PROBE" serve --ready "$ready" "$@"
+	for _ in $(seq 100); do
+		[ -e "$ready" ] && return 0
+		sleep 0.05
+	done
+	fw_die "server in $ns did not start: $(tail -3 "$FW_TMP/bg.log")"
+}
+
+# The internet's servers: HTTP on :80 of every address and on 198.51.100.10
+# :853 (so a DoT drop is the firewall, not a missing listener); UDP echo on
+# :9000 and :853; on 198.51.100.10:9001 a UDP echo that records every
+# sender in $FW_INET_SEEN, to tell "dropped" from "reply went elsewhere".
+FW_INET_SEEN=$FW_TMP/inet-seen
+fw_serve_internet() {
+	fw_serve "$NS_INET" \
+		--http 198.51.100.10:80 --http 198.51.100.66:80 --http 203.0.113.10:80 \
+		--http '[2001:db8::10]:80' --http '[2001:db8::66]:80' \
+		--http 198.51.100.10:853 \
+		--udp 198.51.100.10:9000 --udp 198.51.100.66:9000 --udp 203.0.113.10:9000 \
+		--udp '[2001:db8::10]:9000' --udp '[2001:db8::66]:9000' \
+		--udp 198.51.100.10:853 \
+		--udp-logged "198.51.100.10:9001=$FW_INET_SEEN"
+}
+
+# fw_start_daemon [ARGS...]: fastwalld run with $FW_CFG in the pod ns;
+# returns when it logged "fastwalld ready".
+fw_start_daemon() {
+	local before
+	before=$(grep -c 'fastwalld ready' "$FW_LOG" 2>/dev/null || true)
+	# nsenter execs fastwalld: $! is the daemon, signals reach it
+	nsenter --net="/run/netns/$NS_POD" "$FASTWALLD" -c "$FW_CFG" "$@" run >>"$FW_LOG" 2>&1 &
+	FW_DAEMON_PID=$!
+	for _ in $(seq 200); do
+		if [ "$(grep -c 'fastwalld ready' "$FW_LOG" 2>/dev/null || true)" -gt "${before:-0}" ]; then
+			return 0
+		fi
+		kill -0 "$FW_DAEMON_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "fastwalld did not become ready; its log:" >&2
+	sed 's/^/  | /' "$FW_LOG" >&2
+	return 1
+}
+
+fw_stop_daemon() {
+	[ -n "$FW_DAEMON_PID" ] || return 0
+	kill -TERM "$FW_DAEMON_PID" 2>/dev/null || true
+	wait "$FW_DAEMON_PID" 2>/dev/null || true
+	FW_DAEMON_PID=""
+}
+
+# fw_wait_log PATTERN [COUNT] [TIMEOUT_S]: waits until the daemon log
+# holds at least COUNT lines matching the extended regex PATTERN.
+fw_wait_log() {
+	local pat=$1 count=${2:-1} tries=$((${3:-5} * 20))
+	for _ in $(seq "$tries"); do
+		[ "$(grep -cE -- "$pat" "$FW_LOG" 2>/dev/null || true)" -ge "$count" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+fw_log_count() { grep -cE -- "$1" "$FW_LOG" 2>/dev/null || true; }
+
+# fw_reload: SIGHUP, then wait for the reload's outcome line.
+fw_reload() {
+	local n
+	n=$(fw_log_count 'reloaded |reload rejected|reload applied with errors')
+	kill -HUP "$FW_DAEMON_PID"
+	fw_wait_log 'reloaded |reload rejected|reload applied with errors' $((n + 1)) 5
+}
+
+fw_cli() { fw_ns "$NS_POD" "$FASTWALL" --bpffs "$BPFFS" "$@"; }
+
+# fw_counter "drop default-deny": packets of that verdict in fastwall status.
+fw_counter() {
+	fw_cli status | awk -v v="$1" '
+		($1 " " $2) == v { n = $3 } END { print n + 0 }'
+}
+
+# fw_subject_counter NAME "drop default-deny": that subject's packets.
+fw_subject_counter() {
+	fw_cli subjects | awk -v s="$1" -v v="$2" '
+		/^[0-9]/ { cur = $2; next }
+		cur == s {
+			gsub(/^ +/, ""); n = split($0, kv, ",")
+			for (i = 1; i <= n; i++) {
+				split(kv[i], p, "=")
+				if (p[1] == v) c = p[2]
+			}
+		}
+		END { print c + 0 }'
+}
+
+# Clients. Each returns 0 when the exchange completed.
+# fw_http NS URL [TIMEOUT] [CURL ARGS...]
+fw_http() {
+	local ns=$1 url=$2 t=${3:-2}
+	shift 3 2>/dev/null || shift $#
+	fw_ns "$ns" curl -s -o /dev/null -f --connect-timeout "$t" --max-time "$((t + 1))" "$@" "$url"
+}
+
+fw_udp() { # NS HOST PORT [TIMEOUT] [--src ADDR]
+	local ns=$1 host=$2 port=$3 t=${4:-1}
+	shift 4 2>/dev/null || shift $#
+	fw_ns "$ns" "$FW_PY" "$FW_PROBE" udp "$host" "$port" --timeout "$t" "$@"
+}
+
+fw_dns() { fw_ns "$1" "$FW_PY" "$FW_PROBE" dns "$2" --timeout "${3:-1}"; }
+fw_icmp() { fw_ns "$1" "$FW_PY" "$FW_PROBE" icmp "$2" --timeout "${3:-1}"; }
+
+# TAP-like reporting for the tests.
+FW_PASSED=0
+FW_FAILED=0
+
+fw_ok() {
+	echo "ok - $1"
+	FW_PASSED=$((FW_PASSED + 1))
+}
+
+fw_not_ok() {
+	echo "not ok - $1"
+	FW_FAILED=$((FW_FAILED + 1))
+}
+
+# check DESC CMD...: ok when CMD succeeds.
+# A check's own output is kept out of the way and shown only on failure.
+check() {
+	local d=$1
+	shift
+	if "$@" >"$FW_TMP/check.out" 2>&1; then
+		fw_ok "$d"
+	else
+		fw_not_ok "$d"
+		sed 's/^/#   /' "$FW_TMP/check.out"
+	fi
+}
+
+# check_fails DESC CMD...: ok when CMD fails.
+check_fails() {
+	local d=$1
+	shift
+	if "$@" >"$FW_TMP/check.out" 2>&1; then
+		fw_not_ok "$d"
+		sed 's/^/#   /' "$FW_TMP/check.out"
+	else
+		fw_ok "$d"
+	fi
+}
+
+# check_eq DESC GOT WANT
+check_eq() {
+	if [ "$2" = "$3" ]; then fw_ok "$1"; else fw_not_ok "$1 (got '$2', want '$3')"; fi
+}
+
+# check_ge DESC GOT MIN
+check_ge() {
+	if [ "$2" -ge "$3" ]; then fw_ok "$1"; else fw_not_ok "$1 (got $2, want >= $3)"; fi
+}
+
+fw_summary() {
+	echo "$FW_PASSED passed, $FW_FAILED failed"
+	[ "$FW_FAILED" -eq 0 ]
+}

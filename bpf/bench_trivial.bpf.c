@@ -9,9 +9,9 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
-#define TC_ACT_OK 0
+#define TC_ACT_OK   0
 #define TC_ACT_SHOT 2
-#define ETH_P_IP 0x0800
+#define ETH_P_IP    0x0800
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

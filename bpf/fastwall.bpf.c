@@ -34,8 +34,8 @@ static __always_inline __u32 fw_neigh_claim(struct __sk_buff *skb, const struct 
 	if (!s)
 		return FW_DROP_UNKNOWN_SOURCE;
 	*subject = s->id;
-	if (s->state != FW_STATE_ACTIVE)
-		return FW_DROP_DENYING;
+	/* any state: a denying subject still resolves its gateway, so that
+	 * its DNS can be answered NXDOMAIN rather than time out */
 	if (s->ifindex != FW_IFINDEX_ANY && s->ifindex != skb->ifindex)
 		return FW_DROP_SPOOF;
 	return FW_PASS_NEIGH;

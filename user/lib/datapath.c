@@ -565,6 +565,30 @@ int fw_dp_learned_flush(struct fw_dp *dp, __u32 id)
 	return err;
 }
 
+struct sweep_ctx {
+	bool (*drop)(__u32 id, const void *ctx);
+	const void *ctx;
+};
+
+static bool sweep_keep(const void *key, const void *ctx)
+{
+	const struct fw_learned_key *k = key;
+	const struct sweep_ctx *sc = ctx;
+
+	return !sc->drop(k->subject, sc->ctx);
+}
+
+int fw_dp_learned_sweep(struct fw_dp *dp, bool (*drop)(__u32 id, const void *ctx),
+			const void *ctx)
+{
+	struct sweep_ctx sc = { drop, ctx };
+	int err = prune(dp->learned_fd, sizeof(struct fw_learned_key), sweep_keep, &sc);
+
+	if (!err)
+		err = prune(dp->activity_fd, sizeof(struct fw_learned_key), sweep_keep, &sc);
+	return err;
+}
+
 static int percpu_zero(int fd, __u32 key, size_t value_size)
 {
 	int ncpu = libbpf_num_possible_cpus();

@@ -89,6 +89,15 @@ static __u32 alloc_id(struct fw_registry *r)
 	return 0;
 }
 
+/* A learned address whose subject id is not registered was left by a
+ * release that did not finish (a crash between two deletes). */
+static bool orphan_id(__u32 id, const void *ctx)
+{
+	const struct fw_registry *r = ctx;
+
+	return id == 0 || id >= FW_MAX_SUBJECTS || !r->by_id[id];
+}
+
 int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
 {
 	struct fw_ip addr, *prev = NULL;
@@ -131,7 +140,7 @@ int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
 	}
 	if (r->count)
 		fw_info("adopted %zu subjects from pinned maps", r->count);
-	return 0;
+	return fw_dp_learned_sweep(dp, orphan_id, r);
 }
 
 void fw_reg_free(struct fw_registry *r)
@@ -276,9 +285,9 @@ int fw_reg_upsert(struct fw_registry *r, const struct fw_static_subject *spec,
 	e->naddrs = spec->naddrs;
 	build_ksub(&e->ksub, id, spec);
 
+	/* a free id has nothing learned: release_id() flushed it, and
+	 * fw_reg_init() swept what an interrupted release left behind */
 	err = fw_dp_subject_reset(r->dp, id);
-	if (!err)
-		err = fw_dp_learned_flush(r->dp, id);
 	if (!err)
 		err = fw_dp_rules_swap(r->dp, id, c, n);
 	if (!err)

@@ -10,7 +10,7 @@
 #include "common.h"
 
 #define FW_PARSE_OK	FW_REASON_MAX
-#define FW_PARSE_ARP (FW_REASON_MAX + 1) /* pkt->src holds the sender address */
+#define FW_PARSE_ARP	(FW_REASON_MAX + 1) /* pkt->src holds the sender address */
 #define FW_IPV6_MAX_EXT 8
 
 struct fw_pkt {

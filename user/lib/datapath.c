@@ -578,10 +578,9 @@ static bool sweep_keep(const void *key, const void *ctx)
 	return !sc->drop(k->subject, sc->ctx);
 }
 
-int fw_dp_learned_sweep(struct fw_dp *dp, bool (*drop)(__u32 id, const void *ctx),
-			const void *ctx)
+int fw_dp_learned_sweep(struct fw_dp *dp, bool (*drop)(__u32 id, const void *ctx), const void *ctx)
 {
-	struct sweep_ctx sc = { drop, ctx };
+	struct sweep_ctx sc = {drop, ctx};
 	int err = prune(dp->learned_fd, sizeof(struct fw_learned_key), sweep_keep, &sc);
 
 	if (!err)

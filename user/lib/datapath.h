@@ -73,8 +73,7 @@ int fw_dp_learned_flush(struct fw_dp *dp, __u32 id);
 
 /* Deletes the learned addresses (and activity) of every subject id for
  * which drop() says so; one walk of the map. */
-int fw_dp_learned_sweep(struct fw_dp *dp, bool (*drop)(__u32 id, const void *ctx),
-			const void *ctx);
+int fw_dp_learned_sweep(struct fw_dp *dp, bool (*drop)(__u32 id, const void *ctx), const void *ctx);
 
 /* Zeroes the per-subject counters and event budget of id (on id reuse). */
 int fw_dp_subject_reset(struct fw_dp *dp, __u32 id);

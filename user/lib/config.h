@@ -24,11 +24,6 @@ enum fw_doh_mode {
 	FW_DOH_STRICT, /* block all TCP 443 */
 };
 
-struct fw_prefix {
-	struct fw_ip net;
-	__u32 plen; /* over 128 bits */
-};
-
 struct fw_static_subject {
 	char name[FW_NAME_LEN];
 	struct fw_ip addrs[FW_SUBJECT_MAX_ADDRS];

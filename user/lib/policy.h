@@ -14,6 +14,11 @@
 #define FW_POLICY_MAX_PORTS 256
 #define FW_DOMAIN_MAX	    253
 
+struct fw_prefix {
+	struct fw_ip net;
+	__u32 plen; /* over 128 bits */
+};
+
 enum fw_target_kind {
 	FW_TARGET_IP = 1,   /* a single address (full-length prefix) */
 	FW_TARGET_CIDR,	    /* a prefix, host bits cleared */

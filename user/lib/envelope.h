@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The Sandbox Actions envelope (sandbox.fast.io/actions/v1) and the JSON
+ * policy string it carries: parsing and validation exactly as
+ * ../shared/reference/actions-protocol.md orders them. Parsers of untrusted
+ * bytes: every length is bounded. Functions return 0 or a negative errno;
+ * on -EINVAL, reason holds the text that follows "invalid action envelope: ". */
+#ifndef FW_ENVELOPE_H
+#define FW_ENVELOPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "fastwall.h"
+#include "policy.h"
+
+#define FW_API_VERSION "sandbox.fast.io/actions/v1"
+#define FW_ENV_STR 256	      /* longest uid, name, fence field we keep */
+#define FW_ENV_BODY_MAX (1 << 20) /* 1 MiB request cap */
+
+enum fw_operation {
+	FW_OP_SET_BINDING = 1,
+	FW_OP_LIFECYCLE_HOOK,
+	FW_OP_REMOVE_BINDING,
+};
+
+enum fw_hook {
+	FW_HOOK_RUNTIME_READY = 1,   /* sandbox.runtime-ready */
+	FW_HOOK_DATA_PLANE_READY,    /* sandbox.data-plane-ready */
+};
+
+struct fw_envelope {
+	enum fw_operation op;
+	char invocation_id[FW_ENV_STR];
+	char uid[FW_ENV_STR];
+	char name[FW_ENV_STR];
+	char ns[FW_ENV_STR];
+	/* revision */
+	__u64 spec_generation;
+	__u64 route_generation;
+	char runtime_instance_id[FW_ENV_STR];
+	char attachment_id[FW_ENV_STR];
+	/* attachment.network; has_* false when absent or empty */
+	bool has_ip, has_gateway, has_private_cidr;
+	struct fw_ip ip;
+	enum fw_family ip_family;
+	struct fw_ip gateway;
+	struct fw_prefix private_cidr;
+	char host_veth[FW_ENV_STR]; /* "" when absent */
+	/* binding (SET_BINDING) */
+	bool has_binding;
+	bool input_null;  /* binding.input was JSON null */
+	char *input;	  /* binding.input string (malloc'd), NULL when null/absent */
+	size_t input_len;
+	/* hook (LIFECYCLE_HOOK) */
+	enum fw_hook hook;
+	__u64 hook_sequence;
+};
+
+/* Parses and validates body (not NUL-terminated, at most FW_ENV_BODY_MAX).
+ * Order: JSON well-formed, apiVersion, sandbox.uid, per-operation fields,
+ * then revision.runtimeInstanceId and revision.attachmentId. Types are
+ * checked (a string where a string is due, generations non-negative
+ * integers), a bad IP or CIDR is an error, unknown fields are ignored. */
+int fw_envelope_parse(const char *body, size_t len, struct fw_envelope *env, char *reason,
+		      size_t reason_len);
+void fw_envelope_free(struct fw_envelope *env);
+
+/* The policy JSON string of binding.input or of a policy push: trimmed;
+ * exactly "", "null" and "{}" mean default deny with no rules; otherwise a
+ * JSON object with optional "defaultAction" (string) and "egress" (array of
+ * objects with "action", "target" and optional "ports"), per
+ * egress-policy.md; unknown keys ignored. On -EINVAL err says what. */
+int fw_policy_from_json(const char *s, size_t len, struct fw_policy *p, char *err,
+			size_t errlen);
+/* Serialises p as the policy JSON object (malloc'd string, caller frees). */
+char *fw_policy_to_json(const struct fw_policy *p);
+
+/* Policy push semantics (credential-push.md): merge replaces rules with the
+ * same target in place, within one patch the first rule per target wins,
+ * new targets are appended, defaultAction is kept; removal is by target
+ * and idempotent. */
+int fw_policy_merge(struct fw_policy *dst, const struct fw_policy *patch);
+int fw_policy_remove_targets(struct fw_policy *p, const char *const *targets, size_t n);
+
+#endif /* FW_ENVELOPE_H */

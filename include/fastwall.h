@@ -272,6 +272,8 @@ struct fw_subject_meta {
 	__u32 origin;		/* enum fw_origin */
 	__u32 pad;
 	char ifname[16]; /* host interface by name; "" = none */
+	__u64 fence_hash;      /* (runtimeInstanceId, attachmentId); 0 = static */
+	__u64 spec_generation; /* of the binding that set the policy */
 };
 
 #ifndef __VMLINUX_H__
@@ -285,7 +287,7 @@ _Static_assert(sizeof(struct fw_flow_key) == 40, "fw_flow_key");
 _Static_assert(sizeof(struct fw_frag_key) == 40, "fw_frag_key");
 _Static_assert(sizeof(struct fw_config) == 32, "fw_config");
 _Static_assert(sizeof(struct fw_event) == 72, "fw_event");
-_Static_assert(sizeof(struct fw_subject_meta) == 168, "fw_subject_meta");
+_Static_assert(sizeof(struct fw_subject_meta) == 184, "fw_subject_meta");
 #endif
 
 #endif /* FASTWALL_H */

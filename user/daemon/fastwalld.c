@@ -130,14 +130,13 @@ static int on_event(void *ctx, void *data, size_t len)
 	struct fw_daemon *d = ctx;
 	const struct fw_event *ev = data;
 	char src[FW_ADDR_STRLEN], dst[FW_ADDR_STRLEN], ifname[IF_NAMESIZE] = "?";
-	const char *name = "-";
-	struct fw_entry *e;
+	char name[FW_NAME_LEN];
 
 	if (len < sizeof(*ev) || ev->type != FW_EVENT_DROP)
 		return 0;
-	e = ev->subject < FW_MAX_SUBJECTS ? d->reg.by_id[ev->subject] : NULL;
-	if (e)
-		name = e->meta.name;
+	fw_reg_name_of(&d->reg, ev->subject, name, sizeof(name));
+	if (!name[0])
+		snprintf(name, sizeof(name), "-");
 	if_indextoname(ev->ifindex, ifname);
 	fw_addr_str(&ev->src, src, sizeof(src));
 	fw_addr_str(&ev->dst, dst, sizeof(dst));
@@ -206,7 +205,6 @@ static void reload(struct fw_daemon *d)
 		ret = fw_reg_sync_static(&d->reg, &next, false);
 	fw_cfg_free(&d->cfg);
 	d->cfg = next;
-	d->reg.overlay = &d->cfg.overlay;
 	if (!d->level_forced)
 		fw_log_level = d->cfg.log_level;
 	attach_all(d);
@@ -342,7 +340,7 @@ static int run(struct fw_daemon *d)
 		fw_err("can't set up the event loop: %s", strerror(errno));
 		return FW_EXIT_FAILURE;
 	}
-	fw_info("fastwalld ready: %zu subjects, config %s", d->reg.count, d->config_path);
+	fw_info("fastwalld ready: %zu subjects, config %s", fw_reg_count(&d->reg), d->config_path);
 
 	while (!d->stop) {
 		struct epoll_event evs[8];

@@ -1,5 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* The subject registry. See subjects.h. */
+/* The subject registry. See subjects.h.
+ *
+ * Locking: r->lock guards the name table, by_id, id reservations, every
+ * entry's refs, addrs and naddrs, and all writes to fastwall_dispatch (an
+ * address changes owner only under it). e->op serialises the changes to
+ * one subject; kernel work other than dispatch (rule tries, learned
+ * flushes) runs under e->op alone, so subjects proceed in parallel. */
 #include <errno.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -25,9 +31,11 @@ static __u64 fnv(__u64 h, const void *data, size_t len)
 	return h;
 }
 
+#define FNV_BASIS 0xcbf29ce484222325ull
+
 __u64 fw_binding_hash(const struct fw_static_subject *spec)
 {
-	__u64 h = 0xcbf29ce484222325ull;
+	__u64 h = FNV_BASIS;
 
 	h = fnv(h, spec->addrs, sizeof(spec->addrs[0]) * spec->naddrs);
 	h = fnv(h, spec->ifname, strnlen(spec->ifname, sizeof(spec->ifname)));
@@ -40,6 +48,20 @@ __u64 fw_binding_hash(const struct fw_static_subject *spec)
 			h = fnv(h, &spec->private_net[f], sizeof(spec->private_net[f]));
 	}
 	return h;
+}
+
+__u64 fw_fence_hash(const char *runtime_instance_id, const char *attachment_id)
+{
+	/* the NUL keeps ("ab", "c") apart from ("a", "bc") */
+	__u64 h = fnv(FNV_BASIS, runtime_instance_id, strlen(runtime_instance_id) + 1);
+
+	h = fnv(h, attachment_id, strlen(attachment_id));
+	return h ? h : 1; /* 0 means "no fence" */
+}
+
+static unsigned int bucket(const char *name)
+{
+	return (unsigned int)(fnv(FNV_BASIS, name, strnlen(name, FW_NAME_LEN)) % FW_REG_BUCKETS);
 }
 
 static __u32 resolve_ifindex(const char *ifname)
@@ -70,22 +92,53 @@ static void build_ksub(struct fw_subject *k, __u32 id, const struct fw_static_su
 	}
 }
 
-struct fw_entry *fw_reg_find(struct fw_registry *r, const char *name)
+static struct fw_entry *lookup_locked(struct fw_registry *r, const char *name)
 {
-	for (__u32 id = 1; id < FW_MAX_SUBJECTS; id++) {
-		struct fw_entry *e = r->by_id[id];
+	struct fw_entry *e;
 
-		if (e && strncmp(e->meta.name, name, FW_NAME_LEN) == 0)
+	for (e = r->names[bucket(name)]; e; e = e->next)
+		if (strncmp(e->meta.name, name, FW_NAME_LEN) == 0)
 			return e;
-	}
 	return NULL;
 }
 
-static __u32 alloc_id(struct fw_registry *r)
+static struct fw_entry *entry_new(struct fw_registry *r, const char *name)
 {
-	for (__u32 id = 1; id < FW_MAX_SUBJECTS; id++)
-		if (!r->by_id[id])
+	struct fw_entry *e = calloc(1, sizeof(*e));
+	unsigned int b;
+
+	if (!e)
+		return NULL;
+	pthread_mutex_init(&e->op, NULL);
+	snprintf(e->meta.name, sizeof(e->meta.name), "%s", name);
+	b = bucket(e->meta.name);
+	e->next = r->names[b];
+	r->names[b] = e;
+	return e;
+}
+
+static void entry_unlink_locked(struct fw_registry *r, struct fw_entry *e)
+{
+	struct fw_entry **pp;
+
+	for (pp = &r->names[bucket(e->meta.name)]; *pp; pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
+			break;
+		}
+	}
+	pthread_mutex_destroy(&e->op);
+	free(e);
+}
+
+static __u32 reserve_id_locked(struct fw_registry *r)
+{
+	for (__u32 id = 1; id < FW_MAX_SUBJECTS; id++) {
+		if (!r->id_reserved[id]) {
+			r->id_reserved[id] = true;
 			return id;
+		}
+	}
 	return 0;
 }
 
@@ -106,20 +159,30 @@ int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
 	__u32 id, *prev_id = NULL;
 
 	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->lock, NULL);
+	fw_policy_init(&r->overlay);
 	r->dp = dp;
 
 	while (bpf_map_get_next_key(dp->meta_fd, prev_id, &id) == 0) {
+		struct fw_entry *e;
+
 		prev_id = &id;
 		if (id == 0 || id >= FW_MAX_SUBJECTS || r->by_id[id])
 			continue;
 		if (bpf_map_lookup_elem(dp->meta_fd, &id, &meta))
 			continue;
-		r->by_id[id] = calloc(1, sizeof(struct fw_entry));
-		if (!r->by_id[id])
+		meta.name[FW_NAME_LEN - 1] = '\0';
+		meta.ifname[sizeof(meta.ifname) - 1] = '\0';
+		if (lookup_locked(r, meta.name))
+			continue; /* a duplicate name: the first one wins */
+		e = entry_new(r, meta.name);
+		if (!e)
 			return -ENOMEM;
-		r->by_id[id]->id = id;
-		r->by_id[id]->meta = meta;
-		r->by_id[id]->adopted = true;
+		e->id = id;
+		e->meta = meta;
+		e->adopted = true;
+		r->by_id[id] = e;
+		r->id_reserved[id] = true;
 		r->count++;
 	}
 	while (bpf_map_get_next_key(dp->dispatch_fd, prev, &addr) == 0) {
@@ -145,11 +208,96 @@ int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
 
 void fw_reg_free(struct fw_registry *r)
 {
-	for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++) {
-		free(r->by_id[id]);
-		r->by_id[id] = NULL;
+	if (!r->dp)
+		return;
+	for (int b = 0; b < FW_REG_BUCKETS; b++) {
+		while (r->names[b]) {
+			struct fw_entry *e = r->names[b];
+
+			r->names[b] = e->next;
+			pthread_mutex_destroy(&e->op);
+			free(e);
+		}
 	}
-	r->count = 0;
+	fw_policy_free(&r->overlay);
+	pthread_mutex_destroy(&r->lock);
+	memset(r, 0, sizeof(*r));
+}
+
+struct fw_entry *fw_reg_get(struct fw_registry *r, const char *name, bool create)
+{
+	struct fw_entry *e;
+
+	if (!name[0] || strnlen(name, FW_NAME_LEN) >= FW_NAME_LEN)
+		return NULL;
+	pthread_mutex_lock(&r->lock);
+	e = lookup_locked(r, name);
+	if (!e && create)
+		e = entry_new(r, name);
+	if (e)
+		e->refs++;
+	pthread_mutex_unlock(&r->lock);
+	if (e)
+		pthread_mutex_lock(&e->op);
+	return e;
+}
+
+void fw_reg_put(struct fw_registry *r, struct fw_entry *e)
+{
+	pthread_mutex_unlock(&e->op);
+	pthread_mutex_lock(&r->lock);
+	if (--e->refs == 0 && e->id == 0 && !e->priv)
+		entry_unlink_locked(r, e);
+	pthread_mutex_unlock(&r->lock);
+}
+
+struct fw_entry *fw_reg_find(struct fw_registry *r, const char *name)
+{
+	struct fw_entry *e;
+
+	pthread_mutex_lock(&r->lock);
+	e = lookup_locked(r, name);
+	pthread_mutex_unlock(&r->lock);
+	return e;
+}
+
+int fw_reg_set_overlay(struct fw_registry *r, const struct fw_policy *overlay)
+{
+	struct fw_policy copy, old;
+	int err;
+
+	fw_policy_init(&copy);
+	if (overlay) {
+		err = fw_policy_copy(&copy, overlay);
+		if (err)
+			return err;
+	}
+	pthread_mutex_lock(&r->lock);
+	old = r->overlay;
+	r->overlay = copy;
+	pthread_mutex_unlock(&r->lock);
+	fw_policy_free(&old);
+	return 0;
+}
+
+void fw_reg_name_of(struct fw_registry *r, __u32 id, char *buf, size_t len)
+{
+	pthread_mutex_lock(&r->lock);
+	if (id < FW_MAX_SUBJECTS && r->by_id[id])
+		snprintf(buf, len, "%s", r->by_id[id]->meta.name);
+	else if (len)
+		buf[0] = '\0';
+	pthread_mutex_unlock(&r->lock);
+}
+
+size_t fw_reg_count(struct fw_registry *r)
+{
+	size_t n;
+
+	pthread_mutex_lock(&r->lock);
+	n = r->count;
+	pthread_mutex_unlock(&r->lock);
+	return n;
 }
 
 static bool has_addr(const struct fw_ip *addrs, size_t n, const struct fw_ip *a)
@@ -160,75 +308,254 @@ static bool has_addr(const struct fw_ip *addrs, size_t n, const struct fw_ip *a)
 	return false;
 }
 
-/* Drops the kernel state of id except dispatch entries, which the caller
- * handles (they may have moved to a new owner). */
-static int release_id(struct fw_registry *r, struct fw_entry *e)
+static void drop_addr_locked(struct fw_entry *o, const struct fw_ip *a)
 {
-	struct fw_dp *dp = r->dp;
-	int err, ret = 0;
-
-	err = fw_dp_rules_clear(dp, e->id);
-	if (err)
-		ret = err;
-	err = fw_dp_learned_flush(dp, e->id);
-	if (err && !ret)
-		ret = err;
-	err = fw_dp_meta_del(dp, e->id);
-	if (err && !ret)
-		ret = err;
-	if (ret) {
-		fw_err("subject %s: can't release id %u: %s", e->meta.name, e->id, strerror(-ret));
-		return ret;
-	}
-	r->by_id[e->id] = NULL;
-	r->count--;
-	free(e);
-	return 0;
-}
-
-int fw_reg_remove(struct fw_registry *r, struct fw_entry *e)
-{
-	int err;
-
-	for (size_t i = 0; i < e->naddrs; i++) {
-		err = fw_dp_dispatch_del(r->dp, &e->addrs[i], e->id);
-		if (err) {
-			fw_err("subject %s: can't remove dispatch: %s", e->meta.name,
-			       strerror(-err));
-			return err;
+	for (size_t i = 0; i < o->naddrs; i++) {
+		if (memcmp(&o->addrs[i], a, sizeof(*a)) == 0) {
+			o->addrs[i] = o->addrs[--o->naddrs];
+			return;
 		}
 	}
-	e->naddrs = 0;
-	fw_info("subject %s: removed (id %u)", e->meta.name, e->id);
-	return release_id(r, e);
 }
 
-static int put_dispatch(struct fw_registry *r, const struct fw_ip *addrs, size_t n,
-			const struct fw_subject *ks)
+/* Points addrs at ks. An address another subject holds is taken over
+ * (a new binding of an IP wins), and leaves that subject's list, so the
+ * old subject's later updates or removal never touch it again. */
+static int claim_addrs_locked(struct fw_registry *r, struct fw_entry *e, const struct fw_ip *addrs,
+			      size_t n, const struct fw_subject *ks)
 {
 	for (size_t i = 0; i < n; i++) {
-		int err = fw_dp_dispatch_put(r->dp, &addrs[i], ks);
+		struct fw_subject prev;
+		int err;
 
+		if (bpf_map_lookup_elem(r->dp->dispatch_fd, &addrs[i], &prev) == 0 &&
+		    prev.id != ks->id && prev.id < FW_MAX_SUBJECTS && r->by_id[prev.id] &&
+		    r->by_id[prev.id] != e) {
+			fw_info("address %s moves from %s to %s",
+				fw_addr_str(&addrs[i], (char[FW_ADDR_STRLEN]){ 0 }, FW_ADDR_STRLEN),
+				r->by_id[prev.id]->meta.name, e->meta.name);
+			drop_addr_locked(r->by_id[prev.id], &addrs[i]);
+		}
+		err = fw_dp_dispatch_put(r->dp, &addrs[i], ks);
 		if (err)
 			return err;
 	}
 	return 0;
 }
 
-int fw_reg_upsert(struct fw_registry *r, const struct fw_static_subject *spec,
-		  enum fw_origin origin, bool *changed)
+/* Drops the kernel state of id other than dispatch (rules, learned
+ * addresses, metadata), then frees the id. */
+static int release_id(struct fw_registry *r, __u32 id, const char *name)
 {
-	struct fw_entry *old = fw_reg_find(r, spec->name), *e = NULL;
-	struct fw_compiled *c = NULL;
+	struct fw_dp *dp = r->dp;
+	int err, ret = 0;
+
+	err = fw_dp_rules_clear(dp, id);
+	if (err)
+		ret = err;
+	err = fw_dp_learned_flush(dp, id);
+	if (err && !ret)
+		ret = err;
+	err = fw_dp_meta_del(dp, id);
+	if (err && !ret)
+		ret = err;
+	if (ret) {
+		fw_err("subject %s: can't release id %u: %s", name, id, strerror(-ret));
+		return ret;
+	}
+	pthread_mutex_lock(&r->lock);
+	if (r->by_id[id] && r->by_id[id]->id != id)
+		r->by_id[id] = NULL;
+	r->id_reserved[id] = false;
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+}
+
+int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
+{
+	__u32 id = e->id;
+	int err = 0;
+
+	if (!id)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < e->naddrs && !err; i++)
+		err = fw_dp_dispatch_del(r->dp, &e->addrs[i], id);
+	if (!err) {
+		e->naddrs = 0;
+		r->by_id[id] = NULL;
+		r->count--;
+		e->id = 0;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (err) {
+		fw_err("subject %s: can't remove dispatch: %s", e->meta.name, strerror(-err));
+		return err;
+	}
+	err = release_id(r, id, e->meta.name);
+	if (err) {
+		/* keep the id reserved: the retry of the removal finishes it */
+		return err;
+	}
+	fw_info("subject %s: removed (id %u)", e->meta.name, id);
+	memset(&e->ksub, 0, sizeof(e->ksub));
+	e->meta.binding_hash = e->meta.policy_hash = e->meta.fence_hash = 0;
+	e->adopted = false;
+	return 0;
+}
+
+/* Same identity: swap rules and update the binding in place. */
+static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
+			  const struct fw_static_subject *spec, const struct fw_compiled *c, size_t n,
+			  __u64 phash, __u64 bhash, bool *changed)
+{
 	struct fw_subject ks;
-	__u64 bhash, phash;
-	size_t n = 0;
-	__u32 id;
+	int err = 0;
+
+	if (e->meta.policy_hash != phash) {
+		err = fw_dp_rules_swap(r->dp, e->id, c, n);
+		if (err)
+			return err;
+		e->meta.policy_hash = phash;
+		*changed = true;
+	}
+	build_ksub(&ks, e->id, spec);
+
+	pthread_mutex_lock(&r->lock);
+	if (e->meta.binding_hash != bhash) {
+		/* new addresses first, then the ones that went: the subject is
+		 * reachable by dispatch throughout */
+		struct fw_ip old[FW_SUBJECT_MAX_ADDRS];
+		size_t nold = e->naddrs;
+
+		memcpy(old, e->addrs, sizeof(old[0]) * nold);
+		err = claim_addrs_locked(r, e, spec->addrs, spec->naddrs, &ks);
+		if (!err) {
+			for (size_t i = 0; i < nold; i++)
+				if (!has_addr(spec->addrs, spec->naddrs, &old[i]))
+					fw_dp_dispatch_del(r->dp, &old[i], e->id);
+			memcpy(e->addrs, spec->addrs, sizeof(spec->addrs[0]) * spec->naddrs);
+			e->naddrs = spec->naddrs;
+			e->ksub = ks;
+			*changed = true;
+		}
+	} else if (memcmp(&ks, &e->ksub, sizeof(ks)) != 0) {
+		err = claim_addrs_locked(r, e, e->addrs, e->naddrs, &ks);
+		if (!err) {
+			e->ksub = ks;
+			*changed = true;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (err)
+		return err;
+	e->meta.binding_hash = bhash;
+	snprintf(e->meta.ifname, sizeof(e->meta.ifname), "%s", spec->ifname);
+	return 0;
+}
+
+/* New identity: a fresh id, written completely before dispatch points at
+ * it, then the old id (if any) released. */
+static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
+			const struct fw_static_subject *spec, const struct fw_compiled *c, size_t n,
+			struct fw_subject_meta *meta)
+{
+	struct fw_ip old[FW_SUBJECT_MAX_ADDRS];
+	struct fw_subject ks;
+	__u32 id, old_id;
+	size_t nold;
 	int err;
 
-	if (changed)
-		*changed = false;
-	err = fw_policy_compile(r->overlay, &spec->policy, &c, &n);
+	pthread_mutex_lock(&r->lock);
+	id = reserve_id_locked(r);
+	pthread_mutex_unlock(&r->lock);
+	if (!id) {
+		fw_err("subject %s: no free subject id (limit %u)", spec->name,
+		       FW_MAX_SUBJECTS - 1);
+		return -ENOSPC;
+	}
+	/* a free id has nothing learned: release_id() flushed it, and
+	 * fw_reg_init() swept what an interrupted release left behind */
+	err = fw_dp_subject_reset(r->dp, id);
+	if (!err)
+		err = fw_dp_rules_swap(r->dp, id, c, n);
+	if (!err)
+		err = fw_dp_meta_put(r->dp, id, meta);
+	if (err)
+		goto undo;
+	build_ksub(&ks, id, spec);
+
+	pthread_mutex_lock(&r->lock);
+	err = claim_addrs_locked(r, e, spec->addrs, spec->naddrs, &ks);
+	if (err) {
+		/* some addresses may point at the new id: retry converges */
+		pthread_mutex_unlock(&r->lock);
+		fw_err("subject %s: can't program dispatch: %s", spec->name, strerror(-err));
+		goto undo_dispatch;
+	}
+	old_id = e->id;
+	nold = e->naddrs;
+	memcpy(old, e->addrs, sizeof(old[0]) * nold);
+	for (size_t i = 0; i < nold && old_id; i++)
+		if (!has_addr(spec->addrs, spec->naddrs, &old[i]))
+			fw_dp_dispatch_del(r->dp, &old[i], old_id);
+	if (old_id)
+		r->by_id[old_id] = NULL;
+	else
+		r->count++;
+	r->by_id[id] = e;
+	e->id = id;
+	e->ksub = ks;
+	memcpy(e->addrs, spec->addrs, sizeof(spec->addrs[0]) * spec->naddrs);
+	e->naddrs = spec->naddrs;
+	pthread_mutex_unlock(&r->lock);
+
+	e->meta = *meta;
+	e->adopted = false;
+	if (old_id) {
+		fw_info("subject %s: rebound (id %u -> %u)", spec->name, old_id, id);
+		return release_id(r, old_id, spec->name);
+	}
+	fw_info("subject %s: added (id %u, %s)", spec->name, id,
+		spec->state == FW_STATE_ACTIVE ? "active" : "denying");
+	return 0;
+
+undo_dispatch:
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < spec->naddrs; i++)
+		fw_dp_dispatch_del(r->dp, &spec->addrs[i], id);
+	pthread_mutex_unlock(&r->lock);
+undo:
+	fw_dp_rules_clear(r->dp, id);
+	fw_dp_meta_del(r->dp, id);
+	pthread_mutex_lock(&r->lock);
+	r->id_reserved[id] = false;
+	pthread_mutex_unlock(&r->lock);
+	return err;
+}
+
+int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_static_subject *spec,
+		 enum fw_origin origin, __u64 fence_hash, bool *changed)
+{
+	struct fw_subject_meta meta = {};
+	struct fw_compiled *c = NULL;
+	struct fw_policy overlay;
+	__u64 bhash, phash;
+	bool dummy, same;
+	size_t n = 0;
+	int err;
+
+	if (!changed)
+		changed = &dummy;
+	*changed = false;
+
+	fw_policy_init(&overlay);
+	pthread_mutex_lock(&r->lock);
+	err = fw_policy_copy(&overlay, &r->overlay);
+	pthread_mutex_unlock(&r->lock);
+	if (!err)
+		err = fw_policy_compile(&overlay, &spec->policy, &c, &n);
+	fw_policy_free(&overlay);
 	if (err) {
 		fw_err("subject %s: can't compile policy: %s", spec->name, strerror(-err));
 		return err;
@@ -236,149 +563,208 @@ int fw_reg_upsert(struct fw_registry *r, const struct fw_static_subject *spec,
 	phash = fw_compiled_hash(c, n);
 	bhash = fw_binding_hash(spec);
 
-	if (old && old->meta.binding_hash == bhash) {
-		/* same binding: policy swap in place, learned addresses stay */
-		old->adopted = false;
-		if (old->meta.policy_hash != phash) {
-			err = fw_dp_rules_swap(r->dp, old->id, c, n);
-			if (err)
-				goto out;
-			old->meta.policy_hash = phash;
-			if (changed)
-				*changed = true;
+	same = e->id && (fence_hash ? e->meta.fence_hash == fence_hash
+				    : !e->meta.fence_hash && e->meta.binding_hash == bhash);
+	if (same) {
+		err = apply_in_place(r, e, spec, c, n, phash, bhash, changed);
+		if (!err) {
+			bool meta_changed = e->adopted || e->meta.origin != (__u32)origin ||
+					    *changed;
+
+			e->adopted = false;
+			e->meta.origin = origin;
+			if (meta_changed)
+				err = fw_dp_meta_put(r->dp, e->id, &e->meta);
 		}
-		build_ksub(&ks, old->id, spec);
-		if (memcmp(&ks, &old->ksub, sizeof(ks)) != 0) {
-			err = put_dispatch(r, old->addrs, old->naddrs, &ks);
-			if (err)
-				goto out;
-			old->ksub = ks;
-			if (changed)
-				*changed = true;
-		}
-		old->meta.origin = origin;
-		err = fw_dp_meta_put(r->dp, old->id, &old->meta);
 		goto out;
 	}
 
-	/* new subject, or a rebind: a fresh id, so nothing learned under the
-	 * old binding can pass under the new one */
-	id = alloc_id(r);
-	if (!id) {
-		fw_err("subject %s: no free subject id (limit %u)", spec->name,
-		       FW_MAX_SUBJECTS - 1);
-		err = -ENOSPC;
-		goto out;
-	}
-	e = calloc(1, sizeof(*e));
-	if (!e) {
-		err = -ENOMEM;
-		goto out;
-	}
-	e->id = id;
-	snprintf(e->meta.name, sizeof(e->meta.name), "%s", spec->name);
-	snprintf(e->meta.ifname, sizeof(e->meta.ifname), "%s", spec->ifname);
-	e->meta.binding_hash = bhash;
-	e->meta.policy_hash = phash;
-	e->meta.origin = origin;
-	memcpy(e->addrs, spec->addrs, sizeof(spec->addrs[0]) * spec->naddrs);
-	e->naddrs = spec->naddrs;
-	build_ksub(&e->ksub, id, spec);
-
-	/* a free id has nothing learned: release_id() flushed it, and
-	 * fw_reg_init() swept what an interrupted release left behind */
-	err = fw_dp_subject_reset(r->dp, id);
+	snprintf(meta.name, sizeof(meta.name), "%s", spec->name);
+	snprintf(meta.ifname, sizeof(meta.ifname), "%s", spec->ifname);
+	meta.binding_hash = bhash;
+	meta.policy_hash = phash;
+	meta.origin = origin;
+	meta.fence_hash = fence_hash;
+	err = apply_new_id(r, e, spec, c, n, &meta);
 	if (!err)
-		err = fw_dp_rules_swap(r->dp, id, c, n);
-	if (!err)
-		err = fw_dp_meta_put(r->dp, id, &e->meta);
-	if (err)
-		goto undo;
-	r->by_id[id] = e;
-	r->count++;
-	err = put_dispatch(r, e->addrs, e->naddrs, &e->ksub);
-	if (err) {
-		/* leave what was written for the retry; dispatch is all or part */
-		fw_err("subject %s: can't program dispatch: %s", spec->name, strerror(-err));
-		goto out;
-	}
-	if (changed)
 		*changed = true;
-	if (old) {
-		for (size_t i = 0; i < old->naddrs; i++) {
-			if (has_addr(e->addrs, e->naddrs, &old->addrs[i]))
-				continue;
-			fw_dp_dispatch_del(r->dp, &old->addrs[i], old->id);
-		}
-		fw_info("subject %s: rebound (id %u -> %u)", spec->name, old->id, id);
-		err = release_id(r, old);
-	} else {
-		fw_info("subject %s: added (id %u, %s)", spec->name, id,
-			spec->state == FW_STATE_ACTIVE ? "active" : "denying");
-	}
-	goto out;
-
-undo:
-	fw_dp_rules_clear(r->dp, id);
-	fw_dp_meta_del(r->dp, id);
-	free(e);
 out:
 	free(c);
 	return err;
 }
 
+int fw_reg_upsert(struct fw_registry *r, const struct fw_static_subject *spec,
+		  enum fw_origin origin, bool *changed)
+{
+	struct fw_entry *e = fw_reg_get(r, spec->name, true);
+	int err;
+
+	if (!e)
+		return -ENOMEM;
+	err = fw_reg_apply(r, e, spec, origin, 0, changed);
+	fw_reg_put(r, e);
+	return err;
+}
+
+/* Names of the entries pick() selects, copied under the lock so the
+ * caller can work on each without holding it. */
+static char (*collect(struct fw_registry *r, bool (*pick)(const struct fw_entry *e, const void *ctx),
+		      const void *ctx, size_t *n))[FW_NAME_LEN]
+{
+	char(*names)[FW_NAME_LEN] = NULL;
+	size_t cap = 0;
+
+	*n = 0;
+	pthread_mutex_lock(&r->lock);
+	for (int b = 0; b < FW_REG_BUCKETS; b++) {
+		for (struct fw_entry *e = r->names[b]; e; e = e->next) {
+			if (!pick(e, ctx))
+				continue;
+			if (*n == cap) {
+				size_t ncap = cap ? cap * 2 : 64;
+				char(*grown)[FW_NAME_LEN] = realloc(names, ncap * FW_NAME_LEN);
+
+				if (!grown)
+					goto out;
+				names = grown;
+				cap = ncap;
+			}
+			memcpy(names[(*n)++], e->meta.name, FW_NAME_LEN);
+		}
+	}
+out:
+	pthread_mutex_unlock(&r->lock);
+	return names;
+}
+
+static bool pick_static(const struct fw_entry *e, const void *ctx)
+{
+	(void)ctx;
+	return e->id && e->meta.origin == FW_ORIGIN_STATIC;
+}
+
 int fw_reg_sync_static(struct fw_registry *r, const struct fw_cfg *cfg, bool prune_adopted)
 {
+	char(*names)[FW_NAME_LEN];
 	int err, ret = 0;
+	size_t n;
 
-	r->overlay = &cfg->overlay;
+	err = fw_reg_set_overlay(r, &cfg->overlay);
+	if (err)
+		return err;
 	for (size_t i = 0; i < cfg->nsubjects; i++) {
-		err = fw_reg_upsert(r, &cfg->subjects[i], FW_ORIGIN_STATIC, NULL);
-		if (err && !ret)
-			ret = err;
+		struct fw_entry *e = fw_reg_get(r, cfg->subjects[i].name, true);
+
+		if (!e) {
+			ret = ret ? ret : -ENOMEM;
+			continue;
+		}
+		if (e->id && e->meta.origin != FW_ORIGIN_STATIC && !e->adopted) {
+			fw_err("static subject %s: the name is held by a protocol subject",
+			       cfg->subjects[i].name);
+			ret = ret ? ret : -EEXIST;
+		} else {
+			err = fw_reg_apply(r, e, &cfg->subjects[i], FW_ORIGIN_STATIC, 0, NULL);
+			if (err && !ret)
+				ret = err;
+		}
+		fw_reg_put(r, e);
 	}
-	for (__u32 id = 1; id < FW_MAX_SUBJECTS; id++) {
-		struct fw_entry *e = r->by_id[id];
+
+	names = collect(r, pick_static, NULL, &n);
+	for (size_t i = 0; i < n; i++) {
 		bool wanted = false;
+		struct fw_entry *e;
+
+		for (size_t j = 0; j < cfg->nsubjects && !wanted; j++)
+			wanted = strncmp(cfg->subjects[j].name, names[i], FW_NAME_LEN) == 0;
+		e = fw_reg_get(r, names[i], false);
+		if (!e)
+			continue;
+		/* apply() confirmed every wanted subject; what is still
+		 * adopted here nobody has claimed */
+		if (e->id && e->meta.origin == FW_ORIGIN_STATIC &&
+		    (e->adopted ? prune_adopted : !wanted)) {
+			err = fw_reg_unbind(r, e);
+			if (err && !ret)
+				ret = err;
+		}
+		fw_reg_put(r, e);
+	}
+	free(names);
+	return ret;
+}
+
+static bool pick_adopted(const struct fw_entry *e, const void *ctx)
+{
+	return e->id && e->adopted && e->meta.origin == *(const __u32 *)ctx;
+}
+
+int fw_reg_prune_adopted(struct fw_registry *r, enum fw_origin origin)
+{
+	__u32 o = origin;
+	char(*names)[FW_NAME_LEN];
+	int removed = 0, ret = 0;
+	size_t n;
+
+	names = collect(r, pick_adopted, &o, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct fw_entry *e = fw_reg_get(r, names[i], false);
+		int err;
 
 		if (!e)
 			continue;
-		for (size_t i = 0; i < cfg->nsubjects && !wanted; i++)
-			wanted = strncmp(cfg->subjects[i].name, e->meta.name, FW_NAME_LEN) == 0;
-		/* upsert confirmed every wanted subject; what is still adopted
-		 * here nobody has claimed */
-		if (e->adopted ? !prune_adopted : (e->meta.origin != FW_ORIGIN_STATIC || wanted))
-			continue;
-		err = fw_reg_remove(r, e);
-		if (err && !ret)
-			ret = err;
+		if (e->id && e->adopted) {
+			fw_info("subject %s: not confirmed after restart, removing", names[i]);
+			err = fw_reg_unbind(r, e);
+			if (err && !ret)
+				ret = err;
+			else if (!err)
+				removed++;
+		}
+		fw_reg_put(r, e);
 	}
-	return ret;
+	free(names);
+	return ret ? ret : removed;
+}
+
+static bool pick_bound_iface(const struct fw_entry *e, const void *ctx)
+{
+	(void)ctx;
+	return e->id && e->meta.ifname[0];
 }
 
 int fw_reg_links_changed(struct fw_registry *r)
 {
+	char(*names)[FW_NAME_LEN];
+	size_t n;
 	int ret = 0;
 
-	for (__u32 id = 1; id < FW_MAX_SUBJECTS; id++) {
-		struct fw_entry *e = r->by_id[id];
+	names = collect(r, pick_bound_iface, NULL, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct fw_entry *e = fw_reg_get(r, names[i], false);
 		struct fw_subject ks;
-		int err;
+		int err = 0;
 
-		if (!e || !e->meta.ifname[0])
+		if (!e)
 			continue;
 		ks = e->ksub;
 		ks.ifindex = resolve_ifindex(e->meta.ifname);
-		if (ks.ifindex == e->ksub.ifindex)
-			continue;
-		err = put_dispatch(r, e->addrs, e->naddrs, &ks);
-		if (err) {
-			ret = err;
-			continue;
+		if (e->id && ks.ifindex != e->ksub.ifindex) {
+			pthread_mutex_lock(&r->lock);
+			err = claim_addrs_locked(r, e, e->addrs, e->naddrs, &ks);
+			pthread_mutex_unlock(&r->lock);
+			if (!err) {
+				fw_info("subject %s: host interface %s is now ifindex %d",
+					e->meta.name, e->meta.ifname,
+					ks.ifindex == FW_IFINDEX_MISSING ? -1 : (int)ks.ifindex);
+				e->ksub = ks;
+			} else {
+				ret = err;
+			}
 		}
-		fw_info("subject %s: host interface %s is now ifindex %d", e->meta.name,
-			e->meta.ifname, ks.ifindex == FW_IFINDEX_MISSING ? -1 : (int)ks.ifindex);
-		e->ksub = ks;
+		fw_reg_put(r, e);
 	}
+	free(names);
 	return ret;
 }

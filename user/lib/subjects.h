@@ -1,53 +1,90 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* The subject registry: fastwalld's view of every subject it has put in
- * the kernel, by name, with the id, binding and rule-set hash it holds
- * there. It is the one writer of subjects to the data plane; it adopts the
- * subjects it finds pinned after a restart. Functions return 0 or a
+/* The subject registry: every subject fastwalld has put in the kernel, by
+ * name (static subject name or sandbox uid), with its kernel id, binding
+ * and rule-set hash. It is the one writer of subjects to the data plane
+ * and adopts what it finds pinned after a restart. Thread-safe: changes to
+ * one subject are serialised by that entry's lock (fw_reg_get/fw_reg_put),
+ * the registry lock is held only for bookkeeping and address ownership, so
+ * one subject's work never waits for another's. Functions return 0 or a
  * negative errno. */
 #ifndef FW_SUBJECTS_H
 #define FW_SUBJECTS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "config.h"
 #include "datapath.h"
 
+#define FW_REG_BUCKETS 4096
+
 struct fw_entry {
-	__u32 id;
+	pthread_mutex_t op; /* held by whoever changes this subject */
+	struct fw_entry *next; /* name table chain, under the registry lock */
+	int refs;	       /* under the registry lock */
+	__u32 id;	       /* kernel id; 0 = nothing in the kernel */
 	struct fw_subject ksub; /* as written to fastwall_dispatch */
 	struct fw_subject_meta meta;
-	struct fw_ip addrs[FW_SUBJECT_MAX_ADDRS];
+	struct fw_ip addrs[FW_SUBJECT_MAX_ADDRS]; /* under the registry lock */
 	size_t naddrs;
 	bool adopted; /* found in the kernel at start, not yet reconfirmed */
+	void *priv;   /* the protocol layer's state; keeps the entry alive */
 };
 
 struct fw_registry {
 	struct fw_dp *dp;
-	const struct fw_policy *overlay; /* operator rules, may be NULL */
+	pthread_mutex_t lock;
+	struct fw_policy overlay; /* operator rules ahead of everyone's, own copy */
 	struct fw_entry *by_id[FW_MAX_SUBJECTS];
-	size_t count;
+	bool id_reserved[FW_MAX_SUBJECTS];
+	struct fw_entry *names[FW_REG_BUCKETS];
+	size_t count; /* entries with a kernel id */
 };
 
 /* Adopts the subjects pinned in dp's maps (marked adopted). */
 int fw_reg_init(struct fw_registry *r, struct fw_dp *dp);
 void fw_reg_free(struct fw_registry *r);
-struct fw_entry *fw_reg_find(struct fw_registry *r, const char *name);
 
-/* Makes the kernel hold spec: a new subject, a policy swap in place (same
- * binding: same id, learned addresses kept), or a rebind (binding changed:
- * new id, learned addresses dropped). Rules go in before dispatch, so an
- * active subject is never seen without its rule set. *changed (may be
+/* Returns name's entry with its lock held (create: a new, empty entry if
+ * there is none), or NULL. Every fw_reg_get is paired with fw_reg_put. */
+struct fw_entry *fw_reg_get(struct fw_registry *r, const char *name, bool create);
+/* Unlocks e; an entry with nothing in the kernel and no priv is dropped. */
+void fw_reg_put(struct fw_registry *r, struct fw_entry *e);
+
+/* Makes the kernel hold spec for e (lock held). The identity of a subject
+ * is its fence (fence_hash != 0, actions protocol) or, for static subjects
+ * (fence_hash 0), its binding. Same identity: the rule set is swapped in
+ * place and the binding updated (addresses moved) under the same id, so
+ * learned addresses stay. New identity: a fresh id, so nothing learned
+ * under the old one passes. Rules go in before dispatch. *changed (may be
  * NULL) tells whether anything in the kernel changed. */
-int fw_reg_upsert(struct fw_registry *r, const struct fw_static_subject *spec,
-		  enum fw_origin origin, bool *changed);
-/* Removes every trace of the subject from the kernel. */
-int fw_reg_remove(struct fw_registry *r, struct fw_entry *e);
-/* Upserts every static subject of cfg and removes static subjects that cfg
- * no longer has (and adopted ones nobody confirmed, when prune_adopted). */
+int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_static_subject *spec,
+		 enum fw_origin origin, __u64 fence_hash, bool *changed);
+/* Removes every trace of e from the kernel (lock held). */
+int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e);
+
+/* Replaces the operator overlay (copied) used by later applies. */
+int fw_reg_set_overlay(struct fw_registry *r, const struct fw_policy *overlay);
+
+/* Sets the overlay from cfg, applies every static subject of cfg, removes static subjects cfg no
+ * longer has, and (prune_adopted) adopted static subjects nobody claimed. */
 int fw_reg_sync_static(struct fw_registry *r, const struct fw_cfg *cfg, bool prune_adopted);
+/* Removes adopted subjects of origin that were not reconfirmed; returns
+ * how many or a negative errno. */
+int fw_reg_prune_adopted(struct fw_registry *r, enum fw_origin origin);
 /* Re-resolves host interface names after links came or went. */
 int fw_reg_links_changed(struct fw_registry *r);
+/* Copies the name of subject id into buf ("" when unknown). */
+void fw_reg_name_of(struct fw_registry *r, __u32 id, char *buf, size_t len);
+size_t fw_reg_count(struct fw_registry *r);
+
+/* Single-threaded callers (tests, benchmarks): get + apply + put. */
+int fw_reg_upsert(struct fw_registry *r, const struct fw_static_subject *spec,
+		  enum fw_origin origin, bool *changed);
+/* Single-threaded callers only: the entry of name without locking. */
+struct fw_entry *fw_reg_find(struct fw_registry *r, const char *name);
 
 __u64 fw_binding_hash(const struct fw_static_subject *spec);
+__u64 fw_fence_hash(const char *runtime_instance_id, const char *attachment_id);
 
 #endif /* FW_SUBJECTS_H */

@@ -258,7 +258,7 @@ struct fw_event {
 
 /* fastwall_subject_meta: subject id -> what the controller needs to adopt
  * the subject after a restart. Never read by the data plane. */
-#define FW_NAME_LEN 128
+#define FW_NAME_LEN 136 /* a sandbox uid is at most 128 characters */
 
 enum fw_origin {
 	FW_ORIGIN_STATIC = 1,
@@ -287,7 +287,7 @@ _Static_assert(sizeof(struct fw_flow_key) == 40, "fw_flow_key");
 _Static_assert(sizeof(struct fw_frag_key) == 40, "fw_frag_key");
 _Static_assert(sizeof(struct fw_config) == 32, "fw_config");
 _Static_assert(sizeof(struct fw_event) == 72, "fw_event");
-_Static_assert(sizeof(struct fw_subject_meta) == 184, "fw_subject_meta");
+_Static_assert(sizeof(struct fw_subject_meta) == 192, "fw_subject_meta");
 #endif
 
 #endif /* FASTWALL_H */

@@ -20,10 +20,13 @@
 #include <bpf/libbpf.h>
 
 #include "addr.h"
+#include "actions.h"
 #include "config.h"
 #include "datapath.h"
+#include "http.h"
 #include "links.h"
 #include "log.h"
+#include "secmem.h"
 #include "subjects.h"
 
 #define FW_DEFAULT_CONFIG "/etc/fastwall/fastwalld.yaml"
@@ -42,6 +45,10 @@ struct fw_daemon {
 	struct fw_dp *dp;
 	struct fw_registry reg;
 	struct ring_buffer *events;
+	struct fw_actions actions;
+	bool actions_on;
+	struct fw_http *http;
+	__u64 last_tick_ns;
 	int link_fd;
 	int sig_fd;
 	int epoll_fd;
@@ -196,6 +203,9 @@ static void reload(struct fw_daemon *d)
 		fw_err("reload rejected, running configuration unchanged: %s", err);
 		return;
 	}
+	if (next.actions_enabled != d->cfg.actions_enabled ||
+	    strcmp(next.actions_listen, d->cfg.actions_listen) != 0)
+		fw_warn("the actions section changes only on restart");
 	if (strcmp(next.bpffs, d->cfg.bpffs) != 0)
 		fw_warn("datapath.bpffs changes only on restart; keeping %s", d->cfg.bpffs);
 	snprintf(next.bpffs, sizeof(next.bpffs), "%s", d->cfg.bpffs);
@@ -320,6 +330,21 @@ static int run(struct fw_daemon *d)
 	if (err)
 		fw_err("some static subjects could not be programmed: %s", strerror(-err));
 
+	if (d->cfg.actions_enabled) {
+		/* secrets may arrive from here on: no core dumps, no ptrace */
+		fw_secmem_process_init();
+		err = fw_actions_init(&d->actions, &d->reg, &d->cfg);
+		if (err) {
+			fw_err("can't start the actions handler: %s", strerror(-err));
+			return FW_EXIT_FAILURE;
+		}
+		d->actions_on = true;
+		err = fw_http_start(&d->http, &d->actions, d->cfg.actions_listen,
+				    d->cfg.actions_vault_socket);
+		if (err)
+			return FW_EXIT_FAILURE;
+	}
+
 	err = fw_links_subscribe(&d->link_fd);
 	if (err) {
 		fw_err("can't subscribe to link events: %s", strerror(-err));
@@ -351,6 +376,10 @@ static int run(struct fw_daemon *d)
 				continue;
 			fw_err("epoll_wait: %s", strerror(errno));
 			return FW_EXIT_FAILURE;
+		}
+		if (d->actions_on && fw_now_ns() - d->last_tick_ns >= 1000000000ull) {
+			d->last_tick_ns = fw_now_ns();
+			fw_actions_tick(&d->actions);
 		}
 		for (int i = 0; i < n; i++) {
 			switch (evs[i].data.u32) {
@@ -512,6 +541,9 @@ int main(int argc, char **argv)
 		usage(stderr);
 		ret = FW_EXIT_USAGE;
 	}
+	fw_http_stop(d->http);
+	if (d->actions_on)
+		fw_actions_fini(&d->actions);
 	ring_buffer__free(d->events);
 	fw_reg_free(&d->reg);
 	fw_dp_close(d->dp);

@@ -76,6 +76,12 @@ void fw_cfg_init(struct fw_cfg *cfg)
 	cfg->pod_flow_timeout_ns = 300 * NSEC_PER_SEC;
 	cfg->frag_timeout_ns = 5 * NSEC_PER_SEC;
 	fw_policy_init(&cfg->overlay);
+	snprintf(cfg->actions_listen, sizeof(cfg->actions_listen), "127.0.0.1:18080");
+	snprintf(cfg->actions_vault_socket, sizeof(cfg->actions_vault_socket),
+		 "/run/fastwall/vault.sock");
+	cfg->actions_grace_ns = 10 * NSEC_PER_SEC;
+	cfg->actions_pending_ttl_ns = 30 * NSEC_PER_SEC;
+	cfg->actions_bind_host_veth = true;
 }
 
 static void free_strv(char **v, size_t n)
@@ -1098,8 +1104,112 @@ enum {
 	TK_DATAPATH,
 	TK_OVERLAY,
 	TK_SUBJECTS,
+	TK_ACTIONS,
 	TK_MAX,
 };
+
+/* "127.0.0.1:18080", "[::1]:18080", "localhost:18080": loopback only, the
+ * control endpoints must never face the network. */
+static int parse_listen(struct cfg_ctx *ctx, yaml_node_t *node)
+{
+	char host[64];
+	const char *s, *colon;
+	struct fw_ip ip;
+	unsigned long port;
+	char *end;
+	int err;
+
+	err = cfg_scalar(ctx, node, "actions.listen", &s);
+	if (err)
+		return err;
+	colon = strrchr(s, ':');
+	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(host))
+		return cfg_fail(ctx, node, "actions.listen must be ADDRESS:PORT");
+	memcpy(host, s, colon - s);
+	host[colon - s] = '\0';
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		memmove(host, host + 1, strlen(host));
+		host[strlen(host) - 1] = '\0';
+	}
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (!colon[1] || *end || errno || port == 0 || port > 65535)
+		return cfg_fail(ctx, node, "actions.listen has an invalid port");
+	if (strcmp(host, "localhost") != 0) {
+		static const struct fw_ip lo6 = { .b = { [15] = 1 } };
+
+		if (fw_addr_parse(host, &ip, NULL))
+			return cfg_fail(ctx, node, "actions.listen has an invalid address");
+		if (!(ip.b[10] == 0xff && ip.b[11] == 0xff && ip.b[12] == 127) &&
+		    memcmp(&ip, &lo6, sizeof(ip)) != 0)
+			return cfg_fail(ctx, node, "actions.listen must be a loopback address");
+	}
+	snprintf(ctx->cfg->actions_listen, sizeof(ctx->cfg->actions_listen), "%s", s);
+	return 0;
+}
+
+static int parse_actions(struct cfg_ctx *ctx, yaml_node_t *node)
+{
+	struct cfg_key keys[] = {
+		{.name = "listen"},	 {.name = "vault_socket"}, {.name = "restart"},
+		{.name = "grace"},	 {.name = "pending_ttl"},  {.name = "bind_host_veth"},
+	};
+	unsigned long long v;
+	yaml_node_t *n;
+	const char *s;
+	int err;
+
+	ctx->cfg->actions_enabled = true;
+	if (is_null(node))
+		return 0;
+	err = cfg_map(ctx, node, "actions", keys, 6, true);
+	if (err)
+		return err;
+	if ((n = key_value(&keys[0]))) {
+		err = parse_listen(ctx, n);
+		if (err)
+			return err;
+	}
+	if ((n = key_value(&keys[1]))) {
+		err = cfg_scalar(ctx, n, "actions.vault_socket", &s);
+		if (err)
+			return err;
+		if (s[0] != '/' || strlen(s) >= sizeof(ctx->cfg->actions_vault_socket))
+			return cfg_fail(ctx, n,
+					"actions.vault_socket must be an absolute path under 108 bytes");
+		snprintf(ctx->cfg->actions_vault_socket, sizeof(ctx->cfg->actions_vault_socket),
+			 "%s", s);
+	}
+	if ((n = key_value(&keys[2]))) {
+		err = cfg_scalar(ctx, n, "actions.restart", &s);
+		if (err)
+			return err;
+		if (!strcmp(s, "keep"))
+			ctx->cfg->actions_restart_wipe = false;
+		else if (!strcmp(s, "wipe"))
+			ctx->cfg->actions_restart_wipe = true;
+		else
+			return cfg_fail(ctx, n, "actions.restart must be keep or wipe");
+	}
+	if ((n = key_value(&keys[3]))) {
+		err = cfg_uint(ctx, n, "actions.grace", 0, 3600, &v);
+		if (err)
+			return err;
+		ctx->cfg->actions_grace_ns = v * NSEC_PER_SEC;
+	}
+	if ((n = key_value(&keys[4]))) {
+		err = cfg_uint(ctx, n, "actions.pending_ttl", 1, 3600, &v);
+		if (err)
+			return err;
+		ctx->cfg->actions_pending_ttl_ns = v * NSEC_PER_SEC;
+	}
+	if ((n = key_value(&keys[5]))) {
+		err = cfg_bool(ctx, n, "actions.bind_host_veth", &ctx->cfg->actions_bind_host_veth);
+		if (err)
+			return err;
+	}
+	return 0;
+}
 
 static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 {
@@ -1108,6 +1218,7 @@ static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 		[TK_DATAPATH] = {.name = "datapath"},
 		[TK_OVERLAY] = {.name = "overlay"},
 		[TK_SUBJECTS] = {.name = "subjects"},
+		[TK_ACTIONS] = {.name = "actions"},
 	};
 	yaml_node_t *n;
 	const char *s;
@@ -1141,6 +1252,11 @@ static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 	}
 	if ((n = key_value(&keys[TK_SUBJECTS]))) {
 		err = parse_subjects(ctx, n);
+		if (err)
+			return err;
+	}
+	if (keys[TK_ACTIONS].key) {
+		err = parse_actions(ctx, keys[TK_ACTIONS].value);
 		if (err)
 			return err;
 	}

@@ -52,12 +52,51 @@ void fw_policy_init(struct fw_policy *p)
 	p->nrules = 0;
 }
 
+void fw_policy_rule_free(struct fw_policy_rule *r)
+{
+	free(r->domain);
+	free(r->ports);
+	free(r->target);
+	r->domain = NULL;
+	r->ports = NULL;
+	r->target = NULL;
+	r->nports = 0;
+}
+
+int fw_policy_rule_copy(struct fw_policy_rule *dst, const struct fw_policy_rule *src)
+{
+	struct fw_policy_rule r = *src;
+
+	r.domain = NULL;
+	r.ports = NULL;
+	r.target = NULL;
+	if (src->domain) {
+		r.domain = strdup(src->domain);
+		if (!r.domain)
+			goto nomem;
+	}
+	if (src->target) {
+		r.target = strdup(src->target);
+		if (!r.target)
+			goto nomem;
+	}
+	if (src->nports) {
+		r.ports = malloc(src->nports * sizeof(*r.ports));
+		if (!r.ports)
+			goto nomem;
+		memcpy(r.ports, src->ports, src->nports * sizeof(*r.ports));
+	}
+	*dst = r;
+	return 0;
+nomem:
+	fw_policy_rule_free(&r);
+	return -ENOMEM;
+}
+
 void fw_policy_free(struct fw_policy *p)
 {
-	for (size_t i = 0; i < p->nrules; i++) {
-		free(p->rules[i].domain);
-		free(p->rules[i].ports);
-	}
+	for (size_t i = 0; i < p->nrules; i++)
+		fw_policy_rule_free(&p->rules[i]);
 	free(p->rules);
 	fw_policy_init(p);
 }
@@ -74,31 +113,15 @@ int fw_policy_copy(struct fw_policy *dst, const struct fw_policy *src)
 			return -ENOMEM;
 	}
 	for (size_t i = 0; i < src->nrules; i++) {
-		const struct fw_policy_rule *s = &src->rules[i];
-		struct fw_policy_rule *d = &tmp.rules[i];
-
-		*d = *s;
-		d->domain = NULL;
-		d->ports = NULL;
-		/* counted now so fw_policy_free releases what was copied */
+		if (fw_policy_rule_copy(&tmp.rules[i], &src->rules[i])) {
+			fw_policy_free(&tmp);
+			return -ENOMEM;
+		}
+		/* counted once copied so fw_policy_free releases only that */
 		tmp.nrules = i + 1;
-		if (s->domain) {
-			d->domain = strdup(s->domain);
-			if (!d->domain)
-				goto nomem;
-		}
-		if (s->nports) {
-			d->ports = malloc(s->nports * sizeof(*d->ports));
-			if (!d->ports)
-				goto nomem;
-			memcpy(d->ports, s->ports, s->nports * sizeof(*d->ports));
-		}
 	}
 	*dst = tmp;
 	return 0;
-nomem:
-	fw_policy_free(&tmp);
-	return -ENOMEM;
 }
 
 int fw_action_parse(const char *s, __u8 *action, char *err, size_t errlen)
@@ -304,6 +327,9 @@ int fw_policy_add_rule(struct fw_policy *p, const char *action, const char *targ
 		if (!r.domain)
 			goto nomem;
 	}
+	r.target = strndup(t, len);
+	if (!r.target)
+		goto nomem;
 	rules = realloc(p->rules, (p->nrules + 1) * sizeof(*rules));
 	if (!rules)
 		goto nomem;
@@ -311,8 +337,7 @@ int fw_policy_add_rule(struct fw_policy *p, const char *action, const char *targ
 	p->rules[p->nrules++] = r;
 	return 0;
 nomem:
-	free(r.domain);
-	free(r.ports);
+	fw_policy_rule_free(&r);
 	set_err(err, errlen, "out of memory");
 	return -ENOMEM;
 }

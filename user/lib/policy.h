@@ -34,6 +34,9 @@ struct fw_policy_rule {
 	char *domain;	   /* DOMAIN and WILDCARD, owned */
 	__u16 *ports;	   /* optional, owned; NULL and 0 = all ports */
 	size_t nports;
+	/* the target as given, trimmed, owned: what "the same target" means
+	 * to a policy push merge or removal, and what the policy JSON shows */
+	char *target;
 };
 
 struct fw_policy {
@@ -50,6 +53,9 @@ struct fw_compiled {
 void fw_policy_init(struct fw_policy *p); /* default deny, no rules */
 void fw_policy_free(struct fw_policy *p);
 int fw_policy_copy(struct fw_policy *dst, const struct fw_policy *src);
+/* Deep copy of one rule into dst (whose old contents are not freed). */
+int fw_policy_rule_copy(struct fw_policy_rule *dst, const struct fw_policy_rule *src);
+void fw_policy_rule_free(struct fw_policy_rule *r);
 
 /* Trimmed, lowercased; "" means deny; anything but allow/deny is -EINVAL. */
 int fw_action_parse(const char *s, __u8 *action, char *err, size_t errlen);

@@ -215,6 +215,8 @@ void fw_reg_free(struct fw_registry *r)
 			struct fw_entry *e = r->names[b];
 
 			r->names[b] = e->next;
+			if (e->priv && r->priv_free)
+				r->priv_free(e->priv);
 			pthread_mutex_destroy(&e->op);
 			free(e);
 		}

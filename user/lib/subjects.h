@@ -39,6 +39,7 @@ struct fw_registry {
 	bool id_reserved[FW_MAX_SUBJECTS];
 	struct fw_entry *names[FW_REG_BUCKETS];
 	size_t count; /* entries with a kernel id */
+	void (*priv_free)(void *priv); /* for the entries' priv on fw_reg_free */
 };
 
 /* Adopts the subjects pinned in dp's maps (marked adopted). */

@@ -333,6 +333,7 @@ static int run(struct fw_daemon *d)
 	if (d->cfg.actions_enabled) {
 		/* secrets may arrive from here on: no core dumps, no ptrace */
 		fw_secmem_process_init();
+		fw_secmem_wipe_json();
 		err = fw_actions_init(&d->actions, &d->reg, &d->cfg);
 		if (err) {
 			fw_err("can't start the actions handler: %s", strerror(-err));

@@ -211,6 +211,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	(void)c;
 	(void)toe;
 	if (req) {
+		/* vault bodies carry secrets: leave nothing behind in the heap */
+		if (req->buf)
+			explicit_bzero(req->buf, req->cap);
 		free(req->buf);
 		free(req);
 	}

@@ -3,6 +3,8 @@
  * read after free faults instead of seeing the secret. A header in front of
  * the returned pointer remembers the mapping's size. */
 #include <errno.h>
+#include <jansson.h>
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -94,4 +96,22 @@ void fw_secmem_process_init(void)
 		fw_warn("can't make the process non-dumpable: %s", strerror(errno));
 	if (setrlimit(RLIMIT_CORE, &rl))
 		fw_warn("can't set the core size limit to 0: %s", strerror(errno));
+}
+
+static void *json_alloc(size_t n)
+{
+	return malloc(n);
+}
+
+static void json_wipe_free(void *p)
+{
+	if (!p)
+		return;
+	explicit_bzero(p, malloc_usable_size(p));
+	free(p);
+}
+
+void fw_secmem_wipe_json(void)
+{
+	json_set_alloc_funcs(json_alloc, json_wipe_free);
 }

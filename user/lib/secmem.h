@@ -17,4 +17,8 @@ char *fw_secmem_strndup(const char *s, size_t n);
  * core size limit of 0. Failures are logged and otherwise ignored. */
 void fw_secmem_process_init(void);
 
+/* Makes jansson wipe every block it frees: parsed vault bodies pass
+ * through its strings before they reach secmem. */
+void fw_secmem_wipe_json(void);
+
 #endif /* FW_SECMEM_H */

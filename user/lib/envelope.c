@@ -19,7 +19,7 @@
 #include "envelope.h"
 
 /* longest piece of a client's value echoed in a reason */
-#define ECHO_MAX 64
+#define ECHO_MAX	64
 #define POLICY_JSON_MAX (1 << 20)
 
 static void set_reason(char *reason, size_t len, const char *fmt, ...)
@@ -156,11 +156,11 @@ static int decode(json_t *root, struct fw_envelope *env, struct raw_envelope *ra
 	json_t *sandbox, *revision, *attachment, *network;
 	int err;
 
-#define TRY(x)                  \
-	do {                    \
-		err = (x);      \
-		if (err)        \
-			return err; \
+#define TRY(x)                                                                                     \
+	do {                                                                                       \
+		err = (x);                                                                         \
+		if (err)                                                                           \
+			return err;                                                                \
 	} while (0)
 	TRY(get_word(root, "apiVersion", "apiVersion", raw->api_version, reason, rlen));
 	TRY(get_word(root, "operation", "operation", raw->operation, reason, rlen));
@@ -179,8 +179,8 @@ static int decode(json_t *root, struct fw_envelope *env, struct raw_envelope *ra
 		    env->runtime_instance_id, FW_ENV_STR, reason, rlen));
 	TRY(get_str(revision, "attachmentId", "revision.attachmentId", env->attachment_id,
 		    FW_ENV_STR, reason, rlen));
-	TRY(get_gen(revision, "routeGeneration", "revision.routeGeneration",
-		    &env->route_generation, reason, rlen));
+	TRY(get_gen(revision, "routeGeneration", "revision.routeGeneration", &env->route_generation,
+		    reason, rlen));
 
 	TRY(get_object(root, "attachment", "attachment", &attachment, reason, rlen));
 	TRY(get_object(attachment, "network", "attachment.network", &network, reason, rlen));
@@ -189,8 +189,8 @@ static int decode(json_t *root, struct fw_envelope *env, struct raw_envelope *ra
 		    reason, rlen));
 	TRY(get_str(network, "privateCidr", "attachment.network.privateCidr", raw->private_cidr,
 		    FW_ENV_STR, reason, rlen));
-	TRY(get_str(network, "hostVeth", "attachment.network.hostVeth", env->host_veth,
-		    FW_ENV_STR, reason, rlen));
+	TRY(get_str(network, "hostVeth", "attachment.network.hostVeth", env->host_veth, FW_ENV_STR,
+		    reason, rlen));
 
 	/* binding.input is checked by the SET_BINDING step, where the
 	 * protocol puts "a string or null" */
@@ -259,8 +259,7 @@ static int check_set_binding(struct fw_envelope *env, struct raw_envelope *raw, 
 	return 0;
 }
 
-static int check_hook(struct fw_envelope *env, struct raw_envelope *raw, char *reason,
-		      size_t rlen)
+static int check_hook(struct fw_envelope *env, struct raw_envelope *raw, char *reason, size_t rlen)
 {
 	char e[ECHO_MAX + 4];
 
@@ -404,8 +403,7 @@ static bool is_blank(char c)
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-static int policy_rule_from_json(struct fw_policy *p, size_t i, json_t *r, char *err,
-				 size_t errlen)
+static int policy_rule_from_json(struct fw_policy *p, size_t i, json_t *r, char *err, size_t errlen)
 {
 	long ports[FW_POLICY_MAX_PORTS];
 	const char *action = "", *target = "";
@@ -443,7 +441,8 @@ static int policy_rule_from_json(struct fw_policy *p, size_t i, json_t *r, char 
 	ps = json_object_get(r, "ports");
 	if (ps && !json_is_null(ps)) {
 		if (!json_is_array(ps)) {
-			set_reason(err, errlen, "egress[%zu].ports must be an array of integers", i);
+			set_reason(err, errlen, "egress[%zu].ports must be an array of integers",
+				   i);
 			return -EINVAL;
 		}
 		/* bounded before anything is copied: never trust a count */

@@ -168,8 +168,9 @@ int fw_pending_add(struct fw_pending *pc, const char *uid, enum fw_push_kind kin
 	struct entry *e;
 	int ret = 0;
 
-	if (!uid_ok(uid) || !method_ok(method) || (kind != FW_PUSH_POLICY && kind != FW_PUSH_VAULT) ||
-	    len > FW_PENDING_MAX_BODY || (len && !body))
+	if (!uid_ok(uid) || !method_ok(method) ||
+	    (kind != FW_PUSH_POLICY && kind != FW_PUSH_VAULT) || len > FW_PENDING_MAX_BODY ||
+	    (len && !body))
 		return -EINVAL;
 	if (generation < 0)
 		generation = FW_PENDING_NO_GEN;
@@ -197,7 +198,8 @@ int fw_pending_add(struct fw_pending *pc, const char *uid, enum fw_push_kind kin
 		ret = -ENOSPC;
 		goto unlock;
 	}
-	if (!*pp) {
+	g = *pp;
+	if (!g) {
 		g = calloc(1, sizeof(*g));
 		if (!g) {
 			ret = -ENOMEM;
@@ -206,7 +208,6 @@ int fw_pending_add(struct fw_pending *pc, const char *uid, enum fw_push_kind kin
 		strcpy(g->uid, uid);
 		*pp = g;
 	}
-	g = *pp;
 	e->arrival_ms = pc->clock();
 	e->group = g;
 	if (g->tail)

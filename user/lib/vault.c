@@ -2,11 +2,12 @@
 /* Credential vaults. A parsed vault keeps each secret value in its own
  * secmem allocation and each binding as a canonical jansson object (no
  * secrets in it). jansson's allocator is swapped for one that wipes on
- * free, because its lexer and string nodes hold copies of every value. */
+ * free (fw_secmem_wipe_json), because its lexer and string nodes hold
+ * copies of every value. */
 #include <errno.h>
 #include <jansson.h>
-#include <malloc.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +59,7 @@ static const char *echo(const char *s, char buf[ECHO_MAX + 4])
 {
 	size_t i;
 
-	for (i = 0; s[i] && i < ECHO_MAX; i++)
+	for (i = 0; i < ECHO_MAX && s[i]; i++)
 		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\') ? s[i] : '?';
 	if (s[i])
 		buf[i++] = '.', buf[i++] = '.', buf[i++] = '.';
@@ -68,26 +69,13 @@ static const char *echo(const char *s, char buf[ECHO_MAX + 4])
 
 /* --- jansson allocator ---------------------------------------------- */
 
-static void *wipe_malloc(size_t n)
-{
-	return malloc(n);
-}
-
-static void wipe_free(void *p)
-{
-	if (!p)
-		return;
-	explicit_bzero(p, malloc_usable_size(p));
-	free(p);
-}
-
 static pthread_once_t json_alloc_once = PTHREAD_ONCE_INIT;
 
-/* Process-wide, but harmless to other jansson users: both functions sit on
- * libc malloc, so a block allocated before the switch frees fine after. */
+/* Also called by the daemon at startup; doing it here too means no vault
+ * is ever parsed without it (tests, fuzzing, other embedders). */
 static void json_alloc_init(void)
 {
-	json_set_alloc_funcs(wipe_malloc, wipe_free);
+	fw_secmem_wipe_json();
 }
 
 /* --- freeing -------------------------------------------------------- */

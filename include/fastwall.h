@@ -21,6 +21,9 @@
 #ifndef FW_MAX_LEARNED
 #define FW_MAX_LEARNED 1048576
 #endif
+#ifndef FW_MAX_PORT_RULES
+#define FW_MAX_PORT_RULES 262144
+#endif
 #ifndef FW_MAX_LOCAL
 #define FW_MAX_LOCAL 256
 #endif
@@ -127,15 +130,32 @@ struct fw_lpm_key {
 enum fw_action {
 	FW_ACTION_DENY = 0,
 	FW_ACTION_ALLOW = 1,
+	FW_ACTION_NONE = 2, /* no rule for every port: on to learned and default */
 };
 
 #define FW_RULE_DEFAULT 0xffffffffu
 
 struct fw_rule {
-	__u8 action;	 /* enum fw_action */
-	__u8 is_default; /* the ::/0 default entry */
+	__u8 action;	 /* for every port: enum fw_action */
+	__u8 is_default; /* no rule covers this prefix */
+	__u8 dflt;	 /* the subject's default action */
+	__u8 pad;
+	__u32 portset; /* per-port exceptions in fastwall_ports; 0 = none */
+	__u32 rule;    /* most specific rule's index in the egress list, FW_RULE_DEFAULT */
+};
+
+/* fastwall_ports: {subject, port set, port} -> enum fw_action, the
+ * per-port exceptions of an LPM entry (rules with a `ports` list). TCP and
+ * UDP destination ports; a port not listed takes the entry's action.
+ * Writer: fastwalld (new sets before the trie swap, old ones after).
+ * Reader: TC ingress. */
+#define FW_PORTSET_GEN (1u << 31) /* alternates per swap: old and new sets coexist */
+
+struct fw_port_rule_key {
+	__u32 subject;
+	__u32 portset;
+	__u16 port; /* host order */
 	__u16 pad;
-	__u32 rule; /* index in the policy's egress list, FW_RULE_DEFAULT */
 };
 
 /* fastwall_learned: {subject, address} -> lease. Writer: fastwalld (DNS
@@ -270,17 +290,18 @@ struct fw_subject_meta {
 	__u64 binding_hash;	/* addresses, interface, gateway, CIDR */
 	__u64 policy_hash;	/* compiled rule set */
 	__u32 origin;		/* enum fw_origin */
-	__u32 pad;
-	char ifname[16]; /* host interface by name; "" = none */
-	__u64 fence_hash;      /* (runtimeInstanceId, attachmentId); 0 = static */
-	__u64 spec_generation; /* of the binding that set the policy */
+	__u32 port_state;	/* FW_PORTSET_GEN of the live sets | their count */
+	char ifname[16];	/* host interface by name; "" = none */
+	__u64 fence_hash;	/* (runtimeInstanceId, attachmentId); 0 = static */
+	__u64 spec_generation;	/* of the binding that set the policy */
 };
 
 #ifndef __VMLINUX_H__
 _Static_assert(sizeof(struct fw_ip) == 16, "fw_ip");
 _Static_assert(sizeof(struct fw_subject) == 80, "fw_subject");
 _Static_assert(sizeof(struct fw_lpm_key) == 20, "fw_lpm_key");
-_Static_assert(sizeof(struct fw_rule) == 8, "fw_rule");
+_Static_assert(sizeof(struct fw_rule) == 12, "fw_rule");
+_Static_assert(sizeof(struct fw_port_rule_key) == 12, "fw_port_rule_key");
 _Static_assert(sizeof(struct fw_learned_key) == 24, "fw_learned_key");
 _Static_assert(sizeof(struct fw_lease) == 16, "fw_lease");
 _Static_assert(sizeof(struct fw_flow_key) == 40, "fw_flow_key");

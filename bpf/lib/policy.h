@@ -48,6 +48,17 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fastwall_activity SEC(".maps");
 
+/* {subject, port set, port} -> enum fw_action. Writer: fastwalld.
+ * Reader: TC ingress. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FW_MAX_PORT_RULES);
+	__type(key, struct fw_port_rule_key);
+	__type(value, __u8);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_ports SEC(".maps");
+
 /* prefix -> 1: TCP 443 destinations dropped in DoH list mode. Writer:
  * fastwalld. Reader: TC ingress. */
 struct {
@@ -115,9 +126,21 @@ static __always_inline __u32 fw_policy(const struct fw_subject *s, const struct 
 	rule = bpf_map_lookup_elem(trie, &key);
 	if (!rule)
 		return FW_DROP_NO_POLICY;
-	if (!rule->is_default)
+	if (rule->portset && pkt->has_ports &&
+	    (pkt->proto == FW_IPPROTO_TCP || pkt->proto == FW_IPPROTO_UDP)) {
+		struct fw_port_rule_key pk = {
+			.subject = id,
+			.portset = rule->portset,
+			.port = bpf_ntohs(pkt->dport),
+		};
+		__u8 *v = bpf_map_lookup_elem(&fastwall_ports, &pk);
+
+		if (v)
+			return *v == FW_ACTION_ALLOW ? FW_PASS_ALLOW_CIDR : FW_DROP_DENY_CIDR;
+	}
+	if (!rule->is_default && rule->action != FW_ACTION_NONE)
 		return rule->action == FW_ACTION_ALLOW ? FW_PASS_ALLOW_CIDR : FW_DROP_DENY_CIDR;
-	if (rule->action == FW_ACTION_ALLOW)
+	if (rule->dflt == FW_ACTION_ALLOW)
 		return FW_PASS_DEFAULT;
 
 	lkey.subject = id;

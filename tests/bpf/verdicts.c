@@ -53,6 +53,8 @@
 #define SWAP_SIB4  "10.42.6.20"
 #define EPS4	   "10.42.7.10"
 #define ZETA4	   "10.42.8.10"
+#define KAPPA4	   "10.42.9.10"
+#define LAMBDA4	   "10.42.10.10"
 #define STRANGER4  "10.42.9.9"
 #define STRANGER6  "fd00:42:9::9"
 
@@ -159,8 +161,44 @@ static const struct subject_def flood_b = {
 	.default_action = "deny",
 };
 
+/* per-rule ports (the `ports` extension) */
+static const struct subject_def kappa = {
+	.name = "kappa",
+	.addrs = {KAPPA4},
+	.default_action = "deny",
+	.rules =
+		{
+			"allow 192.0.2.0/25 ports=443",
+			"allow 198.51.100.0/24",
+			"deny 198.51.100.0/24 ports=22",
+			"allow 203.0.113.0/24 ports=53,443",
+			"deny 203.0.113.7 ports=443",
+		},
+};
+
+static const struct subject_def lambda = {
+	.name = "lambda",
+	.addrs = {LAMBDA4},
+	.default_action = "allow",
+	.rules = {"deny 0.0.0.0/0 ports=25"},
+};
+
+/* kappa after a policy swap: port 22 no longer denied, 443 -> 8443 */
+static const struct subject_def kappa_v2 = {
+	.name = "kappa",
+	.addrs = {KAPPA4},
+	.default_action = "deny",
+	.rules =
+		{
+			"allow 192.0.2.0/25 ports=8443",
+			"allow 198.51.100.0/24",
+			"allow 203.0.113.0/24 ports=53,443",
+			"deny 203.0.113.7 ports=443",
+		},
+};
+
 static const struct subject_def *const fixture[] = {
-	&alpha, &beta, &gamma_, &delta, &epsilon, &zeta, &flood_a, &flood_b,
+	&alpha, &beta, &gamma_, &delta, &epsilon, &zeta, &flood_a, &flood_b, &kappa, &lambda,
 };
 
 /* the atomic-swap group: same name, policy grows, then the binding changes */
@@ -254,13 +292,20 @@ static int subject_put(const struct subject_def *d)
 	fw_policy_init(&spec.policy);
 	ret = fw_policy_set_default(&spec.policy, d->default_action, err, sizeof(err));
 	for (size_t i = 0; !ret && i < 12 && d->rules[i]; i++) {
-		char action[8], target[64];
+		char action[8], target[64], ports[64] = "";
+		long port_list[16];
+		size_t nports = 0;
 
-		if (sscanf(d->rules[i], "%7s %63s", action, target) != 2) {
+		if (sscanf(d->rules[i], "%7s %63s %63s", action, target, ports) < 2) {
 			fprintf(stderr, "test bug: bad rule '%s'\n", d->rules[i]);
 			exit(2);
 		}
-		ret = fw_policy_add_rule(&spec.policy, action, target, NULL, 0, err, sizeof(err));
+		/* "ports=22,443" */
+		for (char *tok = strncmp(ports, "ports=", 6) ? NULL : strtok(ports + 6, ",");
+		     tok && nports < 16; tok = strtok(NULL, ","))
+			port_list[nports++] = strtol(tok, NULL, 10);
+		ret = fw_policy_add_rule(&spec.policy, action, target, nports ? port_list : NULL,
+					 nports, err, sizeof(err));
 	}
 	if (!ret)
 		ret = fw_reg_upsert(&t.reg, &spec, FW_ORIGIN_STATIC, NULL);
@@ -352,6 +397,44 @@ enum prog {
 	INGRESS = 0,
 	EGRESS, /* records pod-opened flows; always TC_ACT_OK, counts nothing */
 };
+
+static int kappa_learned(void)
+{
+	return learn("kappa", "192.0.2.50", 60);
+}
+
+/* Swaps kappa's policy and checks that fastwall_ports holds exactly the
+ * live generation's exceptions of kappa: none of the old set is left. */
+static int kappa_swapped(void)
+{
+	struct fw_port_rule_key k, *prev = NULL;
+	struct fw_entry *e;
+	size_t live = 0, stale = 0;
+	__u32 id, gen;
+
+	if (subject_put(&kappa_v2))
+		return -1;
+	e = fw_reg_find(&t.reg, "kappa");
+	id = e ? e->id : 0;
+	gen = e ? e->meta.port_state & FW_PORTSET_GEN : 0;
+	while (bpf_map_get_next_key(t.dp->ports_fd, prev, &k) == 0) {
+		prev = &k;
+		if (k.subject != id)
+			continue;
+		if ((k.portset & FW_PORTSET_GEN) == gen)
+			live++;
+		else
+			stale++;
+	}
+	/* 203.0.113.0/24 {53,443 allow} and 203.0.113.7 {53 allow, 443 deny}
+	 * and 192.0.2.0/25 {8443 allow}: 5 exceptions */
+	if (stale || live != 5) {
+		printf("kappa's port exceptions after the swap: %zu live (want 5), %zu stale\n",
+		       live, stale);
+		return -1;
+	}
+	return 0;
+}
 
 struct row {
 	const char *desc;
@@ -741,6 +824,52 @@ static const struct row rows[] = {
 	 .subject = "alpha"},
 
 	/* atomic policy swap, then a rebind */
+	/* per-rule ports: an entry's exceptions decide listed ports, others
+	 * fall to the entry's verdict for every port, then learned and default */
+	{"ports: tcp 443 to a port-limited allow", .pkt = TCP4(KAPPA4, "192.0.2.10", 40000, 443),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "kappa"},
+	{"ports: udp 443 to a port-limited allow", .pkt = UDP4(KAPPA4, "192.0.2.10", 40000, 443),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "kappa"},
+	{"ports: tcp 80 to a port-limited allow falls to default deny",
+	 .pkt = TCP4(KAPPA4, "192.0.2.10", 40000, 80), DROP(FW_DROP_DEFAULT_DENY),
+	 .subject = "kappa"},
+	{"ports: icmp to a port-limited allow falls to default deny",
+	 .pkt = ICMP4(KAPPA4, "192.0.2.10", ICMP4_ECHO), DROP(FW_DROP_DEFAULT_DENY),
+	 .subject = "kappa"},
+	{"ports: tcp 22 denied inside an allow-all cidr",
+	 .pkt = TCP4(KAPPA4, "198.51.100.5", 40000, 22), DROP(FW_DROP_DENY_CIDR),
+	 .subject = "kappa"},
+	{"ports: tcp 80 inside the same cidr passes",
+	 .pkt = TCP4(KAPPA4, "198.51.100.5", 40000, 80), PASS(FW_PASS_ALLOW_CIDR),
+	 .subject = "kappa"},
+	{"ports: deny host port beats allow cidr port",
+	 .pkt = TCP4(KAPPA4, "203.0.113.7", 40000, 443), DROP(FW_DROP_DENY_CIDR),
+	 .subject = "kappa"},
+	{"ports: other allowed port of that host passes",
+	 .pkt = UDP4(KAPPA4, "203.0.113.7", 40000, 53), PASS(FW_PASS_ALLOW_CIDR),
+	 .subject = "kappa"},
+	{"ports: allowed port of a neighbour host passes",
+	 .pkt = TCP4(KAPPA4, "203.0.113.8", 40000, 443), PASS(FW_PASS_ALLOW_CIDR),
+	 .subject = "kappa"},
+	{"ports: learned address inside a port-limited allow passes other ports",
+	 .setup = kappa_learned, .pkt = TCP4(KAPPA4, "192.0.2.50", 40000, 80),
+	 PASS(FW_PASS_LEARNED), .subject = "kappa"},
+	{"ports swap: the old deny port 22 is gone", .setup = kappa_swapped,
+	 .pkt = TCP4(KAPPA4, "198.51.100.5", 40000, 22), PASS(FW_PASS_ALLOW_CIDR),
+	 .subject = "kappa"},
+	{"ports swap: 443 no longer listed falls to default deny",
+	 .pkt = TCP4(KAPPA4, "192.0.2.10", 40000, 443), DROP(FW_DROP_DEFAULT_DENY),
+	 .subject = "kappa"},
+	{"ports swap: the new port 8443 passes", .pkt = TCP4(KAPPA4, "192.0.2.10", 40000, 8443),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "kappa"},
+	{"ports swap: learned address survived the swap",
+	 .pkt = TCP4(KAPPA4, "192.0.2.50", 40000, 80), PASS(FW_PASS_LEARNED), .subject = "kappa"},
+	{"ports: default allow with deny 0.0.0.0/0 port 25",
+	 .pkt = TCP4(LAMBDA4, "203.0.113.9", 40000, 25), DROP(FW_DROP_DENY_CIDR),
+	 .subject = "lambda"},
+	{"ports: default allow, other ports pass", .pkt = TCP4(LAMBDA4, "203.0.113.9", 40000, 587),
+	 PASS(FW_PASS_DEFAULT), .subject = "lambda"},
+
 	{"swap v1: allow A passes", .setup = swap_first_policy, .pkt = TCP4(SWAP4, OK4, 40000, 80),
 	 PASS(FW_PASS_ALLOW_CIDR), .subject = "swap"},
 	{"swap v1: B not allowed yet", .pkt = TCP4(SWAP4, SWAP_B4, 40000, 80),

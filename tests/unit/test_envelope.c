@@ -388,27 +388,27 @@ static const struct bad_case bad_cases[] = {
 	/* generations */
 	{"negative specGeneration",
 	 "{" API "," RM "," UID ",\"revision\":{\"specGeneration\":-1,\"runtimeInstanceId\":\"r\","
-				"\"attachmentId\":\"a\"}}",
+	 "\"attachmentId\":\"a\"}}",
 	 "revision.specGeneration must be a non-negative integer"},
 	{"float specGeneration",
 	 "{" API "," RM "," UID ",\"revision\":{\"specGeneration\":4.0,\"runtimeInstanceId\":\"r\","
-				"\"attachmentId\":\"a\"}}",
+	 "\"attachmentId\":\"a\"}}",
 	 "revision.specGeneration must be a non-negative integer"},
 	{"exponent specGeneration",
 	 "{" API "," RM "," UID ",\"revision\":{\"specGeneration\":1e3,\"runtimeInstanceId\":\"r\","
-				"\"attachmentId\":\"a\"}}",
+	 "\"attachmentId\":\"a\"}}",
 	 "revision.specGeneration must be a non-negative integer"},
 	{"string specGeneration",
 	 "{" API "," RM "," UID ",\"revision\":{\"specGeneration\":\"4\",\"runtimeInstanceId\":"
-				"\"r\",\"attachmentId\":\"a\"}}",
+	 "\"r\",\"attachmentId\":\"a\"}}",
 	 "revision.specGeneration must be a non-negative integer"},
 	{"negative routeGeneration",
 	 "{" API "," RM "," UID ",\"revision\":{\"routeGeneration\":-7,\"runtimeInstanceId\":\"r\","
-				"\"attachmentId\":\"a\"}}",
+	 "\"attachmentId\":\"a\"}}",
 	 "revision.routeGeneration must be a non-negative integer"},
 	{"bool routeGeneration",
 	 "{" API "," RM "," UID ",\"revision\":{\"routeGeneration\":true,\"runtimeInstanceId\":"
-				"\"r\",\"attachmentId\":\"a\"}}",
+	 "\"r\",\"attachmentId\":\"a\"}}",
 	 "revision.routeGeneration must be a non-negative integer"},
 	{"negative hook sequence",
 	 "{" API "," HOOK "," UID "," REV

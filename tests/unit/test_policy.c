@@ -531,3 +531,75 @@ Test(policy, compile_hash)
 	fw_policy_free(&a);
 	fw_policy_free(&b);
 }
+
+static long port_list[] = {443, 8443};
+
+Test(policy, compile_ports_union_and_exceptions)
+{
+	struct fw_compiled_set set;
+	const struct fw_compiled *e;
+	struct fw_policy p;
+
+	fw_policy_init(&p);
+	cr_assert_eq(fw_policy_add_rule(&p, "allow", "10.0.0.0/8", port_list, 2, err, sizeof(err)),
+		     0);
+	add(&p, "allow", "10.1.0.0/16");
+	cr_assert_eq(fw_policy_add_rule(&p, "deny", "10.1.2.0/24", port_list, 1, err, sizeof(err)),
+		     0);
+	cr_assert_eq(fw_policy_compile_set(NULL, &p, &set), 0);
+
+	/* /8: no rule for every port, exceptions 443 and 8443 allow */
+	e = find(set.entries, set.n, "10.0.0.0/8");
+	cr_assert_not_null(e);
+	cr_assert_eq(e->rule.action, FW_ACTION_NONE);
+	cr_assert_neq(e->rule.portset, 0);
+	/* /16: allow every port; no exceptions needed */
+	e = find(set.entries, set.n, "10.1.0.0/16");
+	cr_assert_not_null(e);
+	cr_assert_eq(e->rule.action, FW_ACTION_ALLOW);
+	cr_assert_eq(e->rule.portset, 0);
+	/* /24: allow every port but 443, which is denied */
+	e = find(set.entries, set.n, "10.1.2.0/24");
+	cr_assert_not_null(e);
+	cr_assert_eq(e->rule.action, FW_ACTION_ALLOW);
+	cr_assert_neq(e->rule.portset, 0);
+	{
+		size_t n443 = 0;
+
+		for (size_t i = 0; i < set.nports; i++) {
+			if (set.ports[i].portset != e->rule.portset)
+				continue;
+			cr_assert_eq(set.ports[i].port, 443);
+			cr_assert_eq(set.ports[i].action, FW_ACTION_DENY);
+			n443++;
+		}
+		cr_assert_eq(n443, 1);
+	}
+	cr_assert_eq(set.nports, 3, "got %zu exceptions", set.nports);
+	fw_compiled_set_free(&set);
+	fw_policy_free(&p);
+}
+
+Test(policy, compile_ports_shared_sets_and_pruning)
+{
+	struct fw_compiled_set set;
+	struct fw_policy p;
+
+	/* two disjoint CIDRs with the same ports share one exception set; a
+	 * host inside one with the same rule is redundant and dropped */
+	fw_policy_init(&p);
+	cr_assert_eq(
+		fw_policy_add_rule(&p, "allow", "192.0.2.0/25", port_list, 2, err, sizeof(err)), 0);
+	cr_assert_eq(
+		fw_policy_add_rule(&p, "allow", "203.0.113.0/24", port_list, 2, err, sizeof(err)),
+		0);
+	cr_assert_eq(fw_policy_add_rule(&p, "allow", "192.0.2.5", port_list, 2, err, sizeof(err)),
+		     0);
+	cr_assert_eq(fw_policy_compile_set(NULL, &p, &set), 0);
+	cr_assert_null(find(set.entries, set.n, "192.0.2.5"));
+	cr_assert_eq(find(set.entries, set.n, "192.0.2.0/25")->rule.portset,
+		     find(set.entries, set.n, "203.0.113.0/24")->rule.portset);
+	cr_assert_eq(set.nports, 2);
+	fw_compiled_set_free(&set);
+	fw_policy_free(&p);
+}

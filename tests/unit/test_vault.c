@@ -594,28 +594,28 @@ Test(store, patch_merges_by_name)
 										     "\":"
 										     "\"b\"}") "]}";
 	const char *patch = "{\"credentials\":[" CRED("\"c\"", "\"inline\"", "\"sea\"") "," CRED(
-		"\"a\"",
-		"\"inline\"", "\"" SECRET2 "\"") "],\"bindings\":[" BIND("\"bb\"", GOOD_MATCH,
-									 "{\"type\":\"apiKey\","
-									 "\"name\":"
-									 "\"X-B2\",\"credential\":"
-									 "\"a\"}") "," BIND("\"bc"
-											    "\"",
-											    GOOD_MATCH,
-											    "{\"typ"
-											    "e\":"
-											    "\"apiK"
-											    "ey\","
-											    "\"name"
-											    "\":"
-											    "\"X-"
-											    "C\","
-											    "\"cred"
-											    "ential"
-											    "\":"
-											    "\"b\""
-											    "}") "]"
-												 "}";
+		"\"a\"", "\"inline\"",
+		"\"" SECRET2 "\"") "],\"bindings\":[" BIND("\"bb\"", GOOD_MATCH,
+							   "{\"type\":\"apiKey\","
+							   "\"name\":"
+							   "\"X-B2\",\"credential\":"
+							   "\"a\"}") "," BIND("\"bc"
+									      "\"",
+									      GOOD_MATCH,
+									      "{\"typ"
+									      "e\":"
+									      "\"apiK"
+									      "ey\","
+									      "\"name"
+									      "\":"
+									      "\"X-"
+									      "C\","
+									      "\"cred"
+									      "ential"
+									      "\":"
+									      "\"b\""
+									      "}") "]"
+										   "}";
 
 	cr_assert_eq(fw_vault_store_put(st, "sb-1", must_parse(base, 0)), 0);
 	cr_assert_eq(fw_vault_store_set_ip(st, "sb-1", &ip), 0);

@@ -20,9 +20,9 @@
 #include "log.h"
 #include "secmem.h"
 
-#define FW_HTTP_THREADS 4
+#define FW_HTTP_THREADS	  4
 #define FW_HTTP_TIMEOUT_S 30
-#define FW_HTTP_MAX_CONN 1024
+#define FW_HTTP_MAX_CONN  1024
 
 struct fw_http {
 	struct fw_actions *a;
@@ -86,7 +86,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, struct fw_reply *r)
 static enum MHD_Result send_text(struct MHD_Connection *c, int status, const char *text,
 				 const char *allow)
 {
-	struct fw_reply r = { .status = status, .allow = allow };
+	struct fw_reply r = {.status = status, .allow = allow};
 
 	if (asprintf(&r.body, "%s\n", text) < 0)
 		return MHD_NO;
@@ -128,9 +128,8 @@ static void route_tcp(struct fw_http *h, struct MHD_Connection *c, const char *u
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-				  const char *method, const char *version,
-				  const char *upload_data, size_t *upload_data_size,
-				  void **con_cls)
+				  const char *method, const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **con_cls)
 {
 	struct fw_ctx *ctx = cls;
 	struct fw_req *req = *con_cls;
@@ -237,7 +236,7 @@ static int resolve_listen(const char *listen, struct sockaddr_storage *ss)
 {
 	char host[64];
 	const char *colon = strrchr(listen, ':');
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
 	struct addrinfo *res;
 	size_t n;
 
@@ -258,7 +257,7 @@ static int resolve_listen(const char *listen, struct sockaddr_storage *ss)
 
 static int unix_listener(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char dir[108];
 	char *slash;
 	int fd, err;
@@ -307,15 +306,14 @@ int fw_http_start(struct fw_http **out, struct fw_actions *a, const char *listen
 		fw_err("can't resolve actions.listen %s", listen);
 		goto fail;
 	}
-	ctx_tcp = (struct fw_ctx){ h, FW_TCP };
-	h->tcp = MHD_start_daemon(flags | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0), 0, NULL,
-				  NULL, on_request, &ctx_tcp, MHD_OPTION_SOCK_ADDR,
-				  (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
-				  (unsigned int)FW_HTTP_THREADS, MHD_OPTION_CONNECTION_TIMEOUT,
-				  (unsigned int)FW_HTTP_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
-				  (unsigned int)FW_HTTP_MAX_CONN, MHD_OPTION_NOTIFY_COMPLETED,
-				  on_completed, NULL, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
-				  MHD_OPTION_END);
+	ctx_tcp = (struct fw_ctx){h, FW_TCP};
+	h->tcp = MHD_start_daemon(
+		flags | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL, on_request,
+		&ctx_tcp, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
+		(unsigned int)FW_HTTP_THREADS, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned int)FW_HTTP_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned int)FW_HTTP_MAX_CONN, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_END);
 	if (!h->tcp) {
 		err = -EADDRINUSE;
 		fw_err("can't listen on %s: %s", listen, strerror(errno ? errno : EADDRINUSE));
@@ -328,7 +326,7 @@ int fw_http_start(struct fw_http **out, struct fw_actions *a, const char *listen
 		goto fail;
 	}
 	snprintf(h->unix_path, sizeof(h->unix_path), "%s", vault_socket);
-	ctx_unix = (struct fw_ctx){ h, FW_UNIX };
+	ctx_unix = (struct fw_ctx){h, FW_UNIX};
 	h->unix_d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, &ctx_unix,
 				     MHD_OPTION_LISTEN_SOCKET, ufd, MHD_OPTION_CONNECTION_TIMEOUT,
 				     (unsigned int)FW_HTTP_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED,

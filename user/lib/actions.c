@@ -18,17 +18,17 @@
 #include "log.h"
 #include "secmem.h"
 
-#define FW_UID_MAX 128
+#define FW_UID_MAX	 128
 #define ENFORCEMENT_MODE "ebpf"
 
 /* The protocol's view of one subject, hung on its registry entry. */
 struct fw_proto {
-	char rt[FW_ENV_STR]; /* fence: runtimeInstanceId */
+	char rt[FW_ENV_STR];  /* fence: runtimeInstanceId */
 	char att[FW_ENV_STR]; /* fence: attachmentId */
 	__u64 spec_generation;
 	bool has_pending;
-	struct fw_policy pending; /* parsed SET_BINDING input, while denying */
-	struct fw_policy current; /* in force while active */
+	struct fw_policy pending;	  /* parsed SET_BINDING input, while denying */
+	struct fw_policy current;	  /* in force while active */
 	struct fw_static_subject binding; /* addresses etc.; .policy unused */
 };
 
@@ -337,8 +337,8 @@ static int pushed_policy(const char *method, const struct fw_policy *cur, const 
 static void reply_policy_ok(struct fw_reply *out, const struct fw_policy *p)
 {
 	reply_json(out, 200,
-		   json_pack("{s:s,s:s,s:s}", "status", "ok", "mode", mode_of(p),
-			     "enforcementMode", ENFORCEMENT_MODE));
+		   json_pack("{s:s,s:s,s:s}", "status", "ok", "mode", mode_of(p), "enforcementMode",
+			     ENFORCEMENT_MODE));
 }
 
 /* A policy push for a registered subject (entry lock held). */
@@ -357,8 +357,9 @@ static void policy_push_locked(struct fw_actions *a, struct fw_entry *e, const c
 		return;
 	}
 	if (gen != FW_PENDING_NO_GEN && (__u64)gen != p->spec_generation) {
-		reply_text(out, 409, "generation %lld does not match the binding's %llu; push discarded",
-			   gen, (unsigned long long)p->spec_generation);
+		reply_text(out, 409,
+			   "generation %lld does not match the binding's %llu; push discarded", gen,
+			   (unsigned long long)p->spec_generation);
 		return;
 	}
 	ret = pushed_policy(method, &p->current, body, len, &next, err, sizeof(err));
@@ -402,8 +403,9 @@ static void vault_push_locked(struct fw_actions *a, struct fw_entry *e, const ch
 	int ret;
 
 	if (gen != FW_PENDING_NO_GEN && p && (__u64)gen != p->spec_generation) {
-		reply_text(out, 409, "generation %lld does not match the binding's %llu; push discarded",
-			   gen, (unsigned long long)p->spec_generation);
+		reply_text(out, 409,
+			   "generation %lld does not match the binding's %llu; push discarded", gen,
+			   (unsigned long long)p->spec_generation);
 		return;
 	}
 	if (!strcmp(method, "DELETE")) {
@@ -516,8 +518,8 @@ static void set_binding(struct fw_actions *a, struct fw_envelope *env, struct fw
 		p->has_pending = false;
 		fw_policy_free(&p->current);
 		fw_policy_init(&p->current);
-	} else if (same_fence && b.naddrs &&
-		   fw_binding_hash(&b) != fw_binding_hash(&p->binding) && p->binding.naddrs) {
+	} else if (same_fence && b.naddrs && fw_binding_hash(&b) != fw_binding_hash(&p->binding) &&
+		   p->binding.naddrs) {
 		/* same fence, new address or network: move dispatch in place */
 		err = program(a, e, &b, state_of(e) == FW_STATE_ACTIVE ? &p->current : &p->pending,
 			      state_of(e), fence);
@@ -578,7 +580,7 @@ static void set_binding(struct fw_actions *a, struct fw_envelope *env, struct fw
 
 	/* 6. pushes that arrived before the binding */
 	{
-		struct flush_ctx fc = { a, e };
+		struct flush_ctx fc = {a, e};
 
 		fw_pending_take(a->pending, env->uid, (long long)env->spec_generation, flush_one,
 				&fc);
@@ -651,8 +653,8 @@ static void remove_binding(struct fw_actions *a, struct fw_envelope *env, struct
 		reply_empty_json(out, 200);
 		goto out;
 	}
-	if (e->id && e->meta.fence_hash != fw_fence_hash(env->runtime_instance_id,
-							 env->attachment_id)) {
+	if (e->id &&
+	    e->meta.fence_hash != fw_fence_hash(env->runtime_instance_id, env->attachment_id)) {
 		/* a stale removal must not tear down the new binding */
 		fw_info("subject %s: stale REMOVE_BINDING ignored", env->uid);
 		reply_empty_json(out, 200);
@@ -702,9 +704,9 @@ void fw_actions_post(struct fw_actions *a, const char *body, size_t len, struct 
 		break;
 	}
 	fw_debug("actions: %s uid=%s invocation=%s -> %d",
-		 env.op == FW_OP_SET_BINDING	    ? "SET_BINDING" :
-		 env.op == FW_OP_LIFECYCLE_HOOK ? "LIFECYCLE_HOOK" :
-						  "REMOVE_BINDING",
+		 env.op == FW_OP_SET_BINDING	  ? "SET_BINDING"
+		 : env.op == FW_OP_LIFECYCLE_HOOK ? "LIFECYCLE_HOOK"
+						  : "REMOVE_BINDING",
 		 env.uid, env.invocation_id, out->status);
 out:
 	fw_envelope_free(&env);
@@ -731,7 +733,7 @@ static bool method_is(const char *m, const char *const *set)
 void fw_actions_policy(struct fw_actions *a, const char *method, const char *uid_hdr,
 		       const char *gen_hdr, const char *body, size_t len, struct fw_reply *out)
 {
-	static const char *const methods[] = { "GET", "POST", "PUT", "PATCH", "DELETE", NULL };
+	static const char *const methods[] = {"GET", "POST", "PUT", "PATCH", "DELETE", NULL};
 	char uid[FW_UID_MAX + 1];
 	long long gen = parse_generation(gen_hdr);
 	struct fw_entry *e;
@@ -790,7 +792,7 @@ out:
 void fw_actions_vault(struct fw_actions *a, const char *method, const char *uid_hdr,
 		      const char *gen_hdr, const char *body, size_t len, struct fw_reply *out)
 {
-	static const char *const methods[] = { "GET", "POST", "PATCH", "DELETE", NULL };
+	static const char *const methods[] = {"GET", "POST", "PATCH", "DELETE", NULL};
 	char uid[FW_UID_MAX + 1];
 	long long gen = parse_generation(gen_hdr);
 	struct fw_entry *e;
@@ -810,7 +812,8 @@ void fw_actions_vault(struct fw_actions *a, const char *method, const char *uid_
 	if (!strcmp(method, "GET")) {
 		char *json = NULL;
 
-		err = e && e->id ? fw_vault_store_get_redacted_json(a->vaults, uid, &json) : -ENOENT;
+		err = e && e->id ? fw_vault_store_get_redacted_json(a->vaults, uid, &json)
+				 : -ENOENT;
 		if (err) {
 			reply_text(out, 404, "no credential vault for subject %s", uid);
 			goto out;
@@ -837,8 +840,8 @@ out:
 		fw_reg_put(a->reg, e);
 }
 
-void fw_actions_vault_active(struct fw_actions *a, const char *client_ip,
-			     const char *if_none_match, struct fw_reply *out)
+void fw_actions_vault_active(struct fw_actions *a, const char *client_ip, const char *if_none_match,
+			     struct fw_reply *out)
 {
 	struct fw_ip ip;
 	char *json = NULL;

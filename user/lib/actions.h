@@ -21,7 +21,7 @@ struct fw_reply {
 	const char *content_type; /* NULL = no body */
 	char *body;		  /* malloc'd, or secmem when secret */
 	size_t len;
-	bool secret;		  /* body is secmem memory: wipe on free */
+	bool secret; /* body is secmem memory: wipe on free */
 	char etag[FW_VAULT_ETAG_LEN];
 	const char *allow; /* Allow header for 405 */
 };
@@ -57,8 +57,8 @@ void fw_actions_policy(struct fw_actions *a, const char *method, const char *uid
 void fw_actions_vault(struct fw_actions *a, const char *method, const char *uid, const char *gen,
 		      const char *body, size_t len, struct fw_reply *out);
 /* GET /credential-vault/_active?clientIp=... (unix socket only) */
-void fw_actions_vault_active(struct fw_actions *a, const char *client_ip,
-			     const char *if_none_match, struct fw_reply *out);
+void fw_actions_vault_active(struct fw_actions *a, const char *client_ip, const char *if_none_match,
+			     struct fw_reply *out);
 /* Called about once a second: ends the restart grace period (removing
  * adopted subjects nobody replayed) and sweeps the pending cache. */
 void fw_actions_tick(struct fw_actions *a);

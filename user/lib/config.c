@@ -1136,7 +1136,7 @@ static int parse_listen(struct cfg_ctx *ctx, yaml_node_t *node)
 	if (!colon[1] || *end || errno || port == 0 || port > 65535)
 		return cfg_fail(ctx, node, "actions.listen has an invalid port");
 	if (strcmp(host, "localhost") != 0) {
-		static const struct fw_ip lo6 = { .b = { [15] = 1 } };
+		static const struct fw_ip lo6 = {.b = {[15] = 1}};
 
 		if (fw_addr_parse(host, &ip, NULL))
 			return cfg_fail(ctx, node, "actions.listen has an invalid address");
@@ -1151,8 +1151,8 @@ static int parse_listen(struct cfg_ctx *ctx, yaml_node_t *node)
 static int parse_actions(struct cfg_ctx *ctx, yaml_node_t *node)
 {
 	struct cfg_key keys[] = {
-		{.name = "listen"},	 {.name = "vault_socket"}, {.name = "restart"},
-		{.name = "grace"},	 {.name = "pending_ttl"},  {.name = "bind_host_veth"},
+		{.name = "listen"}, {.name = "vault_socket"}, {.name = "restart"},
+		{.name = "grace"},  {.name = "pending_ttl"},  {.name = "bind_host_veth"},
 	};
 	unsigned long long v;
 	yaml_node_t *n;
@@ -1175,8 +1175,9 @@ static int parse_actions(struct cfg_ctx *ctx, yaml_node_t *node)
 		if (err)
 			return err;
 		if (s[0] != '/' || strlen(s) >= sizeof(ctx->cfg->actions_vault_socket))
-			return cfg_fail(ctx, n,
-					"actions.vault_socket must be an absolute path under 108 bytes");
+			return cfg_fail(
+				ctx, n,
+				"actions.vault_socket must be an absolute path under 108 bytes");
 		snprintf(ctx->cfg->actions_vault_socket, sizeof(ctx->cfg->actions_vault_socket),
 			 "%s", s);
 	}
@@ -1214,10 +1215,8 @@ static int parse_actions(struct cfg_ctx *ctx, yaml_node_t *node)
 static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 {
 	struct cfg_key keys[TK_MAX] = {
-		[TK_LOG_LEVEL] = {.name = "log_level"},
-		[TK_DATAPATH] = {.name = "datapath"},
-		[TK_OVERLAY] = {.name = "overlay"},
-		[TK_SUBJECTS] = {.name = "subjects"},
+		[TK_LOG_LEVEL] = {.name = "log_level"}, [TK_DATAPATH] = {.name = "datapath"},
+		[TK_OVERLAY] = {.name = "overlay"},	[TK_SUBJECTS] = {.name = "subjects"},
 		[TK_ACTIONS] = {.name = "actions"},
 	};
 	yaml_node_t *n;

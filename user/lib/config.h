@@ -57,13 +57,13 @@ struct fw_cfg {
 	__u64 frag_timeout_ns;
 	struct fw_policy overlay; /* operator rules ahead of every subject's */
 	/* actions: the Sandbox Actions protocol listener */
-	bool actions_enabled;	       /* the section is present */
-	char actions_listen[64];       /* loopback "addr:port" */
+	bool actions_enabled;		/* the section is present */
+	char actions_listen[64];	/* loopback "addr:port" */
 	char actions_vault_socket[108]; /* unix socket for the active-vault read */
-	bool actions_restart_wipe;     /* reference behaviour on restart */
-	__u64 actions_grace_ns;	       /* unconfirmed subjects removed after */
-	__u64 actions_pending_ttl_ns;  /* cached pushes for unknown subjects */
-	bool actions_bind_host_veth;   /* anti-spoof on attachment.hostVeth */
+	bool actions_restart_wipe;	/* reference behaviour on restart */
+	__u64 actions_grace_ns;		/* unconfirmed subjects removed after */
+	__u64 actions_pending_ttl_ns;	/* cached pushes for unknown subjects */
+	bool actions_bind_host_veth;	/* anti-spoof on attachment.hostVeth */
 	struct fw_static_subject *subjects;
 	size_t nsubjects;
 };

@@ -122,6 +122,7 @@ static void fill_fds(struct fw_dp *dp)
 	dp->pod_flows_fd = bpf_map__fd(s->maps.fastwall_pod_flows);
 	dp->frags_fd = bpf_map__fd(s->maps.fastwall_frags);
 	dp->events_fd = bpf_map__fd(s->maps.fastwall_events);
+	dp->ports_fd = bpf_map__fd(s->maps.fastwall_ports);
 	dp->ingress_fd = bpf_program__fd(s->progs.fastwall_ingress);
 	dp->egress_fd = bpf_program__fd(s->progs.fastwall_egress);
 }
@@ -195,6 +196,7 @@ static const char *const map_names[] = {
 	"fastwall_doh",		  "fastwall_config",	   "fastwall_stats",
 	"fastwall_subject_stats", "fastwall_event_budget", "fastwall_subject_meta",
 	"fastwall_pod_flows",	  "fastwall_frags",	   "fastwall_events",
+	"fastwall_ports",
 };
 
 static int pinned_fd(const char *root, const char *name)
@@ -213,7 +215,7 @@ int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 {
 	int *fds[] = {
 		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-		NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 	};
 	struct fw_dp *dp;
 	int err;
@@ -241,6 +243,7 @@ int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 	fds[12] = &dp->pod_flows_fd;
 	fds[13] = &dp->frags_fd;
 	fds[14] = &dp->events_fd;
+	fds[15] = &dp->ports_fd;
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		*fds[i] = -1;
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
@@ -268,7 +271,7 @@ void fw_dp_close(struct fw_dp *dp)
 			dp->dispatch_fd,  dp->rules_fd,		dp->learned_fd, dp->activity_fd,
 			dp->local_fd,	  dp->local_ports_fd,	dp->doh_fd,	dp->config_fd,
 			dp->stats_fd,	  dp->subject_stats_fd, dp->budget_fd,	dp->meta_fd,
-			dp->pod_flows_fd, dp->frags_fd,		dp->events_fd,
+			dp->pod_flows_fd, dp->frags_fd,		dp->events_fd,	dp->ports_fd,
 		};
 		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 			if (fds[i] >= 0)
@@ -521,6 +524,119 @@ int fw_dp_rules_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, si
 	err = update(dp->rules_fd, &id, &fd, BPF_ANY, "fastwall_rules");
 out:
 	close(fd);
+	return err;
+}
+
+static bool not_ports_of(const void *key, const void *ctx)
+{
+	const struct fw_port_rule_key *k = key;
+	const __u32 *want = ctx; /* {subject, generation bit or ~0u for all} */
+
+	if (k->subject != want[0])
+		return true;
+	return want[1] != ~0u && (k->portset & FW_PORTSET_GEN) != want[1];
+}
+
+int fw_dp_ports_flush(struct fw_dp *dp, __u32 id)
+{
+	__u32 want[2] = {id, ~0u};
+
+	return prune(dp->ports_fd, sizeof(struct fw_port_rule_key), not_ports_of, want);
+}
+
+int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *set,
+		      __u32 *port_state)
+{
+	__u32 live_gen = *port_state & FW_PORTSET_GEN, live_n = *port_state & ~FW_PORTSET_GEN;
+	__u32 gen = live_gen ^ FW_PORTSET_GEN;
+	struct fw_compiled *c = NULL;
+	size_t written = 0;
+	int err = 0;
+
+	if (set->nports) {
+		c = malloc(set->n * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		for (; written < set->nports; written++) {
+			struct fw_port_rule_key k = {
+				.subject = id,
+				.portset = set->ports[written].portset | gen,
+				.port = set->ports[written].port,
+			};
+
+			err = update(dp->ports_fd, &k, &set->ports[written].action, BPF_ANY,
+				     "fastwall_ports");
+			if (err)
+				goto undo;
+		}
+		for (size_t i = 0; i < set->n; i++) {
+			c[i] = set->entries[i];
+			if (c[i].rule.portset)
+				c[i].rule.portset |= gen;
+		}
+	}
+	err = fw_dp_rules_swap(dp, id, c ? c : set->entries, set->n);
+	if (err)
+		goto undo;
+	/* no trie references the previous generation any more */
+	if (live_n) {
+		__u32 want[2] = {id, live_gen};
+
+		prune(dp->ports_fd, sizeof(struct fw_port_rule_key), not_ports_of, want);
+	}
+	*port_state = set->nports ? gen | (__u32)set->nports : live_gen;
+	free(c);
+	return 0;
+
+undo:
+	/* leave the unused generation empty, so a later swap starts clean */
+	for (size_t i = 0; i < written; i++) {
+		struct fw_port_rule_key k = {
+			.subject = id,
+			.portset = set->ports[i].portset | gen,
+			.port = set->ports[i].port,
+		};
+
+		bpf_map_delete_elem(dp->ports_fd, &k);
+	}
+	free(c);
+	return err;
+}
+
+/* Deletes per-port exceptions that no live trie can reference: those of
+ * unknown subjects and of the generation a subject does not use (left by a
+ * swap interrupted by a crash). live(id, &gen) says whether id is known
+ * and its live generation. */
+int fw_dp_ports_sweep(struct fw_dp *dp, bool (*live)(__u32 id, __u32 *gen, const void *ctx),
+		      const void *ctx)
+{
+	struct fw_port_rule_key k, *prev = NULL;
+	size_t n = 0, cap = 0;
+	struct fw_port_rule_key *stale = NULL;
+	int err = 0;
+
+	while (bpf_map_get_next_key(dp->ports_fd, prev, &k) == 0) {
+		__u32 gen;
+
+		prev = &k;
+		if (live(k.subject, &gen, ctx) && (k.portset & FW_PORTSET_GEN) == gen)
+			continue;
+		if (n == cap) {
+			struct fw_port_rule_key *grown;
+
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(stale, cap * sizeof(*stale));
+			if (!grown) {
+				err = -ENOMEM;
+				break;
+			}
+			stale = grown;
+		}
+		stale[n++] = k;
+	}
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(dp->ports_fd, &stale[i]);
+	free(stale);
 	return err;
 }
 

@@ -27,7 +27,7 @@ struct fw_dp {
 	int ingress_fd, egress_fd;
 	int dispatch_fd, rules_fd, learned_fd, activity_fd, local_fd, local_ports_fd;
 	int doh_fd, config_fd, stats_fd, subject_stats_fd, budget_fd, meta_fd;
-	int pod_flows_fd, frags_fd, events_fd;
+	int pod_flows_fd, frags_fd, events_fd, ports_fd;
 };
 
 /* Loads the programs; maps already pinned under pin_root are reused,
@@ -64,6 +64,17 @@ int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id);
  * update; packets see the old rule set or the new one, never a mix. */
 int fw_dp_rules_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, size_t n);
 int fw_dp_rules_clear(struct fw_dp *dp, __u32 id);
+/* fw_dp_rules_swap for a whole compiled set: the per-port exceptions are
+ * written under the port-set generation the live trie does not use, the
+ * trie swapped, then the previous generation's exceptions deleted.
+ * *port_state (FW_PORTSET_GEN bit | count) says what is live. */
+int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *set,
+		      __u32 *port_state);
+/* Deletes per-port exceptions no live trie references (after a crash). */
+int fw_dp_ports_sweep(struct fw_dp *dp, bool (*live)(__u32 id, __u32 *gen, const void *ctx),
+		      const void *ctx);
+/* Deletes every per-port exception of subject id (one walk of the map). */
+int fw_dp_ports_flush(struct fw_dp *dp, __u32 id);
 
 int fw_dp_learned_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 expires_ns);
 int fw_dp_learned_del(struct fw_dp *dp, __u32 id, const struct fw_ip *addr);

@@ -13,8 +13,8 @@
 #include "fastwall.h"
 #include "policy.h"
 
-#define FW_API_VERSION "sandbox.fast.io/actions/v1"
-#define FW_ENV_STR 256	      /* longest uid, name, fence field we keep */
+#define FW_API_VERSION	"sandbox.fast.io/actions/v1"
+#define FW_ENV_STR	256	  /* longest uid, name, fence field we keep */
 #define FW_ENV_BODY_MAX (1 << 20) /* 1 MiB request cap */
 
 enum fw_operation {
@@ -24,8 +24,8 @@ enum fw_operation {
 };
 
 enum fw_hook {
-	FW_HOOK_RUNTIME_READY = 1,   /* sandbox.runtime-ready */
-	FW_HOOK_DATA_PLANE_READY,    /* sandbox.data-plane-ready */
+	FW_HOOK_RUNTIME_READY = 1, /* sandbox.runtime-ready */
+	FW_HOOK_DATA_PLANE_READY,  /* sandbox.data-plane-ready */
 };
 
 struct fw_envelope {
@@ -48,8 +48,8 @@ struct fw_envelope {
 	char host_veth[FW_ENV_STR]; /* "" when absent */
 	/* binding (SET_BINDING) */
 	bool has_binding;
-	bool input_null;  /* binding.input was JSON null */
-	char *input;	  /* binding.input string (malloc'd), NULL when null/absent */
+	bool input_null; /* binding.input was JSON null */
+	char *input;	 /* binding.input string (malloc'd), NULL when null/absent */
 	size_t input_len;
 	/* hook (LIFECYCLE_HOOK) */
 	enum fw_hook hook;
@@ -70,8 +70,7 @@ void fw_envelope_free(struct fw_envelope *env);
  * JSON object with optional "defaultAction" (string) and "egress" (array of
  * objects with "action", "target" and optional "ports"), per
  * egress-policy.md; unknown keys ignored. On -EINVAL err says what. */
-int fw_policy_from_json(const char *s, size_t len, struct fw_policy *p, char *err,
-			size_t errlen);
+int fw_policy_from_json(const char *s, size_t len, struct fw_policy *p, char *err, size_t errlen);
 /* Serialises p as the policy JSON object (malloc'd string, caller frees). */
 char *fw_policy_to_json(const struct fw_policy *p);
 

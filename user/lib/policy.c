@@ -386,138 +386,343 @@ int fw_policy_match_domain(const struct fw_policy *p, const char *name, __u8 *ac
 	return -1;
 }
 
-static bool prefix_equal(const struct fw_policy_rule *a, const struct fw_policy_rule *b)
-{
-	return a->plen == b->plen && memcmp(&a->addr, &b->addr, sizeof(a->addr)) == 0;
-}
-
 static bool rule_is_v4(const struct fw_policy_rule *r)
 {
 	return r->plen >= FW_V4_PREFIX_BASE && fw_addr_family(&r->addr) == FW_FAM_V4;
 }
 
-/* inner lies inside (or is) outer, within one family: in the 128-bit
- * space a short IPv6 prefix such as ::/0 also contains the v4-mapped
- * block, but an IPv6 rule says nothing about IPv4 */
-static bool prefix_covers(const struct fw_policy_rule *outer, const struct fw_policy_rule *inner)
+struct indexed_rule {
+	const struct fw_policy_rule *r;
+	__u32 index;
+	bool v4;
+	struct fw_ip net; /* masked */
+};
+
+/* A candidate LPM entry: a rule prefix, the IPv4 block, or ::/0. */
+struct candidate {
+	struct fw_ip net;
+	__u32 plen;
+	bool v4;
+};
+
+static bool covers(const struct indexed_rule *r, const struct candidate *c)
 {
-	return rule_is_v4(outer) == rule_is_v4(inner) && outer->plen <= inner->plen &&
-	       fw_prefix_contains(&outer->addr, outer->plen, &inner->addr);
+	return r->v4 == c->v4 && r->r->plen <= c->plen &&
+	       fw_prefix_contains(&r->net, r->r->plen, &c->net);
+}
+
+/* Port bitmaps of one candidate: which ports some covering deny / allow
+ * rule lists, and the list of ports touched so clearing is cheap. */
+struct port_acc {
+	unsigned char deny[65536 / 8], allow[65536 / 8];
+	__u16 touched[2 * FW_POLICY_MAX_RULES];
+	size_t ntouched;
+	bool overflow;
+};
+
+static bool bit(const unsigned char *m, __u16 p)
+{
+	return m[p / 8] & (1u << (p % 8));
+}
+
+static void set_bit(struct port_acc *pa, unsigned char *m, __u16 p)
+{
+	if (!bit(pa->deny, p) && !bit(pa->allow, p)) {
+		if (pa->ntouched < sizeof(pa->touched) / sizeof(pa->touched[0]))
+			pa->touched[pa->ntouched++] = p;
+		else
+			pa->overflow = true;
+	}
+	m[p / 8] |= (unsigned char)(1u << (p % 8));
+}
+
+static int port_cmp(const void *a, const void *b)
+{
+	return (int)*(const __u16 *)a - (int)*(const __u16 *)b;
+}
+
+struct set_builder {
+	struct fw_port_rule *ports;
+	size_t nports, cap;
+	__u32 nsets;
+};
+
+/* Finds or appends the exception set exc[0..n) and returns its id; sets
+ * that many entries share (a rule with ports over a CIDR with holes) are
+ * stored once. */
+static int portset_id(struct set_builder *sb, const struct fw_port_rule *exc, size_t n, __u32 *id)
+{
+	size_t i = 0;
+
+	while (i < sb->nports) {
+		__u32 sid = sb->ports[i].portset;
+		size_t j = i, k = 0;
+
+		while (j < sb->nports && sb->ports[j].portset == sid)
+			j++;
+		if (j - i == n) {
+			for (k = 0; k < n; k++)
+				if (sb->ports[i + k].port != exc[k].port ||
+				    sb->ports[i + k].action != exc[k].action)
+					break;
+		}
+		if (j - i == n && k == n) {
+			*id = sid;
+			return 0;
+		}
+		i = j;
+	}
+	if (sb->nports + n > FW_MAX_PORT_RULES)
+		return -E2BIG;
+	if (sb->nports + n > sb->cap) {
+		size_t cap = sb->cap ? sb->cap : 256;
+		struct fw_port_rule *grown;
+
+		while (cap < sb->nports + n)
+			cap *= 2;
+		grown = realloc(sb->ports, cap * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		sb->ports = grown;
+		sb->cap = cap;
+	}
+	*id = ++sb->nsets;
+	for (size_t k = 0; k < n; k++) {
+		sb->ports[sb->nports + k] = exc[k];
+		sb->ports[sb->nports + k].portset = *id;
+	}
+	sb->nports += n;
+	return 0;
+}
+
+/* Builds the entry of candidate c from every rule that covers it. */
+static int build_entry(const struct indexed_rule *ir, size_t nir, const struct candidate *c,
+		       __u8 dflt, struct port_acc *pa, struct set_builder *sb,
+		       struct fw_port_rule *exc, struct fw_compiled *out)
+{
+	bool deny_all = false, allow_all = false, any = false;
+	__u32 best_plen = 0, best = FW_RULE_DEFAULT;
+	size_t nexc = 0;
+	int err = 0;
+
+	pa->ntouched = 0;
+	pa->overflow = false;
+	for (size_t i = 0; i < nir; i++) {
+		const struct fw_policy_rule *r = ir[i].r;
+
+		if (!covers(&ir[i], c))
+			continue;
+		if (!any || r->plen > best_plen) {
+			best_plen = r->plen;
+			best = ir[i].index;
+		}
+		any = true;
+		if (!r->nports) {
+			if (r->action == FW_ACTION_DENY)
+				deny_all = true;
+			else
+				allow_all = true;
+			continue;
+		}
+		for (size_t k = 0; k < r->nports; k++)
+			set_bit(pa, r->action == FW_ACTION_DENY ? pa->deny : pa->allow,
+				r->ports[k]);
+	}
+
+	memset(out, 0, sizeof(*out));
+	out->key.prefixlen = c->plen;
+	out->key.addr = c->net;
+	out->rule.dflt = dflt;
+	out->rule.rule = best;
+	out->rule.is_default = !any;
+	out->rule.action = deny_all ? FW_ACTION_DENY : allow_all ? FW_ACTION_ALLOW : FW_ACTION_NONE;
+	if (!any)
+		out->rule.action = dflt; /* what a reader of the map expects to see */
+
+	if (!deny_all && pa->ntouched) {
+		qsort(pa->touched, pa->ntouched, sizeof(pa->touched[0]), port_cmp);
+		for (size_t k = 0; k < pa->ntouched; k++) {
+			__u16 port = pa->touched[k];
+
+			/* deny for a port beats allow for it; an allow for every
+			 * port needs no per-port allow */
+			if (bit(pa->deny, port))
+				exc[nexc++] = (struct fw_port_rule){.port = port,
+								    .action = FW_ACTION_DENY};
+			else if (!allow_all)
+				exc[nexc++] = (struct fw_port_rule){.port = port,
+								    .action = FW_ACTION_ALLOW};
+		}
+		if (nexc)
+			err = portset_id(sb, exc, nexc, &out->rule.portset);
+	}
+	for (size_t k = 0; k < pa->ntouched; k++) {
+		__u16 port = pa->touched[k];
+
+		pa->deny[port / 8] = pa->allow[port / 8] = 0;
+	}
+	if (pa->overflow) {
+		memset(pa->deny, 0, sizeof(pa->deny));
+		memset(pa->allow, 0, sizeof(pa->allow));
+		if (!err)
+			err = -E2BIG;
+	}
+	return err;
+}
+
+static bool same_verdict(const struct fw_rule *a, const struct fw_rule *b)
+{
+	return a->action == b->action && a->is_default == b->is_default && a->portset == b->portset;
+}
+
+/* Drops every entry that decides exactly as the entry the LPM lookup
+ * would find without it (its longest strict cover): an allow inside a
+ * deny, a host inside a CIDR of the same verdict. Fewer entries, smaller
+ * tries, same verdicts. */
+static size_t prune_redundant(struct fw_compiled *c, size_t n)
+{
+	bool *drop = calloc(n ? n : 1, sizeof(*drop));
+	size_t out = 0;
+
+	if (!drop)
+		return n; /* keeping them all is still correct */
+	for (size_t i = 0; i < n; i++) {
+		const struct fw_compiled *parent = NULL;
+
+		for (size_t j = 0; j < n; j++) {
+			if (j == i || c[j].key.prefixlen >= c[i].key.prefixlen ||
+			    !fw_prefix_contains(&c[j].key.addr, c[j].key.prefixlen, &c[i].key.addr))
+				continue;
+			if (!parent || c[j].key.prefixlen > parent->key.prefixlen)
+				parent = &c[j];
+		}
+		drop[i] = parent && same_verdict(&c[i].rule, &parent->rule);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!drop[i])
+			c[out++] = c[i];
+	free(drop);
+	return out;
 }
 
 /* ::ffff:0:0/96, the whole IPv4 space */
 static const struct fw_ip v4_block = {.b = {[10] = 0xff, [11] = 0xff}};
 
-static bool needs_v4_barrier(const struct fw_compiled *c, size_t nc)
-{
-	bool covered = false;
-
-	for (size_t i = 0; i < nc; i++) {
-		if (c[i].key.prefixlen == FW_V4_PREFIX_BASE &&
-		    memcmp(&c[i].key.addr, &v4_block, sizeof(v4_block)) == 0)
-			return false;
-		if (c[i].key.prefixlen < FW_V4_PREFIX_BASE &&
-		    fw_prefix_contains(&c[i].key.addr, c[i].key.prefixlen, &v4_block))
-			covered = true;
-	}
-	return covered;
-}
-
-struct indexed_rule {
-	const struct fw_policy_rule *r;
-	__u32 index;
-};
-
-int fw_policy_compile(const struct fw_policy *overlay, const struct fw_policy *p,
-		      struct fw_compiled **out, size_t *n)
+int fw_policy_compile_set(const struct fw_policy *overlay, const struct fw_policy *p,
+			  struct fw_compiled_set *out)
 {
 	size_t nover = overlay ? overlay->nrules : 0;
-	size_t total = nover + p->nrules;
+	size_t total = nover + p->nrules, nir = 0, ncand = 0, nc = 0;
 	struct indexed_rule *ir = NULL;
+	struct candidate *cand = NULL;
 	struct fw_compiled *c = NULL;
-	size_t nir = 0, nc = 0;
-	bool has_root = false;
+	struct fw_port_rule *exc = NULL;
+	struct port_acc *pa = NULL;
+	struct set_builder sb = {};
+	bool v4_covered = false, v4_block_rule = false;
 	int err = 0;
 
-	*out = NULL;
-	*n = 0;
+	memset(out, 0, sizeof(*out));
 	ir = calloc(total ? total : 1, sizeof(*ir));
+	cand = calloc(total + 2, sizeof(*cand));
 	c = calloc(total + 2, sizeof(*c));
-	if (!ir || !c) {
+	if (!ir || !cand || !c) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
 	for (size_t i = 0; i < total; i++) {
 		const struct fw_policy_rule *r =
 			i < nover ? &overlay->rules[i] : &p->rules[i - nover];
+		bool dup = false;
 
-		if (r->kind == FW_TARGET_IP || r->kind == FW_TARGET_CIDR) {
-			ir[nir].r = r;
-			ir[nir].index = (__u32)i;
-			nir++;
-		}
-	}
-
-	for (size_t i = 0; i < nir; i++) {
-		const struct fw_policy_rule *r = ir[i].r;
-		bool drop = false;
-
-		for (size_t j = 0; j < nir && !drop; j++) {
-			const struct fw_policy_rule *o = ir[j].r;
-
-			if (r->action == FW_ACTION_DENY) {
-				/* the first of identical denies stands for all */
-				drop = j < i && o->action == FW_ACTION_DENY && prefix_equal(o, r);
-			} else if (o->action == FW_ACTION_DENY) {
-				/* deny beats allow whatever the order: an allow
-				 * inside a deny would win the LPM lookup */
-				drop = prefix_covers(o, r);
-			} else {
-				drop = j < i && prefix_equal(o, r);
-			}
-		}
-		if (drop)
+		if (r->kind != FW_TARGET_IP && r->kind != FW_TARGET_CIDR)
 			continue;
-		c[nc].key.prefixlen = r->plen;
-		c[nc].key.addr = r->addr;
-		fw_prefix_mask(&c[nc].key.addr, r->plen);
-		c[nc].rule.action = r->action;
-		c[nc].rule.rule = ir[i].index;
-		if (r->plen == 0)
-			has_root = true;
-		nc++;
+		ir[nir].r = r;
+		ir[nir].index = (__u32)i;
+		ir[nir].v4 = rule_is_v4(r);
+		ir[nir].net = r->addr;
+		fw_prefix_mask(&ir[nir].net, r->plen);
+		if (r->plen < FW_V4_PREFIX_BASE && !ir[nir].v4 &&
+		    fw_prefix_contains(&ir[nir].net, r->plen, &v4_block))
+			v4_covered = true;
+		if (ir[nir].v4 && r->plen == FW_V4_PREFIX_BASE)
+			v4_block_rule = true;
+		for (size_t k = 0; k < ncand && !dup; k++)
+			dup = cand[k].plen == r->plen &&
+			      !memcmp(&cand[k].net, &ir[nir].net, sizeof(cand[k].net));
+		if (!dup)
+			cand[ncand++] = (struct candidate){ir[nir].net, r->plen, ir[nir].v4};
+		nir++;
 	}
 	/* An IPv6 prefix shorter than /96 that contains the v4-mapped block
-	 * would decide IPv4 traffic in the LPM lookup. Unless an IPv4 0.0.0.0/0
-	 * entry already sits at the block, put a default entry there so IPv4
-	 * sees only IPv4 rules. */
-	if (needs_v4_barrier(c, nc)) {
-		c[nc].key.prefixlen = FW_V4_PREFIX_BASE;
-		c[nc].key.addr = v4_block;
-		c[nc].rule.action = p->default_action;
-		c[nc].rule.is_default = 1;
-		c[nc].rule.rule = FW_RULE_DEFAULT;
-		nc++;
+	 * would decide IPv4 traffic in the LPM lookup: an entry at the block
+	 * makes IPv4 see only IPv4 rules (0.0.0.0/0, if there is one). */
+	if (v4_covered && !v4_block_rule)
+		cand[ncand++] = (struct candidate){v4_block, FW_V4_PREFIX_BASE, true};
+	/* ::/0: the IPv6 rules at /0 if any, else the default */
+	{
+		bool root = false;
+
+		for (size_t k = 0; k < ncand; k++)
+			root |= cand[k].plen == 0;
+		if (!root)
+			cand[ncand++] = (struct candidate){.plen = 0};
 	}
-	/* an IPv6 ::/0 rule decides every IPv6 address and would collide with
-	 * the default entry's key, so it takes the default's place */
-	if (!has_root) {
-		c[nc].rule.action = p->default_action;
-		c[nc].rule.is_default = 1;
-		c[nc].rule.rule = FW_RULE_DEFAULT;
-		nc++;
-	}
-	if (nc > FW_MAX_RULES) {
+	if (ncand > FW_MAX_RULES) {
 		err = -E2BIG;
 		goto cleanup;
 	}
-	*out = c;
-	*n = nc;
+
+	pa = calloc(1, sizeof(*pa));
+	exc = calloc(2 * FW_POLICY_MAX_RULES, sizeof(*exc));
+	if (!pa || !exc) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t k = 0; k < ncand; k++) {
+		err = build_entry(ir, nir, &cand[k], p->default_action, pa, &sb, exc, &c[nc]);
+		if (err)
+			goto cleanup;
+		nc++;
+	}
+	nc = prune_redundant(c, nc);
+	out->entries = c;
+	out->n = nc;
+	out->ports = sb.ports;
+	out->nports = sb.nports;
 	c = NULL;
+	sb.ports = NULL;
 cleanup:
 	free(ir);
+	free(cand);
 	free(c);
+	free(pa);
+	free(exc);
+	free(sb.ports);
 	return err;
+}
+
+void fw_compiled_set_free(struct fw_compiled_set *s)
+{
+	free(s->entries);
+	free(s->ports);
+	memset(s, 0, sizeof(*s));
+}
+
+int fw_policy_compile(const struct fw_policy *overlay, const struct fw_policy *p,
+		      struct fw_compiled **out, size_t *n)
+{
+	struct fw_compiled_set set;
+	int err = fw_policy_compile_set(overlay, p, &set);
+
+	*out = NULL;
+	*n = 0;
+	if (err)
+		return err;
+	*out = set.entries;
+	*n = set.n;
+	free(set.ports);
+	return 0;
 }
 
 /* splitmix64's finaliser: every input bit flips about half the output
@@ -543,9 +748,25 @@ __u64 fw_compiled_hash(const struct fw_compiled *c, size_t n)
 		/* fields one by one so padding never reaches the hash */
 		for (int w = 0; w < 4; w++)
 			h = mix64(h ^ e->key.addr.w[w]);
-		h = mix64(h ^ ((__u64)e->rule.action << 8 | e->rule.is_default));
+		h = mix64(h ^ ((__u64)e->rule.action << 16 | (__u64)e->rule.dflt << 8 |
+			       e->rule.is_default));
 		h = mix64(h ^ e->rule.rule);
+		h = mix64(h ^ e->rule.portset);
 		sum += h;
 	}
 	return sum;
+}
+
+__u64 fw_compiled_set_hash(const struct fw_compiled_set *s)
+{
+	__u64 h = fw_compiled_hash(s->entries, s->n);
+
+	/* port sets are numbered in a stable order, so a plain sum is enough */
+	for (size_t i = 0; i < s->nports; i++) {
+		__u64 x = (__u64)s->ports[i].portset << 32 | (__u64)s->ports[i].port << 8 |
+			  s->ports[i].action;
+
+		h += mix64(x ^ 0x9e3779b97f4a7c15ULL);
+	}
+	return h;
 }

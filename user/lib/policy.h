@@ -50,6 +50,22 @@ struct fw_compiled {
 	struct fw_rule rule;
 };
 
+/* A per-port exception of the compiled entries whose rule.portset is
+ * portset (numbered from 1 within one compiled set). */
+struct fw_port_rule {
+	__u32 portset;
+	__u16 port;
+	__u8 action; /* FW_ACTION_DENY or FW_ACTION_ALLOW */
+	__u8 pad;
+};
+
+struct fw_compiled_set {
+	struct fw_compiled *entries;
+	size_t n;
+	struct fw_port_rule *ports;
+	size_t nports;
+};
+
 void fw_policy_init(struct fw_policy *p); /* default deny, no rules */
 void fw_policy_free(struct fw_policy *p);
 int fw_policy_copy(struct fw_policy *dst, const struct fw_policy *src);
@@ -77,6 +93,16 @@ int fw_policy_match_domain(const struct fw_policy *p, const char *name, __u8 *ac
  * malloc'd; the caller frees it. rule indexes count overlay rules first. */
 int fw_policy_compile(const struct fw_policy *overlay, const struct fw_policy *p,
 		      struct fw_compiled **out, size_t *n);
+/* The whole compiled policy, per-port exceptions included. Each LPM entry
+ * carries the union of every same-family rule whose prefix covers it, so
+ * one longest-prefix lookup (plus one port lookup when the entry has
+ * exceptions) decides: deny for every port wins, then per-port deny, then
+ * allow for every port or per port, then learned and default. */
+int fw_policy_compile_set(const struct fw_policy *overlay, const struct fw_policy *p,
+			  struct fw_compiled_set *out);
+void fw_compiled_set_free(struct fw_compiled_set *s);
+__u64 fw_compiled_set_hash(const struct fw_compiled_set *s);
+
 /* Stable 64-bit hash of a compiled rule set (order-independent). */
 __u64 fw_compiled_hash(const struct fw_compiled *c, size_t n);
 

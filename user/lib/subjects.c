@@ -151,9 +151,20 @@ static bool orphan_id(__u32 id, const void *ctx)
 	return id == 0 || id >= FW_MAX_SUBJECTS || !r->by_id[id];
 }
 
+static bool ports_live(__u32 id, __u32 *gen, const void *ctx)
+{
+	const struct fw_registry *r = ctx;
+
+	if (id == 0 || id >= FW_MAX_SUBJECTS || !r->by_id[id])
+		return false;
+	*gen = r->by_id[id]->meta.port_state & FW_PORTSET_GEN;
+	return true;
+}
+
 int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
 {
 	struct fw_ip addr, *prev = NULL;
+	int err;
 	struct fw_subject_meta meta;
 	struct fw_subject ks;
 	__u32 id, *prev_id = NULL;
@@ -203,7 +214,10 @@ int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
 	}
 	if (r->count)
 		fw_info("adopted %zu subjects from pinned maps", r->count);
-	return fw_dp_learned_sweep(dp, orphan_id, r);
+	err = fw_dp_learned_sweep(dp, orphan_id, r);
+	if (!err)
+		err = fw_dp_ports_sweep(dp, ports_live, r);
+	return err;
 }
 
 void fw_reg_free(struct fw_registry *r)
@@ -334,7 +348,7 @@ static int claim_addrs_locked(struct fw_registry *r, struct fw_entry *e, const s
 		    prev.id != ks->id && prev.id < FW_MAX_SUBJECTS && r->by_id[prev.id] &&
 		    r->by_id[prev.id] != e) {
 			fw_info("address %s moves from %s to %s",
-				fw_addr_str(&addrs[i], (char[FW_ADDR_STRLEN]){ 0 }, FW_ADDR_STRLEN),
+				fw_addr_str(&addrs[i], (char[FW_ADDR_STRLEN]){0}, FW_ADDR_STRLEN),
 				r->by_id[prev.id]->meta.name, e->meta.name);
 			drop_addr_locked(r->by_id[prev.id], &addrs[i]);
 		}
@@ -347,7 +361,7 @@ static int claim_addrs_locked(struct fw_registry *r, struct fw_entry *e, const s
 
 /* Drops the kernel state of id other than dispatch (rules, learned
  * addresses, metadata), then frees the id. */
-static int release_id(struct fw_registry *r, __u32 id, const char *name)
+static int release_id(struct fw_registry *r, __u32 id, const char *name, __u32 port_state)
 {
 	struct fw_dp *dp = r->dp;
 	int err, ret = 0;
@@ -355,6 +369,11 @@ static int release_id(struct fw_registry *r, __u32 id, const char *name)
 	err = fw_dp_rules_clear(dp, id);
 	if (err)
 		ret = err;
+	if (port_state & ~FW_PORTSET_GEN) {
+		err = fw_dp_ports_flush(dp, id);
+		if (err && !ret)
+			ret = err;
+	}
 	err = fw_dp_learned_flush(dp, id);
 	if (err && !ret)
 		ret = err;
@@ -394,7 +413,7 @@ int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 		fw_err("subject %s: can't remove dispatch: %s", e->meta.name, strerror(-err));
 		return err;
 	}
-	err = release_id(r, id, e->meta.name);
+	err = release_id(r, id, e->meta.name, e->meta.port_state);
 	if (err) {
 		/* keep the id reserved: the retry of the removal finishes it */
 		return err;
@@ -402,20 +421,21 @@ int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 	fw_info("subject %s: removed (id %u)", e->meta.name, id);
 	memset(&e->ksub, 0, sizeof(e->ksub));
 	e->meta.binding_hash = e->meta.policy_hash = e->meta.fence_hash = 0;
+	e->meta.port_state = 0;
 	e->adopted = false;
 	return 0;
 }
 
 /* Same identity: swap rules and update the binding in place. */
 static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
-			  const struct fw_static_subject *spec, const struct fw_compiled *c, size_t n,
+			  const struct fw_static_subject *spec, const struct fw_compiled_set *set,
 			  __u64 phash, __u64 bhash, bool *changed)
 {
 	struct fw_subject ks;
 	int err = 0;
 
 	if (e->meta.policy_hash != phash) {
-		err = fw_dp_rules_swap(r->dp, e->id, c, n);
+		err = fw_dp_policy_swap(r->dp, e->id, set, &e->meta.port_state);
 		if (err)
 			return err;
 		e->meta.policy_hash = phash;
@@ -459,12 +479,12 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 /* New identity: a fresh id, written completely before dispatch points at
  * it, then the old id (if any) released. */
 static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
-			const struct fw_static_subject *spec, const struct fw_compiled *c, size_t n,
+			const struct fw_static_subject *spec, const struct fw_compiled_set *set,
 			struct fw_subject_meta *meta)
 {
 	struct fw_ip old[FW_SUBJECT_MAX_ADDRS];
 	struct fw_subject ks;
-	__u32 id, old_id;
+	__u32 id, old_id, old_ports;
 	size_t nold;
 	int err;
 
@@ -478,9 +498,10 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	}
 	/* a free id has nothing learned: release_id() flushed it, and
 	 * fw_reg_init() swept what an interrupted release left behind */
+	meta->port_state = 0;
 	err = fw_dp_subject_reset(r->dp, id);
 	if (!err)
-		err = fw_dp_rules_swap(r->dp, id, c, n);
+		err = fw_dp_policy_swap(r->dp, id, set, &meta->port_state);
 	if (!err)
 		err = fw_dp_meta_put(r->dp, id, meta);
 	if (err)
@@ -512,11 +533,12 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	e->naddrs = spec->naddrs;
 	pthread_mutex_unlock(&r->lock);
 
+	old_ports = e->meta.port_state;
 	e->meta = *meta;
 	e->adopted = false;
 	if (old_id) {
 		fw_info("subject %s: rebound (id %u -> %u)", spec->name, old_id, id);
-		return release_id(r, old_id, spec->name);
+		return release_id(r, old_id, spec->name, old_ports);
 	}
 	fw_info("subject %s: added (id %u, %s)", spec->name, id,
 		spec->state == FW_STATE_ACTIVE ? "active" : "denying");
@@ -529,6 +551,8 @@ undo_dispatch:
 	pthread_mutex_unlock(&r->lock);
 undo:
 	fw_dp_rules_clear(r->dp, id);
+	if (meta->port_state & ~FW_PORTSET_GEN)
+		fw_dp_ports_flush(r->dp, id);
 	fw_dp_meta_del(r->dp, id);
 	pthread_mutex_lock(&r->lock);
 	r->id_reserved[id] = false;
@@ -540,11 +564,10 @@ int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_stat
 		 enum fw_origin origin, __u64 fence_hash, bool *changed)
 {
 	struct fw_subject_meta meta = {};
-	struct fw_compiled *c = NULL;
+	struct fw_compiled_set set = {};
 	struct fw_policy overlay;
 	__u64 bhash, phash;
 	bool dummy, same;
-	size_t n = 0;
 	int err;
 
 	if (!changed)
@@ -556,22 +579,22 @@ int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_stat
 	err = fw_policy_copy(&overlay, &r->overlay);
 	pthread_mutex_unlock(&r->lock);
 	if (!err)
-		err = fw_policy_compile(&overlay, &spec->policy, &c, &n);
+		err = fw_policy_compile_set(&overlay, &spec->policy, &set);
 	fw_policy_free(&overlay);
 	if (err) {
 		fw_err("subject %s: can't compile policy: %s", spec->name, strerror(-err));
 		return err;
 	}
-	phash = fw_compiled_hash(c, n);
+	phash = fw_compiled_set_hash(&set);
 	bhash = fw_binding_hash(spec);
 
 	same = e->id && (fence_hash ? e->meta.fence_hash == fence_hash
 				    : !e->meta.fence_hash && e->meta.binding_hash == bhash);
 	if (same) {
-		err = apply_in_place(r, e, spec, c, n, phash, bhash, changed);
+		err = apply_in_place(r, e, spec, &set, phash, bhash, changed);
 		if (!err) {
-			bool meta_changed = e->adopted || e->meta.origin != (__u32)origin ||
-					    *changed;
+			bool meta_changed =
+				e->adopted || e->meta.origin != (__u32)origin || *changed;
 
 			e->adopted = false;
 			e->meta.origin = origin;
@@ -587,11 +610,11 @@ int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_stat
 	meta.policy_hash = phash;
 	meta.origin = origin;
 	meta.fence_hash = fence_hash;
-	err = apply_new_id(r, e, spec, c, n, &meta);
+	err = apply_new_id(r, e, spec, &set, &meta);
 	if (!err)
 		*changed = true;
 out:
-	free(c);
+	fw_compiled_set_free(&set);
 	return err;
 }
 
@@ -610,8 +633,9 @@ int fw_reg_upsert(struct fw_registry *r, const struct fw_static_subject *spec,
 
 /* Names of the entries pick() selects, copied under the lock so the
  * caller can work on each without holding it. */
-static char (*collect(struct fw_registry *r, bool (*pick)(const struct fw_entry *e, const void *ctx),
-		      const void *ctx, size_t *n))[FW_NAME_LEN]
+static char (*collect(struct fw_registry *r,
+		      bool (*pick)(const struct fw_entry *e, const void *ctx), const void *ctx,
+		      size_t *n))[FW_NAME_LEN]
 {
 	char(*names)[FW_NAME_LEN] = NULL;
 	size_t cap = 0;

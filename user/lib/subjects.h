@@ -19,10 +19,10 @@
 #define FW_REG_BUCKETS 4096
 
 struct fw_entry {
-	pthread_mutex_t op; /* held by whoever changes this subject */
-	struct fw_entry *next; /* name table chain, under the registry lock */
-	int refs;	       /* under the registry lock */
-	__u32 id;	       /* kernel id; 0 = nothing in the kernel */
+	pthread_mutex_t op;	/* held by whoever changes this subject */
+	struct fw_entry *next;	/* name table chain, under the registry lock */
+	int refs;		/* under the registry lock */
+	__u32 id;		/* kernel id; 0 = nothing in the kernel */
 	struct fw_subject ksub; /* as written to fastwall_dispatch */
 	struct fw_subject_meta meta;
 	struct fw_ip addrs[FW_SUBJECT_MAX_ADDRS]; /* under the registry lock */
@@ -38,7 +38,7 @@ struct fw_registry {
 	struct fw_entry *by_id[FW_MAX_SUBJECTS];
 	bool id_reserved[FW_MAX_SUBJECTS];
 	struct fw_entry *names[FW_REG_BUCKETS];
-	size_t count; /* entries with a kernel id */
+	size_t count;		       /* entries with a kernel id */
 	void (*priv_free)(void *priv); /* for the entries' priv on fw_reg_free */
 };
 

@@ -48,7 +48,7 @@ DAEMON_SRCS := $(wildcard user/daemon/*.c)
 CLI_SRCS := $(wildcard user/cli/*.c)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 BPFT_SRCS := $(wildcard tests/bpf/*.c)
-BENCH_SRCS := $(filter-out tests/bench/udpblast.c,$(wildcard tests/bench/*.c))
+BENCH_SRCS := $(filter-out tests/bench/udpblast.c tests/bench/actions_bench.c,$(wildcard tests/bench/*.c))
 FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 
 BINS := $(BUILD)/fastwalld $(BUILD)/fastwall
@@ -111,6 +111,10 @@ $(BUILD)/tests/udpblast: $(BUILD)/tests/bench/udpblast.o
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^
 
+$(BUILD)/tests/actions_bench: $(BUILD)/tests/bench/actions_bench.o
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ -lpthread
+
 test: deps ## run the whole suite (unit, BPF verdict table, end-to-end)
 	$(Q)$(MAKE) --no-print-directory all $(TEST_BINS)
 	$(Q)scripts/run-tests.sh $(BUILD)
@@ -130,7 +134,8 @@ demo: deps ## build, run the demo topology and explain what passes and why
 	$(Q)BUILD=$(BUILD) scripts/demo.sh
 
 bench: deps ## benchmarks: per-packet cost and packet rate, side by side
-	$(Q)$(MAKE) --no-print-directory all $(BUILD)/tests/bench_tc $(BUILD)/tests/udpblast
+	$(Q)$(MAKE) --no-print-directory all $(BUILD)/tests/bench_tc $(BUILD)/tests/udpblast \
+		$(BUILD)/tests/actions_bench
 	$(Q)BUILD=$(BUILD) scripts/bench.sh
 
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))

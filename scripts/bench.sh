@@ -12,7 +12,8 @@
 #
 # Environment: BUILD (default build), ROUNDS_A (11), REPEAT_A (1000000),
 # SCALES_A (1,64,1024,4096), ROUNDS_B (7), SECONDS_B (3), SKIP_A=1, SKIP_B=1,
-# PLOT_ONLY=1 (redraw the plots from the last run's data).
+# SKIP_ACTIONS=1 (the control-plane part, scripts/bench-actions.sh, run
+# last), PLOT_ONLY=1 (redraw the plots from the last run's data).
 # Results, the plot data and SVG plots go to $BUILD/bench/.
 set -euo pipefail
 
@@ -132,8 +133,15 @@ if [[ ${SKIP_A:-0} != 1 ]]; then
 	plot_cost
 fi
 
+# control plane (actions protocol), last: scripts/bench-actions.sh
+run_actions() {
+	[[ ${SKIP_ACTIONS:-0} == 1 ]] && return 0
+	echo
+	BUILD=$BUILD "$(dirname "${BASH_SOURCE[0]}")/bench-actions.sh"
+}
+
 # ---------------------------------------------------------------- part B --
-[[ ${SKIP_B:-0} == 1 ]] && exit 0
+[[ ${SKIP_B:-0} == 1 ]] && { run_actions; exit 0; }
 
 echo
 echo "== B: packets/s through veth + bridge + forward (one sender on CPU $CPU) =="
@@ -315,3 +323,5 @@ END {
 }' "$RES" | tee "$OUT/rate.txt"
 
 plot_rate
+
+run_actions

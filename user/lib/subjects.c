@@ -434,7 +434,9 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 	struct fw_subject ks;
 	int err = 0;
 
-	if (e->meta.policy_hash != phash) {
+	/* a denying subject drops everything before its rules are read: its
+	 * rule set is written when it turns active, not before */
+	if (e->meta.policy_hash != phash && spec->state == FW_STATE_ACTIVE) {
 		err = fw_dp_policy_swap(r->dp, e->id, set, &e->meta.port_state);
 		if (err)
 			return err;
@@ -500,8 +502,10 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	 * fw_reg_init() swept what an interrupted release left behind */
 	meta->port_state = 0;
 	err = fw_dp_subject_reset(r->dp, id);
-	if (!err)
+	if (!err && spec->state == FW_STATE_ACTIVE)
 		err = fw_dp_policy_swap(r->dp, id, set, &meta->port_state);
+	else
+		meta->policy_hash = 0; /* no rule set until it turns active */
 	if (!err)
 		err = fw_dp_meta_put(r->dp, id, meta);
 	if (err)

@@ -1,0 +1,888 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* actions_bench: control-plane benchmark client for fastwalld's Sandbox
+ * Actions listener (scripts/bench-actions.sh drives it). Plain sockets,
+ * HTTP/1.1 keep-alive, Content-Length framing, one connection per thread.
+ * Prints figures; never judges them.
+ *
+ *   actions_bench [-a ADDR:PORT] setup   -n N [-t THREADS] [-V VARIANT]
+ *   actions_bench [-a ADDR:PORT] latency -k ITER -S SBNS -I INETNS -s SRC -d DST:PORT [-g USEC]
+ *   actions_bench [-a ADDR:PORT] update  -n N -t THREADS -D SECONDS
+ *   actions_bench [-a ADDR:PORT] patch   -n N -t THREADS -D SECONDS
+ *   actions_bench [-a ADDR:PORT] replay  -n N -t THREADS [-V V] -L LOG -P PIDFILE -- CMD ARGS...
+ *
+ * Subject i is uid "bench-i" at 10.64.(1 + i / 200).(10 + i % 200), fence
+ * ("rt-bench-i", "att-bench-i"). Its policy: default deny, 16 CIDR rules
+ * (allow 203.0.113.0/24 and 14 more allows, one deny) and 4 domain rules;
+ * the variant number v changes 8 of the CIDRs, so every update is a real
+ * policy change. The latency subjects are "lat-K" on the sandbox's address.
+ *
+ * All times are CLOCK_MONOTONIC, which every network namespace shares: the
+ * latency mode opens its UDP sender in the sandbox namespace and its
+ * receiver in the internet namespace (setns on the main thread around
+ * socket()), so send and arrival times come from one clock. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define API	  "sandbox.fast.io/actions/v1"
+#define ACT_PATH  "/_fastlet/v1/actions"
+#define STAT_PATH "/_fastlet/v1/actions/status"
+#define BODY_MAX  16384
+#define RESP_MAX  65536
+
+static struct sockaddr_in g_addr;
+static unsigned g_variant; /* setup/replay: policy variant V, generation V + 1 */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void die(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "actions_bench: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n");
+	exit(1);
+}
+
+/* --- HTTP/1.1 keep-alive client ------------------------------------------ */
+
+struct conn {
+	int fd;
+	char buf[RESP_MAX];
+	size_t have;
+	unsigned reconnects;
+	int last_status;
+	char last_body[256];
+};
+
+static int conn_open(struct conn *c)
+{
+	int one = 1;
+
+	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0)
+		return -errno;
+	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(c->fd, (struct sockaddr *)&g_addr, sizeof(g_addr))) {
+		int err = -errno;
+
+		close(c->fd);
+		c->fd = -1;
+		return err;
+	}
+	c->have = 0;
+	return 0;
+}
+
+static void conn_close(struct conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->have = 0;
+}
+
+static bool write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		p += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+/* Reads one response; returns the status or -1. Keeps bytes that follow. */
+static int read_response(struct conn *c)
+{
+	for (;;) {
+		char *hend;
+
+		c->buf[c->have] = '\0';
+		hend = c->have ? strstr(c->buf, "\r\n\r\n") : NULL;
+		if (hend) {
+			size_t hlen = (size_t)(hend - c->buf) + 4, blen = 0, total;
+			int status = -1;
+			bool closing = false;
+
+			if (sscanf(c->buf, "HTTP/1.%*d %d", &status) != 1)
+				return -1;
+			for (char *l = strstr(c->buf, "\r\n"); l && l < hend;
+			     l = strstr(l + 2, "\r\n")) {
+				if (!strncasecmp(l + 2, "Content-Length:", 15))
+					blen = strtoul(l + 17, NULL, 10);
+				else if (!strncasecmp(l + 2, "Connection: close", 17))
+					closing = true;
+			}
+			total = hlen + blen;
+			if (total > RESP_MAX - 1)
+				return -1;
+			if (c->have >= total) {
+				size_t n = blen < sizeof(c->last_body) - 1
+						   ? blen
+						   : sizeof(c->last_body) - 1;
+
+				memcpy(c->last_body, c->buf + hlen, n);
+				c->last_body[n] = '\0';
+				memmove(c->buf, c->buf + total, c->have - total);
+				c->have -= total;
+				if (closing)
+					conn_close(c);
+				return status;
+			}
+		}
+		if (c->have >= RESP_MAX - 1)
+			return -1;
+		ssize_t r = recv(c->fd, c->buf + c->have, RESP_MAX - 1 - c->have, 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		c->have += (size_t)r;
+	}
+}
+
+/* One request; reconnects once when a kept-alive connection was closed. */
+static int http(struct conn *c, const char *method, const char *path, const char *hdrs,
+		const char *body, size_t blen)
+{
+	char head[1024];
+	int n, status;
+
+	n = snprintf(head, sizeof(head),
+		     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%sContent-Type: application/json\r\n"
+		     "Content-Length: %zu\r\n\r\n",
+		     method, path, hdrs ? hdrs : "", blen);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (c->fd < 0) {
+			if (conn_open(c))
+				return -1;
+			if (attempt)
+				c->reconnects++;
+		}
+		if (write_all(c->fd, head, (size_t)n) && (!blen || write_all(c->fd, body, blen))) {
+			status = read_response(c);
+			if (status > 0) {
+				c->last_status = status;
+				return status;
+			}
+		}
+		conn_close(c);
+	}
+	return -1;
+}
+
+/* --- envelopes ------------------------------------------------------------- */
+
+static void subject_ip(unsigned i, char *ip, size_t len)
+{
+	snprintf(ip, len, "10.64.%u.%u", 1 + i / 200, 10 + i % 200);
+}
+
+/* The policy as it sits inside the JSON string binding.input (escaped). */
+static int policy_input(char *out, size_t len, unsigned v)
+{
+	int n = snprintf(out, len,
+			 "{\\\"defaultAction\\\":\\\"deny\\\",\\\"egress\\\":["
+			 "{\\\"action\\\":\\\"allow\\\",\\\"target\\\":\\\"203.0.113.0/24\\\"},"
+			 "{\\\"action\\\":\\\"deny\\\",\\\"target\\\":\\\"203.0.113.66\\\"}");
+
+	for (unsigned k = 0; k < 14 && n > 0 && (size_t)n < len; k++) {
+		/* rules 0-7 move with the variant, 8-13 stay */
+		unsigned b = k < 8 ? (v * 8 + k) % 251 : 200 + k;
+
+		n += snprintf(
+			out + n, len - (size_t)n,
+			",{\\\"action\\\":\\\"allow\\\",\\\"target\\\":\\\"198.%u.%u.0/24\\\"}",
+			18 + (k & 1), b);
+	}
+	if (n > 0 && (size_t)n < len)
+		n += snprintf(
+			out + n, len - (size_t)n,
+			",{\\\"action\\\":\\\"allow\\\",\\\"target\\\":\\\"*.example.com\\\"}"
+			",{\\\"action\\\":\\\"allow\\\",\\\"target\\\":\\\"api.github.com\\\"}"
+			",{\\\"action\\\":\\\"allow\\\",\\\"target\\\":\\\"pypi.org\\\"}"
+			",{\\\"action\\\":\\\"deny\\\",\\\"target\\\":\\\"*.bad.example\\\"}]}");
+	return n > 0 && (size_t)n < len ? n : -1;
+}
+
+struct subj {
+	const char *uid;
+	const char *ip;
+	const char *fence; /* rt-FENCE / att-FENCE */
+	unsigned long long gen;
+};
+
+static int envelope(char *out, size_t len, const struct subj *s, const char *op, unsigned v,
+		    unsigned long long seq)
+{
+	char pol[4096];
+	char tail[4600];
+
+	if (!strcmp(op, "SET_BINDING")) {
+		if (policy_input(pol, sizeof(pol), v) < 0)
+			return -1;
+		snprintf(tail, sizeof(tail), "\"binding\":{\"input\":\"%s\"}", pol);
+	} else if (!strcmp(op, "REMOVE_BINDING")) {
+		snprintf(tail, sizeof(tail), "\"binding\":{\"input\":null}");
+	} else {
+		snprintf(tail, sizeof(tail),
+			 "\"hook\":{\"name\":\"sandbox.data-plane-ready\",\"sequence\":2}");
+		op = "LIFECYCLE_HOOK";
+	}
+	int n = snprintf(out, len,
+			 "{\"apiVersion\":\"" API "\",\"operation\":\"%s\","
+			 "\"invocationId\":\"sha256:%s-%llu\","
+			 "\"sandbox\":{\"uid\":\"%s\",\"name\":\"%s\",\"namespace\":\"bench\"},"
+			 "\"revision\":{\"specGeneration\":%llu,\"runtimeInstanceId\":\"rt-%s\","
+			 "\"attachmentId\":\"att-%s\",\"routeGeneration\":1},"
+			 "\"attachment\":{\"network\":{\"ip\":\"%s\",\"gateway\":\"10.64.0.1\","
+			 "\"privateCidr\":\"10.64.0.0/16\",\"hostVeth\":\"fwbv-%s\"}},%s}",
+			 op, s->uid, seq, s->uid, s->uid, s->gen, s->fence, s->fence, s->ip,
+			 s->fence, tail);
+	return n > 0 && (size_t)n < len ? n : -1;
+}
+
+static int post(struct conn *c, const struct subj *s, const char *op, unsigned v,
+		unsigned long long seq)
+{
+	char body[BODY_MAX];
+	int n = envelope(body, sizeof(body), s, op, v, seq);
+
+	if (n < 0)
+		return -1;
+	return http(c, "POST", ACT_PATH, NULL, body, (size_t)n);
+}
+
+/* --- statistics -------------------------------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t pct(const uint64_t *sorted, size_t n, double p)
+{
+	size_t i;
+
+	if (!n)
+		return 0;
+	i = (size_t)(p / 100.0 * (double)(n - 1) + 0.5);
+	return sorted[i < n ? i : n - 1];
+}
+
+static void print_dist(const char *label, uint64_t *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	printf("  %-34s n=%-6zu p50 %8.3f ms  p90 %8.3f ms  p99 %8.3f ms  max %8.3f ms\n", label, n,
+	       pct(v, n, 50) / 1e6, pct(v, n, 90) / 1e6, pct(v, n, 99) / 1e6,
+	       n ? v[n - 1] / 1e6 : 0.0);
+}
+
+/* --- parallel workers ----------------------------------------------------- */
+
+enum job { JOB_SETUP, JOB_UPDATE, JOB_PATCH, JOB_REPLAY };
+
+struct worker {
+	pthread_t th;
+	enum job job;
+	unsigned id, nthreads, nsubjects;
+	uint64_t deadline; /* 0: one pass over the subjects */
+	uint64_t *lat;	   /* per-request latency (ns) */
+	size_t nlat, caplat;
+	unsigned long long ok, fail;
+	int first_bad_status;
+	char first_bad_body[256];
+	struct conn c;
+};
+
+static void record(struct worker *w, uint64_t d)
+{
+	if (w->nlat == w->caplat) {
+		w->caplat = w->caplat ? w->caplat * 2 : 4096;
+		w->lat = realloc(w->lat, w->caplat * sizeof(*w->lat));
+		if (!w->lat)
+			die("%s", "out of memory");
+	}
+	w->lat[w->nlat++] = d;
+}
+
+static void result(struct worker *w, int status)
+{
+	if (status == 200) {
+		w->ok++;
+		return;
+	}
+	if (!w->fail++) {
+		w->first_bad_status = status;
+		snprintf(w->first_bad_body, sizeof(w->first_bad_body), "%s",
+			 status > 0 ? w->c.last_body : "(connection failed)");
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	char uid[32], ip[32];
+	unsigned long long seq = 0;
+	char body[4096];
+
+	w->c.fd = -1;
+	/* each thread owns the subjects i with i % nthreads == id: calls per
+	 * sandbox are serialized, as the Fastlet does */
+	for (unsigned round = 1;; round++) {
+		for (unsigned i = w->id; i < w->nsubjects; i += w->nthreads) {
+			struct subj s = {uid, ip, uid, 1};
+			uint64_t t0, t1;
+			int st;
+
+			snprintf(uid, sizeof(uid), "bench-%u", i);
+			subject_ip(i, ip, sizeof(ip));
+			t0 = now_ns();
+			switch (w->job) {
+			case JOB_SETUP:
+			case JOB_REPLAY:
+				/* replay sends what setup sent last: same
+				 * fences, policy variant and generation */
+				s.gen = g_variant + 1;
+				st = post(&w->c, &s, "SET_BINDING", g_variant, ++seq);
+				result(w, st);
+				if (st == 200) {
+					st = post(&w->c, &s, "HOOK", g_variant, ++seq);
+					result(w, st);
+				}
+				break;
+			case JOB_UPDATE:
+				/* generation and policy change on every update */
+				s.gen = g_variant + 1 + round;
+				st = post(&w->c, &s, "SET_BINDING", round, ++seq);
+				result(w, st);
+				break;
+			default: {
+				char hdr[160];
+				int n;
+
+				snprintf(hdr, sizeof(hdr), "X-Fast-Sandbox-Uid: %s\r\n", uid);
+				n = snprintf(body, sizeof(body),
+					     "{\"egress\":[{\"action\":\"%s\",\"target\":\"192.0.2."
+					     "%u\"}]}",
+					     round & 1 ? "allow" : "deny", i % 250);
+				st = http(&w->c, "PATCH", "/policy", hdr, body, (size_t)n);
+				result(w, st);
+				break;
+			}
+			}
+			t1 = now_ns();
+			record(w, t1 - t0);
+			if (w->deadline && t1 >= w->deadline)
+				goto done;
+		}
+		if (!w->deadline)
+			break;
+	}
+done:
+	conn_close(&w->c);
+	return NULL;
+}
+
+/* Runs nthreads workers; returns wall ns. */
+static uint64_t run_workers(struct worker *ws, unsigned nthreads, enum job job, unsigned n,
+			    double seconds)
+{
+	uint64_t t0 = now_ns();
+
+	for (unsigned i = 0; i < nthreads; i++) {
+		memset(&ws[i], 0, sizeof(ws[i]));
+		ws[i].job = job;
+		ws[i].id = i;
+		ws[i].nthreads = nthreads;
+		ws[i].nsubjects = n;
+		ws[i].deadline = seconds > 0 ? t0 + (uint64_t)(seconds * 1e9) : 0;
+		if (pthread_create(&ws[i].th, NULL, worker_main, &ws[i]))
+			die("%s", "pthread_create failed");
+	}
+	for (unsigned i = 0; i < nthreads; i++)
+		pthread_join(ws[i].th, NULL);
+	return now_ns() - t0;
+}
+
+static int summarize(const char *what, struct worker *ws, unsigned nthreads, uint64_t wall,
+		     unsigned per_subject)
+{
+	unsigned long long ok = 0, fail = 0;
+	unsigned reconnects = 0;
+	size_t n = 0;
+	uint64_t *all;
+	int rc = 0;
+
+	for (unsigned i = 0; i < nthreads; i++) {
+		ok += ws[i].ok;
+		fail += ws[i].fail;
+		n += ws[i].nlat;
+		reconnects += ws[i].c.reconnects;
+	}
+	all = calloc(n ? n : 1, sizeof(*all));
+	if (!all)
+		die("%s", "out of memory");
+	n = 0;
+	for (unsigned i = 0; i < nthreads; i++) {
+		memcpy(all + n, ws[i].lat, ws[i].nlat * sizeof(*all));
+		n += ws[i].nlat;
+		if (ws[i].fail && !rc) {
+			fprintf(stderr, "actions_bench: %s: %llu failed calls; first: %d %s\n",
+				what, ws[i].fail, ws[i].first_bad_status, ws[i].first_bad_body);
+			rc = 1;
+		}
+		free(ws[i].lat);
+	}
+	printf("  %-34s %llu calls ok, %llu failed, %u reconnects, %u threads, %.3f s\n", what, ok,
+	       fail, reconnects, nthreads, wall / 1e9);
+	printf("  %-34s %.0f calls/s", "", ok * 1e9 / (double)wall);
+	if (per_subject > 1)
+		printf(" (%.0f subjects/s, %u calls each)", ok * 1e9 / (double)wall / per_subject,
+		       per_subject);
+	printf("\n");
+	print_dist(per_subject > 1 ? "latency per subject (both calls)" : "latency per call", all,
+		   n);
+	{
+		struct rusage ru;
+
+		/* this process runs nothing but the workers */
+		getrusage(RUSAGE_SELF, &ru);
+		printf("  %-34s client CPU %.0f%% of one core\n", "",
+		       100.0 *
+			       ((double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+				(double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6) /
+			       (wall / 1e9));
+	}
+	free(all);
+	return rc;
+}
+
+/* --- latency: SET_BINDING + data-plane-ready to the first allowed packet --- */
+
+struct pkt {
+	uint64_t sent_ns;
+	uint32_t iter;
+	uint32_t magic;
+};
+
+#define PKT_MAGIC 0xfa57fa57u
+
+static atomic_bool g_send_on;
+static atomic_bool g_stop;
+static atomic_uint g_iter;
+static atomic_ullong g_sent;
+static int g_tx, g_rx;
+static uint64_t g_gap_ns = 20000;
+
+static void *sender_main(void *arg)
+{
+	struct pkt p = {.magic = PKT_MAGIC};
+
+	(void)arg;
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	while (!atomic_load(&g_stop)) {
+		struct timespec ts = {0, (long)g_gap_ns};
+
+		if (!atomic_load(&g_send_on)) {
+			ts.tv_nsec = 200000;
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		p.iter = atomic_load(&g_iter);
+		p.sent_ns = now_ns();
+		if (send(g_tx, &p, sizeof(p), 0) == sizeof(p))
+			atomic_fetch_add(&g_sent, 1);
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+static int socket_in(const char *ns, int type)
+{
+	char path[256];
+	int self, fd, nsfd, s;
+
+	snprintf(path, sizeof(path), "/run/netns/%s", ns);
+	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	nsfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (self < 0 || nsfd < 0)
+		die("can't open network namespace %s", ns);
+	if (setns(nsfd, CLONE_NEWNET))
+		die("setns %s failed", ns);
+	s = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+	fd = errno;
+	if (setns(self, CLONE_NEWNET))
+		die("%s", "setns back failed");
+	close(self);
+	close(nsfd);
+	if (s < 0) {
+		errno = fd;
+		die("socket in %s failed", ns);
+	}
+	return s;
+}
+
+static bool parse_hostport(const char *s, struct sockaddr_in *sa)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+
+	if (!colon || (size_t)(colon - s) >= sizeof(host))
+		return false;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons((uint16_t)atoi(colon + 1));
+	return inet_pton(AF_INET, host, &sa->sin_addr) == 1;
+}
+
+/* Drains the receiver; returns the packets of iteration iter. With first:
+ * that iteration's earliest-sent packet into *first. */
+static unsigned drain(uint32_t iter, uint64_t *first, uint64_t *arrival)
+{
+	struct pkt p;
+	unsigned n = 0;
+
+	for (;;) {
+		ssize_t r = recv(g_rx, &p, sizeof(p), MSG_DONTWAIT);
+
+		if (r < 0)
+			return n;
+		if (r != sizeof(p) || p.magic != PKT_MAGIC || p.iter != iter)
+			continue;
+		n++;
+		if (first && (!*first || p.sent_ns < *first)) {
+			*first = p.sent_ns;
+			*arrival = now_ns();
+		}
+	}
+}
+
+static int cmd_latency(int argc, char **argv)
+{
+	const char *sbns = NULL, *inetns = NULL, *src = NULL, *dst = NULL;
+	unsigned iters = 200, stray = 0, lost = 0;
+	struct sockaddr_in sa_src, sa_dst;
+	uint64_t *lat_pkt, *lat_arr, *rt_set, *rt_ready, *rt_remove;
+	size_t nok = 0;
+	uint64_t on_ns = 0, armed;
+	pthread_t th;
+	struct conn c = {.fd = -1};
+	int opt, one = 1;
+
+	while ((opt = getopt(argc, argv, "k:S:I:s:d:g:")) != -1) {
+		switch (opt) {
+		case 'k':
+			iters = (unsigned)atoi(optarg);
+			break;
+		case 'S':
+			sbns = optarg;
+			break;
+		case 'I':
+			inetns = optarg;
+			break;
+		case 's':
+			src = optarg;
+			break;
+		case 'd':
+			dst = optarg;
+			break;
+		case 'g':
+			g_gap_ns = (uint64_t)atoi(optarg) * 1000;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (!sbns || !inetns || !src || !dst || !parse_hostport(dst, &sa_dst) ||
+	    inet_pton(AF_INET, src, &sa_src.sin_addr) != 1)
+		die("%s", "latency needs -S SBNS -I INETNS -s SRC -d DST:PORT");
+	g_rx = socket_in(inetns, SOCK_DGRAM);
+	setsockopt(g_rx, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(g_rx, (struct sockaddr *)&sa_dst, sizeof(sa_dst)))
+		die("can't bind the receiver to %s", dst);
+	g_tx = socket_in(sbns, SOCK_DGRAM);
+	if (connect(g_tx, (struct sockaddr *)&sa_dst, sizeof(sa_dst)))
+		die("can't connect the sender to %s", dst);
+
+	lat_pkt = calloc(iters, sizeof(uint64_t));
+	lat_arr = calloc(iters, sizeof(uint64_t));
+	rt_set = calloc(iters, sizeof(uint64_t));
+	rt_ready = calloc(iters, sizeof(uint64_t));
+	rt_remove = calloc(iters, sizeof(uint64_t));
+	if (!lat_pkt || !lat_arr || !rt_set || !rt_ready || !rt_remove)
+		die("%s", "out of memory");
+	if (pthread_create(&th, NULL, sender_main, NULL))
+		die("%s", "pthread_create failed");
+
+	for (unsigned k = 0; k < iters; k++) {
+		char uid[32], fence[48];
+		struct subj s = {uid, src, fence, 1};
+		uint64_t t0, t1, t2, first = 0, arrival = 0, deadline;
+		int st;
+
+		snprintf(uid, sizeof(uid), "lat-%u", k);
+		snprintf(fence, sizeof(fence), "lat-%u-%d", k, getpid());
+		/* the address is unbound: prove nothing passes before we start */
+		atomic_store(&g_iter, k + 1);
+		atomic_store(&g_send_on, true);
+		armed = now_ns();
+		{
+			struct timespec ts = {0, 3000000};
+
+			nanosleep(&ts, NULL);
+		}
+		stray += drain(k + 1, NULL, NULL);
+
+		t0 = now_ns();
+		st = post(&c, &s, "SET_BINDING", 0, 1);
+		t1 = now_ns();
+		if (st == 200)
+			st = post(&c, &s, "HOOK", 0, 2);
+		t2 = now_ns();
+		if (st != 200) {
+			fprintf(stderr, "actions_bench: latency: iteration %u: status %d %s\n", k,
+				st, c.last_body);
+			return 1;
+		}
+		deadline = t2 + 500000000ull;
+		while (!first && now_ns() < deadline) {
+			struct pollfd pf = {g_rx, POLLIN, 0};
+
+			poll(&pf, 1, 10);
+			drain(k + 1, &first, &arrival);
+		}
+		atomic_store(&g_send_on, false);
+		on_ns += now_ns() - armed;
+		rt_set[k] = t1 - t0;
+		rt_ready[k] = t2 - t1;
+		if (first) {
+			/* packets sent before t0 cannot pass: the address was
+			 * unbound; one that did would show as a 0 here */
+			lat_pkt[nok] = first > t0 ? first - t0 : 0;
+			lat_arr[nok] = arrival - t0;
+			nok++;
+		} else {
+			lost++;
+		}
+		/* back to unbound for the next iteration (not timed into the
+		 * latency; its round trip is reported) */
+		t0 = now_ns();
+		st = post(&c, &s, "REMOVE_BINDING", 0, 3);
+		rt_remove[k] = now_ns() - t0;
+		if (st != 200)
+			fprintf(stderr, "actions_bench: REMOVE_BINDING %s: %d\n", uid, st);
+		(void)drain(0, NULL, NULL);
+	}
+	atomic_store(&g_stop, true);
+	pthread_join(th, NULL);
+
+	printf("  %u iterations; sender: sleeps %.0f us between packets, %.0f us apart on average "
+	       "(%llu sent);\n  %u iterations without a passing packet in 500 ms, %u packets "
+	       "passed while the address was unbound\n",
+	       iters, g_gap_ns / 1e3,
+	       atomic_load(&g_sent) ? on_ns / 1e3 / (double)atomic_load(&g_sent) : 0.0,
+	       (unsigned long long)atomic_load(&g_sent), lost, stray);
+	print_dist("first passing packet (send time)", lat_pkt, nok);
+	print_dist("first passing packet (arrival)", lat_arr, nok);
+	print_dist("SET_BINDING round trip", rt_set, iters);
+	print_dist("data-plane-ready round trip", rt_ready, iters);
+	print_dist("REMOVE_BINDING round trip", rt_remove, iters);
+	conn_close(&c);
+	return lost || stray ? 1 : 0;
+}
+
+/* --- replay after a restart ------------------------------------------------ */
+
+static int cmd_replay(int argc, char **argv, unsigned n, unsigned nthreads, const char *log,
+		      const char *pidfile)
+{
+	struct worker *ws;
+	uint64_t t0, t_status, wall;
+	struct conn c = {.fd = -1};
+	unsigned polls = 0;
+	pid_t pid;
+	FILE *f;
+	int rc;
+
+	if (!log || !pidfile || optind >= argc)
+		die("%s", "replay needs -L LOG -P PIDFILE -- CMD ARGS...");
+	t0 = now_ns();
+	pid = fork();
+	if (pid < 0)
+		die("%s", "fork failed");
+	if (!pid) {
+		int fd = open(log, O_WRONLY | O_APPEND | O_CREAT, 0600);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		setpgid(0, 0); /* our signals are not the daemon's */
+		execvp(argv[optind], argv + optind);
+		_exit(127);
+	}
+	f = fopen(pidfile, "w");
+	if (f) {
+		fprintf(f, "%d\n", pid);
+		fclose(f);
+	}
+	/* poll status until it answers 200 (a refused connect is retried
+	 * every 1 ms; the Fastlet probes every 1 s) */
+	for (;;) {
+		int st;
+
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			die("%s", "the daemon exited during start");
+		st = conn_open(&c) ? -1 : http(&c, "GET", STAT_PATH, NULL, NULL, 0);
+		polls++;
+		if (st == 200 && strstr(c.last_body, "\"ready\":true"))
+			break;
+		conn_close(&c);
+		if (now_ns() - t0 > 30000000000ull)
+			die("%s", "status did not answer in 30 s");
+		usleep(1000);
+	}
+	t_status = now_ns();
+	conn_close(&c);
+	ws = calloc(nthreads, sizeof(*ws));
+	if (!ws)
+		die("%s", "out of memory");
+	wall = run_workers(ws, nthreads, JOB_REPLAY, n, 0);
+	printf("  process start -> status 200 ready     %8.1f ms (%u polls)\n",
+	       (t_status - t0) / 1e6, polls);
+	printf("  process start -> %u subjects replayed %8.1f ms (replay itself %.1f ms)\n", n,
+	       (t_status - t0 + wall) / 1e6, wall / 1e6);
+	rc = summarize("replay SET_BINDING + ready", ws, nthreads, wall, 2);
+	free(ws);
+	return rc;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: actions_bench [-a ADDR:PORT] setup -n N [-t THREADS] [-V VARIANT]\n"
+		"       actions_bench [-a ADDR:PORT] latency -k ITER -S SBNS -I INETNS -s SRC -d "
+		"DST:PORT [-g USEC]\n"
+		"       actions_bench [-a ADDR:PORT] update|patch -n N -t THREADS -D SECONDS\n"
+		"       actions_bench [-a ADDR:PORT] replay -n N -t THREADS [-V V] -L LOG -P "
+		"PIDFILE -- "
+		"CMD...\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *addr = "127.0.0.1:18080", *cmd, *log = NULL, *pidfile = NULL;
+	unsigned n = 1024, nthreads = 4;
+	double seconds = 10;
+	struct worker *ws;
+	uint64_t wall;
+	int opt, rc;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);
+	while ((opt = getopt(argc, argv, "+a:")) != -1) {
+		if (opt != 'a') {
+			usage();
+			return 2;
+		}
+		addr = optarg;
+	}
+	if (optind >= argc) {
+		usage();
+		return 2;
+	}
+	if (!parse_hostport(addr, &g_addr))
+		die("bad address %s", addr);
+	cmd = argv[optind];
+	argc -= optind;
+	argv += optind;
+	optind = 1;
+	if (!strcmp(cmd, "latency"))
+		return cmd_latency(argc, argv);
+	/* the common options; replay's own follow */
+	while ((opt = getopt(argc, argv, "+n:t:D:V:L:P:")) != -1) {
+		switch (opt) {
+		case 'V':
+			g_variant = (unsigned)atoi(optarg);
+			break;
+		case 'L':
+			log = optarg;
+			break;
+		case 'P':
+			pidfile = optarg;
+			break;
+		case 'n':
+			n = (unsigned)atoi(optarg);
+			break;
+		case 't':
+			nthreads = (unsigned)atoi(optarg);
+			break;
+		case 'D':
+			seconds = atof(optarg);
+			break;
+		default:
+			usage();
+			return 2;
+		}
+	}
+	if (!n || !nthreads || nthreads > 64) {
+		usage();
+		return 2;
+	}
+	if (!strcmp(cmd, "replay"))
+		return cmd_replay(argc, argv, n, nthreads, log, pidfile);
+	ws = calloc(nthreads, sizeof(*ws));
+	if (!ws)
+		die("%s", "out of memory");
+	if (!strcmp(cmd, "setup")) {
+		wall = run_workers(ws, nthreads, JOB_SETUP, n, 0);
+		rc = summarize("setup SET_BINDING + ready", ws, nthreads, wall, 2);
+	} else if (!strcmp(cmd, "update")) {
+		wall = run_workers(ws, nthreads, JOB_UPDATE, n, seconds);
+		rc = summarize("SET_BINDING policy update", ws, nthreads, wall, 1);
+	} else if (!strcmp(cmd, "patch")) {
+		wall = run_workers(ws, nthreads, JOB_PATCH, n, seconds);
+		rc = summarize("PATCH /policy", ws, nthreads, wall, 1);
+	} else {
+		usage();
+		rc = 2;
+	}
+	free(ws);
+	return rc;
+}

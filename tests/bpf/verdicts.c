@@ -368,10 +368,28 @@ static int swap_first_policy(void)
 	return learn("swap", SWAP_LEARNED4, 60);
 }
 
+/* The id of the rule trie in subject id's slot of fastwall_rules. */
+static __u32 trie_of(__u32 id)
+{
+	__u32 inner = 0;
+
+	bpf_map_lookup_elem(t.dp->rules_fd, &id, &inner);
+	return inner;
+}
+
 static int swap_same_binding(void)
 {
+	__u32 before = trie_of(t.swap_id);
+
 	if (subject_put(&swap_v2))
 		return -1;
+	/* one rule added: one entry changes, so the live trie is edited in
+	 * place rather than replaced (no outer-map swap) */
+	if (trie_of(t.swap_id) != before) {
+		printf("a one-entry change replaced the trie %u -> %u\n", before,
+		       trie_of(t.swap_id));
+		return -1;
+	}
 	if (id_of("swap") != t.swap_id) {
 		printf("policy swap with the same binding changed the id %u -> %u\n", t.swap_id,
 		       id_of("swap"));

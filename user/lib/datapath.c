@@ -640,6 +640,26 @@ int fw_dp_ports_sweep(struct fw_dp *dp, bool (*live)(__u32 id, __u32 *gen, const
 	return err;
 }
 
+int fw_dp_rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, bool del)
+{
+	__u32 inner_id;
+	int fd, err = 0;
+
+	if (bpf_map_lookup_elem(dp->rules_fd, &id, &inner_id))
+		return -errno;
+	fd = bpf_map_get_fd_by_id(inner_id);
+	if (fd < 0)
+		return -errno;
+	if (del) {
+		if (bpf_map_delete_elem(fd, &c->key))
+			err = -errno;
+	} else {
+		err = update(fd, &c->key, &c->rule, BPF_ANY, "rule trie");
+	}
+	close(fd);
+	return err;
+}
+
 int fw_dp_rules_clear(struct fw_dp *dp, __u32 id)
 {
 	if (bpf_map_delete_elem(dp->rules_fd, &id) && errno != ENOENT)

@@ -70,6 +70,9 @@ int fw_dp_rules_clear(struct fw_dp *dp, __u32 id);
  * *port_state (FW_PORTSET_GEN bit | count) says what is live. */
 int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *set,
 		      __u32 *port_state);
+/* Changes one entry of subject id's live trie in place (one atomic map
+ * operation): del removes c's key, else c is inserted or updated. */
+int fw_dp_rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, bool del);
 /* Deletes per-port exceptions no live trie references (after a crash). */
 int fw_dp_ports_sweep(struct fw_dp *dp, bool (*live)(__u32 id, __u32 *gen, const void *ctx),
 		      const void *ctx);

@@ -127,6 +127,7 @@ static void entry_unlink_locked(struct fw_registry *r, struct fw_entry *e)
 			break;
 		}
 	}
+	fw_compiled_set_free(&e->live);
 	pthread_mutex_destroy(&e->op);
 	free(e);
 }
@@ -231,6 +232,7 @@ void fw_reg_free(struct fw_registry *r)
 			r->names[b] = e->next;
 			if (e->priv && r->priv_free)
 				r->priv_free(e->priv);
+			fw_compiled_set_free(&e->live);
 			pthread_mutex_destroy(&e->op);
 			free(e);
 		}
@@ -422,11 +424,96 @@ int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 	memset(&e->ksub, 0, sizeof(e->ksub));
 	e->meta.binding_hash = e->meta.policy_hash = e->meta.fence_hash = 0;
 	e->meta.port_state = 0;
+	fw_compiled_set_free(&e->live);
 	e->adopted = false;
 	return 0;
 }
 
 /* Same identity: swap rules and update the binding in place. */
+static int key_cmp(const void *a, const void *b)
+{
+	const struct fw_compiled *x = a, *y = b;
+
+	if (x->key.prefixlen != y->key.prefixlen)
+		return x->key.prefixlen < y->key.prefixlen ? -1 : 1;
+	return memcmp(&x->key.addr, &y->key.addr, sizeof(x->key.addr));
+}
+
+/* When the new rule set differs from the live one in exactly one entry and
+ * neither uses per-port exceptions, that entry is changed in the live trie
+ * by one map operation: one atomic step from the old set to the new, with
+ * no new trie and no RCU grace period for the outer map. Returns 1 when it
+ * did, 0 when a whole swap is needed, or a negative errno. */
+static int edit_one(struct fw_registry *r, struct fw_entry *e, const struct fw_compiled_set *set)
+{
+	const struct fw_compiled_set *old = &e->live;
+	struct fw_compiled *a = NULL, *b = NULL, op;
+	size_t i = 0, j = 0, diffs = 0;
+	bool del = false;
+	int ret = 0;
+
+	if (!old->entries || old->nports || set->nports || old->n + 1 < set->n ||
+	    set->n + 1 < old->n)
+		return 0;
+	a = malloc(old->n * sizeof(*a));
+	b = malloc(set->n * sizeof(*b));
+	if (!a || !b)
+		goto out;
+	memcpy(a, old->entries, old->n * sizeof(*a));
+	memcpy(b, set->entries, set->n * sizeof(*b));
+	qsort(a, old->n, sizeof(*a), key_cmp);
+	qsort(b, set->n, sizeof(*b), key_cmp);
+	while ((i < old->n || j < set->n) && diffs < 2) {
+		int c = i == old->n ? 1 : j == set->n ? -1 : key_cmp(&a[i], &b[j]);
+
+		if (c < 0) {
+			op = a[i++];
+			del = true;
+			diffs++;
+		} else if (c > 0) {
+			op = b[j++];
+			del = false;
+			diffs++;
+		} else {
+			if (memcmp(&a[i].rule, &b[j].rule, sizeof(a[i].rule))) {
+				op = b[j];
+				del = false;
+				diffs++;
+			}
+			i++;
+			j++;
+		}
+	}
+	if (diffs != 1)
+		goto out;
+	ret = fw_dp_rules_edit(r->dp, e->id, &op, del);
+	if (!ret)
+		ret = 1;
+out:
+	free(a);
+	free(b);
+	return ret;
+}
+
+/* Remembers set as the live trie's content (a copy). */
+static void remember_live(struct fw_entry *e, const struct fw_compiled_set *set)
+{
+	struct fw_compiled_set copy = {};
+
+	fw_compiled_set_free(&e->live);
+	copy.entries = malloc((set->n ? set->n : 1) * sizeof(*copy.entries));
+	copy.ports = malloc((set->nports ? set->nports : 1) * sizeof(*copy.ports));
+	if (!copy.entries || !copy.ports) {
+		fw_compiled_set_free(&copy);
+		return; /* unknown: the next change swaps the whole trie */
+	}
+	memcpy(copy.entries, set->entries, set->n * sizeof(*copy.entries));
+	memcpy(copy.ports, set->ports, set->nports * sizeof(*copy.ports));
+	copy.n = set->n;
+	copy.nports = set->nports;
+	e->live = copy;
+}
+
 static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 			  const struct fw_static_subject *spec, const struct fw_compiled_set *set,
 			  __u64 phash, __u64 bhash, bool *changed)
@@ -437,9 +524,16 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 	/* a denying subject drops everything before its rules are read: its
 	 * rule set is written when it turns active, not before */
 	if (e->meta.policy_hash != phash && spec->state == FW_STATE_ACTIVE) {
-		err = fw_dp_policy_swap(r->dp, e->id, set, &e->meta.port_state);
-		if (err)
+		err = e->meta.policy_hash ? edit_one(r, e, set) : 0;
+		if (err == 0)
+			err = fw_dp_policy_swap(r->dp, e->id, set, &e->meta.port_state);
+		else if (err == 1)
+			err = 0;
+		if (err) {
+			fw_compiled_set_free(&e->live);
 			return err;
+		}
+		remember_live(e, set);
 		e->meta.policy_hash = phash;
 		*changed = true;
 	}
@@ -540,6 +634,9 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	old_ports = e->meta.port_state;
 	e->meta = *meta;
 	e->adopted = false;
+	fw_compiled_set_free(&e->live);
+	if (spec->state == FW_STATE_ACTIVE)
+		remember_live(e, set);
 	if (old_id) {
 		fw_info("subject %s: rebound (id %u -> %u)", spec->name, old_id, id);
 		return release_id(r, old_id, spec->name, old_ports);

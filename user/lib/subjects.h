@@ -27,8 +27,9 @@ struct fw_entry {
 	struct fw_subject_meta meta;
 	struct fw_ip addrs[FW_SUBJECT_MAX_ADDRS]; /* under the registry lock */
 	size_t naddrs;
-	bool adopted; /* found in the kernel at start, not yet reconfirmed */
-	void *priv;   /* the protocol layer's state; keeps the entry alive */
+	bool adopted;		     /* found in the kernel at start, not yet reconfirmed */
+	struct fw_compiled_set live; /* what the live rule trie holds, if known */
+	void *priv;		     /* the protocol layer's state; keeps the entry alive */
 };
 
 struct fw_registry {

@@ -449,14 +449,33 @@ static void flush_one(const struct fw_push *push, void *arg)
 	struct flush_ctx *fc = arg;
 	struct fw_reply r = {};
 
-	if (push->kind == FW_PUSH_POLICY)
+	if (push->kind == FW_PUSH_POLICY && state_of(fc->e) != FW_STATE_ACTIVE) {
+		/* A push that was cached (202 "push cached") for this binding's
+		 * generation was accepted before the binding existed: it
+		 * applies to the pending policy, which data-plane-ready makes
+		 * active. A live push to a denying subject is refused instead. */
+		struct fw_proto *p = fc->e->priv;
+		struct fw_policy next;
+		char err[256];
+
+		r.status = 409;
+		if (p && p->has_pending &&
+		    !pushed_policy(push->method, &p->pending, push->body, push->len, &next, err,
+				   sizeof(err))) {
+			fw_policy_free(&p->pending);
+			p->pending = next;
+			r.status = 200;
+		}
+	} else if (push->kind == FW_PUSH_POLICY) {
 		policy_push_locked(fc->a, fc->e, push->method, push->generation, push->body,
 				   push->len, &r);
-	else
+	} else {
 		vault_push_locked(fc->a, fc->e, push->method, push->generation, push->body,
 				  push->len, &r);
-	fw_info("subject %s: cached %s push %s applied: %d", push->uid,
-		push->kind == FW_PUSH_POLICY ? "policy" : "vault", push->method, r.status);
+	}
+	fw_info("subject %s: cached %s push %s %s (%d)", push->uid,
+		push->kind == FW_PUSH_POLICY ? "policy" : "vault", push->method,
+		r.status < 300 ? "applied" : "dropped", r.status);
 	fw_reply_free(&r);
 }
 
@@ -518,6 +537,17 @@ static void set_binding(struct fw_actions *a, struct fw_envelope *env, struct fw
 		p->has_pending = false;
 		fw_policy_free(&p->current);
 		fw_policy_init(&p->current);
+	} else if (same_fence && b.naddrs && e->adopted && state_of(e) != FW_STATE_ACTIVE) {
+		/* a denying subject adopted after a restart, replayed: confirm
+		 * it (an active one is confirmed by step 4's apply below) */
+		struct fw_policy none;
+
+		fw_policy_init(&none);
+		err = program(a, e, &b, &none, FW_STATE_DENYING, fence);
+		if (err) {
+			reply_text(out, 500, "data plane: %s", strerror(-err));
+			goto out;
+		}
 	} else if (same_fence && b.naddrs && fw_binding_hash(&b) != fw_binding_hash(&p->binding) &&
 		   p->binding.naddrs) {
 		/* same fence, new address or network: move dispatch in place */

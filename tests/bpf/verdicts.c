@@ -55,6 +55,7 @@
 #define ZETA4	   "10.42.8.10"
 #define KAPPA4	   "10.42.9.10"
 #define LAMBDA4	   "10.42.10.10"
+#define MU4	   "10.42.11.10"
 #define STRANGER4  "10.42.9.9"
 #define STRANGER6  "fd00:42:9::9"
 
@@ -195,6 +196,28 @@ static const struct subject_def kappa_v2 = {
 			"allow 203.0.113.0/24 ports=53,443",
 			"deny 203.0.113.7 ports=443",
 		},
+};
+
+/* mu: three whole-set changes; the third reuses the trie of the first */
+static const struct subject_def mu_v1 = {
+	.name = "mu",
+	.addrs = {MU4},
+	.default_action = "deny",
+	.rules = {"allow 192.0.2.0/25", "allow 198.51.100.0/26", "deny 192.0.2.66"},
+};
+
+static const struct subject_def mu_v2 = {
+	.name = "mu",
+	.addrs = {MU4},
+	.default_action = "deny",
+	.rules = {"allow 203.0.113.0/24", "allow 198.51.100.64/26"},
+};
+
+static const struct subject_def mu_v3 = {
+	.name = "mu",
+	.addrs = {MU4},
+	.default_action = "deny",
+	.rules = {"allow 192.0.2.128/25", "allow 198.51.100.128/26", "deny 192.0.2.130"},
 };
 
 static const struct subject_def *const fixture[] = {
@@ -449,6 +472,29 @@ static int kappa_swapped(void)
 	if (stale || live != 5) {
 		printf("kappa's port exceptions after the swap: %zu live (want 5), %zu stale\n",
 		       live, stale);
+		return -1;
+	}
+	return 0;
+}
+
+/* mu v1 -> v2 -> v3: v2 replaces the trie (v1's becomes the standby), v3
+ * brings that standby from v1 to v3 and swaps it back in. */
+static int mu_three_swaps(void)
+{
+	__u32 id, t1, t2, t3;
+
+	if (subject_put(&mu_v1))
+		return -1;
+	id = id_of("mu");
+	t1 = trie_of(id);
+	if (subject_put(&mu_v2))
+		return -1;
+	t2 = trie_of(id);
+	if (subject_put(&mu_v3))
+		return -1;
+	t3 = trie_of(id);
+	if (t2 == t1 || t3 != t1) {
+		printf("mu's tries: v1 %u, v2 %u, v3 %u (want v2 new, v3 = v1's)\n", t1, t2, t3);
 		return -1;
 	}
 	return 0;
@@ -882,6 +928,21 @@ static const struct row rows[] = {
 	 PASS(FW_PASS_ALLOW_CIDR), .subject = "kappa"},
 	{"ports swap: learned address survived the swap",
 	 .pkt = TCP4(KAPPA4, "192.0.2.50", 40000, 80), PASS(FW_PASS_LEARNED), .subject = "kappa"},
+	/* a standby trie brought from v1 to v3 holds exactly v3 */
+	{"standby trie: v3 allow passes", .setup = mu_three_swaps,
+	 .pkt = TCP4(MU4, "192.0.2.200", 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "mu"},
+	{"standby trie: v3 deny host", .pkt = TCP4(MU4, "192.0.2.130", 40000, 80),
+	 DROP(FW_DROP_DENY_CIDR), .subject = "mu"},
+	{"standby trie: v3 second allow", .pkt = UDP4(MU4, "198.51.100.150", 40000, 53),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "mu"},
+	{"standby trie: v1-only allow is gone", .pkt = TCP4(MU4, "192.0.2.10", 40000, 80),
+	 DROP(FW_DROP_DEFAULT_DENY), .subject = "mu"},
+	{"standby trie: v1-only deny host is gone", .pkt = TCP4(MU4, "192.0.2.66", 40000, 80),
+	 DROP(FW_DROP_DEFAULT_DENY), .subject = "mu"},
+	{"standby trie: v1-only second allow is gone", .pkt = TCP4(MU4, "198.51.100.10", 40000, 80),
+	 DROP(FW_DROP_DEFAULT_DENY), .subject = "mu"},
+	{"standby trie: v2-only allow is gone", .pkt = TCP4(MU4, "203.0.113.5", 40000, 80),
+	 DROP(FW_DROP_DEFAULT_DENY), .subject = "mu"},
 	{"ports: default allow with deny 0.0.0.0/0 port 25",
 	 .pkt = TCP4(LAMBDA4, "203.0.113.9", 40000, 25), DROP(FW_DROP_DENY_CIDR),
 	 .subject = "lambda"},

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -313,6 +314,15 @@ static int run(struct fw_daemon *d)
 	fw_dp_quiet();
 	if (probe_kernel())
 		return FW_EXIT_KERNEL;
+	{
+		/* a standby rule trie per subject is one open descriptor */
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
 	err = fw_dp_open(d->cfg.bpffs, &d->dp);
 	if (err)
 		return FW_EXIT_KERNEL;

@@ -484,17 +484,12 @@ int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id)
 	return 0;
 }
 
-int fw_dp_rules_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, size_t n)
+static int trie_create(struct fw_dp *dp, __u32 id)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
 	char name[16];
-	int fd, err = 0;
+	int fd;
 
-	if (n > FW_MAX_RULES) {
-		fw_err("subject %u: %zu compiled rules exceed the limit of %u", id, n,
-		       FW_MAX_RULES);
-		return -E2BIG;
-	}
 	if (dp->btf_fd >= 0) {
 		opts.btf_fd = dp->btf_fd;
 		opts.btf_key_type_id = dp->btf_lpm_key;
@@ -511,20 +506,133 @@ int fw_dp_rules_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, si
 				    sizeof(struct fw_rule), FW_MAX_RULES, &opts);
 	}
 	if (fd < 0) {
-		err = -errno;
-		fw_err("can't create rule trie for subject %u: %s", id, strerror(-err));
-		return err;
+		fd = -errno;
+		fw_err("can't create rule trie for subject %u: %s", id, strerror(-fd));
 	}
-	for (size_t i = 0; i < n; i++) {
-		err = update(fd, &c[i].key, &c[i].rule, BPF_ANY, "rule trie");
+	return fd;
+}
+
+static int compiled_key_cmp(const void *a, const void *b)
+{
+	const struct fw_compiled *x = a, *y = b;
+
+	if (x->key.prefixlen != y->key.prefixlen)
+		return x->key.prefixlen < y->key.prefixlen ? -1 : 1;
+	return memcmp(&x->key.addr, &y->key.addr, sizeof(x->key.addr));
+}
+
+static struct fw_compiled *sorted_copy(const struct fw_compiled *c, size_t n)
+{
+	struct fw_compiled *s = malloc((n ? n : 1) * sizeof(*s));
+
+	if (!s)
+		return NULL;
+	memcpy(s, c, n * sizeof(*s));
+	qsort(s, n, sizeof(*s), compiled_key_cmp);
+	return s;
+}
+
+/* Brings trie fd from have to want with the fewest operations. */
+static int trie_sync(int fd, const struct fw_compiled *have, size_t nh,
+		     const struct fw_compiled *want, size_t nw)
+{
+	struct fw_compiled *h = sorted_copy(have, nh), *w = sorted_copy(want, nw);
+	size_t i = 0, j = 0;
+	int err = 0;
+
+	if (!h || !w) {
+		err = -ENOMEM;
+		goto out;
+	}
+	while (!err && (i < nh || j < nw)) {
+		int c = i == nh ? 1 : j == nw ? -1 : compiled_key_cmp(&h[i], &w[j]);
+
+		if (c < 0) {
+			if (bpf_map_delete_elem(fd, &h[i].key) && errno != ENOENT)
+				err = -errno;
+			i++;
+		} else if (c > 0) {
+			err = update(fd, &w[j].key, &w[j].rule, BPF_ANY, "rule trie");
+			j++;
+		} else {
+			if (memcmp(&h[i].rule, &w[j].rule, sizeof(h[i].rule)))
+				err = update(fd, &w[j].key, &w[j].rule, BPF_ANY, "rule trie");
+			i++;
+			j++;
+		}
+	}
+out:
+	free(h);
+	free(w);
+	return err;
+}
+
+void fw_trie_cache_init(struct fw_trie_cache *tc)
+{
+	tc->fd = -1;
+	tc->have = NULL;
+	tc->nhave = 0;
+}
+
+void fw_trie_cache_drop(struct fw_trie_cache *tc)
+{
+	if (tc->fd >= 0)
+		close(tc->fd);
+	free(tc->have);
+	fw_trie_cache_init(tc);
+}
+
+int fw_dp_rules_swap_cached(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, size_t n,
+			    struct fw_trie_cache *tc, const struct fw_compiled *live, size_t nlive)
+{
+	__u32 prev_id;
+	int fd = -1, prev = -1, err = 0;
+
+	if (n > FW_MAX_RULES) {
+		fw_err("subject %u: %zu compiled rules exceed the limit of %u", id, n,
+		       FW_MAX_RULES);
+		return -E2BIG;
+	}
+	if (tc && tc->fd >= 0) {
+		if (trie_sync(tc->fd, tc->have, tc->nhave, c, n) == 0) {
+			fd = tc->fd;
+			tc->fd = -1;
+		}
+		fw_trie_cache_drop(tc);
+	}
+	if (fd < 0) {
+		fd = trie_create(dp, id);
+		if (fd < 0)
+			return fd;
+		for (size_t i = 0; i < n && !err; i++)
+			err = update(fd, &c[i].key, &c[i].rule, BPF_ANY, "rule trie");
 		if (err)
 			goto out;
 	}
-	/* the swap: one pointer exchange in the outer array */
+	if (tc && live && bpf_map_lookup_elem(dp->rules_fd, &id, &prev_id) == 0)
+		prev = bpf_map_get_fd_by_id(prev_id);
+	/* the swap: one pointer exchange in the outer array; it returns once
+	 * no program can still be using the previous trie */
 	err = update(dp->rules_fd, &id, &fd, BPF_ANY, "fastwall_rules");
+	if (err || prev < 0)
+		goto out;
+	tc->have = malloc((nlive ? nlive : 1) * sizeof(*tc->have));
+	if (!tc->have)
+		goto out;
+	memcpy(tc->have, live, nlive * sizeof(*tc->have));
+	tc->nhave = nlive;
+	tc->fd = prev;
+	prev = -1;
 out:
+	if (prev >= 0)
+		close(prev);
 	close(fd);
 	return err;
+}
+
+int fw_dp_rules_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, size_t n)
+{
+	return fw_dp_rules_swap_cached(dp, id, c, n, NULL, NULL, 0);
 }
 
 static bool not_ports_of(const void *key, const void *ctx)
@@ -545,7 +653,8 @@ int fw_dp_ports_flush(struct fw_dp *dp, __u32 id)
 }
 
 int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *set,
-		      __u32 *port_state)
+		      __u32 *port_state, struct fw_trie_cache *tc, const struct fw_compiled *live,
+		      size_t nlive)
 {
 	__u32 live_gen = *port_state & FW_PORTSET_GEN, live_n = *port_state & ~FW_PORTSET_GEN;
 	__u32 gen = live_gen ^ FW_PORTSET_GEN;
@@ -575,7 +684,7 @@ int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *
 				c[i].rule.portset |= gen;
 		}
 	}
-	err = fw_dp_rules_swap(dp, id, c ? c : set->entries, set->n);
+	err = fw_dp_rules_swap_cached(dp, id, c ? c : set->entries, set->n, tc, live, nlive);
 	if (err)
 		goto undo;
 	/* no trie references the previous generation any more */

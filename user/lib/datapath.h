@@ -63,13 +63,33 @@ int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id);
 /* Builds a new LPM trie from c and swaps it into subject id's slot in one
  * update; packets see the old rule set or the new one, never a mix. */
 int fw_dp_rules_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, size_t n);
+
+/* A subject's standby trie: the one its slot held before the last swap,
+ * with what it holds. The kernel waits for every program using the old
+ * inner map to finish before an outer-map update returns, so the standby
+ * can be brought up to date and swapped in next time instead of creating
+ * (and later freeing) a trie per change. */
+struct fw_trie_cache {
+	int fd; /* -1: none */
+	struct fw_compiled *have;
+	size_t nhave;
+};
+
+void fw_trie_cache_init(struct fw_trie_cache *tc);
+void fw_trie_cache_drop(struct fw_trie_cache *tc);
+/* fw_dp_rules_swap through tc (may be NULL): the standby is synced to c
+ * and swapped in; the trie it replaces becomes the standby when live (its
+ * content, in kernel form) is known, else it is released. */
+int fw_dp_rules_swap_cached(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, size_t n,
+			    struct fw_trie_cache *tc, const struct fw_compiled *live, size_t nlive);
 int fw_dp_rules_clear(struct fw_dp *dp, __u32 id);
 /* fw_dp_rules_swap for a whole compiled set: the per-port exceptions are
  * written under the port-set generation the live trie does not use, the
  * trie swapped, then the previous generation's exceptions deleted.
  * *port_state (FW_PORTSET_GEN bit | count) says what is live. */
 int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *set,
-		      __u32 *port_state);
+		      __u32 *port_state, struct fw_trie_cache *tc, const struct fw_compiled *live,
+		      size_t nlive);
 /* Changes one entry of subject id's live trie in place (one atomic map
  * operation): del removes c's key, else c is inserted or updated. */
 int fw_dp_rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, bool del);

@@ -110,6 +110,7 @@ static struct fw_entry *entry_new(struct fw_registry *r, const char *name)
 	if (!e)
 		return NULL;
 	pthread_mutex_init(&e->op, NULL);
+	fw_trie_cache_init(&e->tries);
 	snprintf(e->meta.name, sizeof(e->meta.name), "%s", name);
 	b = bucket(e->meta.name);
 	e->next = r->names[b];
@@ -128,6 +129,7 @@ static void entry_unlink_locked(struct fw_registry *r, struct fw_entry *e)
 		}
 	}
 	fw_compiled_set_free(&e->live);
+	fw_trie_cache_drop(&e->tries);
 	pthread_mutex_destroy(&e->op);
 	free(e);
 }
@@ -233,6 +235,7 @@ void fw_reg_free(struct fw_registry *r)
 			if (e->priv && r->priv_free)
 				r->priv_free(e->priv);
 			fw_compiled_set_free(&e->live);
+			fw_trie_cache_drop(&e->tries);
 			pthread_mutex_destroy(&e->op);
 			free(e);
 		}
@@ -425,6 +428,7 @@ int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 	e->meta.binding_hash = e->meta.policy_hash = e->meta.fence_hash = 0;
 	e->meta.port_state = 0;
 	fw_compiled_set_free(&e->live);
+	fw_trie_cache_drop(&e->tries);
 	e->adopted = false;
 	return 0;
 }
@@ -524,9 +528,15 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 	/* a denying subject drops everything before its rules are read: its
 	 * rule set is written when it turns active, not before */
 	if (e->meta.policy_hash != phash && spec->state == FW_STATE_ACTIVE) {
+		/* the live trie's content in kernel form: the compiled set,
+		 * when it has no port sets (whose ids carry a generation) */
+		bool known = e->live.entries && !e->live.nports;
+
 		err = e->meta.policy_hash ? edit_one(r, e, set) : 0;
 		if (err == 0)
-			err = fw_dp_policy_swap(r->dp, e->id, set, &e->meta.port_state);
+			err = fw_dp_policy_swap(r->dp, e->id, set, &e->meta.port_state, &e->tries,
+						known ? e->live.entries : NULL,
+						known ? e->live.n : 0);
 		else if (err == 1)
 			err = 0;
 		if (err) {
@@ -597,7 +607,7 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	meta->port_state = 0;
 	err = fw_dp_subject_reset(r->dp, id);
 	if (!err && spec->state == FW_STATE_ACTIVE)
-		err = fw_dp_policy_swap(r->dp, id, set, &meta->port_state);
+		err = fw_dp_policy_swap(r->dp, id, set, &meta->port_state, NULL, NULL, 0);
 	else
 		meta->policy_hash = 0; /* no rule set until it turns active */
 	if (!err)
@@ -635,6 +645,7 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	e->meta = *meta;
 	e->adopted = false;
 	fw_compiled_set_free(&e->live);
+	fw_trie_cache_drop(&e->tries); /* the old id's */
 	if (spec->state == FW_STATE_ACTIVE)
 		remember_live(e, set);
 	if (old_id) {

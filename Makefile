@@ -167,6 +167,12 @@ install: all ## install fastwalld, fastwall and the man pages under PREFIX
 	install -D -m 0644 docs/fastwalld.8 $(DESTDIR)$(PREFIX)/share/man/man8/fastwalld.8
 	install -D -m 0644 docs/fastwall.8 $(DESTDIR)$(PREFIX)/share/man/man8/fastwall.8
 
+KERNELS ?= 5.10 6.1 6.12 6.18 7.x
+VMTEST_CACHE ?= /var/cache/fastwall-vmtest
+.PHONY: vmtest
+vmtest: all $(BUILD)/tests/bpf_verdicts ## verdict table, loader, e2e on Debian kernels in qemu (KERNELS="5.10 6.12")
+	$(Q)BUILD=$(BUILD) KERNELS="$(KERNELS)" VMTEST_CACHE="$(VMTEST_CACHE)" scripts/vmtest/vmtest.sh
+
 clean: ## remove build/ and build-san/
 	rm -rf build build-san
 

@@ -14,6 +14,8 @@ PKGS=(
 	iperf3 gnuplot-nox
 	# lint/format
 	clang-format clang-tidy cppcheck
+	# kernel matrix (make vmtest)
+	qemu-system-x86 busybox-static cpio zstd xz-utils
 )
 
 missing=()

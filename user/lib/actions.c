@@ -760,6 +760,23 @@ static bool method_is(const char *m, const char *const *set)
 	return false;
 }
 
+/* What every push starts with: the method, then the uid header. */
+static bool push_prologue(const char *method, const char *const *methods, const char *allow,
+			  const char *uid_hdr, char uid[FW_UID_MAX + 1], struct fw_reply *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!method_is(method, methods)) {
+		out->allow = allow;
+		reply_text(out, 405, "method not allowed");
+		return false;
+	}
+	if (!valid_uid_header(uid_hdr, uid, FW_UID_MAX + 1)) {
+		reply_text(out, 400, "missing or invalid X-Fast-Sandbox-Uid");
+		return false;
+	}
+	return true;
+}
+
 void fw_actions_policy(struct fw_actions *a, const char *method, const char *uid_hdr,
 		       const char *gen_hdr, const char *body, size_t len, struct fw_reply *out)
 {
@@ -769,16 +786,8 @@ void fw_actions_policy(struct fw_actions *a, const char *method, const char *uid
 	struct fw_entry *e;
 	int err;
 
-	memset(out, 0, sizeof(*out));
-	if (!method_is(method, methods)) {
-		out->allow = "GET, POST, PUT, PATCH, DELETE";
-		reply_text(out, 405, "method not allowed");
+	if (!push_prologue(method, methods, "GET, POST, PUT, PATCH, DELETE", uid_hdr, uid, out))
 		return;
-	}
-	if (!valid_uid_header(uid_hdr, uid, sizeof(uid))) {
-		reply_text(out, 400, "missing or invalid X-Fast-Sandbox-Uid");
-		return;
-	}
 	e = fw_reg_get(a->reg, uid, false);
 	if (!strcmp(method, "GET")) {
 		struct fw_proto *p = e ? e->priv : NULL;
@@ -828,16 +837,8 @@ void fw_actions_vault(struct fw_actions *a, const char *method, const char *uid_
 	struct fw_entry *e;
 	int err;
 
-	memset(out, 0, sizeof(*out));
-	if (!method_is(method, methods)) {
-		out->allow = "GET, POST, PATCH, DELETE";
-		reply_text(out, 405, "method not allowed");
+	if (!push_prologue(method, methods, "GET, POST, PATCH, DELETE", uid_hdr, uid, out))
 		return;
-	}
-	if (!valid_uid_header(uid_hdr, uid, sizeof(uid))) {
-		reply_text(out, 400, "missing or invalid X-Fast-Sandbox-Uid");
-		return;
-	}
 	e = fw_reg_get(a->reg, uid, false);
 	if (!strcmp(method, "GET")) {
 		char *json = NULL;

@@ -46,3 +46,14 @@ int fw_log_level_parse(const char *s, enum fw_log_level *out)
 	}
 	return -EINVAL;
 }
+
+void fw_set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}

@@ -4,6 +4,8 @@
 #ifndef FW_LOG_H
 #define FW_LOG_H
 
+#include <stddef.h>
+
 enum fw_log_level {
 	FW_LOG_ERROR = 0,
 	FW_LOG_WARN,
@@ -17,6 +19,10 @@ void fw_log_write(enum fw_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Parses "error", "warn", "info", "debug"; returns 0 or -EINVAL. */
 int fw_log_level_parse(const char *s, enum fw_log_level *out);
+
+/* Formats an error text into err (NULL or 0-length: nothing). */
+void fw_set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #define fw_log(level, ...)                                                                         \
 	do {                                                                                       \

@@ -10,25 +10,12 @@
 #include <string.h>
 
 #include "addr.h"
+#include "log.h"
 #include "policy.h"
 
 /* Longest text echoed back in an error, so a megabyte of junk does not
  * become a megabyte of log line. */
 #define ECHO_MAX 80
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* Returns the trimmed span [*start, *start + *len) of s. */
 static void trim(const char *s, const char **start, size_t *len)
@@ -150,8 +137,8 @@ int fw_action_parse(const char *s, __u8 *action, char *err, size_t errlen)
 			return 0;
 		}
 	}
-	set_err(err, errlen, "invalid action \"%.*s\", expected allow or deny",
-		(int)(len < ECHO_MAX ? len : ECHO_MAX), t);
+	fw_set_err(err, errlen, "invalid action \"%.*s\", expected allow or deny",
+		   (int)(len < ECHO_MAX ? len : ECHO_MAX), t);
 	return -EINVAL;
 }
 
@@ -185,9 +172,9 @@ static int domain_parse(const char *t, size_t len, char *out, bool *wildcard, ch
 		len--;
 	*wildcard = false;
 	if (len == 1 && t[0] == '*') {
-		set_err(err, errlen,
-			"invalid target \"*\": a bare wildcard is not allowed, use a "
-			"default action of allow instead");
+		fw_set_err(err, errlen,
+			   "invalid target \"*\": a bare wildcard is not allowed, use a "
+			   "default action of allow instead");
 		return -EINVAL;
 	}
 	if (len >= 2 && t[0] == '*' && t[1] == '.') {
@@ -196,13 +183,13 @@ static int domain_parse(const char *t, size_t len, char *out, bool *wildcard, ch
 		len -= 2;
 	}
 	if (len == 0) {
-		set_err(err, errlen, "invalid target \"%.*s\": empty domain name", (int)shown_len,
-			shown);
+		fw_set_err(err, errlen, "invalid target \"%.*s\": empty domain name",
+			   (int)shown_len, shown);
 		return -EINVAL;
 	}
 	if (len > FW_DOMAIN_MAX) {
-		set_err(err, errlen, "invalid target \"%.*s...\": domain name longer than %d",
-			(int)shown_len, shown, FW_DOMAIN_MAX);
+		fw_set_err(err, errlen, "invalid target \"%.*s...\": domain name longer than %d",
+			   (int)shown_len, shown, FW_DOMAIN_MAX);
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < len; i++) {
@@ -216,14 +203,15 @@ static int domain_parse(const char *t, size_t len, char *out, bool *wildcard, ch
 			if (++label > 63)
 				goto bad_label;
 		} else if (c == '*') {
-			set_err(err, errlen,
+			fw_set_err(
+				err, errlen,
 				"invalid target \"%.*s\": '*' is only allowed as a leading \"*.\"",
 				(int)shown_len, shown);
 			return -EINVAL;
 		} else {
-			set_err(err, errlen,
-				"invalid target \"%.*s\": not an address, CIDR or domain",
-				(int)shown_len, shown);
+			fw_set_err(err, errlen,
+				   "invalid target \"%.*s\": not an address, CIDR or domain",
+				   (int)shown_len, shown);
 			return -EINVAL;
 		}
 		out[i] = c;
@@ -233,8 +221,8 @@ static int domain_parse(const char *t, size_t len, char *out, bool *wildcard, ch
 	out[len] = '\0';
 	return 0;
 bad_label:
-	set_err(err, errlen, "invalid target \"%.*s\": labels must be 1 to 63 characters",
-		(int)shown_len, shown);
+	fw_set_err(err, errlen, "invalid target \"%.*s\": labels must be 1 to 63 characters",
+		   (int)shown_len, shown);
 	return -EINVAL;
 }
 
@@ -246,25 +234,25 @@ static int ports_parse(const long *ports, size_t nports, __u16 **out, char *err,
 	if (!ports || !nports)
 		return 0;
 	if (nports > FW_POLICY_MAX_PORTS) {
-		set_err(err, errlen, "too many ports (%zu, at most %d)", nports,
-			FW_POLICY_MAX_PORTS);
+		fw_set_err(err, errlen, "too many ports (%zu, at most %d)", nports,
+			   FW_POLICY_MAX_PORTS);
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < nports; i++) {
 		if (ports[i] < 1 || ports[i] > 65535) {
-			set_err(err, errlen, "invalid port %ld, expected 1-65535", ports[i]);
+			fw_set_err(err, errlen, "invalid port %ld, expected 1-65535", ports[i]);
 			return -EINVAL;
 		}
 		for (size_t j = 0; j < i; j++) {
 			if (ports[j] == ports[i]) {
-				set_err(err, errlen, "duplicate port %ld", ports[i]);
+				fw_set_err(err, errlen, "duplicate port %ld", ports[i]);
 				return -EINVAL;
 			}
 		}
 	}
 	p = malloc(nports * sizeof(*p));
 	if (!p) {
-		set_err(err, errlen, "out of memory");
+		fw_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < nports; i++)
@@ -286,7 +274,7 @@ int fw_policy_add_rule(struct fw_policy *p, const char *action, const char *targ
 	int ret;
 
 	if (p->nrules >= FW_POLICY_MAX_RULES) {
-		set_err(err, errlen, "too many rules (at most %d)", FW_POLICY_MAX_RULES);
+		fw_set_err(err, errlen, "too many rules (at most %d)", FW_POLICY_MAX_RULES);
 		return -EINVAL;
 	}
 	ret = fw_action_parse(action, &r.action, err, errlen);
@@ -295,7 +283,7 @@ int fw_policy_add_rule(struct fw_policy *p, const char *action, const char *targ
 
 	trim(target ? target : "", &t, &len);
 	if (len == 0) {
-		set_err(err, errlen, "empty target");
+		fw_set_err(err, errlen, "empty target");
 		return -EINVAL;
 	}
 	/* the address parsers want a NUL-terminated string without the
@@ -338,7 +326,7 @@ int fw_policy_add_rule(struct fw_policy *p, const char *action, const char *targ
 	return 0;
 nomem:
 	fw_policy_rule_free(&r);
-	set_err(err, errlen, "out of memory");
+	fw_set_err(err, errlen, "out of memory");
 	return -ENOMEM;
 }
 

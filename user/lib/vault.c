@@ -16,6 +16,7 @@
 
 #include "addr.h"
 #include "secmem.h"
+#include "log.h"
 #include "vault.h"
 
 #define ECHO_MAX 64 /* bytes of user text repeated in an error */
@@ -38,20 +39,6 @@ struct fw_vault {
 	struct vault_binding *bindings;
 	size_t nbindings;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* User text repeated in an error: bounded, printable, no quotes, so the
  * message stays one readable line whatever the input. */
@@ -142,11 +129,12 @@ static int cred_parse(const json_t *j, size_t idx, struct fw_vault *v, char *err
 	const char *n;
 
 	if (!json_is_object(j)) {
-		set_err(err, errlen, "credentials[%zu] must be an object", idx);
+		fw_set_err(err, errlen, "credentials[%zu] must be an object", idx);
 		return -EINVAL;
 	}
 	if (!name_ok(name)) {
-		set_err(err, errlen,
+		fw_set_err(
+			err, errlen,
 			"credentials[%zu]: name must be a string of 1 to %d printable characters",
 			idx, FW_VAULT_MAX_NAME);
 		return -EINVAL;
@@ -154,37 +142,37 @@ static int cred_parse(const json_t *j, size_t idx, struct fw_vault *v, char *err
 	n = json_string_value(name);
 	echo(n, e1);
 	if (cred_find(v->creds, v->ncreds, n)) {
-		set_err(err, errlen, "duplicate credential \"%s\"", e1);
+		fw_set_err(err, errlen, "duplicate credential \"%s\"", e1);
 		return -EINVAL;
 	}
 	src = json_object_get(j, "source");
 	if (!json_is_object(src)) {
-		set_err(err, errlen, "credential \"%s\": source must be an object", e1);
+		fw_set_err(err, errlen, "credential \"%s\": source must be an object", e1);
 		return -EINVAL;
 	}
 	type = json_object_get(src, "type");
 	if (!json_is_string(type)) {
-		set_err(err, errlen, "credential \"%s\": source.type must be a string", e1);
+		fw_set_err(err, errlen, "credential \"%s\": source.type must be a string", e1);
 		return -EINVAL;
 	}
 	if (strcmp(json_string_value(type), "inline") != 0) {
-		set_err(err, errlen, "credential \"%s\": unsupported source type \"%s\"", e1,
-			echo(json_string_value(type), e2));
+		fw_set_err(err, errlen, "credential \"%s\": unsupported source type \"%s\"", e1,
+			   echo(json_string_value(type), e2));
 		return -EINVAL;
 	}
 	/* never show the value, not even a prefix: it may be short */
 	value = json_object_get(src, "value");
 	if (!json_is_string(value)) {
-		set_err(err, errlen, "credential \"%s\": source.value must be a string", e1);
+		fw_set_err(err, errlen, "credential \"%s\": source.value must be a string", e1);
 		return -EINVAL;
 	}
 	if (json_string_length(value) == 0) {
-		set_err(err, errlen, "credential \"%s\": source.value is empty", e1);
+		fw_set_err(err, errlen, "credential \"%s\": source.value is empty", e1);
 		return -EINVAL;
 	}
 	if (json_string_length(value) > FW_VAULT_MAX_VALUE) {
-		set_err(err, errlen, "credential \"%s\": source.value longer than %d bytes", e1,
-			FW_VAULT_MAX_VALUE);
+		fw_set_err(err, errlen, "credential \"%s\": source.value longer than %d bytes", e1,
+			   FW_VAULT_MAX_VALUE);
 		return -EINVAL;
 	}
 	c->name = strdup(n);
@@ -192,7 +180,7 @@ static int cred_parse(const json_t *j, size_t idx, struct fw_vault *v, char *err
 	c->value = fw_secmem_alloc(c->vlen + 1);
 	if (!c->name || !c->value) {
 		cred_free(c);
-		set_err(err, errlen, "out of memory");
+		fw_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	memcpy(c->value, json_string_value(value), c->vlen);
@@ -281,7 +269,7 @@ static int host_parse(const char *bname, const json_t *j, const struct fw_policy
 	int ret = -EINVAL;
 
 	if (!h) {
-		set_err(err, errlen, "binding \"%s\": hosts must be strings", echo(bname, e1));
+		fw_set_err(err, errlen, "binding \"%s\": hosts must be strings", echo(bname, e1));
 		return -EINVAL;
 	}
 	len = json_string_length(j);
@@ -309,23 +297,24 @@ static int host_parse(const char *bname, const json_t *j, const struct fw_policy
 		goto invalid_free; /* a CIDR is not a host */
 	}
 	if (!host_allowed(policy, r)) {
-		set_err(err, errlen, "binding \"%s\": host \"%s\" is outside the subject's policy",
-			echo(bname, e1), echo(h, e2));
+		fw_set_err(err, errlen,
+			   "binding \"%s\": host \"%s\" is outside the subject's policy",
+			   echo(bname, e1), echo(h, e2));
 		goto out;
 	}
 	ret = json_array_append_new(out, json_string(canon)) ? -ENOMEM : 0;
 	if (ret)
-		set_err(err, errlen, "out of memory");
+		fw_set_err(err, errlen, "out of memory");
 out:
 	fw_policy_free(&scratch);
 	return ret;
 invalid_free:
 	fw_policy_free(&scratch);
 invalid:
-	set_err(err, errlen,
-		"binding \"%s\": invalid host \"%s\": expected a domain name, \"*.domain\" or "
-		"an IP address",
-		echo(bname, e1), echo(h, e2));
+	fw_set_err(err, errlen,
+		   "binding \"%s\": invalid host \"%s\": expected a domain name, \"*.domain\" or "
+		   "an IP address",
+		   echo(bname, e1), echo(h, e2));
 	return -EINVAL;
 }
 
@@ -381,17 +370,17 @@ static int list_parse(const char *bname, const json_t *match, const char *key,
 	if (!list) {
 		if (!hosts)
 			return 0;
-		set_err(err, errlen, "binding \"%s\": match.hosts is required", e1);
+		fw_set_err(err, errlen, "binding \"%s\": match.hosts is required", e1);
 		return -EINVAL;
 	}
 	if (!json_is_array(list) || (hosts && json_array_size(list) == 0)) {
-		set_err(err, errlen, "binding \"%s\": match.%s must be a%s array", e1, key,
-			hosts ? " non-empty" : "n");
+		fw_set_err(err, errlen, "binding \"%s\": match.%s must be a%s array", e1, key,
+			   hosts ? " non-empty" : "n");
 		return -EINVAL;
 	}
 	if (json_array_size(list) > FW_VAULT_MAX_LIST) {
-		set_err(err, errlen, "binding \"%s\": too many %s (at most %d)", e1, key,
-			FW_VAULT_MAX_LIST);
+		fw_set_err(err, errlen, "binding \"%s\": too many %s (at most %d)", e1, key,
+			   FW_VAULT_MAX_LIST);
 		return -EINVAL;
 	}
 	out = json_array();
@@ -413,10 +402,10 @@ static int list_parse(const char *bname, const json_t *match, const char *key,
 			json_int_t port = json_integer_value(it);
 
 			if (!json_is_integer(it) || port < 1 || port > 65535) {
-				set_err(err, errlen,
-					"binding \"%s\": match.ports[%zu] must be an integer "
-					"1-65535",
-					e1, i);
+				fw_set_err(err, errlen,
+					   "binding \"%s\": match.ports[%zu] must be an integer "
+					   "1-65535",
+					   e1, i);
 				return -EINVAL;
 			}
 			if (json_array_append_new(out, json_integer(port)))
@@ -424,13 +413,14 @@ static int list_parse(const char *bname, const json_t *match, const char *key,
 			continue;
 		}
 		if (!s || strlen(s) != len) {
-			set_err(err, errlen, "binding \"%s\": match.%s[%zu] must be a string", e1,
-				key, i);
+			fw_set_err(err, errlen, "binding \"%s\": match.%s[%zu] must be a string",
+				   e1, key, i);
 			return -EINVAL;
 		}
 		if (strcmp(key, "schemes") == 0) {
 			if (strcasecmp(s, "http") && strcasecmp(s, "https")) {
-				set_err(err, errlen,
+				fw_set_err(
+					err, errlen,
 					"binding \"%s\": invalid scheme \"%s\", expected http or "
 					"https",
 					e1, echo(s, e2));
@@ -442,8 +432,8 @@ static int list_parse(const char *bname, const json_t *match, const char *key,
 			s = buf;
 		} else if (strcmp(key, "methods") == 0) {
 			if (!method_ok(s, len)) {
-				set_err(err, errlen, "binding \"%s\": invalid method \"%s\"", e1,
-					echo(s, e2));
+				fw_set_err(err, errlen, "binding \"%s\": invalid method \"%s\"", e1,
+					   echo(s, e2));
 				return -EINVAL;
 			}
 			snprintf(buf, sizeof(buf), "%s", s);
@@ -451,7 +441,8 @@ static int list_parse(const char *bname, const json_t *match, const char *key,
 				*c = (char)(*c & ~0x20);
 			s = buf;
 		} else if (!path_ok(s, len)) {
-			set_err(err, errlen,
+			fw_set_err(
+				err, errlen,
 				"binding \"%s\": invalid path \"%s\", expected \"/\" and printable "
 				"characters without spaces",
 				e1, echo(s, e2));
@@ -462,7 +453,7 @@ static int list_parse(const char *bname, const json_t *match, const char *key,
 	}
 	return 0;
 nomem:
-	set_err(err, errlen, "out of memory");
+	fw_set_err(err, errlen, "out of memory");
 	return -ENOMEM;
 }
 
@@ -480,52 +471,54 @@ static int binding_parse(const json_t *j, size_t idx, const struct fw_policy *po
 	int ret;
 
 	if (!json_is_object(j)) {
-		set_err(err, errlen, "bindings[%zu] must be an object", idx);
+		fw_set_err(err, errlen, "bindings[%zu] must be an object", idx);
 		return -EINVAL;
 	}
 	if (!name_ok(name)) {
-		set_err(err, errlen,
-			"bindings[%zu]: name must be a string of 1 to %d printable characters", idx,
-			FW_VAULT_MAX_NAME);
+		fw_set_err(err, errlen,
+			   "bindings[%zu]: name must be a string of 1 to %d printable characters",
+			   idx, FW_VAULT_MAX_NAME);
 		return -EINVAL;
 	}
 	n = json_string_value(name);
 	echo(n, e1);
 	for (size_t i = 0; i < v->nbindings; i++) {
 		if (strcmp(v->bindings[i].name, n) == 0) {
-			set_err(err, errlen, "duplicate binding \"%s\"", e1);
+			fw_set_err(err, errlen, "duplicate binding \"%s\"", e1);
 			return -EINVAL;
 		}
 	}
 	match = json_object_get(j, "match");
 	if (!json_is_object(match)) {
-		set_err(err, errlen, "binding \"%s\": match must be an object", e1);
+		fw_set_err(err, errlen, "binding \"%s\": match must be an object", e1);
 		return -EINVAL;
 	}
 	auth = json_object_get(j, "auth");
 	if (!json_is_object(auth)) {
-		set_err(err, errlen, "binding \"%s\": auth must be an object", e1);
+		fw_set_err(err, errlen, "binding \"%s\": auth must be an object", e1);
 		return -EINVAL;
 	}
 	type = json_object_get(auth, "type");
 	if (!json_is_string(type)) {
-		set_err(err, errlen, "binding \"%s\": auth.type must be a string", e1);
+		fw_set_err(err, errlen, "binding \"%s\": auth.type must be a string", e1);
 		return -EINVAL;
 	}
 	if (strcmp(json_string_value(type), "apiKey") != 0) {
-		set_err(err, errlen, "binding \"%s\": unsupported auth type \"%s\"", e1,
-			echo(json_string_value(type), e2));
+		fw_set_err(err, errlen, "binding \"%s\": unsupported auth type \"%s\"", e1,
+			   echo(json_string_value(type), e2));
 		return -EINVAL;
 	}
 	hname = json_object_get(auth, "name");
 	if (!json_is_string(hname) ||
 	    !header_name_ok(json_string_value(hname), json_string_length(hname))) {
-		set_err(err, errlen, "binding \"%s\": auth.name must be an HTTP header name", e1);
+		fw_set_err(err, errlen, "binding \"%s\": auth.name must be an HTTP header name",
+			   e1);
 		return -EINVAL;
 	}
 	cred = json_object_get(auth, "credential");
 	if (!name_ok(cred)) {
-		set_err(err, errlen, "binding \"%s\": auth.credential must name a credential", e1);
+		fw_set_err(err, errlen, "binding \"%s\": auth.credential must name a credential",
+			   e1);
 		return -EINVAL;
 	}
 
@@ -536,7 +529,7 @@ static int binding_parse(const json_t *j, size_t idx, const struct fw_policy *po
 	b->credential = strdup(json_string_value(cred));
 	if (!b->json || !b->name || !b->credential) {
 		ret = -ENOMEM;
-		set_err(err, errlen, "out of memory");
+		fw_set_err(err, errlen, "out of memory");
 		goto fail;
 	}
 	cmatch = json_object_get(b->json, "match");
@@ -560,8 +553,8 @@ static int check_refs(const struct fw_vault *v, char *err, size_t errlen)
 		const struct vault_binding *b = &v->bindings[i];
 
 		if (!cred_find(v->creds, v->ncreds, b->credential)) {
-			set_err(err, errlen, "binding \"%s\": unknown credential \"%s\"",
-				echo(b->name, e1), echo(b->credential, e2));
+			fw_set_err(err, errlen, "binding \"%s\": unknown credential \"%s\"",
+				   echo(b->name, e1), echo(b->credential, e2));
 			return -EINVAL;
 		}
 	}
@@ -578,11 +571,11 @@ static int array_get(const json_t *root, const char *key, size_t max, const json
 	if (!a)
 		return 0;
 	if (!json_is_array(a)) {
-		set_err(err, errlen, "%s must be an array", key);
+		fw_set_err(err, errlen, "%s must be an array", key);
 		return -EINVAL;
 	}
 	if (json_array_size(a) > max) {
-		set_err(err, errlen, "too many %s (at most %zu)", key, max);
+		fw_set_err(err, errlen, "too many %s (at most %zu)", key, max);
 		return -EINVAL;
 	}
 	return 0;
@@ -611,19 +604,20 @@ int fw_vault_parse(const char *body, size_t len, const struct fw_policy *policy,
 	pthread_once(&json_alloc_once, json_alloc_init);
 	policy = policy_or_deny(policy, &deny);
 	if (len > FW_VAULT_MAX_BODY) {
-		set_err(err, errlen, "vault body larger than %d bytes", FW_VAULT_MAX_BODY);
+		fw_set_err(err, errlen, "vault body larger than %d bytes", FW_VAULT_MAX_BODY);
 		return -EINVAL;
 	}
 	/* jerr.text can quote the input near the error, which may be a
 	 * secret: only the position is reported */
 	root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
-		set_err(err, errlen, "invalid JSON at line %d column %d", jerr.line, jerr.column);
+		fw_set_err(err, errlen, "invalid JSON at line %d column %d", jerr.line,
+			   jerr.column);
 		return -EINVAL;
 	}
 	ret = -EINVAL;
 	if (!json_is_object(root)) {
-		set_err(err, errlen, "vault body must be a JSON object");
+		fw_set_err(err, errlen, "vault body must be a JSON object");
 		goto out;
 	}
 	ret = array_get(root, "credentials", FW_VAULT_MAX_CREDS, &creds, err, errlen);
@@ -659,7 +653,7 @@ int fw_vault_parse(const char *body, size_t len, const struct fw_policy *policy,
 	v = NULL;
 	goto out;
 nomem:
-	set_err(err, errlen, "out of memory");
+	fw_set_err(err, errlen, "out of memory");
 out:
 	fw_vault_free(v);
 	json_decref(root);
@@ -688,10 +682,10 @@ int fw_vault_check_policy(const struct fw_vault *v, const struct fw_policy *poli
 			fw_policy_init(&scratch);
 			ret = fw_policy_add_rule(&scratch, "allow", h, NULL, 0, NULL, 0);
 			if (!ret && !host_allowed(policy, &scratch.rules[0])) {
-				set_err(err, errlen,
-					"binding \"%s\": host \"%s\" is outside the subject's "
-					"policy",
-					echo(v->bindings[b].name, e1), echo(h, e2));
+				fw_set_err(err, errlen,
+					   "binding \"%s\": host \"%s\" is outside the subject's "
+					   "policy",
+					   echo(v->bindings[b].name, e1), echo(h, e2));
 				ret = -EINVAL;
 			}
 			fw_policy_free(&scratch);
@@ -888,13 +882,13 @@ static int vault_merge(struct fw_vault *old, struct fw_vault *patch, struct fw_v
 	}
 	ret = -EINVAL;
 	if (m->ncreds > FW_VAULT_MAX_CREDS) {
-		set_err(err, errlen, "too many credentials after merge (at most %d)",
-			FW_VAULT_MAX_CREDS);
+		fw_set_err(err, errlen, "too many credentials after merge (at most %d)",
+			   FW_VAULT_MAX_CREDS);
 		goto fail;
 	}
 	if (m->nbindings > FW_VAULT_MAX_BINDINGS) {
-		set_err(err, errlen, "too many bindings after merge (at most %d)",
-			FW_VAULT_MAX_BINDINGS);
+		fw_set_err(err, errlen, "too many bindings after merge (at most %d)",
+			   FW_VAULT_MAX_BINDINGS);
 		goto fail;
 	}
 	ret = check_refs(m, err, errlen);
@@ -915,7 +909,7 @@ static int vault_merge(struct fw_vault *old, struct fw_vault *patch, struct fw_v
 	*out = m;
 	return 0;
 nomem:
-	set_err(err, errlen, "out of memory");
+	fw_set_err(err, errlen, "out of memory");
 fail:
 	if (m) {
 		free(m->creds);
@@ -1066,7 +1060,7 @@ int fw_vault_store_patch(struct fw_vault_store *s, const char *uid, struct fw_va
 
 	if (!uid_ok(uid) || !patch) {
 		fw_vault_free(patch);
-		set_err(err, errlen, "invalid subject uid");
+		fw_set_err(err, errlen, "invalid subject uid");
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&s->lock);
@@ -1088,7 +1082,8 @@ int fw_vault_store_patch(struct fw_vault_store *s, const char *uid, struct fw_va
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (ret == -ENOMEM || ret == -ENOSPC)
-		set_err(err, errlen, "%s", ret == -ENOMEM ? "out of memory" : "vault store full");
+		fw_set_err(err, errlen, "%s",
+			   ret == -ENOMEM ? "out of memory" : "vault store full");
 	free(empty);
 	if (ret)
 		fw_vault_free(patch);

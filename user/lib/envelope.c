@@ -43,7 +43,7 @@ static const char *echo(const char *s, char buf[ECHO_MAX + 4])
 {
 	size_t i;
 
-	for (i = 0; s[i] && i < ECHO_MAX; i++) {
+	for (i = 0; i < ECHO_MAX && s[i]; i++) {
 		unsigned char c = (unsigned char)s[i];
 
 		buf[i] = (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') ? (char)c : '?';

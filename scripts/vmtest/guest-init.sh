@@ -29,6 +29,12 @@ mount -t bpf bpf /sys/fs/bpf
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+# the checkout may live under a directory the mounts above just covered
+# (a CI clone in /tmp): it is shared on its own too, mount it back
+if [ ! -e "$vt_dir/tests/vm/run.sh" ]; then
+	mkdir -p "$vt_dir"
+	mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 project "$vt_dir"
+fi
 kver=$(</proc/sys/kernel/osrelease)
 mkdir -p /usr/lib/modules
 ln -sfn "$vt_kdir/lib/modules/$kver" "/usr/lib/modules/$kver"

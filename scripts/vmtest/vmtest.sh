@@ -73,6 +73,8 @@ run_one() {
 		-append "console=ttyS0 quiet panic=-1 oops=panic mitigations=off rcupdate.rcu_expedited=1 vmtest.init=$VT_DIR/guest-init.sh vmtest.kdir=$VT_KDIR vmtest.cmd=${VMTEST_CMD:-$ROOT/tests/vm/run.sh} vmtest.build=$BUILD vmtest.dir=$ROOT ${VMTEST_APPEND:-}" \
 		-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap \
 		-device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
+		-fsdev local,id=proj,path="$ROOT",security_model=none,readonly=on,multidevs=remap \
+		-device virtio-9p-pci,fsdev=proj,mount_tag=project \
 		-serial "file:$console" -serial "file:$serial" </dev/null >"$LOGS/$series.qemu.log" 2>&1
 	rc=$?
 	set -e

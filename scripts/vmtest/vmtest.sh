@@ -169,7 +169,7 @@ done
 echo "total $((T1 - T0))s; logs in ${LOGS#"$ROOT"/}/"
 if [ -n "$VMTEST_DOCS" ]; then
 	# every series with a result, this run's or an earlier one's
-	have=$(for s in $VT_ALL_SERIES; do [ -s "$OUT/results/$s" ] && printf '%s ' "$s"; done)
+	have=$(for s in $VT_ALL_SERIES; do [ -s "$OUT/results/$s" ] && printf '%s ' "$s"; done; true)
 	"$VT_DIR/gen-docs.sh" "$OUT/results" $have >"$VMTEST_DOCS.new" && mv "$VMTEST_DOCS.new" "$VMTEST_DOCS"
 	echo "vmtest: $VMTEST_DOCS regenerated"
 fi

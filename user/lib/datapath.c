@@ -527,7 +527,8 @@ static struct fw_compiled *sorted_copy(const struct fw_compiled *c, size_t n)
 
 	if (!s)
 		return NULL;
-	memcpy(s, c, n * sizeof(*s));
+	if (n)
+		memcpy(s, c, n * sizeof(*s));
 	qsort(s, n, sizeof(*s), compiled_key_cmp);
 	return s;
 }
@@ -619,7 +620,8 @@ int fw_dp_rules_swap_cached(struct fw_dp *dp, __u32 id, const struct fw_compiled
 	tc->have = malloc((nlive ? nlive : 1) * sizeof(*tc->have));
 	if (!tc->have)
 		goto out;
-	memcpy(tc->have, live, nlive * sizeof(*tc->have));
+	if (nlive)
+		memcpy(tc->have, live, nlive * sizeof(*tc->have));
 	tc->nhave = nlive;
 	tc->fd = prev;
 	prev = -1;

@@ -511,8 +511,10 @@ static void remember_live(struct fw_entry *e, const struct fw_compiled_set *set)
 		fw_compiled_set_free(&copy);
 		return; /* unknown: the next change swaps the whole trie */
 	}
-	memcpy(copy.entries, set->entries, set->n * sizeof(*copy.entries));
-	memcpy(copy.ports, set->ports, set->nports * sizeof(*copy.ports));
+	if (set->n)
+		memcpy(copy.entries, set->entries, set->n * sizeof(*copy.entries));
+	if (set->nports)
+		memcpy(copy.ports, set->ports, set->nports * sizeof(*copy.ports));
 	copy.n = set->n;
 	copy.nports = set->nports;
 	e->live = copy;

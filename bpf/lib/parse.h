@@ -209,11 +209,58 @@ l4:
 	return fw_parse_l4(skb, pkt, off);
 }
 
+/* The common case, read in place: untagged IPv4 without options, not
+ * fragmented, its L4 header in the linear data. Returns FW_PARSE_OK when it
+ * parsed the packet, anything else to send it down the general path (which
+ * decides every packet this one declines, malformed ones included). */
+static __always_inline int fw_parse_fast(struct __sk_buff *skb, struct fw_pkt *pkt)
+{
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct fw_iphdr *iph = data + ETH_HLEN;
+	__u8 *l4 = data + ETH_HLEN + sizeof(*iph);
+	__u32 tot_len;
+
+	if ((void *)(l4 + 14) > end)
+		return FW_REASON_MAX + 2;
+	if (*(__be16 *)(data + 12) != bpf_htons(ETH_P_IP) || iph->ver_ihl != 0x45 ||
+	    (iph->frag_off & bpf_htons(0x3fff)))
+		return FW_REASON_MAX + 2;
+	tot_len = bpf_ntohs(iph->tot_len);
+	if (tot_len < sizeof(*iph) || ETH_HLEN + tot_len > skb->len)
+		return FW_REASON_MAX + 2;
+
+	pkt->family = FW_FAM_V4;
+	pkt->proto = iph->protocol;
+	pkt->hop_limit = iph->ttl;
+	pkt->frag_id = bpf_ntohs(iph->id);
+	fw_ip_from_v4(&pkt->src, iph->saddr);
+	fw_ip_from_v4(&pkt->dst, iph->daddr);
+	switch (iph->protocol) {
+	case FW_IPPROTO_TCP:
+		if ((l4[12] >> 4) < 5 || ETH_HLEN + sizeof(*iph) + (l4[12] >> 4) * 4 > skb->len)
+			return FW_REASON_MAX + 2;
+		pkt->tcp_flags = l4[13];
+		/* fall through */
+	case FW_IPPROTO_UDP:
+		__builtin_memcpy(&pkt->sport, l4, 2);
+		__builtin_memcpy(&pkt->dport, l4 + 2, 2);
+		pkt->has_ports = 1;
+		break;
+	case FW_IPPROTO_ICMP:
+		pkt->icmp_type = l4[0];
+		break;
+	}
+	return FW_PARSE_OK;
+}
+
 static __always_inline int fw_parse(struct __sk_buff *skb, struct fw_pkt *pkt)
 {
 	__u8 eth[4];
 	__u32 off = ETH_HLEN;
 	__be16 proto;
+
+	if (fw_parse_fast(skb, pkt) == FW_PARSE_OK)
+		return FW_PARSE_OK;
 
 	if (bpf_skb_load_bytes(skb, 12, eth, 2))
 		return FW_DROP_MALFORMED;

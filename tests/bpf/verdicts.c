@@ -1319,6 +1319,24 @@ static void on_signal(int sig)
 	_exit(128 + sig);
 }
 
+/* A crash or a sanitizer's abort: the state may be broken, so only what
+ * outlives the process goes (pins, the test interface), then the signal's
+ * own action runs (a core, the sanitizer's exit status). */
+static void on_crash(int sig)
+{
+	char cmd[96];
+
+	if (t.pinned)
+		fw_dp_purge(t.pin_root);
+	if (t.dummy_ifindex > 0) {
+		snprintf(cmd, sizeof(cmd), "ip link del %s 2>/dev/null", t.dummy);
+		if (system(cmd) != 0)
+			_exit(128 + sig);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 /* test_run takes ctx->ifindex only for a device that exists: make one
  * (a dummy, or a veth pair where the dummy driver is missing) */
 static int dummy_create(void)
@@ -1439,6 +1457,8 @@ int main(void)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
+	signal(SIGABRT, on_crash);
+	signal(SIGSEGV, on_crash);
 	pin_cpu();
 
 	if (dummy_create() || fixture_setup()) {

@@ -59,7 +59,7 @@ TEST_BINS := $(BUILD)/tests/unit_tests $(BUILD)/tests/bpf_verdicts
 all: $(BINS) $(BPF_OBJS) ## build the BPF programs, fastwalld and the fastwall CLI
 
 help: ## list the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort | expand -t 14
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort | expand -t 14
 
 deps: ## install missing Debian packages (scripts/install-deps.sh)
 	$(Q)scripts/install-deps.sh

@@ -11,7 +11,7 @@ PKGS=(
 	# tests
 	libcriterion-dev iproute2 curl python3 netcat-openbsd procps kmod
 	# benchmarks and plots
-	iperf3 gnuplot-nox
+	iperf3 gnuplot-nox nftables
 	# lint/format
 	clang-format clang-tidy cppcheck
 	# kernel matrix (make vmtest)

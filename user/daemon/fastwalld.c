@@ -398,12 +398,16 @@ static int run(struct fw_daemon *d)
 				on_signal(d);
 				break;
 			case TAG_LINKS:
+				/* on_link attached what the events announced; only
+				 * lost events need a full listing */
 				err = fw_links_read(d->link_fd, on_link, d);
 				if (err == -ENOBUFS) {
 					fw_warn("link events overflowed; listing interfaces again");
 					memset(d->attached, 0, sizeof(d->attached));
+					attach_all(d);
+				} else {
+					fw_reg_links_changed(&d->reg);
 				}
-				attach_all(d);
 				break;
 			case TAG_EVENTS:
 				ring_buffer__consume(d->events);

@@ -777,6 +777,18 @@ static bool push_prologue(const char *method, const char *const *methods, const 
 	return true;
 }
 
+/* A push for a uid with no binding yet is kept for the next SET_BINDING. */
+static bool cache_push(struct fw_actions *a, const char *uid, enum fw_push_kind kind,
+		       const char *method, const char *body, size_t len, long long gen,
+		       struct fw_reply *out)
+{
+	int err = fw_pending_add(a->pending, uid, kind, method, body, len, gen);
+
+	if (err)
+		reply_text(out, err == -ENOSPC ? 503 : 400, "push not cached: %s", strerror(-err));
+	return !err;
+}
+
 void fw_actions_policy(struct fw_actions *a, const char *method, const char *uid_hdr,
 		       const char *gen_hdr, const char *body, size_t len, struct fw_reply *out)
 {
@@ -784,7 +796,6 @@ void fw_actions_policy(struct fw_actions *a, const char *method, const char *uid
 	char uid[FW_UID_MAX + 1];
 	long long gen = parse_generation(gen_hdr);
 	struct fw_entry *e;
-	int err;
 
 	if (!push_prologue(method, methods, "GET, POST, PUT, PATCH, DELETE", uid_hdr, uid, out))
 		return;
@@ -811,12 +822,8 @@ void fw_actions_policy(struct fw_actions *a, const char *method, const char *uid
 		goto out;
 	}
 	if (!e || !e->id || !e->priv) {
-		err = fw_pending_add(a->pending, uid, FW_PUSH_POLICY, method, body, len, gen);
-		if (err) {
-			reply_text(out, err == -ENOSPC ? 503 : 400, "push not cached: %s",
-				   strerror(-err));
+		if (!cache_push(a, uid, FW_PUSH_POLICY, method, body, len, gen, out))
 			goto out;
-		}
 		reply_json(out, 202,
 			   json_pack("{s:s,s:s}", "status", "pending", "reason",
 				     "subject not registered yet; push cached"));
@@ -856,13 +863,8 @@ void fw_actions_vault(struct fw_actions *a, const char *method, const char *uid_
 		goto out;
 	}
 	if (!e || !e->id || !e->priv) {
-		err = fw_pending_add(a->pending, uid, FW_PUSH_VAULT, method, body, len, gen);
-		if (err) {
-			reply_text(out, err == -ENOSPC ? 503 : 400, "push not cached: %s",
-				   strerror(-err));
-			goto out;
-		}
-		out->status = 202;
+		if (cache_push(a, uid, FW_PUSH_VAULT, method, body, len, gen, out))
+			out->status = 202;
 		goto out;
 	}
 	vault_push_locked(a, e, method, gen, body, len, out);

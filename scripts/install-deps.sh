@@ -6,7 +6,7 @@ set -euo pipefail
 
 PKGS=(
 	# build
-	make gcc clang llvm libbpf-dev libelf-dev zlib1g-dev libyaml-dev libjansson-dev libmicrohttpd-dev pkg-config
+	make gcc clang llvm libclang-rt-14-dev libbpf-dev libelf-dev zlib1g-dev libyaml-dev libjansson-dev libmicrohttpd-dev pkg-config
 	bpftool
 	# tests
 	libcriterion-dev iproute2 curl python3 netcat-openbsd procps kmod

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* fastwall's TC programs. fastwall_ingress runs at clsact ingress of every
- * sandbox-facing port and decides each packet a sandbox sends;
- * fastwall_egress runs at clsact egress of the same ports and only records
- * flows the pod opens into a sandbox, so their replies can pass. */
+ * sandbox-facing port and decides each packet a sandbox sends, sending its
+ * DNS to the proxy; fastwall_egress runs at clsact egress of the same ports:
+ * it gives the proxy's answers their original source, records flows the
+ * pod opens into a sandbox (so their replies can pass) and resets of
+ * connections to learned addresses. */
 #include "lib/common.h"
 #include "lib/parse.h"
 #include "lib/events.h"
 #include "lib/subject.h"
 #include "lib/policy.h"
 #include "lib/flows.h"
+#include "lib/dns.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -123,11 +126,19 @@ static __always_inline __u32 fw_decide(struct __sk_buff *skb, const struct fw_co
 				       const struct fw_pkt *pkt, const struct fw_subject *s)
 {
 	__u8 fam = pkt->family & 1;
+	__u32 reason;
 
-	if (s->state != FW_STATE_ACTIVE)
-		return FW_DROP_DENYING;
 	if (s->ifindex != FW_IFINDEX_ANY && s->ifindex != skb->ifindex)
 		return FW_DROP_SPOOF;
+	/* before the state check: a denying subject's DNS is answered
+	 * NXDOMAIN by the proxy rather than left to time out */
+	if ((cfg->flags & FW_CF_DNS_PROXY) && fw_is_l4_port(pkt, 53)) {
+		reason = fw_dns_redirect(skb, cfg, pkt, s);
+		if (reason != FW_PARSE_OK)
+			return reason;
+	}
+	if (s->state != FW_STATE_ACTIVE)
+		return FW_DROP_DENYING;
 	if (fw_is_l4_port(pkt, 853))
 		return FW_DROP_DOT;
 	if (fw_is_pod_local(s, pkt->family, &pkt->dst))
@@ -189,6 +200,7 @@ int fastwall_egress(struct __sk_buff *skb)
 {
 	struct fw_pkt pkt = {};
 	struct fw_subject *s;
+	struct fw_config *cfg;
 
 	if (fw_parse(skb, &pkt) != FW_PARSE_OK || !pkt.has_ports)
 		return TC_ACT_OK;
@@ -197,7 +209,12 @@ int fastwall_egress(struct __sk_buff *skb)
 	s = fw_subject_of(&pkt.dst);
 	if (!s)
 		return TC_ACT_OK;
+	cfg = fw_config();
+	if (cfg && fw_dns_unredirect(skb, cfg, &pkt, s))
+		return TC_ACT_OK;
 	if (fw_is_pod_local(s, pkt.family, &pkt.src))
 		fw_pod_flow_note(&pkt);
+	else
+		fw_note_conn_reset(s->id, &pkt);
 	return TC_ACT_OK;
 }

@@ -36,6 +36,12 @@
 #ifndef FW_MAX_FRAGS
 #define FW_MAX_FRAGS 8192
 #endif
+#ifndef FW_MAX_DNS_NAT
+#define FW_MAX_DNS_NAT 65536
+#endif
+#ifndef FW_MAX_CONNS
+#define FW_MAX_CONNS 262144
+#endif
 #ifndef FW_EVENT_RING_BYTES
 #define FW_EVENT_RING_BYTES (1 << 20)
 #endif
@@ -71,6 +77,7 @@ enum fw_reason {
 	FW_PASS_LEARNED,	/* DNS-learned destination with a live lease */
 	FW_PASS_DEFAULT,	/* no rule matched, default action allow */
 	FW_PASS_DNS_LOCAL,	/* DNS to the gateway or a pod-local address */
+	FW_PASS_DNS_PROXY,	/* DNS redirected to fastwalld's DNS proxy */
 	FW_PASS_POD_LOCAL,	/* configured exception to pod-local */
 	FW_PASS_POD_REPLY,	/* reply on a flow the pod opened into the sandbox */
 	FW_PASS_NEIGH,		/* ARP, IPv6 neighbour discovery, MLD */
@@ -171,11 +178,40 @@ struct fw_lease {
 	__u64 learned_ns;
 };
 
-/* fastwall_activity: {subject, learned address} -> TCP activity. Writer:
- * TC ingress (at most once a second per entry). Reader: lease refresh. */
-struct fw_activity {
+/* fastwall_conns: TCP connections of a subject to learned addresses, so
+ * the lease refresh renews the lease of a destination while a connection
+ * to it is open (and once more when it ends). Writer: TC ingress (opens,
+ * closes on FIN/RST, last_seen at most once a second), TC egress (a RST
+ * from the destination), fastwalld (renewed, delete). Reader: fastwalld. LRU. */
+struct fw_conn_key {
+	__u32 subject;
+	__be16 sport; /* the sandbox's port */
+	__be16 dport;
+	struct fw_ip dst;
+};
+
+struct fw_conn {
 	__u64 last_seen_ns;
-	__u64 last_close_ns; /* last FIN or RST seen */
+	__u64 closed_ns; /* FIN or RST seen; 0 = open */
+	__u32 renewed;	 /* fastwalld gave the closing grace renewal */
+	__u32 pad;
+};
+
+/* fastwall_dns_nat: DNS queries redirected to the proxy, keyed by the
+ * sandbox's end, with the destination the sandbox addressed, so the
+ * proxy's answer leaves with that source. Writer: TC ingress. Reader: TC
+ * egress. LRU. */
+struct fw_dns_nat_key {
+	struct fw_ip client;
+	__be16 client_port;
+	__u8 proto;
+	__u8 pad;
+};
+
+struct fw_dns_nat {
+	struct fw_ip orig_dst;
+	__be16 orig_port;
+	__u16 pad[3];
 };
 
 /* fastwall_pod_flows: flows the pod opened into a sandbox, keyed as the
@@ -227,6 +263,8 @@ struct fw_port_key {
 /* fastwall_config: the one global settings record (array, key 0). */
 #define FW_CF_DOH_LIST	 (1u << 0) /* drop TCP 443 to fastwall_doh */
 #define FW_CF_DOH_STRICT (1u << 1) /* drop all TCP 443 */
+#define FW_CF_DNS_PROXY	 (1u << 2) /* DNS to the gateway goes to the proxy */
+#define FW_CF_DNS_ALL	 (1u << 3) /* ... and DNS to any destination too */
 
 struct fw_config {
 	__u32 flags;		   /* FW_CF_* */
@@ -234,6 +272,8 @@ struct fw_config {
 	__u64 event_interval_ns;   /* one event per interval after the burst */
 	__u64 pod_flow_timeout_ns; /* idle timeout of pod-opened flows */
 	__u64 frag_timeout_ns;	   /* how long a first fragment opens the rest */
+	__u16 dns_port;		   /* the DNS proxy's port, with FW_CF_DNS_PROXY */
+	__u16 pad[3];
 };
 
 /* fastwall_stats: reason -> counter (per-CPU array). fastwall_subject_stats:
@@ -306,7 +346,9 @@ _Static_assert(sizeof(struct fw_learned_key) == 24, "fw_learned_key");
 _Static_assert(sizeof(struct fw_lease) == 16, "fw_lease");
 _Static_assert(sizeof(struct fw_flow_key) == 40, "fw_flow_key");
 _Static_assert(sizeof(struct fw_frag_key) == 40, "fw_frag_key");
-_Static_assert(sizeof(struct fw_config) == 32, "fw_config");
+_Static_assert(sizeof(struct fw_config) == 40, "fw_config");
+_Static_assert(sizeof(struct fw_conn_key) == 24, "fw_conn_key");
+_Static_assert(sizeof(struct fw_dns_nat_key) == 20, "fw_dns_nat_key");
 _Static_assert(sizeof(struct fw_event) == 72, "fw_event");
 _Static_assert(sizeof(struct fw_subject_meta) == 192, "fw_subject_meta");
 #endif

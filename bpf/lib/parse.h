@@ -27,6 +27,8 @@ struct fw_pkt {
 	__u8 icmp_type;
 	__u8 hop_limit;
 	__u8 has_ports;
+	__u16 l3_off; /* network header, from the start of the frame */
+	__u16 l4_off; /* transport header (valid with has_ports) */
 	struct fw_ip nd_target; /* ICMPv6 neighbour advertisement target */
 };
 
@@ -68,6 +70,7 @@ static __always_inline int fw_parse_l4(struct __sk_buff *skb, struct fw_pkt *pkt
 	if (pkt->frag_later)
 		return FW_PARSE_OK;
 
+	pkt->l4_off = off;
 	switch (pkt->proto) {
 	case FW_IPPROTO_TCP: {
 		__u8 doff;
@@ -119,6 +122,7 @@ static __always_inline int fw_parse_ipv4(struct __sk_buff *skb, struct fw_pkt *p
 		return FW_DROP_MALFORMED;
 
 	pkt->family = FW_FAM_V4;
+	pkt->l3_off = off;
 	pkt->proto = iph.protocol;
 	pkt->hop_limit = iph.ttl;
 	fw_ip_from_v4(&pkt->src, iph.saddr);
@@ -152,6 +156,7 @@ static __always_inline int fw_parse_ipv6(struct __sk_buff *skb, struct fw_pkt *p
 		return FW_DROP_MALFORMED;
 
 	pkt->family = FW_FAM_V6;
+	pkt->l3_off = off;
 	pkt->hop_limit = ip6.hop_limit;
 	pkt->src = ip6.saddr;
 	pkt->dst = ip6.daddr;
@@ -230,6 +235,8 @@ static __always_inline int fw_parse_fast(struct __sk_buff *skb, struct fw_pkt *p
 		return FW_REASON_MAX + 2;
 
 	pkt->family = FW_FAM_V4;
+	pkt->l3_off = ETH_HLEN;
+	pkt->l4_off = ETH_HLEN + sizeof(*iph);
 	pkt->proto = iph->protocol;
 	pkt->hop_limit = iph->ttl;
 	pkt->frag_id = bpf_ntohs(iph->id);

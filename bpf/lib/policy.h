@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* Per-subject policy: compiled CIDR rules (one LPM trie per subject behind
- * an array of maps), DNS-learned leases, TCP activity for lease refresh,
+ * an array of maps), DNS-learned leases, TCP connections for lease refresh,
  * and the global DNS-over-HTTPS blocklist. */
 #ifndef FW_BPF_POLICY_H
 #define FW_BPF_POLICY_H
@@ -38,15 +38,16 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fastwall_learned SEC(".maps");
 
-/* {subject, learned address} -> struct fw_activity. Writer: TC ingress.
- * Reader: fastwalld lease refresh. */
+/* {subject, sandbox port, port, learned address} -> struct fw_conn: TCP
+ * connections to learned addresses, for the lease refresh. Writer: TC
+ * ingress and egress, fastwalld. Reader: fastwalld. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, FW_MAX_LEARNED / 4);
-	__type(key, struct fw_learned_key);
-	__type(value, struct fw_activity);
+	__uint(max_entries, FW_MAX_CONNS);
+	__type(key, struct fw_conn_key);
+	__type(value, struct fw_conn);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} fastwall_activity SEC(".maps");
+} fastwall_conns SEC(".maps");
 
 /* {subject, port set, port} -> enum fw_action. Writer: fastwalld.
  * Reader: TC ingress. */
@@ -85,26 +86,60 @@ static __always_inline bool fw_doh_blocked(const struct fw_config *cfg, const st
 	return bpf_map_lookup_elem(&fastwall_doh, &key) != NULL;
 }
 
-/* TCP to a learned address: note it for the lease refresh loop, writing at
- * most once a second per entry unless the flow is closing. */
-static __always_inline void fw_note_activity(const struct fw_learned_key *key,
-					     const struct fw_pkt *pkt, __u64 now)
+/* TCP to a learned address: the connection opens on its first packet,
+ * closes on FIN or RST and reopens on a new SYN (the same ports reused);
+ * last_seen is written at most once a second, so a busy flow costs one
+ * lookup per packet. */
+static __always_inline void fw_note_conn(__u32 id, const struct fw_pkt *pkt, __u64 now)
 {
-	struct fw_activity *a, fresh = {};
+	struct fw_conn_key k = {
+		.subject = id,
+		.sport = pkt->sport,
+		.dport = pkt->dport,
+		.dst = pkt->dst,
+	};
 	bool closing = pkt->tcp_flags & (FW_TCP_FIN | FW_TCP_RST);
+	struct fw_conn *c, fresh = {};
 
-	a = bpf_map_lookup_elem(&fastwall_activity, key);
-	if (a) {
+	c = bpf_map_lookup_elem(&fastwall_conns, &k);
+	if (!c) {
+		fresh.last_seen_ns = now;
 		if (closing)
-			a->last_close_ns = now;
-		if (now - a->last_seen_ns > FW_NSEC_PER_SEC)
-			a->last_seen_ns = now;
+			fresh.closed_ns = now;
+		bpf_map_update_elem(&fastwall_conns, &k, &fresh, BPF_NOEXIST);
 		return;
 	}
-	fresh.last_seen_ns = now;
+	if (c->closed_ns) {
+		if ((pkt->tcp_flags & (FW_TCP_SYN | FW_TCP_ACK)) == FW_TCP_SYN) {
+			c->closed_ns = 0;
+			c->renewed = 0;
+			c->last_seen_ns = now;
+		}
+		return;
+	}
 	if (closing)
-		fresh.last_close_ns = now;
-	bpf_map_update_elem(&fastwall_activity, key, &fresh, BPF_ANY);
+		c->closed_ns = now;
+	if (now - c->last_seen_ns > FW_NSEC_PER_SEC)
+		c->last_seen_ns = now;
+}
+
+/* A RST from a learned destination ends the connection as a RST from the
+ * sandbox would (TC egress: the packet is going to the sandbox). */
+static __always_inline void fw_note_conn_reset(__u32 id, const struct fw_pkt *pkt)
+{
+	struct fw_conn_key k = {
+		.subject = id,
+		.sport = pkt->dport,
+		.dport = pkt->sport,
+		.dst = pkt->src,
+	};
+	struct fw_conn *c;
+
+	if (pkt->proto != FW_IPPROTO_TCP || !(pkt->tcp_flags & FW_TCP_RST))
+		return;
+	c = bpf_map_lookup_elem(&fastwall_conns, &k);
+	if (c && !c->closed_ns)
+		c->closed_ns = bpf_ktime_get_ns();
 }
 
 /* Deny CIDRs, allow CIDRs, learned leases, default, in that order. */
@@ -152,7 +187,7 @@ static __always_inline __u32 fw_policy(const struct fw_subject *s, const struct 
 	if (lease->expires_ns <= now)
 		return FW_DROP_LEASE_EXPIRED;
 	if (pkt->proto == FW_IPPROTO_TCP)
-		fw_note_activity(&lkey, pkt, now);
+		fw_note_conn(id, pkt, now);
 	return FW_PASS_LEARNED;
 }
 

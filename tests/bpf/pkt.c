@@ -83,6 +83,49 @@ static size_t put_l4(const struct pkt_spec *s, __u8 *p)
 	return n + s->payload;
 }
 
+static __u32 sum16(const __u8 *p, size_t n, __u32 acc)
+{
+	for (size_t i = 0; i + 1 < n; i += 2)
+		acc += (__u32)(p[i] << 8 | p[i + 1]);
+	if (n & 1)
+		acc += (__u32)p[n - 1] << 8;
+	return acc;
+}
+
+static __u16 fold(__u32 acc)
+{
+	while (acc >> 16)
+		acc = (acc & 0xffff) + (acc >> 16);
+	return (__u16)~acc;
+}
+
+/* IPv4 header checksum and the TCP/UDP checksum over the pseudo-header */
+static void put_csums(const struct pkt_spec *s, __u8 *buf, size_t l3, size_t len)
+{
+	__u8 *ip = buf + l3;
+	size_t hlen = s->family == 4 ? (size_t)(ip[0] & 0xf) * 4 : 40;
+	__u8 *l4 = ip + hlen;
+	size_t l4len = len - l3 - hlen;
+	__u32 acc = 0;
+	__u16 c;
+
+	if (s->family == 4) {
+		put16(ip + 10, 0);
+		put16(ip + 10, fold(sum16(ip, hlen, 0)));
+		acc = sum16(ip + 12, 8, 0);
+	} else {
+		acc = sum16(ip + 8, 32, 0);
+	}
+	if (s->proto != IPPROTO_TCP && s->proto != IPPROTO_UDP)
+		return;
+	acc += s->proto + (__u32)l4len;
+	put16(l4 + (s->proto == IPPROTO_TCP ? 16 : 6), 0);
+	c = fold(sum16(l4, l4len, acc));
+	if (s->proto == IPPROTO_UDP && c == 0)
+		c = 0xffff;
+	put16(l4 + (s->proto == IPPROTO_TCP ? 16 : 6), c);
+}
+
 size_t pkt_build(const struct pkt_spec *s, __u8 *buf)
 {
 	static const __u8 macs[12] = {2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2};
@@ -200,6 +243,8 @@ out:
 
 		put16(len_field, s->zero_payload_len ? 0 : (__u16)l);
 	}
+	if (s->csum && s->kind == PK_IP && !s->ext[0] && !s->frag.on)
+		put_csums(s, buf, l3, len);
 	return len;
 }
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* Test packet builders: a struct pkt_spec says what a frame looks like
  * (written with the UDP4()/TCP6()/... initializer macros plus designated
- * options), pkt_build() turns it into bytes. Checksums are left zero: the
- * data plane never reads them. */
+ * options), pkt_build() turns it into bytes. Checksums are left zero (the
+ * verdicts never read them) unless .csum asks for real ones. */
 #ifndef FW_TEST_PKT_H
 #define FW_TEST_PKT_H
 
@@ -79,6 +79,10 @@ struct pkt_spec {
 	/* neighbour claims */
 	const char *arp_sender; /* ARP sender IPv4 address; NULL = 10.42.0.10 */
 	const char *nd_target;	/* ICMPv6 ND target address; NULL = :: */
+	/* real IPv4 header and TCP/UDP checksums (no extension headers or
+	 * fragments), so a rewrite's incremental checksum update can be
+	 * compared byte for byte with a frame built with the new fields */
+	bool csum;
 };
 
 #define TCP4(s, d, sp, dp, ...)                                                                    \

@@ -63,6 +63,7 @@
 #define LOCAL4	       "169.254.20.10"
 #define LOCAL6	       "fd00:53::53"
 #define LOCAL_TCP_PORT 8080
+#define DNS_PORT       15353 /* the proxy's */
 
 /* the internet, documentation ranges only */
 #define OK4	      "192.0.2.10"	 /* alpha: allow 192.0.2.0/25 */
@@ -377,6 +378,16 @@ static int doh_off(void)
 	return config_flags(0);
 }
 
+static int dns_proxy_all(void)
+{
+	return config_flags(FW_CF_DNS_PROXY | FW_CF_DNS_ALL);
+}
+
+static int dns_proxy_gateway_only(void)
+{
+	return config_flags(FW_CF_DNS_PROXY);
+}
+
 /* An active subject whose rule set is gone must fail closed. */
 static int epsilon_rules_cleared(void)
 {
@@ -509,10 +520,12 @@ struct row {
 	int verdict;	     /* TC_ACT_OK or TC_ACT_SHOT */
 	__u32 reason;	     /* enum fw_reason */
 	const char *subject; /* whose counter moves; NULL = subject 0 */
+	const struct pkt_spec *out; /* the frame expected out; NULL = unchanged */
 };
 
 #define PASS(r)		 .verdict = TC_ACT_OK, .reason = (r)
 #define DROP(r)		 .verdict = TC_ACT_SHOT, .reason = (r)
+#define OUT(spec)	 .out = &(const struct pkt_spec)spec
 #define FRAG_FIRST(i)	 .frag = {.on = true, .more = true, .offset = 0, .id = (i)}
 #define FRAG_LATER(i, o) .frag = {.on = true, .more = true, .offset = (o), .id = (i)}
 #define FRAG_LAST(i, o)	 .frag = {.on = true, .more = false, .offset = (o), .id = (i)}
@@ -887,6 +900,94 @@ static const struct row rows[] = {
 	 .pkt = TCP6(ALPHA6, OK6, 0, 0, .ext = {X_HBH}, FRAG_LAST(7, 12)), PASS(FW_PASS_FRAGMENT),
 	 .subject = "alpha"},
 
+	/* DNS to the proxy (port DNS_PORT): the gateway's port moves, other
+	 * resolvers become the gateway; answers get their source back */
+	{"dns proxy: v4 udp 53 to the gateway moves to the proxy port", .setup = dns_proxy_all,
+	 .pkt = UDP4(ALPHA4, ALPHA_GW4, 40001, 53, .payload = 30, .csum = true),
+	 OUT(UDP4(ALPHA4, ALPHA_GW4, 40001, DNS_PORT, .payload = 30, .csum = true)),
+	 PASS(FW_PASS_DNS_PROXY), .subject = "alpha"},
+	{"dns proxy: v4 udp without checksum keeps none",
+	 .pkt = UDP4(ALPHA4, ALPHA_GW4, 40002, 53, .payload = 30),
+	 OUT(UDP4(ALPHA4, ALPHA_GW4, 40002, DNS_PORT, .payload = 30)), PASS(FW_PASS_DNS_PROXY),
+	 .subject = "alpha"},
+	{"dns proxy: v4 tcp 53 to the gateway",
+	 .pkt = TCP4(ALPHA4, ALPHA_GW4, 40003, 53, .payload = 40, .csum = true),
+	 OUT(TCP4(ALPHA4, ALPHA_GW4, 40003, DNS_PORT, .payload = 40, .csum = true)),
+	 PASS(FW_PASS_DNS_PROXY), .subject = "alpha"},
+	{"dns proxy: v6 udp 53 to the gateway",
+	 .pkt = UDP6(ALPHA6, ALPHA_GW6, 40001, 53, .payload = 30, .csum = true),
+	 OUT(UDP6(ALPHA6, ALPHA_GW6, 40001, DNS_PORT, .payload = 30, .csum = true)),
+	 PASS(FW_PASS_DNS_PROXY), .subject = "alpha"},
+	{"dns proxy: v4 udp 53 to a configured local address keeps it",
+	 .pkt = UDP4(ALPHA4, LOCAL4, 40005, 53, .payload = 30, .csum = true),
+	 OUT(UDP4(ALPHA4, LOCAL4, 40005, DNS_PORT, .payload = 30, .csum = true)),
+	 PASS(FW_PASS_DNS_PROXY), .subject = "alpha"},
+	{"dns proxy: v4 udp 53 to another resolver goes to the gateway",
+	 .pkt = UDP4(ALPHA4, NOWHERE4, 40004, 53, .payload = 30, .csum = true),
+	 OUT(UDP4(ALPHA4, ALPHA_GW4, 40004, DNS_PORT, .payload = 30, .csum = true)),
+	 PASS(FW_PASS_DNS_PROXY), .subject = "alpha"},
+	{"dns proxy: v4 tcp 53 to another resolver (allowed cidr) goes to the gateway",
+	 .pkt = TCP4(ALPHA4, OK4, 40006, 53, .tcp_flags = TH_ACK, .payload = 40, .csum = true),
+	 OUT(TCP4(ALPHA4, ALPHA_GW4, 40006, DNS_PORT, .tcp_flags = TH_ACK, .payload = 40,
+		  .csum = true)),
+	 PASS(FW_PASS_DNS_PROXY), .subject = "alpha"},
+	{"dns proxy: v6 tcp 53 to another resolver goes to the gateway",
+	 .pkt = TCP6(ALPHA6, NOWHERE6, 40004, 53, .payload = 40, .csum = true),
+	 OUT(TCP6(ALPHA6, ALPHA_GW6, 40004, DNS_PORT, .payload = 40, .csum = true)),
+	 PASS(FW_PASS_DNS_PROXY), .subject = "alpha"},
+	{"dns proxy: egress answer to the other-resolver query gets its source back",
+	 .prog = EGRESS, .pkt = UDP4(ALPHA_GW4, ALPHA4, DNS_PORT, 40004, .payload = 60, .csum = true),
+	 OUT(UDP4(NOWHERE4, ALPHA4, 53, 40004, .payload = 60, .csum = true)),
+	 .verdict = TC_ACT_OK},
+	{"dns proxy: egress v6 tcp answer gets its source back", .prog = EGRESS,
+	 .pkt = TCP6(ALPHA_GW6, ALPHA6, DNS_PORT, 40004, .tcp_flags = TH_ACK, .payload = 60,
+		     .csum = true),
+	 OUT(TCP6(NOWHERE6, ALPHA6, 53, 40004, .tcp_flags = TH_ACK, .payload = 60, .csum = true)),
+	 .verdict = TC_ACT_OK},
+	{"dns proxy: egress answer from the gateway keeps it, port 53", .prog = EGRESS,
+	 .pkt = UDP4(ALPHA_GW4, ALPHA4, DNS_PORT, 40001, .payload = 60, .csum = true),
+	 OUT(UDP4(ALPHA_GW4, ALPHA4, 53, 40001, .payload = 60, .csum = true)),
+	 .verdict = TC_ACT_OK},
+	{"dns proxy: egress answer without a record: port 53 only", .prog = EGRESS,
+	 .pkt = UDP4(ALPHA_GW4, ALPHA4, DNS_PORT, 40099, .payload = 60, .csum = true),
+	 OUT(UDP4(ALPHA_GW4, ALPHA4, 53, 40099, .payload = 60, .csum = true)),
+	 .verdict = TC_ACT_OK},
+	{"dns proxy: egress from another pod port is left alone", .prog = EGRESS,
+	 .pkt = UDP4(ALPHA_GW4, ALPHA4, 5353, 40001, .payload = 60, .csum = true),
+	 .verdict = TC_ACT_OK},
+	{"dns proxy: egress from the proxy port of a non-local address is left alone",
+	 .prog = EGRESS,
+	 .pkt = UDP4(OK4, ALPHA4, DNS_PORT, 40001, .payload = 60, .csum = true),
+	 .verdict = TC_ACT_OK},
+	{"dns proxy: a denying subject's DNS reaches the proxy (NXDOMAIN there)",
+	 .pkt = UDP4(GAMMA4, LOCAL4, 40010, 53, .csum = true),
+	 OUT(UDP4(GAMMA4, LOCAL4, 40010, DNS_PORT, .csum = true)), PASS(FW_PASS_DNS_PROXY),
+	 .subject = "gamma"},
+	{"dns proxy: no gateway, other resolver: policy decides (beta default allow)",
+	 .pkt = UDP4(BETA4, NOWHERE4, 40011, 53, .csum = true), PASS(FW_PASS_DEFAULT),
+	 .subject = "beta"},
+	{"dns proxy: a spoofed source is dropped, not redirected",
+	 .pkt = UDP4(DELTA4, LOCAL4, 40012, 53, .csum = true), DROP(FW_DROP_SPOOF),
+	 .subject = "delta"},
+	{"dns proxy: first fragment of a query cannot be redirected",
+	 .pkt = UDP4(ALPHA4, ALPHA_GW4, 40013, 53, FRAG_FIRST(99), .payload = 64),
+	 DROP(FW_DROP_FRAGMENT), .subject = "alpha"},
+	{"dns proxy: dot still drops", .pkt = TCP4(ALPHA4, OK4, 40014, 853), DROP(FW_DROP_DOT),
+	 .subject = "alpha"},
+	{"dns proxy gateway-only: other resolver is policy (default deny)",
+	 .setup = dns_proxy_gateway_only, .pkt = UDP4(ALPHA4, NOWHERE4, 40015, 53, .csum = true),
+	 DROP(FW_DROP_DEFAULT_DENY), .subject = "alpha"},
+	{"dns proxy gateway-only: the gateway still goes to the proxy",
+	 .pkt = UDP4(ALPHA4, ALPHA_GW4, 40016, 53, .csum = true),
+	 OUT(UDP4(ALPHA4, ALPHA_GW4, 40016, DNS_PORT, .csum = true)), PASS(FW_PASS_DNS_PROXY),
+	 .subject = "alpha"},
+	{"dns proxy off: the gateway's own port 53", .setup = doh_off,
+	 .pkt = UDP4(ALPHA4, ALPHA_GW4, 40017, 53, .csum = true), PASS(FW_PASS_DNS_LOCAL),
+	 .subject = "alpha"},
+	{"dns proxy off: egress answers are left alone", .prog = EGRESS,
+	 .pkt = UDP4(ALPHA_GW4, ALPHA4, DNS_PORT, 40001, .payload = 60, .csum = true),
+	 .verdict = TC_ACT_OK},
+
 	/* atomic policy swap, then a rebind */
 	/* per-rule ports: an entry's exceptions decide listed ports, others
 	 * fall to the entry's verdict for every port, then learned and default */
@@ -1072,6 +1173,7 @@ static bool run_row(const struct row *r, unsigned int flags)
 	bool check_events = flags & RUN_EVENTS;
 	__u32 id = 0, moved = FW_REASON_MAX;
 	int nmoved = 0, err;
+	bool show_out = false;
 	size_t len;
 	LIBBPF_OPTS(bpf_test_run_opts, opts);
 
@@ -1131,8 +1233,17 @@ static bool run_row(const struct row *r, unsigned int flags)
 	if ((int)opts.retval != r->verdict)
 		note(&rep, "  verdict: expected %s, got %s (%d)\n", verdict_name(r->verdict),
 		     verdict_name((int)opts.retval), (int)opts.retval);
-	if (opts.data_size_out != len || memcmp(in, out, len))
+	if (r->out) {
+		__u8 want[PKT_MAX];
+		size_t wlen = pkt_build(r->out, want);
+
+		if (opts.data_size_out != wlen || memcmp(want, out, wlen)) {
+			note(&rep, "  the packet did not come out as expected\n");
+			show_out = true;
+		}
+	} else if (opts.data_size_out != len || memcmp(in, out, len)) {
 		note(&rep, "  the packet came out rewritten (%u bytes)\n", opts.data_size_out);
+	}
 
 	if (r->prog == EGRESS) {
 		if (nmoved)
@@ -1186,6 +1297,13 @@ static bool run_row(const struct row *r, unsigned int flags)
 			   : "(none)");
 	fputs(rep.text, stdout);
 	pkt_hex("  in  ", in, len);
+	if (show_out) {
+		__u8 want[PKT_MAX];
+		size_t wlen = pkt_build(r->out, want);
+
+		pkt_hex("  want", want, wlen);
+		pkt_hex("  got ", out, opts.data_size_out);
+	}
 	return false;
 }
 
@@ -1288,6 +1406,83 @@ static void scenario_event_rate_limit(void)
 }
 
 /* ---- fixture ------------------------------------------------------------ */
+
+/* Runs one frame through prog; returns the TC verdict or -1. */
+static int run_frame(int prog_fd, const struct pkt_spec *spec)
+{
+	__u8 in[PKT_MAX], out[PKT_MAX + 64];
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+	size_t len = pkt_build(spec, in);
+
+	opts.data_in = in;
+	opts.data_size_in = len;
+	opts.data_out = out;
+	opts.data_size_out = sizeof(out);
+	opts.repeat = 1;
+	if (!len || bpf_prog_test_run_opts(prog_fd, &opts))
+		return -1;
+	return (int)opts.retval;
+}
+
+static int conn_of(const char *subject, const char *dst, __u16 sport, __u16 dport,
+		   struct fw_conn *c)
+{
+	struct fw_conn_key k = {
+		.subject = id_of(subject),
+		.sport = htons(sport),
+		.dport = htons(dport),
+		.dst = ip_of(dst),
+	};
+
+	return bpf_map_lookup_elem(t.dp->conns_fd, &k, c) ? -errno : 0;
+}
+
+/* TCP to a learned address leaves a connection record for the lease
+ * refresh: open on the first packet, closed by FIN (sandbox) or RST (either
+ * side), reopened by a new SYN on the same ports. */
+static void scenario_connections(void)
+{
+	const struct pkt_spec syn = TCP4(ALPHA4, LEARNED4, 41000, 443);
+	const struct pkt_spec ack = TCP4(ALPHA4, LEARNED4, 41000, 443, .tcp_flags = TH_ACK);
+	const struct pkt_spec fin = TCP4(ALPHA4, LEARNED4, 41000, 443, .tcp_flags = TH_FIN | TH_ACK);
+	const struct pkt_spec syn2 = TCP4(ALPHA4, LEARNED4, 41001, 443);
+	const struct pkt_spec rst_in = TCP4(LEARNED4, ALPHA4, 443, 41001, .tcp_flags = TH_RST);
+	const struct pkt_spec cidr = TCP4(ALPHA4, OK4, 41002, 443);
+	struct fw_conn c;
+	int v;
+
+	v = run_frame(t.dp->ingress_fd, &syn);
+	result(v == TC_ACT_OK && !conn_of("alpha", LEARNED4, 41000, 443, &c) && c.last_seen_ns &&
+		       !c.closed_ns,
+	       "conns: syn to a learned address opens a record", "verdict %d, closed_ns %llu", v,
+	       (unsigned long long)c.closed_ns);
+	run_frame(t.dp->ingress_fd, &ack);
+	result(!conn_of("alpha", LEARNED4, 41000, 443, &c) && !c.closed_ns,
+	       "conns: data keeps it open", NULL);
+	run_frame(t.dp->ingress_fd, &fin);
+	result(!conn_of("alpha", LEARNED4, 41000, 443, &c) && c.closed_ns,
+	       "conns: the sandbox's fin closes it", NULL);
+	run_frame(t.dp->ingress_fd, &ack);
+	result(!conn_of("alpha", LEARNED4, 41000, 443, &c) && c.closed_ns,
+	       "conns: the last ack does not reopen it", NULL);
+	c.renewed = 1;
+	bpf_map_update_elem(t.dp->conns_fd,
+			    &(struct fw_conn_key){.subject = id_of("alpha"),
+						  .sport = htons(41000),
+						  .dport = htons(443),
+						  .dst = ip_of(LEARNED4)},
+			    &c, BPF_EXIST);
+	run_frame(t.dp->ingress_fd, &syn);
+	result(!conn_of("alpha", LEARNED4, 41000, 443, &c) && !c.closed_ns && !c.renewed,
+	       "conns: a new syn on the same ports reopens it", NULL);
+	run_frame(t.dp->ingress_fd, &syn2);
+	v = run_frame(t.dp->egress_fd, &rst_in);
+	result(v == TC_ACT_OK && !conn_of("alpha", LEARNED4, 41001, 443, &c) && c.closed_ns,
+	       "conns: a rst from the destination closes it (egress)", "verdict %d", v);
+	run_frame(t.dp->ingress_fd, &cidr);
+	result(conn_of("alpha", OK4, 41002, 443, &c) == -ENOENT,
+	       "conns: tcp to an allow cidr keeps no record", NULL);
+}
 
 static void cleanup(void)
 {
@@ -1403,6 +1598,7 @@ static int fixture_setup(void)
 		.event_interval_ns = 1,
 		.pod_flow_timeout_ns = 120 * NSEC_PER_SEC,
 		.frag_timeout_ns = 30 * NSEC_PER_SEC,
+		.dns_port = DNS_PORT,
 	};
 	err = fw_dp_config_set(t.dp, &t.cfg);
 	if (!err)
@@ -1474,6 +1670,7 @@ int main(void)
 			failed++;
 	}
 	scenario_event_rate_limit();
+	scenario_connections();
 
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;

@@ -24,6 +24,7 @@ static const char *const reason_names[FW_REASON_MAX] = {
 	[FW_PASS_LEARNED] = "learned",
 	[FW_PASS_DEFAULT] = "default-allow",
 	[FW_PASS_DNS_LOCAL] = "dns-local",
+	[FW_PASS_DNS_PROXY] = "dns-proxy",
 	[FW_PASS_POD_LOCAL] = "pod-local-allowed",
 	[FW_PASS_POD_REPLY] = "pod-reply",
 	[FW_PASS_NEIGH] = "neighbour",
@@ -110,7 +111,8 @@ static void fill_fds(struct fw_dp *dp)
 	dp->dispatch_fd = bpf_map__fd(s->maps.fastwall_dispatch);
 	dp->rules_fd = bpf_map__fd(s->maps.fastwall_rules);
 	dp->learned_fd = bpf_map__fd(s->maps.fastwall_learned);
-	dp->activity_fd = bpf_map__fd(s->maps.fastwall_activity);
+	dp->conns_fd = bpf_map__fd(s->maps.fastwall_conns);
+	dp->dns_nat_fd = bpf_map__fd(s->maps.fastwall_dns_nat);
 	dp->local_fd = bpf_map__fd(s->maps.fastwall_local);
 	dp->local_ports_fd = bpf_map__fd(s->maps.fastwall_local_ports);
 	dp->doh_fd = bpf_map__fd(s->maps.fastwall_doh);
@@ -192,11 +194,11 @@ cleanup:
 
 static const char *const map_names[] = {
 	"fastwall_dispatch",	  "fastwall_rules",	   "fastwall_learned",
-	"fastwall_activity",	  "fastwall_local",	   "fastwall_local_ports",
+	"fastwall_conns",	  "fastwall_local",	   "fastwall_local_ports",
 	"fastwall_doh",		  "fastwall_config",	   "fastwall_stats",
 	"fastwall_subject_stats", "fastwall_event_budget", "fastwall_subject_meta",
 	"fastwall_pod_flows",	  "fastwall_frags",	   "fastwall_events",
-	"fastwall_ports",
+	"fastwall_ports",	  "fastwall_dns_nat",
 };
 
 static int pinned_fd(const char *root, const char *name)
@@ -214,7 +216,7 @@ static int pinned_fd(const char *root, const char *name)
 int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 {
 	int *fds[] = {
-		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 	};
 	struct fw_dp *dp;
@@ -231,7 +233,7 @@ int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 	fds[0] = &dp->dispatch_fd;
 	fds[1] = &dp->rules_fd;
 	fds[2] = &dp->learned_fd;
-	fds[3] = &dp->activity_fd;
+	fds[3] = &dp->conns_fd;
 	fds[4] = &dp->local_fd;
 	fds[5] = &dp->local_ports_fd;
 	fds[6] = &dp->doh_fd;
@@ -244,6 +246,7 @@ int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 	fds[13] = &dp->frags_fd;
 	fds[14] = &dp->events_fd;
 	fds[15] = &dp->ports_fd;
+	fds[16] = &dp->dns_nat_fd;
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		*fds[i] = -1;
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
@@ -268,10 +271,11 @@ void fw_dp_close(struct fw_dp *dp)
 		fastwall_bpf__destroy(dp->skel);
 	} else {
 		int fds[] = {
-			dp->dispatch_fd,  dp->rules_fd,		dp->learned_fd, dp->activity_fd,
+			dp->dispatch_fd,  dp->rules_fd,		dp->learned_fd, dp->conns_fd,
 			dp->local_fd,	  dp->local_ports_fd,	dp->doh_fd,	dp->config_fd,
 			dp->stats_fd,	  dp->subject_stats_fd, dp->budget_fd,	dp->meta_fd,
 			dp->pod_flows_fd, dp->frags_fd,		dp->events_fd,	dp->ports_fd,
+			dp->dns_nat_fd,
 		};
 		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 			if (fds[i] >= 0)
@@ -792,7 +796,6 @@ int fw_dp_learned_del(struct fw_dp *dp, __u32 id, const struct fw_ip *addr)
 
 	if (bpf_map_delete_elem(dp->learned_fd, &k) && errno != ENOENT)
 		return -errno;
-	bpf_map_delete_elem(dp->activity_fd, &k);
 	return 0;
 }
 
@@ -808,7 +811,7 @@ int fw_dp_learned_flush(struct fw_dp *dp, __u32 id)
 	int err = prune(dp->learned_fd, sizeof(struct fw_learned_key), not_subject, &id);
 
 	if (!err)
-		err = prune(dp->activity_fd, sizeof(struct fw_learned_key), not_subject, &id);
+		err = prune(dp->conns_fd, sizeof(struct fw_conn_key), not_subject, &id);
 	return err;
 }
 
@@ -831,7 +834,7 @@ int fw_dp_learned_sweep(struct fw_dp *dp, bool (*drop)(__u32 id, const void *ctx
 	int err = prune(dp->learned_fd, sizeof(struct fw_learned_key), sweep_keep, &sc);
 
 	if (!err)
-		err = prune(dp->activity_fd, sizeof(struct fw_learned_key), sweep_keep, &sc);
+		err = prune(dp->conns_fd, sizeof(struct fw_conn_key), sweep_keep, &sc);
 	return err;
 }
 

@@ -25,9 +25,9 @@ struct fw_dp {
 	int btf_fd;
 	__u32 btf_lpm_key, btf_rule;
 	int ingress_fd, egress_fd;
-	int dispatch_fd, rules_fd, learned_fd, activity_fd, local_fd, local_ports_fd;
+	int dispatch_fd, rules_fd, learned_fd, conns_fd, local_fd, local_ports_fd;
 	int doh_fd, config_fd, stats_fd, subject_stats_fd, budget_fd, meta_fd;
-	int pod_flows_fd, frags_fd, events_fd, ports_fd;
+	int pod_flows_fd, frags_fd, events_fd, ports_fd, dns_nat_fd;
 };
 
 /* Loads the programs; maps already pinned under pin_root are reused,
@@ -101,11 +101,11 @@ int fw_dp_ports_flush(struct fw_dp *dp, __u32 id);
 
 int fw_dp_learned_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 expires_ns);
 int fw_dp_learned_del(struct fw_dp *dp, __u32 id, const struct fw_ip *addr);
-/* Deletes every learned address (and activity record) of subject id;
+/* Deletes every learned address (and connection record) of subject id;
  * returns how many or a negative errno. */
 int fw_dp_learned_flush(struct fw_dp *dp, __u32 id);
 
-/* Deletes the learned addresses (and activity) of every subject id for
+/* Deletes the learned addresses (and connections) of every subject id for
  * which drop() says so; one walk of the map. */
 int fw_dp_learned_sweep(struct fw_dp *dp, bool (*drop)(__u32 id, const void *ctx), const void *ctx);
 

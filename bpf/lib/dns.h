@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* DNS redirection to fastwalld's proxy, stateless where it can be: a query
+ * to a pod-local address (the gateway) keeps its destination address and
+ * only its port moves to the proxy's; a query to any other resolver (with
+ * FW_CF_DNS_ALL) is sent to the subject's gateway, and the address it was
+ * meant for is remembered in fastwall_dns_nat so the answer leaves with
+ * that source. The sandbox's source address and port are never touched,
+ * which is how the proxy knows the subject. */
+#ifndef FW_BPF_DNS_H
+#define FW_BPF_DNS_H
+
+#include "common.h"
+#include "parse.h"
+#include "subject.h"
+
+#define FW_IP4_CSUM_OFF	 10
+#define FW_IP4_SRC_OFF	 12
+#define FW_IP4_DST_OFF	 16
+#define FW_IP6_SRC_OFF	 8
+#define FW_IP6_DST_OFF	 24
+#define FW_TCP_CSUM_OFF	 16
+#define FW_UDP_CSUM_OFF	 6
+
+/* {sandbox address, sandbox port, protocol} -> struct fw_dns_nat. Writer:
+ * TC ingress. Reader: TC egress. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, FW_MAX_DNS_NAT);
+	__type(key, struct fw_dns_nat_key);
+	__type(value, struct fw_dns_nat);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_dns_nat SEC(".maps");
+
+static __always_inline __u32 fw_l4_csum_off(const struct fw_pkt *pkt)
+{
+	return pkt->l4_off + (pkt->proto == FW_IPPROTO_TCP ? FW_TCP_CSUM_OFF : FW_UDP_CSUM_OFF);
+}
+
+static __always_inline __u64 fw_l4_csum_flags(const struct fw_pkt *pkt)
+{
+	/* an IPv4 UDP checksum of 0 means "none" and must stay 0 */
+	return pkt->proto == FW_IPPROTO_UDP ? BPF_F_MARK_MANGLED_0 : 0;
+}
+
+/* Rewrites the port at off (source or destination) with the checksum. */
+static __always_inline int fw_rewrite_port(struct __sk_buff *skb, const struct fw_pkt *pkt,
+					   __u32 off, __be16 from, __be16 to)
+{
+	if (from == to)
+		return 0;
+	if (bpf_l4_csum_replace(skb, fw_l4_csum_off(pkt), from, to,
+				fw_l4_csum_flags(pkt) | sizeof(to)))
+		return -1;
+	return bpf_skb_store_bytes(skb, off, &to, sizeof(to), 0);
+}
+
+/* Rewrites the source (src) or destination address with the IPv4 header
+ * and pseudo-header checksums; IPv6 has only the latter. */
+static __always_inline int fw_rewrite_addr(struct __sk_buff *skb, const struct fw_pkt *pkt,
+					   bool src, const struct fw_ip *from, const struct fw_ip *to)
+{
+	__u32 off = pkt->l3_off;
+
+	if (fw_ip_eq(from, to))
+		return 0;
+	if (pkt->family == FW_FAM_V4) {
+		off += src ? FW_IP4_SRC_OFF : FW_IP4_DST_OFF;
+		if (bpf_l4_csum_replace(skb, fw_l4_csum_off(pkt), from->w[3], to->w[3],
+					fw_l4_csum_flags(pkt) | BPF_F_PSEUDO_HDR | 4))
+			return -1;
+		if (bpf_l3_csum_replace(skb, pkt->l3_off + FW_IP4_CSUM_OFF, from->w[3], to->w[3],
+					4))
+			return -1;
+		return bpf_skb_store_bytes(skb, off, &to->w[3], 4, 0);
+	}
+	off += src ? FW_IP6_SRC_OFF : FW_IP6_DST_OFF;
+	{
+		__s64 diff = bpf_csum_diff((__be32 *)from->w, 16, (__be32 *)to->w, 16, 0);
+
+		if (diff < 0)
+			return -1;
+		if (bpf_l4_csum_replace(skb, fw_l4_csum_off(pkt), 0, (__u32)diff,
+					fw_l4_csum_flags(pkt) | BPF_F_PSEUDO_HDR))
+			return -1;
+	}
+	return bpf_skb_store_bytes(skb, off, to->b, 16, 0);
+}
+
+/* TC ingress, for a subject's TCP or UDP packet to port 53: FW_PARSE_OK
+ * when it is not to be redirected, FW_PASS_DNS_PROXY when it was, or a
+ * drop reason. */
+static __always_inline __u32 fw_dns_redirect(struct __sk_buff *skb, const struct fw_config *cfg,
+					     const struct fw_pkt *pkt, const struct fw_subject *s)
+{
+	struct fw_dns_nat_key k = {};
+	struct fw_dns_nat v = {}, *cur;
+	const struct fw_ip *to;
+	__u8 fam = pkt->family & 1;
+
+	if (fw_is_pod_local(s, pkt->family, &pkt->dst)) {
+		to = &pkt->dst;
+	} else {
+		__u8 gw_flag = pkt->family == FW_FAM_V4 ? FW_SF_GATEWAY4 : FW_SF_GATEWAY6;
+
+		if (!(cfg->flags & FW_CF_DNS_ALL) || !(s->flags & gw_flag))
+			return FW_PARSE_OK;
+		to = &s->gateway[fam];
+	}
+	/* later fragments would keep the old destination: no reassembly */
+	if (pkt->frag_first)
+		return FW_DROP_FRAGMENT;
+
+	/* remember the destination even for the gateway, so a reused source
+	 * port never inherits another resolver's address */
+	k.client = pkt->src;
+	k.client_port = pkt->sport;
+	k.proto = pkt->proto;
+	cur = bpf_map_lookup_elem(&fastwall_dns_nat, &k);
+	if (!cur || !fw_ip_eq(&cur->orig_dst, &pkt->dst) || cur->orig_port != pkt->dport) {
+		v.orig_dst = pkt->dst;
+		v.orig_port = pkt->dport;
+		bpf_map_update_elem(&fastwall_dns_nat, &k, &v, BPF_ANY);
+	}
+	if (fw_rewrite_addr(skb, pkt, false, &pkt->dst, to) ||
+	    fw_rewrite_port(skb, pkt, pkt->l4_off + 2, pkt->dport, bpf_htons(cfg->dns_port)))
+		return FW_DROP_MALFORMED;
+	return FW_PASS_DNS_PROXY;
+}
+
+/* TC egress: an answer from the proxy to subject s leaves with the address
+ * and port the query was sent to. Returns true when it was one. */
+static __always_inline bool fw_dns_unredirect(struct __sk_buff *skb, const struct fw_config *cfg,
+					      const struct fw_pkt *pkt, const struct fw_subject *s)
+{
+	struct fw_dns_nat_key k = {};
+	struct fw_dns_nat *v;
+
+	if (!(cfg->flags & FW_CF_DNS_PROXY) || pkt->sport != bpf_htons(cfg->dns_port))
+		return false;
+	if (pkt->proto != FW_IPPROTO_TCP && pkt->proto != FW_IPPROTO_UDP)
+		return false;
+	if (!fw_is_pod_local(s, pkt->family, &pkt->src))
+		return false;
+	k.client = pkt->dst;
+	k.client_port = pkt->dport;
+	k.proto = pkt->proto;
+	v = bpf_map_lookup_elem(&fastwall_dns_nat, &k);
+	if (v) {
+		struct fw_ip orig = v->orig_dst;
+		__be16 port = v->orig_port;
+
+		fw_rewrite_addr(skb, pkt, true, &pkt->src, &orig);
+		fw_rewrite_port(skb, pkt, pkt->l4_off, pkt->sport, port);
+		return true;
+	}
+	/* no record (evicted): the gateway's own answer needs only its port */
+	fw_rewrite_port(skb, pkt, pkt->l4_off, pkt->sport, bpf_htons(53));
+	return true;
+}
+
+#endif /* FW_BPF_DNS_H */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* fastwalld: loads and pins the data plane, attaches it to every
  * sandbox-facing interface (including ports that appear later), programs
- * the static subjects of its YAML config, reloads them on SIGHUP, and
- * reports deny events. One epoll thread. */
+ * the static subjects of its YAML config, reloads them on SIGHUP, runs the
+ * DNS proxy (its own worker threads) and the lease refresh, and reports
+ * deny events. One epoll thread besides the proxy's and the HTTP server's. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fnmatch.h>
@@ -24,7 +25,9 @@
 #include "actions.h"
 #include "config.h"
 #include "datapath.h"
+#include "dnsproxy.h"
 #include "http.h"
+#include "learn.h"
 #include "links.h"
 #include "log.h"
 #include "secmem.h"
@@ -49,7 +52,10 @@ struct fw_daemon {
 	struct fw_actions actions;
 	bool actions_on;
 	struct fw_http *http;
+	struct fw_learn *learn;
+	struct fw_dnsp *dnsp;
 	__u64 last_tick_ns;
+	__u64 last_refresh_ns;
 	int link_fd;
 	int sig_fd;
 	int epoll_fd;
@@ -157,6 +163,122 @@ static int on_event(void *ctx, void *data, size_t len)
 	return 0;
 }
 
+/* A denied query, logged like the data plane's deny events. */
+static void on_dns_event(void *ctx, const struct fw_learn_event *ev)
+{
+	char client[FW_ADDR_STRLEN], type[16];
+
+	(void)ctx;
+	fw_addr_str(ev->client, client, sizeof(client));
+	switch (ev->qtype) {
+	case FW_DNS_TYPE_A:
+		snprintf(type, sizeof(type), "A");
+		break;
+	case FW_DNS_TYPE_AAAA:
+		snprintf(type, sizeof(type), "AAAA");
+		break;
+	case FW_DNS_TYPE_CNAME:
+		snprintf(type, sizeof(type), "CNAME");
+		break;
+	default:
+		snprintf(type, sizeof(type), "TYPE%u", ev->qtype);
+	}
+	fw_info("deny subject=%s reason=dns-%s name=%s type=%s src=%s%s",
+		ev->name && ev->name[0] ? ev->name : "-", ev->reason, ev->qname[0] ? ev->qname : ".",
+		type, client, ev->suppressed ? " (after suppressed events)" : "");
+	if (ev->suppressed)
+		fw_info("events of subject=%s suppressed by rate limit: %llu",
+			ev->name && ev->name[0] ? ev->name : "-",
+			(unsigned long long)ev->suppressed);
+}
+
+static void learn_config(const struct fw_cfg *cfg, struct fw_learn_config *lc)
+{
+	fw_learn_config_init(lc);
+	lc->lease_add_s = cfg->lease_add_s;
+	lc->lease_min_s = cfg->lease_min_s;
+	lc->lease_max_s = cfg->lease_max_s;
+	lc->max_per_subject = cfg->max_learned_per_subject;
+	lc->refresh_interval_ns = cfg->refresh_interval_ns;
+	lc->tcp_idle_ns = cfg->tcp_idle_ns;
+	lc->event_burst = cfg->event_burst;
+	lc->event_interval_ns = cfg->event_rate ? 1000000000ull / cfg->event_rate : 0;
+}
+
+/* The configured upstreams, else resolv.conf's. */
+static int upstreams_of(const struct fw_cfg *cfg, struct fw_dnsp_upstream *u, size_t *n)
+{
+	char text[FW_ADDR_STRLEN];
+	int err;
+
+	*n = 0;
+	for (size_t i = 0; i < cfg->dns_nupstreams && i < FW_DNSP_MAX_UPSTREAMS; i++) {
+		const struct fw_cfg_upstream *c = &cfg->dns_upstreams[i];
+		struct fw_dnsp_upstream *o = &u[(*n)++];
+
+		memset(o, 0, sizeof(*o));
+		if (fw_addr_family(&c->ip) == FW_FAM_V4) {
+			struct sockaddr_in *sin = (struct sockaddr_in *)&o->addr;
+
+			sin->sin_family = AF_INET;
+			sin->sin_port = htons(c->port);
+			memcpy(&sin->sin_addr, &c->ip.b[12], 4);
+			o->len = sizeof(*sin);
+		} else {
+			struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&o->addr;
+
+			sin6->sin6_family = AF_INET6;
+			sin6->sin6_port = htons(c->port);
+			memcpy(&sin6->sin6_addr, c->ip.b, 16);
+			o->len = sizeof(*sin6);
+		}
+	}
+	if (*n)
+		return 0;
+	err = fw_dnsp_upstreams_from_resolv(cfg->dns_resolv_conf, u, FW_DNSP_MAX_UPSTREAMS, n);
+	if (err) {
+		fw_warn("dns: no upstreams configured and none in %s: every allowed query gets "
+			"SERVFAIL",
+			cfg->dns_resolv_conf);
+		*n = 0;
+		return 0;
+	}
+	for (size_t i = 0; i < *n; i++) {
+		fw_dnsp_upstream_str(&u[i], text, sizeof(text));
+		fw_debug("dns: upstream %s from %s", text, cfg->dns_resolv_conf);
+	}
+	return 0;
+}
+
+static int dns_start(struct fw_daemon *d)
+{
+	struct fw_dnsp_config pc;
+	struct fw_dnsp_hooks hooks = {
+		.ctx = d->learn,
+		.decide = fw_learn_decide,
+		.learn = fw_learn_answer,
+	};
+	int err;
+
+	fw_dnsp_config_init(&pc);
+	pc.port = d->cfg.dns_port;
+	pc.ipv6 = true;
+	pc.workers = d->cfg.dns_workers;
+	pc.timeout_ns = d->cfg.dns_timeout_ns;
+	pc.probe_interval_ns = d->cfg.dns_probe_interval_ns;
+	pc.max_tcp_clients = d->cfg.dns_max_tcp_clients;
+	pc.ttl_cap = d->cfg.lease_max_s;
+	upstreams_of(&d->cfg, pc.upstreams, &pc.nupstreams);
+	err = fw_dnsp_start(&pc, &hooks, &d->dnsp);
+	if (err) {
+		fw_err("can't start the DNS proxy on port %u: %s", d->cfg.dns_port, strerror(-err));
+		return err;
+	}
+	fw_info("dns proxy listening on port %u, %zu upstreams, redirect %s", d->cfg.dns_port,
+		pc.nupstreams, d->cfg.dns_redirect_all ? "all DNS" : "gateway DNS only");
+	return 0;
+}
+
 /* Writes the global datapath settings of cfg to the kernel. */
 static int apply_datapath(struct fw_daemon *d, const struct fw_cfg *cfg)
 {
@@ -172,6 +294,12 @@ static int apply_datapath(struct fw_daemon *d, const struct fw_cfg *cfg)
 	k.event_interval_ns = cfg->event_rate ? 1000000000ull / cfg->event_rate : 0;
 	k.pod_flow_timeout_ns = cfg->pod_flow_timeout_ns;
 	k.frag_timeout_ns = cfg->frag_timeout_ns;
+	if (d->dnsp) {
+		k.flags |= FW_CF_DNS_PROXY;
+		if (cfg->dns_redirect_all)
+			k.flags |= FW_CF_DNS_ALL;
+		k.dns_port = cfg->dns_port;
+	}
 
 	if (cfg->ndoh_blocklist) {
 		doh = calloc(cfg->ndoh_blocklist, sizeof(*doh));
@@ -210,6 +338,25 @@ static void reload(struct fw_daemon *d)
 	if (strcmp(next.bpffs, d->cfg.bpffs) != 0)
 		fw_warn("datapath.bpffs changes only on restart; keeping %s", d->cfg.bpffs);
 	snprintf(next.bpffs, sizeof(next.bpffs), "%s", d->cfg.bpffs);
+	if (next.dns_proxy != d->cfg.dns_proxy || next.dns_port != d->cfg.dns_port ||
+	    next.dns_workers != d->cfg.dns_workers ||
+	    next.dns_max_tcp_clients != d->cfg.dns_max_tcp_clients)
+		fw_warn("dns.proxy, port, workers and max_tcp_clients change only on restart");
+	next.dns_proxy = d->cfg.dns_proxy;
+	next.dns_port = d->cfg.dns_port;
+	if (d->learn) {
+		struct fw_learn_config lc;
+
+		learn_config(&next, &lc);
+		fw_learn_set_config(d->learn, &lc);
+	}
+	if (d->dnsp) {
+		struct fw_dnsp_upstream u[FW_DNSP_MAX_UPSTREAMS];
+		size_t nu;
+
+		upstreams_of(&next, u, &nu);
+		fw_dnsp_set_upstreams(d->dnsp, u, nu);
+	}
 
 	ret = apply_datapath(d, &next);
 	if (!ret)
@@ -332,6 +479,20 @@ static int run(struct fw_daemon *d)
 	err = fw_reg_init(&d->reg, d->dp);
 	if (err)
 		return FW_EXIT_KERNEL;
+	{
+		struct fw_learn_config lc;
+
+		learn_config(&d->cfg, &lc);
+		err = fw_learn_new(&lc, &d->reg, &d->learn);
+		if (err) {
+			fw_err("can't set up learned leases: %s", strerror(-err));
+			return FW_EXIT_FAILURE;
+		}
+		fw_learn_set_event_sink(d->learn, on_dns_event, d);
+	}
+	/* the proxy listens before the data plane sends DNS its way */
+	if (d->cfg.dns_proxy && dns_start(d))
+		return FW_EXIT_FAILURE;
 	err = apply_datapath(d, &d->cfg);
 	if (err)
 		return FW_EXIT_KERNEL;
@@ -391,6 +552,12 @@ static int run(struct fw_daemon *d)
 		if (d->actions_on && fw_now_ns() - d->last_tick_ns >= 1000000000ull) {
 			d->last_tick_ns = fw_now_ns();
 			fw_actions_tick(&d->actions);
+		}
+		if (fw_now_ns() - d->last_refresh_ns >= d->cfg.refresh_interval_ns) {
+			d->last_refresh_ns = fw_now_ns();
+			err = fw_learn_tick(d->learn);
+			if (err)
+				fw_warn("lease refresh: %s", strerror(-err));
 		}
 		for (int i = 0; i < n; i++) {
 			switch (evs[i].data.u32) {
@@ -557,8 +724,10 @@ int main(int argc, char **argv)
 		ret = FW_EXIT_USAGE;
 	}
 	fw_http_stop(d->http);
+	fw_dnsp_stop(d->dnsp);
 	if (d->actions_on)
 		fw_actions_fini(&d->actions);
+	fw_learn_free(d->learn);
 	ring_buffer__free(d->events);
 	fw_reg_free(&d->reg);
 	fw_dp_close(d->dp);

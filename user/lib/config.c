@@ -17,6 +17,20 @@
  *   overlay:                         # operator rules ahead of every subject's
  *     deny: ["192.0.2.66", "*.bad.example"]
  *     allow: ["198.51.100.10"]
+ *   dns:                             # the DNS proxy (on by default)
+ *     proxy: true                    # false: DNS to the gateway passes untouched
+ *     redirect_all: true             # DNS to any resolver goes to the proxy
+ *     port: 15353                    # the proxy's port on the pod's addresses
+ *     upstreams: [198.51.100.53, "[2001:db8::53]:53"]  # default: resolv_conf
+ *     resolv_conf: /etc/resolv.conf
+ *     timeout: 5                     # seconds per upstream exchange
+ *     probe_interval: 10             # seconds, 0 = no health probes
+ *     workers: 2
+ *     max_tcp_clients: 256
+ *     lease: { add: 60, min: 60, max: 360 }   # clamp(TTL + add, min, max)
+ *     max_learned_per_subject: 4096  # 0 = no cap
+ *     refresh_interval: 10           # seconds between lease refresh rounds
+ *     tcp_idle_timeout: 3600         # an open connection silent this long is gone
  *   subjects:
  *     - name: sandbox-a              # required, unique
  *       addresses: [10.42.0.2, "fd00::2"]   # required, 1-8, unique overall
@@ -82,6 +96,20 @@ void fw_cfg_init(struct fw_cfg *cfg)
 	cfg->actions_grace_ns = 10 * NSEC_PER_SEC;
 	cfg->actions_pending_ttl_ns = 30 * NSEC_PER_SEC;
 	cfg->actions_bind_host_veth = true;
+	cfg->dns_proxy = true;
+	cfg->dns_redirect_all = true;
+	cfg->dns_port = 15353;
+	snprintf(cfg->dns_resolv_conf, sizeof(cfg->dns_resolv_conf), "/etc/resolv.conf");
+	cfg->dns_timeout_ns = 5 * NSEC_PER_SEC;
+	cfg->dns_probe_interval_ns = 10 * NSEC_PER_SEC;
+	cfg->dns_workers = 2;
+	cfg->dns_max_tcp_clients = 256;
+	cfg->lease_add_s = 60;
+	cfg->lease_min_s = 60;
+	cfg->lease_max_s = 360;
+	cfg->max_learned_per_subject = 4096;
+	cfg->refresh_interval_ns = 10 * NSEC_PER_SEC;
+	cfg->tcp_idle_ns = 3600 * NSEC_PER_SEC;
 }
 
 static void free_strv(char **v, size_t n)
@@ -1105,6 +1133,7 @@ enum {
 	TK_OVERLAY,
 	TK_SUBJECTS,
 	TK_ACTIONS,
+	TK_DNS,
 	TK_MAX,
 };
 
@@ -1212,12 +1241,213 @@ static int parse_actions(struct cfg_ctx *ctx, yaml_node_t *node)
 	return 0;
 }
 
+/* "192.0.2.53", "192.0.2.53:5353", "2001:db8::53", "[2001:db8::53]:5353" */
+static int parse_upstream(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_cfg_upstream *u)
+{
+	char host[64];
+	const char *s, *colon, *hs;
+	unsigned long port = 53;
+	size_t hlen;
+	char *end;
+	int err;
+
+	err = cfg_scalar(ctx, node, "dns.upstreams", &s);
+	if (err)
+		return err;
+	hs = s;
+	hlen = strlen(s);
+	colon = strrchr(s, ':');
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close || (close[1] && close[1] != ':'))
+			return cfg_fail(ctx, node, "dns.upstreams: invalid address");
+		hs = s + 1;
+		hlen = close - hs;
+		colon = close[1] ? close + 1 : NULL;
+	} else if (colon && strchr(s, ':') != colon) {
+		colon = NULL; /* a bare IPv6 address */
+	} else if (colon) {
+		hlen = colon - s;
+	}
+	if (hlen == 0 || hlen >= sizeof(host))
+		return cfg_fail(ctx, node, "dns.upstreams: invalid address");
+	memcpy(host, hs, hlen);
+	host[hlen] = '\0';
+	if (colon) {
+		errno = 0;
+		port = strtoul(colon + 1, &end, 10);
+		if (!colon[1] || *end || errno || port == 0 || port > 65535)
+			return cfg_fail(ctx, node, "dns.upstreams: invalid port");
+	}
+	if (fw_addr_parse(host, &u->ip, NULL))
+		return cfg_fail(ctx, node, "dns.upstreams: invalid address, expected IP[:PORT]");
+	u->port = (__u16)port;
+	return 0;
+}
+
+static int parse_lease(struct cfg_ctx *ctx, yaml_node_t *node)
+{
+	struct cfg_key keys[] = {{.name = "add"}, {.name = "min"}, {.name = "max"}};
+	__u32 *dst[] = {&ctx->cfg->lease_add_s, &ctx->cfg->lease_min_s, &ctx->cfg->lease_max_s};
+	const char *what[] = {"dns.lease.add", "dns.lease.min", "dns.lease.max"};
+	unsigned long long v;
+	yaml_node_t *n;
+	int err;
+
+	err = cfg_map(ctx, node, "dns.lease", keys, 3, true);
+	if (err)
+		return err;
+	for (int i = 0; i < 3; i++) {
+		if (!(n = key_value(&keys[i])))
+			continue;
+		err = cfg_uint(ctx, n, what[i], i == 0 ? 0 : 1, 86400, &v);
+		if (err)
+			return err;
+		*dst[i] = (__u32)v;
+	}
+	if (ctx->cfg->lease_min_s > ctx->cfg->lease_max_s)
+		return cfg_fail(ctx, node, "dns.lease.min (%u) is above dns.lease.max (%u)",
+				ctx->cfg->lease_min_s, ctx->cfg->lease_max_s);
+	return 0;
+}
+
+enum {
+	DK_PROXY,
+	DK_REDIRECT_ALL,
+	DK_PORT,
+	DK_UPSTREAMS,
+	DK_RESOLV_CONF,
+	DK_TIMEOUT,
+	DK_PROBE,
+	DK_WORKERS,
+	DK_TCP_CLIENTS,
+	DK_LEASE,
+	DK_MAX_LEARNED,
+	DK_REFRESH,
+	DK_TCP_IDLE,
+	DK_MAX,
+};
+
+static int parse_dns(struct cfg_ctx *ctx, yaml_node_t *node)
+{
+	struct cfg_key keys[DK_MAX] = {
+		[DK_PROXY] = {.name = "proxy"},
+		[DK_REDIRECT_ALL] = {.name = "redirect_all"},
+		[DK_PORT] = {.name = "port"},
+		[DK_UPSTREAMS] = {.name = "upstreams"},
+		[DK_RESOLV_CONF] = {.name = "resolv_conf"},
+		[DK_TIMEOUT] = {.name = "timeout"},
+		[DK_PROBE] = {.name = "probe_interval"},
+		[DK_WORKERS] = {.name = "workers"},
+		[DK_TCP_CLIENTS] = {.name = "max_tcp_clients"},
+		[DK_LEASE] = {.name = "lease"},
+		[DK_MAX_LEARNED] = {.name = "max_learned_per_subject"},
+		[DK_REFRESH] = {.name = "refresh_interval"},
+		[DK_TCP_IDLE] = {.name = "tcp_idle_timeout"},
+	};
+	struct fw_cfg *c = ctx->cfg;
+	unsigned long long v;
+	yaml_node_t *n;
+	const char *s;
+	size_t len;
+	int err;
+
+	err = cfg_map(ctx, node, "dns", keys, DK_MAX, true);
+	if (err)
+		return err;
+	if ((n = key_value(&keys[DK_PROXY])) && (err = cfg_bool(ctx, n, "dns.proxy", &c->dns_proxy)))
+		return err;
+	if ((n = key_value(&keys[DK_REDIRECT_ALL])) &&
+	    (err = cfg_bool(ctx, n, "dns.redirect_all", &c->dns_redirect_all)))
+		return err;
+	if ((n = key_value(&keys[DK_PORT]))) {
+		err = cfg_uint(ctx, n, "dns.port", 1, 65535, &v);
+		if (err)
+			return err;
+		if (v == 53 || v == 853)
+			return cfg_fail(ctx, n, "dns.port must not be 53 or 853 (value '%llu')", v);
+		c->dns_port = (__u16)v;
+	}
+	if ((n = key_value(&keys[DK_UPSTREAMS]))) {
+		err = cfg_list(ctx, n, "dns.upstreams", true, FW_CFG_MAX_UPSTREAMS, &len);
+		if (err)
+			return err;
+		for (size_t i = 0; i < len; i++) {
+			err = parse_upstream(ctx, list_item(ctx, n, i), &c->dns_upstreams[i]);
+			if (err)
+				return err;
+		}
+		c->dns_nupstreams = len;
+	}
+	if ((n = key_value(&keys[DK_RESOLV_CONF]))) {
+		err = cfg_scalar(ctx, n, "dns.resolv_conf", &s);
+		if (err)
+			return err;
+		if (s[0] != '/' || strlen(s) >= sizeof(c->dns_resolv_conf))
+			return cfg_fail(ctx, n, "dns.resolv_conf must be an absolute path");
+		snprintf(c->dns_resolv_conf, sizeof(c->dns_resolv_conf), "%s", s);
+	}
+	if ((n = key_value(&keys[DK_TIMEOUT]))) {
+		err = cfg_uint(ctx, n, "dns.timeout", 1, 60, &v);
+		if (err)
+			return err;
+		c->dns_timeout_ns = v * NSEC_PER_SEC;
+	}
+	if ((n = key_value(&keys[DK_PROBE]))) {
+		err = cfg_uint(ctx, n, "dns.probe_interval", 0, 3600, &v);
+		if (err)
+			return err;
+		c->dns_probe_interval_ns = v * NSEC_PER_SEC;
+	}
+	if ((n = key_value(&keys[DK_WORKERS]))) {
+		err = cfg_uint(ctx, n, "dns.workers", 1, 16, &v);
+		if (err)
+			return err;
+		c->dns_workers = (__u32)v;
+	}
+	if ((n = key_value(&keys[DK_TCP_CLIENTS]))) {
+		err = cfg_uint(ctx, n, "dns.max_tcp_clients", 1, 65536, &v);
+		if (err)
+			return err;
+		c->dns_max_tcp_clients = (__u32)v;
+	}
+	if ((n = key_value(&keys[DK_LEASE])) && (err = parse_lease(ctx, n)))
+		return err;
+	if ((n = key_value(&keys[DK_MAX_LEARNED]))) {
+		err = cfg_uint(ctx, n, "dns.max_learned_per_subject", 0, FW_MAX_LEARNED, &v);
+		if (err)
+			return err;
+		c->max_learned_per_subject = (__u32)v;
+	}
+	if ((n = key_value(&keys[DK_REFRESH]))) {
+		err = cfg_uint(ctx, n, "dns.refresh_interval", 1, 3600, &v);
+		if (err)
+			return err;
+		c->refresh_interval_ns = v * NSEC_PER_SEC;
+	}
+	if ((n = key_value(&keys[DK_TCP_IDLE]))) {
+		err = cfg_uint(ctx, n, "dns.tcp_idle_timeout", 1, 7 * 86400, &v);
+		if (err)
+			return err;
+		c->tcp_idle_ns = v * NSEC_PER_SEC;
+	}
+	/* a live connection's lease is renewed to lease.min every round: two
+	 * rounds must fit in it, or a late round lets the lease lapse */
+	if (2 * c->refresh_interval_ns > (__u64)c->lease_min_s * NSEC_PER_SEC)
+		return cfg_fail(ctx, node,
+				"dns.refresh_interval (%llus) must be at most half of dns.lease.min (%us)",
+				(unsigned long long)(c->refresh_interval_ns / NSEC_PER_SEC),
+				c->lease_min_s);
+	return 0;
+}
+
 static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 {
 	struct cfg_key keys[TK_MAX] = {
 		[TK_LOG_LEVEL] = {.name = "log_level"}, [TK_DATAPATH] = {.name = "datapath"},
 		[TK_OVERLAY] = {.name = "overlay"},	[TK_SUBJECTS] = {.name = "subjects"},
-		[TK_ACTIONS] = {.name = "actions"},
+		[TK_ACTIONS] = {.name = "actions"},	[TK_DNS] = {.name = "dns"},
 	};
 	yaml_node_t *n;
 	const char *s;
@@ -1256,6 +1486,11 @@ static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 	}
 	if (keys[TK_ACTIONS].key) {
 		err = parse_actions(ctx, keys[TK_ACTIONS].value);
+		if (err)
+			return err;
+	}
+	if ((n = key_value(&keys[TK_DNS]))) {
+		err = parse_dns(ctx, n);
 		if (err)
 			return err;
 	}

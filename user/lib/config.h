@@ -37,6 +37,13 @@ struct fw_static_subject {
 	struct fw_policy policy;
 };
 
+#define FW_CFG_MAX_UPSTREAMS 10
+
+struct fw_cfg_upstream {
+	struct fw_ip ip;
+	__u16 port;
+};
+
 struct fw_cfg {
 	char bpffs[256];
 	enum fw_log_level log_level;
@@ -64,6 +71,21 @@ struct fw_cfg {
 	__u64 actions_grace_ns;		/* unconfirmed subjects removed after */
 	__u64 actions_pending_ttl_ns;	/* cached pushes for unknown subjects */
 	bool actions_bind_host_veth;	/* anti-spoof on attachment.hostVeth */
+	/* dns: the DNS proxy, redirection and learned leases */
+	bool dns_proxy;	       /* redirect DNS to the gateway to the proxy */
+	bool dns_redirect_all; /* ... and DNS to every other resolver */
+	__u16 dns_port;
+	struct fw_cfg_upstream dns_upstreams[FW_CFG_MAX_UPSTREAMS]; /* none: resolv.conf */
+	size_t dns_nupstreams;
+	char dns_resolv_conf[256];
+	__u64 dns_timeout_ns;
+	__u64 dns_probe_interval_ns; /* 0 = no health probes */
+	__u32 dns_workers;
+	__u32 dns_max_tcp_clients;
+	__u32 lease_add_s, lease_min_s, lease_max_s;
+	__u32 max_learned_per_subject; /* 0 = no cap */
+	__u64 refresh_interval_ns;
+	__u64 tcp_idle_ns;
 	struct fw_static_subject *subjects;
 	size_t nsubjects;
 };

@@ -236,6 +236,7 @@ void fw_reg_free(struct fw_registry *r)
 				r->priv_free(e->priv);
 			fw_compiled_set_free(&e->live);
 			fw_trie_cache_drop(&e->tries);
+			fw_domain_policy_put(e->domains);
 			pthread_mutex_destroy(&e->op);
 			free(e);
 		}
@@ -321,6 +322,126 @@ size_t fw_reg_count(struct fw_registry *r)
 	return n;
 }
 
+void fw_domain_policy_put(struct fw_domain_policy *d)
+{
+	if (d && __atomic_sub_fetch(&d->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		fw_policy_free(&d->policy);
+		free(d);
+	}
+}
+
+struct fw_domain_policy *fw_reg_domains(struct fw_registry *r, __u32 id)
+{
+	struct fw_domain_policy *d = NULL;
+
+	if (id == 0 || id >= FW_MAX_SUBJECTS)
+		return NULL;
+	pthread_mutex_lock(&r->lock);
+	if (r->by_id[id] && r->by_id[id]->id == id)
+		d = r->by_id[id]->domains;
+	if (d)
+		__atomic_add_fetch(&d->refs, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&r->lock);
+	return d;
+}
+
+static bool is_domain_rule(const struct fw_policy_rule *rule)
+{
+	return rule->kind == FW_TARGET_DOMAIN || rule->kind == FW_TARGET_WILDCARD;
+}
+
+static __u64 domain_rules_hash(__u64 h, const struct fw_policy *p)
+{
+	for (size_t i = 0; i < p->nrules; i++) {
+		const struct fw_policy_rule *rule = &p->rules[i];
+
+		if (!is_domain_rule(rule))
+			continue;
+		h = fnv(h, &rule->action, sizeof(rule->action));
+		h = fnv(h, &rule->kind, sizeof(rule->kind));
+		h = fnv(h, rule->domain, strlen(rule->domain) + 1);
+		h = fnv(h, &rule->nports, sizeof(rule->nports));
+		if (rule->nports)
+			h = fnv(h, rule->ports, rule->nports * sizeof(rule->ports[0]));
+	}
+	return h;
+}
+
+static int add_domain_rules(struct fw_policy *dst, const struct fw_policy *src)
+{
+	for (size_t i = 0; i < src->nrules; i++) {
+		if (!is_domain_rule(&src->rules[i]))
+			continue;
+		int err = fw_policy_rule_copy(&dst->rules[dst->nrules], &src->rules[i]);
+
+		if (err)
+			return err;
+		dst->nrules++;
+	}
+	return 0;
+}
+
+/* Builds the domain policy of spec behind overlay; *out is NULL when it
+ * equals cur (nothing to publish). */
+static int domains_build(const struct fw_policy *overlay, const struct fw_static_subject *spec,
+			 const struct fw_domain_policy *cur, struct fw_domain_policy **out)
+{
+	struct fw_domain_policy *d;
+	__u64 h = 0xcbf29ce484222325ull;
+	size_t n = overlay->nrules + spec->policy.nrules;
+	int err;
+
+	*out = NULL;
+	h = fnv(h, &spec->state, sizeof(spec->state));
+	h = fnv(h, &spec->policy.default_action, sizeof(spec->policy.default_action));
+	h = domain_rules_hash(h, overlay);
+	h = fnv(h, "|", 1);
+	h = domain_rules_hash(h, &spec->policy);
+	if (cur && cur->hash == h)
+		return 0;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	fw_policy_init(&d->policy);
+	d->policy.rules = calloc(n ? n : 1, sizeof(*d->policy.rules));
+	if (!d->policy.rules) {
+		free(d);
+		return -ENOMEM;
+	}
+	d->policy.default_action = spec->policy.default_action;
+	err = add_domain_rules(&d->policy, overlay);
+	if (!err)
+		err = add_domain_rules(&d->policy, &spec->policy);
+	if (err) {
+		fw_policy_free(&d->policy);
+		free(d);
+		return err;
+	}
+	d->refs = 1;
+	d->state = spec->state;
+	d->hash = h;
+	*out = d;
+	return 0;
+}
+
+/* Publishes d (may be NULL: nothing changed) for e under the registry lock;
+ * tells the DNS side when the same id's policy changed. */
+static void domains_publish(struct fw_registry *r, struct fw_entry *e,
+			    struct fw_domain_policy *d, bool same_id)
+{
+	struct fw_domain_policy *old;
+
+	if (!d)
+		return;
+	pthread_mutex_lock(&r->lock);
+	old = e->domains;
+	e->domains = d;
+	pthread_mutex_unlock(&r->lock);
+	fw_domain_policy_put(old);
+	if (same_id && old && r->on_domains)
+		r->on_domains(r->hook_ctx, e->id);
+}
+
 static bool has_addr(const struct fw_ip *addrs, size_t n, const struct fw_ip *a)
 {
 	for (size_t i = 0; i < n; i++)
@@ -389,6 +510,8 @@ static int release_id(struct fw_registry *r, __u32 id, const char *name, __u32 p
 		fw_err("subject %s: can't release id %u: %s", name, id, strerror(-ret));
 		return ret;
 	}
+	if (r->on_release)
+		r->on_release(r->hook_ctx, id);
 	pthread_mutex_lock(&r->lock);
 	if (r->by_id[id] && r->by_id[id]->id != id)
 		r->by_id[id] = NULL;
@@ -430,6 +553,10 @@ int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 	fw_compiled_set_free(&e->live);
 	fw_trie_cache_drop(&e->tries);
 	e->adopted = false;
+	pthread_mutex_lock(&r->lock);
+	fw_domain_policy_put(e->domains);
+	e->domains = NULL;
+	pthread_mutex_unlock(&r->lock);
 	return 0;
 }
 
@@ -679,6 +806,7 @@ int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_stat
 {
 	struct fw_subject_meta meta = {};
 	struct fw_compiled_set set = {};
+	struct fw_domain_policy *domains = NULL;
 	struct fw_policy overlay;
 	__u64 bhash, phash;
 	bool dummy, same;
@@ -694,8 +822,8 @@ int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_stat
 	pthread_mutex_unlock(&r->lock);
 	if (!err)
 		err = fw_policy_compile_set(&overlay, &spec->policy, &set);
-	fw_policy_free(&overlay);
 	if (err) {
+		fw_policy_free(&overlay);
 		fw_err("subject %s: can't compile policy: %s", spec->name, strerror(-err));
 		return err;
 	}
@@ -705,7 +833,15 @@ int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_stat
 	same = e->id && (fence_hash ? e->meta.fence_hash == fence_hash
 				    : !e->meta.fence_hash && e->meta.binding_hash == bhash);
 	if (same) {
-		err = apply_in_place(r, e, spec, &set, phash, bhash, changed);
+		pthread_mutex_lock(&r->lock);
+		err = domains_build(&overlay, spec, e->domains, &domains);
+		pthread_mutex_unlock(&r->lock);
+		if (!err)
+			err = apply_in_place(r, e, spec, &set, phash, bhash, changed);
+		if (!err)
+			domains_publish(r, e, domains, true);
+		else
+			fw_domain_policy_put(domains);
 		if (!err) {
 			bool meta_changed =
 				e->adopted || e->meta.origin != (__u32)origin || *changed;
@@ -724,10 +860,17 @@ int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_stat
 	meta.policy_hash = phash;
 	meta.origin = origin;
 	meta.fence_hash = fence_hash;
-	err = apply_new_id(r, e, spec, &set, &meta);
+	err = domains_build(&overlay, spec, NULL, &domains);
 	if (!err)
+		err = apply_new_id(r, e, spec, &set, &meta);
+	if (!err) {
+		domains_publish(r, e, domains, false);
 		*changed = true;
+	} else {
+		fw_domain_policy_put(domains);
+	}
 out:
+	fw_policy_free(&overlay);
 	fw_compiled_set_free(&set);
 	return err;
 }

@@ -18,6 +18,17 @@
 
 #define FW_REG_BUCKETS 4096
 
+/* What the DNS proxy decides a subject's queries on: its domain rules
+ * behind the operator overlay's, in first-match order, and its state.
+ * Immutable once published and reference counted, so a query decides on
+ * one whole version while an update publishes the next. */
+struct fw_domain_policy {
+	int refs; /* atomic */
+	__u8 state;
+	struct fw_policy policy; /* domain and wildcard rules only */
+	__u64 hash;
+};
+
 struct fw_entry {
 	pthread_mutex_t op;	/* held by whoever changes this subject */
 	struct fw_entry *next;	/* name table chain, under the registry lock */
@@ -31,6 +42,7 @@ struct fw_entry {
 	struct fw_compiled_set live; /* what the live rule trie holds, if known */
 	struct fw_trie_cache tries;  /* the standby rule trie of id */
 	void *priv;		     /* the protocol layer's state; keeps the entry alive */
+	struct fw_domain_policy *domains; /* under the registry lock; NULL until applied */
 };
 
 struct fw_registry {
@@ -42,6 +54,13 @@ struct fw_registry {
 	struct fw_entry *names[FW_REG_BUCKETS];
 	size_t count;		       /* entries with a kernel id */
 	void (*priv_free)(void *priv); /* for the entries' priv on fw_reg_free */
+	/* the DNS side's hooks (may be NULL), called with the entry's lock
+	 * held and the registry lock not held: a subject's domain policy
+	 * changed under the same id; an id was released (its learned
+	 * addresses are gone from the kernel) */
+	void (*on_domains)(void *ctx, __u32 id);
+	void (*on_release)(void *ctx, __u32 id);
+	void *hook_ctx;
 };
 
 /* Adopts the subjects pinned in dp's maps (marked adopted). */
@@ -86,6 +105,12 @@ int fw_reg_upsert(struct fw_registry *r, const struct fw_static_subject *spec,
 		  enum fw_origin origin, bool *changed);
 /* Single-threaded callers only: the entry of name without locking. */
 struct fw_entry *fw_reg_find(struct fw_registry *r, const char *name);
+
+/* The domain policy subject id decides on now (a reference; drop it with
+ * fw_domain_policy_put), or NULL when the id is unknown or its policy was
+ * not applied since fastwalld started (adopted, not yet reconfirmed). */
+struct fw_domain_policy *fw_reg_domains(struct fw_registry *r, __u32 id);
+void fw_domain_policy_put(struct fw_domain_policy *d);
 
 __u64 fw_binding_hash(const struct fw_static_subject *spec);
 __u64 fw_fence_hash(const char *runtime_instance_id, const char *attachment_id);

@@ -1,0 +1,766 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Learned leases. The kernel's fastwall_learned map is what the data plane
+ * reads; this table mirrors it with what the kernel does not need: the
+ * names that taught each address, the order addresses were learned in (the
+ * cap evicts the oldest without an open connection) and when a connection
+ * was last seen. One lock covers the table and every kernel write of a
+ * lease, so the two never disagree; connection records are read outside it. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+
+#include "addr.h"
+#include "learn.h"
+#include "log.h"
+
+#define NAME_BUCKETS   16384
+#define MIN_BUCKETS    1024
+#define NSEC_PER_SEC   1000000000ull
+#define DNSP_FORWARD   (-1) /* FW_DNSP_FORWARD, without the engine's header */
+
+struct lname {
+	struct lname *next;
+	unsigned int refs;
+	__u64 hash;
+	char text[];
+};
+
+struct lentry {
+	struct lentry *hnext;	     /* hash chain */
+	struct lentry *prev, *next; /* the subject's list, least recently learned first */
+	__u32 id;
+	struct fw_ip addr;
+	__u64 expires_ns, learned_ns;
+	__u64 conn_ns; /* the last refresh round that saw an open connection to it */
+	bool adopted;  /* found in the kernel at start: names unknown */
+	unsigned int nnames;
+	struct lname *names[FW_LEARN_MAX_NAMES];
+};
+
+struct lsubject {
+	struct lentry *head, *tail;
+	size_t count;
+	__u64 tat_ns; /* denied-query events: GCRA */
+	__u64 suppressed;
+};
+
+struct fw_learn {
+	pthread_mutex_t lock;
+	struct fw_learn_config cfg;
+	struct fw_registry *reg;
+	struct fw_dp *dp;
+	struct lentry **buckets;
+	size_t nbuckets, n;
+	struct lname *names[NAME_BUCKETS];
+	struct lsubject subj[FW_MAX_SUBJECTS];
+	struct fw_learn_stats st;
+	void (*sink)(void *ctx, const struct fw_learn_event *ev);
+	void *sink_ctx;
+};
+
+void fw_learn_config_init(struct fw_learn_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->lease_add_s = 60;
+	c->lease_min_s = 60;
+	c->lease_max_s = 360;
+	c->max_per_subject = 4096;
+	c->refresh_interval_ns = 10 * NSEC_PER_SEC;
+	c->tcp_idle_ns = 3600 * NSEC_PER_SEC;
+	c->close_linger_ns = 120 * NSEC_PER_SEC;
+	c->gc_grace_ns = 60 * NSEC_PER_SEC;
+	c->event_burst = 10;
+	c->event_interval_ns = NSEC_PER_SEC / 10;
+}
+
+static __u64 fnv(__u64 h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static size_t entry_bucket(const struct fw_learn *l, __u32 id, const struct fw_ip *a)
+{
+	__u64 h = fnv(0xcbf29ce484222325ull, &id, sizeof(id));
+
+	return fnv(h, a, sizeof(*a)) & (l->nbuckets - 1);
+}
+
+/* ---- interned names --------------------------------------------------- */
+
+static struct lname *name_get(struct fw_learn *l, const char *text)
+{
+	size_t len = strlen(text);
+	__u64 h = fnv(0xcbf29ce484222325ull, text, len);
+	struct lname **b = &l->names[h & (NAME_BUCKETS - 1)], *n;
+
+	for (n = *b; n; n = n->next) {
+		if (n->hash == h && strcmp(n->text, text) == 0) {
+			n->refs++;
+			return n;
+		}
+	}
+	n = malloc(sizeof(*n) + len + 1);
+	if (!n)
+		return NULL;
+	n->refs = 1;
+	n->hash = h;
+	memcpy(n->text, text, len + 1);
+	n->next = *b;
+	*b = n;
+	return n;
+}
+
+static void name_put(struct fw_learn *l, struct lname *n)
+{
+	struct lname **p;
+
+	if (--n->refs)
+		return;
+	for (p = &l->names[n->hash & (NAME_BUCKETS - 1)]; *p; p = &(*p)->next) {
+		if (*p == n) {
+			*p = n->next;
+			break;
+		}
+	}
+	free(n);
+}
+
+/* ---- the table ----------------------------------------------------------- */
+
+static struct lentry *entry_find(struct fw_learn *l, __u32 id, const struct fw_ip *a)
+{
+	struct lentry *e;
+
+	for (e = l->buckets[entry_bucket(l, id, a)]; e; e = e->hnext)
+		if (e->id == id && memcmp(&e->addr, a, sizeof(*a)) == 0)
+			return e;
+	return NULL;
+}
+
+static void grow(struct fw_learn *l)
+{
+	size_t nb = l->nbuckets * 2;
+	struct lentry **b = calloc(nb, sizeof(*b));
+
+	if (!b)
+		return; /* longer chains, still correct */
+	for (size_t i = 0; i < l->nbuckets; i++) {
+		while (l->buckets[i]) {
+			struct lentry *e = l->buckets[i];
+			size_t j;
+
+			l->buckets[i] = e->hnext;
+			l->nbuckets = nb;
+			j = entry_bucket(l, e->id, &e->addr);
+			l->nbuckets = nb / 2;
+			e->hnext = b[j];
+			b[j] = e;
+		}
+	}
+	free(l->buckets);
+	l->buckets = b;
+	l->nbuckets = nb;
+}
+
+static void list_append(struct lsubject *s, struct lentry *e)
+{
+	e->next = NULL;
+	e->prev = s->tail;
+	if (s->tail)
+		s->tail->next = e;
+	else
+		s->head = e;
+	s->tail = e;
+}
+
+static void list_unlink(struct lsubject *s, struct lentry *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		s->head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		s->tail = e->prev;
+	e->prev = e->next = NULL;
+}
+
+static struct lentry *entry_new(struct fw_learn *l, __u32 id, const struct fw_ip *a)
+{
+	struct lentry *e = calloc(1, sizeof(*e));
+	size_t b;
+
+	if (!e)
+		return NULL;
+	if (l->n + 1 > l->nbuckets)
+		grow(l);
+	e->id = id;
+	e->addr = *a;
+	b = entry_bucket(l, id, a);
+	e->hnext = l->buckets[b];
+	l->buckets[b] = e;
+	list_append(&l->subj[id], e);
+	l->subj[id].count++;
+	l->n++;
+	return e;
+}
+
+/* Unlinks and frees e; the kernel entry is the caller's business. */
+static void entry_drop(struct fw_learn *l, struct lentry *e)
+{
+	struct lentry **p = &l->buckets[entry_bucket(l, e->id, &e->addr)];
+
+	while (*p && *p != e)
+		p = &(*p)->hnext;
+	if (*p)
+		*p = e->hnext;
+	list_unlink(&l->subj[e->id], e);
+	l->subj[e->id].count--;
+	l->n--;
+	for (unsigned int i = 0; i < e->nnames; i++)
+		name_put(l, e->names[i]);
+	free(e);
+}
+
+static void entry_remove(struct fw_learn *l, struct lentry *e)
+{
+	int err = fw_dp_learned_del(l->dp, e->id, &e->addr);
+
+	if (err)
+		l->st.kernel_errors++;
+	entry_drop(l, e);
+}
+
+static void entry_add_name(struct fw_learn *l, struct lentry *e, const char *text)
+{
+	struct lname *n;
+
+	for (unsigned int i = 0; i < e->nnames; i++)
+		if (strcmp(e->names[i]->text, text) == 0)
+			return;
+	n = name_get(l, text);
+	if (!n)
+		return;
+	if (e->nnames == FW_LEARN_MAX_NAMES) {
+		/* the oldest name goes: revocation then judges by the newer ones */
+		name_put(l, e->names[0]);
+		memmove(e->names, e->names + 1, sizeof(e->names[0]) * (FW_LEARN_MAX_NAMES - 1));
+		e->nnames--;
+	}
+	e->names[e->nnames++] = n;
+	e->adopted = false;
+}
+
+static bool conn_live(const struct fw_learn *l, const struct lentry *e, __u64 now)
+{
+	return e->conn_ns && now - e->conn_ns <= 2 * l->cfg.refresh_interval_ns;
+}
+
+/* The cap: the least recently learned address without an open connection
+ * goes. false when every one of them has one. */
+static bool evict_one(struct fw_learn *l, __u32 id, __u64 now)
+{
+	for (struct lentry *e = l->subj[id].head; e; e = e->next) {
+		if (conn_live(l, e, now))
+			continue;
+		entry_remove(l, e);
+		l->st.evicted++;
+		return true;
+	}
+	return false;
+}
+
+/* Extends e's lease to exp in the kernel (never shortens it). */
+static int lease_extend(struct fw_learn *l, struct lentry *e, __u64 exp)
+{
+	int err;
+
+	if (exp <= e->expires_ns)
+		return 0;
+	err = fw_dp_learned_put(l->dp, e->id, &e->addr, exp);
+	if (err) {
+		l->st.kernel_errors++;
+		return err;
+	}
+	e->expires_ns = exp;
+	return 0;
+}
+
+static int learn_one(struct fw_learn *l, __u32 id, const struct fw_ip *addr, const char *name,
+		     __u32 ttl, __u64 now)
+{
+	const struct fw_learn_config *c = &l->cfg;
+	__u64 exp = now + (__u64)fw_dns_lease_seconds(ttl, c->lease_add_s, c->lease_min_s,
+						      c->lease_max_s) *
+				  NSEC_PER_SEC;
+	struct lentry *e = entry_find(l, id, addr);
+	bool fresh = !e;
+	int err;
+
+	if (!e) {
+		if (c->max_per_subject && l->subj[id].count >= c->max_per_subject &&
+		    !evict_one(l, id, now)) {
+			l->st.cap_rejected++;
+			return 0;
+		}
+		e = entry_new(l, id, addr);
+		if (!e)
+			return -ENOMEM;
+	} else {
+		list_unlink(&l->subj[id], e);
+		list_append(&l->subj[id], e);
+	}
+	err = lease_extend(l, e, exp);
+	if (err) {
+		if (fresh)
+			entry_drop(l, e);
+		return err;
+	}
+	if (name && name[0])
+		entry_add_name(l, e, name);
+	e->learned_ns = now;
+	l->st.learned++;
+	return 0;
+}
+
+/* ---- events -------------------------------------------------------------- */
+
+static void deny_event(struct fw_learn *l, __u32 id, const struct fw_ip *client,
+		       const struct fw_dns_query *q, const char *reason)
+{
+	struct fw_learn_event ev = {.subject = id, .client = client, .reason = reason};
+	struct lsubject *s = &l->subj[id < FW_MAX_SUBJECTS ? id : 0];
+	__u64 now = fw_now_ns(), interval, burst;
+	char name[FW_NAME_LEN] = "";
+	bool emit;
+
+	pthread_mutex_lock(&l->lock);
+	interval = l->cfg.event_interval_ns;
+	burst = l->cfg.event_burst;
+	emit = l->sink && interval;
+	if (emit) {
+		/* GCRA, as the kernel limits its own deny events */
+		if (s->tat_ns < now)
+			s->tat_ns = now;
+		if (s->tat_ns - now > burst * interval) {
+			s->suppressed++;
+			emit = false;
+		} else {
+			s->tat_ns += interval;
+			ev.suppressed = s->suppressed;
+			s->suppressed = 0;
+		}
+	}
+	pthread_mutex_unlock(&l->lock);
+	if (!emit)
+		return;
+	if (id)
+		fw_reg_name_of(l->reg, id, name, sizeof(name));
+	ev.name = name;
+	ev.qname = q->name;
+	ev.qtype = q->qtype;
+	l->sink(l->sink_ctx, &ev);
+}
+
+/* ---- the proxy's hooks --------------------------------------------------- */
+
+static bool name_allowed(const struct fw_domain_policy *d, const char *name)
+{
+	__u8 action;
+
+	if (d->state != FW_STATE_ACTIVE)
+		return false;
+	fw_policy_match_domain(&d->policy, name, &action);
+	return action == FW_ACTION_ALLOW;
+}
+
+int fw_learn_decide(void *ctx, const struct fw_ip *client, const struct fw_dns_query *q,
+		    __u64 *token)
+{
+	struct fw_learn *l = ctx;
+	struct fw_domain_policy *d;
+	struct fw_subject ks;
+	bool ok;
+
+	*token = 0;
+	if (bpf_map_lookup_elem(l->dp->dispatch_fd, client, &ks)) {
+		__atomic_add_fetch(&l->st.denied, 1, __ATOMIC_RELAXED);
+		deny_event(l, 0, client, q, "unknown-source");
+		return FW_DNS_RCODE_NXDOMAIN;
+	}
+	*token = ks.id;
+	if (ks.state != FW_STATE_ACTIVE) {
+		__atomic_add_fetch(&l->st.denied, 1, __ATOMIC_RELAXED);
+		deny_event(l, ks.id, client, q, "denying");
+		return FW_DNS_RCODE_NXDOMAIN;
+	}
+	d = fw_reg_domains(l->reg, ks.id);
+	if (!d) {
+		/* adopted after a restart, policy not replayed yet: the
+		 * client retries, rather than caching a wrong NXDOMAIN */
+		__atomic_add_fetch(&l->st.no_policy, 1, __ATOMIC_RELAXED);
+		return FW_DNS_RCODE_SERVFAIL;
+	}
+	ok = name_allowed(d, q->name);
+	fw_domain_policy_put(d);
+	if (!ok) {
+		__atomic_add_fetch(&l->st.denied, 1, __ATOMIC_RELAXED);
+		deny_event(l, ks.id, client, q, "denied-name");
+		return FW_DNS_RCODE_NXDOMAIN;
+	}
+	__atomic_add_fetch(&l->st.allowed, 1, __ATOMIC_RELAXED);
+	return DNSP_FORWARD;
+}
+
+int fw_learn_answer(void *ctx, const struct fw_ip *client, const struct fw_dns_query *q,
+		    __u64 token, const struct fw_dns_answer *a)
+{
+	struct fw_learn *l = ctx;
+	struct fw_domain_policy *d;
+	struct fw_subject ks;
+	__u32 id = (__u32)token;
+	__u64 now = fw_now_ns();
+	int err = 0;
+
+	if (!a->naddrs)
+		return 0;
+	if (id == 0 || id >= FW_MAX_SUBJECTS)
+		return -EINVAL;
+	pthread_mutex_lock(&l->lock);
+	/* under the lock, so a release of id (which takes it after the
+	 * kernel flush) cannot slip between this check and the writes */
+	if (bpf_map_lookup_elem(l->dp->dispatch_fd, client, &ks) || ks.id != id) {
+		err = -ESTALE;
+		goto out;
+	}
+	/* a policy change during the upstream exchange may have revoked the
+	 * name already: decide again on the policy of now */
+	d = fw_reg_domains(l->reg, id);
+	if (!d || !name_allowed(d, q->name))
+		err = -EACCES;
+	fw_domain_policy_put(d);
+	for (__u32 i = 0; !err && i < a->naddrs; i++)
+		err = learn_one(l, id, &a->addrs[i].ip, q->name, a->addrs[i].ttl, now);
+out:
+	pthread_mutex_unlock(&l->lock);
+	return err;
+}
+
+int fw_learn_add(struct fw_learn *l, __u32 id, const struct fw_ip *addr, const char *name,
+		 __u32 ttl)
+{
+	int err;
+
+	if (id == 0 || id >= FW_MAX_SUBJECTS)
+		return -EINVAL;
+	pthread_mutex_lock(&l->lock);
+	err = learn_one(l, id, addr, name, ttl, fw_now_ns());
+	pthread_mutex_unlock(&l->lock);
+	return err;
+}
+
+/* ---- the registry's hooks ------------------------------------------------ */
+
+/* Revocation: an address stays while one of the names that taught it is
+ * still allowed. Adopted addresses (names unknown) keep their lease. */
+static void on_domains(void *ctx, __u32 id)
+{
+	struct fw_learn *l = ctx;
+	struct fw_domain_policy *d = fw_reg_domains(l->reg, id);
+	size_t revoked = 0;
+	char sname[FW_NAME_LEN];
+
+	if (!d)
+		return;
+	pthread_mutex_lock(&l->lock);
+	for (struct lentry *e = l->subj[id].head, *next; e; e = next) {
+		unsigned int keep = 0;
+
+		next = e->next;
+		if (e->adopted || !e->nnames)
+			continue;
+		for (unsigned int i = 0; i < e->nnames; i++) {
+			if (name_allowed(d, e->names[i]->text))
+				e->names[keep++] = e->names[i];
+			else
+				name_put(l, e->names[i]);
+		}
+		e->nnames = keep;
+		if (keep)
+			continue;
+		entry_remove(l, e);
+		revoked++;
+	}
+	l->st.revoked += revoked;
+	pthread_mutex_unlock(&l->lock);
+	fw_domain_policy_put(d);
+	if (revoked) {
+		fw_reg_name_of(l->reg, id, sname, sizeof(sname));
+		fw_info("subject %s: revoked %zu learned addresses (their names are no longer allowed)",
+			sname, revoked);
+	}
+}
+
+static void on_release(void *ctx, __u32 id)
+{
+	struct fw_learn *l = ctx;
+
+	if (id == 0 || id >= FW_MAX_SUBJECTS)
+		return;
+	pthread_mutex_lock(&l->lock);
+	while (l->subj[id].head)
+		entry_remove(l, l->subj[id].head);
+	l->subj[id].tat_ns = 0;
+	l->subj[id].suppressed = 0;
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* ---- refresh and garbage collection --------------------------------------- */
+
+struct conn_rec {
+	struct fw_conn_key k;
+	struct fw_conn v;
+};
+
+enum { CONN_KEEP, CONN_DELETE, CONN_MARK_RENEWED };
+
+int fw_learn_tick(struct fw_learn *l)
+{
+	struct conn_rec *recs = NULL;
+	unsigned char *verdict = NULL;
+	size_t n = 0, cap = 0;
+	struct fw_conn_key key, *prev = NULL;
+	__u64 now;
+	int err = 0;
+
+	/* read the connection records without the lock: a lookup per record */
+	while (bpf_map_get_next_key(l->dp->conns_fd, prev, &key) == 0) {
+		prev = &key;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 1024;
+			struct conn_rec *r = realloc(recs, nc * sizeof(*r));
+
+			if (!r) {
+				err = -ENOMEM;
+				break;
+			}
+			recs = r;
+			cap = nc;
+		}
+		recs[n].k = key;
+		if (bpf_map_lookup_elem(l->dp->conns_fd, &key, &recs[n].v))
+			continue; /* gone meanwhile */
+		n++;
+	}
+	verdict = calloc(n ? n : 1, 1);
+	if (!verdict) {
+		free(recs);
+		return -ENOMEM;
+	}
+
+	now = fw_now_ns();
+	pthread_mutex_lock(&l->lock);
+	for (size_t i = 0; i < n; i++) {
+		const struct fw_conn *c = &recs[i].v;
+		__u32 id = recs[i].k.subject;
+		struct lentry *e = id && id < FW_MAX_SUBJECTS ? entry_find(l, id, &recs[i].k.dst)
+							      : NULL;
+		__u64 renew = now + (__u64)l->cfg.lease_min_s * NSEC_PER_SEC;
+
+		if (!e) {
+			/* revoked, collected, or its subject is gone */
+			verdict[i] = CONN_DELETE;
+			continue;
+		}
+		if (c->closed_ns) {
+			if (!c->renewed) {
+				if (renew > e->expires_ns)
+					l->st.grace++;
+				lease_extend(l, e, renew);
+				verdict[i] = CONN_MARK_RENEWED;
+			}
+			if (now > c->closed_ns && now - c->closed_ns > l->cfg.close_linger_ns)
+				verdict[i] = CONN_DELETE;
+			continue;
+		}
+		if (now > c->last_seen_ns && now - c->last_seen_ns > l->cfg.tcp_idle_ns) {
+			verdict[i] = CONN_DELETE;
+			continue;
+		}
+		e->conn_ns = now;
+		if (renew > e->expires_ns && !lease_extend(l, e, renew))
+			l->st.renewed++;
+	}
+
+	/* garbage collection: leases past their end plus the grace */
+	for (size_t b = 0; b < l->nbuckets; b++) {
+		for (struct lentry *e = l->buckets[b], *next; e; e = next) {
+			next = e->hnext;
+			if (e->expires_ns + l->cfg.gc_grace_ns < now) {
+				entry_remove(l, e);
+				l->st.expired++;
+			}
+		}
+	}
+	pthread_mutex_unlock(&l->lock);
+
+	for (size_t i = 0; i < n; i++) {
+		if (verdict[i] == CONN_DELETE) {
+			bpf_map_delete_elem(l->dp->conns_fd, &recs[i].k);
+		} else if (verdict[i] == CONN_MARK_RENEWED) {
+			recs[i].v.renewed = 1;
+			/* BPF_EXIST: a record the data plane dropped stays dropped */
+			bpf_map_update_elem(l->dp->conns_fd, &recs[i].k, &recs[i].v, BPF_EXIST);
+		}
+	}
+	free(verdict);
+	free(recs);
+	return err;
+}
+
+/* ---- setup --------------------------------------------------------------- */
+
+static int adopt(struct fw_learn *l)
+{
+	struct fw_learned_key key, *prev = NULL;
+	struct fw_lease lease;
+	size_t n = 0;
+
+	while (bpf_map_get_next_key(l->dp->learned_fd, prev, &key) == 0) {
+		struct lentry *e;
+
+		prev = &key;
+		if (key.subject == 0 || key.subject >= FW_MAX_SUBJECTS ||
+		    bpf_map_lookup_elem(l->dp->learned_fd, &key, &lease))
+			continue;
+		if (entry_find(l, key.subject, &key.addr))
+			continue;
+		e = entry_new(l, key.subject, &key.addr);
+		if (!e)
+			return -ENOMEM;
+		e->expires_ns = lease.expires_ns;
+		e->learned_ns = lease.learned_ns;
+		e->adopted = true;
+		n++;
+	}
+	if (n)
+		fw_info("adopted %zu learned addresses from pinned maps", n);
+	return 0;
+}
+
+int fw_learn_new(const struct fw_learn_config *c, struct fw_registry *reg, struct fw_learn **out)
+{
+	struct fw_learn *l = calloc(1, sizeof(*l));
+	int err;
+
+	if (!l)
+		return -ENOMEM;
+	pthread_mutex_init(&l->lock, NULL);
+	l->cfg = *c;
+	l->reg = reg;
+	l->dp = reg->dp;
+	l->nbuckets = MIN_BUCKETS;
+	l->buckets = calloc(l->nbuckets, sizeof(*l->buckets));
+	if (!l->buckets) {
+		fw_learn_free(l);
+		return -ENOMEM;
+	}
+	err = adopt(l);
+	if (err) {
+		fw_learn_free(l);
+		return err;
+	}
+	reg->hook_ctx = l;
+	reg->on_domains = on_domains;
+	reg->on_release = on_release;
+	*out = l;
+	return 0;
+}
+
+void fw_learn_free(struct fw_learn *l)
+{
+	if (!l)
+		return;
+	if (l->reg && l->reg->hook_ctx == l) {
+		l->reg->on_domains = NULL;
+		l->reg->on_release = NULL;
+		l->reg->hook_ctx = NULL;
+	}
+	for (size_t b = 0; l->buckets && b < l->nbuckets; b++)
+		while (l->buckets[b])
+			entry_drop(l, l->buckets[b]);
+	free(l->buckets);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+}
+
+void fw_learn_set_config(struct fw_learn *l, const struct fw_learn_config *c)
+{
+	pthread_mutex_lock(&l->lock);
+	l->cfg = *c;
+	pthread_mutex_unlock(&l->lock);
+}
+
+void fw_learn_set_event_sink(struct fw_learn *l,
+			     void (*sink)(void *ctx, const struct fw_learn_event *ev), void *ctx)
+{
+	pthread_mutex_lock(&l->lock);
+	l->sink = sink;
+	l->sink_ctx = ctx;
+	pthread_mutex_unlock(&l->lock);
+}
+
+void fw_learn_get_stats(struct fw_learn *l, struct fw_learn_stats *out)
+{
+	pthread_mutex_lock(&l->lock);
+	*out = l->st;
+	out->allowed = __atomic_load_n(&l->st.allowed, __ATOMIC_RELAXED);
+	out->denied = __atomic_load_n(&l->st.denied, __ATOMIC_RELAXED);
+	out->no_policy = __atomic_load_n(&l->st.no_policy, __ATOMIC_RELAXED);
+	out->entries = l->n;
+	pthread_mutex_unlock(&l->lock);
+}
+
+int fw_learn_lookup(struct fw_learn *l, __u32 id, const struct fw_ip *addr,
+		    struct fw_learn_info *out)
+{
+	struct lentry *e;
+	int err = -ENOENT;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&l->lock);
+	e = id && id < FW_MAX_SUBJECTS ? entry_find(l, id, addr) : NULL;
+	if (e) {
+		out->expires_ns = e->expires_ns;
+		out->learned_ns = e->learned_ns;
+		out->adopted = e->adopted;
+		out->nnames = e->nnames;
+		for (unsigned int i = 0; i < e->nnames; i++)
+			snprintf(out->names[i], sizeof(out->names[i]), "%s", e->names[i]->text);
+		err = 0;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return err;
+}
+
+size_t fw_learn_count(struct fw_learn *l, __u32 id)
+{
+	size_t n;
+
+	if (id == 0 || id >= FW_MAX_SUBJECTS)
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	n = l->subj[id].count;
+	pthread_mutex_unlock(&l->lock);
+	return n;
+}

@@ -28,6 +28,7 @@
 #include "datapath.h"
 #include "log.h"
 #include "pkt.h"
+#include "learn.h"
 #include "subjects.h"
 
 #define NSEC_PER_SEC 1000000000ull
@@ -82,6 +83,7 @@
 #define LEARNED_BAD4  "203.0.113.9"	 /* learned by alpha inside its deny CIDR */
 #define SWAP_B4	      "198.51.100.10"	 /* allowed only by the second swap policy */
 #define SWAP_LEARNED4 "192.0.2.210"
+#define NU4	      "10.42.12.10" /* domain rules, for the learned-lease scenario */
 
 struct subject_def {
 	const char *name;
@@ -1484,6 +1486,237 @@ static void scenario_connections(void)
 	       "conns: tcp to an allow cidr keeps no record", NULL);
 }
 
+/* ---- learned leases: the DNS side of the policy (learn.c) ---------------- */
+
+static const struct subject_def nu_v1 = {
+	.name = "nu",
+	.addrs = {NU4},
+	.default_action = "deny",
+	.rules = {"deny bad.example.com", "allow *.example.com", "allow pypi.org"},
+};
+
+/* *.example.com is no longer allowed */
+static const struct subject_def nu_v2 = {
+	.name = "nu",
+	.addrs = {NU4},
+	.default_action = "deny",
+	.rules = {"allow pypi.org", "allow files.example.com"},
+};
+
+static int decide(struct fw_learn *l, const char *client, const char *name)
+{
+	struct fw_dns_query q = {.qtype = FW_DNS_TYPE_A, .qclass = FW_DNS_CLASS_IN};
+	struct fw_ip c = ip_of(client);
+	__u64 token;
+
+	snprintf(q.name, sizeof(q.name), "%s", name);
+	q.name_len = strlen(q.name);
+	return fw_learn_decide(l, &c, &q, &token);
+}
+
+/* An allowed answer for name from NU4 teaching addrs (ttl each). */
+static int answer(struct fw_learn *l, const char *name, const char *const *addrs, __u32 ttl)
+{
+	struct fw_dns_query q = {.qtype = FW_DNS_TYPE_A, .qclass = FW_DNS_CLASS_IN};
+	static struct fw_dns_answer a;
+	struct fw_ip c = ip_of(NU4);
+
+	memset(&a, 0, sizeof(a));
+	snprintf(q.name, sizeof(q.name), "%s", name);
+	q.name_len = strlen(q.name);
+	for (size_t i = 0; addrs[i]; i++) {
+		a.addrs[a.naddrs].ip = ip_of(addrs[i]);
+		a.addrs[a.naddrs++].ttl = ttl;
+	}
+	return fw_learn_answer(l, &c, &q, id_of("nu"), &a);
+}
+
+static int verdict_to(const char *src, const char *dst, __u16 sport, __u8 flags)
+{
+	struct pkt_spec p = TCP4(src, dst, sport, 443, .tcp_flags = flags);
+
+	return run_frame(t.dp->ingress_fd, &p);
+}
+
+static __u64 kernel_expiry(__u32 id, const char *addr)
+{
+	struct fw_learned_key k = {.subject = id, .addr = ip_of(addr)};
+	struct fw_lease v;
+
+	return bpf_map_lookup_elem(t.dp->learned_fd, &k, &v) ? 0 : v.expires_ns;
+}
+
+static void scenario_learned_leases(void)
+{
+	static const char *const api[] = {"192.0.2.77", "2001:db8:77::1", NULL};
+	static const char *const pypi[] = {"192.0.2.78", "192.0.2.79", NULL};
+	static const char *const shared[] = {"192.0.2.79", NULL};
+	static const char *const more[] = {"198.51.100.71", "198.51.100.72", "198.51.100.73",
+					   NULL};
+	static const char *const one_more[] = {"198.51.100.74", NULL};
+	struct fw_learn_config lc;
+	struct fw_learn_info info;
+	struct fw_learn *l = NULL;
+	__u64 now, exp, exp2;
+	__u32 id;
+	int v, err;
+
+	fw_learn_config_init(&lc);
+	lc.event_interval_ns = 0;
+	if (subject_put(&nu_v1) || (err = fw_learn_new(&lc, &t.reg, &l))) {
+		result(false, "learn: setup", "subject or learn table failed");
+		return;
+	}
+	id = id_of("nu");
+
+	/* decide */
+	result(decide(l, NU4, "api.example.com") == -1, "learn: allowed wildcard name is forwarded",
+	       NULL);
+	result(decide(l, NU4, "API.Example.COM.") == -1, "learn: case and trailing dot do not matter",
+	       NULL);
+	result(decide(l, NU4, "example.com") == FW_DNS_RCODE_NXDOMAIN,
+	       "learn: the wildcard does not cover its own suffix", NULL);
+	result(decide(l, NU4, "bad.example.com") == FW_DNS_RCODE_NXDOMAIN,
+	       "learn: an earlier deny rule wins (NXDOMAIN)", NULL);
+	result(decide(l, NU4, "github.com") == FW_DNS_RCODE_NXDOMAIN,
+	       "learn: no rule, default deny (NXDOMAIN)", NULL);
+	result(decide(l, STRANGER4, "api.example.com") == FW_DNS_RCODE_NXDOMAIN,
+	       "learn: unknown source (NXDOMAIN)", NULL);
+	result(decide(l, GAMMA4, "api.example.com") == FW_DNS_RCODE_NXDOMAIN,
+	       "learn: denying subject (NXDOMAIN)", NULL);
+	result(decide(l, BETA4, "anything.org") == -1, "learn: default-allow subject forwards", NULL);
+
+	/* learn before the answer: the first connect passes */
+	v = verdict_to(NU4, "192.0.2.77", 42000, TH_SYN);
+	result(v == TC_ACT_SHOT, "learn: before the answer the address drops", "verdict %d", v);
+	now = fw_now_ns();
+	err = answer(l, "api.example.com", api, 30);
+	v = verdict_to(NU4, "192.0.2.77", 42000, TH_SYN);
+	result(!err && v == TC_ACT_OK, "learn: after the answer the first connect passes",
+	       "err %d verdict %d", err, v);
+	exp = kernel_expiry(id, "192.0.2.77");
+	result(exp >= now + 89 * NSEC_PER_SEC && exp <= fw_now_ns() + 91 * NSEC_PER_SEC,
+	       "learn: ttl 30 gives a 90 s lease in the kernel", "expires in %lld ms",
+	       (long long)(exp - now) / 1000000);
+	result(kernel_expiry(id, "2001:db8:77::1") != 0, "learn: AAAA learned too", NULL);
+	answer(l, "api.example.com", api, 5);
+	result(kernel_expiry(id, "192.0.2.77") == exp,
+	       "learn: a shorter answer never shortens a lease", NULL);
+	answer(l, "x.example.com", api, 86400);
+	exp2 = kernel_expiry(id, "192.0.2.77");
+	result(exp2 > exp && exp2 <= fw_now_ns() + 361 * NSEC_PER_SEC,
+	       "learn: ttl 24 h is capped at 360 s", "expires in %lld s",
+	       (long long)(exp2 - fw_now_ns()) / (long long)NSEC_PER_SEC);
+	{
+		struct fw_ip nowhere = ip_of(NOWHERE4);
+
+		result(fw_learn_lookup(l, id, &nowhere, &info) == -ENOENT,
+		       "learn: lookup of an address never learned", NULL);
+	}
+	{
+		struct fw_ip a77 = ip_of("192.0.2.77");
+
+		err = fw_learn_lookup(l, id, &a77, &info);
+		result(!err && info.nnames == 2, "learn: both names that taught it are kept",
+		       "err %d names %zu", err, info.nnames);
+	}
+
+	/* revocation: *.example.com goes; pypi.org stays */
+	answer(l, "pypi.org", pypi, 60);
+	answer(l, "files.example.com", shared, 60);
+	if (subject_put(&nu_v2)) {
+		result(false, "learn: policy update", "subject_put failed");
+		goto out;
+	}
+	result(id_of("nu") == id, "learn: the policy update keeps the id", NULL);
+	v = verdict_to(NU4, "192.0.2.77", 42001, TH_SYN);
+	result(v == TC_ACT_SHOT && kernel_expiry(id, "192.0.2.77") == 0,
+	       "learn: revoked at once when its names are no longer allowed", "verdict %d", v);
+	v = verdict_to(NU4, "192.0.2.78", 42002, TH_SYN);
+	result(v == TC_ACT_OK, "learn: an address of a still-allowed name stays", "verdict %d", v);
+	v = verdict_to(NU4, "192.0.2.79", 42003, TH_SYN);
+	result(v == TC_ACT_OK, "learn: an address with one name still allowed stays",
+	       "verdict %d", v);
+	result(decide(l, NU4, "api.example.com") == FW_DNS_RCODE_NXDOMAIN,
+	       "learn: the revoked name is now NXDOMAIN", NULL);
+	result(answer(l, "api.example.com", api, 30) != 0 && kernel_expiry(id, "192.0.2.77") == 0,
+	       "learn: an answer that raced the revocation is not learned", NULL);
+
+	/* the cap: 4 addresses max; the oldest without a connection goes */
+	lc.max_per_subject = 4;
+	fw_learn_set_config(l, &lc);
+	/* 78 has an open connection (42002 above); a tick records it */
+	fw_learn_tick(l);
+	answer(l, "pypi.org", more, 60); /* 78, 79 + 71, 72 fill it; 73 evicts */
+	result(fw_learn_count(l, id) == 4, "learn: the cap holds the count",
+	       "count %zu", fw_learn_count(l, id));
+	/* 78 and 79 both carry a connection (42002, 42003 above) */
+	result(kernel_expiry(id, "192.0.2.78") != 0 && kernel_expiry(id, "192.0.2.79") != 0,
+	       "learn: addresses with an open connection are not evicted", NULL);
+	result(kernel_expiry(id, "198.51.100.71") == 0 && kernel_expiry(id, "198.51.100.73") != 0,
+	       "learn: the oldest address without one is", NULL);
+	answer(l, "pypi.org", one_more, 60);
+	result(kernel_expiry(id, "198.51.100.72") == 0 && kernel_expiry(id, "198.51.100.74") != 0,
+	       "learn: and the next oldest after it", NULL);
+
+	/* refresh: short leases, an open connection's lease is extended */
+	lc.max_per_subject = 0;
+	lc.lease_add_s = 0;
+	lc.lease_min_s = 2;
+	lc.lease_max_s = 4;
+	lc.refresh_interval_ns = NSEC_PER_SEC;
+	lc.gc_grace_ns = 0;
+	fw_learn_set_config(l, &lc);
+	{
+		static const char *const r[] = {"203.0.113.101", "203.0.113.102", "203.0.113.103",
+						NULL};
+
+		answer(l, "pypi.org", r, 1);
+	}
+	exp = kernel_expiry(id, "203.0.113.101");
+	verdict_to(NU4, "203.0.113.101", 42010, TH_SYN);
+	verdict_to(NU4, "203.0.113.102", 42011, TH_SYN);
+	verdict_to(NU4, "203.0.113.102", 42011, TH_FIN | TH_ACK);
+	usleep(1100 * 1000);
+	fw_learn_tick(l);
+	exp2 = kernel_expiry(id, "203.0.113.101");
+	result(exp2 > exp, "learn: an open connection renews its destination's lease",
+	       "before %llu after %llu", (unsigned long long)exp, (unsigned long long)exp2);
+	{
+		struct fw_conn c;
+
+		result(!conn_of("nu", "203.0.113.102", 42011, 443, &c) && c.renewed &&
+			       kernel_expiry(id, "203.0.113.102") > exp,
+		       "learn: a closed connection gets one last renewal", NULL);
+	}
+	for (int i = 0; i < 3; i++) {
+		verdict_to(NU4, "203.0.113.101", 42010, TH_ACK);
+		usleep(1100 * 1000);
+		fw_learn_tick(l);
+	}
+	v = verdict_to(NU4, "203.0.113.101", 42010, TH_ACK);
+	result(v == TC_ACT_OK, "learn: the connection outlives lease.max (4 s) through renewals",
+	       "verdict %d", v);
+	v = verdict_to(NU4, "203.0.113.103", 42012, TH_SYN);
+	result(v == TC_ACT_SHOT && kernel_expiry(id, "203.0.113.103") == 0,
+	       "learn: without a connection the lease ran out and was collected", "verdict %d", v);
+
+	/* release: the subject goes, so do its leases */
+	{
+		struct fw_entry *e = fw_reg_get(&t.reg, "nu", false);
+
+		if (e) {
+			fw_reg_unbind(&t.reg, e);
+			fw_reg_put(&t.reg, e);
+		}
+		result(fw_learn_count(l, id) == 0 && kernel_expiry(id, "192.0.2.78") == 0,
+		       "learn: removing the subject drops its leases", "count %zu",
+		       fw_learn_count(l, id));
+	}
+out:
+	fw_learn_free(l);
+}
+
 static void cleanup(void)
 {
 	char cmd[96];
@@ -1671,6 +1904,7 @@ int main(void)
 	}
 	scenario_event_rate_limit();
 	scenario_connections();
+	scenario_learned_leases();
 
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;

@@ -8,10 +8,10 @@ PKGS=(
 	# build
 	make gcc clang llvm libclang-rt-14-dev libbpf-dev libelf-dev zlib1g-dev libyaml-dev libjansson-dev libmicrohttpd-dev pkg-config
 	bpftool
-	# tests
-	libcriterion-dev iproute2 curl python3 netcat-openbsd procps kmod
-	# benchmarks and plots
-	iperf3 gnuplot-nox nftables
+	# tests (dig, dnsmasq as the test upstream)
+	libcriterion-dev iproute2 curl python3 netcat-openbsd procps kmod bind9-dnsutils dnsmasq-base
+	# benchmarks and plots (unbound: the DNS benchmark's upstream)
+	iperf3 gnuplot-nox nftables dnsperf unbound
 	# lint/format
 	clang-format clang-tidy cppcheck
 	# kernel matrix (make vmtest)
@@ -29,8 +29,18 @@ done
 if [ "${#missing[@]}" -gt 0 ]; then
 	echo "install-deps: installing ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
+	# packages such as unbound would start a system service: the tests
+	# run their own instances inside namespaces, never one on the host
+	policy=/usr/sbin/policy-rc.d
+	own_policy=0
+	if [ ! -e "$policy" ]; then
+		printf '#!/bin/sh\nexit 101\n' >"$policy"
+		chmod 0755 "$policy"
+		own_policy=1
+	fi
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	if [ "$own_policy" = 1 ]; then rm -f "$policy"; fi
 fi
 
 # bpffs must be mounted for pinning.

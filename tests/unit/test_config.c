@@ -421,7 +421,79 @@ static const struct bad_case bad[] = {
 	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    policy:\n      egress:\n"
 	 "        - target: [example.com]\n",
 	 6, "target must be a scalar"},
+	/* dns */
+	{"dns:\n  port: 53\n", 2, "must not be 53 or 853"},
+	{"dns:\n  port: 70000\n", 2, "dns.port"},
+	{"dns:\n  upstreams: [\"resolver.example\"]\n", 2, "expected IP[:PORT]"},
+	{"dns:\n  upstreams: [\"192.0.2.1:0\"]\n", 2, "invalid port"},
+	{"dns:\n  upstreams: [\"[2001:db8::1\"]\n", 2, "invalid address"},
+	{"dns:\n  lease: { min: 400, max: 360 }\n", 2, "dns.lease.min (400) is above"},
+	{"dns:\n  lease: { min: 10 }\n  refresh_interval: 6\n", 2, "at most half of dns.lease.min"},
+	{"dns:\n  workers: 0\n", 2, "dns.workers"},
+	{"dns:\n  resolv_conf: etc/resolv.conf\n", 2, "absolute path"},
+	{"dns:\n  redirect_all: maybe\n", 2, "dns.redirect_all"},
+	{"dns:\n  lease: { ttl: 5 }\n", 2, "unknown key in dns.lease"},
+	{"dns:\n  upstream: [192.0.2.1]\n", 2, "unknown key in dns"},
 };
+
+Test(config, dns_defaults)
+{
+	cr_assert_eq(load("log_level: info\n"), 0, "%s", err);
+	cr_expect(cfg.dns_proxy);
+	cr_expect(cfg.dns_redirect_all);
+	cr_expect_eq(cfg.dns_port, 15353);
+	cr_expect_eq(cfg.dns_nupstreams, 0);
+	cr_expect_str_eq(cfg.dns_resolv_conf, "/etc/resolv.conf");
+	cr_expect_eq(cfg.lease_add_s, 60);
+	cr_expect_eq(cfg.lease_min_s, 60);
+	cr_expect_eq(cfg.lease_max_s, 360);
+	cr_expect_eq(cfg.dns_timeout_ns, 5000000000ull);
+	cr_expect_eq(cfg.max_learned_per_subject, 4096);
+}
+
+Test(config, dns_section)
+{
+	static const char y[] = "dns:\n"
+				"  proxy: true\n"
+				"  redirect_all: false\n"
+				"  port: 5300\n"
+				"  upstreams: [198.51.100.53, \"198.51.100.54:5353\", \"2001:db8::53\",\n"
+				"              \"[2001:db8::54]:5353\"]\n"
+				"  resolv_conf: /run/resolv.conf\n"
+				"  timeout: 2\n"
+				"  probe_interval: 0\n"
+				"  workers: 4\n"
+				"  max_tcp_clients: 64\n"
+				"  lease: { add: 0, min: 2, max: 4 }\n"
+				"  max_learned_per_subject: 0\n"
+				"  refresh_interval: 1\n"
+				"  tcp_idle_timeout: 600\n";
+
+	cr_assert_eq(load(y), 0, "%s", err);
+	cr_expect(cfg.dns_proxy);
+	cr_expect(!cfg.dns_redirect_all);
+	cr_expect_eq(cfg.dns_port, 5300);
+	cr_assert_eq(cfg.dns_nupstreams, 4);
+	expect_ip(&cfg.dns_upstreams[0].ip, "198.51.100.53");
+	cr_expect_eq(cfg.dns_upstreams[0].port, 53);
+	expect_ip(&cfg.dns_upstreams[1].ip, "198.51.100.54");
+	cr_expect_eq(cfg.dns_upstreams[1].port, 5353);
+	expect_ip(&cfg.dns_upstreams[2].ip, "2001:db8::53");
+	cr_expect_eq(cfg.dns_upstreams[2].port, 53);
+	expect_ip(&cfg.dns_upstreams[3].ip, "2001:db8::54");
+	cr_expect_eq(cfg.dns_upstreams[3].port, 5353);
+	cr_expect_str_eq(cfg.dns_resolv_conf, "/run/resolv.conf");
+	cr_expect_eq(cfg.dns_timeout_ns, 2000000000ull);
+	cr_expect_eq(cfg.dns_probe_interval_ns, 0);
+	cr_expect_eq(cfg.dns_workers, 4);
+	cr_expect_eq(cfg.dns_max_tcp_clients, 64);
+	cr_expect_eq(cfg.lease_add_s, 0);
+	cr_expect_eq(cfg.lease_min_s, 2);
+	cr_expect_eq(cfg.lease_max_s, 4);
+	cr_expect_eq(cfg.max_learned_per_subject, 0);
+	cr_expect_eq(cfg.refresh_interval_ns, 1000000000ull);
+	cr_expect_eq(cfg.tcp_idle_ns, 600000000000ull);
+}
 
 Test(config, malformed_table)
 {

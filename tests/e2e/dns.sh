@@ -1,0 +1,309 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# End-to-end: the DNS proxy, redirection and learned leases, with a real
+# upstream (dnsmasq serving fixed data in the simulated internet), dig,
+# curl and nc from sandbox namespaces.
+#   phase 1: default leases; answers, NXDOMAIN cases, TCP, IPv6, CNAME
+#            chains, TTL cap, truncation, redirect-all on and off, upstream
+#            failure, revocation, and the 1,000-iteration race;
+#   phase 2: short leases (add 0, min 2 s, max 4 s, refresh every 1 s) and
+#            a cap of 4 learned addresses per subject: expiry, renewal of a
+#            long-lived connection, the grace renewal, the cap.
+# Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
+set -euo pipefail
+
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap fw_cleanup EXIT
+trap 'exit 130' INT TERM
+fw_require
+command -v dig >/dev/null || fw_die "dig not found (apt-get install bind9-dnsutils)"
+command -v dnsmasq >/dev/null || fw_die "dnsmasq not found (apt-get install dnsmasq-base)"
+
+DNSC=$FW_E2E_DIR/dnsclient.py
+SB_A=$(fw_sb_ns a)
+SB_B=$(fw_sb_ns b)
+SB_C=$(fw_sb_ns c)
+SB_R=$(fw_sb_ns r)
+UP4=198.51.100.53
+UP6=2001:db8::53
+RACE_N=${RACE_N:-1000}
+
+fw_topology
+fw_sandbox a 2
+fw_sandbox b 3
+fw_sandbox c 4
+fw_sandbox r 6
+fw_serve_internet
+
+# the upstream resolver and the hosts it names
+ip -n "$NS_INET" addr add $UP4/32 dev lo
+ip -n "$NS_INET" addr add $UP6/128 dev lo nodad
+for a in 198.51.100.20/32 198.51.100.21/32; do ip -n "$NS_INET" addr add $a dev lo; done
+for i in $(seq 100 139); do ip -n "$NS_INET" addr add 198.51.100.$i/32 dev lo; done
+# every address of 2001:db8:5::/64 is local (race targets)
+ip -n "$NS_INET" -6 route add local 2001:db8:5::/64 dev lo
+ready=$FW_TMP/echo.ready
+fw_bg "$NS_INET" "$FW_PY" "$DNSC" echo-serve 8080 --ready "$ready"
+for _ in $(seq 100); do [ -e "$ready" ] && break; sleep 0.05; done
+
+ZONE=$FW_TMP/dnsmasq.conf
+{
+	cat <<EOF
+no-resolv
+no-hosts
+no-poll
+bind-interfaces
+listen-address=$UP4
+listen-address=$UP6
+port=53
+user=root
+pid-file=
+local-ttl=30
+address=/#/
+host-record=api.example.com,198.51.100.10,30
+host-record=edge.cdn.test,203.0.113.10,2001:db8::10,30
+cname=www.example.com,edge.cdn.test
+host-record=bad.example.com,198.51.100.66,30
+host-record=long.example.com,198.51.100.10,86400
+host-record=x.blocked.test,198.51.100.66,30
+host-record=short.example.com,198.51.100.20,1
+host-record=hold.example.com,198.51.100.21,1
+EOF
+	for i in $(seq 100 139); do echo "host-record=big.example.com,198.51.100.$i,30"; done
+	for i in $(seq 0 $((RACE_N - 1))); do
+		printf 'host-record=race-%d.race.test,2001:db8:5::%x,30\n' "$i" $((i + 1))
+	done
+} >"$ZONE"
+DNSMASQ_PID=""
+start_upstream() {
+	nsenter --net="/run/netns/$NS_INET" dnsmasq -k -C "$ZONE" --log-facility="$FW_TMP/dnsmasq.log" &
+	DNSMASQ_PID=$!
+	FW_PIDS+=("$DNSMASQ_PID")
+	for _ in $(seq 100); do
+		fw_ns "$NS_INET" dig +short +time=1 +tries=1 @$UP4 api.example.com 2>/dev/null |
+			grep -q 198.51.100.10 && return 0
+		sleep 0.05
+	done
+	fw_die "dnsmasq did not start: $(tail -3 "$FW_TMP/dnsmasq.log")"
+}
+stop_upstream() {
+	kill "$DNSMASQ_PID" 2>/dev/null || true
+	wait "$DNSMASQ_PID" 2>/dev/null || true
+}
+start_upstream
+
+# config PHASE: phase 1 default leases, phase 2 short ones and a cap
+POLICY_A_NAMES='        - { action: deny, target: bad.example.com }
+        - { action: allow, target: "*.example.com" }
+        - { action: allow, target: pypi.org }'
+write_config() {
+	local dns_extra=$1 a_rules=${2:-$POLICY_A_NAMES}
+	cat >"$FW_CFG" <<EOF
+log_level: info
+datapath:
+  bpffs: $BPFFS
+  bridges: [br0]
+  events: { rate: 1000, burst: 1000 }
+dns:
+  upstreams: [$UP4]
+  timeout: 1
+  probe_interval: 1
+$dns_extra
+subjects:
+  - name: sandbox-a
+    addresses: [10.42.0.2, "fd00:42::2"]
+    interface: sb-a
+    gateway: [10.42.0.1, "fd00:42::1"]
+    private_cidr: [10.42.0.0/24, "fd00:42::/64"]
+    policy:
+      defaultAction: deny
+      egress:
+$a_rules
+  - name: sandbox-b
+    addresses: [10.42.0.3]
+    interface: sb-b
+    gateway: 10.42.0.1
+    private_cidr: 10.42.0.0/24
+    state: denying
+    policy:
+      defaultAction: deny
+      egress:
+        - { action: allow, target: "*.example.com" }
+  - name: sandbox-c
+    addresses: [10.42.0.4]
+    interface: sb-c
+    gateway: 10.42.0.1
+    private_cidr: 10.42.0.0/24
+    policy:
+      defaultAction: allow
+      egress:
+        - { action: deny, target: "*.blocked.test" }
+  - name: sandbox-r
+    addresses: [10.42.0.6, "fd00:42::6"]
+    interface: sb-r
+    gateway: [10.42.0.1, "fd00:42::1"]
+    private_cidr: [10.42.0.0/24, "fd00:42::/64"]
+    policy:
+      defaultAction: deny
+      egress:
+        - { action: allow, target: "*.race.test" }
+EOF
+}
+
+# dig helpers: the status word, and the answer lines
+dig_status() { # NS ARGS...
+	local ns=$1
+	shift
+	fw_ns "$ns" dig +time=3 +tries=1 "$@" 2>/dev/null | sed -n 's/.*status: \([A-Z]*\),.*/\1/p' | head -1
+}
+dig_short() { local ns=$1; shift; fw_ns "$ns" dig +short +time=3 +tries=1 "$@" 2>/dev/null; }
+connects() { fw_ns "$1" nc -z -w 2 "$2" "$3"; } # NS ADDR PORT
+lease_of() { fw_cli leases | awk -v s="$1" -v a="$2" '$1 == s && $2 == a { print $3; f = 1 } END { if (!f) print "none" }'; }
+leases_count() { fw_cli leases | awk -v s="$1" '$1 == s { n++ } END { print n + 0 }'; }
+in_answer() { grep -qx "$2" <<<"$1"; } # ANSWER LINE
+
+echo "# phase 1: default leases"
+write_config "  redirect_all: true"
+fw_start_daemon || fw_die "fastwalld did not start"
+check "fastwalld attached to the bridge ports" fw_wait_log 'attached to sb-r' 1 5
+check "the proxy started with one upstream" fw_wait_log 'dns proxy listening on port 15353, 1 upstreams' 1 2
+
+# allowed names: learned before the answer, so the connect right after passes
+check_fails "before resolving, 198.51.100.10 is not reachable (sandbox-a)" \
+	fw_http "$SB_A" http://198.51.100.10/ 1
+check_eq "api.example.com answered NOERROR via the gateway" \
+	"$(dig_status "$SB_A" @10.42.0.1 api.example.com)" NOERROR
+check "the answer carries 198.51.100.10" in_answer "$(dig_short "$SB_A" @10.42.0.1 api.example.com)" 198.51.100.10
+check "the first connect after the answer passes" fw_http "$SB_A" http://198.51.100.10/ 2
+lease=$(lease_of sandbox-a 198.51.100.10)
+check "fastwall leases shows the address with its lease (TTL 30 + 60 = 90 s)" \
+	grep -Eq '^(8[5-9]|90)s$' <<<"$lease"
+echo "#   lease: $lease"
+
+ans=$(dig_short "$SB_A" @10.42.0.1 www.example.com)
+check "a CNAME chain is answered (www.example.com -> edge.cdn.test)" in_answer "$ans" 203.0.113.10
+check "the chain's address was learned and passes" fw_http "$SB_A" http://203.0.113.10/ 2
+ans=$(dig_short "$SB_A" @10.42.0.1 AAAA www.example.com)
+check "the chain's AAAA is answered" in_answer "$ans" 2001:db8::10
+check "the AAAA address passes over IPv6" fw_http "$SB_A" 'http://[2001:db8::10]/' 2
+ttl=$(fw_ns "$SB_A" dig +noall +answer +time=3 @10.42.0.1 long.example.com | awk '{print $2}' | head -1)
+check_eq "a TTL of 24 h reaches the client capped at the lease maximum" "$ttl" 360
+
+# NXDOMAIN cases, with the question echoed and an event
+check_eq "a denied name (earlier deny rule) is NXDOMAIN" \
+	"$(dig_status "$SB_A" @10.42.0.1 bad.example.com)" NXDOMAIN
+check "the NXDOMAIN echoes the question" \
+	grep -q '^;bad.example.com.*IN.*A$' <(fw_ns "$SB_A" dig +time=3 @10.42.0.1 bad.example.com)
+check "the denied query is an event" \
+	fw_wait_log 'deny subject=sandbox-a reason=dns-denied-name name=bad.example.com type=A' 1 2
+check_fails "the denied name's address was not learned" fw_http "$SB_A" http://198.51.100.66/ 1
+check_eq "a name no rule allows is NXDOMAIN (default deny)" \
+	"$(dig_status "$SB_A" @10.42.0.1 github.com)" NXDOMAIN
+check_eq "a denying subject gets NXDOMAIN" "$(dig_status "$SB_B" @10.42.0.1 api.example.com)" NXDOMAIN
+check "... and an event" fw_wait_log 'deny subject=sandbox-b reason=dns-denying name=api.example.com' 1 2
+check_eq "an unknown source (the pod itself) gets NXDOMAIN" \
+	"$(dig_status "$NS_POD" -p 15353 @10.42.0.1 api.example.com)" NXDOMAIN
+check "... and an event" fw_wait_log 'deny subject=- reason=dns-unknown-source' 1 2
+check_eq "a default-allow subject's denied wildcard is NXDOMAIN" \
+	"$(dig_status "$SB_C" @10.42.0.1 x.blocked.test)" NXDOMAIN
+check_eq "a default-allow subject's other names are answered" \
+	"$(dig_status "$SB_C" @10.42.0.1 api.example.com)" NOERROR
+
+# transports
+check_eq "DNS over TCP works" "$(dig_status "$SB_A" +tcp @10.42.0.1 api.example.com)" NOERROR
+check_eq "DNS to the IPv6 gateway works" "$(dig_status "$SB_A" @fd00:42::1 api.example.com)" NOERROR
+check_eq "DNS over TCP to the IPv6 gateway works" \
+	"$(dig_status "$SB_A" +tcp @fd00:42::1 AAAA www.example.com)" NOERROR
+check "a big answer to a client without EDNS comes truncated (TC)" \
+	grep -q 'flags:.* tc' <(fw_ns "$SB_A" dig +noedns +ignore +time=3 @10.42.0.1 big.example.com)
+n=$(dig_short "$SB_A" +noedns @10.42.0.1 big.example.com | wc -l)
+check_eq "dig retries it over TCP and gets all 40 addresses" "$n" 40
+
+# redirect-all: DNS to any resolver is held to the subject's domain policy
+check_eq "redirect-all: a denied name via the upstream directly is still NXDOMAIN" \
+	"$(dig_status "$SB_A" @$UP4 bad.example.com)" NXDOMAIN
+check_eq "redirect-all: allowed via the upstream directly, answered from that address" \
+	"$(dig_status "$SB_A" @$UP4 api.example.com)" NOERROR
+check_eq "redirect-all: the same over TCP" "$(dig_status "$SB_A" +tcp @$UP4 api.example.com)" NOERROR
+check_eq "redirect-all: a resolver that does not exist still answers (the proxy)" \
+	"$(dig_status "$SB_C" @198.51.100.99 api.example.com)" NOERROR
+check_eq "redirect-all: a default-allow subject can't bypass its deny via a public resolver" \
+	"$(dig_status "$SB_C" @$UP4 x.blocked.test)" NXDOMAIN
+check_eq "redirect-all: IPv6 resolver too" "$(dig_status "$SB_A" @$UP6 bad.example.com)" NXDOMAIN
+check_fails "DoT udp/853 stays dropped" fw_udp "$SB_C" 198.51.100.10 853 0.5
+check_fails "DoT tcp/853 stays dropped" fw_http "$SB_C" http://198.51.100.10:853/ 1
+
+# the race: resolve and connect at once, every address new
+before_dd=$(fw_subject_counter sandbox-r default-deny)
+before_le=$(fw_subject_counter sandbox-r lease-expired)
+out=$(fw_ns "$SB_R" "$FW_PY" "$DNSC" race fd00:42::1 'race-%d.race.test' "$RACE_N" 8080 2>"$FW_TMP/race.err") || true
+echo "#   race: $out"
+check_eq "race: $RACE_N x (resolve, connect at once) with no failed or slow connect" \
+	"$out" "ok $RACE_N fail 0 slow 0"
+check_eq "race: no packet of the race subject dropped" \
+	"$(($(fw_subject_counter sandbox-r default-deny) - before_dd + $(fw_subject_counter sandbox-r lease-expired) - before_le))" 0
+head -5 "$FW_TMP/race.err" | sed 's/^/#   /'
+
+# upstream failure
+stop_upstream
+check_eq "upstream down: SERVFAIL" "$(fw_ns "$SB_A" dig +time=5 +tries=1 @10.42.0.1 api.example.com | sed -n 's/.*status: \([A-Z]*\),.*/\1/p')" SERVFAIL
+check_eq "upstream down: a denied name is still NXDOMAIN (decided locally)" \
+	"$(dig_status "$SB_A" @10.42.0.1 bad.example.com)" NXDOMAIN
+start_upstream
+ok=1
+for _ in $(seq 40); do
+	[ "$(dig_status "$SB_A" @10.42.0.1 api.example.com)" = NOERROR ] && { ok=0; break; }
+	sleep 0.25
+done
+check "upstream back: answers again" test $ok = 0
+
+# redirect-all off: the reference behaviour
+write_config "  redirect_all: false"
+check "reload with redirect_all: false" fw_reload
+check_eq "redirect-all off: a default-allow subject reaches the upstream directly" \
+	"$(dig_status "$SB_C" @$UP4 x.blocked.test)" NOERROR
+check_eq "redirect-all off: a default-deny subject's direct DNS is dropped by policy" \
+	"$(dig_status "$SB_A" @$UP4 api.example.com)" ""
+check_eq "redirect-all off: the gateway still goes to the proxy" \
+	"$(dig_status "$SB_C" @10.42.0.1 x.blocked.test)" NXDOMAIN
+
+# revocation: *.example.com goes; what it taught stops passing at once
+check "before revocation 198.51.100.10 passes" fw_http "$SB_A" http://198.51.100.10/ 2
+write_config "  redirect_all: true" '        - { action: allow, target: pypi.org }'
+check "reload without *.example.com" fw_reload
+check_fails "revoked: 198.51.100.10 no longer passes" fw_http "$SB_A" http://198.51.100.10/ 1
+check_fails "revoked: the CNAME chain's 203.0.113.10 neither" fw_http "$SB_A" http://203.0.113.10/ 1
+check_eq "revoked: gone from fastwall leases" "$(lease_of sandbox-a 198.51.100.10)" none
+check "revocation is logged" fw_wait_log 'subject sandbox-a: revoked [0-9]+ learned addresses' 1 2
+check_eq "revoked: the name is NXDOMAIN now" "$(dig_status "$SB_A" @10.42.0.1 api.example.com)" NXDOMAIN
+
+echo "# phase 2: short leases, refresh every second, cap of 4"
+fw_stop_daemon
+write_config "  lease: { add: 0, min: 2, max: 4 }
+  refresh_interval: 1
+  max_learned_per_subject: 4"
+fw_start_daemon || fw_die "fastwalld did not restart"
+
+ans=$(dig_short "$SB_A" @10.42.0.1 short.example.com)
+check "short lease: resolved (TTL 1 -> lease 2 s)" in_answer "$ans" 198.51.100.20
+check "short lease: the connect right after passes" connects "$SB_A" 198.51.100.20 8080
+sleep 4.5
+check_fails "short lease: after it expired the next connection is dropped" \
+	connects "$SB_A" 198.51.100.20 8080
+
+out=$(fw_ns "$SB_A" "$FW_PY" "$DNSC" hold 10.42.0.1 hold.example.com 8080 9 2>&1) || true
+echo "#   $out"
+check "a long-lived TCP connection outlives lease.max (4 s) through refresh" \
+	grep -q '^held 198.51.100.21:8080 for 9.0 s' <<<"$out"
+sleep 1.5
+left=$(lease_of sandbox-a 198.51.100.21)
+check "after it ended the lease got its grace renewal (${left} left)" grep -Eq '^[0-2]s$' <<<"$left"
+sleep 4
+check_fails "and then it runs out" connects "$SB_A" 198.51.100.21 8080
+
+dig_short "$SB_A" @10.42.0.1 big.example.com >/dev/null
+check_eq "the cap: 40 addresses answered, 4 learned" "$(leases_count sandbox-a)" 4
+check "the cap keeps the newest" test "$(lease_of sandbox-a 198.51.100.139)" != none
+
+fw_summary

@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""DNS-then-connect clients and a TCP echo server for tests/e2e/dns.sh.
+
+  dnsclient.py echo-serve PORT --ready FILE
+      TCP echo on [::]:PORT and 0.0.0.0:PORT (every local address).
+  dnsclient.py race RESOLVER NAME_FMT COUNT PORT [--qtype AAAA]
+      COUNT times: resolve NAME_FMT % i over UDP, then connect at once to
+      the first address of the answer; prints "ok N fail N slow N" and
+      exits 1 on any failure (no answer, refused or dropped connect, or a
+      connect that needed a SYN retransmission: slower than 0.5 s).
+  dnsclient.py hold RESOLVER NAME PORT SECONDS [--qtype A]
+      resolves once, connects, then sends a byte every 0.25 s and reads
+      its echo for SECONDS; exits 1 when an echo does not come back.
+"""
+import argparse
+import random
+import socket
+import struct
+import sys
+import threading
+import time
+
+
+def build_query(name, qtype):
+    qid = random.randrange(65536)
+    hdr = struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+    q = b"".join(bytes([len(p)]) + p.encode() for p in name.rstrip(".").split(".")) + b"\0"
+    return qid, hdr + q + struct.pack("!HH", qtype, 1)
+
+
+def skip_name(msg, off):
+    while True:
+        n = msg[off]
+        if n == 0:
+            return off + 1
+        if n & 0xC0 == 0xC0:
+            return off + 2
+        off += 1 + n
+
+
+def parse_addrs(msg, qid):
+    """(rcode, [addresses]) of an answer to qid."""
+    rid, flags, qd, an, _, _ = struct.unpack("!HHHHHH", msg[:12])
+    if rid != qid:
+        raise ValueError("id mismatch")
+    off = 12
+    for _ in range(qd):
+        off = skip_name(msg, off) + 4
+    out = []
+    for _ in range(an):
+        off = skip_name(msg, off)
+        rtype, _, _, rdlen = struct.unpack("!HHIH", msg[off:off + 10])
+        off += 10
+        if rtype == 1 and rdlen == 4:
+            out.append(socket.inet_ntop(socket.AF_INET, msg[off:off + 4]))
+        elif rtype == 28 and rdlen == 16:
+            out.append(socket.inet_ntop(socket.AF_INET6, msg[off:off + 16]))
+        off += rdlen
+    return flags & 0xF, out
+
+
+def resolve(resolver, name, qtype, timeout=3.0):
+    fam = socket.AF_INET6 if ":" in resolver else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.settimeout(timeout)
+    try:
+        qid, q = build_query(name, qtype)
+        s.sendto(q, (resolver, 53))
+        msg, _ = s.recvfrom(4096)
+        return parse_addrs(msg, qid)
+    finally:
+        s.close()
+
+
+def connect(addr, port, timeout):
+    fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
+    c = socket.socket(fam, socket.SOCK_STREAM)
+    c.settimeout(timeout)
+    c.connect((addr, port))
+    return c
+
+
+QTYPES = {"A": 1, "AAAA": 28}
+
+
+def cmd_race(a):
+    ok = fail = slow = 0
+    for i in range(a.count):
+        name = a.name_fmt % i
+        try:
+            rcode, addrs = resolve(a.resolver, name, QTYPES[a.qtype])
+            if rcode != 0 or not addrs:
+                raise OSError("rcode %d, %d addresses" % (rcode, len(addrs)))
+            t0 = time.monotonic()
+            c = connect(addrs[0], a.port, 3.0)
+            dt = time.monotonic() - t0
+            c.close()
+            if dt > 0.5:
+                slow += 1
+                print("slow connect %s -> %s: %.3f s" % (name, addrs[0], dt), file=sys.stderr)
+            else:
+                ok += 1
+        except OSError as e:
+            fail += 1
+            print("failed %s: %s" % (name, e), file=sys.stderr)
+    print("ok %d fail %d slow %d" % (ok, fail, slow))
+    return 0 if fail == 0 and slow == 0 else 1
+
+
+def cmd_hold(a):
+    rcode, addrs = resolve(a.resolver, a.name, QTYPES[a.qtype])
+    if rcode != 0 or not addrs:
+        print("resolve failed: rcode %d" % rcode, file=sys.stderr)
+        return 1
+    c = connect(addrs[0], a.port, 3.0)
+    c.settimeout(2.0)
+    end = time.monotonic() + a.seconds
+    n = 0
+    try:
+        while time.monotonic() < end:
+            c.sendall(b"x")
+            if c.recv(1) != b"x":
+                raise OSError("connection closed")
+            n += 1
+            time.sleep(0.25)
+    except OSError as e:
+        print("echo %d failed after %.1f s: %s" % (n, a.seconds - (end - time.monotonic()), e),
+              file=sys.stderr)
+        return 1
+    c.close()
+    print("held %s:%d for %.1f s, %d echoes" % (addrs[0], a.port, a.seconds, n))
+    return 0
+
+
+def echo_conn(c):
+    try:
+        while True:
+            b = c.recv(4096)
+            if not b:
+                break
+            c.sendall(b)
+    except OSError:
+        pass
+    finally:
+        c.close()
+
+
+def cmd_echo_serve(a):
+    socks = []
+    for fam, host in ((socket.AF_INET6, "::"), (socket.AF_INET, "0.0.0.0")):
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if fam == socket.AF_INET6:
+            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        s.bind((host, a.port))
+        s.listen(512)
+        socks.append(s)
+
+    def accept_loop(s):
+        while True:
+            c, _ = s.accept()
+            threading.Thread(target=echo_conn, args=(c,), daemon=True).start()
+
+    for s in socks:
+        threading.Thread(target=accept_loop, args=(s,), daemon=True).start()
+    if a.ready:
+        open(a.ready, "w").close()
+    while True:
+        time.sleep(3600)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("echo-serve")
+    e.add_argument("port", type=int)
+    e.add_argument("--ready")
+    r = sub.add_parser("race")
+    r.add_argument("resolver")
+    r.add_argument("name_fmt")
+    r.add_argument("count", type=int)
+    r.add_argument("port", type=int)
+    r.add_argument("--qtype", default="AAAA", choices=QTYPES)
+    h = sub.add_parser("hold")
+    h.add_argument("resolver")
+    h.add_argument("name")
+    h.add_argument("port", type=int)
+    h.add_argument("seconds", type=float)
+    h.add_argument("--qtype", default="A", choices=QTYPES)
+    a = p.parse_args()
+    return {"race": cmd_race, "hold": cmd_hold, "echo-serve": cmd_echo_serve}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -57,6 +57,7 @@ struct fw_learn {
 	struct lname *names[NAME_BUCKETS];
 	struct lsubject subj[FW_MAX_SUBJECTS];
 	struct fw_learn_stats st;
+	__u64 cap_rejected_logged;
 	void (*sink)(void *ctx, const struct fw_learn_event *ev);
 	void *sink_ctx;
 };
@@ -540,7 +541,7 @@ int fw_learn_tick(struct fw_learn *l)
 	unsigned char *verdict = NULL;
 	size_t n = 0, cap = 0;
 	struct fw_conn_key key, *prev = NULL;
-	__u64 now;
+	__u64 now, rejected;
 	int err = 0;
 
 	/* read the connection records without the lock: a lookup per record */
@@ -612,7 +613,13 @@ int fw_learn_tick(struct fw_learn *l)
 			}
 		}
 	}
+	rejected = l->st.cap_rejected - l->cap_rejected_logged;
+	l->cap_rejected_logged = l->st.cap_rejected;
 	pthread_mutex_unlock(&l->lock);
+	if (rejected)
+		fw_warn("learned-address cap (%u per subject) reached: %llu addresses not learned "
+			"since the last round, all others carry open connections",
+			l->cfg.max_per_subject, (unsigned long long)rejected);
 
 	for (size_t i = 0; i < n; i++) {
 		if (verdict[i] == CONN_DELETE) {

@@ -5,12 +5,10 @@
 #   2. the loader: fastwalld checks, loads, pins, attaches to a bridge's
 #      ports, and detaches (--purge);
 #   3. one end-to-end scenario with real TCP through network namespaces and
-#      a bridge: allowed passes, denied is dropped, a DNS-learned address
-#      opens a default-deny destination, a restart keeps enforcing and
-#      keeps the state.
-# The DNS proxy does not exist yet: "learned" is simulated by inserting
-# the lease into the pinned fastwall_learned map with bpftool, as the
-# proxy would.
+#      a bridge: allowed passes, denied is dropped, DNS through the proxy
+#      (dnsmasq upstream, dig client; the port and address rewrites with
+#      their checksums on this kernel) opens a default-deny destination,
+#      a restart keeps enforcing and keeps the state.
 #
 # Guests are emulated (10-40x slower, ~50-200 ms per process start), so
 # this spawns few processes: ip -batch for the topology, bash's /dev/tcp
@@ -134,6 +132,7 @@ link set eth0 up
 addr add 198.51.100.10/32 dev lo
 addr add 198.51.100.66/32 dev lo
 addr add 203.0.113.10/32 dev lo
+addr add 198.51.100.53/32 dev lo
 addr add 2001:db8::10/128 dev lo nodad
 addr add 2001:db8::66/128 dev lo nodad
 route add 10.42.0.0/24 via 192.0.2.1
@@ -155,6 +154,21 @@ in_ns "$POD" bash -c 'echo 1 >/proc/sys/net/ipv4/ip_forward; echo 1 >/proc/sys/n
 mkdir -p "$TMP/www" && echo hello >"$TMP/www/index.html"
 # the internet's web server on every address of the namespace
 in_ns "$INET" busybox httpd -f -p 80 -h "$TMP/www" >"$TMP/httpd.log" 2>&1 &
+# the upstream resolver
+cat >"$TMP/dnsmasq.conf" <<EOF
+no-resolv
+no-hosts
+no-poll
+bind-interfaces
+listen-address=198.51.100.53
+port=53
+user=root
+pid-file=
+address=/#/
+host-record=learned.example.com,203.0.113.10,600
+host-record=denied.example.com,198.51.100.10,600
+EOF
+in_ns "$INET" dnsmasq -k -C "$TMP/dnsmasq.conf" --log-facility="$TMP/dnsmasq.log" &
 
 cat >"$CFG" <<EOF
 log_level: info
@@ -162,6 +176,9 @@ datapath:
   bpffs: $BPFFS
   bridges: [br0]
   events: { rate: 1000, burst: 1000 }
+dns:
+  upstreams: [198.51.100.53]
+  timeout: 3
 subjects:
   - name: sandbox-a
     addresses: [10.42.0.2, "fd00:42::2"]
@@ -174,6 +191,7 @@ subjects:
         - { action: allow, target: 198.51.100.0/24 }
         - { action: deny, target: 198.51.100.66 }
         - { action: allow, target: "2001:db8::10" }
+        - { action: allow, target: learned.example.com }
   - name: sandbox-b
     addresses: [10.42.0.3, "fd00:42::3"]
     interface: sb-b
@@ -238,30 +256,33 @@ else
 	echo "$status" | sed 's/^/#   | /'
 fi
 
-echo "# 5. DNS-learned address (simulated: the DNS proxy doesn't exist yet)"
-subjects=$(in_ns "$POD" "$FASTWALL" --bpffs "$BPFFS" subjects 2>&1)
-ida=$(awk '/^[0-9]/ && $2 == "sandbox-a" { print $1 }' <<<"$subjects")
-# struct fw_learned_key {u32 subject, pad; fw_ip (v4-mapped)} -> fw_lease
-# {expires_ns, learned_ns} on CLOCK_MONOTONIC ("now at" in timer_list)
-le() { local v=$1 i; for ((i = 0; i < 8; i++)); do printf '%02x ' $(((v >> (8 * i)) & 255)); done; }
-# shellcheck disable=SC2046 # the hex bytes are meant to split
-learn() { # IP (v4) SECONDS
-	local a b c d w1 w2 now
-	IFS=. read -r a b c d <<<"$1"
-	while read -r w1 w2 now _; do [ "$w1 $w2" = "now at" ] && break; done </proc/timer_list
-	bpftool map update pinned "$BPFFS/fastwall_learned" \
-		key hex $(le "$ida" | cut -c1-12) 00 00 00 00 00 00 00 00 00 00 00 00 00 00 ff ff \
-		$(printf '%02x %02x %02x %02x' "$a" "$b" "$c" "$d") \
-		value hex $(le $((now + $2 * 1000000000))) $(le "$now")
-}
-if [ -z "$ida" ]; then
-	not_ok "fastwall subjects lists sandbox-a"
-	echo "$subjects" | sed 's/^/#   | /'
+echo "# 5. DNS through the proxy: learn, then answer"
+# dig: one process per query, +tries=1 so a failure is one timeout
+q() { in_ns "$1" dig +time=10 +tries=1 "${@:2}" 2>&1; }
+status_of() { sed -n 's/.*status: \([A-Z]*\),.*/\1/p' <<<"$1" | head -1; }
+check_fails "before resolving: sandbox-a -> 203.0.113.10:80 dropped" tcp "$SBA" 203.0.113.10 1
+out=$(q "$SBA" @10.42.0.1 learned.example.com)
+if [[ $(status_of "$out") == NOERROR && $out == *203.0.113.10* ]]; then
+	ok "udp dns to the gateway answered by the proxy (port rewritten both ways)"
+	feature dns_redirect yes
 else
-	check "learned 203.0.113.10 for sandbox-a (bpftool map update)" learn 203.0.113.10 600
-	check "learned address passes: sandbox-a -> 203.0.113.10:80" tcp "$SBA" 203.0.113.10 ||
-		{ bpftool map dump pinned "$BPFFS/fastwall_learned"; in_ns "$POD" "$FASTWALL" --bpffs "$BPFFS" status; } 2>&1 | sed 's/^/#   | /'
+	not_ok "udp dns to the gateway answered by the proxy (port rewritten both ways)"
+	sed 's/^/#   | /' <<<"$out"
+	feature dns_redirect no
 fi
+check "learned address passes at once: sandbox-a -> 203.0.113.10:80" tcp "$SBA" 203.0.113.10 ||
+	{ in_ns "$POD" "$FASTWALL" --bpffs "$BPFFS" leases; grep -v 'deny subject' "$LOG"; } 2>&1 | sed 's/^/#   | /'
+leases_has() { in_ns "$POD" "$FASTWALL" --bpffs "$BPFFS" leases | grep -q "^sandbox-a .*$1 "; }
+check "fastwall leases lists it" leases_has 203.0.113.10
+out=$(q "$SBA" @198.51.100.53 denied.example.com)
+if [[ $(status_of "$out") == NXDOMAIN ]]; then
+	ok "dns to another resolver redirected (address rewritten both ways): NXDOMAIN"
+else
+	not_ok "dns to another resolver redirected (address rewritten both ways): NXDOMAIN"
+	sed 's/^/#   | /' <<<"$out"
+fi
+out=$(q "$SBA" +tcp @10.42.0.1 learned.example.com)
+check "tcp dns to the gateway answered" test "$(status_of "$out")" = NOERROR
 
 echo "# 6. restart: the kernel keeps enforcing while fastwalld is down"
 kill -TERM "$DAEMON"

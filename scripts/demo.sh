@@ -33,6 +33,8 @@ datapath:
   bpffs: $BPFFS
   bridges: [br0]               # every port of br0, also ports added later
   events: { rate: 100, burst: 200 }
+dns:
+  upstreams: [198.51.100.53]   # the simulated internet's resolver
 subjects:
   - name: sandbox-a
     addresses: [10.42.0.2, "fd00:42::2"]
@@ -45,6 +47,8 @@ subjects:
         - { action: allow, target: 198.51.100.0/24 }
         - { action: allow, target: "2001:db8::/64" }
         - { action: deny, target: 198.51.100.66 }
+        - { action: deny, target: bad.example.com }
+        - { action: allow, target: "*.example.com" }
   - name: sandbox-b
     addresses: [10.42.0.3, "fd00:42::3"]
     interface: sb-b
@@ -88,7 +92,9 @@ conn() {
 	case $kind in
 	http) fw_http "$ns" "$1" 1 "${@:2}" ;;
 	udp) fw_udp "$ns" "$1" "$2" 0.7 "${@:3}" ;;
-	dns) fw_dns "$ns" "$1" 0.7 ;;
+	dig) # a NOERROR answer with an address counts as allowed
+		fw_ns "$ns" dig +time=2 +tries=1 "@$1" "$2" | grep -q 'status: NOERROR' &&
+			[ -n "$(fw_ns "$ns" dig +short +time=2 +tries=1 "@$1" "$2")" ] ;;
 	icmp) fw_icmp "$ns" "$1" 0.7 ;;
 	esac >/dev/null 2>&1 && got=ALLOWED || got=BLOCKED
 	after=$(snapshot)
@@ -112,11 +118,14 @@ cat <<EOF
   A pod network namespace holds bridge br0 (gateway 10.42.0.1, fd00:42::1);
   each sandbox is its own namespace on a br0 port (sb-a, sb-b, sb-c). A
   fourth namespace plays the internet: HTTP on 198.51.100.10, 198.51.100.66,
-  203.0.113.10 and 2001:db8::10, UDP echo on :9000. fastwalld runs in the
-  pod and filters what each sandbox sends at TC ingress of its port.
+  203.0.113.10 and 2001:db8::10, UDP echo on :9000, and a resolver on
+  198.51.100.53 (api.example.com is 203.0.113.10). fastwalld runs in the
+  pod, filters what each sandbox sends at TC ingress of its port, and
+  answers every sandbox's DNS through its proxy.
 
   sandbox-a  10.42.0.2  default deny; allow 198.51.100.0/24 and 2001:db8::/64,
-                        but deny 198.51.100.66
+                        but deny 198.51.100.66; allow *.example.com but
+                        deny bad.example.com (domain rules, through DNS)
   sandbox-b  10.42.0.3  default allow; deny 203.0.113.0/24
   sandbox-c  10.42.0.4  state denying (not ready yet); will allow 198.51.100.10
 EOF
@@ -126,8 +135,21 @@ fw_sandbox a 2
 fw_sandbox b 3
 fw_sandbox c 4
 fw_serve_internet
-# a DNS responder on the gateway, so a query shows up as answered
-fw_serve "$NS_POD" --dns 10.42.0.1:53 --http 10.42.0.1:22
+# the internet's resolver (dnsmasq with fixed data)
+ip -n "$NS_INET" addr add 198.51.100.53/32 dev lo
+cat >"$FW_TMP/dnsmasq.conf" <<EOF
+no-resolv
+no-hosts
+bind-interfaces
+listen-address=198.51.100.53
+user=root
+pid-file=
+address=/#/
+host-record=api.example.com,203.0.113.10,30
+host-record=bad.example.com,198.51.100.66,30
+EOF
+fw_bg "$NS_INET" dnsmasq -k -C "$FW_TMP/dnsmasq.conf" --log-facility=-
+fw_serve "$NS_POD" --http 10.42.0.1:22
 write_config denying
 
 heading "Starting fastwalld"
@@ -147,7 +169,12 @@ conn sandbox-b "$SB_B" 203.0.113.10:80 BLOCKED "deny rule 203.0.113.0/24" http h
 conn sandbox-b "$SB_B" 198.51.100.10:853 BLOCKED "DNS-over-TLS is always blocked" http http://198.51.100.10:853/
 conn sandbox-a "$SB_A" "10.42.0.3 (ping)" BLOCKED "sandbox-b is a sibling" icmp 10.42.0.3
 conn sandbox-a "$SB_A" 10.42.0.1:22 BLOCKED "gateway: only DNS is open" http http://10.42.0.1:22/
-conn sandbox-a "$SB_A" 10.42.0.1:53/udp ALLOWED "DNS to the gateway" dns 10.42.0.1
+conn sandbox-a "$SB_A" "api.example.com (DNS)" ALLOWED "*.example.com: answered, 203.0.113.10 learned" dig 10.42.0.1 api.example.com
+conn sandbox-a "$SB_A" 203.0.113.10:80 ALLOWED "learned from api.example.com, 90 s lease" http http://203.0.113.10/
+conn sandbox-a "$SB_A" "bad.example.com (DNS)" BLOCKED "deny bad.example.com: NXDOMAIN" dig 10.42.0.1 bad.example.com
+conn sandbox-a "$SB_A" "github.com (DNS)" BLOCKED "no domain rule: NXDOMAIN" dig 10.42.0.1 github.com
+conn sandbox-b "$SB_B" "bad.example.com @198.51.100.53" ALLOWED "default allow: any name answers" dig 198.51.100.53 bad.example.com
+conn sandbox-a "$SB_A" "bad.example.com @198.51.100.53" BLOCKED "DNS to any resolver goes to the proxy" dig 198.51.100.53 bad.example.com
 conn sandbox-c "$SB_C" 198.51.100.10:80 BLOCKED "sandbox-c is still denying" http http://198.51.100.10/
 ip -n "$SB_B" addr add 10.42.0.2/32 dev eth0 noprefixroute
 conn "sandbox-b" "$SB_B" "198.51.100.10:80" BLOCKED "spoofs sandbox-a's 10.42.0.2 from sb-b" \
@@ -168,6 +195,9 @@ fw_cli status | sed -E "s/^(.)/  \1/"
 
 heading "fastwall subjects"
 fw_cli subjects | sed 's/^/  /'
+
+heading "fastwall leases (DNS-learned addresses)"
+fw_cli leases | sed 's/^/  /'
 
 heading "Deny events (fastwalld log)"
 sleep 0.2

@@ -13,13 +13,13 @@
 #include "parse.h"
 #include "subject.h"
 
-#define FW_IP4_CSUM_OFF	 10
-#define FW_IP4_SRC_OFF	 12
-#define FW_IP4_DST_OFF	 16
-#define FW_IP6_SRC_OFF	 8
-#define FW_IP6_DST_OFF	 24
-#define FW_TCP_CSUM_OFF	 16
-#define FW_UDP_CSUM_OFF	 6
+#define FW_IP4_CSUM_OFF 10
+#define FW_IP4_SRC_OFF	12
+#define FW_IP4_DST_OFF	16
+#define FW_IP6_SRC_OFF	8
+#define FW_IP6_DST_OFF	24
+#define FW_TCP_CSUM_OFF 16
+#define FW_UDP_CSUM_OFF 6
 
 /* {sandbox address, sandbox port, protocol} -> struct fw_dns_nat. Writer:
  * TC ingress. Reader: TC egress. */
@@ -57,7 +57,8 @@ static __always_inline int fw_rewrite_port(struct __sk_buff *skb, const struct f
 /* Rewrites the source (src) or destination address with the IPv4 header
  * and pseudo-header checksums; IPv6 has only the latter. */
 static __always_inline int fw_rewrite_addr(struct __sk_buff *skb, const struct fw_pkt *pkt,
-					   bool src, const struct fw_ip *from, const struct fw_ip *to)
+					   bool src, const struct fw_ip *from,
+					   const struct fw_ip *to)
 {
 	__u32 off = pkt->l3_off;
 

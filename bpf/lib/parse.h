@@ -27,8 +27,8 @@ struct fw_pkt {
 	__u8 icmp_type;
 	__u8 hop_limit;
 	__u8 has_ports;
-	__u16 l3_off; /* network header, from the start of the frame */
-	__u16 l4_off; /* transport header (valid with has_ports) */
+	__u16 l3_off;		/* network header, from the start of the frame */
+	__u16 l4_off;		/* transport header (valid with has_ports) */
 	struct fw_ip nd_target; /* ICMPv6 neighbour advertisement target */
 };
 

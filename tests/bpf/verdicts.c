@@ -519,9 +519,9 @@ struct row {
 	enum prog prog;
 	bool on_dummy; /* ctx ifindex = the dummy interface, else loopback */
 	struct pkt_spec pkt;
-	int verdict;	     /* TC_ACT_OK or TC_ACT_SHOT */
-	__u32 reason;	     /* enum fw_reason */
-	const char *subject; /* whose counter moves; NULL = subject 0 */
+	int verdict;		    /* TC_ACT_OK or TC_ACT_SHOT */
+	__u32 reason;		    /* enum fw_reason */
+	const char *subject;	    /* whose counter moves; NULL = subject 0 */
 	const struct pkt_spec *out; /* the frame expected out; NULL = unchanged */
 };
 
@@ -938,9 +938,9 @@ static const struct row rows[] = {
 	 OUT(TCP6(ALPHA6, ALPHA_GW6, 40004, DNS_PORT, .payload = 40, .csum = true)),
 	 PASS(FW_PASS_DNS_PROXY), .subject = "alpha"},
 	{"dns proxy: egress answer to the other-resolver query gets its source back",
-	 .prog = EGRESS, .pkt = UDP4(ALPHA_GW4, ALPHA4, DNS_PORT, 40004, .payload = 60, .csum = true),
-	 OUT(UDP4(NOWHERE4, ALPHA4, 53, 40004, .payload = 60, .csum = true)),
-	 .verdict = TC_ACT_OK},
+	 .prog = EGRESS,
+	 .pkt = UDP4(ALPHA_GW4, ALPHA4, DNS_PORT, 40004, .payload = 60, .csum = true),
+	 OUT(UDP4(NOWHERE4, ALPHA4, 53, 40004, .payload = 60, .csum = true)), .verdict = TC_ACT_OK},
 	{"dns proxy: egress v6 tcp answer gets its source back", .prog = EGRESS,
 	 .pkt = TCP6(ALPHA_GW6, ALPHA6, DNS_PORT, 40004, .tcp_flags = TH_ACK, .payload = 60,
 		     .csum = true),
@@ -958,8 +958,7 @@ static const struct row rows[] = {
 	 .pkt = UDP4(ALPHA_GW4, ALPHA4, 5353, 40001, .payload = 60, .csum = true),
 	 .verdict = TC_ACT_OK},
 	{"dns proxy: egress from the proxy port of a non-local address is left alone",
-	 .prog = EGRESS,
-	 .pkt = UDP4(OK4, ALPHA4, DNS_PORT, 40001, .payload = 60, .csum = true),
+	 .prog = EGRESS, .pkt = UDP4(OK4, ALPHA4, DNS_PORT, 40001, .payload = 60, .csum = true),
 	 .verdict = TC_ACT_OK},
 	{"dns proxy: a denying subject's DNS reaches the proxy (NXDOMAIN there)",
 	 .pkt = UDP4(GAMMA4, LOCAL4, 40010, 53, .csum = true),
@@ -1446,7 +1445,8 @@ static void scenario_connections(void)
 {
 	const struct pkt_spec syn = TCP4(ALPHA4, LEARNED4, 41000, 443);
 	const struct pkt_spec ack = TCP4(ALPHA4, LEARNED4, 41000, 443, .tcp_flags = TH_ACK);
-	const struct pkt_spec fin = TCP4(ALPHA4, LEARNED4, 41000, 443, .tcp_flags = TH_FIN | TH_ACK);
+	const struct pkt_spec fin =
+		TCP4(ALPHA4, LEARNED4, 41000, 443, .tcp_flags = TH_FIN | TH_ACK);
 	const struct pkt_spec syn2 = TCP4(ALPHA4, LEARNED4, 41001, 443);
 	const struct pkt_spec rst_in = TCP4(LEARNED4, ALPHA4, 443, 41001, .tcp_flags = TH_RST);
 	const struct pkt_spec cidr = TCP4(ALPHA4, OK4, 41002, 443);
@@ -1551,8 +1551,7 @@ static void scenario_learned_leases(void)
 	static const char *const api[] = {"192.0.2.77", "2001:db8:77::1", NULL};
 	static const char *const pypi[] = {"192.0.2.78", "192.0.2.79", NULL};
 	static const char *const shared[] = {"192.0.2.79", NULL};
-	static const char *const more[] = {"198.51.100.71", "198.51.100.72", "198.51.100.73",
-					   NULL};
+	static const char *const more[] = {"198.51.100.71", "198.51.100.72", "198.51.100.73", NULL};
 	static const char *const one_more[] = {"198.51.100.74", NULL};
 	struct fw_learn_config lc;
 	struct fw_learn_info info;
@@ -1572,8 +1571,8 @@ static void scenario_learned_leases(void)
 	/* decide */
 	result(decide(l, NU4, "api.example.com") == -1, "learn: allowed wildcard name is forwarded",
 	       NULL);
-	result(decide(l, NU4, "API.Example.COM.") == -1, "learn: case and trailing dot do not matter",
-	       NULL);
+	result(decide(l, NU4, "API.Example.COM.") == -1,
+	       "learn: case and trailing dot do not matter", NULL);
 	result(decide(l, NU4, "example.com") == FW_DNS_RCODE_NXDOMAIN,
 	       "learn: the wildcard does not cover its own suffix", NULL);
 	result(decide(l, NU4, "bad.example.com") == FW_DNS_RCODE_NXDOMAIN,
@@ -1584,7 +1583,8 @@ static void scenario_learned_leases(void)
 	       "learn: unknown source (NXDOMAIN)", NULL);
 	result(decide(l, GAMMA4, "api.example.com") == FW_DNS_RCODE_NXDOMAIN,
 	       "learn: denying subject (NXDOMAIN)", NULL);
-	result(decide(l, BETA4, "anything.org") == -1, "learn: default-allow subject forwards", NULL);
+	result(decide(l, BETA4, "anything.org") == -1, "learn: default-allow subject forwards",
+	       NULL);
 
 	/* learn before the answer: the first connect passes */
 	v = verdict_to(NU4, "192.0.2.77", 42000, TH_SYN);
@@ -1635,8 +1635,8 @@ static void scenario_learned_leases(void)
 	v = verdict_to(NU4, "192.0.2.78", 42002, TH_SYN);
 	result(v == TC_ACT_OK, "learn: an address of a still-allowed name stays", "verdict %d", v);
 	v = verdict_to(NU4, "192.0.2.79", 42003, TH_SYN);
-	result(v == TC_ACT_OK, "learn: an address with one name still allowed stays",
-	       "verdict %d", v);
+	result(v == TC_ACT_OK, "learn: an address with one name still allowed stays", "verdict %d",
+	       v);
 	result(decide(l, NU4, "api.example.com") == FW_DNS_RCODE_NXDOMAIN,
 	       "learn: the revoked name is now NXDOMAIN", NULL);
 	result(answer(l, "api.example.com", api, 30) != 0 && kernel_expiry(id, "192.0.2.77") == 0,
@@ -1648,8 +1648,8 @@ static void scenario_learned_leases(void)
 	/* 78 has an open connection (42002 above); a tick records it */
 	fw_learn_tick(l);
 	answer(l, "pypi.org", more, 60); /* 78, 79 + 71, 72 fill it; 73 evicts */
-	result(fw_learn_count(l, id) == 4, "learn: the cap holds the count",
-	       "count %zu", fw_learn_count(l, id));
+	result(fw_learn_count(l, id) == 4, "learn: the cap holds the count", "count %zu",
+	       fw_learn_count(l, id));
 	/* 78 and 79 both carry a connection (42002, 42003 above) */
 	result(kernel_expiry(id, "192.0.2.78") != 0 && kernel_expiry(id, "192.0.2.79") != 0,
 	       "learn: addresses with an open connection are not evicted", NULL);

@@ -453,21 +453,22 @@ Test(config, dns_defaults)
 
 Test(config, dns_section)
 {
-	static const char y[] = "dns:\n"
-				"  proxy: true\n"
-				"  redirect_all: false\n"
-				"  port: 5300\n"
-				"  upstreams: [198.51.100.53, \"198.51.100.54:5353\", \"2001:db8::53\",\n"
-				"              \"[2001:db8::54]:5353\"]\n"
-				"  resolv_conf: /run/resolv.conf\n"
-				"  timeout: 2\n"
-				"  probe_interval: 0\n"
-				"  workers: 4\n"
-				"  max_tcp_clients: 64\n"
-				"  lease: { add: 0, min: 2, max: 4 }\n"
-				"  max_learned_per_subject: 0\n"
-				"  refresh_interval: 1\n"
-				"  tcp_idle_timeout: 600\n";
+	static const char y[] =
+		"dns:\n"
+		"  proxy: true\n"
+		"  redirect_all: false\n"
+		"  port: 5300\n"
+		"  upstreams: [198.51.100.53, \"198.51.100.54:5353\", \"2001:db8::53\",\n"
+		"              \"[2001:db8::54]:5353\"]\n"
+		"  resolv_conf: /run/resolv.conf\n"
+		"  timeout: 2\n"
+		"  probe_interval: 0\n"
+		"  workers: 4\n"
+		"  max_tcp_clients: 64\n"
+		"  lease: { add: 0, min: 2, max: 4 }\n"
+		"  max_learned_per_subject: 0\n"
+		"  refresh_interval: 1\n"
+		"  tcp_idle_timeout: 600\n";
 
 	cr_assert_eq(load(y), 0, "%s", err);
 	cr_expect(cfg.dns_proxy);

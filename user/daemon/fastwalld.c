@@ -184,8 +184,9 @@ static void on_dns_event(void *ctx, const struct fw_learn_event *ev)
 		snprintf(type, sizeof(type), "TYPE%u", ev->qtype);
 	}
 	fw_info("deny subject=%s reason=dns-%s name=%s type=%s src=%s%s",
-		ev->name && ev->name[0] ? ev->name : "-", ev->reason, ev->qname[0] ? ev->qname : ".",
-		type, client, ev->suppressed ? " (after suppressed events)" : "");
+		ev->name && ev->name[0] ? ev->name : "-", ev->reason,
+		ev->qname[0] ? ev->qname : ".", type, client,
+		ev->suppressed ? " (after suppressed events)" : "");
 	if (ev->suppressed)
 		fw_info("events of subject=%s suppressed by rate limit: %llu",
 			ev->name && ev->name[0] ? ev->name : "-",

@@ -1356,7 +1356,8 @@ static int parse_dns(struct cfg_ctx *ctx, yaml_node_t *node)
 	err = cfg_map(ctx, node, "dns", keys, DK_MAX, true);
 	if (err)
 		return err;
-	if ((n = key_value(&keys[DK_PROXY])) && (err = cfg_bool(ctx, n, "dns.proxy", &c->dns_proxy)))
+	if ((n = key_value(&keys[DK_PROXY])) &&
+	    (err = cfg_bool(ctx, n, "dns.proxy", &c->dns_proxy)))
 		return err;
 	if ((n = key_value(&keys[DK_REDIRECT_ALL])) &&
 	    (err = cfg_bool(ctx, n, "dns.redirect_all", &c->dns_redirect_all)))
@@ -1435,10 +1436,11 @@ static int parse_dns(struct cfg_ctx *ctx, yaml_node_t *node)
 	/* a live connection's lease is renewed to lease.min every round: two
 	 * rounds must fit in it, or a late round lets the lease lapse */
 	if (2 * c->refresh_interval_ns > (__u64)c->lease_min_s * NSEC_PER_SEC)
-		return cfg_fail(ctx, node,
-				"dns.refresh_interval (%llus) must be at most half of dns.lease.min (%us)",
-				(unsigned long long)(c->refresh_interval_ns / NSEC_PER_SEC),
-				c->lease_min_s);
+		return cfg_fail(
+			ctx, node,
+			"dns.refresh_interval (%llus) must be at most half of dns.lease.min (%us)",
+			(unsigned long long)(c->refresh_interval_ns / NSEC_PER_SEC),
+			c->lease_min_s);
 	return 0;
 }
 

@@ -16,10 +16,10 @@
 #include "learn.h"
 #include "log.h"
 
-#define NAME_BUCKETS   16384
-#define MIN_BUCKETS    1024
-#define NSEC_PER_SEC   1000000000ull
-#define DNSP_FORWARD   (-1) /* FW_DNSP_FORWARD, without the engine's header */
+#define NAME_BUCKETS 16384
+#define MIN_BUCKETS  1024
+#define NSEC_PER_SEC 1000000000ull
+#define DNSP_FORWARD (-1) /* FW_DNSP_FORWARD, without the engine's header */
 
 struct lname {
 	struct lname *next;
@@ -29,7 +29,7 @@ struct lname {
 };
 
 struct lentry {
-	struct lentry *hnext;	     /* hash chain */
+	struct lentry *hnext;	    /* hash chain */
 	struct lentry *prev, *next; /* the subject's list, least recently learned first */
 	__u32 id;
 	struct fw_ip addr;
@@ -507,7 +507,8 @@ static void on_domains(void *ctx, __u32 id)
 	fw_domain_policy_put(d);
 	if (revoked) {
 		fw_reg_name_of(l->reg, id, sname, sizeof(sname));
-		fw_info("subject %s: revoked %zu learned addresses (their names are no longer allowed)",
+		fw_info("subject %s: revoked %zu learned addresses (their names are no longer "
+			"allowed)",
 			sname, revoked);
 	}
 }
@@ -574,8 +575,8 @@ int fw_learn_tick(struct fw_learn *l)
 	for (size_t i = 0; i < n; i++) {
 		const struct fw_conn *c = &recs[i].v;
 		__u32 id = recs[i].k.subject;
-		struct lentry *e = id && id < FW_MAX_SUBJECTS ? entry_find(l, id, &recs[i].k.dst)
-							      : NULL;
+		struct lentry *e =
+			id && id < FW_MAX_SUBJECTS ? entry_find(l, id, &recs[i].k.dst) : NULL;
 		__u64 renew = now + (__u64)l->cfg.lease_min_s * NSEC_PER_SEC;
 
 		if (!e) {

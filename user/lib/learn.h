@@ -17,10 +17,10 @@
 #define FW_LEARN_MAX_NAMES 8 /* names remembered per address; see fw_learn_answer */
 
 struct fw_learn_config {
-	__u32 lease_add_s; /* lease = clamp(ttl + add, min, max) */
-	__u32 lease_min_s; /* also the renewal of a connection's destination */
-	__u32 lease_max_s; /* also the TTL cap of forwarded answers */
-	__u32 max_per_subject;	  /* learned addresses per subject; 0 = no cap */
+	__u32 lease_add_s;	   /* lease = clamp(ttl + add, min, max) */
+	__u32 lease_min_s;	   /* also the renewal of a connection's destination */
+	__u32 lease_max_s;	   /* also the TTL cap of forwarded answers */
+	__u32 max_per_subject;	   /* learned addresses per subject; 0 = no cap */
 	__u64 refresh_interval_ns; /* fw_learn_tick period */
 	__u64 tcp_idle_ns;	   /* an open connection silent this long is gone */
 	__u64 close_linger_ns;	   /* a closed connection's record is kept this long */
@@ -74,8 +74,8 @@ void fw_learn_set_event_sink(struct fw_learn *l,
  * (the client gets SERVFAIL) only when the kernel refuses the write. */
 int fw_learn_decide(void *l, const struct fw_ip *client, const struct fw_dns_query *q,
 		    __u64 *token);
-int fw_learn_answer(void *l, const struct fw_ip *client, const struct fw_dns_query *q,
-		    __u64 token, const struct fw_dns_answer *a);
+int fw_learn_answer(void *l, const struct fw_ip *client, const struct fw_dns_query *q, __u64 token,
+		    const struct fw_dns_answer *a);
 
 /* Learns addr for subject id as taught by name (tests, benchmarks). */
 int fw_learn_add(struct fw_learn *l, __u32 id, const struct fw_ip *addr, const char *name,

@@ -426,8 +426,8 @@ static int domains_build(const struct fw_policy *overlay, const struct fw_static
 
 /* Publishes d (may be NULL: nothing changed) for e under the registry lock;
  * tells the DNS side when the same id's policy changed. */
-static void domains_publish(struct fw_registry *r, struct fw_entry *e,
-			    struct fw_domain_policy *d, bool same_id)
+static void domains_publish(struct fw_registry *r, struct fw_entry *e, struct fw_domain_policy *d,
+			    bool same_id)
 {
 	struct fw_domain_policy *old;
 

@@ -239,9 +239,12 @@ before_dd=$(fw_subject_counter sandbox-r default-deny)
 before_le=$(fw_subject_counter sandbox-r lease-expired)
 out=$(fw_ns "$SB_R" "$FW_PY" "$DNSC" race fd00:42::1 'race-%d.race.test' "$RACE_N" 8080 2>"$FW_TMP/race.err") || true
 echo "#   race: $out"
-check_eq "race: $RACE_N x (resolve, connect at once) with no failed or slow connect" \
-	"$out" "ok $RACE_N fail 0 slow 0"
-check_eq "race: no packet of the race subject dropped" \
+# a connect slower than 0.5 s needed a SYN retransmission; whether the
+# firewall lost that SYN is what the drop counters below say (a loss on a
+# busy 2-core machine elsewhere, e.g. the echo server's backlog, is not)
+check "race: $RACE_N x (resolve, connect at once) with no failed connect" \
+	grep -Eq "^ok [0-9]+ fail 0 slow [0-9]+$" <<<"$out"
+check_eq "race: no packet of the race subject dropped (no SYN waited for its lease)" \
 	"$(($(fw_subject_counter sandbox-r default-deny) - before_dd + $(fw_subject_counter sandbox-r lease-expired) - before_le))" 0
 head -5 "$FW_TMP/race.err" | sed 's/^/#   /'
 

@@ -801,8 +801,14 @@ static enum dnsp_verdict dnsp_exch_answer(struct dnsp_worker *w, struct dnsp_slo
 	/* cap first and learn from the capped bytes: a hostile pointer may
 	 * aim into a TTL, and what is learned must be what the client reads */
 	err = fw_dns_cap_ttls(msg, len, p->cfg.ttl_cap);
-	if (!err)
+	if (!err) {
+		/* upstream knows the query by the id we gave it */
+		__u16 client_id = s->q.id;
+
+		s->q.id = s->up_id;
 		err = fw_dns_parse_answer(msg, len, &s->q, a);
+		s->q.id = client_id;
+	}
 	if (err == -EPROTO)
 		return DNSP_WAIT;
 	if (s->origin == DNSP_O_PROBE) {

@@ -55,6 +55,41 @@ static void check_query(const uint8_t *data, size_t size)
 		abort();
 	if (!q.has_edns && q2.edns_udp_size != FW_DNS_EDNS_UDP)
 		abort();
+	/* and the proxy can take it off again, back to the client's bytes */
+	if (!q.has_edns) {
+		ret = fw_dns_strip_opt(out, n, &n);
+		if (ret || fw_dns_parse_query(out, n, &q2) || q2.has_edns ||
+		    strcmp(q.name, q2.name))
+			abort();
+	}
+}
+
+/* The reply to a rejected query: never to an answer, never longer than
+ * what was sent, always an answer itself, question echoed when usable. */
+static void check_reject(const uint8_t *data, size_t size)
+{
+	static __u8 out[FUZZ_MSG_MAX];
+	struct fw_dns_query q, q2;
+	size_t n;
+	int ret, parsed;
+
+	parsed = fw_dns_parse_query(data, size, &q);
+	ret = fw_dns_build_reject(data, size, FW_DNS_RCODE_FORMERR, out, sizeof(out), &n);
+	if (size < FW_DNS_HDR_LEN || (data[2] & (FW_DNS_F_QR >> 8))) {
+		if (ret != -EINVAL)
+			abort();
+		return;
+	}
+	if (ret || n < FW_DNS_HDR_LEN || n > size || memcmp(out, data, 2))
+		abort();
+	if (!(out[2] & (FW_DNS_F_QR >> 8)) || (out[3] & FW_DNS_F_RCODE) != FW_DNS_RCODE_FORMERR)
+		abort();
+	if (out[6] | out[7] | out[8] | out[9] | out[10] | out[11])
+		abort();
+	if (!parsed && n != q.question_end)
+		abort();
+	if (fw_dns_parse_query(out, n, &q2) != -EINVAL)
+		abort();
 }
 
 static void check_answer(const uint8_t *data, size_t size)
@@ -108,11 +143,54 @@ static void check_answer(const uint8_t *data, size_t size)
 			abort();
 }
 
+/* Stripping the OPT RR and truncating, the last rewrites before an answer
+ * goes back to the client: the result must still be a well-formed message. */
+static void check_rewrites(const uint8_t *data, size_t size)
+{
+	static __u8 copy[FUZZ_MSG_MAX];
+	struct fw_dns_answer a;
+	struct fw_dns_query q;
+	size_t n, n2;
+	int ret, valid;
+
+	memcpy(copy, data, size);
+	valid = fw_dns_cap_ttls(copy, size, UINT32_MAX);
+	if (valid && memcmp(copy, data, size))
+		abort();
+	ret = fw_dns_strip_opt(copy, size, &n);
+	if (ret && ret != -EINVAL && ret != -EOPNOTSUPP)
+		abort();
+	if ((ret == -EINVAL) != (valid != 0))
+		abort(); /* the same validation as everywhere else */
+	if (!ret) {
+		if (n > size || fw_dns_cap_ttls(copy, n, UINT32_MAX))
+			abort();
+		/* nothing left to strip */
+		if (fw_dns_strip_opt(copy, n, &n2) || n2 != n)
+			abort();
+	}
+
+	memcpy(copy, data, size);
+	ret = fw_dns_truncate(copy, size, &n);
+	if (ret && ret != -EINVAL)
+		abort();
+	if (ret)
+		return;
+	if (n > size || n < FW_DNS_HDR_LEN + 5 || fw_dns_cap_ttls(copy, n, UINT32_MAX))
+		abort();
+	/* it answers its own question, with TC and nothing else */
+	memset(&q, 0, sizeof(q));
+	if (fw_dns_parse_answer(copy, n, &q, &a) == -EINVAL || !a.truncated || a.naddrs)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size > FUZZ_MSG_MAX)
 		return 0;
 	check_query(data, size);
+	check_reject(data, size);
 	check_answer(data, size);
+	check_rewrites(data, size);
 	return 0;
 }

@@ -372,6 +372,107 @@ int fw_dns_add_edns0(__u8 *msg, size_t len, size_t cap, size_t *newlen, __u16 ud
 	return 0;
 }
 
+int fw_dns_strip_opt(__u8 *msg, size_t len, size_t *newlen)
+{
+	struct dns_walk w;
+	struct dns_hdr h;
+	size_t off = FW_DNS_HDR_LEN, rr_end;
+	int err;
+
+	if (!newlen)
+		return -EINVAL;
+	err = dns_hdr_parse(msg, len, &h);
+	if (err)
+		return err;
+	err = dns_skip_questions(msg, len, &off, h.qdcount);
+	if (err)
+		return err;
+	err = dns_walk_rrs(msg, len, &h, off, &w);
+	if (err)
+		return err;
+	if (!w.nopt) {
+		*newlen = len;
+		return 0;
+	}
+	/* the walk checked the owner is the one root byte before opt_rr */
+	rr_end = w.opt_rr + DNS_RR_FIXED + get16(msg + w.opt_rr + 8);
+	if (rr_end != w.end)
+		return -EOPNOTSUPP;
+	put16(msg + 10, h.arcount - 1);
+	*newlen = w.opt_rr - 1;
+	return 0;
+}
+
+/* The first question at offset 12: its name cannot be compressed (pointers
+ * go backwards and never into the header), so it is self-contained. Returns
+ * the offset just past it, or 0 when it is missing or malformed. */
+static size_t dns_first_question_end(const __u8 *msg, size_t len, const struct dns_hdr *h)
+{
+	size_t off = FW_DNS_HDR_LEN;
+
+	if (!h->qdcount || dns_name(msg, len, &off, NULL, NULL) || len - off < 4)
+		return 0;
+	return off + 4;
+}
+
+int fw_dns_truncate(__u8 *msg, size_t len, size_t *newlen)
+{
+	struct dns_hdr h;
+	size_t end;
+	int err;
+
+	if (!newlen)
+		return -EINVAL;
+	err = dns_hdr_parse(msg, len, &h);
+	if (err)
+		return err;
+	if (!(h.flags & FW_DNS_F_QR))
+		return -EINVAL;
+	end = dns_first_question_end(msg, len, &h);
+	if (!end)
+		return -EINVAL;
+	put16(msg + 2, h.flags | FW_DNS_F_TC);
+	put16(msg + 4, 1);
+	put16(msg + 6, 0);
+	put16(msg + 8, 0);
+	put16(msg + 10, 0);
+	*newlen = end;
+	return 0;
+}
+
+int fw_dns_build_reject(const __u8 *msg, size_t len, int rcode, __u8 *out, size_t outcap,
+			size_t *outlen)
+{
+	struct dns_hdr h;
+	size_t end;
+	__u16 flags;
+	int err;
+
+	if (!out || !outlen || rcode < 0 || rcode > FW_DNS_F_RCODE)
+		return -EINVAL;
+	err = dns_hdr_parse(msg, len, &h);
+	if (err)
+		return err;
+	if (h.flags & FW_DNS_F_QR)
+		return -EINVAL;
+	end = dns_first_question_end(msg, len, &h);
+	if (!end)
+		end = FW_DNS_HDR_LEN;
+	if (outcap < end)
+		return -ENOSPC;
+	flags = FW_DNS_F_QR | (h.flags & (FW_DNS_F_OPCODE | FW_DNS_F_RD | FW_DNS_F_CD)) |
+		FW_DNS_F_RA | (__u16)rcode;
+	memmove(out + FW_DNS_HDR_LEN, msg + FW_DNS_HDR_LEN, end - FW_DNS_HDR_LEN);
+	put16(out, h.id);
+	put16(out + 2, flags);
+	put16(out + 4, end > FW_DNS_HDR_LEN ? 1 : 0);
+	put16(out + 6, 0);
+	put16(out + 8, 0);
+	put16(out + 10, 0);
+	*outlen = end;
+	return 0;
+}
+
 /* name is the question name or one of the CNAME targets found so far */
 static bool dns_in_chain(const char *name, const struct fw_dns_query *q,
 			 const struct fw_dns_answer *a)

@@ -38,10 +38,13 @@ enum fw_dns_rcode {
 	FW_DNS_RCODE_FORMERR = 1,
 	FW_DNS_RCODE_SERVFAIL = 2,
 	FW_DNS_RCODE_NXDOMAIN = 3,
+	FW_DNS_RCODE_NOTIMP = 4,
+	FW_DNS_RCODE_REFUSED = 5, /* never sent by fastwall; seen from upstreams */
 };
 
 enum fw_dns_type {
 	FW_DNS_TYPE_A = 1,
+	FW_DNS_TYPE_NS = 2,
 	FW_DNS_TYPE_CNAME = 5,
 	FW_DNS_TYPE_AAAA = 28,
 	FW_DNS_TYPE_OPT = 41,
@@ -98,6 +101,26 @@ int fw_dns_build_error(const __u8 *query, size_t qlen, const struct fw_dns_query
  * already there). Bytes after the last RR are dropped. -ENOSPC when cap is
  * too small, -EINVAL when the message is malformed. */
 int fw_dns_add_edns0(__u8 *msg, size_t len, size_t cap, size_t *newlen, __u16 udp_size);
+
+/* Removes the OPT RR of a well-formed message when it is the last RR
+ * (where fw_dns_add_edns0 puts it) and lowers ARCOUNT; bytes after the last
+ * RR are dropped. *newlen is len when there is no OPT RR. -EOPNOTSUPP when
+ * the OPT RR is not last: later compression pointers may aim past it, so
+ * it is left in place. -EINVAL when the message is malformed. */
+int fw_dns_strip_opt(__u8 *msg, size_t len, size_t *newlen);
+
+/* Cuts a response (QR=1) down to its header and first question with TC
+ * set and no records, so a UDP client retries over TCP. -EINVAL when the
+ * header or the first question is malformed or missing. */
+int fw_dns_truncate(__u8 *msg, size_t len, size_t *newlen);
+
+/* Builds an error response to a message fw_dns_parse_query rejected (a bad
+ * opcode: NOTIMP; malformed: FORMERR): id, opcode, RD and CD echoed, and
+ * the first question verbatim when it is well formed on the wire, else no
+ * question. -EINVAL when there is no header or QR is set (never answer an
+ * answer), -ENOSPC when outcap is too small. */
+int fw_dns_build_reject(const __u8 *msg, size_t len, int rcode, __u8 *out, size_t outcap,
+			size_t *outlen);
 
 /* Parses a response (QR=1) to q: id and question must match (-EPROTO if
  * not). Collects every A/AAAA (class IN) in the answer section owned by the

@@ -24,9 +24,9 @@ struct fw_dnsp_upstream {
 };
 
 struct fw_dnsp_config {
-	__u16 port;	 /* listen port on every local address (host order) */
-	bool ipv6;	 /* also listen on [::]:port (IPV6_V6ONLY); failure is a warning */
-	bool loopback;	 /* bind 127.0.0.1 / ::1 only (tests, benchmarks) */
+	__u16 port;	  /* listen port on every local address (host order) */
+	bool ipv6;	  /* also listen on [::]:port (IPV6_V6ONLY); failure is a warning */
+	bool loopback;	  /* bind 127.0.0.1 / ::1 only (tests, benchmarks) */
 	unsigned workers; /* event-loop threads, each with its own sockets */
 	struct fw_dnsp_upstream upstreams[FW_DNSP_MAX_UPSTREAMS]; /* tried in order */
 	size_t nupstreams;

@@ -1,0 +1,1719 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The DNS proxy engine as a client sees it: real sockets on loopback, the
+ * engine on port 0, and in-process fake upstreams (a thread with a UDP and
+ * a TCP socket serving canned answers, told per test to delay, drop, fail,
+ * truncate, lie about the id or answer big). The fakes are the only mock.
+ * Timeouts are generous: the machine is small and shared. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "dns.h"
+#include "dnsproxy.h"
+
+#define WAIT_MS	   5000 /* an answer that must come */
+#define QUIET_MS   400	/* an answer that must not come (yet) */
+#define SHORT_NS   (200 * 1000000ULL)
+#define TEST_NET_1 0xc0000200u /* 192.0.2.0 */
+#define TEST_NET_2 0xc6336400u /* 198.51.100.0 */
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
+}
+
+/* ---- messages ---- */
+
+struct msg {
+	__u8 b[8192];
+	size_t len;
+};
+
+static void m_u8(struct msg *m, __u8 v)
+{
+	cr_assert_lt(m->len, sizeof(m->b));
+	m->b[m->len++] = v;
+}
+
+static void m_u16(struct msg *m, __u16 v)
+{
+	m_u8(m, v >> 8);
+	m_u8(m, v & 0xff);
+}
+
+static void m_u32(struct msg *m, __u32 v)
+{
+	m_u16(m, v >> 16);
+	m_u16(m, v & 0xffff);
+}
+
+static void m_name(struct msg *m, const char *name)
+{
+	while (*name) {
+		const char *dot = strchr(name, '.');
+		size_t l = dot ? (size_t)(dot - name) : strlen(name);
+
+		m_u8(m, (__u8)l);
+		for (size_t i = 0; i < l; i++)
+			m_u8(m, (__u8)name[i]);
+		name += l + (dot ? 1 : 0);
+	}
+	m_u8(m, 0);
+}
+
+static void m_opt(struct msg *m, __u16 size)
+{
+	m_u8(m, 0);
+	m_u16(m, FW_DNS_TYPE_OPT);
+	m_u16(m, size);
+	m_u32(m, 0);
+	m_u16(m, 0);
+}
+
+/* a query as a stub resolver sends it; edns 0 = no OPT RR */
+static struct msg query(__u16 id, const char *name, __u16 type, __u16 edns)
+{
+	struct msg m = {.len = 0};
+
+	m_u16(&m, id);
+	m_u16(&m, FW_DNS_F_RD);
+	m_u16(&m, 1);
+	m_u16(&m, 0);
+	m_u16(&m, 0);
+	m_u16(&m, edns ? 1 : 0);
+	m_name(&m, name);
+	m_u16(&m, type);
+	m_u16(&m, FW_DNS_CLASS_IN);
+	if (edns)
+		m_opt(&m, edns);
+	return m;
+}
+
+static __u16 hdr(const struct msg *m, int field)
+{
+	return (__u16)(m->b[2 * field] << 8 | m->b[2 * field + 1]);
+}
+
+#define H_ID	0
+#define H_FLAGS 1
+#define H_QD	2
+#define H_AN	3
+#define H_NS	4
+#define H_AR	5
+
+/* what a client makes of an answer to its query */
+static int answer_of(const struct msg *q, const struct msg *a, struct fw_dns_answer *out)
+{
+	struct fw_dns_query pq;
+
+	cr_assert_eq(fw_dns_parse_query(q->b, q->len, &pq), 0);
+	return fw_dns_parse_answer(a->b, a->len, &pq, out);
+}
+
+/* ---- the fake upstream ---- */
+
+struct fake {
+	int udp, tcp, stop;
+	__u16 port;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	/* behaviour, set by the test */
+	bool drop;
+	int rcode;
+	unsigned int delay_ms;
+	bool tc;		   /* header + question with TC */
+	bool wrong_id_first;	   /* a decoy with another id before the answer */
+	bool wrong_question_first; /* a decoy for another name first */
+	unsigned int naddrs;	   /* A records in each answer */
+	__u32 ttl;
+	__u32 net; /* addresses are net + 1 + i */
+	/* observations */
+	unsigned int udp_queries, tcp_queries;
+	bool last_had_opt;
+	__u16 last_opt_size;
+};
+
+static struct fake *fake_new(__u32 net);
+
+static void fake_answer(struct fake *f, const __u8 *q, size_t qlen, struct msg *out, bool decoy)
+{
+	struct fw_dns_query pq;
+	unsigned int n;
+
+	out->len = 0;
+	if (fw_dns_parse_query(q, qlen, &pq))
+		return;
+	pthread_mutex_lock(&f->lock);
+	f->last_had_opt = pq.has_edns;
+	f->last_opt_size = pq.edns_udp_size;
+	n = f->tc ? 0 : f->naddrs;
+	m_u16(out, decoy && f->wrong_id_first ? (__u16)(pq.id ^ 0x5a5a) : pq.id);
+	m_u16(out, FW_DNS_F_QR | FW_DNS_F_RD | FW_DNS_F_RA | (f->tc ? FW_DNS_F_TC : 0) |
+			   (__u16)f->rcode);
+	m_u16(out, 1);
+	m_u16(out, (__u16)n);
+	m_u16(out, 0);
+	m_u16(out, pq.has_edns ? 1 : 0);
+	if (decoy && f->wrong_question_first) {
+		m_name(out, "decoy.example");
+		m_u16(out, pq.qtype);
+		m_u16(out, pq.qclass);
+	} else {
+		for (size_t i = FW_DNS_HDR_LEN; i < pq.question_end; i++)
+			m_u8(out, q[i]);
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		m_u16(out, 0xc00c); /* the question name */
+		m_u16(out, FW_DNS_TYPE_A);
+		m_u16(out, FW_DNS_CLASS_IN);
+		m_u32(out, f->ttl);
+		m_u16(out, 4);
+		/* a decoy teaches other addresses: they must never be seen */
+		m_u32(out, (decoy ? 0x0a000000u : f->net) + 1 + (i % 250));
+	}
+	if (pq.has_edns)
+		m_opt(out, 4096);
+	pthread_mutex_unlock(&f->lock);
+}
+
+static bool fake_decoys(struct fake *f)
+{
+	bool d;
+
+	pthread_mutex_lock(&f->lock);
+	d = f->wrong_id_first || f->wrong_question_first;
+	pthread_mutex_unlock(&f->lock);
+	return d;
+}
+
+static void fake_wait(struct fake *f)
+{
+	unsigned int ms;
+
+	pthread_mutex_lock(&f->lock);
+	ms = f->delay_ms;
+	pthread_mutex_unlock(&f->lock);
+	if (ms)
+		usleep(ms * 1000);
+}
+
+static bool fake_drops(struct fake *f)
+{
+	bool d;
+
+	pthread_mutex_lock(&f->lock);
+	d = f->drop;
+	pthread_mutex_unlock(&f->lock);
+	return d;
+}
+
+static void fake_udp(struct fake *f)
+{
+	struct sockaddr_storage from;
+	socklen_t fl = sizeof(from);
+	static __thread __u8 buf[65536];
+	struct msg out;
+	ssize_t n;
+
+	n = recvfrom(f->udp, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl);
+	if (n <= 0)
+		return;
+	pthread_mutex_lock(&f->lock);
+	f->udp_queries++;
+	pthread_mutex_unlock(&f->lock);
+	if (fake_drops(f))
+		return;
+	fake_wait(f);
+	if (fake_decoys(f)) {
+		fake_answer(f, buf, (size_t)n, &out, true);
+		sendto(f->udp, out.b, out.len, 0, (struct sockaddr *)&from, fl);
+	}
+	fake_answer(f, buf, (size_t)n, &out, false);
+	if (out.len)
+		sendto(f->udp, out.b, out.len, 0, (struct sockaddr *)&from, fl);
+}
+
+static bool read_full(int fd, __u8 *b, size_t len, int ms)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		if (poll(&pfd, 1, ms) <= 0)
+			return false;
+		n = recv(fd, b + got, len - got, 0);
+		if (n <= 0)
+			return false;
+		got += (size_t)n;
+	}
+	return true;
+}
+
+/* The peer closed (EOF or reset) within ms; false on a timeout. */
+static bool closed_by_peer(int fd, int ms)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	__u8 b;
+
+	if (poll(&pfd, 1, ms) <= 0)
+		return false;
+	return recv(fd, &b, 1, 0) <= 0;
+}
+
+static void send_frame(int fd, const __u8 *b, size_t len)
+{
+	__u8 l[2] = {len >> 8, len & 0xff};
+
+	cr_assert_eq(send(fd, l, 2, MSG_NOSIGNAL), 2);
+	cr_assert_eq(send(fd, b, len, MSG_NOSIGNAL), (ssize_t)len);
+}
+
+/* one query per connection, as the proxy asks */
+static void fake_tcp(struct fake *f)
+{
+	static __thread __u8 buf[65536];
+	struct msg out;
+	__u8 l[2];
+	int fd = accept(f->tcp, NULL, NULL);
+
+	if (fd < 0)
+		return;
+	if (!read_full(fd, l, 2, WAIT_MS) ||
+	    !read_full(fd, buf, (size_t)(l[0] << 8 | l[1]), WAIT_MS))
+		goto out;
+	pthread_mutex_lock(&f->lock);
+	f->tcp_queries++;
+	pthread_mutex_unlock(&f->lock);
+	if (fake_drops(f))
+		goto out;
+	fake_wait(f);
+	fake_answer(f, buf, (size_t)(l[0] << 8 | l[1]), &out, false);
+	if (out.len) {
+		l[0] = out.len >> 8;
+		l[1] = out.len & 0xff;
+		if (send(fd, l, 2, MSG_NOSIGNAL) == 2)
+			send(fd, out.b, out.len, MSG_NOSIGNAL);
+	}
+	/* let the proxy close first: no TIME_WAIT pile-up on our side */
+	read_full(fd, l, 1, 1000);
+out:
+	close(fd);
+}
+
+static void *fake_main(void *arg)
+{
+	struct fake *f = arg;
+
+	for (;;) {
+		struct pollfd pfd[3] = {
+			{.fd = f->udp, .events = POLLIN},
+			{.fd = f->tcp, .events = POLLIN},
+			{.fd = f->stop, .events = POLLIN},
+		};
+
+		if (poll(pfd, 3, -1) < 0)
+			continue;
+		if (pfd[2].revents)
+			return NULL;
+		if (pfd[0].revents)
+			fake_udp(f);
+		if (pfd[1].revents)
+			fake_tcp(f);
+	}
+}
+
+static struct fake *fake_new(__u32 net)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	struct fake *f = calloc(1, sizeof(*f));
+
+	cr_assert(f);
+	pthread_mutex_init(&f->lock, NULL);
+	f->naddrs = 2;
+	f->ttl = 60;
+	f->net = net;
+	f->udp = socket(AF_INET, SOCK_DGRAM, 0);
+	cr_assert_eq(bind(f->udp, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(f->udp, (struct sockaddr *)&a, &al), 0);
+	f->port = ntohs(a.sin_port);
+	/* TCP on the same port; taken by someone else: try the next socket */
+	f->tcp = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(bind(f->tcp, (struct sockaddr *)&a, sizeof(a)), 0, "tcp port %u busy",
+		     f->port);
+	cr_assert_eq(listen(f->tcp, 64), 0);
+	f->stop = eventfd(0, 0);
+	cr_assert_eq(pthread_create(&f->thread, NULL, fake_main, f), 0);
+	return f;
+}
+
+static void fake_free(struct fake *f)
+{
+	__u64 one = 1;
+
+	if (!f)
+		return;
+	cr_assert_eq(write(f->stop, &one, sizeof(one)), sizeof(one));
+	pthread_join(f->thread, NULL);
+	close(f->udp);
+	close(f->tcp);
+	close(f->stop);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+}
+
+#define FAKE_SET(f, field, v)                                                                      \
+	do {                                                                                       \
+		pthread_mutex_lock(&(f)->lock);                                                    \
+		(f)->field = (v);                                                                  \
+		pthread_mutex_unlock(&(f)->lock);                                                  \
+	} while (0)
+
+static unsigned int fake_get(struct fake *f, unsigned int *field)
+{
+	unsigned int v;
+
+	pthread_mutex_lock(&f->lock);
+	v = *field;
+	pthread_mutex_unlock(&f->lock);
+	return v;
+}
+
+static struct fw_dnsp_upstream upstream_of(const struct fake *f)
+{
+	struct fw_dnsp_upstream u;
+	char s[32];
+
+	snprintf(s, sizeof(s), "127.0.0.1:%u", f->port);
+	cr_assert_eq(fw_dnsp_upstream_parse(s, &u), 0);
+	return u;
+}
+
+/* ---- hooks ---- */
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int decide_ret;
+	int learn_ret;
+	bool learn_block;
+	unsigned int ndecide, nlearn;
+	struct fw_ip client;
+	char name[FW_DNS_NAME_BUF];
+	__u64 token;
+	__u32 naddrs;
+	struct fw_dns_addr addrs[FW_DNS_MAX_ADDRS];
+	__u8 rcode;
+} H = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.cond = PTHREAD_COND_INITIALIZER,
+	.decide_ret = FW_DNSP_FORWARD,
+};
+
+static int hook_decide(void *ctx, const struct fw_ip *client, const struct fw_dns_query *q,
+		       __u64 *token)
+{
+	int ret;
+
+	cr_assert_eq(ctx, &H);
+	pthread_mutex_lock(&H.lock);
+	H.ndecide++;
+	H.client = *client;
+	snprintf(H.name, sizeof(H.name), "%s", q->name);
+	*token = 0xfeed0000u + H.ndecide;
+	ret = H.decide_ret;
+	pthread_mutex_unlock(&H.lock);
+	return ret;
+}
+
+static int hook_learn(void *ctx, const struct fw_ip *client, const struct fw_dns_query *q,
+		      __u64 token, const struct fw_dns_answer *a)
+{
+	int ret;
+
+	(void)q;
+	cr_assert_eq(ctx, &H);
+	pthread_mutex_lock(&H.lock);
+	H.nlearn++;
+	H.client = *client;
+	H.token = token;
+	H.rcode = a->rcode;
+	H.naddrs = a->naddrs;
+	memcpy(H.addrs, a->addrs, a->naddrs * sizeof(a->addrs[0]));
+	pthread_cond_broadcast(&H.cond);
+	while (H.learn_block)
+		pthread_cond_wait(&H.cond, &H.lock);
+	ret = H.learn_ret;
+	pthread_mutex_unlock(&H.lock);
+	return ret;
+}
+
+#define HOOK_SET(field, v)                                                                         \
+	do {                                                                                       \
+		pthread_mutex_lock(&H.lock);                                                       \
+		H.field = (v);                                                                     \
+		pthread_cond_broadcast(&H.cond);                                                   \
+		pthread_mutex_unlock(&H.lock);                                                     \
+	} while (0)
+
+static unsigned int hook_count(unsigned int *field)
+{
+	unsigned int v;
+
+	pthread_mutex_lock(&H.lock);
+	v = *field;
+	pthread_mutex_unlock(&H.lock);
+	return v;
+}
+
+static const struct fw_dnsp_hooks hooks = {.ctx = &H, .decide = hook_decide, .learn = hook_learn};
+
+/* ---- the engine and its clients ---- */
+
+static void cfg_base(struct fw_dnsp_config *c)
+{
+	fw_dnsp_config_init(c);
+	c->port = 0;
+	c->loopback = true;
+	c->ipv6 = false;
+	c->workers = 1;
+	c->probe_interval_ns = 0;
+}
+
+static void cfg_add(struct fw_dnsp_config *c, const struct fake *f)
+{
+	c->upstreams[c->nupstreams++] = upstream_of(f);
+}
+
+static struct fw_dnsp *proxy_start(const struct fw_dnsp_config *c)
+{
+	struct fw_dnsp *p = NULL;
+
+	cr_assert_eq(fw_dnsp_start(c, &hooks, &p), 0);
+	cr_assert_neq(fw_dnsp_port(p), 0);
+	return p;
+}
+
+static int udp_client(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+static void udp_send(int fd, struct fw_dnsp *p, const __u8 *b, size_t len)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons(fw_dnsp_port(p)),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+
+	cr_assert_eq(sendto(fd, b, len, 0, (struct sockaddr *)&a, sizeof(a)), (ssize_t)len);
+}
+
+/* Receives one answer; false on timeout. The source must be the address
+ * the query went to. */
+static bool udp_recv(int fd, struct fw_dnsp *p, struct msg *m, int ms)
+{
+	struct sockaddr_in from;
+	socklen_t fl = sizeof(from);
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	ssize_t n;
+
+	if (poll(&pfd, 1, ms) <= 0)
+		return false;
+	n = recvfrom(fd, m->b, sizeof(m->b), 0, (struct sockaddr *)&from, &fl);
+	cr_assert_gt(n, 0);
+	cr_assert_eq(from.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+	cr_assert_eq(ntohs(from.sin_port), fw_dnsp_port(p));
+	m->len = (size_t)n;
+	return true;
+}
+
+static struct msg udp_ask(struct fw_dnsp *p, const struct msg *q)
+{
+	int fd = udp_client();
+	struct msg a;
+
+	udp_send(fd, p, q->b, q->len);
+	cr_assert(udp_recv(fd, p, &a, WAIT_MS), "no answer within %d ms", WAIT_MS);
+	close(fd);
+	return a;
+}
+
+static int tcp_client(struct fw_dnsp *p)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons(fw_dnsp_port(p)),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+static bool tcp_recv(int fd, struct msg *m, int ms)
+{
+	__u8 l[2];
+
+	if (!read_full(fd, l, 2, ms))
+		return false;
+	m->len = (size_t)(l[0] << 8 | l[1]);
+	return read_full(fd, m->b, m->len, ms);
+}
+
+static struct fw_dnsp_stats stats(struct fw_dnsp *p)
+{
+	struct fw_dnsp_stats s;
+
+	fw_dnsp_get_stats(p, &s);
+	return s;
+}
+
+static void assert_addr(const struct fw_dns_addr *a, __u32 host)
+{
+	struct fw_ip want;
+	char x[FW_ADDR_STRLEN], y[FW_ADDR_STRLEN];
+
+	fw_addr_from_v4(&want, htonl(host));
+	cr_assert(!memcmp(&a->ip, &want, sizeof(want)), "address %s, want %s",
+		  fw_addr_str(&a->ip, x, sizeof(x)), fw_addr_str(&want, y, sizeof(y)));
+}
+
+/* ---- forwarding ---- */
+
+Test(dnsproxy, forwards_and_learns)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dns_answer a;
+	struct fw_dnsp *p;
+	struct msg q = query(0x4242, "Allowed.Example", FW_DNS_TYPE_A, 0), r;
+	struct fw_ip lo;
+	struct fw_dnsp_stats s;
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	r = udp_ask(p, &q);
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	cr_assert_eq(a.id, 0x4242);
+	cr_assert_eq(a.rcode, FW_DNS_RCODE_NOERROR);
+	cr_assert_eq(a.naddrs, 2);
+	assert_addr(&a.addrs[0], TEST_NET_1 + 1);
+	assert_addr(&a.addrs[1], TEST_NET_1 + 2);
+
+	/* the hooks saw the client, the lowercased name and the same
+	 * addresses, with decide's token */
+	fw_addr_from_v4(&lo, htonl(INADDR_LOOPBACK));
+	cr_assert_eq(hook_count(&H.ndecide), 1);
+	cr_assert_eq(hook_count(&H.nlearn), 1);
+	cr_assert(!memcmp(&H.client, &lo, sizeof(lo)));
+	cr_assert_str_eq(H.name, "allowed.example");
+	cr_assert_eq(H.token, 0xfeed0001u);
+	cr_assert_eq(H.naddrs, 2);
+	assert_addr(&H.addrs[1], TEST_NET_1 + 2);
+
+	s = stats(p);
+	cr_assert_eq(s.queries_udp, 1);
+	cr_assert_eq(s.forwarded, 1);
+	cr_assert_eq(s.answered, 1);
+	cr_assert_eq(s.servfail, 0);
+	cr_assert_eq(fake_get(f, &f->udp_queries), 1);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+Test(dnsproxy, learn_runs_before_the_client_reads)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg q = query(7, "a.example", FW_DNS_TYPE_A, 0), r;
+	int fd;
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	HOOK_SET(learn_block, true);
+	fd = udp_client();
+	udp_send(fd, p, q.b, q.len);
+
+	/* learn() has the answer but holds it: nothing may reach the client */
+	pthread_mutex_lock(&H.lock);
+	while (!H.nlearn)
+		pthread_cond_wait(&H.cond, &H.lock);
+	pthread_mutex_unlock(&H.lock);
+	cr_assert(!udp_recv(fd, p, &r, QUIET_MS), "answer sent before learn() returned");
+
+	HOOK_SET(learn_block, false);
+	cr_assert(udp_recv(fd, p, &r, WAIT_MS));
+	cr_assert_eq(hdr(&r, H_ID), 7);
+	close(fd);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+Test(dnsproxy, decide_rcode_answers_at_once)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg q = query(0xbeef, "denied.example", FW_DNS_TYPE_AAAA, 0), r;
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	HOOK_SET(decide_ret, FW_DNS_RCODE_NXDOMAIN);
+	r = udp_ask(p, &q);
+	cr_assert_eq(hdr(&r, H_ID), 0xbeef);
+	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_NXDOMAIN);
+	cr_assert(hdr(&r, H_FLAGS) & FW_DNS_F_QR);
+	cr_assert_eq(hdr(&r, H_QD), 1);
+	cr_assert_eq(hdr(&r, H_AN), 0);
+	/* the question is echoed byte for byte */
+	cr_assert_eq(r.len, q.len);
+	cr_assert(!memcmp(r.b + FW_DNS_HDR_LEN, q.b + FW_DNS_HDR_LEN, q.len - FW_DNS_HDR_LEN));
+	cr_assert_eq(stats(p).refused_by_hook, 1);
+	cr_assert_eq(stats(p).forwarded, 0);
+	cr_assert_eq(fake_get(f, &f->udp_queries), 0);
+	cr_assert_eq(hook_count(&H.nlearn), 0);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+Test(dnsproxy, silent_upstream_gives_servfail)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg q = query(99, "slow.example", FW_DNS_TYPE_A, 0), r;
+	__u64 t0;
+
+	FAKE_SET(f, drop, true);
+	cfg_base(&c);
+	cfg_add(&c, f);
+	c.timeout_ns = SHORT_NS;
+	p = proxy_start(&c);
+	cr_assert(fw_dnsp_upstream_healthy(p, 0));
+	t0 = now_ns();
+	r = udp_ask(p, &q);
+	/* not before the timeout */
+	cr_assert_geq(now_ns() - t0, SHORT_NS - 20 * 1000000ULL);
+	cr_assert_eq(hdr(&r, H_ID), 99);
+	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_SERVFAIL);
+	cr_assert_eq(stats(p).upstream_timeouts, 1);
+	cr_assert_eq(stats(p).servfail, 1);
+	cr_assert_eq(hook_count(&H.nlearn), 0);
+	cr_assert(!fw_dnsp_upstream_healthy(p, 0));
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+static void failover_on_rcode(int rcode)
+{
+	struct fake *f1 = fake_new(TEST_NET_1), *f2 = fake_new(TEST_NET_2);
+	struct fw_dnsp_config c;
+	struct fw_dns_answer a;
+	struct fw_dnsp *p;
+	struct msg q = query(5, "x.example", FW_DNS_TYPE_A, 0), r;
+
+	FAKE_SET(f1, rcode, rcode);
+	cfg_base(&c);
+	cfg_add(&c, f1);
+	cfg_add(&c, f2);
+	p = proxy_start(&c);
+	r = udp_ask(p, &q);
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	cr_assert_eq(a.rcode, FW_DNS_RCODE_NOERROR);
+	assert_addr(&a.addrs[0], TEST_NET_2 + 1);
+	cr_assert_eq(fake_get(f1, &f1->udp_queries), 1);
+	cr_assert_eq(fake_get(f2, &f2->udp_queries), 1);
+	cr_assert_eq(stats(p).upstream_errors, 1);
+	cr_assert_eq(hook_count(&H.nlearn), 1);
+	fw_dnsp_stop(p);
+	fake_free(f1);
+	fake_free(f2);
+}
+
+Test(dnsproxy, failover_on_servfail)
+{
+	failover_on_rcode(FW_DNS_RCODE_SERVFAIL);
+}
+
+Test(dnsproxy, failover_on_refused)
+{
+	failover_on_rcode(FW_DNS_RCODE_REFUSED);
+}
+
+Test(dnsproxy, nxdomain_is_final)
+{
+	struct fake *f1 = fake_new(TEST_NET_1), *f2 = fake_new(TEST_NET_2);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg q = query(5, "gone.example", FW_DNS_TYPE_A, 0), r;
+
+	FAKE_SET(f1, rcode, FW_DNS_RCODE_NXDOMAIN);
+	FAKE_SET(f1, naddrs, 0);
+	cfg_base(&c);
+	cfg_add(&c, f1);
+	cfg_add(&c, f2);
+	p = proxy_start(&c);
+	r = udp_ask(p, &q);
+	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_NXDOMAIN);
+	cr_assert_eq(fake_get(f2, &f2->udp_queries), 0);
+	/* learn() sees NXDOMAIN answers too */
+	cr_assert_eq(hook_count(&H.nlearn), 1);
+	cr_assert_eq(H.rcode, FW_DNS_RCODE_NXDOMAIN);
+	fw_dnsp_stop(p);
+	fake_free(f1);
+	fake_free(f2);
+}
+
+Test(dnsproxy, failover_on_timeout)
+{
+	struct fake *f1 = fake_new(TEST_NET_1), *f2 = fake_new(TEST_NET_2);
+	struct fw_dnsp_config c;
+	struct fw_dns_answer a;
+	struct fw_dnsp *p;
+	struct msg q = query(6, "y.example", FW_DNS_TYPE_A, 0), r;
+
+	FAKE_SET(f1, drop, true);
+	cfg_base(&c);
+	cfg_add(&c, f1);
+	cfg_add(&c, f2);
+	c.timeout_ns = SHORT_NS;
+	p = proxy_start(&c);
+	r = udp_ask(p, &q);
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	assert_addr(&a.addrs[0], TEST_NET_2 + 1);
+	cr_assert_eq(stats(p).upstream_timeouts, 1);
+	cr_assert(!fw_dnsp_upstream_healthy(p, 0));
+	cr_assert(fw_dnsp_upstream_healthy(p, 1));
+
+	/* the next query goes to the healthy one first: no timeout to wait */
+	q = query(7, "z.example", FW_DNS_TYPE_A, 0);
+	r = udp_ask(p, &q);
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	assert_addr(&a.addrs[0], TEST_NET_2 + 1);
+	cr_assert_eq(fake_get(f1, &f1->udp_queries), 1);
+	cr_assert_eq(stats(p).upstream_timeouts, 1);
+	fw_dnsp_stop(p);
+	fake_free(f1);
+	fake_free(f2);
+}
+
+Test(dnsproxy, every_upstream_failing_gives_servfail)
+{
+	struct fake *f1 = fake_new(TEST_NET_1), *f2 = fake_new(TEST_NET_2);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg q = query(8, "bad.example", FW_DNS_TYPE_A, 0), r;
+
+	FAKE_SET(f1, rcode, FW_DNS_RCODE_SERVFAIL);
+	FAKE_SET(f2, drop, true);
+	cfg_base(&c);
+	cfg_add(&c, f1);
+	cfg_add(&c, f2);
+	c.timeout_ns = SHORT_NS;
+	p = proxy_start(&c);
+	r = udp_ask(p, &q);
+	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_SERVFAIL);
+	cr_assert_eq(hdr(&r, H_ID), 8);
+	cr_assert_eq(stats(p).servfail, 1);
+	fw_dnsp_stop(p);
+	fake_free(f1);
+	fake_free(f2);
+}
+
+Test(dnsproxy, learn_failure_gives_servfail)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg q = query(11, "a.example", FW_DNS_TYPE_A, 0), r;
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	HOOK_SET(learn_ret, -ENOSPC);
+	r = udp_ask(p, &q);
+	cr_assert_eq(hdr(&r, H_ID), 11);
+	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_SERVFAIL);
+	cr_assert_eq(hdr(&r, H_AN), 0, "no address may leak past a failed learn()");
+	cr_assert_eq(stats(p).servfail, 1);
+	cr_assert_eq(stats(p).answered, 0);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+Test(dnsproxy, ttl_capped_for_client_and_learn)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dns_answer a;
+	struct fw_dnsp *p;
+	struct msg q = query(12, "long.example", FW_DNS_TYPE_A, 0), r;
+
+	FAKE_SET(f, ttl, 86400);
+	cfg_base(&c);
+	cfg_add(&c, f);
+	c.ttl_cap = 120;
+	p = proxy_start(&c);
+	r = udp_ask(p, &q);
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	cr_assert_eq(a.naddrs, 2);
+	cr_assert_eq(a.addrs[0].ttl, 120);
+	cr_assert_eq(a.addrs[1].ttl, 120);
+	cr_assert_eq(H.addrs[0].ttl, 120);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+Test(dnsproxy, edns_added_upstream_and_stripped_back)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dns_answer a;
+	struct fw_dnsp *p;
+	struct msg q = query(13, "e.example", FW_DNS_TYPE_A, 0), r;
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	c.edns_size = 1400;
+	p = proxy_start(&c);
+	r = udp_ask(p, &q);
+	cr_assert(f->last_had_opt, "no OPT RR upstream");
+	cr_assert_eq(f->last_opt_size, 1400);
+	cr_assert_eq(hdr(&r, H_AR), 0, "the client sent no OPT and must get none");
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	cr_assert_eq(a.naddrs, 2);
+
+	/* a client with its own OPT: passed on as it is, and answered with one */
+	q = query(14, "e.example", FW_DNS_TYPE_A, 1232);
+	r = udp_ask(p, &q);
+	cr_assert_eq(f->last_opt_size, 1232);
+	cr_assert_eq(hdr(&r, H_AR), 1);
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+Test(dnsproxy, big_answer_truncated_for_plain_udp)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dns_answer a;
+	struct fw_dnsp *p;
+	struct msg q = query(15, "big.example", FW_DNS_TYPE_A, 0), r;
+	int fd;
+
+	FAKE_SET(f, naddrs, 60); /* 60 * 16 bytes: well over 512 */
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	r = udp_ask(p, &q);
+	cr_assert_leq(r.len, 512);
+	cr_assert(hdr(&r, H_FLAGS) & FW_DNS_F_TC);
+	cr_assert_eq(hdr(&r, H_ID), 15);
+	cr_assert_eq(hdr(&r, H_QD), 1);
+	cr_assert_eq(hdr(&r, H_AN), 0);
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	cr_assert_eq(stats(p).truncated, 1);
+
+	/* the client's retry over TCP gets everything */
+	fd = tcp_client(p);
+	send_frame(fd, q.b, q.len);
+	cr_assert(tcp_recv(fd, &r, WAIT_MS));
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	cr_assert_eq(a.naddrs, 60);
+	cr_assert_eq(hdr(&r, H_AR), 0);
+	close(fd);
+
+	/* an EDNS client that takes 4096 gets it over UDP */
+	q = query(16, "big.example", FW_DNS_TYPE_A, 4096);
+	r = udp_ask(p, &q);
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	cr_assert(!a.truncated);
+	cr_assert_eq(a.naddrs, 60);
+	cr_assert_eq(stats(p).truncated, 1);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+Test(dnsproxy, upstream_tc_relayed)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg q = query(17, "tc.example", FW_DNS_TYPE_A, 0), r;
+
+	FAKE_SET(f, tc, true);
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	r = udp_ask(p, &q);
+	cr_assert(hdr(&r, H_FLAGS) & FW_DNS_F_TC);
+	cr_assert_eq(hdr(&r, H_ID), 17);
+	cr_assert_eq(fake_get(f, &f->udp_queries), 1, "a TC answer is final over UDP");
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+Test(dnsproxy, decoys_ignored)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dns_answer a;
+	struct fw_dnsp *p;
+	struct msg q = query(18, "d.example", FW_DNS_TYPE_A, 0), r;
+
+	FAKE_SET(f, wrong_id_first, true);
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	r = udp_ask(p, &q);
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	assert_addr(&a.addrs[0], TEST_NET_1 + 1);
+
+	FAKE_SET(f, wrong_id_first, false);
+	FAKE_SET(f, wrong_question_first, true);
+	q = query(19, "d.example", FW_DNS_TYPE_A, 0);
+	r = udp_ask(p, &q);
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	assert_addr(&a.addrs[0], TEST_NET_1 + 1);
+	cr_assert_eq(H.naddrs, 2);
+	assert_addr(&H.addrs[0], TEST_NET_1 + 1);
+	cr_assert_eq(stats(p).upstream_errors, 0);
+	cr_assert_eq(stats(p).answered, 2);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+/* ---- TCP clients ---- */
+
+Test(dnsproxy, tcp_pipelined)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	bool seen[8] = {false};
+	struct msg all = {.len = 0}, r;
+	int fd;
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	/* eight queries in one write, then the answers in any order */
+	for (int i = 0; i < 8; i++) {
+		char name[32];
+		struct msg q;
+
+		snprintf(name, sizeof(name), "p%d.example", i);
+		q = query((__u16)(0x100 + i), name, FW_DNS_TYPE_A, 0);
+		m_u16(&all, (__u16)q.len);
+		memcpy(all.b + all.len, q.b, q.len);
+		all.len += q.len;
+	}
+	fd = tcp_client(p);
+	cr_assert_eq(send(fd, all.b, all.len, MSG_NOSIGNAL), (ssize_t)all.len);
+	for (int i = 0; i < 8; i++) {
+		unsigned int id;
+
+		cr_assert(tcp_recv(fd, &r, WAIT_MS), "answer %d missing", i);
+		id = hdr(&r, H_ID);
+		cr_assert(id >= 0x100 && id < 0x108 && !seen[id - 0x100], "id %#x", id);
+		seen[id - 0x100] = true;
+		cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_NOERROR);
+		cr_assert_eq(hdr(&r, H_AN), 2);
+	}
+	cr_assert_eq(stats(p).queries_tcp, 8);
+	cr_assert_eq(fake_get(f, &f->tcp_queries), 8, "TCP clients are forwarded over TCP");
+	cr_assert_eq(fake_get(f, &f->udp_queries), 0);
+	close(fd);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+Test(dnsproxy, tcp_denied_answered_on_the_connection)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg q = query(21, "no.example", FW_DNS_TYPE_A, 0), r;
+	int fd;
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	HOOK_SET(decide_ret, FW_DNS_RCODE_NXDOMAIN);
+	fd = tcp_client(p);
+	/* split in odd pieces: the framing must not care */
+	send(fd, q.b, 0, MSG_NOSIGNAL);
+	{
+		__u8 l[2] = {0, (__u8)q.len};
+
+		cr_assert_eq(send(fd, l, 1, MSG_NOSIGNAL), 1);
+		usleep(20000);
+		cr_assert_eq(send(fd, l + 1, 1, MSG_NOSIGNAL), 1);
+		cr_assert_eq(send(fd, q.b, 5, MSG_NOSIGNAL), 5);
+		usleep(20000);
+		cr_assert_eq(send(fd, q.b + 5, q.len - 5, MSG_NOSIGNAL), (ssize_t)q.len - 5);
+	}
+	cr_assert(tcp_recv(fd, &r, WAIT_MS));
+	cr_assert_eq(hdr(&r, H_ID), 21);
+	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_NXDOMAIN);
+	close(fd);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+Test(dnsproxy, tcp_client_limit)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg q = query(22, "l.example", FW_DNS_TYPE_A, 0), r;
+	int fd[3];
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	c.max_tcp_clients = 2;
+	p = proxy_start(&c);
+	for (int i = 0; i < 2; i++) {
+		fd[i] = tcp_client(p);
+		send_frame(fd[i], q.b, q.len);
+		cr_assert(tcp_recv(fd[i], &r, WAIT_MS));
+	}
+	/* the third is accepted and closed at once */
+	fd[2] = tcp_client(p);
+	cr_assert(closed_by_peer(fd[2], WAIT_MS));
+	cr_assert_eq(stats(p).tcp_rejected, 1);
+	/* the others still work */
+	send_frame(fd[1], q.b, q.len);
+	cr_assert(tcp_recv(fd[1], &r, WAIT_MS));
+
+	/* a slot frees up when a client leaves */
+	close(fd[0]);
+	close(fd[2]);
+	for (int t = 0;; t++) {
+		int x = tcp_client(p);
+		bool ok;
+
+		send_frame(x, q.b, q.len);
+		ok = tcp_recv(x, &r, 1000);
+		close(x);
+		if (ok)
+			break;
+		cr_assert_lt(t, 20, "the limit never went back down");
+	}
+	close(fd[1]);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+Test(dnsproxy, tcp_idle_closed)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	int fd;
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	c.tcp_idle_ns = SHORT_NS;
+	p = proxy_start(&c);
+	fd = tcp_client(p);
+	cr_assert(closed_by_peer(fd, WAIT_MS), "the idle connection stayed open");
+	close(fd);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+Test(dnsproxy, tcp_close_with_queries_in_flight)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg q = query(23, "gone.example", FW_DNS_TYPE_A, 0), r;
+
+	FAKE_SET(f, delay_ms, 150);
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	for (int i = 0; i < 4; i++) {
+		int fd = tcp_client(p);
+
+		send_frame(fd, q.b, q.len);
+		send_frame(fd, q.b, q.len);
+		if (i & 1)
+			shutdown(fd, SHUT_RDWR);
+		close(fd);
+	}
+	/* and one that half-closes still gets its answer */
+	{
+		int fd = tcp_client(p);
+
+		send_frame(fd, q.b, q.len);
+		shutdown(fd, SHUT_WR);
+		cr_assert(tcp_recv(fd, &r, WAIT_MS));
+		cr_assert_eq(hdr(&r, H_ID), 23);
+		close(fd);
+	}
+	FAKE_SET(f, delay_ms, 0);
+	r = udp_ask(p, &q);
+	cr_assert_eq(hdr(&r, H_ID), 23);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+/* ---- hostile clients ---- */
+
+Test(dnsproxy, malformed_queries)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg q = query(24, "ok.example", FW_DNS_TYPE_A, 0), r, bad;
+	unsigned int seed = 1;
+	int fd;
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	fd = udp_client();
+
+	/* runts and answers: nothing comes back */
+	udp_send(fd, p, q.b, 5);
+	bad = q;
+	bad.b[2] |= FW_DNS_F_QR >> 8;
+	udp_send(fd, p, bad.b, bad.len);
+	cr_assert(!udp_recv(fd, p, &r, QUIET_MS));
+
+	/* a broken question: FORMERR with the header echoed */
+	bad = q;
+	bad.b[12] = 63; /* label runs past the end */
+	udp_send(fd, p, bad.b, bad.len);
+	cr_assert(udp_recv(fd, p, &r, WAIT_MS));
+	cr_assert_eq(hdr(&r, H_ID), 24);
+	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_FORMERR);
+	cr_assert_eq(hdr(&r, H_QD), 0);
+
+	/* another opcode (STATUS): NOTIMP, never REFUSED */
+	bad = q;
+	bad.b[2] |= (2 << 11) >> 8;
+	udp_send(fd, p, bad.b, bad.len);
+	cr_assert(udp_recv(fd, p, &r, WAIT_MS));
+	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_NOTIMP);
+	cr_assert_eq(hdr(&r, H_QD), 1);
+
+	/* bigger than any query we take */
+	bad = q;
+	bad.len = 3000;
+	memset(bad.b + q.len, 0, bad.len - q.len);
+	udp_send(fd, p, bad.b, bad.len);
+	cr_assert(udp_recv(fd, p, &r, WAIT_MS));
+	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_FORMERR);
+
+	/* noise: whatever comes back is an error answer, nothing forwarded */
+	for (int i = 0; i < 300; i++) {
+		bad.len = (size_t)(rand_r(&seed) % 64);
+		for (size_t j = 0; j < bad.len; j++)
+			bad.b[j] = (__u8)rand_r(&seed);
+		if (bad.len > 2)
+			bad.b[2] &= 0x7f; /* queries, not answers */
+		udp_send(fd, p, bad.b, bad.len);
+	}
+	while (udp_recv(fd, p, &r, QUIET_MS)) {
+		cr_assert_geq(r.len, FW_DNS_HDR_LEN);
+		cr_assert(hdr(&r, H_FLAGS) & FW_DNS_F_QR);
+		cr_assert_neq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_NOERROR);
+	}
+	cr_assert_geq(stats(p).malformed, 300);
+
+	/* and over TCP: an empty frame, garbage, then a good query */
+	{
+		int t = tcp_client(p);
+		__u8 junk[40];
+
+		for (size_t j = 0; j < sizeof(junk); j++)
+			junk[j] = (__u8)rand_r(&seed);
+		junk[2] &= 0x7f;
+		send_frame(t, junk, 0);
+		send_frame(t, junk, sizeof(junk));
+		send_frame(t, q.b, q.len);
+		for (int k = 0; k < 2; k++) {
+			cr_assert(tcp_recv(t, &r, WAIT_MS));
+			if (hdr(&r, H_ID) == 24 && (hdr(&r, H_FLAGS) & FW_DNS_F_RCODE) == 0)
+				break;
+		}
+		cr_assert_eq(hdr(&r, H_ID), 24);
+		cr_assert_eq(hdr(&r, H_AN), 2);
+		close(t);
+	}
+
+	/* still serving */
+	udp_send(fd, p, q.b, q.len);
+	cr_assert(udp_recv(fd, p, &r, WAIT_MS));
+	cr_assert_eq(hdr(&r, H_ID), 24);
+	cr_assert_eq(hdr(&r, H_AN), 2);
+	close(fd);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+Test(dnsproxy, overload_drops)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg q = query(25, "o.example", FW_DNS_TYPE_A, 0), r;
+	int fd;
+
+	FAKE_SET(f, delay_ms, 500);
+	cfg_base(&c);
+	cfg_add(&c, f);
+	c.max_pending = 1;
+	p = proxy_start(&c);
+	fd = udp_client();
+	for (int i = 0; i < 3; i++)
+		udp_send(fd, p, q.b, q.len);
+	cr_assert(udp_recv(fd, p, &r, WAIT_MS));
+	cr_assert(!udp_recv(fd, p, &r, QUIET_MS));
+	cr_assert_eq(stats(p).overload, 2);
+	cr_assert_eq(stats(p).forwarded, 1);
+	close(fd);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+/* ---- configuration at run time ---- */
+
+Test(dnsproxy, set_upstreams_takes_effect)
+{
+	struct fake *f1 = fake_new(TEST_NET_1), *f2 = fake_new(TEST_NET_2);
+	struct fw_dnsp_upstream u;
+	struct fw_dnsp_config c;
+	struct fw_dns_answer a;
+	struct fw_dnsp *p;
+	struct msg q = query(26, "s.example", FW_DNS_TYPE_A, 0), r;
+
+	cfg_base(&c);
+	cfg_add(&c, f1);
+	c.workers = 2;
+	p = proxy_start(&c);
+	r = udp_ask(p, &q);
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	assert_addr(&a.addrs[0], TEST_NET_1 + 1);
+
+	u = upstream_of(f2);
+	cr_assert_eq(fw_dnsp_set_upstreams(p, &u, 1), 0);
+	for (int i = 0; i < 6; i++) {
+		r = udp_ask(p, &q);
+		cr_assert_eq(answer_of(&q, &r, &a), 0);
+		assert_addr(&a.addrs[0], TEST_NET_2 + 1);
+	}
+	cr_assert_eq(fake_get(f1, &f1->udp_queries), 1);
+
+	/* bad lists are refused and change nothing */
+	u.addr.ss_family = AF_UNIX;
+	cr_assert_eq(fw_dnsp_set_upstreams(p, &u, 1), -EINVAL);
+	cr_assert_eq(fw_dnsp_set_upstreams(p, &u, FW_DNSP_MAX_UPSTREAMS + 1), -EINVAL);
+	r = udp_ask(p, &q);
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	assert_addr(&a.addrs[0], TEST_NET_2 + 1);
+
+	/* no upstream at all: SERVFAIL, at once */
+	cr_assert_eq(fw_dnsp_set_upstreams(p, NULL, 0), 0);
+	r = udp_ask(p, &q);
+	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_SERVFAIL);
+	fw_dnsp_stop(p);
+	fake_free(f1);
+	fake_free(f2);
+}
+
+Test(dnsproxy, set_upstreams_while_in_flight)
+{
+	struct fake *f1 = fake_new(TEST_NET_1), *f2 = fake_new(TEST_NET_2);
+	struct fw_dnsp_upstream u;
+	struct fw_dnsp_config c;
+	struct fw_dns_answer a;
+	struct fw_dnsp *p;
+	struct msg q = query(27, "f.example", FW_DNS_TYPE_A, 0), r;
+	int fd;
+
+	FAKE_SET(f1, delay_ms, 300);
+	cfg_base(&c);
+	cfg_add(&c, f1);
+	p = proxy_start(&c);
+	fd = udp_client();
+	udp_send(fd, p, q.b, q.len);
+	while (!fake_get(f1, &f1->udp_queries))
+		usleep(1000);
+	u = upstream_of(f2);
+	cr_assert_eq(fw_dnsp_set_upstreams(p, &u, 1), 0);
+	/* the exchange in flight finishes against the old list */
+	cr_assert(udp_recv(fd, p, &r, WAIT_MS));
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	assert_addr(&a.addrs[0], TEST_NET_1 + 1);
+	close(fd);
+	fw_dnsp_stop(p);
+	fake_free(f1);
+	fake_free(f2);
+}
+
+Test(dnsproxy, probes_mark_health)
+{
+	struct fake *f1 = fake_new(TEST_NET_1), *f2 = fake_new(TEST_NET_2);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	int t;
+
+	FAKE_SET(f1, drop, true);
+	cfg_base(&c);
+	cfg_add(&c, f1);
+	cfg_add(&c, f2);
+	c.timeout_ns = SHORT_NS;
+	c.probe_interval_ns = 100 * 1000000ULL;
+	p = proxy_start(&c);
+	for (t = 0; t < 100 && fw_dnsp_upstream_healthy(p, 0); t++)
+		usleep(50000);
+	cr_assert(!fw_dnsp_upstream_healthy(p, 0), "a silent upstream stayed healthy");
+	cr_assert(fw_dnsp_upstream_healthy(p, 1));
+	cr_assert_geq(fake_get(f2, &f2->udp_queries), 1, "the healthy one was probed too");
+
+	FAKE_SET(f1, drop, false);
+	for (t = 0; t < 100 && !fw_dnsp_upstream_healthy(p, 0); t++)
+		usleep(50000);
+	cr_assert(fw_dnsp_upstream_healthy(p, 0), "an answering upstream stayed down");
+	cr_assert(!fw_dnsp_upstream_healthy(p, 7));
+	fw_dnsp_stop(p);
+	fake_free(f1);
+	fake_free(f2);
+}
+
+Test(dnsproxy, ipv6_loopback)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	struct sockaddr_in6 from;
+	socklen_t fl = sizeof(from);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg q = query(28, "six.example", FW_DNS_TYPE_AAAA, 0), r;
+	struct pollfd pfd;
+	int fd;
+
+	fd = socket(AF_INET6, SOCK_DGRAM, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a))) {
+		cr_log_warn("no ::1 here, skipped");
+		fake_free(f);
+		return;
+	}
+	cfg_base(&c);
+	cfg_add(&c, f);
+	c.ipv6 = true;
+	p = proxy_start(&c);
+	a.sin6_port = htons(fw_dnsp_port(p));
+	cr_assert_eq(sendto(fd, q.b, q.len, 0, (struct sockaddr *)&a, sizeof(a)), (ssize_t)q.len);
+	pfd = (struct pollfd){.fd = fd, .events = POLLIN};
+	cr_assert_eq(poll(&pfd, 1, WAIT_MS), 1);
+	r.len = (size_t)recvfrom(fd, r.b, sizeof(r.b), 0, (struct sockaddr *)&from, &fl);
+	cr_assert_eq(hdr(&r, H_ID), 28);
+	cr_assert(IN6_IS_ADDR_LOOPBACK(&from.sin6_addr));
+	cr_assert_eq(ntohs(from.sin6_port), fw_dnsp_port(p));
+	/* the client as the hooks saw it: ::1, not v4-mapped */
+	cr_assert(IN6_IS_ADDR_LOOPBACK((const struct in6_addr *)H.client.b));
+	close(fd);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+Test(dnsproxy, many_queries_two_workers)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg r;
+	bool seen[200] = {false};
+	int fd, got = 0;
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	c.workers = 2;
+	p = proxy_start(&c);
+	fd = udp_client();
+	for (int i = 0; i < 200; i++) {
+		struct msg q = query((__u16)i, "m.example", FW_DNS_TYPE_A, 0);
+
+		udp_send(fd, p, q.b, q.len);
+		if (i % 20 == 19)
+			usleep(5000); /* stay under the socket buffers */
+	}
+	while (got < 200 && udp_recv(fd, p, &r, WAIT_MS)) {
+		cr_assert_lt(hdr(&r, H_ID), 200);
+		cr_assert(!seen[hdr(&r, H_ID)]);
+		seen[hdr(&r, H_ID)] = true;
+		got++;
+	}
+	cr_assert_eq(got, 200);
+	cr_assert_eq(stats(p).answered, 200);
+	close(fd);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+Test(dnsproxy, start_errors)
+{
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p = NULL, *q = NULL;
+
+	cfg_base(&c);
+	c.workers = FW_DNSP_MAX_WORKERS + 1;
+	cr_assert_eq(fw_dnsp_start(&c, &hooks, &p), -EINVAL);
+	cfg_base(&c);
+	c.nupstreams = FW_DNSP_MAX_UPSTREAMS + 1;
+	cr_assert_eq(fw_dnsp_start(&c, &hooks, &p), -EINVAL);
+
+	/* a busy port fails at start */
+	cfg_base(&c);
+	c.workers = 2;
+	p = proxy_start(&c);
+	c.port = fw_dnsp_port(p);
+	cr_assert_eq(fw_dnsp_start(&c, &hooks, &q), -EADDRINUSE);
+	fw_dnsp_stop(p);
+	fw_dnsp_stop(NULL);
+}
+
+/* ---- upstream addresses ---- */
+
+Test(dnsproxy, upstream_parse)
+{
+	static const struct {
+		const char *in, *out;
+	} ok[] = {
+		{"192.0.2.1", "192.0.2.1:53"},	       {"192.0.2.1:5353", "192.0.2.1:5353"},
+		{"2001:db8::1", "[2001:db8::1]:53"},   {"[2001:db8::1]:5353", "[2001:db8::1]:5353"},
+		{"[2001:db8::1]", "[2001:db8::1]:53"}, {"::1", "[::1]:53"},
+		{"10.0.0.1:65535", "10.0.0.1:65535"},
+	};
+	static const char *const bad[] = {
+		"",
+		"192.0.2.1:",
+		"192.0.2.1:0",
+		"192.0.2.1:65536",
+		"192.0.2.1:53x",
+		"192.0.2.1:+53",
+		":53",
+		"[2001:db8::1",
+		"[2001:db8::1]5353",
+		"[2001:db8::1]:",
+		"[192.0.2.1]:53",
+		"dns.example",
+		"192.0.2",
+		" 192.0.2.1",
+		"2001:db8::1:53:x",
+		"192.0.2.1:53:53",
+		"fe80::1%",
+		"1111:2222:3333:4444:5555:6666:7777:8888:9999:aaaa:bbbb:cccc:dddd",
+	};
+	struct fw_dnsp_upstream u;
+	char s[64];
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		cr_assert_eq(fw_dnsp_upstream_parse(ok[i].in, &u), 0, "%s", ok[i].in);
+		fw_dnsp_upstream_str(&u, s, sizeof(s));
+		cr_assert_str_eq(s, ok[i].out);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(fw_dnsp_upstream_parse(bad[i], &u), -EINVAL, "'%s' accepted", bad[i]);
+	cr_assert_eq(fw_dnsp_upstream_parse("fe80::1%1", &u), 0);
+	cr_assert_eq(((struct sockaddr_in6 *)&u.addr)->sin6_scope_id, 1);
+	cr_assert_eq(fw_dnsp_upstream_parse(NULL, &u), -EINVAL);
+	/* a short buffer is cut, not overrun */
+	cr_assert_eq(fw_dnsp_upstream_parse("192.0.2.1", &u), 0);
+	fw_dnsp_upstream_str(&u, s, 6);
+	cr_assert_str_eq(s, "192.0");
+}
+
+static char *write_tmp(const char *text)
+{
+	static char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/fw-resolv-XXXXXX");
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+Test(dnsproxy, resolv_conf)
+{
+	struct fw_dnsp_upstream u[FW_DNSP_MAX_UPSTREAMS + 2];
+	char s[64], *path;
+	size_t n = 99;
+
+	path = write_tmp("# generated\n"
+			 "search example.com\n"
+			 "options edns0 trust-ad\n"
+			 "nameserver 127.0.0.53\n"
+			 "  nameserver\t192.0.2.1   # the first real one\n"
+			 "; nameserver 192.0.2.99\n"
+			 "#nameserver 192.0.2.98\n"
+			 "nameserver ::1\n"
+			 "nameserver 2001:db8::53\n"
+			 "nameserver not-an-address\n"
+			 "nameserver\n"
+			 "nameservers 192.0.2.97\n"
+			 "nameserver 198.51.100.7");
+	cr_assert_eq(fw_dnsp_upstreams_from_resolv(path, u, FW_DNSP_MAX_UPSTREAMS, &n), 0);
+	cr_assert_eq(n, 5);
+	{
+		static const char *const want[] = {"192.0.2.1:53", "[2001:db8::53]:53",
+						   "198.51.100.7:53", "127.0.0.53:53", "[::1]:53"};
+
+		for (size_t i = 0; i < n; i++) {
+			fw_dnsp_upstream_str(&u[i], s, sizeof(s));
+			cr_assert_str_eq(s, want[i], "entry %zu", i);
+		}
+	}
+	/* cap cuts the loopback ones first */
+	cr_assert_eq(fw_dnsp_upstreams_from_resolv(path, u, 2, &n), 0);
+	cr_assert_eq(n, 2);
+	fw_dnsp_upstream_str(&u[1], s, sizeof(s));
+	cr_assert_str_eq(s, "[2001:db8::53]:53");
+	unlink(path);
+
+	/* at most ten, whatever cap says */
+	{
+		char text[2048] = "";
+
+		for (int i = 0; i < 14; i++)
+			snprintf(text + strlen(text), sizeof(text) - strlen(text),
+				 "nameserver 192.0.2.%d\n", i + 1);
+		path = write_tmp(text);
+		cr_assert_eq(fw_dnsp_upstreams_from_resolv(path, u, sizeof(u) / sizeof(u[0]), &n),
+			     0);
+		cr_assert_eq(n, 10);
+		fw_dnsp_upstream_str(&u[9], s, sizeof(s));
+		cr_assert_str_eq(s, "192.0.2.10:53");
+		unlink(path);
+	}
+
+	path = write_tmp("search example.com\n# nameserver 192.0.2.1\n");
+	cr_assert_eq(fw_dnsp_upstreams_from_resolv(path, u, 3, &n), -ENOENT);
+	unlink(path);
+	cr_assert_eq(fw_dnsp_upstreams_from_resolv("/nonexistent/resolv.conf", u, 3, &n), -ENOENT);
+}
+
+/* ---- the wire-format helpers the proxy added to dns.c ---- */
+
+Test(dnsproxy, dns_strip_opt)
+{
+	struct msg m = query(1, "a.example", FW_DNS_TYPE_A, 0);
+	size_t plain = m.len, n;
+
+	cr_assert_eq(fw_dns_add_edns0(m.b, m.len, sizeof(m.b), &m.len, 4096), 0);
+	cr_assert_eq(m.len, plain + FW_DNS_OPT_LEN);
+	cr_assert_eq(fw_dns_strip_opt(m.b, m.len, &n), 0);
+	cr_assert_eq(n, plain);
+	cr_assert_eq(hdr(&m, H_AR), 0);
+	/* nothing to strip */
+	cr_assert_eq(fw_dns_strip_opt(m.b, n, &n), 0);
+	cr_assert_eq(n, plain);
+
+	/* an OPT followed by another RR stays */
+	m = query(1, "a.example", FW_DNS_TYPE_A, 512);
+	m_u8(&m, 0);
+	m_u16(&m, 16 /* TXT */);
+	m_u16(&m, FW_DNS_CLASS_IN);
+	m_u32(&m, 0);
+	m_u16(&m, 0);
+	m.b[11] = 2;
+	cr_assert_eq(fw_dns_strip_opt(m.b, m.len, &n), -EOPNOTSUPP);
+	cr_assert_eq(hdr(&m, H_AR), 2);
+	/* malformed */
+	cr_assert_eq(fw_dns_strip_opt(m.b, m.len - 1, &n), -EINVAL);
+	cr_assert_eq(fw_dns_strip_opt(m.b, 5, &n), -EINVAL);
+}
+
+Test(dnsproxy, dns_truncate)
+{
+	struct msg m = query(3, "t.example", FW_DNS_TYPE_A, 0);
+	size_t qend = m.len, n;
+
+	m.b[2] |= FW_DNS_F_QR >> 8;
+	m.b[7] = 1; /* one A record */
+	m_u16(&m, 0xc00c);
+	m_u16(&m, FW_DNS_TYPE_A);
+	m_u16(&m, FW_DNS_CLASS_IN);
+	m_u32(&m, 60);
+	m_u16(&m, 4);
+	m_u32(&m, TEST_NET_1 + 1);
+	cr_assert_eq(fw_dns_truncate(m.b, m.len, &n), 0);
+	cr_assert_eq(n, qend);
+	cr_assert(hdr(&m, H_FLAGS) & FW_DNS_F_TC);
+	cr_assert_eq(hdr(&m, H_AN), 0);
+	cr_assert_eq(hdr(&m, H_QD), 1);
+	/* queries and question-less messages are refused */
+	m = query(3, "t.example", FW_DNS_TYPE_A, 0);
+	cr_assert_eq(fw_dns_truncate(m.b, m.len, &n), -EINVAL);
+	m.b[2] |= FW_DNS_F_QR >> 8;
+	m.b[5] = 0;
+	cr_assert_eq(fw_dns_truncate(m.b, m.len, &n), -EINVAL);
+	cr_assert_eq(fw_dns_truncate(m.b, 11, &n), -EINVAL);
+}
+
+Test(dnsproxy, dns_build_reject)
+{
+	struct msg m = query(0x77, "r.example", FW_DNS_TYPE_A, 0), bad;
+	__u8 out[512];
+	size_t n;
+
+	/* another opcode: question kept */
+	bad = m;
+	bad.b[2] |= (4 << 11) >> 8; /* NOTIFY */
+	cr_assert_eq(fw_dns_build_reject(bad.b, bad.len, FW_DNS_RCODE_NOTIMP, out, sizeof(out), &n),
+		     0);
+	cr_assert_eq(n, m.len);
+	cr_assert_eq(out[0] << 8 | out[1], 0x77);
+	cr_assert_eq((out[2] << 8 | out[3]) & FW_DNS_F_OPCODE, 4 << 11);
+	cr_assert_eq(out[3] & FW_DNS_F_RCODE, FW_DNS_RCODE_NOTIMP);
+	/* a broken name: header only */
+	bad = m;
+	bad.b[12] = 0xc0; /* a pointer in the first name */
+	cr_assert_eq(
+		fw_dns_build_reject(bad.b, bad.len, FW_DNS_RCODE_FORMERR, out, sizeof(out), &n), 0);
+	cr_assert_eq(n, FW_DNS_HDR_LEN);
+	cr_assert_eq(out[5], 0);
+	/* in place, and never to an answer or a runt */
+	cr_assert_eq(fw_dns_build_reject(m.b, m.len, FW_DNS_RCODE_FORMERR, m.b, m.len, &n), 0);
+	cr_assert_eq(n, m.len);
+	cr_assert_eq(fw_dns_build_reject(m.b, m.len, FW_DNS_RCODE_FORMERR, out, sizeof(out), &n),
+		     -EINVAL);
+	cr_assert_eq(fw_dns_build_reject(m.b, 11, FW_DNS_RCODE_FORMERR, out, sizeof(out), &n),
+		     -EINVAL);
+	m = query(0x77, "r.example", FW_DNS_TYPE_A, 0);
+	cr_assert_eq(fw_dns_build_reject(m.b, m.len, FW_DNS_RCODE_FORMERR, out, 12, &n), -ENOSPC);
+}

@@ -173,8 +173,8 @@ conn sandbox-a "$SB_A" "api.example.com (DNS)" ALLOWED "*.example.com: answered,
 conn sandbox-a "$SB_A" 203.0.113.10:80 ALLOWED "learned from api.example.com, 90 s lease" http http://203.0.113.10/
 conn sandbox-a "$SB_A" "bad.example.com (DNS)" BLOCKED "deny bad.example.com: NXDOMAIN" dig 10.42.0.1 bad.example.com
 conn sandbox-a "$SB_A" "github.com (DNS)" BLOCKED "no domain rule: NXDOMAIN" dig 10.42.0.1 github.com
-conn sandbox-b "$SB_B" "bad.example.com @198.51.100.53" ALLOWED "default allow: any name answers" dig 198.51.100.53 bad.example.com
-conn sandbox-a "$SB_A" "bad.example.com @198.51.100.53" BLOCKED "DNS to any resolver goes to the proxy" dig 198.51.100.53 bad.example.com
+conn sandbox-b "$SB_B" "bad.example.com @public" ALLOWED "default allow: any name answers (via the proxy)" dig 198.51.100.53 bad.example.com
+conn sandbox-a "$SB_A" "bad.example.com @public" BLOCKED "DNS to 198.51.100.53 goes to the proxy: NXDOMAIN" dig 198.51.100.53 bad.example.com
 conn sandbox-c "$SB_C" 198.51.100.10:80 BLOCKED "sandbox-c is still denying" http http://198.51.100.10/
 ip -n "$SB_B" addr add 10.42.0.2/32 dev eth0 noprefixroute
 conn "sandbox-b" "$SB_B" "198.51.100.10:80" BLOCKED "spoofs sandbox-a's 10.42.0.2 from sb-b" \

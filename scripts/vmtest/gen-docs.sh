@@ -40,9 +40,10 @@ root shared read-only, and runs tests/vm/run.sh: the whole
 BPF_PROG_TEST_RUN verdict table (tests/bpf/verdicts.c), the loader
 (fastwalld load, pin, attach to a bridge's ports, detach --purge) and an
 end-to-end scenario with real TCP through network namespaces and a bridge
-(allowed passes, denied dropped, a DNS-learned address — inserted with
-bpftool, as the DNS proxy does not exist yet —, a restart that keeps
-enforcing and keeps the state).
+(allowed passes, denied dropped, DNS through fastwalld's proxy with a
+dnsmasq upstream: the port and address rewrites both ways and an address
+learned before the answer, a restart that keeps enforcing and keeps the
+state).
 
 ✓ works; ✗ missing or failing; "degraded" says how fastwall or its tests
 cope. fastwall's floor is Linux 5.10 (fastwalld refuses to start without
@@ -70,6 +71,7 @@ row lpm_trie "LPM trie (4.11)" "✓" "✗ fastwalld refuses to start"
 row lru_hash "LRU hash (4.10)" "✓" "✗ fastwalld refuses to start"
 row sched_cls "TC (cls_bpf) programs" "✓" "✗ fastwalld refuses to start"
 row tc_attach "clsact + cls_bpf attach on bridge ports" "✓" "✗"
+row dns_redirect "DNS redirected to the proxy and back (checksum helpers)" "✓" "✗"
 row pin_reuse "pinned maps reused across a restart" "✓" "✗"
 row btf "kernel BTF (/sys/kernel/btf/vmlinux)" "✓" "✗"
 line="| BPF JIT |"

@@ -284,6 +284,8 @@ fi
 out=$(q "$SBA" +tcp @10.42.0.1 learned.example.com)
 check "tcp dns to the gateway answered" test "$(status_of "$out")" = NOERROR
 
+ida=$(in_ns "$POD" "$FASTWALL" --bpffs "$BPFFS" subjects 2>&1 | awk '/^[0-9]/ && $2 == "sandbox-a" { print $1 }')
+
 echo "# 6. restart: the kernel keeps enforcing while fastwalld is down"
 kill -TERM "$DAEMON"
 wait "$DAEMON"

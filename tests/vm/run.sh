@@ -169,6 +169,7 @@ host-record=learned.example.com,203.0.113.10,600
 host-record=denied.example.com,198.51.100.10,600
 EOF
 in_ns "$INET" dnsmasq -k -C "$TMP/dnsmasq.conf" --log-facility="$TMP/dnsmasq.log" &
+disown # killed with the namespace, without a job notice
 
 cat >"$CFG" <<EOF
 log_level: info

@@ -157,10 +157,12 @@ sat() { # SRV PORT -> queries/s
 		-q "$OUTSTANDING" 2>&1 | awk '/Queries per second/ { printf "%d\n", $4 }'
 }
 lat() { # SRV PORT -> "p50_us p99_us lost"
-	in_ns $CL dnsperf -s "$1" -p "$2" -d "$TMP/queries" -l "$SECONDS_LAT" -Q "$RATE" -c 1 -v 2>&1 |
-		awk '/^> / { n++; v[n] = $NF * 1e6 } /Queries lost/ { lost = $3 }
-		END { if (!n) { print "0 0 " lost; exit }
-		      asort(v); printf "%d %d %d\n", v[int(n * 0.50) + 1], v[int(n * 0.99) + 1], lost }'
+	in_ns $CL dnsperf -s "$1" -p "$2" -d "$TMP/queries" -l "$SECONDS_LAT" -Q "$RATE" -c 1 -v \
+		>"$TMP/lat.out" 2>&1 || true
+	awk '/^> / { printf "%d\n", $NF * 1e6 }' "$TMP/lat.out" | sort -n >"$TMP/lat.sorted"
+	awk -v lost="$(awk '/Queries lost/ { print $3 }' "$TMP/lat.out")" '
+		{ v[NR] = $1 } END { if (!NR) { print "0 0 " lost; exit }
+		printf "%d %d %d\n", v[int(NR * 0.50) + 1], v[int(NR * 0.99) + 1], lost }' "$TMP/lat.sorted"
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%d %d %d\n", m, v[1], v[NR] }'; }
 

@@ -279,6 +279,11 @@ static void put16(__u8 *b, __u16 v)
 	b[1] = v & 0xff;
 }
 
+static int dnsp_setopt(int fd, int level, int name, int val)
+{
+	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
+}
+
 /* ---- upstream sets ---- */
 
 static void dnsp_set_put(struct dnsp_set *s)
@@ -375,6 +380,8 @@ static int dnsp_usock_fd(struct dnsp_worker *w, struct dnsp_wset *ws, unsigned i
 	fd = socket(u->addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	/* answers to a whole batch of queries arrive at once; best effort */
+	dnsp_setopt(fd, SOL_SOCKET, SO_RCVBUF, DNSP_RCVBUF);
 	if (connect(fd, (const struct sockaddr *)&u->addr, u->len) ||
 	    epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev)) {
 		err = -errno;
@@ -1573,11 +1580,6 @@ static void *dnsp_worker_main(void *arg)
 }
 
 /* ---- setup and teardown ---- */
-
-static int dnsp_setopt(int fd, int level, int name, int val)
-{
-	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
-}
 
 /* A client socket on every local address (or loopback) of family at
  * port. exclusive: bound before SO_REUSEPORT is set, so the bind fails if

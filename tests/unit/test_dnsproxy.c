@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -599,6 +601,9 @@ static void assert_addr(const struct fw_dns_addr *a, __u32 host)
 		  fw_addr_str(&a->ip, x, sizeof(x)), fw_addr_str(&want, y, sizeof(y)));
 }
 
+/* a broken engine must fail a test, not hang the run */
+TestSuite(dnsproxy, .timeout = 60);
+
 /* ---- forwarding ---- */
 
 Test(dnsproxy, forwards_and_learns)
@@ -659,10 +664,18 @@ Test(dnsproxy, learn_runs_before_the_client_reads)
 	udp_send(fd, p, q.b, q.len);
 
 	/* learn() has the answer but holds it: nothing may reach the client */
-	pthread_mutex_lock(&H.lock);
-	while (!H.nlearn)
-		pthread_cond_wait(&H.cond, &H.lock);
-	pthread_mutex_unlock(&H.lock);
+	{
+		struct timespec until;
+		int err = 0;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += WAIT_MS / 1000;
+		pthread_mutex_lock(&H.lock);
+		while (!H.nlearn && !err)
+			err = pthread_cond_timedwait(&H.cond, &H.lock, &until);
+		pthread_mutex_unlock(&H.lock);
+		cr_assert_eq(err, 0, "learn() was never called");
+	}
 	cr_assert(!udp_recv(fd, p, &r, QUIET_MS), "answer sent before learn() returned");
 
 	HOOK_SET(learn_block, false);
@@ -1182,6 +1195,55 @@ Test(dnsproxy, tcp_close_with_queries_in_flight)
 	FAKE_SET(f, delay_ms, 0);
 	r = udp_ask(p, &q);
 	cr_assert_eq(hdr(&r, H_ID), 23);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+static __u64 cpu_ns(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ((__u64)ru.ru_utime.tv_sec + (__u64)ru.ru_stime.tv_sec) * 1000000000ULL +
+	       ((__u64)ru.ru_utime.tv_usec + (__u64)ru.ru_stime.tv_usec) * 1000ULL;
+}
+
+Test(dnsproxy, tcp_accept_out_of_descriptors)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct rlimit rl = {.rlim_cur = 256, .rlim_max = 256};
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg q = query(29, "fd.example", FW_DNS_TYPE_A, 0), r;
+	int fds[256], n = 0, fd;
+	__u64 spent;
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_cur = rl.rlim_cur < 256 ? rl.rlim_cur : 256;
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	while (n < 256 && (fd = open("/dev/null", O_RDONLY)) >= 0)
+		fds[n++] = fd;
+	cr_assert_gt(n, 1);
+	close(fds[--n]); /* one left: the client's, none for accept() */
+	fd = tcp_client(p);
+
+	/* the engine cannot accept: it must wait, not spin */
+	usleep(50000);
+	spent = cpu_ns();
+	usleep(300000);
+	spent = cpu_ns() - spent;
+	while (n)
+		close(fds[--n]);
+	cr_assert_lt(spent, 150000000ULL, "%llu ms of CPU in 300 ms", spent / 1000000);
+
+	/* and takes the connection once descriptors are back */
+	send_frame(fd, q.b, q.len);
+	cr_assert(tcp_recv(fd, &r, WAIT_MS));
+	cr_assert_eq(hdr(&r, H_ID), 29);
+	close(fd);
 	fw_dnsp_stop(p);
 	fake_free(f);
 }

@@ -138,6 +138,7 @@ struct fake {
 	int rcode;
 	unsigned int delay_ms;
 	bool tc;		   /* header + question with TC */
+	bool cut;		   /* the answer cut short mid-record, no TC */
 	bool wrong_id_first;	   /* a decoy with another id before the answer */
 	bool wrong_question_first; /* a decoy for another name first */
 	unsigned int naddrs;	   /* A records in each answer */
@@ -189,6 +190,8 @@ static void fake_answer(struct fake *f, const __u8 *q, size_t qlen, struct msg *
 	}
 	if (pq.has_edns)
 		m_opt(out, 4096);
+	if (f->cut && out->len > pq.question_end + 4)
+		out->len = pq.question_end + 4;
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -302,8 +305,11 @@ static void fake_tcp(struct fake *f)
 	pthread_mutex_lock(&f->lock);
 	f->tcp_queries++;
 	pthread_mutex_unlock(&f->lock);
-	if (fake_drops(f))
+	if (fake_drops(f)) {
+		/* silent, not closed: the proxy must time out */
+		read_full(fd, l, 1, WAIT_MS);
 		goto out;
+	}
 	fake_wait(f);
 	fake_answer(f, buf, (size_t)(l[0] << 8 | l[1]), &out, false);
 	if (out.len) {
@@ -345,20 +351,28 @@ static struct fake *fake_new(__u32 net)
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t al = sizeof(a);
 	struct fake *f = calloc(1, sizeof(*f));
+	int t;
 
 	cr_assert(f);
 	pthread_mutex_init(&f->lock, NULL);
 	f->naddrs = 2;
 	f->ttl = 60;
 	f->net = net;
-	f->udp = socket(AF_INET, SOCK_DGRAM, 0);
-	cr_assert_eq(bind(f->udp, (struct sockaddr *)&a, sizeof(a)), 0);
-	cr_assert_eq(getsockname(f->udp, (struct sockaddr *)&a, &al), 0);
+	/* UDP picks a port, TCP must get the same one: parallel tests may
+	 * hold it, so try a few */
+	for (t = 0; t < 50; t++) {
+		a.sin_port = 0;
+		f->udp = socket(AF_INET, SOCK_DGRAM, 0);
+		cr_assert_eq(bind(f->udp, (struct sockaddr *)&a, sizeof(a)), 0);
+		cr_assert_eq(getsockname(f->udp, (struct sockaddr *)&a, &al), 0);
+		f->tcp = socket(AF_INET, SOCK_STREAM, 0);
+		if (!bind(f->tcp, (struct sockaddr *)&a, sizeof(a)))
+			break;
+		close(f->udp);
+		close(f->tcp);
+	}
+	cr_assert_lt(t, 50, "no port free for both UDP and TCP");
 	f->port = ntohs(a.sin_port);
-	/* TCP on the same port; taken by someone else: try the next socket */
-	f->tcp = socket(AF_INET, SOCK_STREAM, 0);
-	cr_assert_eq(bind(f->tcp, (struct sockaddr *)&a, sizeof(a)), 0, "tcp port %u busy",
-		     f->port);
 	cr_assert_eq(listen(f->tcp, 64), 0);
 	f->stop = eventfd(0, 0);
 	cr_assert_eq(pthread_create(&f->thread, NULL, fake_main, f), 0);
@@ -835,6 +849,29 @@ Test(dnsproxy, failover_on_timeout)
 	fake_free(f2);
 }
 
+Test(dnsproxy, failover_on_malformed_answer)
+{
+	struct fake *f1 = fake_new(TEST_NET_1), *f2 = fake_new(TEST_NET_2);
+	struct fw_dnsp_config c;
+	struct fw_dns_answer a;
+	struct fw_dnsp *p;
+	struct msg q = query(9, "cut.example", FW_DNS_TYPE_A, 0), r;
+
+	FAKE_SET(f1, cut, true);
+	cfg_base(&c);
+	cfg_add(&c, f1);
+	cfg_add(&c, f2);
+	p = proxy_start(&c);
+	r = udp_ask(p, &q);
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	assert_addr(&a.addrs[0], TEST_NET_2 + 1);
+	cr_assert_eq(stats(p).upstream_errors, 1);
+	cr_assert_eq(hook_count(&H.nlearn), 1, "nothing learned from the broken answer");
+	fw_dnsp_stop(p);
+	fake_free(f1);
+	fake_free(f2);
+}
+
 Test(dnsproxy, every_upstream_failing_gives_servfail)
 {
 	struct fake *f1 = fake_new(TEST_NET_1), *f2 = fake_new(TEST_NET_2);
@@ -1065,6 +1102,46 @@ Test(dnsproxy, tcp_pipelined)
 	close(fd);
 	fw_dnsp_stop(p);
 	fake_free(f);
+}
+
+Test(dnsproxy, tcp_failover)
+{
+	struct fake *f1 = fake_new(TEST_NET_1), *f2 = fake_new(TEST_NET_2);
+	struct fw_dnsp_config c;
+	struct fw_dns_answer a;
+	struct fw_dnsp *p;
+	struct msg q = query(20, "t.example", FW_DNS_TYPE_A, 0), r;
+	int fd;
+
+	FAKE_SET(f1, rcode, FW_DNS_RCODE_SERVFAIL);
+	cfg_base(&c);
+	cfg_add(&c, f1);
+	cfg_add(&c, f2);
+	p = proxy_start(&c);
+	fd = tcp_client(p);
+	send_frame(fd, q.b, q.len);
+	cr_assert(tcp_recv(fd, &r, WAIT_MS));
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	assert_addr(&a.addrs[0], TEST_NET_2 + 1);
+	cr_assert_eq(fake_get(f1, &f1->tcp_queries), 1);
+	cr_assert_eq(fake_get(f2, &f2->tcp_queries), 1);
+
+	/* and to a silent one, over TCP too: SERVFAIL after the timeouts */
+	fw_dnsp_stop(p);
+	FAKE_SET(f1, drop, true);
+	FAKE_SET(f2, drop, true);
+	c.timeout_ns = SHORT_NS;
+	p = proxy_start(&c);
+	close(fd);
+	fd = tcp_client(p);
+	send_frame(fd, q.b, q.len);
+	cr_assert(tcp_recv(fd, &r, WAIT_MS));
+	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_SERVFAIL);
+	cr_assert_eq(stats(p).upstream_timeouts, 2);
+	close(fd);
+	fw_dnsp_stop(p);
+	fake_free(f1);
+	fake_free(f2);
 }
 
 Test(dnsproxy, tcp_denied_answered_on_the_connection)

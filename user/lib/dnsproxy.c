@@ -1131,7 +1131,8 @@ static void dnsp_tcp_event(struct dnsp_worker *w, __u64 tag, __u32 events)
 	s = &w->slots[index];
 	if (!s->used || s->tcp_fd < 0 || s->seq != (__u32)(tag >> 32))
 		return; /* stale: that socket was closed earlier in the batch */
-	if (events & EPOLLERR)
+	/* while connecting, SO_ERROR says why */
+	if ((events & EPOLLERR) && s->io != DNSP_IO_CONNECT)
 		goto fail;
 	if (s->io == DNSP_IO_CONNECT) {
 		int soerr = 0;

@@ -48,7 +48,8 @@ DAEMON_SRCS := $(wildcard user/daemon/*.c)
 CLI_SRCS := $(wildcard user/cli/*.c)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 BPFT_SRCS := $(wildcard tests/bpf/*.c)
-BENCH_SRCS := $(filter-out tests/bench/udpblast.c tests/bench/actions_bench.c,$(wildcard tests/bench/*.c))
+BENCH_SRCS := $(filter-out tests/bench/udpblast.c tests/bench/actions_bench.c \
+	tests/bench/dnsproxy_drive.c,$(wildcard tests/bench/*.c))
 FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 
 BINS := $(BUILD)/fastwalld $(BUILD)/fastwall
@@ -114,6 +115,10 @@ $(BUILD)/tests/udpblast: $(BUILD)/tests/bench/udpblast.o
 $(BUILD)/tests/actions_bench: $(BUILD)/tests/bench/actions_bench.o
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ -lpthread
+
+$(BUILD)/tests/dnsproxy_drive: $(BUILD)/tests/bench/dnsproxy_drive.o $(LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
 
 test: deps ## run the whole suite (unit, BPF verdict table, end-to-end)
 	$(Q)$(MAKE) --no-print-directory all $(TEST_BINS)

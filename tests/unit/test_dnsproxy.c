@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -136,6 +138,7 @@ struct fake {
 	int rcode;
 	unsigned int delay_ms;
 	bool tc;		   /* header + question with TC */
+	bool cut;		   /* the answer cut short mid-record, no TC */
 	bool wrong_id_first;	   /* a decoy with another id before the answer */
 	bool wrong_question_first; /* a decoy for another name first */
 	unsigned int naddrs;	   /* A records in each answer */
@@ -187,6 +190,8 @@ static void fake_answer(struct fake *f, const __u8 *q, size_t qlen, struct msg *
 	}
 	if (pq.has_edns)
 		m_opt(out, 4096);
+	if (f->cut && out->len > pq.question_end + 4)
+		out->len = pq.question_end + 4;
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -300,8 +305,11 @@ static void fake_tcp(struct fake *f)
 	pthread_mutex_lock(&f->lock);
 	f->tcp_queries++;
 	pthread_mutex_unlock(&f->lock);
-	if (fake_drops(f))
+	if (fake_drops(f)) {
+		/* silent, not closed: the proxy must time out */
+		read_full(fd, l, 1, WAIT_MS);
 		goto out;
+	}
 	fake_wait(f);
 	fake_answer(f, buf, (size_t)(l[0] << 8 | l[1]), &out, false);
 	if (out.len) {
@@ -343,20 +351,28 @@ static struct fake *fake_new(__u32 net)
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t al = sizeof(a);
 	struct fake *f = calloc(1, sizeof(*f));
+	int t;
 
 	cr_assert(f);
 	pthread_mutex_init(&f->lock, NULL);
 	f->naddrs = 2;
 	f->ttl = 60;
 	f->net = net;
-	f->udp = socket(AF_INET, SOCK_DGRAM, 0);
-	cr_assert_eq(bind(f->udp, (struct sockaddr *)&a, sizeof(a)), 0);
-	cr_assert_eq(getsockname(f->udp, (struct sockaddr *)&a, &al), 0);
+	/* UDP picks a port, TCP must get the same one: parallel tests may
+	 * hold it, so try a few */
+	for (t = 0; t < 50; t++) {
+		a.sin_port = 0;
+		f->udp = socket(AF_INET, SOCK_DGRAM, 0);
+		cr_assert_eq(bind(f->udp, (struct sockaddr *)&a, sizeof(a)), 0);
+		cr_assert_eq(getsockname(f->udp, (struct sockaddr *)&a, &al), 0);
+		f->tcp = socket(AF_INET, SOCK_STREAM, 0);
+		if (!bind(f->tcp, (struct sockaddr *)&a, sizeof(a)))
+			break;
+		close(f->udp);
+		close(f->tcp);
+	}
+	cr_assert_lt(t, 50, "no port free for both UDP and TCP");
 	f->port = ntohs(a.sin_port);
-	/* TCP on the same port; taken by someone else: try the next socket */
-	f->tcp = socket(AF_INET, SOCK_STREAM, 0);
-	cr_assert_eq(bind(f->tcp, (struct sockaddr *)&a, sizeof(a)), 0, "tcp port %u busy",
-		     f->port);
 	cr_assert_eq(listen(f->tcp, 64), 0);
 	f->stop = eventfd(0, 0);
 	cr_assert_eq(pthread_create(&f->thread, NULL, fake_main, f), 0);
@@ -599,6 +615,9 @@ static void assert_addr(const struct fw_dns_addr *a, __u32 host)
 		  fw_addr_str(&a->ip, x, sizeof(x)), fw_addr_str(&want, y, sizeof(y)));
 }
 
+/* a broken engine must fail a test, not hang the run */
+TestSuite(dnsproxy, .timeout = 60);
+
 /* ---- forwarding ---- */
 
 Test(dnsproxy, forwards_and_learns)
@@ -659,10 +678,18 @@ Test(dnsproxy, learn_runs_before_the_client_reads)
 	udp_send(fd, p, q.b, q.len);
 
 	/* learn() has the answer but holds it: nothing may reach the client */
-	pthread_mutex_lock(&H.lock);
-	while (!H.nlearn)
-		pthread_cond_wait(&H.cond, &H.lock);
-	pthread_mutex_unlock(&H.lock);
+	{
+		struct timespec until;
+		int err = 0;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += WAIT_MS / 1000;
+		pthread_mutex_lock(&H.lock);
+		while (!H.nlearn && !err)
+			err = pthread_cond_timedwait(&H.cond, &H.lock, &until);
+		pthread_mutex_unlock(&H.lock);
+		cr_assert_eq(err, 0, "learn() was never called");
+	}
 	cr_assert(!udp_recv(fd, p, &r, QUIET_MS), "answer sent before learn() returned");
 
 	HOOK_SET(learn_block, false);
@@ -817,6 +844,29 @@ Test(dnsproxy, failover_on_timeout)
 	assert_addr(&a.addrs[0], TEST_NET_2 + 1);
 	cr_assert_eq(fake_get(f1, &f1->udp_queries), 1);
 	cr_assert_eq(stats(p).upstream_timeouts, 1);
+	fw_dnsp_stop(p);
+	fake_free(f1);
+	fake_free(f2);
+}
+
+Test(dnsproxy, failover_on_malformed_answer)
+{
+	struct fake *f1 = fake_new(TEST_NET_1), *f2 = fake_new(TEST_NET_2);
+	struct fw_dnsp_config c;
+	struct fw_dns_answer a;
+	struct fw_dnsp *p;
+	struct msg q = query(9, "cut.example", FW_DNS_TYPE_A, 0), r;
+
+	FAKE_SET(f1, cut, true);
+	cfg_base(&c);
+	cfg_add(&c, f1);
+	cfg_add(&c, f2);
+	p = proxy_start(&c);
+	r = udp_ask(p, &q);
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	assert_addr(&a.addrs[0], TEST_NET_2 + 1);
+	cr_assert_eq(stats(p).upstream_errors, 1);
+	cr_assert_eq(hook_count(&H.nlearn), 1, "nothing learned from the broken answer");
 	fw_dnsp_stop(p);
 	fake_free(f1);
 	fake_free(f2);
@@ -1054,6 +1104,46 @@ Test(dnsproxy, tcp_pipelined)
 	fake_free(f);
 }
 
+Test(dnsproxy, tcp_failover)
+{
+	struct fake *f1 = fake_new(TEST_NET_1), *f2 = fake_new(TEST_NET_2);
+	struct fw_dnsp_config c;
+	struct fw_dns_answer a;
+	struct fw_dnsp *p;
+	struct msg q = query(20, "t.example", FW_DNS_TYPE_A, 0), r;
+	int fd;
+
+	FAKE_SET(f1, rcode, FW_DNS_RCODE_SERVFAIL);
+	cfg_base(&c);
+	cfg_add(&c, f1);
+	cfg_add(&c, f2);
+	p = proxy_start(&c);
+	fd = tcp_client(p);
+	send_frame(fd, q.b, q.len);
+	cr_assert(tcp_recv(fd, &r, WAIT_MS));
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	assert_addr(&a.addrs[0], TEST_NET_2 + 1);
+	cr_assert_eq(fake_get(f1, &f1->tcp_queries), 1);
+	cr_assert_eq(fake_get(f2, &f2->tcp_queries), 1);
+
+	/* and to a silent one, over TCP too: SERVFAIL after the timeouts */
+	fw_dnsp_stop(p);
+	FAKE_SET(f1, drop, true);
+	FAKE_SET(f2, drop, true);
+	c.timeout_ns = SHORT_NS;
+	p = proxy_start(&c);
+	close(fd);
+	fd = tcp_client(p);
+	send_frame(fd, q.b, q.len);
+	cr_assert(tcp_recv(fd, &r, WAIT_MS));
+	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_SERVFAIL);
+	cr_assert_eq(stats(p).upstream_timeouts, 2);
+	close(fd);
+	fw_dnsp_stop(p);
+	fake_free(f1);
+	fake_free(f2);
+}
+
 Test(dnsproxy, tcp_denied_answered_on_the_connection)
 {
 	struct fake *f = fake_new(TEST_NET_1);
@@ -1182,6 +1272,55 @@ Test(dnsproxy, tcp_close_with_queries_in_flight)
 	FAKE_SET(f, delay_ms, 0);
 	r = udp_ask(p, &q);
 	cr_assert_eq(hdr(&r, H_ID), 23);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+static __u64 cpu_ns(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ((__u64)ru.ru_utime.tv_sec + (__u64)ru.ru_stime.tv_sec) * 1000000000ULL +
+	       ((__u64)ru.ru_utime.tv_usec + (__u64)ru.ru_stime.tv_usec) * 1000ULL;
+}
+
+Test(dnsproxy, tcp_accept_out_of_descriptors)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct rlimit rl = {.rlim_cur = 256, .rlim_max = 256};
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg q = query(29, "fd.example", FW_DNS_TYPE_A, 0), r;
+	int fds[256], n = 0, fd;
+	__u64 spent;
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_cur = rl.rlim_cur < 256 ? rl.rlim_cur : 256;
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	while (n < 256 && (fd = open("/dev/null", O_RDONLY)) >= 0)
+		fds[n++] = fd;
+	cr_assert_gt(n, 1);
+	close(fds[--n]); /* one left: the client's, none for accept() */
+	fd = tcp_client(p);
+
+	/* the engine cannot accept: it must wait, not spin */
+	usleep(50000);
+	spent = cpu_ns();
+	usleep(300000);
+	spent = cpu_ns() - spent;
+	while (n)
+		close(fds[--n]);
+	cr_assert_lt(spent, 150000000ULL, "%llu ms of CPU in 300 ms", spent / 1000000);
+
+	/* and takes the connection once descriptors are back */
+	send_frame(fd, q.b, q.len);
+	cr_assert(tcp_recv(fd, &r, WAIT_MS));
+	cr_assert_eq(hdr(&r, H_ID), 29);
+	close(fd);
 	fw_dnsp_stop(p);
 	fake_free(f);
 }

@@ -55,8 +55,9 @@
 #define DNSP_TCP_OUT_MAX  262144 /* queued answers for a slow reader */
 #define DNSP_TCP_INFLIGHT 32	 /* pipelined queries per connection */
 #define DNSP_TCP_BACKLOG  1024
-#define DNSP_ACCEPTS	  16	/* per listener event, to stay fair to UDP */
-#define DNSP_PENDING_MAX  16384 /* ids are 16 bits: keep the id table sparse */
+#define DNSP_ACCEPT_PAUSE (100 * 1000000ULL) /* after EMFILE */
+#define DNSP_ACCEPTS	  16		     /* per listener event, to stay fair to UDP */
+#define DNSP_PENDING_MAX  16384		     /* ids are 16 bits: keep the id table sparse */
 #define DNSP_ID_TRIES	  16
 #define DNSP_RND	  64 /* random ids fetched per getrandom() */
 #define DNSP_RCVBUF	  (4 << 20)
@@ -223,6 +224,7 @@ struct dnsp_worker {
 	struct dnsp_slot *thead, *ttail;
 	struct dnsp_conn *ihead, *itail, *closing, *resume;
 	__u64 now, next_probe;
+	__u64 accept_at; /* listeners paused until then (out of fds); 0: not */
 	__u16 rnd[DNSP_RND];
 	unsigned int nrnd;
 
@@ -277,6 +279,11 @@ static void put16(__u8 *b, __u16 v)
 {
 	b[0] = v >> 8;
 	b[1] = v & 0xff;
+}
+
+static int dnsp_setopt(int fd, int level, int name, int val)
+{
+	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
 }
 
 /* ---- upstream sets ---- */
@@ -375,6 +382,8 @@ static int dnsp_usock_fd(struct dnsp_worker *w, struct dnsp_wset *ws, unsigned i
 	fd = socket(u->addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	/* answers to a whole batch of queries arrive at once; best effort */
+	dnsp_setopt(fd, SOL_SOCKET, SO_RCVBUF, DNSP_RCVBUF);
 	if (connect(fd, (const struct sockaddr *)&u->addr, u->len) ||
 	    epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev)) {
 		err = -errno;
@@ -1076,9 +1085,12 @@ static void dnsp_upstream_event(struct dnsp_worker *w, struct dnsp_usock *us)
 
 	for (int i = 0; i < DNSP_UP_BATCH; i++)
 		w->urxm[i].msg_hdr.msg_flags = 0;
-	/* an ICMP error surfaces here as ECONNREFUSED and is consumed;
-	 * the exchanges it concerns fail over at their timeout */
+	/* An ICMP error surfaces here as ECONNREFUSED and is consumed. Which
+	 * exchange it concerns is unknown: they fail over at their timeout,
+	 * but new ones ask the others first. */
 	n = recvmmsg(us->fd, w->urxm, DNSP_UP_BATCH, MSG_DONTWAIT, NULL);
+	if (n < 0 && errno == ECONNREFUSED)
+		dnsp_mark(us->ws, us->idx, false);
 	for (int i = 0; i < n; i++) {
 		__u8 *msg = w->urxb + (size_t)i * DNSP_UP_BUF;
 		size_t len = w->urxm[i].msg_len;
@@ -1119,14 +1131,18 @@ static void dnsp_tcp_event(struct dnsp_worker *w, __u64 tag, __u32 events)
 	s = &w->slots[index];
 	if (!s->used || s->tcp_fd < 0 || s->seq != (__u32)(tag >> 32))
 		return; /* stale: that socket was closed earlier in the batch */
-	if (events & EPOLLERR)
+	/* while connecting, SO_ERROR says why */
+	if ((events & EPOLLERR) && s->io != DNSP_IO_CONNECT)
 		goto fail;
 	if (s->io == DNSP_IO_CONNECT) {
 		int soerr = 0;
 		socklen_t sl = sizeof(soerr);
 
-		if (getsockopt(s->tcp_fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) || soerr)
+		if (getsockopt(s->tcp_fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) || soerr) {
+			if (soerr == ECONNREFUSED)
+				dnsp_mark(s->ws, s->order[s->tried], false);
 			goto fail;
+		}
 		s->io = DNSP_IO_WRITE;
 		s->io_off = 0;
 	}
@@ -1315,6 +1331,35 @@ static void dnsp_conn_event(struct dnsp_worker *w, struct dnsp_conn *c, __u32 ev
 	dnsp_conn_parse(w, c);
 }
 
+static void dnsp_listen_events(struct dnsp_worker *w, __u32 events)
+{
+	struct dnsp_sock *l[] = {&w->tcp4, &w->tcp6};
+
+	for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++) {
+		struct epoll_event ev = {.events = events, .data.ptr = l[i]};
+
+		if (l[i]->fd >= 0)
+			epoll_ctl(w->epfd, EPOLL_CTL_MOD, l[i]->fd, &ev);
+	}
+}
+
+static void dnsp_accept_pause(struct dnsp_worker *w)
+{
+	dnsp_listen_events(w, 0);
+	w->accept_at = w->now + DNSP_ACCEPT_PAUSE;
+}
+
+static __u64 dnsp_timer_accept(struct dnsp_worker *w)
+{
+	if (!w->accept_at)
+		return UINT64_MAX;
+	if (w->now < w->accept_at)
+		return w->accept_at - w->now;
+	w->accept_at = 0;
+	dnsp_listen_events(w, EPOLLIN);
+	return UINT64_MAX;
+}
+
 static void dnsp_accept_event(struct dnsp_worker *w, struct dnsp_sock *sk)
 {
 	struct fw_dnsp *p = w->p;
@@ -1327,8 +1372,14 @@ static void dnsp_accept_event(struct dnsp_worker *w, struct dnsp_sock *sk)
 
 		pe.alen = sizeof(pe.addr);
 		fd = accept4(sk->fd, &pe.addr.sa, &pe.alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
+		if (fd < 0) {
+			/* out of descriptors or memory: the listener would
+			 * stay readable and spin the loop; look again later */
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				dnsp_accept_pause(w);
 			return;
+		}
 		if (__atomic_add_fetch(&p->tcp_clients, 1, __ATOMIC_RELAXED) >
 		    p->cfg.max_tcp_clients) {
 			__atomic_sub_fetch(&p->tcp_clients, 1, __ATOMIC_RELAXED);
@@ -1488,8 +1539,10 @@ static __u64 dnsp_run_timers(struct dnsp_worker *w)
 	__u64 a = dnsp_timer_exchanges(w);
 	__u64 b = dnsp_timer_idle(w);
 	__u64 c = dnsp_timer_probe(w);
+	__u64 d = dnsp_timer_accept(w);
 
 	a = a < b ? a : b;
+	c = c < d ? c : d;
 	return a < c ? a : c;
 }
 
@@ -1573,11 +1626,6 @@ static void *dnsp_worker_main(void *arg)
 }
 
 /* ---- setup and teardown ---- */
-
-static int dnsp_setopt(int fd, int level, int name, int val)
-{
-	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
-}
 
 /* A client socket on every local address (or loopback) of family at
  * port. exclusive: bound before SO_REUSEPORT is set, so the bind fails if

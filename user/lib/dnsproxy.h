@@ -39,7 +39,11 @@ struct fw_dnsp_config {
 	__u16 edns_size;	  /* advertised upstream when the client sent no OPT */
 };
 
-void fw_dnsp_config_init(struct fw_dnsp_config *c); /* defaults */
+/* Defaults: port 53, IPv6 on, one worker per CPU, 5 s timeout, probes
+ * every 10 s, 256 TCP clients idle out after 10 s, 4096 pending (at most
+ * 16384), TTL cap 300 s, EDNS 4096. At start a zero field takes its
+ * default, except probe_interval_ns (0 = no probes). */
+void fw_dnsp_config_init(struct fw_dnsp_config *c);
 
 /* decide() returns this to forward; any other value is the rcode to answer
  * with at once (FW_DNS_RCODE_NXDOMAIN, ...). */

@@ -7,6 +7,7 @@
  *   build/tests/dnsproxy_drive -p 5300 -w 2 -t 30 &
  *   dnsperf -s 127.0.0.1 -p 5300 -d queries.txt -l 20 -c 20 -q 500
  *
+ * The responder answers over UDP and TCP (one query per connection).
  * -R runs the responder alone, as the upstream of another forwarder
  * (dnsmasq, unbound) for a side-by-side figure; -m measures the latency
  * the proxy adds with sequential queries (p50/p99, proxy and direct). */
@@ -48,7 +49,7 @@ static __u64 now_ns(void)
 /* ---- the responder: one A record for any query, batched ---- */
 
 struct responder {
-	int fd;
+	int fd, tcp;
 	__u16 port;
 	pthread_t thread;
 	__u64 answered;
@@ -79,6 +80,43 @@ static size_t respond(__u8 *b, size_t len)
 	return n;
 }
 
+/* One query per connection, as the proxy asks over TCP: read a frame,
+ * answer, close. Sequential, which is enough for a sanity figure. */
+static void responder_tcp(struct responder *r)
+{
+	__u8 b[2 + RESP_BUF];
+	size_t got = 0, want = 2, n;
+	int fd = accept(r->tcp, NULL, NULL);
+
+	if (fd < 0)
+		return;
+	while (got < want) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		ssize_t k;
+
+		if (poll(&pfd, 1, 1000) != 1)
+			goto out;
+		k = recv(fd, b + got, want - got, 0);
+		if (k <= 0)
+			goto out;
+		got += (size_t)k;
+		if (got == 2) {
+			want = 2 + (size_t)(b[0] << 8 | b[1]);
+			if (want > sizeof(b))
+				goto out;
+		}
+	}
+	n = respond(b + 2, want - 2);
+	if (n) {
+		b[0] = (__u8)(n >> 8);
+		b[1] = (__u8)n;
+		if (send(fd, b, n + 2, MSG_NOSIGNAL) == (ssize_t)(n + 2))
+			__atomic_add_fetch(&r->answered, 1, __ATOMIC_RELAXED);
+	}
+out:
+	close(fd);
+}
+
 static void *responder_main(void *arg)
 {
 	static __u8 buf[RESP_BATCH][RESP_BUF];
@@ -88,10 +126,15 @@ static void *responder_main(void *arg)
 	struct responder *r = arg;
 
 	while (!stop) {
-		struct pollfd pfd = {.fd = r->fd, .events = POLLIN};
+		struct pollfd pfd[2] = {{.fd = r->fd, .events = POLLIN},
+					{.fd = r->tcp, .events = POLLIN}};
 		int n, k = 0;
 
-		if (poll(&pfd, 1, 200) <= 0)
+		if (poll(pfd, 2, 200) <= 0)
+			continue;
+		if (pfd[1].revents)
+			responder_tcp(r);
+		if (!pfd[0].revents)
 			continue;
 		for (int i = 0; i < RESP_BATCH; i++) {
 			iov[i] = (struct iovec){buf[i], RESP_BUF};
@@ -139,6 +182,9 @@ static int responder_start(struct responder *r, __u16 port)
 	    getsockname(r->fd, (struct sockaddr *)&a, &al))
 		return -errno;
 	r->port = ntohs(a.sin_port);
+	r->tcp = socket(AF_INET, SOCK_STREAM, 0);
+	if (r->tcp < 0 || bind(r->tcp, (struct sockaddr *)&a, sizeof(a)) || listen(r->tcp, 1024))
+		return -errno;
 	return -pthread_create(&r->thread, NULL, responder_main, r);
 }
 
@@ -232,7 +278,7 @@ static void usage(const char *prog)
 int main(int argc, char **argv)
 {
 	struct fw_dnsp_hooks hooks = {.decide = decide, .learn = learn};
-	struct responder resp = {.fd = -1};
+	struct responder resp = {.fd = -1, .tcp = -1};
 	struct fw_dnsp_config c;
 	struct fw_dnsp_stats s;
 	struct fw_dnsp *p = NULL;
@@ -345,6 +391,7 @@ out:
 	if (resp.fd >= 0) {
 		pthread_join(resp.thread, NULL);
 		close(resp.fd);
+		close(resp.tcp);
 		printf("responder answered %llu\n", resp.answered);
 	}
 	return p || only >= 0 ? 0 : 1;

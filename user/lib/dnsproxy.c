@@ -52,7 +52,7 @@
 #define DNSP_QUERY_MAX	  2048	 /* larger client queries get FORMERR */
 #define DNSP_TCP_IN	  2048	 /* first read buffer of a connection */
 #define DNSP_TCP_FRAME	  65537	 /* length prefix + largest message */
-#define DNSP_TCP_OUT_MAX  262144 /* queued answers for a slow reader */
+#define DNSP_TCP_OUT_MAX  131072 /* queued answers for a slow reader */
 #define DNSP_TCP_INFLIGHT 32	 /* pipelined queries per connection */
 #define DNSP_TCP_BACKLOG  1024
 #define DNSP_ACCEPT_PAUSE (100 * 1000000ULL) /* after EMFILE */
@@ -195,9 +195,10 @@ struct dnsp_conn {
 };
 
 union dnsp_ctl {
-	struct cmsghdr align;
+	size_t align; /* of struct cmsghdr, which has a flexible array member */
 	char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
 };
+_Static_assert(_Alignof(struct cmsghdr) <= _Alignof(size_t), "control buffers misaligned");
 
 struct dnsp_tx {
 	union dnsp_ctl ctl;

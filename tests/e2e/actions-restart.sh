@@ -24,7 +24,8 @@ fw_sandbox a 2
 fw_sandbox b 3
 fw_sandbox c 4
 fw_serve_internet
-GRACE=3
+# long enough for the replay steps below on a loaded machine under ASan
+GRACE=${FW_TEST_GRACE:-6}
 fw_act_config keep $GRACE
 fw_start_daemon || fw_die "fastwalld did not start"
 fw_wait_log 'attached to sb-c' 1 5 || fw_die "fastwalld did not attach to the sandbox ports"

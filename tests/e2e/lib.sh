@@ -69,14 +69,14 @@ fw_sb_ns() { echo "fwsb-$FW_ID-$1"; }
 fw_cleanup() {
 	local pid ns
 	set +e
-	# FW_KEEP_LOG=FILE keeps the daemon's log for a look afterwards
-	[ -n "${FW_KEEP_LOG:-}" ] && [ -f "$FW_LOG" ] && cp "$FW_LOG" "$FW_KEEP_LOG"
 	for pid in $FW_DAEMON_PID "${FW_PIDS[@]}"; do
 		[ -n "$pid" ] && kill "$pid" 2>/dev/null
 	done
 	for pid in $FW_DAEMON_PID "${FW_PIDS[@]}"; do
 		[ -n "$pid" ] && wait "$pid" 2>/dev/null
 	done
+	# FW_KEEP_LOG=FILE keeps the daemon's log (with its exit) for a look
+	[ -n "${FW_KEEP_LOG:-}" ] && [ -f "$FW_LOG" ] && cp "$FW_LOG" "$FW_KEEP_LOG"
 	# anything else still running inside our namespaces, by pid
 	for ns in "${FW_NSS[@]}"; do
 		for pid in $(ip netns pids "$ns" 2>/dev/null); do

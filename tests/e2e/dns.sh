@@ -35,6 +35,9 @@ fw_sandbox b 3
 fw_sandbox c 4
 fw_sandbox r 6
 fw_serve_internet
+# HTTPS-port listeners for the DoH checks (plain HTTP on 443 is enough: the
+# drop is by address and port)
+fw_serve "$NS_INET" --http 198.51.100.10:443 --http 198.51.100.66:443
 
 # the upstream resolver and the hosts it names
 ip -n "$NS_INET" addr add $UP4/32 dev lo
@@ -97,6 +100,7 @@ start_upstream
 POLICY_A_NAMES='        - { action: deny, target: bad.example.com }
         - { action: allow, target: "*.example.com" }
         - { action: allow, target: pypi.org }'
+DOH_CFG=""
 write_config() {
 	local dns_extra=$1 a_rules=${2:-$POLICY_A_NAMES}
 	cat >"$FW_CFG" <<EOF
@@ -105,6 +109,7 @@ datapath:
   bpffs: $BPFFS
   bridges: [br0]
   events: { rate: 1000, burst: 1000 }
+$DOH_CFG
 dns:
   upstreams: [$UP4]
   timeout: 1
@@ -277,6 +282,22 @@ check_eq "redirect-all off: a default-deny subject's direct DNS is dropped by po
 	"$(dig_status "$SB_A" @$UP4 api.example.com)" ""
 check_eq "redirect-all off: the gateway still goes to the proxy" \
 	"$(dig_status "$SB_C" @10.42.0.1 x.blocked.test)" NXDOMAIN
+
+# DNS-over-HTTPS: blocklist mode, then strict
+DOH_CFG='  doh: { block: true, blocklist: [198.51.100.10] }'
+write_config "  redirect_all: true"
+check "reload with a DoH blocklist" fw_reload
+check_fails "DoH list: tcp/443 to a listed resolver dropped (default-allow sandbox-c)" \
+	fw_http "$SB_C" http://198.51.100.10:443/ 1
+check "DoH list: tcp/443 elsewhere passes" fw_http "$SB_C" http://198.51.100.66:443/ 2
+check "DoH list: the listed address on port 80 passes" fw_http "$SB_C" http://198.51.100.10/ 2
+DOH_CFG='  doh: { block: true }'
+write_config "  redirect_all: true"
+check "reload with DoH strict" fw_reload
+check_fails "DoH strict: all tcp/443 dropped" fw_http "$SB_C" http://198.51.100.66:443/ 1
+check "DoH strict: the drops are counted as dns-over-https" \
+	test "$(fw_subject_counter sandbox-c "drop dns-over-https")" -ge 2
+DOH_CFG=""
 
 # revocation: *.example.com goes; what it taught stops passing at once
 check "before revocation 198.51.100.10 passes" fw_http "$SB_A" http://198.51.100.10/ 2

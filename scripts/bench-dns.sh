@@ -10,18 +10,18 @@
 # All three cross the same veth, bridge and TC program (fastwall attached
 # for all of them), so the differences are the resolvers'. The peers are
 # interleaved per round so noise hits them alike. Reported: queries/s at
-# saturation (median of ROUNDS, with min-max) and, at a fixed RATE, the
-# p50 and p99 latency from dnsperf's per-query output, with what each
-# forwarder adds to the direct path.
+# saturation (median of ROUNDS, with min-max) and, at each fixed rate of
+# RATES, the p50 and p99 latency from dnsperf's per-query output, with what
+# each forwarder adds to the direct path.
 #
-# Env: BUILD (build), ROUNDS (3), SECONDS_SAT (5), RATE (10000),
+# Env: BUILD (build), ROUNDS (3), SECONDS_SAT (5), RATES ("2000 10000"),
 # SECONDS_LAT (4), CLIENTS (4), OUTSTANDING (200), OUT ($BUILD/bench-dns).
 set -euo pipefail
 
 BUILD=${BUILD:-build}
 ROUNDS=${ROUNDS:-3}
 SECONDS_SAT=${SECONDS_SAT:-5}
-RATE=${RATE:-10000}
+RATES=${RATES:-2000 10000}
 SECONDS_LAT=${SECONDS_LAT:-4}
 CLIENTS=${CLIENTS:-4}
 OUTSTANDING=${OUTSTANDING:-200}
@@ -156,8 +156,8 @@ sat() { # SRV PORT -> queries/s
 	in_ns $CL dnsperf -s "$1" -p "$2" -d "$TMP/queries" -l "$SECONDS_SAT" -c "$CLIENTS" \
 		-q "$OUTSTANDING" 2>&1 | awk '/Queries per second/ { printf "%d\n", $4 }'
 }
-lat() { # SRV PORT -> "p50_us p99_us lost"
-	in_ns $CL dnsperf -s "$1" -p "$2" -d "$TMP/queries" -l "$SECONDS_LAT" -Q "$RATE" -c 1 -v \
+lat() { # SRV PORT RATE -> "p50_us p99_us lost"
+	in_ns $CL dnsperf -s "$1" -p "$2" -d "$TMP/queries" -l "$SECONDS_LAT" -Q "$3" -c 1 -v \
 		>"$TMP/lat.out" 2>&1 || true
 	awk '/^> / { printf "%d\n", $NF * 1e6 }' "$TMP/lat.out" | sort -n >"$TMP/lat.sorted"
 	awk -v lost="$(awk '/Queries lost/ { print $3 }' "$TMP/lat.out")" '
@@ -166,39 +166,57 @@ lat() { # SRV PORT -> "p50_us p99_us lost"
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%d %d %d\n", m, v[1], v[NR] }'; }
 
-echo "bench-dns: dnsperf ${CLIENTS} clients x ${OUTSTANDING} outstanding, ${SECONDS_SAT} s, $ROUNDS rounds; latency at $RATE q/s for ${SECONDS_LAT} s"
+echo "bench-dns: dnsperf ${CLIENTS} clients x ${OUTSTANDING} outstanding, ${SECONDS_SAT} s, $ROUNDS rounds; latency at $RATES q/s for ${SECONDS_LAT} s"
+PEERS=("direct 198.51.100.53 5353" "dnsmasq 10.42.0.1 5300" "fastwall 10.42.0.1 53")
 : >"$TMP/raw"
 for ((r = 1; r <= ROUNDS; r++)); do
-	for peer in "direct 198.51.100.53 5353" "dnsmasq 10.42.0.1 5300" "fastwall 10.42.0.1 53"; do
+	for peer in "${PEERS[@]}"; do
 		read -r name srv port <<<"$peer"
 		q=$(sat "$srv" "$port")
-		read -r p50 p99 lost <<<"$(lat "$srv" "$port")"
-		echo "$name $r $q $p50 $p99 $lost" >>"$TMP/raw"
-		printf '  round %d %-9s %8s q/s   p50 %5s us  p99 %6s us  (lost %s)\n' "$r" "$name" "$q" "$p50" "$p99" "$lost"
+		echo "sat $name $r $q" >>"$TMP/raw"
+		line=$(printf '  round %d %-9s %8s q/s' "$r" "$name" "$q")
+		for rate in $RATES; do
+			read -r p50 p99 lost <<<"$(lat "$srv" "$port" "$rate")"
+			echo "lat $name $r $rate $p50 $p99 $lost" >>"$TMP/raw"
+			line+=$(printf '   @%s: p50 %5s us p99 %6s us (lost %s)' "$rate" "$p50" "$p99" "$lost")
+		done
+		echo "$line"
 	done
 done
 
 {
-	echo "# peer qps_median qps_min qps_max p50_us_median p99_us_median"
+	echo "# peer qps_median qps_min qps_max then per rate: rate p50_us p99_us (medians)"
 	for name in direct dnsmasq fastwall; do
-		read -r qm qmin qmax <<<"$(awk -v n=$name '$1 == n { print $3 }' "$TMP/raw" | median)"
-		read -r p50 _ _ <<<"$(awk -v n=$name '$1 == n { print $4 }' "$TMP/raw" | median)"
-		read -r p99 _ _ <<<"$(awk -v n=$name '$1 == n { print $5 }' "$TMP/raw" | median)"
-		echo "$name $qm $qmin $qmax $p50 $p99"
+		read -r qm qmin qmax <<<"$(awk -v n=$name '$1 == "sat" && $2 == n { print $4 }' "$TMP/raw" | median)"
+		line="$name $qm $qmin $qmax"
+		for rate in $RATES; do
+			read -r p50 _ _ <<<"$(awk -v n=$name -v r=$rate '$1 == "lat" && $2 == n && $4 == r { print $5 }' "$TMP/raw" | median)"
+			read -r p99 _ _ <<<"$(awk -v n=$name -v r=$rate '$1 == "lat" && $2 == n && $4 == r { print $6 }' "$TMP/raw" | median)"
+			line+=" $rate $p50 $p99"
+		done
+		echo "$line"
 	done
 } >"$OUT/dns.dat"
 
 echo
-printf '%-9s %12s %17s %9s %9s %11s %11s\n' peer "q/s median" "(min-max)" "p50 us" "p99 us" "+p50 us" "+p99 us"
-read -r _ _ _ _ dp50 dp99 < <(awk '$1 == "direct"' "$OUT/dns.dat")
-while read -r name qm qmin qmax p50 p99; do
-	[[ $name == \#* ]] && continue
-	printf '%-9s %12s %17s %9s %9s %11s %11s\n' "$name" "$qm" "($qmin-$qmax)" "$p50" "$p99" \
-		"$((p50 - dp50))" "$((p99 - dp99))"
-done <"$OUT/dns.dat"
-read -r _ mq _ _ mp50 mp99 < <(awk '$1 == "dnsmasq"' "$OUT/dns.dat")
-read -r _ fq _ _ fp50 fp99 < <(awk '$1 == "fastwall"' "$OUT/dns.dat")
+printf '%-9s %12s %17s' peer "q/s median" "(min-max)"
+for rate in $RATES; do printf ' | @%-6s %7s %7s %8s %8s' "$rate" "p50 us" "p99 us" "+p50" "+p99"; done
 echo
-awk -v f="$fq" -v m="$mq" 'BEGIN { printf "fastwall / dnsmasq queries/s: %.2fx (target >= 1)\n", m ? f / m : 0 }'
-echo "added latency vs dnsmasq: p50 $((fp50 - dp50)) us vs $((mp50 - dp50)) us, p99 $((fp99 - dp99)) us vs $((mp99 - dp99)) us (target: no worse)"
+read -ra D < <(awk '$1 == "direct"' "$OUT/dns.dat")
+while read -ra F; do
+	[[ ${F[0]} == \#* ]] && continue
+	printf '%-9s %12s %17s' "${F[0]}" "${F[1]}" "(${F[2]}-${F[3]})"
+	for ((i = 4; i < ${#F[@]}; i += 3)); do
+		printf ' | @%-6s %7s %7s %8s %8s' "${F[i]}" "${F[i + 1]}" "${F[i + 2]}" \
+			"+$((F[i + 1] - D[i + 1]))" "+$((F[i + 2] - D[i + 2]))"
+	done
+	echo
+done <"$OUT/dns.dat"
+read -ra M < <(awk '$1 == "dnsmasq"' "$OUT/dns.dat")
+read -ra W < <(awk '$1 == "fastwall"' "$OUT/dns.dat")
+echo
+awk -v f="${W[1]}" -v m="${M[1]}" 'BEGIN { printf "fastwall / dnsmasq queries/s: %.2fx (target >= 1)\n", m ? f / m : 0 }'
+for ((i = 4; i < ${#W[@]}; i += 3)); do
+	echo "added at ${W[i]} q/s, fastwall vs dnsmasq: p50 +$((W[i + 1] - D[i + 1])) us vs +$((M[i + 1] - D[i + 1])) us, p99 +$((W[i + 2] - D[i + 2])) us vs +$((M[i + 2] - D[i + 2])) us (target: no worse)"
+done
 echo "results in $OUT/dns.dat"

@@ -48,7 +48,8 @@ DAEMON_SRCS := $(wildcard user/daemon/*.c)
 CLI_SRCS := $(wildcard user/cli/*.c)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 BPFT_SRCS := $(wildcard tests/bpf/*.c)
-BENCH_SRCS := $(filter-out tests/bench/udpblast.c tests/bench/actions_bench.c,$(wildcard tests/bench/*.c))
+BENCH_SRCS := $(filter-out tests/bench/udpblast.c tests/bench/actions_bench.c \
+	tests/bench/fwpeer.c tests/bench/tcprr.c,$(wildcard tests/bench/*.c))
 FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 
 BINS := $(BUILD)/fastwalld $(BUILD)/fastwall
@@ -115,6 +116,14 @@ $(BUILD)/tests/actions_bench: $(BUILD)/tests/bench/actions_bench.o
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ -lpthread
 
+$(BUILD)/tests/fwpeer: $(BUILD)/tests/bench/fwpeer.o $(LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/tcprr: $(BUILD)/tests/bench/tcprr.o
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^
+
 test: deps ## run the whole suite (unit, BPF verdict table, end-to-end)
 	$(Q)$(MAKE) --no-print-directory all $(TEST_BINS)
 	$(Q)scripts/run-tests.sh $(BUILD)
@@ -133,10 +142,10 @@ demo: deps ## build, run the demo topology and explain what passes and why
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)BUILD=$(BUILD) scripts/demo.sh
 
-bench: deps ## benchmarks: per-packet cost and packet rate, side by side
+bench: deps ## benchmarks: per-packet cost, packet rate, control plane, nftables comparison (FULL=1: whole matrix)
 	$(Q)$(MAKE) --no-print-directory all $(BUILD)/tests/bench_tc $(BUILD)/tests/udpblast \
-		$(BUILD)/tests/actions_bench
-	$(Q)BUILD=$(BUILD) scripts/bench.sh
+		$(BUILD)/tests/actions_bench $(BUILD)/tests/fwpeer $(BUILD)/tests/tcprr
+	$(Q)BUILD=$(BUILD) FULL=$(FULL) scripts/bench.sh
 
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 FUZZ_SECONDS ?= 30

@@ -65,10 +65,14 @@ def paired(a, b):
     return [a[r] / b[r] for r in a if r in b and b[r] > 0]
 
 
-def gnuplot(script):
+def gnuplot(script, size):
+    """runs script once for SVG and once for PNG (its first two lines are
+    @TERM@ and @EXT@ stand for the terminal and the file extension)"""
     if not shutil.which("gnuplot"):
         return False
-    subprocess.run(["gnuplot"], input=script.encode(), check=True)
+    for term, ext, font in (("svg", "svg", "dynamic font 'sans,11'"), ("pngcairo", "png", "font 'sans,9'")):
+        body = script.replace("@TERM@", f"{term} size {size} {font}").replace("@EXT@", ext)
+        subprocess.run(["gnuplot"], input=body.encode(), check=True)
     return True
 
 
@@ -182,8 +186,8 @@ def udp(out, peers):
             series.append(f'{res[extra]["pct"]:.2f} with lines lw 1.5 {style} title "{title}"')
     series.append('90 with lines lw 1 lc rgb "red" dt 3 title "target 90 %"')
     script = f"""
-set terminal svg size 820,500 dynamic font 'sans,12'
-set output "{out}/rate.svg"
+set terminal @TERM@
+set output "{out}/rate.@EXT@"
 set title "Small new-flow UDP through bridge + forward: share of the no-filter rate" noenhanced
 set logscale x 2
 set xrange [0.7:6000]
@@ -196,7 +200,7 @@ set grid ytics
 set key outside right top noenhanced
 plot {", ".join(series)}
 """
-    if gnuplot(script):
+    if gnuplot(script, "820,500"):
         print(f"plot: {out}/rate.svg")
 
 
@@ -274,8 +278,8 @@ def tcp(out, peers):
     if not lat:
         return
     script = f"""
-set terminal svg size 980,440 dynamic font 'sans,11'
-set output "{out}/tcp.svg"
+set terminal @TERM@
+set output "{out}/tcp.@EXT@"
 set multiplot layout 1,2 title "TCP through bridge + forward" noenhanced
 set logscale x 2
 set xrange [0.7:6000]
@@ -295,7 +299,7 @@ set key bottom left
 plot {", ".join(crr_s)}
 unset multiplot
 """
-    if gnuplot(script):
+    if gnuplot(script, "980,440"):
         print(f"plot: {out}/tcp.svg")
 
 
@@ -397,8 +401,8 @@ def cp(out, peers):
     if not panels:
         return
     script = f"""
-set terminal svg size 1100,680 dynamic font 'sans,11'
-set output "{out}/control.svg"
+set terminal @TERM@
+set output "{out}/control.@EXT@"
 set multiplot layout 2,3 title "Control plane: time per operation with N subjects present ({r} rules each)" noenhanced
 set logscale x 2
 set logscale y 10
@@ -413,7 +417,7 @@ set key top left noenhanced font ',9'
 {chr(10).join(panels)}
 unset multiplot
 """
-    if gnuplot(script):
+    if gnuplot(script, "1100,680"):
         print(f"plot: {out}/control.svg")
 
 

@@ -39,12 +39,13 @@
 #      a subject, rebuild everything after a restart.
 #
 # Env: BUILD (build), FULL (0), SCALES, RULES_LIST, ROUNDS, SECONDS_UDP,
-# SECONDS_TCP, SANDBOXES (4), TCP_CONNS (8), CRR_CONC (8), LEARNED (512),
-# CP_SCALES, CP_RULES (16), CP_REPS (nft, 3), CP_REPS_FW (fastwall, 30),
+# SECONDS_TCP, SANDBOXES (4), FLOWS (64512: distinct UDP flows over all
+# sandboxes), TCP_CONNS (8), CRR_CONC (8), LEARNED (512),
+# CP_SCALES, CP_RULES (16), CP_REPS (nft, 3), CP_REPS_FW (fastwall, 10; FULL 50),
 # SKIP_TCP=1, SKIP_CP=1, PLOT_ONLY=1 (tables and plots again from the last
 # run's raw data). Output: $BUILD/bench-nft/.
 # Needs root, nft, python3, gnuplot (plots only), and
-# $BUILD/{fastwalld,tests/udpblast,tests/bench_tc,tests/fwpeer,tests/tcprr}.
+# $BUILD/{fastwalld,tests/{udpblast,udpflows,bench_tc,fwpeer,tcprr}}.
 set -euo pipefail
 
 BUILD=${BUILD:-build}
@@ -56,10 +57,11 @@ if [[ $FULL == 1 ]]; then
 	: "${TRIVIAL:=1}"
 else
 	: "${SCALES:=1,64,1024}" "${RULES_LIST:=16}" "${ROUNDS:=3}" "${SECONDS_UDP:=1.5}"
-	: "${SECONDS_TCP:=1}" "${CP_SCALES:=64,1024}" "${CP_REPS:=3}" "${CP_REPS_FW:=30}"
+	: "${SECONDS_TCP:=1}" "${CP_SCALES:=64,1024}" "${CP_REPS:=3}" "${CP_REPS_FW:=10}"
 	: "${TRIVIAL:=0}"
 fi
 SANDBOXES=${SANDBOXES:-4}
+FLOWS=${FLOWS:-64512}
 TCP_CONNS=${TCP_CONNS:-8}
 CRR_CONC=${CRR_CONC:-8}
 LEARNED=${LEARNED:-512}
@@ -80,9 +82,10 @@ BIN=$(cd "$BUILD" && pwd)
 FWD=$BIN/fastwalld
 BENCH=$BIN/tests/bench_tc
 BLAST=$BIN/tests/udpblast
+FLOWS_BIN=$BIN/tests/udpflows
 PEER=$BIN/tests/fwpeer
 TCPRR=$BIN/tests/tcprr
-for f in "$FWD" "$BENCH" "$BLAST" "$PEER" "$TCPRR"; do
+for f in "$FWD" "$BENCH" "$BLAST" "$FLOWS_BIN" "$PEER" "$TCPRR"; do
 	[[ -x $f ]] || { echo "bench-nft.sh: $f missing; run 'make bench'" >&2; exit 1; }
 done
 mkdir -p "$OUT"
@@ -402,6 +405,9 @@ done
 } >"$OUT/peers.txt"
 : >"$OUT/udp.raw"
 : >"$OUT/tcp.raw"
+printf '%s\n' "full=$FULL" "rounds=$ROUNDS" "seconds_udp=$SECONDS_UDP" "seconds_tcp=$SECONDS_TCP" \
+	"flows=$FLOWS" "sandboxes=$SANDBOXES" "tcp_conns=$TCP_CONNS" "crr_conc=$CRR_CONC" \
+	"cp_rules=$CP_RULES" "cp_reps=$CP_REPS" "cp_reps_fw=$CP_REPS_FW" >"$OUT/meta.txt"
 
 # snapshot PIDS... -> "cpu_ns rx_packets now_ns": CPU time of the senders and
 # ksoftirqd, packets the sink's i0 received (from the anchor process's view of
@@ -417,22 +423,18 @@ snapshot() { # anchor pid...
 }
 
 measure_udp() { # label j nsb round
-	local label=$1 j=$2 nsb=$3 round=$4 k s1 s2 p
-	local srcs
-	IFS=, read -ra srcs <<<"${T_SB[j]}"
-	BG=()
-	for ((k = 0; k < nsb; k++)); do
-		# ip netns exec and taskset exec: $! is the sender itself
-		ip netns exec "$(ns_of "$j" "sb$k")" taskset -c "$CPU" "$BLAST" -d 203.0.113.10 -P 9 \
-			-s "${srcs[k]}" -k 1 -t "$(awk -v s="$SECONDS_UDP" 'BEGIN { print s + 3 }')" \
-			>/dev/null &
-		BG+=("$!")
-	done
+	local label=$1 j=$2 nsb=$3 round=$4 k s1 s2 p nss="" srcs=""
+	IFS=, read -ra A <<<"${T_SB[j]}"
+	for ((k = 0; k < nsb; k++)); do nss+="${nss:+,}$(ns_of "$j" "sb$k")"; srcs+="${srcs:+,}${A[k]}"; done
+	# one sender for all sandboxes (taskset execs: $! is the sender itself)
+	taskset -c "$CPU" "$FLOWS_BIN" -d 203.0.113.10 -P 9 -n "$nss" -s "$srcs" -f "$FLOWS" \
+		-t "$(awk -v s="$SECONDS_UDP" 'BEGIN { print s + 3 }')" >/dev/null &
+	BG=("$!")
 	sleep 0.5
 	s1=$(snapshot "${T_ANCHOR[j]}" "${BG[@]}" "$KSOFTIRQD")
 	sleep "$SECONDS_UDP"
 	s2=$(snapshot "${T_ANCHOR[j]}" "${BG[@]}" "$KSOFTIRQD")
-	# the window is closed: stop the senders (they would run 3 s longer)
+	# the window is closed: stop the sender (it would run 3 s longer)
 	for p in "${BG[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${BG[@]}"; do wait "$p" 2>/dev/null || true; done
 	BG=()

@@ -34,6 +34,18 @@ def pctl(v, p):
     return v[min(len(v) - 1, int(p / 100 * (len(v) - 1) + 0.5))]
 
 
+def read_meta(out):
+    meta = {}
+    try:
+        with open(os.path.join(out, "meta.txt")) as f:
+            for line in f:
+                k, _, v = line.strip().partition("=")
+                meta[k] = v
+    except OSError:
+        pass
+    return meta
+
+
 def read_peers(out):
     peers = []
     with open(os.path.join(out, "peers.txt")) as f:
@@ -93,14 +105,16 @@ def udp(out, peers):
             wall[label][int(rnd)] = float(wpps)
             share[label][int(rnd)] = float(cpu)
     rounds = max((r for v in raw.values() for r in v), default=0)
+    meta = read_meta(out)
     lines = [
-        "Small UDP (64-byte payload, a new source port on every packet, so every packet",
-        "is a new flow) from each peer's sandboxes through veth -> bridge -> forward ->",
-        f"veth -> sink, {rounds} interleaved rounds. pps/core = packets reaching the sink",
-        "per second of CPU time of the senders and ksoftirqd on their CPU (median, min-max",
-        "over rounds); '% none' = median of per-round ratios to the no-filter peer with",
-        "the same number of sandboxes; 'x ref' = median per-round ratio to the reference",
-        "design at the same N and rules.",
+        "Small UDP (64-byte payload) from each peer's sandboxes (one sender thread taking",
+        f"them in turn; a new source port on every packet, {meta.get('flows', '?')} distinct flows in all)",
+        f"through veth -> bridge -> forward -> veth -> sink; {rounds} interleaved rounds of "
+        f"{meta.get('seconds_udp', '?')} s.",
+        "pps/core = packets reaching the sink per second of CPU time of the sender and",
+        "ksoftirqd on its CPU (median, min-max over rounds); '% none' = median of",
+        "per-round ratios to the no-filter peer with the same number of sandboxes;",
+        "'x ref' / 'x best' = median per-round ratio to that peer at the same N and rules.",
         "",
         f"{'peer':<26} {'sb':>2} {'pps/core':>9} {'(min-max)':>19} {'% none':>7} "
         f"{'(min-max)':>13} {'x ref':>7} {'x best':>7} {'wall pps':>9} {'CPU':>4}",
@@ -216,10 +230,13 @@ def tcp(out, peers):
             label, rnd, mode = x[0], int(x[1]), x[2]
             d[label][mode][rnd] = dict(rate=float(x[4]), core=float(x[5]), p50=float(x[7]),
                                        p99=float(x[9]), err=int(x[11]))
+    meta = read_meta(out)
     lines = [
-        f"TCP from each peer's sandboxes to an echo server behind the pod (64-byte",
-        f"messages; client and server on the senders' CPU). rr: long-lived connections,",
-        f"one request in flight each; crr: connect, one request/response, close.",
+        "TCP from each peer's sandboxes to an echo server behind the pod (64-byte",
+        "messages; client and server on the sender's CPU). rr: "
+        f"{meta.get('tcp_conns', '?')} long-lived connections,",
+        f"one request in flight each; crr: {meta.get('crr_conc', '?')} slots of connect, "
+        "one request/response, close.",
         f"Latencies in microseconds (median over rounds of each round's percentile);",
         f"rates per second of CPU time (client, server, ksoftirqd), paired % of none.",
         "",

@@ -42,7 +42,8 @@
 # SECONDS_TCP, SANDBOXES (4), FLOWS (64512: distinct UDP flows over all
 # sandboxes), TCP_CONNS (8), CRR_CONC (8), LEARNED (512),
 # CP_SCALES, CP_RULES (16), CP_REPS (nft, 3), CP_REPS_FW (fastwall, 10; FULL 50),
-# SKIP_TCP=1, SKIP_CP=1, PLOT_ONLY=1 (tables and plots again from the last
+# PROFILE (FULL: 1): perf of the UDP path per peer and of fastwalld's
+# operations (strace -c, perf), SKIP_TCP=1, SKIP_CP=1, PLOT_ONLY=1 (tables and plots again from the last
 # run's raw data). Output: $BUILD/bench-nft/.
 # Needs root, nft, python3, gnuplot (plots only), and
 # $BUILD/{fastwalld,tests/{udpblast,udpflows,bench_tc,fwpeer,tcprr}}.
@@ -54,11 +55,11 @@ FULL=${FULL:-0}
 if [[ $FULL == 1 ]]; then
 	: "${SCALES:=1,64,1024,4096}" "${RULES_LIST:=16,256}" "${ROUNDS:=5}" "${SECONDS_UDP:=3}"
 	: "${SECONDS_TCP:=2}" "${CP_SCALES:=64,1024,4096}" "${CP_REPS:=3}" "${CP_REPS_FW:=50}"
-	: "${TRIVIAL:=1}"
+	: "${TRIVIAL:=1}" "${PROFILE:=1}"
 else
 	: "${SCALES:=1,64,1024}" "${RULES_LIST:=16}" "${ROUNDS:=3}" "${SECONDS_UDP:=1.5}"
 	: "${SECONDS_TCP:=1}" "${CP_SCALES:=64,1024}" "${CP_REPS:=3}" "${CP_REPS_FW:=10}"
-	: "${TRIVIAL:=0}"
+	: "${TRIVIAL:=0}" "${PROFILE:=0}"
 fi
 SANDBOXES=${SANDBOXES:-4}
 FLOWS=${FLOWS:-64512}
@@ -165,6 +166,12 @@ IFS=, read -ra RL <<<"$RULES_LIST"
 IFS=, read -ra CS <<<"$CP_SCALES"
 
 has_topo() { local l; for l in "${T_LABEL[@]}"; do [[ $l == "$1" ]] && return 0; done; return 1; }
+find_topo() { # label -> j
+	local j
+	for j in "${!T_LABEL[@]}"; do [[ ${T_LABEL[j]} == "$1" ]] && { echo "$j"; return 0; }; done
+	return 1
+}
+
 add_topo() { # label kind n rules
 	local j=${#T_LABEL[@]}
 	T_LABEL[j]=$1 T_KIND[j]=$2 T_N[j]=$3 T_R[j]=$4
@@ -480,6 +487,50 @@ for ((round = 1; round <= ROUNDS; round++)); do
 	log "  round $round/$ROUNDS done in $(( ($(now_ns) - t0) / 1000000000 )) s"
 done
 
+# -------------------------------------------------- profiles (PROFILE=1) --
+rm -f "$OUT"/perf-* "$OUT"/strace-*
+# perf (cpu-clock, the sender's CPU) while one peer carries the UDP load:
+# where the time of a packet goes, by symbol; BPF programs show as
+# bpf_prog_<tag>_<name> (net.core.bpf_jit_kallsyms).
+profile_udp() { # label j nsb
+	local label=$1 j=$2 nsb=$3 k nss="" srcs="" pid
+	IFS=, read -ra A <<<"${T_SB[j]}"
+	for ((k = 0; k < nsb; k++)); do nss+="${nss:+,}$(ns_of "$j" "sb$k")"; srcs+="${srcs:+,}${A[k]}"; done
+	taskset -c "$CPU" "$FLOWS_BIN" -d 203.0.113.10 -P 9 -n "$nss" -s "$srcs" -f "$FLOWS" -t 6 >/dev/null &
+	pid=$!
+	BG=("$pid")
+	sleep 0.5
+	perf record -q -e cpu-clock -F 2999 -C "$CPU" -o "$OUT/perf-$label.data" -- sleep 3 >/dev/null 2>&1 || true
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	BG=()
+	perf report -i "$OUT/perf-$label.data" --stdio --no-children --sort sym 2>/dev/null |
+		awk '/^ +[0-9.]+%/ { sub("%", "", $1); print }' >"$OUT/perf-$label.txt" || true
+	# groups: the BPF programs themselves; the map lookups and helpers they
+	# call; the TC hook that runs them; netfilter and conntrack; the GC
+	# worker of nftables timeout sets (it runs on this CPU for the tables of
+	# every pod, whichever peer is measured)
+	awk -v l="$label" '{ p = $1; s = $NF
+			if (s ~ /^bpf_prog_/) prog += p
+			else if (s ~ /^(trie_lookup_elem|htab_|__htab|lookup_nulls_elem_raw|bpf_|array_map_|percpu_array_|jhash)/) maps += p
+			else if (s ~ /^(tc_run|tcf_classify|cls_bpf_classify|sch_handle_ingress|sch_handle_egress|tcx_run|__tcf_)/) hook += p
+			else if (s == "nft_rhash_gc") gc += p
+			else if (s ~ /^(nft_|nf_|__nf_|ipv4_conntrack|hash_conntrack|nf_ct|ipv4_confirm)/) nf += p
+			if (n < 5) top = top sprintf(" %s %.1f%%;", s, p); n++ }
+		END { printf "  %-23s BPF prog %4.1f%%  maps %4.1f%%  TC hook %4.1f%%  netfilter %4.1f%%  nft set GC %4.1f%%  top:%s\n",
+			l, prog, maps, hook, nf, gc, top }' "$OUT/perf-$label.txt"
+}
+if [[ ${PROFILE:-0} == 1 ]] && command -v perf >/dev/null; then
+	echo
+	echo "== profiles: share of the sender CPU's samples during 3 s of UDP (perf, cpu-clock) =="
+	big=${SC[${#SC[@]} - 1]}
+	for l in none nft-ctonly "nft-reference-$big-${RL[0]}" "nft-best-$big-${RL[0]}" "fastwall-$big-${RL[0]}" trivial; do
+		j=$(find_topo "$l") || continue
+		profile_udp "$l" "$j" "${T_NSB[j]}"
+	done
+	echo "  (per-symbol self time: $OUT/perf-*.txt)"
+fi
+
 # ------------------------------------------------------- 3. control plane --
 CP=$OUT/cp.raw
 cp "$OUT/cp.raw.setup" "$CP"
@@ -490,11 +541,6 @@ timed_nft() { # pod file -> ms (one `ip netns exec POD nft -f FILE`, process sta
 	nsx "$1" nft -f "$2"
 	t1=$(now_ns)
 	awk -v d=$((t1 - t0)) 'BEGIN { printf "%.3f", d / 1e6 }'
-}
-find_topo() { # label -> j
-	local j
-	for j in "${!T_LABEL[@]}"; do [[ ${T_LABEL[j]} == "$1" ]] && { echo "$j"; return 0; }; done
-	return 1
 }
 cp_nft() { # style n
 	local style=$1 n=$2 j pod T k a_i u_i r_i x_r ip_r f
@@ -547,6 +593,25 @@ cp_fastwall() { # n
 		awk -v n="$n" -v r="$CP_RULES" '/^op/ { for (i = 3; i <= NF; i++) print "fastwall", n, r, $2, $i }' >>"$CP"
 	nsenter --net="/run/netns/$pod" "$PEER" ops -n "$n" -r "$CP_RULES" -k "$CP_REPS_FW" -d p0 |
 		awk -v n="$n" -v r="$CP_RULES" '/^op/ { for (i = 3; i <= NF; i++) print "fastwall", n, r, $2, $i }' >>"$CP"
+	if [[ ${PROFILE:-0} == 1 && $n == "${CS[${#CS[@]} - 1]}" ]] && command -v strace >/dev/null; then
+		# which system calls the operations cost fastwalld (counts and time)
+		local dp sp
+		dp=$(cat "$pidf")
+		strace -f -c -w -p "$dp" -o "$OUT/strace-fastwalld-$n.txt" 2>/dev/null &
+		sp=$!
+		sleep 0.5
+		nsenter --net="/run/netns/$pod" "$PEER" ops -n "$n" -r "$CP_RULES" -k 1 -o 1000 -d p0 >/dev/null
+		kill -INT "$sp" 2>/dev/null || true
+		wait "$sp" 2>/dev/null || true
+		perf record -q -e cpu-clock -F 2999 -g -p "$dp" -o "$OUT/perf-fastwalld-$n.data" -- sleep 4 \
+			>/dev/null 2>&1 &
+		sp=$!
+		sleep 0.3
+		nsenter --net="/run/netns/$pod" "$PEER" ops -n "$n" -r "$CP_RULES" -k 3 -o 2000 -d p0 >/dev/null
+		wait "$sp" 2>/dev/null || true
+		perf report -i "$OUT/perf-fastwalld-$n.data" --stdio --no-children --sort sym -g none 2>/dev/null |
+			awk '/^ +[0-9.]+%/' | head -25 >"$OUT/perf-fastwalld-$n.txt" || true
+	fi
 }
 if [[ ${SKIP_CP:-0} != 1 ]]; then
 	echo
@@ -558,6 +623,15 @@ if [[ ${SKIP_CP:-0} != 1 ]]; then
 		cp_nft best "$n"
 		cp_nft reference "$n"
 		log "  N=$n done in $(( ($(now_ns) - t0) / 1000000000 )) s"
+	done
+	for f in "$OUT"/strace-fastwalld-*.txt; do
+		[[ -f $f ]] || continue
+		n=${f##*-}; n=${n%.txt}
+		echo
+		echo "fastwalld system calls during one add + update + remove, N=$n (strace -c -w, $f):"
+		sed -n '1,12p' "$f" | sed 's/^/  /'
+		echo "fastwalld CPU during 3 x (add + update + remove), N=$n (perf, self time):"
+		sed -n '1,12p' "$OUT/perf-fastwalld-$n.txt" 2>/dev/null | sed 's/^/  /'
 	done
 else
 	mv "$CP" "$CP.skipped"

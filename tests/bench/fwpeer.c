@@ -5,7 +5,7 @@
  * the way the DNS proxy does, and times single control-plane operations.
  *
  *   fwpeer [-a ADDR:PORT] setup  -n N -r RULES [-t THREADS] [-H I=IF,...] [-d IF]
- *   fwpeer [-a ADDR:PORT] ops    -n N -r RULES [-k REPS] [-d IF]
+ *   fwpeer [-a ADDR:PORT] ops    -n N -r RULES [-k REPS] [-o OFFSET] [-d IF]
  *   fwpeer [-a ADDR:PORT] replay -n N -r RULES [-t THREADS] [-H I=IF,...] [-d IF]
  *                                -L LOG -P PIDFILE -- CMD ARGS...
  *   fwpeer learn-fill -b BPFFS -l LEARNED
@@ -448,11 +448,11 @@ static void print_values(const char *label, const double *v, unsigned n)
 	printf("\n");
 }
 
-/* Per repetition k: add subject N+k (SET_BINDING, then data-plane-ready),
+/* Per repetition k (j = OFFSET + k): add subject N+j (SET_BINDING, then data-plane-ready),
  * replace the whole rule set of one subject (SET_BINDING, same fence, the
  * other policy variant), remove another subject (REMOVE_BINDING). One
  * keep-alive connection; each figure is one request's round trip in ms. */
-static int cmd_ops(unsigned reps)
+static int cmd_ops(unsigned reps, unsigned off)
 {
 	double *set = calloc(reps, sizeof(double)), *ready = calloc(reps, sizeof(double));
 	double *add = calloc(reps, sizeof(double)), *upd = calloc(reps, sizeof(double));
@@ -466,27 +466,29 @@ static int cmd_ops(unsigned reps)
 		fail("out of memory", NULL);
 	for (unsigned k = 0; k < reps; k++) {
 		/* spread over the range; the update and the removal never
-		 * pick the same subject, nor one removed earlier */
-		unsigned upd_i = (k * 2u * 37u) % n0, rem_i = (k * 2u * 37u + 37u) % n0;
+		 * pick the same subject, nor one removed earlier (also in a
+		 * later run with a larger -o) */
+		unsigned j = off + k, upd_i = (j * 2u * 37u) % n0,
+			 rem_i = (j * 2u * 37u + 37u) % n0;
 		uint64_t t0, t1, t2;
 		int s1, s2;
 
 		t0 = now_ns();
-		s1 = post(&c, body, OP_SET, n0 + k, 0, 1);
+		s1 = post(&c, body, OP_SET, n0 + j, 0, 1);
 		t1 = now_ns();
-		s2 = s1 == 200 ? post(&c, body, OP_READY, n0 + k, 0, 1) : s1;
+		s2 = s1 == 200 ? post(&c, body, OP_READY, n0 + j, 0, 1) : s1;
 		t2 = now_ns();
 		set[k] = (t1 - t0) / 1e6;
 		ready[k] = (t2 - t1) / 1e6;
 		add[k] = (t2 - t0) / 1e6;
 		if (s2 != 200) {
-			fprintf(stderr, "fwpeer: add cmp-%u: %d %s\n", n0 + k, s2, c.body);
+			fprintf(stderr, "fwpeer: add cmp-%u: %d %s\n", n0 + j, s2, c.body);
 			rc = 1;
 		}
 
 		if (n0 > 1) {
 			t0 = now_ns();
-			s1 = post(&c, body, OP_SET, upd_i, SWAP_SALT + k, 2 + k);
+			s1 = post(&c, body, OP_SET, upd_i, SWAP_SALT + j, 2 + j);
 			upd[k] = (now_ns() - t0) / 1e6;
 			if (s1 != 200) {
 				fprintf(stderr, "fwpeer: update cmp-%u: %d %s\n", upd_i, s1,
@@ -668,15 +670,16 @@ static int cmd_trivial(const char *srcs, char **ifnames, int nif)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: fwpeer [-a ADDR:PORT] setup -n N -r RULES [-t THREADS] [-H "
-			"I=IF,...] [-d IF]\n"
-			"       fwpeer [-a ADDR:PORT] ops -n N -r RULES [-k REPS] [-d IF]\n"
-			"       fwpeer [-a ADDR:PORT] replay -n N -r RULES [-t THREADS] [-H "
-			"I=IF,...] [-d IF]\n"
-			"                             -L LOG -P PIDFILE -- CMD ARGS...\n"
-			"       fwpeer learn-fill -b BPFFS -l LEARNED\n"
-			"       fwpeer learn-time -b BPFFS -s SUBJECT_ADDR [-k REPS]\n"
-			"       fwpeer trivial -s ADDR[,ADDR...] IFNAME...\n");
+	fprintf(stderr,
+		"usage: fwpeer [-a ADDR:PORT] setup -n N -r RULES [-t THREADS] [-H "
+		"I=IF,...] [-d IF]\n"
+		"       fwpeer [-a ADDR:PORT] ops -n N -r RULES [-k REPS] [-o OFFSET] [-d IF]\n"
+		"       fwpeer [-a ADDR:PORT] replay -n N -r RULES [-t THREADS] [-H "
+		"I=IF,...] [-d IF]\n"
+		"                             -L LOG -P PIDFILE -- CMD ARGS...\n"
+		"       fwpeer learn-fill -b BPFFS -l LEARNED\n"
+		"       fwpeer learn-time -b BPFFS -s SUBJECT_ADDR [-k REPS]\n"
+		"       fwpeer trivial -s ADDR[,ADDR...] IFNAME...\n");
 	exit(2);
 }
 
@@ -715,7 +718,7 @@ static void parse_veths(const char *s)
 int main(int argc, char **argv)
 {
 	const char *cmd, *bpffs = NULL, *src = NULL, *log = NULL, *pidfile = NULL;
-	unsigned threads = 4, reps = 20, learned = 512;
+	unsigned threads = 4, reps = 20, learned = 512, off = 0;
 	int opt;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -732,8 +735,11 @@ int main(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	optind = 1;
-	while ((opt = getopt(argc, argv, "+n:r:t:k:H:d:b:l:s:L:P:")) != -1) {
+	while ((opt = getopt(argc, argv, "+n:r:t:k:o:H:d:b:l:s:L:P:")) != -1) {
 		switch (opt) {
+		case 'o':
+			off = (unsigned)atoi(optarg);
+			break;
 		case 'n':
 			g_n = (unsigned)atoi(optarg);
 			break;
@@ -792,7 +798,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "setup"))
 		return bind_all(threads) ? 0 : 1;
 	if (!strcmp(cmd, "ops"))
-		return cmd_ops(reps);
+		return cmd_ops(reps, off);
 	if (!strcmp(cmd, "replay"))
 		return cmd_replay(argc, argv, threads, log, pidfile);
 	usage();

@@ -41,7 +41,7 @@
 # Env: BUILD (build), FULL (0), SCALES, RULES_LIST, ROUNDS, SECONDS_UDP,
 # SECONDS_TCP, SANDBOXES (4), FLOWS (64512: distinct UDP flows over all
 # sandboxes), TCP_CONNS (8), CRR_CONC (8), LEARNED (512),
-# CP_SCALES, CP_RULES (16), CP_REPS (nft, 3), CP_REPS_FW (fastwall, 10; FULL 50),
+# CP_SCALES, CP_RULES (16), CP_REPS (nft, 3), CP_REPS_FW (fastwall, 10; FULL 20),
 # PROFILE (FULL: 1): perf of the UDP path per peer and of fastwalld's
 # operations (strace -c, perf), SKIP_TCP=1, SKIP_CP=1, PLOT_ONLY=1 (tables and plots again from the last
 # run's raw data). Output: $BUILD/bench-nft/.
@@ -53,8 +53,8 @@ BUILD=${BUILD:-build}
 FULL=${FULL:-0}
 [[ $FULL == 1 ]] || FULL=0
 if [[ $FULL == 1 ]]; then
-	: "${SCALES:=1,64,1024,4096}" "${RULES_LIST:=16,256}" "${ROUNDS:=5}" "${SECONDS_UDP:=3}"
-	: "${SECONDS_TCP:=2}" "${CP_SCALES:=64,1024,4096}" "${CP_REPS:=3}" "${CP_REPS_FW:=50}"
+	: "${SCALES:=1,64,1024,4096}" "${RULES_LIST:=16,256}" "${ROUNDS:=5}" "${SECONDS_UDP:=2.5}"
+	: "${SECONDS_TCP:=1.5}" "${CP_SCALES:=64,1024,4096}" "${CP_REPS:=3}" "${CP_REPS_FW:=20}"
 	: "${TRIVIAL:=1}" "${PROFILE:=1}"
 else
 	: "${SCALES:=1,64,1024}" "${RULES_LIST:=16}" "${ROUNDS:=3}" "${SECONDS_UDP:=1.5}"

@@ -202,6 +202,7 @@ def udp(out, peers):
     script = f"""
 set terminal @TERM@
 set output "{out}/rate.@EXT@"
+set bmargin 4
 set title "Small new-flow UDP through bridge + forward: share of the no-filter rate" noenhanced
 set logscale x 2
 set xrange [0.7:6000]
@@ -214,7 +215,7 @@ set grid ytics
 set key outside right top noenhanced
 plot {", ".join(series)}
 """
-    if gnuplot(script, "820,500"):
+    if gnuplot(script, "900,520"):
         print(f"plot: {out}/rate.svg")
 
 
@@ -414,7 +415,8 @@ def cp(out, peers):
                 series.append(f'"{fn}" using 1:2:3:4 with yerrorlines lw 2 {LINE[k]} title "{NAMES[k]}"')
         if series:
             series.append('1 with lines lw 1 lc rgb "red" dt 3 title "1 ms"')
-            panels.append(f'set title "{name}"\nplot {", ".join(series)}')
+            # one legend, in the first panel
+            panels.append(f'set title "{name}"\n{"" if not panels else "unset key"}\nplot {", ".join(series)}')
     if not panels:
         return
     script = f"""

@@ -30,7 +30,8 @@
 #
 #   1. sanity: every peer passes allowed and learned traffic and drops
 #      deny-CIDR, default-deny, port-853 and non-subject traffic;
-#   2. per round, every peer in rotated order: small new-flow UDP from its
+#   2. per round, every peer in rotated order, in chunks of CHUNK (3) with a
+#      no-filter run before and after each chunk: small new-flow UDP from its
 #      sandboxes (packets/s per core), TCP request/response on long-lived
 #      connections (latency, transactions/s per core), TCP connect/request/
 #      close (connections/s per core, latency);
@@ -53,8 +54,8 @@ BUILD=${BUILD:-build}
 FULL=${FULL:-0}
 [[ $FULL == 1 ]] || FULL=0
 if [[ $FULL == 1 ]]; then
-	: "${SCALES:=1,64,1024,4096}" "${RULES_LIST:=16,256}" "${ROUNDS:=5}" "${SECONDS_UDP:=2.5}"
-	: "${SECONDS_TCP:=1.5}" "${CP_SCALES:=64,1024,4096}" "${CP_REPS:=3}" "${CP_REPS_FW:=20}"
+	: "${SCALES:=1,64,1024,4096}" "${RULES_LIST:=16,256}" "${ROUNDS:=5}" "${SECONDS_UDP:=2}"
+	: "${SECONDS_TCP:=1.2}" "${CP_SCALES:=64,1024,4096}" "${CP_REPS:=3}" "${CP_REPS_FW:=20}"
 	: "${TRIVIAL:=1}" "${PROFILE:=1}"
 else
 	: "${SCALES:=1,64,1024}" "${RULES_LIST:=16}" "${ROUNDS:=3}" "${SECONDS_UDP:=1.5}"
@@ -420,13 +421,18 @@ printf '%s\n' "full=$FULL" "rounds=$ROUNDS" "seconds_udp=$SECONDS_UDP" "seconds_
 # ksoftirqd, packets the sink's i0 received (from the anchor process's view of
 # its namespace, /proc/PID/net/dev), one awk for all of it. A sender that is
 # gone reads as "gone": the window was missed and the sample is dropped.
+# The fourth field: busy and total jiffies of the other CPUs (/proc/stat),
+# to see how much the neighbours ran meanwhile (on this VM a busy sibling
+# vCPU slows the measured one down, whatever the CPU-time normalisation).
 snapshot() { # anchor pid...
 	local anchor=$1
 	shift
-	awk -v now="$(now_ns)" -v n=$# 'FILENAME ~ /schedstat$/ { cpu += $1; seen++; nextfile }
+	awk -v now="$(now_ns)" -v n=$# -v me="cpu$CPU" 'FILENAME ~ /schedstat$/ { cpu += $1; seen++; nextfile }
 		FILENAME ~ /net\/dev$/ && $1 == "i0:" { rx = $3 }
-		END { if (seen < n) print "gone"; else printf "%.0f %.0f %.0f\n", cpu, rx, now }' \
-		$(for p in "$@"; do echo "/proc/$p/schedstat"; done) "/proc/$anchor/net/dev" 2>/dev/null || echo gone
+		FILENAME == "/proc/stat" && $1 ~ /^cpu[0-9]/ && $1 != me {
+			for (i = 2; i <= 9; i++) tot += $i; busy += $2 + $3 + $4 + $7 + $8 + $9 }
+		END { if (seen < n) print "gone"; else printf "%.0f %.0f %.0f %.0f:%.0f\n", cpu, rx, now, busy, tot }' \
+		$(for p in "$@"; do echo "/proc/$p/schedstat"; done) "/proc/$anchor/net/dev" /proc/stat 2>/dev/null || echo gone
 }
 
 measure_udp() { # label j nsb round
@@ -449,11 +455,12 @@ measure_udp() { # label j nsb round
 		log "  $label round $round: a sender ended before the window closed (machine overloaded?); sample dropped"
 		return 0
 	fi
-	# label round pps-per-core pps-wall cpu-share packets
-	awk -v l="$label" -v r="$round" -v a="$s1" -v b="$s2" 'BEGIN {
+	# label round pps-per-core pps-wall cpu-share packets seq other-cpus-busy
+	awk -v l="$label" -v r="$round" -v a="$s1" -v b="$s2" -v q="$SEQ" 'BEGIN {
 		split(a, x, " "); split(b, y, " "); cpu = y[1] - x[1]; p = y[2] - x[2]; ns = y[3] - x[3]
-		printf("%s %d %.0f %.0f %.3f %.0f\n", l, r, (cpu > 0 ? p * 1e9 / cpu : 0), p * 1e9 / ns, cpu / ns, p) }' \
-		>>"$OUT/udp.raw"
+		split(x[4], u, ":"); split(y[4], v, ":"); ob = v[2] > u[2] ? (v[1] - u[1]) / (v[2] - u[2]) : 0
+		printf("%s %d %.0f %.0f %.3f %.0f %d %.3f\n", l, r, (cpu > 0 ? p * 1e9 / cpu : 0), p * 1e9 / ns,
+			cpu / ns, p, q, ob) }' >>"$OUT/udp.raw"
 }
 
 measure_tcp() { # label j nsb round
@@ -467,22 +474,63 @@ measure_tcp() { # label j nsb round
 			log "bench-nft.sh: tcprr $mode for $label failed: $(cat "$TMP/tcprr.err")"
 			continue
 		fi
-		# label round mode n rate rate_per_core cpu_share p50 p90 p99 max errors
-		awk -v l="$label" -v r="$round" '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		# label round mode n rate rate_per_core cpu_share p50 p90 p99 max errors seq
+		awk -v l="$label" -v r="$round" -v q="$SEQ" '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 			print l, r, $1, v["n"], v["rate"], v["rate_per_core"], v["cpu_share"], v["p50_us"],
-				v["p90_us"], v["p99_us"], v["max_us"], v["errors"] }' <<<"$line" >>"$OUT/tcp.raw"
+				v["p90_us"], v["p99_us"], v["max_us"], v["errors"], q }' <<<"$line" >>"$OUT/tcp.raw"
 	done
 }
 
+# Every peer is compared with the no-filter baseline measured right before and
+# right after it: peers run in chunks of CHUNK, each chunk bracketed by a
+# baseline visit (N = 1 peers send from one sandbox and get the one-sandbox
+# baseline). Chunks and the peers in them rotate from round to round.
+CHUNK=${CHUNK:-3}
+J_NONE=$(find_topo none)
+ONE=() MANY=()
+for e in "${ENTRIES[@]}"; do
+	IFS='|' read -r label j nsb <<<"$e"
+	[[ ${T_KIND[j]} == none ]] && continue
+	if ((nsb == 1 && SANDBOXES > 1)); then ONE+=("$e"); else MANY+=("$e"); fi
+done
+SEQ=0
+visit() { # label j nsb round
+	SEQ=$((SEQ + 1))
+	measure_udp "$@"
+	[[ ${SKIP_TCP:-0} == 1 ]] || measure_tcp "$@"
+}
 echo
-echo "== 2. interleaved rounds: ${#ENTRIES[@]} peers x $ROUNDS rounds (UDP ${SECONDS_UDP} s$([[ ${SKIP_TCP:-0} == 1 ]] || echo ", TCP rr ${SECONDS_TCP} s, TCP crr ${SECONDS_TCP} s") each), order rotated per round =="
-ne=${#ENTRIES[@]}
+echo "== 2. interleaved rounds: ${#ENTRIES[@]} peers x $ROUNDS rounds (UDP ${SECONDS_UDP} s$([[ ${SKIP_TCP:-0} == 1 ]] || echo ", TCP rr ${SECONDS_TCP} s, TCP crr ${SECONDS_TCP} s") each), in chunks of $CHUNK between baseline runs, order rotated per round =="
 for ((round = 1; round <= ROUNDS; round++)); do
 	t0=$(now_ns)
-	for ((e = 0; e < ne; e++)); do
-		IFS='|' read -r label j nsb <<<"${ENTRIES[$(((e + (round - 1) * 3) % ne))]}"
-		measure_udp "$label" "$j" "$nsb" "$round"
-		[[ ${SKIP_TCP:-0} == 1 ]] || measure_tcp "$label" "$j" "$nsb" "$round"
+	# chunks: "baseline-label|entry;entry;..." in rotated order
+	CH=()
+	for grp in ONE MANY; do
+		declare -n G=$grp
+		ng=${#G[@]}
+		((ng)) || continue
+		base=none; [[ $grp == ONE ]] && base=none-1sb
+		rot=()
+		for ((e = 0; e < ng; e++)); do rot+=("${G[$(((e + (round - 1) * 2) % ng))]}"); done
+		for ((e = 0; e < ng; e += CHUNK)); do
+			CH+=("$base|$(IFS=';'; echo "${rot[*]:e:CHUNK}")")
+		done
+		unset -n G
+	done
+	nc=${#CH[@]}
+	last=
+	for ((c = 0; c < nc; c++)); do
+		chunk=${CH[$(((c + round - 1) % nc))]}
+		base=${chunk%%|*}
+		nb=$SANDBOXES; [[ $base == none-1sb ]] && nb=1
+		[[ $last == "$base" ]] || visit "$base" "$J_NONE" "$nb" "$round"
+		IFS=';' read -ra PE <<<"${chunk#*|}"
+		for e in "${PE[@]}"; do
+			IFS='|' read -r label j nsb <<<"$e"
+			visit "$label" "$j" "$nsb" "$round"
+		done
+		visit "$base" "$J_NONE" "$nb" "$round"
+		last=$base
 	done
 	log "  round $round/$ROUNDS done in $(( ($(now_ns) - t0) / 1000000000 )) s"
 done
@@ -575,6 +623,7 @@ cp_fastwall() { # n
 	local n=$1 j pod pin pidf k out mid
 	j=$(find_topo "fastwall-$n-$CP_RULES"); pod=$(ns_of "$j" pod); pin=${T_PIN[j]}
 	pidf=$RUN/fastwalld-$j.pid
+	echo "fastwall $n $CP_RULES learned-entries $("$PEER" learn-count -b "$pin")" >>"$CP"
 	# restart: SIGTERM, start again (fwpeer forks it and times from there),
 	# status ready, replay every SET_BINDING + data-plane-ready
 	for ((k = 0; k < CP_REPS; k++)); do
@@ -591,6 +640,7 @@ cp_fastwall() { # n
 	mid=${T_SB[j]%%,*}
 	"$PEER" learn-time -b "$pin" -s "$mid" -k $((CP_REPS_FW * 10)) |
 		awk -v n="$n" -v r="$CP_RULES" '/^op/ { for (i = 3; i <= NF; i++) print "fastwall", n, r, $2, $i }' >>"$CP"
+	echo "fastwall $n $CP_RULES learned-entries-after-restart $("$PEER" learn-count -b "$pin")" >>"$CP"
 	nsenter --net="/run/netns/$pod" "$PEER" ops -n "$n" -r "$CP_RULES" -k "$CP_REPS_FW" -d p0 |
 		awk -v n="$n" -v r="$CP_RULES" '/^op/ { for (i = 3; i <= NF; i++) print "fastwall", n, r, $2, $i }' >>"$CP"
 	if [[ ${PROFILE:-0} == 1 && $n == "${CS[${#CS[@]} - 1]}" ]] && command -v strace >/dev/null; then

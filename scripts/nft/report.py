@@ -72,8 +72,25 @@ def find(peers, kind, n, rules):
     return None
 
 
-def paired(a, b):
-    """per-round ratios a/b over the rounds both have"""
+def bracket(samples, label, base, value):
+    """{round: value / baseline} for every sample of label, the baseline being
+    the mean of the base samples measured just before and just after it (by
+    sequence number); samples: list of dicts with label, round, seq"""
+    bs = sorted((x["seq"], value(x)) for x in samples if x["label"] == base and value(x) > 0)
+    out = {}
+    for x in samples:
+        if x["label"] != label:
+            continue
+        before = [v for q, v in bs if q < x["seq"]]
+        after = [v for q, v in bs if q > x["seq"]]
+        near = ([before[-1]] if before else []) + ([after[0]] if after else [])
+        if near and value(x) > 0:
+            out[x["round"]] = value(x) / (sum(near) / len(near))
+    return out
+
+
+def ratio_of(a, b):
+    """per-round a/b (two {round: share} maps)"""
     return [a[r] / b[r] for r in a if r in b and b[r] > 0]
 
 
@@ -95,16 +112,13 @@ DASH = {16: "dt 1", 256: "dt 2"}
 
 # --------------------------------------------------------------------- UDP --
 def udp(out, peers):
-    raw = defaultdict(dict)
-    wall = defaultdict(dict)
-    share = defaultdict(dict)
+    samples = []
     with open(os.path.join(out, "udp.raw")) as f:
         for line in f:
-            label, rnd, pps, wpps, cpu, _sent = line.split()
-            raw[label][int(rnd)] = float(pps)
-            wall[label][int(rnd)] = float(wpps)
-            share[label][int(rnd)] = float(cpu)
-    rounds = max((r for v in raw.values() for r in v), default=0)
+            x = line.split()
+            samples.append(dict(label=x[0], round=int(x[1]), pps=float(x[2]), wall=float(x[3]),
+                                share=float(x[4]), seq=int(x[6]), other=float(x[7])))
+    rounds = max((x["round"] for x in samples), default=0)
     meta = read_meta(out)
     lines = [
         "Small UDP (64-byte payload) from each peer's sandboxes (one sender thread taking",
@@ -112,37 +126,44 @@ def udp(out, peers):
         f"through veth -> bridge -> forward -> veth -> sink; {rounds} interleaved rounds of "
         f"{meta.get('seconds_udp', '?')} s.",
         "pps/core = packets reaching the sink per second of CPU time of the sender and",
-        "ksoftirqd on its CPU (median, min-max over rounds); '% none' = median of",
-        "per-round ratios to the no-filter peer with the same number of sandboxes;",
-        "'x ref' / 'x best' = median per-round ratio to that peer at the same N and rules.",
+        "ksoftirqd on its CPU (median, min-max over rounds). '% none' = median over rounds",
+        "of the ratio to the no-filter runs just before and after it (same number of",
+        "sandboxes); 'x ref' / 'x best' = median over rounds of the ratio of those shares",
+        "to the reference / best nft peer's at the same N and rules. 'other CPU' = how",
+        "busy the other CPU was (neighbours), median.",
         "",
         f"{'peer':<26} {'sb':>2} {'pps/core':>9} {'(min-max)':>19} {'% none':>7} "
-        f"{'(min-max)':>13} {'x ref':>7} {'x best':>7} {'wall pps':>9} {'CPU':>4}",
+        f"{'(min-max)':>13} {'x ref':>7} {'x best':>7} {'wall pps':>9} {'CPU':>4} {'other CPU':>9}",
     ]
+    pps = lambda x: x["pps"]
+    shares = {p["label"]: bracket(samples, p["label"], p["base"], pps) for p in peers}
     res = {}
     for p in peers:
-        v = raw.get(p["label"], {})
-        if not v:
-            continue
-        base = raw.get(p["base"], {})
-        rn = paired(v, base)
-        if not rn:
+        mine = [x for x in samples if x["label"] == p["label"]]
+        rn = list(shares[p["label"]].values())
+        if not mine or not rn:
             continue
         ref = find(peers, "reference", p["n"], p["rules"])
         best = find(peers, "best", p["n"], p["rules"])
-        xr = median(paired(v, raw.get(ref["label"], {}))) if ref and p["kind"] != "reference" else None
-        xb = median(paired(v, raw.get(best["label"], {}))) if best and p["kind"] == "fastwall" else None
+        xr = median(ratio_of(shares[p["label"]], shares[ref["label"]])) \
+            if ref and p["kind"] != "reference" and ref["label"] in shares else None
+        xb = median(ratio_of(shares[p["label"]], shares[best["label"]])) \
+            if best and p["kind"] == "fastwall" and best["label"] in shares else None
         res[p["label"]] = dict(pct=100 * median(rn), lo=100 * min(rn), hi=100 * max(rn), xref=xr, xbest=xb)
+        v = [x["pps"] for x in mine]
+        is_base = p["label"] == p["base"]
         lines.append(
-            f"{p['label']:<26} {p['sb']:>2} {median(v.values()):>9.0f} "
-            f"{'(%.0f-%.0f)' % (min(v.values()), max(v.values())):>19} {100 * median(rn):>6.1f}% "
-            f"{'(%.0f-%.0f)' % (100 * min(rn), 100 * max(rn)):>13} "
+            f"{p['label']:<26} {p['sb']:>2} {median(v):>9.0f} "
+            f"{'(%.0f-%.0f)' % (min(v), max(v)):>19} "
+            + (f"{'base':>7} {'':>13} " if is_base else
+               f"{100 * median(rn):>6.1f}% {'(%.0f-%.0f)' % (100 * min(rn), 100 * max(rn)):>13} ") +
             f"{'%.1fx' % xr if xr else '':>7} {'%.2fx' % xb if xb else '':>7} "
-            f"{median(wall[p['label']].values()):>9.0f} {100 * median(share[p['label']].values()):>3.0f}%")
+            f"{median([x['wall'] for x in mine]):>9.0f} {100 * median([x['share'] for x in mine]):>3.0f}% "
+            f"{100 * median([x['other'] for x in mine]):>8.0f}%")
     # the matrix a reader wants: share of no filter per peer, N and rules
     rules_list = sorted({p["rules"] for p in peers if p["kind"] in KINDS})
     scales = sorted({p["n"] for p in peers if p["kind"] in KINDS})
-    lines += ["", "Share of the no-filter packet rate (paired median, % of none):", "",
+    lines += ["", "Share of the no-filter packet rate (median over rounds, % of the bracketing none runs):", "",
               f"{'rules':>5} {'N':>5}  {'reference':>10} {'best':>10} {'fastwall':>10}   "
               f"{'fastwall/ref':>12} {'fastwall/best':>13}"]
     for r in rules_list:
@@ -224,13 +245,13 @@ def tcp(out, peers):
     path = os.path.join(out, "tcp.raw")
     if not os.path.exists(path) or not os.path.getsize(path):
         return
-    d = defaultdict(lambda: defaultdict(dict))  # label -> mode -> round -> fields
+    samples = []
     with open(path) as f:
         for line in f:
             x = line.split()
-            label, rnd, mode = x[0], int(x[1]), x[2]
-            d[label][mode][rnd] = dict(rate=float(x[4]), core=float(x[5]), p50=float(x[7]),
-                                       p99=float(x[9]), err=int(x[11]))
+            samples.append(dict(label=x[0], round=int(x[1]), mode=x[2], rate=float(x[4]),
+                                core=float(x[5]), p50=float(x[7]), p99=float(x[9]), err=int(x[11]),
+                                seq=int(x[12])))
     meta = read_meta(out)
     lines = [
         "TCP from each peer's sandboxes to an echo server behind the pod (64-byte",
@@ -238,29 +259,28 @@ def tcp(out, peers):
         f"{meta.get('tcp_conns', '?')} long-lived connections,",
         f"one request in flight each; crr: {meta.get('crr_conc', '?')} slots of connect, "
         "one request/response, close.",
-        f"Latencies in microseconds (median over rounds of each round's percentile);",
-        f"rates per second of CPU time (client, server, ksoftirqd), paired % of none.",
+        "Latencies in microseconds (median over runs of each run's percentile);",
+        "rates per second of CPU time (client, server, ksoftirqd); '% none' as for UDP",
+        "(against the no-filter runs just before and after).",
         "",
         f"{'peer':<26} {'sb':>2} {'rr p50':>8} {'rr p99':>8} {'rr/s/core':>10} {'% none':>7}  "
         f"{'crr/s/core':>10} {'% none':>7} {'crr p50':>8} {'crr p99':>8} {'errors':>6}",
     ]
     res = {}
     for p in peers:
-        v = d.get(p["label"])
-        if not v:
-            continue
-        b = d.get(p["base"], {})
         row = {}
         for mode in ("rr", "crr"):
-            m = v.get(mode, {})
-            bm = b.get(mode, {})
+            ms = [x for x in samples if x["mode"] == mode]
+            m = [x for x in ms if x["label"] == p["label"]]
             if not m:
                 continue
-            row[mode] = dict(
-                p50=median([x["p50"] for x in m.values()]), p99=median([x["p99"] for x in m.values()]),
-                core=median([x["core"] for x in m.values()]),
-                pct=100 * median([m[r]["core"] / bm[r]["core"] for r in m if r in bm and bm[r]["core"]]),
-                err=sum(x["err"] for x in m.values()))
+            sh = bracket(ms, p["label"], p["base"], lambda x: x["core"])
+            row[mode] = dict(p50=median([x["p50"] for x in m]), p99=median([x["p99"] for x in m]),
+                             core=median([x["core"] for x in m]),
+                             pct=100 * median(list(sh.values())) if sh else float("nan"),
+                             err=sum(x["err"] for x in m))
+        if not row:
+            continue
         res[p["label"]] = row
         rr, crr = row.get("rr"), row.get("crr")
 

@@ -10,6 +10,7 @@
  *                                -L LOG -P PIDFILE -- CMD ARGS...
  *   fwpeer learn-fill -b BPFFS -l LEARNED
  *   fwpeer learn-time -b BPFFS -s SUBJECT_ADDR [-k REPS]
+ *   fwpeer learn-count -b BPFFS
  *   fwpeer trivial -s ADDR[,ADDR...] IFNAME...
  *
  * Subjects and policies are those of scripts/nft/reference.sh, so every peer
@@ -579,6 +580,21 @@ static int cmd_learn_fill(const char *bpffs, unsigned learned)
 	return 0;
 }
 
+/* Counts the entries of the pinned fastwall_learned map. */
+static int cmd_learn_count(const char *bpffs)
+{
+	int lfd = open_pinned(bpffs, "fastwall_learned");
+	struct fw_learned_key key, *prev = NULL;
+	unsigned long long n = 0;
+
+	while (bpf_map_get_next_key(lfd, prev, &key) == 0) {
+		prev = &key;
+		n++;
+	}
+	printf("%llu\n", n);
+	return 0;
+}
+
 /* Times REPS writes of a new learned address for the subject at addr: one
  * bpf_map_update_elem each (the DNS proxy's kernel write before it answers),
  * removed again untimed. */
@@ -679,6 +695,7 @@ static void usage(void)
 		"                             -L LOG -P PIDFILE -- CMD ARGS...\n"
 		"       fwpeer learn-fill -b BPFFS -l LEARNED\n"
 		"       fwpeer learn-time -b BPFFS -s SUBJECT_ADDR [-k REPS]\n"
+		"       fwpeer learn-count -b BPFFS\n"
 		"       fwpeer trivial -s ADDR[,ADDR...] IFNAME...\n");
 	exit(2);
 }
@@ -786,6 +803,11 @@ int main(int argc, char **argv)
 		if (!bpffs || learned > 512)
 			usage();
 		return cmd_learn_fill(bpffs, learned);
+	}
+	if (!strcmp(cmd, "learn-count")) {
+		if (!bpffs)
+			usage();
+		return cmd_learn_count(bpffs);
 	}
 	if (!strcmp(cmd, "learn-time")) {
 		if (!bpffs || !src || !reps)

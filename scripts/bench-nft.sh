@@ -144,6 +144,11 @@ a1=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat)
 echo "background load: $(( (a1 - a0) * 100 / $(getconf CLK_TCK) / $(nproc) ))% of $(nproc) cores busy in the second before the run"
 
 # ------------------------------------------------------------- rulesets --
+# Learned addresses must outlive the run in every peer: nft's timeout sets drop
+# expired elements (and stop fetching them), so the control-plane runs at the
+# end would see fewer elements than the sets were loaded with. Two hours for
+# the nft sets and fastwall's leases alike.
+export FWNFT_TIMEOUT=${FWNFT_TIMEOUT:-7200s}
 gen() { # style n rules [mode idx] -> file path (cached)
 	local style=$1 n=$2 r=$3 f=$TMP/$1-$2-$3-${4:-full}-${5:-x}.nft
 	if [[ ! -s $f ]]; then

@@ -397,8 +397,12 @@ def cp(out, peers):
                 v = d.get(("fastwall", n, r, op), [])
                 if v:
                     parts.append(f"{op} p90 {pctl(v, 90):.3f}")
+            le = d.get(("fastwall", n, r, "learned-entries"), [])
+            la = d.get(("fastwall", n, r, "learned-entries-after-restart"), [])
             if parts:
-                lines.append(f"  N={n:<5} " + ", ".join(parts) + " (ms)")
+                lines.append(f"  N={n:<5} " + ", ".join(parts) + " (ms)" +
+                             (f"; learned map: {le[0]:.0f} entries" if le else "") +
+                             (f", {la[0]:.0f} after the restarts" if la else ""))
         lines.append("Target: every operation under 1 ms and flat as N grows (rebuild: growth only):")
         for op, name in OPS:
             vals = [(n, median(d.get(("fastwall", n, r, op), [])) if d.get(("fastwall", n, r, op)) else None)

@@ -563,7 +563,7 @@ static int cmd_learn_fill(const char *bpffs, unsigned learned)
 			continue;
 		for (unsigned k = 0; k < learned; k++) {
 			struct fw_learned_key lk = {.subject = subj.id};
-			struct fw_lease lease = {.expires_ns = mono + 3600ull * 1000000000ull,
+			struct fw_lease lease = {.expires_ns = mono + 7200ull * 1000000000ull,
 						 .learned_ns = mono};
 
 			fw_addr_from_v4(&lk.addr, htonl(learned_addr(k)));

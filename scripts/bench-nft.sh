@@ -96,8 +96,12 @@ OUT=$(cd "$OUT" && pwd)
 
 ID=$$
 PFX=fwc$ID
-PINS=/sys/fs/bpf/fastwall-cmp-$ID
 RUN=/run/fastwall-cmp-$ID
+# fastwall's pins go to a bpffs mounted for this run alone: on a shared
+# machine another job may mount a fresh bpffs over /sys/fs/bpf, which hides
+# every pin made before it (seen here: three stacked mounts), and a restart
+# of fastwalld would then find nothing to adopt
+PINS=$RUN/bpffs
 TMP=$RUN/tmp
 CPU=$(( $(nproc) - 1 ))
 KSOFTIRQD=$(pgrep -x "ksoftirqd/$CPU" | head -1)
@@ -119,13 +123,15 @@ cleanup() {
 	for ns in $(ip netns list 2>/dev/null | awk -v p="$PFX-" 'index($1, p) == 1 { print $1 }'); do
 		ip netns del "$ns" 2>/dev/null || true
 	done
-	rm -rf "$PINS" "$RUN"
+	mountpoint -q "$PINS" && umount -l "$PINS"
+	rm -rf "$RUN"
 	exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 mkdir -p "$PINS" "$TMP"
 chmod 700 "$RUN"
+mount -t bpf bpf "$PINS" || { log "bench-nft.sh: can't mount a bpffs on $PINS"; exit 1; }
 
 log() { printf '%s\n' "$*" >&2; }
 nsx() { ip netns exec "$1" "${@:2}"; }
@@ -628,7 +634,8 @@ cp_fastwall() { # n
 	local n=$1 j pod pin pidf k out mid
 	j=$(find_topo "fastwall-$n-$CP_RULES"); pod=$(ns_of "$j" pod); pin=${T_PIN[j]}
 	pidf=$RUN/fastwalld-$j.pid
-	echo "fastwall $n $CP_RULES learned-entries $("$PEER" learn-count -b "$pin")" >>"$CP"
+	out=$("$PEER" learn-count -b "$pin") || { log "bench-nft.sh: the pins of fastwall-$n are gone ($pin)"; exit 1; }
+	echo "fastwall $n $CP_RULES learned-entries $out" >>"$CP"
 	# restart: SIGTERM, start again (fwpeer forks it and times from there),
 	# status ready, replay every SET_BINDING + data-plane-ready
 	for ((k = 0; k < CP_REPS; k++)); do
@@ -645,7 +652,8 @@ cp_fastwall() { # n
 	mid=${T_SB[j]%%,*}
 	"$PEER" learn-time -b "$pin" -s "$mid" -k $((CP_REPS_FW * 10)) |
 		awk -v n="$n" -v r="$CP_RULES" '/^op/ { for (i = 3; i <= NF; i++) print "fastwall", n, r, $2, $i }' >>"$CP"
-	echo "fastwall $n $CP_RULES learned-entries-after-restart $("$PEER" learn-count -b "$pin")" >>"$CP"
+	out=$("$PEER" learn-count -b "$pin") || { log "bench-nft.sh: the pins of fastwall-$n are gone ($pin)"; exit 1; }
+	echo "fastwall $n $CP_RULES learned-entries-after-restart $out" >>"$CP"
 	nsenter --net="/run/netns/$pod" "$PEER" ops -n "$n" -r "$CP_RULES" -k "$CP_REPS_FW" -d p0 |
 		awk -v n="$n" -v r="$CP_RULES" '/^op/ { for (i = 3; i <= NF; i++) print "fastwall", n, r, $2, $i }' >>"$CP"
 	if [[ ${PROFILE:-0} == 1 && $n == "${CS[${#CS[@]} - 1]}" ]] && command -v strace >/dev/null; then

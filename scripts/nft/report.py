@@ -353,7 +353,10 @@ def cp(out, peers):
     d = defaultdict(list)  # (peer, n, rules, op) -> ms values
     with open(path) as f:
         for line in f:
-            peer, n, rules, op, v = line.split()
+            x = line.split()
+            if len(x) != 5:
+                continue  # a step that printed nothing; its absence shows in the table
+            peer, n, rules, op, v = x
             d[(peer, int(n), int(rules), op)].append(float(v))
     scales = sorted({k[1] for k in d if k[3] in dict(OPS)})
     rules = sorted({k[2] for k in d if k[3] in dict(OPS)})

@@ -58,8 +58,8 @@ if [[ $FULL == 1 ]]; then
 	: "${SECONDS_TCP:=1.2}" "${CP_SCALES:=64,1024,4096}" "${CP_REPS:=3}" "${CP_REPS_FW:=20}"
 	: "${TRIVIAL:=1}" "${PROFILE:=1}"
 else
-	: "${SCALES:=1,64,1024}" "${RULES_LIST:=16}" "${ROUNDS:=3}" "${SECONDS_UDP:=1.5}"
-	: "${SECONDS_TCP:=1}" "${CP_SCALES:=64,1024}" "${CP_REPS:=3}" "${CP_REPS_FW:=10}"
+	: "${SCALES:=1,64,1024}" "${RULES_LIST:=16}" "${ROUNDS:=3}" "${SECONDS_UDP:=1.2}"
+	: "${SECONDS_TCP:=0.8}" "${CP_SCALES:=64,1024}" "${CP_REPS:=3}" "${CP_REPS_FW:=10}"
 	: "${TRIVIAL:=0}" "${PROFILE:=0}"
 fi
 SANDBOXES=${SANDBOXES:-4}

@@ -18,7 +18,7 @@
 #
 # Environment: BUILD (default build), FULL=1 (the whole matrix and more
 # rounds everywhere), ROUNDS_A (11; FULL 15), REPEAT_A (1000000),
-# SCALES_A (1,64,1024,4096), ROUNDS_B (7; FULL 9), SECONDS_B (3), SKIP_A=1,
+# SCALES_A (1,64,1024,4096), ROUNDS_B (5; FULL 9), SECONDS_B (3), SKIP_A=1,
 # SKIP_B=1, SKIP_C=1, SKIP_ACTIONS=1 (the control-plane part,
 # scripts/bench-actions.sh, run last), PLOT_ONLY=1 (redraw the plots from
 # the last run's data). Part C reads its own variables (see bench-nft.sh).
@@ -36,7 +36,7 @@ fi
 ROUNDS_A=${ROUNDS_A:-11}
 REPEAT_A=${REPEAT_A:-1000000}
 SCALES_A=${SCALES_A:-1,64,1024,4096}
-ROUNDS_B=${ROUNDS_B:-7}
+ROUNDS_B=${ROUNDS_B:-5}
 SECONDS_B=${SECONDS_B:-3}
 SCALES_B=1,64,1024
 OUT=$BUILD/bench

@@ -49,7 +49,8 @@ CLI_SRCS := $(wildcard user/cli/*.c)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 BPFT_SRCS := $(wildcard tests/bpf/*.c)
 BENCH_SRCS := $(filter-out tests/bench/udpblast.c tests/bench/actions_bench.c \
-	tests/bench/dnsproxy_drive.c,$(wildcard tests/bench/*.c))
+	tests/bench/dnsproxy_drive.c tests/bench/fwpeer.c tests/bench/tcprr.c tests/bench/udpflows.c,\
+	$(wildcard tests/bench/*.c))
 FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 
 BINS := $(BUILD)/fastwalld $(BUILD)/fastwall
@@ -120,6 +121,18 @@ $(BUILD)/tests/dnsproxy_drive: $(BUILD)/tests/bench/dnsproxy_drive.o $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
 
+$(BUILD)/tests/fwpeer: $(BUILD)/tests/bench/fwpeer.o $(LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/tcprr: $(BUILD)/tests/bench/tcprr.o
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^
+
+$(BUILD)/tests/udpflows: $(BUILD)/tests/bench/udpflows.o
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^
+
 test: deps ## run the whole suite (unit, BPF verdict table, end-to-end)
 	$(Q)$(MAKE) --no-print-directory all $(TEST_BINS)
 	$(Q)scripts/run-tests.sh $(BUILD)
@@ -138,10 +151,10 @@ demo: deps ## build, run the demo topology and explain what passes and why
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)BUILD=$(BUILD) scripts/demo.sh
 
-bench: deps ## benchmarks: per-packet cost and packet rate, side by side
+bench: deps ## benchmarks: per-packet cost, packet rate, control plane, nftables comparison (FULL=1: whole matrix)
 	$(Q)$(MAKE) --no-print-directory all $(BUILD)/tests/bench_tc $(BUILD)/tests/udpblast \
-		$(BUILD)/tests/actions_bench
-	$(Q)BUILD=$(BUILD) scripts/bench.sh
+		$(BUILD)/tests/actions_bench $(BUILD)/tests/fwpeer $(BUILD)/tests/tcprr $(BUILD)/tests/udpflows
+	$(Q)BUILD=$(BUILD) FULL=$(FULL) scripts/bench.sh
 
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 FUZZ_SECONDS ?= 30

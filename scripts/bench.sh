@@ -8,20 +8,37 @@
 #   B) packets/s of small new-flow UDP through veth -> bridge (TC ingress on
 #      the bridge port) -> routed -> veth -> sink, all in namespaces this
 #      script creates: no program, the trivial program, fastwall at 1, 64
-#      and 1024 subjects, interleaved over rounds.
+#      and 1024 subjects, interleaved over rounds;
+#   C) fastwall against the nftables design it replaces and the strongest
+#      nftables form, on one topology, interleaved: packets/s, TCP
+#      request/response and connection rate, control-plane cost
+#      (scripts/bench-nft.sh; quick matrix: 1, 64, 1024 subjects, 16 rules;
+#      FULL=1: 1 to 4096 subjects, 16 and 256 rules, more rounds);
+#   D) the DNS proxy: dnsperf through fastwalld's proxy against dnsmasq as a
+#      plain forwarder and the upstream itself (scripts/bench-dns.sh);
+#   then the control plane of the actions protocol (scripts/bench-actions.sh).
 #
-# Environment: BUILD (default build), ROUNDS_A (11), REPEAT_A (1000000),
-# SCALES_A (1,64,1024,4096), ROUNDS_B (7), SECONDS_B (3), SKIP_A=1, SKIP_B=1,
-# SKIP_ACTIONS=1 (the control-plane part, scripts/bench-actions.sh, run
-# last), PLOT_ONLY=1 (redraw the plots from the last run's data).
-# Results, the plot data and SVG plots go to $BUILD/bench/.
+# Environment: BUILD (default build), FULL=1 (the whole matrix and more
+# rounds everywhere), ROUNDS_A (11; FULL 15), REPEAT_A (1000000),
+# SCALES_A (1,64,1024,4096), ROUNDS_B (5; FULL 9), SECONDS_B (3), SKIP_A=1,
+# SKIP_B=1, SKIP_C=1, SKIP_D=1, SKIP_ACTIONS=1 (the control-plane part,
+# scripts/bench-actions.sh, run last), PLOT_ONLY=1 (redraw the plots from
+# the last run's data). Part C reads its own variables (see bench-nft.sh).
+# Results, the plot data and SVG plots go to $BUILD/bench/ and
+# $BUILD/bench-nft/.
 set -euo pipefail
 
 BUILD=${BUILD:-build}
+FULL=${FULL:-0}
+[[ $FULL == 1 ]] || FULL=0
+if [[ $FULL == 1 ]]; then
+	ROUNDS_A=${ROUNDS_A:-15}
+	ROUNDS_B=${ROUNDS_B:-9}
+fi
 ROUNDS_A=${ROUNDS_A:-11}
 REPEAT_A=${REPEAT_A:-1000000}
 SCALES_A=${SCALES_A:-1,64,1024,4096}
-ROUNDS_B=${ROUNDS_B:-7}
+ROUNDS_B=${ROUNDS_B:-5}
 SECONDS_B=${SECONDS_B:-3}
 SCALES_B=1,64,1024
 OUT=$BUILD/bench
@@ -118,8 +135,12 @@ plot_rate() {
 if [[ ${PLOT_ONLY:-0} == 1 ]]; then
 	plot_cost
 	plot_rate
+	if [[ -f $OUT/../bench-nft/peers.txt ]]; then
+		BUILD=$BUILD PLOT_ONLY=1 "$(dirname "${BASH_SOURCE[0]}")/bench-nft.sh" >/dev/null
+	fi
 	exit 0
 fi
+T_START=$(date +%s)
 
 # ---------------------------------------------------------------- part A --
 if [[ ${SKIP_A:-0} != 1 ]]; then
@@ -134,15 +155,39 @@ if [[ ${SKIP_A:-0} != 1 ]]; then
 	plot_cost
 fi
 
+# part C, the nftables comparison: scripts/bench-nft.sh
+run_compare() {
+	[[ ${SKIP_C:-0} == 1 ]] && return 0
+	echo
+	echo "== C: fastwall vs nftables (scripts/bench-nft.sh, FULL=$FULL) =="
+	BUILD=$BUILD FULL=$FULL "$(dirname "${BASH_SOURCE[0]}")/bench-nft.sh"
+}
+
+# part D, the DNS proxy: scripts/bench-dns.sh
+run_dns() {
+	[[ ${SKIP_D:-0} == 1 ]] && return 0
+	echo
+	echo "== D: DNS proxy vs dnsmasq vs the upstream (scripts/bench-dns.sh) =="
+	if [[ $FULL == 1 ]]; then
+		BUILD=$BUILD ROUNDS=${ROUNDS_D:-5} SECONDS_SAT=8 SECONDS_LAT=6 \
+			"$(dirname "${BASH_SOURCE[0]}")/bench-dns.sh"
+	else
+		BUILD=$BUILD ROUNDS=${ROUNDS_D:-3} "$(dirname "${BASH_SOURCE[0]}")/bench-dns.sh"
+	fi
+}
+
 # control plane (actions protocol), last: scripts/bench-actions.sh
 run_actions() {
-	[[ ${SKIP_ACTIONS:-0} == 1 ]] && return 0
+	if [[ ${SKIP_ACTIONS:-0} != 1 ]]; then
+		echo
+		BUILD=$BUILD "$(dirname "${BASH_SOURCE[0]}")/bench-actions.sh"
+	fi
 	echo
-	BUILD=$BUILD "$(dirname "${BASH_SOURCE[0]}")/bench-actions.sh"
+	echo "bench.sh: done in $(( $(date +%s) - T_START )) s (FULL=$FULL)"
 }
 
 # ---------------------------------------------------------------- part B --
-[[ ${SKIP_B:-0} == 1 ]] && { run_actions; exit 0; }
+[[ ${SKIP_B:-0} == 1 ]] && { run_compare; run_dns; run_actions; exit 0; }
 
 echo
 echo "== B: packets/s through veth + bridge + forward (one sender on CPU $CPU) =="
@@ -325,4 +370,12 @@ END {
 
 plot_rate
 
+# part B's namespaces and data planes are idle from here; free them first
+echo quit >&"$SRV_IN" || true
+wait "$SRV_PID" 2>/dev/null || true
+SRV_PID=
+for ns in "$SND" "$POD" "$SINK"; do ip netns del "$ns" 2>/dev/null || true; done
+
+run_compare
+run_dns
 run_actions

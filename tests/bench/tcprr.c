@@ -1,0 +1,527 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* tcprr: TCP request/response and connection-rate load for the nftables
+ * comparison (scripts/bench-nft.sh). One epoll thread on each side.
+ *
+ *   tcprr server -l ADDR:PORT
+ *       Echoes whatever arrives on every accepted connection; closes when
+ *       the peer does.
+ *   tcprr rr  -d ADDR:PORT [-n NETNS,...] [-c CONNS] [-s SIZE] [-w WARMUP] [-t SECONDS] [-p
+ * PID,...] CONNS connections, opened round-robin from the network namespaces given (the sandboxes),
+ * each with one SIZE-byte request in flight: send, wait for the SIZE-byte echo, send again. Latency
+ * is per request/response. tcprr crr -d ADDR:PORT [-n NETNS,...] [-c CONC] [-s SIZE] [-w WARMUP]
+ * [-t SECONDS] [-p PID,...] CONC connection slots, each in a loop: connect, one request and its
+ *       response, close. Latency is from socket() to close().
+ *
+ * Prints one line of key=value pairs: transactions (or connections) per
+ * second of wall time and per second of CPU time (this process plus the
+ * PIDs given with -p, from /proc/PID/schedstat, over the measured window),
+ * latency percentiles in microseconds, and errors. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CONNS 1024
+#define MAX_NS	  16
+#define MAX_PIDS  8
+#define MAX_SIZE  4096
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void die(const char *what, const char *detail)
+{
+	fprintf(stderr, "tcprr: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+	exit(1);
+}
+
+static bool parse_hostport(const char *s, struct sockaddr_in *sa)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+
+	if (!colon || (size_t)(colon - s) >= sizeof(host))
+		return false;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons((uint16_t)atoi(colon + 1));
+	return inet_pton(AF_INET, host, &sa->sin_addr) == 1;
+}
+
+static void nonblock(int fd)
+{
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+/* --- server ------------------------------------------------------------ */
+
+struct echo {
+	int fd;
+	char buf[MAX_SIZE];
+	size_t pending; /* read but not yet written back */
+};
+
+static int cmd_server(const struct sockaddr_in *addr)
+{
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int ep = epoll_create1(EPOLL_CLOEXEC), one = 1;
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+
+	if (lfd < 0 || ep < 0)
+		die("socket", strerror(errno));
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(lfd, (const struct sockaddr *)addr, sizeof(*addr)) || listen(lfd, 4096))
+		die("can't listen", strerror(errno));
+	epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev);
+	printf("listening\n");
+	fflush(stdout);
+	for (;;) {
+		struct epoll_event evs[64];
+		int n = epoll_wait(ep, evs, 64, -1);
+
+		if (n < 0 && errno != EINTR)
+			die("epoll_wait", strerror(errno));
+		for (int i = 0; i < n; i++) {
+			struct echo *e = evs[i].data.ptr;
+
+			if (!e) {
+				int fd;
+
+				while ((fd = accept4(lfd, NULL, NULL,
+						     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+					struct epoll_event cev = {.events = EPOLLIN};
+
+					e = calloc(1, sizeof(*e));
+					if (!e) {
+						close(fd);
+						continue;
+					}
+					e->fd = fd;
+					setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+					cev.data.ptr = e;
+					epoll_ctl(ep, EPOLL_CTL_ADD, fd, &cev);
+				}
+				continue;
+			}
+			for (;;) {
+				ssize_t r = e->pending ? 0 : read(e->fd, e->buf, sizeof(e->buf));
+
+				if (r < 0 && errno == EAGAIN)
+					break;
+				if (r <= 0 && !e->pending) {
+					close(e->fd); /* closing removes it from epoll */
+					free(e);
+					break;
+				}
+				if (r > 0)
+					e->pending = (size_t)r;
+				r = write(e->fd, e->buf, e->pending);
+				if (r < 0 && errno == EAGAIN)
+					break; /* rare with small echoes; retried on input */
+				if (r <= 0) {
+					close(e->fd);
+					free(e);
+					break;
+				}
+				memmove(e->buf, e->buf + r, e->pending - (size_t)r);
+				e->pending -= (size_t)r;
+			}
+		}
+	}
+	return 0;
+}
+
+/* --- client helpers ----------------------------------------------------- */
+
+static int ns_fds[MAX_NS], nns;
+
+static void open_namespaces(const char *list)
+{
+	char *copy = strdup(list), *tok, *save = NULL;
+
+	for (tok = strtok_r(copy, ",", &save); tok && nns < MAX_NS;
+	     tok = strtok_r(NULL, ",", &save)) {
+		char path[256];
+
+		snprintf(path, sizeof(path), "/run/netns/%s", tok);
+		ns_fds[nns] = open(path, O_RDONLY | O_CLOEXEC);
+		if (ns_fds[nns] < 0)
+			die("can't open network namespace", tok);
+		nns++;
+	}
+	free(copy);
+}
+
+/* A TCP socket in namespace k % nns (the current one with no -n). */
+static int socket_in(unsigned k)
+{
+	static int self = -1;
+	int fd, saved;
+
+	if (!nns)
+		return socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (self < 0)
+		self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (self < 0 || setns(ns_fds[k % (unsigned)nns], CLONE_NEWNET))
+		die("setns", strerror(errno));
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	saved = errno;
+	if (setns(self, CLONE_NEWNET))
+		die("setns back", strerror(errno));
+	errno = saved;
+	return fd;
+}
+
+static pid_t pids[MAX_PIDS];
+static int npids;
+
+static uint64_t runtime_of(const char *path)
+{
+	unsigned long long v = 0;
+	FILE *f = fopen(path, "r");
+
+	if (f) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+/* CPU time (ns) of this process and of the -p PIDs */
+static uint64_t cpu_ns(void)
+{
+	uint64_t sum = runtime_of("/proc/thread-self/schedstat");
+
+	for (int i = 0; i < npids; i++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pids[i]);
+		sum += runtime_of(path);
+	}
+	return sum;
+}
+
+struct samples {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static void sample(struct samples *s, uint64_t ns)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 65536;
+		s->v = realloc(s->v, s->cap * sizeof(*s->v));
+		if (!s->v)
+			die("out of memory", NULL);
+	}
+	s->v[s->n++] = ns;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double pct_us(const struct samples *s, double p)
+{
+	size_t i;
+
+	if (!s->n)
+		return 0;
+	i = (size_t)(p / 100.0 * (double)(s->n - 1) + 0.5);
+	return s->v[i < s->n ? i : s->n - 1] / 1e3;
+}
+
+static void report(const char *mode, struct samples *s, uint64_t wall, uint64_t cpu,
+		   unsigned long long errors)
+{
+	qsort(s->v, s->n, sizeof(*s->v), cmp_u64);
+	printf("%s n=%zu secs=%.3f rate=%.0f rate_per_core=%.0f cpu_share=%.3f p50_us=%.1f "
+	       "p90_us=%.1f p99_us=%.1f max_us=%.1f errors=%llu\n",
+	       mode, s->n, wall / 1e9, s->n * 1e9 / (double)wall,
+	       cpu ? s->n * 1e9 / (double)cpu : 0.0, (double)cpu / (double)wall, pct_us(s, 50),
+	       pct_us(s, 90), pct_us(s, 99), s->n ? s->v[s->n - 1] / 1e3 : 0.0, errors);
+}
+
+/* --- request/response on long-lived connections -------------------------- */
+
+struct rr {
+	int fd;
+	size_t got;
+	uint64_t sent_ns;
+};
+
+static void rr_send(struct rr *c, const char *msg, size_t size)
+{
+	c->got = 0;
+	c->sent_ns = now_ns();
+	if (write(c->fd, msg, size) != (ssize_t)size)
+		die("write", strerror(errno));
+}
+
+static int cmd_rr(const struct sockaddr_in *dst, unsigned conns, size_t size, double warmup,
+		  double seconds)
+{
+	static struct rr cs[MAX_CONNS];
+	static char msg[MAX_SIZE], in[MAX_SIZE];
+	struct samples s = {0};
+	int ep = epoll_create1(EPOLL_CLOEXEC), one = 1;
+	uint64_t start, t_meas, t_end, cpu0 = 0, wall0 = 0;
+	bool measuring = false;
+
+	memset(msg, 'r', sizeof(msg));
+	for (unsigned k = 0; k < conns; k++) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &cs[k]};
+		int fd = socket_in(k);
+
+		if (fd < 0)
+			die("socket", strerror(errno));
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+		if (connect(fd, (const struct sockaddr *)dst, sizeof(*dst)))
+			die("connect", strerror(errno));
+		nonblock(fd);
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		cs[k].fd = fd;
+		epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+	}
+	start = now_ns();
+	t_meas = start + (uint64_t)(warmup * 1e9);
+	t_end = t_meas + (uint64_t)(seconds * 1e9);
+	for (unsigned k = 0; k < conns; k++)
+		rr_send(&cs[k], msg, size);
+	for (;;) {
+		struct epoll_event evs[64];
+		int n = epoll_wait(ep, evs, 64, 100);
+		uint64_t t = now_ns();
+
+		if (!measuring && t >= t_meas) {
+			measuring = true;
+			cpu0 = cpu_ns();
+			wall0 = t;
+		}
+		if (t >= t_end)
+			break;
+		for (int i = 0; i < n; i++) {
+			struct rr *c = evs[i].data.ptr;
+			ssize_t r = read(c->fd, in, size - c->got);
+
+			if (r <= 0) {
+				if (r < 0 && errno == EAGAIN)
+					continue;
+				die("connection lost", r ? strerror(errno) : "closed by peer");
+			}
+			c->got += (size_t)r;
+			if (c->got < size)
+				continue;
+			t = now_ns();
+			if (measuring && t < t_end)
+				sample(&s, t - c->sent_ns);
+			rr_send(c, msg, size);
+		}
+	}
+	report("rr", &s, now_ns() - wall0, cpu_ns() - cpu0, 0);
+	for (unsigned k = 0; k < conns; k++)
+		close(cs[k].fd);
+	return 0;
+}
+
+/* --- connect, one request/response, close -------------------------------- */
+
+enum crr_state { C_IDLE, C_CONNECTING, C_WAITING };
+
+struct crr {
+	int fd;
+	enum crr_state state;
+	size_t got;
+	uint64_t t0;
+	unsigned k;
+};
+
+static int cmd_crr(const struct sockaddr_in *dst, unsigned conc, size_t size, double warmup,
+		   double seconds)
+{
+	static struct crr cs[MAX_CONNS];
+	static char msg[MAX_SIZE], in[MAX_SIZE];
+	struct samples s = {0};
+	unsigned long long errors = 0;
+	int ep = epoll_create1(EPOLL_CLOEXEC), one = 1;
+	uint64_t start = now_ns(), t_meas, t_end, cpu0 = 0, wall0 = 0;
+	bool measuring = false;
+
+	memset(msg, 'c', sizeof(msg));
+	t_meas = start + (uint64_t)(warmup * 1e9);
+	t_end = t_meas + (uint64_t)(seconds * 1e9);
+	for (unsigned k = 0; k < conc; k++) {
+		cs[k].k = k;
+		cs[k].state = C_IDLE;
+	}
+	for (;;) {
+		struct epoll_event evs[64];
+		uint64_t t = now_ns();
+		int n;
+
+		if (!measuring && t >= t_meas) {
+			measuring = true;
+			cpu0 = cpu_ns();
+			wall0 = t;
+		}
+		if (t >= t_end)
+			break;
+		/* (re)start idle slots; slot k stays in sandbox k % nns */
+		for (unsigned k = 0; k < conc; k++) {
+			struct crr *c = &cs[k];
+			struct epoll_event ev = {.events = EPOLLOUT, .data.ptr = c};
+
+			if (c->state != C_IDLE)
+				continue;
+			c->t0 = now_ns();
+			c->fd = socket_in(c->k);
+			if (c->fd < 0)
+				die("socket", strerror(errno));
+			setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+			if (connect(c->fd, (const struct sockaddr *)dst, sizeof(*dst)) &&
+			    errno != EINPROGRESS) {
+				errors++;
+				close(c->fd);
+				continue; /* e.g. no free port yet: try again next turn */
+			}
+			c->state = C_CONNECTING;
+			c->got = 0;
+			epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev);
+		}
+		n = epoll_wait(ep, evs, 64, 100);
+		for (int i = 0; i < n; i++) {
+			struct crr *c = evs[i].data.ptr;
+			int soerr = 0;
+			socklen_t sl = sizeof(soerr);
+
+			if (c->state == C_CONNECTING) {
+				struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+
+				getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+				if (soerr || write(c->fd, msg, size) != (ssize_t)size) {
+					errors++;
+					close(c->fd);
+					c->state = C_IDLE;
+					continue;
+				}
+				c->state = C_WAITING;
+				epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+				continue;
+			}
+			ssize_t r = read(c->fd, in, size - c->got);
+
+			if (r < 0 && errno == EAGAIN)
+				continue;
+			if (r <= 0) {
+				errors++;
+				close(c->fd);
+				c->state = C_IDLE;
+				continue;
+			}
+			c->got += (size_t)r;
+			if (c->got < size)
+				continue;
+			close(c->fd);
+			c->state = C_IDLE;
+			t = now_ns();
+			if (measuring && t < t_end)
+				sample(&s, t - c->t0);
+		}
+	}
+	report("crr", &s, now_ns() - wall0, cpu_ns() - cpu0, errors);
+	for (unsigned k = 0; k < conc; k++)
+		if (cs[k].state != C_IDLE)
+			close(cs[k].fd);
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: tcprr server -l ADDR:PORT\n"
+			"       tcprr rr|crr -d ADDR:PORT [-n NETNS,...] [-c CONNS] [-s SIZE] "
+			"[-w WARMUP] [-t SECONDS] [-p PID,...]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_in addr;
+	const char *cmd, *hp = NULL;
+	unsigned conns = 8;
+	size_t size = 64;
+	double warmup = 0.3, seconds = 2;
+	int opt;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc < 2)
+		usage();
+	cmd = argv[1];
+	optind = 2;
+	while ((opt = getopt(argc, argv, "l:d:n:c:s:w:t:p:")) != -1) {
+		switch (opt) {
+		case 'l':
+		case 'd':
+			hp = optarg;
+			break;
+		case 'n':
+			open_namespaces(optarg);
+			break;
+		case 'c':
+			conns = (unsigned)atoi(optarg);
+			break;
+		case 's':
+			size = (size_t)atoi(optarg);
+			break;
+		case 'w':
+			warmup = atof(optarg);
+			break;
+		case 't':
+			seconds = atof(optarg);
+			break;
+		case 'p': {
+			char *copy = strdup(optarg), *tok, *save = NULL;
+
+			for (tok = strtok_r(copy, ",", &save); tok && npids < MAX_PIDS;
+			     tok = strtok_r(NULL, ",", &save))
+				pids[npids++] = (pid_t)atoi(tok);
+			free(copy);
+			break;
+		}
+		default:
+			usage();
+		}
+	}
+	if (!hp || !parse_hostport(hp, &addr) || !conns || conns > MAX_CONNS || !size ||
+	    size > MAX_SIZE || seconds <= 0 || warmup < 0)
+		usage();
+	if (!strcmp(cmd, "server"))
+		return cmd_server(&addr);
+	if (!strcmp(cmd, "rr"))
+		return cmd_rr(&addr, conns, size, warmup, seconds);
+	if (!strcmp(cmd, "crr"))
+		return cmd_crr(&addr, conns, size, warmup, seconds);
+	usage();
+	return 2;
+}

@@ -172,7 +172,8 @@ run_dns() {
 		BUILD=$BUILD ROUNDS=${ROUNDS_D:-5} SECONDS_SAT=8 SECONDS_LAT=6 \
 			"$(dirname "${BASH_SOURCE[0]}")/bench-dns.sh"
 	else
-		BUILD=$BUILD ROUNDS=${ROUNDS_D:-3} "$(dirname "${BASH_SOURCE[0]}")/bench-dns.sh"
+		BUILD=$BUILD ROUNDS=${ROUNDS_D:-2} SECONDS_SAT=3 SECONDS_LAT=3 \
+			"$(dirname "${BASH_SOURCE[0]}")/bench-dns.sh"
 	fi
 }
 

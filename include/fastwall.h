@@ -323,6 +323,10 @@ struct fw_event {
 enum fw_origin {
 	FW_ORIGIN_STATIC = 1,
 	FW_ORIGIN_ACTIONS = 2,
+	/* removed: its dispatch and rules are gone, its learned addresses,
+	 * connection records and port exceptions wait for the reaper, and the
+	 * id is not reused before they are gone */
+	FW_ORIGIN_RETIRED = 3,
 };
 
 struct fw_subject_meta {

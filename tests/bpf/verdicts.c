@@ -1709,9 +1709,41 @@ static void scenario_learned_leases(void)
 			fw_reg_unbind(&t.reg, e);
 			fw_reg_put(&t.reg, e);
 		}
-		result(fw_learn_count(l, id) == 0 && kernel_expiry(id, "192.0.2.78") == 0,
-		       "learn: removing the subject drops its leases", "count %zu",
-		       fw_learn_count(l, id));
+		result(fw_learn_count(l, id) == 0 && fw_reg_id_state(&t.reg, id) < 0,
+		       "learn: removing the subject drops its leases from the learner and retires its id",
+		       "count %zu, id state %d", fw_learn_count(l, id), fw_reg_id_state(&t.reg, id));
+		v = verdict_to(NU4, "192.0.2.78", 42020, TH_SYN);
+		result(v == TC_ACT_SHOT, "learn: a retired subject's lease lets nothing through",
+		       "verdict %d", v);
+		/* the id is not handed out again before the reaper ran */
+		if (subject_put(&nu_v1) == 0) {
+			e = fw_reg_find(&t.reg, "nu");
+			result(e && e->id && e->id != id,
+			       "learn: a subject added before the reap gets a fresh id",
+			       "id %u (retired %u)", e ? e->id : 0, id);
+			e = fw_reg_get(&t.reg, "nu", false);
+			if (e) {
+				fw_reg_unbind(&t.reg, e);
+				fw_reg_put(&t.reg, e);
+			}
+		} else {
+			result(false, "learn: a subject added before the reap gets a fresh id",
+			       "can't add it");
+		}
+		result(fw_reg_reap(&t.reg, 60 * NSEC_PER_SEC) == 0 &&
+			       kernel_expiry(id, "192.0.2.78") != 0,
+		       "learn: the reaper leaves ids retired less than min_age ago", NULL);
+		int reaped = fw_reg_reap(&t.reg, 0);
+		__u32 key = id;
+		struct fw_subject_meta m;
+
+		result(reaped >= 2 && kernel_expiry(id, "192.0.2.78") == 0 &&
+			       fw_reg_id_state(&t.reg, id) == 0 &&
+			       bpf_map_lookup_elem(t.dp->meta_fd, &key, &m) != 0,
+		       "learn: the reaper deletes the retired ids' leases and metadata, then frees them",
+		       "reaped %d, expiry %llu, state %d", reaped,
+		       (unsigned long long)kernel_expiry(id, "192.0.2.78"),
+		       fw_reg_id_state(&t.reg, id));
 	}
 out:
 	fw_learn_free(l);

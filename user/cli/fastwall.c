@@ -41,15 +41,23 @@ static int cmd_status(struct cli *c)
 	struct if_nameindex *ifs = if_nameindex(), *i;
 	__u64 pass = 0, drop = 0;
 	__u32 key, *prev = NULL;
-	int nsubj = 0, nif = 0;
+	int nsubj = 0, nretired = 0, nif = 0;
 	int err;
 
 	while (bpf_map_get_next_key(c->dp->meta_fd, prev, &key) == 0) {
+		struct fw_subject_meta meta;
+
 		prev = &key;
-		nsubj++;
+		if (bpf_map_lookup_elem(c->dp->meta_fd, &key, &meta) == 0 &&
+		    meta.origin == FW_ORIGIN_RETIRED)
+			nretired++;
+		else
+			nsubj++;
 	}
 	printf("pins:        %s\n", c->bpffs);
 	printf("subjects:    %d\n", nsubj);
+	if (nretired)
+		printf("removed:     %d (their learned addresses not reaped yet)\n", nretired);
 	printf("attached:   ");
 	for (i = ifs; i && i->if_index; i++) {
 		if (fw_dp_attached(i->if_index)) {
@@ -111,7 +119,8 @@ static int cmd_subjects(struct cli *c)
 		bool first = true;
 
 		prev = &key;
-		if (bpf_map_lookup_elem(c->dp->meta_fd, &key, &meta))
+		if (bpf_map_lookup_elem(c->dp->meta_fd, &key, &meta) ||
+		    meta.origin == FW_ORIGIN_RETIRED)
 			continue;
 		aprev = NULL;
 		/* the addresses are the dispatch entries pointing at this id */
@@ -152,6 +161,8 @@ static int cmd_leases(struct cli *c)
 			continue;
 		if (bpf_map_lookup_elem(c->dp->meta_fd, &k.subject, &meta))
 			snprintf(meta.name, sizeof(meta.name), "#%u", k.subject);
+		else if (meta.origin == FW_ORIGIN_RETIRED)
+			continue; /* a removed subject's, waiting for the reaper */
 		if (v.expires_ns > now)
 			printf("%-24s %-40s %llus left\n", meta.name,
 			       fw_addr_str(&k.addr, buf, sizeof(buf)),

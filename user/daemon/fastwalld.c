@@ -554,6 +554,11 @@ static int run(struct fw_daemon *d)
 			d->last_tick_ns = fw_now_ns();
 			fw_actions_tick(&d->actions);
 		}
+		/* what removals left in the kernel: one scan per map for every
+		 * subject removed at least a second ago (cheap when none was) */
+		err = fw_reg_reap(&d->reg, FW_REAP_AGE_NS);
+		if (err < 0)
+			fw_warn("reaping removed subjects: %s", strerror(-err));
 		if (fw_now_ns() - d->last_refresh_ns >= d->cfg.refresh_interval_ns) {
 			d->last_refresh_ns = fw_now_ns();
 			err = fw_learn_tick(d->learn);

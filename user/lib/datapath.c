@@ -378,41 +378,157 @@ int fw_dp_config_set(struct fw_dp *dp, const struct fw_config *c)
 	return update(dp->config_fd, &zero, c, BPF_ANY, "fastwall_config");
 }
 
-/* Deletes every key of fd for which keep() says no; keys are collected
- * first because deleting while walking restarts the walk. */
-static int prune(int fd, size_t key_size, bool (*keep)(const void *key, const void *ctx),
-		 const void *ctx)
+/* Hash maps are read in batches of this many entries (one syscall each). */
+#define SCAN_BATCH 4096
+
+int fw_dp_scan(int fd, int (*fn)(const void *key, const void *val, void *ctx), void *ctx)
 {
-	size_t cap = 64, n = 0;
-	char *keys = malloc(cap * key_size), *prev = NULL;
-	char cur[64];
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), chunk = SCAN_BATCH, in_tok = 0, out_tok = 0;
+	char *keys = NULL, *vals = NULL, *prev = NULL;
+	bool first = true;
 	int err = 0;
 
-	if (!keys)
-		return -ENOMEM;
-	while (bpf_map_get_next_key(fd, prev, cur) == 0) {
-		if (n == cap) {
-			char *grown = realloc(keys, cap * 2 * key_size);
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	if (!info.key_size || info.key_size > 64 || info.value_size > 4096)
+		return -EINVAL;
+	/* batches: hash maps (5.6+); tries and older kernels go key by key */
+	if (info.type != BPF_MAP_TYPE_HASH && info.type != BPF_MAP_TYPE_LRU_HASH)
+		goto by_key;
+	for (;;) {
+		__u32 count = chunk;
+		int ret;
 
-			if (!grown) {
+		if (!keys) {
+			keys = malloc((size_t)chunk * info.key_size);
+			vals = malloc((size_t)chunk * (info.value_size ? info.value_size : 1));
+			if (!keys || !vals) {
 				err = -ENOMEM;
 				goto out;
 			}
-			keys = grown;
-			cap *= 2;
 		}
-		memcpy(keys + n * key_size, cur, key_size);
-		prev = keys + n * key_size;
-		n++;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (keep(keys + i * key_size, ctx))
+		ret = bpf_map_lookup_batch(fd, first ? NULL : &in_tok, &out_tok, keys, vals,
+					   &count, NULL);
+		if (ret && errno == ENOSPC && count == 0 && chunk < (1u << 20)) {
+			/* one bucket holds more than a batch: retry larger */
+			chunk *= 2;
+			free(keys);
+			free(vals);
+			keys = vals = NULL;
 			continue;
-		if (bpf_map_delete_elem(fd, keys + i * key_size) && errno != ENOENT && !err)
+		}
+		if (ret && errno != ENOENT) {
+			if (first && (errno == EINVAL || errno == EOPNOTSUPP || errno == 524)) {
+				free(keys);
+				free(vals);
+				keys = vals = NULL;
+				goto by_key; /* ENOTSUPP: no batch operations here */
+			}
 			err = -errno;
+			goto out;
+		}
+		first = false;
+		for (__u32 i = 0; i < count; i++) {
+			err = fn(keys + (size_t)i * info.key_size,
+				 vals + (size_t)i * info.value_size, ctx);
+			if (err)
+				goto out;
+		}
+		if (ret) /* ENOENT: that was the last batch */
+			goto out;
+		in_tok = out_tok;
+	}
+
+by_key:
+	keys = malloc(2 * (size_t)info.key_size);
+	vals = malloc(info.value_size ? info.value_size : 1);
+	if (!keys || !vals) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; bpf_map_get_next_key(fd, prev, keys + i * info.key_size) == 0; i ^= 1) {
+		char *cur = keys + i * info.key_size;
+
+		prev = cur;
+		if (bpf_map_lookup_elem(fd, cur, vals))
+			continue; /* deleted meanwhile */
+		err = fn(cur, vals, ctx);
+		if (err)
+			break;
 	}
 out:
 	free(keys);
+	free(vals);
+	return err;
+}
+
+struct prune_ctx {
+	bool (*keep)(const void *key, const void *ctx);
+	const void *ctx;
+	size_t key_size, n, cap;
+	char *doomed;
+};
+
+static int prune_one(const void *key, const void *val, void *ctx)
+{
+	struct prune_ctx *p = ctx;
+
+	(void)val;
+	if (p->keep(key, p->ctx))
+		return 0;
+	if (p->n == p->cap) {
+		size_t nc = p->cap ? p->cap * 2 : 64;
+		char *grown = realloc(p->doomed, nc * p->key_size);
+
+		if (!grown)
+			return -ENOMEM;
+		p->doomed = grown;
+		p->cap = nc;
+	}
+	memcpy(p->doomed + p->n++ * p->key_size, key, p->key_size);
+	return 0;
+}
+
+/* Deletes every key of fd for which keep() says no: one scan collects
+ * them (deleting while walking would restart the walk), then they go in
+ * batches where the kernel has them. */
+static int prune(int fd, size_t key_size, bool (*keep)(const void *key, const void *ctx),
+		 const void *ctx)
+{
+	struct prune_ctx p = {.keep = keep, .ctx = ctx, .key_size = key_size};
+	int err = fw_dp_scan(fd, prune_one, &p);
+
+	if (!err)
+		err = fw_dp_delete_keys(fd, p.doomed, p.n, key_size);
+	free(p.doomed);
+	return err;
+}
+
+int fw_dp_delete_keys(int fd, const void *keys, size_t n, size_t key_size)
+{
+	const char *k = keys;
+	bool batch = true;
+	size_t done = 0;
+	int err = 0;
+
+	while (done < n) {
+		__u32 count = (__u32)(n - done > SCAN_BATCH ? SCAN_BATCH : n - done);
+
+		if (batch && bpf_map_delete_batch(fd, k + done * key_size, &count, NULL) == 0) {
+			done += count;
+			continue;
+		}
+		if (!batch || errno != ENOENT) {
+			batch = false; /* no batches for this map (or kernel) */
+			count = 0;
+		}
+		/* a batch stops at a key that is gone already: skip it */
+		done += count;
+		if (bpf_map_delete_elem(fd, k + done * key_size) && errno != ENOENT && !err)
+			err = -errno;
+		done++;
+	}
 	return err;
 }
 
@@ -722,37 +838,26 @@ undo:
  * unknown subjects and of the generation a subject does not use (left by a
  * swap interrupted by a crash). live(id, &gen) says whether id is known
  * and its live generation. */
+struct ports_sweep_ctx {
+	bool (*live)(__u32 id, __u32 *gen, const void *ctx);
+	const void *ctx;
+};
+
+static bool port_rule_live(const void *key, const void *ctx)
+{
+	const struct fw_port_rule_key *k = key;
+	const struct ports_sweep_ctx *c = ctx;
+	__u32 gen;
+
+	return c->live(k->subject, &gen, c->ctx) && (k->portset & FW_PORTSET_GEN) == gen;
+}
+
 int fw_dp_ports_sweep(struct fw_dp *dp, bool (*live)(__u32 id, __u32 *gen, const void *ctx),
 		      const void *ctx)
 {
-	struct fw_port_rule_key k, *prev = NULL;
-	size_t n = 0, cap = 0;
-	struct fw_port_rule_key *stale = NULL;
-	int err = 0;
+	struct ports_sweep_ctx c = {live, ctx};
 
-	while (bpf_map_get_next_key(dp->ports_fd, prev, &k) == 0) {
-		__u32 gen;
-
-		prev = &k;
-		if (live(k.subject, &gen, ctx) && (k.portset & FW_PORTSET_GEN) == gen)
-			continue;
-		if (n == cap) {
-			struct fw_port_rule_key *grown;
-
-			cap = cap ? cap * 2 : 64;
-			grown = realloc(stale, cap * sizeof(*stale));
-			if (!grown) {
-				err = -ENOMEM;
-				break;
-			}
-			stale = grown;
-		}
-		stale[n++] = k;
-	}
-	for (size_t i = 0; i < n; i++)
-		bpf_map_delete_elem(dp->ports_fd, &stale[i]);
-	free(stale);
-	return err;
+	return prune(dp->ports_fd, sizeof(struct fw_port_rule_key), port_rule_live, &c);
 }
 
 int fw_dp_rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, bool del)
@@ -799,42 +904,25 @@ int fw_dp_learned_del(struct fw_dp *dp, __u32 id, const struct fw_ip *addr)
 	return 0;
 }
 
-static bool not_subject(const void *key, const void *ctx)
+/* The keys of fastwall_learned, fastwall_conns and fastwall_ports all
+ * start with the subject id. */
+static bool subject_alive(const void *key, const void *ctx)
 {
-	const struct fw_learned_key *k = key;
+	const bool *dead = ctx;
+	__u32 id;
 
-	return k->subject != *(const __u32 *)ctx;
+	memcpy(&id, key, sizeof(id));
+	return id >= FW_MAX_SUBJECTS || !dead[id];
 }
 
-int fw_dp_learned_flush(struct fw_dp *dp, __u32 id)
+int fw_dp_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
 {
-	int err = prune(dp->learned_fd, sizeof(struct fw_learned_key), not_subject, &id);
+	int err = prune(dp->learned_fd, sizeof(struct fw_learned_key), subject_alive, dead);
 
 	if (!err)
-		err = prune(dp->conns_fd, sizeof(struct fw_conn_key), not_subject, &id);
-	return err;
-}
-
-struct sweep_ctx {
-	bool (*drop)(__u32 id, const void *ctx);
-	const void *ctx;
-};
-
-static bool sweep_keep(const void *key, const void *ctx)
-{
-	const struct fw_learned_key *k = key;
-	const struct sweep_ctx *sc = ctx;
-
-	return !sc->drop(k->subject, sc->ctx);
-}
-
-int fw_dp_learned_sweep(struct fw_dp *dp, bool (*drop)(__u32 id, const void *ctx), const void *ctx)
-{
-	struct sweep_ctx sc = {drop, ctx};
-	int err = prune(dp->learned_fd, sizeof(struct fw_learned_key), sweep_keep, &sc);
-
+		err = prune(dp->conns_fd, sizeof(struct fw_conn_key), subject_alive, dead);
 	if (!err)
-		err = prune(dp->conns_fd, sizeof(struct fw_conn_key), sweep_keep, &sc);
+		err = prune(dp->ports_fd, sizeof(struct fw_port_rule_key), subject_alive, dead);
 	return err;
 }
 

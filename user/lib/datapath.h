@@ -101,13 +101,18 @@ int fw_dp_ports_flush(struct fw_dp *dp, __u32 id);
 
 int fw_dp_learned_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 expires_ns);
 int fw_dp_learned_del(struct fw_dp *dp, __u32 id, const struct fw_ip *addr);
-/* Deletes every learned address (and connection record) of subject id;
- * returns how many or a negative errno. */
-int fw_dp_learned_flush(struct fw_dp *dp, __u32 id);
+/* Deletes the learned addresses, connection records and per-port
+ * exceptions of every subject id with dead[id] set: one scan of each map
+ * (batched where the kernel can), however many ids. */
+int fw_dp_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS]);
 
-/* Deletes the learned addresses (and connections) of every subject id for
- * which drop() says so; one walk of the map. */
-int fw_dp_learned_sweep(struct fw_dp *dp, bool (*drop)(__u32 id, const void *ctx), const void *ctx);
+/* Calls fn on every entry of the map fd (key, value), in batches of
+ * thousands where the map and kernel allow, else key by key; a non-zero
+ * return of fn stops the scan and is returned. */
+int fw_dp_scan(int fd, int (*fn)(const void *key, const void *val, void *ctx), void *ctx);
+/* Deletes each of the n keys (key_size bytes each) of fd; missing keys
+ * are no error. Batched where the kernel can. */
+int fw_dp_delete_keys(int fd, const void *keys, size_t n, size_t key_size);
 
 /* Zeroes the per-subject counters and event budget of id (on id reuse). */
 int fw_dp_subject_reset(struct fw_dp *dp, __u32 id);

@@ -519,9 +519,12 @@ static void on_release(void *ctx, __u32 id)
 
 	if (id == 0 || id >= FW_MAX_SUBJECTS)
 		return;
+	/* the kernel entries are the reaper's (fw_reg_reap): nothing reaches
+	 * them any more, and deleting them here would make a removal cost
+	 * one syscall per address */
 	pthread_mutex_lock(&l->lock);
 	while (l->subj[id].head)
-		entry_remove(l, l->subj[id].head);
+		entry_drop(l, l->subj[id].head);
 	l->subj[id].tat_ns = 0;
 	l->subj[id].suppressed = 0;
 	pthread_mutex_unlock(&l->lock);
@@ -536,33 +539,46 @@ struct conn_rec {
 
 enum { CONN_KEEP, CONN_DELETE, CONN_MARK_RENEWED };
 
+struct conn_collect {
+	struct conn_rec *recs;
+	size_t n, cap;
+};
+
+static int collect_conn(const void *key, const void *val, void *ctx)
+{
+	struct conn_collect *cc = ctx;
+
+	if (cc->n == cc->cap) {
+		size_t nc = cc->cap ? cc->cap * 2 : 1024;
+		struct conn_rec *r = realloc(cc->recs, nc * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		cc->recs = r;
+		cc->cap = nc;
+	}
+	memcpy(&cc->recs[cc->n].k, key, sizeof(cc->recs[0].k));
+	memcpy(&cc->recs[cc->n].v, val, sizeof(cc->recs[0].v));
+	cc->n++;
+	return 0;
+}
+
 int fw_learn_tick(struct fw_learn *l)
 {
-	struct conn_rec *recs = NULL;
+	struct conn_collect cc = {};
+	struct conn_rec *recs;
 	unsigned char *verdict = NULL;
-	size_t n = 0, cap = 0;
-	struct fw_conn_key key, *prev = NULL;
+	size_t n;
 	__u64 now, rejected;
-	int err = 0;
+	int err;
 
-	/* read the connection records without the lock: a lookup per record */
-	while (bpf_map_get_next_key(l->dp->conns_fd, prev, &key) == 0) {
-		prev = &key;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 1024;
-			struct conn_rec *r = realloc(recs, nc * sizeof(*r));
-
-			if (!r) {
-				err = -ENOMEM;
-				break;
-			}
-			recs = r;
-			cap = nc;
-		}
-		recs[n].k = key;
-		if (bpf_map_lookup_elem(l->dp->conns_fd, &key, &recs[n].v))
-			continue; /* gone meanwhile */
-		n++;
+	/* read the connection records without the lock, in batches */
+	err = fw_dp_scan(l->dp->conns_fd, collect_conn, &cc);
+	recs = cc.recs;
+	n = cc.n;
+	if (err) {
+		free(recs);
+		return err;
 	}
 	verdict = calloc(n ? n : 1, 1);
 	if (!verdict) {
@@ -638,32 +654,67 @@ int fw_learn_tick(struct fw_learn *l)
 
 /* ---- setup --------------------------------------------------------------- */
 
+struct adopt_ctx {
+	struct fw_learn *l;
+	size_t n;
+	struct fw_learned_key *orphans;
+	size_t norphans, cap;
+};
+
+static int adopt_one(const void *key, const void *val, void *ctx)
+{
+	struct adopt_ctx *a = ctx;
+	const struct fw_learned_key *k = key;
+	const struct fw_lease *lease = val;
+	struct lentry *e;
+	int st = fw_reg_id_state(a->l->reg, k->subject);
+
+	if (st < 0)
+		return 0; /* a removed subject's: the reaper deletes it */
+	if (st == 0) {
+		/* nobody holds the id (a release cut short by older versions,
+		 * or a foreign write): it must not greet the id's next owner */
+		if (a->norphans == a->cap) {
+			size_t nc = a->cap ? a->cap * 2 : 64;
+			struct fw_learned_key *g = realloc(a->orphans, nc * sizeof(*g));
+
+			if (!g)
+				return -ENOMEM;
+			a->orphans = g;
+			a->cap = nc;
+		}
+		a->orphans[a->norphans++] = *k;
+		return 0;
+	}
+	if (entry_find(a->l, k->subject, &k->addr))
+		return 0;
+	e = entry_new(a->l, k->subject, &k->addr);
+	if (!e)
+		return -ENOMEM;
+	e->expires_ns = lease->expires_ns;
+	e->learned_ns = lease->learned_ns;
+	e->adopted = true;
+	a->n++;
+	return 0;
+}
+
+/* Takes over the learned addresses in the kernel: those of bound
+ * subjects (names unknown), and deletes those of ids nobody holds. */
 static int adopt(struct fw_learn *l)
 {
-	struct fw_learned_key key, *prev = NULL;
-	struct fw_lease lease;
-	size_t n = 0;
+	struct adopt_ctx a = {.l = l};
+	int err = fw_dp_scan(l->dp->learned_fd, adopt_one, &a);
 
-	while (bpf_map_get_next_key(l->dp->learned_fd, prev, &key) == 0) {
-		struct lentry *e;
-
-		prev = &key;
-		if (key.subject == 0 || key.subject >= FW_MAX_SUBJECTS ||
-		    bpf_map_lookup_elem(l->dp->learned_fd, &key, &lease))
-			continue;
-		if (entry_find(l, key.subject, &key.addr))
-			continue;
-		e = entry_new(l, key.subject, &key.addr);
-		if (!e)
-			return -ENOMEM;
-		e->expires_ns = lease.expires_ns;
-		e->learned_ns = lease.learned_ns;
-		e->adopted = true;
-		n++;
+	if (!err && a.norphans) {
+		err = fw_dp_delete_keys(l->dp->learned_fd, a.orphans, a.norphans,
+					sizeof(a.orphans[0]));
+		fw_info("deleted %zu learned addresses of subject ids nobody holds",
+			a.norphans);
 	}
-	if (n)
-		fw_info("adopted %zu learned addresses from pinned maps", n);
-	return 0;
+	free(a.orphans);
+	if (a.n)
+		fw_info("adopted %zu learned addresses from pinned maps", a.n);
+	return err;
 }
 
 int fw_learn_new(const struct fw_learn_config *c, struct fw_registry *reg, struct fw_learn **out)

@@ -145,15 +145,6 @@ static __u32 reserve_id_locked(struct fw_registry *r)
 	return 0;
 }
 
-/* A learned address whose subject id is not registered was left by a
- * release that did not finish (a crash between two deletes). */
-static bool orphan_id(__u32 id, const void *ctx)
-{
-	const struct fw_registry *r = ctx;
-
-	return id == 0 || id >= FW_MAX_SUBJECTS || !r->by_id[id];
-}
-
 static bool ports_live(__u32 id, __u32 *gen, const void *ctx)
 {
 	const struct fw_registry *r = ctx;
@@ -174,6 +165,7 @@ int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
 
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->lock, NULL);
+	pthread_mutex_init(&r->reap_lock, NULL);
 	fw_policy_init(&r->overlay);
 	r->dp = dp;
 
@@ -185,6 +177,13 @@ int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
 			continue;
 		if (bpf_map_lookup_elem(dp->meta_fd, &id, &meta))
 			continue;
+		if (meta.origin == FW_ORIGIN_RETIRED) {
+			/* removed before the restart, not reaped yet */
+			r->id_reserved[id] = true;
+			r->id_dead[id] = true;
+			r->ndead++;
+			continue;
+		}
 		meta.name[FW_NAME_LEN - 1] = '\0';
 		meta.ifname[sizeof(meta.ifname) - 1] = '\0';
 		if (lookup_locked(r, meta.name))
@@ -217,9 +216,11 @@ int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
 	}
 	if (r->count)
 		fw_info("adopted %zu subjects from pinned maps", r->count);
-	err = fw_dp_learned_sweep(dp, orphan_id, r);
-	if (!err)
-		err = fw_dp_ports_sweep(dp, ports_live, r);
+	if (r->ndead)
+		fw_info("%zu removed subjects still to be reaped", r->ndead);
+	/* learned addresses of ids nobody holds are deleted by fw_learn_new(),
+	 * which reads that map anyway */
+	err = fw_dp_ports_sweep(dp, ports_live, r);
 	return err;
 }
 
@@ -243,6 +244,7 @@ void fw_reg_free(struct fw_registry *r)
 	}
 	fw_policy_free(&r->overlay);
 	pthread_mutex_destroy(&r->lock);
+	pthread_mutex_destroy(&r->reap_lock);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -485,39 +487,101 @@ static int claim_addrs_locked(struct fw_registry *r, struct fw_entry *e, const s
 	return 0;
 }
 
-/* Drops the kernel state of id other than dispatch (rules, learned
- * addresses, metadata), then frees the id. */
-static int release_id(struct fw_registry *r, __u32 id, const char *name, __u32 port_state)
+/* Retires id once nothing dispatches to it any more: its rule trie goes,
+ * its metadata says retired (so a restart does not reuse it either), and
+ * the id stays reserved until fw_reg_reap() has deleted its learned
+ * addresses, connection records and port exceptions. A constant number of
+ * map operations, whatever the size of the maps. */
+static int retire_id(struct fw_registry *r, __u32 id, const char *name)
 {
-	struct fw_dp *dp = r->dp;
-	int err, ret = 0;
+	struct fw_subject_meta m = {.origin = FW_ORIGIN_RETIRED};
+	int err;
 
-	err = fw_dp_rules_clear(dp, id);
-	if (err)
-		ret = err;
-	if (port_state & ~FW_PORTSET_GEN) {
-		err = fw_dp_ports_flush(dp, id);
-		if (err && !ret)
-			ret = err;
-	}
-	err = fw_dp_learned_flush(dp, id);
-	if (err && !ret)
-		ret = err;
-	err = fw_dp_meta_del(dp, id);
-	if (err && !ret)
-		ret = err;
-	if (ret) {
-		fw_err("subject %s: can't release id %u: %s", name, id, strerror(-ret));
-		return ret;
+	snprintf(m.name, sizeof(m.name), "%s", name);
+	err = fw_dp_meta_put(r->dp, id, &m);
+	if (!err)
+		err = fw_dp_rules_clear(r->dp, id);
+	if (err) {
+		fw_err("subject %s: can't release id %u: %s", name, id, strerror(-err));
+		return err;
 	}
 	if (r->on_release)
 		r->on_release(r->hook_ctx, id);
 	pthread_mutex_lock(&r->lock);
 	if (r->by_id[id] && r->by_id[id]->id != id)
 		r->by_id[id] = NULL;
-	r->id_reserved[id] = false;
+	if (!r->id_dead[id]) {
+		r->id_dead[id] = true;
+		r->ndead++;
+	}
+	r->dead_ns[id] = fw_now_ns();
 	pthread_mutex_unlock(&r->lock);
 	return 0;
+}
+
+int fw_reg_reap(struct fw_registry *r, __u64 min_age_ns)
+{
+	bool *doomed = NULL;
+	__u64 now = fw_now_ns();
+	int n = 0, err = 0;
+
+	pthread_mutex_lock(&r->reap_lock);
+	pthread_mutex_lock(&r->lock);
+	if (r->ndead) {
+		doomed = calloc(FW_MAX_SUBJECTS, sizeof(*doomed));
+		for (__u32 id = 1; doomed && id < FW_MAX_SUBJECTS; id++) {
+			if (r->id_dead[id] && now - r->dead_ns[id] >= min_age_ns) {
+				doomed[id] = true;
+				n++;
+			}
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (r->ndead && !doomed)
+		err = -ENOMEM;
+	if (!n || err)
+		goto out;
+	/* nothing can add to these ids any more: no dispatch entry points at
+	 * them, the learner forgot them, and packets that looked them up
+	 * before they retired have long been processed */
+	err = fw_dp_reap(r->dp, doomed);
+	if (err) {
+		fw_err("can't reap %d removed subjects: %s", n, strerror(-err));
+		goto out;
+	}
+	for (__u32 id = 1; id < FW_MAX_SUBJECTS; id++) {
+		if (!doomed[id])
+			continue;
+		if (fw_dp_meta_del(r->dp, id)) {
+			doomed[id] = false; /* stays retired; the next round retries */
+			n--;
+			continue;
+		}
+		pthread_mutex_lock(&r->lock);
+		r->id_dead[id] = false;
+		r->ndead--;
+		r->id_reserved[id] = false;
+		pthread_mutex_unlock(&r->lock);
+	}
+out:
+	pthread_mutex_unlock(&r->reap_lock);
+	free(doomed);
+	return err ? err : n;
+}
+
+int fw_reg_id_state(struct fw_registry *r, __u32 id)
+{
+	int st = 0;
+
+	if (id == 0 || id >= FW_MAX_SUBJECTS)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	if (r->id_dead[id])
+		st = -1;
+	else if (r->by_id[id])
+		st = 1;
+	pthread_mutex_unlock(&r->lock);
+	return st;
 }
 
 int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
@@ -541,7 +605,7 @@ int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 		fw_err("subject %s: can't remove dispatch: %s", e->meta.name, strerror(-err));
 		return err;
 	}
-	err = release_id(r, id, e->meta.name, e->meta.port_state);
+	err = retire_id(r, id, e->meta.name);
 	if (err) {
 		/* keep the id reserved: the retry of the removal finishes it */
 		return err;
@@ -719,20 +783,26 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 {
 	struct fw_ip old[FW_SUBJECT_MAX_ADDRS];
 	struct fw_subject ks;
-	__u32 id, old_id, old_ports;
+	__u32 id, old_id;
 	size_t nold;
 	int err;
 
 	pthread_mutex_lock(&r->lock);
 	id = reserve_id_locked(r);
 	pthread_mutex_unlock(&r->lock);
+	if (!id && fw_reg_reap(r, 0) > 0) {
+		/* every free id was waiting for the reaper */
+		pthread_mutex_lock(&r->lock);
+		id = reserve_id_locked(r);
+		pthread_mutex_unlock(&r->lock);
+	}
 	if (!id) {
 		fw_err("subject %s: no free subject id (limit %u)", spec->name,
 		       FW_MAX_SUBJECTS - 1);
 		return -ENOSPC;
 	}
-	/* a free id has nothing learned: release_id() flushed it, and
-	 * fw_reg_init() swept what an interrupted release left behind */
+	/* a free id holds nothing: fw_reg_reap() emptied it before freeing
+	 * it, and fw_learn_new() deleted what no id held at start */
 	meta->port_state = 0;
 	err = fw_dp_subject_reset(r->dp, id);
 	if (!err && spec->state == FW_STATE_ACTIVE)
@@ -770,7 +840,6 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	e->naddrs = spec->naddrs;
 	pthread_mutex_unlock(&r->lock);
 
-	old_ports = e->meta.port_state;
 	e->meta = *meta;
 	e->adopted = false;
 	fw_compiled_set_free(&e->live);
@@ -779,7 +848,7 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 		remember_live(e, set);
 	if (old_id) {
 		fw_info("subject %s: rebound (id %u -> %u)", spec->name, old_id, id);
-		return release_id(r, old_id, spec->name, old_ports);
+		return retire_id(r, old_id, spec->name);
 	}
 	fw_info("subject %s: added (id %u, %s)", spec->name, id,
 		spec->state == FW_STATE_ACTIVE ? "active" : "denying");
@@ -791,13 +860,18 @@ undo_dispatch:
 		fw_dp_dispatch_del(r->dp, &spec->addrs[i], id);
 	pthread_mutex_unlock(&r->lock);
 undo:
-	fw_dp_rules_clear(r->dp, id);
-	if (meta->port_state & ~FW_PORTSET_GEN)
-		fw_dp_ports_flush(r->dp, id);
-	fw_dp_meta_del(r->dp, id);
-	pthread_mutex_lock(&r->lock);
-	r->id_reserved[id] = false;
-	pthread_mutex_unlock(&r->lock);
+	/* a query may have been learned for id while its dispatch was up */
+	if (retire_id(r, id, spec->name)) {
+		/* not reused before a reap all the same */
+		fw_dp_rules_clear(r->dp, id);
+		pthread_mutex_lock(&r->lock);
+		if (!r->id_dead[id]) {
+			r->id_dead[id] = true;
+			r->ndead++;
+		}
+		r->dead_ns[id] = fw_now_ns();
+		pthread_mutex_unlock(&r->lock);
+	}
 	return err;
 }
 

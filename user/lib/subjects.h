@@ -51,20 +51,38 @@ struct fw_registry {
 	struct fw_policy overlay; /* operator rules ahead of everyone's, own copy */
 	struct fw_entry *by_id[FW_MAX_SUBJECTS];
 	bool id_reserved[FW_MAX_SUBJECTS];
+	/* retired ids: reserved until fw_reg_reap() has deleted what the
+	 * kernel still holds for them; when they were retired */
+	bool id_dead[FW_MAX_SUBJECTS];
+	__u64 dead_ns[FW_MAX_SUBJECTS];
+	size_t ndead;
+	pthread_mutex_t reap_lock; /* one reaper at a time */
 	struct fw_entry *names[FW_REG_BUCKETS];
 	size_t count;		       /* entries with a kernel id */
 	void (*priv_free)(void *priv); /* for the entries' priv on fw_reg_free */
 	/* the DNS side's hooks (may be NULL), called with the entry's lock
 	 * held and the registry lock not held: a subject's domain policy
-	 * changed under the same id; an id was released (its learned
-	 * addresses are gone from the kernel) */
+	 * changed under the same id; an id was retired (nothing reaches its
+	 * learned addresses any more; the reaper deletes them from the kernel,
+	 * the hook forgets them) */
 	void (*on_domains)(void *ctx, __u32 id);
 	void (*on_release)(void *ctx, __u32 id);
 	void *hook_ctx;
 };
 
-/* Adopts the subjects pinned in dp's maps (marked adopted). */
+/* Adopts the subjects pinned in dp's maps (marked adopted); ids retired
+ * before a restart are reaped by the next fw_reg_reap(). */
 int fw_reg_init(struct fw_registry *r, struct fw_dp *dp);
+
+/* Removal is O(1): it deletes a subject's dispatch entries and rule trie
+ * and marks its id retired. This deletes the learned addresses, connection
+ * records and port exceptions of every id retired at least min_age_ns ago,
+ * in one scan of each map whatever the number of ids, and then frees the
+ * ids. Returns how many ids were freed or a negative errno. */
+#define FW_REAP_AGE_NS 1000000000ull
+int fw_reg_reap(struct fw_registry *r, __u64 min_age_ns);
+/* What id is to the registry: 1 bound, 0 free, -1 retired (not reaped). */
+int fw_reg_id_state(struct fw_registry *r, __u32 id);
 void fw_reg_free(struct fw_registry *r);
 
 /* Returns name's entry with its lock held (create: a new, empty entry if

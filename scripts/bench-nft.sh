@@ -42,6 +42,7 @@
 # Env: BUILD (build), FULL (0), SCALES, RULES_LIST, ROUNDS, SECONDS_UDP,
 # SECONDS_TCP, SANDBOXES (4), FLOWS (64512: distinct UDP flows over all
 # sandboxes), TCP_CONNS (8), CRR_CONC (8), LEARNED (512),
+# PEERS (reference,best,fastwall: which of the three to run),
 # CP_SCALES, CP_RULES (16), CP_REPS (nft, 3), CP_REPS_FW (fastwall, 10; FULL 20),
 # PROFILE (FULL: 1): perf of the UDP path per peer and of fastwalld's
 # operations (strace -c, perf), SKIP_TCP=1, SKIP_CP=1, PLOT_ONLY=1 (tables and plots again from the last
@@ -92,6 +93,7 @@ for f in "$FWD" "$BENCH" "$BLAST" "$FLOWS_BIN" "$PEER" "$TCPRR"; do
 done
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
+rm -f "$OUT"/fastwalld-*.log
 (( SANDBOXES >= 1 && SANDBOXES <= 8 )) || { echo "bench-nft.sh: SANDBOXES 1..8" >&2; exit 2; }
 
 ID=$$
@@ -124,6 +126,8 @@ cleanup() {
 		ip netns del "$ns" 2>/dev/null || true
 	done
 	mountpoint -q "$PINS" && umount -l "$PINS"
+	# fastwalld's logs stay with the results (they hold no secrets here)
+	mkdir -p "$OUT" && cp "$RUN"/fastwalld-*.log "$OUT"/ 2>/dev/null || true
 	rm -rf "$RUN"
 	exit "$rc"
 }
@@ -176,6 +180,8 @@ T_LABEL=() T_KIND=() T_N=() T_R=() T_NSB=() T_SB=() T_IDX=() T_SRV=() T_PIN=() T
 IFS=, read -ra SC <<<"$SCALES"
 IFS=, read -ra RL <<<"$RULES_LIST"
 IFS=, read -ra CS <<<"$CP_SCALES"
+IFS=, read -ra KINDS <<<"${PEERS:-reference,best,fastwall}"
+has_kind() { [[ " ${KINDS[*]} " == *" $1 "* ]]; }
 
 has_topo() { local l; for l in "${T_LABEL[@]}"; do [[ $l == "$1" ]] && return 0; done; return 1; }
 find_topo() { # label -> j
@@ -193,7 +199,7 @@ add_topo nft-ctonly ctonly 1024 0
 [[ $TRIVIAL == 1 ]] && add_topo trivial trivial 1024 0
 for r in "${RL[@]}"; do
 	for n in "${SC[@]}"; do
-		for kind in reference best fastwall; do
+		for kind in "${KINDS[@]}"; do
 			l=$kind; [[ $kind != fastwall ]] && l=nft-$kind
 			add_topo "$l-$n-$r" "$kind" "$n" "$r"
 		done
@@ -201,7 +207,7 @@ for r in "${RL[@]}"; do
 done
 # control-plane scales not in the rate matrix get a pod of their own
 for n in "${CS[@]}"; do
-	for kind in reference best fastwall; do
+	for kind in "${KINDS[@]}"; do
 		l=$kind; [[ $kind != fastwall ]] && l=nft-$kind
 		has_topo "$l-$n-$CP_RULES" || add_topo "$l-$n-$CP_RULES" "$kind" "$n" "$CP_RULES"
 	done
@@ -649,6 +655,13 @@ cp_fastwall() { # n
 			if (kv[1] == "start_to_ready_ms") print "fastwall", n, r, "restart-ready", kv[2]
 			if (kv[1] == "start_to_replayed_ms") print "fastwall", n, r, "rebuild", kv[2] } }' <<<"$out" >>"$CP"
 	done
+	# the learned table fills in the background after ready: measure the
+	# operations once it is full, as they are in steady state
+	for _ in $(seq 600); do
+		(( $(grep -c 'adopted [0-9]* learned' "$RUN/fastwalld-$j.log" || true) >=
+			$(grep -c 'fastwalld ready' "$RUN/fastwalld-$j.log" || true) )) && break
+		sleep 0.1
+	done
 	mid=${T_SB[j]%%,*}
 	"$PEER" learn-time -b "$pin" -s "$mid" -k $((CP_REPS_FW * 10)) |
 		awk -v n="$n" -v r="$CP_RULES" '/^op/ { for (i = 3; i <= NF; i++) print "fastwall", n, r, $2, $i }' >>"$CP"
@@ -682,9 +695,9 @@ if [[ ${SKIP_CP:-0} != 1 ]]; then
 	for n in "${CS[@]}"; do
 		t0=$(now_ns)
 		# interleaved per scale: the peers of one N back to back
-		cp_fastwall "$n"
-		cp_nft best "$n"
-		cp_nft reference "$n"
+		! has_kind fastwall || cp_fastwall "$n"
+		! has_kind best || cp_nft best "$n"
+		! has_kind reference || cp_nft reference "$n"
 		log "  N=$n done in $(( ($(now_ns) - t0) / 1000000000 )) s"
 	done
 	for f in "$OUT"/strace-fastwalld-*.txt; do

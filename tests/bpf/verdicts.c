@@ -1709,9 +1709,9 @@ static void scenario_learned_leases(void)
 			fw_reg_unbind(&t.reg, e);
 			fw_reg_put(&t.reg, e);
 		}
-		result(fw_learn_count(l, id) == 0 && fw_reg_id_state(&t.reg, id) < 0,
+		result(fw_learn_count(l, id) == 0 && fw_reg_id_state(&t.reg, id, NULL) < 0,
 		       "learn: removing the subject drops its leases from the learner and retires its id",
-		       "count %zu, id state %d", fw_learn_count(l, id), fw_reg_id_state(&t.reg, id));
+		       "count %zu, id state %d", fw_learn_count(l, id), fw_reg_id_state(&t.reg, id, NULL));
 		v = verdict_to(NU4, "192.0.2.78", 42020, TH_SYN);
 		result(v == TC_ACT_SHOT, "learn: a retired subject's lease lets nothing through",
 		       "verdict %d", v);
@@ -1738,12 +1738,12 @@ static void scenario_learned_leases(void)
 		struct fw_subject_meta m;
 
 		result(reaped >= 2 && kernel_expiry(id, "192.0.2.78") == 0 &&
-			       fw_reg_id_state(&t.reg, id) == 0 &&
+			       fw_reg_id_state(&t.reg, id, NULL) == 0 &&
 			       bpf_map_lookup_elem(t.dp->meta_fd, &key, &m) != 0,
 		       "learn: the reaper deletes the retired ids' leases and metadata, then frees them",
 		       "reaped %d, expiry %llu, state %d", reaped,
 		       (unsigned long long)kernel_expiry(id, "192.0.2.78"),
-		       fw_reg_id_state(&t.reg, id));
+		       fw_reg_id_state(&t.reg, id, NULL));
 	}
 out:
 	fw_learn_free(l);

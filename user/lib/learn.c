@@ -45,6 +45,7 @@ struct lsubject {
 	size_t count;
 	__u64 tat_ns; /* denied-query events: GCRA */
 	__u64 suppressed;
+	bool retired; /* the id was removed; its entries wait for on_reap() */
 };
 
 struct fw_learn {
@@ -60,6 +61,10 @@ struct fw_learn {
 	__u64 cap_rejected_logged;
 	void (*sink)(void *ctx, const struct fw_learn_event *ev);
 	void *sink_ctx;
+	pthread_t adopter;
+	bool adopter_started;
+	bool adopting;	 /* atomic: the kernel's entries are not all in the table yet */
+	bool adopt_stop; /* atomic */
 };
 
 void fw_learn_config_init(struct fw_learn_config *c)
@@ -141,6 +146,8 @@ static struct lentry *entry_find(struct fw_learn *l, __u32 id, const struct fw_i
 {
 	struct lentry *e;
 
+	if (id < FW_MAX_SUBJECTS && l->subj[id].retired)
+		return NULL; /* what is left of it waits for on_reap() */
 	for (e = l->buckets[entry_bucket(l, id, a)]; e; e = e->hnext)
 		if (e->id == id && memcmp(&e->addr, a, sizeof(*a)) == 0)
 			return e;
@@ -438,8 +445,9 @@ int fw_learn_answer(void *ctx, const struct fw_ip *client, const struct fw_dns_q
 	if (id == 0 || id >= FW_MAX_SUBJECTS)
 		return -EINVAL;
 	pthread_mutex_lock(&l->lock);
-	/* under the lock, so a release of id (which takes it after the
-	 * kernel flush) cannot slip between this check and the writes */
+	/* under the lock, so a release of id (whose hook takes it after the
+	 * dispatch entry is gone) cannot slip between this check and the
+	 * writes */
 	if (bpf_map_lookup_elem(l->dp->dispatch_fd, client, &ks) || ks.id != id) {
 		err = -ESTALE;
 		goto out;
@@ -513,20 +521,32 @@ static void on_domains(void *ctx, __u32 id)
 	}
 }
 
+/* A retired id's addresses are forgotten at once (O(1): the subject is
+ * marked, entry_find() no longer sees them) and freed by on_reap(), when
+ * the registry's reaper has deleted their kernel entries. */
 static void on_release(void *ctx, __u32 id)
 {
 	struct fw_learn *l = ctx;
 
 	if (id == 0 || id >= FW_MAX_SUBJECTS)
 		return;
-	/* the kernel entries are the reaper's (fw_reg_reap): nothing reaches
-	 * them any more, and deleting them here would make a removal cost
-	 * one syscall per address */
+	pthread_mutex_lock(&l->lock);
+	l->subj[id].retired = true;
+	l->subj[id].tat_ns = 0;
+	l->subj[id].suppressed = 0;
+	pthread_mutex_unlock(&l->lock);
+}
+
+static void on_reap(void *ctx, __u32 id)
+{
+	struct fw_learn *l = ctx;
+
+	if (id == 0 || id >= FW_MAX_SUBJECTS)
+		return;
 	pthread_mutex_lock(&l->lock);
 	while (l->subj[id].head)
 		entry_drop(l, l->subj[id].head);
-	l->subj[id].tat_ns = 0;
-	l->subj[id].suppressed = 0;
+	l->subj[id].retired = false;
 	pthread_mutex_unlock(&l->lock);
 }
 
@@ -571,6 +591,10 @@ int fw_learn_tick(struct fw_learn *l)
 	size_t n;
 	__u64 now, rejected;
 	int err;
+
+	/* a connection to an address not adopted yet would look revoked */
+	if (__atomic_load_n(&l->adopting, __ATOMIC_ACQUIRE))
+		return 0;
 
 	/* read the connection records without the lock, in batches */
 	err = fw_dp_scan(l->dp->conns_fd, collect_conn, &cc);
@@ -654,73 +678,130 @@ int fw_learn_tick(struct fw_learn *l)
 
 /* ---- setup --------------------------------------------------------------- */
 
+struct adopt_rec {
+	struct fw_learned_key k;
+	struct fw_lease v;
+};
+
 struct adopt_ctx {
-	struct fw_learn *l;
-	size_t n;
-	struct fw_learned_key *orphans;
-	size_t norphans, cap;
+	signed char state[FW_MAX_SUBJECTS]; /* fw_reg_id_state() of every id */
+	__u32 gen[FW_MAX_SUBJECTS];	    /* and its generation, before the scan */
+	struct adopt_rec *keep;
+	size_t nkeep, cap;
 };
 
 static int adopt_one(const void *key, const void *val, void *ctx)
 {
 	struct adopt_ctx *a = ctx;
 	const struct fw_learned_key *k = key;
-	const struct fw_lease *lease = val;
-	struct lentry *e;
-	int st = fw_reg_id_state(a->l->reg, k->subject);
 
-	if (st < 0)
-		return 0; /* a removed subject's: the reaper deletes it */
-	if (st == 0) {
-		/* nobody holds the id (a release cut short by older versions,
-		 * or a foreign write): it must not greet the id's next owner */
-		if (a->norphans == a->cap) {
-			size_t nc = a->cap ? a->cap * 2 : 64;
-			struct fw_learned_key *g = realloc(a->orphans, nc * sizeof(*g));
-
-			if (!g)
-				return -ENOMEM;
-			a->orphans = g;
-			a->cap = nc;
-		}
-		a->orphans[a->norphans++] = *k;
+	/* ids not bound are the reaper's (fw_reg_reap) */
+	if (k->subject >= FW_MAX_SUBJECTS || a->state[k->subject] != 1)
 		return 0;
+	if (a->nkeep == a->cap) {
+		size_t nc = a->cap ? a->cap * 2 : 4096;
+		struct adopt_rec *g = realloc(a->keep, nc * sizeof(*g));
+
+		if (!g)
+			return -ENOMEM;
+		a->keep = g;
+		a->cap = nc;
 	}
-	if (entry_find(a->l, k->subject, &k->addr))
-		return 0;
-	e = entry_new(a->l, k->subject, &k->addr);
-	if (!e)
-		return -ENOMEM;
-	e->expires_ns = lease->expires_ns;
-	e->learned_ns = lease->learned_ns;
-	e->adopted = true;
-	a->n++;
+	a->keep[a->nkeep].k = *k;
+	memcpy(&a->keep[a->nkeep].v, val, sizeof(a->keep[0].v));
+	a->nkeep++;
 	return 0;
 }
 
-/* Takes over the learned addresses in the kernel: those of bound
- * subjects (names unknown), and deletes those of ids nobody holds. */
-static int adopt(struct fw_learn *l)
-{
-	struct adopt_ctx a = {.l = l};
-	int err = fw_dp_scan(l->dp->learned_fd, adopt_one, &a);
+#define ADOPT_CHUNK 512 /* entries inserted per hold of the table lock (< 1 ms) */
 
-	if (!err && a.norphans) {
-		err = fw_dp_delete_keys(l->dp->learned_fd, a.orphans, a.norphans,
-					sizeof(a.orphans[0]));
-		fw_info("deleted %zu learned addresses of subject ids nobody holds",
-			a.norphans);
+/* Takes over the learned addresses of bound subjects from the kernel
+ * (names unknown): one batched scan, then the table in chunks, so the DNS
+ * path never waits long. An entry is taken only if its id still belongs
+ * to the subject it belonged to before the scan (same generation, not
+ * retired) and was not learned afresh meanwhile. */
+static int adopt_run(struct fw_learn *l)
+{
+	struct adopt_ctx *a = calloc(1, sizeof(*a));
+	size_t n = 0;
+	int err;
+
+	if (!a)
+		return -ENOMEM;
+	for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++)
+		a->state[id] = (signed char)fw_reg_id_state(l->reg, id, &a->gen[id]);
+	err = fw_dp_scan(l->dp->learned_fd, adopt_one, a);
+	pthread_mutex_lock(&l->lock);
+	while (!err && l->nbuckets < l->n + a->nkeep) {
+		size_t nb = l->nbuckets;
+
+		grow(l);
+		if (l->nbuckets == nb)
+			break;
 	}
-	free(a.orphans);
-	if (a.n)
-		fw_info("adopted %zu learned addresses from pinned maps", a.n);
+	pthread_mutex_unlock(&l->lock);
+	for (size_t i = 0; !err && i < a->nkeep; i += ADOPT_CHUNK) {
+		if (__atomic_load_n(&l->adopt_stop, __ATOMIC_RELAXED))
+			break;
+		pthread_mutex_lock(&l->lock);
+		for (size_t j = i; j < a->nkeep && j < i + ADOPT_CHUNK; j++) {
+			const struct adopt_rec *r = &a->keep[j];
+			__u32 gen;
+			struct lentry *e;
+
+			if (fw_reg_id_state(l->reg, r->k.subject, &gen) != 1 ||
+			    gen != a->gen[r->k.subject] ||
+			    entry_find(l, r->k.subject, &r->k.addr))
+				continue;
+			e = entry_new(l, r->k.subject, &r->k.addr);
+			if (!e) {
+				err = -ENOMEM;
+				break;
+			}
+			e->expires_ns = r->v.expires_ns;
+			e->learned_ns = r->v.learned_ns;
+			e->adopted = true;
+			n++;
+		}
+		pthread_mutex_unlock(&l->lock);
+	}
+	free(a->keep);
+	free(a);
+	__atomic_store_n(&l->adopting, false, __ATOMIC_RELEASE);
+	if (err)
+		fw_err("adopting learned addresses: %s", strerror(-err));
+	else
+		fw_info("adopted %zu learned addresses from pinned maps", n);
 	return err;
+}
+
+static void *adopt_thread(void *arg)
+{
+	adopt_run(arg);
+	return NULL;
+}
+
+int fw_learn_adopt(struct fw_learn *l, bool background)
+{
+	int err;
+
+	if (l->adopter_started)
+		return -EALREADY;
+	__atomic_store_n(&l->adopting, true, __ATOMIC_RELEASE);
+	if (!background)
+		return adopt_run(l);
+	err = -pthread_create(&l->adopter, NULL, adopt_thread, l);
+	if (err) {
+		__atomic_store_n(&l->adopting, false, __ATOMIC_RELEASE);
+		return err;
+	}
+	l->adopter_started = true;
+	return 0;
 }
 
 int fw_learn_new(const struct fw_learn_config *c, struct fw_registry *reg, struct fw_learn **out)
 {
 	struct fw_learn *l = calloc(1, sizeof(*l));
-	int err;
 
 	if (!l)
 		return -ENOMEM;
@@ -734,14 +815,10 @@ int fw_learn_new(const struct fw_learn_config *c, struct fw_registry *reg, struc
 		fw_learn_free(l);
 		return -ENOMEM;
 	}
-	err = adopt(l);
-	if (err) {
-		fw_learn_free(l);
-		return err;
-	}
 	reg->hook_ctx = l;
 	reg->on_domains = on_domains;
 	reg->on_release = on_release;
+	reg->on_reap = on_reap;
 	*out = l;
 	return 0;
 }
@@ -750,9 +827,14 @@ void fw_learn_free(struct fw_learn *l)
 {
 	if (!l)
 		return;
+	if (l->adopter_started) {
+		__atomic_store_n(&l->adopt_stop, true, __ATOMIC_RELAXED);
+		pthread_join(l->adopter, NULL);
+	}
 	if (l->reg && l->reg->hook_ctx == l) {
 		l->reg->on_domains = NULL;
 		l->reg->on_release = NULL;
+		l->reg->on_reap = NULL;
 		l->reg->hook_ctx = NULL;
 	}
 	for (size_t b = 0; l->buckets && b < l->nbuckets; b++)
@@ -819,7 +901,7 @@ size_t fw_learn_count(struct fw_learn *l, __u32 id)
 	if (id == 0 || id >= FW_MAX_SUBJECTS)
 		return 0;
 	pthread_mutex_lock(&l->lock);
-	n = l->subj[id].count;
+	n = l->subj[id].retired ? 0 : l->subj[id].count;
 	pthread_mutex_unlock(&l->lock);
 	return n;
 }

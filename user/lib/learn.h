@@ -58,9 +58,15 @@ struct fw_learn_stats {
 struct fw_learn;
 
 /* reg must outlive l; l installs itself as reg's on_domains/on_release
- * hooks. Addresses already in the kernel are adopted (their names are not
- * known, so they are never revoked; they end with their lease). */
+ * hooks. */
 int fw_learn_new(const struct fw_learn_config *c, struct fw_registry *reg, struct fw_learn **out);
+/* Takes over the addresses the kernel already holds for bound subjects
+ * (after a restart; their names are not known, so they are never revoked,
+ * they end with their lease), in a thread of its own if background (a
+ * million take about two seconds), else before returning. Until it is
+ * done the refresh rounds are skipped. Once per l. */
+int fw_learn_adopt(struct fw_learn *l, bool background);
+/* Stops and joins a background adoption. */
 void fw_learn_free(struct fw_learn *l);
 void fw_learn_set_config(struct fw_learn *l, const struct fw_learn_config *c);
 void fw_learn_set_event_sink(struct fw_learn *l,

@@ -139,6 +139,7 @@ static __u32 reserve_id_locked(struct fw_registry *r)
 	for (__u32 id = 1; id < FW_MAX_SUBJECTS; id++) {
 		if (!r->id_reserved[id]) {
 			r->id_reserved[id] = true;
+			r->id_gen[id]++;
 			return id;
 		}
 	}
@@ -162,6 +163,7 @@ int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
 	struct fw_subject_meta meta;
 	struct fw_subject ks;
 	__u32 id, *prev_id = NULL;
+	size_t nretired = 0;
 
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->lock, NULL);
@@ -178,10 +180,7 @@ int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
 		if (bpf_map_lookup_elem(dp->meta_fd, &id, &meta))
 			continue;
 		if (meta.origin == FW_ORIGIN_RETIRED) {
-			/* removed before the restart, not reaped yet */
-			r->id_reserved[id] = true;
-			r->id_dead[id] = true;
-			r->ndead++;
+			nretired++; /* removed before the restart, not reaped yet */
 			continue;
 		}
 		meta.name[FW_NAME_LEN - 1] = '\0';
@@ -216,10 +215,21 @@ int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
 	}
 	if (r->count)
 		fw_info("adopted %zu subjects from pinned maps", r->count);
-	if (r->ndead)
-		fw_info("%zu removed subjects still to be reaped", r->ndead);
-	/* learned addresses of ids nobody holds are deleted by fw_learn_new(),
-	 * which reads that map anyway */
+	if (nretired)
+		fw_info("%zu removed subjects still to be reaped", nretired);
+	/* No id is handed out before the reaper has emptied it: those retired
+	 * before the restart, and any other unbound id too, since a release
+	 * cut short by an older version or a foreign write may have left
+	 * learned addresses under it. The first reap, one scan of each map,
+	 * runs once the daemon is ready (or at the first add, if sooner). */
+	for (id = 1; id < FW_MAX_SUBJECTS; id++) {
+		if (r->by_id[id])
+			continue;
+		r->id_reserved[id] = true;
+		r->id_dead[id] = true;
+		r->dead_ns[id] = 0;
+		r->ndead++;
+	}
 	err = fw_dp_ports_sweep(dp, ports_live, r);
 	return err;
 }
@@ -505,8 +515,6 @@ static int retire_id(struct fw_registry *r, __u32 id, const char *name)
 		fw_err("subject %s: can't release id %u: %s", name, id, strerror(-err));
 		return err;
 	}
-	if (r->on_release)
-		r->on_release(r->hook_ctx, id);
 	pthread_mutex_lock(&r->lock);
 	if (r->by_id[id] && r->by_id[id]->id != id)
 		r->by_id[id] = NULL;
@@ -516,6 +524,10 @@ static int retire_id(struct fw_registry *r, __u32 id, const char *name)
 	}
 	r->dead_ns[id] = fw_now_ns();
 	pthread_mutex_unlock(&r->lock);
+	/* after the id reads as retired: whatever the learner still adopts
+	 * for it, this drops */
+	if (r->on_release)
+		r->on_release(r->hook_ctx, id);
 	return 0;
 }
 
@@ -557,6 +569,8 @@ int fw_reg_reap(struct fw_registry *r, __u64 min_age_ns)
 			n--;
 			continue;
 		}
+		if (r->on_reap)
+			r->on_reap(r->hook_ctx, id);
 		pthread_mutex_lock(&r->lock);
 		r->id_dead[id] = false;
 		r->ndead--;
@@ -569,7 +583,7 @@ out:
 	return err ? err : n;
 }
 
-int fw_reg_id_state(struct fw_registry *r, __u32 id)
+int fw_reg_id_state(struct fw_registry *r, __u32 id, __u32 *gen)
 {
 	int st = 0;
 
@@ -578,8 +592,10 @@ int fw_reg_id_state(struct fw_registry *r, __u32 id)
 	pthread_mutex_lock(&r->lock);
 	if (r->id_dead[id])
 		st = -1;
-	else if (r->by_id[id])
+	else if (r->by_id[id] && r->by_id[id]->id == id)
 		st = 1;
+	if (gen)
+		*gen = r->id_gen[id];
 	pthread_mutex_unlock(&r->lock);
 	return st;
 }
@@ -790,8 +806,9 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	pthread_mutex_lock(&r->lock);
 	id = reserve_id_locked(r);
 	pthread_mutex_unlock(&r->lock);
-	if (!id && fw_reg_reap(r, 0) > 0) {
-		/* every free id was waiting for the reaper */
+	if (!id && fw_reg_reap(r, 0) >= 0) {
+		/* every free id was waiting for the reaper (this one, or one
+		 * that was running already) */
 		pthread_mutex_lock(&r->lock);
 		id = reserve_id_locked(r);
 		pthread_mutex_unlock(&r->lock);

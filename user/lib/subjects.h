@@ -55,6 +55,7 @@ struct fw_registry {
 	 * kernel still holds for them; when they were retired */
 	bool id_dead[FW_MAX_SUBJECTS];
 	__u64 dead_ns[FW_MAX_SUBJECTS];
+	__u32 id_gen[FW_MAX_SUBJECTS]; /* bumped whenever the id is handed out */
 	size_t ndead;
 	pthread_mutex_t reap_lock; /* one reaper at a time */
 	struct fw_entry *names[FW_REG_BUCKETS];
@@ -67,11 +68,15 @@ struct fw_registry {
 	 * the hook forgets them) */
 	void (*on_domains)(void *ctx, __u32 id);
 	void (*on_release)(void *ctx, __u32 id);
+	/* the reaper deleted a retired id's kernel entries and is about to
+	 * free it (called from fw_reg_reap, no lock held) */
+	void (*on_reap)(void *ctx, __u32 id);
 	void *hook_ctx;
 };
 
-/* Adopts the subjects pinned in dp's maps (marked adopted); ids retired
- * before a restart are reaped by the next fw_reg_reap(). */
+/* Adopts the subjects pinned in dp's maps (marked adopted). Every other
+ * id counts as retired until the next fw_reg_reap() (ids retired before the
+ * restart, and whatever an interrupted release or a foreign write left). */
 int fw_reg_init(struct fw_registry *r, struct fw_dp *dp);
 
 /* Removal is O(1): it deletes a subject's dispatch entries and rule trie
@@ -81,8 +86,10 @@ int fw_reg_init(struct fw_registry *r, struct fw_dp *dp);
  * ids. Returns how many ids were freed or a negative errno. */
 #define FW_REAP_AGE_NS 1000000000ull
 int fw_reg_reap(struct fw_registry *r, __u64 min_age_ns);
-/* What id is to the registry: 1 bound, 0 free, -1 retired (not reaped). */
-int fw_reg_id_state(struct fw_registry *r, __u32 id);
+/* What id is to the registry: 1 bound, 0 free, -1 retired or not yet
+ * known to be empty (not reaped). gen (may be NULL) gets the id's
+ * generation, which changes whenever the id is handed out again. */
+int fw_reg_id_state(struct fw_registry *r, __u32 id, __u32 *gen);
 void fw_reg_free(struct fw_registry *r);
 
 /* Returns name's entry with its lock held (create: a new, empty entry if

@@ -316,6 +316,16 @@ check_fails() {
 	fi
 }
 
+# fw_eventually SECONDS CMD...: CMD succeeds within SECONDS (tried every 0.1 s)
+fw_eventually() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		((SECONDS < deadline)) || return 1
+		sleep 0.1
+	done
+}
+
 # check_eq DESC GOT WANT
 check_eq() {
 	if [ "$2" = "$3" ]; then fw_ok "$1"; else fw_not_ok "$1 (got '$2', want '$3')"; fi
@@ -440,6 +450,8 @@ fw_dispatch() { "$FW_PY" -S "$FW_ACT_CLIENT" dispatch "$BPFFS" "$1"; }
 # fw_learned ID: learned addresses of subject id ID, one a line.
 fw_learned() { "$FW_PY" -S "$FW_ACT_CLIENT" learned "$BPFFS" "$1"; }
 
+# fw_no_learned ID: ID holds no learned address.
+fw_no_learned() { [ -z "$(fw_learned "$1")" ]; }
 # fw_learned_add ID IP: a learned address for ID with a 60 s lease.
 fw_learned_add() { "$FW_PY" -S "$FW_ACT_CLIENT" learned-add "$BPFFS" "$1" "$2"; }
 

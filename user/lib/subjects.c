@@ -505,16 +505,20 @@ static int claim_addrs_locked(struct fw_registry *r, struct fw_entry *e, const s
 static int retire_id(struct fw_registry *r, __u32 id, const char *name)
 {
 	struct fw_subject_meta m = {.origin = FW_ORIGIN_RETIRED};
-	int err;
+	int err, ret = 0;
 
 	snprintf(m.name, sizeof(m.name), "%s", name);
 	err = fw_dp_meta_put(r->dp, id, &m);
-	if (!err)
-		err = fw_dp_rules_clear(r->dp, id);
-	if (err) {
-		fw_err("subject %s: can't release id %u: %s", name, id, strerror(-err));
-		return err;
-	}
+	if (err)
+		ret = err;
+	err = fw_dp_rules_clear(r->dp, id);
+	if (err && !ret)
+		ret = err;
+	if (ret)
+		fw_err("subject %s: retiring id %u: %s (the reaper finishes it)", name, id,
+		       strerror(-ret));
+	/* retired in any case: nothing dispatches to it any more, and the
+	 * reaper deletes what is left before the id is handed out again */
 	pthread_mutex_lock(&r->lock);
 	if (r->by_id[id] && r->by_id[id]->id != id)
 		r->by_id[id] = NULL;
@@ -528,7 +532,7 @@ static int retire_id(struct fw_registry *r, __u32 id, const char *name)
 	 * for it, this drops */
 	if (r->on_release)
 		r->on_release(r->hook_ctx, id);
-	return 0;
+	return ret;
 }
 
 int fw_reg_reap(struct fw_registry *r, __u64 min_age_ns)
@@ -564,7 +568,7 @@ int fw_reg_reap(struct fw_registry *r, __u64 min_age_ns)
 	for (__u32 id = 1; id < FW_MAX_SUBJECTS; id++) {
 		if (!doomed[id])
 			continue;
-		if (fw_dp_meta_del(r->dp, id)) {
+		if (fw_dp_rules_clear(r->dp, id) || fw_dp_meta_del(r->dp, id)) {
 			doomed[id] = false; /* stays retired; the next round retries */
 			n--;
 			continue;
@@ -621,11 +625,9 @@ int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 		fw_err("subject %s: can't remove dispatch: %s", e->meta.name, strerror(-err));
 		return err;
 	}
-	err = retire_id(r, id, e->meta.name);
-	if (err) {
-		/* keep the id reserved: the retry of the removal finishes it */
-		return err;
-	}
+	/* from here on the subject is gone for traffic (its addresses are
+	 * unknown sources); what retire_id could not delete, the reaper does */
+	retire_id(r, id, e->meta.name);
 	fw_info("subject %s: removed (id %u)", e->meta.name, id);
 	memset(&e->ksub, 0, sizeof(e->ksub));
 	e->meta.binding_hash = e->meta.policy_hash = e->meta.fence_hash = 0;
@@ -865,7 +867,8 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 		remember_live(e, set);
 	if (old_id) {
 		fw_info("subject %s: rebound (id %u -> %u)", spec->name, old_id, id);
-		return retire_id(r, old_id, spec->name);
+		retire_id(r, old_id, spec->name); /* the rebind stands either way */
+		return 0;
 	}
 	fw_info("subject %s: added (id %u, %s)", spec->name, id,
 		spec->state == FW_STATE_ACTIVE ? "active" : "denying");
@@ -878,17 +881,7 @@ undo_dispatch:
 	pthread_mutex_unlock(&r->lock);
 undo:
 	/* a query may have been learned for id while its dispatch was up */
-	if (retire_id(r, id, spec->name)) {
-		/* not reused before a reap all the same */
-		fw_dp_rules_clear(r->dp, id);
-		pthread_mutex_lock(&r->lock);
-		if (!r->id_dead[id]) {
-			r->id_dead[id] = true;
-			r->ndead++;
-		}
-		r->dead_ns[id] = fw_now_ns();
-		pthread_mutex_unlock(&r->lock);
-	}
+	retire_id(r, id, spec->name);
 	return err;
 }
 

@@ -566,7 +566,7 @@ int fw_reg_reap(struct fw_registry *r, __u64 min_age_ns)
 		fw_err("can't reap %d removed subjects: %s", n, strerror(-err));
 		goto out;
 	}
-	fw_info("reaper: %d removed subject ids emptied in %llu ms", n,
+	fw_info("reaper: %d subject ids emptied and freed in %llu ms", n,
 		 (unsigned long long)((fw_now_ns() - t0) / 1000000));
 	for (__u32 id = 1; id < FW_MAX_SUBJECTS; id++) {
 		if (!doomed[id])

@@ -1710,8 +1710,10 @@ static void scenario_learned_leases(void)
 			fw_reg_put(&t.reg, e);
 		}
 		result(fw_learn_count(l, id) == 0 && fw_reg_id_state(&t.reg, id, NULL) < 0,
-		       "learn: removing the subject drops its leases from the learner and retires its id",
-		       "count %zu, id state %d", fw_learn_count(l, id), fw_reg_id_state(&t.reg, id, NULL));
+		       "learn: removing the subject drops its leases from the learner and retires "
+		       "its id",
+		       "count %zu, id state %d", fw_learn_count(l, id),
+		       fw_reg_id_state(&t.reg, id, NULL));
 		v = verdict_to(NU4, "192.0.2.78", 42020, TH_SYN);
 		result(v == TC_ACT_SHOT, "learn: a retired subject's lease lets nothing through",
 		       "verdict %d", v);
@@ -1740,7 +1742,8 @@ static void scenario_learned_leases(void)
 		result(reaped >= 2 && kernel_expiry(id, "192.0.2.78") == 0 &&
 			       fw_reg_id_state(&t.reg, id, NULL) == 0 &&
 			       bpf_map_lookup_elem(t.dp->meta_fd, &key, &m) != 0,
-		       "learn: the reaper deletes the retired ids' leases and metadata, then frees them",
+		       "learn: the reaper deletes the retired ids' leases and metadata, then frees "
+		       "them",
 		       "reaped %d, expiry %llu, state %d", reaped,
 		       (unsigned long long)kernel_expiry(id, "192.0.2.78"),
 		       fw_reg_id_state(&t.reg, id, NULL));
@@ -1783,7 +1786,8 @@ static void scenario_reap_restart(void)
 	xi = id_of("xi");
 	om = id_of("omicron");
 	{
-		struct fw_ip a = ip_of("192.0.2.91"), b = ip_of("192.0.2.92"), c = ip_of("192.0.2.93");
+		struct fw_ip a = ip_of("192.0.2.91"), b = ip_of("192.0.2.92"),
+			     c = ip_of("192.0.2.93");
 
 		fw_dp_learned_put(t.dp, xi, &a, far);
 		fw_dp_learned_put(t.dp, om, &b, far);
@@ -1797,7 +1801,8 @@ static void scenario_reap_restart(void)
 	key = xi;
 	result(bpf_map_lookup_elem(t.dp->meta_fd, &key, &m) == 0 && m.origin == FW_ORIGIN_RETIRED &&
 		       kernel_expiry(xi, "192.0.2.91") != 0,
-	       "reap: a removed subject's id is marked retired in the kernel, its lease not yet reaped",
+	       "reap: a removed subject's id is marked retired in the kernel, its lease not yet "
+	       "reaped",
 	       NULL);
 
 	/* restart: the registry and the learner come up again from the pins */

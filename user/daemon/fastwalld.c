@@ -572,7 +572,8 @@ static int run(struct fw_daemon *d)
 				fw_warn("reaping removed subjects: %s", strerror(-err));
 			took = fw_now_ns() - t0;
 			if (err > 0)
-				d->next_reap_ns = fw_now_ns() + (took * 9 > FW_REAP_AGE_NS ? took * 9 : 0);
+				d->next_reap_ns =
+					fw_now_ns() + (took * 9 > FW_REAP_AGE_NS ? took * 9 : 0);
 		}
 		if (fw_now_ns() - d->last_refresh_ns >= d->cfg.refresh_interval_ns) {
 			d->last_refresh_ns = fw_now_ns();

@@ -408,8 +408,8 @@ int fw_dp_scan(int fd, int (*fn)(const void *key, const void *val, void *ctx), v
 				goto out;
 			}
 		}
-		ret = bpf_map_lookup_batch(fd, first ? NULL : &in_tok, &out_tok, keys, vals,
-					   &count, NULL);
+		ret = bpf_map_lookup_batch(fd, first ? NULL : &in_tok, &out_tok, keys, vals, &count,
+					   NULL);
 		if (ret && errno == ENOSPC && count == 0 && chunk < (1u << 20)) {
 			/* one bucket holds more than a batch: retry larger */
 			chunk *= 2;

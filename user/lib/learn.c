@@ -750,8 +750,7 @@ static int adopt_run(struct fw_learn *l)
 			struct lentry *e;
 
 			if (fw_reg_id_state(l->reg, r->k.subject, &gen) != 1 ||
-			    gen != a->gen[r->k.subject] ||
-			    entry_find(l, r->k.subject, &r->k.addr))
+			    gen != a->gen[r->k.subject] || entry_find(l, r->k.subject, &r->k.addr))
 				continue;
 			e = entry_new(l, r->k.subject, &r->k.addr);
 			if (!e) {

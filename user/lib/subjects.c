@@ -567,7 +567,7 @@ int fw_reg_reap(struct fw_registry *r, __u64 min_age_ns)
 		goto out;
 	}
 	fw_info("reaper: %d subject ids emptied and freed in %llu ms", n,
-		 (unsigned long long)((fw_now_ns() - t0) / 1000000));
+		(unsigned long long)((fw_now_ns() - t0) / 1000000));
 	for (__u32 id = 1; id < FW_MAX_SUBJECTS; id++) {
 		if (!doomed[id])
 			continue;

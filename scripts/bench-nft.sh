@@ -118,7 +118,15 @@ cleanup() {
 	for p in "$RUN"/*.pid; do
 		[[ -f $p ]] && kill "$(cat "$p")" 2>/dev/null || true
 	done
-	sleep 0.3
+	# a reap or an adoption in progress may take a second to finish
+	for _ in $(seq 50); do
+		local alive=0
+		for p in "$RUN"/*.pid; do
+			[[ -f $p ]] && kill -0 "$(cat "$p")" 2>/dev/null && alive=1
+		done
+		((alive)) || break
+		sleep 0.1
+	done
 	for p in "$RUN"/*.pid; do
 		[[ -f $p ]] && kill -9 "$(cat "$p")" 2>/dev/null || true
 	done

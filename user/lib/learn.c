@@ -684,6 +684,7 @@ struct adopt_rec {
 };
 
 struct adopt_ctx {
+	struct fw_learn *l;
 	signed char state[FW_MAX_SUBJECTS]; /* fw_reg_id_state() of every id */
 	__u32 gen[FW_MAX_SUBJECTS];	    /* and its generation, before the scan */
 	struct adopt_rec *keep;
@@ -695,6 +696,8 @@ static int adopt_one(const void *key, const void *val, void *ctx)
 	struct adopt_ctx *a = ctx;
 	const struct fw_learned_key *k = key;
 
+	if (__atomic_load_n(&a->l->adopt_stop, __ATOMIC_RELAXED))
+		return -ECANCELED; /* shutting down */
 	/* ids not bound are the reaper's (fw_reg_reap) */
 	if (k->subject >= FW_MAX_SUBJECTS || a->state[k->subject] != 1)
 		return 0;
@@ -728,6 +731,7 @@ static int adopt_run(struct fw_learn *l)
 
 	if (!a)
 		return -ENOMEM;
+	a->l = l;
 	for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++)
 		a->state[id] = (signed char)fw_reg_id_state(l->reg, id, &a->gen[id]);
 	err = fw_dp_scan(l->dp->learned_fd, adopt_one, a);
@@ -767,7 +771,9 @@ static int adopt_run(struct fw_learn *l)
 	free(a->keep);
 	free(a);
 	__atomic_store_n(&l->adopting, false, __ATOMIC_RELEASE);
-	if (err)
+	if (err == -ECANCELED)
+		fw_info("adopting learned addresses: stopped");
+	else if (err)
 		fw_err("adopting learned addresses: %s", strerror(-err));
 	else
 		fw_info("adopted %zu learned addresses from pinned maps", n);

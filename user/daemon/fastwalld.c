@@ -563,7 +563,7 @@ static int run(struct fw_daemon *d)
 		/* what removals left in the kernel: one scan per map for every
 		 * subject removed at least a second ago (nothing when none
 		 * was), at most a tenth of the time: a scan of a million
-		 * learned addresses takes about a second here */
+		 * learned addresses takes about half a second here */
 		if (fw_now_ns() >= d->next_reap_ns) {
 			__u64 t0 = fw_now_ns(), took;
 

@@ -14,6 +14,7 @@
 
 #include "addr.h"
 #include "learn.h"
+#include "hash.h"
 #include "log.h"
 
 #define NAME_BUCKETS 16384
@@ -82,22 +83,11 @@ void fw_learn_config_init(struct fw_learn_config *c)
 	c->event_interval_ns = NSEC_PER_SEC / 10;
 }
 
-static __u64 fnv(__u64 h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 static size_t entry_bucket(const struct fw_learn *l, __u32 id, const struct fw_ip *a)
 {
-	__u64 h = fnv(0xcbf29ce484222325ull, &id, sizeof(id));
+	__u64 h = fw_fnv(FW_FNV_BASIS, &id, sizeof(id));
 
-	return fnv(h, a, sizeof(*a)) & (l->nbuckets - 1);
+	return fw_fnv(h, a, sizeof(*a)) & (l->nbuckets - 1);
 }
 
 /* ---- interned names --------------------------------------------------- */
@@ -105,7 +95,7 @@ static size_t entry_bucket(const struct fw_learn *l, __u32 id, const struct fw_i
 static struct lname *name_get(struct fw_learn *l, const char *text)
 {
 	size_t len = strlen(text);
-	__u64 h = fnv(0xcbf29ce484222325ull, text, len);
+	__u64 h = fw_fnv(FW_FNV_BASIS, text, len);
 	struct lname **b = &l->names[h & (NAME_BUCKETS - 1)], *n;
 
 	for (n = *b; n; n = n->next) {

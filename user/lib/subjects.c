@@ -15,37 +15,23 @@
 #include <bpf/bpf.h>
 
 #include "addr.h"
+#include "hash.h"
 #include "log.h"
 #include "subjects.h"
 
-/* FNV-1a, 64 bit: stable across runs and builds, which is all a change
- * detector needs. */
-static __u64 fnv(__u64 h, const void *data, size_t len)
-{
-	const unsigned char *p = data;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
-#define FNV_BASIS 0xcbf29ce484222325ull
-
 __u64 fw_binding_hash(const struct fw_static_subject *spec)
 {
-	__u64 h = FNV_BASIS;
+	__u64 h = FW_FNV_BASIS;
 
-	h = fnv(h, spec->addrs, sizeof(spec->addrs[0]) * spec->naddrs);
-	h = fnv(h, spec->ifname, strnlen(spec->ifname, sizeof(spec->ifname)));
+	h = fw_fnv(h, spec->addrs, sizeof(spec->addrs[0]) * spec->naddrs);
+	h = fw_fnv(h, spec->ifname, strnlen(spec->ifname, sizeof(spec->ifname)));
 	for (int f = 0; f < FW_FAM_MAX; f++) {
-		h = fnv(h, &spec->has_gateway[f], sizeof(spec->has_gateway[f]));
+		h = fw_fnv(h, &spec->has_gateway[f], sizeof(spec->has_gateway[f]));
 		if (spec->has_gateway[f])
-			h = fnv(h, &spec->gateway[f], sizeof(spec->gateway[f]));
-		h = fnv(h, &spec->has_private[f], sizeof(spec->has_private[f]));
+			h = fw_fnv(h, &spec->gateway[f], sizeof(spec->gateway[f]));
+		h = fw_fnv(h, &spec->has_private[f], sizeof(spec->has_private[f]));
 		if (spec->has_private[f])
-			h = fnv(h, &spec->private_net[f], sizeof(spec->private_net[f]));
+			h = fw_fnv(h, &spec->private_net[f], sizeof(spec->private_net[f]));
 	}
 	return h;
 }
@@ -53,15 +39,16 @@ __u64 fw_binding_hash(const struct fw_static_subject *spec)
 __u64 fw_fence_hash(const char *runtime_instance_id, const char *attachment_id)
 {
 	/* the NUL keeps ("ab", "c") apart from ("a", "bc") */
-	__u64 h = fnv(FNV_BASIS, runtime_instance_id, strlen(runtime_instance_id) + 1);
+	__u64 h = fw_fnv(FW_FNV_BASIS, runtime_instance_id, strlen(runtime_instance_id) + 1);
 
-	h = fnv(h, attachment_id, strlen(attachment_id));
+	h = fw_fnv(h, attachment_id, strlen(attachment_id));
 	return h ? h : 1; /* 0 means "no fence" */
 }
 
 static unsigned int bucket(const char *name)
 {
-	return (unsigned int)(fnv(FNV_BASIS, name, strnlen(name, FW_NAME_LEN)) % FW_REG_BUCKETS);
+	return (unsigned int)(fw_fnv(FW_FNV_BASIS, name, strnlen(name, FW_NAME_LEN)) %
+			      FW_REG_BUCKETS);
 }
 
 static __u32 resolve_ifindex(const char *ifname)
@@ -369,12 +356,12 @@ static __u64 domain_rules_hash(__u64 h, const struct fw_policy *p)
 
 		if (!is_domain_rule(rule))
 			continue;
-		h = fnv(h, &rule->action, sizeof(rule->action));
-		h = fnv(h, &rule->kind, sizeof(rule->kind));
-		h = fnv(h, rule->domain, strlen(rule->domain) + 1);
-		h = fnv(h, &rule->nports, sizeof(rule->nports));
+		h = fw_fnv(h, &rule->action, sizeof(rule->action));
+		h = fw_fnv(h, &rule->kind, sizeof(rule->kind));
+		h = fw_fnv(h, rule->domain, strlen(rule->domain) + 1);
+		h = fw_fnv(h, &rule->nports, sizeof(rule->nports));
 		if (rule->nports)
-			h = fnv(h, rule->ports, rule->nports * sizeof(rule->ports[0]));
+			h = fw_fnv(h, rule->ports, rule->nports * sizeof(rule->ports[0]));
 	}
 	return h;
 }
@@ -399,15 +386,15 @@ static int domains_build(const struct fw_policy *overlay, const struct fw_static
 			 const struct fw_domain_policy *cur, struct fw_domain_policy **out)
 {
 	struct fw_domain_policy *d;
-	__u64 h = 0xcbf29ce484222325ull;
+	__u64 h = FW_FNV_BASIS;
 	size_t n = overlay->nrules + spec->policy.nrules;
 	int err;
 
 	*out = NULL;
-	h = fnv(h, &spec->state, sizeof(spec->state));
-	h = fnv(h, &spec->policy.default_action, sizeof(spec->policy.default_action));
+	h = fw_fnv(h, &spec->state, sizeof(spec->state));
+	h = fw_fnv(h, &spec->policy.default_action, sizeof(spec->policy.default_action));
 	h = domain_rules_hash(h, overlay);
-	h = fnv(h, "|", 1);
+	h = fw_fnv(h, "|", 1);
 	h = domain_rules_hash(h, &spec->policy);
 	if (cur && cur->hash == h)
 		return 0;

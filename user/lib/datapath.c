@@ -463,11 +463,25 @@ out:
 	return err;
 }
 
+int fw_recs_push(struct fw_recs *r, const void *rec)
+{
+	if (r->n == r->cap) {
+		size_t nc = r->cap ? r->cap * 2 : 256;
+		char *grown = realloc(r->data, nc * r->size);
+
+		if (!grown)
+			return -ENOMEM;
+		r->data = grown;
+		r->cap = nc;
+	}
+	memcpy(r->data + r->n++ * r->size, rec, r->size);
+	return 0;
+}
+
 struct prune_ctx {
 	bool (*keep)(const void *key, const void *ctx);
 	const void *ctx;
-	size_t key_size, n, cap;
-	char *doomed;
+	struct fw_recs doomed;
 };
 
 static int prune_one(const void *key, const void *val, void *ctx)
@@ -475,19 +489,7 @@ static int prune_one(const void *key, const void *val, void *ctx)
 	struct prune_ctx *p = ctx;
 
 	(void)val;
-	if (p->keep(key, p->ctx))
-		return 0;
-	if (p->n == p->cap) {
-		size_t nc = p->cap ? p->cap * 2 : 64;
-		char *grown = realloc(p->doomed, nc * p->key_size);
-
-		if (!grown)
-			return -ENOMEM;
-		p->doomed = grown;
-		p->cap = nc;
-	}
-	memcpy(p->doomed + p->n++ * p->key_size, key, p->key_size);
-	return 0;
+	return p->keep(key, p->ctx) ? 0 : fw_recs_push(&p->doomed, key);
 }
 
 /* Deletes every key of fd for which keep() says no: one scan collects
@@ -496,12 +498,12 @@ static int prune_one(const void *key, const void *val, void *ctx)
 static int prune(int fd, size_t key_size, bool (*keep)(const void *key, const void *ctx),
 		 const void *ctx)
 {
-	struct prune_ctx p = {.keep = keep, .ctx = ctx, .key_size = key_size};
+	struct prune_ctx p = {.keep = keep, .ctx = ctx, .doomed = {.size = key_size}};
 	int err = fw_dp_scan(fd, prune_one, &p);
 
 	if (!err)
-		err = fw_dp_delete_keys(fd, p.doomed, p.n, key_size);
-	free(p.doomed);
+		err = fw_dp_delete_keys(fd, p.doomed.data, p.doomed.n, key_size);
+	free(p.doomed.data);
 	return err;
 }
 
@@ -834,10 +836,6 @@ undo:
 	return err;
 }
 
-/* Deletes per-port exceptions that no live trie can reference: those of
- * unknown subjects and of the generation a subject does not use (left by a
- * swap interrupted by a crash). live(id, &gen) says whether id is known
- * and its live generation. */
 struct ports_sweep_ctx {
 	bool (*live)(__u32 id, __u32 *gen, const void *ctx);
 	const void *ctx;
@@ -852,6 +850,10 @@ static bool port_rule_live(const void *key, const void *ctx)
 	return c->live(k->subject, &gen, c->ctx) && (k->portset & FW_PORTSET_GEN) == gen;
 }
 
+/* Deletes per-port exceptions that no live trie can reference: those of
+ * unknown subjects and of the generation a subject does not use (left by a
+ * swap interrupted by a crash). live(id, &gen) says whether id is known
+ * and its live generation. */
 int fw_dp_ports_sweep(struct fw_dp *dp, bool (*live)(__u32 id, __u32 *gen, const void *ctx),
 		      const void *ctx)
 {

@@ -110,6 +110,15 @@ int fw_dp_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS]);
  * thousands where the map and kernel allow, else key by key; a non-zero
  * return of fn stops the scan and is returned. */
 int fw_dp_scan(int fd, int (*fn)(const void *key, const void *val, void *ctx), void *ctx);
+/* A growing array of records of one size, for fw_dp_scan callbacks that
+ * collect what they see; free(data) when done. */
+struct fw_recs {
+	char *data;
+	size_t n, cap, size;
+};
+/* Appends a copy of rec (r->size bytes); 0 or -ENOMEM. */
+int fw_recs_push(struct fw_recs *r, const void *rec);
+
 /* Deletes each of the n keys (key_size bytes each) of fd; missing keys
  * are no error. Batched where the kernel can. */
 int fw_dp_delete_keys(int fd, const void *keys, size_t n, size_t key_size);

@@ -549,33 +549,18 @@ struct conn_rec {
 
 enum { CONN_KEEP, CONN_DELETE, CONN_MARK_RENEWED };
 
-struct conn_collect {
-	struct conn_rec *recs;
-	size_t n, cap;
-};
-
 static int collect_conn(const void *key, const void *val, void *ctx)
 {
-	struct conn_collect *cc = ctx;
+	struct conn_rec rec;
 
-	if (cc->n == cc->cap) {
-		size_t nc = cc->cap ? cc->cap * 2 : 1024;
-		struct conn_rec *r = realloc(cc->recs, nc * sizeof(*r));
-
-		if (!r)
-			return -ENOMEM;
-		cc->recs = r;
-		cc->cap = nc;
-	}
-	memcpy(&cc->recs[cc->n].k, key, sizeof(cc->recs[0].k));
-	memcpy(&cc->recs[cc->n].v, val, sizeof(cc->recs[0].v));
-	cc->n++;
-	return 0;
+	memcpy(&rec.k, key, sizeof(rec.k));
+	memcpy(&rec.v, val, sizeof(rec.v));
+	return fw_recs_push(ctx, &rec);
 }
 
 int fw_learn_tick(struct fw_learn *l)
 {
-	struct conn_collect cc = {};
+	struct fw_recs cc = {.size = sizeof(struct conn_rec)};
 	struct conn_rec *recs;
 	unsigned char *verdict = NULL;
 	size_t n;
@@ -588,7 +573,7 @@ int fw_learn_tick(struct fw_learn *l)
 
 	/* read the connection records without the lock, in batches */
 	err = fw_dp_scan(l->dp->conns_fd, collect_conn, &cc);
-	recs = cc.recs;
+	recs = (struct conn_rec *)cc.data;
 	n = cc.n;
 	if (err) {
 		free(recs);
@@ -677,8 +662,7 @@ struct adopt_ctx {
 	struct fw_learn *l;
 	signed char state[FW_MAX_SUBJECTS]; /* fw_reg_id_state() of every id */
 	__u32 gen[FW_MAX_SUBJECTS];	    /* and its generation, before the scan */
-	struct adopt_rec *keep;
-	size_t nkeep, cap;
+	struct fw_recs keep;		    /* struct adopt_rec */
 };
 
 static int adopt_one(const void *key, const void *val, void *ctx)
@@ -691,19 +675,10 @@ static int adopt_one(const void *key, const void *val, void *ctx)
 	/* ids not bound are the reaper's (fw_reg_reap) */
 	if (k->subject >= FW_MAX_SUBJECTS || a->state[k->subject] != 1)
 		return 0;
-	if (a->nkeep == a->cap) {
-		size_t nc = a->cap ? a->cap * 2 : 4096;
-		struct adopt_rec *g = realloc(a->keep, nc * sizeof(*g));
+	struct adopt_rec rec = {.k = *k};
 
-		if (!g)
-			return -ENOMEM;
-		a->keep = g;
-		a->cap = nc;
-	}
-	a->keep[a->nkeep].k = *k;
-	memcpy(&a->keep[a->nkeep].v, val, sizeof(a->keep[0].v));
-	a->nkeep++;
-	return 0;
+	memcpy(&rec.v, val, sizeof(rec.v));
+	return fw_recs_push(&a->keep, &rec);
 }
 
 #define ADOPT_CHUNK 512 /* entries inserted per hold of the table lock (< 1 ms) */
@@ -716,17 +691,20 @@ static int adopt_one(const void *key, const void *val, void *ctx)
 static int adopt_run(struct fw_learn *l)
 {
 	struct adopt_ctx *a = calloc(1, sizeof(*a));
+	const struct adopt_rec *keep;
 	size_t n = 0;
 	int err;
 
 	if (!a)
 		return -ENOMEM;
 	a->l = l;
+	a->keep.size = sizeof(struct adopt_rec);
 	for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++)
 		a->state[id] = (signed char)fw_reg_id_state(l->reg, id, &a->gen[id]);
 	err = fw_dp_scan(l->dp->learned_fd, adopt_one, a);
 	pthread_mutex_lock(&l->lock);
-	while (!err && l->nbuckets < l->n + a->nkeep) {
+	keep = (const struct adopt_rec *)a->keep.data;
+	while (!err && l->nbuckets < l->n + a->keep.n) {
 		size_t nb = l->nbuckets;
 
 		grow(l);
@@ -734,12 +712,12 @@ static int adopt_run(struct fw_learn *l)
 			break;
 	}
 	pthread_mutex_unlock(&l->lock);
-	for (size_t i = 0; !err && i < a->nkeep; i += ADOPT_CHUNK) {
+	for (size_t i = 0; !err && i < a->keep.n; i += ADOPT_CHUNK) {
 		if (__atomic_load_n(&l->adopt_stop, __ATOMIC_RELAXED))
 			break;
 		pthread_mutex_lock(&l->lock);
-		for (size_t j = i; j < a->nkeep && j < i + ADOPT_CHUNK; j++) {
-			const struct adopt_rec *r = &a->keep[j];
+		for (size_t j = i; j < a->keep.n && j < i + ADOPT_CHUNK; j++) {
+			const struct adopt_rec *r = &keep[j];
 			__u32 gen;
 			struct lentry *e;
 
@@ -758,7 +736,7 @@ static int adopt_run(struct fw_learn *l)
 		}
 		pthread_mutex_unlock(&l->lock);
 	}
-	free(a->keep);
+	free(a->keep.data);
 	free(a);
 	__atomic_store_n(&l->adopting, false, __ATOMIC_RELEASE);
 	if (err == -ECANCELED)

@@ -489,21 +489,21 @@ static int claim_addrs_locked(struct fw_registry *r, struct fw_entry *e, const s
  * the id stays reserved until fw_reg_reap() has deleted its learned
  * addresses, connection records and port exceptions. A constant number of
  * map operations, whatever the size of the maps. */
-static int retire_id(struct fw_registry *r, __u32 id, const char *name)
+static void retire_id(struct fw_registry *r, __u32 id, const char *name)
 {
 	struct fw_subject_meta m = {.origin = FW_ORIGIN_RETIRED};
-	int err, ret = 0;
+	int err;
 
+	/* a failure leaves something unreachable behind, nothing more: the
+	 * reaper deletes the metadata in any case, and a rule slot left over
+	 * is replaced before the id's next owner turns active */
 	snprintf(m.name, sizeof(m.name), "%s", name);
 	err = fw_dp_meta_put(r->dp, id, &m);
 	if (err)
-		ret = err;
+		fw_err("subject %s: can't mark id %u retired: %s", name, id, strerror(-err));
 	err = fw_dp_rules_clear(r->dp, id);
-	if (err && !ret)
-		ret = err;
-	if (ret)
-		fw_err("subject %s: retiring id %u: %s (the reaper finishes it)", name, id,
-		       strerror(-ret));
+	if (err)
+		fw_err("subject %s: can't clear the rules of id %u: %s", name, id, strerror(-err));
 	/* retired in any case: nothing dispatches to it any more, and the
 	 * reaper deletes what is left before the id is handed out again */
 	pthread_mutex_lock(&r->lock);
@@ -519,7 +519,6 @@ static int retire_id(struct fw_registry *r, __u32 id, const char *name)
 	 * for it, this drops */
 	if (r->on_release)
 		r->on_release(r->hook_ctx, id);
-	return ret;
 }
 
 int fw_reg_reap(struct fw_registry *r, __u64 min_age_ns)
@@ -532,6 +531,8 @@ int fw_reg_reap(struct fw_registry *r, __u64 min_age_ns)
 	pthread_mutex_lock(&r->lock);
 	if (r->ndead) {
 		doomed = calloc(FW_MAX_SUBJECTS, sizeof(*doomed));
+		if (!doomed)
+			err = -ENOMEM;
 		for (__u32 id = 1; doomed && id < FW_MAX_SUBJECTS; id++) {
 			if (r->id_dead[id] && now - r->dead_ns[id] >= min_age_ns) {
 				doomed[id] = true;
@@ -540,8 +541,6 @@ int fw_reg_reap(struct fw_registry *r, __u64 min_age_ns)
 		}
 	}
 	pthread_mutex_unlock(&r->lock);
-	if (r->ndead && !doomed)
-		err = -ENOMEM;
 	if (!n || err)
 		goto out;
 	/* nothing can add to these ids any more: no dispatch entry points at
@@ -558,7 +557,7 @@ int fw_reg_reap(struct fw_registry *r, __u64 min_age_ns)
 	for (__u32 id = 1; id < FW_MAX_SUBJECTS; id++) {
 		if (!doomed[id])
 			continue;
-		if (fw_dp_rules_clear(r->dp, id) || fw_dp_meta_del(r->dp, id)) {
+		if (fw_dp_meta_del(r->dp, id)) {
 			doomed[id] = false; /* stays retired; the next round retries */
 			n--;
 			continue;

@@ -49,7 +49,8 @@ CLI_SRCS := $(wildcard user/cli/*.c)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 BPFT_SRCS := $(wildcard tests/bpf/*.c)
 BENCH_SRCS := $(filter-out tests/bench/udpblast.c tests/bench/actions_bench.c \
-	tests/bench/dnsproxy_drive.c tests/bench/fwpeer.c tests/bench/tcprr.c tests/bench/udpflows.c,\
+	tests/bench/dnsproxy_drive.c tests/bench/fwpeer.c tests/bench/tcprr.c tests/bench/udpflows.c \
+	tests/bench/benchlib.c,\
 	$(wildcard tests/bench/*.c))
 FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 
@@ -113,7 +114,7 @@ $(BUILD)/tests/udpblast: $(BUILD)/tests/bench/udpblast.o
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^
 
-$(BUILD)/tests/actions_bench: $(BUILD)/tests/bench/actions_bench.o
+$(BUILD)/tests/actions_bench: $(BUILD)/tests/bench/actions_bench.o $(BUILD)/tests/bench/benchlib.o
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ -lpthread
 
@@ -121,11 +122,11 @@ $(BUILD)/tests/dnsproxy_drive: $(BUILD)/tests/bench/dnsproxy_drive.o $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/fwpeer: $(BUILD)/tests/bench/fwpeer.o $(LIB)
+$(BUILD)/tests/fwpeer: $(BUILD)/tests/bench/fwpeer.o $(BUILD)/tests/bench/benchlib.o $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/tcprr: $(BUILD)/tests/bench/tcprr.o
+$(BUILD)/tests/tcprr: $(BUILD)/tests/bench/tcprr.o $(BUILD)/tests/bench/benchlib.o
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^
 

@@ -43,22 +43,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchlib.h"
+
 #define API	  "sandbox.fast.io/actions/v1"
 #define ACT_PATH  "/_fastlet/v1/actions"
 #define STAT_PATH "/_fastlet/v1/actions/status"
 #define BODY_MAX  16384
-#define RESP_MAX  65536
 
 static struct sockaddr_in g_addr;
 static unsigned g_variant; /* setup/replay: policy variant V, generation V + 1 */
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void die(const char *fmt, const char *arg)
 {
@@ -66,140 +59,6 @@ static void die(const char *fmt, const char *arg)
 	fprintf(stderr, fmt, arg);
 	fprintf(stderr, "\n");
 	exit(1);
-}
-
-/* --- HTTP/1.1 keep-alive client ------------------------------------------ */
-
-struct conn {
-	int fd;
-	char buf[RESP_MAX];
-	size_t have;
-	unsigned reconnects;
-	int last_status;
-	char last_body[256];
-};
-
-static int conn_open(struct conn *c)
-{
-	int one = 1;
-
-	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->fd < 0)
-		return -errno;
-	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(c->fd, (struct sockaddr *)&g_addr, sizeof(g_addr))) {
-		int err = -errno;
-
-		close(c->fd);
-		c->fd = -1;
-		return err;
-	}
-	c->have = 0;
-	return 0;
-}
-
-static void conn_close(struct conn *c)
-{
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
-	c->have = 0;
-}
-
-static bool write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		p += w;
-		n -= (size_t)w;
-	}
-	return true;
-}
-
-/* Reads one response; returns the status or -1. Keeps bytes that follow. */
-static int read_response(struct conn *c)
-{
-	for (;;) {
-		char *hend;
-
-		c->buf[c->have] = '\0';
-		hend = c->have ? strstr(c->buf, "\r\n\r\n") : NULL;
-		if (hend) {
-			size_t hlen = (size_t)(hend - c->buf) + 4, blen = 0, total;
-			int status = -1;
-			bool closing = false;
-
-			if (sscanf(c->buf, "HTTP/1.%*d %d", &status) != 1)
-				return -1;
-			for (char *l = strstr(c->buf, "\r\n"); l && l < hend;
-			     l = strstr(l + 2, "\r\n")) {
-				if (!strncasecmp(l + 2, "Content-Length:", 15))
-					blen = strtoul(l + 17, NULL, 10);
-				else if (!strncasecmp(l + 2, "Connection: close", 17))
-					closing = true;
-			}
-			total = hlen + blen;
-			if (total > RESP_MAX - 1)
-				return -1;
-			if (c->have >= total) {
-				size_t n = blen < sizeof(c->last_body) - 1
-						   ? blen
-						   : sizeof(c->last_body) - 1;
-
-				memcpy(c->last_body, c->buf + hlen, n);
-				c->last_body[n] = '\0';
-				memmove(c->buf, c->buf + total, c->have - total);
-				c->have -= total;
-				if (closing)
-					conn_close(c);
-				return status;
-			}
-		}
-		if (c->have >= RESP_MAX - 1)
-			return -1;
-		ssize_t r = recv(c->fd, c->buf + c->have, RESP_MAX - 1 - c->have, 0);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		c->have += (size_t)r;
-	}
-}
-
-/* One request; reconnects once when a kept-alive connection was closed. */
-static int http(struct conn *c, const char *method, const char *path, const char *hdrs,
-		const char *body, size_t blen)
-{
-	char head[1024];
-	int n, status;
-
-	n = snprintf(head, sizeof(head),
-		     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%sContent-Type: application/json\r\n"
-		     "Content-Length: %zu\r\n\r\n",
-		     method, path, hdrs ? hdrs : "", blen);
-	for (int attempt = 0; attempt < 2; attempt++) {
-		if (c->fd < 0) {
-			if (conn_open(c))
-				return -1;
-			if (attempt)
-				c->reconnects++;
-		}
-		if (write_all(c->fd, head, (size_t)n) && (!blen || write_all(c->fd, body, blen))) {
-			status = read_response(c);
-			if (status > 0) {
-				c->last_status = status;
-				return status;
-			}
-		}
-		conn_close(c);
-	}
-	return -1;
 }
 
 /* --- envelopes ------------------------------------------------------------- */
@@ -273,7 +132,7 @@ static int envelope(char *out, size_t len, const struct subj *s, const char *op,
 	return n > 0 && (size_t)n < len ? n : -1;
 }
 
-static int post(struct conn *c, const struct subj *s, const char *op, unsigned v,
+static int post(struct httpc *c, const struct subj *s, const char *op, unsigned v,
 		unsigned long long seq)
 {
 	char body[BODY_MAX];
@@ -281,7 +140,7 @@ static int post(struct conn *c, const struct subj *s, const char *op, unsigned v
 
 	if (n < 0)
 		return -1;
-	return http(c, "POST", ACT_PATH, NULL, body, (size_t)n);
+	return httpc_request(c, "POST", ACT_PATH, NULL, body, (size_t)n);
 }
 
 /* --- statistics -------------------------------------------------------------- */
@@ -325,7 +184,7 @@ struct worker {
 	unsigned long long ok, fail;
 	int first_bad_status;
 	char first_bad_body[256];
-	struct conn c;
+	struct httpc c;
 };
 
 static void record(struct worker *w, uint64_t d)
@@ -359,7 +218,7 @@ static void *worker_main(void *arg)
 	unsigned long long seq = 0;
 	char body[4096];
 
-	w->c.fd = -1;
+	httpc_init(&w->c, &g_addr);
 	/* each thread owns the subjects i with i % nthreads == id: calls per
 	 * sandbox are serialized, as the Fastlet does */
 	for (unsigned round = 1;; round++) {
@@ -370,7 +229,7 @@ static void *worker_main(void *arg)
 
 			snprintf(uid, sizeof(uid), "bench-%u", i);
 			subject_ip(i, ip, sizeof(ip));
-			t0 = now_ns();
+			t0 = bench_now_ns();
 			switch (w->job) {
 			case JOB_SETUP:
 			case JOB_REPLAY:
@@ -399,12 +258,12 @@ static void *worker_main(void *arg)
 					     "{\"egress\":[{\"action\":\"%s\",\"target\":\"192.0.2."
 					     "%u\"}]}",
 					     round & 1 ? "allow" : "deny", i % 250);
-				st = http(&w->c, "PATCH", "/policy", hdr, body, (size_t)n);
+				st = httpc_request(&w->c, "PATCH", "/policy", hdr, body, (size_t)n);
 				result(w, st);
 				break;
 			}
 			}
-			t1 = now_ns();
+			t1 = bench_now_ns();
 			record(w, t1 - t0);
 			if (w->deadline && t1 >= w->deadline)
 				goto done;
@@ -413,7 +272,7 @@ static void *worker_main(void *arg)
 			break;
 	}
 done:
-	conn_close(&w->c);
+	httpc_close(&w->c);
 	return NULL;
 }
 
@@ -421,7 +280,7 @@ done:
 static uint64_t run_workers(struct worker *ws, unsigned nthreads, enum job job, unsigned n,
 			    double seconds)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = bench_now_ns();
 
 	for (unsigned i = 0; i < nthreads; i++) {
 		memset(&ws[i], 0, sizeof(ws[i]));
@@ -435,7 +294,7 @@ static uint64_t run_workers(struct worker *ws, unsigned nthreads, enum job job, 
 	}
 	for (unsigned i = 0; i < nthreads; i++)
 		pthread_join(ws[i].th, NULL);
-	return now_ns() - t0;
+	return bench_now_ns() - t0;
 }
 
 static int summarize(const char *what, struct worker *ws, unsigned nthreads, uint64_t wall,
@@ -523,7 +382,7 @@ static void *sender_main(void *arg)
 			continue;
 		}
 		p.iter = atomic_load(&g_iter);
-		p.sent_ns = now_ns();
+		p.sent_ns = bench_now_ns();
 		if (send(g_tx, &p, sizeof(p), 0) == sizeof(p))
 			atomic_fetch_add(&g_sent, 1);
 		nanosleep(&ts, NULL);
@@ -556,21 +415,6 @@ static int socket_in(const char *ns, int type)
 	return s;
 }
 
-static bool parse_hostport(const char *s, struct sockaddr_in *sa)
-{
-	char host[64];
-	const char *colon = strrchr(s, ':');
-
-	if (!colon || (size_t)(colon - s) >= sizeof(host))
-		return false;
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = '\0';
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	sa->sin_port = htons((uint16_t)atoi(colon + 1));
-	return inet_pton(AF_INET, host, &sa->sin_addr) == 1;
-}
-
 /* Drains the receiver; returns the packets of iteration iter. With first:
  * that iteration's earliest-sent packet into *first. */
 static unsigned drain(uint32_t iter, uint64_t *first, uint64_t *arrival)
@@ -588,7 +432,7 @@ static unsigned drain(uint32_t iter, uint64_t *first, uint64_t *arrival)
 		n++;
 		if (first && (!*first || p.sent_ns < *first)) {
 			*first = p.sent_ns;
-			*arrival = now_ns();
+			*arrival = bench_now_ns();
 		}
 	}
 }
@@ -602,7 +446,7 @@ static int cmd_latency(int argc, char **argv)
 	size_t nok = 0;
 	uint64_t on_ns = 0, armed;
 	pthread_t th;
-	struct conn c = {.fd = -1};
+	struct httpc c = {.addr = &g_addr, .fd = -1};
 	int opt, one = 1;
 
 	while ((opt = getopt(argc, argv, "k:S:I:s:d:g:")) != -1) {
@@ -629,7 +473,7 @@ static int cmd_latency(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!sbns || !inetns || !src || !dst || !parse_hostport(dst, &sa_dst) ||
+	if (!sbns || !inetns || !src || !dst || !bench_parse_hostport(dst, &sa_dst) ||
 	    inet_pton(AF_INET, src, &sa_src.sin_addr) != 1)
 		die("%s", "latency needs -S SBNS -I INETNS -s SRC -d DST:PORT");
 	g_rx = socket_in(inetns, SOCK_DGRAM);
@@ -661,7 +505,7 @@ static int cmd_latency(int argc, char **argv)
 		/* the address is unbound: prove nothing passes before we start */
 		atomic_store(&g_iter, k + 1);
 		atomic_store(&g_send_on, true);
-		armed = now_ns();
+		armed = bench_now_ns();
 		{
 			struct timespec ts = {0, 3000000};
 
@@ -669,26 +513,26 @@ static int cmd_latency(int argc, char **argv)
 		}
 		stray += drain(k + 1, NULL, NULL);
 
-		t0 = now_ns();
+		t0 = bench_now_ns();
 		st = post(&c, &s, "SET_BINDING", 0, 1);
-		t1 = now_ns();
+		t1 = bench_now_ns();
 		if (st == 200)
 			st = post(&c, &s, "HOOK", 0, 2);
-		t2 = now_ns();
+		t2 = bench_now_ns();
 		if (st != 200) {
 			fprintf(stderr, "actions_bench: latency: iteration %u: status %d %s\n", k,
 				st, c.last_body);
 			return 1;
 		}
 		deadline = t2 + 500000000ull;
-		while (!first && now_ns() < deadline) {
+		while (!first && bench_now_ns() < deadline) {
 			struct pollfd pf = {g_rx, POLLIN, 0};
 
 			poll(&pf, 1, 10);
 			drain(k + 1, &first, &arrival);
 		}
 		atomic_store(&g_send_on, false);
-		on_ns += now_ns() - armed;
+		on_ns += bench_now_ns() - armed;
 		rt_set[k] = t1 - t0;
 		rt_ready[k] = t2 - t1;
 		if (first) {
@@ -702,9 +546,9 @@ static int cmd_latency(int argc, char **argv)
 		}
 		/* back to unbound for the next iteration (not timed into the
 		 * latency; its round trip is reported) */
-		t0 = now_ns();
+		t0 = bench_now_ns();
 		st = post(&c, &s, "REMOVE_BINDING", 0, 3);
-		rt_remove[k] = now_ns() - t0;
+		rt_remove[k] = bench_now_ns() - t0;
 		if (st != 200)
 			fprintf(stderr, "actions_bench: REMOVE_BINDING %s: %d\n", uid, st);
 		(void)drain(0, NULL, NULL);
@@ -723,7 +567,7 @@ static int cmd_latency(int argc, char **argv)
 	print_dist("SET_BINDING round trip", rt_set, iters);
 	print_dist("data-plane-ready round trip", rt_ready, iters);
 	print_dist("REMOVE_BINDING round trip", rt_remove, iters);
-	conn_close(&c);
+	httpc_close(&c);
 	return lost || stray ? 1 : 0;
 }
 
@@ -734,7 +578,7 @@ static int cmd_replay(int argc, char **argv, unsigned n, unsigned nthreads, cons
 {
 	struct worker *ws;
 	uint64_t t0, t_status, wall;
-	struct conn c = {.fd = -1};
+	struct httpc c = {.addr = &g_addr, .fd = -1};
 	unsigned polls = 0;
 	pid_t pid;
 	FILE *f;
@@ -742,7 +586,7 @@ static int cmd_replay(int argc, char **argv, unsigned n, unsigned nthreads, cons
 
 	if (!log || !pidfile || optind >= argc)
 		die("%s", "replay needs -L LOG -P PIDFILE -- CMD ARGS...");
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	pid = fork();
 	if (pid < 0)
 		die("%s", "fork failed");
@@ -769,17 +613,17 @@ static int cmd_replay(int argc, char **argv, unsigned n, unsigned nthreads, cons
 
 		if (waitpid(pid, NULL, WNOHANG) == pid)
 			die("%s", "the daemon exited during start");
-		st = conn_open(&c) ? -1 : http(&c, "GET", STAT_PATH, NULL, NULL, 0);
+		st = httpc_request(&c, "GET", STAT_PATH, NULL, NULL, 0);
 		polls++;
 		if (st == 200 && strstr(c.last_body, "\"ready\":true"))
 			break;
-		conn_close(&c);
-		if (now_ns() - t0 > 30000000000ull)
+		httpc_close(&c);
+		if (bench_now_ns() - t0 > 30000000000ull)
 			die("%s", "status did not answer in 30 s");
 		usleep(1000);
 	}
-	t_status = now_ns();
-	conn_close(&c);
+	t_status = bench_now_ns();
+	httpc_close(&c);
 	ws = calloc(nthreads, sizeof(*ws));
 	if (!ws)
 		die("%s", "out of memory");
@@ -827,7 +671,7 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
-	if (!parse_hostport(addr, &g_addr))
+	if (!bench_parse_hostport(addr, &g_addr))
 		die("bad address %s", addr);
 	cmd = argv[optind];
 	argc -= optind;

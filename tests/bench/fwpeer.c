@@ -45,6 +45,7 @@
 
 #include "addr.h"
 #include "bench_trivial.skel.h"
+#include "benchlib.h"
 #include "fastwall.h"
 
 #define API	     "sandbox.fast.io/actions/v1"
@@ -55,7 +56,6 @@
 #define MAX_HOSTVETH 16
 #define POLICY_MAX   (MAX_RULES * 72)
 #define BODY_MAX     (POLICY_MAX + 2048)
-#define RESP_MAX     8192
 #define SWAP_SALT    65536 /* reference.sh's "swap" mode */
 
 static struct sockaddr_in g_addr;
@@ -66,14 +66,6 @@ static struct {
 	char ifname[IF_NAMESIZE];
 } g_veth[MAX_HOSTVETH];
 static unsigned g_nveth;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void fail(const char *what, const char *detail)
 {
@@ -187,132 +179,15 @@ static int envelope(char *out, size_t len, enum op op, unsigned i, unsigned salt
 	return n + m;
 }
 
-/* --- a small HTTP/1.1 keep-alive client ----------------------------------- */
-
-struct conn {
-	int fd;
-	char buf[RESP_MAX];
-	size_t have;
-	char body[256]; /* start of the last response body */
-};
-
-static int conn_open(struct conn *c)
-{
-	int one = 1;
-
-	c->have = 0;
-	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->fd < 0)
-		return -errno;
-	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(c->fd, (const struct sockaddr *)&g_addr, sizeof(g_addr))) {
-		int err = -errno;
-
-		close(c->fd);
-		c->fd = -1;
-		return err;
-	}
-	return 0;
-}
-
-static void conn_close(struct conn *c)
-{
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
-	c->have = 0;
-}
-
-static bool send_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		p += w;
-		n -= (size_t)w;
-	}
-	return true;
-}
-
-/* One response: the status, or -1. Bytes of a following response stay. */
-static int recv_response(struct conn *c)
-{
-	for (;;) {
-		char *end;
-
-		c->buf[c->have] = '\0';
-		end = strstr(c->buf, "\r\n\r\n");
-		if (end) {
-			size_t head = (size_t)(end - c->buf) + 4, blen = 0, total, keep;
-			const char *cl = strcasestr(c->buf, "\r\nContent-Length:");
-			int status;
-
-			if (sscanf(c->buf, "HTTP/1.%*d %d", &status) != 1)
-				return -1;
-			if (cl && cl < end)
-				blen = strtoul(cl + 17, NULL, 10);
-			total = head + blen;
-			if (total >= sizeof(c->buf))
-				return -1;
-			if (c->have >= total) {
-				keep = blen < sizeof(c->body) - 1 ? blen : sizeof(c->body) - 1;
-				memcpy(c->body, c->buf + head, keep);
-				c->body[keep] = '\0';
-				memmove(c->buf, c->buf + total, c->have - total);
-				c->have -= total;
-				return status;
-			}
-		}
-		if (c->have >= sizeof(c->buf) - 1)
-			return -1;
-		ssize_t r = recv(c->fd, c->buf + c->have, sizeof(c->buf) - 1 - c->have, 0);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		c->have += (size_t)r;
-	}
-}
-
-static int request(struct conn *c, const char *method, const char *path, const char *body,
-		   size_t blen)
-{
-	char head[256];
-	int n = snprintf(head, sizeof(head),
-			 "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-			 "Content-Length: %zu\r\n\r\n",
-			 method, path, blen);
-
-	/* a kept-alive connection the server closed gets one fresh attempt */
-	for (int attempt = 0; attempt < 2; attempt++) {
-		int status;
-
-		if (c->fd < 0 && conn_open(c))
-			return -1;
-		if (send_all(c->fd, head, (size_t)n) && (!blen || send_all(c->fd, body, blen))) {
-			status = recv_response(c);
-			if (status > 0)
-				return status;
-		}
-		conn_close(c);
-	}
-	return -1;
-}
-
 /* Posts op for subject i; returns the status (200 expected). */
-static int post(struct conn *c, char *body, enum op op, unsigned i, unsigned salt,
+static int post(struct httpc *c, char *body, enum op op, unsigned i, unsigned salt,
 		unsigned long long gen)
 {
 	int n = envelope(body, BODY_MAX, op, i, salt, gen);
 
 	if (n < 0)
 		fail("envelope too large", NULL);
-	return request(c, "POST", ACTIONS_PATH, body, (size_t)n);
+	return httpc_request(c, "POST", ACTIONS_PATH, NULL, body, (size_t)n);
 }
 
 /* --- setup and replay: every subject bound and made ready ------------------ */
@@ -328,7 +203,7 @@ struct worker {
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
-	struct conn c = {.fd = -1};
+	struct httpc c = {.addr = &g_addr, .fd = -1};
 	char *body = malloc(BODY_MAX);
 
 	if (!body)
@@ -347,10 +222,10 @@ static void *worker_main(void *arg)
 		if (!w->failed++) {
 			w->bad_status = st;
 			snprintf(w->bad_body, sizeof(w->bad_body), "%s",
-				 st > 0 ? c.body : "connection failed");
+				 st > 0 ? c.last_body : "connection failed");
 		}
 	}
-	conn_close(&c);
+	httpc_close(&c);
 	free(body);
 	return NULL;
 }
@@ -361,7 +236,7 @@ static uint64_t bind_all(unsigned nthreads)
 {
 	struct worker ws[64];
 	unsigned long long ok = 0, failed = 0;
-	uint64_t t0 = now_ns(), wall;
+	uint64_t t0 = bench_now_ns(), wall;
 
 	for (unsigned t = 0; t < nthreads; t++) {
 		memset(&ws[t], 0, sizeof(ws[t]));
@@ -378,7 +253,7 @@ static uint64_t bind_all(unsigned nthreads)
 			fprintf(stderr, "fwpeer: %llu subjects failed; first: %d %s\n",
 				ws[t].failed, ws[t].bad_status, ws[t].bad_body);
 	}
-	wall = now_ns() - t0;
+	wall = bench_now_ns() - t0;
 	printf("bound %llu subjects (SET_BINDING + data-plane-ready, %u rules each) in %.3f s "
 	       "(%.0f subjects/s, %u connections)\n",
 	       ok, g_rules, wall / 1e9, ok * 1e9 / (double)wall, nthreads);
@@ -388,7 +263,7 @@ static uint64_t bind_all(unsigned nthreads)
 static int cmd_replay(int argc, char **argv, unsigned nthreads, const char *log,
 		      const char *pidfile)
 {
-	struct conn c = {.fd = -1};
+	struct httpc c = {.addr = &g_addr, .fd = -1};
 	uint64_t t0, t_ready, wall;
 	unsigned polls = 0;
 	pid_t pid;
@@ -396,7 +271,7 @@ static int cmd_replay(int argc, char **argv, unsigned nthreads, const char *log,
 
 	if (!log || !pidfile || optind >= argc)
 		fail("replay needs -L LOG -P PIDFILE -- CMD ARGS...", NULL);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	pid = fork();
 	if (pid < 0)
 		fail("fork failed", strerror(errno));
@@ -422,17 +297,17 @@ static int cmd_replay(int argc, char **argv, unsigned nthreads, const char *log,
 
 		if (waitpid(pid, NULL, WNOHANG) == pid)
 			fail("the daemon exited while starting", NULL);
-		st = request(&c, "GET", STATUS_PATH, NULL, 0);
+		st = httpc_request(&c, "GET", STATUS_PATH, NULL, NULL, 0);
 		polls++;
-		if (st == 200 && strstr(c.body, "\"ready\":true"))
+		if (st == 200 && strstr(c.last_body, "\"ready\":true"))
 			break;
-		conn_close(&c);
-		if (now_ns() - t0 > 60000000000ull)
+		httpc_close(&c);
+		if (bench_now_ns() - t0 > 60000000000ull)
 			fail("status not ready after 60 s", NULL);
 		usleep(1000);
 	}
-	t_ready = now_ns();
-	conn_close(&c);
+	t_ready = bench_now_ns();
+	httpc_close(&c);
 	wall = bind_all(nthreads);
 	printf("restart start_to_ready_ms=%.1f start_to_replayed_ms=%.1f replay_ms=%.1f polls=%u\n",
 	       (t_ready - t0) / 1e6, (t_ready - t0 + wall) / 1e6, wall / 1e6, polls);
@@ -459,7 +334,7 @@ static int cmd_ops(unsigned reps, unsigned off)
 	double *add = calloc(reps, sizeof(double)), *upd = calloc(reps, sizeof(double));
 	double *rem = calloc(reps, sizeof(double));
 	char *body = malloc(BODY_MAX);
-	struct conn c = {.fd = -1};
+	struct httpc c = {.addr = &g_addr, .fd = -1};
 	unsigned n0 = g_n;
 	int rc = 0;
 
@@ -474,34 +349,34 @@ static int cmd_ops(unsigned reps, unsigned off)
 		uint64_t t0, t1, t2;
 		int s1, s2;
 
-		t0 = now_ns();
+		t0 = bench_now_ns();
 		s1 = post(&c, body, OP_SET, n0 + j, 0, 1);
-		t1 = now_ns();
+		t1 = bench_now_ns();
 		s2 = s1 == 200 ? post(&c, body, OP_READY, n0 + j, 0, 1) : s1;
-		t2 = now_ns();
+		t2 = bench_now_ns();
 		set[k] = (t1 - t0) / 1e6;
 		ready[k] = (t2 - t1) / 1e6;
 		add[k] = (t2 - t0) / 1e6;
 		if (s2 != 200) {
-			fprintf(stderr, "fwpeer: add cmp-%u: %d %s\n", n0 + j, s2, c.body);
+			fprintf(stderr, "fwpeer: add cmp-%u: %d %s\n", n0 + j, s2, c.last_body);
 			rc = 1;
 		}
 
 		if (n0 > 1) {
-			t0 = now_ns();
+			t0 = bench_now_ns();
 			s1 = post(&c, body, OP_SET, upd_i, SWAP_SALT + j, 2 + j);
-			upd[k] = (now_ns() - t0) / 1e6;
+			upd[k] = (bench_now_ns() - t0) / 1e6;
 			if (s1 != 200) {
 				fprintf(stderr, "fwpeer: update cmp-%u: %d %s\n", upd_i, s1,
-					c.body);
+					c.last_body);
 				rc = 1;
 			}
-			t0 = now_ns();
+			t0 = bench_now_ns();
 			s1 = post(&c, body, OP_REMOVE, rem_i, 0, 1);
-			rem[k] = (now_ns() - t0) / 1e6;
+			rem[k] = (bench_now_ns() - t0) / 1e6;
 			if (s1 != 200) {
 				fprintf(stderr, "fwpeer: remove cmp-%u: %d %s\n", rem_i, s1,
-					c.body);
+					c.last_body);
 				rc = 1;
 			}
 		}
@@ -513,7 +388,7 @@ static int cmd_ops(unsigned reps, unsigned off)
 		print_values("update", upd, reps);
 		print_values("remove", rem, reps);
 	}
-	conn_close(&c);
+	httpc_close(&c);
 	free(set);
 	free(ready);
 	free(add);
@@ -550,7 +425,7 @@ static int cmd_learn_fill(const char *bpffs, unsigned learned)
 	struct fw_ip key, *prev = NULL;
 	struct fw_subject subj;
 	unsigned long long written = 0;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = bench_now_ns();
 	struct timespec ts;
 	__u64 mono;
 
@@ -576,7 +451,7 @@ static int cmd_learn_fill(const char *bpffs, unsigned learned)
 		}
 	}
 	printf("learned %llu addresses (%u per subject) in %.2f s\n", written, learned,
-	       (now_ns() - t0) / 1e9);
+	       (bench_now_ns() - t0) / 1e9);
 	return 0;
 }
 
@@ -620,13 +495,13 @@ static int cmd_learn_time(const char *bpffs, const char *addr, unsigned reps)
 		uint64_t t0, t1;
 
 		fw_addr_from_v4(&lk.addr, htonl(0xc6120000u + k));
-		t0 = now_ns();
+		t0 = bench_now_ns();
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		lease.learned_ns = (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
 		lease.expires_ns = lease.learned_ns + 300ull * 1000000000ull;
 		if (bpf_map_update_elem(lfd, &lk, &lease, BPF_ANY))
 			fail("can't write fastwall_learned", strerror(errno));
-		t1 = now_ns();
+		t1 = bench_now_ns();
 		v[k] = (t1 - t0) / 1e6;
 	}
 	for (unsigned k = 0; k < reps; k++) {
@@ -700,21 +575,6 @@ static void usage(void)
 	exit(2);
 }
 
-static bool parse_hostport(const char *s, struct sockaddr_in *sa)
-{
-	char host[64];
-	const char *colon = strrchr(s, ':');
-
-	if (!colon || (size_t)(colon - s) >= sizeof(host))
-		return false;
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = '\0';
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	sa->sin_port = htons((uint16_t)atoi(colon + 1));
-	return inet_pton(AF_INET, host, &sa->sin_addr) == 1;
-}
-
 static void parse_veths(const char *s)
 {
 	char *copy = strdup(s), *tok, *save = NULL;
@@ -740,10 +600,10 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
-	if (!parse_hostport("127.0.0.1:18080", &g_addr))
+	if (!bench_parse_hostport("127.0.0.1:18080", &g_addr))
 		return 2;
 	while ((opt = getopt(argc, argv, "+a:")) != -1) {
-		if (opt != 'a' || !parse_hostport(optarg, &g_addr))
+		if (opt != 'a' || !bench_parse_hostport(optarg, &g_addr))
 			usage();
 	}
 	if (optind >= argc)

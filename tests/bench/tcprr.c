@@ -32,38 +32,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchlib.h"
+
 #define MAX_CONNS 1024
 #define MAX_NS	  16
 #define MAX_PIDS  8
 #define MAX_SIZE  4096
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void die(const char *what, const char *detail)
 {
 	fprintf(stderr, "tcprr: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
 	exit(1);
-}
-
-static bool parse_hostport(const char *s, struct sockaddr_in *sa)
-{
-	char host[64];
-	const char *colon = strrchr(s, ':');
-
-	if (!colon || (size_t)(colon - s) >= sizeof(host))
-		return false;
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = '\0';
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	sa->sin_port = htons((uint16_t)atoi(colon + 1));
-	return inet_pton(AF_INET, host, &sa->sin_addr) == 1;
 }
 
 static void nonblock(int fd)
@@ -275,7 +254,7 @@ struct rr {
 static void rr_send(struct rr *c, const char *msg, size_t size)
 {
 	c->got = 0;
-	c->sent_ns = now_ns();
+	c->sent_ns = bench_now_ns();
 	if (write(c->fd, msg, size) != (ssize_t)size)
 		die("write", strerror(errno));
 }
@@ -305,7 +284,7 @@ static int cmd_rr(const struct sockaddr_in *dst, unsigned conns, size_t size, do
 		cs[k].fd = fd;
 		epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 	}
-	start = now_ns();
+	start = bench_now_ns();
 	t_meas = start + (uint64_t)(warmup * 1e9);
 	t_end = t_meas + (uint64_t)(seconds * 1e9);
 	for (unsigned k = 0; k < conns; k++)
@@ -313,7 +292,7 @@ static int cmd_rr(const struct sockaddr_in *dst, unsigned conns, size_t size, do
 	for (;;) {
 		struct epoll_event evs[64];
 		int n = epoll_wait(ep, evs, 64, 100);
-		uint64_t t = now_ns();
+		uint64_t t = bench_now_ns();
 
 		if (!measuring && t >= t_meas) {
 			measuring = true;
@@ -334,13 +313,13 @@ static int cmd_rr(const struct sockaddr_in *dst, unsigned conns, size_t size, do
 			c->got += (size_t)r;
 			if (c->got < size)
 				continue;
-			t = now_ns();
+			t = bench_now_ns();
 			if (measuring && t < t_end)
 				sample(&s, t - c->sent_ns);
 			rr_send(c, msg, size);
 		}
 	}
-	report("rr", &s, now_ns() - wall0, cpu_ns() - cpu0, 0);
+	report("rr", &s, bench_now_ns() - wall0, cpu_ns() - cpu0, 0);
 	for (unsigned k = 0; k < conns; k++)
 		close(cs[k].fd);
 	return 0;
@@ -366,7 +345,7 @@ static int cmd_crr(const struct sockaddr_in *dst, unsigned conc, size_t size, do
 	struct samples s = {0};
 	unsigned long long errors = 0;
 	int ep = epoll_create1(EPOLL_CLOEXEC), one = 1;
-	uint64_t start = now_ns(), t_meas, t_end, cpu0 = 0, wall0 = 0;
+	uint64_t start = bench_now_ns(), t_meas, t_end, cpu0 = 0, wall0 = 0;
 	bool measuring = false;
 
 	memset(msg, 'c', sizeof(msg));
@@ -378,7 +357,7 @@ static int cmd_crr(const struct sockaddr_in *dst, unsigned conc, size_t size, do
 	}
 	for (;;) {
 		struct epoll_event evs[64];
-		uint64_t t = now_ns();
+		uint64_t t = bench_now_ns();
 		int n;
 
 		if (!measuring && t >= t_meas) {
@@ -395,7 +374,7 @@ static int cmd_crr(const struct sockaddr_in *dst, unsigned conc, size_t size, do
 
 			if (c->state != C_IDLE)
 				continue;
-			c->t0 = now_ns();
+			c->t0 = bench_now_ns();
 			c->fd = socket_in(c->k);
 			if (c->fd < 0)
 				die("socket", strerror(errno));
@@ -445,12 +424,12 @@ static int cmd_crr(const struct sockaddr_in *dst, unsigned conc, size_t size, do
 				continue;
 			close(c->fd);
 			c->state = C_IDLE;
-			t = now_ns();
+			t = bench_now_ns();
 			if (measuring && t < t_end)
 				sample(&s, t - c->t0);
 		}
 	}
-	report("crr", &s, now_ns() - wall0, cpu_ns() - cpu0, errors);
+	report("crr", &s, bench_now_ns() - wall0, cpu_ns() - cpu0, errors);
 	for (unsigned k = 0; k < conc; k++)
 		if (cs[k].state != C_IDLE)
 			close(cs[k].fd);
@@ -513,7 +492,7 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (!hp || !parse_hostport(hp, &addr) || !conns || conns > MAX_CONNS || !size ||
+	if (!hp || !bench_parse_hostport(hp, &addr) || !conns || conns > MAX_CONNS || !size ||
 	    size > MAX_SIZE || seconds <= 0 || warmup < 0)
 		usage();
 	if (!strcmp(cmd, "server"))

@@ -110,7 +110,7 @@ $(BUILD)/tests/bench_tc: $(patsubst %.c,$(BUILD)/%.o,$(BENCH_SRCS)) $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/udpblast: $(BUILD)/tests/bench/udpblast.o
+$(BUILD)/tests/udpblast: $(BUILD)/tests/bench/udpblast.o $(BUILD)/tests/bench/benchlib.o
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^
 
@@ -130,7 +130,7 @@ $(BUILD)/tests/tcprr: $(BUILD)/tests/bench/tcprr.o $(BUILD)/tests/bench/benchlib
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^
 
-$(BUILD)/tests/udpflows: $(BUILD)/tests/bench/udpflows.o
+$(BUILD)/tests/udpflows: $(BUILD)/tests/bench/udpflows.o $(BUILD)/tests/bench/benchlib.o
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^
 

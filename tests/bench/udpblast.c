@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchlib.h"
+
 #define MAX_BATCH   256
 #define MAX_PAYLOAD 1400
 
@@ -26,14 +28,6 @@ struct frame {
 	unsigned char udp[8];
 	unsigned char payload[MAX_PAYLOAD];
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void usage(void)
 {
@@ -114,7 +108,7 @@ int main(int argc, char **argv)
 		msgs[i].msg_hdr.msg_namelen = sizeof(dst);
 	}
 
-	t0 = now_s();
+	t0 = bench_now_ns() / 1e9;
 	do {
 		int n;
 
@@ -143,7 +137,7 @@ int main(int argc, char **argv)
 		} else {
 			errors++;
 		}
-		t = now_s();
+		t = bench_now_ns() / 1e9;
 	} while (t - t0 < seconds);
 
 	printf("sent %llu packets in %.3f s (%.0f pps, %llu failed batches)\n", sent, t - t0,

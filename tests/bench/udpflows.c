@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchlib.h"
+
 #define MAX_SANDBOXES 16
 #define MAX_BATCH     256
 #define MAX_PAYLOAD   1400
@@ -46,14 +48,6 @@ struct sandbox {
 };
 
 static struct sandbox sbs[MAX_SANDBOXES];
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void usage(void)
 {
@@ -180,7 +174,7 @@ int main(int argc, char **argv)
 		}
 	}
 
-	t0 = now_s();
+	t0 = bench_now_ns() / 1e9;
 	do {
 		for (int k = 0; k < nsb; k++) {
 			struct sandbox *sb = &sbs[k];
@@ -204,7 +198,7 @@ int main(int argc, char **argv)
 				return 1;
 			}
 		}
-		t = now_s();
+		t = bench_now_ns() / 1e9;
 	} while (t - t0 < seconds);
 
 	printf("sent %llu packets in %.3f s (%.0f pps, %d sandboxes, %u flows, %llu failed "

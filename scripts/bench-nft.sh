@@ -47,7 +47,8 @@
 # PROFILE (FULL: 1): perf of the UDP path per peer and of fastwalld's
 # operations (strace -c, perf), SKIP_TCP=1, SKIP_CP=1, PLOT_ONLY=1 (tables and plots again from the last
 # run's raw data). Output: $BUILD/bench-nft/.
-# Needs root, nft, python3, gnuplot (plots only), and
+# Needs root, nft, python3, gnuplot (plots only), perf and strace (profiles
+# only; all from scripts/install-deps.sh), and
 # $BUILD/{fastwalld,tests/{udpblast,udpflows,bench_tc,fwpeer,tcprr}}.
 set -euo pipefail
 

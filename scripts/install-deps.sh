@@ -10,8 +10,9 @@ PKGS=(
 	bpftool
 	# tests (dig, dnsmasq as the test upstream)
 	libcriterion-dev iproute2 curl python3 netcat-openbsd procps kmod bind9-dnsutils dnsmasq-base
-	# benchmarks and plots (unbound: the DNS benchmark's upstream)
-	iperf3 gnuplot-nox nftables dnsperf unbound
+	# benchmarks and plots (unbound: the DNS benchmark's upstream; linux-perf and
+	# strace: the profiles of make bench FULL=1)
+	iperf3 gnuplot-nox nftables dnsperf unbound linux-perf strace
 	# lint/format
 	clang-format clang-tidy cppcheck
 	# kernel matrix (make vmtest)

@@ -97,6 +97,11 @@ enum fw_reason {
 	FW_DROP_DEFAULT_DENY,	/* no rule matched, default action deny */
 	FW_DROP_NO_POLICY,	/* active subject without a rule set (fail closed) */
 	FW_DROP_ROGUE_ND,	/* router advertisement or redirect from a sandbox */
+	FW_DROP_MAC_SPOOF,	/* source MAC (or ARP sender MAC) not the port's */
+	FW_DROP_ND_TARGET,	/* ND/MLD to a destination ND never goes, or from a foreign address */
+	FW_DROP_FRAG_HEADER,	/* first fragment without its complete transport header */
+	FW_DROP_V4MAPPED,	/* IPv6 packet with a v4-mapped (::ffff:0:0/96) address */
+	FW_DROP_LEARNED_PORT,	/* learned destination, port not in the teaching rule's ports */
 	FW_REASON_MAX,
 };
 

@@ -44,6 +44,11 @@ static const char *const reason_names[FW_REASON_MAX] = {
 	[FW_DROP_DEFAULT_DENY] = "default-deny",
 	[FW_DROP_NO_POLICY] = "no-policy",
 	[FW_DROP_ROGUE_ND] = "rogue-nd",
+	[FW_DROP_MAC_SPOOF] = "spoofed-mac",
+	[FW_DROP_ND_TARGET] = "nd-destination",
+	[FW_DROP_FRAG_HEADER] = "fragment-header",
+	[FW_DROP_V4MAPPED] = "v4-mapped",
+	[FW_DROP_LEARNED_PORT] = "learned-port",
 };
 
 const char *fw_reason_name(__u32 reason)

@@ -179,9 +179,8 @@ int fastwall_ingress(struct __sk_buff *skb)
 		return fw_verdict(skb, &pkt, 0, FW_DROP_NO_POLICY);
 
 	if (pkt.frag_later) {
-		subject = fw_frag_subject(&pkt);
-		return fw_verdict(skb, &pkt, subject,
-				  subject ? FW_PASS_FRAGMENT : FW_DROP_FRAGMENT);
+		reason = fw_frag_verdict(&pkt, &subject);
+		return fw_verdict(skb, &pkt, subject, reason);
 	}
 
 	s = fw_subject_of(&pkt.src);
@@ -190,8 +189,11 @@ int fastwall_ingress(struct __sk_buff *skb)
 	subject = s->id;
 
 	reason = fw_decide(skb, cfg, &pkt, s);
+	/* a spoofed first fragment must not cancel its victim's datagram */
 	if (pkt.frag_first && reason < FW_REASON_FIRST_DROP)
 		fw_frag_note(cfg, &pkt, subject);
+	else if (pkt.frag_first && reason != FW_DROP_SPOOF)
+		fw_frag_forget(&pkt);
 	return fw_verdict(skb, &pkt, subject, reason);
 }
 

@@ -98,10 +98,10 @@ enum fw_reason {
 	FW_DROP_NO_POLICY,	/* active subject without a rule set (fail closed) */
 	FW_DROP_ROGUE_ND,	/* router advertisement or redirect from a sandbox */
 	FW_DROP_MAC_SPOOF,	/* source MAC (or ARP sender MAC) not the port's */
-	FW_DROP_ND_TARGET,	/* ND/MLD to a destination ND never goes, or from a foreign address */
-	FW_DROP_FRAG_HEADER,	/* first fragment without its complete transport header */
-	FW_DROP_V4MAPPED,	/* IPv6 packet with a v4-mapped (::ffff:0:0/96) address */
-	FW_DROP_LEARNED_PORT,	/* learned destination, port not in the teaching rule's ports */
+	FW_DROP_ND_TARGET,    /* ND/MLD to a destination ND never goes, or from a foreign address */
+	FW_DROP_FRAG_HEADER,  /* first fragment without its complete transport header */
+	FW_DROP_V4MAPPED,     /* IPv6 packet with a v4-mapped (::ffff:0:0/96) address */
+	FW_DROP_LEARNED_PORT, /* learned destination, port not in the teaching rule's ports */
 	FW_REASON_MAX,
 };
 
@@ -249,7 +249,9 @@ struct fw_frag_key {
 struct fw_frag {
 	__u64 expires_ns;
 	__u32 subject;
-	__u32 pad;
+	__u16 hdr_end; /* where the first fragment's headers end: later
+			* fragments starting before it would rewrite them */
+	__u16 pad;
 };
 
 /* fastwall_local: pod-local addresses besides the gateways -> flags.

@@ -79,7 +79,10 @@ static __always_inline void fw_frag_key_of(struct fw_frag_key *k, const struct f
 	k->src = pkt->src;
 	k->dst = pkt->dst;
 	k->id = pkt->frag_id;
-	k->proto = pkt->proto;
+	/* IPv6 reassembles on addresses and id alone, taking the next header
+	 * from the first fragment; the one after a later fragment's fragment
+	 * header is whatever the sender wrote there */
+	k->proto = pkt->family == FW_FAM_V6 ? 0 : pkt->proto;
 	k->pad[0] = k->pad[1] = k->pad[2] = 0;
 }
 
@@ -92,11 +95,26 @@ static __always_inline void fw_frag_note(const struct fw_config *cfg, const stru
 	fw_frag_key_of(&k, pkt);
 	v.expires_ns = bpf_ktime_get_ns() + cfg->frag_timeout_ns;
 	v.subject = subject;
+	v.hdr_end = pkt->frag_hdr_end;
 	bpf_map_update_elem(&fastwall_frags, &k, &v, BPF_ANY);
 }
 
-/* Returns the subject of the datagram's first fragment, or 0. */
-static __always_inline __u32 fw_frag_subject(const struct fw_pkt *pkt)
+/* A first fragment the policy dropped takes its id back from an earlier
+ * one that passed: later fragments with that id can no longer tell which
+ * of the two they belong to. */
+static __always_inline void fw_frag_forget(const struct fw_pkt *pkt)
+{
+	struct fw_frag_key k;
+
+	fw_frag_key_of(&k, pkt);
+	bpf_map_delete_elem(&fastwall_frags, &k);
+}
+
+/* The verdict on a non-first fragment: it follows a first fragment that
+ * passed, unless it starts inside that fragment's headers (an overlap a
+ * receiver could resolve in its favour, rewriting the ports that were
+ * checked). *subject is the first fragment's subject, or 0. */
+static __always_inline __u32 fw_frag_verdict(const struct fw_pkt *pkt, __u32 *subject)
 {
 	struct fw_frag_key k;
 	struct fw_frag *v;
@@ -104,8 +122,11 @@ static __always_inline __u32 fw_frag_subject(const struct fw_pkt *pkt)
 	fw_frag_key_of(&k, pkt);
 	v = bpf_map_lookup_elem(&fastwall_frags, &k);
 	if (!v || v->expires_ns <= bpf_ktime_get_ns())
-		return 0;
-	return v->subject;
+		return FW_DROP_FRAGMENT;
+	*subject = v->subject;
+	if (pkt->frag_off < v->hdr_end)
+		return FW_DROP_FRAG_HEADER;
+	return FW_PASS_FRAGMENT;
 }
 
 #endif /* FW_BPF_FLOWS_H */

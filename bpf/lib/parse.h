@@ -30,6 +30,10 @@ struct fw_pkt {
 	__u16 l3_off;		/* network header, from the start of the frame */
 	__u16 l4_off;		/* transport header (valid with has_ports) */
 	struct fw_ip nd_target; /* ICMPv6 neighbour advertisement target */
+	/* bytes from the start of the fragmentable part: where a later
+	 * fragment begins, and how far a first fragment's headers reach */
+	__u16 frag_off;
+	__u16 frag_hdr_end;
 };
 
 struct fw_iphdr {
@@ -62,9 +66,18 @@ static __always_inline void fw_ip_from_v4(struct fw_ip *ip, __be32 a)
 	ip->w[3] = a;
 }
 
-/* Reads the L4 header at off; a header that does not fit is malformed. */
-static __always_inline int fw_parse_l4(struct __sk_buff *skb, struct fw_pkt *pkt, __u32 off)
+/* Reads the L4 header at off, inside the payload the IP header declares
+ * (which ends at end): bytes past it are padding or the attacker's, and the
+ * receiver never sees them as the header. A header that does not fit is
+ * malformed, or, in a first fragment, unclassifiable: the rest of it, ports
+ * included, would come in a fragment that carries no ports. frag_start is
+ * where the fragmentable part begins, so that a first fragment records how
+ * far its headers reach (later fragments must not overlap them). */
+static __always_inline int fw_parse_l4(struct __sk_buff *skb, struct fw_pkt *pkt, __u32 off,
+				       __u32 end, __u32 frag_start)
 {
+	int cut = pkt->frag_first ? FW_DROP_FRAG_HEADER : FW_DROP_MALFORMED;
+	__u32 hlen = 0;
 	__u8 buf[14];
 
 	if (pkt->frag_later)
@@ -75,34 +88,55 @@ static __always_inline int fw_parse_l4(struct __sk_buff *skb, struct fw_pkt *pkt
 	case FW_IPPROTO_TCP: {
 		__u8 doff;
 
+		if (off + 20 > end)
+			return cut;
 		if (bpf_skb_load_bytes(skb, off, buf, 14))
 			return FW_DROP_MALFORMED;
 		doff = buf[12] >> 4;
-		if (doff < 5 || off + doff * 4 > skb->len)
+		if (doff < 5)
 			return FW_DROP_MALFORMED;
+		hlen = doff * 4;
+		if (off + hlen > end)
+			return cut;
 		pkt->tcp_flags = buf[13];
 		break;
 	}
 	case FW_IPPROTO_UDP:
+		hlen = 8;
+		if (off + hlen > end)
+			return cut;
 		if (bpf_skb_load_bytes(skb, off, buf, 8))
 			return FW_DROP_MALFORMED;
 		break;
 	case FW_IPPROTO_ICMP:
 	case FW_IPPROTO_ICMPV6:
+		/* both headers are 8 bytes (type, code, checksum, 4 more);
+		 * neither kernel accepts less */
+		hlen = 8;
+		if (off + hlen > end)
+			return cut;
 		if (bpf_skb_load_bytes(skb, off, buf, 4))
 			return FW_DROP_MALFORMED;
 		pkt->icmp_type = buf[0];
 		/* an advertisement claims its target address for the sender */
-		if (pkt->proto == FW_IPPROTO_ICMPV6 && pkt->icmp_type == 136 &&
-		    bpf_skb_load_bytes(skb, off + 8, &pkt->nd_target, sizeof(pkt->nd_target)))
-			return FW_DROP_MALFORMED;
-		return FW_PARSE_OK;
+		if (pkt->proto == FW_IPPROTO_ICMPV6 && pkt->icmp_type == 136) {
+			hlen = 8 + sizeof(pkt->nd_target);
+			if (off + hlen > end)
+				return cut;
+			if (bpf_skb_load_bytes(skb, off + 8, &pkt->nd_target,
+					       sizeof(pkt->nd_target)))
+				return FW_DROP_MALFORMED;
+		}
+		goto out;
 	default:
-		return FW_PARSE_OK;
+		goto out;
 	}
 	__builtin_memcpy(&pkt->sport, &buf[0], 2);
 	__builtin_memcpy(&pkt->dport, &buf[2], 2);
 	pkt->has_ports = 1;
+out:
+	if (pkt->frag_first)
+		pkt->frag_hdr_end = off + hlen - frag_start;
 	return FW_PARSE_OK;
 }
 
@@ -133,16 +167,22 @@ static __always_inline int fw_parse_ipv4(struct __sk_buff *skb, struct fw_pkt *p
 		pkt->frag_later = 1;
 	else if (frag & 0x2000)
 		pkt->frag_first = 1;
+	pkt->frag_off = (frag & 0x1fff) * 8;
 	pkt->frag_id = bpf_ntohs(iph.id);
 
-	return fw_parse_l4(skb, pkt, off + ihl);
+	return fw_parse_l4(skb, pkt, off + ihl, off + tot_len, off + ihl);
+}
+
+static __always_inline bool fw_ip_is_v4mapped(const struct fw_ip *a)
+{
+	return a->w[0] == 0 && a->w[1] == 0 && a->w[2] == bpf_htonl(0x0000ffff);
 }
 
 static __always_inline int fw_parse_ipv6(struct __sk_buff *skb, struct fw_pkt *pkt, __u32 off)
 {
 	struct fw_ipv6hdr ip6;
-	__u8 nexthdr;
-	__u32 end;
+	__u32 end, frag_start = 0;
+	__u8 nexthdr, frags = 0;
 
 	if (bpf_skb_load_bytes(skb, off, &ip6, sizeof(ip6)))
 		return FW_DROP_MALFORMED;
@@ -160,24 +200,37 @@ static __always_inline int fw_parse_ipv6(struct __sk_buff *skb, struct fw_pkt *p
 	pkt->hop_limit = ip6.hop_limit;
 	pkt->src = ip6.saddr;
 	pkt->dst = ip6.daddr;
+	/* the maps hold IPv4 addresses in this form: an IPv6 packet must not
+	 * be taken for IPv4 (rules, gateways, subjects) by either address */
+	if (fw_ip_is_v4mapped(&pkt->src) || fw_ip_is_v4mapped(&pkt->dst))
+		return FW_DROP_V4MAPPED;
 
 	nexthdr = ip6.nexthdr;
 	off += sizeof(ip6);
 
 #pragma unroll
 	for (int i = 0; i <= FW_IPV6_MAX_EXT; i++) {
+		/* headers after the fragment header must all be in the first
+		 * fragment (RFC 7112), and none may run past the payload */
+		int cut = pkt->frag_first ? FW_DROP_FRAG_HEADER : FW_DROP_MALFORMED;
 		__u8 ext[8];
 
+		/* where parsing stopped, for the deny event */
+		pkt->proto = nexthdr;
 		switch (nexthdr) {
 		case FW_NEXTHDR_HOP:
 		case FW_NEXTHDR_ROUTING:
 		case FW_NEXTHDR_DEST:
+			if (off + 8 > end)
+				return cut;
 			if (bpf_skb_load_bytes(skb, off, ext, 2))
 				return FW_DROP_MALFORMED;
 			nexthdr = ext[0];
 			off += (ext[1] + 1) * 8;
 			break;
 		case FW_NEXTHDR_AUTH:
+			if (off + 8 > end)
+				return cut;
 			if (bpf_skb_load_bytes(skb, off, ext, 2))
 				return FW_DROP_MALFORMED;
 			nexthdr = ext[0];
@@ -186,24 +239,40 @@ static __always_inline int fw_parse_ipv6(struct __sk_buff *skb, struct fw_pkt *p
 		case FW_NEXTHDR_FRAGMENT: {
 			__u16 frag;
 
+			/* a datagram is fragmented once; a second header
+			 * would make the later fragments' offsets ambiguous */
+			if (frags++)
+				return FW_DROP_FRAG_HEADER;
+			if (off + 8 > end)
+				return FW_DROP_MALFORMED;
 			if (bpf_skb_load_bytes(skb, off, ext, 8))
 				return FW_DROP_MALFORMED;
 			nexthdr = ext[0];
 			frag = ((__u16)ext[2] << 8) | ext[3];
+			/* offset 0 and M clear is an atomic fragment: a whole
+			 * packet (RFC 6946), parsed as one */
 			if (frag & 0xfff8)
 				pkt->frag_later = 1;
 			else if (frag & 1)
 				pkt->frag_first = 1;
+			pkt->frag_off = frag & 0xfff8;
 			pkt->frag_id = ((__u32)ext[4] << 24) | ((__u32)ext[5] << 16) |
 				       ((__u32)ext[6] << 8) | ext[7];
 			off += 8;
+			frag_start = off;
+			/* what follows in a later fragment is data, not
+			 * headers: the receiver takes them from the first */
+			if (pkt->frag_later) {
+				pkt->proto = nexthdr;
+				return FW_PARSE_OK;
+			}
 			break;
 		}
 		default:
 			goto l4;
 		}
 		if (off > end)
-			return FW_DROP_MALFORMED;
+			return cut;
 		if (i == FW_IPV6_MAX_EXT)
 			break;
 	}
@@ -211,7 +280,7 @@ static __always_inline int fw_parse_ipv6(struct __sk_buff *skb, struct fw_pkt *p
 	return FW_DROP_MALFORMED;
 l4:
 	pkt->proto = nexthdr;
-	return fw_parse_l4(skb, pkt, off);
+	return fw_parse_l4(skb, pkt, off, end, frag_start);
 }
 
 /* The common case, read in place: untagged IPv4 without options, not
@@ -223,7 +292,7 @@ static __always_inline int fw_parse_fast(struct __sk_buff *skb, struct fw_pkt *p
 	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 	struct fw_iphdr *iph = data + ETH_HLEN;
 	__u8 *l4 = data + ETH_HLEN + sizeof(*iph);
-	__u32 tot_len;
+	__u32 tot_len, l4_len;
 
 	if ((void *)(l4 + 14) > end)
 		return FW_REASON_MAX + 2;
@@ -233,6 +302,8 @@ static __always_inline int fw_parse_fast(struct __sk_buff *skb, struct fw_pkt *p
 	tot_len = bpf_ntohs(iph->tot_len);
 	if (tot_len < sizeof(*iph) || ETH_HLEN + tot_len > skb->len)
 		return FW_REASON_MAX + 2;
+	/* the L4 header must lie inside tot_len, not merely in the frame */
+	l4_len = tot_len - sizeof(*iph);
 
 	pkt->family = FW_FAM_V4;
 	pkt->l3_off = ETH_HLEN;
@@ -244,16 +315,20 @@ static __always_inline int fw_parse_fast(struct __sk_buff *skb, struct fw_pkt *p
 	fw_ip_from_v4(&pkt->dst, iph->daddr);
 	switch (iph->protocol) {
 	case FW_IPPROTO_TCP:
-		if ((l4[12] >> 4) < 5 || ETH_HLEN + sizeof(*iph) + (l4[12] >> 4) * 4 > skb->len)
+		if ((l4[12] >> 4) < 5 || (__u32)(l4[12] >> 4) * 4 > l4_len)
 			return FW_REASON_MAX + 2;
 		pkt->tcp_flags = l4[13];
 		/* fall through */
 	case FW_IPPROTO_UDP:
+		if (l4_len < 8)
+			return FW_REASON_MAX + 2;
 		__builtin_memcpy(&pkt->sport, l4, 2);
 		__builtin_memcpy(&pkt->dport, l4 + 2, 2);
 		pkt->has_ports = 1;
 		break;
 	case FW_IPPROTO_ICMP:
+		if (l4_len < 8)
+			return FW_REASON_MAX + 2;
 		pkt->icmp_type = l4[0];
 		break;
 	}

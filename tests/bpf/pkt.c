@@ -46,7 +46,7 @@ static size_t put_l4(const struct pkt_spec *s, __u8 *p)
 {
 	size_t n = 0;
 
-	if (s->frag.on && s->frag.offset) {
+	if (s->frag.on && s->frag.offset && !s->l4_in_later) {
 		memset(p, 0xab, 16 + s->payload);
 		return 16 + s->payload;
 	}
@@ -81,6 +81,16 @@ static size_t put_l4(const struct pkt_spec *s, __u8 *p)
 	}
 	memset(p + n, 0x5a, s->payload);
 	return n + s->payload;
+}
+
+/* A fragmentable-part extension header (.ext_after_frag). */
+static void put_ext_after_frag(__u8 *h, __u8 type)
+{
+	memset(h, 0, 8);
+	if (type == X_DEST) {
+		h[2] = 1;
+		h[3] = 4;
+	}
 }
 
 static __u32 sum16(const __u8 *p, size_t n, __u32 acc)
@@ -228,8 +238,19 @@ size_t pkt_build(const struct pkt_spec *s, __u8 *buf)
 			put16(h + 2, (s->frag.offset << 3) | (s->frag.more ? 1 : 0));
 			put32(h + 4, s->frag.id);
 			off += 8;
+			for (int i = 0; i < 4 && s->ext_after_frag[i]; i++) {
+				*next = ext_nexthdr(s->ext_after_frag[i]);
+				if (s->frag.offset)
+					break;
+				next = buf + off;
+				put_ext_after_frag(next, s->ext_after_frag[i]);
+				off += 8;
+			}
+			if (s->frag.offset && s->ext_after_frag[0])
+				goto l4;
 		}
 		*next = s->proto;
+	l4:
 		off += put_l4(s, buf + off);
 	}
 	len = off;
@@ -245,6 +266,15 @@ out:
 	}
 	if (s->csum && s->kind == PK_IP && !s->ext[0] && !s->frag.on)
 		put_csums(s, buf, l3, len);
+	if (s->trailer_port && len + 20 <= PKT_MAX) {
+		memset(buf + len, 0, 20);
+		put16(buf + len, 40000);
+		put16(buf + len + 2, s->trailer_port);
+		put16(buf + len + 4, 8);
+		buf[len + 12] = 5 << 4;
+		buf[len + 13] = TH_SYN;
+		len += 20;
+	}
 	return len;
 }
 

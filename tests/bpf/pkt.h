@@ -83,6 +83,13 @@ struct pkt_spec {
 	 * fragments), so a rewrite's incremental checksum update can be
 	 * compared byte for byte with a frame built with the new fields */
 	bool csum;
+	/* fragment attacks */
+	__u8 ext_after_frag[4]; /* IPv6 headers in the fragmentable part (first
+				 * fragment only; later ones name the first in
+				 * their fragment header) */
+	bool l4_in_later;	/* a later fragment starts with the L4 header */
+	__u16 trailer_port;	/* after the declared payload, bytes that look
+				 * like a TCP/UDP header to this port */
 };
 
 #define TCP4(s, d, sp, dp, ...)                                                                    \

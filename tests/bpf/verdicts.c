@@ -84,6 +84,8 @@
 #define SWAP_B4	      "198.51.100.10"	 /* allowed only by the second swap policy */
 #define SWAP_LEARNED4 "192.0.2.210"
 #define NU4	      "10.42.12.10" /* domain rules, for the learned-lease scenario */
+#define OMI4	      "10.42.13.10" /* port 80 only, both families: fragment attacks */
+#define OMI6	      "fd00:42:13::10"
 
 struct subject_def {
 	const char *name;
@@ -223,8 +225,17 @@ static const struct subject_def mu_v3 = {
 	.rules = {"allow 192.0.2.128/25", "allow 198.51.100.128/26", "deny 192.0.2.130"},
 };
 
+/* omicron: port 80 only, so that a port read from the wrong bytes shows */
+static const struct subject_def omicron = {
+	.name = "omicron",
+	.addrs = {OMI4, OMI6},
+	.default_action = "deny",
+	.rules = {"allow 192.0.2.0/25 ports=80", "allow 2001:db8:1::/48 ports=80"},
+};
+
 static const struct subject_def *const fixture[] = {
-	&alpha, &beta, &gamma_, &delta, &epsilon, &zeta, &flood_a, &flood_b, &kappa, &lambda,
+	&alpha,	  &beta,    &gamma_, &delta,  &epsilon, &zeta,
+	&flood_a, &flood_b, &kappa,  &lambda, &omicron,
 };
 
 /* the atomic-swap group: same name, policy grows, then the binding changes */
@@ -523,6 +534,7 @@ struct row {
 	__u32 reason;		    /* enum fw_reason */
 	const char *subject;	    /* whose counter moves; NULL = subject 0 */
 	const struct pkt_spec *out; /* the frame expected out; NULL = unchanged */
+	__u8 ev_proto;		    /* the deny event's protocol, if not pkt.proto */
 };
 
 #define PASS(r)		 .verdict = TC_ACT_OK, .reason = (r)
@@ -902,6 +914,116 @@ static const struct row rows[] = {
 	 .pkt = TCP6(ALPHA6, OK6, 0, 0, .ext = {X_HBH}, FRAG_LAST(7, 12)), PASS(FW_PASS_FRAGMENT),
 	 .subject = "alpha"},
 
+	/* fragment attacks: omicron allows port 80 only. Transport headers
+	 * are read inside the payload the IP header declares; a first
+	 * fragment without its whole transport header is unclassifiable */
+	{"v6 frag attack: first fragment ends after a dest header, fake port 80 past the payload",
+	 .pkt = UDP6(OMI6, OK6, 40000, 22, FRAG_FIRST(0x5001), .ext_after_frag = {X_DEST},
+		     .truncate = 14 + 40 + 8 + 8, .trailer_port = 80),
+	 DROP(FW_DROP_FRAG_HEADER)},
+	{"v6 frag attack: the second fragment with the real header (port 22) does not follow",
+	 .pkt = UDP6(OMI6, OK6, 0x1100, 22, FRAG_LAST(0x5001, 1), .ext_after_frag = {X_DEST},
+		     .l4_in_later = true),
+	 DROP(FW_DROP_FRAGMENT), .ev_proto = 60},
+	{"v6 first fragment with a dest header after the fragment header, port 80",
+	 .pkt = UDP6(OMI6, OK6, 40000, 80, FRAG_FIRST(0x5002), .ext_after_frag = {X_DEST},
+		     .payload = 8),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "omicron"},
+	{"v6 its later fragment follows (its data is not parsed as headers)",
+	 .pkt = UDP6(OMI6, OK6, 0, 0, FRAG_LAST(0x5002, 3), .ext_after_frag = {X_DEST}),
+	 PASS(FW_PASS_FRAGMENT), .subject = "omicron"},
+	{"v6 frag attack: a later fragment overlapping the first one's UDP header",
+	 .pkt = UDP6(OMI6, OK6, 40000, 22, FRAG_LAST(0x5002, 1), .ext_after_frag = {X_DEST},
+		     .l4_in_later = true),
+	 DROP(FW_DROP_FRAG_HEADER), .subject = "omicron", .ev_proto = 60},
+	{"v6 frag attack: tiny first fragment, 8 bytes of TCP",
+	 .pkt = TCP6(OMI6, OK6, 40000, 80, FRAG_FIRST(0x5003), .truncate = 14 + 40 + 8 + 8),
+	 DROP(FW_DROP_FRAG_HEADER)},
+	{"v6 frag attack: first fragment ends inside a dest header",
+	 .pkt = UDP6(OMI6, OK6, 40000, 80, FRAG_FIRST(0x5004), .ext_after_frag = {X_DEST},
+		     .truncate = 14 + 40 + 8 + 4),
+	 DROP(FW_DROP_FRAG_HEADER), .ev_proto = 60},
+	{"v6 frag attack: first fragment, TCP data offset past the fragment",
+	 .pkt = TCP6(OMI6, OK6, 40000, 80, FRAG_FIRST(0x5005), .doff = 15, .payload = 16),
+	 DROP(FW_DROP_FRAG_HEADER)},
+	{"v6 atomic fragment to port 80 is a whole packet",
+	 .pkt = UDP6(OMI6, OK6, 40000, 80, .frag = {.on = true, .id = 0x5006}),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "omicron"},
+	{"v6 atomic fragment to port 22",
+	 .pkt = UDP6(OMI6, OK6, 40000, 22, .frag = {.on = true, .id = 0x5007}),
+	 DROP(FW_DROP_DEFAULT_DENY), .subject = "omicron"},
+	{"v6 atomic fragments open no later fragments",
+	 .pkt = UDP6(OMI6, OK6, 0, 0, FRAG_LAST(0x5006, 2)), DROP(FW_DROP_FRAGMENT)},
+	{"v6 frag attack: atomic fragment, fake port 80 past the payload",
+	 .pkt = UDP6(OMI6, OK6, 40000, 22, .frag = {.on = true, .id = 0x5008},
+		     .ext_after_frag = {X_DEST}, .truncate = 14 + 40 + 8 + 8, .trailer_port = 80),
+	 DROP(FW_DROP_MALFORMED)},
+	{"v6 dest header ends the payload, fake port 80 past it",
+	 .pkt = UDP6(OMI6, OK6, 40000, 22, .ext = {X_DEST}, .truncate = 14 + 40 + 8,
+		     .trailer_port = 80),
+	 DROP(FW_DROP_MALFORMED)},
+	{"v4 frag attack: first fragment without L4 bytes, fake port 80 past tot_len",
+	 .pkt = UDP4(OMI4, OK4, 40000, 22, FRAG_FIRST(0x5009), .truncate = 14 + 20,
+		     .trailer_port = 80),
+	 DROP(FW_DROP_FRAG_HEADER)},
+	{"v4 frag attack: tiny first fragment, 8 bytes of TCP",
+	 .pkt = TCP4(OMI4, OK4, 40000, 80, FRAG_FIRST(0x500a), .truncate = 14 + 20 + 8),
+	 DROP(FW_DROP_FRAG_HEADER)},
+	{"v4 frag attack: tiny first fragment, 4 bytes of UDP",
+	 .pkt = UDP4(OMI4, OK4, 40000, 80, FRAG_FIRST(0x500b), .truncate = 14 + 20 + 4),
+	 DROP(FW_DROP_FRAG_HEADER)},
+	{"v4 unfragmented, no L4 bytes in tot_len, fake port 80 past it (fast path)",
+	 .pkt = UDP4(OMI4, OK4, 40000, 22, .truncate = 14 + 20, .trailer_port = 80),
+	 DROP(FW_DROP_MALFORMED)},
+	{"v4 unfragmented TCP, data offset past tot_len (fast path)",
+	 .pkt = TCP4(OMI4, OK4, 40000, 80, .doff = 6, .truncate = 14 + 20 + 20, .trailer_port = 80),
+	 DROP(FW_DROP_MALFORMED)},
+	{"v4 first TCP fragment to port 80",
+	 .pkt = TCP4(OMI4, OK4, 40000, 80, FRAG_FIRST(0x500c), .payload = 40),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "omicron"},
+	{"v4 frag attack: a later fragment at offset 8 rewrites its TCP header",
+	 .pkt = TCP4(OMI4, OK4, 0, 0, FRAG_LAST(0x500c, 1)), DROP(FW_DROP_FRAG_HEADER),
+	 .subject = "omicron"},
+	{"v4 its later fragment at offset 24 follows",
+	 .pkt = TCP4(OMI4, OK4, 0, 0, FRAG_LAST(0x500c, 3)), PASS(FW_PASS_FRAGMENT),
+	 .subject = "omicron"},
+	/* a second first fragment with the same id, denied: the later
+	 * fragments can no longer tell whose they are */
+	{"v4 first fragment to port 80",
+	 .pkt = UDP4(OMI4, OK4, 40000, 80, FRAG_FIRST(0x500d), .payload = 64),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "omicron"},
+	{"v4 frag attack: a second first fragment, same id, port 22",
+	 .pkt = UDP4(OMI4, OK4, 40000, 22, FRAG_FIRST(0x500d), .payload = 64),
+	 DROP(FW_DROP_DEFAULT_DENY), .subject = "omicron"},
+	{"v4 frag attack: later fragments of that id no longer follow",
+	 .pkt = UDP4(OMI4, OK4, 0, 0, FRAG_LAST(0x500d, 9)), DROP(FW_DROP_FRAGMENT)},
+	{"v6 first fragment to port 80",
+	 .pkt = UDP6(OMI6, OK6, 40000, 80, FRAG_FIRST(0x500e), .payload = 64),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "omicron"},
+	{"v6 frag attack: a second first fragment, same id, port 22",
+	 .pkt = UDP6(OMI6, OK6, 40000, 22, FRAG_FIRST(0x500e), .payload = 64),
+	 DROP(FW_DROP_DEFAULT_DENY), .subject = "omicron"},
+	{"v6 frag attack: later fragments of that id no longer follow",
+	 .pkt = UDP6(OMI6, OK6, 0, 0, FRAG_LAST(0x500e, 9)), DROP(FW_DROP_FRAGMENT)},
+	/* ... but a spoofed one must not cancel its victim's datagram */
+	{"v4 bound subject's first fragment", .on_dummy = true,
+	 .pkt = UDP4(DELTA4, OK4, 40000, 80, FRAG_FIRST(0x500f), .payload = 64),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "delta"},
+	{"v4 the same first fragment spoofed from another port",
+	 .pkt = UDP4(DELTA4, OK4, 40000, 80, FRAG_FIRST(0x500f), .payload = 64),
+	 DROP(FW_DROP_SPOOF), .subject = "delta"},
+	{"v4 the bound subject's later fragment still follows", .on_dummy = true,
+	 .pkt = UDP4(DELTA4, OK4, 0, 0, FRAG_LAST(0x500f, 9)), PASS(FW_PASS_FRAGMENT),
+	 .subject = "delta"},
+
+	/* v4-mapped addresses in IPv6 packets are not IPv4 */
+	{"v6 to ::ffff:(allowed IPv4)", .pkt = UDP6(ALPHA6, "::ffff:192.0.2.10", 40000, 5000),
+	 DROP(FW_DROP_V4MAPPED)},
+	{"v6 to ::ffff:(the gateway's IPv4)", .pkt = TCP6(ALPHA6, "::ffff:10.42.0.1", 40000, 53),
+	 DROP(FW_DROP_V4MAPPED)},
+	{"v6 from ::ffff:(a subject's IPv4)", .pkt = UDP6("::ffff:10.42.0.10", OK6, 40000, 5000),
+	 DROP(FW_DROP_V4MAPPED)},
+
 	/* DNS to the proxy (port DNS_PORT): the gateway's port moves, other
 	 * resolvers become the gateway; answers get their source back */
 	{"dns proxy: v4 udp 53 to the gateway moves to the proxy port", .setup = dns_proxy_all,
@@ -1139,14 +1261,18 @@ static void check_event(struct report *rep, const struct row *r, __u32 id, int i
 		     "reason %s ifindex %d\n",
 		     ev->type, ev->subject, fw_reason_name(ev->reason), ev->ifindex, id,
 		     fw_reason_name(r->reason), ifindex);
-	if (p->kind != PK_IP || r->reason == FW_DROP_MALFORMED)
+	if (p->kind != PK_IP || r->reason == FW_DROP_MALFORMED || r->reason == FW_DROP_V4MAPPED)
 		return;
+	/* an unclassifiable first fragment has no ports */
+	if (r->reason == FW_DROP_FRAG_HEADER)
+		l4 = false;
 	{
 		struct fw_ip src = ip_of(p->src), dst = ip_of(p->dst);
 		__be16 dport = l4 ? htons(p->dport) : 0, sport = l4 ? htons(p->sport) : 0;
 
 		if (memcmp(&ev->src, &src, sizeof(src)) || memcmp(&ev->dst, &dst, sizeof(dst)) ||
-		    ev->dport != dport || ev->sport != sport || ev->proto != p->proto ||
+		    ev->dport != dport || ev->sport != sport ||
+		    ev->proto != (r->ev_proto ? r->ev_proto : p->proto) ||
 		    ev->family != (p->family == 4 ? FW_FAM_V4 : FW_FAM_V6))
 			note(rep,
 			     "  event: %s:%u -> %s:%u proto %u family %u, expected %s:%u -> "

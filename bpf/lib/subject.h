@@ -54,7 +54,11 @@ static __always_inline struct fw_subject *fw_subject_of(const struct fw_ip *addr
 }
 
 /* The pod's own addresses as seen from this subject: its gateway of the
- * packet's family and the configured local addresses. */
+ * packet's family, every address of the pod's namespace and the configured
+ * local addresses (fastwall_local), and by prefix loopback (127.0.0.0/8,
+ * ::1: routable into the pod with route_localnet) and link-local
+ * (fe80::/10: on the link, nothing but the pod and its ports answers;
+ * neighbour discovery has passed before this). */
 static __always_inline bool fw_is_pod_local(const struct fw_subject *s, __u8 family,
 					    const struct fw_ip *addr)
 {
@@ -62,6 +66,14 @@ static __always_inline bool fw_is_pod_local(const struct fw_subject *s, __u8 fam
 
 	if ((s->flags & gw_flag) && fw_ip_eq(addr, &s->gateway[family & 1]))
 		return true;
+	if (family == FW_FAM_V4) {
+		if ((bpf_ntohl(addr->w[3]) >> 24) == 127)
+			return true;
+	} else if ((addr->w[0] | addr->w[1] | addr->w[2]) == 0 && addr->w[3] == bpf_htonl(1)) {
+		return true;
+	} else if ((bpf_ntohl(addr->w[0]) & 0xffc00000) == 0xfe800000) {
+		return true;
+	}
 	return bpf_map_lookup_elem(&fastwall_local, addr) != NULL;
 }
 

@@ -386,6 +386,11 @@ static int doh_strict(void)
 	return config_flags(FW_CF_DOH_STRICT);
 }
 
+static int local_full(void)
+{
+	return config_flags(FW_CF_LOCAL_FULL);
+}
+
 static int doh_off(void)
 {
 	return config_flags(0);
@@ -1023,6 +1028,28 @@ static const struct row rows[] = {
 	 DROP(FW_DROP_V4MAPPED)},
 	{"v6 from ::ffff:(a subject's IPv4)", .pkt = UDP6("::ffff:10.42.0.10", OK6, 40000, 5000),
 	 DROP(FW_DROP_V4MAPPED)},
+
+	/* pod-local by prefix: loopback and link-local, even for a subject
+	 * whose default is allow */
+	{"v4 to 127.0.0.1 (route_localnet reaches the pod's loopback)",
+	 .pkt = TCP4(BETA4, "127.0.0.1", 40000, 8081), DROP(FW_DROP_POD_LOCAL), .subject = "beta"},
+	{"v4 to 127.1.2.3", .pkt = UDP4(BETA4, "127.1.2.3", 40000, 8081), DROP(FW_DROP_POD_LOCAL),
+	 .subject = "beta"},
+	{"v6 to ::1", .pkt = TCP6(BETA6, "::1", 40000, 8081), DROP(FW_DROP_POD_LOCAL),
+	 .subject = "beta"},
+	{"v6 to a link-local address of the pod", .pkt = TCP6(BETA6, "fe80::1", 40000, 8081),
+	 DROP(FW_DROP_POD_LOCAL), .subject = "beta"},
+	{"v4 128.0.0.1 is not loopback", .pkt = TCP4(BETA4, "128.0.0.1", 40000, 8081),
+	 PASS(FW_PASS_DEFAULT), .subject = "beta"},
+	{"v6 ::2 is not loopback", .pkt = TCP6(BETA6, "::2", 40000, 8081), PASS(FW_PASS_DEFAULT),
+	 .subject = "beta"},
+	/* fastwalld could not write every pod address: fail closed */
+	{"local set full: everything is pod-local", .setup = local_full,
+	 .pkt = TCP4(BETA4, OK4, 40000, 80), DROP(FW_DROP_POD_LOCAL), .subject = "beta"},
+	{"local set full: DNS to the gateway still passes",
+	 .pkt = UDP4(ALPHA4, ALPHA_GW4, 40000, 53), PASS(FW_PASS_DNS_LOCAL), .subject = "alpha"},
+	{"local set fits again", .setup = doh_off, .pkt = TCP4(BETA4, OK4, 40000, 80),
+	 PASS(FW_PASS_DEFAULT), .subject = "beta"},
 
 	/* DNS to the proxy (port DNS_PORT): the gateway's port moves, other
 	 * resolvers become the gateway; answers get their source back */

@@ -24,7 +24,8 @@ fw_serve_internet
 # the pod: DNS responder on the gateway, a service on tcp/8080 (open via
 # local_ports) and one on tcp/22 (not open)
 fw_serve "$NS_POD" --dns 10.42.0.1:53 --dns '[fd00:42::1]:53' \
-	--http 10.42.0.1:8080 --http 10.42.0.1:22 --http '[fd00:42::1]:22'
+	--http 10.42.0.1:8080 --http 10.42.0.1:22 --http '[fd00:42::1]:22' \
+	--http 192.0.2.1:8081 --http '[2001:db8:1::1]:8081'
 # services inside sandboxes, for pod-opened flows and sibling checks
 fw_serve "$SB_A" --http 10.42.0.2:8080 --http '[fd00:42::2]:8080'
 fw_serve "$SB_B" --http 10.42.0.3:8080 --http '[fd00:42::3]:8080' --udp 10.42.0.3:9000
@@ -38,6 +39,7 @@ datapath:
   bpffs: $BPFFS
   bridges: [br0]
   local_ports: ["tcp/8080"]
+  local_addresses: [198.51.100.88]
   events: { rate: 1000, burst: 1000 }
 subjects:
   - name: sandbox-a
@@ -160,6 +162,53 @@ check "pod-opened tcp6 into sandbox-a [fd00:42::2]:8080 gets its reply" \
 	fw_http "$NS_POD" 'http://[fd00:42::2]:8080/'
 check_ge "pass pod-reply counted the replies" "$(fw_counter "pass pod-reply")" $((reply0 + 4))
 
+echo "# the pod's own addresses, learned from netlink"
+check "pod service on the uplink 192.0.2.1:8081 is up (from the pod)" \
+	fw_http "$NS_POD" http://192.0.2.1:8081/
+pl0=$(fw_subject_counter sandbox-b "drop pod-local")
+check_fails "uplink tcp4 blocked under default allow: sandbox-b -> 192.0.2.1:8081" \
+	fw_http "$SB_B" http://192.0.2.1:8081/ 1
+check_fails "uplink tcp6 blocked under default allow: sandbox-b -> [2001:db8:1::1]:8081" \
+	fw_http "$SB_B" 'http://[2001:db8:1::1]:8081/' 1
+check_ge "sandbox-b drop pod-local counted them" \
+	"$(fw_subject_counter sandbox-b "drop pod-local")" $((pl0 + 2))
+# raw frames: the sandbox's own stack would keep these to itself
+frames() {
+	fw_ns "$SB_B" "$FW_PY" "$FW_E2E_DIR/frames.py" send "$1" --src4 10.42.0.3 \
+		--dst4 198.51.100.10 --src6 fd00:42::3 --dst6 2001:db8::10 --gw-mac 02:fa:57:00:00:01 \
+		>/dev/null
+}
+pl0=$(fw_subject_counter sandbox-b "drop pod-local")
+frames v4-loopback
+frames v6-loopback
+check_eq "udp to 127.0.0.1 and ::1 from sandbox-b: pod-local drops" \
+	"$(($(fw_subject_counter sandbox-b "drop pod-local") - pl0))" 2
+
+ip -n "$NS_POD" addr add 198.51.100.77/32 dev lo
+check "an address added to the pod is learned" \
+	fw_wait_log 'pod address 198.51.100.77 \(ifindex [0-9]+\) is pod-local' 1 5
+fw_serve "$NS_POD" --http 198.51.100.77:8081
+check "pod service on the new address 198.51.100.77:8081 is up (from the pod)" \
+	fw_http "$NS_POD" http://198.51.100.77:8081/
+check_fails "new pod address blocked: sandbox-b -> 198.51.100.77:8081" \
+	fw_http "$SB_B" http://198.51.100.77:8081/ 1
+ip -n "$NS_POD" addr del 198.51.100.77/32 dev lo
+check "its removal is learned" fw_wait_log 'pod address 198.51.100.77 \(ifindex [0-9]+\) is gone' 1 5
+da0=$(fw_subject_counter sandbox-b "pass default-allow")
+fw_udp "$SB_B" 198.51.100.77 9000 0.3 || true
+check_eq "a removed address is policy's again (sandbox-b default-allow)" \
+	"$(($(fw_subject_counter sandbox-b "pass default-allow") - da0))" 1
+# a configured local address survives its interface address coming and going
+ip -n "$NS_POD" addr add 198.51.100.88/32 dev lo
+check "a configured address on an interface is learned too" \
+	fw_wait_log 'pod address 198.51.100.88 \(ifindex [0-9]+\) is pod-local' 1 5
+ip -n "$NS_POD" addr del 198.51.100.88/32 dev lo
+check "and its removal" fw_wait_log 'pod address 198.51.100.88 \(ifindex [0-9]+\) is gone' 1 5
+pl0=$(fw_subject_counter sandbox-b "drop pod-local")
+fw_udp "$SB_B" 198.51.100.88 9000 0.3 || true
+check_eq "the configured local address is still pod-local after the churn" \
+	"$(($(fw_subject_counter sandbox-b "drop pod-local") - pl0))" 1
+
 echo "# subject states and source checks"
 check_fails "denying subject: sandbox-c -> 198.51.100.10:80" fw_http "$SB_C" http://198.51.100.10/ 1
 check_fails "denying subject: sandbox-c DNS to the gateway" fw_dns "$SB_C" 10.42.0.1 0.5
@@ -235,6 +284,26 @@ check "event: sandbox-d default-deny on the late port" \
 	ev sandbox-d default-deny tcp 10.42.0.5 198.51.100.10 80 sb-d
 check_fails "no deny events for allowed traffic (sandbox-b default-allow)" \
 	grep -qE 'deny subject=sandbox-b reason=default-allow' "$FW_LOG"
+
+echo "# an interface whose ifindex passes 65535"
+SB_Z=$(fw_sb_ns z)
+fw_netns_add "$SB_Z"
+hi_port() {
+	ip -n "$NS_POD" link add sb-z index 70000 type veth peer name eth0 netns "$SB_Z"
+	ip -n "$NS_POD" link set sb-z master br0
+	ip -n "$NS_POD" link set sb-z up
+}
+hi_port
+check "fastwalld attached sb-z (ifindex 70000)" fw_wait_log 'attached to sb-z \(ifindex 70000\)' 1 5
+for m in 1401 1402 1403; do ip -n "$NS_POD" link set sb-z mtu "$m"; done
+check "tc filter on sb-z" bash -c "tc -n '$NS_POD' filter show dev sb-z ingress | grep -q fastwall"
+sleep 0.5
+check_eq "sb-z attached once across its link events" "$(fw_log_count 'attached to sb-z ')" 1
+ip -n "$NS_POD" link del sb-z
+check "sb-z's removal is noticed" fw_wait_log 'interface sb-z \(ifindex 70000\) is gone' 1 5
+hi_port
+check "the same ifindex, new interface: attached again" \
+	fw_wait_log 'attached to sb-z \(ifindex 70000\)' 2 5
 
 fw_stop_daemon
 fw_summary

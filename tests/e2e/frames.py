@@ -114,6 +114,10 @@ def attack(name, a, ident):
         body = udp(40000, 80, data)
         return [ip4(s4, d4, UDP, body[:16], ident, mf=True),
                 ip4(s4, d4, UDP, body[16:], ident, off=16)]
+    if name == "v4-loopback":
+        return [ip4(s4, "127.0.0.1", UDP, udp(40000, 8081, data), ident)]
+    if name == "v6-loopback":
+        return [ip6(s6, "::1", UDP, udp(40000, 8081, data))]
     if name == "v4mapped-dst":
         return [ip6(s6, "::ffff:" + d4, UDP, udp(40000, 80, data))]
     if name == "v4mapped-src":

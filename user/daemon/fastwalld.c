@@ -27,6 +27,7 @@
 #include "datapath.h"
 #include "dnsproxy.h"
 #include "http.h"
+#include "ifset.h"
 #include "learn.h"
 #include "links.h"
 #include "log.h"
@@ -61,24 +62,17 @@ struct fw_daemon {
 	int sig_fd;
 	int epoll_fd;
 	bool stop;
-	bool level_forced;		   /* --log-level wins over the config */
-	unsigned char attached[65536 / 8]; /* ifindex bitmap, for logging once */
+	bool level_forced;	  /* --log-level wins over the config */
+	struct fw_ifset attached; /* interfaces we attached to, for logging once */
+	/* the pod namespace's own addresses, from rtnetlink, which
+	 * fastwall_local holds besides the configured ones */
+	struct fw_ifaddr *pod_addrs;
+	size_t npod_addrs, pod_addrs_cap;
+	bool pod_addrs_dirty;
+	bool pod_addrs_lost;   /* one did not fit in memory: fail closed */
+	bool local_full;       /* they did not fit: FW_CF_LOCAL_FULL is set */
+	struct fw_config kcfg; /* what apply_datapath wrote last */
 };
-
-static bool bit_test(const unsigned char *map, int i)
-{
-	return i > 0 && i < 65536 && (map[i / 8] & (1u << (i % 8)));
-}
-
-static void bit_set(unsigned char *map, int i, bool on)
-{
-	if (i <= 0 || i >= 65536)
-		return;
-	if (on)
-		map[i / 8] |= 1u << (i % 8);
-	else
-		map[i / 8] &= ~(1u << (i % 8));
-}
 
 /* An interface is sandbox-facing when its name matches a configured glob
  * or it is a port of a configured bridge. */
@@ -102,17 +96,163 @@ static void on_link(void *ctx, const struct fw_link *l)
 	struct fw_daemon *d = ctx;
 
 	if (l->removed) {
-		if (bit_test(d->attached, l->ifindex))
+		if (fw_ifset_has(&d->attached, l->ifindex))
 			fw_info("interface %s (ifindex %d) is gone", l->name, l->ifindex);
-		bit_set(d->attached, l->ifindex, false);
+		fw_ifset_del(&d->attached, l->ifindex);
+		/* its addresses went with it (the kernel says so too) */
+		for (size_t i = 0; i < d->npod_addrs;) {
+			if (d->pod_addrs[i].ifindex == l->ifindex) {
+				d->pod_addrs[i] = d->pod_addrs[--d->npod_addrs];
+				d->pod_addrs_dirty = true;
+			} else {
+				i++;
+			}
+		}
 		return;
 	}
-	if (!wanted_link(&d->cfg, l) || bit_test(d->attached, l->ifindex))
+	if (!wanted_link(&d->cfg, l) || fw_ifset_has(&d->attached, l->ifindex))
 		return;
 	if (fw_dp_attach(d->dp, l->ifindex) == 0) {
-		bit_set(d->attached, l->ifindex, true);
+		int err = fw_ifset_add(&d->attached, l->ifindex);
+
+		/* without memory it is attached again (harmless) next time */
+		if (err)
+			fw_warn("can't remember ifindex %d: %s", l->ifindex, strerror(-err));
 		fw_info("attached to %s (ifindex %d)", l->name, l->ifindex);
 	}
+}
+
+/* Loopback (127.0.0.0/8, ::1) and link-local (fe80::/10) destinations are
+ * pod-local in the data plane by prefix: no need to spend entries. */
+static bool pod_local_by_prefix(const struct fw_ip *a)
+{
+	static const struct fw_ip lo6 = {.b = {[15] = 1}};
+
+	if (fw_addr_family(a) == FW_FAM_V4)
+		return (ntohl(a->w[3]) >> 24) == 127;
+	return memcmp(a, &lo6, sizeof(lo6)) == 0 || (ntohl(a->w[0]) & 0xffc00000) == 0xfe800000;
+}
+
+static void on_addr(void *ctx, const struct fw_ifaddr *a)
+{
+	struct fw_daemon *d = ctx;
+	char text[FW_ADDR_STRLEN];
+	size_t i;
+
+	if (pod_local_by_prefix(&a->addr))
+		return;
+	for (i = 0; i < d->npod_addrs; i++)
+		if (d->pod_addrs[i].ifindex == a->ifindex &&
+		    !memcmp(&d->pod_addrs[i].addr, &a->addr, sizeof(a->addr)))
+			break;
+	if (a->removed) {
+		if (i == d->npod_addrs)
+			return;
+		d->pod_addrs[i] = d->pod_addrs[--d->npod_addrs];
+		d->pod_addrs_dirty = true;
+		fw_info("pod address %s (ifindex %d) is gone",
+			fw_addr_str(&a->addr, text, sizeof(text)), a->ifindex);
+		return;
+	}
+	if (i < d->npod_addrs)
+		return;
+	if (d->npod_addrs == d->pod_addrs_cap) {
+		size_t cap = d->pod_addrs_cap ? d->pod_addrs_cap * 2 : 16;
+		struct fw_ifaddr *v = realloc(d->pod_addrs, cap * sizeof(*v));
+
+		if (!v) {
+			/* fail closed: as if the set were full */
+			fw_err("can't hold pod address %s: %s",
+			       fw_addr_str(&a->addr, text, sizeof(text)), strerror(ENOMEM));
+			d->pod_addrs_lost = true;
+			d->pod_addrs_dirty = true;
+			return;
+		}
+		d->pod_addrs = v;
+		d->pod_addrs_cap = cap;
+	}
+	d->pod_addrs[d->npod_addrs++] = *a;
+	d->pod_addrs_dirty = true;
+	fw_info("pod address %s (ifindex %d) is pod-local",
+		fw_addr_str(&a->addr, text, sizeof(text)), a->ifindex);
+}
+
+/* Lists the namespace's addresses again, from scratch. */
+static int pod_addrs_dump(struct fw_daemon *d)
+{
+	int err;
+
+	d->npod_addrs = 0;
+	d->pod_addrs_lost = false;
+	d->pod_addrs_dirty = true;
+	err = fw_addrs_dump(on_addr, d);
+	if (err)
+		fw_err("can't list the pod's addresses: %s", strerror(-err));
+	return err;
+}
+
+/* Writes fastwall_local: the configured addresses, then the pod's own.
+ * *full says whether they all fit; the configured ones go first so that
+ * what an operator named is protected in any case. */
+static int local_write(struct fw_daemon *d, const struct fw_cfg *cfg, bool *full)
+{
+	struct fw_ip *all;
+	size_t n = 0;
+	int err;
+
+	all = calloc(cfg->nlocal + d->npod_addrs + 1, sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	for (size_t i = 0; i < cfg->nlocal; i++)
+		all[n++] = cfg->local[i];
+	for (size_t i = 0; i < d->npod_addrs; i++) {
+		size_t j;
+
+		for (j = 0; j < n && memcmp(&all[j], &d->pod_addrs[i].addr, sizeof(*all)); j++)
+			;
+		if (j == n)
+			all[n++] = d->pod_addrs[i].addr;
+	}
+	*full = n > FW_MAX_LOCAL || d->pod_addrs_lost;
+	if (*full)
+		n = FW_MAX_LOCAL;
+	err = fw_dp_local_set(d->dp, all, n, cfg->local_ports, cfg->nlocal_ports);
+	free(all);
+	return err;
+}
+
+/* After address events: fastwall_local follows, and when the addresses
+ * stop (or start) fitting, the data plane fails closed (or recovers). */
+static void local_sync(struct fw_daemon *d)
+{
+	bool full = false;
+	int err;
+
+	if (!d->pod_addrs_dirty)
+		return;
+	d->pod_addrs_dirty = false;
+	err = local_write(d, &d->cfg, &full);
+	if (err) {
+		/* what is in the map stays; the next change tries again */
+		fw_err("can't update the pod-local addresses: %s", strerror(-err));
+		d->pod_addrs_dirty = true;
+		return;
+	}
+	if (full == d->local_full)
+		return;
+	d->local_full = full;
+	if (full) {
+		d->kcfg.flags |= FW_CF_LOCAL_FULL;
+		fw_err("more than %d pod-local addresses: every destination is treated as "
+		       "pod-local until some are gone",
+		       FW_MAX_LOCAL);
+	} else {
+		d->kcfg.flags &= ~FW_CF_LOCAL_FULL;
+		fw_info("the pod-local addresses fit again");
+	}
+	err = fw_dp_config_set(d->dp, &d->kcfg);
+	if (err)
+		fw_err("can't write the datapath settings: %s", strerror(-err));
 }
 
 static int attach_all(struct fw_daemon *d)
@@ -286,6 +426,7 @@ static int apply_datapath(struct fw_daemon *d, const struct fw_cfg *cfg)
 {
 	struct fw_config k = {};
 	struct fw_lpm_key *doh = NULL;
+	bool full = false;
 	int err;
 
 	if (cfg->doh_mode == FW_DOH_STRICT)
@@ -315,10 +456,20 @@ static int apply_datapath(struct fw_daemon *d, const struct fw_cfg *cfg)
 	/* the list goes in before the mode that reads it */
 	err = fw_dp_doh_set(d->dp, doh, cfg->ndoh_blocklist);
 	if (!err)
-		err = fw_dp_local_set(d->dp, cfg->local, cfg->nlocal, cfg->local_ports,
-				      cfg->nlocal_ports);
+		err = local_write(d, cfg, &full);
+	if (!err && full && !d->local_full)
+		fw_err("more than %d pod-local addresses: every destination is treated as "
+		       "pod-local until some are gone",
+		       FW_MAX_LOCAL);
+	if (full)
+		k.flags |= FW_CF_LOCAL_FULL;
 	if (!err)
 		err = fw_dp_config_set(d->dp, &k);
+	if (!err) {
+		d->local_full = full;
+		d->pod_addrs_dirty = false;
+		d->kcfg = k;
+	}
 	free(doh);
 	return err;
 }
@@ -495,6 +646,8 @@ static int run(struct fw_daemon *d)
 	/* the proxy listens before the data plane sends DNS its way */
 	if (d->cfg.dns_proxy && dns_start(d))
 		return FW_EXIT_FAILURE;
+	/* the pod's own addresses are pod-local from the first packet */
+	pod_addrs_dump(d);
 	err = apply_datapath(d, &d->cfg);
 	if (err)
 		return FW_EXIT_KERNEL;
@@ -524,6 +677,9 @@ static int run(struct fw_daemon *d)
 		fw_err("can't subscribe to link events: %s", strerror(-err));
 		return FW_EXIT_KERNEL;
 	}
+	/* again, now that no change can fall between the listing and events */
+	pod_addrs_dump(d);
+	local_sync(d);
 	attach_all(d);
 
 	d->events = ring_buffer__new(d->dp->events_fd, on_event, d, NULL);
@@ -589,14 +745,17 @@ static int run(struct fw_daemon *d)
 			case TAG_LINKS:
 				/* on_link attached what the events announced; only
 				 * lost events need a full listing */
-				err = fw_links_read(d->link_fd, on_link, d);
+				err = fw_links_read(d->link_fd, on_link, on_addr, d);
 				if (err == -ENOBUFS) {
-					fw_warn("link events overflowed; listing interfaces again");
-					memset(d->attached, 0, sizeof(d->attached));
+					fw_warn("link events overflowed; listing interfaces and "
+						"addresses again");
+					fw_ifset_clear(&d->attached);
+					pod_addrs_dump(d);
 					attach_all(d);
 				} else {
 					fw_reg_links_changed(&d->reg);
 				}
+				local_sync(d);
 				break;
 			case TAG_EVENTS:
 				ring_buffer__consume(d->events);
@@ -760,6 +919,8 @@ int main(int argc, char **argv)
 		close(d->epoll_fd);
 	if (d->link_fd > 0)
 		close(d->link_fd);
+	fw_ifset_free(&d->attached);
+	free(d->pod_addrs);
 	free(d);
 	return ret;
 }

@@ -2,10 +2,12 @@
 /* rtnetlink link dump and events. See links.h. Messages come from the
  * kernel, but are still parsed with every length checked. */
 #include <errno.h>
+#include <linux/if_addr.h>
 #include <linux/if_link.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -46,8 +48,61 @@ static void parse_link(const struct nlmsghdr *nh, fw_link_cb cb, void *ctx)
 		cb(ctx, &link);
 }
 
+static void emit_addr(fw_addr_cb cb, void *ctx, struct fw_ifaddr *a, int family,
+		      const struct rtattr *rta)
+{
+	size_t plen = RTA_PAYLOAD(rta);
+
+	memset(&a->addr, 0, sizeof(a->addr));
+	if (family == AF_INET && plen >= 4) {
+		a->addr.w[2] = htonl(0x0000ffff);
+		memcpy(&a->addr.w[3], RTA_DATA(rta), 4);
+	} else if (family == AF_INET6 && plen >= 16) {
+		memcpy(&a->addr, RTA_DATA(rta), 16);
+	} else {
+		return;
+	}
+	cb(ctx, a);
+}
+
+static void parse_addr(const struct nlmsghdr *nh, fw_addr_cb cb, void *ctx)
+{
+	const struct rtattr *rta, *local = NULL, *address = NULL, *brd = NULL;
+	const struct ifaddrmsg *ifa;
+	struct fw_ifaddr a = {};
+	int len;
+
+	if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*ifa)))
+		return;
+	ifa = NLMSG_DATA(nh);
+	if (ifa->ifa_family != AF_INET && ifa->ifa_family != AF_INET6)
+		return;
+	a.ifindex = (int)ifa->ifa_index;
+	a.removed = nh->nlmsg_type == RTM_DELADDR;
+	len = nh->nlmsg_len - NLMSG_LENGTH(sizeof(*ifa));
+	for (rta = IFA_RTA(ifa); RTA_OK(rta, len); rta = RTA_NEXT(rta, len)) {
+		switch (rta->rta_type) {
+		case IFA_LOCAL:
+			local = rta;
+			break;
+		case IFA_ADDRESS:
+			address = rta;
+			break;
+		case IFA_BROADCAST:
+			brd = rta;
+			break;
+		}
+	}
+	/* IFA_LOCAL is ours; IFA_ADDRESS is the peer's on point-to-point
+	 * links, and ours otherwise (IPv6 sends only it) */
+	if (local || address)
+		emit_addr(cb, ctx, &a, ifa->ifa_family, local ? local : address);
+	if (brd)
+		emit_addr(cb, ctx, &a, ifa->ifa_family, brd);
+}
+
 /* Walks one datagram; returns 1 at NLMSG_DONE, 0 to read on, or -errno. */
-static int walk(const char *buf, ssize_t n, fw_link_cb cb, void *ctx)
+static int walk(const char *buf, ssize_t n, fw_link_cb cb, fw_addr_cb acb, void *ctx)
 {
 	const struct nlmsghdr *nh;
 	int len = (int)n;
@@ -62,15 +117,20 @@ static int walk(const char *buf, ssize_t n, fw_link_cb cb, void *ctx)
 				return e->error;
 			continue;
 		}
-		if (nh->nlmsg_type == RTM_NEWLINK || nh->nlmsg_type == RTM_DELLINK)
+		if (cb && (nh->nlmsg_type == RTM_NEWLINK || nh->nlmsg_type == RTM_DELLINK))
 			parse_link(nh, cb, ctx);
+		if (acb && (nh->nlmsg_type == RTM_NEWADDR || nh->nlmsg_type == RTM_DELADDR))
+			parse_addr(nh, acb, ctx);
 	}
 	return 0;
 }
 
 int fw_links_subscribe(int *fd)
 {
-	struct sockaddr_nl sa = {.nl_family = AF_NETLINK, .nl_groups = RTMGRP_LINK};
+	struct sockaddr_nl sa = {
+		.nl_family = AF_NETLINK,
+		.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR,
+	};
 	int s, err;
 
 	s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
@@ -85,16 +145,24 @@ int fw_links_subscribe(int *fd)
 	return 0;
 }
 
-int fw_links_dump(fw_link_cb cb, void *ctx)
+/* One RTM_GET* dump: RTM_GETLINK calls cb, RTM_GETADDR acb. */
+static int dump(__u16 type, fw_link_cb cb, fw_addr_cb acb, void *ctx)
 {
 	struct {
 		struct nlmsghdr nh;
-		struct ifinfomsg ifi;
+		union {
+			struct ifinfomsg ifi;
+			struct ifaddrmsg ifa;
+		};
 	} req = {
 		.nh =
 			{
-				.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg)),
-				.nlmsg_type = RTM_GETLINK,
+				/* each request carries its own header (strict
+				 * checking kernels want exactly that) */
+				.nlmsg_len = NLMSG_LENGTH(type == RTM_GETADDR
+								  ? sizeof(struct ifaddrmsg)
+								  : sizeof(struct ifinfomsg)),
+				.nlmsg_type = type,
 				.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
 				.nlmsg_seq = 1,
 			},
@@ -121,7 +189,7 @@ int fw_links_dump(fw_link_cb cb, void *ctx)
 		}
 		if (n == 0)
 			break;
-		err = walk(buf, n, cb, ctx);
+		err = walk(buf, n, cb, acb, ctx);
 		if (err) {
 			if (err > 0)
 				err = 0;
@@ -133,7 +201,17 @@ out:
 	return err;
 }
 
-int fw_links_read(int fd, fw_link_cb cb, void *ctx)
+int fw_links_dump(fw_link_cb cb, void *ctx)
+{
+	return dump(RTM_GETLINK, cb, NULL, ctx);
+}
+
+int fw_addrs_dump(fw_addr_cb cb, void *ctx)
+{
+	return dump(RTM_GETADDR, NULL, cb, ctx);
+}
+
+int fw_links_read(int fd, fw_link_cb cb, fw_addr_cb acb, void *ctx)
 {
 	static char buf[65536];
 
@@ -147,7 +225,7 @@ int fw_links_read(int fd, fw_link_cb cb, void *ctx)
 			/* ENOBUFS: events were lost; callers re-dump */
 			return -errno;
 		}
-		err = walk(buf, n, cb, ctx);
+		err = walk(buf, n, cb, acb, ctx);
 		if (err < 0)
 			return err;
 	}

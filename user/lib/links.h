@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Network interfaces from rtnetlink: a dump of the current links and a
- * subscription to link changes, so ports that appear after start get
- * attached. Functions return 0 or a negative errno. */
+/* Network interfaces and their addresses from rtnetlink: dumps of the
+ * current links and addresses and a subscription to changes of both, so
+ * ports that appear after start get attached and the pod's own addresses
+ * stay pod-local. Functions return 0 or a negative errno. */
 #ifndef FW_LINKS_H
 #define FW_LINKS_H
 
 #include <net/if.h>
 #include <stdbool.h>
+
+#include "fastwall.h"
 
 struct fw_link {
 	int ifindex;
@@ -17,12 +20,24 @@ struct fw_link {
 
 typedef void (*fw_link_cb)(void *ctx, const struct fw_link *link);
 
-/* Opens a socket subscribed to link events (non-blocking). */
+/* An interface address (IPv4 stored v4-mapped), or an IPv4 broadcast
+ * address, which reaches the namespace's stack as well. */
+struct fw_ifaddr {
+	int ifindex;
+	struct fw_ip addr;
+	bool removed;
+};
+
+typedef void (*fw_addr_cb)(void *ctx, const struct fw_ifaddr *addr);
+
+/* Opens a socket subscribed to link and address events (non-blocking). */
 int fw_links_subscribe(int *fd);
 /* Calls cb for every link that exists now. */
 int fw_links_dump(fw_link_cb cb, void *ctx);
-/* Reads pending events from a subscribed socket and calls cb for each;
- * returns -EAGAIN when nothing is left. */
-int fw_links_read(int fd, fw_link_cb cb, void *ctx);
+/* Calls cb for every IPv4 and IPv6 address of the namespace now. */
+int fw_addrs_dump(fw_addr_cb cb, void *ctx);
+/* Reads pending events from a subscribed socket and calls cb or acb (either
+ * may be NULL) for each; returns -EAGAIN when nothing is left. */
+int fw_links_read(int fd, fw_link_cb cb, fw_addr_cb acb, void *ctx);
 
 #endif /* FW_LINKS_H */

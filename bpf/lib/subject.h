@@ -55,10 +55,11 @@ static __always_inline struct fw_subject *fw_subject_of(const struct fw_ip *addr
 
 /* The pod's own addresses as seen from this subject: its gateway of the
  * packet's family, every address of the pod's namespace and the configured
- * local addresses (fastwall_local), and by prefix loopback (127.0.0.0/8,
- * ::1: routable into the pod with route_localnet) and link-local
- * (fe80::/10: on the link, nothing but the pod and its ports answers;
- * neighbour discovery has passed before this). */
+ * local addresses (fastwall_local), and by prefix what only the pod's own
+ * stack or its link receives: loopback (127.0.0.0/8, ::1: routable into
+ * the pod with route_localnet), link-local unicast (fe80::/10), the
+ * limited broadcast and link-scope multicast (224.0.0.0/24, ff02::/16;
+ * neighbour discovery and MLD have passed before this). */
 static __always_inline bool fw_is_pod_local(const struct fw_subject *s, __u8 family,
 					    const struct fw_ip *addr)
 {
@@ -67,12 +68,17 @@ static __always_inline bool fw_is_pod_local(const struct fw_subject *s, __u8 fam
 	if ((s->flags & gw_flag) && fw_ip_eq(addr, &s->gateway[family & 1]))
 		return true;
 	if (family == FW_FAM_V4) {
-		if ((bpf_ntohl(addr->w[3]) >> 24) == 127)
+		__u32 a = bpf_ntohl(addr->w[3]);
+
+		if ((a >> 24) == 127 || (a >> 8) == 0xe00000 || a == 0xffffffff)
 			return true;
-	} else if ((addr->w[0] | addr->w[1] | addr->w[2]) == 0 && addr->w[3] == bpf_htonl(1)) {
-		return true;
-	} else if ((bpf_ntohl(addr->w[0]) & 0xffc00000) == 0xfe800000) {
-		return true;
+	} else {
+		__u32 w0 = bpf_ntohl(addr->w[0]);
+
+		if ((w0 | addr->w[1] | addr->w[2]) == 0 && addr->w[3] == bpf_htonl(1))
+			return true;
+		if ((w0 & 0xffc00000) == 0xfe800000 || (w0 >> 16) == 0xff02)
+			return true;
 	}
 	return bpf_map_lookup_elem(&fastwall_local, addr) != NULL;
 }

@@ -37,6 +37,8 @@ static __u8 ext_nexthdr(__u8 x)
 		return 60;
 	case X_RT:
 		return 43;
+	case X_FRAG:
+		return 44;
 	}
 	return 59;
 }

@@ -25,6 +25,7 @@ enum pkt_ext {
 	X_HBH = 1, /* hop-by-hop with a router alert */
 	X_DEST,	   /* destination options, PadN */
 	X_RT,	   /* routing header, no segments */
+	X_FRAG,	   /* .ext_after_frag only: a second (atomic) fragment header */
 };
 
 #define PKT_MAX_EXT 12

@@ -183,6 +183,11 @@ frames v4-loopback
 frames v6-loopback
 check_eq "udp to 127.0.0.1 and ::1 from sandbox-b: pod-local drops" \
 	"$(($(fw_subject_counter sandbox-b "drop pod-local") - pl0))" 2
+pl0=$(fw_subject_counter sandbox-b "drop pod-local")
+frames v4-bcast
+fw_udp "$SB_B" 192.0.2.255 9000 0.3 || true
+check_eq "udp to 255.255.255.255 and the uplink's broadcast 192.0.2.255: pod-local drops" \
+	"$(($(fw_subject_counter sandbox-b "drop pod-local") - pl0))" 2
 
 ip -n "$NS_POD" addr add 198.51.100.77/32 dev lo
 check "an address added to the pod is learned" \

@@ -116,6 +116,8 @@ def attack(name, a, ident):
                 ip4(s4, d4, UDP, body[16:], ident, off=16)]
     if name == "v4-loopback":
         return [ip4(s4, "127.0.0.1", UDP, udp(40000, 8081, data), ident)]
+    if name == "v4-bcast":
+        return [ip4(s4, "255.255.255.255", UDP, udp(40000, 8081, data), ident)]
     if name == "v6-loopback":
         return [ip6(s6, "::1", UDP, udp(40000, 8081, data))]
     if name == "v4mapped-dst":

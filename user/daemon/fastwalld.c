@@ -123,7 +123,8 @@ static void on_link(void *ctx, const struct fw_link *l)
 }
 
 /* Loopback (127.0.0.0/8, ::1) and link-local (fe80::/10) destinations are
- * pod-local in the data plane by prefix: no need to spend entries. */
+ * pod-local in the data plane by prefix (fw_is_pod_local): no need to
+ * spend entries on them. */
 static bool pod_local_by_prefix(const struct fw_ip *a)
 {
 	static const struct fw_ip lo6 = {.b = {[15] = 1}};
@@ -154,8 +155,12 @@ static void on_addr(void *ctx, const struct fw_ifaddr *a)
 			fw_addr_str(&a->addr, text, sizeof(text)), a->ifindex);
 		return;
 	}
-	if (i < d->npod_addrs)
+	if (i < d->npod_addrs) {
+		/* the same address again: its broadcast may have changed */
+		d->pod_addrs[i] = *a;
+		d->pod_addrs_dirty = true;
 		return;
+	}
 	if (d->npod_addrs == d->pod_addrs_cap) {
 		size_t cap = d->pod_addrs_cap ? d->pod_addrs_cap * 2 : 16;
 		struct fw_ifaddr *v = realloc(d->pod_addrs, cap * sizeof(*v));
@@ -200,18 +205,33 @@ static int local_write(struct fw_daemon *d, const struct fw_cfg *cfg, bool *full
 	size_t n = 0;
 	int err;
 
-	all = calloc(cfg->nlocal + d->npod_addrs + 1, sizeof(*all));
+	all = calloc(cfg->nlocal + 3 * d->npod_addrs + 1, sizeof(*all));
 	if (!all)
 		return -ENOMEM;
 	for (size_t i = 0; i < cfg->nlocal; i++)
 		all[n++] = cfg->local[i];
 	for (size_t i = 0; i < d->npod_addrs; i++) {
-		size_t j;
+		const struct fw_ifaddr *a = &d->pod_addrs[i];
+		struct fw_ip cand[3];
+		size_t nc = 0;
 
-		for (j = 0; j < n && memcmp(&all[j], &d->pod_addrs[i].addr, sizeof(*all)); j++)
-			;
-		if (j == n)
-			all[n++] = d->pod_addrs[i].addr;
+		cand[nc++] = a->addr;
+		if (a->has_brd)
+			cand[nc++] = a->brd;
+		/* the kernel routes the subnet's broadcast address to itself
+		 * whether or not the address was given one */
+		if (fw_addr_family(&a->addr) == FW_FAM_V4 && a->plen <= 30) {
+			cand[nc] = a->addr;
+			cand[nc++].w[3] |= htonl(~0u >> a->plen);
+		}
+		for (size_t c = 0; c < nc; c++) {
+			size_t j;
+
+			for (j = 0; j < n && memcmp(&all[j], &cand[c], sizeof(*all)); j++)
+				;
+			if (j == n)
+				all[n++] = cand[c];
+		}
 	}
 	*full = n > FW_MAX_LOCAL || d->pod_addrs_lost;
 	if (*full)

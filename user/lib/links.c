@@ -48,21 +48,22 @@ static void parse_link(const struct nlmsghdr *nh, fw_link_cb cb, void *ctx)
 		cb(ctx, &link);
 }
 
-static void emit_addr(fw_addr_cb cb, void *ctx, struct fw_ifaddr *a, int family,
-		      const struct rtattr *rta)
+/* An address attribute into a fw_ip; false when it is too short. */
+static bool addr_of(int family, const struct rtattr *rta, struct fw_ip *out)
 {
 	size_t plen = RTA_PAYLOAD(rta);
 
-	memset(&a->addr, 0, sizeof(a->addr));
+	memset(out, 0, sizeof(*out));
 	if (family == AF_INET && plen >= 4) {
-		a->addr.w[2] = htonl(0x0000ffff);
-		memcpy(&a->addr.w[3], RTA_DATA(rta), 4);
-	} else if (family == AF_INET6 && plen >= 16) {
-		memcpy(&a->addr, RTA_DATA(rta), 16);
-	} else {
-		return;
+		out->w[2] = htonl(0x0000ffff);
+		memcpy(&out->w[3], RTA_DATA(rta), 4);
+		return true;
 	}
-	cb(ctx, a);
+	if (family == AF_INET6 && plen >= 16) {
+		memcpy(out, RTA_DATA(rta), 16);
+		return true;
+	}
+	return false;
 }
 
 static void parse_addr(const struct nlmsghdr *nh, fw_addr_cb cb, void *ctx)
@@ -78,6 +79,7 @@ static void parse_addr(const struct nlmsghdr *nh, fw_addr_cb cb, void *ctx)
 	if (ifa->ifa_family != AF_INET && ifa->ifa_family != AF_INET6)
 		return;
 	a.ifindex = (int)ifa->ifa_index;
+	a.plen = ifa->ifa_prefixlen;
 	a.removed = nh->nlmsg_type == RTM_DELADDR;
 	len = nh->nlmsg_len - NLMSG_LENGTH(sizeof(*ifa));
 	for (rta = IFA_RTA(ifa); RTA_OK(rta, len); rta = RTA_NEXT(rta, len)) {
@@ -95,10 +97,11 @@ static void parse_addr(const struct nlmsghdr *nh, fw_addr_cb cb, void *ctx)
 	}
 	/* IFA_LOCAL is ours; IFA_ADDRESS is the peer's on point-to-point
 	 * links, and ours otherwise (IPv6 sends only it) */
-	if (local || address)
-		emit_addr(cb, ctx, &a, ifa->ifa_family, local ? local : address);
+	if (!(local || address) || !addr_of(ifa->ifa_family, local ? local : address, &a.addr))
+		return;
 	if (brd)
-		emit_addr(cb, ctx, &a, ifa->ifa_family, brd);
+		a.has_brd = addr_of(ifa->ifa_family, brd, &a.brd);
+	cb(ctx, &a);
 }
 
 /* Walks one datagram; returns 1 at NLMSG_DONE, 0 to read on, or -errno. */

@@ -20,11 +20,14 @@ struct fw_link {
 
 typedef void (*fw_link_cb)(void *ctx, const struct fw_link *link);
 
-/* An interface address (IPv4 stored v4-mapped), or an IPv4 broadcast
- * address, which reaches the namespace's stack as well. */
+/* An interface address (IPv4 stored v4-mapped) with its prefix length and
+ * the broadcast address the kernel was given for it, if any. */
 struct fw_ifaddr {
 	int ifindex;
 	struct fw_ip addr;
+	struct fw_ip brd; /* with has_brd */
+	unsigned char plen;
+	bool has_brd;
 	bool removed;
 };
 

@@ -141,9 +141,12 @@ static __always_inline __u32 fw_decide(struct __sk_buff *skb, const struct fw_co
 		return FW_DROP_DENYING;
 	if (fw_is_l4_port(pkt, 853))
 		return FW_DROP_DOT;
-	/* FW_CF_LOCAL_FULL: fastwalld could not write every pod address */
-	if (fw_is_pod_local(s, pkt->family, &pkt->dst) || (cfg->flags & FW_CF_LOCAL_FULL))
+	if (fw_is_pod_local(s, pkt->family, &pkt->dst))
 		return fw_pod_local(cfg, pkt);
+	/* fastwalld could not write every pod address: any destination may
+	 * be one, and none of its exceptions (DNS, ports) can be trusted */
+	if (cfg->flags & FW_CF_LOCAL_FULL)
+		return FW_DROP_POD_LOCAL;
 	if (s->private_plen[fam] &&
 	    fw_ip_in_prefix(&pkt->dst, &s->private_net[fam], s->private_plen[fam]))
 		return FW_DROP_SIBLING;

@@ -272,10 +272,9 @@ struct fw_port_key {
 #define FW_CF_DOH_STRICT (1u << 1) /* drop all TCP 443 */
 #define FW_CF_DNS_PROXY	 (1u << 2) /* DNS to the gateway goes to the proxy */
 #define FW_CF_DNS_ALL	 (1u << 3) /* ... and DNS to any destination too */
-#define FW_CF_LOCAL_FULL                                                                           \
-	(1u << 4) /* the pod's addresses did not fit in                                            \
-		   * fastwall_local: every destination is                                          \
-		   * pod-local (fail closed) */
+/* the pod's addresses did not fit in fastwall_local: fail closed, every
+ * destination not known to be pod-local drops as pod-local */
+#define FW_CF_LOCAL_FULL (1u << 4)
 
 struct fw_config {
 	__u32 flags;		   /* FW_CF_* */

@@ -1058,6 +1058,8 @@ static const struct row rows[] = {
 	/* fastwalld could not write every pod address: fail closed */
 	{"local set full: everything is pod-local", .setup = local_full,
 	 .pkt = TCP4(BETA4, OK4, 40000, 80), DROP(FW_DROP_POD_LOCAL), .subject = "beta"},
+	{"local set full: DNS to any other resolver drops", .pkt = UDP4(BETA4, OK4, 40000, 53),
+	 DROP(FW_DROP_POD_LOCAL), .subject = "beta"},
 	{"local set full: DNS to the gateway still passes",
 	 .pkt = UDP4(ALPHA4, ALPHA_GW4, 40000, 53), PASS(FW_PASS_DNS_LOCAL), .subject = "alpha"},
 	{"local set fits again", .setup = doh_off, .pkt = TCP4(BETA4, OK4, 40000, 80),

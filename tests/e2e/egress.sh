@@ -290,6 +290,21 @@ check "event: sandbox-d default-deny on the late port" \
 check_fails "no deny events for allowed traffic (sandbox-b default-allow)" \
 	grep -qE 'deny subject=sandbox-b reason=default-allow' "$FW_LOG"
 
+echo "# more pod addresses than fastwall_local holds: fail closed"
+check "before: sandbox-a -> 198.51.100.10:80 allowed" fw_http "$SB_A" http://198.51.100.10/
+for i in $(seq 1 300); do printf 'addr add 2001:db8:ff::%x/128 dev lo nodad\n' "$i"; done >"$FW_TMP/addrs"
+ip -n "$NS_POD" -batch "$FW_TMP/addrs"
+check "fastwalld says the pod-local addresses are incomplete" \
+	fw_wait_log 'pod-local addresses are incomplete' 1 10
+pl0=$(fw_subject_counter sandbox-a "drop pod-local")
+check_fails "meanwhile sandbox-a -> 198.51.100.10:80 drops" fw_http "$SB_A" http://198.51.100.10/ 1
+check_ge "as pod-local" "$(fw_subject_counter sandbox-a "drop pod-local")" $((pl0 + 1))
+check "DNS to the gateway still answered" fw_dns "$SB_A" 10.42.0.1
+sed 's/^addr add/addr del/' "$FW_TMP/addrs" >"$FW_TMP/addrs-del"
+ip -n "$NS_POD" -batch "$FW_TMP/addrs-del"
+check "they fit again" fw_wait_log 'the pod-local addresses fit again' 1 10
+check "after: sandbox-a -> 198.51.100.10:80 allowed again" fw_http "$SB_A" http://198.51.100.10/
+
 echo "# an interface whose ifindex passes 65535"
 SB_Z=$(fw_sb_ns z)
 fw_netns_add "$SB_Z"

@@ -253,18 +253,19 @@ static void local_sync(struct fw_daemon *d)
 	d->pod_addrs_dirty = false;
 	err = local_write(d, &d->cfg, &full);
 	if (err) {
-		/* what is in the map stays; the next change tries again */
+		/* a new address may be missing: fail closed until the next
+		 * change writes them all */
 		fw_err("can't update the pod-local addresses: %s", strerror(-err));
 		d->pod_addrs_dirty = true;
-		return;
+		full = true;
 	}
 	if (full == d->local_full)
 		return;
 	d->local_full = full;
 	if (full) {
 		d->kcfg.flags |= FW_CF_LOCAL_FULL;
-		fw_err("more than %d pod-local addresses: every destination is treated as "
-		       "pod-local until some are gone",
+		fw_err("the pod-local addresses are incomplete (more than %d, or an update "
+		       "failed): every other destination drops as pod-local until they fit",
 		       FW_MAX_LOCAL);
 	} else {
 		d->kcfg.flags &= ~FW_CF_LOCAL_FULL;
@@ -478,8 +479,8 @@ static int apply_datapath(struct fw_daemon *d, const struct fw_cfg *cfg)
 	if (!err)
 		err = local_write(d, cfg, &full);
 	if (!err && full && !d->local_full)
-		fw_err("more than %d pod-local addresses: every destination is treated as "
-		       "pod-local until some are gone",
+		fw_err("the pod-local addresses are incomplete (more than %d, or an update "
+		       "failed): every other destination drops as pod-local until they fit",
 		       FW_MAX_LOCAL);
 	if (full)
 		k.flags |= FW_CF_LOCAL_FULL;

@@ -188,6 +188,11 @@ frames v4-bcast
 fw_udp "$SB_B" 192.0.2.255 9000 0.3 || true
 check_eq "udp to 255.255.255.255 and the uplink's broadcast 192.0.2.255: pod-local drops" \
 	"$(($(fw_subject_counter sandbox-b "drop pod-local") - pl0))" 2
+pl0=$(fw_subject_counter sandbox-b "drop pod-local")
+fw_udp "$SB_B" 2001:db8:1:: 9000 0.3 || true
+fw_udp "$SB_B" 192.0.2.0 9000 0.3 || true
+check_eq "udp to the uplink's subnet-router anycast 2001:db8:1:: and network 192.0.2.0: pod-local drops" \
+	"$(($(fw_subject_counter sandbox-b "drop pod-local") - pl0))" 2
 
 ip -n "$NS_POD" addr add 198.51.100.77/32 dev lo
 check "an address added to the pod is learned" \

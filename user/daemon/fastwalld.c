@@ -205,24 +205,34 @@ static int local_write(struct fw_daemon *d, const struct fw_cfg *cfg, bool *full
 	size_t n = 0;
 	int err;
 
-	all = calloc(cfg->nlocal + 3 * d->npod_addrs + 1, sizeof(*all));
+	all = calloc(cfg->nlocal + 4 * d->npod_addrs + 1, sizeof(*all));
 	if (!all)
 		return -ENOMEM;
 	for (size_t i = 0; i < cfg->nlocal; i++)
 		all[n++] = cfg->local[i];
 	for (size_t i = 0; i < d->npod_addrs; i++) {
 		const struct fw_ifaddr *a = &d->pod_addrs[i];
-		struct fw_ip cand[3];
+		struct fw_ip cand[4];
 		size_t nc = 0;
 
 		cand[nc++] = a->addr;
 		if (a->has_brd)
 			cand[nc++] = a->brd;
-		/* the kernel routes the subnet's broadcast address to itself
-		 * whether or not the address was given one */
 		if (fw_addr_family(&a->addr) == FW_FAM_V4 && a->plen <= 30) {
+			/* the kernel routes the subnet's broadcast address to
+			 * itself whether or not the address was given one, and
+			 * older kernels the network address too */
 			cand[nc] = a->addr;
 			cand[nc++].w[3] |= htonl(~0u >> a->plen);
+			cand[nc] = a->addr;
+			cand[nc++].w[3] &= htonl(a->plen ? ~0u << (32 - a->plen) : 0);
+		} else if (fw_addr_family(&a->addr) == FW_FAM_V6 && a->plen <= 126) {
+			/* a forwarding node answers the subnet-router anycast
+			 * address (the prefix, host bits zero) itself */
+			cand[nc] = a->addr;
+			for (unsigned int b = a->plen; b < 128; b++)
+				cand[nc].b[b / 8] &= (__u8) ~(0x80u >> (b % 8));
+			nc++;
 		}
 		for (size_t c = 0; c < nc; c++) {
 			size_t j;

@@ -184,6 +184,15 @@ int fastwall_ingress(struct __sk_buff *skb)
 
 	if (pkt.frag_later) {
 		reason = fw_frag_verdict(&pkt, &subject);
+		/* from the datagram's own subject, on its own port: another
+		 * port must not add bytes to a sibling's passed datagram */
+		if (reason == FW_PASS_FRAGMENT) {
+			s = fw_subject_of(&pkt.src);
+			if (!s || s->id != subject)
+				reason = FW_DROP_FRAGMENT;
+			else if (s->ifindex != FW_IFINDEX_ANY && s->ifindex != skb->ifindex)
+				reason = FW_DROP_SPOOF;
+		}
 		return fw_verdict(skb, &pkt, subject, reason);
 	}
 
@@ -196,7 +205,7 @@ int fastwall_ingress(struct __sk_buff *skb)
 	/* a spoofed first fragment must not cancel its victim's datagram */
 	if (pkt.frag_first && reason < FW_REASON_FIRST_DROP)
 		fw_frag_note(cfg, &pkt, subject);
-	else if (pkt.frag_first && reason != FW_DROP_SPOOF)
+	else if (pkt.frag_first && reason != FW_DROP_SPOOF && reason != FW_DROP_MAC_SPOOF)
 		fw_frag_forget(&pkt);
 	return fw_verdict(skb, &pkt, subject, reason);
 }

@@ -1022,7 +1022,10 @@ static const struct row rows[] = {
 	 .pkt = UDP4(DELTA4, OK4, 40000, 80, FRAG_FIRST(0x500f), .payload = 64),
 	 DROP(FW_DROP_SPOOF), .subject = "delta"},
 	{"v4 the bound subject's later fragment still follows", .on_dummy = true,
-	 .pkt = UDP4(DELTA4, OK4, 0, 0, FRAG_LAST(0x500f, 9)), PASS(FW_PASS_FRAGMENT),
+	 .pkt = UDP4(DELTA4, OK4, 0, 0, FRAG_LATER(0x500f, 9)), PASS(FW_PASS_FRAGMENT),
+	 .subject = "delta"},
+	{"v4 frag attack: its later fragment sent from another port",
+	 .pkt = UDP4(DELTA4, OK4, 0, 0, FRAG_LAST(0x500f, 18)), DROP(FW_DROP_SPOOF),
 	 .subject = "delta"},
 
 	/* v4-mapped addresses in IPv6 packets are not IPv4 */

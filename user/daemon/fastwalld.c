@@ -69,9 +69,10 @@ struct fw_daemon {
 	struct fw_ifaddr *pod_addrs;
 	size_t npod_addrs, pod_addrs_cap;
 	bool pod_addrs_dirty;
-	bool pod_addrs_lost;   /* one did not fit in memory: fail closed */
-	bool local_full;       /* they did not fit: FW_CF_LOCAL_FULL is set */
-	struct fw_config kcfg; /* what apply_datapath wrote last */
+	bool pod_addrs_lost;	/* one did not fit in memory: fail closed */
+	bool pod_addrs_listing; /* within pod_addrs_dump */
+	bool local_full;	/* they did not fit: FW_CF_LOCAL_FULL is set */
+	struct fw_config kcfg;	/* what apply_datapath wrote last */
 };
 
 /* An interface is sandbox-facing when its name matches a configured glob
@@ -178,8 +179,10 @@ static void on_addr(void *ctx, const struct fw_ifaddr *a)
 	}
 	d->pod_addrs[d->npod_addrs++] = *a;
 	d->pod_addrs_dirty = true;
-	fw_info("pod address %s (ifindex %d) is pod-local",
-		fw_addr_str(&a->addr, text, sizeof(text)), a->ifindex);
+	/* a listing logs its count instead: it repeats what is known */
+	fw_log(d->pod_addrs_listing ? FW_LOG_DEBUG : FW_LOG_INFO,
+	       "pod address %s (ifindex %d) is pod-local",
+	       fw_addr_str(&a->addr, text, sizeof(text)), a->ifindex);
 }
 
 /* Lists the namespace's addresses again, from scratch. */
@@ -190,9 +193,16 @@ static int pod_addrs_dump(struct fw_daemon *d)
 	d->npod_addrs = 0;
 	d->pod_addrs_lost = false;
 	d->pod_addrs_dirty = true;
+	d->pod_addrs_listing = true;
 	err = fw_addrs_dump(on_addr, d);
-	if (err)
+	d->pod_addrs_listing = false;
+	if (err) {
+		/* fail closed: some may be missing */
 		fw_err("can't list the pod's addresses: %s", strerror(-err));
+		d->pod_addrs_lost = true;
+	} else {
+		fw_info("%zu pod addresses are pod-local", d->npod_addrs);
+	}
 	return err;
 }
 

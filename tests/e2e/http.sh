@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# End-to-end: a hostile client on the actions listener (the real fastwalld
+# in a pod namespace; the clients are python sockets bound to other
+# loopback addresses of that namespace). Idle and trickling connections
+# must not lock out the status endpoint, held bodies must not grow the
+# daemon without bound, a body framed two ways is refused.
+# Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
+set -uo pipefail
+
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap fw_act_cleanup EXIT
+trap 'exit 130' INT TERM
+fw_require
+
+ABUSE=$FW_E2E_DIR/http_abuse.py
+fw_topology
+fw_act_config keep 3
+fw_start_daemon || fw_die "fastwalld did not start"
+abuse() { fw_ns "$NS_POD" "$FW_PY" -S "$ABUSE" --port "$FW_ACT_PORT" "$@"; }
+
+echo "# idle sockets"
+check "1,100 idle sockets from 127.0.0.2: status from 127.0.0.1 answered within 3 s" \
+	abuse idle --flood-src 127.0.0.2 -n 1100 --timeout 3
+check "and again at once (the refused ones did not pile up)" \
+	abuse idle --flood-src 127.0.0.2 -n 200 --timeout 3
+
+echo "# trickled headers"
+check "headers trickled a byte every 0.5 s: closed by the 10 s header deadline" \
+	abuse --src 127.0.0.3 trickle --every 0.5 --within 13
+
+echo "# body framing"
+check "two different Content-Length headers: 400" abuse framing two-lengths
+check "Content-Length with Transfer-Encoding: chunked: 400" abuse framing length-and-chunked
+fw_act_req GET /_fastlet/v1/actions/status
+check_code "status still 200 afterwards" 200
+
+echo "# held bodies"
+check "96 bodies of 1 MB held open: daemon grows < 56 MiB, the excess answered 503" \
+	abuse bodies --pid "$FW_DAEMON_PID" --srcs 127.0.0.10,127.0.0.11 -n 96 --size 1000000 --max-mib 56
+fw_act_req GET /_fastlet/v1/actions/status
+check_code "status still 200 afterwards" 200
+check "fastwalld still running" kill -0 "$FW_DAEMON_PID"
+
+fw_summary

@@ -4,7 +4,8 @@
 # in a pod namespace; the clients are python sockets bound to other
 # loopback addresses of that namespace). Idle and trickling connections
 # must not lock out the status endpoint, held bodies must not grow the
-# daemon without bound, a body framed two ways is refused.
+# daemon without bound, a body framed two ways is refused, a uid cannot
+# forge a log record.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
 set -uo pipefail
 
@@ -35,6 +36,16 @@ check "two different Content-Length headers: 400" abuse framing two-lengths
 check "Content-Length with Transfer-Encoding: chunked: 400" abuse framing length-and-chunked
 fw_act_req GET /_fastlet/v1/actions/status
 check_code "status still 200 afterwards" 200
+
+echo "# control characters in a uid"
+FORGED='2026-12-01T00:00:00.000Z info  subject sb-victim: removed (id 1)'
+fw_act REMOVE_BINDING $'sb-evil\n'"$FORGED"$'\e[2K'
+check_reply "a uid with a newline and an escape: 400" 400 \
+	"invalid action envelope: sandbox.uid must not contain control characters"
+fw_act_req PUT /policy -H $'X-Fast-Sandbox-Uid: sb-evil\e[31m' --data-binary '{"defaultAction":"deny"}'
+check_reply "a uid header with an escape: 400" 400 "missing or invalid X-Fast-Sandbox-Uid"
+check_fails "no forged record in the log" grep -q "^$FORGED" "$FW_LOG"
+check_fails "no escape byte in the log" grep -q $'\e' "$FW_LOG"
 
 echo "# held bodies"
 check "96 bodies of 1 MB held open: daemon grows < 56 MiB, the excess answered 503" \

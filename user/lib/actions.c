@@ -211,7 +211,7 @@ static bool valid_uid_header(const char *raw, char *buf, size_t len)
 	if (n == 0 || n > FW_UID_MAX || n >= len)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (s[i] == '/' || s[i] == '\\' || s[i] == '\0')
+		if (s[i] == '/' || s[i] == '\\' || (unsigned char)s[i] < 0x20 || s[i] == 0x7f)
 			return false;
 	memcpy(buf, s, n);
 	buf[n] = '\0';

@@ -298,6 +298,14 @@ static int validate(struct fw_envelope *env, struct raw_envelope *raw, char *rea
 		set_reason(reason, rlen, "sandbox.uid is required");
 		return -EINVAL;
 	}
+	/* a uid names the subject in logs, the CLI and metrics: a newline
+	 * or a terminal escape in it has no business there */
+	for (const unsigned char *c = (const unsigned char *)env->uid; *c; c++) {
+		if (*c < 0x20 || *c == 0x7f) {
+			set_reason(reason, rlen, "sandbox.uid must not contain control characters");
+			return -EINVAL;
+		}
+	}
 	/* 3 */
 	if (strcmp(raw->operation, "SET_BINDING") == 0) {
 		env->op = FW_OP_SET_BINDING;

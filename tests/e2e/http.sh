@@ -17,6 +17,7 @@ fw_require
 
 ABUSE=$FW_E2E_DIR/http_abuse.py
 fw_topology
+fw_sandbox s 9
 fw_act_config keep 3
 fw_start_daemon || fw_die "fastwalld did not start"
 abuse() { fw_ns "$NS_POD" "$FW_PY" -S "$ABUSE" --port "$FW_ACT_PORT" "$@"; }
@@ -46,6 +47,35 @@ fw_act_req PUT /policy -H $'X-Fast-Sandbox-Uid: sb-evil\e[31m' --data-binary '{"
 check_reply "a uid header with an escape: 400" 400 "missing or invalid X-Fast-Sandbox-Uid"
 check_fails "no forged record in the log" grep -q "^$FORGED" "$FW_LOG"
 check_fails "no escape byte in the log" grep -q $'\e' "$FW_LOG"
+
+echo "# secrets in errors"
+# a vault body with its value unquoted: jansson's message quotes the token
+BROKEN='{"credentials":[{"name":"gh","source":{"type":"inline","value":nullSecretabcdef0123}}]}'
+# cached before the binding, so parsed when the binding flushes them
+fw_act_req PUT /policy -H 'X-Fast-Sandbox-Uid: sb-s' --data-binary "$BROKEN"
+check_code "a policy push for a uid not bound yet: cached" 202
+fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: sb-s' --data-binary "$BROKEN"
+check_code "a vault push for it: cached" 202
+NET_S=(--ip 10.42.0.9 --veth sb-s --gw 10.42.0.1 --cidr 10.42.0.0/24)
+fw_act SET_BINDING sb-s "${NET_S[@]}"
+check_code "SET_BINDING sb-s: 200" 200
+fw_act LIFECYCLE_HOOK sb-s "${NET_S[@]}" --hook data-plane-ready
+check_code "data-plane-ready sb-s: 200" 200
+for m in PUT POST PATCH DELETE; do
+	fw_act_req "$m" /policy -H 'X-Fast-Sandbox-Uid: sb-s' --data-binary "$BROKEN"
+	check "$m /policy with a broken vault body: 400 without the secret" \
+		bash -c 'echo "$1 $2"; [ "$1" = 400 ] && [[ $2 != *Secretabcdef* ]] && [[ $2 != *abcdef0123* ]]' _ \
+		"$FW_ACT_CODE" "$FW_ACT_BODY"
+done
+for m in POST PATCH; do
+	fw_act_req "$m" /credential-vault -H 'X-Fast-Sandbox-Uid: sb-s' --data-binary "$BROKEN"
+	check "$m /credential-vault with it: 400 without the secret" \
+		bash -c 'echo "$1 $2"; [ "$1" = 400 ] && [[ $2 != *Secretabcdef* ]]' _ "$FW_ACT_CODE" "$FW_ACT_BODY"
+done
+fw_act_post "$BROKEN"
+check "POST /_fastlet/v1/actions with it: 400 without the secret" \
+	bash -c 'echo "$1 $2"; [ "$1" = 400 ] && [[ $2 != *Secretabcdef* ]]' _ "$FW_ACT_CODE" "$FW_ACT_BODY"
+check_fails "the secret is nowhere in the log" grep -qE 'Secretabcdef|abcdef0123' "$FW_LOG"
 
 echo "# held bodies"
 check "96 bodies of 1 MB held open: daemon grows < 56 MiB, the excess answered 503" \

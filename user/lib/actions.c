@@ -258,7 +258,9 @@ static int parse_targets(const char *body, size_t len, char ***out, size_t *n, c
 	*n = 0;
 	root = json_loadb(body, len, 0, &jerr);
 	if (!root) {
-		snprintf(err, errlen, "malformed JSON: %s", jerr.text);
+		char why[128];
+
+		snprintf(err, errlen, "malformed JSON: %s", fw_json_error(&jerr, why, sizeof(why)));
 		return -EINVAL;
 	}
 	arr = json_is_object(root) ? json_object_get(root, "targets") : root;

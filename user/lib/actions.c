@@ -451,24 +451,11 @@ static void flush_one(const struct fw_push *push, void *arg)
 	struct flush_ctx *fc = arg;
 	struct fw_reply r = {};
 
-	if (push->kind == FW_PUSH_POLICY && state_of(fc->e) != FW_STATE_ACTIVE) {
-		/* A push that was cached (202 "push cached") for this binding's
-		 * generation was accepted before the binding existed: it
-		 * applies to the pending policy, which data-plane-ready makes
-		 * active. A live push to a denying subject is refused instead. */
-		struct fw_proto *p = fc->e->priv;
-		struct fw_policy next;
-		char err[256];
-
-		r.status = 409;
-		if (p && p->has_pending &&
-		    !pushed_policy(push->method, &p->pending, push->body, push->len, &next, err,
-				   sizeof(err))) {
-			fw_policy_free(&p->pending);
-			p->pending = next;
-			r.status = 200;
-		}
-	} else if (push->kind == FW_PUSH_POLICY) {
+	/* A cached policy push meets the subject as a live one would: a
+	 * denying subject answers it 202 and keeps the binding input, which
+	 * is authoritative, so the vault pushes after it are checked
+	 * against the binding's own policy. */
+	if (push->kind == FW_PUSH_POLICY) {
 		policy_push_locked(fc->a, fc->e, push->method, push->generation, push->body,
 				   push->len, &r);
 	} else {
@@ -477,7 +464,10 @@ static void flush_one(const struct fw_push *push, void *arg)
 	}
 	fw_info("subject %s: cached %s push %s %s (%d)", push->uid,
 		push->kind == FW_PUSH_POLICY ? "policy" : "vault", push->method,
-		r.status < 300 ? "applied" : "dropped", r.status);
+		r.status == 202	 ? "not stored: the binding input is authoritative"
+		: r.status < 300 ? "applied"
+				 : "dropped",
+		r.status);
 	fw_reply_free(&r);
 }
 

@@ -507,6 +507,20 @@ static void set_binding(struct fw_actions *a, struct fw_envelope *env, struct fw
 		reply_text(out, 409, "sandbox.uid %s names a static subject", env->uid);
 		goto out;
 	}
+	/* the static configuration owns its addresses: a binding never takes
+	 * one over (nor would the static subject get it back on removal) */
+	for (size_t i = 0; i < b.naddrs; i++) {
+		char owner[FW_NAME_LEN], ip[FW_ADDR_STRLEN];
+		enum fw_origin origin;
+
+		if (fw_reg_addr_owner(a->reg, &b.addrs[i], owner, sizeof(owner), &origin) == 0 &&
+		    origin == FW_ORIGIN_STATIC) {
+			reply_text(out, 409, "address %s belongs to static subject %s",
+				   fw_addr_str(&b.addrs[i], ip, sizeof(ip)), owner);
+			fw_policy_free(&pol);
+			goto out;
+		}
+	}
 	p = proto_of(e);
 	if (!p) {
 		reply_text(out, 500, "out of memory");
@@ -877,7 +891,18 @@ void fw_actions_vault_active(struct fw_actions *a, const char *client_ip, const 
 		reply_text(out, 400, "missing or malformed clientIp");
 		return;
 	}
-	err = fw_vault_store_active_by_ip(a->vaults, &ip, &json, out->etag);
+	{
+		/* served only while the vault's subject owns the address: a
+		 * static subject may have taken it over on a reload */
+		char owner[FW_NAME_LEN];
+		enum fw_origin origin;
+
+		err = fw_reg_addr_owner(a->reg, &ip, owner, sizeof(owner), &origin);
+		if (!err && origin != FW_ORIGIN_ACTIONS)
+			err = -ENOENT;
+		if (!err)
+			err = fw_vault_store_active_for(a->vaults, &ip, owner, &json, out->etag);
+	}
 	if (err) {
 		reply_text(out, 404, "no credential vault for %s", client_ip);
 		return;
@@ -941,6 +966,41 @@ void fw_actions_fini(struct fw_actions *a)
 	fw_pending_free(a->pending);
 	a->vaults = NULL;
 	a->pending = NULL;
+}
+
+void fw_actions_reclaim(struct fw_actions *a)
+{
+	char(*names)[FW_NAME_LEN];
+	size_t n;
+
+	names = fw_reg_protocol_names(a->reg, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct fw_entry *e = fw_reg_get(a->reg, names[i], false);
+		struct fw_proto *p;
+		struct fw_policy none;
+		int err;
+
+		if (!e)
+			continue;
+		p = e->priv;
+		if (e->id && e->meta.origin == FW_ORIGIN_ACTIONS && p &&
+		    e->naddrs < p->binding.naddrs) {
+			size_t before = e->naddrs;
+
+			fw_policy_init(&none);
+			err = program(a, e, &p->binding,
+				      state_of(e) == FW_STATE_ACTIVE ? &p->current : &none,
+				      state_of(e), e->meta.fence_hash);
+			if (err)
+				fw_err("subject %s: can't take its addresses back: %s", names[i],
+				       strerror(-err));
+			else if (e->naddrs > before)
+				fw_info("subject %s: took back %zu of its addresses", names[i],
+					e->naddrs - before);
+		}
+		fw_reg_put(a->reg, e);
+	}
+	free(names);
 }
 
 void fw_actions_tick(struct fw_actions *a)

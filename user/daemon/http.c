@@ -196,6 +196,18 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
 	return MHD_YES;
 }
 
+static void body_release(struct fw_req *req)
+{
+	if (req->buf) {
+		/* vault bodies carry secrets: leave nothing behind in the heap */
+		explicit_bzero(req->buf, req->cap);
+		free(req->buf);
+	}
+	atomic_fetch_sub(&req->h->body_bytes, req->cap);
+	req->buf = NULL;
+	req->len = req->cap = 0;
+}
+
 /* Room for need bytes: doubling, capped at the largest body, and taken
  * from the listener-wide budget. -ENOBUFS past the budget. */
 static int body_grow(struct fw_req *req, size_t need)
@@ -268,10 +280,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*upload_data_size = 0;
 		if (req->too_large || req->over_budget || req->len + n > FW_ENV_BODY_MAX) {
 			req->too_large = !req->over_budget;
+			body_release(req); /* drained, never kept */
 			return MHD_YES;
 		}
 		if (req->len + n + 1 > req->cap && body_grow(req, req->len + n + 1)) {
+			/* what it had so far goes too: it will be answered 503,
+			 * and the budget is a bound only if a refused body
+			 * holds nothing while it drains */
 			req->over_budget = true;
+			body_release(req);
 			return MHD_YES;
 		}
 		memcpy(req->buf + req->len, upload_data, n);
@@ -317,11 +334,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	/* a kept-alive connection has until then for its next headers */
 	conn_set_deadline(c, FW_HTTP_HEADER_S);
 	if (req) {
-		/* vault bodies carry secrets: leave nothing behind in the heap */
-		if (req->buf)
-			explicit_bzero(req->buf, req->cap);
-		free(req->buf);
-		atomic_fetch_sub(&req->h->body_bytes, req->cap);
+		body_release(req);
 		free(req);
 	}
 	*con_cls = NULL;

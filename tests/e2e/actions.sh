@@ -300,8 +300,10 @@ fw_act SET_BINDING u-p --ip 10.42.0.61 --veth sb-p --input "$POL_A" --gen 7
 check_reply "SET_BINDING u-p (specGeneration 7 = cached push's): 200 {}" 200 "$EMPTY"
 fw_act LIFECYCLE_HOOK u-p --ip 10.42.0.61 --veth sb-p --hook data-plane-ready --gen 7
 check_reply "data-plane-ready u-p: 200 {}" 200 "$EMPTY"
-check_eq "cached push with the binding's generation applied (GET /policy after activation)" \
-	"$(policy_of u-p)" "$(norm "$P1")"
+check "the cached push met a denying subject: 202, not stored" \
+	fw_wait_log 'subject u-p: cached policy push POST not stored: the binding input is authoritative \(202\)'
+check_eq "the binding input is what data-plane-ready activated (GET /policy)" \
+	"$(policy_of u-p)" "$(norm "$POL_A")"
 fw_act SET_BINDING u-q --ip 10.42.0.62 --veth sb-q --input "$POL_A" --gen 8
 check_reply "SET_BINDING u-q (specGeneration 8 != cached push's 7): 200 {}" 200 "$EMPTY"
 fw_act LIFECYCLE_HOOK u-q --ip 10.42.0.62 --veth sb-q --hook data-plane-ready --gen 8
@@ -433,6 +435,33 @@ fw_act REMOVE_BINDING u-vq --ip 10.42.0.64
 check_reply "REMOVE_BINDING u-vq: 200 {}" 200 "$EMPTY"
 fw_act_req GET /credential-vault -H 'X-Fast-Sandbox-Uid: u-vq'
 check_code "REMOVE_BINDING dropped the vault: GET 404" 404
+
+# the reference's smoke test 6: a policy push and a vault push cached
+# before the binding; the vault is checked against the binding's own input
+# (POL_A allows api.example.com, the cached P1 does not) and stored while
+# the subject is still denying; the policy push is not stored
+fw_act_req POST /policy -H 'X-Fast-Sandbox-Uid: u-s6' --data-binary "$P1"
+check_reply "smoke 6: policy push cached" 202 "$PEND"
+fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-s6' --data-binary "$(vault_body "$SECRET" api.example.com)"
+check_reply "smoke 6: vault push cached" 202 ""
+fw_act SET_BINDING u-s6 --ip 10.42.0.66 --veth sb-s6 --input "$POL_A" --gen 1
+check_reply "smoke 6: SET_BINDING 200 {}" 200 "$EMPTY"
+check_eq "smoke 6: the subject is denying" "$(fw_subj u-s6 state)" denying
+fw_act_req GET /credential-vault -H 'X-Fast-Sandbox-Uid: u-s6'
+check "smoke 6: the cached vault was flushed against the binding input: GET 200 with b1" \
+	eval '[ "$FW_ACT_CODE" = 200 ] && [[ $FW_ACT_BODY == *"\"b1\""* ]] && [[ $FW_ACT_BODY != *SECRET* ]]'
+check "smoke 6: log: the vault applied (201), the policy not stored (202)" \
+	eval "fw_wait_log 'subject u-s6: cached vault push POST applied \\(201\\)' &&
+		fw_wait_log 'subject u-s6: cached policy push POST not stored: the binding input is authoritative \\(202\\)'"
+fw_act LIFECYCLE_HOOK u-s6 --ip 10.42.0.66 --veth sb-s6 --hook data-plane-ready --gen 1
+check_eq "smoke 6: data-plane-ready activates the binding input" "$(policy_of u-s6)" "$(norm "$POL_A")"
+fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-s6g' -H 'X-Fast-Sandbox-Generation: 3' \
+	--data-binary "$(vault_body "$SECRET" api.example.com)"
+fw_act SET_BINDING u-s6g --ip 10.42.0.67 --veth sb-s6g --input "$POL_A" --gen 4
+fw_act_req GET /credential-vault -H 'X-Fast-Sandbox-Uid: u-s6g'
+check_code "a cached vault push of another generation is dropped at the flush: GET 404" 404
+fw_act REMOVE_BINDING u-s6 --ip 10.42.0.66
+fw_act REMOVE_BINDING u-s6g --ip 10.42.0.67
 
 echo "# fencing: rebind, stale removal, removal"
 fw_act SET_BINDING u-b "${NET_B[@]}" --input "$POL_A" --att sha256:b1

@@ -499,3 +499,59 @@ Test(policy_json, remove_table)
 		fw_policy_free(&p);
 	}
 }
+
+/* Whether err holds any 6-byte run of secret. */
+static bool leaks(const char *e, const char *secret)
+{
+	size_t n = strlen(secret);
+
+	for (size_t i = 0; i + 6 <= n; i++)
+		if (memmem(e, strlen(e), secret + i, 6))
+			return true;
+	return false;
+}
+
+#define LEAKY	 "sk-live-0123456789abcdef"
+#define VAULT_AT "{\"credentials\":[{\"name\":\"gh\",\"source\":{\"type\":\"inline\",\"value\":"
+
+/* Vault bodies gone wrong in the ways a hand-edited push goes wrong, with
+ * the secret where jansson's "near '...'" quotes the input. */
+static const struct {
+	const char *body, *secret;
+} broken_vaults[] = {
+	{VAULT_AT "\"" LEAKY, LEAKY},
+	{VAULT_AT "\"" LEAKY "\n\"}}]}", LEAKY},
+	{VAULT_AT "\"" LEAKY "\\q\"}}]}", LEAKY},
+	{VAULT_AT "\"" LEAKY "\xff\"}}]}", LEAKY},
+	{VAULT_AT "\"" LEAKY "\"}}]}}", LEAKY},
+	{VAULT_AT "\"x\" \"" LEAKY "\"}}]}", LEAKY},
+	/* unquoted: jansson quotes these tokens whole */
+	{VAULT_AT "nullSecretabcdef}}]}", "Secretabcdef"},
+	{VAULT_AT "9876543210abcdef0123}}]}", "abcdef0123"},
+	{VAULT_AT "1234567890123e99999}}]}", "1234567890123e99999"},
+};
+
+Test(policy_json, errors_never_quote_a_secret)
+{
+	struct fw_policy p;
+
+	for (size_t i = 0; i < sizeof(broken_vaults) / sizeof(broken_vaults[0]); i++) {
+		cr_assert_eq(from(broken_vaults[i].body, &p), -EINVAL, "case %zu parsed", i);
+		cr_assert(strncmp(err, "malformed policy JSON: ", 23) == 0, "%s", err);
+		cr_assert_not(leaks(err, broken_vaults[i].secret), "case %zu: %s", i, err);
+	}
+}
+
+Test(policy_json, envelope_errors_never_quote_a_secret)
+{
+	struct fw_envelope env;
+
+	for (size_t i = 0; i < sizeof(broken_vaults) / sizeof(broken_vaults[0]); i++) {
+		const char *b = broken_vaults[i].body;
+
+		err[0] = '\0';
+		cr_assert_eq(fw_envelope_parse(b, strlen(b), &env, err, sizeof(err)), -EINVAL);
+		cr_assert(strncmp(err, "malformed JSON: ", 16) == 0, "%s", err);
+		cr_assert_not(leaks(err, broken_vaults[i].secret), "case %zu: %s", i, err);
+	}
+}

@@ -555,6 +555,8 @@ static void reload(struct fw_daemon *d)
 	ret = apply_datapath(d, &next);
 	if (!ret)
 		ret = fw_reg_sync_static(&d->reg, &next, false);
+	if (d->actions_on)
+		fw_actions_reclaim(&d->actions); /* addresses a removed static subject held */
 	fw_cfg_free(&d->cfg);
 	d->cfg = next;
 	if (!d->level_forced)

@@ -7,12 +7,17 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "envelope.h"
@@ -21,22 +26,52 @@
 #include "secmem.h"
 
 #define FW_HTTP_THREADS	  4
-#define FW_HTTP_TIMEOUT_S 30
-#define FW_HTTP_MAX_CONN  1024
+#define FW_HTTP_TIMEOUT_S 10 /* libmicrohttpd's idle timeout: no byte for that long */
+#define FW_HTTP_MAX_CONN  4096
+/* One address holds at most this many connections, so one client that
+ * opens sockets and sits on them cannot lock out the others (the Fastlet
+ * asking for status). */
+#define FW_HTTP_PER_IP 64
+/* Deadlines a connection must meet however slowly it trickles bytes (the
+ * idle timeout restarts on every byte): its request headers within
+ * FW_HTTP_HEADER_S of connecting, or of the previous reply on a kept-alive
+ * connection; the body within FW_HTTP_REQUEST_S of the headers. */
+#define FW_HTTP_HEADER_S  10
+#define FW_HTTP_REQUEST_S 30
+/* Bodies being received, all connections together: past it a request is
+ * drained and answered 503 instead of being held. */
+#define FW_HTTP_BODY_BUDGET (32u << 20)
+
+/* A connection the reaper watches, from libmicrohttpd's notify-connection
+ * callback. */
+struct fw_http_conn {
+	int fd;
+	_Atomic uint64_t deadline_ms; /* CLOCK_MONOTONIC; UINT64_MAX once shut down */
+	struct fw_http_conn *prev, *next;
+};
 
 struct fw_http {
 	struct fw_actions *a;
 	struct MHD_Daemon *tcp;
 	struct MHD_Daemon *unix_d;
 	char unix_path[108];
+	/* the reaper: shuts down connections past their deadline */
+	pthread_t reaper;
+	bool reaper_started, stopping;
+	pthread_mutex_t lock; /* conns, stopping */
+	pthread_cond_t wake;
+	struct fw_http_conn *conns;
+	atomic_size_t body_bytes; /* sum of every fw_req's cap */
 };
 
 /* One request's body as it arrives. Bodies over the cap are drained and
- * answered 400 without being kept. */
+ * answered 400 without being kept; those past the budget, 503. The buffer
+ * grows as the bytes come, never past FW_ENV_BODY_MAX + 1. */
 struct fw_req {
+	struct fw_http *h;
 	char *buf;
 	size_t len, cap;
-	bool too_large;
+	bool too_large, over_budget;
 };
 
 enum fw_listener { FW_TCP, FW_UNIX };
@@ -127,6 +162,85 @@ static void route_tcp(struct fw_http *h, struct MHD_Connection *c, const char *u
 	}
 }
 
+static uint64_t now_ms(void);
+
+static void conn_set_deadline(struct MHD_Connection *c, unsigned int seconds)
+{
+	const union MHD_ConnectionInfo *info =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct fw_http_conn *conn = info ? info->socket_context : NULL;
+
+	if (conn && conn->deadline_ms != UINT64_MAX)
+		conn->deadline_ms = now_ms() + seconds * 1000ull;
+}
+
+struct framing {
+	const char *length;
+	unsigned int lengths;
+	bool conflicting_length, chunked;
+};
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+				     const char *value)
+{
+	struct framing *fr = cls;
+
+	(void)kind;
+	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+		if (fr->lengths++ && strcmp(fr->length, value ? value : ""))
+			fr->conflicting_length = true;
+		fr->length = value ? value : "";
+	} else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+		fr->chunked = true;
+	}
+	return MHD_YES;
+}
+
+static void body_release(struct fw_req *req)
+{
+	if (req->buf) {
+		/* vault bodies carry secrets: leave nothing behind in the heap */
+		explicit_bzero(req->buf, req->cap);
+		free(req->buf);
+	}
+	atomic_fetch_sub(&req->h->body_bytes, req->cap);
+	req->buf = NULL;
+	req->len = req->cap = 0;
+}
+
+/* Room for need bytes: doubling, capped at the largest body, and taken
+ * from the listener-wide budget. -ENOBUFS past the budget. */
+static int body_grow(struct fw_req *req, size_t need)
+{
+	size_t cap = req->cap ? req->cap : 4096;
+	size_t total;
+	char *grown;
+
+	while (cap < need)
+		cap *= 2;
+	if (cap > FW_ENV_BODY_MAX + 1)
+		cap = FW_ENV_BODY_MAX + 1;
+	total = atomic_fetch_add(&req->h->body_bytes, cap - req->cap) + (cap - req->cap);
+	if (total > FW_HTTP_BODY_BUDGET) {
+		atomic_fetch_sub(&req->h->body_bytes, cap - req->cap);
+		return -ENOBUFS;
+	}
+	/* a fresh block, so the old one can be wiped: it may hold secrets */
+	grown = malloc(cap);
+	if (!grown) {
+		atomic_fetch_sub(&req->h->body_bytes, cap - req->cap);
+		return -ENOMEM;
+	}
+	if (req->buf) {
+		memcpy(grown, req->buf, req->len + 1);
+		explicit_bzero(req->buf, req->cap);
+		free(req->buf);
+	}
+	req->buf = grown;
+	req->cap = cap;
+	return 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_data_size, void **con_cls)
@@ -140,11 +254,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!req) {
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_CONTENT_LENGTH);
+		struct framing fr = {};
 
+		conn_set_deadline(c, FW_HTTP_REQUEST_S);
 		req = calloc(1, sizeof(*req));
 		if (!req)
 			return MHD_NO;
+		req->h = ctx->h;
 		*con_cls = req;
+		/* two lengths, or a length and chunking, frame the body two
+		 * ways: whichever a proxy in front picked, we must not pick
+		 * the other (request smuggling) */
+		MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &fr);
+		if (fr.conflicting_length || (fr.lengths && fr.chunked))
+			return send_text(c, 400, "conflicting Content-Length or Transfer-Encoding",
+					 NULL);
 		/* refuse a declared oversize body before reading any of it */
 		if (cl && strtoull(cl, NULL, 10) > FW_ENV_BODY_MAX)
 			return send_text(c, 400, "request body too large", NULL);
@@ -154,21 +278,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		size_t n = *upload_data_size;
 
 		*upload_data_size = 0;
-		if (req->too_large || req->len + n > FW_ENV_BODY_MAX) {
-			req->too_large = true;
+		if (req->too_large || req->over_budget || req->len + n > FW_ENV_BODY_MAX) {
+			req->too_large = !req->over_budget;
+			body_release(req); /* drained, never kept */
 			return MHD_YES;
 		}
-		if (req->len + n + 1 > req->cap) {
-			size_t cap = req->cap ? req->cap : 4096;
-			char *grown;
-
-			while (cap < req->len + n + 1)
-				cap *= 2;
-			grown = realloc(req->buf, cap);
-			if (!grown)
-				return MHD_NO;
-			req->buf = grown;
-			req->cap = cap;
+		if (req->len + n + 1 > req->cap && body_grow(req, req->len + n + 1)) {
+			/* what it had so far goes too: it will be answered 503,
+			 * and the budget is a bound only if a refused body
+			 * holds nothing while it drains */
+			req->over_budget = true;
+			body_release(req);
+			return MHD_YES;
 		}
 		memcpy(req->buf + req->len, upload_data, n);
 		req->len += n;
@@ -177,6 +298,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (req->too_large)
 		return send_text(c, 400, "request body too large", NULL);
+	if (req->over_budget)
+		return send_text(c, 503, "too many request bodies in flight, try again", NULL);
 
 	if (ctx->which == FW_TCP) {
 		route_tcp(ctx->h, c, url, method, req, &r, &handled);
@@ -207,16 +330,88 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	struct fw_req *req = *con_cls;
 
 	(void)cls;
-	(void)c;
 	(void)toe;
+	/* a kept-alive connection has until then for its next headers */
+	conn_set_deadline(c, FW_HTTP_HEADER_S);
 	if (req) {
-		/* vault bodies carry secrets: leave nothing behind in the heap */
-		if (req->buf)
-			explicit_bzero(req->buf, req->cap);
-		free(req->buf);
+		body_release(req);
 		free(req);
 	}
 	*con_cls = NULL;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct fw_http *h = ((struct fw_ctx *)cls)->h;
+	struct fw_http_conn *conn = *socket_context;
+	const union MHD_ConnectionInfo *info;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		conn = calloc(1, sizeof(*conn));
+		if (!conn || !info) {
+			/* unwatched, but still under the idle timeout */
+			free(conn);
+			return;
+		}
+		conn->fd = info->connect_fd;
+		conn->deadline_ms = now_ms() + FW_HTTP_HEADER_S * 1000;
+		pthread_mutex_lock(&h->lock);
+		conn->next = h->conns;
+		if (h->conns)
+			h->conns->prev = conn;
+		h->conns = conn;
+		pthread_mutex_unlock(&h->lock);
+		*socket_context = conn;
+		return;
+	}
+	if (!conn)
+		return;
+	/* libmicrohttpd closes the socket after this returns: unlinking
+	 * under the lock keeps the reaper off a reused descriptor */
+	pthread_mutex_lock(&h->lock);
+	if (conn->prev)
+		conn->prev->next = conn->next;
+	else
+		h->conns = conn->next;
+	if (conn->next)
+		conn->next->prev = conn->prev;
+	pthread_mutex_unlock(&h->lock);
+	free(conn);
+	*socket_context = NULL;
+}
+
+static void *reaper(void *arg)
+{
+	struct fw_http *h = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&h->lock);
+	while (!h->stopping) {
+		uint64_t now = now_ms();
+
+		for (struct fw_http_conn *conn = h->conns; conn; conn = conn->next) {
+			if (conn->deadline_ms > now)
+				continue;
+			/* libmicrohttpd sees end of stream and closes it */
+			shutdown(conn->fd, SHUT_RDWR);
+			conn->deadline_ms = UINT64_MAX;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&h->wake, &h->lock, &ts);
+	}
+	pthread_mutex_unlock(&h->lock);
+	return NULL;
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -301,6 +496,19 @@ int fw_http_start(struct fw_http **out, struct fw_actions *a, const char *listen
 	if (!h)
 		return -ENOMEM;
 	h->a = a;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	err = -pthread_create(&h->reaper, NULL, reaper, h);
+	if (err) {
+		fw_err("can't start the http reaper: %s", strerror(-err));
+		goto fail;
+	}
+	h->reaper_started = true;
 	err = resolve_listen(listen, &ss);
 	if (err) {
 		fw_err("can't resolve actions.listen %s", listen);
@@ -312,8 +520,10 @@ int fw_http_start(struct fw_http **out, struct fw_actions *a, const char *listen
 		&ctx_tcp, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
 		(unsigned int)FW_HTTP_THREADS, MHD_OPTION_CONNECTION_TIMEOUT,
 		(unsigned int)FW_HTTP_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned int)FW_HTTP_MAX_CONN, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_END);
+		(unsigned int)FW_HTTP_MAX_CONN, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		(unsigned int)FW_HTTP_PER_IP, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, &ctx_tcp, MHD_OPTION_EXTERNAL_LOGGER,
+		on_mhd_log, NULL, MHD_OPTION_END);
 	if (!h->tcp) {
 		err = -EADDRINUSE;
 		fw_err("can't listen on %s: %s", listen, strerror(errno ? errno : EADDRINUSE));
@@ -330,8 +540,9 @@ int fw_http_start(struct fw_http **out, struct fw_actions *a, const char *listen
 	h->unix_d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, &ctx_unix,
 				     MHD_OPTION_LISTEN_SOCKET, ufd, MHD_OPTION_CONNECTION_TIMEOUT,
 				     (unsigned int)FW_HTTP_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED,
-				     on_completed, NULL, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
-				     NULL, MHD_OPTION_END);
+				     on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
+				     on_connection, &ctx_unix, MHD_OPTION_EXTERNAL_LOGGER,
+				     on_mhd_log, NULL, MHD_OPTION_END);
 	if (!h->unix_d) {
 		close(ufd);
 		err = -EIO;
@@ -356,5 +567,14 @@ void fw_http_stop(struct fw_http *h)
 		MHD_stop_daemon(h->unix_d);
 		unlink(h->unix_path);
 	}
+	if (h->reaper_started) {
+		pthread_mutex_lock(&h->lock);
+		h->stopping = true;
+		pthread_cond_signal(&h->wake);
+		pthread_mutex_unlock(&h->lock);
+		pthread_join(h->reaper, NULL);
+	}
+	pthread_cond_destroy(&h->wake);
+	pthread_mutex_destroy(&h->lock);
 	free(h);
 }

@@ -211,7 +211,7 @@ static bool valid_uid_header(const char *raw, char *buf, size_t len)
 	if (n == 0 || n > FW_UID_MAX || n >= len)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (s[i] == '/' || s[i] == '\\' || s[i] == '\0')
+		if (s[i] == '/' || s[i] == '\\' || (unsigned char)s[i] < 0x20 || s[i] == 0x7f)
 			return false;
 	memcpy(buf, s, n);
 	buf[n] = '\0';
@@ -258,7 +258,9 @@ static int parse_targets(const char *body, size_t len, char ***out, size_t *n, c
 	*n = 0;
 	root = json_loadb(body, len, 0, &jerr);
 	if (!root) {
-		snprintf(err, errlen, "malformed JSON: %s", jerr.text);
+		char why[128];
+
+		snprintf(err, errlen, "malformed JSON: %s", fw_json_error(&jerr, why, sizeof(why)));
 		return -EINVAL;
 	}
 	arr = json_is_object(root) ? json_object_get(root, "targets") : root;
@@ -449,24 +451,11 @@ static void flush_one(const struct fw_push *push, void *arg)
 	struct flush_ctx *fc = arg;
 	struct fw_reply r = {};
 
-	if (push->kind == FW_PUSH_POLICY && state_of(fc->e) != FW_STATE_ACTIVE) {
-		/* A push that was cached (202 "push cached") for this binding's
-		 * generation was accepted before the binding existed: it
-		 * applies to the pending policy, which data-plane-ready makes
-		 * active. A live push to a denying subject is refused instead. */
-		struct fw_proto *p = fc->e->priv;
-		struct fw_policy next;
-		char err[256];
-
-		r.status = 409;
-		if (p && p->has_pending &&
-		    !pushed_policy(push->method, &p->pending, push->body, push->len, &next, err,
-				   sizeof(err))) {
-			fw_policy_free(&p->pending);
-			p->pending = next;
-			r.status = 200;
-		}
-	} else if (push->kind == FW_PUSH_POLICY) {
+	/* A cached policy push meets the subject as a live one would: a
+	 * denying subject answers it 202 and keeps the binding input, which
+	 * is authoritative, so the vault pushes after it are checked
+	 * against the binding's own policy. */
+	if (push->kind == FW_PUSH_POLICY) {
 		policy_push_locked(fc->a, fc->e, push->method, push->generation, push->body,
 				   push->len, &r);
 	} else {
@@ -475,7 +464,10 @@ static void flush_one(const struct fw_push *push, void *arg)
 	}
 	fw_info("subject %s: cached %s push %s %s (%d)", push->uid,
 		push->kind == FW_PUSH_POLICY ? "policy" : "vault", push->method,
-		r.status < 300 ? "applied" : "dropped", r.status);
+		r.status == 202	 ? "not stored: the binding input is authoritative"
+		: r.status < 300 ? "applied"
+				 : "dropped",
+		r.status);
 	fw_reply_free(&r);
 }
 
@@ -514,6 +506,20 @@ static void set_binding(struct fw_actions *a, struct fw_envelope *env, struct fw
 	if (e->id && e->meta.origin == FW_ORIGIN_STATIC) {
 		reply_text(out, 409, "sandbox.uid %s names a static subject", env->uid);
 		goto out;
+	}
+	/* the static configuration owns its addresses: a binding never takes
+	 * one over (nor would the static subject get it back on removal) */
+	for (size_t i = 0; i < b.naddrs; i++) {
+		char owner[FW_NAME_LEN], ip[FW_ADDR_STRLEN];
+		enum fw_origin origin;
+
+		if (fw_reg_addr_owner(a->reg, &b.addrs[i], owner, sizeof(owner), &origin) == 0 &&
+		    origin == FW_ORIGIN_STATIC) {
+			reply_text(out, 409, "address %s belongs to static subject %s",
+				   fw_addr_str(&b.addrs[i], ip, sizeof(ip)), owner);
+			fw_policy_free(&pol);
+			goto out;
+		}
 	}
 	p = proto_of(e);
 	if (!p) {
@@ -885,7 +891,18 @@ void fw_actions_vault_active(struct fw_actions *a, const char *client_ip, const 
 		reply_text(out, 400, "missing or malformed clientIp");
 		return;
 	}
-	err = fw_vault_store_active_by_ip(a->vaults, &ip, &json, out->etag);
+	{
+		/* served only while the vault's subject owns the address: a
+		 * static subject may have taken it over on a reload */
+		char owner[FW_NAME_LEN];
+		enum fw_origin origin;
+
+		err = fw_reg_addr_owner(a->reg, &ip, owner, sizeof(owner), &origin);
+		if (!err && origin != FW_ORIGIN_ACTIONS)
+			err = -ENOENT;
+		if (!err)
+			err = fw_vault_store_active_for(a->vaults, &ip, owner, &json, out->etag);
+	}
 	if (err) {
 		reply_text(out, 404, "no credential vault for %s", client_ip);
 		return;
@@ -949,6 +966,41 @@ void fw_actions_fini(struct fw_actions *a)
 	fw_pending_free(a->pending);
 	a->vaults = NULL;
 	a->pending = NULL;
+}
+
+void fw_actions_reclaim(struct fw_actions *a)
+{
+	char(*names)[FW_NAME_LEN];
+	size_t n;
+
+	names = fw_reg_protocol_names(a->reg, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct fw_entry *e = fw_reg_get(a->reg, names[i], false);
+		struct fw_proto *p;
+		struct fw_policy none;
+		int err;
+
+		if (!e)
+			continue;
+		p = e->priv;
+		if (e->id && e->meta.origin == FW_ORIGIN_ACTIONS && p &&
+		    e->naddrs < p->binding.naddrs) {
+			size_t before = e->naddrs;
+
+			fw_policy_init(&none);
+			err = program(a, e, &p->binding,
+				      state_of(e) == FW_STATE_ACTIVE ? &p->current : &none,
+				      state_of(e), e->meta.fence_hash);
+			if (err)
+				fw_err("subject %s: can't take its addresses back: %s", names[i],
+				       strerror(-err));
+			else if (e->naddrs > before)
+				fw_info("subject %s: took back %zu of its addresses", names[i],
+					e->naddrs - before);
+		}
+		fw_reg_put(a->reg, e);
+	}
+	free(names);
 }
 
 void fw_actions_tick(struct fw_actions *a)

@@ -62,5 +62,9 @@ void fw_actions_vault_active(struct fw_actions *a, const char *client_ip, const 
 /* Called about once a second: ends the restart grace period (removing
  * adopted subjects nobody replayed) and sweeps the pending cache. */
 void fw_actions_tick(struct fw_actions *a);
+/* After a reload: protocol subjects whose binding holds an address they
+ * lost to a static subject that is gone now take it back, so that no
+ * address is left without a subject. */
+void fw_actions_reclaim(struct fw_actions *a);
 
 #endif /* FW_ACTIONS_H */

@@ -298,6 +298,14 @@ static int validate(struct fw_envelope *env, struct raw_envelope *raw, char *rea
 		set_reason(reason, rlen, "sandbox.uid is required");
 		return -EINVAL;
 	}
+	/* a uid names the subject in logs, the CLI and metrics: a newline
+	 * or a terminal escape in it has no business there */
+	for (const unsigned char *c = (const unsigned char *)env->uid; *c; c++) {
+		if (*c < 0x20 || *c == 0x7f) {
+			set_reason(reason, rlen, "sandbox.uid must not contain control characters");
+			return -EINVAL;
+		}
+	}
 	/* 3 */
 	if (strcmp(raw->operation, "SET_BINDING") == 0) {
 		env->op = FW_OP_SET_BINDING;
@@ -352,6 +360,7 @@ int fw_envelope_parse(const char *body, size_t len, struct fw_envelope *env, cha
 {
 	struct raw_envelope raw;
 	json_error_t jerr;
+	char why[128];
 	json_t *root;
 	int err;
 
@@ -370,8 +379,8 @@ int fw_envelope_parse(const char *body, size_t len, struct fw_envelope *env, cha
 	 * JSON_REJECT_DUPLICATES: the last of duplicate keys wins, as in Go */
 	root = json_loadb(body, len, 0, &jerr);
 	if (!root) {
-		set_reason(reason, reason_len, "malformed JSON: %s at line %d column %d", jerr.text,
-			   jerr.line, jerr.column);
+		set_reason(reason, reason_len, "malformed JSON: %s",
+			   fw_json_error(&jerr, why, sizeof(why)));
 		return -EINVAL;
 	}
 	if (!json_is_object(root)) {
@@ -472,6 +481,43 @@ static int policy_rule_from_json(struct fw_policy *p, size_t i, json_t *r, char 
 	return ret;
 }
 
+const char *fw_json_error(const struct json_error_t *e, char *buf, size_t len)
+{
+	const char *what;
+
+	switch (json_error_code(e)) {
+	case json_error_out_of_memory:
+		what = "out of memory";
+		break;
+	case json_error_stack_overflow:
+		what = "nested too deeply";
+		break;
+	case json_error_invalid_utf8:
+		what = "invalid UTF-8";
+		break;
+	case json_error_premature_end_of_input:
+		what = "premature end of input";
+		break;
+	case json_error_end_of_input_expected:
+		what = "end of input expected";
+		break;
+	case json_error_null_character:
+		what = "\\u0000 is not allowed";
+		break;
+	case json_error_numeric_overflow:
+		what = "too big integer";
+		break;
+	case json_error_duplicate_key:
+		what = "duplicate key";
+		break;
+	default:
+		what = "invalid syntax";
+		break;
+	}
+	snprintf(buf, len, "%s at line %d column %d", what, e->line, e->column);
+	return buf;
+}
+
 int fw_policy_from_json(const char *s, size_t len, struct fw_policy *p, char *err, size_t errlen)
 {
 	struct fw_policy tmp;
@@ -500,8 +546,8 @@ int fw_policy_from_json(const char *s, size_t len, struct fw_policy *p, char *er
 
 	root = json_loadb(s, len, 0, &jerr);
 	if (!root) {
-		set_reason(err, errlen, "malformed policy JSON: %s at line %d column %d", jerr.text,
-			   jerr.line, jerr.column);
+		set_reason(err, errlen, "malformed policy JSON: %s",
+			   fw_json_error(&jerr, why, sizeof(why)));
 		return -EINVAL;
 	}
 	fw_policy_init(&tmp);

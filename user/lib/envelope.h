@@ -65,6 +65,12 @@ int fw_envelope_parse(const char *body, size_t len, struct fw_envelope *env, cha
 		      size_t reason_len);
 void fw_envelope_free(struct fw_envelope *env);
 
+struct json_error_t;
+/* What went wrong in a JSON text, without jansson's "near '...'": that
+ * quotes the input around the error, which may be a secret (a vault body
+ * sent to the wrong endpoint). A fixed phrase, then "at line L column C". */
+const char *fw_json_error(const struct json_error_t *e, char *buf, size_t len);
+
 /* The policy JSON string of binding.input or of a policy push: trimmed;
  * exactly "", "null" and "{}" mean default deny with no rules; otherwise a
  * JSON object with optional "defaultAction" (string) and "egress" (array of

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Leveled logging to stderr. The level is checked before formatting, so a
- * disabled debug line costs one comparison. Never pass secrets. */
+/* Leveled logging to stderr, one record a line. The level is checked before
+ * formatting, so a disabled debug line costs one comparison. Every record
+ * is escaped as a whole (control bytes, invalid UTF-8, C1 controls and
+ * bidi overrides as \xNN, a backslash as \\), so untrusted text can be
+ * passed with %s. Never pass secrets. */
 #ifndef FW_LOG_H
 #define FW_LOG_H
 
@@ -17,6 +20,9 @@ extern enum fw_log_level fw_log_level;
 
 void fw_log_write(enum fw_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Writes in[0..n) escaped as a log record is into out (always
+ * NUL-terminated, cut at a whole character); returns the bytes written. */
+size_t fw_log_escape(char *out, size_t outlen, const char *in, size_t n);
 /* Parses "error", "warn", "info", "debug"; returns 0 or -EINVAL. */
 int fw_log_level_parse(const char *s, enum fw_log_level *out);
 

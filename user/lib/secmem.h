@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Memory for secrets: page-backed, locked against swap, left out of core
- * dumps and wiped on free. Allocation returns NULL on failure (errno set);
- * every function is safe to call from several threads. */
+/* Memory for secrets: a locked arena (slabs of mlock'd, MADV_DONTDUMP pages
+ * between guard pages), wiped on free. Allocation returns NULL on failure
+ * (errno set); every function is safe to call from several threads. */
 #ifndef FW_SECMEM_H
 #define FW_SECMEM_H
 
 #include <stddef.h>
 
-/* Zeroed, page-granular: keep secrets small and few. */
+/* Zeroed and 16-byte aligned; a few mappings hold any number of small
+ * secrets. */
 void *fw_secmem_alloc(size_t n);
-/* Wipes and unmaps; NULL is a no-op. */
+/* Wipes the chunk and returns it to the arena; NULL is a no-op. A pointer
+ * that is not a live allocation aborts. */
 void fw_secmem_free(void *p);
 /* Copies at most n bytes of s (fewer at a NUL), always NUL-terminated. */
 char *fw_secmem_strndup(const char *s, size_t n);

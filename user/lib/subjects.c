@@ -459,27 +459,68 @@ static void drop_addr_locked(struct fw_entry *o, const struct fw_ip *a)
 	}
 }
 
-/* Points addrs at ks. An address another subject holds is taken over
- * (a new binding of an IP wins), and leaves that subject's list, so the
- * old subject's later updates or removal never touch it again. */
-static int claim_addrs_locked(struct fw_registry *r, struct fw_entry *e, const struct fw_ip *addrs,
-			      size_t n, const struct fw_subject *ks)
+/* The other subject that dispatch sends a to, or NULL (lock held). */
+static struct fw_entry *addr_owner_locked(struct fw_registry *r, const struct fw_ip *a)
 {
+	struct fw_subject cur;
+
+	if (bpf_map_lookup_elem(r->dp->dispatch_fd, a, &cur) || cur.id >= FW_MAX_SUBJECTS)
+		return NULL;
+	return r->by_id[cur.id];
+}
+
+int fw_reg_addr_owner(struct fw_registry *r, const struct fw_ip *a, char *name, size_t len,
+		      enum fw_origin *origin)
+{
+	struct fw_entry *o;
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&r->lock);
+	o = addr_owner_locked(r, a);
+	if (o && o->id) {
+		snprintf(name, len, "%s", o->meta.name);
+		*origin = (enum fw_origin)o->meta.origin;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return ret;
+}
+
+/* Points addrs at ks; held gets the addresses e holds afterwards. With
+ * takeover (a new binding: it wins), an address another subject holds is
+ * taken over and leaves that subject's list, so the old subject's later
+ * updates or removal never touch it again; without (the same binding
+ * applied again), only addresses nobody holds are (re)claimed. Either way
+ * the static configuration owns its addresses: a protocol subject (origin
+ * not static) never takes one from a static subject. */
+static int claim_addrs_locked(struct fw_registry *r, struct fw_entry *e, const struct fw_ip *addrs,
+			      size_t n, const struct fw_subject *ks, __u32 origin, bool takeover,
+			      struct fw_ip held[FW_SUBJECT_MAX_ADDRS], size_t *nheld)
+{
+	*nheld = 0;
 	for (size_t i = 0; i < n; i++) {
-		struct fw_subject prev;
+		struct fw_entry *o = addr_owner_locked(r, &addrs[i]);
+		char buf[FW_ADDR_STRLEN];
 		int err;
 
-		if (bpf_map_lookup_elem(r->dp->dispatch_fd, &addrs[i], &prev) == 0 &&
-		    prev.id != ks->id && prev.id < FW_MAX_SUBJECTS && r->by_id[prev.id] &&
-		    r->by_id[prev.id] != e) {
+		if (o && o != e && o->id && o->id != ks->id) {
+			if (o->meta.origin == FW_ORIGIN_STATIC && origin != FW_ORIGIN_STATIC) {
+				fw_warn("subject %s: address %s stays with static subject %s",
+					e->meta.name[0] ? e->meta.name : "?",
+					fw_addr_str(&addrs[i], buf, sizeof(buf)), o->meta.name);
+				continue;
+			}
+			if (!takeover)
+				continue;
 			fw_info("address %s moves from %s to %s",
-				fw_addr_str(&addrs[i], (char[FW_ADDR_STRLEN]){0}, FW_ADDR_STRLEN),
-				r->by_id[prev.id]->meta.name, e->meta.name);
-			drop_addr_locked(r->by_id[prev.id], &addrs[i]);
+				fw_addr_str(&addrs[i], buf, sizeof(buf)), o->meta.name,
+				e->meta.name);
+			drop_addr_locked(o, &addrs[i]);
 		}
 		err = fw_dp_dispatch_put(r->dp, &addrs[i], ks);
 		if (err)
 			return err;
+		held[(*nheld)++] = addrs[i];
 	}
 	return 0;
 }
@@ -720,9 +761,11 @@ static void remember_live(struct fw_entry *e, const struct fw_compiled_set *set)
 
 static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 			  const struct fw_static_subject *spec, const struct fw_compiled_set *set,
-			  __u64 phash, __u64 bhash, bool *changed)
+			  __u64 phash, __u64 bhash, __u32 origin, bool *changed)
 {
+	struct fw_ip held[FW_SUBJECT_MAX_ADDRS];
 	struct fw_subject ks;
+	size_t nheld;
 	int err = 0;
 
 	/* a denying subject drops everything before its rules are read: its
@@ -757,21 +800,29 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 		size_t nold = e->naddrs;
 
 		memcpy(old, e->addrs, sizeof(old[0]) * nold);
-		err = claim_addrs_locked(r, e, spec->addrs, spec->naddrs, &ks);
+		err = claim_addrs_locked(r, e, spec->addrs, spec->naddrs, &ks, origin, true, held,
+					 &nheld);
 		if (!err) {
 			for (size_t i = 0; i < nold; i++)
-				if (!has_addr(spec->addrs, spec->naddrs, &old[i]))
+				if (!has_addr(held, nheld, &old[i]))
 					fw_dp_dispatch_del(r->dp, &old[i], e->id);
-			memcpy(e->addrs, spec->addrs, sizeof(spec->addrs[0]) * spec->naddrs);
-			e->naddrs = spec->naddrs;
+			memcpy(e->addrs, held, sizeof(held[0]) * nheld);
+			e->naddrs = nheld;
 			e->ksub = ks;
 			*changed = true;
 		}
-	} else if (memcmp(&ks, &e->ksub, sizeof(ks)) != 0) {
-		err = claim_addrs_locked(r, e, e->addrs, e->naddrs, &ks);
+	} else if (memcmp(&ks, &e->ksub, sizeof(ks)) != 0 || e->naddrs != spec->naddrs) {
+		/* also when an address was taken from e: a static subject
+		 * takes its own back, a protocol subject one that no static
+		 * subject holds any more */
+		err = claim_addrs_locked(r, e, spec->addrs, spec->naddrs, &ks, origin,
+					 origin == FW_ORIGIN_STATIC, held, &nheld);
 		if (!err) {
+			*changed = *changed || nheld != e->naddrs ||
+				   memcmp(&ks, &e->ksub, sizeof(ks)) != 0;
+			memcpy(e->addrs, held, sizeof(held[0]) * nheld);
+			e->naddrs = nheld;
 			e->ksub = ks;
-			*changed = true;
 		}
 	}
 	pthread_mutex_unlock(&r->lock);
@@ -788,10 +839,10 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 			const struct fw_static_subject *spec, const struct fw_compiled_set *set,
 			struct fw_subject_meta *meta)
 {
-	struct fw_ip old[FW_SUBJECT_MAX_ADDRS];
+	struct fw_ip old[FW_SUBJECT_MAX_ADDRS], held[FW_SUBJECT_MAX_ADDRS];
 	struct fw_subject ks;
 	__u32 id, old_id;
-	size_t nold;
+	size_t nold, nheld;
 	int err;
 
 	pthread_mutex_lock(&r->lock);
@@ -824,7 +875,8 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	build_ksub(&ks, id, spec);
 
 	pthread_mutex_lock(&r->lock);
-	err = claim_addrs_locked(r, e, spec->addrs, spec->naddrs, &ks);
+	err = claim_addrs_locked(r, e, spec->addrs, spec->naddrs, &ks, meta->origin, true, held,
+				 &nheld);
 	if (err) {
 		/* some addresses may point at the new id: retry converges */
 		pthread_mutex_unlock(&r->lock);
@@ -835,7 +887,7 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	nold = e->naddrs;
 	memcpy(old, e->addrs, sizeof(old[0]) * nold);
 	for (size_t i = 0; i < nold && old_id; i++)
-		if (!has_addr(spec->addrs, spec->naddrs, &old[i]))
+		if (!has_addr(held, nheld, &old[i]))
 			fw_dp_dispatch_del(r->dp, &old[i], old_id);
 	if (old_id)
 		r->by_id[old_id] = NULL;
@@ -844,8 +896,8 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	r->by_id[id] = e;
 	e->id = id;
 	e->ksub = ks;
-	memcpy(e->addrs, spec->addrs, sizeof(spec->addrs[0]) * spec->naddrs);
-	e->naddrs = spec->naddrs;
+	memcpy(e->addrs, held, sizeof(held[0]) * nheld);
+	e->naddrs = nheld;
 	pthread_mutex_unlock(&r->lock);
 
 	e->meta = *meta;
@@ -910,7 +962,7 @@ int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_stat
 		err = domains_build(&overlay, spec, e->domains, &domains);
 		pthread_mutex_unlock(&r->lock);
 		if (!err)
-			err = apply_in_place(r, e, spec, &set, phash, bhash, changed);
+			err = apply_in_place(r, e, spec, &set, phash, bhash, origin, changed);
 		if (!err)
 			domains_publish(r, e, domains, true);
 		else
@@ -1051,6 +1103,17 @@ int fw_reg_sync_static(struct fw_registry *r, const struct fw_cfg *cfg, bool pru
 	return ret;
 }
 
+static bool pick_protocol(const struct fw_entry *e, const void *ctx)
+{
+	(void)ctx;
+	return e->id && e->meta.origin == FW_ORIGIN_ACTIONS;
+}
+
+char (*fw_reg_protocol_names(struct fw_registry *r, size_t *n))[FW_NAME_LEN]
+{
+	return collect(r, pick_protocol, NULL, n);
+}
+
 static bool pick_adopted(const struct fw_entry *e, const void *ctx)
 {
 	return e->id && e->adopted && e->meta.origin == *(const __u32 *)ctx;
@@ -1107,8 +1170,18 @@ int fw_reg_links_changed(struct fw_registry *r)
 		ks = e->ksub;
 		ks.ifindex = resolve_ifindex(e->meta.ifname);
 		if (e->id && ks.ifindex != e->ksub.ifindex) {
+			struct fw_ip held[FW_SUBJECT_MAX_ADDRS], mine[FW_SUBJECT_MAX_ADDRS];
+			size_t nheld, nmine;
+
 			pthread_mutex_lock(&r->lock);
-			err = claim_addrs_locked(r, e, e->addrs, e->naddrs, &ks);
+			nmine = e->naddrs;
+			memcpy(mine, e->addrs, sizeof(mine[0]) * nmine);
+			err = claim_addrs_locked(r, e, mine, nmine, &ks, e->meta.origin, false,
+						 held, &nheld);
+			if (!err) {
+				memcpy(e->addrs, held, sizeof(held[0]) * nheld);
+				e->naddrs = nheld;
+			}
 			pthread_mutex_unlock(&r->lock);
 			if (!err) {
 				fw_info("subject %s: host interface %s is now ifindex %d",

@@ -121,6 +121,13 @@ int fw_reg_sync_static(struct fw_registry *r, const struct fw_cfg *cfg, bool pru
 int fw_reg_prune_adopted(struct fw_registry *r, enum fw_origin origin);
 /* Re-resolves host interface names after links came or went. */
 int fw_reg_links_changed(struct fw_registry *r);
+/* The subject dispatch sends address a to: its name and origin; -ENOENT
+ * when none. */
+int fw_reg_addr_owner(struct fw_registry *r, const struct fw_ip *a, char *name, size_t len,
+		      enum fw_origin *origin);
+/* The names of the bound protocol subjects (malloc'd, *n of them; NULL
+ * when there are none or memory ran out). */
+char (*fw_reg_protocol_names(struct fw_registry *r, size_t *n))[FW_NAME_LEN];
 /* Copies the name of subject id into buf ("" when unknown). */
 void fw_reg_name_of(struct fw_registry *r, __u32 id, char *buf, size_t len);
 size_t fw_reg_count(struct fw_registry *r);

@@ -1132,6 +1132,12 @@ int fw_vault_store_get_redacted_json(struct fw_vault_store *s, const char *uid, 
 int fw_vault_store_active_by_ip(struct fw_vault_store *s, const struct fw_ip *ip, char **json,
 				char etag[FW_VAULT_ETAG_LEN])
 {
+	return fw_vault_store_active_for(s, ip, NULL, json, etag);
+}
+
+int fw_vault_store_active_for(struct fw_vault_store *s, const struct fw_ip *ip, const char *uid,
+			      char **json, char etag[FW_VAULT_ETAG_LEN])
+{
 	struct ip_entry *ie;
 	struct uid_entry *e = NULL;
 	int ret = -ENOENT;
@@ -1139,7 +1145,7 @@ int fw_vault_store_active_by_ip(struct fw_vault_store *s, const struct fw_ip *ip
 	*json = NULL;
 	pthread_mutex_lock(&s->lock);
 	ie = *ip_slot(s, ip);
-	if (ie)
+	if (ie && (!uid || !strcmp(ie->uid, uid)))
 		e = *uid_slot(s, ie->uid);
 	if (e) {
 		*json = fw_vault_active_json(e->vault, etag);

@@ -65,6 +65,9 @@ int fw_vault_store_get_redacted_json(struct fw_vault_store *s, const char *uid, 
  * for an unknown ip or a subject with no vault. */
 int fw_vault_store_active_by_ip(struct fw_vault_store *s, const struct fw_ip *ip, char **json,
 				char etag[FW_VAULT_ETAG_LEN]);
+/* The same, only when ip maps to uid (NULL: any uid). */
+int fw_vault_store_active_for(struct fw_vault_store *s, const struct fw_ip *ip, const char *uid,
+			      char **json, char etag[FW_VAULT_ETAG_LEN]);
 /* Maps ip to uid, replacing any earlier owner of ip. */
 int fw_vault_store_set_ip(struct fw_vault_store *s, const char *uid, const struct fw_ip *ip);
 int fw_vault_store_clear_ip(struct fw_vault_store *s, const struct fw_ip *ip);

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Log records: one a line whatever text a caller passes, with control
+ * bytes, invalid UTF-8, C1 controls and bidi overrides escaped, so a
+ * crafted uid, name or DNS name cannot forge a record or drive a terminal. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+/* What one fw_info(fmt, arg) wrote to stderr. */
+static char *logged(const char *arg)
+{
+	FILE *tmp = tmpfile();
+	int saved = dup(2);
+	static char out[32768];
+	size_t n;
+
+	cr_assert(tmp && saved >= 0);
+	fflush(stderr);
+	cr_assert_eq(dup2(fileno(tmp), 2), 2);
+	fw_info("subject %s: added", arg);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(tmp);
+	n = fread(out, 1, sizeof(out) - 1, tmp);
+	out[n] = '\0';
+	fclose(tmp);
+	return out;
+}
+
+static int lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+Test(log, forged_record_stays_one_escaped_line)
+{
+	char *out = logged("sb-1: added\n2026-12-01T00:00:00.000Z info  subject sb-2\x1b[2K\r");
+
+	cr_assert_eq(lines(out), 1, "%s", out);
+	cr_assert_null(strchr(out, '\x1b'), "%s", out);
+	cr_assert_null(strchr(out, '\r'), "%s", out);
+	cr_assert(strstr(out, " info  subject sb-1: added\\x0a2026-12-01T00:00:00.000Z info  "
+			      "subject sb-2\\x1b[2K\\x0d: added\n"),
+		  "%s", out);
+}
+
+Test(log, utf8_kept_c1_bidi_and_invalid_escaped)
+{
+	/* é, then C1 CSI (U+009B), RLO (U+202E), a lone continuation byte,
+	 * an overlong slash, a surrogate, a backslash */
+	char *out = logged("é\xc2\x9b\xe2\x80\xae\x80\xc0\xaf\xed\xa0\x80\\");
+
+	cr_assert(strstr(out,
+			 "subject é\\xc2\\x9b\\xe2\\x80\\xae\\x80\\xc0\\xaf\\xed\\xa0\\x80\\\\: "
+			 "added\n"),
+		  "%s", out);
+}
+
+Test(log, escape_bounds)
+{
+	char out[8];
+
+	cr_assert_eq(fw_log_escape(out, sizeof(out), "abc\ndef", 7), 7);
+	cr_assert_str_eq(out, "abc\\x0a");
+	cr_assert_eq(fw_log_escape(out, sizeof(out), "ab\n\n", 4), 6);
+	cr_assert_str_eq(out, "ab\\x0a");
+	/* a character never split: é does not fit after 6 bytes */
+	cr_assert_eq(fw_log_escape(out, sizeof(out), "abcdefé", 8), 6);
+	cr_assert_str_eq(out, "abcdef");
+	cr_assert_eq(fw_log_escape(out, 1, "abc", 3), 0);
+	cr_assert_str_eq(out, "");
+}
+
+Test(log, long_record_is_cut_not_split)
+{
+	char *big = malloc(10000), *out;
+
+	cr_assert(big);
+	memset(big, '\n', 9999);
+	big[9999] = '\0';
+	out = logged(big);
+	cr_assert_eq(lines(out), 1);
+	cr_assert(strstr(out, "...(truncated)\n"));
+	free(big);
+}

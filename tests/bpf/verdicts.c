@@ -28,11 +28,24 @@
 #include "datapath.h"
 #include "log.h"
 #include "pkt.h"
+#include "l2bind.h"
 #include "learn.h"
 #include "subjects.h"
 
 #define NSEC_PER_SEC 1000000000ull
-#define DUMMY_IF     "@dummy" /* stands for the test's own dummy interface */
+#define DUMMY_IF     "@dummy"		 /* stands for the test's own dummy interface */
+#define DUMMY_MAC    "02:00:00:00:00:0d" /* the source MAC of frames on the dummy */
+
+/* link layer: frames on loopback come from PKT_MAC_SRC (the port binds it
+ * on first sight), on the dummy from DUMMY_MAC (bound from the "link") */
+#define LO_LL	      "fe80::ff:fe00:2"		  /* EUI-64 of PKT_MAC_SRC */
+#define LO_LL2	      "fe80::1234:5678:9abc:def0" /* stable-privacy style, learned */
+#define DUMMY_LL      "fe80::ff:fe00:d"		  /* EUI-64 of DUMMY_MAC */
+#define POD_MAC	      "02:fa:57:00:00:01"	  /* the bridge's, reserved for the pod */
+#define GW_LL	      "fe80::fa:57ff:fe00:1"	  /* the bridge's link-local, reserved */
+#define STRANGER_MAC  "02:00:00:00:00:99"
+#define DENIED6	      "2001:db8:dead::2" /* alpha: in its deny 2001:db8:dead::/48 */
+#define SOLICITED_GW6 "ff02::1:ff00:1"	 /* solicited-node group of fd00:42::1 */
 
 /* ---- who is who ------------------------------------------------------ */
 
@@ -513,6 +526,29 @@ static int mu_three_swaps(void)
 	return 0;
 }
 
+static struct fw_mac mac_of(const char *text)
+{
+	struct fw_mac m = {};
+	unsigned int b[6];
+
+	if (sscanf(text, "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]) != 6) {
+		fprintf(stderr, "test bug: bad MAC %s\n", text);
+		exit(2);
+	}
+	for (int i = 0; i < 6; i++)
+		m.b[i] = (__u8)b[i];
+	return m;
+}
+
+/* What fastwalld does at attach for a veth: the port bound to its peer's
+ * MAC before the sandbox sends anything. */
+static int dummy_bound_from_link(void)
+{
+	struct fw_mac host = mac_of("02:00:00:00:0d:0d"), peer = mac_of(DUMMY_MAC);
+
+	return fw_l2_bind(t.dp, t.dummy_ifindex, host.b, peer.b) ? -1 : 0;
+}
+
 struct row {
 	const char *desc;
 	int (*setup)(void); /* precondition, through the control plane */
@@ -837,15 +873,18 @@ static const struct row rows[] = {
 	{"v6 neighbour solicitation, hop limit 255",
 	 .pkt = ICMP6(ALPHA6, "ff02::1:ff00:1", ICMP6_NS, .hop_limit = 255), PASS(FW_PASS_NEIGH),
 	 .subject = "alpha"},
-	{"v6 neighbour advertisement, hop limit 255",
-	 .pkt = ICMP6(ALPHA6, ALPHA_GW6, ICMP6_NA, .hop_limit = 255), PASS(FW_PASS_NEIGH),
+	{"v6 neighbour advertisement for :: (invalid target)",
+	 .pkt = ICMP6(ALPHA6, ALPHA_GW6, ICMP6_NA, .hop_limit = 255), DROP(FW_DROP_ND_TARGET),
 	 .subject = "alpha"},
 	{"v6 neighbour advertisement for its own address",
 	 .pkt = ICMP6(ALPHA6, ALPHA_GW6, ICMP6_NA, .hop_limit = 255, .nd_target = ALPHA6),
 	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
 	{"v6 neighbour advertisement claiming the gateway's address",
 	 .pkt = ICMP6(ALPHA6, ALPHA_GW6, ICMP6_NA, .hop_limit = 255, .nd_target = ALPHA_GW6),
-	 DROP(FW_DROP_UNKNOWN_SOURCE)},
+	 DROP(FW_DROP_UNKNOWN_SOURCE), .subject = "alpha"},
+	{"v6 neighbour advertisement claiming a configured local address",
+	 .pkt = ICMP6(ALPHA6, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = LOCAL6),
+	 DROP(FW_DROP_UNKNOWN_SOURCE), .subject = "alpha"},
 	{"v6 neighbour advertisement claiming a bound subject on another interface",
 	 .pkt = ICMP6(ALPHA6, ALPHA_GW6, ICMP6_NA, .hop_limit = 255, .nd_target = DELTA6),
 	 DROP(FW_DROP_SPOOF), .subject = "delta"},
@@ -853,7 +892,7 @@ static const struct row rows[] = {
 	 .pkt = ICMP6(DELTA6, "ff02::1:ff00:1", ICMP6_NS, .hop_limit = 255), DROP(FW_DROP_SPOOF),
 	 .subject = "delta"},
 	{"v6 router solicitation, hop limit 255",
-	 .pkt = ICMP6("fe80::10", "ff02::2", ICMP6_RS, .hop_limit = 255), PASS(FW_PASS_NEIGH)},
+	 .pkt = ICMP6(LO_LL, "ff02::2", ICMP6_RS, .hop_limit = 255), PASS(FW_PASS_NEIGH)},
 	{"v6 neighbour solicitation, hop limit 64 (routed)",
 	 .pkt = ICMP6(ALPHA6, ALPHA_GW6, ICMP6_NS, .hop_limit = 64), DROP(FW_DROP_MALFORMED),
 	 .subject = "alpha"},
@@ -868,6 +907,178 @@ static const struct row rows[] = {
 	{"v6 MLDv2 report to a site-scope group goes to policy",
 	 .pkt = ICMP6(ALPHA6, "ff05::16", ICMP6_MLD2_REPORT, .hop_limit = 1, .ext = {X_HBH}),
 	 DROP(FW_DROP_DEFAULT_DENY), .subject = "alpha"},
+	{"v6 MLDv2 report to a denied address goes to policy",
+	 .pkt = ICMP6(ALPHA6, DENIED6, ICMP6_MLD2_REPORT, .hop_limit = 1, .ext = {X_HBH}),
+	 DROP(FW_DROP_DENY_CIDR), .subject = "alpha"},
+
+	/* neighbour discovery goes only where ND goes: never routed on */
+	{"v6 rs to a denied address, any payload",
+	 .pkt = ICMP6(ALPHA6, DENIED6, ICMP6_RS, .hop_limit = 255, .payload = 64),
+	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
+	{"v6 rs from its link-local address to a denied address",
+	 .pkt = ICMP6(LO_LL, DENIED6, ICMP6_RS, .hop_limit = 255, .payload = 64),
+	 DROP(FW_DROP_ND_TARGET)},
+	{"v6 ns to a denied address",
+	 .pkt = ICMP6(ALPHA6, DENIED6, ICMP6_NS, .hop_limit = 255, .nd_target = DENIED6),
+	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
+	{"v6 na to a denied address",
+	 .pkt = ICMP6(ALPHA6, DENIED6, ICMP6_NA, .hop_limit = 255, .nd_target = ALPHA6),
+	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
+	{"v6 rs to an allowed off-link address",
+	 .pkt = ICMP6(ALPHA6, OK6, ICMP6_RS, .hop_limit = 255), DROP(FW_DROP_ND_TARGET),
+	 .subject = "alpha"},
+	{"v6 ns to an allowed off-link address",
+	 .pkt = ICMP6(ALPHA6, OK6, ICMP6_NS, .hop_limit = 255, .nd_target = OK6),
+	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
+	{"v6 na to an allowed off-link address",
+	 .pkt = ICMP6(ALPHA6, OK6, ICMP6_NA, .hop_limit = 255, .nd_target = ALPHA6),
+	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
+	{"v6 ns to a sibling's address",
+	 .pkt = ICMP6(ALPHA6, ALPHA_SIB6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_SIB6),
+	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
+	{"v6 rs to a site-scope group", .pkt = ICMP6(ALPHA6, "ff05::2", ICMP6_RS, .hop_limit = 255),
+	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
+	{"v6 ns to a link-scope group that is not solicited-node",
+	 .pkt = ICMP6(ALPHA6, "ff02::16", ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6),
+	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
+	{"v6 ns from a link-local source to the gateway's global address",
+	 .pkt = ICMP6(LO_LL, ALPHA_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6),
+	 DROP(FW_DROP_ND_TARGET)},
+	{"v6 ns (unicast NUD) to its gateway",
+	 .pkt = ICMP6(ALPHA6, ALPHA_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6),
+	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
+	{"v6 na to its gateway",
+	 .pkt = ICMP6(ALPHA6, ALPHA_GW6, ICMP6_NA, .hop_limit = 255, .nd_target = ALPHA6),
+	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
+	{"v6 ns to a configured local address",
+	 .pkt = ICMP6(ALPHA6, LOCAL6, ICMP6_NS, .hop_limit = 255, .nd_target = LOCAL6),
+	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
+	{"v6 ns to the gateway's solicited-node group",
+	 .pkt = ICMP6(ALPHA6, SOLICITED_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6),
+	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
+	{"v6 ns to the gateway's link-local address",
+	 .pkt = ICMP6(ALPHA6, GW_LL, ICMP6_NS, .hop_limit = 255, .nd_target = GW_LL),
+	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
+	{"v6 na to all-nodes",
+	 .pkt = ICMP6(ALPHA6, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = ALPHA6),
+	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
+	/* ... and only from the port's own addresses */
+	{"v6 rs from an unbound global source",
+	 .pkt = ICMP6(STRANGER6, "ff02::2", ICMP6_RS, .hop_limit = 255),
+	 DROP(FW_DROP_UNKNOWN_SOURCE)},
+	{"v6 rs from a subject bound to another interface",
+	 .pkt = ICMP6(DELTA6, "ff02::2", ICMP6_RS, .hop_limit = 255), DROP(FW_DROP_SPOOF),
+	 .subject = "delta"},
+	{"v6 na with a link-local target from an unbound source",
+	 .pkt = ICMP6(STRANGER6, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = LO_LL),
+	 DROP(FW_DROP_UNKNOWN_SOURCE)},
+	{"v6 rs from ::", .pkt = ICMP6("::", "ff02::2", ICMP6_RS, .hop_limit = 255),
+	 PASS(FW_PASS_NEIGH)},
+	{"v6 na from ::",
+	 .pkt = ICMP6("::", "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = ALPHA6),
+	 DROP(FW_DROP_ND_TARGET)},
+	{"v6 duplicate address detection of its global address",
+	 .pkt = ICMP6("::", "ff02::1:ff00:10", ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA6),
+	 PASS(FW_PASS_NEIGH)},
+	{"v6 duplicate address detection of its link-local address",
+	 .pkt = ICMP6("::", "ff02::1:ff00:2", ICMP6_NS, .hop_limit = 255, .nd_target = LO_LL),
+	 PASS(FW_PASS_NEIGH)},
+
+	/* link-local addresses are bound to ports like global ones to subjects */
+	{"v6 na claiming the gateway's link-local address", .setup = dummy_bound_from_link,
+	 .pkt = ICMP6(LO_LL, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = GW_LL),
+	 DROP(FW_DROP_SPOOF)},
+	{"v6 na from its global address claiming the gateway's link-local address",
+	 .pkt = ICMP6(ALPHA6, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = GW_LL),
+	 DROP(FW_DROP_SPOOF), .subject = "alpha"},
+	{"v6 ns from the gateway's link-local address",
+	 .pkt = ICMP6(GW_LL, SOLICITED_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6),
+	 DROP(FW_DROP_SPOOF)},
+	{"v6 rs from the gateway's link-local address",
+	 .pkt = ICMP6(GW_LL, "ff02::2", ICMP6_RS, .hop_limit = 255), DROP(FW_DROP_SPOOF)},
+	{"v6 na claiming the sibling port's link-local address",
+	 .pkt = ICMP6(LO_LL, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = DUMMY_LL),
+	 DROP(FW_DROP_SPOOF)},
+	{"v6 duplicate address detection of the sibling port's link-local address",
+	 .pkt = ICMP6("::", "ff02::1:ff00:d", ICMP6_NS, .hop_limit = 255, .nd_target = DUMMY_LL),
+	 DROP(FW_DROP_SPOOF)},
+	{"v6 na for its own link-local address (EUI-64 of its MAC)",
+	 .pkt = ICMP6(LO_LL, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = LO_LL,
+		      .nd_lladdr = PKT_MAC_SRC),
+	 PASS(FW_PASS_NEIGH)},
+	{"v6 ns from a new link-local address: learned for the port",
+	 .pkt = ICMP6(LO_LL2, SOLICITED_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6),
+	 PASS(FW_PASS_NEIGH)},
+	{"v6 na for the learned link-local address",
+	 .pkt = ICMP6(LO_LL2, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = LO_LL2),
+	 PASS(FW_PASS_NEIGH)},
+	{"v6 ns from a second new link-local address",
+	 .pkt = ICMP6("fe80::2:2", SOLICITED_GW6, ICMP6_NS, .hop_limit = 255,
+		      .nd_target = ALPHA_GW6),
+	 DROP(FW_DROP_ND_TARGET)},
+	{"v6 na claiming a second new link-local address",
+	 .pkt = ICMP6(LO_LL, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = "fe80::2:3"),
+	 DROP(FW_DROP_ND_TARGET)},
+	{"sibling port: na claiming the first port's learned link-local address", .on_dummy = true,
+	 .pkt = ICMP6(DUMMY_LL, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = LO_LL2),
+	 DROP(FW_DROP_SPOOF)},
+	{"sibling port: na from its bound subject for its own link-local address", .on_dummy = true,
+	 .pkt = ICMP6(DELTA6, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = DUMMY_LL,
+		      .nd_lladdr = DUMMY_MAC),
+	 PASS(FW_PASS_NEIGH), .subject = "delta"},
+
+	/* the port's MAC: frames, ARP and ND link-layer options */
+	{"v4 to an allowed address from the sibling port's MAC",
+	 .pkt = UDP4(ALPHA4, OK4, 40000, 5000, .eth_src = DUMMY_MAC), DROP(FW_DROP_MAC_SPOOF),
+	 .subject = "alpha"},
+	{"v6 to an allowed address from the sibling port's MAC",
+	 .pkt = TCP6(ALPHA6, OK6, 40000, 80, .eth_src = DUMMY_MAC), DROP(FW_DROP_MAC_SPOOF),
+	 .subject = "alpha"},
+	{"v4 to an allowed address from a MAC no port has",
+	 .pkt = TCP4(ALPHA4, OK4, 40000, 80, .eth_src = STRANGER_MAC), DROP(FW_DROP_MAC_SPOOF),
+	 .subject = "alpha"},
+	{"v4 to an allowed address from the pod's MAC",
+	 .pkt = TCP4(ALPHA4, OK4, 40000, 80, .eth_src = POD_MAC), DROP(FW_DROP_MAC_SPOOF),
+	 .subject = "alpha"},
+	{"arp from the sibling port's MAC", .pkt = ARP_REQ(.eth_src = DUMMY_MAC),
+	 DROP(FW_DROP_MAC_SPOOF), .subject = "alpha"},
+	{"arp with the sibling port's MAC as sender hardware address",
+	 .pkt = ARP_REQ(.arp_sha = DUMMY_MAC), DROP(FW_DROP_MAC_SPOOF), .subject = "alpha"},
+	{"arp probe with the sibling port's MAC as sender hardware address",
+	 .pkt = ARP_REQ(.arp_sender = "0.0.0.0", .arp_sha = DUMMY_MAC), DROP(FW_DROP_MAC_SPOOF)},
+	{"v6 ns from the sibling port's MAC",
+	 .pkt = ICMP6(ALPHA6, SOLICITED_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6,
+		      .eth_src = DUMMY_MAC),
+	 DROP(FW_DROP_MAC_SPOOF), .subject = "alpha"},
+	{"v6 ns with the sibling port's MAC as source link-layer address",
+	 .pkt = ICMP6(ALPHA6, SOLICITED_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6,
+		      .nd_lladdr = DUMMY_MAC),
+	 DROP(FW_DROP_MAC_SPOOF), .subject = "alpha"},
+	{"v6 na with the sibling port's MAC as target link-layer address",
+	 .pkt = ICMP6(ALPHA6, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = ALPHA6,
+		      .nd_lladdr = DUMMY_MAC),
+	 DROP(FW_DROP_MAC_SPOOF), .subject = "alpha"},
+	{"v6 rs with the pod's MAC as source link-layer address",
+	 .pkt = ICMP6(LO_LL, "ff02::2", ICMP6_RS, .hop_limit = 255, .nd_lladdr = POD_MAC),
+	 DROP(FW_DROP_MAC_SPOOF)},
+	{"v6 dad with a foreign MAC as source link-layer address",
+	 .pkt = ICMP6("::", "ff02::1:ff00:10", ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA6,
+		      .nd_lladdr = STRANGER_MAC),
+	 DROP(FW_DROP_MAC_SPOOF)},
+	{"v6 ns with its own MAC as source link-layer address",
+	 .pkt = ICMP6(ALPHA6, SOLICITED_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6,
+		      .nd_lladdr = PKT_MAC_SRC),
+	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
+	{"v6 rs with its own MAC as source link-layer address",
+	 .pkt = ICMP6(LO_LL, "ff02::2", ICMP6_RS, .hop_limit = 255, .nd_lladdr = PKT_MAC_SRC),
+	 PASS(FW_PASS_NEIGH)},
+	{"sibling port: v4 from the first port's MAC", .on_dummy = true,
+	 .pkt = TCP4(DELTA4, OK4, 40000, 80, .eth_src = PKT_MAC_SRC), DROP(FW_DROP_MAC_SPOOF),
+	 .subject = "delta"},
+	{"sibling port: v4 from its own MAC", .on_dummy = true, .pkt = TCP4(DELTA4, OK4, 40000, 80),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "delta"},
+	{"sibling port: arp from its own MAC", .on_dummy = true,
+	 .pkt = ARP_REQ(.arp_sender = DELTA4), PASS(FW_PASS_NEIGH), .subject = "delta"},
 
 	/* fragments */
 	{"v4 first fragment to allow cidr",
@@ -1170,6 +1381,7 @@ static bool run_row(const struct row *r, unsigned int flags)
 	__u8 in[PKT_MAX], out[PKT_MAX + 64];
 	struct __sk_buff ctx = {};
 	struct report rep = {.len = 0};
+	struct pkt_spec spec;
 	int ifindex = r->on_dummy ? t.dummy_ifindex : 1;
 	bool check_events = flags & RUN_EVENTS;
 	__u32 id = 0, moved = FW_REASON_MAX;
@@ -1182,7 +1394,11 @@ static bool run_row(const struct row *r, unsigned int flags)
 		printf("FAIL %s\n  setup failed\n", r->desc);
 		return false;
 	}
-	len = pkt_build(&r->pkt, in);
+	/* the dummy's sandbox has a MAC of its own: a port binds one */
+	spec = r->pkt;
+	if (r->on_dummy && !spec.eth_src)
+		spec.eth_src = DUMMY_MAC;
+	len = pkt_build(&spec, in);
 	if (!len) {
 		printf("FAIL %s\n  test bug: packet does not build\n", r->desc);
 		return false;
@@ -1958,6 +2174,16 @@ static int fixture_setup(void)
 		err = fw_dp_local_set(t.dp, local, 2, ports, 1);
 	if (err)
 		return err;
+	/* what fastwalld reserves for the pod: the bridge's MAC and its
+	 * link-local address */
+	{
+		struct fw_mac pod_mac = mac_of(POD_MAC);
+		struct fw_ip pod_ll = ip_of(GW_LL);
+
+		err = fw_l2_reserve(t.dp, &pod_mac, 1, &pod_ll, 1);
+		if (err)
+			return err;
+	}
 
 	doh[0] = (struct fw_lpm_key){.prefixlen = 96 + 28, .addr = ip_of("192.0.2.48")};
 	doh[1] = (struct fw_lpm_key){.prefixlen = 128, .addr = ip_of(DOH6)};

@@ -121,8 +121,8 @@ static __always_inline struct fw_l2_port *fw_l2_port_of(struct __sk_buff *skb,
 
 /* The Ethernet source (and an ARP sender's hardware address) must be the
  * port's MAC. Returns FW_PARSE_OK and the binding, or the drop. */
-static __always_inline __u32 fw_l2_check(struct __sk_buff *skb, const struct fw_pkt *pkt,
-					 bool arp, struct fw_l2_port **port)
+static __always_inline __u32 fw_l2_check(struct __sk_buff *skb, const struct fw_pkt *pkt, bool arp,
+					 struct fw_l2_port **port)
 {
 	struct fw_l2_port *rec = fw_l2_port_of(skb, pkt);
 

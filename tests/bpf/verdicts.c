@@ -276,6 +276,8 @@ static struct {
 	bool pinned;
 	char dummy[IF_NAMESIZE];
 	int dummy_ifindex;
+	char port2[IF_NAMESIZE]; /* a second port, for the l2 scenario */
+	int port2_ifindex;
 	__u32 swap_id;
 	struct fw_event ev[MAX_EVENTS];
 	size_t nev, ev_lost;
@@ -554,6 +556,7 @@ struct row {
 	int (*setup)(void); /* precondition, through the control plane */
 	enum prog prog;
 	bool on_dummy; /* ctx ifindex = the dummy interface, else loopback */
+	bool on_port2; /* ctx ifindex = the second test interface (l2 scenario) */
 	struct pkt_spec pkt;
 	int verdict;		    /* TC_ACT_OK or TC_ACT_SHOT */
 	__u32 reason;		    /* enum fw_reason */
@@ -1382,7 +1385,7 @@ static bool run_row(const struct row *r, unsigned int flags)
 	struct __sk_buff ctx = {};
 	struct report rep = {.len = 0};
 	struct pkt_spec spec;
-	int ifindex = r->on_dummy ? t.dummy_ifindex : 1;
+	int ifindex = r->on_port2 ? t.port2_ifindex : r->on_dummy ? t.dummy_ifindex : 1;
 	bool check_events = flags & RUN_EVENTS;
 	__u32 id = 0, moved = FW_REASON_MAX;
 	int nmoved = 0, err;
@@ -1410,7 +1413,7 @@ static bool run_row(const struct row *r, unsigned int flags)
 			return false;
 		}
 	}
-	if (r->on_dummy && ifindex <= 0) {
+	if ((r->on_dummy || r->on_port2) && ifindex <= 0) {
 		printf("FAIL %s\n  no dummy interface\n", r->desc);
 		return false;
 	}
@@ -1424,7 +1427,7 @@ static bool run_row(const struct row *r, unsigned int flags)
 	opts.data_out = out;
 	opts.data_size_out = sizeof(out);
 	opts.repeat = 1;
-	if (r->on_dummy) {
+	if (r->on_dummy || r->on_port2) {
 		ctx.ifindex = ifindex;
 		opts.ctx_in = &ctx;
 		opts.ctx_size_in = sizeof(ctx);
@@ -2074,6 +2077,12 @@ static void cleanup(void)
 			fprintf(stderr, "can't remove test interface %s\n", t.dummy);
 		t.dummy_ifindex = 0;
 	}
+	if (t.port2_ifindex > 0) {
+		snprintf(cmd, sizeof(cmd), "ip link del %s 2>/dev/null", t.port2);
+		if (system(cmd) != 0)
+			fprintf(stderr, "can't remove test interface %s\n", t.port2);
+		t.port2_ifindex = 0;
+	}
 }
 
 static void on_signal(int sig)
@@ -2094,6 +2103,11 @@ static void on_crash(int sig)
 		fw_dp_purge(t.pin_root);
 	if (t.dummy_ifindex > 0) {
 		snprintf(cmd, sizeof(cmd), "ip link del %s 2>/dev/null", t.dummy);
+		if (system(cmd) != 0)
+			_exit(128 + sig);
+	}
+	if (t.port2_ifindex > 0) {
+		snprintf(cmd, sizeof(cmd), "ip link del %s 2>/dev/null", t.port2);
 		if (system(cmd) != 0)
 			_exit(128 + sig);
 	}
@@ -2218,6 +2232,143 @@ static int fixture_setup(void)
 	return err;
 }
 
+/* ---- the link-layer binding of ports (l2bind.h) ---------------------------- */
+
+#define PORT2_MAC  "02:00:00:00:00:b2"
+#define PORT2_MAC2 "02:00:00:00:00:b3"
+#define VICTIM_MAC "02:00:00:00:00:c1"
+
+static bool l2_row(const char *desc, bool port2, const char *mac, __u32 reason, const char *subject)
+{
+	struct row r = {.desc = desc,
+			.on_port2 = port2,
+			.on_dummy = !port2,
+			.pkt = TCP4(port2 ? BETA4 : DELTA4, OK4, 40000, 80, .eth_src = mac),
+			.verdict = reason < FW_REASON_FIRST_DROP ? TC_ACT_OK : TC_ACT_SHOT,
+			.reason = reason,
+			.subject = subject};
+	/* events: the rate-limit scenario before left a small budget */
+	bool ok = run_row(&r, 0);
+
+	if (ok)
+		passed++;
+	else
+		failed++;
+	return ok;
+}
+
+static size_t owned_by(int fd, size_t key_size, int ifindex)
+{
+	__u8 key[16], next[16];
+	void *prev = NULL;
+	size_t n = 0;
+	__u32 owner;
+
+	while (bpf_map_get_next_key(fd, prev, next) == 0) {
+		memcpy(key, next, key_size);
+		prev = key;
+		if (bpf_map_lookup_elem(fd, key, &owner) == 0 && owner == (__u32)ifindex)
+			n++;
+	}
+	return n;
+}
+
+static bool none_live(int ifindex, const void *ctx)
+{
+	return ifindex != *(const int *)ctx;
+}
+
+/* A fresh port (port2, subject beta unbound, default allow) against the
+ * dummy's (delta's): first sight, a thief who sends first, the link's word
+ * beating first sight, ifindex reuse and cleanup. */
+static void scenario_l2_ports(void)
+{
+	struct fw_mac host_a = mac_of("02:00:00:00:0b:0a"), host_b = mac_of("02:00:00:00:0b:0b");
+	struct fw_mac dhost = mac_of("02:00:00:00:0d:0d"), victim = mac_of(VICTIM_MAC);
+	struct fw_mac dmac = mac_of(DUMMY_MAC), m2 = mac_of(PORT2_MAC);
+	__u32 owner;
+	char cmd[96];
+
+	snprintf(t.port2, sizeof(t.port2), "fwt%db", (int)getpid() % 100000);
+	snprintf(cmd, sizeof(cmd), "ip link add %s type dummy 2>/dev/null", t.port2);
+	if (system(cmd) != 0) {
+		snprintf(cmd, sizeof(cmd), "ip link add %s type veth peer name %sp", t.port2,
+			 t.port2);
+		if (system(cmd) != 0) {
+			result(false, "l2: second port", "can't create %s", t.port2);
+			return;
+		}
+	}
+	t.port2_ifindex = (int)if_nametoindex(t.port2);
+	if (t.port2_ifindex <= 0) {
+		result(false, "l2: second port", "no ifindex for %s", t.port2);
+		return;
+	}
+
+	l2_row("l2: a new port's first frame from the sibling port's MAC", true, DUMMY_MAC,
+	       FW_DROP_MAC_SPOOF, "beta");
+	l2_row("l2: a new port's first frame from a group MAC", true, "01:00:5e:00:00:01",
+	       FW_DROP_MAC_SPOOF, "beta");
+	l2_row("l2: a new port's first frame from the pod's MAC", true, POD_MAC, FW_DROP_MAC_SPOOF,
+	       "beta");
+	l2_row("l2: a new port's first frame from a MAC nobody has binds it", true, PORT2_MAC,
+	       FW_PASS_DEFAULT, "beta");
+	l2_row("l2: the new port's next frame from its MAC", true, PORT2_MAC, FW_PASS_DEFAULT,
+	       "beta");
+	l2_row("l2: the new port from another MAC", true, STRANGER_MAC, FW_DROP_MAC_SPOOF, "beta");
+	l2_row("l2: the sibling port from the new port's MAC", false, PORT2_MAC, FW_DROP_MAC_SPOOF,
+	       "delta");
+
+	/* the port goes: its binding and everything it owned with it */
+	fw_l2_forget(t.dp, t.port2_ifindex);
+	result(bpf_map_lookup_elem(t.dp->l2_ports_fd, &t.port2_ifindex, cmd) != 0 &&
+		       owned_by(t.dp->l2_macs_fd, sizeof(struct fw_mac), t.port2_ifindex) == 0 &&
+		       owned_by(t.dp->l2_lladdrs_fd, sizeof(struct fw_ip), t.port2_ifindex) == 0,
+	       "l2: forgetting a port deletes its record, MAC and link-local addresses",
+	       "record or owner entries left for ifindex %d", t.port2_ifindex);
+
+	/* a thief sending first takes a MAC no port is bound to yet; the
+	 * link's word (fastwalld reads the veth peer's MAC) takes it back */
+	l2_row("l2: a thief's first frame from a not yet bound MAC", true, VICTIM_MAC,
+	       FW_PASS_DEFAULT, "beta");
+	result(fw_l2_bind(t.dp, t.dummy_ifindex, dhost.b, victim.b) == 0,
+	       "l2: binding the victim's port from its link", NULL);
+	l2_row("l2: the thief's port from the victim's MAC after the bind", true, VICTIM_MAC,
+	       FW_DROP_MAC_SPOOF, "beta");
+	l2_row("l2: the victim's port from its MAC", false, VICTIM_MAC, FW_PASS_ALLOW_CIDR,
+	       "delta");
+	result(fw_l2_bind(t.dp, t.dummy_ifindex, dhost.b, dmac.b) == 0 &&
+		       bpf_map_lookup_elem(t.dp->l2_macs_fd, &victim, &owner) != 0,
+	       "l2: a rebind to another peer MAC releases the old one", NULL);
+	l2_row("l2: the dummy's port from its MAC again", false, DUMMY_MAC, FW_PASS_ALLOW_CIDR,
+	       "delta");
+	result(fw_l2_bind(t.dp, t.dummy_ifindex, dhost.b, dmac.b) == 0 &&
+		       bpf_map_lookup_elem(t.dp->l2_macs_fd, &dmac, &owner) == 0 &&
+		       owner == (__u32)t.dummy_ifindex,
+	       "l2: binding the same link again keeps the binding", NULL);
+
+	/* ifindex reuse: another link (another host-side MAC) on the same
+	 * ifindex starts afresh */
+	fw_l2_bind(t.dp, t.port2_ifindex, host_a.b, NULL);
+	l2_row("l2: a prepared port binds its first MAC", true, PORT2_MAC, FW_PASS_DEFAULT, "beta");
+	result(fw_l2_bind(t.dp, t.port2_ifindex, host_a.b, NULL) == 0,
+	       "l2: preparing the same link again", NULL);
+	l2_row("l2: ... which keeps its binding", true, PORT2_MAC2, FW_DROP_MAC_SPOOF, "beta");
+	result(fw_l2_bind(t.dp, t.port2_ifindex, host_b.b, NULL) == 0 &&
+		       bpf_map_lookup_elem(t.dp->l2_macs_fd, &m2, &owner) != 0,
+	       "l2: a new link on a reused ifindex drops the old binding", NULL);
+	l2_row("l2: the new link's sandbox binds its own MAC", true, PORT2_MAC2, FW_PASS_DEFAULT,
+	       "beta");
+
+	/* a port fastwalld no longer sees */
+	fw_l2_prune(t.dp, none_live, &t.port2_ifindex);
+	result(bpf_map_lookup_elem(t.dp->l2_ports_fd, &t.port2_ifindex, cmd) != 0 &&
+		       owned_by(t.dp->l2_macs_fd, sizeof(struct fw_mac), t.port2_ifindex) == 0 &&
+		       owned_by(t.dp->l2_lladdrs_fd, sizeof(struct fw_ip), t.port2_ifindex) == 0 &&
+		       bpf_map_lookup_elem(t.dp->l2_ports_fd, &t.dummy_ifindex, cmd) == 0,
+	       "l2: pruning drops the ports that are gone, keeps the others", NULL);
+}
+
 int main(void)
 {
 	size_t nrows = sizeof(rows) / sizeof(rows[0]);
@@ -2251,6 +2402,7 @@ int main(void)
 	scenario_event_rate_limit();
 	scenario_connections();
 	scenario_learned_leases();
+	scenario_l2_ports();
 	scenario_reap_restart(); /* last: it restarts the registry */
 
 	printf("%d passed, %d failed\n", passed, failed);

@@ -8,7 +8,10 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <getopt.h>
+#include <ifaddrs.h>
 #include <net/if.h>
+#include <netinet/in.h>
+#include <netpacket/packet.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +31,7 @@
 #include "dnsproxy.h"
 #include "http.h"
 #include "learn.h"
+#include "l2bind.h"
 #include "links.h"
 #include "log.h"
 #include "secmem.h"
@@ -97,6 +101,27 @@ static bool wanted_link(const struct fw_cfg *cfg, const struct fw_link *l)
 	return false;
 }
 
+/* The port's link-layer binding, before the first frame can pass: a
+ * veth's peer MAC as the link says it, else (a tap, the peer unreadable)
+ * the first MAC the port sends from. */
+static void l2_bind(struct fw_daemon *d, const struct fw_link *l)
+{
+	static const unsigned char none[6];
+	unsigned char peer[6];
+	bool have_peer = fw_links_peer_addr(l, peer) == 0;
+	int err;
+
+	err = fw_l2_bind(d->dp, l->ifindex, l->has_addr ? l->addr : none, have_peer ? peer : NULL);
+	if (err && have_peer)
+		err = fw_l2_bind(d->dp, l->ifindex, l->has_addr ? l->addr : none, NULL);
+	if (err)
+		fw_warn("no link-layer binding for %s (ifindex %d): its first frame binds it: %s",
+			l->name, l->ifindex, strerror(-err));
+	else
+		fw_debug("%s (ifindex %d) bound %s", l->name, l->ifindex,
+			 have_peer ? "to its veth peer's MAC" : "on first sight");
+}
+
 static void on_link(void *ctx, const struct fw_link *l)
 {
 	struct fw_daemon *d = ctx;
@@ -105,22 +130,83 @@ static void on_link(void *ctx, const struct fw_link *l)
 		if (bit_test(d->attached, l->ifindex))
 			fw_info("interface %s (ifindex %d) is gone", l->name, l->ifindex);
 		bit_set(d->attached, l->ifindex, false);
+		/* the next link with this ifindex binds afresh */
+		fw_l2_forget(d->dp, l->ifindex);
 		return;
 	}
 	if (!wanted_link(&d->cfg, l) || bit_test(d->attached, l->ifindex))
 		return;
+	l2_bind(d, l);
 	if (fw_dp_attach(d->dp, l->ifindex) == 0) {
 		bit_set(d->attached, l->ifindex, true);
 		fw_info("attached to %s (ifindex %d)", l->name, l->ifindex);
 	}
 }
 
+/* The pod's own MACs and link-local addresses (every interface in this
+ * namespace: bridges, uplinks, the host side of ports): no port may claim
+ * them. */
+static void l2_reserve(struct fw_daemon *d)
+{
+	struct fw_recs macs = {.size = sizeof(struct fw_mac)};
+	struct fw_recs lls = {.size = sizeof(struct fw_ip)};
+	struct ifaddrs *ifa, *i;
+	int err = 0;
+
+	if (getifaddrs(&ifa)) {
+		fw_err("can't list the pod's addresses: %s", strerror(errno));
+		return;
+	}
+	for (i = ifa; i && !err; i = i->ifa_next) {
+		if (!i->ifa_addr)
+			continue;
+		if (i->ifa_addr->sa_family == AF_PACKET) {
+			const struct sockaddr_ll *sll = (const struct sockaddr_ll *)i->ifa_addr;
+			struct fw_mac m = {};
+			static const unsigned char zero[6];
+
+			if (sll->sll_halen != 6 || !memcmp(sll->sll_addr, zero, 6))
+				continue;
+			memcpy(m.b, sll->sll_addr, 6);
+			err = fw_recs_push(&macs, &m);
+		} else if (i->ifa_addr->sa_family == AF_INET6) {
+			const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)i->ifa_addr;
+			struct fw_ip ip;
+
+			if (!IN6_IS_ADDR_LINKLOCAL(&sin6->sin6_addr))
+				continue;
+			memcpy(ip.b, &sin6->sin6_addr, 16);
+			err = fw_recs_push(&lls, &ip);
+		}
+	}
+	freeifaddrs(ifa);
+	if (!err)
+		err = fw_l2_reserve(d->dp, (const struct fw_mac *)macs.data, macs.n,
+				    (const struct fw_ip *)lls.data, lls.n);
+	if (err)
+		fw_err("can't reserve the pod's MACs and link-local addresses: %s",
+		       strerror(-err));
+	free(macs.data);
+	free(lls.data);
+}
+
+static bool l2_live(int ifindex, const void *ctx)
+{
+	(void)ctx;
+	return fw_dp_attached(ifindex);
+}
+
 static int attach_all(struct fw_daemon *d)
 {
-	int err = fw_links_dump(on_link, d);
+	int err;
 
+	/* reserved before any port binds: a port can't take the pod's */
+	l2_reserve(d);
+	err = fw_links_dump(on_link, d);
 	if (err)
 		fw_err("can't list interfaces: %s", strerror(-err));
+	else
+		fw_l2_prune(d->dp, l2_live, NULL); /* ports that went while we were down */
 	fw_reg_links_changed(&d->reg);
 	return err;
 }
@@ -595,6 +681,7 @@ static int run(struct fw_daemon *d)
 					memset(d->attached, 0, sizeof(d->attached));
 					attach_all(d);
 				} else {
+					l2_reserve(d);
 					fw_reg_links_changed(&d->reg);
 				}
 				break;

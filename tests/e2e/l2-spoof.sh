@@ -8,7 +8,7 @@
 # attacker; every attack is captured where it would arrive (the internet
 # side, the sibling, the pod), and the legitimate sandboxes keep working:
 # ND with the gateway, duplicate address detection, a link-local route,
-# ping6 to an allowed address.
+# ping6 to an allowed address, a MAC given in the configuration.
 set -euo pipefail
 
 # shellcheck source=tests/e2e/lib.sh
@@ -246,4 +246,18 @@ fw_wait_log 'attached to sb-c' 2 5 || true
 check "sandbox-c recreated (a new MAC) passes duplicate address detection" fw_eventually 5 dad_done
 # (the pod's cache may still hold the old MAC for fd00:42::4 until NUD)
 check "sandbox-c recreated ping6 to an allowed address" fw_eventually 10 fw_icmp "$SB_C" 2001:db8::10 1
+
+echo "# a MAC given in the configuration (a VM's, known to the platform)"
+CMAC=02:00:00:00:0c:01
+sed -i "s|^    interface: sb-c$|    interface: sb-c\n    mac: \"$CMAC\"|" "$FW_CFG"
+before=$(fw_subject_counter sandbox-c "drop spoofed-mac")
+fw_reload || true
+check "the reload with mac: was applied" fw_wait_log 'reloaded ' 1 1
+check_fails "sandbox-c from the MAC it had: dropped" fw_icmp "$SB_C" 2001:db8::10 1
+check_ge "sandbox-c's frames from another MAC than its configured one counted" \
+	"$(fw_subject_counter sandbox-c "drop spoofed-mac")" $((before + 1))
+ip -n "$SB_C" link set eth0 address "$CMAC"
+ip -n "$NS_POD" neigh flush to fd00:42::4 2>/dev/null || true
+check "sandbox-c with its configured MAC ping6 to an allowed address" \
+	fw_eventually 10 fw_icmp "$SB_C" 2001:db8::10 1
 fw_summary

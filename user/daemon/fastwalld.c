@@ -101,15 +101,30 @@ static bool wanted_link(const struct fw_cfg *cfg, const struct fw_link *l)
 	return false;
 }
 
-/* The port's link-layer binding, before the first frame can pass: a
- * veth's peer MAC as the link says it, else (a tap, the peer unreadable)
- * the first MAC the port sends from. */
+/* The port's link-layer binding, before the first frame can pass: the
+ * `mac` a static subject gives its interface, else a veth's peer MAC as
+ * the link says it, else (a tap, the peer unreadable) the first MAC the
+ * port sends from. Run again for attached ports on every link event and
+ * reload: a binding that did not change is kept as it is. */
 static void l2_bind(struct fw_daemon *d, const struct fw_link *l)
 {
 	static const unsigned char none[6];
+	const char *how = "to its veth peer's MAC";
 	unsigned char peer[6];
-	bool have_peer = fw_links_peer_addr(l, peer) == 0;
+	bool have_peer = false;
 	int err;
+
+	for (size_t i = 0; i < d->cfg.nsubjects && !have_peer; i++) {
+		const struct fw_static_subject *s = &d->cfg.subjects[i];
+
+		if (s->has_mac && !strcmp(s->ifname, l->name)) {
+			memcpy(peer, s->mac, sizeof(peer));
+			have_peer = true;
+			how = "to its configured MAC";
+		}
+	}
+	if (!have_peer)
+		have_peer = fw_links_peer_addr(l, peer) == 0;
 
 	err = fw_l2_bind(d->dp, l->ifindex, l->has_addr ? l->addr : none, have_peer ? peer : NULL);
 	if (err && have_peer)
@@ -119,7 +134,7 @@ static void l2_bind(struct fw_daemon *d, const struct fw_link *l)
 			l->name, l->ifindex, strerror(-err));
 	else
 		fw_debug("%s (ifindex %d) bound %s", l->name, l->ifindex,
-			 have_peer ? "to its veth peer's MAC" : "on first sight");
+			 have_peer ? how : "on first sight");
 }
 
 static void on_link(void *ctx, const struct fw_link *l)
@@ -134,9 +149,11 @@ static void on_link(void *ctx, const struct fw_link *l)
 		fw_l2_forget(d->dp, l->ifindex);
 		return;
 	}
-	if (!wanted_link(&d->cfg, l) || bit_test(d->attached, l->ifindex))
+	if (!wanted_link(&d->cfg, l))
 		return;
 	l2_bind(d, l);
+	if (bit_test(d->attached, l->ifindex))
+		return;
 	if (fw_dp_attach(d->dp, l->ifindex) == 0) {
 		bit_set(d->attached, l->ifindex, true);
 		fw_info("attached to %s (ifindex %d)", l->name, l->ifindex);
@@ -184,8 +201,7 @@ static void l2_reserve(struct fw_daemon *d)
 		err = fw_l2_reserve(d->dp, (const struct fw_mac *)macs.data, macs.n,
 				    (const struct fw_ip *)lls.data, lls.n);
 	if (err)
-		fw_err("can't reserve the pod's MACs and link-local addresses: %s",
-		       strerror(-err));
+		fw_err("can't reserve the pod's MACs and link-local addresses: %s", strerror(-err));
 	free(macs.data);
 	free(lls.data);
 }

@@ -13,12 +13,12 @@ struct fw_link {
 	int master; /* ifindex of the bridge this is a port of, or 0 */
 	char name[IF_NAMESIZE];
 	bool removed;
-	bool has_addr;		 /* addr holds the link's Ethernet address */
-	bool veth;		 /* a veth: peer and peer_netnsid name the other end */
-	bool has_peer_netnsid;	 /* the peer lives in another namespace */
+	bool has_addr;	       /* addr holds the link's Ethernet address */
+	bool veth;	       /* a veth: peer and peer_netnsid name the other end */
+	bool has_peer_netnsid; /* the peer lives in another namespace */
 	unsigned char addr[6];
-	int peer;		 /* IFLA_LINK: the peer's ifindex in its namespace */
-	int peer_netnsid;	 /* IFLA_LINK_NETNSID */
+	int peer;	  /* IFLA_LINK: the peer's ifindex in its namespace */
+	int peer_netnsid; /* IFLA_LINK_NETNSID */
 };
 
 typedef void (*fw_link_cb)(void *ctx, const struct fw_link *link);

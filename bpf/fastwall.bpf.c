@@ -49,9 +49,10 @@ static __always_inline __u32 fw_neigh_claim(struct __sk_buff *skb, const struct 
 
 /* Where neighbour discovery goes: the solicited-node (ff02::1:ff00:0/104),
  * all-nodes and all-routers groups, link-local unicast (neither is ever
- * routed), and, from a subject's global address, its gateway or another
- * pod-local address (unicast NUD). Anything else would be routed by the
- * pod: a tunnel past the policy. */
+ * routed), one of the pod's own addresses (answers to the pod's
+ * solicitations), and, from a subject's global address, its gateway or
+ * another pod-local address (unicast NUD). Anything else would be routed
+ * by the pod: a tunnel past the policy. */
 static __always_inline bool fw_nd_dest_ok(const struct fw_pkt *pkt, const struct fw_subject *s)
 {
 	const struct fw_ip *d = &pkt->dst;
@@ -63,7 +64,9 @@ static __always_inline bool fw_nd_dest_ok(const struct fw_pkt *pkt, const struct
 			return true;
 		return d->w[2] == bpf_htonl(1) && (bpf_ntohl(d->w[3]) >> 24) == 0xff;
 	}
-	return s && fw_is_pod_local(s, FW_FAM_V6, d);
+	if (s && fw_is_pod_local(s, FW_FAM_V6, d))
+		return true;
+	return fw_l2_pod_addr(d);
 }
 
 /* RS, NS and NA with hop limit 255: from the port's link-local address, a

@@ -32,7 +32,9 @@ struct {
 } fastwall_l2_macs SEC(".maps");
 
 /* fe80::/10 address -> owner ifindex (FW_L2_OWNER_POD: the pod's). Each
- * port holds its EUI-64 address and at most one learned one. */
+ * port holds its EUI-64 address and at most one learned one. The pod's
+ * other IPv6 addresses are here too (owner FW_L2_OWNER_POD): ND to them is
+ * the pod resolving its sandboxes, never routed. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4 * FW_MAX_L2_PORTS);
@@ -157,6 +159,13 @@ static __always_inline __u32 fw_l2_lladdr(struct __sk_buff *skb, struct fw_l2_po
 	next.lladdr = *ll;
 	bpf_map_update_elem(&fastwall_l2_ports, &ifindex, &next, BPF_EXIST);
 	return FW_PASS_NEIGH;
+}
+
+static __always_inline bool fw_l2_pod_addr(const struct fw_ip *addr)
+{
+	__u32 *owner = bpf_map_lookup_elem(&fastwall_l2_lladdrs, addr);
+
+	return owner && *owner == FW_L2_OWNER_POD;
 }
 
 #define FW_ND_MAX_OPTS 8

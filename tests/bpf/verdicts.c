@@ -43,6 +43,7 @@
 #define DUMMY_LL      "fe80::ff:fe00:d"		  /* EUI-64 of DUMMY_MAC */
 #define POD_MAC	      "02:fa:57:00:00:01"	  /* the bridge's, reserved for the pod */
 #define GW_LL	      "fe80::fa:57ff:fe00:1"	  /* the bridge's link-local, reserved */
+#define POD6	      "fd00:42:ff::1"		  /* another of the pod's addresses, reserved */
 #define STRANGER_MAC  "02:00:00:00:00:99"
 #define DENIED6	      "2001:db8:dead::2" /* alpha: in its deny 2001:db8:dead::/48 */
 #define SOLICITED_GW6 "ff02::1:ff00:1"	 /* solicited-node group of fd00:42::1 */
@@ -962,6 +963,18 @@ static const struct row rows[] = {
 	{"v6 ns to the gateway's link-local address",
 	 .pkt = ICMP6(ALPHA6, GW_LL, ICMP6_NS, .hop_limit = 255, .nd_target = GW_LL),
 	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
+	{"v6 ns from a subject without a gateway to one of the pod's addresses",
+	 .pkt = ICMP6(BETA6, POD6, ICMP6_NS, .hop_limit = 255, .nd_target = POD6),
+	 PASS(FW_PASS_NEIGH), .subject = "beta"},
+	{"v6 na answering the pod's solicitation at its address",
+	 .pkt = ICMP6(BETA6, POD6, ICMP6_NA, .hop_limit = 255, .nd_target = BETA6),
+	 PASS(FW_PASS_NEIGH), .subject = "beta"},
+	{"v6 na from a subject without a gateway to another's gateway",
+	 .pkt = ICMP6(BETA6, ALPHA_GW6, ICMP6_NA, .hop_limit = 255, .nd_target = BETA6),
+	 DROP(FW_DROP_ND_TARGET), .subject = "beta"},
+	{"v6 na claiming one of the pod's addresses",
+	 .pkt = ICMP6(ALPHA6, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = POD6),
+	 DROP(FW_DROP_UNKNOWN_SOURCE), .subject = "alpha"},
 	{"v6 na to all-nodes",
 	 .pkt = ICMP6(ALPHA6, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = ALPHA6),
 	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
@@ -2188,13 +2201,13 @@ static int fixture_setup(void)
 		err = fw_dp_local_set(t.dp, local, 2, ports, 1);
 	if (err)
 		return err;
-	/* what fastwalld reserves for the pod: the bridge's MAC and its
-	 * link-local address */
+	/* what fastwalld reserves for the pod: the bridge's MAC and the
+	 * pod's IPv6 addresses */
 	{
 		struct fw_mac pod_mac = mac_of(POD_MAC);
-		struct fw_ip pod_ll = ip_of(GW_LL);
+		struct fw_ip pod_ip[] = {ip_of(GW_LL), ip_of(POD6)};
 
-		err = fw_l2_reserve(t.dp, &pod_mac, 1, &pod_ll, 1);
+		err = fw_l2_reserve(t.dp, &pod_mac, 1, pod_ip, 2);
 		if (err)
 			return err;
 	}

@@ -160,9 +160,9 @@ static void on_link(void *ctx, const struct fw_link *l)
 	}
 }
 
-/* The pod's own MACs and link-local addresses (every interface in this
+/* The pod's own MACs and IPv6 addresses (every interface in this
  * namespace: bridges, uplinks, the host side of ports): no port may claim
- * them. */
+ * them, and ND to them is the pod's own. */
 static void l2_reserve(struct fw_daemon *d)
 {
 	struct fw_recs macs = {.size = sizeof(struct fw_mac)};
@@ -190,7 +190,8 @@ static void l2_reserve(struct fw_daemon *d)
 			const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)i->ifa_addr;
 			struct fw_ip ip;
 
-			if (!IN6_IS_ADDR_LINKLOCAL(&sin6->sin6_addr))
+			if (IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr) ||
+			    IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr))
 				continue;
 			memcpy(ip.b, &sin6->sin6_addr, 16);
 			err = fw_recs_push(&lls, &ip);
@@ -201,7 +202,7 @@ static void l2_reserve(struct fw_daemon *d)
 		err = fw_l2_reserve(d->dp, (const struct fw_mac *)macs.data, macs.n,
 				    (const struct fw_ip *)lls.data, lls.n);
 	if (err)
-		fw_err("can't reserve the pod's MACs and link-local addresses: %s", strerror(-err));
+		fw_err("can't reserve the pod's MACs and IPv6 addresses: %s", strerror(-err));
 	free(macs.data);
 	free(lls.data);
 }

@@ -24,8 +24,9 @@ int fw_l2_bind(struct fw_dp *dp, int ifindex, const __u8 host[6], const __u8 *pe
 int fw_l2_forget(struct fw_dp *dp, int ifindex);
 /* Deletes the bindings of every ifindex for which live() says no. */
 int fw_l2_prune(struct fw_dp *dp, bool (*live)(int ifindex, const void *ctx), const void *ctx);
-/* Makes the pod's reservations exactly these MACs and link-local
- * addresses; a port that had claimed one of them loses its binding. */
+/* Makes the pod's reservations exactly these MACs and IPv6 addresses
+ * (link-local ones no port may claim, others that ND may go to); a port
+ * that had claimed one of them loses its binding. */
 int fw_l2_reserve(struct fw_dp *dp, const struct fw_mac *macs, size_t nmacs,
 		  const struct fw_ip *lladdrs, size_t nlladdrs);
 /* The modified EUI-64 link-local address of mac (fe80::/64). */

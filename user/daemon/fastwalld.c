@@ -29,6 +29,7 @@
 #include "config.h"
 #include "datapath.h"
 #include "dnsproxy.h"
+#include "hash.h"
 #include "http.h"
 #include "learn.h"
 #include "l2bind.h"
@@ -67,6 +68,7 @@ struct fw_daemon {
 	bool stop;
 	bool level_forced;		   /* --log-level wins over the config */
 	unsigned char attached[65536 / 8]; /* ifindex bitmap, for logging once */
+	__u64 l2_reserved_hash;		   /* of the pod addresses last reserved */
 };
 
 static bool bit_test(const unsigned char *map, int i)
@@ -160,6 +162,16 @@ static void on_link(void *ctx, const struct fw_link *l)
 	}
 }
 
+static int cmp_mac(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct fw_mac));
+}
+
+static int cmp_ip(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct fw_ip));
+}
+
 /* The pod's own MACs and IPv6 addresses (every interface in this
  * namespace: bridges, uplinks, the host side of ports): no port may claim
  * them, and ND to them is the pod's own. */
@@ -198,9 +210,24 @@ static void l2_reserve(struct fw_daemon *d)
 		}
 	}
 	freeifaddrs(ifa);
-	if (!err)
-		err = fw_l2_reserve(d->dp, (const struct fw_mac *)macs.data, macs.n,
-				    (const struct fw_ip *)lls.data, lls.n);
+	if (!err) {
+		/* every link and address event lands here (a sandbox flapping
+		 * its link, too): write only when the set changed */
+		__u64 h = FW_FNV_BASIS;
+
+		if (macs.n)
+			qsort(macs.data, macs.n, macs.size, cmp_mac);
+		if (lls.n)
+			qsort(lls.data, lls.n, lls.size, cmp_ip);
+		h = fw_fnv(h, &macs.n, sizeof(macs.n));
+		h = fw_fnv(h, macs.data, macs.n * macs.size);
+		h = fw_fnv(h, lls.data, lls.n * lls.size);
+		if (h != d->l2_reserved_hash) {
+			err = fw_l2_reserve(d->dp, (const struct fw_mac *)macs.data, macs.n,
+					    (const struct fw_ip *)lls.data, lls.n);
+			d->l2_reserved_hash = err ? 0 : h;
+		}
+	}
 	if (err)
 		fw_err("can't reserve the pod's MACs and IPv6 addresses: %s", strerror(-err));
 	free(macs.data);

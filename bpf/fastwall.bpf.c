@@ -138,10 +138,14 @@ static __always_inline __u32 fw_icmp6_control(struct __sk_buff *skb, const struc
 	case FW_ICMPV6_MLD_REPORT:
 	case FW_ICMPV6_MLD_DONE:
 	case FW_ICMPV6_MLD2_REPORT:
-		/* ff02::/16 */
-		if ((bpf_ntohl(pkt->dst.w[0]) >> 16) == 0xff02)
+		/* ff02::/16, from the port's own addresses (or ::, RFC 3590) */
+		if ((bpf_ntohl(pkt->dst.w[0]) >> 16) != 0xff02)
+			return FW_PARSE_OK;
+		if (fw_ip_is_zero(&pkt->src))
 			return FW_PASS_NEIGH;
-		return FW_PARSE_OK;
+		if (fw_ip_is_ll(&pkt->src))
+			return fw_l2_lladdr(skb, port, &pkt->src);
+		return fw_neigh_claim(skb, &pkt->src, subject, NULL);
 	default:
 		return FW_PARSE_OK;
 	}

@@ -338,6 +338,7 @@ struct fw_event {
 
 #define FW_L2F_UNBOUND (1u << 0) /* prepared by fastwalld: the MAC is learned on first sight */
 #define FW_L2F_LLADDR  (1u << 1) /* lladdr holds a learned link-local address */
+#define FW_L2F_PINNED  (1u << 2) /* mac from the link or the configuration, not first sight */
 
 struct fw_mac {
 	__u8 b[6];

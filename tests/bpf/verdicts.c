@@ -2388,6 +2388,23 @@ static void scenario_l2_ports(void)
 	l2_row("l2: the new link's sandbox binds its own MAC", true, PORT2_MAC2, FW_PASS_DEFAULT,
 	       "beta");
 
+	/* a configured MAC that is removed again: back to first sight */
+	{
+		struct fw_mac m3 = mac_of("02:00:00:00:00:b4");
+
+		result(fw_l2_bind(t.dp, t.port2_ifindex, host_b.b, m3.b) == 0,
+		       "l2: pinning the port to a configured MAC", NULL);
+		l2_row("l2: the pinned port from the MAC it had learned", true, PORT2_MAC2,
+		       FW_DROP_MAC_SPOOF, "beta");
+		l2_row("l2: the pinned port from its configured MAC", true, "02:00:00:00:00:b4",
+		       FW_PASS_DEFAULT, "beta");
+		result(fw_l2_bind(t.dp, t.port2_ifindex, host_b.b, NULL) == 0 &&
+			       bpf_map_lookup_elem(t.dp->l2_macs_fd, &m3, &owner) != 0,
+		       "l2: unpinning releases the configured MAC", NULL);
+		l2_row("l2: the unpinned port binds on first sight again", true, PORT2_MAC2,
+		       FW_PASS_DEFAULT, "beta");
+	}
+
 	/* a port fastwalld no longer sees */
 	fw_l2_prune(t.dp, none_live, &t.port2_ifindex);
 	result(bpf_map_lookup_elem(t.dp->l2_ports_fd, &t.port2_ifindex, cmd) != 0 &&

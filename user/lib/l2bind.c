@@ -25,7 +25,7 @@ void fw_l2_eui64(const __u8 mac[6], struct fw_ip *ll)
 }
 
 struct owned {
-	bool (*doomed)(__u32 owner, const void *ctx);
+	bool (*doomed)(const void *key, __u32 owner, const void *ctx);
 	const void *ctx;
 	struct fw_recs keys;
 };
@@ -36,12 +36,13 @@ static int collect(const void *key, const void *val, void *ctx)
 	__u32 owner;
 
 	memcpy(&owner, val, sizeof(owner));
-	return o->doomed(owner, o->ctx) ? fw_recs_push(&o->keys, key) : 0;
+	return o->doomed(key, owner, o->ctx) ? fw_recs_push(&o->keys, key) : 0;
 }
 
 /* Deletes the entries of an owner map (MAC or link-local -> ifindex)
- * whose owner doomed() picks. */
-static int drop_owned(int fd, size_t key_size, bool (*doomed)(__u32 owner, const void *ctx),
+ * that doomed() picks. */
+static int drop_owned(int fd, size_t key_size,
+		      bool (*doomed)(const void *key, __u32 owner, const void *ctx),
 		      const void *ctx)
 {
 	struct owned o = {.doomed = doomed, .ctx = ctx, .keys = {.size = key_size}};
@@ -53,9 +54,24 @@ static int drop_owned(int fd, size_t key_size, bool (*doomed)(__u32 owner, const
 	return err;
 }
 
-static bool is_owner(__u32 owner, const void *ctx)
+static bool is_owner(const void *key, __u32 owner, const void *ctx)
 {
+	(void)key;
 	return owner == *(const __u32 *)ctx;
+}
+
+/* the port's entries but the one it keeps (NULL: none) */
+struct owned_but {
+	__u32 owner;
+	const void *keep;
+	size_t size;
+};
+
+static bool is_owner_but(const void *key, __u32 owner, const void *ctx)
+{
+	const struct owned_but *o = ctx;
+
+	return owner == o->owner && !(o->keep && memcmp(key, o->keep, o->size) == 0);
 }
 
 int fw_l2_forget(struct fw_dp *dp, int ifindex)
@@ -97,19 +113,21 @@ int fw_l2_bind(struct fw_dp *dp, int ifindex, const __u8 host[6], const __u8 *pe
 {
 	struct fw_l2_port rec = {}, old;
 	__u32 key = (__u32)ifindex, owner;
+	struct owned_but keep_mac = {.owner = key, .size = sizeof(struct fw_mac)};
+	struct owned_but keep_ll = {.owner = key, .size = sizeof(struct fw_ip)};
 	struct fw_mac mk = {};
 	struct fw_ip ll;
 	int err;
 
 	if (ifindex <= 0)
 		return -EINVAL;
+	/* the same link, bound the same way: keep it (a restart, a reload,
+	 * another event of the port), whatever it learned since */
 	if (bpf_map_lookup_elem(dp->l2_ports_fd, &key, &old) == 0 &&
 	    memcmp(old.host.b, host, 6) == 0 &&
-	    (!peer || (!(old.flags & FW_L2F_UNBOUND) && memcmp(old.mac.b, peer, 6) == 0)))
+	    (peer ? (old.flags & FW_L2F_PINNED) && memcmp(old.mac.b, peer, 6) == 0
+		  : !(old.flags & FW_L2F_PINNED)))
 		return 0;
-	err = fw_l2_forget(dp, ifindex);
-	if (err)
-		return err;
 	memcpy(rec.host.b, host, 6);
 	if (!peer) {
 		rec.flags = FW_L2F_UNBOUND;
@@ -125,28 +143,41 @@ int fw_l2_bind(struct fw_dp *dp, int ifindex, const __u8 host[6], const __u8 *pe
 		}
 		/* the link says whose MAC it is: a port that sent it first
 		 * took it on first sight and binds afresh */
-		fw_warn("ifindex %d had taken the MAC of ifindex %d's peer; unbinding it", owner,
+		fw_warn("ifindex %u had taken the MAC of ifindex %d's peer; unbinding it", owner,
 			ifindex);
 		err = fw_l2_forget(dp, (int)owner);
 		if (err)
 			return err;
 	}
-	memcpy(rec.mac.b, peer, 6);
+	rec.mac = mk;
+	rec.flags = FW_L2F_PINNED;
 	err = put_owner(dp->l2_macs_fd, &mk, key, BPF_ANY, "fastwall_l2_macs");
 	if (err)
 		return err;
+	keep_mac.keep = &mk;
 	fw_l2_eui64(peer, &ll);
 	/* held by a port that learned it, or the pod's: then not ours */
 	err = put_owner(dp->l2_lladdrs_fd, &ll, key, BPF_NOEXIST, "fastwall_l2_lladdrs");
 	if (err && err != -EEXIST)
 		return err;
+	if (!err || (bpf_map_lookup_elem(dp->l2_lladdrs_fd, &ll, &owner) == 0 && owner == key))
+		keep_ll.keep = &ll;
 write:
+	/* one update switches the port from its old binding to this one (no
+	 * moment without a record, in which a frame would bind first), then
+	 * what it owned before goes */
 	if (bpf_map_update_elem(dp->l2_ports_fd, &key, &rec, BPF_ANY)) {
 		err = -errno;
 		fw_err("can't update fastwall_l2_ports: %s", strerror(-err));
 		return err;
 	}
-	return 0;
+	err = drop_owned(dp->l2_macs_fd, sizeof(struct fw_mac), is_owner_but, &keep_mac);
+	if (!err)
+		err = drop_owned(dp->l2_lladdrs_fd, sizeof(struct fw_ip), is_owner_but, &keep_ll);
+	if (err)
+		fw_err("can't release the old addresses of ifindex %d: %s", ifindex,
+		       strerror(-err));
+	return err;
 }
 
 struct prune_ports {
@@ -165,8 +196,9 @@ static int dead_port(const void *key, const void *val, void *ctx)
 	return p->live((int)ifindex, p->ctx) ? 0 : fw_recs_push(&p->dead, &ifindex);
 }
 
-static bool owner_dead(__u32 owner, const void *ctx)
+static bool owner_dead(const void *key, __u32 owner, const void *ctx)
 {
+	(void)key;
 	const struct prune_ports *p = ctx;
 
 	return owner != FW_L2_OWNER_POD && !p->live((int)owner, p->ctx);

@@ -72,43 +72,48 @@ static __always_inline bool fw_nd_dest_ok(const struct fw_pkt *pkt, const struct
 /* RS, NS and NA with hop limit 255: from the port's link-local address, a
  * subject's address on its own port, or :: (duplicate address detection,
  * RS); only where ND goes; claiming (NA target, DAD target) only the
- * port's own addresses; link-layer options with the port's MAC. */
+ * port's own addresses; link-layer options with the port's MAC. Checks
+ * without side effects first: a link-local address is learned for the
+ * port only from a message that passes everything else. */
 static __always_inline __u32 fw_nd(struct __sk_buff *skb, const struct fw_pkt *pkt,
 				   struct fw_l2_port *port, __u32 *subject)
 {
 	struct fw_subject *s = NULL;
-	bool from_zero = fw_ip_is_zero(&pkt->src);
-	__u32 reason = FW_PASS_NEIGH;
+	bool from_zero = fw_ip_is_zero(&pkt->src), from_ll = fw_ip_is_ll(&pkt->src);
+	__u32 reason;
 
-	if (from_zero) {
-		/* an advertisement from :: is invalid (RFC 4861 7.1.2) */
-		if (pkt->icmp_type == FW_ICMPV6_NA)
-			return FW_DROP_ND_TARGET;
-	} else if (fw_ip_is_ll(&pkt->src)) {
-		reason = fw_l2_lladdr(skb, port, &pkt->src);
-	} else {
+	/* an advertisement from :: is invalid (RFC 4861 7.1.2) */
+	if (from_zero && pkt->icmp_type == FW_ICMPV6_NA)
+		return FW_DROP_ND_TARGET;
+	if (!from_zero && !from_ll) {
 		reason = fw_neigh_claim(skb, &pkt->src, subject, &s);
+		if (reason != FW_PASS_NEIGH)
+			return reason;
 	}
-	if (reason != FW_PASS_NEIGH)
-		return reason;
 	if (!fw_nd_dest_ok(pkt, s))
 		return FW_DROP_ND_TARGET;
-
-	if (pkt->icmp_type == FW_ICMPV6_NA) {
-		if (fw_ip_is_ll(&pkt->nd_target))
-			reason = fw_l2_lladdr(skb, port, &pkt->nd_target);
-		else if (fw_ip_is_zero(&pkt->nd_target))
-			reason = FW_DROP_ND_TARGET;
-		else
-			reason = fw_neigh_claim(skb, &pkt->nd_target, subject, NULL);
-	} else if (pkt->icmp_type == FW_ICMPV6_NS && from_zero && fw_ip_is_ll(&pkt->nd_target)) {
-		/* DAD of a link-local address: the prober claims it now, so a
-		 * sibling that sees the probe can't take it first */
-		reason = fw_l2_lladdr(skb, port, &pkt->nd_target);
-	}
+	if (pkt->icmp_type == FW_ICMPV6_NA && fw_ip_is_zero(&pkt->nd_target))
+		return FW_DROP_ND_TARGET;
+	reason =
+		fw_nd_opts(skb, pkt, port, pkt->l4_off + (pkt->icmp_type == FW_ICMPV6_RS ? 8 : 24));
 	if (reason != FW_PASS_NEIGH)
 		return reason;
-	return fw_nd_opts(skb, pkt, port, pkt->l4_off + (pkt->icmp_type == FW_ICMPV6_RS ? 8 : 24));
+
+	if (from_ll) {
+		reason = fw_l2_lladdr(skb, &port, &pkt->src);
+		if (reason != FW_PASS_NEIGH)
+			return reason;
+	}
+	if (pkt->icmp_type == FW_ICMPV6_NA) {
+		if (fw_ip_is_ll(&pkt->nd_target))
+			return fw_l2_lladdr(skb, &port, &pkt->nd_target);
+		return fw_neigh_claim(skb, &pkt->nd_target, subject, NULL);
+	}
+	if (pkt->icmp_type == FW_ICMPV6_NS && from_zero && fw_ip_is_ll(&pkt->nd_target))
+		/* DAD of a link-local address: the prober claims it now, so a
+		 * sibling that sees the probe can't take it first */
+		return fw_l2_lladdr(skb, &port, &pkt->nd_target);
+	return FW_PASS_NEIGH;
 }
 
 /* Link-local control a slot needs before (and regardless of) any subject:
@@ -144,7 +149,7 @@ static __always_inline __u32 fw_icmp6_control(struct __sk_buff *skb, const struc
 		if (fw_ip_is_zero(&pkt->src))
 			return FW_PASS_NEIGH;
 		if (fw_ip_is_ll(&pkt->src))
-			return fw_l2_lladdr(skb, port, &pkt->src);
+			return fw_l2_lladdr(skb, &port, &pkt->src);
 		return fw_neigh_claim(skb, &pkt->src, subject, NULL);
 	default:
 		return FW_PARSE_OK;

@@ -139,25 +139,31 @@ static __always_inline __u32 fw_l2_check(struct __sk_buff *skb, const struct fw_
 /* A link-local address the port uses as an ND source or claims as an NA
  * target: its own (EUI-64 or the one learned), or, if the port has not
  * learned one yet, learned now unless another port or the pod owns it. */
-static __always_inline __u32 fw_l2_lladdr(struct __sk_buff *skb, struct fw_l2_port *port,
+static __always_inline __u32 fw_l2_lladdr(struct __sk_buff *skb, struct fw_l2_port **port,
 					  const struct fw_ip *ll)
 {
 	__u32 ifindex = skb->ifindex, *owner;
-	struct fw_l2_port next;
+	struct fw_l2_port next, *rec = *port;
 
 	owner = bpf_map_lookup_elem(&fastwall_l2_lladdrs, ll);
 	if (owner)
 		return *owner == ifindex ? FW_PASS_NEIGH : FW_DROP_SPOOF;
-	if (port->flags & FW_L2F_LLADDR)
+	if (rec->flags & FW_L2F_LLADDR)
 		return FW_DROP_ND_TARGET; /* one learned address per port */
 	bpf_map_update_elem(&fastwall_l2_lladdrs, ll, &ifindex, BPF_NOEXIST);
 	owner = bpf_map_lookup_elem(&fastwall_l2_lladdrs, ll);
 	if (!owner || *owner != ifindex)
 		return FW_DROP_SPOOF;
-	next = *port;
+	next = *rec;
 	next.flags |= FW_L2F_LLADDR;
 	next.lladdr = *ll;
 	bpf_map_update_elem(&fastwall_l2_ports, &ifindex, &next, BPF_EXIST);
+	/* the update replaced the element: a second claim in the same
+	 * message must see this one, not the one it replaced */
+	rec = bpf_map_lookup_elem(&fastwall_l2_ports, &ifindex);
+	if (!rec)
+		return FW_DROP_MAC_SPOOF; /* the port went meanwhile */
+	*port = rec;
 	return FW_PASS_NEIGH;
 }
 

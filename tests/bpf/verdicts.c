@@ -2404,6 +2404,28 @@ static void scenario_l2_ports(void)
 		l2_row("l2: the unpinned port binds on first sight again", true, PORT2_MAC2,
 		       FW_PASS_DEFAULT, "beta");
 	}
+	/* one message with two new link-local addresses learns one at most */
+	{
+		struct row r = {.desc = "l2: na from a new link-local address claiming another",
+				.on_port2 = true,
+				.pkt = ICMP6("fe80::b:1", "ff02::1", ICMP6_NA, .hop_limit = 255,
+					     .nd_target = "fe80::b:2", .eth_src = PORT2_MAC2),
+				DROP(FW_DROP_ND_TARGET)};
+		struct row r2 = {.desc = "l2: ... the first one was learned",
+				 .on_port2 = true,
+				 .pkt = ICMP6("fe80::b:1", "ff02::2", ICMP6_RS, .hop_limit = 255,
+					      .eth_src = PORT2_MAC2),
+				 PASS(FW_PASS_NEIGH)};
+
+		if (run_row(&r, 0))
+			passed++;
+		else
+			failed++;
+		if (run_row(&r2, 0))
+			passed++;
+		else
+			failed++;
+	}
 
 	/* a port fastwalld no longer sees */
 	fw_l2_prune(t.dp, none_live, &t.port2_ifindex);

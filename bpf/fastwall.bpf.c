@@ -92,8 +92,15 @@ static __always_inline __u32 fw_nd(struct __sk_buff *skb, const struct fw_pkt *p
 	}
 	if (!fw_nd_dest_ok(pkt, s))
 		return FW_DROP_ND_TARGET;
-	if (pkt->icmp_type == FW_ICMPV6_NA && fw_ip_is_zero(&pkt->nd_target))
-		return FW_DROP_ND_TARGET;
+	if (pkt->icmp_type == FW_ICMPV6_NA) {
+		if (fw_ip_is_zero(&pkt->nd_target))
+			return FW_DROP_ND_TARGET;
+		if (!fw_ip_is_ll(&pkt->nd_target)) {
+			reason = fw_neigh_claim(skb, &pkt->nd_target, subject, NULL);
+			if (reason != FW_PASS_NEIGH)
+				return reason;
+		}
+	}
 	reason =
 		fw_nd_opts(skb, pkt, port, pkt->l4_off + (pkt->icmp_type == FW_ICMPV6_RS ? 8 : 24));
 	if (reason != FW_PASS_NEIGH)
@@ -104,11 +111,8 @@ static __always_inline __u32 fw_nd(struct __sk_buff *skb, const struct fw_pkt *p
 		if (reason != FW_PASS_NEIGH)
 			return reason;
 	}
-	if (pkt->icmp_type == FW_ICMPV6_NA) {
-		if (fw_ip_is_ll(&pkt->nd_target))
-			return fw_l2_lladdr(skb, &port, &pkt->nd_target);
-		return fw_neigh_claim(skb, &pkt->nd_target, subject, NULL);
-	}
+	if (pkt->icmp_type == FW_ICMPV6_NA && fw_ip_is_ll(&pkt->nd_target))
+		return fw_l2_lladdr(skb, &port, &pkt->nd_target);
 	if (pkt->icmp_type == FW_ICMPV6_NS && from_zero && fw_ip_is_ll(&pkt->nd_target))
 		/* DAD of a link-local address: the prober claims it now, so a
 		 * sibling that sees the probe can't take it first */

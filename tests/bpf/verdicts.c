@@ -2440,6 +2440,31 @@ static void scenario_l2_ports(void)
 		       owned_by(t.dp->l2_lladdrs_fd, sizeof(struct fw_ip), t.port2_ifindex) == 0 &&
 		       bpf_map_lookup_elem(t.dp->l2_ports_fd, &t.dummy_ifindex, cmd) == 0,
 	       "l2: pruning drops the ports that are gone, keeps the others", NULL);
+
+	/* a message that drops teaches nothing */
+	{
+		struct row r = {.desc = "l2: na from a new link-local address for a subject bound "
+					"elsewhere",
+				.on_port2 = true,
+				.pkt = ICMP6("fe80::c:1", "ff02::1", ICMP6_NA, .hop_limit = 255,
+					     .nd_target = DELTA6, .eth_src = PORT2_MAC2),
+				DROP(FW_DROP_SPOOF),
+				.subject = "delta"};
+		struct row r2 = {.desc = "l2: ... did not make that address the port's",
+				 .on_port2 = true,
+				 .pkt = ICMP6("fe80::c:2", "ff02::2", ICMP6_RS, .hop_limit = 255,
+					      .eth_src = PORT2_MAC2),
+				 PASS(FW_PASS_NEIGH)};
+
+		if (run_row(&r, 0))
+			passed++;
+		else
+			failed++;
+		if (run_row(&r2, 0))
+			passed++;
+		else
+			failed++;
+	}
 }
 
 int main(void)

@@ -12,6 +12,7 @@
 #include "lib/policy.h"
 #include "lib/flows.h"
 #include "lib/dns.h"
+#include "lib/l2.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -30,13 +31,15 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * the address, on its own port: otherwise a sandbox could answer for the
  * gateway or a sibling and take their traffic. */
 static __always_inline __u32 fw_neigh_claim(struct __sk_buff *skb, const struct fw_ip *addr,
-					    __u32 *subject)
+					    __u32 *subject, struct fw_subject **owner)
 {
 	struct fw_subject *s = fw_subject_of(addr);
 
 	if (!s)
 		return FW_DROP_UNKNOWN_SOURCE;
 	*subject = s->id;
+	if (owner)
+		*owner = s;
 	/* any state: a denying subject still resolves its gateway, so that
 	 * its DNS can be answered NXDOMAIN rather than time out */
 	if (s->ifindex != FW_IFINDEX_ANY && s->ifindex != skb->ifindex)
@@ -44,18 +47,84 @@ static __always_inline __u32 fw_neigh_claim(struct __sk_buff *skb, const struct 
 	return FW_PASS_NEIGH;
 }
 
-static __always_inline bool fw_ip_unverifiable(const struct fw_ip *a)
+/* Where neighbour discovery goes: the solicited-node (ff02::1:ff00:0/104),
+ * all-nodes and all-routers groups, link-local unicast (neither is ever
+ * routed), one of the pod's own addresses (answers to the pod's
+ * solicitations), and, from a subject's global address, its gateway or
+ * another pod-local address (unicast NUD). Anything else would be routed
+ * by the pod: a tunnel past the policy. */
+static __always_inline bool fw_nd_dest_ok(const struct fw_pkt *pkt, const struct fw_subject *s)
 {
-	/* :: (duplicate address detection) and fe80::/10: no subject owns
-	 * link-local addresses, so they cannot be checked against one */
-	return fw_ip_is_zero(a) || (bpf_ntohl(a->w[0]) & 0xffc00000) == 0xfe800000;
+	const struct fw_ip *d = &pkt->dst;
+
+	if (fw_ip_is_ll(d))
+		return true;
+	if (d->w[0] == bpf_htonl(0xff020000) && d->w[1] == 0) {
+		if (d->w[2] == 0 && (d->w[3] == bpf_htonl(1) || d->w[3] == bpf_htonl(2)))
+			return true;
+		return d->w[2] == bpf_htonl(1) && (bpf_ntohl(d->w[3]) >> 24) == 0xff;
+	}
+	if (s && fw_is_pod_local(s, FW_FAM_V6, d))
+		return true;
+	return fw_l2_pod_addr(d);
+}
+
+/* RS, NS and NA with hop limit 255: from the port's link-local address, a
+ * subject's address on its own port, or :: (duplicate address detection,
+ * RS); only where ND goes; claiming (NA target, DAD target) only the
+ * port's own addresses; link-layer options with the port's MAC. Checks
+ * without side effects first: a link-local address is learned for the
+ * port only from a message that passes everything else. */
+static __always_inline __u32 fw_nd(struct __sk_buff *skb, const struct fw_pkt *pkt,
+				   struct fw_l2_port *port, __u32 *subject)
+{
+	struct fw_subject *s = NULL;
+	bool from_zero = fw_ip_is_zero(&pkt->src), from_ll = fw_ip_is_ll(&pkt->src);
+	__u32 reason;
+
+	/* an advertisement from :: is invalid (RFC 4861 7.1.2) */
+	if (from_zero && pkt->icmp_type == FW_ICMPV6_NA)
+		return FW_DROP_ND_TARGET;
+	if (!from_zero && !from_ll) {
+		reason = fw_neigh_claim(skb, &pkt->src, subject, &s);
+		if (reason != FW_PASS_NEIGH)
+			return reason;
+	}
+	if (!fw_nd_dest_ok(pkt, s))
+		return FW_DROP_ND_TARGET;
+	if (pkt->icmp_type == FW_ICMPV6_NA) {
+		if (fw_ip_is_zero(&pkt->nd_target))
+			return FW_DROP_ND_TARGET;
+		if (!fw_ip_is_ll(&pkt->nd_target)) {
+			reason = fw_neigh_claim(skb, &pkt->nd_target, subject, NULL);
+			if (reason != FW_PASS_NEIGH)
+				return reason;
+		}
+	}
+	reason =
+		fw_nd_opts(skb, pkt, port, pkt->l4_off + (pkt->icmp_type == FW_ICMPV6_RS ? 8 : 24));
+	if (reason != FW_PASS_NEIGH)
+		return reason;
+
+	if (from_ll) {
+		reason = fw_l2_lladdr(skb, &port, &pkt->src);
+		if (reason != FW_PASS_NEIGH)
+			return reason;
+	}
+	if (pkt->icmp_type == FW_ICMPV6_NA && fw_ip_is_ll(&pkt->nd_target))
+		return fw_l2_lladdr(skb, &port, &pkt->nd_target);
+	if (pkt->icmp_type == FW_ICMPV6_NS && from_zero && fw_ip_is_ll(&pkt->nd_target))
+		/* DAD of a link-local address: the prober claims it now, so a
+		 * sibling that sees the probe can't take it first */
+		return fw_l2_lladdr(skb, &port, &pkt->nd_target);
+	return FW_PASS_NEIGH;
 }
 
 /* Link-local control a slot needs before (and regardless of) any subject:
  * ND with hop limit 255 and MLD to link-scope multicast. Router
  * advertisements and redirects from a sandbox are never legitimate. */
 static __always_inline __u32 fw_icmp6_control(struct __sk_buff *skb, const struct fw_pkt *pkt,
-					      __u32 *subject)
+					      struct fw_l2_port *port, __u32 *subject)
 {
 	struct fw_subject *s;
 
@@ -67,14 +136,7 @@ static __always_inline __u32 fw_icmp6_control(struct __sk_buff *skb, const struc
 	case FW_ICMPV6_NA:
 		if (pkt->hop_limit != 255)
 			break;
-		if (pkt->icmp_type == FW_ICMPV6_NA && !fw_ip_unverifiable(&pkt->nd_target))
-			return fw_neigh_claim(skb, &pkt->nd_target, subject);
-		if (pkt->icmp_type == FW_ICMPV6_NS && !fw_ip_unverifiable(&pkt->src))
-			return fw_neigh_claim(skb, &pkt->src, subject);
-		s = fw_subject_of(&pkt->src);
-		if (s)
-			*subject = s->id;
-		return FW_PASS_NEIGH;
+		return fw_nd(skb, pkt, port, subject);
 	case FW_ICMPV6_RA:
 	case FW_ICMPV6_REDIRECT:
 		s = fw_subject_of(&pkt->src);
@@ -85,10 +147,14 @@ static __always_inline __u32 fw_icmp6_control(struct __sk_buff *skb, const struc
 	case FW_ICMPV6_MLD_REPORT:
 	case FW_ICMPV6_MLD_DONE:
 	case FW_ICMPV6_MLD2_REPORT:
-		/* ff02::/16 */
-		if ((bpf_ntohl(pkt->dst.w[0]) >> 16) == 0xff02)
+		/* ff02::/16, from the port's own addresses (or ::, RFC 3590) */
+		if ((bpf_ntohl(pkt->dst.w[0]) >> 16) != 0xff02)
+			return FW_PARSE_OK;
+		if (fw_ip_is_zero(&pkt->src))
 			return FW_PASS_NEIGH;
-		return FW_PARSE_OK;
+		if (fw_ip_is_ll(&pkt->src))
+			return fw_l2_lladdr(skb, &port, &pkt->src);
+		return fw_neigh_claim(skb, &pkt->src, subject, NULL);
 	default:
 		return FW_PARSE_OK;
 	}
@@ -159,22 +225,30 @@ SEC("tc")
 int fastwall_ingress(struct __sk_buff *skb)
 {
 	struct fw_pkt pkt = {};
+	struct fw_l2_port *port = NULL;
 	struct fw_subject *s;
 	struct fw_config *cfg;
-	__u32 reason, subject = 0;
+	__u32 reason, l2, subject = 0;
 
 	reason = fw_parse(skb, &pkt);
+	if (reason != FW_PARSE_OK && reason != FW_PARSE_ARP)
+		return fw_verdict(skb, &pkt, 0, reason);
+	/* before anything passes: the bridge learns where a MAC lives from
+	 * every frame it forwards */
+	l2 = fw_l2_check(skb, &pkt, reason == FW_PARSE_ARP, &port);
+	if (l2 != FW_PARSE_OK) {
+		s = fw_subject_of(&pkt.src);
+		return fw_verdict(skb, &pkt, s ? s->id : 0, l2);
+	}
 	if (reason == FW_PARSE_ARP) {
 		/* 0.0.0.0: an address probe, which claims nothing */
 		if (pkt.src.w[3] == 0)
 			return fw_verdict(skb, &pkt, 0, FW_PASS_NEIGH);
-		reason = fw_neigh_claim(skb, &pkt.src, &subject);
+		reason = fw_neigh_claim(skb, &pkt.src, &subject, NULL);
 		return fw_verdict(skb, &pkt, subject, reason);
 	}
-	if (reason != FW_PARSE_OK)
-		return fw_verdict(skb, &pkt, 0, reason);
 
-	reason = fw_icmp6_control(skb, &pkt, &subject);
+	reason = fw_icmp6_control(skb, &pkt, port, &subject);
 	if (reason != FW_PARSE_OK)
 		return fw_verdict(skb, &pkt, subject, reason);
 

@@ -42,6 +42,9 @@
 #ifndef FW_MAX_CONNS
 #define FW_MAX_CONNS 262144
 #endif
+#ifndef FW_MAX_L2_PORTS
+#define FW_MAX_L2_PORTS 4096 /* sandbox ports with a link-layer binding */
+#endif
 #ifndef FW_EVENT_RING_BYTES
 #define FW_EVENT_RING_BYTES (1 << 20)
 #endif
@@ -326,6 +329,35 @@ struct fw_event {
 	__u8 pad[2];
 };
 
+/* Link-layer binding of sandbox ports. fastwall_l2_ports: ifindex ->
+ * fw_l2_port, the one MAC a port may send from and the one link-local
+ * address it learned. fastwall_l2_macs: fw_mac -> owner ifindex and
+ * fastwall_l2_lladdrs: fe80::/10 fw_ip -> owner ifindex, so that one MAC
+ * and one link-local address belong to one port only; owner
+ * FW_L2_OWNER_POD (no skb has ifindex 0) marks the pod's own MACs and
+ * link-local addresses, which no port may claim. Writers: fastwalld (from
+ * the link at attach, the pod's reservations, cleanup when a port goes)
+ * and TC ingress (first sight, with BPF_NOEXIST so the first claimant
+ * owns it). Reader: TC ingress. */
+#define FW_L2_OWNER_POD 0u
+
+#define FW_L2F_UNBOUND (1u << 0) /* prepared by fastwalld: the MAC is learned on first sight */
+#define FW_L2F_LLADDR  (1u << 1) /* lladdr holds a learned link-local address */
+#define FW_L2F_PINNED  (1u << 2) /* mac from the link or the configuration, not first sight */
+
+struct fw_mac {
+	__u8 b[6];
+	__u16 pad;
+};
+
+struct fw_l2_port {
+	struct fw_mac mac;  /* the peer's MAC: the only Ethernet source accepted */
+	struct fw_mac host; /* the port's own MAC when fastwalld bound it, to tell ifindex reuse */
+	__u32 flags;	    /* FW_L2F_* */
+	__u32 pad;
+	struct fw_ip lladdr; /* with FW_L2F_LLADDR */
+};
+
 /* fastwall_subject_meta: subject id -> what the controller needs to adopt
  * the subject after a restart. Never read by the data plane. */
 #define FW_NAME_LEN 136 /* a sandbox uid is at most 128 characters */
@@ -365,6 +397,8 @@ _Static_assert(sizeof(struct fw_conn_key) == 24, "fw_conn_key");
 _Static_assert(sizeof(struct fw_dns_nat_key) == 20, "fw_dns_nat_key");
 _Static_assert(sizeof(struct fw_event) == 72, "fw_event");
 _Static_assert(sizeof(struct fw_subject_meta) == 192, "fw_subject_meta");
+_Static_assert(sizeof(struct fw_mac) == 8, "fw_mac");
+_Static_assert(sizeof(struct fw_l2_port) == 40, "fw_l2_port");
 #endif
 
 #endif /* FASTWALL_H */

@@ -29,11 +29,13 @@ struct fw_pkt {
 	__u8 has_ports;
 	__u16 l3_off;		/* network header, from the start of the frame */
 	__u16 l4_off;		/* transport header (valid with has_ports) */
-	struct fw_ip nd_target; /* ICMPv6 neighbour advertisement target */
+	struct fw_ip nd_target; /* ICMPv6 neighbour solicitation/advertisement target */
 	/* bytes from the start of the fragmentable part: where a later
 	 * fragment begins, and how far a first fragment's headers reach */
 	__u16 frag_off;
 	__u16 frag_hdr_end;
+	__u8 eth_src[6]; /* Ethernet source address */
+	__u8 arp_sha[6]; /* ARP sender hardware address */
 };
 
 struct fw_iphdr {
@@ -118,8 +120,10 @@ static __always_inline int fw_parse_l4(struct __sk_buff *skb, struct fw_pkt *pkt
 		if (bpf_skb_load_bytes(skb, off, buf, 4))
 			return FW_DROP_MALFORMED;
 		pkt->icmp_type = buf[0];
-		/* an advertisement claims its target address for the sender */
-		if (pkt->proto == FW_IPPROTO_ICMPV6 && pkt->icmp_type == 136) {
+		/* an advertisement claims its target address for the sender, a
+		 * duplicate address probe its target for the prober */
+		if (pkt->proto == FW_IPPROTO_ICMPV6 &&
+		    (pkt->icmp_type == 135 || pkt->icmp_type == 136)) {
 			hlen = 8 + sizeof(pkt->nd_target);
 			if (off + hlen > end)
 				return cut;
@@ -308,6 +312,7 @@ static __always_inline int fw_parse_fast(struct __sk_buff *skb, struct fw_pkt *p
 	pkt->family = FW_FAM_V4;
 	pkt->l3_off = ETH_HLEN;
 	pkt->l4_off = ETH_HLEN + sizeof(*iph);
+	__builtin_memcpy(pkt->eth_src, data + 6, 6);
 	pkt->proto = iph->protocol;
 	pkt->hop_limit = iph->ttl;
 	pkt->frag_id = bpf_ntohs(iph->id);
@@ -337,16 +342,17 @@ static __always_inline int fw_parse_fast(struct __sk_buff *skb, struct fw_pkt *p
 
 static __always_inline int fw_parse(struct __sk_buff *skb, struct fw_pkt *pkt)
 {
-	__u8 eth[4];
+	__u8 eth[8];
 	__u32 off = ETH_HLEN;
 	__be16 proto;
 
 	if (fw_parse_fast(skb, pkt) == FW_PARSE_OK)
 		return FW_PARSE_OK;
 
-	if (bpf_skb_load_bytes(skb, 12, eth, 2))
+	if (bpf_skb_load_bytes(skb, 6, eth, 8))
 		return FW_DROP_MALFORMED;
-	__builtin_memcpy(&proto, eth, 2);
+	__builtin_memcpy(pkt->eth_src, eth, 6);
+	__builtin_memcpy(&proto, &eth[6], 2);
 
 	if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD)) {
 		/* a tag already taken out by the driver plus one inline is two */
@@ -376,6 +382,7 @@ static __always_inline int fw_parse(struct __sk_buff *skb, struct fw_pkt *pkt)
 		    arp[5] != 4)
 			return FW_DROP_MALFORMED;
 		__builtin_memcpy(&spa, &arp[14], 4);
+		__builtin_memcpy(pkt->arp_sha, &arp[8], 6);
 		pkt->family = FW_FAM_V4;
 		fw_ip_from_v4(&pkt->src, spa);
 		return FW_PARSE_ARP;

@@ -23,6 +23,16 @@ static void put32(__u8 *p, __u32 v)
 	put16(p + 2, v & 0xffff);
 }
 
+static void mac(const char *text, __u8 *out)
+{
+	unsigned int b[6];
+
+	if (sscanf(text, "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]) != 6)
+		abort();
+	for (int i = 0; i < 6; i++)
+		out[i] = (__u8)b[i];
+}
+
 static bool addr(int family, const char *text, __u8 *out)
 {
 	return text && inet_pton(family == 4 ? AF_INET : AF_INET6, text, out) == 1;
@@ -78,7 +88,14 @@ static size_t put_l4(const struct pkt_spec *s, __u8 *p)
 		p[0] = s->icmp_type;
 		if (s->nd_target && inet_pton(AF_INET6, s->nd_target, p + 8) != 1)
 			abort();
-		n = 24;
+		/* a router solicitation has no target: options follow at 8 */
+		n = s->proto == IPPROTO_ICMPV6 && s->icmp_type == ICMP6_RS ? 8 : 24;
+		if (s->nd_lladdr) {
+			p[n] = s->icmp_type == ICMP6_NA ? 2 : 1;
+			p[n + 1] = 1;
+			mac(s->nd_lladdr, p + n + 2);
+			n += 8;
+		}
 		break;
 	}
 	memset(p + n, 0x5a, s->payload);
@@ -140,11 +157,13 @@ static void put_csums(const struct pkt_spec *s, __u8 *buf, size_t l3, size_t len
 
 size_t pkt_build(const struct pkt_spec *s, __u8 *buf)
 {
-	static const __u8 macs[12] = {2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2};
+	__u8 macs[12];
 	size_t off = 0, l3 = 0, len;
 	__u8 *len_field = NULL;
 	__u8 *ip;
 
+	mac(PKT_MAC_DST, macs);
+	mac(s->eth_src ? s->eth_src : PKT_MAC_SRC, macs + 6);
 	memset(buf, 0, PKT_MAX);
 	memcpy(buf, macs, sizeof(macs));
 	off = 12;
@@ -165,6 +184,8 @@ size_t pkt_build(const struct pkt_spec *s, __u8 *buf)
 		buf[off + 5] = 4;
 		put16(buf + off + 6, 1);
 		memcpy(buf + off + 8, macs + 6, 6);
+		if (s->arp_sha)
+			mac(s->arp_sha, buf + off + 8);
 		put32(buf + off + 14, 0x0a2a000a);
 		if (s->arp_sender && inet_pton(AF_INET, s->arp_sender, buf + off + 14) != 1)
 			abort();

@@ -14,6 +14,9 @@
 
 #define PKT_MAX 512
 
+#define PKT_MAC_DST "02:00:00:00:00:01"
+#define PKT_MAC_SRC "02:00:00:00:00:02" /* the sender's MAC unless .eth_src says */
+
 enum pkt_kind {
 	PK_IP = 0, /* IPv4 or IPv6 by .family */
 	PK_ARP,
@@ -80,6 +83,13 @@ struct pkt_spec {
 	/* neighbour claims */
 	const char *arp_sender; /* ARP sender IPv4 address; NULL = 10.42.0.10 */
 	const char *nd_target;	/* ICMPv6 ND target address; NULL = :: */
+	/* link layer: the Ethernet source (NULL = PKT_MAC_SRC), an ARP
+	 * sender hardware address (NULL = the Ethernet source), and an ND
+	 * source/target link-layer address option (type 1 for RS/NS, 2 for
+	 * NA; NULL = none) */
+	const char *eth_src;
+	const char *arp_sha;
+	const char *nd_lladdr;
 	/* real IPv4 header and TCP/UDP checksums (no extension headers or
 	 * fragments), so a rewrite's incremental checksum update can be
 	 * compared byte for byte with a frame built with the new fields */

@@ -28,11 +28,25 @@
 #include "datapath.h"
 #include "log.h"
 #include "pkt.h"
+#include "l2bind.h"
 #include "learn.h"
 #include "subjects.h"
 
 #define NSEC_PER_SEC 1000000000ull
-#define DUMMY_IF     "@dummy" /* stands for the test's own dummy interface */
+#define DUMMY_IF     "@dummy"		 /* stands for the test's own dummy interface */
+#define DUMMY_MAC    "02:00:00:00:00:0d" /* the source MAC of frames on the dummy */
+
+/* link layer: frames on loopback come from PKT_MAC_SRC (the port binds it
+ * on first sight), on the dummy from DUMMY_MAC (bound from the "link") */
+#define LO_LL	      "fe80::ff:fe00:2"		  /* EUI-64 of PKT_MAC_SRC */
+#define LO_LL2	      "fe80::1234:5678:9abc:def0" /* stable-privacy style, learned */
+#define DUMMY_LL      "fe80::ff:fe00:d"		  /* EUI-64 of DUMMY_MAC */
+#define POD_MAC	      "02:fa:57:00:00:01"	  /* the bridge's, reserved for the pod */
+#define GW_LL	      "fe80::fa:57ff:fe00:1"	  /* the bridge's link-local, reserved */
+#define POD6	      "fd00:42:ff::1"		  /* another of the pod's addresses, reserved */
+#define STRANGER_MAC  "02:00:00:00:00:99"
+#define DENIED6	      "2001:db8:dead::2" /* alpha: in its deny 2001:db8:dead::/48 */
+#define SOLICITED_GW6 "ff02::1:ff00:1"	 /* solicited-node group of fd00:42::1 */
 
 /* ---- who is who ------------------------------------------------------ */
 
@@ -274,6 +288,8 @@ static struct {
 	bool pinned;
 	char dummy[IF_NAMESIZE];
 	int dummy_ifindex;
+	char port2[IF_NAMESIZE]; /* a second port, for the l2 scenario */
+	int port2_ifindex;
 	__u32 swap_id;
 	struct fw_event ev[MAX_EVENTS];
 	size_t nev, ev_lost;
@@ -529,11 +545,35 @@ static int mu_three_swaps(void)
 	return 0;
 }
 
+static struct fw_mac mac_of(const char *text)
+{
+	struct fw_mac m = {};
+	unsigned int b[6];
+
+	if (sscanf(text, "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]) != 6) {
+		fprintf(stderr, "test bug: bad MAC %s\n", text);
+		exit(2);
+	}
+	for (int i = 0; i < 6; i++)
+		m.b[i] = (__u8)b[i];
+	return m;
+}
+
+/* What fastwalld does at attach for a veth: the port bound to its peer's
+ * MAC before the sandbox sends anything. */
+static int dummy_bound_from_link(void)
+{
+	struct fw_mac host = mac_of("02:00:00:00:0d:0d"), peer = mac_of(DUMMY_MAC);
+
+	return fw_l2_bind(t.dp, t.dummy_ifindex, host.b, peer.b) ? -1 : 0;
+}
+
 struct row {
 	const char *desc;
 	int (*setup)(void); /* precondition, through the control plane */
 	enum prog prog;
 	bool on_dummy; /* ctx ifindex = the dummy interface, else loopback */
+	bool on_port2; /* ctx ifindex = the second test interface (l2 scenario) */
 	struct pkt_spec pkt;
 	int verdict;		    /* TC_ACT_OK or TC_ACT_SHOT */
 	__u32 reason;		    /* enum fw_reason */
@@ -854,15 +894,18 @@ static const struct row rows[] = {
 	{"v6 neighbour solicitation, hop limit 255",
 	 .pkt = ICMP6(ALPHA6, "ff02::1:ff00:1", ICMP6_NS, .hop_limit = 255), PASS(FW_PASS_NEIGH),
 	 .subject = "alpha"},
-	{"v6 neighbour advertisement, hop limit 255",
-	 .pkt = ICMP6(ALPHA6, ALPHA_GW6, ICMP6_NA, .hop_limit = 255), PASS(FW_PASS_NEIGH),
+	{"v6 neighbour advertisement for :: (invalid target)",
+	 .pkt = ICMP6(ALPHA6, ALPHA_GW6, ICMP6_NA, .hop_limit = 255), DROP(FW_DROP_ND_TARGET),
 	 .subject = "alpha"},
 	{"v6 neighbour advertisement for its own address",
 	 .pkt = ICMP6(ALPHA6, ALPHA_GW6, ICMP6_NA, .hop_limit = 255, .nd_target = ALPHA6),
 	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
 	{"v6 neighbour advertisement claiming the gateway's address",
 	 .pkt = ICMP6(ALPHA6, ALPHA_GW6, ICMP6_NA, .hop_limit = 255, .nd_target = ALPHA_GW6),
-	 DROP(FW_DROP_UNKNOWN_SOURCE)},
+	 DROP(FW_DROP_UNKNOWN_SOURCE), .subject = "alpha"},
+	{"v6 neighbour advertisement claiming a configured local address",
+	 .pkt = ICMP6(ALPHA6, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = LOCAL6),
+	 DROP(FW_DROP_UNKNOWN_SOURCE), .subject = "alpha"},
 	{"v6 neighbour advertisement claiming a bound subject on another interface",
 	 .pkt = ICMP6(ALPHA6, ALPHA_GW6, ICMP6_NA, .hop_limit = 255, .nd_target = DELTA6),
 	 DROP(FW_DROP_SPOOF), .subject = "delta"},
@@ -870,7 +913,7 @@ static const struct row rows[] = {
 	 .pkt = ICMP6(DELTA6, "ff02::1:ff00:1", ICMP6_NS, .hop_limit = 255), DROP(FW_DROP_SPOOF),
 	 .subject = "delta"},
 	{"v6 router solicitation, hop limit 255",
-	 .pkt = ICMP6("fe80::10", "ff02::2", ICMP6_RS, .hop_limit = 255), PASS(FW_PASS_NEIGH)},
+	 .pkt = ICMP6(LO_LL, "ff02::2", ICMP6_RS, .hop_limit = 255), PASS(FW_PASS_NEIGH)},
 	{"v6 neighbour solicitation, hop limit 64 (routed)",
 	 .pkt = ICMP6(ALPHA6, ALPHA_GW6, ICMP6_NS, .hop_limit = 64), DROP(FW_DROP_MALFORMED),
 	 .subject = "alpha"},
@@ -880,11 +923,216 @@ static const struct row rows[] = {
 	 .pkt = ICMP6("fe80::10", "fe80::1", ICMP6_REDIRECT, .hop_limit = 255),
 	 DROP(FW_DROP_ROGUE_ND)},
 	{"v6 MLDv2 report to ff02::16",
-	 .pkt = ICMP6("fe80::10", "ff02::16", ICMP6_MLD2_REPORT, .hop_limit = 1, .ext = {X_HBH}),
+	 .pkt = ICMP6(LO_LL, "ff02::16", ICMP6_MLD2_REPORT, .hop_limit = 1, .ext = {X_HBH}),
 	 PASS(FW_PASS_NEIGH)},
+	{"v6 MLDv2 report from ::",
+	 .pkt = ICMP6("::", "ff02::16", ICMP6_MLD2_REPORT, .hop_limit = 1, .ext = {X_HBH}),
+	 PASS(FW_PASS_NEIGH)},
+	{"v6 MLDv2 report from its global address",
+	 .pkt = ICMP6(ALPHA6, "ff02::16", ICMP6_MLD2_REPORT, .hop_limit = 1, .ext = {X_HBH}),
+	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
+	{"v6 MLDv2 report from an unbound global source",
+	 .pkt = ICMP6(STRANGER6, "ff02::16", ICMP6_MLD2_REPORT, .hop_limit = 1, .ext = {X_HBH}),
+	 DROP(FW_DROP_UNKNOWN_SOURCE)},
+	{"v6 MLDv2 report from a subject bound to another interface",
+	 .pkt = ICMP6(DELTA6, "ff02::16", ICMP6_MLD2_REPORT, .hop_limit = 1, .ext = {X_HBH}),
+	 DROP(FW_DROP_SPOOF), .subject = "delta"},
 	{"v6 MLDv2 report to a site-scope group goes to policy",
 	 .pkt = ICMP6(ALPHA6, "ff05::16", ICMP6_MLD2_REPORT, .hop_limit = 1, .ext = {X_HBH}),
 	 DROP(FW_DROP_DEFAULT_DENY), .subject = "alpha"},
+	{"v6 MLDv2 report to a denied address goes to policy",
+	 .pkt = ICMP6(ALPHA6, DENIED6, ICMP6_MLD2_REPORT, .hop_limit = 1, .ext = {X_HBH}),
+	 DROP(FW_DROP_DENY_CIDR), .subject = "alpha"},
+
+	/* neighbour discovery goes only where ND goes: never routed on */
+	{"v6 rs to a denied address, any payload",
+	 .pkt = ICMP6(ALPHA6, DENIED6, ICMP6_RS, .hop_limit = 255, .payload = 64),
+	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
+	{"v6 rs from its link-local address to a denied address",
+	 .pkt = ICMP6(LO_LL, DENIED6, ICMP6_RS, .hop_limit = 255, .payload = 64),
+	 DROP(FW_DROP_ND_TARGET)},
+	{"v6 ns to a denied address",
+	 .pkt = ICMP6(ALPHA6, DENIED6, ICMP6_NS, .hop_limit = 255, .nd_target = DENIED6),
+	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
+	{"v6 na to a denied address",
+	 .pkt = ICMP6(ALPHA6, DENIED6, ICMP6_NA, .hop_limit = 255, .nd_target = ALPHA6),
+	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
+	{"v6 rs to an allowed off-link address",
+	 .pkt = ICMP6(ALPHA6, OK6, ICMP6_RS, .hop_limit = 255), DROP(FW_DROP_ND_TARGET),
+	 .subject = "alpha"},
+	{"v6 ns to an allowed off-link address",
+	 .pkt = ICMP6(ALPHA6, OK6, ICMP6_NS, .hop_limit = 255, .nd_target = OK6),
+	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
+	{"v6 na to an allowed off-link address",
+	 .pkt = ICMP6(ALPHA6, OK6, ICMP6_NA, .hop_limit = 255, .nd_target = ALPHA6),
+	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
+	{"v6 ns to a sibling's address",
+	 .pkt = ICMP6(ALPHA6, ALPHA_SIB6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_SIB6),
+	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
+	{"v6 rs to a site-scope group", .pkt = ICMP6(ALPHA6, "ff05::2", ICMP6_RS, .hop_limit = 255),
+	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
+	{"v6 ns to a link-scope group that is not solicited-node",
+	 .pkt = ICMP6(ALPHA6, "ff02::16", ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6),
+	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
+	{"v6 ns from a link-local source to the gateway's global address",
+	 .pkt = ICMP6(LO_LL, ALPHA_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6),
+	 DROP(FW_DROP_ND_TARGET)},
+	{"v6 ns (unicast NUD) to its gateway",
+	 .pkt = ICMP6(ALPHA6, ALPHA_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6),
+	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
+	{"v6 na to its gateway",
+	 .pkt = ICMP6(ALPHA6, ALPHA_GW6, ICMP6_NA, .hop_limit = 255, .nd_target = ALPHA6),
+	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
+	{"v6 ns to a configured local address",
+	 .pkt = ICMP6(ALPHA6, LOCAL6, ICMP6_NS, .hop_limit = 255, .nd_target = LOCAL6),
+	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
+	{"v6 ns to the gateway's solicited-node group",
+	 .pkt = ICMP6(ALPHA6, SOLICITED_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6),
+	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
+	{"v6 ns to the gateway's link-local address",
+	 .pkt = ICMP6(ALPHA6, GW_LL, ICMP6_NS, .hop_limit = 255, .nd_target = GW_LL),
+	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
+	{"v6 ns from a subject without a gateway to one of the pod's addresses",
+	 .pkt = ICMP6(BETA6, POD6, ICMP6_NS, .hop_limit = 255, .nd_target = POD6),
+	 PASS(FW_PASS_NEIGH), .subject = "beta"},
+	{"v6 na answering the pod's solicitation at its address",
+	 .pkt = ICMP6(BETA6, POD6, ICMP6_NA, .hop_limit = 255, .nd_target = BETA6),
+	 PASS(FW_PASS_NEIGH), .subject = "beta"},
+	{"v6 na from a subject without a gateway to another's gateway",
+	 .pkt = ICMP6(BETA6, ALPHA_GW6, ICMP6_NA, .hop_limit = 255, .nd_target = BETA6),
+	 DROP(FW_DROP_ND_TARGET), .subject = "beta"},
+	{"v6 na claiming one of the pod's addresses",
+	 .pkt = ICMP6(ALPHA6, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = POD6),
+	 DROP(FW_DROP_UNKNOWN_SOURCE), .subject = "alpha"},
+	{"v6 na to all-nodes",
+	 .pkt = ICMP6(ALPHA6, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = ALPHA6),
+	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
+	/* ... and only from the port's own addresses */
+	{"v6 rs from an unbound global source",
+	 .pkt = ICMP6(STRANGER6, "ff02::2", ICMP6_RS, .hop_limit = 255),
+	 DROP(FW_DROP_UNKNOWN_SOURCE)},
+	{"v6 rs from a subject bound to another interface",
+	 .pkt = ICMP6(DELTA6, "ff02::2", ICMP6_RS, .hop_limit = 255), DROP(FW_DROP_SPOOF),
+	 .subject = "delta"},
+	{"v6 na with a link-local target from an unbound source",
+	 .pkt = ICMP6(STRANGER6, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = LO_LL),
+	 DROP(FW_DROP_UNKNOWN_SOURCE)},
+	{"v6 na with a link-local target from a subject bound to another interface",
+	 .pkt = ICMP6(DELTA6, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = LO_LL),
+	 DROP(FW_DROP_SPOOF), .subject = "delta"},
+	{"v6 ns with a link-local target from a subject bound to another interface",
+	 .pkt = ICMP6(DELTA6, GW_LL, ICMP6_NS, .hop_limit = 255, .nd_target = GW_LL),
+	 DROP(FW_DROP_SPOOF), .subject = "delta"},
+	{"v6 rs from ::", .pkt = ICMP6("::", "ff02::2", ICMP6_RS, .hop_limit = 255),
+	 PASS(FW_PASS_NEIGH)},
+	{"v6 na from ::",
+	 .pkt = ICMP6("::", "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = ALPHA6),
+	 DROP(FW_DROP_ND_TARGET)},
+	{"v6 duplicate address detection of its global address",
+	 .pkt = ICMP6("::", "ff02::1:ff00:10", ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA6),
+	 PASS(FW_PASS_NEIGH)},
+	{"v6 duplicate address detection of its link-local address",
+	 .pkt = ICMP6("::", "ff02::1:ff00:2", ICMP6_NS, .hop_limit = 255, .nd_target = LO_LL),
+	 PASS(FW_PASS_NEIGH)},
+
+	/* link-local addresses are bound to ports like global ones to subjects */
+	{"v6 na claiming the gateway's link-local address", .setup = dummy_bound_from_link,
+	 .pkt = ICMP6(LO_LL, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = GW_LL),
+	 DROP(FW_DROP_SPOOF)},
+	{"v6 na from its global address claiming the gateway's link-local address",
+	 .pkt = ICMP6(ALPHA6, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = GW_LL),
+	 DROP(FW_DROP_SPOOF), .subject = "alpha"},
+	{"v6 ns from the gateway's link-local address",
+	 .pkt = ICMP6(GW_LL, SOLICITED_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6),
+	 DROP(FW_DROP_SPOOF)},
+	{"v6 MLDv2 report from the gateway's link-local address",
+	 .pkt = ICMP6(GW_LL, "ff02::16", ICMP6_MLD2_REPORT, .hop_limit = 1, .ext = {X_HBH}),
+	 DROP(FW_DROP_SPOOF)},
+	{"v6 rs from the gateway's link-local address",
+	 .pkt = ICMP6(GW_LL, "ff02::2", ICMP6_RS, .hop_limit = 255), DROP(FW_DROP_SPOOF)},
+	{"v6 na claiming the sibling port's link-local address",
+	 .pkt = ICMP6(LO_LL, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = DUMMY_LL),
+	 DROP(FW_DROP_SPOOF)},
+	{"v6 duplicate address detection of the sibling port's link-local address",
+	 .pkt = ICMP6("::", "ff02::1:ff00:d", ICMP6_NS, .hop_limit = 255, .nd_target = DUMMY_LL),
+	 DROP(FW_DROP_SPOOF)},
+	{"v6 na for its own link-local address (EUI-64 of its MAC)",
+	 .pkt = ICMP6(LO_LL, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = LO_LL,
+		      .nd_lladdr = PKT_MAC_SRC),
+	 PASS(FW_PASS_NEIGH)},
+	{"v6 ns from a new link-local address: learned for the port",
+	 .pkt = ICMP6(LO_LL2, SOLICITED_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6),
+	 PASS(FW_PASS_NEIGH)},
+	{"v6 na for the learned link-local address",
+	 .pkt = ICMP6(LO_LL2, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = LO_LL2),
+	 PASS(FW_PASS_NEIGH)},
+	{"v6 ns from a second new link-local address",
+	 .pkt = ICMP6("fe80::2:2", SOLICITED_GW6, ICMP6_NS, .hop_limit = 255,
+		      .nd_target = ALPHA_GW6),
+	 DROP(FW_DROP_ND_TARGET)},
+	{"v6 na claiming a second new link-local address",
+	 .pkt = ICMP6(LO_LL, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = "fe80::2:3"),
+	 DROP(FW_DROP_ND_TARGET)},
+	{"sibling port: na claiming the first port's learned link-local address", .on_dummy = true,
+	 .pkt = ICMP6(DUMMY_LL, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = LO_LL2),
+	 DROP(FW_DROP_SPOOF)},
+	{"sibling port: na from its bound subject for its own link-local address", .on_dummy = true,
+	 .pkt = ICMP6(DELTA6, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = DUMMY_LL,
+		      .nd_lladdr = DUMMY_MAC),
+	 PASS(FW_PASS_NEIGH), .subject = "delta"},
+
+	/* the port's MAC: frames, ARP and ND link-layer options */
+	{"v4 to an allowed address from the sibling port's MAC",
+	 .pkt = UDP4(ALPHA4, OK4, 40000, 5000, .eth_src = DUMMY_MAC), DROP(FW_DROP_MAC_SPOOF),
+	 .subject = "alpha"},
+	{"v6 to an allowed address from the sibling port's MAC",
+	 .pkt = TCP6(ALPHA6, OK6, 40000, 80, .eth_src = DUMMY_MAC), DROP(FW_DROP_MAC_SPOOF),
+	 .subject = "alpha"},
+	{"v4 to an allowed address from a MAC no port has",
+	 .pkt = TCP4(ALPHA4, OK4, 40000, 80, .eth_src = STRANGER_MAC), DROP(FW_DROP_MAC_SPOOF),
+	 .subject = "alpha"},
+	{"v4 to an allowed address from the pod's MAC",
+	 .pkt = TCP4(ALPHA4, OK4, 40000, 80, .eth_src = POD_MAC), DROP(FW_DROP_MAC_SPOOF),
+	 .subject = "alpha"},
+	{"arp from the sibling port's MAC", .pkt = ARP_REQ(.eth_src = DUMMY_MAC),
+	 DROP(FW_DROP_MAC_SPOOF), .subject = "alpha"},
+	{"arp with the sibling port's MAC as sender hardware address",
+	 .pkt = ARP_REQ(.arp_sha = DUMMY_MAC), DROP(FW_DROP_MAC_SPOOF), .subject = "alpha"},
+	{"arp probe with the sibling port's MAC as sender hardware address",
+	 .pkt = ARP_REQ(.arp_sender = "0.0.0.0", .arp_sha = DUMMY_MAC), DROP(FW_DROP_MAC_SPOOF)},
+	{"v6 ns from the sibling port's MAC",
+	 .pkt = ICMP6(ALPHA6, SOLICITED_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6,
+		      .eth_src = DUMMY_MAC),
+	 DROP(FW_DROP_MAC_SPOOF), .subject = "alpha"},
+	{"v6 ns with the sibling port's MAC as source link-layer address",
+	 .pkt = ICMP6(ALPHA6, SOLICITED_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6,
+		      .nd_lladdr = DUMMY_MAC),
+	 DROP(FW_DROP_MAC_SPOOF), .subject = "alpha"},
+	{"v6 na with the sibling port's MAC as target link-layer address",
+	 .pkt = ICMP6(ALPHA6, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = ALPHA6,
+		      .nd_lladdr = DUMMY_MAC),
+	 DROP(FW_DROP_MAC_SPOOF), .subject = "alpha"},
+	{"v6 rs with the pod's MAC as source link-layer address",
+	 .pkt = ICMP6(LO_LL, "ff02::2", ICMP6_RS, .hop_limit = 255, .nd_lladdr = POD_MAC),
+	 DROP(FW_DROP_MAC_SPOOF)},
+	{"v6 dad with a foreign MAC as source link-layer address",
+	 .pkt = ICMP6("::", "ff02::1:ff00:10", ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA6,
+		      .nd_lladdr = STRANGER_MAC),
+	 DROP(FW_DROP_MAC_SPOOF)},
+	{"v6 ns with its own MAC as source link-layer address",
+	 .pkt = ICMP6(ALPHA6, SOLICITED_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6,
+		      .nd_lladdr = PKT_MAC_SRC),
+	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
+	{"v6 rs with its own MAC as source link-layer address",
+	 .pkt = ICMP6(LO_LL, "ff02::2", ICMP6_RS, .hop_limit = 255, .nd_lladdr = PKT_MAC_SRC),
+	 PASS(FW_PASS_NEIGH)},
+	{"sibling port: v4 from the first port's MAC", .on_dummy = true,
+	 .pkt = TCP4(DELTA4, OK4, 40000, 80, .eth_src = PKT_MAC_SRC), DROP(FW_DROP_MAC_SPOOF),
+	 .subject = "delta"},
+	{"sibling port: v4 from its own MAC", .on_dummy = true, .pkt = TCP4(DELTA4, OK4, 40000, 80),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "delta"},
+	{"sibling port: arp from its own MAC", .on_dummy = true,
+	 .pkt = ARP_REQ(.arp_sender = DELTA4), PASS(FW_PASS_NEIGH), .subject = "delta"},
 
 	/* fragments */
 	{"v4 first fragment to allow cidr",
@@ -1340,7 +1588,8 @@ static bool run_row(const struct row *r, unsigned int flags)
 	__u8 in[PKT_MAX], out[PKT_MAX + 64];
 	struct __sk_buff ctx = {};
 	struct report rep = {.len = 0};
-	int ifindex = r->on_dummy ? t.dummy_ifindex : 1;
+	struct pkt_spec spec;
+	int ifindex = r->on_port2 ? t.port2_ifindex : r->on_dummy ? t.dummy_ifindex : 1;
 	bool check_events = flags & RUN_EVENTS;
 	__u32 id = 0, moved = FW_REASON_MAX;
 	int nmoved = 0, err;
@@ -1352,7 +1601,11 @@ static bool run_row(const struct row *r, unsigned int flags)
 		printf("FAIL %s\n  setup failed\n", r->desc);
 		return false;
 	}
-	len = pkt_build(&r->pkt, in);
+	/* the dummy's sandbox has a MAC of its own: a port binds one */
+	spec = r->pkt;
+	if (r->on_dummy && !spec.eth_src)
+		spec.eth_src = DUMMY_MAC;
+	len = pkt_build(&spec, in);
 	if (!len) {
 		printf("FAIL %s\n  test bug: packet does not build\n", r->desc);
 		return false;
@@ -1364,7 +1617,7 @@ static bool run_row(const struct row *r, unsigned int flags)
 			return false;
 		}
 	}
-	if (r->on_dummy && ifindex <= 0) {
+	if ((r->on_dummy || r->on_port2) && ifindex <= 0) {
 		printf("FAIL %s\n  no dummy interface\n", r->desc);
 		return false;
 	}
@@ -1378,7 +1631,7 @@ static bool run_row(const struct row *r, unsigned int flags)
 	opts.data_out = out;
 	opts.data_size_out = sizeof(out);
 	opts.repeat = 1;
-	if (r->on_dummy) {
+	if (r->on_dummy || r->on_port2) {
 		ctx.ifindex = ifindex;
 		opts.ctx_in = &ctx;
 		opts.ctx_size_in = sizeof(ctx);
@@ -2028,6 +2281,12 @@ static void cleanup(void)
 			fprintf(stderr, "can't remove test interface %s\n", t.dummy);
 		t.dummy_ifindex = 0;
 	}
+	if (t.port2_ifindex > 0) {
+		snprintf(cmd, sizeof(cmd), "ip link del %s 2>/dev/null", t.port2);
+		if (system(cmd) != 0)
+			fprintf(stderr, "can't remove test interface %s\n", t.port2);
+		t.port2_ifindex = 0;
+	}
 }
 
 static void on_signal(int sig)
@@ -2048,6 +2307,11 @@ static void on_crash(int sig)
 		fw_dp_purge(t.pin_root);
 	if (t.dummy_ifindex > 0) {
 		snprintf(cmd, sizeof(cmd), "ip link del %s 2>/dev/null", t.dummy);
+		if (system(cmd) != 0)
+			_exit(128 + sig);
+	}
+	if (t.port2_ifindex > 0) {
+		snprintf(cmd, sizeof(cmd), "ip link del %s 2>/dev/null", t.port2);
 		if (system(cmd) != 0)
 			_exit(128 + sig);
 	}
@@ -2128,6 +2392,16 @@ static int fixture_setup(void)
 		err = fw_dp_local_set(t.dp, local, 2, ports, 1);
 	if (err)
 		return err;
+	/* what fastwalld reserves for the pod: the bridge's MAC and the
+	 * pod's IPv6 addresses */
+	{
+		struct fw_mac pod_mac = mac_of(POD_MAC);
+		struct fw_ip pod_ip[] = {ip_of(GW_LL), ip_of(POD6)};
+
+		err = fw_l2_reserve(t.dp, &pod_mac, 1, pod_ip, 2);
+		if (err)
+			return err;
+	}
 
 	doh[0] = (struct fw_lpm_key){.prefixlen = 96 + 28, .addr = ip_of("192.0.2.48")};
 	doh[1] = (struct fw_lpm_key){.prefixlen = 128, .addr = ip_of(DOH6)};
@@ -2160,6 +2434,207 @@ static int fixture_setup(void)
 			err = fw_dp_learned_put(t.dp, id, &e6, fw_now_ns() - 1);
 	}
 	return err;
+}
+
+/* ---- the link-layer binding of ports (l2bind.h) ---------------------------- */
+
+#define PORT2_MAC  "02:00:00:00:00:b2"
+#define PORT2_MAC2 "02:00:00:00:00:b3"
+#define VICTIM_MAC "02:00:00:00:00:c1"
+
+static bool l2_row(const char *desc, bool port2, const char *mac, __u32 reason, const char *subject)
+{
+	struct row r = {.desc = desc,
+			.on_port2 = port2,
+			.on_dummy = !port2,
+			.pkt = TCP4(port2 ? BETA4 : DELTA4, OK4, 40000, 80, .eth_src = mac),
+			.verdict = reason < FW_REASON_FIRST_DROP ? TC_ACT_OK : TC_ACT_SHOT,
+			.reason = reason,
+			.subject = subject};
+	/* events: the rate-limit scenario before left a small budget */
+	bool ok = run_row(&r, 0);
+
+	if (ok)
+		passed++;
+	else
+		failed++;
+	return ok;
+}
+
+static size_t owned_by(int fd, size_t key_size, int ifindex)
+{
+	__u8 key[16], next[16];
+	void *prev = NULL;
+	size_t n = 0;
+	__u32 owner;
+
+	while (bpf_map_get_next_key(fd, prev, next) == 0) {
+		memcpy(key, next, key_size);
+		prev = key;
+		if (bpf_map_lookup_elem(fd, key, &owner) == 0 && owner == (__u32)ifindex)
+			n++;
+	}
+	return n;
+}
+
+static bool none_live(int ifindex, const void *ctx)
+{
+	return ifindex != *(const int *)ctx;
+}
+
+/* A fresh port (port2, subject beta unbound, default allow) against the
+ * dummy's (delta's): first sight, a thief who sends first, the link's word
+ * beating first sight, ifindex reuse and cleanup. */
+static void scenario_l2_ports(void)
+{
+	struct fw_mac host_a = mac_of("02:00:00:00:0b:0a"), host_b = mac_of("02:00:00:00:0b:0b");
+	struct fw_mac dhost = mac_of("02:00:00:00:0d:0d"), victim = mac_of(VICTIM_MAC);
+	struct fw_mac dmac = mac_of(DUMMY_MAC), m2 = mac_of(PORT2_MAC);
+	__u32 owner;
+	char cmd[96];
+
+	snprintf(t.port2, sizeof(t.port2), "fwt%db", (int)getpid() % 100000);
+	snprintf(cmd, sizeof(cmd), "ip link add %s type dummy 2>/dev/null", t.port2);
+	if (system(cmd) != 0) {
+		snprintf(cmd, sizeof(cmd), "ip link add %s type veth peer name %sp", t.port2,
+			 t.port2);
+		if (system(cmd) != 0) {
+			result(false, "l2: second port", "can't create %s", t.port2);
+			return;
+		}
+	}
+	t.port2_ifindex = (int)if_nametoindex(t.port2);
+	if (t.port2_ifindex <= 0) {
+		result(false, "l2: second port", "no ifindex for %s", t.port2);
+		return;
+	}
+
+	l2_row("l2: a new port's first frame from the sibling port's MAC", true, DUMMY_MAC,
+	       FW_DROP_MAC_SPOOF, "beta");
+	l2_row("l2: a new port's first frame from a group MAC", true, "01:00:5e:00:00:01",
+	       FW_DROP_MAC_SPOOF, "beta");
+	l2_row("l2: a new port's first frame from the pod's MAC", true, POD_MAC, FW_DROP_MAC_SPOOF,
+	       "beta");
+	l2_row("l2: a new port's first frame from a MAC nobody has binds it", true, PORT2_MAC,
+	       FW_PASS_DEFAULT, "beta");
+	l2_row("l2: the new port's next frame from its MAC", true, PORT2_MAC, FW_PASS_DEFAULT,
+	       "beta");
+	l2_row("l2: the new port from another MAC", true, STRANGER_MAC, FW_DROP_MAC_SPOOF, "beta");
+	l2_row("l2: the sibling port from the new port's MAC", false, PORT2_MAC, FW_DROP_MAC_SPOOF,
+	       "delta");
+
+	/* the port goes: its binding and everything it owned with it */
+	fw_l2_forget(t.dp, t.port2_ifindex);
+	result(bpf_map_lookup_elem(t.dp->l2_ports_fd, &t.port2_ifindex, cmd) != 0 &&
+		       owned_by(t.dp->l2_macs_fd, sizeof(struct fw_mac), t.port2_ifindex) == 0 &&
+		       owned_by(t.dp->l2_lladdrs_fd, sizeof(struct fw_ip), t.port2_ifindex) == 0,
+	       "l2: forgetting a port deletes its record, MAC and link-local addresses",
+	       "record or owner entries left for ifindex %d", t.port2_ifindex);
+
+	/* a thief sending first takes a MAC no port is bound to yet; the
+	 * link's word (fastwalld reads the veth peer's MAC) takes it back */
+	l2_row("l2: a thief's first frame from a not yet bound MAC", true, VICTIM_MAC,
+	       FW_PASS_DEFAULT, "beta");
+	result(fw_l2_bind(t.dp, t.dummy_ifindex, dhost.b, victim.b) == 0,
+	       "l2: binding the victim's port from its link", NULL);
+	l2_row("l2: the thief's port from the victim's MAC after the bind", true, VICTIM_MAC,
+	       FW_DROP_MAC_SPOOF, "beta");
+	l2_row("l2: the victim's port from its MAC", false, VICTIM_MAC, FW_PASS_ALLOW_CIDR,
+	       "delta");
+	result(fw_l2_bind(t.dp, t.dummy_ifindex, dhost.b, dmac.b) == 0 &&
+		       bpf_map_lookup_elem(t.dp->l2_macs_fd, &victim, &owner) != 0,
+	       "l2: a rebind to another peer MAC releases the old one", NULL);
+	l2_row("l2: the dummy's port from its MAC again", false, DUMMY_MAC, FW_PASS_ALLOW_CIDR,
+	       "delta");
+	result(fw_l2_bind(t.dp, t.dummy_ifindex, dhost.b, dmac.b) == 0 &&
+		       bpf_map_lookup_elem(t.dp->l2_macs_fd, &dmac, &owner) == 0 &&
+		       owner == (__u32)t.dummy_ifindex,
+	       "l2: binding the same link again keeps the binding", NULL);
+
+	/* ifindex reuse: another link (another host-side MAC) on the same
+	 * ifindex starts afresh */
+	fw_l2_bind(t.dp, t.port2_ifindex, host_a.b, NULL);
+	l2_row("l2: a prepared port binds its first MAC", true, PORT2_MAC, FW_PASS_DEFAULT, "beta");
+	result(fw_l2_bind(t.dp, t.port2_ifindex, host_a.b, NULL) == 0,
+	       "l2: preparing the same link again", NULL);
+	l2_row("l2: ... which keeps its binding", true, PORT2_MAC2, FW_DROP_MAC_SPOOF, "beta");
+	result(fw_l2_bind(t.dp, t.port2_ifindex, host_b.b, NULL) == 0 &&
+		       bpf_map_lookup_elem(t.dp->l2_macs_fd, &m2, &owner) != 0,
+	       "l2: a new link on a reused ifindex drops the old binding", NULL);
+	l2_row("l2: the new link's sandbox binds its own MAC", true, PORT2_MAC2, FW_PASS_DEFAULT,
+	       "beta");
+
+	/* a configured MAC that is removed again: back to first sight */
+	{
+		struct fw_mac m3 = mac_of("02:00:00:00:00:b4");
+
+		result(fw_l2_bind(t.dp, t.port2_ifindex, host_b.b, m3.b) == 0,
+		       "l2: pinning the port to a configured MAC", NULL);
+		l2_row("l2: the pinned port from the MAC it had learned", true, PORT2_MAC2,
+		       FW_DROP_MAC_SPOOF, "beta");
+		l2_row("l2: the pinned port from its configured MAC", true, "02:00:00:00:00:b4",
+		       FW_PASS_DEFAULT, "beta");
+		result(fw_l2_bind(t.dp, t.port2_ifindex, host_b.b, NULL) == 0 &&
+			       bpf_map_lookup_elem(t.dp->l2_macs_fd, &m3, &owner) != 0,
+		       "l2: unpinning releases the configured MAC", NULL);
+		l2_row("l2: the unpinned port binds on first sight again", true, PORT2_MAC2,
+		       FW_PASS_DEFAULT, "beta");
+	}
+	/* one message with two new link-local addresses learns one at most */
+	{
+		struct row r = {.desc = "l2: na from a new link-local address claiming another",
+				.on_port2 = true,
+				.pkt = ICMP6("fe80::b:1", "ff02::1", ICMP6_NA, .hop_limit = 255,
+					     .nd_target = "fe80::b:2", .eth_src = PORT2_MAC2),
+				DROP(FW_DROP_ND_TARGET)};
+		struct row r2 = {.desc = "l2: ... the first one was learned",
+				 .on_port2 = true,
+				 .pkt = ICMP6("fe80::b:1", "ff02::2", ICMP6_RS, .hop_limit = 255,
+					      .eth_src = PORT2_MAC2),
+				 PASS(FW_PASS_NEIGH)};
+
+		if (run_row(&r, 0))
+			passed++;
+		else
+			failed++;
+		if (run_row(&r2, 0))
+			passed++;
+		else
+			failed++;
+	}
+
+	/* a port fastwalld no longer sees */
+	fw_l2_prune(t.dp, none_live, &t.port2_ifindex);
+	result(bpf_map_lookup_elem(t.dp->l2_ports_fd, &t.port2_ifindex, cmd) != 0 &&
+		       owned_by(t.dp->l2_macs_fd, sizeof(struct fw_mac), t.port2_ifindex) == 0 &&
+		       owned_by(t.dp->l2_lladdrs_fd, sizeof(struct fw_ip), t.port2_ifindex) == 0 &&
+		       bpf_map_lookup_elem(t.dp->l2_ports_fd, &t.dummy_ifindex, cmd) == 0,
+	       "l2: pruning drops the ports that are gone, keeps the others", NULL);
+
+	/* a message that drops teaches nothing */
+	{
+		struct row r = {.desc = "l2: na from a new link-local address for a subject bound "
+					"elsewhere",
+				.on_port2 = true,
+				.pkt = ICMP6("fe80::c:1", "ff02::1", ICMP6_NA, .hop_limit = 255,
+					     .nd_target = DELTA6, .eth_src = PORT2_MAC2),
+				DROP(FW_DROP_SPOOF),
+				.subject = "delta"};
+		struct row r2 = {.desc = "l2: ... did not make that address the port's",
+				 .on_port2 = true,
+				 .pkt = ICMP6("fe80::c:2", "ff02::2", ICMP6_RS, .hop_limit = 255,
+					      .eth_src = PORT2_MAC2),
+				 PASS(FW_PASS_NEIGH)};
+
+		if (run_row(&r, 0))
+			passed++;
+		else
+			failed++;
+		if (run_row(&r2, 0))
+			passed++;
+		else
+			failed++;
+	}
 }
 
 int main(void)
@@ -2195,6 +2670,7 @@ int main(void)
 	scenario_event_rate_limit();
 	scenario_connections();
 	scenario_learned_leases();
+	scenario_l2_ports();
 	scenario_reap_restart(); /* last: it restarts the registry */
 
 	printf("%d passed, %d failed\n", passed, failed);

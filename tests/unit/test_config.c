@@ -378,6 +378,37 @@ static const struct bad_case bad[] = {
 	 "value '10.0.0.0/40'"},
 	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    state: paused\n", 4,
 	 "invalid state"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    mac: 02:00:00:00:00:01\n", 4,
+	 "mac needs the subject's interface"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    interface: sb-a\n"
+	 "    mac: 02:00:00:00:00\n",
+	 5, "invalid MAC, expected six hex bytes like 02:00:5e:10:00:01 (value '02:00:00:00:00')"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    interface: sb-a\n"
+	 "    mac: 02:00:00:00:00:0g\n",
+	 5, "invalid MAC"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    interface: sb-a\n"
+	 "    mac: 02-00-00-00-00-01\n",
+	 5, "invalid MAC"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    interface: sb-a\n"
+	 "    mac: 02:00:00:00:00:01:02\n",
+	 5, "invalid MAC"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    interface: sb-a\n"
+	 "    mac: 01:00:5e:00:00:01\n",
+	 5, "mac must be a unicast, non-zero address"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    interface: sb-a\n"
+	 "    mac: 00:00:00:00:00:00\n",
+	 5, "mac must be a unicast, non-zero address"},
+	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    interface: sb-a\n"
+	 "    mac: [02:00:00:00:00:01]\n",
+	 5, "must be a scalar"},
+	{"subjects:\n"
+	 "  - { name: a, addresses: 10.0.0.2, interface: sb-a, mac: \"02:00:00:00:00:01\" }\n"
+	 "  - { name: b, addresses: 10.0.0.3, interface: sb-b, mac: \"02:00:00:00:00:01\" }\n",
+	 3, "subject \"b\" has the mac of subject \"a\" on another interface"},
+	{"subjects:\n"
+	 "  - { name: a, addresses: 10.0.0.2, interface: sb-a, mac: \"02:00:00:00:00:01\" }\n"
+	 "  - { name: b, addresses: 10.0.0.3, interface: sb-a, mac: \"02:00:00:00:00:02\" }\n",
+	 3, "gives interface sb-a another mac than subject \"a\""},
 	/* policies */
 	{"subjects:\n  - name: a\n    addresses: 10.0.0.2\n    policy: deny\n", 4,
 	 "policy must be a mapping"},
@@ -597,4 +628,21 @@ Test(config, load_file)
 	cr_assert_eq(fw_cfg_load_file("/tmp", &cfg, err, sizeof(err)), -EISDIR);
 	cr_assert(strstr(err, "can't read /tmp: Is a directory"), "%s", err);
 	expect_defaults();
+}
+
+Test(config, subject_mac)
+{
+	cr_assert_eq(load("subjects:\n"
+			  "  - name: a\n"
+			  "    addresses: 10.0.0.2\n"
+			  "    interface: sb-a\n"
+			  "    mac: 02:AB:cd:00:10:ff\n"
+			  "  - name: b\n"
+			  "    addresses: 10.0.0.3\n"
+			  "    interface: sb-b\n"),
+		     0, "%s", err);
+	cr_assert_eq(cfg.nsubjects, 2);
+	cr_expect(cfg.subjects[0].has_mac);
+	cr_expect_arr_eq(cfg.subjects[0].mac, ((__u8[6]){0x02, 0xab, 0xcd, 0x00, 0x10, 0xff}), 6);
+	cr_expect_not(cfg.subjects[1].has_mac);
 }

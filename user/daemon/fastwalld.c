@@ -8,7 +8,10 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <getopt.h>
+#include <ifaddrs.h>
 #include <net/if.h>
+#include <netinet/in.h>
+#include <netpacket/packet.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +29,11 @@
 #include "config.h"
 #include "datapath.h"
 #include "dnsproxy.h"
+#include "hash.h"
 #include "http.h"
 #include "ifset.h"
 #include "learn.h"
+#include "l2bind.h"
 #include "links.h"
 #include "log.h"
 #include "secmem.h"
@@ -73,6 +78,7 @@ struct fw_daemon {
 	bool pod_addrs_listing; /* within pod_addrs_dump */
 	bool local_full;	/* they did not fit: FW_CF_LOCAL_FULL is set */
 	struct fw_config kcfg;	/* what apply_datapath wrote last */
+	__u64 l2_reserved_hash; /* of the pod addresses last reserved */
 };
 
 /* An interface is sandbox-facing when its name matches a configured glob
@@ -92,6 +98,42 @@ static bool wanted_link(const struct fw_cfg *cfg, const struct fw_link *l)
 	return false;
 }
 
+/* The port's link-layer binding, before the first frame can pass: the
+ * `mac` a static subject gives its interface, else a veth's peer MAC as
+ * the link says it, else (a tap, the peer unreadable) the first MAC the
+ * port sends from. Run again for attached ports on every link event and
+ * reload: a binding that did not change is kept as it is. */
+static void l2_bind(struct fw_daemon *d, const struct fw_link *l)
+{
+	static const unsigned char none[6];
+	const char *how = "to its veth peer's MAC";
+	unsigned char peer[6];
+	bool have_peer = false;
+	int err;
+
+	for (size_t i = 0; i < d->cfg.nsubjects && !have_peer; i++) {
+		const struct fw_static_subject *s = &d->cfg.subjects[i];
+
+		if (s->has_mac && !strcmp(s->ifname, l->name)) {
+			memcpy(peer, s->mac, sizeof(peer));
+			have_peer = true;
+			how = "to its configured MAC";
+		}
+	}
+	if (!have_peer)
+		have_peer = fw_links_peer_addr(l, peer) == 0;
+
+	err = fw_l2_bind(d->dp, l->ifindex, l->has_addr ? l->addr : none, have_peer ? peer : NULL);
+	if (err && have_peer)
+		err = fw_l2_bind(d->dp, l->ifindex, l->has_addr ? l->addr : none, NULL);
+	if (err)
+		fw_warn("no link-layer binding for %s (ifindex %d): its first frame binds it: %s",
+			l->name, l->ifindex, strerror(-err));
+	else
+		fw_debug("%s (ifindex %d) bound %s", l->name, l->ifindex,
+			 have_peer ? how : "on first sight");
+}
+
 static void on_link(void *ctx, const struct fw_link *l)
 {
 	struct fw_daemon *d = ctx;
@@ -100,6 +142,8 @@ static void on_link(void *ctx, const struct fw_link *l)
 		if (fw_ifset_has(&d->attached, l->ifindex))
 			fw_info("interface %s (ifindex %d) is gone", l->name, l->ifindex);
 		fw_ifset_del(&d->attached, l->ifindex);
+		/* the next link with this ifindex binds afresh */
+		fw_l2_forget(d->dp, l->ifindex);
 		/* its addresses went with it (the kernel says so too) */
 		for (size_t i = 0; i < d->npod_addrs;) {
 			if (d->pod_addrs[i].ifindex == l->ifindex) {
@@ -111,7 +155,10 @@ static void on_link(void *ctx, const struct fw_link *l)
 		}
 		return;
 	}
-	if (!wanted_link(&d->cfg, l) || fw_ifset_has(&d->attached, l->ifindex))
+	if (!wanted_link(&d->cfg, l))
+		return;
+	l2_bind(d, l);
+	if (fw_ifset_has(&d->attached, l->ifindex))
 		return;
 	if (fw_dp_attach(d->dp, l->ifindex) == 0) {
 		int err = fw_ifset_add(&d->attached, l->ifindex);
@@ -296,12 +343,95 @@ static void local_sync(struct fw_daemon *d)
 		fw_err("can't write the datapath settings: %s", strerror(-err));
 }
 
+static int cmp_mac(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct fw_mac));
+}
+
+static int cmp_ip(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct fw_ip));
+}
+
+/* The pod's own MACs and IPv6 addresses (every interface in this
+ * namespace: bridges, uplinks, the host side of ports): no port may claim
+ * them, and ND to them is the pod's own. */
+static void l2_reserve(struct fw_daemon *d)
+{
+	struct fw_recs macs = {.size = sizeof(struct fw_mac)};
+	struct fw_recs lls = {.size = sizeof(struct fw_ip)};
+	struct ifaddrs *ifa, *i;
+	int err = 0;
+
+	if (getifaddrs(&ifa)) {
+		fw_err("can't list the pod's addresses: %s", strerror(errno));
+		return;
+	}
+	for (i = ifa; i && !err; i = i->ifa_next) {
+		if (!i->ifa_addr)
+			continue;
+		if (i->ifa_addr->sa_family == AF_PACKET) {
+			const struct sockaddr_ll *sll = (const struct sockaddr_ll *)i->ifa_addr;
+			struct fw_mac m = {};
+			static const unsigned char zero[6];
+
+			if (sll->sll_halen != 6 || !memcmp(sll->sll_addr, zero, 6))
+				continue;
+			memcpy(m.b, sll->sll_addr, 6);
+			err = fw_recs_push(&macs, &m);
+		} else if (i->ifa_addr->sa_family == AF_INET6) {
+			const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)i->ifa_addr;
+			struct fw_ip ip;
+
+			if (IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr) ||
+			    IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr))
+				continue;
+			memcpy(ip.b, &sin6->sin6_addr, 16);
+			err = fw_recs_push(&lls, &ip);
+		}
+	}
+	freeifaddrs(ifa);
+	if (!err) {
+		/* every link and address event lands here (a sandbox flapping
+		 * its link, too): write only when the set changed */
+		__u64 h = FW_FNV_BASIS;
+
+		if (macs.n)
+			qsort(macs.data, macs.n, macs.size, cmp_mac);
+		if (lls.n)
+			qsort(lls.data, lls.n, lls.size, cmp_ip);
+		h = fw_fnv(h, &macs.n, sizeof(macs.n));
+		h = fw_fnv(h, macs.data, macs.n * macs.size);
+		h = fw_fnv(h, lls.data, lls.n * lls.size);
+		if (h != d->l2_reserved_hash) {
+			err = fw_l2_reserve(d->dp, (const struct fw_mac *)macs.data, macs.n,
+					    (const struct fw_ip *)lls.data, lls.n);
+			d->l2_reserved_hash = err ? 0 : h;
+		}
+	}
+	if (err)
+		fw_err("can't reserve the pod's MACs and IPv6 addresses: %s", strerror(-err));
+	free(macs.data);
+	free(lls.data);
+}
+
+static bool l2_live(int ifindex, const void *ctx)
+{
+	(void)ctx;
+	return fw_dp_attached(ifindex);
+}
+
 static int attach_all(struct fw_daemon *d)
 {
-	int err = fw_links_dump(on_link, d);
+	int err;
 
+	/* reserved before any port binds: a port can't take the pod's */
+	l2_reserve(d);
+	err = fw_links_dump(on_link, d);
 	if (err)
 		fw_err("can't list interfaces: %s", strerror(-err));
+	else
+		fw_l2_prune(d->dp, l2_live, NULL); /* ports that went while we were down */
 	fw_reg_links_changed(&d->reg);
 	return err;
 }
@@ -796,6 +926,7 @@ static int run(struct fw_daemon *d)
 					pod_addrs_dump(d);
 					attach_all(d);
 				} else {
+					l2_reserve(d);
 					fw_reg_links_changed(&d->reg);
 				}
 				local_sync(d);

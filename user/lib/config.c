@@ -852,12 +852,40 @@ enum {
 	SK_NAME,
 	SK_ADDRESSES,
 	SK_INTERFACE,
+	SK_MAC,
 	SK_GATEWAY,
 	SK_PRIVATE_CIDR,
 	SK_STATE,
 	SK_POLICY,
 	SK_MAX,
 };
+
+/* "02:00:5e:10:00:01": six bytes of two hex digits, colon-separated */
+static int parse_mac(const char *v, __u8 out[6])
+{
+	for (int i = 0; i < 6; i++) {
+		unsigned int b = 0;
+
+		for (int j = 0; j < 2; j++, v++) {
+			char c = *v;
+
+			if (c >= '0' && c <= '9')
+				b = b * 16 + (unsigned int)(c - '0');
+			else if (c >= 'a' && c <= 'f')
+				b = b * 16 + (unsigned int)(c - 'a' + 10);
+			else if (c >= 'A' && c <= 'F')
+				b = b * 16 + (unsigned int)(c - 'A' + 10);
+			else
+				return -EINVAL;
+		}
+		out[i] = (__u8)b;
+		if (*v != (i == 5 ? '\0' : ':'))
+			return -EINVAL;
+		if (i < 5)
+			v++;
+	}
+	return 0;
+}
 
 static bool has_family(const struct fw_static_subject *s, enum fw_family fam)
 {
@@ -886,6 +914,7 @@ static int parse_subject(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_stati
 		[SK_NAME] = {.name = "name"},
 		[SK_ADDRESSES] = {.name = "addresses"},
 		[SK_INTERFACE] = {.name = "interface"},
+		[SK_MAC] = {.name = "mac"},
 		[SK_GATEWAY] = {.name = "gateway"},
 		[SK_PRIVATE_CIDR] = {.name = "private_cidr"},
 		[SK_STATE] = {.name = "state"},
@@ -937,6 +966,21 @@ static int parse_subject(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_stati
 			return err;
 		snprintf(s->ifname, sizeof(s->ifname), "%s", ifname);
 		free(ifname);
+	}
+
+	if ((n = key_value(&keys[SK_MAC]))) {
+		err = cfg_scalar(ctx, n, "mac", &v);
+		if (err)
+			return err;
+		if (!s->ifname[0])
+			return cfg_fail(ctx, n, "mac needs the subject's interface");
+		if (parse_mac(v, s->mac))
+			return cfg_fail(ctx, n,
+					"invalid MAC, expected six hex bytes like "
+					"02:00:5e:10:00:01");
+		if ((s->mac[0] & 1) || !memcmp(s->mac, "\0\0\0\0\0\0", 6))
+			return cfg_fail(ctx, n, "mac must be a unicast, non-zero address");
+		s->has_mac = true;
 	}
 
 	if ((n = key_value(&keys[SK_GATEWAY]))) {
@@ -1117,9 +1161,25 @@ static int parse_subjects(struct cfg_ctx *ctx, yaml_node_t *node)
 			return err;
 		/* linear: names are checked once per subject at load time */
 		for (size_t j = 0; j < i; j++) {
-			if (!strcmp(cfg->subjects[j].name, s->name))
+			const struct fw_static_subject *o = &cfg->subjects[j];
+
+			if (!strcmp(o->name, s->name))
 				return cfg_fail(ctx, item, "duplicate subject name \"%s\"",
 						s->name);
+			/* one MAC is one port's; one port has one MAC */
+			if (s->has_mac && o->has_mac && !memcmp(o->mac, s->mac, 6) &&
+			    strcmp(o->ifname, s->ifname))
+				return cfg_fail(ctx, item,
+						"subject \"%s\" has the mac of subject \"%s\" on "
+						"another interface",
+						s->name, o->name);
+			if (s->has_mac && o->has_mac && !strcmp(o->ifname, s->ifname) &&
+			    memcmp(o->mac, s->mac, 6))
+				return cfg_fail(
+					ctx, item,
+					"subject \"%s\" gives interface %s another mac than "
+					"subject \"%s\"",
+					s->name, s->ifname, o->name);
 		}
 	}
 	return check_unique_addresses(ctx, node);

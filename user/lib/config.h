@@ -29,6 +29,8 @@ struct fw_static_subject {
 	struct fw_ip addrs[FW_SUBJECT_MAX_ADDRS];
 	size_t naddrs;
 	char ifname[IF_NAMESIZE]; /* "" = not bound to an interface */
+	bool has_mac;		  /* mac: the only source MAC its interface accepts */
+	__u8 mac[6];
 	bool has_gateway[FW_FAM_MAX];
 	struct fw_ip gateway[FW_FAM_MAX];
 	bool has_private[FW_FAM_MAX];

@@ -130,6 +130,9 @@ static void fill_fds(struct fw_dp *dp)
 	dp->frags_fd = bpf_map__fd(s->maps.fastwall_frags);
 	dp->events_fd = bpf_map__fd(s->maps.fastwall_events);
 	dp->ports_fd = bpf_map__fd(s->maps.fastwall_ports);
+	dp->l2_ports_fd = bpf_map__fd(s->maps.fastwall_l2_ports);
+	dp->l2_macs_fd = bpf_map__fd(s->maps.fastwall_l2_macs);
+	dp->l2_lladdrs_fd = bpf_map__fd(s->maps.fastwall_l2_lladdrs);
 	dp->ingress_fd = bpf_program__fd(s->progs.fastwall_ingress);
 	dp->egress_fd = bpf_program__fd(s->progs.fastwall_egress);
 }
@@ -203,7 +206,8 @@ static const char *const map_names[] = {
 	"fastwall_doh",		  "fastwall_config",	   "fastwall_stats",
 	"fastwall_subject_stats", "fastwall_event_budget", "fastwall_subject_meta",
 	"fastwall_pod_flows",	  "fastwall_frags",	   "fastwall_events",
-	"fastwall_ports",	  "fastwall_dns_nat",
+	"fastwall_ports",	  "fastwall_dns_nat",	   "fastwall_l2_ports",
+	"fastwall_l2_macs",	  "fastwall_l2_lladdrs",
 };
 
 static int pinned_fd(const char *root, const char *name)
@@ -221,8 +225,8 @@ static int pinned_fd(const char *root, const char *name)
 int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 {
 	int *fds[] = {
-		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 	};
 	struct fw_dp *dp;
 	int err;
@@ -252,6 +256,9 @@ int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 	fds[14] = &dp->events_fd;
 	fds[15] = &dp->ports_fd;
 	fds[16] = &dp->dns_nat_fd;
+	fds[17] = &dp->l2_ports_fd;
+	fds[18] = &dp->l2_macs_fd;
+	fds[19] = &dp->l2_lladdrs_fd;
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		*fds[i] = -1;
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
@@ -280,7 +287,7 @@ void fw_dp_close(struct fw_dp *dp)
 			dp->local_fd,	  dp->local_ports_fd,	dp->doh_fd,	dp->config_fd,
 			dp->stats_fd,	  dp->subject_stats_fd, dp->budget_fd,	dp->meta_fd,
 			dp->pod_flows_fd, dp->frags_fd,		dp->events_fd,	dp->ports_fd,
-			dp->dns_nat_fd,
+			dp->dns_nat_fd,	  dp->l2_ports_fd,	dp->l2_macs_fd, dp->l2_lladdrs_fd,
 		};
 		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 			if (fds[i] >= 0)

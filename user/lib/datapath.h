@@ -28,6 +28,7 @@ struct fw_dp {
 	int dispatch_fd, rules_fd, learned_fd, conns_fd, local_fd, local_ports_fd;
 	int doh_fd, config_fd, stats_fd, subject_stats_fd, budget_fd, meta_fd;
 	int pod_flows_fd, frags_fd, events_fd, ports_fd, dns_nat_fd;
+	int l2_ports_fd, l2_macs_fd, l2_lladdrs_fd; /* the ports' link-layer binding (l2bind.h) */
 };
 
 /* Loads the programs; maps already pinned under pin_root are reused,

@@ -13,6 +13,19 @@
 
 #include "links.h"
 
+static bool linkinfo_is_veth(const struct rtattr *info)
+{
+	const struct rtattr *rta;
+	int len = (int)RTA_PAYLOAD(info);
+
+	for (rta = RTA_DATA(info); RTA_OK(rta, len); rta = RTA_NEXT(rta, len))
+		if (rta->rta_type == IFLA_INFO_KIND && RTA_PAYLOAD(rta) >= 4 &&
+		    memcmp(RTA_DATA(rta), "veth", 4) == 0 &&
+		    (RTA_PAYLOAD(rta) == 4 || ((const char *)RTA_DATA(rta))[4] == '\0'))
+			return true;
+	return false;
+}
+
 static void parse_link(const struct nlmsghdr *nh, fw_link_cb cb, void *ctx)
 {
 	const struct ifinfomsg *ifi;
@@ -41,6 +54,25 @@ static void parse_link(const struct nlmsghdr *nh, fw_link_cb cb, void *ctx)
 		case IFLA_MASTER:
 			if (plen >= sizeof(int))
 				memcpy(&link.master, RTA_DATA(rta), sizeof(int));
+			break;
+		case IFLA_ADDRESS:
+			if (plen == sizeof(link.addr)) {
+				memcpy(link.addr, RTA_DATA(rta), sizeof(link.addr));
+				link.has_addr = true;
+			}
+			break;
+		case IFLA_LINK:
+			if (plen >= sizeof(int))
+				memcpy(&link.peer, RTA_DATA(rta), sizeof(int));
+			break;
+		case IFLA_LINK_NETNSID:
+			if (plen >= sizeof(int)) {
+				memcpy(&link.peer_netnsid, RTA_DATA(rta), sizeof(int));
+				link.has_peer_netnsid = true;
+			}
+			break;
+		case IFLA_LINKINFO:
+			link.veth = linkinfo_is_veth(rta);
 			break;
 		}
 	}
@@ -130,6 +162,8 @@ static int walk(const char *buf, ssize_t n, fw_link_cb cb, fw_addr_cb acb, void 
 
 int fw_links_subscribe(int *fd)
 {
+	/* address changes too: the pod's addresses are pod-local, and the
+	 * link-layer binding reserves them */
 	struct sockaddr_nl sa = {
 		.nl_family = AF_NETLINK,
 		.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR,
@@ -232,4 +266,78 @@ int fw_links_read(int fd, fw_link_cb cb, fw_addr_cb acb, void *ctx)
 		if (err < 0)
 			return err;
 	}
+}
+
+struct peer_ctx {
+	unsigned char *mac;
+	bool found;
+};
+
+static void on_peer(void *ctx, const struct fw_link *link)
+{
+	struct peer_ctx *p = ctx;
+
+	if (link->has_addr) {
+		memcpy(p->mac, link->addr, 6);
+		p->found = true;
+	}
+}
+
+int fw_links_peer_addr(const struct fw_link *link, unsigned char mac[6])
+{
+	struct {
+		struct nlmsghdr nh;
+		struct ifinfomsg ifi;
+		struct rtattr nsid_rta;
+		int nsid;
+	} req = {
+		.nh =
+			{
+				.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg)),
+				.nlmsg_type = RTM_GETLINK,
+				.nlmsg_flags = NLM_F_REQUEST,
+				.nlmsg_seq = 2,
+			},
+		.ifi = {.ifi_family = AF_UNSPEC},
+	};
+	struct peer_ctx p = {.mac = mac};
+	char buf[8192];
+	int s, err = 0;
+
+	if (!link->veth || link->peer <= 0)
+		return -ENOENT;
+	req.ifi.ifi_index = link->peer;
+	if (link->has_peer_netnsid) {
+		req.nsid_rta.rta_type = IFLA_TARGET_NETNSID;
+		req.nsid_rta.rta_len = RTA_LENGTH(sizeof(int));
+		req.nsid = link->peer_netnsid;
+		req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_LENGTH(sizeof(int));
+	}
+	s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (s < 0)
+		return -errno;
+	if (send(s, &req, req.nh.nlmsg_len, 0) < 0) {
+		err = -errno;
+		goto out;
+	}
+	for (;;) {
+		ssize_t n = recv(s, buf, sizeof(buf), 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		/* one answer (the link, or an error) */
+		err = walk(buf, n, on_peer, NULL, &p);
+		if (err > 0)
+			err = 0;
+		break;
+	}
+out:
+	close(s);
+	if (!err && !p.found)
+		err = -ENOENT;
+	return err;
 }

@@ -16,6 +16,12 @@ struct fw_link {
 	int master; /* ifindex of the bridge this is a port of, or 0 */
 	char name[IF_NAMESIZE];
 	bool removed;
+	bool has_addr;	       /* addr holds the link's Ethernet address */
+	bool veth;	       /* a veth: peer and peer_netnsid name the other end */
+	bool has_peer_netnsid; /* the peer lives in another namespace */
+	unsigned char addr[6];
+	int peer;	  /* IFLA_LINK: the peer's ifindex in its namespace */
+	int peer_netnsid; /* IFLA_LINK_NETNSID */
 };
 
 typedef void (*fw_link_cb)(void *ctx, const struct fw_link *link);
@@ -42,5 +48,9 @@ int fw_addrs_dump(fw_addr_cb cb, void *ctx);
 /* Reads pending events from a subscribed socket and calls cb or acb (either
  * may be NULL) for each; returns -EAGAIN when nothing is left. */
 int fw_links_read(int fd, fw_link_cb cb, fw_addr_cb acb, void *ctx);
+/* The Ethernet address of a veth's other end, which may live in another
+ * namespace (asked for with IFLA_TARGET_NETNSID); -ENOENT when link is no
+ * veth or the peer has no Ethernet address. */
+int fw_links_peer_addr(const struct fw_link *link, unsigned char mac[6]);
 
 #endif /* FW_LINKS_H */

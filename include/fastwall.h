@@ -40,7 +40,7 @@
 #define FW_MAX_DNS_NAT 65536
 #endif
 #ifndef FW_MAX_CONNS
-#define FW_MAX_CONNS 262144
+#define FW_MAX_CONNS 1048576 /* no prealloc: memory only for records held */
 #endif
 #ifndef FW_EVENT_RING_BYTES
 #define FW_EVENT_RING_BYTES (1 << 20)
@@ -98,10 +98,10 @@ enum fw_reason {
 	FW_DROP_NO_POLICY,	/* active subject without a rule set (fail closed) */
 	FW_DROP_ROGUE_ND,	/* router advertisement or redirect from a sandbox */
 	FW_DROP_MAC_SPOOF,	/* source MAC (or ARP sender MAC) not the port's */
-	FW_DROP_ND_TARGET,	/* ND/MLD to a destination ND never goes, or from a foreign address */
-	FW_DROP_FRAG_HEADER,	/* first fragment without its complete transport header */
-	FW_DROP_V4MAPPED,	/* IPv6 packet with a v4-mapped (::ffff:0:0/96) address */
-	FW_DROP_LEARNED_PORT,	/* learned destination, port not in the teaching rule's ports */
+	FW_DROP_ND_TARGET,    /* ND/MLD to a destination ND never goes, or from a foreign address */
+	FW_DROP_FRAG_HEADER,  /* first fragment without its complete transport header */
+	FW_DROP_V4MAPPED,     /* IPv6 packet with a v4-mapped (::ffff:0:0/96) address */
+	FW_DROP_LEARNED_PORT, /* learned destination, port not in the teaching rule's ports */
 	FW_REASON_MAX,
 };
 
@@ -185,9 +185,12 @@ struct fw_lease {
 
 /* fastwall_conns: TCP connections of a subject to learned addresses, so
  * the lease refresh renews the lease of a destination while a connection
- * to it is open (and once more when it ends). Writer: TC ingress (opens,
- * closes on FIN/RST, last_seen at most once a second), TC egress (a RST
- * from the destination), fastwalld (renewed, delete). Reader: fastwalld. LRU. */
+ * to it is open (and once more when it ends). Writer: TC ingress (opens on
+ * a SYN without ACK, closes on FIN/RST, last_seen at most once a second),
+ * TC egress (a RST from the destination), fastwalld (renewed, delete).
+ * Reader: fastwalld. A plain hash, never an LRU: one subject's records
+ * must not push out another's. fastwall_conn_count: subject id -> records
+ * it holds (array, mmapable), capped at fw_config.conn_quota. */
 struct fw_conn_key {
 	__u32 subject;
 	__be16 sport; /* the sandbox's port */
@@ -278,7 +281,8 @@ struct fw_config {
 	__u64 pod_flow_timeout_ns; /* idle timeout of pod-opened flows */
 	__u64 frag_timeout_ns;	   /* how long a first fragment opens the rest */
 	__u16 dns_port;		   /* the DNS proxy's port, with FW_CF_DNS_PROXY */
-	__u16 pad[3];
+	__u16 pad;
+	__u32 conn_quota; /* fastwall_conns records per subject; 0 = no cap */
 };
 
 /* fastwall_stats: reason -> counter (per-CPU array). fastwall_subject_stats:

@@ -8,7 +8,8 @@
 #            failure, revocation, and the 1,000-iteration race;
 #   phase 2: short leases (add 0, min 2 s, max 4 s, refresh every 1 s) and
 #            a cap of 4 learned addresses per subject: expiry, renewal of a
-#            long-lived connection, the grace renewal, the cap.
+#            long-lived connection, the grace renewal, a sibling's SYN
+#            flood that must not end another's idle connection, the cap.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
 set -euo pipefail
 
@@ -313,7 +314,8 @@ echo "# phase 2: short leases, refresh every second, cap of 4"
 fw_stop_daemon
 write_config "  lease: { add: 0, min: 2, max: 4 }
   refresh_interval: 1
-  max_learned_per_subject: 4"
+  max_learned_per_subject: 4
+  max_connections_per_subject: 64"
 fw_start_daemon || fw_die "fastwalld did not restart"
 
 ans=$(dig_short "$SB_A" @10.42.0.1 short.example.com)
@@ -332,6 +334,28 @@ left=$(lease_of sandbox-a 198.51.100.21)
 check "after it ended the lease got its grace renewal (${left} left)" grep -Eq '^[0-2]s$' <<<"$left"
 sleep 4
 check_fails "and then it runs out" connects "$SB_A" 198.51.100.21 8080
+
+# connection records are per subject: sandbox-r floods 330,000 raw SYNs
+# (distinct ports) to its own learned address while sandbox-a holds an
+# idle connection to its learned address; a's record, and so its lease,
+# must survive (a shared LRU of 262,144 records lost it)
+flood_done=$FW_TMP/flood.done
+rm -f "$flood_done"
+fw_ns "$SB_A" "$FW_PY" "$DNSC" hold 10.42.0.1 hold.example.com 8080 6 \
+	--idle-until "$flood_done" >"$FW_TMP/idle.out" 2>&1 &
+idle_pid=$!
+sleep 1
+learned_r=$(fw_subject_counter sandbox-r "pass learned")
+flood=$(fw_ns "$SB_R" "$FW_PY" "$DNSC" synflood 10.42.0.1 race-0.race.test 6 330000 2>&1) || true
+touch "$flood_done"
+echo "#   $flood"
+check "the sibling's flood: 330000 SYNs sent" grep -q '^sent 330000 syns' <<<"$flood"
+check_ge "the flood passes (learned): records are capped, not packets" \
+	$(($(fw_subject_counter sandbox-r "pass learned") - learned_r)) 330000
+wait "$idle_pid" || true
+echo "#   $(cat "$FW_TMP/idle.out")"
+check "an idle connection outlives a sibling's SYN flood and lease.max (its record kept)" \
+	grep -q '^held 198.51.100.21:8080 idle for' "$FW_TMP/idle.out"
 
 dig_short "$SB_A" @10.42.0.1 big.example.com >/dev/null
 check_eq "the cap: 40 addresses answered, 4 learned" "$(leases_count sandbox-a)" 4

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -130,6 +131,7 @@ static void fill_fds(struct fw_dp *dp)
 	dp->frags_fd = bpf_map__fd(s->maps.fastwall_frags);
 	dp->events_fd = bpf_map__fd(s->maps.fastwall_events);
 	dp->ports_fd = bpf_map__fd(s->maps.fastwall_ports);
+	dp->conn_count_fd = bpf_map__fd(s->maps.fastwall_conn_count);
 	dp->ingress_fd = bpf_program__fd(s->progs.fastwall_ingress);
 	dp->egress_fd = bpf_program__fd(s->progs.fastwall_egress);
 }
@@ -203,7 +205,7 @@ static const char *const map_names[] = {
 	"fastwall_doh",		  "fastwall_config",	   "fastwall_stats",
 	"fastwall_subject_stats", "fastwall_event_budget", "fastwall_subject_meta",
 	"fastwall_pod_flows",	  "fastwall_frags",	   "fastwall_events",
-	"fastwall_ports",	  "fastwall_dns_nat",
+	"fastwall_ports",	  "fastwall_dns_nat",	   "fastwall_conn_count",
 };
 
 static int pinned_fd(const char *root, const char *name)
@@ -222,7 +224,7 @@ int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 {
 	int *fds[] = {
 		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 	};
 	struct fw_dp *dp;
 	int err;
@@ -252,6 +254,7 @@ int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 	fds[14] = &dp->events_fd;
 	fds[15] = &dp->ports_fd;
 	fds[16] = &dp->dns_nat_fd;
+	fds[17] = &dp->conn_count_fd;
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		*fds[i] = -1;
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
@@ -272,6 +275,8 @@ void fw_dp_close(struct fw_dp *dp)
 {
 	if (!dp)
 		return;
+	if (dp->conn_count)
+		munmap(dp->conn_count, FW_MAX_SUBJECTS * sizeof(__u64));
 	if (dp->skel) {
 		fastwall_bpf__destroy(dp->skel);
 	} else {
@@ -280,7 +285,7 @@ void fw_dp_close(struct fw_dp *dp)
 			dp->local_fd,	  dp->local_ports_fd,	dp->doh_fd,	dp->config_fd,
 			dp->stats_fd,	  dp->subject_stats_fd, dp->budget_fd,	dp->meta_fd,
 			dp->pod_flows_fd, dp->frags_fd,		dp->events_fd,	dp->ports_fd,
-			dp->dns_nat_fd,
+			dp->dns_nat_fd,	  dp->conn_count_fd,
 		};
 		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 			if (fds[i] >= 0)
@@ -930,7 +935,29 @@ int fw_dp_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
 		err = prune(dp->conns_fd, sizeof(struct fw_conn_key), subject_alive, dead);
 	if (!err)
 		err = prune(dp->ports_fd, sizeof(struct fw_port_rule_key), subject_alive, dead);
+	if (!err && fw_dp_conn_counts(dp)) {
+		/* their records are gone: a dead id holds none */
+		for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++)
+			if (dead[id])
+				__atomic_store_n(&dp->conn_count[id], 0, __ATOMIC_RELAXED);
+	}
 	return err;
+}
+
+__u64 *fw_dp_conn_counts(struct fw_dp *dp)
+{
+	void *p;
+
+	if (dp->conn_count || dp->conn_count_fd < 0)
+		return dp->conn_count;
+	p = mmap(NULL, FW_MAX_SUBJECTS * sizeof(__u64), PROT_READ | PROT_WRITE, MAP_SHARED,
+		 dp->conn_count_fd, 0);
+	if (p == MAP_FAILED) {
+		fw_err("can't map fastwall_conn_count: %s", strerror(errno));
+		return NULL;
+	}
+	dp->conn_count = p;
+	return p;
 }
 
 static int percpu_zero(int fd, __u32 key, size_t value_size)

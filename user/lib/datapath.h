@@ -28,6 +28,8 @@ struct fw_dp {
 	int dispatch_fd, rules_fd, learned_fd, conns_fd, local_fd, local_ports_fd;
 	int doh_fd, config_fd, stats_fd, subject_stats_fd, budget_fd, meta_fd;
 	int pod_flows_fd, frags_fd, events_fd, ports_fd, dns_nat_fd;
+	int conn_count_fd;
+	__u64 *conn_count; /* fastwall_conn_count mapped, FW_MAX_SUBJECTS; NULL until asked */
 };
 
 /* Loads the programs; maps already pinned under pin_root are reused,
@@ -105,6 +107,10 @@ int fw_dp_learned_del(struct fw_dp *dp, __u32 id, const struct fw_ip *addr);
  * exceptions of every subject id with dead[id] set: one scan of each map
  * (batched where the kernel can), however many ids. */
 int fw_dp_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS]);
+/* fastwall_conn_count mapped into memory (FW_MAX_SUBJECTS counters, which
+ * the data plane adds to atomically: change them only with __atomic
+ * operations), or NULL when the kernel refuses the mapping. */
+__u64 *fw_dp_conn_counts(struct fw_dp *dp);
 
 /* Calls fn on every entry of the map fd (key, value), in batches of
  * thousands where the map and kernel allow, else key by key; a non-zero

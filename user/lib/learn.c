@@ -558,9 +558,28 @@ static int collect_conn(const void *key, const void *val, void *ctx)
 	return fw_recs_push(ctx, &rec);
 }
 
+/* The per-subject record counts (fastwall_conn_count) drift when a
+ * count's update is lost (fastwalld stopped between a delete and its
+ * decrement, a record the kernel refused): each round replaces a count by
+ * the records its scan found, but only where the count is still what it
+ * was before the scan (less the round's own deletes), i.e. no SYN of the
+ * subject added a record meanwhile; a busy subject heals in a later round. */
+static void counts_heal(__u64 *counts, const __u64 *before, const __u64 *found)
+{
+	for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++) {
+		__u64 expected = before[id];
+
+		if (expected == found[id])
+			continue;
+		__atomic_compare_exchange_n(&counts[id], &expected, found[id], false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	}
+}
+
 int fw_learn_tick(struct fw_learn *l)
 {
 	struct fw_recs cc = {.size = sizeof(struct conn_rec)};
+	__u64 *counts = fw_dp_conn_counts(l->dp), *before = NULL, *found = NULL;
 	struct conn_rec *recs;
 	unsigned char *verdict = NULL;
 	size_t n;
@@ -571,16 +590,33 @@ int fw_learn_tick(struct fw_learn *l)
 	if (__atomic_load_n(&l->adopting, __ATOMIC_ACQUIRE))
 		return 0;
 
+	/* the per-subject record counts as they were before the scan, so
+	 * the counts it finds can replace them if nothing changed meanwhile */
+	if (counts) {
+		before = malloc(FW_MAX_SUBJECTS * sizeof(*before));
+		found = calloc(FW_MAX_SUBJECTS, sizeof(*found));
+		if (!before || !found) {
+			free(before);
+			free(found);
+			return -ENOMEM;
+		}
+		for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++)
+			before[id] = __atomic_load_n(&counts[id], __ATOMIC_RELAXED);
+	}
 	/* read the connection records without the lock, in batches */
 	err = fw_dp_scan(l->dp->conns_fd, collect_conn, &cc);
 	recs = (struct conn_rec *)cc.data;
 	n = cc.n;
 	if (err) {
+		free(found);
+		free(before);
 		free(recs);
 		return err;
 	}
 	verdict = calloc(n ? n : 1, 1);
 	if (!verdict) {
+		free(found);
+		free(before);
 		free(recs);
 		return -ENOMEM;
 	}
@@ -638,14 +674,28 @@ int fw_learn_tick(struct fw_learn *l)
 			l->cfg.max_per_subject, (unsigned long long)rejected);
 
 	for (size_t i = 0; i < n; i++) {
+		__u32 id = recs[i].k.subject;
+
 		if (verdict[i] == CONN_DELETE) {
-			bpf_map_delete_elem(l->dp->conns_fd, &recs[i].k);
+			if (!bpf_map_delete_elem(l->dp->conns_fd, &recs[i].k)) {
+				if (counts && id < FW_MAX_SUBJECTS) {
+					__atomic_sub_fetch(&counts[id], 1, __ATOMIC_RELAXED);
+					before[id]--;
+				}
+				continue;
+			}
 		} else if (verdict[i] == CONN_MARK_RENEWED) {
 			recs[i].v.renewed = 1;
 			/* BPF_EXIST: a record the data plane dropped stays dropped */
 			bpf_map_update_elem(l->dp->conns_fd, &recs[i].k, &recs[i].v, BPF_EXIST);
 		}
+		if (found && id < FW_MAX_SUBJECTS)
+			found[id]++;
 	}
+	if (found)
+		counts_heal(counts, before, found);
+	free(found);
+	free(before);
 	free(verdict);
 	free(recs);
 	return err;

@@ -24,6 +24,9 @@
 #ifndef FW_MAX_PORT_RULES
 #define FW_MAX_PORT_RULES 262144
 #endif
+#ifndef FW_MAX_LEARNED_PORTS
+#define FW_MAX_LEARNED_PORTS 262144
+#endif
 #ifndef FW_MAX_LOCAL
 #define FW_MAX_LOCAL 256
 #endif
@@ -171,7 +174,13 @@ struct fw_port_rule_key {
 };
 
 /* fastwall_learned: {subject, address} -> lease. Writer: fastwalld (DNS
- * proxy, refresh loop, GC). Reader: TC ingress, against bpf_ktime_get_ns. */
+ * proxy, refresh loop, GC). Reader: TC ingress, against bpf_ktime_get_ns.
+ * A lease taught only by domain rules with `ports` names a port set:
+ * fastwall_learned_ports holds {subject, set, port} -> 1 for each TCP/UDP
+ * destination port the address may be reached on (the union over the
+ * rules that taught it); anything else to it drops (learned-port).
+ * Writer: fastwalld (a set's ports before the first lease naming it, and
+ * deleted after the last one stops). Reader: TC ingress. */
 struct fw_learned_key {
 	__u32 subject;
 	__u32 pad;
@@ -181,6 +190,8 @@ struct fw_learned_key {
 struct fw_lease {
 	__u64 expires_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
 	__u64 learned_ns;
+	__u32 portset; /* in fastwall_learned_ports; 0 = every port and protocol */
+	__u32 pad;
 };
 
 /* fastwall_conns: TCP connections of a subject to learned addresses, so
@@ -356,7 +367,7 @@ _Static_assert(sizeof(struct fw_lpm_key) == 20, "fw_lpm_key");
 _Static_assert(sizeof(struct fw_rule) == 12, "fw_rule");
 _Static_assert(sizeof(struct fw_port_rule_key) == 12, "fw_port_rule_key");
 _Static_assert(sizeof(struct fw_learned_key) == 24, "fw_learned_key");
-_Static_assert(sizeof(struct fw_lease) == 16, "fw_lease");
+_Static_assert(sizeof(struct fw_lease) == 24, "fw_lease");
 _Static_assert(sizeof(struct fw_flow_key) == 40, "fw_flow_key");
 _Static_assert(sizeof(struct fw_frag_key) == 40, "fw_frag_key");
 _Static_assert(sizeof(struct fw_config) == 40, "fw_config");

@@ -77,6 +77,18 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fastwall_ports SEC(".maps");
 
+/* {subject, learned port set, port} -> 1: the ports a learned address
+ * whose lease names the set may be reached on. Writer: fastwalld.
+ * Reader: TC ingress. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FW_MAX_LEARNED_PORTS);
+	__type(key, struct fw_port_rule_key);
+	__type(value, __u8);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_learned_ports SEC(".maps");
+
 /* prefix -> 1: TCP 443 destinations dropped in DoH list mode. Writer:
  * fastwalld. Reader: TC ingress. */
 struct {
@@ -230,6 +242,20 @@ static __always_inline __u32 fw_policy(const struct fw_subject *s, const struct 
 	now = bpf_ktime_get_ns();
 	if (lease->expires_ns <= now)
 		return FW_DROP_LEASE_EXPIRED;
+	if (lease->portset) {
+		/* only the ports of the rules that taught it: no ports (ICMP,
+		 * a first fragment without its header) is none of them */
+		struct fw_port_rule_key pk = {
+			.subject = id,
+			.portset = lease->portset,
+			.port = bpf_ntohs(pkt->dport),
+		};
+
+		if (!pkt->has_ports ||
+		    (pkt->proto != FW_IPPROTO_TCP && pkt->proto != FW_IPPROTO_UDP) ||
+		    !bpf_map_lookup_elem(&fastwall_learned_ports, &pk))
+			return FW_DROP_LEARNED_PORT;
+	}
 	if (pkt->proto == FW_IPPROTO_TCP)
 		fw_note_conn(id, pkt, now);
 	return FW_PASS_LEARNED;

@@ -1651,6 +1651,178 @@ static __u64 kernel_expiry(__u32 id, const char *addr)
 	return bpf_map_lookup_elem(t.dp->learned_fd, &k, &v) ? 0 : v.expires_ns;
 }
 
+/* ---- learned addresses carry the ports of the rules that taught them ---- */
+
+#define RHO4 "10.42.14.10"
+
+static const struct subject_def rho_v1 = {
+	.name = "rho",
+	.addrs = {RHO4},
+	.default_action = "deny",
+	.rules = {"allow api.example.com ports=443", "allow alt.example.com ports=8080,53",
+		  "allow open.example.com", "allow 192.0.2.96/30 ports=22"},
+};
+
+/* alt.example.com goes, api.example.com moves to 8443 */
+static const struct subject_def rho_v2 = {
+	.name = "rho",
+	.addrs = {RHO4},
+	.default_action = "deny",
+	.rules = {"allow api.example.com ports=8443", "allow open.example.com"},
+};
+
+static int answer_for(struct fw_learn *l, const char *subject, const char *client, const char *name,
+		      const char *addr)
+{
+	struct fw_dns_query q = {.qtype = FW_DNS_TYPE_A, .qclass = FW_DNS_CLASS_IN};
+	static struct fw_dns_answer a;
+	struct fw_ip c = ip_of(client);
+
+	memset(&a, 0, sizeof(a));
+	snprintf(q.name, sizeof(q.name), "%s", name);
+	q.name_len = strlen(q.name);
+	a.addrs[0].ip = ip_of(addr);
+	a.addrs[0].ttl = 300;
+	a.naddrs = 1;
+	return fw_learn_answer(l, &c, &q, id_of(subject), &a);
+}
+
+struct port_probe {
+	const char *what;
+	struct pkt_spec pkt;
+	int verdict;
+	__u32 reason;
+};
+
+/* Runs each probe from rho; the reason is read off rho's counters. */
+static void probe_all(const char *prefix, const struct port_probe *p, size_t n)
+{
+	__u32 id = id_of("rho");
+
+	for (size_t i = 0; i < n; i++) {
+		__u64 before[FW_REASON_MAX], after[FW_REASON_MAX];
+		__u32 reason = FW_REASON_MAX;
+		int v;
+
+		fw_dp_subject_stats_read(t.dp, id, before);
+		v = run_frame(t.dp->ingress_fd, &p[i].pkt);
+		fw_dp_subject_stats_read(t.dp, id, after);
+		for (__u32 r = 0; r < FW_REASON_MAX; r++)
+			if (after[r] != before[r])
+				reason = r;
+		result(v == p[i].verdict && (v == TC_ACT_OK || reason == p[i].reason), p[i].what,
+		       "%s: verdict %d reason %u", prefix, v, reason);
+	}
+}
+
+static size_t lports_held(__u32 id)
+{
+	struct fw_port_rule_key k, next;
+	void *prev = NULL;
+	size_t n = 0;
+
+	while (!bpf_map_get_next_key(t.dp->learned_ports_fd, prev, &next)) {
+		k = next;
+		prev = &k;
+		n += k.subject == id;
+	}
+	return n;
+}
+
+static void scenario_learned_ports(void)
+{
+	const struct port_probe v1[] = {
+		{"learned ports: 443 of the teaching rule passes",
+		 TCP4(RHO4, "192.0.2.91", 40000, 443), TC_ACT_OK, 0},
+		{"learned ports: udp 443 passes too", UDP4(RHO4, "192.0.2.91", 40000, 443),
+		 TC_ACT_OK, 0},
+		{"learned ports: port 80 drops (learned-port)", TCP4(RHO4, "192.0.2.91", 40000, 80),
+		 TC_ACT_SHOT, FW_DROP_LEARNED_PORT},
+		{"learned ports: icmp drops (no port)", ICMP4(RHO4, "192.0.2.91", ICMP4_ECHO),
+		 TC_ACT_SHOT, FW_DROP_LEARNED_PORT},
+		{"learned ports: a rule without ports teaches every port",
+		 TCP4(RHO4, "192.0.2.92", 40000, 80), TC_ACT_OK, 0},
+		{"learned ports: ...and icmp", ICMP4(RHO4, "192.0.2.92", ICMP4_ECHO), TC_ACT_OK, 0},
+		{"learned ports: a port-limited cidr's port passes as the cidr",
+		 TCP4(RHO4, "192.0.2.97", 40000, 22), TC_ACT_OK, 0},
+		{"learned ports: the learned port there passes",
+		 TCP4(RHO4, "192.0.2.97", 40000, 443), TC_ACT_OK, 0},
+		{"learned ports: neither the cidr's nor the learned port drops",
+		 TCP4(RHO4, "192.0.2.97", 40000, 80), TC_ACT_SHOT, FW_DROP_LEARNED_PORT},
+	};
+	const struct port_probe u[] = {
+		{"learned ports: a second rule's ports are added (8080)",
+		 TCP4(RHO4, "192.0.2.91", 40000, 8080), TC_ACT_OK, 0},
+		{"learned ports: union keeps the first rule's 443",
+		 TCP4(RHO4, "192.0.2.91", 40000, 443), TC_ACT_OK, 0},
+		{"learned ports: udp 53 of the second rule", UDP4(RHO4, "192.0.2.91", 40000, 53),
+		 TC_ACT_OK, 0},
+		{"learned ports: still not 80", TCP4(RHO4, "192.0.2.91", 40000, 80), TC_ACT_SHOT,
+		 FW_DROP_LEARNED_PORT},
+		{"learned ports: every port wins a union", TCP4(RHO4, "192.0.2.92", 40000, 9999),
+		 TC_ACT_OK, 0},
+	};
+	const struct port_probe v2[] = {
+		{"learned ports: after the policy change the new port 8443 passes",
+		 TCP4(RHO4, "192.0.2.91", 40000, 8443), TC_ACT_OK, 0},
+		{"learned ports: the old 443 drops", TCP4(RHO4, "192.0.2.91", 40000, 443),
+		 TC_ACT_SHOT, FW_DROP_LEARNED_PORT},
+		{"learned ports: the revoked rule's 8080 drops",
+		 TCP4(RHO4, "192.0.2.91", 40000, 8080), TC_ACT_SHOT, FW_DROP_LEARNED_PORT},
+	};
+	const struct port_probe adopted[] = {
+		{"learned ports: after a restart the adopted lease keeps 8443",
+		 TCP4(RHO4, "192.0.2.91", 40000, 8443), TC_ACT_OK, 0},
+		{"learned ports: ...and still drops 443", TCP4(RHO4, "192.0.2.91", 40000, 443),
+		 TC_ACT_SHOT, FW_DROP_LEARNED_PORT},
+	};
+	struct fw_learn_config lc;
+	struct fw_learn *l = NULL;
+	struct fw_ip a91 = ip_of("192.0.2.91");
+	__u32 id;
+	int err;
+
+	fw_learn_config_init(&lc);
+	lc.event_interval_ns = 0;
+	if (subject_put(&rho_v1) || fw_learn_new(&lc, &t.reg, &l)) {
+		result(false, "learned ports: setup", NULL);
+		return;
+	}
+	id = id_of("rho");
+	err = answer_for(l, "rho", RHO4, "api.example.com", "192.0.2.91");
+	err = err ? err : answer_for(l, "rho", RHO4, "open.example.com", "192.0.2.92");
+	err = err ? err : answer_for(l, "rho", RHO4, "api.example.com", "192.0.2.97");
+	result(!err, "learned ports: answers learned", "err %d", err);
+	probe_all("v1", v1, sizeof(v1) / sizeof(v1[0]));
+	answer_for(l, "rho", RHO4, "alt.example.com", "192.0.2.91");
+	answer_for(l, "rho", RHO4, "api.example.com", "192.0.2.92");
+	probe_all("union", u, sizeof(u) / sizeof(u[0]));
+	if (subject_put(&rho_v2)) {
+		result(false, "learned ports: policy change", NULL);
+		fw_learn_free(l);
+		return;
+	}
+	probe_all("v2", v2, sizeof(v2) / sizeof(v2[0]));
+	/* .91 on {8443}, .97 on {8443}: one set; .92 every port */
+	result(lports_held(id) == 1, "learned ports: sets no lease names are deleted",
+	       "%zu port entries", lports_held(id));
+
+	/* a restart of the table: the kernel's sets are read back */
+	fw_learn_free(l);
+	l = NULL;
+	if (fw_learn_new(&lc, &t.reg, &l) || fw_learn_adopt(l, false)) {
+		result(false, "learned ports: restart", NULL);
+		fw_learn_free(l);
+		return;
+	}
+	probe_all("adopted", adopted, sizeof(adopted) / sizeof(adopted[0]));
+	fw_learn_add(l, id, &a91, NULL, 600); /* extended: ports unchanged */
+	probe_all("adopted, extended", adopted, sizeof(adopted) / sizeof(adopted[0]));
+	result(lports_held(id) == 1, "learned ports: an adopted set stays while leases name it",
+	       "%zu port entries", lports_held(id));
+	fw_learn_free(l);
+}
+
 static void scenario_learned_leases(void)
 {
 	static const char *const api[] = {"192.0.2.77", "2001:db8:77::1", NULL};
@@ -2130,6 +2302,7 @@ int main(void)
 	scenario_event_rate_limit();
 	scenario_connections();
 	scenario_conn_quota();
+	scenario_learned_ports();
 	scenario_learned_leases();
 	scenario_reap_restart(); /* last: it restarts the registry */
 

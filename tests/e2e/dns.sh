@@ -39,6 +39,9 @@ fw_serve_internet
 # HTTPS-port listeners for the DoH checks (plain HTTP on 443 is enough: the
 # drop is by address and port)
 fw_serve "$NS_INET" --http 198.51.100.10:443 --http 198.51.100.66:443
+# a host with three web ports, for the domain rules with ports
+ip -n "$NS_INET" addr add 198.51.100.30/32 dev lo
+fw_serve "$NS_INET" --http 198.51.100.30:80 --http 198.51.100.30:8081 --http 198.51.100.30:8082
 
 # the upstream resolver and the hosts it names
 ip -n "$NS_INET" addr add $UP4/32 dev lo
@@ -73,6 +76,8 @@ host-record=long.example.com,198.51.100.10,86400
 host-record=x.blocked.test,198.51.100.66,30
 host-record=short.example.com,198.51.100.20,1
 host-record=hold.example.com,198.51.100.21,1
+host-record=web.example.com,198.51.100.30,30
+host-record=web.ports.test,198.51.100.30,30
 EOF
 	for i in $(seq 100 139); do echo "host-record=big.example.com,198.51.100.$i,30"; done
 	for i in $(seq 0 $((RACE_N - 1))); do
@@ -99,6 +104,8 @@ start_upstream
 
 # config PHASE: phase 1 default leases, phase 2 short ones and a cap
 POLICY_A_NAMES='        - { action: deny, target: bad.example.com }
+        - { action: allow, target: web.example.com, ports: [8081] }
+        - { action: allow, target: web.ports.test, ports: [8082] }
         - { action: allow, target: "*.example.com" }
         - { action: allow, target: pypi.org }'
 DOH_CFG=""
@@ -195,6 +202,21 @@ check "the chain's AAAA is answered" in_answer "$ans" 2001:db8::10
 check "the AAAA address passes over IPv6" fw_http "$SB_A" 'http://[2001:db8::10]/' 2
 ttl=$(fw_ns "$SB_A" dig +noall +answer +time=3 @10.42.0.1 long.example.com | awk '{print $2}' | head -1)
 check_eq "a TTL of 24 h reaches the client capped at the lease maximum" "$ttl" 360
+
+# a domain rule with ports: the address it teaches passes on those only
+dig_short "$SB_A" @10.42.0.1 web.example.com >/dev/null
+check "ports: the learned address passes on the rule's port 8081" \
+	fw_http "$SB_A" http://198.51.100.30:8081/ 2
+lp0=$(fw_subject_counter sandbox-a "drop learned-port")
+check_fails "ports: ...and not on port 80 (a listener is there)" fw_http "$SB_A" http://198.51.100.30/ 1
+check_fails "ports: ...nor on 8082" fw_http "$SB_A" http://198.51.100.30:8082/ 1
+check_ge "ports: the drops are counted as learned-port" \
+	"$(fw_subject_counter sandbox-a "drop learned-port")" $((lp0 + 2))
+dig_short "$SB_A" @10.42.0.1 web.ports.test >/dev/null
+check "ports: a second rule teaching the same address adds its port 8082" \
+	fw_http "$SB_A" http://198.51.100.30:8082/ 2
+check "ports: ...keeping 8081" fw_http "$SB_A" http://198.51.100.30:8081/ 2
+check_fails "ports: ...and 80 still drops" fw_http "$SB_A" http://198.51.100.30/ 1
 
 # NXDOMAIN cases, with the question echoed and an event
 check_eq "a denied name (earlier deny rule) is NXDOMAIN" \
@@ -335,8 +357,8 @@ check "after it ended the lease got its grace renewal (${left} left)" grep -Eq '
 sleep 4
 check_fails "and then it runs out" connects "$SB_A" 198.51.100.21 8080
 
-# connection records are per subject: sandbox-r floods 330,000 raw SYNs
-# (distinct ports) to its own learned address while sandbox-a holds an
+# connection records are per subject: sandbox-r floods 720,000 raw SYNs
+# (distinct ports, each sent twice) to its own learned address while sandbox-a holds an
 # idle connection to its learned address; a's record, and so its lease,
 # must survive (a shared LRU of 262,144 records lost it)
 flood_done=$FW_TMP/flood.done
@@ -346,12 +368,12 @@ fw_ns "$SB_A" "$FW_PY" "$DNSC" hold 10.42.0.1 hold.example.com 8080 6 \
 idle_pid=$!
 sleep 1
 learned_r=$(fw_subject_counter sandbox-r "pass learned")
-flood=$(fw_ns "$SB_R" "$FW_PY" "$DNSC" synflood 10.42.0.1 race-0.race.test 6 330000 2>&1) || true
+flood=$(fw_ns "$SB_R" "$FW_PY" "$DNSC" synflood 10.42.0.1 race-0.race.test 12 720000 2>&1) || true
 touch "$flood_done"
 echo "#   $flood"
-check "the sibling's flood: 330000 SYNs sent" grep -q '^sent 330000 syns' <<<"$flood"
+check "the sibling's flood: 720000 SYNs sent" grep -q '^sent 720000 syns' <<<"$flood"
 check_ge "the flood passes (learned): records are capped, not packets" \
-	$(($(fw_subject_counter sandbox-r "pass learned") - learned_r)) 330000
+	$(($(fw_subject_counter sandbox-r "pass learned") - learned_r)) 1440000
 wait "$idle_pid" || true
 echo "#   $(cat "$FW_TMP/idle.out")"
 check "an idle connection outlives a sibling's SYN flood and lease.max (its record kept)" \

@@ -132,6 +132,7 @@ static void fill_fds(struct fw_dp *dp)
 	dp->events_fd = bpf_map__fd(s->maps.fastwall_events);
 	dp->ports_fd = bpf_map__fd(s->maps.fastwall_ports);
 	dp->conn_count_fd = bpf_map__fd(s->maps.fastwall_conn_count);
+	dp->learned_ports_fd = bpf_map__fd(s->maps.fastwall_learned_ports);
 	dp->ingress_fd = bpf_program__fd(s->progs.fastwall_ingress);
 	dp->egress_fd = bpf_program__fd(s->progs.fastwall_egress);
 }
@@ -206,6 +207,7 @@ static const char *const map_names[] = {
 	"fastwall_subject_stats", "fastwall_event_budget", "fastwall_subject_meta",
 	"fastwall_pod_flows",	  "fastwall_frags",	   "fastwall_events",
 	"fastwall_ports",	  "fastwall_dns_nat",	   "fastwall_conn_count",
+	"fastwall_learned_ports",
 };
 
 static int pinned_fd(const char *root, const char *name)
@@ -223,7 +225,7 @@ static int pinned_fd(const char *root, const char *name)
 int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 {
 	int *fds[] = {
-		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 	};
 	struct fw_dp *dp;
@@ -255,6 +257,7 @@ int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 	fds[15] = &dp->ports_fd;
 	fds[16] = &dp->dns_nat_fd;
 	fds[17] = &dp->conn_count_fd;
+	fds[18] = &dp->learned_ports_fd;
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		*fds[i] = -1;
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
@@ -281,11 +284,11 @@ void fw_dp_close(struct fw_dp *dp)
 		fastwall_bpf__destroy(dp->skel);
 	} else {
 		int fds[] = {
-			dp->dispatch_fd,  dp->rules_fd,		dp->learned_fd, dp->conns_fd,
-			dp->local_fd,	  dp->local_ports_fd,	dp->doh_fd,	dp->config_fd,
-			dp->stats_fd,	  dp->subject_stats_fd, dp->budget_fd,	dp->meta_fd,
-			dp->pod_flows_fd, dp->frags_fd,		dp->events_fd,	dp->ports_fd,
-			dp->dns_nat_fd,	  dp->conn_count_fd,
+			dp->dispatch_fd,  dp->rules_fd,		dp->learned_fd,	      dp->conns_fd,
+			dp->local_fd,	  dp->local_ports_fd,	dp->doh_fd,	      dp->config_fd,
+			dp->stats_fd,	  dp->subject_stats_fd, dp->budget_fd,	      dp->meta_fd,
+			dp->pod_flows_fd, dp->frags_fd,		dp->events_fd,	      dp->ports_fd,
+			dp->dns_nat_fd,	  dp->conn_count_fd,	dp->learned_ports_fd,
 		};
 		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 			if (fds[i] >= 0)
@@ -899,12 +902,45 @@ int fw_dp_rules_clear(struct fw_dp *dp, __u32 id)
 	return 0;
 }
 
-int fw_dp_learned_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 expires_ns)
+int fw_dp_lease_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 expires_ns,
+		    __u32 portset)
 {
 	struct fw_learned_key k = {.subject = id, .addr = *addr};
-	struct fw_lease v = {.expires_ns = expires_ns, .learned_ns = fw_now_ns()};
+	struct fw_lease v = {
+		.expires_ns = expires_ns,
+		.learned_ns = fw_now_ns(),
+		.portset = portset,
+	};
 
 	return update(dp->learned_fd, &k, &v, BPF_ANY, "fastwall_learned");
+}
+
+int fw_dp_learned_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 expires_ns)
+{
+	return fw_dp_lease_put(dp, id, addr, expires_ns, 0);
+}
+
+int fw_dp_lports_put(struct fw_dp *dp, __u32 id, __u32 set, const __u16 *ports, size_t n)
+{
+	__u8 one = 1;
+
+	for (size_t i = 0; i < n; i++) {
+		struct fw_port_rule_key k = {.subject = id, .portset = set, .port = ports[i]};
+		int err = update(dp->learned_ports_fd, &k, &one, BPF_ANY, "fastwall_learned_ports");
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+void fw_dp_lports_del(struct fw_dp *dp, __u32 id, __u32 set, const __u16 *ports, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct fw_port_rule_key k = {.subject = id, .portset = set, .port = ports[i]};
+
+		bpf_map_delete_elem(dp->learned_ports_fd, &k);
+	}
 }
 
 int fw_dp_learned_del(struct fw_dp *dp, __u32 id, const struct fw_ip *addr)
@@ -916,8 +952,8 @@ int fw_dp_learned_del(struct fw_dp *dp, __u32 id, const struct fw_ip *addr)
 	return 0;
 }
 
-/* The keys of fastwall_learned, fastwall_conns and fastwall_ports all
- * start with the subject id. */
+/* The keys of fastwall_learned, fastwall_conns, fastwall_ports and
+ * fastwall_learned_ports all start with the subject id. */
 static bool subject_alive(const void *key, const void *ctx)
 {
 	const bool *dead = ctx;
@@ -935,6 +971,9 @@ int fw_dp_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
 		err = prune(dp->conns_fd, sizeof(struct fw_conn_key), subject_alive, dead);
 	if (!err)
 		err = prune(dp->ports_fd, sizeof(struct fw_port_rule_key), subject_alive, dead);
+	if (!err)
+		err = prune(dp->learned_ports_fd, sizeof(struct fw_port_rule_key), subject_alive,
+			    dead);
 	if (!err && fw_dp_conn_counts(dp)) {
 		/* their records are gone: a dead id holds none */
 		for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++)

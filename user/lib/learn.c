@@ -17,10 +17,11 @@
 #include "hash.h"
 #include "log.h"
 
-#define NAME_BUCKETS 16384
-#define MIN_BUCKETS  1024
-#define NSEC_PER_SEC 1000000000ull
-#define DNSP_FORWARD (-1) /* FW_DNSP_FORWARD, without the engine's header */
+#define NAME_BUCKETS	16384
+#define PORTSET_BUCKETS 4096
+#define MIN_BUCKETS	1024
+#define NSEC_PER_SEC	1000000000ull
+#define DNSP_FORWARD	(-1) /* FW_DNSP_FORWARD, without the engine's header */
 
 struct lname {
 	struct lname *next;
@@ -29,14 +30,29 @@ struct lname {
 	char text[];
 };
 
+/* A learned port set: the TCP/UDP ports some of a subject's learned
+ * addresses may be reached on (fastwall_learned_ports), shared by every
+ * address with the same ports and freed with the last one. */
+struct lports {
+	struct lports *next;  /* by content */
+	struct lports *inext; /* by {subject, id} */
+	__u32 subject, id;
+	unsigned int refs;
+	bool adopted; /* read back at start: freed after adoption if nothing names it */
+	__u64 hash;
+	size_t n;
+	__u16 ports[]; /* ascending */
+};
+
 struct lentry {
 	struct lentry *hnext;	    /* hash chain */
 	struct lentry *prev, *next; /* the subject's list, least recently learned first */
 	__u32 id;
 	struct fw_ip addr;
 	__u64 expires_ns, learned_ns;
-	__u64 conn_ns; /* the last refresh round that saw an open connection to it */
-	bool adopted;  /* found in the kernel at start: names unknown */
+	__u64 conn_ns;	      /* the last refresh round that saw an open connection to it */
+	bool adopted;	      /* found in the kernel at start: names unknown */
+	struct lports *ports; /* NULL: every port */
 	unsigned int nnames;
 	struct lname *names[FW_LEARN_MAX_NAMES];
 };
@@ -57,6 +73,11 @@ struct fw_learn {
 	struct lentry **buckets;
 	size_t nbuckets, n;
 	struct lname *names[NAME_BUCKETS];
+	struct lports *portsets[PORTSET_BUCKETS];
+	struct lports *portset_ids[PORTSET_BUCKETS];
+	__u32 next_portset; /* ids are never 0 (every port) */
+	/* entry_want_ports' scratch, under the lock */
+	__u16 port_list[FW_LEARN_MAX_NAMES * FW_POLICY_MAX_PORTS];
 	struct lsubject subj[FW_MAX_SUBJECTS];
 	struct fw_learn_stats st;
 	__u64 cap_rejected_logged;
@@ -128,6 +149,155 @@ static void name_put(struct fw_learn *l, struct lname *n)
 		}
 	}
 	free(n);
+}
+
+/* ---- learned port sets --------------------------------------------------- */
+
+static __u64 ports_hash(__u32 id, const __u16 *ports, size_t n)
+{
+	return fw_fnv(fw_fnv(FW_FNV_BASIS, &id, sizeof(id)), ports, n * sizeof(*ports));
+}
+
+static struct lports **id_bucket(struct fw_learn *l, __u32 id, __u32 set)
+{
+	return &l->portset_ids[(id * 2654435761u ^ set) & (PORTSET_BUCKETS - 1)];
+}
+
+static void lports_link(struct fw_learn *l, struct lports *p)
+{
+	struct lports **b = &l->portsets[p->hash & (PORTSET_BUCKETS - 1)], **ib;
+
+	p->next = *b;
+	*b = p;
+	ib = id_bucket(l, p->subject, p->id);
+	p->inext = *ib;
+	*ib = p;
+}
+
+static void lports_unlink(struct fw_learn *l, struct lports *p)
+{
+	struct lports **q;
+
+	for (q = &l->portsets[p->hash & (PORTSET_BUCKETS - 1)]; *q; q = &(*q)->next) {
+		if (*q == p) {
+			*q = p->next;
+			break;
+		}
+	}
+	for (q = id_bucket(l, p->subject, p->id); *q; q = &(*q)->inext) {
+		if (*q == p) {
+			*q = p->inext;
+			break;
+		}
+	}
+}
+
+/* The set of exactly these ports (ascending) for subject id, written to the
+ * kernel when new; NULL on failure (nothing of it left in the kernel). */
+static struct lports *lports_get(struct fw_learn *l, __u32 id, const __u16 *ports, size_t n)
+{
+	__u64 h = ports_hash(id, ports, n);
+	struct lports *p;
+
+	for (p = l->portsets[h & (PORTSET_BUCKETS - 1)]; p; p = p->next) {
+		if (p->hash == h && p->subject == id && p->n == n &&
+		    memcmp(p->ports, ports, n * sizeof(*ports)) == 0) {
+			p->refs++;
+			return p;
+		}
+	}
+	p = malloc(sizeof(*p) + n * sizeof(*ports));
+	if (!p)
+		return NULL;
+	p->subject = id;
+	p->refs = 1;
+	p->adopted = false;
+	p->hash = h;
+	p->n = n;
+	memcpy(p->ports, ports, n * sizeof(*ports));
+	do
+		p->id = ++l->next_portset;
+	while (p->id == 0);
+	if (fw_dp_lports_put(l->dp, id, p->id, ports, n)) {
+		fw_dp_lports_del(l->dp, id, p->id, ports, n);
+		l->st.kernel_errors++;
+		free(p);
+		return NULL;
+	}
+	lports_link(l, p);
+	return p;
+}
+
+/* kernel: delete its ports when the last reference goes (false when the
+ * kernel's copy is someone else's business: the reaper's, or it must stay
+ * because fastwalld is stopping). */
+static void lports_put(struct fw_learn *l, struct lports *p, bool kernel)
+{
+	if (!p || --p->refs)
+		return;
+	lports_unlink(l, p);
+	if (kernel)
+		fw_dp_lports_del(l->dp, p->subject, p->id, p->ports, p->n);
+	free(p);
+}
+
+/* The ports name may reach under d, appended to list (*n of them so far,
+ * room for FW_POLICY_MAX_PORTS more): *all when the rule that allows it
+ * has no ports (or nothing but the default allows it). false when d does
+ * not allow the name. */
+static bool name_ports(const struct fw_domain_policy *d, const char *name, bool *all, __u16 *list,
+		       size_t *n)
+{
+	const struct fw_policy_rule *r;
+	__u8 action;
+	int i;
+
+	if (d->state != FW_STATE_ACTIVE)
+		return false;
+	i = fw_policy_match_domain(&d->policy, name, &action);
+	if (action != FW_ACTION_ALLOW)
+		return false;
+	r = i >= 0 ? &d->policy.rules[i] : NULL;
+	if (!r || !r->nports) {
+		*all = true;
+		return true;
+	}
+	for (size_t k = 0; k < r->nports && k < FW_POLICY_MAX_PORTS; k++)
+		list[(*n)++] = r->ports[k];
+	return true;
+}
+
+static int port_cmp(const void *a, const void *b)
+{
+	return (int)*(const __u16 *)a - (int)*(const __u16 *)b;
+}
+
+/* The port set e should have under d: the union over its names' rules,
+ * NULL for every port (or with d NULL: fw_learn_add, no policy to ask).
+ * -EACCES when d allows none of its names, -ENOMEM or a kernel error when
+ * the set can't be made. Under the lock (the scratch list is l's). */
+static int entry_want_ports(struct fw_learn *l, const struct fw_domain_policy *d,
+			    const struct lentry *e, struct lports **out)
+{
+	__u16 *list = l->port_list;
+	bool all = false, any = false;
+	size_t n = 0, m = 0;
+
+	*out = NULL;
+	if (!d || !e->nnames)
+		return 0;
+	for (unsigned int i = 0; i < e->nnames && !all; i++)
+		any |= name_ports(d, e->names[i]->text, &all, list, &n);
+	if (all)
+		return 0;
+	if (!any)
+		return -EACCES;
+	qsort(list, n, sizeof(*list), port_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (!m || list[m - 1] != list[i])
+			list[m++] = list[i];
+	*out = lports_get(l, e->id, list, m);
+	return *out ? 0 : -ENOMEM;
 }
 
 /* ---- the table ----------------------------------------------------------- */
@@ -213,8 +383,9 @@ static struct lentry *entry_new(struct fw_learn *l, __u32 id, const struct fw_ip
 	return e;
 }
 
-/* Unlinks and frees e; the kernel entry is the caller's business. */
-static void entry_drop(struct fw_learn *l, struct lentry *e)
+/* Unlinks and frees e; the kernel lease is the caller's business, its
+ * port set's the kernel flag's (lports_put). */
+static void entry_drop(struct fw_learn *l, struct lentry *e, bool kernel)
 {
 	struct lentry **p = &l->buckets[entry_bucket(l, e->id, &e->addr)];
 
@@ -227,6 +398,7 @@ static void entry_drop(struct fw_learn *l, struct lentry *e)
 	l->n--;
 	for (unsigned int i = 0; i < e->nnames; i++)
 		name_put(l, e->names[i]);
+	lports_put(l, e->ports, kernel);
 	free(e);
 }
 
@@ -236,7 +408,7 @@ static void entry_remove(struct fw_learn *l, struct lentry *e)
 
 	if (err)
 		l->st.kernel_errors++;
-	entry_drop(l, e);
+	entry_drop(l, e, true);
 }
 
 static void entry_add_name(struct fw_learn *l, struct lentry *e, const char *text)
@@ -278,30 +450,52 @@ static bool evict_one(struct fw_learn *l, __u32 id, __u64 now)
 	return false;
 }
 
-/* Extends e's lease to exp in the kernel (never shortens it). */
-static int lease_extend(struct fw_learn *l, struct lentry *e, __u64 exp)
+/* Writes e's lease with expiry exp (never shorter than it has) and port
+ * set p (a reference the caller hands over; e's old set is released once
+ * the kernel no longer names it). Nothing to write: p's reference goes. */
+static int lease_write(struct fw_learn *l, struct lentry *e, __u64 exp, struct lports *p)
 {
+	struct lports *old = e->ports;
 	int err;
 
-	if (exp <= e->expires_ns)
+	if (exp < e->expires_ns)
+		exp = e->expires_ns;
+	if (exp == e->expires_ns && p == old) {
+		lports_put(l, p, true);
 		return 0;
-	err = fw_dp_learned_put(l->dp, e->id, &e->addr, exp);
+	}
+	err = fw_dp_lease_put(l->dp, e->id, &e->addr, exp, p ? p->id : 0);
 	if (err) {
 		l->st.kernel_errors++;
+		lports_put(l, p, true);
 		return err;
 	}
 	e->expires_ns = exp;
+	e->ports = p;
+	lports_put(l, old, true);
 	return 0;
 }
 
-static int learn_one(struct fw_learn *l, __u32 id, const struct fw_ip *addr, const char *name,
-		     __u32 ttl, __u64 now)
+/* Extends e's lease to exp in the kernel (never shortens it). */
+static int lease_extend(struct fw_learn *l, struct lentry *e, __u64 exp)
+{
+	if (exp <= e->expires_ns)
+		return 0;
+	if (e->ports)
+		e->ports->refs++;
+	return lease_write(l, e, exp, e->ports);
+}
+
+/* d: the policy that allowed name, for the ports (NULL: every port). */
+static int learn_one(struct fw_learn *l, const struct fw_domain_policy *d, __u32 id,
+		     const struct fw_ip *addr, const char *name, __u32 ttl, __u64 now)
 {
 	const struct fw_learn_config *c = &l->cfg;
 	__u64 exp = now + (__u64)fw_dns_lease_seconds(ttl, c->lease_add_s, c->lease_min_s,
 						      c->lease_max_s) *
 				  NSEC_PER_SEC;
 	struct lentry *e = entry_find(l, id, addr);
+	struct lports *p = NULL;
 	bool fresh = !e;
 	int err;
 
@@ -318,14 +512,24 @@ static int learn_one(struct fw_learn *l, __u32 id, const struct fw_ip *addr, con
 		list_unlink(&l->subj[id], e);
 		list_append(&l->subj[id], e);
 	}
-	err = lease_extend(l, e, exp);
-	if (err) {
-		if (fresh)
-			entry_drop(l, e);
-		return err;
-	}
 	if (name && name[0])
 		entry_add_name(l, e, name);
+	if (e->nnames) {
+		err = entry_want_ports(l, d, e, &p);
+	} else {
+		/* no name to judge by (adopted, or a test's): ports unchanged */
+		p = e->ports;
+		if (p)
+			p->refs++;
+		err = 0;
+	}
+	if (!err)
+		err = lease_write(l, e, exp, p);
+	if (err) {
+		if (fresh)
+			entry_drop(l, e, true);
+		return err;
+	}
 	e->learned_ns = now;
 	l->st.learned++;
 	return 0;
@@ -447,9 +651,9 @@ int fw_learn_answer(void *ctx, const struct fw_ip *client, const struct fw_dns_q
 	d = fw_reg_domains(l->reg, id);
 	if (!d || !name_allowed(d, q->name))
 		err = -EACCES;
-	fw_domain_policy_put(d);
 	for (__u32 i = 0; !err && i < a->naddrs; i++)
-		err = learn_one(l, id, &a->addrs[i].ip, q->name, a->addrs[i].ttl, now);
+		err = learn_one(l, d, id, &a->addrs[i].ip, q->name, a->addrs[i].ttl, now);
+	fw_domain_policy_put(d);
 out:
 	pthread_mutex_unlock(&l->lock);
 	return err;
@@ -463,7 +667,7 @@ int fw_learn_add(struct fw_learn *l, __u32 id, const struct fw_ip *addr, const c
 	if (id == 0 || id >= FW_MAX_SUBJECTS)
 		return -EINVAL;
 	pthread_mutex_lock(&l->lock);
-	err = learn_one(l, id, addr, name, ttl, fw_now_ns());
+	err = learn_one(l, NULL, id, addr, name, ttl, fw_now_ns());
 	pthread_mutex_unlock(&l->lock);
 	return err;
 }
@@ -471,7 +675,8 @@ int fw_learn_add(struct fw_learn *l, __u32 id, const struct fw_ip *addr, const c
 /* ---- the registry's hooks ------------------------------------------------ */
 
 /* Revocation: an address stays while one of the names that taught it is
- * still allowed. Adopted addresses (names unknown) keep their lease. */
+ * still allowed, reachable on the ports of the rules that allow them now.
+ * Adopted addresses (names unknown) keep their lease and ports. */
 static void on_domains(void *ctx, __u32 id)
 {
 	struct fw_learn *l = ctx;
@@ -495,8 +700,14 @@ static void on_domains(void *ctx, __u32 id)
 				name_put(l, e->names[i]);
 		}
 		e->nnames = keep;
-		if (keep)
-			continue;
+		if (keep) {
+			struct lports *p;
+
+			/* the same ports, more or fewer; when the new set
+			 * can't be written the address goes (fail closed) */
+			if (!entry_want_ports(l, d, e, &p) && !lease_write(l, e, 0, p))
+				continue;
+		}
 		entry_remove(l, e);
 		revoked++;
 	}
@@ -535,7 +746,7 @@ static void on_reap(void *ctx, __u32 id)
 		return;
 	pthread_mutex_lock(&l->lock);
 	while (l->subj[id].head)
-		entry_drop(l, l->subj[id].head);
+		entry_drop(l, l->subj[id].head, false); /* the reaper deleted its sets */
 	l->subj[id].retired = false;
 	pthread_mutex_unlock(&l->lock);
 }
@@ -733,6 +944,109 @@ static int adopt_one(const void *key, const void *val, void *ctx)
 
 #define ADOPT_CHUNK 512 /* entries inserted per hold of the table lock (< 1 ms) */
 
+static int collect_lport(const void *key, const void *val, void *ctx)
+{
+	(void)val;
+	return fw_recs_push(ctx, key);
+}
+
+static int lport_key_cmp(const void *a, const void *b)
+{
+	const struct fw_port_rule_key *x = a, *y = b;
+
+	if (x->subject != y->subject)
+		return x->subject < y->subject ? -1 : 1;
+	if (x->portset != y->portset)
+		return x->portset < y->portset ? -1 : 1;
+	return (int)x->port - (int)y->port;
+}
+
+/* The learned port sets the kernel holds, into the table (unreferenced,
+ * marked adopted) before anything is learned: new sets get ids above
+ * theirs. Their kernel entries stay as they are. */
+static int adopt_portsets(struct fw_learn *l)
+{
+	struct fw_recs r = {.size = sizeof(struct fw_port_rule_key)};
+	struct fw_port_rule_key *k;
+	int err = fw_dp_scan(l->dp->learned_ports_fd, collect_lport, &r);
+
+	k = (struct fw_port_rule_key *)r.data;
+	if (!err && r.n)
+		qsort(k, r.n, sizeof(*k), lport_key_cmp);
+	pthread_mutex_lock(&l->lock);
+	for (size_t i = 0, j; !err && i < r.n; i = j) {
+		struct lports *p;
+
+		for (j = i; j < r.n && k[j].subject == k[i].subject && k[j].portset == k[i].portset;
+		     j++)
+			;
+		p = malloc(sizeof(*p) + (j - i) * sizeof(p->ports[0]));
+		if (!p) {
+			err = -ENOMEM;
+			break;
+		}
+		p->subject = k[i].subject;
+		p->id = k[i].portset;
+		p->refs = 0;
+		p->adopted = true;
+		p->n = j - i;
+		for (size_t m = i; m < j; m++)
+			p->ports[m - i] = k[m].port;
+		p->hash = ports_hash(p->subject, p->ports, p->n);
+		lports_link(l, p);
+		if (p->id > l->next_portset)
+			l->next_portset = p->id;
+	}
+	pthread_mutex_unlock(&l->lock);
+	free(r.data);
+	return err;
+}
+
+/* The adopted set {id, set}; one with no ports when the kernel lost them
+ * (so the lease keeps naming a set, and keeps dropping, rather than
+ * becoming "every port"). NULL only without memory. */
+static struct lports *adopted_portset(struct fw_learn *l, __u32 id, __u32 set)
+{
+	struct lports *p;
+
+	for (p = *id_bucket(l, id, set); p; p = p->inext) {
+		if (p->subject == id && p->id == set) {
+			p->refs++;
+			return p;
+		}
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->subject = id;
+	p->id = set;
+	p->refs = 1;
+	p->adopted = true;
+	p->hash = ports_hash(id, p->ports, 0);
+	lports_link(l, p);
+	return p;
+}
+
+/* After adoption: adopted sets no lease names are deleted. */
+static void adopt_portsets_done(struct fw_learn *l)
+{
+	pthread_mutex_lock(&l->lock);
+	for (size_t b = 0; b < PORTSET_BUCKETS; b++) {
+		for (struct lports *p = l->portsets[b], *next; p; p = next) {
+			next = p->next;
+			if (!p->adopted)
+				continue;
+			p->adopted = false;
+			if (p->refs)
+				continue;
+			lports_unlink(l, p);
+			fw_dp_lports_del(l->dp, p->subject, p->id, p->ports, p->n);
+			free(p);
+		}
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
 /* Takes over the learned addresses of bound subjects from the kernel
  * (names unknown): one batched scan, then the table in chunks, so the DNS
  * path never waits long. An entry is taken only if its id still belongs
@@ -782,12 +1096,23 @@ static int adopt_run(struct fw_learn *l)
 			e->expires_ns = r->v.expires_ns;
 			e->learned_ns = r->v.learned_ns;
 			e->adopted = true;
+			if (r->v.portset) {
+				e->ports = adopted_portset(l, r->k.subject, r->v.portset);
+				if (!e->ports) {
+					/* it would read as every port: not kept */
+					entry_drop(l, e, false);
+					err = -ENOMEM;
+					break;
+				}
+			}
 			n++;
 		}
 		pthread_mutex_unlock(&l->lock);
 	}
 	free(a->keep.data);
 	free(a);
+	if (!err)
+		adopt_portsets_done(l);
 	__atomic_store_n(&l->adopting, false, __ATOMIC_RELEASE);
 	if (err == -ECANCELED)
 		fw_info("adopting learned addresses: stopped");
@@ -810,6 +1135,11 @@ int fw_learn_adopt(struct fw_learn *l, bool background)
 
 	if (l->adopter_started)
 		return -EALREADY;
+	err = adopt_portsets(l);
+	if (err) {
+		fw_err("reading learned port sets: %s", strerror(-err));
+		return err;
+	}
 	__atomic_store_n(&l->adopting, true, __ATOMIC_RELEASE);
 	if (!background)
 		return adopt_run(l);
@@ -862,7 +1192,15 @@ void fw_learn_free(struct fw_learn *l)
 	}
 	for (size_t b = 0; l->buckets && b < l->nbuckets; b++)
 		while (l->buckets[b])
-			entry_drop(l, l->buckets[b]);
+			entry_drop(l, l->buckets[b], false); /* the kernel keeps enforcing */
+	for (size_t b = 0; b < PORTSET_BUCKETS; b++) {
+		while (l->portsets[b]) {
+			struct lports *p = l->portsets[b];
+
+			l->portsets[b] = p->next;
+			free(p);
+		}
+	}
 	free(l->buckets);
 	pthread_mutex_destroy(&l->lock);
 	free(l);

@@ -27,6 +27,9 @@
 #ifndef FW_MAX_LEARNED_PORTS
 #define FW_MAX_LEARNED_PORTS 262144
 #endif
+#ifndef FW_MAX_NAMES
+#define FW_MAX_NAMES 262144
+#endif
 #ifndef FW_MAX_LOCAL
 #define FW_MAX_LOCAL 256
 #endif
@@ -192,6 +195,22 @@ struct fw_lease {
 	__u64 learned_ns;
 	__u32 portset; /* in fastwall_learned_ports; 0 = every port and protocol */
 	__u32 pad;
+};
+
+/* fastwall_names: name id -> the DNS name (as the query asked it), and
+ * fastwall_learned_names: {subject, address} -> the ids of the names that
+ * taught the address, so a restarted fastwalld can still revoke an
+ * address by name. Writer and reader: fastwalld only (the data plane never
+ * reads them; they are maps so they live as long as the leases do). */
+#define FW_LEASE_NAMES	 8   /* FW_LEARN_MAX_NAMES */
+#define FW_LEASE_NAME_SZ 256 /* a name of at most 253 characters, NUL-terminated */
+
+struct fw_lease_name {
+	char text[FW_LEASE_NAME_SZ];
+};
+
+struct fw_lease_names {
+	__u32 ids[FW_LEASE_NAMES]; /* 0 = none; oldest first */
 };
 
 /* fastwall_conns: TCP connections of a subject to learned addresses, so
@@ -368,6 +387,7 @@ _Static_assert(sizeof(struct fw_rule) == 12, "fw_rule");
 _Static_assert(sizeof(struct fw_port_rule_key) == 12, "fw_port_rule_key");
 _Static_assert(sizeof(struct fw_learned_key) == 24, "fw_learned_key");
 _Static_assert(sizeof(struct fw_lease) == 24, "fw_lease");
+_Static_assert(sizeof(struct fw_lease_names) == 32, "fw_lease_names");
 _Static_assert(sizeof(struct fw_flow_key) == 40, "fw_flow_key");
 _Static_assert(sizeof(struct fw_frag_key) == 40, "fw_frag_key");
 _Static_assert(sizeof(struct fw_config) == 40, "fw_config");

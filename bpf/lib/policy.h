@@ -89,6 +89,27 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fastwall_learned_ports SEC(".maps");
 
+/* name id -> name, {subject, address} -> name ids: which names taught a
+ * learned address, for revocation after a restart. Writer and reader:
+ * fastwalld; no program reads them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FW_MAX_NAMES);
+	__type(key, __u32);
+	__type(value, struct fw_lease_name);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_names SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FW_MAX_LEARNED);
+	__type(key, struct fw_learned_key);
+	__type(value, struct fw_lease_names);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_learned_names SEC(".maps");
+
 /* prefix -> 1: TCP 443 destinations dropped in DoH list mode. Writer:
  * fastwalld. Reader: TC ingress. */
 struct {

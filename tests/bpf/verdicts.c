@@ -1663,6 +1663,14 @@ static const struct subject_def rho_v1 = {
 		  "allow open.example.com", "allow 192.0.2.96/30 ports=22"},
 };
 
+/* after the restart: api.example.com goes */
+static const struct subject_def rho_v3 = {
+	.name = "rho",
+	.addrs = {RHO4},
+	.default_action = "deny",
+	.rules = {"allow open.example.com"},
+};
+
 /* alt.example.com goes, api.example.com moves to 8443 */
 static const struct subject_def rho_v2 = {
 	.name = "rho",
@@ -1820,6 +1828,41 @@ static void scenario_learned_ports(void)
 	probe_all("adopted, extended", adopted, sizeof(adopted) / sizeof(adopted[0]));
 	result(lports_held(id) == 1, "learned ports: an adopted set stays while leases name it",
 	       "%zu port entries", lports_held(id));
+
+	/* the names were kept where the restart found them */
+	{
+		struct fw_learn_info info;
+		struct fw_ip a92 = ip_of("192.0.2.92");
+		int e1 = fw_learn_lookup(l, id, &a91, &info);
+
+		result(!e1 && !info.adopted && info.nnames == 1 &&
+			       !strcmp(info.names[0], "api.example.com"),
+		       "names: after a restart the adopted address knows its name",
+		       "err %d adopted %d names %zu", e1, info.adopted, info.nnames);
+		e1 = fw_learn_lookup(l, id, &a92, &info);
+		result(!e1 && info.nnames == 2, "names: ...both names of a shared one",
+		       "err %d names %zu", e1, info.nnames);
+	}
+	if (subject_put(&rho_v3)) {
+		result(false, "names: policy change after the restart", NULL);
+		fw_learn_free(l);
+		return;
+	}
+	result(kernel_expiry(id, "192.0.2.91") == 0 &&
+		       run_frame(t.dp->ingress_fd, &(struct pkt_spec)TCP4(RHO4, "192.0.2.91", 40000,
+									  8443)) == TC_ACT_SHOT,
+	       "names: an adopted address whose name is denied now is revoked at once", NULL);
+	result(kernel_expiry(id, "192.0.2.92") != 0 &&
+		       run_frame(t.dp->ingress_fd, &(struct pkt_spec)TCP4(RHO4, "192.0.2.92", 40000,
+									  80)) == TC_ACT_OK,
+	       "names: one another allowed name also taught stays", NULL);
+	{
+		struct fw_learned_key k = {.subject = id, .addr = a91};
+		struct fw_lease_names ln;
+
+		result(bpf_map_lookup_elem(t.dp->learned_names_fd, &k, &ln) && errno == ENOENT,
+		       "names: the revoked address's names record is gone", NULL);
+	}
 	fw_learn_free(l);
 }
 

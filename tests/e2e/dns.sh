@@ -322,6 +322,25 @@ check "DoH strict: the drops are counted as dns-over-https" \
 	test "$(fw_subject_counter sandbox-c "drop dns-over-https")" -ge 2
 DOH_CFG=""
 
+# names survive a restart: fastwalld stops, web.example.com is denied by
+# the new policy, fastwalld starts again and adopts the leases with their names;
+# the address it taught drops on its port at once (not after its 90 s
+# lease), while web.ports.test, which taught it too, keeps port 8082
+check "restart: before, 8081 passes (web.example.com)" fw_http "$SB_A" http://198.51.100.30:8081/ 2
+fw_stop_daemon
+write_config "  redirect_all: true" '        - { action: deny, target: bad.example.com }
+        - { action: deny, target: web.example.com }
+        - { action: allow, target: web.ports.test, ports: [8082] }
+        - { action: allow, target: "*.example.com" }
+        - { action: allow, target: pypi.org }'
+n_adopt=$(fw_log_count 'adopted [0-9]+ learned addresses')
+fw_start_daemon || fw_die "fastwalld did not restart"
+check "restart: the leases were adopted" fw_wait_log 'adopted [0-9]+ learned addresses' $((n_adopt + 1)) 5
+check_fails "restart: web.example.com's port 8081 drops at once (revoked by name)" \
+	fw_http "$SB_A" http://198.51.100.30:8081/ 1
+check "restart: web.ports.test still teaches 8082" fw_http "$SB_A" http://198.51.100.30:8082/ 2
+check "restart: api.example.com's address still passes" fw_http "$SB_A" http://198.51.100.10/ 2
+
 # revocation: *.example.com goes; what it taught stops passing at once
 check "before revocation 198.51.100.10 passes" fw_http "$SB_A" http://198.51.100.10/ 2
 write_config "  redirect_all: true" '        - { action: allow, target: pypi.org }'

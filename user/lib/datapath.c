@@ -133,6 +133,8 @@ static void fill_fds(struct fw_dp *dp)
 	dp->ports_fd = bpf_map__fd(s->maps.fastwall_ports);
 	dp->conn_count_fd = bpf_map__fd(s->maps.fastwall_conn_count);
 	dp->learned_ports_fd = bpf_map__fd(s->maps.fastwall_learned_ports);
+	dp->names_fd = bpf_map__fd(s->maps.fastwall_names);
+	dp->learned_names_fd = bpf_map__fd(s->maps.fastwall_learned_names);
 	dp->ingress_fd = bpf_program__fd(s->progs.fastwall_ingress);
 	dp->egress_fd = bpf_program__fd(s->progs.fastwall_egress);
 }
@@ -207,7 +209,7 @@ static const char *const map_names[] = {
 	"fastwall_subject_stats", "fastwall_event_budget", "fastwall_subject_meta",
 	"fastwall_pod_flows",	  "fastwall_frags",	   "fastwall_events",
 	"fastwall_ports",	  "fastwall_dns_nat",	   "fastwall_conn_count",
-	"fastwall_learned_ports",
+	"fastwall_learned_ports", "fastwall_names",	   "fastwall_learned_names",
 };
 
 static int pinned_fd(const char *root, const char *name)
@@ -225,8 +227,8 @@ static int pinned_fd(const char *root, const char *name)
 int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 {
 	int *fds[] = {
+		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 	};
 	struct fw_dp *dp;
 	int err;
@@ -258,6 +260,8 @@ int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 	fds[16] = &dp->dns_nat_fd;
 	fds[17] = &dp->conn_count_fd;
 	fds[18] = &dp->learned_ports_fd;
+	fds[19] = &dp->names_fd;
+	fds[20] = &dp->learned_names_fd;
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		*fds[i] = -1;
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
@@ -284,11 +288,13 @@ void fw_dp_close(struct fw_dp *dp)
 		fastwall_bpf__destroy(dp->skel);
 	} else {
 		int fds[] = {
-			dp->dispatch_fd,  dp->rules_fd,		dp->learned_fd,	      dp->conns_fd,
-			dp->local_fd,	  dp->local_ports_fd,	dp->doh_fd,	      dp->config_fd,
-			dp->stats_fd,	  dp->subject_stats_fd, dp->budget_fd,	      dp->meta_fd,
-			dp->pod_flows_fd, dp->frags_fd,		dp->events_fd,	      dp->ports_fd,
-			dp->dns_nat_fd,	  dp->conn_count_fd,	dp->learned_ports_fd,
+			dp->dispatch_fd,      dp->rules_fd,   dp->learned_fd,
+			dp->conns_fd,	      dp->local_fd,   dp->local_ports_fd,
+			dp->doh_fd,	      dp->config_fd,  dp->stats_fd,
+			dp->subject_stats_fd, dp->budget_fd,  dp->meta_fd,
+			dp->pod_flows_fd,     dp->frags_fd,   dp->events_fd,
+			dp->ports_fd,	      dp->dns_nat_fd, dp->conn_count_fd,
+			dp->learned_ports_fd, dp->names_fd,   dp->learned_names_fd,
 		};
 		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 			if (fds[i] >= 0)
@@ -973,6 +979,9 @@ int fw_dp_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
 		err = prune(dp->ports_fd, sizeof(struct fw_port_rule_key), subject_alive, dead);
 	if (!err)
 		err = prune(dp->learned_ports_fd, sizeof(struct fw_port_rule_key), subject_alive,
+			    dead);
+	if (!err)
+		err = prune(dp->learned_names_fd, sizeof(struct fw_learned_key), subject_alive,
 			    dead);
 	if (!err && fw_dp_conn_counts(dp)) {
 		/* their records are gone: a dead id holds none */

@@ -28,7 +28,7 @@ struct fw_dp {
 	int dispatch_fd, rules_fd, learned_fd, conns_fd, local_fd, local_ports_fd;
 	int doh_fd, config_fd, stats_fd, subject_stats_fd, budget_fd, meta_fd;
 	int pod_flows_fd, frags_fd, events_fd, ports_fd, dns_nat_fd;
-	int conn_count_fd, learned_ports_fd;
+	int conn_count_fd, learned_ports_fd, names_fd, learned_names_fd;
 	__u64 *conn_count; /* fastwall_conn_count mapped, FW_MAX_SUBJECTS; NULL until asked */
 };
 

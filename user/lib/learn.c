@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Learned leases. The kernel's fastwall_learned map is what the data plane
  * reads; this table mirrors it with what the kernel does not need: the
- * names that taught each address, the order addresses were learned in (the
- * cap evicts the oldest without an open connection) and when a connection
- * was last seen. One lock covers the table and every kernel write of a
- * lease, so the two never disagree; connection records are read outside it. */
+ * names that taught each address (also written to fastwall_names and
+ * fastwall_learned_names, so a restart can still revoke by name), the port
+ * set the names' rules allow (fastwall_learned_ports), the order addresses
+ * were learned in (the cap evicts the oldest without an open connection)
+ * and when a connection was last seen. One lock covers the table and every
+ * kernel write of a lease, so the two never disagree; connection records
+ * are read outside it. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -26,6 +29,8 @@
 struct lname {
 	struct lname *next;
 	unsigned int refs;
+	__u32 id;     /* in fastwall_names; 0 = not kept there (table full) */
+	bool adopted; /* read back at start: freed after adoption if nothing names it */
 	__u64 hash;
 	char text[];
 };
@@ -76,6 +81,9 @@ struct fw_learn {
 	struct lports *portsets[PORTSET_BUCKETS];
 	struct lports *portset_ids[PORTSET_BUCKETS];
 	__u32 next_portset; /* ids are never 0 (every port) */
+	__u32 next_name_id;
+	struct lname **adopt_names; /* read back at start, by id, until adoption ends */
+	size_t nadopt_names;
 	/* entry_want_ports' scratch, under the lock */
 	__u16 port_list[FW_LEARN_MAX_NAMES * FW_POLICY_MAX_PORTS];
 	struct lsubject subj[FW_MAX_SUBJECTS];
@@ -113,13 +121,42 @@ static size_t entry_bucket(const struct fw_learn *l, __u32 id, const struct fw_i
 
 /* ---- interned names --------------------------------------------------- */
 
+static void name_link(struct fw_learn *l, struct lname *n)
+{
+	struct lname **b = &l->names[n->hash & (NAME_BUCKETS - 1)];
+
+	n->next = *b;
+	*b = n;
+}
+
+/* A fresh id for n in fastwall_names (BPF_NOEXIST: an id still in use
+ * after the counter wrapped is skipped); 0 when the table is full. */
+static __u32 name_save(struct fw_learn *l, const char *text)
+{
+	struct fw_lease_name v = {};
+
+	snprintf(v.text, sizeof(v.text), "%s", text);
+	for (int tries = 0; tries < 16; tries++) {
+		__u32 id = ++l->next_name_id;
+
+		if (!id)
+			continue;
+		if (!bpf_map_update_elem(l->dp->names_fd, &id, &v, BPF_NOEXIST))
+			return id;
+		if (errno != EEXIST)
+			break;
+	}
+	l->st.kernel_errors++;
+	return 0;
+}
+
 static struct lname *name_get(struct fw_learn *l, const char *text)
 {
 	size_t len = strlen(text);
 	__u64 h = fw_fnv(FW_FNV_BASIS, text, len);
-	struct lname **b = &l->names[h & (NAME_BUCKETS - 1)], *n;
+	struct lname *n;
 
-	for (n = *b; n; n = n->next) {
+	for (n = l->names[h & (NAME_BUCKETS - 1)]; n; n = n->next) {
 		if (n->hash == h && strcmp(n->text, text) == 0) {
 			n->refs++;
 			return n;
@@ -130,24 +167,36 @@ static struct lname *name_get(struct fw_learn *l, const char *text)
 		return NULL;
 	n->refs = 1;
 	n->hash = h;
+	n->adopted = false;
 	memcpy(n->text, text, len + 1);
-	n->next = *b;
-	*b = n;
+	/* kept where a restart finds it; without, the address is adopted
+	 * with the names that were kept (or as names unknown) */
+	n->id = name_save(l, text);
+	name_link(l, n);
 	return n;
 }
 
-static void name_put(struct fw_learn *l, struct lname *n)
+static void name_unlink(struct fw_learn *l, struct lname *n)
 {
 	struct lname **p;
 
-	if (--n->refs)
-		return;
 	for (p = &l->names[n->hash & (NAME_BUCKETS - 1)]; *p; p = &(*p)->next) {
 		if (*p == n) {
 			*p = n->next;
 			break;
 		}
 	}
+}
+
+/* kernel: delete it from fastwall_names with the last reference (false
+ * when fastwalld is stopping: the next one reads it back). */
+static void name_put(struct fw_learn *l, struct lname *n, bool kernel)
+{
+	if (--n->refs)
+		return;
+	name_unlink(l, n);
+	if (kernel && n->id)
+		bpf_map_delete_elem(l->dp->names_fd, &n->id);
 	free(n);
 }
 
@@ -397,38 +446,61 @@ static void entry_drop(struct fw_learn *l, struct lentry *e, bool kernel)
 	l->subj[e->id].count--;
 	l->n--;
 	for (unsigned int i = 0; i < e->nnames; i++)
-		name_put(l, e->names[i]);
+		name_put(l, e->names[i], kernel);
 	lports_put(l, e->ports, kernel);
 	free(e);
 }
 
 static void entry_remove(struct fw_learn *l, struct lentry *e)
 {
+	struct fw_learned_key k = {.subject = e->id, .addr = e->addr};
 	int err = fw_dp_learned_del(l->dp, e->id, &e->addr);
 
 	if (err)
 		l->st.kernel_errors++;
+	bpf_map_delete_elem(l->dp->learned_names_fd, &k);
 	entry_drop(l, e, true);
 }
 
-static void entry_add_name(struct fw_learn *l, struct lentry *e, const char *text)
+/* Writes which names taught e where a restart finds them. */
+static void entry_save_names(struct fw_learn *l, const struct lentry *e)
+{
+	struct fw_learned_key k = {.subject = e->id, .addr = e->addr};
+	struct fw_lease_names v = {};
+	unsigned int n = 0;
+
+	_Static_assert(FW_LEASE_NAMES == FW_LEARN_MAX_NAMES, "names per lease");
+	for (unsigned int i = 0; i < e->nnames; i++)
+		if (e->names[i]->id)
+			v.ids[n++] = e->names[i]->id;
+	if (!n) {
+		bpf_map_delete_elem(l->dp->learned_names_fd, &k);
+		return;
+	}
+	if (bpf_map_update_elem(l->dp->learned_names_fd, &k, &v, BPF_ANY))
+		l->st.kernel_errors++;
+}
+
+/* true when e's names changed */
+static bool entry_add_name(struct fw_learn *l, struct lentry *e, const char *text)
 {
 	struct lname *n;
 
 	for (unsigned int i = 0; i < e->nnames; i++)
 		if (strcmp(e->names[i]->text, text) == 0)
-			return;
+			return false;
 	n = name_get(l, text);
 	if (!n)
-		return;
+		return false;
 	if (e->nnames == FW_LEARN_MAX_NAMES) {
 		/* the oldest name goes: revocation then judges by the newer ones */
-		name_put(l, e->names[0]);
+		name_put(l, e->names[0], true);
 		memmove(e->names, e->names + 1, sizeof(e->names[0]) * (FW_LEARN_MAX_NAMES - 1));
 		e->nnames--;
 	}
 	e->names[e->nnames++] = n;
 	e->adopted = false;
+	return true;
 }
 
 static bool conn_live(const struct fw_learn *l, const struct lentry *e, __u64 now)
@@ -496,7 +568,7 @@ static int learn_one(struct fw_learn *l, const struct fw_domain_policy *d, __u32
 				  NSEC_PER_SEC;
 	struct lentry *e = entry_find(l, id, addr);
 	struct lports *p = NULL;
-	bool fresh = !e;
+	bool fresh = !e, renamed = false;
 	int err;
 
 	if (!e) {
@@ -513,11 +585,11 @@ static int learn_one(struct fw_learn *l, const struct fw_domain_policy *d, __u32
 		list_append(&l->subj[id], e);
 	}
 	if (name && name[0])
-		entry_add_name(l, e, name);
-	if (e->nnames) {
+		renamed = entry_add_name(l, e, name);
+	if (d && e->nnames) {
 		err = entry_want_ports(l, d, e, &p);
 	} else {
-		/* no name to judge by (adopted, or a test's): ports unchanged */
+		/* no policy or name to judge by (adopted, a test's): unchanged */
 		p = e->ports;
 		if (p)
 			p->refs++;
@@ -530,6 +602,8 @@ static int learn_one(struct fw_learn *l, const struct fw_domain_policy *d, __u32
 			entry_drop(l, e, true);
 		return err;
 	}
+	if (renamed)
+		entry_save_names(l, e);
 	e->learned_ns = now;
 	l->st.learned++;
 	return 0;
@@ -697,7 +771,11 @@ static void on_domains(void *ctx, __u32 id)
 			if (name_allowed(d, e->names[i]->text))
 				e->names[keep++] = e->names[i];
 			else
-				name_put(l, e->names[i]);
+				name_put(l, e->names[i], true);
+		}
+		if (keep && keep != e->nnames) {
+			e->nnames = keep;
+			entry_save_names(l, e);
 		}
 		e->nnames = keep;
 		if (keep) {
@@ -746,7 +824,7 @@ static void on_reap(void *ctx, __u32 id)
 		return;
 	pthread_mutex_lock(&l->lock);
 	while (l->subj[id].head)
-		entry_drop(l, l->subj[id].head, false); /* the reaper deleted its sets */
+		entry_drop(l, l->subj[id].head, true); /* its names may be no one else's */
 	l->subj[id].retired = false;
 	pthread_mutex_unlock(&l->lock);
 }
@@ -1002,6 +1080,131 @@ static int adopt_portsets(struct fw_learn *l)
 	return err;
 }
 
+struct name_rec {
+	__u32 id;
+	struct fw_lease_name v;
+};
+
+static int collect_name(const void *key, const void *val, void *ctx)
+{
+	struct name_rec r;
+
+	memcpy(&r.id, key, sizeof(r.id));
+	memcpy(&r.v, val, sizeof(r.v));
+	return fw_recs_push(ctx, &r);
+}
+
+static int lname_id_cmp(const void *a, const void *b)
+{
+	const struct lname *x = *(struct lname *const *)a, *y = *(struct lname *const *)b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The names the kernel holds, into the table (unreferenced, marked
+ * adopted, indexed by id for adopt_run) before anything is learned: new
+ * names get ids above theirs. */
+static int adopt_names(struct fw_learn *l)
+{
+	struct fw_recs r = {.size = sizeof(struct name_rec)};
+	struct name_rec *rec;
+	int err = fw_dp_scan(l->dp->names_fd, collect_name, &r);
+
+	rec = (struct name_rec *)r.data;
+	pthread_mutex_lock(&l->lock);
+	if (!err && r.n) {
+		l->adopt_names = calloc(r.n, sizeof(*l->adopt_names));
+		if (!l->adopt_names)
+			err = -ENOMEM;
+	}
+	for (size_t i = 0; !err && i < r.n; i++) {
+		size_t len;
+		struct lname *n;
+
+		rec[i].v.text[sizeof(rec[i].v.text) - 1] = '\0';
+		len = strlen(rec[i].v.text);
+		n = malloc(sizeof(*n) + len + 1);
+		if (!n) {
+			err = -ENOMEM;
+			break;
+		}
+		n->refs = 0;
+		n->id = rec[i].id;
+		n->adopted = true;
+		n->hash = fw_fnv(FW_FNV_BASIS, rec[i].v.text, len);
+		memcpy(n->text, rec[i].v.text, len + 1);
+		name_link(l, n);
+		l->adopt_names[l->nadopt_names++] = n;
+		if (n->id > l->next_name_id)
+			l->next_name_id = n->id;
+	}
+	if (l->nadopt_names)
+		qsort(l->adopt_names, l->nadopt_names, sizeof(*l->adopt_names), lname_id_cmp);
+	pthread_mutex_unlock(&l->lock);
+	free(r.data);
+	return err;
+}
+
+static struct lname *adopted_name(struct fw_learn *l, __u32 id)
+{
+	size_t lo = 0, hi = l->nadopt_names;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		struct lname *n = l->adopt_names[mid];
+
+		if (n->id == id)
+			return n;
+		if (n->id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* The names fastwall_learned_names says taught e (adopted), so it can be
+ * revoked by name again; e stays "adopted" (kept to its lease) when none
+ * of them is known. */
+static void adopt_entry_names(struct fw_learn *l, struct lentry *e)
+{
+	struct fw_learned_key k = {.subject = e->id, .addr = e->addr};
+	struct fw_lease_names v;
+
+	if (bpf_map_lookup_elem(l->dp->learned_names_fd, &k, &v))
+		return;
+	for (unsigned int i = 0; i < FW_LEASE_NAMES && e->nnames < FW_LEARN_MAX_NAMES; i++) {
+		struct lname *n = v.ids[i] ? adopted_name(l, v.ids[i]) : NULL;
+
+		if (!n)
+			continue;
+		n->refs++;
+		e->names[e->nnames++] = n;
+	}
+	if (e->nnames)
+		e->adopted = false;
+}
+
+/* After adoption: adopted names nothing refers to are deleted. */
+static void adopt_names_done(struct fw_learn *l)
+{
+	pthread_mutex_lock(&l->lock);
+	for (size_t i = 0; i < l->nadopt_names; i++) {
+		struct lname *n = l->adopt_names[i];
+
+		n->adopted = false;
+		if (n->refs)
+			continue;
+		name_unlink(l, n);
+		bpf_map_delete_elem(l->dp->names_fd, &n->id);
+		free(n);
+	}
+	free(l->adopt_names);
+	l->adopt_names = NULL;
+	l->nadopt_names = 0;
+	pthread_mutex_unlock(&l->lock);
+}
+
 /* The adopted set {id, set}; one with no ports when the kernel lost them
  * (so the lease keeps naming a set, and keeps dropping, rather than
  * becoming "every port"). NULL only without memory. */
@@ -1096,6 +1299,7 @@ static int adopt_run(struct fw_learn *l)
 			e->expires_ns = r->v.expires_ns;
 			e->learned_ns = r->v.learned_ns;
 			e->adopted = true;
+			adopt_entry_names(l, e);
 			if (r->v.portset) {
 				e->ports = adopted_portset(l, r->k.subject, r->v.portset);
 				if (!e->ports) {
@@ -1113,7 +1317,13 @@ static int adopt_run(struct fw_learn *l)
 	free(a);
 	if (!err)
 		adopt_portsets_done(l);
+	adopt_names_done(l);
 	__atomic_store_n(&l->adopting, false, __ATOMIC_RELEASE);
+	/* the names are known again: judge them by the policies of now (those
+	 * applied before the entries were read back judged nothing) */
+	for (__u32 id = 1; !err && id < FW_MAX_SUBJECTS; id++)
+		if (fw_learn_count(l, id))
+			on_domains(l, id);
 	if (err == -ECANCELED)
 		fw_info("adopting learned addresses: stopped");
 	else if (err)
@@ -1136,8 +1346,10 @@ int fw_learn_adopt(struct fw_learn *l, bool background)
 	if (l->adopter_started)
 		return -EALREADY;
 	err = adopt_portsets(l);
+	if (!err)
+		err = adopt_names(l);
 	if (err) {
-		fw_err("reading learned port sets: %s", strerror(-err));
+		fw_err("reading learned port sets and names: %s", strerror(-err));
 		return err;
 	}
 	__atomic_store_n(&l->adopting, true, __ATOMIC_RELEASE);
@@ -1201,6 +1413,15 @@ void fw_learn_free(struct fw_learn *l)
 			free(p);
 		}
 	}
+	for (size_t b = 0; b < NAME_BUCKETS; b++) {
+		while (l->names[b]) {
+			struct lname *n = l->names[b];
+
+			l->names[b] = n->next;
+			free(n);
+		}
+	}
+	free(l->adopt_names);
 	free(l->buckets);
 	pthread_mutex_destroy(&l->lock);
 	free(l);

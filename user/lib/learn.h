@@ -61,10 +61,12 @@ struct fw_learn;
  * hooks. */
 int fw_learn_new(const struct fw_learn_config *c, struct fw_registry *reg, struct fw_learn **out);
 /* Takes over the addresses the kernel already holds for bound subjects
- * (after a restart; their names are not known, so they are never revoked,
- * they end with their lease), in a thread of its own if background (a
- * million take about two seconds), else before returning. Until it is
- * done the refresh rounds are skipped. Once per l. */
+ * (after a restart) with their port sets and the names that taught them
+ * (fastwall_names, fastwall_learned_names), then judges every subject's
+ * addresses by its policy of now (on_domains); an address none of whose
+ * names was kept is never revoked, it ends with its lease. In a thread of
+ * its own if background (a million take a few seconds), else before
+ * returning. Until it is done the refresh rounds are skipped. Once per l. */
 int fw_learn_adopt(struct fw_learn *l, bool background);
 /* Stops and joins a background adoption. */
 void fw_learn_free(struct fw_learn *l);

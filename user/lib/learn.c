@@ -192,7 +192,9 @@ static void name_unlink(struct fw_learn *l, struct lname *n)
  * when fastwalld is stopping: the next one reads it back). */
 static void name_put(struct fw_learn *l, struct lname *n, bool kernel)
 {
-	if (--n->refs)
+	/* an adopted one waits for adopt_names_done(): leases not read back
+	 * yet may name it, and the adoption index points at it */
+	if (--n->refs || n->adopted)
 		return;
 	name_unlink(l, n);
 	if (kernel && n->id)
@@ -282,7 +284,9 @@ static struct lports *lports_get(struct fw_learn *l, __u32 id, const __u16 *port
  * because fastwalld is stopping). */
 static void lports_put(struct fw_learn *l, struct lports *p, bool kernel)
 {
-	if (!p || --p->refs)
+	/* an adopted one waits for adopt_portsets_done(): leases not read
+	 * back yet may name it */
+	if (!p || --p->refs || p->adopted)
 		return;
 	lports_unlink(l, p);
 	if (kernel)
@@ -1185,15 +1189,16 @@ static void adopt_entry_names(struct fw_learn *l, struct lentry *e)
 		e->adopted = false;
 }
 
-/* After adoption: adopted names nothing refers to are deleted. */
-static void adopt_names_done(struct fw_learn *l)
+/* After adoption: adopted names nothing refers to are deleted (complete:
+ * after an interrupted one they stay, leases not read back may name them). */
+static void adopt_names_done(struct fw_learn *l, bool complete)
 {
 	pthread_mutex_lock(&l->lock);
 	for (size_t i = 0; i < l->nadopt_names; i++) {
 		struct lname *n = l->adopt_names[i];
 
 		n->adopted = false;
-		if (n->refs)
+		if (n->refs || !complete)
 			continue;
 		name_unlink(l, n);
 		bpf_map_delete_elem(l->dp->names_fd, &n->id);
@@ -1317,7 +1322,7 @@ static int adopt_run(struct fw_learn *l)
 	free(a);
 	if (!err)
 		adopt_portsets_done(l);
-	adopt_names_done(l);
+	adopt_names_done(l, !err);
 	__atomic_store_n(&l->adopting, false, __ATOMIC_RELEASE);
 	/* the names are known again: judge them by the policies of now (those
 	 * applied before the entries were read back judged nothing) */

@@ -25,7 +25,7 @@
 #define FW_MAX_PORT_RULES 262144
 #endif
 #ifndef FW_MAX_LEARNED_PORTS
-#define FW_MAX_LEARNED_PORTS 262144
+#define FW_MAX_LEARNED_PORTS 1048576 /* no prealloc; 4,096 per subject at most */
 #endif
 #ifndef FW_MAX_NAMES
 #define FW_MAX_NAMES 262144

@@ -1866,6 +1866,64 @@ static void scenario_learned_ports(void)
 	fw_learn_free(l);
 }
 
+/* A subject's port sets are unions of its own rules' ports, chosen by the
+ * names it resolves: it gets a share of fastwall_learned_ports, no more. */
+static void scenario_learned_ports_share(void)
+{
+	static char rules[12][160];
+	struct subject_def sigma = {
+		.name = "sigma", .addrs = {"10.42.15.10"}, .default_action = "deny"};
+	struct fw_learn_config lc;
+	struct fw_learn *l = NULL;
+	int refused = 0, learned = 0, err;
+	__u32 id;
+
+	for (int r = 0; r < 12; r++) {
+		int off = snprintf(rules[r], sizeof(rules[r]), "allow n%d.share.test ports=", r);
+
+		for (int k = 0; k < 16; k++)
+			off += snprintf(rules[r] + off, sizeof(rules[r]) - (size_t)off, "%s%d",
+					k ? "," : "", 1000 + r * 100 + k);
+		sigma.rules[r] = rules[r];
+	}
+	fw_learn_config_init(&lc);
+	lc.event_interval_ns = 0;
+	if (subject_put(&sigma) || fw_learn_new(&lc, &t.reg, &l)) {
+		result(false, "port share: setup", NULL);
+		return;
+	}
+	id = id_of("sigma");
+	/* address a: taught by the 8 names of the a-th 8-of-12 subset of the
+	 * rules (subject_put keeps the first dozen ports of each: it reads 63
+	 * characters), a union of about 96; 60 distinct sets exceed 4096 */
+	for (unsigned int mask = 0, a = 0; mask < 4096 && a < 60; mask++) {
+		char addr[32];
+
+		if (__builtin_popcount(mask) != 8)
+			continue;
+		snprintf(addr, sizeof(addr), "198.51.100.%u", 100 + a++);
+		for (int r = 0; r < 12; r++) {
+			char name[32];
+
+			if (!(mask & (1u << r)))
+				continue;
+			snprintf(name, sizeof(name), "n%d.share.test", r);
+			err = answer_for(l, "sigma", "10.42.15.10", name, addr);
+			refused += err == -ENOSPC;
+			learned += !err;
+		}
+	}
+	result(refused > 0 && lports_held(id) <= 4096,
+	       "port share: a subject's port sets stop at its share of 4096 entries",
+	       "%d refused, %d learned, %zu entries", refused, learned, lports_held(id));
+	err = subject_put(&rho_v2);
+	err = err ? err : answer_for(l, "rho", RHO4, "api.example.com", "192.0.2.94");
+	result(!err && run_frame(t.dp->ingress_fd, &(struct pkt_spec)TCP4(RHO4, "192.0.2.94", 40000,
+									  8443)) == TC_ACT_OK,
+	       "port share: a sibling still learns addresses with ports", "err %d", err);
+	fw_learn_free(l);
+}
+
 static void scenario_learned_leases(void)
 {
 	static const char *const api[] = {"192.0.2.77", "2001:db8:77::1", NULL};
@@ -2346,6 +2404,7 @@ int main(void)
 	scenario_connections();
 	scenario_conn_quota();
 	scenario_learned_ports();
+	scenario_learned_ports_share();
 	scenario_learned_leases();
 	scenario_reap_restart(); /* last: it restarts the registry */
 

@@ -22,9 +22,15 @@
 
 #define NAME_BUCKETS	16384
 #define PORTSET_BUCKETS 4096
-#define MIN_BUCKETS	1024
-#define NSEC_PER_SEC	1000000000ull
-#define DNSP_FORWARD	(-1) /* FW_DNSP_FORWARD, without the engine's header */
+/* One subject's share of fastwall_learned_ports: its sets are unions of
+ * its own rules' ports chosen by which names it resolves, so without a
+ * share a sandbox could fill the map and its siblings could learn
+ * nothing with ports. FW_MAX_LEARNED_PORTS / this many subjects at the
+ * share fill the map. */
+#define FW_LEARN_MAX_PORT_ENTRIES 4096
+#define MIN_BUCKETS		  1024
+#define NSEC_PER_SEC		  1000000000ull
+#define DNSP_FORWARD		  (-1) /* FW_DNSP_FORWARD, without the engine's header */
 
 struct lname {
 	struct lname *next;
@@ -65,7 +71,8 @@ struct lentry {
 struct lsubject {
 	struct lentry *head, *tail;
 	size_t count;
-	__u64 tat_ns; /* denied-query events: GCRA */
+	size_t port_entries; /* in fastwall_learned_ports, FW_LEARN_MAX_PORT_ENTRIES at most */
+	__u64 tat_ns;	     /* denied-query events: GCRA */
 	__u64 suppressed;
 	bool retired; /* the id was removed; its entries wait for on_reap() */
 };
@@ -257,6 +264,10 @@ static struct lports *lports_get(struct fw_learn *l, __u32 id, const __u16 *port
 			return p;
 		}
 	}
+	if (l->subj[id].port_entries + n > FW_LEARN_MAX_PORT_ENTRIES) {
+		l->st.port_cap_rejected++;
+		return NULL;
+	}
 	p = malloc(sizeof(*p) + n * sizeof(*ports));
 	if (!p)
 		return NULL;
@@ -276,6 +287,7 @@ static struct lports *lports_get(struct fw_learn *l, __u32 id, const __u16 *port
 		return NULL;
 	}
 	lports_link(l, p);
+	l->subj[id].port_entries += n;
 	return p;
 }
 
@@ -289,6 +301,8 @@ static void lports_put(struct fw_learn *l, struct lports *p, bool kernel)
 	if (!p || --p->refs || p->adopted)
 		return;
 	lports_unlink(l, p);
+	if (p->subject < FW_MAX_SUBJECTS)
+		l->subj[p->subject].port_entries -= p->n;
 	if (kernel)
 		fw_dp_lports_del(l->dp, p->subject, p->id, p->ports, p->n);
 	free(p);
@@ -350,7 +364,7 @@ static int entry_want_ports(struct fw_learn *l, const struct fw_domain_policy *d
 		if (!m || list[m - 1] != list[i])
 			list[m++] = list[i];
 	*out = lports_get(l, e->id, list, m);
-	return *out ? 0 : -ENOMEM;
+	return *out ? 0 : -ENOSPC;
 }
 
 /* ---- the table ----------------------------------------------------------- */
@@ -1076,6 +1090,8 @@ static int adopt_portsets(struct fw_learn *l)
 			p->ports[m - i] = k[m].port;
 		p->hash = ports_hash(p->subject, p->ports, p->n);
 		lports_link(l, p);
+		if (p->subject < FW_MAX_SUBJECTS)
+			l->subj[p->subject].port_entries += p->n;
 		if (p->id > l->next_portset)
 			l->next_portset = p->id;
 	}
@@ -1248,6 +1264,8 @@ static void adopt_portsets_done(struct fw_learn *l)
 			if (p->refs)
 				continue;
 			lports_unlink(l, p);
+			if (p->subject < FW_MAX_SUBJECTS)
+				l->subj[p->subject].port_entries -= p->n;
 			fw_dp_lports_del(l->dp, p->subject, p->id, p->ports, p->n);
 			free(p);
 		}

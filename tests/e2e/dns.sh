@@ -217,6 +217,10 @@ check "ports: a second rule teaching the same address adds its port 8082" \
 	fw_http "$SB_A" http://198.51.100.30:8082/ 2
 check "ports: ...keeping 8081" fw_http "$SB_A" http://198.51.100.30:8081/ 2
 check_fails "ports: ...and 80 still drops" fw_http "$SB_A" http://198.51.100.30/ 1
+echo "#   $(fw_cli leases | grep -F 198.51.100.30)"
+check "ports: fastwall leases shows the ports and the names" grep -Eq \
+	'198\.51\.100\.30 +[0-9]+s left ports=8081,8082 names=web.example.com,web.ports.test$' \
+	<(fw_cli leases)
 
 # NXDOMAIN cases, with the question echoed and an event
 check_eq "a denied name (earlier deny rule) is NXDOMAIN" \
@@ -339,6 +343,8 @@ check "restart: the leases were adopted" fw_wait_log 'adopted [0-9]+ learned add
 check_fails "restart: web.example.com's port 8081 drops at once (revoked by name)" \
 	fw_http "$SB_A" http://198.51.100.30:8081/ 1
 check "restart: web.ports.test still teaches 8082" fw_http "$SB_A" http://198.51.100.30:8082/ 2
+check "restart: fastwall leases shows the name that is left and its port" grep -Eq \
+	'198\.51\.100\.30 +[0-9]+s left ports=8082 names=web.ports.test$' <(fw_cli leases)
 check "restart: api.example.com's address still passes" fw_http "$SB_A" http://198.51.100.10/ 2
 
 # revocation: *.example.com goes; what it taught stops passing at once

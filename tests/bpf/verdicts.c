@@ -2167,9 +2167,25 @@ static void scenario_reap_restart(void)
 		struct fw_ip a = ip_of("192.0.2.91"), b = ip_of("192.0.2.92"),
 			     c = ip_of("192.0.2.93");
 
+		struct fw_conn_key ck = {.subject = xi, .sport = htons(40000), .dport = htons(443)};
+		struct fw_conn cv = {.last_seen_ns = fw_now_ns()};
+		struct fw_learned_key nk = {.subject = orphan, .addr = c};
+		struct fw_lease_names nv = {.ids = {7}};
+		__u16 p443 = 443;
+
 		fw_dp_learned_put(t.dp, xi, &a, far);
 		fw_dp_learned_put(t.dp, om, &b, far);
 		fw_dp_learned_put(t.dp, orphan, &c, far); /* nobody holds that id */
+		/* what else the reaper must clear: a connection record and its
+		 * count, a drifted count, a port set, a names record */
+		ck.dst = a;
+		bpf_map_update_elem(t.dp->conns_fd, &ck, &cv, BPF_NOEXIST);
+		if (fw_dp_conn_counts(t.dp)) {
+			t.dp->conn_count[xi] = 1;
+			t.dp->conn_count[orphan] = 5;
+		}
+		fw_dp_lports_put(t.dp, xi, 1, &p443, 1);
+		bpf_map_update_elem(t.dp->learned_names_fd, &nk, &nv, BPF_ANY);
 	}
 	e = fw_reg_get(&t.reg, "xi", false);
 	if (e) {
@@ -2212,6 +2228,19 @@ static void scenario_reap_restart(void)
 	       "reap: the reaper deletes the retired and the orphaned leases, keeps the bound one, "
 	       "frees the ids",
 	       "reaped %d", err);
+	{
+		struct fw_conn c;
+		struct fw_learned_key nk = {.subject = orphan, .addr = ip_of("192.0.2.93")};
+		struct fw_lease_names nv;
+
+		result(conn_of("xi", "192.0.2.91", 40000, 443, &c) == -ENOENT &&
+			       conns_held(xi) == 0 && t.dp->conn_count &&
+			       t.dp->conn_count[xi] == 0 && t.dp->conn_count[orphan] == 0,
+		       "reap: connection records go and the removed ids' counts are 0", NULL);
+		result(lports_held(xi) == 0 &&
+			       bpf_map_lookup_elem(t.dp->learned_names_fd, &nk, &nv) != 0,
+		       "reap: learned port sets and names records of removed ids go", NULL);
+	}
 	fw_learn_free(l);
 }
 

@@ -308,62 +308,31 @@ static void lports_put(struct fw_learn *l, struct lports *p, bool kernel)
 	free(p);
 }
 
-/* The ports name may reach under d, appended to list (*n of them so far,
- * room for FW_POLICY_MAX_PORTS more): *all when the rule that allows it
- * has no ports (or nothing but the default allows it). false when d does
- * not allow the name. */
-static bool name_ports(const struct fw_domain_policy *d, const char *name, bool *all, __u16 *list,
-		       size_t *n)
-{
-	const struct fw_policy_rule *r;
-	__u8 action;
-	int i;
-
-	if (d->state != FW_STATE_ACTIVE)
-		return false;
-	i = fw_policy_match_domain(&d->policy, name, &action);
-	if (action != FW_ACTION_ALLOW)
-		return false;
-	r = i >= 0 ? &d->policy.rules[i] : NULL;
-	if (!r || !r->nports) {
-		*all = true;
-		return true;
-	}
-	for (size_t k = 0; k < r->nports && k < FW_POLICY_MAX_PORTS; k++)
-		list[(*n)++] = r->ports[k];
-	return true;
-}
-
-static int port_cmp(const void *a, const void *b)
-{
-	return (int)*(const __u16 *)a - (int)*(const __u16 *)b;
-}
-
-/* The port set e should have under d: the union over its names' rules,
- * NULL for every port (or with d NULL: fw_learn_add, no policy to ask).
- * -EACCES when d allows none of its names, -ENOMEM or a kernel error when
- * the set can't be made. Under the lock (the scratch list is l's). */
+/* The port set e should have under d: the union over its names' rules
+ * (fw_policy_domain_ports), NULL for every port (or with d NULL:
+ * fw_learn_add, no policy to ask). -EACCES when d allows none of its
+ * names, -ENOSPC when the set can't be made (the subject's share is used,
+ * no memory, the kernel refused). Under the lock (the scratch is l's). */
 static int entry_want_ports(struct fw_learn *l, const struct fw_domain_policy *d,
 			    const struct lentry *e, struct lports **out)
 {
-	__u16 *list = l->port_list;
-	bool all = false, any = false;
-	size_t n = 0, m = 0;
+	const char *names[FW_LEARN_MAX_NAMES];
+	bool all;
+	int n;
 
 	*out = NULL;
 	if (!d || !e->nnames)
 		return 0;
-	for (unsigned int i = 0; i < e->nnames && !all; i++)
-		any |= name_ports(d, e->names[i]->text, &all, list, &n);
+	if (d->state != FW_STATE_ACTIVE)
+		return -EACCES;
+	for (unsigned int i = 0; i < e->nnames; i++)
+		names[i] = e->names[i]->text;
+	n = fw_policy_domain_ports(&d->policy, names, e->nnames, l->port_list, &all);
+	if (n < 0)
+		return n;
 	if (all)
 		return 0;
-	if (!any)
-		return -EACCES;
-	qsort(list, n, sizeof(*list), port_cmp);
-	for (size_t i = 0; i < n; i++)
-		if (!m || list[m - 1] != list[i])
-			list[m++] = list[i];
-	*out = lports_get(l, e->id, list, m);
+	*out = lports_get(l, e->id, l->port_list, (size_t)n);
 	return *out ? 0 : -ENOSPC;
 }
 

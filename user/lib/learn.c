@@ -95,7 +95,7 @@ struct fw_learn {
 	__u16 port_list[FW_LEARN_MAX_NAMES * FW_POLICY_MAX_PORTS];
 	struct lsubject subj[FW_MAX_SUBJECTS];
 	struct fw_learn_stats st;
-	__u64 cap_rejected_logged;
+	__u64 cap_rejected_logged, port_cap_logged;
 	void (*sink)(void *ctx, const struct fw_learn_event *ev);
 	void *sink_ctx;
 	pthread_t adopter;
@@ -859,7 +859,7 @@ int fw_learn_tick(struct fw_learn *l)
 	struct conn_rec *recs;
 	unsigned char *verdict = NULL;
 	size_t n;
-	__u64 now, rejected;
+	__u64 now, rejected, port_rejected;
 	int err;
 
 	/* a connection to an address not adopted yet would look revoked */
@@ -943,11 +943,18 @@ int fw_learn_tick(struct fw_learn *l)
 	}
 	rejected = l->st.cap_rejected - l->cap_rejected_logged;
 	l->cap_rejected_logged = l->st.cap_rejected;
+	port_rejected = l->st.port_cap_rejected - l->port_cap_logged;
+	l->port_cap_logged = l->st.port_cap_rejected;
 	pthread_mutex_unlock(&l->lock);
 	if (rejected)
 		fw_warn("learned-address cap (%u per subject) reached: %llu addresses not learned "
 			"since the last round, all others carry open connections",
 			l->cfg.max_per_subject, (unsigned long long)rejected);
+	if (port_rejected)
+		fw_warn("learned port sets: %llu refused since the last round (a subject's share "
+			"of "
+			"%d port entries is used up)",
+			(unsigned long long)port_rejected, FW_LEARN_MAX_PORT_ENTRIES);
 
 	for (size_t i = 0; i < n; i++) {
 		__u32 id = recs[i].k.subject;

@@ -397,8 +397,9 @@ flood=$(fw_ns "$SB_R" "$FW_PY" "$DNSC" synflood 10.42.0.1 race-0.race.test 12 72
 touch "$flood_done"
 echo "#   $flood"
 check "the sibling's flood: 720000 SYNs sent" grep -q '^sent 720000 syns' <<<"$flood"
+# (95%: a veth backlog may drop some before the firewall sees them)
 check_ge "the flood passes (learned): records are capped, not packets" \
-	$(($(fw_subject_counter sandbox-r "pass learned") - learned_r)) 1440000
+	$(($(fw_subject_counter sandbox-r "pass learned") - learned_r)) 1368000
 wait "$idle_pid" || true
 echo "#   $(cat "$FW_TMP/idle.out")"
 check "an idle connection outlives a sibling's SYN flood and lease.max (its record kept)" \

@@ -400,6 +400,25 @@ check "the sibling's flood: 720000 SYNs sent" grep -q '^sent 720000 syns' <<<"$f
 # (95%: a veth backlog may drop some before the firewall sees them)
 check_ge "the flood passes (learned): records are capped, not packets" \
 	$(($(fw_subject_counter sandbox-r "pass learned") - learned_r)) 1368000
+# records of one subject in fastwall_conns (raw or BTF-formatted dump)
+conns_of() {
+	local id
+	id=$(fw_cli subjects | awk -v s="$1" '$2 == s { print $1 }')
+	bpftool -j map dump pinned "$BPFFS/fastwall_conns" | "$FW_PY" -c '
+import json, sys
+n = 0
+for e in json.load(sys.stdin) or []:
+    k = e.get("key")
+    if isinstance(k, list):
+        sid = int.from_bytes(bytes(int(x, 16) for x in k[:4]), "little")
+    else:
+        sid = e.get("formatted", {}).get("key", {}).get("subject")
+    n += sid == int(sys.argv[1])
+print(n)' "$id"
+}
+r_conns=$(conns_of sandbox-r)
+check "the flooder holds at most its quota of 64 connection records (got $r_conns)" \
+	test "$r_conns" -le 64 -a "$r_conns" -ge 1
 wait "$idle_pid" || true
 echo "#   $(cat "$FW_TMP/idle.out")"
 check "an idle connection outlives a sibling's SYN flood and lease.max (its record kept)" \

@@ -24,6 +24,12 @@
 #ifndef FW_MAX_PORT_RULES
 #define FW_MAX_PORT_RULES 262144
 #endif
+#ifndef FW_MAX_LEARNED_PORTS
+#define FW_MAX_LEARNED_PORTS 1048576 /* no prealloc; 4,096 per subject at most */
+#endif
+#ifndef FW_MAX_NAMES
+#define FW_MAX_NAMES 262144
+#endif
 #ifndef FW_MAX_LOCAL
 #define FW_MAX_LOCAL 256
 #endif
@@ -40,7 +46,7 @@
 #define FW_MAX_DNS_NAT 65536
 #endif
 #ifndef FW_MAX_CONNS
-#define FW_MAX_CONNS 262144
+#define FW_MAX_CONNS 1048576 /* no prealloc: memory only for records held */
 #endif
 #ifndef FW_MAX_L2_PORTS
 #define FW_MAX_L2_PORTS 4096 /* sandbox ports with a link-layer binding */
@@ -174,7 +180,13 @@ struct fw_port_rule_key {
 };
 
 /* fastwall_learned: {subject, address} -> lease. Writer: fastwalld (DNS
- * proxy, refresh loop, GC). Reader: TC ingress, against bpf_ktime_get_ns. */
+ * proxy, refresh loop, GC). Reader: TC ingress, against bpf_ktime_get_ns.
+ * A lease taught only by domain rules with `ports` names a port set:
+ * fastwall_learned_ports holds {subject, set, port} -> 1 for each TCP/UDP
+ * destination port the address may be reached on (the union over the
+ * rules that taught it); anything else to it drops (learned-port).
+ * Writer: fastwalld (a set's ports before the first lease naming it, and
+ * deleted after the last one stops). Reader: TC ingress. */
 struct fw_learned_key {
 	__u32 subject;
 	__u32 pad;
@@ -184,13 +196,34 @@ struct fw_learned_key {
 struct fw_lease {
 	__u64 expires_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
 	__u64 learned_ns;
+	__u32 portset; /* in fastwall_learned_ports; 0 = every port and protocol */
+	__u32 pad;
+};
+
+/* fastwall_names: name id -> the DNS name (as the query asked it), and
+ * fastwall_learned_names: {subject, address} -> the ids of the names that
+ * taught the address, so a restarted fastwalld can still revoke an
+ * address by name. Writer and reader: fastwalld only (the data plane never
+ * reads them; they are maps so they live as long as the leases do). */
+#define FW_LEASE_NAMES	 8   /* FW_LEARN_MAX_NAMES */
+#define FW_LEASE_NAME_SZ 256 /* a name of at most 253 characters, NUL-terminated */
+
+struct fw_lease_name {
+	char text[FW_LEASE_NAME_SZ];
+};
+
+struct fw_lease_names {
+	__u32 ids[FW_LEASE_NAMES]; /* 0 = none; oldest first */
 };
 
 /* fastwall_conns: TCP connections of a subject to learned addresses, so
  * the lease refresh renews the lease of a destination while a connection
- * to it is open (and once more when it ends). Writer: TC ingress (opens,
- * closes on FIN/RST, last_seen at most once a second), TC egress (a RST
- * from the destination), fastwalld (renewed, delete). Reader: fastwalld. LRU. */
+ * to it is open (and once more when it ends). Writer: TC ingress (opens on
+ * a SYN without ACK, closes on FIN/RST, last_seen at most once a second),
+ * TC egress (a RST from the destination), fastwalld (renewed, delete).
+ * Reader: fastwalld. A plain hash, never an LRU: one subject's records
+ * must not push out another's. fastwall_conn_count: subject id -> records
+ * it holds (array, mmapable), capped at fw_config.conn_quota. */
 struct fw_conn_key {
 	__u32 subject;
 	__be16 sport; /* the sandbox's port */
@@ -286,7 +319,8 @@ struct fw_config {
 	__u64 pod_flow_timeout_ns; /* idle timeout of pod-opened flows */
 	__u64 frag_timeout_ns;	   /* how long a first fragment opens the rest */
 	__u16 dns_port;		   /* the DNS proxy's port, with FW_CF_DNS_PROXY */
-	__u16 pad[3];
+	__u16 pad;
+	__u32 conn_quota; /* fastwall_conns records per subject; 0 = no cap */
 };
 
 /* fastwall_stats: reason -> counter (per-CPU array). fastwall_subject_stats:
@@ -389,7 +423,8 @@ _Static_assert(sizeof(struct fw_lpm_key) == 20, "fw_lpm_key");
 _Static_assert(sizeof(struct fw_rule) == 12, "fw_rule");
 _Static_assert(sizeof(struct fw_port_rule_key) == 12, "fw_port_rule_key");
 _Static_assert(sizeof(struct fw_learned_key) == 24, "fw_learned_key");
-_Static_assert(sizeof(struct fw_lease) == 16, "fw_lease");
+_Static_assert(sizeof(struct fw_lease) == 24, "fw_lease");
+_Static_assert(sizeof(struct fw_lease_names) == 32, "fw_lease_names");
 _Static_assert(sizeof(struct fw_flow_key) == 40, "fw_flow_key");
 _Static_assert(sizeof(struct fw_frag_key) == 40, "fw_frag_key");
 _Static_assert(sizeof(struct fw_config) == 40, "fw_config");

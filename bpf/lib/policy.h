@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "parse.h"
+#include "events.h"
 
 struct fw_rules_inner {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
@@ -40,14 +41,30 @@ struct {
 
 /* {subject, sandbox port, port, learned address} -> struct fw_conn: TCP
  * connections to learned addresses, for the lease refresh. Writer: TC
- * ingress and egress, fastwalld. Reader: fastwalld. */
+ * ingress and egress, fastwalld. Reader: fastwalld. A plain hash, not an
+ * LRU: a full LRU evicts whoever is oldest, so one sandbox's SYN flood
+ * could end a sibling's records and with them its leases. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, FW_MAX_CONNS);
 	__type(key, struct fw_conn_key);
 	__type(value, struct fw_conn);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fastwall_conns SEC(".maps");
+
+/* subject id -> fastwall_conns records it holds. Writer: TC ingress (adds
+ * before an insert, undoes it when the insert fails), fastwalld (takes
+ * off what it deletes, rewrites what its scan found). Mmapable, so
+ * fastwalld's writes are atomic against the data plane's. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FW_MAX_SUBJECTS);
+	__type(key, __u32);
+	__type(value, __u64); /* an array's slots are 8 bytes apart anyway */
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_conn_count SEC(".maps");
 
 /* {subject, port set, port} -> enum fw_action. Writer: fastwalld.
  * Reader: TC ingress. */
@@ -59,6 +76,39 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fastwall_ports SEC(".maps");
+
+/* {subject, learned port set, port} -> 1: the ports a learned address
+ * whose lease names the set may be reached on. Writer: fastwalld.
+ * Reader: TC ingress. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FW_MAX_LEARNED_PORTS);
+	__type(key, struct fw_port_rule_key);
+	__type(value, __u8);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_learned_ports SEC(".maps");
+
+/* name id -> name, {subject, address} -> name ids: which names taught a
+ * learned address, for revocation after a restart. Writer and reader:
+ * fastwalld; no program reads them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FW_MAX_NAMES);
+	__type(key, __u32);
+	__type(value, struct fw_lease_name);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_names SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FW_MAX_LEARNED);
+	__type(key, struct fw_learned_key);
+	__type(value, struct fw_lease_names);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_learned_names SEC(".maps");
 
 /* prefix -> 1: TCP 443 destinations dropped in DoH list mode. Writer:
  * fastwalld. Reader: TC ingress. */
@@ -86,10 +136,34 @@ static __always_inline bool fw_doh_blocked(const struct fw_config *cfg, const st
 	return bpf_map_lookup_elem(&fastwall_doh, &key) != NULL;
 }
 
-/* TCP to a learned address: the connection opens on its first packet,
- * closes on FIN or RST and reopens on a new SYN (the same ports reused);
+/* A new record for subject id, within its quota: false when the subject
+ * holds conn_quota records already or the map is full. The count is
+ * checked, then added to (a fetching atomic needs 5.12), so concurrent
+ * SYNs on several CPUs can pass the quota by at most one each. */
+static __always_inline bool fw_conn_insert(__u32 id, const struct fw_conn_key *k,
+					   const struct fw_conn *v)
+{
+	struct fw_config *cfg = fw_config();
+	__u64 *count = bpf_map_lookup_elem(&fastwall_conn_count, &id);
+
+	if (!cfg || !count)
+		return false;
+	if (cfg->conn_quota && *count >= cfg->conn_quota)
+		return false;
+	__sync_fetch_and_add(count, 1);
+	if (bpf_map_update_elem(&fastwall_conns, k, v, BPF_NOEXIST)) {
+		__sync_fetch_and_add(count, -1);
+		return false;
+	}
+	return true;
+}
+
+/* TCP to a learned address: a record opens on the connection's SYN (and
+ * on nothing else: a packet of a connection not tracked, a bare ACK or
+ * FIN, makes none, so records cost a flooder its own quota only), closes
+ * on FIN or RST and reopens on a new SYN (the same ports reused);
  * last_seen is written at most once a second, so a busy flow costs one
- * lookup per packet. */
+ * lookup per packet. The packet passes either way. */
 static __always_inline void fw_note_conn(__u32 id, const struct fw_pkt *pkt, __u64 now)
 {
 	struct fw_conn_key k = {
@@ -98,19 +172,22 @@ static __always_inline void fw_note_conn(__u32 id, const struct fw_pkt *pkt, __u
 		.dport = pkt->dport,
 		.dst = pkt->dst,
 	};
+	bool syn = (pkt->tcp_flags & (FW_TCP_SYN | FW_TCP_ACK)) == FW_TCP_SYN;
 	bool closing = pkt->tcp_flags & (FW_TCP_FIN | FW_TCP_RST);
 	struct fw_conn *c, fresh = {};
 
+	if (!pkt->has_ports)
+		return;
 	c = bpf_map_lookup_elem(&fastwall_conns, &k);
 	if (!c) {
+		if (!syn || closing)
+			return;
 		fresh.last_seen_ns = now;
-		if (closing)
-			fresh.closed_ns = now;
-		bpf_map_update_elem(&fastwall_conns, &k, &fresh, BPF_NOEXIST);
+		fw_conn_insert(id, &k, &fresh);
 		return;
 	}
 	if (c->closed_ns) {
-		if ((pkt->tcp_flags & (FW_TCP_SYN | FW_TCP_ACK)) == FW_TCP_SYN) {
+		if (syn) {
 			c->closed_ns = 0;
 			c->renewed = 0;
 			c->last_seen_ns = now;
@@ -186,6 +263,20 @@ static __always_inline __u32 fw_policy(const struct fw_subject *s, const struct 
 	now = bpf_ktime_get_ns();
 	if (lease->expires_ns <= now)
 		return FW_DROP_LEASE_EXPIRED;
+	if (lease->portset) {
+		/* only the ports of the rules that taught it: no ports (ICMP,
+		 * a first fragment without its header) is none of them */
+		struct fw_port_rule_key pk = {
+			.subject = id,
+			.portset = lease->portset,
+			.port = bpf_ntohs(pkt->dport),
+		};
+
+		if (!pkt->has_ports ||
+		    (pkt->proto != FW_IPPROTO_TCP && pkt->proto != FW_IPPROTO_UDP) ||
+		    !bpf_map_lookup_elem(&fastwall_learned_ports, &pk))
+			return FW_DROP_LEARNED_PORT;
+	}
 	if (pkt->proto == FW_IPPROTO_TCP)
 		fw_note_conn(id, pkt, now);
 	return FW_PASS_LEARNED;

@@ -1909,6 +1909,111 @@ static void scenario_connections(void)
 	       "conns: tcp to an allow cidr keeps no record", NULL);
 }
 
+/* Records per subject in fastwall_conns (a scan, not the counter). */
+static size_t conns_held(__u32 id)
+{
+	struct fw_conn_key k, next;
+	size_t n = 0;
+	void *prev = NULL;
+
+	while (!bpf_map_get_next_key(t.dp->conns_fd, prev, &next)) {
+		k = next;
+		prev = &k;
+		n += k.subject == id;
+	}
+	return n;
+}
+
+static const struct subject_def pi_def = {
+	.name = "pi",
+	.addrs = {"10.42.13.10"},
+	.default_action = "deny",
+};
+
+/* One subject's SYN flood to its own learned address: records stop at its
+ * quota (the packets still pass), a sibling's record to the same address
+ * stays, and a packet of a connection not tracked makes none. 300,000
+ * distinct connections: more than an LRU of FW_MAX_CONNS / 4 would hold. */
+static void scenario_conn_quota(void)
+{
+	const struct pkt_spec sib = TCP4("10.42.13.10", LEARNED4, 42000, 443);
+	const struct pkt_spec sib2 = TCP4("10.42.13.10", LEARNED4, 42001, 443);
+	const struct pkt_spec bare_ack =
+		TCP4("10.42.13.10", LEARNED4, 42002, 443, .tcp_flags = TH_ACK);
+	const struct pkt_spec bare_fin =
+		TCP4("10.42.13.10", LEARNED4, 42003, 443, .tcp_flags = TH_FIN | TH_ACK);
+	__u64 *counts = fw_dp_conn_counts(t.dp);
+	struct fw_ip la = ip_of(LEARNED4);
+	__u32 a = id_of("alpha"), x;
+	size_t passed_all = 0, total = 300000, held;
+	struct fw_learn_config lc;
+	struct fw_learn *l = NULL;
+	struct fw_conn c;
+	int v;
+
+	if (subject_put(&pi_def) || learn("pi", LEARNED4, 600) || !counts) {
+		result(false, "conn quota: fixture", "can't put subject xi or map the counts");
+		return;
+	}
+	x = id_of("pi");
+	t.cfg.conn_quota = 8;
+	if (fw_dp_config_set(t.dp, &t.cfg)) {
+		result(false, "conn quota: config", "can't set the config");
+		return;
+	}
+	v = run_frame(t.dp->ingress_fd, &sib);
+	result(v == TC_ACT_OK && !conn_of("pi", LEARNED4, 42000, 443, &c),
+	       "conn quota: the sibling's connection has a record", "verdict %d", v);
+
+	for (size_t i = 0; i < total; i++) {
+		struct pkt_spec syn =
+			TCP4(ALPHA4, LEARNED4, (__u16)(1024 + i % 60000), (__u16)(1 + i / 60000));
+
+		passed_all += run_frame(t.dp->ingress_fd, &syn) == TC_ACT_OK;
+	}
+	held = conns_held(a);
+	result(passed_all == total, "conn quota: every syn of the flood passes (learned)",
+	       "%zu of %zu passed", passed_all, total);
+	result(held == 8 && counts[a] == 8,
+	       "conn quota: the flooder holds its quota of 8 records, no more",
+	       "%zu records, count %llu", held, (unsigned long long)counts[a]);
+	result(!conn_of("pi", LEARNED4, 42000, 443, &c) && !c.closed_ns,
+	       "conn quota: the sibling's record survived the flood", NULL);
+	v = run_frame(t.dp->ingress_fd, &sib2);
+	result(v == TC_ACT_OK && !conn_of("pi", LEARNED4, 42001, 443, &c) && counts[x] == 2,
+	       "conn quota: the sibling still opens records of its own", "verdict %d, count %llu",
+	       v, (unsigned long long)counts[x]);
+	v = run_frame(t.dp->ingress_fd, &bare_ack);
+	result(v == TC_ACT_OK && conn_of("pi", LEARNED4, 42002, 443, &c) == -ENOENT,
+	       "conn quota: an ack of an untracked connection passes, makes no record",
+	       "verdict %d", v);
+	v = run_frame(t.dp->ingress_fd, &bare_fin);
+	result(v == TC_ACT_OK && conn_of("pi", LEARNED4, 42003, 443, &c) == -ENOENT,
+	       "conn quota: a fin of an untracked connection passes, makes no record", "verdict %d",
+	       v);
+
+	/* the refresh round: records of addresses its table does not hold
+	 * go (the flood's: alpha's lease was written behind its back), the
+	 * count follows; a drifted count is rewritten to what it found */
+	fw_learn_config_init(&lc);
+	if (fw_learn_new(&lc, &t.reg, &l) || fw_learn_add(l, x, &la, "pi.example.com", 600)) {
+		result(false, "conn quota: learn table", NULL);
+		fw_learn_free(l);
+		return;
+	}
+	__atomic_store_n(&counts[x], 100, __ATOMIC_RELAXED);
+	fw_learn_tick(l);
+	result(conns_held(a) == 0 && counts[a] == 0,
+	       "conn quota: the refresh deletes the flood's records and takes them off the count",
+	       "%zu records, count %llu", conns_held(a), (unsigned long long)counts[a]);
+	result(conns_held(x) == 2 && counts[x] == 2,
+	       "conn quota: a drifted count is rewritten to the records found",
+	       "%zu records, count %llu", conns_held(x), (unsigned long long)counts[x]);
+	fw_learn_free(l);
+	t.cfg.conn_quota = 0;
+	fw_dp_config_set(t.dp, &t.cfg);
+}
+
 /* ---- learned leases: the DNS side of the policy (learn.c) ---------------- */
 
 static const struct subject_def nu_v1 = {
@@ -1967,6 +2072,279 @@ static __u64 kernel_expiry(__u32 id, const char *addr)
 	struct fw_lease v;
 
 	return bpf_map_lookup_elem(t.dp->learned_fd, &k, &v) ? 0 : v.expires_ns;
+}
+
+/* ---- learned addresses carry the ports of the rules that taught them ---- */
+
+#define RHO4 "10.42.14.10"
+
+static const struct subject_def rho_v1 = {
+	.name = "rho",
+	.addrs = {RHO4},
+	.default_action = "deny",
+	.rules = {"allow api.example.com ports=443", "allow alt.example.com ports=8080,53",
+		  "allow open.example.com", "allow 192.0.2.96/30 ports=22"},
+};
+
+/* after the restart: api.example.com goes */
+static const struct subject_def rho_v3 = {
+	.name = "rho",
+	.addrs = {RHO4},
+	.default_action = "deny",
+	.rules = {"allow open.example.com"},
+};
+
+/* alt.example.com goes, api.example.com moves to 8443 */
+static const struct subject_def rho_v2 = {
+	.name = "rho",
+	.addrs = {RHO4},
+	.default_action = "deny",
+	.rules = {"allow api.example.com ports=8443", "allow open.example.com"},
+};
+
+static int answer_for(struct fw_learn *l, const char *subject, const char *client, const char *name,
+		      const char *addr)
+{
+	struct fw_dns_query q = {.qtype = FW_DNS_TYPE_A, .qclass = FW_DNS_CLASS_IN};
+	static struct fw_dns_answer a;
+	struct fw_ip c = ip_of(client);
+
+	memset(&a, 0, sizeof(a));
+	snprintf(q.name, sizeof(q.name), "%s", name);
+	q.name_len = strlen(q.name);
+	a.addrs[0].ip = ip_of(addr);
+	a.addrs[0].ttl = 300;
+	a.naddrs = 1;
+	return fw_learn_answer(l, &c, &q, id_of(subject), &a);
+}
+
+struct port_probe {
+	const char *what;
+	struct pkt_spec pkt;
+	int verdict;
+	__u32 reason;
+};
+
+/* Runs each probe from rho; the reason is read off rho's counters. */
+static void probe_all(const char *prefix, const struct port_probe *p, size_t n)
+{
+	__u32 id = id_of("rho");
+
+	for (size_t i = 0; i < n; i++) {
+		__u64 before[FW_REASON_MAX], after[FW_REASON_MAX];
+		__u32 reason = FW_REASON_MAX;
+		int v;
+
+		fw_dp_subject_stats_read(t.dp, id, before);
+		v = run_frame(t.dp->ingress_fd, &p[i].pkt);
+		fw_dp_subject_stats_read(t.dp, id, after);
+		for (__u32 r = 0; r < FW_REASON_MAX; r++)
+			if (after[r] != before[r])
+				reason = r;
+		result(v == p[i].verdict && (v == TC_ACT_OK || reason == p[i].reason), p[i].what,
+		       "%s: verdict %d reason %u", prefix, v, reason);
+	}
+}
+
+static size_t lports_held(__u32 id)
+{
+	struct fw_port_rule_key k, next;
+	void *prev = NULL;
+	size_t n = 0;
+
+	while (!bpf_map_get_next_key(t.dp->learned_ports_fd, prev, &next)) {
+		k = next;
+		prev = &k;
+		n += k.subject == id;
+	}
+	return n;
+}
+
+static void scenario_learned_ports(void)
+{
+	const struct port_probe v1[] = {
+		{"learned ports: 443 of the teaching rule passes",
+		 TCP4(RHO4, "192.0.2.91", 40000, 443), TC_ACT_OK, 0},
+		{"learned ports: udp 443 passes too", UDP4(RHO4, "192.0.2.91", 40000, 443),
+		 TC_ACT_OK, 0},
+		{"learned ports: port 80 drops (learned-port)", TCP4(RHO4, "192.0.2.91", 40000, 80),
+		 TC_ACT_SHOT, FW_DROP_LEARNED_PORT},
+		{"learned ports: icmp drops (no port)", ICMP4(RHO4, "192.0.2.91", ICMP4_ECHO),
+		 TC_ACT_SHOT, FW_DROP_LEARNED_PORT},
+		{"learned ports: a rule without ports teaches every port",
+		 TCP4(RHO4, "192.0.2.92", 40000, 80), TC_ACT_OK, 0},
+		{"learned ports: ...and icmp", ICMP4(RHO4, "192.0.2.92", ICMP4_ECHO), TC_ACT_OK, 0},
+		{"learned ports: a port-limited cidr's port passes as the cidr",
+		 TCP4(RHO4, "192.0.2.97", 40000, 22), TC_ACT_OK, 0},
+		{"learned ports: the learned port there passes",
+		 TCP4(RHO4, "192.0.2.97", 40000, 443), TC_ACT_OK, 0},
+		{"learned ports: neither the cidr's nor the learned port drops",
+		 TCP4(RHO4, "192.0.2.97", 40000, 80), TC_ACT_SHOT, FW_DROP_LEARNED_PORT},
+	};
+	const struct port_probe u[] = {
+		{"learned ports: a second rule's ports are added (8080)",
+		 TCP4(RHO4, "192.0.2.91", 40000, 8080), TC_ACT_OK, 0},
+		{"learned ports: union keeps the first rule's 443",
+		 TCP4(RHO4, "192.0.2.91", 40000, 443), TC_ACT_OK, 0},
+		{"learned ports: udp 53 of the second rule", UDP4(RHO4, "192.0.2.91", 40000, 53),
+		 TC_ACT_OK, 0},
+		{"learned ports: still not 80", TCP4(RHO4, "192.0.2.91", 40000, 80), TC_ACT_SHOT,
+		 FW_DROP_LEARNED_PORT},
+		{"learned ports: every port wins a union", TCP4(RHO4, "192.0.2.92", 40000, 9999),
+		 TC_ACT_OK, 0},
+	};
+	const struct port_probe v2[] = {
+		{"learned ports: after the policy change the new port 8443 passes",
+		 TCP4(RHO4, "192.0.2.91", 40000, 8443), TC_ACT_OK, 0},
+		{"learned ports: the old 443 drops", TCP4(RHO4, "192.0.2.91", 40000, 443),
+		 TC_ACT_SHOT, FW_DROP_LEARNED_PORT},
+		{"learned ports: the revoked rule's 8080 drops",
+		 TCP4(RHO4, "192.0.2.91", 40000, 8080), TC_ACT_SHOT, FW_DROP_LEARNED_PORT},
+	};
+	const struct port_probe adopted[] = {
+		{"learned ports: after a restart the adopted lease keeps 8443",
+		 TCP4(RHO4, "192.0.2.91", 40000, 8443), TC_ACT_OK, 0},
+		{"learned ports: ...and still drops 443", TCP4(RHO4, "192.0.2.91", 40000, 443),
+		 TC_ACT_SHOT, FW_DROP_LEARNED_PORT},
+	};
+	struct fw_learn_config lc;
+	struct fw_learn *l = NULL;
+	struct fw_ip a91 = ip_of("192.0.2.91");
+	__u32 id;
+	int err;
+
+	fw_learn_config_init(&lc);
+	lc.event_interval_ns = 0;
+	if (subject_put(&rho_v1) || fw_learn_new(&lc, &t.reg, &l)) {
+		result(false, "learned ports: setup", NULL);
+		return;
+	}
+	id = id_of("rho");
+	err = answer_for(l, "rho", RHO4, "api.example.com", "192.0.2.91");
+	err = err ? err : answer_for(l, "rho", RHO4, "open.example.com", "192.0.2.92");
+	err = err ? err : answer_for(l, "rho", RHO4, "api.example.com", "192.0.2.97");
+	result(!err, "learned ports: answers learned", "err %d", err);
+	probe_all("v1", v1, sizeof(v1) / sizeof(v1[0]));
+	answer_for(l, "rho", RHO4, "alt.example.com", "192.0.2.91");
+	answer_for(l, "rho", RHO4, "api.example.com", "192.0.2.92");
+	probe_all("union", u, sizeof(u) / sizeof(u[0]));
+	if (subject_put(&rho_v2)) {
+		result(false, "learned ports: policy change", NULL);
+		fw_learn_free(l);
+		return;
+	}
+	probe_all("v2", v2, sizeof(v2) / sizeof(v2[0]));
+	/* .91 on {8443}, .97 on {8443}: one set; .92 every port */
+	result(lports_held(id) == 1, "learned ports: sets no lease names are deleted",
+	       "%zu port entries", lports_held(id));
+
+	/* a restart of the table: the kernel's sets are read back */
+	fw_learn_free(l);
+	l = NULL;
+	if (fw_learn_new(&lc, &t.reg, &l) || fw_learn_adopt(l, false)) {
+		result(false, "learned ports: restart", NULL);
+		fw_learn_free(l);
+		return;
+	}
+	probe_all("adopted", adopted, sizeof(adopted) / sizeof(adopted[0]));
+	fw_learn_add(l, id, &a91, NULL, 600); /* extended: ports unchanged */
+	probe_all("adopted, extended", adopted, sizeof(adopted) / sizeof(adopted[0]));
+	result(lports_held(id) == 1, "learned ports: an adopted set stays while leases name it",
+	       "%zu port entries", lports_held(id));
+
+	/* the names were kept where the restart found them */
+	{
+		struct fw_learn_info info;
+		struct fw_ip a92 = ip_of("192.0.2.92");
+		int e1 = fw_learn_lookup(l, id, &a91, &info);
+
+		result(!e1 && !info.adopted && info.nnames == 1 &&
+			       !strcmp(info.names[0], "api.example.com"),
+		       "names: after a restart the adopted address knows its name",
+		       "err %d adopted %d names %zu", e1, info.adopted, info.nnames);
+		e1 = fw_learn_lookup(l, id, &a92, &info);
+		result(!e1 && info.nnames == 2, "names: ...both names of a shared one",
+		       "err %d names %zu", e1, info.nnames);
+	}
+	if (subject_put(&rho_v3)) {
+		result(false, "names: policy change after the restart", NULL);
+		fw_learn_free(l);
+		return;
+	}
+	result(kernel_expiry(id, "192.0.2.91") == 0 &&
+		       run_frame(t.dp->ingress_fd, &(struct pkt_spec)TCP4(RHO4, "192.0.2.91", 40000,
+									  8443)) == TC_ACT_SHOT,
+	       "names: an adopted address whose name is denied now is revoked at once", NULL);
+	result(kernel_expiry(id, "192.0.2.92") != 0 &&
+		       run_frame(t.dp->ingress_fd, &(struct pkt_spec)TCP4(RHO4, "192.0.2.92", 40000,
+									  80)) == TC_ACT_OK,
+	       "names: one another allowed name also taught stays", NULL);
+	{
+		struct fw_learned_key k = {.subject = id, .addr = a91};
+		struct fw_lease_names ln;
+
+		result(bpf_map_lookup_elem(t.dp->learned_names_fd, &k, &ln) && errno == ENOENT,
+		       "names: the revoked address's names record is gone", NULL);
+	}
+	fw_learn_free(l);
+}
+
+/* A subject's port sets are unions of its own rules' ports, chosen by the
+ * names it resolves: it gets a share of fastwall_learned_ports, no more. */
+static void scenario_learned_ports_share(void)
+{
+	static char rules[12][160];
+	struct subject_def sigma = {
+		.name = "sigma", .addrs = {"10.42.15.10"}, .default_action = "deny"};
+	struct fw_learn_config lc;
+	struct fw_learn *l = NULL;
+	int refused = 0, learned = 0, err;
+	__u32 id;
+
+	for (int r = 0; r < 12; r++) {
+		int off = snprintf(rules[r], sizeof(rules[r]), "allow n%d.share.test ports=", r);
+
+		for (int k = 0; k < 16; k++)
+			off += snprintf(rules[r] + off, sizeof(rules[r]) - (size_t)off, "%s%d",
+					k ? "," : "", 1000 + r * 100 + k);
+		sigma.rules[r] = rules[r];
+	}
+	fw_learn_config_init(&lc);
+	lc.event_interval_ns = 0;
+	if (subject_put(&sigma) || fw_learn_new(&lc, &t.reg, &l)) {
+		result(false, "port share: setup", NULL);
+		return;
+	}
+	id = id_of("sigma");
+	/* address a: taught by the 8 names of the a-th 8-of-12 subset of the
+	 * rules (subject_put keeps the first dozen ports of each: it reads 63
+	 * characters), a union of about 96; 60 distinct sets exceed 4096 */
+	for (unsigned int mask = 0, a = 0; mask < 4096 && a < 60; mask++) {
+		char addr[32];
+
+		if (__builtin_popcount(mask) != 8)
+			continue;
+		snprintf(addr, sizeof(addr), "198.51.100.%u", 100 + a++);
+		for (int r = 0; r < 12; r++) {
+			char name[32];
+
+			if (!(mask & (1u << r)))
+				continue;
+			snprintf(name, sizeof(name), "n%d.share.test", r);
+			err = answer_for(l, "sigma", "10.42.15.10", name, addr);
+			refused += err == -ENOSPC;
+			learned += !err;
+		}
+	}
+	result(refused > 0 && lports_held(id) <= 4096,
+	       "port share: a subject's port sets stop at its share of 4096 entries",
+	       "%d refused, %d learned, %zu entries", refused, learned, lports_held(id));
+	err = subject_put(&rho_v2);
+	err = err ? err : answer_for(l, "rho", RHO4, "api.example.com", "192.0.2.94");
+	result(!err && run_frame(t.dp->ingress_fd, &(struct pkt_spec)TCP4(RHO4, "192.0.2.94", 40000,
+									  8443)) == TC_ACT_OK,
+	       "port share: a sibling still learns addresses with ports", "err %d", err);
+	fw_learn_free(l);
 }
 
 static void scenario_learned_leases(void)
@@ -2212,9 +2590,25 @@ static void scenario_reap_restart(void)
 		struct fw_ip a = ip_of("192.0.2.91"), b = ip_of("192.0.2.92"),
 			     c = ip_of("192.0.2.93");
 
+		struct fw_conn_key ck = {.subject = xi, .sport = htons(40000), .dport = htons(443)};
+		struct fw_conn cv = {.last_seen_ns = fw_now_ns()};
+		struct fw_learned_key nk = {.subject = orphan, .addr = c};
+		struct fw_lease_names nv = {.ids = {7}};
+		__u16 p443 = 443;
+
 		fw_dp_learned_put(t.dp, xi, &a, far);
 		fw_dp_learned_put(t.dp, om, &b, far);
 		fw_dp_learned_put(t.dp, orphan, &c, far); /* nobody holds that id */
+		/* what else the reaper must clear: a connection record and its
+		 * count, a drifted count, a port set, a names record */
+		ck.dst = a;
+		bpf_map_update_elem(t.dp->conns_fd, &ck, &cv, BPF_NOEXIST);
+		if (fw_dp_conn_counts(t.dp)) {
+			t.dp->conn_count[xi] = 1;
+			t.dp->conn_count[orphan] = 5;
+		}
+		fw_dp_lports_put(t.dp, xi, 1, &p443, 1);
+		bpf_map_update_elem(t.dp->learned_names_fd, &nk, &nv, BPF_ANY);
 	}
 	e = fw_reg_get(&t.reg, "xi", false);
 	if (e) {
@@ -2257,6 +2651,19 @@ static void scenario_reap_restart(void)
 	       "reap: the reaper deletes the retired and the orphaned leases, keeps the bound one, "
 	       "frees the ids",
 	       "reaped %d", err);
+	{
+		struct fw_conn c;
+		struct fw_learned_key nk = {.subject = orphan, .addr = ip_of("192.0.2.93")};
+		struct fw_lease_names nv;
+
+		result(conn_of("xi", "192.0.2.91", 40000, 443, &c) == -ENOENT &&
+			       conns_held(xi) == 0 && t.dp->conn_count &&
+			       t.dp->conn_count[xi] == 0 && t.dp->conn_count[orphan] == 0,
+		       "reap: connection records go and the removed ids' counts are 0", NULL);
+		result(lports_held(xi) == 0 &&
+			       bpf_map_lookup_elem(t.dp->learned_names_fd, &nk, &nv) != 0,
+		       "reap: learned port sets and names records of removed ids go", NULL);
+	}
 	fw_learn_free(l);
 }
 
@@ -2669,6 +3076,9 @@ int main(void)
 	}
 	scenario_event_rate_limit();
 	scenario_connections();
+	scenario_conn_quota();
+	scenario_learned_ports();
+	scenario_learned_ports_share();
 	scenario_learned_leases();
 	scenario_l2_ports();
 	scenario_reap_restart(); /* last: it restarts the registry */

@@ -86,7 +86,8 @@ def hexs(b):
 def cmd_learned_add(a):
     key = a.id.to_bytes(4, "little") + b"\0" * 4 + ip16(a.ip)
     now = time.monotonic_ns()
-    val = (now + int(a.secs * 1e9)).to_bytes(8, "little") + now.to_bytes(8, "little")
+    # struct fw_lease: expires_ns, learned_ns, portset 0 (every port), pad
+    val = (now + int(a.secs * 1e9)).to_bytes(8, "little") + now.to_bytes(8, "little") + b"\0" * 8
     subprocess.run(["bpftool", "map", "update", "pinned", a.pin + "/fastwall_learned",
                     "key", "hex"] + hexs(key) + ["value", "hex"] + hexs(val), check=True)
     return 0

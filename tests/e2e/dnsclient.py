@@ -9,11 +9,19 @@
       the first address of the answer; prints "ok N fail N slow N" and
       exits 1 on any failure (no answer, refused or dropped connect, or a
       connect that needed a SYN retransmission: slower than 0.5 s).
-  dnsclient.py hold RESOLVER NAME PORT SECONDS [--qtype A]
+  dnsclient.py hold RESOLVER NAME PORT SECONDS [--qtype A] [--idle-until FILE]
       resolves once, connects, then sends a byte every 0.25 s and reads
       its echo for SECONDS; exits 1 when an echo does not come back.
+      --idle-until: stays silent until FILE exists, then SECONDS more,
+      then one echo (an idle connection that must still be alive).
+  dnsclient.py synflood RESOLVER NAME PORTS COUNT
+      resolves NAME (AAAA), then sends COUNT raw TCP SYNs to it (each one
+      twice), source ports 1024-61023 in random order times PORTS
+      destination ports (every one a distinct connection; bad checksums,
+      so nothing answers).
 """
 import argparse
+import os
 import random
 import socket
 import struct
@@ -115,6 +123,22 @@ def cmd_hold(a):
         return 1
     c = connect(addrs[0], a.port, 3.0)
     c.settimeout(2.0)
+    if a.idle_until:
+        t0 = time.monotonic()
+        while not os.path.exists(a.idle_until):
+            time.sleep(0.1)
+        time.sleep(a.seconds)
+        idle = time.monotonic() - t0
+        try:
+            c.sendall(b"x")
+            if c.recv(1) != b"x":
+                raise OSError("connection closed")
+        except OSError as e:
+            print("echo after %.1f s idle failed: %s" % (idle, e), file=sys.stderr)
+            return 1
+        c.close()
+        print("held %s:%d idle for %.1f s" % (addrs[0], a.port, idle))
+        return 0
     end = time.monotonic() + a.seconds
     n = 0
     try:
@@ -130,6 +154,32 @@ def cmd_hold(a):
         return 1
     c.close()
     print("held %s:%d for %.1f s, %d echoes" % (addrs[0], a.port, a.seconds, n))
+    return 0
+
+
+def cmd_synflood(a):
+    rcode, addrs = resolve(a.resolver, a.name, QTYPES["AAAA"])
+    if rcode != 0 or not addrs:
+        print("resolve failed: rcode %d" % rcode, file=sys.stderr)
+        return 1
+    s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_TCP)
+    dst = (addrs[0], 0)
+    sports = list(range(1024, 61024))
+    random.shuffle(sports)
+    sent = 0
+    for dport in range(1, a.ports + 1):
+        for sp in sports:
+            if sent == a.count:
+                break
+            # seq, ack 0, offset 5 words, SYN, window, checksum 0 (wrong);
+            # twice, as a retransmission would: a record seen again is
+            # "recently used" to an LRU, so the flood's records are not
+            # the first to go
+            syn = struct.pack("!HHIIBBHHH", sp, dport, sent, 0, 0x50, 0x02, 1024, 0, 0)
+            s.sendto(syn, dst)
+            s.sendto(syn, dst)
+            sent += 1
+    print("sent %d syns to %s" % (sent, addrs[0]))
     return 0
 
 
@@ -188,8 +238,16 @@ def main():
     h.add_argument("port", type=int)
     h.add_argument("seconds", type=float)
     h.add_argument("--qtype", default="A", choices=QTYPES)
+    h.add_argument("--idle-until")
+    f = sub.add_parser("synflood")
+    f.add_argument("resolver")
+    f.add_argument("name")
+    f.add_argument("ports", type=int)
+    f.add_argument("count", type=int)
     a = p.parse_args()
-    return {"race": cmd_race, "hold": cmd_hold, "echo-serve": cmd_echo_serve}[a.cmd](a)
+    cmds = {"race": cmd_race, "hold": cmd_hold, "echo-serve": cmd_echo_serve,
+            "synflood": cmd_synflood}
+    return cmds[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -454,6 +454,8 @@ static const struct bad_case bad[] = {
 	 6, "target must be a scalar"},
 	/* dns */
 	{"dns:\n  port: 53\n", 2, "must not be 53 or 853"},
+	{"dns:\n  max_connections_per_subject: 0\n", 2, "dns.max_connections_per_subject"},
+	{"dns:\n  max_connections_per_subject: 1048577\n", 2, "dns.max_connections_per_subject"},
 	{"dns:\n  port: 70000\n", 2, "dns.port"},
 	{"dns:\n  upstreams: [\"resolver.example\"]\n", 2, "expected IP[:PORT]"},
 	{"dns:\n  upstreams: [\"192.0.2.1:0\"]\n", 2, "invalid port"},
@@ -480,6 +482,7 @@ Test(config, dns_defaults)
 	cr_expect_eq(cfg.lease_max_s, 360);
 	cr_expect_eq(cfg.dns_timeout_ns, 5000000000ull);
 	cr_expect_eq(cfg.max_learned_per_subject, 4096);
+	cr_expect_eq(cfg.max_conns_per_subject, 1024);
 }
 
 Test(config, dns_section)
@@ -498,6 +501,7 @@ Test(config, dns_section)
 		"  max_tcp_clients: 64\n"
 		"  lease: { add: 0, min: 2, max: 4 }\n"
 		"  max_learned_per_subject: 0\n"
+		"  max_connections_per_subject: 16\n"
 		"  refresh_interval: 1\n"
 		"  tcp_idle_timeout: 600\n";
 
@@ -523,6 +527,7 @@ Test(config, dns_section)
 	cr_expect_eq(cfg.lease_min_s, 2);
 	cr_expect_eq(cfg.lease_max_s, 4);
 	cr_expect_eq(cfg.max_learned_per_subject, 0);
+	cr_expect_eq(cfg.max_conns_per_subject, 16);
 	cr_expect_eq(cfg.refresh_interval_ns, 1000000000ull);
 	cr_expect_eq(cfg.tcp_idle_ns, 600000000000ull);
 }

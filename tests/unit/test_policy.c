@@ -311,6 +311,60 @@ Test(policy, match_domain_table)
 	fw_policy_free(&p);
 }
 
+static void add_ports(struct fw_policy *p, const char *action, const char *target,
+		      const long *ports, size_t n)
+{
+	err[0] = '\0';
+	cr_assert_eq(fw_policy_add_rule(p, action, target, ports, n, err, sizeof(err)), 0,
+		     "%s %s: %s", action, target, err);
+}
+
+/* What a learned address may be reached on: the union of the ports of the
+ * allow rules its names match, every port when one of them has none. */
+Test(policy, domain_ports_union)
+{
+	static const long api[] = {443}, alt[] = {8080, 443, 53}, denied[] = {22};
+	const char *one[] = {"api.example.com"};
+	const char *two[] = {"alt.example.com", "API.example.com."};
+	const char *open[] = {"api.example.com", "open.example.com"};
+	const char *none[] = {"bad.example.com", "github.com"};
+	const char *half[] = {"bad.example.com", "api.example.com"};
+	__u16 out[8 * FW_POLICY_MAX_PORTS];
+	struct fw_policy p;
+	bool all;
+	int n;
+
+	fw_policy_init(&p);
+	add_ports(&p, "deny", "bad.example.com", denied, 1);
+	add_ports(&p, "allow", "api.example.com", api, 1);
+	add_ports(&p, "allow", "alt.example.com", alt, 3);
+	add(&p, "allow", "*.example.com");
+
+	n = fw_policy_domain_ports(&p, one, 1, out, &all);
+	cr_assert_eq(n, 1);
+	cr_expect(!all);
+	cr_expect_eq(out[0], 443);
+
+	n = fw_policy_domain_ports(&p, two, 2, out, &all);
+	cr_assert_eq(n, 3, "union of {8080, 443, 53} and {443}, unique");
+	cr_expect(!all);
+	cr_expect(out[0] == 53 && out[1] == 443 && out[2] == 8080, "ascending");
+
+	n = fw_policy_domain_ports(&p, open, 2, out, &all);
+	cr_expect_eq(n, 0);
+	cr_expect(all, "a rule without ports allows every port");
+
+	cr_expect_eq(fw_policy_domain_ports(&p, none, 2, out, &all), -EACCES,
+		     "a deny rule's ports allow nothing, nor does the default deny");
+	n = fw_policy_domain_ports(&p, half, 2, out, &all);
+	cr_expect(n == 1 && !all && out[0] == 443, "a denied name adds no ports");
+
+	p.default_action = FW_ACTION_ALLOW;
+	n = fw_policy_domain_ports(&p, none + 1, 1, out, &all);
+	cr_expect(n == 0 && all, "allowed by the default: every port");
+	fw_policy_free(&p);
+}
+
 Test(policy, match_domain_long_names)
 {
 	char name[600];

@@ -146,14 +146,88 @@ static int cmd_subjects(struct cli *c)
 	return 0;
 }
 
+static int port_key_cmp(const void *a, const void *b)
+{
+	const struct fw_port_rule_key *x = a, *y = b;
+
+	if (x->subject != y->subject)
+		return x->subject < y->subject ? -1 : 1;
+	if (x->portset != y->portset)
+		return x->portset < y->portset ? -1 : 1;
+	return (int)x->port - (int)y->port;
+}
+
+/* " ports=443,8080" for set {id, set} of the learned port entries in
+ * all (n of them), "" for every port. */
+static void lease_ports(const struct fw_port_rule_key *all, size_t n, __u32 id, __u32 set,
+			char *out, size_t size)
+{
+	size_t used = 0;
+	bool first = true;
+
+	out[0] = '\0';
+	if (!set)
+		return;
+	used = (size_t)snprintf(out, size, " ports=");
+	for (size_t i = 0; i < n && used < size; i++) {
+		if (all[i].subject != id || all[i].portset != set)
+			continue;
+		used += (size_t)snprintf(out + used, size - used, "%s%u", first ? "" : ",",
+					 all[i].port);
+		first = false;
+	}
+	if (first && used < size)
+		snprintf(out + used, size - used, "none");
+}
+
+/* " names=a,b": the names that taught the lease, as fastwalld kept them. */
+static void lease_names(struct cli *c, const struct fw_learned_key *k, char *out, size_t size)
+{
+	struct fw_lease_names ids;
+	size_t used = 0;
+
+	out[0] = '\0';
+	if (bpf_map_lookup_elem(c->dp->learned_names_fd, k, &ids))
+		return;
+	for (unsigned int i = 0; i < FW_LEASE_NAMES && used < size; i++) {
+		struct fw_lease_name name;
+
+		if (!ids.ids[i] || bpf_map_lookup_elem(c->dp->names_fd, &ids.ids[i], &name))
+			continue;
+		name.text[sizeof(name.text) - 1] = '\0';
+		used += (size_t)snprintf(out + used, size - used, "%s%s",
+					 used ? "," : " names=", name.text);
+	}
+}
+
 static int cmd_leases(struct cli *c)
 {
 	struct fw_learned_key k, *prev = NULL;
+	struct fw_port_rule_key pk, last, *pprev = NULL, *ports = NULL;
+	size_t nports = 0, cap = 0;
 	struct fw_lease v;
 	struct fw_subject_meta meta;
-	char buf[FW_ADDR_STRLEN];
+	char buf[FW_ADDR_STRLEN], pbuf[512], nbuf[1024];
 	__u64 now = fw_now_ns();
 
+	while (bpf_map_get_next_key(c->dp->learned_ports_fd, pprev, &pk) == 0) {
+		last = pk;
+		pprev = &last;
+		if (nports == cap) {
+			struct fw_port_rule_key *grown;
+
+			cap = cap ? 2 * cap : 256;
+			grown = realloc(ports, cap * sizeof(*ports));
+			if (!grown) {
+				free(ports);
+				return -ENOMEM;
+			}
+			ports = grown;
+		}
+		ports[nports++] = pk;
+	}
+	if (nports)
+		qsort(ports, nports, sizeof(*ports), port_key_cmp); /* ports in order */
 	printf("%-24s %-40s %s\n", "subject", "address", "lease");
 	while (bpf_map_get_next_key(c->dp->learned_fd, prev, &k) == 0) {
 		prev = &k;
@@ -163,14 +237,18 @@ static int cmd_leases(struct cli *c)
 			snprintf(meta.name, sizeof(meta.name), "#%u", k.subject);
 		else if (meta.origin == FW_ORIGIN_RETIRED)
 			continue; /* a removed subject's, waiting for the reaper */
+		lease_ports(ports, nports, k.subject, v.portset, pbuf, sizeof(pbuf));
+		lease_names(c, &k, nbuf, sizeof(nbuf));
 		if (v.expires_ns > now)
-			printf("%-24s %-40s %llus left\n", meta.name,
+			printf("%-24s %-40s %llus left%s%s\n", meta.name,
 			       fw_addr_str(&k.addr, buf, sizeof(buf)),
-			       (unsigned long long)((v.expires_ns - now) / 1000000000ull));
+			       (unsigned long long)((v.expires_ns - now) / 1000000000ull), pbuf,
+			       nbuf);
 		else
-			printf("%-24s %-40s expired\n", meta.name,
-			       fw_addr_str(&k.addr, buf, sizeof(buf)));
+			printf("%-24s %-40s expired%s%s\n", meta.name,
+			       fw_addr_str(&k.addr, buf, sizeof(buf)), pbuf, nbuf);
 	}
+	free(ports);
 	return 0;
 }
 

@@ -608,6 +608,7 @@ static int apply_datapath(struct fw_daemon *d, const struct fw_cfg *cfg)
 	k.event_interval_ns = cfg->event_rate ? 1000000000ull / cfg->event_rate : 0;
 	k.pod_flow_timeout_ns = cfg->pod_flow_timeout_ns;
 	k.frag_timeout_ns = cfg->frag_timeout_ns;
+	k.conn_quota = cfg->max_conns_per_subject;
 	if (d->dnsp) {
 		k.flags |= FW_CF_DNS_PROXY;
 		if (cfg->dns_redirect_all)

@@ -29,6 +29,7 @@
  *     max_tcp_clients: 256
  *     lease: { add: 60, min: 60, max: 360 }   # clamp(TTL + add, min, max)
  *     max_learned_per_subject: 4096  # 0 = no cap
+ *     max_connections_per_subject: 1024  # TCP records keeping leases alive
  *     refresh_interval: 10           # seconds between lease refresh rounds
  *     tcp_idle_timeout: 3600         # an open connection silent this long is gone
  *   subjects:
@@ -108,6 +109,7 @@ void fw_cfg_init(struct fw_cfg *cfg)
 	cfg->lease_min_s = 60;
 	cfg->lease_max_s = 360;
 	cfg->max_learned_per_subject = 4096;
+	cfg->max_conns_per_subject = 1024;
 	cfg->refresh_interval_ns = 10 * NSEC_PER_SEC;
 	cfg->tcp_idle_ns = 3600 * NSEC_PER_SEC;
 }
@@ -1384,6 +1386,7 @@ enum {
 	DK_TCP_CLIENTS,
 	DK_LEASE,
 	DK_MAX_LEARNED,
+	DK_MAX_CONNS,
 	DK_REFRESH,
 	DK_TCP_IDLE,
 	DK_MAX,
@@ -1403,6 +1406,7 @@ static int parse_dns(struct cfg_ctx *ctx, yaml_node_t *node)
 		[DK_TCP_CLIENTS] = {.name = "max_tcp_clients"},
 		[DK_LEASE] = {.name = "lease"},
 		[DK_MAX_LEARNED] = {.name = "max_learned_per_subject"},
+		[DK_MAX_CONNS] = {.name = "max_connections_per_subject"},
 		[DK_REFRESH] = {.name = "refresh_interval"},
 		[DK_TCP_IDLE] = {.name = "tcp_idle_timeout"},
 	};
@@ -1480,6 +1484,13 @@ static int parse_dns(struct cfg_ctx *ctx, yaml_node_t *node)
 		if (err)
 			return err;
 		c->max_learned_per_subject = (__u32)v;
+	}
+	if ((n = key_value(&keys[DK_MAX_CONNS]))) {
+		/* no "0 = no cap": without one, one subject fills the map */
+		err = cfg_uint(ctx, n, "dns.max_connections_per_subject", 1, FW_MAX_CONNS, &v);
+		if (err)
+			return err;
+		c->max_conns_per_subject = (__u32)v;
 	}
 	if ((n = key_value(&keys[DK_REFRESH]))) {
 		err = cfg_uint(ctx, n, "dns.refresh_interval", 1, 3600, &v);

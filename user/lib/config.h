@@ -86,6 +86,7 @@ struct fw_cfg {
 	__u32 dns_max_tcp_clients;
 	__u32 lease_add_s, lease_min_s, lease_max_s;
 	__u32 max_learned_per_subject; /* 0 = no cap */
+	__u32 max_conns_per_subject;   /* fastwall_conns records, 1-FW_MAX_CONNS */
 	__u64 refresh_interval_ns;
 	__u64 tcp_idle_ns;
 	struct fw_static_subject *subjects;

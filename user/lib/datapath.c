@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -133,6 +134,10 @@ static void fill_fds(struct fw_dp *dp)
 	dp->l2_ports_fd = bpf_map__fd(s->maps.fastwall_l2_ports);
 	dp->l2_macs_fd = bpf_map__fd(s->maps.fastwall_l2_macs);
 	dp->l2_lladdrs_fd = bpf_map__fd(s->maps.fastwall_l2_lladdrs);
+	dp->conn_count_fd = bpf_map__fd(s->maps.fastwall_conn_count);
+	dp->learned_ports_fd = bpf_map__fd(s->maps.fastwall_learned_ports);
+	dp->names_fd = bpf_map__fd(s->maps.fastwall_names);
+	dp->learned_names_fd = bpf_map__fd(s->maps.fastwall_learned_names);
 	dp->ingress_fd = bpf_program__fd(s->progs.fastwall_ingress);
 	dp->egress_fd = bpf_program__fd(s->progs.fastwall_egress);
 }
@@ -207,7 +212,8 @@ static const char *const map_names[] = {
 	"fastwall_subject_stats", "fastwall_event_budget", "fastwall_subject_meta",
 	"fastwall_pod_flows",	  "fastwall_frags",	   "fastwall_events",
 	"fastwall_ports",	  "fastwall_dns_nat",	   "fastwall_l2_ports",
-	"fastwall_l2_macs",	  "fastwall_l2_lladdrs",
+	"fastwall_l2_macs",	  "fastwall_l2_lladdrs",   "fastwall_conn_count",
+	"fastwall_learned_ports", "fastwall_names",	   "fastwall_learned_names",
 };
 
 static int pinned_fd(const char *root, const char *name)
@@ -225,7 +231,7 @@ static int pinned_fd(const char *root, const char *name)
 int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 {
 	int *fds[] = {
-		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 	};
 	struct fw_dp *dp;
@@ -259,6 +265,10 @@ int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 	fds[17] = &dp->l2_ports_fd;
 	fds[18] = &dp->l2_macs_fd;
 	fds[19] = &dp->l2_lladdrs_fd;
+	fds[20] = &dp->conn_count_fd;
+	fds[21] = &dp->learned_ports_fd;
+	fds[22] = &dp->names_fd;
+	fds[23] = &dp->learned_names_fd;
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		*fds[i] = -1;
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
@@ -279,6 +289,8 @@ void fw_dp_close(struct fw_dp *dp)
 {
 	if (!dp)
 		return;
+	if (dp->conn_count)
+		munmap(dp->conn_count, FW_MAX_SUBJECTS * sizeof(__u64));
 	if (dp->skel) {
 		fastwall_bpf__destroy(dp->skel);
 	} else {
@@ -288,6 +300,7 @@ void fw_dp_close(struct fw_dp *dp)
 			dp->stats_fd,	  dp->subject_stats_fd, dp->budget_fd,	dp->meta_fd,
 			dp->pod_flows_fd, dp->frags_fd,		dp->events_fd,	dp->ports_fd,
 			dp->dns_nat_fd,	  dp->l2_ports_fd,	dp->l2_macs_fd, dp->l2_lladdrs_fd,
+			dp->conn_count_fd, dp->learned_ports_fd, dp->names_fd, dp->learned_names_fd,
 		};
 		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 			if (fds[i] >= 0)
@@ -901,12 +914,45 @@ int fw_dp_rules_clear(struct fw_dp *dp, __u32 id)
 	return 0;
 }
 
-int fw_dp_learned_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 expires_ns)
+int fw_dp_lease_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 expires_ns,
+		    __u32 portset)
 {
 	struct fw_learned_key k = {.subject = id, .addr = *addr};
-	struct fw_lease v = {.expires_ns = expires_ns, .learned_ns = fw_now_ns()};
+	struct fw_lease v = {
+		.expires_ns = expires_ns,
+		.learned_ns = fw_now_ns(),
+		.portset = portset,
+	};
 
 	return update(dp->learned_fd, &k, &v, BPF_ANY, "fastwall_learned");
+}
+
+int fw_dp_learned_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 expires_ns)
+{
+	return fw_dp_lease_put(dp, id, addr, expires_ns, 0);
+}
+
+int fw_dp_lports_put(struct fw_dp *dp, __u32 id, __u32 set, const __u16 *ports, size_t n)
+{
+	__u8 one = 1;
+
+	for (size_t i = 0; i < n; i++) {
+		struct fw_port_rule_key k = {.subject = id, .portset = set, .port = ports[i]};
+		int err = update(dp->learned_ports_fd, &k, &one, BPF_ANY, "fastwall_learned_ports");
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+void fw_dp_lports_del(struct fw_dp *dp, __u32 id, __u32 set, const __u16 *ports, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct fw_port_rule_key k = {.subject = id, .portset = set, .port = ports[i]};
+
+		bpf_map_delete_elem(dp->learned_ports_fd, &k);
+	}
 }
 
 int fw_dp_learned_del(struct fw_dp *dp, __u32 id, const struct fw_ip *addr)
@@ -918,8 +964,8 @@ int fw_dp_learned_del(struct fw_dp *dp, __u32 id, const struct fw_ip *addr)
 	return 0;
 }
 
-/* The keys of fastwall_learned, fastwall_conns and fastwall_ports all
- * start with the subject id. */
+/* The keys of fastwall_learned, fastwall_conns, fastwall_ports and
+ * fastwall_learned_ports all start with the subject id. */
 static bool subject_alive(const void *key, const void *ctx)
 {
 	const bool *dead = ctx;
@@ -937,7 +983,35 @@ int fw_dp_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
 		err = prune(dp->conns_fd, sizeof(struct fw_conn_key), subject_alive, dead);
 	if (!err)
 		err = prune(dp->ports_fd, sizeof(struct fw_port_rule_key), subject_alive, dead);
+	if (!err)
+		err = prune(dp->learned_ports_fd, sizeof(struct fw_port_rule_key), subject_alive,
+			    dead);
+	if (!err)
+		err = prune(dp->learned_names_fd, sizeof(struct fw_learned_key), subject_alive,
+			    dead);
+	if (!err && fw_dp_conn_counts(dp)) {
+		/* their records are gone: a dead id holds none */
+		for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++)
+			if (dead[id])
+				__atomic_store_n(&dp->conn_count[id], 0, __ATOMIC_RELAXED);
+	}
 	return err;
+}
+
+__u64 *fw_dp_conn_counts(struct fw_dp *dp)
+{
+	void *p;
+
+	if (dp->conn_count || dp->conn_count_fd < 0)
+		return dp->conn_count;
+	p = mmap(NULL, FW_MAX_SUBJECTS * sizeof(__u64), PROT_READ | PROT_WRITE, MAP_SHARED,
+		 dp->conn_count_fd, 0);
+	if (p == MAP_FAILED) {
+		fw_err("can't map fastwall_conn_count: %s", strerror(errno));
+		return NULL;
+	}
+	dp->conn_count = p;
+	return p;
 }
 
 static int percpu_zero(int fd, __u32 key, size_t value_size)

@@ -29,6 +29,8 @@ struct fw_dp {
 	int doh_fd, config_fd, stats_fd, subject_stats_fd, budget_fd, meta_fd;
 	int pod_flows_fd, frags_fd, events_fd, ports_fd, dns_nat_fd;
 	int l2_ports_fd, l2_macs_fd, l2_lladdrs_fd; /* the ports' link-layer binding (l2bind.h) */
+	int conn_count_fd, learned_ports_fd, names_fd, learned_names_fd;
+	__u64 *conn_count; /* fastwall_conn_count mapped, FW_MAX_SUBJECTS; NULL until asked */
 };
 
 /* Loads the programs; maps already pinned under pin_root are reused,
@@ -102,10 +104,21 @@ int fw_dp_ports_flush(struct fw_dp *dp, __u32 id);
 
 int fw_dp_learned_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 expires_ns);
 int fw_dp_learned_del(struct fw_dp *dp, __u32 id, const struct fw_ip *addr);
-/* Deletes the learned addresses, connection records and per-port
- * exceptions of every subject id with dead[id] set: one scan of each map
+/* fw_dp_learned_put with the lease's port set (0 = every port). */
+int fw_dp_lease_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 expires_ns,
+		    __u32 portset);
+/* Writes (or deletes) the ports of learned port set {id, set}; a failed
+ * write leaves the ports written so far, for the caller's delete. */
+int fw_dp_lports_put(struct fw_dp *dp, __u32 id, __u32 set, const __u16 *ports, size_t n);
+void fw_dp_lports_del(struct fw_dp *dp, __u32 id, __u32 set, const __u16 *ports, size_t n);
+/* Deletes the learned addresses (and their port sets), connection records
+ * and per-port exceptions of every subject id with dead[id] set: one scan of each map
  * (batched where the kernel can), however many ids. */
 int fw_dp_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS]);
+/* fastwall_conn_count mapped into memory (FW_MAX_SUBJECTS counters, which
+ * the data plane adds to atomically: change them only with __atomic
+ * operations), or NULL when the kernel refuses the mapping. */
+__u64 *fw_dp_conn_counts(struct fw_dp *dp);
 
 /* Calls fn on every entry of the map fd (key, value), in batches of
  * thousands where the map and kernel allow, else key by key; a non-zero

@@ -44,13 +44,14 @@ struct fw_learn_event {
 
 struct fw_learn_stats {
 	__u64 allowed, denied, no_policy;
-	__u64 learned;	    /* addresses written (new or extended) */
-	__u64 renewed;	    /* leases renewed for an open connection */
-	__u64 grace;	    /* last renewals of a connection that ended */
-	__u64 revoked;	    /* addresses whose names are no longer allowed */
-	__u64 evicted;	    /* pushed out by the per-subject cap */
-	__u64 cap_rejected; /* not learned: cap reached, all with live connections */
-	__u64 expired;	    /* garbage-collected leases */
+	__u64 learned;		 /* addresses written (new or extended) */
+	__u64 renewed;		 /* leases renewed for an open connection */
+	__u64 grace;		 /* last renewals of a connection that ended */
+	__u64 revoked;		 /* addresses whose names are no longer allowed */
+	__u64 evicted;		 /* pushed out by the per-subject cap */
+	__u64 cap_rejected;	 /* not learned: cap reached, all with live connections */
+	__u64 port_cap_rejected; /* port sets refused: the subject's share of entries is used */
+	__u64 expired;		 /* garbage-collected leases */
 	__u64 kernel_errors;
 	__u64 entries; /* addresses held now */
 };
@@ -61,10 +62,12 @@ struct fw_learn;
  * hooks. */
 int fw_learn_new(const struct fw_learn_config *c, struct fw_registry *reg, struct fw_learn **out);
 /* Takes over the addresses the kernel already holds for bound subjects
- * (after a restart; their names are not known, so they are never revoked,
- * they end with their lease), in a thread of its own if background (a
- * million take about two seconds), else before returning. Until it is
- * done the refresh rounds are skipped. Once per l. */
+ * (after a restart) with their port sets and the names that taught them
+ * (fastwall_names, fastwall_learned_names), then judges every subject's
+ * addresses by its policy of now (on_domains); an address none of whose
+ * names was kept is never revoked, it ends with its lease. In a thread of
+ * its own if background (a million take a few seconds), else before
+ * returning. Until it is done the refresh rounds are skipped. Once per l. */
 int fw_learn_adopt(struct fw_learn *l, bool background);
 /* Stops and joins a background adoption. */
 void fw_learn_free(struct fw_learn *l);
@@ -75,9 +78,11 @@ void fw_learn_set_event_sink(struct fw_learn *l,
 /* The proxy's hooks (struct fw_dnsp_hooks, ctx = l). decide: NXDOMAIN for
  * an unknown source, a denying subject and a denied name; SERVFAIL while a
  * subject's policy is not known yet (just after a restart); else forward.
- * answer: learns every address of a's chain for the query's subject; an
- * address in the kernel is only ever extended, never shortened. Fails
- * (the client gets SERVFAIL) only when the kernel refuses the write. */
+ * answer: learns every address of a's chain for the query's subject, on
+ * the ports of the rules that allow the names that taught it; an address
+ * in the kernel is only ever extended, never shortened. Fails (the client
+ * gets SERVFAIL) when the kernel refuses the write or the subject's share
+ * of port-set entries is used up (-ENOSPC). */
 int fw_learn_decide(void *l, const struct fw_ip *client, const struct fw_dns_query *q,
 		    __u64 *token);
 int fw_learn_answer(void *l, const struct fw_ip *client, const struct fw_dns_query *q, __u64 token,

@@ -374,6 +374,40 @@ int fw_policy_match_domain(const struct fw_policy *p, const char *name, __u8 *ac
 	return -1;
 }
 
+static int port_cmp(const void *a, const void *b);
+
+int fw_policy_domain_ports(const struct fw_policy *p, const char *const *names, size_t n,
+			   __u16 *out, bool *all)
+{
+	bool any = false;
+	size_t k = 0, m = 0;
+
+	*all = false;
+	for (size_t i = 0; i < n; i++) {
+		const struct fw_policy_rule *r;
+		__u8 action;
+		int idx = fw_policy_match_domain(p, names[i], &action);
+
+		if (action != FW_ACTION_ALLOW)
+			continue;
+		any = true;
+		r = idx >= 0 ? &p->rules[idx] : NULL;
+		if (!r || !r->nports) {
+			*all = true;
+			return 0;
+		}
+		for (size_t j = 0; j < r->nports && j < FW_POLICY_MAX_PORTS; j++)
+			out[k++] = r->ports[j];
+	}
+	if (!any)
+		return -EACCES;
+	qsort(out, k, sizeof(*out), port_cmp);
+	for (size_t i = 0; i < k; i++)
+		if (!m || out[m - 1] != out[i])
+			out[m++] = out[i];
+	return (int)m;
+}
+
 static bool rule_is_v4(const struct fw_policy_rule *r)
 {
 	return r->plen >= FW_V4_PREFIX_BASE && fw_addr_family(&r->addr) == FW_FAM_V4;

@@ -86,6 +86,14 @@ int fw_policy_add_rule(struct fw_policy *p, const char *action, const char *targ
  * rules in first-match order; returns the rule index or -1 and stores the
  * action decided (the default when nothing matches). */
 int fw_policy_match_domain(const struct fw_policy *p, const char *name, __u8 *action);
+/* The ports an address taught by names (n of them) may be reached on
+ * under p: the union of the `ports` of the allow rules that match them
+ * (first match each), written ascending and unique to out (room for
+ * n * FW_POLICY_MAX_PORTS); returns how many. *all is set (and 0
+ * returned) when one of them is allowed on every port: by a rule without
+ * ports, or by the default. -EACCES when p allows none of them. */
+int fw_policy_domain_ports(const struct fw_policy *p, const char *const *names, size_t n,
+			   __u16 *out, bool *all);
 
 /* Compiles overlay (may be NULL; its rules go first) and p into
  * non-overlapping-verdict LPM entries: deny prefixes, allow prefixes not

@@ -33,15 +33,23 @@ struct fw_dnsp_config {
 	__u64 timeout_ns;	  /* per upstream exchange (5 s) */
 	__u64 probe_interval_ns;  /* health probe of each upstream; 0 = none */
 	unsigned max_tcp_clients; /* open client TCP connections, all workers */
-	__u64 tcp_idle_ns;	  /* idle client TCP connections are closed */
-	unsigned max_pending;	  /* outstanding upstream exchanges per worker */
-	__u32 ttl_cap;		  /* TTLs above it are lowered in forwarded answers */
-	__u16 edns_size;	  /* advertised upstream when the client sent no OPT */
+	/* ... per client address; when all are taken, a newcomer's connection
+	 * evicts one of the address holding the most */
+	unsigned max_tcp_per_client;
+	/* a client TCP connection is closed when it has not completed a query
+	 * (nor had one in flight, nor an answer written out) for this long
+	 * since it opened or since its last answer: bytes of an unfinished
+	 * query do not count */
+	__u64 tcp_idle_ns;
+	unsigned max_pending; /* outstanding upstream exchanges per worker */
+	__u32 ttl_cap;	      /* TTLs above it are lowered in forwarded answers */
+	__u16 edns_size;      /* advertised upstream when the client sent no OPT */
 };
 
 /* Defaults: port 53, IPv6 on, one worker per CPU, 5 s timeout, probes
- * every 10 s, 256 TCP clients idle out after 10 s, 4096 pending (at most
- * 16384), TTL cap 300 s, EDNS 4096. At start a zero field takes its
+ * every 10 s, 256 TCP clients (16 per address) that must complete a query
+ * every 10 s, 4096 pending per worker (at most 16384; each holds one
+ * upstream socket while in flight), TTL cap 300 s, EDNS 4096. At start a zero field takes its
  * default, except probe_interval_ns (0 = no probes). */
 void fw_dnsp_config_init(struct fw_dnsp_config *c);
 
@@ -72,7 +80,8 @@ struct fw_dnsp_stats {
 	__u64 upstream_errors;	 /* rcodes other than NOERROR/NXDOMAIN, malformed answers */
 	__u64 malformed;	 /* client messages dropped or answered FORMERR */
 	__u64 truncated;	 /* UDP answers cut to the client's size (TC) */
-	__u64 tcp_rejected;	 /* client connections over max_tcp_clients */
+	__u64 tcp_rejected;	 /* client connections over a limit, nobody to evict */
+	__u64 tcp_evicted;	 /* client connections closed for a newcomer */
 	__u64 overload;		 /* queries dropped at max_pending */
 };
 

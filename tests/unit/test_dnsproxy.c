@@ -1607,6 +1607,17 @@ Test(dnsproxy, malformed_queries)
 	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_NOTIMP);
 	cr_assert_eq(hdr(&r, H_QD), 1);
 
+	/* two questions: FORMERR, nothing forwarded (an answer to the
+	 * second would teach what the policy never saw) */
+	bad = q;
+	bad.b[5] = 2;
+	memcpy(bad.b + bad.len, q.b + FW_DNS_HDR_LEN, q.len - FW_DNS_HDR_LEN);
+	bad.len += q.len - FW_DNS_HDR_LEN;
+	udp_send(fd, p, bad.b, bad.len);
+	cr_assert(udp_recv(fd, p, &r, WAIT_MS));
+	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_FORMERR);
+	cr_assert_eq(fake_get(f, &f->udp_queries), 0);
+
 	/* bigger than any query we take */
 	bad = q;
 	bad.len = 3000;

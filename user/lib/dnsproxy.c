@@ -920,6 +920,10 @@ static void dnsp_query(struct dnsp_worker *w, const struct dnsp_src *src, __u8 *
 		return;
 	}
 	err = fw_dns_parse_query(msg, len, &q);
+	/* one question: the policy decides on it, and an answer is only
+	 * taken when it carries exactly that question */
+	if (!err && q.qdcount != 1)
+		err = -EINVAL;
 	if (err) {
 		dnsp_reject(w, src, msg, len, err);
 		return;

@@ -1898,6 +1898,88 @@ Test(dnsproxy, start_errors)
 
 /* ---- upstream addresses ---- */
 
+/* fw_dnsp_simulate (the fuzz target's way in) runs the real paths: a
+ * forged record is ignored, the answer learned, then relayed; over TCP a
+ * silent upstream ends in SERVFAIL after both upstreams time out. */
+Test(dnsproxy, simulate_without_sockets)
+{
+	static __u8 out[65536];
+	struct msg q = query(0x5151, "sim.example", FW_DNS_TYPE_A, 0), a = {.len = 0},
+		   up = {.len = 0};
+	struct fw_dns_answer pa;
+	struct msg f;
+	size_t n;
+
+	/* the answer, as a fake would give it: id replaced by the sim */
+	m_u16(&a, 0);
+	m_u16(&a, FW_DNS_F_QR | FW_DNS_F_RD | FW_DNS_F_RA);
+	m_u16(&a, 1);
+	m_u16(&a, 1);
+	m_u16(&a, 0);
+	m_u16(&a, 1);
+	m_name(&a, "sim.example");
+	m_u16(&a, FW_DNS_TYPE_A);
+	m_u16(&a, FW_DNS_CLASS_IN);
+	m_u16(&a, 0xc00c);
+	m_u16(&a, FW_DNS_TYPE_A);
+	m_u16(&a, FW_DNS_CLASS_IN);
+	m_u32(&a, 60);
+	m_u16(&a, 4);
+	m_u32(&a, TEST_NET_2 + 7);
+	m_opt(&a, 4096);
+	/* first a forgery without a question (QDCOUNT 0), then the answer */
+	f.len = 0;
+	m_u16(&f, 0);
+	m_u16(&f, FW_DNS_F_QR | FW_DNS_F_RD | FW_DNS_F_RA);
+	m_u16(&f, 0);
+	m_u16(&f, 1);
+	m_u16(&f, 0);
+	m_u16(&f, 0);
+	m_name(&f, "sim.example");
+	m_u16(&f, FW_DNS_TYPE_A);
+	m_u16(&f, FW_DNS_CLASS_IN);
+	m_u32(&f, 60);
+	m_u16(&f, 4);
+	m_u32(&f, TEST_NET_2 + 66);
+	m_u16(&up, (__u16)f.len);
+	for (size_t i = 0; i < f.len; i++)
+		m_u8(&up, f.b[i]);
+	m_u16(&up, (__u16)a.len);
+	for (size_t i = 0; i < a.len; i++)
+		m_u8(&up, a.b[i]);
+
+	cr_assert_eq(
+		fw_dnsp_simulate(&hooks, q.b, q.len, false, up.b, up.len, out, sizeof(out), &n), 0);
+	cr_assert_gt(n, 2);
+	cr_assert_eq((size_t)(out[0] << 8 | out[1]), n - 2, "one message to the client");
+	{
+		struct msg r = {.len = n - 2};
+
+		memcpy(r.b, out + 2, r.len);
+		cr_assert_eq(answer_of(&q, &r, &pa), 0);
+		cr_assert_eq(hdr(&r, H_AR), 0, "the OPT record added upstream is gone");
+	}
+	cr_assert_eq(pa.naddrs, 1);
+	assert_addr(&pa.addrs[0], TEST_NET_2 + 7);
+	cr_assert_eq(hook_count(&H.nlearn), 1);
+	assert_addr(&H.addrs[0], TEST_NET_2 + 7);
+
+	/* TCP, no upstream answers: SERVFAIL once both timed out */
+	{
+		struct msg t = {.len = 0};
+
+		m_u16(&t, (__u16)q.len);
+		for (size_t i = 0; i < q.len; i++)
+			m_u8(&t, q.b[i]);
+		cr_assert_eq(
+			fw_dnsp_simulate(&hooks, t.b, t.len, true, NULL, 0, out, sizeof(out), &n),
+			0);
+		cr_assert_geq(n, 2 + FW_DNS_HDR_LEN);
+		cr_assert_eq(out[2] << 8 | out[3], 0x5151);
+		cr_assert_eq(out[5] & FW_DNS_F_RCODE, FW_DNS_RCODE_SERVFAIL);
+	}
+}
+
 Test(dnsproxy, upstream_parse)
 {
 	static const struct {

@@ -236,8 +236,16 @@ struct dnsp_worker {
 	struct fw_dnsp_stats st; /* written by this worker only */
 };
 
+/* fw_dnsp_simulate: what would be sent to clients, framed as on TCP */
+struct dnsp_sim {
+	__u8 *out;
+	size_t cap, len;
+	__u16 next_id;
+};
+
 struct fw_dnsp {
 	struct fw_dnsp_config cfg;
+	struct dnsp_sim *sim; /* NULL but in fw_dnsp_simulate: no sockets */
 	struct fw_dnsp_hooks hooks;
 	__u16 port;
 	bool v6;
@@ -361,6 +369,10 @@ static void dnsp_sync_set(struct dnsp_worker *w)
 
 static int dnsp_rand16(struct dnsp_worker *w, __u16 *out)
 {
+	if (w->p->sim) { /* reproducible runs */
+		*out = w->p->sim->next_id += 0x3d09;
+		return 0;
+	}
 	if (!w->nrnd) {
 		if (getrandom(w->rnd, sizeof(w->rnd), GRND_NONBLOCK) != (ssize_t)sizeof(w->rnd))
 			return -EAGAIN;
@@ -474,9 +486,25 @@ static void dnsp_slot_put(struct dnsp_worker *w, struct dnsp_slot *s)
 
 /* ---- sending ---- */
 
+static void dnsp_sim_put(struct dnsp_sim *sim, const __u8 *msg, size_t len)
+{
+	if (len > 0xffff || sim->cap - sim->len < len + 2)
+		return;
+	put16(sim->out + sim->len, (__u16)len);
+	memcpy(sim->out + sim->len + 2, msg, len);
+	sim->len += len + 2;
+}
+
 static void dnsp_tx_flush(struct dnsp_worker *w)
 {
 	unsigned int i = 0;
+
+	if (w->p->sim) {
+		for (i = 0; i < w->ntx; i++)
+			dnsp_sim_put(w->p->sim, w->txv[i].iov_base, w->txv[i].iov_len);
+		w->ntx = 0;
+		return;
+	}
 
 	while (i < w->ntx) {
 		unsigned int j = i;
@@ -583,6 +611,11 @@ static void dnsp_conn_send(struct dnsp_worker *w, struct dnsp_conn *c, const __u
 
 	if (c->closing || len > 0xffff)
 		return;
+	if (w->p->sim) {
+		dnsp_sim_put(w->p->sim, msg, len);
+		dnsp_conn_touch(w, c);
+		return;
+	}
 	put16(hdr, (__u16)len);
 	if (c->out_len == c->out_off) {
 		struct iovec iov[2] = {{hdr, 2}, {(void *)msg, len}};
@@ -667,6 +700,11 @@ static int dnsp_try(struct dnsp_worker *w, struct dnsp_slot *s, unsigned int i)
 	dnsp_up_close(s);
 	if (dnsp_rand16(w, &s->up_id))
 		return -EAGAIN;
+	if (w->p->sim) { /* the caller hands in the answers */
+		put16(s->qbuf, (__u16)s->qlen);
+		put16(s->qbuf + 2, s->up_id);
+		return 0;
+	}
 	fd = socket(u->addr.ss_family,
 		    (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -1056,15 +1094,33 @@ static bool dnsp_same_addr(const struct sockaddr_storage *a, socklen_t alen,
 	}
 }
 
-/* Datagrams on one attempt's socket. The kernel only delivers those from
- * the address and port it is connected to (checked again anyway); what
- * does not carry the attempt's id and question is ignored, and the
- * exchange keeps waiting for the real answer until its timeout. */
-static void dnsp_udp_up_event(struct dnsp_worker *w, struct dnsp_slot *s)
+/* One datagram on an attempt's socket (in w->urxb). The kernel only
+ * delivers those from the address and port it is connected to (checked
+ * again anyway); what does not carry the attempt's id and question is
+ * ignored, and the exchange keeps waiting for the real answer until its
+ * timeout. False when the slot has moved on (answered, failed over). */
+static bool dnsp_udp_up_datagram(struct dnsp_worker *w, struct dnsp_slot *s, size_t n,
+				 const struct sockaddr_storage *from, socklen_t fromlen, int flags)
 {
 	const struct fw_dnsp_upstream *u = &s->ws->set->u[s->order[s->tried]];
 	enum dnsp_verdict v;
 
+	if (!dnsp_same_addr(from, fromlen, u) || n < FW_DNS_HDR_LEN || get16(w->urxb) != s->up_id)
+		return true;
+	if (flags & MSG_TRUNC) {
+		DNSP_COUNT(w, upstream_errors);
+		dnsp_exch_failover(w, s);
+		return false;
+	}
+	v = dnsp_exch_answer(w, s, w->urxb, n, DNSP_UP_BUF);
+	if (v == DNSP_WAIT)
+		return true;
+	dnsp_exch_verdict(w, s, v);
+	return false;
+}
+
+static void dnsp_udp_up_event(struct dnsp_worker *w, struct dnsp_slot *s)
+{
 	for (int k = 0; k < DNSP_UP_BATCH; k++) {
 		struct sockaddr_storage from = {.ss_family = AF_UNSPEC};
 		struct iovec iov = {w->urxb, DNSP_UP_BUF};
@@ -1083,23 +1139,29 @@ static void dnsp_udp_up_event(struct dnsp_worker *w, struct dnsp_slot *s)
 			}
 			return;
 		}
-		if (!dnsp_same_addr(&from, mh.msg_namelen, u) || (size_t)n < FW_DNS_HDR_LEN ||
-		    get16(w->urxb) != s->up_id)
-			continue;
-		if (mh.msg_flags & MSG_TRUNC) {
-			DNSP_COUNT(w, upstream_errors);
-			dnsp_exch_failover(w, s);
+		if (!dnsp_udp_up_datagram(w, s, (size_t)n, &from, mh.msg_namelen, mh.msg_flags))
 			return;
-		}
-		v = dnsp_exch_answer(w, s, w->urxb, (size_t)n, DNSP_UP_BUF);
-		if (v != DNSP_WAIT) {
-			dnsp_exch_verdict(w, s, v);
-			return;
-		}
 	}
 }
 
 /* ---- upstream TCP (for TCP clients) ---- */
+
+/* A whole message read from an upstream TCP connection (s->ans). One
+ * exchange per connection: anything but our answer is a failure. */
+static void dnsp_tcp_up_answer(struct dnsp_worker *w, struct dnsp_slot *s)
+{
+	enum dnsp_verdict v = DNSP_WAIT;
+
+	if (get16(s->ans) == s->up_id)
+		v = dnsp_exch_answer(w, s, s->ans, s->ans_len, s->ans_len);
+	if (v == DNSP_DONE) {
+		dnsp_slot_put(w, s);
+		return;
+	}
+	if (v == DNSP_WAIT) /* not the answer: NEXT was counted already */
+		DNSP_COUNT(w, upstream_errors);
+	dnsp_exch_failover(w, s);
+}
 
 static void dnsp_up_event(struct dnsp_worker *w, __u64 tag, __u32 events)
 {
@@ -1179,22 +1241,8 @@ static void dnsp_up_event(struct dnsp_worker *w, __u64 tag, __u32 events)
 		if (s->io_off > 2 && s->io_off == s->ans_len + 2)
 			break;
 	}
-	/* one exchange per connection: anything but our answer is a failure */
-	if (get16(s->ans) != s->up_id) {
-		DNSP_COUNT(w, upstream_errors);
-		dnsp_exch_failover(w, s);
-		return;
-	}
-	switch (dnsp_exch_answer(w, s, s->ans, s->ans_len, s->ans_len)) {
-	case DNSP_DONE:
-		dnsp_slot_put(w, s);
-		return;
-	case DNSP_NEXT:
-		dnsp_exch_failover(w, s);
-		return;
-	case DNSP_WAIT:
-		break;
-	}
+	dnsp_tcp_up_answer(w, s);
+	return;
 fail:
 	DNSP_COUNT(w, upstream_errors);
 	dnsp_exch_failover(w, s);
@@ -2105,6 +2153,200 @@ bool fw_dnsp_upstream_healthy(struct fw_dnsp *p, size_t i)
 		up = !__atomic_load_n(&p->set->down[i], __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&p->lock);
 	return up;
+}
+
+/* ---- without sockets ---- */
+
+/* The next upstream record for slot s: UDP as a datagram from the
+ * upstream, TCP as a whole message read from the connection. */
+static void dnsp_sim_answer(struct dnsp_worker *w, struct dnsp_slot *s, const __u8 *b, size_t n,
+			    bool keep_id)
+{
+	const struct fw_dnsp_upstream *u = &s->ws->set->u[s->order[s->tried]];
+
+	if (s->origin != DNSP_O_TCP) {
+		if (n > DNSP_UP_BUF)
+			n = DNSP_UP_BUF;
+		memcpy(w->urxb, b, n);
+		if (n >= 2 && !keep_id)
+			put16(w->urxb, s->up_id);
+		dnsp_udp_up_datagram(w, s, n, &u->addr, u->len, 0);
+		return;
+	}
+	if (n < FW_DNS_HDR_LEN) {
+		DNSP_COUNT(w, upstream_errors);
+		dnsp_exch_failover(w, s);
+		return;
+	}
+	s->ans = malloc(n);
+	if (!s->ans) {
+		dnsp_exch_failover(w, s);
+		return;
+	}
+	memcpy(s->ans, b, n);
+	s->ans_len = n;
+	if (!keep_id)
+		put16(s->ans, s->up_id);
+	dnsp_tcp_up_answer(w, s);
+}
+
+static struct dnsp_slot *dnsp_sim_busy(struct dnsp_worker *w)
+{
+	for (unsigned int i = 0; i < w->nslots; i++)
+		if (w->slots[i].used)
+			return &w->slots[i];
+	return NULL;
+}
+
+/* Hands the upstream records out to the exchanges in flight, one record to
+ * the first one each; false when none is in flight or none is left. */
+static bool dnsp_sim_upstream(struct dnsp_worker *w, const __u8 *up, size_t ulen, size_t *off)
+{
+	struct dnsp_slot *s;
+	bool any = false;
+
+	while (*off + 2 <= ulen && (s = dnsp_sim_busy(w))) {
+		__u16 h = get16(up + *off);
+		size_t n = h & 0x7fff;
+
+		*off += 2;
+		if (n > ulen - *off)
+			n = ulen - *off;
+		dnsp_sim_answer(w, s, up + *off, n, h & 0x8000);
+		*off += n;
+		dnsp_tx_flush(w);
+		any = true;
+	}
+	return any;
+}
+
+int fw_dnsp_simulate(const struct fw_dnsp_hooks *h, const __u8 *client, size_t clen, bool tcp,
+		     const __u8 *up, size_t ulen, __u8 *out, size_t outcap, size_t *outlen)
+{
+	struct dnsp_sim sim = {.out = out, .cap = outcap};
+	struct fw_dnsp_config c;
+	struct dnsp_worker *w;
+	struct fw_dnsp *p;
+	struct fw_ip cl;
+	size_t uoff = 0;
+	int err;
+
+	if ((!client && clen) || (!up && ulen) || !out || !outlen)
+		return -EINVAL;
+	*outlen = 0;
+	fw_dnsp_config_init(&c);
+	c.workers = 1;
+	c.max_pending = 64;
+	c.max_tcp_clients = 1;
+	c.max_tcp_per_client = 1;
+	c.probe_interval_ns = 0;
+	/* two, so failover runs too */
+	if (fw_dnsp_upstream_parse("192.0.2.53", &c.upstreams[0]) ||
+	    fw_dnsp_upstream_parse("[2001:db8::53]:5353", &c.upstreams[1]))
+		return -EINVAL;
+	c.nupstreams = 2;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->cfg = c;
+	if (h)
+		p->hooks = *h;
+	p->sim = &sim;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_mutex_init(&p->tcp_lock, NULL);
+	err = dnsp_config_check(&p->cfg);
+	p->tcpc = err ? NULL : calloc(p->cfg.max_tcp_clients, sizeof(*p->tcpc));
+	if (!err && !p->tcpc)
+		err = -ENOMEM;
+	if (!err)
+		err = dnsp_set_new(p->cfg.upstreams, p->cfg.nupstreams, &p->set);
+	if (err)
+		goto out;
+	p->set->gen = p->gen = 1;
+	err = dnsp_worker_new(p, 0, &p->workers[0]);
+	p->nworkers = 1;
+	if (err)
+		goto out;
+	w = p->workers[0];
+	w->now = NSEC_PER_SEC;
+	dnsp_sync_set(w);
+	fw_addr_from_v4(&cl, htonl(0x0a2a0002)); /* 10.42.0.2 */
+	if (!tcp) {
+		struct dnsp_peer pe = {.fd = -1, .alen = sizeof(struct sockaddr_in)};
+		struct dnsp_src src = {.origin = DNSP_O_UDP, .peer = &pe, .client = cl};
+		size_t n = clen > DNSP_QUERY_MAX ? DNSP_QUERY_MAX + 1 : clen;
+
+		pe.addr.v4.sin_family = AF_INET;
+		pe.addr.v4.sin_port = htons(40001);
+		pe.addr.v4.sin_addr.s_addr = htonl(0x0a2a0002);
+		memcpy(w->rxb, client, n);
+		dnsp_query(w, &src, w->rxb, n);
+		dnsp_tx_flush(w);
+	} else {
+		struct dnsp_conn *cn = calloc(1, sizeof(*cn));
+		size_t off = 0;
+
+		if (cn)
+			cn->in = malloc(DNSP_TCP_IN);
+		if (!cn || !cn->in) {
+			if (cn)
+				free(cn->in);
+			free(cn);
+			err = -ENOMEM;
+			goto out;
+		}
+		cn->kind = DNSP_K_CONN;
+		cn->fd = -1;
+		cn->client = cl;
+		cn->in_cap = DNSP_TCP_IN;
+		cn->last = w->now;
+		if (dnsp_admit(w, cn)) {
+			free(cn->in);
+			free(cn);
+			err = -EBUSY;
+			goto out;
+		}
+		w->ihead = w->itail = cn;
+		/* as reads would come: what fits, run the frames, answer what
+		 * is in flight when paused, until the stream and the answers
+		 * are used up; then the client closes its side */
+		while (!cn->closing) {
+			bool moved = false;
+
+			if (!cn->paused && off < clen && cn->in_len < cn->in_cap) {
+				size_t n = cn->in_cap - cn->in_len;
+
+				if (n > clen - off)
+					n = clen - off;
+				memcpy(cn->in + cn->in_len, client + off, n);
+				cn->in_len += n;
+				off += n;
+				dnsp_conn_parse(w, cn);
+				moved = true;
+			}
+			moved |= dnsp_sim_upstream(w, up, ulen, &uoff);
+			dnsp_before_sleep(w);
+			if (!moved)
+				break;
+		}
+		if (!cn->closing) {
+			cn->eof = true;
+			if (!cn->npending)
+				dnsp_conn_kill(w, cn);
+		}
+	}
+	dnsp_sim_upstream(w, up, ulen, &uoff);
+	/* what is still waiting times out, upstream after upstream */
+	while (w->thead) {
+		w->now = w->thead->deadline;
+		dnsp_timer_exchanges(w);
+		dnsp_tx_flush(w);
+	}
+	dnsp_before_sleep(w);
+out:
+	fw_dnsp_stop(p);
+	*outlen = sim.len;
+	return err;
 }
 
 /* ---- upstream addresses ---- */

@@ -102,6 +102,19 @@ __u16 fw_dnsp_port(const struct fw_dnsp *p);
 /* Upstream health as last probed or seen: true = answering. */
 bool fw_dnsp_upstream_healthy(struct fw_dnsp *p, size_t i);
 
+/* The engine's byte paths without a socket or a thread, for the fuzz
+ * target: client is one UDP datagram from 10.42.0.2 or, with tcp, the byte
+ * stream of one TCP connection (length-prefixed queries, pipelined), then
+ * closed. up is what two upstreams say, as records of a 16-bit length
+ * (bit 15 set: keep the message's id, else it is given the id the proxy
+ * sent) and the message; each record goes to the first exchange in flight,
+ * in order; whatever is left waiting times out. hooks as for
+ * fw_dnsp_start (NULL: forward everything, learn nothing). out receives
+ * every message the client would read, each after a 16-bit length; those
+ * beyond outcap are dropped. */
+int fw_dnsp_simulate(const struct fw_dnsp_hooks *h, const __u8 *client, size_t clen, bool tcp,
+		     const __u8 *up, size_t ulen, __u8 *out, size_t outcap, size_t *outlen);
+
 /* "192.0.2.1", "192.0.2.1:5353", "2001:db8::1", "[2001:db8::1]:5353";
  * port 53 when absent. -EINVAL otherwise. */
 int fw_dnsp_upstream_parse(const char *s, struct fw_dnsp_upstream *u);

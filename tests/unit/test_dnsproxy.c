@@ -1567,6 +1567,46 @@ Test(dnsproxy, tcp_accept_out_of_descriptors)
 	fake_free(f);
 }
 
+/* Each exchange in flight holds a descriptor: a flood to a silent
+ * upstream stops at the budget, and the process keeps descriptors for
+ * everything else. */
+Test(dnsproxy, pending_within_descriptor_budget)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct rlimit rl;
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	static int fds[1100];
+	int n = 0, fd = udp_client();
+
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	cr_assert_geq(rl.rlim_max, 1400);
+	rl.rlim_cur = 1400;
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	FAKE_SET(f, drop, true);
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	for (int i = 0; i < 1000; i++) {
+		struct msg q = query((__u16)i, "flood.example", FW_DNS_TYPE_A, 0);
+
+		udp_send(fd, p, q.b, q.len);
+	}
+	for (int t = 0; t < 100 && stats(p).forwarded + stats(p).overload < 1000; t++)
+		usleep(20000);
+	cr_assert_eq(stats(p).forwarded + stats(p).overload, 1000);
+	cr_assert_gt(stats(p).overload, 0, "every query of the flood is in flight");
+	cr_assert_eq(stats(p).upstream_errors, 0, "the proxy ran out of descriptors");
+	while (n < 1100 && (fds[n] = open("/dev/null", O_RDONLY)) >= 0)
+		n++;
+	cr_assert_geq(n, 1000, "only %d descriptors left beside the flood", n);
+	while (n)
+		close(fds[--n]);
+	close(fd);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
 /* ---- hostile clients ---- */
 
 Test(dnsproxy, malformed_queries)

@@ -34,6 +34,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,7 +63,9 @@
 #define DNSP_PENDING_MAX  16384		     /* each holds a descriptor while in flight */
 #define DNSP_RND	  64		     /* random ids fetched per getrandom() */
 #define DNSP_RCVBUF	  (4 << 20)
-#define DNSP_BIND_TRIES	  64 /* port 0: UDP and TCP must agree on one port */
+#define DNSP_BIND_TRIES	  64   /* port 0: UDP and TCP must agree on one port */
+#define DNSP_FD_RESERVE	  1024 /* descriptors left to the rest of the process */
+#define DNSP_PENDING_MIN  64
 
 #define DNSP_DEF_TIMEOUT    (5 * NSEC_PER_SEC)
 #define DNSP_DEF_PROBE	    (10 * NSEC_PER_SEC)
@@ -2013,6 +2016,28 @@ static int dnsp_config_check(struct fw_dnsp_config *c)
 	return 0;
 }
 
+/* Every exchange in flight holds a descriptor: a flood of queries to a
+ * slow upstream must not take the descriptors the rest of the process
+ * (maps, links, HTTP clients) needs, so the exchanges of all workers fit
+ * in the limit with DNSP_FD_RESERVE and the client sockets left over. */
+static void dnsp_fd_budget(struct fw_dnsp_config *c)
+{
+	struct rlimit rl;
+	__u64 need, room, per;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	need = DNSP_FD_RESERVE + c->max_tcp_clients + 8ULL * c->workers;
+	room = rl.rlim_cur > need ? rl.rlim_cur - need : 0;
+	per = room / c->workers;
+	if (per >= c->max_pending)
+		return;
+	per = per < DNSP_PENDING_MIN ? DNSP_PENDING_MIN : per;
+	fw_warn("dns proxy: %llu descriptors allow %llu exchanges in flight per worker, not %u",
+		(unsigned long long)rl.rlim_cur, (unsigned long long)per, c->max_pending);
+	c->max_pending = (unsigned)per;
+}
+
 int fw_dnsp_start(const struct fw_dnsp_config *c, const struct fw_dnsp_hooks *h,
 		  struct fw_dnsp **out)
 {
@@ -2031,6 +2056,7 @@ int fw_dnsp_start(const struct fw_dnsp_config *c, const struct fw_dnsp_hooks *h,
 	err = dnsp_config_check(&p->cfg);
 	if (err)
 		goto cleanup;
+	dnsp_fd_budget(&p->cfg);
 	p->tcpc = calloc(p->cfg.max_tcp_clients, sizeof(*p->tcpc));
 	if (!p->tcpc) {
 		err = -ENOMEM;

@@ -8,7 +8,9 @@
 #            failure, revocation, and the 1,000-iteration race;
 #   phase 2: short leases (add 0, min 2 s, max 4 s, refresh every 1 s) and
 #            a cap of 4 learned addresses per subject: expiry, renewal of a
-#            long-lived connection, the grace renewal, the cap;
+#            long-lived connection, the grace renewal, the cap; names go
+#            upstream in a random case (0x20, which dnsmasq echoes); a
+#            sandbox trickling 300 TCP connections;
 #   phase 3: a forging upstream (python): a fresh source port per query,
 #            forged answers from the upstream's address never learned.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
@@ -319,7 +321,8 @@ fw_stop_daemon
 write_config "  lease: { add: 0, min: 2, max: 4 }
   refresh_interval: 1
   max_learned_per_subject: 4
-  tcp_query_timeout: 3"
+  tcp_query_timeout: 3
+  case_randomize: true"
 fw_start_daemon || fw_die "fastwalld did not restart"
 
 ans=$(dig_short "$SB_A" @10.42.0.1 short.example.com)

@@ -9,9 +9,12 @@
  *   - every address a client can read in an answer to its question was
  *     handed to learn() first (learn, then answer), unless learn() failed,
  *     and then the client reads no address at all;
- *   - a name decide() denies is never forwarded (learn() never sees it).
+ *   - a name decide() denies is never forwarded (learn() never sees it);
+ *   - with 0x20, a client reads its question in its own case, never the
+ *     case sent upstream.
  * Input: a flags byte (bit 0: TCP client, bit 1: learn() fails, bit 2:
- * decide() denies every name starting with "deny"), a 16-bit client
+ * decide() denies every name starting with "deny", bit 3: 0x20 case
+ * randomisation, and then the client must read its own question back), a 16-bit client
  * length, the client bytes, then upstream records (dnsproxy.h). */
 #include <stdbool.h>
 #include <stddef.h>
@@ -78,6 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const struct fw_dnsp_hooks hooks = {.decide = f_decide, .learn = f_learn};
 	static __u8 out[FUZZ_OUT];
 	struct fw_dns_query qs[FUZZ_QUERIES];
+	const uint8_t *qraw[FUZZ_QUERIES];
 	static __u16 ids[FUZZ_FRAMES]; /* of every message sent, parsed or not */
 	size_t nq = 0, nid = 0, clen, outlen, off;
 	const uint8_t *client;
@@ -94,16 +98,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		clen = size - 3;
 	client = data + 3;
 	/* no error is expected: one would mean a leak (descriptors, memory) */
-	if (fw_dnsp_simulate(&hooks, client, clen, tcp, data + 3 + clen, size - 3 - clen, out,
-			     sizeof(out), &outlen))
+	if (fw_dnsp_simulate(&hooks, data[0] & 8, client, clen, tcp, data + 3 + clen,
+			     size - 3 - clen, out, sizeof(out), &outlen))
 		abort();
 
 	/* the client's queries, as the proxy parsed them */
 	if (!tcp) {
 		if (clen >= 2)
 			ids[nid++] = get16(client);
-		if (!fw_dns_parse_query(client, clen, &qs[0]))
+		if (!fw_dns_parse_query(client, clen, &qs[0])) {
+			qraw[0] = client;
 			nq = 1;
+		}
 	} else {
 		for (off = 0; off + 2 <= clen && nid < FUZZ_FRAMES;) {
 			size_t l = get16(client + off);
@@ -112,8 +118,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				break;
 			if (l >= 2)
 				ids[nid++] = get16(client + off + 2);
-			if (nq < FUZZ_QUERIES && !fw_dns_parse_query(client + off + 2, l, &qs[nq]))
+			if (nq < FUZZ_QUERIES &&
+			    !fw_dns_parse_query(client + off + 2, l, &qs[nq])) {
+				qraw[nq] = client + off + 2;
 				nq++;
+			}
 			off += 2 + l;
 		}
 	}
@@ -135,6 +144,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					     : 512;
 
 			if (l > lim)
+				abort();
+		}
+		if (data[0] & 8) {
+			bool own = false, any = false;
+
+			for (size_t i = 0; i < nq; i++) {
+				size_t e = qs[i].question_end;
+
+				if (get16(m) != qs[i].id || l < e || get16(m + 4) != 1)
+					continue;
+				any = true;
+				own |= !memcmp(m + FW_DNS_HDR_LEN, qraw[i] + FW_DNS_HDR_LEN,
+					       e - FW_DNS_HDR_LEN);
+			}
+			if (any && !own)
 				abort();
 		}
 		for (size_t i = 0; i < nq; i++) {

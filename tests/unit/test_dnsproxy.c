@@ -142,6 +142,7 @@ struct fake {
 	bool wrong_id_first;	   /* a decoy with another id before the answer */
 	bool wrong_question_first; /* a decoy for another name first */
 	bool forge;		   /* forgeries of every kind before the answer */
+	bool lower_echo;	   /* the question comes back lowercased */
 	unsigned int naddrs;	   /* A records in each answer */
 	__u32 ttl;
 	__u32 net; /* addresses are net + 1 + i */
@@ -149,6 +150,7 @@ struct fake {
 	unsigned int udp_queries, tcp_queries;
 	__u16 ports[512]; /* source ports of the first UDP queries */
 	unsigned int nports;
+	char last_name[FW_DNS_NAME_BUF]; /* the last question name as sent (wire labels, dots) */
 	bool last_had_opt;
 	__u16 last_opt_size;
 };
@@ -180,7 +182,13 @@ static void fake_answer(struct fake *f, const __u8 *q, size_t qlen, struct msg *
 		m_u16(out, pq.qclass);
 	} else {
 		for (size_t i = FW_DNS_HDR_LEN; i < pq.question_end; i++)
-			m_u8(out, q[i]);
+			m_u8(out, f->lower_echo && q[i] >= 'A' && q[i] <= 'Z' ? q[i] | 0x20 : q[i]);
+		/* as it came, case included ("" for the root) */
+		f->last_name[0] = '\0';
+		for (size_t i = FW_DNS_HDR_LEN + 1, k = 0; i + 5 < pq.question_end; i++, k++) {
+			f->last_name[k] = q[i] < 64 ? '.' : (char)q[i];
+			f->last_name[k + 1] = '\0';
+		}
 	}
 	for (unsigned int i = 0; i < n; i++) {
 		m_u16(out, 0xc00c); /* the question name */
@@ -1188,6 +1196,76 @@ Test(dnsproxy, forged_answers_ignored)
 	fake_free(f);
 }
 
+/* 0x20: the name goes upstream in a random case per attempt, only an
+ * answer in that very case is taken, and the client reads its own case. */
+Test(dnsproxy, case_randomized_upstream)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dns_answer a;
+	struct fw_dnsp *p;
+	unsigned int upper = 0, lower = 0;
+	char seen[FW_DNS_NAME_BUF];
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	c.case_randomize = true;
+	c.timeout_ns = 3 * SHORT_NS;
+	p = proxy_start(&c);
+	for (int i = 0; i < 8; i++) {
+		struct msg q = query((__u16)(500 + i), "case.example.com", FW_DNS_TYPE_A, 0), r;
+
+		r = udp_ask(p, &q);
+		cr_assert_eq(answer_of(&q, &r, &a), 0);
+		cr_assert_eq(a.naddrs, 2);
+		/* the client's question, byte for byte */
+		cr_assert(!memcmp(r.b + FW_DNS_HDR_LEN, q.b + FW_DNS_HDR_LEN,
+				  q.len - FW_DNS_HDR_LEN));
+		pthread_mutex_lock(&f->lock);
+		snprintf(seen, sizeof(seen), "%s", f->last_name);
+		pthread_mutex_unlock(&f->lock);
+		cr_assert(!strcasecmp(seen, "case.example.com"), "upstream saw %s", seen);
+		for (const char *x = seen; *x; x++) {
+			upper += *x >= 'A' && *x <= 'Z';
+			lower += *x >= 'a' && *x <= 'z';
+		}
+	}
+	/* 8 x 14 letters: all in one case would be chance of 2^-111 */
+	cr_assert(upper && lower, "%u upper, %u lower", upper, lower);
+
+	/* an answer that does not echo the case is not taken: a forger
+	 * who hit port and id must also hit every letter's case */
+	FAKE_SET(f, lower_echo, true);
+	{
+		struct msg q = query(600, "case.example.com", FW_DNS_TYPE_A, 0), r;
+
+		r = udp_ask(p, &q);
+		cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_SERVFAIL);
+		cr_assert(
+			!memcmp(r.b + FW_DNS_HDR_LEN, q.b + FW_DNS_HDR_LEN, q.len - FW_DNS_HDR_LEN),
+			"the SERVFAIL echoes the client's case");
+	}
+	cr_assert_eq(hook_count(&H.nlearn), 8);
+	fw_dnsp_stop(p);
+
+	/* off (the default): the name goes as the client sent it */
+	FAKE_SET(f, lower_echo, false);
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	{
+		struct msg q = query(601, "CaSe.Example.com", FW_DNS_TYPE_A, 0), r;
+
+		r = udp_ask(p, &q);
+		cr_assert_eq(answer_of(&q, &r, &a), 0);
+		pthread_mutex_lock(&f->lock);
+		cr_assert_str_eq(f->last_name, "CaSe.Example.com");
+		pthread_mutex_unlock(&f->lock);
+	}
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
 /* ---- TCP clients ---- */
 
 Test(dnsproxy, tcp_pipelined)
@@ -1988,8 +2066,9 @@ Test(dnsproxy, simulate_without_sockets)
 	for (size_t i = 0; i < a.len; i++)
 		m_u8(&up, a.b[i]);
 
-	cr_assert_eq(
-		fw_dnsp_simulate(&hooks, q.b, q.len, false, up.b, up.len, out, sizeof(out), &n), 0);
+	cr_assert_eq(fw_dnsp_simulate(&hooks, false, q.b, q.len, false, up.b, up.len, out,
+				      sizeof(out), &n),
+		     0);
 	cr_assert_gt(n, 2);
 	cr_assert_eq((size_t)(out[0] << 8 | out[1]), n - 2, "one message to the client");
 	{
@@ -2011,9 +2090,9 @@ Test(dnsproxy, simulate_without_sockets)
 		m_u16(&t, (__u16)q.len);
 		for (size_t i = 0; i < q.len; i++)
 			m_u8(&t, q.b[i]);
-		cr_assert_eq(
-			fw_dnsp_simulate(&hooks, t.b, t.len, true, NULL, 0, out, sizeof(out), &n),
-			0);
+		cr_assert_eq(fw_dnsp_simulate(&hooks, true, t.b, t.len, true, NULL, 0, out,
+					      sizeof(out), &n),
+			     0);
 		cr_assert_geq(n, 2 + FW_DNS_HDR_LEN);
 		cr_assert_eq(out[2] << 8 | out[3], 0x5151);
 		cr_assert_eq(out[5] & FW_DNS_F_RCODE, FW_DNS_RCODE_SERVFAIL);

@@ -29,6 +29,7 @@
  *     max_tcp_clients: 256
  *     max_tcp_per_client: 16         # per client address; full: the biggest holder yields
  *     tcp_query_timeout: 10          # seconds a client TCP connection gets per complete query
+ *     case_randomize: false          # 0x20: query names upstream in a random case
  *     lease: { add: 60, min: 60, max: 360 }   # clamp(TTL + add, min, max)
  *     max_learned_per_subject: 4096  # 0 = no cap
  *     refresh_interval: 10           # seconds between lease refresh rounds
@@ -1332,6 +1333,7 @@ enum {
 	DK_TCP_IDLE,
 	DK_TCP_PER_CLIENT,
 	DK_TCP_QUERY,
+	DK_CASE,
 	DK_MAX,
 };
 
@@ -1353,6 +1355,7 @@ static int parse_dns(struct cfg_ctx *ctx, yaml_node_t *node)
 		[DK_TCP_IDLE] = {.name = "tcp_idle_timeout"},
 		[DK_TCP_PER_CLIENT] = {.name = "max_tcp_per_client"},
 		[DK_TCP_QUERY] = {.name = "tcp_query_timeout"},
+		[DK_CASE] = {.name = "case_randomize"},
 	};
 	struct fw_cfg *c = ctx->cfg;
 	unsigned long long v;
@@ -1433,6 +1436,9 @@ static int parse_dns(struct cfg_ctx *ctx, yaml_node_t *node)
 			return err;
 		c->dns_tcp_query_ns = v * NSEC_PER_SEC;
 	}
+	if ((n = key_value(&keys[DK_CASE])) &&
+	    (err = cfg_bool(ctx, n, "dns.case_randomize", &c->dns_case_randomize)))
+		return err;
 	if ((n = key_value(&keys[DK_LEASE])) && (err = parse_lease(ctx, n)))
 		return err;
 	if ((n = key_value(&keys[DK_MAX_LEARNED]))) {

@@ -167,6 +167,10 @@ struct dnsp_slot {
 	size_t ans_len;
 	size_t qlen;
 	struct fw_dns_query q;
+	/* which bytes of the question name the client sent in upper case:
+	 * with case_randomize the name goes upstream in a random case and
+	 * is given back to the client as it was */
+	__u8 qupper[(FW_DNS_NAME_MAX + 2 + 7) / 8];
 	/* the query as sent upstream, after a 2-byte TCP length prefix */
 	__u8 qbuf[2 + DNSP_QUERY_MAX + FW_DNS_OPT_LEN];
 };
@@ -677,11 +681,70 @@ static void dnsp_slot_reply(struct dnsp_worker *w, struct dnsp_slot *s, const __
 		dnsp_conn_send(w, s->conn, msg, len);
 }
 
+/* ---- 0x20: the question name's case as entropy ---- */
+
+static bool dnsp_letter(__u8 c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* Remembers the client's case of the question name (qbuf holds the query;
+ * names in a question are never compressed). */
+static void dnsp_case_save(struct dnsp_slot *s)
+{
+	const __u8 *q = s->qbuf + 2;
+
+	memset(s->qupper, 0, sizeof(s->qupper));
+	for (size_t i = FW_DNS_HDR_LEN; i + 4 < s->q.question_end; i++)
+		if (q[i] >= 'A' && q[i] <= 'Z')
+			s->qupper[(i - FW_DNS_HDR_LEN) / 8] |=
+				(__u8)(1 << ((i - FW_DNS_HDR_LEN) % 8));
+}
+
+/* A fresh random case for every letter of the name, per attempt. */
+static int dnsp_case_randomize(struct dnsp_worker *w, struct dnsp_slot *s)
+{
+	__u8 *q = s->qbuf + 2;
+	__u16 bits = 0;
+	unsigned int left = 0;
+
+	for (size_t i = FW_DNS_HDR_LEN; i + 4 < s->q.question_end; i++) {
+		if (!dnsp_letter(q[i]))
+			continue;
+		if (!left) {
+			if (dnsp_rand16(w, &bits))
+				return -EAGAIN;
+			left = 16;
+		}
+		q[i] = (bits & 1) ? (__u8)(q[i] & ~0x20) : (__u8)(q[i] | 0x20);
+		bits >>= 1;
+		left--;
+	}
+	return 0;
+}
+
+/* The client's own case back in qbuf. */
+static void dnsp_case_restore(const struct fw_dnsp *p, struct dnsp_slot *s)
+{
+	__u8 *q = s->qbuf + 2;
+
+	if (!p->cfg.case_randomize)
+		return;
+	for (size_t i = FW_DNS_HDR_LEN; i + 4 < s->q.question_end; i++) {
+		size_t k = i - FW_DNS_HDR_LEN;
+
+		if (dnsp_letter(q[i]))
+			q[i] = (s->qupper[k / 8] >> (k % 8)) & 1 ? (__u8)(q[i] & ~0x20)
+								 : (__u8)(q[i] | 0x20);
+	}
+}
+
 static void dnsp_slot_error(struct dnsp_worker *w, struct dnsp_slot *s, int rcode)
 {
 	__u8 out[DNSP_TX_SMALL];
 	size_t n;
 
+	dnsp_case_restore(w->p, s);
 	if (!fw_dns_build_error(s->qbuf + 2, s->qlen, &s->q, rcode, out, sizeof(out), &n))
 		dnsp_slot_reply(w, s, out, n, true);
 }
@@ -702,6 +765,8 @@ static int dnsp_try(struct dnsp_worker *w, struct dnsp_slot *s, unsigned int i)
 
 	dnsp_up_close(s);
 	if (dnsp_rand16(w, &s->up_id))
+		return -EAGAIN;
+	if (w->p->cfg.case_randomize && dnsp_case_randomize(w, s))
 		return -EAGAIN;
 	if (w->p->sim) { /* the caller hands in the answers */
 		put16(s->qbuf, (__u16)s->qlen);
@@ -766,10 +831,11 @@ static void dnsp_exch_failover(struct dnsp_worker *w, struct dnsp_slot *s)
 	dnsp_exch_next(w, s);
 }
 
-/* The answer's question section is ours, byte for byte but for the case
- * of letters: QDCOUNT 1 and the question as sent. For answers too broken
- * to parse; fw_dns_parse_answer checks the same on the decoded name. */
-static bool dnsp_same_question(const struct dnsp_slot *s, const __u8 *msg, size_t len)
+/* The answer's question section is ours: QDCOUNT 1 and the question as
+ * sent, byte for byte; letters in any case unless exact (0x20: the case
+ * sent is part of what a forger must guess). fw_dns_parse_answer checks
+ * the same, but for case, on the decoded name. */
+static bool dnsp_same_question(const struct dnsp_slot *s, const __u8 *msg, size_t len, bool exact)
 {
 	const __u8 *q = s->qbuf + 2;
 
@@ -778,9 +844,9 @@ static bool dnsp_same_question(const struct dnsp_slot *s, const __u8 *msg, size_
 	for (size_t i = FW_DNS_HDR_LEN; i < s->q.question_end; i++) {
 		__u8 a = msg[i], b = q[i];
 
-		if (a >= 'A' && a <= 'Z')
+		if (!exact && a >= 'A' && a <= 'Z')
 			a = (__u8)(a - 'A' + 'a');
-		if (b >= 'A' && b <= 'Z')
+		if (!exact && b >= 'A' && b <= 'Z')
 			b = (__u8)(b - 'A' + 'a');
 		if (a != b)
 			return false;
@@ -815,6 +881,9 @@ static enum dnsp_verdict dnsp_exch_answer(struct dnsp_worker *w, struct dnsp_slo
 	}
 	if (err == -EPROTO)
 		return DNSP_WAIT;
+	/* 0x20: the name must come back in the very case it was sent in */
+	if (!err && p->cfg.case_randomize && !dnsp_same_question(s, msg, len, true))
+		return DNSP_WAIT;
 	if (s->origin == DNSP_O_PROBE) {
 		if (err)
 			return DNSP_WAIT;
@@ -826,10 +895,11 @@ static enum dnsp_verdict dnsp_exch_answer(struct dnsp_worker *w, struct dnsp_slo
 		 * needs the TC bit to retry over TCP */
 		if (s->origin == DNSP_O_UDP && len >= FW_DNS_HDR_LEN &&
 		    (get16(msg + 2) & FW_DNS_F_TC) && get16(msg) == s->up_id &&
-		    dnsp_same_question(s, msg, len)) {
+		    dnsp_same_question(s, msg, len, p->cfg.case_randomize)) {
 			__u8 out[DNSP_TX_SMALL];
 			size_t n;
 
+			dnsp_case_restore(p, s);
 			if (fw_dns_build_error(s->qbuf + 2, s->qlen, &s->q, FW_DNS_RCODE_NOERROR,
 					       out, sizeof(out), &n))
 				return DNSP_NEXT;
@@ -853,6 +923,12 @@ static enum dnsp_verdict dnsp_exch_answer(struct dnsp_worker *w, struct dnsp_slo
 		return DNSP_DONE;
 	}
 	put16(msg, s->q.id);
+	if (p->cfg.case_randomize) {
+		/* the question back in the client's case (same length) */
+		dnsp_case_restore(p, s);
+		memcpy(msg + FW_DNS_HDR_LEN, s->qbuf + 2 + FW_DNS_HDR_LEN,
+		       s->q.question_end - FW_DNS_HDR_LEN);
+	}
 	if (s->added_edns) {
 		size_t n;
 
@@ -992,6 +1068,7 @@ static void dnsp_query(struct dnsp_worker *w, const struct dnsp_src *src, __u8 *
 	s->client = src->client;
 	memcpy(s->qbuf + 2, msg, len);
 	s->qlen = len;
+	dnsp_case_save(s);
 	if (!q.has_edns &&
 	    !fw_dns_add_edns0(s->qbuf + 2, len, sizeof(s->qbuf) - 2, &s->qlen, p->cfg.edns_size))
 		s->added_edns = true;
@@ -2183,6 +2260,16 @@ bool fw_dnsp_upstream_healthy(struct fw_dnsp *p, size_t i)
 
 /* ---- without sockets ---- */
 
+/* What an upstream that got the query would put in its answer: the id
+ * sent, and the question in the case sent when it matches but for case. */
+static void dnsp_sim_fix(const struct dnsp_worker *w, const struct dnsp_slot *s, __u8 *b, size_t n)
+{
+	put16(b, s->up_id);
+	if (w->p->cfg.case_randomize && dnsp_same_question(s, b, n, false))
+		memcpy(b + FW_DNS_HDR_LEN, s->qbuf + 2 + FW_DNS_HDR_LEN,
+		       s->q.question_end - FW_DNS_HDR_LEN);
+}
+
 /* The next upstream record for slot s: UDP as a datagram from the
  * upstream, TCP as a whole message read from the connection. */
 static void dnsp_sim_answer(struct dnsp_worker *w, struct dnsp_slot *s, const __u8 *b, size_t n,
@@ -2195,7 +2282,7 @@ static void dnsp_sim_answer(struct dnsp_worker *w, struct dnsp_slot *s, const __
 			n = DNSP_UP_BUF;
 		memcpy(w->urxb, b, n);
 		if (n >= 2 && !keep_id)
-			put16(w->urxb, s->up_id);
+			dnsp_sim_fix(w, s, w->urxb, n);
 		dnsp_udp_up_datagram(w, s, n, &u->addr, u->len, 0);
 		return;
 	}
@@ -2212,7 +2299,7 @@ static void dnsp_sim_answer(struct dnsp_worker *w, struct dnsp_slot *s, const __
 	memcpy(s->ans, b, n);
 	s->ans_len = n;
 	if (!keep_id)
-		put16(s->ans, s->up_id);
+		dnsp_sim_fix(w, s, s->ans, n);
 	dnsp_tcp_up_answer(w, s);
 }
 
@@ -2246,8 +2333,9 @@ static bool dnsp_sim_upstream(struct dnsp_worker *w, const __u8 *up, size_t ulen
 	return any;
 }
 
-int fw_dnsp_simulate(const struct fw_dnsp_hooks *h, const __u8 *client, size_t clen, bool tcp,
-		     const __u8 *up, size_t ulen, __u8 *out, size_t outcap, size_t *outlen)
+int fw_dnsp_simulate(const struct fw_dnsp_hooks *h, bool case_randomize, const __u8 *client,
+		     size_t clen, bool tcp, const __u8 *up, size_t ulen, __u8 *out, size_t outcap,
+		     size_t *outlen)
 {
 	struct dnsp_sim sim = {.out = out, .cap = outcap};
 	struct fw_dnsp_config c;
@@ -2266,6 +2354,7 @@ int fw_dnsp_simulate(const struct fw_dnsp_hooks *h, const __u8 *client, size_t c
 	c.max_tcp_clients = 1;
 	c.max_tcp_per_client = 1;
 	c.probe_interval_ns = 0;
+	c.case_randomize = case_randomize;
 	/* two, so failover runs too */
 	if (fw_dnsp_upstream_parse("192.0.2.53", &c.upstreams[0]) ||
 	    fw_dnsp_upstream_parse("[2001:db8::53]:5353", &c.upstreams[1]))

@@ -42,8 +42,13 @@ struct fw_dnsp_config {
 	 * query do not count */
 	__u64 tcp_idle_ns;
 	unsigned max_pending; /* outstanding upstream exchanges per worker */
-	__u32 ttl_cap;	      /* TTLs above it are lowered in forwarded answers */
-	__u16 edns_size;      /* advertised upstream when the client sent no OPT */
+	/* 0x20: each attempt sends the question name with every letter in a
+	 * random case and takes only an answer that echoes that exact case;
+	 * the client gets its own case back. Only for upstreams that echo the
+	 * question as sent (an upstream that changes it is never answered). */
+	bool case_randomize;
+	__u32 ttl_cap;	 /* TTLs above it are lowered in forwarded answers */
+	__u16 edns_size; /* advertised upstream when the client sent no OPT */
 };
 
 /* Defaults: port 53, IPv6 on, one worker per CPU, 5 s timeout, probes
@@ -107,13 +112,16 @@ bool fw_dnsp_upstream_healthy(struct fw_dnsp *p, size_t i);
  * stream of one TCP connection (length-prefixed queries, pipelined), then
  * closed. up is what two upstreams say, as records of a 16-bit length
  * (bit 15 set: keep the message's id, else it is given the id the proxy
- * sent) and the message; each record goes to the first exchange in flight,
- * in order; whatever is left waiting times out. hooks as for
+ * sent, and with case_randomize the question in the case sent when it
+ * matches but for case) and the message; each record goes to the first
+ * exchange in flight, in order; whatever is left waiting times out. hooks
+ * as for
  * fw_dnsp_start (NULL: forward everything, learn nothing). out receives
  * every message the client would read, each after a 16-bit length; those
  * beyond outcap are dropped. */
-int fw_dnsp_simulate(const struct fw_dnsp_hooks *h, const __u8 *client, size_t clen, bool tcp,
-		     const __u8 *up, size_t ulen, __u8 *out, size_t outcap, size_t *outlen);
+int fw_dnsp_simulate(const struct fw_dnsp_hooks *h, bool case_randomize, const __u8 *client,
+		     size_t clen, bool tcp, const __u8 *up, size_t ulen, __u8 *out, size_t outcap,
+		     size_t *outlen);
 
 /* "192.0.2.1", "192.0.2.1:5353", "2001:db8::1", "[2001:db8::1]:5353";
  * port 53 when absent. -EINVAL otherwise. */

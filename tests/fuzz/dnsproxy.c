@@ -76,13 +76,26 @@ static __u16 get16(const uint8_t *b)
 	return (__u16)(b[0] << 8 | b[1]);
 }
 
+/* Past the first question of m, its name uncompressed; 0 if not that. */
+static size_t question_end(const uint8_t *m, size_t l)
+{
+	size_t o = FW_DNS_HDR_LEN;
+
+	while (o < l && m[o] && m[o] < 64)
+		o += 1 + m[o];
+	if (o >= l || m[o])
+		return 0;
+	return l - o >= 5 ? o + 5 : 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const struct fw_dnsp_hooks hooks = {.decide = f_decide, .learn = f_learn};
 	static __u8 out[FUZZ_OUT];
 	struct fw_dns_query qs[FUZZ_QUERIES];
-	const uint8_t *qraw[FUZZ_QUERIES];
 	static __u16 ids[FUZZ_FRAMES]; /* of every message sent, parsed or not */
+	static const uint8_t *raw[FUZZ_FRAMES];
+	static size_t rawlen[FUZZ_FRAMES];
 	size_t nq = 0, nid = 0, clen, outlen, off;
 	const uint8_t *client;
 	bool tcp;
@@ -104,25 +117,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* the client's queries, as the proxy parsed them */
 	if (!tcp) {
-		if (clen >= 2)
+		if (clen >= 2) {
+			raw[nid] = client;
+			rawlen[nid] = clen;
 			ids[nid++] = get16(client);
-		if (!fw_dns_parse_query(client, clen, &qs[0])) {
-			qraw[0] = client;
-			nq = 1;
 		}
+		if (!fw_dns_parse_query(client, clen, &qs[0]))
+			nq = 1;
 	} else {
 		for (off = 0; off + 2 <= clen && nid < FUZZ_FRAMES;) {
 			size_t l = get16(client + off);
 
 			if (l > clen - off - 2)
 				break;
-			if (l >= 2)
+			if (l >= 2) {
+				raw[nid] = client + off + 2;
+				rawlen[nid] = l;
 				ids[nid++] = get16(client + off + 2);
-			if (nq < FUZZ_QUERIES &&
-			    !fw_dns_parse_query(client + off + 2, l, &qs[nq])) {
-				qraw[nq] = client + off + 2;
-				nq++;
 			}
+			if (nq < FUZZ_QUERIES && !fw_dns_parse_query(client + off + 2, l, &qs[nq]))
+				nq++;
 			off += 2 + l;
 		}
 	}
@@ -146,19 +160,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (l > lim)
 				abort();
 		}
-		if (data[0] & 8) {
-			bool own = false, any = false;
+		if ((data[0] & 8) && get16(m + 4) == 1 && nid < FUZZ_FRAMES) {
+			/* the question as the client reads it: some message the
+			 * client sent with this id holds these very bytes */
+			size_t e = question_end(m, l);
+			bool own = false;
 
-			for (size_t i = 0; i < nq; i++) {
-				size_t e = qs[i].question_end;
-
-				if (get16(m) != qs[i].id || l < e || get16(m + 4) != 1)
-					continue;
-				any = true;
-				own |= !memcmp(m + FW_DNS_HDR_LEN, qraw[i] + FW_DNS_HDR_LEN,
+			for (size_t i = 0; i < nid && e; i++)
+				own |= ids[i] == get16(m) && rawlen[i] >= e &&
+				       !memcmp(m + FW_DNS_HDR_LEN, raw[i] + FW_DNS_HDR_LEN,
 					       e - FW_DNS_HDR_LEN);
-			}
-			if (any && !own)
+			if (e && !own)
 				abort();
 		}
 		for (size_t i = 0; i < nq; i++) {

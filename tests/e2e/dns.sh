@@ -9,7 +9,11 @@
 #   phase 2: short leases (add 0, min 2 s, max 4 s, refresh every 1 s) and
 #            a cap of 4 learned addresses per subject: expiry, renewal of a
 #            long-lived connection, the grace renewal, a sibling's SYN
-#            flood that must not end another's idle connection, the cap.
+#            flood that must not end another's idle connection, the cap;
+#            names go upstream in a random case (0x20, which dnsmasq
+#            echoes); a sandbox trickling 300 TCP connections;
+#   phase 3: a forging upstream (python): a fresh source port per query,
+#            forged answers from the upstream's address never learned.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
 set -euo pipefail
 
@@ -28,6 +32,7 @@ SB_C=$(fw_sb_ns c)
 SB_R=$(fw_sb_ns r)
 UP4=198.51.100.53
 UP6=2001:db8::53
+UPF=198.51.100.54 # the forging upstream of phase 3
 RACE_N=${RACE_N:-1000}
 
 fw_topology
@@ -46,7 +51,9 @@ fw_serve "$NS_INET" --http 198.51.100.30:80 --http 198.51.100.30:8081 --http 198
 # the upstream resolver and the hosts it names
 ip -n "$NS_INET" addr add $UP4/32 dev lo
 ip -n "$NS_INET" addr add $UP6/128 dev lo nodad
-for a in 198.51.100.20/32 198.51.100.21/32; do ip -n "$NS_INET" addr add $a dev lo; done
+for a in 198.51.100.20/32 198.51.100.21/32 198.51.100.22/32 $UPF/32; do
+	ip -n "$NS_INET" addr add $a dev lo
+done
 for i in $(seq 100 139); do ip -n "$NS_INET" addr add 198.51.100.$i/32 dev lo; done
 # every address of 2001:db8:5::/64 is local (race targets)
 ip -n "$NS_INET" -6 route add local 2001:db8:5::/64 dev lo
@@ -119,7 +126,7 @@ datapath:
   events: { rate: 1000, burst: 1000 }
 $DOH_CFG
 dns:
-  upstreams: [$UP4]
+  upstreams: [${UPSTREAMS:-$UP4}]
   timeout: 1
   probe_interval: 1
 $dns_extra
@@ -362,7 +369,9 @@ fw_stop_daemon
 write_config "  lease: { add: 0, min: 2, max: 4 }
   refresh_interval: 1
   max_learned_per_subject: 4
-  max_connections_per_subject: 64"
+  max_connections_per_subject: 64
+  tcp_query_timeout: 3
+  case_randomize: true"
 fw_start_daemon || fw_die "fastwalld did not restart"
 
 ans=$(dig_short "$SB_A" @10.42.0.1 short.example.com)
@@ -431,5 +440,43 @@ check "an idle connection outlives a sibling's SYN flood and lease.max (its reco
 dig_short "$SB_A" @10.42.0.1 big.example.com >/dev/null
 check_eq "the cap: 40 addresses answered, 4 learned" "$(leases_count sandbox-a)" 4
 check "the cap keeps the newest" test "$(lease_of sandbox-a 198.51.100.139)" != none
+
+# one sandbox trickles 300 TCP connections at the proxy (a byte a second of
+# a query that never ends); another's TCP query is still answered at once,
+# and the trickler's connections all end by the 3 s query deadline
+trickle=$FW_TMP/trickle.out
+fw_ns "$SB_C" "$FW_PY" "$DNSC" trickle 10.42.0.1 53 300 7 >"$trickle" 2>&1 &
+TRICKLE_PID=$!
+FW_PIDS+=("$TRICKLE_PID")
+sleep 2
+t0=$(date +%s%N)
+st=$(dig_status "$SB_A" +tcp @10.42.0.1 api.example.com)
+ms=$((($(date +%s%N) - t0) / 1000000))
+check_eq "while another sandbox trickles 300 TCP connections, a TCP query is answered" "$st" NOERROR
+check "... promptly (${ms} ms)" test "$ms" -lt 2000
+wait "$TRICKLE_PID" || true
+out=$(cat "$trickle")
+echo "#   trickle: $out"
+check "every trickling connection was closed (limit or deadline)" \
+	grep -Eq '^opened 300 closed 300$' <<<"$out"
+
+echo "# phase 3: a forging upstream"
+fw_stop_daemon
+PORTS=$FW_TMP/upstream.ports
+: >"$PORTS"
+ready=$FW_TMP/forge.ready
+fw_bg "$NS_INET" "$FW_PY" "$DNSC" forge-serve $UPF 198.51.100.22 198.51.100.66 "$PORTS" --ready "$ready"
+for _ in $(seq 100); do [ -e "$ready" ] && break; sleep 0.05; done
+UPSTREAMS=$UPF write_config "  redirect_all: true"
+fw_start_daemon || fw_die "fastwalld did not restart"
+out=$(fw_ns "$SB_A" "$FW_PY" "$DNSC" resolve 10.42.0.1 'port-%d.example.com' 200 2>&1) || true
+check_eq "200 queries through the forgeries are all answered" "$out" "answered 200 of 200"
+nports=$(sort -u "$PORTS" | wc -l)
+check_ge "the upstream saw ~200 distinct source ports over 200 queries ($nports)" "$nports" 190
+ans=$(dig_short "$SB_A" @10.42.0.1 forge.example.com)
+check_eq "the answer is the real one, no forged address" "$ans" 198.51.100.22
+check "the real answer's address passes" connects "$SB_A" 198.51.100.22 8080
+check_eq "the forged address was not learned" "$(lease_of sandbox-a 198.51.100.66)" none
+check_fails "the forged (denied) address stays unreachable" connects "$SB_A" 198.51.100.66 8080
 
 fw_summary

@@ -19,6 +19,20 @@
       twice), source ports 1024-61023 in random order times PORTS
       destination ports (every one a distinct connection; bad checksums,
       so nothing answers).
+  dnsclient.py resolve RESOLVER NAME_FMT COUNT
+      COUNT queries (A) for NAME_FMT % i, one after the other; prints
+      "answered N of COUNT".
+  dnsclient.py forge-serve ADDR ANSWER FORGED PORTS_FILE --ready FILE
+      an upstream on ADDR:53 (UDP) that answers every A query with ANSWER,
+      appends each query's source port to PORTS_FILE, and before each
+      answer sends what an attacker who knows the port would: 50 answers
+      with wrong ids, then with the right id answers for no question, for
+      two questions, for another type, and the right answer from ADDR:5353;
+      every forgery carries the address FORGED.
+  dnsclient.py trickle ADDR PORT COUNT SECONDS
+      opens COUNT TCP connections to ADDR:PORT and sends one byte of a
+      never-ending DNS frame a second on each; after SECONDS prints
+      "opened N closed N" (closed: by the peer, EOF or reset).
 """
 import argparse
 import os
@@ -220,6 +234,105 @@ def cmd_echo_serve(a):
         time.sleep(3600)
 
 
+def cmd_resolve(a):
+    n = 0
+    for i in range(a.count):
+        try:
+            rcode, addrs = resolve(a.resolver, a.name_fmt % i, 1)
+            if rcode == 0 and addrs:
+                n += 1
+        except OSError as e:
+            print("failed %s: %s" % (a.name_fmt % i, e), file=sys.stderr)
+    print("answered %d of %d" % (n, a.count))
+    return 0
+
+
+def question_of(msg):
+    """(id, question bytes, qtype) of a query."""
+    off = skip_name(msg, 12)
+    return struct.unpack("!H", msg[:2])[0], msg[12:off + 4], struct.unpack("!H", msg[off:off + 2])[0]
+
+
+def cmd_forge_serve(a):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((a.addr, 53))
+    other = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    other.bind((a.addr, 5353))
+    ports = open(a.ports_file, "a", buffering=1)
+    if a.ready:
+        open(a.ready, "w").close()
+    while True:
+        msg, peer = s.recvfrom(4096)
+        try:
+            qid, question, qtype = question_of(msg)
+        except (IndexError, struct.error):
+            continue
+        ports.write("%d\n" % peer[1])
+        name_wire = question[:-4]
+        rr = lambda addr: struct.pack("!HHIH", 1, 1, 60, 4) + socket.inet_aton(addr)
+        hdr = lambda i, qd: struct.pack("!HHHHHH", i, 0x8180, qd, 1, 0, 0)
+        forged = []
+        for _ in range(50):
+            forged.append(hdr((qid + random.randrange(1, 65536)) & 0xFFFF, 1) + question +
+                          b"\xc0\x0c" + rr(a.forged))
+        # the right id: no question (the owner spelled out), two questions,
+        # another type
+        forged.append(hdr(qid, 0) + name_wire + rr(a.forged))
+        forged.append(hdr(qid, 2) + question + b"\x06forged\x04test\x00\x00\x01\x00\x01" +
+                      b"\xc0\x0c" + rr(a.forged))
+        forged.append(hdr(qid, 1) + name_wire + struct.pack("!HH", 28 if qtype == 1 else 1, 1) +
+                      b"\xc0\x0c" + rr(a.forged))
+        for f in forged:
+            s.sendto(f, peer)
+        # everything right, from another port of the same address
+        other.sendto(hdr(qid, 1) + question + b"\xc0\x0c" + rr(a.forged), peer)
+        time.sleep(0.02)
+        s.sendto(hdr(qid, 1) + question + b"\xc0\x0c" + rr(a.answer), peer)
+
+
+def cmd_trickle(a):
+    conns = []
+    for _ in range(a.count):
+        c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        c.settimeout(2.0)
+        try:
+            c.connect((a.addr, a.port))
+            c.setblocking(False)
+            conns.append(c)
+        except OSError:
+            c.close()
+    opened = len(conns)
+    closed = set()
+    # a frame that says 512 bytes follow, then one byte a second of it
+    sent = {c: 0 for c in conns}
+    end = time.monotonic() + a.seconds
+    while time.monotonic() < end:
+        for c in conns:
+            if c in closed:
+                continue
+            try:
+                if c.recv(1, socket.MSG_DONTWAIT) == b"":
+                    closed.add(c)
+                    continue
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed.add(c)
+                continue
+            try:
+                c.send(b"\x02\x00" if sent[c] == 0 else b"\x00")
+                sent[c] += 1
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed.add(c)
+        time.sleep(1.0)
+    print("opened %d closed %d" % (opened, len(closed)))
+    for c in conns:
+        c.close()
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -244,10 +357,25 @@ def main():
     f.add_argument("name")
     f.add_argument("ports", type=int)
     f.add_argument("count", type=int)
+    v = sub.add_parser("resolve")
+    v.add_argument("resolver")
+    v.add_argument("name_fmt")
+    v.add_argument("count", type=int)
+    g = sub.add_parser("forge-serve")
+    g.add_argument("addr")
+    g.add_argument("answer")
+    g.add_argument("forged")
+    g.add_argument("ports_file")
+    g.add_argument("--ready")
+    t = sub.add_parser("trickle")
+    t.add_argument("addr")
+    t.add_argument("port", type=int)
+    t.add_argument("count", type=int)
+    t.add_argument("seconds", type=float)
     a = p.parse_args()
-    cmds = {"race": cmd_race, "hold": cmd_hold, "echo-serve": cmd_echo_serve,
-            "synflood": cmd_synflood}
-    return cmds[a.cmd](a)
+    return {"race": cmd_race, "hold": cmd_hold, "echo-serve": cmd_echo_serve,
+            "synflood": cmd_synflood, "resolve": cmd_resolve,
+            "forge-serve": cmd_forge_serve, "trickle": cmd_trickle}[a.cmd](a)
 
 
 if __name__ == "__main__":

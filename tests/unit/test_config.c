@@ -499,6 +499,9 @@ Test(config, dns_section)
 		"  probe_interval: 0\n"
 		"  workers: 4\n"
 		"  max_tcp_clients: 64\n"
+		"  max_tcp_per_client: 8\n"
+		"  tcp_query_timeout: 3\n"
+		"  case_randomize: true\n"
 		"  lease: { add: 0, min: 2, max: 4 }\n"
 		"  max_learned_per_subject: 0\n"
 		"  max_connections_per_subject: 16\n"
@@ -523,6 +526,9 @@ Test(config, dns_section)
 	cr_expect_eq(cfg.dns_probe_interval_ns, 0);
 	cr_expect_eq(cfg.dns_workers, 4);
 	cr_expect_eq(cfg.dns_max_tcp_clients, 64);
+	cr_expect_eq(cfg.dns_max_tcp_per_client, 8);
+	cr_expect_eq(cfg.dns_tcp_query_ns, 3000000000ull);
+	cr_expect(cfg.dns_case_randomize);
 	cr_expect_eq(cfg.lease_add_s, 0);
 	cr_expect_eq(cfg.lease_min_s, 2);
 	cr_expect_eq(cfg.lease_max_s, 4);

@@ -703,6 +703,31 @@ Test(dns, answer_mismatch_and_malformed)
 			     n);
 }
 
+/* RFC 5452: an answer is one only with exactly our question; without a
+ * question (or with a second one) its records must teach nothing. */
+Test(dns, answer_needs_exactly_the_question)
+{
+	struct fw_dns_answer a;
+	struct msg m;
+
+	m_hdr(&m, 0x1234, FW_DNS_F_QR | FW_DNS_F_RD | FW_DNS_F_RA, 0, 1, 0, 0);
+	m_a(&m, "example.com", 60, 0x01020304);
+	cr_assert_eq(answer(&m, "example.com", FW_DNS_TYPE_A, &a), -EPROTO);
+	cr_assert_eq(a.naddrs, 0);
+
+	m_hdr(&m, 0x1234, FW_DNS_F_QR | FW_DNS_F_RD | FW_DNS_F_RA, 2, 1, 0, 0);
+	m_question(&m, "example.com", FW_DNS_TYPE_A);
+	m_question(&m, "other.example", FW_DNS_TYPE_A);
+	m_a(&m, "example.com", 60, 0x01020304);
+	cr_assert_eq(answer(&m, "example.com", FW_DNS_TYPE_A, &a), -EPROTO);
+
+	/* the name's case is free (it may come back as sent, or 0x20-mixed) */
+	response(&m, "ExAmPlE.CoM", FW_DNS_TYPE_A, 1, 0, 0);
+	m_a(&m, "example.com", 60, 0x01020304);
+	cr_assert_eq(answer(&m, "example.com", FW_DNS_TYPE_A, &a), 0);
+	cr_assert_eq(a.naddrs, 1);
+}
+
 /* ---- error answers ---- */
 
 static void check_error(int rcode)

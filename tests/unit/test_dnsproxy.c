@@ -141,11 +141,16 @@ struct fake {
 	bool cut;		   /* the answer cut short mid-record, no TC */
 	bool wrong_id_first;	   /* a decoy with another id before the answer */
 	bool wrong_question_first; /* a decoy for another name first */
+	bool forge;		   /* forgeries of every kind before the answer */
+	bool lower_echo;	   /* the question comes back lowercased */
 	unsigned int naddrs;	   /* A records in each answer */
 	__u32 ttl;
 	__u32 net; /* addresses are net + 1 + i */
 	/* observations */
 	unsigned int udp_queries, tcp_queries;
+	__u16 ports[512]; /* source ports of the first UDP queries */
+	unsigned int nports;
+	char last_name[FW_DNS_NAME_BUF]; /* the last question name as sent (wire labels, dots) */
 	bool last_had_opt;
 	__u16 last_opt_size;
 };
@@ -177,7 +182,13 @@ static void fake_answer(struct fake *f, const __u8 *q, size_t qlen, struct msg *
 		m_u16(out, pq.qclass);
 	} else {
 		for (size_t i = FW_DNS_HDR_LEN; i < pq.question_end; i++)
-			m_u8(out, q[i]);
+			m_u8(out, f->lower_echo && q[i] >= 'A' && q[i] <= 'Z' ? q[i] | 0x20 : q[i]);
+		/* as it came, case included ("" for the root) */
+		f->last_name[0] = '\0';
+		for (size_t i = FW_DNS_HDR_LEN + 1, k = 0; i + 5 < pq.question_end; i++, k++) {
+			f->last_name[k] = q[i] < 64 ? '.' : (char)q[i];
+			f->last_name[k + 1] = '\0';
+		}
 	}
 	for (unsigned int i = 0; i < n; i++) {
 		m_u16(out, 0xc00c); /* the question name */
@@ -216,6 +227,53 @@ static void fake_wait(struct fake *f)
 		usleep(ms * 1000);
 }
 
+/* What an off-path attacker who guessed the port (or the id) sends: each
+ * teaches 10.0.0.x, which must never be learned or answered. With the
+ * right id: no question, two questions, another type, another name; from
+ * another port of the upstream's address, everything right; and to the
+ * right port, everything right but the id. */
+static void fake_forge(struct fake *f, const __u8 *q, size_t qlen, const struct sockaddr *to,
+		       socklen_t tl)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct fw_dns_query pq;
+	int other;
+
+	if (fw_dns_parse_query(q, qlen, &pq))
+		return;
+	other = socket(AF_INET, SOCK_DGRAM, 0);
+	cr_assert_geq(other, 0);
+	cr_assert_eq(bind(other, (struct sockaddr *)&a, sizeof(a)), 0);
+	for (int kind = 0; kind < 6; kind++) {
+		struct msg m = {.len = 0};
+
+		m_u16(&m, kind == 5 ? (__u16)(pq.id ^ 0x0101) : pq.id);
+		m_u16(&m, FW_DNS_F_QR | FW_DNS_F_RD | FW_DNS_F_RA);
+		m_u16(&m, kind == 0 ? 0 : kind == 1 ? 2 : 1);
+		m_u16(&m, 1);
+		m_u16(&m, 0);
+		m_u16(&m, 0);
+		if (kind != 0) {
+			m_name(&m, kind == 3 ? "forged.example" : pq.name);
+			m_u16(&m, kind == 2 ? FW_DNS_TYPE_AAAA : pq.qtype);
+			m_u16(&m, FW_DNS_CLASS_IN);
+		}
+		if (kind == 1) {
+			m_name(&m, "forged.example");
+			m_u16(&m, pq.qtype);
+			m_u16(&m, FW_DNS_CLASS_IN);
+		}
+		m_name(&m, pq.name);
+		m_u16(&m, FW_DNS_TYPE_A);
+		m_u16(&m, FW_DNS_CLASS_IN);
+		m_u32(&m, 60);
+		m_u16(&m, 4);
+		m_u32(&m, 0x0a000001u + (__u32)kind);
+		sendto(kind == 4 ? other : f->udp, m.b, m.len, 0, to, tl);
+	}
+	close(other);
+}
+
 static bool fake_drops(struct fake *f)
 {
 	bool d;
@@ -239,10 +297,21 @@ static void fake_udp(struct fake *f)
 		return;
 	pthread_mutex_lock(&f->lock);
 	f->udp_queries++;
+	if (f->nports < sizeof(f->ports) / sizeof(f->ports[0]))
+		f->ports[f->nports++] = ntohs(((struct sockaddr_in *)&from)->sin_port);
 	pthread_mutex_unlock(&f->lock);
 	if (fake_drops(f))
 		return;
 	fake_wait(f);
+	pthread_mutex_lock(&f->lock);
+	if (f->forge) {
+		pthread_mutex_unlock(&f->lock);
+		fake_forge(f, buf, (size_t)n, (struct sockaddr *)&from, fl);
+		/* let the proxy read them before the real answer */
+		usleep(20 * 1000);
+	} else {
+		pthread_mutex_unlock(&f->lock);
+	}
 	if (fake_decoys(f)) {
 		fake_answer(f, buf, (size_t)n, &out, true);
 		sendto(f->udp, out.b, out.len, 0, (struct sockaddr *)&from, fl);
@@ -1059,6 +1128,144 @@ Test(dnsproxy, decoys_ignored)
 	fake_free(f);
 }
 
+/* RFC 5452: a fresh source port per query (and a fresh id), so a forger
+ * has to guess both for every single query. */
+Test(dnsproxy, upstream_source_port_per_query)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	unsigned int distinct = 0;
+	const unsigned int n = 200;
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	for (unsigned int i = 0; i < n; i++) {
+		struct msg q = query((__u16)(100 + i), "port.example", FW_DNS_TYPE_A, 0), r;
+
+		r = udp_ask(p, &q);
+		cr_assert_eq(hdr(&r, H_ID), 100 + i);
+	}
+	cr_assert_eq(fake_get(f, &f->nports), n);
+	pthread_mutex_lock(&f->lock);
+	for (unsigned int i = 0; i < n; i++) {
+		bool seen = false;
+
+		for (unsigned int j = 0; j < i && !seen; j++)
+			seen = f->ports[j] == f->ports[i];
+		distinct += !seen;
+	}
+	pthread_mutex_unlock(&f->lock);
+	/* ~28k ephemeral ports: a collision or two among 200 is chance */
+	cr_assert_geq(distinct, n - 5, "%u distinct source ports over %u queries", distinct, n);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+Test(dnsproxy, forged_answers_ignored)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dns_answer a;
+	struct fw_dnsp *p;
+
+	FAKE_SET(f, forge, true);
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	for (int i = 0; i < 4; i++) {
+		struct msg q = query((__u16)(300 + i), i & 1 ? "Forge.Example" : "forge.example",
+				     FW_DNS_TYPE_A, i & 2 ? 1232 : 0),
+			   r;
+
+		r = udp_ask(p, &q);
+		cr_assert_eq(answer_of(&q, &r, &a), 0);
+		cr_assert_eq(a.naddrs, 2, "answer %d: %u addresses", i, a.naddrs);
+		assert_addr(&a.addrs[0], TEST_NET_1 + 1);
+		assert_addr(&a.addrs[1], TEST_NET_1 + 2);
+		/* what was learned is the real answer, nothing forged */
+		cr_assert_eq(H.naddrs, 2);
+		assert_addr(&H.addrs[0], TEST_NET_1 + 1);
+		assert_addr(&H.addrs[1], TEST_NET_1 + 2);
+	}
+	cr_assert_eq(hook_count(&H.nlearn), 4);
+	cr_assert_eq(stats(p).answered, 4);
+	cr_assert_eq(stats(p).upstream_errors, 0);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+/* 0x20: the name goes upstream in a random case per attempt, only an
+ * answer in that very case is taken, and the client reads its own case. */
+Test(dnsproxy, case_randomized_upstream)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dns_answer a;
+	struct fw_dnsp *p;
+	unsigned int upper = 0, lower = 0;
+	char seen[FW_DNS_NAME_BUF];
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	c.case_randomize = true;
+	c.timeout_ns = 3 * SHORT_NS;
+	p = proxy_start(&c);
+	for (int i = 0; i < 8; i++) {
+		struct msg q = query((__u16)(500 + i), "case.example.com", FW_DNS_TYPE_A, 0), r;
+
+		r = udp_ask(p, &q);
+		cr_assert_eq(answer_of(&q, &r, &a), 0);
+		cr_assert_eq(a.naddrs, 2);
+		/* the client's question, byte for byte */
+		cr_assert(!memcmp(r.b + FW_DNS_HDR_LEN, q.b + FW_DNS_HDR_LEN,
+				  q.len - FW_DNS_HDR_LEN));
+		pthread_mutex_lock(&f->lock);
+		snprintf(seen, sizeof(seen), "%s", f->last_name);
+		pthread_mutex_unlock(&f->lock);
+		cr_assert(!strcasecmp(seen, "case.example.com"), "upstream saw %s", seen);
+		for (const char *x = seen; *x; x++) {
+			upper += *x >= 'A' && *x <= 'Z';
+			lower += *x >= 'a' && *x <= 'z';
+		}
+	}
+	/* 8 x 14 letters: all in one case would be chance of 2^-111 */
+	cr_assert(upper && lower, "%u upper, %u lower", upper, lower);
+
+	/* an answer that does not echo the case is not taken: a forger
+	 * who hit port and id must also hit every letter's case */
+	FAKE_SET(f, lower_echo, true);
+	{
+		struct msg q = query(600, "case.example.com", FW_DNS_TYPE_A, 0), r;
+
+		r = udp_ask(p, &q);
+		cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_SERVFAIL);
+		cr_assert(
+			!memcmp(r.b + FW_DNS_HDR_LEN, q.b + FW_DNS_HDR_LEN, q.len - FW_DNS_HDR_LEN),
+			"the SERVFAIL echoes the client's case");
+	}
+	cr_assert_eq(hook_count(&H.nlearn), 8);
+	fw_dnsp_stop(p);
+
+	/* off (the default): the name goes as the client sent it */
+	FAKE_SET(f, lower_echo, false);
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	{
+		struct msg q = query(601, "CaSe.Example.com", FW_DNS_TYPE_A, 0), r;
+
+		r = udp_ask(p, &q);
+		cr_assert_eq(answer_of(&q, &r, &a), 0);
+		pthread_mutex_lock(&f->lock);
+		cr_assert_str_eq(f->last_name, "CaSe.Example.com");
+		pthread_mutex_unlock(&f->lock);
+	}
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
 /* ---- TCP clients ---- */
 
 Test(dnsproxy, tcp_pipelined)
@@ -1239,6 +1446,119 @@ Test(dnsproxy, tcp_idle_closed)
 	fake_free(f);
 }
 
+/* A connection from the given loopback address (127.0.0.x). */
+static int tcp_client_from(struct fw_dnsp *p, __u8 x)
+{
+	struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000000u | x)};
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons(fw_dnsp_port(p)),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+/* One byte of a query every 50 ms does not keep a connection: only a
+ * complete query restarts its clock. */
+Test(dnsproxy, tcp_trickle_closed_at_the_deadline)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg q = query(40, "t.example", FW_DNS_TYPE_A, 0), r;
+	__u64 t0;
+	bool closed = false;
+	int fd;
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	c.tcp_idle_ns = 3 * SHORT_NS;
+	p = proxy_start(&c);
+	fd = tcp_client(p);
+	t0 = now_ns();
+	for (int i = 0; i < 60 && !closed; i++) {
+		/* the frame says 256 bytes follow; they never all come */
+		__u8 b = i == 0 ? 0x01 : 'x';
+
+		if (send(fd, &b, 1, MSG_NOSIGNAL) != 1)
+			closed = true;
+		else
+			closed = closed_by_peer(fd, 50);
+	}
+	cr_assert(closed, "a trickling connection stayed open for 3 s");
+	cr_assert_lt(now_ns() - t0, 2000 * 1000000ULL);
+	close(fd);
+
+	/* one that completes its queries stays */
+	fd = tcp_client(p);
+	for (int i = 0; i < 6; i++) {
+		send_frame(fd, q.b, q.len);
+		cr_assert(tcp_recv(fd, &r, WAIT_MS), "query %d on a live connection", i);
+		usleep(200 * 1000);
+	}
+	close(fd);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+/* One client address can't hold every connection: over its own limit it
+ * is refused, and when all are taken a newcomer evicts one of the biggest
+ * holder's. */
+Test(dnsproxy, tcp_per_client_limit_and_eviction)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg q = query(41, "e.example", FW_DNS_TYPE_A, 0), r;
+	int hog[8], other, n = 0;
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	c.max_tcp_clients = 8;
+	c.max_tcp_per_client = 6;
+	p = proxy_start(&c);
+	for (int i = 0; i < 8; i++)
+		hog[i] = tcp_client_from(p, 2);
+	/* the first 6 are served, the last 2 closed at once */
+	for (int i = 0; i < 6; i++) {
+		send_frame(hog[i], q.b, q.len);
+		cr_assert(tcp_recv(hog[i], &r, WAIT_MS), "hog connection %d", i);
+	}
+	cr_assert(closed_by_peer(hog[6], WAIT_MS));
+	cr_assert(closed_by_peer(hog[7], WAIT_MS));
+	cr_assert_eq(stats(p).tcp_rejected, 2);
+
+	/* a second address fills the rest */
+	for (int i = 6; i < 8; i++) {
+		close(hog[i]);
+		hog[i] = tcp_client_from(p, 3);
+		send_frame(hog[i], q.b, q.len);
+		cr_assert(tcp_recv(hog[i], &r, WAIT_MS), "second client's connection %d", i);
+	}
+	/* all 8 taken: a third address evicts one of 127.0.0.2's (6 > 2) */
+	other = tcp_client_from(p, 4);
+	send_frame(other, q.b, q.len);
+	cr_assert(tcp_recv(other, &r, WAIT_MS), "the newcomer was not served");
+	cr_assert_eq(hdr(&r, H_ID), 41);
+	for (int i = 0; i < 6; i++)
+		n += closed_by_peer(hog[i], 100);
+	cr_assert_eq(n, 1, "%d of the biggest holder's connections closed", n);
+	cr_assert_eq(stats(p).tcp_evicted, 1);
+	/* the second address's connections are untouched */
+	for (int i = 6; i < 8; i++) {
+		send_frame(hog[i], q.b, q.len);
+		cr_assert(tcp_recv(hog[i], &r, WAIT_MS));
+	}
+	for (int i = 0; i < 8; i++)
+		close(hog[i]);
+	close(other);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
 Test(dnsproxy, tcp_close_with_queries_in_flight)
 {
 	struct fake *f = fake_new(TEST_NET_1);
@@ -1325,6 +1645,46 @@ Test(dnsproxy, tcp_accept_out_of_descriptors)
 	fake_free(f);
 }
 
+/* Each exchange in flight holds a descriptor: a flood to a silent
+ * upstream stops at the budget, and the process keeps descriptors for
+ * everything else. */
+Test(dnsproxy, pending_within_descriptor_budget)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct rlimit rl;
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	static int fds[1100];
+	int n = 0, fd = udp_client();
+
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	cr_assert_geq(rl.rlim_max, 1400);
+	rl.rlim_cur = 1400;
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	FAKE_SET(f, drop, true);
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	for (int i = 0; i < 1000; i++) {
+		struct msg q = query((__u16)i, "flood.example", FW_DNS_TYPE_A, 0);
+
+		udp_send(fd, p, q.b, q.len);
+	}
+	for (int t = 0; t < 100 && stats(p).forwarded + stats(p).overload < 1000; t++)
+		usleep(20000);
+	cr_assert_eq(stats(p).forwarded + stats(p).overload, 1000);
+	cr_assert_gt(stats(p).overload, 0, "every query of the flood is in flight");
+	cr_assert_eq(stats(p).upstream_errors, 0, "the proxy ran out of descriptors");
+	while (n < 1100 && (fds[n] = open("/dev/null", O_RDONLY)) >= 0)
+		n++;
+	cr_assert_geq(n, 1000, "only %d descriptors left beside the flood", n);
+	while (n)
+		close(fds[--n]);
+	close(fd);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
 /* ---- hostile clients ---- */
 
 Test(dnsproxy, malformed_queries)
@@ -1364,6 +1724,17 @@ Test(dnsproxy, malformed_queries)
 	cr_assert(udp_recv(fd, p, &r, WAIT_MS));
 	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_NOTIMP);
 	cr_assert_eq(hdr(&r, H_QD), 1);
+
+	/* two questions: FORMERR, nothing forwarded (an answer to the
+	 * second would teach what the policy never saw) */
+	bad = q;
+	bad.b[5] = 2;
+	memcpy(bad.b + bad.len, q.b + FW_DNS_HDR_LEN, q.len - FW_DNS_HDR_LEN);
+	bad.len += q.len - FW_DNS_HDR_LEN;
+	udp_send(fd, p, bad.b, bad.len);
+	cr_assert(udp_recv(fd, p, &r, WAIT_MS));
+	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_FORMERR);
+	cr_assert_eq(fake_get(f, &f->udp_queries), 0);
 
 	/* bigger than any query we take */
 	bad = q;
@@ -1644,6 +2015,89 @@ Test(dnsproxy, start_errors)
 }
 
 /* ---- upstream addresses ---- */
+
+/* fw_dnsp_simulate (the fuzz target's way in) runs the real paths: a
+ * forged record is ignored, the answer learned, then relayed; over TCP a
+ * silent upstream ends in SERVFAIL after both upstreams time out. */
+Test(dnsproxy, simulate_without_sockets)
+{
+	static __u8 out[65536];
+	struct msg q = query(0x5151, "sim.example", FW_DNS_TYPE_A, 0), a = {.len = 0},
+		   up = {.len = 0};
+	struct fw_dns_answer pa;
+	struct msg f;
+	size_t n;
+
+	/* the answer, as a fake would give it: id replaced by the sim */
+	m_u16(&a, 0);
+	m_u16(&a, FW_DNS_F_QR | FW_DNS_F_RD | FW_DNS_F_RA);
+	m_u16(&a, 1);
+	m_u16(&a, 1);
+	m_u16(&a, 0);
+	m_u16(&a, 1);
+	m_name(&a, "sim.example");
+	m_u16(&a, FW_DNS_TYPE_A);
+	m_u16(&a, FW_DNS_CLASS_IN);
+	m_u16(&a, 0xc00c);
+	m_u16(&a, FW_DNS_TYPE_A);
+	m_u16(&a, FW_DNS_CLASS_IN);
+	m_u32(&a, 60);
+	m_u16(&a, 4);
+	m_u32(&a, TEST_NET_2 + 7);
+	m_opt(&a, 4096);
+	/* first a forgery without a question (QDCOUNT 0), then the answer */
+	f.len = 0;
+	m_u16(&f, 0);
+	m_u16(&f, FW_DNS_F_QR | FW_DNS_F_RD | FW_DNS_F_RA);
+	m_u16(&f, 0);
+	m_u16(&f, 1);
+	m_u16(&f, 0);
+	m_u16(&f, 0);
+	m_name(&f, "sim.example");
+	m_u16(&f, FW_DNS_TYPE_A);
+	m_u16(&f, FW_DNS_CLASS_IN);
+	m_u32(&f, 60);
+	m_u16(&f, 4);
+	m_u32(&f, TEST_NET_2 + 66);
+	m_u16(&up, (__u16)f.len);
+	for (size_t i = 0; i < f.len; i++)
+		m_u8(&up, f.b[i]);
+	m_u16(&up, (__u16)a.len);
+	for (size_t i = 0; i < a.len; i++)
+		m_u8(&up, a.b[i]);
+
+	cr_assert_eq(fw_dnsp_simulate(&hooks, false, q.b, q.len, false, up.b, up.len, out,
+				      sizeof(out), &n),
+		     0);
+	cr_assert_gt(n, 2);
+	cr_assert_eq((size_t)(out[0] << 8 | out[1]), n - 2, "one message to the client");
+	{
+		struct msg r = {.len = n - 2};
+
+		memcpy(r.b, out + 2, r.len);
+		cr_assert_eq(answer_of(&q, &r, &pa), 0);
+		cr_assert_eq(hdr(&r, H_AR), 0, "the OPT record added upstream is gone");
+	}
+	cr_assert_eq(pa.naddrs, 1);
+	assert_addr(&pa.addrs[0], TEST_NET_2 + 7);
+	cr_assert_eq(hook_count(&H.nlearn), 1);
+	assert_addr(&H.addrs[0], TEST_NET_2 + 7);
+
+	/* TCP, no upstream answers: SERVFAIL once both timed out */
+	{
+		struct msg t = {.len = 0};
+
+		m_u16(&t, (__u16)q.len);
+		for (size_t i = 0; i < q.len; i++)
+			m_u8(&t, q.b[i]);
+		cr_assert_eq(fw_dnsp_simulate(&hooks, true, t.b, t.len, true, NULL, 0, out,
+					      sizeof(out), &n),
+			     0);
+		cr_assert_geq(n, 2 + FW_DNS_HDR_LEN);
+		cr_assert_eq(out[2] << 8 | out[3], 0x5151);
+		cr_assert_eq(out[5] & FW_DNS_F_RCODE, FW_DNS_RCODE_SERVFAIL);
+	}
+}
 
 Test(dnsproxy, upstream_parse)
 {

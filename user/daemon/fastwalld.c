@@ -580,6 +580,9 @@ static int dns_start(struct fw_daemon *d)
 	pc.timeout_ns = d->cfg.dns_timeout_ns;
 	pc.probe_interval_ns = d->cfg.dns_probe_interval_ns;
 	pc.max_tcp_clients = d->cfg.dns_max_tcp_clients;
+	pc.max_tcp_per_client = d->cfg.dns_max_tcp_per_client;
+	pc.tcp_idle_ns = d->cfg.dns_tcp_query_ns;
+	pc.case_randomize = d->cfg.dns_case_randomize;
 	pc.ttl_cap = d->cfg.lease_max_s;
 	upstreams_of(&d->cfg, pc.upstreams, &pc.nupstreams);
 	err = fw_dnsp_start(&pc, &hooks, &d->dnsp);
@@ -665,10 +668,18 @@ static void reload(struct fw_daemon *d)
 	snprintf(next.bpffs, sizeof(next.bpffs), "%s", d->cfg.bpffs);
 	if (next.dns_proxy != d->cfg.dns_proxy || next.dns_port != d->cfg.dns_port ||
 	    next.dns_workers != d->cfg.dns_workers ||
-	    next.dns_max_tcp_clients != d->cfg.dns_max_tcp_clients)
-		fw_warn("dns.proxy, port, workers and max_tcp_clients change only on restart");
+	    next.dns_max_tcp_clients != d->cfg.dns_max_tcp_clients ||
+	    next.dns_max_tcp_per_client != d->cfg.dns_max_tcp_per_client ||
+	    next.dns_tcp_query_ns != d->cfg.dns_tcp_query_ns ||
+	    next.dns_case_randomize != d->cfg.dns_case_randomize)
+		fw_warn("dns.proxy, port, workers, case_randomize and the TCP client limits change "
+			"only on restart");
 	next.dns_proxy = d->cfg.dns_proxy;
 	next.dns_port = d->cfg.dns_port;
+	/* what runs is what the next reload compares with */
+	next.dns_max_tcp_per_client = d->cfg.dns_max_tcp_per_client;
+	next.dns_tcp_query_ns = d->cfg.dns_tcp_query_ns;
+	next.dns_case_randomize = d->cfg.dns_case_randomize;
 	if (d->learn) {
 		struct fw_learn_config lc;
 

@@ -27,6 +27,9 @@
  *     probe_interval: 10             # seconds, 0 = no health probes
  *     workers: 2
  *     max_tcp_clients: 256
+ *     max_tcp_per_client: 16         # per client address; full: the biggest holder yields
+ *     tcp_query_timeout: 10          # seconds a client TCP connection gets per complete query
+ *     case_randomize: false          # 0x20: query names upstream in a random case
  *     lease: { add: 60, min: 60, max: 360 }   # clamp(TTL + add, min, max)
  *     max_learned_per_subject: 4096  # 0 = no cap
  *     max_connections_per_subject: 1024  # TCP records keeping leases alive
@@ -105,6 +108,8 @@ void fw_cfg_init(struct fw_cfg *cfg)
 	cfg->dns_probe_interval_ns = 10 * NSEC_PER_SEC;
 	cfg->dns_workers = 2;
 	cfg->dns_max_tcp_clients = 256;
+	cfg->dns_max_tcp_per_client = 16;
+	cfg->dns_tcp_query_ns = 10 * NSEC_PER_SEC;
 	cfg->lease_add_s = 60;
 	cfg->lease_min_s = 60;
 	cfg->lease_max_s = 360;
@@ -1389,6 +1394,9 @@ enum {
 	DK_MAX_CONNS,
 	DK_REFRESH,
 	DK_TCP_IDLE,
+	DK_TCP_PER_CLIENT,
+	DK_TCP_QUERY,
+	DK_CASE,
 	DK_MAX,
 };
 
@@ -1409,6 +1417,9 @@ static int parse_dns(struct cfg_ctx *ctx, yaml_node_t *node)
 		[DK_MAX_CONNS] = {.name = "max_connections_per_subject"},
 		[DK_REFRESH] = {.name = "refresh_interval"},
 		[DK_TCP_IDLE] = {.name = "tcp_idle_timeout"},
+		[DK_TCP_PER_CLIENT] = {.name = "max_tcp_per_client"},
+		[DK_TCP_QUERY] = {.name = "tcp_query_timeout"},
+		[DK_CASE] = {.name = "case_randomize"},
 	};
 	struct fw_cfg *c = ctx->cfg;
 	unsigned long long v;
@@ -1477,6 +1488,21 @@ static int parse_dns(struct cfg_ctx *ctx, yaml_node_t *node)
 			return err;
 		c->dns_max_tcp_clients = (__u32)v;
 	}
+	if ((n = key_value(&keys[DK_TCP_PER_CLIENT]))) {
+		err = cfg_uint(ctx, n, "dns.max_tcp_per_client", 1, 65536, &v);
+		if (err)
+			return err;
+		c->dns_max_tcp_per_client = (__u32)v;
+	}
+	if ((n = key_value(&keys[DK_TCP_QUERY]))) {
+		err = cfg_uint(ctx, n, "dns.tcp_query_timeout", 1, 3600, &v);
+		if (err)
+			return err;
+		c->dns_tcp_query_ns = v * NSEC_PER_SEC;
+	}
+	if ((n = key_value(&keys[DK_CASE])) &&
+	    (err = cfg_bool(ctx, n, "dns.case_randomize", &c->dns_case_randomize)))
+		return err;
 	if ((n = key_value(&keys[DK_LEASE])) && (err = parse_lease(ctx, n)))
 		return err;
 	if ((n = key_value(&keys[DK_MAX_LEARNED]))) {

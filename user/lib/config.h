@@ -84,6 +84,9 @@ struct fw_cfg {
 	__u64 dns_probe_interval_ns; /* 0 = no health probes */
 	__u32 dns_workers;
 	__u32 dns_max_tcp_clients;
+	__u32 dns_max_tcp_per_client; /* per client address */
+	__u64 dns_tcp_query_ns;	      /* a client TCP connection's time per query */
+	bool dns_case_randomize;      /* 0x20 towards the upstreams */
 	__u32 lease_add_s, lease_min_s, lease_max_s;
 	__u32 max_learned_per_subject; /* 0 = no cap */
 	__u32 max_conns_per_subject;   /* fastwall_conns records, 1-FW_MAX_CONNS */

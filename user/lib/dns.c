@@ -534,7 +534,11 @@ int fw_dns_parse_answer(const __u8 *msg, size_t len, const struct fw_dns_query *
 	a->rcode = h.flags & FW_DNS_F_RCODE;
 	a->truncated = !!(h.flags & FW_DNS_F_TC);
 
-	if (h.qdcount) {
+	/* exactly our one question (RFC 5452): an answer without one, or with
+	 * more, is not an answer to it */
+	if (h.qdcount != 1) {
+		mismatch = true;
+	} else {
 		size_t o = off;
 
 		err = dns_name(msg, len, &o, name, NULL);

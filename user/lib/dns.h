@@ -122,8 +122,9 @@ int fw_dns_truncate(__u8 *msg, size_t len, size_t *newlen);
 int fw_dns_build_reject(const __u8 *msg, size_t len, int rcode, __u8 *out, size_t outcap,
 			size_t *outlen);
 
-/* Parses a response (QR=1) to q: id and question must match (-EPROTO if
- * not). Collects every A/AAAA (class IN) in the answer section owned by the
+/* Parses a response (QR=1) to q: id and question must match, QDCOUNT 1 and
+ * name (case-insensitively), type and class those of q (-EPROTO if not).
+ * Collects every A/AAAA (class IN) in the answer section owned by the
  * question name or a name of its CNAME chain, followed in any order. The
  * whole message must be well formed (-EINVAL). */
 int fw_dns_parse_answer(const __u8 *msg, size_t len, const struct fw_dns_query *q,

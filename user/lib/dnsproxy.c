@@ -2,11 +2,13 @@
 /* The DNS proxy engine (dnsproxy.h).
  *
  * Each worker thread owns one epoll loop, its own client sockets (the
- * kernel spreads clients over workers with SO_REUSEPORT), one connected UDP
- * socket per upstream and a fixed array of exchange slots found by the id
- * sent upstream. The UDP path takes no lock and allocates nothing; it reads
- * and writes in batches (recvmmsg/sendmmsg). TCP is the rare path and
- * allocates per connection.
+ * kernel spreads clients over workers with SO_REUSEPORT) and a fixed array
+ * of exchange slots. Every attempt of an exchange gets its own upstream
+ * socket, connected to the upstream from a fresh random port, with a fresh
+ * random id (RFC 5452): a forger has to guess 16 bits of id and about 15
+ * of port per query, not 16 once. The client UDP path takes no lock; it
+ * reads and writes in batches (recvmmsg/sendmmsg). TCP is the rare path
+ * and allocates per connection.
  *
  * Every exchange has the same timeout and every client connection the same
  * idle limit, so both timer lists stay in deadline order by appending at the
@@ -16,7 +18,7 @@
  * Lifetimes: a client connection or a retired upstream set is only freed
  * in the before-sleep step, never while a batch of epoll events is being
  * handled, so a later event of the same batch never reaches freed memory.
- * Slots are never freed; an upstream TCP socket is tagged with the slot's
+ * Slots are never freed; an upstream socket is tagged with the slot's
  * sequence number, so an event for a socket closed earlier in the batch
  * is recognised as stale. */
 #include <arpa/inet.h>
@@ -32,6 +34,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,7 +47,7 @@
 #define NSEC_PER_MSEC 1000000ULL
 
 #define DNSP_BATCH	  32	 /* client datagrams per recvmmsg */
-#define DNSP_UP_BATCH	  16	 /* upstream datagrams per recvmmsg */
+#define DNSP_UP_BATCH	  16	 /* upstream datagrams read per event, forgeries included */
 #define DNSP_UP_BUF	  65536	 /* any UDP answer fits: clients may ask for 64k */
 #define DNSP_EVENTS	  64	 /* epoll events per wait */
 #define DNSP_TX		  64	 /* queued datagrams before a forced flush */
@@ -57,19 +60,21 @@
 #define DNSP_TCP_BACKLOG  1024
 #define DNSP_ACCEPT_PAUSE (100 * 1000000ULL) /* after EMFILE */
 #define DNSP_ACCEPTS	  16		     /* per listener event, to stay fair to UDP */
-#define DNSP_PENDING_MAX  16384		     /* ids are 16 bits: keep the id table sparse */
-#define DNSP_ID_TRIES	  16
-#define DNSP_RND	  64 /* random ids fetched per getrandom() */
+#define DNSP_PENDING_MAX  16384		     /* each holds a descriptor while in flight */
+#define DNSP_RND	  64		     /* random ids fetched per getrandom() */
 #define DNSP_RCVBUF	  (4 << 20)
-#define DNSP_BIND_TRIES	  64 /* port 0: UDP and TCP must agree on one port */
+#define DNSP_BIND_TRIES	  64   /* port 0: UDP and TCP must agree on one port */
+#define DNSP_FD_RESERVE	  1024 /* descriptors left to the rest of the process */
+#define DNSP_PENDING_MIN  64
 
-#define DNSP_DEF_TIMEOUT  (5 * NSEC_PER_SEC)
-#define DNSP_DEF_PROBE	  (10 * NSEC_PER_SEC)
-#define DNSP_DEF_IDLE	  (10 * NSEC_PER_SEC)
-#define DNSP_DEF_TCP	  256
-#define DNSP_DEF_PENDING  4096
-#define DNSP_DEF_TTL_CAP  300 /* below the 360 s lease cap: clients ask again in time */
-#define DNSP_UPSTREAM_STR 64
+#define DNSP_DEF_TIMEOUT    (5 * NSEC_PER_SEC)
+#define DNSP_DEF_PROBE	    (10 * NSEC_PER_SEC)
+#define DNSP_DEF_IDLE	    (10 * NSEC_PER_SEC)
+#define DNSP_DEF_TCP	    256
+#define DNSP_DEF_TCP_CLIENT 16
+#define DNSP_DEF_PENDING    4096
+#define DNSP_DEF_TTL_CAP    300 /* below the 360 s lease cap: clients ask again in time */
+#define DNSP_UPSTREAM_STR   64
 
 /* An upstream list as configured, shared by every worker. Health is per
  * list: any worker marks an upstream up or down, every worker reads it. */
@@ -84,10 +89,9 @@ struct dnsp_set {
 /* What an epoll event points at; slots use tagged values instead (odd). */
 enum dnsp_kind {
 	DNSP_K_WAKE = 1,
-	DNSP_K_UDP,	 /* client datagrams */
-	DNSP_K_LISTEN,	 /* client TCP connections */
-	DNSP_K_CONN,	 /* one client TCP connection */
-	DNSP_K_UPSTREAM, /* connected UDP socket to one upstream */
+	DNSP_K_UDP,    /* client datagrams */
+	DNSP_K_LISTEN, /* client TCP connections */
+	DNSP_K_CONN,   /* one client TCP connection */
 };
 
 struct dnsp_sock {
@@ -95,20 +99,10 @@ struct dnsp_sock {
 	int fd;
 };
 
-struct dnsp_wset;
-
-struct dnsp_usock {
-	enum dnsp_kind kind;
-	int fd; /* -1 until first used */
-	struct dnsp_wset *ws;
-	unsigned int idx;
-};
-
-/* A worker's view of one upstream set: its sockets, and how many of its
- * exchanges still use it (an old set lives until they are done). */
+/* A worker's view of one upstream set: how many of its exchanges still
+ * use it (an old set lives until they are done). */
 struct dnsp_wset {
 	struct dnsp_set *set;
-	struct dnsp_usock sock[FW_DNSP_MAX_UPSTREAMS];
 	bool probing[FW_DNSP_MAX_UPSTREAMS];
 	unsigned int users;
 	struct dnsp_wset *next; /* retired list */
@@ -156,11 +150,11 @@ struct dnsp_slot {
 	__u64 deadline;
 	__u64 token;
 	__u32 index;
-	__u32 seq; /* tags epoll events of tcp_fd */
-	int tcp_fd;
+	__u32 seq; /* tags epoll events of up_fd */
+	int up_fd; /* this attempt's upstream socket, UDP or TCP */
 	enum dnsp_origin origin;
 	enum dnsp_io io;
-	bool used, armed, id_live, added_edns;
+	bool used, armed, added_edns;
 	__u16 up_id;
 	__u16 climit; /* largest UDP answer the client takes */
 	__u8 order[FW_DNSP_MAX_UPSTREAMS];
@@ -173,6 +167,10 @@ struct dnsp_slot {
 	size_t ans_len;
 	size_t qlen;
 	struct fw_dns_query q;
+	/* which bytes of the question name the client sent in upper case:
+	 * with case_randomize the name goes upstream in a random case and
+	 * is given back to the client as it was */
+	__u8 qupper[(FW_DNS_NAME_MAX + 2 + 7) / 8];
 	/* the query as sent upstream, after a 2-byte TCP length prefix */
 	__u8 qbuf[2 + DNSP_QUERY_MAX + FW_DNS_OPT_LEN];
 };
@@ -180,11 +178,12 @@ struct dnsp_slot {
 struct dnsp_conn {
 	enum dnsp_kind kind;
 	int fd;
+	unsigned int ce; /* its client's entry in fw_dnsp.tcpc */
 	bool closing, paused, eof, want_out, resume;
 	struct dnsp_conn *iprev, *inext; /* every open connection, least recently active first */
 	struct dnsp_conn *dnext;	 /* closing list */
 	struct dnsp_conn *rnext;	 /* resume list */
-	__u64 last;
+	__u64 last;			 /* opened, last complete query or answer written */
 	struct fw_ip client;
 	struct dnsp_slot *pending;
 	unsigned int npending;
@@ -221,7 +220,6 @@ struct dnsp_worker {
 
 	struct dnsp_slot *slots, *free_slots;
 	unsigned int nslots;
-	__u32 *by_id; /* upstream id -> slot index + 1 */
 	struct dnsp_slot *thead, *ttail;
 	struct dnsp_conn *ihead, *itail, *closing, *resume;
 	__u64 now, next_probe;
@@ -234,9 +232,7 @@ struct dnsp_worker {
 	struct dnsp_peer rxp[DNSP_BATCH];
 	union dnsp_ctl rxc[DNSP_BATCH];
 	__u8 *rxb;
-	struct mmsghdr urxm[DNSP_UP_BATCH];
-	struct iovec urxv[DNSP_UP_BATCH];
-	__u8 *urxb;
+	__u8 *urxb; /* one upstream datagram */
 
 	unsigned int ntx;
 	struct mmsghdr txm[DNSP_TX];
@@ -247,15 +243,31 @@ struct dnsp_worker {
 	struct fw_dnsp_stats st; /* written by this worker only */
 };
 
+/* fw_dnsp_simulate: what would be sent to clients, framed as on TCP */
+struct dnsp_sim {
+	__u8 *out;
+	size_t cap, len;
+	__u16 next_id;
+};
+
 struct fw_dnsp {
 	struct fw_dnsp_config cfg;
+	struct dnsp_sim *sim; /* NULL but in fw_dnsp_simulate: no sockets */
 	struct fw_dnsp_hooks hooks;
 	__u16 port;
 	bool v6;
 	bool stop;		  /* atomic */
-	unsigned int tcp_clients; /* atomic, all workers */
-	unsigned int gen;	  /* atomic: generation of set */
-	pthread_mutex_t lock;	  /* guards set */
+	pthread_mutex_t tcp_lock; /* guards tcp_clients and tcpc */
+	unsigned int tcp_clients; /* open client connections, all workers */
+	/* open connections per client address, all workers: one entry per
+	 * address with n > 0, at most max_tcp_clients of them; found by a
+	 * scan (accept and close are the rare path) */
+	struct dnsp_tcpc {
+		struct fw_ip ip;
+		unsigned int n;
+	} * tcpc;
+	unsigned int gen;     /* atomic: generation of set */
+	pthread_mutex_t lock; /* guards set */
 	struct dnsp_set *set;
 	unsigned int nworkers;
 	struct dnsp_worker *workers[FW_DNSP_MAX_WORKERS];
@@ -332,9 +344,6 @@ static void dnsp_mark(struct dnsp_wset *ws, unsigned int i, bool up)
 
 static void dnsp_wset_free(struct dnsp_wset *ws)
 {
-	for (size_t i = 0; i < FW_DNSP_MAX_UPSTREAMS; i++)
-		if (ws->sock[i].fd >= 0)
-			close(ws->sock[i].fd);
 	dnsp_set_put(ws->set);
 	free(ws);
 }
@@ -356,12 +365,6 @@ static void dnsp_sync_set(struct dnsp_worker *w)
 	__atomic_add_fetch(&ws->set->refs, 1, __ATOMIC_RELAXED);
 	w->gen = ws->set->gen;
 	pthread_mutex_unlock(&p->lock);
-	for (unsigned int i = 0; i < FW_DNSP_MAX_UPSTREAMS; i++) {
-		ws->sock[i].kind = DNSP_K_UPSTREAM;
-		ws->sock[i].fd = -1;
-		ws->sock[i].ws = ws;
-		ws->sock[i].idx = i;
-	}
 	if (w->ws) {
 		w->ws->next = w->retired;
 		w->retired = w->ws;
@@ -369,36 +372,14 @@ static void dnsp_sync_set(struct dnsp_worker *w)
 	w->ws = ws;
 }
 
-/* Connected, so the kernel drops datagrams from any other source; bound
- * by connect() to a random ephemeral port. Created on first use. */
-static int dnsp_usock_fd(struct dnsp_worker *w, struct dnsp_wset *ws, unsigned int i)
-{
-	struct dnsp_usock *us = &ws->sock[i];
-	const struct fw_dnsp_upstream *u = &ws->set->u[i];
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = us};
-	int fd, err;
-
-	if (us->fd >= 0)
-		return us->fd;
-	fd = socket(u->addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	/* answers to a whole batch of queries arrive at once; best effort */
-	dnsp_setopt(fd, SOL_SOCKET, SO_RCVBUF, DNSP_RCVBUF);
-	if (connect(fd, (const struct sockaddr *)&u->addr, u->len) ||
-	    epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev)) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	us->fd = fd;
-	return fd;
-}
-
 /* ---- ids, timeouts, slots ---- */
 
 static int dnsp_rand16(struct dnsp_worker *w, __u16 *out)
 {
+	if (w->p->sim) { /* reproducible runs */
+		*out = w->p->sim->next_id += 0x3d09;
+		return 0;
+	}
 	if (!w->nrnd) {
 		if (getrandom(w->rnd, sizeof(w->rnd), GRND_NONBLOCK) != (ssize_t)sizeof(w->rnd))
 			return -EAGAIN;
@@ -406,33 +387,6 @@ static int dnsp_rand16(struct dnsp_worker *w, __u16 *out)
 	}
 	*out = w->rnd[--w->nrnd];
 	return 0;
-}
-
-static void dnsp_id_release(struct dnsp_worker *w, struct dnsp_slot *s)
-{
-	if (s->id_live)
-		w->by_id[s->up_id] = 0;
-	s->id_live = false;
-}
-
-/* A fresh random id per attempt, unique among this worker's exchanges so
- * an answer finds its slot in one lookup. */
-static int dnsp_id_claim(struct dnsp_worker *w, struct dnsp_slot *s)
-{
-	dnsp_id_release(w, s);
-	for (int i = 0; i < DNSP_ID_TRIES; i++) {
-		__u16 id;
-
-		if (dnsp_rand16(w, &id))
-			return -EAGAIN;
-		if (w->by_id[id])
-			continue;
-		w->by_id[id] = s->index + 1;
-		s->up_id = id;
-		s->id_live = true;
-		return 0;
-	}
-	return -EBUSY;
 }
 
 static void dnsp_timer_remove(struct dnsp_worker *w, struct dnsp_slot *s)
@@ -478,11 +432,11 @@ static struct dnsp_slot *dnsp_slot_get(struct dnsp_worker *w, enum dnsp_origin o
 	s->ws = w->ws;
 	s->ws->users++;
 	s->token = 0;
-	s->tcp_fd = -1;
+	s->up_fd = -1;
 	s->origin = origin;
 	s->io = DNSP_IO_NONE;
 	s->used = true;
-	s->armed = s->id_live = s->added_edns = false;
+	s->armed = s->added_edns = false;
 	s->norder = s->tried = 0;
 	s->io_off = 0;
 	s->ans = NULL;
@@ -490,11 +444,11 @@ static struct dnsp_slot *dnsp_slot_get(struct dnsp_worker *w, enum dnsp_origin o
 	return s;
 }
 
-static void dnsp_tcp_close(struct dnsp_slot *s)
+static void dnsp_up_close(struct dnsp_slot *s)
 {
-	if (s->tcp_fd >= 0) {
-		close(s->tcp_fd);
-		s->tcp_fd = -1;
+	if (s->up_fd >= 0) {
+		close(s->up_fd);
+		s->up_fd = -1;
 		s->seq++; /* events still queued for it are stale now */
 	}
 	free(s->ans);
@@ -510,8 +464,7 @@ static void dnsp_slot_put(struct dnsp_worker *w, struct dnsp_slot *s)
 	struct dnsp_conn *c = s->conn;
 
 	dnsp_timer_remove(w, s);
-	dnsp_id_release(w, s);
-	dnsp_tcp_close(s);
+	dnsp_up_close(s);
 	if (c) {
 		if (s->cprev)
 			s->cprev->cnext = s->cnext;
@@ -540,9 +493,25 @@ static void dnsp_slot_put(struct dnsp_worker *w, struct dnsp_slot *s)
 
 /* ---- sending ---- */
 
+static void dnsp_sim_put(struct dnsp_sim *sim, const __u8 *msg, size_t len)
+{
+	if (len > 0xffff || sim->cap - sim->len < len + 2)
+		return;
+	put16(sim->out + sim->len, (__u16)len);
+	memcpy(sim->out + sim->len + 2, msg, len);
+	sim->len += len + 2;
+}
+
 static void dnsp_tx_flush(struct dnsp_worker *w)
 {
 	unsigned int i = 0;
+
+	if (w->p->sim) {
+		for (i = 0; i < w->ntx; i++)
+			dnsp_sim_put(w->p->sim, w->txv[i].iov_base, w->txv[i].iov_len);
+		w->ntx = 0;
+		return;
+	}
 
 	while (i < w->ntx) {
 		unsigned int j = i;
@@ -649,6 +618,11 @@ static void dnsp_conn_send(struct dnsp_worker *w, struct dnsp_conn *c, const __u
 
 	if (c->closing || len > 0xffff)
 		return;
+	if (w->p->sim) {
+		dnsp_sim_put(w->p->sim, msg, len);
+		dnsp_conn_touch(w, c);
+		return;
+	}
 	put16(hdr, (__u16)len);
 	if (c->out_len == c->out_off) {
 		struct iovec iov[2] = {{hdr, 2}, {(void *)msg, len}};
@@ -659,12 +633,12 @@ static void dnsp_conn_send(struct dnsp_worker *w, struct dnsp_conn *c, const __u
 			dnsp_conn_kill(w, c);
 			return;
 		}
-		if (n > 0) {
-			dnsp_conn_touch(w, c);
+		if (n > 0)
 			done = (size_t)n;
-		}
-		if (done == total)
+		if (done == total) {
+			dnsp_conn_touch(w, c);
 			return;
+		}
 		c->out_off = c->out_len = 0;
 	}
 	if (c->out_len - c->out_off + total - done > DNSP_TCP_OUT_MAX) {
@@ -707,27 +681,100 @@ static void dnsp_slot_reply(struct dnsp_worker *w, struct dnsp_slot *s, const __
 		dnsp_conn_send(w, s->conn, msg, len);
 }
 
+/* ---- 0x20: the question name's case as entropy ---- */
+
+static bool dnsp_letter(__u8 c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* Remembers the client's case of the question name (qbuf holds the query;
+ * names in a question are never compressed). */
+static void dnsp_case_save(struct dnsp_slot *s)
+{
+	const __u8 *q = s->qbuf + 2;
+
+	memset(s->qupper, 0, sizeof(s->qupper));
+	for (size_t i = FW_DNS_HDR_LEN; i + 4 < s->q.question_end; i++)
+		if (q[i] >= 'A' && q[i] <= 'Z')
+			s->qupper[(i - FW_DNS_HDR_LEN) / 8] |=
+				(__u8)(1 << ((i - FW_DNS_HDR_LEN) % 8));
+}
+
+/* A fresh random case for every letter of the name, per attempt. */
+static int dnsp_case_randomize(struct dnsp_worker *w, struct dnsp_slot *s)
+{
+	__u8 *q = s->qbuf + 2;
+	__u16 bits = 0;
+	unsigned int left = 0;
+
+	for (size_t i = FW_DNS_HDR_LEN; i + 4 < s->q.question_end; i++) {
+		if (!dnsp_letter(q[i]))
+			continue;
+		if (!left) {
+			if (dnsp_rand16(w, &bits))
+				return -EAGAIN;
+			left = 16;
+		}
+		q[i] = (bits & 1) ? (__u8)(q[i] & ~0x20) : (__u8)(q[i] | 0x20);
+		bits >>= 1;
+		left--;
+	}
+	return 0;
+}
+
+/* The client's own case back in qbuf. */
+static void dnsp_case_restore(const struct fw_dnsp *p, struct dnsp_slot *s)
+{
+	__u8 *q = s->qbuf + 2;
+
+	if (!p->cfg.case_randomize)
+		return;
+	for (size_t i = FW_DNS_HDR_LEN; i + 4 < s->q.question_end; i++) {
+		size_t k = i - FW_DNS_HDR_LEN;
+
+		if (dnsp_letter(q[i]))
+			q[i] = (s->qupper[k / 8] >> (k % 8)) & 1 ? (__u8)(q[i] & ~0x20)
+								 : (__u8)(q[i] | 0x20);
+	}
+}
+
 static void dnsp_slot_error(struct dnsp_worker *w, struct dnsp_slot *s, int rcode)
 {
 	__u8 out[DNSP_TX_SMALL];
 	size_t n;
 
+	dnsp_case_restore(w->p, s);
 	if (!fw_dns_build_error(s->qbuf + 2, s->qlen, &s->q, rcode, out, sizeof(out), &n))
 		dnsp_slot_reply(w, s, out, n, true);
 }
 
 /* ---- exchanges ---- */
 
-static int dnsp_try_tcp(struct dnsp_worker *w, struct dnsp_slot *s, unsigned int i)
+/* One attempt: a new socket connected to upstream i, so the kernel picks
+ * a fresh random source port and drops datagrams from any other address
+ * or port, and a fresh random id. UDP sends at once; TCP connects first.
+ * The previous attempt's socket is closed: a late answer to it is gone. */
+static int dnsp_try(struct dnsp_worker *w, struct dnsp_slot *s, unsigned int i)
 {
 	const struct fw_dnsp_upstream *u = &s->ws->set->u[i];
-	struct epoll_event ev = {.events = EPOLLOUT};
+	bool tcp = s->origin == DNSP_O_TCP;
+	struct epoll_event ev = {.events = tcp ? EPOLLOUT : EPOLLIN};
+	ssize_t n;
 	int fd;
 
-	dnsp_tcp_close(s);
+	dnsp_up_close(s);
 	if (dnsp_rand16(w, &s->up_id))
 		return -EAGAIN;
-	fd = socket(u->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (w->p->cfg.case_randomize && dnsp_case_randomize(w, s))
+		return -EAGAIN;
+	if (w->p->sim) { /* the caller hands in the answers */
+		put16(s->qbuf, (__u16)s->qlen);
+		put16(s->qbuf + 2, s->up_id);
+		return 0;
+	}
+	fd = socket(u->addr.ss_family,
+		    (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, (const struct sockaddr *)&u->addr, u->len) && errno != EINPROGRESS) {
@@ -743,29 +790,19 @@ static int dnsp_try_tcp(struct dnsp_worker *w, struct dnsp_slot *s, unsigned int
 		close(fd);
 		return err;
 	}
-	s->tcp_fd = fd;
-	s->io = DNSP_IO_CONNECT;
-	s->io_off = 0;
+	s->up_fd = fd;
 	put16(s->qbuf, (__u16)s->qlen);
 	put16(s->qbuf + 2, s->up_id);
-	return 0;
-}
-
-static int dnsp_try(struct dnsp_worker *w, struct dnsp_slot *s, unsigned int i)
-{
-	int fd, err;
-
-	if (s->origin == DNSP_O_TCP)
-		return dnsp_try_tcp(w, s, i);
-	fd = dnsp_usock_fd(w, s->ws, i);
-	if (fd < 0)
-		return fd;
-	err = dnsp_id_claim(w, s);
-	if (err)
-		return err;
-	put16(s->qbuf + 2, s->up_id);
-	dnsp_tx_add(w, fd, NULL, s->qbuf + 2, s->qlen, false);
-	return 0;
+	if (tcp) {
+		s->io = DNSP_IO_CONNECT;
+		s->io_off = 0;
+		return 0;
+	}
+	/* on failure the socket is closed by the next attempt or slot_put */
+	n = send(fd, s->qbuf + 2, s->qlen, MSG_DONTWAIT);
+	if (n < 0)
+		return -errno;
+	return n == (ssize_t)s->qlen ? 0 : -EIO;
 }
 
 /* Asks the next upstream in the slot's order; when none is left the
@@ -789,9 +826,32 @@ static void dnsp_exch_next(struct dnsp_worker *w, struct dnsp_slot *s)
 
 static void dnsp_exch_failover(struct dnsp_worker *w, struct dnsp_slot *s)
 {
-	dnsp_tcp_close(s);
+	dnsp_up_close(s);
 	s->tried++;
 	dnsp_exch_next(w, s);
+}
+
+/* The answer's question section is ours: QDCOUNT 1 and the question as
+ * sent, byte for byte; letters in any case unless exact (0x20: the case
+ * sent is part of what a forger must guess). fw_dns_parse_answer checks
+ * the same, but for case, on the decoded name. */
+static bool dnsp_same_question(const struct dnsp_slot *s, const __u8 *msg, size_t len, bool exact)
+{
+	const __u8 *q = s->qbuf + 2;
+
+	if (len < s->q.question_end || get16(msg + 4) != 1)
+		return false;
+	for (size_t i = FW_DNS_HDR_LEN; i < s->q.question_end; i++) {
+		__u8 a = msg[i], b = q[i];
+
+		if (!exact && a >= 'A' && a <= 'Z')
+			a = (__u8)(a - 'A' + 'a');
+		if (!exact && b >= 'A' && b <= 'Z')
+			b = (__u8)(b - 'A' + 'a');
+		if (a != b)
+			return false;
+	}
+	return true;
 }
 
 enum dnsp_verdict {
@@ -821,6 +881,9 @@ static enum dnsp_verdict dnsp_exch_answer(struct dnsp_worker *w, struct dnsp_slo
 	}
 	if (err == -EPROTO)
 		return DNSP_WAIT;
+	/* 0x20: the name must come back in the very case it was sent in */
+	if (!err && p->cfg.case_randomize && !dnsp_same_question(s, msg, len, true))
+		return DNSP_WAIT;
 	if (s->origin == DNSP_O_PROBE) {
 		if (err)
 			return DNSP_WAIT;
@@ -831,10 +894,12 @@ static enum dnsp_verdict dnsp_exch_answer(struct dnsp_worker *w, struct dnsp_slo
 		/* a truncated UDP answer may end mid-record: the client only
 		 * needs the TC bit to retry over TCP */
 		if (s->origin == DNSP_O_UDP && len >= FW_DNS_HDR_LEN &&
-		    (get16(msg + 2) & FW_DNS_F_TC) && get16(msg) == s->up_id) {
+		    (get16(msg + 2) & FW_DNS_F_TC) && get16(msg) == s->up_id &&
+		    dnsp_same_question(s, msg, len, p->cfg.case_randomize)) {
 			__u8 out[DNSP_TX_SMALL];
 			size_t n;
 
+			dnsp_case_restore(p, s);
 			if (fw_dns_build_error(s->qbuf + 2, s->qlen, &s->q, FW_DNS_RCODE_NOERROR,
 					       out, sizeof(out), &n))
 				return DNSP_NEXT;
@@ -858,6 +923,12 @@ static enum dnsp_verdict dnsp_exch_answer(struct dnsp_worker *w, struct dnsp_slo
 		return DNSP_DONE;
 	}
 	put16(msg, s->q.id);
+	if (p->cfg.case_randomize) {
+		/* the question back in the client's case (same length) */
+		dnsp_case_restore(p, s);
+		memcpy(msg + FW_DNS_HDR_LEN, s->qbuf + 2 + FW_DNS_HDR_LEN,
+		       s->q.question_end - FW_DNS_HDR_LEN);
+	}
 	if (s->added_edns) {
 		size_t n;
 
@@ -966,6 +1037,10 @@ static void dnsp_query(struct dnsp_worker *w, const struct dnsp_src *src, __u8 *
 		return;
 	}
 	err = fw_dns_parse_query(msg, len, &q);
+	/* one question: the policy decides on it, and an answer is only
+	 * taken when it carries exactly that question */
+	if (!err && q.qdcount != 1)
+		err = -EINVAL;
 	if (err) {
 		dnsp_reject(w, src, msg, len, err);
 		return;
@@ -993,6 +1068,7 @@ static void dnsp_query(struct dnsp_worker *w, const struct dnsp_src *src, __u8 *
 	s->client = src->client;
 	memcpy(s->qbuf + 2, msg, len);
 	s->qlen = len;
+	dnsp_case_save(s);
 	if (!q.has_edns &&
 	    !fw_dns_add_edns0(s->qbuf + 2, len, sizeof(s->qbuf) - 2, &s->qlen, p->cfg.edns_size))
 		s->added_edns = true;
@@ -1080,47 +1156,94 @@ static void dnsp_udp_event(struct dnsp_worker *w, struct dnsp_sock *sk)
 
 /* ---- upstream UDP ---- */
 
-static void dnsp_upstream_event(struct dnsp_worker *w, struct dnsp_usock *us)
+static bool dnsp_same_addr(const struct sockaddr_storage *a, socklen_t alen,
+			   const struct fw_dnsp_upstream *u)
 {
-	int n;
+	if (a->ss_family != u->addr.ss_family || alen < u->len)
+		return false;
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)&u->addr;
 
-	for (int i = 0; i < DNSP_UP_BATCH; i++)
-		w->urxm[i].msg_hdr.msg_flags = 0;
-	/* An ICMP error surfaces here as ECONNREFUSED and is consumed. Which
-	 * exchange it concerns is unknown: they fail over at their timeout,
-	 * but new ones ask the others first. */
-	n = recvmmsg(us->fd, w->urxm, DNSP_UP_BATCH, MSG_DONTWAIT, NULL);
-	if (n < 0 && errno == ECONNREFUSED)
-		dnsp_mark(us->ws, us->idx, false);
-	for (int i = 0; i < n; i++) {
-		__u8 *msg = w->urxb + (size_t)i * DNSP_UP_BUF;
-		size_t len = w->urxm[i].msg_len;
-		struct dnsp_slot *s;
-		__u32 idx;
-
-		if (len < FW_DNS_HDR_LEN)
-			continue;
-		idx = w->by_id[get16(msg)];
-		if (!idx)
-			continue;
-		s = &w->slots[idx - 1];
-		/* the id is only ours if it went to this very socket */
-		if (!s->used || s->origin == DNSP_O_TCP || s->ws != us->ws ||
-		    s->order[s->tried] != us->idx)
-			continue;
-		if (w->urxm[i].msg_hdr.msg_flags & MSG_TRUNC) {
-			DNSP_COUNT(w, upstream_errors);
-			dnsp_exch_failover(w, s);
-			continue;
-		}
-		dnsp_exch_verdict(w, s, dnsp_exch_answer(w, s, msg, len, DNSP_UP_BUF));
+		return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
 	}
-	dnsp_tx_flush(w);
+	{
+		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)&u->addr;
+
+		return x->sin6_port == y->sin6_port &&
+		       !memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
+	}
+}
+
+/* One datagram on an attempt's socket (in w->urxb). The kernel only
+ * delivers those from the address and port it is connected to (checked
+ * again anyway); what does not carry the attempt's id and question is
+ * ignored, and the exchange keeps waiting for the real answer until its
+ * timeout. False when the slot has moved on (answered, failed over). */
+static bool dnsp_udp_up_datagram(struct dnsp_worker *w, struct dnsp_slot *s, size_t n,
+				 const struct sockaddr_storage *from, socklen_t fromlen, int flags)
+{
+	const struct fw_dnsp_upstream *u = &s->ws->set->u[s->order[s->tried]];
+	enum dnsp_verdict v;
+
+	if (!dnsp_same_addr(from, fromlen, u) || n < FW_DNS_HDR_LEN || get16(w->urxb) != s->up_id)
+		return true;
+	if (flags & MSG_TRUNC) {
+		DNSP_COUNT(w, upstream_errors);
+		dnsp_exch_failover(w, s);
+		return false;
+	}
+	v = dnsp_exch_answer(w, s, w->urxb, n, DNSP_UP_BUF);
+	if (v == DNSP_WAIT)
+		return true;
+	dnsp_exch_verdict(w, s, v);
+	return false;
+}
+
+static void dnsp_udp_up_event(struct dnsp_worker *w, struct dnsp_slot *s)
+{
+	for (int k = 0; k < DNSP_UP_BATCH; k++) {
+		struct sockaddr_storage from = {.ss_family = AF_UNSPEC};
+		struct iovec iov = {w->urxb, DNSP_UP_BUF};
+		struct msghdr mh = {.msg_name = &from,
+				    .msg_namelen = sizeof(from),
+				    .msg_iov = &iov,
+				    .msg_iovlen = 1};
+		ssize_t n = recvmsg(s->up_fd, &mh, MSG_DONTWAIT);
+
+		if (n < 0) {
+			/* an ICMP error for this very attempt: fail over now */
+			if (errno == ECONNREFUSED) {
+				dnsp_mark(s->ws, s->order[s->tried], false);
+				DNSP_COUNT(w, upstream_errors);
+				dnsp_exch_failover(w, s);
+			}
+			return;
+		}
+		if (!dnsp_udp_up_datagram(w, s, (size_t)n, &from, mh.msg_namelen, mh.msg_flags))
+			return;
+	}
 }
 
 /* ---- upstream TCP (for TCP clients) ---- */
 
-static void dnsp_tcp_event(struct dnsp_worker *w, __u64 tag, __u32 events)
+/* A whole message read from an upstream TCP connection (s->ans). One
+ * exchange per connection: anything but our answer is a failure. */
+static void dnsp_tcp_up_answer(struct dnsp_worker *w, struct dnsp_slot *s)
+{
+	enum dnsp_verdict v = DNSP_WAIT;
+
+	if (get16(s->ans) == s->up_id)
+		v = dnsp_exch_answer(w, s, s->ans, s->ans_len, s->ans_len);
+	if (v == DNSP_DONE) {
+		dnsp_slot_put(w, s);
+		return;
+	}
+	if (v == DNSP_WAIT) /* not the answer: NEXT was counted already */
+		DNSP_COUNT(w, upstream_errors);
+	dnsp_exch_failover(w, s);
+}
+
+static void dnsp_up_event(struct dnsp_worker *w, __u64 tag, __u32 events)
 {
 	__u32 index = (__u32)(tag & 0xffffffff) >> 1;
 	struct dnsp_slot *s;
@@ -1130,8 +1253,12 @@ static void dnsp_tcp_event(struct dnsp_worker *w, __u64 tag, __u32 events)
 	if (index >= w->nslots)
 		return;
 	s = &w->slots[index];
-	if (!s->used || s->tcp_fd < 0 || s->seq != (__u32)(tag >> 32))
+	if (!s->used || s->up_fd < 0 || s->seq != (__u32)(tag >> 32))
 		return; /* stale: that socket was closed earlier in the batch */
+	if (s->origin != DNSP_O_TCP) {
+		dnsp_udp_up_event(w, s);
+		return;
+	}
 	/* while connecting, SO_ERROR says why */
 	if ((events & EPOLLERR) && s->io != DNSP_IO_CONNECT)
 		goto fail;
@@ -1139,7 +1266,7 @@ static void dnsp_tcp_event(struct dnsp_worker *w, __u64 tag, __u32 events)
 		int soerr = 0;
 		socklen_t sl = sizeof(soerr);
 
-		if (getsockopt(s->tcp_fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) || soerr) {
+		if (getsockopt(s->up_fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) || soerr) {
 			if (soerr == ECONNREFUSED)
 				dnsp_mark(s->ws, s->order[s->tried], false);
 			goto fail;
@@ -1148,7 +1275,7 @@ static void dnsp_tcp_event(struct dnsp_worker *w, __u64 tag, __u32 events)
 		s->io_off = 0;
 	}
 	if (s->io == DNSP_IO_WRITE) {
-		n = send(s->tcp_fd, s->qbuf + s->io_off, s->qlen + 2 - s->io_off,
+		n = send(s->up_fd, s->qbuf + s->io_off, s->qlen + 2 - s->io_off,
 			 MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -1162,7 +1289,7 @@ static void dnsp_tcp_event(struct dnsp_worker *w, __u64 tag, __u32 events)
 		s->io_off = 0;
 		ev.events = EPOLLIN;
 		ev.data.u64 = tag;
-		if (epoll_ctl(w->epfd, EPOLL_CTL_MOD, s->tcp_fd, &ev))
+		if (epoll_ctl(w->epfd, EPOLL_CTL_MOD, s->up_fd, &ev))
 			goto fail;
 		return;
 	}
@@ -1170,9 +1297,9 @@ static void dnsp_tcp_event(struct dnsp_worker *w, __u64 tag, __u32 events)
 		return;
 	for (;;) {
 		if (s->io_off < 2) {
-			n = recv(s->tcp_fd, s->lenbuf + s->io_off, 2 - s->io_off, MSG_DONTWAIT);
+			n = recv(s->up_fd, s->lenbuf + s->io_off, 2 - s->io_off, MSG_DONTWAIT);
 		} else {
-			n = recv(s->tcp_fd, s->ans + (s->io_off - 2), s->ans_len - (s->io_off - 2),
+			n = recv(s->up_fd, s->ans + (s->io_off - 2), s->ans_len - (s->io_off - 2),
 				 MSG_DONTWAIT);
 		}
 		if (n == 0)
@@ -1194,22 +1321,8 @@ static void dnsp_tcp_event(struct dnsp_worker *w, __u64 tag, __u32 events)
 		if (s->io_off > 2 && s->io_off == s->ans_len + 2)
 			break;
 	}
-	/* one exchange per connection: anything but our answer is a failure */
-	if (get16(s->ans) != s->up_id) {
-		DNSP_COUNT(w, upstream_errors);
-		dnsp_exch_failover(w, s);
-		return;
-	}
-	switch (dnsp_exch_answer(w, s, s->ans, s->ans_len, s->ans_len)) {
-	case DNSP_DONE:
-		dnsp_slot_put(w, s);
-		return;
-	case DNSP_NEXT:
-		dnsp_exch_failover(w, s);
-		return;
-	case DNSP_WAIT:
-		break;
-	}
+	dnsp_tcp_up_answer(w, s);
+	return;
 fail:
 	DNSP_COUNT(w, upstream_errors);
 	dnsp_exch_failover(w, s);
@@ -1217,10 +1330,15 @@ fail:
 
 /* ---- client TCP ---- */
 
-static void dnsp_conn_kill(struct dnsp_worker *w, struct dnsp_conn *c)
+/* Gives the connection's place back (under tcp_lock). */
+static void dnsp_conn_release(struct fw_dnsp *p, struct dnsp_conn *c)
 {
-	if (c->closing)
-		return;
+	p->tcpc[c->ce].n--;
+	p->tcp_clients--;
+}
+
+static void dnsp_conn_unlink(struct dnsp_worker *w, struct dnsp_conn *c)
+{
 	c->closing = true;
 	if (c->iprev)
 		c->iprev->inext = c->inext;
@@ -1233,6 +1351,17 @@ static void dnsp_conn_kill(struct dnsp_worker *w, struct dnsp_conn *c)
 	c->iprev = c->inext = NULL;
 	c->dnext = w->closing;
 	w->closing = c;
+}
+
+/* Closes c in the before-sleep step; its place is free at once. */
+static void dnsp_conn_kill(struct dnsp_worker *w, struct dnsp_conn *c)
+{
+	if (c->closing)
+		return;
+	pthread_mutex_lock(&w->p->tcp_lock);
+	dnsp_conn_release(w->p, c);
+	pthread_mutex_unlock(&w->p->tcp_lock);
+	dnsp_conn_unlink(w, c);
 }
 
 /* Runs the complete frames in the read buffer, up to DNSP_TCP_INFLIGHT
@@ -1250,12 +1379,15 @@ static void dnsp_conn_parse(struct dnsp_worker *w, struct dnsp_conn *c)
 		dnsp_query(w, &src, c->in + off + 2, l);
 		off += 2 + l;
 	}
+	if (c->closing)
+		return;
 	if (off) {
+		/* a complete query restarts the clock, bytes of an unfinished
+		 * one do not: a trickle never keeps a connection */
+		dnsp_conn_touch(w, c);
 		memmove(c->in, c->in + off, c->in_len - off);
 		c->in_len -= off;
 	}
-	if (c->closing)
-		return;
 	if (c->in_len >= 2 && c->in_cap < 2 + (size_t)get16(c->in)) {
 		/* the next frame needs a bigger buffer; at most DNSP_TCP_FRAME */
 		__u8 *nb = realloc(c->in, DNSP_TCP_FRAME);
@@ -1285,8 +1417,10 @@ static void dnsp_conn_flush(struct dnsp_worker *w, struct dnsp_conn *c)
 			return;
 		}
 		c->out_off += (size_t)n;
-		dnsp_conn_touch(w, c);
 	}
+	/* only a whole answer counts: a client reading a byte at a time
+	 * does not keep its connection */
+	dnsp_conn_touch(w, c);
 	c->out_off = c->out_len = 0;
 	c->want_out = false;
 	dnsp_conn_events(w, c);
@@ -1328,7 +1462,6 @@ static void dnsp_conn_event(struct dnsp_worker *w, struct dnsp_conn *c, __u32 ev
 		return;
 	}
 	c->in_len += (size_t)n;
-	dnsp_conn_touch(w, c);
 	dnsp_conn_parse(w, c);
 }
 
@@ -1361,10 +1494,70 @@ static __u64 dnsp_timer_accept(struct dnsp_worker *w)
 	return UINT64_MAX;
 }
 
-static void dnsp_accept_event(struct dnsp_worker *w, struct dnsp_sock *sk)
+/* The connection of this worker to evict for a client that holds `have`
+ * connections: one of the client holding the most, least recently active
+ * first, if that client holds at least two more (so eviction never leaves
+ * the newcomer ahead of its victim). Under tcp_lock. Only this worker's
+ * connections are candidates; the kernel spreads each client's
+ * connections over the workers, so the biggest holder has some here. */
+static struct dnsp_conn *dnsp_victim(struct dnsp_worker *w, unsigned int have)
+{
+	struct dnsp_conn *best = NULL;
+	unsigned int most = have + 1;
+
+	for (struct dnsp_conn *c = w->ihead; c; c = c->inext)
+		if (w->p->tcpc[c->ce].n > most) {
+			most = w->p->tcpc[c->ce].n;
+			best = c;
+		}
+	return best;
+}
+
+/* Takes a place for c, all workers counted: at most max_tcp_per_client
+ * per client address, and at most max_tcp_clients in all; when full, a
+ * connection of the client holding the most goes instead. -EBUSY: c is
+ * refused. */
+static int dnsp_admit(struct dnsp_worker *w, struct dnsp_conn *c)
 {
 	struct fw_dnsp *p = w->p;
+	struct dnsp_conn *victim = NULL;
+	unsigned int e = UINT_MAX;
+	int err = 0;
 
+	pthread_mutex_lock(&p->tcp_lock);
+	for (unsigned int i = 0; i < p->cfg.max_tcp_clients; i++) {
+		if (p->tcpc[i].n && !memcmp(&p->tcpc[i].ip, &c->client, sizeof(c->client))) {
+			e = i;
+			break;
+		}
+		if (!p->tcpc[i].n && e == UINT_MAX)
+			e = i;
+	}
+	if (e == UINT_MAX || p->tcpc[e].n >= p->cfg.max_tcp_per_client) {
+		err = -EBUSY;
+	} else if (p->tcp_clients >= p->cfg.max_tcp_clients) {
+		victim = dnsp_victim(w, p->tcpc[e].n);
+		if (victim)
+			dnsp_conn_release(p, victim);
+		else
+			err = -EBUSY;
+	}
+	if (!err) {
+		p->tcpc[e].ip = c->client;
+		p->tcpc[e].n++;
+		p->tcp_clients++;
+		c->ce = e;
+	}
+	pthread_mutex_unlock(&p->tcp_lock);
+	if (victim) {
+		DNSP_COUNT(w, tcp_evicted);
+		dnsp_conn_unlink(w, victim);
+	}
+	return err;
+}
+
+static void dnsp_accept_event(struct dnsp_worker *w, struct dnsp_sock *sk)
+{
 	for (int k = 0; k < DNSP_ACCEPTS; k++) {
 		struct dnsp_peer pe;
 		struct epoll_event ev;
@@ -1381,26 +1574,27 @@ static void dnsp_accept_event(struct dnsp_worker *w, struct dnsp_sock *sk)
 				dnsp_accept_pause(w);
 			return;
 		}
-		if (__atomic_add_fetch(&p->tcp_clients, 1, __ATOMIC_RELAXED) >
-		    p->cfg.max_tcp_clients) {
-			__atomic_sub_fetch(&p->tcp_clients, 1, __ATOMIC_RELAXED);
-			DNSP_COUNT(w, tcp_rejected);
-			close(fd);
-			continue;
-		}
 		c = calloc(1, sizeof(*c));
 		if (c)
 			c->in = malloc(DNSP_TCP_IN);
 		if (!c || !c->in || !dnsp_client_ip(&pe, &c->client))
 			goto drop;
+		if (dnsp_admit(w, c)) {
+			DNSP_COUNT(w, tcp_rejected);
+			goto drop;
+		}
 		c->kind = DNSP_K_CONN;
 		c->fd = fd;
 		c->in_cap = DNSP_TCP_IN;
 		c->last = w->now;
 		ev.events = EPOLLIN;
 		ev.data.ptr = c;
-		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev))
+		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+			pthread_mutex_lock(&w->p->tcp_lock);
+			dnsp_conn_release(w->p, c);
+			pthread_mutex_unlock(&w->p->tcp_lock);
 			goto drop;
+		}
 		c->iprev = w->itail;
 		if (w->itail)
 			w->itail->inext = c;
@@ -1413,7 +1607,6 @@ static void dnsp_accept_event(struct dnsp_worker *w, struct dnsp_sock *sk)
 			free(c->in);
 		free(c);
 		close(fd);
-		__atomic_sub_fetch(&p->tcp_clients, 1, __ATOMIC_RELAXED);
 	}
 }
 
@@ -1517,7 +1710,6 @@ static void dnsp_before_sleep(struct dnsp_worker *w)
 		while (c->pending)
 			dnsp_slot_put(w, c->pending);
 		close(c->fd);
-		__atomic_sub_fetch(&w->p->tcp_clients, 1, __ATOMIC_RELAXED);
 		free(c->in);
 		free(c->out);
 		free(c);
@@ -1552,7 +1744,7 @@ static void dnsp_dispatch(struct dnsp_worker *w, const struct epoll_event *ev)
 	const struct dnsp_sock *k = ev->data.ptr;
 
 	if (ev->data.u64 & 1) {
-		dnsp_tcp_event(w, ev->data.u64, ev->events);
+		dnsp_up_event(w, ev->data.u64, ev->events);
 		dnsp_tx_flush(w);
 		return;
 	}
@@ -1573,9 +1765,6 @@ static void dnsp_dispatch(struct dnsp_worker *w, const struct epoll_event *ev)
 	case DNSP_K_CONN:
 		dnsp_conn_event(w, ev->data.ptr, ev->events);
 		dnsp_tx_flush(w);
-		break;
-	case DNSP_K_UPSTREAM:
-		dnsp_upstream_event(w, ev->data.ptr);
 		break;
 	}
 }
@@ -1799,7 +1988,6 @@ static void dnsp_worker_free(struct dnsp_worker *w)
 	if (w->epfd >= 0)
 		close(w->epfd);
 	free(w->slots);
-	free(w->by_id);
 	free(w->rxb);
 	free(w->urxb);
 	free(w);
@@ -1820,14 +2008,13 @@ static int dnsp_worker_new(struct fw_dnsp *p, unsigned int idx, struct dnsp_work
 	*out = w;
 	w->nslots = p->cfg.max_pending;
 	w->slots = calloc(w->nslots, sizeof(*w->slots));
-	w->by_id = calloc(65536, sizeof(*w->by_id));
 	w->rxb = malloc((size_t)DNSP_BATCH * (DNSP_QUERY_MAX + 1));
-	w->urxb = malloc((size_t)DNSP_UP_BATCH * DNSP_UP_BUF);
-	if (!w->slots || !w->by_id || !w->rxb || !w->urxb)
+	w->urxb = malloc(DNSP_UP_BUF);
+	if (!w->slots || !w->rxb || !w->urxb)
 		return -ENOMEM;
 	for (unsigned int i = w->nslots; i-- > 0;) {
 		w->slots[i].index = i;
-		w->slots[i].tcp_fd = -1;
+		w->slots[i].up_fd = -1;
 		w->slots[i].tnext = w->free_slots;
 		w->free_slots = &w->slots[i];
 	}
@@ -1840,12 +2027,6 @@ static int dnsp_worker_new(struct fw_dnsp *p, unsigned int idx, struct dnsp_work
 		mh->msg_iov = &w->rxv[i];
 		mh->msg_iovlen = 1;
 		mh->msg_control = w->rxc[i].buf;
-	}
-	for (int i = 0; i < DNSP_UP_BATCH; i++) {
-		w->urxv[i].iov_base = w->urxb + (size_t)i * DNSP_UP_BUF;
-		w->urxv[i].iov_len = DNSP_UP_BUF;
-		w->urxm[i].msg_hdr.msg_iov = &w->urxv[i];
-		w->urxm[i].msg_hdr.msg_iovlen = 1;
 	}
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (w->epfd < 0)
@@ -1878,6 +2059,7 @@ void fw_dnsp_config_init(struct fw_dnsp_config *c)
 	c->timeout_ns = DNSP_DEF_TIMEOUT;
 	c->probe_interval_ns = DNSP_DEF_PROBE;
 	c->max_tcp_clients = DNSP_DEF_TCP;
+	c->max_tcp_per_client = DNSP_DEF_TCP_CLIENT;
 	c->tcp_idle_ns = DNSP_DEF_IDLE;
 	c->max_pending = DNSP_DEF_PENDING;
 	c->ttl_cap = DNSP_DEF_TTL_CAP;
@@ -1898,6 +2080,8 @@ static int dnsp_config_check(struct fw_dnsp_config *c)
 		c->timeout_ns = DNSP_DEF_TIMEOUT;
 	if (!c->max_tcp_clients)
 		c->max_tcp_clients = DNSP_DEF_TCP;
+	if (!c->max_tcp_per_client)
+		c->max_tcp_per_client = DNSP_DEF_TCP_CLIENT;
 	if (!c->tcp_idle_ns)
 		c->tcp_idle_ns = DNSP_DEF_IDLE;
 	if (!c->max_pending)
@@ -1907,6 +2091,28 @@ static int dnsp_config_check(struct fw_dnsp_config *c)
 	if (c->edns_size < 512)
 		c->edns_size = FW_DNS_EDNS_UDP;
 	return 0;
+}
+
+/* Every exchange in flight holds a descriptor: a flood of queries to a
+ * slow upstream must not take the descriptors the rest of the process
+ * (maps, links, HTTP clients) needs, so the exchanges of all workers fit
+ * in the limit with DNSP_FD_RESERVE and the client sockets left over. */
+static void dnsp_fd_budget(struct fw_dnsp_config *c)
+{
+	struct rlimit rl;
+	__u64 need, room, per;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	need = DNSP_FD_RESERVE + c->max_tcp_clients + 8ULL * c->workers;
+	room = rl.rlim_cur > need ? rl.rlim_cur - need : 0;
+	per = room / c->workers;
+	if (per >= c->max_pending)
+		return;
+	per = per < DNSP_PENDING_MIN ? DNSP_PENDING_MIN : per;
+	fw_warn("dns proxy: %llu descriptors allow %llu exchanges in flight per worker, not %u",
+		(unsigned long long)rl.rlim_cur, (unsigned long long)per, c->max_pending);
+	c->max_pending = (unsigned)per;
 }
 
 int fw_dnsp_start(const struct fw_dnsp_config *c, const struct fw_dnsp_hooks *h,
@@ -1923,9 +2129,16 @@ int fw_dnsp_start(const struct fw_dnsp_config *c, const struct fw_dnsp_hooks *h,
 	p->cfg = *c;
 	p->hooks = *h;
 	pthread_mutex_init(&p->lock, NULL);
+	pthread_mutex_init(&p->tcp_lock, NULL);
 	err = dnsp_config_check(&p->cfg);
 	if (err)
 		goto cleanup;
+	dnsp_fd_budget(&p->cfg);
+	p->tcpc = calloc(p->cfg.max_tcp_clients, sizeof(*p->tcpc));
+	if (!p->tcpc) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
 	err = dnsp_set_new(p->cfg.upstreams, p->cfg.nupstreams, &p->set);
 	if (err)
 		goto cleanup;
@@ -1975,6 +2188,8 @@ void fw_dnsp_stop(struct fw_dnsp *p)
 		dnsp_worker_free(p->workers[i]);
 	dnsp_set_put(p->set);
 	pthread_mutex_destroy(&p->lock);
+	pthread_mutex_destroy(&p->tcp_lock);
+	free(p->tcpc);
 	free(p);
 }
 
@@ -2019,6 +2234,7 @@ void fw_dnsp_get_stats(struct fw_dnsp *p, struct fw_dnsp_stats *out)
 		DNSP_SUM(malformed);
 		DNSP_SUM(truncated);
 		DNSP_SUM(tcp_rejected);
+		DNSP_SUM(tcp_evicted);
 		DNSP_SUM(overload);
 #undef DNSP_SUM
 	}
@@ -2040,6 +2256,212 @@ bool fw_dnsp_upstream_healthy(struct fw_dnsp *p, size_t i)
 		up = !__atomic_load_n(&p->set->down[i], __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&p->lock);
 	return up;
+}
+
+/* ---- without sockets ---- */
+
+/* What an upstream that got the query would put in its answer: the id
+ * sent, and the question in the case sent when it matches but for case. */
+static void dnsp_sim_fix(const struct dnsp_worker *w, const struct dnsp_slot *s, __u8 *b, size_t n)
+{
+	put16(b, s->up_id);
+	if (w->p->cfg.case_randomize && dnsp_same_question(s, b, n, false))
+		memcpy(b + FW_DNS_HDR_LEN, s->qbuf + 2 + FW_DNS_HDR_LEN,
+		       s->q.question_end - FW_DNS_HDR_LEN);
+}
+
+/* The next upstream record for slot s: UDP as a datagram from the
+ * upstream, TCP as a whole message read from the connection. */
+static void dnsp_sim_answer(struct dnsp_worker *w, struct dnsp_slot *s, const __u8 *b, size_t n,
+			    bool keep_id)
+{
+	const struct fw_dnsp_upstream *u = &s->ws->set->u[s->order[s->tried]];
+
+	if (s->origin != DNSP_O_TCP) {
+		if (n > DNSP_UP_BUF)
+			n = DNSP_UP_BUF;
+		memcpy(w->urxb, b, n);
+		if (n >= 2 && !keep_id)
+			dnsp_sim_fix(w, s, w->urxb, n);
+		dnsp_udp_up_datagram(w, s, n, &u->addr, u->len, 0);
+		return;
+	}
+	if (n < FW_DNS_HDR_LEN) {
+		DNSP_COUNT(w, upstream_errors);
+		dnsp_exch_failover(w, s);
+		return;
+	}
+	s->ans = malloc(n);
+	if (!s->ans) {
+		dnsp_exch_failover(w, s);
+		return;
+	}
+	memcpy(s->ans, b, n);
+	s->ans_len = n;
+	if (!keep_id)
+		dnsp_sim_fix(w, s, s->ans, n);
+	dnsp_tcp_up_answer(w, s);
+}
+
+static struct dnsp_slot *dnsp_sim_busy(struct dnsp_worker *w)
+{
+	for (unsigned int i = 0; i < w->nslots; i++)
+		if (w->slots[i].used)
+			return &w->slots[i];
+	return NULL;
+}
+
+/* Hands the upstream records out to the exchanges in flight, one record to
+ * the first one each; false when none is in flight or none is left. */
+static bool dnsp_sim_upstream(struct dnsp_worker *w, const __u8 *up, size_t ulen, size_t *off)
+{
+	struct dnsp_slot *s;
+	bool any = false;
+
+	while (*off + 2 <= ulen && (s = dnsp_sim_busy(w))) {
+		__u16 h = get16(up + *off);
+		size_t n = h & 0x7fff;
+
+		*off += 2;
+		if (n > ulen - *off)
+			n = ulen - *off;
+		dnsp_sim_answer(w, s, up + *off, n, h & 0x8000);
+		*off += n;
+		dnsp_tx_flush(w);
+		any = true;
+	}
+	return any;
+}
+
+int fw_dnsp_simulate(const struct fw_dnsp_hooks *h, bool case_randomize, const __u8 *client,
+		     size_t clen, bool tcp, const __u8 *up, size_t ulen, __u8 *out, size_t outcap,
+		     size_t *outlen)
+{
+	struct dnsp_sim sim = {.out = out, .cap = outcap};
+	struct fw_dnsp_config c;
+	struct dnsp_worker *w;
+	struct fw_dnsp *p;
+	struct fw_ip cl;
+	size_t uoff = 0;
+	int err;
+
+	if ((!client && clen) || (!up && ulen) || !out || !outlen)
+		return -EINVAL;
+	*outlen = 0;
+	fw_dnsp_config_init(&c);
+	c.workers = 1;
+	c.max_pending = 64;
+	c.max_tcp_clients = 1;
+	c.max_tcp_per_client = 1;
+	c.probe_interval_ns = 0;
+	c.case_randomize = case_randomize;
+	/* two, so failover runs too */
+	if (fw_dnsp_upstream_parse("192.0.2.53", &c.upstreams[0]) ||
+	    fw_dnsp_upstream_parse("[2001:db8::53]:5353", &c.upstreams[1]))
+		return -EINVAL;
+	c.nupstreams = 2;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->cfg = c;
+	if (h)
+		p->hooks = *h;
+	p->sim = &sim;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_mutex_init(&p->tcp_lock, NULL);
+	err = dnsp_config_check(&p->cfg);
+	p->tcpc = err ? NULL : calloc(p->cfg.max_tcp_clients, sizeof(*p->tcpc));
+	if (!err && !p->tcpc)
+		err = -ENOMEM;
+	if (!err)
+		err = dnsp_set_new(p->cfg.upstreams, p->cfg.nupstreams, &p->set);
+	if (err)
+		goto out;
+	p->set->gen = p->gen = 1;
+	err = dnsp_worker_new(p, 0, &p->workers[0]);
+	p->nworkers = 1;
+	if (err)
+		goto out;
+	w = p->workers[0];
+	w->now = NSEC_PER_SEC;
+	dnsp_sync_set(w);
+	fw_addr_from_v4(&cl, htonl(0x0a2a0002)); /* 10.42.0.2 */
+	if (!tcp) {
+		struct dnsp_peer pe = {.fd = -1, .alen = sizeof(struct sockaddr_in)};
+		struct dnsp_src src = {.origin = DNSP_O_UDP, .peer = &pe, .client = cl};
+		size_t n = clen > DNSP_QUERY_MAX ? DNSP_QUERY_MAX + 1 : clen;
+
+		pe.addr.v4.sin_family = AF_INET;
+		pe.addr.v4.sin_port = htons(40001);
+		pe.addr.v4.sin_addr.s_addr = htonl(0x0a2a0002);
+		memcpy(w->rxb, client, n);
+		dnsp_query(w, &src, w->rxb, n);
+		dnsp_tx_flush(w);
+	} else {
+		struct dnsp_conn *cn = calloc(1, sizeof(*cn));
+		size_t off = 0;
+
+		if (cn)
+			cn->in = malloc(DNSP_TCP_IN);
+		if (!cn || !cn->in) {
+			if (cn)
+				free(cn->in);
+			free(cn);
+			err = -ENOMEM;
+			goto out;
+		}
+		cn->kind = DNSP_K_CONN;
+		cn->fd = -1;
+		cn->client = cl;
+		cn->in_cap = DNSP_TCP_IN;
+		cn->last = w->now;
+		if (dnsp_admit(w, cn)) {
+			free(cn->in);
+			free(cn);
+			err = -EBUSY;
+			goto out;
+		}
+		w->ihead = w->itail = cn;
+		/* as reads would come: what fits, run the frames, answer what
+		 * is in flight when paused, until the stream and the answers
+		 * are used up; then the client closes its side */
+		while (!cn->closing) {
+			bool moved = false;
+
+			if (!cn->paused && off < clen && cn->in_len < cn->in_cap) {
+				size_t n = cn->in_cap - cn->in_len;
+
+				if (n > clen - off)
+					n = clen - off;
+				memcpy(cn->in + cn->in_len, client + off, n);
+				cn->in_len += n;
+				off += n;
+				dnsp_conn_parse(w, cn);
+				moved = true;
+			}
+			moved |= dnsp_sim_upstream(w, up, ulen, &uoff);
+			dnsp_before_sleep(w);
+			if (!moved)
+				break;
+		}
+		if (!cn->closing) {
+			cn->eof = true;
+			if (!cn->npending)
+				dnsp_conn_kill(w, cn);
+		}
+	}
+	dnsp_sim_upstream(w, up, ulen, &uoff);
+	/* what is still waiting times out, upstream after upstream */
+	while (w->thead) {
+		w->now = w->thead->deadline;
+		dnsp_timer_exchanges(w);
+		dnsp_tx_flush(w);
+	}
+	dnsp_before_sleep(w);
+out:
+	fw_dnsp_stop(p);
+	*outlen = sim.len;
+	return err;
 }
 
 /* ---- upstream addresses ---- */

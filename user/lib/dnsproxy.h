@@ -33,15 +33,28 @@ struct fw_dnsp_config {
 	__u64 timeout_ns;	  /* per upstream exchange (5 s) */
 	__u64 probe_interval_ns;  /* health probe of each upstream; 0 = none */
 	unsigned max_tcp_clients; /* open client TCP connections, all workers */
-	__u64 tcp_idle_ns;	  /* idle client TCP connections are closed */
-	unsigned max_pending;	  /* outstanding upstream exchanges per worker */
-	__u32 ttl_cap;		  /* TTLs above it are lowered in forwarded answers */
-	__u16 edns_size;	  /* advertised upstream when the client sent no OPT */
+	/* ... per client address; when all are taken, a newcomer's connection
+	 * evicts one of the address holding the most */
+	unsigned max_tcp_per_client;
+	/* a client TCP connection is closed when it has not completed a query
+	 * (nor had one in flight, nor an answer written out) for this long
+	 * since it opened or since its last answer: bytes of an unfinished
+	 * query do not count */
+	__u64 tcp_idle_ns;
+	unsigned max_pending; /* outstanding upstream exchanges per worker */
+	/* 0x20: each attempt sends the question name with every letter in a
+	 * random case and takes only an answer that echoes that exact case;
+	 * the client gets its own case back. Only for upstreams that echo the
+	 * question as sent (an upstream that changes it is never answered). */
+	bool case_randomize;
+	__u32 ttl_cap;	 /* TTLs above it are lowered in forwarded answers */
+	__u16 edns_size; /* advertised upstream when the client sent no OPT */
 };
 
 /* Defaults: port 53, IPv6 on, one worker per CPU, 5 s timeout, probes
- * every 10 s, 256 TCP clients idle out after 10 s, 4096 pending (at most
- * 16384), TTL cap 300 s, EDNS 4096. At start a zero field takes its
+ * every 10 s, 256 TCP clients (16 per address) that must complete a query
+ * every 10 s, 4096 pending per worker (at most 16384; each holds one
+ * upstream socket while in flight), TTL cap 300 s, EDNS 4096. At start a zero field takes its
  * default, except probe_interval_ns (0 = no probes). */
 void fw_dnsp_config_init(struct fw_dnsp_config *c);
 
@@ -72,7 +85,8 @@ struct fw_dnsp_stats {
 	__u64 upstream_errors;	 /* rcodes other than NOERROR/NXDOMAIN, malformed answers */
 	__u64 malformed;	 /* client messages dropped or answered FORMERR */
 	__u64 truncated;	 /* UDP answers cut to the client's size (TC) */
-	__u64 tcp_rejected;	 /* client connections over max_tcp_clients */
+	__u64 tcp_rejected;	 /* client connections over a limit, nobody to evict */
+	__u64 tcp_evicted;	 /* client connections closed for a newcomer */
 	__u64 overload;		 /* queries dropped at max_pending */
 };
 
@@ -92,6 +106,22 @@ void fw_dnsp_get_stats(struct fw_dnsp *p, struct fw_dnsp_stats *out);
 __u16 fw_dnsp_port(const struct fw_dnsp *p);
 /* Upstream health as last probed or seen: true = answering. */
 bool fw_dnsp_upstream_healthy(struct fw_dnsp *p, size_t i);
+
+/* The engine's byte paths without a socket or a thread, for the fuzz
+ * target: client is one UDP datagram from 10.42.0.2 or, with tcp, the byte
+ * stream of one TCP connection (length-prefixed queries, pipelined), then
+ * closed. up is what two upstreams say, as records of a 16-bit length
+ * (bit 15 set: keep the message's id, else it is given the id the proxy
+ * sent, and with case_randomize the question in the case sent when it
+ * matches but for case) and the message; each record goes to the first
+ * exchange in flight, in order; whatever is left waiting times out. hooks
+ * as for
+ * fw_dnsp_start (NULL: forward everything, learn nothing). out receives
+ * every message the client would read, each after a 16-bit length; those
+ * beyond outcap are dropped. */
+int fw_dnsp_simulate(const struct fw_dnsp_hooks *h, bool case_randomize, const __u8 *client,
+		     size_t clen, bool tcp, const __u8 *up, size_t ulen, __u8 *out, size_t outcap,
+		     size_t *outlen);
 
 /* "192.0.2.1", "192.0.2.1:5353", "2001:db8::1", "[2001:db8::1]:5353";
  * port 53 when absent. -EINVAL otherwise. */

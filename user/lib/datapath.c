@@ -231,8 +231,8 @@ static int pinned_fd(const char *root, const char *name)
 int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 {
 	int *fds[] = {
-		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 	};
 	struct fw_dp *dp;
 	int err;
@@ -295,12 +295,14 @@ void fw_dp_close(struct fw_dp *dp)
 		fastwall_bpf__destroy(dp->skel);
 	} else {
 		int fds[] = {
-			dp->dispatch_fd,  dp->rules_fd,		dp->learned_fd, dp->conns_fd,
-			dp->local_fd,	  dp->local_ports_fd,	dp->doh_fd,	dp->config_fd,
-			dp->stats_fd,	  dp->subject_stats_fd, dp->budget_fd,	dp->meta_fd,
-			dp->pod_flows_fd, dp->frags_fd,		dp->events_fd,	dp->ports_fd,
-			dp->dns_nat_fd,	  dp->l2_ports_fd,	dp->l2_macs_fd, dp->l2_lladdrs_fd,
-			dp->conn_count_fd, dp->learned_ports_fd, dp->names_fd, dp->learned_names_fd,
+			dp->dispatch_fd,      dp->rules_fd,	 dp->learned_fd,
+			dp->conns_fd,	      dp->local_fd,	 dp->local_ports_fd,
+			dp->doh_fd,	      dp->config_fd,	 dp->stats_fd,
+			dp->subject_stats_fd, dp->budget_fd,	 dp->meta_fd,
+			dp->pod_flows_fd,     dp->frags_fd,	 dp->events_fd,
+			dp->ports_fd,	      dp->dns_nat_fd,	 dp->l2_ports_fd,
+			dp->l2_macs_fd,	      dp->l2_lladdrs_fd, dp->conn_count_fd,
+			dp->learned_ports_fd, dp->names_fd,	 dp->learned_names_fd,
 		};
 		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 			if (fds[i] >= 0)

@@ -24,7 +24,7 @@
  *        bit 2: the frame goes through fastwall_egress (traffic into a
  *        sandbox: it can open pod flows and carries the proxy's answers)
  * State the programs keep (fragments, DNS NAT, pod flows, connections) is
- * emptied after every input, so an input decides the same way every run.
+ * emptied before every input, so an input decides the same way every run.
  *
  * Known holes of the data path can be tolerated while their fixes are not
  * merged: FW_FUZZ_TOLERATE=nd,l4-bounds,v4-mapped (or "all"). Default: none,
@@ -204,6 +204,8 @@ struct o_subject {
 	size_t nrules;
 	struct fw_ip leases[6];
 	size_t nleases;
+	struct fw_ip expired[3];
+	size_t nexpired;
 };
 
 static struct {
@@ -341,6 +343,8 @@ static void oracle_world_init(void)
 			o_rule_parse(d->rules[r], &s->rules[s->nrules++]);
 		for (size_t l = 0; l < 6 && d->leases[l]; l++)
 			o_addr(d->leases[l], &s->leases[s->nleases++]);
+		for (size_t l = 0; l < 3 && d->expired[l]; l++)
+			o_addr(d->expired[l], &s->expired[s->nexpired++]);
 	}
 	for (size_t i = 0; i < 2; i++) {
 		o_addr(world_local[i], &o.local[i]);
@@ -939,6 +943,9 @@ static bool step_policy(const struct frame *f, const struct o_subject *s, struct
 	for (size_t i = 0; i < s->nleases; i++)
 		if (ip_eq(&s->leases[i], &f->dst))
 			return ALLOW(v, FW_PASS_LEARNED, s, "learned, live lease");
+	for (size_t i = 0; i < s->nexpired; i++)
+		if (ip_eq(&s->expired[i], &f->dst))
+			return DENY(v, "learned, lease expired");
 	return DENY(v, "default deny");
 }
 
@@ -1725,7 +1732,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		exit(2);
 	if (geteuid() != 0) {
 		fprintf(stderr, "the ingress fuzzer needs root (BPF programs, namespaces)\n");
-		exit(77);
+		exit(1);
 	}
 	fw_log_level = FW_LOG_ERROR;
 	fw_dp_quiet();
@@ -1854,6 +1861,31 @@ static const struct seed seeds[] = {
 	 {F(CTL_A,
 	    ICMP6("fe80::10", "ff02::16", ICMP6_MLD2_REPORT, .hop_limit = 1, .ext = {X_HBH}))}},
 	{"ether_other", 0, {F(CTL_A, ETHER(0x88cc))}},
+	/* drops, one per reason and kind of subject: the mutations that turn
+	 * them into passes are the ones that matter */
+	{"tcp6_deny", 0, {F(CTL_A, TCP6(A6, "2001:db8:dead::5", 40000, 80))}},
+	{"udp4_default_deny", 0, {F(CTL_A, UDP4(A4, "192.0.2.250", 40000, 5000))}},
+	{"tcp4_expired", 0, {F(CTL_A, TCP4(A4, "192.0.2.201", 40000, 443))}},
+	{"tcp6_expired", 0, {F(CTL_A, TCP6(A6, "2001:db8:99::2", 40000, 443))}},
+	{"tcp4_learned_in_deny", 0, {F(CTL_A, TCP4(A4, "203.0.113.9", 40000, 443))}},
+	{"tcp6_learned_port_rule", 0, {F(CTL_A, TCP6(A6, "2001:db8:2::99", 40000, 80))}},
+	{"tcp4_beta_sibling", 0, {F(CTL_B, TCP4(B4, A4, 40000, 80))}},
+	{"udp6_beta_sibling", 0, {F(CTL_B, UDP6(B6, A6, 40000, 5000))}},
+	{"tcp4_gateway_http", 0, {F(CTL_A, TCP4(A4, GW4, 40000, 80))}},
+	{"tcp4_spoofed_port", 0, {F(CTL_B, TCP4(A4, "192.0.2.10", 40000, 80))}},
+	{"tcp4_unknown_source", 0, {F(CTL_A, TCP4("10.42.0.99", "192.0.2.10", 40000, 80))}},
+	{"tcp4_zeta_missing_port", 0, {F(CTL_A, TCP4("10.42.0.60", "192.0.2.10", 40000, 80))}},
+	{"udp4_epsilon_no_gateway",
+	 2,
+	 {F(0, UDP4("10.42.0.70", "198.51.100.53", 40000, 53, .payload = 29))}},
+	{"tcp4_doh_strict", 8, {F(CTL_B, TCP4(B4, "198.51.100.9", 40000, 443))}},
+	{"tcp4_beta_smtp", 0, {F(CTL_B, TCP4(B4, "192.0.2.10", 40000, 25))}},
+	{"udp4_fragment_alone",
+	 0,
+	 {F(CTL_A, UDP4(A4, "192.0.2.10", 40000, 5000, .payload = 8, LAST(81)))}},
+	{"udp4_dns_first_fragment",
+	 1,
+	 {F(CTL_A, UDP4(A4, GW4, 40000, 53, .payload = 16, FIRST(82)))}},
 	/* the holes FW_FUZZ_TOLERATE names, as a sandbox would try them */
 	{"hole_nd_rs_to_denied",
 	 0,

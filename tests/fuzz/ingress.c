@@ -27,7 +27,7 @@
  * emptied before every input, so an input decides the same way every run.
  *
  * Known holes of the data path can be tolerated while their fixes are not
- * merged: FW_FUZZ_TOLERATE=nd,l4-bounds,v4-mapped (or "all"). Default: none,
+ * merged: FW_FUZZ_TOLERATE=nd,l4-bounds,v4-mapped,mac (or "all"). Default: none,
  * every rule strict. FW_FUZZ_WRITE_SEEDS=DIR writes the seed corpus (built
  * with tests/bpf/pkt.c) into DIR and exits. Needs root: it runs in its own
  * network and mount namespaces, with a private bpffs, so nothing of it is
@@ -166,6 +166,11 @@ static const struct world_subject world[] = {
 
 #define NSUBJECTS (sizeof(world) / sizeof(world[0]))
 
+/* Every port's peer has this MAC (the one tests/bpf/pkt.c sends from): a
+ * frame from any other source MAC, or an ARP claim with any other sender
+ * MAC, is a sandbox posing as another. */
+static const __u8 world_mac[6] = {2, 0, 0, 0, 0, 2};
+
 static const char *const world_local[] = {"10.42.0.2", "fd00:42::2"};
 static const struct {
 	__u8 proto;
@@ -220,6 +225,7 @@ enum {
 	TOL_ND = 1 << 0,	/* ND/MLD to any destination, RS/NA from anyone */
 	TOL_L4_BOUNDS = 1 << 1, /* transport header read up to the frame's end */
 	TOL_V4MAPPED = 1 << 2,	/* IPv6 with ::ffff:a.b.c.d addresses decided as IPv4 */
+	TOL_MAC = 1 << 3,	/* any source MAC (Ethernet, ARP sender) on any port */
 };
 
 static void world_bug(const char *what, const char *text)
@@ -372,6 +378,7 @@ enum fkind { FK_MALFORMED, FK_ETHERTYPE, FK_ARP, FK_IP };
 
 struct frame {
 	enum fkind kind;
+	__u8 eth_src[6], arp_sha[6];
 	const char *why; /* FK_MALFORMED: what */
 	int family;	 /* 4 or 6 */
 	struct fw_ip src, dst;
@@ -549,6 +556,7 @@ static void parse_frame(const __u8 *p, size_t len, struct frame *f, bool lax)
 		malformed(f, "shorter than ethernet");
 		return;
 	}
+	memcpy(f->eth_src, p + 6, 6);
 	et = be16(p + 12);
 	if (et == 0x8100 || et == 0x88a8) {
 		if (off + 4 > len) {
@@ -582,6 +590,7 @@ static void parse_frame(const __u8 *p, size_t len, struct frame *f, bool lax)
 		}
 		f->kind = FK_ARP;
 		f->family = 4;
+		memcpy(f->arp_sha, p + off + 8, 6);
 		v4_to_ip(p + off + 14, &f->src);
 		return;
 	default:
@@ -672,6 +681,19 @@ static bool o_claim_ok(const struct fw_ip *addr)
 	const struct o_subject *s = o_subject_of(addr);
 
 	return s && o_on_its_port(s, st.ifindex);
+}
+
+/* 0. The port's own MAC: as the Ethernet source of everything, and as
+ * the sender hardware address of ARP. */
+static bool step_mac(const struct frame *f, struct verdict *v)
+{
+	if (o.tolerate & TOL_MAC)
+		return false;
+	if (memcmp(f->eth_src, world_mac, 6))
+		return DENY(v, "source mac not the port's");
+	if (f->kind == FK_ARP && memcmp(f->arp_sha, world_mac, 6))
+		return DENY(v, "arp sender mac not the port's");
+	return false;
 }
 
 /* 1. ARP: an address probe (sender 0.0.0.0) or a claim by its owner. */
@@ -964,6 +986,8 @@ static void oracle_ingress(const struct frame *f, struct verdict *v)
 		DENY(v, "ethertype");
 		return;
 	}
+	if (step_mac(f, v))
+		return;
 	if (f->kind == FK_ARP) {
 		step_arp(f, v);
 		return;
@@ -1695,7 +1719,8 @@ static int tolerate_parse(const char *s)
 	} names[] = {{"nd", TOL_ND},
 		     {"l4-bounds", TOL_L4_BOUNDS},
 		     {"v4-mapped", TOL_V4MAPPED},
-		     {"all", TOL_ND | TOL_L4_BOUNDS | TOL_V4MAPPED}};
+		     {"mac", TOL_MAC},
+		     {"all", TOL_ND | TOL_L4_BOUNDS | TOL_V4MAPPED | TOL_MAC}};
 	char buf[128];
 
 	snprintf(buf, sizeof(buf), "%s", s);
@@ -1708,7 +1733,7 @@ static int tolerate_parse(const char *s)
 		if (i == sizeof(names) / sizeof(names[0])) {
 			fprintf(stderr,
 				"FW_FUZZ_TOLERATE: unknown hole '%s' (nd, l4-bounds, "
-				"v4-mapped, all)\n",
+				"v4-mapped, mac, all)\n",
 				tok);
 			return -EINVAL;
 		}
@@ -1744,10 +1769,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	atexit(teardown);
 	h.ready = true;
 	if (o.tolerate)
-		fprintf(stderr, "ingress fuzz: tolerating known holes:%s%s%s\n",
+		fprintf(stderr, "ingress fuzz: tolerating known holes:%s%s%s%s\n",
 			o.tolerate & TOL_ND ? " nd" : "",
 			o.tolerate & TOL_L4_BOUNDS ? " l4-bounds" : "",
-			o.tolerate & TOL_V4MAPPED ? " v4-mapped" : "");
+			o.tolerate & TOL_V4MAPPED ? " v4-mapped" : "",
+			o.tolerate & TOL_MAC ? " mac" : "");
 	return 0;
 }
 
@@ -1772,6 +1798,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 struct seed_frame {
 	__u8 ctl;
 	struct pkt_spec spec;
+	__u8 mac_last; /* non-zero: the source MAC's last byte (another port's peer) */
 };
 
 struct seed {
@@ -1780,9 +1807,9 @@ struct seed {
 	struct seed_frame frames[3];
 };
 
-#define F(ctl, ...)                                                                                \
+#define F(c_, ...)                                                                                 \
 	{                                                                                          \
-		ctl, __VA_ARGS__                                                                   \
+		.ctl = (c_), .spec = __VA_ARGS__                                                   \
 	}
 #define FIRST(i) .frag = {.on = true, .more = true, .offset = 0, .id = (i)}
 #define LAST(i)	 .frag = {.on = true, .more = false, .offset = 3, .id = (i)}
@@ -1887,6 +1914,11 @@ static const struct seed seeds[] = {
 	 1,
 	 {F(CTL_A, UDP4(A4, GW4, 40000, 53, .payload = 16, FIRST(82)))}},
 	/* the holes FW_FUZZ_TOLERATE names, as a sandbox would try them */
+	{"hole_mac_of_a_sibling",
+	 0,
+	 {{.ctl = CTL_A,
+	   .spec = UDP4(A4, "192.0.2.10", 40000, 5000, .payload = 32),
+	   .mac_last = 3}}},
 	{"hole_nd_rs_to_denied",
 	 0,
 	 {F(CTL_A, ICMP6(A6, "2001:db8:dead::2", ICMP6_RS, .hop_limit = 255, .payload = 32))}},
@@ -1914,6 +1946,8 @@ static int write_seeds(const char *dir)
 				fprintf(stderr, "seed %s: frame %zu does not build\n", s->name, k);
 				return -EINVAL;
 			}
+			if (s->frames[k].mac_last)
+				buf[n + 3 + 11] = s->frames[k].mac_last;
 			buf[n] = s->frames[k].ctl;
 			buf[n + 1] = (__u8)(len >> 8);
 			buf[n + 2] = (__u8)len;

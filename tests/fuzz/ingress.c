@@ -22,13 +22,15 @@
  *        (3 = 2); bits 2-3: DoH off / list / strict (3 = list)
  *   ctl  bits 0-1: ingress interface lo / port A / port B (3 = lo);
  *        bit 2: the frame goes through fastwall_egress (traffic into a
- *        sandbox: it can open pod flows and carries the proxy's answers)
+ *        sandbox: it can open pod flows and carries the proxy's answers);
+ *        bit 3: keep the frame's source MAC (otherwise the harness gives
+ *        pkt.c's MAC the port's own, see world_mac)
  * State the programs keep (fragments, DNS NAT, pod flows, connections) is
  * emptied before every input, so an input decides the same way every run.
  *
- * Known holes of the data path can be tolerated while their fixes are not
- * merged: FW_FUZZ_TOLERATE=nd,l4-bounds,v4-mapped,mac (or "all"). Default: none,
- * every rule strict. FW_FUZZ_WRITE_SEEDS=DIR writes the seed corpus (built
+ * Holes the data path once had can be tolerated, to study the old
+ * behaviour: FW_FUZZ_TOLERATE=nd,l4-bounds,v4-mapped,mac (or "all").
+ * Default: none, every rule strict. FW_FUZZ_WRITE_SEEDS=DIR writes the seed corpus (built
  * with tests/bpf/pkt.c) into DIR and exits. Needs root: it runs in its own
  * network and mount namespaces, with a private bpffs, so nothing of it is
  * visible outside and nothing outlives it. */
@@ -51,6 +53,7 @@
 
 #include "addr.h"
 #include "datapath.h"
+#include "l2bind.h"
 #include "log.h"
 #include "pkt.h"
 #include "subjects.h"
@@ -166,10 +169,16 @@ static const struct world_subject world[] = {
 
 #define NSUBJECTS (sizeof(world) / sizeof(world[0]))
 
-/* Every port's peer has this MAC (the one tests/bpf/pkt.c sends from): a
- * frame from any other source MAC, or an ARP claim with any other sender
- * MAC, is a sandbox posing as another. */
+/* The MAC tests/bpf/pkt.c sends from. Each port is bound to a MAC of its
+ * own (a MAC belongs to one port only): port A to this one, port B and lo
+ * to the next ones; the harness gives a frame its port's MAC unless the
+ * input asks to keep the frame's own (ctl bit 3). A frame from any other
+ * source MAC, or an ARP claim with any other sender MAC, is a sandbox
+ * posing as another. */
 static const __u8 world_mac[6] = {2, 0, 0, 0, 0, 2};
+
+static void port_mac(int ifindex, __u8 mac[6]);
+static void ports_bind(void);
 
 static const char *const world_local[] = {"10.42.0.2", "fd00:42::2"};
 static const struct {
@@ -692,9 +701,12 @@ static bool step_mac(const struct frame *f, struct verdict *v)
 {
 	if (o.tolerate & TOL_MAC)
 		return false;
-	if (memcmp(f->eth_src, world_mac, 6))
+	__u8 mac[6];
+
+	port_mac(st.ifindex, mac);
+	if (memcmp(f->eth_src, mac, 6))
 		return DENY(v, "source mac not the port's");
-	if (f->kind == FK_ARP && memcmp(f->arp_sha, world_mac, 6))
+	if (f->kind == FK_ARP && memcmp(f->arp_sha, mac, 6))
 		return DENY(v, "arp sender mac not the port's");
 	return false;
 }
@@ -724,6 +736,10 @@ static bool o_nd_destination_ok(const struct frame *f, const struct o_subject *f
 		if ((!from || from == s) && s->has_gw[1] && ip_eq(&s->gw[1], &f->dst))
 			return true;
 	}
+	/* unicast neighbour unreachability detection of a pod-local address */
+	for (size_t i = 0; from && i < 2; i++)
+		if (ip_eq(&o.local[i], &f->dst))
+			return true;
 	return false;
 }
 
@@ -856,8 +872,22 @@ static int fam_index(const struct frame *f)
 	return f->family == 4 ? 0 : 1;
 }
 
+/* Destinations that are the pod's whatever its interfaces hold: loopback
+ * (127.0.0.0/8, ::1), link-local (fe80::/10), the limited broadcast and
+ * link-scope multicast (224.0.0.0/24, ff02::/16). */
+static bool o_pod_local_by_prefix(int family, const struct fw_ip *a)
+{
+	static const struct fw_ip lo6 = {.b = {[15] = 1}};
+
+	if (family == 4)
+		return a->b[12] == 127 || (a->b[12] == 224 && a->b[13] == 0 && a->b[14] == 0) ||
+		       (a->b[12] == 255 && a->b[13] == 255 && a->b[14] == 255 && a->b[15] == 255);
+	return ip_eq(a, &lo6) || ip_link_local(a) || ip_ff02(a);
+}
+
 /* The pod's own addresses as this subject sees them: its gateway of the
- * frame's family and the configured local addresses. */
+ * frame's family, the configured local addresses, and those matched by
+ * prefix. */
 static bool o_pod_local(const struct o_subject *s, int family, const struct fw_ip *a)
 {
 	int fi = family == 4 ? 0 : 1;
@@ -867,7 +897,7 @@ static bool o_pod_local(const struct o_subject *s, int family, const struct fw_i
 	for (size_t i = 0; i < 2; i++)
 		if (ip_eq(&o.local[i], a))
 			return true;
-	return false;
+	return o_pod_local_by_prefix(family, a);
 }
 
 /* 6. DNS: with the proxy on, TCP/UDP 53 to a pod-local address keeps its
@@ -1445,6 +1475,7 @@ static void state_reset(void)
 	map_empty(h.dp->dns_nat_fd, sizeof(struct fw_dns_nat_key));
 	map_empty(h.dp->pod_flows_fd, sizeof(struct fw_flow_key));
 	map_empty(h.dp->conns_fd, sizeof(struct fw_conn_key));
+	ports_bind();
 	memset(&st, 0, offsetof(typeof(st), trace));
 }
 
@@ -1481,6 +1512,44 @@ static void mode_set(__u8 mode)
 	}
 }
 
+static void port_mac(int ifindex, __u8 mac[6])
+{
+	memcpy(mac, world_mac, 6);
+	if (ifindex == o.ifindex_b)
+		mac[5] += 1;
+	else if (ifindex != o.ifindex_a)
+		mac[5] += 2;
+}
+
+/* Gives the frame its port's MAC where it carries pkt.c's: the Ethernet
+ * source, and an untagged ARP sender hardware address. */
+static void frame_own_mac(__u8 *frame, size_t len)
+{
+	__u8 mac[6];
+
+	port_mac(st.ifindex, mac);
+	if (!memcmp(frame + 6, world_mac, 6))
+		memcpy(frame + 6, mac, 6);
+	if (len >= 28 && frame[12] == 0x08 && frame[13] == 0x06 &&
+	    !memcmp(frame + 22, world_mac, 6))
+		memcpy(frame + 22, mac, 6);
+}
+
+/* Binds the three ports afresh: what a frame taught the binding (a
+ * link-local address learned on first use) must not outlive its input. */
+static void ports_bind(void)
+{
+	int ifs[3] = {o.ifindex_a, o.ifindex_b, 1};
+
+	for (size_t i = 0; i < 3; i++) {
+		__u8 host[6] = {2, 0, 0, 0, 1, (__u8)i}, peer[6];
+
+		port_mac(ifs[i], peer);
+		if (fw_l2_forget(h.dp, ifs[i]) || fw_l2_bind(h.dp, ifs[i], host, peer))
+			abort();
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	size_t off = 1;
@@ -1510,10 +1579,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		/* test_run takes neither runts nor frames beyond a page */
 		if (len >= 14 && len <= FUZZ_FRAME_MAX) {
+			static __u8 frame[FUZZ_FRAME_MAX];
+
+			memcpy(frame, data + off, len);
+			if (!(ctl & 8))
+				frame_own_mac(frame, len);
 			if (ctl & 4)
-				run_egress(data + off, len);
+				run_egress(frame, len);
 			else
-				run_ingress(data + off, len);
+				run_ingress(frame, len);
 		}
 		off += len;
 	}

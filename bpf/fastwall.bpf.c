@@ -64,6 +64,10 @@ static __always_inline bool fw_nd_dest_ok(const struct fw_pkt *pkt, const struct
 			return true;
 		return d->w[2] == bpf_htonl(1) && (bpf_ntohl(d->w[3]) >> 24) == 0xff;
 	}
+	/* ::/96 (::1 above all) is pod-local by prefix, but nobody's
+	 * neighbour: ND to it is never legitimate */
+	if ((d->w[0] | d->w[1] | d->w[2]) == 0)
+		return false;
 	if (s && fw_is_pod_local(s, FW_FAM_V6, d))
 		return true;
 	return fw_l2_pod_addr(d);

@@ -969,6 +969,13 @@ static const struct row rows[] = {
 	{"v6 ns to a sibling's address",
 	 .pkt = ICMP6(ALPHA6, ALPHA_SIB6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_SIB6),
 	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
+	/* loopback is pod-local, but no neighbour: found by the packet-path fuzzer */
+	{"v6 na to ::1",
+	 .pkt = ICMP6(ALPHA6, "::1", ICMP6_NA, .hop_limit = 255, .nd_target = ALPHA6),
+	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
+	{"v6 ns to ::1",
+	 .pkt = ICMP6(ALPHA6, "::1", ICMP6_NS, .hop_limit = 255, .nd_target = "::1"),
+	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
 	{"v6 rs to a site-scope group", .pkt = ICMP6(ALPHA6, "ff05::2", ICMP6_RS, .hop_limit = 255),
 	 DROP(FW_DROP_ND_TARGET), .subject = "alpha"},
 	{"v6 ns to a link-scope group that is not solicited-node",

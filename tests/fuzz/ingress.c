@@ -545,6 +545,11 @@ static bool parse_ipv6(const __u8 *p, size_t len, size_t off, struct frame *f, b
 		}
 		nh = p[off];
 		off += hlen;
+		/* what follows a later fragment's fragment header is data of
+		 * the datagram, not headers (the reassembled packet takes its
+		 * chain from the first fragment) */
+		if (f->frag_later)
+			break;
 	}
 	if (f->frag_later)
 		f->frag_first = false;

@@ -6,6 +6,7 @@
 #include <linux/if_link.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
+#include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
@@ -182,6 +183,53 @@ int fw_links_subscribe(int *fd)
 	return 0;
 }
 
+/* Sends one request on a fresh socket and walks the answer: a dump until
+ * its NLMSG_DONE (or an error), a plain request's one reply. Callbacks may
+ * make requests of their own (a link listing binds veth peers), so each
+ * call has its own buffer. */
+static int request(const struct nlmsghdr *req, fw_link_cb cb, fw_addr_cb acb, void *ctx)
+{
+	const size_t size = 65536;
+	bool dumping = req->nlmsg_flags & NLM_F_DUMP;
+	char *buf = malloc(size);
+	int s, err = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (s < 0) {
+		err = -errno;
+		free(buf);
+		return err;
+	}
+	if (send(s, req, req->nlmsg_len, 0) < 0) {
+		err = -errno;
+		goto out;
+	}
+	for (;;) {
+		ssize_t n = recv(s, buf, size, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		err = walk(buf, n, cb, acb, ctx);
+		if (err || !dumping) {
+			if (err > 0)
+				err = 0;
+			break;
+		}
+	}
+out:
+	close(s);
+	free(buf);
+	return err;
+}
+
 /* One RTM_GET* dump: RTM_GETLINK calls cb, RTM_GETADDR acb. */
 static int dump(__u16 type, fw_link_cb cb, fw_addr_cb acb, void *ctx)
 {
@@ -205,37 +253,8 @@ static int dump(__u16 type, fw_link_cb cb, fw_addr_cb acb, void *ctx)
 			},
 		.ifi = {.ifi_family = AF_UNSPEC},
 	};
-	static char buf[65536];
-	int s, err = 0;
 
-	s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-	if (s < 0)
-		return -errno;
-	if (send(s, &req, req.nh.nlmsg_len, 0) < 0) {
-		err = -errno;
-		goto out;
-	}
-	for (;;) {
-		ssize_t n = recv(s, buf, sizeof(buf), 0);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		err = walk(buf, n, cb, acb, ctx);
-		if (err) {
-			if (err > 0)
-				err = 0;
-			break;
-		}
-	}
-out:
-	close(s);
-	return err;
+	return request(&req.nh, cb, acb, ctx);
 }
 
 int fw_links_dump(fw_link_cb cb, void *ctx)
@@ -301,8 +320,7 @@ int fw_links_peer_addr(const struct fw_link *link, unsigned char mac[6])
 		.ifi = {.ifi_family = AF_UNSPEC},
 	};
 	struct peer_ctx p = {.mac = mac};
-	char buf[8192];
-	int s, err = 0;
+	int err;
 
 	if (!link->veth || link->peer <= 0)
 		return -ENOENT;
@@ -313,30 +331,7 @@ int fw_links_peer_addr(const struct fw_link *link, unsigned char mac[6])
 		req.nsid = link->peer_netnsid;
 		req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_LENGTH(sizeof(int));
 	}
-	s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-	if (s < 0)
-		return -errno;
-	if (send(s, &req, req.nh.nlmsg_len, 0) < 0) {
-		err = -errno;
-		goto out;
-	}
-	for (;;) {
-		ssize_t n = recv(s, buf, sizeof(buf), 0);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			break;
-		}
-		/* one answer (the link, or an error) */
-		err = walk(buf, n, on_peer, NULL, &p);
-		if (err > 0)
-			err = 0;
-		break;
-	}
-out:
-	close(s);
+	err = request(&req.nh, on_peer, NULL, &p);
 	if (!err && !p.found)
 		err = -ENOENT;
 	return err;

@@ -40,7 +40,7 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 
-LIB_SRCS := $(wildcard user/lib/*.c)
+LIB_SRCS := $(wildcard user/lib/*/*.c)
 LIB_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRCS))
 LIB := $(BUILD)/libfastwall.a
 

@@ -7,7 +7,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
-#include "fastwall.h"
+#include "fastwall/abi.h"
 
 #define TC_ACT_OK   0
 #define TC_ACT_SHOT 2

@@ -34,13 +34,13 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "addr.h"
+#include "common/addr.h"
 #include "bench_trivial.skel.h"
-#include "config.h"
-#include "datapath.h"
-#include "log.h"
-#include "policy.h"
-#include "subjects.h"
+#include "config/config.h"
+#include "datapath/datapath.h"
+#include "common/log.h"
+#include "policy/policy.h"
+#include "subjects/registry.h"
 
 #define MAX_SCALES	    8
 #define MAX_ROUNDS	    64

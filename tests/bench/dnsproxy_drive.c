@@ -23,8 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dns.h"
-#include "dnsproxy.h"
+#include "dns/wire.h"
+#include "dns/proxy.h"
 
 #define RESP_BATCH 64
 #define RESP_BUF   4096

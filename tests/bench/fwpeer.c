@@ -43,10 +43,10 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "addr.h"
+#include "common/addr.h"
 #include "bench_trivial.skel.h"
 #include "benchlib.h"
-#include "fastwall.h"
+#include "fastwall/abi.h"
 
 #define API	     "sandbox.fast.io/actions/v1"
 #define ACTIONS_PATH "/_fastlet/v1/actions"

@@ -24,13 +24,13 @@
 #include <bpf/libbpf.h>
 #include <linux/pkt_cls.h>
 
-#include "addr.h"
-#include "datapath.h"
-#include "log.h"
+#include "common/addr.h"
+#include "datapath/datapath.h"
+#include "common/log.h"
 #include "pkt.h"
-#include "l2bind.h"
-#include "learn.h"
-#include "subjects.h"
+#include "datapath/l2bind.h"
+#include "dns/learn.h"
+#include "subjects/registry.h"
 
 #define NSEC_PER_SEC 1000000000ull
 #define DUMMY_IF     "@dummy"		 /* stands for the test's own dummy interface */
@@ -2021,7 +2021,7 @@ static void scenario_conn_quota(void)
 	fw_dp_config_set(t.dp, &t.cfg);
 }
 
-/* ---- learned leases: the DNS side of the policy (learn.c) ---------------- */
+/* ---- learned leases: the DNS side of the policy (dns/learn.c) ---------------- */
 
 static const struct subject_def nu_v1 = {
 	.name = "nu",

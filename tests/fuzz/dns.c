@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dns.h"
+#include "dns/wire.h"
 
 #define FUZZ_MSG_MAX 65535 /* a DNS message never exceeds 16-bit lengths */
 #define FUZZ_TTL_CAP 300

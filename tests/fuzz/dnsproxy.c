@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dns.h"
-#include "dnsproxy.h"
+#include "dns/wire.h"
+#include "dns/proxy.h"
 
 #define FUZZ_OUT     (1 << 20)
 #define FUZZ_LEARNT  4096

@@ -51,12 +51,12 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "addr.h"
-#include "datapath.h"
-#include "l2bind.h"
-#include "log.h"
+#include "common/addr.h"
+#include "datapath/datapath.h"
+#include "datapath/l2bind.h"
+#include "common/log.h"
 #include "pkt.h"
-#include "subjects.h"
+#include "subjects/registry.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

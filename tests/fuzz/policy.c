@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addr.h"
-#include "policy.h"
+#include "common/addr.h"
+#include "policy/policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

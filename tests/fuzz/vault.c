@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
-#include "secmem.h"
-#include "vault.h"
+#include "policy/policy.h"
+#include "common/secmem.h"
+#include "protocol/vault.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

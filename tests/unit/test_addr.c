@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "addr.h"
+#include "common/addr.h"
 
 static struct fw_ip ip4(__u8 a, __u8 b, __u8 c, __u8 d)
 {

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "addr.h"
-#include "config.h"
+#include "common/addr.h"
+#include "config/config.h"
 
 static struct fw_cfg cfg;
 static char err[FW_CFG_ERR_LEN];

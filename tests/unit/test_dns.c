@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "addr.h"
-#include "dns.h"
+#include "common/addr.h"
+#include "dns/wire.h"
 
 struct msg {
 	__u8 b[8192];

@@ -20,9 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "addr.h"
-#include "dns.h"
-#include "dnsproxy.h"
+#include "common/addr.h"
+#include "dns/wire.h"
+#include "dns/proxy.h"
 
 #define WAIT_MS	   5000 /* an answer that must come */
 #define QUIET_MS   400	/* an answer that must not come (yet) */

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addr.h"
-#include "envelope.h"
+#include "common/addr.h"
+#include "protocol/envelope.h"
 
 #define API "\"apiVersion\":\"sandbox.fast.io/actions/v1\""
 #define UID "\"sandbox\":{\"uid\":\"u-1\",\"name\":\"sandbox-a\",\"namespace\":\"tenant-a\"}"

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 
-#include "ifset.h"
+#include "common/ifset.h"
 
 Test(ifset, holds_ifindexes_past_16_bits)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "common/log.h"
 
 /* What one fw_info(fmt, arg) wrote to stderr. */
 static char *logged(const char *arg)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pending.h"
+#include "protocol/pending.h"
 
 bool test_secmem_vmflag(const void *p, const char *flag);
 
@@ -219,7 +219,7 @@ Test(pending, byte_cap)
 
 Test(pending, rejects_bad_arguments)
 {
-	char long_uid[FW_PENDING_MAX_UID + 2];
+	char long_uid[FW_UID_MAX + 2];
 
 	memset(long_uid, 'u', sizeof(long_uid) - 1);
 	long_uid[sizeof(long_uid) - 1] = '\0';
@@ -227,7 +227,7 @@ Test(pending, rejects_bad_arguments)
 	cr_assert_eq(fw_pending_add(pc, long_uid, FW_PUSH_POLICY, "POST", "", 0, -1), -EINVAL);
 	cr_assert_eq(fw_pending_add(pc, "sb", FW_PUSH_POLICY, "post", "", 0, -1), -EINVAL);
 	cr_assert_eq(fw_pending_add(pc, "sb", 9, "POST", "", 0, -1), -EINVAL);
-	long_uid[FW_PENDING_MAX_UID] = '\0';
+	long_uid[FW_UID_MAX] = '\0';
 	cr_assert_eq(fw_pending_add(pc, long_uid, FW_PUSH_POLICY, "POST", NULL, 0, -1), 0);
 }
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addr.h"
-#include "policy.h"
+#include "common/addr.h"
+#include "policy/policy.h"
 
 static char err[256];
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addr.h"
-#include "envelope.h"
+#include "common/addr.h"
+#include "protocol/envelope.h"
 
 static char err[512];
 

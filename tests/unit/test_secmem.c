@@ -15,7 +15,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "secmem.h"
+#include "common/secmem.h"
 
 /* Whether the mapping holding p has VmFlags flag ("dd", "lo"); shared
  * with test_pending.c. */

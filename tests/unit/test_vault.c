@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addr.h"
-#include "policy.h"
-#include "secmem.h"
-#include "vault.h"
+#include "common/addr.h"
+#include "policy/policy.h"
+#include "common/secmem.h"
+#include "protocol/vault.h"
 
 #define SECRET	"sk-live-0123456789abcdef"
 #define SECRET2 "sk-live-fedcba9876543210"
@@ -750,7 +750,7 @@ Test(store, active_json_is_secmem)
 
 Test(store, rejects_bad_uid)
 {
-	char long_uid[FW_VAULT_MAX_UID + 2], *json;
+	char long_uid[FW_UID_MAX + 2], *json;
 
 	memset(long_uid, 'u', sizeof(long_uid) - 1);
 	long_uid[sizeof(long_uid) - 1] = '\0';

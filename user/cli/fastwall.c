@@ -11,10 +11,10 @@
 
 #include <bpf/bpf.h>
 
-#include "addr.h"
-#include "config.h"
-#include "datapath.h"
-#include "log.h"
+#include "common/addr.h"
+#include "config/config.h"
+#include "datapath/datapath.h"
+#include "common/log.h"
 
 enum { EXIT_USAGE = 2, EXIT_NOSTATE = 3 };
 

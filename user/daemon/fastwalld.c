@@ -24,20 +24,20 @@
 
 #include <bpf/libbpf.h>
 
-#include "addr.h"
-#include "actions.h"
-#include "config.h"
-#include "datapath.h"
-#include "dnsproxy.h"
-#include "hash.h"
+#include "common/addr.h"
+#include "protocol/actions.h"
+#include "config/config.h"
+#include "datapath/datapath.h"
+#include "dns/proxy.h"
+#include "common/hash.h"
 #include "http.h"
-#include "ifset.h"
-#include "learn.h"
-#include "l2bind.h"
-#include "links.h"
-#include "log.h"
-#include "secmem.h"
-#include "subjects.h"
+#include "common/ifset.h"
+#include "dns/learn.h"
+#include "datapath/l2bind.h"
+#include "datapath/links.h"
+#include "common/log.h"
+#include "common/secmem.h"
+#include "subjects/registry.h"
 
 #define FW_DEFAULT_CONFIG "/etc/fastwall/fastwalld.yaml"
 

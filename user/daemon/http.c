@@ -20,10 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "envelope.h"
+#include "protocol/envelope.h"
 #include "http.h"
-#include "log.h"
-#include "secmem.h"
+#include "common/log.h"
+#include "common/secmem.h"
 
 #define FW_HTTP_THREADS	  4
 #define FW_HTTP_TIMEOUT_S 10 /* libmicrohttpd's idle timeout: no byte for that long */

@@ -6,7 +6,7 @@
 #ifndef FW_HTTP_H
 #define FW_HTTP_H
 
-#include "actions.h"
+#include "protocol/actions.h"
 
 struct fw_http;
 

@@ -1,0 +1,440 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The BPF/userspace boundary: map keys and values, verdict reasons, events.
+ * Compiled by the BPF programs (against vmlinux.h) and by userspace (against
+ * <linux/types.h>); everything here is plain data with fixed sizes. */
+#ifndef FASTWALL_H
+#define FASTWALL_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#ifndef FW_MAX_SUBJECTS
+#define FW_MAX_SUBJECTS 8192 /* subject ids 1..FW_MAX_SUBJECTS-1; 0 = none */
+#endif
+#ifndef FW_MAX_ADDRS
+#define FW_MAX_ADDRS (2 * FW_MAX_SUBJECTS)
+#endif
+#ifndef FW_MAX_RULES
+#define FW_MAX_RULES 4096 /* compiled CIDR entries per subject */
+#endif
+#ifndef FW_MAX_LEARNED
+#define FW_MAX_LEARNED 1048576
+#endif
+#ifndef FW_MAX_PORT_RULES
+#define FW_MAX_PORT_RULES 262144
+#endif
+#ifndef FW_MAX_LEARNED_PORTS
+#define FW_MAX_LEARNED_PORTS 1048576 /* no prealloc; 4,096 per subject at most */
+#endif
+#ifndef FW_MAX_NAMES
+#define FW_MAX_NAMES 262144
+#endif
+#ifndef FW_MAX_LOCAL
+#define FW_MAX_LOCAL 256
+#endif
+#ifndef FW_MAX_DOH
+#define FW_MAX_DOH 4096
+#endif
+#ifndef FW_MAX_POD_FLOWS
+#define FW_MAX_POD_FLOWS 65536
+#endif
+#ifndef FW_MAX_FRAGS
+#define FW_MAX_FRAGS 8192
+#endif
+#ifndef FW_MAX_DNS_NAT
+#define FW_MAX_DNS_NAT 65536
+#endif
+#ifndef FW_MAX_CONNS
+#define FW_MAX_CONNS 1048576 /* no prealloc: memory only for records held */
+#endif
+#ifndef FW_MAX_L2_PORTS
+#define FW_MAX_L2_PORTS 4096 /* sandbox ports with a link-layer binding */
+#endif
+#ifndef FW_EVENT_RING_BYTES
+#define FW_EVENT_RING_BYTES (1 << 20)
+#endif
+
+/* Every address is 128 bits in network order; IPv4 is stored v4-mapped
+ * (::ffff:a.b.c.d), so one set of maps and one LPM key serve both families.
+ * An IPv4 /n is an LPM prefix of 96 + n. */
+struct fw_ip {
+	union {
+		__u8 b[16]; /* first, so bpftool shows readable bytes */
+		__be32 w[4];
+	};
+};
+
+#define FW_V4_PREFIX_BASE 96
+
+enum fw_family {
+	FW_FAM_V4 = 0,
+	FW_FAM_V6 = 1,
+	FW_FAM_MAX,
+};
+
+enum fw_subject_state {
+	FW_STATE_ABSENT = 0,
+	FW_STATE_DENYING = 1,
+	FW_STATE_ACTIVE = 2,
+};
+
+/* Verdict reasons: passes first, then drops. One counter slot each. These
+ * are not TC return codes; the programs map them to TC_ACT_OK/TC_ACT_SHOT. */
+enum fw_reason {
+	FW_PASS_ALLOW_CIDR = 0, /* destination in an allow CIDR */
+	FW_PASS_LEARNED,	/* DNS-learned destination with a live lease */
+	FW_PASS_DEFAULT,	/* no rule matched, default action allow */
+	FW_PASS_DNS_LOCAL,	/* DNS to the gateway or a pod-local address */
+	FW_PASS_DNS_PROXY,	/* DNS redirected to fastwalld's DNS proxy */
+	FW_PASS_POD_LOCAL,	/* configured exception to pod-local */
+	FW_PASS_POD_REPLY,	/* reply on a flow the pod opened into the sandbox */
+	FW_PASS_NEIGH,		/* ARP, IPv6 neighbour discovery, MLD */
+	FW_PASS_FRAGMENT,	/* non-first fragment of a passed datagram */
+	FW_DROP_MALFORMED,	/* truncated or invalid headers */
+	FW_DROP_ETHERTYPE,	/* non-IP, non-ARP ethertype */
+	FW_DROP_FRAGMENT,	/* non-first fragment of an unknown datagram */
+	FW_DROP_UNKNOWN_SOURCE, /* source address belongs to no subject */
+	FW_DROP_DENYING,	/* subject registered but not yet active */
+	FW_DROP_SPOOF,		/* subject's address on the wrong interface */
+	FW_DROP_SIBLING,	/* to another address in the private CIDR */
+	FW_DROP_POD_LOCAL,	/* non-DNS to the gateway or a pod-local address */
+	FW_DROP_DOT,		/* DNS-over-TLS, port 853 */
+	FW_DROP_DOH,		/* DNS-over-HTTPS block (list or strict) */
+	FW_DROP_DENY_CIDR,	/* destination in a deny CIDR */
+	FW_DROP_LEASE_EXPIRED,	/* learned destination whose lease ran out */
+	FW_DROP_DEFAULT_DENY,	/* no rule matched, default action deny */
+	FW_DROP_NO_POLICY,	/* active subject without a rule set (fail closed) */
+	FW_DROP_ROGUE_ND,	/* router advertisement or redirect from a sandbox */
+	FW_DROP_MAC_SPOOF,	/* source MAC (or ARP sender MAC) not the port's */
+	FW_DROP_ND_TARGET,    /* ND/MLD to a destination ND never goes, or from a foreign address */
+	FW_DROP_FRAG_HEADER,  /* first fragment without its complete transport header */
+	FW_DROP_V4MAPPED,     /* IPv6 packet with a v4-mapped (::ffff:0:0/96) address */
+	FW_DROP_LEARNED_PORT, /* learned destination, port not in the teaching rule's ports */
+	FW_REASON_MAX,
+};
+
+#define FW_REASON_FIRST_DROP FW_DROP_MALFORMED
+
+/* fastwall_dispatch: source address -> subject. One entry per address of
+ * every subject; the whole subject travels in the value so one hash lookup
+ * dispatches a packet and an update swaps all of it at once (hash values are
+ * replaced under RCU, never written in place). Writer: fastwalld. Reader:
+ * TC programs. */
+#define FW_IFINDEX_ANY	   0	       /* no host interface named */
+#define FW_IFINDEX_MISSING 0xffffffffu /* named, but not present: all drop */
+
+#define FW_SF_GATEWAY4 (1u << 0)
+#define FW_SF_GATEWAY6 (1u << 1)
+
+struct fw_subject {
+	__u32 id;
+	__u8 state;	      /* enum fw_subject_state */
+	__u8 flags;	      /* FW_SF_* */
+	__u8 private_plen[2]; /* per family, LPM-style length; 0 = none */
+	__u32 ifindex;	      /* anti-spoof binding, FW_IFINDEX_* */
+	__u32 pad;	      /* a rebind gets a new id instead */
+	struct fw_ip gateway[2];
+	struct fw_ip private_net[2];
+};
+
+/* fastwall_rules: subject id -> inner LPM trie of that subject's compiled
+ * CIDR rules. The controller resolves "deny beats allow" before insertion,
+ * so one longest-prefix lookup is the verdict; the ::/0 entry carries the
+ * default action. A policy swap builds a new trie and replaces the outer
+ * slot in one update. */
+struct fw_lpm_key {
+	__u32 prefixlen;
+	struct fw_ip addr;
+};
+
+enum fw_action {
+	FW_ACTION_DENY = 0,
+	FW_ACTION_ALLOW = 1,
+	FW_ACTION_NONE = 2, /* no rule for every port: on to learned and default */
+};
+
+#define FW_RULE_DEFAULT 0xffffffffu
+
+struct fw_rule {
+	__u8 action;	 /* for every port: enum fw_action */
+	__u8 is_default; /* no rule covers this prefix */
+	__u8 dflt;	 /* the subject's default action */
+	__u8 pad;
+	__u32 portset; /* per-port exceptions in fastwall_ports; 0 = none */
+	__u32 rule;    /* most specific rule's index in the egress list, FW_RULE_DEFAULT */
+};
+
+/* fastwall_ports: {subject, port set, port} -> enum fw_action, the
+ * per-port exceptions of an LPM entry (rules with a `ports` list). TCP and
+ * UDP destination ports; a port not listed takes the entry's action.
+ * Writer: fastwalld (new sets before the trie swap, old ones after).
+ * Reader: TC ingress. */
+#define FW_PORTSET_GEN (1u << 31) /* alternates per swap: old and new sets coexist */
+
+struct fw_port_rule_key {
+	__u32 subject;
+	__u32 portset;
+	__u16 port; /* host order */
+	__u16 pad;
+};
+
+/* fastwall_learned: {subject, address} -> lease. Writer: fastwalld (DNS
+ * proxy, refresh loop, GC). Reader: TC ingress, against bpf_ktime_get_ns.
+ * A lease taught only by domain rules with `ports` names a port set:
+ * fastwall_learned_ports holds {subject, set, port} -> 1 for each TCP/UDP
+ * destination port the address may be reached on (the union over the
+ * rules that taught it); anything else to it drops (learned-port).
+ * Writer: fastwalld (a set's ports before the first lease naming it, and
+ * deleted after the last one stops). Reader: TC ingress. */
+struct fw_learned_key {
+	__u32 subject;
+	__u32 pad;
+	struct fw_ip addr;
+};
+
+struct fw_lease {
+	__u64 expires_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
+	__u64 learned_ns;
+	__u32 portset; /* in fastwall_learned_ports; 0 = every port and protocol */
+	__u32 pad;
+};
+
+/* fastwall_names: name id -> the DNS name (as the query asked it), and
+ * fastwall_learned_names: {subject, address} -> the ids of the names that
+ * taught the address, so a restarted fastwalld can still revoke an
+ * address by name. Writer and reader: fastwalld only (the data plane never
+ * reads them; they are maps so they live as long as the leases do). */
+#define FW_LEASE_NAMES	 8   /* FW_LEARN_MAX_NAMES */
+#define FW_LEASE_NAME_SZ 256 /* a name of at most 253 characters, NUL-terminated */
+
+struct fw_lease_name {
+	char text[FW_LEASE_NAME_SZ];
+};
+
+struct fw_lease_names {
+	__u32 ids[FW_LEASE_NAMES]; /* 0 = none; oldest first */
+};
+
+/* fastwall_conns: TCP connections of a subject to learned addresses, so
+ * the lease refresh renews the lease of a destination while a connection
+ * to it is open (and once more when it ends). Writer: TC ingress (opens on
+ * a SYN without ACK, closes on FIN/RST, last_seen at most once a second),
+ * TC egress (a RST from the destination), fastwalld (renewed, delete).
+ * Reader: fastwalld. A plain hash, never an LRU: one subject's records
+ * must not push out another's. fastwall_conn_count: subject id -> records
+ * it holds (array, mmapable), capped at fw_config.conn_quota. */
+struct fw_conn_key {
+	__u32 subject;
+	__be16 sport; /* the sandbox's port */
+	__be16 dport;
+	struct fw_ip dst;
+};
+
+struct fw_conn {
+	__u64 last_seen_ns;
+	__u64 closed_ns; /* FIN or RST seen; 0 = open */
+	__u32 renewed;	 /* fastwalld gave the closing grace renewal */
+	__u32 pad;
+};
+
+/* fastwall_dns_nat: DNS queries redirected to the proxy, keyed by the
+ * sandbox's end, with the destination the sandbox addressed, so the
+ * proxy's answer leaves with that source. Writer: TC ingress. Reader: TC
+ * egress. LRU. */
+struct fw_dns_nat_key {
+	struct fw_ip client;
+	__be16 client_port;
+	__u8 proto;
+	__u8 pad;
+};
+
+struct fw_dns_nat {
+	struct fw_ip orig_dst;
+	__be16 orig_port;
+	__u16 pad[3];
+};
+
+/* fastwall_pod_flows: flows the pod opened into a sandbox, keyed as the
+ * sandbox's reply will carry them. Writer: TC egress of sandbox ports.
+ * Reader: TC ingress (pod-local replies). LRU. */
+struct fw_flow_key {
+	struct fw_ip sandbox;
+	struct fw_ip pod;
+	__be16 sandbox_port;
+	__be16 pod_port;
+	__u8 proto;
+	__u8 pad[3];
+};
+
+struct fw_flow {
+	__u64 last_seen_ns;
+};
+
+/* fastwall_frags: first fragments that passed, so later fragments of the
+ * same datagram (which carry no ports) can follow. LRU. Writer and reader:
+ * TC ingress. */
+struct fw_frag_key {
+	struct fw_ip src;
+	struct fw_ip dst;
+	__u32 id;
+	__u8 proto;
+	__u8 pad[3];
+};
+
+struct fw_frag {
+	__u64 expires_ns;
+	__u32 subject;
+	__u16 hdr_end; /* where the first fragment's headers end: later
+			* fragments starting before it would rewrite them */
+	__u16 pad;
+};
+
+/* fastwall_local: pod-local addresses besides the gateways -> flags.
+ * fastwall_local_ports: {proto, port} open to the sandboxes on pod-local
+ * addresses besides DNS. Writer: fastwalld. Reader: TC ingress. */
+struct fw_local {
+	__u32 flags; /* none defined yet: open ports via fastwall_local_ports */
+};
+
+struct fw_port_key {
+	__u8 proto;
+	__u8 pad;
+	__be16 port;
+};
+
+/* fastwall_config: the one global settings record (array, key 0). */
+#define FW_CF_DOH_LIST	 (1u << 0) /* drop TCP 443 to fastwall_doh */
+#define FW_CF_DOH_STRICT (1u << 1) /* drop all TCP 443 */
+#define FW_CF_DNS_PROXY	 (1u << 2) /* DNS to the gateway goes to the proxy */
+#define FW_CF_DNS_ALL	 (1u << 3) /* ... and DNS to any destination too */
+/* the pod's addresses did not fit in fastwall_local: fail closed, every
+ * destination not known to be pod-local drops as pod-local */
+#define FW_CF_LOCAL_FULL (1u << 4)
+
+struct fw_config {
+	__u32 flags;		   /* FW_CF_* */
+	__u32 event_burst;	   /* events a subject may emit back to back */
+	__u64 event_interval_ns;   /* one event per interval after the burst */
+	__u64 pod_flow_timeout_ns; /* idle timeout of pod-opened flows */
+	__u64 frag_timeout_ns;	   /* how long a first fragment opens the rest */
+	__u16 dns_port;		   /* the DNS proxy's port, with FW_CF_DNS_PROXY */
+	__u16 pad;
+	__u32 conn_quota; /* fastwall_conns records per subject; 0 = no cap */
+};
+
+/* fastwall_stats: reason -> counter (per-CPU array). fastwall_subject_stats:
+ * subject id -> per-reason packets (per-CPU array). Writer: TC ingress.
+ * Reader: fastwalld, CLI. */
+struct fw_counter {
+	__u64 packets;
+	__u64 bytes;
+};
+
+struct fw_subject_stats {
+	__u64 packets[FW_REASON_MAX];
+};
+
+/* fastwall_event_budget: subject id -> GCRA state (per-CPU array), so a
+ * flooding sandbox exhausts only its own share of the event ring. */
+struct fw_event_budget {
+	__u64 tat_ns;	  /* theoretical arrival time */
+	__u64 suppressed; /* events dropped since the last one emitted */
+};
+
+/* fastwall_events: ring buffer of deny events. */
+enum fw_event_type {
+	FW_EVENT_DROP = 1,
+};
+
+struct fw_event {
+	__u64 ts_ns;
+	__u32 type;    /* enum fw_event_type */
+	__u32 subject; /* 0 when the source is unknown */
+	__u32 reason;  /* enum fw_reason */
+	__u32 ifindex;
+	__u64 suppressed; /* events this subject lost to rate limiting before */
+	struct fw_ip src;
+	struct fw_ip dst;
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;
+	__u8 family; /* enum fw_family */
+	__u8 pad[2];
+};
+
+/* Link-layer binding of sandbox ports. fastwall_l2_ports: ifindex ->
+ * fw_l2_port, the one MAC a port may send from and the one link-local
+ * address it learned. fastwall_l2_macs: fw_mac -> owner ifindex and
+ * fastwall_l2_lladdrs: fe80::/10 fw_ip -> owner ifindex, so that one MAC
+ * and one link-local address belong to one port only; owner
+ * FW_L2_OWNER_POD (no skb has ifindex 0) marks the pod's own MACs and
+ * link-local addresses, which no port may claim. Writers: fastwalld (from
+ * the link at attach, the pod's reservations, cleanup when a port goes)
+ * and TC ingress (first sight, with BPF_NOEXIST so the first claimant
+ * owns it). Reader: TC ingress. */
+#define FW_L2_OWNER_POD 0u
+
+#define FW_L2F_UNBOUND (1u << 0) /* prepared by fastwalld: the MAC is learned on first sight */
+#define FW_L2F_LLADDR  (1u << 1) /* lladdr holds a learned link-local address */
+#define FW_L2F_PINNED  (1u << 2) /* mac from the link or the configuration, not first sight */
+
+struct fw_mac {
+	__u8 b[6];
+	__u16 pad;
+};
+
+struct fw_l2_port {
+	struct fw_mac mac;  /* the peer's MAC: the only Ethernet source accepted */
+	struct fw_mac host; /* the port's own MAC when fastwalld bound it, to tell ifindex reuse */
+	__u32 flags;	    /* FW_L2F_* */
+	__u32 pad;
+	struct fw_ip lladdr; /* with FW_L2F_LLADDR */
+};
+
+/* fastwall_subject_meta: subject id -> what the controller needs to adopt
+ * the subject after a restart. Never read by the data plane. */
+#define FW_UID_MAX  128 /* longest sandbox uid the protocol accepts */
+#define FW_NAME_LEN 136 /* FW_UID_MAX and a NUL, rounded up to 8 */
+
+enum fw_origin {
+	FW_ORIGIN_STATIC = 1,
+	FW_ORIGIN_ACTIONS = 2,
+	/* removed: its dispatch and rules are gone, its learned addresses,
+	 * connection records and port exceptions wait for the reaper, and the
+	 * id is not reused before they are gone */
+	FW_ORIGIN_RETIRED = 3,
+};
+
+struct fw_subject_meta {
+	char name[FW_NAME_LEN]; /* static subject name or sandbox uid */
+	__u64 binding_hash;	/* addresses, interface, gateway, CIDR */
+	__u64 policy_hash;	/* compiled rule set */
+	__u32 origin;		/* enum fw_origin */
+	__u32 port_state;	/* FW_PORTSET_GEN of the live sets | their count */
+	char ifname[16];	/* host interface by name; "" = none */
+	__u64 fence_hash;	/* (runtimeInstanceId, attachmentId); 0 = static */
+	__u64 spec_generation;	/* of the binding that set the policy */
+};
+
+#ifndef __VMLINUX_H__
+_Static_assert(sizeof(struct fw_ip) == 16, "fw_ip");
+_Static_assert(sizeof(struct fw_subject) == 80, "fw_subject");
+_Static_assert(sizeof(struct fw_lpm_key) == 20, "fw_lpm_key");
+_Static_assert(sizeof(struct fw_rule) == 12, "fw_rule");
+_Static_assert(sizeof(struct fw_port_rule_key) == 12, "fw_port_rule_key");
+_Static_assert(sizeof(struct fw_learned_key) == 24, "fw_learned_key");
+_Static_assert(sizeof(struct fw_lease) == 24, "fw_lease");
+_Static_assert(sizeof(struct fw_lease_names) == 32, "fw_lease_names");
+_Static_assert(sizeof(struct fw_flow_key) == 40, "fw_flow_key");
+_Static_assert(sizeof(struct fw_frag_key) == 40, "fw_frag_key");
+_Static_assert(sizeof(struct fw_config) == 40, "fw_config");
+_Static_assert(sizeof(struct fw_conn_key) == 24, "fw_conn_key");
+_Static_assert(sizeof(struct fw_dns_nat_key) == 20, "fw_dns_nat_key");
+_Static_assert(sizeof(struct fw_event) == 72, "fw_event");
+_Static_assert(sizeof(struct fw_subject_meta) == 192, "fw_subject_meta");
+_Static_assert(sizeof(struct fw_mac) == 8, "fw_mac");
+_Static_assert(sizeof(struct fw_l2_port) == 40, "fw_l2_port");
+#endif
+
+#endif /* FASTWALL_H */

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* fastwalld's YAML configuration: datapath settings, the operator overlay
+ * and static subjects. Loading is all-or-nothing: on error nothing in *cfg
+ * is left allocated and err holds "file:line: message (value 'x')".
+ * Functions return 0 or a negative errno. */
+#ifndef FW_CONFIG_H
+#define FW_CONFIG_H
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "fastwall/abi.h"
+#include "common/log.h"
+#include "policy/policy.h"
+
+#define FW_DEFAULT_BPFFS     "/sys/fs/bpf/fastwall"
+#define FW_CFG_ERR_LEN	     512
+#define FW_SUBJECT_MAX_ADDRS 8
+
+enum fw_doh_mode {
+	FW_DOH_OFF = 0,
+	FW_DOH_LIST,   /* block TCP 443 to the blocklist */
+	FW_DOH_STRICT, /* block all TCP 443 */
+};
+
+struct fw_static_subject {
+	char name[FW_NAME_LEN];
+	struct fw_ip addrs[FW_SUBJECT_MAX_ADDRS];
+	size_t naddrs;
+	char ifname[IF_NAMESIZE]; /* "" = not bound to an interface */
+	bool has_mac;		  /* mac: the only source MAC its interface accepts */
+	__u8 mac[6];
+	bool has_gateway[FW_FAM_MAX];
+	struct fw_ip gateway[FW_FAM_MAX];
+	bool has_private[FW_FAM_MAX];
+	struct fw_prefix private_net[FW_FAM_MAX];
+	__u8 state; /* FW_STATE_ACTIVE (default) or FW_STATE_DENYING */
+	struct fw_policy policy;
+};
+
+#define FW_CFG_MAX_UPSTREAMS 10
+
+struct fw_cfg_upstream {
+	struct fw_ip ip;
+	__u16 port;
+};
+
+struct fw_cfg {
+	char bpffs[256];
+	enum fw_log_level log_level;
+	char **interfaces; /* names or fnmatch globs */
+	size_t ninterfaces;
+	char **bridges; /* every port of these */
+	size_t nbridges;
+	struct fw_ip *local; /* pod-local addresses besides gateways */
+	size_t nlocal;
+	struct fw_port_key *local_ports; /* open on pod-local addresses */
+	size_t nlocal_ports;
+	enum fw_doh_mode doh_mode;
+	struct fw_prefix *doh_blocklist;
+	size_t ndoh_blocklist;
+	__u32 event_rate; /* per second per subject per CPU; 0 = no events */
+	__u32 event_burst;
+	__u64 pod_flow_timeout_ns;
+	__u64 frag_timeout_ns;
+	struct fw_policy overlay; /* operator rules ahead of every subject's */
+	/* actions: the Sandbox Actions protocol listener */
+	bool actions_enabled;		/* the section is present */
+	char actions_listen[64];	/* loopback "addr:port" */
+	char actions_vault_socket[108]; /* unix socket for the active-vault read */
+	bool actions_restart_wipe;	/* reference behaviour on restart */
+	__u64 actions_grace_ns;		/* unconfirmed subjects removed after */
+	__u64 actions_pending_ttl_ns;	/* cached pushes for unknown subjects */
+	bool actions_bind_host_veth;	/* anti-spoof on attachment.hostVeth */
+	/* dns: the DNS proxy, redirection and learned leases */
+	bool dns_proxy;	       /* redirect DNS to the gateway to the proxy */
+	bool dns_redirect_all; /* ... and DNS to every other resolver */
+	__u16 dns_port;
+	struct fw_cfg_upstream dns_upstreams[FW_CFG_MAX_UPSTREAMS]; /* none: resolv.conf */
+	size_t dns_nupstreams;
+	char dns_resolv_conf[256];
+	__u64 dns_timeout_ns;
+	__u64 dns_probe_interval_ns; /* 0 = no health probes */
+	__u32 dns_workers;
+	__u32 dns_max_tcp_clients;
+	__u32 dns_max_tcp_per_client; /* per client address */
+	__u64 dns_tcp_query_ns;	      /* a client TCP connection's time per query */
+	bool dns_case_randomize;      /* 0x20 towards the upstreams */
+	__u32 lease_add_s, lease_min_s, lease_max_s;
+	__u32 max_learned_per_subject; /* 0 = no cap */
+	__u32 max_conns_per_subject;   /* fastwall_conns records, 1-FW_MAX_CONNS */
+	__u64 refresh_interval_ns;
+	__u64 tcp_idle_ns;
+	struct fw_static_subject *subjects;
+	size_t nsubjects;
+};
+
+void fw_cfg_init(struct fw_cfg *cfg); /* defaults */
+void fw_cfg_free(struct fw_cfg *cfg);
+int fw_cfg_load_file(const char *path, struct fw_cfg *cfg, char *err, size_t errlen);
+/* name is used in error messages in place of a file name. */
+int fw_cfg_load_buffer(const char *buf, size_t len, const char *name, struct fw_cfg *cfg, char *err,
+		       size_t errlen);
+
+#endif /* FW_CONFIG_H */

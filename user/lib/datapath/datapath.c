@@ -1,0 +1,1094 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Loading, pinning, attaching and map programming. See datapath.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/pkt_cls.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "datapath/datapath.h"
+#include "egress.skel.h"
+#include "common/log.h"
+
+static const char *const reason_names[FW_REASON_MAX] = {
+	[FW_PASS_ALLOW_CIDR] = "allow-cidr",
+	[FW_PASS_LEARNED] = "learned",
+	[FW_PASS_DEFAULT] = "default-allow",
+	[FW_PASS_DNS_LOCAL] = "dns-local",
+	[FW_PASS_DNS_PROXY] = "dns-proxy",
+	[FW_PASS_POD_LOCAL] = "pod-local-allowed",
+	[FW_PASS_POD_REPLY] = "pod-reply",
+	[FW_PASS_NEIGH] = "neighbour",
+	[FW_PASS_FRAGMENT] = "fragment",
+	[FW_DROP_MALFORMED] = "malformed",
+	[FW_DROP_ETHERTYPE] = "ethertype",
+	[FW_DROP_FRAGMENT] = "unknown-fragment",
+	[FW_DROP_UNKNOWN_SOURCE] = "unknown-source",
+	[FW_DROP_DENYING] = "denying",
+	[FW_DROP_SPOOF] = "spoofed-source",
+	[FW_DROP_SIBLING] = "sibling",
+	[FW_DROP_POD_LOCAL] = "pod-local",
+	[FW_DROP_DOT] = "dns-over-tls",
+	[FW_DROP_DOH] = "dns-over-https",
+	[FW_DROP_DENY_CIDR] = "deny-cidr",
+	[FW_DROP_LEASE_EXPIRED] = "lease-expired",
+	[FW_DROP_DEFAULT_DENY] = "default-deny",
+	[FW_DROP_NO_POLICY] = "no-policy",
+	[FW_DROP_ROGUE_ND] = "rogue-nd",
+	[FW_DROP_MAC_SPOOF] = "spoofed-mac",
+	[FW_DROP_ND_TARGET] = "nd-destination",
+	[FW_DROP_FRAG_HEADER] = "fragment-header",
+	[FW_DROP_V4MAPPED] = "v4-mapped",
+	[FW_DROP_LEARNED_PORT] = "learned-port",
+};
+
+const char *fw_reason_name(__u32 reason)
+{
+	if (reason >= FW_REASON_MAX || !reason_names[reason])
+		return "unknown";
+	return reason_names[reason];
+}
+
+static int mkdir_p(const char *path)
+{
+	char buf[256];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0700) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0700) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[1024];
+
+	if (level == LIBBPF_DEBUG && fw_log_level < FW_LOG_DEBUG)
+		return 0;
+	if (level == LIBBPF_INFO && fw_log_level < FW_LOG_DEBUG)
+		return 0;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	/* netlink's answer when clsact already exists, which fastwall expects */
+	if (strstr(line, "Exclusivity flag on") || strstr(line, "Parent Qdisc doesn't exist"))
+		return 0;
+	fw_log(level == LIBBPF_WARN ? FW_LOG_WARN : FW_LOG_DEBUG, "libbpf: %s", line);
+	return 0;
+}
+
+void fw_dp_quiet(void)
+{
+	libbpf_set_print(libbpf_print);
+}
+
+static void fill_fds(struct fw_dp *dp)
+{
+	struct egress_bpf *s = dp->skel;
+
+	dp->dispatch_fd = bpf_map__fd(s->maps.fastwall_dispatch);
+	dp->rules_fd = bpf_map__fd(s->maps.fastwall_rules);
+	dp->learned_fd = bpf_map__fd(s->maps.fastwall_learned);
+	dp->conns_fd = bpf_map__fd(s->maps.fastwall_conns);
+	dp->dns_nat_fd = bpf_map__fd(s->maps.fastwall_dns_nat);
+	dp->local_fd = bpf_map__fd(s->maps.fastwall_local);
+	dp->local_ports_fd = bpf_map__fd(s->maps.fastwall_local_ports);
+	dp->doh_fd = bpf_map__fd(s->maps.fastwall_doh);
+	dp->config_fd = bpf_map__fd(s->maps.fastwall_config);
+	dp->stats_fd = bpf_map__fd(s->maps.fastwall_stats);
+	dp->subject_stats_fd = bpf_map__fd(s->maps.fastwall_subject_stats);
+	dp->budget_fd = bpf_map__fd(s->maps.fastwall_event_budget);
+	dp->meta_fd = bpf_map__fd(s->maps.fastwall_subject_meta);
+	dp->pod_flows_fd = bpf_map__fd(s->maps.fastwall_pod_flows);
+	dp->frags_fd = bpf_map__fd(s->maps.fastwall_frags);
+	dp->events_fd = bpf_map__fd(s->maps.fastwall_events);
+	dp->ports_fd = bpf_map__fd(s->maps.fastwall_ports);
+	dp->l2_ports_fd = bpf_map__fd(s->maps.fastwall_l2_ports);
+	dp->l2_macs_fd = bpf_map__fd(s->maps.fastwall_l2_macs);
+	dp->l2_lladdrs_fd = bpf_map__fd(s->maps.fastwall_l2_lladdrs);
+	dp->conn_count_fd = bpf_map__fd(s->maps.fastwall_conn_count);
+	dp->learned_ports_fd = bpf_map__fd(s->maps.fastwall_learned_ports);
+	dp->names_fd = bpf_map__fd(s->maps.fastwall_names);
+	dp->learned_names_fd = bpf_map__fd(s->maps.fastwall_learned_names);
+	dp->ingress_fd = bpf_program__fd(s->progs.fastwall_ingress);
+	dp->egress_fd = bpf_program__fd(s->progs.fastwall_egress);
+}
+
+static void find_btf(struct fw_dp *dp)
+{
+	const struct btf *btf = bpf_object__btf(dp->skel->obj);
+	int key, val;
+
+	dp->btf_fd = -1;
+	if (!btf)
+		return;
+	key = btf__find_by_name_kind(btf, "fw_lpm_key", BTF_KIND_STRUCT);
+	val = btf__find_by_name_kind(btf, "fw_rule", BTF_KIND_STRUCT);
+	if (key <= 0 || val <= 0)
+		return;
+	dp->btf_fd = btf__fd(btf);
+	dp->btf_lpm_key = key;
+	dp->btf_rule = val;
+}
+
+int fw_dp_open(const char *pin_root, struct fw_dp **out)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oopts);
+	struct fw_dp *dp;
+	char probe[300];
+	int err;
+
+	libbpf_set_print(libbpf_print);
+	dp = calloc(1, sizeof(*dp));
+	if (!dp)
+		return -ENOMEM;
+	snprintf(dp->pin_root, sizeof(dp->pin_root), "%s", pin_root);
+
+	err = mkdir_p(pin_root);
+	if (err) {
+		fw_err("can't create pin directory %s: %s", pin_root, strerror(-err));
+		goto cleanup;
+	}
+	snprintf(probe, sizeof(probe), "%s/fastwall_dispatch", pin_root);
+	dp->reused = access(probe, F_OK) == 0;
+
+	oopts.pin_root_path = dp->pin_root;
+	dp->skel = egress_bpf__open_opts(&oopts);
+	if (!dp->skel) {
+		err = -errno;
+		fw_err("can't open BPF object: %s", strerror(-err));
+		goto cleanup;
+	}
+	err = egress_bpf__load(dp->skel);
+	if (err) {
+		fw_err("can't load BPF programs (pinned maps under %s from an incompatible "
+		       "version? 'fastwalld detach --purge' removes them): %s",
+		       pin_root, strerror(-err));
+		goto cleanup;
+	}
+	fill_fds(dp);
+	find_btf(dp);
+	*out = dp;
+	return 0;
+
+cleanup:
+	egress_bpf__destroy(dp->skel);
+	free(dp);
+	return err;
+}
+
+static const char *const map_names[] = {
+	"fastwall_dispatch",	  "fastwall_rules",	   "fastwall_learned",
+	"fastwall_conns",	  "fastwall_local",	   "fastwall_local_ports",
+	"fastwall_doh",		  "fastwall_config",	   "fastwall_stats",
+	"fastwall_subject_stats", "fastwall_event_budget", "fastwall_subject_meta",
+	"fastwall_pod_flows",	  "fastwall_frags",	   "fastwall_events",
+	"fastwall_ports",	  "fastwall_dns_nat",	   "fastwall_l2_ports",
+	"fastwall_l2_macs",	  "fastwall_l2_lladdrs",   "fastwall_conn_count",
+	"fastwall_learned_ports", "fastwall_names",	   "fastwall_learned_names",
+};
+
+static int pinned_fd(const char *root, const char *name)
+{
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", root, name);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	return fd;
+}
+
+int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
+{
+	int *fds[] = {
+		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+	};
+	struct fw_dp *dp;
+	int err;
+
+	_Static_assert(sizeof(fds) / sizeof(fds[0]) == sizeof(map_names) / sizeof(map_names[0]),
+		       "map table");
+	dp = calloc(1, sizeof(*dp));
+	if (!dp)
+		return -ENOMEM;
+	snprintf(dp->pin_root, sizeof(dp->pin_root), "%s", pin_root);
+	dp->btf_fd = -1;
+	dp->ingress_fd = dp->egress_fd = -1;
+	fds[0] = &dp->dispatch_fd;
+	fds[1] = &dp->rules_fd;
+	fds[2] = &dp->learned_fd;
+	fds[3] = &dp->conns_fd;
+	fds[4] = &dp->local_fd;
+	fds[5] = &dp->local_ports_fd;
+	fds[6] = &dp->doh_fd;
+	fds[7] = &dp->config_fd;
+	fds[8] = &dp->stats_fd;
+	fds[9] = &dp->subject_stats_fd;
+	fds[10] = &dp->budget_fd;
+	fds[11] = &dp->meta_fd;
+	fds[12] = &dp->pod_flows_fd;
+	fds[13] = &dp->frags_fd;
+	fds[14] = &dp->events_fd;
+	fds[15] = &dp->ports_fd;
+	fds[16] = &dp->dns_nat_fd;
+	fds[17] = &dp->l2_ports_fd;
+	fds[18] = &dp->l2_macs_fd;
+	fds[19] = &dp->l2_lladdrs_fd;
+	fds[20] = &dp->conn_count_fd;
+	fds[21] = &dp->learned_ports_fd;
+	fds[22] = &dp->names_fd;
+	fds[23] = &dp->learned_names_fd;
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		*fds[i] = -1;
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		*fds[i] = pinned_fd(pin_root, map_names[i]);
+		if (*fds[i] < 0) {
+			err = *fds[i];
+			fw_err("can't open %s/%s: %s", pin_root, map_names[i], strerror(-err));
+			fw_dp_close(dp);
+			return err;
+		}
+	}
+	dp->reused = true;
+	*out = dp;
+	return 0;
+}
+
+void fw_dp_close(struct fw_dp *dp)
+{
+	if (!dp)
+		return;
+	if (dp->conn_count)
+		munmap(dp->conn_count, FW_MAX_SUBJECTS * sizeof(__u64));
+	if (dp->skel) {
+		egress_bpf__destroy(dp->skel);
+	} else {
+		int fds[] = {
+			dp->dispatch_fd,      dp->rules_fd,	 dp->learned_fd,
+			dp->conns_fd,	      dp->local_fd,	 dp->local_ports_fd,
+			dp->doh_fd,	      dp->config_fd,	 dp->stats_fd,
+			dp->subject_stats_fd, dp->budget_fd,	 dp->meta_fd,
+			dp->pod_flows_fd,     dp->frags_fd,	 dp->events_fd,
+			dp->ports_fd,	      dp->dns_nat_fd,	 dp->l2_ports_fd,
+			dp->l2_macs_fd,	      dp->l2_lladdrs_fd, dp->conn_count_fd,
+			dp->learned_ports_fd, dp->names_fd,	 dp->learned_names_fd,
+		};
+		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+	}
+	free(dp);
+}
+
+int fw_dp_purge(const char *pin_root)
+{
+	char path[512];
+	int err = 0;
+
+	for (size_t i = 0; i < sizeof(map_names) / sizeof(map_names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", pin_root, map_names[i]);
+		if (unlink(path) && errno != ENOENT) {
+			err = -errno;
+			fw_err("can't unpin %s: %s", path, strerror(errno));
+		}
+	}
+	if (rmdir(pin_root) && errno != ENOENT && !err) {
+		err = -errno;
+		fw_err("can't remove %s: %s", pin_root, strerror(errno));
+	}
+	return err;
+}
+
+static int attach_one(int ifindex, enum bpf_tc_attach_point where, int prog_fd)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = where);
+	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = FW_TC_HANDLE, .priority = FW_TC_PRIORITY,
+		    .prog_fd = prog_fd, .flags = BPF_TC_F_REPLACE);
+	int err;
+
+	err = bpf_tc_hook_create(&hook);
+	if (err && err != -EEXIST)
+		return err;
+	return bpf_tc_attach(&hook, &opts);
+}
+
+int fw_dp_attach(struct fw_dp *dp, int ifindex)
+{
+	char name[IF_NAMESIZE] = "?";
+	int err;
+
+	/* ingress first: it is the one that enforces */
+	err = attach_one(ifindex, BPF_TC_INGRESS, dp->ingress_fd);
+	if (!err)
+		err = attach_one(ifindex, BPF_TC_EGRESS, dp->egress_fd);
+	if (err) {
+		if_indextoname(ifindex, name);
+		fw_err("can't attach to %s (ifindex %d): %s", name, ifindex, strerror(-err));
+	}
+	return err;
+}
+
+static int detach_one(int ifindex, enum bpf_tc_attach_point where)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = where);
+	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = FW_TC_HANDLE, .priority = FW_TC_PRIORITY);
+
+	return bpf_tc_detach(&hook, &opts);
+}
+
+int fw_dp_detach(int ifindex)
+{
+	int e1 = detach_one(ifindex, BPF_TC_INGRESS);
+	int e2 = detach_one(ifindex, BPF_TC_EGRESS);
+
+	if (e1 && e1 != -ENOENT)
+		return e1;
+	if (e2 && e2 != -ENOENT)
+		return e2;
+	return e1 == -ENOENT && e2 == -ENOENT ? -ENOENT : 0;
+}
+
+bool fw_dp_attached(int ifindex)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = FW_TC_HANDLE, .priority = FW_TC_PRIORITY);
+
+	return bpf_tc_query(&hook, &opts) == 0;
+}
+
+static int update(int fd, const void *key, const void *val, __u64 flags, const char *what)
+{
+	if (bpf_map_update_elem(fd, key, val, flags)) {
+		int err = -errno;
+
+		fw_err("can't update %s: %s", what, strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+int fw_dp_config_set(struct fw_dp *dp, const struct fw_config *c)
+{
+	__u32 zero = 0;
+
+	return update(dp->config_fd, &zero, c, BPF_ANY, "fastwall_config");
+}
+
+/* Hash maps are read in batches of this many entries (one syscall each). */
+#define SCAN_BATCH 4096
+
+int fw_dp_scan(int fd, int (*fn)(const void *key, const void *val, void *ctx), void *ctx)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), chunk = SCAN_BATCH, in_tok = 0, out_tok = 0;
+	char *keys = NULL, *vals = NULL, *prev = NULL;
+	bool first = true;
+	int err = 0;
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	if (!info.key_size || info.key_size > 64 || info.value_size > 4096)
+		return -EINVAL;
+	/* batches: hash maps (5.6+); tries and older kernels go key by key */
+	if (info.type != BPF_MAP_TYPE_HASH && info.type != BPF_MAP_TYPE_LRU_HASH)
+		goto by_key;
+	for (;;) {
+		__u32 count = chunk;
+		int ret;
+
+		if (!keys) {
+			keys = malloc((size_t)chunk * info.key_size);
+			vals = malloc((size_t)chunk * (info.value_size ? info.value_size : 1));
+			if (!keys || !vals) {
+				err = -ENOMEM;
+				goto out;
+			}
+		}
+		ret = bpf_map_lookup_batch(fd, first ? NULL : &in_tok, &out_tok, keys, vals, &count,
+					   NULL);
+		if (ret && errno == ENOSPC && count == 0 && chunk < (1u << 20)) {
+			/* one bucket holds more than a batch: retry larger */
+			chunk *= 2;
+			free(keys);
+			free(vals);
+			keys = vals = NULL;
+			continue;
+		}
+		if (ret && errno != ENOENT) {
+			if (first && (errno == EINVAL || errno == EOPNOTSUPP || errno == 524)) {
+				free(keys);
+				free(vals);
+				keys = vals = NULL;
+				goto by_key; /* ENOTSUPP: no batch operations here */
+			}
+			err = -errno;
+			goto out;
+		}
+		first = false;
+		for (__u32 i = 0; i < count; i++) {
+			err = fn(keys + (size_t)i * info.key_size,
+				 vals + (size_t)i * info.value_size, ctx);
+			if (err)
+				goto out;
+		}
+		if (ret) /* ENOENT: that was the last batch */
+			goto out;
+		in_tok = out_tok;
+	}
+
+by_key:
+	keys = malloc(2 * (size_t)info.key_size);
+	vals = malloc(info.value_size ? info.value_size : 1);
+	if (!keys || !vals) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; bpf_map_get_next_key(fd, prev, keys + i * info.key_size) == 0; i ^= 1) {
+		char *cur = keys + i * info.key_size;
+
+		prev = cur;
+		if (bpf_map_lookup_elem(fd, cur, vals))
+			continue; /* deleted meanwhile */
+		err = fn(cur, vals, ctx);
+		if (err)
+			break;
+	}
+out:
+	free(keys);
+	free(vals);
+	return err;
+}
+
+int fw_recs_push(struct fw_recs *r, const void *rec)
+{
+	if (r->n == r->cap) {
+		size_t nc = r->cap ? r->cap * 2 : 256;
+		char *grown = realloc(r->data, nc * r->size);
+
+		if (!grown)
+			return -ENOMEM;
+		r->data = grown;
+		r->cap = nc;
+	}
+	memcpy(r->data + r->n++ * r->size, rec, r->size);
+	return 0;
+}
+
+struct prune_ctx {
+	bool (*keep)(const void *key, const void *ctx);
+	const void *ctx;
+	struct fw_recs doomed;
+};
+
+static int prune_one(const void *key, const void *val, void *ctx)
+{
+	struct prune_ctx *p = ctx;
+
+	(void)val;
+	return p->keep(key, p->ctx) ? 0 : fw_recs_push(&p->doomed, key);
+}
+
+/* Deletes every key of fd for which keep() says no: one scan collects
+ * them (deleting while walking would restart the walk), then they go in
+ * batches where the kernel has them. */
+static int prune(int fd, size_t key_size, bool (*keep)(const void *key, const void *ctx),
+		 const void *ctx)
+{
+	struct prune_ctx p = {.keep = keep, .ctx = ctx, .doomed = {.size = key_size}};
+	int err = fw_dp_scan(fd, prune_one, &p);
+
+	if (!err)
+		err = fw_dp_delete_keys(fd, p.doomed.data, p.doomed.n, key_size);
+	free(p.doomed.data);
+	return err;
+}
+
+int fw_dp_delete_keys(int fd, const void *keys, size_t n, size_t key_size)
+{
+	const char *k = keys;
+	bool batch = true;
+	size_t done = 0;
+	int err = 0;
+
+	while (done < n) {
+		__u32 count = (__u32)(n - done > SCAN_BATCH ? SCAN_BATCH : n - done);
+
+		if (batch && bpf_map_delete_batch(fd, k + done * key_size, &count, NULL) == 0) {
+			done += count;
+			continue;
+		}
+		if (!batch || errno != ENOENT) {
+			batch = false; /* no batches for this map (or kernel) */
+			count = 0;
+		}
+		/* a batch stops at a key that is gone already: skip it */
+		done += count;
+		if (bpf_map_delete_elem(fd, k + done * key_size) && errno != ENOENT && !err)
+			err = -errno;
+		done++;
+	}
+	return err;
+}
+
+struct keyset {
+	const void *keys;
+	size_t n, size;
+};
+
+static bool in_keyset(const void *key, const void *ctx)
+{
+	const struct keyset *ks = ctx;
+
+	for (size_t i = 0; i < ks->n; i++)
+		if (memcmp((const char *)ks->keys + i * ks->size, key, ks->size) == 0)
+			return true;
+	return false;
+}
+
+int fw_dp_local_set(struct fw_dp *dp, const struct fw_ip *addrs, size_t naddrs,
+		    const struct fw_port_key *ports, size_t nports)
+{
+	struct keyset ka = {addrs, naddrs, sizeof(*addrs)};
+	struct keyset kp = {ports, nports, sizeof(*ports)};
+	struct fw_local l = {};
+	__u8 one = 1;
+	int err;
+
+	for (size_t i = 0; i < naddrs; i++) {
+		err = update(dp->local_fd, &addrs[i], &l, BPF_ANY, "fastwall_local");
+		if (err)
+			return err;
+	}
+	for (size_t i = 0; i < nports; i++) {
+		err = update(dp->local_ports_fd, &ports[i], &one, BPF_ANY, "fastwall_local_ports");
+		if (err)
+			return err;
+	}
+	err = prune(dp->local_fd, sizeof(*addrs), in_keyset, &ka);
+	if (!err)
+		err = prune(dp->local_ports_fd, sizeof(*ports), in_keyset, &kp);
+	return err;
+}
+
+int fw_dp_doh_set(struct fw_dp *dp, const struct fw_lpm_key *keys, size_t n)
+{
+	struct keyset ks = {keys, n, sizeof(*keys)};
+	__u8 one = 1;
+	int err;
+
+	for (size_t i = 0; i < n; i++) {
+		err = update(dp->doh_fd, &keys[i], &one, BPF_ANY, "fastwall_doh");
+		if (err)
+			return err;
+	}
+	return prune(dp->doh_fd, sizeof(*keys), in_keyset, &ks);
+}
+
+int fw_dp_dispatch_put(struct fw_dp *dp, const struct fw_ip *addr, const struct fw_subject *s)
+{
+	return update(dp->dispatch_fd, addr, s, BPF_ANY, "fastwall_dispatch");
+}
+
+int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id)
+{
+	struct fw_subject cur;
+
+	if (bpf_map_lookup_elem(dp->dispatch_fd, addr, &cur))
+		return errno == ENOENT ? 0 : -errno;
+	if (cur.id != id)
+		return 0;
+	if (bpf_map_delete_elem(dp->dispatch_fd, addr) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+static int trie_create(struct fw_dp *dp, __u32 id)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
+	char name[16];
+	int fd;
+
+	if (dp->btf_fd >= 0) {
+		opts.btf_fd = dp->btf_fd;
+		opts.btf_key_type_id = dp->btf_lpm_key;
+		opts.btf_value_type_id = dp->btf_rule;
+	}
+	snprintf(name, sizeof(name), "fw_rules_%u", id);
+	fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, name, sizeof(struct fw_lpm_key),
+			    sizeof(struct fw_rule), FW_MAX_RULES, &opts);
+	if (fd < 0 && dp->btf_fd >= 0) {
+		/* kernels that refuse the BTF still take the map without it */
+		opts.btf_fd = 0;
+		opts.btf_key_type_id = opts.btf_value_type_id = 0;
+		fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, name, sizeof(struct fw_lpm_key),
+				    sizeof(struct fw_rule), FW_MAX_RULES, &opts);
+	}
+	if (fd < 0) {
+		fd = -errno;
+		fw_err("can't create rule trie for subject %u: %s", id, strerror(-fd));
+	}
+	return fd;
+}
+
+static int compiled_key_cmp(const void *a, const void *b)
+{
+	const struct fw_compiled *x = a, *y = b;
+
+	if (x->key.prefixlen != y->key.prefixlen)
+		return x->key.prefixlen < y->key.prefixlen ? -1 : 1;
+	return memcmp(&x->key.addr, &y->key.addr, sizeof(x->key.addr));
+}
+
+static struct fw_compiled *sorted_copy(const struct fw_compiled *c, size_t n)
+{
+	struct fw_compiled *s = malloc((n ? n : 1) * sizeof(*s));
+
+	if (!s)
+		return NULL;
+	if (n)
+		memcpy(s, c, n * sizeof(*s));
+	qsort(s, n, sizeof(*s), compiled_key_cmp);
+	return s;
+}
+
+/* Brings trie fd from have to want with the fewest operations. */
+static int trie_sync(int fd, const struct fw_compiled *have, size_t nh,
+		     const struct fw_compiled *want, size_t nw)
+{
+	struct fw_compiled *h = sorted_copy(have, nh), *w = sorted_copy(want, nw);
+	size_t i = 0, j = 0;
+	int err = 0;
+
+	if (!h || !w) {
+		err = -ENOMEM;
+		goto out;
+	}
+	while (!err && (i < nh || j < nw)) {
+		int c = i == nh ? 1 : j == nw ? -1 : compiled_key_cmp(&h[i], &w[j]);
+
+		if (c < 0) {
+			if (bpf_map_delete_elem(fd, &h[i].key) && errno != ENOENT)
+				err = -errno;
+			i++;
+		} else if (c > 0) {
+			err = update(fd, &w[j].key, &w[j].rule, BPF_ANY, "rule trie");
+			j++;
+		} else {
+			if (memcmp(&h[i].rule, &w[j].rule, sizeof(h[i].rule)))
+				err = update(fd, &w[j].key, &w[j].rule, BPF_ANY, "rule trie");
+			i++;
+			j++;
+		}
+	}
+out:
+	free(h);
+	free(w);
+	return err;
+}
+
+void fw_trie_cache_init(struct fw_trie_cache *tc)
+{
+	tc->fd = -1;
+	tc->have = NULL;
+	tc->nhave = 0;
+}
+
+void fw_trie_cache_drop(struct fw_trie_cache *tc)
+{
+	if (tc->fd >= 0)
+		close(tc->fd);
+	free(tc->have);
+	fw_trie_cache_init(tc);
+}
+
+int fw_dp_rules_swap_cached(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, size_t n,
+			    struct fw_trie_cache *tc, const struct fw_compiled *live, size_t nlive)
+{
+	__u32 prev_id;
+	int fd = -1, prev = -1, err = 0;
+
+	if (n > FW_MAX_RULES) {
+		fw_err("subject %u: %zu compiled rules exceed the limit of %u", id, n,
+		       FW_MAX_RULES);
+		return -E2BIG;
+	}
+	if (tc && tc->fd >= 0) {
+		if (trie_sync(tc->fd, tc->have, tc->nhave, c, n) == 0) {
+			fd = tc->fd;
+			tc->fd = -1;
+		}
+		fw_trie_cache_drop(tc);
+	}
+	if (fd < 0) {
+		fd = trie_create(dp, id);
+		if (fd < 0)
+			return fd;
+		for (size_t i = 0; i < n && !err; i++)
+			err = update(fd, &c[i].key, &c[i].rule, BPF_ANY, "rule trie");
+		if (err)
+			goto out;
+	}
+	if (tc && live && bpf_map_lookup_elem(dp->rules_fd, &id, &prev_id) == 0)
+		prev = bpf_map_get_fd_by_id(prev_id);
+	/* the swap: one pointer exchange in the outer array; it returns once
+	 * no program can still be using the previous trie */
+	err = update(dp->rules_fd, &id, &fd, BPF_ANY, "fastwall_rules");
+	if (err || prev < 0)
+		goto out;
+	tc->have = malloc((nlive ? nlive : 1) * sizeof(*tc->have));
+	if (!tc->have)
+		goto out;
+	if (nlive)
+		memcpy(tc->have, live, nlive * sizeof(*tc->have));
+	tc->nhave = nlive;
+	tc->fd = prev;
+	prev = -1;
+out:
+	if (prev >= 0)
+		close(prev);
+	close(fd);
+	return err;
+}
+
+int fw_dp_rules_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, size_t n)
+{
+	return fw_dp_rules_swap_cached(dp, id, c, n, NULL, NULL, 0);
+}
+
+static bool not_ports_of(const void *key, const void *ctx)
+{
+	const struct fw_port_rule_key *k = key;
+	const __u32 *want = ctx; /* {subject, generation bit or ~0u for all} */
+
+	if (k->subject != want[0])
+		return true;
+	return want[1] != ~0u && (k->portset & FW_PORTSET_GEN) != want[1];
+}
+
+int fw_dp_ports_flush(struct fw_dp *dp, __u32 id)
+{
+	__u32 want[2] = {id, ~0u};
+
+	return prune(dp->ports_fd, sizeof(struct fw_port_rule_key), not_ports_of, want);
+}
+
+int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *set,
+		      __u32 *port_state, struct fw_trie_cache *tc, const struct fw_compiled *live,
+		      size_t nlive)
+{
+	__u32 live_gen = *port_state & FW_PORTSET_GEN, live_n = *port_state & ~FW_PORTSET_GEN;
+	__u32 gen = live_gen ^ FW_PORTSET_GEN;
+	struct fw_compiled *c = NULL;
+	size_t written = 0;
+	int err = 0;
+
+	if (set->nports) {
+		c = malloc(set->n * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		for (; written < set->nports; written++) {
+			struct fw_port_rule_key k = {
+				.subject = id,
+				.portset = set->ports[written].portset | gen,
+				.port = set->ports[written].port,
+			};
+
+			err = update(dp->ports_fd, &k, &set->ports[written].action, BPF_ANY,
+				     "fastwall_ports");
+			if (err)
+				goto undo;
+		}
+		for (size_t i = 0; i < set->n; i++) {
+			c[i] = set->entries[i];
+			if (c[i].rule.portset)
+				c[i].rule.portset |= gen;
+		}
+	}
+	err = fw_dp_rules_swap_cached(dp, id, c ? c : set->entries, set->n, tc, live, nlive);
+	if (err)
+		goto undo;
+	/* no trie references the previous generation any more */
+	if (live_n) {
+		__u32 want[2] = {id, live_gen};
+
+		prune(dp->ports_fd, sizeof(struct fw_port_rule_key), not_ports_of, want);
+	}
+	*port_state = set->nports ? gen | (__u32)set->nports : live_gen;
+	free(c);
+	return 0;
+
+undo:
+	/* leave the unused generation empty, so a later swap starts clean */
+	for (size_t i = 0; i < written; i++) {
+		struct fw_port_rule_key k = {
+			.subject = id,
+			.portset = set->ports[i].portset | gen,
+			.port = set->ports[i].port,
+		};
+
+		bpf_map_delete_elem(dp->ports_fd, &k);
+	}
+	free(c);
+	return err;
+}
+
+struct ports_sweep_ctx {
+	bool (*live)(__u32 id, __u32 *gen, const void *ctx);
+	const void *ctx;
+};
+
+static bool port_rule_live(const void *key, const void *ctx)
+{
+	const struct fw_port_rule_key *k = key;
+	const struct ports_sweep_ctx *c = ctx;
+	__u32 gen;
+
+	return c->live(k->subject, &gen, c->ctx) && (k->portset & FW_PORTSET_GEN) == gen;
+}
+
+/* Deletes per-port exceptions that no live trie can reference: those of
+ * unknown subjects and of the generation a subject does not use (left by a
+ * swap interrupted by a crash). live(id, &gen) says whether id is known
+ * and its live generation. */
+int fw_dp_ports_sweep(struct fw_dp *dp, bool (*live)(__u32 id, __u32 *gen, const void *ctx),
+		      const void *ctx)
+{
+	struct ports_sweep_ctx c = {live, ctx};
+
+	return prune(dp->ports_fd, sizeof(struct fw_port_rule_key), port_rule_live, &c);
+}
+
+int fw_dp_rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, bool del)
+{
+	__u32 inner_id;
+	int fd, err = 0;
+
+	if (bpf_map_lookup_elem(dp->rules_fd, &id, &inner_id))
+		return -errno;
+	fd = bpf_map_get_fd_by_id(inner_id);
+	if (fd < 0)
+		return -errno;
+	if (del) {
+		if (bpf_map_delete_elem(fd, &c->key))
+			err = -errno;
+	} else {
+		err = update(fd, &c->key, &c->rule, BPF_ANY, "rule trie");
+	}
+	close(fd);
+	return err;
+}
+
+int fw_dp_rules_clear(struct fw_dp *dp, __u32 id)
+{
+	if (bpf_map_delete_elem(dp->rules_fd, &id) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int fw_dp_lease_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 expires_ns,
+		    __u32 portset)
+{
+	struct fw_learned_key k = {.subject = id, .addr = *addr};
+	struct fw_lease v = {
+		.expires_ns = expires_ns,
+		.learned_ns = fw_now_ns(),
+		.portset = portset,
+	};
+
+	return update(dp->learned_fd, &k, &v, BPF_ANY, "fastwall_learned");
+}
+
+int fw_dp_learned_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 expires_ns)
+{
+	return fw_dp_lease_put(dp, id, addr, expires_ns, 0);
+}
+
+int fw_dp_lports_put(struct fw_dp *dp, __u32 id, __u32 set, const __u16 *ports, size_t n)
+{
+	__u8 one = 1;
+
+	for (size_t i = 0; i < n; i++) {
+		struct fw_port_rule_key k = {.subject = id, .portset = set, .port = ports[i]};
+		int err = update(dp->learned_ports_fd, &k, &one, BPF_ANY, "fastwall_learned_ports");
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+void fw_dp_lports_del(struct fw_dp *dp, __u32 id, __u32 set, const __u16 *ports, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct fw_port_rule_key k = {.subject = id, .portset = set, .port = ports[i]};
+
+		bpf_map_delete_elem(dp->learned_ports_fd, &k);
+	}
+}
+
+int fw_dp_learned_del(struct fw_dp *dp, __u32 id, const struct fw_ip *addr)
+{
+	struct fw_learned_key k = {.subject = id, .addr = *addr};
+
+	if (bpf_map_delete_elem(dp->learned_fd, &k) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+/* The keys of fastwall_learned, fastwall_conns, fastwall_ports and
+ * fastwall_learned_ports all start with the subject id. */
+static bool subject_alive(const void *key, const void *ctx)
+{
+	const bool *dead = ctx;
+	__u32 id;
+
+	memcpy(&id, key, sizeof(id));
+	return id >= FW_MAX_SUBJECTS || !dead[id];
+}
+
+int fw_dp_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
+{
+	int err = prune(dp->learned_fd, sizeof(struct fw_learned_key), subject_alive, dead);
+
+	if (!err)
+		err = prune(dp->conns_fd, sizeof(struct fw_conn_key), subject_alive, dead);
+	if (!err)
+		err = prune(dp->ports_fd, sizeof(struct fw_port_rule_key), subject_alive, dead);
+	if (!err)
+		err = prune(dp->learned_ports_fd, sizeof(struct fw_port_rule_key), subject_alive,
+			    dead);
+	if (!err)
+		err = prune(dp->learned_names_fd, sizeof(struct fw_learned_key), subject_alive,
+			    dead);
+	if (!err && fw_dp_conn_counts(dp)) {
+		/* their records are gone: a dead id holds none */
+		for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++)
+			if (dead[id])
+				__atomic_store_n(&dp->conn_count[id], 0, __ATOMIC_RELAXED);
+	}
+	return err;
+}
+
+__u64 *fw_dp_conn_counts(struct fw_dp *dp)
+{
+	void *p;
+
+	if (dp->conn_count || dp->conn_count_fd < 0)
+		return dp->conn_count;
+	p = mmap(NULL, FW_MAX_SUBJECTS * sizeof(__u64), PROT_READ | PROT_WRITE, MAP_SHARED,
+		 dp->conn_count_fd, 0);
+	if (p == MAP_FAILED) {
+		fw_err("can't map fastwall_conn_count: %s", strerror(errno));
+		return NULL;
+	}
+	dp->conn_count = p;
+	return p;
+}
+
+static int percpu_zero(int fd, __u32 key, size_t value_size)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	void *zero;
+	int err = 0;
+
+	if (ncpu < 0)
+		return ncpu;
+	zero = calloc(ncpu, (value_size + 7) & ~7ul);
+	if (!zero)
+		return -ENOMEM;
+	if (bpf_map_update_elem(fd, &key, zero, BPF_ANY))
+		err = -errno;
+	free(zero);
+	return err;
+}
+
+int fw_dp_subject_reset(struct fw_dp *dp, __u32 id)
+{
+	int err = percpu_zero(dp->subject_stats_fd, id, sizeof(struct fw_subject_stats));
+
+	if (!err)
+		err = percpu_zero(dp->budget_fd, id, sizeof(struct fw_event_budget));
+	return err;
+}
+
+int fw_dp_meta_put(struct fw_dp *dp, __u32 id, const struct fw_subject_meta *m)
+{
+	return update(dp->meta_fd, &id, m, BPF_ANY, "fastwall_subject_meta");
+}
+
+int fw_dp_meta_del(struct fw_dp *dp, __u32 id)
+{
+	if (bpf_map_delete_elem(dp->meta_fd, &id) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int fw_dp_stats_read(struct fw_dp *dp, struct fw_counter out[FW_REASON_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct fw_counter *vals;
+
+	if (ncpu < 0)
+		return ncpu;
+	vals = calloc(ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (__u32 r = 0; r < FW_REASON_MAX; r++) {
+		out[r].packets = out[r].bytes = 0;
+		if (bpf_map_lookup_elem(dp->stats_fd, &r, vals))
+			continue;
+		for (int c = 0; c < ncpu; c++) {
+			out[r].packets += vals[c].packets;
+			out[r].bytes += vals[c].bytes;
+		}
+	}
+	free(vals);
+	return 0;
+}
+
+int fw_dp_subject_stats_read(struct fw_dp *dp, __u32 id, __u64 out[FW_REASON_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct fw_subject_stats *vals;
+	int err = 0;
+
+	if (ncpu < 0)
+		return ncpu;
+	vals = calloc(ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	memset(out, 0, sizeof(__u64) * FW_REASON_MAX);
+	if (bpf_map_lookup_elem(dp->subject_stats_fd, &id, vals)) {
+		err = -errno;
+		goto out;
+	}
+	for (int c = 0; c < ncpu; c++)
+		for (int r = 0; r < FW_REASON_MAX; r++)
+			out[r] += vals[c].packets[r];
+out:
+	free(vals);
+	return err;
+}

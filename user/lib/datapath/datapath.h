@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The kernel side of fastwall seen from userspace: load the TC programs
+ * with their maps pinned under a bpffs directory (reusing maps already
+ * pinned there, so a restart keeps state), attach to and detach from
+ * interfaces, and program the maps. Functions return 0 or a negative errno
+ * and log what failed with the object it concerned. */
+#ifndef FW_DATAPATH_H
+#define FW_DATAPATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/clock.h"
+#include "fastwall/abi.h"
+#include "policy/policy.h"
+
+#define FW_TC_HANDLE   0xfa57
+#define FW_TC_PRIORITY 0xfa5 /* ahead of anything users add at the default priority */
+
+struct egress_bpf;
+
+struct fw_dp {
+	struct egress_bpf *skel;
+	char pin_root[256];
+	bool reused; /* pinned maps existed and were adopted */
+	int btf_fd;
+	__u32 btf_lpm_key, btf_rule;
+	int ingress_fd, egress_fd;
+	int dispatch_fd, rules_fd, learned_fd, conns_fd, local_fd, local_ports_fd;
+	int doh_fd, config_fd, stats_fd, subject_stats_fd, budget_fd, meta_fd;
+	int pod_flows_fd, frags_fd, events_fd, ports_fd, dns_nat_fd;
+	int l2_ports_fd, l2_macs_fd, l2_lladdrs_fd; /* the ports' link-layer binding (l2bind.h) */
+	int conn_count_fd, learned_ports_fd, names_fd, learned_names_fd;
+	__u64 *conn_count; /* fastwall_conn_count mapped, FW_MAX_SUBJECTS; NULL until asked */
+};
+
+/* Loads the programs; maps already pinned under pin_root are reused,
+ * missing ones are created and pinned. */
+int fw_dp_open(const char *pin_root, struct fw_dp **out);
+/* Opens only the pinned maps (for the CLI); programs are not loaded. */
+int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out);
+void fw_dp_close(struct fw_dp *dp);
+/* Unpins every fastwall map under pin_root and removes the directory. */
+int fw_dp_purge(const char *pin_root);
+
+/* Creates clsact on ifindex and puts fastwall_ingress/egress there,
+ * replacing fastwall's own filters (atomically) when present. */
+int fw_dp_attach(struct fw_dp *dp, int ifindex);
+/* Removes fastwall's filters from ifindex; -ENOENT when none. */
+int fw_dp_detach(int ifindex);
+/* true when ifindex carries a fastwall ingress filter */
+bool fw_dp_attached(int ifindex);
+
+int fw_dp_config_set(struct fw_dp *dp, const struct fw_config *c);
+/* Makes fastwall_local and fastwall_local_ports hold exactly these. */
+int fw_dp_local_set(struct fw_dp *dp, const struct fw_ip *addrs, size_t naddrs,
+		    const struct fw_port_key *ports, size_t nports);
+/* Makes fastwall_doh hold exactly these prefixes (plen over 128 bits). */
+int fw_dp_doh_set(struct fw_dp *dp, const struct fw_lpm_key *keys, size_t n);
+
+/* Points addr at subject s (one atomic update). */
+int fw_dp_dispatch_put(struct fw_dp *dp, const struct fw_ip *addr, const struct fw_subject *s);
+/* Removes addr's dispatch if it still points at subject id (a newer owner
+ * of the address is left alone). */
+int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id);
+
+/* Builds a new LPM trie from c and swaps it into subject id's slot in one
+ * update; packets see the old rule set or the new one, never a mix. */
+int fw_dp_rules_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, size_t n);
+
+/* A subject's standby trie: the one its slot held before the last swap,
+ * with what it holds. The kernel waits for every program using the old
+ * inner map to finish before an outer-map update returns, so the standby
+ * can be brought up to date and swapped in next time instead of creating
+ * (and later freeing) a trie per change. */
+struct fw_trie_cache {
+	int fd; /* -1: none */
+	struct fw_compiled *have;
+	size_t nhave;
+};
+
+void fw_trie_cache_init(struct fw_trie_cache *tc);
+void fw_trie_cache_drop(struct fw_trie_cache *tc);
+/* fw_dp_rules_swap through tc (may be NULL): the standby is synced to c
+ * and swapped in; the trie it replaces becomes the standby when live (its
+ * content, in kernel form) is known, else it is released. */
+int fw_dp_rules_swap_cached(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, size_t n,
+			    struct fw_trie_cache *tc, const struct fw_compiled *live, size_t nlive);
+int fw_dp_rules_clear(struct fw_dp *dp, __u32 id);
+/* fw_dp_rules_swap for a whole compiled set: the per-port exceptions are
+ * written under the port-set generation the live trie does not use, the
+ * trie swapped, then the previous generation's exceptions deleted.
+ * *port_state (FW_PORTSET_GEN bit | count) says what is live. */
+int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *set,
+		      __u32 *port_state, struct fw_trie_cache *tc, const struct fw_compiled *live,
+		      size_t nlive);
+/* Changes one entry of subject id's live trie in place (one atomic map
+ * operation): del removes c's key, else c is inserted or updated. */
+int fw_dp_rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, bool del);
+/* Deletes per-port exceptions no live trie references (after a crash). */
+int fw_dp_ports_sweep(struct fw_dp *dp, bool (*live)(__u32 id, __u32 *gen, const void *ctx),
+		      const void *ctx);
+/* Deletes every per-port exception of subject id (one walk of the map). */
+int fw_dp_ports_flush(struct fw_dp *dp, __u32 id);
+
+int fw_dp_learned_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 expires_ns);
+int fw_dp_learned_del(struct fw_dp *dp, __u32 id, const struct fw_ip *addr);
+/* fw_dp_learned_put with the lease's port set (0 = every port). */
+int fw_dp_lease_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 expires_ns,
+		    __u32 portset);
+/* Writes (or deletes) the ports of learned port set {id, set}; a failed
+ * write leaves the ports written so far, for the caller's delete. */
+int fw_dp_lports_put(struct fw_dp *dp, __u32 id, __u32 set, const __u16 *ports, size_t n);
+void fw_dp_lports_del(struct fw_dp *dp, __u32 id, __u32 set, const __u16 *ports, size_t n);
+/* Deletes the learned addresses (and their port sets), connection records
+ * and per-port exceptions of every subject id with dead[id] set: one scan of each map
+ * (batched where the kernel can), however many ids. */
+int fw_dp_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS]);
+/* fastwall_conn_count mapped into memory (FW_MAX_SUBJECTS counters, which
+ * the data plane adds to atomically: change them only with __atomic
+ * operations), or NULL when the kernel refuses the mapping. */
+__u64 *fw_dp_conn_counts(struct fw_dp *dp);
+
+/* Calls fn on every entry of the map fd (key, value), in batches of
+ * thousands where the map and kernel allow, else key by key; a non-zero
+ * return of fn stops the scan and is returned. */
+int fw_dp_scan(int fd, int (*fn)(const void *key, const void *val, void *ctx), void *ctx);
+/* A growing array of records of one size, for fw_dp_scan callbacks that
+ * collect what they see; free(data) when done. */
+struct fw_recs {
+	char *data;
+	size_t n, cap, size;
+};
+/* Appends a copy of rec (r->size bytes); 0 or -ENOMEM. */
+int fw_recs_push(struct fw_recs *r, const void *rec);
+
+/* Deletes each of the n keys (key_size bytes each) of fd; missing keys
+ * are no error. Batched where the kernel can. */
+int fw_dp_delete_keys(int fd, const void *keys, size_t n, size_t key_size);
+
+/* Zeroes the per-subject counters and event budget of id (on id reuse). */
+int fw_dp_subject_reset(struct fw_dp *dp, __u32 id);
+
+int fw_dp_meta_put(struct fw_dp *dp, __u32 id, const struct fw_subject_meta *m);
+int fw_dp_meta_del(struct fw_dp *dp, __u32 id);
+
+/* Sums the per-CPU counters. */
+int fw_dp_stats_read(struct fw_dp *dp, struct fw_counter out[FW_REASON_MAX]);
+int fw_dp_subject_stats_read(struct fw_dp *dp, __u32 id, __u64 out[FW_REASON_MAX]);
+
+/* Routes libbpf's messages through fw_log (warnings only, unless debug). */
+void fw_dp_quiet(void);
+
+const char *fw_reason_name(__u32 reason);
+
+#endif /* FW_DATAPATH_H */

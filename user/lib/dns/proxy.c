@@ -1,0 +1,2631 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The DNS proxy engine (dnsproxy.h).
+ *
+ * Each worker thread owns one epoll loop, its own client sockets (the
+ * kernel spreads clients over workers with SO_REUSEPORT) and a fixed array
+ * of exchange slots. Every attempt of an exchange gets its own upstream
+ * socket, connected to the upstream from a fresh random port, with a fresh
+ * random id (RFC 5452): a forger has to guess 16 bits of id and about 15
+ * of port per query, not 16 once. The client UDP path takes no lock; it
+ * reads and writes in batches (recvmmsg/sendmmsg). TCP is the rare path
+ * and allocates per connection.
+ *
+ * Every exchange has the same timeout and every client connection the same
+ * idle limit, so both timer lists stay in deadline order by appending at the
+ * tail: arming, re-arming and expiring are O(1). Timer functions return the
+ * delay to their next deadline, as in redis ae.
+ *
+ * Lifetimes: a client connection or a retired upstream set is only freed
+ * in the before-sleep step, never while a batch of epoll events is being
+ * handled, so a later event of the same batch never reaches freed memory.
+ * Slots are never freed; an upstream socket is tagged with the slot's
+ * sequence number, so an event for a socket closed earlier in the batch
+ * is recognised as stale. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/addr.h"
+#include "common/clock.h"
+#include "dns/proxy.h"
+#include "common/log.h"
+
+#define NSEC_PER_MSEC 1000000ULL
+
+#define DNSP_BATCH	  32	 /* client datagrams per recvmmsg */
+#define DNSP_UP_BATCH	  16	 /* upstream datagrams read per event, forgeries included */
+#define DNSP_UP_BUF	  65536	 /* any UDP answer fits: clients may ask for 64k */
+#define DNSP_EVENTS	  64	 /* epoll events per wait */
+#define DNSP_TX		  64	 /* queued datagrams before a forced flush */
+#define DNSP_TX_SMALL	  512	 /* built answers: header, question, OPT */
+#define DNSP_QUERY_MAX	  2048	 /* larger client queries get FORMERR */
+#define DNSP_TCP_IN	  2048	 /* first read buffer of a connection */
+#define DNSP_TCP_FRAME	  65537	 /* length prefix + largest message */
+#define DNSP_TCP_OUT_MAX  131072 /* queued answers for a slow reader */
+#define DNSP_TCP_INFLIGHT 32	 /* pipelined queries per connection */
+#define DNSP_TCP_BACKLOG  1024
+#define DNSP_ACCEPT_PAUSE (100 * 1000000ULL) /* after EMFILE */
+#define DNSP_ACCEPTS	  16		     /* per listener event, to stay fair to UDP */
+#define DNSP_PENDING_MAX  16384		     /* each holds a descriptor while in flight */
+#define DNSP_RND	  64		     /* random ids fetched per getrandom() */
+#define DNSP_RCVBUF	  (4 << 20)
+#define DNSP_BIND_TRIES	  64   /* port 0: UDP and TCP must agree on one port */
+#define DNSP_FD_RESERVE	  1024 /* descriptors left to the rest of the process */
+#define DNSP_PENDING_MIN  64
+
+#define DNSP_DEF_TIMEOUT    (5 * FW_NSEC_PER_SEC)
+#define DNSP_DEF_PROBE	    (10 * FW_NSEC_PER_SEC)
+#define DNSP_DEF_IDLE	    (10 * FW_NSEC_PER_SEC)
+#define DNSP_DEF_TCP	    256
+#define DNSP_DEF_TCP_CLIENT 16
+#define DNSP_DEF_PENDING    4096
+#define DNSP_DEF_TTL_CAP    300 /* below the 360 s lease cap: clients ask again in time */
+#define DNSP_UPSTREAM_STR   64
+
+/* An upstream list as configured, shared by every worker. Health is per
+ * list: any worker marks an upstream up or down, every worker reads it. */
+struct dnsp_set {
+	unsigned int refs; /* atomic */
+	unsigned int gen;
+	size_t n;
+	struct fw_dnsp_upstream u[FW_DNSP_MAX_UPSTREAMS];
+	bool down[FW_DNSP_MAX_UPSTREAMS]; /* atomic */
+};
+
+/* What an epoll event points at; slots use tagged values instead (odd). */
+enum dnsp_kind {
+	DNSP_K_WAKE = 1,
+	DNSP_K_UDP,    /* client datagrams */
+	DNSP_K_LISTEN, /* client TCP connections */
+	DNSP_K_CONN,   /* one client TCP connection */
+};
+
+struct dnsp_sock {
+	enum dnsp_kind kind;
+	int fd;
+};
+
+/* A worker's view of one upstream set: how many of its exchanges still
+ * use it (an old set lives until they are done). */
+struct dnsp_wset {
+	struct dnsp_set *set;
+	bool probing[FW_DNSP_MAX_UPSTREAMS];
+	unsigned int users;
+	struct dnsp_wset *next; /* retired list */
+};
+
+/* Where a UDP answer goes: the client's socket and address, and the local
+ * address the query was sent to, which the answer must come from. */
+struct dnsp_peer {
+	int fd;
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in v4;
+		struct sockaddr_in6 v6;
+	} addr;
+	socklen_t alen;
+	int pi_family; /* 0: no pktinfo */
+	union {
+		struct in_pktinfo v4;
+		struct in6_pktinfo v6;
+	} pi;
+};
+
+enum dnsp_origin {
+	DNSP_O_UDP,
+	DNSP_O_TCP,
+	DNSP_O_PROBE,
+};
+
+enum dnsp_io {
+	DNSP_IO_NONE,
+	DNSP_IO_CONNECT,
+	DNSP_IO_WRITE,
+	DNSP_IO_READ,
+};
+
+struct dnsp_conn;
+
+/* One upstream exchange: a forwarded query, from the first attempt to the
+ * answer the client gets, or a health probe. */
+struct dnsp_slot {
+	struct dnsp_slot *tprev, *tnext; /* timeout list; tnext also links free slots */
+	struct dnsp_slot *cprev, *cnext; /* the client connection's exchanges */
+	struct dnsp_wset *ws;
+	struct dnsp_conn *conn;
+	__u64 deadline;
+	__u64 token;
+	__u32 index;
+	__u32 seq; /* tags epoll events of up_fd */
+	int up_fd; /* this attempt's upstream socket, UDP or TCP */
+	enum dnsp_origin origin;
+	enum dnsp_io io;
+	bool used, armed, added_edns;
+	__u16 up_id;
+	__u16 climit; /* largest UDP answer the client takes */
+	__u8 order[FW_DNSP_MAX_UPSTREAMS];
+	__u8 norder, tried; /* asking order[tried] */
+	struct fw_ip client;
+	struct dnsp_peer peer;
+	size_t io_off;
+	__u8 lenbuf[2];
+	__u8 *ans; /* TCP answer */
+	size_t ans_len;
+	size_t qlen;
+	struct fw_dns_query q;
+	/* which bytes of the question name the client sent in upper case:
+	 * with case_randomize the name goes upstream in a random case and
+	 * is given back to the client as it was */
+	__u8 qupper[(FW_DNS_NAME_MAX + 2 + 7) / 8];
+	/* the query as sent upstream, after a 2-byte TCP length prefix */
+	__u8 qbuf[2 + DNSP_QUERY_MAX + FW_DNS_OPT_LEN];
+};
+
+struct dnsp_conn {
+	enum dnsp_kind kind;
+	int fd;
+	unsigned int ce; /* its client's entry in fw_dnsp.tcpc */
+	bool closing, paused, eof, want_out, resume;
+	struct dnsp_conn *iprev, *inext; /* every open connection, least recently active first */
+	struct dnsp_conn *dnext;	 /* closing list */
+	struct dnsp_conn *rnext;	 /* resume list */
+	__u64 last;			 /* opened, last complete query or answer written */
+	struct fw_ip client;
+	struct dnsp_slot *pending;
+	unsigned int npending;
+	__u8 *in;
+	size_t in_len, in_cap;
+	__u8 *out;
+	size_t out_off, out_len, out_cap;
+};
+
+union dnsp_ctl {
+	size_t align; /* of struct cmsghdr, which has a flexible array member */
+	char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+};
+_Static_assert(_Alignof(struct cmsghdr) <= _Alignof(size_t), "control buffers misaligned");
+
+struct dnsp_tx {
+	union dnsp_ctl ctl;
+	struct dnsp_peer peer;
+	int fd;
+	__u8 own[DNSP_TX_SMALL];
+};
+
+struct dnsp_worker {
+	struct fw_dnsp *p;
+	unsigned int idx;
+	pthread_t thread;
+	bool started;
+	int epfd;
+	struct dnsp_sock wake, udp4, udp6, tcp4, tcp6;
+
+	struct dnsp_wset *ws; /* current upstream set */
+	struct dnsp_wset *retired;
+	unsigned int gen;
+
+	struct dnsp_slot *slots, *free_slots;
+	unsigned int nslots;
+	struct dnsp_slot *thead, *ttail;
+	struct dnsp_conn *ihead, *itail, *closing, *resume;
+	__u64 now, next_probe;
+	__u64 accept_at; /* listeners paused until then (out of fds); 0: not */
+	__u16 rnd[DNSP_RND];
+	unsigned int nrnd;
+
+	struct mmsghdr rxm[DNSP_BATCH];
+	struct iovec rxv[DNSP_BATCH];
+	struct dnsp_peer rxp[DNSP_BATCH];
+	union dnsp_ctl rxc[DNSP_BATCH];
+	__u8 *rxb;
+	__u8 *urxb; /* one upstream datagram */
+
+	unsigned int ntx;
+	struct mmsghdr txm[DNSP_TX];
+	struct iovec txv[DNSP_TX];
+	struct dnsp_tx tx[DNSP_TX];
+
+	struct fw_dns_answer ans;
+	struct fw_dnsp_stats st; /* written by this worker only */
+};
+
+/* fw_dnsp_simulate: what would be sent to clients, framed as on TCP */
+struct dnsp_sim {
+	__u8 *out;
+	size_t cap, len;
+	__u16 next_id;
+};
+
+struct fw_dnsp {
+	struct fw_dnsp_config cfg;
+	struct dnsp_sim *sim; /* NULL but in fw_dnsp_simulate: no sockets */
+	struct fw_dnsp_hooks hooks;
+	__u16 port;
+	bool v6;
+	bool stop;		  /* atomic */
+	pthread_mutex_t tcp_lock; /* guards tcp_clients and tcpc */
+	unsigned int tcp_clients; /* open client connections, all workers */
+	/* open connections per client address, all workers: one entry per
+	 * address with n > 0, at most max_tcp_clients of them; found by a
+	 * scan (accept and close are the rare path) */
+	struct dnsp_tcpc {
+		struct fw_ip ip;
+		unsigned int n;
+	} * tcpc;
+	unsigned int gen;     /* atomic: generation of set */
+	pthread_mutex_t lock; /* guards set */
+	struct dnsp_set *set;
+	unsigned int nworkers;
+	struct dnsp_worker *workers[FW_DNSP_MAX_WORKERS];
+};
+
+#define DNSP_COUNT(w, f) __atomic_store_n(&(w)->st.f, (w)->st.f + 1, __ATOMIC_RELAXED)
+
+static __u16 get16(const __u8 *b)
+{
+	return (__u16)(b[0] << 8 | b[1]);
+}
+
+static void put16(__u8 *b, __u16 v)
+{
+	b[0] = v >> 8;
+	b[1] = v & 0xff;
+}
+
+static int dnsp_setopt(int fd, int level, int name, int val)
+{
+	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
+}
+
+/* ---- upstream sets ---- */
+
+static void dnsp_set_put(struct dnsp_set *s)
+{
+	if (s && __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free(s);
+}
+
+static bool dnsp_upstream_ok(const struct fw_dnsp_upstream *u)
+{
+	if (u->addr.ss_family == AF_INET)
+		return u->len == sizeof(struct sockaddr_in);
+	if (u->addr.ss_family == AF_INET6)
+		return u->len == sizeof(struct sockaddr_in6);
+	return false;
+}
+
+static int dnsp_set_new(const struct fw_dnsp_upstream *u, size_t n, struct dnsp_set **out)
+{
+	struct dnsp_set *s;
+
+	if (n > FW_DNSP_MAX_UPSTREAMS || (n && !u))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!dnsp_upstream_ok(&u[i]))
+			return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->refs = 1;
+	s->n = n;
+	if (n)
+		memcpy(s->u, u, n * sizeof(*u));
+	*out = s;
+	return 0;
+}
+
+static void dnsp_mark(struct dnsp_wset *ws, unsigned int i, bool up)
+{
+	if (i < ws->set->n)
+		__atomic_store_n(&ws->set->down[i], !up, __ATOMIC_RELAXED);
+}
+
+static void dnsp_wset_free(struct dnsp_wset *ws)
+{
+	dnsp_set_put(ws->set);
+	free(ws);
+}
+
+/* Picks up a list installed by fw_dnsp_set_upstreams; the old one retires
+ * and is freed once its last exchange is done. */
+static void dnsp_sync_set(struct dnsp_worker *w)
+{
+	struct fw_dnsp *p = w->p;
+	struct dnsp_wset *ws;
+
+	if (__atomic_load_n(&p->gen, __ATOMIC_ACQUIRE) == w->gen)
+		return;
+	ws = calloc(1, sizeof(*ws));
+	if (!ws)
+		return; /* keep the old list, try again next round */
+	pthread_mutex_lock(&p->lock);
+	ws->set = p->set;
+	__atomic_add_fetch(&ws->set->refs, 1, __ATOMIC_RELAXED);
+	w->gen = ws->set->gen;
+	pthread_mutex_unlock(&p->lock);
+	if (w->ws) {
+		w->ws->next = w->retired;
+		w->retired = w->ws;
+	}
+	w->ws = ws;
+}
+
+/* ---- ids, timeouts, slots ---- */
+
+static int dnsp_rand16(struct dnsp_worker *w, __u16 *out)
+{
+	if (w->p->sim) { /* reproducible runs */
+		*out = w->p->sim->next_id += 0x3d09;
+		return 0;
+	}
+	if (!w->nrnd) {
+		if (getrandom(w->rnd, sizeof(w->rnd), GRND_NONBLOCK) != (ssize_t)sizeof(w->rnd))
+			return -EAGAIN;
+		w->nrnd = DNSP_RND;
+	}
+	*out = w->rnd[--w->nrnd];
+	return 0;
+}
+
+static void dnsp_timer_remove(struct dnsp_worker *w, struct dnsp_slot *s)
+{
+	if (!s->armed)
+		return;
+	if (s->tprev)
+		s->tprev->tnext = s->tnext;
+	else
+		w->thead = s->tnext;
+	if (s->tnext)
+		s->tnext->tprev = s->tprev;
+	else
+		w->ttail = s->tprev;
+	s->tprev = s->tnext = NULL;
+	s->armed = false;
+}
+
+/* Every exchange waits the same time, so appending keeps the order. */
+static void dnsp_timer_arm(struct dnsp_worker *w, struct dnsp_slot *s)
+{
+	dnsp_timer_remove(w, s);
+	s->deadline = w->now + w->p->cfg.timeout_ns;
+	s->tprev = w->ttail;
+	s->tnext = NULL;
+	if (w->ttail)
+		w->ttail->tnext = s;
+	else
+		w->thead = s;
+	w->ttail = s;
+	s->armed = true;
+}
+
+static struct dnsp_slot *dnsp_slot_get(struct dnsp_worker *w, enum dnsp_origin origin)
+{
+	struct dnsp_slot *s = w->free_slots;
+
+	if (!s || !w->ws)
+		return NULL;
+	w->free_slots = s->tnext;
+	s->tprev = s->tnext = s->cprev = s->cnext = NULL;
+	s->conn = NULL;
+	s->ws = w->ws;
+	s->ws->users++;
+	s->token = 0;
+	s->up_fd = -1;
+	s->origin = origin;
+	s->io = DNSP_IO_NONE;
+	s->used = true;
+	s->armed = s->added_edns = false;
+	s->norder = s->tried = 0;
+	s->io_off = 0;
+	s->ans = NULL;
+	s->ans_len = 0;
+	return s;
+}
+
+static void dnsp_up_close(struct dnsp_slot *s)
+{
+	if (s->up_fd >= 0) {
+		close(s->up_fd);
+		s->up_fd = -1;
+		s->seq++; /* events still queued for it are stale now */
+	}
+	free(s->ans);
+	s->ans = NULL;
+	s->io = DNSP_IO_NONE;
+	s->io_off = 0;
+}
+
+static void dnsp_conn_kill(struct dnsp_worker *w, struct dnsp_conn *c);
+
+static void dnsp_slot_put(struct dnsp_worker *w, struct dnsp_slot *s)
+{
+	struct dnsp_conn *c = s->conn;
+
+	dnsp_timer_remove(w, s);
+	dnsp_up_close(s);
+	if (c) {
+		if (s->cprev)
+			s->cprev->cnext = s->cnext;
+		else
+			c->pending = s->cnext;
+		if (s->cnext)
+			s->cnext->cprev = s->cprev;
+		c->npending--;
+		s->conn = NULL;
+		if (!c->closing && c->paused && !c->resume) {
+			c->resume = true;
+			c->rnext = w->resume;
+			w->resume = c;
+		}
+		if (!c->closing && c->eof && !c->npending && c->out_len == c->out_off)
+			dnsp_conn_kill(w, c);
+	}
+	if (s->origin == DNSP_O_PROBE && s->norder)
+		s->ws->probing[s->order[0]] = false;
+	s->ws->users--;
+	s->ws = NULL;
+	s->used = false;
+	s->tnext = w->free_slots;
+	w->free_slots = s;
+}
+
+/* ---- sending ---- */
+
+static void dnsp_sim_put(struct dnsp_sim *sim, const __u8 *msg, size_t len)
+{
+	if (len > 0xffff || sim->cap - sim->len < len + 2)
+		return;
+	put16(sim->out + sim->len, (__u16)len);
+	memcpy(sim->out + sim->len + 2, msg, len);
+	sim->len += len + 2;
+}
+
+static void dnsp_tx_flush(struct dnsp_worker *w)
+{
+	unsigned int i = 0;
+
+	if (w->p->sim) {
+		for (i = 0; i < w->ntx; i++)
+			dnsp_sim_put(w->p->sim, w->txv[i].iov_base, w->txv[i].iov_len);
+		w->ntx = 0;
+		return;
+	}
+
+	while (i < w->ntx) {
+		unsigned int j = i;
+		int n;
+
+		while (j < w->ntx && w->tx[j].fd == w->tx[i].fd)
+			j++;
+		/* UDP is best effort: a datagram the kernel refuses is lost,
+		 * as it would be on the wire */
+		while (i < j) {
+			n = sendmmsg(w->tx[i].fd, &w->txm[i], j - i, MSG_DONTWAIT);
+			i += n > 0 ? (unsigned int)n : 1;
+		}
+	}
+	w->ntx = 0;
+}
+
+/* Queues a datagram. Without to, fd is a connected upstream socket. With
+ * copy false, buf must stay valid until the next flush. */
+static void dnsp_tx_add(struct dnsp_worker *w, int fd, const struct dnsp_peer *to, const __u8 *buf,
+			size_t len, bool copy)
+{
+	struct dnsp_tx *t;
+	struct msghdr *mh;
+
+	if (copy && len > DNSP_TX_SMALL)
+		return;
+	if (w->ntx == DNSP_TX)
+		dnsp_tx_flush(w);
+	t = &w->tx[w->ntx];
+	mh = &w->txm[w->ntx].msg_hdr;
+	memset(mh, 0, sizeof(*mh));
+	t->fd = fd;
+	if (copy) {
+		memcpy(t->own, buf, len);
+		buf = t->own;
+	}
+	w->txv[w->ntx].iov_base = (void *)buf;
+	w->txv[w->ntx].iov_len = len;
+	mh->msg_iov = &w->txv[w->ntx];
+	mh->msg_iovlen = 1;
+	if (to) {
+		struct cmsghdr *cm;
+
+		t->peer = *to;
+		mh->msg_name = &t->peer.addr;
+		mh->msg_namelen = to->alen;
+		if (to->pi_family == AF_INET) {
+			mh->msg_control = t->ctl.buf;
+			mh->msg_controllen = CMSG_SPACE(sizeof(struct in_pktinfo));
+			cm = CMSG_FIRSTHDR(mh);
+			cm->cmsg_level = IPPROTO_IP;
+			cm->cmsg_type = IP_PKTINFO;
+			cm->cmsg_len = CMSG_LEN(sizeof(struct in_pktinfo));
+			memcpy(CMSG_DATA(cm), &to->pi.v4, sizeof(to->pi.v4));
+		} else if (to->pi_family == AF_INET6) {
+			mh->msg_control = t->ctl.buf;
+			mh->msg_controllen = CMSG_SPACE(sizeof(struct in6_pktinfo));
+			cm = CMSG_FIRSTHDR(mh);
+			cm->cmsg_level = IPPROTO_IPV6;
+			cm->cmsg_type = IPV6_PKTINFO;
+			cm->cmsg_len = CMSG_LEN(sizeof(struct in6_pktinfo));
+			memcpy(CMSG_DATA(cm), &to->pi.v6, sizeof(to->pi.v6));
+		}
+	}
+	w->ntx++;
+}
+
+static void dnsp_conn_events(struct dnsp_worker *w, struct dnsp_conn *c)
+{
+	struct epoll_event ev = {.data.ptr = c};
+
+	if (!c->paused && !c->eof)
+		ev.events |= EPOLLIN;
+	if (c->want_out)
+		ev.events |= EPOLLOUT;
+	epoll_ctl(w->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+static void dnsp_conn_touch(struct dnsp_worker *w, struct dnsp_conn *c)
+{
+	c->last = w->now;
+	if (c->closing || c == w->itail)
+		return;
+	/* unlink, append: the list stays in order of last activity */
+	if (c->iprev)
+		c->iprev->inext = c->inext;
+	else
+		w->ihead = c->inext;
+	c->inext->iprev = c->iprev;
+	c->iprev = w->itail;
+	c->inext = NULL;
+	w->itail->inext = c;
+	w->itail = c;
+}
+
+/* One framed message to a client connection: written at once when
+ * nothing is queued, else queued up to DNSP_TCP_OUT_MAX; a client that
+ * reads slower than that is cut off. */
+static void dnsp_conn_send(struct dnsp_worker *w, struct dnsp_conn *c, const __u8 *msg, size_t len)
+{
+	__u8 hdr[2];
+	size_t total = len + 2, done = 0;
+
+	if (c->closing || len > 0xffff)
+		return;
+	if (w->p->sim) {
+		dnsp_sim_put(w->p->sim, msg, len);
+		dnsp_conn_touch(w, c);
+		return;
+	}
+	put16(hdr, (__u16)len);
+	if (c->out_len == c->out_off) {
+		struct iovec iov[2] = {{hdr, 2}, {(void *)msg, len}};
+		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+		ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+			dnsp_conn_kill(w, c);
+			return;
+		}
+		if (n > 0)
+			done = (size_t)n;
+		if (done == total) {
+			dnsp_conn_touch(w, c);
+			return;
+		}
+		c->out_off = c->out_len = 0;
+	}
+	if (c->out_len - c->out_off + total - done > DNSP_TCP_OUT_MAX) {
+		dnsp_conn_kill(w, c);
+		return;
+	}
+	if (c->out_off) {
+		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+		c->out_len -= c->out_off;
+		c->out_off = 0;
+	}
+	if (c->out_cap - c->out_len < total - done) {
+		size_t cap = c->out_cap ? c->out_cap : 4096;
+		__u8 *nb;
+
+		while (cap - c->out_len < total - done)
+			cap *= 2;
+		nb = realloc(c->out, cap);
+		if (!nb) {
+			dnsp_conn_kill(w, c);
+			return;
+		}
+		c->out = nb;
+		c->out_cap = cap;
+	}
+	for (size_t i = done; i < total; i++)
+		c->out[c->out_len++] = i < 2 ? hdr[i] : msg[i - 2];
+	if (!c->want_out) {
+		c->want_out = true;
+		dnsp_conn_events(w, c);
+	}
+}
+
+static void dnsp_slot_reply(struct dnsp_worker *w, struct dnsp_slot *s, const __u8 *msg, size_t len,
+			    bool copy)
+{
+	if (s->origin == DNSP_O_UDP)
+		dnsp_tx_add(w, s->peer.fd, &s->peer, msg, len, copy);
+	else if (s->origin == DNSP_O_TCP && s->conn)
+		dnsp_conn_send(w, s->conn, msg, len);
+}
+
+/* ---- 0x20: the question name's case as entropy ---- */
+
+static bool dnsp_letter(__u8 c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* Remembers the client's case of the question name (qbuf holds the query;
+ * names in a question are never compressed). */
+static void dnsp_case_save(struct dnsp_slot *s)
+{
+	const __u8 *q = s->qbuf + 2;
+
+	memset(s->qupper, 0, sizeof(s->qupper));
+	for (size_t i = FW_DNS_HDR_LEN; i + 4 < s->q.question_end; i++)
+		if (q[i] >= 'A' && q[i] <= 'Z')
+			s->qupper[(i - FW_DNS_HDR_LEN) / 8] |=
+				(__u8)(1 << ((i - FW_DNS_HDR_LEN) % 8));
+}
+
+/* A fresh random case for every letter of the name, per attempt. */
+static int dnsp_case_randomize(struct dnsp_worker *w, struct dnsp_slot *s)
+{
+	__u8 *q = s->qbuf + 2;
+	__u16 bits = 0;
+	unsigned int left = 0;
+
+	for (size_t i = FW_DNS_HDR_LEN; i + 4 < s->q.question_end; i++) {
+		if (!dnsp_letter(q[i]))
+			continue;
+		if (!left) {
+			if (dnsp_rand16(w, &bits))
+				return -EAGAIN;
+			left = 16;
+		}
+		q[i] = (bits & 1) ? (__u8)(q[i] & ~0x20) : (__u8)(q[i] | 0x20);
+		bits >>= 1;
+		left--;
+	}
+	return 0;
+}
+
+/* The client's own case back in qbuf. */
+static void dnsp_case_restore(const struct fw_dnsp *p, struct dnsp_slot *s)
+{
+	__u8 *q = s->qbuf + 2;
+
+	if (!p->cfg.case_randomize)
+		return;
+	for (size_t i = FW_DNS_HDR_LEN; i + 4 < s->q.question_end; i++) {
+		size_t k = i - FW_DNS_HDR_LEN;
+
+		if (dnsp_letter(q[i]))
+			q[i] = (s->qupper[k / 8] >> (k % 8)) & 1 ? (__u8)(q[i] & ~0x20)
+								 : (__u8)(q[i] | 0x20);
+	}
+}
+
+static void dnsp_slot_error(struct dnsp_worker *w, struct dnsp_slot *s, int rcode)
+{
+	__u8 out[DNSP_TX_SMALL];
+	size_t n;
+
+	dnsp_case_restore(w->p, s);
+	if (!fw_dns_build_error(s->qbuf + 2, s->qlen, &s->q, rcode, out, sizeof(out), &n))
+		dnsp_slot_reply(w, s, out, n, true);
+}
+
+/* ---- exchanges ---- */
+
+/* One attempt: a new socket connected to upstream i, so the kernel picks
+ * a fresh random source port and drops datagrams from any other address
+ * or port, and a fresh random id. UDP sends at once; TCP connects first.
+ * The previous attempt's socket is closed: a late answer to it is gone. */
+static int dnsp_try(struct dnsp_worker *w, struct dnsp_slot *s, unsigned int i)
+{
+	const struct fw_dnsp_upstream *u = &s->ws->set->u[i];
+	bool tcp = s->origin == DNSP_O_TCP;
+	struct epoll_event ev = {.events = tcp ? EPOLLOUT : EPOLLIN};
+	ssize_t n;
+	int fd;
+
+	dnsp_up_close(s);
+	if (dnsp_rand16(w, &s->up_id))
+		return -EAGAIN;
+	if (w->p->cfg.case_randomize && dnsp_case_randomize(w, s))
+		return -EAGAIN;
+	if (w->p->sim) { /* the caller hands in the answers */
+		put16(s->qbuf, (__u16)s->qlen);
+		put16(s->qbuf + 2, s->up_id);
+		return 0;
+	}
+	fd = socket(u->addr.ss_family,
+		    (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (const struct sockaddr *)&u->addr, u->len) && errno != EINPROGRESS) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	ev.data.u64 = (__u64)s->seq << 32 | (__u64)s->index << 1 | 1;
+	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	s->up_fd = fd;
+	put16(s->qbuf, (__u16)s->qlen);
+	put16(s->qbuf + 2, s->up_id);
+	if (tcp) {
+		s->io = DNSP_IO_CONNECT;
+		s->io_off = 0;
+		return 0;
+	}
+	/* on failure the socket is closed by the next attempt or slot_put */
+	n = send(fd, s->qbuf + 2, s->qlen, MSG_DONTWAIT);
+	if (n < 0)
+		return -errno;
+	return n == (ssize_t)s->qlen ? 0 : -EIO;
+}
+
+/* Asks the next upstream in the slot's order; when none is left the
+ * client gets SERVFAIL and the slot is freed. */
+static void dnsp_exch_next(struct dnsp_worker *w, struct dnsp_slot *s)
+{
+	while (s->tried < s->norder) {
+		if (!dnsp_try(w, s, s->order[s->tried])) {
+			dnsp_timer_arm(w, s);
+			return;
+		}
+		DNSP_COUNT(w, upstream_errors);
+		s->tried++;
+	}
+	if (s->origin != DNSP_O_PROBE) {
+		DNSP_COUNT(w, servfail);
+		dnsp_slot_error(w, s, FW_DNS_RCODE_SERVFAIL);
+	}
+	dnsp_slot_put(w, s);
+}
+
+static void dnsp_exch_failover(struct dnsp_worker *w, struct dnsp_slot *s)
+{
+	dnsp_up_close(s);
+	s->tried++;
+	dnsp_exch_next(w, s);
+}
+
+/* The answer's question section is ours: QDCOUNT 1 and the question as
+ * sent, byte for byte; letters in any case unless exact (0x20: the case
+ * sent is part of what a forger must guess). fw_dns_parse_answer checks
+ * the same, but for case, on the decoded name. */
+static bool dnsp_same_question(const struct dnsp_slot *s, const __u8 *msg, size_t len, bool exact)
+{
+	const __u8 *q = s->qbuf + 2;
+
+	if (len < s->q.question_end || get16(msg + 4) != 1)
+		return false;
+	for (size_t i = FW_DNS_HDR_LEN; i < s->q.question_end; i++) {
+		__u8 a = msg[i], b = q[i];
+
+		if (!exact && a >= 'A' && a <= 'Z')
+			a = (__u8)(a - 'A' + 'a');
+		if (!exact && b >= 'A' && b <= 'Z')
+			b = (__u8)(b - 'A' + 'a');
+		if (a != b)
+			return false;
+	}
+	return true;
+}
+
+enum dnsp_verdict {
+	DNSP_WAIT, /* not the answer: keep waiting */
+	DNSP_NEXT, /* this upstream failed: ask the next */
+	DNSP_DONE, /* the client was answered (or the probe is over) */
+};
+
+static enum dnsp_verdict dnsp_exch_answer(struct dnsp_worker *w, struct dnsp_slot *s, __u8 *msg,
+					  size_t len, size_t cap)
+{
+	struct fw_dnsp *p = w->p;
+	struct fw_dns_answer *a = &w->ans;
+	unsigned int up = s->order[s->tried];
+	int err;
+
+	/* cap first and learn from the capped bytes: a hostile pointer may
+	 * aim into a TTL, and what is learned must be what the client reads */
+	err = fw_dns_cap_ttls(msg, len, p->cfg.ttl_cap);
+	if (!err) {
+		/* upstream knows the query by the id we gave it */
+		__u16 client_id = s->q.id;
+
+		s->q.id = s->up_id;
+		err = fw_dns_parse_answer(msg, len, &s->q, a);
+		s->q.id = client_id;
+	}
+	if (err == -EPROTO)
+		return DNSP_WAIT;
+	/* 0x20: the name must come back in the very case it was sent in */
+	if (!err && p->cfg.case_randomize && !dnsp_same_question(s, msg, len, true))
+		return DNSP_WAIT;
+	if (s->origin == DNSP_O_PROBE) {
+		if (err)
+			return DNSP_WAIT;
+		dnsp_mark(s->ws, up, true);
+		return DNSP_DONE;
+	}
+	if (err) {
+		/* a truncated UDP answer may end mid-record: the client only
+		 * needs the TC bit to retry over TCP */
+		if (s->origin == DNSP_O_UDP && len >= FW_DNS_HDR_LEN &&
+		    (get16(msg + 2) & FW_DNS_F_TC) && get16(msg) == s->up_id &&
+		    dnsp_same_question(s, msg, len, p->cfg.case_randomize)) {
+			__u8 out[DNSP_TX_SMALL];
+			size_t n;
+
+			dnsp_case_restore(p, s);
+			if (fw_dns_build_error(s->qbuf + 2, s->qlen, &s->q, FW_DNS_RCODE_NOERROR,
+					       out, sizeof(out), &n))
+				return DNSP_NEXT;
+			out[2] |= FW_DNS_F_TC >> 8;
+			dnsp_mark(s->ws, up, true);
+			DNSP_COUNT(w, answered);
+			dnsp_slot_reply(w, s, out, n, true);
+			return DNSP_DONE;
+		}
+		DNSP_COUNT(w, upstream_errors);
+		return DNSP_NEXT;
+	}
+	dnsp_mark(s->ws, up, true);
+	if (a->rcode != FW_DNS_RCODE_NOERROR && a->rcode != FW_DNS_RCODE_NXDOMAIN) {
+		DNSP_COUNT(w, upstream_errors);
+		return DNSP_NEXT;
+	}
+	if (p->hooks.learn && p->hooks.learn(p->hooks.ctx, &s->client, &s->q, s->token, a)) {
+		DNSP_COUNT(w, servfail);
+		dnsp_slot_error(w, s, FW_DNS_RCODE_SERVFAIL);
+		return DNSP_DONE;
+	}
+	put16(msg, s->q.id);
+	if (p->cfg.case_randomize) {
+		/* the question back in the client's case (same length) */
+		dnsp_case_restore(p, s);
+		memcpy(msg + FW_DNS_HDR_LEN, s->qbuf + 2 + FW_DNS_HDR_LEN,
+		       s->q.question_end - FW_DNS_HDR_LEN);
+	}
+	if (s->added_edns) {
+		size_t n;
+
+		/* left in place when not last (-EOPNOTSUPP): harmless */
+		if (!fw_dns_strip_opt(msg, len, &n))
+			len = n;
+	}
+	if (s->origin == DNSP_O_UDP && len > s->climit) {
+		size_t n;
+
+		if (fw_dns_truncate(msg, len, &n)) {
+			DNSP_COUNT(w, servfail);
+			dnsp_slot_error(w, s, FW_DNS_RCODE_SERVFAIL);
+			return DNSP_DONE;
+		}
+		len = n;
+		if (s->q.has_edns && !fw_dns_add_edns0(msg, len, cap, &n, p->cfg.edns_size))
+			len = n;
+		DNSP_COUNT(w, truncated);
+	}
+	DNSP_COUNT(w, answered);
+	/* UDP: msg is a receive buffer, valid until the flush after this
+	 * batch; TCP: conn_send copies what it cannot write at once */
+	dnsp_slot_reply(w, s, msg, len, false);
+	return DNSP_DONE;
+}
+
+static void dnsp_exch_verdict(struct dnsp_worker *w, struct dnsp_slot *s, enum dnsp_verdict v)
+{
+	if (v == DNSP_DONE)
+		dnsp_slot_put(w, s);
+	else if (v == DNSP_NEXT)
+		dnsp_exch_failover(w, s);
+}
+
+/* Healthy upstreams first in configured order, then those marked down:
+ * still tried, as a last resort. */
+static void dnsp_order(struct dnsp_slot *s)
+{
+	const struct dnsp_set *set = s->ws->set;
+
+	s->norder = 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (unsigned int i = 0; i < set->n; i++)
+			if (__atomic_load_n(&set->down[i], __ATOMIC_RELAXED) == (pass == 1))
+				s->order[s->norder++] = (__u8)i;
+}
+
+/* ---- queries ---- */
+
+struct dnsp_src {
+	enum dnsp_origin origin;
+	const struct dnsp_peer *peer; /* UDP */
+	struct dnsp_conn *conn;	      /* TCP */
+	struct fw_ip client;
+};
+
+static void dnsp_src_reply(struct dnsp_worker *w, const struct dnsp_src *src, const __u8 *msg,
+			   size_t len)
+{
+	if (src->origin == DNSP_O_UDP)
+		dnsp_tx_add(w, src->peer->fd, src->peer, msg, len, true);
+	else
+		dnsp_conn_send(w, src->conn, msg, len);
+}
+
+static void dnsp_src_error(struct dnsp_worker *w, const struct dnsp_src *src, const __u8 *msg,
+			   size_t len, const struct fw_dns_query *q, int rcode)
+{
+	__u8 out[DNSP_TX_SMALL];
+	size_t n;
+
+	if (!fw_dns_build_error(msg, len, q, rcode, out, sizeof(out), &n))
+		dnsp_src_reply(w, src, out, n);
+}
+
+/* Answers what fw_dns_parse_query refused: NOTIMP for another opcode,
+ * FORMERR when there is a header to answer; responses and runts are
+ * dropped (answering them could start a loop or reflect garbage). */
+static void dnsp_reject(struct dnsp_worker *w, const struct dnsp_src *src, const __u8 *msg,
+			size_t len, int err)
+{
+	__u8 out[DNSP_TX_SMALL];
+	int rcode = err == -EOPNOTSUPP ? FW_DNS_RCODE_NOTIMP : FW_DNS_RCODE_FORMERR;
+	size_t n;
+
+	DNSP_COUNT(w, malformed);
+	if (!fw_dns_build_reject(msg, len, rcode, out, sizeof(out), &n))
+		dnsp_src_reply(w, src, out, n);
+}
+
+static void dnsp_query(struct dnsp_worker *w, const struct dnsp_src *src, __u8 *msg, size_t len)
+{
+	struct fw_dnsp *p = w->p;
+	struct fw_dns_query q;
+	struct dnsp_slot *s;
+	__u64 token = 0;
+	int err, v;
+
+	if (src->origin == DNSP_O_UDP)
+		DNSP_COUNT(w, queries_udp);
+	else
+		DNSP_COUNT(w, queries_tcp);
+	if (len > DNSP_QUERY_MAX) {
+		dnsp_reject(w, src, msg, len, -EINVAL);
+		return;
+	}
+	err = fw_dns_parse_query(msg, len, &q);
+	/* one question: the policy decides on it, and an answer is only
+	 * taken when it carries exactly that question */
+	if (!err && q.qdcount != 1)
+		err = -EINVAL;
+	if (err) {
+		dnsp_reject(w, src, msg, len, err);
+		return;
+	}
+	v = p->hooks.decide ? p->hooks.decide(p->hooks.ctx, &src->client, &q, &token)
+			    : FW_DNSP_FORWARD;
+	if (v != FW_DNSP_FORWARD) {
+		DNSP_COUNT(w, refused_by_hook);
+		if (v < 0 || v > FW_DNS_F_RCODE)
+			v = FW_DNS_RCODE_SERVFAIL;
+		dnsp_src_error(w, src, msg, len, &q, v);
+		return;
+	}
+	s = dnsp_slot_get(w, src->origin);
+	if (!s) {
+		DNSP_COUNT(w, overload);
+		/* a TCP client would wait for this answer until idle */
+		if (src->origin == DNSP_O_TCP)
+			dnsp_src_error(w, src, msg, len, &q, FW_DNS_RCODE_SERVFAIL);
+		return;
+	}
+	DNSP_COUNT(w, forwarded);
+	s->q = q;
+	s->token = token;
+	s->client = src->client;
+	memcpy(s->qbuf + 2, msg, len);
+	s->qlen = len;
+	dnsp_case_save(s);
+	if (!q.has_edns &&
+	    !fw_dns_add_edns0(s->qbuf + 2, len, sizeof(s->qbuf) - 2, &s->qlen, p->cfg.edns_size))
+		s->added_edns = true;
+	if (src->origin == DNSP_O_UDP) {
+		s->peer = *src->peer;
+		s->climit = q.has_edns && q.edns_udp_size > 512 ? q.edns_udp_size : 512;
+	} else {
+		struct dnsp_conn *c = src->conn;
+
+		s->conn = c;
+		s->cnext = c->pending;
+		if (c->pending)
+			c->pending->cprev = s;
+		c->pending = s;
+		c->npending++;
+	}
+	dnsp_order(s);
+	dnsp_exch_next(w, s);
+}
+
+/* ---- client UDP ---- */
+
+static void dnsp_peer_parse(struct dnsp_peer *pe, const struct msghdr *mh)
+{
+	pe->alen = mh->msg_namelen;
+	pe->pi_family = 0;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm;
+	     cm = CMSG_NXTHDR((struct msghdr *)mh, cm)) {
+		if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO &&
+		    cm->cmsg_len >= CMSG_LEN(sizeof(struct in_pktinfo))) {
+			memcpy(&pe->pi.v4, CMSG_DATA(cm), sizeof(pe->pi.v4));
+			/* answer from the address the query was sent to; no
+			 * interface, the route decides */
+			pe->pi.v4.ipi_spec_dst = pe->pi.v4.ipi_addr;
+			pe->pi.v4.ipi_ifindex = 0;
+			pe->pi_family = AF_INET;
+		} else if (cm->cmsg_level == IPPROTO_IPV6 && cm->cmsg_type == IPV6_PKTINFO &&
+			   cm->cmsg_len >= CMSG_LEN(sizeof(struct in6_pktinfo))) {
+			/* the interface stays: link-local sources need it */
+			memcpy(&pe->pi.v6, CMSG_DATA(cm), sizeof(pe->pi.v6));
+			pe->pi_family = AF_INET6;
+		}
+	}
+}
+
+static bool dnsp_client_ip(const struct dnsp_peer *pe, struct fw_ip *ip)
+{
+	if (pe->addr.sa.sa_family == AF_INET && pe->alen >= sizeof(struct sockaddr_in)) {
+		fw_addr_from_v4(ip, pe->addr.v4.sin_addr.s_addr);
+		return true;
+	}
+	if (pe->addr.sa.sa_family == AF_INET6 && pe->alen >= sizeof(struct sockaddr_in6)) {
+		memcpy(ip->b, &pe->addr.v6.sin6_addr, sizeof(ip->b));
+		return true;
+	}
+	return false;
+}
+
+static void dnsp_udp_event(struct dnsp_worker *w, struct dnsp_sock *sk)
+{
+	int n;
+
+	for (int i = 0; i < DNSP_BATCH; i++) {
+		w->rxm[i].msg_hdr.msg_namelen = sizeof(w->rxp[i].addr);
+		w->rxm[i].msg_hdr.msg_controllen = sizeof(w->rxc[i]);
+		w->rxm[i].msg_hdr.msg_flags = 0;
+	}
+	n = recvmmsg(sk->fd, w->rxm, DNSP_BATCH, MSG_DONTWAIT, NULL);
+	for (int i = 0; i < n; i++) {
+		struct msghdr *mh = &w->rxm[i].msg_hdr;
+		struct dnsp_src src = {.origin = DNSP_O_UDP, .peer = &w->rxp[i]};
+		size_t len = w->rxm[i].msg_len;
+
+		w->rxp[i].fd = sk->fd;
+		dnsp_peer_parse(&w->rxp[i], mh);
+		if (!dnsp_client_ip(&w->rxp[i], &src.client))
+			continue;
+		/* a datagram longer than the buffer is over DNSP_QUERY_MAX */
+		if (mh->msg_flags & MSG_TRUNC)
+			len = DNSP_QUERY_MAX + 1;
+		dnsp_query(w, &src, w->rxb + (size_t)i * (DNSP_QUERY_MAX + 1), len);
+	}
+	dnsp_tx_flush(w);
+}
+
+/* ---- upstream UDP ---- */
+
+static bool dnsp_same_addr(const struct sockaddr_storage *a, socklen_t alen,
+			   const struct fw_dnsp_upstream *u)
+{
+	if (a->ss_family != u->addr.ss_family || alen < u->len)
+		return false;
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)&u->addr;
+
+		return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	{
+		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)&u->addr;
+
+		return x->sin6_port == y->sin6_port &&
+		       !memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
+	}
+}
+
+/* One datagram on an attempt's socket (in w->urxb). The kernel only
+ * delivers those from the address and port it is connected to (checked
+ * again anyway); what does not carry the attempt's id and question is
+ * ignored, and the exchange keeps waiting for the real answer until its
+ * timeout. False when the slot has moved on (answered, failed over). */
+static bool dnsp_udp_up_datagram(struct dnsp_worker *w, struct dnsp_slot *s, size_t n,
+				 const struct sockaddr_storage *from, socklen_t fromlen, int flags)
+{
+	const struct fw_dnsp_upstream *u = &s->ws->set->u[s->order[s->tried]];
+	enum dnsp_verdict v;
+
+	if (!dnsp_same_addr(from, fromlen, u) || n < FW_DNS_HDR_LEN || get16(w->urxb) != s->up_id)
+		return true;
+	if (flags & MSG_TRUNC) {
+		DNSP_COUNT(w, upstream_errors);
+		dnsp_exch_failover(w, s);
+		return false;
+	}
+	v = dnsp_exch_answer(w, s, w->urxb, n, DNSP_UP_BUF);
+	if (v == DNSP_WAIT)
+		return true;
+	dnsp_exch_verdict(w, s, v);
+	return false;
+}
+
+static void dnsp_udp_up_event(struct dnsp_worker *w, struct dnsp_slot *s)
+{
+	for (int k = 0; k < DNSP_UP_BATCH; k++) {
+		struct sockaddr_storage from = {.ss_family = AF_UNSPEC};
+		struct iovec iov = {w->urxb, DNSP_UP_BUF};
+		struct msghdr mh = {.msg_name = &from,
+				    .msg_namelen = sizeof(from),
+				    .msg_iov = &iov,
+				    .msg_iovlen = 1};
+		ssize_t n = recvmsg(s->up_fd, &mh, MSG_DONTWAIT);
+
+		if (n < 0) {
+			/* an ICMP error for this very attempt: fail over now */
+			if (errno == ECONNREFUSED) {
+				dnsp_mark(s->ws, s->order[s->tried], false);
+				DNSP_COUNT(w, upstream_errors);
+				dnsp_exch_failover(w, s);
+			}
+			return;
+		}
+		if (!dnsp_udp_up_datagram(w, s, (size_t)n, &from, mh.msg_namelen, mh.msg_flags))
+			return;
+	}
+}
+
+/* ---- upstream TCP (for TCP clients) ---- */
+
+/* A whole message read from an upstream TCP connection (s->ans). One
+ * exchange per connection: anything but our answer is a failure. */
+static void dnsp_tcp_up_answer(struct dnsp_worker *w, struct dnsp_slot *s)
+{
+	enum dnsp_verdict v = DNSP_WAIT;
+
+	if (get16(s->ans) == s->up_id)
+		v = dnsp_exch_answer(w, s, s->ans, s->ans_len, s->ans_len);
+	if (v == DNSP_DONE) {
+		dnsp_slot_put(w, s);
+		return;
+	}
+	if (v == DNSP_WAIT) /* not the answer: NEXT was counted already */
+		DNSP_COUNT(w, upstream_errors);
+	dnsp_exch_failover(w, s);
+}
+
+static void dnsp_up_event(struct dnsp_worker *w, __u64 tag, __u32 events)
+{
+	__u32 index = (__u32)(tag & 0xffffffff) >> 1;
+	struct dnsp_slot *s;
+	struct epoll_event ev;
+	ssize_t n;
+
+	if (index >= w->nslots)
+		return;
+	s = &w->slots[index];
+	if (!s->used || s->up_fd < 0 || s->seq != (__u32)(tag >> 32))
+		return; /* stale: that socket was closed earlier in the batch */
+	if (s->origin != DNSP_O_TCP) {
+		dnsp_udp_up_event(w, s);
+		return;
+	}
+	/* while connecting, SO_ERROR says why */
+	if ((events & EPOLLERR) && s->io != DNSP_IO_CONNECT)
+		goto fail;
+	if (s->io == DNSP_IO_CONNECT) {
+		int soerr = 0;
+		socklen_t sl = sizeof(soerr);
+
+		if (getsockopt(s->up_fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) || soerr) {
+			if (soerr == ECONNREFUSED)
+				dnsp_mark(s->ws, s->order[s->tried], false);
+			goto fail;
+		}
+		s->io = DNSP_IO_WRITE;
+		s->io_off = 0;
+	}
+	if (s->io == DNSP_IO_WRITE) {
+		n = send(s->up_fd, s->qbuf + s->io_off, s->qlen + 2 - s->io_off,
+			 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			goto fail;
+		}
+		s->io_off += (size_t)n;
+		if (s->io_off < s->qlen + 2)
+			return;
+		s->io = DNSP_IO_READ;
+		s->io_off = 0;
+		ev.events = EPOLLIN;
+		ev.data.u64 = tag;
+		if (epoll_ctl(w->epfd, EPOLL_CTL_MOD, s->up_fd, &ev))
+			goto fail;
+		return;
+	}
+	if (s->io != DNSP_IO_READ)
+		return;
+	for (;;) {
+		if (s->io_off < 2) {
+			n = recv(s->up_fd, s->lenbuf + s->io_off, 2 - s->io_off, MSG_DONTWAIT);
+		} else {
+			n = recv(s->up_fd, s->ans + (s->io_off - 2), s->ans_len - (s->io_off - 2),
+				 MSG_DONTWAIT);
+		}
+		if (n == 0)
+			goto fail;
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			goto fail;
+		}
+		s->io_off += (size_t)n;
+		if (s->io_off == 2) {
+			s->ans_len = get16(s->lenbuf);
+			if (s->ans_len < FW_DNS_HDR_LEN)
+				goto fail;
+			s->ans = malloc(s->ans_len);
+			if (!s->ans)
+				goto fail;
+		}
+		if (s->io_off > 2 && s->io_off == s->ans_len + 2)
+			break;
+	}
+	dnsp_tcp_up_answer(w, s);
+	return;
+fail:
+	DNSP_COUNT(w, upstream_errors);
+	dnsp_exch_failover(w, s);
+}
+
+/* ---- client TCP ---- */
+
+/* Gives the connection's place back (under tcp_lock). */
+static void dnsp_conn_release(struct fw_dnsp *p, struct dnsp_conn *c)
+{
+	p->tcpc[c->ce].n--;
+	p->tcp_clients--;
+}
+
+static void dnsp_conn_unlink(struct dnsp_worker *w, struct dnsp_conn *c)
+{
+	c->closing = true;
+	if (c->iprev)
+		c->iprev->inext = c->inext;
+	else
+		w->ihead = c->inext;
+	if (c->inext)
+		c->inext->iprev = c->iprev;
+	else
+		w->itail = c->iprev;
+	c->iprev = c->inext = NULL;
+	c->dnext = w->closing;
+	w->closing = c;
+}
+
+/* Closes c in the before-sleep step; its place is free at once. */
+static void dnsp_conn_kill(struct dnsp_worker *w, struct dnsp_conn *c)
+{
+	if (c->closing)
+		return;
+	pthread_mutex_lock(&w->p->tcp_lock);
+	dnsp_conn_release(w->p, c);
+	pthread_mutex_unlock(&w->p->tcp_lock);
+	dnsp_conn_unlink(w, c);
+}
+
+/* Runs the complete frames in the read buffer, up to DNSP_TCP_INFLIGHT
+ * exchanges at a time; beyond that the connection is paused. */
+static void dnsp_conn_parse(struct dnsp_worker *w, struct dnsp_conn *c)
+{
+	size_t off = 0;
+
+	while (!c->closing && c->npending < DNSP_TCP_INFLIGHT && c->in_len - off >= 2) {
+		size_t l = get16(c->in + off);
+		struct dnsp_src src = {.origin = DNSP_O_TCP, .conn = c, .client = c->client};
+
+		if (c->in_len - off - 2 < l)
+			break;
+		dnsp_query(w, &src, c->in + off + 2, l);
+		off += 2 + l;
+	}
+	if (c->closing)
+		return;
+	if (off) {
+		/* a complete query restarts the clock, bytes of an unfinished
+		 * one do not: a trickle never keeps a connection */
+		dnsp_conn_touch(w, c);
+		memmove(c->in, c->in + off, c->in_len - off);
+		c->in_len -= off;
+	}
+	if (c->in_len >= 2 && c->in_cap < 2 + (size_t)get16(c->in)) {
+		/* the next frame needs a bigger buffer; at most DNSP_TCP_FRAME */
+		__u8 *nb = realloc(c->in, DNSP_TCP_FRAME);
+
+		if (!nb) {
+			dnsp_conn_kill(w, c);
+			return;
+		}
+		c->in = nb;
+		c->in_cap = DNSP_TCP_FRAME;
+	}
+	if (c->npending >= DNSP_TCP_INFLIGHT && !c->paused) {
+		c->paused = true;
+		dnsp_conn_events(w, c);
+	}
+}
+
+static void dnsp_conn_flush(struct dnsp_worker *w, struct dnsp_conn *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				dnsp_conn_kill(w, c);
+			return;
+		}
+		c->out_off += (size_t)n;
+	}
+	/* only a whole answer counts: a client reading a byte at a time
+	 * does not keep its connection */
+	dnsp_conn_touch(w, c);
+	c->out_off = c->out_len = 0;
+	c->want_out = false;
+	dnsp_conn_events(w, c);
+	if (c->eof && !c->npending)
+		dnsp_conn_kill(w, c);
+}
+
+static void dnsp_conn_event(struct dnsp_worker *w, struct dnsp_conn *c, __u32 events)
+{
+	ssize_t n;
+
+	if (c->closing)
+		return;
+	/* HUP: both directions are gone, nobody will read an answer */
+	if (events & (EPOLLERR | EPOLLHUP)) {
+		dnsp_conn_kill(w, c);
+		return;
+	}
+	if (events & EPOLLOUT) {
+		dnsp_conn_flush(w, c);
+		if (c->closing)
+			return;
+	}
+	if (!(events & EPOLLIN) || c->paused || c->eof || c->in_len == c->in_cap)
+		return;
+	n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, MSG_DONTWAIT);
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			dnsp_conn_kill(w, c);
+		return;
+	}
+	if (n == 0) {
+		/* half-closed: answer what is in flight, then close */
+		c->eof = true;
+		if (!c->npending && c->out_off == c->out_len)
+			dnsp_conn_kill(w, c);
+		else
+			dnsp_conn_events(w, c);
+		return;
+	}
+	c->in_len += (size_t)n;
+	dnsp_conn_parse(w, c);
+}
+
+static void dnsp_listen_events(struct dnsp_worker *w, __u32 events)
+{
+	struct dnsp_sock *l[] = {&w->tcp4, &w->tcp6};
+
+	for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++) {
+		struct epoll_event ev = {.events = events, .data.ptr = l[i]};
+
+		if (l[i]->fd >= 0)
+			epoll_ctl(w->epfd, EPOLL_CTL_MOD, l[i]->fd, &ev);
+	}
+}
+
+static void dnsp_accept_pause(struct dnsp_worker *w)
+{
+	dnsp_listen_events(w, 0);
+	w->accept_at = w->now + DNSP_ACCEPT_PAUSE;
+}
+
+static __u64 dnsp_timer_accept(struct dnsp_worker *w)
+{
+	if (!w->accept_at)
+		return UINT64_MAX;
+	if (w->now < w->accept_at)
+		return w->accept_at - w->now;
+	w->accept_at = 0;
+	dnsp_listen_events(w, EPOLLIN);
+	return UINT64_MAX;
+}
+
+/* The connection of this worker to evict for a client that holds `have`
+ * connections: one of the client holding the most, least recently active
+ * first, if that client holds at least two more (so eviction never leaves
+ * the newcomer ahead of its victim). Under tcp_lock. Only this worker's
+ * connections are candidates; the kernel spreads each client's
+ * connections over the workers, so the biggest holder has some here. */
+static struct dnsp_conn *dnsp_victim(struct dnsp_worker *w, unsigned int have)
+{
+	struct dnsp_conn *best = NULL;
+	unsigned int most = have + 1;
+
+	for (struct dnsp_conn *c = w->ihead; c; c = c->inext)
+		if (w->p->tcpc[c->ce].n > most) {
+			most = w->p->tcpc[c->ce].n;
+			best = c;
+		}
+	return best;
+}
+
+/* Takes a place for c, all workers counted: at most max_tcp_per_client
+ * per client address, and at most max_tcp_clients in all; when full, a
+ * connection of the client holding the most goes instead. -EBUSY: c is
+ * refused. */
+static int dnsp_admit(struct dnsp_worker *w, struct dnsp_conn *c)
+{
+	struct fw_dnsp *p = w->p;
+	struct dnsp_conn *victim = NULL;
+	unsigned int e = UINT_MAX;
+	int err = 0;
+
+	pthread_mutex_lock(&p->tcp_lock);
+	for (unsigned int i = 0; i < p->cfg.max_tcp_clients; i++) {
+		if (p->tcpc[i].n && !memcmp(&p->tcpc[i].ip, &c->client, sizeof(c->client))) {
+			e = i;
+			break;
+		}
+		if (!p->tcpc[i].n && e == UINT_MAX)
+			e = i;
+	}
+	if (e == UINT_MAX || p->tcpc[e].n >= p->cfg.max_tcp_per_client) {
+		err = -EBUSY;
+	} else if (p->tcp_clients >= p->cfg.max_tcp_clients) {
+		victim = dnsp_victim(w, p->tcpc[e].n);
+		if (victim)
+			dnsp_conn_release(p, victim);
+		else
+			err = -EBUSY;
+	}
+	if (!err) {
+		p->tcpc[e].ip = c->client;
+		p->tcpc[e].n++;
+		p->tcp_clients++;
+		c->ce = e;
+	}
+	pthread_mutex_unlock(&p->tcp_lock);
+	if (victim) {
+		DNSP_COUNT(w, tcp_evicted);
+		dnsp_conn_unlink(w, victim);
+	}
+	return err;
+}
+
+static void dnsp_accept_event(struct dnsp_worker *w, struct dnsp_sock *sk)
+{
+	for (int k = 0; k < DNSP_ACCEPTS; k++) {
+		struct dnsp_peer pe;
+		struct epoll_event ev;
+		struct dnsp_conn *c;
+		int fd;
+
+		pe.alen = sizeof(pe.addr);
+		fd = accept4(sk->fd, &pe.addr.sa, &pe.alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			/* out of descriptors or memory: the listener would
+			 * stay readable and spin the loop; look again later */
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				dnsp_accept_pause(w);
+			return;
+		}
+		c = calloc(1, sizeof(*c));
+		if (c)
+			c->in = malloc(DNSP_TCP_IN);
+		if (!c || !c->in || !dnsp_client_ip(&pe, &c->client))
+			goto drop;
+		if (dnsp_admit(w, c)) {
+			DNSP_COUNT(w, tcp_rejected);
+			goto drop;
+		}
+		c->kind = DNSP_K_CONN;
+		c->fd = fd;
+		c->in_cap = DNSP_TCP_IN;
+		c->last = w->now;
+		ev.events = EPOLLIN;
+		ev.data.ptr = c;
+		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+			pthread_mutex_lock(&w->p->tcp_lock);
+			dnsp_conn_release(w->p, c);
+			pthread_mutex_unlock(&w->p->tcp_lock);
+			goto drop;
+		}
+		c->iprev = w->itail;
+		if (w->itail)
+			w->itail->inext = c;
+		else
+			w->ihead = c;
+		w->itail = c;
+		continue;
+	drop:
+		if (c)
+			free(c->in);
+		free(c);
+		close(fd);
+	}
+}
+
+/* ---- timers and the loop ---- */
+
+static __u64 dnsp_timer_exchanges(struct dnsp_worker *w)
+{
+	struct dnsp_slot *s;
+
+	while ((s = w->thead) && s->deadline <= w->now) {
+		unsigned int up = s->order[s->tried];
+
+		dnsp_timer_remove(w, s);
+		dnsp_mark(s->ws, up, false);
+		if (s->origin == DNSP_O_PROBE) {
+			dnsp_slot_put(w, s);
+			continue;
+		}
+		DNSP_COUNT(w, upstream_timeouts);
+		/* re-armed at the tail with a later deadline: the loop ends */
+		dnsp_exch_failover(w, s);
+	}
+	return s ? s->deadline - w->now : UINT64_MAX;
+}
+
+static __u64 dnsp_timer_idle(struct dnsp_worker *w)
+{
+	__u64 idle = w->p->cfg.tcp_idle_ns;
+	struct dnsp_conn *c;
+
+	while ((c = w->ihead) && c->last + idle <= w->now) {
+		if (c->npending) /* waiting on us, not idle */
+			dnsp_conn_touch(w, c);
+		else
+			dnsp_conn_kill(w, c);
+		if (w->ihead == c)
+			break; /* the only connection, just touched */
+	}
+	c = w->ihead;
+	if (!c)
+		return UINT64_MAX;
+	return c->last + idle > w->now ? c->last + idle - w->now : 0;
+}
+
+static void dnsp_probe(struct dnsp_worker *w, unsigned int i)
+{
+	static const __u8 probe[] = {
+		0, 0, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, FW_DNS_TYPE_NS, 0, FW_DNS_CLASS_IN};
+	struct dnsp_slot *s = dnsp_slot_get(w, DNSP_O_PROBE);
+
+	if (!s)
+		return;
+	memcpy(s->qbuf + 2, probe, sizeof(probe));
+	s->qlen = sizeof(probe);
+	if (fw_dns_parse_query(s->qbuf + 2, s->qlen, &s->q)) {
+		dnsp_slot_put(w, s);
+		return;
+	}
+	s->order[0] = (__u8)i;
+	s->norder = 1;
+	s->ws->probing[i] = true;
+	dnsp_exch_next(w, s);
+}
+
+/* One worker probes for all: health is shared. */
+static __u64 dnsp_timer_probe(struct dnsp_worker *w)
+{
+	__u64 every = w->p->cfg.probe_interval_ns;
+
+	if (!every || w->idx || !w->ws)
+		return UINT64_MAX;
+	if (w->now < w->next_probe)
+		return w->next_probe - w->now;
+	w->next_probe = w->now + every;
+	for (unsigned int i = 0; i < w->ws->set->n; i++)
+		if (!w->ws->probing[i])
+			dnsp_probe(w, i);
+	return every;
+}
+
+static void dnsp_before_sleep(struct dnsp_worker *w)
+{
+	struct dnsp_wset **pws;
+
+	while (w->resume) {
+		struct dnsp_conn *c = w->resume;
+
+		w->resume = c->rnext;
+		c->resume = false;
+		if (c->closing || !c->paused || c->npending >= DNSP_TCP_INFLIGHT)
+			continue;
+		c->paused = false;
+		dnsp_conn_parse(w, c);
+		if (!c->closing && !c->paused)
+			dnsp_conn_events(w, c);
+	}
+	while (w->closing) {
+		struct dnsp_conn *c = w->closing;
+
+		w->closing = c->dnext;
+		while (c->pending)
+			dnsp_slot_put(w, c->pending);
+		close(c->fd);
+		free(c->in);
+		free(c->out);
+		free(c);
+	}
+	for (pws = &w->retired; *pws;) {
+		struct dnsp_wset *ws = *pws;
+
+		if (ws->users) {
+			pws = &ws->next;
+			continue;
+		}
+		*pws = ws->next;
+		dnsp_wset_free(ws);
+	}
+	dnsp_tx_flush(w);
+}
+
+static __u64 dnsp_run_timers(struct dnsp_worker *w)
+{
+	__u64 a = dnsp_timer_exchanges(w);
+	__u64 b = dnsp_timer_idle(w);
+	__u64 c = dnsp_timer_probe(w);
+	__u64 d = dnsp_timer_accept(w);
+
+	a = a < b ? a : b;
+	c = c < d ? c : d;
+	return a < c ? a : c;
+}
+
+static void dnsp_dispatch(struct dnsp_worker *w, const struct epoll_event *ev)
+{
+	const struct dnsp_sock *k = ev->data.ptr;
+
+	if (ev->data.u64 & 1) {
+		dnsp_up_event(w, ev->data.u64, ev->events);
+		dnsp_tx_flush(w);
+		return;
+	}
+	switch (k->kind) {
+	case DNSP_K_WAKE: {
+		__u64 v;
+
+		if (read(k->fd, &v, sizeof(v)) < 0)
+			break;
+		break;
+	}
+	case DNSP_K_UDP:
+		dnsp_udp_event(w, ev->data.ptr);
+		break;
+	case DNSP_K_LISTEN:
+		dnsp_accept_event(w, ev->data.ptr);
+		break;
+	case DNSP_K_CONN:
+		dnsp_conn_event(w, ev->data.ptr, ev->events);
+		dnsp_tx_flush(w);
+		break;
+	}
+}
+
+static void *dnsp_worker_main(void *arg)
+{
+	struct dnsp_worker *w = arg;
+	struct fw_dnsp *p = w->p;
+	struct epoll_event evs[DNSP_EVENTS];
+
+	w->now = fw_now_ns();
+	w->next_probe = w->now + p->cfg.probe_interval_ns;
+	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
+		__u64 delay;
+		int n, ms;
+
+		dnsp_sync_set(w);
+		w->now = fw_now_ns();
+		delay = dnsp_run_timers(w);
+		dnsp_before_sleep(w);
+		/* before_sleep may have started exchanges on an empty list */
+		if (w->thead) {
+			__u64 d = w->thead->deadline > w->now ? w->thead->deadline - w->now : 0;
+
+			if (d < delay)
+				delay = d;
+		}
+		if (delay == UINT64_MAX)
+			ms = -1;
+		else if (delay / NSEC_PER_MSEC >= INT_MAX)
+			ms = INT_MAX;
+		else
+			ms = (int)((delay + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC);
+		n = epoll_wait(w->epfd, evs, DNSP_EVENTS, ms);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			fw_err("dns proxy worker %u: epoll_wait: %s", w->idx, strerror(errno));
+			break;
+		}
+		w->now = fw_now_ns();
+		/* a list set before a query was sent must apply to it, even
+		 * when the wake-up and the query come in one batch */
+		dnsp_sync_set(w);
+		for (int i = 0; i < n; i++)
+			dnsp_dispatch(w, &evs[i]);
+	}
+	return NULL;
+}
+
+/* ---- setup and teardown ---- */
+
+/* A client socket on every local address (or loopback) of family at
+ * port. exclusive: bound before SO_REUSEPORT is set, so the bind fails if
+ * anyone holds the port, even another reuseport user of the same uid
+ * (a test or a second daemon); later workers join it with SO_REUSEPORT. */
+static int dnsp_open(int family, int type, bool loopback, __u16 port, bool exclusive, int *out)
+{
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in v4;
+		struct sockaddr_in6 v6;
+	} a;
+	socklen_t alen;
+	int fd, err;
+
+	memset(&a, 0, sizeof(a));
+	if (family == AF_INET) {
+		a.v4.sin_family = AF_INET;
+		a.v4.sin_port = htons(port);
+		a.v4.sin_addr.s_addr = htonl(loopback ? INADDR_LOOPBACK : INADDR_ANY);
+		alen = sizeof(a.v4);
+	} else {
+		a.v6.sin6_family = AF_INET6;
+		a.v6.sin6_port = htons(port);
+		a.v6.sin6_addr = loopback ? in6addr_loopback : in6addr_any;
+		alen = sizeof(a.v6);
+	}
+	fd = socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	err = family == AF_INET6 ? dnsp_setopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1) : 0;
+	if (!err && !exclusive)
+		err = dnsp_setopt(fd, SOL_SOCKET, SO_REUSEPORT, 1);
+	if (!err && type == SOCK_STREAM)
+		err = dnsp_setopt(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+	if (!err && type == SOCK_DGRAM) {
+		err = family == AF_INET ? dnsp_setopt(fd, IPPROTO_IP, IP_PKTINFO, 1)
+					: dnsp_setopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+		/* bursts beyond the default queue are dropped; best effort */
+		dnsp_setopt(fd, SOL_SOCKET, SO_RCVBUF, DNSP_RCVBUF);
+	}
+	if (!err && bind(fd, &a.sa, alen))
+		err = -errno;
+	if (!err && exclusive)
+		err = dnsp_setopt(fd, SOL_SOCKET, SO_REUSEPORT, 1);
+	if (!err && type == SOCK_STREAM && listen(fd, DNSP_TCP_BACKLOG))
+		err = -errno;
+	if (err) {
+		close(fd);
+		return err;
+	}
+	*out = fd;
+	return 0;
+}
+
+static int dnsp_bound_port(int fd, __u16 *port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len))
+		return -errno;
+	*port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+					      : ((struct sockaddr_in6 *)&ss)->sin6_port);
+	return 0;
+}
+
+static void dnsp_close_sock(struct dnsp_sock *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+}
+
+/* The first worker's sockets decide the port: with port 0, UDP picks one
+ * and TCP (and IPv6) must get the same, else try again. */
+static int dnsp_bind_first(struct fw_dnsp *p, struct dnsp_worker *w)
+{
+	const struct fw_dnsp_config *c = &p->cfg;
+	bool lo = c->loopback;
+	int err = -EADDRINUSE;
+
+	for (int t = 0; t < DNSP_BIND_TRIES && err == -EADDRINUSE; t++) {
+		__u16 port = c->port;
+
+		err = dnsp_open(AF_INET, SOCK_DGRAM, lo, port, true, &w->udp4.fd);
+		if (err)
+			return err;
+		err = dnsp_bound_port(w->udp4.fd, &port);
+		if (!err)
+			err = dnsp_open(AF_INET, SOCK_STREAM, lo, port, true, &w->tcp4.fd);
+		if (err) {
+			dnsp_close_sock(&w->udp4);
+			if (c->port)
+				return err;
+			continue;
+		}
+		p->port = port;
+		p->v6 = c->ipv6;
+		if (!p->v6)
+			return 0;
+		err = dnsp_open(AF_INET6, SOCK_DGRAM, lo, port, true, &w->udp6.fd);
+		if (!err)
+			err = dnsp_open(AF_INET6, SOCK_STREAM, lo, port, true, &w->tcp6.fd);
+		if (!err)
+			return 0;
+		dnsp_close_sock(&w->udp6);
+		if (err == -EADDRINUSE && !c->port) {
+			dnsp_close_sock(&w->udp4);
+			dnsp_close_sock(&w->tcp4);
+			continue;
+		}
+		fw_warn("dns proxy: can't listen on [%s]:%u: %s; IPv4 only",
+			lo ? "::1" : "::", port, strerror(-err));
+		p->v6 = false;
+		return 0;
+	}
+	return err;
+}
+
+static int dnsp_bind_more(struct fw_dnsp *p, struct dnsp_worker *w)
+{
+	bool lo = p->cfg.loopback;
+	int err;
+
+	err = dnsp_open(AF_INET, SOCK_DGRAM, lo, p->port, false, &w->udp4.fd);
+	if (!err)
+		err = dnsp_open(AF_INET, SOCK_STREAM, lo, p->port, false, &w->tcp4.fd);
+	if (!err && p->v6)
+		err = dnsp_open(AF_INET6, SOCK_DGRAM, lo, p->port, false, &w->udp6.fd);
+	if (!err && p->v6)
+		err = dnsp_open(AF_INET6, SOCK_STREAM, lo, p->port, false, &w->tcp6.fd);
+	return err;
+}
+
+static int dnsp_epoll_add(struct dnsp_worker *w, struct dnsp_sock *s)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = s};
+
+	if (s->fd < 0)
+		return 0;
+	return epoll_ctl(w->epfd, EPOLL_CTL_ADD, s->fd, &ev) ? -errno : 0;
+}
+
+static void dnsp_worker_free(struct dnsp_worker *w)
+{
+	if (!w)
+		return;
+	/* every connection is on the idle list or already closing */
+	while (w->ihead)
+		dnsp_conn_kill(w, w->ihead);
+	w->resume = NULL;
+	dnsp_before_sleep(w);
+	for (unsigned int i = 0; w->slots && i < w->nslots; i++)
+		if (w->slots[i].used)
+			dnsp_slot_put(w, &w->slots[i]);
+	while (w->retired) {
+		struct dnsp_wset *ws = w->retired;
+
+		w->retired = ws->next;
+		dnsp_wset_free(ws);
+	}
+	if (w->ws)
+		dnsp_wset_free(w->ws);
+	dnsp_close_sock(&w->udp4);
+	dnsp_close_sock(&w->udp6);
+	dnsp_close_sock(&w->tcp4);
+	dnsp_close_sock(&w->tcp6);
+	dnsp_close_sock(&w->wake);
+	if (w->epfd >= 0)
+		close(w->epfd);
+	free(w->slots);
+	free(w->rxb);
+	free(w->urxb);
+	free(w);
+}
+
+static int dnsp_worker_new(struct fw_dnsp *p, unsigned int idx, struct dnsp_worker **out)
+{
+	struct dnsp_worker *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return -ENOMEM;
+	w->p = p;
+	w->idx = idx;
+	w->epfd = -1;
+	w->wake = (struct dnsp_sock){DNSP_K_WAKE, -1};
+	w->udp4 = w->udp6 = (struct dnsp_sock){DNSP_K_UDP, -1};
+	w->tcp4 = w->tcp6 = (struct dnsp_sock){DNSP_K_LISTEN, -1};
+	*out = w;
+	w->nslots = p->cfg.max_pending;
+	w->slots = calloc(w->nslots, sizeof(*w->slots));
+	w->rxb = malloc((size_t)DNSP_BATCH * (DNSP_QUERY_MAX + 1));
+	w->urxb = malloc(DNSP_UP_BUF);
+	if (!w->slots || !w->rxb || !w->urxb)
+		return -ENOMEM;
+	for (unsigned int i = w->nslots; i-- > 0;) {
+		w->slots[i].index = i;
+		w->slots[i].up_fd = -1;
+		w->slots[i].tnext = w->free_slots;
+		w->free_slots = &w->slots[i];
+	}
+	for (int i = 0; i < DNSP_BATCH; i++) {
+		struct msghdr *mh = &w->rxm[i].msg_hdr;
+
+		w->rxv[i].iov_base = w->rxb + (size_t)i * (DNSP_QUERY_MAX + 1);
+		w->rxv[i].iov_len = DNSP_QUERY_MAX + 1;
+		mh->msg_name = &w->rxp[i].addr;
+		mh->msg_iov = &w->rxv[i];
+		mh->msg_iovlen = 1;
+		mh->msg_control = w->rxc[i].buf;
+	}
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (w->epfd < 0)
+		return -errno;
+	w->wake.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->wake.fd < 0)
+		return -errno;
+	return dnsp_epoll_add(w, &w->wake);
+}
+
+static void dnsp_wake(struct fw_dnsp *p)
+{
+	__u64 one = 1;
+
+	for (unsigned int i = 0; i < p->nworkers; i++)
+		if (p->workers[i] && write(p->workers[i]->wake.fd, &one, sizeof(one)) < 0)
+			continue; /* the counter is already non-zero: awake anyway */
+}
+
+void fw_dnsp_config_init(struct fw_dnsp_config *c)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(c, 0, sizeof(*c));
+	c->port = 53;
+	c->ipv6 = true;
+	c->workers = cpus < 1			  ? 1
+		     : cpus > FW_DNSP_MAX_WORKERS ? FW_DNSP_MAX_WORKERS
+						  : (unsigned)cpus;
+	c->timeout_ns = DNSP_DEF_TIMEOUT;
+	c->probe_interval_ns = DNSP_DEF_PROBE;
+	c->max_tcp_clients = DNSP_DEF_TCP;
+	c->max_tcp_per_client = DNSP_DEF_TCP_CLIENT;
+	c->tcp_idle_ns = DNSP_DEF_IDLE;
+	c->max_pending = DNSP_DEF_PENDING;
+	c->ttl_cap = DNSP_DEF_TTL_CAP;
+	c->edns_size = FW_DNS_EDNS_UDP;
+}
+
+/* Zero means the default for every knob but probe_interval_ns (0: no
+ * probes) and ttl_cap (0 would zero every TTL: the default instead). */
+static int dnsp_config_check(struct fw_dnsp_config *c)
+{
+	if (c->workers > FW_DNSP_MAX_WORKERS || c->nupstreams > FW_DNSP_MAX_UPSTREAMS)
+		return -EINVAL;
+	if (c->max_pending > DNSP_PENDING_MAX)
+		return -EINVAL;
+	if (!c->workers)
+		c->workers = 1;
+	if (!c->timeout_ns)
+		c->timeout_ns = DNSP_DEF_TIMEOUT;
+	if (!c->max_tcp_clients)
+		c->max_tcp_clients = DNSP_DEF_TCP;
+	if (!c->max_tcp_per_client)
+		c->max_tcp_per_client = DNSP_DEF_TCP_CLIENT;
+	if (!c->tcp_idle_ns)
+		c->tcp_idle_ns = DNSP_DEF_IDLE;
+	if (!c->max_pending)
+		c->max_pending = DNSP_DEF_PENDING;
+	if (!c->ttl_cap)
+		c->ttl_cap = DNSP_DEF_TTL_CAP;
+	if (c->edns_size < 512)
+		c->edns_size = FW_DNS_EDNS_UDP;
+	return 0;
+}
+
+/* Every exchange in flight holds a descriptor: a flood of queries to a
+ * slow upstream must not take the descriptors the rest of the process
+ * (maps, links, HTTP clients) needs, so the exchanges of all workers fit
+ * in the limit with DNSP_FD_RESERVE and the client sockets left over. */
+static void dnsp_fd_budget(struct fw_dnsp_config *c)
+{
+	struct rlimit rl;
+	__u64 need, room, per;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	need = DNSP_FD_RESERVE + c->max_tcp_clients + 8ULL * c->workers;
+	room = rl.rlim_cur > need ? rl.rlim_cur - need : 0;
+	per = room / c->workers;
+	if (per >= c->max_pending)
+		return;
+	per = per < DNSP_PENDING_MIN ? DNSP_PENDING_MIN : per;
+	fw_warn("dns proxy: %llu descriptors allow %llu exchanges in flight per worker, not %u",
+		(unsigned long long)rl.rlim_cur, (unsigned long long)per, c->max_pending);
+	c->max_pending = (unsigned)per;
+}
+
+int fw_dnsp_start(const struct fw_dnsp_config *c, const struct fw_dnsp_hooks *h,
+		  struct fw_dnsp **out)
+{
+	struct fw_dnsp *p;
+	int err;
+
+	if (!c || !h || !out)
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->cfg = *c;
+	p->hooks = *h;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_mutex_init(&p->tcp_lock, NULL);
+	err = dnsp_config_check(&p->cfg);
+	if (err)
+		goto cleanup;
+	dnsp_fd_budget(&p->cfg);
+	p->tcpc = calloc(p->cfg.max_tcp_clients, sizeof(*p->tcpc));
+	if (!p->tcpc) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	err = dnsp_set_new(p->cfg.upstreams, p->cfg.nupstreams, &p->set);
+	if (err)
+		goto cleanup;
+	p->set->gen = p->gen = 1;
+	for (unsigned int i = 0; i < p->cfg.workers; i++) {
+		err = dnsp_worker_new(p, i, &p->workers[i]);
+		p->nworkers = i + 1;
+		if (err)
+			goto cleanup;
+		err = i ? dnsp_bind_more(p, p->workers[i]) : dnsp_bind_first(p, p->workers[i]);
+		if (err)
+			goto cleanup;
+		err = dnsp_epoll_add(p->workers[i], &p->workers[i]->udp4);
+		if (!err)
+			err = dnsp_epoll_add(p->workers[i], &p->workers[i]->tcp4);
+		if (!err)
+			err = dnsp_epoll_add(p->workers[i], &p->workers[i]->udp6);
+		if (!err)
+			err = dnsp_epoll_add(p->workers[i], &p->workers[i]->tcp6);
+		if (err)
+			goto cleanup;
+	}
+	for (unsigned int i = 0; i < p->nworkers; i++) {
+		err = -pthread_create(&p->workers[i]->thread, NULL, dnsp_worker_main,
+				      p->workers[i]);
+		if (err)
+			goto cleanup;
+		p->workers[i]->started = true;
+	}
+	*out = p;
+	return 0;
+cleanup:
+	fw_dnsp_stop(p);
+	return err;
+}
+
+void fw_dnsp_stop(struct fw_dnsp *p)
+{
+	if (!p)
+		return;
+	__atomic_store_n(&p->stop, true, __ATOMIC_RELEASE);
+	dnsp_wake(p);
+	for (unsigned int i = 0; i < p->nworkers; i++)
+		if (p->workers[i] && p->workers[i]->started)
+			pthread_join(p->workers[i]->thread, NULL);
+	for (unsigned int i = 0; i < p->nworkers; i++)
+		dnsp_worker_free(p->workers[i]);
+	dnsp_set_put(p->set);
+	pthread_mutex_destroy(&p->lock);
+	pthread_mutex_destroy(&p->tcp_lock);
+	free(p->tcpc);
+	free(p);
+}
+
+int fw_dnsp_set_upstreams(struct fw_dnsp *p, const struct fw_dnsp_upstream *u, size_t n)
+{
+	struct dnsp_set *s, *old;
+	int err;
+
+	if (!p)
+		return -EINVAL;
+	err = dnsp_set_new(u, n, &s);
+	if (err)
+		return err;
+	pthread_mutex_lock(&p->lock);
+	old = p->set;
+	s->gen = old->gen + 1;
+	p->set = s;
+	__atomic_store_n(&p->gen, s->gen, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&p->lock);
+	dnsp_set_put(old);
+	dnsp_wake(p);
+	return 0;
+}
+
+void fw_dnsp_get_stats(struct fw_dnsp *p, struct fw_dnsp_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!p)
+		return;
+	for (unsigned int i = 0; i < p->nworkers && p->workers[i]; i++) {
+		const struct fw_dnsp_stats *s = &p->workers[i]->st;
+
+#define DNSP_SUM(f) out->f += __atomic_load_n(&s->f, __ATOMIC_RELAXED)
+		DNSP_SUM(queries_udp);
+		DNSP_SUM(queries_tcp);
+		DNSP_SUM(forwarded);
+		DNSP_SUM(answered);
+		DNSP_SUM(refused_by_hook);
+		DNSP_SUM(servfail);
+		DNSP_SUM(upstream_timeouts);
+		DNSP_SUM(upstream_errors);
+		DNSP_SUM(malformed);
+		DNSP_SUM(truncated);
+		DNSP_SUM(tcp_rejected);
+		DNSP_SUM(tcp_evicted);
+		DNSP_SUM(overload);
+#undef DNSP_SUM
+	}
+}
+
+__u16 fw_dnsp_port(const struct fw_dnsp *p)
+{
+	return p ? p->port : 0;
+}
+
+bool fw_dnsp_upstream_healthy(struct fw_dnsp *p, size_t i)
+{
+	bool up = false;
+
+	if (!p)
+		return false;
+	pthread_mutex_lock(&p->lock);
+	if (i < p->set->n)
+		up = !__atomic_load_n(&p->set->down[i], __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&p->lock);
+	return up;
+}
+
+/* ---- without sockets ---- */
+
+/* What an upstream that got the query would put in its answer: the id
+ * sent, and the question in the case sent when it matches but for case. */
+static void dnsp_sim_fix(const struct dnsp_worker *w, const struct dnsp_slot *s, __u8 *b, size_t n)
+{
+	put16(b, s->up_id);
+	if (w->p->cfg.case_randomize && dnsp_same_question(s, b, n, false))
+		memcpy(b + FW_DNS_HDR_LEN, s->qbuf + 2 + FW_DNS_HDR_LEN,
+		       s->q.question_end - FW_DNS_HDR_LEN);
+}
+
+/* The next upstream record for slot s: UDP as a datagram from the
+ * upstream, TCP as a whole message read from the connection. */
+static void dnsp_sim_answer(struct dnsp_worker *w, struct dnsp_slot *s, const __u8 *b, size_t n,
+			    bool keep_id)
+{
+	const struct fw_dnsp_upstream *u = &s->ws->set->u[s->order[s->tried]];
+
+	if (s->origin != DNSP_O_TCP) {
+		if (n > DNSP_UP_BUF)
+			n = DNSP_UP_BUF;
+		memcpy(w->urxb, b, n);
+		if (n >= 2 && !keep_id)
+			dnsp_sim_fix(w, s, w->urxb, n);
+		dnsp_udp_up_datagram(w, s, n, &u->addr, u->len, 0);
+		return;
+	}
+	if (n < FW_DNS_HDR_LEN) {
+		DNSP_COUNT(w, upstream_errors);
+		dnsp_exch_failover(w, s);
+		return;
+	}
+	s->ans = malloc(n);
+	if (!s->ans) {
+		dnsp_exch_failover(w, s);
+		return;
+	}
+	memcpy(s->ans, b, n);
+	s->ans_len = n;
+	if (!keep_id)
+		dnsp_sim_fix(w, s, s->ans, n);
+	dnsp_tcp_up_answer(w, s);
+}
+
+static struct dnsp_slot *dnsp_sim_busy(struct dnsp_worker *w)
+{
+	for (unsigned int i = 0; i < w->nslots; i++)
+		if (w->slots[i].used)
+			return &w->slots[i];
+	return NULL;
+}
+
+/* Hands the upstream records out to the exchanges in flight, one record to
+ * the first one each; false when none is in flight or none is left. */
+static bool dnsp_sim_upstream(struct dnsp_worker *w, const __u8 *up, size_t ulen, size_t *off)
+{
+	struct dnsp_slot *s;
+	bool any = false;
+
+	while (*off + 2 <= ulen && (s = dnsp_sim_busy(w))) {
+		__u16 h = get16(up + *off);
+		size_t n = h & 0x7fff;
+
+		*off += 2;
+		if (n > ulen - *off)
+			n = ulen - *off;
+		dnsp_sim_answer(w, s, up + *off, n, h & 0x8000);
+		*off += n;
+		dnsp_tx_flush(w);
+		any = true;
+	}
+	return any;
+}
+
+int fw_dnsp_simulate(const struct fw_dnsp_hooks *h, bool case_randomize, const __u8 *client,
+		     size_t clen, bool tcp, const __u8 *up, size_t ulen, __u8 *out, size_t outcap,
+		     size_t *outlen)
+{
+	struct dnsp_sim sim = {.out = out, .cap = outcap};
+	struct fw_dnsp_config c;
+	struct dnsp_worker *w;
+	struct fw_dnsp *p;
+	struct fw_ip cl;
+	size_t uoff = 0;
+	int err;
+
+	if ((!client && clen) || (!up && ulen) || !out || !outlen)
+		return -EINVAL;
+	*outlen = 0;
+	fw_dnsp_config_init(&c);
+	c.workers = 1;
+	c.max_pending = 64;
+	c.max_tcp_clients = 1;
+	c.max_tcp_per_client = 1;
+	c.probe_interval_ns = 0;
+	c.case_randomize = case_randomize;
+	/* two, so failover runs too */
+	if (fw_dnsp_upstream_parse("192.0.2.53", &c.upstreams[0]) ||
+	    fw_dnsp_upstream_parse("[2001:db8::53]:5353", &c.upstreams[1]))
+		return -EINVAL;
+	c.nupstreams = 2;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->cfg = c;
+	if (h)
+		p->hooks = *h;
+	p->sim = &sim;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_mutex_init(&p->tcp_lock, NULL);
+	err = dnsp_config_check(&p->cfg);
+	p->tcpc = err ? NULL : calloc(p->cfg.max_tcp_clients, sizeof(*p->tcpc));
+	if (!err && !p->tcpc)
+		err = -ENOMEM;
+	if (!err)
+		err = dnsp_set_new(p->cfg.upstreams, p->cfg.nupstreams, &p->set);
+	if (err)
+		goto out;
+	p->set->gen = p->gen = 1;
+	err = dnsp_worker_new(p, 0, &p->workers[0]);
+	p->nworkers = 1;
+	if (err)
+		goto out;
+	w = p->workers[0];
+	w->now = FW_NSEC_PER_SEC;
+	dnsp_sync_set(w);
+	fw_addr_from_v4(&cl, htonl(0x0a2a0002)); /* 10.42.0.2 */
+	if (!tcp) {
+		struct dnsp_peer pe = {.fd = -1, .alen = sizeof(struct sockaddr_in)};
+		struct dnsp_src src = {.origin = DNSP_O_UDP, .peer = &pe, .client = cl};
+		size_t n = clen > DNSP_QUERY_MAX ? DNSP_QUERY_MAX + 1 : clen;
+
+		pe.addr.v4.sin_family = AF_INET;
+		pe.addr.v4.sin_port = htons(40001);
+		pe.addr.v4.sin_addr.s_addr = htonl(0x0a2a0002);
+		memcpy(w->rxb, client, n);
+		dnsp_query(w, &src, w->rxb, n);
+		dnsp_tx_flush(w);
+	} else {
+		struct dnsp_conn *cn = calloc(1, sizeof(*cn));
+		size_t off = 0;
+
+		if (cn)
+			cn->in = malloc(DNSP_TCP_IN);
+		if (!cn || !cn->in) {
+			if (cn)
+				free(cn->in);
+			free(cn);
+			err = -ENOMEM;
+			goto out;
+		}
+		cn->kind = DNSP_K_CONN;
+		cn->fd = -1;
+		cn->client = cl;
+		cn->in_cap = DNSP_TCP_IN;
+		cn->last = w->now;
+		if (dnsp_admit(w, cn)) {
+			free(cn->in);
+			free(cn);
+			err = -EBUSY;
+			goto out;
+		}
+		w->ihead = w->itail = cn;
+		/* as reads would come: what fits, run the frames, answer what
+		 * is in flight when paused, until the stream and the answers
+		 * are used up; then the client closes its side */
+		while (!cn->closing) {
+			bool moved = false;
+
+			if (!cn->paused && off < clen && cn->in_len < cn->in_cap) {
+				size_t n = cn->in_cap - cn->in_len;
+
+				if (n > clen - off)
+					n = clen - off;
+				memcpy(cn->in + cn->in_len, client + off, n);
+				cn->in_len += n;
+				off += n;
+				dnsp_conn_parse(w, cn);
+				moved = true;
+			}
+			moved |= dnsp_sim_upstream(w, up, ulen, &uoff);
+			dnsp_before_sleep(w);
+			if (!moved)
+				break;
+		}
+		if (!cn->closing) {
+			cn->eof = true;
+			if (!cn->npending)
+				dnsp_conn_kill(w, cn);
+		}
+	}
+	dnsp_sim_upstream(w, up, ulen, &uoff);
+	/* what is still waiting times out, upstream after upstream */
+	while (w->thead) {
+		w->now = w->thead->deadline;
+		dnsp_timer_exchanges(w);
+		dnsp_tx_flush(w);
+	}
+	dnsp_before_sleep(w);
+out:
+	fw_dnsp_stop(p);
+	*outlen = sim.len;
+	return err;
+}
+
+/* ---- upstream addresses ---- */
+
+static int dnsp_parse_port(const char *s, __u16 *port)
+{
+	unsigned long v = 0;
+
+	if (!*s || strlen(s) > 5)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		v = v * 10 + (unsigned long)(*s - '0');
+	}
+	if (!v || v > 65535)
+		return -EINVAL;
+	*port = (__u16)v;
+	return 0;
+}
+
+/* "2001:db8::1" or "fe80::1%eth0" (a resolv.conf may carry a scope) */
+static int dnsp_parse_v6(char *s, struct sockaddr_in6 *a)
+{
+	char *pct = strchr(s, '%');
+
+	if (pct) {
+		*pct++ = '\0';
+		if (!*pct)
+			return -EINVAL;
+		a->sin6_scope_id = if_nametoindex(pct);
+		if (!a->sin6_scope_id) {
+			__u16 idx;
+
+			if (dnsp_parse_port(pct, &idx))
+				return -EINVAL;
+			a->sin6_scope_id = idx;
+		}
+	}
+	return inet_pton(AF_INET6, s, &a->sin6_addr) == 1 ? 0 : -EINVAL;
+}
+
+int fw_dnsp_upstream_parse(const char *s, struct fw_dnsp_upstream *u)
+{
+	char buf[INET6_ADDRSTRLEN + IF_NAMESIZE + 8];
+	__u16 port = 53;
+	char *colon;
+
+	if (!s || !u || strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	memset(u, 0, sizeof(*u));
+	strcpy(buf, s);
+	if (buf[0] == '[') {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&u->addr;
+		char *end = strchr(buf, ']');
+
+		if (!end || (end[1] && (end[1] != ':' || dnsp_parse_port(end + 2, &port))))
+			return -EINVAL;
+		*end = '\0';
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons(port);
+		if (dnsp_parse_v6(buf + 1, a))
+			return -EINVAL;
+		u->len = sizeof(*a);
+		return 0;
+	}
+	colon = strchr(buf, ':');
+	if (colon && strchr(colon + 1, ':')) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&u->addr;
+
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons(port);
+		if (dnsp_parse_v6(buf, a))
+			return -EINVAL;
+		u->len = sizeof(*a);
+		return 0;
+	}
+	if (colon) {
+		*colon = '\0';
+		if (dnsp_parse_port(colon + 1, &port))
+			return -EINVAL;
+	}
+	{
+		struct sockaddr_in *a = (struct sockaddr_in *)&u->addr;
+
+		a->sin_family = AF_INET;
+		a->sin_port = htons(port);
+		if (inet_pton(AF_INET, buf, &a->sin_addr) != 1)
+			return -EINVAL;
+		u->len = sizeof(*a);
+	}
+	return 0;
+}
+
+static bool dnsp_upstream_loopback(const struct fw_dnsp_upstream *u)
+{
+	const struct sockaddr_in *a4 = (const struct sockaddr_in *)&u->addr;
+	const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)&u->addr;
+
+	if (u->addr.ss_family == AF_INET)
+		return (ntohl(a4->sin_addr.s_addr) >> 24) == 127;
+	if (IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr))
+		return true;
+	return IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr) && a6->sin6_addr.s6_addr[12] == 127;
+}
+
+int fw_dnsp_upstreams_from_resolv(const char *path, struct fw_dnsp_upstream *u, size_t cap,
+				  size_t *n)
+{
+	struct fw_dnsp_upstream far[FW_DNSP_MAX_UPSTREAMS], lo[FW_DNSP_MAX_UPSTREAMS];
+	size_t nfar = 0, nlo = 0, max;
+	char line[512];
+	FILE *f;
+
+	if (!path || !u || !n || !cap)
+		return -EINVAL;
+	max = cap < FW_DNSP_MAX_UPSTREAMS ? cap : FW_DNSP_MAX_UPSTREAMS;
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		struct fw_dnsp_upstream one;
+		char *save = NULL, *key, *val;
+		bool whole = strchr(line, '\n') || feof(f);
+
+		/* a line longer than the buffer: skip its rest, use none of it */
+		if (!whole) {
+			int ch;
+
+			while ((ch = fgetc(f)) != EOF && ch != '\n')
+				;
+			continue;
+		}
+		key = strtok_r(line, " \t\r\n", &save);
+		if (!key || key[0] == '#' || key[0] == ';' || strcmp(key, "nameserver"))
+			continue;
+		val = strtok_r(NULL, " \t\r\n#;", &save);
+		if (!val || fw_dnsp_upstream_parse(val, &one))
+			continue;
+		if (dnsp_upstream_loopback(&one)) {
+			if (nlo < max)
+				lo[nlo++] = one;
+		} else if (nfar < max) {
+			far[nfar++] = one;
+		}
+	}
+	fclose(f);
+	*n = 0;
+	for (size_t i = 0; i < nfar && *n < max; i++)
+		u[(*n)++] = far[i];
+	for (size_t i = 0; i < nlo && *n < max; i++)
+		u[(*n)++] = lo[i];
+	return *n ? 0 : -ENOENT;
+}
+
+void fw_dnsp_upstream_str(const struct fw_dnsp_upstream *u, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	if (!buf || !len)
+		return;
+	if (u && u->addr.ss_family == AF_INET) {
+		const struct sockaddr_in *s = (const struct sockaddr_in *)&u->addr;
+
+		inet_ntop(AF_INET, &s->sin_addr, a, sizeof(a));
+		snprintf(buf, len, "%s:%u", a, ntohs(s->sin_port));
+	} else if (u && u->addr.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)&u->addr;
+
+		inet_ntop(AF_INET6, &s->sin6_addr, a, sizeof(a));
+		snprintf(buf, len, "[%s]:%u", a, ntohs(s->sin6_port));
+	} else {
+		snprintf(buf, len, "?");
+	}
+}

@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The policy JSON (egress-policy format): parsing into a fw_policy,
+ * serialising back, and the push semantics of merge and removal. See
+ * policy/json.h. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "common/addr.h"
+#include "common/json.h"
+#include "policy/json.h"
+
+#define POLICY_JSON_MAX (1 << 20)
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static int policy_rule_from_json(struct fw_policy *p, size_t i, json_t *r, char *err, size_t errlen)
+{
+	long ports[FW_POLICY_MAX_PORTS];
+	const char *action = "", *target = "";
+	json_t *a, *t, *ps, *v;
+	char why[256];
+	size_t np = 0, k;
+	int ret;
+
+	if (!json_is_object(r)) {
+		fw_set_reason(err, errlen, "egress[%zu] must be an object", i);
+		return -EINVAL;
+	}
+	a = json_object_get(r, "action");
+	if (a && !json_is_null(a)) {
+		if (!json_is_string(a)) {
+			fw_set_reason(err, errlen, "egress[%zu].action must be a string", i);
+			return -EINVAL;
+		}
+		action = json_string_value(a);
+	}
+	t = json_object_get(r, "target");
+	if (t && !json_is_null(t)) {
+		if (!json_is_string(t)) {
+			fw_set_reason(err, errlen, "egress[%zu].target must be a string", i);
+			return -EINVAL;
+		}
+		target = json_string_value(t);
+	}
+	for (k = 0; isspace((unsigned char)target[k]); k++)
+		;
+	if (!target[k]) {
+		fw_set_reason(err, errlen, "egress[%zu].target is empty", i);
+		return -EINVAL;
+	}
+	ps = json_object_get(r, "ports");
+	if (ps && !json_is_null(ps)) {
+		if (!json_is_array(ps)) {
+			fw_set_reason(err, errlen, "egress[%zu].ports must be an array of integers",
+				   i);
+			return -EINVAL;
+		}
+		/* bounded before anything is copied: never trust a count */
+		if (json_array_size(ps) > FW_POLICY_MAX_PORTS) {
+			fw_set_reason(err, errlen, "egress[%zu]: too many ports (%zu, at most %d)", i,
+				   json_array_size(ps), FW_POLICY_MAX_PORTS);
+			return -EINVAL;
+		}
+		json_array_foreach(ps, k, v)
+		{
+			json_int_t n;
+
+			if (!json_is_integer(v)) {
+				fw_set_reason(err, errlen,
+					   "egress[%zu].ports must be an array of integers", i);
+				return -EINVAL;
+			}
+			/* fw_policy_add_rule range-checks; only keep the
+			 * value representable in a long */
+			n = json_integer_value(v);
+			ports[np++] = n < LONG_MIN ? LONG_MIN : n > LONG_MAX ? LONG_MAX : (long)n;
+		}
+	}
+	ret = fw_policy_add_rule(p, action, target, np ? ports : NULL, np, why, sizeof(why));
+	if (ret)
+		fw_set_reason(err, errlen, "egress[%zu]: %s", i, why);
+	return ret;
+}
+
+int fw_policy_from_json(const char *s, size_t len, struct fw_policy *p, char *err, size_t errlen)
+{
+	struct fw_policy tmp;
+	json_error_t jerr;
+	json_t *root, *da, *eg, *r;
+	char why[256];
+	size_t i;
+	int ret = 0;
+
+	fw_policy_init(p);
+	if (!s)
+		s = "";
+	if (len > POLICY_JSON_MAX) {
+		fw_set_reason(err, errlen, "policy larger than %d bytes", POLICY_JSON_MAX);
+		return -EINVAL;
+	}
+	while (len && is_blank(*s)) {
+		s++;
+		len--;
+	}
+	while (len && is_blank(s[len - 1]))
+		len--;
+	if (len == 0 || (len == 4 && memcmp(s, "null", 4) == 0) ||
+	    (len == 2 && memcmp(s, "{}", 2) == 0))
+		return 0;
+
+	root = json_loadb(s, len, 0, &jerr);
+	if (!root) {
+		fw_set_reason(err, errlen, "malformed policy JSON: %s",
+			   fw_json_error(&jerr, why, sizeof(why)));
+		return -EINVAL;
+	}
+	fw_policy_init(&tmp);
+	if (!json_is_object(root)) {
+		fw_set_reason(err, errlen, "policy must be a JSON object");
+		ret = -EINVAL;
+		goto cleanup;
+	}
+	da = json_object_get(root, "defaultAction");
+	if (da && !json_is_null(da)) {
+		if (!json_is_string(da)) {
+			fw_set_reason(err, errlen, "defaultAction must be a string");
+			ret = -EINVAL;
+			goto cleanup;
+		}
+		ret = fw_policy_set_default(&tmp, json_string_value(da), why, sizeof(why));
+		if (ret) {
+			fw_set_reason(err, errlen, "defaultAction: %s", why);
+			goto cleanup;
+		}
+	}
+	eg = json_object_get(root, "egress");
+	if (eg && !json_is_null(eg)) {
+		if (!json_is_array(eg)) {
+			fw_set_reason(err, errlen, "egress must be an array");
+			ret = -EINVAL;
+			goto cleanup;
+		}
+		if (json_array_size(eg) > FW_POLICY_MAX_RULES) {
+			fw_set_reason(err, errlen, "egress has %zu rules, at most %d",
+				   json_array_size(eg), FW_POLICY_MAX_RULES);
+			ret = -EINVAL;
+			goto cleanup;
+		}
+		json_array_foreach(eg, i, r)
+		{
+			ret = policy_rule_from_json(&tmp, i, r, err, errlen);
+			if (ret)
+				goto cleanup;
+		}
+	}
+	*p = tmp;
+	fw_policy_init(&tmp);
+cleanup:
+	fw_policy_free(&tmp);
+	json_decref(root);
+	return ret;
+}
+
+/* The text a rule was written as; rules not made by fw_policy_add_rule
+ * get their canonical form. */
+static const char *rule_target(const struct fw_policy_rule *r, char *buf, size_t len)
+{
+	if (r->target)
+		return r->target;
+	switch (r->kind) {
+	case FW_TARGET_IP:
+		return fw_addr_str(&r->addr, buf, len);
+	case FW_TARGET_CIDR:
+		return fw_prefix_str(&r->addr, r->plen, buf, len);
+	case FW_TARGET_WILDCARD:
+		snprintf(buf, len, "*.%s", r->domain ? r->domain : "");
+		return buf;
+	default:
+		return r->domain ? r->domain : "";
+	}
+}
+
+static const char *action_name(__u8 a)
+{
+	return a == FW_ACTION_ALLOW ? "allow" : "deny";
+}
+
+char *fw_policy_to_json(const struct fw_policy *p)
+{
+	json_t *root, *eg;
+	char *out = NULL;
+
+	root = json_object();
+	eg = json_array();
+	if (!root || !eg)
+		goto cleanup;
+	if (json_object_set_new(root, "defaultAction", json_string(action_name(p->default_action))))
+		goto cleanup;
+	for (size_t i = 0; i < p->nrules; i++) {
+		const struct fw_policy_rule *r = &p->rules[i];
+		char buf[FW_DOMAIN_MAX + 3 > FW_ADDR_STRLEN ? FW_DOMAIN_MAX + 3 : FW_ADDR_STRLEN];
+		json_t *o, *ports;
+
+		o = json_object();
+		if (!o || json_array_append_new(eg, o))
+			goto cleanup;
+		if (json_object_set_new(o, "action", json_string(action_name(r->action))) ||
+		    json_object_set_new(o, "target", json_string(rule_target(r, buf, sizeof(buf)))))
+			goto cleanup;
+		if (!r->nports)
+			continue;
+		ports = json_array();
+		if (!ports || json_object_set_new(o, "ports", ports))
+			goto cleanup;
+		for (size_t k = 0; k < r->nports; k++) {
+			if (json_array_append_new(ports, json_integer(r->ports[k])))
+				goto cleanup;
+		}
+	}
+	if (json_object_set(root, "egress", eg))
+		goto cleanup;
+	out = json_dumps(root, JSON_COMPACT);
+cleanup:
+	json_decref(eg);
+	json_decref(root);
+	return out;
+}
+
+static bool same_target(const struct fw_policy_rule *a, const struct fw_policy_rule *b)
+{
+	char ba[FW_DOMAIN_MAX + 3 > FW_ADDR_STRLEN ? FW_DOMAIN_MAX + 3 : FW_ADDR_STRLEN];
+	char bb[sizeof(ba)];
+
+	if (a->target && b->target)
+		return strcmp(a->target, b->target) == 0;
+	return strcmp(rule_target(a, ba, sizeof(ba)), rule_target(b, bb, sizeof(bb))) == 0;
+}
+
+int fw_policy_merge(struct fw_policy *dst, const struct fw_policy *patch)
+{
+	struct fw_policy tmp;
+	struct fw_policy_rule *rules;
+	size_t cap;
+	int err;
+
+	err = fw_policy_copy(&tmp, dst);
+	if (err)
+		return err;
+	for (size_t i = 0; i < patch->nrules; i++) {
+		const struct fw_policy_rule *r = &patch->rules[i];
+		struct fw_policy_rule copy;
+		bool seen = false;
+		size_t k;
+
+		/* within one patch the first rule per target wins */
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = same_target(&patch->rules[j], r);
+		if (seen)
+			continue;
+		err = fw_policy_rule_copy(&copy, r);
+		if (err)
+			goto fail;
+		for (k = 0; k < tmp.nrules && !same_target(&tmp.rules[k], r); k++)
+			;
+		if (k < tmp.nrules) {
+			/* replaced in place; a later rule of the same target
+			 * (a policy that named it twice) goes, so the pushed
+			 * rule alone speaks for its target */
+			size_t w = k + 1;
+
+			fw_policy_rule_free(&tmp.rules[k]);
+			tmp.rules[k] = copy;
+			for (size_t m = k + 1; m < tmp.nrules; m++) {
+				if (same_target(&tmp.rules[m], r))
+					fw_policy_rule_free(&tmp.rules[m]);
+				else
+					tmp.rules[w++] = tmp.rules[m];
+			}
+			tmp.nrules = w;
+			continue;
+		}
+		if (tmp.nrules >= FW_POLICY_MAX_RULES) {
+			fw_policy_rule_free(&copy);
+			err = -E2BIG;
+			goto fail;
+		}
+		cap = tmp.nrules + 1;
+		rules = realloc(tmp.rules, cap * sizeof(*rules));
+		if (!rules) {
+			fw_policy_rule_free(&copy);
+			err = -ENOMEM;
+			goto fail;
+		}
+		tmp.rules = rules;
+		tmp.rules[tmp.nrules++] = copy;
+	}
+	fw_policy_free(dst);
+	*dst = tmp;
+	return 0;
+fail:
+	fw_policy_free(&tmp);
+	return err;
+}
+
+int fw_policy_remove_targets(struct fw_policy *p, const char *const *targets, size_t n)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < p->nrules; i++) {
+		struct fw_policy_rule *r = &p->rules[i];
+		char buf[FW_DOMAIN_MAX + 3 > FW_ADDR_STRLEN ? FW_DOMAIN_MAX + 3 : FW_ADDR_STRLEN];
+		const char *rt = rule_target(r, buf, sizeof(buf));
+		bool hit = false;
+
+		for (size_t j = 0; j < n && !hit; j++) {
+			const char *t = targets[j];
+			size_t len;
+
+			if (!t)
+				continue;
+			while (isspace((unsigned char)*t))
+				t++;
+			len = strlen(t);
+			while (len && isspace((unsigned char)t[len - 1]))
+				len--;
+			hit = strlen(rt) == len && memcmp(rt, t, len) == 0;
+		}
+		if (hit)
+			fw_policy_rule_free(r);
+		else
+			p->rules[w++] = *r;
+	}
+	p->nrules = w;
+	if (!w) {
+		free(p->rules);
+		p->rules = NULL;
+	}
+	return 0;
+}

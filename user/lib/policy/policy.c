@@ -1,0 +1,794 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Egress policy parsing, domain matching and compilation to LPM entries.
+ * Input comes from operators and from sandbox controllers, so every text
+ * field is bounded before it is copied and every error names the value. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/addr.h"
+#include "common/log.h"
+#include "policy/policy.h"
+
+/* Longest text echoed back in an error, so a megabyte of junk does not
+ * become a megabyte of log line. */
+#define ECHO_MAX 80
+
+/* Returns the trimmed span [*start, *start + *len) of s. */
+static void trim(const char *s, const char **start, size_t *len)
+{
+	size_t n = strlen(s);
+
+	while (n && isspace((unsigned char)*s)) {
+		s++;
+		n--;
+	}
+	while (n && isspace((unsigned char)s[n - 1]))
+		n--;
+	*start = s;
+	*len = n;
+}
+
+void fw_policy_init(struct fw_policy *p)
+{
+	p->default_action = FW_ACTION_DENY;
+	p->rules = NULL;
+	p->nrules = 0;
+}
+
+void fw_policy_rule_free(struct fw_policy_rule *r)
+{
+	free(r->domain);
+	free(r->ports);
+	free(r->target);
+	r->domain = NULL;
+	r->ports = NULL;
+	r->target = NULL;
+	r->nports = 0;
+}
+
+int fw_policy_rule_copy(struct fw_policy_rule *dst, const struct fw_policy_rule *src)
+{
+	struct fw_policy_rule r = *src;
+
+	r.domain = NULL;
+	r.ports = NULL;
+	r.target = NULL;
+	if (src->domain) {
+		r.domain = strdup(src->domain);
+		if (!r.domain)
+			goto nomem;
+	}
+	if (src->target) {
+		r.target = strdup(src->target);
+		if (!r.target)
+			goto nomem;
+	}
+	if (src->nports) {
+		r.ports = malloc(src->nports * sizeof(*r.ports));
+		if (!r.ports)
+			goto nomem;
+		memcpy(r.ports, src->ports, src->nports * sizeof(*r.ports));
+	}
+	*dst = r;
+	return 0;
+nomem:
+	fw_policy_rule_free(&r);
+	return -ENOMEM;
+}
+
+void fw_policy_free(struct fw_policy *p)
+{
+	for (size_t i = 0; i < p->nrules; i++)
+		fw_policy_rule_free(&p->rules[i]);
+	free(p->rules);
+	fw_policy_init(p);
+}
+
+int fw_policy_copy(struct fw_policy *dst, const struct fw_policy *src)
+{
+	struct fw_policy tmp;
+
+	fw_policy_init(&tmp);
+	tmp.default_action = src->default_action;
+	if (src->nrules) {
+		tmp.rules = calloc(src->nrules, sizeof(*tmp.rules));
+		if (!tmp.rules)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < src->nrules; i++) {
+		if (fw_policy_rule_copy(&tmp.rules[i], &src->rules[i])) {
+			fw_policy_free(&tmp);
+			return -ENOMEM;
+		}
+		/* counted once copied so fw_policy_free releases only that */
+		tmp.nrules = i + 1;
+	}
+	*dst = tmp;
+	return 0;
+}
+
+int fw_action_parse(const char *s, __u8 *action, char *err, size_t errlen)
+{
+	char word[8];
+	const char *t;
+	size_t len;
+
+	if (!s)
+		s = "";
+	trim(s, &t, &len);
+	if (len == 0) {
+		*action = FW_ACTION_DENY;
+		return 0;
+	}
+	if (len < sizeof(word)) {
+		for (size_t i = 0; i < len; i++)
+			word[i] = (char)tolower((unsigned char)t[i]);
+		word[len] = '\0';
+		if (strcmp(word, "allow") == 0) {
+			*action = FW_ACTION_ALLOW;
+			return 0;
+		}
+		if (strcmp(word, "deny") == 0) {
+			*action = FW_ACTION_DENY;
+			return 0;
+		}
+	}
+	fw_set_err(err, errlen, "invalid action \"%.*s\", expected allow or deny",
+		   (int)(len < ECHO_MAX ? len : ECHO_MAX), t);
+	return -EINVAL;
+}
+
+int fw_policy_set_default(struct fw_policy *p, const char *action, char *err, size_t errlen)
+{
+	__u8 a;
+	int ret;
+
+	ret = fw_action_parse(action, &a, err, errlen);
+	if (ret)
+		return ret;
+	p->default_action = a;
+	return 0;
+}
+
+static bool domain_char_ok(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
+
+/* Lowercases t[0..len) into out (FW_DOMAIN_MAX + 1 bytes), drops one
+ * trailing dot, splits off "*." and validates the labels. */
+static int domain_parse(const char *t, size_t len, char *out, bool *wildcard, char *err,
+			size_t errlen)
+{
+	const char *shown = t;
+	size_t shown_len = len < ECHO_MAX ? len : ECHO_MAX;
+	size_t label = 0;
+
+	if (len && t[len - 1] == '.')
+		len--;
+	*wildcard = false;
+	if (len == 1 && t[0] == '*') {
+		fw_set_err(err, errlen,
+			   "invalid target \"*\": a bare wildcard is not allowed, use a "
+			   "default action of allow instead");
+		return -EINVAL;
+	}
+	if (len >= 2 && t[0] == '*' && t[1] == '.') {
+		*wildcard = true;
+		t += 2;
+		len -= 2;
+	}
+	if (len == 0) {
+		fw_set_err(err, errlen, "invalid target \"%.*s\": empty domain name",
+			   (int)shown_len, shown);
+		return -EINVAL;
+	}
+	if (len > FW_DOMAIN_MAX) {
+		fw_set_err(err, errlen, "invalid target \"%.*s...\": domain name longer than %d",
+			   (int)shown_len, shown, FW_DOMAIN_MAX);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < len; i++) {
+		char c = (char)tolower((unsigned char)t[i]);
+
+		if (c == '.') {
+			if (label == 0)
+				goto bad_label;
+			label = 0;
+		} else if (domain_char_ok(c)) {
+			if (++label > 63)
+				goto bad_label;
+		} else if (c == '*') {
+			fw_set_err(
+				err, errlen,
+				"invalid target \"%.*s\": '*' is only allowed as a leading \"*.\"",
+				(int)shown_len, shown);
+			return -EINVAL;
+		} else {
+			fw_set_err(err, errlen,
+				   "invalid target \"%.*s\": not an address, CIDR or domain",
+				   (int)shown_len, shown);
+			return -EINVAL;
+		}
+		out[i] = c;
+	}
+	if (label == 0)
+		goto bad_label;
+	out[len] = '\0';
+	return 0;
+bad_label:
+	fw_set_err(err, errlen, "invalid target \"%.*s\": labels must be 1 to 63 characters",
+		   (int)shown_len, shown);
+	return -EINVAL;
+}
+
+static int ports_parse(const long *ports, size_t nports, __u16 **out, char *err, size_t errlen)
+{
+	__u16 *p;
+
+	*out = NULL;
+	if (!ports || !nports)
+		return 0;
+	if (nports > FW_POLICY_MAX_PORTS) {
+		fw_set_err(err, errlen, "too many ports (%zu, at most %d)", nports,
+			   FW_POLICY_MAX_PORTS);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < nports; i++) {
+		if (ports[i] < 1 || ports[i] > 65535) {
+			fw_set_err(err, errlen, "invalid port %ld, expected 1-65535", ports[i]);
+			return -EINVAL;
+		}
+		for (size_t j = 0; j < i; j++) {
+			if (ports[j] == ports[i]) {
+				fw_set_err(err, errlen, "duplicate port %ld", ports[i]);
+				return -EINVAL;
+			}
+		}
+	}
+	p = malloc(nports * sizeof(*p));
+	if (!p) {
+		fw_set_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < nports; i++)
+		p[i] = (__u16)ports[i];
+	*out = p;
+	return 0;
+}
+
+int fw_policy_add_rule(struct fw_policy *p, const char *action, const char *target,
+		       const long *ports, size_t nports, char *err, size_t errlen)
+{
+	struct fw_policy_rule r = {0};
+	char domain[FW_DOMAIN_MAX + 1];
+	char addr[FW_ADDR_STRLEN];
+	struct fw_policy_rule *rules;
+	bool wildcard;
+	const char *t;
+	size_t len;
+	int ret;
+
+	if (p->nrules >= FW_POLICY_MAX_RULES) {
+		fw_set_err(err, errlen, "too many rules (at most %d)", FW_POLICY_MAX_RULES);
+		return -EINVAL;
+	}
+	ret = fw_action_parse(action, &r.action, err, errlen);
+	if (ret)
+		return ret;
+
+	trim(target ? target : "", &t, &len);
+	if (len == 0) {
+		fw_set_err(err, errlen, "empty target");
+		return -EINVAL;
+	}
+	/* the address parsers want a NUL-terminated string without the
+	 * surrounding spaces; anything longer than addr cannot be one */
+	if (len < sizeof(addr)) {
+		memcpy(addr, t, len);
+		addr[len] = '\0';
+		if (fw_addr_parse(addr, &r.addr, NULL) == 0) {
+			r.kind = FW_TARGET_IP;
+			r.plen = 128;
+		} else if (fw_prefix_parse(addr, &r.addr, &r.plen, NULL) == 0) {
+			r.kind = FW_TARGET_CIDR;
+		}
+	}
+	if (!r.kind) {
+		ret = domain_parse(t, len, domain, &wildcard, err, errlen);
+		if (ret)
+			return ret;
+		r.kind = wildcard ? FW_TARGET_WILDCARD : FW_TARGET_DOMAIN;
+	}
+
+	ret = ports_parse(ports, nports, &r.ports, err, errlen);
+	if (ret)
+		return ret;
+	r.nports = r.ports ? nports : 0;
+
+	if (r.kind == FW_TARGET_DOMAIN || r.kind == FW_TARGET_WILDCARD) {
+		r.domain = strdup(domain);
+		if (!r.domain)
+			goto nomem;
+	}
+	r.target = strndup(t, len);
+	if (!r.target)
+		goto nomem;
+	rules = realloc(p->rules, (p->nrules + 1) * sizeof(*rules));
+	if (!rules)
+		goto nomem;
+	p->rules = rules;
+	p->rules[p->nrules++] = r;
+	return 0;
+nomem:
+	fw_policy_rule_free(&r);
+	fw_set_err(err, errlen, "out of memory");
+	return -ENOMEM;
+}
+
+int fw_policy_match_domain(const struct fw_policy *p, const char *name, __u8 *action)
+{
+	char q[FW_DOMAIN_MAX + 2];
+	size_t len;
+
+	*action = p->default_action;
+	if (!name)
+		return -1;
+	/* one byte over the limit is the trailing dot; anything longer
+	 * cannot equal a rule, which is at most FW_DOMAIN_MAX */
+	len = strnlen(name, sizeof(q));
+	if (len >= sizeof(q))
+		return -1;
+	for (size_t i = 0; i < len; i++)
+		q[i] = (char)tolower((unsigned char)name[i]);
+	if (len && q[len - 1] == '.')
+		len--;
+	q[len] = '\0';
+	if (len == 0)
+		return -1;
+
+	for (size_t i = 0; i < p->nrules; i++) {
+		const struct fw_policy_rule *r = &p->rules[i];
+		size_t dlen;
+
+		if (r->kind == FW_TARGET_DOMAIN) {
+			if (strcmp(q, r->domain) == 0)
+				goto match;
+		} else if (r->kind == FW_TARGET_WILDCARD) {
+			/* at least one label before the suffix: "*.x" never
+			 * matches "x" itself */
+			dlen = strlen(r->domain);
+			if (len > dlen + 1 && q[len - dlen - 1] == '.' &&
+			    memcmp(q + len - dlen, r->domain, dlen) == 0)
+				goto match;
+		}
+		continue;
+	match:
+		*action = r->action;
+		return (int)i;
+	}
+	return -1;
+}
+
+static int port_cmp(const void *a, const void *b);
+
+int fw_policy_domain_ports(const struct fw_policy *p, const char *const *names, size_t n,
+			   __u16 *out, bool *all)
+{
+	bool any = false;
+	size_t k = 0, m = 0;
+
+	*all = false;
+	for (size_t i = 0; i < n; i++) {
+		const struct fw_policy_rule *r;
+		__u8 action;
+		int idx = fw_policy_match_domain(p, names[i], &action);
+
+		if (action != FW_ACTION_ALLOW)
+			continue;
+		any = true;
+		r = idx >= 0 ? &p->rules[idx] : NULL;
+		if (!r || !r->nports) {
+			*all = true;
+			return 0;
+		}
+		for (size_t j = 0; j < r->nports && j < FW_POLICY_MAX_PORTS; j++)
+			out[k++] = r->ports[j];
+	}
+	if (!any)
+		return -EACCES;
+	qsort(out, k, sizeof(*out), port_cmp);
+	for (size_t i = 0; i < k; i++)
+		if (!m || out[m - 1] != out[i])
+			out[m++] = out[i];
+	return (int)m;
+}
+
+static bool rule_is_v4(const struct fw_policy_rule *r)
+{
+	return r->plen >= FW_V4_PREFIX_BASE && fw_addr_family(&r->addr) == FW_FAM_V4;
+}
+
+struct indexed_rule {
+	const struct fw_policy_rule *r;
+	__u32 index;
+	bool v4;
+	struct fw_ip net; /* masked */
+};
+
+/* A candidate LPM entry: a rule prefix, the IPv4 block, or ::/0. */
+struct candidate {
+	struct fw_ip net;
+	__u32 plen;
+	bool v4;
+};
+
+static bool covers(const struct indexed_rule *r, const struct candidate *c)
+{
+	return r->v4 == c->v4 && r->r->plen <= c->plen &&
+	       fw_prefix_contains(&r->net, r->r->plen, &c->net);
+}
+
+/* Port bitmaps of one candidate: which ports some covering deny / allow
+ * rule lists, and the list of ports touched so clearing is cheap. */
+struct port_acc {
+	unsigned char deny[65536 / 8], allow[65536 / 8];
+	__u16 touched[2 * FW_POLICY_MAX_RULES];
+	size_t ntouched;
+	bool overflow;
+};
+
+static bool bit(const unsigned char *m, __u16 p)
+{
+	return m[p / 8] & (1u << (p % 8));
+}
+
+static void set_bit(struct port_acc *pa, unsigned char *m, __u16 p)
+{
+	if (!bit(pa->deny, p) && !bit(pa->allow, p)) {
+		if (pa->ntouched < sizeof(pa->touched) / sizeof(pa->touched[0]))
+			pa->touched[pa->ntouched++] = p;
+		else
+			pa->overflow = true;
+	}
+	m[p / 8] |= (unsigned char)(1u << (p % 8));
+}
+
+static int port_cmp(const void *a, const void *b)
+{
+	return (int)*(const __u16 *)a - (int)*(const __u16 *)b;
+}
+
+struct set_builder {
+	struct fw_port_rule *ports;
+	size_t nports, cap;
+	__u32 nsets;
+};
+
+/* Finds or appends the exception set exc[0..n) and returns its id; sets
+ * that many entries share (a rule with ports over a CIDR with holes) are
+ * stored once. */
+static int portset_id(struct set_builder *sb, const struct fw_port_rule *exc, size_t n, __u32 *id)
+{
+	size_t i = 0;
+
+	while (i < sb->nports) {
+		__u32 sid = sb->ports[i].portset;
+		size_t j = i, k = 0;
+
+		while (j < sb->nports && sb->ports[j].portset == sid)
+			j++;
+		if (j - i == n) {
+			for (k = 0; k < n; k++)
+				if (sb->ports[i + k].port != exc[k].port ||
+				    sb->ports[i + k].action != exc[k].action)
+					break;
+		}
+		if (j - i == n && k == n) {
+			*id = sid;
+			return 0;
+		}
+		i = j;
+	}
+	if (sb->nports + n > FW_MAX_PORT_RULES)
+		return -E2BIG;
+	if (sb->nports + n > sb->cap) {
+		size_t cap = sb->cap ? sb->cap : 256;
+		struct fw_port_rule *grown;
+
+		while (cap < sb->nports + n)
+			cap *= 2;
+		grown = realloc(sb->ports, cap * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		sb->ports = grown;
+		sb->cap = cap;
+	}
+	*id = ++sb->nsets;
+	for (size_t k = 0; k < n; k++) {
+		sb->ports[sb->nports + k] = exc[k];
+		sb->ports[sb->nports + k].portset = *id;
+	}
+	sb->nports += n;
+	return 0;
+}
+
+/* Builds the entry of candidate c from every rule that covers it. */
+static int build_entry(const struct indexed_rule *ir, size_t nir, const struct candidate *c,
+		       __u8 dflt, struct port_acc *pa, struct set_builder *sb,
+		       struct fw_port_rule *exc, struct fw_compiled *out)
+{
+	bool deny_all = false, allow_all = false, any = false;
+	__u32 best_plen = 0, best = FW_RULE_DEFAULT;
+	size_t nexc = 0;
+	int err = 0;
+
+	pa->ntouched = 0;
+	pa->overflow = false;
+	for (size_t i = 0; i < nir; i++) {
+		const struct fw_policy_rule *r = ir[i].r;
+
+		if (!covers(&ir[i], c))
+			continue;
+		if (!any || r->plen > best_plen) {
+			best_plen = r->plen;
+			best = ir[i].index;
+		}
+		any = true;
+		if (!r->nports) {
+			if (r->action == FW_ACTION_DENY)
+				deny_all = true;
+			else
+				allow_all = true;
+			continue;
+		}
+		for (size_t k = 0; k < r->nports; k++)
+			set_bit(pa, r->action == FW_ACTION_DENY ? pa->deny : pa->allow,
+				r->ports[k]);
+	}
+
+	memset(out, 0, sizeof(*out));
+	out->key.prefixlen = c->plen;
+	out->key.addr = c->net;
+	out->rule.dflt = dflt;
+	out->rule.rule = best;
+	out->rule.is_default = !any;
+	out->rule.action = deny_all ? FW_ACTION_DENY : allow_all ? FW_ACTION_ALLOW : FW_ACTION_NONE;
+	if (!any)
+		out->rule.action = dflt; /* what a reader of the map expects to see */
+
+	if (!deny_all && pa->ntouched) {
+		qsort(pa->touched, pa->ntouched, sizeof(pa->touched[0]), port_cmp);
+		for (size_t k = 0; k < pa->ntouched; k++) {
+			__u16 port = pa->touched[k];
+
+			/* deny for a port beats allow for it; an allow for every
+			 * port needs no per-port allow */
+			if (bit(pa->deny, port))
+				exc[nexc++] = (struct fw_port_rule){.port = port,
+								    .action = FW_ACTION_DENY};
+			else if (!allow_all)
+				exc[nexc++] = (struct fw_port_rule){.port = port,
+								    .action = FW_ACTION_ALLOW};
+		}
+		if (nexc)
+			err = portset_id(sb, exc, nexc, &out->rule.portset);
+	}
+	for (size_t k = 0; k < pa->ntouched; k++) {
+		__u16 port = pa->touched[k];
+
+		pa->deny[port / 8] = pa->allow[port / 8] = 0;
+	}
+	if (pa->overflow) {
+		memset(pa->deny, 0, sizeof(pa->deny));
+		memset(pa->allow, 0, sizeof(pa->allow));
+		if (!err)
+			err = -E2BIG;
+	}
+	return err;
+}
+
+static bool same_verdict(const struct fw_rule *a, const struct fw_rule *b)
+{
+	return a->action == b->action && a->is_default == b->is_default && a->portset == b->portset;
+}
+
+/* Drops every entry that decides exactly as the entry the LPM lookup
+ * would find without it (its longest strict cover): an allow inside a
+ * deny, a host inside a CIDR of the same verdict. Fewer entries, smaller
+ * tries, same verdicts. */
+static size_t prune_redundant(struct fw_compiled *c, size_t n)
+{
+	bool *drop = calloc(n ? n : 1, sizeof(*drop));
+	size_t out = 0;
+
+	if (!drop)
+		return n; /* keeping them all is still correct */
+	for (size_t i = 0; i < n; i++) {
+		const struct fw_compiled *parent = NULL;
+
+		for (size_t j = 0; j < n; j++) {
+			if (j == i || c[j].key.prefixlen >= c[i].key.prefixlen ||
+			    !fw_prefix_contains(&c[j].key.addr, c[j].key.prefixlen, &c[i].key.addr))
+				continue;
+			if (!parent || c[j].key.prefixlen > parent->key.prefixlen)
+				parent = &c[j];
+		}
+		drop[i] = parent && same_verdict(&c[i].rule, &parent->rule);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!drop[i])
+			c[out++] = c[i];
+	free(drop);
+	return out;
+}
+
+/* ::ffff:0:0/96, the whole IPv4 space */
+static const struct fw_ip v4_block = {.b = {[10] = 0xff, [11] = 0xff}};
+
+int fw_policy_compile_set(const struct fw_policy *overlay, const struct fw_policy *p,
+			  struct fw_compiled_set *out)
+{
+	size_t nover = overlay ? overlay->nrules : 0;
+	size_t total = nover + p->nrules, nir = 0, ncand = 0, nc = 0;
+	struct indexed_rule *ir = NULL;
+	struct candidate *cand = NULL;
+	struct fw_compiled *c = NULL;
+	struct fw_port_rule *exc = NULL;
+	struct port_acc *pa = NULL;
+	struct set_builder sb = {};
+	bool v4_covered = false, v4_block_rule = false;
+	int err = 0;
+
+	memset(out, 0, sizeof(*out));
+	ir = calloc(total ? total : 1, sizeof(*ir));
+	cand = calloc(total + 2, sizeof(*cand));
+	c = calloc(total + 2, sizeof(*c));
+	if (!ir || !cand || !c) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t i = 0; i < total; i++) {
+		const struct fw_policy_rule *r =
+			i < nover ? &overlay->rules[i] : &p->rules[i - nover];
+		bool dup = false;
+
+		if (r->kind != FW_TARGET_IP && r->kind != FW_TARGET_CIDR)
+			continue;
+		ir[nir].r = r;
+		ir[nir].index = (__u32)i;
+		ir[nir].v4 = rule_is_v4(r);
+		ir[nir].net = r->addr;
+		fw_prefix_mask(&ir[nir].net, r->plen);
+		if (r->plen < FW_V4_PREFIX_BASE && !ir[nir].v4 &&
+		    fw_prefix_contains(&ir[nir].net, r->plen, &v4_block))
+			v4_covered = true;
+		if (ir[nir].v4 && r->plen == FW_V4_PREFIX_BASE)
+			v4_block_rule = true;
+		for (size_t k = 0; k < ncand && !dup; k++)
+			dup = cand[k].plen == r->plen &&
+			      !memcmp(&cand[k].net, &ir[nir].net, sizeof(cand[k].net));
+		if (!dup)
+			cand[ncand++] = (struct candidate){ir[nir].net, r->plen, ir[nir].v4};
+		nir++;
+	}
+	/* An IPv6 prefix shorter than /96 that contains the v4-mapped block
+	 * would decide IPv4 traffic in the LPM lookup: an entry at the block
+	 * makes IPv4 see only IPv4 rules (0.0.0.0/0, if there is one). */
+	if (v4_covered && !v4_block_rule)
+		cand[ncand++] = (struct candidate){v4_block, FW_V4_PREFIX_BASE, true};
+	/* ::/0: the IPv6 rules at /0 if any, else the default */
+	{
+		bool root = false;
+
+		for (size_t k = 0; k < ncand; k++)
+			root |= cand[k].plen == 0;
+		if (!root)
+			cand[ncand++] = (struct candidate){.plen = 0};
+	}
+	if (ncand > FW_MAX_RULES) {
+		err = -E2BIG;
+		goto cleanup;
+	}
+
+	pa = calloc(1, sizeof(*pa));
+	exc = calloc(2 * FW_POLICY_MAX_RULES, sizeof(*exc));
+	if (!pa || !exc) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t k = 0; k < ncand; k++) {
+		err = build_entry(ir, nir, &cand[k], p->default_action, pa, &sb, exc, &c[nc]);
+		if (err)
+			goto cleanup;
+		nc++;
+	}
+	nc = prune_redundant(c, nc);
+	out->entries = c;
+	out->n = nc;
+	out->ports = sb.ports;
+	out->nports = sb.nports;
+	c = NULL;
+	sb.ports = NULL;
+cleanup:
+	free(ir);
+	free(cand);
+	free(c);
+	free(pa);
+	free(exc);
+	free(sb.ports);
+	return err;
+}
+
+void fw_compiled_set_free(struct fw_compiled_set *s)
+{
+	free(s->entries);
+	free(s->ports);
+	memset(s, 0, sizeof(*s));
+}
+
+int fw_policy_compile(const struct fw_policy *overlay, const struct fw_policy *p,
+		      struct fw_compiled **out, size_t *n)
+{
+	struct fw_compiled_set set;
+	int err = fw_policy_compile_set(overlay, p, &set);
+
+	*out = NULL;
+	*n = 0;
+	if (err)
+		return err;
+	*out = set.entries;
+	*n = set.n;
+	free(set.ports);
+	return 0;
+}
+
+/* splitmix64's finaliser: every input bit flips about half the output
+ * bits, so summing per-entry hashes does not let entries cancel out */
+static __u64 mix64(__u64 x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+__u64 fw_compiled_hash(const struct fw_compiled *c, size_t n)
+{
+	__u64 sum = mix64(n + 0x9e3779b97f4a7c15ULL);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct fw_compiled *e = &c[i];
+		__u64 h = mix64(e->key.prefixlen);
+
+		/* fields one by one so padding never reaches the hash */
+		for (int w = 0; w < 4; w++)
+			h = mix64(h ^ e->key.addr.w[w]);
+		h = mix64(h ^ ((__u64)e->rule.action << 16 | (__u64)e->rule.dflt << 8 |
+			       e->rule.is_default));
+		h = mix64(h ^ e->rule.rule);
+		h = mix64(h ^ e->rule.portset);
+		sum += h;
+	}
+	return sum;
+}
+
+__u64 fw_compiled_set_hash(const struct fw_compiled_set *s)
+{
+	__u64 h = fw_compiled_hash(s->entries, s->n);
+
+	/* port sets are numbered in a stable order, so a plain sum is enough */
+	for (size_t i = 0; i < s->nports; i++) {
+		__u64 x = (__u64)s->ports[i].portset << 32 | (__u64)s->ports[i].port << 8 |
+			  s->ports[i].action;
+
+		h += mix64(x ^ 0x9e3779b97f4a7c15ULL);
+	}
+	return h;
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The Sandbox Actions handler: the subject lifecycle (absent -> denying ->
+ * active), fencing, restart adoption, policy and credential-vault pushes,
+ * and the active-vault read, as transport-free functions that turn a
+ * request into a reply. The HTTP layer (user/daemon/http.c) only routes.
+ * Thread-safe: calls for one subject are serialised, calls for different
+ * subjects and status run in parallel. */
+#ifndef FW_ACTIONS_H
+#define FW_ACTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config/config.h"
+#include "protocol/pending.h"
+#include "subjects/registry.h"
+#include "protocol/vault.h"
+
+struct fw_reply {
+	int status;
+	const char *content_type; /* NULL = no body */
+	char *body;		  /* malloc'd, or secmem when secret */
+	size_t len;
+	bool secret; /* body is secmem memory: wipe on free */
+	char etag[FW_VAULT_ETAG_LEN];
+	const char *allow; /* Allow header for 405 */
+};
+
+void fw_reply_free(struct fw_reply *r);
+
+struct fw_actions {
+	struct fw_registry *reg;
+	char instance_id[64];
+	bool restart_wipe;
+	bool bind_host_veth;
+	__u64 grace_ns;
+	__u64 started_ns;
+	bool grace_over;
+	__u64 last_sweep_ns;
+	struct fw_vault_store *vaults;
+	struct fw_pending *pending;
+};
+
+/* Mints the instance id; with restart_wipe removes every adopted protocol
+ * subject before returning (the reference behaviour). */
+int fw_actions_init(struct fw_actions *a, struct fw_registry *reg, const struct fw_cfg *cfg);
+void fw_actions_fini(struct fw_actions *a);
+
+/* GET /_fastlet/v1/actions/status */
+void fw_actions_status(struct fw_actions *a, struct fw_reply *out);
+/* POST /_fastlet/v1/actions */
+void fw_actions_post(struct fw_actions *a, const char *body, size_t len, struct fw_reply *out);
+/* /policy and /credential-vault; uid and generation are the raw header
+ * values (NULL when absent). */
+void fw_actions_policy(struct fw_actions *a, const char *method, const char *uid, const char *gen,
+		       const char *body, size_t len, struct fw_reply *out);
+void fw_actions_vault(struct fw_actions *a, const char *method, const char *uid, const char *gen,
+		      const char *body, size_t len, struct fw_reply *out);
+/* GET /credential-vault/_active?clientIp=... (unix socket only) */
+void fw_actions_vault_active(struct fw_actions *a, const char *client_ip, const char *if_none_match,
+			     struct fw_reply *out);
+/* Called about once a second: ends the restart grace period (removing
+ * adopted subjects nobody replayed) and sweeps the pending cache. */
+void fw_actions_tick(struct fw_actions *a);
+/* After a reload: protocol subjects whose binding holds an address they
+ * lost to a static subject that is gone now take it back, so that no
+ * address is left without a subject. */
+void fw_actions_reclaim(struct fw_actions *a);
+
+#endif /* FW_ACTIONS_H */

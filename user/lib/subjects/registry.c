@@ -1,0 +1,1199 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The subject registry. See subjects.h.
+ *
+ * Locking: r->lock guards the name table, by_id, id reservations, every
+ * entry's refs, addrs and naddrs, and all writes to fastwall_dispatch (an
+ * address changes owner only under it). e->op serialises the changes to
+ * one subject; kernel work other than dispatch (rule tries, learned
+ * flushes) runs under e->op alone, so subjects proceed in parallel. */
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+
+#include "common/addr.h"
+#include "common/hash.h"
+#include "common/log.h"
+#include "subjects/registry.h"
+
+__u64 fw_binding_hash(const struct fw_static_subject *spec)
+{
+	__u64 h = FW_FNV_BASIS;
+
+	h = fw_fnv(h, spec->addrs, sizeof(spec->addrs[0]) * spec->naddrs);
+	h = fw_fnv(h, spec->ifname, strnlen(spec->ifname, sizeof(spec->ifname)));
+	for (int f = 0; f < FW_FAM_MAX; f++) {
+		h = fw_fnv(h, &spec->has_gateway[f], sizeof(spec->has_gateway[f]));
+		if (spec->has_gateway[f])
+			h = fw_fnv(h, &spec->gateway[f], sizeof(spec->gateway[f]));
+		h = fw_fnv(h, &spec->has_private[f], sizeof(spec->has_private[f]));
+		if (spec->has_private[f])
+			h = fw_fnv(h, &spec->private_net[f], sizeof(spec->private_net[f]));
+	}
+	return h;
+}
+
+__u64 fw_fence_hash(const char *runtime_instance_id, const char *attachment_id)
+{
+	/* the NUL keeps ("ab", "c") apart from ("a", "bc") */
+	__u64 h = fw_fnv(FW_FNV_BASIS, runtime_instance_id, strlen(runtime_instance_id) + 1);
+
+	h = fw_fnv(h, attachment_id, strlen(attachment_id));
+	return h ? h : 1; /* 0 means "no fence" */
+}
+
+static unsigned int bucket(const char *name)
+{
+	return (unsigned int)(fw_fnv(FW_FNV_BASIS, name, strnlen(name, FW_NAME_LEN)) %
+			      FW_REG_BUCKETS);
+}
+
+static __u32 resolve_ifindex(const char *ifname)
+{
+	unsigned int idx;
+
+	if (!ifname[0])
+		return FW_IFINDEX_ANY;
+	idx = if_nametoindex(ifname);
+	return idx ? idx : FW_IFINDEX_MISSING;
+}
+
+static void build_ksub(struct fw_subject *k, __u32 id, const struct fw_static_subject *spec)
+{
+	memset(k, 0, sizeof(*k));
+	k->id = id;
+	k->state = spec->state;
+	k->ifindex = resolve_ifindex(spec->ifname);
+	for (int f = 0; f < FW_FAM_MAX; f++) {
+		if (spec->has_gateway[f]) {
+			k->flags |= f == FW_FAM_V4 ? FW_SF_GATEWAY4 : FW_SF_GATEWAY6;
+			k->gateway[f] = spec->gateway[f];
+		}
+		if (spec->has_private[f]) {
+			k->private_net[f] = spec->private_net[f].net;
+			k->private_plen[f] = spec->private_net[f].plen;
+		}
+	}
+}
+
+static struct fw_entry *lookup_locked(struct fw_registry *r, const char *name)
+{
+	struct fw_entry *e;
+
+	for (e = r->names[bucket(name)]; e; e = e->next)
+		if (strncmp(e->meta.name, name, FW_NAME_LEN) == 0)
+			return e;
+	return NULL;
+}
+
+static struct fw_entry *entry_new(struct fw_registry *r, const char *name)
+{
+	struct fw_entry *e = calloc(1, sizeof(*e));
+	unsigned int b;
+
+	if (!e)
+		return NULL;
+	pthread_mutex_init(&e->op, NULL);
+	fw_trie_cache_init(&e->tries);
+	snprintf(e->meta.name, sizeof(e->meta.name), "%s", name);
+	b = bucket(e->meta.name);
+	e->next = r->names[b];
+	r->names[b] = e;
+	return e;
+}
+
+static void entry_unlink_locked(struct fw_registry *r, struct fw_entry *e)
+{
+	struct fw_entry **pp;
+
+	for (pp = &r->names[bucket(e->meta.name)]; *pp; pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
+			break;
+		}
+	}
+	fw_compiled_set_free(&e->live);
+	fw_trie_cache_drop(&e->tries);
+	pthread_mutex_destroy(&e->op);
+	free(e);
+}
+
+static __u32 reserve_id_locked(struct fw_registry *r)
+{
+	for (__u32 id = 1; id < FW_MAX_SUBJECTS; id++) {
+		if (!r->id_reserved[id]) {
+			r->id_reserved[id] = true;
+			r->id_gen[id]++;
+			return id;
+		}
+	}
+	return 0;
+}
+
+static bool ports_live(__u32 id, __u32 *gen, const void *ctx)
+{
+	const struct fw_registry *r = ctx;
+
+	if (id == 0 || id >= FW_MAX_SUBJECTS || !r->by_id[id])
+		return false;
+	*gen = r->by_id[id]->meta.port_state & FW_PORTSET_GEN;
+	return true;
+}
+
+int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
+{
+	struct fw_ip addr, *prev = NULL;
+	int err;
+	struct fw_subject_meta meta;
+	struct fw_subject ks;
+	__u32 id, *prev_id = NULL;
+	size_t nretired = 0;
+
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_mutex_init(&r->reap_lock, NULL);
+	fw_policy_init(&r->overlay);
+	r->dp = dp;
+
+	while (bpf_map_get_next_key(dp->meta_fd, prev_id, &id) == 0) {
+		struct fw_entry *e;
+
+		prev_id = &id;
+		if (id == 0 || id >= FW_MAX_SUBJECTS || r->by_id[id])
+			continue;
+		if (bpf_map_lookup_elem(dp->meta_fd, &id, &meta))
+			continue;
+		if (meta.origin == FW_ORIGIN_RETIRED) {
+			nretired++; /* removed before the restart, not reaped yet */
+			continue;
+		}
+		meta.name[FW_NAME_LEN - 1] = '\0';
+		meta.ifname[sizeof(meta.ifname) - 1] = '\0';
+		if (lookup_locked(r, meta.name))
+			continue; /* a duplicate name: the first one wins */
+		e = entry_new(r, meta.name);
+		if (!e)
+			return -ENOMEM;
+		e->id = id;
+		e->meta = meta;
+		e->adopted = true;
+		r->by_id[id] = e;
+		r->id_reserved[id] = true;
+		r->count++;
+	}
+	while (bpf_map_get_next_key(dp->dispatch_fd, prev, &addr) == 0) {
+		struct fw_entry *e;
+
+		prev = &addr;
+		if (bpf_map_lookup_elem(dp->dispatch_fd, &addr, &ks))
+			continue;
+		e = ks.id < FW_MAX_SUBJECTS ? r->by_id[ks.id] : NULL;
+		if (!e) {
+			/* an address nobody owns any more: fail closed by removing it */
+			bpf_map_delete_elem(dp->dispatch_fd, &addr);
+			continue;
+		}
+		e->ksub = ks;
+		if (e->naddrs < FW_SUBJECT_MAX_ADDRS)
+			e->addrs[e->naddrs++] = addr;
+	}
+	if (r->count)
+		fw_info("adopted %zu subjects from pinned maps", r->count);
+	if (nretired)
+		fw_info("%zu removed subjects still to be reaped", nretired);
+	/* No id is handed out before the reaper has emptied it: those retired
+	 * before the restart, and any other unbound id too, since a release
+	 * cut short by an older version or a foreign write may have left
+	 * learned addresses under it. The first reap, one scan of each map,
+	 * runs once the daemon is ready (or at the first add, if sooner). */
+	for (id = 1; id < FW_MAX_SUBJECTS; id++) {
+		if (r->by_id[id])
+			continue;
+		r->id_reserved[id] = true;
+		r->id_dead[id] = true;
+		r->dead_ns[id] = 0;
+		r->ndead++;
+	}
+	err = fw_dp_ports_sweep(dp, ports_live, r);
+	return err;
+}
+
+void fw_reg_free(struct fw_registry *r)
+{
+	if (!r->dp)
+		return;
+	for (int b = 0; b < FW_REG_BUCKETS; b++) {
+		while (r->names[b]) {
+			struct fw_entry *e = r->names[b];
+
+			r->names[b] = e->next;
+			if (e->priv && r->priv_free)
+				r->priv_free(e->priv);
+			fw_compiled_set_free(&e->live);
+			fw_trie_cache_drop(&e->tries);
+			fw_domain_policy_put(e->domains);
+			pthread_mutex_destroy(&e->op);
+			free(e);
+		}
+	}
+	fw_policy_free(&r->overlay);
+	pthread_mutex_destroy(&r->lock);
+	pthread_mutex_destroy(&r->reap_lock);
+	memset(r, 0, sizeof(*r));
+}
+
+struct fw_entry *fw_reg_get(struct fw_registry *r, const char *name, bool create)
+{
+	struct fw_entry *e;
+
+	if (!name[0] || strnlen(name, FW_NAME_LEN) >= FW_NAME_LEN)
+		return NULL;
+	pthread_mutex_lock(&r->lock);
+	e = lookup_locked(r, name);
+	if (!e && create)
+		e = entry_new(r, name);
+	if (e)
+		e->refs++;
+	pthread_mutex_unlock(&r->lock);
+	if (e)
+		pthread_mutex_lock(&e->op);
+	return e;
+}
+
+void fw_reg_put(struct fw_registry *r, struct fw_entry *e)
+{
+	pthread_mutex_unlock(&e->op);
+	pthread_mutex_lock(&r->lock);
+	if (--e->refs == 0 && e->id == 0 && !e->priv)
+		entry_unlink_locked(r, e);
+	pthread_mutex_unlock(&r->lock);
+}
+
+struct fw_entry *fw_reg_find(struct fw_registry *r, const char *name)
+{
+	struct fw_entry *e;
+
+	pthread_mutex_lock(&r->lock);
+	e = lookup_locked(r, name);
+	pthread_mutex_unlock(&r->lock);
+	return e;
+}
+
+int fw_reg_set_overlay(struct fw_registry *r, const struct fw_policy *overlay)
+{
+	struct fw_policy copy, old;
+	int err;
+
+	fw_policy_init(&copy);
+	if (overlay) {
+		err = fw_policy_copy(&copy, overlay);
+		if (err)
+			return err;
+	}
+	pthread_mutex_lock(&r->lock);
+	old = r->overlay;
+	r->overlay = copy;
+	pthread_mutex_unlock(&r->lock);
+	fw_policy_free(&old);
+	return 0;
+}
+
+void fw_reg_name_of(struct fw_registry *r, __u32 id, char *buf, size_t len)
+{
+	pthread_mutex_lock(&r->lock);
+	if (id < FW_MAX_SUBJECTS && r->by_id[id])
+		snprintf(buf, len, "%s", r->by_id[id]->meta.name);
+	else if (len)
+		buf[0] = '\0';
+	pthread_mutex_unlock(&r->lock);
+}
+
+size_t fw_reg_count(struct fw_registry *r)
+{
+	size_t n;
+
+	pthread_mutex_lock(&r->lock);
+	n = r->count;
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+void fw_domain_policy_put(struct fw_domain_policy *d)
+{
+	if (d && __atomic_sub_fetch(&d->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		fw_policy_free(&d->policy);
+		free(d);
+	}
+}
+
+struct fw_domain_policy *fw_reg_domains(struct fw_registry *r, __u32 id)
+{
+	struct fw_domain_policy *d = NULL;
+
+	if (id == 0 || id >= FW_MAX_SUBJECTS)
+		return NULL;
+	pthread_mutex_lock(&r->lock);
+	if (r->by_id[id] && r->by_id[id]->id == id)
+		d = r->by_id[id]->domains;
+	if (d)
+		__atomic_add_fetch(&d->refs, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&r->lock);
+	return d;
+}
+
+static bool is_domain_rule(const struct fw_policy_rule *rule)
+{
+	return rule->kind == FW_TARGET_DOMAIN || rule->kind == FW_TARGET_WILDCARD;
+}
+
+static __u64 domain_rules_hash(__u64 h, const struct fw_policy *p)
+{
+	for (size_t i = 0; i < p->nrules; i++) {
+		const struct fw_policy_rule *rule = &p->rules[i];
+
+		if (!is_domain_rule(rule))
+			continue;
+		h = fw_fnv(h, &rule->action, sizeof(rule->action));
+		h = fw_fnv(h, &rule->kind, sizeof(rule->kind));
+		h = fw_fnv(h, rule->domain, strlen(rule->domain) + 1);
+		h = fw_fnv(h, &rule->nports, sizeof(rule->nports));
+		if (rule->nports)
+			h = fw_fnv(h, rule->ports, rule->nports * sizeof(rule->ports[0]));
+	}
+	return h;
+}
+
+static int add_domain_rules(struct fw_policy *dst, const struct fw_policy *src)
+{
+	for (size_t i = 0; i < src->nrules; i++) {
+		if (!is_domain_rule(&src->rules[i]))
+			continue;
+		int err = fw_policy_rule_copy(&dst->rules[dst->nrules], &src->rules[i]);
+
+		if (err)
+			return err;
+		dst->nrules++;
+	}
+	return 0;
+}
+
+/* Builds the domain policy of spec behind overlay; *out is NULL when it
+ * equals cur (nothing to publish). */
+static int domains_build(const struct fw_policy *overlay, const struct fw_static_subject *spec,
+			 const struct fw_domain_policy *cur, struct fw_domain_policy **out)
+{
+	struct fw_domain_policy *d;
+	__u64 h = FW_FNV_BASIS;
+	size_t n = overlay->nrules + spec->policy.nrules;
+	int err;
+
+	*out = NULL;
+	h = fw_fnv(h, &spec->state, sizeof(spec->state));
+	h = fw_fnv(h, &spec->policy.default_action, sizeof(spec->policy.default_action));
+	h = domain_rules_hash(h, overlay);
+	h = fw_fnv(h, "|", 1);
+	h = domain_rules_hash(h, &spec->policy);
+	if (cur && cur->hash == h)
+		return 0;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	fw_policy_init(&d->policy);
+	d->policy.rules = calloc(n ? n : 1, sizeof(*d->policy.rules));
+	if (!d->policy.rules) {
+		free(d);
+		return -ENOMEM;
+	}
+	d->policy.default_action = spec->policy.default_action;
+	err = add_domain_rules(&d->policy, overlay);
+	if (!err)
+		err = add_domain_rules(&d->policy, &spec->policy);
+	if (err) {
+		fw_policy_free(&d->policy);
+		free(d);
+		return err;
+	}
+	d->refs = 1;
+	d->state = spec->state;
+	d->hash = h;
+	*out = d;
+	return 0;
+}
+
+/* Publishes d (may be NULL: nothing changed) for e under the registry lock;
+ * tells the DNS side when the same id's policy changed. */
+static void domains_publish(struct fw_registry *r, struct fw_entry *e, struct fw_domain_policy *d,
+			    bool same_id)
+{
+	struct fw_domain_policy *old;
+
+	if (!d)
+		return;
+	pthread_mutex_lock(&r->lock);
+	old = e->domains;
+	e->domains = d;
+	pthread_mutex_unlock(&r->lock);
+	fw_domain_policy_put(old);
+	if (same_id && old && r->on_domains)
+		r->on_domains(r->hook_ctx, e->id);
+}
+
+static bool has_addr(const struct fw_ip *addrs, size_t n, const struct fw_ip *a)
+{
+	for (size_t i = 0; i < n; i++)
+		if (memcmp(&addrs[i], a, sizeof(*a)) == 0)
+			return true;
+	return false;
+}
+
+static void drop_addr_locked(struct fw_entry *o, const struct fw_ip *a)
+{
+	for (size_t i = 0; i < o->naddrs; i++) {
+		if (memcmp(&o->addrs[i], a, sizeof(*a)) == 0) {
+			o->addrs[i] = o->addrs[--o->naddrs];
+			return;
+		}
+	}
+}
+
+/* The other subject that dispatch sends a to, or NULL (lock held). */
+static struct fw_entry *addr_owner_locked(struct fw_registry *r, const struct fw_ip *a)
+{
+	struct fw_subject cur;
+
+	if (bpf_map_lookup_elem(r->dp->dispatch_fd, a, &cur) || cur.id >= FW_MAX_SUBJECTS)
+		return NULL;
+	return r->by_id[cur.id];
+}
+
+int fw_reg_addr_owner(struct fw_registry *r, const struct fw_ip *a, char *name, size_t len,
+		      enum fw_origin *origin)
+{
+	struct fw_entry *o;
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&r->lock);
+	o = addr_owner_locked(r, a);
+	if (o && o->id) {
+		snprintf(name, len, "%s", o->meta.name);
+		*origin = (enum fw_origin)o->meta.origin;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return ret;
+}
+
+/* Points addrs at ks; held gets the addresses e holds afterwards. With
+ * takeover (a new binding: it wins), an address another subject holds is
+ * taken over and leaves that subject's list, so the old subject's later
+ * updates or removal never touch it again; without (the same binding
+ * applied again), only addresses nobody holds are (re)claimed. Either way
+ * the static configuration owns its addresses: a protocol subject (origin
+ * not static) never takes one from a static subject. */
+static int claim_addrs_locked(struct fw_registry *r, struct fw_entry *e, const struct fw_ip *addrs,
+			      size_t n, const struct fw_subject *ks, __u32 origin, bool takeover,
+			      struct fw_ip held[FW_SUBJECT_MAX_ADDRS], size_t *nheld)
+{
+	*nheld = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct fw_entry *o = addr_owner_locked(r, &addrs[i]);
+		char buf[FW_ADDR_STRLEN];
+		int err;
+
+		if (o && o != e && o->id && o->id != ks->id) {
+			if (o->meta.origin == FW_ORIGIN_STATIC && origin != FW_ORIGIN_STATIC) {
+				fw_warn("subject %s: address %s stays with static subject %s",
+					e->meta.name[0] ? e->meta.name : "?",
+					fw_addr_str(&addrs[i], buf, sizeof(buf)), o->meta.name);
+				continue;
+			}
+			if (!takeover)
+				continue;
+			fw_info("address %s moves from %s to %s",
+				fw_addr_str(&addrs[i], buf, sizeof(buf)), o->meta.name,
+				e->meta.name);
+			drop_addr_locked(o, &addrs[i]);
+		}
+		err = fw_dp_dispatch_put(r->dp, &addrs[i], ks);
+		if (err)
+			return err;
+		held[(*nheld)++] = addrs[i];
+	}
+	return 0;
+}
+
+/* Retires id once nothing dispatches to it any more: its rule trie goes,
+ * its metadata says retired (so a restart does not reuse it either), and
+ * the id stays reserved until fw_reg_reap() has deleted its learned
+ * addresses, connection records and port exceptions. A constant number of
+ * map operations, whatever the size of the maps. */
+static void retire_id(struct fw_registry *r, __u32 id, const char *name)
+{
+	struct fw_subject_meta m = {.origin = FW_ORIGIN_RETIRED};
+	int err;
+
+	/* a failure leaves something unreachable behind, nothing more: the
+	 * reaper deletes the metadata in any case, and a rule slot left over
+	 * is replaced before the id's next owner turns active */
+	snprintf(m.name, sizeof(m.name), "%s", name);
+	err = fw_dp_meta_put(r->dp, id, &m);
+	if (err)
+		fw_err("subject %s: can't mark id %u retired: %s", name, id, strerror(-err));
+	err = fw_dp_rules_clear(r->dp, id);
+	if (err)
+		fw_err("subject %s: can't clear the rules of id %u: %s", name, id, strerror(-err));
+	/* retired in any case: nothing dispatches to it any more, and the
+	 * reaper deletes what is left before the id is handed out again */
+	pthread_mutex_lock(&r->lock);
+	if (r->by_id[id] && r->by_id[id]->id != id)
+		r->by_id[id] = NULL;
+	if (!r->id_dead[id]) {
+		r->id_dead[id] = true;
+		r->ndead++;
+	}
+	r->dead_ns[id] = fw_now_ns();
+	pthread_mutex_unlock(&r->lock);
+	/* after the id reads as retired: whatever the learner still adopts
+	 * for it, this drops */
+	if (r->on_release)
+		r->on_release(r->hook_ctx, id);
+}
+
+int fw_reg_reap(struct fw_registry *r, __u64 min_age_ns)
+{
+	bool *doomed = NULL;
+	__u64 now = fw_now_ns(), t0;
+	int n = 0, err = 0;
+
+	pthread_mutex_lock(&r->reap_lock);
+	pthread_mutex_lock(&r->lock);
+	if (r->ndead) {
+		doomed = calloc(FW_MAX_SUBJECTS, sizeof(*doomed));
+		if (!doomed)
+			err = -ENOMEM;
+		for (__u32 id = 1; doomed && id < FW_MAX_SUBJECTS; id++) {
+			if (r->id_dead[id] && now - r->dead_ns[id] >= min_age_ns) {
+				doomed[id] = true;
+				n++;
+			}
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (!n || err)
+		goto out;
+	/* nothing can add to these ids any more: no dispatch entry points at
+	 * them, the learner forgot them, and packets that looked them up
+	 * before they retired have long been processed */
+	t0 = fw_now_ns();
+	err = fw_dp_reap(r->dp, doomed);
+	if (err) {
+		fw_err("can't reap %d removed subjects: %s", n, strerror(-err));
+		goto out;
+	}
+	fw_info("reaper: %d subject ids emptied and freed in %llu ms", n,
+		(unsigned long long)((fw_now_ns() - t0) / 1000000));
+	for (__u32 id = 1; id < FW_MAX_SUBJECTS; id++) {
+		if (!doomed[id])
+			continue;
+		if (fw_dp_meta_del(r->dp, id)) {
+			doomed[id] = false; /* stays retired; the next round retries */
+			n--;
+			continue;
+		}
+		if (r->on_reap)
+			r->on_reap(r->hook_ctx, id);
+		pthread_mutex_lock(&r->lock);
+		r->id_dead[id] = false;
+		r->ndead--;
+		r->id_reserved[id] = false;
+		pthread_mutex_unlock(&r->lock);
+	}
+out:
+	pthread_mutex_unlock(&r->reap_lock);
+	free(doomed);
+	return err ? err : n;
+}
+
+int fw_reg_id_state(struct fw_registry *r, __u32 id, __u32 *gen)
+{
+	int st = 0;
+
+	if (id == 0 || id >= FW_MAX_SUBJECTS)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	if (r->id_dead[id])
+		st = -1;
+	else if (r->by_id[id] && r->by_id[id]->id == id)
+		st = 1;
+	if (gen)
+		*gen = r->id_gen[id];
+	pthread_mutex_unlock(&r->lock);
+	return st;
+}
+
+int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
+{
+	__u32 id = e->id;
+	int err = 0;
+
+	if (!id)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < e->naddrs && !err; i++)
+		err = fw_dp_dispatch_del(r->dp, &e->addrs[i], id);
+	if (!err) {
+		e->naddrs = 0;
+		r->by_id[id] = NULL;
+		r->count--;
+		e->id = 0;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (err) {
+		fw_err("subject %s: can't remove dispatch: %s", e->meta.name, strerror(-err));
+		return err;
+	}
+	/* from here on the subject is gone for traffic (its addresses are
+	 * unknown sources); what retire_id could not delete, the reaper does */
+	retire_id(r, id, e->meta.name);
+	fw_info("subject %s: removed (id %u)", e->meta.name, id);
+	memset(&e->ksub, 0, sizeof(e->ksub));
+	e->meta.binding_hash = e->meta.policy_hash = e->meta.fence_hash = 0;
+	e->meta.port_state = 0;
+	fw_compiled_set_free(&e->live);
+	fw_trie_cache_drop(&e->tries);
+	e->adopted = false;
+	pthread_mutex_lock(&r->lock);
+	fw_domain_policy_put(e->domains);
+	e->domains = NULL;
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+}
+
+/* Same identity: swap rules and update the binding in place. */
+static int key_cmp(const void *a, const void *b)
+{
+	const struct fw_compiled *x = a, *y = b;
+
+	if (x->key.prefixlen != y->key.prefixlen)
+		return x->key.prefixlen < y->key.prefixlen ? -1 : 1;
+	return memcmp(&x->key.addr, &y->key.addr, sizeof(x->key.addr));
+}
+
+/* When the new rule set differs from the live one in exactly one entry and
+ * neither uses per-port exceptions, that entry is changed in the live trie
+ * by one map operation: one atomic step from the old set to the new, with
+ * no new trie and no RCU grace period for the outer map. Returns 1 when it
+ * did, 0 when a whole swap is needed, or a negative errno. */
+static int edit_one(struct fw_registry *r, struct fw_entry *e, const struct fw_compiled_set *set)
+{
+	const struct fw_compiled_set *old = &e->live;
+	struct fw_compiled *a = NULL, *b = NULL, op;
+	size_t i = 0, j = 0, diffs = 0;
+	bool del = false;
+	int ret = 0;
+
+	if (!old->entries || old->nports || set->nports || old->n + 1 < set->n ||
+	    set->n + 1 < old->n)
+		return 0;
+	a = malloc(old->n * sizeof(*a));
+	b = malloc(set->n * sizeof(*b));
+	if (!a || !b)
+		goto out;
+	memcpy(a, old->entries, old->n * sizeof(*a));
+	memcpy(b, set->entries, set->n * sizeof(*b));
+	qsort(a, old->n, sizeof(*a), key_cmp);
+	qsort(b, set->n, sizeof(*b), key_cmp);
+	while ((i < old->n || j < set->n) && diffs < 2) {
+		int c = i == old->n ? 1 : j == set->n ? -1 : key_cmp(&a[i], &b[j]);
+
+		if (c < 0) {
+			op = a[i++];
+			del = true;
+			diffs++;
+		} else if (c > 0) {
+			op = b[j++];
+			del = false;
+			diffs++;
+		} else {
+			if (memcmp(&a[i].rule, &b[j].rule, sizeof(a[i].rule))) {
+				op = b[j];
+				del = false;
+				diffs++;
+			}
+			i++;
+			j++;
+		}
+	}
+	if (diffs != 1)
+		goto out;
+	ret = fw_dp_rules_edit(r->dp, e->id, &op, del);
+	if (!ret)
+		ret = 1;
+out:
+	free(a);
+	free(b);
+	return ret;
+}
+
+/* Remembers set as the live trie's content (a copy). */
+static void remember_live(struct fw_entry *e, const struct fw_compiled_set *set)
+{
+	struct fw_compiled_set copy = {};
+
+	fw_compiled_set_free(&e->live);
+	copy.entries = malloc((set->n ? set->n : 1) * sizeof(*copy.entries));
+	copy.ports = malloc((set->nports ? set->nports : 1) * sizeof(*copy.ports));
+	if (!copy.entries || !copy.ports) {
+		fw_compiled_set_free(&copy);
+		return; /* unknown: the next change swaps the whole trie */
+	}
+	if (set->n)
+		memcpy(copy.entries, set->entries, set->n * sizeof(*copy.entries));
+	if (set->nports)
+		memcpy(copy.ports, set->ports, set->nports * sizeof(*copy.ports));
+	copy.n = set->n;
+	copy.nports = set->nports;
+	e->live = copy;
+}
+
+static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
+			  const struct fw_static_subject *spec, const struct fw_compiled_set *set,
+			  __u64 phash, __u64 bhash, __u32 origin, bool *changed)
+{
+	struct fw_ip held[FW_SUBJECT_MAX_ADDRS];
+	struct fw_subject ks;
+	size_t nheld;
+	int err = 0;
+
+	/* a denying subject drops everything before its rules are read: its
+	 * rule set is written when it turns active, not before */
+	if (e->meta.policy_hash != phash && spec->state == FW_STATE_ACTIVE) {
+		/* the live trie's content in kernel form: the compiled set,
+		 * when it has no port sets (whose ids carry a generation) */
+		bool known = e->live.entries && !e->live.nports;
+
+		err = e->meta.policy_hash ? edit_one(r, e, set) : 0;
+		if (err == 0)
+			err = fw_dp_policy_swap(r->dp, e->id, set, &e->meta.port_state, &e->tries,
+						known ? e->live.entries : NULL,
+						known ? e->live.n : 0);
+		else if (err == 1)
+			err = 0;
+		if (err) {
+			fw_compiled_set_free(&e->live);
+			return err;
+		}
+		remember_live(e, set);
+		e->meta.policy_hash = phash;
+		*changed = true;
+	}
+	build_ksub(&ks, e->id, spec);
+
+	pthread_mutex_lock(&r->lock);
+	if (e->meta.binding_hash != bhash) {
+		/* new addresses first, then the ones that went: the subject is
+		 * reachable by dispatch throughout */
+		struct fw_ip old[FW_SUBJECT_MAX_ADDRS];
+		size_t nold = e->naddrs;
+
+		memcpy(old, e->addrs, sizeof(old[0]) * nold);
+		err = claim_addrs_locked(r, e, spec->addrs, spec->naddrs, &ks, origin, true, held,
+					 &nheld);
+		if (!err) {
+			for (size_t i = 0; i < nold; i++)
+				if (!has_addr(held, nheld, &old[i]))
+					fw_dp_dispatch_del(r->dp, &old[i], e->id);
+			memcpy(e->addrs, held, sizeof(held[0]) * nheld);
+			e->naddrs = nheld;
+			e->ksub = ks;
+			*changed = true;
+		}
+	} else if (memcmp(&ks, &e->ksub, sizeof(ks)) != 0 || e->naddrs != spec->naddrs) {
+		/* also when an address was taken from e: a static subject
+		 * takes its own back, a protocol subject one that no static
+		 * subject holds any more */
+		err = claim_addrs_locked(r, e, spec->addrs, spec->naddrs, &ks, origin,
+					 origin == FW_ORIGIN_STATIC, held, &nheld);
+		if (!err) {
+			*changed = *changed || nheld != e->naddrs ||
+				   memcmp(&ks, &e->ksub, sizeof(ks)) != 0;
+			memcpy(e->addrs, held, sizeof(held[0]) * nheld);
+			e->naddrs = nheld;
+			e->ksub = ks;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (err)
+		return err;
+	e->meta.binding_hash = bhash;
+	snprintf(e->meta.ifname, sizeof(e->meta.ifname), "%s", spec->ifname);
+	return 0;
+}
+
+/* New identity: a fresh id, written completely before dispatch points at
+ * it, then the old id (if any) released. */
+static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
+			const struct fw_static_subject *spec, const struct fw_compiled_set *set,
+			struct fw_subject_meta *meta)
+{
+	struct fw_ip old[FW_SUBJECT_MAX_ADDRS], held[FW_SUBJECT_MAX_ADDRS];
+	struct fw_subject ks;
+	__u32 id, old_id;
+	size_t nold, nheld;
+	int err;
+
+	pthread_mutex_lock(&r->lock);
+	id = reserve_id_locked(r);
+	pthread_mutex_unlock(&r->lock);
+	if (!id && fw_reg_reap(r, 0) >= 0) {
+		/* every free id was waiting for the reaper (this one, or one
+		 * that was running already) */
+		pthread_mutex_lock(&r->lock);
+		id = reserve_id_locked(r);
+		pthread_mutex_unlock(&r->lock);
+	}
+	if (!id) {
+		fw_err("subject %s: no free subject id (limit %u)", spec->name,
+		       FW_MAX_SUBJECTS - 1);
+		return -ENOSPC;
+	}
+	/* a free id holds nothing: fw_reg_reap() emptied it before freeing
+	 * it, and fw_learn_new() deleted what no id held at start */
+	meta->port_state = 0;
+	err = fw_dp_subject_reset(r->dp, id);
+	if (!err && spec->state == FW_STATE_ACTIVE)
+		err = fw_dp_policy_swap(r->dp, id, set, &meta->port_state, NULL, NULL, 0);
+	else
+		meta->policy_hash = 0; /* no rule set until it turns active */
+	if (!err)
+		err = fw_dp_meta_put(r->dp, id, meta);
+	if (err)
+		goto undo;
+	build_ksub(&ks, id, spec);
+
+	pthread_mutex_lock(&r->lock);
+	err = claim_addrs_locked(r, e, spec->addrs, spec->naddrs, &ks, meta->origin, true, held,
+				 &nheld);
+	if (err) {
+		/* some addresses may point at the new id: retry converges */
+		pthread_mutex_unlock(&r->lock);
+		fw_err("subject %s: can't program dispatch: %s", spec->name, strerror(-err));
+		goto undo_dispatch;
+	}
+	old_id = e->id;
+	nold = e->naddrs;
+	memcpy(old, e->addrs, sizeof(old[0]) * nold);
+	for (size_t i = 0; i < nold && old_id; i++)
+		if (!has_addr(held, nheld, &old[i]))
+			fw_dp_dispatch_del(r->dp, &old[i], old_id);
+	if (old_id)
+		r->by_id[old_id] = NULL;
+	else
+		r->count++;
+	r->by_id[id] = e;
+	e->id = id;
+	e->ksub = ks;
+	memcpy(e->addrs, held, sizeof(held[0]) * nheld);
+	e->naddrs = nheld;
+	pthread_mutex_unlock(&r->lock);
+
+	e->meta = *meta;
+	e->adopted = false;
+	fw_compiled_set_free(&e->live);
+	fw_trie_cache_drop(&e->tries); /* the old id's */
+	if (spec->state == FW_STATE_ACTIVE)
+		remember_live(e, set);
+	if (old_id) {
+		fw_info("subject %s: rebound (id %u -> %u)", spec->name, old_id, id);
+		retire_id(r, old_id, spec->name); /* the rebind stands either way */
+		return 0;
+	}
+	fw_info("subject %s: added (id %u, %s)", spec->name, id,
+		spec->state == FW_STATE_ACTIVE ? "active" : "denying");
+	return 0;
+
+undo_dispatch:
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < spec->naddrs; i++)
+		fw_dp_dispatch_del(r->dp, &spec->addrs[i], id);
+	pthread_mutex_unlock(&r->lock);
+undo:
+	/* a query may have been learned for id while its dispatch was up */
+	retire_id(r, id, spec->name);
+	return err;
+}
+
+int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_static_subject *spec,
+		 enum fw_origin origin, __u64 fence_hash, bool *changed)
+{
+	struct fw_subject_meta meta = {};
+	struct fw_compiled_set set = {};
+	struct fw_domain_policy *domains = NULL;
+	struct fw_policy overlay;
+	__u64 bhash, phash;
+	bool dummy, same;
+	int err;
+
+	if (!changed)
+		changed = &dummy;
+	*changed = false;
+
+	fw_policy_init(&overlay);
+	pthread_mutex_lock(&r->lock);
+	err = fw_policy_copy(&overlay, &r->overlay);
+	pthread_mutex_unlock(&r->lock);
+	if (!err)
+		err = fw_policy_compile_set(&overlay, &spec->policy, &set);
+	if (err) {
+		fw_policy_free(&overlay);
+		fw_err("subject %s: can't compile policy: %s", spec->name, strerror(-err));
+		return err;
+	}
+	phash = fw_compiled_set_hash(&set);
+	bhash = fw_binding_hash(spec);
+
+	same = e->id && (fence_hash ? e->meta.fence_hash == fence_hash
+				    : !e->meta.fence_hash && e->meta.binding_hash == bhash);
+	if (same) {
+		pthread_mutex_lock(&r->lock);
+		err = domains_build(&overlay, spec, e->domains, &domains);
+		pthread_mutex_unlock(&r->lock);
+		if (!err)
+			err = apply_in_place(r, e, spec, &set, phash, bhash, origin, changed);
+		if (!err)
+			domains_publish(r, e, domains, true);
+		else
+			fw_domain_policy_put(domains);
+		if (!err) {
+			bool meta_changed =
+				e->adopted || e->meta.origin != (__u32)origin || *changed;
+
+			e->adopted = false;
+			e->meta.origin = origin;
+			if (meta_changed)
+				err = fw_dp_meta_put(r->dp, e->id, &e->meta);
+		}
+		goto out;
+	}
+
+	snprintf(meta.name, sizeof(meta.name), "%s", spec->name);
+	snprintf(meta.ifname, sizeof(meta.ifname), "%s", spec->ifname);
+	meta.binding_hash = bhash;
+	meta.policy_hash = phash;
+	meta.origin = origin;
+	meta.fence_hash = fence_hash;
+	err = domains_build(&overlay, spec, NULL, &domains);
+	if (!err)
+		err = apply_new_id(r, e, spec, &set, &meta);
+	if (!err) {
+		domains_publish(r, e, domains, false);
+		*changed = true;
+	} else {
+		fw_domain_policy_put(domains);
+	}
+out:
+	fw_policy_free(&overlay);
+	fw_compiled_set_free(&set);
+	return err;
+}
+
+int fw_reg_upsert(struct fw_registry *r, const struct fw_static_subject *spec,
+		  enum fw_origin origin, bool *changed)
+{
+	struct fw_entry *e = fw_reg_get(r, spec->name, true);
+	int err;
+
+	if (!e)
+		return -ENOMEM;
+	err = fw_reg_apply(r, e, spec, origin, 0, changed);
+	fw_reg_put(r, e);
+	return err;
+}
+
+/* Names of the entries pick() selects, copied under the lock so the
+ * caller can work on each without holding it. */
+static char (*collect(struct fw_registry *r,
+		      bool (*pick)(const struct fw_entry *e, const void *ctx), const void *ctx,
+		      size_t *n))[FW_NAME_LEN]
+{
+	char(*names)[FW_NAME_LEN] = NULL;
+	size_t cap = 0;
+
+	*n = 0;
+	pthread_mutex_lock(&r->lock);
+	for (int b = 0; b < FW_REG_BUCKETS; b++) {
+		for (struct fw_entry *e = r->names[b]; e; e = e->next) {
+			if (!pick(e, ctx))
+				continue;
+			if (*n == cap) {
+				size_t ncap = cap ? cap * 2 : 64;
+				char(*grown)[FW_NAME_LEN] = realloc(names, ncap * FW_NAME_LEN);
+
+				if (!grown)
+					goto out;
+				names = grown;
+				cap = ncap;
+			}
+			memcpy(names[(*n)++], e->meta.name, FW_NAME_LEN);
+		}
+	}
+out:
+	pthread_mutex_unlock(&r->lock);
+	return names;
+}
+
+static bool pick_static(const struct fw_entry *e, const void *ctx)
+{
+	(void)ctx;
+	return e->id && e->meta.origin == FW_ORIGIN_STATIC;
+}
+
+int fw_reg_sync_static(struct fw_registry *r, const struct fw_cfg *cfg, bool prune_adopted)
+{
+	char(*names)[FW_NAME_LEN];
+	int err, ret = 0;
+	size_t n;
+
+	err = fw_reg_set_overlay(r, &cfg->overlay);
+	if (err)
+		return err;
+	for (size_t i = 0; i < cfg->nsubjects; i++) {
+		struct fw_entry *e = fw_reg_get(r, cfg->subjects[i].name, true);
+
+		if (!e) {
+			ret = ret ? ret : -ENOMEM;
+			continue;
+		}
+		if (e->id && e->meta.origin != FW_ORIGIN_STATIC && !e->adopted) {
+			fw_err("static subject %s: the name is held by a protocol subject",
+			       cfg->subjects[i].name);
+			ret = ret ? ret : -EEXIST;
+		} else {
+			err = fw_reg_apply(r, e, &cfg->subjects[i], FW_ORIGIN_STATIC, 0, NULL);
+			if (err && !ret)
+				ret = err;
+		}
+		fw_reg_put(r, e);
+	}
+
+	names = collect(r, pick_static, NULL, &n);
+	for (size_t i = 0; i < n; i++) {
+		bool wanted = false;
+		struct fw_entry *e;
+
+		for (size_t j = 0; j < cfg->nsubjects && !wanted; j++)
+			wanted = strncmp(cfg->subjects[j].name, names[i], FW_NAME_LEN) == 0;
+		e = fw_reg_get(r, names[i], false);
+		if (!e)
+			continue;
+		/* apply() confirmed every wanted subject; what is still
+		 * adopted here nobody has claimed */
+		if (e->id && e->meta.origin == FW_ORIGIN_STATIC &&
+		    (e->adopted ? prune_adopted : !wanted)) {
+			err = fw_reg_unbind(r, e);
+			if (err && !ret)
+				ret = err;
+		}
+		fw_reg_put(r, e);
+	}
+	free(names);
+	return ret;
+}
+
+static bool pick_protocol(const struct fw_entry *e, const void *ctx)
+{
+	(void)ctx;
+	return e->id && e->meta.origin == FW_ORIGIN_ACTIONS;
+}
+
+char (*fw_reg_protocol_names(struct fw_registry *r, size_t *n))[FW_NAME_LEN]
+{
+	return collect(r, pick_protocol, NULL, n);
+}
+
+static bool pick_adopted(const struct fw_entry *e, const void *ctx)
+{
+	return e->id && e->adopted && e->meta.origin == *(const __u32 *)ctx;
+}
+
+int fw_reg_prune_adopted(struct fw_registry *r, enum fw_origin origin)
+{
+	__u32 o = origin;
+	char(*names)[FW_NAME_LEN];
+	int removed = 0, ret = 0;
+	size_t n;
+
+	names = collect(r, pick_adopted, &o, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct fw_entry *e = fw_reg_get(r, names[i], false);
+		int err;
+
+		if (!e)
+			continue;
+		if (e->id && e->adopted) {
+			fw_info("subject %s: not confirmed after restart, removing", names[i]);
+			err = fw_reg_unbind(r, e);
+			if (err && !ret)
+				ret = err;
+			else if (!err)
+				removed++;
+		}
+		fw_reg_put(r, e);
+	}
+	free(names);
+	return ret ? ret : removed;
+}
+
+static bool pick_bound_iface(const struct fw_entry *e, const void *ctx)
+{
+	(void)ctx;
+	return e->id && e->meta.ifname[0];
+}
+
+int fw_reg_links_changed(struct fw_registry *r)
+{
+	char(*names)[FW_NAME_LEN];
+	size_t n;
+	int ret = 0;
+
+	names = collect(r, pick_bound_iface, NULL, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct fw_entry *e = fw_reg_get(r, names[i], false);
+		struct fw_subject ks;
+		int err = 0;
+
+		if (!e)
+			continue;
+		ks = e->ksub;
+		ks.ifindex = resolve_ifindex(e->meta.ifname);
+		if (e->id && ks.ifindex != e->ksub.ifindex) {
+			struct fw_ip held[FW_SUBJECT_MAX_ADDRS], mine[FW_SUBJECT_MAX_ADDRS];
+			size_t nheld, nmine;
+
+			pthread_mutex_lock(&r->lock);
+			nmine = e->naddrs;
+			memcpy(mine, e->addrs, sizeof(mine[0]) * nmine);
+			err = claim_addrs_locked(r, e, mine, nmine, &ks, e->meta.origin, false,
+						 held, &nheld);
+			if (!err) {
+				memcpy(e->addrs, held, sizeof(held[0]) * nheld);
+				e->naddrs = nheld;
+			}
+			pthread_mutex_unlock(&r->lock);
+			if (!err) {
+				fw_info("subject %s: host interface %s is now ifindex %d",
+					e->meta.name, e->meta.ifname,
+					ks.ifindex == FW_IFINDEX_MISSING ? -1 : (int)ks.ifindex);
+				e->ksub = ks;
+			} else {
+				ret = err;
+			}
+		}
+		fw_reg_put(r, e);
+	}
+	free(names);
+	return ret;
+}

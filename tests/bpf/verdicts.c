@@ -284,6 +284,7 @@ static struct {
 	struct fw_registry reg;
 	struct ring_buffer *rb;
 	struct fw_config cfg;
+	struct fw_config base_cfg; /* the fixture's */
 	char pin_root[64];
 	bool pinned;
 	char dummy[IF_NAMESIZE];
@@ -291,6 +292,7 @@ static struct {
 	char port2[IF_NAMESIZE]; /* a second port, for the l2 scenario */
 	int port2_ifindex;
 	__u32 swap_id;
+	bool dirty; /* a subject changed since the fixture was put in */
 	struct fw_event ev[MAX_EVENTS];
 	size_t nev, ev_lost;
 } t;
@@ -360,6 +362,7 @@ static int subject_put(const struct subject_def *d)
 		ret = fw_policy_add_rule(&spec.policy, action, target, nports ? port_list : NULL,
 					 nports, err, sizeof(err));
 	}
+	t.dirty = true;
 	if (!ret)
 		ret = fw_reg_upsert(&t.reg, &spec, FW_ORIGIN_STATIC, NULL);
 	fw_policy_free(&spec.policy);
@@ -425,6 +428,7 @@ static int dns_proxy_gateway_only(void)
 /* An active subject whose rule set is gone must fail closed. */
 static int epsilon_rules_cleared(void)
 {
+	t.dirty = true;
 	return fw_dp_rules_clear(t.dp, id_of("epsilon")) ? -1 : 0;
 }
 
@@ -571,6 +575,7 @@ static int dummy_bound_from_link(void)
 struct row {
 	const char *desc;
 	int (*setup)(void); /* precondition, through the control plane */
+	bool then;	    /* runs on the state the row before left: one group */
 	enum prog prog;
 	bool on_dummy; /* ctx ifindex = the dummy interface, else loopback */
 	bool on_port2; /* ctx ifindex = the second test interface (l2 scenario) */
@@ -727,26 +732,26 @@ static const struct row rows[] = {
 	/* flows the pod opens into a sandbox */
 	{"egress: pod (gateway) opens tcp to alpha:8000", .prog = EGRESS,
 	 .pkt = TCP4(ALPHA_GW4, ALPHA4, 43210, 8000), .verdict = TC_ACT_OK},
-	{"v4 tcp reply on the pod-opened flow",
+	{"v4 tcp reply on the pod-opened flow", .then = true,
 	 .pkt = TCP4(ALPHA4, ALPHA_GW4, 8000, 43210, .tcp_flags = TH_SYN | TH_ACK),
 	 PASS(FW_PASS_POD_REPLY), .subject = "alpha"},
-	{"v4 tcp 'reply' from a port the pod never opened",
+	{"v4 tcp 'reply' from a port the pod never opened", .then = true,
 	 .pkt = TCP4(ALPHA4, ALPHA_GW4, 8001, 43210, .tcp_flags = TH_SYN | TH_ACK),
 	 DROP(FW_DROP_POD_LOCAL), .subject = "alpha"},
-	{"v4 udp 'reply' on a tcp-only flow", .pkt = UDP4(ALPHA4, ALPHA_GW4, 8000, 43210),
-	 DROP(FW_DROP_POD_LOCAL), .subject = "alpha"},
+	{"v4 udp 'reply' on a tcp-only flow", .then = true,
+	 .pkt = UDP4(ALPHA4, ALPHA_GW4, 8000, 43210), DROP(FW_DROP_POD_LOCAL), .subject = "alpha"},
 	{"egress: pod (gateway) sends udp to alpha:9000", .prog = EGRESS,
 	 .pkt = UDP4(ALPHA_GW4, ALPHA4, 43211, 9000), .verdict = TC_ACT_OK},
-	{"v4 udp reply on the pod-opened flow", .pkt = UDP4(ALPHA4, ALPHA_GW4, 9000, 43211),
-	 PASS(FW_PASS_POD_REPLY), .subject = "alpha"},
+	{"v4 udp reply on the pod-opened flow", .then = true,
+	 .pkt = UDP4(ALPHA4, ALPHA_GW4, 9000, 43211), PASS(FW_PASS_POD_REPLY), .subject = "alpha"},
 	{"egress: pod (local address) opens v6 tcp to alpha:8000", .prog = EGRESS,
 	 .pkt = TCP6(LOCAL6, ALPHA6, 43212, 8000), .verdict = TC_ACT_OK},
-	{"v6 tcp reply on the pod-opened flow",
+	{"v6 tcp reply on the pod-opened flow", .then = true,
 	 .pkt = TCP6(ALPHA6, LOCAL6, 8000, 43212, .tcp_flags = TH_SYN | TH_ACK),
 	 PASS(FW_PASS_POD_REPLY), .subject = "alpha"},
 	{"egress: the internet talking to alpha records nothing", .prog = EGRESS,
 	 .pkt = TCP4(OK4, ALPHA4, 443, 8002), .verdict = TC_ACT_OK},
-	{"v4 tcp to the gateway from that port is still pod-local",
+	{"v4 tcp to the gateway from that port is still pod-local", .then = true,
 	 .pkt = TCP4(ALPHA4, ALPHA_GW4, 8002, 443), DROP(FW_DROP_POD_LOCAL), .subject = "alpha"},
 
 	/* DNS that would bypass the proxy */
@@ -758,24 +763,24 @@ static const struct row rows[] = {
 	 DROP(FW_DROP_DOT), .subject = "alpha"},
 	{"doh list: tcp 443 to a listed address", .setup = doh_list,
 	 .pkt = TCP4(ALPHA4, DOH4, 40000, 443), DROP(FW_DROP_DOH), .subject = "alpha"},
-	{"doh list: v6 tcp 443 to a listed address", .pkt = TCP6(ALPHA6, DOH6, 40000, 443),
-	 DROP(FW_DROP_DOH), .subject = "alpha"},
-	{"doh list: tcp 443 to an allowed unlisted address", .pkt = TCP4(ALPHA4, OK4, 40000, 443),
-	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
-	{"doh list: tcp 80 to a listed address", .pkt = TCP4(ALPHA4, DOH4, 40000, 80),
-	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
-	{"doh list: udp 443 to a listed address", .pkt = UDP4(ALPHA4, DOH4, 40000, 443),
-	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"doh list: v6 tcp 443 to a listed address", .setup = doh_list,
+	 .pkt = TCP6(ALPHA6, DOH6, 40000, 443), DROP(FW_DROP_DOH), .subject = "alpha"},
+	{"doh list: tcp 443 to an allowed unlisted address", .setup = doh_list,
+	 .pkt = TCP4(ALPHA4, OK4, 40000, 443), PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"doh list: tcp 80 to a listed address", .setup = doh_list,
+	 .pkt = TCP4(ALPHA4, DOH4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"doh list: udp 443 to a listed address", .setup = doh_list,
+	 .pkt = UDP4(ALPHA4, DOH4, 40000, 443), PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
 	{"doh strict: tcp 443 to an allowed address", .setup = doh_strict,
 	 .pkt = TCP4(ALPHA4, OK4, 40000, 443), DROP(FW_DROP_DOH), .subject = "alpha"},
-	{"doh strict: v6 tcp 443 to an allowed address", .pkt = TCP6(ALPHA6, OK6, 40000, 443),
-	 DROP(FW_DROP_DOH), .subject = "alpha"},
-	{"doh strict: tcp 443 under default allow", .pkt = TCP4(BETA4, NOWHERE4, 40000, 443),
-	 DROP(FW_DROP_DOH), .subject = "beta"},
-	{"doh strict: udp 443 (quic) passes", .pkt = UDP4(ALPHA4, OK4, 40000, 443),
+	{"doh strict: v6 tcp 443 to an allowed address", .setup = doh_strict,
+	 .pkt = TCP6(ALPHA6, OK6, 40000, 443), DROP(FW_DROP_DOH), .subject = "alpha"},
+	{"doh strict: tcp 443 under default allow", .setup = doh_strict,
+	 .pkt = TCP4(BETA4, NOWHERE4, 40000, 443), DROP(FW_DROP_DOH), .subject = "beta"},
+	{"doh strict: udp 443 (quic) passes", .setup = doh_strict,
+	 .pkt = UDP4(ALPHA4, OK4, 40000, 443), PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"doh strict: tcp 80 passes", .setup = doh_strict, .pkt = TCP4(ALPHA4, OK4, 40000, 80),
 	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
-	{"doh strict: tcp 80 passes", .pkt = TCP4(ALPHA4, OK4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR),
-	 .subject = "alpha"},
 	{"doh off: tcp 443 to a listed address passes", .setup = doh_off,
 	 .pkt = TCP4(ALPHA4, DOH4, 40000, 443), PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
 
@@ -1046,131 +1051,136 @@ static const struct row rows[] = {
 	{"v6 na claiming the gateway's link-local address", .setup = dummy_bound_from_link,
 	 .pkt = ICMP6(LO_LL, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = GW_LL),
 	 DROP(FW_DROP_SPOOF)},
-	{"v6 na from its global address claiming the gateway's link-local address",
+	{"v6 na from its global address claiming the gateway's link-local address", .then = true,
 	 .pkt = ICMP6(ALPHA6, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = GW_LL),
 	 DROP(FW_DROP_SPOOF), .subject = "alpha"},
-	{"v6 ns from the gateway's link-local address",
+	{"v6 ns from the gateway's link-local address", .then = true,
 	 .pkt = ICMP6(GW_LL, SOLICITED_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6),
 	 DROP(FW_DROP_SPOOF)},
-	{"v6 MLDv2 report from the gateway's link-local address",
+	{"v6 MLDv2 report from the gateway's link-local address", .then = true,
 	 .pkt = ICMP6(GW_LL, "ff02::16", ICMP6_MLD2_REPORT, .hop_limit = 1, .ext = {X_HBH}),
 	 DROP(FW_DROP_SPOOF)},
-	{"v6 rs from the gateway's link-local address",
+	{"v6 rs from the gateway's link-local address", .then = true,
 	 .pkt = ICMP6(GW_LL, "ff02::2", ICMP6_RS, .hop_limit = 255), DROP(FW_DROP_SPOOF)},
-	{"v6 na claiming the sibling port's link-local address",
+	{"v6 na claiming the sibling port's link-local address", .then = true,
 	 .pkt = ICMP6(LO_LL, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = DUMMY_LL),
 	 DROP(FW_DROP_SPOOF)},
-	{"v6 duplicate address detection of the sibling port's link-local address",
+	{"v6 duplicate address detection of the sibling port's link-local address", .then = true,
 	 .pkt = ICMP6("::", "ff02::1:ff00:d", ICMP6_NS, .hop_limit = 255, .nd_target = DUMMY_LL),
 	 DROP(FW_DROP_SPOOF)},
-	{"v6 na for its own link-local address (EUI-64 of its MAC)",
+	{"v6 na for its own link-local address (EUI-64 of its MAC)", .then = true,
 	 .pkt = ICMP6(LO_LL, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = LO_LL,
 		      .nd_lladdr = PKT_MAC_SRC),
 	 PASS(FW_PASS_NEIGH)},
-	{"v6 ns from a new link-local address: learned for the port",
+	{"v6 ns from a new link-local address: learned for the port", .then = true,
 	 .pkt = ICMP6(LO_LL2, SOLICITED_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6),
 	 PASS(FW_PASS_NEIGH)},
-	{"v6 na for the learned link-local address",
+	{"v6 na for the learned link-local address", .then = true,
 	 .pkt = ICMP6(LO_LL2, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = LO_LL2),
 	 PASS(FW_PASS_NEIGH)},
-	{"v6 ns from a second new link-local address",
+	{"v6 ns from a second new link-local address", .then = true,
 	 .pkt = ICMP6("fe80::2:2", SOLICITED_GW6, ICMP6_NS, .hop_limit = 255,
 		      .nd_target = ALPHA_GW6),
 	 DROP(FW_DROP_ND_TARGET)},
-	{"v6 na claiming a second new link-local address",
+	{"v6 na claiming a second new link-local address", .then = true,
 	 .pkt = ICMP6(LO_LL, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = "fe80::2:3"),
 	 DROP(FW_DROP_ND_TARGET)},
-	{"sibling port: na claiming the first port's learned link-local address", .on_dummy = true,
+	{"sibling port: na claiming the first port's learned link-local address", .then = true,
+	 .on_dummy = true,
 	 .pkt = ICMP6(DUMMY_LL, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = LO_LL2),
 	 DROP(FW_DROP_SPOOF)},
-	{"sibling port: na from its bound subject for its own link-local address", .on_dummy = true,
+	{"sibling port: na from its bound subject for its own link-local address", .then = true,
+	 .on_dummy = true,
 	 .pkt = ICMP6(DELTA6, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = DUMMY_LL,
 		      .nd_lladdr = DUMMY_MAC),
 	 PASS(FW_PASS_NEIGH), .subject = "delta"},
 
 	/* the port's MAC: frames, ARP and ND link-layer options */
-	{"v4 to an allowed address from the sibling port's MAC",
+	{"v4 to an allowed address from the sibling port's MAC", .then = true,
 	 .pkt = UDP4(ALPHA4, OK4, 40000, 5000, .eth_src = DUMMY_MAC), DROP(FW_DROP_MAC_SPOOF),
 	 .subject = "alpha"},
-	{"v6 to an allowed address from the sibling port's MAC",
+	{"v6 to an allowed address from the sibling port's MAC", .then = true,
 	 .pkt = TCP6(ALPHA6, OK6, 40000, 80, .eth_src = DUMMY_MAC), DROP(FW_DROP_MAC_SPOOF),
 	 .subject = "alpha"},
-	{"v4 to an allowed address from a MAC no port has",
+	{"v4 to an allowed address from a MAC no port has", .then = true,
 	 .pkt = TCP4(ALPHA4, OK4, 40000, 80, .eth_src = STRANGER_MAC), DROP(FW_DROP_MAC_SPOOF),
 	 .subject = "alpha"},
-	{"v4 to an allowed address from the pod's MAC",
+	{"v4 to an allowed address from the pod's MAC", .then = true,
 	 .pkt = TCP4(ALPHA4, OK4, 40000, 80, .eth_src = POD_MAC), DROP(FW_DROP_MAC_SPOOF),
 	 .subject = "alpha"},
-	{"arp from the sibling port's MAC", .pkt = ARP_REQ(.eth_src = DUMMY_MAC),
+	{"arp from the sibling port's MAC", .then = true, .pkt = ARP_REQ(.eth_src = DUMMY_MAC),
 	 DROP(FW_DROP_MAC_SPOOF), .subject = "alpha"},
-	{"arp with the sibling port's MAC as sender hardware address",
+	{"arp with the sibling port's MAC as sender hardware address", .then = true,
 	 .pkt = ARP_REQ(.arp_sha = DUMMY_MAC), DROP(FW_DROP_MAC_SPOOF), .subject = "alpha"},
-	{"arp probe with the sibling port's MAC as sender hardware address",
+	{"arp probe with the sibling port's MAC as sender hardware address", .then = true,
 	 .pkt = ARP_REQ(.arp_sender = "0.0.0.0", .arp_sha = DUMMY_MAC), DROP(FW_DROP_MAC_SPOOF)},
-	{"v6 ns from the sibling port's MAC",
+	{"v6 ns from the sibling port's MAC", .then = true,
 	 .pkt = ICMP6(ALPHA6, SOLICITED_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6,
 		      .eth_src = DUMMY_MAC),
 	 DROP(FW_DROP_MAC_SPOOF), .subject = "alpha"},
-	{"v6 ns with the sibling port's MAC as source link-layer address",
+	{"v6 ns with the sibling port's MAC as source link-layer address", .then = true,
 	 .pkt = ICMP6(ALPHA6, SOLICITED_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6,
 		      .nd_lladdr = DUMMY_MAC),
 	 DROP(FW_DROP_MAC_SPOOF), .subject = "alpha"},
-	{"v6 na with the sibling port's MAC as target link-layer address",
+	{"v6 na with the sibling port's MAC as target link-layer address", .then = true,
 	 .pkt = ICMP6(ALPHA6, "ff02::1", ICMP6_NA, .hop_limit = 255, .nd_target = ALPHA6,
 		      .nd_lladdr = DUMMY_MAC),
 	 DROP(FW_DROP_MAC_SPOOF), .subject = "alpha"},
-	{"v6 rs with the pod's MAC as source link-layer address",
+	{"v6 rs with the pod's MAC as source link-layer address", .then = true,
 	 .pkt = ICMP6(LO_LL, "ff02::2", ICMP6_RS, .hop_limit = 255, .nd_lladdr = POD_MAC),
 	 DROP(FW_DROP_MAC_SPOOF)},
-	{"v6 dad with a foreign MAC as source link-layer address",
+	{"v6 dad with a foreign MAC as source link-layer address", .then = true,
 	 .pkt = ICMP6("::", "ff02::1:ff00:10", ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA6,
 		      .nd_lladdr = STRANGER_MAC),
 	 DROP(FW_DROP_MAC_SPOOF)},
-	{"v6 ns with its own MAC as source link-layer address",
+	{"v6 ns with its own MAC as source link-layer address", .then = true,
 	 .pkt = ICMP6(ALPHA6, SOLICITED_GW6, ICMP6_NS, .hop_limit = 255, .nd_target = ALPHA_GW6,
 		      .nd_lladdr = PKT_MAC_SRC),
 	 PASS(FW_PASS_NEIGH), .subject = "alpha"},
-	{"v6 rs with its own MAC as source link-layer address",
+	{"v6 rs with its own MAC as source link-layer address", .then = true,
 	 .pkt = ICMP6(LO_LL, "ff02::2", ICMP6_RS, .hop_limit = 255, .nd_lladdr = PKT_MAC_SRC),
 	 PASS(FW_PASS_NEIGH)},
-	{"sibling port: v4 from the first port's MAC", .on_dummy = true,
+	{"sibling port: v4 from the first port's MAC", .then = true, .on_dummy = true,
 	 .pkt = TCP4(DELTA4, OK4, 40000, 80, .eth_src = PKT_MAC_SRC), DROP(FW_DROP_MAC_SPOOF),
 	 .subject = "delta"},
-	{"sibling port: v4 from its own MAC", .on_dummy = true, .pkt = TCP4(DELTA4, OK4, 40000, 80),
-	 PASS(FW_PASS_ALLOW_CIDR), .subject = "delta"},
-	{"sibling port: arp from its own MAC", .on_dummy = true,
+	{"sibling port: v4 from its own MAC", .then = true, .on_dummy = true,
+	 .pkt = TCP4(DELTA4, OK4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "delta"},
+	{"sibling port: arp from its own MAC", .then = true, .on_dummy = true,
 	 .pkt = ARP_REQ(.arp_sender = DELTA4), PASS(FW_PASS_NEIGH), .subject = "delta"},
 
 	/* fragments */
 	{"v4 first fragment to allow cidr",
 	 .pkt = UDP4(ALPHA4, OK4, 40000, 5000, FRAG_FIRST(0x1234), .payload = 64),
 	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
-	{"v4 its middle fragment follows", .pkt = UDP4(ALPHA4, OK4, 0, 0, FRAG_LATER(0x1234, 9)),
-	 PASS(FW_PASS_FRAGMENT), .subject = "alpha"},
-	{"v4 its last fragment follows", .pkt = UDP4(ALPHA4, OK4, 0, 0, FRAG_LAST(0x1234, 18)),
-	 PASS(FW_PASS_FRAGMENT), .subject = "alpha"},
-	{"v4 later fragment of an unknown datagram",
+	{"v4 its middle fragment follows", .then = true,
+	 .pkt = UDP4(ALPHA4, OK4, 0, 0, FRAG_LATER(0x1234, 9)), PASS(FW_PASS_FRAGMENT),
+	 .subject = "alpha"},
+	{"v4 its last fragment follows", .then = true,
+	 .pkt = UDP4(ALPHA4, OK4, 0, 0, FRAG_LAST(0x1234, 18)), PASS(FW_PASS_FRAGMENT),
+	 .subject = "alpha"},
+	{"v4 later fragment of an unknown datagram", .then = true,
 	 .pkt = UDP4(ALPHA4, OK4, 0, 0, FRAG_LATER(0x9999, 9)), DROP(FW_DROP_FRAGMENT)},
-	{"v4 later fragment, same id, other protocol",
+	{"v4 later fragment, same id, other protocol", .then = true,
 	 .pkt = TCP4(ALPHA4, OK4, 0, 0, FRAG_LATER(0x1234, 9)), DROP(FW_DROP_FRAGMENT)},
-	{"v4 later fragment, same id, from another source",
+	{"v4 later fragment, same id, from another source", .then = true,
 	 .pkt = UDP4(BETA4, OK4, 0, 0, FRAG_LATER(0x1234, 9)), DROP(FW_DROP_FRAGMENT)},
 	{"v4 first fragment to deny cidr",
 	 .pkt = UDP4(ALPHA4, BAD4, 40000, 5000, FRAG_FIRST(0x4444), .payload = 64),
 	 DROP(FW_DROP_DENY_CIDR), .subject = "alpha"},
-	{"v4 later fragment of the denied datagram",
+	{"v4 later fragment of the denied datagram", .then = true,
 	 .pkt = UDP4(ALPHA4, BAD4, 0, 0, FRAG_LATER(0x4444, 9)), DROP(FW_DROP_FRAGMENT)},
 	{"v6 first fragment to allow cidr",
 	 .pkt = UDP6(ALPHA6, OK6, 40000, 5000, FRAG_FIRST(0xabcdef01), .payload = 64),
 	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
-	{"v6 its later fragment follows", .pkt = UDP6(ALPHA6, OK6, 0, 0, FRAG_LAST(0xabcdef01, 9)),
-	 PASS(FW_PASS_FRAGMENT), .subject = "alpha"},
+	{"v6 its later fragment follows", .then = true,
+	 .pkt = UDP6(ALPHA6, OK6, 0, 0, FRAG_LAST(0xabcdef01, 9)), PASS(FW_PASS_FRAGMENT),
+	 .subject = "alpha"},
 	{"v6 later fragment of an unknown datagram",
 	 .pkt = UDP6(ALPHA6, OK6, 0, 0, FRAG_LATER(0x0badf00d, 9)), DROP(FW_DROP_FRAGMENT)},
 	{"v6 first fragment behind a hop-by-hop header",
 	 .pkt = TCP6(ALPHA6, OK6, 40000, 80, .ext = {X_HBH}, FRAG_FIRST(7), .payload = 64),
 	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
-	{"v6 its later fragment follows",
+	{"v6 its later fragment follows", .then = true,
 	 .pkt = TCP6(ALPHA6, OK6, 0, 0, .ext = {X_HBH}, FRAG_LAST(7, 12)), PASS(FW_PASS_FRAGMENT),
 	 .subject = "alpha"},
 
@@ -1182,6 +1192,7 @@ static const struct row rows[] = {
 		     .truncate = 14 + 40 + 8 + 8, .trailer_port = 80),
 	 DROP(FW_DROP_FRAG_HEADER)},
 	{"v6 frag attack: the second fragment with the real header (port 22) does not follow",
+	 .then = true,
 	 .pkt = UDP6(OMI6, OK6, 0x1100, 22, FRAG_LAST(0x5001, 1), .ext_after_frag = {X_DEST},
 		     .l4_in_later = true),
 	 DROP(FW_DROP_FRAGMENT), .ev_proto = 60},
@@ -1189,10 +1200,10 @@ static const struct row rows[] = {
 	 .pkt = UDP6(OMI6, OK6, 40000, 80, FRAG_FIRST(0x5002), .ext_after_frag = {X_DEST},
 		     .payload = 8),
 	 PASS(FW_PASS_ALLOW_CIDR), .subject = "omicron"},
-	{"v6 its later fragment follows (its data is not parsed as headers)",
+	{"v6 its later fragment follows (its data is not parsed as headers)", .then = true,
 	 .pkt = UDP6(OMI6, OK6, 0, 0, FRAG_LAST(0x5002, 3), .ext_after_frag = {X_DEST}),
 	 PASS(FW_PASS_FRAGMENT), .subject = "omicron"},
-	{"v6 frag attack: a later fragment overlapping the first one's UDP header",
+	{"v6 frag attack: a later fragment overlapping the first one's UDP header", .then = true,
 	 .pkt = UDP6(OMI6, OK6, 40000, 22, FRAG_LAST(0x5002, 1), .ext_after_frag = {X_DEST},
 		     .l4_in_later = true),
 	 DROP(FW_DROP_FRAG_HEADER), .subject = "omicron", .ev_proto = 60},
@@ -1245,10 +1256,10 @@ static const struct row rows[] = {
 	{"v4 first TCP fragment to port 80",
 	 .pkt = TCP4(OMI4, OK4, 40000, 80, FRAG_FIRST(0x500c), .payload = 40),
 	 PASS(FW_PASS_ALLOW_CIDR), .subject = "omicron"},
-	{"v4 frag attack: a later fragment at offset 8 rewrites its TCP header",
+	{"v4 frag attack: a later fragment at offset 8 rewrites its TCP header", .then = true,
 	 .pkt = TCP4(OMI4, OK4, 0, 0, FRAG_LAST(0x500c, 1)), DROP(FW_DROP_FRAG_HEADER),
 	 .subject = "omicron"},
-	{"v4 its later fragment at offset 24 follows",
+	{"v4 its later fragment at offset 24 follows", .then = true,
 	 .pkt = TCP4(OMI4, OK4, 0, 0, FRAG_LAST(0x500c, 3)), PASS(FW_PASS_FRAGMENT),
 	 .subject = "omicron"},
 	/* a second first fragment with the same id, denied: the later
@@ -1256,30 +1267,30 @@ static const struct row rows[] = {
 	{"v4 first fragment to port 80",
 	 .pkt = UDP4(OMI4, OK4, 40000, 80, FRAG_FIRST(0x500d), .payload = 64),
 	 PASS(FW_PASS_ALLOW_CIDR), .subject = "omicron"},
-	{"v4 frag attack: a second first fragment, same id, port 22",
+	{"v4 frag attack: a second first fragment, same id, port 22", .then = true,
 	 .pkt = UDP4(OMI4, OK4, 40000, 22, FRAG_FIRST(0x500d), .payload = 64),
 	 DROP(FW_DROP_DEFAULT_DENY), .subject = "omicron"},
-	{"v4 frag attack: later fragments of that id no longer follow",
+	{"v4 frag attack: later fragments of that id no longer follow", .then = true,
 	 .pkt = UDP4(OMI4, OK4, 0, 0, FRAG_LAST(0x500d, 9)), DROP(FW_DROP_FRAGMENT)},
 	{"v6 first fragment to port 80",
 	 .pkt = UDP6(OMI6, OK6, 40000, 80, FRAG_FIRST(0x500e), .payload = 64),
 	 PASS(FW_PASS_ALLOW_CIDR), .subject = "omicron"},
-	{"v6 frag attack: a second first fragment, same id, port 22",
+	{"v6 frag attack: a second first fragment, same id, port 22", .then = true,
 	 .pkt = UDP6(OMI6, OK6, 40000, 22, FRAG_FIRST(0x500e), .payload = 64),
 	 DROP(FW_DROP_DEFAULT_DENY), .subject = "omicron"},
-	{"v6 frag attack: later fragments of that id no longer follow",
+	{"v6 frag attack: later fragments of that id no longer follow", .then = true,
 	 .pkt = UDP6(OMI6, OK6, 0, 0, FRAG_LAST(0x500e, 9)), DROP(FW_DROP_FRAGMENT)},
 	/* ... but a spoofed one must not cancel its victim's datagram */
 	{"v4 bound subject's first fragment", .on_dummy = true,
 	 .pkt = UDP4(DELTA4, OK4, 40000, 80, FRAG_FIRST(0x500f), .payload = 64),
 	 PASS(FW_PASS_ALLOW_CIDR), .subject = "delta"},
-	{"v4 the same first fragment spoofed from another port",
+	{"v4 the same first fragment spoofed from another port", .then = true,
 	 .pkt = UDP4(DELTA4, OK4, 40000, 80, FRAG_FIRST(0x500f), .payload = 64),
 	 DROP(FW_DROP_SPOOF), .subject = "delta"},
-	{"v4 the bound subject's later fragment still follows", .on_dummy = true,
+	{"v4 the bound subject's later fragment still follows", .then = true, .on_dummy = true,
 	 .pkt = UDP4(DELTA4, OK4, 0, 0, FRAG_LATER(0x500f, 9)), PASS(FW_PASS_FRAGMENT),
 	 .subject = "delta"},
-	{"v4 frag attack: its later fragment sent from another port",
+	{"v4 frag attack: its later fragment sent from another port", .then = true,
 	 .pkt = UDP4(DELTA4, OK4, 0, 0, FRAG_LAST(0x500f, 18)), DROP(FW_DROP_SPOOF),
 	 .subject = "delta"},
 
@@ -1316,9 +1327,9 @@ static const struct row rows[] = {
 	/* fastwalld could not write every pod address: fail closed */
 	{"local set full: everything is pod-local", .setup = local_full,
 	 .pkt = TCP4(BETA4, OK4, 40000, 80), DROP(FW_DROP_POD_LOCAL), .subject = "beta"},
-	{"local set full: DNS to any other resolver drops", .pkt = UDP4(BETA4, OK4, 40000, 53),
-	 DROP(FW_DROP_POD_LOCAL), .subject = "beta"},
-	{"local set full: DNS to the gateway still passes",
+	{"local set full: DNS to any other resolver drops", .setup = local_full,
+	 .pkt = UDP4(BETA4, OK4, 40000, 53), DROP(FW_DROP_POD_LOCAL), .subject = "beta"},
+	{"local set full: DNS to the gateway still passes", .setup = local_full,
 	 .pkt = UDP4(ALPHA4, ALPHA_GW4, 40000, 53), PASS(FW_PASS_DNS_LOCAL), .subject = "alpha"},
 	{"local set fits again", .setup = doh_off, .pkt = TCP4(BETA4, OK4, 40000, 80),
 	 PASS(FW_PASS_DEFAULT), .subject = "beta"},
@@ -1329,84 +1340,86 @@ static const struct row rows[] = {
 	 .pkt = UDP4(ALPHA4, ALPHA_GW4, 40001, 53, .payload = 30, .csum = true),
 	 OUT(UDP4(ALPHA4, ALPHA_GW4, 40001, DNS_PORT, .payload = 30, .csum = true)),
 	 PASS(FW_PASS_DNS_PROXY), .subject = "alpha"},
-	{"dns proxy: v4 udp without checksum keeps none",
+	{"dns proxy: v4 udp without checksum keeps none", .then = true,
 	 .pkt = UDP4(ALPHA4, ALPHA_GW4, 40002, 53, .payload = 30),
 	 OUT(UDP4(ALPHA4, ALPHA_GW4, 40002, DNS_PORT, .payload = 30)), PASS(FW_PASS_DNS_PROXY),
 	 .subject = "alpha"},
-	{"dns proxy: v4 tcp 53 to the gateway",
+	{"dns proxy: v4 tcp 53 to the gateway", .then = true,
 	 .pkt = TCP4(ALPHA4, ALPHA_GW4, 40003, 53, .payload = 40, .csum = true),
 	 OUT(TCP4(ALPHA4, ALPHA_GW4, 40003, DNS_PORT, .payload = 40, .csum = true)),
 	 PASS(FW_PASS_DNS_PROXY), .subject = "alpha"},
-	{"dns proxy: v6 udp 53 to the gateway",
+	{"dns proxy: v6 udp 53 to the gateway", .then = true,
 	 .pkt = UDP6(ALPHA6, ALPHA_GW6, 40001, 53, .payload = 30, .csum = true),
 	 OUT(UDP6(ALPHA6, ALPHA_GW6, 40001, DNS_PORT, .payload = 30, .csum = true)),
 	 PASS(FW_PASS_DNS_PROXY), .subject = "alpha"},
-	{"dns proxy: v4 udp 53 to a configured local address keeps it",
+	{"dns proxy: v4 udp 53 to a configured local address keeps it", .then = true,
 	 .pkt = UDP4(ALPHA4, LOCAL4, 40005, 53, .payload = 30, .csum = true),
 	 OUT(UDP4(ALPHA4, LOCAL4, 40005, DNS_PORT, .payload = 30, .csum = true)),
 	 PASS(FW_PASS_DNS_PROXY), .subject = "alpha"},
-	{"dns proxy: v4 udp 53 to another resolver goes to the gateway",
+	{"dns proxy: v4 udp 53 to another resolver goes to the gateway", .then = true,
 	 .pkt = UDP4(ALPHA4, NOWHERE4, 40004, 53, .payload = 30, .csum = true),
 	 OUT(UDP4(ALPHA4, ALPHA_GW4, 40004, DNS_PORT, .payload = 30, .csum = true)),
 	 PASS(FW_PASS_DNS_PROXY), .subject = "alpha"},
 	{"dns proxy: v4 tcp 53 to another resolver (allowed cidr) goes to the gateway",
+	 .then = true,
 	 .pkt = TCP4(ALPHA4, OK4, 40006, 53, .tcp_flags = TH_ACK, .payload = 40, .csum = true),
 	 OUT(TCP4(ALPHA4, ALPHA_GW4, 40006, DNS_PORT, .tcp_flags = TH_ACK, .payload = 40,
 		  .csum = true)),
 	 PASS(FW_PASS_DNS_PROXY), .subject = "alpha"},
-	{"dns proxy: v6 tcp 53 to another resolver goes to the gateway",
+	{"dns proxy: v6 tcp 53 to another resolver goes to the gateway", .then = true,
 	 .pkt = TCP6(ALPHA6, NOWHERE6, 40004, 53, .payload = 40, .csum = true),
 	 OUT(TCP6(ALPHA6, ALPHA_GW6, 40004, DNS_PORT, .payload = 40, .csum = true)),
 	 PASS(FW_PASS_DNS_PROXY), .subject = "alpha"},
-	{"dns proxy: egress answer to the other-resolver query gets its source back",
+	{"dns proxy: egress answer to the other-resolver query gets its source back", .then = true,
 	 .prog = EGRESS,
 	 .pkt = UDP4(ALPHA_GW4, ALPHA4, DNS_PORT, 40004, .payload = 60, .csum = true),
 	 OUT(UDP4(NOWHERE4, ALPHA4, 53, 40004, .payload = 60, .csum = true)), .verdict = TC_ACT_OK},
-	{"dns proxy: egress v6 tcp answer gets its source back", .prog = EGRESS,
+	{"dns proxy: egress v6 tcp answer gets its source back", .then = true, .prog = EGRESS,
 	 .pkt = TCP6(ALPHA_GW6, ALPHA6, DNS_PORT, 40004, .tcp_flags = TH_ACK, .payload = 60,
 		     .csum = true),
 	 OUT(TCP6(NOWHERE6, ALPHA6, 53, 40004, .tcp_flags = TH_ACK, .payload = 60, .csum = true)),
 	 .verdict = TC_ACT_OK},
-	{"dns proxy: egress answer from the gateway keeps it, port 53", .prog = EGRESS,
+	{"dns proxy: egress answer from the gateway keeps it, port 53", .then = true,
+	 .prog = EGRESS,
 	 .pkt = UDP4(ALPHA_GW4, ALPHA4, DNS_PORT, 40001, .payload = 60, .csum = true),
 	 OUT(UDP4(ALPHA_GW4, ALPHA4, 53, 40001, .payload = 60, .csum = true)),
 	 .verdict = TC_ACT_OK},
-	{"dns proxy: egress answer without a record: port 53 only", .prog = EGRESS,
+	{"dns proxy: egress answer without a record: port 53 only", .then = true, .prog = EGRESS,
 	 .pkt = UDP4(ALPHA_GW4, ALPHA4, DNS_PORT, 40099, .payload = 60, .csum = true),
 	 OUT(UDP4(ALPHA_GW4, ALPHA4, 53, 40099, .payload = 60, .csum = true)),
 	 .verdict = TC_ACT_OK},
-	{"dns proxy: egress from another pod port is left alone", .prog = EGRESS,
+	{"dns proxy: egress from another pod port is left alone", .then = true, .prog = EGRESS,
 	 .pkt = UDP4(ALPHA_GW4, ALPHA4, 5353, 40001, .payload = 60, .csum = true),
 	 .verdict = TC_ACT_OK},
-	{"dns proxy: egress from the proxy port of a non-local address is left alone",
+	{"dns proxy: egress from the proxy port of a non-local address is left alone", .then = true,
 	 .prog = EGRESS, .pkt = UDP4(OK4, ALPHA4, DNS_PORT, 40001, .payload = 60, .csum = true),
 	 .verdict = TC_ACT_OK},
-	{"dns proxy: a denying subject's DNS reaches the proxy (NXDOMAIN there)",
+	{"dns proxy: a denying subject's DNS reaches the proxy (NXDOMAIN there)", .then = true,
 	 .pkt = UDP4(GAMMA4, LOCAL4, 40010, 53, .csum = true),
 	 OUT(UDP4(GAMMA4, LOCAL4, 40010, DNS_PORT, .csum = true)), PASS(FW_PASS_DNS_PROXY),
 	 .subject = "gamma"},
-	{"dns proxy: no gateway, other resolver: policy decides (beta default allow)",
+	{"dns proxy: no gateway, other resolver: policy decides (beta default allow)", .then = true,
 	 .pkt = UDP4(BETA4, NOWHERE4, 40011, 53, .csum = true), PASS(FW_PASS_DEFAULT),
 	 .subject = "beta"},
-	{"dns proxy: a spoofed source is dropped, not redirected",
+	{"dns proxy: a spoofed source is dropped, not redirected", .then = true,
 	 .pkt = UDP4(DELTA4, LOCAL4, 40012, 53, .csum = true), DROP(FW_DROP_SPOOF),
 	 .subject = "delta"},
-	{"dns proxy: first fragment of a query cannot be redirected",
+	{"dns proxy: first fragment of a query cannot be redirected", .then = true,
 	 .pkt = UDP4(ALPHA4, ALPHA_GW4, 40013, 53, FRAG_FIRST(99), .payload = 64),
 	 DROP(FW_DROP_FRAGMENT), .subject = "alpha"},
-	{"dns proxy: dot still drops", .pkt = TCP4(ALPHA4, OK4, 40014, 853), DROP(FW_DROP_DOT),
-	 .subject = "alpha"},
-	{"dns proxy gateway-only: other resolver is policy (default deny)",
+	{"dns proxy: dot still drops", .then = true, .pkt = TCP4(ALPHA4, OK4, 40014, 853),
+	 DROP(FW_DROP_DOT), .subject = "alpha"},
+	{"dns proxy gateway-only: other resolver is policy (default deny)", .then = true,
 	 .setup = dns_proxy_gateway_only, .pkt = UDP4(ALPHA4, NOWHERE4, 40015, 53, .csum = true),
 	 DROP(FW_DROP_DEFAULT_DENY), .subject = "alpha"},
-	{"dns proxy gateway-only: the gateway still goes to the proxy",
+	{"dns proxy gateway-only: the gateway still goes to the proxy", .then = true,
 	 .pkt = UDP4(ALPHA4, ALPHA_GW4, 40016, 53, .csum = true),
 	 OUT(UDP4(ALPHA4, ALPHA_GW4, 40016, DNS_PORT, .csum = true)), PASS(FW_PASS_DNS_PROXY),
 	 .subject = "alpha"},
-	{"dns proxy off: the gateway's own port 53", .setup = doh_off,
+	{"dns proxy off: the gateway's own port 53", .then = true, .setup = doh_off,
 	 .pkt = UDP4(ALPHA4, ALPHA_GW4, 40017, 53, .csum = true), PASS(FW_PASS_DNS_LOCAL),
 	 .subject = "alpha"},
-	{"dns proxy off: egress answers are left alone", .prog = EGRESS,
+	{"dns proxy off: egress answers are left alone", .then = true, .prog = EGRESS,
 	 .pkt = UDP4(ALPHA_GW4, ALPHA4, DNS_PORT, 40001, .payload = 60, .csum = true),
 	 .verdict = TC_ACT_OK},
 
@@ -1441,31 +1454,32 @@ static const struct row rows[] = {
 	{"ports: learned address inside a port-limited allow passes other ports",
 	 .setup = kappa_learned, .pkt = TCP4(KAPPA4, "192.0.2.50", 40000, 80),
 	 PASS(FW_PASS_LEARNED), .subject = "kappa"},
-	{"ports swap: the old deny port 22 is gone", .setup = kappa_swapped,
+	{"ports swap: the old deny port 22 is gone", .then = true, .setup = kappa_swapped,
 	 .pkt = TCP4(KAPPA4, "198.51.100.5", 40000, 22), PASS(FW_PASS_ALLOW_CIDR),
 	 .subject = "kappa"},
-	{"ports swap: 443 no longer listed falls to default deny",
+	{"ports swap: 443 no longer listed falls to default deny", .then = true,
 	 .pkt = TCP4(KAPPA4, "192.0.2.10", 40000, 443), DROP(FW_DROP_DEFAULT_DENY),
 	 .subject = "kappa"},
-	{"ports swap: the new port 8443 passes", .pkt = TCP4(KAPPA4, "192.0.2.10", 40000, 8443),
-	 PASS(FW_PASS_ALLOW_CIDR), .subject = "kappa"},
-	{"ports swap: learned address survived the swap",
+	{"ports swap: the new port 8443 passes", .then = true,
+	 .pkt = TCP4(KAPPA4, "192.0.2.10", 40000, 8443), PASS(FW_PASS_ALLOW_CIDR),
+	 .subject = "kappa"},
+	{"ports swap: learned address survived the swap", .then = true,
 	 .pkt = TCP4(KAPPA4, "192.0.2.50", 40000, 80), PASS(FW_PASS_LEARNED), .subject = "kappa"},
 	/* a standby trie brought from v1 to v3 holds exactly v3 */
 	{"standby trie: v3 allow passes", .setup = mu_three_swaps,
 	 .pkt = TCP4(MU4, "192.0.2.200", 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "mu"},
-	{"standby trie: v3 deny host", .pkt = TCP4(MU4, "192.0.2.130", 40000, 80),
+	{"standby trie: v3 deny host", .then = true, .pkt = TCP4(MU4, "192.0.2.130", 40000, 80),
 	 DROP(FW_DROP_DENY_CIDR), .subject = "mu"},
-	{"standby trie: v3 second allow", .pkt = UDP4(MU4, "198.51.100.150", 40000, 53),
-	 PASS(FW_PASS_ALLOW_CIDR), .subject = "mu"},
-	{"standby trie: v1-only allow is gone", .pkt = TCP4(MU4, "192.0.2.10", 40000, 80),
-	 DROP(FW_DROP_DEFAULT_DENY), .subject = "mu"},
-	{"standby trie: v1-only deny host is gone", .pkt = TCP4(MU4, "192.0.2.66", 40000, 80),
-	 DROP(FW_DROP_DEFAULT_DENY), .subject = "mu"},
-	{"standby trie: v1-only second allow is gone", .pkt = TCP4(MU4, "198.51.100.10", 40000, 80),
-	 DROP(FW_DROP_DEFAULT_DENY), .subject = "mu"},
-	{"standby trie: v2-only allow is gone", .pkt = TCP4(MU4, "203.0.113.5", 40000, 80),
-	 DROP(FW_DROP_DEFAULT_DENY), .subject = "mu"},
+	{"standby trie: v3 second allow", .then = true,
+	 .pkt = UDP4(MU4, "198.51.100.150", 40000, 53), PASS(FW_PASS_ALLOW_CIDR), .subject = "mu"},
+	{"standby trie: v1-only allow is gone", .then = true,
+	 .pkt = TCP4(MU4, "192.0.2.10", 40000, 80), DROP(FW_DROP_DEFAULT_DENY), .subject = "mu"},
+	{"standby trie: v1-only deny host is gone", .then = true,
+	 .pkt = TCP4(MU4, "192.0.2.66", 40000, 80), DROP(FW_DROP_DEFAULT_DENY), .subject = "mu"},
+	{"standby trie: v1-only second allow is gone", .then = true,
+	 .pkt = TCP4(MU4, "198.51.100.10", 40000, 80), DROP(FW_DROP_DEFAULT_DENY), .subject = "mu"},
+	{"standby trie: v2-only allow is gone", .then = true,
+	 .pkt = TCP4(MU4, "203.0.113.5", 40000, 80), DROP(FW_DROP_DEFAULT_DENY), .subject = "mu"},
 	{"ports: default allow with deny 0.0.0.0/0 port 25",
 	 .pkt = TCP4(LAMBDA4, "203.0.113.9", 40000, 25), DROP(FW_DROP_DENY_CIDR),
 	 .subject = "lambda"},
@@ -1474,23 +1488,24 @@ static const struct row rows[] = {
 
 	{"swap v1: allow A passes", .setup = swap_first_policy, .pkt = TCP4(SWAP4, OK4, 40000, 80),
 	 PASS(FW_PASS_ALLOW_CIDR), .subject = "swap"},
-	{"swap v1: B not allowed yet", .pkt = TCP4(SWAP4, SWAP_B4, 40000, 80),
+	{"swap v1: B not allowed yet", .then = true, .pkt = TCP4(SWAP4, SWAP_B4, 40000, 80),
 	 DROP(FW_DROP_DEFAULT_DENY), .subject = "swap"},
-	{"swap v1: learned address passes", .pkt = TCP4(SWAP4, SWAP_LEARNED4, 40000, 80),
-	 PASS(FW_PASS_LEARNED), .subject = "swap"},
-	{"swap v2 (same binding, same id): A still passes", .setup = swap_same_binding,
-	 .pkt = TCP4(SWAP4, OK4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "swap"},
-	{"swap v2: B now passes", .pkt = TCP4(SWAP4, SWAP_B4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR),
+	{"swap v1: learned address passes", .then = true,
+	 .pkt = TCP4(SWAP4, SWAP_LEARNED4, 40000, 80), PASS(FW_PASS_LEARNED), .subject = "swap"},
+	{"swap v2 (same binding, same id): A still passes", .then = true,
+	 .setup = swap_same_binding, .pkt = TCP4(SWAP4, OK4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR),
 	 .subject = "swap"},
-	{"swap v2: learned address survives the swap", .pkt = TCP4(SWAP4, SWAP_LEARNED4, 40000, 80),
-	 PASS(FW_PASS_LEARNED), .subject = "swap"},
-	{"rebind (private cidr added, new id): learned address flushed", .setup = swap_rebind,
-	 .pkt = TCP4(SWAP4, SWAP_LEARNED4, 40000, 80), DROP(FW_DROP_DEFAULT_DENY),
-	 .subject = "swap"},
-	{"rebind: B passes under the new id", .pkt = TCP4(SWAP4, SWAP_B4, 40000, 80),
+	{"swap v2: B now passes", .then = true, .pkt = TCP4(SWAP4, SWAP_B4, 40000, 80),
 	 PASS(FW_PASS_ALLOW_CIDR), .subject = "swap"},
-	{"rebind: the new private cidr holds siblings", .pkt = TCP4(SWAP4, SWAP_SIB4, 40000, 80),
-	 DROP(FW_DROP_SIBLING), .subject = "swap"},
+	{"swap v2: learned address survives the swap", .then = true,
+	 .pkt = TCP4(SWAP4, SWAP_LEARNED4, 40000, 80), PASS(FW_PASS_LEARNED), .subject = "swap"},
+	{"rebind (private cidr added, new id): learned address flushed", .then = true,
+	 .setup = swap_rebind, .pkt = TCP4(SWAP4, SWAP_LEARNED4, 40000, 80),
+	 DROP(FW_DROP_DEFAULT_DENY), .subject = "swap"},
+	{"rebind: B passes under the new id", .then = true, .pkt = TCP4(SWAP4, SWAP_B4, 40000, 80),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "swap"},
+	{"rebind: the new private cidr holds siblings", .then = true,
+	 .pkt = TCP4(SWAP4, SWAP_SIB4, 40000, 80), DROP(FW_DROP_SIBLING), .subject = "swap"},
 };
 
 /* ---- running a row ------------------------------------------------------ */
@@ -2767,11 +2782,10 @@ static void pin_cpu(void)
 		fprintf(stderr, "can't pin to cpu %d: %s\n", cpu, strerror(errno));
 }
 
+static int fixture_populate(void);
+
 static int fixture_setup(void)
 {
-	struct fw_ip local[] = {ip_of(LOCAL4), ip_of(LOCAL6)};
-	struct fw_port_key ports[] = {{.proto = IPPROTO_TCP, .port = htons(LOCAL_TCP_PORT)}};
-	struct fw_lpm_key doh[2];
 	int err;
 
 	snprintf(t.pin_root, sizeof(t.pin_root), "/sys/fs/bpf/fastwall-test-%d", (int)getpid());
@@ -2788,6 +2802,17 @@ static int fixture_setup(void)
 		fprintf(stderr, "can't open the event ring: %s\n", strerror(errno));
 		return -errno;
 	}
+	return fixture_populate();
+}
+
+/* The fixture put through the control plane on empty maps. */
+static int fixture_populate(void)
+{
+	struct fw_ip local[] = {ip_of(LOCAL4), ip_of(LOCAL6)};
+	struct fw_port_key ports[] = {{.proto = IPPROTO_TCP, .port = htons(LOCAL_TCP_PORT)}};
+	struct fw_lpm_key doh[2];
+	int err;
+
 	err = fw_reg_init(&t.reg, t.dp);
 	if (err)
 		return err;
@@ -2801,6 +2826,7 @@ static int fixture_setup(void)
 		.frag_timeout_ns = 30 * NSEC_PER_SEC,
 		.dns_port = DNS_PORT,
 	};
+	t.base_cfg = t.cfg;
 	err = fw_dp_config_set(t.dp, &t.cfg);
 	if (!err)
 		err = fw_dp_local_set(t.dp, local, 2, ports, 1);
@@ -2848,6 +2874,222 @@ static int fixture_setup(void)
 			err = fw_dp_learned_put(t.dp, id, &e6, fw_now_ns() - 1);
 	}
 	return err;
+}
+
+#define NSNAP 24
+
+/* The fixture's contents of every map but the rule tries, taken once the
+ * fixture is in: a group of rows that changed no subject is undone by
+ * putting these back, which is much cheaper than the control plane (an
+ * outer-map update waits for an RCU grace period). */
+static struct snap {
+	int fd;
+	__u32 type, key_size, value_size, n;
+	__u8 *keys, *vals;
+} snaps[NSNAP];
+static size_t nsnaps;
+
+static void snaps_free(void)
+{
+	for (size_t i = 0; i < nsnaps; i++) {
+		free(snaps[i].keys);
+		free(snaps[i].vals);
+	}
+	memset(snaps, 0, sizeof(snaps));
+	nsnaps = 0;
+}
+
+static bool is_array(__u32 type)
+{
+	return type == BPF_MAP_TYPE_ARRAY || type == BPF_MAP_TYPE_PERCPU_ARRAY;
+}
+
+static int snap_take(struct snap *sn, int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), cap;
+	int ncpus = libbpf_num_possible_cpus();
+	__u8 *prev = NULL;
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	sn->fd = fd;
+	sn->type = info.type;
+	sn->key_size = info.key_size;
+	sn->value_size = info.value_size;
+	if (info.type == BPF_MAP_TYPE_PERCPU_ARRAY)
+		sn->value_size = ((info.value_size + 7) & ~7u) * (__u32)(ncpus > 0 ? ncpus : 1);
+	cap = info.max_entries;
+	sn->keys = calloc(cap, sn->key_size);
+	sn->vals = calloc(cap, sn->value_size);
+	if (!sn->keys || !sn->vals)
+		return -ENOMEM;
+	if (is_array(info.type)) {
+		for (__u32 k = 0; k < cap; k++) {
+			memcpy(sn->keys + (size_t)k * sn->key_size, &k, sizeof(k));
+			if (bpf_map_lookup_elem(fd, &k, sn->vals + (size_t)k * sn->value_size))
+				return -errno;
+		}
+		sn->n = cap;
+		return 0;
+	}
+	for (sn->n = 0; sn->n < cap; sn->n++) {
+		__u8 *key = sn->keys + (size_t)sn->n * sn->key_size;
+
+		if (bpf_map_get_next_key(fd, prev, key))
+			break;
+		if (bpf_map_lookup_elem(fd, key, sn->vals + (size_t)sn->n * sn->value_size))
+			return -errno;
+		prev = key;
+	}
+	return 0;
+}
+
+static bool snap_has(const struct snap *sn, const void *key)
+{
+	for (__u32 i = 0; i < sn->n; i++)
+		if (!memcmp(sn->keys + (size_t)i * sn->key_size, key, sn->key_size))
+			return true;
+	return false;
+}
+
+/* Makes the map hold exactly what the snapshot does. */
+static int snap_restore(const struct snap *sn)
+{
+	__u8 key[64], *cur = malloc(sn->value_size);
+	int err = 0;
+
+	if (!cur)
+		return -ENOMEM;
+	if (!is_array(sn->type)) {
+		/* keys the rows added go first; restart the walk after each
+		 * delete, which would otherwise lose its place */
+		bool again = true;
+
+		while (again && !err) {
+			__u8 *prev = NULL;
+
+			again = false;
+			while (bpf_map_get_next_key(sn->fd, prev, key) == 0) {
+				if (!snap_has(sn, key)) {
+					if (bpf_map_delete_elem(sn->fd, key))
+						err = -errno;
+					again = !err;
+					break;
+				}
+				prev = key;
+			}
+		}
+	}
+	for (__u32 i = 0; !err && i < sn->n; i++) {
+		const __u8 *k = sn->keys + (size_t)i * sn->key_size;
+		const __u8 *v = sn->vals + (size_t)i * sn->value_size;
+
+		if (!bpf_map_lookup_elem(sn->fd, k, cur) && !memcmp(cur, v, sn->value_size))
+			continue;
+		if (bpf_map_update_elem(sn->fd, k, v, BPF_ANY))
+			err = -errno;
+	}
+	free(cur);
+	return err;
+}
+
+/* Every map a row can touch but the rule tries (the registry owns those;
+ * a row that changes them marks the state dirty). The counters are not
+ * state: rows compare them before and after. */
+static size_t state_fds(int *fds)
+{
+	const int all[] = {
+		t.dp->dispatch_fd,   t.dp->learned_fd,	     t.dp->conns_fd,
+		t.dp->local_fd,	     t.dp->local_ports_fd,   t.dp->doh_fd,
+		t.dp->config_fd,     t.dp->budget_fd,	     t.dp->meta_fd,
+		t.dp->pod_flows_fd,  t.dp->frags_fd,	     t.dp->ports_fd,
+		t.dp->dns_nat_fd,    t.dp->l2_ports_fd,	     t.dp->l2_macs_fd,
+		t.dp->l2_lladdrs_fd, t.dp->conn_count_fd,    t.dp->learned_ports_fd,
+		t.dp->names_fd,	     t.dp->learned_names_fd,
+	};
+	_Static_assert(sizeof(all) / sizeof(all[0]) <= NSNAP, "NSNAP too small");
+
+	memcpy(fds, all, sizeof(all));
+	return sizeof(all) / sizeof(all[0]);
+}
+
+/* Empties one map: arrays are zeroed, an array of maps loses its inner
+ * maps, the rest lose every key. */
+static int map_clear(int fd)
+{
+	struct snap empty = {};
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), inner;
+	int err;
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	if (info.type == BPF_MAP_TYPE_ARRAY_OF_MAPS) {
+		/* a delete waits for an RCU grace period: only the set slots */
+		for (__u32 k = 0; k < info.max_entries; k++)
+			if (!bpf_map_lookup_elem(fd, &k, &inner) && bpf_map_delete_elem(fd, &k) &&
+			    errno != ENOENT)
+				return -errno;
+		return 0;
+	}
+	err = snap_take(&empty, fd);
+	if (!err && is_array(empty.type))
+		memset(empty.vals, 0, (size_t)empty.n * empty.value_size);
+	else
+		empty.n = 0;
+	if (!err)
+		err = snap_restore(&empty);
+	free(empty.keys);
+	free(empty.vals);
+	return err;
+}
+
+/* Every group of rows starts from the same data path, the fixture's, so
+ * a row's result never depends on what the rows before it did. After a
+ * group that changed a subject (t.dirty), each map is emptied and the
+ * fixture put back through the control plane; otherwise the snapshot of
+ * the fixture's maps is put back. The programs stay loaded. */
+static int state_reset(void)
+{
+	int fds[NSNAP], err;
+	size_t n = state_fds(fds);
+
+	events_drain();
+	t.swap_id = 0;
+	t.cfg = t.base_cfg; /* what config_flags() and the scenarios start from */
+	if (!t.dirty && nsnaps == n) {
+		for (size_t i = 0; i < nsnaps; i++) {
+			err = snap_restore(&snaps[i]);
+			if (err) {
+				printf("can't restore map fd %d: %s\n", snaps[i].fd,
+				       strerror(-err));
+				return err;
+			}
+		}
+		return 0;
+	}
+
+	snaps_free();
+	fw_reg_free(&t.reg);
+	for (size_t i = 0; i < n; i++) {
+		err = map_clear(fds[i]);
+		if (err) {
+			printf("can't empty map fd %d: %s\n", fds[i], strerror(-err));
+			return err;
+		}
+	}
+	err = map_clear(t.dp->rules_fd);
+	if (!err)
+		err = fixture_populate();
+	for (size_t i = 0; !err && i < n; i++, nsnaps++)
+		err = snap_take(&snaps[i], fds[i]);
+	if (err) {
+		printf("can't reset the data path: %s\n", strerror(-err));
+		return err;
+	}
+	t.dirty = false;
+	return 0;
 }
 
 /* ---- the link-layer binding of ports (l2bind.h) ---------------------------- */
@@ -2920,6 +3162,11 @@ static void scenario_l2_ports(void)
 	t.port2_ifindex = (int)if_nametoindex(t.port2);
 	if (t.port2_ifindex <= 0) {
 		result(false, "l2: second port", "no ifindex for %s", t.port2);
+		return;
+	}
+	/* the sibling port (the dummy) bound to its peer's MAC at attach */
+	if (dummy_bound_from_link()) {
+		result(false, "l2: sibling port", "can't bind %s", t.dummy);
 		return;
 	}
 
@@ -3051,9 +3298,78 @@ static void scenario_l2_ports(void)
 	}
 }
 
-int main(void)
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: bpf_verdicts [--shuffle SEED | --only ROW]\n"
+		"  --shuffle SEED  run the table's groups of rows in an order drawn from SEED\n"
+		"  --only ROW      run only the group holding row ROW (1-based), no scenarios\n");
+}
+
+/* A small xorshift: the same SEED gives the same order on every libc. */
+static __u64 shuffle_next(__u64 *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Runs the group of rows that starts at rows[first], on a fresh state. */
+static void run_group(size_t first, size_t nrows)
+{
+	if (state_reset()) {
+		printf("FAIL %s\n  state reset failed\n", rows[first].desc);
+		failed++;
+		return;
+	}
+	for (size_t i = first; i < nrows && (i == first || rows[i].then); i++) {
+		if (run_row(&rows[i], RUN_EVENTS)) {
+			passed++;
+		} else {
+			failed++;
+			printf("  (row %zu: bpf_verdicts --only %zu)\n", i + 1, i + 1);
+		}
+	}
+}
+
+int main(int argc, char **argv)
 {
 	size_t nrows = sizeof(rows) / sizeof(rows[0]);
+	static size_t group[sizeof(rows) / sizeof(rows[0])];
+	size_t ngroups = 0, only = 0;
+	bool shuffle = false;
+	__u64 seed = 0;
+	char *end;
+
+	for (int i = 1; i < argc; i++) {
+		bool has_value = i + 1 < argc;
+		unsigned long long v = 0;
+
+		if (has_value) {
+			errno = 0;
+			v = strtoull(argv[i + 1], &end, 10);
+			has_value = !errno && *argv[i + 1] && !*end;
+		}
+		if (!strcmp(argv[i], "--shuffle") && has_value) {
+			shuffle = true;
+			seed = v;
+		} else if (!strcmp(argv[i], "--only") && has_value && v >= 1 && v <= nrows) {
+			only = v;
+		} else {
+			usage();
+			return 2;
+		}
+		i++;
+	}
+	if (shuffle && only) {
+		usage();
+		return 2;
+	}
+	if (rows[0].then) {
+		fprintf(stderr, "test bug: the first row continues no group\n");
+		return 2;
+	}
 
 	if (geteuid() != 0) {
 		fprintf(stderr, "bpf_verdicts needs root (BPF programs, bpffs, a dummy link)\n");
@@ -3075,11 +3391,39 @@ int main(void)
 		return 1;
 	}
 
-	for (size_t i = 0; i < nrows; i++) {
-		if (run_row(&rows[i], RUN_EVENTS))
-			passed++;
-		else
-			failed++;
+	for (size_t i = 0; i < nrows; i++)
+		if (!rows[i].then)
+			group[ngroups++] = i;
+
+	if (only) {
+		size_t g = only - 1;
+
+		while (rows[g].then)
+			g--;
+		run_group(g, nrows);
+		printf("%d passed, %d failed\n", passed, failed);
+		return failed ? 1 : 0;
+	}
+
+	if (shuffle) {
+		__u64 s = seed ? seed : 0x9e3779b97f4a7c15ull; /* xorshift never leaves 0 */
+
+		printf("shuffled with seed %llu\n", (unsigned long long)seed);
+		for (size_t i = ngroups - 1; i > 0; i--) {
+			size_t j = shuffle_next(&s) % (i + 1), tmp = group[i];
+
+			group[i] = group[j];
+			group[j] = tmp;
+		}
+	}
+	for (size_t g = 0; g < ngroups; g++)
+		run_group(group[g], nrows);
+
+	/* the scenarios set up what they need on the fixture alone */
+	if (state_reset()) {
+		fprintf(stderr, "fixture failed\n");
+		printf("%d passed, %d failed\n", passed, failed + 1);
+		return 1;
 	}
 	scenario_event_rate_limit();
 	scenario_connections();

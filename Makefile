@@ -33,7 +33,7 @@ CFLAGS ?= -O2 -g
 ALL_CFLAGS := $(CFLAGS) $(WARN) $(SAN_FLAGS) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
 	-Iinclude -Iuser/lib -I$(BUILD)
 LDLIBS := -lbpf -lelf -lz -lyaml -ljansson -lmicrohttpd -lpthread
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Wextra -Werror \
 	-Ivmlinux/$(ARCH) -Iinclude -Ibpf -MMD -MP
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -57,12 +57,13 @@ FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 BINS := $(BUILD)/fastwalld $(BUILD)/fastwall
 TEST_BINS := $(BUILD)/tests/unit_tests $(BUILD)/tests/bpf_verdicts
 
-.PHONY: all deps test test-unit test-bpf test-e2e demo bench fuzz format lint install clean help
+.PHONY: all deps test test-unit test-bpf test-e2e test-lint demo bench fuzz format lint install clean help \
+	compile_commands.json
 
 all: $(BINS) $(BPF_OBJS) ## build the BPF programs, fastwalld and the fastwall CLI
 
 help: ## list the targets
-	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort | expand -t 14
+	@grep -hE '^[a-z0-9_.-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort | expand -t 14
 
 deps: ## install missing Debian packages (scripts/install-deps.sh)
 	$(Q)scripts/install-deps.sh
@@ -141,8 +142,13 @@ test: deps ## run the whole suite (unit, BPF verdict table, end-to-end)
 test-unit: $(BUILD)/tests/unit_tests ## Criterion units only
 	$(Q)$(BUILD)/tests/unit_tests
 
-test-bpf: $(BUILD)/tests/bpf_verdicts all ## BPF verdict table only
+SHUFFLE_SEED ?= $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+test-bpf: $(BUILD)/tests/bpf_verdicts all ## BPF verdict table only, in order then shuffled (SHUFFLE_SEED=N)
 	$(Q)$(BUILD)/tests/bpf_verdicts
+	$(Q)$(BUILD)/tests/bpf_verdicts --shuffle $(SHUFFLE_SEED)
+
+test-lint: ## the tests of the lint itself (scripts/check-layers.sh)
+	$(Q)bash tests/lint/check-layers.sh
 
 test-e2e: all ## end-to-end netns tests only
 	$(Q)for t in tests/e2e/*.sh; do case $$t in */lib.sh) continue;; esac; \
@@ -182,10 +188,31 @@ fuzz: deps $(FUZZ_BINS) ## run each fuzz target for FUZZ_SECONDS (default 30)
 format: ## clang-format every C source in place
 	$(Q)clang-format -i $$(git ls-files '*.c' '*.h' | grep -v '^vmlinux/')
 
-lint: all ## check formatting and run cppcheck
+# every shell script: *.sh anywhere under scripts/ and tests/, and the
+# scripts without an extension under scripts/ (scripts/vmtest/initramfs-init)
+SHELL_SCRIPTS = $(sort $(shell find scripts tests -type f -name '*.sh') \
+	$(shell find scripts -type f ! -name '*.*'))
+CPPCHECK := cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
+	--suppress=missingIncludeSystem --suppress=unknownMacro -D__linux__
+# cppcheck does not read libbpf's bpf_helpers.h (a system header), so its map
+# and section macros are spelled out; the programs do arithmetic on void *
+# (a GNU C extension, the way every TC program walks the packet)
+CPPCHECK_BPF := --suppress=arithOperationsOnVoidPointer --suppress=missingInclude \
+	-D__TARGET_ARCH_$(ARCH) -D'SEC(x)=' -D'__uint(n,v)=int n' -D'__type(n,t)=t n' \
+	-D'__array(n,t)=t n' -Iinclude -Ibpf
+
+lint: all ## clang-format, shellcheck, cppcheck (user/, tests/, bpf/), then the include layers
 	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h' | grep -v '^vmlinux/')
-	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
-		--suppress=missingIncludeSystem --suppress=unknownMacro -D__linux__ -Iinclude -Iuser/lib user/
+	$(Q)shellcheck $(SHELL_SCRIPTS)
+	$(Q)$(CPPCHECK) -Iinclude -Iuser/lib user/
+	$(Q)$(CPPCHECK) -Iinclude -Iuser/lib -I$(BUILD) -Itests/bpf tests/
+	$(Q)$(CPPCHECK) $(CPPCHECK_BPF) bpf/
+	$(Q)scripts/check-layers.sh
+
+# a compilation database for clangd and clang-tidy: every C file rebuilt
+# under bear, which records each compiler command
+compile_commands.json: ## compile_commands.json of every C source (bear)
+	$(Q)bear --output $@ -- $(MAKE) --no-print-directory -B all $(TEST_BINS)
 
 install: all ## install fastwalld, fastwall and the man pages under PREFIX
 	install -D -m 0755 $(BUILD)/fastwalld $(DESTDIR)$(PREFIX)/sbin/fastwalld

@@ -14,7 +14,7 @@ PKGS=(
 	# strace: the profiles of make bench FULL=1)
 	iperf3 gnuplot-nox nftables dnsperf unbound linux-perf strace
 	# lint/format
-	clang-format clang-tidy cppcheck
+	clang-format clang-tidy cppcheck shellcheck bear
 	# kernel matrix (make vmtest)
 	qemu-system-x86 busybox-static cpio zstd xz-utils
 )

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs the whole suite against the binaries in $1 (build/ or build-san/):
-# Criterion units, the BPF verdict table, then every end-to-end script.
+# Criterion units, the BPF verdict table (in order, then shuffled), the
+# tests of the lint, then every end-to-end script.
 # Prints each part's own output and ends with one "N passed, N failed" line.
 set -uo pipefail
 
 BUILD=${1:-build}
 export BUILD
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 passed=0
 failed=0
@@ -54,6 +55,10 @@ run_part() {
 
 run_part unit "$BUILD/tests/unit_tests" --jobs 2
 run_part bpf-verdicts "$BUILD/tests/bpf_verdicts"
+# the table again in another order: no row may lean on the rows before it
+# (the seed is printed; SHUFFLE_SEED=N repeats a run)
+run_part bpf-verdicts-shuffled "$BUILD/tests/bpf_verdicts" --shuffle "${SHUFFLE_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"
+run_part lint bash tests/lint/check-layers.sh
 for t in tests/e2e/*.sh; do
 	[ -e "$t" ] || continue
 	case $t in */lib.sh) continue ;; esac

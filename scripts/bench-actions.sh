@@ -54,6 +54,7 @@ CFG=$RUN/fastwalld.yaml
 LOG=$OUT/actions-fastwalld.log
 DPID=
 
+# shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
 	local rc=$? pid
 	trap - EXIT INT TERM
@@ -102,7 +103,8 @@ ip -n "$POD" addr add 198.51.100.1/30 dev o0
 ip -n "$INET" addr add 198.51.100.2/30 dev i0
 ip -n "$INET" addr add 203.0.113.10/32 dev lo
 for l in "$SB s0" "$POD p0" "$POD br0" "$POD o0" "$INET i0"; do
-	set -- $l
+	read -r -a w <<<"$l"
+	set -- "${w[@]}"
 	ip -n "$1" link set "$2" up
 done
 nsx "$POD" sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.br0.rp_filter=0

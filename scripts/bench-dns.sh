@@ -190,8 +190,8 @@ done
 		read -r qm qmin qmax <<<"$(awk -v n=$name '$1 == "sat" && $2 == n { print $4 }' "$TMP/raw" | median)"
 		line="$name $qm $qmin $qmax"
 		for rate in $RATES; do
-			read -r p50 _ _ <<<"$(awk -v n=$name -v r=$rate '$1 == "lat" && $2 == n && $4 == r { print $5 }' "$TMP/raw" | median)"
-			read -r p99 _ _ <<<"$(awk -v n=$name -v r=$rate '$1 == "lat" && $2 == n && $4 == r { print $6 }' "$TMP/raw" | median)"
+			read -r p50 _ _ <<<"$(awk -v n="$name" -v r="$rate" '$1 == "lat" && $2 == n && $4 == r { print $5 }' "$TMP/raw" | median)"
+			read -r p99 _ _ <<<"$(awk -v n="$name" -v r="$rate" '$1 == "lat" && $2 == n && $4 == r { print $6 }' "$TMP/raw" | median)"
 			line+=" $rate $p50 $p99"
 		done
 		echo "$line"

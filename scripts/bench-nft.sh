@@ -117,7 +117,7 @@ cleanup() {
 	for p in "${BG[@]}" "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	# fastwalld: started by us or, after a restart, by fwpeer replay
 	for p in "$RUN"/*.pid; do
-		[[ -f $p ]] && kill "$(cat "$p")" 2>/dev/null || true
+		if [[ -f $p ]]; then kill "$(cat "$p")" 2>/dev/null || true; fi
 	done
 	# a reap or an adoption in progress may take a second to finish
 	for _ in $(seq 50); do
@@ -129,14 +129,14 @@ cleanup() {
 		sleep 0.1
 	done
 	for p in "$RUN"/*.pid; do
-		[[ -f $p ]] && kill -9 "$(cat "$p")" 2>/dev/null || true
+		if [[ -f $p ]]; then kill -9 "$(cat "$p")" 2>/dev/null || true; fi
 	done
 	for ns in $(ip netns list 2>/dev/null | awk -v p="$PFX-" 'index($1, p) == 1 { print $1 }'); do
 		ip netns del "$ns" 2>/dev/null || true
 	done
 	mountpoint -q "$PINS" && umount -l "$PINS"
 	# fastwalld's logs stay with the results (they hold no secrets here)
-	mkdir -p "$OUT" && cp "$RUN"/fastwalld-*.log "$OUT"/ 2>/dev/null || true
+	{ mkdir -p "$OUT" && cp "$RUN"/fastwalld-*.log "$OUT"/; } 2>/dev/null || true
 	rm -rf "$RUN"
 	exit "$rc"
 }
@@ -408,7 +408,8 @@ for j in "${!T_LABEL[@]}"; do
 	for c in "allow 203.0.113.10 9 $src 1" "learned 198.51.100.77 9 $src 1" \
 		"deny-cidr 203.0.113.130 9 $src 0" "default 203.0.113.200 9 $src 0" \
 		"port-853 203.0.113.10 853 $src 0" "non-subj 203.0.113.10 9 10.64.200.2 0"; do
-		set -- $c
+		read -r -a w <<<"$c"
+		set -- "${w[@]}"
 		p=$(probe "$j" "$2" "$3" "$4")
 		want=$5
 		case ${T_KIND[j]} in none | ctonly | trivial) want=1 ;; esac
@@ -451,14 +452,15 @@ printf '%s\n' "full=$FULL" "rounds=$ROUNDS" "seconds_udp=$SECONDS_UDP" "seconds_
 # to see how much the neighbours ran meanwhile (on this VM a busy sibling
 # vCPU slows the measured one down, whatever the CPU-time normalisation).
 snapshot() { # anchor pid...
-	local anchor=$1
+	local anchor=$1 p stats=()
 	shift
+	for p in "$@"; do stats+=("/proc/$p/schedstat"); done
 	awk -v now="$(now_ns)" -v n=$# -v me="cpu$CPU" 'FILENAME ~ /schedstat$/ { cpu += $1; seen++; nextfile }
 		FILENAME ~ /net\/dev$/ && $1 == "i0:" { rx = $3 }
 		FILENAME == "/proc/stat" && $1 ~ /^cpu[0-9]/ && $1 != me {
 			for (i = 2; i <= 9; i++) tot += $i; busy += $2 + $3 + $4 + $7 + $8 + $9 }
 		END { if (seen < n) print "gone"; else printf "%.0f %.0f %.0f %.0f:%.0f\n", cpu, rx, now, busy, tot }' \
-		$(for p in "$@"; do echo "/proc/$p/schedstat"; done) "/proc/$anchor/net/dev" /proc/stat 2>/dev/null || echo gone
+		"${stats[@]}" "/proc/$anchor/net/dev" /proc/stat 2>/dev/null || echo gone
 }
 
 measure_udp() { # label j nsb round

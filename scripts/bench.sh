@@ -62,7 +62,7 @@ BLAST_PID=
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	[[ -n $BLAST_PID ]] && kill "$BLAST_PID" 2>/dev/null || true
+	if [[ -n $BLAST_PID ]]; then kill "$BLAST_PID" 2>/dev/null || true; fi
 	if [[ -n $SRV_PID ]]; then
 		kill "$SRV_PID" 2>/dev/null || true
 		wait "$SRV_PID" 2>/dev/null || true
@@ -212,7 +212,8 @@ ip -n "$POD" addr add 10.64.0.1/16 dev br0
 ip -n "$POD" addr add 198.51.100.1/30 dev o0
 ip -n "$SINK" addr add 198.51.100.2/30 dev i0
 for l in "$SND s0" "$POD p0" "$POD br0" "$POD o0" "$SINK i0"; do
-	set -- $l
+	read -r -a w <<<"$l"
+	set -- "${w[@]}"
 	ip -n "$1" link set "$2" up
 done
 nsx "$POD" sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 \
@@ -228,7 +229,6 @@ nsenter --net=/run/netns/"$SINK" "$BENCH" drop i0
 # one process holds the fastwall data planes of every scale and switches
 # what runs on p0 (nsenter, not ip netns exec, so /sys/fs/bpf stays visible)
 coproc SRV { exec nsenter --net=/run/netns/"$POD" "$BENCH" serve -i p0 -s "$SCALES_B" -p "$PIN-b" 2>"$OUT/serve.log"; }
-SRV_PID=$SRV_PID
 SRV_IN=${SRV[1]}
 SRV_OUT=${SRV[0]}
 read -r -t 300 -u "$SRV_OUT" reply || reply=timeout

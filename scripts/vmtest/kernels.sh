@@ -99,7 +99,7 @@ vt_resolve() {
 	suites=" ${spec%%|*} "
 	re=${spec#*|}
 	while read -r p v s; do
-		[[ $p =~ $re ]] && [[ $suites == *" $s "* ]] || continue
+		[[ $p =~ $re && $suites == *" $s "* ]] || continue
 		if [ -z "$bestv" ] || dpkg --compare-versions "$v" gt "$bestv"; then
 			best=$p
 			bestv=$v
@@ -116,7 +116,7 @@ vt_packages() {
 	local deps
 	deps=$(vt_apt_cache depends "$img" 2>/dev/null | awk '/Depends:/ { print $2 }' |
 		grep -E "^linux-(binary|modules|base)-$(printf '%s' "$kver" | sed 's/[.+]/\\&/g')$" || true)
-	echo "$img" $deps
+	echo "$img${deps:+ ${deps//$'\n'/ }}"
 }
 
 # vt_locate SERIES: sets VT_PKG, VT_VERSION, VT_KVER (uname -r) and
@@ -139,6 +139,7 @@ vt_prepare() {
 	if [ -e "$VT_KDIR/.complete" ] && [ "$(cat "$VT_KDIR/version")" = "$VT_VERSION" ] &&
 		{ [ -e "$VT_KDIR/vmlinux" ] || [ -e "$VT_KDIR/vmlinuz" ]; }; then
 		# a changed initramfs-init only needs a new initramfs
+		# shellcheck disable=SC2153 # VT_DIR: set by vmtest.sh, which sources this file
 		if [ "$VT_DIR/initramfs-init" -nt "$VT_KDIR/initramfs.cpio" ]; then
 			vt_initramfs "$VT_KDIR" "$VT_KDIR/boot.order"
 		fi

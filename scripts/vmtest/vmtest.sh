@@ -154,6 +154,7 @@ for d in "$VMTEST_CACHE"/k/*; do
 	case $keep in *" ${d##*/} "*) ;; *) echo "vmtest: dropping old kernel ${d##*/} from the cache"; rm -rf "$d" ;; esac
 done
 echo "vmtest: kernels $series, $VMTEST_JOBS VMs at a time, ${VMTEST_TIMEOUT}s each"
+# shellcheck disable=SC2086 # the series, one word each
 printf '%s\n' $series | xargs -P "$VMTEST_JOBS" -I{} "$VT_DIR/vmtest.sh" --one {} || true
 T1=$(date +%s)
 
@@ -170,6 +171,7 @@ echo "total $((T1 - T0))s; logs in ${LOGS#"$ROOT"/}/"
 if [ -n "$VMTEST_DOCS" ]; then
 	# every series with a result, this run's or an earlier one's
 	have=$(for s in $VT_ALL_SERIES; do [ -s "$OUT/results/$s" ] && printf '%s ' "$s"; done; true)
+	# shellcheck disable=SC2086 # the series, one word each
 	"$VT_DIR/gen-docs.sh" "$OUT/results" $have >"$VMTEST_DOCS.new" && mv "$VMTEST_DOCS.new" "$VMTEST_DOCS"
 	echo "vmtest: $VMTEST_DOCS regenerated"
 fi

@@ -6,6 +6,7 @@
 # the grace period is removed. restart: wipe - every protocol subject is
 # removed at start (traffic dropped) until it is replayed.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
+# shellcheck disable=SC2016 # the checks hand code in single quotes to eval or bash -c, which expand it
 set -uo pipefail
 
 # shellcheck source=tests/e2e/lib.sh
@@ -26,7 +27,7 @@ fw_sandbox c 4
 fw_serve_internet
 # long enough for the replay steps below on a loaded machine under ASan
 GRACE=${FW_TEST_GRACE:-6}
-fw_act_config keep $GRACE
+fw_act_config keep "$GRACE"
 fw_start_daemon || fw_die "fastwalld did not start"
 fw_wait_log 'attached to sb-c' 1 5 || fw_die "fastwalld did not attach to the sandbox ports"
 
@@ -130,7 +131,7 @@ check_eq "three protocol subjects before the wipe restart" \
 	"$(fw_cli subjects | awk '/^[0-9]/ && $2 ~ /^u-/' | wc -l)" 3
 INST2=$(fw_act_instance)
 fw_stop_daemon
-fw_act_config wipe $GRACE
+fw_act_config wipe "$GRACE"
 fw_start_daemon || fw_die "fastwalld did not restart with restart: wipe"
 INST3=$(fw_act_instance)
 check "wipe restart: a new instanceId" test -n "$INST3" -a "$INST3" != "$INST2"

@@ -5,6 +5,7 @@
 # docs: /work/shared/reference/actions-protocol.md and credential-push.md
 # is checked by status code and body.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
+# shellcheck disable=SC2016 # the checks hand code in single quotes to eval or bash -c, which expand it
 set -uo pipefail
 
 # shellcheck source=tests/e2e/lib.sh

@@ -52,9 +52,9 @@ fw_serve "$NS_INET" --http 198.51.100.30:80 --http 198.51.100.30:8081 --http 198
 ip -n "$NS_INET" addr add $UP4/32 dev lo
 ip -n "$NS_INET" addr add $UP6/128 dev lo nodad
 for a in 198.51.100.20/32 198.51.100.21/32 198.51.100.22/32 $UPF/32; do
-	ip -n "$NS_INET" addr add $a dev lo
+	ip -n "$NS_INET" addr add "$a" dev lo
 done
-for i in $(seq 100 139); do ip -n "$NS_INET" addr add 198.51.100.$i/32 dev lo; done
+for i in $(seq 100 139); do ip -n "$NS_INET" addr add "198.51.100.$i/32" dev lo; done
 # every address of 2001:db8:5::/64 is local (race targets)
 ip -n "$NS_INET" -6 route add local 2001:db8:5::/64 dev lo
 ready=$FW_TMP/echo.ready

@@ -270,13 +270,16 @@ check_ge "sandbox-d drop default-deny counted" "$(fw_subject_counter sandbox-d "
 echo "# CLI"
 subjects=$(fw_cli subjects)
 for s in "sandbox-a active sb-a" "sandbox-b active sb-b" "sandbox-c denying sb-c" "sandbox-d active sb-d"; do
-	set -- $s
+	read -r -a w <<<"$s"
+	set -- "${w[@]}"
+	# shellcheck disable=SC2016 # an awk program: its $N are awk's fields
 	check "fastwall subjects lists $1 as $2 on $3" \
 		awk -v n="$1" -v st="$2" -v i="$3" '$2 == n && $3 == st && $4 == i { f = 1 } END { exit !f }' <<<"$subjects"
 done
 status=$(fw_cli status)
 check "fastwall status lists all four ports as attached" \
-	grep -qE '^attached: +(.* )?sb-a .*sb-b .*sb-c .*sb-d' <<<"$(echo "$status" | sed 's/$/ /')"
+	grep -qE '^attached: +(.* )?sb-a .*sb-b .*sb-c .*sb-d' <<<"$(printf '%s\n' "$status" | sed 's/$/ /')"
+# shellcheck disable=SC2016 # an awk program: its $N are awk's fields
 check "fastwall status total passed > 0" awk '/^total passed/ { exit !($3 > 0) }' <<<"$status"
 
 echo "# deny events in the daemon log"

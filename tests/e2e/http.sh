@@ -7,6 +7,7 @@
 # daemon without bound, a body framed two ways is refused, a uid cannot
 # forge a log record.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
+# shellcheck disable=SC2016 # the checks hand code in single quotes to eval or bash -c, which expand it
 set -uo pipefail
 
 # shellcheck source=tests/e2e/lib.sh

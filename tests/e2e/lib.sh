@@ -49,7 +49,7 @@ fw_die() {
 
 fw_require() {
 	[ "$(id -u)" = 0 ] || fw_die "must run as root"
-	[ -x "$FASTWALLD" ] && [ -x "$FASTWALL" ] ||
+	{ [ -x "$FASTWALLD" ] && [ -x "$FASTWALL" ]; } ||
 		fw_die "$FASTWALLD or $FASTWALL missing: run make all (BUILD=$BUILD)"
 	for t in ip tc nsenter curl; do
 		command -v "$t" >/dev/null || fw_die "$t not found"
@@ -192,6 +192,8 @@ fw_serve_internet() {
 
 # fw_start_daemon [ARGS...]: fastwalld run with $FW_CFG in the pod ns;
 # returns when it logged "fastwalld ready".
+# extra arguments go to fastwalld before "run"; most callers pass none
+# shellcheck disable=SC2120
 fw_start_daemon() {
 	local before
 	before=$(grep -c 'fastwalld ready' "$FW_LOG" 2>/dev/null || true)

@@ -33,6 +33,7 @@ PASSED=0 FAILED=0 SKIPPED=0 DAEMON=""
 
 ok() { echo "ok - $1"; PASSED=$((PASSED + 1)); }
 not_ok() { echo "not ok - $1"; FAILED=$((FAILED + 1)); }
+# shellcheck disable=SC2317 # the TAP skip line: no check skips on the kernels we run
 skip() { echo "ok - $1 # SKIP $2"; SKIPPED=$((SKIPPED + 1)); }
 check() { # DESC CMD...: ok when CMD succeeds
 	local d=$1
@@ -47,7 +48,9 @@ check_fails() { # DESC CMD...: ok when CMD fails
 feature() { echo "# feature $1 $2"; }
 in_ns() { local ns=$1; shift; nsenter --net="/run/netns/$ns" "$@"; }
 # tcp NS HOST [TIMEOUT]: an HTTP exchange over bash's /dev/tcp
+# shellcheck disable=SC2317 # called through check, which shellcheck does not follow
 tcp() {
+	# shellcheck disable=SC2016 # expanded by the inner bash
 	in_ns "$1" timeout "${3:-3}" bash -c 'exec 3<>"/dev/tcp/$0/80" && printf "GET / HTTP/1.0\r\n\r\n" >&3 &&
 		read -r l <&3 && [[ $l == HTTP/1.* ]]' "$2"
 }
@@ -60,6 +63,7 @@ log_has() {
 	done
 	return 1
 }
+# shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
 	set +e
 	[ -n "$DAEMON" ] && kill "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null
@@ -80,7 +84,7 @@ summary() {
 
 [ "$(id -u)" = 0 ] || { echo "tests/vm/run.sh needs root" >&2; exit 2; }
 echo "# kernel $(uname -r)"
-[ -e /sys/kernel/btf/vmlinux ] && feature btf yes || feature btf no
+if [ -e /sys/kernel/btf/vmlinux ]; then feature btf yes; else feature btf no; fi
 feature jit "$(cat /proc/sys/net/core/bpf_jit_enable 2>/dev/null || echo none)"
 
 echo "# 1. BPF_PROG_TEST_RUN verdict table"
@@ -101,7 +105,7 @@ PASSED=$((PASSED + vp)) FAILED=$((FAILED + vf))
 feature test_run "$vp/$((vp + vf))"
 
 echo "# 2. topology: pod bridge with two sandbox ports, a simulated internet"
-ip netns add "$POD" && ip netns add "$INET" && ip netns add "$SBA" && ip netns add "$SBB" ||
+{ ip netns add "$POD" && ip netns add "$INET" && ip netns add "$SBA" && ip netns add "$SBB"; } ||
 	{ not_ok "create network namespaces"; summary; }
 ip -b - <<EOF || not_ok "ip -batch (root ns)"
 link add br0 netns $POD address 02:fa:57:00:00:01 type bridge
@@ -224,7 +228,11 @@ else
 	not_ok "fastwalld's kernel probe passes"
 	grep -E 'lacks|TC \(cls_bpf\)' "$LOG" | sed 's/^/#   | /'
 	for f in ringbuf:'ring buffer' array_of_maps:'array of maps' lpm_trie:'LPM trie' lru_hash:'LRU hash' sched_cls:'TC (cls_bpf)'; do
-		grep -qE "lacks ${f#*:}|can't load ${f#*:}" "$LOG" && feature "${f%%:*}" no || feature "${f%%:*}" yes
+		if grep -qE "lacks ${f#*:}|can't load ${f#*:}" "$LOG"; then
+			feature "${f%%:*}" no
+		else
+			feature "${f%%:*}" yes
+		fi
 	done
 fi
 check "maps pinned under $BPFFS" test -e "$BPFFS/fastwall_dispatch" -a -e "$BPFFS/fastwall_learned"
@@ -254,7 +262,7 @@ if [[ $status =~ drop\ +default-deny\ +([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -ge
 	ok "fastwall status counts the default-deny drops (${BASH_REMATCH[1]})"
 else
 	not_ok "fastwall status counts the default-deny drops"
-	echo "$status" | sed 's/^/#   | /'
+	printf '%s\n' "$status" | sed 's/^/#   | /'
 fi
 
 echo "# 5. DNS through the proxy: learn, then answer"
@@ -268,11 +276,12 @@ if [[ $(status_of "$out") == NOERROR && $out == *203.0.113.10* ]]; then
 	feature dns_redirect yes
 else
 	not_ok "udp dns to the gateway answered by the proxy (port rewritten both ways)"
-	sed 's/^/#   | /' <<<"$out"
+	printf '%s\n' "$out" | sed 's/^/#   | /'
 	feature dns_redirect no
 fi
 check "learned address passes at once: sandbox-a -> 203.0.113.10:80" tcp "$SBA" 203.0.113.10 ||
 	{ in_ns "$POD" "$FASTWALL" --bpffs "$BPFFS" leases; grep -v 'deny subject' "$LOG"; } 2>&1 | sed 's/^/#   | /'
+# shellcheck disable=SC2317 # called through check, which shellcheck does not follow
 leases_has() { in_ns "$POD" "$FASTWALL" --bpffs "$BPFFS" leases | grep -q "^sandbox-a .*$1 "; }
 check "fastwall leases lists it" leases_has 203.0.113.10
 out=$(q "$SBA" @198.51.100.53 denied.example.com)
@@ -280,7 +289,7 @@ if [[ $(status_of "$out") == NXDOMAIN ]]; then
 	ok "dns to another resolver redirected (address rewritten both ways): NXDOMAIN"
 else
 	not_ok "dns to another resolver redirected (address rewritten both ways): NXDOMAIN"
-	sed 's/^/#   | /' <<<"$out"
+	printf '%s\n' "$out" | sed 's/^/#   | /'
 fi
 out=$(q "$SBA" +tcp @10.42.0.1 learned.example.com)
 check "tcp dns to the gateway answered" test "$(status_of "$out")" = NOERROR

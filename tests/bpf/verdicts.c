@@ -7,7 +7,13 @@
  * a user sees: the TC verdict, the reason counter (exactly +1, no other
  * reason moved), the subject's counter, and the deny event in the ring
  * buffer. A few scenarios (event rate limiting) do not fit one packet per
- * row and follow the table. Needs root; prints "N passed, N failed". */
+ * row and follow the table. Needs root; prints "N passed, N failed".
+ *
+ * No row leans on the rows before it: each group of rows (a row, and the
+ * rows after it marked .then, such as the later fragments of a datagram)
+ * starts from the fixture's data path and sets up the config it needs
+ * itself. --shuffle SEED runs the groups in another order, --only ROW
+ * runs the group holding one row. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>

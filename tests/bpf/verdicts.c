@@ -2915,7 +2915,8 @@ static int fixture_populate(void)
 	return err;
 }
 
-#define NSNAP 24
+#define NSNAP	     24
+#define SNAP_KEY_MAX 64 /* the largest key of a state map, for the restore's walk */
 
 /* The fixture's contents of every map but the rule tries, taken once the
  * fixture is in: a group of rows that changed no subject is undone by
@@ -2952,6 +2953,8 @@ static int snap_take(struct snap *sn, int fd)
 
 	if (bpf_obj_get_info_by_fd(fd, &info, &len))
 		return -errno;
+	if (info.key_size > SNAP_KEY_MAX)
+		return -E2BIG;
 	sn->fd = fd;
 	sn->type = info.type;
 	sn->key_size = info.key_size;
@@ -2995,7 +2998,7 @@ static bool snap_has(const struct snap *sn, const void *key)
 /* Makes the map hold exactly what the snapshot does. */
 static int snap_restore(const struct snap *sn)
 {
-	__u8 key[64], *cur = malloc(sn->value_size);
+	__u8 key[SNAP_KEY_MAX], *cur = malloc(sn->value_size);
 	int err = 0;
 
 	if (!cur)

@@ -5,7 +5,7 @@
 # built once into $BUILD/prev-<rev>/ (kept for later runs); its fastwalld
 # programs three sandboxes (A: one CIDR on two ports plus a name learned
 # through the DNS proxy, B: one CIDR, C: a protocol subject), then, while
-# sequence-numbered UDP streams (allowed and denied, ~13,000 datagrams a
+# sequence-numbered UDP streams (allowed and denied, ~14,000 datagrams a
 # second in all) and two TCP connections run, it is stopped (SIGTERM) and
 # this build's fastwalld is started on the same pin directory and
 # configuration. What a user would see is checked: no allowed datagram
@@ -15,7 +15,7 @@
 # takes effect, and a second restart on the upgraded state that reuses
 # everything. A clone without the previous release's commit (shallow)
 # skips with a message. FW_PREV_REV=REV tests an upgrade from another
-# release.
+# release; the default moves to each new release.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
 set -uo pipefail
 
@@ -209,7 +209,7 @@ subj_count() {
 	FASTWALL=$cli fw_subject_counter "$@"
 }
 lease_of() { cli_new leases | awk -v s="$1" -v a="$2" '$1 == s && $2 == a { print $3; f = 1 } END { if (!f) print "none" }'; }
-ids() { "$@" subjects | awk '/^[0-9]/ { printf "%s=%s ", $2, $1 }'; }
+ids() { "$@" subjects | awk '/^[0-9]/ { print $2 "=" $1 }' | sort | tr '\n' ' '; }
 no_errors() { ! grep -E 'Z error |AddressSanitizer|runtime error' "$1"; }
 
 # The streams: "ID=DST:PORT@RATE", allowed and denied, per sandbox

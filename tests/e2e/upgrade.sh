@@ -3,15 +3,15 @@
 # End-to-end: an upgrade from the previous release to this build under
 # traffic. The previous release (commit $FW_PREV_REV, default a0e21c7) is
 # built once into $BUILD/prev-<rev>/ (kept for later runs); its fastwalld
-# programs three sandboxes (A: one CIDR on two ports plus a name learned
+# programs three sandboxes (A: one CIDR on three ports plus a name learned
 # through the DNS proxy, B: one CIDR, C: a protocol subject), then, while
 # sequence-numbered UDP streams (allowed and denied, ~14,000 datagrams a
 # second in all) and two TCP connections run, it is stopped (SIGTERM) and
 # this build's fastwalld is started on the same pin directory and
 # configuration. What a user would see is checked: no allowed datagram
 # lost, no denied one delivered, the TCP connections intact, the learned
-# name and its lease kept, the counters carried (every datagram counted
-# once) and readable with the new CLI, a clean log, a policy change that
+# name and its lease kept, the counters carried (no datagram uncounted)
+# and readable with the new CLI, a clean log, a policy change that
 # takes effect, and a second restart on the upgraded state that reuses
 # everything. A clone without the previous release's commit (shallow)
 # skips with a message. FW_PREV_REV=REV tests an upgrade from another

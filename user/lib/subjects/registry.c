@@ -19,7 +19,7 @@
 #include "common/log.h"
 #include "subjects/registry.h"
 
-__u64 fw_binding_hash(const struct fw_static_subject *spec)
+__u64 fw_binding_hash(const struct fw_subject_spec *spec)
 {
 	__u64 h = FW_FNV_BASIS;
 
@@ -61,7 +61,7 @@ static __u32 resolve_ifindex(const char *ifname)
 	return idx ? idx : FW_IFINDEX_MISSING;
 }
 
-static void build_ksub(struct fw_subject *k, __u32 id, const struct fw_static_subject *spec)
+static void build_ksub(struct fw_subject *k, __u32 id, const struct fw_subject_spec *spec)
 {
 	memset(k, 0, sizeof(*k));
 	k->id = id;
@@ -382,7 +382,7 @@ static int add_domain_rules(struct fw_policy *dst, const struct fw_policy *src)
 
 /* Builds the domain policy of spec behind overlay; *out is NULL when it
  * equals cur (nothing to publish). */
-static int domains_build(const struct fw_policy *overlay, const struct fw_static_subject *spec,
+static int domains_build(const struct fw_policy *overlay, const struct fw_subject_spec *spec,
 			 const struct fw_domain_policy *cur, struct fw_domain_policy **out)
 {
 	struct fw_domain_policy *d;
@@ -760,7 +760,7 @@ static void remember_live(struct fw_entry *e, const struct fw_compiled_set *set)
 }
 
 static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
-			  const struct fw_static_subject *spec, const struct fw_compiled_set *set,
+			  const struct fw_subject_spec *spec, const struct fw_compiled_set *set,
 			  __u64 phash, __u64 bhash, __u32 origin, bool *changed)
 {
 	struct fw_ip held[FW_SUBJECT_MAX_ADDRS];
@@ -836,7 +836,7 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 /* New identity: a fresh id, written completely before dispatch points at
  * it, then the old id (if any) released. */
 static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
-			const struct fw_static_subject *spec, const struct fw_compiled_set *set,
+			const struct fw_subject_spec *spec, const struct fw_compiled_set *set,
 			struct fw_subject_meta *meta)
 {
 	struct fw_ip old[FW_SUBJECT_MAX_ADDRS], held[FW_SUBJECT_MAX_ADDRS];
@@ -926,7 +926,7 @@ undo:
 	return err;
 }
 
-int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_static_subject *spec,
+int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_subject_spec *spec,
 		 enum fw_origin origin, __u64 fence_hash, bool *changed)
 {
 	struct fw_subject_meta meta = {};
@@ -1000,8 +1000,8 @@ out:
 	return err;
 }
 
-int fw_reg_upsert(struct fw_registry *r, const struct fw_static_subject *spec,
-		  enum fw_origin origin, bool *changed)
+int fw_reg_upsert(struct fw_registry *r, const struct fw_subject_spec *spec, enum fw_origin origin,
+		  bool *changed)
 {
 	struct fw_entry *e = fw_reg_get(r, spec->name, true);
 	int err;
@@ -1051,17 +1051,18 @@ static bool pick_static(const struct fw_entry *e, const void *ctx)
 	return e->id && e->meta.origin == FW_ORIGIN_STATIC;
 }
 
-int fw_reg_sync_static(struct fw_registry *r, const struct fw_cfg *cfg, bool prune_adopted)
+int fw_reg_sync_static(struct fw_registry *r, const struct fw_policy *overlay,
+		       const struct fw_subject_spec *subjects, size_t nsubjects, bool prune_adopted)
 {
 	char(*names)[FW_NAME_LEN];
 	int err, ret = 0;
 	size_t n;
 
-	err = fw_reg_set_overlay(r, &cfg->overlay);
+	err = fw_reg_set_overlay(r, overlay);
 	if (err)
 		return err;
-	for (size_t i = 0; i < cfg->nsubjects; i++) {
-		struct fw_entry *e = fw_reg_get(r, cfg->subjects[i].name, true);
+	for (size_t i = 0; i < nsubjects; i++) {
+		struct fw_entry *e = fw_reg_get(r, subjects[i].name, true);
 
 		if (!e) {
 			ret = ret ? ret : -ENOMEM;
@@ -1069,10 +1070,10 @@ int fw_reg_sync_static(struct fw_registry *r, const struct fw_cfg *cfg, bool pru
 		}
 		if (e->id && e->meta.origin != FW_ORIGIN_STATIC && !e->adopted) {
 			fw_err("static subject %s: the name is held by a protocol subject",
-			       cfg->subjects[i].name);
+			       subjects[i].name);
 			ret = ret ? ret : -EEXIST;
 		} else {
-			err = fw_reg_apply(r, e, &cfg->subjects[i], FW_ORIGIN_STATIC, 0, NULL);
+			err = fw_reg_apply(r, e, &subjects[i], FW_ORIGIN_STATIC, 0, NULL);
 			if (err && !ret)
 				ret = err;
 		}
@@ -1084,8 +1085,8 @@ int fw_reg_sync_static(struct fw_registry *r, const struct fw_cfg *cfg, bool pru
 		bool wanted = false;
 		struct fw_entry *e;
 
-		for (size_t j = 0; j < cfg->nsubjects && !wanted; j++)
-			wanted = strncmp(cfg->subjects[j].name, names[i], FW_NAME_LEN) == 0;
+		for (size_t j = 0; j < nsubjects && !wanted; j++)
+			wanted = strncmp(subjects[j].name, names[i], FW_NAME_LEN) == 0;
 		e = fw_reg_get(r, names[i], false);
 		if (!e)
 			continue;

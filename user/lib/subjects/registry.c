@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <bpf/bpf.h>
-
 #include "common/addr.h"
 #include "common/hash.h"
 #include "common/log.h"
@@ -143,14 +141,78 @@ static bool ports_live(__u32 id, __u32 *gen, const void *ctx)
 	return true;
 }
 
+struct adopt_ctx {
+	struct fw_registry *r;
+	size_t nretired;
+	struct fw_recs stale; /* struct stale_addr: dispatch to nobody */
+};
+
+struct stale_addr {
+	struct fw_ip addr;
+	__u32 id;
+};
+
+static int adopt_meta(const void *key, const void *val, void *ctx)
+{
+	struct adopt_ctx *a = ctx;
+	struct fw_registry *r = a->r;
+	struct fw_subject_meta meta;
+	struct fw_entry *e;
+	__u32 id;
+
+	memcpy(&id, key, sizeof(id));
+	memcpy(&meta, val, sizeof(meta));
+	if (id == 0 || id >= FW_MAX_SUBJECTS || r->by_id[id])
+		return 0;
+	if (meta.origin == FW_ORIGIN_RETIRED) {
+		a->nretired++; /* removed before the restart, not reaped yet */
+		return 0;
+	}
+	meta.name[FW_NAME_LEN - 1] = '\0';
+	meta.ifname[sizeof(meta.ifname) - 1] = '\0';
+	if (lookup_locked(r, meta.name))
+		return 0; /* a duplicate name: the first one wins */
+	e = entry_new(r, meta.name);
+	if (!e)
+		return -ENOMEM;
+	e->id = id;
+	e->meta = meta;
+	e->adopted = true;
+	r->by_id[id] = e;
+	r->id_reserved[id] = true;
+	r->count++;
+	return 0;
+}
+
+static int adopt_dispatch(const void *key, const void *val, void *ctx)
+{
+	struct adopt_ctx *a = ctx;
+	struct fw_subject ks;
+	struct fw_entry *e;
+	struct fw_ip addr;
+
+	memcpy(&addr, key, sizeof(addr));
+	memcpy(&ks, val, sizeof(ks));
+	e = ks.id < FW_MAX_SUBJECTS ? a->r->by_id[ks.id] : NULL;
+	if (!e) {
+		/* an address nobody owns any more: fail closed by removing it
+		 * (after the scan, which a delete would disturb) */
+		struct stale_addr st = {.addr = addr, .id = ks.id};
+
+		return fw_recs_push(&a->stale, &st);
+	}
+	e->ksub = ks;
+	if (e->naddrs < FW_SUBJECT_MAX_ADDRS)
+		e->addrs[e->naddrs++] = addr;
+	return 0;
+}
+
 int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
 {
-	struct fw_ip addr, *prev = NULL;
+	struct adopt_ctx a = {.r = r, .stale.size = sizeof(struct stale_addr)};
+	const struct stale_addr *stale;
 	int err;
-	struct fw_subject_meta meta;
-	struct fw_subject ks;
-	__u32 id, *prev_id = NULL;
-	size_t nretired = 0;
+	__u32 id;
 
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->lock, NULL);
@@ -158,52 +220,19 @@ int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
 	fw_policy_init(&r->overlay);
 	r->dp = dp;
 
-	while (bpf_map_get_next_key(dp->meta_fd, prev_id, &id) == 0) {
-		struct fw_entry *e;
-
-		prev_id = &id;
-		if (id == 0 || id >= FW_MAX_SUBJECTS || r->by_id[id])
-			continue;
-		if (bpf_map_lookup_elem(dp->meta_fd, &id, &meta))
-			continue;
-		if (meta.origin == FW_ORIGIN_RETIRED) {
-			nretired++; /* removed before the restart, not reaped yet */
-			continue;
-		}
-		meta.name[FW_NAME_LEN - 1] = '\0';
-		meta.ifname[sizeof(meta.ifname) - 1] = '\0';
-		if (lookup_locked(r, meta.name))
-			continue; /* a duplicate name: the first one wins */
-		e = entry_new(r, meta.name);
-		if (!e)
-			return -ENOMEM;
-		e->id = id;
-		e->meta = meta;
-		e->adopted = true;
-		r->by_id[id] = e;
-		r->id_reserved[id] = true;
-		r->count++;
-	}
-	while (bpf_map_get_next_key(dp->dispatch_fd, prev, &addr) == 0) {
-		struct fw_entry *e;
-
-		prev = &addr;
-		if (bpf_map_lookup_elem(dp->dispatch_fd, &addr, &ks))
-			continue;
-		e = ks.id < FW_MAX_SUBJECTS ? r->by_id[ks.id] : NULL;
-		if (!e) {
-			/* an address nobody owns any more: fail closed by removing it */
-			bpf_map_delete_elem(dp->dispatch_fd, &addr);
-			continue;
-		}
-		e->ksub = ks;
-		if (e->naddrs < FW_SUBJECT_MAX_ADDRS)
-			e->addrs[e->naddrs++] = addr;
-	}
+	err = fw_dp_meta_scan(dp, adopt_meta, &a);
+	if (!err)
+		err = fw_dp_dispatch_scan(dp, adopt_dispatch, &a);
+	stale = (const struct stale_addr *)a.stale.data;
+	for (size_t i = 0; !err && i < a.stale.n; i++)
+		fw_dp_dispatch_del(dp, &stale[i].addr, stale[i].id);
+	free(a.stale.data);
+	if (err)
+		return err;
 	if (r->count)
 		fw_info("adopted %zu subjects from pinned maps", r->count);
-	if (nretired)
-		fw_info("%zu removed subjects still to be reaped", nretired);
+	if (a.nretired)
+		fw_info("%zu removed subjects still to be reaped", a.nretired);
 	/* No id is handed out before the reaper has emptied it: those retired
 	 * before the restart, and any other unbound id too, since a release
 	 * cut short by an older version or a foreign write may have left
@@ -464,7 +493,7 @@ static struct fw_entry *addr_owner_locked(struct fw_registry *r, const struct fw
 {
 	struct fw_subject cur;
 
-	if (bpf_map_lookup_elem(r->dp->dispatch_fd, a, &cur) || cur.id >= FW_MAX_SUBJECTS)
+	if (fw_dp_dispatch_lookup(r->dp, a, &cur) || cur.id >= FW_MAX_SUBJECTS)
 		return NULL;
 	return r->by_id[cur.id];
 }

@@ -537,7 +537,8 @@ int fw_dp_lease_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 
 		    __u32 portset)
 {
 	struct fw_learned_key k = {.subject = id, .addr = *addr};
-	struct fw_lease v = {.expires_ns = expires_ns, .learned_ns = fw_now_ns(), .portset = portset};
+	struct fw_lease v = {
+		.expires_ns = expires_ns, .learned_ns = fw_now_ns(), .portset = portset};
 	int err = take_failure(dp, FAKE_LEASE_PUT);
 
 	return err ? err : fmap_put(&fake_of(dp)->learned, &k, &v, F_ANY);

@@ -45,9 +45,9 @@ static void teardown(void)
 
 TestSuite(actions, .init = setup, .fini = teardown);
 
-#define POLICY_ALLOW_DOCS                                                                        \
+#define POLICY_ALLOW_DOCS                                                                          \
 	"\"{\\\"defaultAction\\\":\\\"deny\\\",\\\"egress\\\":[{\\\"action\\\":\\\"allow\\\","     \
-	"\\\"target\\\":\\\"198.51.100.0/24\\\"},{\\\"action\\\":\\\"allow\\\",\\\"target\\\":"   \
+	"\\\"target\\\":\\\"198.51.100.0/24\\\"},{\\\"action\\\":\\\"allow\\\",\\\"target\\\":"    \
 	"\\\"*.example.com\\\"}]}\""
 
 /* One envelope through fw_actions_post; returns the status. input is the
@@ -237,9 +237,9 @@ Test(actions, a_bad_request_registers_nothing)
 	cr_assert_eq(set_binding("u-1", "rt-1", "att-1", SANDBOX_IP, "\"{\\\"egress\\\":7}\""),
 		     400);
 	cr_assert_eq(set_binding("u-1", "rt-1", "att-1", "192.0.2.300", POLICY_ALLOW_DOCS), 400);
-	cr_assert_eq(post("SET_BINDING", "u-1", "", "att-1", SANDBOX_IP, POLICY_ALLOW_DOCS, NULL,
-			  4),
-		     400);
+	cr_assert_eq(
+		post("SET_BINDING", "u-1", "", "att-1", SANDBOX_IP, POLICY_ALLOW_DOCS, NULL, 4),
+		400);
 	cr_assert_eq(fake_dispatch_count(dp), 0);
 	cr_assert_eq(fw_reg_count(&reg), 0);
 }
@@ -270,8 +270,7 @@ Test(actions, a_static_subjects_address_is_not_for_a_sandbox)
 	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
 	sid = dispatch_id(dp, SANDBOX_IP);
 	cr_assert_eq(set_binding("u-1", "rt-1", "att-1", SANDBOX_IP, POLICY_ALLOW_DOCS), 409);
-	cr_assert_eq(set_binding("static-a", "rt-1", "att-1", "192.0.2.9", POLICY_ALLOW_DOCS),
-		     409);
+	cr_assert_eq(set_binding("static-a", "rt-1", "att-1", "192.0.2.9", POLICY_ALLOW_DOCS), 409);
 	cr_assert_eq(dispatch_id(dp, SANDBOX_IP), sid);
 	cr_assert_eq(dispatch_id(dp, "192.0.2.9"), 0);
 	cr_assert_eq(state_at(SANDBOX_IP), FW_STATE_ACTIVE);

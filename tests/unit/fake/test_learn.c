@@ -83,7 +83,8 @@ static __u64 lease_left_s(__u32 id, const char *addr)
 	__u64 now = fw_now_ns();
 
 	cr_assert_eq(fake_lease_get(dp, id, &a, &v), 0, "no lease for %s", addr);
-	return v.expires_ns > now ? (v.expires_ns - now + FW_NSEC_PER_SEC / 2) / FW_NSEC_PER_SEC : 0;
+	return v.expires_ns > now ? (v.expires_ns - now + FW_NSEC_PER_SEC / 2) / FW_NSEC_PER_SEC
+				  : 0;
 }
 
 Test(learn, an_allowed_answer_writes_leases_within_the_clamps)
@@ -134,9 +135,9 @@ Test(learn, ports_of_the_rule_become_the_leases_port_set)
 	int ans;
 
 	spec_init(&s, "web", "192.0.2.10", NULL);
-	cr_assert_eq(fw_policy_add_rule(&s.policy, "allow", "*.example.com", ports, 2, err,
-					sizeof(err)),
-		     0);
+	cr_assert_eq(
+		fw_policy_add_rule(&s.policy, "allow", "*.example.com", ports, 2, err, sizeof(err)),
+		0);
 	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
 	fw_policy_free(&s.policy);
 	start();
@@ -295,4 +296,61 @@ Test(learn, a_removed_subjects_leases_go_with_the_reap)
 	cr_assert_eq(fake_learned_count(dp, sid), 0);
 	cr_assert_eq(fw_learn_count(learn, sid), 0);
 	cr_assert_eq(fake_names_count(dp), 0);
+}
+
+Test(learn, an_answer_is_judged_on_the_policy_of_when_it_arrives)
+{
+	struct fw_ip c = ip_of("192.0.2.10"), a = ip_of("203.0.113.5");
+	struct fw_dns_query q = {.qtype = 1, .qclass = 1};
+	struct fw_dns_answer ans = {.naddrs = 1};
+	struct fw_subject_spec s;
+	struct fw_lease v;
+	__u64 token;
+
+	start();
+	snprintf(q.name, sizeof(q.name), "api.example.com");
+	ans.addrs[0].ip = a;
+	ans.addrs[0].ttl = 30;
+	cr_assert_eq(fw_learn_decide(learn, &c, &q, &token), DNSP_FORWARD);
+	/* the policy changes while the upstream answers */
+	spec_init(&s, "web", "192.0.2.10", NULL);
+	rule_add(&s.policy, "allow", "*.example.org");
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
+	fw_policy_free(&s.policy);
+	cr_assert_eq(fw_learn_answer(learn, &c, &q, token, &ans), -EACCES);
+	cr_assert_eq(fake_lease_get(dp, sid, &a, &v), -ENOENT);
+}
+
+static char last_reason[32];
+
+static void sink(void *ctx, const struct fw_learn_event *ev)
+{
+	(void)ctx;
+	snprintf(last_reason, sizeof(last_reason), "%s", ev->reason);
+}
+
+Test(learn, denied_queries_say_why)
+{
+	struct fw_subject_spec s;
+	const char *addr[] = {"203.0.113.5"};
+	int ans;
+
+	spec_init(&s, "held", "192.0.2.30", NULL);
+	rule_add(&s.policy, "allow", "*.example.com");
+	s.state = FW_STATE_DENYING;
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
+	fw_policy_free(&s.policy);
+	cfg.event_interval_ns = 1;
+	start();
+	fw_learn_set_event_sink(learn, sink, NULL);
+
+	cr_assert_eq(resolve("192.0.2.30", "api.example.com", addr, 1, 30, &ans),
+		     FW_DNS_RCODE_NXDOMAIN);
+	cr_assert_str_eq(last_reason, "denying");
+	cr_assert_eq(resolve("192.0.2.10", "evil.test", addr, 1, 30, &ans), FW_DNS_RCODE_NXDOMAIN);
+	cr_assert_str_eq(last_reason, "denied-name");
+	cr_assert_eq(resolve("192.0.2.99", "api.example.com", addr, 1, 30, &ans),
+		     FW_DNS_RCODE_NXDOMAIN);
+	cr_assert_str_eq(last_reason, "unknown-source");
+	cr_assert_eq(fake_learned_count(dp, ~0u), 0);
 }

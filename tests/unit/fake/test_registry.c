@@ -133,9 +133,8 @@ Test(registry, a_protocol_subject_never_takes_a_static_address)
 	spec_init(&pr, "u-1", "192.0.2.10", "192.0.2.20");
 	e = fw_reg_get(&reg, "u-1", true);
 	cr_assert_not_null(e);
-	cr_assert_eq(fw_reg_apply(&reg, e, &pr, FW_ORIGIN_ACTIONS, fw_fence_hash("rt", "att"),
-				  NULL),
-		     0);
+	cr_assert_eq(
+		fw_reg_apply(&reg, e, &pr, FW_ORIGIN_ACTIONS, fw_fence_hash("rt", "att"), NULL), 0);
 	fw_reg_put(&reg, e);
 	cr_assert_eq(dispatch_id(dp, "192.0.2.10"), sid, "the static subject keeps its address");
 	cr_assert_eq(dispatch_id(dp, "192.0.2.20"), id_of("u-1"));
@@ -193,7 +192,8 @@ Test(registry, unbind_removes_everything_and_retires_the_id)
 	cr_assert_eq(fake_dispatch_count(dp), 0);
 	cr_assert_eq(verdict(dp, id, "198.51.100.7"), -1);
 	cr_assert_eq(fake_meta_get(dp, id, &m), 0);
-	cr_assert_eq(m.origin, FW_ORIGIN_RETIRED, "a restart must not reuse the id before the reap");
+	cr_assert_eq(m.origin, FW_ORIGIN_RETIRED,
+		     "a restart must not reuse the id before the reap");
 	cr_assert_eq(fw_reg_id_state(&reg, id, NULL), -1);
 	cr_assert_eq(fw_reg_count(&reg), 0);
 	cr_assert_null(fw_reg_find(&reg, "web"));

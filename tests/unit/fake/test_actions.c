@@ -306,3 +306,32 @@ Test(actions, a_restart_keeps_enforcing_until_the_replay)
 	cr_assert_eq(state_at(SANDBOX_IP), FW_STATE_ACTIVE);
 	cr_assert_not(fw_reg_find(&reg, "u-1")->adopted);
 }
+
+Test(actions, an_address_change_under_the_same_fence_moves_dispatch)
+{
+	__u32 id;
+
+	cr_assert_eq(set_binding("u-1", "rt-1", "att-1", SANDBOX_IP, POLICY_ALLOW_DOCS), 200);
+	cr_assert_eq(hook("u-1", "rt-1", "att-1", "sandbox.data-plane-ready"), 200);
+	id = dispatch_id(dp, SANDBOX_IP);
+	cr_assert_eq(set_binding("u-1", "rt-1", "att-1", "192.0.2.9", POLICY_ALLOW_DOCS), 200);
+	cr_assert_eq(dispatch_id(dp, "192.0.2.9"), id, "same fence, same subject");
+	cr_assert_eq(dispatch_id(dp, SANDBOX_IP), 0);
+	cr_assert_eq(state_at("192.0.2.9"), FW_STATE_ACTIVE);
+	cr_assert_eq(verdict(dp, id, "198.51.100.7"), FW_ACTION_ALLOW);
+}
+
+Test(actions, a_new_sandbox_takes_over_an_address_and_keeps_it)
+{
+	__u32 idb;
+
+	cr_assert_eq(set_binding("u-a", "rt-a", "att-a", SANDBOX_IP, POLICY_ALLOW_DOCS), 200);
+	cr_assert_eq(hook("u-a", "rt-a", "att-a", "sandbox.data-plane-ready"), 200);
+	cr_assert_eq(set_binding("u-b", "rt-b", "att-b", SANDBOX_IP, POLICY_ALLOW_DOCS), 200);
+	idb = dispatch_id(dp, SANDBOX_IP);
+	cr_assert_eq(state_at(SANDBOX_IP), FW_STATE_DENYING, "the new owner starts denying");
+	cr_assert_eq(remove_binding("u-a", "rt-a", "att-a"), 200);
+	cr_assert_eq(dispatch_id(dp, SANDBOX_IP), idb, "the old sandbox's removal spares it");
+	cr_assert_eq(hook("u-b", "rt-b", "att-b", "sandbox.data-plane-ready"), 200);
+	cr_assert_eq(state_at(SANDBOX_IP), FW_STATE_ACTIVE);
+}

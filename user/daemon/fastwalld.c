@@ -843,9 +843,6 @@ static int run(struct fw_daemon *d)
 		fw_err("some static subjects could not be programmed: %s", strerror(-err));
 
 	if (d->cfg.actions_enabled) {
-		/* secrets may arrive from here on: no core dumps, no ptrace */
-		fw_secmem_process_init();
-		fw_secmem_wipe_json();
 		struct fw_actions_opts ao = {
 			.restart_wipe = d->cfg.actions_restart_wipe,
 			.bind_host_veth = d->cfg.actions_bind_host_veth,
@@ -853,6 +850,9 @@ static int run(struct fw_daemon *d)
 			.pending_ttl_ns = d->cfg.actions_pending_ttl_ns,
 		};
 
+		/* secrets may arrive from here on: no core dumps, no ptrace */
+		fw_secmem_process_init();
+		fw_secmem_wipe_json();
 		err = fw_actions_init(&d->actions, &d->reg, &ao);
 		if (err) {
 			fw_err("can't start the actions handler: %s", strerror(-err));

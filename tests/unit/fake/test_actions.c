@@ -279,13 +279,12 @@ Test(actions, a_static_subjects_address_is_not_for_a_sandbox)
 Test(actions, a_restart_keeps_enforcing_until_the_replay)
 {
 	struct fw_actions_opts o = {.grace_ns = 3600 * FW_NSEC_PER_SEC};
+	char before[sizeof(act.instance_id)];
 	__u32 id;
 
 	cr_assert_eq(set_binding("u-1", "rt-1", "att-1", SANDBOX_IP, POLICY_ALLOW_DOCS), 200);
 	cr_assert_eq(hook("u-1", "rt-1", "att-1", "sandbox.data-plane-ready"), 200);
 	id = dispatch_id(dp, SANDBOX_IP);
-	char before[sizeof(act.instance_id)];
-
 	snprintf(before, sizeof(before), "%s", act.instance_id);
 
 	/* fastwalld restarts over the same kernel state */

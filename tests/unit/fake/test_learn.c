@@ -156,6 +156,7 @@ Test(learn, refresh_renews_leases_with_an_open_connection)
 	struct fw_conn c = {0};
 	struct fw_lease before_busy, before_idle, after;
 	struct timespec pause = {0, 20 * 1000 * 1000};
+	struct fw_learn_stats st;
 	int ans;
 
 	/* leases of exactly lease_min_s: a renewal moves them forward */
@@ -186,8 +187,6 @@ Test(learn, refresh_renews_leases_with_an_open_connection)
 	cr_assert_eq(fw_learn_tick(learn), 0);
 	cr_assert_eq(fake_lease_get(dp, sid, &busy, &after), 0);
 	cr_assert_gt(after.expires_ns, before_busy.expires_ns);
-	struct fw_learn_stats st;
-
 	fw_learn_get_stats(learn, &st);
 	cr_assert_eq(st.renewed, 1);
 	cr_assert_eq(st.grace, 1);

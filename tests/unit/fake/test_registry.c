@@ -37,6 +37,7 @@ Test(registry, apply_dispatches_every_address_to_one_rule_set)
 	struct fw_subject_spec s;
 	struct fw_subject_meta m;
 	bool changed = false;
+	unsigned int swaps;
 	__u32 id;
 
 	spec_init(&s, "web", "192.0.2.10", "2001:db8::10");
@@ -56,8 +57,7 @@ Test(registry, apply_dispatches_every_address_to_one_rule_set)
 	cr_assert_eq(fake_resets(dp, id), 1, "a fresh id starts with zeroed counters");
 
 	/* the same spec again changes nothing in the kernel */
-	unsigned int swaps = fake_rules_changes(dp, id);
-
+	swaps = fake_rules_changes(dp, id);
 	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, &changed), 0);
 	cr_assert_not(changed);
 	cr_assert_eq(fake_rules_changes(dp, id), swaps);

@@ -53,6 +53,7 @@ run_part() {
 }
 
 run_part unit "$BUILD/tests/unit_tests" --jobs 2
+run_part unit-fake "$BUILD/tests/unit_fake" --jobs 2
 run_part bpf-verdicts "$BUILD/tests/bpf_verdicts"
 for t in tests/e2e/*.sh; do
 	[ -e "$t" ] || continue

@@ -30,8 +30,7 @@ struct demo {
 	bool wipe;
 };
 
-static int no_seven(const char *name, const char *s, unsigned long long v, char *msg,
-		    size_t msglen)
+static int no_seven(const char *name, const char *s, unsigned long long v, char *msg, size_t msglen)
 {
 	(void)s;
 	if (v == 7) {
@@ -48,18 +47,31 @@ static const struct fw_ck_name wipes[] = {{"keep", 0}, {"wipe", 1}, {NULL, 0}};
 
 static const struct fw_cfgkey demo_keys[] = {
 	{.key = "on", .type = FW_CK_BOOL, F(on), .def = 1, .doc = "switch"},
-	{.key = "port", .type = FW_CK_UINT, F(port), .min = 1, .max = 65535, .def = 80,
+	{.key = "port",
+	 .type = FW_CK_UINT,
+	 F(port),
+	 .min = 1,
+	 .max = 65535,
+	 .def = 80,
 	 .check = no_seven},
 	{.key = "count", .type = FW_CK_UINT, F(count), .min = 0, .max = 10, .def = 3},
 	{.key = "big", .type = FW_CK_UINT, F(big), .min = 0, .max = ~0ULL, .def = 0},
-	{.key = "wait", .type = FW_CK_DURATION, F(wait_ns), .min = 1, .max = 60, .def = 5,
+	{.key = "wait",
+	 .type = FW_CK_DURATION,
+	 F(wait_ns),
+	 .min = 1,
+	 .max = 60,
+	 .def = 5,
 	 .scale = FW_CK_NSEC},
 	{.key = "wait_s", .type = FW_CK_DURATION, F(wait_s), .min = 0, .max = 100, .def = 2},
 	{.key = "path", .type = FW_CK_PATH, F(path), .def_str = "/run/x"},
 	{.key = "name", .type = FW_CK_STRING, F(name), .def_str = "abc"},
 	{.key = "mode", .type = FW_CK_ENUM, F(mode), .names = modes, .def = 5},
 	{.key = "wipe", .type = FW_CK_ENUM, F(wipe), .names = wipes, .def = 0},
-	{.key = "list", .type = FW_CK_SECTION, .type_doc = "list of things", .def_doc = "none",
+	{.key = "list",
+	 .type = FW_CK_SECTION,
+	 .type_doc = "list of things",
+	 .def_doc = "none",
 	 .doc = "parsed by its owner"},
 };
 
@@ -145,8 +157,8 @@ Test(cfgkeys, uint_bounds)
 	cr_expect_eq(d.big, ~0ULL);
 	cr_expect_eq(set("big", "18446744073709551616"), -EINVAL, "no wrap past 64 bits");
 	cr_expect_eq(set("big", "99999999999999999999999"), -EINVAL);
-	for (const char *const *s = (const char *const[]){"-1", "+1", " 1", "1 ", "0x10", "1.5",
-							  "5s", "", NULL};
+	for (const char *const *s =
+		     (const char *const[]){"-1", "+1", " 1", "1 ", "0x10", "1.5", "5s", "", NULL};
 	     *s; s++) {
 		cr_expect_eq(set("count", *s), -EINVAL, "'%s' accepted", *s);
 		cr_expect_str_eq(msg, "sec.count must be a non-negative integer", "'%s'", *s);
@@ -217,8 +229,7 @@ Test(cfgkeys, format_round_trip)
 		cr_assert_eq(fw_ck_parse(&demo, k, buf, &copy, msg, sizeof(msg)), 0, "%s: %s",
 			     k->key, msg);
 		if (k->type == FW_CK_PATH || k->type == FW_CK_STRING)
-			cr_expect_str_eq((char *)&copy + k->off, (char *)&d + k->off, "%s",
-					 k->key);
+			cr_expect_str_eq((char *)&copy + k->off, (char *)&d + k->off, "%s", k->key);
 		else
 			cr_expect_eq(memcmp((char *)&copy + k->off, (char *)&d + k->off, k->size),
 				     0, "%s", k->key);
@@ -256,8 +267,7 @@ Test(cfgkeys, markdown_rows)
 	cr_expect(strstr(md, "| `wait` | seconds, 1-60 | 5 |"), "%s", md);
 	cr_expect(strstr(md, "| `path` | absolute path, < 16 bytes | `/run/x` |"), "%s", md);
 	cr_expect(strstr(md, "| `mode` | `low` \\| `mid` \\| `high` | `mid` |"), "%s", md);
-	cr_expect(strstr(md, "| `list` | list of things | none | parsed by its owner |"), "%s",
-		  md);
+	cr_expect(strstr(md, "| `list` | list of things | none | parsed by its owner |"), "%s", md);
 	free(md);
 }
 
@@ -276,9 +286,9 @@ Test(cfgkeys, schema_is_json_of_the_tables)
 	cr_assert_not_null(root, "line %d: %s\n%s", jerr.line, jerr.text, text);
 	dns = json_object_get(json_array_get(json_object_get(root, "allOf"), 0), "properties");
 	cr_assert_not_null(dns);
-	cr_expect_str_eq(json_string_value(json_object_get(
-				 json_object_get(dns, "log_level"), "default")),
-			 "info");
+	cr_expect_str_eq(
+		json_string_value(json_object_get(json_object_get(dns, "log_level"), "default")),
+		"info");
 	dns = json_object_get(json_object_get(dns, "dns"), "properties");
 	cr_assert_not_null(dns, "%s", text);
 	p = json_object_get(dns, "timeout");
@@ -441,9 +451,9 @@ Test(cfgkeys, doc_markers_are_checked)
 	FILE *m = open_memstream(&out, &len);
 	char e[128] = "";
 
-	cr_expect_eq(fw_cfg_keys_doc("a\n<!-- keys: nope -->\n<!-- end keys -->\n", m, e,
-				     sizeof(e)),
-		     -EINVAL);
+	cr_expect_eq(
+		fw_cfg_keys_doc("a\n<!-- keys: nope -->\n<!-- end keys -->\n", m, e, sizeof(e)),
+		-EINVAL);
 	cr_expect(strstr(e, "line 2: unknown keys section"), "%s", e);
 	cr_expect_eq(fw_cfg_keys_doc("<!-- keys: dns -->\n| old |\n", m, e, sizeof(e)), -EINVAL);
 	cr_expect(strstr(e, "not closed"), "%s", e);

@@ -99,7 +99,7 @@ void fw_ck_name(const struct fw_cfgtable *t, const struct fw_cfgkey *k, char *bu
 }
 
 int fw_ck_parse_uint(const char *name, const char *s, unsigned long long min,
-		      unsigned long long max, unsigned long long *out, char *msg, size_t msglen)
+		     unsigned long long max, unsigned long long *out, char *msg, size_t msglen)
 {
 	unsigned long long v = 0;
 
@@ -381,12 +381,14 @@ void fw_ck_schema(FILE *f, const struct fw_cfgtable *t, bool *first)
 		fprintf(f, ": {");
 		switch (k->type) {
 		case FW_CK_BOOL:
-			fprintf(f, "\"type\": \"boolean\", \"default\": %s", k->def ? "true" : "false");
+			fprintf(f, "\"type\": \"boolean\", \"default\": %s",
+				k->def ? "true" : "false");
 			break;
 		case FW_CK_UINT:
 		case FW_CK_DURATION:
-			fprintf(f, "\"type\": \"integer\", \"minimum\": %llu, \"maximum\": %llu, "
-				   "\"default\": %llu",
+			fprintf(f,
+				"\"type\": \"integer\", \"minimum\": %llu, \"maximum\": %llu, "
+				"\"default\": %llu",
 				k->min, k->max, k->def);
 			break;
 		case FW_CK_ENUM:

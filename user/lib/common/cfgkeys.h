@@ -36,8 +36,8 @@ struct fw_cfgkey {
 	/* UINT, DURATION: bounds in the file's unit; BOOL, ENUM, UINT,
 	 * DURATION: the default (a bool's 0 or 1, an enum's value) */
 	unsigned long long min, max, def;
-	unsigned long long scale;     /* DURATION: field units per second */
-	const char *def_str;	      /* PATH, STRING: the default */
+	unsigned long long scale;	/* DURATION: field units per second */
+	const char *def_str;		/* PATH, STRING: the default */
 	const struct fw_ck_name *names; /* ENUM, ended by a NULL name */
 	/* further checks after the type's own: msg and -EINVAL to refuse */
 	int (*check)(const char *name, const char *s, unsigned long long v, char *msg,
@@ -54,8 +54,11 @@ struct fw_cfgtable {
 };
 
 #define FW_CK_FIELD(type, member) offsetof(type, member), sizeof(((type *)0)->member)
-#define FW_CK_TABLE(sec, arr)	  {.section = (sec), .keys = (arr), .nkeys = sizeof(arr) / sizeof((arr)[0])}
-#define FW_CK_NSEC		  1000000000ULL
+#define FW_CK_TABLE(sec, arr)                                                                      \
+	{                                                                                          \
+		.section = (sec), .keys = (arr), .nkeys = sizeof(arr) / sizeof((arr)[0])           \
+	}
+#define FW_CK_NSEC 1000000000ULL
 
 /* Every key's default into base (SECTION keys are left alone). */
 void fw_ck_defaults(const struct fw_cfgtable *t, void *base);

@@ -52,6 +52,13 @@
  * input is untrusted in the sense that a typo must fail loudly and a hostile
  * file must not exhaust memory: size, depth and list lengths are bounded,
  * and anchors/aliases (the "billion laughs" vector) are refused outright.
+ *
+ * Every scalar key is a descriptor in a key table owned by the module whose
+ * struct holds it (config/keys.c, dns/proxy_keys.c, dns/learn_keys.c):
+ * type, bounds, default and doc come from there, the defaults included.
+ * This file walks the document and the sections; list-shaped parts live in
+ * subjects.c (the subjects list) and policy.c (overlay, policies), the
+ * node helpers in yaml.c.
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -15,8 +15,11 @@
 #define F(m) FW_CK_FIELD(struct fw_cfg, m)
 
 static const struct fw_ck_name log_levels[] = {
-	{"error", FW_LOG_ERROR}, {"warn", FW_LOG_WARN}, {"info", FW_LOG_INFO},
-	{"debug", FW_LOG_DEBUG}, {NULL, 0},
+	{"error", FW_LOG_ERROR},
+	{"warn", FW_LOG_WARN},
+	{"info", FW_LOG_INFO},
+	{"debug", FW_LOG_DEBUG},
+	{NULL, 0},
 };
 
 static const struct fw_cfgkey top[] = {
@@ -27,7 +30,10 @@ static const struct fw_cfgkey top[] = {
 	 .def = FW_LOG_INFO,
 	 .doc = "daemon log verbosity"},
 	{.key = "datapath", .type = FW_CK_SECTION, .doc = "data plane settings, below"},
-	{.key = "overlay", .type = FW_CK_SECTION, .def_doc = "none", .doc = "operator rules, below"},
+	{.key = "overlay",
+	 .type = FW_CK_SECTION,
+	 .def_doc = "none",
+	 .doc = "operator rules, below"},
 	{.key = "subjects",
 	 .type = FW_CK_SECTION,
 	 .type_doc = "list of mappings (not a scalar)",
@@ -335,7 +341,8 @@ int fw_cfg_keys_doc(const char *text, FILE *out, char *err, size_t errlen)
 			line++;
 		}
 		if (!*p) {
-			snprintf(err, errlen, "keys section %s is not closed", doc_sections[i].name);
+			snprintf(err, errlen, "keys section %s is not closed",
+				 doc_sections[i].name);
 			return -EINVAL;
 		}
 	}

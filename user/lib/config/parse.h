@@ -16,10 +16,10 @@
 #define CFG_MAX_DEPTH 32
 /* far above any real file, far below what 4 MiB of "[1,1,1,..." would
  * make the document loader allocate */
-#define CFG_MAX_NODES	  (1u << 20)
-#define CFG_MAX_IFACES	  1024
-#define CFG_ECHO_MAX	  64
-#define CFG_SECTION_KEYS  32 /* keys one table may hold */
+#define CFG_MAX_NODES	 (1u << 20)
+#define CFG_MAX_IFACES	 1024
+#define CFG_ECHO_MAX	 64
+#define CFG_SECTION_KEYS 32 /* keys one table may hold */
 
 struct cfg_ctx {
 	yaml_document_t doc;
@@ -39,8 +39,8 @@ yaml_node_t *node_at(struct cfg_ctx *ctx, int idx);
 /* An empty plain scalar, "~" or "null": the key is as good as absent. */
 bool is_null(const yaml_node_t *node);
 int cfg_scalar(struct cfg_ctx *ctx, const yaml_node_t *node, const char *what, const char **out);
-int cfg_uint(struct cfg_ctx *ctx, const yaml_node_t *node, const char *what,
-	     unsigned long long min, unsigned long long max, unsigned long long *out);
+int cfg_uint(struct cfg_ctx *ctx, const yaml_node_t *node, const char *what, unsigned long long min,
+	     unsigned long long max, unsigned long long *out);
 int cfg_list(struct cfg_ctx *ctx, const yaml_node_t *node, const char *what, bool scalar_ok,
 	     size_t max, size_t *n);
 yaml_node_t *list_item(struct cfg_ctx *ctx, yaml_node_t *node, size_t i);

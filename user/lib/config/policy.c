@@ -152,4 +152,3 @@ int parse_policy(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_policy *p)
 	}
 	return 0;
 }
-

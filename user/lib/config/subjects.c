@@ -347,4 +347,3 @@ int parse_subjects(struct cfg_ctx *ctx, yaml_node_t *node)
 	}
 	return check_unique_addresses(ctx, node);
 }
-

@@ -93,8 +93,7 @@ bool is_null(const yaml_node_t *node)
 	       !strcmp(v, "NULL");
 }
 
-int cfg_scalar(struct cfg_ctx *ctx, const yaml_node_t *node, const char *what,
-		      const char **out)
+int cfg_scalar(struct cfg_ctx *ctx, const yaml_node_t *node, const char *what, const char **out)
 {
 	const char *v;
 
@@ -110,8 +109,8 @@ int cfg_scalar(struct cfg_ctx *ctx, const yaml_node_t *node, const char *what,
 }
 
 /* Decimal, digits only: no sign, no spaces, no units, no hex. */
-int cfg_uint(struct cfg_ctx *ctx, const yaml_node_t *node, const char *what,
-	     unsigned long long min, unsigned long long max, unsigned long long *out)
+int cfg_uint(struct cfg_ctx *ctx, const yaml_node_t *node, const char *what, unsigned long long min,
+	     unsigned long long max, unsigned long long *out)
 {
 	char msg[FW_CFG_ERR_LEN];
 	const char *s;
@@ -128,7 +127,7 @@ int cfg_uint(struct cfg_ctx *ctx, const yaml_node_t *node, const char *what,
 /* Number of items of a list node; a scalar counts as a one-item list when
  * scalar_ok, and null as an empty list. Fails beyond max items. */
 int cfg_list(struct cfg_ctx *ctx, const yaml_node_t *node, const char *what, bool scalar_ok,
-		    size_t max, size_t *n)
+	     size_t max, size_t *n)
 {
 	size_t len;
 
@@ -160,7 +159,7 @@ yaml_node_t *list_item(struct cfg_ctx *ctx, yaml_node_t *node, size_t i)
 /* Sorts a mapping's values into keys[] by name. Known keys may appear once;
  * unknown keys are errors when strict and skipped otherwise. */
 int cfg_map(struct cfg_ctx *ctx, yaml_node_t *node, const char *what, struct cfg_key *keys,
-		   size_t nkeys, bool strict)
+	    size_t nkeys, bool strict)
 {
 	yaml_node_pair_t *pair;
 
@@ -293,8 +292,8 @@ yaml_node_t *cfg_sub(const struct cfg_bind *b, size_t nb, const char *key, bool 
 
 /* --- leaf parsers ------------------------------------------------------- */
 
-int cfg_addr(struct cfg_ctx *ctx, const yaml_node_t *node, const char *what,
-		    struct fw_ip *ip, enum fw_family *fam)
+int cfg_addr(struct cfg_ctx *ctx, const yaml_node_t *node, const char *what, struct fw_ip *ip,
+	     enum fw_family *fam)
 {
 	const char *s;
 	int err;
@@ -308,7 +307,7 @@ int cfg_addr(struct cfg_ctx *ctx, const yaml_node_t *node, const char *what,
 }
 
 int cfg_prefix(struct cfg_ctx *ctx, const yaml_node_t *node, const char *what,
-		      struct fw_prefix *pfx, enum fw_family *fam)
+	       struct fw_prefix *pfx, enum fw_family *fam)
 {
 	const char *s;
 	int err;
@@ -325,7 +324,7 @@ int cfg_prefix(struct cfg_ctx *ctx, const yaml_node_t *node, const char *what,
  * little longer than a name. Neither may hold '/' or spaces, which no
  * interface name can contain. */
 int cfg_ifname(struct cfg_ctx *ctx, const yaml_node_t *node, const char *what, bool glob_ok,
-		      char **out)
+	       char **out)
 {
 	const char *s;
 	size_t max;
@@ -347,8 +346,8 @@ int cfg_ifname(struct cfg_ctx *ctx, const yaml_node_t *node, const char *what, b
 	return 0;
 }
 
-int cfg_strv(struct cfg_ctx *ctx, yaml_node_t *node, const char *what, bool glob_ok,
-		    char ***out, size_t *nout)
+int cfg_strv(struct cfg_ctx *ctx, yaml_node_t *node, const char *what, bool glob_ok, char ***out,
+	     size_t *nout)
 {
 	size_t n;
 	int err;
@@ -374,4 +373,3 @@ int cfg_strv(struct cfg_ctx *ctx, yaml_node_t *node, const char *what, bool glob
 	}
 	return 0;
 }
-

@@ -362,11 +362,12 @@ static const struct doc_section *sub_section(const char *parent, const char *key
 	return NULL;
 }
 
-static void schema_object(FILE *out, const struct fw_cfgtable *const *t, size_t n)
+/* the members of one object's schema: its type and its properties */
+static void schema_members(FILE *out, const struct fw_cfgtable *const *t, size_t n)
 {
 	bool first = true;
 
-	fprintf(out, "{\"type\": \"object\", \"properties\": {\n");
+	fprintf(out, "\"type\": \"object\", \"properties\": {\n");
 	for (size_t j = 0; j < n; j++) {
 		fw_ck_schema(out, t[j], &first);
 		for (size_t i = 0; i < t[j]->nkeys; i++) {
@@ -378,23 +379,26 @@ static void schema_object(FILE *out, const struct fw_cfgtable *const *t, size_t 
 			sub = sub_section(t[j]->section, k->key);
 			if (!sub)
 				continue;
-			fprintf(out, "%s\"%s\": ", first ? "" : ",\n", k->key);
+			fprintf(out, "%s\"%s\": {", first ? "" : ",\n", k->key);
 			first = false;
-			schema_object(out, sub->t, sub->n);
+			schema_members(out, sub->t, sub->n);
+			fprintf(out, "}");
 		}
 	}
-	fprintf(out, "\n}}");
+	fprintf(out, "\n}");
 }
 
 void fw_cfg_keys_schema(FILE *out)
 {
 	const struct fw_cfgtable *top_t[] = {&cfg_top_keys};
 
-	fprintf(out, "{\"$schema\": \"https://json-schema.org/draft/2020-12/schema\",\n"
-		     "\"title\": \"fastwalld configuration (scalar keys)\",\n"
-		     "\"$comment\": \"list-shaped keys (interfaces, bridges, local_addresses, "
-		     "local_ports, doh.blocklist, overlay, subjects, dns.upstreams) are not "
-		     "described\",\n\"allOf\": [");
-	schema_object(out, top_t, 1);
-	fprintf(out, "]}\n");
+	fprintf(out,
+		"{\"$schema\": \"https://json-schema.org/draft/2020-12/schema\",\n"
+		"\"title\": \"fastwalld configuration (scalar keys)\",\n"
+		"\"$comment\": \"list-shaped keys (interfaces, bridges, local_addresses, "
+		"local_ports, doh.blocklist, overlay, subjects, dns.upstreams) are not "
+		"described, nor checks beyond a key's type and bounds (dns.port not 53 or 853, "
+		"actions.listen on loopback, the lease rules)\",\n");
+	schema_members(out, top_t, 1);
+	fprintf(out, "}\n");
 }

@@ -507,13 +507,7 @@ static void on_dns_event(void *ctx, const struct fw_learn_event *ev)
 
 static void learn_config(const struct fw_cfg *cfg, struct fw_learn_config *lc)
 {
-	fw_learn_config_init(lc);
-	lc->lease_add_s = cfg->learn.lease_add_s;
-	lc->lease_min_s = cfg->learn.lease_min_s;
-	lc->lease_max_s = cfg->learn.lease_max_s;
-	lc->max_per_subject = cfg->learn.max_per_subject;
-	lc->refresh_interval_ns = cfg->learn.refresh_interval_ns;
-	lc->tcp_idle_ns = cfg->learn.tcp_idle_ns;
+	*lc = cfg->learn; /* the learner's keys, its own defaults for the rest */
 	lc->event_burst = cfg->event_burst;
 	lc->event_interval_ns = cfg->event_rate ? 1000000000ull / cfg->event_rate : 0;
 }
@@ -573,16 +567,8 @@ static int dns_start(struct fw_daemon *d)
 	};
 	int err;
 
-	fw_dnsp_config_init(&pc);
-	pc.port = d->cfg.dnsp.port;
+	pc = d->cfg.dnsp; /* the proxy's keys, its own defaults for the rest */
 	pc.ipv6 = true;
-	pc.workers = d->cfg.dnsp.workers;
-	pc.timeout_ns = d->cfg.dnsp.timeout_ns;
-	pc.probe_interval_ns = d->cfg.dnsp.probe_interval_ns;
-	pc.max_tcp_clients = d->cfg.dnsp.max_tcp_clients;
-	pc.max_tcp_per_client = d->cfg.dnsp.max_tcp_per_client;
-	pc.tcp_idle_ns = d->cfg.dnsp.tcp_idle_ns;
-	pc.case_randomize = d->cfg.dnsp.case_randomize;
 	pc.ttl_cap = d->cfg.learn.lease_max_s;
 	upstreams_of(&d->cfg, pc.upstreams, &pc.nupstreams);
 	err = fw_dnsp_start(&pc, &hooks, &d->dnsp);

@@ -42,7 +42,7 @@ struct fw_static_subject {
 	struct fw_policy policy;
 };
 
-#define FW_CFG_MAX_UPSTREAMS 10
+#define FW_CFG_MAX_UPSTREAMS FW_DNSP_MAX_UPSTREAMS
 
 struct fw_cfg_upstream {
 	struct fw_ip ip;

@@ -507,13 +507,7 @@ static void on_dns_event(void *ctx, const struct fw_learn_event *ev)
 
 static void learn_config(const struct fw_cfg *cfg, struct fw_learn_config *lc)
 {
-	fw_learn_config_init(lc);
-	lc->lease_add_s = cfg->lease_add_s;
-	lc->lease_min_s = cfg->lease_min_s;
-	lc->lease_max_s = cfg->lease_max_s;
-	lc->max_per_subject = cfg->max_learned_per_subject;
-	lc->refresh_interval_ns = cfg->refresh_interval_ns;
-	lc->tcp_idle_ns = cfg->tcp_idle_ns;
+	*lc = cfg->learn; /* the learner's keys, its own defaults for the rest */
 	lc->event_burst = cfg->event_burst;
 	lc->event_interval_ns = cfg->event_rate ? 1000000000ull / cfg->event_rate : 0;
 }
@@ -573,24 +567,17 @@ static int dns_start(struct fw_daemon *d)
 	};
 	int err;
 
-	fw_dnsp_config_init(&pc);
-	pc.port = d->cfg.dns_port;
+	pc = d->cfg.dnsp; /* the proxy's keys, its own defaults for the rest */
 	pc.ipv6 = true;
-	pc.workers = d->cfg.dns_workers;
-	pc.timeout_ns = d->cfg.dns_timeout_ns;
-	pc.probe_interval_ns = d->cfg.dns_probe_interval_ns;
-	pc.max_tcp_clients = d->cfg.dns_max_tcp_clients;
-	pc.max_tcp_per_client = d->cfg.dns_max_tcp_per_client;
-	pc.tcp_idle_ns = d->cfg.dns_tcp_query_ns;
-	pc.case_randomize = d->cfg.dns_case_randomize;
-	pc.ttl_cap = d->cfg.lease_max_s;
+	pc.ttl_cap = d->cfg.learn.lease_max_s;
 	upstreams_of(&d->cfg, pc.upstreams, &pc.nupstreams);
 	err = fw_dnsp_start(&pc, &hooks, &d->dnsp);
 	if (err) {
-		fw_err("can't start the DNS proxy on port %u: %s", d->cfg.dns_port, strerror(-err));
+		fw_err("can't start the DNS proxy on port %u: %s", d->cfg.dnsp.port,
+		       strerror(-err));
 		return err;
 	}
-	fw_info("dns proxy listening on port %u, %zu upstreams, redirect %s", d->cfg.dns_port,
+	fw_info("dns proxy listening on port %u, %zu upstreams, redirect %s", d->cfg.dnsp.port,
 		pc.nupstreams, d->cfg.dns_redirect_all ? "all DNS" : "gateway DNS only");
 	return 0;
 }
@@ -616,7 +603,7 @@ static int apply_datapath(struct fw_daemon *d, const struct fw_cfg *cfg)
 		k.flags |= FW_CF_DNS_PROXY;
 		if (cfg->dns_redirect_all)
 			k.flags |= FW_CF_DNS_ALL;
-		k.dns_port = cfg->dns_port;
+		k.dns_port = cfg->dnsp.port;
 	}
 
 	if (cfg->ndoh_blocklist) {
@@ -666,20 +653,20 @@ static void reload(struct fw_daemon *d)
 	if (strcmp(next.bpffs, d->cfg.bpffs) != 0)
 		fw_warn("datapath.bpffs changes only on restart; keeping %s", d->cfg.bpffs);
 	snprintf(next.bpffs, sizeof(next.bpffs), "%s", d->cfg.bpffs);
-	if (next.dns_proxy != d->cfg.dns_proxy || next.dns_port != d->cfg.dns_port ||
-	    next.dns_workers != d->cfg.dns_workers ||
-	    next.dns_max_tcp_clients != d->cfg.dns_max_tcp_clients ||
-	    next.dns_max_tcp_per_client != d->cfg.dns_max_tcp_per_client ||
-	    next.dns_tcp_query_ns != d->cfg.dns_tcp_query_ns ||
-	    next.dns_case_randomize != d->cfg.dns_case_randomize)
+	if (next.dns_proxy != d->cfg.dns_proxy || next.dnsp.port != d->cfg.dnsp.port ||
+	    next.dnsp.workers != d->cfg.dnsp.workers ||
+	    next.dnsp.max_tcp_clients != d->cfg.dnsp.max_tcp_clients ||
+	    next.dnsp.max_tcp_per_client != d->cfg.dnsp.max_tcp_per_client ||
+	    next.dnsp.tcp_idle_ns != d->cfg.dnsp.tcp_idle_ns ||
+	    next.dnsp.case_randomize != d->cfg.dnsp.case_randomize)
 		fw_warn("dns.proxy, port, workers, case_randomize and the TCP client limits change "
 			"only on restart");
 	next.dns_proxy = d->cfg.dns_proxy;
-	next.dns_port = d->cfg.dns_port;
+	next.dnsp.port = d->cfg.dnsp.port;
 	/* what runs is what the next reload compares with */
-	next.dns_max_tcp_per_client = d->cfg.dns_max_tcp_per_client;
-	next.dns_tcp_query_ns = d->cfg.dns_tcp_query_ns;
-	next.dns_case_randomize = d->cfg.dns_case_randomize;
+	next.dnsp.max_tcp_per_client = d->cfg.dnsp.max_tcp_per_client;
+	next.dnsp.tcp_idle_ns = d->cfg.dnsp.tcp_idle_ns;
+	next.dnsp.case_randomize = d->cfg.dnsp.case_randomize;
 	if (d->learn) {
 		struct fw_learn_config lc;
 
@@ -924,7 +911,7 @@ static int run(struct fw_daemon *d)
 				d->next_reap_ns =
 					fw_now_ns() + (took * 9 > FW_REAP_AGE_NS ? took * 9 : 0);
 		}
-		if (fw_now_ns() - d->last_refresh_ns >= d->cfg.refresh_interval_ns) {
+		if (fw_now_ns() - d->last_refresh_ns >= d->cfg.learn.refresh_interval_ns) {
 			d->last_refresh_ns = fw_now_ns();
 			err = fw_learn_tick(d->learn);
 			if (err)
@@ -1009,6 +996,46 @@ static int check(const char *config_path)
 	return FW_EXIT_OK;
 }
 
+/* config-keys --markdown | --schema | --doc FILE: the configuration key
+ * tables as Markdown, as a JSON Schema, or FILE with its marked tables
+ * regenerated (how docs/config.md is kept in step with the code). */
+static int config_keys(int argc, char **argv)
+{
+	char err[FW_CFG_ERR_LEN];
+	char *text = NULL;
+	size_t cap = 0;
+	FILE *f;
+	int ret;
+
+	if (argc == 2 && strcmp(argv[1], "--markdown") == 0) {
+		fw_cfg_keys_markdown(stdout);
+		return FW_EXIT_OK;
+	}
+	if (argc == 2 && strcmp(argv[1], "--schema") == 0) {
+		fw_cfg_keys_schema(stdout);
+		return FW_EXIT_OK;
+	}
+	if (argc != 3 || strcmp(argv[1], "--doc") != 0) {
+		fprintf(stderr,
+			"usage: fastwalld config-keys --markdown | --schema | --doc FILE\n");
+		return FW_EXIT_USAGE;
+	}
+	f = fopen(argv[2], "r");
+	if (!f || getdelim(&text, &cap, '\0', f) < 0) {
+		fprintf(stderr, "can't read %s: %s\n", argv[2], strerror(errno));
+		if (f)
+			fclose(f);
+		free(text);
+		return FW_EXIT_FAILURE;
+	}
+	fclose(f);
+	ret = fw_cfg_keys_doc(text, stdout, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "%s: %s\n", argv[2], err);
+	free(text);
+	return ret ? FW_EXIT_FAILURE : FW_EXIT_OK;
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -1017,6 +1044,8 @@ static void usage(FILE *out)
 		"       fastwalld [OPTIONS] detach [--purge]\n"
 		"                                         remove fastwall from every interface\n"
 		"                                         (--purge also unpins its maps)\n"
+		"       fastwalld config-keys --markdown | --schema | --doc FILE\n"
+		"                                         the configuration keys as docs\n"
 		"\n"
 		"options:\n"
 		"  -c, --config FILE     YAML configuration (default " FW_DEFAULT_CONFIG ")\n"
@@ -1043,6 +1072,8 @@ int main(int argc, char **argv)
 	bool purge = false;
 	int c, ret;
 
+	if (argc >= 2 && strcmp(argv[1], "config-keys") == 0)
+		return config_keys(argc - 1, argv + 1);
 	while ((c = getopt_long(argc, argv, "c:b:l:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':

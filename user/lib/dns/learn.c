@@ -17,6 +17,7 @@
 #include "common/addr.h"
 #include "common/clock.h"
 #include "dns/learn.h"
+#include "dns/learn_keys.h"
 #include "common/hash.h"
 #include "common/log.h"
 
@@ -106,12 +107,8 @@ struct fw_learn {
 void fw_learn_config_init(struct fw_learn_config *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->lease_add_s = 60;
-	c->lease_min_s = 60;
-	c->lease_max_s = 360;
-	c->max_per_subject = 4096;
-	c->refresh_interval_ns = 10 * FW_NSEC_PER_SEC;
-	c->tcp_idle_ns = 3600 * FW_NSEC_PER_SEC;
+	fw_ck_defaults(&fw_learn_keys, c);
+	fw_ck_defaults(&fw_learn_lease_keys, c);
 	c->close_linger_ns = 120 * FW_NSEC_PER_SEC;
 	c->gc_grace_ns = 60 * FW_NSEC_PER_SEC;
 	c->event_burst = 10;

@@ -42,6 +42,7 @@
 #include "common/addr.h"
 #include "common/clock.h"
 #include "dns/proxy.h"
+#include "dns/proxy_keys.h"
 #include "common/log.h"
 
 #define NSEC_PER_MSEC 1000000ULL
@@ -67,14 +68,9 @@
 #define DNSP_FD_RESERVE	  1024 /* descriptors left to the rest of the process */
 #define DNSP_PENDING_MIN  64
 
-#define DNSP_DEF_TIMEOUT    (5 * FW_NSEC_PER_SEC)
-#define DNSP_DEF_PROBE	    (10 * FW_NSEC_PER_SEC)
-#define DNSP_DEF_IDLE	    (10 * FW_NSEC_PER_SEC)
-#define DNSP_DEF_TCP	    256
-#define DNSP_DEF_TCP_CLIENT 16
-#define DNSP_DEF_PENDING    4096
-#define DNSP_DEF_TTL_CAP    300 /* below the 360 s lease cap: clients ask again in time */
-#define DNSP_UPSTREAM_STR   64
+#define DNSP_DEF_PENDING  4096
+#define DNSP_DEF_TTL_CAP  300 /* below the 360 s lease cap: clients ask again in time */
+#define DNSP_UPSTREAM_STR 64
 
 /* An upstream list as configured, shared by every worker. Health is per
  * list: any worker marks an upstream up or down, every worker reads it. */
@@ -2040,19 +2036,10 @@ static void dnsp_wake(struct fw_dnsp *p)
 
 void fw_dnsp_config_init(struct fw_dnsp_config *c)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
 	memset(c, 0, sizeof(*c));
-	c->port = 53;
+	/* the configuration keys' defaults (dns/proxy_keys.c) */
+	fw_ck_defaults(&fw_dnsp_keys, c);
 	c->ipv6 = true;
-	c->workers = cpus < 1			  ? 1
-		     : cpus > FW_DNSP_MAX_WORKERS ? FW_DNSP_MAX_WORKERS
-						  : (unsigned)cpus;
-	c->timeout_ns = DNSP_DEF_TIMEOUT;
-	c->probe_interval_ns = DNSP_DEF_PROBE;
-	c->max_tcp_clients = DNSP_DEF_TCP;
-	c->max_tcp_per_client = DNSP_DEF_TCP_CLIENT;
-	c->tcp_idle_ns = DNSP_DEF_IDLE;
 	c->max_pending = DNSP_DEF_PENDING;
 	c->ttl_cap = DNSP_DEF_TTL_CAP;
 	c->edns_size = FW_DNS_EDNS_UDP;
@@ -2062,6 +2049,9 @@ void fw_dnsp_config_init(struct fw_dnsp_config *c)
  * probes) and ttl_cap (0 would zero every TTL: the default instead). */
 static int dnsp_config_check(struct fw_dnsp_config *c)
 {
+	struct fw_dnsp_config def;
+
+	fw_dnsp_config_init(&def);
 	if (c->workers > FW_DNSP_MAX_WORKERS || c->nupstreams > FW_DNSP_MAX_UPSTREAMS)
 		return -EINVAL;
 	if (c->max_pending > DNSP_PENDING_MAX)
@@ -2069,13 +2059,13 @@ static int dnsp_config_check(struct fw_dnsp_config *c)
 	if (!c->workers)
 		c->workers = 1;
 	if (!c->timeout_ns)
-		c->timeout_ns = DNSP_DEF_TIMEOUT;
+		c->timeout_ns = def.timeout_ns;
 	if (!c->max_tcp_clients)
-		c->max_tcp_clients = DNSP_DEF_TCP;
+		c->max_tcp_clients = def.max_tcp_clients;
 	if (!c->max_tcp_per_client)
-		c->max_tcp_per_client = DNSP_DEF_TCP_CLIENT;
+		c->max_tcp_per_client = def.max_tcp_per_client;
 	if (!c->tcp_idle_ns)
-		c->tcp_idle_ns = DNSP_DEF_IDLE;
+		c->tcp_idle_ns = def.tcp_idle_ns;
 	if (!c->max_pending)
 		c->max_pending = DNSP_DEF_PENDING;
 	if (!c->ttl_cap)

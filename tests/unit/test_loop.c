@@ -25,10 +25,10 @@ struct rec {
 struct tctx {
 	struct rec *r;
 	int id;
-	int runs;	  /* how many times it ran */
-	int again;	  /* re-arm this many times */
-	__u64 every;	  /* by returning this */
-	bool stop_after;  /* stop the loop on its last run */
+	int runs;		      /* how many times it ran */
+	int again;		      /* re-arm this many times */
+	__u64 every;		      /* by returning this */
+	bool stop_after;	      /* stop the loop on its last run */
 	struct fw_loop_timer *cancel; /* cancels this one when it runs */
 };
 
@@ -60,7 +60,8 @@ Test(loop, timers_run_in_deadline_order)
 {
 	struct fw_loop *l = new_loop();
 	struct rec r = {0};
-	struct tctx c[4] = {{.r = &r, .id = 0}, {.r = &r, .id = 1}, {.r = &r, .id = 2}, {.r = &r, .id = 3}};
+	struct tctx c[4] = {
+		{.r = &r, .id = 0}, {.r = &r, .id = 1}, {.r = &r, .id = 2}, {.r = &r, .id = 3}};
 	struct fw_loop_timer t[4];
 	/* armed out of order; 1 and 3 share a deadline: armed first, run first */
 	__u64 delay[4] = {3 * MS, 1 * MS, 0, 1 * MS};
@@ -106,7 +107,8 @@ Test(loop, cancel_before_and_inside_a_callback)
 {
 	struct fw_loop *l = new_loop();
 	struct rec r = {0};
-	struct tctx c[3] = {{.r = &r, .id = 0}, {.r = &r, .id = 1}, {.r = &r, .id = 2, .stop_after = true}};
+	struct tctx c[3] = {
+		{.r = &r, .id = 0}, {.r = &r, .id = 1}, {.r = &r, .id = 2, .stop_after = true}};
 	struct fw_loop_timer t[3];
 
 	for (int i = 0; i < 3; i++)

@@ -35,7 +35,7 @@ typedef void (*fw_loop_hook_fn)(struct fw_loop *l, void *ctx);
  * Fields are the loop's. */
 struct fw_loop_timer {
 	__u64 deadline;
-	__u64 seq; /* arming order: equal deadlines fire first armed, first run */
+	__u64 seq;	  /* arming order: equal deadlines fire first armed, first run */
 	unsigned int idx; /* heap position + 1; 0: not armed */
 	fw_loop_timer_fn fn;
 	void *ctx;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The DNS proxy engine (dnsproxy.h).
  *
- * Each worker thread owns one epoll loop, its own client sockets (the
+ * Each worker thread owns one event loop (common/loop.h), its own client sockets (the
  * kernel spreads clients over workers with SO_REUSEPORT) and a fixed array
  * of exchange slots. Every attempt of an exchange gets its own upstream
  * socket, connected to the upstream from a fresh random port, with a fresh
@@ -10,17 +10,18 @@
  * reads and writes in batches (recvmmsg/sendmmsg). TCP is the rare path
  * and allocates per connection.
  *
- * Every exchange has the same timeout and every client connection the same
- * idle limit, so both timer lists stay in deadline order by appending at the
- * tail: arming, re-arming and expiring are O(1). Timer functions return the
- * delay to their next deadline, as in redis ae.
+ * Timers are the loop's: every exchange has its timeout timer, every
+ * client connection its idle timer (which, when it fires, looks at the
+ * connection's last activity and waits the rest: activity costs no
+ * re-arm), worker 0 the health probes, and a worker out of descriptors
+ * the end of its accept pause. Timer functions return the delay to their
+ * next run, as in redis ae.
  *
  * Lifetimes: a client connection or a retired upstream set is only freed
  * in the before-sleep step, never while a batch of epoll events is being
  * handled, so a later event of the same batch never reaches freed memory.
- * Slots are never freed; an upstream socket is tagged with the slot's
- * sequence number, so an event for a socket closed earlier in the batch
- * is recognised as stale. */
+ * Slots are never freed; the watch of an upstream socket closed earlier in
+ * a batch is gone from the loop, which drops its queued events. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
@@ -32,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/uio.h>
@@ -43,13 +43,13 @@
 #include "common/clock.h"
 #include "dns/proxy.h"
 #include "common/log.h"
+#include "common/loop.h"
 
 #define NSEC_PER_MSEC 1000000ULL
 
 #define DNSP_BATCH	  32	 /* client datagrams per recvmmsg */
 #define DNSP_UP_BATCH	  16	 /* upstream datagrams read per event, forgeries included */
 #define DNSP_UP_BUF	  65536	 /* any UDP answer fits: clients may ask for 64k */
-#define DNSP_EVENTS	  64	 /* epoll events per wait */
 #define DNSP_TX		  64	 /* queued datagrams before a forced flush */
 #define DNSP_TX_SMALL	  512	 /* built answers: header, question, OPT */
 #define DNSP_QUERY_MAX	  2048	 /* larger client queries get FORMERR */
@@ -86,17 +86,14 @@ struct dnsp_set {
 	bool down[FW_DNSP_MAX_UPSTREAMS]; /* atomic */
 };
 
-/* What an epoll event points at; slots use tagged values instead (odd). */
-enum dnsp_kind {
-	DNSP_K_WAKE = 1,
-	DNSP_K_UDP,    /* client datagrams */
-	DNSP_K_LISTEN, /* client TCP connections */
-	DNSP_K_CONN,   /* one client TCP connection */
-};
+struct dnsp_worker;
 
+/* A client socket: datagrams, or a TCP listener. */
 struct dnsp_sock {
-	enum dnsp_kind kind;
+	bool listen;
 	int fd;
+	struct dnsp_worker *w;
+	struct fw_loop_watch *watch;
 };
 
 /* A worker's view of one upstream set: how many of its exchanges still
@@ -143,18 +140,19 @@ struct dnsp_conn;
 /* One upstream exchange: a forwarded query, from the first attempt to the
  * answer the client gets, or a health probe. */
 struct dnsp_slot {
-	struct dnsp_slot *tprev, *tnext; /* timeout list; tnext also links free slots */
+	struct dnsp_worker *w;
+	struct fw_loop_timer timer;	 /* this attempt's timeout */
+	struct dnsp_slot *fnext;	 /* free slots */
 	struct dnsp_slot *cprev, *cnext; /* the client connection's exchanges */
 	struct dnsp_wset *ws;
 	struct dnsp_conn *conn;
-	__u64 deadline;
 	__u64 token;
 	__u32 index;
-	__u32 seq; /* tags epoll events of up_fd */
 	int up_fd; /* this attempt's upstream socket, UDP or TCP */
+	struct fw_loop_watch *up_watch;
 	enum dnsp_origin origin;
 	enum dnsp_io io;
-	bool used, armed, added_edns;
+	bool used, added_edns;
 	__u16 up_id;
 	__u16 climit; /* largest UDP answer the client takes */
 	__u8 order[FW_DNSP_MAX_UPSTREAMS];
@@ -176,9 +174,11 @@ struct dnsp_slot {
 };
 
 struct dnsp_conn {
-	enum dnsp_kind kind;
 	int fd;
-	unsigned int ce; /* its client's entry in fw_dnsp.tcpc */
+	struct dnsp_worker *w;
+	struct fw_loop_watch *watch;
+	struct fw_loop_timer idle; /* fires at last + tcp_idle_ns, or later */
+	unsigned int ce;	   /* its client's entry in fw_dnsp.tcpc */
 	bool closing, paused, eof, want_out, resume;
 	struct dnsp_conn *iprev, *inext; /* every open connection, least recently active first */
 	struct dnsp_conn *dnext;	 /* closing list */
@@ -211,8 +211,8 @@ struct dnsp_worker {
 	unsigned int idx;
 	pthread_t thread;
 	bool started;
-	int epfd;
-	struct dnsp_sock wake, udp4, udp6, tcp4, tcp6;
+	struct fw_loop *loop;
+	struct dnsp_sock udp4, udp6, tcp4, tcp6;
 
 	struct dnsp_wset *ws; /* current upstream set */
 	struct dnsp_wset *retired;
@@ -220,10 +220,9 @@ struct dnsp_worker {
 
 	struct dnsp_slot *slots, *free_slots;
 	unsigned int nslots;
-	struct dnsp_slot *thead, *ttail;
 	struct dnsp_conn *ihead, *itail, *closing, *resume;
-	__u64 now, next_probe;
-	__u64 accept_at; /* listeners paused until then (out of fds); 0: not */
+	struct fw_loop_timer probe_timer;  /* worker 0: the health probes */
+	struct fw_loop_timer accept_timer; /* listeners paused (out of fds) until it runs */
 	__u16 rnd[DNSP_RND];
 	unsigned int nrnd;
 
@@ -256,7 +255,6 @@ struct fw_dnsp {
 	struct fw_dnsp_hooks hooks;
 	__u16 port;
 	bool v6;
-	bool stop;		  /* atomic */
 	pthread_mutex_t tcp_lock; /* guards tcp_clients and tcpc */
 	unsigned int tcp_clients; /* open client connections, all workers */
 	/* open connections per client address, all workers: one entry per
@@ -272,6 +270,12 @@ struct fw_dnsp {
 	unsigned int nworkers;
 	struct dnsp_worker *workers[FW_DNSP_MAX_WORKERS];
 };
+
+/* The loop's time of this round (a simulation sets it). */
+static __u64 dnsp_now(const struct dnsp_worker *w)
+{
+	return fw_loop_now(w->loop);
+}
 
 #define DNSP_COUNT(w, f) __atomic_store_n(&(w)->st.f, (w)->st.f + 1, __ATOMIC_RELAXED)
 
@@ -383,43 +387,25 @@ static int dnsp_rand16(struct dnsp_worker *w, __u16 *out)
 
 static void dnsp_timer_remove(struct dnsp_worker *w, struct dnsp_slot *s)
 {
-	if (!s->armed)
-		return;
-	if (s->tprev)
-		s->tprev->tnext = s->tnext;
-	else
-		w->thead = s->tnext;
-	if (s->tnext)
-		s->tnext->tprev = s->tprev;
-	else
-		w->ttail = s->tprev;
-	s->tprev = s->tnext = NULL;
-	s->armed = false;
+	fw_loop_timer_cancel(w->loop, &s->timer);
 }
 
-/* Every exchange waits the same time, so appending keeps the order. */
 static void dnsp_timer_arm(struct dnsp_worker *w, struct dnsp_slot *s)
 {
-	dnsp_timer_remove(w, s);
-	s->deadline = w->now + w->p->cfg.timeout_ns;
-	s->tprev = w->ttail;
-	s->tnext = NULL;
-	if (w->ttail)
-		w->ttail->tnext = s;
-	else
-		w->thead = s;
-	w->ttail = s;
-	s->armed = true;
+	fw_loop_timer_arm(w->loop, &s->timer, w->p->cfg.timeout_ns);
 }
 
 static struct dnsp_slot *dnsp_slot_get(struct dnsp_worker *w, enum dnsp_origin origin)
 {
 	struct dnsp_slot *s = w->free_slots;
 
+	/* a list set before the query came applies to it, even when the
+	 * wake-up and the query come in one batch */
+	dnsp_sync_set(w);
 	if (!s || !w->ws)
 		return NULL;
-	w->free_slots = s->tnext;
-	s->tprev = s->tnext = s->cprev = s->cnext = NULL;
+	w->free_slots = s->fnext;
+	s->fnext = s->cprev = s->cnext = NULL;
 	s->conn = NULL;
 	s->ws = w->ws;
 	s->ws->users++;
@@ -428,7 +414,7 @@ static struct dnsp_slot *dnsp_slot_get(struct dnsp_worker *w, enum dnsp_origin o
 	s->origin = origin;
 	s->io = DNSP_IO_NONE;
 	s->used = true;
-	s->armed = s->added_edns = false;
+	s->added_edns = false;
 	s->norder = s->tried = 0;
 	s->io_off = 0;
 	s->ans = NULL;
@@ -436,12 +422,14 @@ static struct dnsp_slot *dnsp_slot_get(struct dnsp_worker *w, enum dnsp_origin o
 	return s;
 }
 
-static void dnsp_up_close(struct dnsp_slot *s)
+static void dnsp_up_close(struct dnsp_worker *w, struct dnsp_slot *s)
 {
 	if (s->up_fd >= 0) {
+		fw_loop_watch_del(w->loop,
+				  s->up_watch); /* events still queued for it are dropped */
+		s->up_watch = NULL;
 		close(s->up_fd);
 		s->up_fd = -1;
-		s->seq++; /* events still queued for it are stale now */
 	}
 	free(s->ans);
 	s->ans = NULL;
@@ -456,7 +444,7 @@ static void dnsp_slot_put(struct dnsp_worker *w, struct dnsp_slot *s)
 	struct dnsp_conn *c = s->conn;
 
 	dnsp_timer_remove(w, s);
-	dnsp_up_close(s);
+	dnsp_up_close(w, s);
 	if (c) {
 		if (s->cprev)
 			s->cprev->cnext = s->cnext;
@@ -479,7 +467,7 @@ static void dnsp_slot_put(struct dnsp_worker *w, struct dnsp_slot *s)
 	s->ws->users--;
 	s->ws = NULL;
 	s->used = false;
-	s->tnext = w->free_slots;
+	s->fnext = w->free_slots;
 	w->free_slots = s;
 }
 
@@ -574,18 +562,19 @@ static void dnsp_tx_add(struct dnsp_worker *w, int fd, const struct dnsp_peer *t
 
 static void dnsp_conn_events(struct dnsp_worker *w, struct dnsp_conn *c)
 {
-	struct epoll_event ev = {.data.ptr = c};
+	__u32 events = 0;
 
 	if (!c->paused && !c->eof)
-		ev.events |= EPOLLIN;
+		events |= EPOLLIN;
 	if (c->want_out)
-		ev.events |= EPOLLOUT;
-	epoll_ctl(w->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+		events |= EPOLLOUT;
+	if (c->watch)
+		fw_loop_watch_mod(w->loop, c->watch, events);
 }
 
 static void dnsp_conn_touch(struct dnsp_worker *w, struct dnsp_conn *c)
 {
-	c->last = w->now;
+	c->last = dnsp_now(w);
 	if (c->closing || c == w->itail)
 		return;
 	/* unlink, append: the list stays in order of last activity */
@@ -743,6 +732,8 @@ static void dnsp_slot_error(struct dnsp_worker *w, struct dnsp_slot *s, int rcod
 
 /* ---- exchanges ---- */
 
+static void dnsp_up_watch(struct fw_loop *l, int fd, __u32 events, void *ctx);
+
 /* One attempt: a new socket connected to upstream i, so the kernel picks
  * a fresh random source port and drops datagrams from any other address
  * or port, and a fresh random id. UDP sends at once; TCP connects first.
@@ -751,11 +742,10 @@ static int dnsp_try(struct dnsp_worker *w, struct dnsp_slot *s, unsigned int i)
 {
 	const struct fw_dnsp_upstream *u = &s->ws->set->u[i];
 	bool tcp = s->origin == DNSP_O_TCP;
-	struct epoll_event ev = {.events = tcp ? EPOLLOUT : EPOLLIN};
 	ssize_t n;
-	int fd;
+	int fd, err;
 
-	dnsp_up_close(s);
+	dnsp_up_close(w, s);
 	if (dnsp_rand16(w, &s->up_id))
 		return -EAGAIN;
 	if (w->p->cfg.case_randomize && dnsp_case_randomize(w, s))
@@ -770,15 +760,13 @@ static int dnsp_try(struct dnsp_worker *w, struct dnsp_slot *s, unsigned int i)
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, (const struct sockaddr *)&u->addr, u->len) && errno != EINPROGRESS) {
-		int err = -errno;
-
+		err = -errno;
 		close(fd);
 		return err;
 	}
-	ev.data.u64 = (__u64)s->seq << 32 | (__u64)s->index << 1 | 1;
-	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev)) {
-		int err = -errno;
-
+	err = fw_loop_watch_add(w->loop, fd, tcp ? EPOLLOUT : EPOLLIN, dnsp_up_watch, s,
+				&s->up_watch);
+	if (err) {
 		close(fd);
 		return err;
 	}
@@ -818,7 +806,7 @@ static void dnsp_exch_next(struct dnsp_worker *w, struct dnsp_slot *s)
 
 static void dnsp_exch_failover(struct dnsp_worker *w, struct dnsp_slot *s)
 {
-	dnsp_up_close(s);
+	dnsp_up_close(w, s);
 	s->tried++;
 	dnsp_exch_next(w, s);
 }
@@ -1235,18 +1223,12 @@ static void dnsp_tcp_up_answer(struct dnsp_worker *w, struct dnsp_slot *s)
 	dnsp_exch_failover(w, s);
 }
 
-static void dnsp_up_event(struct dnsp_worker *w, __u64 tag, __u32 events)
+static void dnsp_up_event(struct dnsp_worker *w, struct dnsp_slot *s, __u32 events)
 {
-	__u32 index = (__u32)(tag & 0xffffffff) >> 1;
-	struct dnsp_slot *s;
-	struct epoll_event ev;
 	ssize_t n;
 
-	if (index >= w->nslots)
+	if (!s->used || s->up_fd < 0)
 		return;
-	s = &w->slots[index];
-	if (!s->used || s->up_fd < 0 || s->seq != (__u32)(tag >> 32))
-		return; /* stale: that socket was closed earlier in the batch */
 	if (s->origin != DNSP_O_TCP) {
 		dnsp_udp_up_event(w, s);
 		return;
@@ -1279,9 +1261,7 @@ static void dnsp_up_event(struct dnsp_worker *w, __u64 tag, __u32 events)
 			return;
 		s->io = DNSP_IO_READ;
 		s->io_off = 0;
-		ev.events = EPOLLIN;
-		ev.data.u64 = tag;
-		if (epoll_ctl(w->epfd, EPOLL_CTL_MOD, s->up_fd, &ev))
+		if (fw_loop_watch_mod(w->loop, s->up_watch, EPOLLIN))
 			goto fail;
 		return;
 	}
@@ -1320,6 +1300,17 @@ fail:
 	dnsp_exch_failover(w, s);
 }
 
+static void dnsp_up_watch(struct fw_loop *l, int fd, __u32 events, void *ctx)
+{
+	struct dnsp_slot *s = ctx;
+	struct dnsp_worker *w = s->w;
+
+	(void)l;
+	(void)fd;
+	dnsp_up_event(w, s, events);
+	dnsp_tx_flush(w);
+}
+
 /* ---- client TCP ---- */
 
 /* Gives the connection's place back (under tcp_lock). */
@@ -1332,6 +1323,7 @@ static void dnsp_conn_release(struct fw_dnsp *p, struct dnsp_conn *c)
 static void dnsp_conn_unlink(struct dnsp_worker *w, struct dnsp_conn *c)
 {
 	c->closing = true;
+	fw_loop_timer_cancel(w->loop, &c->idle);
 	if (c->iprev)
 		c->iprev->inext = c->inext;
 	else
@@ -1461,29 +1453,54 @@ static void dnsp_listen_events(struct dnsp_worker *w, __u32 events)
 {
 	struct dnsp_sock *l[] = {&w->tcp4, &w->tcp6};
 
-	for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++) {
-		struct epoll_event ev = {.events = events, .data.ptr = l[i]};
-
-		if (l[i]->fd >= 0)
-			epoll_ctl(w->epfd, EPOLL_CTL_MOD, l[i]->fd, &ev);
-	}
+	for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++)
+		if (l[i]->watch)
+			fw_loop_watch_mod(w->loop, l[i]->watch, events);
 }
 
 static void dnsp_accept_pause(struct dnsp_worker *w)
 {
 	dnsp_listen_events(w, 0);
-	w->accept_at = w->now + DNSP_ACCEPT_PAUSE;
+	fw_loop_timer_arm(w->loop, &w->accept_timer, DNSP_ACCEPT_PAUSE);
 }
 
-static __u64 dnsp_timer_accept(struct dnsp_worker *w)
+static __u64 dnsp_accept_resume(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 {
-	if (!w->accept_at)
-		return UINT64_MAX;
-	if (w->now < w->accept_at)
-		return w->accept_at - w->now;
-	w->accept_at = 0;
-	dnsp_listen_events(w, EPOLLIN);
-	return UINT64_MAX;
+	(void)l;
+	(void)t;
+	dnsp_listen_events(ctx, EPOLLIN);
+	return 0;
+}
+
+/* A connection that has not completed a query (nor had one in flight,
+ * nor an answer written out) for tcp_idle_ns is closed. */
+static __u64 dnsp_conn_idle(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
+{
+	struct dnsp_conn *c = ctx;
+	__u64 idle = c->w->p->cfg.tcp_idle_ns, now = fw_loop_now(l);
+
+	(void)t;
+	if (c->closing)
+		return 0;
+	if (c->last + idle > now)
+		return c->last + idle - now;
+	if (c->npending) { /* waiting on us, not idle */
+		dnsp_conn_touch(c->w, c);
+		return idle;
+	}
+	dnsp_conn_kill(c->w, c); /* freed in the before-sleep step */
+	return 0;
+}
+
+static void dnsp_conn_watch(struct fw_loop *l, int fd, __u32 events, void *ctx)
+{
+	struct dnsp_conn *c = ctx;
+	struct dnsp_worker *w = c->w;
+
+	(void)l;
+	(void)fd;
+	dnsp_conn_event(w, c, events);
+	dnsp_tx_flush(w);
 }
 
 /* The connection of this worker to evict for a client that holds `have`
@@ -1552,7 +1569,6 @@ static void dnsp_accept_event(struct dnsp_worker *w, struct dnsp_sock *sk)
 {
 	for (int k = 0; k < DNSP_ACCEPTS; k++) {
 		struct dnsp_peer pe;
-		struct epoll_event ev;
 		struct dnsp_conn *c;
 		int fd;
 
@@ -1575,13 +1591,11 @@ static void dnsp_accept_event(struct dnsp_worker *w, struct dnsp_sock *sk)
 			DNSP_COUNT(w, tcp_rejected);
 			goto drop;
 		}
-		c->kind = DNSP_K_CONN;
 		c->fd = fd;
+		c->w = w;
 		c->in_cap = DNSP_TCP_IN;
-		c->last = w->now;
-		ev.events = EPOLLIN;
-		ev.data.ptr = c;
-		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		c->last = dnsp_now(w);
+		if (fw_loop_watch_add(w->loop, fd, EPOLLIN, dnsp_conn_watch, c, &c->watch)) {
 			pthread_mutex_lock(&w->p->tcp_lock);
 			dnsp_conn_release(w->p, c);
 			pthread_mutex_unlock(&w->p->tcp_lock);
@@ -1593,6 +1607,8 @@ static void dnsp_accept_event(struct dnsp_worker *w, struct dnsp_sock *sk)
 		else
 			w->ihead = c;
 		w->itail = c;
+		fw_loop_timer_init(&c->idle, dnsp_conn_idle, c);
+		fw_loop_timer_arm(w->loop, &c->idle, w->p->cfg.tcp_idle_ns);
 		continue;
 	drop:
 		if (c)
@@ -1604,43 +1620,23 @@ static void dnsp_accept_event(struct dnsp_worker *w, struct dnsp_sock *sk)
 
 /* ---- timers and the loop ---- */
 
-static __u64 dnsp_timer_exchanges(struct dnsp_worker *w)
+/* An attempt's time is up: the upstream is marked down and the next one
+ * asked (re-arming this timer), or the client gets SERVFAIL. */
+static __u64 dnsp_slot_timeout(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 {
-	struct dnsp_slot *s;
+	struct dnsp_slot *s = ctx;
+	struct dnsp_worker *w = s->w;
 
-	while ((s = w->thead) && s->deadline <= w->now) {
-		unsigned int up = s->order[s->tried];
-
-		dnsp_timer_remove(w, s);
-		dnsp_mark(s->ws, up, false);
-		if (s->origin == DNSP_O_PROBE) {
-			dnsp_slot_put(w, s);
-			continue;
-		}
-		DNSP_COUNT(w, upstream_timeouts);
-		/* re-armed at the tail with a later deadline: the loop ends */
-		dnsp_exch_failover(w, s);
+	(void)l;
+	(void)t;
+	dnsp_mark(s->ws, s->order[s->tried], false);
+	if (s->origin == DNSP_O_PROBE) {
+		dnsp_slot_put(w, s);
+		return 0;
 	}
-	return s ? s->deadline - w->now : UINT64_MAX;
-}
-
-static __u64 dnsp_timer_idle(struct dnsp_worker *w)
-{
-	__u64 idle = w->p->cfg.tcp_idle_ns;
-	struct dnsp_conn *c;
-
-	while ((c = w->ihead) && c->last + idle <= w->now) {
-		if (c->npending) /* waiting on us, not idle */
-			dnsp_conn_touch(w, c);
-		else
-			dnsp_conn_kill(w, c);
-		if (w->ihead == c)
-			break; /* the only connection, just touched */
-	}
-	c = w->ihead;
-	if (!c)
-		return UINT64_MAX;
-	return c->last + idle > w->now ? c->last + idle - w->now : 0;
+	DNSP_COUNT(w, upstream_timeouts);
+	dnsp_exch_failover(w, s);
+	return 0;
 }
 
 static void dnsp_probe(struct dnsp_worker *w, unsigned int i)
@@ -1664,25 +1660,26 @@ static void dnsp_probe(struct dnsp_worker *w, unsigned int i)
 }
 
 /* One worker probes for all: health is shared. */
-static __u64 dnsp_timer_probe(struct dnsp_worker *w)
+static __u64 dnsp_probe_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 {
-	__u64 every = w->p->cfg.probe_interval_ns;
+	struct dnsp_worker *w = ctx;
 
-	if (!every || w->idx || !w->ws)
-		return UINT64_MAX;
-	if (w->now < w->next_probe)
-		return w->next_probe - w->now;
-	w->next_probe = w->now + every;
+	(void)l;
+	(void)t;
+	dnsp_sync_set(w);
+	if (!w->ws)
+		return w->p->cfg.probe_interval_ns;
 	for (unsigned int i = 0; i < w->ws->set->n; i++)
 		if (!w->ws->probing[i])
 			dnsp_probe(w, i);
-	return every;
+	return w->p->cfg.probe_interval_ns;
 }
 
 static void dnsp_before_sleep(struct dnsp_worker *w)
 {
 	struct dnsp_wset **pws;
 
+	dnsp_sync_set(w);
 	while (w->resume) {
 		struct dnsp_conn *c = w->resume;
 
@@ -1701,7 +1698,9 @@ static void dnsp_before_sleep(struct dnsp_worker *w)
 		w->closing = c->dnext;
 		while (c->pending)
 			dnsp_slot_put(w, c->pending);
-		close(c->fd);
+		fw_loop_watch_del(w->loop, c->watch);
+		if (c->fd >= 0)
+			close(c->fd);
 		free(c->in);
 		free(c->out);
 		free(c);
@@ -1719,91 +1718,35 @@ static void dnsp_before_sleep(struct dnsp_worker *w)
 	dnsp_tx_flush(w);
 }
 
-static __u64 dnsp_run_timers(struct dnsp_worker *w)
+static void dnsp_before_sleep_hook(struct fw_loop *l, void *ctx)
 {
-	__u64 a = dnsp_timer_exchanges(w);
-	__u64 b = dnsp_timer_idle(w);
-	__u64 c = dnsp_timer_probe(w);
-	__u64 d = dnsp_timer_accept(w);
-
-	a = a < b ? a : b;
-	c = c < d ? c : d;
-	return a < c ? a : c;
+	(void)l;
+	dnsp_before_sleep(ctx);
 }
 
-static void dnsp_dispatch(struct dnsp_worker *w, const struct epoll_event *ev)
+static void dnsp_sock_watch(struct fw_loop *l, int fd, __u32 events, void *ctx)
 {
-	const struct dnsp_sock *k = ev->data.ptr;
+	struct dnsp_sock *sk = ctx;
 
-	if (ev->data.u64 & 1) {
-		dnsp_up_event(w, ev->data.u64, ev->events);
-		dnsp_tx_flush(w);
-		return;
-	}
-	switch (k->kind) {
-	case DNSP_K_WAKE: {
-		__u64 v;
-
-		if (read(k->fd, &v, sizeof(v)) < 0)
-			break;
-		break;
-	}
-	case DNSP_K_UDP:
-		dnsp_udp_event(w, ev->data.ptr);
-		break;
-	case DNSP_K_LISTEN:
-		dnsp_accept_event(w, ev->data.ptr);
-		break;
-	case DNSP_K_CONN:
-		dnsp_conn_event(w, ev->data.ptr, ev->events);
-		dnsp_tx_flush(w);
-		break;
-	}
+	(void)l;
+	(void)fd;
+	(void)events;
+	if (sk->listen)
+		dnsp_accept_event(sk->w, sk);
+	else
+		dnsp_udp_event(sk->w, sk);
 }
 
 static void *dnsp_worker_main(void *arg)
 {
 	struct dnsp_worker *w = arg;
-	struct fw_dnsp *p = w->p;
-	struct epoll_event evs[DNSP_EVENTS];
+	int err;
 
-	w->now = fw_now_ns();
-	w->next_probe = w->now + p->cfg.probe_interval_ns;
-	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
-		__u64 delay;
-		int n, ms;
-
-		dnsp_sync_set(w);
-		w->now = fw_now_ns();
-		delay = dnsp_run_timers(w);
-		dnsp_before_sleep(w);
-		/* before_sleep may have started exchanges on an empty list */
-		if (w->thead) {
-			__u64 d = w->thead->deadline > w->now ? w->thead->deadline - w->now : 0;
-
-			if (d < delay)
-				delay = d;
-		}
-		if (delay == UINT64_MAX)
-			ms = -1;
-		else if (delay / NSEC_PER_MSEC >= INT_MAX)
-			ms = INT_MAX;
-		else
-			ms = (int)((delay + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC);
-		n = epoll_wait(w->epfd, evs, DNSP_EVENTS, ms);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			fw_err("dns proxy worker %u: epoll_wait: %s", w->idx, strerror(errno));
-			break;
-		}
-		w->now = fw_now_ns();
-		/* a list set before a query was sent must apply to it, even
-		 * when the wake-up and the query come in one batch */
-		dnsp_sync_set(w);
-		for (int i = 0; i < n; i++)
-			dnsp_dispatch(w, &evs[i]);
-	}
+	if (!w->idx && w->p->cfg.probe_interval_ns)
+		fw_loop_timer_arm(w->loop, &w->probe_timer, w->p->cfg.probe_interval_ns);
+	err = fw_loop_run(w->loop);
+	if (err)
+		fw_err("dns proxy worker %u: epoll_wait: %s", w->idx, strerror(-err));
 	return NULL;
 }
 
@@ -1877,6 +1820,9 @@ static int dnsp_bound_port(int fd, __u16 *port)
 
 static void dnsp_close_sock(struct dnsp_sock *s)
 {
+	if (s->watch)
+		fw_loop_watch_del(s->w->loop, s->watch);
+	s->watch = NULL;
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
@@ -1943,13 +1889,12 @@ static int dnsp_bind_more(struct fw_dnsp *p, struct dnsp_worker *w)
 	return err;
 }
 
-static int dnsp_epoll_add(struct dnsp_worker *w, struct dnsp_sock *s)
+static int dnsp_watch_add(struct dnsp_worker *w, struct dnsp_sock *s)
 {
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = s};
-
 	if (s->fd < 0)
 		return 0;
-	return epoll_ctl(w->epfd, EPOLL_CTL_ADD, s->fd, &ev) ? -errno : 0;
+	s->w = w;
+	return fw_loop_watch_add(w->loop, s->fd, EPOLLIN, dnsp_sock_watch, s, &s->watch);
 }
 
 static void dnsp_worker_free(struct dnsp_worker *w)
@@ -1976,9 +1921,7 @@ static void dnsp_worker_free(struct dnsp_worker *w)
 	dnsp_close_sock(&w->udp6);
 	dnsp_close_sock(&w->tcp4);
 	dnsp_close_sock(&w->tcp6);
-	dnsp_close_sock(&w->wake);
-	if (w->epfd >= 0)
-		close(w->epfd);
+	fw_loop_free(w->loop);
 	free(w->slots);
 	free(w->rxb);
 	free(w->urxb);
@@ -1988,16 +1931,21 @@ static void dnsp_worker_free(struct dnsp_worker *w)
 static int dnsp_worker_new(struct fw_dnsp *p, unsigned int idx, struct dnsp_worker **out)
 {
 	struct dnsp_worker *w = calloc(1, sizeof(*w));
+	int err;
 
 	if (!w)
 		return -ENOMEM;
 	w->p = p;
 	w->idx = idx;
-	w->epfd = -1;
-	w->wake = (struct dnsp_sock){DNSP_K_WAKE, -1};
-	w->udp4 = w->udp6 = (struct dnsp_sock){DNSP_K_UDP, -1};
-	w->tcp4 = w->tcp6 = (struct dnsp_sock){DNSP_K_LISTEN, -1};
+	w->udp4 = w->udp6 = (struct dnsp_sock){.listen = false, .fd = -1};
+	w->tcp4 = w->tcp6 = (struct dnsp_sock){.listen = true, .fd = -1};
 	*out = w;
+	err = fw_loop_new(&w->loop);
+	if (err)
+		return err;
+	fw_loop_set_before_sleep(w->loop, dnsp_before_sleep_hook, w);
+	fw_loop_timer_init(&w->probe_timer, dnsp_probe_timer, w);
+	fw_loop_timer_init(&w->accept_timer, dnsp_accept_resume, w);
 	w->nslots = p->cfg.max_pending;
 	w->slots = calloc(w->nslots, sizeof(*w->slots));
 	w->rxb = malloc((size_t)DNSP_BATCH * (DNSP_QUERY_MAX + 1));
@@ -2006,8 +1954,10 @@ static int dnsp_worker_new(struct fw_dnsp *p, unsigned int idx, struct dnsp_work
 		return -ENOMEM;
 	for (unsigned int i = w->nslots; i-- > 0;) {
 		w->slots[i].index = i;
+		w->slots[i].w = w;
 		w->slots[i].up_fd = -1;
-		w->slots[i].tnext = w->free_slots;
+		fw_loop_timer_init(&w->slots[i].timer, dnsp_slot_timeout, &w->slots[i]);
+		w->slots[i].fnext = w->free_slots;
 		w->free_slots = &w->slots[i];
 	}
 	for (int i = 0; i < DNSP_BATCH; i++) {
@@ -2020,22 +1970,14 @@ static int dnsp_worker_new(struct fw_dnsp *p, unsigned int idx, struct dnsp_work
 		mh->msg_iovlen = 1;
 		mh->msg_control = w->rxc[i].buf;
 	}
-	w->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (w->epfd < 0)
-		return -errno;
-	w->wake.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (w->wake.fd < 0)
-		return -errno;
-	return dnsp_epoll_add(w, &w->wake);
+	return 0;
 }
 
 static void dnsp_wake(struct fw_dnsp *p)
 {
-	__u64 one = 1;
-
 	for (unsigned int i = 0; i < p->nworkers; i++)
-		if (p->workers[i] && write(p->workers[i]->wake.fd, &one, sizeof(one)) < 0)
-			continue; /* the counter is already non-zero: awake anyway */
+		if (p->workers[i] && p->workers[i]->loop)
+			fw_loop_wake(p->workers[i]->loop);
 }
 
 void fw_dnsp_config_init(struct fw_dnsp_config *c)
@@ -2143,13 +2085,13 @@ int fw_dnsp_start(const struct fw_dnsp_config *c, const struct fw_dnsp_hooks *h,
 		err = i ? dnsp_bind_more(p, p->workers[i]) : dnsp_bind_first(p, p->workers[i]);
 		if (err)
 			goto cleanup;
-		err = dnsp_epoll_add(p->workers[i], &p->workers[i]->udp4);
+		err = dnsp_watch_add(p->workers[i], &p->workers[i]->udp4);
 		if (!err)
-			err = dnsp_epoll_add(p->workers[i], &p->workers[i]->tcp4);
+			err = dnsp_watch_add(p->workers[i], &p->workers[i]->tcp4);
 		if (!err)
-			err = dnsp_epoll_add(p->workers[i], &p->workers[i]->udp6);
+			err = dnsp_watch_add(p->workers[i], &p->workers[i]->udp6);
 		if (!err)
-			err = dnsp_epoll_add(p->workers[i], &p->workers[i]->tcp6);
+			err = dnsp_watch_add(p->workers[i], &p->workers[i]->tcp6);
 		if (err)
 			goto cleanup;
 	}
@@ -2171,8 +2113,9 @@ void fw_dnsp_stop(struct fw_dnsp *p)
 {
 	if (!p)
 		return;
-	__atomic_store_n(&p->stop, true, __ATOMIC_RELEASE);
-	dnsp_wake(p);
+	for (unsigned int i = 0; i < p->nworkers; i++)
+		if (p->workers[i] && p->workers[i]->loop)
+			fw_loop_stop(p->workers[i]->loop);
 	for (unsigned int i = 0; i < p->nworkers; i++)
 		if (p->workers[i] && p->workers[i]->started)
 			pthread_join(p->workers[i]->thread, NULL);
@@ -2375,7 +2318,6 @@ int fw_dnsp_simulate(const struct fw_dnsp_hooks *h, bool case_randomize, const _
 	if (err)
 		goto out;
 	w = p->workers[0];
-	w->now = FW_NSEC_PER_SEC;
 	dnsp_sync_set(w);
 	fw_addr_from_v4(&cl, htonl(0x0a2a0002)); /* 10.42.0.2 */
 	if (!tcp) {
@@ -2402,11 +2344,14 @@ int fw_dnsp_simulate(const struct fw_dnsp_hooks *h, bool case_randomize, const _
 			err = -ENOMEM;
 			goto out;
 		}
-		cn->kind = DNSP_K_CONN;
 		cn->fd = -1;
+		cn->w = w;
 		cn->client = cl;
 		cn->in_cap = DNSP_TCP_IN;
-		cn->last = w->now;
+		cn->last = dnsp_now(w);
+		/* no idle timer: the stream is fed at once, and what is left
+		 * runs out by the exchanges' timeouts below */
+		fw_loop_timer_init(&cn->idle, dnsp_conn_idle, cn);
 		if (dnsp_admit(w, cn)) {
 			free(cn->in);
 			free(cn);
@@ -2444,9 +2389,8 @@ int fw_dnsp_simulate(const struct fw_dnsp_hooks *h, bool case_randomize, const _
 	}
 	dnsp_sim_upstream(w, up, ulen, &uoff);
 	/* what is still waiting times out, upstream after upstream */
-	while (w->thead) {
-		w->now = w->thead->deadline;
-		dnsp_timer_exchanges(w);
+	while (fw_loop_next_deadline(w->loop) != UINT64_MAX) {
+		fw_loop_expire(w->loop, fw_loop_next_deadline(w->loop));
 		dnsp_tx_flush(w);
 	}
 	dnsp_before_sleep(w);

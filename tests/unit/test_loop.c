@@ -6,6 +6,7 @@
  * assertion on how long anything took. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -56,7 +57,7 @@ static struct fw_loop *new_loop(void)
 	return l;
 }
 
-Test(loop, timers_run_in_deadline_order)
+Test(loop, timers_run_in_deadline_order, .timeout = 30)
 {
 	struct fw_loop *l = new_loop();
 	struct rec r = {0};
@@ -82,7 +83,7 @@ Test(loop, timers_run_in_deadline_order)
 	fw_loop_free(l);
 }
 
-Test(loop, return_value_rearms)
+Test(loop, return_value_rearms, .timeout = 30)
 {
 	struct fw_loop *l = new_loop();
 	struct rec r = {0};
@@ -103,7 +104,7 @@ Test(loop, return_value_rearms)
 	fw_loop_free(l);
 }
 
-Test(loop, cancel_before_and_inside_a_callback)
+Test(loop, cancel_before_and_inside_a_callback, .timeout = 30)
 {
 	struct fw_loop *l = new_loop();
 	struct rec r = {0};
@@ -131,7 +132,7 @@ Test(loop, cancel_before_and_inside_a_callback)
 	fw_loop_free(l);
 }
 
-Test(loop, many_timers_in_order)
+Test(loop, many_timers_in_order, .timeout = 30)
 {
 	enum { N = 10000 };
 	struct fw_loop *l = new_loop();
@@ -193,7 +194,7 @@ static __u64 seqfn(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 	return 0;
 }
 
-Test(loop, many_timers_fire_in_order)
+Test(loop, many_timers_fire_in_order, .timeout = 30)
 {
 	enum { N = 10000 };
 	struct fw_loop *l = new_loop();
@@ -250,19 +251,19 @@ static void wfn(struct fw_loop *l, int fd, __u32 events, void *ctx)
 	fw_loop_watch_del(l, c->other);
 	close(c->other_fd[0]);
 	close(c->other_fd[1]);
-	cr_assert_eq(pipe(c->other_fd), 0);
+	cr_assert_eq(pipe2(c->other_fd, O_NONBLOCK), 0);
 	c->other = NULL;
 	fw_loop_stop(l);
 }
 
-Test(loop, removing_another_watch_inside_a_callback)
+Test(loop, removing_another_watch_inside_a_callback, .timeout = 30)
 {
 	struct fw_loop *l = new_loop();
 	struct wctx a = {0}, b = {0};
 	int pa[2], pb[2];
 
-	cr_assert_eq(pipe(pa), 0);
-	cr_assert_eq(pipe(pb), 0);
+	cr_assert_eq(pipe2(pa, O_NONBLOCK), 0);
+	cr_assert_eq(pipe2(pb, O_NONBLOCK), 0);
 	cr_assert_eq(write(pa[1], "x", 1), 1);
 	cr_assert_eq(write(pb[1], "x", 1), 1);
 	cr_assert_eq(fw_loop_watch_add(l, pa[0], EPOLLIN, wfn, &a, &a.self), 0);
@@ -303,7 +304,7 @@ static __u64 busy_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 	return 1 * MS;
 }
 
-Test(loop, timers_fire_while_an_fd_is_always_ready)
+Test(loop, timers_fire_while_an_fd_is_always_ready, .timeout = 30)
 {
 	struct fw_loop *l = new_loop();
 	struct busy b = {0};
@@ -343,7 +344,7 @@ static void raise_usr1(struct fw_loop *l, void *ctx)
 	raise(SIGUSR1);
 }
 
-Test(loop, a_signal_stops_it)
+Test(loop, a_signal_stops_it, .timeout = 30)
 {
 	struct fw_loop *l = new_loop();
 	struct sig s = {0};
@@ -367,7 +368,7 @@ static void *stopper(void *arg)
 	return NULL;
 }
 
-Test(loop, another_thread_stops_it)
+Test(loop, another_thread_stops_it, .timeout = 30)
 {
 	struct fw_loop *l = new_loop();
 	pthread_t th;
@@ -391,7 +392,7 @@ static void once_fn(struct fw_loop *l, void *ctx)
 		fw_loop_stop(l);
 }
 
-Test(loop, one_shot_timers_run_once)
+Test(loop, one_shot_timers_run_once, .timeout = 30)
 {
 	struct fw_loop *l = new_loop();
 

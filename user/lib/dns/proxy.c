@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* The DNS proxy engine (dnsproxy.h).
+/* The DNS proxy engine (dns/proxy.h). Client TCP connections are in
+ * dns/tcp.c, the reads of upstream sockets and the upstream addresses in
+ * dns/upstream.c, what they share in dns/proxy_priv.h.
  *
- * Each worker thread owns one event loop (common/loop.h), its own client sockets (the
- * kernel spreads clients over workers with SO_REUSEPORT) and a fixed array
+ * Each worker thread owns one event loop (common/loop.h), its own client
+ * sockets (the kernel spreads clients over workers with SO_REUSEPORT) and a fixed array
  * of exchange slots. Every attempt of an exchange gets its own upstream
  * socket, connected to the upstream from a fresh random port, with a fresh
  * random id (RFC 5452): a forger has to guess 16 bits of id and about 15
@@ -41,254 +43,9 @@
 
 #include "common/addr.h"
 #include "common/clock.h"
-#include "dns/proxy.h"
 #include "common/log.h"
 #include "common/loop.h"
-
-#define NSEC_PER_MSEC 1000000ULL
-
-#define DNSP_BATCH	  32	 /* client datagrams per recvmmsg */
-#define DNSP_UP_BATCH	  16	 /* upstream datagrams read per event, forgeries included */
-#define DNSP_UP_BUF	  65536	 /* any UDP answer fits: clients may ask for 64k */
-#define DNSP_TX		  64	 /* queued datagrams before a forced flush */
-#define DNSP_TX_SMALL	  512	 /* built answers: header, question, OPT */
-#define DNSP_QUERY_MAX	  2048	 /* larger client queries get FORMERR */
-#define DNSP_TCP_IN	  2048	 /* first read buffer of a connection */
-#define DNSP_TCP_FRAME	  65537	 /* length prefix + largest message */
-#define DNSP_TCP_OUT_MAX  131072 /* queued answers for a slow reader */
-#define DNSP_TCP_INFLIGHT 32	 /* pipelined queries per connection */
-#define DNSP_TCP_BACKLOG  1024
-#define DNSP_ACCEPT_PAUSE (100 * 1000000ULL) /* after EMFILE */
-#define DNSP_ACCEPTS	  16		     /* per listener event, to stay fair to UDP */
-#define DNSP_PENDING_MAX  16384		     /* each holds a descriptor while in flight */
-#define DNSP_RND	  64		     /* random ids fetched per getrandom() */
-#define DNSP_RCVBUF	  (4 << 20)
-#define DNSP_BIND_TRIES	  64   /* port 0: UDP and TCP must agree on one port */
-#define DNSP_FD_RESERVE	  1024 /* descriptors left to the rest of the process */
-#define DNSP_PENDING_MIN  64
-
-#define DNSP_DEF_TIMEOUT    (5 * FW_NSEC_PER_SEC)
-#define DNSP_DEF_PROBE	    (10 * FW_NSEC_PER_SEC)
-#define DNSP_DEF_IDLE	    (10 * FW_NSEC_PER_SEC)
-#define DNSP_DEF_TCP	    256
-#define DNSP_DEF_TCP_CLIENT 16
-#define DNSP_DEF_PENDING    4096
-#define DNSP_DEF_TTL_CAP    300 /* below the 360 s lease cap: clients ask again in time */
-#define DNSP_UPSTREAM_STR   64
-
-/* An upstream list as configured, shared by every worker. Health is per
- * list: any worker marks an upstream up or down, every worker reads it. */
-struct dnsp_set {
-	unsigned int refs; /* atomic */
-	unsigned int gen;
-	size_t n;
-	struct fw_dnsp_upstream u[FW_DNSP_MAX_UPSTREAMS];
-	bool down[FW_DNSP_MAX_UPSTREAMS]; /* atomic */
-};
-
-struct dnsp_worker;
-
-/* A client socket: datagrams, or a TCP listener. */
-struct dnsp_sock {
-	bool listen;
-	int fd;
-	struct dnsp_worker *w;
-	struct fw_loop_watch *watch;
-};
-
-/* A worker's view of one upstream set: how many of its exchanges still
- * use it (an old set lives until they are done). */
-struct dnsp_wset {
-	struct dnsp_set *set;
-	bool probing[FW_DNSP_MAX_UPSTREAMS];
-	unsigned int users;
-	struct dnsp_wset *next; /* retired list */
-};
-
-/* Where a UDP answer goes: the client's socket and address, and the local
- * address the query was sent to, which the answer must come from. */
-struct dnsp_peer {
-	int fd;
-	union {
-		struct sockaddr sa;
-		struct sockaddr_in v4;
-		struct sockaddr_in6 v6;
-	} addr;
-	socklen_t alen;
-	int pi_family; /* 0: no pktinfo */
-	union {
-		struct in_pktinfo v4;
-		struct in6_pktinfo v6;
-	} pi;
-};
-
-enum dnsp_origin {
-	DNSP_O_UDP,
-	DNSP_O_TCP,
-	DNSP_O_PROBE,
-};
-
-enum dnsp_io {
-	DNSP_IO_NONE,
-	DNSP_IO_CONNECT,
-	DNSP_IO_WRITE,
-	DNSP_IO_READ,
-};
-
-struct dnsp_conn;
-
-/* One upstream exchange: a forwarded query, from the first attempt to the
- * answer the client gets, or a health probe. */
-struct dnsp_slot {
-	struct dnsp_worker *w;
-	struct fw_loop_timer timer;	 /* this attempt's timeout */
-	struct dnsp_slot *fnext;	 /* free slots */
-	struct dnsp_slot *cprev, *cnext; /* the client connection's exchanges */
-	struct dnsp_wset *ws;
-	struct dnsp_conn *conn;
-	__u64 token;
-	__u32 index;
-	int up_fd; /* this attempt's upstream socket, UDP or TCP */
-	struct fw_loop_watch *up_watch;
-	enum dnsp_origin origin;
-	enum dnsp_io io;
-	bool used, added_edns;
-	__u16 up_id;
-	__u16 climit; /* largest UDP answer the client takes */
-	__u8 order[FW_DNSP_MAX_UPSTREAMS];
-	__u8 norder, tried; /* asking order[tried] */
-	struct fw_ip client;
-	struct dnsp_peer peer;
-	size_t io_off;
-	__u8 lenbuf[2];
-	__u8 *ans; /* TCP answer */
-	size_t ans_len;
-	size_t qlen;
-	struct fw_dns_query q;
-	/* which bytes of the question name the client sent in upper case:
-	 * with case_randomize the name goes upstream in a random case and
-	 * is given back to the client as it was */
-	__u8 qupper[(FW_DNS_NAME_MAX + 2 + 7) / 8];
-	/* the query as sent upstream, after a 2-byte TCP length prefix */
-	__u8 qbuf[2 + DNSP_QUERY_MAX + FW_DNS_OPT_LEN];
-};
-
-struct dnsp_conn {
-	int fd;
-	struct dnsp_worker *w;
-	struct fw_loop_watch *watch;
-	struct fw_loop_timer idle; /* fires at last + tcp_idle_ns, or later */
-	unsigned int ce;	   /* its client's entry in fw_dnsp.tcpc */
-	bool closing, paused, eof, want_out, resume;
-	struct dnsp_conn *iprev, *inext; /* every open connection, least recently active first */
-	struct dnsp_conn *dnext;	 /* closing list */
-	struct dnsp_conn *rnext;	 /* resume list */
-	__u64 last;			 /* opened, last complete query or answer written */
-	struct fw_ip client;
-	struct dnsp_slot *pending;
-	unsigned int npending;
-	__u8 *in;
-	size_t in_len, in_cap;
-	__u8 *out;
-	size_t out_off, out_len, out_cap;
-};
-
-union dnsp_ctl {
-	size_t align; /* of struct cmsghdr, which has a flexible array member */
-	char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
-};
-_Static_assert(_Alignof(struct cmsghdr) <= _Alignof(size_t), "control buffers misaligned");
-
-struct dnsp_tx {
-	union dnsp_ctl ctl;
-	struct dnsp_peer peer;
-	int fd;
-	__u8 own[DNSP_TX_SMALL];
-};
-
-struct dnsp_worker {
-	struct fw_dnsp *p;
-	unsigned int idx;
-	pthread_t thread;
-	bool started;
-	struct fw_loop *loop;
-	struct dnsp_sock udp4, udp6, tcp4, tcp6;
-
-	struct dnsp_wset *ws; /* current upstream set */
-	struct dnsp_wset *retired;
-	unsigned int gen;
-
-	struct dnsp_slot *slots, *free_slots;
-	unsigned int nslots;
-	struct dnsp_conn *ihead, *itail, *closing, *resume;
-	struct fw_loop_timer probe_timer;  /* worker 0: the health probes */
-	struct fw_loop_timer accept_timer; /* listeners paused (out of fds) until it runs */
-	__u16 rnd[DNSP_RND];
-	unsigned int nrnd;
-
-	struct mmsghdr rxm[DNSP_BATCH];
-	struct iovec rxv[DNSP_BATCH];
-	struct dnsp_peer rxp[DNSP_BATCH];
-	union dnsp_ctl rxc[DNSP_BATCH];
-	__u8 *rxb;
-	__u8 *urxb; /* one upstream datagram */
-
-	unsigned int ntx;
-	struct mmsghdr txm[DNSP_TX];
-	struct iovec txv[DNSP_TX];
-	struct dnsp_tx tx[DNSP_TX];
-
-	struct fw_dns_answer ans;
-	struct fw_dnsp_stats st; /* written by this worker only */
-};
-
-/* fw_dnsp_simulate: what would be sent to clients, framed as on TCP */
-struct dnsp_sim {
-	__u8 *out;
-	size_t cap, len;
-	__u16 next_id;
-};
-
-struct fw_dnsp {
-	struct fw_dnsp_config cfg;
-	struct dnsp_sim *sim; /* NULL but in fw_dnsp_simulate: no sockets */
-	struct fw_dnsp_hooks hooks;
-	__u16 port;
-	bool v6;
-	pthread_mutex_t tcp_lock; /* guards tcp_clients and tcpc */
-	unsigned int tcp_clients; /* open client connections, all workers */
-	/* open connections per client address, all workers: one entry per
-	 * address with n > 0, at most max_tcp_clients of them; found by a
-	 * scan (accept and close are the rare path) */
-	struct dnsp_tcpc {
-		struct fw_ip ip;
-		unsigned int n;
-	} * tcpc;
-	unsigned int gen;     /* atomic: generation of set */
-	pthread_mutex_t lock; /* guards set */
-	struct dnsp_set *set;
-	unsigned int nworkers;
-	struct dnsp_worker *workers[FW_DNSP_MAX_WORKERS];
-};
-
-/* The loop's time of this round (a simulation sets it). */
-static __u64 dnsp_now(const struct dnsp_worker *w)
-{
-	return fw_loop_now(w->loop);
-}
-
-#define DNSP_COUNT(w, f) __atomic_store_n(&(w)->st.f, (w)->st.f + 1, __ATOMIC_RELAXED)
-
-static __u16 get16(const __u8 *b)
-{
-	return (__u16)(b[0] << 8 | b[1]);
-}
-
-static void put16(__u8 *b, __u16 v)
-{
-	b[0] = v >> 8;
-	b[1] = v & 0xff;
-}
+#include "dns/proxy_priv.h"
 
 static int dnsp_setopt(int fd, int level, int name, int val)
 {
@@ -332,7 +89,7 @@ static int dnsp_set_new(const struct fw_dnsp_upstream *u, size_t n, struct dnsp_
 	return 0;
 }
 
-static void dnsp_mark(struct dnsp_wset *ws, unsigned int i, bool up)
+void dnsp_mark(struct dnsp_wset *ws, unsigned int i, bool up)
 {
 	if (i < ws->set->n)
 		__atomic_store_n(&ws->set->down[i], !up, __ATOMIC_RELAXED);
@@ -437,9 +194,7 @@ static void dnsp_up_close(struct dnsp_worker *w, struct dnsp_slot *s)
 	s->io_off = 0;
 }
 
-static void dnsp_conn_kill(struct dnsp_worker *w, struct dnsp_conn *c);
-
-static void dnsp_slot_put(struct dnsp_worker *w, struct dnsp_slot *s)
+void dnsp_slot_put(struct dnsp_worker *w, struct dnsp_slot *s)
 {
 	struct dnsp_conn *c = s->conn;
 
@@ -473,7 +228,7 @@ static void dnsp_slot_put(struct dnsp_worker *w, struct dnsp_slot *s)
 
 /* ---- sending ---- */
 
-static void dnsp_sim_put(struct dnsp_sim *sim, const __u8 *msg, size_t len)
+void dnsp_sim_put(struct dnsp_sim *sim, const __u8 *msg, size_t len)
 {
 	if (len > 0xffff || sim->cap - sim->len < len + 2)
 		return;
@@ -482,7 +237,7 @@ static void dnsp_sim_put(struct dnsp_sim *sim, const __u8 *msg, size_t len)
 	sim->len += len + 2;
 }
 
-static void dnsp_tx_flush(struct dnsp_worker *w)
+void dnsp_tx_flush(struct dnsp_worker *w)
 {
 	unsigned int i = 0;
 
@@ -558,99 +313,6 @@ static void dnsp_tx_add(struct dnsp_worker *w, int fd, const struct dnsp_peer *t
 		}
 	}
 	w->ntx++;
-}
-
-static void dnsp_conn_events(struct dnsp_worker *w, struct dnsp_conn *c)
-{
-	__u32 events = 0;
-
-	if (!c->paused && !c->eof)
-		events |= EPOLLIN;
-	if (c->want_out)
-		events |= EPOLLOUT;
-	if (c->watch)
-		fw_loop_watch_mod(w->loop, c->watch, events);
-}
-
-static void dnsp_conn_touch(struct dnsp_worker *w, struct dnsp_conn *c)
-{
-	c->last = dnsp_now(w);
-	if (c->closing || c == w->itail)
-		return;
-	/* unlink, append: the list stays in order of last activity */
-	if (c->iprev)
-		c->iprev->inext = c->inext;
-	else
-		w->ihead = c->inext;
-	c->inext->iprev = c->iprev;
-	c->iprev = w->itail;
-	c->inext = NULL;
-	w->itail->inext = c;
-	w->itail = c;
-}
-
-/* One framed message to a client connection: written at once when
- * nothing is queued, else queued up to DNSP_TCP_OUT_MAX; a client that
- * reads slower than that is cut off. */
-static void dnsp_conn_send(struct dnsp_worker *w, struct dnsp_conn *c, const __u8 *msg, size_t len)
-{
-	__u8 hdr[2];
-	size_t total = len + 2, done = 0;
-
-	if (c->closing || len > 0xffff)
-		return;
-	if (w->p->sim) {
-		dnsp_sim_put(w->p->sim, msg, len);
-		dnsp_conn_touch(w, c);
-		return;
-	}
-	put16(hdr, (__u16)len);
-	if (c->out_len == c->out_off) {
-		struct iovec iov[2] = {{hdr, 2}, {(void *)msg, len}};
-		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
-		ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-
-		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-			dnsp_conn_kill(w, c);
-			return;
-		}
-		if (n > 0)
-			done = (size_t)n;
-		if (done == total) {
-			dnsp_conn_touch(w, c);
-			return;
-		}
-		c->out_off = c->out_len = 0;
-	}
-	if (c->out_len - c->out_off + total - done > DNSP_TCP_OUT_MAX) {
-		dnsp_conn_kill(w, c);
-		return;
-	}
-	if (c->out_off) {
-		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
-		c->out_len -= c->out_off;
-		c->out_off = 0;
-	}
-	if (c->out_cap - c->out_len < total - done) {
-		size_t cap = c->out_cap ? c->out_cap : 4096;
-		__u8 *nb;
-
-		while (cap - c->out_len < total - done)
-			cap *= 2;
-		nb = realloc(c->out, cap);
-		if (!nb) {
-			dnsp_conn_kill(w, c);
-			return;
-		}
-		c->out = nb;
-		c->out_cap = cap;
-	}
-	for (size_t i = done; i < total; i++)
-		c->out[c->out_len++] = i < 2 ? hdr[i] : msg[i - 2];
-	if (!c->want_out) {
-		c->want_out = true;
-		dnsp_conn_events(w, c);
-	}
 }
 
 static void dnsp_slot_reply(struct dnsp_worker *w, struct dnsp_slot *s, const __u8 *msg, size_t len,
@@ -732,8 +394,6 @@ static void dnsp_slot_error(struct dnsp_worker *w, struct dnsp_slot *s, int rcod
 
 /* ---- exchanges ---- */
 
-static void dnsp_up_watch(struct fw_loop *l, int fd, __u32 events, void *ctx);
-
 /* One attempt: a new socket connected to upstream i, so the kernel picks
  * a fresh random source port and drops datagrams from any other address
  * or port, and a fresh random id. UDP sends at once; TCP connects first.
@@ -804,7 +464,7 @@ static void dnsp_exch_next(struct dnsp_worker *w, struct dnsp_slot *s)
 	dnsp_slot_put(w, s);
 }
 
-static void dnsp_exch_failover(struct dnsp_worker *w, struct dnsp_slot *s)
+void dnsp_exch_failover(struct dnsp_worker *w, struct dnsp_slot *s)
 {
 	dnsp_up_close(w, s);
 	s->tried++;
@@ -834,14 +494,8 @@ static bool dnsp_same_question(const struct dnsp_slot *s, const __u8 *msg, size_
 	return true;
 }
 
-enum dnsp_verdict {
-	DNSP_WAIT, /* not the answer: keep waiting */
-	DNSP_NEXT, /* this upstream failed: ask the next */
-	DNSP_DONE, /* the client was answered (or the probe is over) */
-};
-
-static enum dnsp_verdict dnsp_exch_answer(struct dnsp_worker *w, struct dnsp_slot *s, __u8 *msg,
-					  size_t len, size_t cap)
+enum dnsp_verdict dnsp_exch_answer(struct dnsp_worker *w, struct dnsp_slot *s, __u8 *msg,
+				   size_t len, size_t cap)
 {
 	struct fw_dnsp *p = w->p;
 	struct fw_dns_answer *a = &w->ans;
@@ -936,7 +590,7 @@ static enum dnsp_verdict dnsp_exch_answer(struct dnsp_worker *w, struct dnsp_slo
 	return DNSP_DONE;
 }
 
-static void dnsp_exch_verdict(struct dnsp_worker *w, struct dnsp_slot *s, enum dnsp_verdict v)
+void dnsp_exch_verdict(struct dnsp_worker *w, struct dnsp_slot *s, enum dnsp_verdict v)
 {
 	if (v == DNSP_DONE)
 		dnsp_slot_put(w, s);
@@ -958,13 +612,6 @@ static void dnsp_order(struct dnsp_slot *s)
 }
 
 /* ---- queries ---- */
-
-struct dnsp_src {
-	enum dnsp_origin origin;
-	const struct dnsp_peer *peer; /* UDP */
-	struct dnsp_conn *conn;	      /* TCP */
-	struct fw_ip client;
-};
 
 static void dnsp_src_reply(struct dnsp_worker *w, const struct dnsp_src *src, const __u8 *msg,
 			   size_t len)
@@ -1000,7 +647,7 @@ static void dnsp_reject(struct dnsp_worker *w, const struct dnsp_src *src, const
 		dnsp_src_reply(w, src, out, n);
 }
 
-static void dnsp_query(struct dnsp_worker *w, const struct dnsp_src *src, __u8 *msg, size_t len)
+void dnsp_query(struct dnsp_worker *w, const struct dnsp_src *src, __u8 *msg, size_t len)
 {
 	struct fw_dnsp *p = w->p;
 	struct fw_dns_query q;
@@ -1094,7 +741,7 @@ static void dnsp_peer_parse(struct dnsp_peer *pe, const struct msghdr *mh)
 	}
 }
 
-static bool dnsp_client_ip(const struct dnsp_peer *pe, struct fw_ip *ip)
+bool dnsp_client_ip(const struct dnsp_peer *pe, struct fw_ip *ip)
 {
 	if (pe->addr.sa.sa_family == AF_INET && pe->alen >= sizeof(struct sockaddr_in)) {
 		fw_addr_from_v4(ip, pe->addr.v4.sin_addr.s_addr);
@@ -1132,490 +779,6 @@ static void dnsp_udp_event(struct dnsp_worker *w, struct dnsp_sock *sk)
 		dnsp_query(w, &src, w->rxb + (size_t)i * (DNSP_QUERY_MAX + 1), len);
 	}
 	dnsp_tx_flush(w);
-}
-
-/* ---- upstream UDP ---- */
-
-static bool dnsp_same_addr(const struct sockaddr_storage *a, socklen_t alen,
-			   const struct fw_dnsp_upstream *u)
-{
-	if (a->ss_family != u->addr.ss_family || alen < u->len)
-		return false;
-	if (a->ss_family == AF_INET) {
-		const struct sockaddr_in *x = (const void *)a, *y = (const void *)&u->addr;
-
-		return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
-	}
-	{
-		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)&u->addr;
-
-		return x->sin6_port == y->sin6_port &&
-		       !memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
-	}
-}
-
-/* One datagram on an attempt's socket (in w->urxb). The kernel only
- * delivers those from the address and port it is connected to (checked
- * again anyway); what does not carry the attempt's id and question is
- * ignored, and the exchange keeps waiting for the real answer until its
- * timeout. False when the slot has moved on (answered, failed over). */
-static bool dnsp_udp_up_datagram(struct dnsp_worker *w, struct dnsp_slot *s, size_t n,
-				 const struct sockaddr_storage *from, socklen_t fromlen, int flags)
-{
-	const struct fw_dnsp_upstream *u = &s->ws->set->u[s->order[s->tried]];
-	enum dnsp_verdict v;
-
-	if (!dnsp_same_addr(from, fromlen, u) || n < FW_DNS_HDR_LEN || get16(w->urxb) != s->up_id)
-		return true;
-	if (flags & MSG_TRUNC) {
-		DNSP_COUNT(w, upstream_errors);
-		dnsp_exch_failover(w, s);
-		return false;
-	}
-	v = dnsp_exch_answer(w, s, w->urxb, n, DNSP_UP_BUF);
-	if (v == DNSP_WAIT)
-		return true;
-	dnsp_exch_verdict(w, s, v);
-	return false;
-}
-
-static void dnsp_udp_up_event(struct dnsp_worker *w, struct dnsp_slot *s)
-{
-	for (int k = 0; k < DNSP_UP_BATCH; k++) {
-		struct sockaddr_storage from = {.ss_family = AF_UNSPEC};
-		struct iovec iov = {w->urxb, DNSP_UP_BUF};
-		struct msghdr mh = {.msg_name = &from,
-				    .msg_namelen = sizeof(from),
-				    .msg_iov = &iov,
-				    .msg_iovlen = 1};
-		ssize_t n = recvmsg(s->up_fd, &mh, MSG_DONTWAIT);
-
-		if (n < 0) {
-			/* an ICMP error for this very attempt: fail over now */
-			if (errno == ECONNREFUSED) {
-				dnsp_mark(s->ws, s->order[s->tried], false);
-				DNSP_COUNT(w, upstream_errors);
-				dnsp_exch_failover(w, s);
-			}
-			return;
-		}
-		if (!dnsp_udp_up_datagram(w, s, (size_t)n, &from, mh.msg_namelen, mh.msg_flags))
-			return;
-	}
-}
-
-/* ---- upstream TCP (for TCP clients) ---- */
-
-/* A whole message read from an upstream TCP connection (s->ans). One
- * exchange per connection: anything but our answer is a failure. */
-static void dnsp_tcp_up_answer(struct dnsp_worker *w, struct dnsp_slot *s)
-{
-	enum dnsp_verdict v = DNSP_WAIT;
-
-	if (get16(s->ans) == s->up_id)
-		v = dnsp_exch_answer(w, s, s->ans, s->ans_len, s->ans_len);
-	if (v == DNSP_DONE) {
-		dnsp_slot_put(w, s);
-		return;
-	}
-	if (v == DNSP_WAIT) /* not the answer: NEXT was counted already */
-		DNSP_COUNT(w, upstream_errors);
-	dnsp_exch_failover(w, s);
-}
-
-static void dnsp_up_event(struct dnsp_worker *w, struct dnsp_slot *s, __u32 events)
-{
-	ssize_t n;
-
-	if (!s->used || s->up_fd < 0)
-		return;
-	if (s->origin != DNSP_O_TCP) {
-		dnsp_udp_up_event(w, s);
-		return;
-	}
-	/* while connecting, SO_ERROR says why */
-	if ((events & EPOLLERR) && s->io != DNSP_IO_CONNECT)
-		goto fail;
-	if (s->io == DNSP_IO_CONNECT) {
-		int soerr = 0;
-		socklen_t sl = sizeof(soerr);
-
-		if (getsockopt(s->up_fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) || soerr) {
-			if (soerr == ECONNREFUSED)
-				dnsp_mark(s->ws, s->order[s->tried], false);
-			goto fail;
-		}
-		s->io = DNSP_IO_WRITE;
-		s->io_off = 0;
-	}
-	if (s->io == DNSP_IO_WRITE) {
-		n = send(s->up_fd, s->qbuf + s->io_off, s->qlen + 2 - s->io_off,
-			 MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return;
-			goto fail;
-		}
-		s->io_off += (size_t)n;
-		if (s->io_off < s->qlen + 2)
-			return;
-		s->io = DNSP_IO_READ;
-		s->io_off = 0;
-		if (fw_loop_watch_mod(w->loop, s->up_watch, EPOLLIN))
-			goto fail;
-		return;
-	}
-	if (s->io != DNSP_IO_READ)
-		return;
-	for (;;) {
-		if (s->io_off < 2) {
-			n = recv(s->up_fd, s->lenbuf + s->io_off, 2 - s->io_off, MSG_DONTWAIT);
-		} else {
-			n = recv(s->up_fd, s->ans + (s->io_off - 2), s->ans_len - (s->io_off - 2),
-				 MSG_DONTWAIT);
-		}
-		if (n == 0)
-			goto fail;
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return;
-			goto fail;
-		}
-		s->io_off += (size_t)n;
-		if (s->io_off == 2) {
-			s->ans_len = get16(s->lenbuf);
-			if (s->ans_len < FW_DNS_HDR_LEN)
-				goto fail;
-			s->ans = malloc(s->ans_len);
-			if (!s->ans)
-				goto fail;
-		}
-		if (s->io_off > 2 && s->io_off == s->ans_len + 2)
-			break;
-	}
-	dnsp_tcp_up_answer(w, s);
-	return;
-fail:
-	DNSP_COUNT(w, upstream_errors);
-	dnsp_exch_failover(w, s);
-}
-
-static void dnsp_up_watch(struct fw_loop *l, int fd, __u32 events, void *ctx)
-{
-	struct dnsp_slot *s = ctx;
-	struct dnsp_worker *w = s->w;
-
-	(void)l;
-	(void)fd;
-	dnsp_up_event(w, s, events);
-	dnsp_tx_flush(w);
-}
-
-/* ---- client TCP ---- */
-
-/* Gives the connection's place back (under tcp_lock). */
-static void dnsp_conn_release(struct fw_dnsp *p, struct dnsp_conn *c)
-{
-	p->tcpc[c->ce].n--;
-	p->tcp_clients--;
-}
-
-static void dnsp_conn_unlink(struct dnsp_worker *w, struct dnsp_conn *c)
-{
-	c->closing = true;
-	fw_loop_timer_cancel(w->loop, &c->idle);
-	if (c->iprev)
-		c->iprev->inext = c->inext;
-	else
-		w->ihead = c->inext;
-	if (c->inext)
-		c->inext->iprev = c->iprev;
-	else
-		w->itail = c->iprev;
-	c->iprev = c->inext = NULL;
-	c->dnext = w->closing;
-	w->closing = c;
-}
-
-/* Closes c in the before-sleep step; its place is free at once. */
-static void dnsp_conn_kill(struct dnsp_worker *w, struct dnsp_conn *c)
-{
-	if (c->closing)
-		return;
-	pthread_mutex_lock(&w->p->tcp_lock);
-	dnsp_conn_release(w->p, c);
-	pthread_mutex_unlock(&w->p->tcp_lock);
-	dnsp_conn_unlink(w, c);
-}
-
-/* Runs the complete frames in the read buffer, up to DNSP_TCP_INFLIGHT
- * exchanges at a time; beyond that the connection is paused. */
-static void dnsp_conn_parse(struct dnsp_worker *w, struct dnsp_conn *c)
-{
-	size_t off = 0;
-
-	while (!c->closing && c->npending < DNSP_TCP_INFLIGHT && c->in_len - off >= 2) {
-		size_t l = get16(c->in + off);
-		struct dnsp_src src = {.origin = DNSP_O_TCP, .conn = c, .client = c->client};
-
-		if (c->in_len - off - 2 < l)
-			break;
-		dnsp_query(w, &src, c->in + off + 2, l);
-		off += 2 + l;
-	}
-	if (c->closing)
-		return;
-	if (off) {
-		/* a complete query restarts the clock, bytes of an unfinished
-		 * one do not: a trickle never keeps a connection */
-		dnsp_conn_touch(w, c);
-		memmove(c->in, c->in + off, c->in_len - off);
-		c->in_len -= off;
-	}
-	if (c->in_len >= 2 && c->in_cap < 2 + (size_t)get16(c->in)) {
-		/* the next frame needs a bigger buffer; at most DNSP_TCP_FRAME */
-		__u8 *nb = realloc(c->in, DNSP_TCP_FRAME);
-
-		if (!nb) {
-			dnsp_conn_kill(w, c);
-			return;
-		}
-		c->in = nb;
-		c->in_cap = DNSP_TCP_FRAME;
-	}
-	if (c->npending >= DNSP_TCP_INFLIGHT && !c->paused) {
-		c->paused = true;
-		dnsp_conn_events(w, c);
-	}
-}
-
-static void dnsp_conn_flush(struct dnsp_worker *w, struct dnsp_conn *c)
-{
-	while (c->out_off < c->out_len) {
-		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
-
-		if (n < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				dnsp_conn_kill(w, c);
-			return;
-		}
-		c->out_off += (size_t)n;
-	}
-	/* only a whole answer counts: a client reading a byte at a time
-	 * does not keep its connection */
-	dnsp_conn_touch(w, c);
-	c->out_off = c->out_len = 0;
-	c->want_out = false;
-	dnsp_conn_events(w, c);
-	if (c->eof && !c->npending)
-		dnsp_conn_kill(w, c);
-}
-
-static void dnsp_conn_event(struct dnsp_worker *w, struct dnsp_conn *c, __u32 events)
-{
-	ssize_t n;
-
-	if (c->closing)
-		return;
-	/* HUP: both directions are gone, nobody will read an answer */
-	if (events & (EPOLLERR | EPOLLHUP)) {
-		dnsp_conn_kill(w, c);
-		return;
-	}
-	if (events & EPOLLOUT) {
-		dnsp_conn_flush(w, c);
-		if (c->closing)
-			return;
-	}
-	if (!(events & EPOLLIN) || c->paused || c->eof || c->in_len == c->in_cap)
-		return;
-	n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, MSG_DONTWAIT);
-	if (n < 0) {
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			dnsp_conn_kill(w, c);
-		return;
-	}
-	if (n == 0) {
-		/* half-closed: answer what is in flight, then close */
-		c->eof = true;
-		if (!c->npending && c->out_off == c->out_len)
-			dnsp_conn_kill(w, c);
-		else
-			dnsp_conn_events(w, c);
-		return;
-	}
-	c->in_len += (size_t)n;
-	dnsp_conn_parse(w, c);
-}
-
-static void dnsp_listen_events(struct dnsp_worker *w, __u32 events)
-{
-	struct dnsp_sock *l[] = {&w->tcp4, &w->tcp6};
-
-	for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++)
-		if (l[i]->watch)
-			fw_loop_watch_mod(w->loop, l[i]->watch, events);
-}
-
-static void dnsp_accept_pause(struct dnsp_worker *w)
-{
-	dnsp_listen_events(w, 0);
-	fw_loop_timer_arm(w->loop, &w->accept_timer, DNSP_ACCEPT_PAUSE);
-}
-
-static __u64 dnsp_accept_resume(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
-{
-	(void)l;
-	(void)t;
-	dnsp_listen_events(ctx, EPOLLIN);
-	return 0;
-}
-
-/* A connection that has not completed a query (nor had one in flight,
- * nor an answer written out) for tcp_idle_ns is closed. */
-static __u64 dnsp_conn_idle(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
-{
-	struct dnsp_conn *c = ctx;
-	__u64 idle = c->w->p->cfg.tcp_idle_ns, now = fw_loop_now(l);
-
-	(void)t;
-	if (c->closing)
-		return 0;
-	if (c->last + idle > now)
-		return c->last + idle - now;
-	if (c->npending) { /* waiting on us, not idle */
-		dnsp_conn_touch(c->w, c);
-		return idle;
-	}
-	dnsp_conn_kill(c->w, c); /* freed in the before-sleep step */
-	return 0;
-}
-
-static void dnsp_conn_watch(struct fw_loop *l, int fd, __u32 events, void *ctx)
-{
-	struct dnsp_conn *c = ctx;
-	struct dnsp_worker *w = c->w;
-
-	(void)l;
-	(void)fd;
-	dnsp_conn_event(w, c, events);
-	dnsp_tx_flush(w);
-}
-
-/* The connection of this worker to evict for a client that holds `have`
- * connections: one of the client holding the most, least recently active
- * first, if that client holds at least two more (so eviction never leaves
- * the newcomer ahead of its victim). Under tcp_lock. Only this worker's
- * connections are candidates; the kernel spreads each client's
- * connections over the workers, so the biggest holder has some here. */
-static struct dnsp_conn *dnsp_victim(struct dnsp_worker *w, unsigned int have)
-{
-	struct dnsp_conn *best = NULL;
-	unsigned int most = have + 1;
-
-	for (struct dnsp_conn *c = w->ihead; c; c = c->inext)
-		if (w->p->tcpc[c->ce].n > most) {
-			most = w->p->tcpc[c->ce].n;
-			best = c;
-		}
-	return best;
-}
-
-/* Takes a place for c, all workers counted: at most max_tcp_per_client
- * per client address, and at most max_tcp_clients in all; when full, a
- * connection of the client holding the most goes instead. -EBUSY: c is
- * refused. */
-static int dnsp_admit(struct dnsp_worker *w, struct dnsp_conn *c)
-{
-	struct fw_dnsp *p = w->p;
-	struct dnsp_conn *victim = NULL;
-	unsigned int e = UINT_MAX;
-	int err = 0;
-
-	pthread_mutex_lock(&p->tcp_lock);
-	for (unsigned int i = 0; i < p->cfg.max_tcp_clients; i++) {
-		if (p->tcpc[i].n && !memcmp(&p->tcpc[i].ip, &c->client, sizeof(c->client))) {
-			e = i;
-			break;
-		}
-		if (!p->tcpc[i].n && e == UINT_MAX)
-			e = i;
-	}
-	if (e == UINT_MAX || p->tcpc[e].n >= p->cfg.max_tcp_per_client) {
-		err = -EBUSY;
-	} else if (p->tcp_clients >= p->cfg.max_tcp_clients) {
-		victim = dnsp_victim(w, p->tcpc[e].n);
-		if (victim)
-			dnsp_conn_release(p, victim);
-		else
-			err = -EBUSY;
-	}
-	if (!err) {
-		p->tcpc[e].ip = c->client;
-		p->tcpc[e].n++;
-		p->tcp_clients++;
-		c->ce = e;
-	}
-	pthread_mutex_unlock(&p->tcp_lock);
-	if (victim) {
-		DNSP_COUNT(w, tcp_evicted);
-		dnsp_conn_unlink(w, victim);
-	}
-	return err;
-}
-
-static void dnsp_accept_event(struct dnsp_worker *w, struct dnsp_sock *sk)
-{
-	for (int k = 0; k < DNSP_ACCEPTS; k++) {
-		struct dnsp_peer pe;
-		struct dnsp_conn *c;
-		int fd;
-
-		pe.alen = sizeof(pe.addr);
-		fd = accept4(sk->fd, &pe.addr.sa, &pe.alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			/* out of descriptors or memory: the listener would
-			 * stay readable and spin the loop; look again later */
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-			    errno == ENOMEM)
-				dnsp_accept_pause(w);
-			return;
-		}
-		c = calloc(1, sizeof(*c));
-		if (c)
-			c->in = malloc(DNSP_TCP_IN);
-		if (!c || !c->in || !dnsp_client_ip(&pe, &c->client))
-			goto drop;
-		if (dnsp_admit(w, c)) {
-			DNSP_COUNT(w, tcp_rejected);
-			goto drop;
-		}
-		c->fd = fd;
-		c->w = w;
-		c->in_cap = DNSP_TCP_IN;
-		c->last = dnsp_now(w);
-		if (fw_loop_watch_add(w->loop, fd, EPOLLIN, dnsp_conn_watch, c, &c->watch)) {
-			pthread_mutex_lock(&w->p->tcp_lock);
-			dnsp_conn_release(w->p, c);
-			pthread_mutex_unlock(&w->p->tcp_lock);
-			goto drop;
-		}
-		c->iprev = w->itail;
-		if (w->itail)
-			w->itail->inext = c;
-		else
-			w->ihead = c;
-		w->itail = c;
-		fw_loop_timer_init(&c->idle, dnsp_conn_idle, c);
-		fw_loop_timer_arm(w->loop, &c->idle, w->p->cfg.tcp_idle_ns);
-		continue;
-	drop:
-		if (c)
-			free(c->in);
-		free(c);
-		close(fd);
-	}
 }
 
 /* ---- timers and the loop ---- */
@@ -2398,178 +1561,4 @@ out:
 	fw_dnsp_stop(p);
 	*outlen = sim.len;
 	return err;
-}
-
-/* ---- upstream addresses ---- */
-
-static int dnsp_parse_port(const char *s, __u16 *port)
-{
-	unsigned long v = 0;
-
-	if (!*s || strlen(s) > 5)
-		return -EINVAL;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return -EINVAL;
-		v = v * 10 + (unsigned long)(*s - '0');
-	}
-	if (!v || v > 65535)
-		return -EINVAL;
-	*port = (__u16)v;
-	return 0;
-}
-
-/* "2001:db8::1" or "fe80::1%eth0" (a resolv.conf may carry a scope) */
-static int dnsp_parse_v6(char *s, struct sockaddr_in6 *a)
-{
-	char *pct = strchr(s, '%');
-
-	if (pct) {
-		*pct++ = '\0';
-		if (!*pct)
-			return -EINVAL;
-		a->sin6_scope_id = if_nametoindex(pct);
-		if (!a->sin6_scope_id) {
-			__u16 idx;
-
-			if (dnsp_parse_port(pct, &idx))
-				return -EINVAL;
-			a->sin6_scope_id = idx;
-		}
-	}
-	return inet_pton(AF_INET6, s, &a->sin6_addr) == 1 ? 0 : -EINVAL;
-}
-
-int fw_dnsp_upstream_parse(const char *s, struct fw_dnsp_upstream *u)
-{
-	char buf[INET6_ADDRSTRLEN + IF_NAMESIZE + 8];
-	__u16 port = 53;
-	char *colon;
-
-	if (!s || !u || strlen(s) >= sizeof(buf))
-		return -EINVAL;
-	memset(u, 0, sizeof(*u));
-	strcpy(buf, s);
-	if (buf[0] == '[') {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&u->addr;
-		char *end = strchr(buf, ']');
-
-		if (!end || (end[1] && (end[1] != ':' || dnsp_parse_port(end + 2, &port))))
-			return -EINVAL;
-		*end = '\0';
-		a->sin6_family = AF_INET6;
-		a->sin6_port = htons(port);
-		if (dnsp_parse_v6(buf + 1, a))
-			return -EINVAL;
-		u->len = sizeof(*a);
-		return 0;
-	}
-	colon = strchr(buf, ':');
-	if (colon && strchr(colon + 1, ':')) {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&u->addr;
-
-		a->sin6_family = AF_INET6;
-		a->sin6_port = htons(port);
-		if (dnsp_parse_v6(buf, a))
-			return -EINVAL;
-		u->len = sizeof(*a);
-		return 0;
-	}
-	if (colon) {
-		*colon = '\0';
-		if (dnsp_parse_port(colon + 1, &port))
-			return -EINVAL;
-	}
-	{
-		struct sockaddr_in *a = (struct sockaddr_in *)&u->addr;
-
-		a->sin_family = AF_INET;
-		a->sin_port = htons(port);
-		if (inet_pton(AF_INET, buf, &a->sin_addr) != 1)
-			return -EINVAL;
-		u->len = sizeof(*a);
-	}
-	return 0;
-}
-
-static bool dnsp_upstream_loopback(const struct fw_dnsp_upstream *u)
-{
-	const struct sockaddr_in *a4 = (const struct sockaddr_in *)&u->addr;
-	const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)&u->addr;
-
-	if (u->addr.ss_family == AF_INET)
-		return (ntohl(a4->sin_addr.s_addr) >> 24) == 127;
-	if (IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr))
-		return true;
-	return IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr) && a6->sin6_addr.s6_addr[12] == 127;
-}
-
-int fw_dnsp_upstreams_from_resolv(const char *path, struct fw_dnsp_upstream *u, size_t cap,
-				  size_t *n)
-{
-	struct fw_dnsp_upstream far[FW_DNSP_MAX_UPSTREAMS], lo[FW_DNSP_MAX_UPSTREAMS];
-	size_t nfar = 0, nlo = 0, max;
-	char line[512];
-	FILE *f;
-
-	if (!path || !u || !n || !cap)
-		return -EINVAL;
-	max = cap < FW_DNSP_MAX_UPSTREAMS ? cap : FW_DNSP_MAX_UPSTREAMS;
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		struct fw_dnsp_upstream one;
-		char *save = NULL, *key, *val;
-		bool whole = strchr(line, '\n') || feof(f);
-
-		/* a line longer than the buffer: skip its rest, use none of it */
-		if (!whole) {
-			int ch;
-
-			while ((ch = fgetc(f)) != EOF && ch != '\n')
-				;
-			continue;
-		}
-		key = strtok_r(line, " \t\r\n", &save);
-		if (!key || key[0] == '#' || key[0] == ';' || strcmp(key, "nameserver"))
-			continue;
-		val = strtok_r(NULL, " \t\r\n#;", &save);
-		if (!val || fw_dnsp_upstream_parse(val, &one))
-			continue;
-		if (dnsp_upstream_loopback(&one)) {
-			if (nlo < max)
-				lo[nlo++] = one;
-		} else if (nfar < max) {
-			far[nfar++] = one;
-		}
-	}
-	fclose(f);
-	*n = 0;
-	for (size_t i = 0; i < nfar && *n < max; i++)
-		u[(*n)++] = far[i];
-	for (size_t i = 0; i < nlo && *n < max; i++)
-		u[(*n)++] = lo[i];
-	return *n ? 0 : -ENOENT;
-}
-
-void fw_dnsp_upstream_str(const struct fw_dnsp_upstream *u, char *buf, size_t len)
-{
-	char a[INET6_ADDRSTRLEN];
-
-	if (!buf || !len)
-		return;
-	if (u && u->addr.ss_family == AF_INET) {
-		const struct sockaddr_in *s = (const struct sockaddr_in *)&u->addr;
-
-		inet_ntop(AF_INET, &s->sin_addr, a, sizeof(a));
-		snprintf(buf, len, "%s:%u", a, ntohs(s->sin_port));
-	} else if (u && u->addr.ss_family == AF_INET6) {
-		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)&u->addr;
-
-		inet_ntop(AF_INET6, &s->sin6_addr, a, sizeof(a));
-		snprintf(buf, len, "[%s]:%u", a, ntohs(s->sin6_port));
-	} else {
-		snprintf(buf, len, "?");
-	}
 }

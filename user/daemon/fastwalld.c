@@ -815,7 +815,8 @@ static __u64 refresh_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx
 	err = fw_learn_tick(d->learn);
 	if (err)
 		fw_warn("lease refresh: %s", strerror(-err));
-	return d->cfg.refresh_interval_ns;
+	/* the config takes 1 s at least; 0 would stop the rounds */
+	return d->cfg.refresh_interval_ns ? d->cfg.refresh_interval_ns : FW_NSEC_PER_SEC;
 }
 
 /* Says what the running kernel supports; fails on what the data plane

@@ -3,7 +3,10 @@
  * sandbox-facing interface (including ports that appear later), programs
  * the static subjects of its YAML config, reloads them on SIGHUP, runs the
  * DNS proxy (its own worker threads) and the lease refresh, and reports
- * deny events. One epoll thread besides the proxy's and the HTTP server's. */
+ * deny events. One event loop thread (common/loop.h) besides the proxy's
+ * and the HTTP server's: signals, link events and the deny-event ring are
+ * its watches; the actions tick, the reaper and the lease refresh round
+ * are its timers. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fnmatch.h>
@@ -18,7 +21,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -36,6 +38,7 @@
 #include "datapath/l2bind.h"
 #include "datapath/links.h"
 #include "common/log.h"
+#include "common/loop.h"
 #include "common/secmem.h"
 #include "subjects/registry.h"
 
@@ -60,13 +63,12 @@ struct fw_daemon {
 	struct fw_http *http;
 	struct fw_learn *learn;
 	struct fw_dnsp *dnsp;
-	__u64 last_tick_ns;
+	struct fw_loop *loop;
+	struct fw_loop_timer tick_timer;    /* fw_actions_tick, every second */
+	struct fw_loop_timer reap_timer;    /* fw_reg_reap */
+	struct fw_loop_timer refresh_timer; /* fw_learn_tick, every refresh_interval_ns */
 	__u64 last_refresh_ns;
-	__u64 next_reap_ns; /* the reaper's duty cycle */
 	int link_fd;
-	int sig_fd;
-	int epoll_fd;
-	bool stop;
 	bool level_forced;	  /* --log-level wins over the config */
 	struct fw_ifset attached; /* interfaces we attached to, for logging once */
 	/* the pod namespace's own addresses, from rtnetlink, which
@@ -698,35 +700,114 @@ static void reload(struct fw_daemon *d)
 		fw_info("reloaded %s: %zu static subjects", d->config_path, d->cfg.nsubjects);
 }
 
-static int on_signal(struct fw_daemon *d)
+/* A reload may change the refresh interval: the round runs at the new
+ * one from the last round, as if it had always been set. */
+static void refresh_rearm(struct fw_daemon *d, __u64 was)
 {
-	struct signalfd_siginfo si;
+	__u64 now = fw_loop_now(d->loop),
+	      due = d->last_refresh_ns + d->cfg.learn.refresh_interval_ns;
 
-	while (read(d->sig_fd, &si, sizeof(si)) == sizeof(si)) {
-		switch (si.ssi_signo) {
-		case SIGHUP:
-			reload(d);
-			break;
-		case SIGINT:
-		case SIGTERM:
-			fw_info("stopping on signal %u; kernel state stays in place", si.ssi_signo);
-			d->stop = true;
-			break;
-		}
+	if (d->cfg.learn.refresh_interval_ns == was || !fw_loop_timer_armed(&d->refresh_timer))
+		return;
+	fw_loop_timer_arm(d->loop, &d->refresh_timer, due > now ? due - now : 0);
+}
+
+static void on_signal(struct fw_loop *l, int signo, void *ctx)
+{
+	struct fw_daemon *d = ctx;
+	__u64 was;
+
+	switch (signo) {
+	case SIGHUP:
+		was = d->cfg.learn.refresh_interval_ns;
+		reload(d);
+		refresh_rearm(d, was);
+		break;
+	case SIGINT:
+	case SIGTERM:
+		fw_info("stopping on signal %u; kernel state stays in place", (unsigned)signo);
+		fw_loop_stop(l);
+		break;
 	}
-	return 0;
 }
 
-static int epoll_add(int epfd, int fd, __u32 tag)
+static void on_links(struct fw_loop *l, int fd, __u32 events, void *ctx)
 {
-	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = tag};
+	struct fw_daemon *d = ctx;
+	int err;
 
-	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev))
-		return -errno;
-	return 0;
+	(void)l;
+	(void)events;
+	/* on_link attached what the events announced; only lost events need
+	 * a full listing */
+	err = fw_links_read(fd, on_link, on_addr, d);
+	if (err == -ENOBUFS) {
+		fw_warn("link events overflowed; listing interfaces and addresses again");
+		fw_ifset_clear(&d->attached);
+		pod_addrs_dump(d);
+		attach_all(d);
+	} else {
+		l2_reserve(d);
+		fw_reg_links_changed(&d->reg);
+	}
+	local_sync(d);
 }
 
-enum { TAG_SIGNAL = 1, TAG_LINKS, TAG_EVENTS };
+static void on_events(struct fw_loop *l, int fd, __u32 events, void *ctx)
+{
+	struct fw_daemon *d = ctx;
+
+	(void)l;
+	(void)fd;
+	(void)events;
+	ring_buffer__consume(d->events);
+}
+
+static __u64 tick_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
+{
+	struct fw_daemon *d = ctx;
+
+	(void)l;
+	(void)t;
+	fw_actions_tick(&d->actions);
+	return FW_NSEC_PER_SEC;
+}
+
+/* What removals left in the kernel: one scan per map for every subject
+ * removed at least a second ago (nothing when none was), every second and
+ * at most a tenth of the time: a scan of a million learned addresses takes
+ * about half a second here. */
+static __u64 reap_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
+{
+	struct fw_daemon *d = ctx;
+	__u64 t0 = fw_now_ns(), took;
+	int err;
+
+	(void)l;
+	(void)t;
+	err = fw_reg_reap(&d->reg, FW_REAP_AGE_NS);
+	if (err < 0)
+		fw_warn("reaping removed subjects: %s", strerror(-err));
+	took = fw_now_ns() - t0;
+	if (err > 0 && took * 9 > FW_NSEC_PER_SEC)
+		return took * 9;
+	return FW_NSEC_PER_SEC;
+}
+
+static __u64 refresh_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
+{
+	struct fw_daemon *d = ctx;
+	int err;
+
+	(void)t;
+	d->last_refresh_ns = fw_loop_now(l);
+	err = fw_learn_tick(d->learn);
+	if (err)
+		fw_warn("lease refresh: %s", strerror(-err));
+	/* the config takes 1 s at least; 0 would stop the rounds */
+	return d->cfg.learn.refresh_interval_ns ? d->cfg.learn.refresh_interval_ns
+						: FW_NSEC_PER_SEC;
+}
 
 /* Says what the running kernel supports; fails on what the data plane
  * cannot do without (everything here is in 5.10, the supported floor). */
@@ -867,14 +948,27 @@ static int run(struct fw_daemon *d)
 		fw_err("can't open the event ring: %s", strerror(errno));
 		return FW_EXIT_KERNEL;
 	}
-	d->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	d->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	if (d->sig_fd < 0 || d->epoll_fd < 0 || epoll_add(d->epoll_fd, d->sig_fd, TAG_SIGNAL) ||
-	    epoll_add(d->epoll_fd, d->link_fd, TAG_LINKS) ||
-	    epoll_add(d->epoll_fd, ring_buffer__epoll_fd(d->events), TAG_EVENTS)) {
-		fw_err("can't set up the event loop: %s", strerror(errno));
+	err = fw_loop_new(&d->loop);
+	if (!err)
+		err = fw_loop_signals(d->loop, &mask, on_signal, d);
+	if (!err)
+		err = fw_loop_watch_add(d->loop, d->link_fd, EPOLLIN, on_links, d, NULL);
+	if (!err)
+		err = fw_loop_watch_add(d->loop, ring_buffer__epoll_fd(d->events), EPOLLIN,
+					on_events, d, NULL);
+	if (err) {
+		fw_err("can't set up the event loop: %s", strerror(-err));
 		return FW_EXIT_FAILURE;
 	}
+	/* each runs in the loop's first round, then at its own pace */
+	if (d->actions_on) {
+		fw_loop_timer_init(&d->tick_timer, tick_timer, d);
+		fw_loop_timer_arm(d->loop, &d->tick_timer, 0);
+	}
+	fw_loop_timer_init(&d->reap_timer, reap_timer, d);
+	fw_loop_timer_arm(d->loop, &d->reap_timer, 0);
+	fw_loop_timer_init(&d->refresh_timer, refresh_timer, d);
+	fw_loop_timer_arm(d->loop, &d->refresh_timer, 0);
 	fw_info("fastwalld ready: %zu subjects, config %s", fw_reg_count(&d->reg), d->config_path);
 	/* the kernel enforces the adopted leases meanwhile; the table that
 	 * refreshes and collects them fills in the background */
@@ -882,67 +976,10 @@ static int run(struct fw_daemon *d)
 	if (err)
 		fw_warn("can't adopt learned addresses: %s", strerror(-err));
 
-	while (!d->stop) {
-		struct epoll_event evs[8];
-		int n = epoll_wait(d->epoll_fd, evs, 8, 1000);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			fw_err("epoll_wait: %s", strerror(errno));
-			return FW_EXIT_FAILURE;
-		}
-		if (d->actions_on && fw_now_ns() - d->last_tick_ns >= 1000000000ull) {
-			d->last_tick_ns = fw_now_ns();
-			fw_actions_tick(&d->actions);
-		}
-		/* what removals left in the kernel: one scan per map for every
-		 * subject removed at least a second ago (nothing when none
-		 * was), at most a tenth of the time: a scan of a million
-		 * learned addresses takes about half a second here */
-		if (fw_now_ns() >= d->next_reap_ns) {
-			__u64 t0 = fw_now_ns(), took;
-
-			err = fw_reg_reap(&d->reg, FW_REAP_AGE_NS);
-			if (err < 0)
-				fw_warn("reaping removed subjects: %s", strerror(-err));
-			took = fw_now_ns() - t0;
-			if (err > 0)
-				d->next_reap_ns =
-					fw_now_ns() + (took * 9 > FW_REAP_AGE_NS ? took * 9 : 0);
-		}
-		if (fw_now_ns() - d->last_refresh_ns >= d->cfg.learn.refresh_interval_ns) {
-			d->last_refresh_ns = fw_now_ns();
-			err = fw_learn_tick(d->learn);
-			if (err)
-				fw_warn("lease refresh: %s", strerror(-err));
-		}
-		for (int i = 0; i < n; i++) {
-			switch (evs[i].data.u32) {
-			case TAG_SIGNAL:
-				on_signal(d);
-				break;
-			case TAG_LINKS:
-				/* on_link attached what the events announced; only
-				 * lost events need a full listing */
-				err = fw_links_read(d->link_fd, on_link, on_addr, d);
-				if (err == -ENOBUFS) {
-					fw_warn("link events overflowed; listing interfaces and "
-						"addresses again");
-					fw_ifset_clear(&d->attached);
-					pod_addrs_dump(d);
-					attach_all(d);
-				} else {
-					l2_reserve(d);
-					fw_reg_links_changed(&d->reg);
-				}
-				local_sync(d);
-				break;
-			case TAG_EVENTS:
-				ring_buffer__consume(d->events);
-				break;
-			}
-		}
+	err = fw_loop_run(d->loop);
+	if (err) {
+		fw_err("epoll_wait: %s", strerror(-err));
+		return FW_EXIT_FAILURE;
 	}
 	ring_buffer__consume(d->events);
 	return FW_EXIT_OK;
@@ -1138,10 +1175,7 @@ int main(int argc, char **argv)
 	fw_reg_free(&d->reg);
 	fw_dp_close(d->dp);
 	fw_cfg_free(&d->cfg);
-	if (d->sig_fd > 0)
-		close(d->sig_fd);
-	if (d->epoll_fd > 0)
-		close(d->epoll_fd);
+	fw_loop_free(d->loop);
 	if (d->link_fd > 0)
 		close(d->link_fd);
 	fw_ifset_free(&d->attached);

@@ -38,7 +38,7 @@
 	  "source address belongs to no subject")                                                  \
 	X(FW_DROP_DENYING, 13, FW_VERDICT_DROP, "denying", "subject registered, not active")       \
 	X(FW_DROP_SPOOF, 14, FW_VERDICT_DROP, "spoofed-source",                                    \
-	  "subject's address on another interface, or a link-local address another port or the "  \
+	  "subject's address on another interface, or a link-local address another port or the "   \
 	  "pod owns")                                                                              \
 	X(FW_DROP_SIBLING, 15, FW_VERDICT_DROP, "sibling",                                         \
 	  "to another address in the private CIDR")                                                \
@@ -65,7 +65,7 @@
 	  "all-routers), an NA from or for `::`, or a second new link-local address from one "     \
 	  "port (MLD off `ff02::/16` goes to the policy)")                                         \
 	X(FW_DROP_FRAG_HEADER, 26, FW_VERDICT_DROP, "fragment-header",                             \
-	  "first fragment that does not hold its complete header chain and transport header, a "  \
+	  "first fragment that does not hold its complete header chain and transport header, a "   \
 	  "later fragment overlapping them, or a second fragment header")                          \
 	X(FW_DROP_V4MAPPED, 27, FW_VERDICT_DROP, "v4-mapped",                                      \
 	  "IPv6 packet whose source or destination is v4-mapped (`::ffff:0:0/96`)")                \

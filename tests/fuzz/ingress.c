@@ -1453,7 +1453,8 @@ static void run_ingress(const __u8 *frame, size_t len)
 			fail(frame, len, "can't read subject %u's counters", v.subject);
 		h.subj_pass[si][reason]++;
 		for (__u32 r = 0; r < FW_REASON_MAX; r++)
-			if (!fw_reason_drops(r) && r != FW_PASS_NEIGH && sstats[r] != h.subj_pass[si][r])
+			if (!fw_reason_drops(r) && r != FW_PASS_NEIGH &&
+			    sstats[r] != h.subj_pass[si][r])
 				fail(frame, len, "%s's %s counter is %llu, expected %llu",
 				     o.subj[si].def->name, fw_reason_name(r),
 				     (unsigned long long)sstats[r],

@@ -96,9 +96,8 @@ static void print_counts(const __u64 *p, bool all)
 	for (__u32 r = 0; r < FW_REASON_MAX; r++) {
 		if (!p[r] && !all)
 			continue;
-		printf("%s%s %s=%llu", any ? "," : "      ",
-		       fw_reason_drops(r) ? "drop" : "pass", fw_reason_name(r),
-		       (unsigned long long)p[r]);
+		printf("%s%s %s=%llu", any ? "," : "      ", fw_reason_drops(r) ? "drop" : "pass",
+		       fw_reason_name(r), (unsigned long long)p[r]);
 		any = true;
 	}
 	if (any)

@@ -19,8 +19,9 @@
 #include "egress.skel.h"
 #include "common/log.h"
 
-#define PURGE_WAY  "'fastwalld detach --purge' removes the pinned state (the data plane starts empty)"
-#define PURGE_HINT "nothing pinned was changed; " PURGE_WAY
+#define PURGE_HINT                                                                                 \
+	"nothing pinned was changed; 'fastwalld detach --purge' removes the pinned state (the "    \
+	"data plane then starts empty)"
 
 struct retired_map {
 	const char *name;
@@ -234,8 +235,8 @@ static int pinned_abi(const char *root, __u32 *abi)
 	}
 	if (rec.version > FW_ABI_VERSION) {
 		fw_err("the maps under %s are of fastwall ABI %u, newer than this release's %u: "
-		       "run the fastwalld that pinned them, or %s",
-		       root, rec.version, FW_ABI_VERSION, PURGE_WAY);
+		       "run the release that pinned them; %s",
+		       root, rec.version, FW_ABI_VERSION, PURGE_HINT);
 		return -EPROTO;
 	}
 	*abi = rec.version;
@@ -281,7 +282,8 @@ static int check_layouts(struct fw_dp *dp, __u32 abi)
 	size_t n = 0;
 	int err;
 
-	bpf_object__for_each_map(m, dp->skel->obj) {
+	bpf_object__for_each_map(m, dp->skel->obj)
+	{
 		struct layout want = {
 			bpf_map__type(m),	 bpf_map__key_size(m),	bpf_map__value_size(m),
 			bpf_map__max_entries(m), bpf_map__map_flags(m),
@@ -290,7 +292,8 @@ static int check_layouts(struct fw_dp *dp, __u32 abi)
 		if (bpf_map__is_internal(m))
 			continue;
 		if (!map_fd(dp, bpf_map__name(m))) {
-			fw_err("BPF map %s is missing from the map table (maps.h)", bpf_map__name(m));
+			fw_err("BPF map %s is missing from the map table (maps.h)",
+			       bpf_map__name(m));
 			return -EINVAL;
 		}
 		n++;
@@ -331,7 +334,8 @@ static int counters_move(int old_fd, int new_fd, const char *what)
 
 	if (ncpu < 0)
 		return ncpu;
-	if (bpf_obj_get_info_by_fd(old_fd, &oi, &olen) || bpf_obj_get_info_by_fd(new_fd, &ni, &nlen))
+	if (bpf_obj_get_info_by_fd(old_fd, &oi, &olen) ||
+	    bpf_obj_get_info_by_fd(new_fd, &ni, &nlen))
 		return -errno;
 	if (oi.value_size > ni.value_size || oi.value_size % 8 || ni.value_size % 8)
 		return -EINVAL;

@@ -51,10 +51,10 @@
 /* The oldest ABI a migration starts from. */
 #define FW_ABI_OLDEST 1
 
-#define FW_DP_MAP_FD_(name, field, version) int field;
-#define FW_DP_MAP_COUNT_(name, field, version) +1
-#define FW_DP_NMAPS (0 FW_DP_MAPS(FW_DP_MAP_COUNT_))
-#define FW_DP_NRETIRED (0 FW_DP_RETIRED_MAPS(FW_DP_MAP_COUNT_RETIRED_))
+#define FW_DP_MAP_FD_(name, field, version)				      int field;
+#define FW_DP_MAP_COUNT_(name, field, version)				      +1
+#define FW_DP_NMAPS							      (0 FW_DP_MAPS(FW_DP_MAP_COUNT_))
+#define FW_DP_NRETIRED							      (0 FW_DP_RETIRED_MAPS(FW_DP_MAP_COUNT_RETIRED_))
 #define FW_DP_MAP_COUNT_RETIRED_(name, abi, type, key, value, max, successor) +1
 
 #endif /* FW_DATAPATH_MAPS_H */

@@ -80,7 +80,8 @@ static void listing(char *out, size_t size)
 		int fd = ents[i]->d_name[0] == '.' ? -1 : pin_fd(ents[i]->d_name);
 
 		if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && used < size)
-			used += snprintf(out + used, size - used, "%s=%u ", ents[i]->d_name, info.id);
+			used += snprintf(out + used, size - used, "%s=%u ", ents[i]->d_name,
+					 info.id);
 		if (fd >= 0)
 			close(fd);
 		free(ents[i]);
@@ -232,8 +233,7 @@ static void check_counters(struct fw_dp *dp, __u64 deny, const char *when)
 	      "%s: global counters carried (default-deny %llu, want %llu; allow-cidr %llu)", when,
 	      (unsigned long long)c[FW_DROP_DEFAULT_DENY].packets, (unsigned long long)deny,
 	      (unsigned long long)c[FW_PASS_ALLOW_CIDR].packets);
-	check(e2 == 0 && s[FW_DROP_DEFAULT_DENY] == 4 &&
-		      s[FW_DROP_LEARNED_PORT] == 2,
+	check(e2 == 0 && s[FW_DROP_DEFAULT_DENY] == 4 && s[FW_DROP_LEARNED_PORT] == 2,
 	      "%s: subject 3's counters carried (default-deny %llu, learned-port %llu)", when,
 	      (unsigned long long)s[FW_DROP_DEFAULT_DENY],
 	      (unsigned long long)s[FW_DROP_LEARNED_PORT]);

@@ -13,21 +13,16 @@ static const struct {
 	const char *name;
 	bool drops;
 } pinned[] = {
-	{0, "allow-cidr", false},	{1, "learned", false},
-	{2, "default-allow", false},	{3, "dns-local", false},
-	{4, "dns-proxy", false},	{5, "pod-local-allowed", false},
-	{6, "pod-reply", false},	{7, "neighbour", false},
-	{8, "fragment", false},		{9, "malformed", true},
-	{10, "ethertype", true},	{11, "unknown-fragment", true},
-	{12, "unknown-source", true},	{13, "denying", true},
-	{14, "spoofed-source", true},	{15, "sibling", true},
-	{16, "pod-local", true},	{17, "dns-over-tls", true},
-	{18, "dns-over-https", true},	{19, "deny-cidr", true},
-	{20, "lease-expired", true},	{21, "default-deny", true},
-	{22, "no-policy", true},	{23, "rogue-nd", true},
-	{24, "spoofed-mac", true},	{25, "nd-destination", true},
-	{26, "fragment-header", true},	{27, "v4-mapped", true},
-	{28, "learned-port", true},
+	{0, "allow-cidr", false},     {1, "learned", false},	    {2, "default-allow", false},
+	{3, "dns-local", false},      {4, "dns-proxy", false},	    {5, "pod-local-allowed", false},
+	{6, "pod-reply", false},      {7, "neighbour", false},	    {8, "fragment", false},
+	{9, "malformed", true},	      {10, "ethertype", true},	    {11, "unknown-fragment", true},
+	{12, "unknown-source", true}, {13, "denying", true},	    {14, "spoofed-source", true},
+	{15, "sibling", true},	      {16, "pod-local", true},	    {17, "dns-over-tls", true},
+	{18, "dns-over-https", true}, {19, "deny-cidr", true},	    {20, "lease-expired", true},
+	{21, "default-deny", true},   {22, "no-policy", true},	    {23, "rogue-nd", true},
+	{24, "spoofed-mac", true},    {25, "nd-destination", true}, {26, "fragment-header", true},
+	{27, "v4-mapped", true},      {28, "learned-port", true},
 };
 
 Test(reasons, numbers_and_names_are_fixed)
@@ -35,8 +30,7 @@ Test(reasons, numbers_and_names_are_fixed)
 	for (size_t i = 0; i < sizeof(pinned) / sizeof(pinned[0]); i++) {
 		cr_assert_str_eq(fw_reason_name(pinned[i].num), pinned[i].name, "reason %u",
 				 pinned[i].num);
-		cr_assert_eq(fw_reason_drops(pinned[i].num), pinned[i].drops, "%s",
-			     pinned[i].name);
+		cr_assert_eq(fw_reason_drops(pinned[i].num), pinned[i].drops, "%s", pinned[i].name);
 		cr_assert_not_null(fw_reason_meaning(pinned[i].num), "%s", pinned[i].name);
 	}
 	/* a reason added to the table must be added here with its number */

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The map table (datapath/maps.h): a map's name carries its layout
+ * version (_v2 and on), names are unique, and every replaced map names a
+ * successor in the table under another name. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "datapath/datapath.h"
+
+#define ENTRY(name, field, version) {#name, version},
+static const struct {
+	const char *name;
+	int version;
+} maps[] = {FW_DP_MAPS(ENTRY)};
+
+#define RETIRED(name, abi, type, key, value, max, successor) {#name, abi, #successor},
+static const struct {
+	const char *name;
+	int abi;
+	const char *successor;
+} retired[] = {FW_DP_RETIRED_MAPS(RETIRED)};
+
+static int in_table(const char *name)
+{
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
+		if (strcmp(maps[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+Test(maps, names_carry_their_layout_version)
+{
+	cr_assert_eq(sizeof(maps) / sizeof(maps[0]), FW_DP_NMAPS);
+	for (size_t i = 0; i < FW_DP_NMAPS; i++) {
+		const char *v = strrchr(maps[i].name, '_');
+		char want[16];
+
+		cr_assert(strncmp(maps[i].name, "fastwall_", 9) == 0, "%s", maps[i].name);
+		cr_assert(maps[i].version >= 1 && maps[i].version <= FW_ABI_VERSION, "%s",
+			  maps[i].name);
+		snprintf(want, sizeof(want), "_v%d", maps[i].version);
+		if (maps[i].version == 1)
+			cr_assert(!(v[1] == 'v' && v[2] >= '0' && v[2] <= '9'),
+				  "%s: version 1 has no suffix", maps[i].name);
+		else
+			cr_assert_str_eq(v, want, "%s is version %d", maps[i].name,
+					 maps[i].version);
+		cr_assert_eq(in_table(maps[i].name), (int)i, "%s twice", maps[i].name);
+	}
+}
+
+Test(maps, replaced_maps_name_a_successor)
+{
+	cr_assert_eq(sizeof(retired) / sizeof(retired[0]), FW_DP_NRETIRED);
+	for (size_t i = 0; i < FW_DP_NRETIRED; i++) {
+		cr_assert_lt(in_table(retired[i].name), 0, "%s is still current", retired[i].name);
+		cr_assert_geq(in_table(retired[i].successor), 0, "%s: successor %s",
+			      retired[i].name, retired[i].successor);
+		cr_assert(retired[i].abi >= FW_ABI_OLDEST && retired[i].abi < FW_ABI_VERSION);
+		cr_assert_str_neq(retired[i].name, FW_DP_ABI_PIN);
+	}
+	cr_assert_lt(in_table(FW_DP_ABI_PIN), 0);
+}

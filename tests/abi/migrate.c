@@ -3,8 +3,9 @@
  * as the release before the ABI record left them: no fastwall_abi, the
  * counters in fastwall_stats and fastwall_subject_stats with 29 slots)
  * are migrated by fw_dp_open and fw_dp_migrate_finish with their
- * counters and state; a crash between the two is redone without counting
- * twice; a newer ABI, a foreign record and a map of the wrong layout are
+ * counters (carried into the _carried maps the readers add, the live
+ * ones never written) and state; a crash between the two is redone
+ * without counting twice; a newer ABI, a foreign record and a map of the wrong layout are
  * refused with a message naming it, and nothing pinned changes. Each case
  * pins under its own directory. Needs root; prints "N passed, N failed". */
 #include <dirent.h>
@@ -145,6 +146,17 @@ static int percpu_add(int fd, __u32 key, int cpu, size_t value_size, __u32 word,
 	return err;
 }
 
+static __u64 percpu_sum(int fd, __u32 key, size_t value_size, __u32 word)
+{
+	__u64 *v = calloc(ncpu, value_size), sum = 0;
+
+	if (v && bpf_map_lookup_elem(fd, &key, v) == 0)
+		for (int c = 0; c < ncpu; c++)
+			sum += v[(size_t)c * (value_size / 8) + word];
+	free(v);
+	return sum;
+}
+
 static int create_pinned(const char *name, enum bpf_map_type type, __u32 key, __u32 value,
 			 __u32 max)
 {
@@ -256,7 +268,6 @@ static void case_migrate(void)
 	if (err)
 		goto out;
 	check(dp->migrating && dp->pinned_abi == 1, "migrate: it says it migrates from ABI 1");
-	check_counters(dp, 5, "migrate after open");
 	check(bpf_map_lookup_elem(dp->dispatch_fd, &alpha, &s) == 0 && s.id == 3,
 	      "migrate: the dispatch entry is the pinned one, reused");
 	check(has_pin("fastwall_stats") && has_pin("fastwall_subject_stats") &&
@@ -271,13 +282,22 @@ static void case_migrate(void)
 	}
 	check(err == -EPROTO && strstr(msg, "ABI 1"),
 	      "migrate: the CLI refuses the pins of ABI 1 meanwhile, saying so");
-	/* the old programs count on until they are replaced */
+	/* the old programs count on until they are replaced, the new ones
+	 * count in the live _v2 maps from their attach on */
 	old = pin_fd("fastwall_stats");
 	percpu_add(old, FW_DROP_DEFAULT_DENY, 0, 16, 0, 3);
 	close(old);
+	percpu_add(dp->stats_fd, FW_DROP_DEFAULT_DENY, ncpu - 1, 16, 0, 1);
 	err = fw_dp_migrate_finish(dp);
 	check(err == 0, "migrate: finish (%d)", err);
-	check_counters(dp, 8, "migrate after finish");
+	check_counters(dp, 9, "migrate after finish");
+	check(has_pin("fastwall_stats_carried") && has_pin("fastwall_subject_stats_carried"),
+	      "migrate: the old counters are pinned in the _carried maps");
+	check(percpu_sum(dp->stats_fd, FW_DROP_DEFAULT_DENY, 16, 0) == 1 &&
+		      percpu_sum(dp->subject_stats_fd, 3, sizeof(struct fw_subject_stats),
+				 FW_DROP_DEFAULT_DENY) == 0,
+	      "migrate: the live counters hold only what the data plane counted (never written)");
+
 	check(!has_pin("fastwall_stats") && !has_pin("fastwall_subject_stats"),
 	      "migrate: old maps unpinned by finish");
 	check(record_is(FW_ABI_VERSION), "migrate: record says ABI %d", FW_ABI_VERSION);
@@ -290,8 +310,14 @@ static void case_migrate(void)
 	err = fw_dp_open(root, &dp);
 	check(err == 0 && !dp->migrating && dp->pinned_abi == FW_ABI_VERSION,
 	      "migrate: the next start reuses ABI %d as it is", FW_ABI_VERSION);
-	if (!err)
-		check_counters(dp, 8, "migrate after restart");
+	if (!err) {
+		__u64 s3[FW_REASON_MAX] = {};
+
+		check_counters(dp, 9, "migrate after restart");
+		check(fw_dp_subject_reset(dp, 3) == 0 && fw_dp_subject_stats_read(dp, 3, s3) == 0 &&
+			      s3[FW_DROP_DEFAULT_DENY] == 0 && s3[FW_DROP_LEARNED_PORT] == 0,
+		      "migrate: an id's reset zeroes its carried counters too");
+	}
 out:
 	fw_dp_close(dp);
 	check(fw_dp_purge(root) == 0 && access(root, F_OK) != 0, "migrate: purge removes all");
@@ -319,7 +345,6 @@ static void case_crash(void)
 	check(err == 0 && dp->migrating, "crash: the next start migrates again (%d)", err);
 	if (err)
 		goto out;
-	check_counters(dp, 7, "crash, open again");
 	err = fw_dp_migrate_finish(dp);
 	check(err == 0 && record_is(FW_ABI_VERSION) && !has_pin("fastwall_stats"),
 	      "crash: finish completes it");

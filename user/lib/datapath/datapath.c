@@ -728,6 +728,9 @@ int fw_dp_subject_reset(struct fw_dp *dp, __u32 id)
 {
 	int err = percpu_zero(dp->subject_stats_fd, id, sizeof(struct fw_subject_stats));
 
+	if (!err && dp->subject_stats_carried_fd >= 0)
+		err = percpu_zero(dp->subject_stats_carried_fd, id,
+				  sizeof(struct fw_subject_stats));
 	if (!err)
 		err = percpu_zero(dp->budget_fd, id, sizeof(struct fw_event_budget));
 	return err;
@@ -745,9 +748,10 @@ int fw_dp_meta_del(struct fw_dp *dp, __u32 id)
 	return 0;
 }
 
+/* the live counters, then (when an earlier ABI's were carried over) those */
 int fw_dp_stats_read(struct fw_dp *dp, struct fw_counter out[FW_REASON_MAX])
 {
-	int ncpu = libbpf_num_possible_cpus();
+	int ncpu = libbpf_num_possible_cpus(), fds[2] = {dp->stats_fd, dp->stats_carried_fd};
 	struct fw_counter *vals;
 
 	if (ncpu < 0)
@@ -755,13 +759,15 @@ int fw_dp_stats_read(struct fw_dp *dp, struct fw_counter out[FW_REASON_MAX])
 	vals = calloc(ncpu, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
-	for (__u32 r = 0; r < FW_REASON_MAX; r++) {
-		out[r].packets = out[r].bytes = 0;
-		if (bpf_map_lookup_elem(dp->stats_fd, &r, vals))
-			continue;
-		for (int c = 0; c < ncpu; c++) {
-			out[r].packets += vals[c].packets;
-			out[r].bytes += vals[c].bytes;
+	memset(out, 0, sizeof(*out) * FW_REASON_MAX);
+	for (int f = 0; f < 2; f++) {
+		for (__u32 r = 0; fds[f] >= 0 && r < FW_REASON_MAX; r++) {
+			if (bpf_map_lookup_elem(fds[f], &r, vals))
+				continue;
+			for (int c = 0; c < ncpu; c++) {
+				out[r].packets += vals[c].packets;
+				out[r].bytes += vals[c].bytes;
+			}
 		}
 	}
 	free(vals);
@@ -771,6 +777,7 @@ int fw_dp_stats_read(struct fw_dp *dp, struct fw_counter out[FW_REASON_MAX])
 int fw_dp_subject_stats_read(struct fw_dp *dp, __u32 id, __u64 out[FW_REASON_MAX])
 {
 	int ncpu = libbpf_num_possible_cpus();
+	int fds[2] = {dp->subject_stats_fd, dp->subject_stats_carried_fd};
 	struct fw_subject_stats *vals;
 	int err = 0;
 
@@ -780,14 +787,17 @@ int fw_dp_subject_stats_read(struct fw_dp *dp, __u32 id, __u64 out[FW_REASON_MAX
 	if (!vals)
 		return -ENOMEM;
 	memset(out, 0, sizeof(__u64) * FW_REASON_MAX);
-	if (bpf_map_lookup_elem(dp->subject_stats_fd, &id, vals)) {
-		err = -errno;
-		goto out;
+	for (int f = 0; f < 2 && !err; f++) {
+		if (fds[f] < 0)
+			continue;
+		if (bpf_map_lookup_elem(fds[f], &id, vals)) {
+			err = -errno;
+			break;
+		}
+		for (int c = 0; c < ncpu; c++)
+			for (int r = 0; r < FW_REASON_MAX; r++)
+				out[r] += vals[c].packets[r];
 	}
-	for (int c = 0; c < ncpu; c++)
-		for (int r = 0; r < FW_REASON_MAX; r++)
-			out[r] += vals[c].packets[r];
-out:
 	free(vals);
 	return err;
 }

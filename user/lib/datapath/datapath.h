@@ -31,6 +31,8 @@ struct fw_dp {
 	/* one per map of maps.h: dispatch_fd, rules_fd, ..., l2_ports_fd
 	 * (the ports' link-layer binding, l2bind.h), names_fd */
 	FW_DP_MAPS(FW_DP_MAP_FD_)
+	/* stats_carried_fd, subject_stats_carried_fd: -1 unless pinned */
+	FW_DP_USER_MAPS(FW_DP_USER_MAP_FD_)
 	__u64 *conn_count; /* fastwall_conn_count mapped, FW_MAX_SUBJECTS; NULL until asked */
 	__u32 pinned_abi;  /* what fw_dp_open found: 0 = nothing pinned */
 	bool migrating;	   /* maps of an older ABI wait for fw_dp_migrate_finish */
@@ -39,16 +41,16 @@ struct fw_dp {
 
 /* Loads the programs; maps already pinned under pin_root are reused,
  * missing ones are created and pinned. Pins of an older ABI are
- * migrated: unchanged maps reused, replaced ones created beside them and
- * their counters moved over; the old ones stay pinned (the old programs
- * may still run) until fw_dp_migrate_finish. Pins of a newer or unknown
+ * migrated: unchanged maps reused, replaced ones created beside them; the
+ * old ones stay pinned (the old programs may still run) until
+ * fw_dp_migrate_finish carries their counters over. Pins of a newer or unknown
  * ABI, or a pinned map whose layout is not the one its name promises,
  * are refused (-EPROTO) before anything pinned changes. */
 int fw_dp_open(const char *pin_root, struct fw_dp **out);
-/* After the new programs replaced the old ones on every interface: moves
- * what the old programs counted meanwhile, unpins the replaced maps and
- * writes the ABI record. Nothing to do (0) without a migration. A crash
- * before it leaves the old pins, and the next fw_dp_open migrates again. */
+/* After the new programs replaced the old ones on every interface: copies
+ * what the old counters hold into the *_carried maps (which the stats
+ * readers add), unpins the replaced maps and writes the ABI record. Nothing to do (0) without a
+ * migration. A crash before it leaves the old pins, and the next fw_dp_open migrates again. */
 int fw_dp_migrate_finish(struct fw_dp *dp);
 /* Opens only the pinned maps (for the CLI); programs are not loaded.
  * -EPROTO, with a message, when the pins are of another ABI. */
@@ -159,7 +161,7 @@ int fw_dp_subject_reset(struct fw_dp *dp, __u32 id);
 int fw_dp_meta_put(struct fw_dp *dp, __u32 id, const struct fw_subject_meta *m);
 int fw_dp_meta_del(struct fw_dp *dp, __u32 id);
 
-/* Sums the per-CPU counters. */
+/* Sums the per-CPU counters, with what an earlier ABI's carried. */
 int fw_dp_stats_read(struct fw_dp *dp, struct fw_counter out[FW_REASON_MAX]);
 int fw_dp_subject_stats_read(struct fw_dp *dp, __u32 id, __u64 out[FW_REASON_MAX]);
 

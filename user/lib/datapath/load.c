@@ -34,6 +34,14 @@ struct retired_map {
 	{#name, abi, type, key, value, max, #successor},
 static const struct retired_map retired[FW_DP_NRETIRED] = {FW_DP_RETIRED_MAPS(RETIRED_ENTRY)};
 
+struct user_map {
+	const char *name;
+	__u32 type, key_size, value_size, max_entries;
+};
+
+#define USER_ENTRY(name, field, type, key, value, max) {#name, type, key, value, max},
+static const struct user_map user_maps[FW_DP_NUSER] = {FW_DP_USER_MAPS(USER_ENTRY)};
+
 #define MAP_NAME(name, field, version) #name,
 static const char *const map_names[FW_DP_NMAPS] = {FW_DP_MAPS(MAP_NAME)};
 
@@ -43,7 +51,10 @@ static int *map_fd(struct fw_dp *dp, const char *name)
 #define FD_OF(n, field, version)                                                                   \
 	if (strcmp(name, #n) == 0)                                                                 \
 		return &dp->field;
+#define USER_FD_OF(n, field, type, key, value, max) FD_OF(n, field, 0)
 	FW_DP_MAPS(FD_OF)
+	FW_DP_USER_MAPS(USER_FD_OF)
+#undef USER_FD_OF
 #undef FD_OF
 	return NULL;
 }
@@ -54,6 +65,8 @@ static void fds_init(struct fw_dp *dp)
 	dp->ingress_fd = dp->egress_fd = -1;
 	for (size_t i = 0; i < FW_DP_NMAPS; i++)
 		*map_fd(dp, map_names[i]) = -1;
+	for (size_t i = 0; i < FW_DP_NUSER; i++)
+		*map_fd(dp, user_maps[i].name) = -1;
 	for (size_t i = 0; i < FW_DP_NRETIRED; i++)
 		dp->retired_fd[i] = -1;
 }
@@ -273,6 +286,29 @@ static int write_record(const char *root)
 	return err;
 }
 
+static struct layout user_layout(const struct user_map *u)
+{
+	struct layout l = {u->type, u->key_size, u->value_size, u->max_entries, 0};
+
+	return l;
+}
+
+/* The maps userspace creates, where pinned (checked like the others). */
+static int user_maps_open(struct fw_dp *dp)
+{
+	for (size_t i = 0; i < FW_DP_NUSER; i++) {
+		struct layout want = user_layout(&user_maps[i]);
+		int *fd = map_fd(dp, user_maps[i].name);
+		int err = check_pin(dp->pin_root, user_maps[i].name, &want, false, fd);
+
+		if (err == -ENOENT)
+			*fd = -1;
+		else if (err)
+			return err;
+	}
+	return 0;
+}
+
 /* Before libbpf reuses a pin it compares the layout too, but then only
  * fails the load with a bare errno: check every map of the object that is
  * pinned, and the replaced maps of an older ABI, first. */
@@ -305,6 +341,9 @@ static int check_layouts(struct fw_dp *dp, __u32 abi)
 		fw_err("the BPF object has %zu maps, the map table %d", n, FW_DP_NMAPS);
 		return -EINVAL;
 	}
+	err = user_maps_open(dp);
+	if (err)
+		return err;
 	for (size_t i = 0; i < FW_DP_NRETIRED && abi && abi < FW_ABI_VERSION; i++) {
 		const struct retired_map *r = &retired[i];
 		struct layout want = {r->type, r->key_size, r->value_size, r->max_entries, 0};
@@ -318,80 +357,111 @@ static int check_layouts(struct fw_dp *dp, __u32 abi)
 	return 0;
 }
 
-/* Adds per-CPU array old's counters (u64s; its value may be shorter than
- * new's) into new's, slot by slot, and zeroes them in old, so that moving
- * twice (again after a crash, or what the old programs counted since) never
- * counts twice. A few packets the data plane counts in the instant between
- * read and write may go uncounted; verdicts never depend on it. */
-static int counters_move(int old_fd, int new_fd, const char *what)
+/* Copies per-CPU array old's counters (u64s; its value may be shorter)
+ * into carried's, slot by slot: carried[k] becomes old[k]. Only once the
+ * old programs are replaced everywhere, so old no longer changes; and a
+ * copy, not a move, so doing it again (after a crash) counts nothing
+ * twice. carried is written by nobody else, and the live counters are
+ * never written here: no increment of the data plane can be lost. */
+static int counters_carry(int old_fd, int carried_fd, const char *what)
 {
-	struct bpf_map_info oi = {}, ni = {};
-	__u32 olen = sizeof(oi), nlen = sizeof(ni);
+	struct bpf_map_info oi = {}, ci = {};
+	__u32 olen = sizeof(oi), clen = sizeof(ci);
 	int ncpu = libbpf_num_possible_cpus();
-	char *ov = NULL, *nv = NULL, *zero = NULL;
-	__u32 n, moved = 0;
+	char *ov = NULL, *cv = NULL;
+	__u32 n, copied = 0;
 	int err = 0;
 
 	if (ncpu < 0)
 		return ncpu;
 	if (bpf_obj_get_info_by_fd(old_fd, &oi, &olen) ||
-	    bpf_obj_get_info_by_fd(new_fd, &ni, &nlen))
+	    bpf_obj_get_info_by_fd(carried_fd, &ci, &clen))
 		return -errno;
-	if (oi.value_size > ni.value_size || oi.value_size % 8 || ni.value_size % 8)
+	if (oi.value_size > ci.value_size || oi.value_size % 8 || ci.value_size % 8)
 		return -EINVAL;
-	n = oi.max_entries < ni.max_entries ? oi.max_entries : ni.max_entries;
+	n = oi.max_entries < ci.max_entries ? oi.max_entries : ci.max_entries;
 	ov = calloc(ncpu, oi.value_size);
-	nv = calloc(ncpu, ni.value_size);
-	zero = calloc(ncpu, oi.value_size);
-	if (!ov || !nv || !zero) {
+	cv = calloc(ncpu, ci.value_size);
+	if (!ov || !cv) {
 		err = -ENOMEM;
 		goto out;
 	}
-	for (__u32 k = 0; k < n && !err; k++) {
+	for (__u32 k = 0; k < n; k++) {
 		bool any = false;
 
-		if (bpf_map_lookup_elem(old_fd, &k, ov) || bpf_map_lookup_elem(new_fd, &k, nv)) {
+		if (bpf_map_lookup_elem(old_fd, &k, ov)) {
 			err = -errno;
 			break;
 		}
+		memset(cv, 0, (size_t)ncpu * ci.value_size);
 		for (int c = 0; c < ncpu; c++) {
-			const __u64 *from = (const __u64 *)(ov + (size_t)c * oi.value_size);
-			__u64 *to = (__u64 *)(nv + (size_t)c * ni.value_size);
+			const char *from = ov + (size_t)c * oi.value_size;
 
-			for (__u32 i = 0; i < oi.value_size / 8; i++) {
-				any |= from[i] != 0;
-				to[i] += from[i];
-			}
+			memcpy(cv + (size_t)c * ci.value_size, from, oi.value_size);
+			for (__u32 i = 0; i < oi.value_size && !any; i++)
+				any = from[i] != 0;
 		}
 		if (!any)
 			continue;
-		if (bpf_map_update_elem(new_fd, &k, nv, BPF_ANY) ||
-		    bpf_map_update_elem(old_fd, &k, zero, BPF_ANY))
+		if (bpf_map_update_elem(carried_fd, &k, cv, BPF_ANY)) {
 			err = -errno;
-		moved++;
+			break;
+		}
+		copied++;
 	}
 	if (err)
-		fw_err("can't move the counters of %s: %s", what, strerror(-err));
+		fw_err("can't carry the counters of %s over: %s", what, strerror(-err));
 	else
-		fw_debug("moved %u slots of %s", moved, what);
+		fw_debug("carried %u slots of %s over", copied, what);
 out:
 	free(ov);
-	free(nv);
-	free(zero);
+	free(cv);
 	return err;
 }
 
-static int migrate_counters(struct fw_dp *dp)
+/* The carried map name, created and pinned when missing. */
+static int user_map_get(struct fw_dp *dp, const char *name)
+{
+	int *fd = map_fd(dp, name);
+	char path[512];
+
+	if (!fd)
+		return -EINVAL;
+	if (*fd >= 0)
+		return *fd;
+	for (size_t i = 0; i < FW_DP_NUSER; i++) {
+		const struct user_map *u = &user_maps[i];
+
+		if (strcmp(u->name, name) != 0)
+			continue;
+		pin_path(path, sizeof(path), dp->pin_root, name);
+		*fd = bpf_map_create(u->type, name, u->key_size, u->value_size, u->max_entries,
+				     NULL);
+		if (*fd < 0 || bpf_obj_pin(*fd, path)) {
+			int err = -errno;
+
+			fw_err("can't create %s: %s", path, strerror(-err));
+			if (*fd >= 0)
+				close(*fd);
+			*fd = -1;
+			return err;
+		}
+		return *fd;
+	}
+	return -EINVAL;
+}
+
+static int carry_counters(struct fw_dp *dp)
 {
 	for (size_t i = 0; i < FW_DP_NRETIRED; i++) {
-		int *to = map_fd(dp, retired[i].successor);
-		int err;
+		int to, err;
 
 		if (dp->retired_fd[i] < 0)
 			continue;
-		if (!to || *to < 0)
-			return -EINVAL;
-		err = counters_move(dp->retired_fd[i], *to, retired[i].name);
+		to = user_map_get(dp, retired[i].successor);
+		if (to < 0)
+			return to;
+		err = counters_carry(dp->retired_fd[i], to, retired[i].name);
 		if (err)
 			return err;
 	}
@@ -424,6 +494,17 @@ static void find_btf(struct fw_dp *dp)
 	dp->btf_fd = btf__fd(btf);
 	dp->btf_lpm_key = key;
 	dp->btf_rule = val;
+}
+
+static void user_maps_close(struct fw_dp *dp)
+{
+	for (size_t i = 0; i < FW_DP_NUSER; i++) {
+		int *fd = map_fd(dp, user_maps[i].name);
+
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+	}
 }
 
 static void retired_close(struct fw_dp *dp)
@@ -479,13 +560,13 @@ int fw_dp_open(const char *pin_root, struct fw_dp **out)
 	}
 	fill_fds(dp);
 	find_btf(dp);
-	if (dp->migrating) {
+	/* a migration's counters are carried over by fw_dp_migrate_finish,
+	 * once the old programs no longer count */
+	if (dp->migrating)
 		fw_info("migrating the maps under %s from fastwall ABI %u to %u", pin_root, abi,
 			FW_ABI_VERSION);
-		err = migrate_counters(dp);
-	} else if (abi == 0) {
+	else if (abi == 0)
 		err = write_record(pin_root);
-	}
 	if (err)
 		goto cleanup;
 	*out = dp;
@@ -493,6 +574,7 @@ int fw_dp_open(const char *pin_root, struct fw_dp **out)
 
 cleanup:
 	retired_close(dp);
+	user_maps_close(dp);
 	egress_bpf__destroy(dp->skel);
 	free(dp);
 	return err;
@@ -505,8 +587,8 @@ int fw_dp_migrate_finish(struct fw_dp *dp)
 
 	if (!dp->migrating)
 		return 0;
-	/* what the old programs counted until they were replaced */
-	err = migrate_counters(dp);
+	/* everything the old programs counted, until they were replaced */
+	err = carry_counters(dp);
 	if (err)
 		return err;
 	for (size_t i = 0; i < FW_DP_NRETIRED; i++) {
@@ -564,6 +646,11 @@ int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 			return err;
 		}
 	}
+	err = user_maps_open(dp);
+	if (err) {
+		fw_dp_close(dp);
+		return err;
+	}
 	dp->pinned_abi = abi;
 	dp->reused = true;
 	*out = dp;
@@ -577,6 +664,7 @@ void fw_dp_close(struct fw_dp *dp)
 	if (dp->conn_count)
 		munmap(dp->conn_count, FW_MAX_SUBJECTS * sizeof(__u64));
 	retired_close(dp);
+	user_maps_close(dp);
 	if (dp->skel) {
 		egress_bpf__destroy(dp->skel);
 	} else {
@@ -610,6 +698,9 @@ int fw_dp_purge(const char *pin_root)
 
 	for (size_t i = 0; i < FW_DP_NMAPS; i++)
 		if ((e = unpin(pin_root, map_names[i])) && !err)
+			err = e;
+	for (size_t i = 0; i < FW_DP_NUSER; i++)
+		if ((e = unpin(pin_root, user_maps[i].name)) && !err)
 			err = e;
 	for (size_t i = 0; i < FW_DP_NRETIRED; i++)
 		if ((e = unpin(pin_root, retired[i].name)) && !err)

@@ -35,14 +35,27 @@
 	X(fastwall_names, names_fd, 1)                                                             \
 	X(fastwall_learned_names, learned_names_fd, 1)
 
+/* Maps userspace creates beside the BPF object's, when a migration needs
+ * them: X(pin name, struct fw_dp field, type, key size, value size, max
+ * entries). The *_carried maps hold what the counters of an earlier ABI
+ * had counted, in the layout of their live successor (per CPU): the
+ * readers add them up, so the data plane's live counters are never
+ * written from userspace (that would lose its increments meanwhile). */
+#define FW_DP_USER_MAPS(X)                                                                         \
+	X(fastwall_stats_carried, stats_carried_fd, BPF_MAP_TYPE_PERCPU_ARRAY, 4,                  \
+	  sizeof(struct fw_counter), FW_REASON_SLOTS)                                              \
+	X(fastwall_subject_stats_carried, subject_stats_carried_fd, BPF_MAP_TYPE_PERCPU_ARRAY, 4,  \
+	  sizeof(struct fw_subject_stats), FW_MAX_SUBJECTS)
+
 /* Maps of earlier ABIs that a later layout replaced: X(pin name, the last
- * ABI that had it, type, key size, value size, max entries, successor).
- * A migration moves their counters into the successor (per CPU, slot by
- * slot), and unpins them once the new programs are attached everywhere. */
+ * ABI that had it, type, key size, value size, max entries, where its
+ * counters are carried). A migration copies their counters there (per
+ * CPU, slot by slot, once the old programs are replaced everywhere) and
+ * unpins them. */
 #define FW_DP_RETIRED_MAPS(X)                                                                      \
-	X(fastwall_stats, 1, BPF_MAP_TYPE_PERCPU_ARRAY, 4, 16, 29, fastwall_stats_v2)              \
+	X(fastwall_stats, 1, BPF_MAP_TYPE_PERCPU_ARRAY, 4, 16, 29, fastwall_stats_carried)         \
 	X(fastwall_subject_stats, 1, BPF_MAP_TYPE_PERCPU_ARRAY, 4, 29 * 8, FW_MAX_SUBJECTS,        \
-	  fastwall_subject_stats_v2)
+	  fastwall_subject_stats_carried)
 
 /* The record of the pinned ABI (struct fw_abi_record); not in the BPF
  * object: only userspace reads it. */
@@ -52,9 +65,12 @@
 #define FW_ABI_OLDEST 1
 
 #define FW_DP_MAP_FD_(name, field, version)				      int field;
+#define FW_DP_USER_MAP_FD_(name, field, type, key, value, max)		      int field;
 #define FW_DP_MAP_COUNT_(name, field, version)				      +1
 #define FW_DP_NMAPS							      (0 FW_DP_MAPS(FW_DP_MAP_COUNT_))
 #define FW_DP_NRETIRED							      (0 FW_DP_RETIRED_MAPS(FW_DP_MAP_COUNT_RETIRED_))
 #define FW_DP_MAP_COUNT_RETIRED_(name, abi, type, key, value, max, successor) +1
+#define FW_DP_NUSER							      (0 FW_DP_USER_MAPS(FW_DP_MAP_COUNT_USER_))
+#define FW_DP_MAP_COUNT_USER_(name, field, type, key, value, max)	      +1
 
 #endif /* FW_DATAPATH_MAPS_H */

@@ -307,8 +307,10 @@ struct fw_config {
 
 /* fastwall_stats_v2: reason -> counter (per-CPU array, FW_REASON_SLOTS).
  * fastwall_subject_stats_v2: subject id -> per-reason packets (per-CPU
- * array). Writer: TC ingress. Reader: fastwalld, CLI. ABI 1 had
- * FW_REASON_MAX (29) slots under the names without _v2. */
+ * array). Writer: TC ingress. Reader: fastwalld, CLI. ABI 1 had 29
+ * slots under the names without _v2; a migration copies them into
+ * fastwall_stats_carried and fastwall_subject_stats_carried (these
+ * layouts), which the readers add. */
 struct fw_counter {
 	__u64 packets;
 	__u64 bytes;

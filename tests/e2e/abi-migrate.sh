@@ -3,9 +3,9 @@
 # End-to-end: fastwalld started on pins of ABI 1 (no fastwall_abi record,
 # the counters in the 29-slot fastwall_stats, made here with bpftool from
 # a stopped fastwalld's pins) migrates them in place: the kernel enforces
-# on the pinned state throughout, fastwalld moves the counters into
-# fastwall_stats_v2, and after its first attach round unpins the old maps
-# and writes the record; the CLI refuses the ABI-1 pins and reads the
+# on the pinned state throughout, and after its first attach round
+# fastwalld carries the old counters over (fastwall_stats_carried, which
+# the CLI adds), unpins the old maps and writes the record; the CLI refuses the ABI-1 pins and reads the
 # migrated ones. A pinned map of the wrong layout stops fastwalld with a
 # message naming it, and nothing pinned changes.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
@@ -82,9 +82,10 @@ check "log: migrating from ABI 1" fw_wait_log 'migrating the maps under .* from 
 check "log: migrated after the attach round" fw_wait_log 'migrated from fastwall ABI 1 to 2'
 check_fails "fastwall_stats unpinned" test -e "$BPFFS/fastwall_stats"
 check_fails "fastwall_subject_stats unpinned" test -e "$BPFFS/fastwall_subject_stats"
-check "fastwall_stats_v2 and the record pinned" \
-	test -e "$BPFFS/fastwall_stats_v2" -a -e "$BPFFS/fastwall_abi"
-check_eq "the ABI-1 default-deny counter carried into fastwall_stats_v2" \
+check "fastwall_stats_v2, fastwall_stats_carried and the record pinned" \
+	test -e "$BPFFS/fastwall_stats_v2" -a -e "$BPFFS/fastwall_stats_carried" -a \
+	-e "$BPFFS/fastwall_abi"
+check_eq "fastwall status shows the ABI-1 default-deny counter carried over" \
 	"$(fw_counter 'drop default-deny')" $((7 * NCPU))
 check "allowed passes after the migration" fw_http "$SB_A" http://198.51.100.10/
 check_fails "denied drops after the migration" fw_http "$SB_A" http://203.0.113.10/ 1

@@ -47,6 +47,10 @@ LIB := $(BUILD)/libfastwall.a
 DAEMON_SRCS := $(wildcard user/daemon/*.c)
 CLI_SRCS := $(wildcard user/cli/*.c)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
+# the registry, learner and actions handler over the in-memory data plane:
+# the library without datapath/, plus the fake
+FAKE_SRCS := $(wildcard tests/unit/fake/*.c)
+LIB_NODP_OBJS := $(filter-out $(BUILD)/user/lib/datapath/%,$(LIB_OBJS))
 BPFT_SRCS := $(wildcard tests/bpf/*.c)
 ABIT_SRCS := $(wildcard tests/abi/*.c)
 BENCH_SRCS := $(filter-out tests/bench/udpblast.c tests/bench/actions_bench.c \
@@ -56,9 +60,10 @@ BENCH_SRCS := $(filter-out tests/bench/udpblast.c tests/bench/actions_bench.c \
 FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 
 BINS := $(BUILD)/fastwalld $(BUILD)/fastwall
-TEST_BINS := $(BUILD)/tests/unit_tests $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/abi_migrate
+TEST_BINS := $(BUILD)/tests/unit_tests $(BUILD)/tests/unit_fake $(BUILD)/tests/bpf_verdicts \
+	$(BUILD)/tests/abi_migrate
 
-.PHONY: all deps test test-unit test-bpf test-abi test-e2e demo bench fuzz format lint install clean help
+.PHONY: all deps test test-unit test-fake test-bpf test-abi test-e2e demo bench fuzz format lint install clean help
 
 all: $(BINS) $(BPF_OBJS) ## build the BPF programs, fastwalld and the fastwall CLI
 
@@ -100,6 +105,10 @@ $(BUILD)/fastwall: $(patsubst %.c,$(BUILD)/%.o,$(CLI_SRCS)) $(LIB)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/unit_tests: $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRCS)) $(LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS) -lcriterion
+
+$(BUILD)/tests/unit_fake: $(patsubst %.c,$(BUILD)/%.o,$(FAKE_SRCS)) $(LIB_NODP_OBJS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS) -lcriterion
 
@@ -145,6 +154,9 @@ test: deps ## run the whole suite (unit, BPF verdict table, end-to-end)
 
 test-unit: $(BUILD)/tests/unit_tests ## Criterion units only
 	$(Q)$(BUILD)/tests/unit_tests
+
+test-fake: $(BUILD)/tests/unit_fake ## registry, learner and actions units over the in-memory data plane
+	$(Q)$(BUILD)/tests/unit_fake
 
 test-bpf: $(BUILD)/tests/bpf_verdicts all ## BPF verdict table only
 	$(Q)$(BUILD)/tests/bpf_verdicts

@@ -54,6 +54,7 @@ run_part() {
 }
 
 run_part unit "$BUILD/tests/unit_tests" --jobs 2
+run_part unit-fake "$BUILD/tests/unit_fake" --jobs 2
 run_part bpf-verdicts "$BUILD/tests/bpf_verdicts"
 run_part abi-migrate "$BUILD/tests/abi_migrate"
 for t in tests/e2e/*.sh; do

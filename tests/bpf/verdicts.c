@@ -315,7 +315,7 @@ static __u32 id_of(const char *name)
 
 static int subject_put(const struct subject_def *d)
 {
-	struct fw_static_subject spec;
+	struct fw_subject_spec spec;
 	char err[256] = "";
 	int ret;
 

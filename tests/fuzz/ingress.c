@@ -1674,7 +1674,7 @@ static int isolate(void)
 
 static int subject_put(const struct world_subject *d)
 {
-	struct fw_static_subject spec;
+	struct fw_subject_spec spec;
 	char err[256] = "";
 	int ret;
 

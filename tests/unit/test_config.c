@@ -92,7 +92,7 @@ static const char full[] = "# every key there is\n"
 
 Test(config, full_file)
 {
-	const struct fw_static_subject *a, *b;
+	const struct fw_subject_spec *a, *b;
 
 	cr_assert_eq(load(full), 0, "%s", err);
 	cr_expect_eq(cfg.log_level, FW_LOG_DEBUG);

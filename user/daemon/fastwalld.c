@@ -112,7 +112,7 @@ static void l2_bind(struct fw_daemon *d, const struct fw_link *l)
 	int err;
 
 	for (size_t i = 0; i < d->cfg.nsubjects && !have_peer; i++) {
-		const struct fw_static_subject *s = &d->cfg.subjects[i];
+		const struct fw_subject_spec *s = &d->cfg.subjects[i];
 
 		if (s->has_mac && !strcmp(s->ifname, l->name)) {
 			memcpy(peer, s->mac, sizeof(peer));
@@ -696,7 +696,8 @@ static void reload(struct fw_daemon *d)
 
 	ret = apply_datapath(d, &next);
 	if (!ret)
-		ret = fw_reg_sync_static(&d->reg, &next, false);
+		ret = fw_reg_sync_static(&d->reg, &next.overlay, next.subjects, next.nsubjects,
+					 false);
 	if (d->actions_on)
 		fw_actions_reclaim(&d->actions); /* addresses a removed static subject held */
 	fw_cfg_free(&d->cfg);
@@ -837,15 +838,22 @@ static int run(struct fw_daemon *d)
 	if (err)
 		return FW_EXIT_KERNEL;
 	/* subjects first, then attach: a newly attached port enforces at once */
-	err = fw_reg_sync_static(&d->reg, &d->cfg, true);
+	err = fw_reg_sync_static(&d->reg, &d->cfg.overlay, d->cfg.subjects, d->cfg.nsubjects, true);
 	if (err)
 		fw_err("some static subjects could not be programmed: %s", strerror(-err));
 
 	if (d->cfg.actions_enabled) {
+		struct fw_actions_opts ao = {
+			.restart_wipe = d->cfg.actions_restart_wipe,
+			.bind_host_veth = d->cfg.actions_bind_host_veth,
+			.grace_ns = d->cfg.actions_grace_ns,
+			.pending_ttl_ns = d->cfg.actions_pending_ttl_ns,
+		};
+
 		/* secrets may arrive from here on: no core dumps, no ptrace */
 		fw_secmem_process_init();
 		fw_secmem_wipe_json();
-		err = fw_actions_init(&d->actions, &d->reg, &d->cfg);
+		err = fw_actions_init(&d->actions, &d->reg, &ao);
 		if (err) {
 			fw_err("can't start the actions handler: %s", strerror(-err));
 			return FW_EXIT_FAILURE;

@@ -894,7 +894,7 @@ static int parse_mac(const char *v, __u8 out[6])
 	return 0;
 }
 
-static bool has_family(const struct fw_static_subject *s, enum fw_family fam)
+static bool has_family(const struct fw_subject_spec *s, enum fw_family fam)
 {
 	for (size_t i = 0; i < s->naddrs; i++) {
 		if (fw_addr_family(&s->addrs[i]) == fam)
@@ -915,7 +915,7 @@ static bool valid_name(const char *s)
 	return true;
 }
 
-static int parse_subject(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_static_subject *s)
+static int parse_subject(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_subject_spec *s)
 {
 	struct cfg_key keys[SK_MAX] = {
 		[SK_NAME] = {.name = "name"},
@@ -1158,7 +1158,7 @@ static int parse_subjects(struct cfg_ctx *ctx, yaml_node_t *node)
 		return cfg_nomem(ctx, node);
 	for (size_t i = 0; i < n; i++) {
 		yaml_node_t *item = list_item(ctx, node, i);
-		struct fw_static_subject *s = &cfg->subjects[i];
+		struct fw_subject_spec *s = &cfg->subjects[i];
 
 		fw_policy_init(&s->policy);
 		/* counted before parsing so a half-built policy is freed */
@@ -1168,7 +1168,7 @@ static int parse_subjects(struct cfg_ctx *ctx, yaml_node_t *node)
 			return err;
 		/* linear: names are checked once per subject at load time */
 		for (size_t j = 0; j < i; j++) {
-			const struct fw_static_subject *o = &cfg->subjects[j];
+			const struct fw_subject_spec *o = &cfg->subjects[j];
 
 			if (!strcmp(o->name, s->name))
 				return cfg_fail(ctx, item, "duplicate subject name \"%s\"",

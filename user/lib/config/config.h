@@ -13,30 +13,15 @@
 #include "fastwall/abi.h"
 #include "common/log.h"
 #include "policy/policy.h"
+#include "subjects/registry.h"
 
-#define FW_DEFAULT_BPFFS     "/sys/fs/bpf/fastwall"
-#define FW_CFG_ERR_LEN	     512
-#define FW_SUBJECT_MAX_ADDRS 8
+#define FW_DEFAULT_BPFFS "/sys/fs/bpf/fastwall"
+#define FW_CFG_ERR_LEN	 512
 
 enum fw_doh_mode {
 	FW_DOH_OFF = 0,
 	FW_DOH_LIST,   /* block TCP 443 to the blocklist */
 	FW_DOH_STRICT, /* block all TCP 443 */
-};
-
-struct fw_static_subject {
-	char name[FW_NAME_LEN];
-	struct fw_ip addrs[FW_SUBJECT_MAX_ADDRS];
-	size_t naddrs;
-	char ifname[IF_NAMESIZE]; /* "" = not bound to an interface */
-	bool has_mac;		  /* mac: the only source MAC its interface accepts */
-	__u8 mac[6];
-	bool has_gateway[FW_FAM_MAX];
-	struct fw_ip gateway[FW_FAM_MAX];
-	bool has_private[FW_FAM_MAX];
-	struct fw_prefix private_net[FW_FAM_MAX];
-	__u8 state; /* FW_STATE_ACTIVE (default) or FW_STATE_DENYING */
-	struct fw_policy policy;
 };
 
 #define FW_CFG_MAX_UPSTREAMS 10
@@ -92,7 +77,7 @@ struct fw_cfg {
 	__u32 max_conns_per_subject;   /* fastwall_conns records, 1-FW_MAX_CONNS */
 	__u64 refresh_interval_ns;
 	__u64 tcp_idle_ns;
-	struct fw_static_subject *subjects;
+	struct fw_subject_spec *subjects; /* the static subjects */
 	size_t nsubjects;
 };
 

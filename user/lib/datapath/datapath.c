@@ -801,3 +801,87 @@ int fw_dp_subject_stats_read(struct fw_dp *dp, __u32 id, __u64 out[FW_REASON_MAX
 	free(vals);
 	return err;
 }
+
+/* ---- the registry's and the learner's map accesses ---------------------- */
+
+static int dp_lookup(int fd, const void *key, void *val)
+{
+	return bpf_map_lookup_elem(fd, key, val) ? -errno : 0;
+}
+
+static int dp_delete(int fd, const void *key)
+{
+	return bpf_map_delete_elem(fd, key) ? -errno : 0;
+}
+
+int fw_dp_dispatch_lookup(struct fw_dp *dp, const struct fw_ip *addr, struct fw_subject *out)
+{
+	return dp_lookup(dp->dispatch_fd, addr, out);
+}
+
+int fw_dp_dispatch_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx)
+{
+	return fw_dp_scan(dp->dispatch_fd, fn, ctx);
+}
+
+int fw_dp_meta_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx)
+{
+	return fw_dp_scan(dp->meta_fd, fn, ctx);
+}
+
+int fw_dp_learned_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx)
+{
+	return fw_dp_scan(dp->learned_fd, fn, ctx);
+}
+
+int fw_dp_lports_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx)
+{
+	return fw_dp_scan(dp->learned_ports_fd, fn, ctx);
+}
+
+int fw_dp_conns_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx)
+{
+	return fw_dp_scan(dp->conns_fd, fn, ctx);
+}
+
+int fw_dp_conn_del(struct fw_dp *dp, const struct fw_conn_key *k)
+{
+	return dp_delete(dp->conns_fd, k);
+}
+
+int fw_dp_conn_update(struct fw_dp *dp, const struct fw_conn_key *k, const struct fw_conn *v)
+{
+	return bpf_map_update_elem(dp->conns_fd, k, v, BPF_EXIST) ? -errno : 0;
+}
+
+int fw_dp_name_add(struct fw_dp *dp, __u32 id, const struct fw_lease_name *v)
+{
+	return bpf_map_update_elem(dp->names_fd, &id, v, BPF_NOEXIST) ? -errno : 0;
+}
+
+int fw_dp_name_del(struct fw_dp *dp, __u32 id)
+{
+	return dp_delete(dp->names_fd, &id);
+}
+
+int fw_dp_names_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx)
+{
+	return fw_dp_scan(dp->names_fd, fn, ctx);
+}
+
+int fw_dp_lease_names_put(struct fw_dp *dp, const struct fw_learned_key *k,
+			  const struct fw_lease_names *v)
+{
+	return bpf_map_update_elem(dp->learned_names_fd, k, v, BPF_ANY) ? -errno : 0;
+}
+
+int fw_dp_lease_names_get(struct fw_dp *dp, const struct fw_learned_key *k,
+			  struct fw_lease_names *out)
+{
+	return dp_lookup(dp->learned_names_fd, k, out);
+}
+
+int fw_dp_lease_names_del(struct fw_dp *dp, const struct fw_learned_key *k)
+{
+	return dp_delete(dp->learned_names_fd, k);
+}

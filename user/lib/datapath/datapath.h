@@ -177,4 +177,41 @@ bool fw_reason_drops(__u32 reason);
 /* Prints the reason table as docs/operations.md holds it (Markdown). */
 void fw_reasons_markdown(FILE *out);
 
+/* ---- the registry's and the learner's map accesses ----------------------
+ * Everything subjects/ and dns/ read or write in the kernel goes through
+ * these (and the functions above), never through a map fd, so that those
+ * layers run over an in-memory data plane in unit tests. Scans call fn
+ * (key, value, ctx) as fw_dp_scan does. */
+typedef int (*fw_dp_scan_fn)(const void *key, const void *val, void *ctx);
+
+/* The subject dispatch sends addr to; -ENOENT when none. */
+int fw_dp_dispatch_lookup(struct fw_dp *dp, const struct fw_ip *addr, struct fw_subject *out);
+/* struct fw_ip -> struct fw_subject */
+int fw_dp_dispatch_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx);
+/* __u32 id -> struct fw_subject_meta */
+int fw_dp_meta_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx);
+/* struct fw_learned_key -> struct fw_lease */
+int fw_dp_learned_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx);
+/* struct fw_port_rule_key -> __u8, the learned port sets */
+int fw_dp_lports_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx);
+/* struct fw_conn_key -> struct fw_conn */
+int fw_dp_conns_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx);
+/* Deletes a connection record; -ENOENT when the data plane did first. */
+int fw_dp_conn_del(struct fw_dp *dp, const struct fw_conn_key *k);
+/* Rewrites a connection record that is still there (a record the data
+ * plane dropped stays dropped: -ENOENT). */
+int fw_dp_conn_update(struct fw_dp *dp, const struct fw_conn_key *k, const struct fw_conn *v);
+/* Stores name id of fastwall_names; -EEXIST when the id is taken. */
+int fw_dp_name_add(struct fw_dp *dp, __u32 id, const struct fw_lease_name *v);
+int fw_dp_name_del(struct fw_dp *dp, __u32 id);
+/* __u32 id -> struct fw_lease_name */
+int fw_dp_names_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx);
+/* Which names taught a lease (fastwall_learned_names); get: -ENOENT when
+ * none were kept. */
+int fw_dp_lease_names_put(struct fw_dp *dp, const struct fw_learned_key *k,
+			  const struct fw_lease_names *v);
+int fw_dp_lease_names_get(struct fw_dp *dp, const struct fw_learned_key *k,
+			  struct fw_lease_names *out);
+int fw_dp_lease_names_del(struct fw_dp *dp, const struct fw_learned_key *k);
+
 #endif /* FW_DATAPATH_H */

@@ -61,13 +61,13 @@ static int policy_rule_from_json(struct fw_policy *p, size_t i, json_t *r, char 
 	if (ps && !json_is_null(ps)) {
 		if (!json_is_array(ps)) {
 			fw_set_reason(err, errlen, "egress[%zu].ports must be an array of integers",
-				   i);
+				      i);
 			return -EINVAL;
 		}
 		/* bounded before anything is copied: never trust a count */
 		if (json_array_size(ps) > FW_POLICY_MAX_PORTS) {
-			fw_set_reason(err, errlen, "egress[%zu]: too many ports (%zu, at most %d)", i,
-				   json_array_size(ps), FW_POLICY_MAX_PORTS);
+			fw_set_reason(err, errlen, "egress[%zu]: too many ports (%zu, at most %d)",
+				      i, json_array_size(ps), FW_POLICY_MAX_PORTS);
 			return -EINVAL;
 		}
 		json_array_foreach(ps, k, v)
@@ -76,7 +76,7 @@ static int policy_rule_from_json(struct fw_policy *p, size_t i, json_t *r, char 
 
 			if (!json_is_integer(v)) {
 				fw_set_reason(err, errlen,
-					   "egress[%zu].ports must be an array of integers", i);
+					      "egress[%zu].ports must be an array of integers", i);
 				return -EINVAL;
 			}
 			/* fw_policy_add_rule range-checks; only keep the
@@ -120,7 +120,7 @@ int fw_policy_from_json(const char *s, size_t len, struct fw_policy *p, char *er
 	root = json_loadb(s, len, 0, &jerr);
 	if (!root) {
 		fw_set_reason(err, errlen, "malformed policy JSON: %s",
-			   fw_json_error(&jerr, why, sizeof(why)));
+			      fw_json_error(&jerr, why, sizeof(why)));
 		return -EINVAL;
 	}
 	fw_policy_init(&tmp);
@@ -151,7 +151,7 @@ int fw_policy_from_json(const char *s, size_t len, struct fw_policy *p, char *er
 		}
 		if (json_array_size(eg) > FW_POLICY_MAX_RULES) {
 			fw_set_reason(err, errlen, "egress has %zu rules, at most %d",
-				   json_array_size(eg), FW_POLICY_MAX_RULES);
+				      json_array_size(eg), FW_POLICY_MAX_RULES);
 			ret = -EINVAL;
 			goto cleanup;
 		}

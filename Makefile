@@ -52,6 +52,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 FAKE_SRCS := $(wildcard tests/unit/fake/*.c)
 LIB_NODP_OBJS := $(filter-out $(BUILD)/user/lib/datapath/%,$(LIB_OBJS))
 BPFT_SRCS := $(wildcard tests/bpf/*.c)
+ABIT_SRCS := $(wildcard tests/abi/*.c)
 BENCH_SRCS := $(filter-out tests/bench/udpblast.c tests/bench/actions_bench.c \
 	tests/bench/dnsproxy_drive.c tests/bench/fwpeer.c tests/bench/tcprr.c tests/bench/udpflows.c \
 	tests/bench/benchlib.c,\
@@ -59,9 +60,10 @@ BENCH_SRCS := $(filter-out tests/bench/udpblast.c tests/bench/actions_bench.c \
 FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 
 BINS := $(BUILD)/fastwalld $(BUILD)/fastwall
-TEST_BINS := $(BUILD)/tests/unit_tests $(BUILD)/tests/unit_fake $(BUILD)/tests/bpf_verdicts
+TEST_BINS := $(BUILD)/tests/unit_tests $(BUILD)/tests/unit_fake $(BUILD)/tests/bpf_verdicts \
+	$(BUILD)/tests/abi_migrate
 
-.PHONY: all deps test test-unit test-fake test-bpf test-e2e demo bench fuzz format lint install clean help
+.PHONY: all deps test test-unit test-fake test-bpf test-abi test-e2e demo bench fuzz format lint install clean help
 
 all: $(BINS) $(BPF_OBJS) ## build the BPF programs, fastwalld and the fastwall CLI
 
@@ -114,6 +116,10 @@ $(BUILD)/tests/bpf_verdicts: $(patsubst %.c,$(BUILD)/%.o,$(BPFT_SRCS)) $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
 
+$(BUILD)/tests/abi_migrate: $(patsubst %.c,$(BUILD)/%.o,$(ABIT_SRCS)) $(LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/tests/bench_tc: $(patsubst %.c,$(BUILD)/%.o,$(BENCH_SRCS)) $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
@@ -154,6 +160,9 @@ test-fake: $(BUILD)/tests/unit_fake ## registry, learner and actions units over 
 
 test-bpf: $(BUILD)/tests/bpf_verdicts all ## BPF verdict table only
 	$(Q)$(BUILD)/tests/bpf_verdicts
+
+test-abi: $(BUILD)/tests/abi_migrate ## pinned-map ABI: migration from ABI 1, refusals (root)
+	$(Q)$(BUILD)/tests/abi_migrate
 
 test-e2e: all ## end-to-end netns tests only
 	$(Q)for t in tests/e2e/*.sh; do case $$t in */lib.sh) continue;; esac; \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole suite against the binaries in $1 (build/ or build-san/):
-# Criterion units, the BPF verdict table, then every end-to-end script.
+# Criterion units, the BPF verdict table, the pinned-map ABI, then every
+# end-to-end script.
 # Prints each part's own output and ends with one "N passed, N failed" line.
 set -uo pipefail
 
@@ -55,6 +56,7 @@ run_part() {
 run_part unit "$BUILD/tests/unit_tests" --jobs 2
 run_part unit-fake "$BUILD/tests/unit_fake" --jobs 2
 run_part bpf-verdicts "$BUILD/tests/bpf_verdicts"
+run_part abi-migrate "$BUILD/tests/abi_migrate"
 for t in tests/e2e/*.sh; do
 	[ -e "$t" ] || continue
 	case $t in */lib.sh) continue ;; esac

@@ -649,7 +649,7 @@ static int cmd_serve(const char *ifname)
 
 			err = fw_dp_stats_read(sc->dp, c);
 			for (int r = 0; !err && r < FW_REASON_MAX; r++) {
-				if (r < FW_REASON_FIRST_DROP)
+				if (!fw_reason_drops(r))
 					pass += c[r].packets;
 				else
 					drop += c[r].packets;

@@ -942,6 +942,11 @@ static int run(struct fw_daemon *d)
 	pod_addrs_dump(d);
 	local_sync(d);
 	attach_all(d);
+	/* the new programs replaced the old ones everywhere: the maps they
+	 * no longer use can go (a failure leaves them for the next start) */
+	err = fw_dp_migrate_finish(d->dp);
+	if (err)
+		fw_warn("can't finish the migration of the pinned maps: %s", strerror(-err));
 
 	d->events = ring_buffer__new(d->dp->events_fd, on_event, d, NULL);
 	if (!d->events) {

@@ -47,7 +47,12 @@ LIB := $(BUILD)/libfastwall.a
 DAEMON_SRCS := $(wildcard user/daemon/*.c)
 CLI_SRCS := $(wildcard user/cli/*.c)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
+# the registry, learner and actions handler over the in-memory data plane:
+# the library without datapath/, plus the fake
+FAKE_SRCS := $(wildcard tests/unit/fake/*.c)
+LIB_NODP_OBJS := $(filter-out $(BUILD)/user/lib/datapath/%,$(LIB_OBJS))
 BPFT_SRCS := $(wildcard tests/bpf/*.c)
+ABIT_SRCS := $(wildcard tests/abi/*.c)
 BENCH_SRCS := $(filter-out tests/bench/udpblast.c tests/bench/actions_bench.c \
 	tests/bench/dnsproxy_drive.c tests/bench/fwpeer.c tests/bench/tcprr.c tests/bench/udpflows.c \
 	tests/bench/benchlib.c,\
@@ -55,10 +60,11 @@ BENCH_SRCS := $(filter-out tests/bench/udpblast.c tests/bench/actions_bench.c \
 FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 
 BINS := $(BUILD)/fastwalld $(BUILD)/fastwall
-TEST_BINS := $(BUILD)/tests/unit_tests $(BUILD)/tests/bpf_verdicts
+TEST_BINS := $(BUILD)/tests/unit_tests $(BUILD)/tests/unit_fake $(BUILD)/tests/bpf_verdicts \
+	$(BUILD)/tests/abi_migrate
 
-.PHONY: all deps test test-unit test-bpf test-e2e test-lint demo bench fuzz format lint install clean help \
-	compile_commands.json
+.PHONY: all deps test test-unit test-fake test-bpf test-abi test-e2e test-lint demo bench fuzz format lint \
+	install clean help compile_commands.json
 
 all: $(BINS) $(BPF_OBJS) ## build the BPF programs, fastwalld and the fastwall CLI
 
@@ -103,7 +109,15 @@ $(BUILD)/tests/unit_tests: $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRCS)) $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS) -lcriterion
 
+$(BUILD)/tests/unit_fake: $(patsubst %.c,$(BUILD)/%.o,$(FAKE_SRCS)) $(LIB_NODP_OBJS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS) -lcriterion
+
 $(BUILD)/tests/bpf_verdicts: $(patsubst %.c,$(BUILD)/%.o,$(BPFT_SRCS)) $(LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/abi_migrate: $(patsubst %.c,$(BUILD)/%.o,$(ABIT_SRCS)) $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
 
@@ -142,6 +156,9 @@ test: deps ## run the whole suite (unit, BPF verdict table, end-to-end)
 test-unit: $(BUILD)/tests/unit_tests ## Criterion units only
 	$(Q)$(BUILD)/tests/unit_tests
 
+test-fake: $(BUILD)/tests/unit_fake ## registry, learner and actions units over the in-memory data plane
+	$(Q)$(BUILD)/tests/unit_fake
+
 SHUFFLE_SEED ?= $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 test-bpf: $(BUILD)/tests/bpf_verdicts all ## BPF verdict table only, in order then shuffled (SHUFFLE_SEED=N)
 	$(Q)$(BUILD)/tests/bpf_verdicts
@@ -149,6 +166,9 @@ test-bpf: $(BUILD)/tests/bpf_verdicts all ## BPF verdict table only, in order th
 
 test-lint: ## the tests of the lint itself (scripts/check-layers.sh)
 	$(Q)bash tests/lint/check-layers.sh
+
+test-abi: $(BUILD)/tests/abi_migrate ## pinned-map ABI: migration from ABI 1, refusals (root)
+	$(Q)$(BUILD)/tests/abi_migrate
 
 test-e2e: all ## end-to-end netns tests only
 	$(Q)for t in tests/e2e/*.sh; do case $$t in */lib.sh) continue;; esac; \
@@ -223,7 +243,7 @@ install: all ## install fastwalld, fastwall and the man pages under PREFIX
 KERNELS ?= 5.10 6.1 6.12 6.18 7.x
 VMTEST_CACHE ?= /var/cache/fastwall-vmtest
 .PHONY: vmtest
-vmtest: all $(BUILD)/tests/bpf_verdicts ## verdict table, loader, e2e on Debian kernels in qemu (KERNELS="5.10 6.12")
+vmtest: all $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/abi_migrate ## verdict table, loader, e2e on Debian kernels in qemu (KERNELS="5.10 6.12")
 	$(Q)BUILD=$(BUILD) KERNELS="$(KERNELS)" VMTEST_CACHE="$(VMTEST_CACHE)" scripts/vmtest/vmtest.sh
 
 clean: ## remove build/ and build-san/

@@ -281,7 +281,7 @@ int fastwall_ingress(struct __sk_buff *skb)
 
 	reason = fw_decide(skb, cfg, &pkt, s);
 	/* a spoofed first fragment must not cancel its victim's datagram */
-	if (pkt.frag_first && reason < FW_REASON_FIRST_DROP)
+	if (pkt.frag_first && !FW_REASON_DROPS(reason))
 		fw_frag_note(cfg, &pkt, subject);
 	else if (pkt.frag_first && reason != FW_DROP_SPOOF && reason != FW_DROP_MAC_SPOOF)
 		fw_frag_forget(&pkt);

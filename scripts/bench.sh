@@ -21,7 +21,8 @@
 # Environment: BUILD (default build), FULL=1 (the whole matrix and more
 # rounds everywhere), ROUNDS_A (11; FULL 15), REPEAT_A (1000000),
 # SCALES_A (1,64,1024,4096), ROUNDS_B (5; FULL 9), SECONDS_B (3), SKIP_A=1,
-# SKIP_B=1, SKIP_C=1, SKIP_D=1, SKIP_ACTIONS=1 (the control-plane part,
+# SKIP_B=1, SKIP_C=1, SKIP_D=1, BASE_BUILD (part A against another build's
+# bench_tc, ALT_A turns each), SKIP_ACTIONS=1 (the control-plane part,
 # scripts/bench-actions.sh, run last), PLOT_ONLY=1 (redraw the plots from
 # the last run's data). Part C reads its own variables (see bench-nft.sh).
 # Results, the plot data and SVG plots go to $BUILD/bench/ and
@@ -142,6 +143,46 @@ if [[ ${PLOT_ONLY:-0} == 1 ]]; then
 fi
 T_START=$(date +%s)
 
+# Part A against another build (BASE_BUILD=dir holding tests/bench_tc, e.g.
+# the previous release built in a git worktree): both binaries run in turn,
+# ALT_A times each (default 3), and the medians are printed side by side.
+compare_cost() {
+	local base=$BASE_BUILD/tests/bench_tc i
+	[[ -x $base ]] || { echo "bench.sh: $base missing" >&2; return 1; }
+	echo
+	echo "== A': this build against $BASE_BUILD, alternating ${ALT_A:-3} times =="
+	: >"$OUT/cost-pair.txt"
+	for ((i = 0; i < ${ALT_A:-3}; i++)); do
+		taskset -c "$CPU" "$base" cost -s "$SCALES_A" -r 3 -n "$REPEAT_A" -p "$PIN-b" |
+			sed 's/^/base /' >>"$OUT/cost-pair.txt"
+		taskset -c "$CPU" "$BENCH" cost -s "$SCALES_A" -r 3 -n "$REPEAT_A" -p "$PIN-a" |
+			sed 's/^/this /' >>"$OUT/cost-pair.txt"
+	done
+	awk '
+	$1 == "base" || $1 == "this" {
+		if ($2 ~ /^[0-9]+$/ && $4 ~ /^[a-z-]+$/ && $5 ~ /^[0-9.]+$/) {
+			k = $2 " " $3 " " $4
+			if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+			v[$1, k] = v[$1, k] " " $5
+		}
+	}
+	function med(list,   a, m, i, j, t) {
+		m = split(list, a, " ")
+		for (i = 1; i <= m; i++)
+			for (j = i + 1; j <= m; j++)
+				if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+		return m ? a[int((m + 1) / 2)] : 0
+	}
+	END {
+		printf "%-9s %-20s %10s %10s %8s\n", "subjects", "packet", "base ns", "this ns", "ratio"
+		for (i = 1; i <= n; i++) {
+			split(order[i], f, " ")
+			b = med(v["base", order[i]]); t = med(v["this", order[i]])
+			printf "%-9s %-20s %10.1f %10.1f %7.2fx\n", f[1], f[2] " " f[3], b, t, b ? t / b : 0
+		}
+	}' "$OUT/cost-pair.txt" | tee "$OUT/cost-compare.txt"
+}
+
 # ---------------------------------------------------------------- part A --
 if [[ ${SKIP_A:-0} != 1 ]]; then
 	echo
@@ -153,6 +194,7 @@ if [[ ${SKIP_A:-0} != 1 ]]; then
 	taskset -c "$CPU" "$BENCH" cost -s "$SCALES_A" -r "$ROUNDS_A" -n "$REPEAT_A" -p "$PIN-a" \
 		-o "$OUT/cost.dat" | tee "$OUT/cost.txt"
 	plot_cost
+	[[ -n ${BASE_BUILD:-} ]] && compare_cost
 fi
 
 # part C, the nftables comparison: scripts/bench-nft.sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole suite against the binaries in $1 (build/ or build-san/):
 # Criterion units, the BPF verdict table (in order, then shuffled), the
-# tests of the lint, then every end-to-end script.
+# pinned-map ABI, the tests of the lint, then every end-to-end script.
 # Prints each part's own output and ends with one "N passed, N failed" line.
 set -uo pipefail
 
@@ -54,10 +54,12 @@ run_part() {
 }
 
 run_part unit "$BUILD/tests/unit_tests" --jobs 2
+run_part unit-fake "$BUILD/tests/unit_fake" --jobs 2
 run_part bpf-verdicts "$BUILD/tests/bpf_verdicts"
 # the table again in another order: no row may lean on the rows before it
 # (the seed is printed; SHUFFLE_SEED=N repeats a run)
 run_part bpf-verdicts-shuffled "$BUILD/tests/bpf_verdicts" --shuffle "${SHUFFLE_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"
+run_part abi-migrate "$BUILD/tests/abi_migrate"
 run_part lint bash tests/lint/check-layers.sh
 for t in tests/e2e/*.sh; do
 	[ -e "$t" ] || continue

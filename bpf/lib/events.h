@@ -18,14 +18,16 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fastwall_config SEC(".maps");
 
-/* reason -> packets/bytes, per CPU. Writer: TC ingress. Reader: fastwalld, CLI. */
+/* reason -> packets/bytes, per CPU. Writer: TC ingress. Reader: fastwalld,
+ * CLI. FW_REASON_SLOTS, not FW_REASON_MAX: a new reason keeps the layout
+ * (and the pinned map) of this one. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, FW_REASON_MAX);
+	__uint(max_entries, FW_REASON_SLOTS);
 	__type(key, __u32);
 	__type(value, struct fw_counter);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} fastwall_stats SEC(".maps");
+} fastwall_stats_v2 SEC(".maps");
 
 /* subject id -> per-reason packets, per CPU. Writer: TC ingress.
  * Reader: fastwalld, CLI. Reset by fastwalld when an id is reused. */
@@ -35,7 +37,7 @@ struct {
 	__type(key, __u32);
 	__type(value, struct fw_subject_stats);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} fastwall_subject_stats SEC(".maps");
+} fastwall_subject_stats_v2 SEC(".maps");
 
 /* subject id -> GCRA state of its event budget, per CPU. Writer and reader:
  * TC ingress. */
@@ -124,16 +126,16 @@ static __always_inline int fw_verdict(struct __sk_buff *skb, const struct fw_pkt
 	if (reason >= FW_REASON_MAX)
 		reason = FW_DROP_MALFORMED;
 
-	c = bpf_map_lookup_elem(&fastwall_stats, &reason);
+	c = bpf_map_lookup_elem(&fastwall_stats_v2, &reason);
 	if (c) {
 		c->packets++;
 		c->bytes += skb->len;
 	}
-	ss = bpf_map_lookup_elem(&fastwall_subject_stats, &subject);
-	if (ss && reason < FW_REASON_MAX)
+	ss = bpf_map_lookup_elem(&fastwall_subject_stats_v2, &subject);
+	if (ss && reason < FW_REASON_SLOTS)
 		ss->packets[reason]++;
 
-	if (reason < FW_REASON_FIRST_DROP)
+	if (!FW_REASON_DROPS(reason))
 		return TC_ACT_OK;
 	fw_emit_drop(skb, pkt, subject, reason);
 	return TC_ACT_SHOT;

@@ -79,42 +79,24 @@ enum fw_subject_state {
 	FW_STATE_ACTIVE = 2,
 };
 
-/* Verdict reasons: passes first, then drops. One counter slot each. These
- * are not TC return codes; the programs map them to TC_ACT_OK/TC_ACT_SHOT. */
-enum fw_reason {
-	FW_PASS_ALLOW_CIDR = 0, /* destination in an allow CIDR */
-	FW_PASS_LEARNED,	/* DNS-learned destination with a live lease */
-	FW_PASS_DEFAULT,	/* no rule matched, default action allow */
-	FW_PASS_DNS_LOCAL,	/* DNS to the gateway or a pod-local address */
-	FW_PASS_DNS_PROXY,	/* DNS redirected to fastwalld's DNS proxy */
-	FW_PASS_POD_LOCAL,	/* configured exception to pod-local */
-	FW_PASS_POD_REPLY,	/* reply on a flow the pod opened into the sandbox */
-	FW_PASS_NEIGH,		/* ARP, IPv6 neighbour discovery, MLD */
-	FW_PASS_FRAGMENT,	/* non-first fragment of a passed datagram */
-	FW_DROP_MALFORMED,	/* truncated or invalid headers */
-	FW_DROP_ETHERTYPE,	/* non-IP, non-ARP ethertype */
-	FW_DROP_FRAGMENT,	/* non-first fragment of an unknown datagram */
-	FW_DROP_UNKNOWN_SOURCE, /* source address belongs to no subject */
-	FW_DROP_DENYING,	/* subject registered but not yet active */
-	FW_DROP_SPOOF,		/* subject's address on the wrong interface */
-	FW_DROP_SIBLING,	/* to another address in the private CIDR */
-	FW_DROP_POD_LOCAL,	/* non-DNS to the gateway or a pod-local address */
-	FW_DROP_DOT,		/* DNS-over-TLS, port 853 */
-	FW_DROP_DOH,		/* DNS-over-HTTPS block (list or strict) */
-	FW_DROP_DENY_CIDR,	/* destination in a deny CIDR */
-	FW_DROP_LEASE_EXPIRED,	/* learned destination whose lease ran out */
-	FW_DROP_DEFAULT_DENY,	/* no rule matched, default action deny */
-	FW_DROP_NO_POLICY,	/* active subject without a rule set (fail closed) */
-	FW_DROP_ROGUE_ND,	/* router advertisement or redirect from a sandbox */
-	FW_DROP_MAC_SPOOF,	/* source MAC (or ARP sender MAC) not the port's */
-	FW_DROP_ND_TARGET,    /* ND/MLD to a destination ND never goes, or from a foreign address */
-	FW_DROP_FRAG_HEADER,  /* first fragment without its complete transport header */
-	FW_DROP_V4MAPPED,     /* IPv6 packet with a v4-mapped (::ffff:0:0/96) address */
-	FW_DROP_LEARNED_PORT, /* learned destination, port not in the teaching rule's ports */
-	FW_REASON_MAX,
-};
+/* Verdict reasons (enum fw_reason, FW_REASON_SLOTS, the pass/drop mask):
+ * one table in reasons.h. */
+#include "fastwall/reasons.h"
 
-#define FW_REASON_FIRST_DROP FW_DROP_MALFORMED
+/* fastwall_abi: the one record (array, key 0) saying which layout the
+ * maps pinned beside it have. Pins without it, but with fastwall_dispatch,
+ * are ABI 1 (the release before the record). A map whose layout changes
+ * gets a new name (fastwall_stats_v2) and a new ABI version; unchanged
+ * maps keep their names and their pinned state. Writer and reader:
+ * fastwalld (and the CLI, to refuse pins it does not understand). */
+#define FW_ABI_MAGIC   0x6c6c617774736166ull /* "fastwall" in little-endian bytes */
+#define FW_ABI_VERSION 2
+
+struct fw_abi_record {
+	__u64 magic;   /* FW_ABI_MAGIC */
+	__u32 version; /* FW_ABI_VERSION of the fastwalld that wrote it */
+	__u32 pad;
+};
 
 /* fastwall_dispatch: source address -> subject. One entry per address of
  * every subject; the whole subject travels in the value so one hash lookup
@@ -323,16 +305,19 @@ struct fw_config {
 	__u32 conn_quota; /* fastwall_conns records per subject; 0 = no cap */
 };
 
-/* fastwall_stats: reason -> counter (per-CPU array). fastwall_subject_stats:
- * subject id -> per-reason packets (per-CPU array). Writer: TC ingress.
- * Reader: fastwalld, CLI. */
+/* fastwall_stats_v2: reason -> counter (per-CPU array, FW_REASON_SLOTS).
+ * fastwall_subject_stats_v2: subject id -> per-reason packets (per-CPU
+ * array). Writer: TC ingress. Reader: fastwalld, CLI. ABI 1 had 29
+ * slots under the names without _v2; a migration copies them into
+ * fastwall_stats_carried and fastwall_subject_stats_carried (these
+ * layouts), which the readers add. */
 struct fw_counter {
 	__u64 packets;
 	__u64 bytes;
 };
 
 struct fw_subject_stats {
-	__u64 packets[FW_REASON_MAX];
+	__u64 packets[FW_REASON_SLOTS];
 };
 
 /* fastwall_event_budget: subject id -> GCRA state (per-CPU array), so a
@@ -435,6 +420,8 @@ _Static_assert(sizeof(struct fw_event) == 72, "fw_event");
 _Static_assert(sizeof(struct fw_subject_meta) == 192, "fw_subject_meta");
 _Static_assert(sizeof(struct fw_mac) == 8, "fw_mac");
 _Static_assert(sizeof(struct fw_l2_port) == 40, "fw_l2_port");
+_Static_assert(sizeof(struct fw_subject_stats) == 512, "fw_subject_stats");
+_Static_assert(sizeof(struct fw_abi_record) == 16, "fw_abi_record");
 #endif
 
 #endif /* FASTWALL_H */

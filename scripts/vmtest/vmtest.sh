@@ -132,8 +132,8 @@ series=${*:-${KERNELS:-$VT_ALL_SERIES}}
 for s in $series; do
 	[ -n "${VT_SERIES[$s]:-}" ] || { echo "vmtest: unknown kernel '$s' (known: $VT_ALL_SERIES)" >&2; exit 2; }
 done
-for b in "$BUILD/fastwalld" "$BUILD/fastwall" "$BUILD/tests/bpf_verdicts" "$BUILD/bpf/egress.bpf.o"; do
-	[ -e "$b" ] || { echo "vmtest: $b missing: make all $BUILD/tests/bpf_verdicts first" >&2; exit 2; }
+for b in "$BUILD/fastwalld" "$BUILD/fastwall" "$BUILD/tests/bpf_verdicts" "$BUILD/tests/abi_migrate" "$BUILD/bpf/egress.bpf.o"; do
+	[ -e "$b" ] || { echo "vmtest: $b missing: make all $BUILD/tests/bpf_verdicts $BUILD/tests/abi_migrate first" >&2; exit 2; }
 done
 
 T0=$(date +%s)

@@ -15,7 +15,7 @@
  *       sink of the packet-rate test) and exits; the filter stays.
  *
  * Every scale is built through the real control plane: fw_dp_open under its
- * own pin root, fw_dp_config_set, fw_reg_upsert of fw_static_subject specs
+ * own pin root, fw_dp_config_set, fw_reg_upsert of fw_subject_spec specs
  * whose policies come from fw_policy_add_rule, fw_dp_learned_put with live
  * leases. Pin roots are purged on every exit path. Never asserts timing;
  * exits non-zero only when something fails or a verdict is wrong. */
@@ -184,7 +184,7 @@ static int setup_scale(struct scale *sc)
 		.pod_flow_timeout_ns = 300 * NSEC_PER_SEC,
 		.frag_timeout_ns = 5 * NSEC_PER_SEC,
 	};
-	struct fw_static_subject *spec;
+	struct fw_subject_spec *spec;
 	double t0 = now_s();
 	__u64 expires;
 	int err;
@@ -649,7 +649,7 @@ static int cmd_serve(const char *ifname)
 
 			err = fw_dp_stats_read(sc->dp, c);
 			for (int r = 0; !err && r < FW_REASON_MAX; r++) {
-				if (r < FW_REASON_FIRST_DROP)
+				if (!fw_reason_drops(r))
 					pass += c[r].packets;
 				else
 					drop += c[r].packets;

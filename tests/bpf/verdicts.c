@@ -323,7 +323,7 @@ static __u32 id_of(const char *name)
 
 static int subject_put(const struct subject_def *d)
 {
-	struct fw_static_subject spec;
+	struct fw_subject_spec spec;
 	char err[256] = "";
 	int ret;
 
@@ -3146,7 +3146,7 @@ static bool l2_row(const char *desc, bool port2, const char *mac, __u32 reason, 
 			.on_port2 = port2,
 			.on_dummy = !port2,
 			.pkt = TCP4(port2 ? BETA4 : DELTA4, OK4, 40000, 80, .eth_src = mac),
-			.verdict = reason < FW_REASON_FIRST_DROP ? TC_ACT_OK : TC_ACT_SHOT,
+			.verdict = fw_reason_drops(reason) ? TC_ACT_SHOT : TC_ACT_OK,
 			.reason = reason,
 			.subject = subject};
 	/* events: the rate-limit scenario before left a small budget */

@@ -1151,7 +1151,7 @@ static struct {
 	bool ready;
 	int ncpu;
 	struct fw_counter stats[FW_REASON_MAX]; /* as of the last frame */
-	__u64 subj_pass[NSUBJECTS][FW_REASON_FIRST_DROP];
+	__u64 subj_pass[NSUBJECTS][FW_REASON_MAX];
 	__u32 ev_reason[4];
 	size_t nev;
 	/* the input being run, for the report */
@@ -1408,10 +1408,10 @@ static void run_ingress(const __u8 *frame, size_t len)
 	reason_features[reason][v.allow ? v.reason : FW_REASON_MAX]++;
 	if (retval != 0 && retval != 2)
 		fail(frame, len, "ingress returned %u", retval);
-	if ((retval == 0) != (reason < FW_REASON_FIRST_DROP))
+	if ((retval == 0) != !fw_reason_drops(reason))
 		fail(frame, len, "returned %s with reason %s", retval ? "TC_ACT_SHOT" : "TC_ACT_OK",
 		     fw_reason_name(reason));
-	if (reason < FW_REASON_FIRST_DROP ? h.nev != 0 : h.nev != 1 || h.ev_reason[0] != reason)
+	if (!fw_reason_drops(reason) ? h.nev != 0 : h.nev != 1 || h.ev_reason[0] != reason)
 		fail(frame, len, "%zu deny events (reason %s) for %s", h.nev,
 		     h.nev ? fw_reason_name(h.ev_reason[0]) : "-", fw_reason_name(reason));
 
@@ -1452,8 +1452,9 @@ static void run_ingress(const __u8 *frame, size_t len)
 		if (si == NSUBJECTS || fw_dp_subject_stats_read(h.dp, v.subject, sstats))
 			fail(frame, len, "can't read subject %u's counters", v.subject);
 		h.subj_pass[si][reason]++;
-		for (__u32 r = 0; r < FW_REASON_FIRST_DROP; r++)
-			if (r != FW_PASS_NEIGH && sstats[r] != h.subj_pass[si][r])
+		for (__u32 r = 0; r < FW_REASON_MAX; r++)
+			if (!fw_reason_drops(r) && r != FW_PASS_NEIGH &&
+			    sstats[r] != h.subj_pass[si][r])
 				fail(frame, len, "%s's %s counter is %llu, expected %llu",
 				     o.subj[si].def->name, fw_reason_name(r),
 				     (unsigned long long)sstats[r],
@@ -1607,8 +1608,8 @@ static void summary(void)
 		return;
 	fprintf(stderr, "ingress fuzz: %llu frames (%llu more refused by test_run); passes:",
 		(unsigned long long)h.frames, (unsigned long long)h.refused);
-	for (__u32 r = 0; r < FW_REASON_FIRST_DROP; r++)
-		if (h.passes[r])
+	for (__u32 r = 0; r < FW_REASON_MAX; r++)
+		if (!fw_reason_drops(r) && h.passes[r])
 			fprintf(stderr, " %s %llu", fw_reason_name(r),
 				(unsigned long long)h.passes[r]);
 	fprintf(stderr, "\n  dropped though the oracle allows:");
@@ -1673,7 +1674,7 @@ static int isolate(void)
 
 static int subject_put(const struct world_subject *d)
 {
-	struct fw_static_subject spec;
+	struct fw_subject_spec spec;
 	char err[256] = "";
 	int ret;
 

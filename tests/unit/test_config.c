@@ -92,7 +92,7 @@ static const char full[] = "# every key there is\n"
 
 Test(config, full_file)
 {
-	const struct fw_static_subject *a, *b;
+	const struct fw_subject_spec *a, *b;
 
 	cr_assert_eq(load(full), 0, "%s", err);
 	cr_expect_eq(cfg.log_level, FW_LOG_DEBUG);
@@ -474,14 +474,14 @@ Test(config, dns_defaults)
 	cr_assert_eq(load("log_level: info\n"), 0, "%s", err);
 	cr_expect(cfg.dns_proxy);
 	cr_expect(cfg.dns_redirect_all);
-	cr_expect_eq(cfg.dns_port, 15353);
+	cr_expect_eq(cfg.dnsp.port, 15353);
 	cr_expect_eq(cfg.dns_nupstreams, 0);
 	cr_expect_str_eq(cfg.dns_resolv_conf, "/etc/resolv.conf");
-	cr_expect_eq(cfg.lease_add_s, 60);
-	cr_expect_eq(cfg.lease_min_s, 60);
-	cr_expect_eq(cfg.lease_max_s, 360);
-	cr_expect_eq(cfg.dns_timeout_ns, 5000000000ull);
-	cr_expect_eq(cfg.max_learned_per_subject, 4096);
+	cr_expect_eq(cfg.learn.lease_add_s, 60);
+	cr_expect_eq(cfg.learn.lease_min_s, 60);
+	cr_expect_eq(cfg.learn.lease_max_s, 360);
+	cr_expect_eq(cfg.dnsp.timeout_ns, 5000000000ull);
+	cr_expect_eq(cfg.learn.max_per_subject, 4096);
 	cr_expect_eq(cfg.max_conns_per_subject, 1024);
 }
 
@@ -511,7 +511,7 @@ Test(config, dns_section)
 	cr_assert_eq(load(y), 0, "%s", err);
 	cr_expect(cfg.dns_proxy);
 	cr_expect(!cfg.dns_redirect_all);
-	cr_expect_eq(cfg.dns_port, 5300);
+	cr_expect_eq(cfg.dnsp.port, 5300);
 	cr_assert_eq(cfg.dns_nupstreams, 4);
 	expect_ip(&cfg.dns_upstreams[0].ip, "198.51.100.53");
 	cr_expect_eq(cfg.dns_upstreams[0].port, 53);
@@ -522,20 +522,20 @@ Test(config, dns_section)
 	expect_ip(&cfg.dns_upstreams[3].ip, "2001:db8::54");
 	cr_expect_eq(cfg.dns_upstreams[3].port, 5353);
 	cr_expect_str_eq(cfg.dns_resolv_conf, "/run/resolv.conf");
-	cr_expect_eq(cfg.dns_timeout_ns, 2000000000ull);
-	cr_expect_eq(cfg.dns_probe_interval_ns, 0);
-	cr_expect_eq(cfg.dns_workers, 4);
-	cr_expect_eq(cfg.dns_max_tcp_clients, 64);
-	cr_expect_eq(cfg.dns_max_tcp_per_client, 8);
-	cr_expect_eq(cfg.dns_tcp_query_ns, 3000000000ull);
-	cr_expect(cfg.dns_case_randomize);
-	cr_expect_eq(cfg.lease_add_s, 0);
-	cr_expect_eq(cfg.lease_min_s, 2);
-	cr_expect_eq(cfg.lease_max_s, 4);
-	cr_expect_eq(cfg.max_learned_per_subject, 0);
+	cr_expect_eq(cfg.dnsp.timeout_ns, 2000000000ull);
+	cr_expect_eq(cfg.dnsp.probe_interval_ns, 0);
+	cr_expect_eq(cfg.dnsp.workers, 4);
+	cr_expect_eq(cfg.dnsp.max_tcp_clients, 64);
+	cr_expect_eq(cfg.dnsp.max_tcp_per_client, 8);
+	cr_expect_eq(cfg.dnsp.tcp_idle_ns, 3000000000ull);
+	cr_expect(cfg.dnsp.case_randomize);
+	cr_expect_eq(cfg.learn.lease_add_s, 0);
+	cr_expect_eq(cfg.learn.lease_min_s, 2);
+	cr_expect_eq(cfg.learn.lease_max_s, 4);
+	cr_expect_eq(cfg.learn.max_per_subject, 0);
 	cr_expect_eq(cfg.max_conns_per_subject, 16);
-	cr_expect_eq(cfg.refresh_interval_ns, 1000000000ull);
-	cr_expect_eq(cfg.tcp_idle_ns, 600000000000ull);
+	cr_expect_eq(cfg.learn.refresh_interval_ns, 1000000000ull);
+	cr_expect_eq(cfg.learn.tcp_idle_ns, 600000000000ull);
 }
 
 Test(config, malformed_table)

@@ -104,6 +104,20 @@ echo "# verdict table: $vp rows passed, $vf failed ($((SECONDS - t0))s)"
 PASSED=$((PASSED + vp)) FAILED=$((FAILED + vf))
 feature test_run "$vp/$((vp + vf))"
 
+echo "# 1b. pinned-map ABI: migration from the previous layout, refusals"
+if [ -x "$BUILD/tests/abi_migrate" ]; then
+	t0=$SECONDS
+	"$BUILD/tests/abi_migrate" >"$TMP/abi" 2>&1
+	arc=$?
+	grep -E '^not ok' "$TMP/abi" | sed 's/^/# abi: /'
+	read -r ap af < <(awk '/[0-9]+ passed, [0-9]+ failed/ { p = $(NF - 3); f = $(NF - 1) } END { print p + 0, f + 0 }' "$TMP/abi")
+	[ "$arc" -ne 0 ] && [ "$af" -eq 0 ] && af=1 && tail -20 "$TMP/abi" | sed 's/^/# abi: /'
+	echo "# ABI checks: $ap passed, $af failed ($((SECONDS - t0))s)"
+	PASSED=$((PASSED + ap)) FAILED=$((FAILED + af))
+else
+	not_ok "$BUILD/tests/abi_migrate is missing"
+fi
+
 echo "# 2. topology: pod bridge with two sandbox ports, a simulated internet"
 { ip netns add "$POD" && ip netns add "$INET" && ip netns add "$SBA" && ip netns add "$SBB"; } ||
 	{ not_ok "create network namespaces"; summary; }

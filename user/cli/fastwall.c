@@ -21,7 +21,8 @@ enum { EXIT_USAGE = 2, EXIT_NOSTATE = 3 };
 struct cli {
 	const char *bpffs;
 	struct fw_dp *dp;
-	bool all; /* also zero counters */
+	bool all;      /* also zero counters */
+	bool markdown; /* reasons: the docs table */
 };
 
 static const char *state_name(__u8 s)
@@ -73,13 +74,13 @@ static int cmd_status(struct cli *c)
 		return err;
 	printf("\n%-20s %12s %14s\n", "verdict", "packets", "bytes");
 	for (__u32 r = 0; r < FW_REASON_MAX; r++) {
-		if (r < FW_REASON_FIRST_DROP)
+		if (!fw_reason_drops(r))
 			pass += ctr[r].packets;
 		else
 			drop += ctr[r].packets;
 		if (!ctr[r].packets && !c->all)
 			continue;
-		printf("%-5s %-14s %12llu %14llu\n", r < FW_REASON_FIRST_DROP ? "pass" : "drop",
+		printf("%-5s %-14s %12llu %14llu\n", fw_reason_drops(r) ? "drop" : "pass",
 		       fw_reason_name(r), (unsigned long long)ctr[r].packets,
 		       (unsigned long long)ctr[r].bytes);
 	}
@@ -95,9 +96,8 @@ static void print_counts(const __u64 *p, bool all)
 	for (__u32 r = 0; r < FW_REASON_MAX; r++) {
 		if (!p[r] && !all)
 			continue;
-		printf("%s%s %s=%llu", any ? "," : "      ",
-		       r < FW_REASON_FIRST_DROP ? "pass" : "drop", fw_reason_name(r),
-		       (unsigned long long)p[r]);
+		printf("%s%s %s=%llu", any ? "," : "      ", fw_reason_drops(r) ? "drop" : "pass",
+		       fw_reason_name(r), (unsigned long long)p[r]);
 		any = true;
 	}
 	if (any)
@@ -252,14 +252,31 @@ static int cmd_leases(struct cli *c)
 	return 0;
 }
 
+/* The reason table this build was compiled with; no pins needed. */
+static int cmd_reasons(struct cli *c)
+{
+	if (c->markdown) {
+		fw_reasons_markdown(stdout);
+		return 0;
+	}
+	printf("%-3s %-5s %-18s %s\n", "#", "", "reason", "meaning");
+	for (__u32 r = 0; r < FW_REASON_MAX; r++)
+		if (fw_reason_meaning(r))
+			printf("%-3u %-5s %-18s %s\n", r, fw_reason_drops(r) ? "drop" : "pass",
+			       fw_reason_name(r), fw_reason_meaning(r));
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(struct cli *c);
+	bool pins; /* reads the pinned maps */
 	const char *help;
 } cmds[] = {
-	{"status", cmd_status, "attached interfaces and verdict counters"},
-	{"subjects", cmd_subjects, "subjects with state, addresses and counters"},
-	{"leases", cmd_leases, "DNS-learned addresses and their remaining lease"},
+	{"status", cmd_status, true, "attached interfaces and verdict counters"},
+	{"subjects", cmd_subjects, true, "subjects with state, addresses and counters"},
+	{"leases", cmd_leases, true, "DNS-learned addresses and their remaining lease"},
+	{"reasons", cmd_reasons, false, "verdict reasons: number, pass or drop, name, meaning"},
 };
 
 static void usage(FILE *out)
@@ -270,6 +287,7 @@ static void usage(FILE *out)
 	fprintf(out, "\noptions:\n"
 		     "  -b, --bpffs DIR   pin directory (default " FW_DEFAULT_BPFFS ")\n"
 		     "  -a, --all         show zero counters too\n"
+		     "  -m, --markdown    reasons: as the Markdown table of docs/operations.md\n"
 		     "  -h, --help        this text\n");
 }
 
@@ -278,19 +296,23 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{"bpffs", required_argument, NULL, 'b'},
 		{"all", no_argument, NULL, 'a'},
+		{"markdown", no_argument, NULL, 'm'},
 		{"help", no_argument, NULL, 'h'},
 		{},
 	};
 	struct cli c = {.bpffs = FW_DEFAULT_BPFFS};
 	int opt, err;
 
-	while ((opt = getopt_long(argc, argv, "b:ah", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "b:amh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'b':
 			c.bpffs = optarg;
 			break;
 		case 'a':
 			c.all = true;
+			break;
+		case 'm':
+			c.markdown = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -309,7 +331,12 @@ int main(int argc, char **argv)
 			continue;
 		fw_log_level = FW_LOG_ERROR;
 		fw_dp_quiet();
-		err = fw_dp_open_pinned(c.bpffs, &c.dp);
+		err = cmds[i].pins ? fw_dp_open_pinned(c.bpffs, &c.dp) : 0;
+		if (err == -EPROTO) {
+			/* fw_dp_open_pinned said which ABI it found */
+			fprintf(stderr, "fastwall: can't read the pins under %s\n", c.bpffs);
+			return EXIT_NOSTATE;
+		}
 		if (err) {
 			fprintf(stderr, "fastwall: no data plane pinned under %s: %s\n", c.bpffs,
 				strerror(-err));

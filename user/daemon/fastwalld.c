@@ -3,7 +3,10 @@
  * sandbox-facing interface (including ports that appear later), programs
  * the static subjects of its YAML config, reloads them on SIGHUP, runs the
  * DNS proxy (its own worker threads) and the lease refresh, and reports
- * deny events. One epoll thread besides the proxy's and the HTTP server's. */
+ * deny events. One event loop thread (common/loop.h) besides the proxy's
+ * and the HTTP server's: signals, link events and the deny-event ring are
+ * its watches; the actions tick, the reaper and the lease refresh round
+ * are its timers. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fnmatch.h>
@@ -18,7 +21,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -36,6 +38,7 @@
 #include "datapath/l2bind.h"
 #include "datapath/links.h"
 #include "common/log.h"
+#include "common/loop.h"
 #include "common/secmem.h"
 #include "subjects/registry.h"
 
@@ -60,13 +63,12 @@ struct fw_daemon {
 	struct fw_http *http;
 	struct fw_learn *learn;
 	struct fw_dnsp *dnsp;
-	__u64 last_tick_ns;
+	struct fw_loop *loop;
+	struct fw_loop_timer tick_timer;    /* fw_actions_tick, every second */
+	struct fw_loop_timer reap_timer;    /* fw_reg_reap */
+	struct fw_loop_timer refresh_timer; /* fw_learn_tick, every refresh_interval_ns */
 	__u64 last_refresh_ns;
-	__u64 next_reap_ns; /* the reaper's duty cycle */
 	int link_fd;
-	int sig_fd;
-	int epoll_fd;
-	bool stop;
 	bool level_forced;	  /* --log-level wins over the config */
 	struct fw_ifset attached; /* interfaces we attached to, for logging once */
 	/* the pod namespace's own addresses, from rtnetlink, which
@@ -112,7 +114,7 @@ static void l2_bind(struct fw_daemon *d, const struct fw_link *l)
 	int err;
 
 	for (size_t i = 0; i < d->cfg.nsubjects && !have_peer; i++) {
-		const struct fw_static_subject *s = &d->cfg.subjects[i];
+		const struct fw_subject_spec *s = &d->cfg.subjects[i];
 
 		if (s->has_mac && !strcmp(s->ifname, l->name)) {
 			memcpy(peer, s->mac, sizeof(peer));
@@ -507,13 +509,7 @@ static void on_dns_event(void *ctx, const struct fw_learn_event *ev)
 
 static void learn_config(const struct fw_cfg *cfg, struct fw_learn_config *lc)
 {
-	fw_learn_config_init(lc);
-	lc->lease_add_s = cfg->lease_add_s;
-	lc->lease_min_s = cfg->lease_min_s;
-	lc->lease_max_s = cfg->lease_max_s;
-	lc->max_per_subject = cfg->max_learned_per_subject;
-	lc->refresh_interval_ns = cfg->refresh_interval_ns;
-	lc->tcp_idle_ns = cfg->tcp_idle_ns;
+	*lc = cfg->learn; /* the learner's keys, its own defaults for the rest */
 	lc->event_burst = cfg->event_burst;
 	lc->event_interval_ns = cfg->event_rate ? 1000000000ull / cfg->event_rate : 0;
 }
@@ -573,24 +569,17 @@ static int dns_start(struct fw_daemon *d)
 	};
 	int err;
 
-	fw_dnsp_config_init(&pc);
-	pc.port = d->cfg.dns_port;
+	pc = d->cfg.dnsp; /* the proxy's keys, its own defaults for the rest */
 	pc.ipv6 = true;
-	pc.workers = d->cfg.dns_workers;
-	pc.timeout_ns = d->cfg.dns_timeout_ns;
-	pc.probe_interval_ns = d->cfg.dns_probe_interval_ns;
-	pc.max_tcp_clients = d->cfg.dns_max_tcp_clients;
-	pc.max_tcp_per_client = d->cfg.dns_max_tcp_per_client;
-	pc.tcp_idle_ns = d->cfg.dns_tcp_query_ns;
-	pc.case_randomize = d->cfg.dns_case_randomize;
-	pc.ttl_cap = d->cfg.lease_max_s;
+	pc.ttl_cap = d->cfg.learn.lease_max_s;
 	upstreams_of(&d->cfg, pc.upstreams, &pc.nupstreams);
 	err = fw_dnsp_start(&pc, &hooks, &d->dnsp);
 	if (err) {
-		fw_err("can't start the DNS proxy on port %u: %s", d->cfg.dns_port, strerror(-err));
+		fw_err("can't start the DNS proxy on port %u: %s", d->cfg.dnsp.port,
+		       strerror(-err));
 		return err;
 	}
-	fw_info("dns proxy listening on port %u, %zu upstreams, redirect %s", d->cfg.dns_port,
+	fw_info("dns proxy listening on port %u, %zu upstreams, redirect %s", d->cfg.dnsp.port,
 		pc.nupstreams, d->cfg.dns_redirect_all ? "all DNS" : "gateway DNS only");
 	return 0;
 }
@@ -616,7 +605,7 @@ static int apply_datapath(struct fw_daemon *d, const struct fw_cfg *cfg)
 		k.flags |= FW_CF_DNS_PROXY;
 		if (cfg->dns_redirect_all)
 			k.flags |= FW_CF_DNS_ALL;
-		k.dns_port = cfg->dns_port;
+		k.dns_port = cfg->dnsp.port;
 	}
 
 	if (cfg->ndoh_blocklist) {
@@ -666,20 +655,20 @@ static void reload(struct fw_daemon *d)
 	if (strcmp(next.bpffs, d->cfg.bpffs) != 0)
 		fw_warn("datapath.bpffs changes only on restart; keeping %s", d->cfg.bpffs);
 	snprintf(next.bpffs, sizeof(next.bpffs), "%s", d->cfg.bpffs);
-	if (next.dns_proxy != d->cfg.dns_proxy || next.dns_port != d->cfg.dns_port ||
-	    next.dns_workers != d->cfg.dns_workers ||
-	    next.dns_max_tcp_clients != d->cfg.dns_max_tcp_clients ||
-	    next.dns_max_tcp_per_client != d->cfg.dns_max_tcp_per_client ||
-	    next.dns_tcp_query_ns != d->cfg.dns_tcp_query_ns ||
-	    next.dns_case_randomize != d->cfg.dns_case_randomize)
+	if (next.dns_proxy != d->cfg.dns_proxy || next.dnsp.port != d->cfg.dnsp.port ||
+	    next.dnsp.workers != d->cfg.dnsp.workers ||
+	    next.dnsp.max_tcp_clients != d->cfg.dnsp.max_tcp_clients ||
+	    next.dnsp.max_tcp_per_client != d->cfg.dnsp.max_tcp_per_client ||
+	    next.dnsp.tcp_idle_ns != d->cfg.dnsp.tcp_idle_ns ||
+	    next.dnsp.case_randomize != d->cfg.dnsp.case_randomize)
 		fw_warn("dns.proxy, port, workers, case_randomize and the TCP client limits change "
 			"only on restart");
 	next.dns_proxy = d->cfg.dns_proxy;
-	next.dns_port = d->cfg.dns_port;
+	next.dnsp.port = d->cfg.dnsp.port;
 	/* what runs is what the next reload compares with */
-	next.dns_max_tcp_per_client = d->cfg.dns_max_tcp_per_client;
-	next.dns_tcp_query_ns = d->cfg.dns_tcp_query_ns;
-	next.dns_case_randomize = d->cfg.dns_case_randomize;
+	next.dnsp.max_tcp_per_client = d->cfg.dnsp.max_tcp_per_client;
+	next.dnsp.tcp_idle_ns = d->cfg.dnsp.tcp_idle_ns;
+	next.dnsp.case_randomize = d->cfg.dnsp.case_randomize;
 	if (d->learn) {
 		struct fw_learn_config lc;
 
@@ -696,7 +685,8 @@ static void reload(struct fw_daemon *d)
 
 	ret = apply_datapath(d, &next);
 	if (!ret)
-		ret = fw_reg_sync_static(&d->reg, &next, false);
+		ret = fw_reg_sync_static(&d->reg, &next.overlay, next.subjects, next.nsubjects,
+					 false);
 	if (d->actions_on)
 		fw_actions_reclaim(&d->actions); /* addresses a removed static subject held */
 	fw_cfg_free(&d->cfg);
@@ -710,35 +700,114 @@ static void reload(struct fw_daemon *d)
 		fw_info("reloaded %s: %zu static subjects", d->config_path, d->cfg.nsubjects);
 }
 
-static int on_signal(struct fw_daemon *d)
+/* A reload may change the refresh interval: the round runs at the new
+ * one from the last round, as if it had always been set. */
+static void refresh_rearm(struct fw_daemon *d, __u64 was)
 {
-	struct signalfd_siginfo si;
+	__u64 now = fw_loop_now(d->loop),
+	      due = d->last_refresh_ns + d->cfg.learn.refresh_interval_ns;
 
-	while (read(d->sig_fd, &si, sizeof(si)) == sizeof(si)) {
-		switch (si.ssi_signo) {
-		case SIGHUP:
-			reload(d);
-			break;
-		case SIGINT:
-		case SIGTERM:
-			fw_info("stopping on signal %u; kernel state stays in place", si.ssi_signo);
-			d->stop = true;
-			break;
-		}
+	if (d->cfg.learn.refresh_interval_ns == was || !fw_loop_timer_armed(&d->refresh_timer))
+		return;
+	fw_loop_timer_arm(d->loop, &d->refresh_timer, due > now ? due - now : 0);
+}
+
+static void on_signal(struct fw_loop *l, int signo, void *ctx)
+{
+	struct fw_daemon *d = ctx;
+	__u64 was;
+
+	switch (signo) {
+	case SIGHUP:
+		was = d->cfg.learn.refresh_interval_ns;
+		reload(d);
+		refresh_rearm(d, was);
+		break;
+	case SIGINT:
+	case SIGTERM:
+		fw_info("stopping on signal %u; kernel state stays in place", (unsigned)signo);
+		fw_loop_stop(l);
+		break;
 	}
-	return 0;
 }
 
-static int epoll_add(int epfd, int fd, __u32 tag)
+static void on_links(struct fw_loop *l, int fd, __u32 events, void *ctx)
 {
-	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = tag};
+	struct fw_daemon *d = ctx;
+	int err;
 
-	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev))
-		return -errno;
-	return 0;
+	(void)l;
+	(void)events;
+	/* on_link attached what the events announced; only lost events need
+	 * a full listing */
+	err = fw_links_read(fd, on_link, on_addr, d);
+	if (err == -ENOBUFS) {
+		fw_warn("link events overflowed; listing interfaces and addresses again");
+		fw_ifset_clear(&d->attached);
+		pod_addrs_dump(d);
+		attach_all(d);
+	} else {
+		l2_reserve(d);
+		fw_reg_links_changed(&d->reg);
+	}
+	local_sync(d);
 }
 
-enum { TAG_SIGNAL = 1, TAG_LINKS, TAG_EVENTS };
+static void on_events(struct fw_loop *l, int fd, __u32 events, void *ctx)
+{
+	struct fw_daemon *d = ctx;
+
+	(void)l;
+	(void)fd;
+	(void)events;
+	ring_buffer__consume(d->events);
+}
+
+static __u64 tick_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
+{
+	struct fw_daemon *d = ctx;
+
+	(void)l;
+	(void)t;
+	fw_actions_tick(&d->actions);
+	return FW_NSEC_PER_SEC;
+}
+
+/* What removals left in the kernel: one scan per map for every subject
+ * removed at least a second ago (nothing when none was), every second and
+ * at most a tenth of the time: a scan of a million learned addresses takes
+ * about half a second here. */
+static __u64 reap_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
+{
+	struct fw_daemon *d = ctx;
+	__u64 t0 = fw_now_ns(), took;
+	int err;
+
+	(void)l;
+	(void)t;
+	err = fw_reg_reap(&d->reg, FW_REAP_AGE_NS);
+	if (err < 0)
+		fw_warn("reaping removed subjects: %s", strerror(-err));
+	took = fw_now_ns() - t0;
+	if (err > 0 && took * 9 > FW_NSEC_PER_SEC)
+		return took * 9;
+	return FW_NSEC_PER_SEC;
+}
+
+static __u64 refresh_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
+{
+	struct fw_daemon *d = ctx;
+	int err;
+
+	(void)t;
+	d->last_refresh_ns = fw_loop_now(l);
+	err = fw_learn_tick(d->learn);
+	if (err)
+		fw_warn("lease refresh: %s", strerror(-err));
+	/* the config takes 1 s at least; 0 would stop the rounds */
+	return d->cfg.learn.refresh_interval_ns ? d->cfg.learn.refresh_interval_ns
+						: FW_NSEC_PER_SEC;
+}
 
 /* Says what the running kernel supports; fails on what the data plane
  * cannot do without (everything here is in 5.10, the supported floor). */
@@ -837,15 +906,22 @@ static int run(struct fw_daemon *d)
 	if (err)
 		return FW_EXIT_KERNEL;
 	/* subjects first, then attach: a newly attached port enforces at once */
-	err = fw_reg_sync_static(&d->reg, &d->cfg, true);
+	err = fw_reg_sync_static(&d->reg, &d->cfg.overlay, d->cfg.subjects, d->cfg.nsubjects, true);
 	if (err)
 		fw_err("some static subjects could not be programmed: %s", strerror(-err));
 
 	if (d->cfg.actions_enabled) {
+		struct fw_actions_opts ao = {
+			.restart_wipe = d->cfg.actions_restart_wipe,
+			.bind_host_veth = d->cfg.actions_bind_host_veth,
+			.grace_ns = d->cfg.actions_grace_ns,
+			.pending_ttl_ns = d->cfg.actions_pending_ttl_ns,
+		};
+
 		/* secrets may arrive from here on: no core dumps, no ptrace */
 		fw_secmem_process_init();
 		fw_secmem_wipe_json();
-		err = fw_actions_init(&d->actions, &d->reg, &d->cfg);
+		err = fw_actions_init(&d->actions, &d->reg, &ao);
 		if (err) {
 			fw_err("can't start the actions handler: %s", strerror(-err));
 			return FW_EXIT_FAILURE;
@@ -866,20 +942,38 @@ static int run(struct fw_daemon *d)
 	pod_addrs_dump(d);
 	local_sync(d);
 	attach_all(d);
+	/* the new programs replaced the old ones everywhere: the maps they
+	 * no longer use can go (a failure leaves them for the next start) */
+	err = fw_dp_migrate_finish(d->dp);
+	if (err)
+		fw_warn("can't finish the migration of the pinned maps: %s", strerror(-err));
 
 	d->events = ring_buffer__new(d->dp->events_fd, on_event, d, NULL);
 	if (!d->events) {
 		fw_err("can't open the event ring: %s", strerror(errno));
 		return FW_EXIT_KERNEL;
 	}
-	d->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	d->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	if (d->sig_fd < 0 || d->epoll_fd < 0 || epoll_add(d->epoll_fd, d->sig_fd, TAG_SIGNAL) ||
-	    epoll_add(d->epoll_fd, d->link_fd, TAG_LINKS) ||
-	    epoll_add(d->epoll_fd, ring_buffer__epoll_fd(d->events), TAG_EVENTS)) {
-		fw_err("can't set up the event loop: %s", strerror(errno));
+	err = fw_loop_new(&d->loop);
+	if (!err)
+		err = fw_loop_signals(d->loop, &mask, on_signal, d);
+	if (!err)
+		err = fw_loop_watch_add(d->loop, d->link_fd, EPOLLIN, on_links, d, NULL);
+	if (!err)
+		err = fw_loop_watch_add(d->loop, ring_buffer__epoll_fd(d->events), EPOLLIN,
+					on_events, d, NULL);
+	if (err) {
+		fw_err("can't set up the event loop: %s", strerror(-err));
 		return FW_EXIT_FAILURE;
 	}
+	/* each runs in the loop's first round, then at its own pace */
+	if (d->actions_on) {
+		fw_loop_timer_init(&d->tick_timer, tick_timer, d);
+		fw_loop_timer_arm(d->loop, &d->tick_timer, 0);
+	}
+	fw_loop_timer_init(&d->reap_timer, reap_timer, d);
+	fw_loop_timer_arm(d->loop, &d->reap_timer, 0);
+	fw_loop_timer_init(&d->refresh_timer, refresh_timer, d);
+	fw_loop_timer_arm(d->loop, &d->refresh_timer, 0);
 	fw_info("fastwalld ready: %zu subjects, config %s", fw_reg_count(&d->reg), d->config_path);
 	/* the kernel enforces the adopted leases meanwhile; the table that
 	 * refreshes and collects them fills in the background */
@@ -887,67 +981,10 @@ static int run(struct fw_daemon *d)
 	if (err)
 		fw_warn("can't adopt learned addresses: %s", strerror(-err));
 
-	while (!d->stop) {
-		struct epoll_event evs[8];
-		int n = epoll_wait(d->epoll_fd, evs, 8, 1000);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			fw_err("epoll_wait: %s", strerror(errno));
-			return FW_EXIT_FAILURE;
-		}
-		if (d->actions_on && fw_now_ns() - d->last_tick_ns >= 1000000000ull) {
-			d->last_tick_ns = fw_now_ns();
-			fw_actions_tick(&d->actions);
-		}
-		/* what removals left in the kernel: one scan per map for every
-		 * subject removed at least a second ago (nothing when none
-		 * was), at most a tenth of the time: a scan of a million
-		 * learned addresses takes about half a second here */
-		if (fw_now_ns() >= d->next_reap_ns) {
-			__u64 t0 = fw_now_ns(), took;
-
-			err = fw_reg_reap(&d->reg, FW_REAP_AGE_NS);
-			if (err < 0)
-				fw_warn("reaping removed subjects: %s", strerror(-err));
-			took = fw_now_ns() - t0;
-			if (err > 0)
-				d->next_reap_ns =
-					fw_now_ns() + (took * 9 > FW_REAP_AGE_NS ? took * 9 : 0);
-		}
-		if (fw_now_ns() - d->last_refresh_ns >= d->cfg.refresh_interval_ns) {
-			d->last_refresh_ns = fw_now_ns();
-			err = fw_learn_tick(d->learn);
-			if (err)
-				fw_warn("lease refresh: %s", strerror(-err));
-		}
-		for (int i = 0; i < n; i++) {
-			switch (evs[i].data.u32) {
-			case TAG_SIGNAL:
-				on_signal(d);
-				break;
-			case TAG_LINKS:
-				/* on_link attached what the events announced; only
-				 * lost events need a full listing */
-				err = fw_links_read(d->link_fd, on_link, on_addr, d);
-				if (err == -ENOBUFS) {
-					fw_warn("link events overflowed; listing interfaces and "
-						"addresses again");
-					fw_ifset_clear(&d->attached);
-					pod_addrs_dump(d);
-					attach_all(d);
-				} else {
-					l2_reserve(d);
-					fw_reg_links_changed(&d->reg);
-				}
-				local_sync(d);
-				break;
-			case TAG_EVENTS:
-				ring_buffer__consume(d->events);
-				break;
-			}
-		}
+	err = fw_loop_run(d->loop);
+	if (err) {
+		fw_err("epoll_wait: %s", strerror(-err));
+		return FW_EXIT_FAILURE;
 	}
 	ring_buffer__consume(d->events);
 	return FW_EXIT_OK;
@@ -1001,6 +1038,46 @@ static int check(const char *config_path)
 	return FW_EXIT_OK;
 }
 
+/* config-keys --markdown | --schema | --doc FILE: the configuration key
+ * tables as Markdown, as a JSON Schema, or FILE with its marked tables
+ * regenerated (how docs/config.md is kept in step with the code). */
+static int config_keys(int argc, char **argv)
+{
+	char err[FW_CFG_ERR_LEN];
+	char *text = NULL;
+	size_t cap = 0;
+	FILE *f;
+	int ret;
+
+	if (argc == 2 && strcmp(argv[1], "--markdown") == 0) {
+		fw_cfg_keys_markdown(stdout);
+		return FW_EXIT_OK;
+	}
+	if (argc == 2 && strcmp(argv[1], "--schema") == 0) {
+		fw_cfg_keys_schema(stdout);
+		return FW_EXIT_OK;
+	}
+	if (argc != 3 || strcmp(argv[1], "--doc") != 0) {
+		fprintf(stderr,
+			"usage: fastwalld config-keys --markdown | --schema | --doc FILE\n");
+		return FW_EXIT_USAGE;
+	}
+	f = fopen(argv[2], "r");
+	if (!f || getdelim(&text, &cap, '\0', f) < 0) {
+		fprintf(stderr, "can't read %s: %s\n", argv[2], strerror(errno));
+		if (f)
+			fclose(f);
+		free(text);
+		return FW_EXIT_FAILURE;
+	}
+	fclose(f);
+	ret = fw_cfg_keys_doc(text, stdout, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "%s: %s\n", argv[2], err);
+	free(text);
+	return ret ? FW_EXIT_FAILURE : FW_EXIT_OK;
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -1009,6 +1086,8 @@ static void usage(FILE *out)
 		"       fastwalld [OPTIONS] detach [--purge]\n"
 		"                                         remove fastwall from every interface\n"
 		"                                         (--purge also unpins its maps)\n"
+		"       fastwalld config-keys --markdown | --schema | --doc FILE\n"
+		"                                         the configuration keys as docs\n"
 		"\n"
 		"options:\n"
 		"  -c, --config FILE     YAML configuration (default " FW_DEFAULT_CONFIG ")\n"
@@ -1035,6 +1114,8 @@ int main(int argc, char **argv)
 	bool purge = false;
 	int c, ret;
 
+	if (argc >= 2 && strcmp(argv[1], "config-keys") == 0)
+		return config_keys(argc - 1, argv + 1);
 	while ((c = getopt_long(argc, argv, "c:b:l:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -1099,10 +1180,7 @@ int main(int argc, char **argv)
 	fw_reg_free(&d->reg);
 	fw_dp_close(d->dp);
 	fw_cfg_free(&d->cfg);
-	if (d->sig_fd > 0)
-		close(d->sig_fd);
-	if (d->epoll_fd > 0)
-		close(d->epoll_fd);
+	fw_loop_free(d->loop);
 	if (d->link_fd > 0)
 		close(d->link_fd);
 	fw_ifset_free(&d->attached);

@@ -9,14 +9,17 @@
 #include <net/if.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "fastwall/abi.h"
 #include "common/log.h"
+#include "dns/learn_keys.h"
+#include "dns/proxy.h"
 #include "policy/policy.h"
+#include "subjects/registry.h"
 
-#define FW_DEFAULT_BPFFS     "/sys/fs/bpf/fastwall"
-#define FW_CFG_ERR_LEN	     512
-#define FW_SUBJECT_MAX_ADDRS 8
+#define FW_DEFAULT_BPFFS "/sys/fs/bpf/fastwall"
+#define FW_CFG_ERR_LEN	 512
 
 enum fw_doh_mode {
 	FW_DOH_OFF = 0,
@@ -24,22 +27,7 @@ enum fw_doh_mode {
 	FW_DOH_STRICT, /* block all TCP 443 */
 };
 
-struct fw_static_subject {
-	char name[FW_NAME_LEN];
-	struct fw_ip addrs[FW_SUBJECT_MAX_ADDRS];
-	size_t naddrs;
-	char ifname[IF_NAMESIZE]; /* "" = not bound to an interface */
-	bool has_mac;		  /* mac: the only source MAC its interface accepts */
-	__u8 mac[6];
-	bool has_gateway[FW_FAM_MAX];
-	struct fw_ip gateway[FW_FAM_MAX];
-	bool has_private[FW_FAM_MAX];
-	struct fw_prefix private_net[FW_FAM_MAX];
-	__u8 state; /* FW_STATE_ACTIVE (default) or FW_STATE_DENYING */
-	struct fw_policy policy;
-};
-
-#define FW_CFG_MAX_UPSTREAMS 10
+#define FW_CFG_MAX_UPSTREAMS FW_DNSP_MAX_UPSTREAMS
 
 struct fw_cfg_upstream {
 	struct fw_ip ip;
@@ -57,6 +45,7 @@ struct fw_cfg {
 	size_t nlocal;
 	struct fw_port_key *local_ports; /* open on pod-local addresses */
 	size_t nlocal_ports;
+	bool doh_block; /* doh.block as written; doh_mode follows from it */
 	enum fw_doh_mode doh_mode;
 	struct fw_prefix *doh_blocklist;
 	size_t ndoh_blocklist;
@@ -76,23 +65,15 @@ struct fw_cfg {
 	/* dns: the DNS proxy, redirection and learned leases */
 	bool dns_proxy;	       /* redirect DNS to the gateway to the proxy */
 	bool dns_redirect_all; /* ... and DNS to every other resolver */
-	__u16 dns_port;
 	struct fw_cfg_upstream dns_upstreams[FW_CFG_MAX_UPSTREAMS]; /* none: resolv.conf */
 	size_t dns_nupstreams;
 	char dns_resolv_conf[256];
-	__u64 dns_timeout_ns;
-	__u64 dns_probe_interval_ns; /* 0 = no health probes */
-	__u32 dns_workers;
-	__u32 dns_max_tcp_clients;
-	__u32 dns_max_tcp_per_client; /* per client address */
-	__u64 dns_tcp_query_ns;	      /* a client TCP connection's time per query */
-	bool dns_case_randomize;      /* 0x20 towards the upstreams */
-	__u32 lease_add_s, lease_min_s, lease_max_s;
-	__u32 max_learned_per_subject; /* 0 = no cap */
-	__u32 max_conns_per_subject;   /* fastwall_conns records, 1-FW_MAX_CONNS */
-	__u64 refresh_interval_ns;
-	__u64 tcp_idle_ns;
-	struct fw_static_subject *subjects;
+	/* the proxy's keys (dns/proxy_keys.c); its upstreams are dns_upstreams */
+	struct fw_dnsp_config dnsp;
+	/* the learner's keys (dns/learn_keys.c) */
+	struct fw_learn_config learn;
+	__u32 max_conns_per_subject;	  /* fastwall_conns records, 1-FW_MAX_CONNS */
+	struct fw_subject_spec *subjects; /* the static subjects */
 	size_t nsubjects;
 };
 
@@ -102,5 +83,16 @@ int fw_cfg_load_file(const char *path, struct fw_cfg *cfg, char *err, size_t err
 /* name is used in error messages in place of a file name. */
 int fw_cfg_load_buffer(const char *buf, size_t len, const char *name, struct fw_cfg *cfg, char *err,
 		       size_t errlen);
+
+/* The key tables as docs/config.md shows them: text with each
+ * "<!-- keys: SECTION -->" ... "<!-- end keys -->" region's content
+ * replaced by the generated table, written to out. -EINVAL and err for an
+ * unknown section or a region left open. */
+int fw_cfg_keys_doc(const char *text, FILE *out, char *err, size_t errlen);
+/* Every table, each under a "### `section`" heading. */
+void fw_cfg_keys_markdown(FILE *out);
+/* A JSON Schema (draft 2020-12) of the scalar keys and the mappings that
+ * hold them; list-shaped keys (interfaces, subjects, ...) are not in it. */
+void fw_cfg_keys_schema(FILE *out);
 
 #endif /* FW_CONFIG_H */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* Loading, pinning, attaching and map programming. See datapath.h. */
+/* Attaching and map programming (loading and pinning: load.c). See
+ * datapath.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/pkt_cls.h>
@@ -19,308 +20,6 @@
 #include "datapath/datapath.h"
 #include "egress.skel.h"
 #include "common/log.h"
-
-static const char *const reason_names[FW_REASON_MAX] = {
-	[FW_PASS_ALLOW_CIDR] = "allow-cidr",
-	[FW_PASS_LEARNED] = "learned",
-	[FW_PASS_DEFAULT] = "default-allow",
-	[FW_PASS_DNS_LOCAL] = "dns-local",
-	[FW_PASS_DNS_PROXY] = "dns-proxy",
-	[FW_PASS_POD_LOCAL] = "pod-local-allowed",
-	[FW_PASS_POD_REPLY] = "pod-reply",
-	[FW_PASS_NEIGH] = "neighbour",
-	[FW_PASS_FRAGMENT] = "fragment",
-	[FW_DROP_MALFORMED] = "malformed",
-	[FW_DROP_ETHERTYPE] = "ethertype",
-	[FW_DROP_FRAGMENT] = "unknown-fragment",
-	[FW_DROP_UNKNOWN_SOURCE] = "unknown-source",
-	[FW_DROP_DENYING] = "denying",
-	[FW_DROP_SPOOF] = "spoofed-source",
-	[FW_DROP_SIBLING] = "sibling",
-	[FW_DROP_POD_LOCAL] = "pod-local",
-	[FW_DROP_DOT] = "dns-over-tls",
-	[FW_DROP_DOH] = "dns-over-https",
-	[FW_DROP_DENY_CIDR] = "deny-cidr",
-	[FW_DROP_LEASE_EXPIRED] = "lease-expired",
-	[FW_DROP_DEFAULT_DENY] = "default-deny",
-	[FW_DROP_NO_POLICY] = "no-policy",
-	[FW_DROP_ROGUE_ND] = "rogue-nd",
-	[FW_DROP_MAC_SPOOF] = "spoofed-mac",
-	[FW_DROP_ND_TARGET] = "nd-destination",
-	[FW_DROP_FRAG_HEADER] = "fragment-header",
-	[FW_DROP_V4MAPPED] = "v4-mapped",
-	[FW_DROP_LEARNED_PORT] = "learned-port",
-};
-
-const char *fw_reason_name(__u32 reason)
-{
-	if (reason >= FW_REASON_MAX || !reason_names[reason])
-		return "unknown";
-	return reason_names[reason];
-}
-
-static int mkdir_p(const char *path)
-{
-	char buf[256];
-	size_t len = strlen(path);
-
-	if (len == 0 || len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0700) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0700) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	char line[1024];
-
-	if (level == LIBBPF_DEBUG && fw_log_level < FW_LOG_DEBUG)
-		return 0;
-	if (level == LIBBPF_INFO && fw_log_level < FW_LOG_DEBUG)
-		return 0;
-	vsnprintf(line, sizeof(line), fmt, ap);
-	line[strcspn(line, "\n")] = '\0';
-	/* netlink's answer when clsact already exists, which fastwall expects */
-	if (strstr(line, "Exclusivity flag on") || strstr(line, "Parent Qdisc doesn't exist"))
-		return 0;
-	fw_log(level == LIBBPF_WARN ? FW_LOG_WARN : FW_LOG_DEBUG, "libbpf: %s", line);
-	return 0;
-}
-
-void fw_dp_quiet(void)
-{
-	libbpf_set_print(libbpf_print);
-}
-
-static void fill_fds(struct fw_dp *dp)
-{
-	struct egress_bpf *s = dp->skel;
-
-	dp->dispatch_fd = bpf_map__fd(s->maps.fastwall_dispatch);
-	dp->rules_fd = bpf_map__fd(s->maps.fastwall_rules);
-	dp->learned_fd = bpf_map__fd(s->maps.fastwall_learned);
-	dp->conns_fd = bpf_map__fd(s->maps.fastwall_conns);
-	dp->dns_nat_fd = bpf_map__fd(s->maps.fastwall_dns_nat);
-	dp->local_fd = bpf_map__fd(s->maps.fastwall_local);
-	dp->local_ports_fd = bpf_map__fd(s->maps.fastwall_local_ports);
-	dp->doh_fd = bpf_map__fd(s->maps.fastwall_doh);
-	dp->config_fd = bpf_map__fd(s->maps.fastwall_config);
-	dp->stats_fd = bpf_map__fd(s->maps.fastwall_stats);
-	dp->subject_stats_fd = bpf_map__fd(s->maps.fastwall_subject_stats);
-	dp->budget_fd = bpf_map__fd(s->maps.fastwall_event_budget);
-	dp->meta_fd = bpf_map__fd(s->maps.fastwall_subject_meta);
-	dp->pod_flows_fd = bpf_map__fd(s->maps.fastwall_pod_flows);
-	dp->frags_fd = bpf_map__fd(s->maps.fastwall_frags);
-	dp->events_fd = bpf_map__fd(s->maps.fastwall_events);
-	dp->ports_fd = bpf_map__fd(s->maps.fastwall_ports);
-	dp->l2_ports_fd = bpf_map__fd(s->maps.fastwall_l2_ports);
-	dp->l2_macs_fd = bpf_map__fd(s->maps.fastwall_l2_macs);
-	dp->l2_lladdrs_fd = bpf_map__fd(s->maps.fastwall_l2_lladdrs);
-	dp->conn_count_fd = bpf_map__fd(s->maps.fastwall_conn_count);
-	dp->learned_ports_fd = bpf_map__fd(s->maps.fastwall_learned_ports);
-	dp->names_fd = bpf_map__fd(s->maps.fastwall_names);
-	dp->learned_names_fd = bpf_map__fd(s->maps.fastwall_learned_names);
-	dp->ingress_fd = bpf_program__fd(s->progs.fastwall_ingress);
-	dp->egress_fd = bpf_program__fd(s->progs.fastwall_egress);
-}
-
-static void find_btf(struct fw_dp *dp)
-{
-	const struct btf *btf = bpf_object__btf(dp->skel->obj);
-	int key, val;
-
-	dp->btf_fd = -1;
-	if (!btf)
-		return;
-	key = btf__find_by_name_kind(btf, "fw_lpm_key", BTF_KIND_STRUCT);
-	val = btf__find_by_name_kind(btf, "fw_rule", BTF_KIND_STRUCT);
-	if (key <= 0 || val <= 0)
-		return;
-	dp->btf_fd = btf__fd(btf);
-	dp->btf_lpm_key = key;
-	dp->btf_rule = val;
-}
-
-int fw_dp_open(const char *pin_root, struct fw_dp **out)
-{
-	LIBBPF_OPTS(bpf_object_open_opts, oopts);
-	struct fw_dp *dp;
-	char probe[300];
-	int err;
-
-	libbpf_set_print(libbpf_print);
-	dp = calloc(1, sizeof(*dp));
-	if (!dp)
-		return -ENOMEM;
-	snprintf(dp->pin_root, sizeof(dp->pin_root), "%s", pin_root);
-
-	err = mkdir_p(pin_root);
-	if (err) {
-		fw_err("can't create pin directory %s: %s", pin_root, strerror(-err));
-		goto cleanup;
-	}
-	snprintf(probe, sizeof(probe), "%s/fastwall_dispatch", pin_root);
-	dp->reused = access(probe, F_OK) == 0;
-
-	oopts.pin_root_path = dp->pin_root;
-	dp->skel = egress_bpf__open_opts(&oopts);
-	if (!dp->skel) {
-		err = -errno;
-		fw_err("can't open BPF object: %s", strerror(-err));
-		goto cleanup;
-	}
-	err = egress_bpf__load(dp->skel);
-	if (err) {
-		fw_err("can't load BPF programs (pinned maps under %s from an incompatible "
-		       "version? 'fastwalld detach --purge' removes them): %s",
-		       pin_root, strerror(-err));
-		goto cleanup;
-	}
-	fill_fds(dp);
-	find_btf(dp);
-	*out = dp;
-	return 0;
-
-cleanup:
-	egress_bpf__destroy(dp->skel);
-	free(dp);
-	return err;
-}
-
-static const char *const map_names[] = {
-	"fastwall_dispatch",	  "fastwall_rules",	   "fastwall_learned",
-	"fastwall_conns",	  "fastwall_local",	   "fastwall_local_ports",
-	"fastwall_doh",		  "fastwall_config",	   "fastwall_stats",
-	"fastwall_subject_stats", "fastwall_event_budget", "fastwall_subject_meta",
-	"fastwall_pod_flows",	  "fastwall_frags",	   "fastwall_events",
-	"fastwall_ports",	  "fastwall_dns_nat",	   "fastwall_l2_ports",
-	"fastwall_l2_macs",	  "fastwall_l2_lladdrs",   "fastwall_conn_count",
-	"fastwall_learned_ports", "fastwall_names",	   "fastwall_learned_names",
-};
-
-static int pinned_fd(const char *root, const char *name)
-{
-	char path[512];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s", root, name);
-	fd = bpf_obj_get(path);
-	if (fd < 0)
-		return -errno;
-	return fd;
-}
-
-int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
-{
-	int *fds[] = {
-		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-	};
-	struct fw_dp *dp;
-	int err;
-
-	_Static_assert(sizeof(fds) / sizeof(fds[0]) == sizeof(map_names) / sizeof(map_names[0]),
-		       "map table");
-	dp = calloc(1, sizeof(*dp));
-	if (!dp)
-		return -ENOMEM;
-	snprintf(dp->pin_root, sizeof(dp->pin_root), "%s", pin_root);
-	dp->btf_fd = -1;
-	dp->ingress_fd = dp->egress_fd = -1;
-	fds[0] = &dp->dispatch_fd;
-	fds[1] = &dp->rules_fd;
-	fds[2] = &dp->learned_fd;
-	fds[3] = &dp->conns_fd;
-	fds[4] = &dp->local_fd;
-	fds[5] = &dp->local_ports_fd;
-	fds[6] = &dp->doh_fd;
-	fds[7] = &dp->config_fd;
-	fds[8] = &dp->stats_fd;
-	fds[9] = &dp->subject_stats_fd;
-	fds[10] = &dp->budget_fd;
-	fds[11] = &dp->meta_fd;
-	fds[12] = &dp->pod_flows_fd;
-	fds[13] = &dp->frags_fd;
-	fds[14] = &dp->events_fd;
-	fds[15] = &dp->ports_fd;
-	fds[16] = &dp->dns_nat_fd;
-	fds[17] = &dp->l2_ports_fd;
-	fds[18] = &dp->l2_macs_fd;
-	fds[19] = &dp->l2_lladdrs_fd;
-	fds[20] = &dp->conn_count_fd;
-	fds[21] = &dp->learned_ports_fd;
-	fds[22] = &dp->names_fd;
-	fds[23] = &dp->learned_names_fd;
-	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
-		*fds[i] = -1;
-	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
-		*fds[i] = pinned_fd(pin_root, map_names[i]);
-		if (*fds[i] < 0) {
-			err = *fds[i];
-			fw_err("can't open %s/%s: %s", pin_root, map_names[i], strerror(-err));
-			fw_dp_close(dp);
-			return err;
-		}
-	}
-	dp->reused = true;
-	*out = dp;
-	return 0;
-}
-
-void fw_dp_close(struct fw_dp *dp)
-{
-	if (!dp)
-		return;
-	if (dp->conn_count)
-		munmap(dp->conn_count, FW_MAX_SUBJECTS * sizeof(__u64));
-	if (dp->skel) {
-		egress_bpf__destroy(dp->skel);
-	} else {
-		int fds[] = {
-			dp->dispatch_fd,      dp->rules_fd,	 dp->learned_fd,
-			dp->conns_fd,	      dp->local_fd,	 dp->local_ports_fd,
-			dp->doh_fd,	      dp->config_fd,	 dp->stats_fd,
-			dp->subject_stats_fd, dp->budget_fd,	 dp->meta_fd,
-			dp->pod_flows_fd,     dp->frags_fd,	 dp->events_fd,
-			dp->ports_fd,	      dp->dns_nat_fd,	 dp->l2_ports_fd,
-			dp->l2_macs_fd,	      dp->l2_lladdrs_fd, dp->conn_count_fd,
-			dp->learned_ports_fd, dp->names_fd,	 dp->learned_names_fd,
-		};
-		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
-	}
-	free(dp);
-}
-
-int fw_dp_purge(const char *pin_root)
-{
-	char path[512];
-	int err = 0;
-
-	for (size_t i = 0; i < sizeof(map_names) / sizeof(map_names[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", pin_root, map_names[i]);
-		if (unlink(path) && errno != ENOENT) {
-			err = -errno;
-			fw_err("can't unpin %s: %s", path, strerror(errno));
-		}
-	}
-	if (rmdir(pin_root) && errno != ENOENT && !err) {
-		err = -errno;
-		fw_err("can't remove %s: %s", pin_root, strerror(errno));
-	}
-	return err;
-}
 
 static int attach_one(int ifindex, enum bpf_tc_attach_point where, int prog_fd)
 {
@@ -1029,6 +728,9 @@ int fw_dp_subject_reset(struct fw_dp *dp, __u32 id)
 {
 	int err = percpu_zero(dp->subject_stats_fd, id, sizeof(struct fw_subject_stats));
 
+	if (!err && dp->subject_stats_carried_fd >= 0)
+		err = percpu_zero(dp->subject_stats_carried_fd, id,
+				  sizeof(struct fw_subject_stats));
 	if (!err)
 		err = percpu_zero(dp->budget_fd, id, sizeof(struct fw_event_budget));
 	return err;
@@ -1046,9 +748,10 @@ int fw_dp_meta_del(struct fw_dp *dp, __u32 id)
 	return 0;
 }
 
+/* the live counters, then (when an earlier ABI's were carried over) those */
 int fw_dp_stats_read(struct fw_dp *dp, struct fw_counter out[FW_REASON_MAX])
 {
-	int ncpu = libbpf_num_possible_cpus();
+	int ncpu = libbpf_num_possible_cpus(), fds[2] = {dp->stats_fd, dp->stats_carried_fd};
 	struct fw_counter *vals;
 
 	if (ncpu < 0)
@@ -1056,13 +759,15 @@ int fw_dp_stats_read(struct fw_dp *dp, struct fw_counter out[FW_REASON_MAX])
 	vals = calloc(ncpu, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
-	for (__u32 r = 0; r < FW_REASON_MAX; r++) {
-		out[r].packets = out[r].bytes = 0;
-		if (bpf_map_lookup_elem(dp->stats_fd, &r, vals))
-			continue;
-		for (int c = 0; c < ncpu; c++) {
-			out[r].packets += vals[c].packets;
-			out[r].bytes += vals[c].bytes;
+	memset(out, 0, sizeof(*out) * FW_REASON_MAX);
+	for (int f = 0; f < 2; f++) {
+		for (__u32 r = 0; fds[f] >= 0 && r < FW_REASON_MAX; r++) {
+			if (bpf_map_lookup_elem(fds[f], &r, vals))
+				continue;
+			for (int c = 0; c < ncpu; c++) {
+				out[r].packets += vals[c].packets;
+				out[r].bytes += vals[c].bytes;
+			}
 		}
 	}
 	free(vals);
@@ -1072,6 +777,7 @@ int fw_dp_stats_read(struct fw_dp *dp, struct fw_counter out[FW_REASON_MAX])
 int fw_dp_subject_stats_read(struct fw_dp *dp, __u32 id, __u64 out[FW_REASON_MAX])
 {
 	int ncpu = libbpf_num_possible_cpus();
+	int fds[2] = {dp->subject_stats_fd, dp->subject_stats_carried_fd};
 	struct fw_subject_stats *vals;
 	int err = 0;
 
@@ -1081,14 +787,101 @@ int fw_dp_subject_stats_read(struct fw_dp *dp, __u32 id, __u64 out[FW_REASON_MAX
 	if (!vals)
 		return -ENOMEM;
 	memset(out, 0, sizeof(__u64) * FW_REASON_MAX);
-	if (bpf_map_lookup_elem(dp->subject_stats_fd, &id, vals)) {
-		err = -errno;
-		goto out;
+	for (int f = 0; f < 2 && !err; f++) {
+		if (fds[f] < 0)
+			continue;
+		if (bpf_map_lookup_elem(fds[f], &id, vals)) {
+			err = -errno;
+			break;
+		}
+		for (int c = 0; c < ncpu; c++)
+			for (int r = 0; r < FW_REASON_MAX; r++)
+				out[r] += vals[c].packets[r];
 	}
-	for (int c = 0; c < ncpu; c++)
-		for (int r = 0; r < FW_REASON_MAX; r++)
-			out[r] += vals[c].packets[r];
-out:
 	free(vals);
 	return err;
+}
+
+/* ---- the registry's and the learner's map accesses ---------------------- */
+
+static int dp_lookup(int fd, const void *key, void *val)
+{
+	return bpf_map_lookup_elem(fd, key, val) ? -errno : 0;
+}
+
+static int dp_delete(int fd, const void *key)
+{
+	return bpf_map_delete_elem(fd, key) ? -errno : 0;
+}
+
+int fw_dp_dispatch_lookup(struct fw_dp *dp, const struct fw_ip *addr, struct fw_subject *out)
+{
+	return dp_lookup(dp->dispatch_fd, addr, out);
+}
+
+int fw_dp_dispatch_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx)
+{
+	return fw_dp_scan(dp->dispatch_fd, fn, ctx);
+}
+
+int fw_dp_meta_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx)
+{
+	return fw_dp_scan(dp->meta_fd, fn, ctx);
+}
+
+int fw_dp_learned_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx)
+{
+	return fw_dp_scan(dp->learned_fd, fn, ctx);
+}
+
+int fw_dp_lports_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx)
+{
+	return fw_dp_scan(dp->learned_ports_fd, fn, ctx);
+}
+
+int fw_dp_conns_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx)
+{
+	return fw_dp_scan(dp->conns_fd, fn, ctx);
+}
+
+int fw_dp_conn_del(struct fw_dp *dp, const struct fw_conn_key *k)
+{
+	return dp_delete(dp->conns_fd, k);
+}
+
+int fw_dp_conn_update(struct fw_dp *dp, const struct fw_conn_key *k, const struct fw_conn *v)
+{
+	return bpf_map_update_elem(dp->conns_fd, k, v, BPF_EXIST) ? -errno : 0;
+}
+
+int fw_dp_name_add(struct fw_dp *dp, __u32 id, const struct fw_lease_name *v)
+{
+	return bpf_map_update_elem(dp->names_fd, &id, v, BPF_NOEXIST) ? -errno : 0;
+}
+
+int fw_dp_name_del(struct fw_dp *dp, __u32 id)
+{
+	return dp_delete(dp->names_fd, &id);
+}
+
+int fw_dp_names_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx)
+{
+	return fw_dp_scan(dp->names_fd, fn, ctx);
+}
+
+int fw_dp_lease_names_put(struct fw_dp *dp, const struct fw_learned_key *k,
+			  const struct fw_lease_names *v)
+{
+	return bpf_map_update_elem(dp->learned_names_fd, k, v, BPF_ANY) ? -errno : 0;
+}
+
+int fw_dp_lease_names_get(struct fw_dp *dp, const struct fw_learned_key *k,
+			  struct fw_lease_names *out)
+{
+	return dp_lookup(dp->learned_names_fd, k, out);
+}
+
+int fw_dp_lease_names_del(struct fw_dp *dp, const struct fw_learned_key *k)
+{
+	return dp_delete(dp->learned_names_fd, k);
 }

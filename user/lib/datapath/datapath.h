@@ -9,8 +9,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "common/clock.h"
+#include "datapath/maps.h"
 #include "fastwall/abi.h"
 #include "policy/policy.h"
 
@@ -26,21 +28,36 @@ struct fw_dp {
 	int btf_fd;
 	__u32 btf_lpm_key, btf_rule;
 	int ingress_fd, egress_fd;
-	int dispatch_fd, rules_fd, learned_fd, conns_fd, local_fd, local_ports_fd;
-	int doh_fd, config_fd, stats_fd, subject_stats_fd, budget_fd, meta_fd;
-	int pod_flows_fd, frags_fd, events_fd, ports_fd, dns_nat_fd;
-	int l2_ports_fd, l2_macs_fd, l2_lladdrs_fd; /* the ports' link-layer binding (l2bind.h) */
-	int conn_count_fd, learned_ports_fd, names_fd, learned_names_fd;
+	/* one per map of maps.h: dispatch_fd, rules_fd, ..., l2_ports_fd
+	 * (the ports' link-layer binding, l2bind.h), names_fd */
+	FW_DP_MAPS(FW_DP_MAP_FD_)
+	/* stats_carried_fd, subject_stats_carried_fd: -1 unless pinned */
+	FW_DP_USER_MAPS(FW_DP_USER_MAP_FD_)
 	__u64 *conn_count; /* fastwall_conn_count mapped, FW_MAX_SUBJECTS; NULL until asked */
+	__u32 pinned_abi;  /* what fw_dp_open found: 0 = nothing pinned */
+	bool migrating;	   /* maps of an older ABI wait for fw_dp_migrate_finish */
+	int retired_fd[FW_DP_NRETIRED]; /* those maps, -1 where absent */
 };
 
 /* Loads the programs; maps already pinned under pin_root are reused,
- * missing ones are created and pinned. */
+ * missing ones are created and pinned. Pins of an older ABI are
+ * migrated: unchanged maps reused, replaced ones created beside them; the
+ * old ones stay pinned (the old programs may still run) until
+ * fw_dp_migrate_finish carries their counters over. Pins of a newer or unknown
+ * ABI, or a pinned map whose layout is not the one its name promises,
+ * are refused (-EPROTO) before anything pinned changes. */
 int fw_dp_open(const char *pin_root, struct fw_dp **out);
-/* Opens only the pinned maps (for the CLI); programs are not loaded. */
+/* After the new programs replaced the old ones on every interface: copies
+ * what the old counters hold into the *_carried maps (which the stats
+ * readers add), unpins the replaced maps and writes the ABI record. Nothing to do (0) without a
+ * migration. A crash before it leaves the old pins, and the next fw_dp_open migrates again. */
+int fw_dp_migrate_finish(struct fw_dp *dp);
+/* Opens only the pinned maps (for the CLI); programs are not loaded.
+ * -EPROTO, with a message, when the pins are of another ABI. */
 int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out);
 void fw_dp_close(struct fw_dp *dp);
-/* Unpins every fastwall map under pin_root and removes the directory. */
+/* Unpins every fastwall map of every known ABI and the ABI record under
+ * pin_root, and removes the directory. */
 int fw_dp_purge(const char *pin_root);
 
 /* Creates clsact on ifindex and puts fastwall_ingress/egress there,
@@ -144,13 +161,57 @@ int fw_dp_subject_reset(struct fw_dp *dp, __u32 id);
 int fw_dp_meta_put(struct fw_dp *dp, __u32 id, const struct fw_subject_meta *m);
 int fw_dp_meta_del(struct fw_dp *dp, __u32 id);
 
-/* Sums the per-CPU counters. */
+/* Sums the per-CPU counters, with what an earlier ABI's carried. */
 int fw_dp_stats_read(struct fw_dp *dp, struct fw_counter out[FW_REASON_MAX]);
 int fw_dp_subject_stats_read(struct fw_dp *dp, __u32 id, __u64 out[FW_REASON_MAX]);
 
 /* Routes libbpf's messages through fw_log (warnings only, unless debug). */
 void fw_dp_quiet(void);
 
+/* From the reason table (fastwall/reasons.h): the CLI name ("unknown"
+ * for a number not defined), the one-line meaning, and whether it drops
+ * (any number not defined does). */
 const char *fw_reason_name(__u32 reason);
+const char *fw_reason_meaning(__u32 reason);
+bool fw_reason_drops(__u32 reason);
+/* Prints the reason table as docs/operations.md holds it (Markdown). */
+void fw_reasons_markdown(FILE *out);
+
+/* ---- the registry's and the learner's map accesses ----------------------
+ * Everything subjects/ and dns/ read or write in the kernel goes through
+ * these (and the functions above), never through a map fd, so that those
+ * layers run over an in-memory data plane in unit tests. Scans call fn
+ * (key, value, ctx) as fw_dp_scan does. */
+typedef int (*fw_dp_scan_fn)(const void *key, const void *val, void *ctx);
+
+/* The subject dispatch sends addr to; -ENOENT when none. */
+int fw_dp_dispatch_lookup(struct fw_dp *dp, const struct fw_ip *addr, struct fw_subject *out);
+/* struct fw_ip -> struct fw_subject */
+int fw_dp_dispatch_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx);
+/* __u32 id -> struct fw_subject_meta */
+int fw_dp_meta_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx);
+/* struct fw_learned_key -> struct fw_lease */
+int fw_dp_learned_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx);
+/* struct fw_port_rule_key -> __u8, the learned port sets */
+int fw_dp_lports_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx);
+/* struct fw_conn_key -> struct fw_conn */
+int fw_dp_conns_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx);
+/* Deletes a connection record; -ENOENT when the data plane did first. */
+int fw_dp_conn_del(struct fw_dp *dp, const struct fw_conn_key *k);
+/* Rewrites a connection record that is still there (a record the data
+ * plane dropped stays dropped: -ENOENT). */
+int fw_dp_conn_update(struct fw_dp *dp, const struct fw_conn_key *k, const struct fw_conn *v);
+/* Stores name id of fastwall_names; -EEXIST when the id is taken. */
+int fw_dp_name_add(struct fw_dp *dp, __u32 id, const struct fw_lease_name *v);
+int fw_dp_name_del(struct fw_dp *dp, __u32 id);
+/* __u32 id -> struct fw_lease_name */
+int fw_dp_names_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx);
+/* Which names taught a lease (fastwall_learned_names); get: -ENOENT when
+ * none were kept. */
+int fw_dp_lease_names_put(struct fw_dp *dp, const struct fw_learned_key *k,
+			  const struct fw_lease_names *v);
+int fw_dp_lease_names_get(struct fw_dp *dp, const struct fw_learned_key *k,
+			  struct fw_lease_names *out);
+int fw_dp_lease_names_del(struct fw_dp *dp, const struct fw_learned_key *k);
 
 #endif /* FW_DATAPATH_H */

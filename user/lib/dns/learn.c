@@ -13,11 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <bpf/bpf.h>
 
 #include "common/addr.h"
 #include "common/clock.h"
 #include "dns/learn.h"
+#include "dns/learn_keys.h"
 #include "common/hash.h"
 #include "common/log.h"
 
@@ -107,12 +107,8 @@ struct fw_learn {
 void fw_learn_config_init(struct fw_learn_config *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->lease_add_s = 60;
-	c->lease_min_s = 60;
-	c->lease_max_s = 360;
-	c->max_per_subject = 4096;
-	c->refresh_interval_ns = 10 * FW_NSEC_PER_SEC;
-	c->tcp_idle_ns = 3600 * FW_NSEC_PER_SEC;
+	fw_ck_defaults(&fw_learn_keys, c);
+	fw_ck_defaults(&fw_learn_lease_keys, c);
 	c->close_linger_ns = 120 * FW_NSEC_PER_SEC;
 	c->gc_grace_ns = 60 * FW_NSEC_PER_SEC;
 	c->event_burst = 10;
@@ -148,9 +144,11 @@ static __u32 name_save(struct fw_learn *l, const char *text)
 
 		if (!id)
 			continue;
-		if (!bpf_map_update_elem(l->dp->names_fd, &id, &v, BPF_NOEXIST))
+		int err = fw_dp_name_add(l->dp, id, &v);
+
+		if (!err)
 			return id;
-		if (errno != EEXIST)
+		if (err != -EEXIST)
 			break;
 	}
 	l->st.kernel_errors++;
@@ -205,7 +203,7 @@ static void name_put(struct fw_learn *l, struct lname *n, bool kernel)
 		return;
 	name_unlink(l, n);
 	if (kernel && n->id)
-		bpf_map_delete_elem(l->dp->names_fd, &n->id);
+		fw_dp_name_del(l->dp, n->id);
 	free(n);
 }
 
@@ -445,7 +443,7 @@ static void entry_remove(struct fw_learn *l, struct lentry *e)
 
 	if (err)
 		l->st.kernel_errors++;
-	bpf_map_delete_elem(l->dp->learned_names_fd, &k);
+	fw_dp_lease_names_del(l->dp, &k);
 	entry_drop(l, e, true);
 }
 
@@ -461,10 +459,10 @@ static void entry_save_names(struct fw_learn *l, const struct lentry *e)
 		if (e->names[i]->id)
 			v.ids[n++] = e->names[i]->id;
 	if (!n) {
-		bpf_map_delete_elem(l->dp->learned_names_fd, &k);
+		fw_dp_lease_names_del(l->dp, &k);
 		return;
 	}
-	if (bpf_map_update_elem(l->dp->learned_names_fd, &k, &v, BPF_ANY))
+	if (fw_dp_lease_names_put(l->dp, &k, &v))
 		l->st.kernel_errors++;
 }
 
@@ -656,7 +654,7 @@ int fw_learn_decide(void *ctx, const struct fw_ip *client, const struct fw_dns_q
 	bool ok;
 
 	*token = 0;
-	if (bpf_map_lookup_elem(l->dp->dispatch_fd, client, &ks)) {
+	if (fw_dp_dispatch_lookup(l->dp, client, &ks)) {
 		__atomic_add_fetch(&l->st.denied, 1, __ATOMIC_RELAXED);
 		deny_event(l, 0, client, q, "unknown-source");
 		return FW_DNS_RCODE_NXDOMAIN;
@@ -703,7 +701,7 @@ int fw_learn_answer(void *ctx, const struct fw_ip *client, const struct fw_dns_q
 	/* under the lock, so a release of id (whose hook takes it after the
 	 * dispatch entry is gone) cannot slip between this check and the
 	 * writes */
-	if (bpf_map_lookup_elem(l->dp->dispatch_fd, client, &ks) || ks.id != id) {
+	if (fw_dp_dispatch_lookup(l->dp, client, &ks) || ks.id != id) {
 		err = -ESTALE;
 		goto out;
 	}
@@ -880,7 +878,7 @@ int fw_learn_tick(struct fw_learn *l)
 			before[id] = __atomic_load_n(&counts[id], __ATOMIC_RELAXED);
 	}
 	/* read the connection records without the lock, in batches */
-	err = fw_dp_scan(l->dp->conns_fd, collect_conn, &cc);
+	err = fw_dp_conns_scan(l->dp, collect_conn, &cc);
 	recs = (struct conn_rec *)cc.data;
 	n = cc.n;
 	if (err) {
@@ -960,7 +958,7 @@ int fw_learn_tick(struct fw_learn *l)
 		__u32 id = recs[i].k.subject;
 
 		if (verdict[i] == CONN_DELETE) {
-			if (!bpf_map_delete_elem(l->dp->conns_fd, &recs[i].k)) {
+			if (!fw_dp_conn_del(l->dp, &recs[i].k)) {
 				if (counts && id < FW_MAX_SUBJECTS) {
 					__atomic_sub_fetch(&counts[id], 1, __ATOMIC_RELAXED);
 					before[id]--;
@@ -970,7 +968,7 @@ int fw_learn_tick(struct fw_learn *l)
 		} else if (verdict[i] == CONN_MARK_RENEWED) {
 			recs[i].v.renewed = 1;
 			/* BPF_EXIST: a record the data plane dropped stays dropped */
-			bpf_map_update_elem(l->dp->conns_fd, &recs[i].k, &recs[i].v, BPF_EXIST);
+			fw_dp_conn_update(l->dp, &recs[i].k, &recs[i].v);
 		}
 		if (found && id < FW_MAX_SUBJECTS)
 			found[id]++;
@@ -1040,7 +1038,7 @@ static int adopt_portsets(struct fw_learn *l)
 {
 	struct fw_recs r = {.size = sizeof(struct fw_port_rule_key)};
 	struct fw_port_rule_key *k;
-	int err = fw_dp_scan(l->dp->learned_ports_fd, collect_lport, &r);
+	int err = fw_dp_lports_scan(l->dp, collect_lport, &r);
 
 	k = (struct fw_port_rule_key *)r.data;
 	if (!err && r.n)
@@ -1104,7 +1102,7 @@ static int adopt_names(struct fw_learn *l)
 {
 	struct fw_recs r = {.size = sizeof(struct name_rec)};
 	struct name_rec *rec;
-	int err = fw_dp_scan(l->dp->names_fd, collect_name, &r);
+	int err = fw_dp_names_scan(l->dp, collect_name, &r);
 
 	rec = (struct name_rec *)r.data;
 	pthread_mutex_lock(&l->lock);
@@ -1167,7 +1165,7 @@ static void adopt_entry_names(struct fw_learn *l, struct lentry *e)
 	struct fw_learned_key k = {.subject = e->id, .addr = e->addr};
 	struct fw_lease_names v;
 
-	if (bpf_map_lookup_elem(l->dp->learned_names_fd, &k, &v))
+	if (fw_dp_lease_names_get(l->dp, &k, &v))
 		return;
 	for (unsigned int i = 0; i < FW_LEASE_NAMES && e->nnames < FW_LEARN_MAX_NAMES; i++) {
 		struct lname *n = v.ids[i] ? adopted_name(l, v.ids[i]) : NULL;
@@ -1193,7 +1191,7 @@ static void adopt_names_done(struct fw_learn *l, bool complete)
 		if (n->refs || !complete)
 			continue;
 		name_unlink(l, n);
-		bpf_map_delete_elem(l->dp->names_fd, &n->id);
+		fw_dp_name_del(l->dp, n->id);
 		free(n);
 	}
 	free(l->adopt_names);
@@ -1267,7 +1265,7 @@ static int adopt_run(struct fw_learn *l)
 	a->keep.size = sizeof(struct adopt_rec);
 	for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++)
 		a->state[id] = (signed char)fw_reg_id_state(l->reg, id, &a->gen[id]);
-	err = fw_dp_scan(l->dp->learned_fd, adopt_one, a);
+	err = fw_dp_learned_scan(l->dp, adopt_one, a);
 	pthread_mutex_lock(&l->lock);
 	keep = (const struct adopt_rec *)a->keep.data;
 	while (!err && l->nbuckets < l->n + a->keep.n) {

@@ -11,25 +11,11 @@
 
 #include <stdbool.h>
 
+#include "dns/learn_keys.h"
 #include "dns/wire.h"
 #include "subjects/registry.h"
 
 #define FW_LEARN_MAX_NAMES 8 /* names remembered per address; see fw_learn_answer */
-
-struct fw_learn_config {
-	__u32 lease_add_s;	   /* lease = clamp(ttl + add, min, max) */
-	__u32 lease_min_s;	   /* also the renewal of a connection's destination */
-	__u32 lease_max_s;	   /* also the TTL cap of forwarded answers */
-	__u32 max_per_subject;	   /* learned addresses per subject; 0 = no cap */
-	__u64 refresh_interval_ns; /* fw_learn_tick period */
-	__u64 tcp_idle_ns;	   /* an open connection silent this long is gone */
-	__u64 close_linger_ns;	   /* a closed connection's record is kept this long */
-	__u64 gc_grace_ns;	   /* an expired lease stays (as "lease-expired") this long */
-	__u32 event_burst;	   /* denied-query events per subject back to back */
-	__u64 event_interval_ns;   /* then one per interval; 0 = no events */
-};
-
-void fw_learn_config_init(struct fw_learn_config *c); /* the reference's defaults */
 
 /* A denied query, for the event stream (subject "" for an unknown source). */
 struct fw_learn_event {

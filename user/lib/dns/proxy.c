@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* The DNS proxy engine (dnsproxy.h).
+/* The DNS proxy engine (dns/proxy.h). Client TCP connections are in
+ * dns/tcp.c, the reads of upstream sockets and the upstream addresses in
+ * dns/upstream.c, what they share in dns/proxy_priv.h.
  *
- * Each worker thread owns one epoll loop, its own client sockets (the
- * kernel spreads clients over workers with SO_REUSEPORT) and a fixed array
+ * Each worker thread owns one event loop (common/loop.h), its own client
+ * sockets (the kernel spreads clients over workers with SO_REUSEPORT) and a fixed array
  * of exchange slots. Every attempt of an exchange gets its own upstream
  * socket, connected to the upstream from a fresh random port, with a fresh
  * random id (RFC 5452): a forger has to guess 16 bits of id and about 15
@@ -10,17 +12,18 @@
  * reads and writes in batches (recvmmsg/sendmmsg). TCP is the rare path
  * and allocates per connection.
  *
- * Every exchange has the same timeout and every client connection the same
- * idle limit, so both timer lists stay in deadline order by appending at the
- * tail: arming, re-arming and expiring are O(1). Timer functions return the
- * delay to their next deadline, as in redis ae.
+ * Timers are the loop's: every exchange has its timeout timer, every
+ * client connection its idle timer (which, when it fires, looks at the
+ * connection's last activity and waits the rest: activity costs no
+ * re-arm), worker 0 the health probes, and a worker out of descriptors
+ * the end of its accept pause. Timer functions return the delay to their
+ * next run, as in redis ae.
  *
  * Lifetimes: a client connection or a retired upstream set is only freed
  * in the before-sleep step, never while a batch of epoll events is being
  * handled, so a later event of the same batch never reaches freed memory.
- * Slots are never freed; an upstream socket is tagged with the slot's
- * sequence number, so an event for a socket closed earlier in the batch
- * is recognised as stale. */
+ * Slots are never freed; the watch of an upstream socket closed earlier in
+ * a batch is gone from the loop, which drops its queued events. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
@@ -32,7 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/uio.h>
@@ -41,250 +43,10 @@
 
 #include "common/addr.h"
 #include "common/clock.h"
-#include "dns/proxy.h"
 #include "common/log.h"
-
-#define NSEC_PER_MSEC 1000000ULL
-
-#define DNSP_BATCH	  32	 /* client datagrams per recvmmsg */
-#define DNSP_UP_BATCH	  16	 /* upstream datagrams read per event, forgeries included */
-#define DNSP_UP_BUF	  65536	 /* any UDP answer fits: clients may ask for 64k */
-#define DNSP_EVENTS	  64	 /* epoll events per wait */
-#define DNSP_TX		  64	 /* queued datagrams before a forced flush */
-#define DNSP_TX_SMALL	  512	 /* built answers: header, question, OPT */
-#define DNSP_QUERY_MAX	  2048	 /* larger client queries get FORMERR */
-#define DNSP_TCP_IN	  2048	 /* first read buffer of a connection */
-#define DNSP_TCP_FRAME	  65537	 /* length prefix + largest message */
-#define DNSP_TCP_OUT_MAX  131072 /* queued answers for a slow reader */
-#define DNSP_TCP_INFLIGHT 32	 /* pipelined queries per connection */
-#define DNSP_TCP_BACKLOG  1024
-#define DNSP_ACCEPT_PAUSE (100 * 1000000ULL) /* after EMFILE */
-#define DNSP_ACCEPTS	  16		     /* per listener event, to stay fair to UDP */
-#define DNSP_PENDING_MAX  16384		     /* each holds a descriptor while in flight */
-#define DNSP_RND	  64		     /* random ids fetched per getrandom() */
-#define DNSP_RCVBUF	  (4 << 20)
-#define DNSP_BIND_TRIES	  64   /* port 0: UDP and TCP must agree on one port */
-#define DNSP_FD_RESERVE	  1024 /* descriptors left to the rest of the process */
-#define DNSP_PENDING_MIN  64
-
-#define DNSP_DEF_TIMEOUT    (5 * FW_NSEC_PER_SEC)
-#define DNSP_DEF_PROBE	    (10 * FW_NSEC_PER_SEC)
-#define DNSP_DEF_IDLE	    (10 * FW_NSEC_PER_SEC)
-#define DNSP_DEF_TCP	    256
-#define DNSP_DEF_TCP_CLIENT 16
-#define DNSP_DEF_PENDING    4096
-#define DNSP_DEF_TTL_CAP    300 /* below the 360 s lease cap: clients ask again in time */
-#define DNSP_UPSTREAM_STR   64
-
-/* An upstream list as configured, shared by every worker. Health is per
- * list: any worker marks an upstream up or down, every worker reads it. */
-struct dnsp_set {
-	unsigned int refs; /* atomic */
-	unsigned int gen;
-	size_t n;
-	struct fw_dnsp_upstream u[FW_DNSP_MAX_UPSTREAMS];
-	bool down[FW_DNSP_MAX_UPSTREAMS]; /* atomic */
-};
-
-/* What an epoll event points at; slots use tagged values instead (odd). */
-enum dnsp_kind {
-	DNSP_K_WAKE = 1,
-	DNSP_K_UDP,    /* client datagrams */
-	DNSP_K_LISTEN, /* client TCP connections */
-	DNSP_K_CONN,   /* one client TCP connection */
-};
-
-struct dnsp_sock {
-	enum dnsp_kind kind;
-	int fd;
-};
-
-/* A worker's view of one upstream set: how many of its exchanges still
- * use it (an old set lives until they are done). */
-struct dnsp_wset {
-	struct dnsp_set *set;
-	bool probing[FW_DNSP_MAX_UPSTREAMS];
-	unsigned int users;
-	struct dnsp_wset *next; /* retired list */
-};
-
-/* Where a UDP answer goes: the client's socket and address, and the local
- * address the query was sent to, which the answer must come from. */
-struct dnsp_peer {
-	int fd;
-	union {
-		struct sockaddr sa;
-		struct sockaddr_in v4;
-		struct sockaddr_in6 v6;
-	} addr;
-	socklen_t alen;
-	int pi_family; /* 0: no pktinfo */
-	union {
-		struct in_pktinfo v4;
-		struct in6_pktinfo v6;
-	} pi;
-};
-
-enum dnsp_origin {
-	DNSP_O_UDP,
-	DNSP_O_TCP,
-	DNSP_O_PROBE,
-};
-
-enum dnsp_io {
-	DNSP_IO_NONE,
-	DNSP_IO_CONNECT,
-	DNSP_IO_WRITE,
-	DNSP_IO_READ,
-};
-
-struct dnsp_conn;
-
-/* One upstream exchange: a forwarded query, from the first attempt to the
- * answer the client gets, or a health probe. */
-struct dnsp_slot {
-	struct dnsp_slot *tprev, *tnext; /* timeout list; tnext also links free slots */
-	struct dnsp_slot *cprev, *cnext; /* the client connection's exchanges */
-	struct dnsp_wset *ws;
-	struct dnsp_conn *conn;
-	__u64 deadline;
-	__u64 token;
-	__u32 index;
-	__u32 seq; /* tags epoll events of up_fd */
-	int up_fd; /* this attempt's upstream socket, UDP or TCP */
-	enum dnsp_origin origin;
-	enum dnsp_io io;
-	bool used, armed, added_edns;
-	__u16 up_id;
-	__u16 climit; /* largest UDP answer the client takes */
-	__u8 order[FW_DNSP_MAX_UPSTREAMS];
-	__u8 norder, tried; /* asking order[tried] */
-	struct fw_ip client;
-	struct dnsp_peer peer;
-	size_t io_off;
-	__u8 lenbuf[2];
-	__u8 *ans; /* TCP answer */
-	size_t ans_len;
-	size_t qlen;
-	struct fw_dns_query q;
-	/* which bytes of the question name the client sent in upper case:
-	 * with case_randomize the name goes upstream in a random case and
-	 * is given back to the client as it was */
-	__u8 qupper[(FW_DNS_NAME_MAX + 2 + 7) / 8];
-	/* the query as sent upstream, after a 2-byte TCP length prefix */
-	__u8 qbuf[2 + DNSP_QUERY_MAX + FW_DNS_OPT_LEN];
-};
-
-struct dnsp_conn {
-	enum dnsp_kind kind;
-	int fd;
-	unsigned int ce; /* its client's entry in fw_dnsp.tcpc */
-	bool closing, paused, eof, want_out, resume;
-	struct dnsp_conn *iprev, *inext; /* every open connection, least recently active first */
-	struct dnsp_conn *dnext;	 /* closing list */
-	struct dnsp_conn *rnext;	 /* resume list */
-	__u64 last;			 /* opened, last complete query or answer written */
-	struct fw_ip client;
-	struct dnsp_slot *pending;
-	unsigned int npending;
-	__u8 *in;
-	size_t in_len, in_cap;
-	__u8 *out;
-	size_t out_off, out_len, out_cap;
-};
-
-union dnsp_ctl {
-	size_t align; /* of struct cmsghdr, which has a flexible array member */
-	char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
-};
-_Static_assert(_Alignof(struct cmsghdr) <= _Alignof(size_t), "control buffers misaligned");
-
-struct dnsp_tx {
-	union dnsp_ctl ctl;
-	struct dnsp_peer peer;
-	int fd;
-	__u8 own[DNSP_TX_SMALL];
-};
-
-struct dnsp_worker {
-	struct fw_dnsp *p;
-	unsigned int idx;
-	pthread_t thread;
-	bool started;
-	int epfd;
-	struct dnsp_sock wake, udp4, udp6, tcp4, tcp6;
-
-	struct dnsp_wset *ws; /* current upstream set */
-	struct dnsp_wset *retired;
-	unsigned int gen;
-
-	struct dnsp_slot *slots, *free_slots;
-	unsigned int nslots;
-	struct dnsp_slot *thead, *ttail;
-	struct dnsp_conn *ihead, *itail, *closing, *resume;
-	__u64 now, next_probe;
-	__u64 accept_at; /* listeners paused until then (out of fds); 0: not */
-	__u16 rnd[DNSP_RND];
-	unsigned int nrnd;
-
-	struct mmsghdr rxm[DNSP_BATCH];
-	struct iovec rxv[DNSP_BATCH];
-	struct dnsp_peer rxp[DNSP_BATCH];
-	union dnsp_ctl rxc[DNSP_BATCH];
-	__u8 *rxb;
-	__u8 *urxb; /* one upstream datagram */
-
-	unsigned int ntx;
-	struct mmsghdr txm[DNSP_TX];
-	struct iovec txv[DNSP_TX];
-	struct dnsp_tx tx[DNSP_TX];
-
-	struct fw_dns_answer ans;
-	struct fw_dnsp_stats st; /* written by this worker only */
-};
-
-/* fw_dnsp_simulate: what would be sent to clients, framed as on TCP */
-struct dnsp_sim {
-	__u8 *out;
-	size_t cap, len;
-	__u16 next_id;
-};
-
-struct fw_dnsp {
-	struct fw_dnsp_config cfg;
-	struct dnsp_sim *sim; /* NULL but in fw_dnsp_simulate: no sockets */
-	struct fw_dnsp_hooks hooks;
-	__u16 port;
-	bool v6;
-	bool stop;		  /* atomic */
-	pthread_mutex_t tcp_lock; /* guards tcp_clients and tcpc */
-	unsigned int tcp_clients; /* open client connections, all workers */
-	/* open connections per client address, all workers: one entry per
-	 * address with n > 0, at most max_tcp_clients of them; found by a
-	 * scan (accept and close are the rare path) */
-	struct dnsp_tcpc {
-		struct fw_ip ip;
-		unsigned int n;
-	} * tcpc;
-	unsigned int gen;     /* atomic: generation of set */
-	pthread_mutex_t lock; /* guards set */
-	struct dnsp_set *set;
-	unsigned int nworkers;
-	struct dnsp_worker *workers[FW_DNSP_MAX_WORKERS];
-};
-
-#define DNSP_COUNT(w, f) __atomic_store_n(&(w)->st.f, (w)->st.f + 1, __ATOMIC_RELAXED)
-
-static __u16 get16(const __u8 *b)
-{
-	return (__u16)(b[0] << 8 | b[1]);
-}
-
-static void put16(__u8 *b, __u16 v)
-{
-	b[0] = v >> 8;
-	b[1] = v & 0xff;
-}
+#include "common/loop.h"
+#include "dns/proxy_keys.h"
+#include "dns/proxy_priv.h"
 
 static int dnsp_setopt(int fd, int level, int name, int val)
 {
@@ -328,7 +90,7 @@ static int dnsp_set_new(const struct fw_dnsp_upstream *u, size_t n, struct dnsp_
 	return 0;
 }
 
-static void dnsp_mark(struct dnsp_wset *ws, unsigned int i, bool up)
+void dnsp_mark(struct dnsp_wset *ws, unsigned int i, bool up)
 {
 	if (i < ws->set->n)
 		__atomic_store_n(&ws->set->down[i], !up, __ATOMIC_RELAXED);
@@ -383,43 +145,25 @@ static int dnsp_rand16(struct dnsp_worker *w, __u16 *out)
 
 static void dnsp_timer_remove(struct dnsp_worker *w, struct dnsp_slot *s)
 {
-	if (!s->armed)
-		return;
-	if (s->tprev)
-		s->tprev->tnext = s->tnext;
-	else
-		w->thead = s->tnext;
-	if (s->tnext)
-		s->tnext->tprev = s->tprev;
-	else
-		w->ttail = s->tprev;
-	s->tprev = s->tnext = NULL;
-	s->armed = false;
+	fw_loop_timer_cancel(w->loop, &s->timer);
 }
 
-/* Every exchange waits the same time, so appending keeps the order. */
 static void dnsp_timer_arm(struct dnsp_worker *w, struct dnsp_slot *s)
 {
-	dnsp_timer_remove(w, s);
-	s->deadline = w->now + w->p->cfg.timeout_ns;
-	s->tprev = w->ttail;
-	s->tnext = NULL;
-	if (w->ttail)
-		w->ttail->tnext = s;
-	else
-		w->thead = s;
-	w->ttail = s;
-	s->armed = true;
+	fw_loop_timer_arm(w->loop, &s->timer, w->p->cfg.timeout_ns);
 }
 
 static struct dnsp_slot *dnsp_slot_get(struct dnsp_worker *w, enum dnsp_origin origin)
 {
 	struct dnsp_slot *s = w->free_slots;
 
+	/* a list set before the query came applies to it, even when the
+	 * wake-up and the query come in one batch */
+	dnsp_sync_set(w);
 	if (!s || !w->ws)
 		return NULL;
-	w->free_slots = s->tnext;
-	s->tprev = s->tnext = s->cprev = s->cnext = NULL;
+	w->free_slots = s->fnext;
+	s->fnext = s->cprev = s->cnext = NULL;
 	s->conn = NULL;
 	s->ws = w->ws;
 	s->ws->users++;
@@ -428,7 +172,7 @@ static struct dnsp_slot *dnsp_slot_get(struct dnsp_worker *w, enum dnsp_origin o
 	s->origin = origin;
 	s->io = DNSP_IO_NONE;
 	s->used = true;
-	s->armed = s->added_edns = false;
+	s->added_edns = false;
 	s->norder = s->tried = 0;
 	s->io_off = 0;
 	s->ans = NULL;
@@ -436,12 +180,14 @@ static struct dnsp_slot *dnsp_slot_get(struct dnsp_worker *w, enum dnsp_origin o
 	return s;
 }
 
-static void dnsp_up_close(struct dnsp_slot *s)
+static void dnsp_up_close(struct dnsp_worker *w, struct dnsp_slot *s)
 {
 	if (s->up_fd >= 0) {
+		fw_loop_watch_del(w->loop,
+				  s->up_watch); /* events still queued for it are dropped */
+		s->up_watch = NULL;
 		close(s->up_fd);
 		s->up_fd = -1;
-		s->seq++; /* events still queued for it are stale now */
 	}
 	free(s->ans);
 	s->ans = NULL;
@@ -449,14 +195,12 @@ static void dnsp_up_close(struct dnsp_slot *s)
 	s->io_off = 0;
 }
 
-static void dnsp_conn_kill(struct dnsp_worker *w, struct dnsp_conn *c);
-
-static void dnsp_slot_put(struct dnsp_worker *w, struct dnsp_slot *s)
+void dnsp_slot_put(struct dnsp_worker *w, struct dnsp_slot *s)
 {
 	struct dnsp_conn *c = s->conn;
 
 	dnsp_timer_remove(w, s);
-	dnsp_up_close(s);
+	dnsp_up_close(w, s);
 	if (c) {
 		if (s->cprev)
 			s->cprev->cnext = s->cnext;
@@ -479,13 +223,13 @@ static void dnsp_slot_put(struct dnsp_worker *w, struct dnsp_slot *s)
 	s->ws->users--;
 	s->ws = NULL;
 	s->used = false;
-	s->tnext = w->free_slots;
+	s->fnext = w->free_slots;
 	w->free_slots = s;
 }
 
 /* ---- sending ---- */
 
-static void dnsp_sim_put(struct dnsp_sim *sim, const __u8 *msg, size_t len)
+void dnsp_sim_put(struct dnsp_sim *sim, const __u8 *msg, size_t len)
 {
 	if (len > 0xffff || sim->cap - sim->len < len + 2)
 		return;
@@ -494,7 +238,7 @@ static void dnsp_sim_put(struct dnsp_sim *sim, const __u8 *msg, size_t len)
 	sim->len += len + 2;
 }
 
-static void dnsp_tx_flush(struct dnsp_worker *w)
+void dnsp_tx_flush(struct dnsp_worker *w)
 {
 	unsigned int i = 0;
 
@@ -570,98 +314,6 @@ static void dnsp_tx_add(struct dnsp_worker *w, int fd, const struct dnsp_peer *t
 		}
 	}
 	w->ntx++;
-}
-
-static void dnsp_conn_events(struct dnsp_worker *w, struct dnsp_conn *c)
-{
-	struct epoll_event ev = {.data.ptr = c};
-
-	if (!c->paused && !c->eof)
-		ev.events |= EPOLLIN;
-	if (c->want_out)
-		ev.events |= EPOLLOUT;
-	epoll_ctl(w->epfd, EPOLL_CTL_MOD, c->fd, &ev);
-}
-
-static void dnsp_conn_touch(struct dnsp_worker *w, struct dnsp_conn *c)
-{
-	c->last = w->now;
-	if (c->closing || c == w->itail)
-		return;
-	/* unlink, append: the list stays in order of last activity */
-	if (c->iprev)
-		c->iprev->inext = c->inext;
-	else
-		w->ihead = c->inext;
-	c->inext->iprev = c->iprev;
-	c->iprev = w->itail;
-	c->inext = NULL;
-	w->itail->inext = c;
-	w->itail = c;
-}
-
-/* One framed message to a client connection: written at once when
- * nothing is queued, else queued up to DNSP_TCP_OUT_MAX; a client that
- * reads slower than that is cut off. */
-static void dnsp_conn_send(struct dnsp_worker *w, struct dnsp_conn *c, const __u8 *msg, size_t len)
-{
-	__u8 hdr[2];
-	size_t total = len + 2, done = 0;
-
-	if (c->closing || len > 0xffff)
-		return;
-	if (w->p->sim) {
-		dnsp_sim_put(w->p->sim, msg, len);
-		dnsp_conn_touch(w, c);
-		return;
-	}
-	put16(hdr, (__u16)len);
-	if (c->out_len == c->out_off) {
-		struct iovec iov[2] = {{hdr, 2}, {(void *)msg, len}};
-		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
-		ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-
-		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-			dnsp_conn_kill(w, c);
-			return;
-		}
-		if (n > 0)
-			done = (size_t)n;
-		if (done == total) {
-			dnsp_conn_touch(w, c);
-			return;
-		}
-		c->out_off = c->out_len = 0;
-	}
-	if (c->out_len - c->out_off + total - done > DNSP_TCP_OUT_MAX) {
-		dnsp_conn_kill(w, c);
-		return;
-	}
-	if (c->out_off) {
-		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
-		c->out_len -= c->out_off;
-		c->out_off = 0;
-	}
-	if (c->out_cap - c->out_len < total - done) {
-		size_t cap = c->out_cap ? c->out_cap : 4096;
-		__u8 *nb;
-
-		while (cap - c->out_len < total - done)
-			cap *= 2;
-		nb = realloc(c->out, cap);
-		if (!nb) {
-			dnsp_conn_kill(w, c);
-			return;
-		}
-		c->out = nb;
-		c->out_cap = cap;
-	}
-	for (size_t i = done; i < total; i++)
-		c->out[c->out_len++] = i < 2 ? hdr[i] : msg[i - 2];
-	if (!c->want_out) {
-		c->want_out = true;
-		dnsp_conn_events(w, c);
-	}
 }
 
 static void dnsp_slot_reply(struct dnsp_worker *w, struct dnsp_slot *s, const __u8 *msg, size_t len,
@@ -751,11 +403,10 @@ static int dnsp_try(struct dnsp_worker *w, struct dnsp_slot *s, unsigned int i)
 {
 	const struct fw_dnsp_upstream *u = &s->ws->set->u[i];
 	bool tcp = s->origin == DNSP_O_TCP;
-	struct epoll_event ev = {.events = tcp ? EPOLLOUT : EPOLLIN};
 	ssize_t n;
-	int fd;
+	int fd, err;
 
-	dnsp_up_close(s);
+	dnsp_up_close(w, s);
 	if (dnsp_rand16(w, &s->up_id))
 		return -EAGAIN;
 	if (w->p->cfg.case_randomize && dnsp_case_randomize(w, s))
@@ -770,15 +421,13 @@ static int dnsp_try(struct dnsp_worker *w, struct dnsp_slot *s, unsigned int i)
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, (const struct sockaddr *)&u->addr, u->len) && errno != EINPROGRESS) {
-		int err = -errno;
-
+		err = -errno;
 		close(fd);
 		return err;
 	}
-	ev.data.u64 = (__u64)s->seq << 32 | (__u64)s->index << 1 | 1;
-	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev)) {
-		int err = -errno;
-
+	err = fw_loop_watch_add(w->loop, fd, tcp ? EPOLLOUT : EPOLLIN, dnsp_up_watch, s,
+				&s->up_watch);
+	if (err) {
 		close(fd);
 		return err;
 	}
@@ -816,9 +465,9 @@ static void dnsp_exch_next(struct dnsp_worker *w, struct dnsp_slot *s)
 	dnsp_slot_put(w, s);
 }
 
-static void dnsp_exch_failover(struct dnsp_worker *w, struct dnsp_slot *s)
+void dnsp_exch_failover(struct dnsp_worker *w, struct dnsp_slot *s)
 {
-	dnsp_up_close(s);
+	dnsp_up_close(w, s);
 	s->tried++;
 	dnsp_exch_next(w, s);
 }
@@ -846,14 +495,8 @@ static bool dnsp_same_question(const struct dnsp_slot *s, const __u8 *msg, size_
 	return true;
 }
 
-enum dnsp_verdict {
-	DNSP_WAIT, /* not the answer: keep waiting */
-	DNSP_NEXT, /* this upstream failed: ask the next */
-	DNSP_DONE, /* the client was answered (or the probe is over) */
-};
-
-static enum dnsp_verdict dnsp_exch_answer(struct dnsp_worker *w, struct dnsp_slot *s, __u8 *msg,
-					  size_t len, size_t cap)
+enum dnsp_verdict dnsp_exch_answer(struct dnsp_worker *w, struct dnsp_slot *s, __u8 *msg,
+				   size_t len, size_t cap)
 {
 	struct fw_dnsp *p = w->p;
 	struct fw_dns_answer *a = &w->ans;
@@ -948,7 +591,7 @@ static enum dnsp_verdict dnsp_exch_answer(struct dnsp_worker *w, struct dnsp_slo
 	return DNSP_DONE;
 }
 
-static void dnsp_exch_verdict(struct dnsp_worker *w, struct dnsp_slot *s, enum dnsp_verdict v)
+void dnsp_exch_verdict(struct dnsp_worker *w, struct dnsp_slot *s, enum dnsp_verdict v)
 {
 	if (v == DNSP_DONE)
 		dnsp_slot_put(w, s);
@@ -970,13 +613,6 @@ static void dnsp_order(struct dnsp_slot *s)
 }
 
 /* ---- queries ---- */
-
-struct dnsp_src {
-	enum dnsp_origin origin;
-	const struct dnsp_peer *peer; /* UDP */
-	struct dnsp_conn *conn;	      /* TCP */
-	struct fw_ip client;
-};
 
 static void dnsp_src_reply(struct dnsp_worker *w, const struct dnsp_src *src, const __u8 *msg,
 			   size_t len)
@@ -1012,7 +648,7 @@ static void dnsp_reject(struct dnsp_worker *w, const struct dnsp_src *src, const
 		dnsp_src_reply(w, src, out, n);
 }
 
-static void dnsp_query(struct dnsp_worker *w, const struct dnsp_src *src, __u8 *msg, size_t len)
+void dnsp_query(struct dnsp_worker *w, const struct dnsp_src *src, __u8 *msg, size_t len)
 {
 	struct fw_dnsp *p = w->p;
 	struct fw_dns_query q;
@@ -1106,7 +742,7 @@ static void dnsp_peer_parse(struct dnsp_peer *pe, const struct msghdr *mh)
 	}
 }
 
-static bool dnsp_client_ip(const struct dnsp_peer *pe, struct fw_ip *ip)
+bool dnsp_client_ip(const struct dnsp_peer *pe, struct fw_ip *ip)
 {
 	if (pe->addr.sa.sa_family == AF_INET && pe->alen >= sizeof(struct sockaddr_in)) {
 		fw_addr_from_v4(ip, pe->addr.v4.sin_addr.s_addr);
@@ -1146,501 +782,25 @@ static void dnsp_udp_event(struct dnsp_worker *w, struct dnsp_sock *sk)
 	dnsp_tx_flush(w);
 }
 
-/* ---- upstream UDP ---- */
-
-static bool dnsp_same_addr(const struct sockaddr_storage *a, socklen_t alen,
-			   const struct fw_dnsp_upstream *u)
-{
-	if (a->ss_family != u->addr.ss_family || alen < u->len)
-		return false;
-	if (a->ss_family == AF_INET) {
-		const struct sockaddr_in *x = (const void *)a, *y = (const void *)&u->addr;
-
-		return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
-	}
-	{
-		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)&u->addr;
-
-		return x->sin6_port == y->sin6_port &&
-		       !memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
-	}
-}
-
-/* One datagram on an attempt's socket (in w->urxb). The kernel only
- * delivers those from the address and port it is connected to (checked
- * again anyway); what does not carry the attempt's id and question is
- * ignored, and the exchange keeps waiting for the real answer until its
- * timeout. False when the slot has moved on (answered, failed over). */
-static bool dnsp_udp_up_datagram(struct dnsp_worker *w, struct dnsp_slot *s, size_t n,
-				 const struct sockaddr_storage *from, socklen_t fromlen, int flags)
-{
-	const struct fw_dnsp_upstream *u = &s->ws->set->u[s->order[s->tried]];
-	enum dnsp_verdict v;
-
-	if (!dnsp_same_addr(from, fromlen, u) || n < FW_DNS_HDR_LEN || get16(w->urxb) != s->up_id)
-		return true;
-	if (flags & MSG_TRUNC) {
-		DNSP_COUNT(w, upstream_errors);
-		dnsp_exch_failover(w, s);
-		return false;
-	}
-	v = dnsp_exch_answer(w, s, w->urxb, n, DNSP_UP_BUF);
-	if (v == DNSP_WAIT)
-		return true;
-	dnsp_exch_verdict(w, s, v);
-	return false;
-}
-
-static void dnsp_udp_up_event(struct dnsp_worker *w, struct dnsp_slot *s)
-{
-	for (int k = 0; k < DNSP_UP_BATCH; k++) {
-		struct sockaddr_storage from = {.ss_family = AF_UNSPEC};
-		struct iovec iov = {w->urxb, DNSP_UP_BUF};
-		struct msghdr mh = {.msg_name = &from,
-				    .msg_namelen = sizeof(from),
-				    .msg_iov = &iov,
-				    .msg_iovlen = 1};
-		ssize_t n = recvmsg(s->up_fd, &mh, MSG_DONTWAIT);
-
-		if (n < 0) {
-			/* an ICMP error for this very attempt: fail over now */
-			if (errno == ECONNREFUSED) {
-				dnsp_mark(s->ws, s->order[s->tried], false);
-				DNSP_COUNT(w, upstream_errors);
-				dnsp_exch_failover(w, s);
-			}
-			return;
-		}
-		if (!dnsp_udp_up_datagram(w, s, (size_t)n, &from, mh.msg_namelen, mh.msg_flags))
-			return;
-	}
-}
-
-/* ---- upstream TCP (for TCP clients) ---- */
-
-/* A whole message read from an upstream TCP connection (s->ans). One
- * exchange per connection: anything but our answer is a failure. */
-static void dnsp_tcp_up_answer(struct dnsp_worker *w, struct dnsp_slot *s)
-{
-	enum dnsp_verdict v = DNSP_WAIT;
-
-	if (get16(s->ans) == s->up_id)
-		v = dnsp_exch_answer(w, s, s->ans, s->ans_len, s->ans_len);
-	if (v == DNSP_DONE) {
-		dnsp_slot_put(w, s);
-		return;
-	}
-	if (v == DNSP_WAIT) /* not the answer: NEXT was counted already */
-		DNSP_COUNT(w, upstream_errors);
-	dnsp_exch_failover(w, s);
-}
-
-static void dnsp_up_event(struct dnsp_worker *w, __u64 tag, __u32 events)
-{
-	__u32 index = (__u32)(tag & 0xffffffff) >> 1;
-	struct dnsp_slot *s;
-	struct epoll_event ev;
-	ssize_t n;
-
-	if (index >= w->nslots)
-		return;
-	s = &w->slots[index];
-	if (!s->used || s->up_fd < 0 || s->seq != (__u32)(tag >> 32))
-		return; /* stale: that socket was closed earlier in the batch */
-	if (s->origin != DNSP_O_TCP) {
-		dnsp_udp_up_event(w, s);
-		return;
-	}
-	/* while connecting, SO_ERROR says why */
-	if ((events & EPOLLERR) && s->io != DNSP_IO_CONNECT)
-		goto fail;
-	if (s->io == DNSP_IO_CONNECT) {
-		int soerr = 0;
-		socklen_t sl = sizeof(soerr);
-
-		if (getsockopt(s->up_fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) || soerr) {
-			if (soerr == ECONNREFUSED)
-				dnsp_mark(s->ws, s->order[s->tried], false);
-			goto fail;
-		}
-		s->io = DNSP_IO_WRITE;
-		s->io_off = 0;
-	}
-	if (s->io == DNSP_IO_WRITE) {
-		n = send(s->up_fd, s->qbuf + s->io_off, s->qlen + 2 - s->io_off,
-			 MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return;
-			goto fail;
-		}
-		s->io_off += (size_t)n;
-		if (s->io_off < s->qlen + 2)
-			return;
-		s->io = DNSP_IO_READ;
-		s->io_off = 0;
-		ev.events = EPOLLIN;
-		ev.data.u64 = tag;
-		if (epoll_ctl(w->epfd, EPOLL_CTL_MOD, s->up_fd, &ev))
-			goto fail;
-		return;
-	}
-	if (s->io != DNSP_IO_READ)
-		return;
-	for (;;) {
-		if (s->io_off < 2) {
-			n = recv(s->up_fd, s->lenbuf + s->io_off, 2 - s->io_off, MSG_DONTWAIT);
-		} else {
-			n = recv(s->up_fd, s->ans + (s->io_off - 2), s->ans_len - (s->io_off - 2),
-				 MSG_DONTWAIT);
-		}
-		if (n == 0)
-			goto fail;
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return;
-			goto fail;
-		}
-		s->io_off += (size_t)n;
-		if (s->io_off == 2) {
-			s->ans_len = get16(s->lenbuf);
-			if (s->ans_len < FW_DNS_HDR_LEN)
-				goto fail;
-			s->ans = malloc(s->ans_len);
-			if (!s->ans)
-				goto fail;
-		}
-		if (s->io_off > 2 && s->io_off == s->ans_len + 2)
-			break;
-	}
-	dnsp_tcp_up_answer(w, s);
-	return;
-fail:
-	DNSP_COUNT(w, upstream_errors);
-	dnsp_exch_failover(w, s);
-}
-
-/* ---- client TCP ---- */
-
-/* Gives the connection's place back (under tcp_lock). */
-static void dnsp_conn_release(struct fw_dnsp *p, struct dnsp_conn *c)
-{
-	p->tcpc[c->ce].n--;
-	p->tcp_clients--;
-}
-
-static void dnsp_conn_unlink(struct dnsp_worker *w, struct dnsp_conn *c)
-{
-	c->closing = true;
-	if (c->iprev)
-		c->iprev->inext = c->inext;
-	else
-		w->ihead = c->inext;
-	if (c->inext)
-		c->inext->iprev = c->iprev;
-	else
-		w->itail = c->iprev;
-	c->iprev = c->inext = NULL;
-	c->dnext = w->closing;
-	w->closing = c;
-}
-
-/* Closes c in the before-sleep step; its place is free at once. */
-static void dnsp_conn_kill(struct dnsp_worker *w, struct dnsp_conn *c)
-{
-	if (c->closing)
-		return;
-	pthread_mutex_lock(&w->p->tcp_lock);
-	dnsp_conn_release(w->p, c);
-	pthread_mutex_unlock(&w->p->tcp_lock);
-	dnsp_conn_unlink(w, c);
-}
-
-/* Runs the complete frames in the read buffer, up to DNSP_TCP_INFLIGHT
- * exchanges at a time; beyond that the connection is paused. */
-static void dnsp_conn_parse(struct dnsp_worker *w, struct dnsp_conn *c)
-{
-	size_t off = 0;
-
-	while (!c->closing && c->npending < DNSP_TCP_INFLIGHT && c->in_len - off >= 2) {
-		size_t l = get16(c->in + off);
-		struct dnsp_src src = {.origin = DNSP_O_TCP, .conn = c, .client = c->client};
-
-		if (c->in_len - off - 2 < l)
-			break;
-		dnsp_query(w, &src, c->in + off + 2, l);
-		off += 2 + l;
-	}
-	if (c->closing)
-		return;
-	if (off) {
-		/* a complete query restarts the clock, bytes of an unfinished
-		 * one do not: a trickle never keeps a connection */
-		dnsp_conn_touch(w, c);
-		memmove(c->in, c->in + off, c->in_len - off);
-		c->in_len -= off;
-	}
-	if (c->in_len >= 2 && c->in_cap < 2 + (size_t)get16(c->in)) {
-		/* the next frame needs a bigger buffer; at most DNSP_TCP_FRAME */
-		__u8 *nb = realloc(c->in, DNSP_TCP_FRAME);
-
-		if (!nb) {
-			dnsp_conn_kill(w, c);
-			return;
-		}
-		c->in = nb;
-		c->in_cap = DNSP_TCP_FRAME;
-	}
-	if (c->npending >= DNSP_TCP_INFLIGHT && !c->paused) {
-		c->paused = true;
-		dnsp_conn_events(w, c);
-	}
-}
-
-static void dnsp_conn_flush(struct dnsp_worker *w, struct dnsp_conn *c)
-{
-	while (c->out_off < c->out_len) {
-		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
-
-		if (n < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				dnsp_conn_kill(w, c);
-			return;
-		}
-		c->out_off += (size_t)n;
-	}
-	/* only a whole answer counts: a client reading a byte at a time
-	 * does not keep its connection */
-	dnsp_conn_touch(w, c);
-	c->out_off = c->out_len = 0;
-	c->want_out = false;
-	dnsp_conn_events(w, c);
-	if (c->eof && !c->npending)
-		dnsp_conn_kill(w, c);
-}
-
-static void dnsp_conn_event(struct dnsp_worker *w, struct dnsp_conn *c, __u32 events)
-{
-	ssize_t n;
-
-	if (c->closing)
-		return;
-	/* HUP: both directions are gone, nobody will read an answer */
-	if (events & (EPOLLERR | EPOLLHUP)) {
-		dnsp_conn_kill(w, c);
-		return;
-	}
-	if (events & EPOLLOUT) {
-		dnsp_conn_flush(w, c);
-		if (c->closing)
-			return;
-	}
-	if (!(events & EPOLLIN) || c->paused || c->eof || c->in_len == c->in_cap)
-		return;
-	n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, MSG_DONTWAIT);
-	if (n < 0) {
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			dnsp_conn_kill(w, c);
-		return;
-	}
-	if (n == 0) {
-		/* half-closed: answer what is in flight, then close */
-		c->eof = true;
-		if (!c->npending && c->out_off == c->out_len)
-			dnsp_conn_kill(w, c);
-		else
-			dnsp_conn_events(w, c);
-		return;
-	}
-	c->in_len += (size_t)n;
-	dnsp_conn_parse(w, c);
-}
-
-static void dnsp_listen_events(struct dnsp_worker *w, __u32 events)
-{
-	struct dnsp_sock *l[] = {&w->tcp4, &w->tcp6};
-
-	for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++) {
-		struct epoll_event ev = {.events = events, .data.ptr = l[i]};
-
-		if (l[i]->fd >= 0)
-			epoll_ctl(w->epfd, EPOLL_CTL_MOD, l[i]->fd, &ev);
-	}
-}
-
-static void dnsp_accept_pause(struct dnsp_worker *w)
-{
-	dnsp_listen_events(w, 0);
-	w->accept_at = w->now + DNSP_ACCEPT_PAUSE;
-}
-
-static __u64 dnsp_timer_accept(struct dnsp_worker *w)
-{
-	if (!w->accept_at)
-		return UINT64_MAX;
-	if (w->now < w->accept_at)
-		return w->accept_at - w->now;
-	w->accept_at = 0;
-	dnsp_listen_events(w, EPOLLIN);
-	return UINT64_MAX;
-}
-
-/* The connection of this worker to evict for a client that holds `have`
- * connections: one of the client holding the most, least recently active
- * first, if that client holds at least two more (so eviction never leaves
- * the newcomer ahead of its victim). Under tcp_lock. Only this worker's
- * connections are candidates; the kernel spreads each client's
- * connections over the workers, so the biggest holder has some here. */
-static struct dnsp_conn *dnsp_victim(struct dnsp_worker *w, unsigned int have)
-{
-	struct dnsp_conn *best = NULL;
-	unsigned int most = have + 1;
-
-	for (struct dnsp_conn *c = w->ihead; c; c = c->inext)
-		if (w->p->tcpc[c->ce].n > most) {
-			most = w->p->tcpc[c->ce].n;
-			best = c;
-		}
-	return best;
-}
-
-/* Takes a place for c, all workers counted: at most max_tcp_per_client
- * per client address, and at most max_tcp_clients in all; when full, a
- * connection of the client holding the most goes instead. -EBUSY: c is
- * refused. */
-static int dnsp_admit(struct dnsp_worker *w, struct dnsp_conn *c)
-{
-	struct fw_dnsp *p = w->p;
-	struct dnsp_conn *victim = NULL;
-	unsigned int e = UINT_MAX;
-	int err = 0;
-
-	pthread_mutex_lock(&p->tcp_lock);
-	for (unsigned int i = 0; i < p->cfg.max_tcp_clients; i++) {
-		if (p->tcpc[i].n && !memcmp(&p->tcpc[i].ip, &c->client, sizeof(c->client))) {
-			e = i;
-			break;
-		}
-		if (!p->tcpc[i].n && e == UINT_MAX)
-			e = i;
-	}
-	if (e == UINT_MAX || p->tcpc[e].n >= p->cfg.max_tcp_per_client) {
-		err = -EBUSY;
-	} else if (p->tcp_clients >= p->cfg.max_tcp_clients) {
-		victim = dnsp_victim(w, p->tcpc[e].n);
-		if (victim)
-			dnsp_conn_release(p, victim);
-		else
-			err = -EBUSY;
-	}
-	if (!err) {
-		p->tcpc[e].ip = c->client;
-		p->tcpc[e].n++;
-		p->tcp_clients++;
-		c->ce = e;
-	}
-	pthread_mutex_unlock(&p->tcp_lock);
-	if (victim) {
-		DNSP_COUNT(w, tcp_evicted);
-		dnsp_conn_unlink(w, victim);
-	}
-	return err;
-}
-
-static void dnsp_accept_event(struct dnsp_worker *w, struct dnsp_sock *sk)
-{
-	for (int k = 0; k < DNSP_ACCEPTS; k++) {
-		struct dnsp_peer pe;
-		struct epoll_event ev;
-		struct dnsp_conn *c;
-		int fd;
-
-		pe.alen = sizeof(pe.addr);
-		fd = accept4(sk->fd, &pe.addr.sa, &pe.alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			/* out of descriptors or memory: the listener would
-			 * stay readable and spin the loop; look again later */
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-			    errno == ENOMEM)
-				dnsp_accept_pause(w);
-			return;
-		}
-		c = calloc(1, sizeof(*c));
-		if (c)
-			c->in = malloc(DNSP_TCP_IN);
-		if (!c || !c->in || !dnsp_client_ip(&pe, &c->client))
-			goto drop;
-		if (dnsp_admit(w, c)) {
-			DNSP_COUNT(w, tcp_rejected);
-			goto drop;
-		}
-		c->kind = DNSP_K_CONN;
-		c->fd = fd;
-		c->in_cap = DNSP_TCP_IN;
-		c->last = w->now;
-		ev.events = EPOLLIN;
-		ev.data.ptr = c;
-		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev)) {
-			pthread_mutex_lock(&w->p->tcp_lock);
-			dnsp_conn_release(w->p, c);
-			pthread_mutex_unlock(&w->p->tcp_lock);
-			goto drop;
-		}
-		c->iprev = w->itail;
-		if (w->itail)
-			w->itail->inext = c;
-		else
-			w->ihead = c;
-		w->itail = c;
-		continue;
-	drop:
-		if (c)
-			free(c->in);
-		free(c);
-		close(fd);
-	}
-}
-
 /* ---- timers and the loop ---- */
 
-static __u64 dnsp_timer_exchanges(struct dnsp_worker *w)
+/* An attempt's time is up: the upstream is marked down and the next one
+ * asked (re-arming this timer), or the client gets SERVFAIL. */
+static __u64 dnsp_slot_timeout(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 {
-	struct dnsp_slot *s;
+	struct dnsp_slot *s = ctx;
+	struct dnsp_worker *w = s->w;
 
-	while ((s = w->thead) && s->deadline <= w->now) {
-		unsigned int up = s->order[s->tried];
-
-		dnsp_timer_remove(w, s);
-		dnsp_mark(s->ws, up, false);
-		if (s->origin == DNSP_O_PROBE) {
-			dnsp_slot_put(w, s);
-			continue;
-		}
-		DNSP_COUNT(w, upstream_timeouts);
-		/* re-armed at the tail with a later deadline: the loop ends */
-		dnsp_exch_failover(w, s);
+	(void)l;
+	(void)t;
+	dnsp_mark(s->ws, s->order[s->tried], false);
+	if (s->origin == DNSP_O_PROBE) {
+		dnsp_slot_put(w, s);
+		return 0;
 	}
-	return s ? s->deadline - w->now : UINT64_MAX;
-}
-
-static __u64 dnsp_timer_idle(struct dnsp_worker *w)
-{
-	__u64 idle = w->p->cfg.tcp_idle_ns;
-	struct dnsp_conn *c;
-
-	while ((c = w->ihead) && c->last + idle <= w->now) {
-		if (c->npending) /* waiting on us, not idle */
-			dnsp_conn_touch(w, c);
-		else
-			dnsp_conn_kill(w, c);
-		if (w->ihead == c)
-			break; /* the only connection, just touched */
-	}
-	c = w->ihead;
-	if (!c)
-		return UINT64_MAX;
-	return c->last + idle > w->now ? c->last + idle - w->now : 0;
+	DNSP_COUNT(w, upstream_timeouts);
+	dnsp_exch_failover(w, s);
+	return 0;
 }
 
 static void dnsp_probe(struct dnsp_worker *w, unsigned int i)
@@ -1664,25 +824,26 @@ static void dnsp_probe(struct dnsp_worker *w, unsigned int i)
 }
 
 /* One worker probes for all: health is shared. */
-static __u64 dnsp_timer_probe(struct dnsp_worker *w)
+static __u64 dnsp_probe_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 {
-	__u64 every = w->p->cfg.probe_interval_ns;
+	struct dnsp_worker *w = ctx;
 
-	if (!every || w->idx || !w->ws)
-		return UINT64_MAX;
-	if (w->now < w->next_probe)
-		return w->next_probe - w->now;
-	w->next_probe = w->now + every;
+	(void)l;
+	(void)t;
+	dnsp_sync_set(w);
+	if (!w->ws)
+		return w->p->cfg.probe_interval_ns;
 	for (unsigned int i = 0; i < w->ws->set->n; i++)
 		if (!w->ws->probing[i])
 			dnsp_probe(w, i);
-	return every;
+	return w->p->cfg.probe_interval_ns;
 }
 
 static void dnsp_before_sleep(struct dnsp_worker *w)
 {
 	struct dnsp_wset **pws;
 
+	dnsp_sync_set(w);
 	while (w->resume) {
 		struct dnsp_conn *c = w->resume;
 
@@ -1701,7 +862,9 @@ static void dnsp_before_sleep(struct dnsp_worker *w)
 		w->closing = c->dnext;
 		while (c->pending)
 			dnsp_slot_put(w, c->pending);
-		close(c->fd);
+		fw_loop_watch_del(w->loop, c->watch);
+		if (c->fd >= 0)
+			close(c->fd);
 		free(c->in);
 		free(c->out);
 		free(c);
@@ -1719,91 +882,35 @@ static void dnsp_before_sleep(struct dnsp_worker *w)
 	dnsp_tx_flush(w);
 }
 
-static __u64 dnsp_run_timers(struct dnsp_worker *w)
+static void dnsp_before_sleep_hook(struct fw_loop *l, void *ctx)
 {
-	__u64 a = dnsp_timer_exchanges(w);
-	__u64 b = dnsp_timer_idle(w);
-	__u64 c = dnsp_timer_probe(w);
-	__u64 d = dnsp_timer_accept(w);
-
-	a = a < b ? a : b;
-	c = c < d ? c : d;
-	return a < c ? a : c;
+	(void)l;
+	dnsp_before_sleep(ctx);
 }
 
-static void dnsp_dispatch(struct dnsp_worker *w, const struct epoll_event *ev)
+static void dnsp_sock_watch(struct fw_loop *l, int fd, __u32 events, void *ctx)
 {
-	const struct dnsp_sock *k = ev->data.ptr;
+	struct dnsp_sock *sk = ctx;
 
-	if (ev->data.u64 & 1) {
-		dnsp_up_event(w, ev->data.u64, ev->events);
-		dnsp_tx_flush(w);
-		return;
-	}
-	switch (k->kind) {
-	case DNSP_K_WAKE: {
-		__u64 v;
-
-		if (read(k->fd, &v, sizeof(v)) < 0)
-			break;
-		break;
-	}
-	case DNSP_K_UDP:
-		dnsp_udp_event(w, ev->data.ptr);
-		break;
-	case DNSP_K_LISTEN:
-		dnsp_accept_event(w, ev->data.ptr);
-		break;
-	case DNSP_K_CONN:
-		dnsp_conn_event(w, ev->data.ptr, ev->events);
-		dnsp_tx_flush(w);
-		break;
-	}
+	(void)l;
+	(void)fd;
+	(void)events;
+	if (sk->listen)
+		dnsp_accept_event(sk->w, sk);
+	else
+		dnsp_udp_event(sk->w, sk);
 }
 
 static void *dnsp_worker_main(void *arg)
 {
 	struct dnsp_worker *w = arg;
-	struct fw_dnsp *p = w->p;
-	struct epoll_event evs[DNSP_EVENTS];
+	int err;
 
-	w->now = fw_now_ns();
-	w->next_probe = w->now + p->cfg.probe_interval_ns;
-	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
-		__u64 delay;
-		int n, ms;
-
-		dnsp_sync_set(w);
-		w->now = fw_now_ns();
-		delay = dnsp_run_timers(w);
-		dnsp_before_sleep(w);
-		/* before_sleep may have started exchanges on an empty list */
-		if (w->thead) {
-			__u64 d = w->thead->deadline > w->now ? w->thead->deadline - w->now : 0;
-
-			if (d < delay)
-				delay = d;
-		}
-		if (delay == UINT64_MAX)
-			ms = -1;
-		else if (delay / NSEC_PER_MSEC >= INT_MAX)
-			ms = INT_MAX;
-		else
-			ms = (int)((delay + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC);
-		n = epoll_wait(w->epfd, evs, DNSP_EVENTS, ms);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			fw_err("dns proxy worker %u: epoll_wait: %s", w->idx, strerror(errno));
-			break;
-		}
-		w->now = fw_now_ns();
-		/* a list set before a query was sent must apply to it, even
-		 * when the wake-up and the query come in one batch */
-		dnsp_sync_set(w);
-		for (int i = 0; i < n; i++)
-			dnsp_dispatch(w, &evs[i]);
-	}
+	if (!w->idx && w->p->cfg.probe_interval_ns)
+		fw_loop_timer_arm(w->loop, &w->probe_timer, w->p->cfg.probe_interval_ns);
+	err = fw_loop_run(w->loop);
+	if (err)
+		fw_err("dns proxy worker %u: epoll_wait: %s", w->idx, strerror(-err));
 	return NULL;
 }
 
@@ -1877,6 +984,9 @@ static int dnsp_bound_port(int fd, __u16 *port)
 
 static void dnsp_close_sock(struct dnsp_sock *s)
 {
+	if (s->watch)
+		fw_loop_watch_del(s->w->loop, s->watch);
+	s->watch = NULL;
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
@@ -1943,13 +1053,12 @@ static int dnsp_bind_more(struct fw_dnsp *p, struct dnsp_worker *w)
 	return err;
 }
 
-static int dnsp_epoll_add(struct dnsp_worker *w, struct dnsp_sock *s)
+static int dnsp_watch_add(struct dnsp_worker *w, struct dnsp_sock *s)
 {
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = s};
-
 	if (s->fd < 0)
 		return 0;
-	return epoll_ctl(w->epfd, EPOLL_CTL_ADD, s->fd, &ev) ? -errno : 0;
+	s->w = w;
+	return fw_loop_watch_add(w->loop, s->fd, EPOLLIN, dnsp_sock_watch, s, &s->watch);
 }
 
 static void dnsp_worker_free(struct dnsp_worker *w)
@@ -1976,9 +1085,7 @@ static void dnsp_worker_free(struct dnsp_worker *w)
 	dnsp_close_sock(&w->udp6);
 	dnsp_close_sock(&w->tcp4);
 	dnsp_close_sock(&w->tcp6);
-	dnsp_close_sock(&w->wake);
-	if (w->epfd >= 0)
-		close(w->epfd);
+	fw_loop_free(w->loop);
 	free(w->slots);
 	free(w->rxb);
 	free(w->urxb);
@@ -1988,16 +1095,21 @@ static void dnsp_worker_free(struct dnsp_worker *w)
 static int dnsp_worker_new(struct fw_dnsp *p, unsigned int idx, struct dnsp_worker **out)
 {
 	struct dnsp_worker *w = calloc(1, sizeof(*w));
+	int err;
 
 	if (!w)
 		return -ENOMEM;
 	w->p = p;
 	w->idx = idx;
-	w->epfd = -1;
-	w->wake = (struct dnsp_sock){DNSP_K_WAKE, -1};
-	w->udp4 = w->udp6 = (struct dnsp_sock){DNSP_K_UDP, -1};
-	w->tcp4 = w->tcp6 = (struct dnsp_sock){DNSP_K_LISTEN, -1};
+	w->udp4 = w->udp6 = (struct dnsp_sock){.listen = false, .fd = -1};
+	w->tcp4 = w->tcp6 = (struct dnsp_sock){.listen = true, .fd = -1};
 	*out = w;
+	err = fw_loop_new(&w->loop);
+	if (err)
+		return err;
+	fw_loop_set_before_sleep(w->loop, dnsp_before_sleep_hook, w);
+	fw_loop_timer_init(&w->probe_timer, dnsp_probe_timer, w);
+	fw_loop_timer_init(&w->accept_timer, dnsp_accept_resume, w);
 	w->nslots = p->cfg.max_pending;
 	w->slots = calloc(w->nslots, sizeof(*w->slots));
 	w->rxb = malloc((size_t)DNSP_BATCH * (DNSP_QUERY_MAX + 1));
@@ -2006,8 +1118,10 @@ static int dnsp_worker_new(struct fw_dnsp *p, unsigned int idx, struct dnsp_work
 		return -ENOMEM;
 	for (unsigned int i = w->nslots; i-- > 0;) {
 		w->slots[i].index = i;
+		w->slots[i].w = w;
 		w->slots[i].up_fd = -1;
-		w->slots[i].tnext = w->free_slots;
+		fw_loop_timer_init(&w->slots[i].timer, dnsp_slot_timeout, &w->slots[i]);
+		w->slots[i].fnext = w->free_slots;
 		w->free_slots = &w->slots[i];
 	}
 	for (int i = 0; i < DNSP_BATCH; i++) {
@@ -2020,39 +1134,22 @@ static int dnsp_worker_new(struct fw_dnsp *p, unsigned int idx, struct dnsp_work
 		mh->msg_iovlen = 1;
 		mh->msg_control = w->rxc[i].buf;
 	}
-	w->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (w->epfd < 0)
-		return -errno;
-	w->wake.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (w->wake.fd < 0)
-		return -errno;
-	return dnsp_epoll_add(w, &w->wake);
+	return 0;
 }
 
 static void dnsp_wake(struct fw_dnsp *p)
 {
-	__u64 one = 1;
-
 	for (unsigned int i = 0; i < p->nworkers; i++)
-		if (p->workers[i] && write(p->workers[i]->wake.fd, &one, sizeof(one)) < 0)
-			continue; /* the counter is already non-zero: awake anyway */
+		if (p->workers[i] && p->workers[i]->loop)
+			fw_loop_wake(p->workers[i]->loop);
 }
 
 void fw_dnsp_config_init(struct fw_dnsp_config *c)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
 	memset(c, 0, sizeof(*c));
-	c->port = 53;
+	/* the configuration keys' defaults (dns/proxy_keys.c) */
+	fw_ck_defaults(&fw_dnsp_keys, c);
 	c->ipv6 = true;
-	c->workers = cpus < 1			  ? 1
-		     : cpus > FW_DNSP_MAX_WORKERS ? FW_DNSP_MAX_WORKERS
-						  : (unsigned)cpus;
-	c->timeout_ns = DNSP_DEF_TIMEOUT;
-	c->probe_interval_ns = DNSP_DEF_PROBE;
-	c->max_tcp_clients = DNSP_DEF_TCP;
-	c->max_tcp_per_client = DNSP_DEF_TCP_CLIENT;
-	c->tcp_idle_ns = DNSP_DEF_IDLE;
 	c->max_pending = DNSP_DEF_PENDING;
 	c->ttl_cap = DNSP_DEF_TTL_CAP;
 	c->edns_size = FW_DNS_EDNS_UDP;
@@ -2062,6 +1159,9 @@ void fw_dnsp_config_init(struct fw_dnsp_config *c)
  * probes) and ttl_cap (0 would zero every TTL: the default instead). */
 static int dnsp_config_check(struct fw_dnsp_config *c)
 {
+	struct fw_dnsp_config def;
+
+	fw_dnsp_config_init(&def);
 	if (c->workers > FW_DNSP_MAX_WORKERS || c->nupstreams > FW_DNSP_MAX_UPSTREAMS)
 		return -EINVAL;
 	if (c->max_pending > DNSP_PENDING_MAX)
@@ -2069,13 +1169,13 @@ static int dnsp_config_check(struct fw_dnsp_config *c)
 	if (!c->workers)
 		c->workers = 1;
 	if (!c->timeout_ns)
-		c->timeout_ns = DNSP_DEF_TIMEOUT;
+		c->timeout_ns = def.timeout_ns;
 	if (!c->max_tcp_clients)
-		c->max_tcp_clients = DNSP_DEF_TCP;
+		c->max_tcp_clients = def.max_tcp_clients;
 	if (!c->max_tcp_per_client)
-		c->max_tcp_per_client = DNSP_DEF_TCP_CLIENT;
+		c->max_tcp_per_client = def.max_tcp_per_client;
 	if (!c->tcp_idle_ns)
-		c->tcp_idle_ns = DNSP_DEF_IDLE;
+		c->tcp_idle_ns = def.tcp_idle_ns;
 	if (!c->max_pending)
 		c->max_pending = DNSP_DEF_PENDING;
 	if (!c->ttl_cap)
@@ -2143,13 +1243,13 @@ int fw_dnsp_start(const struct fw_dnsp_config *c, const struct fw_dnsp_hooks *h,
 		err = i ? dnsp_bind_more(p, p->workers[i]) : dnsp_bind_first(p, p->workers[i]);
 		if (err)
 			goto cleanup;
-		err = dnsp_epoll_add(p->workers[i], &p->workers[i]->udp4);
+		err = dnsp_watch_add(p->workers[i], &p->workers[i]->udp4);
 		if (!err)
-			err = dnsp_epoll_add(p->workers[i], &p->workers[i]->tcp4);
+			err = dnsp_watch_add(p->workers[i], &p->workers[i]->tcp4);
 		if (!err)
-			err = dnsp_epoll_add(p->workers[i], &p->workers[i]->udp6);
+			err = dnsp_watch_add(p->workers[i], &p->workers[i]->udp6);
 		if (!err)
-			err = dnsp_epoll_add(p->workers[i], &p->workers[i]->tcp6);
+			err = dnsp_watch_add(p->workers[i], &p->workers[i]->tcp6);
 		if (err)
 			goto cleanup;
 	}
@@ -2171,8 +1271,9 @@ void fw_dnsp_stop(struct fw_dnsp *p)
 {
 	if (!p)
 		return;
-	__atomic_store_n(&p->stop, true, __ATOMIC_RELEASE);
-	dnsp_wake(p);
+	for (unsigned int i = 0; i < p->nworkers; i++)
+		if (p->workers[i] && p->workers[i]->loop)
+			fw_loop_stop(p->workers[i]->loop);
 	for (unsigned int i = 0; i < p->nworkers; i++)
 		if (p->workers[i] && p->workers[i]->started)
 			pthread_join(p->workers[i]->thread, NULL);
@@ -2375,7 +1476,6 @@ int fw_dnsp_simulate(const struct fw_dnsp_hooks *h, bool case_randomize, const _
 	if (err)
 		goto out;
 	w = p->workers[0];
-	w->now = FW_NSEC_PER_SEC;
 	dnsp_sync_set(w);
 	fw_addr_from_v4(&cl, htonl(0x0a2a0002)); /* 10.42.0.2 */
 	if (!tcp) {
@@ -2402,11 +1502,14 @@ int fw_dnsp_simulate(const struct fw_dnsp_hooks *h, bool case_randomize, const _
 			err = -ENOMEM;
 			goto out;
 		}
-		cn->kind = DNSP_K_CONN;
 		cn->fd = -1;
+		cn->w = w;
 		cn->client = cl;
 		cn->in_cap = DNSP_TCP_IN;
-		cn->last = w->now;
+		cn->last = dnsp_now(w);
+		/* no idle timer: the stream is fed at once, and what is left
+		 * runs out by the exchanges' timeouts below */
+		fw_loop_timer_init(&cn->idle, dnsp_conn_idle, cn);
 		if (dnsp_admit(w, cn)) {
 			free(cn->in);
 			free(cn);
@@ -2444,9 +1547,8 @@ int fw_dnsp_simulate(const struct fw_dnsp_hooks *h, bool case_randomize, const _
 	}
 	dnsp_sim_upstream(w, up, ulen, &uoff);
 	/* what is still waiting times out, upstream after upstream */
-	while (w->thead) {
-		w->now = w->thead->deadline;
-		dnsp_timer_exchanges(w);
+	while (fw_loop_next_deadline(w->loop) != UINT64_MAX) {
+		fw_loop_expire(w->loop, fw_loop_next_deadline(w->loop));
 		dnsp_tx_flush(w);
 	}
 	dnsp_before_sleep(w);
@@ -2454,178 +1556,4 @@ out:
 	fw_dnsp_stop(p);
 	*outlen = sim.len;
 	return err;
-}
-
-/* ---- upstream addresses ---- */
-
-static int dnsp_parse_port(const char *s, __u16 *port)
-{
-	unsigned long v = 0;
-
-	if (!*s || strlen(s) > 5)
-		return -EINVAL;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return -EINVAL;
-		v = v * 10 + (unsigned long)(*s - '0');
-	}
-	if (!v || v > 65535)
-		return -EINVAL;
-	*port = (__u16)v;
-	return 0;
-}
-
-/* "2001:db8::1" or "fe80::1%eth0" (a resolv.conf may carry a scope) */
-static int dnsp_parse_v6(char *s, struct sockaddr_in6 *a)
-{
-	char *pct = strchr(s, '%');
-
-	if (pct) {
-		*pct++ = '\0';
-		if (!*pct)
-			return -EINVAL;
-		a->sin6_scope_id = if_nametoindex(pct);
-		if (!a->sin6_scope_id) {
-			__u16 idx;
-
-			if (dnsp_parse_port(pct, &idx))
-				return -EINVAL;
-			a->sin6_scope_id = idx;
-		}
-	}
-	return inet_pton(AF_INET6, s, &a->sin6_addr) == 1 ? 0 : -EINVAL;
-}
-
-int fw_dnsp_upstream_parse(const char *s, struct fw_dnsp_upstream *u)
-{
-	char buf[INET6_ADDRSTRLEN + IF_NAMESIZE + 8];
-	__u16 port = 53;
-	char *colon;
-
-	if (!s || !u || strlen(s) >= sizeof(buf))
-		return -EINVAL;
-	memset(u, 0, sizeof(*u));
-	strcpy(buf, s);
-	if (buf[0] == '[') {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&u->addr;
-		char *end = strchr(buf, ']');
-
-		if (!end || (end[1] && (end[1] != ':' || dnsp_parse_port(end + 2, &port))))
-			return -EINVAL;
-		*end = '\0';
-		a->sin6_family = AF_INET6;
-		a->sin6_port = htons(port);
-		if (dnsp_parse_v6(buf + 1, a))
-			return -EINVAL;
-		u->len = sizeof(*a);
-		return 0;
-	}
-	colon = strchr(buf, ':');
-	if (colon && strchr(colon + 1, ':')) {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&u->addr;
-
-		a->sin6_family = AF_INET6;
-		a->sin6_port = htons(port);
-		if (dnsp_parse_v6(buf, a))
-			return -EINVAL;
-		u->len = sizeof(*a);
-		return 0;
-	}
-	if (colon) {
-		*colon = '\0';
-		if (dnsp_parse_port(colon + 1, &port))
-			return -EINVAL;
-	}
-	{
-		struct sockaddr_in *a = (struct sockaddr_in *)&u->addr;
-
-		a->sin_family = AF_INET;
-		a->sin_port = htons(port);
-		if (inet_pton(AF_INET, buf, &a->sin_addr) != 1)
-			return -EINVAL;
-		u->len = sizeof(*a);
-	}
-	return 0;
-}
-
-static bool dnsp_upstream_loopback(const struct fw_dnsp_upstream *u)
-{
-	const struct sockaddr_in *a4 = (const struct sockaddr_in *)&u->addr;
-	const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)&u->addr;
-
-	if (u->addr.ss_family == AF_INET)
-		return (ntohl(a4->sin_addr.s_addr) >> 24) == 127;
-	if (IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr))
-		return true;
-	return IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr) && a6->sin6_addr.s6_addr[12] == 127;
-}
-
-int fw_dnsp_upstreams_from_resolv(const char *path, struct fw_dnsp_upstream *u, size_t cap,
-				  size_t *n)
-{
-	struct fw_dnsp_upstream far[FW_DNSP_MAX_UPSTREAMS], lo[FW_DNSP_MAX_UPSTREAMS];
-	size_t nfar = 0, nlo = 0, max;
-	char line[512];
-	FILE *f;
-
-	if (!path || !u || !n || !cap)
-		return -EINVAL;
-	max = cap < FW_DNSP_MAX_UPSTREAMS ? cap : FW_DNSP_MAX_UPSTREAMS;
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		struct fw_dnsp_upstream one;
-		char *save = NULL, *key, *val;
-		bool whole = strchr(line, '\n') || feof(f);
-
-		/* a line longer than the buffer: skip its rest, use none of it */
-		if (!whole) {
-			int ch;
-
-			while ((ch = fgetc(f)) != EOF && ch != '\n')
-				;
-			continue;
-		}
-		key = strtok_r(line, " \t\r\n", &save);
-		if (!key || key[0] == '#' || key[0] == ';' || strcmp(key, "nameserver"))
-			continue;
-		val = strtok_r(NULL, " \t\r\n#;", &save);
-		if (!val || fw_dnsp_upstream_parse(val, &one))
-			continue;
-		if (dnsp_upstream_loopback(&one)) {
-			if (nlo < max)
-				lo[nlo++] = one;
-		} else if (nfar < max) {
-			far[nfar++] = one;
-		}
-	}
-	fclose(f);
-	*n = 0;
-	for (size_t i = 0; i < nfar && *n < max; i++)
-		u[(*n)++] = far[i];
-	for (size_t i = 0; i < nlo && *n < max; i++)
-		u[(*n)++] = lo[i];
-	return *n ? 0 : -ENOENT;
-}
-
-void fw_dnsp_upstream_str(const struct fw_dnsp_upstream *u, char *buf, size_t len)
-{
-	char a[INET6_ADDRSTRLEN];
-
-	if (!buf || !len)
-		return;
-	if (u && u->addr.ss_family == AF_INET) {
-		const struct sockaddr_in *s = (const struct sockaddr_in *)&u->addr;
-
-		inet_ntop(AF_INET, &s->sin_addr, a, sizeof(a));
-		snprintf(buf, len, "%s:%u", a, ntohs(s->sin_port));
-	} else if (u && u->addr.ss_family == AF_INET6) {
-		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)&u->addr;
-
-		inet_ntop(AF_INET6, &s->sin6_addr, a, sizeof(a));
-		snprintf(buf, len, "[%s]:%u", a, ntohs(s->sin6_port));
-	} else {
-		snprintf(buf, len, "?");
-	}
 }

@@ -51,11 +51,12 @@ struct fw_dnsp_config {
 	__u16 edns_size; /* advertised upstream when the client sent no OPT */
 };
 
-/* Defaults: port 53, IPv6 on, one worker per CPU, 5 s timeout, probes
- * every 10 s, 256 TCP clients (16 per address) that must complete a query
- * every 10 s, 4096 pending per worker (at most 16384; each holds one
- * upstream socket while in flight), TTL cap 300 s, EDNS 4096. At start a zero field takes its
- * default, except probe_interval_ns (0 = no probes). */
+/* Defaults: the dns.* keys' (dns/proxy_keys.c: port 15353, two workers,
+ * 5 s timeout, probes every 10 s, 256 TCP clients (16 per address) that
+ * must complete a query every 10 s), IPv6 on, 4096 pending per worker (at
+ * most 16384; each holds one upstream socket while in flight), TTL cap
+ * 300 s, EDNS 4096. At start a zero field takes its default, except
+ * probe_interval_ns (0 = no probes). */
 void fw_dnsp_config_init(struct fw_dnsp_config *c);
 
 /* decide() returns this to forward; any other value is the rcode to answer

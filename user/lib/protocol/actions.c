@@ -27,9 +27,9 @@ struct fw_proto {
 	char att[FW_ENV_STR]; /* fence: attachmentId */
 	__u64 spec_generation;
 	bool has_pending;
-	struct fw_policy pending;	  /* parsed SET_BINDING input, while denying */
-	struct fw_policy current;	  /* in force while active */
-	struct fw_static_subject binding; /* addresses etc.; .policy unused */
+	struct fw_policy pending;	/* parsed SET_BINDING input, while denying */
+	struct fw_policy current;	/* in force while active */
+	struct fw_subject_spec binding; /* addresses etc.; .policy unused */
 };
 
 void fw_reply_free(struct fw_reply *r)
@@ -130,7 +130,7 @@ static const char *mode_of(const struct fw_policy *p)
 
 /* Builds the binding of env; -EINVAL with reason when it cannot be one. */
 static int binding_from_env(const struct fw_actions *a, const struct fw_envelope *env,
-			    struct fw_static_subject *b, char *reason, size_t rlen)
+			    struct fw_subject_spec *b, char *reason, size_t rlen)
 {
 	enum fw_family fam;
 
@@ -174,10 +174,10 @@ static int binding_from_env(const struct fw_actions *a, const struct fw_envelope
 }
 
 /* Writes binding b with policy pol and state to the kernel. */
-static int program(struct fw_actions *a, struct fw_entry *e, const struct fw_static_subject *b,
+static int program(struct fw_actions *a, struct fw_entry *e, const struct fw_subject_spec *b,
 		   const struct fw_policy *pol, __u8 state, __u64 fence)
 {
-	struct fw_static_subject spec = *b;
+	struct fw_subject_spec spec = *b;
 	int err;
 
 	spec.state = state;
@@ -475,7 +475,7 @@ static void flush_one(const struct fw_push *push, void *arg)
 
 static void set_binding(struct fw_actions *a, struct fw_envelope *env, struct fw_reply *out)
 {
-	struct fw_static_subject b;
+	struct fw_subject_spec b;
 	struct fw_policy pol;
 	struct fw_entry *e;
 	struct fw_proto *p;
@@ -921,7 +921,8 @@ void fw_actions_vault_active(struct fw_actions *a, const char *client_ip, const 
 
 /* --- life of the handler ------------------------------------------------- */
 
-int fw_actions_init(struct fw_actions *a, struct fw_registry *reg, const struct fw_cfg *cfg)
+int fw_actions_init(struct fw_actions *a, struct fw_registry *reg,
+		    const struct fw_actions_opts *opts)
 {
 	unsigned char rnd[6];
 	int n;
@@ -929,9 +930,9 @@ int fw_actions_init(struct fw_actions *a, struct fw_registry *reg, const struct 
 	memset(a, 0, sizeof(*a));
 	a->reg = reg;
 	reg->priv_free = proto_destroy;
-	a->restart_wipe = cfg->actions_restart_wipe;
-	a->bind_host_veth = cfg->actions_bind_host_veth;
-	a->grace_ns = cfg->actions_grace_ns;
+	a->restart_wipe = opts->restart_wipe;
+	a->bind_host_veth = opts->bind_host_veth;
+	a->grace_ns = opts->grace_ns;
 	a->started_ns = fw_now_ns();
 	a->last_sweep_ns = a->started_ns;
 	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
@@ -941,7 +942,7 @@ int fw_actions_init(struct fw_actions *a, struct fw_registry *reg, const struct 
 		n += snprintf(a->instance_id + n, sizeof(a->instance_id) - (size_t)n, "%02x",
 			      rnd[i]);
 	a->vaults = fw_vault_store_new();
-	a->pending = fw_pending_new(cfg->actions_pending_ttl_ns / 1000000ull, NULL);
+	a->pending = fw_pending_new(opts->pending_ttl_ns / 1000000ull, NULL);
 	if (!a->vaults || !a->pending) {
 		fw_actions_fini(a);
 		return -ENOMEM;

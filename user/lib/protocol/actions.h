@@ -11,7 +11,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "config/config.h"
 #include "protocol/pending.h"
 #include "subjects/registry.h"
 #include "protocol/vault.h"
@@ -41,9 +40,18 @@ struct fw_actions {
 	struct fw_pending *pending;
 };
 
+/* The handler's settings (the actions section of the configuration). */
+struct fw_actions_opts {
+	bool restart_wipe;    /* remove adopted subjects at start (reference behaviour) */
+	bool bind_host_veth;  /* anti-spoof on attachment.hostVeth */
+	__u64 grace_ns;	      /* adopted subjects nobody replays are removed after */
+	__u64 pending_ttl_ns; /* cached pushes for unknown subjects */
+};
+
 /* Mints the instance id; with restart_wipe removes every adopted protocol
  * subject before returning (the reference behaviour). */
-int fw_actions_init(struct fw_actions *a, struct fw_registry *reg, const struct fw_cfg *cfg);
+int fw_actions_init(struct fw_actions *a, struct fw_registry *reg,
+		    const struct fw_actions_opts *opts);
 void fw_actions_fini(struct fw_actions *a);
 
 /* GET /_fastlet/v1/actions/status */

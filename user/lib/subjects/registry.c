@@ -12,14 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <bpf/bpf.h>
-
 #include "common/addr.h"
 #include "common/hash.h"
 #include "common/log.h"
 #include "subjects/registry.h"
 
-__u64 fw_binding_hash(const struct fw_static_subject *spec)
+__u64 fw_binding_hash(const struct fw_subject_spec *spec)
 {
 	__u64 h = FW_FNV_BASIS;
 
@@ -61,7 +59,7 @@ static __u32 resolve_ifindex(const char *ifname)
 	return idx ? idx : FW_IFINDEX_MISSING;
 }
 
-static void build_ksub(struct fw_subject *k, __u32 id, const struct fw_static_subject *spec)
+static void build_ksub(struct fw_subject *k, __u32 id, const struct fw_subject_spec *spec)
 {
 	memset(k, 0, sizeof(*k));
 	k->id = id;
@@ -143,14 +141,78 @@ static bool ports_live(__u32 id, __u32 *gen, const void *ctx)
 	return true;
 }
 
+struct adopt_ctx {
+	struct fw_registry *r;
+	size_t nretired;
+	struct fw_recs stale; /* struct stale_addr: dispatch to nobody */
+};
+
+struct stale_addr {
+	struct fw_ip addr;
+	__u32 id;
+};
+
+static int adopt_meta(const void *key, const void *val, void *ctx)
+{
+	struct adopt_ctx *a = ctx;
+	struct fw_registry *r = a->r;
+	struct fw_subject_meta meta;
+	struct fw_entry *e;
+	__u32 id;
+
+	memcpy(&id, key, sizeof(id));
+	memcpy(&meta, val, sizeof(meta));
+	if (id == 0 || id >= FW_MAX_SUBJECTS || r->by_id[id])
+		return 0;
+	if (meta.origin == FW_ORIGIN_RETIRED) {
+		a->nretired++; /* removed before the restart, not reaped yet */
+		return 0;
+	}
+	meta.name[FW_NAME_LEN - 1] = '\0';
+	meta.ifname[sizeof(meta.ifname) - 1] = '\0';
+	if (lookup_locked(r, meta.name))
+		return 0; /* a duplicate name: the first one wins */
+	e = entry_new(r, meta.name);
+	if (!e)
+		return -ENOMEM;
+	e->id = id;
+	e->meta = meta;
+	e->adopted = true;
+	r->by_id[id] = e;
+	r->id_reserved[id] = true;
+	r->count++;
+	return 0;
+}
+
+static int adopt_dispatch(const void *key, const void *val, void *ctx)
+{
+	struct adopt_ctx *a = ctx;
+	struct fw_subject ks;
+	struct fw_entry *e;
+	struct fw_ip addr;
+
+	memcpy(&addr, key, sizeof(addr));
+	memcpy(&ks, val, sizeof(ks));
+	e = ks.id < FW_MAX_SUBJECTS ? a->r->by_id[ks.id] : NULL;
+	if (!e) {
+		/* an address nobody owns any more: fail closed by removing it
+		 * (after the scan, which a delete would disturb) */
+		struct stale_addr st = {.addr = addr, .id = ks.id};
+
+		return fw_recs_push(&a->stale, &st);
+	}
+	e->ksub = ks;
+	if (e->naddrs < FW_SUBJECT_MAX_ADDRS)
+		e->addrs[e->naddrs++] = addr;
+	return 0;
+}
+
 int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
 {
-	struct fw_ip addr, *prev = NULL;
+	struct adopt_ctx a = {.r = r, .stale.size = sizeof(struct stale_addr)};
+	const struct stale_addr *stale;
 	int err;
-	struct fw_subject_meta meta;
-	struct fw_subject ks;
-	__u32 id, *prev_id = NULL;
-	size_t nretired = 0;
+	__u32 id;
 
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->lock, NULL);
@@ -158,52 +220,19 @@ int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
 	fw_policy_init(&r->overlay);
 	r->dp = dp;
 
-	while (bpf_map_get_next_key(dp->meta_fd, prev_id, &id) == 0) {
-		struct fw_entry *e;
-
-		prev_id = &id;
-		if (id == 0 || id >= FW_MAX_SUBJECTS || r->by_id[id])
-			continue;
-		if (bpf_map_lookup_elem(dp->meta_fd, &id, &meta))
-			continue;
-		if (meta.origin == FW_ORIGIN_RETIRED) {
-			nretired++; /* removed before the restart, not reaped yet */
-			continue;
-		}
-		meta.name[FW_NAME_LEN - 1] = '\0';
-		meta.ifname[sizeof(meta.ifname) - 1] = '\0';
-		if (lookup_locked(r, meta.name))
-			continue; /* a duplicate name: the first one wins */
-		e = entry_new(r, meta.name);
-		if (!e)
-			return -ENOMEM;
-		e->id = id;
-		e->meta = meta;
-		e->adopted = true;
-		r->by_id[id] = e;
-		r->id_reserved[id] = true;
-		r->count++;
-	}
-	while (bpf_map_get_next_key(dp->dispatch_fd, prev, &addr) == 0) {
-		struct fw_entry *e;
-
-		prev = &addr;
-		if (bpf_map_lookup_elem(dp->dispatch_fd, &addr, &ks))
-			continue;
-		e = ks.id < FW_MAX_SUBJECTS ? r->by_id[ks.id] : NULL;
-		if (!e) {
-			/* an address nobody owns any more: fail closed by removing it */
-			bpf_map_delete_elem(dp->dispatch_fd, &addr);
-			continue;
-		}
-		e->ksub = ks;
-		if (e->naddrs < FW_SUBJECT_MAX_ADDRS)
-			e->addrs[e->naddrs++] = addr;
-	}
+	err = fw_dp_meta_scan(dp, adopt_meta, &a);
+	if (!err)
+		err = fw_dp_dispatch_scan(dp, adopt_dispatch, &a);
+	stale = (const struct stale_addr *)a.stale.data;
+	for (size_t i = 0; !err && i < a.stale.n; i++)
+		fw_dp_dispatch_del(dp, &stale[i].addr, stale[i].id);
+	free(a.stale.data);
+	if (err)
+		return err;
 	if (r->count)
 		fw_info("adopted %zu subjects from pinned maps", r->count);
-	if (nretired)
-		fw_info("%zu removed subjects still to be reaped", nretired);
+	if (a.nretired)
+		fw_info("%zu removed subjects still to be reaped", a.nretired);
 	/* No id is handed out before the reaper has emptied it: those retired
 	 * before the restart, and any other unbound id too, since a release
 	 * cut short by an older version or a foreign write may have left
@@ -382,7 +411,7 @@ static int add_domain_rules(struct fw_policy *dst, const struct fw_policy *src)
 
 /* Builds the domain policy of spec behind overlay; *out is NULL when it
  * equals cur (nothing to publish). */
-static int domains_build(const struct fw_policy *overlay, const struct fw_static_subject *spec,
+static int domains_build(const struct fw_policy *overlay, const struct fw_subject_spec *spec,
 			 const struct fw_domain_policy *cur, struct fw_domain_policy **out)
 {
 	struct fw_domain_policy *d;
@@ -464,7 +493,7 @@ static struct fw_entry *addr_owner_locked(struct fw_registry *r, const struct fw
 {
 	struct fw_subject cur;
 
-	if (bpf_map_lookup_elem(r->dp->dispatch_fd, a, &cur) || cur.id >= FW_MAX_SUBJECTS)
+	if (fw_dp_dispatch_lookup(r->dp, a, &cur) || cur.id >= FW_MAX_SUBJECTS)
 		return NULL;
 	return r->by_id[cur.id];
 }
@@ -760,7 +789,7 @@ static void remember_live(struct fw_entry *e, const struct fw_compiled_set *set)
 }
 
 static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
-			  const struct fw_static_subject *spec, const struct fw_compiled_set *set,
+			  const struct fw_subject_spec *spec, const struct fw_compiled_set *set,
 			  __u64 phash, __u64 bhash, __u32 origin, bool *changed)
 {
 	struct fw_ip held[FW_SUBJECT_MAX_ADDRS];
@@ -836,7 +865,7 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 /* New identity: a fresh id, written completely before dispatch points at
  * it, then the old id (if any) released. */
 static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
-			const struct fw_static_subject *spec, const struct fw_compiled_set *set,
+			const struct fw_subject_spec *spec, const struct fw_compiled_set *set,
 			struct fw_subject_meta *meta)
 {
 	struct fw_ip old[FW_SUBJECT_MAX_ADDRS], held[FW_SUBJECT_MAX_ADDRS];
@@ -926,7 +955,7 @@ undo:
 	return err;
 }
 
-int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_static_subject *spec,
+int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_subject_spec *spec,
 		 enum fw_origin origin, __u64 fence_hash, bool *changed)
 {
 	struct fw_subject_meta meta = {};
@@ -1000,8 +1029,8 @@ out:
 	return err;
 }
 
-int fw_reg_upsert(struct fw_registry *r, const struct fw_static_subject *spec,
-		  enum fw_origin origin, bool *changed)
+int fw_reg_upsert(struct fw_registry *r, const struct fw_subject_spec *spec, enum fw_origin origin,
+		  bool *changed)
 {
 	struct fw_entry *e = fw_reg_get(r, spec->name, true);
 	int err;
@@ -1051,17 +1080,18 @@ static bool pick_static(const struct fw_entry *e, const void *ctx)
 	return e->id && e->meta.origin == FW_ORIGIN_STATIC;
 }
 
-int fw_reg_sync_static(struct fw_registry *r, const struct fw_cfg *cfg, bool prune_adopted)
+int fw_reg_sync_static(struct fw_registry *r, const struct fw_policy *overlay,
+		       const struct fw_subject_spec *subjects, size_t nsubjects, bool prune_adopted)
 {
 	char(*names)[FW_NAME_LEN];
 	int err, ret = 0;
 	size_t n;
 
-	err = fw_reg_set_overlay(r, &cfg->overlay);
+	err = fw_reg_set_overlay(r, overlay);
 	if (err)
 		return err;
-	for (size_t i = 0; i < cfg->nsubjects; i++) {
-		struct fw_entry *e = fw_reg_get(r, cfg->subjects[i].name, true);
+	for (size_t i = 0; i < nsubjects; i++) {
+		struct fw_entry *e = fw_reg_get(r, subjects[i].name, true);
 
 		if (!e) {
 			ret = ret ? ret : -ENOMEM;
@@ -1069,10 +1099,10 @@ int fw_reg_sync_static(struct fw_registry *r, const struct fw_cfg *cfg, bool pru
 		}
 		if (e->id && e->meta.origin != FW_ORIGIN_STATIC && !e->adopted) {
 			fw_err("static subject %s: the name is held by a protocol subject",
-			       cfg->subjects[i].name);
+			       subjects[i].name);
 			ret = ret ? ret : -EEXIST;
 		} else {
-			err = fw_reg_apply(r, e, &cfg->subjects[i], FW_ORIGIN_STATIC, 0, NULL);
+			err = fw_reg_apply(r, e, &subjects[i], FW_ORIGIN_STATIC, 0, NULL);
 			if (err && !ret)
 				ret = err;
 		}
@@ -1084,8 +1114,8 @@ int fw_reg_sync_static(struct fw_registry *r, const struct fw_cfg *cfg, bool pru
 		bool wanted = false;
 		struct fw_entry *e;
 
-		for (size_t j = 0; j < cfg->nsubjects && !wanted; j++)
-			wanted = strncmp(cfg->subjects[j].name, names[i], FW_NAME_LEN) == 0;
+		for (size_t j = 0; j < nsubjects && !wanted; j++)
+			wanted = strncmp(subjects[j].name, names[i], FW_NAME_LEN) == 0;
 		e = fw_reg_get(r, names[i], false);
 		if (!e)
 			continue;

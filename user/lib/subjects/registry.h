@@ -10,13 +10,33 @@
 #ifndef FW_SUBJECTS_H
 #define FW_SUBJECTS_H
 
+#include <net/if.h>
 #include <pthread.h>
 #include <stdbool.h>
 
-#include "config/config.h"
 #include "datapath/datapath.h"
 
-#define FW_REG_BUCKETS 4096
+#define FW_REG_BUCKETS	     4096
+#define FW_SUBJECT_MAX_ADDRS 8
+
+/* What a subject is, as the registry takes it from the static
+ * configuration or the actions protocol: its name, the addresses dispatch
+ * sends to it, its host side (interface, MAC, gateways, private nets),
+ * its state and its policy. */
+struct fw_subject_spec {
+	char name[FW_NAME_LEN];
+	struct fw_ip addrs[FW_SUBJECT_MAX_ADDRS];
+	size_t naddrs;
+	char ifname[IF_NAMESIZE]; /* "" = not bound to an interface */
+	bool has_mac;		  /* mac: the only source MAC its interface accepts */
+	__u8 mac[6];
+	bool has_gateway[FW_FAM_MAX];
+	struct fw_ip gateway[FW_FAM_MAX];
+	bool has_private[FW_FAM_MAX];
+	struct fw_prefix private_net[FW_FAM_MAX];
+	__u8 state; /* FW_STATE_ACTIVE (default) or FW_STATE_DENYING */
+	struct fw_policy policy;
+};
 
 /* What the DNS proxy decides a subject's queries on: its domain rules
  * behind the operator overlay's, in first-match order, and its state.
@@ -105,7 +125,7 @@ void fw_reg_put(struct fw_registry *r, struct fw_entry *e);
  * learned addresses stay. New identity: a fresh id, so nothing learned
  * under the old one passes. Rules go in before dispatch. *changed (may be
  * NULL) tells whether anything in the kernel changed. */
-int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_static_subject *spec,
+int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_subject_spec *spec,
 		 enum fw_origin origin, __u64 fence_hash, bool *changed);
 /* Removes every trace of e from the kernel (lock held). */
 int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e);
@@ -113,9 +133,10 @@ int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e);
 /* Replaces the operator overlay (copied) used by later applies. */
 int fw_reg_set_overlay(struct fw_registry *r, const struct fw_policy *overlay);
 
-/* Sets the overlay from cfg, applies every static subject of cfg, removes static subjects cfg no
- * longer has, and (prune_adopted) adopted static subjects nobody claimed. */
-int fw_reg_sync_static(struct fw_registry *r, const struct fw_cfg *cfg, bool prune_adopted);
+/* Sets the overlay (NULL: none), applies every one of the n static subjects, removes static
+ * subjects no longer among them, and (prune_adopted) adopted static subjects nobody claimed. */
+int fw_reg_sync_static(struct fw_registry *r, const struct fw_policy *overlay,
+		       const struct fw_subject_spec *subjects, size_t n, bool prune_adopted);
 /* Removes adopted subjects of origin that were not reconfirmed; returns
  * how many or a negative errno. */
 int fw_reg_prune_adopted(struct fw_registry *r, enum fw_origin origin);
@@ -133,8 +154,8 @@ void fw_reg_name_of(struct fw_registry *r, __u32 id, char *buf, size_t len);
 size_t fw_reg_count(struct fw_registry *r);
 
 /* Single-threaded callers (tests, benchmarks): get + apply + put. */
-int fw_reg_upsert(struct fw_registry *r, const struct fw_static_subject *spec,
-		  enum fw_origin origin, bool *changed);
+int fw_reg_upsert(struct fw_registry *r, const struct fw_subject_spec *spec, enum fw_origin origin,
+		  bool *changed);
 /* Single-threaded callers only: the entry of name without locking. */
 struct fw_entry *fw_reg_find(struct fw_registry *r, const char *name);
 
@@ -144,7 +165,7 @@ struct fw_entry *fw_reg_find(struct fw_registry *r, const char *name);
 struct fw_domain_policy *fw_reg_domains(struct fw_registry *r, __u32 id);
 void fw_domain_policy_put(struct fw_domain_policy *d);
 
-__u64 fw_binding_hash(const struct fw_static_subject *spec);
+__u64 fw_binding_hash(const struct fw_subject_spec *spec);
 __u64 fw_fence_hash(const char *runtime_instance_id, const char *attachment_id);
 
 #endif /* FW_SUBJECTS_H */

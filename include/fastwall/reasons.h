@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Verdict reasons, one table: the enum, the counter layout, the mask the
+ * programs test for pass or drop, and (userspace) the names the CLI and
+ * the logs print and the docs table. Compiled by the BPF programs and by
+ * userspace; included through fastwall/abi.h. */
+#ifndef FASTWALL_REASONS_H
+#define FASTWALL_REASONS_H
+
+#define FW_VERDICT_PASS 0
+#define FW_VERDICT_DROP 1
+
+/* X(identifier, number, verdict, name, meaning). The number is the
+ * counter slot in the pinned maps and the reason in a deny event: it is
+ * ABI, never changes and is never reused; a new reason takes the next
+ * free number. Whether a reason passes or drops is its verdict here, not
+ * where it sits. */
+#define FW_REASONS(X)                                                                              \
+	X(FW_PASS_ALLOW_CIDR, 0, FW_VERDICT_PASS, "allow-cidr", "destination in an allow CIDR")    \
+	X(FW_PASS_LEARNED, 1, FW_VERDICT_PASS, "learned",                                          \
+	  "DNS-learned destination with a live lease")                                             \
+	X(FW_PASS_DEFAULT, 2, FW_VERDICT_PASS, "default-allow", "no rule matched, default allow")  \
+	X(FW_PASS_DNS_LOCAL, 3, FW_VERDICT_PASS, "dns-local",                                      \
+	  "DNS (53) to the gateway or a pod-local address")                                        \
+	X(FW_PASS_DNS_PROXY, 4, FW_VERDICT_PASS, "dns-proxy",                                      \
+	  "DNS redirected to fastwalld's DNS proxy")                                               \
+	X(FW_PASS_POD_LOCAL, 5, FW_VERDICT_PASS, "pod-local-allowed",                              \
+	  "a configured `local_ports` entry")                                                      \
+	X(FW_PASS_POD_REPLY, 6, FW_VERDICT_PASS, "pod-reply",                                      \
+	  "reply on a flow the pod opened into the sandbox")                                       \
+	X(FW_PASS_NEIGH, 7, FW_VERDICT_PASS, "neighbour", "ARP, IPv6 ND (hop limit 255), MLD")     \
+	X(FW_PASS_FRAGMENT, 8, FW_VERDICT_PASS, "fragment", "later fragment of a passed datagram") \
+	X(FW_DROP_MALFORMED, 9, FW_VERDICT_DROP, "malformed",                                      \
+	  "truncated or inconsistent headers, two VLAN tags")                                      \
+	X(FW_DROP_ETHERTYPE, 10, FW_VERDICT_DROP, "ethertype", "neither IPv4, IPv6 nor ARP")       \
+	X(FW_DROP_FRAGMENT, 11, FW_VERDICT_DROP, "unknown-fragment",                               \
+	  "later fragment whose first fragment did not pass")                                      \
+	X(FW_DROP_UNKNOWN_SOURCE, 12, FW_VERDICT_DROP, "unknown-source",                           \
+	  "source address belongs to no subject")                                                  \
+	X(FW_DROP_DENYING, 13, FW_VERDICT_DROP, "denying", "subject registered, not active")       \
+	X(FW_DROP_SPOOF, 14, FW_VERDICT_DROP, "spoofed-source",                                    \
+	  "subject's address on another interface, or a link-local address another port or the "   \
+	  "pod owns")                                                                              \
+	X(FW_DROP_SIBLING, 15, FW_VERDICT_DROP, "sibling",                                         \
+	  "to another address in the private CIDR")                                                \
+	X(FW_DROP_POD_LOCAL, 16, FW_VERDICT_DROP, "pod-local",                                     \
+	  "non-DNS to the gateway or a pod-local address")                                         \
+	X(FW_DROP_DOT, 17, FW_VERDICT_DROP, "dns-over-tls", "TCP/UDP 853")                         \
+	X(FW_DROP_DOH, 18, FW_VERDICT_DROP, "dns-over-https",                                      \
+	  "TCP 443 to the DoH blocklist, or any in strict mode")                                   \
+	X(FW_DROP_DENY_CIDR, 19, FW_VERDICT_DROP, "deny-cidr", "destination in a deny CIDR")       \
+	X(FW_DROP_LEASE_EXPIRED, 20, FW_VERDICT_DROP, "lease-expired",                             \
+	  "learned destination whose lease ran out")                                               \
+	X(FW_DROP_DEFAULT_DENY, 21, FW_VERDICT_DROP, "default-deny",                               \
+	  "no rule matched, default deny")                                                         \
+	X(FW_DROP_NO_POLICY, 22, FW_VERDICT_DROP, "no-policy",                                     \
+	  "active subject without a rule set (fail closed)")                                       \
+	X(FW_DROP_ROGUE_ND, 23, FW_VERDICT_DROP, "rogue-nd",                                       \
+	  "router advertisement or redirect from a sandbox")                                       \
+	X(FW_DROP_MAC_SPOOF, 24, FW_VERDICT_DROP, "spoofed-mac",                                   \
+	  "Ethernet source (or ARP sender hardware address, or ND link-layer address option) is "  \
+	  "not the port's bound MAC")                                                              \
+	X(FW_DROP_ND_TARGET, 25, FW_VERDICT_DROP, "nd-destination",                                \
+	  "RS/NS/NA to a destination neighbour discovery never uses (off-link, denied, a "         \
+	  "sibling's global address, a group other than solicited-node, all-nodes, "               \
+	  "all-routers), an NA from or for `::`, or a second new link-local address from one "     \
+	  "port (MLD off `ff02::/16` goes to the policy)")                                         \
+	X(FW_DROP_FRAG_HEADER, 26, FW_VERDICT_DROP, "fragment-header",                             \
+	  "first fragment that does not hold its complete header chain and transport header, a "   \
+	  "later fragment overlapping them, or a second fragment header")                          \
+	X(FW_DROP_V4MAPPED, 27, FW_VERDICT_DROP, "v4-mapped",                                      \
+	  "IPv6 packet whose source or destination is v4-mapped (`::ffff:0:0/96`)")                \
+	X(FW_DROP_LEARNED_PORT, 28, FW_VERDICT_DROP, "learned-port",                               \
+	  "learned destination, port outside the `ports` of the rules that taught it (or no "      \
+	  "TCP/UDP port at all)")
+
+/* Counter slots in fastwall_stats_v2 and fw_subject_stats: room for new
+ * reasons without a new map layout. */
+#define FW_REASON_SLOTS 64
+
+/* These are not TC return codes; the programs map them to TC_ACT_OK and
+ * TC_ACT_SHOT. FW_REASON_MAX is one past the highest number (the list is
+ * kept in numeric order; the assertion below holds it to that). */
+#define FW_REASON_ENUM_(id, num, verdict, name, meaning) id = num,
+enum fw_reason {
+	FW_REASONS(FW_REASON_ENUM_) FW_REASON_MAX,
+};
+#undef FW_REASON_ENUM_
+
+/* Bit n set: reason n passes. Every other slot, a reason not defined
+ * included, drops: FW_REASON_DROP_MASK is its complement, so an unknown
+ * number fails closed. */
+#define FW_REASON_PASS_BIT_(id, num, verdict, name, meaning)                                       \
+	| ((verdict) == FW_VERDICT_PASS ? 1ull << (num) : 0ull)
+#define FW_REASON_PASS_MASK (0ull FW_REASONS(FW_REASON_PASS_BIT_))
+#define FW_REASON_DROP_MASK (~FW_REASON_PASS_MASK)
+
+/* 1 when reason r drops the packet: a bit test, one instruction in BPF */
+#define FW_REASON_DROPS(r) ((r) >= FW_REASON_SLOTS || ((FW_REASON_DROP_MASK >> (r)) & 1))
+
+#define FW_REASON_BELOW_MAX_(id, num, verdict, name, meaning) +((num) >= FW_REASON_MAX)
+#define FW_REASON_IN_SLOTS_(id, num, verdict, name, meaning)  +((num) >= FW_REASON_SLOTS)
+_Static_assert(0 FW_REASONS(FW_REASON_BELOW_MAX_) == 0, "reasons out of numeric order");
+_Static_assert(0 FW_REASONS(FW_REASON_IN_SLOTS_) == 0, "a reason beyond FW_REASON_SLOTS");
+_Static_assert(FW_REASON_MAX <= FW_REASON_SLOTS, "FW_REASON_SLOTS");
+
+#endif /* FASTWALL_REASONS_H */

@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The subject registry over the in-memory data plane: what dispatch, the
+ * rule tries, the metadata and the id lifecycle look like after each call,
+ * as the packet path would see them. */
+#include <criterion/criterion.h>
+#include <errno.h>
+
+#include "helpers.h"
+
+static struct fw_dp *dp;
+static struct fw_registry reg;
+
+static void setup(void)
+{
+	dp = fake_dp_new();
+	cr_assert_not_null(dp);
+	reg_start(&reg, dp);
+}
+
+static void teardown(void)
+{
+	fw_reg_free(&reg);
+	fake_dp_free(dp);
+}
+
+TestSuite(registry, .init = setup, .fini = teardown);
+
+static __u32 id_of(const char *name)
+{
+	struct fw_entry *e = fw_reg_find(&reg, name);
+
+	return e ? e->id : 0;
+}
+
+Test(registry, apply_dispatches_every_address_to_one_rule_set)
+{
+	struct fw_subject_spec s;
+	struct fw_subject_meta m;
+	bool changed = false;
+	unsigned int swaps;
+	__u32 id;
+
+	spec_init(&s, "web", "192.0.2.10", "2001:db8::10");
+	rule_add(&s.policy, "allow", "198.51.100.0/24");
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, &changed), 0);
+	cr_assert(changed);
+	id = id_of("web");
+	cr_assert_neq(id, 0);
+	cr_assert_eq(fake_dispatch_count(dp), 2);
+	cr_assert_eq(dispatch_id(dp, "192.0.2.10"), id);
+	cr_assert_eq(dispatch_id(dp, "2001:db8::10"), id);
+	cr_assert_eq(verdict(dp, id, "198.51.100.7"), FW_ACTION_ALLOW);
+	cr_assert_eq(verdict(dp, id, "203.0.113.7"), FW_ACTION_DENY);
+	cr_assert_eq(fake_meta_get(dp, id, &m), 0);
+	cr_assert_str_eq(m.name, "web");
+	cr_assert_eq(m.origin, FW_ORIGIN_STATIC);
+	cr_assert_eq(fake_resets(dp, id), 1, "a fresh id starts with zeroed counters");
+
+	/* the same spec again changes nothing in the kernel */
+	swaps = fake_rules_changes(dp, id);
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, &changed), 0);
+	cr_assert_not(changed);
+	cr_assert_eq(fake_rules_changes(dp, id), swaps);
+	fw_policy_free(&s.policy);
+}
+
+Test(registry, same_identity_swaps_rules_under_the_same_id)
+{
+	struct fw_subject_spec s;
+	struct fw_ip dst = ip_of("203.0.113.9");
+	struct fw_lease lease;
+	__u32 id;
+
+	spec_init(&s, "web", "192.0.2.10", NULL);
+	rule_add(&s.policy, "allow", "198.51.100.0/24");
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
+	id = id_of("web");
+	/* something learned under the id, as the DNS side writes it */
+	cr_assert_eq(fw_dp_lease_put(dp, id, &dst, fw_now_ns() + FW_NSEC_PER_SEC * 60, 0), 0);
+
+	fw_policy_free(&s.policy);
+	fw_policy_init(&s.policy);
+	rule_add(&s.policy, "allow", "203.0.113.0/24");
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
+	cr_assert_eq(id_of("web"), id, "a policy change keeps the id");
+	cr_assert_eq(dispatch_id(dp, "192.0.2.10"), id);
+	cr_assert_eq(verdict(dp, id, "198.51.100.7"), FW_ACTION_DENY);
+	cr_assert_eq(verdict(dp, id, "203.0.113.7"), FW_ACTION_ALLOW);
+	cr_assert_eq(fake_lease_get(dp, id, &dst, &lease), 0, "learned addresses stay");
+	cr_assert_eq(fw_reg_id_state(&reg, id, NULL), 1);
+	fw_policy_free(&s.policy);
+}
+
+Test(registry, new_identity_gets_a_fresh_id_and_the_old_one_retires)
+{
+	struct fw_subject_spec s;
+	struct fw_ip dst = ip_of("203.0.113.9");
+	struct fw_lease lease;
+	__u32 id, id2;
+
+	spec_init(&s, "web", "192.0.2.10", NULL);
+	rule_add(&s.policy, "allow", "198.51.100.0/24");
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
+	id = id_of("web");
+	cr_assert_eq(fw_dp_lease_put(dp, id, &dst, fw_now_ns() + FW_NSEC_PER_SEC * 60, 0), 0);
+
+	/* a static subject's identity is its binding: a new address */
+	s.addrs[0] = ip_of("192.0.2.11");
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
+	id2 = id_of("web");
+	cr_assert_neq(id2, 0);
+	cr_assert_neq(id2, id, "a new binding must not inherit what the old one learned");
+	cr_assert_eq(dispatch_id(dp, "192.0.2.11"), id2);
+	cr_assert_eq(dispatch_id(dp, "192.0.2.10"), 0);
+	cr_assert_eq(verdict(dp, id2, "198.51.100.7"), FW_ACTION_ALLOW);
+	cr_assert_eq(verdict(dp, id, "198.51.100.7"), -1, "the old id's trie is gone");
+	cr_assert_eq(fw_reg_id_state(&reg, id, NULL), -1);
+	cr_assert_eq(fake_lease_get(dp, id2, &dst, &lease), -ENOENT);
+	cr_assert_eq(fw_reg_count(&reg), 1);
+	fw_policy_free(&s.policy);
+}
+
+Test(registry, a_protocol_subject_never_takes_a_static_address)
+{
+	struct fw_subject_spec st, pr;
+	struct fw_entry *e;
+	__u32 sid;
+
+	spec_init(&st, "static-a", "192.0.2.10", NULL);
+	cr_assert_eq(fw_reg_upsert(&reg, &st, FW_ORIGIN_STATIC, NULL), 0);
+	sid = id_of("static-a");
+
+	spec_init(&pr, "u-1", "192.0.2.10", "192.0.2.20");
+	e = fw_reg_get(&reg, "u-1", true);
+	cr_assert_not_null(e);
+	cr_assert_eq(
+		fw_reg_apply(&reg, e, &pr, FW_ORIGIN_ACTIONS, fw_fence_hash("rt", "att"), NULL), 0);
+	fw_reg_put(&reg, e);
+	cr_assert_eq(dispatch_id(dp, "192.0.2.10"), sid, "the static subject keeps its address");
+	cr_assert_eq(dispatch_id(dp, "192.0.2.20"), id_of("u-1"));
+	cr_assert_neq(id_of("u-1"), sid);
+}
+
+Test(registry, a_newer_protocol_owner_keeps_the_address_when_the_old_one_goes)
+{
+	struct fw_subject_spec a, b;
+	struct fw_entry *e;
+	__u32 ida, idb;
+
+	spec_init(&a, "u-old", "192.0.2.30", NULL);
+	spec_init(&b, "u-new", "192.0.2.30", NULL);
+	e = fw_reg_get(&reg, "u-old", true);
+	cr_assert_eq(fw_reg_apply(&reg, e, &a, FW_ORIGIN_ACTIONS, fw_fence_hash("r", "1"), NULL),
+		     0);
+	fw_reg_put(&reg, e);
+	ida = id_of("u-old");
+	e = fw_reg_get(&reg, "u-new", true);
+	cr_assert_eq(fw_reg_apply(&reg, e, &b, FW_ORIGIN_ACTIONS, fw_fence_hash("r", "2"), NULL),
+		     0);
+	fw_reg_put(&reg, e);
+	idb = id_of("u-new");
+	cr_assert_eq(dispatch_id(dp, "192.0.2.30"), idb, "the new binding takes the address over");
+
+	e = fw_reg_get(&reg, "u-old", false);
+	cr_assert_eq(fw_reg_unbind(&reg, e), 0);
+	fw_reg_put(&reg, e);
+	cr_assert_eq(dispatch_id(dp, "192.0.2.30"), idb, "removing the old owner spares the new");
+	cr_assert_eq(fw_reg_id_state(&reg, ida, NULL), -1);
+}
+
+Test(registry, unbind_removes_everything_and_retires_the_id)
+{
+	struct fw_subject_spec s;
+	struct fw_ip dst = ip_of("203.0.113.9");
+	struct fw_conn_key ck = {.dst = dst};
+	struct fw_conn cv = {.last_seen_ns = fw_now_ns()};
+	struct fw_subject_meta m;
+	struct fw_entry *e;
+	__u32 id;
+
+	spec_init(&s, "web", "192.0.2.10", "2001:db8::10");
+	rule_add(&s.policy, "allow", "198.51.100.0/24");
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
+	id = id_of("web");
+	ck.subject = id;
+	cr_assert_eq(fw_dp_lease_put(dp, id, &dst, fw_now_ns() + FW_NSEC_PER_SEC * 60, 0), 0);
+	fake_conn_put(dp, &ck, &cv);
+
+	e = fw_reg_get(&reg, "web", false);
+	cr_assert_eq(fw_reg_unbind(&reg, e), 0);
+	fw_reg_put(&reg, e);
+	cr_assert_eq(fake_dispatch_count(dp), 0);
+	cr_assert_eq(verdict(dp, id, "198.51.100.7"), -1);
+	cr_assert_eq(fake_meta_get(dp, id, &m), 0);
+	cr_assert_eq(m.origin, FW_ORIGIN_RETIRED,
+		     "a restart must not reuse the id before the reap");
+	cr_assert_eq(fw_reg_id_state(&reg, id, NULL), -1);
+	cr_assert_eq(fw_reg_count(&reg), 0);
+	cr_assert_null(fw_reg_find(&reg, "web"));
+
+	cr_assert_eq(fw_reg_reap(&reg, 0), 1);
+	cr_assert_eq(fake_learned_count(dp, id), 0);
+	cr_assert_eq(fake_conns_count(dp, id), 0);
+	cr_assert_eq(fw_dp_conn_counts(dp)[id], 0);
+	cr_assert_eq(fake_meta_get(dp, id, &m), -ENOENT);
+	cr_assert_eq(fw_reg_id_state(&reg, id, NULL), 0);
+	fw_policy_free(&s.policy);
+}
+
+Test(registry, the_reaper_waits_for_the_minimum_age)
+{
+	struct fw_subject_spec s;
+	struct fw_ip dst = ip_of("203.0.113.9");
+	struct fw_entry *e;
+	__u32 id;
+
+	spec_init(&s, "web", "192.0.2.10", NULL);
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
+	id = id_of("web");
+	cr_assert_eq(fw_dp_lease_put(dp, id, &dst, fw_now_ns() + FW_NSEC_PER_SEC * 60, 0), 0);
+	e = fw_reg_get(&reg, "web", false);
+	cr_assert_eq(fw_reg_unbind(&reg, e), 0);
+	fw_reg_put(&reg, e);
+
+	cr_assert_eq(fw_reg_reap(&reg, 3600 * FW_NSEC_PER_SEC), 0, "too young to reap");
+	cr_assert_eq(fake_learned_count(dp, id), 1);
+	cr_assert_eq(fw_reg_id_state(&reg, id, NULL), -1);
+	cr_assert_eq(fw_reg_reap(&reg, 0), 1);
+	cr_assert_eq(fake_learned_count(dp, id), 0);
+	cr_assert_eq(fw_reg_id_state(&reg, id, NULL), 0);
+}
+
+Test(registry, a_restart_adopts_what_the_maps_hold)
+{
+	struct fw_subject_spec a, b;
+	struct fw_subject ghost = {.id = 4242, .state = FW_STATE_ACTIVE};
+	struct fw_ip ghost_addr = ip_of("192.0.2.99");
+	struct fw_entry *e;
+	bool changed = true;
+	__u32 ida, idb;
+
+	spec_init(&a, "a", "192.0.2.10", NULL);
+	rule_add(&a.policy, "allow", "198.51.100.0/24");
+	spec_init(&b, "b", "192.0.2.20", NULL);
+	cr_assert_eq(fw_reg_upsert(&reg, &a, FW_ORIGIN_STATIC, NULL), 0);
+	cr_assert_eq(fw_reg_upsert(&reg, &b, FW_ORIGIN_STATIC, NULL), 0);
+	ida = id_of("a");
+	idb = id_of("b");
+	/* dispatch to an id nobody owns (a foreign write, an interrupted removal) */
+	cr_assert_eq(fw_dp_dispatch_put(dp, &ghost_addr, &ghost), 0);
+
+	/* fastwalld stops (the kernel keeps enforcing) and starts again */
+	fw_reg_free(&reg);
+	cr_assert_eq(fw_reg_init(&reg, dp), 0);
+	cr_assert_eq(fw_reg_count(&reg), 2);
+	e = fw_reg_find(&reg, "a");
+	cr_assert_not_null(e);
+	cr_assert_eq(e->id, ida);
+	cr_assert(e->adopted);
+	cr_assert_eq(e->naddrs, 1);
+	cr_assert_eq(dispatch_id(dp, "192.0.2.99"), 0, "dispatch to nobody fails closed");
+	cr_assert_eq(fw_reg_id_state(&reg, 4242, NULL), -1, "unbound ids wait for the reaper");
+
+	/* the configuration replayed: same identity, same id, nothing rewritten */
+	cr_assert_eq(fw_reg_upsert(&reg, &a, FW_ORIGIN_STATIC, &changed), 0);
+	cr_assert_eq(id_of("a"), ida);
+	cr_assert_not(fw_reg_find(&reg, "a")->adopted);
+	cr_assert_eq(verdict(dp, ida, "198.51.100.7"), FW_ACTION_ALLOW);
+	/* b was not replayed: pruned */
+	cr_assert_eq(fw_reg_prune_adopted(&reg, FW_ORIGIN_STATIC), 1);
+	cr_assert_eq(dispatch_id(dp, "192.0.2.20"), 0);
+	cr_assert_eq(fw_reg_id_state(&reg, idb, NULL), -1);
+	cr_assert_eq(dispatch_id(dp, "192.0.2.10"), ida);
+	fw_policy_free(&a.policy);
+}
+
+Test(registry, the_overlay_goes_ahead_of_subject_rules)
+{
+	struct fw_subject_spec s[2];
+	struct fw_policy overlay;
+	__u32 id;
+
+	fw_policy_init(&overlay);
+	rule_add(&overlay, "deny", "198.51.100.0/24");
+	spec_init(&s[0], "web", "192.0.2.10", NULL);
+	rule_add(&s[0].policy, "allow", "198.51.100.7");
+	rule_add(&s[0].policy, "allow", "203.0.113.0/24");
+	spec_init(&s[1], "db", "192.0.2.20", NULL);
+
+	cr_assert_eq(fw_reg_sync_static(&reg, &overlay, s, 2, true), 0);
+	id = id_of("web");
+	cr_assert_eq(verdict(dp, id, "198.51.100.7"), FW_ACTION_DENY, "the operator's deny wins");
+	cr_assert_eq(verdict(dp, id, "203.0.113.7"), FW_ACTION_ALLOW);
+	cr_assert_neq(id_of("db"), 0);
+
+	/* without the overlay the subject's allow stands; db is no longer
+	 * configured and goes */
+	cr_assert_eq(fw_reg_sync_static(&reg, NULL, s, 1, true), 0);
+	cr_assert_eq(id_of("web"), id);
+	cr_assert_eq(verdict(dp, id, "198.51.100.7"), FW_ACTION_ALLOW);
+	cr_assert_null(fw_reg_find(&reg, "db"));
+	cr_assert_eq(dispatch_id(dp, "192.0.2.20"), 0);
+	fw_policy_free(&overlay);
+	fw_policy_free(&s[0].policy);
+	fw_policy_free(&s[1].policy);
+}
+
+Test(registry, a_failed_dispatch_write_leaves_no_subject)
+{
+	struct fw_subject_spec s;
+
+	spec_init(&s, "web", "192.0.2.10", NULL);
+	fake_fail_next(dp, FAKE_DISPATCH_PUT, -ENOMEM);
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), -ENOMEM);
+	cr_assert_eq(fake_dispatch_count(dp), 0);
+	cr_assert_eq(fw_reg_count(&reg), 0);
+	/* the retry converges */
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
+	cr_assert_eq(dispatch_id(dp, "192.0.2.10"), id_of("web"));
+}

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The map table (datapath/maps.h): a map's name carries its layout
+ * version (_v2 and on), names are unique, and every replaced map names
+ * the map userspace carries its counters into. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "datapath/datapath.h"
+
+#define ENTRY(name, field, version) {#name, version},
+static const struct {
+	const char *name;
+	int version;
+} maps[] = {FW_DP_MAPS(ENTRY)};
+
+#define RETIRED(name, abi, type, key, value, max, successor) {#name, abi, #successor},
+static const struct {
+	const char *name;
+	int abi;
+	const char *successor;
+} retired[] = {FW_DP_RETIRED_MAPS(RETIRED)};
+
+#define USER(name, field, type, key, value, max) #name,
+static const char *const user_maps[] = {FW_DP_USER_MAPS(USER)};
+
+static bool is_user_map(const char *name)
+{
+	for (size_t i = 0; i < sizeof(user_maps) / sizeof(user_maps[0]); i++)
+		if (strcmp(user_maps[i], name) == 0)
+			return true;
+	return false;
+}
+
+static int in_table(const char *name)
+{
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
+		if (strcmp(maps[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+Test(maps, names_carry_their_layout_version)
+{
+	cr_assert_eq(sizeof(maps) / sizeof(maps[0]), FW_DP_NMAPS);
+	for (size_t i = 0; i < FW_DP_NMAPS; i++) {
+		const char *v = strrchr(maps[i].name, '_');
+		char want[16];
+
+		cr_assert(strncmp(maps[i].name, "fastwall_", 9) == 0, "%s", maps[i].name);
+		cr_assert(maps[i].version >= 1 && maps[i].version <= FW_ABI_VERSION, "%s",
+			  maps[i].name);
+		snprintf(want, sizeof(want), "_v%d", maps[i].version);
+		if (maps[i].version == 1)
+			cr_assert(!(v[1] == 'v' && v[2] >= '0' && v[2] <= '9'),
+				  "%s: version 1 has no suffix", maps[i].name);
+		else
+			cr_assert_str_eq(v, want, "%s is version %d", maps[i].name,
+					 maps[i].version);
+		cr_assert_eq(in_table(maps[i].name), (int)i, "%s twice", maps[i].name);
+	}
+}
+
+Test(maps, replaced_maps_name_a_successor)
+{
+	cr_assert_eq(sizeof(retired) / sizeof(retired[0]), FW_DP_NRETIRED);
+	for (size_t i = 0; i < FW_DP_NRETIRED; i++) {
+		cr_assert_lt(in_table(retired[i].name), 0, "%s is still current", retired[i].name);
+		/* carried into a map userspace creates: the live ones are the
+		 * data plane's alone */
+		cr_assert(is_user_map(retired[i].successor), "%s: carried into %s", retired[i].name,
+			  retired[i].successor);
+		cr_assert(retired[i].abi >= FW_ABI_OLDEST && retired[i].abi < FW_ABI_VERSION);
+		cr_assert_str_neq(retired[i].name, FW_DP_ABI_PIN);
+	}
+	cr_assert_lt(in_table(FW_DP_ABI_PIN), 0);
+	for (size_t i = 0; i < sizeof(user_maps) / sizeof(user_maps[0]); i++)
+		cr_assert_lt(in_table(user_maps[i]), 0, "%s", user_maps[i]);
+}

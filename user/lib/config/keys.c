@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The keys whose fields are struct fw_cfg's own (the daemon's global,
+ * datapath and actions settings), and the docs and schema generated from
+ * every table, these and the DNS modules'. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/addr.h"
+#include "config/parse.h"
+#include "dns/learn_keys.h"
+#include "dns/proxy_keys.h"
+
+#define F(m) FW_CK_FIELD(struct fw_cfg, m)
+
+static const struct fw_ck_name log_levels[] = {
+	{"error", FW_LOG_ERROR},
+	{"warn", FW_LOG_WARN},
+	{"info", FW_LOG_INFO},
+	{"debug", FW_LOG_DEBUG},
+	{NULL, 0},
+};
+
+static const struct fw_cfgkey top[] = {
+	{.key = "log_level",
+	 .type = FW_CK_ENUM,
+	 F(log_level),
+	 .names = log_levels,
+	 .def = FW_LOG_INFO,
+	 .doc = "daemon log verbosity"},
+	{.key = "datapath", .type = FW_CK_SECTION, .doc = "data plane settings, below"},
+	{.key = "overlay",
+	 .type = FW_CK_SECTION,
+	 .def_doc = "none",
+	 .doc = "operator rules, below"},
+	{.key = "subjects",
+	 .type = FW_CK_SECTION,
+	 .type_doc = "list of mappings (not a scalar)",
+	 .def_doc = "none",
+	 .doc = "static subjects, below"},
+	{.key = "actions",
+	 .type = FW_CK_SECTION,
+	 .type_doc = "mapping (may be empty)",
+	 .def_doc = "absent",
+	 .doc = "present: serve the Sandbox Actions protocol, below"},
+	{.key = "dns",
+	 .type = FW_CK_SECTION,
+	 .def_doc = "the proxy on",
+	 .doc = "the DNS proxy and learned leases, below"},
+};
+
+static const struct fw_cfgkey datapath[] = {
+	{.key = "bpffs",
+	 .type = FW_CK_PATH,
+	 F(bpffs),
+	 .def_str = FW_DEFAULT_BPFFS,
+	 .doc = "where maps and programs are pinned"},
+	{.key = "interfaces",
+	 .type = FW_CK_SECTION,
+	 .type_doc = "list of names or fnmatch globs",
+	 .def_doc = "none",
+	 .doc = "host interfaces to attach to; a name is at most 15 characters, a glob (`*`, "
+		"`?`, `[`) at most 255; no `/` or spaces; no duplicates"},
+	{.key = "bridges",
+	 .type = FW_CK_SECTION,
+	 .type_doc = "list of interface names (no globs)",
+	 .def_doc = "none",
+	 .doc = "attach to every port of these bridges"},
+	{.key = "local_addresses",
+	 .type = FW_CK_SECTION,
+	 .type_doc = "list of addresses, at most 256",
+	 .def_doc = "none",
+	 .doc = "pod-local addresses besides the gateways and the pod namespace's own addresses "
+		"(which fastwalld learns from netlink, with loopback and link-local): DNS to them "
+		"is local, other traffic to them drops unless a `local_ports` entry opens it. For "
+		"addresses the pod does not hold itself (a node-local resolver, a service VIP); "
+		"they stay pod-local whatever happens to the interfaces"},
+	{.key = "local_ports",
+	 .type = FW_CK_SECTION,
+	 .type_doc = "list of `\"tcp/PORT\"` / `\"udp/PORT\"`, at most 256",
+	 .def_doc = "none",
+	 .doc = "ports open to sandboxes on pod-local addresses; PORT 1-65535, lowercase "
+		"protocol"},
+	{.key = "doh", .type = FW_CK_SECTION, .doc = "DNS-over-HTTPS blocking, below"},
+	{.key = "events", .type = FW_CK_SECTION, .doc = "deny event rate limit, below"},
+	{.key = "pod_flow_timeout",
+	 .type = FW_CK_DURATION,
+	 F(pod_flow_timeout_ns),
+	 .min = 1,
+	 .max = 86400,
+	 .def = 300,
+	 .scale = FW_CK_NSEC,
+	 .doc = "idle timeout of flows the pod opened into a sandbox"},
+	{.key = "fragment_timeout",
+	 .type = FW_CK_DURATION,
+	 F(frag_timeout_ns),
+	 .min = 1,
+	 .max = 300,
+	 .def = 5,
+	 .scale = FW_CK_NSEC,
+	 .doc = "how long a passed first fragment lets the rest follow"},
+};
+
+static const struct fw_cfgkey doh[] = {
+	{.key = "block", .type = FW_CK_BOOL, F(doh_block), .def = 0, .doc = "turn DoH blocking on"},
+	{.key = "blocklist",
+	 .type = FW_CK_SECTION,
+	 .type_doc = "list of addresses or CIDRs, at most 4096",
+	 .def_doc = "none",
+	 .doc = "resolver addresses whose TCP 443 is dropped"},
+};
+
+static const struct fw_cfgkey events[] = {
+	{.key = "rate",
+	 .type = FW_CK_UINT,
+	 F(event_rate),
+	 .min = 0,
+	 .max = 1000000,
+	 .def = 100,
+	 .doc = "deny events per second per subject per CPU; 0 disables events"},
+	{.key = "burst",
+	 .type = FW_CK_UINT,
+	 F(event_burst),
+	 .min = 1,
+	 .max = 1000000,
+	 .def = 200,
+	 .doc = "events a subject may emit back to back"},
+};
+
+/* "127.0.0.1:18080", "[::1]:18080", "localhost:18080": loopback only, the
+ * control endpoints must never face the network. */
+static int check_listen(const char *name, const char *s, unsigned long long v, char *msg,
+			size_t msglen)
+{
+	char host[64];
+	const char *colon;
+	struct fw_ip ip;
+	unsigned long port;
+	char *end;
+
+	(void)v;
+	colon = strrchr(s, ':');
+	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(host)) {
+		snprintf(msg, msglen, "%s must be ADDRESS:PORT", name);
+		return -EINVAL;
+	}
+	memcpy(host, s, colon - s);
+	host[colon - s] = '\0';
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		memmove(host, host + 1, strlen(host));
+		host[strlen(host) - 1] = '\0';
+	}
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (!colon[1] || *end || errno || port == 0 || port > 65535) {
+		snprintf(msg, msglen, "%s has an invalid port", name);
+		return -EINVAL;
+	}
+	if (strcmp(host, "localhost") != 0) {
+		static const struct fw_ip lo6 = {.b = {[15] = 1}};
+
+		if (fw_addr_parse(host, &ip, NULL)) {
+			snprintf(msg, msglen, "%s has an invalid address", name);
+			return -EINVAL;
+		}
+		if (!(ip.b[10] == 0xff && ip.b[11] == 0xff && ip.b[12] == 127) &&
+		    memcmp(&ip, &lo6, sizeof(ip)) != 0) {
+			snprintf(msg, msglen, "%s must be a loopback address", name);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static const struct fw_ck_name restart_modes[] = {{"keep", 0}, {"wipe", 1}, {NULL, 0}};
+
+static const struct fw_cfgkey actions[] = {
+	{.key = "listen",
+	 .type = FW_CK_STRING,
+	 F(actions_listen),
+	 .def_str = "127.0.0.1:18080",
+	 .check = check_listen,
+	 .type_doc = "`ADDRESS:PORT`",
+	 .doc = "loopback only (`127.0.0.0/8`, `[::1]`, `localhost`); anything else is an "
+		"error"},
+	{.key = "vault_socket",
+	 .type = FW_CK_PATH,
+	 F(actions_vault_socket),
+	 .def_str = "/run/fastwall/vault.sock",
+	 .doc = "unix socket of the active-vault read, mode 0600"},
+	{.key = "restart",
+	 .type = FW_CK_ENUM,
+	 F(actions_restart_wipe),
+	 .names = restart_modes,
+	 .def = 0,
+	 .doc = "keep: adopt the kernel state and wait for the replay; wipe: the reference "
+		"behaviour"},
+	{.key = "grace",
+	 .type = FW_CK_DURATION,
+	 F(actions_grace_ns),
+	 .min = 0,
+	 .max = 3600,
+	 .def = 10,
+	 .scale = FW_CK_NSEC,
+	 .doc = "after a restart, unconfirmed subjects are removed after this"},
+	{.key = "pending_ttl",
+	 .type = FW_CK_DURATION,
+	 F(actions_pending_ttl_ns),
+	 .min = 1,
+	 .max = 3600,
+	 .def = 30,
+	 .scale = FW_CK_NSEC,
+	 .doc = "how long a push for an unknown uid is cached"},
+	{.key = "bind_host_veth",
+	 .type = FW_CK_BOOL,
+	 F(actions_bind_host_veth),
+	 .def = 1,
+	 .doc = "anti-spoof: a subject's packets only from its `hostVeth`"},
+};
+
+static const struct fw_cfgkey dns[] = {
+	{.key = "proxy",
+	 .type = FW_CK_BOOL,
+	 F(dns_proxy),
+	 .def = 1,
+	 .doc = "run the proxy and send every subject's DNS to the gateway (a pod-local address, "
+		"UDP and TCP port 53) to it; false: such DNS passes to whatever listens on the "
+		"pod's port 53 (`dns-local`), and domain rules never learn anything. Restart only"},
+	{.key = "redirect_all",
+	 .type = FW_CK_BOOL,
+	 F(dns_redirect_all),
+	 .def = 1,
+	 .doc = "DNS to any other destination's port 53 is sent to the proxy too (to the "
+		"subject's gateway, answered from the address the sandbox asked), so a sandbox "
+		"can't bypass its domain policy through a public resolver; false is the "
+		"reference behaviour: such DNS is ordinary traffic under the policy. Takes effect "
+		"on SIGHUP"},
+	{.key = "upstreams",
+	 .type = FW_CK_SECTION,
+	 .type_doc = "list of `IP`, `IP:PORT`, `[IPv6]:PORT`, at most 10",
+	 .def_doc = "from `resolv_conf`",
+	 .doc = "tried in order: NOERROR and NXDOMAIN are final, any other answer, a malformed "
+		"one or a timeout moves on; all failing gives the client SERVFAIL"},
+	{.key = "resolv_conf",
+	 .type = FW_CK_PATH,
+	 F(dns_resolv_conf),
+	 .def_str = "/etc/resolv.conf",
+	 .doc = "when `upstreams` is empty: its `nameserver` lines, non-loopback first, at most "
+		"10"},
+	{.key = "lease",
+	 .type = FW_CK_SECTION,
+	 .type_doc = "mapping",
+	 .doc = "learned leases, below"},
+	{.key = "max_connections_per_subject",
+	 .type = FW_CK_UINT,
+	 F(max_conns_per_subject),
+	 .min = 1, /* no "0 = no cap": without one, one subject fills the map */
+	 .max = FW_MAX_CONNS,
+	 .def = 1024,
+	 .doc = "TCP connection records (`fastwall_conns`) one subject may hold; a connection "
+		"opened over it still passes but does not renew its destination's lease (it lives "
+		"on the DNS lease). There is no \"no cap\": without one a sandbox could fill the "
+		"map for everyone ([dns.md](dns.md), \"Connection records per subject\"). Takes "
+		"effect on SIGHUP"},
+};
+
+const struct fw_cfgtable cfg_top_keys = FW_CK_TABLE("", top);
+const struct fw_cfgtable cfg_datapath_keys = FW_CK_TABLE("datapath", datapath);
+const struct fw_cfgtable cfg_doh_keys = FW_CK_TABLE("datapath.doh", doh);
+const struct fw_cfgtable cfg_events_keys = FW_CK_TABLE("datapath.events", events);
+const struct fw_cfgtable cfg_actions_keys = FW_CK_TABLE("actions", actions);
+const struct fw_cfgtable cfg_dns_keys = FW_CK_TABLE("dns", dns);
+
+/* --- docs and schema ---------------------------------------------------- */
+
+/* One table of docs/config.md: a section whose keys may come from several
+ * modules' tables. */
+struct doc_section {
+	const char *name; /* the marker's: "top", "dns.lease" */
+	const struct fw_cfgtable *t[3];
+	size_t n;
+};
+
+static const struct doc_section doc_sections[] = {
+	{"top", {&cfg_top_keys}, 1},
+	{"datapath", {&cfg_datapath_keys}, 1},
+	{"datapath.doh", {&cfg_doh_keys}, 1},
+	{"datapath.events", {&cfg_events_keys}, 1},
+	{"actions", {&cfg_actions_keys}, 1},
+	{"dns", {&cfg_dns_keys, &fw_dnsp_keys, &fw_learn_keys}, 3},
+	{"dns.lease", {&fw_learn_lease_keys}, 1},
+};
+
+#define N_DOC_SECTIONS (sizeof(doc_sections) / sizeof(doc_sections[0]))
+
+void fw_cfg_keys_markdown(FILE *out)
+{
+	for (size_t i = 0; i < N_DOC_SECTIONS; i++) {
+		fprintf(out, "%s### `%s`\n\n", i ? "\n" : "", doc_sections[i].name);
+		fw_ck_markdown(out, doc_sections[i].t, doc_sections[i].n);
+	}
+}
+
+#define KEYS_OPEN  "<!-- keys: "
+#define KEYS_CLOSE "<!-- end keys -->"
+
+int fw_cfg_keys_doc(const char *text, FILE *out, char *err, size_t errlen)
+{
+	const char *p = text;
+	size_t line = 1;
+
+	while (*p) {
+		const char *eol = strchr(p, '\n'), *name, *end;
+		size_t len = eol ? (size_t)(eol - p) + 1 : strlen(p), i;
+
+		fwrite(p, 1, len, out);
+		if (strncmp(p, KEYS_OPEN, strlen(KEYS_OPEN)) != 0) {
+			p += len;
+			line++;
+			continue;
+		}
+		name = p + strlen(KEYS_OPEN);
+		end = strstr(name, " -->");
+		for (i = 0; end && i < N_DOC_SECTIONS; i++) {
+			if (strlen(doc_sections[i].name) == (size_t)(end - name) &&
+			    !strncmp(doc_sections[i].name, name, end - name))
+				break;
+		}
+		if (!end || i == N_DOC_SECTIONS) {
+			snprintf(err, errlen, "line %zu: unknown keys section", line);
+			return -EINVAL;
+		}
+		fw_ck_markdown(out, doc_sections[i].t, doc_sections[i].n);
+		/* skip the old table up to the closing marker, which stays */
+		p += len;
+		line++;
+		while (*p && strncmp(p, KEYS_CLOSE, strlen(KEYS_CLOSE)) != 0) {
+			eol = strchr(p, '\n');
+			p = eol ? eol + 1 : p + strlen(p);
+			line++;
+		}
+		if (!*p) {
+			snprintf(err, errlen, "keys section %s is not closed",
+				 doc_sections[i].name);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* the mappings inside a section, by the SECTION key that holds them */
+static const struct doc_section *sub_section(const char *parent, const char *key)
+{
+	char name[96];
+
+	snprintf(name, sizeof(name), "%s%s%s", parent, parent[0] ? "." : "", key);
+	for (size_t i = 0; i < N_DOC_SECTIONS; i++) {
+		if (!strcmp(doc_sections[i].name, name))
+			return &doc_sections[i];
+	}
+	return NULL;
+}
+
+/* the members of one object's schema: its type and its properties */
+static void schema_members(FILE *out, const struct fw_cfgtable *const *t, size_t n)
+{
+	bool first = true;
+
+	fprintf(out, "\"type\": \"object\", \"properties\": {\n");
+	for (size_t j = 0; j < n; j++) {
+		fw_ck_schema(out, t[j], &first);
+		for (size_t i = 0; i < t[j]->nkeys; i++) {
+			const struct fw_cfgkey *k = &t[j]->keys[i];
+			const struct doc_section *sub;
+
+			if (k->type != FW_CK_SECTION)
+				continue;
+			sub = sub_section(t[j]->section, k->key);
+			if (!sub)
+				continue;
+			fprintf(out, "%s\"%s\": {", first ? "" : ",\n", k->key);
+			first = false;
+			schema_members(out, sub->t, sub->n);
+			fprintf(out, "}");
+		}
+	}
+	fprintf(out, "\n}");
+}
+
+void fw_cfg_keys_schema(FILE *out)
+{
+	const struct fw_cfgtable *top_t[] = {&cfg_top_keys};
+
+	fprintf(out,
+		"{\"$schema\": \"https://json-schema.org/draft/2020-12/schema\",\n"
+		"\"title\": \"fastwalld configuration (scalar keys)\",\n"
+		"\"$comment\": \"list-shaped keys (interfaces, bridges, local_addresses, "
+		"local_ports, doh.blocklist, overlay, subjects, dns.upstreams) are not "
+		"described, nor checks beyond a key's type and bounds (dns.port not 53 or 853, "
+		"actions.listen on loopback, the lease rules)\",\n");
+	schema_members(out, top_t, 1);
+	fprintf(out, "}\n");
+}

@@ -1,0 +1,716 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Loading and pinning: the ABI record, the layout checks made before
+ * libbpf touches a pin, the migration of an older ABI's maps, and
+ * opening, closing and purging the pinned state. See datapath.h and
+ * maps.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "datapath/datapath.h"
+#include "egress.skel.h"
+#include "common/log.h"
+
+#define PURGE_HINT                                                                                 \
+	"nothing pinned was changed; 'fastwalld detach --purge' removes the pinned state (the "    \
+	"data plane then starts empty)"
+
+struct retired_map {
+	const char *name;
+	__u32 abi; /* the last ABI that had it */
+	__u32 type, key_size, value_size, max_entries;
+	const char *successor;
+};
+
+#define RETIRED_ENTRY(name, abi, type, key, value, max, successor)                                 \
+	{#name, abi, type, key, value, max, #successor},
+static const struct retired_map retired[FW_DP_NRETIRED] = {FW_DP_RETIRED_MAPS(RETIRED_ENTRY)};
+
+struct user_map {
+	const char *name;
+	__u32 type, key_size, value_size, max_entries;
+};
+
+#define USER_ENTRY(name, field, type, key, value, max) {#name, type, key, value, max},
+static const struct user_map user_maps[FW_DP_NUSER] = {FW_DP_USER_MAPS(USER_ENTRY)};
+
+#define MAP_NAME(name, field, version) #name,
+static const char *const map_names[FW_DP_NMAPS] = {FW_DP_MAPS(MAP_NAME)};
+
+/* The fd field of map name in dp, NULL when the table has none. */
+static int *map_fd(struct fw_dp *dp, const char *name)
+{
+#define FD_OF(n, field, version)                                                                   \
+	if (strcmp(name, #n) == 0)                                                                 \
+		return &dp->field;
+#define USER_FD_OF(n, field, type, key, value, max) FD_OF(n, field, 0)
+	FW_DP_MAPS(FD_OF)
+	FW_DP_USER_MAPS(USER_FD_OF)
+#undef USER_FD_OF
+#undef FD_OF
+	return NULL;
+}
+
+static void fds_init(struct fw_dp *dp)
+{
+	dp->btf_fd = -1;
+	dp->ingress_fd = dp->egress_fd = -1;
+	for (size_t i = 0; i < FW_DP_NMAPS; i++)
+		*map_fd(dp, map_names[i]) = -1;
+	for (size_t i = 0; i < FW_DP_NUSER; i++)
+		*map_fd(dp, user_maps[i].name) = -1;
+	for (size_t i = 0; i < FW_DP_NRETIRED; i++)
+		dp->retired_fd[i] = -1;
+}
+
+static int mkdir_p(const char *path)
+{
+	char buf[256];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0700) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0700) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[1024];
+
+	if (level == LIBBPF_DEBUG && fw_log_level < FW_LOG_DEBUG)
+		return 0;
+	if (level == LIBBPF_INFO && fw_log_level < FW_LOG_DEBUG)
+		return 0;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	/* netlink's answer when clsact already exists, which fastwall expects */
+	if (strstr(line, "Exclusivity flag on") || strstr(line, "Parent Qdisc doesn't exist"))
+		return 0;
+	fw_log(level == LIBBPF_WARN ? FW_LOG_WARN : FW_LOG_DEBUG, "libbpf: %s", line);
+	return 0;
+}
+
+void fw_dp_quiet(void)
+{
+	libbpf_set_print(libbpf_print);
+}
+
+static void pin_path(char *buf, size_t size, const char *root, const char *name)
+{
+	snprintf(buf, size, "%s/%s", root, name);
+}
+
+static bool pinned(const char *root, const char *name)
+{
+	char path[512];
+
+	pin_path(path, sizeof(path), root, name);
+	return access(path, F_OK) == 0;
+}
+
+static int pinned_fd(const char *root, const char *name)
+{
+	char path[512];
+	int fd;
+
+	pin_path(path, sizeof(path), root, name);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	return fd;
+}
+
+/* A pinned program or link answers the map info query too, with other
+ * data: only a map's fdinfo has a map_type line. */
+static bool is_map(int fd)
+{
+	char path[64], line[128];
+	bool map = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return true; /* no procfs: leave it to the layout check */
+	while (!map && fgets(line, sizeof(line), f))
+		map = strncmp(line, "map_type:", 9) == 0;
+	fclose(f);
+	errno = 0;
+	return map;
+}
+
+struct layout {
+	__u32 type, key_size, value_size, max_entries, flags;
+};
+
+static const char *type_str(__u32 type)
+{
+	const char *s = libbpf_bpf_map_type_str((enum bpf_map_type)type);
+
+	return s ? s : "unknown type";
+}
+
+/* Opens pin name and checks that it is a map of layout want: 0 and the
+ * fd in *fd_out (when asked), -ENOENT when nothing is pinned there, or
+ * -EPROTO after saying what is there and what is expected. */
+static int check_pin(const char *root, const char *name, const struct layout *want,
+		     bool check_flags, int *fd_out)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	int fd = pinned_fd(root, name), err;
+
+	if (fd == -ENOENT)
+		return -ENOENT;
+	if (fd < 0) {
+		fw_err("can't open %s/%s: %s; %s", root, name, strerror(-fd), PURGE_HINT);
+		return -EPROTO;
+	}
+	if (!is_map(fd) || bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		err = errno ? -errno : -EINVAL;
+		fw_err("%s/%s is not a BPF map (%s); %s", root, name, strerror(-err), PURGE_HINT);
+		close(fd);
+		return -EPROTO;
+	}
+	if (info.type != want->type || info.key_size != want->key_size ||
+	    info.value_size != want->value_size || info.max_entries != want->max_entries ||
+	    (check_flags && info.map_flags != want->flags)) {
+		fw_err("pinned map %s/%s is a %s with key %u, value %u bytes, %u entries, flags "
+		       "0x%x; this fastwalld expects a %s with key %u, value %u bytes, %u entries, "
+		       "flags 0x%x under that name (pins of another release?); %s",
+		       root, name, type_str(info.type), info.key_size, info.value_size,
+		       info.max_entries, info.map_flags, type_str(want->type), want->key_size,
+		       want->value_size, want->max_entries, want->flags, PURGE_HINT);
+		close(fd);
+		return -EPROTO;
+	}
+	if (fd_out)
+		*fd_out = fd;
+	else
+		close(fd);
+	return 0;
+}
+
+static const struct layout record_layout = {
+	BPF_MAP_TYPE_ARRAY, sizeof(__u32), sizeof(struct fw_abi_record), 1, 0,
+};
+
+/* The ABI of the pins under root: 0 when nothing of fastwall is pinned,
+ * the record's version, or 1 for maps without a record. -EPROTO (said
+ * why) for a record of a newer or unknown ABI. */
+static int pinned_abi(const char *root, __u32 *abi)
+{
+	struct fw_abi_record rec = {};
+	__u32 zero = 0;
+	int fd, err;
+
+	err = check_pin(root, FW_DP_ABI_PIN, &record_layout, false, &fd);
+	if (err == -ENOENT) {
+		*abi = 0;
+		if (pinned(root, "fastwall_dispatch"))
+			*abi = 1;
+		for (size_t i = 0; i < FW_DP_NRETIRED; i++)
+			if (pinned(root, retired[i].name))
+				*abi = 1;
+		return 0;
+	}
+	if (err)
+		return err;
+	err = bpf_map_lookup_elem(fd, &zero, &rec) ? -errno : 0;
+	close(fd);
+	if (err) {
+		fw_err("can't read %s/%s: %s", root, FW_DP_ABI_PIN, strerror(-err));
+		return err;
+	}
+	if (rec.magic != FW_ABI_MAGIC || rec.version < FW_ABI_OLDEST) {
+		fw_err("%s/%s is not a fastwall ABI record (magic 0x%llx, version %u); %s", root,
+		       FW_DP_ABI_PIN, (unsigned long long)rec.magic, rec.version, PURGE_HINT);
+		return -EPROTO;
+	}
+	if (rec.version > FW_ABI_VERSION) {
+		fw_err("the maps under %s are of fastwall ABI %u, newer than this release's %u: "
+		       "run the release that pinned them; %s",
+		       root, rec.version, FW_ABI_VERSION, PURGE_HINT);
+		return -EPROTO;
+	}
+	*abi = rec.version;
+	return 0;
+}
+
+/* Creates (or updates) the record saying the pins are of this ABI; a new
+ * one is pinned written, so no reader sees it empty. */
+static int write_record(const char *root)
+{
+	struct fw_abi_record rec = {.magic = FW_ABI_MAGIC, .version = FW_ABI_VERSION};
+	char path[512];
+	__u32 zero = 0;
+	int fd, err = 0;
+
+	pin_path(path, sizeof(path), root, FW_DP_ABI_PIN);
+	fd = bpf_obj_get(path);
+	if (fd < 0) {
+		fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, FW_DP_ABI_PIN, record_layout.key_size,
+				    record_layout.value_size, 1, NULL);
+		if (fd < 0) {
+			err = -errno;
+			fw_err("can't create %s: %s", path, strerror(-err));
+			return err;
+		}
+		if (bpf_map_update_elem(fd, &zero, &rec, BPF_ANY) || bpf_obj_pin(fd, path))
+			err = -errno;
+	} else if (bpf_map_update_elem(fd, &zero, &rec, BPF_ANY)) {
+		err = -errno;
+	}
+	if (err)
+		fw_err("can't write %s: %s", path, strerror(-err));
+	close(fd);
+	return err;
+}
+
+static struct layout user_layout(const struct user_map *u)
+{
+	struct layout l = {u->type, u->key_size, u->value_size, u->max_entries, 0};
+
+	return l;
+}
+
+/* The maps userspace creates, where pinned (checked like the others). */
+static int user_maps_open(struct fw_dp *dp)
+{
+	for (size_t i = 0; i < FW_DP_NUSER; i++) {
+		struct layout want = user_layout(&user_maps[i]);
+		int *fd = map_fd(dp, user_maps[i].name);
+		int err = check_pin(dp->pin_root, user_maps[i].name, &want, false, fd);
+
+		if (err == -ENOENT)
+			*fd = -1;
+		else if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Before libbpf reuses a pin it compares the layout too, but then only
+ * fails the load with a bare errno: check every map of the object that is
+ * pinned, and the replaced maps of an older ABI, first. */
+static int check_layouts(struct fw_dp *dp, __u32 abi)
+{
+	struct bpf_map *m;
+	size_t n = 0;
+	int err;
+
+	bpf_object__for_each_map(m, dp->skel->obj)
+	{
+		struct layout want = {
+			bpf_map__type(m),	 bpf_map__key_size(m),	bpf_map__value_size(m),
+			bpf_map__max_entries(m), bpf_map__map_flags(m),
+		};
+
+		if (bpf_map__is_internal(m))
+			continue;
+		if (!map_fd(dp, bpf_map__name(m))) {
+			fw_err("BPF map %s is missing from the map table (maps.h)",
+			       bpf_map__name(m));
+			return -EINVAL;
+		}
+		n++;
+		err = check_pin(dp->pin_root, bpf_map__name(m), &want, true, NULL);
+		if (err && err != -ENOENT)
+			return err;
+	}
+	if (n != FW_DP_NMAPS) {
+		fw_err("the BPF object has %zu maps, the map table %d", n, FW_DP_NMAPS);
+		return -EINVAL;
+	}
+	err = user_maps_open(dp);
+	if (err)
+		return err;
+	for (size_t i = 0; i < FW_DP_NRETIRED && abi && abi < FW_ABI_VERSION; i++) {
+		const struct retired_map *r = &retired[i];
+		struct layout want = {r->type, r->key_size, r->value_size, r->max_entries, 0};
+
+		if (abi > r->abi)
+			continue;
+		err = check_pin(dp->pin_root, r->name, &want, false, &dp->retired_fd[i]);
+		if (err && err != -ENOENT)
+			return err;
+	}
+	return 0;
+}
+
+/* Copies per-CPU array old's counters (u64s; its value may be shorter)
+ * into carried's, slot by slot: carried[k] becomes old[k]. Only once the
+ * old programs are replaced everywhere, so old no longer changes; and a
+ * copy, not a move, so doing it again (after a crash) counts nothing
+ * twice. carried is written by nobody else, and the live counters are
+ * never written here: no increment of the data plane can be lost. */
+static int counters_carry(int old_fd, int carried_fd, const char *what)
+{
+	struct bpf_map_info oi = {}, ci = {};
+	__u32 olen = sizeof(oi), clen = sizeof(ci);
+	int ncpu = libbpf_num_possible_cpus();
+	char *ov = NULL, *cv = NULL;
+	__u32 n, copied = 0;
+	int err = 0;
+
+	if (ncpu < 0)
+		return ncpu;
+	if (bpf_obj_get_info_by_fd(old_fd, &oi, &olen) ||
+	    bpf_obj_get_info_by_fd(carried_fd, &ci, &clen))
+		return -errno;
+	if (oi.value_size > ci.value_size || oi.value_size % 8 || ci.value_size % 8)
+		return -EINVAL;
+	n = oi.max_entries < ci.max_entries ? oi.max_entries : ci.max_entries;
+	ov = calloc(ncpu, oi.value_size);
+	cv = calloc(ncpu, ci.value_size);
+	if (!ov || !cv) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (__u32 k = 0; k < n; k++) {
+		bool any = false;
+
+		if (bpf_map_lookup_elem(old_fd, &k, ov)) {
+			err = -errno;
+			break;
+		}
+		memset(cv, 0, (size_t)ncpu * ci.value_size);
+		for (int c = 0; c < ncpu; c++) {
+			const char *from = ov + (size_t)c * oi.value_size;
+
+			memcpy(cv + (size_t)c * ci.value_size, from, oi.value_size);
+			for (__u32 i = 0; i < oi.value_size && !any; i++)
+				any = from[i] != 0;
+		}
+		if (!any)
+			continue;
+		if (bpf_map_update_elem(carried_fd, &k, cv, BPF_ANY)) {
+			err = -errno;
+			break;
+		}
+		copied++;
+	}
+	if (err)
+		fw_err("can't carry the counters of %s over: %s", what, strerror(-err));
+	else
+		fw_debug("carried %u slots of %s over", copied, what);
+out:
+	free(ov);
+	free(cv);
+	return err;
+}
+
+/* The carried map name, created and pinned when missing. */
+static int user_map_get(struct fw_dp *dp, const char *name)
+{
+	int *fd = map_fd(dp, name);
+	char path[512];
+
+	if (!fd)
+		return -EINVAL;
+	if (*fd >= 0)
+		return *fd;
+	for (size_t i = 0; i < FW_DP_NUSER; i++) {
+		const struct user_map *u = &user_maps[i];
+
+		if (strcmp(u->name, name) != 0)
+			continue;
+		pin_path(path, sizeof(path), dp->pin_root, name);
+		*fd = bpf_map_create(u->type, name, u->key_size, u->value_size, u->max_entries,
+				     NULL);
+		if (*fd < 0 || bpf_obj_pin(*fd, path)) {
+			int err = -errno;
+
+			fw_err("can't create %s: %s", path, strerror(-err));
+			if (*fd >= 0)
+				close(*fd);
+			*fd = -1;
+			return err;
+		}
+		return *fd;
+	}
+	return -EINVAL;
+}
+
+static int carry_counters(struct fw_dp *dp)
+{
+	for (size_t i = 0; i < FW_DP_NRETIRED; i++) {
+		int to, err;
+
+		if (dp->retired_fd[i] < 0)
+			continue;
+		to = user_map_get(dp, retired[i].successor);
+		if (to < 0)
+			return to;
+		err = counters_carry(dp->retired_fd[i], to, retired[i].name);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void fill_fds(struct fw_dp *dp)
+{
+	struct egress_bpf *s = dp->skel;
+
+#define FILL(name, field, version) dp->field = bpf_map__fd(s->maps.name);
+	FW_DP_MAPS(FILL)
+#undef FILL
+	dp->ingress_fd = bpf_program__fd(s->progs.fastwall_ingress);
+	dp->egress_fd = bpf_program__fd(s->progs.fastwall_egress);
+}
+
+static void find_btf(struct fw_dp *dp)
+{
+	const struct btf *btf = bpf_object__btf(dp->skel->obj);
+	int key, val;
+
+	dp->btf_fd = -1;
+	if (!btf)
+		return;
+	key = btf__find_by_name_kind(btf, "fw_lpm_key", BTF_KIND_STRUCT);
+	val = btf__find_by_name_kind(btf, "fw_rule", BTF_KIND_STRUCT);
+	if (key <= 0 || val <= 0)
+		return;
+	dp->btf_fd = btf__fd(btf);
+	dp->btf_lpm_key = key;
+	dp->btf_rule = val;
+}
+
+static void user_maps_close(struct fw_dp *dp)
+{
+	for (size_t i = 0; i < FW_DP_NUSER; i++) {
+		int *fd = map_fd(dp, user_maps[i].name);
+
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+	}
+}
+
+static void retired_close(struct fw_dp *dp)
+{
+	for (size_t i = 0; i < FW_DP_NRETIRED; i++) {
+		if (dp->retired_fd[i] >= 0)
+			close(dp->retired_fd[i]);
+		dp->retired_fd[i] = -1;
+	}
+}
+
+int fw_dp_open(const char *pin_root, struct fw_dp **out)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oopts);
+	struct fw_dp *dp;
+	__u32 abi = 0;
+	int err;
+
+	libbpf_set_print(libbpf_print);
+	dp = calloc(1, sizeof(*dp));
+	if (!dp)
+		return -ENOMEM;
+	snprintf(dp->pin_root, sizeof(dp->pin_root), "%s", pin_root);
+	fds_init(dp);
+
+	err = mkdir_p(pin_root);
+	if (err) {
+		fw_err("can't create pin directory %s: %s", pin_root, strerror(-err));
+		goto cleanup;
+	}
+	oopts.pin_root_path = dp->pin_root;
+	dp->skel = egress_bpf__open_opts(&oopts);
+	if (!dp->skel) {
+		err = -errno;
+		fw_err("can't open BPF object: %s", strerror(-err));
+		goto cleanup;
+	}
+	err = pinned_abi(pin_root, &abi);
+	if (!err)
+		err = check_layouts(dp, abi);
+	if (err)
+		goto cleanup;
+	dp->pinned_abi = abi;
+	dp->reused = abi != 0;
+	dp->migrating = abi && abi < FW_ABI_VERSION;
+
+	/* unchanged maps are reused, replaced ones created under their new
+	 * names beside the old, which the old programs keep using */
+	err = egress_bpf__load(dp->skel);
+	if (err) {
+		fw_err("can't load BPF programs (pins under %s): %s", pin_root, strerror(-err));
+		goto cleanup;
+	}
+	fill_fds(dp);
+	find_btf(dp);
+	/* a migration's counters are carried over by fw_dp_migrate_finish,
+	 * once the old programs no longer count */
+	if (dp->migrating)
+		fw_info("migrating the maps under %s from fastwall ABI %u to %u", pin_root, abi,
+			FW_ABI_VERSION);
+	else if (abi == 0)
+		err = write_record(pin_root);
+	if (err)
+		goto cleanup;
+	*out = dp;
+	return 0;
+
+cleanup:
+	retired_close(dp);
+	user_maps_close(dp);
+	egress_bpf__destroy(dp->skel);
+	free(dp);
+	return err;
+}
+
+int fw_dp_migrate_finish(struct fw_dp *dp)
+{
+	char path[512];
+	int err;
+
+	if (!dp->migrating)
+		return 0;
+	/* everything the old programs counted, until they were replaced */
+	err = carry_counters(dp);
+	if (err)
+		return err;
+	for (size_t i = 0; i < FW_DP_NRETIRED; i++) {
+		if (dp->retired_fd[i] < 0)
+			continue;
+		pin_path(path, sizeof(path), dp->pin_root, retired[i].name);
+		if (unlink(path) && errno != ENOENT) {
+			err = -errno;
+			fw_err("can't unpin %s: %s", path, strerror(-err));
+			return err;
+		}
+	}
+	/* last: until it is written, the next start migrates again */
+	err = write_record(dp->pin_root);
+	if (err)
+		return err;
+	retired_close(dp);
+	dp->migrating = false;
+	fw_info("maps under %s migrated from fastwall ABI %u to %u", dp->pin_root, dp->pinned_abi,
+		FW_ABI_VERSION);
+	return 0;
+}
+
+int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
+{
+	struct fw_dp *dp;
+	__u32 abi;
+	int err;
+
+	err = pinned_abi(pin_root, &abi);
+	if (err)
+		return err;
+	if (abi == 0)
+		return -ENOENT;
+	if (abi != FW_ABI_VERSION) {
+		fw_err("the maps under %s are of fastwall ABI %u, this fastwall reads ABI %u: "
+		       "start this release's fastwalld to migrate them (or use the fastwall of "
+		       "the release that pinned them)",
+		       pin_root, abi, FW_ABI_VERSION);
+		return -EPROTO;
+	}
+	dp = calloc(1, sizeof(*dp));
+	if (!dp)
+		return -ENOMEM;
+	snprintf(dp->pin_root, sizeof(dp->pin_root), "%s", pin_root);
+	fds_init(dp);
+	for (size_t i = 0; i < FW_DP_NMAPS; i++) {
+		int *fd = map_fd(dp, map_names[i]);
+
+		*fd = pinned_fd(pin_root, map_names[i]);
+		if (*fd < 0) {
+			err = *fd;
+			fw_err("can't open %s/%s: %s", pin_root, map_names[i], strerror(-err));
+			fw_dp_close(dp);
+			return err;
+		}
+	}
+	err = user_maps_open(dp);
+	if (err) {
+		fw_dp_close(dp);
+		return err;
+	}
+	dp->pinned_abi = abi;
+	dp->reused = true;
+	*out = dp;
+	return 0;
+}
+
+void fw_dp_close(struct fw_dp *dp)
+{
+	if (!dp)
+		return;
+	if (dp->conn_count)
+		munmap(dp->conn_count, FW_MAX_SUBJECTS * sizeof(__u64));
+	retired_close(dp);
+	user_maps_close(dp);
+	if (dp->skel) {
+		egress_bpf__destroy(dp->skel);
+	} else {
+		for (size_t i = 0; i < FW_DP_NMAPS; i++) {
+			int fd = *map_fd(dp, map_names[i]);
+
+			if (fd >= 0)
+				close(fd);
+		}
+	}
+	free(dp);
+}
+
+static int unpin(const char *root, const char *name)
+{
+	char path[512];
+
+	pin_path(path, sizeof(path), root, name);
+	if (unlink(path) && errno != ENOENT) {
+		int err = -errno;
+
+		fw_err("can't unpin %s: %s", path, strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+int fw_dp_purge(const char *pin_root)
+{
+	int err = 0, e;
+
+	for (size_t i = 0; i < FW_DP_NMAPS; i++)
+		if ((e = unpin(pin_root, map_names[i])) && !err)
+			err = e;
+	for (size_t i = 0; i < FW_DP_NUSER; i++)
+		if ((e = unpin(pin_root, user_maps[i].name)) && !err)
+			err = e;
+	for (size_t i = 0; i < FW_DP_NRETIRED; i++)
+		if ((e = unpin(pin_root, retired[i].name)) && !err)
+			err = e;
+	/* the record last: a purge cut short still says what the rest is */
+	if ((e = unpin(pin_root, FW_DP_ABI_PIN)) && !err)
+		err = e;
+	if (rmdir(pin_root) && errno != ENOENT && !err) {
+		err = -errno;
+		fw_err("can't remove %s: %s", pin_root, strerror(errno));
+	}
+	return err;
+}

@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The DNS proxy's upstream side (dns/proxy.h): answers read from the
+ * per-attempt upstream sockets, UDP and TCP, and the upstream addresses of
+ * the configuration and resolv.conf. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/addr.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/loop.h"
+#include "dns/proxy_priv.h"
+
+/* ---- upstream UDP ---- */
+
+static bool dnsp_same_addr(const struct sockaddr_storage *a, socklen_t alen,
+			   const struct fw_dnsp_upstream *u)
+{
+	if (a->ss_family != u->addr.ss_family || alen < u->len)
+		return false;
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)&u->addr;
+
+		return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	{
+		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)&u->addr;
+
+		return x->sin6_port == y->sin6_port &&
+		       !memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
+	}
+}
+
+/* One datagram on an attempt's socket (in w->urxb). The kernel only
+ * delivers those from the address and port it is connected to (checked
+ * again anyway); what does not carry the attempt's id and question is
+ * ignored, and the exchange keeps waiting for the real answer until its
+ * timeout. False when the slot has moved on (answered, failed over). */
+bool dnsp_udp_up_datagram(struct dnsp_worker *w, struct dnsp_slot *s, size_t n,
+			  const struct sockaddr_storage *from, socklen_t fromlen, int flags)
+{
+	const struct fw_dnsp_upstream *u = &s->ws->set->u[s->order[s->tried]];
+	enum dnsp_verdict v;
+
+	if (!dnsp_same_addr(from, fromlen, u) || n < FW_DNS_HDR_LEN || get16(w->urxb) != s->up_id)
+		return true;
+	if (flags & MSG_TRUNC) {
+		DNSP_COUNT(w, upstream_errors);
+		dnsp_exch_failover(w, s);
+		return false;
+	}
+	v = dnsp_exch_answer(w, s, w->urxb, n, DNSP_UP_BUF);
+	if (v == DNSP_WAIT)
+		return true;
+	dnsp_exch_verdict(w, s, v);
+	return false;
+}
+
+static void dnsp_udp_up_event(struct dnsp_worker *w, struct dnsp_slot *s)
+{
+	for (int k = 0; k < DNSP_UP_BATCH; k++) {
+		struct sockaddr_storage from = {.ss_family = AF_UNSPEC};
+		struct iovec iov = {w->urxb, DNSP_UP_BUF};
+		struct msghdr mh = {.msg_name = &from,
+				    .msg_namelen = sizeof(from),
+				    .msg_iov = &iov,
+				    .msg_iovlen = 1};
+		ssize_t n = recvmsg(s->up_fd, &mh, MSG_DONTWAIT);
+
+		if (n < 0) {
+			/* an ICMP error for this very attempt: fail over now */
+			if (errno == ECONNREFUSED) {
+				dnsp_mark(s->ws, s->order[s->tried], false);
+				DNSP_COUNT(w, upstream_errors);
+				dnsp_exch_failover(w, s);
+			}
+			return;
+		}
+		if (!dnsp_udp_up_datagram(w, s, (size_t)n, &from, mh.msg_namelen, mh.msg_flags))
+			return;
+	}
+}
+/* ---- upstream TCP (for TCP clients) ---- */
+
+/* A whole message read from an upstream TCP connection (s->ans). One
+ * exchange per connection: anything but our answer is a failure. */
+void dnsp_tcp_up_answer(struct dnsp_worker *w, struct dnsp_slot *s)
+{
+	enum dnsp_verdict v = DNSP_WAIT;
+
+	if (get16(s->ans) == s->up_id)
+		v = dnsp_exch_answer(w, s, s->ans, s->ans_len, s->ans_len);
+	if (v == DNSP_DONE) {
+		dnsp_slot_put(w, s);
+		return;
+	}
+	if (v == DNSP_WAIT) /* not the answer: NEXT was counted already */
+		DNSP_COUNT(w, upstream_errors);
+	dnsp_exch_failover(w, s);
+}
+
+static void dnsp_up_event(struct dnsp_worker *w, struct dnsp_slot *s, __u32 events)
+{
+	ssize_t n;
+
+	if (!s->used || s->up_fd < 0)
+		return;
+	if (s->origin != DNSP_O_TCP) {
+		dnsp_udp_up_event(w, s);
+		return;
+	}
+	/* while connecting, SO_ERROR says why */
+	if ((events & EPOLLERR) && s->io != DNSP_IO_CONNECT)
+		goto fail;
+	if (s->io == DNSP_IO_CONNECT) {
+		int soerr = 0;
+		socklen_t sl = sizeof(soerr);
+
+		if (getsockopt(s->up_fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) || soerr) {
+			if (soerr == ECONNREFUSED)
+				dnsp_mark(s->ws, s->order[s->tried], false);
+			goto fail;
+		}
+		s->io = DNSP_IO_WRITE;
+		s->io_off = 0;
+	}
+	if (s->io == DNSP_IO_WRITE) {
+		n = send(s->up_fd, s->qbuf + s->io_off, s->qlen + 2 - s->io_off,
+			 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			goto fail;
+		}
+		s->io_off += (size_t)n;
+		if (s->io_off < s->qlen + 2)
+			return;
+		s->io = DNSP_IO_READ;
+		s->io_off = 0;
+		if (fw_loop_watch_mod(w->loop, s->up_watch, EPOLLIN))
+			goto fail;
+		return;
+	}
+	if (s->io != DNSP_IO_READ)
+		return;
+	for (;;) {
+		if (s->io_off < 2) {
+			n = recv(s->up_fd, s->lenbuf + s->io_off, 2 - s->io_off, MSG_DONTWAIT);
+		} else {
+			n = recv(s->up_fd, s->ans + (s->io_off - 2), s->ans_len - (s->io_off - 2),
+				 MSG_DONTWAIT);
+		}
+		if (n == 0)
+			goto fail;
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			goto fail;
+		}
+		s->io_off += (size_t)n;
+		if (s->io_off == 2) {
+			s->ans_len = get16(s->lenbuf);
+			if (s->ans_len < FW_DNS_HDR_LEN)
+				goto fail;
+			s->ans = malloc(s->ans_len);
+			if (!s->ans)
+				goto fail;
+		}
+		if (s->io_off > 2 && s->io_off == s->ans_len + 2)
+			break;
+	}
+	dnsp_tcp_up_answer(w, s);
+	return;
+fail:
+	DNSP_COUNT(w, upstream_errors);
+	dnsp_exch_failover(w, s);
+}
+
+void dnsp_up_watch(struct fw_loop *l, int fd, __u32 events, void *ctx)
+{
+	struct dnsp_slot *s = ctx;
+	struct dnsp_worker *w = s->w;
+
+	(void)l;
+	(void)fd;
+	dnsp_up_event(w, s, events);
+	dnsp_tx_flush(w);
+}
+/* ---- upstream addresses ---- */
+
+static int dnsp_parse_port(const char *s, __u16 *port)
+{
+	unsigned long v = 0;
+
+	if (!*s || strlen(s) > 5)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		v = v * 10 + (unsigned long)(*s - '0');
+	}
+	if (!v || v > 65535)
+		return -EINVAL;
+	*port = (__u16)v;
+	return 0;
+}
+
+/* "2001:db8::1" or "fe80::1%eth0" (a resolv.conf may carry a scope) */
+static int dnsp_parse_v6(char *s, struct sockaddr_in6 *a)
+{
+	char *pct = strchr(s, '%');
+
+	if (pct) {
+		*pct++ = '\0';
+		if (!*pct)
+			return -EINVAL;
+		a->sin6_scope_id = if_nametoindex(pct);
+		if (!a->sin6_scope_id) {
+			__u16 idx;
+
+			if (dnsp_parse_port(pct, &idx))
+				return -EINVAL;
+			a->sin6_scope_id = idx;
+		}
+	}
+	return inet_pton(AF_INET6, s, &a->sin6_addr) == 1 ? 0 : -EINVAL;
+}
+
+int fw_dnsp_upstream_parse(const char *s, struct fw_dnsp_upstream *u)
+{
+	char buf[INET6_ADDRSTRLEN + IF_NAMESIZE + 8];
+	__u16 port = 53;
+	char *colon;
+
+	if (!s || !u || strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	memset(u, 0, sizeof(*u));
+	strcpy(buf, s);
+	if (buf[0] == '[') {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&u->addr;
+		char *end = strchr(buf, ']');
+
+		if (!end || (end[1] && (end[1] != ':' || dnsp_parse_port(end + 2, &port))))
+			return -EINVAL;
+		*end = '\0';
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons(port);
+		if (dnsp_parse_v6(buf + 1, a))
+			return -EINVAL;
+		u->len = sizeof(*a);
+		return 0;
+	}
+	colon = strchr(buf, ':');
+	if (colon && strchr(colon + 1, ':')) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&u->addr;
+
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons(port);
+		if (dnsp_parse_v6(buf, a))
+			return -EINVAL;
+		u->len = sizeof(*a);
+		return 0;
+	}
+	if (colon) {
+		*colon = '\0';
+		if (dnsp_parse_port(colon + 1, &port))
+			return -EINVAL;
+	}
+	{
+		struct sockaddr_in *a = (struct sockaddr_in *)&u->addr;
+
+		a->sin_family = AF_INET;
+		a->sin_port = htons(port);
+		if (inet_pton(AF_INET, buf, &a->sin_addr) != 1)
+			return -EINVAL;
+		u->len = sizeof(*a);
+	}
+	return 0;
+}
+
+static bool dnsp_upstream_loopback(const struct fw_dnsp_upstream *u)
+{
+	const struct sockaddr_in *a4 = (const struct sockaddr_in *)&u->addr;
+	const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)&u->addr;
+
+	if (u->addr.ss_family == AF_INET)
+		return (ntohl(a4->sin_addr.s_addr) >> 24) == 127;
+	if (IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr))
+		return true;
+	return IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr) && a6->sin6_addr.s6_addr[12] == 127;
+}
+
+int fw_dnsp_upstreams_from_resolv(const char *path, struct fw_dnsp_upstream *u, size_t cap,
+				  size_t *n)
+{
+	struct fw_dnsp_upstream far[FW_DNSP_MAX_UPSTREAMS], lo[FW_DNSP_MAX_UPSTREAMS];
+	size_t nfar = 0, nlo = 0, max;
+	char line[512];
+	FILE *f;
+
+	if (!path || !u || !n || !cap)
+		return -EINVAL;
+	max = cap < FW_DNSP_MAX_UPSTREAMS ? cap : FW_DNSP_MAX_UPSTREAMS;
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		struct fw_dnsp_upstream one;
+		char *save = NULL, *key, *val;
+		bool whole = strchr(line, '\n') || feof(f);
+
+		/* a line longer than the buffer: skip its rest, use none of it */
+		if (!whole) {
+			int ch;
+
+			while ((ch = fgetc(f)) != EOF && ch != '\n')
+				;
+			continue;
+		}
+		key = strtok_r(line, " \t\r\n", &save);
+		if (!key || key[0] == '#' || key[0] == ';' || strcmp(key, "nameserver"))
+			continue;
+		val = strtok_r(NULL, " \t\r\n#;", &save);
+		if (!val || fw_dnsp_upstream_parse(val, &one))
+			continue;
+		if (dnsp_upstream_loopback(&one)) {
+			if (nlo < max)
+				lo[nlo++] = one;
+		} else if (nfar < max) {
+			far[nfar++] = one;
+		}
+	}
+	fclose(f);
+	*n = 0;
+	for (size_t i = 0; i < nfar && *n < max; i++)
+		u[(*n)++] = far[i];
+	for (size_t i = 0; i < nlo && *n < max; i++)
+		u[(*n)++] = lo[i];
+	return *n ? 0 : -ENOENT;
+}
+
+void fw_dnsp_upstream_str(const struct fw_dnsp_upstream *u, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	if (!buf || !len)
+		return;
+	if (u && u->addr.ss_family == AF_INET) {
+		const struct sockaddr_in *s = (const struct sockaddr_in *)&u->addr;
+
+		inet_ntop(AF_INET, &s->sin_addr, a, sizeof(a));
+		snprintf(buf, len, "%s:%u", a, ntohs(s->sin_port));
+	} else if (u && u->addr.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)&u->addr;
+
+		inet_ntop(AF_INET6, &s->sin6_addr, a, sizeof(a));
+		snprintf(buf, len, "[%s]:%u", a, ntohs(s->sin6_port));
+	} else {
+		snprintf(buf, len, "?");
+	}
+}

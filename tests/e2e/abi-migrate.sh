@@ -61,7 +61,7 @@ check_fails "denied drops" fw_http "$SB_A" http://203.0.113.10/ 1
 fw_stop_daemon
 
 echo "# the pins made ABI 1: no record, fastwall_stats with 29 slots"
-[ -n "$BPFFS" ] && [ -d "$BPFFS" ] || fw_die "no pin directory"
+if [ -z "$BPFFS" ] || [ ! -d "$BPFFS" ]; then fw_die "no pin directory"; fi
 rm -f "$BPFFS/fastwall_abi" "$BPFFS/fastwall_stats_v2" "$BPFFS/fastwall_subject_stats_v2"
 bpftool map create "$BPFFS/fastwall_stats" type percpu_array key 4 value 16 entries 29 \
 	name fastwall_stats

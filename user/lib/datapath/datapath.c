@@ -276,6 +276,14 @@ int fw_dp_local_set(struct fw_dp *dp, const struct fw_ip *addrs, size_t naddrs,
 	__u8 one = 1;
 	int err;
 
+	/* what goes first: a full map (the pod had more addresses than fit)
+	 * would refuse a new address while the ones that left still sit in
+	 * it; an address in both sets stays in the map throughout */
+	err = prune(dp->local_fd, sizeof(*addrs), in_keyset, &ka);
+	if (!err)
+		err = prune(dp->local_ports_fd, sizeof(*ports), in_keyset, &kp);
+	if (err)
+		return err;
 	for (size_t i = 0; i < naddrs; i++) {
 		err = update(dp->local_fd, &addrs[i], &l, BPF_ANY, "fastwall_local");
 		if (err)
@@ -286,10 +294,7 @@ int fw_dp_local_set(struct fw_dp *dp, const struct fw_ip *addrs, size_t naddrs,
 		if (err)
 			return err;
 	}
-	err = prune(dp->local_fd, sizeof(*addrs), in_keyset, &ka);
-	if (!err)
-		err = prune(dp->local_ports_fd, sizeof(*ports), in_keyset, &kp);
-	return err;
+	return 0;
 }
 
 int fw_dp_doh_set(struct fw_dp *dp, const struct fw_lpm_key *keys, size_t n)
@@ -298,12 +303,16 @@ int fw_dp_doh_set(struct fw_dp *dp, const struct fw_lpm_key *keys, size_t n)
 	__u8 one = 1;
 	int err;
 
+	/* stale prefixes first, so a full map takes the new ones */
+	err = prune(dp->doh_fd, sizeof(*keys), in_keyset, &ks);
+	if (err)
+		return err;
 	for (size_t i = 0; i < n; i++) {
 		err = update(dp->doh_fd, &keys[i], &one, BPF_ANY, "fastwall_doh");
 		if (err)
 			return err;
 	}
-	return prune(dp->doh_fd, sizeof(*keys), in_keyset, &ks);
+	return 0;
 }
 
 int fw_dp_dispatch_put(struct fw_dp *dp, const struct fw_ip *addr, const struct fw_subject *s)

@@ -154,7 +154,7 @@ test: deps ## run the whole suite (unit, BPF verdict table, end-to-end)
 	$(Q)scripts/run-tests.sh $(BUILD)
 
 test-unit: $(BUILD)/tests/unit_tests ## Criterion units only
-	$(Q)$(BUILD)/tests/unit_tests
+	$(Q)LSAN_OPTIONS=suppressions=$(CURDIR)/tests/unit/lsan.supp $(BUILD)/tests/unit_tests
 
 test-fake: $(BUILD)/tests/unit_fake ## registry, learner and actions units over the in-memory data plane
 	$(Q)$(BUILD)/tests/unit_fake

@@ -46,7 +46,7 @@
 #define ADD_NET	      0x0a400000u /* 10.64.0.0/16: the added subjects */
 #define REBIND_NET    0x0a410000u /* 10.65.0.0/16: where rebinds move them */
 #define GATEWAY	      0x0a400001u
-#define MAX_OPS	      60000
+#define MAX_OPS	      60000u
 #define REAP_EVERY    64 /* rounds; each round retires two ids */
 #define NSEC_PER_USEC 1000.0
 

@@ -614,8 +614,9 @@ static int cmd_latency(int argc, char **argv)
 			 * unbound; one that did would show as a 0 here */
 			lat_pkt[nok] = first > t0 ? first - t0 : 0;
 			lat_arr[nok] = arrival - t0;
-			/* a packet sent before ready answered counts as 0 */
-			lat_after[nok] = first > t2 ? first - t2 : 0;
+			/* from sending data-plane-ready, where the kernel is
+			 * programmed; a packet that passed before counts as 0 */
+			lat_after[nok] = first > t1 ? first - t1 : 0;
 			nok++;
 		} else {
 			lost++;
@@ -640,8 +641,8 @@ static int cmd_latency(int argc, char **argv)
 	       (unsigned long long)atomic_load(&g_sent), lost, stray);
 	print_dist("first passing packet (send time)", lat_pkt, nok);
 	{
-		/* print_dist sorted lat_pkt; measured from SET_BINDING, so the
-		 * figure against the target is the part after data-plane-ready */
+		/* lat_pkt is measured from SET_BINDING; the target is about the
+		 * part from sending data-plane-ready */
 		uint64_t *after = calloc(nok ? nok : 1, sizeof(*after));
 		size_t na = 0, before = 0;
 
@@ -652,8 +653,8 @@ static int cmd_latency(int argc, char **argv)
 		qsort(after, na, sizeof(*after), cmp_u64);
 		for (size_t i = 0; i < na; i++)
 			before += !after[i];
-		printf("  %-34s p50 %.3f ms (target < 1 ms: %s); %zu of %zu passed before the "
-		       "data-plane-ready answer (counted as 0)\n",
+		printf("  %-34s p50 %.3f ms (target < 1 ms: %s); %zu of %zu passed before "
+		       "data-plane-ready was sent (counted as 0)\n",
 		       "first packet after data-plane-ready", pct(after, na, 50) / 1e6,
 		       met(pct(after, na, 50) / 1e6 < 1), before, na);
 		printf("act first_packet p50_ms=%.3f p99_ms=%.3f n=%zu\n", pct(after, na, 50) / 1e6,

@@ -55,7 +55,7 @@ BPFT_SRCS := $(wildcard tests/bpf/*.c)
 ABIT_SRCS := $(wildcard tests/abi/*.c)
 BENCH_SRCS := $(filter-out tests/bench/udpblast.c tests/bench/actions_bench.c \
 	tests/bench/dnsproxy_drive.c tests/bench/fwpeer.c tests/bench/tcprr.c tests/bench/udpflows.c \
-	tests/bench/benchlib.c,\
+	tests/bench/benchlib.c tests/bench/cp_kernel.c,\
 	$(wildcard tests/bench/*.c))
 FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 
@@ -125,6 +125,11 @@ $(BUILD)/tests/bench_tc: $(patsubst %.c,$(BUILD)/%.o,$(BENCH_SRCS)) $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
 
+# control-plane operations against a plain array update, per kernel
+$(BUILD)/tests/cp_kernel: $(BUILD)/tests/bench/cp_kernel.o $(LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/tests/udpblast: $(BUILD)/tests/bench/udpblast.o $(BUILD)/tests/bench/benchlib.o
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^
@@ -180,7 +185,8 @@ demo: deps ## build, run the demo topology and explain what passes and why
 
 bench: deps ## benchmarks: per-packet cost, packet rate, control plane, nftables comparison (FULL=1: whole matrix)
 	$(Q)$(MAKE) --no-print-directory all $(BUILD)/tests/bench_tc $(BUILD)/tests/udpblast \
-		$(BUILD)/tests/actions_bench $(BUILD)/tests/fwpeer $(BUILD)/tests/tcprr $(BUILD)/tests/udpflows
+		$(BUILD)/tests/actions_bench $(BUILD)/tests/fwpeer $(BUILD)/tests/tcprr $(BUILD)/tests/udpflows \
+		$(BUILD)/tests/cp_kernel
 	$(Q)BUILD=$(BUILD) FULL=$(FULL) scripts/bench.sh
 
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
@@ -243,7 +249,7 @@ install: all ## install fastwalld, fastwall and the man pages under PREFIX
 KERNELS ?= 5.10 6.1 6.12 6.18 7.x
 VMTEST_CACHE ?= /var/cache/fastwall-vmtest
 .PHONY: vmtest
-vmtest: all $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/abi_migrate ## verdict table, loader, e2e on Debian kernels in qemu (KERNELS="5.10 6.12")
+vmtest: all $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/abi_migrate $(BUILD)/tests/cp_kernel ## verdict table, loader, e2e on Debian kernels in qemu (KERNELS="5.10 6.12")
 	$(Q)BUILD=$(BUILD) KERNELS="$(KERNELS)" VMTEST_CACHE="$(VMTEST_CACHE)" scripts/vmtest/vmtest.sh
 
 clean: ## remove build/ and build-san/

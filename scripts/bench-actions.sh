@@ -9,6 +9,13 @@
 # /sys/fs/bpf/fastwall-bench-act-PID and a vault socket under
 # /run/fastwall-bench-act-PID; all of it is removed on exit.
 #
+#   scales   at each of ACT_SCALES subjects (64, 1024, 4096; a daemon of its
+#            own), 4 connections: add (SET_BINDING + data-plane-ready),
+#            update and remove (REMOVE_BINDING) of ACT_CHURN new subjects,
+#            p50/p99 each; whole-policy replacements per second for
+#            ACT_REPLACE_SECONDS; first allowed packet after
+#            data-plane-ready (ACT_FIRST_ITER subjects), p50; each beside
+#            its target (met / not met), and a table of all scales
 #   setup    1024 subjects: SET_BINDING + data-plane-ready each (4 connections)
 #   a) latency  for ACT_ITER new subjects on the sandbox's address: from
 #               sending SET_BINDING to the first packet of a 20 us UDP stream
@@ -21,11 +28,23 @@
 #
 # Environment: BUILD (build), ACT_SUBJECTS (1024), ACT_ITER (200),
 # ACT_THREADS (4), ACT_SECONDS (10), ACT_PATCH_SECONDS (5), ACT_PERF=1
-# (perf record fastwalld during the update run; report in actions-perf.txt).
+# (perf record fastwalld during the update run; report in actions-perf.txt),
+# ACT_SCALES (64,1024,4096; empty skips the part), ACT_CHURN (200),
+# ACT_REPLACE_SECONDS (5), ACT_FIRST_ITER (100), ACT_ONLY_SCALES=1 (only
+# the scales part), ACT_QUICK=1 (the scales part shorter: churn 100, 3 s,
+# 50; what scripts/bench.sh runs unless FULL=1).
 # Output also goes to $BUILD/bench/actions.txt.
 set -euo pipefail
 
 BUILD=${BUILD:-build}
+if [[ ${ACT_QUICK:-0} == 1 ]]; then
+	: "${ACT_CHURN:=100}" "${ACT_REPLACE_SECONDS:=3}" "${ACT_FIRST_ITER:=50}"
+fi
+SCALES=${ACT_SCALES-64,1024,4096}
+SCALES=${SCALES//,/ }
+CHURN=${ACT_CHURN:-200}
+REPLACE_SECS=${ACT_REPLACE_SECONDS:-5}
+FIRST_ITER=${ACT_FIRST_ITER:-100}
 N=${ACT_SUBJECTS:-1024}
 ITER=${ACT_ITER:-200}
 THREADS=${ACT_THREADS:-4}
@@ -186,6 +205,9 @@ rules_snapshot() {
 		jq -r '.[] | select(.value != null) | "\(.key) \(.value)"' 2>/dev/null | sort
 }
 
+# shellcheck source=scripts/bench-env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench-env.sh"
+
 exec > >(tee "$OUT/actions.txt") 2>&1
 FAILED=0
 # a broken step is reported and the rest still runs; the exit status says so
@@ -197,10 +219,55 @@ ab_run() { ab "$@" || { echo "  (actions_bench $1 failed: status $?)"; FAILED=1;
 		"$(date -u +%Y-%m-%dT%H:%MZ)"
 	echo "policy per subject: default deny, 16 CIDR rules (15 allow, 1 deny), 4 domain rules;"
 	echo "client: tests/bench/actions_bench, HTTP/1.1 keep-alive, one connection per thread"
+	bench_env "machine"
 
 	a0=$(cpu_all); sleep 1; a1=$(cpu_all)
 	echo "background load: machine $(( (a1 - a0) * 100 / $(getconf CLK_TCK) / $(nproc) ))% of $(nproc) cores busy" \
 		"in the second before the run (other work shares these CPUs)"
+	if [[ -n ${SCALES// /} ]]; then
+		echo
+		echo "== control plane at ${SCALES// /, } subjects ($THREADS connections; targets: add/update/remove" \
+			"p50 < 0.5 ms, p99 < 2 ms; replacement >= 5,000/s; first packet p50 < 1 ms) =="
+		start_daemon
+		: >"$OUT/actions-scales.txt"
+		prev=0
+		for S in $SCALES; do
+			echo "  -- $S subjects present"
+			if [[ $S -gt $prev ]]; then
+				ab setup -n "$S" -t "$THREADS" >/dev/null || { echo "  (setup of $S failed)"; FAILED=1; }
+			fi
+			prev=$S
+			step=$OUT/actions-step.txt
+			ab_run churn -n "$S" -k "$CHURN" -t "$THREADS" >"$step"
+			cat "$step"
+			ab_run update -n "$S" -t "$THREADS" -D "$REPLACE_SECS" >>"$step"
+			ab_run latency -k "$FIRST_ITER" -S "$SB" -I "$INET" -s 10.64.200.1 -d 203.0.113.10:9999 \
+				-g 20 >>"$step"
+			awk '/calls ok|replacement|first passing packet \(send|after data-plane-ready|without a passing|failed: status/' "$step"
+			sed -n "s/^act first_packet/act N=$S first_packet/; /^act /p" "$step" >>"$OUT/actions-scales.txt"
+		done
+		echo
+		echo "  summary (ms; * = target not met; replacement: whole policies per second):"
+		awk 'function cell(v, lim) { return sprintf("%.3f%s", v, v < lim ? " " : "*") }
+			/^act N=/ { split($2, a, "="); n = a[2]; if (!(n in seen)) { seen[n] = 1; order[++k] = n }
+				for (i = 4; i <= NF; i++) { split($i, kv, "="); v[n, $3, kv[1]] = kv[2] } }
+			END {
+				printf "  %-8s %-19s %-19s %-19s %-12s %s\n", "subjects", "add p50/p99", "update p50/p99",
+					"remove p50/p99", "replace/s", "first packet p50"
+				for (j = 1; j <= k; j++) { n = order[j]
+					printf "  %-8s", n
+					for (o = 1; o <= 3; o++) { op = o == 1 ? "add" : o == 2 ? "update" : "remove"
+						printf " %-19s", cell(v[n, op, "p50_ms"], 0.5) "/" cell(v[n, op, "p99_ms"], 2) }
+					r = v[n, "replace", "per_s"]
+					printf " %-12s %s\n", sprintf("%d%s", r, r >= 5000 ? "" : "*"),
+						cell(v[n, "first_packet", "p50_ms"], 1)
+				} }' "$OUT/actions-scales.txt"
+		stop_daemon
+		# the parts below start from an empty data plane
+		rm -rf "$PIN"
+		[[ ${ACT_ONLY_SCALES:-0} == 1 ]] && exit "$FAILED"
+		echo
+	fi
 	start_daemon
 	echo "  fastwalld started, no subjects: $(mem "$DPID")"
 	echo

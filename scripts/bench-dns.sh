@@ -166,6 +166,9 @@ lat() { # SRV PORT RATE -> "p50_us p99_us lost"
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%d %d %d\n", m, v[1], v[NR] }'; }
 
+# shellcheck source=scripts/bench-env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench-env.sh"
+bench_env "bench-dns"
 echo "bench-dns: dnsperf ${CLIENTS} clients x ${OUTSTANDING} outstanding, ${SECONDS_SAT} s, $ROUNDS rounds; latency at $RATES q/s for ${SECONDS_LAT} s"
 PEERS=("direct 198.51.100.53 5353" "dnsmasq 10.42.0.1 5300" "fastwall 10.42.0.1 53")
 : >"$TMP/raw"

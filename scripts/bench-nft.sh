@@ -158,6 +158,9 @@ learned_for() { local n=$1; (( n * LEARNED < 1048576 )) && echo "$LEARNED" || ec
 
 echo "fastwall vs nftables (issue 6): $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')),"
 echo "kernel $(uname -r), $(nft --version), $(date -u +%Y-%m-%dT%H:%MZ), FULL=$FULL"
+# shellcheck source=scripts/bench-env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench-env.sh"
+bench_env "machine"
 a0=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat); sleep 1
 a1=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat)
 echo "background load: $(( (a1 - a0) * 100 / $(getconf CLK_TCK) / $(nproc) ))% of $(nproc) cores busy in the second before the run"

@@ -23,7 +23,8 @@
 # SCALES_A (1,64,1024,4096), ROUNDS_B (5; FULL 9), SECONDS_B (3), SKIP_A=1,
 # SKIP_B=1, SKIP_C=1, SKIP_D=1, BASE_BUILD (part A against another build's
 # bench_tc, ALT_A turns each), SKIP_ACTIONS=1 (the control-plane part,
-# scripts/bench-actions.sh, run last), PLOT_ONLY=1 (redraw the plots from
+# scripts/bench-actions.sh, run last, after tests/cp_kernel with CP_OPS
+# operations, 300), PLOT_ONLY=1 (redraw the plots from
 # the last run's data). Part C reads its own variables (see bench-nft.sh).
 # Results, the plot data and SVG plots go to $BUILD/bench/ and
 # $BUILD/bench-nft/.
@@ -81,8 +82,9 @@ trap 'exit 130' INT TERM
 CPU=$(( $(nproc) - 1 ))
 log() { printf '%s\n' "$*" >&2; }
 
-echo "fastwall benchmarks: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))," \
-	"kernel $(uname -r), $(date -u +%Y-%m-%dT%H:%MZ)"
+# shellcheck source=scripts/bench-env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench-env.sh"
+bench_env "fastwall benchmarks"
 
 plot_cost() {
 	if command -v gnuplot >/dev/null; then
@@ -223,7 +225,15 @@ run_dns() {
 run_actions() {
 	if [[ ${SKIP_ACTIONS:-0} != 1 ]]; then
 		echo
-		BUILD=$BUILD "$(dirname "${BASH_SOURCE[0]}")/bench-actions.sh"
+		echo "== control plane per operation in this kernel (tests/cp_kernel) =="
+		if [[ -x $BUILD/tests/cp_kernel ]]; then
+			"$BUILD/tests/cp_kernel" -n "${CP_OPS:-300}" | tee "$OUT/cp_kernel.txt" ||
+				echo "bench.sh: cp_kernel failed"
+		else
+			echo "bench.sh: $BUILD/tests/cp_kernel missing; run 'make bench'"
+		fi
+		echo
+		ACT_QUICK=$((1 - FULL)) BUILD=$BUILD "$(dirname "${BASH_SOURCE[0]}")/bench-actions.sh"
 	fi
 	echo
 	echo "bench.sh: done in $(( $(date +%s) - T_START )) s (FULL=$FULL)"

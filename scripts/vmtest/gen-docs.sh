@@ -85,6 +85,70 @@ for s in $SERIES; do
 done
 echo "$line"
 row dummy "dummy driver (test interface)" "✓" "degraded: verdict table uses a veth pair"
+
+# cp_row OP LABEL: one operation's figures per kernel, with the target
+cp_row() {
+	local op=$1 s r cell line="| $2 |"
+	for s in $SERIES; do
+		r=$(field "$s" "cp_${op}_ratio")
+		if [ -z "$r" ]; then
+			cell="? (not measured)"
+		else
+			cell="$(field "$s" "cp_${op}_p50_us") / $(field "$s" "cp_${op}_p99_us") µs, $(field "$s" "cp_${op}_ops")/s"
+			if [ "$op" != plain ]; then
+				if awk -v r="$r" 'BEGIN { exit !(r <= 20) }'; then cell+=", ×$r ✓"; else cell+=", ×$r ✗"; fi
+			fi
+		fi
+		line+=" $cell |"
+	done
+	echo "$line"
+}
+echo
+echo "## Control plane per kernel"
+echo
+cat <<'EOF2'
+tests/bench/cp_kernel in each guest: on an empty pin directory, the first
+start (fw_dp_open), then 300 rounds of add (a new active subject with one
+address and a 16-rule policy), update (a changed policy, same id), remove
+and rebind (same name, another address, a new id) through the subject
+registry, and as many plain BPF_MAP_TYPE_ARRAY updates in the same process
+as the yardstick. Each cell: p50 / p99, operations per second, and the
+ratio p50(operation) / p50(plain update). Emulation slows both sides alike,
+so the ratio is what compares across kernels and machines. Target: an
+operation costs at most 20 plain updates (ratio ≤ 20, ✓); an operation
+that waits for an RCU grace period (a write to an array of maps) costs
+thousands. The guests boot with rcupdate.rcu_expedited=1, which ends
+grace periods early; tests/vm/run.sh turns it off for this step, so the
+waits are a normal kernel's (the last row shows what the step ran with).
+docs/benchmarks.md has the host's own run. Figures never fail a kernel; a
+failed operation does.
+
+EOF2
+echo "${hdr/feature/operation (p50 \/ p99, ops\/s, ratio)}"
+echo "$sep"
+line="| measured at |"
+for s in $SERIES; do
+	v=$(field "$s" commit)
+	if [ -n "$v" ]; then line+=" $v${VMTEST_CP_NOTE:+ ($VMTEST_CP_NOTE)} |"; else line+=" ? |"; fi
+done
+echo "$line"
+cp_row plain "plain array update (yardstick)"
+cp_row add "add"
+cp_row update "update (policy)"
+cp_row remove "remove"
+cp_row rebind "rebind (new id)"
+line="| first start (fw_dp_open, empty pins) |"
+for s in $SERIES; do
+	v=$(field "$s" cp_first_start_ms)
+	if [ -n "$v" ]; then line+=" $v ms |"; else line+=" ? (not measured) |"; fi
+done
+echo "$line"
+line="| rcu_expedited during the step |"
+for s in $SERIES; do
+	v=$(field "$s" cp_kernel_rcu_expedited)
+	line+=" ${v:-?} |"
+done
+echo "$line"
 echo
 echo "Exact kernels that ran:"
 echo

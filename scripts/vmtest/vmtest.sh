@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# make vmtest: the BPF verdict table, the loader and an end-to-end scenario
-# (tests/vm/run.sh) on several Debian kernels, each booted in qemu (TCG,
-# no KVM) on the host's root shared read-only over 9p with a tmpfs
-# overlay. Two VMs at a time; a VM that panics, hangs or doesn't boot is
-# a failure, its console log kept under $BUILD/vmtest/logs/.
+# make vmtest: the BPF verdict table, the control-plane cost, the loader
+# and an end-to-end scenario (tests/vm/run.sh) on several Debian kernels,
+# each booted in qemu (TCG, no KVM) on the host's root shared read-only
+# over 9p with a tmpfs overlay. Two VMs at a time; a VM that panics, hangs
+# or doesn't boot is a failure, its console log kept under
+# $BUILD/vmtest/logs/. The control-plane figures never fail a kernel.
 #
 #   scripts/vmtest/vmtest.sh [SERIES...]     (default: 5.10 6.1 6.12 6.18 7.x)
 #
 # Environment: KERNELS (same as the arguments), BUILD (build), VMTEST_CACHE
 # (/var/cache/fastwall-vmtest), VMTEST_JOBS (2), VMTEST_TIMEOUT (seconds
 # per VM, 300), VMTEST_MEM (1024 MiB), VMTEST_DOCS (docs/kernels.md; empty
-# to leave it alone).
+# to leave it alone), VMTEST_CP_NOTE (a word printed beside the commit in
+# the control-plane table, e.g. "before").
 set -euo pipefail
 
 VT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -101,10 +103,13 @@ run_one() {
 		echo "failed=$f"
 		echo "skipped=$s"
 		echo "seconds=$(((t1 - t0 + 500000000) / 1000000000))"
+		echo "commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
 		echo "vm_seconds=$(((t1 - tb + 500000000) / 1000000000))"
 		echo "boot_seconds=$(sed -n 's/^# vmtest: .* boot took \([0-9.]*\)s$/\1/p' "$serial" 2>/dev/null | head -1)"
 		echo "kernel_warnings=$(grep -cE 'WARNING:|BUG:|Oops|Call Trace' "$console" 2>/dev/null || true)"
 		sed -n 's/^# feature \([a-z0-9_]*\) \(.*\)$/feature_\1=\2/p' "$serial" 2>/dev/null
+		# the control-plane figures: "# cp add p50_us=8.1 ratio=2.3" -> cp_add_p50_us=8.1 ...
+		awk '/^# cp [a-z_]+ / { for (i = 4; i <= NF; i++) if (split($i, kv, "=") == 2) print "cp_" $3 "_" kv[1] "=" kv[2] }' "$serial" 2>/dev/null
 	} >"$res"
 	report_line "$res"
 	if [ "$st" != ok ] || [ "$f" -gt 0 ]; then
@@ -120,6 +125,18 @@ report_line() {
 	printf '%-5s %-22s %-9s passed %3s  failed %2s  skipped %2s  %4ss\n' \
 		"$(field "$r" series)" "$(field "$r" kver)" "$(field "$r" status)" "$(field "$r" passed)" \
 		"$(field "$r" failed)" "$(field "$r" skipped)" "$(field "$r" seconds)"
+	cp_line "$r"
+}
+
+# the control-plane figures of one kernel: p50 ratio to a plain array update
+cp_line() {
+	local r=$1 o line
+	[ -n "$(field "$r" cp_plain_p50_us)" ] || return 0
+	line="      control plane (p50 us, ratio to a plain update $(field "$r" cp_plain_p50_us) us):"
+	for o in add update remove rebind; do
+		line+=" $o $(field "$r" cp_${o}_p50_us) (x$(field "$r" cp_${o}_ratio))"
+	done
+	echo "$line, first start $(field "$r" cp_first_start_ms) ms"
 }
 
 if [ "${1:-}" = "--one" ]; then
@@ -132,8 +149,9 @@ series=${*:-${KERNELS:-$VT_ALL_SERIES}}
 for s in $series; do
 	[ -n "${VT_SERIES[$s]:-}" ] || { echo "vmtest: unknown kernel '$s' (known: $VT_ALL_SERIES)" >&2; exit 2; }
 done
-for b in "$BUILD/fastwalld" "$BUILD/fastwall" "$BUILD/tests/bpf_verdicts" "$BUILD/tests/abi_migrate" "$BUILD/bpf/egress.bpf.o"; do
-	[ -e "$b" ] || { echo "vmtest: $b missing: make all $BUILD/tests/bpf_verdicts $BUILD/tests/abi_migrate first" >&2; exit 2; }
+for b in "$BUILD/fastwalld" "$BUILD/fastwall" "$BUILD/tests/bpf_verdicts" "$BUILD/tests/abi_migrate" \
+	"$BUILD/tests/cp_kernel" "$BUILD/bpf/egress.bpf.o"; do
+	[ -e "$b" ] || { echo "vmtest: $b missing: make all $BUILD/tests/bpf_verdicts $BUILD/tests/abi_migrate $BUILD/tests/cp_kernel first" >&2; exit 2; }
 done
 
 T0=$(date +%s)
@@ -166,6 +184,11 @@ for s in $series; do
 	printf '%-6s %-24s %-22s %-12s %6s %6s %7s %7s\n' "$s" "$(field "$r" kver)" "$(field "$r" version)" \
 		"$(field "$r" status)" "$(field "$r" passed)" "$(field "$r" failed)" "$(field "$r" skipped)" "$(field "$r" seconds)"
 	[ "$(field "$r" status)" = ok ] && [ "$(field "$r" failed)" = 0 ] || bad=$((bad + 1))
+done
+for s in $series; do
+	if [ -n "$(field "$OUT/results/$s" cp_plain_p50_us)" ]; then
+		printf '%-6s %s\n' "$s" "$(cp_line "$OUT/results/$s" | sed 's/^ *//')"
+	fi
 done
 echo "total $((T1 - T0))s; logs in ${LOGS#"$ROOT"/}/"
 if [ -n "$VMTEST_DOCS" ]; then

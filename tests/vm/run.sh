@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # The suite `make vmtest` runs inside each kernel's VM (scripts/vmtest/):
-#   1. the whole BPF_PROG_TEST_RUN verdict table ($BUILD/tests/bpf_verdicts);
+#   1. the whole BPF_PROG_TEST_RUN verdict table ($BUILD/tests/bpf_verdicts),
+#      the pinned-map ABI checks, and what a control-plane operation costs
+#      next to a plain array update ($BUILD/tests/cp_kernel; figures only);
 #   2. the loader: fastwalld checks, loads, pins, attaches to a bridge's
 #      ports, and detaches (--purge);
 #   3. one end-to-end scenario with real TCP through network namespaces and
@@ -116,6 +118,32 @@ if [ -x "$BUILD/tests/abi_migrate" ]; then
 	PASSED=$((PASSED + ap)) FAILED=$((FAILED + af))
 else
 	not_ok "$BUILD/tests/abi_migrate is missing"
+fi
+
+echo "# 1c. control-plane cost: add, update, rebind, remove against a plain array update"
+# the figures are printed and collected for docs/kernels.md; only a failed
+# operation fails the step, never its timing
+if [ -x "$BUILD/tests/cp_kernel" ]; then
+	t0=$SECONDS
+	# the guests boot with rcupdate.rcu_expedited=1 (a faster boot), which
+	# ends grace periods early and would hide what an operation waiting for
+	# one costs on a normally booted kernel: off for this step only
+	rexp=$(cat /sys/kernel/rcu_expedited 2>/dev/null || true)
+	[ "$rexp" = 1 ] && echo 0 >/sys/kernel/rcu_expedited
+	"$BUILD/tests/cp_kernel" -n "${VMTEST_CP_OPS:-300}" -p "/sys/fs/bpf/fastwall-$ID-cp" >"$TMP/cp" 2>&1
+	crc=$?
+	[ "$rexp" = 1 ] && echo 1 >/sys/kernel/rcu_expedited
+	grep -E '^cp_kernel: (kernel|first start)' "$TMP/cp" | sed 's/^/# /'
+	sed -n 's/^\(cp .*\)$/# \1/p' "$TMP/cp"
+	grep -E '^  (op|add|update|remove|rebind|plain) ' "$TMP/cp" | sed 's/^/# /'
+	if [ "$crc" -eq 0 ] && grep -q '^cp result=ok' "$TMP/cp"; then
+		ok "control-plane operations succeed ($((SECONDS - t0))s)"
+	else
+		not_ok "control-plane operations succeed (cp_kernel status $crc)"
+		tail -20 "$TMP/cp" | sed 's/^/#   | /'
+	fi
+else
+	not_ok "$BUILD/tests/cp_kernel is missing"
 fi
 
 echo "# 2. topology: pod bridge with two sandbox ports, a simulated internet"

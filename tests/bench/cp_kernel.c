@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* cp_kernel: what one control-plane operation costs in this kernel, next to
+ * a plain array update in the same process (the yardstick).
+ *
+ *   cp_kernel [-n OPS] [-w WARMUP] [-p PINPREFIX]
+ *
+ * On a fresh pin directory: fw_dp_open (timed: "first start"), a registry
+ * over it, then OPS rounds of add (a new active subject, one address, a
+ * 16-rule policy, through fw_reg_upsert), update (a changed policy, same
+ * binding: same id), rebind (same name, another address: a new id) and
+ * remove (fw_reg_unbind), each round also doing one bpf_map_update_elem on
+ * a BPF_MAP_TYPE_ARRAY. Emulated kernels are 10-40x slower than real ones,
+ * but both sides of p50(op) / p50(plain update) slow down together, so the
+ * ratio carries across machines; a kernel that waits for an RCU grace
+ * period in an operation shows a ratio in the hundreds or thousands.
+ *
+ * Prints a table and one machine-readable line per figure ("cp add
+ * p50_us=... p99_us=... ops=... ratio=..."). Never judges timing: the exit
+ * status is non-zero only when an operation fails or its effect is wrong
+ * (id kept or changed, subject gone). The pin directory is purged on every
+ * exit path. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "common/addr.h"
+#include "common/log.h"
+#include "datapath/datapath.h"
+#include "policy/policy.h"
+#include "subjects/registry.h"
+
+#define RULES	      16
+#define PLAIN_ENTRIES 1024
+#define PLAIN_VALUE   64	  /* bytes: a small record, like most fastwall values */
+#define TARGET_RATIO  20	  /* an operation costs at most 20 plain updates */
+#define ADD_NET	      0x0a400000u /* 10.64.0.0/16: the added subjects */
+#define REBIND_NET    0x0a410000u /* 10.65.0.0/16: where rebinds move them */
+#define GATEWAY	      0x0a400001u
+#define MAX_OPS	      60000u
+#define REAP_EVERY    64 /* rounds; each round retires two ids */
+#define NSEC_PER_USEC 1000.0
+
+enum op { OP_ADD, OP_UPDATE, OP_REMOVE, OP_REBIND, OP_PLAIN, OP_MAX };
+static const char *const op_name[OP_MAX] = {"add", "update", "remove", "rebind", "plain"};
+
+static char pin[256];
+
+static void on_signal(int sig)
+{
+	if (pin[0])
+		fw_dp_purge(pin); /* unlink/rmdir only */
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+static void v4(struct fw_ip *ip, __u32 host_order)
+{
+	fw_addr_from_v4(ip, htonl(host_order));
+}
+
+/* Default deny and 16 CIDR rules (one deny); variant v moves 8 of them, so
+ * an update with another variant is a real change of the rule set. */
+static int build_policy(struct fw_policy *p, unsigned int v)
+{
+	char err[256], cidr[64];
+	int ret;
+
+	fw_policy_init(p);
+	ret = fw_policy_set_default(p, "deny", err, sizeof(err));
+	if (!ret)
+		ret = fw_policy_add_rule(p, "deny", "203.0.113.66/32", NULL, 0, err, sizeof(err));
+	for (unsigned int k = 1; !ret && k < RULES; k++) {
+		unsigned int b = k < 9 ? (v * 8 + k) % 251 : 200 + k;
+
+		snprintf(cidr, sizeof(cidr), "198.%u.%u.0/24", 18 + (k & 1), b);
+		ret = fw_policy_add_rule(p, "allow", cidr, NULL, 0, err, sizeof(err));
+	}
+	if (ret) {
+		fprintf(stderr, "cp_kernel: policy: %s\n", err);
+		fw_policy_free(p);
+	}
+	return ret;
+}
+
+static int build_spec(struct fw_subject_spec *spec, unsigned int i, __u32 addr, unsigned int v)
+{
+	memset(spec, 0, sizeof(*spec));
+	snprintf(spec->name, sizeof(spec->name), "cpk-%u", i);
+	v4(&spec->addrs[0], addr);
+	spec->naddrs = 1;
+	spec->has_gateway[FW_FAM_V4] = true;
+	v4(&spec->gateway[FW_FAM_V4], GATEWAY);
+	spec->has_private[FW_FAM_V4] = true;
+	v4(&spec->private_net[FW_FAM_V4].net, ADD_NET);
+	spec->private_net[FW_FAM_V4].plen = FW_V4_PREFIX_BASE + 15;
+	spec->state = FW_STATE_ACTIVE;
+	return build_policy(&spec->policy, v);
+}
+
+static __u32 id_of(struct fw_registry *r, const char *name)
+{
+	struct fw_entry *e = fw_reg_find(r, name);
+
+	return e ? e->id : 0;
+}
+
+/* One upsert of subject i at addr with policy variant v, timed into *ns. */
+static int timed_upsert(struct fw_registry *r, struct fw_subject_spec *spec, unsigned int i,
+			__u32 addr, unsigned int v, __u64 *ns)
+{
+	__u64 t0;
+	int err = build_spec(spec, i, addr, v);
+
+	if (err)
+		return err;
+	t0 = now_ns();
+	err = fw_reg_upsert(r, spec, FW_ORIGIN_STATIC, NULL);
+	*ns = now_ns() - t0;
+	fw_policy_free(&spec->policy);
+	if (err)
+		fprintf(stderr, "cp_kernel: upsert %s: %s\n", spec->name, strerror(-err));
+	return err;
+}
+
+static int timed_unbind(struct fw_registry *r, const char *name, __u64 *ns)
+{
+	struct fw_entry *e;
+	__u64 t0 = now_ns();
+	int err;
+
+	e = fw_reg_get(r, name, false);
+	if (!e) {
+		fprintf(stderr, "cp_kernel: remove %s: not in the registry\n", name);
+		return -ENOENT;
+	}
+	err = fw_reg_unbind(r, e);
+	fw_reg_put(r, e);
+	*ns = now_ns() - t0;
+	if (err)
+		fprintf(stderr, "cp_kernel: remove %s: %s\n", name, strerror(-err));
+	return err;
+}
+
+static int timed_plain(int fd, __u32 key, __u64 *ns)
+{
+	unsigned char val[PLAIN_VALUE];
+	__u64 t0;
+	int err;
+
+	memset(val, (int)(key & 0xff), sizeof(val));
+	t0 = now_ns();
+	err = bpf_map_update_elem(fd, &key, val, BPF_ANY);
+	*ns = now_ns() - t0;
+	if (err) {
+		err = -errno;
+		fprintf(stderr, "cp_kernel: array update: %s\n", strerror(-err));
+	}
+	return err;
+}
+
+/* One round: add, update, rebind, remove of subject i, and a plain update.
+ * The checks are what a user of the registry would see. samples == NULL
+ * for the warm-up. */
+static int round_once(struct fw_registry *r, struct fw_subject_spec *spec, int plain_fd,
+		      unsigned int i, __u64 *samples[OP_MAX], unsigned int slot)
+{
+	__u64 t[OP_MAX];
+	__u32 id_add, id;
+	int err;
+
+	err = timed_upsert(r, spec, i, ADD_NET + 256 + i, 0, &t[OP_ADD]);
+	if (err)
+		return err;
+	id_add = id_of(r, spec->name);
+	if (!id_add) {
+		fprintf(stderr, "cp_kernel: add %s: no kernel id\n", spec->name);
+		return -EIO;
+	}
+	err = timed_upsert(r, spec, i, ADD_NET + 256 + i, 1, &t[OP_UPDATE]);
+	if (err)
+		return err;
+	id = id_of(r, spec->name);
+	if (id != id_add) {
+		fprintf(stderr, "cp_kernel: update %s: id %u became %u\n", spec->name, id_add, id);
+		return -EIO;
+	}
+	err = timed_plain(plain_fd, i % PLAIN_ENTRIES, &t[OP_PLAIN]);
+	if (err)
+		return err;
+	err = timed_upsert(r, spec, i, REBIND_NET + 256 + i, 1, &t[OP_REBIND]);
+	if (err)
+		return err;
+	id = id_of(r, spec->name);
+	if (!id || id == id_add) {
+		fprintf(stderr, "cp_kernel: rebind %s: id %u, was %u\n", spec->name, id, id_add);
+		return -EIO;
+	}
+	err = timed_unbind(r, spec->name, &t[OP_REMOVE]);
+	if (err)
+		return err;
+	if (id_of(r, spec->name)) {
+		fprintf(stderr, "cp_kernel: remove %s: still has a kernel id\n", spec->name);
+		return -EIO;
+	}
+	if (samples)
+		for (int k = 0; k < OP_MAX; k++)
+			samples[k][slot] = t[k];
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double pct_us(const __u64 *sorted, size_t n, double p)
+{
+	size_t i = (size_t)(p / 100.0 * (double)(n - 1) + 0.5);
+
+	return sorted[i < n ? i : n - 1] / NSEC_PER_USEC;
+}
+
+static void print_env(void)
+{
+	struct utsname u;
+	char line[256], model[128] = "?", load[64] = "?", exp[16] = "?";
+	FILE *f;
+
+	uname(&u);
+	f = fopen("/proc/cpuinfo", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *c = strchr(line, ':');
+
+		if (!strncmp(line, "model name", 10) && c) {
+			snprintf(model, sizeof(model), "%s", c + 2);
+			model[strcspn(model, "\n")] = '\0';
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	f = fopen("/proc/loadavg", "r");
+	if (f && fgets(line, sizeof(line), f)) {
+		double l1, l5, l15;
+
+		if (sscanf(line, "%lf %lf %lf", &l1, &l5, &l15) == 3)
+			snprintf(load, sizeof(load), "%.2f %.2f %.2f", l1, l5, l15);
+	}
+	if (f)
+		fclose(f);
+	/* a guest booted with rcupdate.rcu_expedited=1 ends grace periods
+	 * early, which shrinks what a grace-period wait costs */
+	f = fopen("/sys/kernel/rcu_expedited", "r");
+	if (f && fgets(exp, sizeof(exp), f))
+		exp[strcspn(exp, "\n")] = '\0';
+	if (f)
+		fclose(f);
+	printf("cp_kernel: kernel %s, %ld CPUs (%s), load %s, rcu_expedited %s\n", u.release,
+	       sysconf(_SC_NPROCESSORS_ONLN), model, load, exp);
+	printf("cp kernel release=%s cpus=%ld rcu_expedited=%s\n", u.release,
+	       sysconf(_SC_NPROCESSORS_ONLN), exp);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: cp_kernel [-n OPS] [-w WARMUP] [-p PINPREFIX]\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *prefix = "/sys/fs/bpf/fastwall-cpk";
+	unsigned int nops = 300, warm = 10;
+	struct fw_registry *reg = NULL;
+	struct fw_subject_spec *spec = NULL;
+	__u64 *samples[OP_MAX] = {0};
+	struct fw_dp *dp = NULL;
+	struct {
+		double p50, p99, ops, ratio;
+		bool met;
+	} fig[OP_MAX];
+	double first_ms, plain_p50 = 0;
+	int opt, plain_fd = -1, err = 0;
+	bool all_met = true;
+	struct stat st;
+	__u64 t0;
+
+	while ((opt = getopt(argc, argv, "n:w:p:h")) != -1) {
+		switch (opt) {
+		case 'n':
+			nops = (unsigned int)strtoul(optarg, NULL, 10);
+			break;
+		case 'w':
+			warm = (unsigned int)strtoul(optarg, NULL, 10);
+			break;
+		case 'p':
+			prefix = optarg;
+			break;
+		default:
+			usage();
+			return 2;
+		}
+	}
+	if (!nops || nops + warm > MAX_OPS) {
+		fprintf(stderr, "cp_kernel: -n must be 1..%u (with the warm-up)\n", MAX_OPS);
+		return 2;
+	}
+	if (geteuid()) {
+		fprintf(stderr, "cp_kernel: needs root (BPF maps and programs)\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	fw_log_level = FW_LOG_WARN;
+	fw_dp_quiet();
+	snprintf(pin, sizeof(pin), "%s-%d-%llu", prefix, getpid(),
+		 (unsigned long long)(now_ns() % 1000000000ull));
+	if (!stat(pin, &st)) {
+		fprintf(stderr, "cp_kernel: %s already exists\n", pin);
+		pin[0] = '\0';
+		return 1;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	print_env();
+
+	for (int k = 0; k < OP_MAX; k++) {
+		samples[k] = calloc(nops, sizeof(__u64));
+		if (!samples[k]) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+	}
+	reg = calloc(1, sizeof(*reg));
+	spec = calloc(1, sizeof(*spec));
+	if (!reg || !spec) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	plain_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "cpk_plain", sizeof(__u32), PLAIN_VALUE,
+				  PLAIN_ENTRIES, NULL);
+	if (plain_fd < 0) {
+		err = -errno;
+		fprintf(stderr, "cp_kernel: can't create the array: %s\n", strerror(-err));
+		goto cleanup;
+	}
+
+	t0 = now_ns();
+	err = fw_dp_open(pin, &dp);
+	first_ms = (now_ns() - t0) / 1e6;
+	if (err) {
+		fprintf(stderr, "cp_kernel: can't open the data plane at %s: %s\n", pin,
+			strerror(-err));
+		goto cleanup;
+	}
+	printf("cp_kernel: first start (fw_dp_open on an empty pin directory) %.1f ms\n", first_ms);
+	printf("cp first_start ms=%.1f\n", first_ms);
+	err = fw_reg_init(reg, dp);
+	if (!err)
+		err = fw_reg_reap(reg, 0) < 0 ? -EIO : 0; /* every id starts retired */
+	if (err) {
+		fprintf(stderr, "cp_kernel: registry: %s\n", strerror(-err));
+		goto cleanup;
+	}
+
+	for (unsigned int i = 0; i < nops + warm; i++) {
+		bool measured = i >= warm;
+
+		err = round_once(reg, spec, plain_fd, i, measured ? samples : NULL,
+				 measured ? i - warm : 0);
+		if (err)
+			goto cleanup;
+		/* removed ids wait for the reaper; the daemon reaps in the
+		 * background, so this is not timed */
+		if (i % REAP_EVERY == REAP_EVERY - 1 && fw_reg_reap(reg, 0) < 0) {
+			err = -EIO;
+			fprintf(stderr, "cp_kernel: reap failed\n");
+			goto cleanup;
+		}
+	}
+
+	for (int k = 0; k < OP_MAX; k++)
+		qsort(samples[k], nops, sizeof(__u64), cmp_u64);
+	plain_p50 = pct_us(samples[OP_PLAIN], nops, 50);
+	printf("cp_kernel: %u operations each after %u warm-up rounds; ratio = p50(op) / p50(plain "
+	       "array update), target <= %d\n",
+	       nops, warm, TARGET_RATIO);
+	printf("  %-8s %12s %12s %10s %10s  %s\n", "op", "p50 us", "p99 us", "ops/s", "ratio",
+	       "target");
+	for (int k = 0; k < OP_MAX; k++) {
+		double sum = 0;
+
+		for (unsigned int j = 0; j < nops; j++)
+			sum += (double)samples[k][j];
+		fig[k].p50 = pct_us(samples[k], nops, 50);
+		fig[k].p99 = pct_us(samples[k], nops, 99);
+		fig[k].ops = sum > 0 ? nops * 1e9 / sum : 0;
+		fig[k].ratio = plain_p50 > 0 ? fig[k].p50 / plain_p50 : 0;
+		fig[k].met = fig[k].ratio <= TARGET_RATIO;
+		if (k != OP_PLAIN)
+			all_met &= fig[k].met;
+		printf("  %-8s %12.1f %12.1f %10.0f %10.1f  %s\n", op_name[k], fig[k].p50,
+		       fig[k].p99, fig[k].ops, fig[k].ratio,
+		       k == OP_PLAIN ? "(yardstick)"
+		       : fig[k].met  ? "met"
+				     : "not met");
+	}
+	for (int k = 0; k < OP_MAX; k++)
+		printf("cp %s p50_us=%.1f p99_us=%.1f ops=%.0f ratio=%.1f%s\n", op_name[k],
+		       fig[k].p50, fig[k].p99, fig[k].ops, fig[k].ratio,
+		       k == OP_PLAIN ? ""
+		       : fig[k].met  ? " target=met"
+				     : " target=not-met");
+	printf("cp_kernel: target p50 ratio <= %d: %s (a grace-period wait costs thousands)\n",
+	       TARGET_RATIO, all_met ? "met by every operation" : "not met");
+
+cleanup:
+	if (reg && reg->dp)
+		fw_reg_free(reg);
+	free(reg);
+	free(spec);
+	fw_dp_close(dp);
+	if (pin[0] && fw_dp_purge(pin) && !stat(pin, &st))
+		fprintf(stderr, "cp_kernel: %s left behind\n", pin);
+	if (plain_fd >= 0)
+		close(plain_fd);
+	for (int k = 0; k < OP_MAX; k++)
+		free(samples[k]);
+	if (err)
+		printf("cp result=failed error=%s\n", strerror(-err));
+	else
+		printf("cp result=ok\n");
+	return err ? 1 : 0;
+}

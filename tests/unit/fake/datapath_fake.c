@@ -475,6 +475,11 @@ void fw_dp_slots_warm(struct fw_dp *dp)
 	(void)dp;
 }
 
+void fw_dp_rules_settle(struct fw_dp *dp)
+{
+	(void)dp;
+}
+
 int fw_dp_rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, bool del)
 {
 	struct frules *r = &fake_of(dp)->rules[id];

@@ -114,6 +114,8 @@ void fw_dp_slots_warm(struct fw_dp *dp);
 /* Nothing dispatches to id any more: its rules go after a grace period
  * (the worker's; no wait here). */
 void fw_dp_rules_release(struct fw_dp *dp, __u32 id);
+/* Waits until every deletion handed to the worker is done. */
+void fw_dp_rules_settle(struct fw_dp *dp);
 /* Deletes every rule of subject id, after a grace period (waits for it). */
 int fw_dp_rules_clear(struct fw_dp *dp, __u32 id);
 /* Changes one entry of subject id's live trie in place (one atomic map

@@ -448,6 +448,12 @@ static void flush(struct fw_dp_rules *r, __u32 id)
 	pthread_mutex_unlock(&r->lock);
 }
 
+void fw_dp_rules_settle(struct fw_dp *dp)
+{
+	if (dp->rules)
+		flush(dp->rules, FW_MAX_SUBJECTS);
+}
+
 /* ---- open, close -------------------------------------------------------- */
 
 int fw_dp_rules_open(struct fw_dp *dp, bool populate, bool check, int old_fd)

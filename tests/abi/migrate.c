@@ -24,6 +24,7 @@
 #include "common/addr.h"
 #include "common/log.h"
 #include "datapath/datapath.h"
+#include "swaps.h"
 
 #define OLD_SLOTS 29
 
@@ -514,6 +515,7 @@ int main(void)
 	case_migrate();
 	case_crash();
 	case_refusals();
+	case_swaps(&passed, &failed);
 	printf("abi: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

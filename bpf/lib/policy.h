@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* Per-subject policy: compiled CIDR rules (one LPM trie per subject slot
- * behind an array of maps, entries keyed by generation), DNS-learned leases, TCP connections for lease refresh,
- * and the global DNS-over-HTTPS blocklist. */
+ * behind an array of maps, entries keyed by generation), DNS-learned leases, TCP connections for
+ * lease refresh, and the global DNS-over-HTTPS blocklist. */
 #ifndef FW_BPF_POLICY_H
 #define FW_BPF_POLICY_H
 

@@ -58,8 +58,8 @@ static struct fw_ip ip(const char *text)
 /* The ingress verdict of a UDP packet src -> dst (IPv4), TC_ACT_*. */
 static int verdict(struct fw_dp *dp, const char *src, const char *dst)
 {
-	unsigned char p[42] = {0x02, 0, 0, 0, 0, 0x01, 0x02, 0, 0, 0, 0, 0x02, 0x08, 0x00,
-			       0x45, 0, 0,    28,   0,	 1,    0,    0,	   64,	 17};
+	unsigned char p[42] = {0x02, 0,	   0,	 0, 0, 0x01, 0x02, 0, 0, 0, 0,	0x02,
+			       0x08, 0x00, 0x45, 0, 0, 28,   0,	   1, 0, 0, 64, 17};
 	unsigned char out[128];
 	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = p, .data_size_in = sizeof(p),
 		    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
@@ -114,10 +114,10 @@ static int unbind(struct fw_registry *r, const char *name)
 	return err;
 }
 
-#define SRC "10.42.0.10"
-#define BOTH "192.0.2.10"   /* allowed by every version */
-#define ODD "198.51.100.10" /* allowed by the odd versions only */
-#define EVEN "203.0.113.10" /* allowed by the even versions only */
+#define SRC  "10.42.0.10"
+#define BOTH "192.0.2.10"    /* allowed by every version */
+#define ODD  "198.51.100.10" /* allowed by the odd versions only */
+#define EVEN "203.0.113.10"  /* allowed by the even versions only */
 
 static const char *const s_addrs[] = {SRC, NULL};
 static const char *const s_addrs2[] = {SRC, "10.42.0.11", NULL};
@@ -234,7 +234,8 @@ void case_swaps(int *passed, int *failed)
 			struct fw_ip learned = ip("100.66.0.1");
 			__u32 old_id = e ? e->id : 0;
 
-			if (!e || fw_dp_learned_put(dp, e->id, &learned, fw_now_ns() + 60000000000ull))
+			if (!e ||
+			    fw_dp_learned_put(dp, e->id, &learned, fw_now_ns() + 60000000000ull))
 				break;
 			if (verdict(dp, SRC, "100.66.0.1") != TC_ACT_OK) {
 				printf("  round %d: the learned address does not pass\n", i);

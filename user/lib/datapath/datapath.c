@@ -215,7 +215,7 @@ static int prune_one(const void *key, const void *val, void *ctx)
  * them (deleting while walking would restart the walk), then they go in
  * batches where the kernel has them. */
 int fw_dp_prune(int fd, size_t key_size, bool (*keep)(const void *key, const void *ctx),
-		 const void *ctx)
+		const void *ctx)
 {
 	struct prune_ctx p = {.keep = keep, .ctx = ctx, .doomed = {.size = key_size}};
 	int err = fw_dp_scan(fd, prune_one, &p);
@@ -445,13 +445,14 @@ int fw_dp_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
 	if (!err)
 		err = fw_dp_prune(dp->conns_fd, sizeof(struct fw_conn_key), subject_alive, dead);
 	if (!err)
-		err = fw_dp_prune(dp->ports_fd, sizeof(struct fw_port_rule_key), subject_alive, dead);
+		err = fw_dp_prune(dp->ports_fd, sizeof(struct fw_port_rule_key), subject_alive,
+				  dead);
 	if (!err)
-		err = fw_dp_prune(dp->learned_ports_fd, sizeof(struct fw_port_rule_key), subject_alive,
-			    dead);
+		err = fw_dp_prune(dp->learned_ports_fd, sizeof(struct fw_port_rule_key),
+				  subject_alive, dead);
 	if (!err)
-		err = fw_dp_prune(dp->learned_names_fd, sizeof(struct fw_learned_key), subject_alive,
-			    dead);
+		err = fw_dp_prune(dp->learned_names_fd, sizeof(struct fw_learned_key),
+				  subject_alive, dead);
 	if (!err)
 		err = fw_dp_rules_reap(dp, dead);
 	if (!err && fw_dp_conn_counts(dp)) {

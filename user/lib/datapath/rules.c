@@ -410,7 +410,8 @@ static void *worker_run(void *dp_)
 			}
 		}
 		if (any_ports && !err) {
-			fw_dp_prune(dp->ports_fd, sizeof(struct fw_port_rule_key), port_kept, ports);
+			fw_dp_prune(dp->ports_fd, sizeof(struct fw_port_rule_key), port_kept,
+				    ports);
 			memset(ports, 0, FW_MAX_SUBJECTS * sizeof(*ports));
 		}
 		pthread_mutex_lock(&r->lock);

@@ -260,7 +260,7 @@ void fw_reg_free(struct fw_registry *r)
 			if (e->priv && r->priv_free)
 				r->priv_free(e->priv);
 			fw_compiled_set_free(&e->live);
-					fw_domain_policy_put(e->domains);
+			fw_domain_policy_put(e->domains);
 			pthread_mutex_destroy(&e->op);
 			free(e);
 		}

@@ -269,7 +269,6 @@ struct populate {
 static int slot_populate(struct fw_dp *dp, __u32 id, void *arg)
 {
 	struct populate *p = arg;
-	struct slot *s = &dp->rules->slot[id];
 	struct gen_count g = {};
 	__u32 n = 0;
 	int fd, err;
@@ -289,7 +288,6 @@ static int slot_populate(struct fw_dp *dp, __u32 id, void *arg)
 	__atomic_fetch_add(&dp->rules->slot_writes, 1, __ATOMIC_RELAXED);
 	g.nmax = n;
 	g.any = n > 0;
-	(void)s;
 	slot_publish(dp->rules, id, fd, &g);
 	return 0;
 }
@@ -748,12 +746,17 @@ static int slot_fetch_dead(struct fw_dp *dp, __u32 id, void *dead)
 int fw_dp_rules_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
 {
 	struct fw_dp_rules *r = dp->rules;
-	int err;
+	int err = 0;
 
 	if (!r)
 		return 0;
 	/* slots not opened yet (a restart), many at once */
-	err = pool(dp, slot_fetch_dead, (void *)dead);
+	for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++) {
+		if (dead[id] && !__atomic_load_n(&r->slot[id].known, __ATOMIC_ACQUIRE)) {
+			err = pool(dp, slot_fetch_dead, (void *)dead);
+			break;
+		}
+	}
 	if (err)
 		return err;
 	flush(r, FW_MAX_SUBJECTS);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Per-subject policy: compiled CIDR rules (one LPM trie per subject behind
- * an array of maps), DNS-learned leases, TCP connections for lease refresh,
- * and the global DNS-over-HTTPS blocklist. */
+/* Per-subject policy: compiled CIDR rules (one LPM trie per subject slot
+ * behind an array of maps, entries keyed by generation), DNS-learned leases, TCP connections for
+ * lease refresh, and the global DNS-over-HTTPS blocklist. */
 #ifndef FW_BPF_POLICY_H
 #define FW_BPF_POLICY_H
 
@@ -11,23 +11,25 @@
 
 struct fw_rules_inner {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, FW_MAX_RULES);
+	__uint(max_entries, 2 * FW_MAX_RULES); /* two generations during a swap */
 	/* sizes, not types: libbpf cannot size types seen only through the
 	 * outer map's value array */
-	__uint(key_size, sizeof(struct fw_lpm_key));
+	__uint(key_size, sizeof(struct fw_rule_key));
 	__uint(value_size, sizeof(struct fw_rule));
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 };
 
-/* subject id -> LPM trie {prefix -> struct fw_rule}. Writer: fastwalld
- * (builds a new trie, then replaces the slot). Reader: TC ingress. */
+/* subject id -> LPM trie {gen, prefix -> struct fw_rule}. Writer:
+ * fastwalld (the slots once, at the first start; then only the tries'
+ * entries). Reader: TC ingress, under the generation of the dispatch
+ * value. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
 	__uint(max_entries, FW_MAX_SUBJECTS);
 	__type(key, __u32);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__array(values, struct fw_rules_inner);
-} fastwall_rules SEC(".maps");
+} fastwall_rules_v2 SEC(".maps");
 
 /* {subject, address} -> struct fw_lease. Writer: fastwalld. Reader: TC ingress. */
 struct {
@@ -223,17 +225,18 @@ static __always_inline void fw_note_conn_reset(__u32 id, const struct fw_pkt *pk
 static __always_inline __u32 fw_policy(const struct fw_subject *s, const struct fw_pkt *pkt)
 {
 	struct fw_learned_key lkey = {};
-	struct fw_lpm_key key;
+	struct fw_rule_key key;
 	struct fw_lease *lease;
 	struct fw_rule *rule;
 	void *trie;
 	__u32 id = s->id;
 	__u64 now;
 
-	trie = bpf_map_lookup_elem(&fastwall_rules, &id);
+	trie = bpf_map_lookup_elem(&fastwall_rules_v2, &id);
 	if (!trie)
 		return FW_DROP_NO_POLICY;
-	key.prefixlen = 128;
+	key.prefixlen = 32 + 128;
+	key.gen = bpf_htonl(s->rules_gen);
 	key.addr = pkt->dst;
 	rule = bpf_map_lookup_elem(trie, &key);
 	if (!rule)

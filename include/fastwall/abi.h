@@ -95,8 +95,12 @@ enum fw_subject_state {
 struct fw_abi_record {
 	__u64 magic;   /* FW_ABI_MAGIC */
 	__u32 version; /* FW_ABI_VERSION of the fastwalld that wrote it */
-	__u32 pad;
+	__u32 flags;   /* FW_ABI_F_* */
 };
+
+/* every slot of fastwall_rules_v2 holds its LPM trie (written once, at
+ * the first start): a restart neither looks the slots up nor writes them */
+#define FW_ABI_F_RULES_POPULATED (1u << 0)
 
 /* fastwall_dispatch: source address -> subject. One entry per address of
  * every subject; the whole subject travels in the value so one hash lookup
@@ -115,16 +119,28 @@ struct fw_subject {
 	__u8 flags;	      /* FW_SF_* */
 	__u8 private_plen[2]; /* per family, LPM-style length; 0 = none */
 	__u32 ifindex;	      /* anti-spoof binding, FW_IFINDEX_* */
-	__u32 pad;	      /* a rebind gets a new id instead */
+	__u32 rules_gen;      /* generation of id's rules in fastwall_rules_v2 */
 	struct fw_ip gateway[2];
 	struct fw_ip private_net[2];
 };
 
-/* fastwall_rules: subject id -> inner LPM trie of that subject's compiled
- * CIDR rules. The controller resolves "deny beats allow" before insertion,
- * so one longest-prefix lookup is the verdict; the ::/0 entry carries the
- * default action. A policy swap builds a new trie and replaces the outer
- * slot in one update. */
+/* fastwall_rules_v2: subject id -> that slot's LPM trie {struct
+ * fw_rule_key -> struct fw_rule}. The controller resolves "deny beats
+ * allow" before insertion, so one longest-prefix lookup is the verdict; the
+ * ::/0 entry carries the default action. Each slot gets its trie once, at
+ * the first start, and keeps it: a policy swap writes the new rule set
+ * under a new generation beside the live one, points the subject's
+ * dispatch values at it (fw_subject.rules_gen), and deletes the old
+ * generation after an RCU grace period. The generation leads the key, so a
+ * lookup of {32 + 128, gen, dst} only ever matches entries of gen. */
+struct fw_rule_key {
+	__u32 prefixlen; /* 32 (the generation) + the address prefix length */
+	__be32 gen;
+	struct fw_ip addr;
+};
+
+/* The rule key without a generation: fastwall_doh, the compiled rule
+ * sets, and ABI 1's per-subject tries. */
 struct fw_lpm_key {
 	__u32 prefixlen;
 	struct fw_ip addr;
@@ -407,6 +423,7 @@ _Static_assert(sizeof(struct fw_ip) == 16, "fw_ip");
 _Static_assert(sizeof(struct fw_subject) == 80, "fw_subject");
 _Static_assert(sizeof(struct fw_lpm_key) == 20, "fw_lpm_key");
 _Static_assert(sizeof(struct fw_rule) == 12, "fw_rule");
+_Static_assert(sizeof(struct fw_rule_key) == 24, "fw_rule_key");
 _Static_assert(sizeof(struct fw_port_rule_key) == 12, "fw_port_rule_key");
 _Static_assert(sizeof(struct fw_learned_key) == 24, "fw_learned_key");
 _Static_assert(sizeof(struct fw_lease) == 24, "fw_lease");

@@ -9,6 +9,7 @@
  * refused with a message naming it, and nothing pinned changes. Each case
  * pins under its own directory. Needs root; prints "N passed, N failed". */
 #include <dirent.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include "common/addr.h"
 #include "common/log.h"
 #include "datapath/datapath.h"
+#include "swaps.h"
 
 #define OLD_SLOTS 29
 
@@ -183,6 +185,59 @@ static void unpin(const char *name)
 
 static const struct fw_ip alpha = {.b = {[10] = 0xff, [11] = 0xff, 10, 42, 0, 10}};
 
+/* ABI 1's fastwall_rules: one LPM trie per subject behind an array of
+ * maps. Subject 3's: 10.0.0.0/8 allowed, everything else denied. */
+static const struct fw_ip net10 = {.b = {[10] = 0xff, [11] = 0xff, 10, 0, 0, 0}};
+
+static int make_abi1_rules(void)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, lo, .map_flags = BPF_F_NO_PREALLOC);
+	LIBBPF_OPTS(bpf_map_create_opts, oo);
+	struct fw_lpm_key all = {.prefixlen = 0}, ten = {.prefixlen = 96 + 8, .addr = net10};
+	struct fw_rule deny = {.action = FW_ACTION_DENY, .is_default = 1, .rule = FW_RULE_DEFAULT};
+	struct fw_rule allow = {.action = FW_ACTION_ALLOW, .rule = 0};
+	__u32 id = 3;
+	char path[512];
+	int inner, outer, err = 0;
+
+	inner = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, "fw_rules_3", sizeof(struct fw_lpm_key),
+			       sizeof(struct fw_rule), FW_MAX_RULES, &lo);
+	if (inner < 0)
+		return -1;
+	oo.inner_map_fd = inner;
+	outer = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "fastwall_rules", 4, 4, FW_MAX_SUBJECTS,
+			       &oo);
+	snprintf(path, sizeof(path), "%s/fastwall_rules", root);
+	if (outer < 0 || bpf_map_update_elem(inner, &all, &deny, BPF_ANY) ||
+	    bpf_map_update_elem(inner, &ten, &allow, BPF_ANY) ||
+	    bpf_map_update_elem(outer, &id, &inner, BPF_ANY) || bpf_obj_pin(outer, path))
+		err = -1;
+	close(inner);
+	if (outer >= 0)
+		close(outer);
+	return err;
+}
+
+/* The rule subject 3's slot trie of fastwall_rules_v2 gives addr under
+ * generation gen: 0 deny, 1 allow, -1 none. */
+static int rule_v2(struct fw_dp *dp, const struct fw_ip *addr, __u32 gen)
+{
+	struct fw_rule_key k = {.prefixlen = 32 + 128, .gen = htonl(gen), .addr = *addr};
+	struct fw_rule v;
+	__u32 id = 3, inner;
+	int fd, ret = -1;
+
+	if (bpf_map_lookup_elem(dp->rules_fd, &id, &inner))
+		return -1;
+	fd = bpf_map_get_fd_by_id(inner);
+	if (fd < 0)
+		return -1;
+	if (bpf_map_lookup_elem(fd, &k, &v) == 0)
+		ret = v.action;
+	close(fd);
+	return ret;
+}
+
 /* ABI-1 pins under root: the maps that kept their layout (pinned by this
  * build, which defines them as ABI 1 did), no record, the two counter maps
  * in their 29-slot layout, and some state: a dispatch entry for subject 3
@@ -202,6 +257,9 @@ static int make_abi1(void)
 	unpin("fastwall_abi");
 	unpin("fastwall_stats_v2");
 	unpin("fastwall_subject_stats_v2");
+	unpin("fastwall_rules_v2");
+	if (make_abi1_rules())
+		return -1;
 	st = create_pinned("fastwall_stats", BPF_MAP_TYPE_PERCPU_ARRAY, 4, 16, OLD_SLOTS);
 	ss = create_pinned("fastwall_subject_stats", BPF_MAP_TYPE_PERCPU_ARRAY, 4, OLD_SLOTS * 8,
 			   FW_MAX_SUBJECTS);
@@ -274,6 +332,17 @@ static void case_migrate(void)
 		      has_pin("fastwall_stats_v2") && !has_pin("fastwall_abi"),
 	      "migrate: old maps stay pinned beside the new ones until finish, no record yet");
 	{
+		struct fw_ip in10 = alpha, out10 = alpha;
+
+		out10.b[12] = 192;
+		check(rule_v2(dp, &in10, 0) == FW_ACTION_ALLOW &&
+			      rule_v2(dp, &out10, 0) == FW_ACTION_DENY &&
+			      rule_v2(dp, &in10, 1) == -1,
+		      "migrate: subject 3's ABI-1 rules are in its slot trie, generation 0");
+		check(has_pin("fastwall_rules") && has_pin("fastwall_rules_v2"),
+		      "migrate: ABI 1's rule tries stay pinned until finish");
+	}
+	{
 		int saved;
 		FILE *f = capture_start(&saved);
 
@@ -298,7 +367,8 @@ static void case_migrate(void)
 				 FW_DROP_DEFAULT_DENY) == 0,
 	      "migrate: the live counters hold only what the data plane counted (never written)");
 
-	check(!has_pin("fastwall_stats") && !has_pin("fastwall_subject_stats"),
+	check(!has_pin("fastwall_stats") && !has_pin("fastwall_subject_stats") &&
+		      !has_pin("fastwall_rules"),
 	      "migrate: old maps unpinned by finish");
 	check(record_is(FW_ABI_VERSION), "migrate: record says ABI %d", FW_ABI_VERSION);
 	check(fw_dp_migrate_finish(dp) == 0, "migrate: a second finish is nothing");
@@ -445,6 +515,7 @@ int main(void)
 	case_migrate();
 	case_crash();
 	case_refusals();
+	case_swaps(&passed, &failed);
 	printf("abi: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

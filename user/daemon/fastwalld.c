@@ -869,7 +869,7 @@ static int run(struct fw_daemon *d)
 	if (probe_kernel())
 		return FW_EXIT_KERNEL;
 	{
-		/* a standby rule trie per subject is one open descriptor */
+		/* the rule trie of every subject slot is one open descriptor */
 		struct rlimit rl;
 
 		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
@@ -975,6 +975,8 @@ static int run(struct fw_daemon *d)
 	fw_loop_timer_init(&d->refresh_timer, refresh_timer, d);
 	fw_loop_timer_arm(d->loop, &d->refresh_timer, 0);
 	fw_info("fastwalld ready: %zu subjects, config %s", fw_reg_count(&d->reg), d->config_path);
+	/* after a restart: the rule tries' descriptors, off the request path */
+	fw_dp_slots_warm(d->dp);
 	/* the kernel enforces the adopted leases meanwhile; the table that
 	 * refreshes and collects them fills in the background */
 	err = fw_learn_adopt(d->learn, true);

@@ -35,6 +35,7 @@ struct frules {
 	struct fw_compiled *c;
 	size_t n;
 	unsigned int changes;
+	__u32 gen; /* of the rules above */
 };
 
 struct fake_dp {
@@ -382,19 +383,6 @@ int fw_dp_subject_reset(struct fw_dp *dp, __u32 id)
 
 /* ---- rules ------------------------------------------------------------------ */
 
-void fw_trie_cache_init(struct fw_trie_cache *tc)
-{
-	tc->fd = -1;
-	tc->have = NULL;
-	tc->nhave = 0;
-}
-
-void fw_trie_cache_drop(struct fw_trie_cache *tc)
-{
-	free(tc->have);
-	fw_trie_cache_init(tc);
-}
-
 static int rules_set(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, size_t n)
 {
 	struct frules *r = &fake_of(dp)->rules[id];
@@ -425,18 +413,14 @@ static bool not_ports_of(const void *key, const void *ctx)
 }
 
 int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *set,
-		      __u32 *port_state, struct fw_trie_cache *tc, const struct fw_compiled *live,
-		      size_t nlive)
+		      __u32 *port_state, __u32 *gen_out)
 {
 	struct fake_dp *f = fake_of(dp);
-	__u32 live_gen = *port_state & FW_PORTSET_GEN, live_n = *port_state & ~FW_PORTSET_GEN;
+	__u32 live_gen = *port_state & FW_PORTSET_GEN;
 	__u32 gen = live_gen ^ FW_PORTSET_GEN;
 	struct fw_compiled *c;
 	int err = take_failure(dp, FAKE_POLICY_SWAP);
 
-	(void)tc;
-	(void)live;
-	(void)nlive;
 	if (err)
 		return err;
 	c = malloc(set->n ? set->n * sizeof(*c) : 1);
@@ -460,13 +444,40 @@ int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *
 	free(c);
 	if (err)
 		return err;
-	if (live_n) {
-		struct ports_of w = {id, live_gen};
-
-		fmap_prune(&f->ports, not_ports_of, &w);
-	}
+	*gen_out = ++f->rules[id].gen;
 	*port_state = set->nports ? gen | (__u32)set->nports : live_gen;
 	return 0;
+}
+
+/* No packets here: the old port generation goes at once. */
+void fw_dp_policy_retire(struct fw_dp *dp, __u32 id, __u32 old_port_state)
+{
+	if (old_port_state & ~FW_PORTSET_GEN) {
+		struct ports_of w = {id, old_port_state & FW_PORTSET_GEN};
+
+		fmap_prune(&fake_of(dp)->ports, not_ports_of, &w);
+	}
+}
+
+__u32 fw_dp_rules_gen(struct fw_dp *dp, __u32 id)
+{
+	return fake_of(dp)->rules[id].gen;
+}
+
+__u64 fw_dp_slot_writes(struct fw_dp *dp)
+{
+	(void)dp;
+	return 0;
+}
+
+void fw_dp_slots_warm(struct fw_dp *dp)
+{
+	(void)dp;
+}
+
+void fw_dp_rules_settle(struct fw_dp *dp)
+{
+	(void)dp;
 }
 
 int fw_dp_rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, bool del)
@@ -506,6 +517,11 @@ int fw_dp_rules_clear(struct fw_dp *dp, __u32 id)
 	r->n = 0;
 	r->live = false;
 	return 0;
+}
+
+void fw_dp_rules_release(struct fw_dp *dp, __u32 id)
+{
+	fw_dp_rules_clear(dp, id);
 }
 
 struct sweep_ctx {
@@ -657,9 +673,12 @@ int fw_dp_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
 	fmap_prune(&f->ports, subject_alive, dead);
 	fmap_prune(&f->lports, subject_alive, dead);
 	fmap_prune(&f->lnames, subject_alive, dead);
-	for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++)
-		if (dead[id])
-			f->counts[id] = 0;
+	for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++) {
+		if (!dead[id])
+			continue;
+		f->counts[id] = 0;
+		fw_dp_rules_clear(dp, id);
+	}
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 
 #include "datapath/datapath.h"
+#include "datapath/rules.h"
 #include "egress.skel.h"
 #include "common/log.h"
 
@@ -213,8 +214,8 @@ static int prune_one(const void *key, const void *val, void *ctx)
 /* Deletes every key of fd for which keep() says no: one scan collects
  * them (deleting while walking would restart the walk), then they go in
  * batches where the kernel has them. */
-static int prune(int fd, size_t key_size, bool (*keep)(const void *key, const void *ctx),
-		 const void *ctx)
+int fw_dp_prune(int fd, size_t key_size, bool (*keep)(const void *key, const void *ctx),
+		const void *ctx)
 {
 	struct prune_ctx p = {.keep = keep, .ctx = ctx, .doomed = {.size = key_size}};
 	int err = fw_dp_scan(fd, prune_one, &p);
@@ -279,9 +280,9 @@ int fw_dp_local_set(struct fw_dp *dp, const struct fw_ip *addrs, size_t naddrs,
 	/* what goes first: a full map (the pod had more addresses than fit)
 	 * would refuse a new address while the ones that left still sit in
 	 * it; an address in both sets stays in the map throughout */
-	err = prune(dp->local_fd, sizeof(*addrs), in_keyset, &ka);
+	err = fw_dp_prune(dp->local_fd, sizeof(*addrs), in_keyset, &ka);
 	if (!err)
-		err = prune(dp->local_ports_fd, sizeof(*ports), in_keyset, &kp);
+		err = fw_dp_prune(dp->local_ports_fd, sizeof(*ports), in_keyset, &kp);
 	if (err)
 		return err;
 	for (size_t i = 0; i < naddrs; i++) {
@@ -304,7 +305,7 @@ int fw_dp_doh_set(struct fw_dp *dp, const struct fw_lpm_key *keys, size_t n)
 	int err;
 
 	/* stale prefixes first, so a full map takes the new ones */
-	err = prune(dp->doh_fd, sizeof(*keys), in_keyset, &ks);
+	err = fw_dp_prune(dp->doh_fd, sizeof(*keys), in_keyset, &ks);
 	if (err)
 		return err;
 	for (size_t i = 0; i < n; i++) {
@@ -333,159 +334,6 @@ int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id)
 	return 0;
 }
 
-static int trie_create(struct fw_dp *dp, __u32 id)
-{
-	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
-	char name[16];
-	int fd;
-
-	if (dp->btf_fd >= 0) {
-		opts.btf_fd = dp->btf_fd;
-		opts.btf_key_type_id = dp->btf_lpm_key;
-		opts.btf_value_type_id = dp->btf_rule;
-	}
-	snprintf(name, sizeof(name), "fw_rules_%u", id);
-	fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, name, sizeof(struct fw_lpm_key),
-			    sizeof(struct fw_rule), FW_MAX_RULES, &opts);
-	if (fd < 0 && dp->btf_fd >= 0) {
-		/* kernels that refuse the BTF still take the map without it */
-		opts.btf_fd = 0;
-		opts.btf_key_type_id = opts.btf_value_type_id = 0;
-		fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, name, sizeof(struct fw_lpm_key),
-				    sizeof(struct fw_rule), FW_MAX_RULES, &opts);
-	}
-	if (fd < 0) {
-		fd = -errno;
-		fw_err("can't create rule trie for subject %u: %s", id, strerror(-fd));
-	}
-	return fd;
-}
-
-static int compiled_key_cmp(const void *a, const void *b)
-{
-	const struct fw_compiled *x = a, *y = b;
-
-	if (x->key.prefixlen != y->key.prefixlen)
-		return x->key.prefixlen < y->key.prefixlen ? -1 : 1;
-	return memcmp(&x->key.addr, &y->key.addr, sizeof(x->key.addr));
-}
-
-static struct fw_compiled *sorted_copy(const struct fw_compiled *c, size_t n)
-{
-	struct fw_compiled *s = malloc((n ? n : 1) * sizeof(*s));
-
-	if (!s)
-		return NULL;
-	if (n)
-		memcpy(s, c, n * sizeof(*s));
-	qsort(s, n, sizeof(*s), compiled_key_cmp);
-	return s;
-}
-
-/* Brings trie fd from have to want with the fewest operations. */
-static int trie_sync(int fd, const struct fw_compiled *have, size_t nh,
-		     const struct fw_compiled *want, size_t nw)
-{
-	struct fw_compiled *h = sorted_copy(have, nh), *w = sorted_copy(want, nw);
-	size_t i = 0, j = 0;
-	int err = 0;
-
-	if (!h || !w) {
-		err = -ENOMEM;
-		goto out;
-	}
-	while (!err && (i < nh || j < nw)) {
-		int c = i == nh ? 1 : j == nw ? -1 : compiled_key_cmp(&h[i], &w[j]);
-
-		if (c < 0) {
-			if (bpf_map_delete_elem(fd, &h[i].key) && errno != ENOENT)
-				err = -errno;
-			i++;
-		} else if (c > 0) {
-			err = update(fd, &w[j].key, &w[j].rule, BPF_ANY, "rule trie");
-			j++;
-		} else {
-			if (memcmp(&h[i].rule, &w[j].rule, sizeof(h[i].rule)))
-				err = update(fd, &w[j].key, &w[j].rule, BPF_ANY, "rule trie");
-			i++;
-			j++;
-		}
-	}
-out:
-	free(h);
-	free(w);
-	return err;
-}
-
-void fw_trie_cache_init(struct fw_trie_cache *tc)
-{
-	tc->fd = -1;
-	tc->have = NULL;
-	tc->nhave = 0;
-}
-
-void fw_trie_cache_drop(struct fw_trie_cache *tc)
-{
-	if (tc->fd >= 0)
-		close(tc->fd);
-	free(tc->have);
-	fw_trie_cache_init(tc);
-}
-
-int fw_dp_rules_swap_cached(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, size_t n,
-			    struct fw_trie_cache *tc, const struct fw_compiled *live, size_t nlive)
-{
-	__u32 prev_id;
-	int fd = -1, prev = -1, err = 0;
-
-	if (n > FW_MAX_RULES) {
-		fw_err("subject %u: %zu compiled rules exceed the limit of %u", id, n,
-		       FW_MAX_RULES);
-		return -E2BIG;
-	}
-	if (tc && tc->fd >= 0) {
-		if (trie_sync(tc->fd, tc->have, tc->nhave, c, n) == 0) {
-			fd = tc->fd;
-			tc->fd = -1;
-		}
-		fw_trie_cache_drop(tc);
-	}
-	if (fd < 0) {
-		fd = trie_create(dp, id);
-		if (fd < 0)
-			return fd;
-		for (size_t i = 0; i < n && !err; i++)
-			err = update(fd, &c[i].key, &c[i].rule, BPF_ANY, "rule trie");
-		if (err)
-			goto out;
-	}
-	if (tc && live && bpf_map_lookup_elem(dp->rules_fd, &id, &prev_id) == 0)
-		prev = bpf_map_get_fd_by_id(prev_id);
-	/* the swap: one pointer exchange in the outer array; it returns once
-	 * no program can still be using the previous trie */
-	err = update(dp->rules_fd, &id, &fd, BPF_ANY, "fastwall_rules");
-	if (err || prev < 0)
-		goto out;
-	tc->have = malloc((nlive ? nlive : 1) * sizeof(*tc->have));
-	if (!tc->have)
-		goto out;
-	if (nlive)
-		memcpy(tc->have, live, nlive * sizeof(*tc->have));
-	tc->nhave = nlive;
-	tc->fd = prev;
-	prev = -1;
-out:
-	if (prev >= 0)
-		close(prev);
-	close(fd);
-	return err;
-}
-
-int fw_dp_rules_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, size_t n)
-{
-	return fw_dp_rules_swap_cached(dp, id, c, n, NULL, NULL, 0);
-}
-
 static bool not_ports_of(const void *key, const void *ctx)
 {
 	const struct fw_port_rule_key *k = key;
@@ -500,67 +348,7 @@ int fw_dp_ports_flush(struct fw_dp *dp, __u32 id)
 {
 	__u32 want[2] = {id, ~0u};
 
-	return prune(dp->ports_fd, sizeof(struct fw_port_rule_key), not_ports_of, want);
-}
-
-int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *set,
-		      __u32 *port_state, struct fw_trie_cache *tc, const struct fw_compiled *live,
-		      size_t nlive)
-{
-	__u32 live_gen = *port_state & FW_PORTSET_GEN, live_n = *port_state & ~FW_PORTSET_GEN;
-	__u32 gen = live_gen ^ FW_PORTSET_GEN;
-	struct fw_compiled *c = NULL;
-	size_t written = 0;
-	int err = 0;
-
-	if (set->nports) {
-		c = malloc(set->n * sizeof(*c));
-		if (!c)
-			return -ENOMEM;
-		for (; written < set->nports; written++) {
-			struct fw_port_rule_key k = {
-				.subject = id,
-				.portset = set->ports[written].portset | gen,
-				.port = set->ports[written].port,
-			};
-
-			err = update(dp->ports_fd, &k, &set->ports[written].action, BPF_ANY,
-				     "fastwall_ports");
-			if (err)
-				goto undo;
-		}
-		for (size_t i = 0; i < set->n; i++) {
-			c[i] = set->entries[i];
-			if (c[i].rule.portset)
-				c[i].rule.portset |= gen;
-		}
-	}
-	err = fw_dp_rules_swap_cached(dp, id, c ? c : set->entries, set->n, tc, live, nlive);
-	if (err)
-		goto undo;
-	/* no trie references the previous generation any more */
-	if (live_n) {
-		__u32 want[2] = {id, live_gen};
-
-		prune(dp->ports_fd, sizeof(struct fw_port_rule_key), not_ports_of, want);
-	}
-	*port_state = set->nports ? gen | (__u32)set->nports : live_gen;
-	free(c);
-	return 0;
-
-undo:
-	/* leave the unused generation empty, so a later swap starts clean */
-	for (size_t i = 0; i < written; i++) {
-		struct fw_port_rule_key k = {
-			.subject = id,
-			.portset = set->ports[i].portset | gen,
-			.port = set->ports[i].port,
-		};
-
-		bpf_map_delete_elem(dp->ports_fd, &k);
-	}
-	free(c);
-	return err;
+	return fw_dp_prune(dp->ports_fd, sizeof(struct fw_port_rule_key), not_ports_of, want);
 }
 
 struct ports_sweep_ctx {
@@ -586,34 +374,7 @@ int fw_dp_ports_sweep(struct fw_dp *dp, bool (*live)(__u32 id, __u32 *gen, const
 {
 	struct ports_sweep_ctx c = {live, ctx};
 
-	return prune(dp->ports_fd, sizeof(struct fw_port_rule_key), port_rule_live, &c);
-}
-
-int fw_dp_rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, bool del)
-{
-	__u32 inner_id;
-	int fd, err = 0;
-
-	if (bpf_map_lookup_elem(dp->rules_fd, &id, &inner_id))
-		return -errno;
-	fd = bpf_map_get_fd_by_id(inner_id);
-	if (fd < 0)
-		return -errno;
-	if (del) {
-		if (bpf_map_delete_elem(fd, &c->key))
-			err = -errno;
-	} else {
-		err = update(fd, &c->key, &c->rule, BPF_ANY, "rule trie");
-	}
-	close(fd);
-	return err;
-}
-
-int fw_dp_rules_clear(struct fw_dp *dp, __u32 id)
-{
-	if (bpf_map_delete_elem(dp->rules_fd, &id) && errno != ENOENT)
-		return -errno;
-	return 0;
+	return fw_dp_prune(dp->ports_fd, sizeof(struct fw_port_rule_key), port_rule_live, &c);
 }
 
 int fw_dp_lease_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 expires_ns,
@@ -679,18 +440,21 @@ static bool subject_alive(const void *key, const void *ctx)
 
 int fw_dp_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
 {
-	int err = prune(dp->learned_fd, sizeof(struct fw_learned_key), subject_alive, dead);
+	int err = fw_dp_prune(dp->learned_fd, sizeof(struct fw_learned_key), subject_alive, dead);
 
 	if (!err)
-		err = prune(dp->conns_fd, sizeof(struct fw_conn_key), subject_alive, dead);
+		err = fw_dp_prune(dp->conns_fd, sizeof(struct fw_conn_key), subject_alive, dead);
 	if (!err)
-		err = prune(dp->ports_fd, sizeof(struct fw_port_rule_key), subject_alive, dead);
+		err = fw_dp_prune(dp->ports_fd, sizeof(struct fw_port_rule_key), subject_alive,
+				  dead);
 	if (!err)
-		err = prune(dp->learned_ports_fd, sizeof(struct fw_port_rule_key), subject_alive,
-			    dead);
+		err = fw_dp_prune(dp->learned_ports_fd, sizeof(struct fw_port_rule_key),
+				  subject_alive, dead);
 	if (!err)
-		err = prune(dp->learned_names_fd, sizeof(struct fw_learned_key), subject_alive,
-			    dead);
+		err = fw_dp_prune(dp->learned_names_fd, sizeof(struct fw_learned_key),
+				  subject_alive, dead);
+	if (!err)
+		err = fw_dp_rules_reap(dp, dead);
 	if (!err && fw_dp_conn_counts(dp)) {
 		/* their records are gone: a dead id holds none */
 		for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++)

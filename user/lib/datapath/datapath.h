@@ -20,6 +20,7 @@
 #define FW_TC_PRIORITY 0xfa5 /* ahead of anything users add at the default priority */
 
 struct egress_bpf;
+struct fw_dp_rules;
 
 struct fw_dp {
 	struct egress_bpf *skel;
@@ -37,6 +38,7 @@ struct fw_dp {
 	__u32 pinned_abi;  /* what fw_dp_open found: 0 = nothing pinned */
 	bool migrating;	   /* maps of an older ABI wait for fw_dp_migrate_finish */
 	int retired_fd[FW_DP_NRETIRED]; /* those maps, -1 where absent */
+	struct fw_dp_rules *rules;	/* the slot tries and their worker (rules.c) */
 };
 
 /* Loads the programs; maps already pinned under pin_root are reused,
@@ -81,36 +83,41 @@ int fw_dp_dispatch_put(struct fw_dp *dp, const struct fw_ip *addr, const struct 
  * of the address is left alone). */
 int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id);
 
-/* Builds a new LPM trie from c and swaps it into subject id's slot in one
- * update; packets see the old rule set or the new one, never a mix. */
-int fw_dp_rules_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, size_t n);
-
-/* A subject's standby trie: the one its slot held before the last swap,
- * with what it holds. The kernel waits for every program using the old
- * inner map to finish before an outer-map update returns, so the standby
- * can be brought up to date and swapped in next time instead of creating
- * (and later freeing) a trie per change. */
-struct fw_trie_cache {
-	int fd; /* -1: none */
-	struct fw_compiled *have;
-	size_t nhave;
-};
-
-void fw_trie_cache_init(struct fw_trie_cache *tc);
-void fw_trie_cache_drop(struct fw_trie_cache *tc);
-/* fw_dp_rules_swap through tc (may be NULL): the standby is synced to c
- * and swapped in; the trie it replaces becomes the standby when live (its
- * content, in kernel form) is known, else it is released. */
-int fw_dp_rules_swap_cached(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, size_t n,
-			    struct fw_trie_cache *tc, const struct fw_compiled *live, size_t nlive);
-int fw_dp_rules_clear(struct fw_dp *dp, __u32 id);
-/* fw_dp_rules_swap for a whole compiled set: the per-port exceptions are
- * written under the port-set generation the live trie does not use, the
- * trie swapped, then the previous generation's exceptions deleted.
- * *port_state (FW_PORTSET_GEN bit | count) says what is live. */
+/* Rule storage (rules.c): each slot of fastwall_rules_v2 holds one LPM
+ * trie for good; a subject's rules live there under a generation, which
+ * its dispatch values name (fw_subject.rules_gen). A change writes the new
+ * generation beside the live one (fw_dp_policy_swap), the caller points
+ * dispatch at it, then fw_dp_policy_retire has the old one deleted after an
+ * RCU grace period by a background worker. Nothing here writes a slot of
+ * the outer map after the first start.
+ *
+ * Writes c under a new generation of subject id, with the per-port
+ * exceptions under the port-set generation the live rules do not use;
+ * *gen gets the new generation and *port_state (FW_PORTSET_GEN bit |
+ * count) what the new rules use. The live generation is left untouched.
+ * Waits for the grace-period worker only when the slot has no room while
+ * deletions of id are still pending. */
 int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *set,
-		      __u32 *port_state, struct fw_trie_cache *tc, const struct fw_compiled *live,
-		      size_t nlive);
+		      __u32 *port_state, __u32 *gen);
+/* Once nothing dispatches to the generations of id before the live one:
+ * they, and the per-port exceptions of old_port_state's generation, are
+ * deleted by the worker after a grace period. */
+void fw_dp_policy_retire(struct fw_dp *dp, __u32 id, __u32 old_port_state);
+/* The live generation of subject id's rules (what dispatch must carry). */
+__u32 fw_dp_rules_gen(struct fw_dp *dp, __u32 id);
+/* Map-in-map slot writes made since fw_dp_open (the first start's
+ * pre-population, and nothing after). */
+__u64 fw_dp_slot_writes(struct fw_dp *dp);
+/* After a restart: fetches the slot tries' descriptors in the background
+ * (a request needing one first fetches it itself). */
+void fw_dp_slots_warm(struct fw_dp *dp);
+/* Nothing dispatches to id any more: its rules go after a grace period
+ * (the worker's; no wait here). */
+void fw_dp_rules_release(struct fw_dp *dp, __u32 id);
+/* Waits until every deletion handed to the worker is done. */
+void fw_dp_rules_settle(struct fw_dp *dp);
+/* Deletes every rule of subject id, after a grace period (waits for it). */
+int fw_dp_rules_clear(struct fw_dp *dp, __u32 id);
 /* Changes one entry of subject id's live trie in place (one atomic map
  * operation): del removes c's key, else c is inserted or updated. */
 int fw_dp_rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, bool del);
@@ -129,8 +136,9 @@ int fw_dp_lease_put(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, __u64 
  * write leaves the ports written so far, for the caller's delete. */
 int fw_dp_lports_put(struct fw_dp *dp, __u32 id, __u32 set, const __u16 *ports, size_t n);
 void fw_dp_lports_del(struct fw_dp *dp, __u32 id, __u32 set, const __u16 *ports, size_t n);
-/* Deletes the learned addresses (and their port sets), connection records
- * and per-port exceptions of every subject id with dead[id] set: one scan of each map
+/* Deletes the learned addresses (and their port sets), connection records,
+ * rules (after a grace period) and per-port exceptions of every subject id
+ * with dead[id] set: one scan of each map
  * (batched where the kernel can), however many ids. */
 int fw_dp_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS]);
 /* fastwall_conn_count mapped into memory (FW_MAX_SUBJECTS counters, which

@@ -16,6 +16,7 @@
 #include <bpf/libbpf.h>
 
 #include "datapath/datapath.h"
+#include "datapath/rules.h"
 #include "egress.skel.h"
 #include "common/log.h"
 
@@ -217,12 +218,13 @@ static const struct layout record_layout = {
 /* The ABI of the pins under root: 0 when nothing of fastwall is pinned,
  * the record's version, or 1 for maps without a record. -EPROTO (said
  * why) for a record of a newer or unknown ABI. */
-static int pinned_abi(const char *root, __u32 *abi)
+static int pinned_abi(const char *root, __u32 *abi, __u32 *flags)
 {
 	struct fw_abi_record rec = {};
 	__u32 zero = 0;
 	int fd, err;
 
+	*flags = 0;
 	err = check_pin(root, FW_DP_ABI_PIN, &record_layout, false, &fd);
 	if (err == -ENOENT) {
 		*abi = 0;
@@ -253,6 +255,7 @@ static int pinned_abi(const char *root, __u32 *abi)
 		return -EPROTO;
 	}
 	*abi = rec.version;
+	*flags = rec.flags;
 	return 0;
 }
 
@@ -260,7 +263,11 @@ static int pinned_abi(const char *root, __u32 *abi)
  * one is pinned written, so no reader sees it empty. */
 static int write_record(const char *root)
 {
-	struct fw_abi_record rec = {.magic = FW_ABI_MAGIC, .version = FW_ABI_VERSION};
+	struct fw_abi_record rec = {
+		.magic = FW_ABI_MAGIC,
+		.version = FW_ABI_VERSION,
+		.flags = FW_ABI_F_RULES_POPULATED, /* written only once they are */
+	};
 	char path[512];
 	__u32 zero = 0;
 	int fd, err = 0;
@@ -456,8 +463,8 @@ static int carry_counters(struct fw_dp *dp)
 	for (size_t i = 0; i < FW_DP_NRETIRED; i++) {
 		int to, err;
 
-		if (dp->retired_fd[i] < 0)
-			continue;
+		if (dp->retired_fd[i] < 0 || retired[i].type == BPF_MAP_TYPE_ARRAY_OF_MAPS)
+			continue; /* rules were copied at open */
 		to = user_map_get(dp, retired[i].successor);
 		if (to < 0)
 			return to;
@@ -520,8 +527,9 @@ int fw_dp_open(const char *pin_root, struct fw_dp **out)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oopts);
 	struct fw_dp *dp;
-	__u32 abi = 0;
-	int err;
+	__u32 abi = 0, flags = 0;
+	bool had_rules;
+	int err, old_rules = -1;
 
 	libbpf_set_print(libbpf_print);
 	dp = calloc(1, sizeof(*dp));
@@ -542,7 +550,7 @@ int fw_dp_open(const char *pin_root, struct fw_dp **out)
 		fw_err("can't open BPF object: %s", strerror(-err));
 		goto cleanup;
 	}
-	err = pinned_abi(pin_root, &abi);
+	err = pinned_abi(pin_root, &abi, &flags);
 	if (!err)
 		err = check_layouts(dp, abi);
 	if (err)
@@ -550,6 +558,7 @@ int fw_dp_open(const char *pin_root, struct fw_dp **out)
 	dp->pinned_abi = abi;
 	dp->reused = abi != 0;
 	dp->migrating = abi && abi < FW_ABI_VERSION;
+	had_rules = pinned(pin_root, "fastwall_rules_v2");
 
 	/* unchanged maps are reused, replaced ones created under their new
 	 * names beside the old, which the old programs keep using */
@@ -560,6 +569,14 @@ int fw_dp_open(const char *pin_root, struct fw_dp **out)
 	}
 	fill_fds(dp);
 	find_btf(dp);
+	for (size_t i = 0; i < FW_DP_NRETIRED; i++)
+		if (retired[i].type == BPF_MAP_TYPE_ARRAY_OF_MAPS)
+			old_rules = dp->retired_fd[i];
+	/* the slots get their tries at the first start (and a migration's);
+	 * a restart finds them there and leaves the slots alone */
+	err = fw_dp_rules_open(dp, !(flags & FW_ABI_F_RULES_POPULATED), had_rules, old_rules);
+	if (err)
+		goto cleanup;
 	/* a migration's counters are carried over by fw_dp_migrate_finish,
 	 * once the old programs no longer count */
 	if (dp->migrating)
@@ -573,6 +590,7 @@ int fw_dp_open(const char *pin_root, struct fw_dp **out)
 	return 0;
 
 cleanup:
+	fw_dp_rules_close(dp);
 	retired_close(dp);
 	user_maps_close(dp);
 	egress_bpf__destroy(dp->skel);
@@ -615,10 +633,10 @@ int fw_dp_migrate_finish(struct fw_dp *dp)
 int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 {
 	struct fw_dp *dp;
-	__u32 abi;
+	__u32 abi, flags;
 	int err;
 
-	err = pinned_abi(pin_root, &abi);
+	err = pinned_abi(pin_root, &abi, &flags);
 	if (err)
 		return err;
 	if (abi == 0)
@@ -663,6 +681,7 @@ void fw_dp_close(struct fw_dp *dp)
 		return;
 	if (dp->conn_count)
 		munmap(dp->conn_count, FW_MAX_SUBJECTS * sizeof(__u64));
+	fw_dp_rules_close(dp);
 	retired_close(dp);
 	user_maps_close(dp);
 	if (dp->skel) {

@@ -11,7 +11,7 @@
  * replaces; an unchanged one keeps name, version and pinned state. */
 #define FW_DP_MAPS(X)                                                                              \
 	X(fastwall_dispatch, dispatch_fd, 1)                                                       \
-	X(fastwall_rules, rules_fd, 1)                                                             \
+	X(fastwall_rules_v2, rules_fd, 2)                                                          \
 	X(fastwall_learned, learned_fd, 1)                                                         \
 	X(fastwall_conns, conns_fd, 1)                                                             \
 	X(fastwall_local, local_fd, 1)                                                             \
@@ -49,13 +49,15 @@
 
 /* Maps of earlier ABIs that a later layout replaced: X(pin name, the last
  * ABI that had it, type, key size, value size, max entries, where its
- * counters are carried). A migration copies their counters there (per
- * CPU, slot by slot, once the old programs are replaced everywhere) and
- * unpins them. */
+ * content goes). A migration copies counters there (per CPU, slot by
+ * slot, once the old programs are replaced everywhere), ABI 1's
+ * fastwall_rules tries into the slot tries of fastwall_rules_v2 (at open,
+ * generation 0, which ABI 1's dispatch values carry), and unpins them. */
 #define FW_DP_RETIRED_MAPS(X)                                                                      \
 	X(fastwall_stats, 1, BPF_MAP_TYPE_PERCPU_ARRAY, 4, 16, 29, fastwall_stats_carried)         \
 	X(fastwall_subject_stats, 1, BPF_MAP_TYPE_PERCPU_ARRAY, 4, 29 * 8, FW_MAX_SUBJECTS,        \
-	  fastwall_subject_stats_carried)
+	  fastwall_subject_stats_carried)                                                          \
+	X(fastwall_rules, 1, BPF_MAP_TYPE_ARRAY_OF_MAPS, 4, 4, FW_MAX_SUBJECTS, fastwall_rules_v2)
 
 /* The record of the pinned ABI (struct fw_abi_record); not in the BPF
  * object: only userspace reads it. */

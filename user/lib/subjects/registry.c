@@ -95,7 +95,6 @@ static struct fw_entry *entry_new(struct fw_registry *r, const char *name)
 	if (!e)
 		return NULL;
 	pthread_mutex_init(&e->op, NULL);
-	fw_trie_cache_init(&e->tries);
 	snprintf(e->meta.name, sizeof(e->meta.name), "%s", name);
 	b = bucket(e->meta.name);
 	e->next = r->names[b];
@@ -114,7 +113,6 @@ static void entry_unlink_locked(struct fw_registry *r, struct fw_entry *e)
 		}
 	}
 	fw_compiled_set_free(&e->live);
-	fw_trie_cache_drop(&e->tries);
 	pthread_mutex_destroy(&e->op);
 	free(e);
 }
@@ -262,7 +260,6 @@ void fw_reg_free(struct fw_registry *r)
 			if (e->priv && r->priv_free)
 				r->priv_free(e->priv);
 			fw_compiled_set_free(&e->live);
-			fw_trie_cache_drop(&e->tries);
 			fw_domain_policy_put(e->domains);
 			pthread_mutex_destroy(&e->op);
 			free(e);
@@ -565,15 +562,14 @@ static void retire_id(struct fw_registry *r, __u32 id, const char *name)
 	int err;
 
 	/* a failure leaves something unreachable behind, nothing more: the
-	 * reaper deletes the metadata in any case, and a rule slot left over
-	 * is replaced before the id's next owner turns active */
+	 * reaper deletes the metadata in any case. Its rules go after a grace
+	 * period (a packet that read its dispatch value just before may still
+	 * be reading them), and the reaper deletes whatever is left */
 	snprintf(m.name, sizeof(m.name), "%s", name);
 	err = fw_dp_meta_put(r->dp, id, &m);
 	if (err)
 		fw_err("subject %s: can't mark id %u retired: %s", name, id, strerror(-err));
-	err = fw_dp_rules_clear(r->dp, id);
-	if (err)
-		fw_err("subject %s: can't clear the rules of id %u: %s", name, id, strerror(-err));
+	fw_dp_rules_release(r->dp, id);
 	/* retired in any case: nothing dispatches to it any more, and the
 	 * reaper deletes what is left before the id is handed out again */
 	pthread_mutex_lock(&r->lock);
@@ -692,7 +688,6 @@ int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 	e->meta.binding_hash = e->meta.policy_hash = e->meta.fence_hash = 0;
 	e->meta.port_state = 0;
 	fw_compiled_set_free(&e->live);
-	fw_trie_cache_drop(&e->tries);
 	e->adopted = false;
 	pthread_mutex_lock(&r->lock);
 	fw_domain_policy_put(e->domains);
@@ -794,6 +789,8 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 {
 	struct fw_ip held[FW_SUBJECT_MAX_ADDRS];
 	struct fw_subject ks;
+	bool swapped = false;
+	__u32 old_ports = 0;
 	size_t nheld;
 	int err = 0;
 
@@ -802,15 +799,16 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 	if (e->meta.policy_hash != phash && spec->state == FW_STATE_ACTIVE) {
 		/* the live trie's content in kernel form: the compiled set,
 		 * when it has no port sets (whose ids carry a generation) */
-		bool known = e->live.entries && !e->live.nports;
+		__u32 gen;
 
 		err = e->meta.policy_hash ? edit_one(r, e, set) : 0;
-		if (err == 0)
-			err = fw_dp_policy_swap(r->dp, e->id, set, &e->meta.port_state, &e->tries,
-						known ? e->live.entries : NULL,
-						known ? e->live.n : 0);
-		else if (err == 1)
+		if (err == 0) {
+			old_ports = e->meta.port_state;
+			err = fw_dp_policy_swap(r->dp, e->id, set, &e->meta.port_state, &gen);
+			swapped = !err;
+		} else if (err == 1) {
 			err = 0;
+		}
 		if (err) {
 			fw_compiled_set_free(&e->live);
 			return err;
@@ -820,6 +818,9 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 		*changed = true;
 	}
 	build_ksub(&ks, e->id, spec);
+	/* a new generation reaches the data plane with the dispatch rewrite
+	 * below (every address of e: ks differs from e->ksub) */
+	ks.rules_gen = fw_dp_rules_gen(r->dp, e->id);
 
 	pthread_mutex_lock(&r->lock);
 	if (e->meta.binding_hash != bhash) {
@@ -855,6 +856,11 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 		}
 	}
 	pthread_mutex_unlock(&r->lock);
+	/* dispatch names the new generation (or, after a failed write, some
+	 * addresses fail closed until the retry rewrites them): the old one
+	 * goes after a grace period */
+	if (swapped)
+		fw_dp_policy_retire(r->dp, e->id, old_ports);
 	if (err)
 		return err;
 	e->meta.binding_hash = bhash;
@@ -870,7 +876,7 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 {
 	struct fw_ip old[FW_SUBJECT_MAX_ADDRS], held[FW_SUBJECT_MAX_ADDRS];
 	struct fw_subject ks;
-	__u32 id, old_id;
+	__u32 id, old_id, gen;
 	size_t nold, nheld;
 	int err;
 
@@ -894,7 +900,7 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	meta->port_state = 0;
 	err = fw_dp_subject_reset(r->dp, id);
 	if (!err && spec->state == FW_STATE_ACTIVE)
-		err = fw_dp_policy_swap(r->dp, id, set, &meta->port_state, NULL, NULL, 0);
+		err = fw_dp_policy_swap(r->dp, id, set, &meta->port_state, &gen);
 	else
 		meta->policy_hash = 0; /* no rule set until it turns active */
 	if (!err)
@@ -902,6 +908,7 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	if (err)
 		goto undo;
 	build_ksub(&ks, id, spec);
+	ks.rules_gen = fw_dp_rules_gen(r->dp, id);
 
 	pthread_mutex_lock(&r->lock);
 	err = claim_addrs_locked(r, e, spec->addrs, spec->naddrs, &ks, meta->origin, true, held,
@@ -932,7 +939,6 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	e->meta = *meta;
 	e->adopted = false;
 	fw_compiled_set_free(&e->live);
-	fw_trie_cache_drop(&e->tries); /* the old id's */
 	if (spec->state == FW_STATE_ACTIVE)
 		remember_live(e, set);
 	if (old_id) {

@@ -60,7 +60,6 @@ struct fw_entry {
 	size_t naddrs;
 	bool adopted;			  /* found in the kernel at start, not yet reconfirmed */
 	struct fw_compiled_set live;	  /* what the live rule trie holds, if known */
-	struct fw_trie_cache tries;	  /* the standby rule trie of id */
 	void *priv;			  /* the protocol layer's state; keeps the entry alive */
 	struct fw_domain_policy *domains; /* under the registry lock; NULL until applied */
 };

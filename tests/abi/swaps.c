@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Policy changes without map-in-map slot writes: after the first start's
+ * pre-population, hundreds of adds, updates, removes and rebinds through
+ * the registry make no slot write, and the programs (bpf_prog_test_run)
+ * see at every step the whole old or the whole new rule set: an address
+ * both allow stays allowed throughout (also from a thread sending while
+ * the swaps run), an old-only address drops after, a new-only passes
+ * after, and a rebind's learned addresses are gone. Needs root. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/pkt_cls.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "common/addr.h"
+#include "common/clock.h"
+#include "datapath/datapath.h"
+#include "subjects/registry.h"
+#include "swaps.h"
+
+#define ROUNDS 200
+
+static int s_passed, s_failed;
+
+static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s ", ok ? "ok  " : "FAIL");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	if (ok)
+		s_passed++;
+	else
+		s_failed++;
+}
+
+static struct fw_ip ip(const char *text)
+{
+	struct fw_ip a;
+
+	if (fw_addr_parse(text, &a, NULL)) {
+		fprintf(stderr, "test bug: bad address %s\n", text);
+		exit(2);
+	}
+	return a;
+}
+
+/* The ingress verdict of a UDP packet src -> dst (IPv4), TC_ACT_*. */
+static int verdict(struct fw_dp *dp, const char *src, const char *dst)
+{
+	unsigned char p[42] = {0x02, 0,	   0,	 0, 0, 0x01, 0x02, 0, 0, 0, 0,	0x02,
+			       0x08, 0x00, 0x45, 0, 0, 28,   0,	   1, 0, 0, 64, 17};
+	unsigned char out[128];
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = p, .data_size_in = sizeof(p),
+		    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
+	struct in_addr s, d;
+
+	inet_pton(AF_INET, src, &s);
+	inet_pton(AF_INET, dst, &d);
+	memcpy(p + 26, &s, 4);
+	memcpy(p + 30, &d, 4);
+	p[34] = 0x9c; /* sport 40000 */
+	p[35] = 0x40;
+	p[37] = 53; /* dport 53 */
+	p[39] = 8;
+	if (bpf_prog_test_run_opts(dp->ingress_fd, &opts))
+		return -1;
+	return (int)opts.retval;
+}
+
+static int put(struct fw_registry *r, const char *name, const char *const *addrs,
+	       const char *const *allow)
+{
+	struct fw_subject_spec spec;
+	char err[256] = "";
+	int ret;
+
+	memset(&spec, 0, sizeof(spec));
+	snprintf(spec.name, sizeof(spec.name), "%s", name);
+	for (; *addrs; addrs++)
+		spec.addrs[spec.naddrs++] = ip(*addrs);
+	spec.state = FW_STATE_ACTIVE;
+	fw_policy_init(&spec.policy);
+	ret = fw_policy_set_default(&spec.policy, "deny", err, sizeof(err));
+	for (; !ret && *allow; allow++)
+		ret = fw_policy_add_rule(&spec.policy, "allow", *allow, NULL, 0, err, sizeof(err));
+	if (!ret)
+		ret = fw_reg_upsert(r, &spec, FW_ORIGIN_STATIC, NULL);
+	fw_policy_free(&spec.policy);
+	if (ret)
+		printf("can't put %s: %s %s\n", name, strerror(-ret), err);
+	return ret;
+}
+
+static int unbind(struct fw_registry *r, const char *name)
+{
+	struct fw_entry *e = fw_reg_get(r, name, false);
+	int err;
+
+	if (!e)
+		return -ENOENT;
+	err = fw_reg_unbind(r, e);
+	fw_reg_put(r, e);
+	return err;
+}
+
+#define SRC  "10.42.0.10"
+#define BOTH "192.0.2.10"    /* allowed by every version */
+#define ODD  "198.51.100.10" /* allowed by the odd versions only */
+#define EVEN "203.0.113.10"  /* allowed by the even versions only */
+
+static const char *const s_addrs[] = {SRC, NULL};
+static const char *const s_addrs2[] = {SRC, "10.42.0.11", NULL};
+static const char *const v_odd[] = {"192.0.2.0/24", "198.51.100.0/24", "100.64.0.0/16", NULL};
+static const char *const v_even[] = {"192.0.2.0/24", "203.0.113.0/24", "100.65.0.0/16", NULL};
+
+struct sender {
+	struct fw_dp *dp;
+	volatile bool stop;
+	long sent, dropped;
+};
+
+static void *send_loop(void *arg)
+{
+	struct sender *s = arg;
+
+	while (!s->stop) {
+		if (verdict(s->dp, SRC, BOTH) != TC_ACT_OK)
+			s->dropped++;
+		s->sent++;
+	}
+	return NULL;
+}
+
+static double ms_since(__u64 t0)
+{
+	return (double)(fw_now_ns() - t0) / 1e6;
+}
+
+void case_swaps(int *passed, int *failed)
+{
+	struct fw_config cfg = {
+		.event_burst = 1u << 30,
+		.event_interval_ns = 1,
+		.pod_flow_timeout_ns = 120ull * 1000000000,
+		.frag_timeout_ns = 30ull * 1000000000,
+		.dns_port = 53,
+	};
+	struct fw_registry reg = {};
+	struct sender snd = {};
+	struct fw_dp *dp = NULL;
+	char root[128];
+	pthread_t th;
+	__u64 t0, w0, w1;
+	double t_open, t_reopen, t_upd = 0, t_add = 0, t_del = 0, t_rebind = 0;
+	bool both_ok = true, after_ok = true, rebind_ok = true;
+	int err;
+
+	snprintf(root, sizeof(root), "/sys/fs/bpf/fastwall-swaps-%d", (int)getpid());
+	t0 = fw_now_ns();
+	err = fw_dp_open(root, &dp);
+	t_open = ms_since(t0);
+	check(err == 0, "swaps: first start (%d), slot tries written in %.0f ms", err, t_open);
+	if (err)
+		goto out;
+	check(fw_dp_slot_writes(dp) == FW_MAX_SUBJECTS, "swaps: first start wrote %llu slots",
+	      (unsigned long long)fw_dp_slot_writes(dp));
+	err = fw_reg_init(&reg, dp);
+	err = err ?: fw_dp_config_set(dp, &cfg);
+	/* warm-up: the first add, swap, rebind and remove, and the first reap */
+	err = err ?: put(&reg, "s", s_addrs, v_odd);
+	err = err ?: put(&reg, "s", s_addrs, v_even);
+	err = err ?: put(&reg, "w", (const char *const[]){"10.42.2.1", NULL}, v_odd);
+	err = err ?: put(&reg, "w", (const char *const[]){"10.42.2.2", NULL}, v_odd);
+	err = err ?: unbind(&reg, "w");
+	check(err == 0, "swaps: warm-up (%d)", err);
+	if (err)
+		goto out;
+	fw_reg_reap(&reg, 0);
+	w0 = fw_dp_slot_writes(dp);
+
+	snd.dp = dp;
+	if (pthread_create(&th, NULL, send_loop, &snd)) {
+		check(false, "swaps: sender thread");
+		goto out;
+	}
+	for (int i = 0; i < ROUNDS; i++) {
+		bool odd = i % 2 == 0;
+		char name[32], a[32];
+		int st;
+
+		/* an update: the rule set changes in two entries */
+		t0 = fw_now_ns();
+		err = put(&reg, "s", s_addrs, odd ? v_odd : v_even);
+		t_upd += ms_since(t0);
+		if (err)
+			break;
+		both_ok = both_ok && verdict(dp, SRC, BOTH) == TC_ACT_OK;
+		st = verdict(dp, SRC, odd ? ODD : EVEN) == TC_ACT_OK &&
+		     verdict(dp, SRC, odd ? EVEN : ODD) == TC_ACT_SHOT;
+		if (!st && after_ok)
+			printf("  round %d: new-only or old-only wrong\n", i);
+		after_ok = after_ok && st;
+
+		/* an add and a remove */
+		snprintf(name, sizeof(name), "x%d", i);
+		snprintf(a, sizeof(a), "10.42.1.%d", 1 + i % 250);
+		t0 = fw_now_ns();
+		err = put(&reg, name, (const char *const[]){a, NULL}, v_odd);
+		t_add += ms_since(t0);
+		if (!err && verdict(dp, a, ODD) != TC_ACT_OK)
+			after_ok = false;
+		t0 = fw_now_ns();
+		err = err ?: unbind(&reg, name);
+		t_del += ms_since(t0);
+		if (err)
+			break;
+		if (verdict(dp, a, ODD) != TC_ACT_SHOT)
+			after_ok = false;
+
+		/* a rebind every 10 rounds: what the old id learned is gone */
+		if (i % 10 == 0) {
+			struct fw_entry *e = fw_reg_find(&reg, "s");
+			struct fw_ip learned = ip("100.66.0.1");
+			__u32 old_id = e ? e->id : 0;
+
+			if (!e ||
+			    fw_dp_learned_put(dp, e->id, &learned, fw_now_ns() + 60000000000ull))
+				break;
+			if (verdict(dp, SRC, "100.66.0.1") != TC_ACT_OK) {
+				printf("  round %d: the learned address does not pass\n", i);
+				rebind_ok = false;
+			}
+			t0 = fw_now_ns();
+			err = put(&reg, "s", s_addrs2, odd ? v_odd : v_even); /* a new binding */
+			t_rebind += ms_since(t0);
+			if (err)
+				break;
+			if (verdict(dp, SRC, "100.66.0.1") != TC_ACT_SHOT ||
+			    verdict(dp, SRC, BOTH) != TC_ACT_OK || e->id == old_id) {
+				printf("  round %d: after the rebind learned %d, both %d\n", i,
+				       verdict(dp, SRC, "100.66.0.1"), verdict(dp, SRC, BOTH));
+				rebind_ok = false;
+			}
+		}
+		if (i % 50 == 49)
+			fw_reg_reap(&reg, 0); /* ids come back for reuse */
+	}
+	snd.stop = true;
+	pthread_join(th, NULL);
+	w1 = fw_dp_slot_writes(dp);
+	check(err == 0, "swaps: %d rounds of update, add, remove (and rebinds) (%d)", ROUNDS, err);
+	check(w1 == w0, "swaps: no map-in-map slot write after warm-up (%llu)",
+	      (unsigned long long)(w1 - w0));
+	check(both_ok && snd.dropped == 0 && snd.sent > 0,
+	      "swaps: the address both versions allow never dropped (%ld of %ld sent "
+	      "meanwhile dropped)",
+	      snd.dropped, snd.sent);
+	check(after_ok, "swaps: after each change the new-only address passes, the old-only one "
+			"and a removed subject's traffic drop");
+	check(rebind_ok, "swaps: a rebind's learned address is gone, its rules live");
+	printf("# per op, mean over %d: update %.3f ms, add %.3f ms, remove %.3f ms, rebind "
+	       "%.3f ms\n",
+	       ROUNDS, t_upd / ROUNDS, t_add / ROUNDS, t_del / ROUNDS, t_rebind / (ROUNDS / 10));
+
+	/* a restart adopts: no slot is written, the rules still hold */
+	fw_dp_rules_settle(dp);
+	fw_reg_free(&reg);
+	fw_dp_close(dp);
+	t0 = fw_now_ns();
+	err = fw_dp_open(root, &dp);
+	t_reopen = ms_since(t0);
+	check(err == 0 && fw_dp_slot_writes(dp) == 0,
+	      "swaps: a restart opens in %.0f ms and writes no slot (%d)", t_reopen, err);
+	if (err)
+		goto out;
+	err = fw_reg_init(&reg, dp);
+	check(err == 0 && verdict(dp, SRC, BOTH) == TC_ACT_OK,
+	      "swaps: after the restart the adopted rules hold (%d)", err);
+	fw_dp_slots_warm(dp);
+	err = put(&reg, "s", s_addrs, v_odd);
+	err = err ?: put(&reg, "s", s_addrs, v_even);
+	check(err == 0 && fw_dp_slot_writes(dp) == 0 && verdict(dp, SRC, EVEN) == TC_ACT_OK &&
+		      verdict(dp, SRC, ODD) == TC_ACT_SHOT,
+	      "swaps: swaps after the restart write no slot either");
+	fw_reg_free(&reg);
+out:
+	fw_dp_close(dp);
+	fw_dp_purge(root);
+	*passed += s_passed;
+	*failed += s_failed;
+}

@@ -1,0 +1,774 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The rule storage: one LPM trie per slot of fastwall_rules_v2, written
+ * into the slot once, and generations inside it (see datapath.h).
+ *
+ * Writing a slot of an array of maps returns only after an RCU grace
+ * period (milliseconds); a plain map update does not wait. So slots are
+ * written at the first start only, many at once from a pool of threads
+ * (callers waiting at the same time share grace periods), and a policy
+ * change is plain trie updates plus the dispatch rewrite. What must wait
+ * for a grace period (deleting a generation no packet may still be
+ * reading) is done by a worker thread, for every pending deletion at once:
+ * it writes a private one-slot array of maps, which is exactly that
+ * wait. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "datapath/rules.h"
+
+#define SLOT_ROOM   (2 * FW_MAX_RULES)
+#define POOL_MAX    128 /* threads that write or fetch slots together */
+#define NOFILE_NEED (FW_MAX_SUBJECTS + 4096)
+
+struct slot {
+	int fd;		/* the slot's trie; -1 until known */
+	bool known;	/* fd, gen and counts are valid */
+	__u32 gen;	/* live generation */
+	__u32 nlive;	/* entries of gen */
+	__u32 nold;	/* entries of older generations not yet queued */
+	__u32 npending; /* entries queued for deletion */
+	__u32 jobs;	/* queued or running deletions */
+	__u32 port_jobs;
+};
+
+struct job {
+	__u32 id, keep; /* delete the generations before keep */
+	__u32 n;	/* entries that frees */
+	__u32 ports;	/* FW_PORTSET_GEN bit | 1 to delete; 0 = none */
+};
+
+struct fw_dp_rules {
+	pthread_mutex_t lock;
+	pthread_cond_t work, done;
+	struct slot slot[FW_MAX_SUBJECTS];
+	struct job *q;
+	size_t nq, capq;
+	bool stop, worker_up, warm_up;
+	pthread_t worker, warm;
+	int grace_outer, grace_inner; /* the worker's private map pair */
+	__u64 slot_writes, grace_waits;
+};
+
+static void key_of(struct fw_rule_key *k, const struct fw_lpm_key *from, __u32 gen)
+{
+	k->prefixlen = 32 + from->prefixlen;
+	k->gen = htonl(gen);
+	k->addr = from->addr;
+}
+
+static int trie_create(void)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
+	int fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, "fw_rules", sizeof(struct fw_rule_key),
+				sizeof(struct fw_rule), SLOT_ROOM, &opts);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* ---- a pool of threads over every slot ----------------------------------- */
+
+struct pool {
+	struct fw_dp *dp;
+	int (*fn)(struct fw_dp *dp, __u32 id, void *arg);
+	void *arg;
+	__u32 next;
+	int err;
+};
+
+static void *pool_run(void *p_)
+{
+	struct pool *p = p_;
+	__u32 id;
+
+	while ((id = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < FW_MAX_SUBJECTS) {
+		int err = p->fn(p->dp, id, p->arg);
+
+		if (err)
+			__atomic_store_n(&p->err, err, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static int pool(struct fw_dp *dp, int (*fn)(struct fw_dp *, __u32, void *), void *arg)
+{
+	struct pool p = {.dp = dp, .fn = fn, .arg = arg};
+	pthread_t t[POOL_MAX];
+	int n = 0;
+
+	while (n < POOL_MAX && pthread_create(&t[n], NULL, pool_run, &p) == 0)
+		n++;
+	pool_run(&p);
+	while (n--)
+		pthread_join(t[n], NULL);
+	return p.err;
+}
+
+/* ---- knowing a slot ------------------------------------------------------- */
+
+struct gen_count {
+	__u32 max, nmax, nother;
+	bool any;
+};
+
+static int count_gen(const void *key, const void *val, void *ctx)
+{
+	const struct fw_rule_key *k = key;
+	struct gen_count *g = ctx;
+	__u32 gen = ntohl(k->gen);
+
+	(void)val;
+	if (!g->any || gen > g->max) {
+		g->nother += g->nmax;
+		g->max = gen;
+		g->nmax = 0;
+		g->any = true;
+	}
+	if (gen == g->max)
+		g->nmax++;
+	else
+		g->nother++;
+	return 0;
+}
+
+static void slot_publish(struct fw_dp_rules *r, __u32 id, int fd, const struct gen_count *g)
+{
+	struct slot *s = &r->slot[id];
+
+	pthread_mutex_lock(&r->lock);
+	if (s->known) {
+		pthread_mutex_unlock(&r->lock);
+		close(fd);
+		return;
+	}
+	s->fd = fd;
+	s->gen = g->any ? g->max : 0;
+	s->nlive = g->nmax;
+	s->nold = g->nother;
+	s->known = true;
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* After a restart: the slot's trie (an outer lookup, which kernels before
+ * 6.8 make wait for a grace period) and what it holds. The newest
+ * generation is the live one: a swap writes it completely before any
+ * dispatch value names it, and deletes the older ones only after. */
+static int slot_fetch(struct fw_dp *dp, __u32 id, void *arg)
+{
+	struct fw_dp_rules *r = dp->rules;
+	struct gen_count g = {};
+	__u32 inner;
+	int fd, err;
+
+	(void)arg;
+	if (__atomic_load_n(&r->slot[id].known, __ATOMIC_ACQUIRE))
+		return 0;
+	if (bpf_map_lookup_elem(dp->rules_fd, &id, &inner) == 0) {
+		fd = bpf_map_get_fd_by_id(inner);
+		if (fd < 0)
+			return -errno;
+	} else {
+		/* an empty slot (only if something else deleted it): fill it */
+		fd = trie_create();
+		if (fd < 0)
+			return fd;
+		if (bpf_map_update_elem(dp->rules_fd, &id, &fd, BPF_ANY)) {
+			err = -errno;
+			close(fd);
+			return err;
+		}
+		__atomic_fetch_add(&r->slot_writes, 1, __ATOMIC_RELAXED);
+	}
+	err = fw_dp_scan(fd, count_gen, &g);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	slot_publish(r, id, fd, &g);
+	return 0;
+}
+
+/* The slot known, or a negative errno. */
+static int slot_get(struct fw_dp *dp, __u32 id)
+{
+	int err;
+
+	if (!dp->rules || id >= FW_MAX_SUBJECTS)
+		return -EINVAL;
+	if (__atomic_load_n(&dp->rules->slot[id].known, __ATOMIC_ACQUIRE))
+		return 0;
+	err = slot_fetch(dp, id, NULL);
+	if (err)
+		fw_err("can't open the rule trie of subject %u: %s", id, strerror(-err));
+	return err;
+}
+
+static void *warm_run(void *dp)
+{
+	int err = pool(dp, slot_fetch, NULL);
+
+	if (err)
+		fw_warn("can't open every rule trie ahead (%s): requests open theirs",
+			strerror(-err));
+	return NULL;
+}
+
+void fw_dp_slots_warm(struct fw_dp *dp)
+{
+	struct fw_dp_rules *r = dp->rules;
+
+	if (!r || r->warm_up)
+		return;
+	r->warm_up = pthread_create(&r->warm, NULL, warm_run, dp) == 0;
+}
+
+/* ---- the first start: every slot gets its trie ------------------------------ */
+
+/* Copies ABI 1's trie of id (if any) into fd under generation 0. */
+static int copy_v1(int old_fd, __u32 id, int fd, __u32 *n)
+{
+	struct fw_lpm_key k, *prev = NULL;
+	__u32 inner;
+	int ifd, err = 0;
+
+	if (bpf_map_lookup_elem(old_fd, &id, &inner))
+		return 0;
+	ifd = bpf_map_get_fd_by_id(inner);
+	if (ifd < 0)
+		return -errno;
+	while (!err && bpf_map_get_next_key(ifd, prev, &k) == 0) {
+		struct fw_rule v;
+		struct fw_rule_key nk;
+
+		prev = &k;
+		if (bpf_map_lookup_elem(ifd, &k, &v))
+			continue;
+		key_of(&nk, &k, 0);
+		if (bpf_map_update_elem(fd, &nk, &v, BPF_ANY))
+			err = -errno;
+		else
+			(*n)++;
+	}
+	close(ifd);
+	return err;
+}
+
+struct populate {
+	bool check;
+	int old_fd;
+};
+
+static int slot_populate(struct fw_dp *dp, __u32 id, void *arg)
+{
+	struct populate *p = arg;
+	struct gen_count g = {};
+	__u32 n = 0;
+	int fd, err;
+
+	if (p->check && bpf_map_lookup_elem(dp->rules_fd, &id, &fd) == 0)
+		return slot_fetch(dp, id, NULL); /* kept from a start cut short */
+	fd = trie_create();
+	if (fd < 0)
+		return fd;
+	err = p->old_fd >= 0 ? copy_v1(p->old_fd, id, fd, &n) : 0;
+	if (!err && bpf_map_update_elem(dp->rules_fd, &id, &fd, BPF_ANY))
+		err = -errno;
+	if (err) {
+		close(fd);
+		return err;
+	}
+	__atomic_fetch_add(&dp->rules->slot_writes, 1, __ATOMIC_RELAXED);
+	g.nmax = n;
+	g.any = n > 0;
+	slot_publish(dp->rules, id, fd, &g);
+	return 0;
+}
+
+/* One descriptor per slot trie stays open. */
+static void nofile_raise(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= NOFILE_NEED)
+		return;
+	if (rl.rlim_max < NOFILE_NEED)
+		rl.rlim_max = NOFILE_NEED; /* root may raise it */
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		fw_warn("can't raise the open file limit to %u: %s", NOFILE_NEED, strerror(errno));
+}
+
+/* ---- the grace-period worker ------------------------------------------------ */
+
+/* Returns after an RCU grace period: a slot write of an array of maps
+ * waits for one (synchronize_rcu) before it returns. */
+static int grace(struct fw_dp_rules *r)
+{
+	__u32 zero = 0;
+
+	if (bpf_map_update_elem(r->grace_outer, &zero, &r->grace_inner, BPF_ANY))
+		return -errno;
+	__atomic_fetch_add(&r->grace_waits, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static int grace_maps(struct fw_dp_rules *r)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts);
+
+	r->grace_inner = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fw_grace_in", 4, 4, 1, NULL);
+	if (r->grace_inner < 0)
+		return -errno;
+	opts.inner_map_fd = r->grace_inner;
+	r->grace_outer = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "fw_grace", 4, 4, 1, &opts);
+	if (r->grace_outer < 0)
+		return -errno;
+	return 0;
+}
+
+struct older {
+	__u32 keep;
+	struct fw_recs keys;
+};
+
+static int collect_older(const void *key, const void *val, void *ctx)
+{
+	const struct fw_rule_key *k = key;
+	struct older *o = ctx;
+
+	(void)val;
+	return ntohl(k->gen) < o->keep ? fw_recs_push(&o->keys, key) : 0;
+}
+
+/* Deletes the generations of fd before keep (~0u: all). */
+static int delete_older(int fd, __u32 keep)
+{
+	struct older o = {.keep = keep, .keys = {.size = sizeof(struct fw_rule_key)}};
+	int err = fw_dp_scan(fd, collect_older, &o);
+
+	if (!err)
+		err = fw_dp_delete_keys(fd, o.keys.data, o.keys.n, o.keys.size);
+	free(o.keys.data);
+	return err;
+}
+
+static bool port_kept(const void *key, const void *ctx)
+{
+	const struct fw_port_rule_key *k = key;
+	const __u32 *del = ctx;
+
+	if (k->subject >= FW_MAX_SUBJECTS || !del[k->subject])
+		return true;
+	return (k->portset & FW_PORTSET_GEN) != (del[k->subject] & FW_PORTSET_GEN);
+}
+
+static void *worker_run(void *dp_)
+{
+	struct fw_dp *dp = dp_;
+	struct fw_dp_rules *r = dp->rules;
+	__u32 *ports = calloc(FW_MAX_SUBJECTS, sizeof(*ports));
+
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		struct job *jobs;
+		size_t n;
+		bool any_ports = false;
+		int err;
+
+		while (!r->nq && !r->stop)
+			pthread_cond_wait(&r->work, &r->lock);
+		if (!r->nq)
+			break;
+		jobs = r->q;
+		n = r->nq;
+		r->q = NULL;
+		r->nq = r->capq = 0;
+		pthread_mutex_unlock(&r->lock);
+
+		/* one grace period for every deletion taken: packets that read
+		 * a dispatch value naming an old generation are done */
+		err = grace(r);
+		if (err)
+			fw_err("rule worker: can't wait for a grace period: %s", strerror(-err));
+		for (size_t i = 0; i < n && !err; i++) {
+			struct job *j = &jobs[i];
+
+			delete_older(r->slot[j->id].fd, j->keep);
+			if (j->ports && ports) {
+				ports[j->id] = j->ports;
+				any_ports = true;
+			}
+		}
+		if (any_ports && !err) {
+			fw_dp_prune(dp->ports_fd, sizeof(struct fw_port_rule_key), port_kept,
+				    ports);
+			memset(ports, 0, FW_MAX_SUBJECTS * sizeof(*ports));
+		}
+		pthread_mutex_lock(&r->lock);
+		for (size_t i = 0; i < n; i++) {
+			struct slot *s = &r->slot[jobs[i].id];
+
+			s->npending -= jobs[i].n;
+			s->jobs--;
+			if (jobs[i].ports)
+				s->port_jobs--;
+		}
+		free(jobs);
+		pthread_cond_broadcast(&r->done);
+	}
+	pthread_mutex_unlock(&r->lock);
+	free(ports);
+	return NULL;
+}
+
+/* Waits until no deletion of id (every id: FW_MAX_SUBJECTS) is pending. */
+static void flush(struct fw_dp_rules *r, __u32 id)
+{
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		bool busy = false;
+
+		if (id < FW_MAX_SUBJECTS)
+			busy = r->slot[id].jobs;
+		for (__u32 i = 0; id >= FW_MAX_SUBJECTS && i < FW_MAX_SUBJECTS && !busy; i++)
+			busy = r->slot[i].jobs;
+		if (!busy || !r->worker_up)
+			break;
+		pthread_cond_wait(&r->done, &r->lock);
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+void fw_dp_rules_settle(struct fw_dp *dp)
+{
+	if (dp->rules)
+		flush(dp->rules, FW_MAX_SUBJECTS);
+}
+
+/* ---- open, close -------------------------------------------------------- */
+
+int fw_dp_rules_open(struct fw_dp *dp, bool populate, bool check, int old_fd)
+{
+	struct fw_dp_rules *r = calloc(1, sizeof(*r));
+	int err;
+
+	if (!r)
+		return -ENOMEM;
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->work, NULL);
+	pthread_cond_init(&r->done, NULL);
+	r->grace_outer = r->grace_inner = -1;
+	for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++)
+		r->slot[id].fd = -1;
+	dp->rules = r;
+	nofile_raise();
+	err = grace_maps(r);
+	if (err) {
+		fw_err("can't create the grace-period map: %s", strerror(-err));
+		return err;
+	}
+	if (populate) {
+		struct populate p = {.check = check, .old_fd = old_fd};
+		__u64 t0 = fw_now_ns();
+
+		err = pool(dp, slot_populate, &p);
+		if (err) {
+			fw_err("can't give every rule slot its trie: %s", strerror(-err));
+			return err;
+		}
+		fw_info("rule slots: %u tries created and written%s in %llu ms", FW_MAX_SUBJECTS,
+			old_fd >= 0 ? " (ABI 1 rules copied)" : "",
+			(unsigned long long)((fw_now_ns() - t0) / 1000000));
+	}
+	r->worker_up = pthread_create(&r->worker, NULL, worker_run, dp) == 0;
+	if (!r->worker_up)
+		return -EAGAIN;
+	return 0;
+}
+
+void fw_dp_rules_close(struct fw_dp *dp)
+{
+	struct fw_dp_rules *r = dp->rules;
+
+	if (!r)
+		return;
+	if (r->warm_up)
+		pthread_join(r->warm, NULL);
+	pthread_mutex_lock(&r->lock);
+	r->stop = true;
+	pthread_cond_broadcast(&r->work);
+	pthread_mutex_unlock(&r->lock);
+	if (r->worker_up)
+		pthread_join(r->worker, NULL); /* pending deletions are done first */
+	for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++)
+		if (r->slot[id].fd >= 0)
+			close(r->slot[id].fd);
+	if (r->grace_outer >= 0)
+		close(r->grace_outer);
+	if (r->grace_inner >= 0)
+		close(r->grace_inner);
+	free(r->q);
+	pthread_cond_destroy(&r->work);
+	pthread_cond_destroy(&r->done);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+	dp->rules = NULL;
+}
+
+__u64 fw_dp_slot_writes(struct fw_dp *dp)
+{
+	return dp->rules ? __atomic_load_n(&dp->rules->slot_writes, __ATOMIC_RELAXED) : 0;
+}
+
+/* ---- the request path ------------------------------------------------------ */
+
+__u32 fw_dp_rules_gen(struct fw_dp *dp, __u32 id)
+{
+	__u32 gen;
+
+	if (slot_get(dp, id))
+		return 0;
+	pthread_mutex_lock(&dp->rules->lock);
+	gen = dp->rules->slot[id].gen;
+	pthread_mutex_unlock(&dp->rules->lock);
+	return gen;
+}
+
+int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *set,
+		      __u32 *port_state, __u32 *gen_out)
+{
+	__u32 live_gen = *port_state & FW_PORTSET_GEN, pgen = live_gen ^ FW_PORTSET_GEN;
+	struct fw_dp_rules *r = dp->rules;
+	size_t written = 0, nports = 0;
+	struct slot *s;
+	bool wait;
+	__u32 gen;
+	int err;
+
+	if (set->n > FW_MAX_RULES) {
+		fw_err("subject %u: %zu compiled rules exceed the limit of %u", id, set->n,
+		       FW_MAX_RULES);
+		return -E2BIG;
+	}
+	err = slot_get(dp, id);
+	if (err)
+		return err;
+	s = &r->slot[id];
+	pthread_mutex_lock(&r->lock);
+	wait = s->nlive + s->nold + s->npending + set->n > SLOT_ROOM ||
+	       (set->nports && s->port_jobs);
+	pthread_mutex_unlock(&r->lock);
+	if (wait) {
+		/* the old generations' deletion has not run yet (rare: two
+		 * large changes of one subject within a grace period) */
+		flush(r, id);
+	}
+	for (; nports < set->nports; nports++) {
+		struct fw_port_rule_key k = {
+			.subject = id,
+			.portset = set->ports[nports].portset | pgen,
+			.port = set->ports[nports].port,
+		};
+
+		if (bpf_map_update_elem(dp->ports_fd, &k, &set->ports[nports].action, BPF_ANY)) {
+			err = -errno;
+			fw_err("can't update fastwall_ports: %s", strerror(-err));
+			goto undo;
+		}
+	}
+	gen = s->gen + 1;
+	for (; written < set->n; written++) {
+		struct fw_rule v = set->entries[written].rule;
+		struct fw_rule_key k;
+
+		key_of(&k, &set->entries[written].key, gen);
+		if (set->nports && v.portset)
+			v.portset |= pgen;
+		if (bpf_map_update_elem(s->fd, &k, &v, BPF_ANY)) {
+			err = -errno;
+			fw_err("subject %u: can't write rule trie: %s", id, strerror(-err));
+			goto undo;
+		}
+	}
+	pthread_mutex_lock(&r->lock);
+	s->nold += s->nlive;
+	s->nlive = (__u32)set->n;
+	s->gen = gen;
+	pthread_mutex_unlock(&r->lock);
+	*gen_out = gen;
+	*port_state = set->nports ? pgen | (__u32)set->nports : live_gen;
+	return 0;
+
+undo:
+	/* nothing names the new generation yet: it goes at once */
+	for (size_t i = 0; i < written; i++) {
+		struct fw_rule_key k;
+
+		key_of(&k, &set->entries[i].key, s->gen + 1);
+		bpf_map_delete_elem(s->fd, &k);
+	}
+	for (size_t i = 0; i < nports; i++) {
+		struct fw_port_rule_key k = {
+			.subject = id,
+			.portset = set->ports[i].portset | pgen,
+			.port = set->ports[i].port,
+		};
+
+		bpf_map_delete_elem(dp->ports_fd, &k);
+	}
+	return err;
+}
+
+void fw_dp_policy_retire(struct fw_dp *dp, __u32 id, __u32 old_port_state)
+{
+	struct fw_dp_rules *r = dp->rules;
+	struct slot *s;
+	struct job j;
+
+	if (slot_get(dp, id))
+		return;
+	s = &r->slot[id];
+	pthread_mutex_lock(&r->lock);
+	j.id = id;
+	j.keep = s->gen;
+	j.n = s->nold;
+	j.ports = old_port_state & ~FW_PORTSET_GEN ? (old_port_state & FW_PORTSET_GEN) | 1 : 0;
+	if (!j.n && !j.ports) {
+		pthread_mutex_unlock(&r->lock);
+		return;
+	}
+	if (r->nq == r->capq) {
+		size_t cap = r->capq ? 2 * r->capq : 64;
+		struct job *q = realloc(r->q, cap * sizeof(*q));
+
+		if (!q) {
+			pthread_mutex_unlock(&r->lock);
+			return; /* left for the next retire or the reaper */
+		}
+		r->q = q;
+		r->capq = cap;
+	}
+	r->q[r->nq++] = j;
+	s->nold = 0;
+	s->npending += j.n;
+	s->jobs++;
+	if (j.ports)
+		s->port_jobs++;
+	pthread_cond_signal(&r->work);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void fw_dp_rules_release(struct fw_dp *dp, __u32 id)
+{
+	struct fw_dp_rules *r = dp->rules;
+	struct slot *s;
+
+	if (slot_get(dp, id))
+		return; /* the reaper deletes them */
+	s = &r->slot[id];
+	pthread_mutex_lock(&r->lock);
+	s->nold += s->nlive;
+	s->nlive = 0;
+	s->gen++; /* every generation it had is older */
+	pthread_mutex_unlock(&r->lock);
+	fw_dp_policy_retire(dp, id, 0);
+}
+
+int fw_dp_rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, bool del)
+{
+	struct fw_dp_rules *r = dp->rules;
+	struct fw_rule_key k;
+	struct slot *s;
+	int err = slot_get(dp, id);
+
+	if (err)
+		return err;
+	s = &r->slot[id];
+	key_of(&k, &c->key, s->gen);
+	if (del) {
+		if (bpf_map_delete_elem(s->fd, &k))
+			return -errno;
+		pthread_mutex_lock(&r->lock);
+		s->nlive--;
+		pthread_mutex_unlock(&r->lock);
+		return 0;
+	}
+	if (bpf_map_update_elem(s->fd, &k, &c->rule, BPF_NOEXIST) == 0) {
+		pthread_mutex_lock(&r->lock);
+		s->nlive++;
+		pthread_mutex_unlock(&r->lock);
+		return 0;
+	}
+	if (errno == EEXIST && bpf_map_update_elem(s->fd, &k, &c->rule, BPF_EXIST) == 0)
+		return 0;
+	err = -errno;
+	fw_err("subject %u: can't edit rule trie: %s", id, strerror(-err));
+	return err;
+}
+
+/* ---- clearing ---------------------------------------------------------- */
+
+static void slot_emptied(struct fw_dp_rules *r, __u32 id)
+{
+	pthread_mutex_lock(&r->lock);
+	r->slot[id].nlive = r->slot[id].nold = 0;
+	pthread_mutex_unlock(&r->lock);
+}
+
+int fw_dp_rules_clear(struct fw_dp *dp, __u32 id)
+{
+	int err = slot_get(dp, id);
+
+	if (err)
+		return err;
+	flush(dp->rules, id);
+	err = grace(dp->rules);
+	if (!err)
+		err = delete_older(dp->rules->slot[id].fd, ~0u);
+	if (!err)
+		slot_emptied(dp->rules, id);
+	return err;
+}
+
+static int slot_fetch_dead(struct fw_dp *dp, __u32 id, void *dead)
+{
+	return ((const bool *)dead)[id] ? slot_fetch(dp, id, NULL) : 0;
+}
+
+int fw_dp_rules_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
+{
+	struct fw_dp_rules *r = dp->rules;
+	int err = 0;
+
+	if (!r)
+		return 0;
+	/* slots not opened yet (a restart), many at once */
+	for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++) {
+		if (dead[id] && !__atomic_load_n(&r->slot[id].known, __ATOMIC_ACQUIRE)) {
+			err = pool(dp, slot_fetch_dead, (void *)dead);
+			break;
+		}
+	}
+	if (err)
+		return err;
+	flush(r, FW_MAX_SUBJECTS);
+	/* nothing dispatches to them any more; packets that looked them up
+	 * before are done after this */
+	err = grace(r);
+	for (__u32 id = 0; id < FW_MAX_SUBJECTS && !err; id++) {
+		if (!dead[id])
+			continue;
+		err = delete_older(r->slot[id].fd, ~0u);
+		if (!err)
+			slot_emptied(r, id);
+	}
+	return err;
+}

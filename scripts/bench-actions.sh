@@ -199,9 +199,9 @@ mem() { awk '/^VmRSS|^VmHWM/ { printf "%s %s %s  ", $1, $2, $3 }' "/proc/$1/stat
 snapshot() {
 	nsx "$POD" "$CLI" --bpffs "$PIN" subjects 2>/dev/null | awk '/^[0-9]/' | sort
 }
-# which rule trie each subject slot holds (a policy swap changes the id)
+# which rule trie each subject slot holds (one for good since the first start)
 rules_snapshot() {
-	bpftool -j map dump pinned "$PIN/fastwall_rules" 2>/dev/null |
+	bpftool -j map dump pinned "$PIN/fastwall_rules_v2" 2>/dev/null |
 		jq -r '.[] | select(.value != null) | "\(.key) \(.value)"' 2>/dev/null | sort
 }
 
@@ -327,7 +327,7 @@ ab_run() { ab "$@" || { echo "  (actions_bench $1 failed: status $?)"; FAILED=1;
 	rafter=$(rules_snapshot)
 	nr=$(grep -c . <<<"$rbefore" || true)
 	if [[ $nr == 0 ]]; then
-		echo "  rule tries: could not read $PIN/fastwall_rules (bpftool, jq)"
+		echo "  rule tries: could not read $PIN/fastwall_rules_v2 (bpftool, jq)"
 	else
 		echo "  rule tries (subject slot -> inner map id): $nr before," \
 			"$(comm -13 <(echo "$rbefore") <(echo "$rafter") | grep -c . || true) replaced by the replay"

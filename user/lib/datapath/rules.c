@@ -56,6 +56,7 @@ struct fw_dp_rules {
 	pthread_t worker, warm;
 	int grace_outer, grace_inner; /* the worker's private map pair */
 	__u64 slot_writes, grace_waits;
+	bool no_batch; /* the kernel has no batch updates for LPM tries */
 };
 
 static void key_of(struct fw_rule_key *k, const struct fw_lpm_key *from, __u32 gen)
@@ -63,6 +64,42 @@ static void key_of(struct fw_rule_key *k, const struct fw_lpm_key *from, __u32 g
 	k->prefixlen = 32 + from->prefixlen;
 	k->gen = htonl(gen);
 	k->addr = from->addr;
+}
+
+/* Writes a generation's entries in one BPF_MAP_UPDATE_BATCH where the
+ * kernel has batches for LPM tries (one syscall instead of one per
+ * entry); returns how many it wrote, the caller writes the rest one by
+ * one (all of them on kernels without, which the first refusal records). */
+#define BATCH_MAX 256
+#ifndef ENOTSUPP
+#define ENOTSUPP 524 /* the kernel's own "operation not supported" */
+#endif
+static size_t batch_put(struct fw_dp_rules *r, int fd, const struct fw_compiled_set *set, __u32 gen,
+			__u32 pgen)
+{
+	struct fw_rule_key keys[BATCH_MAX];
+	struct fw_rule vals[BATCH_MAX];
+	size_t done = 0;
+
+	while (!r->no_batch && done < set->n) {
+		__u32 n = (__u32)(set->n - done > BATCH_MAX ? BATCH_MAX : set->n - done);
+		__u32 count = n;
+
+		for (__u32 i = 0; i < n; i++) {
+			key_of(&keys[i], &set->entries[done + i].key, gen);
+			vals[i] = set->entries[done + i].rule;
+			if (set->nports && vals[i].portset)
+				vals[i].portset |= pgen;
+		}
+		if (bpf_map_update_batch(fd, keys, vals, &count, NULL)) {
+			if (errno == EINVAL || errno == ENOTSUPP || errno == EOPNOTSUPP)
+				r->no_batch = true;
+			/* count: how many went in before the refusal */
+			return done + (count <= n ? count : 0);
+		}
+		done += n;
+	}
+	return done;
 }
 
 static int trie_create(void)
@@ -585,6 +622,7 @@ int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *
 		}
 	}
 	gen = s->gen + 1;
+	written = batch_put(r, s->fd, set, gen, pgen);
 	for (; written < set->n; written++) {
 		struct fw_rule v = set->entries[written].rule;
 		struct fw_rule_key k;

@@ -92,10 +92,14 @@ static size_t batch_put(struct fw_dp_rules *r, int fd, const struct fw_compiled_
 				vals[i].portset |= pgen;
 		}
 		if (bpf_map_update_batch(fd, keys, vals, &count, NULL)) {
-			if (errno == EINVAL || errno == ENOTSUPP || errno == EOPNOTSUPP)
+			if (errno == EINVAL || errno == ENOTSUPP || errno == EOPNOTSUPP) {
+				/* refused before any entry: the kernel leaves
+				 * count as it was given */
 				r->no_batch = true;
-			/* count: how many went in before the refusal */
-			return done + (count <= n ? count : 0);
+				return done;
+			}
+			/* count: how many went in before the failure */
+			return done + (count < n ? count : 0);
 		}
 		done += n;
 	}

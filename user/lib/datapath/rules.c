@@ -26,7 +26,8 @@
 #include "datapath/rules.h"
 
 #define SLOT_ROOM   (2 * FW_MAX_RULES)
-#define POOL_MAX    128 /* threads that write or fetch slots together */
+#define QUEUE_MAX   1024 /* retired generations waiting for the worker */
+#define POOL_MAX    128	 /* threads that write or fetch slots together */
 #define NOFILE_NEED (FW_MAX_SUBJECTS + 4096)
 
 struct slot {
@@ -687,6 +688,11 @@ void fw_dp_policy_retire(struct fw_dp *dp, __u32 id, __u32 old_port_state)
 		pthread_mutex_unlock(&r->lock);
 		return;
 	}
+	/* back-pressure: changes faster than the worker deletes wait for
+	 * it, so the backlog (memory, and what a stop has to drain) stays
+	 * bounded */
+	while (r->nq >= QUEUE_MAX && r->worker_up)
+		pthread_cond_wait(&r->done, &r->lock);
 	if (r->nq == r->capq) {
 		size_t cap = r->capq ? 2 * r->capq : 64;
 		struct job *q = realloc(r->q, cap * sizeof(*q));
@@ -801,7 +807,13 @@ int fw_dp_rules_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
 	}
 	if (err)
 		return err;
-	flush(r, FW_MAX_SUBJECTS);
+	/* only the dead ids' own deletions: they get no new ones, so this
+	 * ends after the worker's current round even while live subjects
+	 * keep it busy (waiting for an empty queue would starve the caller,
+	 * fastwalld's main loop, under a steady stream of policy changes) */
+	for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++)
+		if (dead[id])
+			flush(r, id);
 	/* nothing dispatches to them any more; packets that looked them up
 	 * before are done after this */
 	err = grace(r);

@@ -31,8 +31,7 @@
 static int passed, failed, ncpu;
 static char root[128];
 
-static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(bool ok, const char *fmt, ...)
+void check(bool ok, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -515,7 +514,7 @@ int main(void)
 	case_migrate();
 	case_crash();
 	case_refusals();
-	case_swaps(&passed, &failed);
+	case_swaps();
 	printf("abi: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

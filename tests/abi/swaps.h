@@ -2,7 +2,13 @@
 #ifndef FW_TESTS_ABI_SWAPS_H
 #define FW_TESTS_ABI_SWAPS_H
 
-/* Policy changes without slot writes (swaps.c); adds its counts. */
-void case_swaps(int *passed, int *failed);
+#include <stdbool.h>
+
+/* One "ok"/"FAIL" line, counted (migrate.c): every case of the binary
+ * reports through it. */
+void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Policy changes without slot writes (swaps.c). */
+void case_swaps(void);
 
 #endif

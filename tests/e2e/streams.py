@@ -27,20 +27,11 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from probe import family_of, split_hostport  # noqa: E402
+
 MAGIC = b"FWUP"
 PAD = b"." * 48
-
-
-def split_hostport(s):
-    if s.startswith("["):
-        host, _, port = s[1:].partition("]:")
-    else:
-        host, _, port = s.rpartition(":")
-    return host, int(port)
-
-
-def family_of(host):
-    return socket.AF_INET6 if ":" in host else socket.AF_INET
 
 
 def ranges(nums):

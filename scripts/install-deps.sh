@@ -8,11 +8,11 @@ PKGS=(
 	# build
 	make gcc clang llvm libclang-rt-14-dev libbpf-dev libelf-dev zlib1g-dev libyaml-dev libjansson-dev libmicrohttpd-dev pkg-config
 	bpftool
-	# tests (dig, dnsmasq as the test upstream)
-	libcriterion-dev iproute2 curl python3 netcat-openbsd procps kmod bind9-dnsutils dnsmasq-base
+	# tests (dig, dnsmasq as the test upstream; git: the upgrade test builds the previous release)
+	libcriterion-dev iproute2 curl python3 netcat-openbsd procps kmod bind9-dnsutils dnsmasq-base git
 	# benchmarks and plots (unbound: the DNS benchmark's upstream; linux-perf and
 	# strace: the profiles of make bench FULL=1)
-	iperf3 gnuplot-nox nftables dnsperf unbound linux-perf strace
+	iperf3 gnuplot-nox nftables dnsperf unbound linux-perf strace jq
 	# lint/format
 	clang-format clang-tidy cppcheck shellcheck bear
 	# kernel matrix (make vmtest)

@@ -2,11 +2,11 @@
 /* cp_kernel: what one control-plane operation costs in this kernel, next to
  * a plain array update in the same process (the yardstick).
  *
- *   cp_kernel [-n OPS] [-w WARMUP] [-p PINPREFIX]
+ *   cp_kernel [-n OPS] [-w WARMUP] [-p PINPREFIX] [-r RULES]
  *
  * On a fresh pin directory: fw_dp_open (timed: "first start"), a registry
  * over it, then OPS rounds of add (a new active subject, one address, a
- * 16-rule policy, through fw_reg_upsert), update (a changed policy, same
+ * policy of RULES CIDR rules (-r), through fw_reg_upsert), update (a changed policy, same
  * binding: same id), rebind (same name, another address: a new id) and
  * remove (fw_reg_unbind), each round also doing one bpf_map_update_elem on
  * a BPF_MAP_TYPE_ARRAY. Emulated kernels are 10-40x slower than real ones,
@@ -39,7 +39,8 @@
 #include "policy/policy.h"
 #include "subjects/registry.h"
 
-#define RULES	      16
+#define RULES	      16 /* CIDR rules of the policy, unless -r says */
+#define RULES_MAX     1024
 #define PLAIN_ENTRIES 1024
 #define PLAIN_VALUE   64	  /* bytes: a small record, like most fastwall values */
 #define TARGET_RATIO  20	  /* an operation costs at most 20 plain updates */
@@ -54,6 +55,7 @@ enum op { OP_ADD, OP_UPDATE, OP_REMOVE, OP_REBIND, OP_PLAIN, OP_MAX };
 static const char *const op_name[OP_MAX] = {"add", "update", "remove", "rebind", "plain"};
 
 static char pin[256];
+static unsigned int nrules = RULES;
 
 static void on_signal(int sig)
 {
@@ -76,7 +78,7 @@ static void v4(struct fw_ip *ip, __u32 host_order)
 	fw_addr_from_v4(ip, htonl(host_order));
 }
 
-/* Default deny and 16 CIDR rules (one deny); variant v moves 8 of them, so
+/* Default deny and nrules CIDR rules (one deny); variant v moves half of them, so
  * an update with another variant is a real change of the rule set. */
 static int build_policy(struct fw_policy *p, unsigned int v)
 {
@@ -87,10 +89,11 @@ static int build_policy(struct fw_policy *p, unsigned int v)
 	ret = fw_policy_set_default(p, "deny", err, sizeof(err));
 	if (!ret)
 		ret = fw_policy_add_rule(p, "deny", "203.0.113.66/32", NULL, 0, err, sizeof(err));
-	for (unsigned int k = 1; !ret && k < RULES; k++) {
-		unsigned int b = k < 9 ? (v * 8 + k) % 251 : 200 + k;
+	for (unsigned int k = 1; !ret && k < nrules; k++) {
+		unsigned int half = nrules / 2, b = k <= half ? (v * half + k) % 4096 : k;
 
-		snprintf(cidr, sizeof(cidr), "198.%u.%u.0/24", 18 + (k & 1), b);
+		snprintf(cidr, sizeof(cidr), "198.%u.%u.%u/28", k <= half ? 18 : 19, b / 16,
+			 (b % 16) * 16);
 		ret = fw_policy_add_rule(p, "allow", cidr, NULL, 0, err, sizeof(err));
 	}
 	if (ret) {
@@ -283,7 +286,7 @@ static void print_env(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: cp_kernel [-n OPS] [-w WARMUP] [-p PINPREFIX]\n");
+	fprintf(stderr, "usage: cp_kernel [-n OPS] [-w WARMUP] [-p PINPREFIX] [-r RULES]\n");
 }
 
 int main(int argc, char **argv)
@@ -304,7 +307,7 @@ int main(int argc, char **argv)
 	struct stat st;
 	__u64 t0;
 
-	while ((opt = getopt(argc, argv, "n:w:p:h")) != -1) {
+	while ((opt = getopt(argc, argv, "n:w:p:r:h")) != -1) {
 		switch (opt) {
 		case 'n':
 			nops = (unsigned int)strtoul(optarg, NULL, 10);
@@ -314,6 +317,13 @@ int main(int argc, char **argv)
 			break;
 		case 'p':
 			prefix = optarg;
+			break;
+		case 'r':
+			nrules = (unsigned int)strtoul(optarg, NULL, 10);
+			if (!nrules || nrules > RULES_MAX) {
+				fprintf(stderr, "cp_kernel: -r must be 1..%u\n", RULES_MAX);
+				return 2;
+			}
 			break;
 		default:
 			usage();

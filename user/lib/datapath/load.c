@@ -559,6 +559,11 @@ int fw_dp_open(const char *pin_root, struct fw_dp **out)
 	dp->reused = abi != 0;
 	dp->migrating = abi && abi < FW_ABI_VERSION;
 	had_rules = pinned(pin_root, "fastwall_rules_v2");
+	/* maps created by this start hold zero counters for every id */
+	dp->clean = calloc(FW_MAX_SUBJECTS, sizeof(*dp->clean));
+	if (dp->clean && !abi && !pinned(pin_root, "fastwall_subject_stats_v2") &&
+	    !pinned(pin_root, "fastwall_event_budget"))
+		memset(dp->clean, 1, FW_MAX_SUBJECTS * sizeof(*dp->clean));
 
 	/* unchanged maps are reused, replaced ones created under their new
 	 * names beside the old, which the old programs keep using */
@@ -591,6 +596,7 @@ int fw_dp_open(const char *pin_root, struct fw_dp **out)
 
 cleanup:
 	fw_dp_rules_close(dp);
+	free(dp->clean);
 	retired_close(dp);
 	user_maps_close(dp);
 	egress_bpf__destroy(dp->skel);
@@ -682,6 +688,7 @@ void fw_dp_close(struct fw_dp *dp)
 	if (dp->conn_count)
 		munmap(dp->conn_count, FW_MAX_SUBJECTS * sizeof(__u64));
 	fw_dp_rules_close(dp);
+	free(dp->clean);
 	retired_close(dp);
 	user_maps_close(dp);
 	if (dp->skel) {

@@ -108,8 +108,8 @@ run_one() {
 		echo "boot_seconds=$(sed -n 's/^# vmtest: .* boot took \([0-9.]*\)s$/\1/p' "$serial" 2>/dev/null | head -1)"
 		echo "kernel_warnings=$(grep -cE 'WARNING:|BUG:|Oops|Call Trace' "$console" 2>/dev/null || true)"
 		sed -n 's/^# feature \([a-z0-9_]*\) \(.*\)$/feature_\1=\2/p' "$serial" 2>/dev/null
-		# the control-plane figures: "# cp add p50_us=8.1 ratio=2.3" -> cp_add_p50_us=8.1 ...
-		awk '/^# cp [a-z_]+ / { for (i = 4; i <= NF; i++) if (split($i, kv, "=") == 2) print "cp_" $3 "_" kv[1] "=" kv[2] }' "$serial" 2>/dev/null
+		# the control-plane figures: "# cp add_r4 p50_us=8.1 ratio=2.3" -> cp_add_r4_p50_us=8.1 ...
+		awk '/^# cp [a-z0-9_]+ / { for (i = 4; i <= NF; i++) if (split($i, kv, "=") == 2) print "cp_" $3 "_" kv[1] "=" kv[2] }' "$serial" 2>/dev/null
 	} >"$res"
 	report_line "$res"
 	if [ "$st" != ok ] || [ "$f" -gt 0 ]; then

@@ -583,6 +583,12 @@ static void flush(struct fw_dp_rules *r, __u32 id)
 	pthread_mutex_unlock(&r->lock);
 }
 
+void fw_dp_rules_no_batch(struct fw_dp *dp)
+{
+	if (dp->rules)
+		dp->rules->no_batch = true;
+}
+
 void fw_dp_rules_settle(struct fw_dp *dp)
 {
 	if (dp->rules)

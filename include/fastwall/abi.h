@@ -51,6 +51,14 @@
 #ifndef FW_MAX_L2_PORTS
 #define FW_MAX_L2_PORTS 4096 /* sandbox ports with a link-layer binding */
 #endif
+#ifndef FW_MAX_CGROUPS
+#define FW_MAX_CGROUPS FW_MAX_SUBJECTS /* process subjects: one cgroup each */
+#endif
+/* cgroup levels below the cgroup2 root the programs look through for a
+ * sandbox's cgroup; fastwalld refuses a deeper one (it could not be found) */
+#ifndef FW_CG_MAX_LEVELS
+#define FW_CG_MAX_LEVELS 16
+#endif
 #ifndef FW_EVENT_RING_BYTES
 #define FW_EVENT_RING_BYTES (1 << 20)
 #endif
@@ -123,6 +131,16 @@ struct fw_subject {
 	struct fw_ip gateway[2];
 	struct fw_ip private_net[2];
 };
+
+/* fastwall_cgroups: cgroup v2 id -> the subject of the processes in that
+ * cgroup and every cgroup below it (process sandboxes in the node's own
+ * network namespace; fw_subject as in fastwall_dispatch, ifindex
+ * FW_IFINDEX_ANY, no gateway or private CIDR). The cgroup programs look
+ * up the ancestors of a socket's or task's cgroup from the top, levels 1
+ * to FW_CG_MAX_LEVELS, and the first one found decides: nothing below a
+ * sandbox's cgroup can leave its policy. Added in ABI 2 without a new
+ * version: older pins lack it and fastwalld creates it at start. Writer:
+ * fastwalld. Reader: the cgroup programs. */
 
 /* fastwall_rules_v2: subject id -> that slot's LPM trie {struct
  * fw_rule_key -> struct fw_rule}. The controller resolves "deny beats
@@ -405,6 +423,8 @@ enum fw_origin {
 	 * connection records and port exceptions wait for the reaper, and the
 	 * id is not reused before they are gone */
 	FW_ORIGIN_RETIRED = 3,
+	/* a process sandbox of `fastwall run` (cgroup, no addresses) */
+	FW_ORIGIN_PROCESS = 4,
 };
 
 struct fw_subject_meta {

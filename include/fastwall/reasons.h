@@ -71,7 +71,9 @@
 	  "IPv6 packet whose source or destination is v4-mapped (`::ffff:0:0/96`)")                \
 	X(FW_DROP_LEARNED_PORT, 28, FW_VERDICT_DROP, "learned-port",                               \
 	  "learned destination, port outside the `ports` of the rules that taught it (or no "      \
-	  "TCP/UDP port at all)")
+	  "TCP/UDP port at all)")                                                                  \
+	X(FW_DROP_SOCKET_TYPE, 29, FW_VERDICT_DROP, "socket-type",                                 \
+	  "raw (`SOCK_RAW`) or packet (`AF_PACKET`) socket in a process sandbox")
 
 /* Counter slots in fastwall_stats_v2 and fw_subject_stats: room for new
  * reasons without a new map layout. */

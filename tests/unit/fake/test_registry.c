@@ -6,6 +6,7 @@
 #include <errno.h>
 
 #include "helpers.h"
+#include "datapath/cgroup.h"
 
 static struct fw_dp *dp;
 static struct fw_registry reg;
@@ -317,4 +318,76 @@ Test(registry, a_failed_dispatch_write_leaves_no_subject)
 	/* the retry converges */
 	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
 	cr_assert_eq(dispatch_id(dp, "192.0.2.10"), id_of("web"));
+}
+
+/* A process subject: no address, its cgroup in fastwall_cgroups with the
+ * live generation of its rules, under one id through a policy change, and
+ * gone with the subject. */
+Test(registry, cgroup_subject_follows_its_rules_and_goes_with_it)
+{
+	struct fw_subject_spec s;
+	struct fw_subject ks;
+	struct fw_entry *e;
+	char name[FW_NAME_LEN];
+	__u32 id, owner = 0, gen;
+
+	spec_init(&s, "proc", "192.0.2.10", NULL);
+	s.naddrs = 0;
+	s.cgroup_id = 4242;
+	rule_add(&s.policy, "allow", "198.51.100.0/24");
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_PROCESS, NULL), 0);
+	id = id_of("proc");
+	cr_assert_neq(id, 0);
+	cr_assert_eq(fake_dispatch_count(dp), 0, "no address, no dispatch entry");
+	cr_assert_eq(fw_dp_cgroup_lookup(dp, 4242, &ks), 0);
+	cr_assert_eq(ks.id, id);
+	cr_assert_eq(ks.state, FW_STATE_ACTIVE);
+	cr_assert_eq(ks.rules_gen, fw_dp_rules_gen(dp, id));
+	cr_assert_eq(verdict(dp, id, "198.51.100.7"), FW_ACTION_ALLOW);
+	cr_assert_eq(fw_reg_cgroup_owner(&reg, 4242, name, sizeof(name), &owner), 0);
+	cr_assert_str_eq(name, "proc");
+	cr_assert_eq(owner, id);
+
+	/* a new policy (two changes: a whole swap, not an edit in place):
+	 * the same id, the cgroup entry names the new generation */
+	gen = ks.rules_gen;
+	rule_add(&s.policy, "allow", "203.0.113.0/24");
+	rule_add(&s.policy, "allow", "192.0.2.128/25");
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_PROCESS, NULL), 0);
+	cr_assert_eq(id_of("proc"), id);
+	cr_assert_eq(fw_dp_cgroup_lookup(dp, 4242, &ks), 0);
+	cr_assert_neq(ks.rules_gen, gen);
+	cr_assert_eq(ks.rules_gen, fw_dp_rules_gen(dp, id));
+	cr_assert_eq(verdict(dp, id, "203.0.113.7"), FW_ACTION_ALLOW);
+
+	e = fw_reg_get(&reg, "proc", false);
+	cr_assert_not_null(e);
+	cr_assert_eq(fw_reg_unbind(&reg, e), 0);
+	fw_reg_put(&reg, e);
+	cr_assert_eq(fw_dp_cgroup_lookup(dp, 4242, &ks), -ENOENT);
+	cr_assert_eq(fw_reg_cgroup_owner(&reg, 4242, name, sizeof(name), NULL), -ENOENT);
+	fw_policy_free(&s.policy);
+}
+
+/* After a restart the registry adopts the cgroup entry of a subject it
+ * knows, and removes one pointing at an id nobody holds (fail closed). */
+Test(registry, restart_adopts_cgroups_and_drops_strays)
+{
+	struct fw_subject_spec s;
+	struct fw_subject ks, stray = {.id = 77, .state = FW_STATE_ACTIVE};
+	__u32 id;
+
+	spec_init(&s, "proc", "192.0.2.10", NULL);
+	s.naddrs = 0;
+	s.cgroup_id = 99;
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_PROCESS, NULL), 0);
+	id = id_of("proc");
+	cr_assert_eq(fw_dp_cgroup_put(dp, 1234, &stray), 0);
+	fw_reg_free(&reg);
+	reg_start(&reg, dp);
+	cr_assert_eq(id_of("proc"), id);
+	cr_assert_eq(fw_reg_find(&reg, "proc")->cgroup_id, 99);
+	cr_assert_eq(fw_dp_cgroup_lookup(dp, 99, &ks), 0);
+	cr_assert_eq(fw_dp_cgroup_lookup(dp, 1234, &ks), -ENOENT);
+	fw_policy_free(&s.policy);
 }

@@ -89,11 +89,12 @@ int parse_subjects(struct cfg_ctx *ctx, yaml_node_t *node);
 
 /* --- keys.c: the keys whose fields are struct fw_cfg's --- */
 
-extern const struct fw_cfgtable cfg_top_keys;	   /* "" */
-extern const struct fw_cfgtable cfg_datapath_keys; /* datapath */
-extern const struct fw_cfgtable cfg_doh_keys;	   /* datapath.doh */
-extern const struct fw_cfgtable cfg_events_keys;   /* datapath.events */
-extern const struct fw_cfgtable cfg_actions_keys;  /* actions */
-extern const struct fw_cfgtable cfg_dns_keys;	   /* dns, besides the proxy's and learner's */
+extern const struct fw_cfgtable cfg_top_keys;	    /* "" */
+extern const struct fw_cfgtable cfg_datapath_keys;  /* datapath */
+extern const struct fw_cfgtable cfg_doh_keys;	    /* datapath.doh */
+extern const struct fw_cfgtable cfg_events_keys;    /* datapath.events */
+extern const struct fw_cfgtable cfg_actions_keys;   /* actions */
+extern const struct fw_cfgtable cfg_processes_keys; /* processes */
+extern const struct fw_cfgtable cfg_dns_keys;	    /* dns, besides the proxy's and learner's */
 
 #endif /* FW_CONFIG_PARSE_H */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <mntent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,6 +298,11 @@ int fw_cg_mount(const char *want, const char *fallback, char *out, size_t len)
 		snprintf(out, len, "%s", want);
 		return 0;
 	}
+	/* a hybrid layout has one already (/sys/fs/cgroup/unified) */
+	if (fw_cg_find_mount(out, len) == 0) {
+		fw_info("%s is not a cgroup2 mount: using the one at %s", want, out);
+		return 0;
+	}
 	if (!fw_cg_is_cgroup2(fallback)) {
 		err = mkdir_p(fallback);
 		if (err ||
@@ -390,5 +396,24 @@ int fw_cg_path_of(const char *root, __u64 id, char *out, size_t len)
 	else
 		out[n] = '\0';
 	close(fd);
+	return err;
+}
+
+int fw_cg_find_mount(char *out, size_t len)
+{
+	FILE *f = setmntent("/proc/self/mounts", "re");
+	struct mntent *m;
+	int err = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while ((m = getmntent(f))) {
+		if (strcmp(m->mnt_type, "cgroup2") == 0 && fw_cg_is_cgroup2(m->mnt_dir)) {
+			snprintf(out, len, "%s", m->mnt_dir);
+			err = 0;
+			break;
+		}
+	}
+	endmntent(f);
 	return err;
 }

@@ -46,8 +46,9 @@ void fw_cg_close(struct fw_cg *cg);
 
 /* true when path is the root of a cgroup2 mount */
 bool fw_cg_is_cgroup2(const char *path);
-/* want when it is a cgroup2 mount, else fallback after mounting cgroup2
- * there (created when missing); the one used goes to out. */
+/* want when it is a cgroup2 mount, else the first cgroup2 mount there is,
+ * else fallback after mounting cgroup2 there (created when missing); the
+ * one used goes to out. */
 int fw_cg_mount(const char *want, const char *fallback, char *out, size_t len);
 /* The cgroup v2 id of directory path (its inode number, as the kernel's
  * bpf_get_current_cgroup_id reports it). */
@@ -59,6 +60,8 @@ int fw_cg_level(const char *root, const char *path);
 int fw_cg_populated(const char *path);
 /* Kills every process in cgroup path and below (cgroup.kill). */
 int fw_cg_kill(const char *path);
+/* The first cgroup2 mount of this mount namespace (/proc/self/mounts). */
+int fw_cg_find_mount(char *out, size_t len);
 /* The path of cgroup id under the cgroup2 mount root, from its file
  * handle; -ENOENT when the id is not a live cgroup there. */
 int fw_cg_path_of(const char *root, __u64 id, char *out, size_t len);

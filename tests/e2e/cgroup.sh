@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Process sandboxes: commands started with `fastwall run` in the pod
+# namespace (standing in for the node, whose network namespace they share)
+# against real servers in the simulated internet. Allowed connects pass,
+# denied ones fail at once with EPERM (TCP connect, UDP sendto, IPv4 and
+# IPv6), raw and packet sockets are refused, children and sub-cgroups are
+# held to the sandbox's policy, two runs with different policies at once,
+# counters in fastwall status and subjects, and the subject and cgroup go
+# after SIGINT of the launcher and after SIGKILL (once the command ends).
+# The cgroup programs attach to a cgroup of this run only, so nothing
+# else on the machine is checked.
+set -u
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+fw_require
+
+CG_MNT=/tmp/fastwall-cg-$FW_ID
+CG_PARENT=fwtest-$FW_ID
+CG=$CG_MNT/$CG_PARENT
+RUN_SOCK=$FW_TMP/run.sock
+PROBE_SOCK="$FW_E2E_DIR/sockprobe.py"
+
+cg_cleanup() {
+	set +e
+	[ -w "$CG/cgroup.kill" ] && echo 1 >"$CG/cgroup.kill"
+	fw_stop_daemon
+	[ -f "$FW_CFG" ] && fw_ns "$NS_POD" "$FASTWALLD" -c "$FW_CFG" detach >/dev/null 2>&1
+	if [ -d "$CG" ]; then
+		for _ in $(seq 50); do
+			[ "$(awk '/populated/ { print $2 }' "$CG/cgroup.events")" = 0 ] && break
+			sleep 0.1
+		done
+		find "$CG" -depth -type d -exec rmdir {} + 2>/dev/null
+	fi
+	mountpoint -q "$CG_MNT" && umount "$CG_MNT"
+	rmdir "$CG_MNT" 2>/dev/null
+	fw_cleanup
+}
+trap cg_cleanup EXIT
+
+fw_topology
+fw_serve_internet
+# ping sockets for root in the pod namespace (ICMP without a raw socket)
+fw_ns "$NS_POD" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
+export FW_CG_MNT=$CG_MNT
+mkdir -p "$CG_MNT"
+mount -t cgroup2 none "$CG_MNT" || fw_die "can't mount cgroup2 at $CG_MNT"
+
+cat >"$FW_CFG" <<EOF
+log_level: info
+dns: { proxy: false }
+datapath:
+  bpffs: $BPFFS
+  events: { rate: 1000, burst: 1000 }
+processes:
+  cgroup_root: $CG_MNT
+  cgroup_parent: $CG_PARENT
+  socket: $RUN_SOCK
+EOF
+cat >"$FW_TMP/web.json" <<EOF
+{"defaultAction": "deny", "egress": [
+  {"action": "allow", "target": "198.51.100.0/24"},
+  {"action": "deny", "target": "198.51.100.66"},
+  {"action": "allow", "target": "2001:db8::10"}]}
+EOF
+
+fw_start_daemon || exit 1
+check "fastwalld attached the cgroup programs to $CG_PARENT" \
+	fw_wait_log "process sandboxes: cgroup programs on $CG" 1 2
+
+# run NAME [OPTIONS...] -- CMD...: fastwall run in the pod namespace
+run() {
+	local name=$1
+	shift
+	fw_ns "$NS_POD" "$FASTWALL" run --socket "$RUN_SOCK" --name "$name" "$@"
+}
+web() { run "web-$FW_ID" --policy "$FW_TMP/web.json" -- "$@"; }
+probe() { "$FW_PY" "$PROBE_SOCK" "$@"; }
+
+# what fastwall run passes on: the command's exit status
+web true
+check_eq "fastwall run passes exit status 0" "$?" 0
+web sh -c 'exit 7'
+check_eq "fastwall run passes exit status 7" "$?" 7
+
+check "allowed TCP connect to 198.51.100.10:80 succeeds" \
+	web "$FW_PY" "$PROBE_SOCK" tcp 198.51.100.10 80 --want ok
+check "denied TCP connect to 198.51.100.66:80 fails with EPERM" \
+	web "$FW_PY" "$PROBE_SOCK" tcp 198.51.100.66 80 --want EPERM
+check "default-denied TCP connect to 203.0.113.10:80 fails with EPERM" \
+	web "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want EPERM
+check "allowed UDP sendto 198.51.100.10:9000 gets its echo" \
+	web "$FW_PY" "$PROBE_SOCK" udp 198.51.100.10 9000 --want ok
+check "denied UDP sendto 203.0.113.10:9000 fails with EPERM" \
+	web "$FW_PY" "$PROBE_SOCK" udp 203.0.113.10 9000 --want EPERM
+check "allowed IPv6 TCP connect to [2001:db8::10]:80 succeeds" \
+	web "$FW_PY" "$PROBE_SOCK" tcp 2001:db8::10 80 --want ok
+check "denied IPv6 TCP connect to [2001:db8::66]:80 fails with EPERM" \
+	web "$FW_PY" "$PROBE_SOCK" tcp 2001:db8::66 80 --want EPERM
+check "denied IPv6 UDP sendto [2001:db8::66]:9000 fails with EPERM" \
+	web "$FW_PY" "$PROBE_SOCK" udp 2001:db8::66 9000 --want EPERM
+check "an IPv6 socket's v4-mapped ::ffff:203.0.113.10 is denied as IPv4" \
+	web "$FW_PY" "$PROBE_SOCK" tcp ::ffff:203.0.113.10 80 --want EPERM
+check "a raw socket is refused with EPERM" \
+	web "$FW_PY" "$PROBE_SOCK" raw --want EPERM
+check "a packet socket is refused with EPERM (fastwall run drops CAP_NET_RAW)" \
+	web "$FW_PY" "$PROBE_SOCK" packet --want EPERM
+check "fastwall run's command has no CAP_NET_RAW, bounding set included" \
+	web sh -c "! grep -E '^Cap(Eff|Bnd):' /proc/self/status | awk '{ print \$2 }' | \
+		while read -r m; do [ \$(( 0x\$m >> 13 & 1 )) = 1 ] && echo has; done | grep -q has"
+check "ICMP echo (ping socket) to a denied destination is dropped" \
+	web "$FW_PY" "$PROBE_SOCK" ping 203.0.113.10 --want EPERM
+check "ICMP echo to an allowed destination gets its reply" \
+	web "$FW_PY" "$PROBE_SOCK" ping 198.51.100.10 --want ok
+check "a child process is held to the policy" \
+	web sh -c "sh -c '$FW_PY $PROBE_SOCK tcp 203.0.113.10 80 --want EPERM'"
+check "a sub-cgroup the sandbox makes is held to the policy" \
+	web "$FW_PY" "$PROBE_SOCK" subcgroup 203.0.113.10 80 --want EPERM
+check "... and keeps what it allows" \
+	web "$FW_PY" "$PROBE_SOCK" subcgroup 198.51.100.10 80 --want ok
+check "outside any sandbox the pod namespace reaches 203.0.113.10" \
+	fw_ns "$NS_POD" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want ok
+
+# two runs at once, each with its own policy
+# nsenter execs fastwall run: $! is the launcher, signals reach it
+nsenter --net="/run/netns/$NS_POD" "$FASTWALL" run --socket "$RUN_SOCK" --name "a-$FW_ID" \
+	--allow 203.0.113.10 -- sleep 120 &
+A=$!
+nsenter --net="/run/netns/$NS_POD" "$FASTWALL" run --socket "$RUN_SOCK" --name "b-$FW_ID" \
+	--allow 198.51.100.10 -- sleep 120 &
+B=$!
+FW_PIDS+=("$A" "$B")
+fw_eventually 5 test -d "$CG/a-$FW_ID" && fw_eventually 5 test -d "$CG/b-$FW_ID"
+# a process joins each sandbox's cgroup as fastwall run's child would
+in_cg() { # CGROUP CMD...
+	local cg=$1
+	shift
+	fw_ns "$NS_POD" sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$@"
+}
+check "run a reaches 203.0.113.10" in_cg "$CG/a-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want ok
+check "run a may not reach 198.51.100.10" in_cg "$CG/a-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 198.51.100.10 80 --want EPERM
+check "run b reaches 198.51.100.10" in_cg "$CG/b-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 198.51.100.10 80 --want ok
+check "run b may not reach 203.0.113.10" in_cg "$CG/b-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want EPERM
+check "a process that joins run b with CAP_NET_RAW: its raw socket is refused (sock_create)" \
+	in_cg "$CG/b-$FW_ID" "$FW_PY" "$PROBE_SOCK" raw --want EPERM
+fw_cli subjects >"$FW_TMP/subjects.out"
+check "fastwall subjects shows run a's cgroup" \
+	sh -c "grep -E '^[0-9]+ +a-$FW_ID +active .*cgroup:/.*/$CG_PARENT/a-$FW_ID\$' '$FW_TMP/subjects.out'"
+check_ge "fastwall subjects counts run b's deny-cidr/default-deny" \
+	"$(fw_subject_counter "b-$FW_ID" "drop default-deny")" 1
+check_ge "fastwall status counts default-deny" "$(fw_counter "drop default-deny")" 1
+check_ge "fastwall status counts socket-type" "$(fw_counter "drop socket-type")" 1
+check "a deny event names the subject" \
+	fw_wait_log "deny subject=b-$FW_ID reason=default-deny proto=tcp .*dst=203.0.113.10 dport=80" 1 2
+
+# SIGINT to the launcher: the command ends, subject and cgroup go
+kill -INT "$A"
+wait "$A"
+check_eq "SIGINT: the launcher ends with the command's status (130)" "$?" 130
+gone() { # NAME
+	! fw_cli subjects | grep -qE "^[0-9]+ +$1 " && [ ! -d "$CG/$1" ]
+}
+check "SIGINT: subject and cgroup of run a are gone" fw_eventually 5 gone "a-$FW_ID"
+
+# SIGKILL: the command goes on under its policy until it ends, then
+# fastwalld notices the empty cgroup
+SLEEP=$(awk '{ print $1 }' "$CG/b-$FW_ID/cgroup.procs" | head -1)
+kill -KILL "$B"
+wait "$B" 2>/dev/null
+sleep 1.5
+check "SIGKILL: run b's subject stays while its command runs" \
+	sh -c "'$FASTWALL' --bpffs '$BPFFS' subjects | grep -qE '^[0-9]+ +b-$FW_ID '"
+check "SIGKILL: its command still may not reach 203.0.113.10" \
+	in_cg "$CG/b-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want EPERM
+kill "$SLEEP"
+check "SIGKILL: once the command ended, subject and cgroup are gone" fw_eventually 5 gone "b-$FW_ID"
+check "fastwalld logged the end of run b" fw_wait_log "run b-$FW_ID: ended" 1 2
+
+# the registration socket: bad requests change nothing, root only
+check_fails "fastwall run refuses a bad name" run "../x" -- true
+check_fails "fastwall run refuses a bad target" run "bad-$FW_ID" --allow "not a target!" -- true
+check "a request with an unknown key is refused" \
+	"$FW_PY" "$PROBE_SOCK" request "$RUN_SOCK" '{"op":"add","name":"k","policy":"","extra":1}' --want refused
+# the socket is 0600 in a 0700 directory; opened up for a moment, so that
+# the refusal is fastwalld's SO_PEERCRED check
+chmod 711 "$FW_TMP" && chmod 666 "$RUN_SOCK"
+check "a non-root peer is refused" \
+	"$FW_PY" "$PROBE_SOCK" request "$RUN_SOCK" '{"op":"add","name":"k","policy":""}' --uid 65534 --want refused
+chmod 700 "$FW_TMP" && chmod 600 "$RUN_SOCK"
+check "nothing was registered by the refused requests" \
+	sh -c "! '$FASTWALL' --bpffs '$BPFFS' subjects | grep -qE '^[0-9]+ +(k|bad-$FW_ID) '"
+
+fw_summary

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Socket calls as a sandboxed process makes them, for tests/e2e/cgroup.sh.
+
+Each mode prints what happened ("ok", or the errno's name, or "timeout")
+and exits 0 when that is --want:
+
+  tcp HOST PORT              connect()
+  udp HOST PORT              sendto() and wait for the echo
+  raw                        socket(AF_INET, SOCK_RAW, IPPROTO_ICMP)
+  packet                     socket(AF_PACKET, SOCK_RAW)
+  ping HOST                  an ICMP echo over a ping socket
+  before CGROUP HOST PORT    a UDP socket made outside CGROUP, then joins it
+                             and sendto()
+  subcgroup HOST PORT        makes a cgroup below its own, joins it, connect()
+  request SOCKET JSON        one request to fastwalld's run socket: "ok" or
+                             "refused" as fastwalld answers [--uid N: as N]
+"""
+import argparse
+import errno
+import json
+import os
+import socket
+import sys
+
+
+def result_of(exc):
+    if isinstance(exc, socket.timeout):
+        return "timeout"
+    if isinstance(exc, OSError) and exc.errno:
+        return errno.errorcode.get(exc.errno, str(exc.errno))
+    return type(exc).__name__
+
+
+def family_of(host):
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+def tcp(host, port):
+    s = socket.socket(family_of(host), socket.SOCK_STREAM)
+    s.settimeout(3)
+    try:
+        s.connect((host, port))
+        return "ok"
+    finally:
+        s.close()
+
+
+def udp_send(s, host, port):
+    s.settimeout(2)
+    s.sendto(b"fastwall-probe", (host, port))
+    data, _ = s.recvfrom(2048)
+    return "ok" if data == b"fastwall-probe" else "bad-echo"
+
+
+def udp(host, port):
+    with socket.socket(family_of(host), socket.SOCK_DGRAM) as s:
+        return udp_send(s, host, port)
+
+
+def raw():
+    socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP).close()
+    return "ok"
+
+
+def packet():
+    socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0).close()
+    return "ok"
+
+
+def ping(host):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP) as s:
+        s.settimeout(2)
+        # echo request: type 8, code 0, checksum (the kernel fills it), id, seq
+        s.sendto(b"\x08\x00\x00\x00\x00\x00\x00\x01fastwall", (host, 0))
+        data, _ = s.recvfrom(2048)
+        return "ok" if data[:1] == b"\x00" else "bad-reply"
+
+
+def join(cgroup):
+    with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+        f.write("0")
+
+
+def before(cgroup, host, port):
+    with socket.socket(family_of(host), socket.SOCK_DGRAM) as s:
+        join(cgroup)
+        return udp_send(s, host, port)
+
+
+def subcgroup(host, port):
+    with open("/proc/self/cgroup") as f:
+        own = [line.split("::", 1)[1].strip() for line in f if line.startswith("0::")][0]
+    sub = os.environ["FW_CG_MNT"] + own + "/sub"
+    os.makedirs(sub, exist_ok=True)
+    join(sub)
+    return tcp(host, port)
+
+
+def request(path, text, uid):
+    if uid is not None:
+        os.setgid(uid)
+        os.setuid(uid)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+        s.settimeout(3)
+        s.connect(path)
+        # a peer fastwalld refuses gets its answer at once, unasked
+        if uid is None:
+            s.send(text.encode())
+        answer = json.loads(s.recv(65536))
+        return "ok" if answer.get("ok") else "refused"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode")
+    ap.add_argument("args", nargs="*")
+    ap.add_argument("--want", required=True)
+    ap.add_argument("--uid", type=int)
+    a = ap.parse_args()
+    try:
+        if a.mode == "tcp":
+            got = tcp(a.args[0], int(a.args[1]))
+        elif a.mode == "udp":
+            got = udp(a.args[0], int(a.args[1]))
+        elif a.mode == "raw":
+            got = raw()
+        elif a.mode == "packet":
+            got = packet()
+        elif a.mode == "ping":
+            got = ping(a.args[0])
+        elif a.mode == "before":
+            got = before(a.args[0], a.args[1], int(a.args[2]))
+        elif a.mode == "subcgroup":
+            got = subcgroup(a.args[0], int(a.args[1]))
+        elif a.mode == "request":
+            got = request(a.args[0], a.args[1], a.uid)
+        else:
+            ap.error("unknown mode " + a.mode)
+    except Exception as exc:  # the outcome is what we report
+        got = result_of(exc)
+    print(got)
+    sys.exit(0 if got == a.want else 1)
+
+
+if __name__ == "__main__":
+    main()

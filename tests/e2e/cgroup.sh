@@ -136,6 +136,7 @@ fw_eventually 5 test -d "$CG/a-$FW_ID" && fw_eventually 5 test -d "$CG/b-$FW_ID"
 in_cg() { # CGROUP CMD...
 	local cg=$1
 	shift
+	# shellcheck disable=SC2016 # expanded by the inner sh
 	fw_ns "$NS_POD" sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$@"
 }
 check "run a reaches 203.0.113.10" in_cg "$CG/a-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want ok

@@ -178,6 +178,32 @@ kill "$SLEEP"
 check "SIGKILL: once the command ended, subject and cgroup are gone" fw_eventually 5 gone "b-$FW_ID"
 check "fastwalld logged the end of run b" fw_wait_log "run b-$FW_ID: ended" 1 2
 
+# a restart of fastwalld: the sandbox keeps its policy while it is away,
+# the new one adopts the subject and replaces its own programs (no second
+# copy), and the launcher's remove reaches it on a new connection
+nsenter --net="/run/netns/$NS_POD" "$FASTWALL" run --socket "$RUN_SOCK" --name "c-$FW_ID" \
+	--allow 198.51.100.10 -- sleep 120 &
+C=$!
+FW_PIDS+=("$C")
+fw_eventually 5 test -s "$CG/c-$FW_ID/cgroup.procs"
+fw_stop_daemon
+check "fastwalld stopped: run c still may not reach 203.0.113.10" \
+	in_cg "$CG/c-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want EPERM
+check "fastwalld stopped: run c still reaches 198.51.100.10" \
+	in_cg "$CG/c-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 198.51.100.10 80 --want ok
+fw_start_daemon || exit 1
+check "restarted: run c still may not reach 203.0.113.10" \
+	in_cg "$CG/c-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want EPERM
+check "restarted: run c's subject was adopted" \
+	sh -c "'$FASTWALL' --bpffs '$BPFFS' subjects | grep -qE '^[0-9]+ +c-$FW_ID +active'"
+n_connect4=$(bpftool cgroup show "$CG" 2>/dev/null | grep -c 'cgroup_inet4_connect\|connect4')
+check_eq "restarted: one connect4 program on $CG_PARENT, not two" "$n_connect4" 1
+SLEEP=$(head -1 "$CG/c-$FW_ID/cgroup.procs")
+kill "$SLEEP"
+wait "$C"
+check_eq "restarted: the launcher ends with its command's status (143)" "$?" 143
+check "restarted: subject and cgroup of run c are gone" fw_eventually 5 gone "c-$FW_ID"
+
 # the registration socket: bad requests change nothing, root only
 check_fails "fastwall run refuses a bad name" run "../x" -- true
 check_fails "fastwall run refuses a bad target" run "bad-$FW_ID" --allow "not a target!" -- true

@@ -272,7 +272,8 @@ static void handle_remove(struct client *c, const struct fw_run_req *req)
 	int err;
 
 	if (!run) {
-		refuse(c, "no run named %s%s", req->name, 0);
+		/* gone already (its cgroup emptied first): nothing to do */
+		reply(c, &r);
 		return;
 	}
 	snprintf(r.cgroup, sizeof(r.cgroup), "%s", run->path);

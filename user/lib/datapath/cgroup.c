@@ -135,6 +135,13 @@ void fw_cg_close(struct fw_cg *cg)
 	free(cg);
 }
 
+int fw_cg_prog_fd(struct fw_cg *cg, const char *name)
+{
+	struct bpf_program *p = bpf_object__find_program_by_name(cg->skel->obj, name);
+
+	return p ? bpf_program__fd(p) : -ENOENT;
+}
+
 /* The ids of the programs of type attached to cgroup fd cgfd whose name
  * is want (prefix: every fastwall cgroup program); at most max. */
 static int attached(int cgfd, enum bpf_attach_type type, const char *want, bool prefix, __u32 *out,

@@ -41,6 +41,8 @@ int fw_cg_attach(struct fw_cg *cg, const char *dir);
  * how many it detached. */
 int fw_cg_detach(const char *dir);
 void fw_cg_close(struct fw_cg *cg);
+/* The descriptor of program name (fw_cg_egress, ...), for tests; -ENOENT. */
+int fw_cg_prog_fd(struct fw_cg *cg, const char *name);
 
 /* ---- the cgroup2 file system ---- */
 

@@ -57,6 +57,12 @@ processes:
   cgroup_root: $CG_MNT
   cgroup_parent: $CG_PARENT
   socket: $RUN_SOCK
+subjects:
+  - name: svc-$FW_ID
+    cgroup: svc/main
+    policy:
+      egress:
+        - { action: allow, target: 203.0.113.10 }
 EOF
 cat >"$FW_TMP/web.json" <<EOF
 {"defaultAction": "deny", "egress": [
@@ -77,6 +83,30 @@ run() {
 }
 web() { run "web-$FW_ID" --policy "$FW_TMP/web.json" -- "$@"; }
 probe() { "$FW_PY" "$PROBE_SOCK" "$@"; }
+
+# a static subject with a cgroup: fastwalld made it, and holds it to its policy
+in_cg() { # CGROUP CMD...: a process joins CGROUP, as fastwall run's child does
+	local cg=$1
+	shift
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	fw_ns "$NS_POD" sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$@"
+}
+check "static subject: fastwalld created its cgroup svc/main" test -d "$CG/svc/main"
+check "static subject: reaches 203.0.113.10" \
+	in_cg "$CG/svc/main" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want ok
+check "static subject: may not reach 198.51.100.10" \
+	in_cg "$CG/svc/main" "$FW_PY" "$PROBE_SOCK" tcp 198.51.100.10 80 --want EPERM
+check "static subject: fastwall subjects shows its cgroup" \
+	sh -c "'$FASTWALL' --bpffs '$BPFFS' subjects | grep -qE '^[0-9]+ +svc-$FW_ID +active .*cgroup:/.*/$CG_PARENT/svc/main\$'"
+printf 'processes: {}\nsubjects:\n  - { name: x, cgroup: a, addresses: [192.0.2.9] }\n' >"$FW_TMP/bad1.yaml"
+check_fails "fastwalld check refuses a subject with a cgroup and addresses" \
+	"$FASTWALLD" -c "$FW_TMP/bad1.yaml" check
+printf 'subjects:\n  - { name: x, cgroup: a }\n' >"$FW_TMP/bad2.yaml"
+check_fails "fastwalld check refuses a cgroup subject without the processes section" \
+	"$FASTWALLD" -c "$FW_TMP/bad2.yaml" check
+printf 'processes: {}\nsubjects:\n  - { name: x, cgroup: ../a }\n' >"$FW_TMP/bad3.yaml"
+check_fails "fastwalld check refuses a cgroup path with .." \
+	"$FASTWALLD" -c "$FW_TMP/bad3.yaml" check
 
 # what fastwall run passes on: the command's exit status
 web true
@@ -132,13 +162,6 @@ nsenter --net="/run/netns/$NS_POD" "$FASTWALL" run --socket "$RUN_SOCK" --name "
 B=$!
 FW_PIDS+=("$A" "$B")
 fw_eventually 5 test -d "$CG/a-$FW_ID" && fw_eventually 5 test -d "$CG/b-$FW_ID"
-# a process joins each sandbox's cgroup as fastwall run's child would
-in_cg() { # CGROUP CMD...
-	local cg=$1
-	shift
-	# shellcheck disable=SC2016 # expanded by the inner sh
-	fw_ns "$NS_POD" sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$@"
-}
 check "run a reaches 203.0.113.10" in_cg "$CG/a-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want ok
 check "run a may not reach 198.51.100.10" in_cg "$CG/a-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 198.51.100.10 80 --want EPERM
 check "run b reaches 198.51.100.10" in_cg "$CG/b-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 198.51.100.10 80 --want ok

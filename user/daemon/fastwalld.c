@@ -685,6 +685,13 @@ static void reload(struct fw_daemon *d)
 		fw_dnsp_set_upstreams(d->dnsp, u, nu);
 	}
 
+	if (next.processes_enabled != d->cfg.processes_enabled ||
+	    strcmp(next.cgroup_root, d->cfg.cgroup_root) ||
+	    strcmp(next.cgroup_parent, d->cfg.cgroup_parent) ||
+	    strcmp(next.processes_socket, d->cfg.processes_socket))
+		fw_warn("the processes section changes only on restart");
+	if (d->procs)
+		fw_procs_resolve(d->procs, next.subjects, next.nsubjects);
 	ret = apply_datapath(d, &next);
 	if (!ret)
 		ret = fw_reg_sync_static(&d->reg, &next.overlay, next.subjects, next.nsubjects,
@@ -907,6 +914,14 @@ static int run(struct fw_daemon *d)
 	err = apply_datapath(d, &d->cfg);
 	if (err)
 		return FW_EXIT_KERNEL;
+	/* asked for: without the cgroup programs its sandboxes would run
+	 * unchecked, so fastwalld does not start. Before the subjects: a
+	 * cgroup subject is checked from the moment it is programmed */
+	if (d->cfg.processes_enabled) {
+		if (fw_procs_open(&d->reg, &d->cfg, &d->procs))
+			return FW_EXIT_KERNEL;
+		fw_procs_resolve(d->procs, d->cfg.subjects, d->cfg.nsubjects);
+	}
 	/* subjects first, then attach: a newly attached port enforces at once */
 	err = fw_reg_sync_static(&d->reg, &d->cfg.overlay, d->cfg.subjects, d->cfg.nsubjects, true);
 	if (err)
@@ -976,10 +991,8 @@ static int run(struct fw_daemon *d)
 	fw_loop_timer_arm(d->loop, &d->reap_timer, 0);
 	fw_loop_timer_init(&d->refresh_timer, refresh_timer, d);
 	fw_loop_timer_arm(d->loop, &d->refresh_timer, 0);
-	/* asked for: without the cgroup programs its sandboxes would run
-	 * unchecked, so fastwalld does not start */
-	if (d->cfg.processes_enabled && fw_procs_start(d->loop, &d->reg, &d->cfg, &d->procs))
-		return FW_EXIT_KERNEL;
+	if (d->procs && fw_procs_serve(d->procs, d->loop))
+		return FW_EXIT_FAILURE;
 	fw_info("fastwalld ready: %zu subjects, config %s", fw_reg_count(&d->reg), d->config_path);
 	/* after a restart: the rule tries' descriptors, off the request path */
 	fw_dp_slots_warm(d->dp);

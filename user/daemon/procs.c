@@ -444,15 +444,55 @@ static void adopt(struct fw_procs *p)
 	pthread_mutex_unlock(&r->lock);
 }
 
-int fw_procs_start(struct fw_loop *loop, struct fw_registry *reg, const struct fw_cfg *cfg,
-		   struct fw_procs **out)
+void fw_procs_resolve(struct fw_procs *p, struct fw_subject_spec *subjects, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct fw_subject_spec *s = &subjects[i];
+		char path[PATH_MAX];
+		int err, level;
+
+		if (!s->cgroup[0])
+			continue;
+		s->cgroup_id = 0;
+		if (snprintf(path, sizeof(path), "%s/%s", p->parent, s->cgroup) >=
+		    (int)sizeof(path))
+			err = -ENAMETOOLONG;
+		else
+			err = mkdir_p(path, 0755);
+		level = err ? err : fw_cg_level(p->root, path);
+		err = level < 0 ? level : level > FW_CG_MAX_LEVELS ? -ELOOP : 0;
+		if (!err)
+			err = fw_cg_id_of(path, &s->cgroup_id);
+		if (err) {
+			s->cgroup_id = 0;
+			fw_err("subject %s: cgroup %s can't be a sandbox: %s", s->name, path,
+			       strerror(-err));
+		}
+	}
+}
+
+int fw_procs_serve(struct fw_procs *p, struct fw_loop *loop)
+{
+	int err;
+
+	p->loop = loop;
+	err = listen_on(p);
+	if (err)
+		return err;
+	fw_loop_timer_init(&p->timer, check_timer, p);
+	fw_loop_timer_arm(loop, &p->timer, 0);
+	fw_info("process sandboxes: cgroup programs on %s, fastwall run on %s", p->parent,
+		p->sock_path);
+	return 0;
+}
+
+int fw_procs_open(struct fw_registry *reg, const struct fw_cfg *cfg, struct fw_procs **out)
 {
 	struct fw_procs *p = calloc(1, sizeof(*p));
 	int err, level;
 
 	if (!p)
 		return -ENOMEM;
-	p->loop = loop;
 	p->reg = reg;
 	p->lfd = -1;
 	snprintf(p->sock_path, sizeof(p->sock_path), "%s", cfg->processes_socket);
@@ -479,13 +519,6 @@ int fw_procs_start(struct fw_loop *loop, struct fw_registry *reg, const struct f
 	if (err)
 		goto fail;
 	adopt(p);
-	err = listen_on(p);
-	if (err)
-		goto fail;
-	fw_loop_timer_init(&p->timer, check_timer, p);
-	fw_loop_timer_arm(loop, &p->timer, 0);
-	fw_info("process sandboxes: cgroup programs on %s, fastwall run on %s", p->parent,
-		p->sock_path);
 	*out = p;
 	return 0;
 
@@ -498,7 +531,7 @@ void fw_procs_stop(struct fw_procs *p)
 {
 	if (!p)
 		return;
-	while (p->clients) {
+	while (p->loop && p->clients) {
 		struct client *c = p->clients;
 
 		p->clients = c->next;
@@ -514,10 +547,11 @@ void fw_procs_stop(struct fw_procs *p)
 		p->runs = r->next;
 		free(r);
 	}
-	if (fw_loop_timer_armed(&p->timer))
+	if (p->loop && fw_loop_timer_armed(&p->timer))
 		fw_loop_timer_cancel(p->loop, &p->timer);
 	if (p->lfd >= 0) {
-		fw_loop_watch_del(p->loop, p->lw);
+		if (p->loop)
+			fw_loop_watch_del(p->loop, p->lw);
 		close(p->lfd);
 	}
 	fw_cg_close(p->cg);

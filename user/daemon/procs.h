@@ -13,8 +13,16 @@
 
 struct fw_procs;
 
-int fw_procs_start(struct fw_loop *loop, struct fw_registry *reg, const struct fw_cfg *cfg,
-		   struct fw_procs **out);
+/* Finds (or mounts) cgroup2, creates the parent, loads and attaches the
+ * cgroup programs and adopts the runs of an earlier start: before any
+ * process subject is programmed. */
+int fw_procs_open(struct fw_registry *reg, const struct fw_cfg *cfg, struct fw_procs **out);
+/* Serves the run socket and checks the runs on loop. */
+int fw_procs_serve(struct fw_procs *p, struct fw_loop *loop);
+/* Resolves the cgroup of every static subject with one (below the
+ * parent, created when missing) to its id in the spec; a subject whose
+ * cgroup can't be made or is too deep gets none (it matches nothing). */
+void fw_procs_resolve(struct fw_procs *p, struct fw_subject_spec *subjects, size_t n);
 /* Closes the socket; subjects, cgroups and programs stay (fail closed:
  * the sandboxes keep their policy while fastwalld is away). */
 void fw_procs_stop(struct fw_procs *p);

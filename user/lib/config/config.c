@@ -431,6 +431,23 @@ static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 		if (err)
 			return err;
 	}
+	/* process sandboxes need the cgroup programs; one subject a cgroup */
+	for (size_t i = 0; i < ctx->cfg->nsubjects; i++) {
+		const struct fw_subject_spec *s = &ctx->cfg->subjects[i];
+
+		if (!s->cgroup[0])
+			continue;
+		if (!ctx->cfg->processes_enabled)
+			return cfg_fail(ctx, root,
+					"subject \"%s\" has a cgroup: that needs the processes "
+					"section",
+					s->name);
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(ctx->cfg->subjects[j].cgroup, s->cgroup))
+				return cfg_fail(ctx, root,
+						"subjects \"%s\" and \"%s\" have the same cgroup",
+						ctx->cfg->subjects[j].name, s->name);
+	}
 	return 0;
 }
 

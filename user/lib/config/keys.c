@@ -226,8 +226,8 @@ static const struct fw_cfgkey actions[] = {
 
 /* "fastwall", "sandboxes/run": a relative cgroup path, no "." or ".."
  * component, no empty one; fastwalld creates it. */
-static int check_cgroup_parent(const char *name, const char *s, unsigned long long v, char *msg,
-			       size_t msglen)
+int fw_cfg_check_cgroup_path(const char *name, const char *s, unsigned long long v, char *msg,
+			     size_t msglen)
 {
 	const char *c = s;
 
@@ -273,7 +273,7 @@ static const struct fw_cfgkey processes[] = {
 	 .type = FW_CK_STRING,
 	 F(cgroup_parent),
 	 .def_str = "fastwall",
-	 .check = check_cgroup_parent,
+	 .check = fw_cfg_check_cgroup_path,
 	 .type_doc = "relative cgroup path",
 	 .doc = "below `cgroup_root`: where the cgroup programs attach and `fastwall run` "
 		"makes its cgroups (created when missing); only processes in it are sandboxes"},

@@ -39,6 +39,9 @@ struct fw_subject_spec {
 	/* a process sandbox: the cgroup v2 id whose processes (and those of
 	 * every cgroup below it) are this subject; 0 = none */
 	__u64 cgroup_id;
+	/* a static process sandbox: its cgroup below processes.cgroup_parent,
+	 * which fastwalld resolves to cgroup_id; "" = none */
+	char cgroup[256];
 };
 
 /* What the DNS proxy decides a subject's queries on: its domain rules

@@ -63,6 +63,10 @@ subjects:
     policy:
       egress:
         - { action: allow, target: 203.0.113.10 }
+  - name: frozen-$FW_ID
+    cgroup: frozen
+    state: denying
+    policy: { defaultAction: allow }
 EOF
 cat >"$FW_TMP/web.json" <<EOF
 {"defaultAction": "deny", "egress": [
@@ -98,6 +102,12 @@ check "static subject: may not reach 198.51.100.10" \
 	in_cg "$CG/svc/main" "$FW_PY" "$PROBE_SOCK" tcp 198.51.100.10 80 --want EPERM
 check "static subject: fastwall subjects shows its cgroup" \
 	sh -c "'$FASTWALL' --bpffs '$BPFFS' subjects | grep -qE '^[0-9]+ +svc-$FW_ID +active .*cgroup:/.*/$CG_PARENT/svc/main\$'"
+check "a denying subject's connect fails with EPERM, whatever its policy allows" \
+	in_cg "$CG/frozen" "$FW_PY" "$PROBE_SOCK" tcp 198.51.100.10 80 --want EPERM
+check "a denying subject's sendto fails with EPERM" \
+	in_cg "$CG/frozen" "$FW_PY" "$PROBE_SOCK" udp 198.51.100.10 9000 --want EPERM
+check_ge "fastwall subjects counts its denying verdicts" \
+	"$(fw_subject_counter "frozen-$FW_ID" "drop denying")" 2
 printf 'processes: {}\nsubjects:\n  - { name: x, cgroup: a, addresses: [192.0.2.9] }\n' >"$FW_TMP/bad1.yaml"
 check_fails "fastwalld check refuses a subject with a cgroup and addresses" \
 	"$FASTWALLD" -c "$FW_TMP/bad1.yaml" check
@@ -240,5 +250,14 @@ check "a non-root peer is refused" \
 chmod 700 "$FW_TMP" && chmod 600 "$RUN_SOCK"
 check "nothing was registered by the refused requests" \
 	sh -c "! '$FASTWALL' --bpffs '$BPFFS' subjects | grep -qE '^[0-9]+ +(k|bad-$FW_ID) '"
+
+check "fastwall run --help shows the usage" sh -c "'$FASTWALL' run --help | grep -q 'usage: fastwall run'"
+
+# detach takes the cgroup programs off the parent, as it takes the TC filters off
+fw_stop_daemon
+check "fastwalld detach logs the cgroup programs it removed" \
+	sh -c "nsenter --net=/run/netns/$NS_POD '$FASTWALLD' -c '$FW_CFG' detach 2>&1 | grep -q 'detached 6 cgroup programs from $CG'"
+check_eq "after detach no fastwall program is on $CG_PARENT" \
+	"$(bpftool cgroup show "$CG" 2>/dev/null | grep -c fw_cg_)" 0
 
 fw_summary

@@ -2,11 +2,13 @@
 /* fastwall's cgroup programs: process sandboxes in the node's own network
  * namespace, told apart by cgroup v2 id (fastwall_cgroups). A connect or
  * a sendmsg to a destination the subject may not reach fails at once
- * with EPERM; raw and packet sockets are refused; every packet a
+ * with EPERM; raw IP sockets are refused; every packet a
  * sandbox's socket sends is checked again at cgroup egress (ICMP, and
- * sockets opened before the process joined the sandbox). Processes of no
- * sandbox pass untouched and uncounted. The maps are the TC programs'
- * (fastwalld loads this object on their descriptors). */
+ * sockets no socket hook saw). While the DNS proxy runs, DNS goes to it
+ * from the subject's own loopback source, and recvmsg gives the answer
+ * the resolver's address back; no sandbox may use another's source.
+ * Processes of no sandbox pass untouched and uncounted. The maps are the
+ * TC programs' (fastwalld loads this object on their descriptors). */
 #include "lib/cgroup.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -35,7 +37,171 @@ static __always_inline void fw_sa_pkt(struct bpf_sock_addr *ctx, struct fw_pkt *
 	pkt->has_ports = pkt->proto == FW_IPPROTO_TCP || pkt->proto == FW_IPPROTO_UDP;
 }
 
-static __always_inline int fw_sock_addr(struct bpf_sock_addr *ctx, bool v6)
+/* DNS (TCP and UDP port 53, to any resolver) goes to fastwalld's proxy
+ * on 127.0.0.1 while the proxy runs, whatever the subject's state (the
+ * proxy answers a denying one NXDOMAIN). The resolver addressed is kept
+ * by socket cookie, so recvmsg can give the answer its source back. */
+static __always_inline bool fw_sa_is_dns(const struct fw_config *cfg, const struct fw_pkt *pkt)
+{
+	return cfg && (cfg->flags & FW_CF_DNS_PROXY) && pkt->has_ports &&
+	       pkt->dport == bpf_htons(53);
+}
+
+static __always_inline void fw_sa_to_proxy(struct bpf_sock_addr *ctx, const struct fw_config *cfg,
+					   const struct fw_pkt *pkt, bool v6)
+{
+	struct fw_dns_nat orig = {.orig_dst = pkt->dst, .orig_port = pkt->dport};
+	__u64 cookie = bpf_get_socket_cookie(ctx);
+
+	bpf_map_update_elem(&fastwall_cg_dns, &cookie, &orig, BPF_ANY);
+	if (v6) {
+		ctx->user_ip6[0] = 0;
+		ctx->user_ip6[1] = 0;
+		ctx->user_ip6[2] = bpf_htonl(0xffff);
+		ctx->user_ip6[3] = bpf_htonl(FW_CG_DNS_PROXY4);
+	} else {
+		ctx->user_ip4 = bpf_htonl(FW_CG_DNS_PROXY4);
+	}
+	ctx->user_port = bpf_htons(cfg->dns_port);
+}
+
+/* connect(): from the subject's own DNS source, bound here (a socket
+ * bound already keeps its address; the proxy then does not know it and
+ * answers NXDOMAIN). */
+static __always_inline int fw_connect(struct bpf_sock_addr *ctx, bool v6)
+{
+	struct fw_subject *s = fw_cg_task_subject();
+	struct fw_config *cfg = fw_config();
+	struct fw_pkt pkt = {};
+
+	if (!s)
+		return 1;
+	fw_sa_pkt(ctx, &pkt, v6);
+	if (!fw_sa_is_dns(cfg, &pkt))
+		return fw_cg_verdict(&pkt, s->id, fw_cg_decide(&pkt, s), 0);
+	if (v6) {
+		struct sockaddr_in6 sa = {.sin6_family = FW_AF_INET6};
+
+		sa.sin6_addr.in6_u.u6_addr32[2] = bpf_htonl(0xffff);
+		sa.sin6_addr.in6_u.u6_addr32[3] = fw_cg_alias4(s->id);
+		bpf_bind(ctx, (struct sockaddr *)&sa, sizeof(sa));
+	} else {
+		struct sockaddr_in sa = {.sin_family = FW_AF_INET};
+
+		sa.sin_addr.s_addr = fw_cg_alias4(s->id);
+		bpf_bind(ctx, (struct sockaddr *)&sa, sizeof(sa));
+	}
+	fw_sa_to_proxy(ctx, cfg, &pkt, v6);
+	return fw_cg_verdict(&pkt, s->id, FW_PASS_DNS_PROXY, 0);
+}
+
+SEC("cgroup/connect4")
+int fw_cg_connect4(struct bpf_sock_addr *ctx)
+{
+	return fw_connect(ctx, false);
+}
+
+SEC("cgroup/connect6")
+int fw_cg_connect6(struct bpf_sock_addr *ctx)
+{
+	return fw_connect(ctx, true);
+}
+
+/* sendmsg() with an address: a source of the caller's choosing
+ * (IP_PKTINFO) may not be another subject's DNS source; DNS leaves from
+ * the subject's own. */
+SEC("cgroup/sendmsg4")
+int fw_cg_sendmsg4(struct bpf_sock_addr *ctx)
+{
+	struct fw_subject *s = fw_cg_task_subject();
+	struct fw_config *cfg = fw_config();
+	struct fw_pkt pkt = {};
+	struct fw_ip src;
+
+	if (!s)
+		return 1;
+	fw_sa_pkt(ctx, &pkt, false);
+	fw_ip_from_v4(&src, ctx->msg_src_ip4);
+	if (fw_cg_foreign_alias(&src, s))
+		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
+	if (!fw_sa_is_dns(cfg, &pkt))
+		return fw_cg_verdict(&pkt, s->id, fw_cg_decide(&pkt, s), 0);
+	ctx->msg_src_ip4 = fw_cg_alias4(s->id);
+	fw_sa_to_proxy(ctx, cfg, &pkt, false);
+	return fw_cg_verdict(&pkt, s->id, FW_PASS_DNS_PROXY, 0);
+}
+
+SEC("cgroup/sendmsg6")
+int fw_cg_sendmsg6(struct bpf_sock_addr *ctx)
+{
+	struct fw_subject *s = fw_cg_task_subject();
+	struct fw_config *cfg = fw_config();
+	struct fw_pkt pkt = {};
+	struct fw_ip src;
+
+	if (!s)
+		return 1;
+	fw_sa_pkt(ctx, &pkt, true);
+	src.w[0] = ctx->msg_src_ip6[0];
+	src.w[1] = ctx->msg_src_ip6[1];
+	src.w[2] = ctx->msg_src_ip6[2];
+	src.w[3] = ctx->msg_src_ip6[3];
+	if (fw_cg_foreign_alias(&src, s))
+		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
+	if (!fw_sa_is_dns(cfg, &pkt))
+		return fw_cg_verdict(&pkt, s->id, fw_cg_decide(&pkt, s), 0);
+	ctx->msg_src_ip6[0] = 0;
+	ctx->msg_src_ip6[1] = 0;
+	ctx->msg_src_ip6[2] = bpf_htonl(0xffff);
+	ctx->msg_src_ip6[3] = fw_cg_alias4(s->id);
+	fw_sa_to_proxy(ctx, cfg, &pkt, true);
+	return fw_cg_verdict(&pkt, s->id, FW_PASS_DNS_PROXY, 0);
+}
+
+/* The proxy's answer: from the resolver the socket addressed. recvmsg
+ * programs may only pass (1). */
+static __always_inline int fw_recvmsg(struct bpf_sock_addr *ctx, bool v6)
+{
+	struct fw_config *cfg = fw_config();
+	struct fw_dns_nat *orig;
+	__u64 cookie;
+
+	if (!cfg || !(cfg->flags & FW_CF_DNS_PROXY) || ctx->user_port != bpf_htons(cfg->dns_port))
+		return 1;
+	if (v6 ? ctx->user_ip6[0] || ctx->user_ip6[1] || ctx->user_ip6[2] != bpf_htonl(0xffff) ||
+			    ctx->user_ip6[3] != bpf_htonl(FW_CG_DNS_PROXY4)
+	       : ctx->user_ip4 != bpf_htonl(FW_CG_DNS_PROXY4))
+		return 1;
+	cookie = bpf_get_socket_cookie(ctx);
+	orig = bpf_map_lookup_elem(&fastwall_cg_dns, &cookie);
+	if (!orig)
+		return 1;
+	if (v6) {
+		ctx->user_ip6[0] = orig->orig_dst.w[0];
+		ctx->user_ip6[1] = orig->orig_dst.w[1];
+		ctx->user_ip6[2] = orig->orig_dst.w[2];
+		ctx->user_ip6[3] = orig->orig_dst.w[3];
+	} else {
+		ctx->user_ip4 = orig->orig_dst.w[3];
+	}
+	ctx->user_port = orig->orig_port;
+	return 1;
+}
+
+SEC("cgroup/recvmsg4")
+int fw_cg_recvmsg4(struct bpf_sock_addr *ctx)
+{
+	return fw_recvmsg(ctx, false);
+}
+
+SEC("cgroup/recvmsg6")
+int fw_cg_recvmsg6(struct bpf_sock_addr *ctx)
+{
+	return fw_recvmsg(ctx, true);
+}
+
+/* bind(): not to another subject's DNS source. */
+static __always_inline int fw_bind(struct bpf_sock_addr *ctx, bool v6)
 {
 	struct fw_subject *s = fw_cg_task_subject();
 	struct fw_pkt pkt = {};
@@ -43,31 +209,21 @@ static __always_inline int fw_sock_addr(struct bpf_sock_addr *ctx, bool v6)
 	if (!s)
 		return 1;
 	fw_sa_pkt(ctx, &pkt, v6);
-	return fw_cg_verdict(&pkt, s->id, fw_cg_decide(&pkt, s), 0);
+	if (!fw_cg_foreign_alias(&pkt.dst, s))
+		return 1;
+	return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
 }
 
-SEC("cgroup/connect4")
-int fw_cg_connect4(struct bpf_sock_addr *ctx)
+SEC("cgroup/bind4")
+int fw_cg_bind4(struct bpf_sock_addr *ctx)
 {
-	return fw_sock_addr(ctx, false);
+	return fw_bind(ctx, false);
 }
 
-SEC("cgroup/connect6")
-int fw_cg_connect6(struct bpf_sock_addr *ctx)
+SEC("cgroup/bind6")
+int fw_cg_bind6(struct bpf_sock_addr *ctx)
 {
-	return fw_sock_addr(ctx, true);
-}
-
-SEC("cgroup/sendmsg4")
-int fw_cg_sendmsg4(struct bpf_sock_addr *ctx)
-{
-	return fw_sock_addr(ctx, false);
-}
-
-SEC("cgroup/sendmsg6")
-int fw_cg_sendmsg6(struct bpf_sock_addr *ctx)
-{
-	return fw_sock_addr(ctx, true);
+	return fw_bind(ctx, true);
 }
 
 /* Raw IP and packet sockets write headers of their choosing and reach
@@ -165,6 +321,19 @@ static __always_inline __u32 fw_skb_parse(struct __sk_buff *skb, struct fw_pkt *
 	return FW_PARSE_OK;
 }
 
+/* The subject's DNS on its way to the proxy: from its own DNS source to
+ * 127.0.0.1 and the proxy's port. */
+static __always_inline __u32 fw_cg_skb_dns(const struct fw_pkt *pkt, const struct fw_subject *s)
+{
+	struct fw_config *cfg = fw_config();
+
+	if (!cfg || !(cfg->flags & FW_CF_DNS_PROXY) || pkt->family != FW_FAM_V4 ||
+	    !pkt->has_ports || pkt->dport != bpf_htons(cfg->dns_port) ||
+	    pkt->dst.w[3] != bpf_htonl(FW_CG_DNS_PROXY4) || pkt->src.w[3] != fw_cg_alias4(s->id))
+		return FW_PARSE_OK;
+	return FW_PASS_DNS_PROXY;
+}
+
 SEC("cgroup_skb/egress")
 int fw_cg_egress(struct __sk_buff *skb)
 {
@@ -175,6 +344,10 @@ int fw_cg_egress(struct __sk_buff *skb)
 	if (!s)
 		return 1;
 	reason = fw_skb_parse(skb, &pkt);
+	if (reason == FW_PARSE_OK && fw_cg_foreign_alias(&pkt.src, s))
+		reason = FW_DROP_ALIAS_SOURCE;
+	else if (reason == FW_PARSE_OK)
+		reason = fw_cg_skb_dns(&pkt, s);
 	if (reason == FW_PARSE_OK)
 		reason = fw_cg_decide(&pkt, s);
 	return fw_cg_verdict(&pkt, s->id, reason, skb->len);

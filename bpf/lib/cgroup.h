@@ -50,6 +50,24 @@ static __always_inline struct fw_subject *fw_cg_skb_subject(struct __sk_buff *sk
 	return NULL;
 }
 
+/* The loopback address a process subject's DNS leaves from (fastwall/abi.h). */
+static __always_inline __be32 fw_cg_alias4(__u32 id)
+{
+	return bpf_htonl(FW_CG_DNS_ALIAS_NET | (id & 0xffff));
+}
+
+static __always_inline bool fw_cg_is_alias4(__be32 a)
+{
+	return (bpf_ntohl(a) & 0xffff0000u) == FW_CG_DNS_ALIAS_NET;
+}
+
+/* An IPv4 (or v4-mapped) address in 127.254.0.0/16 other than s's. */
+static __always_inline bool fw_cg_foreign_alias(const struct fw_ip *a, const struct fw_subject *s)
+{
+	return a->w[0] == 0 && a->w[1] == 0 && a->w[2] == bpf_htonl(0xffff) &&
+	       fw_cg_is_alias4(a->w[3]) && a->w[3] != fw_cg_alias4(s->id);
+}
+
 /* What a process subject may reach: nothing unless active, never DNS
  * over TLS or the DoH blocklist, and then its rules. There is no pod
  * here: no gateway, pod-local set or private CIDR; loopback and the

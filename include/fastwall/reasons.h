@@ -73,7 +73,10 @@
 	  "learned destination, port outside the `ports` of the rules that taught it (or no "      \
 	  "TCP/UDP port at all)")                                                                  \
 	X(FW_DROP_SOCKET_TYPE, 29, FW_VERDICT_DROP, "socket-type",                                 \
-	  "raw (`SOCK_RAW`) or packet (`AF_PACKET`) socket in a process sandbox")
+	  "raw (`SOCK_RAW`) or packet (`AF_PACKET`) socket in a process sandbox")                  \
+	X(FW_DROP_ALIAS_SOURCE, 30, FW_VERDICT_DROP, "alias-source",                               \
+	  "a process sandbox binding or sending from a DNS source address of fastwall's "          \
+	  "(`127.254.0.0/16`) that is not its own")
 
 /* Counter slots in fastwall_stats_v2 and fw_subject_stats: room for new
  * reasons without a new map layout. */

@@ -47,9 +47,34 @@ export FW_CG_MNT=$CG_MNT
 mkdir -p "$CG_MNT"
 mount -t cgroup2 none "$CG_MNT" || fw_die "can't mount cgroup2 at $CG_MNT"
 
+# the upstream resolver (dnsmasq in the simulated internet) and its names
+UP4=198.51.100.53
+ip -n "$NS_INET" addr add $UP4/32 dev lo
+cat >"$FW_TMP/dnsmasq.conf" <<EOF
+no-resolv
+no-hosts
+no-poll
+bind-interfaces
+listen-address=$UP4
+port=53
+user=root
+pid-file=
+address=/#/
+host-record=api.example.test,203.0.113.10,30
+host-record=other.example.test,198.51.100.66,30
+EOF
+nsenter --net="/run/netns/$NS_INET" dnsmasq -k -C "$FW_TMP/dnsmasq.conf" \
+	--log-facility="$FW_TMP/dnsmasq.log" &
+FW_PIDS+=($!)
+for _ in $(seq 100); do
+	fw_ns "$NS_INET" dig +short +time=1 +tries=1 @$UP4 api.example.test 2>/dev/null |
+		grep -q 203.0.113.10 && break
+	sleep 0.05
+done
+
 cat >"$FW_CFG" <<EOF
 log_level: info
-dns: { proxy: false }
+dns: { proxy: true, port: 15353, upstreams: [$UP4] }
 datapath:
   bpffs: $BPFFS
   events: { rate: 1000, burst: 1000 }
@@ -188,6 +213,42 @@ check_ge "fastwall status counts socket-type" "$(fw_counter "drop socket-type")"
 check "a deny event names the subject" \
 	fw_wait_log "deny subject=b-$FW_ID reason=default-deny proto=tcp .*dst=203.0.113.10 dport=80" 1 2
 
+# DNS: to fastwalld's proxy whatever resolver the process asks, the answer
+# from that resolver, what it learns for this sandbox alone
+nsenter --net="/run/netns/$NS_POD" "$FASTWALL" run --socket "$RUN_SOCK" --name "d-$FW_ID" \
+	--allow api.example.test -- sleep 120 &
+D=$!
+FW_PIDS+=("$D")
+fw_eventually 5 test -s "$CG/d-$FW_ID/cgroup.procs"
+check "run b may not reach 203.0.113.10 before anyone resolved it" \
+	in_cg "$CG/b-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want EPERM
+check "run d may not reach 203.0.113.10 before resolving it" \
+	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want EPERM
+check "DNS (sendto a resolver nowhere) goes to the proxy; the answer comes from that resolver" \
+	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" dns 192.0.2.99 api.example.test --want A=203.0.113.10
+check "DNS with connect() and send() too" \
+	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" dns 192.0.2.98 api.example.test --connect --want A=203.0.113.10
+check "run d reaches the address it learned" \
+	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want ok
+check "a name run d's policy does not allow is NXDOMAIN" \
+	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" dns 192.0.2.99 other.example.test --want NXDOMAIN
+check "run d still may not reach 198.51.100.66" \
+	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 198.51.100.66 80 --want EPERM
+check "fastwall leases lists run d's lease" \
+	sh -c "'$FASTWALL' --bpffs '$BPFFS' leases | grep -qE '^d-$FW_ID +203.0.113.10 .*names=api.example.test'"
+check "what run d learned is its own: run b still may not reach 203.0.113.10" \
+	in_cg "$CG/b-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want EPERM
+check "run b's own query for a name it may not resolve is NXDOMAIN" \
+	in_cg "$CG/b-$FW_ID" "$FW_PY" "$PROBE_SOCK" dns 192.0.2.99 api.example.test --want NXDOMAIN
+check "a sandbox may not bind another's DNS source address" \
+	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" bind 127.254.255.254 --want EPERM
+check "a sandbox may not send from another's DNS source address (IP_PKTINFO)" \
+	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" pktinfo 127.254.255.254 127.0.0.1 15353 --want EPERM
+check_ge "fastwall status counts alias-source" "$(fw_counter "drop alias-source")" 2
+check_ge "fastwall subjects counts run d's dns-proxy" "$(fw_subject_counter "d-$FW_ID" "pass dns-proxy")" 2
+kill "$(head -1 "$CG/d-$FW_ID/cgroup.procs")"
+wait "$D"
+
 # SIGINT to the launcher: the command ends, subject and cgroup go
 kill -INT "$A"
 wait "$A"
@@ -256,7 +317,7 @@ check "fastwall run --help shows the usage" sh -c "'$FASTWALL' run --help | grep
 # detach takes the cgroup programs off the parent, as it takes the TC filters off
 fw_stop_daemon
 check "fastwalld detach logs the cgroup programs it removed" \
-	sh -c "nsenter --net=/run/netns/$NS_POD '$FASTWALLD' -c '$FW_CFG' detach 2>&1 | grep -q 'detached 6 cgroup programs from $CG'"
+	sh -c "nsenter --net=/run/netns/$NS_POD '$FASTWALLD' -c '$FW_CFG' detach 2>&1 | grep -q 'detached 10 cgroup programs from $CG'"
 check_eq "after detach no fastwall program is on $CG_PARENT" \
 	"$(bpftool cgroup show "$CG" 2>/dev/null | grep -c fw_cg_)" 0
 

@@ -15,12 +15,19 @@ and exits 0 when that is --want:
   subcgroup HOST PORT        makes a cgroup below its own, joins it, connect()
   request SOCKET JSON        one request to fastwalld's run socket: "ok" or
                              "refused" as fastwalld answers [--uid N: as N]
+  dns SERVER NAME            an A query to SERVER:53 with sendto() (--connect:
+                             connect() and send()): "A=ADDR", "NXDOMAIN" or
+                             "rcode=N"; "bad-source" when the answer does not
+                             come from SERVER:53
+  bind ADDR                  bind() a UDP socket to ADDR
+  pktinfo SRC HOST PORT      sendmsg() to HOST:PORT with IP_PKTINFO source SRC
 """
 import argparse
 import errno
 import json
 import os
 import socket
+import struct
 import sys
 
 
@@ -111,12 +118,81 @@ def request(path, text, uid):
         return "ok" if answer.get("ok") else "refused"
 
 
+def dns_query(name):
+    qid = os.getpid() & 0xffff
+    q = struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+    for label in name.rstrip(".").split("."):
+        q += bytes([len(label)]) + label.encode()
+    return qid, q + b"\0" + struct.pack("!HH", 1, 1)
+
+
+def skip_name(data, off):
+    while data[off]:
+        if data[off] & 0xc0 == 0xc0:
+            return off + 2
+        off += data[off] + 1
+    return off + 1
+
+
+def dns_answer(data, qid):
+    rid, flags, qd, an = struct.unpack("!HHHH", data[:8])
+    if rid != qid:
+        return "bad-id"
+    rcode = flags & 0xf
+    if rcode == 3:
+        return "NXDOMAIN"
+    if rcode:
+        return "rcode=%d" % rcode
+    off = 12
+    for _ in range(qd):
+        off = skip_name(data, off) + 4
+    for _ in range(an):
+        off = skip_name(data, off)
+        rtype, _, _, rdlen = struct.unpack("!HHIH", data[off:off + 10])
+        off += 10
+        if rtype == 1 and rdlen == 4:
+            return "A=" + socket.inet_ntoa(data[off:off + 4])
+        off += rdlen
+    return "no-A"
+
+
+def dns(server, name, connect):
+    qid, q = dns_query(name)
+    with socket.socket(family_of(server), socket.SOCK_DGRAM) as s:
+        s.settimeout(3)
+        if connect:
+            s.connect((server, 53))
+            s.send(q)
+        else:
+            s.sendto(q, (server, 53))
+        data, frm = s.recvfrom(4096)
+        if frm[0] != server or frm[1] != 53:
+            return "bad-source %s:%d" % (frm[0], frm[1])
+        return dns_answer(data, qid)
+
+
+def bind(addr):
+    with socket.socket(family_of(addr), socket.SOCK_DGRAM) as s:
+        s.bind((addr, 0))
+        return "ok"
+
+
+def pktinfo(src, host, port):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        # struct in_pktinfo {ifindex, spec_dst, addr}; IP_PKTINFO is 8 on Linux
+        info = struct.pack("I4s4s", 0, socket.inet_aton(src), b"\0" * 4)
+        s.sendmsg([b"fastwall-probe"], [(socket.IPPROTO_IP, 8, info)], 0,
+                  (host, port))
+        return "sent"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mode")
     ap.add_argument("args", nargs="*")
     ap.add_argument("--want", required=True)
     ap.add_argument("--uid", type=int)
+    ap.add_argument("--connect", action="store_true")
     a = ap.parse_args()
     try:
         if a.mode == "tcp":
@@ -133,6 +209,12 @@ def main():
             got = before(a.args[0], a.args[1], int(a.args[2]))
         elif a.mode == "subcgroup":
             got = subcgroup(a.args[0], int(a.args[1]))
+        elif a.mode == "dns":
+            got = dns(a.args[0], a.args[1], a.connect)
+        elif a.mode == "bind":
+            got = bind(a.args[0])
+        elif a.mode == "pktinfo":
+            got = pktinfo(a.args[0], a.args[1], int(a.args[2]))
         elif a.mode == "request":
             got = request(a.args[0], a.args[1], a.uid)
         else:

@@ -4,6 +4,7 @@
  * fastwalld is running. And `fastwall run`, which starts a command in a
  * process sandbox of the running fastwalld. */
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <net/if.h>
@@ -167,6 +168,11 @@ static int cmd_subjects(struct cli *c)
 			if (bpf_map_lookup_elem(c->dp->dispatch_fd, &addr, &ks) || ks.id != key)
 				continue;
 			state = state_name(ks.state);
+			/* a process subject's DNS source (127.254.0.0/16): its
+			 * cgroup says who it is */
+			if (ks.ifindex == FW_IFINDEX_MISSING && addr.w[2] == htonl(0xffff) &&
+			    (ntohl(addr.w[3]) & 0xffff0000u) == FW_CG_DNS_ALIAS_NET)
+				continue;
 			used += snprintf(addrs + used, sizeof(addrs) - used, "%s%s",
 					 first ? "" : ",", fw_addr_str(&addr, buf, sizeof(buf)));
 			if (used >= sizeof(addrs))
@@ -330,7 +336,8 @@ static void run_usage(FILE *out)
 		"refused. The exit status is CMD's (128 + N when a signal N ended it,\n"
 		"125 when fastwall run itself failed). SIGINT and SIGTERM go to CMD; when\n"
 		"it ends, whatever is left in the cgroup is killed and the subject and\n"
-		"the cgroup are removed. Root only.\n\n"
+		"the cgroup are removed. With fastwalld's DNS proxy on, CMD's DNS goes to\n"
+		"the proxy whatever resolver it asks, so domain targets work. Root only.\n\n"
 		"  --policy FILE    the policy JSON: {\"defaultAction\": \"deny\", \"egress\":\n"
 		"                   [{\"action\": \"allow\", \"target\": \"192.0.2.0/24\"}]}\n"
 		"                   (default: deny everything)\n"

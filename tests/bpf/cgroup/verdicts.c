@@ -43,6 +43,7 @@ struct row {
 	int verdict; /* 1 passes, 0 drops */
 	__u32 reason;
 	bool uncounted; /* no sandbox: nothing counted */
+	bool own_alias; /* the source is the subject's DNS source (127.254/16 + id) */
 };
 
 #define ALPHA_OK4  "192.0.2.10"	      /* allow 192.0.2.0/25 */
@@ -52,6 +53,7 @@ struct row {
 #define ALPHA_BAD6 "2001:db8:dead::5" /* no rule: default deny */
 #define NODE4	   "192.0.2.200"      /* the node's own address: the source */
 #define NODE6	   "2001:db8:ff::1"
+#define DNS_PORT   15353 /* the proxy's, in fastwall_config */
 
 static const struct row rows[] = {
 	{"TCP SYN to an allowed CIDR passes", IN_ALPHA, TCP4(NODE4, ALPHA_OK4, 40000, 80), 1,
@@ -91,6 +93,18 @@ static const struct row rows[] = {
 	{"a denying subject sends nothing", IN_DENYING, TCP4(NODE4, ALPHA_OK4, 40000, 80), 0,
 	 FW_DROP_DENYING},
 	{"no sandbox: passes uncounted", IN_NONE, TCP4(NODE4, ALPHA_BAD4, 40000, 80), 1, 0, true},
+	{"DNS from its own DNS source to the proxy passes", IN_ALPHA,
+	 UDP4(NULL, "127.0.0.1", 40000, DNS_PORT), 1, FW_PASS_DNS_PROXY, false, true},
+	{"TCP DNS from its own DNS source to the proxy passes", IN_ALPHA,
+	 TCP4(NULL, "127.0.0.1", 40000, DNS_PORT), 1, FW_PASS_DNS_PROXY, false, true},
+	{"from its own DNS source elsewhere: the policy decides", IN_ALPHA,
+	 UDP4(NULL, ALPHA_BAD4, 40000, 9000), 0, FW_DROP_DENY_CIDR, false, true},
+	{"to the proxy from another address: the policy decides", IN_ALPHA,
+	 UDP4(NODE4, "127.0.0.1", 40000, DNS_PORT), 0, FW_DROP_DEFAULT_DENY},
+	{"from another subject's DNS source drops", IN_ALPHA,
+	 UDP4("127.254.255.254", "127.0.0.1", 40000, DNS_PORT), 0, FW_DROP_ALIAS_SOURCE},
+	{"from another subject's DNS source, anywhere, drops", IN_ALPHA_CHILD,
+	 TCP4("127.254.0.77", ALPHA_OK4, 40000, 80), 0, FW_DROP_ALIAS_SOURCE},
 };
 
 static struct {
@@ -161,7 +175,10 @@ static int setup(void)
 	static const char *const none[] = {NULL};
 	static const char *const sub[6] = {NULL,	 "alpha", "alpha/child",
 					   "alpha/nest", "deny",  "none"};
-	struct fw_config cfg = {.event_burst = 1000, .event_interval_ns = 1000};
+	struct fw_config cfg = {.flags = FW_CF_DNS_PROXY,
+				.dns_port = DNS_PORT,
+				.event_burst = 1000,
+				.event_interval_ns = 1000};
 	int err;
 
 	fw_log_level = FW_LOG_WARN;
@@ -268,13 +285,19 @@ static bool run_row(const struct row *r)
 {
 	__u8 in[PKT_MAX], out[PKT_MAX + 64];
 	LIBBPF_OPTS(bpf_test_run_opts, opts);
-	size_t len = pkt_build(&r->pkt, in);
 	/* the subject the row's cgroup is held to: alpha below alpha */
 	__u32 id = r->where == IN_DENYING ? t.id[IN_DENYING] : t.id[IN_ALPHA];
+	struct pkt_spec spec = r->pkt;
+	char alias[32];
+	size_t len;
 	__u64 before = reason_count(r->reason), sbefore = subject_count(id, r->reason);
 	__u64 total = total_count();
 	bool ok = true;
 
+	snprintf(alias, sizeof(alias), "127.254.%u.%u", id >> 8, id & 0xff);
+	if (r->own_alias)
+		spec.src = alias;
+	len = pkt_build(&spec, in);
 	if (!len || join(r->where)) {
 		printf("not ok - %s: can't build the packet or join the cgroup\n", r->desc);
 		return false;

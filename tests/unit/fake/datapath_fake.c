@@ -205,7 +205,7 @@ struct fw_dp *fake_dp_new(void)
 	f->dp.conn_count_fd = f->dp.ports_fd = -1;
 	fmap_init(&f->dispatch, sizeof(struct fw_ip), sizeof(struct fw_subject));
 	fmap_init(&f->cgroups, sizeof(__u64), sizeof(struct fw_subject));
-	f->dp.cgroups_fd = -1;
+	f->dp.cgroups_fd = f->dp.cg_dns_fd = -1;
 	fmap_init(&f->meta, sizeof(__u32), sizeof(struct fw_subject_meta));
 	fmap_init(&f->learned, sizeof(struct fw_learned_key), sizeof(struct fw_lease));
 	fmap_init(&f->lports, sizeof(struct fw_port_rule_key), sizeof(__u8));

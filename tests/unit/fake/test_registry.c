@@ -338,7 +338,18 @@ Test(registry, cgroup_subject_follows_its_rules_and_goes_with_it)
 	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_PROCESS, NULL), 0);
 	id = id_of("proc");
 	cr_assert_neq(id, 0);
-	cr_assert_eq(fake_dispatch_count(dp), 0, "no address, no dispatch entry");
+	/* no address: its one dispatch entry is its DNS source, on no port */
+	cr_assert_eq(fake_dispatch_count(dp), 1);
+	{
+		char alias[32];
+		struct fw_ip a;
+
+		snprintf(alias, sizeof(alias), "127.254.%u.%u", id >> 8, id & 0xff);
+		a = ip_of(alias);
+		cr_assert_eq(fw_dp_dispatch_lookup(dp, &a, &ks), 0, "%s", alias);
+		cr_assert_eq(ks.id, id);
+		cr_assert_eq(ks.ifindex, FW_IFINDEX_MISSING);
+	}
 	cr_assert_eq(fw_dp_cgroup_lookup(dp, 4242, &ks), 0);
 	cr_assert_eq(ks.id, id);
 	cr_assert_eq(ks.state, FW_STATE_ACTIVE);
@@ -365,6 +376,7 @@ Test(registry, cgroup_subject_follows_its_rules_and_goes_with_it)
 	cr_assert_eq(fw_reg_unbind(&reg, e), 0);
 	fw_reg_put(&reg, e);
 	cr_assert_eq(fw_dp_cgroup_lookup(dp, 4242, &ks), -ENOENT);
+	cr_assert_eq(fake_dispatch_count(dp), 0, "its DNS source went with it");
 	cr_assert_eq(fw_reg_cgroup_owner(&reg, 4242, name, sizeof(name), NULL), -ENOENT);
 	fw_policy_free(&s.policy);
 }
@@ -389,5 +401,7 @@ Test(registry, restart_adopts_cgroups_and_drops_strays)
 	cr_assert_eq(fw_reg_find(&reg, "proc")->cgroup_id, 99);
 	cr_assert_eq(fw_dp_cgroup_lookup(dp, 99, &ks), 0);
 	cr_assert_eq(fw_dp_cgroup_lookup(dp, 1234, &ks), -ENOENT);
+	cr_assert_eq(fw_reg_find(&reg, "proc")->naddrs, 0, "its DNS source is no address");
+	cr_assert_eq(fake_dispatch_count(dp), 1);
 	fw_policy_free(&s.policy);
 }

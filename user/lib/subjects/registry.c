@@ -6,6 +6,7 @@
  * address changes owner only under it). e->op serialises the changes to
  * one subject; kernel work other than dispatch (rule tries, learned
  * flushes) runs under e->op alone, so subjects proceed in parallel. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -143,6 +144,39 @@ static bool ports_live(__u32 id, __u32 *gen, const void *ctx)
 	return true;
 }
 
+/* A process subject's DNS source, 127.254.0.0/16 + id, v4-mapped
+ * (fastwall/abi.h): a dispatch entry, not one of its addresses. */
+static struct fw_ip cg_alias(__u32 id)
+{
+	struct fw_ip a = {.w = {0, 0, htonl(0xffff), htonl(FW_CG_DNS_ALIAS_NET | (id & 0xffff))}};
+
+	return a;
+}
+
+static bool is_cg_alias(const struct fw_ip *a)
+{
+	return a->w[0] == 0 && a->w[1] == 0 && a->w[2] == htonl(0xffff) &&
+	       (ntohl(a->w[3]) & 0xffff0000u) == FW_CG_DNS_ALIAS_NET;
+}
+
+/* The alias dispatches to ks, but on no interface: no packet of a
+ * sandbox port can claim it. */
+static int alias_put(struct fw_registry *r, const struct fw_subject *ks)
+{
+	struct fw_subject a = *ks;
+	struct fw_ip addr = cg_alias(ks->id);
+
+	a.ifindex = FW_IFINDEX_MISSING;
+	return fw_dp_dispatch_put(r->dp, &addr, &a);
+}
+
+static void alias_del(struct fw_registry *r, __u32 id)
+{
+	struct fw_ip addr = cg_alias(id);
+
+	fw_dp_dispatch_del(r->dp, &addr, id);
+}
+
 struct adopt_ctx {
 	struct fw_registry *r;
 	size_t nretired;
@@ -204,6 +238,8 @@ static int adopt_dispatch(const void *key, const void *val, void *ctx)
 
 		return fw_recs_push(&a->stale, &st);
 	}
+	if (is_cg_alias(&addr))
+		return 0; /* a process subject's DNS source, not an address */
 	e->ksub = ks;
 	if (e->naddrs < FW_SUBJECT_MAX_ADDRS)
 		e->addrs[e->naddrs++] = addr;
@@ -599,8 +635,12 @@ static int cgroup_claim(struct fw_registry *r, struct fw_entry *e, __u64 cgid,
 
 	if (cgid)
 		err = fw_dp_cgroup_put(r->dp, cgid, ks);
+	if (!err && cgid)
+		err = alias_put(r, ks);
 	if (err)
 		return err;
+	if (!cgid && e->cgroup_id)
+		alias_del(r, e->id);
 	if (e->cgroup_id && e->cgroup_id != cgid)
 		fw_dp_cgroup_del(r->dp, e->cgroup_id, e->id);
 	e->cgroup_id = cgid;
@@ -746,8 +786,10 @@ int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 	pthread_mutex_lock(&r->lock);
 	for (size_t i = 0; i < e->naddrs && !err; i++)
 		err = fw_dp_dispatch_del(r->dp, &e->addrs[i], id);
-	if (!err && e->cgroup_id)
+	if (!err && e->cgroup_id) {
 		err = fw_dp_cgroup_del(r->dp, e->cgroup_id, id);
+		alias_del(r, id);
+	}
 	if (!err) {
 		e->cgroup_id = 0;
 		e->naddrs = 0;
@@ -1001,6 +1043,8 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 				 &nheld);
 	if (!err && spec->cgroup_id)
 		err = fw_dp_cgroup_put(r->dp, spec->cgroup_id, &ks);
+	if (!err && spec->cgroup_id)
+		err = alias_put(r, &ks);
 	if (err) {
 		/* some addresses may point at the new id: retry converges */
 		pthread_mutex_unlock(&r->lock);
@@ -1015,6 +1059,8 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 			fw_dp_dispatch_del(r->dp, &old[i], old_id);
 	if (old_id && e->cgroup_id && e->cgroup_id != spec->cgroup_id)
 		fw_dp_cgroup_del(r->dp, e->cgroup_id, old_id);
+	if (old_id && e->cgroup_id)
+		alias_del(r, old_id);
 	e->cgroup_id = spec->cgroup_id;
 	if (old_id)
 		r->by_id[old_id] = NULL;
@@ -1045,8 +1091,10 @@ undo_dispatch:
 	pthread_mutex_lock(&r->lock);
 	for (size_t i = 0; i < spec->naddrs; i++)
 		fw_dp_dispatch_del(r->dp, &spec->addrs[i], id);
-	if (spec->cgroup_id)
+	if (spec->cgroup_id) {
 		fw_dp_cgroup_del(r->dp, spec->cgroup_id, id);
+		alias_del(r, id);
+	}
 	pthread_mutex_unlock(&r->lock);
 undo:
 	/* a query may have been learned for id while its dispatch was up */

@@ -65,6 +65,22 @@ static __always_inline void fw_sa_to_proxy(struct bpf_sock_addr *ctx, const stru
 	ctx->user_port = bpf_htons(cfg->dns_port);
 }
 
+/* To the proxy itself, on a socket this program sent there: a connected
+ * dual-stack socket's send() comes back through sendmsg4 with the
+ * (rewritten) peer as its address. */
+static __always_inline bool fw_sa_redirected(struct bpf_sock_addr *ctx, const struct fw_config *cfg,
+					     const struct fw_pkt *pkt)
+{
+	__u64 cookie;
+
+	if (!cfg || !(cfg->flags & FW_CF_DNS_PROXY) || !pkt->has_ports ||
+	    pkt->dport != bpf_htons(cfg->dns_port) || pkt->dst.w[0] || pkt->dst.w[1] ||
+	    pkt->dst.w[2] != bpf_htonl(0xffff) || pkt->dst.w[3] != bpf_htonl(FW_CG_DNS_PROXY4))
+		return false;
+	cookie = bpf_get_socket_cookie(ctx);
+	return bpf_map_lookup_elem(&fastwall_cg_dns, &cookie) != NULL;
+}
+
 /* connect(): from the subject's own DNS source, bound here (a socket
  * bound already keeps its address; the proxy then does not know it and
  * answers NXDOMAIN). */
@@ -124,6 +140,10 @@ int fw_cg_sendmsg4(struct bpf_sock_addr *ctx)
 	fw_ip_from_v4(&src, ctx->msg_src_ip4);
 	if (fw_cg_foreign_alias(&src, s))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
+	if (fw_sa_redirected(ctx, cfg, &pkt)) {
+		ctx->msg_src_ip4 = fw_cg_alias4(s->id);
+		return fw_cg_verdict(&pkt, s->id, FW_PASS_DNS_PROXY, 0);
+	}
 	if (!fw_sa_is_dns(cfg, &pkt))
 		return fw_cg_verdict(&pkt, s->id, fw_cg_decide(&pkt, s), 0);
 	ctx->msg_src_ip4 = fw_cg_alias4(s->id);
@@ -150,6 +170,11 @@ int fw_cg_sendmsg6(struct bpf_sock_addr *ctx)
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
 	if (!fw_sa_is_dns(cfg, &pkt))
 		return fw_cg_verdict(&pkt, s->id, fw_cg_decide(&pkt, s), 0);
+	/* the kernel refuses a sendmsg6 rewritten to a v4-mapped address
+	 * (ENOTSUPP), and the proxy's sources are IPv4: an IPv6 resolver is
+	 * reached with connect() (which can be redirected) or not at all */
+	if (!(pkt.dst.w[0] == 0 && pkt.dst.w[1] == 0 && pkt.dst.w[2] == bpf_htonl(0xffff)))
+		return fw_cg_verdict(&pkt, s->id, FW_DROP_DNS_V6_SENDMSG, 0);
 	ctx->msg_src_ip6[0] = 0;
 	ctx->msg_src_ip6[1] = 0;
 	ctx->msg_src_ip6[2] = bpf_htonl(0xffff);
@@ -158,8 +183,9 @@ int fw_cg_sendmsg6(struct bpf_sock_addr *ctx)
 	return fw_cg_verdict(&pkt, s->id, FW_PASS_DNS_PROXY, 0);
 }
 
-/* The proxy's answer: from the resolver the socket addressed. recvmsg
- * programs may only pass (1). */
+/* The proxy's answer, and the peer of a connected DNS socket: the
+ * resolver the socket addressed. recvmsg and getpeername programs may
+ * only pass (1). */
 static __always_inline int fw_recvmsg(struct bpf_sock_addr *ctx, bool v6)
 {
 	struct fw_config *cfg = fw_config();
@@ -196,6 +222,18 @@ int fw_cg_recvmsg4(struct bpf_sock_addr *ctx)
 
 SEC("cgroup/recvmsg6")
 int fw_cg_recvmsg6(struct bpf_sock_addr *ctx)
+{
+	return fw_recvmsg(ctx, true);
+}
+
+SEC("cgroup/getpeername4")
+int fw_cg_getpeername4(struct bpf_sock_addr *ctx)
+{
+	return fw_recvmsg(ctx, false);
+}
+
+SEC("cgroup/getpeername6")
+int fw_cg_getpeername6(struct bpf_sock_addr *ctx)
 {
 	return fw_recvmsg(ctx, true);
 }

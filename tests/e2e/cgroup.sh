@@ -228,6 +228,14 @@ check "DNS (sendto a resolver nowhere) goes to the proxy; the answer comes from 
 	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" dns 192.0.2.99 api.example.test --want A=203.0.113.10
 check "DNS with connect() and send() too" \
 	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" dns 192.0.2.98 api.example.test --connect --want A=203.0.113.10
+check "DNS over TCP too" \
+	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" dns 192.0.2.97 api.example.test --tcp --want A=203.0.113.10
+check "DNS to an IPv6 resolver with connect(), the answer from it" \
+	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" dns 2001:db8::99 api.example.test --connect --want A=203.0.113.10
+check "DNS over TCP to an IPv6 resolver" \
+	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" dns 2001:db8::99 api.example.test --tcp --want A=203.0.113.10
+check "DNS sendto() an IPv6 resolver is refused (it can't go to the proxy)" \
+	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" dns 2001:db8::99 api.example.test --want EPERM
 check "run d reaches the address it learned" \
 	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want ok
 check "a name run d's policy does not allow is NXDOMAIN" \
@@ -317,7 +325,7 @@ check "fastwall run --help shows the usage" sh -c "'$FASTWALL' run --help | grep
 # detach takes the cgroup programs off the parent, as it takes the TC filters off
 fw_stop_daemon
 check "fastwalld detach logs the cgroup programs it removed" \
-	sh -c "nsenter --net=/run/netns/$NS_POD '$FASTWALLD' -c '$FW_CFG' detach 2>&1 | grep -q 'detached 10 cgroup programs from $CG'"
+	sh -c "nsenter --net=/run/netns/$NS_POD '$FASTWALLD' -c '$FW_CFG' detach 2>&1 | grep -q 'detached 12 cgroup programs from $CG'"
 check_eq "after detach no fastwall program is on $CG_PARENT" \
 	"$(bpftool cgroup show "$CG" 2>/dev/null | grep -c fw_cg_)" 0
 

@@ -18,7 +18,7 @@ and exits 0 when that is --want:
   dns SERVER NAME            an A query to SERVER:53 with sendto() (--connect:
                              connect() and send()): "A=ADDR", "NXDOMAIN" or
                              "rcode=N"; "bad-source" when the answer does not
-                             come from SERVER:53
+                             come from SERVER:53; --tcp: over TCP
   bind ADDR                  bind() a UDP socket to ADDR
   pktinfo SRC HOST PORT      sendmsg() to HOST:PORT with IP_PKTINFO source SRC
 """
@@ -156,6 +156,23 @@ def dns_answer(data, qid):
     return "no-A"
 
 
+def dns_tcp(server, name):
+    qid, q = dns_query(name)
+    with socket.socket(family_of(server), socket.SOCK_STREAM) as s:
+        s.settimeout(3)
+        s.connect((server, 53))
+        if s.getpeername()[1] != 53:
+            return "bad-peer"
+        s.sendall(struct.pack("!H", len(q)) + q)
+        data = b""
+        while len(data) < 2 or len(data) < 2 + struct.unpack("!H", data[:2])[0]:
+            chunk = s.recv(4096)
+            if not chunk:
+                return "closed"
+            data += chunk
+        return dns_answer(data[2:], qid)
+
+
 def dns(server, name, connect):
     qid, q = dns_query(name)
     with socket.socket(family_of(server), socket.SOCK_DGRAM) as s:
@@ -193,6 +210,7 @@ def main():
     ap.add_argument("--want", required=True)
     ap.add_argument("--uid", type=int)
     ap.add_argument("--connect", action="store_true")
+    ap.add_argument("--tcp", action="store_true")
     a = ap.parse_args()
     try:
         if a.mode == "tcp":
@@ -209,6 +227,8 @@ def main():
             got = before(a.args[0], a.args[1], int(a.args[2]))
         elif a.mode == "subcgroup":
             got = subcgroup(a.args[0], int(a.args[1]))
+        elif a.mode == "dns" and a.tcp:
+            got = dns_tcp(a.args[0], a.args[1])
         elif a.mode == "dns":
             got = dns(a.args[0], a.args[1], a.connect)
         elif a.mode == "bind":

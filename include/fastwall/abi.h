@@ -154,7 +154,7 @@ struct fw_subject {
 #define FW_CG_DNS_ALIAS_NET 0x7ffe0000u /* 127.254.0.0/16, host order */
 #define FW_CG_DNS_PROXY4    0x7f000001u /* 127.0.0.1, host order */
 #ifndef FW_MAX_CG_DNS
-#define FW_MAX_CG_DNS 65536
+#define FW_MAX_CG_DNS 16384
 #endif
 
 /* fastwall_rules_v2: subject id -> that slot's LPM trie {struct

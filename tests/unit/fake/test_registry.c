@@ -405,3 +405,29 @@ Test(registry, restart_adopts_cgroups_and_drops_strays)
 	cr_assert_eq(fake_dispatch_count(dp), 1);
 	fw_policy_free(&s.policy);
 }
+
+/* An address subject may not take a process subject's DNS source. */
+Test(registry, dns_sources_are_reserved)
+{
+	struct fw_subject_spec p, a;
+	struct fw_subject ks;
+	char alias[32];
+	struct fw_ip ip;
+	__u32 id;
+
+	spec_init(&p, "proc", "192.0.2.10", NULL);
+	p.naddrs = 0;
+	p.cgroup_id = 7;
+	cr_assert_eq(fw_reg_upsert(&reg, &p, FW_ORIGIN_PROCESS, NULL), 0);
+	id = id_of("proc");
+	snprintf(alias, sizeof(alias), "127.254.%u.%u", id >> 8, id & 0xff);
+	spec_init(&a, "addr", alias, "192.0.2.20");
+	cr_assert_eq(fw_reg_upsert(&reg, &a, FW_ORIGIN_STATIC, NULL), 0);
+	ip = ip_of(alias);
+	cr_assert_eq(fw_dp_dispatch_lookup(dp, &ip, &ks), 0);
+	cr_assert_eq(ks.id, id, "the DNS source still names the process subject");
+	cr_assert_eq(dispatch_id(dp, "192.0.2.20"), id_of("addr"));
+	cr_assert_eq(fw_reg_find(&reg, "addr")->naddrs, 1);
+	fw_policy_free(&p.policy);
+	fw_policy_free(&a.policy);
+}

@@ -604,6 +604,14 @@ static int claim_addrs_locked(struct fw_registry *r, struct fw_entry *e, const s
 		char buf[FW_ADDR_STRLEN];
 		int err;
 
+		/* the process subjects' DNS sources are no one's to claim */
+		if (is_cg_alias(&addrs[i])) {
+			fw_warn("subject %s: address %s is reserved (127.254.0.0/16)",
+				e->meta.name[0] ? e->meta.name : "?",
+				fw_addr_str(&addrs[i], buf, sizeof(buf)));
+			continue;
+		}
+
 		if (o && o != e && o->id && o->id != ks->id) {
 			if (o->meta.origin == FW_ORIGIN_STATIC && origin != FW_ORIGIN_STATIC) {
 				fw_warn("subject %s: address %s stays with static subject %s",

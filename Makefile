@@ -83,7 +83,18 @@ $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
-$(BUILD)/user/%.o: user/%.c | $(SKELS)
+# The version both binaries print: git describe at build time, else
+# VERSION from the environment, else "unknown" (a tarball). The header is
+# rewritten only when the text changes, so nothing rebuilds for nothing.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+.PHONY: FORCE
+FORCE:
+$(BUILD)/version.h: FORCE
+	$(Q)mkdir -p $(@D)
+	$(Q)v='#define FW_VERSION "$(VERSION)"'; \
+		if [ ! -f $@ ] || [ "$$(cat $@)" != "$$v" ]; then echo "$$v" > $@; fi
+
+$(BUILD)/user/%.o: user/%.c | $(SKELS) $(BUILD)/version.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@

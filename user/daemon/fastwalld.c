@@ -40,7 +40,9 @@
 #include "common/log.h"
 #include "common/loop.h"
 #include "common/secmem.h"
+#include "metrics.h"
 #include "subjects/registry.h"
+#include "version.h"
 
 #define FW_DEFAULT_CONFIG "/etc/fastwall/fastwalld.yaml"
 
@@ -61,6 +63,7 @@ struct fw_daemon {
 	struct fw_actions actions;
 	bool actions_on;
 	struct fw_http *http;
+	struct fw_metrics *metrics; /* /metrics, /healthz, /readyz; NULL when off */
 	struct fw_learn *learn;
 	struct fw_dnsp *dnsp;
 	struct fw_loop *loop;
@@ -652,6 +655,10 @@ static void reload(struct fw_daemon *d)
 	if (next.actions_enabled != d->cfg.actions_enabled ||
 	    strcmp(next.actions_listen, d->cfg.actions_listen) != 0)
 		fw_warn("the actions section changes only on restart");
+	if (strcmp(next.metrics_listen, d->cfg.metrics_listen) != 0)
+		fw_warn("metrics.listen changes only on restart; keeping '%s'",
+			d->cfg.metrics_listen);
+	snprintf(next.metrics_listen, sizeof(next.metrics_listen), "%s", d->cfg.metrics_listen);
 	if (strcmp(next.bpffs, d->cfg.bpffs) != 0)
 		fw_warn("datapath.bpffs changes only on restart; keeping %s", d->cfg.bpffs);
 	snprintf(next.bpffs, sizeof(next.bpffs), "%s", d->cfg.bpffs);
@@ -868,6 +875,10 @@ static int run(struct fw_daemon *d)
 	fw_dp_quiet();
 	if (probe_kernel())
 		return FW_EXIT_KERNEL;
+	/* up first: /readyz answers 503 while the rest starts */
+	if (d->cfg.metrics_listen[0] &&
+	    fw_metrics_start(&d->metrics, d->cfg.metrics_listen, d->cfg.bpffs))
+		return FW_EXIT_FAILURE;
 	{
 		/* the rule trie of every subject slot is one open descriptor */
 		struct rlimit rl;
@@ -982,6 +993,21 @@ static int run(struct fw_daemon *d)
 	err = fw_learn_adopt(d->learn, true);
 	if (err)
 		fw_warn("can't adopt learned addresses: %s", strerror(-err));
+	{
+		/* every part is up (and the pinned maps migrated): the listener
+		 * may read them from here on */
+		struct fw_metrics_parts parts = {
+			.dp = d->dp,
+			.reg = &d->reg,
+			.learn = d->learn,
+			.dnsp = d->dnsp,
+			.http = d->http,
+			.dns_wanted = d->cfg.dns_proxy,
+			.started = true,
+		};
+
+		fw_metrics_publish(d->metrics, &parts);
+	}
 
 	err = fw_loop_run(d->loop);
 	if (err) {
@@ -1096,6 +1122,7 @@ static void usage(FILE *out)
 		"  -b, --bpffs DIR       pin directory for detach --purge\n"
 		"  -l, --log-level LVL   error, warn, info, debug (overrides the config)\n"
 		"  -h, --help            this text\n"
+		"      --version         the version and map ABI\n"
 		"\n"
 		"signals: SIGHUP reloads static subjects atomically; SIGTERM stops and\n"
 		"leaves the kernel state in place (fail closed).\n");
@@ -1109,6 +1136,7 @@ int main(int argc, char **argv)
 		{"log-level", required_argument, NULL, 'l'},
 		{"purge", no_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{},
 	};
 	struct fw_daemon *d;
@@ -1133,6 +1161,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return FW_EXIT_OK;
+		case 'V':
+			printf("fastwalld %s (map ABI %u)\n", FW_VERSION, FW_ABI_VERSION);
 			return FW_EXIT_OK;
 		default:
 			usage(stderr);
@@ -1173,6 +1204,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		ret = FW_EXIT_USAGE;
 	}
+	/* first: its requests read everything below */
+	fw_metrics_stop(d->metrics);
 	fw_http_stop(d->http);
 	fw_dnsp_stop(d->dnsp);
 	if (d->actions_on)

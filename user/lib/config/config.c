@@ -35,6 +35,8 @@
  *     max_connections_per_subject: 1024  # TCP records keeping leases alive
  *     refresh_interval: 10           # seconds between lease refresh rounds
  *     tcp_idle_timeout: 3600         # an open connection silent this long is gone
+ *   metrics:
+ *     listen: 127.0.0.1:9464         # /metrics, /healthz, /readyz; "" = off
  *   subjects:
  *     - name: sandbox-a              # required, unique
  *       addresses: [10.42.0.2, "fd00::2"]   # required, 1-8, unique overall
@@ -84,6 +86,7 @@ void fw_cfg_init(struct fw_cfg *cfg)
 	fw_ck_defaults(&cfg_events_keys, cfg);
 	fw_ck_defaults(&cfg_actions_keys, cfg);
 	fw_ck_defaults(&cfg_dns_keys, cfg);
+	fw_ck_defaults(&cfg_metrics_keys, cfg);
 	cfg->doh_mode = FW_DOH_OFF;
 	fw_policy_init(&cfg->overlay);
 	fw_dnsp_config_init(&cfg->dnsp);
@@ -413,6 +416,13 @@ static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 	}
 	if ((n = cfg_sub(b, 1, "dns", NULL))) {
 		err = parse_dns(ctx, n);
+		if (err)
+			return err;
+	}
+	if ((n = cfg_sub(b, 1, "metrics", NULL))) {
+		struct cfg_bind m[] = {{.t = &cfg_metrics_keys, .base = ctx->cfg}};
+
+		err = cfg_section(ctx, n, "metrics", m, 1);
 		if (err)
 			return err;
 	}

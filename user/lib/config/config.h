@@ -72,6 +72,7 @@ struct fw_cfg {
 	struct fw_dnsp_config dnsp;
 	/* the learner's keys (dns/learn_keys.c) */
 	struct fw_learn_config learn;
+	char metrics_listen[64];	  /* "addr:port" of /metrics, "" = off */
 	__u32 max_conns_per_subject;	  /* fastwall_conns records, 1-FW_MAX_CONNS */
 	struct fw_subject_spec *subjects; /* the static subjects */
 	size_t nsubjects;

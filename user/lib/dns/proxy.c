@@ -316,9 +316,19 @@ static void dnsp_tx_add(struct dnsp_worker *w, int fd, const struct dnsp_peer *t
 	w->ntx++;
 }
 
+/* Every response to a client passes here or dnsp_src_reply: counted by
+ * the rcode in its header. */
+static void dnsp_count_rcode(struct dnsp_worker *w, const __u8 *msg, size_t len)
+{
+	if (len >= 4)
+		DNSP_COUNT(w, rcodes[msg[3] & 0xf]);
+}
+
 static void dnsp_slot_reply(struct dnsp_worker *w, struct dnsp_slot *s, const __u8 *msg, size_t len,
 			    bool copy)
 {
+	if (s->origin == DNSP_O_UDP || (s->origin == DNSP_O_TCP && s->conn))
+		dnsp_count_rcode(w, msg, len);
 	if (s->origin == DNSP_O_UDP)
 		dnsp_tx_add(w, s->peer.fd, &s->peer, msg, len, copy);
 	else if (s->origin == DNSP_O_TCP && s->conn)
@@ -617,6 +627,7 @@ static void dnsp_order(struct dnsp_slot *s)
 static void dnsp_src_reply(struct dnsp_worker *w, const struct dnsp_src *src, const __u8 *msg,
 			   size_t len)
 {
+	dnsp_count_rcode(w, msg, len);
 	if (src->origin == DNSP_O_UDP)
 		dnsp_tx_add(w, src->peer->fd, src->peer, msg, len, true);
 	else
@@ -1329,6 +1340,8 @@ void fw_dnsp_get_stats(struct fw_dnsp *p, struct fw_dnsp_stats *out)
 		DNSP_SUM(tcp_rejected);
 		DNSP_SUM(tcp_evicted);
 		DNSP_SUM(overload);
+		for (unsigned int r = 0; r < 16; r++)
+			DNSP_SUM(rcodes[r]);
 #undef DNSP_SUM
 	}
 }

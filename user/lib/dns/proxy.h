@@ -89,6 +89,7 @@ struct fw_dnsp_stats {
 	__u64 tcp_rejected;	 /* client connections over a limit, nobody to evict */
 	__u64 tcp_evicted;	 /* client connections closed for a newcomer */
 	__u64 overload;		 /* queries dropped at max_pending */
+	__u64 rcodes[16];	 /* responses sent to clients, by rcode */
 };
 
 struct fw_dnsp;

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* fastwalld's operator listener: /metrics (Prometheus text format),
+ * /healthz and /readyz, on a libmicrohttpd thread of its own. It reads
+ * counters the data plane, the DNS proxy, the learner and the actions
+ * listener keep, never taking a lock they hold on their hot paths.
+ * Functions return 0 or a negative errno. */
+#ifndef FW_METRICS_H
+#define FW_METRICS_H
+
+#include <stdbool.h>
+
+#include "datapath/datapath.h"
+#include "dns/learn.h"
+#include "dns/proxy.h"
+#include "subjects/registry.h"
+#include "http.h"
+
+/* What the listener reads, published by the daemon as each part comes
+ * up; NULL parts are left out of /metrics. */
+struct fw_metrics_parts {
+	struct fw_dp *dp;
+	struct fw_registry *reg;
+	struct fw_learn *learn;
+	struct fw_dnsp *dnsp;
+	struct fw_http *http;
+	bool dns_wanted; /* dns.proxy: readiness waits for dnsp */
+	bool started;	 /* the daemon is done starting (attached, subjects programmed) */
+};
+
+struct fw_metrics;
+
+/* listen: "ADDRESS:PORT". */
+int fw_metrics_start(struct fw_metrics **out, const char *listen, const char *bpffs);
+/* Waits for requests in flight; NULL is fine. Call before freeing the
+ * parts. */
+void fw_metrics_stop(struct fw_metrics *m);
+void fw_metrics_publish(struct fw_metrics *m, const struct fw_metrics_parts *parts);
+
+/* /metrics and /readyz as text (tests): the body written to *out
+ * (malloc'd), 0 or -ENOMEM; readiness returns 200 or 503. */
+int fw_metrics_render(const struct fw_metrics_parts *parts, char **out, size_t *len);
+int fw_metrics_ready(const struct fw_metrics_parts *parts, const char *bpffs, char *why,
+		     size_t len);
+
+#endif /* FW_METRICS_H */

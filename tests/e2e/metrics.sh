@@ -73,6 +73,7 @@ subjects:
     private_cidr: 10.42.0.0/24
     policy:
       defaultAction: deny
+      note: a key the policy format does not know
       egress:
         - { action: allow, target: 203.0.113.10/32 }
         - { action: deny, target: 198.51.100.66/32 }
@@ -125,6 +126,10 @@ check_fails "/readyz said nothing else (no answer, starting, ready)" \
 	"$FW_TMP/readyz.seen"
 check_eq "POST /metrics: 405" "$(get /metrics -X POST | cut -d' ' -f1)" "405"
 check_eq "an unknown path: 404" "$(get /nope | cut -d' ' -f1)" "404"
+
+check "the policy's unknown key: a warning in the log, with its line" \
+	grep -qE "warn .*fastwalld.yaml:[0-9]+: unknown key 'note' in the policy of subject sandbox-a, ignored" \
+	"$FW_LOG"
 
 echo "# readiness follows the pins"
 PIN=$BPFFS/fastwall_dispatch

@@ -510,6 +510,24 @@ static void on_dns_event(void *ctx, const struct fw_learn_event *ev)
 			(unsigned long long)ev->suppressed);
 }
 
+/* What the configuration accepted with a warning (policy keys it does
+ * not know): to out (check), else to the log. */
+static void cfg_warnings(const struct fw_cfg *cfg, FILE *out)
+{
+	for (size_t i = 0; i < cfg->nwarnings; i++) {
+		if (out)
+			fprintf(out, "warning: %s\n", cfg->warnings[i]);
+		else
+			fw_warn("%s", cfg->warnings[i]);
+	}
+	if (!cfg->warnings_lost)
+		return;
+	if (out)
+		fprintf(out, "warning: %zu more warnings left out\n", cfg->warnings_lost);
+	else
+		fw_warn("%zu more configuration warnings left out", cfg->warnings_lost);
+}
+
 static void learn_config(const struct fw_cfg *cfg, struct fw_learn_config *lc)
 {
 	*lc = cfg->learn; /* the learner's keys, its own defaults for the rest */
@@ -652,6 +670,7 @@ static void reload(struct fw_daemon *d)
 		fw_err("reload rejected, running configuration unchanged: %s", err);
 		return;
 	}
+	cfg_warnings(&next, NULL);
 	if (next.actions_enabled != d->cfg.actions_enabled ||
 	    strcmp(next.actions_listen, d->cfg.actions_listen) != 0)
 		fw_warn("the actions section changes only on restart");
@@ -864,6 +883,7 @@ static int run(struct fw_daemon *d)
 	}
 	if (!d->level_forced)
 		fw_log_level = d->cfg.log_level;
+	cfg_warnings(&d->cfg, NULL);
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGHUP);
@@ -1061,7 +1081,9 @@ static int check(const char *config_path)
 		fprintf(stderr, "%s\n", errbuf);
 		return FW_EXIT_CONFIG;
 	}
-	printf("%s: ok, %zu static subjects\n", config_path, cfg.nsubjects);
+	cfg_warnings(&cfg, stderr);
+	printf("%s: ok, %zu static subjects%s\n", config_path, cfg.nsubjects,
+	       cfg.nwarnings ? " (with warnings)" : "");
 	fw_cfg_free(&cfg);
 	return FW_EXIT_OK;
 }

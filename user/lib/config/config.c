@@ -44,13 +44,14 @@
  *       gateway: 10.42.0.1           # scalar or list, one per family
  *       private_cidr: 10.42.0.0/24   # scalar or list, one per family
  *       state: active                # active | denying
- *       policy:                      # ../shared/reference/egress-policy.md
+ *       policy:                      # the egress-policy format (docs/config.md)
  *         defaultAction: deny
  *         egress:
  *           - { action: allow, target: 198.51.100.0/24, ports: [80, 443] }
  *
  * Unknown keys are errors everywhere except inside `policy`, whose format
- * is shared with the reference and ignores what it does not know. The
+ * is shared with the reference and ignores what it does not know; those
+ * are warnings (cfg->warnings), with the known key they look like. The
  * input is untrusted in the sense that a typo must fail loudly and a hostile
  * file must not exhaust memory: size, depth and list lengths are bounded,
  * and anchors/aliases (the "billion laughs" vector) are refused outright.
@@ -111,6 +112,8 @@ void fw_cfg_free(struct fw_cfg *cfg)
 	for (size_t i = 0; i < cfg->nsubjects; i++)
 		fw_policy_free(&cfg->subjects[i].policy);
 	free(cfg->subjects);
+	for (size_t i = 0; i < cfg->nwarnings; i++)
+		free(cfg->warnings[i]);
 	/* back to defaults, so a second free or a reload is harmless */
 	fw_cfg_init(cfg);
 }

@@ -217,7 +217,9 @@ static int parse_subject(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_subje
 	}
 
 	if ((n = key_value(&keys[SK_POLICY]))) {
+		ctx->subject = s->name; /* for the warnings */
 		err = parse_policy(ctx, n, &s->policy);
+		ctx->subject = NULL;
 		if (err)
 			return err;
 	}

@@ -26,7 +26,7 @@ for b in fastwalld fastwall; do
 	[ -x "$BUILD/$b" ] || { echo "fatal: $BUILD/$b missing: run make all" >&2; exit 1; }
 done
 ABI=$(sed -n 's/^#define FW_ABI_VERSION \([0-9]*\).*/\1/p' "$ROOT/include/fastwall/abi.h")
-BUILT=$(sed -n 's/^#define FW_VERSION "\(.*\)"$/\1/p' "$BUILD/version.h")
+BUILT=$(sed -n 's/^#define FW_VERSION "\(.*\)"$/\1/p' "$BUILD/gen/fastwall/version.h")
 D=$("$BUILD/fastwalld" --version)
 C=$("$BUILD/fastwall" --version)
 check_eq "fastwalld --version" "$D" "fastwalld $BUILT (map ABI $ABI)"
@@ -42,15 +42,15 @@ fi
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-GIT_DIR=/nonexistent make -s -C "$ROOT" BUILD="$T" "$T/version.h" >/dev/null 2>&1
-check_eq "outside a git tree: unknown" "$(cat "$T/version.h" 2>/dev/null)" \
+GIT_DIR=/nonexistent make -s -C "$ROOT" BUILD="$T" "$T/gen/fastwall/version.h" >/dev/null 2>&1
+check_eq "outside a git tree: unknown" "$(cat "$T/gen/fastwall/version.h" 2>/dev/null)" \
 	'#define FW_VERSION "unknown"'
-make -s -C "$ROOT" BUILD="$T" VERSION=1.2.3 "$T/version.h" >/dev/null 2>&1
-check_eq "VERSION=1.2.3 wins" "$(cat "$T/version.h" 2>/dev/null)" '#define FW_VERSION "1.2.3"'
-touch -d '2001-01-01' "$T/version.h"
-make -s -C "$ROOT" BUILD="$T" VERSION=1.2.3 "$T/version.h" >/dev/null 2>&1
+make -s -C "$ROOT" BUILD="$T" VERSION=1.2.3 "$T/gen/fastwall/version.h" >/dev/null 2>&1
+check_eq "VERSION=1.2.3 wins" "$(cat "$T/gen/fastwall/version.h" 2>/dev/null)" '#define FW_VERSION "1.2.3"'
+touch -d '2001-01-01' "$T/gen/fastwall/version.h"
+make -s -C "$ROOT" BUILD="$T" VERSION=1.2.3 "$T/gen/fastwall/version.h" >/dev/null 2>&1
 check_eq "the same version again: the header is not rewritten" \
-	"$(date -r "$T/version.h" +%Y)" 2001
+	"$(date -r "$T/gen/fastwall/version.h" +%Y)" 2001
 
 echo "version: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

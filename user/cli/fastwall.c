@@ -15,7 +15,7 @@
 #include "config/config.h"
 #include "datapath/datapath.h"
 #include "common/log.h"
-#include "version.h"
+#include "fastwall/version.h"
 
 enum { EXIT_USAGE = 2, EXIT_NOSTATE = 3 };
 
@@ -305,7 +305,7 @@ int main(int argc, char **argv)
 	int opt, err;
 
 	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
-		printf("fastwall %s (map ABI %u)\n", FW_VERSION, FW_ABI_VERSION);
+		printf("fastwall %s (map ABI %d)\n", FW_VERSION, FW_ABI_VERSION);
 		return 0;
 	}
 	while ((opt = getopt_long(argc, argv, "b:amh", opts, NULL)) != -1) {

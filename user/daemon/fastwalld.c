@@ -42,7 +42,7 @@
 #include "common/secmem.h"
 #include "metrics.h"
 #include "subjects/registry.h"
-#include "version.h"
+#include "fastwall/version.h"
 
 #define FW_DEFAULT_CONFIG "/etc/fastwall/fastwalld.yaml"
 
@@ -1185,7 +1185,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return FW_EXIT_OK;
 		case 'V':
-			printf("fastwalld %s (map ABI %u)\n", FW_VERSION, FW_ABI_VERSION);
+			printf("fastwalld %s (map ABI %d)\n", FW_VERSION, FW_ABI_VERSION);
 			return FW_EXIT_OK;
 		default:
 			usage(stderr);

@@ -12,7 +12,7 @@
 #include "common/log.h"
 #include "common/prom.h"
 #include "metrics.h"
-#include "version.h"
+#include "fastwall/version.h"
 
 #define FW_METRICS_TIMEOUT_S 10
 #define FW_METRICS_MAX_CONN  64
@@ -196,7 +196,7 @@ int fw_metrics_render(const struct fw_metrics_parts *parts, char **out, size_t *
 	struct fw_learn_stats ls;
 	char abi[16];
 
-	snprintf(abi, sizeof(abi), "%u", FW_ABI_VERSION);
+	snprintf(abi, sizeof(abi), "%d", FW_ABI_VERSION);
 	fw_prom_family(&p, "fastwall_build_info", "gauge",
 		       "the running fastwalld: its version and map ABI");
 	fw_prom_u64(&p, "fastwall_build_info",

@@ -44,7 +44,7 @@ static void unknown_keys(json_t *o, const char *const *known, size_t nknown, con
 			;
 		if (i < nknown)
 			continue;
-		for (i = 0; key[i] && i < 64; i++)
+		for (i = 0; i < 64 && key[i]; i++)
 			shown[i] = (unsigned char)key[i] < 0x20 || key[i] == 0x7f ? '?' : key[i];
 		snprintf(shown + i, sizeof(shown) - i, "%s", key[i] ? "..." : "");
 		like = fw_ck_suggest(key, known, nknown);

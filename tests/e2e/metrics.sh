@@ -224,6 +224,12 @@ check_q "Prometheus: $N_DNS_NO NXDOMAIN responses" \
 	'fastwall_dns_responses_total{rcode="NXDOMAIN"}' "$N_DNS_NO"
 check_q "Prometheus: $((N_DNS_OK + N_DNS_NO)) UDP queries" \
 	'fastwall_dns_queries_total{transport="udp"}' $((N_DNS_OK + N_DNS_NO))
+check_q "Prometheus: $N_DNS_OK upstream exchanges in the latency histogram" \
+	'fastwall_dns_upstream_duration_seconds_count' "$N_DNS_OK"
+check_q "Prometheus: all of them under 5 s (the +Inf bucket holds no more)" \
+	'fastwall_dns_upstream_duration_seconds_bucket{le="5"}' "$N_DNS_OK"
+check_q "Prometheus: the histogram's quantile is a number of seconds below 1" \
+	'histogram_quantile(0.5, fastwall_dns_upstream_duration_seconds_bucket) < bool 1' 1
 check_q "Prometheus: one learned address held" 'fastwall_learned_addresses' 1
 check_q "Prometheus: fastwall_learned fill 1" 'fastwall_map_entries{map="fastwall_learned"}' 1
 check_q "Prometheus: the learned address passes (learned)" \

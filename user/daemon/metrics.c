@@ -162,6 +162,17 @@ static void render_dnsp(struct fw_prom *p, struct fw_dnsp *dnsp)
 			fw_prom_u64(p, "fastwall_dns_responses_total",
 				    (const char *[]){"rcode", rcode_names[r], NULL}, s.rcodes[r]);
 	}
+	{
+		double bounds[FW_DNSP_LAT_BUCKETS];
+
+		for (unsigned int b = 0; b < FW_DNSP_LAT_BUCKETS; b++)
+			bounds[b] = (double)fw_dnsp_latency_bounds_ns[b] / 1e9;
+		fw_prom_family(p, "fastwall_dns_upstream_duration_seconds", "histogram",
+			       "time from sending a query upstream to its answer (timeouts are not "
+			       "in it)");
+		fw_prom_histogram(p, "fastwall_dns_upstream_duration_seconds", NULL, bounds,
+				  s.latency, FW_DNSP_LAT_BUCKETS, (double)s.latency_sum_ns / 1e9);
+	}
 	counter(p, "fastwall_dns_forwarded_total", "queries sent to an upstream", s.forwarded);
 	counter(p, "fastwall_dns_upstream_timeouts_total", "upstream exchanges that timed out",
 		s.upstream_timeouts);

@@ -247,6 +247,17 @@ check_q "Prometheus: $N_STATUS status GETs answered 200" \
 	'fastwall_actions_requests_total{path="/_fastlet/v1/actions/status",code="200"}' "$N_STATUS"
 check_q "Prometheus: one 404 on another path" \
 	'fastwall_actions_requests_total{path="other",code="404"}' 1
+fw_act_post '{"not":"an envelope"}'
+check_code "a body that is no envelope: 400" 400
+fw_act LIFECYCLE_HOOK sb-none --ip 10.42.0.77 --veth sb-none --gw 10.42.0.1 --cidr 10.42.0.0/24 \
+	--hook data-plane-ready
+ACT_CODE=$FW_ACT_CODE
+check_q "Prometheus: one invalid envelope answered 400" \
+	'fastwall_actions_operations_total{operation="invalid",code="400"}' 1
+check_q "Prometheus: the LIFECYCLE_HOOK counted under its status ($ACT_CODE)" \
+	"fastwall_actions_operations_total{operation=\"LIFECYCLE_HOOK\",code=\"$ACT_CODE\"}" 1
+check_q "Prometheus: two POSTs on the actions path" \
+	'sum(fastwall_actions_requests_total{path="/_fastlet/v1/actions"})' 2
 check_q "Prometheus: one subject" 'fastwall_subjects' 1
 check_q "Prometheus: build info" 'fastwall_build_info' 1
 

@@ -1022,6 +1022,7 @@ static int run(struct fw_daemon *d)
 			.learn = d->learn,
 			.dnsp = d->dnsp,
 			.http = d->http,
+			.actions = d->actions_on ? &d->actions : NULL,
 			.dns_wanted = d->cfg.dns_proxy,
 			.started = true,
 		};

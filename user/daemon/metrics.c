@@ -201,6 +201,16 @@ static void on_requests(void *ctx, const char *path, int code, uint64_t n)
 		    (const char *[]){"path", path, "code", c, NULL}, n);
 }
 
+static void on_ops(void *ctx, const char *op, int code, __u64 n)
+{
+	struct fw_prom *p = ctx;
+	char c[8];
+
+	snprintf(c, sizeof(c), "%d", code);
+	fw_prom_u64(p, "fastwall_actions_operations_total",
+		    (const char *[]){"operation", op, "code", c, NULL}, n);
+}
+
 int fw_metrics_render(const struct fw_metrics_parts *parts, char **out, size_t *len)
 {
 	struct fw_prom p = {};
@@ -228,6 +238,12 @@ int fw_metrics_render(const struct fw_metrics_parts *parts, char **out, size_t *
 		fw_prom_family(&p, "fastwall_actions_requests_total", "counter",
 			       "requests the actions listeners answered, by path and status code");
 		fw_http_requests(parts->http, on_requests, &p);
+	}
+	if (parts->actions) {
+		fw_prom_family(&p, "fastwall_actions_operations_total", "counter",
+			       "action envelopes answered, by operation (invalid: not a valid "
+			       "envelope) and status code");
+		fw_actions_op_counts(parts->actions, on_ops, &p);
 	}
 	if (p.oom) {
 		free(p.buf);

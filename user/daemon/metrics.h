@@ -23,6 +23,7 @@ struct fw_metrics_parts {
 	struct fw_learn *learn;
 	struct fw_dnsp *dnsp;
 	struct fw_http *http;
+	struct fw_actions *actions;
 	bool dns_wanted; /* dns.proxy: readiness waits for dnsp */
 	bool started;	 /* the daemon is done starting (attached, subjects programmed) */
 };

@@ -716,6 +716,31 @@ out:
 		fw_reg_put(a->reg, e);
 }
 
+static const char *const op_names[FW_ACTIONS_OPS] = {
+	[0] = "invalid",
+	[FW_OP_SET_BINDING] = "SET_BINDING",
+	[FW_OP_LIFECYCLE_HOOK] = "LIFECYCLE_HOOK",
+	[FW_OP_REMOVE_BINDING] = "REMOVE_BINDING",
+};
+
+static void op_count(struct fw_actions *a, unsigned int op, int status)
+{
+	if (op < FW_ACTIONS_OPS && status > 0 && status < FW_ACTIONS_CODES)
+		__atomic_add_fetch(&a->op_replies[op][status], 1, __ATOMIC_RELAXED);
+}
+
+void fw_actions_op_counts(struct fw_actions *a,
+			  void (*fn)(void *ctx, const char *op, int code, __u64 n), void *ctx)
+{
+	for (unsigned int op = 0; op < FW_ACTIONS_OPS; op++)
+		for (int code = 0; code < FW_ACTIONS_CODES; code++) {
+			__u64 n = __atomic_load_n(&a->op_replies[op][code], __ATOMIC_RELAXED);
+
+			if (n)
+				fn(ctx, op_names[op], code, n);
+		}
+}
+
 void fw_actions_post(struct fw_actions *a, const char *body, size_t len, struct fw_reply *out)
 {
 	struct fw_envelope env;
@@ -727,6 +752,7 @@ void fw_actions_post(struct fw_actions *a, const char *body, size_t len, struct 
 	if (err) {
 		reply_text(out, 400, "invalid action envelope: %s",
 			   err == -EINVAL || err == -E2BIG ? reason : strerror(-err));
+		op_count(a, 0, out->status);
 		return;
 	}
 	if (strlen(env.uid) > FW_UID_MAX) {
@@ -751,6 +777,7 @@ void fw_actions_post(struct fw_actions *a, const char *body, size_t len, struct 
 						  : "REMOVE_BINDING",
 		 env.uid, env.invocation_id, out->status);
 out:
+	op_count(a, env.op, out->status);
 	fw_envelope_free(&env);
 }
 

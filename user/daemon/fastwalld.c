@@ -3,10 +3,10 @@
  * sandbox-facing interface (including ports that appear later), programs
  * the static subjects of its YAML config, reloads them on SIGHUP, runs the
  * DNS proxy (its own worker threads) and the lease refresh, and reports
- * deny events. One event loop thread (common/loop.h) besides the proxy's
- * and the HTTP server's: signals, link events and the deny-event ring are
- * its watches; the actions tick, the reaper and the lease refresh round
- * are its timers. */
+ * deny events. One event loop thread (common/loop.h) besides the proxy's,
+ * the HTTP server's and the metrics listener's (metrics.h): signals, link
+ * events and the deny-event ring are its watches; the actions tick, the
+ * reaper and the lease refresh round are its timers. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fnmatch.h>

@@ -261,6 +261,14 @@ check_q "Prometheus: two POSTs on the actions path" \
 check_q "Prometheus: one subject" 'fastwall_subjects' 1
 check_q "Prometheus: build info" 'fastwall_build_info' 1
 
+echo "# reload"
+write_config 'metrics:
+  listen: 127.0.0.1:9465'
+fw_reload
+check "a reload that moves metrics.listen: warned, kept until a restart" \
+	fw_wait_log "metrics.listen changes only on restart; keeping '$METRICS'" 1 2
+check_eq "still served on $METRICS" "$(get /healthz)" "200 ok"
+
 echo "# off"
 fw_stop_daemon
 write_config 'metrics:

@@ -2,7 +2,8 @@
 /* fastwalld's operator listener: /metrics (Prometheus text format),
  * /healthz and /readyz, on a libmicrohttpd thread of its own. It reads
  * counters the data plane, the DNS proxy, the learner and the actions
- * listener keep, never taking a lock they hold on their hot paths.
+ * listener keep: atomics, map lookups, and the learner's and registry's
+ * locks only for the copy of a few counters, never across a read.
  * Functions return 0 or a negative errno. */
 #ifndef FW_METRICS_H
 #define FW_METRICS_H

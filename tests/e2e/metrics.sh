@@ -277,4 +277,23 @@ fw_start_daemon || fw_die "fastwalld did not start again"
 check_eq "metrics.listen \"\": nothing listens" "$(get /healthz | cut -d' ' -f1)" "000"
 check_eq "the second start logged no metrics listener" "$(fw_log_count 'metrics on http')" 1
 
+echo "# the port taken"
+fw_stop_daemon
+write_config ""
+# SO_REUSEADDR: the scrapes left connections in TIME_WAIT on the port
+fw_bg "$NS_POD" "$FW_PY" -c 'import socket, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 9464))
+s.listen()
+time.sleep(120)'
+fw_eventually 5 fw_ns "$NS_POD" bash -c "ss -Hltn 'sport = :9464' | grep -q 9464" ||
+	fw_die "the stand-in listener on $METRICS did not start: $(tail -3 "$FW_TMP/bg.log")"
+fw_start_daemon
+check "another process on $METRICS: fastwalld still starts and enforces" \
+	fw_udp "$SB_A" 203.0.113.10 9000
+check "and says why nothing of it answers there" fw_wait_log \
+	"can't listen on $METRICS for metrics: Address already in use" 1 1
+check "running without the listener" fw_wait_log "running without the metrics listener" 1 1
+
 fw_summary

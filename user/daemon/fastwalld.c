@@ -895,10 +895,12 @@ static int run(struct fw_daemon *d)
 	fw_dp_quiet();
 	if (probe_kernel())
 		return FW_EXIT_KERNEL;
-	/* up first: /readyz answers 503 while the rest starts */
+	/* up first: /readyz answers 503 while the rest starts. Without it
+	 * (the port taken) fastwalld still enforces: the error says why
+	 * nothing answers there */
 	if (d->cfg.metrics_listen[0] &&
 	    fw_metrics_start(&d->metrics, d->cfg.metrics_listen, d->cfg.bpffs))
-		return FW_EXIT_FAILURE;
+		fw_err("running without the metrics listener");
 	{
 		/* the rule trie of every subject slot is one open descriptor */
 		struct rlimit rl;

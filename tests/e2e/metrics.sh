@@ -261,6 +261,14 @@ check_q "Prometheus: two POSTs on the actions path" \
 check_q "Prometheus: one subject" 'fastwall_subjects' 1
 check_q "Prometheus: build info" 'fastwall_build_info' 1
 
+echo "# readiness follows the attachment"
+check_q "Prometheus: one interface attached (sb-a)" 'fastwall_interfaces_attached' 1
+check_eq "/readyz 200 before" "$(get /readyz)" "200 ready"
+fw_ns "$NS_POD" tc filter del dev sb-a ingress pref 4005
+check_eq "fastwall's filter removed from sb-a behind its back: /readyz 503 naming the port" \
+	"$(get /readyz)" \
+	"503 not ready: the programs are not attached to sb-a (ifindex $(ip -n "$NS_POD" -o link show sb-a | cut -d: -f1))"
+
 echo "# reload"
 write_config 'metrics:
   listen: 127.0.0.1:9465'

@@ -426,6 +426,14 @@ static bool l2_live(int ifindex, const void *ctx)
 	return fw_dp_attached(ifindex);
 }
 
+/* The interfaces attached to, for /readyz (which checks the programs are
+ * still there). */
+static void attached_publish(struct fw_daemon *d)
+{
+	if (fw_metrics_set_attached(d->metrics, d->attached.v, d->attached.n))
+		fw_warn("metrics: can't record the %zu attached interfaces", d->attached.n);
+}
+
 static int attach_all(struct fw_daemon *d)
 {
 	int err;
@@ -438,6 +446,7 @@ static int attach_all(struct fw_daemon *d)
 	else
 		fw_l2_prune(d->dp, l2_live, NULL); /* ports that went while we were down */
 	fw_reg_links_changed(&d->reg);
+	attached_publish(d);
 	return err;
 }
 
@@ -775,6 +784,7 @@ static void on_links(struct fw_loop *l, int fd, __u32 events, void *ctx)
 	} else {
 		l2_reserve(d);
 		fw_reg_links_changed(&d->reg);
+		attached_publish(d);
 	}
 	local_sync(d);
 }

@@ -3,6 +3,7 @@
  * ("Metrics") for what each series means. */
 #include <errno.h>
 #include <microhttpd.h>
+#include <net/if.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,8 @@ struct fw_metrics {
 	struct MHD_Daemon *d;
 	pthread_mutex_t lock; /* parts: held for a copy, never across a read */
 	struct fw_metrics_parts parts;
+	int *ifs; /* attached interfaces, under lock */
+	size_t nifs;
 	char bpffs[256];
 };
 
@@ -211,7 +214,8 @@ static void on_ops(void *ctx, const char *op, int code, __u64 n)
 		    (const char *[]){"operation", op, "code", c, NULL}, n);
 }
 
-int fw_metrics_render(const struct fw_metrics_parts *parts, char **out, size_t *len)
+int fw_metrics_render(const struct fw_metrics_parts *parts, size_t nattached, char **out,
+		      size_t *len)
 {
 	struct fw_prom p = {};
 	struct fw_learn_stats ls;
@@ -222,8 +226,11 @@ int fw_metrics_render(const struct fw_metrics_parts *parts, char **out, size_t *
 		       "the running fastwalld: its version and map ABI");
 	fw_prom_u64(&p, "fastwall_build_info",
 		    (const char *[]){"version", FW_VERSION, "abi", abi, NULL}, 1);
-	if (parts->dp)
+	if (parts->dp) {
 		render_packets(&p, parts->dp);
+		gauge(&p, "fastwall_interfaces_attached",
+		      "sandbox-facing interfaces fastwalld attached the programs to", nattached);
+	}
 	if (parts->reg)
 		gauge(&p, "fastwall_subjects", "subjects registered (static and pushed)",
 		      fw_reg_count(parts->reg));
@@ -254,9 +261,10 @@ int fw_metrics_render(const struct fw_metrics_parts *parts, char **out, size_t *
 	return 0;
 }
 
-int fw_metrics_ready(const struct fw_metrics_parts *parts, const char *bpffs, char *why, size_t len)
+int fw_metrics_ready(const struct fw_metrics_parts *parts, const char *bpffs, const int *ifindex,
+		     size_t nifs, char *why, size_t len)
 {
-	char path[320];
+	char path[320], name[IF_NAMESIZE];
 	struct stat st;
 
 	if (!parts->started) {
@@ -276,6 +284,14 @@ int fw_metrics_ready(const struct fw_metrics_parts *parts, const char *bpffs, ch
 	snprintf(path, sizeof(path), "%s/fastwall_dispatch", bpffs);
 	if (stat(path, &st)) {
 		snprintf(why, len, "not ready: the maps are not pinned under %s", bpffs);
+		return 503;
+	}
+	/* one tc query per port: a probe every few seconds can afford it */
+	for (size_t i = 0; i < nifs; i++) {
+		if (fw_dp_attached(ifindex[i]) || !if_indextoname((unsigned int)ifindex[i], name))
+			continue; /* attached, or gone (its removal is on its way) */
+		snprintf(why, len, "not ready: the programs are not attached to %s (ifindex %d)",
+			 name, ifindex[i]);
 		return 503;
 	}
 	snprintf(why, len, "ready");
@@ -316,7 +332,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct fw_metrics *m = cls;
 	struct fw_metrics_parts parts;
 	char why[384], *body;
-	size_t len;
+	int *ifs = NULL;
+	size_t len, nifs = 0;
 	int status;
 
 	(void)version;
@@ -337,11 +354,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!strcmp(url, "/healthz"))
 		return text(c, 200, "ok");
 	if (!strcmp(url, "/readyz")) {
-		status = fw_metrics_ready(&parts, m->bpffs, why, sizeof(why));
+		pthread_mutex_lock(&m->lock);
+		if (m->nifs && (ifs = malloc(m->nifs * sizeof(*ifs)))) {
+			memcpy(ifs, m->ifs, m->nifs * sizeof(*ifs));
+			nifs = m->nifs;
+		}
+		pthread_mutex_unlock(&m->lock);
+		status = fw_metrics_ready(&parts, m->bpffs, ifs, nifs, why, sizeof(why));
+		free(ifs);
 		return text(c, status, why);
 	}
 	if (!strcmp(url, "/metrics")) {
-		if (fw_metrics_render(&parts, &body, &len))
+		pthread_mutex_lock(&m->lock);
+		nifs = m->nifs;
+		pthread_mutex_unlock(&m->lock);
+		if (fw_metrics_render(&parts, nifs, &body, &len))
 			return text(c, 500, "out of memory");
 		return reply(c, 200, body, len, FW_PROM_CONTENT_TYPE);
 	}
@@ -402,11 +429,30 @@ void fw_metrics_publish(struct fw_metrics *m, const struct fw_metrics_parts *par
 	pthread_mutex_unlock(&m->lock);
 }
 
+int fw_metrics_set_attached(struct fw_metrics *m, const int *ifindex, size_t n)
+{
+	int *v = NULL;
+
+	if (!m)
+		return 0;
+	if (n && !(v = malloc(n * sizeof(*v))))
+		return -ENOMEM;
+	if (n)
+		memcpy(v, ifindex, n * sizeof(*v));
+	pthread_mutex_lock(&m->lock);
+	free(m->ifs);
+	m->ifs = v;
+	m->nifs = n;
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
 void fw_metrics_stop(struct fw_metrics *m)
 {
 	if (!m)
 		return;
 	MHD_stop_daemon(m->d);
 	pthread_mutex_destroy(&m->lock);
+	free(m->ifs);
 	free(m);
 }

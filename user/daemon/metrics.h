@@ -37,11 +37,15 @@ int fw_metrics_start(struct fw_metrics **out, const char *listen, const char *bp
  * parts. */
 void fw_metrics_stop(struct fw_metrics *m);
 void fw_metrics_publish(struct fw_metrics *m, const struct fw_metrics_parts *parts);
+/* The interfaces the daemon attached to (a copy is kept): /readyz checks
+ * that the programs are still there. -ENOMEM keeps the previous list. */
+int fw_metrics_set_attached(struct fw_metrics *m, const int *ifindex, size_t n);
 
-/* /metrics and /readyz as text (tests): the body written to *out
+/* /metrics and /readyz as text: the body written to *out
  * (malloc'd), 0 or -ENOMEM; readiness returns 200 or 503. */
-int fw_metrics_render(const struct fw_metrics_parts *parts, char **out, size_t *len);
-int fw_metrics_ready(const struct fw_metrics_parts *parts, const char *bpffs, char *why,
-		     size_t len);
+int fw_metrics_render(const struct fw_metrics_parts *parts, size_t nattached, char **out,
+		      size_t *len);
+int fw_metrics_ready(const struct fw_metrics_parts *parts, const char *bpffs, const int *ifindex,
+		     size_t nifs, char *why, size_t len);
 
 #endif /* FW_METRICS_H */

@@ -61,7 +61,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 
 BINS := $(BUILD)/fastwalld $(BUILD)/fastwall
 TEST_BINS := $(BUILD)/tests/unit_tests $(BUILD)/tests/unit_fake $(BUILD)/tests/bpf_verdicts \
-	$(BUILD)/tests/abi_migrate
+	$(BUILD)/tests/bpf_cgroup_verdicts $(BUILD)/tests/abi_migrate
 
 .PHONY: all deps test test-unit test-fake test-bpf test-abi test-e2e test-lint demo bench fuzz format lint \
 	install clean help compile_commands.json
@@ -130,6 +130,14 @@ $(BUILD)/tests/bpf_verdicts: $(patsubst %.c,$(BUILD)/%.o,$(BPFT_SRCS)) $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
 
+# the cgroup programs' packet path, with the verdict table's frame builders
+$(BUILD)/tests/bpf_cgroup_verdicts: $(BUILD)/tests/bpf/cgroup/verdicts.o $(BUILD)/tests/bpf/pkt.o $(LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+
+# rows give the fields they need, like the TC table
+$(BUILD)/tests/bpf/cgroup/verdicts.o: ALL_CFLAGS += -Itests/bpf -Wno-missing-field-initializers
+
 $(BUILD)/tests/abi_migrate: $(patsubst %.c,$(BUILD)/%.o,$(ABIT_SRCS)) $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
@@ -178,9 +186,10 @@ test-fake: $(BUILD)/tests/unit_fake ## registry, learner and actions units over 
 	$(Q)$(BUILD)/tests/unit_fake
 
 SHUFFLE_SEED ?= $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
-test-bpf: $(BUILD)/tests/bpf_verdicts all ## BPF verdict table only, in order then shuffled (SHUFFLE_SEED=N)
+test-bpf: $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/bpf_cgroup_verdicts all ## BPF verdict tables only (TC in order then shuffled, SHUFFLE_SEED=N; cgroup)
 	$(Q)$(BUILD)/tests/bpf_verdicts
 	$(Q)$(BUILD)/tests/bpf_verdicts --shuffle $(SHUFFLE_SEED)
+	$(Q)$(BUILD)/tests/bpf_cgroup_verdicts
 
 test-lint: ## the tests of the lint itself (scripts/check-layers.sh)
 	$(Q)bash tests/lint/check-layers.sh
@@ -262,7 +271,7 @@ install: all ## install fastwalld, fastwall and the man pages under PREFIX
 KERNELS ?= 5.10 6.1 6.12 6.18 7.x
 VMTEST_CACHE ?= /var/cache/fastwall-vmtest
 .PHONY: vmtest
-vmtest: all $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/abi_migrate $(BUILD)/tests/cp_kernel ## verdict table, loader, e2e on Debian kernels in qemu (KERNELS="5.10 6.12")
+vmtest: all $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/bpf_cgroup_verdicts $(BUILD)/tests/abi_migrate $(BUILD)/tests/cp_kernel ## verdict table, loader, e2e on Debian kernels in qemu (KERNELS="5.10 6.12")
 	$(Q)BUILD=$(BUILD) KERNELS="$(KERNELS)" VMTEST_CACHE="$(VMTEST_CACHE)" scripts/vmtest/vmtest.sh
 
 clean: ## remove build/ and build-san/

@@ -33,6 +33,7 @@
 #include "dns/proxy.h"
 #include "common/hash.h"
 #include "http.h"
+#include "procs.h"
 #include "common/ifset.h"
 #include "dns/learn.h"
 #include "datapath/l2bind.h"
@@ -67,6 +68,7 @@ struct fw_daemon {
 	struct fw_learn *learn;
 	struct fw_dnsp *dnsp;
 	struct fw_loop *loop;
+	struct fw_procs *procs;		    /* process sandboxes, with processes: */
 	struct fw_loop_timer tick_timer;    /* fw_actions_tick, every second */
 	struct fw_loop_timer reap_timer;    /* fw_reg_reap */
 	struct fw_loop_timer refresh_timer; /* fw_learn_tick, every refresh_interval_ns */
@@ -718,6 +720,13 @@ static void reload(struct fw_daemon *d)
 		fw_dnsp_set_upstreams(d->dnsp, u, nu);
 	}
 
+	if (next.processes_enabled != d->cfg.processes_enabled ||
+	    strcmp(next.cgroup_root, d->cfg.cgroup_root) ||
+	    strcmp(next.cgroup_parent, d->cfg.cgroup_parent) ||
+	    strcmp(next.processes_socket, d->cfg.processes_socket))
+		fw_warn("the processes section changes only on restart");
+	if (d->procs)
+		fw_procs_resolve(d->procs, next.subjects, next.nsubjects);
 	ret = apply_datapath(d, &next);
 	if (!ret)
 		ret = fw_reg_sync_static(&d->reg, &next.overlay, next.subjects, next.nsubjects,
@@ -948,6 +957,14 @@ static int run(struct fw_daemon *d)
 	err = apply_datapath(d, &d->cfg);
 	if (err)
 		return FW_EXIT_KERNEL;
+	/* asked for: without the cgroup programs its sandboxes would run
+	 * unchecked, so fastwalld does not start. Before the subjects: a
+	 * cgroup subject is checked from the moment it is programmed */
+	if (d->cfg.processes_enabled) {
+		if (fw_procs_open(&d->reg, &d->cfg, &d->procs))
+			return FW_EXIT_KERNEL;
+		fw_procs_resolve(d->procs, d->cfg.subjects, d->cfg.nsubjects);
+	}
 	/* subjects first, then attach: a newly attached port enforces at once */
 	err = fw_reg_sync_static(&d->reg, &d->cfg.overlay, d->cfg.subjects, d->cfg.nsubjects, true);
 	if (err)
@@ -1017,6 +1034,8 @@ static int run(struct fw_daemon *d)
 	fw_loop_timer_arm(d->loop, &d->reap_timer, 0);
 	fw_loop_timer_init(&d->refresh_timer, refresh_timer, d);
 	fw_loop_timer_arm(d->loop, &d->refresh_timer, 0);
+	if (d->procs && fw_procs_serve(d->procs, d->loop))
+		return FW_EXIT_FAILURE;
 	fw_info("fastwalld ready: %zu subjects, config %s", fw_reg_count(&d->reg), d->config_path);
 	/* after a restart: the rule tries' descriptors, off the request path */
 	fw_dp_slots_warm(d->dp);
@@ -1043,6 +1062,8 @@ static int run(struct fw_daemon *d)
 	}
 
 	err = fw_loop_run(d->loop);
+	fw_procs_stop(d->procs);
+	d->procs = NULL;
 	if (err) {
 		fw_err("epoll_wait: %s", strerror(-err));
 		return FW_EXIT_FAILURE;
@@ -1078,6 +1099,8 @@ static int detach(const char *config_path, const char *bpffs, bool purge)
 	}
 	if_freenameindex(ifs);
 	fw_info("detached from %d interfaces", n);
+	if (cfg.processes_enabled)
+		fw_procs_detach(&cfg);
 	if (purge && fw_dp_purge(bpffs) == 0)
 		fw_info("unpinned maps under %s", bpffs);
 	fw_cfg_free(&cfg);

@@ -86,6 +86,7 @@ void fw_cfg_init(struct fw_cfg *cfg)
 	fw_ck_defaults(&cfg_doh_keys, cfg);
 	fw_ck_defaults(&cfg_events_keys, cfg);
 	fw_ck_defaults(&cfg_actions_keys, cfg);
+	fw_ck_defaults(&cfg_processes_keys, cfg);
 	fw_ck_defaults(&cfg_dns_keys, cfg);
 	fw_ck_defaults(&cfg_metrics_keys, cfg);
 	cfg->doh_mode = FW_DOH_OFF;
@@ -295,6 +296,14 @@ static int parse_actions(struct cfg_ctx *ctx, yaml_node_t *node)
 	return cfg_section(ctx, node, "actions", b, 1);
 }
 
+static int parse_processes(struct cfg_ctx *ctx, yaml_node_t *node)
+{
+	struct cfg_bind b[] = {{.t = &cfg_processes_keys, .base = ctx->cfg}};
+
+	ctx->cfg->processes_enabled = true;
+	return cfg_section(ctx, node, "processes", b, 1);
+}
+
 /* "192.0.2.53", "192.0.2.53:5353", "2001:db8::53", "[2001:db8::53]:5353" */
 static int parse_upstream(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_cfg_upstream *u)
 {
@@ -383,7 +392,7 @@ static int parse_dns(struct cfg_ctx *ctx, yaml_node_t *node)
 static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 {
 	struct cfg_bind b[] = {{.t = &cfg_top_keys, .base = ctx->cfg}};
-	bool actions;
+	bool actions, processes;
 	yaml_node_t *n;
 	int err;
 
@@ -417,6 +426,12 @@ static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 		if (err)
 			return err;
 	}
+	n = cfg_sub(b, 1, "processes", &processes);
+	if (processes) {
+		err = parse_processes(ctx, n);
+		if (err)
+			return err;
+	}
 	if ((n = cfg_sub(b, 1, "dns", NULL))) {
 		err = parse_dns(ctx, n);
 		if (err)
@@ -428,6 +443,23 @@ static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 		err = cfg_section(ctx, n, "metrics", m, 1);
 		if (err)
 			return err;
+	}
+	/* process sandboxes need the cgroup programs; one subject a cgroup */
+	for (size_t i = 0; i < ctx->cfg->nsubjects; i++) {
+		const struct fw_subject_spec *s = &ctx->cfg->subjects[i];
+
+		if (!s->cgroup[0])
+			continue;
+		if (!ctx->cfg->processes_enabled)
+			return cfg_fail(ctx, root,
+					"subject \"%s\" has a cgroup: that needs the processes "
+					"section",
+					s->name);
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(ctx->cfg->subjects[j].cgroup, s->cgroup))
+				return cfg_fail(ctx, root,
+						"subjects \"%s\" and \"%s\" have the same cgroup",
+						ctx->cfg->subjects[j].name, s->name);
 	}
 	return 0;
 }

@@ -63,6 +63,11 @@ struct fw_cfg {
 	__u64 actions_grace_ns;		/* unconfirmed subjects removed after */
 	__u64 actions_pending_ttl_ns;	/* cached pushes for unknown subjects */
 	bool actions_bind_host_veth;	/* anti-spoof on attachment.hostVeth */
+	/* processes: process sandboxes (cgroup programs, fastwall run) */
+	bool processes_enabled;	    /* the section is present */
+	char cgroup_root[256];	    /* the cgroup2 mount wanted */
+	char cgroup_parent[256];    /* below it: where programs attach, runs go */
+	char processes_socket[108]; /* unix socket of fastwall run */
 	/* dns: the DNS proxy, redirection and learned leases */
 	bool dns_proxy;	       /* redirect DNS to the gateway to the proxy */
 	bool dns_redirect_all; /* ... and DNS to every other resolver */

@@ -99,12 +99,18 @@ int parse_subjects(struct cfg_ctx *ctx, yaml_node_t *node);
 
 /* --- keys.c: the keys whose fields are struct fw_cfg's --- */
 
-extern const struct fw_cfgtable cfg_top_keys;	   /* "" */
-extern const struct fw_cfgtable cfg_datapath_keys; /* datapath */
-extern const struct fw_cfgtable cfg_doh_keys;	   /* datapath.doh */
-extern const struct fw_cfgtable cfg_events_keys;   /* datapath.events */
-extern const struct fw_cfgtable cfg_actions_keys;  /* actions */
-extern const struct fw_cfgtable cfg_dns_keys;	   /* dns, besides the proxy's and learner's */
-extern const struct fw_cfgtable cfg_metrics_keys;  /* metrics */
+/* A cgroup path relative to another ("fastwall", "a/b"): no "." or ".."
+ * component, letters, digits, '-', '_', '.'; a key table check. */
+int fw_cfg_check_cgroup_path(const char *name, const char *s, unsigned long long v, char *msg,
+			     size_t msglen);
+
+extern const struct fw_cfgtable cfg_top_keys;	    /* "" */
+extern const struct fw_cfgtable cfg_datapath_keys;  /* datapath */
+extern const struct fw_cfgtable cfg_doh_keys;	    /* datapath.doh */
+extern const struct fw_cfgtable cfg_events_keys;    /* datapath.events */
+extern const struct fw_cfgtable cfg_actions_keys;   /* actions */
+extern const struct fw_cfgtable cfg_processes_keys; /* processes */
+extern const struct fw_cfgtable cfg_dns_keys;	    /* dns, besides the proxy's and learner's */
+extern const struct fw_cfgtable cfg_metrics_keys;   /* metrics */
 
 #endif /* FW_CONFIG_PARSE_H */

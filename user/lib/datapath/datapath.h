@@ -119,6 +119,9 @@ void fw_dp_slots_warm(struct fw_dp *dp);
 void fw_dp_rules_release(struct fw_dp *dp, __u32 id);
 /* Waits until every deletion handed to the worker is done. */
 void fw_dp_rules_settle(struct fw_dp *dp);
+/* For tests: writes rule entries one by one from now on, as on kernels
+ * without batch updates of LPM tries. */
+void fw_dp_rules_no_batch(struct fw_dp *dp);
 /* Deletes every rule of subject id, after a grace period (waits for it). */
 int fw_dp_rules_clear(struct fw_dp *dp, __u32 id);
 /* Changes one entry of subject id's live trie in place (one atomic map

@@ -232,7 +232,8 @@ int fw_metrics_render(const struct fw_metrics_parts *parts, size_t nattached, ch
 		      "sandbox-facing interfaces fastwalld attached the programs to", nattached);
 	}
 	if (parts->reg)
-		gauge(&p, "fastwall_subjects", "subjects registered (static, pushed, process sandboxes)",
+		gauge(&p, "fastwall_subjects",
+		      "subjects registered (static, pushed, process sandboxes)",
 		      fw_reg_count(parts->reg));
 	if (parts->learn) {
 		fw_learn_get_stats(parts->learn, &ls);

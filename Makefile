@@ -31,7 +31,7 @@ endif
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := $(CFLAGS) $(WARN) $(SAN_FLAGS) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
-	-Iinclude -Iuser/lib -I$(BUILD)
+	-Iinclude -Iuser/lib -I$(BUILD) -I$(BUILD)/gen
 LDLIBS := -lbpf -lelf -lz -lyaml -ljansson -lmicrohttpd -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Wextra -Werror \
 	-Ivmlinux/$(ARCH) -Iinclude -Ibpf -MMD -MP
@@ -83,7 +83,20 @@ $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
-$(BUILD)/user/%.o: user/%.c | $(SKELS)
+# The version both binaries print: git describe at build time, else
+# VERSION from the environment, else "unknown" (a tarball). The header is
+# rewritten only when the text changes, so nothing rebuilds for nothing.
+# It is "fastwall/version.h" (in $(BUILD)/gen, beside no binary): like the
+# ABI headers it includes nothing and any layer may read it.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+.PHONY: FORCE
+FORCE:
+$(BUILD)/gen/fastwall/version.h: FORCE
+	$(Q)mkdir -p $(@D)
+	$(Q)v='#define FW_VERSION "$(VERSION)"'; \
+		if [ ! -f $@ ] || [ "$$(cat $@)" != "$$v" ]; then echo "$$v" > $@; fi
+
+$(BUILD)/user/%.o: user/%.c | $(SKELS) $(BUILD)/gen/fastwall/version.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@

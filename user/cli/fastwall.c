@@ -27,6 +27,7 @@
 #include "datapath/cgroup.h"
 #include "datapath/datapath.h"
 #include "common/log.h"
+#include "fastwall/version.h"
 #include "subjects/run.h"
 
 enum { EXIT_USAGE = 2, EXIT_NOSTATE = 3 };
@@ -553,6 +554,10 @@ int main(int argc, char **argv)
 	struct cli c = {.bpffs = FW_DEFAULT_BPFFS};
 	int opt, err;
 
+	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+		printf("fastwall %s (map ABI %d)\n", FW_VERSION, FW_ABI_VERSION);
+		return 0;
+	}
 	/* run has options of its own and a command after them: the global
 	 * options (-b DIR, -a, -m) may come before the word run only */
 	for (int i = 1; i < argc; i++) {

@@ -18,8 +18,9 @@
 #include "policy/policy.h"
 #include "subjects/registry.h"
 
-#define FW_DEFAULT_BPFFS "/sys/fs/bpf/fastwall"
-#define FW_CFG_ERR_LEN	 512
+#define FW_DEFAULT_BPFFS    "/sys/fs/bpf/fastwall"
+#define FW_CFG_ERR_LEN	    512
+#define FW_CFG_MAX_WARNINGS 32
 
 enum fw_doh_mode {
 	FW_DOH_OFF = 0,
@@ -77,9 +78,16 @@ struct fw_cfg {
 	struct fw_dnsp_config dnsp;
 	/* the learner's keys (dns/learn_keys.c) */
 	struct fw_learn_config learn;
+	char metrics_listen[64];	  /* "addr:port" of /metrics, "" = off */
 	__u32 max_conns_per_subject;	  /* fastwall_conns records, 1-FW_MAX_CONNS */
 	struct fw_subject_spec *subjects; /* the static subjects */
 	size_t nsubjects;
+	/* what a load accepted but a reader should hear of, like errors
+	 * ("file:line: unknown key 'egres' in ..., ignored (did you mean
+	 * 'egress'?)"): keys a policy ignores. At most FW_CFG_MAX_WARNINGS,
+	 * warnings_lost counts the rest. */
+	char *warnings[FW_CFG_MAX_WARNINGS];
+	size_t nwarnings, warnings_lost;
 };
 
 void fw_cfg_init(struct fw_cfg *cfg); /* defaults */

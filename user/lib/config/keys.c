@@ -53,6 +53,10 @@ static const struct fw_cfgkey top[] = {
 	 .type_doc = "mapping (may be empty)",
 	 .def_doc = "absent",
 	 .doc = "present: process sandboxes (cgroup programs, `fastwall run`), below"},
+	{.key = "metrics",
+	 .type = FW_CK_SECTION,
+	 .def_doc = "on, loopback",
+	 .doc = "the Prometheus metrics and health listener, below"},
 };
 
 static const struct fw_cfgkey datapath[] = {
@@ -133,10 +137,9 @@ static const struct fw_cfgkey events[] = {
 	 .doc = "events a subject may emit back to back"},
 };
 
-/* "127.0.0.1:18080", "[::1]:18080", "localhost:18080": loopback only, the
- * control endpoints must never face the network. */
-static int check_listen(const char *name, const char *s, unsigned long long v, char *msg,
-			size_t msglen)
+/* "127.0.0.1:18080", "[::1]:18080", "localhost:18080"; with loopback, only
+ * loopback addresses (the control endpoints must never face the network). */
+static int check_addr_port(const char *name, const char *s, bool loopback, char *msg, size_t msglen)
 {
 	char host[64];
 	const char *colon;
@@ -144,7 +147,6 @@ static int check_listen(const char *name, const char *s, unsigned long long v, c
 	unsigned long port;
 	char *end;
 
-	(void)v;
 	colon = strrchr(s, ':');
 	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(host)) {
 		snprintf(msg, msglen, "%s must be ADDRESS:PORT", name);
@@ -169,7 +171,7 @@ static int check_listen(const char *name, const char *s, unsigned long long v, c
 			snprintf(msg, msglen, "%s has an invalid address", name);
 			return -EINVAL;
 		}
-		if (!(ip.b[10] == 0xff && ip.b[11] == 0xff && ip.b[12] == 127) &&
+		if (loopback && !(ip.b[10] == 0xff && ip.b[11] == 0xff && ip.b[12] == 127) &&
 		    memcmp(&ip, &lo6, sizeof(ip)) != 0) {
 			snprintf(msg, msglen, "%s must be a loopback address", name);
 			return -EINVAL;
@@ -177,6 +179,34 @@ static int check_listen(const char *name, const char *s, unsigned long long v, c
 	}
 	return 0;
 }
+
+static int check_listen(const char *name, const char *s, unsigned long long v, char *msg,
+			size_t msglen)
+{
+	(void)v;
+	return check_addr_port(name, s, true, msg, msglen);
+}
+
+/* "" turns the metrics listener off; any address may serve it */
+static int check_metrics_listen(const char *name, const char *s, unsigned long long v, char *msg,
+				size_t msglen)
+{
+	(void)v;
+	return s[0] ? check_addr_port(name, s, false, msg, msglen) : 0;
+}
+
+static const struct fw_cfgkey metrics[] = {
+	{.key = "listen",
+	 .type = FW_CK_STRING,
+	 F(metrics_listen),
+	 .def_str = "127.0.0.1:9464",
+	 .check = check_metrics_listen,
+	 .type_doc = "`ADDRESS:PORT` or `\"\"`",
+	 .doc = "where `/metrics` (Prometheus text format), `/healthz` and `/readyz` are served; "
+		"`\"\"` turns the listener off. Any address is accepted (`0.0.0.0:9464` for a "
+		"scraper on another host: the endpoints say nothing secret but subject counts, "
+		"yet anyone who reaches them can read them). Restart only"},
+};
 
 static const struct fw_ck_name restart_modes[] = {{"keep", 0}, {"wipe", 1}, {NULL, 0}};
 
@@ -337,6 +367,7 @@ const struct fw_cfgtable cfg_events_keys = FW_CK_TABLE("datapath.events", events
 const struct fw_cfgtable cfg_actions_keys = FW_CK_TABLE("actions", actions);
 const struct fw_cfgtable cfg_dns_keys = FW_CK_TABLE("dns", dns);
 const struct fw_cfgtable cfg_processes_keys = FW_CK_TABLE("processes", processes);
+const struct fw_cfgtable cfg_metrics_keys = FW_CK_TABLE("metrics", metrics);
 
 /* --- docs and schema ---------------------------------------------------- */
 
@@ -357,6 +388,7 @@ static const struct doc_section doc_sections[] = {
 	{"processes", {&cfg_processes_keys}, 1},
 	{"dns", {&cfg_dns_keys, &fw_dnsp_keys, &fw_learn_keys}, 3},
 	{"dns.lease", {&fw_learn_lease_keys}, 1},
+	{"metrics", {&cfg_metrics_keys}, 1},
 };
 
 #define N_DOC_SECTIONS (sizeof(doc_sections) / sizeof(doc_sections[0]))

@@ -240,7 +240,9 @@ state:
 	}
 
 	if ((n = key_value(&keys[SK_POLICY]))) {
+		ctx->subject = s->name; /* for the warnings */
 		err = parse_policy(ctx, n, &s->policy);
+		ctx->subject = NULL;
 		if (err)
 			return err;
 	}

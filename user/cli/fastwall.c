@@ -15,6 +15,7 @@
 #include "config/config.h"
 #include "datapath/datapath.h"
 #include "common/log.h"
+#include "scope.h"
 
 enum { EXIT_USAGE = 2, EXIT_NOSTATE = 3 };
 
@@ -303,6 +304,8 @@ int main(int argc, char **argv)
 	struct cli c = {.bpffs = FW_DEFAULT_BPFFS};
 	int opt, err;
 
+	if (argc > 1 && strcmp(argv[1], "scope") == 0)
+		return fw_cli_scope(argc - 1, argv + 1);
 	while ((opt = getopt_long(argc, argv, "b:amh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'b':

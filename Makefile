@@ -255,4 +255,6 @@ vmtest: all $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/abi_migrate $(BUILD)/test
 clean: ## remove build/ and build-san/
 	rm -rf build build-san
 
+include ingress/ingress.mk
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,162 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""The ingress test's peers, run inside the test's namespace.
+
+fastpath: a FastPath ResolveEndpoint stand-in (grpcio, classes generated
+  from ingress/proto/fastpath_v2.proto at test time). Its answer depends on
+  the sandbox name; every call is appended to --calls as one line
+  "NAMESPACE NAME PORT ACCESS_MODE".
+echo: an HTTP upstream answering 200 with a JSON body of what it got (the
+  raw request target, the headers); /__marker/VALUE/STATUS answers STATUS
+  with X-Fast-Sandbox-Proxy-Error: VALUE, an internal header and a body.
+"""
+import argparse
+import importlib
+import json
+import os
+import sys
+import threading
+import time
+from concurrent import futures
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def split_addr(addr):
+    host, _, port = addr.rpartition(":")
+    return host, int(port)
+
+
+def ready(path):
+    if path:
+        with open(path, "w") as f:
+            f.write("ready\n")
+
+
+def fastpath(args):
+    import grpc
+
+    sys.path.insert(0, args.gen)
+    pb = importlib.import_module("fastpath_v2_pb2")
+    pbg = importlib.import_module("fastpath_v2_pb2_grpc")
+    lock = threading.Lock()
+
+    def answer(ctx, endpoint, ttl=3600, cred=None):
+        r = pb.ResolveEndpointResponse(
+            sandbox_uid="uid-" + ctx,
+            endpoint=pb.Endpoint(component_name="fastlet-0", protocol="http", port=8080),
+            proxy_endpoint=endpoint,
+            route_generation=1,
+            expires_at_unix_seconds=int(time.time()) + ttl,
+        )
+        r.required_headers["X-Fast-Sandbox-Route-Credential"] = cred or "cred-" + ctx
+        return r
+
+    class Servicer(pbg.FastPathServicer):
+        def ResolveEndpoint(self, request, context):
+            nn = request.sandbox.namespaced_name
+            name = nn.name
+            with lock, open(args.calls, "a") as f:
+                f.write("%s %s %d %d\n" % (nn.namespace, name, request.target.port,
+                                           request.access_mode))
+            codes = {
+                "sb-missing": grpc.StatusCode.NOT_FOUND,
+                "sb-notready": grpc.StatusCode.FAILED_PRECONDITION,
+                "sb-unpublished": grpc.StatusCode.FAILED_PRECONDITION,
+                "sb-unavail": grpc.StatusCode.UNAVAILABLE,
+                "sb-busy": grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "sb-internal": grpc.StatusCode.INTERNAL,
+            }
+            if name in codes:
+                context.abort(codes[name], "stand-in says " + name)
+            if name == "sb-slow":
+                time.sleep(3)
+            if name == "sb-slowok":
+                time.sleep(1)
+            if name == "sb-refused":
+                return answer(name, args.refused)
+            if name == "sb-short":
+                return answer(name, args.upstream, ttl=3)
+            if name == "sb-badendpoint":
+                return answer(name, "ftp://198.51.100.7/")
+            if name == "sb-badcred":
+                return answer(name, args.upstream, cred="a\r\nX-Evil: 1")
+            return answer(name, args.upstream)
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
+    pbg.add_FastPathServicer_to_server(Servicer(), server)
+    server.add_insecure_port(args.listen)
+    server.start()
+    ready(args.ready)
+    server.wait_for_termination()
+
+
+class Echo(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *a):
+        pass
+
+    def reply(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        body_in = self.rfile.read(n) if n else b""
+        with open(self.server.log, "a") as f:
+            f.write(self.path + "\n")
+        parts = self.path.split("/")
+        if len(parts) >= 4 and parts[1] == "__marker":
+            status = int(parts[3])
+            body = b"internal detail the client must not see\n"
+            self.send_response(status)
+            self.send_header("X-Fast-Sandbox-Proxy-Error", parts[2])
+            self.send_header("X-Fastlet-Internal", "secret-topology")
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        got = {
+            "method": self.command,
+            "target": self.path,
+            "headers": [[k, v] for k, v in self.headers.items()],
+            "body": len(body_in),
+        }
+        body = json.dumps(got).encode() + b"\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_PUT = do_DELETE = reply
+
+
+def echo(args):
+    host, port = split_addr(args.listen)
+    srv = ThreadingHTTPServer((host, port), Echo)
+    srv.log = args.log
+    ready(args.ready)
+    srv.serve_forever()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    f = sub.add_parser("fastpath")
+    f.add_argument("--gen", required=True, help="dir of the generated modules")
+    f.add_argument("--listen", required=True)
+    f.add_argument("--calls", required=True)
+    f.add_argument("--upstream", required=True)
+    f.add_argument("--refused", required=True)
+    f.add_argument("--ready")
+    e = sub.add_parser("echo")
+    e.add_argument("--listen", required=True)
+    e.add_argument("--log", required=True, help="every request target, a line each")
+    e.add_argument("--ready")
+    args = ap.parse_args()
+    if args.cmd == "fastpath":
+        fastpath(args)
+    else:
+        echo(args)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+    main()

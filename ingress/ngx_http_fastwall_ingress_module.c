@@ -1253,7 +1253,8 @@ ngx_http_fwi_header_filter(ngx_http_request_t *r)
         return ngx_http_next_header_filter(r);
     }
 
-    if (status >= 200 && status < 300) {
+    /* markers count on failures only: not on 2xx, nor on an upgrade */
+    if (status < 300) {
         return ngx_http_next_header_filter(r);
     }
 

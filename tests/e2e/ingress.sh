@@ -6,7 +6,8 @@
 # each call; an echo upstream shows what reached it; curl is the client.
 # Checks the status table, both route modes, raw path preservation, the
 # credential header, the cache (by the resolver's call log) and
-# single-flight misses, and that nginx -t refuses bad directives.
+# single-flight misses, WebSocket and unbuffered server-sent events, and
+# that nginx -t refuses bad directives.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
 set -uo pipefail
 
@@ -89,7 +90,17 @@ http {
 	fastwall_ingress_resolver $FASTPATH;}
 	fastwall_ingress_cache_size 1m;
 	proxy_http_version 1.1;
-	proxy_set_header Connection "";
+	# streams: WebSocket upgrades, server-sent events unbuffered
+	map \$http_upgrade \$connection_upgrade {
+		default upgrade;
+		'' '';
+	}
+	proxy_set_header Upgrade \$http_upgrade;
+	proxy_set_header Connection \$connection_upgrade;
+	proxy_buffering off;
+	proxy_request_buffering off;
+	proxy_read_timeout 1h;
+	proxy_send_timeout 1h;
 
 	server {
 		listen $GW:80;
@@ -292,6 +303,20 @@ done
 wait "${sf[@]}"
 check_eq "5 concurrent misses of one key: all 200" "$(cat "$FW_TMP"/sf.* | sort | uniq -c | tr -s ' ')" " 5 200"
 check_eq "and one resolver call" "$(calls sb-slowok)" 1
+
+echo "# streams"
+WS=$(scope sb-ws 8080)
+check "a WebSocket handshake and two messages each way" \
+	fw_ns "$NS" "$FW_PY" "$SERVERS" ws --gateway $GW:80 --scope "$WS"
+fw_ns "$NS" "$FW_PY" "$SERVERS" sse --gateway $GW:80 --scope "$WS" >"$FW_TMP/sse" 2>&1
+check "server-sent events: both arrive" grep -q 'data: two' "$FW_TMP/sse"
+first=$(awk '/data: one/ { print int($4 * 1000) }' "$FW_TMP/sse")
+check "the first arrives before the second is sent (unbuffered: ${first:-none} ms)" \
+	test "${first:-9999}" -lt 1000
+code=$(cget -H "OpenSandbox-Ingress-To: $WS" -H 'Upgrade: websocket' -H 'Connection: Upgrade' \
+	-H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' \
+	"http://$GW:80/__marker/stale_route/502")
+check_eq "a stale handshake (marker on the answer): 503" "$code" 503
 
 echo "# URI mode"
 UOK=$(scope sb-uri 9000)

@@ -7,12 +7,41 @@ fastpath: a FastPath ResolveEndpoint stand-in (grpcio, classes generated
   "NAMESPACE NAME PORT ACCESS_MODE".
 echo: an HTTP upstream answering 200 with a JSON body of what it got (the
   raw request target, the headers); /__marker/VALUE/STATUS answers STATUS
-  with X-Fast-Sandbox-Proxy-Error: VALUE, an internal header and a body.
+  with X-Fast-Sandbox-Proxy-Error: VALUE, an internal header and a body;
+  /__ws is a WebSocket echo, /__sse two server-sent events 1.5 s apart.
+ws, sse: the clients of those two through the gateway.
 """
+
+WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+def ws_accept(key):
+    return base64.b64encode(hashlib.sha1((key + WS_GUID).encode()).digest()).decode()
+
+
+def ws_frame(payload, mask):
+    head = bytes([0x81, (0x80 if mask else 0) | len(payload)])
+    if not mask:
+        return head + payload
+    key = os.urandom(4)
+    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+
+
+def ws_read(f):
+    b0, b1 = f.read(2)
+    n = b1 & 0x7F
+    key = f.read(4) if b1 & 0x80 else None
+    data = f.read(n)
+    if key:
+        data = bytes(b ^ key[i % 4] for i, b in enumerate(data))
+    return b0 & 0x0F, data
 import argparse
+import base64
+import hashlib
 import importlib
 import json
 import os
+import socket
 import sys
 import threading
 import time
@@ -101,6 +130,32 @@ class Echo(BaseHTTPRequestHandler):
         with open(self.server.log, "a") as f:
             f.write(self.path + "\n")
         parts = self.path.split("/")
+        if self.path == "/__ws" and self.headers.get("Upgrade", "").lower() == "websocket":
+            self.send_response(101)
+            self.send_header("Upgrade", "websocket")
+            self.send_header("Connection", "Upgrade")
+            self.send_header("Sec-WebSocket-Accept", ws_accept(self.headers["Sec-WebSocket-Key"]))
+            self.end_headers()
+            self.wfile.flush()
+            while True:
+                op, data = ws_read(self.rfile)
+                if op == 8:
+                    self.close_connection = True
+                    return
+                self.wfile.write(ws_frame(b"echo:" + data, False))
+                self.wfile.flush()
+        if self.path == "/__sse":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(b"data: one\n\n")
+            self.wfile.flush()
+            time.sleep(1.5)
+            self.wfile.write(b"data: two\n\n")
+            self.wfile.flush()
+            self.close_connection = True
+            return
         if len(parts) >= 4 and parts[1] == "__marker":
             status = int(parts[3])
             body = b"internal detail the client must not see\n"
@@ -136,6 +191,63 @@ def echo(args):
     srv.serve_forever()
 
 
+def connect(args, target, extra):
+    host, port = split_addr(args.gateway)
+    s = socket.create_connection((host, port), timeout=5)
+    req = "GET %s HTTP/1.1\r\nHost: gw\r\nOpenSandbox-Ingress-To: %s\r\n%s\r\n" % (
+        target, args.scope, extra)
+    s.sendall(req.encode())
+    return s, s.makefile("rb")
+
+
+def read_head(f):
+    status = f.readline().decode()
+    headers = {}
+    while True:
+        line = f.readline().decode().strip()
+        if not line:
+            return int(status.split()[1]), headers
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+
+
+def ws(args):
+    key = base64.b64encode(os.urandom(16)).decode()
+    s, f = connect(args, "/__ws", "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                   "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: %s\r\n" % key)
+    status, headers = read_head(f)
+    if status != 101 or headers.get("sec-websocket-accept") != ws_accept(key):
+        sys.exit("handshake: %d %s" % (status, headers))
+    for msg in (b"hello", b"again"):
+        s.sendall(ws_frame(msg, True))
+        op, data = ws_read(f)
+        if data != b"echo:" + msg:
+            sys.exit("got %r for %r" % (data, msg))
+    s.sendall(bytes([0x88, 0x80]) + os.urandom(4))
+    print("websocket ok")
+
+
+def sse(args):
+    t0 = time.monotonic()
+    s, f = connect(args, "/__sse", "")
+    status, _ = read_head(f)
+    if status != 200:
+        sys.exit("status %d" % status)
+    # chunked through nginx: read raw until each event shows
+    seen, buf = [], b""
+    while len(seen) < 2:
+        chunk = f.read1(4096)
+        if not chunk:
+            break
+        buf += chunk
+        for ev in (b"data: one", b"data: two"):
+            if ev in buf and ev not in seen:
+                seen.append(ev)
+                print("%s after %.2f s" % (ev.decode(), time.monotonic() - t0))
+    if len(seen) != 2:
+        sys.exit("events: %r" % seen)
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -150,11 +262,12 @@ def main():
     e.add_argument("--listen", required=True)
     e.add_argument("--log", required=True, help="every request target, a line each")
     e.add_argument("--ready")
+    for name in ("ws", "sse"):
+        c = sub.add_parser(name)
+        c.add_argument("--gateway", required=True)
+        c.add_argument("--scope", required=True)
     args = ap.parse_args()
-    if args.cmd == "fastpath":
-        fastpath(args)
-    else:
-        echo(args)
+    {"fastpath": fastpath, "echo": echo, "ws": ws, "sse": sse}[args.cmd](args)
 
 
 if __name__ == "__main__":

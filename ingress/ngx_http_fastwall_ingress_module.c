@@ -83,6 +83,7 @@ typedef struct {
     ngx_str_t                   upstream;  /* scheme://host[:port] */
     ngx_str_t                   uri;       /* raw rest, query included */
     ngx_str_t                   credential;
+    ngx_addr_t                  peer;      /* for the balancer, parsed once */
 
     ngx_http_request_t         *subrequest;
     ngx_msec_t                  wait_until;
@@ -135,6 +136,8 @@ static char *ngx_http_fwi_keys(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_http_fwi_resolver(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_fwi_cache_size(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_fwi_balancer(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
 
@@ -193,6 +196,13 @@ static ngx_command_t  ngx_http_fwi_commands[] = {
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_http_fwi_cache_size,
       NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fastwall_ingress_upstream"),
+      NGX_HTTP_UPS_CONF|NGX_CONF_NOARGS,
+      ngx_http_fwi_balancer,
+      0,
       0,
       NULL },
 
@@ -1374,7 +1384,7 @@ static ngx_int_t
 ngx_http_fwi_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     uintptr_t data)
 {
-    ngx_str_t                 *s;
+    ngx_str_t                 *s, host;
     ngx_http_fwi_ctx_t        *ctx;
     ngx_http_fwi_main_conf_t  *mcf;
 
@@ -1393,6 +1403,21 @@ ngx_http_fwi_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
         }
 
         s = (data == 0) ? &ctx->upstream : &ctx->uri;
+
+        if (data == 3) {
+            /* the authority: what follows "scheme://" */
+            host.data = ngx_strlchr(ctx->upstream.data,
+                                    ctx->upstream.data + ctx->upstream.len,
+                                    '/');
+            if (host.data == NULL) {
+                v->not_found = 1;
+                return NGX_OK;
+            }
+
+            host.data += 2;
+            host.len = ctx->upstream.data + ctx->upstream.len - host.data;
+            s = &host;
+        }
     }
 
     if (s->len == 0) {
@@ -1448,6 +1473,9 @@ static ngx_http_variable_t  ngx_http_fwi_vars[] = {
     { ngx_string("fastwall_ingress_uri"), NULL,
       ngx_http_fwi_variable, 1, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
+    { ngx_string("fastwall_ingress_upstream_host"), NULL,
+      ngx_http_fwi_variable, 3, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
     { ngx_string("fastwall_ingress_resolver"), NULL,
       ngx_http_fwi_variable, 2, 0, 0 },
 
@@ -1474,6 +1502,152 @@ ngx_http_fwi_add_variables(ngx_conf_t *cf)
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * The balancer of an upstream{} block with "fastwall_ingress_upstream":
+ * its one peer is the resolved proxy endpoint. Unlike proxy_pass with
+ * variables, such a block can hold "keepalive", which then reuses
+ * connections to the same Fastlet across requests.
+ */
+
+static ngx_int_t
+ngx_http_fwi_peer_addr(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
+{
+    u_char     *p, *end;
+    ngx_str_t   authority;
+
+    if (ctx->peer.sockaddr) {
+        return NGX_OK;
+    }
+
+    p = ctx->upstream.data;
+    end = p + ctx->upstream.len;
+
+    p = ngx_strlchr(p, end, '/');
+    if (p == NULL || end - p < 3) {
+        return NGX_ERROR;
+    }
+
+    authority.data = p + 2;
+    authority.len = end - authority.data;
+
+    if (ngx_parse_addr_port(r->pool, &ctx->peer, authority.data,
+                            authority.len)
+        != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "fastwall ingress: proxy endpoint \"%V\" is not an IP "
+                      "address, which fastwall_ingress_upstream needs",
+                      &ctx->upstream);
+        ctx->peer.sockaddr = NULL;
+        return NGX_ERROR;
+    }
+
+    if (ngx_inet_get_port(ctx->peer.sockaddr) == 0) {
+        ngx_inet_set_port(ctx->peer.sockaddr,
+                          ctx->upstream.len > 5
+                          && ngx_strncasecmp(ctx->upstream.data,
+                                             (u_char *) "https", 5) == 0
+                          ? 443 : 80);
+    }
+
+    ctx->peer.name = authority;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fwi_get_peer(ngx_peer_connection_t *pc, void *data)
+{
+    ngx_http_fwi_ctx_t  *ctx = data;
+
+    pc->sockaddr = ctx->peer.sockaddr;
+    pc->socklen = ctx->peer.socklen;
+    pc->name = &ctx->peer.name;
+    pc->cached = 0;
+    pc->connection = NULL;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_fwi_free_peer(ngx_peer_connection_t *pc, void *data,
+    ngx_uint_t state)
+{
+    /* one peer: nothing to try next */
+    pc->tries = 0;
+}
+
+
+static ngx_int_t
+ngx_http_fwi_init_peer(ngx_http_request_t *r,
+    ngx_http_upstream_srv_conf_t *us)
+{
+    ngx_http_fwi_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_http_fastwall_ingress_module);
+
+    if (ctx == NULL || !ctx->routed) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "fastwall ingress: upstream \"%V\" used in a location "
+                      "without \"fastwall_ingress on\"", &us->host);
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_fwi_peer_addr(r, ctx) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    r->upstream->peer.get = ngx_http_fwi_get_peer;
+    r->upstream->peer.free = ngx_http_fwi_free_peer;
+    r->upstream->peer.data = ctx;
+    r->upstream->peer.tries = 1;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fwi_init_upstream(ngx_conf_t *cf, ngx_http_upstream_srv_conf_t *us)
+{
+    us->peer.init = ngx_http_fwi_init_peer;
+
+    return NGX_OK;
+}
+
+
+static char *
+ngx_http_fwi_balancer(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_upstream_server_t    *us;
+    ngx_http_upstream_srv_conf_t  *uscf;
+
+    uscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_upstream_module);
+
+    if (uscf->peer.init_upstream) {
+        return "must come before \"keepalive\" and any other balancer";
+    }
+
+    if (uscf->servers && uscf->servers->nelts) {
+        return "takes the place of \"server\" lines";
+    }
+
+    /* nginx wants a server in every upstream block: a placeholder, which
+     * nothing reads since the balancer is this module's */
+    us = ngx_array_push(uscf->servers);
+    if (us == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(us, sizeof(ngx_http_upstream_server_t));
+
+    uscf->peer.init_upstream = ngx_http_fwi_init_upstream;
+
+    return NGX_CONF_OK;
 }
 
 

@@ -111,6 +111,23 @@ http {
 		}
 		include $NGX/resolve.conf;
 	}
+	# keep-alive to the Fastlets: the module's balancer in an upstream block
+	upstream fastwall_fastlet {
+		fastwall_ingress_upstream;
+		keepalive 16;
+	}
+	server {
+		listen $GW:82;
+		location / {
+			fastwall_ingress on;
+			proxy_pass http://fastwall_fastlet\$fastwall_ingress_uri;
+			# a location's own proxy_set_header drops the inherited ones
+			proxy_set_header Host \$fastwall_ingress_upstream_host;
+			proxy_set_header Upgrade \$http_upgrade;
+			proxy_set_header Connection \$connection_upgrade;
+		}
+		include $NGX/resolve.conf;
+	}
 	server {
 		listen $GW:81;
 		location / {
@@ -150,6 +167,9 @@ printf 'k=c2hhcmVk\nK=bad\n' >"$FW_TMP/badkeys"
 check "a key ring with a bad line: refused, file and line named" \
 	ngx_test "fastwall_ingress_keys $FW_TMP/badkeys; fastwall_ingress_resolver $FASTPATH;" \
 	"fastwall_ingress_keys: $FW_TMP/badkeys: line 2: not id=BASE64"
+check "fastwall_ingress_upstream after keepalive: refused" \
+	ngx_test "fastwall_ingress_keys $KEYS; fastwall_ingress_resolver $FASTPATH; upstream u2 { keepalive 4; fastwall_ingress_upstream; }" \
+	'must come before "keepalive"'
 check "a missing key ring: refused" \
 	ngx_test "fastwall_ingress_keys $FW_TMP/nope; fastwall_ingress_resolver $FASTPATH;" \
 	"can't open $FW_TMP/nope"
@@ -317,6 +337,26 @@ code=$(cget -H "OpenSandbox-Ingress-To: $WS" -H 'Upgrade: websocket' -H 'Connect
 	-H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' \
 	"http://$GW:80/__marker/stale_route/502")
 check_eq "a stale handshake (marker on the answer): 503" "$code" 503
+
+echo "# upstream keep-alive"
+got_peer() { "$FW_PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["peer_port"])' "$FW_TMP/body"; }
+KA=$(scope sb-keepalive 8080)
+code=$(cget -H "OpenSandbox-Ingress-To: $KA" -H 'X-Fast-Sandbox-Route-Credential: forged' "http://$GW:82/ka1?x=%2F")
+check_eq "through the balancer upstream: 200, the raw URI" "$code $(got_target)" "200 /ka1?x=%2F"
+check_eq "with the resolver's credential alone" "$(got_header X-Fast-Sandbox-Route-Credential)" cred-sb-keepalive
+check_eq "and the Fastlet's authority as Host" "$(got_header Host)" "$FASTLET"
+p1=$(got_peer)
+cget -H "OpenSandbox-Ingress-To: $KA" "http://$GW:82/ka2" >/dev/null
+check_eq "a second request (a cache hit) reuses the upstream connection" "$(got_peer)" "$p1"
+check_eq "one resolve for both" "$(calls sb-keepalive)" 1
+hget "$KA" /v1 >/dev/null
+p1=$(got_peer)
+hget "$KA" /v2 >/dev/null
+check "while proxy_pass with variables opens a new one each time" test "$(got_peer)" != "$p1"
+REF2=$(scope sb-refused 8081)
+check_eq "a refused upstream through the balancer: 502" "$(cget -H "OpenSandbox-Ingress-To: $REF2" "http://$GW:82/")" 502
+check_eq "and the entry dropped" \
+	"$(cget -H "OpenSandbox-Ingress-To: $REF2" "http://$GW:82/") $(grep -c ' sb-refused 8081 ' "$CALLS")" "502 2"
 
 echo "# URI mode"
 UOK=$(scope sb-uri 9000)

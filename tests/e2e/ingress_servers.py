@@ -172,6 +172,7 @@ class Echo(BaseHTTPRequestHandler):
             "target": self.path,
             "headers": [[k, v] for k, v in self.headers.items()],
             "body": len(body_in),
+            "peer_port": self.client_address[1],
         }
         body = json.dumps(got).encode() + b"\n"
         self.send_response(200)

@@ -152,6 +152,27 @@ location = /fastsandbox.fastpath.v2.FastPath/ResolveEndpoint {
 }
 EOF
 
+echo "# fastwall scope"
+check_eq "sign gives the published vector" \
+	"$("$FASTWALL" scope sign --keys "$KEYS" --key-id k tenant-a sandbox-123 44772)" \
+	f1.dGVuYW50LWE.c2FuZGJveC0xMjM.44772.k.gtJzW337dCO-kStxh2GPfA
+check_eq "verify prints namespace, sandbox and port" \
+	"$("$FASTWALL" scope verify --keys "$KEYS" f1.dGVuYW50LWE.c2FuZGJveC0xMjM.44772.k.gtJzW337dCO-kStxh2GPfA)" \
+	"tenant-a sandbox-123 44772"
+"$FASTWALL" scope verify --keys "$KEYS" f1.dGVuYW50LWE.c2FuZGJveC0xMjM.44772.k.gtJzW337dCO-kStxh2GPfB \
+	>"$FW_TMP/v.out" 2>"$FW_TMP/v.err"
+check_eq "verify of a tampered scope: exit 1, nothing on stdout, the reason on stderr" \
+	"$? $(wc -c <"$FW_TMP/v.out") $(cat "$FW_TMP/v.err")" \
+	"1 0 fastwall scope: refused: a part is not canonical unpadded base64url"
+"$FASTWALL" scope verify --keys "$FW_TMP/nope" x 2>"$FW_TMP/v.err"
+check_eq "verify with a missing key ring: exit 1, the file named" \
+	"$? $(cat "$FW_TMP/v.err")" "1 fastwall scope: can't open $FW_TMP/nope: No such file or directory"
+"$FASTWALL" scope sign --keys "$KEYS" --key-id k tenant-a sb 0 2>"$FW_TMP/v.err"
+check_eq "sign of port 0: exit 1" "$? $(cat "$FW_TMP/v.err")" \
+	"1 fastwall scope: port '0': port is not decimal 1-65535 without sign or leading zero"
+"$FASTWALL" scope frob --keys "$KEYS" 2>/dev/null
+check_eq "an unknown verb: exit 2" "$?" 2
+
 echo "# nginx -t"
 ngx_test() { # EXTRA-HTTP-TEXT WANT-IN-ERROR
 	ngx_conf "$1" >"$NGX/test.conf"

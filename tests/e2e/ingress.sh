@@ -75,7 +75,8 @@ ngx_conf() {
 load_module $MODULE;
 daemon off;
 user root;
-worker_processes 1;
+# two workers: the cache and the single-flight marks must be shared
+worker_processes 2;
 pid $NGX/nginx.pid;
 error_log $NGX/logs/error.log info;
 events { worker_connections 256; }
@@ -366,14 +367,19 @@ code=$(cget -H "OpenSandbox-Ingress-To: $KA" -H 'X-Fast-Sandbox-Route-Credential
 check_eq "through the balancer upstream: 200, the raw URI" "$code $(got_target)" "200 /ka1?x=%2F"
 check_eq "with the resolver's credential alone" "$(got_header X-Fast-Sandbox-Route-Credential)" cred-sb-keepalive
 check_eq "and the Fastlet's authority as Host" "$(got_header Host)" "$FASTLET"
-p1=$(got_peer)
-cget -H "OpenSandbox-Ingress-To: $KA" "http://$GW:82/ka2" >/dev/null
-check_eq "a second request (a cache hit) reuses the upstream connection" "$(got_peer)" "$p1"
-check_eq "one resolve for both" "$(calls sb-keepalive)" 1
-hget "$KA" /v1 >/dev/null
-p1=$(got_peer)
-hget "$KA" /v2 >/dev/null
-check "while proxy_pass with variables opens a new one each time" test "$(got_peer)" != "$p1"
+# two requests on one client connection (so one worker: pools are per
+# worker); the echo prints a JSON line each, with the port it saw
+peers() {
+	fw_ns "$NS" curl -s -m 10 -H "OpenSandbox-Ingress-To: $KA" "http://$GW:$1/$2" "http://$GW:$1/$3" |
+		"$FW_PY" -c 'import json,sys; print(" ".join(str(json.loads(l)["peer_port"]) for l in sys.stdin))'
+}
+read -r p1 p2 <<<"$(peers 82 ka2 ka3)"
+check "a second request (a cache hit) reuses the upstream connection ($p1 $p2)" \
+	test -n "$p1" -a "$p1" = "${p2:-}"
+check_eq "one resolve for all" "$(calls sb-keepalive)" 1
+read -r p1 p2 <<<"$(peers 80 v1 v2)"
+check "while proxy_pass with variables opens a new one each time ($p1 $p2)" \
+	test -n "${p2:-}" -a "$p1" != "${p2:-}"
 REF2=$(scope sb-refused 8081)
 check_eq "a refused upstream through the balancer: 502" "$(cget -H "OpenSandbox-Ingress-To: $REF2" "http://$GW:82/")" 502
 check_eq "and the entry dropped" \
@@ -397,7 +403,24 @@ check_eq "a header scope is not used in URI mode: 401" \
 	"$(cget -H "OpenSandbox-Ingress-To: $UOK" "http://$GW:81/plain")" 401
 check_eq "URI mode shares the cache: one resolve for sb-uri" "$(calls sb-uri)" 1
 
+echo "# reload"
+B=$(scope sb-ok 44772 b)
+check_eq "before: a scope under key b: 200" "$(hget "$B")" 200
+printf 'k=c2hhcmVkLXNlY3JldA==\n' >"$KEYS"
+kill -HUP "$NGINX_PID"
+reloaded() { [ "$(hget "$B")" = 401 ]; }
+check "after a reload without key b: its scope is 401" fw_eventually 5 reloaded
+check_eq "a key-k scope still routes" "$(hget "$OK")" 200
+check_eq "and the cache survived the reload: still one resolve of sb-ok:44772" \
+	"$(grep -c ' sb-ok 44772 ' "$CALLS")" 1
+printf 'k=c2hhcmVk\nK=bad\n' >"$KEYS"
+kill -HUP "$NGINX_PID"
+sleep 1
+check "a reload with a bad key ring is refused and logged" \
+	grep -q "fastwall_ingress_keys: $KEYS: line 2" "$NGX/logs/error.log"
+check_eq "and the running configuration keeps routing" "$(hget "$OK")" 200
+
 check "nginx is still running" kill -0 "$NGINX_PID"
-check "no worker crashed" bash -c "! grep -q -e 'exited on signal' -e 'worker process .* exited' '$NGX/logs/error.log'"
+check "no worker crashed" bash -c "! grep -q 'exited on signal' '$NGX/logs/error.log'"
 
 fw_summary

@@ -14,7 +14,8 @@ INGRESS_DEPS := ingress/ngx_http_fastwall_ingress_module.c user/lib/policy/scope
 .PHONY: ingress
 ingress: $(INGRESS_SO) ## the nginx ingress module (needs nginx-dev), in build/ingress/
 
-$(INGRESS_TREE)/objs/Makefile: ingress/config ingress/ingress.mk
+# a new nginx-dev (a new conf_flags) configures the copy afresh
+$(INGRESS_TREE)/objs/Makefile: ingress/config ingress/ingress.mk $(wildcard $(NGINX_SRC)/conf_flags)
 	$(call msg,CONFIG,$(INGRESS_TREE))
 	$(Q)if [ ! -f $(NGINX_SRC)/conf_flags ]; then \
 		echo "make ingress: no nginx source at $(NGINX_SRC): install nginx-dev (scripts/install-deps.sh)" >&2; \

@@ -59,6 +59,8 @@ typedef struct {
     ngx_queue_t                 lru;
     time_t                      valid_until;   /* 0: no answer yet */
     ngx_msec_t                  pending_until; /* 0: nobody resolving */
+    ngx_uint_t                  gen;           /* resolves finished */
+    ngx_uint_t                  fail_status;   /* the last one's, or 0 */
     u_short                     key_len;
     u_short                     upstream_len;
     u_short                     cred_len;
@@ -87,11 +89,13 @@ typedef struct {
 
     ngx_http_request_t         *subrequest;
     ngx_msec_t                  wait_until;
+    ngx_uint_t                  wait_gen;  /* n->gen when it began waiting */
     ngx_int_t                   status;    /* when done: NGX_OK or HTTP */
 
     unsigned                    resolving:1;
     unsigned                    done:1;
     unsigned                    owner:1;   /* holds the key's pending mark */
+    unsigned                    waiting:1; /* on another request's resolve */
     unsigned                    routed:1;  /* the request goes upstream */
     unsigned                    swallow:1; /* replace the body by nothing */
 } ngx_http_fwi_ctx_t;
@@ -100,6 +104,7 @@ typedef struct {
 enum {
     NGX_HTTP_FWI_HIT,
     NGX_HTTP_FWI_WAIT_OTHER,
+    NGX_HTTP_FWI_FAILED,       /* the resolve waited on failed: ctx->status */
     NGX_HTTP_FWI_RESOLVE
 };
 
@@ -403,6 +408,10 @@ ngx_http_fwi_handler(ngx_http_request_t *r)
     case NGX_HTTP_FWI_HIT:
         ctx->done = 1;
         ctx->status = NGX_OK;
+        return ngx_http_fwi_finish(r, ctx);
+
+    case NGX_HTTP_FWI_FAILED:
+        ctx->done = 1;
         return ngx_http_fwi_finish(r, ctx);
 
     case NGX_HTTP_FWI_WAIT_OTHER:
@@ -1012,6 +1021,8 @@ ngx_http_fwi_cache_insert(ngx_http_fwi_cache_t *cache,
     n->cred_len = (u_short) cred->len;
     n->valid_until = 0;
     n->pending_until = 0;
+    n->gen = 0;
+    n->fail_status = 0;
 
     ngx_memcpy(n->data, ctx->key, ctx->key_len);
     ngx_memcpy(n->data + ctx->key_len, upstream->data, upstream->len);
@@ -1065,9 +1076,24 @@ ngx_http_fwi_cache_lookup(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
         return NGX_HTTP_FWI_HIT;
     }
 
+    /* the resolve this request waited on failed: its answer is this
+     * request's too (a new request would resolve again) */
+    if (n && ctx->waiting && n->gen != ctx->wait_gen && n->fail_status
+        && n->pending_until == 0)
+    {
+        ctx->status = n->fail_status;
+        ngx_shmtx_unlock(&cache->shpool->mutex);
+        return NGX_HTTP_FWI_FAILED;
+    }
+
     if (n && n->pending_until
         && (ngx_msec_int_t) (n->pending_until - ngx_current_msec) > 0)
     {
+        if (!ctx->waiting) {
+            ctx->waiting = 1;
+            ctx->wait_gen = n->gen;
+        }
+
         ngx_shmtx_unlock(&cache->shpool->mutex);
         return NGX_HTTP_FWI_WAIT_OTHER;
     }
@@ -1079,6 +1105,7 @@ ngx_http_fwi_cache_lookup(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
     if (n) {
         /* the expired answer, if any, is of no use any more */
         n->valid_until = 0;
+        n->fail_status = 0;
         n->pending_until = ngx_current_msec + NGX_HTTP_FWI_PENDING;
         if (n->pending_until == 0) {
             n->pending_until = 1;
@@ -1093,11 +1120,15 @@ ngx_http_fwi_cache_lookup(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
 }
 
 
-/* Keeps an answer until valid_until (0: keep none), and lets waiters go. */
+/*
+ * Keeps an answer until valid_until (0: keep none) and lets the waiters
+ * go: they take a kept answer, or a failure's status, or else resolve.
+ */
 static void
 ngx_http_fwi_cache_store(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx,
     time_t valid_until)
 {
+    ngx_uint_t                 gen;
     ngx_http_fwi_node_t       *n;
     ngx_http_fwi_cache_t      *cache;
     ngx_http_fwi_main_conf_t  *mcf;
@@ -1108,24 +1139,42 @@ ngx_http_fwi_cache_store(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx,
     ngx_shmtx_lock(&cache->shpool->mutex);
 
     n = ngx_http_fwi_cache_find(cache, ctx);
+    gen = n ? n->gen + 1 : 1;
 
-    /* a mark this request does not hold belongs to a later resolve */
-    if (n && (ctx->owner || n->pending_until == 0)) {
-        ngx_http_fwi_cache_free(cache, n);
+    /* a mark this request does not hold belongs to another resolve */
+    if (n && !ctx->owner && n->pending_until) {
+        ngx_shmtx_unlock(&cache->shpool->mutex);
+        return;
     }
 
     ctx->owner = 0;
 
-    if (valid_until > ngx_time()) {
-        n = ngx_http_fwi_cache_insert(cache, ctx, &ctx->upstream,
-                                      &ctx->credential);
+    if (valid_until <= ngx_time()) {
         if (n) {
-            n->valid_until = valid_until;
-
-        } else {
-            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                          "fastwall ingress: cache full, answer not kept");
+            n->pending_until = 0;
+            n->valid_until = 0;
+            n->gen = gen;
+            /* NGX_ERROR: the waiters try for themselves */
+            n->fail_status = (ctx->status > NGX_OK) ? ctx->status : 0;
         }
+
+        ngx_shmtx_unlock(&cache->shpool->mutex);
+        return;
+    }
+
+    if (n) {
+        ngx_http_fwi_cache_free(cache, n);
+    }
+
+    n = ngx_http_fwi_cache_insert(cache, ctx, &ctx->upstream,
+                                  &ctx->credential);
+    if (n) {
+        n->valid_until = valid_until;
+        n->gen = gen;
+
+    } else {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "fastwall ingress: cache full, answer not kept");
     }
 
     ngx_shmtx_unlock(&cache->shpool->mutex);

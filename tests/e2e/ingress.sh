@@ -345,6 +345,27 @@ done
 wait "${sf[@]}"
 check_eq "5 concurrent misses of one key: all 200" "$(cat "$FW_TMP"/sf.* | sort | uniq -c | tr -s ' ')" " 5 200"
 check_eq "and one resolver call" "$(calls sb-slowok)" 1
+# concurrent (status, Retry-After) of 5 requests for sandbox $1
+burst() {
+	local sc pids=() i
+	sc=$(scope "$1" 8080)
+	for i in 1 2 3 4 5; do
+		fw_ns "$NS" curl -s -o /dev/null -D "$FW_TMP/bh.$i" -w '%{http_code}\n' -m 10 \
+			-H "OpenSandbox-Ingress-To: $sc" "http://$GW:80/b$i" >"$FW_TMP/b.$i" &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	for i in 1 2 3 4 5; do
+		echo "$(cat "$FW_TMP/b.$i") $(grep -i '^Retry-After:' "$FW_TMP/bh.$i" | tr -d '\r' | cut -d' ' -f2)"
+	done | sort | uniq -c | tr -s ' '
+}
+check_eq "5 concurrent misses of a sandbox not found: all 404" "$(burst sb-slowmissing)" " 5 404 "
+check_eq "from one resolver call" "$(calls sb-slowmissing)" 1
+check_eq "5 concurrent misses while the resolver is unavailable: all 503, Retry-After: 1" \
+	"$(burst sb-slowunavail)" " 5 503 1"
+check_eq "from one resolver call" "$(calls sb-slowunavail)" 1
+check_eq "the failure is not kept for a later request" \
+	"$(hget "$(scope sb-slowmissing 8080)") $(calls sb-slowmissing)" "404 2"
 
 echo "# streams"
 WS=$(scope sb-ws 8080)

@@ -94,6 +94,10 @@ def fastpath(args):
                 "sb-busy": grpc.StatusCode.RESOURCE_EXHAUSTED,
                 "sb-internal": grpc.StatusCode.INTERNAL,
             }
+            if name in ("sb-slowmissing", "sb-slowunavail"):
+                time.sleep(1)
+                context.abort(grpc.StatusCode.NOT_FOUND if name == "sb-slowmissing"
+                              else grpc.StatusCode.UNAVAILABLE, "stand-in says " + name)
             if name in codes:
                 context.abort(codes[name], "stand-in says " + name)
             if name == "sb-slow":

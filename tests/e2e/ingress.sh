@@ -102,9 +102,12 @@ http {
 	proxy_request_buffering off;
 	proxy_read_timeout 1h;
 	proxy_send_timeout 1h;
+	client_max_body_size 0;
 
 	server {
 		listen $GW:80;
+		# h2c clients on :83, the same location
+		listen $GW:83 http2;
 		location / {
 			fastwall_ingress on;
 			fastwall_ingress_mode header;
@@ -380,6 +383,20 @@ code=$(cget -H "OpenSandbox-Ingress-To: $WS" -H 'Upgrade: websocket' -H 'Connect
 	-H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' \
 	"http://$GW:80/__marker/stale_route/502")
 check_eq "a stale handshake (marker on the answer): 503" "$code" 503
+
+echo "# HTTP/2 clients, large bodies"
+code=$(cget --http2-prior-knowledge -H "OpenSandbox-Ingress-To: $OK" \
+	-H 'X-Fast-Sandbox-Route-Credential: forged' "http://$GW:83/h2%2Fx?y=1")
+check_eq "an h2c client: 200, the raw path" "$code $(got_target)" "200 /h2%2Fx?y=1"
+check_eq "its credential header replaced" "$(got_header X-Fast-Sandbox-Route-Credential)" cred-sb-ok
+check_eq "a bad scope over h2c: 401" \
+	"$(cget --http2-prior-knowledge -H "OpenSandbox-Ingress-To: f1.dGVuYW50LWE.c2FuZGJveC0xMjM.44772.k.gtJzW337dCO-kStxh2GPfQ" "http://$GW:83/")" 401
+head -c 3145728 /dev/urandom >"$FW_TMP/big"
+code=$(cget -H "OpenSandbox-Ingress-To: $OK" -H 'Content-Type: application/octet-stream' \
+	--data-binary @"$FW_TMP/big" "http://$GW:80/big")
+check_eq "a 3 MB request body reaches the upstream whole" \
+	"$code $("$FW_PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["body"])' "$FW_TMP/body")" \
+	"200 3145728"
 
 echo "# upstream keep-alive"
 got_peer() { "$FW_PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["peer_port"])' "$FW_TMP/body"; }

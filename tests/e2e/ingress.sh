@@ -40,7 +40,8 @@ KEYS=$FW_TMP/keys
 NS_NAME=tenant-a
 
 fw_netns_add "$NS"
-for a in $GW/32 192.0.2.2/32 198.51.100.7/32 198.51.100.8/32; do
+FASTLET_TLS=198.51.100.9:8443
+for a in $GW/32 192.0.2.2/32 198.51.100.7/32 198.51.100.8/32 198.51.100.9/32; do
 	ip -n "$NS" addr add "$a" dev lo
 done
 
@@ -62,9 +63,14 @@ fw_start() {
 	fw_die "$* did not start: $(tail -5 "$FW_TMP/bg.log")"
 }
 fw_start "$FW_TMP/fp.ready" "$FW_PY" "$SERVERS" fastpath --gen "$FW_TMP/gen" --listen $FASTPATH \
-	--calls "$CALLS" --upstream "http://$FASTLET" --refused "http://$REFUSED"
+	--calls "$CALLS" --upstream "http://$FASTLET" --refused "http://$REFUSED" \
+	--tls-upstream "https://$FASTLET_TLS"
 ECHO_LOG=$FW_TMP/echo.log
 fw_start "$FW_TMP/echo.ready" "$FW_PY" "$SERVERS" echo --listen $FASTLET --log "$ECHO_LOG"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=fastlet.test \
+	-keyout "$FW_TMP/tls.key" -out "$FW_TMP/tls.crt" >/dev/null 2>&1 || fw_die "openssl req failed"
+fw_start "$FW_TMP/tls.ready" "$FW_PY" "$SERVERS" echo --listen $FASTLET_TLS --log "$ECHO_LOG" \
+	--cert "$FW_TMP/tls.crt" --key "$FW_TMP/tls.key"
 
 # two keys; the published vector's is "k"
 printf '# test ring\nk=c2hhcmVkLXNlY3JldA==\nb=%s\n' "$(head -c 32 /dev/urandom | base64 -w0)" >"$KEYS"
@@ -137,6 +143,7 @@ http {
 		location / {
 			fastwall_ingress on;
 			fastwall_ingress_mode uri;
+			fastwall_ingress_access_mode central-proxy;
 			proxy_pass \$fastwall_ingress_upstream\$fastwall_ingress_uri;
 		}
 		include $NGX/resolve.conf;
@@ -384,6 +391,11 @@ code=$(cget -H "OpenSandbox-Ingress-To: $WS" -H 'Upgrade: websocket' -H 'Connect
 	"http://$GW:80/__marker/stale_route/502")
 check_eq "a stale handshake (marker on the answer): 503" "$code" 503
 
+echo "# an https proxy endpoint"
+code=$(hget "$(scope sb-tls 8080)" '/tls%2F?q=1')
+check_eq "the upstream over TLS: 200, the raw path" "$code $(got_target)" "200 /tls%2F?q=1"
+check_eq "with the credential" "$(got_header X-Fast-Sandbox-Route-Credential)" cred-sb-tls
+
 echo "# HTTP/2 clients, large bodies"
 code=$(cget --http2-prior-knowledge -H "OpenSandbox-Ingress-To: $OK" \
 	-H 'X-Fast-Sandbox-Route-Credential: forged' "http://$GW:83/h2%2Fx?y=1")
@@ -440,6 +452,7 @@ check_eq "a bad scope in the path: 401" \
 check_eq "a header scope is not used in URI mode: 401" \
 	"$(cget -H "OpenSandbox-Ingress-To: $UOK" "http://$GW:81/plain")" 401
 check_eq "URI mode shares the cache: one resolve for sb-uri" "$(calls sb-uri)" 1
+check_eq "central-proxy access mode reaches the resolver" "$(grep ' sb-uri ' "$CALLS")" "tenant-a sb-uri 9000 0"
 
 echo "# reload"
 B=$(scope sb-ok 44772 b)

@@ -106,6 +106,8 @@ def fastpath(args):
                 time.sleep(1)
             if name == "sb-refused":
                 return answer(name, args.refused)
+            if name == "sb-tls":
+                return answer(name, args.tls_upstream)
             if name == "sb-short":
                 return answer(name, args.upstream, ttl=3)
             if name == "sb-badendpoint":
@@ -192,6 +194,12 @@ def echo(args):
     host, port = split_addr(args.listen)
     srv = ThreadingHTTPServer((host, port), Echo)
     srv.log = args.log
+    if args.cert:
+        import ssl
+
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(args.cert, args.key)
+        srv.socket = tls.wrap_socket(srv.socket, server_side=True)
     ready(args.ready)
     srv.serve_forever()
 
@@ -262,10 +270,13 @@ def main():
     f.add_argument("--calls", required=True)
     f.add_argument("--upstream", required=True)
     f.add_argument("--refused", required=True)
+    f.add_argument("--tls-upstream", required=True)
     f.add_argument("--ready")
     e = sub.add_parser("echo")
     e.add_argument("--listen", required=True)
     e.add_argument("--log", required=True, help="every request target, a line each")
+    e.add_argument("--cert", help="serve TLS with this certificate")
+    e.add_argument("--key")
     e.add_argument("--ready")
     for name in ("ws", "sse"):
         c = sub.add_parser(name)

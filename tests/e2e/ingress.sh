@@ -409,6 +409,11 @@ code=$(cget -H "OpenSandbox-Ingress-To: $OK" -H 'Content-Type: application/octet
 check_eq "a 3 MB request body reaches the upstream whole" \
 	"$code $("$FW_PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["body"])' "$FW_TMP/body")" \
 	"200 3145728"
+code=$(cget -H "OpenSandbox-Ingress-To: $(scope sb-post 8080)" -H 'Content-Type: application/octet-stream' \
+	--data-binary @"$FW_TMP/big" "http://$GW:80/big")
+check_eq "and on a miss, while the resolver is asked" \
+	"$code $("$FW_PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["body"])' "$FW_TMP/body") $(calls sb-post)" \
+	"200 3145728 1"
 
 echo "# upstream keep-alive"
 got_peer() { "$FW_PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["peer_port"])' "$FW_TMP/body"; }

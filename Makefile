@@ -233,8 +233,9 @@ fuzz: deps $(FUZZ_BINS) ## run each fuzz target for FUZZ_SECONDS (default 30)
 		$$f -max_total_time=$(FUZZ_SECONDS) -max_len=8192 $(BUILD)/fuzz/corpus-$$n tests/fuzz/seeds/$$n || exit 1; \
 	done
 
+# ingress/ is an nginx module and keeps nginx's own indentation
 format: ## clang-format every C source in place
-	$(Q)clang-format -i $$(git ls-files '*.c' '*.h' | grep -v '^vmlinux/')
+	$(Q)clang-format -i $$(git ls-files '*.c' '*.h' | grep -v -e '^vmlinux/' -e '^ingress/')
 
 # every shell script: *.sh anywhere under scripts/ and tests/, and the
 # scripts without an extension under scripts/ (scripts/vmtest/initramfs-init)
@@ -250,7 +251,7 @@ CPPCHECK_BPF := --suppress=arithOperationsOnVoidPointer --suppress=missingInclud
 	-D'__array(n,t)=t n' -Iinclude -Ibpf
 
 lint: all ## clang-format, shellcheck, cppcheck (user/, tests/, bpf/), then the include layers
-	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h' | grep -v '^vmlinux/')
+	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h' | grep -v -e '^vmlinux/' -e '^ingress/')
 	$(Q)shellcheck $(SHELL_SCRIPTS)
 	$(Q)$(CPPCHECK) -Iinclude -Iuser/lib user/
 	$(Q)$(CPPCHECK) -Iinclude -Iuser/lib -I$(BUILD) -Itests/bpf tests/
@@ -276,5 +277,7 @@ vmtest: all $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/bpf_cgroup_verdicts $(BUI
 
 clean: ## remove build/ and build-san/
 	rm -rf build build-san
+
+include ingress/ingress.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "fastwall/version.h"
 #include "subjects/run.h"
+#include "scope.h"
 
 enum { EXIT_USAGE = 2, EXIT_NOSTATE = 3 };
 
@@ -570,6 +571,8 @@ int main(int argc, char **argv)
 		if (strcmp(argv[i], "-b") == 0 || strcmp(argv[i], "--bpffs") == 0)
 			i++;
 	}
+	if (argc > 1 && strcmp(argv[1], "scope") == 0)
+		return fw_cli_scope(argc - 1, argv + 1);
 	while ((opt = getopt_long(argc, argv, "b:amh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'b':

@@ -22,7 +22,8 @@
 # rounds everywhere), ROUNDS_A (11; FULL 15), REPEAT_A (1000000),
 # SCALES_A (1,64,1024,4096), ROUNDS_B (5; FULL 9), SECONDS_B (3), SKIP_A=1,
 # SKIP_B=1, SKIP_C=1, SKIP_D=1, BASE_BUILD (part A against another build's
-# bench_tc, ALT_A turns each), SKIP_ACTIONS=1 (the control-plane part,
+# bench_tc, ALT_A turns each), SKIP_INGRESS=1 (the ingress gateway part,
+# scripts/bench-ingress.sh), SKIP_ACTIONS=1 (the control-plane part,
 # scripts/bench-actions.sh, run last, after tests/cp_kernel with CP_OPS
 # operations, 300), PLOT_ONLY=1 (redraw the plots from
 # the last run's data). Part C reads its own variables (see bench-nft.sh).
@@ -240,7 +241,15 @@ run_actions() {
 }
 
 # ---------------------------------------------------------------- part B --
-[[ ${SKIP_B:-0} == 1 ]] && { run_compare; run_dns; run_actions; exit 0; }
+# the ingress gateway (nginx module): scripts/bench-ingress.sh
+run_ingress() {
+	if [[ ${SKIP_INGRESS:-0} != 1 ]]; then
+		echo
+		BUILD=$BUILD "$(dirname "${BASH_SOURCE[0]}")/bench-ingress.sh" || echo "bench.sh: bench-ingress.sh failed"
+	fi
+}
+
+[[ ${SKIP_B:-0} == 1 ]] && { run_compare; run_dns; run_ingress; run_actions; exit 0; }
 
 echo
 echo "== B: packets/s through veth + bridge + forward (one sender on CPU $CPU) =="
@@ -431,4 +440,5 @@ for ns in "$SND" "$POD" "$SINK"; do ip netns del "$ns" 2>/dev/null || true; done
 
 run_compare
 run_dns
+run_ingress
 run_actions

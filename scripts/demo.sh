@@ -190,6 +190,102 @@ conn_header
 conn sandbox-c "$SB_C" 198.51.100.10:80 ALLOWED "active now: allow 198.51.100.10" http http://198.51.100.10/
 conn sandbox-c "$SB_C" 198.51.100.66:80 BLOCKED "active now: default deny" http http://198.51.100.66/
 
+# Inbound: a client on the internet reaches sandbox-a's port 8080 through
+# fastwall-ingress (nginx with the module, in the pod), which checks the
+# route scope and asks a FastPath stand-in where the sandbox runs.
+inbound() { # LABEL SCOPE WANT WHY
+	local code color
+	code=$(fw_ns "$NS_INET" curl -s -m 5 -o /dev/null -w '%{http_code}' \
+		-H "OpenSandbox-Ingress-To: $2" "http://$ING_GW/hello?from=internet")
+	if [ "$code" = "$3" ]; then color=$G; else color=$R; UNEXPECTED=$((UNEXPECTED + 1)); fi
+	printf '  %-40s %s%-6s%s %s' "$1" "$color" "$code" "$N" "$4"
+	[ "$code" = "$3" ] || printf '  %s(expected %s)%s' "$Y" "$3" "$N"
+	printf '\n'
+}
+demo_ingress() {
+	local ngx=$FW_TMP/ingress keys=$FW_TMP/ingress/keys ok
+	ING_GW=192.0.2.1:8088
+	heading "Inbound: fastwall-ingress (nginx module) in front of sandbox-a's port 8080"
+	if [ ! -f /usr/share/nginx/src/conf_flags ] || ! "$FW_PY" -c 'import grpc, grpc_tools' 2>/dev/null ||
+		! make -s -C "$FW_ROOT" BUILD="$BUILD" ingress >/dev/null 2>&1; then
+		echo "  skipped: nginx, nginx-dev or python3-grpcio missing (scripts/install-deps.sh installs them)"
+		return 0
+	fi
+	mkdir -p "$ngx/gen" "$ngx/logs" "$ngx/tmp"
+	"$FW_PY" -m grpc_tools.protoc -I"$FW_ROOT/ingress/proto" --python_out="$ngx/gen" \
+		--grpc_python_out="$ngx/gen" "$FW_ROOT/ingress/proto/fastpath_v2.proto"
+	printf 'k=%s\n' "$(head -c 32 /dev/urandom | base64 -w0)" >"$keys"
+	: >"$ngx/calls"
+	fw_serve "$SB_A" --http 10.42.0.2:8080
+	fw_bg "$NS_POD" "$FW_PY" "$FW_E2E_DIR/ingress_servers.py" fastpath --gen "$ngx/gen" \
+		--listen 127.0.0.1:50051 --calls "$ngx/calls" --upstream http://10.42.0.2:8080 \
+		--refused http://10.42.0.9:1 --tls-upstream https://10.42.0.9:1 --ready "$ngx/fp.ready"
+	cat >"$ngx/nginx.conf" <<EOF
+load_module $FW_BUILD/ingress/ngx_http_fastwall_ingress_module.so;
+daemon off;
+user root;
+worker_processes 1;
+pid $ngx/nginx.pid;
+error_log $ngx/logs/error.log warn;
+events { worker_connections 64; }
+http {
+	access_log off;
+	client_body_temp_path $ngx/tmp/body;
+	proxy_temp_path $ngx/tmp/proxy;
+	fastcgi_temp_path $ngx/tmp/fcgi;
+	uwsgi_temp_path $ngx/tmp/uwsgi;
+	scgi_temp_path $ngx/tmp/scgi;
+	fastwall_ingress_keys $keys;
+	fastwall_ingress_resolver 127.0.0.1:50051;
+	proxy_http_version 1.1;
+	server {
+		listen $ING_GW;
+		location / {
+			fastwall_ingress on;
+			proxy_pass \$fastwall_ingress_upstream\$fastwall_ingress_uri;
+		}
+		location = /fastsandbox.fastpath.v2.FastPath/ResolveEndpoint {
+			internal;
+			grpc_pass grpc://\$fastwall_ingress_resolver;
+			grpc_set_header Content-Type application/grpc;
+			grpc_set_header TE trailers;
+			grpc_read_timeout 2s;
+		}
+	}
+}
+EOF
+	fw_bg "$NS_POD" /usr/sbin/nginx -p "$ngx" -c "$ngx/nginx.conf"
+	for _ in $(seq 50); do
+		[ -e "$ngx/fp.ready" ] && fw_ns "$NS_POD" curl -s -o /dev/null "http://$ING_GW/" && break
+		sleep 0.1
+	done
+	cat <<EOF
+  The gateway listens on the pod's uplink ($ING_GW); a client in the
+  internet namespace sends the route scope in OpenSandbox-Ingress-To. The
+  FastPath stand-in resolves every sandbox to 10.42.0.2:8080 except
+  sb-missing (NOT_FOUND) and sb-notready (FAILED_PRECONDITION).
+
+EOF
+	ok=$("$FASTWALL" scope sign --keys "$keys" --key-id k tenant-demo sandbox-a 8080)
+	echo "  \$ fastwall scope sign --keys KEYS --key-id k tenant-demo sandbox-a 8080"
+	echo "  $ok"
+	echo
+	printf '  %-40s %-6s %s\n' "scope for" "status" "why"
+	printf '  %-40s %-6s %s\n' "---------" "------" "---"
+	inbound "sandbox-a:8080" "$ok" 200 "verified, resolved, proxied; the reply passes (pod-reply)"
+	inbound "sandbox-a:8080 again" "$ok" 200 "from the gateway's cache: no resolver call"
+	inbound "sandbox-a:8080, last character changed" "${ok%?}x" 401 "tampered scope: the MAC does not match"
+	inbound "sandbox-a:18080 (the policy port)" \
+		"$("$FASTWALL" scope sign --keys "$keys" --key-id k tenant-demo sandbox-a 18080)" 501 \
+		"never forwarded, no resolver call"
+	inbound "sb-missing:8080" "$("$FASTWALL" scope sign --keys "$keys" --key-id k tenant-demo sb-missing 8080)" \
+		404 "the resolver does not know it"
+	inbound "sb-notready:8080" "$("$FASTWALL" scope sign --keys "$keys" --key-id k tenant-demo sb-notready 8080)" \
+		503 "not ready: Retry-After: 1, and nothing more"
+	echo "  resolver calls: $(wc -l <"$ngx/calls") (sandbox-a once, then sb-missing and sb-notready)"
+}
+demo_ingress
+
 heading "fastwall status"
 fw_cli status | sed -E "s/^(.)/  \1/"
 

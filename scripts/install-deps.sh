@@ -15,6 +15,8 @@ PKGS=(
 	# nginx and its module build tree, the FastPath stand-in's gRPC
 	# (openssl: the test's certificate of an https endpoint)
 	nginx nginx-dev python3-grpcio python3-grpc-tools openssl
+	# the ingress benchmark's client
+	wrk
 	# benchmarks and plots (unbound: the DNS benchmark's upstream; linux-perf and
 	# strace: the profiles of make bench FULL=1)
 	iperf3 gnuplot-nox nftables dnsperf unbound linux-perf strace jq

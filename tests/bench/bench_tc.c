@@ -520,18 +520,18 @@ static int cmd_spread(int rounds, __u32 calls, const char *dat)
 					goto out;
 				}
 				for (unsigned int i = 0; i < n; i++)
-					build_pkt(&m->pkts[i],
-						  subject_addr(scales[s].n,
-							       sp ? i : scales[s].n / 2),
-						  kinds[m->kind].dst);
+					build_pkt(
+						&m->pkts[i],
+						subject_addr(scales[s].n, sp ? i : scales[s].n / 2),
+						kinds[m->kind].dst);
 				err = spread_check(&scales[s], m);
 				if (err)
 					goto out;
 			}
 		}
 	}
-	fprintf(stderr, "bench_tc: %d rounds x %u spread measurements, %u calls each\n", rounds,
-		nm, calls);
+	fprintf(stderr, "bench_tc: %d rounds x %u spread measurements, %u calls each\n", rounds, nm,
+		calls);
 	for (int r = 0; r < rounds; r++) {
 		for (unsigned int j = 0; j < nm; j++) {
 			struct spread_meas *m = &ms[(j + (unsigned int)r) % nm];
@@ -912,8 +912,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (rounds < 1 || rounds > MAX_ROUNDS || repeat < 1 || repeat > 100000000 ||
-	    spread_calls < 0 || spread_calls > 10000000 ||
-	    parse_scales(scale_list)) {
+	    spread_calls < 0 || spread_calls > 10000000 || parse_scales(scale_list)) {
 		usage(stderr);
 		return 2;
 	}

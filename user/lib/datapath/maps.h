@@ -33,7 +33,9 @@
 	X(fastwall_conn_count, conn_count_fd, 1)                                                   \
 	X(fastwall_learned_ports, learned_ports_fd, 1)                                             \
 	X(fastwall_names, names_fd, 1)                                                             \
-	X(fastwall_learned_names, learned_names_fd, 1)
+	X(fastwall_learned_names, learned_names_fd, 1)                                             \
+	X(fastwall_rule_cache, rule_cache_fd, 1)                                                   \
+	X(fastwall_rules_epoch, rules_epoch_fd, 1)
 
 /* Maps userspace creates beside the BPF object's, when a migration needs
  * them: X(pin name, struct fw_dp field, type, key size, value size, max

@@ -473,22 +473,30 @@ function median(arr, n,   i, j, t) {
 	for (i = 2; i <= n; i++) for (j = i; j > 1 && arr[j-1] > arr[j]; j--) { t = arr[j]; arr[j] = arr[j-1]; arr[j-1] = t }
 	return n % 2 ? arr[(n+1)/2] : (arr[n/2] + arr[n/2+1]) / 2
 }
+# a run that got no CPU time or delivered nothing (the sender died, the
+# machine stalled it) is left out, and said so, rather than counted as 0
+$3 <= 0 || $7 <= 0 { bad[$1]++; nbad++; sent[$1] += $5; allowed[$1] += $6; next }
 { pps[$1, $2] = $3; wall[$1, $2] = $4; share[$1, $2] = $7; sent[$1] += $5; allowed[$1] += $6; if ($2 > rounds) rounds = $2 }
 END {
 	np = split(peers, P, " ")
 	for (i = 1; i <= np; i++) {
 		n = 0; mn = 1e18; mx = 0
-		for (r = 1; r <= rounds; r++) { v = pps[P[i], r]; a[++n] = v; if (v < mn) mn = v; if (v > mx) mx = v }
-		med[P[i]] = median(a, n); lo[P[i]] = mn; hi[P[i]] = mx
+		for (r = 1; r <= rounds; r++) { if (!((P[i], r) in pps)) continue; v = pps[P[i], r]; a[++n] = v; if (v < mn) mn = v; if (v > mx) mx = v }
+		med[P[i]] = n ? median(a, n) : 0; lo[P[i]] = mn; hi[P[i]] = mx
 		base[P[i]] = "none"
 		if (P[i] ~ /-spread$/ && P[i] != "none-spread") {
 			nn = P[i]; sub(/-spread$/, "", nn); sub(/.*-/, "", nn)
 			if (("none-spread-" nn, 1) in pps) base[P[i]] = "none-spread-" nn
 		}
-		for (r = 1; r <= rounds; r++) { b[r] = pps[P[i], r] / pps[base[P[i]], r]; c[r] = pps[P[i], r] / pps["trivial", r] }
-		rn[P[i]] = median(b, rounds); rt[P[i]] = median(c, rounds)
-		for (r = 1; r <= rounds; r++) { w[r] = wall[P[i], r]; sh[r] = share[P[i], r] }
-		wmed[P[i]] = median(w, rounds); shmed[P[i]] = median(sh, rounds)
+		nb = nc = nw = 0
+		for (r = 1; r <= rounds; r++) {
+			if (!((P[i], r) in pps)) continue
+			if ((base[P[i]], r) in pps) b[++nb] = pps[P[i], r] / pps[base[P[i]], r]
+			if (("trivial", r) in pps) c[++nc] = pps[P[i], r] / pps["trivial", r]
+			nw++; w[nw] = wall[P[i], r]; sh[nw] = share[P[i], r]
+		}
+		rn[P[i]] = nb ? median(b, nb) : 0; rt[P[i]] = nc ? median(c, nc) : 0
+		wmed[P[i]] = nw ? median(w, nw) : 0; shmed[P[i]] = nw ? median(sh, nw) : 0
 	}
 	printf "%-21s %9s %19s %8s %9s %8s  %9s %5s\n", "peer", "pps/core", "(min-max)", "vs none", "(paired)", "vs triv", "wall pps", "CPU"
 	for (i = 1; i <= np; i++) {
@@ -496,6 +504,11 @@ END {
 		printf "%-21s %9.0f %19s %7.1f%% %8.1f%% %7.1f%%  %9.0f %4.0f%%\n", p, med[p], sprintf("(%.0f-%.0f)", lo[p], hi[p]),
 			100 * med[p] / med[base[p]], 100 * rn[p], 100 * med[p] / med["trivial"], wmed[p], 100 * shmed[p]
 		printf("%s %.0f %.0f %.0f %.4f %.4f %.2f\n", p, med[p], lo[p], hi[p], med[p] / med[base[p]], med[p] / med["trivial"], 100 * rn[p]) > datf
+	}
+	if (nbad) {
+		printf "\n%d runs left out (no CPU time or nothing delivered):", nbad
+		for (p in bad) printf " %s x%d", p, bad[p]
+		print ""
 	}
 	print ""
 	print "Targets: fastwall >= 90% of no program, and within 5% of trivial."

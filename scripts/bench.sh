@@ -195,7 +195,7 @@ compare_cost() {
 	local bs=() ts=()
 	if [[ $SPREAD_A != 0 ]]; then
 		ts=(-S "$SPREAD_A")
-		"$base" -h 2>&1 | grep -q -- '-S CALLS' && bs=(-S "$SPREAD_A")
+		[[ $("$base" -h 2>&1) == *'-S CALLS'* ]] && bs=(-S "$SPREAD_A")
 	fi
 	for ((i = 0; i < ${ALT_A:-3}; i++)); do
 		for_scales "$base" -r 3 -n "$REPEAT_A" -p "$PIN-b" "${bs[@]}" |

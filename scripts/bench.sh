@@ -8,7 +8,10 @@
 #   B) packets/s of small new-flow UDP through veth -> bridge (TC ingress on
 #      the bridge port) -> routed -> veth -> sink, all in namespaces this
 #      script creates: no program, the trivial program, fastwall at 1, 64
-#      and 1024 subjects, interleaved over rounds;
+#      and 1024 subjects, and traffic from every one of 1024 or 4096
+#      subjects in turn ("spread") with and without fastwall, interleaved
+#      over rounds; part A adds a spread table (one packet per call, the
+#      source cycling over every subject);
 #   C) fastwall against the nftables design it replaces and the strongest
 #      nftables form, on one topology, interleaved: packets/s, TCP
 #      request/response and connection rate, control-plane cost
@@ -20,9 +23,11 @@
 #
 # Environment: BUILD (default build), FULL=1 (the whole matrix and more
 # rounds everywhere), ROUNDS_A (11; FULL 15), REPEAT_A (1000000),
-# SCALES_A (1,64,1024,4096), ROUNDS_B (5; FULL 9), SECONDS_B (3), SKIP_A=1,
-# SKIP_B=1, SKIP_C=1, SKIP_D=1, BASE_BUILD (part A against another build's
-# bench_tc, ALT_A turns each), SKIP_ACTIONS=1 (the control-plane part,
+# SCALES_A (1,64,1024,4096), SPREAD_A (calls of part A's spread table,
+# 16384; 0 = none), ROUNDS_B (5; FULL 9), SECONDS_B (3), PEERS_B (regex of
+# part B's peers to run), SKIP_A=1, SKIP_B=1, SKIP_C=1, SKIP_D=1,
+# BASE_BUILD (part A against another build's bench_tc, ALT_A turns each;
+# part B runs its spread peers in the same rounds), SKIP_ACTIONS=1 (the control-plane part,
 # scripts/bench-actions.sh, run last, after tests/cp_kernel with CP_OPS
 # operations, 300), PLOT_ONLY=1 (redraw the plots from
 # the last run's data). Part C reads its own variables (see bench-nft.sh).

@@ -71,7 +71,15 @@
 	  "IPv6 packet whose source or destination is v4-mapped (`::ffff:0:0/96`)")                \
 	X(FW_DROP_LEARNED_PORT, 28, FW_VERDICT_DROP, "learned-port",                               \
 	  "learned destination, port outside the `ports` of the rules that taught it (or no "      \
-	  "TCP/UDP port at all)")
+	  "TCP/UDP port at all)")                                                                  \
+	X(FW_DROP_SOCKET_TYPE, 29, FW_VERDICT_DROP, "socket-type",                                 \
+	  "raw (`SOCK_RAW`) or packet (`AF_PACKET`) socket in a process sandbox")                  \
+	X(FW_DROP_ALIAS_SOURCE, 30, FW_VERDICT_DROP, "alias-source",                               \
+	  "a process sandbox binding or sending from a DNS source address of fastwall's "          \
+	  "(`127.254.0.0/16`) that is not its own")                                                \
+	X(FW_DROP_DNS_V6_SENDMSG, 31, FW_VERDICT_DROP, "dns-v6-sendto",                            \
+	  "DNS of a process sandbox sent with `sendto()` to an IPv6 resolver, which the kernel "   \
+	  "cannot redirect to the proxy (`connect()` first works)")
 
 /* Counter slots in fastwall_stats_v2 and fw_subject_stats: room for new
  * reasons without a new map layout. */

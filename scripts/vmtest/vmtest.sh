@@ -108,8 +108,8 @@ run_one() {
 		echo "boot_seconds=$(sed -n 's/^# vmtest: .* boot took \([0-9.]*\)s$/\1/p' "$serial" 2>/dev/null | head -1)"
 		echo "kernel_warnings=$(grep -cE 'WARNING:|BUG:|Oops|Call Trace' "$console" 2>/dev/null || true)"
 		sed -n 's/^# feature \([a-z0-9_]*\) \(.*\)$/feature_\1=\2/p' "$serial" 2>/dev/null
-		# the control-plane figures: "# cp add p50_us=8.1 ratio=2.3" -> cp_add_p50_us=8.1 ...
-		awk '/^# cp [a-z_]+ / { for (i = 4; i <= NF; i++) if (split($i, kv, "=") == 2) print "cp_" $3 "_" kv[1] "=" kv[2] }' "$serial" 2>/dev/null
+		# the control-plane figures: "# cp add_r4 p50_us=8.1 ratio=2.3" -> cp_add_r4_p50_us=8.1 ...
+		awk '/^# cp [a-z0-9_]+ / { for (i = 4; i <= NF; i++) if (split($i, kv, "=") == 2) print "cp_" $3 "_" kv[1] "=" kv[2] }' "$serial" 2>/dev/null
 	} >"$res"
 	report_line "$res"
 	if [ "$st" != ok ] || [ "$f" -gt 0 ]; then
@@ -150,8 +150,9 @@ for s in $series; do
 	[ -n "${VT_SERIES[$s]:-}" ] || { echo "vmtest: unknown kernel '$s' (known: $VT_ALL_SERIES)" >&2; exit 2; }
 done
 for b in "$BUILD/fastwalld" "$BUILD/fastwall" "$BUILD/tests/bpf_verdicts" "$BUILD/tests/abi_migrate" \
+	"$BUILD/tests/bpf_cgroup_verdicts" \
 	"$BUILD/tests/cp_kernel" "$BUILD/bpf/egress.bpf.o"; do
-	[ -e "$b" ] || { echo "vmtest: $b missing: make all $BUILD/tests/bpf_verdicts $BUILD/tests/abi_migrate $BUILD/tests/cp_kernel first" >&2; exit 2; }
+	[ -e "$b" ] || { echo "vmtest: $b missing: make all $BUILD/tests/bpf_verdicts $BUILD/tests/bpf_cgroup_verdicts $BUILD/tests/abi_migrate $BUILD/tests/cp_kernel first" >&2; exit 2; }
 done
 
 T0=$(date +%s)

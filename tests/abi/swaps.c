@@ -36,6 +36,49 @@ static struct fw_ip ip(const char *text)
 	return a;
 }
 
+/* How many entries subject id's slot trie holds: of generation gen, and
+ * of any other; -1 when the trie can't be read. */
+static int trie_count(struct fw_dp *dp, __u32 id, __u32 gen, int *others)
+{
+	struct fw_rule_key k, *prev = NULL;
+	__u32 inner;
+	int fd, n = 0;
+
+	*others = 0;
+	if (bpf_map_lookup_elem(dp->rules_fd, &id, &inner))
+		return -1;
+	fd = bpf_map_get_fd_by_id(inner);
+	if (fd < 0)
+		return -1;
+	while (bpf_map_get_next_key(fd, prev, &k) == 0) {
+		if (ntohl(k.gen) == gen)
+			n++;
+		else
+			(*others)++;
+		prev = &k;
+	}
+	close(fd);
+	return n;
+}
+
+/* After the worker ran: subject name's trie holds its live generation and
+ * nothing older (the deletions by key list missed no key). */
+static bool trie_clean(struct fw_dp *dp, struct fw_registry *reg, const char *name,
+		       const char *what)
+{
+	struct fw_entry *e = fw_reg_find(reg, name);
+	int others, live;
+
+	fw_dp_rules_settle(dp);
+	if (!e)
+		return false;
+	live = trie_count(dp, e->id, fw_dp_rules_gen(dp, e->id), &others);
+	check(live > 0 && others == 0,
+	      "swaps: %s: the slot trie holds the live generation only (%d live, %d older)", what,
+	      live, others);
+	return live > 0 && others == 0;
+}
+
 /* The ingress verdict of a UDP packet src -> dst (IPv4), TC_ACT_*. */
 static int verdict(struct fw_dp *dp, const char *src, const char *dst)
 {
@@ -264,6 +307,23 @@ void case_swaps(void)
 	printf("# per op, mean over %d: update %.3f ms, add %.3f ms, remove %.3f ms, rebind "
 	       "%.3f ms\n",
 	       ROUNDS, t_upd / ROUNDS, t_add / ROUNDS, t_del / ROUNDS, t_rebind / (ROUNDS / 10));
+	trie_clean(dp, &reg, "s", "after the rounds");
+
+	/* the same swaps one entry at a time, as kernels without LPM batches
+	 * (5.10) write them */
+	fw_dp_rules_no_batch(dp);
+	after_ok = true;
+	for (int i = 0; i < 20 && !err; i++) {
+		bool odd = i % 2 == 0;
+
+		err = put(&reg, "s", s_addrs, odd ? v_odd : v_even);
+		after_ok = after_ok && !err && verdict(dp, SRC, BOTH) == TC_ACT_OK &&
+			   verdict(dp, SRC, odd ? ODD : EVEN) == TC_ACT_OK &&
+			   verdict(dp, SRC, odd ? EVEN : ODD) == TC_ACT_SHOT;
+	}
+	check(err == 0 && after_ok && fw_dp_slot_writes(dp) == w0,
+	      "swaps: 20 more swaps written entry by entry hold the same verdicts (%d)", err);
+	trie_clean(dp, &reg, "s", "after the entry-by-entry swaps");
 
 	/* a restart adopts: no slot is written, the rules still hold */
 	fw_dp_rules_settle(dp);
@@ -290,6 +350,8 @@ void case_swaps(void)
 	check(err == 0 && fw_dp_slot_writes(dp) == 0 && verdict(dp, SRC, EVEN) == TC_ACT_OK &&
 		      verdict(dp, SRC, ODD) == TC_ACT_SHOT,
 	      "swaps: swaps after the restart write no slot either");
+	/* the keys of what the restart found came from its scan */
+	trie_clean(dp, &reg, "s", "swaps after the restart");
 	fw_reg_free(&reg);
 out:
 	fw_dp_close(dp);

@@ -2,20 +2,26 @@
 /* cp_kernel: what one control-plane operation costs in this kernel, next to
  * a plain array update in the same process (the yardstick).
  *
- *   cp_kernel [-n OPS] [-w WARMUP] [-p PINPREFIX]
+ *   cp_kernel [-n OPS] [-w WARMUP] [-p PINPREFIX] [-r RULES[,RULES...]]
  *
  * On a fresh pin directory: fw_dp_open (timed: "first start"), a registry
- * over it, then OPS rounds of add (a new active subject, one address, a
- * 16-rule policy, through fw_reg_upsert), update (a changed policy, same
- * binding: same id), rebind (same name, another address: a new id) and
- * remove (fw_reg_unbind), each round also doing one bpf_map_update_elem on
- * a BPF_MAP_TYPE_ARRAY. Emulated kernels are 10-40x slower than real ones,
+ * over it, then for each policy size of -r (default 4 and 16 CIDR rules)
+ * OPS rounds of add (a new active subject, one address, the policy,
+ * through fw_reg_upsert), update (a changed policy, same binding: same
+ * id), rebind (same name, another address: a new id) and remove
+ * (fw_reg_unbind), each round also doing one bpf_map_update_elem on a
+ * BPF_MAP_TYPE_ARRAY. Emulated kernels are 10-40x slower than real ones,
  * but both sides of p50(op) / p50(plain update) slow down together, so the
  * ratio carries across machines; a kernel that waits for an RCU grace
  * period in an operation shows a ratio in the hundreds or thousands.
  *
- * Prints a table and one machine-readable line per figure ("cp add
- * p50_us=... p99_us=... ops=... ratio=..."). Never judges timing: the exit
+ * A policy's CIDR rules are LPM trie entries, and a changed policy writes
+ * all of them (a new generation): an operation costs a fixed part plus one
+ * trie insert per entry. With two sizes the run also prints that per-entry
+ * cost, in plain updates.
+ *
+ * Prints a table per size and one machine-readable line per figure ("cp
+ * add_r4 p50_us=... p99_us=... ops=... ratio=..."). Never judges timing: the exit
  * status is non-zero only when an operation fails or its effect is wrong
  * (id kept or changed, subject gone). The pin directory is purged on every
  * exit path. */
@@ -39,7 +45,8 @@
 #include "policy/policy.h"
 #include "subjects/registry.h"
 
-#define RULES	      16
+#define RULES_MAX     1024 /* CIDR rules of a policy */
+#define SIZES_MAX     4	   /* policy sizes of one run */
 #define PLAIN_ENTRIES 1024
 #define PLAIN_VALUE   64	  /* bytes: a small record, like most fastwall values */
 #define TARGET_RATIO  20	  /* an operation costs at most 20 plain updates */
@@ -54,6 +61,7 @@ enum op { OP_ADD, OP_UPDATE, OP_REMOVE, OP_REBIND, OP_PLAIN, OP_MAX };
 static const char *const op_name[OP_MAX] = {"add", "update", "remove", "rebind", "plain"};
 
 static char pin[256];
+static unsigned int nrules; /* of the policies being built */
 
 static void on_signal(int sig)
 {
@@ -76,7 +84,7 @@ static void v4(struct fw_ip *ip, __u32 host_order)
 	fw_addr_from_v4(ip, htonl(host_order));
 }
 
-/* Default deny and 16 CIDR rules (one deny); variant v moves 8 of them, so
+/* Default deny and nrules CIDR rules (one deny); variant v moves half of them, so
  * an update with another variant is a real change of the rule set. */
 static int build_policy(struct fw_policy *p, unsigned int v)
 {
@@ -87,10 +95,11 @@ static int build_policy(struct fw_policy *p, unsigned int v)
 	ret = fw_policy_set_default(p, "deny", err, sizeof(err));
 	if (!ret)
 		ret = fw_policy_add_rule(p, "deny", "203.0.113.66/32", NULL, 0, err, sizeof(err));
-	for (unsigned int k = 1; !ret && k < RULES; k++) {
-		unsigned int b = k < 9 ? (v * 8 + k) % 251 : 200 + k;
+	for (unsigned int k = 1; !ret && k < nrules; k++) {
+		unsigned int half = nrules / 2, b = k <= half ? (v * half + k) % 4096 : k;
 
-		snprintf(cidr, sizeof(cidr), "198.%u.%u.0/24", 18 + (k & 1), b);
+		snprintf(cidr, sizeof(cidr), "198.%u.%u.%u/28", k <= half ? 18u : 19u, b / 16,
+			 (b % 16) * 16);
 		ret = fw_policy_add_rule(p, "allow", cidr, NULL, 0, err, sizeof(err));
 	}
 	if (ret) {
@@ -283,28 +292,105 @@ static void print_env(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: cp_kernel [-n OPS] [-w WARMUP] [-p PINPREFIX]\n");
+	fprintf(stderr,
+		"usage: cp_kernel [-n OPS] [-w WARMUP] [-p PINPREFIX] [-r RULES[,RULES...]]\n");
+}
+
+struct fig {
+	double p50, p99, ops, ratio;
+	bool met;
+};
+
+/* The rounds of one policy size (nrules): its table and machine lines;
+ * fig[] gets the figures. */
+static int run_size(struct fw_registry *reg, struct fw_subject_spec *spec, int plain_fd,
+		    unsigned int nops, unsigned int warm, unsigned int *next_subject,
+		    __u64 *samples[OP_MAX], struct fig fig[OP_MAX])
+{
+	double plain_p50;
+	int err;
+
+	for (unsigned int i = 0; i < nops + warm; i++) {
+		bool measured = i >= warm;
+
+		/* a new subject name (and address) every round of the run */
+		err = round_once(reg, spec, plain_fd, (*next_subject)++, measured ? samples : NULL,
+				 measured ? i - warm : 0);
+		if (err)
+			return err;
+		/* removed ids wait for the reaper; the daemon reaps in the
+		 * background, so this is not timed */
+		if (i % REAP_EVERY == REAP_EVERY - 1 && fw_reg_reap(reg, 0) < 0) {
+			fprintf(stderr, "cp_kernel: reap failed\n");
+			return -EIO;
+		}
+	}
+	for (int k = 0; k < OP_MAX; k++)
+		qsort(samples[k], nops, sizeof(__u64), cmp_u64);
+	plain_p50 = pct_us(samples[OP_PLAIN], nops, 50);
+	printf("cp_kernel: a policy of %u CIDR rules: %u operations each after %u warm-up rounds; "
+	       "ratio = p50(op) / p50(plain array update), target <= %d\n",
+	       nrules, nops, warm, TARGET_RATIO);
+	printf("  %-8s %12s %12s %10s %10s  %s\n", "op", "p50 us", "p99 us", "ops/s", "ratio",
+	       "target");
+	for (int k = 0; k < OP_MAX; k++) {
+		double sum = 0;
+
+		for (unsigned int j = 0; j < nops; j++)
+			sum += (double)samples[k][j];
+		fig[k].p50 = pct_us(samples[k], nops, 50);
+		fig[k].p99 = pct_us(samples[k], nops, 99);
+		fig[k].ops = sum > 0 ? nops * 1e9 / sum : 0;
+		fig[k].ratio = plain_p50 > 0 ? fig[k].p50 / plain_p50 : 0;
+		fig[k].met = fig[k].ratio <= TARGET_RATIO;
+		printf("  %-8s %12.1f %12.1f %10.0f %10.1f  %s\n", op_name[k], fig[k].p50,
+		       fig[k].p99, fig[k].ops, fig[k].ratio,
+		       k == OP_PLAIN ? "(yardstick)"
+		       : fig[k].met  ? "met"
+				     : "not met");
+	}
+	for (int k = 0; k < OP_MAX; k++)
+		printf("cp %s_r%u p50_us=%.1f p99_us=%.1f ops=%.0f ratio=%.1f%s\n", op_name[k],
+		       nrules, fig[k].p50, fig[k].p99, fig[k].ops, fig[k].ratio,
+		       k == OP_PLAIN ? ""
+		       : fig[k].met  ? " target=met"
+				     : " target=not-met");
+	return 0;
+}
+
+/* "4,16" -> sizes; the count, or 0 for a bad list */
+static unsigned int parse_sizes(const char *arg, unsigned int sizes[SIZES_MAX])
+{
+	unsigned int n = 0;
+	const char *p = arg;
+
+	while (*p) {
+		char *end;
+		unsigned long v = strtoul(p, &end, 10);
+
+		if (end == p || v < 1 || v > RULES_MAX || n == SIZES_MAX || (*end && *end != ','))
+			return 0;
+		sizes[n++] = (unsigned int)v;
+		p = *end ? end + 1 : end;
+	}
+	return n;
 }
 
 int main(int argc, char **argv)
 {
 	const char *prefix = "/sys/fs/bpf/fastwall-cpk";
-	unsigned int nops = 300, warm = 10;
+	unsigned int nops = 300, warm = 10, sizes[SIZES_MAX] = {4, 16}, nsizes = 2, next = 0;
 	struct fw_registry *reg = NULL;
 	struct fw_subject_spec *spec = NULL;
 	__u64 *samples[OP_MAX] = {0};
 	struct fw_dp *dp = NULL;
-	struct {
-		double p50, p99, ops, ratio;
-		bool met;
-	} fig[OP_MAX];
-	double first_ms, plain_p50 = 0;
+	struct fig fig[SIZES_MAX][OP_MAX];
+	double first_ms;
 	int opt, plain_fd = -1, err = 0;
-	bool all_met = true;
 	struct stat st;
 	__u64 t0;
 
-	while ((opt = getopt(argc, argv, "n:w:p:h")) != -1) {
+	while ((opt = getopt(argc, argv, "n:w:p:r:h")) != -1) {
 		switch (opt) {
 		case 'n':
 			nops = (unsigned int)strtoul(optarg, NULL, 10);
@@ -315,13 +401,24 @@ int main(int argc, char **argv)
 		case 'p':
 			prefix = optarg;
 			break;
+		case 'r':
+			nsizes = parse_sizes(optarg, sizes);
+			if (!nsizes) {
+				fprintf(stderr,
+					"cp_kernel: -r takes up to %d sizes of 1..%d, "
+					"comma-separated\n",
+					SIZES_MAX, RULES_MAX);
+				return 2;
+			}
+			break;
 		default:
 			usage();
 			return 2;
 		}
 	}
-	if (!nops || nops + warm > MAX_OPS) {
-		fprintf(stderr, "cp_kernel: -n must be 1..%u (with the warm-up)\n", MAX_OPS);
+	if (!nops || (nops + warm) * nsizes > MAX_OPS) {
+		fprintf(stderr, "cp_kernel: -n must be 1..%u (with the warm-up, per size)\n",
+			MAX_OPS / nsizes - warm);
 		return 2;
 	}
 	if (geteuid()) {
@@ -382,56 +479,31 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 
-	for (unsigned int i = 0; i < nops + warm; i++) {
-		bool measured = i >= warm;
-
-		err = round_once(reg, spec, plain_fd, i, measured ? samples : NULL,
-				 measured ? i - warm : 0);
-		if (err)
-			goto cleanup;
-		/* removed ids wait for the reaper; the daemon reaps in the
-		 * background, so this is not timed */
-		if (i % REAP_EVERY == REAP_EVERY - 1 && fw_reg_reap(reg, 0) < 0) {
-			err = -EIO;
-			fprintf(stderr, "cp_kernel: reap failed\n");
-			goto cleanup;
-		}
+	for (unsigned int z = 0; z < nsizes && !err; z++) {
+		nrules = sizes[z];
+		err = run_size(reg, spec, plain_fd, nops, warm, &next, samples, fig[z]);
 	}
+	if (err)
+		goto cleanup;
+	for (unsigned int z = 0; z < nsizes; z++) {
+		bool met = true;
 
-	for (int k = 0; k < OP_MAX; k++)
-		qsort(samples[k], nops, sizeof(__u64), cmp_u64);
-	plain_p50 = pct_us(samples[OP_PLAIN], nops, 50);
-	printf("cp_kernel: %u operations each after %u warm-up rounds; ratio = p50(op) / p50(plain "
-	       "array update), target <= %d\n",
-	       nops, warm, TARGET_RATIO);
-	printf("  %-8s %12s %12s %10s %10s  %s\n", "op", "p50 us", "p99 us", "ops/s", "ratio",
-	       "target");
-	for (int k = 0; k < OP_MAX; k++) {
-		double sum = 0;
-
-		for (unsigned int j = 0; j < nops; j++)
-			sum += (double)samples[k][j];
-		fig[k].p50 = pct_us(samples[k], nops, 50);
-		fig[k].p99 = pct_us(samples[k], nops, 99);
-		fig[k].ops = sum > 0 ? nops * 1e9 / sum : 0;
-		fig[k].ratio = plain_p50 > 0 ? fig[k].p50 / plain_p50 : 0;
-		fig[k].met = fig[k].ratio <= TARGET_RATIO;
-		if (k != OP_PLAIN)
-			all_met &= fig[k].met;
-		printf("  %-8s %12.1f %12.1f %10.0f %10.1f  %s\n", op_name[k], fig[k].p50,
-		       fig[k].p99, fig[k].ops, fig[k].ratio,
-		       k == OP_PLAIN ? "(yardstick)"
-		       : fig[k].met  ? "met"
-				     : "not met");
+		for (int k = 0; k < OP_MAX; k++)
+			met &= k == OP_PLAIN || fig[z][k].met;
+		printf("cp_kernel: %u CIDR rules: target p50 ratio <= %d %s\n", sizes[z],
+		       TARGET_RATIO, met ? "met by every operation" : "not met");
 	}
-	for (int k = 0; k < OP_MAX; k++)
-		printf("cp %s p50_us=%.1f p99_us=%.1f ops=%.0f ratio=%.1f%s\n", op_name[k],
-		       fig[k].p50, fig[k].p99, fig[k].ops, fig[k].ratio,
-		       k == OP_PLAIN ? ""
-		       : fig[k].met  ? " target=met"
-				     : " target=not-met");
-	printf("cp_kernel: target p50 ratio <= %d: %s (a grace-period wait costs thousands)\n",
-	       TARGET_RATIO, all_met ? "met by every operation" : "not met");
+	/* what one more entry costs: the slope of add between the sizes */
+	if (nsizes >= 2 && sizes[nsizes - 1] != sizes[0]) {
+		double d_us = (fig[nsizes - 1][OP_ADD].p50 - fig[0][OP_ADD].p50) /
+			      ((double)sizes[nsizes - 1] - (double)sizes[0]);
+		double plain = fig[0][OP_PLAIN].p50;
+
+		printf("cp_kernel: each further CIDR rule adds %.2f us to an add (%.1f plain "
+		       "updates): one LPM trie insert; a grace-period wait costs thousands\n",
+		       d_us, plain > 0 ? d_us / plain : 0);
+		printf("cp per_rule us=%.2f ratio=%.1f\n", d_us, plain > 0 ? d_us / plain : 0);
+	}
 
 cleanup:
 	if (reg && reg->dp)

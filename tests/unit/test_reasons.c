@@ -22,7 +22,8 @@ static const struct {
 	{18, "dns-over-https", true}, {19, "deny-cidr", true},	    {20, "lease-expired", true},
 	{21, "default-deny", true},   {22, "no-policy", true},	    {23, "rogue-nd", true},
 	{24, "spoofed-mac", true},    {25, "nd-destination", true}, {26, "fragment-header", true},
-	{27, "v4-mapped", true},      {28, "learned-port", true},
+	{27, "v4-mapped", true},      {28, "learned-port", true},   {29, "socket-type", true},
+	{30, "alias-source", true},   {31, "dns-v6-sendto", true},
 };
 
 Test(reasons, numbers_and_names_are_fixed)

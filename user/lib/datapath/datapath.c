@@ -438,6 +438,8 @@ static bool subject_alive(const void *key, const void *ctx)
 	return id >= FW_MAX_SUBJECTS || !dead[id];
 }
 
+static int subject_zero(struct fw_dp *dp, __u32 id);
+
 int fw_dp_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
 {
 	int err = fw_dp_prune(dp->learned_fd, sizeof(struct fw_learned_key), subject_alive, dead);
@@ -461,6 +463,11 @@ int fw_dp_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
 			if (dead[id])
 				__atomic_store_n(&dp->conn_count[id], 0, __ATOMIC_RELAXED);
 	}
+	/* zeroed here, off the request path, the next subject of the id
+	 * starts without a kernel write for them */
+	for (__u32 id = 0; id < FW_MAX_SUBJECTS && !err && dp->clean; id++)
+		if (dead[id] && !dp->clean[id] && subject_zero(dp, id) == 0)
+			dp->clean[id] = true;
 	return err;
 }
 
@@ -497,7 +504,7 @@ static int percpu_zero(int fd, __u32 key, size_t value_size)
 	return err;
 }
 
-int fw_dp_subject_reset(struct fw_dp *dp, __u32 id)
+static int subject_zero(struct fw_dp *dp, __u32 id)
 {
 	int err = percpu_zero(dp->subject_stats_fd, id, sizeof(struct fw_subject_stats));
 
@@ -507,6 +514,18 @@ int fw_dp_subject_reset(struct fw_dp *dp, __u32 id)
 	if (!err)
 		err = percpu_zero(dp->budget_fd, id, sizeof(struct fw_event_budget));
 	return err;
+}
+
+int fw_dp_subject_reset(struct fw_dp *dp, __u32 id)
+{
+	if (id >= FW_MAX_SUBJECTS)
+		return -EINVAL;
+	/* the id is taken: its packets count from now on */
+	if (dp->clean && dp->clean[id]) {
+		dp->clean[id] = false;
+		return 0;
+	}
+	return subject_zero(dp, id);
 }
 
 int fw_dp_meta_put(struct fw_dp *dp, __u32 id, const struct fw_subject_meta *m)

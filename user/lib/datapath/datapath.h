@@ -39,6 +39,9 @@ struct fw_dp {
 	bool migrating;	   /* maps of an older ABI wait for fw_dp_migrate_finish */
 	int retired_fd[FW_DP_NRETIRED]; /* those maps, -1 where absent */
 	struct fw_dp_rules *rules;	/* the slot tries and their worker (rules.c) */
+	/* per id: its counters and event budget are known to be zero (maps
+	 * created by this start, or zeroed by the reaper); NULL: unknown */
+	bool *clean;
 };
 
 /* Loads the programs; maps already pinned under pin_root are reused,
@@ -116,6 +119,9 @@ void fw_dp_slots_warm(struct fw_dp *dp);
 void fw_dp_rules_release(struct fw_dp *dp, __u32 id);
 /* Waits until every deletion handed to the worker is done. */
 void fw_dp_rules_settle(struct fw_dp *dp);
+/* For tests: writes rule entries one by one from now on, as on kernels
+ * without batch updates of LPM tries. */
+void fw_dp_rules_no_batch(struct fw_dp *dp);
 /* Deletes every rule of subject id, after a grace period (waits for it). */
 int fw_dp_rules_clear(struct fw_dp *dp, __u32 id);
 /* Changes one entry of subject id's live trie in place (one atomic map
@@ -163,7 +169,8 @@ int fw_recs_push(struct fw_recs *r, const void *rec);
  * are no error. Batched where the kernel can. */
 int fw_dp_delete_keys(int fd, const void *keys, size_t n, size_t key_size);
 
-/* Zeroes the per-subject counters and event budget of id (on id reuse). */
+/* Zeroes the per-subject counters and event budget of id (on id reuse);
+ * no kernel write when they are known to be zero already. */
 int fw_dp_subject_reset(struct fw_dp *dp, __u32 id);
 
 int fw_dp_meta_put(struct fw_dp *dp, __u32 id, const struct fw_subject_meta *m);

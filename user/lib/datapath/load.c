@@ -16,6 +16,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "datapath/cgroup.h"
 #include "datapath/datapath.h"
 #include "datapath/rules.h"
 #include "egress.skel.h"
@@ -59,6 +60,13 @@ static int *map_fd(struct fw_dp *dp, const char *name)
 #undef USER_FD_OF
 #undef FD_OF
 	return NULL;
+}
+
+int fw_dp_map_fd(struct fw_dp *dp, const char *name)
+{
+	int *fd = map_fd(dp, name);
+
+	return fd ? *fd : -ENOENT;
 }
 
 static void fds_init(struct fw_dp *dp)
@@ -580,6 +588,11 @@ int fw_dp_open(const char *pin_root, struct fw_dp **out)
 	dp->reused = abi != 0;
 	dp->migrating = abi && abi < FW_ABI_VERSION;
 	had_rules = pinned(pin_root, "fastwall_rules_v2");
+	/* maps created by this start hold zero counters for every id */
+	dp->clean = calloc(FW_MAX_SUBJECTS, sizeof(*dp->clean));
+	if (dp->clean && !abi && !pinned(pin_root, "fastwall_subject_stats_v2") &&
+	    !pinned(pin_root, "fastwall_event_budget"))
+		memset(dp->clean, 1, FW_MAX_SUBJECTS * sizeof(*dp->clean));
 
 	/* unchanged maps are reused, replaced ones created under their new
 	 * names beside the old, which the old programs keep using */
@@ -616,6 +629,7 @@ int fw_dp_open(const char *pin_root, struct fw_dp **out)
 
 cleanup:
 	fw_dp_rules_close(dp);
+	free(dp->clean);
 	retired_close(dp);
 	user_maps_close(dp);
 	egress_bpf__destroy(dp->skel);
@@ -682,6 +696,10 @@ int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 		int *fd = map_fd(dp, map_names[i]);
 
 		*fd = pinned_fd(pin_root, map_names[i]);
+		if (*fd == -ENOENT && FW_DP_LATE_MAP(map_names[i])) {
+			*fd = -1; /* pinned by an older fastwalld of this ABI */
+			continue;
+		}
 		if (*fd < 0) {
 			err = *fd;
 			fw_err("can't open %s/%s: %s", pin_root, map_names[i], strerror(-err));
@@ -707,6 +725,7 @@ void fw_dp_close(struct fw_dp *dp)
 	if (dp->conn_count)
 		munmap(dp->conn_count, FW_MAX_SUBJECTS * sizeof(__u64));
 	fw_dp_rules_close(dp);
+	free(dp->clean);
 	retired_close(dp);
 	user_maps_close(dp);
 	if (dp->skel) {

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -29,6 +30,16 @@
 #define QUEUE_MAX   1024 /* retired generations waiting for the worker */
 #define POOL_MAX    128	 /* threads that write or fetch slots together */
 #define NOFILE_NEED (FW_MAX_SUBJECTS + 4096)
+#define WORKER_NICE 10 /* the grace-period worker's, relative to the process */
+
+/* The keys of some generations of a slot's trie, as written. A list that
+ * could not be kept (no memory, a trie copied from ABI 1) is marked lost:
+ * what it stood for is then found by a scan of the trie instead. */
+struct keys {
+	struct fw_rule_key *k;
+	__u32 n, cap;
+	bool lost;
+};
 
 struct slot {
 	int fd;		/* the slot's trie; -1 until known */
@@ -39,12 +50,14 @@ struct slot {
 	__u32 npending; /* entries queued for deletion */
 	__u32 jobs;	/* queued or running deletions */
 	__u32 port_jobs;
+	struct keys live, old; /* the keys of gen, of the older ones not queued */
 };
 
 struct job {
-	__u32 id, keep; /* delete the generations before keep */
-	__u32 n;	/* entries that frees */
-	__u32 ports;	/* FW_PORTSET_GEN bit | 1 to delete; 0 = none */
+	__u32 id, keep;	  /* delete the generations before keep */
+	__u32 n;	  /* entries that frees */
+	__u32 ports;	  /* FW_PORTSET_GEN bit | 1 to delete; 0 = none */
+	struct keys keys; /* exactly those entries; lost: scan for them */
 };
 
 struct fw_dp_rules {
@@ -65,6 +78,65 @@ static void key_of(struct fw_rule_key *k, const struct fw_lpm_key *from, __u32 g
 	k->prefixlen = 32 + from->prefixlen;
 	k->gen = htonl(gen);
 	k->addr = from->addr;
+}
+
+static void keys_free(struct keys *l)
+{
+	free(l->k);
+	*l = (struct keys){0};
+}
+
+static void keys_lose(struct keys *l)
+{
+	keys_free(l);
+	l->lost = true;
+}
+
+static void keys_push(struct keys *l, const struct fw_rule_key *k)
+{
+	if (l->lost)
+		return;
+	if (l->n == l->cap) {
+		__u32 cap = l->cap ? 2 * l->cap : 16;
+		struct fw_rule_key *grown = realloc(l->k, cap * sizeof(*grown));
+
+		if (!grown) {
+			keys_lose(l);
+			return;
+		}
+		l->k = grown;
+		l->cap = cap;
+	}
+	l->k[l->n++] = *k;
+}
+
+/* Moves every key of from to the end of to; from is left empty. */
+static void keys_move(struct keys *to, struct keys *from)
+{
+	if (from->lost || to->lost) {
+		keys_free(from);
+		keys_lose(to);
+		return;
+	}
+	if (!to->n) {
+		keys_free(to);
+		*to = *from;
+		*from = (struct keys){0};
+		return;
+	}
+	for (__u32 i = 0; i < from->n && !to->lost; i++)
+		keys_push(to, &from->k[i]);
+	keys_free(from);
+}
+
+static void keys_drop(struct keys *l, const struct fw_rule_key *k)
+{
+	for (__u32 i = 0; i < l->n; i++) {
+		if (!memcmp(&l->k[i], k, sizeof(*k))) {
+			l->k[i] = l->k[--l->n];
+			return;
+		}
+	}
 }
 
 /* Writes a generation's entries in one BPF_MAP_UPDATE_BATCH where the
@@ -159,6 +231,7 @@ static int pool(struct fw_dp *dp, int (*fn)(struct fw_dp *, __u32, void *), void
 struct gen_count {
 	__u32 max, nmax, nother;
 	bool any;
+	struct keys all; /* every key seen */
 };
 
 static int count_gen(const void *key, const void *val, void *ctx)
@@ -178,16 +251,29 @@ static int count_gen(const void *key, const void *val, void *ctx)
 		g->nmax++;
 	else
 		g->nother++;
+	keys_push(&g->all, k);
 	return 0;
 }
 
-static void slot_publish(struct fw_dp_rules *r, __u32 id, int fd, const struct gen_count *g)
+/* Takes g->all: its keys of the newest generation are the live list, the
+ * rest the old one. */
+static void slot_publish(struct fw_dp_rules *r, __u32 id, int fd, struct gen_count *g)
 {
 	struct slot *s = &r->slot[id];
+	struct keys live = {0}, old = {0};
 
+	if (g->all.lost) {
+		live.lost = old.lost = true;
+	} else {
+		for (__u32 i = 0; i < g->all.n; i++)
+			keys_push(ntohl(g->all.k[i].gen) == g->max ? &live : &old, &g->all.k[i]);
+	}
+	keys_free(&g->all);
 	pthread_mutex_lock(&r->lock);
 	if (s->known) {
 		pthread_mutex_unlock(&r->lock);
+		keys_free(&live);
+		keys_free(&old);
 		close(fd);
 		return;
 	}
@@ -195,6 +281,8 @@ static void slot_publish(struct fw_dp_rules *r, __u32 id, int fd, const struct g
 	s->gen = g->any ? g->max : 0;
 	s->nlive = g->nmax;
 	s->nold = g->nother;
+	s->live = live;
+	s->old = old;
 	s->known = true;
 	pthread_mutex_unlock(&r->lock);
 }
@@ -231,6 +319,7 @@ static int slot_fetch(struct fw_dp *dp, __u32 id, void *arg)
 	}
 	err = fw_dp_scan(fd, count_gen, &g);
 	if (err) {
+		keys_free(&g.all);
 		close(fd);
 		return err;
 	}
@@ -330,6 +419,8 @@ static int slot_populate(struct fw_dp *dp, __u32 id, void *arg)
 	__atomic_fetch_add(&dp->rules->slot_writes, 1, __ATOMIC_RELAXED);
 	g.nmax = n;
 	g.any = n > 0;
+	if (n)
+		g.all.lost = true; /* copied from ABI 1: found by a scan when retired */
 	slot_publish(dp->rules, id, fd, &g);
 	return 0;
 }
@@ -412,12 +503,30 @@ static bool port_kept(const void *key, const void *ctx)
 	return (k->portset & FW_PORTSET_GEN) != (del[k->subject] & FW_PORTSET_GEN);
 }
 
+/* The calling thread's nice value WORKER_NICE above the process's. */
+static void worker_nice(void)
+{
+	id_t tid = (id_t)syscall(SYS_gettid);
+	int base;
+
+	errno = 0;
+	base = getpriority(PRIO_PROCESS, tid);
+	if (errno)
+		return;
+	if (setpriority(PRIO_PROCESS, tid, base + WORKER_NICE > 19 ? 19 : base + WORKER_NICE))
+		fw_debug("rule worker: can't lower its priority: %s", strerror(errno));
+}
+
 static void *worker_run(void *dp_)
 {
 	struct fw_dp *dp = dp_;
 	struct fw_dp_rules *r = dp->rules;
 	__u32 *ports = calloc(FW_MAX_SUBJECTS, sizeof(*ports));
 
+	/* deferred work: behind the requests whose old generations it
+	 * deletes when they compete for a CPU (the queue's back-pressure
+	 * bounds how far behind) */
+	worker_nice();
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
 		struct job *jobs;
@@ -443,7 +552,11 @@ static void *worker_run(void *dp_)
 		for (size_t i = 0; i < n && !err; i++) {
 			struct job *j = &jobs[i];
 
-			delete_older(r->slot[j->id].fd, j->keep);
+			if (j->keys.lost)
+				delete_older(r->slot[j->id].fd, j->keep);
+			else if (j->keys.n)
+				fw_dp_delete_keys(r->slot[j->id].fd, j->keys.k, j->keys.n,
+						  sizeof(*j->keys.k));
 			if (j->ports && ports) {
 				ports[j->id] = j->ports;
 				any_ports = true;
@@ -462,6 +575,7 @@ static void *worker_run(void *dp_)
 			s->jobs--;
 			if (jobs[i].ports)
 				s->port_jobs--;
+			keys_free(&jobs[i].keys);
 		}
 		free(jobs);
 		pthread_cond_broadcast(&r->done);
@@ -487,6 +601,12 @@ static void flush(struct fw_dp_rules *r, __u32 id)
 		pthread_cond_wait(&r->done, &r->lock);
 	}
 	pthread_mutex_unlock(&r->lock);
+}
+
+void fw_dp_rules_no_batch(struct fw_dp *dp)
+{
+	if (dp->rules)
+		dp->rules->no_batch = true;
 }
 
 void fw_dp_rules_settle(struct fw_dp *dp)
@@ -550,9 +670,12 @@ void fw_dp_rules_close(struct fw_dp *dp)
 	pthread_mutex_unlock(&r->lock);
 	if (r->worker_up)
 		pthread_join(r->worker, NULL); /* pending deletions are done first */
-	for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++)
+	for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++) {
 		if (r->slot[id].fd >= 0)
 			close(r->slot[id].fd);
+		keys_free(&r->slot[id].live);
+		keys_free(&r->slot[id].old);
+	}
 	if (r->grace_outer >= 0)
 		close(r->grace_outer);
 	if (r->grace_inner >= 0)
@@ -590,6 +713,7 @@ int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *
 	__u32 live_gen = *port_state & FW_PORTSET_GEN, pgen = live_gen ^ FW_PORTSET_GEN;
 	struct fw_dp_rules *r = dp->rules;
 	size_t written = 0, nports = 0;
+	struct keys fresh = {0};
 	struct slot *s;
 	bool wait;
 	__u32 gen;
@@ -641,10 +765,18 @@ int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *
 			goto undo;
 		}
 	}
+	for (size_t i = 0; i < set->n; i++) {
+		struct fw_rule_key k;
+
+		key_of(&k, &set->entries[i].key, gen);
+		keys_push(&fresh, &k);
+	}
 	pthread_mutex_lock(&r->lock);
 	s->nold += s->nlive;
 	s->nlive = (__u32)set->n;
 	s->gen = gen;
+	keys_move(&s->old, &s->live);
+	s->live = fresh;
 	pthread_mutex_unlock(&r->lock);
 	*gen_out = gen;
 	*port_state = set->nports ? pgen | (__u32)set->nports : live_gen;
@@ -704,6 +836,8 @@ void fw_dp_policy_retire(struct fw_dp *dp, __u32 id, __u32 old_port_state)
 		r->q = q;
 		r->capq = cap;
 	}
+	j.keys = s->old;
+	s->old = (struct keys){0};
 	r->q[r->nq++] = j;
 	s->nold = 0;
 	s->npending += j.n;
@@ -726,6 +860,7 @@ void fw_dp_rules_release(struct fw_dp *dp, __u32 id)
 	s->nold += s->nlive;
 	s->nlive = 0;
 	s->gen++; /* every generation it had is older */
+	keys_move(&s->old, &s->live);
 	pthread_mutex_unlock(&r->lock);
 	fw_dp_policy_retire(dp, id, 0);
 }
@@ -746,12 +881,14 @@ static int rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, b
 			return -errno;
 		pthread_mutex_lock(&r->lock);
 		s->nlive--;
+		keys_drop(&s->live, &k);
 		pthread_mutex_unlock(&r->lock);
 		return 0;
 	}
 	if (bpf_map_update_elem(s->fd, &k, &c->rule, BPF_NOEXIST) == 0) {
 		pthread_mutex_lock(&r->lock);
 		s->nlive++;
+		keys_push(&s->live, &k);
 		pthread_mutex_unlock(&r->lock);
 		return 0;
 	}
@@ -768,6 +905,8 @@ static void slot_emptied(struct fw_dp_rules *r, __u32 id)
 {
 	pthread_mutex_lock(&r->lock);
 	r->slot[id].nlive = r->slot[id].nold = 0;
+	keys_free(&r->slot[id].live);
+	keys_free(&r->slot[id].old);
 	pthread_mutex_unlock(&r->lock);
 }
 

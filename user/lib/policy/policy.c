@@ -527,8 +527,10 @@ static int build_entry(const struct indexed_rule *ir, size_t nir, const struct c
 	size_t nexc = 0;
 	int err = 0;
 
-	pa->ntouched = 0;
-	pa->overflow = false;
+	if (pa) {
+		pa->ntouched = 0;
+		pa->overflow = false;
+	}
 	for (size_t i = 0; i < nir; i++) {
 		const struct fw_policy_rule *r = ir[i].r;
 
@@ -561,6 +563,8 @@ static int build_entry(const struct indexed_rule *ir, size_t nir, const struct c
 	if (!any)
 		out->rule.action = dflt; /* what a reader of the map expects to see */
 
+	if (!pa) /* no rule of the policy lists ports */
+		return 0;
 	if (!deny_all && pa->ntouched) {
 		qsort(pa->touched, pa->ntouched, sizeof(pa->touched[0]), port_cmp);
 		for (size_t k = 0; k < pa->ntouched; k++) {
@@ -695,11 +699,16 @@ int fw_policy_compile_set(const struct fw_policy *overlay, const struct fw_polic
 		goto cleanup;
 	}
 
-	pa = calloc(1, sizeof(*pa));
-	exc = calloc(2 * FW_POLICY_MAX_RULES, sizeof(*exc));
-	if (!pa || !exc) {
-		err = -ENOMEM;
-		goto cleanup;
+	/* the port accumulators (about 100 KB) only for a policy with ports */
+	for (size_t i = 0; i < nir && !pa; i++) {
+		if (!ir[i].r->nports)
+			continue;
+		pa = calloc(1, sizeof(*pa));
+		exc = calloc(2 * FW_POLICY_MAX_RULES, sizeof(*exc));
+		if (!pa || !exc) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
 	}
 	for (size_t k = 0; k < ncand; k++) {
 		err = build_entry(ir, nir, &cand[k], p->default_action, pa, &sb, exc, &c[nc]);

@@ -222,7 +222,7 @@ static __always_inline __u32 fw_decide(struct __sk_buff *skb, const struct fw_co
 		return FW_DROP_SIBLING;
 	if (fw_doh_blocked(cfg, pkt))
 		return FW_DROP_DOH;
-	return fw_policy(s, pkt);
+	return fw_policy_cached(s, pkt);
 }
 
 SEC("tc")

@@ -8,7 +8,10 @@
 #   B) packets/s of small new-flow UDP through veth -> bridge (TC ingress on
 #      the bridge port) -> routed -> veth -> sink, all in namespaces this
 #      script creates: no program, the trivial program, fastwall at 1, 64
-#      and 1024 subjects, interleaved over rounds;
+#      and 1024 subjects, and traffic from every one of 1024 or 4096
+#      subjects in turn ("spread") with and without fastwall, interleaved
+#      over rounds; part A adds a spread table (one packet per call, the
+#      source cycling over every subject);
 #   C) fastwall against the nftables design it replaces and the strongest
 #      nftables form, on one topology, interleaved: packets/s, TCP
 #      request/response and connection rate, control-plane cost
@@ -20,10 +23,12 @@
 #
 # Environment: BUILD (default build), FULL=1 (the whole matrix and more
 # rounds everywhere), ROUNDS_A (11; FULL 15), REPEAT_A (1000000),
-# SCALES_A (1,64,1024,4096), ROUNDS_B (5; FULL 9), SECONDS_B (3), SKIP_A=1,
-# SKIP_B=1, SKIP_C=1, SKIP_D=1, BASE_BUILD (part A against another build's
-# bench_tc, ALT_A turns each), SKIP_INGRESS=1 (the ingress gateway part,
-# scripts/bench-ingress.sh), SKIP_ACTIONS=1 (the control-plane part,
+# SCALES_A (1,64,1024,4096), SPREAD_A (calls of part A's spread table,
+# 16384; 0 = none), ROUNDS_B (5; FULL 9), SECONDS_B (3), PEERS_B (regex of
+# part B's peers to run), SKIP_A=1, SKIP_B=1, SKIP_C=1, SKIP_D=1,
+# BASE_BUILD (part A against another build's bench_tc, ALT_A turns each;
+# part B runs its spread peers in the same rounds), SKIP_INGRESS=1 (the
+# ingress gateway part, scripts/bench-ingress.sh), SKIP_ACTIONS=1 (the control-plane part,
 # scripts/bench-actions.sh, run last, after tests/cp_kernel with CP_OPS
 # operations, 300), PLOT_ONLY=1 (redraw the plots from
 # the last run's data). Part C reads its own variables (see bench-nft.sh).
@@ -41,9 +46,9 @@ fi
 ROUNDS_A=${ROUNDS_A:-11}
 REPEAT_A=${REPEAT_A:-1000000}
 SCALES_A=${SCALES_A:-1,64,1024,4096}
+SPREAD_A=${SPREAD_A:-16384}
 ROUNDS_B=${ROUNDS_B:-5}
 SECONDS_B=${SECONDS_B:-3}
-SCALES_B=1,64,1024
 OUT=$BUILD/bench
 BENCH=$BUILD/tests/bench_tc
 BLAST=$BUILD/tests/udpblast
@@ -59,22 +64,22 @@ PIN=/sys/fs/bpf/fastwall-bench-$ID
 SND=fwb$ID-snd
 POD=fwb$ID-pod
 SINK=fwb$ID-sink
-SRV_PID=
+SRV_PIDS=()
 BLAST_PID=
 
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
 	if [[ -n $BLAST_PID ]]; then kill "$BLAST_PID" 2>/dev/null || true; fi
-	if [[ -n $SRV_PID ]]; then
-		kill "$SRV_PID" 2>/dev/null || true
-		wait "$SRV_PID" 2>/dev/null || true
-	fi
+	for p in "${SRV_PIDS[@]}"; do
+		kill "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
 	for ns in "$SND" "$POD" "$SINK"; do
 		ip netns del "$ns" 2>/dev/null || true
 	done
 	# bench_tc purges its pins itself; this catches a crash
-	rm -rf "$PIN"-a-n* "$PIN"-b-n* 2>/dev/null || true
+	rm -rf "$PIN"-a-n* "$PIN"-b-n* "$PIN"-base-n* 2>/dev/null || true
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -146,6 +151,43 @@ if [[ ${PLOT_ONLY:-0} == 1 ]]; then
 fi
 T_START=$(date +%s)
 
+# bench_tc cost for SCALES_A in one process when it can hold them: a data
+# plane keeps a descriptor per rule slot (8,192), and RLIMIT_NOFILE is per
+# process. Below 5 x 8,300 descriptors the first scale runs with each of
+# the others in turn (so every table keeps its ratios to it), and the data
+# files (-o, -O) are joined, the first scale's rows once.
+for_scales() { # binary args...
+	local bin=$1 groups=() orig args outs=() i k first f
+	shift
+	orig=("$@")
+	IFS=, read -r -a sc <<<"$SCALES_A"
+	first=${sc[0]}
+	if (($(ulimit -n) >= (${#sc[@]} + 1) * 8300)) || ((${#sc[@]} <= 2)); then
+		groups=("$SCALES_A")
+	else
+		for ((i = 1; i < ${#sc[@]}; i++)); do groups+=("$first,${sc[i]}"); done
+	fi
+	for ((k = 0; k < ${#groups[@]}; k++)); do
+		args=()
+		for ((i = 0; i < ${#orig[@]}; i++)); do
+			args+=("${orig[i]}")
+			if [[ ${orig[i]} == -[oO] ]] && ((${#groups[@]} > 1)); then
+				i=$((i + 1))
+				args+=("${orig[i]}.$k")
+				((k == 0)) && outs+=("${orig[i]}")
+			fi
+		done
+		taskset -c "$CPU" "$bin" cost -s "${groups[k]}" "${args[@]}"
+	done
+	for f in "${outs[@]}"; do
+		{
+			cat "$f.0"
+			for ((k = 1; k < ${#groups[@]}; k++)); do grep -v -e '^#' -e "^$first " "$f.$k"; done
+		} >"$f"
+		rm -f "$f".[0-9]*
+	done
+}
+
 # Part A against another build (BASE_BUILD=dir holding tests/bench_tc, e.g.
 # the previous release built in a git worktree): both binaries run in turn,
 # ALT_A times each (default 3), and the medians are printed side by side.
@@ -155,15 +197,25 @@ compare_cost() {
 	echo
 	echo "== A': this build against $BASE_BUILD, alternating ${ALT_A:-3} times =="
 	: >"$OUT/cost-pair.txt"
+	# the spread table too when both binaries have it (-S)
+	local bs=() ts=()
+	if [[ $SPREAD_A != 0 ]]; then
+		ts=(-S "$SPREAD_A")
+		[[ $("$base" -h 2>&1) == *'-S CALLS'* ]] && bs=(-S "$SPREAD_A")
+	fi
 	for ((i = 0; i < ${ALT_A:-3}; i++)); do
-		taskset -c "$CPU" "$base" cost -s "$SCALES_A" -r 3 -n "$REPEAT_A" -p "$PIN-b" |
+		for_scales "$base" -r 3 -n "$REPEAT_A" -p "$PIN-b" "${bs[@]}" |
 			sed 's/^/base /' >>"$OUT/cost-pair.txt"
-		taskset -c "$CPU" "$BENCH" cost -s "$SCALES_A" -r 3 -n "$REPEAT_A" -p "$PIN-a" |
+		for_scales "$BENCH" -r 3 -n "$REPEAT_A" -p "$PIN-a" "${ts[@]}" |
 			sed 's/^/this /' >>"$OUT/cost-pair.txt"
 	done
 	awk '
 	$1 == "base" || $1 == "this" {
-		if ($2 ~ /^[0-9]+$/ && $4 ~ /^[a-z-]+$/ && $5 ~ /^[0-9.]+$/) {
+		if ($2 ~ /^[0-9]+$/ && $4 ~ /^[a-z-]+$/ && ($5 == "one" || $5 == "spread") && $6 ~ /^[0-9.]+$/) {
+			k = $2 " " $3 " " $4 "/" $5
+			if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+			v[$1, k] = v[$1, k] " " $6
+		} else if ($2 ~ /^[0-9]+$/ && $4 ~ /^[a-z-]+$/ && $5 ~ /^[0-9.]+$/) {
 			k = $2 " " $3 " " $4
 			if (!(k in seen)) { seen[k] = 1; order[++n] = k }
 			v[$1, k] = v[$1, k] " " $5
@@ -177,11 +229,11 @@ compare_cost() {
 		return m ? a[int((m + 1) / 2)] : 0
 	}
 	END {
-		printf "%-9s %-20s %10s %10s %8s\n", "subjects", "packet", "base ns", "this ns", "ratio"
+		printf "%-9s %-27s %10s %10s %8s\n", "subjects", "packet", "base ns", "this ns", "ratio"
 		for (i = 1; i <= n; i++) {
 			split(order[i], f, " ")
 			b = med(v["base", order[i]]); t = med(v["this", order[i]])
-			printf "%-9s %-20s %10.1f %10.1f %7.2fx\n", f[1], f[2] " " f[3], b, t, b ? t / b : 0
+			printf "%-9s %-27s %10.1f %10.1f %7.2fx\n", f[1], f[2] " " f[3], b, t, b ? t / b : 0
 		}
 	}' "$OUT/cost-pair.txt" | tee "$OUT/cost-compare.txt"
 }
@@ -194,8 +246,10 @@ if [[ ${SKIP_A:-0} != 1 ]]; then
 	echo "defaults (100 events/s, burst 200): in a 1e6-packet run nearly every drop"
 	echo "is rate-limited, as in a flood, so the figure is budget check + counter."
 	echo
-	taskset -c "$CPU" "$BENCH" cost -s "$SCALES_A" -r "$ROUNDS_A" -n "$REPEAT_A" -p "$PIN-a" \
-		-o "$OUT/cost.dat" | tee "$OUT/cost.txt"
+	spread=()
+	[[ $SPREAD_A != 0 ]] && spread=(-S "$SPREAD_A" -O "$OUT/cost-spread.dat")
+	for_scales "$BENCH" -r "$ROUNDS_A" -n "$REPEAT_A" -p "$PIN-a" -o "$OUT/cost.dat" \
+		"${spread[@]}" | tee "$OUT/cost.txt"
 	plot_cost
 	[[ -n ${BASE_BUILD:-} ]] && compare_cost
 fi
@@ -287,24 +341,46 @@ ip -n "$POD" neigh replace 198.51.100.2 lladdr 02:fb:00:00:00:02 dev o0 nud perm
 # the sink drops everything at TC ingress; its veth counts what arrived
 nsenter --net=/run/netns/"$SINK" "$BENCH" drop i0
 
-# one process holds the fastwall data planes of every scale and switches
-# what runs on p0 (nsenter, not ip netns exec, so /sys/fs/bpf stays visible)
-coproc SRV { exec nsenter --net=/run/netns/"$POD" "$BENCH" serve -i p0 -s "$SCALES_B" -p "$PIN-b" 2>"$OUT/serve.log"; }
-SRV_IN=${SRV[1]}
-SRV_OUT=${SRV[0]}
-read -r -t 300 -u "$SRV_OUT" reply || reply=timeout
-if [[ $reply != ready ]]; then
-	log "bench.sh: bench_tc serve failed ($reply):"
-	cat "$OUT/serve.log" >&2
-	exit 1
+# bench_tc serve processes hold the fastwall data planes and switch what
+# runs on p0 (nsenter, not ip netns exec, so /sys/fs/bpf stays visible).
+# Two data planes per process at most: each holds a descriptor per rule
+# slot (8,192), and RLIMIT_NOFILE is per process. Server "a" holds 1 and
+# 64 subjects, "b" 1,024 and 4,096, "base" (BASE_BUILD) the same as b from
+# the other build, so spread traffic runs old and new side by side.
+declare -A SRV_W SRV_R
+start_serve() { # name binary scales
+	local name=$1 bin=$2 scales=$3 reply w r
+	rm -f "$OUT/srv-$name.in" "$OUT/srv-$name.out"
+	mkfifo "$OUT/srv-$name.in" "$OUT/srv-$name.out"
+	nsenter --net=/run/netns/"$POD" "$bin" serve -i p0 -s "$scales" -p "$PIN-$name" \
+		<"$OUT/srv-$name.in" >"$OUT/srv-$name.out" 2>"$OUT/serve-$name.log" &
+	SRV_PIDS+=("$!")
+	exec {w}>"$OUT/srv-$name.in"
+	exec {r}<"$OUT/srv-$name.out"
+	SRV_W[$name]=$w
+	SRV_R[$name]=$r
+	read -r -t 600 -u "$r" reply || reply=timeout
+	if [[ $reply != ready ]]; then
+		log "bench.sh: bench_tc serve ($name) failed ($reply):"
+		cat "$OUT/serve-$name.log" >&2
+		exit 1
+	fi
+	grep 'set up' "$OUT/serve-$name.log" | sed "s/^bench_tc: /  [$name] /" || true
+}
+SRV_PIDS=()
+start_serve a "$BENCH" 1,64
+start_serve b "$BENCH" 1024,4096
+if [[ -n ${BASE_BUILD:-} ]]; then
+	[[ -x $BASE_BUILD/tests/bench_tc ]] || { log "bench.sh: $BASE_BUILD/tests/bench_tc missing"; exit 1; }
+	start_serve base "$BASE_BUILD/tests/bench_tc" 1024,4096
 fi
-grep 'set up' "$OUT/serve.log" | sed 's/^bench_tc: /  /' || true
 
-srv() {
-	local r
-	echo "$*" >&"$SRV_IN"
-	read -r -t 60 -u "$SRV_OUT" r || r="timeout"
-	[[ $r == ok* ]] || { log "bench.sh: serve '$*': $r"; cat "$OUT/serve.log" >&2; exit 1; }
+srv() { # server command...
+	local r name=$1
+	shift
+	echo "$*" >&"${SRV_W[$name]}"
+	read -r -t 60 -u "${SRV_R[$name]}" r || r="timeout"
+	[[ $r == ok* ]] || { log "bench.sh: serve $name '$*': $r"; cat "$OUT/serve-$name.log" >&2; exit 1; }
 	REPLY=$r
 }
 
@@ -313,16 +389,35 @@ now_ns() { date +%s%N; }
 runtime_ns() { local a; read -r a _ <"/proc/$1/schedstat" 2>/dev/null && echo "$a" || echo 0; }
 KSOFTIRQD=$(pgrep -x "ksoftirqd/$CPU" | head -1)
 
-# peer: label, program command, source base, number of sources
-PEERS=(
-	"none|none|10.64.8.2|1"
-	"trivial|trivial|10.64.8.2|1"
-	"fastwall-1|fw 1|10.64.8.2|1"
-	"fastwall-64|fw 64|10.64.8.2|1"
-	"fastwall-1024|fw 1024|10.64.8.2|1"
-	"none-spread|none|10.64.6.2|1024"
-	"fastwall-1024-spread|fw 1024|10.64.6.2|1024"
+# peer: label, server, program command, source base, number of sources.
+# '-spread' peers send from every subject's address in turn; each is
+# compared with none-spread-N, the same traffic and no program.
+ALL_PEERS=(
+	"none|a|none|10.64.8.2|1"
+	"trivial|a|trivial|10.64.8.2|1"
+	"fastwall-1|a|fw 1|10.64.8.2|1"
+	"fastwall-64|a|fw 64|10.64.8.2|1"
+	"fastwall-1024|b|fw 1024|10.64.8.2|1"
+	"none-spread-1024|a|none|10.64.6.2|1024"
+	"fastwall-1024-spread|b|fw 1024|10.64.6.2|1024"
+	"none-spread-4096|a|none|10.64.0.2|4096"
+	"fastwall-4096-spread|b|fw 4096|10.64.0.2|4096"
 )
+if [[ -n ${BASE_BUILD:-} ]]; then
+	ALL_PEERS+=(
+		"base-fastwall-1024-spread|base|fw 1024|10.64.6.2|1024"
+		"base-fastwall-4096-spread|base|fw 4096|10.64.0.2|4096"
+	)
+fi
+# PEERS_B: an extended regex of the labels to run (e.g. 'spread' for the
+# many-subject peers only); none and trivial always run, the ratios need them
+PEERS=()
+for p in "${ALL_PEERS[@]}"; do
+	l=${p%%|*}
+	if [[ $l == none || $l == trivial || -z ${PEERS_B:-} || $l =~ ${PEERS_B} ]]; then
+		PEERS+=("$p")
+	fi
+done
 RES=$OUT/rate.raw
 : >"$RES"
 
@@ -333,12 +428,12 @@ RES=$OUT/rate.raw
 # packets delivered by the CPU time the path used (sender + ksoftirqd of its
 # CPU, from /proc/PID/schedstat, which includes softirq time on this kernel
 # without IRQ_TIME_ACCOUNTING): packets/s per core, the figure compared.
-measure() { # label cmd src nsrc round
-	local label=$1 cmd=$2 src=$3 nsrc=$4 round=$5 r1 r2 t1 t2 c1 c2 k1 k2 sent a1=0 a2=0 n
-	srv "$cmd"
+measure() { # label server cmd src nsrc round
+	local label=$1 sv=$2 cmd=$3 src=$4 nsrc=$5 round=$6 r1 r2 t1 t2 c1 c2 k1 k2 sent a1=0 a2=0 n
+	srv "$sv" "$cmd"
 	if [[ $cmd == fw* ]]; then
 		n=${cmd#fw }
-		srv "stats $n"
+		srv "$sv" "stats $n"
 		a1=$(sed -n 's/.*allow_cidr=\([0-9]*\).*/\1/p' <<<"$REPLY")
 	fi
 	ip netns exec "$SND" taskset -c "$CPU" "$BLAST" -d 203.0.113.10 -P 9 -s "$src" -k "$nsrc" \
@@ -352,7 +447,7 @@ measure() { # label cmd src nsrc round
 	BLAST_PID=
 	sent=$(awk '{ print $2 }' "$OUT/blast.out")
 	if [[ $cmd == fw* ]]; then
-		srv "stats $n"
+		srv "$sv" "stats $n"
 		a2=$(sed -n 's/.*allow_cidr=\([0-9]*\).*/\1/p' <<<"$REPLY")
 	fi
 	# label round pps-per-core pps-wall sent allowed cpu-share
@@ -366,12 +461,12 @@ for ((round = 1; round <= ROUNDS_B; round++)); do
 	n=${#PEERS[@]}
 	# rotate the order each round so drift and neighbours' noise hit all alike
 	for ((j = 0; j < n; j++)); do
-		IFS='|' read -r label cmd src nsrc <<<"${PEERS[$(((j + round - 1) % n))]}"
-		measure "$label" "$cmd" "$src" "$nsrc" "$round"
+		IFS='|' read -r label sv cmd src nsrc <<<"${PEERS[$(((j + round - 1) % n))]}"
+		measure "$label" "$sv" "$cmd" "$src" "$nsrc" "$round"
 	done
 	log "  round $round/$ROUNDS_B done"
 done
-srv none
+srv a none
 
 # summary: median and min-max pps per peer; ratios of medians, and the
 # median of per-round ratios (each round's peers ran back to back)
@@ -382,27 +477,40 @@ echo "delivered per second of CPU time used by the sender and ksoftirqd on its C
 echo "(medians; 'paired' = median of per-round ratios; wall pps and the CPU share"
 echo "the path got are shown for reference)."
 echo "fastwall: 64 CIDR rules + 512 learned addresses per subject; the traffic's"
-echo "subject (the middle one) is allowed by an allow CIDR. '-spread': the same"
-echo "traffic from all 1024 subjects' addresses in turn (compared with the same"
-echo "traffic and no program: none-spread; the trivial program sees one source)."
+echo "subject (the middle one) is allowed by an allow CIDR. '-N-spread': the same"
+echo "traffic from all N subjects' addresses in turn (compared with the same"
+echo "traffic and no program: none-spread-N; the trivial program sees one source)."
+[[ -n ${BASE_BUILD:-} ]] && echo "'base-': the same data plane from $BASE_BUILD, in the same rounds."
 echo
 awk -v datf="$OUT/rate.dat" -v peers="$(printf '%s\n' "${PEERS[@]}" | cut -d'|' -f1 | tr '\n' ' ')" '
 function median(arr, n,   i, j, t) {
 	for (i = 2; i <= n; i++) for (j = i; j > 1 && arr[j-1] > arr[j]; j--) { t = arr[j]; arr[j] = arr[j-1]; arr[j-1] = t }
 	return n % 2 ? arr[(n+1)/2] : (arr[n/2] + arr[n/2+1]) / 2
 }
+# a run that got no CPU time or delivered nothing (the sender died, the
+# machine stalled it) is left out, and said so, rather than counted as 0
+$3 <= 0 || $7 <= 0 { bad[$1]++; nbad++; sent[$1] += $5; allowed[$1] += $6; next }
 { pps[$1, $2] = $3; wall[$1, $2] = $4; share[$1, $2] = $7; sent[$1] += $5; allowed[$1] += $6; if ($2 > rounds) rounds = $2 }
 END {
 	np = split(peers, P, " ")
 	for (i = 1; i <= np; i++) {
 		n = 0; mn = 1e18; mx = 0
-		for (r = 1; r <= rounds; r++) { v = pps[P[i], r]; a[++n] = v; if (v < mn) mn = v; if (v > mx) mx = v }
-		med[P[i]] = median(a, n); lo[P[i]] = mn; hi[P[i]] = mx
-		base[P[i]] = (P[i] ~ /-spread$/ && ("none-spread", 1) in pps) ? "none-spread" : "none"
-		for (r = 1; r <= rounds; r++) { b[r] = pps[P[i], r] / pps[base[P[i]], r]; c[r] = pps[P[i], r] / pps["trivial", r] }
-		rn[P[i]] = median(b, rounds); rt[P[i]] = median(c, rounds)
-		for (r = 1; r <= rounds; r++) { w[r] = wall[P[i], r]; sh[r] = share[P[i], r] }
-		wmed[P[i]] = median(w, rounds); shmed[P[i]] = median(sh, rounds)
+		for (r = 1; r <= rounds; r++) { if (!((P[i], r) in pps)) continue; v = pps[P[i], r]; a[++n] = v; if (v < mn) mn = v; if (v > mx) mx = v }
+		med[P[i]] = n ? median(a, n) : 0; lo[P[i]] = mn; hi[P[i]] = mx
+		base[P[i]] = "none"
+		if (P[i] ~ /-spread$/ && P[i] != "none-spread") {
+			nn = P[i]; sub(/-spread$/, "", nn); sub(/.*-/, "", nn)
+			if (("none-spread-" nn, 1) in pps) base[P[i]] = "none-spread-" nn
+		}
+		nb = nc = nw = 0
+		for (r = 1; r <= rounds; r++) {
+			if (!((P[i], r) in pps)) continue
+			if ((base[P[i]], r) in pps) b[++nb] = pps[P[i], r] / pps[base[P[i]], r]
+			if (("trivial", r) in pps) c[++nc] = pps[P[i], r] / pps["trivial", r]
+			nw++; w[nw] = wall[P[i], r]; sh[nw] = share[P[i], r]
+		}
+		rn[P[i]] = nb ? median(b, nb) : 0; rt[P[i]] = nc ? median(c, nc) : 0
+		wmed[P[i]] = nw ? median(w, nw) : 0; shmed[P[i]] = nw ? median(sh, nw) : 0
 	}
 	printf "%-21s %9s %19s %8s %9s %8s  %9s %5s\n", "peer", "pps/core", "(min-max)", "vs none", "(paired)", "vs triv", "wall pps", "CPU"
 	for (i = 1; i <= np; i++) {
@@ -411,11 +519,16 @@ END {
 			100 * med[p] / med[base[p]], 100 * rn[p], 100 * med[p] / med["trivial"], wmed[p], 100 * shmed[p]
 		printf("%s %.0f %.0f %.0f %.4f %.4f %.2f\n", p, med[p], lo[p], hi[p], med[p] / med[base[p]], med[p] / med["trivial"], 100 * rn[p]) > datf
 	}
+	if (nbad) {
+		printf "\n%d runs left out (no CPU time or nothing delivered):", nbad
+		for (p in bad) printf " %s x%d", p, bad[p]
+		print ""
+	}
 	print ""
 	print "Targets: fastwall >= 90% of no program, and within 5% of trivial."
 	for (i = 1; i <= np; i++) {
 		p = P[i]
-		if (p !~ /^fastwall/) continue
+		if (p !~ /fastwall/) continue
 		vn = 100 * med[p] / med[base[p]]; vt = 100 * med[p] / med["trivial"]
 		printf("  %-20s %5.1f%% of %s (%s), %+5.1f%% vs trivial (%s)\n", p, vn, base[p],
 			(vn >= 90 ? "meets" : sprintf("MISSES by %.1f points", 90 - vn)),
@@ -425,7 +538,7 @@ END {
 	print "Check: packets fastwall counted as allow-cidr during its runs / packets sent:"
 	for (i = 1; i <= np; i++) {
 		p = P[i]
-		if (p !~ /^fastwall/) continue
+		if (p !~ /fastwall/) continue
 		printf "  %-20s %d / %d\n", p, allowed[p], sent[p]
 	}
 }' "$RES" | tee "$OUT/rate.txt"
@@ -433,9 +546,9 @@ END {
 plot_rate
 
 # part B's namespaces and data planes are idle from here; free them first
-echo quit >&"$SRV_IN" || true
-wait "$SRV_PID" 2>/dev/null || true
-SRV_PID=
+for name in "${!SRV_W[@]}"; do echo quit >&"${SRV_W[$name]}" || true; done
+for p in "${SRV_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+SRV_PIDS=()
 for ns in "$SND" "$POD" "$SINK"; do ip netns del "$ns" 2>/dev/null || true; done
 
 run_compare

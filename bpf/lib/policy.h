@@ -31,6 +31,25 @@ struct {
 	__array(values, struct fw_rules_inner);
 } fastwall_rules_v2 SEC(".maps");
 
+/* subject id -> this CPU's last trie answer; key 0 -> the epoch those
+ * answers are valid in (abi.h). Writers: TC ingress (cache), fastwalld
+ * (epoch). Reader: TC ingress. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FW_MAX_SUBJECTS);
+	__type(key, __u32);
+	__type(value, struct fw_rule_cache);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_rule_cache SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_rules_epoch SEC(".maps");
+
 /* {subject, address} -> struct fw_lease. Writer: fastwalld. Reader: TC ingress. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -221,25 +240,86 @@ static __always_inline void fw_note_conn_reset(__u32 id, const struct fw_pkt *pk
 		c->closed_ns = bpf_ktime_get_ns();
 }
 
-/* Deny CIDRs, allow CIDRs, learned leases, default, in that order. */
-static __always_inline __u32 fw_policy(const struct fw_subject *s, const struct fw_pkt *pkt)
+#define fw_barrier() asm volatile("" ::: "memory")
+
+/* The entry of subject id's trie for {gen, dst}. With cached (TC
+ * ingress only): this CPU's cached answer when it was taken for the same
+ * destination, generation and epoch, else the trie's, which becomes the
+ * cached one. The epoch is read before the trie, so an answer is never
+ * tagged with an epoch newer than the entries it saw (x86 keeps loads in
+ * order; fastwalld raises the epoch after the edit). TC ingress runs with
+ * bottom halves off, so on one CPU only a test run in process context can
+ * be interrupted by it: seq is odd while an entry is written, a reader
+ * does not use an entry it saw odd or whose seq moved, and a writer that
+ * finds it odd (it interrupted another) leaves the entry alone. Hooks that
+ * run preemptible (cgroup) look the trie up every time. */
+static __always_inline bool fw_rule_get(__u32 id, __u32 gen, const struct fw_ip *dst,
+					struct fw_rule *out, bool cached)
 {
-	struct fw_learned_key lkey = {};
+	struct fw_rule_cache *c = NULL;
 	struct fw_rule_key key;
-	struct fw_lease *lease;
 	struct fw_rule *rule;
+	__u64 epoch = 0, *ep;
+	__u32 seq = 1;
 	void *trie;
-	__u32 id = s->id;
-	__u64 now;
+
+	if (cached) {
+		c = bpf_map_lookup_elem(&fastwall_rule_cache, &id);
+		ep = bpf_map_lookup_elem(&fastwall_rules_epoch, &(__u32){0});
+		if (c && ep) {
+			epoch = *(volatile __u64 *)ep;
+			seq = *(volatile __u32 *)&c->seq;
+			fw_barrier();
+			if (!(seq & 1) && c->gen == gen && c->epoch == epoch &&
+			    fw_ip_eq(&c->dst, dst)) {
+				*out = c->rule;
+				fw_barrier();
+				if (*(volatile __u32 *)&c->seq == seq)
+					return true;
+			}
+		} else {
+			c = NULL;
+		}
+	}
 
 	trie = bpf_map_lookup_elem(&fastwall_rules_v2, &id);
 	if (!trie)
-		return FW_DROP_NO_POLICY;
+		return false;
 	key.prefixlen = 32 + 128;
-	key.gen = bpf_htonl(s->rules_gen);
-	key.addr = pkt->dst;
+	key.gen = bpf_htonl(gen);
+	key.addr = *dst;
 	rule = bpf_map_lookup_elem(trie, &key);
 	if (!rule)
+		return false;
+	*out = *rule;
+
+	if (!c)
+		return true;
+	seq = *(volatile __u32 *)&c->seq;
+	if (seq & 1)
+		return true;
+	*(volatile __u32 *)&c->seq = seq + 1;
+	fw_barrier();
+	c->gen = gen;
+	c->epoch = epoch;
+	c->dst = *dst;
+	c->rule = *out;
+	fw_barrier();
+	*(volatile __u32 *)&c->seq = seq + 2;
+	return true;
+}
+
+/* Deny CIDRs, allow CIDRs, learned leases, default, in that order. */
+static __always_inline __u32 fw_policy_from(const struct fw_subject *s, const struct fw_pkt *pkt,
+					    bool cached)
+{
+	struct fw_learned_key lkey = {};
+	struct fw_lease *lease;
+	struct fw_rule r, *rule = &r;
+	__u32 id = s->id;
+	__u64 now;
+
+	if (!fw_rule_get(id, s->rules_gen, &pkt->dst, &r, cached))
 		return FW_DROP_NO_POLICY;
 	if (rule->portset && pkt->has_ports &&
 	    (pkt->proto == FW_IPPROTO_TCP || pkt->proto == FW_IPPROTO_UDP)) {
@@ -283,6 +363,17 @@ static __always_inline __u32 fw_policy(const struct fw_subject *s, const struct 
 	if (pkt->proto == FW_IPPROTO_TCP)
 		fw_note_conn(id, pkt, now);
 	return FW_PASS_LEARNED;
+}
+
+static __always_inline __u32 fw_policy(const struct fw_subject *s, const struct fw_pkt *pkt)
+{
+	return fw_policy_from(s, pkt, false);
+}
+
+/* TC ingress: with the answer cache (fw_rule_get) */
+static __always_inline __u32 fw_policy_cached(const struct fw_subject *s, const struct fw_pkt *pkt)
+{
+	return fw_policy_from(s, pkt, true);
 }
 
 #endif /* FW_BPF_POLICY_H */

@@ -196,6 +196,26 @@ struct fw_rule {
 	__u32 rule;    /* most specific rule's index in the egress list, FW_RULE_DEFAULT */
 };
 
+/* fastwall_rule_cache: subject id -> this CPU's last answer of the
+ * subject's rule trie (per-CPU array), so a subject sending to the same
+ * destination again skips the trie walk: a chain of cache misses, one per
+ * trie level, when many subjects send. An answer is used only for the
+ * same destination, the same generation (fw_subject.rules_gen) and the
+ * same epoch: fastwall_rules_epoch (array, key 0) is a counter fastwalld
+ * bumps after every change to a generation's entries that dispatch may
+ * already name (an in-place edit) and at every start (generation numbers
+ * restart from what the tries hold). Writers: TC ingress (cache),
+ * fastwalld (epoch; it zeroes no cache row, tags expire by themselves).
+ * Readers: TC ingress. */
+struct fw_rule_cache {
+	__u32 seq; /* odd while this CPU writes the entry */
+	__u32 gen;
+	__u64 epoch;
+	struct fw_ip dst;
+	struct fw_rule rule;
+	__u32 pad;
+};
+
 /* fastwall_ports: {subject, port set, port} -> enum fw_action, the
  * per-port exceptions of an LPM entry (rules with a `ports` list). TCP and
  * UDP destination ports; a port not listed takes the entry's action.
@@ -459,6 +479,7 @@ _Static_assert(sizeof(struct fw_subject) == 80, "fw_subject");
 _Static_assert(sizeof(struct fw_lpm_key) == 20, "fw_lpm_key");
 _Static_assert(sizeof(struct fw_rule) == 12, "fw_rule");
 _Static_assert(sizeof(struct fw_rule_key) == 24, "fw_rule_key");
+_Static_assert(sizeof(struct fw_rule_cache) == 48, "fw_rule_cache");
 _Static_assert(sizeof(struct fw_port_rule_key) == 12, "fw_port_rule_key");
 _Static_assert(sizeof(struct fw_learned_key) == 24, "fw_learned_key");
 _Static_assert(sizeof(struct fw_lease) == 24, "fw_lease");

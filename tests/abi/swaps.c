@@ -171,6 +171,17 @@ static double ms_since(__u64 t0)
 	return (double)(fw_now_ns() - t0) / 1e6;
 }
 
+/* fastwall_rules_epoch's value: cached trie answers of an older one are
+ * not used */
+static __u64 epoch_of(struct fw_dp *dp)
+{
+	__u32 zero = 0;
+	__u64 v = 0;
+
+	bpf_map_lookup_elem(dp->rules_epoch_fd, &zero, &v);
+	return v;
+}
+
 void case_swaps(void)
 {
 	struct fw_config cfg = {
@@ -185,7 +196,7 @@ void case_swaps(void)
 	struct fw_dp *dp = NULL;
 	char root[128];
 	pthread_t th;
-	__u64 t0, w0, w1;
+	__u64 t0, w0, w1, epoch;
 	double t_open, t_reopen, t_upd = 0, t_add = 0, t_del = 0, t_rebind = 0;
 	bool both_ok = true, after_ok = true, rebind_ok = true;
 	int err;
@@ -317,6 +328,7 @@ void case_swaps(void)
 	/* a restart adopts: no slot is written, the rules still hold */
 	fw_dp_rules_settle(dp);
 	fw_reg_free(&reg);
+	epoch = epoch_of(dp);
 	fw_dp_close(dp);
 	t0 = fw_now_ns();
 	err = fw_dp_open(root, &dp);
@@ -325,6 +337,10 @@ void case_swaps(void)
 	      "swaps: a restart opens in %.0f ms and writes no slot (%d)", t_reopen, err);
 	if (err)
 		goto out;
+	/* generations restart from what the tries hold: answers cached
+	 * before must not match a reused one */
+	check(epoch_of(dp) > epoch, "swaps: a restart raises the rule cache's epoch (%llu -> %llu)",
+	      (unsigned long long)epoch, (unsigned long long)epoch_of(dp));
 	err = fw_reg_init(&reg, dp);
 	check(err == 0 && verdict(dp, SRC, BOTH) == TC_ACT_OK,
 	      "swaps: after the restart the adopted rules hold (%d)", err);

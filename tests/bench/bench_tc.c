@@ -6,6 +6,11 @@
  *       (opts.repeat runs, opts.duration = mean ns per run), for every
  *       scale side by side in one process, rounds interleaved, against the
  *       trivial and the empty baseline programs of bpf/bench_trivial.bpf.c.
+ *       With -S CALLS, a second table: one packet per call (repeat=1), CALLS
+ *       calls, either always from the middle subject or with the source
+ *       cycling over every subject of the scale ("spread"), so each call
+ *       finds another subject's map entries cold, as many-subject traffic
+ *       does; the difference is the cost of those cache misses.
  *   bench_tc serve -i IFNAME [-s 1,64,1024] [-p PINPREFIX]
  *       Sets up one fastwall data plane per scale, then reads commands on
  *       stdin ("none", "trivial", "fw N", "stats N", "quit") and switches
@@ -388,6 +393,17 @@ struct meas {
 	__u32 ns[MAX_ROUNDS];
 };
 
+/* One packet per call: pkts[0..npkts-1] in turn, calls calls; the mean of
+ * the in-kernel durations (opts.duration of a single run). */
+struct spread_meas {
+	int scale;
+	int kind;
+	bool spread; /* the source cycles over every subject */
+	struct pkt *pkts;
+	unsigned int npkts;
+	__u32 ns[MAX_ROUNDS];
+};
+
 static int cmp_u32(const void *a, const void *b)
 {
 	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
@@ -435,7 +451,143 @@ static int check_verdict(const struct scale *sc, const struct meas *m)
 	return 0;
 }
 
-static int cmd_cost(int rounds, __u32 repeat, const char *dat)
+static int spread_run(const struct scale *sc, const struct spread_meas *m, __u32 calls, __u32 *ns)
+{
+	unsigned long long sum = 0;
+	__u32 d = 0, ret = 0;
+	int err;
+
+	for (__u32 i = 0; i < calls; i++) {
+		err = test_run(sc->dp->ingress_fd, &m->pkts[i % m->npkts], 1, &d, &ret);
+		if (err)
+			return err;
+		sum += d;
+	}
+	*ns = (__u32)((sum + calls / 2) / calls);
+	return 0;
+}
+
+/* Every packet of the measurement once: each gets its kind's verdict and
+ * reason, or the spread figure would time something else. */
+static int spread_check(const struct scale *sc, const struct spread_meas *m)
+{
+	struct fw_counter before[FW_REASON_MAX], after[FW_REASON_MAX];
+	__u32 want = kinds[m->kind].reason, ns = 0, ret = 0;
+	int err;
+
+	err = fw_dp_stats_read(sc->dp, before);
+	for (unsigned int i = 0; !err && i < m->npkts; i++) {
+		err = test_run(sc->dp->ingress_fd, &m->pkts[i], 1, &ns, &ret);
+		if (!err && ret != kinds[m->kind].retval)
+			err = -EPROTO;
+	}
+	if (!err)
+		err = fw_dp_stats_read(sc->dp, after);
+	if (!err && after[want].packets != before[want].packets + m->npkts)
+		err = -EPROTO;
+	if (err)
+		fprintf(stderr, "bench_tc: WRONG VERDICT for %s%s at %u subjects: %s\n",
+			kinds[m->kind].name, m->spread ? " spread" : "", sc->n, strerror(-err));
+	return err;
+}
+
+static int cmd_spread(int rounds, __u32 calls, const char *dat)
+{
+	static const int skinds[] = {K_ALLOW, K_LEARNED};
+	const int nk = (int)(sizeof(skinds) / sizeof(skinds[0]));
+	struct spread_meas *ms = calloc(MAX_SCALES * 2 * nk, sizeof(*ms));
+	unsigned int nm = 0;
+	double one, many;
+	__u32 mn, mx;
+	FILE *f = NULL;
+	int err = 0;
+
+	if (!ms)
+		return -ENOMEM;
+	for (unsigned int s = 0; s < nscales; s++) {
+		for (int k = 0; k < nk; k++) {
+			for (int sp = 0; sp < 2; sp++) {
+				struct spread_meas *m = &ms[nm++];
+				unsigned int n = sp ? scales[s].n : 1;
+
+				m->scale = (int)s;
+				m->kind = skinds[k];
+				m->spread = sp;
+				m->npkts = n;
+				m->pkts = calloc(n, sizeof(*m->pkts));
+				if (!m->pkts) {
+					err = -ENOMEM;
+					goto out;
+				}
+				for (unsigned int i = 0; i < n; i++)
+					build_pkt(
+						&m->pkts[i],
+						subject_addr(scales[s].n, sp ? i : scales[s].n / 2),
+						kinds[m->kind].dst);
+				err = spread_check(&scales[s], m);
+				if (err)
+					goto out;
+			}
+		}
+	}
+	fprintf(stderr, "bench_tc: %d rounds x %u spread measurements, %u calls each\n", rounds, nm,
+		calls);
+	for (int r = 0; r < rounds; r++) {
+		for (unsigned int j = 0; j < nm; j++) {
+			struct spread_meas *m = &ms[(j + (unsigned int)r) % nm];
+
+			err = spread_run(&scales[m->scale], m, calls, &m->ns[r]);
+			if (err) {
+				fprintf(stderr, "bench_tc: test run failed: %s\n", strerror(-err));
+				goto out;
+			}
+		}
+	}
+
+	printf("\nOne packet per call (repeat=1, %u calls, %d interleaved rounds; mean ns per\n"
+	       "packet, median and min-max over rounds): 'one source' always from the middle\n"
+	       "subject, 'spread' with the source cycling over every subject of the scale.\n\n",
+	       calls, rounds);
+	printf("%-9s %-18s %-8s %8s %13s %10s\n", "subjects", "packet", "source", "ns/pkt",
+	       "(min-max)", "spread-one");
+	if (dat) {
+		f = fopen(dat, "w");
+		if (f)
+			fprintf(f, "# subjects kind one min max spread min max\n");
+	}
+	for (unsigned int i = 0; i + 1 < nm; i += 2) {
+		struct meas tmp;
+
+		for (int sp = 0; sp < 2; sp++) {
+			const struct spread_meas *m = &ms[i + (unsigned int)sp];
+			char range[32], extra[16] = "";
+
+			memcpy(tmp.ns, m->ns, sizeof(tmp.ns));
+			summarize(&tmp, rounds, sp ? &many : &one, &mn, &mx);
+			snprintf(range, sizeof(range), "(%u-%u)", mn, mx);
+			if (sp)
+				snprintf(extra, sizeof(extra), "%+.1f", many - one);
+			printf("%-9u %-18s %-8s %8.1f %13s %10s\n", scales[m->scale].n,
+			       kinds[m->kind].name, sp ? "spread" : "one", sp ? many : one, range,
+			       extra);
+			if (f)
+				fprintf(f, "%s%u %d %.1f %u %u", sp ? " " : "", scales[m->scale].n,
+					m->kind, sp ? many : one, mn, mx);
+		}
+		if (f)
+			fprintf(f, "\n");
+	}
+	if (f)
+		fclose(f);
+out:
+	for (unsigned int i = 0; i < MAX_SCALES * 2 * (unsigned int)nk; i++)
+		free(ms[i].pkts);
+	free(ms);
+	return err;
+}
+
+static int cmd_cost(int rounds, __u32 repeat, __u32 spread_calls, const char *dat,
+		    const char *spread_dat)
 {
 	struct meas *ms = calloc(2 + MAX_SCALES * K_MAX, sizeof(*ms));
 	double med, base_med[K_MAX], base_min[K_MAX];
@@ -568,6 +720,8 @@ static int cmd_cost(int rounds, __u32 repeat, const char *dat)
 		}
 		fclose(f);
 	}
+	if (spread_calls)
+		err = cmd_spread(rounds, spread_calls, spread_dat);
 out:
 	free(ms);
 	teardown();
@@ -698,16 +852,16 @@ static int cmd_drop(const char *ifname)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: bench_tc cost [-s SCALES] [-r ROUNDS] [-n REPEAT] [-p PINPREFIX] "
-		   "[-o DATFILE]\n"
+		   "[-o DATFILE] [-S CALLS [-O DATFILE]]\n"
 		   "       bench_tc serve -i IFNAME [-s SCALES] [-p PINPREFIX]\n"
 		   "       bench_tc drop IFNAME\n");
 }
 
 int main(int argc, char **argv)
 {
-	const char *cmd, *dat = NULL, *ifname = NULL, *scale_list = "1,64,1024";
+	const char *cmd, *dat = NULL, *sdat = NULL, *ifname = NULL, *scale_list = "1,64,1024";
 	int c, rounds = 5, ret;
-	long repeat = 1000000;
+	long repeat = 1000000, spread_calls = 0;
 
 	if (argc < 2) {
 		usage(stderr);
@@ -723,7 +877,7 @@ int main(int argc, char **argv)
 	}
 	snprintf(pin_prefix, sizeof(pin_prefix), "/sys/fs/bpf/fastwall-bench-%d", (int)getpid());
 	optind = 2;
-	while ((c = getopt(argc, argv, "s:r:n:p:o:i:h")) != -1) {
+	while ((c = getopt(argc, argv, "s:r:n:p:o:i:S:O:h")) != -1) {
 		switch (c) {
 		case 's':
 			scale_list = optarg;
@@ -743,6 +897,12 @@ int main(int argc, char **argv)
 		case 'i':
 			ifname = optarg;
 			break;
+		case 'S':
+			spread_calls = atol(optarg);
+			break;
+		case 'O':
+			sdat = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -752,7 +912,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (rounds < 1 || rounds > MAX_ROUNDS || repeat < 1 || repeat > 100000000 ||
-	    parse_scales(scale_list)) {
+	    spread_calls < 0 || spread_calls > 10000000 || parse_scales(scale_list)) {
 		usage(stderr);
 		return 2;
 	}
@@ -763,7 +923,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, on_signal);
 
 	if (strcmp(cmd, "cost") == 0) {
-		ret = cmd_cost(rounds, (__u32)repeat, dat);
+		ret = cmd_cost(rounds, (__u32)repeat, (__u32)spread_calls, dat, sdat);
 	} else if (strcmp(cmd, "serve") == 0 && ifname) {
 		ret = cmd_serve(ifname);
 	} else {

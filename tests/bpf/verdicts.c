@@ -703,7 +703,10 @@ static const struct row rows[] = {
 	 DROP(FW_DROP_UNKNOWN_SOURCE)},
 	{"subject still denying", .pkt = TCP4(GAMMA4, OK4, 40000, 80), DROP(FW_DROP_DENYING),
 	 .subject = "gamma"},
-	{"active subject without a rule set fails closed", .setup = epsilon_rules_cleared,
+	/* the first answer is this CPU's cached one when the rule set goes */
+	{"default-allow subject passes", .pkt = TCP4(EPS4, OK4, 40000, 80), PASS(FW_PASS_DEFAULT),
+	 .subject = "epsilon"},
+	{"... and without its rule set fails closed", .then = true, .setup = epsilon_rules_cleared,
 	 .pkt = TCP4(EPS4, OK4, 40000, 80), DROP(FW_DROP_NO_POLICY), .subject = "epsilon"},
 
 	/* anti-spoof: delta is bound to the dummy interface */
@@ -1533,10 +1536,14 @@ static const struct row rows[] = {
 	 DROP(FW_DROP_DEFAULT_DENY), .subject = "swap"},
 	{"swap v1: learned address passes", .then = true,
 	 .pkt = TCP4(SWAP4, SWAP_LEARNED4, 40000, 80), PASS(FW_PASS_LEARNED), .subject = "swap"},
-	{"swap v2 (same binding, same id): A still passes", .then = true,
-	 .setup = swap_same_binding, .pkt = TCP4(SWAP4, OK4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR),
-	 .subject = "swap"},
-	{"swap v2: B now passes", .then = true, .pkt = TCP4(SWAP4, SWAP_B4, 40000, 80),
+	/* B's answer is this CPU's cached one when the edit comes: the edit
+	 * must end it (fastwall_rules_epoch), or B would still drop */
+	{"swap v1: B still not allowed", .then = true, .pkt = TCP4(SWAP4, SWAP_B4, 40000, 80),
+	 DROP(FW_DROP_DEFAULT_DENY), .subject = "swap"},
+	{"swap v2 (same binding, same id, the trie edited in place): B passes at once",
+	 .then = true, .setup = swap_same_binding, .pkt = TCP4(SWAP4, SWAP_B4, 40000, 80),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "swap"},
+	{"swap v2: A still passes", .then = true, .pkt = TCP4(SWAP4, OK4, 40000, 80),
 	 PASS(FW_PASS_ALLOW_CIDR), .subject = "swap"},
 	{"swap v2: learned address survives the swap", .then = true,
 	 .pkt = TCP4(SWAP4, SWAP_LEARNED4, 40000, 80), PASS(FW_PASS_LEARNED), .subject = "swap"},

@@ -4,6 +4,7 @@
  * opening, closing and purging the pinned state. See datapath.h and
  * maps.h. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,6 +325,26 @@ static int user_maps_open(struct fw_dp *dp)
 	return 0;
 }
 
+/* Several threads edit rules: the increment must not lose one, or an
+ * answer cached between two edits could outlive the second. */
+static pthread_mutex_t epoch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int fw_dp_rules_epoch_bump(struct fw_dp *dp)
+{
+	__u32 zero = 0;
+	__u64 epoch = 0;
+	int err = 0;
+
+	pthread_mutex_lock(&epoch_lock);
+	if (bpf_map_lookup_elem(dp->rules_epoch_fd, &zero, &epoch) ||
+	    (epoch++, bpf_map_update_elem(dp->rules_epoch_fd, &zero, &epoch, BPF_ANY)))
+		err = -errno;
+	pthread_mutex_unlock(&epoch_lock);
+	if (err)
+		fw_err("can't bump fastwall_rules_epoch: %s", strerror(-err));
+	return err;
+}
+
 /* Before libbpf reuses a pin it compares the layout too, but then only
  * fails the load with a bare errno: check every map of the object that is
  * pinned, and the replaced maps of an older ABI, first. */
@@ -588,6 +609,10 @@ int fw_dp_open(const char *pin_root, struct fw_dp **out)
 	/* the slots get their tries at the first start (and a migration's);
 	 * a restart finds them there and leaves the slots alone */
 	err = fw_dp_rules_open(dp, !(flags & FW_ABI_F_RULES_POPULATED), had_rules, old_rules);
+	if (!err)
+		/* the tries' generations restart from what they hold: answers
+		 * cached by an earlier start must not match a reused one */
+		err = fw_dp_rules_epoch_bump(dp);
 	if (err)
 		goto cleanup;
 	/* a migration's counters are carried over by fw_dp_migrate_finish,

@@ -35,13 +35,17 @@
 	X(fastwall_names, names_fd, 1)                                                             \
 	X(fastwall_learned_names, learned_names_fd, 1)                                             \
 	X(fastwall_cgroups, cgroups_fd, 1)                                                         \
-	X(fastwall_cg_dns, cg_dns_fd, 1)
+	X(fastwall_cg_dns, cg_dns_fd, 1)                                                           \
+	X(fastwall_rule_cache, rule_cache_fd, 1)                                                   \
+	X(fastwall_rules_epoch, rules_epoch_fd, 1)
 
 /* Maps added to an ABI after its release, without a new version: pins of
  * that ABI may lack them. fastwalld creates them at start (libbpf pins
  * what is missing); a reader of the pins (the CLI) finds -1 until then. */
 #define FW_DP_LATE_MAP(name)                                                                       \
-	(strcmp((name), "fastwall_cgroups") == 0 || strcmp((name), "fastwall_cg_dns") == 0)
+	(strcmp((name), "fastwall_cgroups") == 0 || strcmp((name), "fastwall_cg_dns") == 0 ||      \
+	 strcmp((name), "fastwall_rule_cache") == 0 ||                                             \
+	 strcmp((name), "fastwall_rules_epoch") == 0)
 
 /* Maps userspace creates beside the BPF object's, when a migration needs
  * them: X(pin name, struct fw_dp field, type, key size, value size, max

@@ -865,7 +865,7 @@ void fw_dp_rules_release(struct fw_dp *dp, __u32 id)
 	fw_dp_policy_retire(dp, id, 0);
 }
 
-int fw_dp_rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, bool del)
+static int rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, bool del)
 {
 	struct fw_dp_rules *r = dp->rules;
 	struct fw_rule_key k;
@@ -910,6 +910,15 @@ static void slot_emptied(struct fw_dp_rules *r, __u32 id)
 	pthread_mutex_unlock(&r->lock);
 }
 
+/* An edit changes entries dispatch already names: cached answers of the
+ * live generation end with it (fastwall_rule_cache). */
+int fw_dp_rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, bool del)
+{
+	int err = rules_edit(dp, id, c, del);
+
+	return err ? err : fw_dp_rules_epoch_bump(dp);
+}
+
 int fw_dp_rules_clear(struct fw_dp *dp, __u32 id)
 {
 	int err = slot_get(dp, id);
@@ -922,7 +931,8 @@ int fw_dp_rules_clear(struct fw_dp *dp, __u32 id)
 		err = delete_older(dp->rules->slot[id].fd, ~0u);
 	if (!err)
 		slot_emptied(dp->rules, id);
-	return err;
+	/* the subject may still be dispatched to (it fails closed now) */
+	return err ? err : fw_dp_rules_epoch_bump(dp);
 }
 
 static int slot_fetch_dead(struct fw_dp *dp, __u32 id, void *dead)

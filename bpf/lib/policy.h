@@ -370,10 +370,18 @@ static __always_inline __u32 fw_policy(const struct fw_subject *s, const struct 
 	return fw_policy_from(s, pkt, false);
 }
 
-/* TC ingress: with the answer cache (fw_rule_get) */
+/* TC ingress: with the answer cache (fw_rule_get). Only where loads stay
+ * in order (x86): elsewhere the trie could be read before the epoch, and
+ * an answer older than an in-place edit could be tagged with the epoch
+ * that follows it; those builds look the trie up every time. */
+#ifdef __TARGET_ARCH_x86
+#define FW_RULE_CACHE 1
+#else
+#define FW_RULE_CACHE 0
+#endif
 static __always_inline __u32 fw_policy_cached(const struct fw_subject *s, const struct fw_pkt *pkt)
 {
-	return fw_policy_from(s, pkt, true);
+	return fw_policy_from(s, pkt, FW_RULE_CACHE);
 }
 
 #endif /* FW_BPF_POLICY_H */

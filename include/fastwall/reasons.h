@@ -71,7 +71,17 @@
 	  "IPv6 packet whose source or destination is v4-mapped (`::ffff:0:0/96`)")                \
 	X(FW_DROP_LEARNED_PORT, 28, FW_VERDICT_DROP, "learned-port",                               \
 	  "learned destination, port outside the `ports` of the rules that taught it (or no "      \
-	  "TCP/UDP port at all)")
+	  "TCP/UDP port at all)")                                                                  \
+	X(FW_PASS_GUARD_TRUSTED, 30, FW_VERDICT_PASS, "guard-trusted",                             \
+	  "port guard: TCP/UDP to a guarded port from a trusted source")                           \
+	X(FW_DROP_GUARD_UNTRUSTED, 31, FW_VERDICT_DROP, "guard-untrusted",                         \
+	  "port guard: TCP/UDP to a guarded port from a source outside the trusted CIDRs")         \
+	X(FW_DROP_GUARD_FRAGMENT, 32, FW_VERDICT_DROP, "guard-fragment",                           \
+	  "port guard: later fragment whose first fragment the guard did not pass, or that "       \
+	  "overlaps its headers")                                                                  \
+	X(FW_DROP_GUARD_MALFORMED, 33, FW_VERDICT_DROP, "guard-malformed",                         \
+	  "port guard: truncated or inconsistent IP or TCP/UDP headers (the port can't be "        \
+	  "known), two VLAN tags, too many IPv6 extension headers")
 
 /* Counter slots in fastwall_stats_v2 and fw_subject_stats: room for new
  * reasons without a new map layout. */

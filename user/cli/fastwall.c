@@ -78,7 +78,7 @@ static int cmd_status(struct cli *c)
 			pass += ctr[r].packets;
 		else
 			drop += ctr[r].packets;
-		if (!ctr[r].packets && !c->all)
+		if (!ctr[r].packets && (!c->all || !fw_reason_meaning(r)))
 			continue;
 		printf("%-5s %-14s %12llu %14llu\n", fw_reason_drops(r) ? "drop" : "pass",
 		       fw_reason_name(r), (unsigned long long)ctr[r].packets,
@@ -94,7 +94,7 @@ static void print_counts(const __u64 *p, bool all)
 	bool any = false;
 
 	for (__u32 r = 0; r < FW_REASON_MAX; r++) {
-		if (!p[r] && !all)
+		if (!p[r] && (!all || !fw_reason_meaning(r)))
 			continue;
 		printf("%s%s %s=%llu", any ? "," : "      ", fw_reason_drops(r) ? "drop" : "pass",
 		       fw_reason_name(r), (unsigned long long)p[r]);

@@ -60,6 +60,7 @@ struct fw_guard_pkt {
 	__u8 family, proto;
 	__u8 frag_first, frag_later;
 	__u8 has_ports;
+	__u8 v4mapped; /* an IPv6 source in ::ffff:0:0/96: never trusted */
 	__u16 frag_off;	    /* a later fragment's offset, in bytes */
 	__u16 frag_hdr_end; /* a first fragment's headers, from the fragmentable part */
 };
@@ -161,6 +162,7 @@ static __always_inline __u32 fw_guard_ipv6(const struct fw_guard_ctx *c, struct 
 	pkt->family = FW_FAM_V6;
 	pkt->src = ip6.saddr;
 	pkt->dst = ip6.daddr;
+	pkt->v4mapped = !pkt->src.w[0] && !pkt->src.w[1] && pkt->src.w[2] == bpf_htonl(0xffff);
 	nexthdr = ip6.nexthdr;
 	off += sizeof(ip6);
 
@@ -291,12 +293,15 @@ static __always_inline __u32 fw_guard_decide(const struct fw_guard_ctx *c,
 		pk.port = pkt->dport;
 		if (bpf_map_lookup_elem(&fastwall_guard_ports, &pk)) {
 			src.addr = pkt->src;
-			r = bpf_map_lookup_elem(&fastwall_guard_trusted, &src)
+			/* an IPv6 source in ::ffff:0:0/96 would match the IPv4
+			 * prefixes, which the maps keep in that form */
+			r = !pkt->v4mapped && bpf_map_lookup_elem(&fastwall_guard_trusted, &src)
 				    ? FW_PASS_GUARD_TRUSTED
 				    : FW_DROP_GUARD_UNTRUSTED;
 		}
 	}
-	if (pkt->frag_first && !FW_REASON_DROPS(r))
+	/* untouched is no reason of the table, and would read as a drop */
+	if (pkt->frag_first && (r == FW_GUARD_UNTOUCHED || !FW_REASON_DROPS(r)))
 		fw_guard_first(pkt, bpf_ktime_get_ns());
 	return r;
 }

@@ -14,6 +14,7 @@
 #include "common/addr.h"
 #include "config/config.h"
 #include "datapath/datapath.h"
+#include "datapath/guard.h"
 #include "common/log.h"
 
 enum { EXIT_USAGE = 2, EXIT_NOSTATE = 3 };
@@ -67,6 +68,17 @@ static int cmd_status(struct cli *c)
 		}
 	}
 	printf("%s\n", nif ? "" : " (none)");
+	/* the port guard, only where it runs: a node without one sees no line */
+	nif = 0;
+	for (i = ifs; i && i->if_index; i++) {
+		enum fw_guard_mode m = fw_guard_attached(i->if_index);
+
+		if (m == FW_GUARD_NONE)
+			continue;
+		printf("%s %s (%s)", nif++ ? "," : "guard:      ", i->if_name, fw_guard_mode_name(m));
+	}
+	if (nif)
+		printf("\n");
 	if_freenameindex(ifs);
 
 	err = fw_dp_stats_read(c->dp, ctr);

@@ -95,5 +95,6 @@ extern const struct fw_cfgtable cfg_doh_keys;	   /* datapath.doh */
 extern const struct fw_cfgtable cfg_events_keys;   /* datapath.events */
 extern const struct fw_cfgtable cfg_actions_keys;  /* actions */
 extern const struct fw_cfgtable cfg_dns_keys;	   /* dns, besides the proxy's and learner's */
+extern const struct fw_cfgtable cfg_guard_keys;	   /* guard */
 
 #endif /* FW_CONFIG_PARSE_H */

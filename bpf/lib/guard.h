@@ -60,7 +60,7 @@ struct fw_guard_pkt {
 	__u8 family, proto;
 	__u8 frag_first, frag_later;
 	__u8 has_ports;
-	__u8 v4mapped; /* an IPv6 source in ::ffff:0:0/96: never trusted */
+	__u8 v4mapped;	    /* an IPv6 source in ::ffff:0:0/96: never trusted */
 	__u16 frag_off;	    /* a later fragment's offset, in bytes */
 	__u16 frag_hdr_end; /* a first fragment's headers, from the fragmentable part */
 };
@@ -247,14 +247,13 @@ static __always_inline void fw_guard_first(const struct fw_guard_pkt *pkt, __u64
 	struct fw_frag f = {};
 
 	fw_guard_frag_key(&k, pkt);
-	f.expires_ns = now + (cfg && cfg->frag_timeout_ns ? cfg->frag_timeout_ns
-							  : 5 * FW_NSEC_PER_SEC);
+	f.expires_ns =
+		now + (cfg && cfg->frag_timeout_ns ? cfg->frag_timeout_ns : 5 * FW_NSEC_PER_SEC);
 	f.hdr_end = pkt->frag_hdr_end;
 	bpf_map_update_elem(&fastwall_guard_frags, &k, &f, BPF_ANY);
 }
 
-static __always_inline __u32 fw_guard_decide(const struct fw_guard_ctx *c,
-					     struct fw_guard_pkt *pkt)
+static __always_inline __u32 fw_guard_decide(const struct fw_guard_ctx *c, struct fw_guard_pkt *pkt)
 {
 	struct fw_lpm_key src = {.prefixlen = 128};
 	struct fw_port_key pk = {};

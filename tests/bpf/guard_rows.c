@@ -25,7 +25,7 @@
 
 #define POD4  "192.0.2.1"
 #define POD6  "2001:db8:1::1"
-#define GW4   "192.0.2.10" /* trusted: 192.0.2.8/29 */
+#define GW4   "192.0.2.10"     /* trusted: 192.0.2.8/29 */
 #define GW6   "2001:db8:1::10" /* trusted: 2001:db8:1::10/124 */
 #define SIB4  "192.0.2.20"
 #define SIB6  "2001:db8:1::20"
@@ -90,18 +90,18 @@ static const struct grow grows[] = {
 	{"guard: arp", .pkt = ARP_REQ(), GPASS(UNTOUCHED)},
 	{"guard: another ethertype", .pkt = ETHER(0x88cc), GPASS(UNTOUCHED)},
 	/* v4-mapped sources must not borrow the IPv4 trust */
-	{"guard: v6 from the trusted address v4-mapped",
-	 .pkt = TCP6(GW4M, POD6, 40000, GTCP), GDROP(FW_DROP_GUARD_UNTRUSTED)},
+	{"guard: v6 from the trusted address v4-mapped", .pkt = TCP6(GW4M, POD6, 40000, GTCP),
+	 GDROP(FW_DROP_GUARD_UNTRUSTED)},
 	/* IPv6 extension headers before the transport header */
 	{"guard: v6 hop-by-hop + dest options, untrusted",
 	 .pkt = TCP6(SIB6, POD6, 40000, GTCP, .ext = {X_HBH, X_DEST}),
 	 GDROP(FW_DROP_GUARD_UNTRUSTED)},
-	{"guard: v6 routing header, trusted",
-	 .pkt = UDP6(GW6, POD6, 40000, GUDP, .ext = {X_RT}), GPASS(FW_PASS_GUARD_TRUSTED)},
+	{"guard: v6 routing header, trusted", .pkt = UDP6(GW6, POD6, 40000, GUDP, .ext = {X_RT}),
+	 GPASS(FW_PASS_GUARD_TRUSTED)},
 	{"guard: v6 nine extension headers hide the port",
-	 .pkt = TCP6(GW6, POD6, 40000, OPEN,
-		     .ext = {X_DEST, X_DEST, X_DEST, X_DEST, X_DEST, X_DEST, X_DEST, X_DEST,
-			     X_DEST}),
+	 .pkt = TCP6(
+		 GW6, POD6, 40000, OPEN,
+		 .ext = {X_DEST, X_DEST, X_DEST, X_DEST, X_DEST, X_DEST, X_DEST, X_DEST, X_DEST}),
 	 GDROP(FW_DROP_GUARD_MALFORMED)},
 	/* one VLAN tag is looked through, two are refused */
 	{"guard: 802.1Q v4 tcp untrusted", .pkt = TCP4(SIB4, POD4, 40000, GTCP, .vlan = {0x8100}),
@@ -128,23 +128,23 @@ static const struct grow grows[] = {
 	 GDROP(FW_DROP_GUARD_MALFORMED)},
 	{"guard: v4 ihl 4", .pkt = UDP4(GW4, POD4, 40000, GUDP, .ihl = 4),
 	 GDROP(FW_DROP_GUARD_MALFORMED)},
-	{"guard: v4 header cut", .xdp_only = true, .pkt = UDP4(GW4, POD4, 40000, GUDP, .truncate = 14 + 12),
-	 GDROP(FW_DROP_GUARD_MALFORMED)},
-	{"guard: v6 header cut", .xdp_only = true, .pkt = TCP6(GW6, POD6, 40000, GTCP, .truncate = 14 + 30),
-	 GDROP(FW_DROP_GUARD_MALFORMED)},
+	{"guard: v4 header cut", .xdp_only = true,
+	 .pkt = UDP4(GW4, POD4, 40000, GUDP, .truncate = 14 + 12), GDROP(FW_DROP_GUARD_MALFORMED)},
+	{"guard: v6 header cut", .xdp_only = true,
+	 .pkt = TCP6(GW6, POD6, 40000, GTCP, .truncate = 14 + 30), GDROP(FW_DROP_GUARD_MALFORMED)},
 	{"guard: v6 udp cut after 4 bytes",
 	 .pkt = UDP6(GW6, POD6, 40000, GUDP, .truncate = 14 + 40 + 4),
 	 GDROP(FW_DROP_GUARD_MALFORMED)},
-	{"guard: 802.1Q tag cut", .pkt = UDP4(GW4, POD4, 40000, GUDP, .vlan = {0x8100},
-					      .truncate = 16),
+	{"guard: 802.1Q tag cut",
+	 .pkt = UDP4(GW4, POD4, 40000, GUDP, .vlan = {0x8100}, .truncate = 16),
 	 GDROP(FW_DROP_GUARD_MALFORMED)},
 	/* fragments: the later ones follow the first the guard passed */
 	{"guard: v4 trusted first fragment", .pkt = UDP4(GW4, POD4, 40000, GUDP, FRAG_FIRST(101)),
 	 GPASS(FW_PASS_GUARD_TRUSTED)},
 	{"guard: its later fragment follows", .then = true,
 	 .pkt = UDP4(GW4, POD4, 40000, GUDP, FRAG_LATER(101, 8)), GPASS(UNTOUCHED)},
-	{"guard: v4 untrusted first fragment", .pkt = UDP4(SIB4, POD4, 40000, GUDP, FRAG_FIRST(102)),
-	 GDROP(FW_DROP_GUARD_UNTRUSTED)},
+	{"guard: v4 untrusted first fragment",
+	 .pkt = UDP4(SIB4, POD4, 40000, GUDP, FRAG_FIRST(102)), GDROP(FW_DROP_GUARD_UNTRUSTED)},
 	{"guard: its later fragment drops", .then = true,
 	 .pkt = UDP4(SIB4, POD4, 40000, GUDP, FRAG_LATER(102, 8)), GDROP(FW_DROP_GUARD_FRAGMENT)},
 	{"guard: v4 later fragment whose first was not seen",
@@ -166,8 +166,8 @@ static const struct grow grows[] = {
 	 GPASS(FW_PASS_GUARD_TRUSTED)},
 	{"guard: v6 its later fragment follows", .then = true,
 	 .pkt = UDP6(GW6, POD6, 40000, GUDP, FRAG_LATER(201, 8)), GPASS(UNTOUCHED)},
-	{"guard: v6 untrusted first fragment", .pkt = UDP6(SIB6, POD6, 40000, GUDP, FRAG_FIRST(202)),
-	 GDROP(FW_DROP_GUARD_UNTRUSTED)},
+	{"guard: v6 untrusted first fragment",
+	 .pkt = UDP6(SIB6, POD6, 40000, GUDP, FRAG_FIRST(202)), GDROP(FW_DROP_GUARD_UNTRUSTED)},
 	{"guard: v6 its later fragment drops", .then = true,
 	 .pkt = UDP6(SIB6, POD6, 40000, GUDP, FRAG_LATER(202, 8)), GDROP(FW_DROP_GUARD_FRAGMENT)},
 	{"guard: v6 later fragment whose first was not seen",
@@ -258,10 +258,11 @@ static bool run_grow(struct fw_dp *dp, struct fw_guard *g, struct ring_buffer *r
 		printf("FAIL %s [%s]\n  verdict: expected %s, got %u\n", r->desc, hook,
 		       r->drops ? "drop" : "pass", opts.retval);
 		ok = false;
-	} else if (r->reason == UNTOUCHED ? nmoved != 0
-					  : nmoved != 1 || moved != r->reason ||
-						    after[moved].packets - before[moved].packets != 1 ||
-						    after[moved].bytes - before[moved].bytes != len) {
+	} else if (r->reason == UNTOUCHED
+			   ? nmoved != 0
+			   : nmoved != 1 || moved != r->reason ||
+				     after[moved].packets - before[moved].packets != 1 ||
+				     after[moved].bytes - before[moved].bytes != len) {
 		printf("FAIL %s [%s]\n  reason: expected %s, got %s (%d counters moved)\n", r->desc,
 		       hook, r->reason == UNTOUCHED ? "none" : fw_reason_name(r->reason),
 		       nmoved ? fw_reason_name(moved) : "none", nmoved);
@@ -271,8 +272,8 @@ static bool run_grow(struct fw_dp *dp, struct fw_guard *g, struct ring_buffer *r
 		ok = false;
 	} else if (r->drops &&
 		   (seen.nev != 1 || seen.ev[0].reason != r->reason || seen.ev[0].subject != 0)) {
-		printf("FAIL %s [%s]\n  expected one deny event %s, got %zu (reason %s)\n",
-		       r->desc, hook, fw_reason_name(r->reason), seen.nev,
+		printf("FAIL %s [%s]\n  expected one deny event %s, got %zu (reason %s)\n", r->desc,
+		       hook, fw_reason_name(r->reason), seen.nev,
 		       seen.nev ? fw_reason_name(seen.ev[0].reason) : "-");
 		ok = false;
 	} else if (!r->drops && seen.nev) {

@@ -13,17 +13,22 @@ static const struct {
 	const char *name;
 	bool drops;
 } pinned[] = {
-	{0, "allow-cidr", false},     {1, "learned", false},	    {2, "default-allow", false},
-	{3, "dns-local", false},      {4, "dns-proxy", false},	    {5, "pod-local-allowed", false},
-	{6, "pod-reply", false},      {7, "neighbour", false},	    {8, "fragment", false},
-	{9, "malformed", true},	      {10, "ethertype", true},	    {11, "unknown-fragment", true},
-	{12, "unknown-source", true}, {13, "denying", true},	    {14, "spoofed-source", true},
-	{15, "sibling", true},	      {16, "pod-local", true},	    {17, "dns-over-tls", true},
-	{18, "dns-over-https", true}, {19, "deny-cidr", true},	    {20, "lease-expired", true},
-	{21, "default-deny", true},   {22, "no-policy", true},	    {23, "rogue-nd", true},
-	{24, "spoofed-mac", true},    {25, "nd-destination", true}, {26, "fragment-header", true},
-	{27, "v4-mapped", true},      {28, "learned-port", true},
-	{30, "guard-trusted", false}, {31, "guard-untrusted", true}, {32, "guard-fragment", true},
+	{0, "allow-cidr", false},      {1, "learned", false},
+	{2, "default-allow", false},   {3, "dns-local", false},
+	{4, "dns-proxy", false},       {5, "pod-local-allowed", false},
+	{6, "pod-reply", false},       {7, "neighbour", false},
+	{8, "fragment", false},	       {9, "malformed", true},
+	{10, "ethertype", true},       {11, "unknown-fragment", true},
+	{12, "unknown-source", true},  {13, "denying", true},
+	{14, "spoofed-source", true},  {15, "sibling", true},
+	{16, "pod-local", true},       {17, "dns-over-tls", true},
+	{18, "dns-over-https", true},  {19, "deny-cidr", true},
+	{20, "lease-expired", true},   {21, "default-deny", true},
+	{22, "no-policy", true},       {23, "rogue-nd", true},
+	{24, "spoofed-mac", true},     {25, "nd-destination", true},
+	{26, "fragment-header", true}, {27, "v4-mapped", true},
+	{28, "learned-port", true},    {30, "guard-trusted", false},
+	{31, "guard-untrusted", true}, {32, "guard-fragment", true},
 	{33, "guard-malformed", true},
 };
 
@@ -88,7 +93,8 @@ Test(reasons, names_are_unique)
 	for (__u32 a = 0; a < FW_REASON_MAX; a++)
 		for (__u32 b = a + 1; b < FW_REASON_MAX; b++)
 			if (fw_reason_meaning(a) && fw_reason_meaning(b))
-				cr_assert_str_neq(fw_reason_name(a), fw_reason_name(b), "%u and %u", a, b);
+				cr_assert_str_neq(fw_reason_name(a), fw_reason_name(b), "%u and %u",
+						  a, b);
 }
 
 Test(reasons, markdown_has_one_row_per_reason)

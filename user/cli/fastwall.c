@@ -75,7 +75,8 @@ static int cmd_status(struct cli *c)
 
 		if (m == FW_GUARD_NONE)
 			continue;
-		printf("%s %s (%s)", nif++ ? "," : "guard:      ", i->if_name, fw_guard_mode_name(m));
+		printf("%s %s (%s)", nif++ ? "," : "guard:      ", i->if_name,
+		       fw_guard_mode_name(m));
 	}
 	if (nif)
 		printf("\n");

@@ -72,7 +72,7 @@ struct fw_cfg {
 	struct fw_dnsp_config dnsp;
 	/* the learner's keys (dns/learn_keys.c) */
 	struct fw_learn_config learn;
-	__u32 max_conns_per_subject;	  /* fastwall_conns records, 1-FW_MAX_CONNS */
+	__u32 max_conns_per_subject; /* fastwall_conns records, 1-FW_MAX_CONNS */
 	/* guard: the port guard of the pod's uplinks (direct access mode) */
 	bool guard_enabled; /* the section is present */
 	char **guard_interfaces;
@@ -81,7 +81,7 @@ struct fw_cfg {
 	size_t nguard_ports;
 	struct fw_prefix *guard_trusted;
 	size_t nguard_trusted;
-	unsigned int guard_mode; /* enum fw_guard_mode */
+	unsigned int guard_mode;	  /* enum fw_guard_mode */
 	struct fw_subject_spec *subjects; /* the static subjects */
 	size_t nsubjects;
 };

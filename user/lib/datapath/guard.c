@@ -157,7 +157,8 @@ static bool port_wanted(const struct fw_port_key *k, const __u16 *ports, size_t 
 static bool prefix_wanted(const struct fw_lpm_key *k, const struct fw_lpm_key *t, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (t[i].prefixlen == k->prefixlen && !memcmp(&t[i].addr, &k->addr, sizeof(k->addr)))
+		if (t[i].prefixlen == k->prefixlen &&
+		    !memcmp(&t[i].addr, &k->addr, sizeof(k->addr)))
 			return true;
 	return false;
 }
@@ -240,8 +241,7 @@ int fw_guard_set(struct fw_guard *g, const __u16 *ports, size_t nports,
 		}
 	}
 	/* a port no longer guarded, then a source no longer trusted */
-	err = prune(g->ports_fd, sizeof(struct fw_port_key), keep_port, &w,
-		    "fastwall_guard_ports");
+	err = prune(g->ports_fd, sizeof(struct fw_port_key), keep_port, &w, "fastwall_guard_ports");
 	if (!err)
 		err = prune(g->trusted_fd, sizeof(struct fw_lpm_key), keep_prefix, &w,
 			    "fastwall_guard_trusted");
@@ -397,8 +397,8 @@ int fw_guard_attach(struct fw_guard *g, int ifindex, enum fw_guard_mode want,
 			       "there",
 			       name);
 		else
-			fw_err("can't attach the guard to %s (%s): %s", name,
-			       fw_guard_mode_name(m), strerror(-err));
+			fw_err("can't attach the guard to %s (%s): %s", name, fw_guard_mode_name(m),
+			       strerror(-err));
 		return err;
 	}
 	/* the hooks the guard left, now that the new one holds */

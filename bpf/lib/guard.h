@@ -13,8 +13,8 @@
 #include "events.h"
 
 #define FW_GUARD_UNTOUCHED (FW_REASON_MAX + 1)
-#define FW_GUARD_MAX_EXT   8   /* IPv6 extension headers walked */
-#define FW_GUARD_MAX_OFF   512 /* no header the guard reads starts later */
+#define FW_GUARD_MAX_EXT   8	/* IPv6 extension headers walked */
+#define FW_GUARD_MAX_OFF   4096 /* a bound the verifier can follow: an XDP frame fits a page */
 
 /* {proto, port} -> 1. Writer: fastwalld. Reader: the guard. */
 struct {
@@ -127,6 +127,10 @@ static __always_inline __u32 fw_guard_ipv4(const struct fw_guard_ctx *c, struct 
 		return FW_DROP_GUARD_MALFORMED;
 	ihl = (iph.ver_ihl & 0xf) * 4;
 	tot_len = bpf_ntohs(iph.tot_len);
+	/* under TC, a GRO packet past 64 KiB (BIG TCP) carries length 0:
+	 * the kernel built it, the skb's length is the packet's */
+	if (c->skb && !tot_len && c->len > off + 0xffff)
+		tot_len = c->len - off;
 	if ((iph.ver_ihl >> 4) != 4 || ihl < 20 || tot_len < ihl || off + tot_len > c->len)
 		return FW_DROP_GUARD_MALFORMED;
 	pkt->family = FW_FAM_V4;
@@ -155,7 +159,9 @@ static __always_inline __u32 fw_guard_ipv6(const struct fw_guard_ctx *c, struct 
 	if (fw_guard_load(c, off, &ip6, sizeof(ip6)))
 		return FW_DROP_GUARD_MALFORMED;
 	end = off + sizeof(ip6) + bpf_ntohs(ip6.payload_len);
-	/* payload length 0 (a jumbogram) says nothing the guard can check */
+	if (c->skb && !ip6.payload_len && c->len > off + sizeof(ip6) + 0xffff)
+		end = c->len; /* BIG TCP, as for IPv4 */
+	/* else payload length 0 (a jumbogram) says nothing the guard can check */
 	if ((bpf_ntohl(ip6.ver_tc_flow) >> 28) != 6 || end > c->len ||
 	    (end == off + sizeof(ip6) && ip6.nexthdr != FW_NEXTHDR_NONE))
 		return FW_DROP_GUARD_MALFORMED;

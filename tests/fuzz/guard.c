@@ -183,8 +183,7 @@ static __u32 oracle(const __u8 *f, size_t len, struct opkt *p)
 		if (off + 40 > len)
 			return FW_DROP_GUARD_MALFORMED;
 		end = off + 40 + rd16(f + off + 4);
-		if ((f[off] >> 4) != 6 || end > len ||
-		    (end == off + 40 && f[off + 6] != 59))
+		if ((f[off] >> 4) != 6 || end > len || (end == off + 40 && f[off + 6] != 59))
 			return FW_DROP_GUARD_MALFORMED;
 		memcpy(p->src, f + off + 8, 16);
 		memcpy(p->dst, f + off + 24, 16);
@@ -199,8 +198,7 @@ static __u32 oracle(const __u8 *f, size_t len, struct opkt *p)
 			case 0:
 			case 43:
 			case 60:
-			case 51:
-			{
+			case 51: {
 				__u8 next, hl;
 
 				if (off + 8 > end)
@@ -438,7 +436,8 @@ static int setup(void)
 {
 	struct fw_lpm_key keys[2];
 
-	if (unshare(CLONE_NEWNET | CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	if (unshare(CLONE_NEWNET | CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
 	    mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700")) {
 		fprintf(stderr, "can't isolate: %s\n", strerror(errno));
 		return -1;

@@ -154,14 +154,14 @@ loop_stop() { # OUT: waits for its result
 }
 
 echo "# configuration errors"
-write_config auto 192.0.2.8/29
+write_config auto 192.0.2.8/29 2001:db8:1::10/124
 sed -i 's/interfaces: \[gu0\]/interfaces: [gu0, nosuch0]/' "$FW_CFG"
 if fw_ns "$NS_POD" "$FASTWALLD" -c "$FW_CFG" run >"$FW_TMP/bad.log" 2>&1; then rc=0; else rc=$?; fi
 check_eq "an unknown guard interface: exit 3" "$rc" 3
 check "  and says which" grep -q "guard: can't attach to nosuch0: No such device" "$FW_TMP/bad.log"
 write_config auto 192.0.2.8/33
 check_fails "a bad trusted CIDR is refused" fw_ns "$NS_POD" "$FASTWALLD" -c "$FW_CFG" check
-write_config auto 192.0.2.8/29
+write_config auto 192.0.2.8/29 2001:db8:1::10/124
 sed -i "s/ports: \[$GUARDED_TCP, /ports: [0, /" "$FW_CFG"
 check_fails "port 0 is refused" fw_ns "$NS_POD" "$FASTWALLD" -c "$FW_CFG" check
 sed -i "s/ports: \[0, /ports: [65536, /" "$FW_CFG"
@@ -250,16 +250,33 @@ refused "sibling, generic XDP" "$NS_SIB"
 reachable "gateway, generic XDP" "$NS_GW"
 
 echo "# back to native XDP; the guard section removed and added again; detach"
-write_config auto 192.0.2.8/29
+write_config auto 192.0.2.8/29 2001:db8:1::10/124
 n=$(fw_log_count "guard on gu0 \\(native XDP\\)")
 fw_reload
 check "back to native XDP" fw_wait_log "guard on gu0 \\(native XDP\\)" $((n + 1)) 2
 refused "sibling, native again" "$NS_SIB"
+
+echo "# the uplink re-created: the guard is back on it at once"
+n=$(fw_log_count "guard on gu0 ")
+ip -n "$NS_NODE" link del n-pod
+ip -n "$NS_NODE" link add n-pod type veth peer name gu0 netns "$NS_POD"
+ip -n "$NS_NODE" link set n-pod master brn up
+ip -n "$NS_POD" addr add $POD4/24 dev gu0
+ip -n "$NS_POD" addr add $POD6/64 dev gu0 nodad
+ip -n "$NS_POD" link set gu0 up
+# the clients still have the old gu0's MAC
+for ns in "$NS_GW" "$NS_SIB" "$NS_THIRD"; do
+	ip -n "$ns" neigh flush dev eth0
+done
+check "the new gu0 gets the guard" fw_wait_log "guard on gu0 " $((n + 1)) 3
+check "  on native XDP" status_has '^guard: .*gu0 (native XDP)'
+refused "sibling, new uplink" "$NS_SIB"
+reachable "gateway, new uplink" "$NS_GW"
 sed -i '/^guard:/,$d' "$FW_CFG"
 fw_reload
 check "the guard is removed with its section" fw_wait_log "guard removed from gu0" 1 2
 check "sibling reaches the guarded port without the section" tcp4 "$NS_SIB" $GUARDED_TCP
-write_config auto 192.0.2.8/29
+write_config auto 192.0.2.8/29 2001:db8:1::10/124
 fw_reload
 refused "sibling, the section back" "$NS_SIB"
 fw_stop_daemon

@@ -138,6 +138,22 @@ static void l2_bind(struct fw_daemon *d, const struct fw_link *l)
 			 have_peer ? how : "on first sight");
 }
 
+static bool guard_listed(const struct fw_cfg *cfg, const char *name);
+
+/* A guarded uplink that appears again (re-created, or renamed into the
+ * list) gets the guard at once: nothing else would put it back. */
+static void guard_link(struct fw_daemon *d, const struct fw_link *l)
+{
+	enum fw_guard_mode used;
+
+	if (!d->guard || !guard_listed(&d->cfg, l->name) ||
+	    fw_guard_attached(l->ifindex) != FW_GUARD_NONE)
+		return;
+	if (fw_guard_attach(d->guard, l->ifindex, d->cfg.guard_mode, &used) == 0)
+		fw_info("guard on %s (%s): %zu ports, %zu trusted prefixes", l->name,
+			fw_guard_mode_name(used), d->cfg.nguard_ports, d->cfg.nguard_trusted);
+}
+
 static void on_link(void *ctx, const struct fw_link *l)
 {
 	struct fw_daemon *d = ctx;
@@ -159,6 +175,7 @@ static void on_link(void *ctx, const struct fw_link *l)
 		}
 		return;
 	}
+	guard_link(d, l);
 	if (!wanted_link(&d->cfg, l))
 		return;
 	l2_bind(d, l);

@@ -442,7 +442,8 @@ void fw_cfg_keys_schema(FILE *out)
 		"{\"$schema\": \"https://json-schema.org/draft/2020-12/schema\",\n"
 		"\"title\": \"fastwalld configuration (scalar keys)\",\n"
 		"\"$comment\": \"list-shaped keys (interfaces, bridges, local_addresses, "
-		"local_ports, doh.blocklist, overlay, subjects, dns.upstreams) are not "
+		"local_ports, doh.blocklist, overlay, subjects, dns.upstreams, guard.interfaces, "
+		"guard.ports, guard.trusted) are not "
 		"described, nor checks beyond a key's type and bounds (dns.port not 53 or 853, "
 		"actions.listen on loopback, the lease rules)\",\n");
 	schema_members(out, top_t, 1);

@@ -167,6 +167,28 @@ check_fails "port 0 is refused" fw_ns "$NS_POD" "$FASTWALLD" -c "$FW_CFG" check
 sed -i "s/ports: \[0, /ports: [65536, /" "$FW_CFG"
 check_fails "port 65536 is refused" fw_ns "$NS_POD" "$FASTWALLD" -c "$FW_CFG" check
 
+echo "# a device without native XDP (a bridge): auto falls back to TC, xdp refuses"
+if ip -n "$NS_POD" link add dm0 type bridge 2>/dev/null; then
+	ip -n "$NS_POD" link set dm0 up
+	write_config xdp 192.0.2.8/29
+	sed -i 's/interfaces: \[gu0\]/interfaces: [dm0]/' "$FW_CFG"
+	if fw_ns "$NS_POD" "$FASTWALLD" -c "$FW_CFG" run >"$FW_TMP/xdp.log" 2>&1; then rc=0; else rc=$?; fi
+	check_eq "mode xdp on a bridge: exit 4" "$rc" 4
+	check "  and says why" grep -q "can't attach the guard to dm0 (native XDP)" "$FW_TMP/xdp.log"
+	write_config auto 192.0.2.8/29
+	sed -i 's/interfaces: \[gu0\]/interfaces: [gu0, dm0]/' "$FW_CFG"
+	fw_start_daemon
+	check "auto on a bridge: TC ingress, logged" fw_wait_log "guard on dm0 \\(TC ingress\\)" 1 2
+	check "  saying native XDP was not possible" fw_wait_log "native XDP on dm0 not possible" 1 1
+	check "auto on the veth: native XDP" fw_wait_log "guard on gu0 \\(native XDP\\)" 1 1
+	check "fastwall status names both hooks" status_has 'gu0 (native XDP), dm0 (TC ingress)'
+	fw_stop_daemon
+	fw_ns "$NS_POD" "$FASTWALLD" -c "$FW_CFG" detach >>"$FW_LOG" 2>&1
+	ip -n "$NS_POD" link del dm0
+else
+	echo "ok - a device without native XDP # SKIP no bridge driver"
+fi
+
 echo "# before the guard: everyone reaches everything"
 check "sibling: the guarded port is open without a guard" tcp4 "$NS_SIB" $GUARDED_TCP
 

@@ -385,9 +385,10 @@ int fw_guard_attach(struct fw_guard *g, int ifindex, enum fw_guard_mode want,
 	if (want == FW_GUARD_AUTO)
 		m = FW_GUARD_XDP;
 	err = attach_mode(g, ifindex, m, was);
-	if (err && want == FW_GUARD_AUTO && err != -EBUSY) {
+	if (err && want == FW_GUARD_AUTO) {
+		/* another program's XDP stays; the guard runs after it, at TC */
 		fw_info("guard: native XDP on %s not possible (%s); using TC ingress", name,
-			strerror(-err));
+			err == -EBUSY ? "another XDP program is attached" : strerror(-err));
 		m = FW_GUARD_TC;
 		err = attach_mode(g, ifindex, m, was);
 	}

@@ -51,7 +51,8 @@ int fw_guard_set(struct fw_guard *g, const __u16 *ports, size_t nports,
 /* Puts the guard on ifindex in mode want, replacing the guard already
  * there atomically, then removes the guard from the hooks it no longer
  * uses (never leaving the interface unguarded in between); *used gets the
- * hook it runs on. Refuses (-EBUSY) to replace another XDP program. */
+ * hook it runs on. Never replaces another XDP program: -EBUSY for xdp and
+ * xdp-generic, TC ingress for auto. */
 int fw_guard_attach(struct fw_guard *g, int ifindex, enum fw_guard_mode want,
 		    enum fw_guard_mode *used);
 /* Removes the guard (only fastwall's) from every hook of ifindex; -ENOENT

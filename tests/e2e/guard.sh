@@ -189,6 +189,35 @@ else
 	echo "ok - a device without native XDP # SKIP no bridge driver"
 fi
 
+echo "# another program's XDP on the uplink: never replaced"
+cat >"$FW_TMP/other.bpf.c" <<'EOF'
+struct xdp_md;
+char LICENSE[] __attribute__((section("license"), used)) = "GPL";
+__attribute__((section("xdp"), used)) int other_xdp(struct xdp_md *ctx)
+{
+	return 2; /* XDP_PASS */
+}
+EOF
+if clang -O2 -g -target bpf -c "$FW_TMP/other.bpf.c" -o "$FW_TMP/other.bpf.o" 2>"$FW_TMP/clang.err" &&
+	ip -n "$NS_POD" link set dev gu0 xdpdrv obj "$FW_TMP/other.bpf.o" sec xdp 2>>"$FW_TMP/clang.err"; then
+	write_config xdp 192.0.2.8/29
+	if fw_ns "$NS_POD" "$FASTWALLD" -c "$FW_CFG" run >"$FW_TMP/other.log" 2>&1; then rc=0; else rc=$?; fi
+	check_eq "mode xdp beside another XDP program: exit 4" "$rc" 4
+	check "  and says why" grep -q "can't attach the guard to gu0: another XDP program" "$FW_TMP/other.log"
+	write_config auto 192.0.2.8/29
+	fw_start_daemon
+	check "mode auto beside it: TC ingress" fw_wait_log "guard on gu0 \\(TC ingress\\)" 1 2
+	check "  the other program still attached" bash -c "ip -n $NS_POD -d link show gu0 | grep -q other_xdp"
+	check_fails "  and the guard refuses the sibling behind it" tcp4 "$NS_SIB" $GUARDED_TCP
+	fw_stop_daemon
+	fw_ns "$NS_POD" "$FASTWALLD" -c "$FW_CFG" detach >>"$FW_LOG" 2>&1
+	check "detach leaves the other program" bash -c "ip -n $NS_POD -d link show gu0 | grep -q other_xdp"
+	check "  and removes the guard" bash -c "! tc -n $NS_POD filter show dev gu0 ingress | grep -q fw_guard"
+	ip -n "$NS_POD" link set dev gu0 xdpdrv off
+else
+	echo "ok - another program's XDP # SKIP can't build or attach one: $(head -1 "$FW_TMP/clang.err")"
+fi
+
 echo "# before the guard: everyone reaches everything"
 check "sibling: the guarded port is open without a guard" tcp4 "$NS_SIB" $GUARDED_TCP
 

@@ -31,7 +31,7 @@ endif
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := $(CFLAGS) $(WARN) $(SAN_FLAGS) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
-	-Iinclude -Iuser/lib -I$(BUILD)
+	-Iinclude -Iuser/lib -I$(BUILD) -I$(BUILD)/gen
 LDLIBS := -lbpf -lelf -lz -lyaml -ljansson -lmicrohttpd -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Wextra -Werror \
 	-Ivmlinux/$(ARCH) -Iinclude -Ibpf -MMD -MP
@@ -61,7 +61,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 
 BINS := $(BUILD)/fastwalld $(BUILD)/fastwall
 TEST_BINS := $(BUILD)/tests/unit_tests $(BUILD)/tests/unit_fake $(BUILD)/tests/bpf_verdicts \
-	$(BUILD)/tests/abi_migrate
+	$(BUILD)/tests/bpf_cgroup_verdicts $(BUILD)/tests/abi_migrate
 
 .PHONY: all deps test test-unit test-fake test-bpf test-abi test-e2e test-lint demo bench fuzz format lint \
 	install clean help compile_commands.json
@@ -83,7 +83,20 @@ $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
-$(BUILD)/user/%.o: user/%.c | $(SKELS)
+# The version both binaries print: git describe at build time, else
+# VERSION from the environment, else "unknown" (a tarball). The header is
+# rewritten only when the text changes, so nothing rebuilds for nothing.
+# It is "fastwall/version.h" (in $(BUILD)/gen, beside no binary): like the
+# ABI headers it includes nothing and any layer may read it.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+.PHONY: FORCE
+FORCE:
+$(BUILD)/gen/fastwall/version.h: FORCE
+	$(Q)mkdir -p $(@D)
+	$(Q)v='#define FW_VERSION "$(VERSION)"'; \
+		if [ ! -f $@ ] || [ "$$(cat $@)" != "$$v" ]; then echo "$$v" > $@; fi
+
+$(BUILD)/user/%.o: user/%.c | $(SKELS) $(BUILD)/gen/fastwall/version.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -116,6 +129,14 @@ $(BUILD)/tests/unit_fake: $(patsubst %.c,$(BUILD)/%.o,$(FAKE_SRCS)) $(LIB_NODP_O
 $(BUILD)/tests/bpf_verdicts: $(patsubst %.c,$(BUILD)/%.o,$(BPFT_SRCS)) $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+
+# the cgroup programs' packet path, with the verdict table's frame builders
+$(BUILD)/tests/bpf_cgroup_verdicts: $(BUILD)/tests/bpf/cgroup/verdicts.o $(BUILD)/tests/bpf/pkt.o $(LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+
+# rows give the fields they need, like the TC table
+$(BUILD)/tests/bpf/cgroup/verdicts.o: ALL_CFLAGS += -Itests/bpf -Wno-missing-field-initializers
 
 $(BUILD)/tests/abi_migrate: $(patsubst %.c,$(BUILD)/%.o,$(ABIT_SRCS)) $(LIB)
 	$(call msg,LD,$@)
@@ -165,9 +186,10 @@ test-fake: $(BUILD)/tests/unit_fake ## registry, learner and actions units over 
 	$(Q)$(BUILD)/tests/unit_fake
 
 SHUFFLE_SEED ?= $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
-test-bpf: $(BUILD)/tests/bpf_verdicts all ## BPF verdict table only, in order then shuffled (SHUFFLE_SEED=N)
+test-bpf: $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/bpf_cgroup_verdicts all ## BPF verdict tables only (TC in order then shuffled, SHUFFLE_SEED=N; cgroup)
 	$(Q)$(BUILD)/tests/bpf_verdicts
 	$(Q)$(BUILD)/tests/bpf_verdicts --shuffle $(SHUFFLE_SEED)
+	$(Q)$(BUILD)/tests/bpf_cgroup_verdicts
 
 test-lint: ## the tests of the lint itself (scripts/check-layers.sh)
 	$(Q)bash tests/lint/check-layers.sh
@@ -211,8 +233,9 @@ fuzz: deps $(FUZZ_BINS) ## run each fuzz target for FUZZ_SECONDS (default 30)
 		$$f -max_total_time=$(FUZZ_SECONDS) -max_len=8192 $(BUILD)/fuzz/corpus-$$n tests/fuzz/seeds/$$n || exit 1; \
 	done
 
+# ingress/ is an nginx module and keeps nginx's own indentation
 format: ## clang-format every C source in place
-	$(Q)clang-format -i $$(git ls-files '*.c' '*.h' | grep -v '^vmlinux/')
+	$(Q)clang-format -i $$(git ls-files '*.c' '*.h' | grep -v -e '^vmlinux/' -e '^ingress/')
 
 # every shell script: *.sh anywhere under scripts/ and tests/, and the
 # scripts without an extension under scripts/ (scripts/vmtest/initramfs-init)
@@ -228,7 +251,7 @@ CPPCHECK_BPF := --suppress=arithOperationsOnVoidPointer --suppress=missingInclud
 	-D'__array(n,t)=t n' -Iinclude -Ibpf
 
 lint: all ## clang-format, shellcheck, cppcheck (user/, tests/, bpf/), then the include layers
-	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h' | grep -v '^vmlinux/')
+	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h' | grep -v -e '^vmlinux/' -e '^ingress/')
 	$(Q)shellcheck $(SHELL_SCRIPTS)
 	$(Q)$(CPPCHECK) -Iinclude -Iuser/lib user/
 	$(Q)$(CPPCHECK) -Iinclude -Iuser/lib -I$(BUILD) -Itests/bpf tests/
@@ -249,10 +272,12 @@ install: all ## install fastwalld, fastwall and the man pages under PREFIX
 KERNELS ?= 5.10 6.1 6.12 6.18 7.x
 VMTEST_CACHE ?= /var/cache/fastwall-vmtest
 .PHONY: vmtest
-vmtest: all $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/abi_migrate $(BUILD)/tests/cp_kernel ## verdict table, loader, e2e on Debian kernels in qemu (KERNELS="5.10 6.12")
+vmtest: all $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/bpf_cgroup_verdicts $(BUILD)/tests/abi_migrate $(BUILD)/tests/cp_kernel ## verdict table, loader, e2e on Debian kernels in qemu (KERNELS="5.10 6.12")
 	$(Q)BUILD=$(BUILD) KERNELS="$(KERNELS)" VMTEST_CACHE="$(VMTEST_CACHE)" scripts/vmtest/vmtest.sh
 
 clean: ## remove build/ and build-san/
 	rm -rf build build-san
+
+include ingress/ingress.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

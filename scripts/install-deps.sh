@@ -8,8 +8,13 @@ PKGS=(
 	# build
 	make gcc clang llvm libclang-rt-14-dev libbpf-dev libelf-dev zlib1g-dev libyaml-dev libjansson-dev libmicrohttpd-dev pkg-config
 	bpftool
-	# tests (dig, dnsmasq as the test upstream; git: the upgrade test builds the previous release)
-	libcriterion-dev iproute2 curl python3 netcat-openbsd procps kmod bind9-dnsutils dnsmasq-base git
+	# tests (dig, dnsmasq as the test upstream; git: the upgrade test builds the previous release;
+	# prometheus: the metrics test scrapes fastwalld with it, its promtool lints the text)
+	libcriterion-dev iproute2 curl python3 netcat-openbsd procps kmod bind9-dnsutils dnsmasq-base git prometheus
+	# the ingress module (make ingress) and its end-to-end test: Debian's
+	# nginx and its module build tree, the FastPath stand-in's gRPC
+	# (openssl: the test's certificate of an https endpoint)
+	nginx nginx-dev python3-grpcio python3-grpc-tools openssl
 	# benchmarks and plots (unbound: the DNS benchmark's upstream; linux-perf and
 	# strace: the profiles of make bench FULL=1)
 	iperf3 gnuplot-nox nftables dnsperf unbound linux-perf strace jq

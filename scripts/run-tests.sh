@@ -61,6 +61,7 @@ run_part bpf-verdicts "$BUILD/tests/bpf_verdicts"
 # the table again in another order: no row may lean on the rows before it
 # (the seed is printed; SHUFFLE_SEED=N repeats a run)
 run_part bpf-verdicts-shuffled "$BUILD/tests/bpf_verdicts" --shuffle "${SHUFFLE_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"
+run_part bpf-cgroup-verdicts "$BUILD/tests/bpf_cgroup_verdicts"
 run_part abi-migrate "$BUILD/tests/abi_migrate"
 run_part lint bash tests/lint/check-layers.sh
 for t in tests/e2e/*.sh; do

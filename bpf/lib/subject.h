@@ -17,6 +17,29 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fastwall_dispatch SEC(".maps");
 
+/* cgroup v2 id -> struct fw_subject: process sandboxes (fastwall/abi.h).
+ * Writer: fastwalld. Reader: the cgroup programs (bpf/cgroup.bpf.c); the
+ * TC programs carry it so that it is created and pinned with the rest. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FW_MAX_CGROUPS);
+	__type(key, __u64);
+	__type(value, struct fw_subject);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_cgroups SEC(".maps");
+
+/* socket cookie -> the resolver a process subject's DNS socket addressed
+ * (fastwall/abi.h). Writer: cgroup connect/sendmsg. Reader: cgroup
+ * recvmsg. LRU: a socket that closes leaves its entry to age out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, FW_MAX_CG_DNS);
+	__type(key, __u64);
+	__type(value, struct fw_dns_nat);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_cg_dns SEC(".maps");
+
 /* pod-local address (besides each subject's gateway) -> struct fw_local.
  * Writer: fastwalld. Reader: TC programs. */
 struct {

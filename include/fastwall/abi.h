@@ -51,6 +51,14 @@
 #ifndef FW_MAX_L2_PORTS
 #define FW_MAX_L2_PORTS 4096 /* sandbox ports with a link-layer binding */
 #endif
+#ifndef FW_MAX_CGROUPS
+#define FW_MAX_CGROUPS FW_MAX_SUBJECTS /* process subjects: one cgroup each */
+#endif
+/* cgroup levels below the cgroup2 root the programs look through for a
+ * sandbox's cgroup; fastwalld refuses a deeper one (it could not be found) */
+#ifndef FW_CG_MAX_LEVELS
+#define FW_CG_MAX_LEVELS 16
+#endif
 #ifndef FW_MAX_GUARD_PORTS
 #define FW_MAX_GUARD_PORTS 1024 /* {proto, port} entries: 512 ports, TCP and UDP */
 #endif
@@ -129,6 +137,31 @@ struct fw_subject {
 	struct fw_ip gateway[2];
 	struct fw_ip private_net[2];
 };
+
+/* fastwall_cgroups: cgroup v2 id -> the subject of the processes in that
+ * cgroup and every cgroup below it (process sandboxes in the node's own
+ * network namespace; fw_subject as in fastwall_dispatch, ifindex
+ * FW_IFINDEX_ANY, no gateway or private CIDR). The cgroup programs look
+ * up the ancestors of a socket's or task's cgroup from the top, levels 1
+ * to FW_CG_MAX_LEVELS, and the first one found decides: nothing below a
+ * sandbox's cgroup can leave its policy. Added in ABI 2 without a new
+ * version: older pins lack it and fastwalld creates it at start. Writer:
+ * fastwalld. Reader: the cgroup programs. */
+
+/* DNS of process subjects goes to fastwalld's proxy on 127.0.0.1, from a
+ * loopback address of the subject's own, 127.254.0.0/16 + its id, which
+ * fastwall_dispatch maps to the subject (with FW_IFINDEX_MISSING, so that
+ * no packet on a sandbox port can claim it): the proxy attributes a query
+ * by its source as for any subject. A sandbox process may not use such a
+ * source itself (bind, sendmsg and the packet path refuse it).
+ * fastwall_cg_dns: socket cookie -> the resolver the process addressed
+ * (struct fw_dns_nat), so its answers come back from there. LRU. Writer:
+ * the cgroup connect and sendmsg programs. Reader: cgroup recvmsg. */
+#define FW_CG_DNS_ALIAS_NET 0x7ffe0000u /* 127.254.0.0/16, host order */
+#define FW_CG_DNS_PROXY4    0x7f000001u /* 127.0.0.1, host order */
+#ifndef FW_MAX_CG_DNS
+#define FW_MAX_CG_DNS 16384
+#endif
 
 /* fastwall_rules_v2: subject id -> that slot's LPM trie {struct
  * fw_rule_key -> struct fw_rule}. The controller resolves "deny beats
@@ -426,6 +459,8 @@ enum fw_origin {
 	 * connection records and port exceptions wait for the reaper, and the
 	 * id is not reused before they are gone */
 	FW_ORIGIN_RETIRED = 3,
+	/* a process sandbox of `fastwall run` (cgroup, no addresses) */
+	FW_ORIGIN_PROCESS = 4,
 };
 
 struct fw_subject_meta {

@@ -72,14 +72,22 @@
 	X(FW_DROP_LEARNED_PORT, 28, FW_VERDICT_DROP, "learned-port",                               \
 	  "learned destination, port outside the `ports` of the rules that taught it (or no "      \
 	  "TCP/UDP port at all)")                                                                  \
-	X(FW_PASS_GUARD_TRUSTED, 30, FW_VERDICT_PASS, "guard-trusted",                             \
+	X(FW_DROP_SOCKET_TYPE, 29, FW_VERDICT_DROP, "socket-type",                                 \
+	  "raw (`SOCK_RAW`) or packet (`AF_PACKET`) socket in a process sandbox")                  \
+	X(FW_DROP_ALIAS_SOURCE, 30, FW_VERDICT_DROP, "alias-source",                               \
+	  "a process sandbox binding or sending from a DNS source address of fastwall's "          \
+	  "(`127.254.0.0/16`) that is not its own")                                                \
+	X(FW_DROP_DNS_V6_SENDMSG, 31, FW_VERDICT_DROP, "dns-v6-sendto",                            \
+	  "DNS of a process sandbox sent with `sendto()` to an IPv6 resolver, which the kernel "   \
+	  "cannot redirect to the proxy (`connect()` first works)")                                \
+	X(FW_PASS_GUARD_TRUSTED, 32, FW_VERDICT_PASS, "guard-trusted",                             \
 	  "port guard: TCP/UDP to a guarded port from a trusted source")                           \
-	X(FW_DROP_GUARD_UNTRUSTED, 31, FW_VERDICT_DROP, "guard-untrusted",                         \
+	X(FW_DROP_GUARD_UNTRUSTED, 33, FW_VERDICT_DROP, "guard-untrusted",                         \
 	  "port guard: TCP/UDP to a guarded port from a source outside the trusted CIDRs")         \
-	X(FW_DROP_GUARD_FRAGMENT, 32, FW_VERDICT_DROP, "guard-fragment",                           \
+	X(FW_DROP_GUARD_FRAGMENT, 34, FW_VERDICT_DROP, "guard-fragment",                           \
 	  "port guard: later fragment whose first fragment the guard did not pass, or that "       \
 	  "overlaps its headers")                                                                  \
-	X(FW_DROP_GUARD_MALFORMED, 33, FW_VERDICT_DROP, "guard-malformed",                         \
+	X(FW_DROP_GUARD_MALFORMED, 35, FW_VERDICT_DROP, "guard-malformed",                         \
 	  "port guard: truncated or inconsistent IP or TCP/UDP headers (the port can't be "        \
 	  "known), two VLAN tags, too many IPv6 extension headers")
 

@@ -65,6 +65,7 @@ for s in $SERIES; do
 done
 echo "$line"
 row test_run "BPF_PROG_TEST_RUN verdict table (rows passed)" "✓" "✗"
+row cgroup_test_run "cgroup programs' verdict table (process sandboxes; rows passed)" "✓" "✗"
 row ringbuf "ring buffer map (5.8)" "✓" "✗ fastwalld refuses to start"
 row array_of_maps "array of maps (4.12)" "✓" "✗ fastwalld refuses to start"
 row lpm_trie "LPM trie (4.11)" "✓" "✗ fastwalld refuses to start"

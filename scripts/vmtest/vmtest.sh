@@ -150,8 +150,9 @@ for s in $series; do
 	[ -n "${VT_SERIES[$s]:-}" ] || { echo "vmtest: unknown kernel '$s' (known: $VT_ALL_SERIES)" >&2; exit 2; }
 done
 for b in "$BUILD/fastwalld" "$BUILD/fastwall" "$BUILD/tests/bpf_verdicts" "$BUILD/tests/abi_migrate" \
+	"$BUILD/tests/bpf_cgroup_verdicts" \
 	"$BUILD/tests/cp_kernel" "$BUILD/bpf/egress.bpf.o"; do
-	[ -e "$b" ] || { echo "vmtest: $b missing: make all $BUILD/tests/bpf_verdicts $BUILD/tests/abi_migrate $BUILD/tests/cp_kernel first" >&2; exit 2; }
+	[ -e "$b" ] || { echo "vmtest: $b missing: make all $BUILD/tests/bpf_verdicts $BUILD/tests/bpf_cgroup_verdicts $BUILD/tests/abi_migrate $BUILD/tests/cp_kernel first" >&2; exit 2; }
 done
 
 T0=$(date +%s)

@@ -98,7 +98,7 @@ static int build_policy(struct fw_policy *p, unsigned int v)
 	for (unsigned int k = 1; !ret && k < nrules; k++) {
 		unsigned int half = nrules / 2, b = k <= half ? (v * half + k) % 4096 : k;
 
-		snprintf(cidr, sizeof(cidr), "198.%u.%u.%u/28", k <= half ? 18 : 19, b / 16,
+		snprintf(cidr, sizeof(cidr), "198.%u.%u.%u/28", k <= half ? 18u : 19u, b / 16,
 			 (b % 16) * 16);
 		ret = fw_policy_add_rule(p, "allow", cidr, NULL, 0, err, sizeof(err));
 	}
@@ -405,7 +405,7 @@ int main(int argc, char **argv)
 			nsizes = parse_sizes(optarg, sizes);
 			if (!nsizes) {
 				fprintf(stderr,
-					"cp_kernel: -r takes up to %d sizes of 1..%u, "
+					"cp_kernel: -r takes up to %d sizes of 1..%d, "
 					"comma-separated\n",
 					SIZES_MAX, RULES_MAX);
 				return 2;

@@ -467,6 +467,22 @@ static const struct bad_case bad[] = {
 	{"dns:\n  redirect_all: maybe\n", 2, "dns.redirect_all"},
 	{"dns:\n  lease: { ttl: 5 }\n", 2, "unknown key in dns.lease"},
 	{"dns:\n  upstream: [192.0.2.1]\n", 2, "unknown key in dns"},
+	/* processes */
+	{"processes:\n  cgroup_parent: /abs\n", 2, "relative to cgroup_root"},
+	{"processes:\n  cgroup_parent: a/../b\n", 2, "'..' component"},
+	{"processes:\n  cgroup_parent: a//b\n", 2, "empty"},
+	{"processes:\n  cgroup_parent: \"a b\"\n", 2, "a character other than"},
+	{"processes:\n  cgroup_root: relative\n", 2, "absolute path"},
+	{"processes:\n  sockets: /run/x\n", 2, "unknown key in processes"},
+	{"subjects:\n  - name: a\n    cgroup: a\n", 1, "needs the processes section"},
+	{"processes:\nsubjects:\n  - name: a\n    cgroup: a\n    addresses: [10.0.0.2]\n", 5,
+	 "addresses is not for it"},
+	{"processes:\nsubjects:\n  - name: a\n    cgroup: a\n    interface: sb-a\n", 5,
+	 "interface is not for it"},
+	{"processes:\nsubjects:\n  - name: a\n    cgroup: ../a\n", 4, "'..' component"},
+	{"processes:\nsubjects:\n  - name: a\n    cgroup: [a]\n", 4, "cgroup must be a scalar"},
+	{"processes:\nsubjects:\n  - { name: a, cgroup: x }\n  - { name: b, cgroup: x }\n", 1,
+	 "the same cgroup"},
 	/* guard */
 	{"guard:\n  ports: [8443]\n", 2, "guard.interfaces: at least one interface"},
 	{"guard:\n  interfaces: [eth0]\n", 2, "guard.ports: at least one port"},
@@ -487,6 +503,33 @@ static const struct bad_case bad[] = {
 	{"guard:\n  interfaces: [eth0]\n  ports: [80]\n  trust: [10.0.0.1]\n", 4,
 	 "unknown key in guard"},
 };
+
+Test(config, processes_section)
+{
+	cr_assert_eq(load("log_level: info\n"), 0, "%s", err);
+	cr_assert_not(cfg.processes_enabled, "absent: off");
+	cr_assert_str_eq(cfg.cgroup_root, "/sys/fs/cgroup");
+	cr_assert_str_eq(cfg.cgroup_parent, "fastwall");
+	cr_assert_str_eq(cfg.processes_socket, "/run/fastwall/run.sock");
+	fw_cfg_free(&cfg);
+	fw_cfg_init(&cfg);
+	cr_assert_eq(load("processes:\n"), 0, "%s", err);
+	cr_assert(cfg.processes_enabled, "present, even empty: on");
+	fw_cfg_free(&cfg);
+	fw_cfg_init(&cfg);
+	cr_assert_eq(load("processes:\n  cgroup_root: /tmp/cg\n  cgroup_parent: sb/run\n"
+			  "  socket: /run/x.sock\nsubjects:\n  - name: svc\n    cgroup: svc/main\n"
+			  "    state: denying\n"),
+		     0, "%s", err);
+	cr_assert_str_eq(cfg.cgroup_root, "/tmp/cg");
+	cr_assert_str_eq(cfg.cgroup_parent, "sb/run");
+	cr_assert_str_eq(cfg.processes_socket, "/run/x.sock");
+	cr_assert_eq(cfg.nsubjects, 1);
+	cr_assert_str_eq(cfg.subjects[0].cgroup, "svc/main");
+	cr_assert_eq(cfg.subjects[0].naddrs, 0);
+	cr_assert_eq(cfg.subjects[0].state, FW_STATE_DENYING);
+	cr_assert_eq(cfg.subjects[0].cgroup_id, 0, "resolved by fastwalld, not the parser");
+}
 
 Test(config, guard_section)
 {

@@ -2310,3 +2310,58 @@ Test(dnsproxy, dns_build_reject)
 	m = query(0x77, "r.example", FW_DNS_TYPE_A, 0);
 	cr_assert_eq(fw_dns_build_reject(m.b, m.len, FW_DNS_RCODE_FORMERR, out, 12, &n), -ENOSPC);
 }
+
+/* ---- what the metrics read ---- */
+
+static __u64 lat_count(const struct fw_dnsp_stats *s)
+{
+	__u64 n = 0;
+
+	for (unsigned int b = 0; b <= FW_DNSP_LAT_BUCKETS; b++)
+		n += s->latency[b];
+	return n;
+}
+
+Test(dnsproxy, responses_by_rcode_and_upstream_latency)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg q = query(1, "fast.example", FW_DNS_TYPE_A, 0), r;
+	struct fw_dnsp_stats s;
+	unsigned int b;
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	p = proxy_start(&c);
+	r = udp_ask(p, &q); /* NOERROR from the upstream */
+	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_NOERROR);
+	HOOK_SET(decide_ret, FW_DNS_RCODE_NXDOMAIN);
+	q = query(2, "denied.example", FW_DNS_TYPE_A, 0);
+	r = udp_ask(p, &q); /* NXDOMAIN from the hook, no exchange */
+	HOOK_SET(decide_ret, FW_DNSP_FORWARD);
+	s = stats(p);
+	cr_assert_eq(s.rcodes[FW_DNS_RCODE_NOERROR], 1);
+	cr_assert_eq(s.rcodes[FW_DNS_RCODE_NXDOMAIN], 1);
+	cr_assert_eq(s.rcodes[FW_DNS_RCODE_SERVFAIL], 0);
+	/* one exchange, answered at once: in the histogram, well under 150 ms */
+	cr_assert_eq(lat_count(&s), 1);
+	cr_assert_lt(s.latency_sum_ns, 150000000ull);
+
+	/* a 150 ms upstream lands in the (100 ms, 250 ms] bucket */
+	FAKE_SET(f, delay_ms, 150);
+	q = query(3, "slow.example", FW_DNS_TYPE_A, 0);
+	r = udp_ask(p, &q);
+	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_NOERROR);
+	s = stats(p);
+	cr_assert_eq(lat_count(&s), 2);
+	for (b = 0; b < FW_DNSP_LAT_BUCKETS && fw_dnsp_latency_bounds_ns[b] != 250000000ull; b++)
+		;
+	cr_assert_eq(s.latency[b], 1, "bucket %u of %llu ns", b,
+		     (unsigned long long)fw_dnsp_latency_bounds_ns[b]);
+	cr_assert_geq(s.latency_sum_ns, 150000000ull);
+	cr_assert_eq(s.rcodes[FW_DNS_RCODE_NOERROR], 2);
+	FAKE_SET(f, delay_ms, 0);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # The suite `make vmtest` runs inside each kernel's VM (scripts/vmtest/):
-#   1. the whole BPF_PROG_TEST_RUN verdict table ($BUILD/tests/bpf_verdicts),
+#   1. the whole BPF_PROG_TEST_RUN verdict table ($BUILD/tests/bpf_verdicts)
+#      and the cgroup programs' ($BUILD/tests/bpf_cgroup_verdicts),
 #      the pinned-map ABI checks, and what a control-plane operation costs
 #      next to a plain array update ($BUILD/tests/cp_kernel; figures only);
 #   2. the loader: fastwalld checks, loads, pins, attaches to a bridge's
@@ -126,6 +127,23 @@ if [ -x "$BUILD/tests/abi_migrate" ]; then
 	PASSED=$((PASSED + ap)) FAILED=$((FAILED + af))
 else
 	not_ok "$BUILD/tests/abi_migrate is missing"
+fi
+
+echo "# 1b2. the cgroup programs' verdict table (process sandboxes)"
+if [ -x "$BUILD/tests/bpf_cgroup_verdicts" ]; then
+	t0=$SECONDS
+	"$BUILD/tests/bpf_cgroup_verdicts" >"$TMP/cgv" 2>&1
+	crc=$?
+	grep -E '^not ok|^(can|fixture|libbpf).*' "$TMP/cgv" | sed 's/^/# cgroup verdicts: /'
+	# its summary: "cgroup verdicts: 24 passed, 0 failed"
+	read -r cp cf < <(awk '/[0-9]+ passed, [0-9]+ failed/ { for (i = 2; i < NF; i++) if ($i == "passed,") { p = $(i - 1); f = $(i + 1) } }
+		END { print p + 0, f + 0 }' "$TMP/cgv")
+	{ [ "$crc" -ne 0 ] || [ "$cp" -eq 0 ]; } && [ "$cf" -eq 0 ] && cf=1 && tail -20 "$TMP/cgv" | sed 's/^/# cgroup verdicts: /'
+	echo "# cgroup verdict table: $cp rows passed, $cf failed ($((SECONDS - t0))s)"
+	PASSED=$((PASSED + cp)) FAILED=$((FAILED + cf))
+	feature cgroup_test_run "$cp/$((cp + cf))"
+else
+	not_ok "$BUILD/tests/bpf_cgroup_verdicts is missing"
 fi
 
 echo "# 1c. control-plane cost: add, update, rebind, remove against a plain array update"

@@ -1,21 +1,36 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* fastwall: read-only view of the pinned data plane (status, subjects,
  * leases). It opens the pinned maps directly, so it works whether or not
- * fastwalld is running. */
+ * fastwalld is running. And `fastwall run`, which starts a command in a
+ * process sandbox of the running fastwalld. */
 #include <errno.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <net/if.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <linux/capability.h>
 
 #include "common/addr.h"
 #include "config/config.h"
+#include "datapath/cgroup.h"
 #include "datapath/datapath.h"
 #include "datapath/guard.h"
 #include "common/log.h"
+#include "fastwall/version.h"
+#include "subjects/run.h"
+#include "scope.h"
 
 enum { EXIT_USAGE = 2, EXIT_NOSTATE = 3 };
 
@@ -117,6 +132,29 @@ static void print_counts(const __u64 *p, bool all)
 		printf("\n");
 }
 
+/* "cgroup:PATH" of process subject id (its fastwall_cgroups entry; the
+ * path from the cgroup's id, "cgroup:#ID" when no cgroup2 mount shows it). */
+static int cgroup_of(struct cli *c, __u32 id, char *out, size_t len, struct fw_subject *ks)
+{
+	char root[256], path[4096];
+	__u64 cgid, *prev = NULL;
+
+	if (c->dp->cgroups_fd < 0)
+		return -ENOENT;
+	while (bpf_map_get_next_key(c->dp->cgroups_fd, prev, &cgid) == 0) {
+		prev = &cgid;
+		if (bpf_map_lookup_elem(c->dp->cgroups_fd, &cgid, ks) || ks->id != id)
+			continue;
+		if (fw_cg_find_mount(root, sizeof(root)) == 0 &&
+		    fw_cg_path_of(root, cgid, path, sizeof(path)) == 0)
+			snprintf(out, len, "cgroup:%.*s", (int)(len > 8 ? len - 8 : 0), path);
+		else
+			snprintf(out, len, "cgroup:#%llu", (unsigned long long)cgid);
+		return 0;
+	}
+	return -ENOENT;
+}
+
 static int cmd_subjects(struct cli *c)
 {
 	struct fw_subject_meta meta;
@@ -145,10 +183,20 @@ static int cmd_subjects(struct cli *c)
 			if (bpf_map_lookup_elem(c->dp->dispatch_fd, &addr, &ks) || ks.id != key)
 				continue;
 			state = state_name(ks.state);
+			/* a process subject's DNS source (127.254.0.0/16): its
+			 * cgroup says who it is */
+			if (ks.ifindex == FW_IFINDEX_MISSING && addr.w[2] == htonl(0xffff) &&
+			    (ntohl(addr.w[3]) & 0xffff0000u) == FW_CG_DNS_ALIAS_NET)
+				continue;
 			used += snprintf(addrs + used, sizeof(addrs) - used, "%s%s",
 					 first ? "" : ",", fw_addr_str(&addr, buf, sizeof(buf)));
 			if (used >= sizeof(addrs))
 				used = sizeof(addrs) - 1;
+			first = false;
+		}
+		/* a process subject: its cgroup instead of addresses */
+		if (first && cgroup_of(c, key, addrs, sizeof(addrs), &ks) == 0) {
+			state = state_name(ks.state);
 			first = false;
 		}
 		printf("%-5u %-24s %-8s %-10s %s\n", key, meta.name, first ? "absent" : state,
@@ -280,6 +328,209 @@ static int cmd_reasons(struct cli *c)
 	return 0;
 }
 
+/* ---- fastwall run ---- */
+
+#define RUN_EXIT_OWN 125 /* fastwall run's own failure, as env(1) and timeout(1) */
+
+static volatile sig_atomic_t run_signal;
+
+static void on_run_signal(int sig)
+{
+	run_signal = sig;
+}
+
+static void run_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: fastwall run [--policy FILE] [--allow TARGET]... [--deny TARGET]...\n"
+		"                    [--name NAME] [--socket PATH] -- CMD [ARGS]\n\n"
+		"Runs CMD in a process sandbox of the running fastwalld (its processes.\n"
+		"section on): a new cgroup below processes.cgroup_parent whose processes,\n"
+		"children and sub-cgroups included, reach only what the policy allows.\n"
+		"A denied connect or sendto fails with EPERM; raw and packet sockets are\n"
+		"refused. The exit status is CMD's (128 + N when a signal N ended it,\n"
+		"125 when fastwall run itself failed). SIGINT and SIGTERM go to CMD; when\n"
+		"it ends, whatever is left in the cgroup is killed and the subject and\n"
+		"the cgroup are removed. With fastwalld's DNS proxy on, CMD's DNS goes to\n"
+		"the proxy whatever resolver it asks, so domain targets work. Root only.\n\n"
+		"  --policy FILE    the policy JSON: {\"defaultAction\": \"deny\", \"egress\":\n"
+		"                   [{\"action\": \"allow\", \"target\": \"192.0.2.0/24\"}]}\n"
+		"                   (default: deny everything)\n"
+		"  --allow TARGET   allow an address, CIDR or domain (after FILE's rules)\n"
+		"  --deny TARGET    deny an address, CIDR or domain\n"
+		"  --name NAME      the subject's and the cgroup's name (default run-PID)\n"
+		"  --socket PATH    fastwalld's run socket (default " FW_RUN_DEFAULT_SOCKET ")\n");
+}
+
+/* One request, its answer. */
+static int run_call(int fd, const struct fw_run_req *req, struct fw_run_reply *rep)
+{
+	char *text = fw_run_req_format(req), buf[8192];
+	ssize_t n;
+
+	if (!text)
+		return -ENOMEM;
+	n = send(fd, text, strlen(text), MSG_NOSIGNAL);
+	free(text);
+	if (n < 0)
+		return -errno;
+	do
+		n = recv(fd, buf, sizeof(buf), 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -ECONNRESET;
+	return fw_run_reply_parse(buf, (size_t)n, rep);
+}
+
+static int run_connect(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* Without CAP_NET_RAW, for good (bounding set, ambient, and the sets of
+ * this process): raw and packet sockets are refused by the kernel before
+ * any program sees them. The cgroup programs refuse raw IP sockets too,
+ * but packet sockets never reach an inet hook. */
+static int drop_net_raw(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+	__u32 bit = 1u << (CAP_NET_RAW % 32);
+	int w = CAP_NET_RAW / 32;
+
+	if (prctl(PR_CAPBSET_DROP, CAP_NET_RAW, 0, 0, 0) && errno != EINVAL)
+		return -errno;
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, CAP_NET_RAW, 0, 0);
+	if (syscall(SYS_capget, &h, d))
+		return -errno;
+	d[w].effective &= ~bit;
+	d[w].permitted &= ~bit;
+	d[w].inheritable &= ~bit;
+	if (syscall(SYS_capset, &h, d))
+		return -errno;
+	return 0;
+}
+
+/* The child: into the sandbox's cgroup, then CMD. It never runs CMD
+ * outside the cgroup. */
+static void run_child(const char *cgroup, char **cmd)
+{
+	char procs[4200];
+	sigset_t none;
+	int fd;
+
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cgroup);
+	fd = open(procs, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "0", 1) != 1) {
+		fprintf(stderr, "fastwall run: can't join cgroup %s: %s\n", cgroup,
+			strerror(errno));
+		_exit(RUN_EXIT_OWN);
+	}
+	close(fd);
+	if (drop_net_raw()) {
+		fprintf(stderr, "fastwall run: can't drop CAP_NET_RAW: %s\n", strerror(errno));
+		_exit(RUN_EXIT_OWN);
+	}
+	execvp(cmd[0], cmd);
+	fprintf(stderr, "fastwall run: can't run %s: %s\n", cmd[0], strerror(errno));
+	_exit(errno == ENOENT ? 127 : 126);
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	struct fw_run_args a;
+	struct fw_run_req rm = {.op = FW_RUN_REMOVE};
+	struct fw_run_reply rep;
+	struct sigaction sa = {.sa_handler = on_run_signal};
+	char err[512];
+	int fd, status = 0, ret;
+	pid_t child;
+
+	if (fw_run_args_parse(argc, argv, (unsigned int)getpid(), &a, err, sizeof(err))) {
+		fprintf(stderr, "fastwall run: %s\n", err);
+		run_usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (a.help) {
+		run_usage(stdout);
+		fw_run_req_free(&a.req);
+		return 0;
+	}
+	fd = run_connect(a.socket);
+	if (fd < 0) {
+		fprintf(stderr, "fastwall run: can't reach fastwalld at %s: %s\n", a.socket,
+			strerror(-fd));
+		fw_run_req_free(&a.req);
+		return RUN_EXIT_OWN;
+	}
+	ret = run_call(fd, &a.req, &rep);
+	fw_run_req_free(&a.req);
+	if (ret || !rep.ok) {
+		fprintf(stderr, "fastwall run: %s\n", ret ? strerror(-ret) : rep.error);
+		close(fd);
+		return RUN_EXIT_OWN;
+	}
+	snprintf(rm.name, sizeof(rm.name), "%s", a.req.name);
+	/* before the fork: a signal from then on reaches CMD */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	child = fork();
+	if (child == 0)
+		run_child(rep.cgroup, a.cmd);
+	if (child < 0) {
+		fprintf(stderr, "fastwall run: fork: %s\n", strerror(errno));
+		status = RUN_EXIT_OWN << 8;
+	}
+	while (child > 0) {
+		pid_t w = waitpid(child, &status, 0);
+
+		if (w == child)
+			break;
+		if (w < 0 && errno != EINTR)
+			break;
+		if (run_signal) {
+			kill(child, run_signal);
+			run_signal = 0;
+		}
+	}
+	/* done: the rest of the sandbox goes, then its subject and cgroup
+	 * (a new connection when fastwalld restarted meanwhile) */
+	ret = run_call(fd, &rm, &rep);
+	close(fd);
+	if (ret == -EPIPE || ret == -ECONNRESET || ret == -ENOTCONN) {
+		fd = run_connect(a.socket);
+		ret = fd < 0 ? fd : run_call(fd, &rm, &rep);
+		if (fd >= 0)
+			close(fd);
+	}
+	if (ret || !rep.ok)
+		fprintf(stderr, "fastwall run: can't remove run %s: %s\n", rm.name,
+			ret ? strerror(-ret) : rep.error);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : RUN_EXIT_OWN;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(struct cli *c);
@@ -290,6 +541,7 @@ static const struct {
 	{"subjects", cmd_subjects, true, "subjects with state, addresses and counters"},
 	{"leases", cmd_leases, true, "DNS-learned addresses and their remaining lease"},
 	{"reasons", cmd_reasons, false, "verdict reasons: number, pass or drop, name, meaning"},
+	{"run", NULL, false, "run a command in a process sandbox (fastwall run --help)"},
 };
 
 static void usage(FILE *out)
@@ -316,6 +568,24 @@ int main(int argc, char **argv)
 	struct cli c = {.bpffs = FW_DEFAULT_BPFFS};
 	int opt, err;
 
+	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+		printf("fastwall %s (map ABI %d)\n", FW_VERSION, FW_ABI_VERSION);
+		return 0;
+	}
+	/* run has options of its own and a command after them: the global
+	 * options (-b DIR, -a, -m) may come before the word run only */
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "run") == 0) {
+			fw_log_level = FW_LOG_ERROR;
+			return cmd_run(argc - i, argv + i);
+		}
+		if (argv[i][0] != '-' || strcmp(argv[i], "--") == 0)
+			break;
+		if (strcmp(argv[i], "-b") == 0 || strcmp(argv[i], "--bpffs") == 0)
+			i++;
+	}
+	if (argc > 1 && strcmp(argv[1], "scope") == 0)
+		return fw_cli_scope(argc - 1, argv + 1);
 	while ((opt = getopt_long(argc, argv, "b:amh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'b':
@@ -340,7 +610,7 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-		if (strcmp(cmds[i].name, argv[optind]) != 0)
+		if (strcmp(cmds[i].name, argv[optind]) != 0 || !cmds[i].fn)
 			continue;
 		fw_log_level = FW_LOG_ERROR;
 		fw_dp_quiet();

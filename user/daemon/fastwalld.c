@@ -3,10 +3,10 @@
  * sandbox-facing interface (including ports that appear later), programs
  * the static subjects of its YAML config, reloads them on SIGHUP, runs the
  * DNS proxy (its own worker threads) and the lease refresh, and reports
- * deny events. One event loop thread (common/loop.h) besides the proxy's
- * and the HTTP server's: signals, link events and the deny-event ring are
- * its watches; the actions tick, the reaper and the lease refresh round
- * are its timers. */
+ * deny events. One event loop thread (common/loop.h) besides the proxy's,
+ * the HTTP server's and the metrics listener's (metrics.h): signals, link
+ * events and the deny-event ring are its watches; the actions tick, the
+ * reaper and the lease refresh round are its timers. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fnmatch.h>
@@ -34,6 +34,7 @@
 #include "dns/proxy.h"
 #include "common/hash.h"
 #include "http.h"
+#include "procs.h"
 #include "common/ifset.h"
 #include "dns/learn.h"
 #include "datapath/l2bind.h"
@@ -41,7 +42,9 @@
 #include "common/log.h"
 #include "common/loop.h"
 #include "common/secmem.h"
+#include "metrics.h"
 #include "subjects/registry.h"
+#include "fastwall/version.h"
 
 #define FW_DEFAULT_CONFIG "/etc/fastwall/fastwalld.yaml"
 
@@ -63,9 +66,11 @@ struct fw_daemon {
 	struct fw_actions actions;
 	bool actions_on;
 	struct fw_http *http;
+	struct fw_metrics *metrics; /* /metrics, /healthz, /readyz; NULL when off */
 	struct fw_learn *learn;
 	struct fw_dnsp *dnsp;
 	struct fw_loop *loop;
+	struct fw_procs *procs;		    /* process sandboxes, with processes: */
 	struct fw_loop_timer tick_timer;    /* fw_actions_tick, every second */
 	struct fw_loop_timer reap_timer;    /* fw_reg_reap */
 	struct fw_loop_timer refresh_timer; /* fw_learn_tick, every refresh_interval_ns */
@@ -442,6 +447,14 @@ static bool l2_live(int ifindex, const void *ctx)
 	return fw_dp_attached(ifindex);
 }
 
+/* The interfaces attached to, for /readyz (which checks the programs are
+ * still there). */
+static void attached_publish(struct fw_daemon *d)
+{
+	if (fw_metrics_set_attached(d->metrics, d->attached.v, d->attached.n))
+		fw_warn("metrics: can't record the %zu attached interfaces", d->attached.n);
+}
+
 static int attach_all(struct fw_daemon *d)
 {
 	int err;
@@ -454,6 +467,7 @@ static int attach_all(struct fw_daemon *d)
 	else
 		fw_l2_prune(d->dp, l2_live, NULL); /* ports that went while we were down */
 	fw_reg_links_changed(&d->reg);
+	attached_publish(d);
 	return err;
 }
 
@@ -524,6 +538,24 @@ static void on_dns_event(void *ctx, const struct fw_learn_event *ev)
 		fw_info("events of subject=%s suppressed by rate limit: %llu",
 			ev->name && ev->name[0] ? ev->name : "-",
 			(unsigned long long)ev->suppressed);
+}
+
+/* What the configuration accepted with a warning (policy keys it does
+ * not know): to out (check), else to the log. */
+static void cfg_warnings(const struct fw_cfg *cfg, FILE *out)
+{
+	for (size_t i = 0; i < cfg->nwarnings; i++) {
+		if (out)
+			fprintf(out, "warning: %s\n", cfg->warnings[i]);
+		else
+			fw_warn("%s", cfg->warnings[i]);
+	}
+	if (!cfg->warnings_lost)
+		return;
+	if (out)
+		fprintf(out, "warning: %zu more warnings left out\n", cfg->warnings_lost);
+	else
+		fw_warn("%zu more configuration warnings left out", cfg->warnings_lost);
 }
 
 static void learn_config(const struct fw_cfg *cfg, struct fw_learn_config *lc)
@@ -774,9 +806,14 @@ static void reload(struct fw_daemon *d)
 		fw_cfg_free(&next);
 		return;
 	}
+	cfg_warnings(&next, NULL);
 	if (next.actions_enabled != d->cfg.actions_enabled ||
 	    strcmp(next.actions_listen, d->cfg.actions_listen) != 0)
 		fw_warn("the actions section changes only on restart");
+	if (strcmp(next.metrics_listen, d->cfg.metrics_listen) != 0)
+		fw_warn("metrics.listen changes only on restart; keeping '%s'",
+			d->cfg.metrics_listen);
+	snprintf(next.metrics_listen, sizeof(next.metrics_listen), "%s", d->cfg.metrics_listen);
 	if (strcmp(next.bpffs, d->cfg.bpffs) != 0)
 		fw_warn("datapath.bpffs changes only on restart; keeping %s", d->cfg.bpffs);
 	snprintf(next.bpffs, sizeof(next.bpffs), "%s", d->cfg.bpffs);
@@ -808,6 +845,13 @@ static void reload(struct fw_daemon *d)
 		fw_dnsp_set_upstreams(d->dnsp, u, nu);
 	}
 
+	if (next.processes_enabled != d->cfg.processes_enabled ||
+	    strcmp(next.cgroup_root, d->cfg.cgroup_root) ||
+	    strcmp(next.cgroup_parent, d->cfg.cgroup_parent) ||
+	    strcmp(next.processes_socket, d->cfg.processes_socket))
+		fw_warn("the processes section changes only on restart");
+	if (d->procs)
+		fw_procs_resolve(d->procs, next.subjects, next.nsubjects);
 	ret = apply_datapath(d, &next);
 	if (!ret)
 		ret = fw_reg_sync_static(&d->reg, &next.overlay, next.subjects, next.nsubjects,
@@ -880,6 +924,7 @@ static void on_links(struct fw_loop *l, int fd, __u32 events, void *ctx)
 	} else {
 		l2_reserve(d);
 		fw_reg_links_changed(&d->reg);
+		attached_publish(d);
 	}
 	local_sync(d);
 }
@@ -988,6 +1033,7 @@ static int run(struct fw_daemon *d)
 	}
 	if (!d->level_forced)
 		fw_log_level = d->cfg.log_level;
+	cfg_warnings(&d->cfg, NULL);
 	if (guard_check(&d->cfg, errbuf, sizeof(errbuf))) {
 		fw_err("%s", errbuf);
 		return FW_EXIT_CONFIG;
@@ -1003,6 +1049,12 @@ static int run(struct fw_daemon *d)
 	fw_dp_quiet();
 	if (probe_kernel())
 		return FW_EXIT_KERNEL;
+	/* up first: /readyz answers 503 while the rest starts. Without it
+	 * (the port taken) fastwalld still enforces: the error says why
+	 * nothing answers there */
+	if (d->cfg.metrics_listen[0] &&
+	    fw_metrics_start(&d->metrics, d->cfg.metrics_listen, d->cfg.bpffs))
+		fw_err("running without the metrics listener");
 	{
 		/* the rule trie of every subject slot is one open descriptor */
 		struct rlimit rl;
@@ -1040,6 +1092,14 @@ static int run(struct fw_daemon *d)
 	err = apply_datapath(d, &d->cfg);
 	if (err)
 		return FW_EXIT_KERNEL;
+	/* asked for: without the cgroup programs its sandboxes would run
+	 * unchecked, so fastwalld does not start. Before the subjects: a
+	 * cgroup subject is checked from the moment it is programmed */
+	if (d->cfg.processes_enabled) {
+		if (fw_procs_open(&d->reg, &d->cfg, &d->procs))
+			return FW_EXIT_KERNEL;
+		fw_procs_resolve(d->procs, d->cfg.subjects, d->cfg.nsubjects);
+	}
 	/* the uplinks' guard does not wait for the subjects */
 	err = guard_apply(d, &d->cfg, NULL);
 	if (err)
@@ -1113,6 +1173,8 @@ static int run(struct fw_daemon *d)
 	fw_loop_timer_arm(d->loop, &d->reap_timer, 0);
 	fw_loop_timer_init(&d->refresh_timer, refresh_timer, d);
 	fw_loop_timer_arm(d->loop, &d->refresh_timer, 0);
+	if (d->procs && fw_procs_serve(d->procs, d->loop))
+		return FW_EXIT_FAILURE;
 	fw_info("fastwalld ready: %zu subjects, config %s", fw_reg_count(&d->reg), d->config_path);
 	/* after a restart: the rule tries' descriptors, off the request path */
 	fw_dp_slots_warm(d->dp);
@@ -1121,8 +1183,26 @@ static int run(struct fw_daemon *d)
 	err = fw_learn_adopt(d->learn, true);
 	if (err)
 		fw_warn("can't adopt learned addresses: %s", strerror(-err));
+	{
+		/* every part is up (and the pinned maps migrated): the listener
+		 * may read them from here on */
+		struct fw_metrics_parts parts = {
+			.dp = d->dp,
+			.reg = &d->reg,
+			.learn = d->learn,
+			.dnsp = d->dnsp,
+			.http = d->http,
+			.actions = d->actions_on ? &d->actions : NULL,
+			.dns_wanted = d->cfg.dns_proxy,
+			.started = true,
+		};
+
+		fw_metrics_publish(d->metrics, &parts);
+	}
 
 	err = fw_loop_run(d->loop);
+	fw_procs_stop(d->procs);
+	d->procs = NULL;
 	if (err) {
 		fw_err("epoll_wait: %s", strerror(-err));
 		return FW_EXIT_FAILURE;
@@ -1162,6 +1242,8 @@ static int detach(const char *config_path, const char *bpffs, bool purge)
 	}
 	if_freenameindex(ifs);
 	fw_info("detached from %d interfaces", n);
+	if (cfg.processes_enabled)
+		fw_procs_detach(&cfg);
 	if (purge && fw_dp_purge(bpffs) == 0)
 		fw_info("unpinned maps under %s", bpffs);
 	fw_cfg_free(&cfg);
@@ -1178,7 +1260,9 @@ static int check(const char *config_path)
 		fprintf(stderr, "%s\n", errbuf);
 		return FW_EXIT_CONFIG;
 	}
-	printf("%s: ok, %zu static subjects\n", config_path, cfg.nsubjects);
+	cfg_warnings(&cfg, stderr);
+	printf("%s: ok, %zu static subjects%s\n", config_path, cfg.nsubjects,
+	       cfg.nwarnings ? " (with warnings)" : "");
 	fw_cfg_free(&cfg);
 	return FW_EXIT_OK;
 }
@@ -1239,6 +1323,7 @@ static void usage(FILE *out)
 		"  -b, --bpffs DIR       pin directory for detach --purge\n"
 		"  -l, --log-level LVL   error, warn, info, debug (overrides the config)\n"
 		"  -h, --help            this text\n"
+		"      --version         the version and map ABI\n"
 		"\n"
 		"signals: SIGHUP reloads static subjects atomically; SIGTERM stops and\n"
 		"leaves the kernel state in place (fail closed).\n");
@@ -1252,6 +1337,7 @@ int main(int argc, char **argv)
 		{"log-level", required_argument, NULL, 'l'},
 		{"purge", no_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{},
 	};
 	struct fw_daemon *d;
@@ -1276,6 +1362,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return FW_EXIT_OK;
+		case 'V':
+			printf("fastwalld %s (map ABI %d)\n", FW_VERSION, FW_ABI_VERSION);
 			return FW_EXIT_OK;
 		default:
 			usage(stderr);
@@ -1316,6 +1405,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		ret = FW_EXIT_USAGE;
 	}
+	/* first: its requests read everything below */
+	fw_metrics_stop(d->metrics);
 	fw_http_stop(d->http);
 	fw_dnsp_stop(d->dnsp);
 	if (d->actions_on)

@@ -26,7 +26,8 @@
 #include "common/secmem.h"
 
 #define FW_HTTP_THREADS	  4
-#define FW_HTTP_TIMEOUT_S 10 /* libmicrohttpd's idle timeout: no byte for that long */
+#define FW_HTTP_CODES	  600 /* status codes counted: 0-599 */
+#define FW_HTTP_TIMEOUT_S 10  /* libmicrohttpd's idle timeout: no byte for that long */
 #define FW_HTTP_MAX_CONN  4096
 /* One address holds at most this many connections, so one client that
  * opens sockets and sits on them cannot lock out the others (the Fastlet
@@ -62,6 +63,9 @@ struct fw_http {
 	pthread_cond_t wake;
 	struct fw_http_conn *conns;
 	atomic_size_t body_bytes; /* sum of every fw_req's cap */
+	/* requests answered, by route and status code (relaxed atomics: the
+	 * metrics listener reads them while the pool writes) */
+	uint64_t (*requests)[FW_HTTP_CODES];
 };
 
 /* One request's body as it arrives. Bodies over the cap are drained and
@@ -75,6 +79,13 @@ struct fw_req {
 };
 
 enum fw_listener { FW_TCP, FW_UNIX };
+
+/* The paths requests are counted by (fw_http_requests); anything else is
+ * "other". */
+static const char *const route_paths[FW_HTTP_ROUTES] = {
+	"/_fastlet/v1/actions", "/_fastlet/v1/actions/status", "/policy",
+	"/credential-vault",	"/credential-vault/_active",   "other",
+};
 
 struct fw_ctx {
 	struct fw_http *h;
@@ -91,11 +102,15 @@ static void free_secret(void *p)
 	fw_secmem_free(p);
 }
 
+/* The status the last reply of this thread queued, for the counters. */
+static __thread int last_status;
+
 static enum MHD_Result send_reply(struct MHD_Connection *c, struct fw_reply *r)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
 
+	last_status = r->status;
 	if (r->body)
 		resp = MHD_create_response_from_buffer_with_free_callback(
 			r->len, r->body, r->secret ? free_secret : free_body);
@@ -241,9 +256,9 @@ static int body_grow(struct fw_req *req, size_t need)
 	return 0;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-				  const char *method, const char *version, const char *upload_data,
-				  size_t *upload_data_size, void **con_cls)
+static enum MHD_Result serve(void *cls, struct MHD_Connection *c, const char *url,
+			     const char *method, const char *version, const char *upload_data,
+			     size_t *upload_data_size, void **con_cls)
 {
 	struct fw_ctx *ctx = cls;
 	struct fw_req *req = *con_cls;
@@ -322,6 +337,47 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (r.status == 405 && !r.body)
 		return send_text(c, 405, "method not allowed", r.allow);
 	return send_reply(c, &r);
+}
+
+static unsigned int route_of(enum fw_listener which, const char *url)
+{
+	/* the unix listener serves one path, the TCP listener the others */
+	for (unsigned int i = 0; i < FW_HTTP_ROUTES - 1; i++) {
+		if (strcmp(url, route_paths[i]))
+			continue;
+		if ((i == FW_HTTP_ROUTES - 2) == (which == FW_UNIX))
+			return i;
+	}
+	return FW_HTTP_ROUTES - 1;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **con_cls)
+{
+	struct fw_ctx *ctx = cls;
+	enum MHD_Result ret;
+
+	last_status = 0;
+	ret = serve(cls, c, url, method, version, upload_data, upload_data_size, con_cls);
+	if (last_status > 0 && last_status < FW_HTTP_CODES && ctx->h->requests)
+		__atomic_add_fetch(&ctx->h->requests[route_of(ctx->which, url)][last_status], 1,
+				   __ATOMIC_RELAXED);
+	return ret;
+}
+
+void fw_http_requests(struct fw_http *h,
+		      void (*fn)(void *ctx, const char *path, int code, uint64_t n), void *ctx)
+{
+	if (!h || !h->requests)
+		return;
+	for (unsigned int r = 0; r < FW_HTTP_ROUTES; r++)
+		for (int code = 0; code < FW_HTTP_CODES; code++) {
+			uint64_t n = __atomic_load_n(&h->requests[r][code], __ATOMIC_RELAXED);
+
+			if (n)
+				fn(ctx, route_paths[r], code, n);
+		}
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -427,7 +483,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 static struct fw_ctx ctx_tcp, ctx_unix;
 
 /* "127.0.0.1:18080", "[::1]:18080", "localhost:18080" */
-static int resolve_listen(const char *listen, struct sockaddr_storage *ss)
+int fw_http_resolve(const char *listen, struct sockaddr_storage *ss)
 {
 	char host[64];
 	const char *colon = strrchr(listen, ':');
@@ -496,6 +552,8 @@ int fw_http_start(struct fw_http **out, struct fw_actions *a, const char *listen
 	if (!h)
 		return -ENOMEM;
 	h->a = a;
+	/* without it the listener serves, uncounted */
+	h->requests = calloc(FW_HTTP_ROUTES, sizeof(*h->requests));
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_condattr_t ca;
 
@@ -509,7 +567,7 @@ int fw_http_start(struct fw_http **out, struct fw_actions *a, const char *listen
 		goto fail;
 	}
 	h->reaper_started = true;
-	err = resolve_listen(listen, &ss);
+	err = fw_http_resolve(listen, &ss);
 	if (err) {
 		fw_err("can't resolve actions.listen %s", listen);
 		goto fail;
@@ -576,5 +634,6 @@ void fw_http_stop(struct fw_http *h)
 	}
 	pthread_cond_destroy(&h->wake);
 	pthread_mutex_destroy(&h->lock);
+	free(h->requests);
 	free(h);
 }

@@ -6,12 +6,25 @@
 #ifndef FW_HTTP_H
 #define FW_HTTP_H
 
+#include <stdint.h>
+#include <sys/socket.h>
+
 #include "protocol/actions.h"
 
 struct fw_http;
 
+/* routes counted: the five paths the listeners serve and "other" */
+#define FW_HTTP_ROUTES 6
+
 int fw_http_start(struct fw_http **out, struct fw_actions *a, const char *listen,
 		  const char *vault_socket);
 void fw_http_stop(struct fw_http *h);
+/* "127.0.0.1:18080", "[::1]:18080", "localhost:18080" into an address;
+ * -EINVAL when it is none. */
+int fw_http_resolve(const char *listen, struct sockaddr_storage *ss);
+/* Calls fn for every (path, status code) answered at least once, with
+ * the count; any thread, lock-free. */
+void fw_http_requests(struct fw_http *h,
+		      void (*fn)(void *ctx, const char *path, int code, uint64_t n), void *ctx);
 
 #endif /* FW_HTTP_H */

@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "datapath_fake.h"
+#include "datapath/cgroup.h"
 
 #define FMAP_BUCKETS 256
 
@@ -39,7 +40,8 @@ struct frules {
 };
 
 struct fake_dp {
-	struct fw_dp dp; /* first: the callers hold a struct fw_dp * */
+	struct fw_dp dp;     /* first: the callers hold a struct fw_dp * */
+	struct fmap cgroups; /* __u64 cgroup id -> struct fw_subject */
 	struct fmap dispatch, meta, learned, lports, ports, names, lnames, conns;
 	struct frules rules[FW_MAX_SUBJECTS];
 	__u64 counts[FW_MAX_SUBJECTS];
@@ -202,6 +204,8 @@ struct fw_dp *fake_dp_new(void)
 	f->dp.meta_fd = f->dp.names_fd = f->dp.learned_names_fd = f->dp.learned_ports_fd = -1;
 	f->dp.conn_count_fd = f->dp.ports_fd = -1;
 	fmap_init(&f->dispatch, sizeof(struct fw_ip), sizeof(struct fw_subject));
+	fmap_init(&f->cgroups, sizeof(__u64), sizeof(struct fw_subject));
+	f->dp.cgroups_fd = f->dp.cg_dns_fd = -1;
 	fmap_init(&f->meta, sizeof(__u32), sizeof(struct fw_subject_meta));
 	fmap_init(&f->learned, sizeof(struct fw_learned_key), sizeof(struct fw_lease));
 	fmap_init(&f->lports, sizeof(struct fw_port_rule_key), sizeof(__u8));
@@ -220,6 +224,7 @@ void fake_dp_free(struct fw_dp *dp)
 	if (!f)
 		return;
 	fmap_clear(&f->dispatch);
+	fmap_clear(&f->cgroups);
 	fmap_clear(&f->meta);
 	fmap_clear(&f->learned);
 	fmap_clear(&f->lports);
@@ -355,6 +360,32 @@ int fw_dp_dispatch_lookup(struct fw_dp *dp, const struct fw_ip *addr, struct fw_
 int fw_dp_dispatch_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx)
 {
 	return fmap_scan(&fake_of(dp)->dispatch, fn, ctx);
+}
+
+/* ---- datapath/cgroup.h: process subjects ---------------------------------- */
+
+int fw_dp_cgroup_put(struct fw_dp *dp, __u64 cgid, const struct fw_subject *s)
+{
+	return fmap_put(&fake_of(dp)->cgroups, &cgid, s, F_ANY);
+}
+
+int fw_dp_cgroup_del(struct fw_dp *dp, __u64 cgid, __u32 id)
+{
+	struct fw_subject cur;
+
+	if (fmap_get(&fake_of(dp)->cgroups, &cgid, &cur) || cur.id != id)
+		return 0;
+	return fmap_del(&fake_of(dp)->cgroups, &cgid);
+}
+
+int fw_dp_cgroup_lookup(struct fw_dp *dp, __u64 cgid, struct fw_subject *out)
+{
+	return fmap_get(&fake_of(dp)->cgroups, &cgid, out);
+}
+
+int fw_dp_cgroup_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx)
+{
+	return fmap_scan(&fake_of(dp)->cgroups, fn, ctx);
 }
 
 int fw_dp_meta_put(struct fw_dp *dp, __u32 id, const struct fw_subject_meta *m)

@@ -6,6 +6,7 @@
 #include <errno.h>
 
 #include "helpers.h"
+#include "datapath/cgroup.h"
 
 static struct fw_dp *dp;
 static struct fw_registry reg;
@@ -317,4 +318,116 @@ Test(registry, a_failed_dispatch_write_leaves_no_subject)
 	/* the retry converges */
 	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
 	cr_assert_eq(dispatch_id(dp, "192.0.2.10"), id_of("web"));
+}
+
+/* A process subject: no address, its cgroup in fastwall_cgroups with the
+ * live generation of its rules, under one id through a policy change, and
+ * gone with the subject. */
+Test(registry, cgroup_subject_follows_its_rules_and_goes_with_it)
+{
+	struct fw_subject_spec s;
+	struct fw_subject ks;
+	struct fw_entry *e;
+	char name[FW_NAME_LEN];
+	__u32 id, owner = 0, gen;
+
+	spec_init(&s, "proc", "192.0.2.10", NULL);
+	s.naddrs = 0;
+	s.cgroup_id = 4242;
+	rule_add(&s.policy, "allow", "198.51.100.0/24");
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_PROCESS, NULL), 0);
+	id = id_of("proc");
+	cr_assert_neq(id, 0);
+	/* no address: its one dispatch entry is its DNS source, on no port */
+	cr_assert_eq(fake_dispatch_count(dp), 1);
+	{
+		char alias[32];
+		struct fw_ip a;
+
+		snprintf(alias, sizeof(alias), "127.254.%u.%u", id >> 8, id & 0xff);
+		a = ip_of(alias);
+		cr_assert_eq(fw_dp_dispatch_lookup(dp, &a, &ks), 0, "%s", alias);
+		cr_assert_eq(ks.id, id);
+		cr_assert_eq(ks.ifindex, FW_IFINDEX_MISSING);
+	}
+	cr_assert_eq(fw_dp_cgroup_lookup(dp, 4242, &ks), 0);
+	cr_assert_eq(ks.id, id);
+	cr_assert_eq(ks.state, FW_STATE_ACTIVE);
+	cr_assert_eq(ks.rules_gen, fw_dp_rules_gen(dp, id));
+	cr_assert_eq(verdict(dp, id, "198.51.100.7"), FW_ACTION_ALLOW);
+	cr_assert_eq(fw_reg_cgroup_owner(&reg, 4242, name, sizeof(name), &owner), 0);
+	cr_assert_str_eq(name, "proc");
+	cr_assert_eq(owner, id);
+
+	/* a new policy (two changes: a whole swap, not an edit in place):
+	 * the same id, the cgroup entry names the new generation */
+	gen = ks.rules_gen;
+	rule_add(&s.policy, "allow", "203.0.113.0/24");
+	rule_add(&s.policy, "allow", "192.0.2.128/25");
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_PROCESS, NULL), 0);
+	cr_assert_eq(id_of("proc"), id);
+	cr_assert_eq(fw_dp_cgroup_lookup(dp, 4242, &ks), 0);
+	cr_assert_neq(ks.rules_gen, gen);
+	cr_assert_eq(ks.rules_gen, fw_dp_rules_gen(dp, id));
+	cr_assert_eq(verdict(dp, id, "203.0.113.7"), FW_ACTION_ALLOW);
+
+	e = fw_reg_get(&reg, "proc", false);
+	cr_assert_not_null(e);
+	cr_assert_eq(fw_reg_unbind(&reg, e), 0);
+	fw_reg_put(&reg, e);
+	cr_assert_eq(fw_dp_cgroup_lookup(dp, 4242, &ks), -ENOENT);
+	cr_assert_eq(fake_dispatch_count(dp), 0, "its DNS source went with it");
+	cr_assert_eq(fw_reg_cgroup_owner(&reg, 4242, name, sizeof(name), NULL), -ENOENT);
+	fw_policy_free(&s.policy);
+}
+
+/* After a restart the registry adopts the cgroup entry of a subject it
+ * knows, and removes one pointing at an id nobody holds (fail closed). */
+Test(registry, restart_adopts_cgroups_and_drops_strays)
+{
+	struct fw_subject_spec s;
+	struct fw_subject ks, stray = {.id = 77, .state = FW_STATE_ACTIVE};
+	__u32 id;
+
+	spec_init(&s, "proc", "192.0.2.10", NULL);
+	s.naddrs = 0;
+	s.cgroup_id = 99;
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_PROCESS, NULL), 0);
+	id = id_of("proc");
+	cr_assert_eq(fw_dp_cgroup_put(dp, 1234, &stray), 0);
+	fw_reg_free(&reg);
+	reg_start(&reg, dp);
+	cr_assert_eq(id_of("proc"), id);
+	cr_assert_eq(fw_reg_find(&reg, "proc")->cgroup_id, 99);
+	cr_assert_eq(fw_dp_cgroup_lookup(dp, 99, &ks), 0);
+	cr_assert_eq(fw_dp_cgroup_lookup(dp, 1234, &ks), -ENOENT);
+	cr_assert_eq(fw_reg_find(&reg, "proc")->naddrs, 0, "its DNS source is no address");
+	cr_assert_eq(fake_dispatch_count(dp), 1);
+	fw_policy_free(&s.policy);
+}
+
+/* An address subject may not take a process subject's DNS source. */
+Test(registry, dns_sources_are_reserved)
+{
+	struct fw_subject_spec p, a;
+	struct fw_subject ks;
+	char alias[32];
+	struct fw_ip ip;
+	__u32 id;
+
+	spec_init(&p, "proc", "192.0.2.10", NULL);
+	p.naddrs = 0;
+	p.cgroup_id = 7;
+	cr_assert_eq(fw_reg_upsert(&reg, &p, FW_ORIGIN_PROCESS, NULL), 0);
+	id = id_of("proc");
+	snprintf(alias, sizeof(alias), "127.254.%u.%u", id >> 8, id & 0xff);
+	spec_init(&a, "addr", alias, "192.0.2.20");
+	cr_assert_eq(fw_reg_upsert(&reg, &a, FW_ORIGIN_STATIC, NULL), 0);
+	ip = ip_of(alias);
+	cr_assert_eq(fw_dp_dispatch_lookup(dp, &ip, &ks), 0);
+	cr_assert_eq(ks.id, id, "the DNS source still names the process subject");
+	cr_assert_eq(dispatch_id(dp, "192.0.2.20"), id_of("addr"));
+	cr_assert_eq(fw_reg_find(&reg, "addr")->naddrs, 1);
+	fw_policy_free(&p.policy);
+	fw_policy_free(&a.policy);
 }

@@ -93,6 +93,52 @@ const struct fw_cfgkey *fw_ck_find(const struct fw_cfgtable *t, const char *key)
 	return NULL;
 }
 
+/* Damerau-Levenshtein (optimal string alignment) of two short words;
+ * longer ones are "far" */
+static size_t edit_distance(const char *a, const char *b)
+{
+	enum { W = 64 };
+	size_t la = strlen(a), lb = strlen(b), d[W + 1][W + 1];
+
+	if (la > W || lb > W)
+		return SIZE_MAX;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		for (size_t j = 1; j <= lb; j++) {
+			size_t cost = a[i - 1] != b[j - 1], v = d[i - 1][j - 1] + cost;
+
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	}
+	return d[la][lb];
+}
+
+const char *fw_ck_suggest(const char *word, const char *const *cands, size_t n)
+{
+	const char *best = NULL;
+	size_t best_d = 3;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t dist = edit_distance(word, cands[i]);
+
+		if (dist < best_d && dist * 2 < strlen(word)) {
+			best = cands[i];
+			best_d = dist;
+		}
+	}
+	return best;
+}
+
 void fw_ck_name(const struct fw_cfgtable *t, const struct fw_cfgkey *k, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s%s%s", t->section, t->section[0] ? "." : "", k->key);

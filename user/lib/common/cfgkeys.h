@@ -63,6 +63,10 @@ struct fw_cfgtable {
 /* Every key's default into base (SECTION keys are left alone). */
 void fw_ck_defaults(const struct fw_cfgtable *t, void *base);
 const struct fw_cfgkey *fw_ck_find(const struct fw_cfgtable *t, const char *key);
+/* The candidate word is most likely a typo of: the closest by edit
+ * distance (insert, delete, replace, swap of neighbours), at most 2 and
+ * less than half of word's length; NULL when none is that close. */
+const char *fw_ck_suggest(const char *word, const char *const *cands, size_t n);
 /* "dns.timeout" for key timeout of section dns */
 void fw_ck_name(const struct fw_cfgtable *t, const struct fw_cfgkey *k, char *buf, size_t len);
 /* Parses s (a NUL-terminated scalar) into k's field of base. */

@@ -35,6 +35,8 @@
  *     max_connections_per_subject: 1024  # TCP records keeping leases alive
  *     refresh_interval: 10           # seconds between lease refresh rounds
  *     tcp_idle_timeout: 3600         # an open connection silent this long is gone
+ *   metrics:
+ *     listen: 127.0.0.1:9464         # /metrics, /healthz, /readyz; "" = off
  *   guard:                           # direct access mode's port guard
  *     interfaces: [eth0]             # the pod's uplinks
  *     ports: [8443, 9000]            # guarded TCP and UDP ports
@@ -47,13 +49,14 @@
  *       gateway: 10.42.0.1           # scalar or list, one per family
  *       private_cidr: 10.42.0.0/24   # scalar or list, one per family
  *       state: active                # active | denying
- *       policy:                      # ../shared/reference/egress-policy.md
+ *       policy:                      # the egress-policy format (docs/config.md)
  *         defaultAction: deny
  *         egress:
  *           - { action: allow, target: 198.51.100.0/24, ports: [80, 443] }
  *
  * Unknown keys are errors everywhere except inside `policy`, whose format
- * is shared with the reference and ignores what it does not know. The
+ * is shared with the reference and ignores what it does not know; those
+ * are warnings (cfg->warnings), with the known key they look like. The
  * input is untrusted in the sense that a typo must fail loudly and a hostile
  * file must not exhaust memory: size, depth and list lengths are bounded,
  * and anchors/aliases (the "billion laughs" vector) are refused outright.
@@ -88,7 +91,9 @@ void fw_cfg_init(struct fw_cfg *cfg)
 	fw_ck_defaults(&cfg_doh_keys, cfg);
 	fw_ck_defaults(&cfg_events_keys, cfg);
 	fw_ck_defaults(&cfg_actions_keys, cfg);
+	fw_ck_defaults(&cfg_processes_keys, cfg);
 	fw_ck_defaults(&cfg_dns_keys, cfg);
+	fw_ck_defaults(&cfg_metrics_keys, cfg);
 	fw_ck_defaults(&cfg_guard_keys, cfg);
 	cfg->doh_mode = FW_DOH_OFF;
 	fw_policy_init(&cfg->overlay);
@@ -117,6 +122,8 @@ void fw_cfg_free(struct fw_cfg *cfg)
 	for (size_t i = 0; i < cfg->nsubjects; i++)
 		fw_policy_free(&cfg->subjects[i].policy);
 	free(cfg->subjects);
+	for (size_t i = 0; i < cfg->nwarnings; i++)
+		free(cfg->warnings[i]);
 	/* back to defaults, so a second free or a reload is harmless */
 	fw_cfg_init(cfg);
 }
@@ -370,6 +377,14 @@ static int parse_actions(struct cfg_ctx *ctx, yaml_node_t *node)
 	return cfg_section(ctx, node, "actions", b, 1);
 }
 
+static int parse_processes(struct cfg_ctx *ctx, yaml_node_t *node)
+{
+	struct cfg_bind b[] = {{.t = &cfg_processes_keys, .base = ctx->cfg}};
+
+	ctx->cfg->processes_enabled = true;
+	return cfg_section(ctx, node, "processes", b, 1);
+}
+
 /* "192.0.2.53", "192.0.2.53:5353", "2001:db8::53", "[2001:db8::53]:5353" */
 static int parse_upstream(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_cfg_upstream *u)
 {
@@ -458,7 +473,7 @@ static int parse_dns(struct cfg_ctx *ctx, yaml_node_t *node)
 static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 {
 	struct cfg_bind b[] = {{.t = &cfg_top_keys, .base = ctx->cfg}};
-	bool actions, guard;
+	bool actions, processes, guard;
 	yaml_node_t *n;
 	int err;
 
@@ -492,10 +507,40 @@ static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 		if (err)
 			return err;
 	}
+	n = cfg_sub(b, 1, "processes", &processes);
+	if (processes) {
+		err = parse_processes(ctx, n);
+		if (err)
+			return err;
+	}
 	if ((n = cfg_sub(b, 1, "dns", NULL))) {
 		err = parse_dns(ctx, n);
 		if (err)
 			return err;
+	}
+	if ((n = cfg_sub(b, 1, "metrics", NULL))) {
+		struct cfg_bind m[] = {{.t = &cfg_metrics_keys, .base = ctx->cfg}};
+
+		err = cfg_section(ctx, n, "metrics", m, 1);
+		if (err)
+			return err;
+	}
+	/* process sandboxes need the cgroup programs; one subject a cgroup */
+	for (size_t i = 0; i < ctx->cfg->nsubjects; i++) {
+		const struct fw_subject_spec *s = &ctx->cfg->subjects[i];
+
+		if (!s->cgroup[0])
+			continue;
+		if (!ctx->cfg->processes_enabled)
+			return cfg_fail(ctx, root,
+					"subject \"%s\" has a cgroup: that needs the processes "
+					"section",
+					s->name);
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(ctx->cfg->subjects[j].cgroup, s->cgroup))
+				return cfg_fail(ctx, root,
+						"subjects \"%s\" and \"%s\" have the same cgroup",
+						ctx->cfg->subjects[j].name, s->name);
 	}
 	n = cfg_sub(b, 1, "guard", &guard);
 	if (guard) {

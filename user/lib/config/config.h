@@ -18,8 +18,9 @@
 #include "policy/policy.h"
 #include "subjects/registry.h"
 
-#define FW_DEFAULT_BPFFS "/sys/fs/bpf/fastwall"
-#define FW_CFG_ERR_LEN	 512
+#define FW_DEFAULT_BPFFS    "/sys/fs/bpf/fastwall"
+#define FW_CFG_ERR_LEN	    512
+#define FW_CFG_MAX_WARNINGS 32
 
 enum fw_doh_mode {
 	FW_DOH_OFF = 0,
@@ -62,6 +63,11 @@ struct fw_cfg {
 	__u64 actions_grace_ns;		/* unconfirmed subjects removed after */
 	__u64 actions_pending_ttl_ns;	/* cached pushes for unknown subjects */
 	bool actions_bind_host_veth;	/* anti-spoof on attachment.hostVeth */
+	/* processes: process sandboxes (cgroup programs, fastwall run) */
+	bool processes_enabled;	    /* the section is present */
+	char cgroup_root[256];	    /* the cgroup2 mount wanted */
+	char cgroup_parent[256];    /* below it: where programs attach, runs go */
+	char processes_socket[108]; /* unix socket of fastwall run */
 	/* dns: the DNS proxy, redirection and learned leases */
 	bool dns_proxy;	       /* redirect DNS to the gateway to the proxy */
 	bool dns_redirect_all; /* ... and DNS to every other resolver */
@@ -72,6 +78,7 @@ struct fw_cfg {
 	struct fw_dnsp_config dnsp;
 	/* the learner's keys (dns/learn_keys.c) */
 	struct fw_learn_config learn;
+	char metrics_listen[64];     /* "addr:port" of /metrics, "" = off */
 	__u32 max_conns_per_subject; /* fastwall_conns records, 1-FW_MAX_CONNS */
 	/* guard: the port guard of the pod's uplinks (direct access mode) */
 	bool guard_enabled; /* the section is present */
@@ -84,6 +91,12 @@ struct fw_cfg {
 	unsigned int guard_mode;	  /* enum fw_guard_mode */
 	struct fw_subject_spec *subjects; /* the static subjects */
 	size_t nsubjects;
+	/* what a load accepted but a reader should hear of, like errors
+	 * ("file:line: unknown key 'egres' in ..., ignored (did you mean
+	 * 'egress'?)"): keys a policy ignores. At most FW_CFG_MAX_WARNINGS,
+	 * warnings_lost counts the rest. */
+	char *warnings[FW_CFG_MAX_WARNINGS];
+	size_t nwarnings, warnings_lost;
 };
 
 void fw_cfg_init(struct fw_cfg *cfg); /* defaults */

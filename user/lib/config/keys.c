@@ -49,6 +49,15 @@ static const struct fw_cfgkey top[] = {
 	 .type = FW_CK_SECTION,
 	 .def_doc = "the proxy on",
 	 .doc = "the DNS proxy and learned leases, below"},
+	{.key = "processes",
+	 .type = FW_CK_SECTION,
+	 .type_doc = "mapping (may be empty)",
+	 .def_doc = "absent",
+	 .doc = "present: process sandboxes (cgroup programs, `fastwall run`), below"},
+	{.key = "metrics",
+	 .type = FW_CK_SECTION,
+	 .def_doc = "on, loopback",
+	 .doc = "the Prometheus metrics and health listener, below"},
 	{.key = "guard",
 	 .type = FW_CK_SECTION,
 	 .def_doc = "absent",
@@ -133,10 +142,9 @@ static const struct fw_cfgkey events[] = {
 	 .doc = "events a subject may emit back to back"},
 };
 
-/* "127.0.0.1:18080", "[::1]:18080", "localhost:18080": loopback only, the
- * control endpoints must never face the network. */
-static int check_listen(const char *name, const char *s, unsigned long long v, char *msg,
-			size_t msglen)
+/* "127.0.0.1:18080", "[::1]:18080", "localhost:18080"; with loopback, only
+ * loopback addresses (the control endpoints must never face the network). */
+static int check_addr_port(const char *name, const char *s, bool loopback, char *msg, size_t msglen)
 {
 	char host[64];
 	const char *colon;
@@ -144,7 +152,6 @@ static int check_listen(const char *name, const char *s, unsigned long long v, c
 	unsigned long port;
 	char *end;
 
-	(void)v;
 	colon = strrchr(s, ':');
 	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(host)) {
 		snprintf(msg, msglen, "%s must be ADDRESS:PORT", name);
@@ -169,7 +176,7 @@ static int check_listen(const char *name, const char *s, unsigned long long v, c
 			snprintf(msg, msglen, "%s has an invalid address", name);
 			return -EINVAL;
 		}
-		if (!(ip.b[10] == 0xff && ip.b[11] == 0xff && ip.b[12] == 127) &&
+		if (loopback && !(ip.b[10] == 0xff && ip.b[11] == 0xff && ip.b[12] == 127) &&
 		    memcmp(&ip, &lo6, sizeof(ip)) != 0) {
 			snprintf(msg, msglen, "%s must be a loopback address", name);
 			return -EINVAL;
@@ -177,6 +184,34 @@ static int check_listen(const char *name, const char *s, unsigned long long v, c
 	}
 	return 0;
 }
+
+static int check_listen(const char *name, const char *s, unsigned long long v, char *msg,
+			size_t msglen)
+{
+	(void)v;
+	return check_addr_port(name, s, true, msg, msglen);
+}
+
+/* "" turns the metrics listener off; any address may serve it */
+static int check_metrics_listen(const char *name, const char *s, unsigned long long v, char *msg,
+				size_t msglen)
+{
+	(void)v;
+	return s[0] ? check_addr_port(name, s, false, msg, msglen) : 0;
+}
+
+static const struct fw_cfgkey metrics[] = {
+	{.key = "listen",
+	 .type = FW_CK_STRING,
+	 F(metrics_listen),
+	 .def_str = "127.0.0.1:9464",
+	 .check = check_metrics_listen,
+	 .type_doc = "`ADDRESS:PORT` or `\"\"`",
+	 .doc = "where `/metrics` (Prometheus text format), `/healthz` and `/readyz` are served; "
+		"`\"\"` turns the listener off. Any address is accepted (`0.0.0.0:9464` for a "
+		"scraper on another host: the endpoints say nothing secret but subject counts, "
+		"yet anyone who reaches them can read them). Restart only"},
+};
 
 static const struct fw_ck_name restart_modes[] = {{"keep", 0}, {"wipe", 1}, {NULL, 0}};
 
@@ -222,6 +257,66 @@ static const struct fw_cfgkey actions[] = {
 	 F(actions_bind_host_veth),
 	 .def = 1,
 	 .doc = "anti-spoof: a subject's packets only from its `hostVeth`"},
+};
+
+/* "fastwall", "sandboxes/run": a relative cgroup path, no "." or ".."
+ * component, no empty one; fastwalld creates it. */
+int fw_cfg_check_cgroup_path(const char *name, const char *s, unsigned long long v, char *msg,
+			     size_t msglen)
+{
+	const char *c = s;
+
+	(void)v;
+	if (!*s || *s == '/') {
+		snprintf(msg, msglen, "%s: a path relative to cgroup_root, not '%s'", name, s);
+		return -EINVAL;
+	}
+	while (*c) {
+		size_t n = strcspn(c, "/");
+
+		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.')) {
+			snprintf(msg, msglen, "%s: empty, '.' or '..' component in '%s'", name, s);
+			return -EINVAL;
+		}
+		for (size_t i = 0; i < n; i++) {
+			char ch = c[i];
+
+			if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+			      (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.')) {
+				snprintf(msg, msglen,
+					 "%s: '%s' has a character other than "
+					 "letters, digits, '-', '_', '.' and '/'",
+					 name, s);
+				return -EINVAL;
+			}
+		}
+		c += n;
+		if (*c == '/')
+			c++;
+	}
+	return 0;
+}
+
+static const struct fw_cfgkey processes[] = {
+	{.key = "cgroup_root",
+	 .type = FW_CK_PATH,
+	 F(cgroup_root),
+	 .def_str = "/sys/fs/cgroup",
+	 .doc = "the cgroup2 mount; when it is not one, fastwalld mounts cgroup2 at "
+		"`/run/fastwall/cgroup2` and uses that"},
+	{.key = "cgroup_parent",
+	 .type = FW_CK_STRING,
+	 F(cgroup_parent),
+	 .def_str = "fastwall",
+	 .check = fw_cfg_check_cgroup_path,
+	 .type_doc = "relative cgroup path",
+	 .doc = "below `cgroup_root`: where the cgroup programs attach and `fastwall run` "
+		"makes its cgroups (created when missing); only processes in it are sandboxes"},
+	{.key = "socket",
+	 .type = FW_CK_PATH,
+	 F(processes_socket),
+	 .def_str = "/run/fastwall/run.sock",
+	 .doc = "unix socket of `fastwall run` (mode 0600, root only)"},
 };
 
 static const struct fw_cfgkey dns[] = {
@@ -315,6 +410,8 @@ const struct fw_cfgtable cfg_doh_keys = FW_CK_TABLE("datapath.doh", doh);
 const struct fw_cfgtable cfg_events_keys = FW_CK_TABLE("datapath.events", events);
 const struct fw_cfgtable cfg_actions_keys = FW_CK_TABLE("actions", actions);
 const struct fw_cfgtable cfg_dns_keys = FW_CK_TABLE("dns", dns);
+const struct fw_cfgtable cfg_processes_keys = FW_CK_TABLE("processes", processes);
+const struct fw_cfgtable cfg_metrics_keys = FW_CK_TABLE("metrics", metrics);
 const struct fw_cfgtable cfg_guard_keys = FW_CK_TABLE("guard", guard);
 
 /* --- docs and schema ---------------------------------------------------- */
@@ -333,8 +430,10 @@ static const struct doc_section doc_sections[] = {
 	{"datapath.doh", {&cfg_doh_keys}, 1},
 	{"datapath.events", {&cfg_events_keys}, 1},
 	{"actions", {&cfg_actions_keys}, 1},
+	{"processes", {&cfg_processes_keys}, 1},
 	{"dns", {&cfg_dns_keys, &fw_dnsp_keys, &fw_learn_keys}, 3},
 	{"dns.lease", {&fw_learn_lease_keys}, 1},
+	{"metrics", {&cfg_metrics_keys}, 1},
 	{"guard", {&cfg_guard_keys}, 1},
 };
 

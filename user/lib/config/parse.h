@@ -27,6 +27,10 @@ struct cfg_ctx {
 	char *err;
 	size_t errlen;
 	struct fw_cfg *cfg;
+	/* where a warning is: whose policy is being read (NULL elsewhere),
+	 * which of its egress rules (1-based, 0 for none) */
+	const char *subject;
+	size_t rule;
 };
 
 /* --- yaml.c --- */
@@ -35,6 +39,10 @@ const char *kind_name(const yaml_node_t *node);
 int cfg_fail(struct cfg_ctx *ctx, const yaml_node_t *node, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int cfg_nomem(struct cfg_ctx *ctx, const yaml_node_t *node);
+/* A warning at node's line into ctx->cfg->warnings (no error: the load
+ * goes on; a warning that does not fit is counted as lost). */
+void cfg_warn(struct cfg_ctx *ctx, const yaml_node_t *node, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 yaml_node_t *node_at(struct cfg_ctx *ctx, int idx);
 /* An empty plain scalar, "~" or "null": the key is as good as absent. */
 bool is_null(const yaml_node_t *node);
@@ -51,6 +59,8 @@ struct cfg_key {
 	yaml_node_t *value;
 };
 
+/* The keys of a mapping: an unknown one is an error when strict, else a
+ * warning naming it and the known key it looks like. */
 int cfg_map(struct cfg_ctx *ctx, yaml_node_t *node, const char *what, struct cfg_key *keys,
 	    size_t nkeys, bool strict);
 yaml_node_t *key_value(const struct cfg_key *k);
@@ -89,12 +99,19 @@ int parse_subjects(struct cfg_ctx *ctx, yaml_node_t *node);
 
 /* --- keys.c: the keys whose fields are struct fw_cfg's --- */
 
-extern const struct fw_cfgtable cfg_top_keys;	   /* "" */
-extern const struct fw_cfgtable cfg_datapath_keys; /* datapath */
-extern const struct fw_cfgtable cfg_doh_keys;	   /* datapath.doh */
-extern const struct fw_cfgtable cfg_events_keys;   /* datapath.events */
-extern const struct fw_cfgtable cfg_actions_keys;  /* actions */
-extern const struct fw_cfgtable cfg_dns_keys;	   /* dns, besides the proxy's and learner's */
-extern const struct fw_cfgtable cfg_guard_keys;	   /* guard */
+/* A cgroup path relative to another ("fastwall", "a/b"): no "." or ".."
+ * component, letters, digits, '-', '_', '.'; a key table check. */
+int fw_cfg_check_cgroup_path(const char *name, const char *s, unsigned long long v, char *msg,
+			     size_t msglen);
+
+extern const struct fw_cfgtable cfg_top_keys;	    /* "" */
+extern const struct fw_cfgtable cfg_datapath_keys;  /* datapath */
+extern const struct fw_cfgtable cfg_doh_keys;	    /* datapath.doh */
+extern const struct fw_cfgtable cfg_events_keys;    /* datapath.events */
+extern const struct fw_cfgtable cfg_actions_keys;   /* actions */
+extern const struct fw_cfgtable cfg_processes_keys; /* processes */
+extern const struct fw_cfgtable cfg_dns_keys;	    /* dns, besides the proxy's and learner's */
+extern const struct fw_cfgtable cfg_metrics_keys;   /* metrics */
+extern const struct fw_cfgtable cfg_guard_keys;	    /* guard */
 
 #endif /* FW_CONFIG_PARSE_H */

@@ -65,7 +65,7 @@ int parse_overlay(struct cfg_ctx *ctx, yaml_node_t *node)
 	return 0;
 }
 
-static int parse_rule(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_policy *p)
+static int parse_rule(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_policy *p, size_t idx)
 {
 	struct cfg_key keys[] = {{.name = "action"}, {.name = "target"}, {.name = "ports"}};
 	long ports[FW_POLICY_MAX_PORTS];
@@ -78,7 +78,9 @@ static int parse_rule(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_policy *
 	if (node->type != YAML_MAPPING_NODE)
 		return cfg_fail(ctx, node, "an egress rule must be a mapping, not a %s",
 				kind_name(node));
+	ctx->rule = idx + 1; /* for the warnings */
 	err = cfg_map(ctx, node, "an egress rule", keys, 3, false);
+	ctx->rule = 0;
 	if (err)
 		return err;
 	if ((n = key_value(&keys[0]))) {
@@ -128,7 +130,8 @@ int parse_policy(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_policy *p)
 	size_t nrules;
 	int err;
 
-	/* unknown keys are ignored here: the format is the reference's */
+	/* unknown keys are ignored here (the format is the reference's),
+	 * with a warning */
 	err = cfg_map(ctx, node, "policy", keys, 2, false);
 	if (err)
 		return err;
@@ -145,7 +148,7 @@ int parse_policy(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_policy *p)
 		if (err)
 			return err;
 		for (size_t i = 0; i < nrules; i++) {
-			err = parse_rule(ctx, list_item(ctx, n, i), p);
+			err = parse_rule(ctx, list_item(ctx, n, i), p, i);
 			if (err)
 				return err;
 		}

@@ -20,6 +20,7 @@ enum {
 	SK_PRIVATE_CIDR,
 	SK_STATE,
 	SK_POLICY,
+	SK_CGROUP,
 	SK_MAX,
 };
 
@@ -82,6 +83,7 @@ static int parse_subject(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_subje
 		[SK_PRIVATE_CIDR] = {.name = "private_cidr"},
 		[SK_STATE] = {.name = "state"},
 		[SK_POLICY] = {.name = "policy"},
+		[SK_CGROUP] = {.name = "cgroup"},
 	};
 	enum fw_family fam;
 	yaml_node_t *n;
@@ -109,6 +111,26 @@ static int parse_subject(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_subje
 				sizeof(s->name) - 1);
 	snprintf(s->name, sizeof(s->name), "%s", v);
 
+	if ((n = key_value(&keys[SK_CGROUP]))) {
+		char msg[256];
+
+		/* a process sandbox: its cgroup is what tells it apart */
+		err = cfg_scalar(ctx, n, "cgroup", &v);
+		if (err)
+			return err;
+		if (strlen(v) >= sizeof(s->cgroup) ||
+		    fw_cfg_check_cgroup_path("cgroup", v, 0, msg, sizeof(msg)))
+			return cfg_fail(ctx, n, "%s",
+					strlen(v) >= sizeof(s->cgroup) ? "cgroup path too long"
+								       : msg);
+		for (int k = SK_ADDRESSES; k <= SK_PRIVATE_CIDR; k++)
+			if (key_value(&keys[k]))
+				return cfg_fail(ctx, key_value(&keys[k]),
+						"subject \"%s\" has a cgroup: %s is not for it",
+						s->name, keys[k].name);
+		snprintf(s->cgroup, sizeof(s->cgroup), "%s", v);
+		goto state;
+	}
 	if (!(n = key_value(&keys[SK_ADDRESSES])))
 		return cfg_fail(ctx, node, "subject \"%s\" has no addresses", s->name);
 	err = cfg_list(ctx, n, "addresses", true, FW_SUBJECT_MAX_ADDRS, &cnt);
@@ -203,6 +225,7 @@ static int parse_subject(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_subje
 		}
 	}
 
+state:
 	s->state = FW_STATE_ACTIVE;
 	if ((n = key_value(&keys[SK_STATE]))) {
 		err = cfg_scalar(ctx, n, "state", &v);
@@ -217,7 +240,9 @@ static int parse_subject(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_subje
 	}
 
 	if ((n = key_value(&keys[SK_POLICY]))) {
+		ctx->subject = s->name; /* for the warnings */
 		err = parse_policy(ctx, n, &s->policy);
+		ctx->subject = NULL;
 		if (err)
 			return err;
 	}

@@ -66,6 +66,27 @@ int cfg_fail(struct cfg_ctx *ctx, const yaml_node_t *node, const char *fmt, ...)
 	return -EINVAL;
 }
 
+void cfg_warn(struct cfg_ctx *ctx, const yaml_node_t *node, const char *fmt, ...)
+{
+	struct fw_cfg *cfg = ctx->cfg;
+	char msg[FW_CFG_ERR_LEN];
+	va_list ap;
+	char *w;
+
+	if (cfg->nwarnings == FW_CFG_MAX_WARNINGS) {
+		cfg->warnings_lost++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (asprintf(&w, "%s:%zu: %s", ctx->name, node ? node->start_mark.line + 1 : 1, msg) < 0) {
+		cfg->warnings_lost++;
+		return;
+	}
+	cfg->warnings[cfg->nwarnings++] = w;
+}
+
 int cfg_nomem(struct cfg_ctx *ctx, const yaml_node_t *node)
 {
 	cfg_fail(ctx, node, "out of memory");
@@ -183,8 +204,24 @@ int cfg_map(struct cfg_ctx *ctx, yaml_node_t *node, const char *what, struct cfg
 				break;
 		}
 		if (i == nkeys) {
+			const char *names[CFG_SECTION_KEYS], *like;
+			char echo[CFG_ECHO_MAX + 8], in[160];
+
 			if (strict)
 				return cfg_fail(ctx, k, "unknown key in %s", what);
+			for (i = 0; i < nkeys && i < CFG_SECTION_KEYS; i++)
+				names[i] = keys[i].name;
+			like = fw_ck_suggest(name, names, i);
+			echo_value(k, echo, sizeof(echo));
+			/* "egress rule 2 of subject a", "the policy of subject a" */
+			if (ctx->rule)
+				snprintf(in, sizeof(in), "egress rule %zu", ctx->rule);
+			else
+				snprintf(in, sizeof(in), "the %s", what);
+			cfg_warn(ctx, k, "unknown key '%s' in %s%s%s, ignored%s%s%s", echo, in,
+				 ctx->subject ? " of subject " : "",
+				 ctx->subject ? ctx->subject : "", like ? " (did you mean '" : "",
+				 like ? like : "", like ? "'?)" : "");
 			continue;
 		}
 		if (keys[i].key)

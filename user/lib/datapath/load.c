@@ -15,6 +15,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "datapath/cgroup.h"
 #include "datapath/datapath.h"
 #include "datapath/rules.h"
 #include "egress.skel.h"
@@ -58,6 +59,13 @@ static int *map_fd(struct fw_dp *dp, const char *name)
 #undef USER_FD_OF
 #undef FD_OF
 	return NULL;
+}
+
+int fw_dp_map_fd(struct fw_dp *dp, const char *name)
+{
+	int *fd = map_fd(dp, name);
+
+	return fd ? *fd : -ENOENT;
 }
 
 static void fds_init(struct fw_dp *dp)
@@ -663,6 +671,10 @@ int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 		int *fd = map_fd(dp, map_names[i]);
 
 		*fd = pinned_fd(pin_root, map_names[i]);
+		if (*fd == -ENOENT && FW_DP_LATE_MAP(map_names[i])) {
+			*fd = -1; /* pinned by an older fastwalld of this ABI */
+			continue;
+		}
 		if (*fd < 0) {
 			err = *fd;
 			fw_err("can't open %s/%s: %s", pin_root, map_names[i], strerror(-err));

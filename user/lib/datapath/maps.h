@@ -33,7 +33,15 @@
 	X(fastwall_conn_count, conn_count_fd, 1)                                                   \
 	X(fastwall_learned_ports, learned_ports_fd, 1)                                             \
 	X(fastwall_names, names_fd, 1)                                                             \
-	X(fastwall_learned_names, learned_names_fd, 1)
+	X(fastwall_learned_names, learned_names_fd, 1)                                             \
+	X(fastwall_cgroups, cgroups_fd, 1)                                                         \
+	X(fastwall_cg_dns, cg_dns_fd, 1)
+
+/* Maps added to an ABI after its release, without a new version: pins of
+ * that ABI may lack them. fastwalld creates them at start (libbpf pins
+ * what is missing); a reader of the pins (the CLI) finds -1 until then. */
+#define FW_DP_LATE_MAP(name)                                                                       \
+	(strcmp((name), "fastwall_cgroups") == 0 || strcmp((name), "fastwall_cg_dns") == 0)
 
 /* The port guard's own maps (bpf/guard.bpf.c, datapath/guard.c): pinned
  * beside these when a guard is configured, created by the start that

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -29,6 +30,7 @@
 #define QUEUE_MAX   1024 /* retired generations waiting for the worker */
 #define POOL_MAX    128	 /* threads that write or fetch slots together */
 #define NOFILE_NEED (FW_MAX_SUBJECTS + 4096)
+#define WORKER_NICE 10 /* the grace-period worker's, relative to the process */
 
 /* The keys of some generations of a slot's trie, as written. A list that
  * could not be kept (no memory, a trie copied from ABI 1) is marked lost:
@@ -501,12 +503,30 @@ static bool port_kept(const void *key, const void *ctx)
 	return (k->portset & FW_PORTSET_GEN) != (del[k->subject] & FW_PORTSET_GEN);
 }
 
+/* The calling thread's nice value WORKER_NICE above the process's. */
+static void worker_nice(void)
+{
+	id_t tid = (id_t)syscall(SYS_gettid);
+	int base;
+
+	errno = 0;
+	base = getpriority(PRIO_PROCESS, tid);
+	if (errno)
+		return;
+	if (setpriority(PRIO_PROCESS, tid, base + WORKER_NICE > 19 ? 19 : base + WORKER_NICE))
+		fw_debug("rule worker: can't lower its priority: %s", strerror(errno));
+}
+
 static void *worker_run(void *dp_)
 {
 	struct fw_dp *dp = dp_;
 	struct fw_dp_rules *r = dp->rules;
 	__u32 *ports = calloc(FW_MAX_SUBJECTS, sizeof(*ports));
 
+	/* deferred work: behind the requests whose old generations it
+	 * deletes when they compete for a CPU (the queue's back-pressure
+	 * bounds how far behind) */
+	worker_nice();
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
 		struct job *jobs;

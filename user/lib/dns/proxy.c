@@ -316,9 +316,36 @@ static void dnsp_tx_add(struct dnsp_worker *w, int fd, const struct dnsp_peer *t
 	w->ntx++;
 }
 
+const __u64 fw_dnsp_latency_bounds_ns[FW_DNSP_LAT_BUCKETS] = {
+	1000000,   2500000,   5000000,	 10000000,   25000000,	 50000000,
+	100000000, 250000000, 500000000, 1000000000, 2500000000, 5000000000,
+};
+
+/* An upstream answered the attempt of s: into the latency histogram. */
+static void dnsp_observe(struct dnsp_worker *w, const struct dnsp_slot *s)
+{
+	__u64 now = dnsp_now(w), d = now > s->try_ns ? now - s->try_ns : 0;
+	unsigned int b = 0;
+
+	while (b < FW_DNSP_LAT_BUCKETS && d > fw_dnsp_latency_bounds_ns[b])
+		b++;
+	DNSP_COUNT(w, latency[b]);
+	__atomic_store_n(&w->st.latency_sum_ns, w->st.latency_sum_ns + d, __ATOMIC_RELAXED);
+}
+
+/* Every response to a client passes here or dnsp_src_reply: counted by
+ * the rcode in its header. */
+static void dnsp_count_rcode(struct dnsp_worker *w, const __u8 *msg, size_t len)
+{
+	if (len >= 4)
+		DNSP_COUNT(w, rcodes[msg[3] & 0xf]);
+}
+
 static void dnsp_slot_reply(struct dnsp_worker *w, struct dnsp_slot *s, const __u8 *msg, size_t len,
 			    bool copy)
 {
+	if (s->origin == DNSP_O_UDP || (s->origin == DNSP_O_TCP && s->conn))
+		dnsp_count_rcode(w, msg, len);
 	if (s->origin == DNSP_O_UDP)
 		dnsp_tx_add(w, s->peer.fd, &s->peer, msg, len, copy);
 	else if (s->origin == DNSP_O_TCP && s->conn)
@@ -407,6 +434,7 @@ static int dnsp_try(struct dnsp_worker *w, struct dnsp_slot *s, unsigned int i)
 	int fd, err;
 
 	dnsp_up_close(w, s);
+	s->try_ns = dnsp_now(w);
 	if (dnsp_rand16(w, &s->up_id))
 		return -EAGAIN;
 	if (w->p->cfg.case_randomize && dnsp_case_randomize(w, s))
@@ -525,6 +553,9 @@ enum dnsp_verdict dnsp_exch_answer(struct dnsp_worker *w, struct dnsp_slot *s, _
 		dnsp_mark(s->ws, up, true);
 		return DNSP_DONE;
 	}
+	/* an answer, even a refusal: the exchange took this long */
+	if (!err)
+		dnsp_observe(w, s);
 	if (err) {
 		/* a truncated UDP answer may end mid-record: the client only
 		 * needs the TC bit to retry over TCP */
@@ -539,6 +570,7 @@ enum dnsp_verdict dnsp_exch_answer(struct dnsp_worker *w, struct dnsp_slot *s, _
 					       out, sizeof(out), &n))
 				return DNSP_NEXT;
 			out[2] |= FW_DNS_F_TC >> 8;
+			dnsp_observe(w, s);
 			dnsp_mark(s->ws, up, true);
 			DNSP_COUNT(w, answered);
 			dnsp_slot_reply(w, s, out, n, true);
@@ -617,6 +649,7 @@ static void dnsp_order(struct dnsp_slot *s)
 static void dnsp_src_reply(struct dnsp_worker *w, const struct dnsp_src *src, const __u8 *msg,
 			   size_t len)
 {
+	dnsp_count_rcode(w, msg, len);
 	if (src->origin == DNSP_O_UDP)
 		dnsp_tx_add(w, src->peer->fd, src->peer, msg, len, true);
 	else
@@ -1329,6 +1362,11 @@ void fw_dnsp_get_stats(struct fw_dnsp *p, struct fw_dnsp_stats *out)
 		DNSP_SUM(tcp_rejected);
 		DNSP_SUM(tcp_evicted);
 		DNSP_SUM(overload);
+		for (unsigned int r = 0; r < 16; r++)
+			DNSP_SUM(rcodes[r]);
+		for (unsigned int b = 0; b <= FW_DNSP_LAT_BUCKETS; b++)
+			DNSP_SUM(latency[b]);
+		DNSP_SUM(latency_sum_ns);
 #undef DNSP_SUM
 	}
 }

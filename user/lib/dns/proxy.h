@@ -76,6 +76,11 @@ struct fw_dnsp_hooks {
 		     __u64 token, const struct fw_dns_answer *a);
 };
 
+/* Upper bounds of the upstream exchange latency histogram, in ns: 1 ms to
+ * 5 s (the largest dns.timeout default), then everything above. */
+#define FW_DNSP_LAT_BUCKETS 12
+extern const __u64 fw_dnsp_latency_bounds_ns[FW_DNSP_LAT_BUCKETS];
+
 struct fw_dnsp_stats {
 	__u64 queries_udp, queries_tcp;
 	__u64 forwarded;	 /* sent to an upstream (first attempt) */
@@ -89,6 +94,11 @@ struct fw_dnsp_stats {
 	__u64 tcp_rejected;	 /* client connections over a limit, nobody to evict */
 	__u64 tcp_evicted;	 /* client connections closed for a newcomer */
 	__u64 overload;		 /* queries dropped at max_pending */
+	__u64 rcodes[16];	 /* responses sent to clients, by rcode */
+	/* upstream exchanges answered (any rcode, not timeouts), by the time
+	 * from the attempt's send to its answer; per bucket, not cumulative */
+	__u64 latency[FW_DNSP_LAT_BUCKETS + 1];
+	__u64 latency_sum_ns;
 };
 
 struct fw_dnsp;

@@ -122,6 +122,7 @@ struct dnsp_slot {
 	__u16 climit; /* largest UDP answer the client takes */
 	__u8 order[FW_DNSP_MAX_UPSTREAMS];
 	__u8 norder, tried; /* asking order[tried] */
+	__u64 try_ns;	    /* when order[tried] was asked (loop time) */
 	struct fw_ip client;
 	struct dnsp_peer peer;
 	size_t io_off;

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "common/addr.h"
+#include "common/cfgkeys.h"
 #include "common/json.h"
 #include "policy/json.h"
 
@@ -22,8 +23,42 @@ static bool is_blank(char c)
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-static int policy_rule_from_json(struct fw_policy *p, size_t i, json_t *r, char *err, size_t errlen)
+/* Appends "[egress[i]: ]unknown key 'k' ignored[ (did you mean 'x'?)]" for
+ * each key of o not in known to warn (when warn is not NULL), "; " between
+ * them; keys are shown without control bytes and cut at 64. */
+static void unknown_keys(json_t *o, const char *const *known, size_t nknown, const char *in,
+			 char *warn, size_t warnlen)
 {
+	const char *key;
+	json_t *v;
+
+	if (!warn || !warnlen)
+		return;
+	json_object_foreach(o, key, v)
+	{
+		const char *like;
+		char shown[72];
+		size_t i, used = strlen(warn);
+
+		for (i = 0; i < nknown && strcmp(key, known[i]); i++)
+			;
+		if (i < nknown)
+			continue;
+		for (i = 0; i < 64 && key[i]; i++)
+			shown[i] = (unsigned char)key[i] < 0x20 || key[i] == 0x7f ? '?' : key[i];
+		snprintf(shown + i, sizeof(shown) - i, "%s", key[i] ? "..." : "");
+		like = fw_ck_suggest(key, known, nknown);
+		snprintf(warn + used, warnlen - used, "%s%s%sunknown key '%s' ignored%s%s%s",
+			 used ? "; " : "", in, in[0] ? ": " : "", shown,
+			 like ? " (did you mean '" : "", like ? like : "", like ? "'?)" : "");
+	}
+}
+
+static int policy_rule_from_json(struct fw_policy *p, size_t i, json_t *r, char *err, size_t errlen,
+				 char *warn, size_t warnlen)
+{
+	static const char *const known[] = {"action", "target", "ports"};
+	char in[32];
 	long ports[FW_POLICY_MAX_PORTS];
 	const char *action = "", *target = "";
 	json_t *a, *t, *ps, *v;
@@ -86,13 +121,24 @@ static int policy_rule_from_json(struct fw_policy *p, size_t i, json_t *r, char 
 		}
 	}
 	ret = fw_policy_add_rule(p, action, target, np ? ports : NULL, np, why, sizeof(why));
-	if (ret)
+	if (ret) {
 		fw_set_reason(err, errlen, "egress[%zu]: %s", i, why);
-	return ret;
+		return ret;
+	}
+	snprintf(in, sizeof(in), "egress[%zu]", i);
+	unknown_keys(r, known, 3, in, warn, warnlen);
+	return 0;
 }
 
 int fw_policy_from_json(const char *s, size_t len, struct fw_policy *p, char *err, size_t errlen)
 {
+	return fw_policy_from_json_warn(s, len, p, err, errlen, NULL, 0);
+}
+
+int fw_policy_from_json_warn(const char *s, size_t len, struct fw_policy *p, char *err,
+			     size_t errlen, char *warn, size_t warnlen)
+{
+	static const char *const known[] = {"defaultAction", "egress"};
 	struct fw_policy tmp;
 	json_error_t jerr;
 	json_t *root, *da, *eg, *r;
@@ -101,6 +147,8 @@ int fw_policy_from_json(const char *s, size_t len, struct fw_policy *p, char *er
 	int ret = 0;
 
 	fw_policy_init(p);
+	if (warn && warnlen)
+		warn[0] = '\0';
 	if (!s)
 		s = "";
 	if (len > POLICY_JSON_MAX) {
@@ -129,6 +177,7 @@ int fw_policy_from_json(const char *s, size_t len, struct fw_policy *p, char *er
 		ret = -EINVAL;
 		goto cleanup;
 	}
+	unknown_keys(root, known, 2, "", warn, warnlen);
 	da = json_object_get(root, "defaultAction");
 	if (da && !json_is_null(da)) {
 		if (!json_is_string(da)) {
@@ -157,7 +206,7 @@ int fw_policy_from_json(const char *s, size_t len, struct fw_policy *p, char *er
 		}
 		json_array_foreach(eg, i, r)
 		{
-			ret = policy_rule_from_json(&tmp, i, r, err, errlen);
+			ret = policy_rule_from_json(&tmp, i, r, err, errlen, warn, warnlen);
 			if (ret)
 				goto cleanup;
 		}

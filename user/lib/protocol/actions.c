@@ -300,7 +300,8 @@ bad:
 
 /* The new policy a push asks for, from the current one. */
 static int pushed_policy(const char *method, const struct fw_policy *cur, const char *body,
-			 size_t len, struct fw_policy *out, char *err, size_t errlen)
+			 size_t len, struct fw_policy *out, char *err, size_t errlen, char *warn,
+			 size_t warnlen)
 {
 	struct fw_policy patch;
 	char **targets;
@@ -311,14 +312,14 @@ static int pushed_policy(const char *method, const struct fw_policy *cur, const 
 	if (!strcmp(method, "POST") || !strcmp(method, "PUT")) {
 		if (blank(body, len))
 			return 0; /* empty body: back to default deny */
-		return fw_policy_from_json(body, len, out, err, errlen);
+		return fw_policy_from_json_warn(body, len, out, err, errlen, warn, warnlen);
 	}
 	ret = fw_policy_copy(out, cur);
 	if (ret)
 		return ret;
 	if (!strcmp(method, "PATCH")) {
 		fw_policy_init(&patch);
-		ret = fw_policy_from_json(body, len, &patch, err, errlen);
+		ret = fw_policy_from_json_warn(body, len, &patch, err, errlen, warn, warnlen);
 		if (!ret)
 			ret = fw_policy_merge(out, &patch);
 		fw_policy_free(&patch);
@@ -349,7 +350,7 @@ static void policy_push_locked(struct fw_actions *a, struct fw_entry *e, const c
 {
 	struct fw_proto *p = e->priv;
 	struct fw_policy next;
-	char err[512];
+	char err[512], warn[512] = "";
 	int ret;
 
 	if (state_of(e) != FW_STATE_ACTIVE || !p) {
@@ -364,7 +365,8 @@ static void policy_push_locked(struct fw_actions *a, struct fw_entry *e, const c
 			   (unsigned long long)p->spec_generation);
 		return;
 	}
-	ret = pushed_policy(method, &p->current, body, len, &next, err, sizeof(err));
+	ret = pushed_policy(method, &p->current, body, len, &next, err, sizeof(err), warn,
+			    sizeof(warn));
 	if (ret == -EINVAL) {
 		reply_text(out, 400, "invalid policy: %s", err);
 		return;
@@ -383,6 +385,8 @@ static void policy_push_locked(struct fw_actions *a, struct fw_entry *e, const c
 	p->current = next;
 	fw_info("subject %s: policy %s (%zu rules, %s)", e->meta.name, method, next.nrules,
 		mode_of(&next));
+	if (warn[0])
+		fw_warn("subject %s: policy %s: %s", e->meta.name, method, warn);
 	reply_policy_ok(out, &next);
 }
 
@@ -479,18 +483,20 @@ static void set_binding(struct fw_actions *a, struct fw_envelope *env, struct fw
 	struct fw_policy pol;
 	struct fw_entry *e;
 	struct fw_proto *p;
-	char reason[512];
+	char reason[512], warn[512] = "";
 	__u64 fence;
 	bool same_fence;
 	int err;
 
 	/* 1. the policy first: invalid means nothing registered or changed */
 	fw_policy_init(&pol);
-	if (!env->input_null &&
-	    fw_policy_from_json(env->input, env->input_len, &pol, reason, sizeof(reason))) {
+	if (!env->input_null && fw_policy_from_json_warn(env->input, env->input_len, &pol, reason,
+							 sizeof(reason), warn, sizeof(warn))) {
 		reply_text(out, 400, "invalid action envelope: invalid binding.input: %s", reason);
 		return;
 	}
+	if (warn[0])
+		fw_warn("subject %s: binding input: %s", env->uid, warn);
 	if (binding_from_env(a, env, &b, reason, sizeof(reason))) {
 		fw_policy_free(&pol);
 		reply_text(out, 400, "invalid action envelope: %s", reason);
@@ -710,6 +716,31 @@ out:
 		fw_reg_put(a->reg, e);
 }
 
+static const char *const op_names[FW_ACTIONS_OPS] = {
+	[0] = "invalid",
+	[FW_OP_SET_BINDING] = "SET_BINDING",
+	[FW_OP_LIFECYCLE_HOOK] = "LIFECYCLE_HOOK",
+	[FW_OP_REMOVE_BINDING] = "REMOVE_BINDING",
+};
+
+static void op_count(struct fw_actions *a, unsigned int op, int status)
+{
+	if (op < FW_ACTIONS_OPS && status > 0 && status < FW_ACTIONS_CODES)
+		__atomic_add_fetch(&a->op_replies[op][status], 1, __ATOMIC_RELAXED);
+}
+
+void fw_actions_op_counts(struct fw_actions *a,
+			  void (*fn)(void *ctx, const char *op, int code, __u64 n), void *ctx)
+{
+	for (unsigned int op = 0; op < FW_ACTIONS_OPS; op++)
+		for (int code = 0; code < FW_ACTIONS_CODES; code++) {
+			__u64 n = __atomic_load_n(&a->op_replies[op][code], __ATOMIC_RELAXED);
+
+			if (n)
+				fn(ctx, op_names[op], code, n);
+		}
+}
+
 void fw_actions_post(struct fw_actions *a, const char *body, size_t len, struct fw_reply *out)
 {
 	struct fw_envelope env;
@@ -721,6 +752,7 @@ void fw_actions_post(struct fw_actions *a, const char *body, size_t len, struct 
 	if (err) {
 		reply_text(out, 400, "invalid action envelope: %s",
 			   err == -EINVAL || err == -E2BIG ? reason : strerror(-err));
+		op_count(a, 0, out->status);
 		return;
 	}
 	if (strlen(env.uid) > FW_UID_MAX) {
@@ -745,6 +777,7 @@ void fw_actions_post(struct fw_actions *a, const char *body, size_t len, struct 
 						  : "REMOVE_BINDING",
 		 env.uid, env.invocation_id, out->status);
 out:
+	op_count(a, env.op, out->status);
 	fw_envelope_free(&env);
 }
 

@@ -27,6 +27,9 @@ struct fw_reply {
 
 void fw_reply_free(struct fw_reply *r);
 
+#define FW_ACTIONS_OPS	 4   /* invalid, SET_BINDING, LIFECYCLE_HOOK, REMOVE_BINDING */
+#define FW_ACTIONS_CODES 600 /* status codes 0-599 */
+
 struct fw_actions {
 	struct fw_registry *reg;
 	char instance_id[64];
@@ -38,6 +41,9 @@ struct fw_actions {
 	__u64 last_sweep_ns;
 	struct fw_vault_store *vaults;
 	struct fw_pending *pending;
+	/* envelopes answered, by operation (0: not a valid envelope) and
+	 * status code; relaxed atomics, read by the metrics listener */
+	__u64 op_replies[FW_ACTIONS_OPS][FW_ACTIONS_CODES];
 };
 
 /* The handler's settings (the actions section of the configuration). */
@@ -58,6 +64,11 @@ void fw_actions_fini(struct fw_actions *a);
 void fw_actions_status(struct fw_actions *a, struct fw_reply *out);
 /* POST /_fastlet/v1/actions */
 void fw_actions_post(struct fw_actions *a, const char *body, size_t len, struct fw_reply *out);
+/* Calls fn for every (operation, status code) answered at least once:
+ * operation "SET_BINDING", "LIFECYCLE_HOOK", "REMOVE_BINDING", or
+ * "invalid" for a body that is no valid envelope. Any thread. */
+void fw_actions_op_counts(struct fw_actions *a,
+			  void (*fn)(void *ctx, const char *op, int code, __u64 n), void *ctx);
 /* /policy and /credential-vault; uid and generation are the raw header
  * values (NULL when absent). */
 void fw_actions_policy(struct fw_actions *a, const char *method, const char *uid, const char *gen,

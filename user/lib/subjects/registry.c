@@ -6,6 +6,7 @@
  * address changes owner only under it). e->op serialises the changes to
  * one subject; kernel work other than dispatch (rule tries, learned
  * flushes) runs under e->op alone, so subjects proceed in parallel. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "common/addr.h"
 #include "common/hash.h"
 #include "common/log.h"
+#include "datapath/cgroup.h"
 #include "subjects/registry.h"
 
 __u64 fw_binding_hash(const struct fw_subject_spec *spec)
@@ -31,6 +33,9 @@ __u64 fw_binding_hash(const struct fw_subject_spec *spec)
 		if (spec->has_private[f])
 			h = fw_fnv(h, &spec->private_net[f], sizeof(spec->private_net[f]));
 	}
+	/* only when set: the hashes of address subjects stay what they were */
+	if (spec->cgroup_id)
+		h = fw_fnv(h, &spec->cgroup_id, sizeof(spec->cgroup_id));
 	return h;
 }
 
@@ -139,10 +144,44 @@ static bool ports_live(__u32 id, __u32 *gen, const void *ctx)
 	return true;
 }
 
+/* A process subject's DNS source, 127.254.0.0/16 + id, v4-mapped
+ * (fastwall/abi.h): a dispatch entry, not one of its addresses. */
+static struct fw_ip cg_alias(__u32 id)
+{
+	struct fw_ip a = {.w = {0, 0, htonl(0xffff), htonl(FW_CG_DNS_ALIAS_NET | (id & 0xffff))}};
+
+	return a;
+}
+
+static bool is_cg_alias(const struct fw_ip *a)
+{
+	return a->w[0] == 0 && a->w[1] == 0 && a->w[2] == htonl(0xffff) &&
+	       (ntohl(a->w[3]) & 0xffff0000u) == FW_CG_DNS_ALIAS_NET;
+}
+
+/* The alias dispatches to ks, but on no interface: no packet of a
+ * sandbox port can claim it. */
+static int alias_put(struct fw_registry *r, const struct fw_subject *ks)
+{
+	struct fw_subject a = *ks;
+	struct fw_ip addr = cg_alias(ks->id);
+
+	a.ifindex = FW_IFINDEX_MISSING;
+	return fw_dp_dispatch_put(r->dp, &addr, &a);
+}
+
+static void alias_del(struct fw_registry *r, __u32 id)
+{
+	struct fw_ip addr = cg_alias(id);
+
+	fw_dp_dispatch_del(r->dp, &addr, id);
+}
+
 struct adopt_ctx {
 	struct fw_registry *r;
 	size_t nretired;
-	struct fw_recs stale; /* struct stale_addr: dispatch to nobody */
+	struct fw_recs stale;	 /* struct stale_addr: dispatch to nobody */
+	struct fw_recs stale_cg; /* struct stale_cgroup */
 };
 
 struct stale_addr {
@@ -199,15 +238,45 @@ static int adopt_dispatch(const void *key, const void *val, void *ctx)
 
 		return fw_recs_push(&a->stale, &st);
 	}
+	if (is_cg_alias(&addr))
+		return 0; /* a process subject's DNS source, not an address */
 	e->ksub = ks;
 	if (e->naddrs < FW_SUBJECT_MAX_ADDRS)
 		e->addrs[e->naddrs++] = addr;
 	return 0;
 }
 
+struct stale_cgroup {
+	__u64 cgid;
+	__u32 id;
+	__u32 pad;
+};
+
+static int adopt_cgroup(const void *key, const void *val, void *ctx)
+{
+	struct adopt_ctx *a = ctx;
+	struct stale_cgroup st = {};
+	struct fw_subject ks;
+	struct fw_entry *e;
+
+	memcpy(&st.cgid, key, sizeof(st.cgid));
+	memcpy(&ks, val, sizeof(ks));
+	e = ks.id < FW_MAX_SUBJECTS ? a->r->by_id[ks.id] : NULL;
+	if (!e || e->cgroup_id) {
+		st.id = ks.id; /* nobody's (or a second one): fail closed, remove it */
+		return fw_recs_push(&a->stale_cg, &st);
+	}
+	e->ksub = ks;
+	e->cgroup_id = st.cgid;
+	return 0;
+}
+
 int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
 {
-	struct adopt_ctx a = {.r = r, .stale.size = sizeof(struct stale_addr)};
+	struct adopt_ctx a = {.r = r,
+			      .stale.size = sizeof(struct stale_addr),
+			      .stale_cg.size = sizeof(struct stale_cgroup)};
+	const struct stale_cgroup *stale_cg;
 	const struct stale_addr *stale;
 	int err;
 	__u32 id;
@@ -225,6 +294,12 @@ int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
 	for (size_t i = 0; !err && i < a.stale.n; i++)
 		fw_dp_dispatch_del(dp, &stale[i].addr, stale[i].id);
 	free(a.stale.data);
+	if (!err)
+		err = fw_dp_cgroup_scan(dp, adopt_cgroup, &a);
+	stale_cg = (const struct stale_cgroup *)a.stale_cg.data;
+	for (size_t i = 0; !err && i < a.stale_cg.n; i++)
+		fw_dp_cgroup_del(dp, stale_cg[i].cgid, stale_cg[i].id);
+	free(a.stale_cg.data);
 	if (err)
 		return err;
 	if (r->count)
@@ -529,6 +604,14 @@ static int claim_addrs_locked(struct fw_registry *r, struct fw_entry *e, const s
 		char buf[FW_ADDR_STRLEN];
 		int err;
 
+		/* the process subjects' DNS sources are no one's to claim */
+		if (is_cg_alias(&addrs[i])) {
+			fw_warn("subject %s: address %s is reserved (127.254.0.0/16)",
+				e->meta.name[0] ? e->meta.name : "?",
+				fw_addr_str(&addrs[i], buf, sizeof(buf)));
+			continue;
+		}
+
 		if (o && o != e && o->id && o->id != ks->id) {
 			if (o->meta.origin == FW_ORIGIN_STATIC && origin != FW_ORIGIN_STATIC) {
 				fw_warn("subject %s: address %s stays with static subject %s",
@@ -549,6 +632,48 @@ static int claim_addrs_locked(struct fw_registry *r, struct fw_entry *e, const s
 		held[(*nheld)++] = addrs[i];
 	}
 	return 0;
+}
+
+/* Points cgroup cgid at ks (0: none) and removes e's previous cgroup, if
+ * another; registry lock held. */
+static int cgroup_claim(struct fw_registry *r, struct fw_entry *e, __u64 cgid,
+			const struct fw_subject *ks)
+{
+	int err = 0;
+
+	if (cgid)
+		err = fw_dp_cgroup_put(r->dp, cgid, ks);
+	if (!err && cgid)
+		err = alias_put(r, ks);
+	if (err)
+		return err;
+	if (!cgid && e->cgroup_id)
+		alias_del(r, e->id);
+	if (e->cgroup_id && e->cgroup_id != cgid)
+		fw_dp_cgroup_del(r->dp, e->cgroup_id, e->id);
+	e->cgroup_id = cgid;
+	e->ksub = *ks;
+	return 0;
+}
+
+int fw_reg_cgroup_owner(struct fw_registry *r, __u64 cgid, char *name, size_t len, __u32 *id)
+{
+	int err = -ENOENT;
+
+	pthread_mutex_lock(&r->lock);
+	for (__u32 i = 1; cgid && i < FW_MAX_SUBJECTS; i++) {
+		struct fw_entry *e = r->by_id[i];
+
+		if (e && e->id == i && e->cgroup_id == cgid) {
+			snprintf(name, len, "%s", e->meta.name);
+			if (id)
+				*id = i;
+			err = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	return err;
 }
 
 /* Retires id once nothing dispatches to it any more: its rule trie goes,
@@ -669,7 +794,12 @@ int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 	pthread_mutex_lock(&r->lock);
 	for (size_t i = 0; i < e->naddrs && !err; i++)
 		err = fw_dp_dispatch_del(r->dp, &e->addrs[i], id);
+	if (!err && e->cgroup_id) {
+		err = fw_dp_cgroup_del(r->dp, e->cgroup_id, id);
+		alias_del(r, id);
+	}
 	if (!err) {
+		e->cgroup_id = 0;
 		e->naddrs = 0;
 		r->by_id[id] = NULL;
 		r->count--;
@@ -789,7 +919,7 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 {
 	struct fw_ip held[FW_SUBJECT_MAX_ADDRS];
 	struct fw_subject ks;
-	bool swapped = false;
+	bool swapped = false, cg_write;
 	__u32 old_ports = 0;
 	size_t nheld;
 	int err = 0;
@@ -821,6 +951,8 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 	/* a new generation reaches the data plane with the dispatch rewrite
 	 * below (every address of e: ks differs from e->ksub) */
 	ks.rules_gen = fw_dp_rules_gen(r->dp, e->id);
+	cg_write = spec->cgroup_id != e->cgroup_id ||
+		   (spec->cgroup_id && memcmp(&ks, &e->ksub, sizeof(ks)) != 0);
 
 	pthread_mutex_lock(&r->lock);
 	if (e->meta.binding_hash != bhash) {
@@ -854,6 +986,10 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 			e->naddrs = nheld;
 			e->ksub = ks;
 		}
+	}
+	if (!err && cg_write) {
+		err = cgroup_claim(r, e, spec->cgroup_id, &ks);
+		*changed = true;
 	}
 	pthread_mutex_unlock(&r->lock);
 	/* dispatch names the new generation (or, after a failed write, some
@@ -913,6 +1049,10 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	pthread_mutex_lock(&r->lock);
 	err = claim_addrs_locked(r, e, spec->addrs, spec->naddrs, &ks, meta->origin, true, held,
 				 &nheld);
+	if (!err && spec->cgroup_id)
+		err = fw_dp_cgroup_put(r->dp, spec->cgroup_id, &ks);
+	if (!err && spec->cgroup_id)
+		err = alias_put(r, &ks);
 	if (err) {
 		/* some addresses may point at the new id: retry converges */
 		pthread_mutex_unlock(&r->lock);
@@ -925,6 +1065,11 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	for (size_t i = 0; i < nold && old_id; i++)
 		if (!has_addr(held, nheld, &old[i]))
 			fw_dp_dispatch_del(r->dp, &old[i], old_id);
+	if (old_id && e->cgroup_id && e->cgroup_id != spec->cgroup_id)
+		fw_dp_cgroup_del(r->dp, e->cgroup_id, old_id);
+	if (old_id && e->cgroup_id)
+		alias_del(r, old_id);
+	e->cgroup_id = spec->cgroup_id;
 	if (old_id)
 		r->by_id[old_id] = NULL;
 	else
@@ -954,6 +1099,10 @@ undo_dispatch:
 	pthread_mutex_lock(&r->lock);
 	for (size_t i = 0; i < spec->naddrs; i++)
 		fw_dp_dispatch_del(r->dp, &spec->addrs[i], id);
+	if (spec->cgroup_id) {
+		fw_dp_cgroup_del(r->dp, spec->cgroup_id, id);
+		alias_del(r, id);
+	}
 	pthread_mutex_unlock(&r->lock);
 undo:
 	/* a query may have been learned for id while its dispatch was up */

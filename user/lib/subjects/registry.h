@@ -36,6 +36,12 @@ struct fw_subject_spec {
 	struct fw_prefix private_net[FW_FAM_MAX];
 	__u8 state; /* FW_STATE_ACTIVE (default) or FW_STATE_DENYING */
 	struct fw_policy policy;
+	/* a process sandbox: the cgroup v2 id whose processes (and those of
+	 * every cgroup below it) are this subject; 0 = none */
+	__u64 cgroup_id;
+	/* a static process sandbox: its cgroup below processes.cgroup_parent,
+	 * which fastwalld resolves to cgroup_id; "" = none */
+	char cgroup[256];
 };
 
 /* What the DNS proxy decides a subject's queries on: its domain rules
@@ -58,6 +64,7 @@ struct fw_entry {
 	struct fw_subject_meta meta;
 	struct fw_ip addrs[FW_SUBJECT_MAX_ADDRS]; /* under the registry lock */
 	size_t naddrs;
+	__u64 cgroup_id;		  /* what fastwall_cgroups holds for it; 0 = none */
 	bool adopted;			  /* found in the kernel at start, not yet reconfirmed */
 	struct fw_compiled_set live;	  /* what the live rule trie holds, if known */
 	void *priv;			  /* the protocol layer's state; keeps the entry alive */
@@ -141,6 +148,9 @@ int fw_reg_sync_static(struct fw_registry *r, const struct fw_policy *overlay,
 int fw_reg_prune_adopted(struct fw_registry *r, enum fw_origin origin);
 /* Re-resolves host interface names after links came or went. */
 int fw_reg_links_changed(struct fw_registry *r);
+/* The subject of cgroup cgid (fastwall_cgroups): its name and id;
+ * -ENOENT when none. */
+int fw_reg_cgroup_owner(struct fw_registry *r, __u64 cgid, char *name, size_t len, __u32 *id);
 /* The subject dispatch sends address a to: its name and origin; -ENOENT
  * when none. */
 int fw_reg_addr_owner(struct fw_registry *r, const struct fw_ip *a, char *name, size_t len,

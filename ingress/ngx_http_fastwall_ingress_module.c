@@ -1,0 +1,1941 @@
+/*
+ * SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+ *
+ * fastwall ingress: an access-phase handler that takes a signed route
+ * scope from a header or the first path segment, verifies it, resolves
+ * where the sandbox's port is reachable through FastPath ResolveEndpoint
+ * (an in-memory gRPC subrequest), caches the answer in shared memory, and
+ * hands proxy_pass the upstream and the raw rest of the URI in variables.
+ * A header and a body filter turn the Fastlet's proxy-error markers into
+ * 503 and drop the cache entry of a route that stopped working.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "policy/scope.h"
+#include "protocol/fastpath.h"
+
+
+#define NGX_HTTP_FWI_MODE_HEADER     0
+#define NGX_HTTP_FWI_MODE_URI        1
+
+#define NGX_HTTP_FWI_POLICY_PORT     18080
+#define NGX_HTTP_FWI_EXPIRY_MARGIN   5      /* seconds before expires_at */
+#define NGX_HTTP_FWI_PENDING         3000   /* ms a resolve may hold a key */
+#define NGX_HTTP_FWI_WAIT            2500   /* ms a second miss waits */
+#define NGX_HTTP_FWI_POLL            10     /* ms between its looks */
+#define NGX_HTTP_FWI_KEY_MAX         (2 * FW_SCOPE_FIELD_MAX + 8)
+#define NGX_HTTP_FWI_CACHE_MIN       (32 * 1024)
+
+
+typedef struct {
+    ngx_str_t                   keys_path;
+    struct fw_scope_keyring    *keyring;
+    ngx_str_t                   resolver;
+    size_t                      cache_size;
+    ngx_shm_zone_t             *shm_zone;
+} ngx_http_fwi_main_conf_t;
+
+
+typedef struct {
+    ngx_flag_t                  enable;
+    ngx_uint_t                  mode;
+    ngx_uint_t                  access_mode;
+} ngx_http_fwi_loc_conf_t;
+
+
+typedef struct {
+    ngx_rbtree_t                rbtree;
+    ngx_rbtree_node_t           sentinel;
+    ngx_queue_t                 lru;
+} ngx_http_fwi_shctx_t;
+
+
+/* one cache entry: key, then upstream, then credential in data[] */
+typedef struct {
+    ngx_rbtree_node_t           node;
+    ngx_queue_t                 lru;
+    time_t                      valid_until;   /* 0: no answer yet */
+    ngx_msec_t                  pending_until; /* 0: nobody resolving */
+    ngx_uint_t                  gen;           /* resolves finished */
+    ngx_uint_t                  fail_status;   /* the last one's, or 0 */
+    u_short                     key_len;
+    u_short                     upstream_len;
+    u_short                     cred_len;
+    u_char                      data[1];
+} ngx_http_fwi_node_t;
+
+
+typedef struct {
+    ngx_http_fwi_shctx_t       *sh;
+    ngx_slab_pool_t            *shpool;
+} ngx_http_fwi_cache_t;
+
+
+typedef struct {
+    ngx_str_t                   ns;
+    ngx_str_t                   sandbox;
+    ngx_uint_t                  port;
+    u_char                      key[NGX_HTTP_FWI_KEY_MAX];
+    size_t                      key_len;
+    uint32_t                    hash;
+
+    ngx_str_t                   upstream;  /* scheme://host[:port] */
+    ngx_str_t                   uri;       /* raw rest, query included */
+    ngx_str_t                   credential;
+    ngx_addr_t                  peer;      /* for the balancer, parsed once */
+
+    ngx_http_request_t         *subrequest;
+    ngx_msec_t                  wait_until;
+    ngx_uint_t                  wait_gen;  /* n->gen when it began waiting */
+    ngx_int_t                   status;    /* when done: NGX_OK or HTTP */
+
+    unsigned                    resolving:1;
+    unsigned                    done:1;
+    unsigned                    owner:1;   /* holds the key's pending mark */
+    unsigned                    waiting:1; /* on another request's resolve */
+    unsigned                    routed:1;  /* the request goes upstream */
+    unsigned                    swallow:1; /* replace the body by nothing */
+} ngx_http_fwi_ctx_t;
+
+
+enum {
+    NGX_HTTP_FWI_HIT,
+    NGX_HTTP_FWI_WAIT_OTHER,
+    NGX_HTTP_FWI_FAILED,       /* the resolve waited on failed: ctx->status */
+    NGX_HTTP_FWI_RESOLVE
+};
+
+
+static ngx_int_t ngx_http_fwi_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_fwi_start(ngx_http_request_t *r,
+    ngx_http_fwi_ctx_t *ctx);
+static ngx_int_t ngx_http_fwi_resolve(ngx_http_request_t *r,
+    ngx_http_fwi_ctx_t *ctx);
+static ngx_int_t ngx_http_fwi_resolve_done(ngx_http_request_t *r,
+    void *data, ngx_int_t rc);
+static void ngx_http_fwi_wait_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_fwi_finish(ngx_http_request_t *r,
+    ngx_http_fwi_ctx_t *ctx);
+static ngx_int_t ngx_http_fwi_retry_later(ngx_http_request_t *r);
+static ngx_int_t ngx_http_fwi_cache_lookup(ngx_http_request_t *r,
+    ngx_http_fwi_ctx_t *ctx);
+static void ngx_http_fwi_cache_store(ngx_http_request_t *r,
+    ngx_http_fwi_ctx_t *ctx, time_t valid_until);
+static void ngx_http_fwi_cache_drop(ngx_http_request_t *r,
+    ngx_http_fwi_ctx_t *ctx);
+static ngx_int_t ngx_http_fwi_header_filter(ngx_http_request_t *r);
+static ngx_int_t ngx_http_fwi_body_filter(ngx_http_request_t *r,
+    ngx_chain_t *in);
+static ngx_int_t ngx_http_fwi_add_variables(ngx_conf_t *cf);
+static ngx_int_t ngx_http_fwi_init(ngx_conf_t *cf);
+static void *ngx_http_fwi_create_main_conf(ngx_conf_t *cf);
+static char *ngx_http_fwi_init_main_conf(ngx_conf_t *cf, void *conf);
+static void *ngx_http_fwi_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_fwi_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static char *ngx_http_fwi_keys(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_fwi_resolver(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_fwi_cache_size(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_fwi_balancer(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+
+static ngx_conf_enum_t  ngx_http_fwi_modes[] = {
+    { ngx_string("header"), NGX_HTTP_FWI_MODE_HEADER },
+    { ngx_string("uri"), NGX_HTTP_FWI_MODE_URI },
+    { ngx_null_string, 0 }
+};
+
+
+static ngx_conf_enum_t  ngx_http_fwi_access_modes[] = {
+    { ngx_string("direct-fastlet-proxy"), FW_FASTPATH_DIRECT_FASTLET_PROXY },
+    { ngx_string("central-proxy"), FW_FASTPATH_CENTRAL_PROXY },
+    { ngx_null_string, 0 }
+};
+
+
+static ngx_command_t  ngx_http_fwi_commands[] = {
+
+    { ngx_string("fastwall_ingress"),
+      NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_fwi_loc_conf_t, enable),
+      NULL },
+
+    { ngx_string("fastwall_ingress_mode"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_fwi_loc_conf_t, mode),
+      &ngx_http_fwi_modes },
+
+    { ngx_string("fastwall_ingress_access_mode"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_fwi_loc_conf_t, access_mode),
+      &ngx_http_fwi_access_modes },
+
+    { ngx_string("fastwall_ingress_keys"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_fwi_keys,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fastwall_ingress_resolver"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_fwi_resolver,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fastwall_ingress_cache_size"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_fwi_cache_size,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fastwall_ingress_upstream"),
+      NGX_HTTP_UPS_CONF|NGX_CONF_NOARGS,
+      ngx_http_fwi_balancer,
+      0,
+      0,
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_fastwall_ingress_module_ctx = {
+    ngx_http_fwi_add_variables,            /* preconfiguration */
+    ngx_http_fwi_init,                     /* postconfiguration */
+
+    ngx_http_fwi_create_main_conf,         /* create main configuration */
+    ngx_http_fwi_init_main_conf,           /* init main configuration */
+
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    ngx_http_fwi_create_loc_conf,          /* create location configuration */
+    ngx_http_fwi_merge_loc_conf            /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_fastwall_ingress_module = {
+    NGX_MODULE_V1,
+    &ngx_http_fastwall_ingress_module_ctx, /* module context */
+    ngx_http_fwi_commands,                 /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    NULL,                                  /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
+static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
+
+static ngx_str_t  ngx_http_fwi_resolve_uri = ngx_string(FW_FASTPATH_RESOLVE);
+static ngx_str_t  ngx_http_fwi_post = ngx_string("POST");
+static ngx_str_t  ngx_http_fwi_cred_name =
+    ngx_string(FW_FASTPATH_CREDENTIAL_HEADER);
+
+
+static ngx_table_elt_t *
+ngx_http_fwi_find_header(ngx_list_t *headers, const char *name)
+{
+    size_t            len;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    len = ngx_strlen(name);
+    part = &headers->part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NULL;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash != 0 && h[i].key.len == len
+            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
+        {
+            return &h[i];
+        }
+    }
+}
+
+
+/*
+ * The scope and the URI the upstream gets. Header mode: the first of
+ * OpenSandbox-Ingress-To, OPEN-SANDBOX-INGRESS and Host, the URI as the
+ * client sent it. URI mode: the first path segment, and the raw rest.
+ */
+static ngx_int_t
+ngx_http_fwi_route(ngx_http_request_t *r, ngx_http_fwi_loc_conf_t *lcf,
+    ngx_str_t *scope, ngx_str_t *uri)
+{
+    u_char           *p, *end, *seg;
+    ngx_table_elt_t  *h;
+
+    if (lcf->mode == NGX_HTTP_FWI_MODE_HEADER) {
+        h = ngx_http_fwi_find_header(&r->headers_in.headers,
+                                     "OpenSandbox-Ingress-To");
+        if (h == NULL) {
+            h = ngx_http_fwi_find_header(&r->headers_in.headers,
+                                         "OPEN-SANDBOX-INGRESS");
+        }
+
+        if (h != NULL) {
+            *scope = h->value;
+
+        } else if (r->headers_in.host) {
+            *scope = r->headers_in.host->value;
+
+            /* a scope has no colon: what follows one is the port */
+            p = ngx_strlchr(scope->data, scope->data + scope->len, ':');
+            if (p) {
+                scope->len = p - scope->data;
+            }
+
+        } else {
+            return NGX_DECLINED;
+        }
+
+        *uri = r->unparsed_uri;
+        return NGX_OK;
+    }
+
+    p = r->unparsed_uri.data;
+    end = p + r->unparsed_uri.len;
+
+    if (p == end || *p != '/') {
+        return NGX_DECLINED;
+    }
+
+    seg = ++p;
+
+    while (p < end && *p != '/' && *p != '?') {
+        p++;
+    }
+
+    scope->data = seg;
+    scope->len = p - seg;
+
+    if (p < end && *p == '/') {
+        uri->data = p;
+        uri->len = end - p;
+        return NGX_OK;
+    }
+
+    /* "/<scope>" or "/<scope>?query": the rest is "/" and the query */
+    uri->len = 1 + (end - p);
+    uri->data = ngx_pnalloc(r->pool, uri->len);
+    if (uri->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    uri->data[0] = '/';
+    ngx_memcpy(uri->data + 1, p, end - p);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fwi_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                  rc;
+    ngx_http_fwi_ctx_t        *ctx;
+    ngx_http_fwi_loc_conf_t   *lcf;
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_http_fastwall_ingress_module);
+
+    if (!lcf->enable || r != r->main) {
+        return NGX_DECLINED;
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_fastwall_ingress_module);
+
+    if (ctx == NULL) {
+        ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_fwi_ctx_t));
+        if (ctx == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_http_set_ctx(r, ctx, ngx_http_fastwall_ingress_module);
+
+        rc = ngx_http_fwi_start(r, ctx);
+        if (rc != NGX_OK) {
+            ctx->done = 1;
+            ctx->status = rc;
+            return rc;
+        }
+
+    } else if (ctx->resolving) {
+        return NGX_AGAIN;
+
+    } else if (ctx->done) {
+        return ngx_http_fwi_finish(r, ctx);
+    }
+
+    /* a new request, or a second miss looking again */
+
+    switch (ngx_http_fwi_cache_lookup(r, ctx)) {
+
+    case NGX_HTTP_FWI_HIT:
+        ctx->done = 1;
+        ctx->status = NGX_OK;
+        return ngx_http_fwi_finish(r, ctx);
+
+    case NGX_HTTP_FWI_FAILED:
+        ctx->done = 1;
+        return ngx_http_fwi_finish(r, ctx);
+
+    case NGX_HTTP_FWI_WAIT_OTHER:
+        if (ctx->wait_until == 0) {
+            ctx->wait_until = ngx_current_msec + NGX_HTTP_FWI_WAIT;
+
+        } else if ((ngx_msec_int_t) (ngx_current_msec - ctx->wait_until)
+                   >= 0)
+        {
+            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                          "fastwall ingress: gave up waiting for another "
+                          "resolve of %V/%V:%ui", &ctx->ns, &ctx->sandbox,
+                          ctx->port);
+            ctx->done = 1;
+            ctx->status = NGX_HTTP_SERVICE_UNAVAILABLE;
+            return ngx_http_fwi_finish(r, ctx);
+        }
+
+        r->read_event_handler = ngx_http_test_reading;
+        r->write_event_handler = ngx_http_fwi_wait_handler;
+        r->connection->write->delayed = 1;
+        ngx_add_timer(r->connection->write, NGX_HTTP_FWI_POLL);
+        return NGX_AGAIN;
+
+    default:
+        return ngx_http_fwi_resolve(r, ctx);
+    }
+}
+
+
+/* Checks the scope; 401 and 501 are answered here, without the resolver. */
+static ngx_int_t
+ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
+{
+    int                         err;
+    ngx_str_t                   scope;
+    struct fw_scope            *sc;
+    ngx_http_fwi_loc_conf_t    *lcf;
+    ngx_http_fwi_main_conf_t   *mcf;
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_http_fastwall_ingress_module);
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_fastwall_ingress_module);
+
+    switch (ngx_http_fwi_route(r, lcf, &scope, &ctx->uri)) {
+    case NGX_OK:
+        break;
+    case NGX_ERROR:
+        return NGX_ERROR;
+    default:
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "fastwall ingress: no route scope in the request");
+        return NGX_HTTP_UNAUTHORIZED;
+    }
+
+    sc = ngx_palloc(r->pool, sizeof(struct fw_scope));
+    if (sc == NULL) {
+        return NGX_ERROR;
+    }
+
+    err = fw_scope_verify(mcf->keyring, (const char *) scope.data, scope.len,
+                          sc);
+    if (err) {
+        /* never the scope itself: it is the credential */
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "fastwall ingress: route scope refused: %s",
+                      fw_scope_strerror(err));
+        return NGX_HTTP_UNAUTHORIZED;
+    }
+
+    ctx->ns.data = (u_char *) sc->ns;
+    ctx->ns.len = sc->ns_len;
+    ctx->sandbox.data = (u_char *) sc->sandbox;
+    ctx->sandbox.len = sc->sandbox_len;
+    ctx->port = sc->port;
+
+    if (ctx->port == NGX_HTTP_FWI_POLICY_PORT) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "fastwall ingress: %V/%V: the policy port carries "
+                      "no traffic", &ctx->ns, &ctx->sandbox);
+        return NGX_HTTP_NOT_IMPLEMENTED;
+    }
+
+    /* the fields hold no NUL (control characters are refused) */
+    ctx->key_len = ngx_sprintf(ctx->key, "%V%Z%V%Z%ui", &ctx->ns,
+                               &ctx->sandbox, ctx->port)
+                   - ctx->key;
+    ctx->hash = ngx_crc32_short(ctx->key, ctx->key_len);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fwi_resolve(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
+{
+    long                        n;
+    size_t                      size;
+    ngx_buf_t                  *b;
+    ngx_chain_t                *cl;
+    ngx_http_request_t         *sr;
+    ngx_http_request_body_t    *rb;
+    ngx_http_fwi_loc_conf_t    *lcf;
+    ngx_http_post_subrequest_t *ps;
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_http_fastwall_ingress_module);
+
+    size = fw_fastpath_request_size(ctx->ns.len, ctx->sandbox.len);
+
+    b = ngx_create_temp_buf(r->pool, size);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    n = fw_fastpath_request_encode((const char *) ctx->ns.data, ctx->ns.len,
+                                   (const char *) ctx->sandbox.data,
+                                   ctx->sandbox.len, (uint32_t) ctx->port,
+                                   lcf->access_mode, 0, b->pos, size);
+    if (n < 0) {
+        return NGX_ERROR;
+    }
+
+    b->last = b->pos + n;
+    b->last_buf = 1;
+
+    cl = ngx_alloc_chain_link(r->pool);
+    if (cl == NULL) {
+        return NGX_ERROR;
+    }
+
+    cl->buf = b;
+    cl->next = NULL;
+
+    ps = ngx_palloc(r->pool, sizeof(ngx_http_post_subrequest_t));
+    if (ps == NULL) {
+        return NGX_ERROR;
+    }
+
+    ps->handler = ngx_http_fwi_resolve_done;
+    ps->data = ctx;
+
+    if (ngx_http_subrequest(r, &ngx_http_fwi_resolve_uri, NULL, &sr, ps,
+                            NGX_HTTP_SUBREQUEST_IN_MEMORY
+                            |NGX_HTTP_SUBREQUEST_WAITED)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    /* a POST of our own body, and none of the client's headers */
+    sr->method = NGX_HTTP_POST;
+    sr->method_name = ngx_http_fwi_post;
+
+    ngx_memzero(&sr->headers_in, sizeof(ngx_http_headers_in_t));
+
+    if (ngx_list_init(&sr->headers_in.headers, r->pool, 2,
+                      sizeof(ngx_table_elt_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    sr->headers_in.content_length_n = n;
+    sr->headers_in.keep_alive_n = -1;
+
+    rb = ngx_pcalloc(r->pool, sizeof(ngx_http_request_body_t));
+    if (rb == NULL) {
+        return NGX_ERROR;
+    }
+
+    rb->bufs = cl;
+    sr->request_body = rb;
+
+    ctx->subrequest = sr;
+    ctx->resolving = 1;
+
+    return NGX_AGAIN;
+}
+
+
+static ngx_int_t
+ngx_http_fwi_grpc_status(ngx_http_request_t *sr)
+{
+    ngx_table_elt_t  *h;
+
+    if (sr->upstream == NULL) {
+        return NGX_ERROR;
+    }
+
+    h = ngx_http_fwi_find_header(&sr->upstream->headers_in.trailers,
+                                 "grpc-status");
+    if (h == NULL) {
+        /* a Trailers-Only answer: the status rides in the headers */
+        h = ngx_http_fwi_find_header(&sr->upstream->headers_in.headers,
+                                     "grpc-status");
+    }
+
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    return ngx_atoi(h->value.data, h->value.len);
+}
+
+
+/*
+ * Maps the resolver's answer to the request's fate: NGX_OK with the
+ * upstream and credential set, 404, or 503.
+ */
+static ngx_int_t
+ngx_http_fwi_classify(ngx_http_request_t *r, ngx_http_request_t *sr,
+    ngx_int_t rc, ngx_http_fwi_ctx_t *ctx, time_t *valid_until)
+{
+    int                           err;
+    long                          base;
+    ngx_int_t                     gs;
+    ngx_buf_t                    *b;
+    struct fw_fastpath_resolved   res;
+
+    *valid_until = 0;
+
+    if (rc != NGX_OK || sr->headers_out.status != NGX_HTTP_OK) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "fastwall ingress: resolver unreachable for %V/%V:%ui "
+                      "(rc %i, status %ui)", &ctx->ns, &ctx->sandbox,
+                      ctx->port, rc, sr->headers_out.status);
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+    }
+
+    gs = ngx_http_fwi_grpc_status(sr);
+
+    if (gs == FW_GRPC_NOT_FOUND) {
+        return NGX_HTTP_NOT_FOUND;
+    }
+
+    if (gs != FW_GRPC_OK) {
+        /* not ready, not published, overloaded, unavailable, timed out,
+         * or anything else: all one answer, so none leaks which */
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "fastwall ingress: resolve of %V/%V:%ui: grpc status %i",
+                      &ctx->ns, &ctx->sandbox, ctx->port, gs);
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+    }
+
+    b = sr->out ? sr->out->buf : NULL;
+
+    if (b == NULL) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "fastwall ingress: resolver answered OK without "
+                      "a message");
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+    }
+
+    err = fw_fastpath_response_decode(b->pos, b->last - b->pos, &res);
+    if (err) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "fastwall ingress: bad ResolveEndpoint response: %s",
+                      strerror(-err));
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+    }
+
+    base = fw_fastpath_endpoint_base(res.proxy_endpoint.p,
+                                     res.proxy_endpoint.len);
+    if (base < 0) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "fastwall ingress: resolver gave a proxy endpoint "
+                      "that is not http(s)://host[:port]");
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+    }
+
+    if (res.credential.len == 0 || res.other_headers != 0
+        || !fw_fastpath_header_value_ok(res.credential.p, res.credential.len))
+    {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "fastwall ingress: resolver's required headers are "
+                      "not exactly one valid " FW_FASTPATH_CREDENTIAL_HEADER);
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+    }
+
+    ctx->upstream.len = base;
+    ctx->upstream.data = ngx_pnalloc(r->pool, base);
+    ctx->credential.len = res.credential.len;
+    ctx->credential.data = ngx_pnalloc(r->pool, res.credential.len);
+
+    if (ctx->upstream.data == NULL || ctx->credential.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(ctx->upstream.data, res.proxy_endpoint.p, base);
+    ngx_memcpy(ctx->credential.data, res.credential.p, res.credential.len);
+
+    if (res.expires_at > (int64_t) ngx_time() + NGX_HTTP_FWI_EXPIRY_MARGIN) {
+        *valid_until = (time_t) res.expires_at - NGX_HTTP_FWI_EXPIRY_MARGIN;
+    }
+
+    return NGX_OK;
+}
+
+
+/* Runs once per resolve: a failed connect may call it twice. */
+static ngx_int_t
+ngx_http_fwi_resolve_done(ngx_http_request_t *sr, void *data, ngx_int_t rc)
+{
+    time_t               valid_until;
+    ngx_http_request_t  *r;
+    ngx_http_fwi_ctx_t  *ctx = data;
+
+    if (ctx->done) {
+        return rc;
+    }
+
+    r = sr->parent;
+
+    ctx->resolving = 0;
+    ctx->done = 1;
+    ctx->status = ngx_http_fwi_classify(r, sr, rc, ctx, &valid_until);
+
+    ngx_http_fwi_cache_store(r, ctx,
+                             ctx->status == NGX_OK ? valid_until : 0);
+
+    return rc;
+}
+
+
+static void
+ngx_http_fwi_wait_handler(ngx_http_request_t *r)
+{
+    ngx_event_t  *wev;
+
+    wev = r->connection->write;
+
+    if (wev->delayed) {
+        if (ngx_handle_write_event(wev, 0) != NGX_OK) {
+            ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        }
+
+        return;
+    }
+
+    if (ngx_handle_read_event(r->connection->read, 0) != NGX_OK) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    r->read_event_handler = ngx_http_block_reading;
+    r->write_event_handler = ngx_http_core_run_phases;
+
+    ngx_http_core_run_phases(r);
+}
+
+
+static ngx_int_t
+ngx_http_fwi_retry_later(ngx_http_request_t *r)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Retry-After");
+    ngx_str_set(&h->value, "1");
+
+    return NGX_OK;
+}
+
+
+/*
+ * The client's copy of the credential header is removed, whatever its
+ * case, and the resolver's is added: the list is rebuilt, since nginx's
+ * lists cannot drop an element and proxy_pass forwards every one.
+ */
+static ngx_int_t
+ngx_http_fwi_set_credential(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
+{
+    ngx_uint_t        i;
+    ngx_list_t        headers;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h, *nh;
+
+    if (ngx_list_init(&headers, r->pool, 20, sizeof(ngx_table_elt_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len == ngx_http_fwi_cred_name.len
+            && ngx_strncasecmp(h[i].key.data, ngx_http_fwi_cred_name.data,
+                               h[i].key.len) == 0)
+        {
+            continue;
+        }
+
+        nh = ngx_list_push(&headers);
+        if (nh == NULL) {
+            return NGX_ERROR;
+        }
+
+        *nh = h[i];
+    }
+
+    nh = ngx_list_push(&headers);
+    if (nh == NULL) {
+        return NGX_ERROR;
+    }
+
+    nh->key = ngx_http_fwi_cred_name;
+    nh->value = ctx->credential;
+    nh->lowcase_key = ngx_pnalloc(r->pool, nh->key.len);
+    if (nh->lowcase_key == NULL) {
+        return NGX_ERROR;
+    }
+
+    nh->hash = ngx_hash_strlow(nh->lowcase_key, nh->key.data, nh->key.len);
+
+    r->headers_in.headers = headers;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fwi_finish(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
+{
+    if (ctx->status == NGX_HTTP_SERVICE_UNAVAILABLE) {
+        if (ngx_http_fwi_retry_later(r) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        return ctx->status;
+    }
+
+    if (ctx->status != NGX_OK) {
+        return ctx->status;
+    }
+
+    if (!ctx->routed) {
+        if (ngx_http_fwi_set_credential(r, ctx) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        ctx->routed = 1;
+    }
+
+    return NGX_OK;
+}
+
+
+/* shared cache */
+
+static void
+ngx_http_fwi_rbtree_insert_value(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel)
+{
+    ngx_rbtree_node_t     **p;
+    ngx_http_fwi_node_t    *n, *t;
+
+    for ( ;; ) {
+
+        if (node->key < temp->key) {
+            p = &temp->left;
+
+        } else if (node->key > temp->key) {
+            p = &temp->right;
+
+        } else {
+            n = (ngx_http_fwi_node_t *) node;
+            t = (ngx_http_fwi_node_t *) temp;
+
+            p = (ngx_memn2cmp(n->data, t->data, n->key_len, t->key_len) < 0)
+                ? &temp->left : &temp->right;
+        }
+
+        if (*p == sentinel) {
+            break;
+        }
+
+        temp = *p;
+    }
+
+    *p = node;
+    node->parent = temp;
+    node->left = sentinel;
+    node->right = sentinel;
+    ngx_rbt_red(node);
+}
+
+
+static ngx_http_fwi_node_t *
+ngx_http_fwi_cache_find(ngx_http_fwi_cache_t *cache, ngx_http_fwi_ctx_t *ctx)
+{
+    ngx_int_t             rc;
+    ngx_rbtree_node_t    *node, *sentinel;
+    ngx_http_fwi_node_t  *n;
+
+    node = cache->sh->rbtree.root;
+    sentinel = cache->sh->rbtree.sentinel;
+
+    while (node != sentinel) {
+
+        if (ctx->hash < node->key) {
+            node = node->left;
+            continue;
+        }
+
+        if (ctx->hash > node->key) {
+            node = node->right;
+            continue;
+        }
+
+        n = (ngx_http_fwi_node_t *) node;
+
+        rc = ngx_memn2cmp(ctx->key, n->data, ctx->key_len, n->key_len);
+
+        if (rc == 0) {
+            return n;
+        }
+
+        node = (rc < 0) ? node->left : node->right;
+    }
+
+    return NULL;
+}
+
+
+static void
+ngx_http_fwi_cache_free(ngx_http_fwi_cache_t *cache, ngx_http_fwi_node_t *n)
+{
+    ngx_queue_remove(&n->lru);
+    ngx_rbtree_delete(&cache->sh->rbtree, &n->node);
+    ngx_slab_free_locked(cache->shpool, n);
+}
+
+
+/* allocates, evicting the least recently used entries nobody resolves */
+static ngx_http_fwi_node_t *
+ngx_http_fwi_cache_alloc(ngx_http_fwi_cache_t *cache, size_t size)
+{
+    ngx_uint_t            tries;
+    ngx_queue_t          *q;
+    ngx_http_fwi_node_t  *n, *victim;
+
+    for (tries = 0; tries < 8; tries++) {
+        n = ngx_slab_alloc_locked(cache->shpool, size);
+        if (n != NULL) {
+            return n;
+        }
+
+        victim = NULL;
+
+        for (q = ngx_queue_last(&cache->sh->lru);
+             q != ngx_queue_sentinel(&cache->sh->lru);
+             q = ngx_queue_prev(q))
+        {
+            n = ngx_queue_data(q, ngx_http_fwi_node_t, lru);
+            if (n->pending_until == 0) {
+                victim = n;
+                break;
+            }
+        }
+
+        if (victim == NULL) {
+            return NULL;
+        }
+
+        ngx_http_fwi_cache_free(cache, victim);
+    }
+
+    return NULL;
+}
+
+
+static ngx_http_fwi_node_t *
+ngx_http_fwi_cache_insert(ngx_http_fwi_cache_t *cache,
+    ngx_http_fwi_ctx_t *ctx, ngx_str_t *upstream, ngx_str_t *cred)
+{
+    size_t                size;
+    ngx_http_fwi_node_t  *n;
+
+    size = offsetof(ngx_http_fwi_node_t, data) + ctx->key_len
+           + upstream->len + cred->len;
+
+    n = ngx_http_fwi_cache_alloc(cache, size);
+    if (n == NULL) {
+        return NULL;
+    }
+
+    n->node.key = ctx->hash;
+    n->key_len = (u_short) ctx->key_len;
+    n->upstream_len = (u_short) upstream->len;
+    n->cred_len = (u_short) cred->len;
+    n->valid_until = 0;
+    n->pending_until = 0;
+    n->gen = 0;
+    n->fail_status = 0;
+
+    ngx_memcpy(n->data, ctx->key, ctx->key_len);
+    ngx_memcpy(n->data + ctx->key_len, upstream->data, upstream->len);
+    ngx_memcpy(n->data + ctx->key_len + upstream->len, cred->data, cred->len);
+
+    ngx_rbtree_insert(&cache->sh->rbtree, &n->node);
+    ngx_queue_insert_head(&cache->sh->lru, &n->lru);
+
+    return n;
+}
+
+
+/*
+ * A hit copies the answer out; a key another request is resolving makes
+ * this one wait; otherwise this request marks the key and resolves it, so
+ * that concurrent misses of one key make one call.
+ */
+static ngx_int_t
+ngx_http_fwi_cache_lookup(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
+{
+    u_char                    *p;
+    ngx_str_t                  none = ngx_null_string;
+    ngx_http_fwi_node_t       *n;
+    ngx_http_fwi_cache_t      *cache;
+    ngx_http_fwi_main_conf_t  *mcf;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_fastwall_ingress_module);
+    cache = mcf->shm_zone->data;
+
+    ngx_shmtx_lock(&cache->shpool->mutex);
+
+    n = ngx_http_fwi_cache_find(cache, ctx);
+
+    if (n && n->valid_until > ngx_time()) {
+        ctx->upstream.len = n->upstream_len;
+        ctx->credential.len = n->cred_len;
+        p = ngx_pnalloc(r->pool, n->upstream_len + n->cred_len);
+        if (p == NULL) {
+            ngx_shmtx_unlock(&cache->shpool->mutex);
+            return NGX_HTTP_FWI_RESOLVE;
+        }
+
+        ngx_memcpy(p, n->data + n->key_len, n->upstream_len + n->cred_len);
+        ctx->upstream.data = p;
+        ctx->credential.data = p + n->upstream_len;
+
+        ngx_queue_remove(&n->lru);
+        ngx_queue_insert_head(&cache->sh->lru, &n->lru);
+
+        ngx_shmtx_unlock(&cache->shpool->mutex);
+        return NGX_HTTP_FWI_HIT;
+    }
+
+    /* the resolve this request waited on failed: its answer is this
+     * request's too (a new request would resolve again) */
+    if (n && ctx->waiting && n->gen != ctx->wait_gen && n->fail_status
+        && n->pending_until == 0)
+    {
+        ctx->status = n->fail_status;
+        ngx_shmtx_unlock(&cache->shpool->mutex);
+        return NGX_HTTP_FWI_FAILED;
+    }
+
+    if (n && n->pending_until
+        && (ngx_msec_int_t) (n->pending_until - ngx_current_msec) > 0)
+    {
+        if (!ctx->waiting) {
+            ctx->waiting = 1;
+            ctx->wait_gen = n->gen;
+        }
+
+        ngx_shmtx_unlock(&cache->shpool->mutex);
+        return NGX_HTTP_FWI_WAIT_OTHER;
+    }
+
+    if (n == NULL) {
+        n = ngx_http_fwi_cache_insert(cache, ctx, &none, &none);
+    }
+
+    if (n) {
+        /* the expired answer, if any, is of no use any more */
+        n->valid_until = 0;
+        n->fail_status = 0;
+        n->pending_until = ngx_current_msec + NGX_HTTP_FWI_PENDING;
+        if (n->pending_until == 0) {
+            n->pending_until = 1;
+        }
+
+        ctx->owner = 1;
+    }
+
+    ngx_shmtx_unlock(&cache->shpool->mutex);
+
+    return NGX_HTTP_FWI_RESOLVE;
+}
+
+
+/*
+ * Keeps an answer until valid_until (0: keep none) and lets the waiters
+ * go: they take a kept answer, or a failure's status, or else resolve.
+ */
+static void
+ngx_http_fwi_cache_store(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx,
+    time_t valid_until)
+{
+    ngx_uint_t                 gen;
+    ngx_http_fwi_node_t       *n;
+    ngx_http_fwi_cache_t      *cache;
+    ngx_http_fwi_main_conf_t  *mcf;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_fastwall_ingress_module);
+    cache = mcf->shm_zone->data;
+
+    ngx_shmtx_lock(&cache->shpool->mutex);
+
+    n = ngx_http_fwi_cache_find(cache, ctx);
+    gen = n ? n->gen + 1 : 1;
+
+    /* a mark this request does not hold belongs to another resolve */
+    if (n && !ctx->owner && n->pending_until) {
+        ngx_shmtx_unlock(&cache->shpool->mutex);
+        return;
+    }
+
+    ctx->owner = 0;
+
+    if (valid_until <= ngx_time()) {
+        if (n) {
+            n->pending_until = 0;
+            n->valid_until = 0;
+            n->gen = gen;
+            /* NGX_ERROR: the waiters try for themselves */
+            n->fail_status = (ctx->status > NGX_OK) ? ctx->status : 0;
+        }
+
+        ngx_shmtx_unlock(&cache->shpool->mutex);
+        return;
+    }
+
+    if (n) {
+        ngx_http_fwi_cache_free(cache, n);
+    }
+
+    n = ngx_http_fwi_cache_insert(cache, ctx, &ctx->upstream,
+                                  &ctx->credential);
+    if (n) {
+        n->valid_until = valid_until;
+        n->gen = gen;
+
+    } else {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "fastwall ingress: cache full, answer not kept");
+    }
+
+    ngx_shmtx_unlock(&cache->shpool->mutex);
+}
+
+
+static void
+ngx_http_fwi_cache_drop(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
+{
+    ngx_http_fwi_node_t       *n;
+    ngx_http_fwi_cache_t      *cache;
+    ngx_http_fwi_main_conf_t  *mcf;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_fastwall_ingress_module);
+    cache = mcf->shm_zone->data;
+
+    ngx_shmtx_lock(&cache->shpool->mutex);
+
+    n = ngx_http_fwi_cache_find(cache, ctx);
+    if (n && n->pending_until == 0) {
+        ngx_http_fwi_cache_free(cache, n);
+    }
+
+    ngx_shmtx_unlock(&cache->shpool->mutex);
+}
+
+
+static ngx_int_t
+ngx_http_fwi_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_http_fwi_cache_t  *ocache = data;
+
+    size_t                 len;
+    ngx_http_fwi_cache_t  *cache;
+
+    cache = shm_zone->data;
+
+    if (ocache) {
+        cache->sh = ocache->sh;
+        cache->shpool = ocache->shpool;
+        return NGX_OK;
+    }
+
+    cache->shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    if (shm_zone->shm.exists) {
+        cache->sh = cache->shpool->data;
+        return NGX_OK;
+    }
+
+    cache->sh = ngx_slab_alloc(cache->shpool, sizeof(ngx_http_fwi_shctx_t));
+    if (cache->sh == NULL) {
+        return NGX_ERROR;
+    }
+
+    cache->shpool->data = cache->sh;
+
+    ngx_rbtree_init(&cache->sh->rbtree, &cache->sh->sentinel,
+                    ngx_http_fwi_rbtree_insert_value);
+    ngx_queue_init(&cache->sh->lru);
+
+    len = sizeof(" in fastwall_ingress cache zone \"\"") + shm_zone->shm.name.len;
+
+    cache->shpool->log_ctx = ngx_slab_alloc(cache->shpool, len);
+    if (cache->shpool->log_ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_sprintf(cache->shpool->log_ctx, " in fastwall_ingress cache zone "
+                "\"%V\"%Z", &shm_zone->shm.name);
+
+    cache->shpool->log_nomem = 0;
+
+    return NGX_OK;
+}
+
+
+/* filters: a stale route's marker becomes an empty 503 */
+
+static ngx_uint_t
+ngx_http_fwi_is_marker(ngx_str_t *v)
+{
+    static ngx_str_t  markers[] = {
+        ngx_string("stale_route"),
+        ngx_string("credential_rejected"),
+        ngx_string("route_unavailable"),
+        ngx_string("upstream_unavailable"),
+    };
+
+    ngx_uint_t  i;
+
+    for (i = 0; i < sizeof(markers) / sizeof(markers[0]); i++) {
+        if (v->len == markers[i].len
+            && ngx_strncasecmp(v->data, markers[i].data, v->len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+static ngx_int_t
+ngx_http_fwi_header_filter(ngx_http_request_t *r)
+{
+    ngx_uint_t            i, status;
+    ngx_list_part_t      *part;
+    ngx_table_elt_t      *h, *marker;
+    ngx_http_upstream_t  *u;
+    ngx_http_fwi_ctx_t   *ctx;
+
+    if (r != r->main) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_fastwall_ingress_module);
+
+    if (ctx == NULL || !ctx->routed) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    u = r->upstream;
+    status = r->headers_out.status;
+
+    if (u == NULL || u->headers_in.status_n == 0) {
+        /* nginx's own answer: no response came from the upstream */
+        if (status == NGX_HTTP_BAD_GATEWAY) {
+            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                          "fastwall ingress: upstream of %V/%V:%ui failed, "
+                          "route dropped", &ctx->ns, &ctx->sandbox, ctx->port);
+            ngx_http_fwi_cache_drop(r, ctx);
+        }
+
+        return ngx_http_next_header_filter(r);
+    }
+
+    /* markers count on failures only: not on 2xx, nor on an upgrade */
+    if (status < 300) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    marker = ngx_http_fwi_find_header(&u->headers_in.headers,
+                                      "X-Fast-Sandbox-Proxy-Error");
+    if (marker == NULL || !ngx_http_fwi_is_marker(&marker->value)) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                  "fastwall ingress: %V/%V:%ui: upstream says \"%V\", "
+                  "route dropped", &ctx->ns, &ctx->sandbox, ctx->port,
+                  &marker->value);
+
+    ngx_http_fwi_cache_drop(r, ctx);
+
+    /* nothing of the upstream's answer reaches the client */
+    part = &r->headers_out.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        h[i].hash = 0;
+    }
+
+    r->headers_out.status = NGX_HTTP_SERVICE_UNAVAILABLE;
+    r->headers_out.status_line.len = 0;
+    r->headers_out.content_type.len = 0;
+    r->headers_out.content_type_len = 0;
+    r->headers_out.content_type_lowcase = NULL;
+    r->headers_out.charset.len = 0;
+    r->headers_out.location = NULL;
+    r->headers_out.refresh = NULL;
+    r->headers_out.last_modified_time = -1;
+    r->headers_out.last_modified = NULL;
+    r->headers_out.etag = NULL;
+    r->headers_out.content_encoding = NULL;
+    ngx_http_clear_content_length(r);
+    ngx_http_clear_accept_ranges(r);
+    r->headers_out.content_length_n = 0;
+
+    if (ngx_http_fwi_retry_later(r) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ctx->swallow = 1;
+
+    return ngx_http_next_header_filter(r);
+}
+
+
+static ngx_int_t
+ngx_http_fwi_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
+{
+    ngx_buf_t           *b;
+    ngx_uint_t           last;
+    ngx_chain_t         *cl, out;
+    ngx_http_fwi_ctx_t  *ctx;
+
+    if (r != r->main) {
+        return ngx_http_next_body_filter(r, in);
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_fastwall_ingress_module);
+
+    if (ctx == NULL || !ctx->swallow) {
+        return ngx_http_next_body_filter(r, in);
+    }
+
+    last = 0;
+
+    for (cl = in; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (b->last_buf) {
+            last = 1;
+        }
+
+        /* consumed, so the upstream may reuse its buffers */
+        b->pos = b->last;
+        if (b->in_file) {
+            b->file_pos = b->file_last;
+        }
+    }
+
+    if (!last) {
+        return NGX_OK;
+    }
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->last_buf = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_next_body_filter(r, &out);
+}
+
+
+/* variables */
+
+static ngx_int_t
+ngx_http_fwi_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
+    uintptr_t data)
+{
+    ngx_str_t                 *s, host;
+    ngx_http_fwi_ctx_t        *ctx;
+    ngx_http_fwi_main_conf_t  *mcf;
+
+    if (data == 2) {
+        mcf = ngx_http_get_module_main_conf(r,
+                                            ngx_http_fastwall_ingress_module);
+        s = &mcf->resolver;
+
+    } else {
+        ctx = ngx_http_get_module_ctx(r->main,
+                                      ngx_http_fastwall_ingress_module);
+
+        if (ctx == NULL || !ctx->routed) {
+            v->not_found = 1;
+            return NGX_OK;
+        }
+
+        s = (data == 0) ? &ctx->upstream : &ctx->uri;
+
+        if (data == 3) {
+            /* the authority: what follows "scheme://" */
+            host.data = ngx_strlchr(ctx->upstream.data,
+                                    ctx->upstream.data + ctx->upstream.len,
+                                    '/');
+            if (host.data == NULL) {
+                v->not_found = 1;
+                return NGX_OK;
+            }
+
+            host.data += 2;
+            host.len = ctx->upstream.data + ctx->upstream.len - host.data;
+            s = &host;
+        }
+    }
+
+    if (s->len == 0) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    v->len = s->len;
+    v->data = s->data;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fwi_route_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    u_char              *p;
+    ngx_http_fwi_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_http_fastwall_ingress_module);
+
+    if (ctx == NULL || ctx->ns.len == 0) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    p = ngx_pnalloc(r->pool, ctx->ns.len + ctx->sandbox.len + 2 + NGX_INT_T_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    v->data = p;
+    p = ngx_sprintf(p, "%V/%V:%ui", &ctx->ns, &ctx->sandbox, ctx->port);
+    v->len = p - v->data;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+static ngx_http_variable_t  ngx_http_fwi_vars[] = {
+
+    { ngx_string("fastwall_ingress_upstream"), NULL,
+      ngx_http_fwi_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("fastwall_ingress_uri"), NULL,
+      ngx_http_fwi_variable, 1, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("fastwall_ingress_upstream_host"), NULL,
+      ngx_http_fwi_variable, 3, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("fastwall_ingress_resolver"), NULL,
+      ngx_http_fwi_variable, 2, 0, 0 },
+
+    { ngx_string("fastwall_ingress_route"), NULL,
+      ngx_http_fwi_route_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+      ngx_http_null_variable
+};
+
+
+static ngx_int_t
+ngx_http_fwi_add_variables(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = ngx_http_fwi_vars; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The balancer of an upstream{} block with "fastwall_ingress_upstream":
+ * its one peer is the resolved proxy endpoint. Unlike proxy_pass with
+ * variables, such a block can hold "keepalive", which then reuses
+ * connections to the same Fastlet across requests.
+ */
+
+static ngx_int_t
+ngx_http_fwi_peer_addr(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
+{
+    u_char     *p, *end;
+    ngx_str_t   authority;
+
+    if (ctx->peer.sockaddr) {
+        return NGX_OK;
+    }
+
+    p = ctx->upstream.data;
+    end = p + ctx->upstream.len;
+
+    p = ngx_strlchr(p, end, '/');
+    if (p == NULL || end - p < 3) {
+        return NGX_ERROR;
+    }
+
+    authority.data = p + 2;
+    authority.len = end - authority.data;
+
+    if (ngx_parse_addr_port(r->pool, &ctx->peer, authority.data,
+                            authority.len)
+        != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "fastwall ingress: proxy endpoint \"%V\" is not an IP "
+                      "address, which fastwall_ingress_upstream needs",
+                      &ctx->upstream);
+        ctx->peer.sockaddr = NULL;
+        return NGX_ERROR;
+    }
+
+    if (ngx_inet_get_port(ctx->peer.sockaddr) == 0) {
+        ngx_inet_set_port(ctx->peer.sockaddr,
+                          ctx->upstream.len > 5
+                          && ngx_strncasecmp(ctx->upstream.data,
+                                             (u_char *) "https", 5) == 0
+                          ? 443 : 80);
+    }
+
+    ctx->peer.name = authority;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fwi_get_peer(ngx_peer_connection_t *pc, void *data)
+{
+    ngx_http_fwi_ctx_t  *ctx = data;
+
+    pc->sockaddr = ctx->peer.sockaddr;
+    pc->socklen = ctx->peer.socklen;
+    pc->name = &ctx->peer.name;
+    pc->cached = 0;
+    pc->connection = NULL;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_fwi_free_peer(ngx_peer_connection_t *pc, void *data,
+    ngx_uint_t state)
+{
+    /* one peer: nothing to try next */
+    pc->tries = 0;
+}
+
+
+static ngx_int_t
+ngx_http_fwi_init_peer(ngx_http_request_t *r,
+    ngx_http_upstream_srv_conf_t *us)
+{
+    ngx_http_fwi_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_http_fastwall_ingress_module);
+
+    if (ctx == NULL || !ctx->routed) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "fastwall ingress: upstream \"%V\" used in a location "
+                      "without \"fastwall_ingress on\"", &us->host);
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_fwi_peer_addr(r, ctx) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    r->upstream->peer.get = ngx_http_fwi_get_peer;
+    r->upstream->peer.free = ngx_http_fwi_free_peer;
+    r->upstream->peer.data = ctx;
+    r->upstream->peer.tries = 1;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fwi_init_upstream(ngx_conf_t *cf, ngx_http_upstream_srv_conf_t *us)
+{
+    us->peer.init = ngx_http_fwi_init_peer;
+
+    return NGX_OK;
+}
+
+
+static char *
+ngx_http_fwi_balancer(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_upstream_server_t    *us;
+    ngx_http_upstream_srv_conf_t  *uscf;
+
+    uscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_upstream_module);
+
+    if (uscf->peer.init_upstream) {
+        return "must come before \"keepalive\" and any other balancer";
+    }
+
+    if (uscf->servers && uscf->servers->nelts) {
+        return "takes the place of \"server\" lines";
+    }
+
+    /* nginx wants a server in every upstream block: a placeholder, which
+     * nothing reads since the balancer is this module's */
+    us = ngx_array_push(uscf->servers);
+    if (us == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(us, sizeof(ngx_http_upstream_server_t));
+
+    uscf->peer.init_upstream = ngx_http_fwi_init_upstream;
+
+    return NGX_CONF_OK;
+}
+
+
+/* configuration */
+
+static ngx_int_t
+ngx_http_fwi_init(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_ACCESS_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_fwi_handler;
+
+    ngx_http_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_http_fwi_header_filter;
+
+    ngx_http_next_body_filter = ngx_http_top_body_filter;
+    ngx_http_top_body_filter = ngx_http_fwi_body_filter;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_fwi_wipe_keys(void *data)
+{
+    fw_scope_keyring_wipe(data);
+}
+
+
+static char *
+ngx_http_fwi_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fwi_main_conf_t *mcf = conf;
+
+    char                 err[512];
+    ngx_str_t           *value;
+    ngx_pool_cleanup_t  *cln;
+
+    if (mcf->keyring != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    mcf->keys_path = value[1];
+
+    if (ngx_conf_full_name(cf->cycle, &mcf->keys_path, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, sizeof(struct fw_scope_keyring));
+    if (cln == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    cln->handler = ngx_http_fwi_wipe_keys;
+    mcf->keyring = cln->data;
+    ngx_memzero(mcf->keyring, sizeof(struct fw_scope_keyring));
+
+    /* ngx_conf_full_name leaves the name NUL-terminated */
+    if (fw_scope_keyring_load(mcf->keyring, (const char *) mcf->keys_path.data,
+                              err, sizeof(err))
+        != 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "fastwall_ingress_keys: %s",
+                           err);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_fwi_resolver(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fwi_main_conf_t *mcf = conf;
+
+    ngx_str_t   *value;
+    ngx_addr_t   addr;
+
+    if (mcf->resolver.len) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    /* an address and a port: grpc_pass takes it from a variable, where a
+     * host name would need a resolver at run time */
+    if (ngx_parse_addr_port(cf->pool, &addr, value[1].data, value[1].len)
+        != NGX_OK
+        || ngx_inet_get_port(addr.sockaddr) == 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_resolver: \"%V\" is not "
+                           "ADDRESS:PORT (an IP address, then a port)",
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    mcf->resolver = value[1];
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_fwi_cache_size(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fwi_main_conf_t *mcf = conf;
+
+    ssize_t     size;
+    ngx_str_t  *value;
+
+    if (mcf->cache_size != NGX_CONF_UNSET_SIZE) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    size = ngx_parse_size(&value[1]);
+
+    if (size == NGX_ERROR || size < NGX_HTTP_FWI_CACHE_MIN) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_cache_size: \"%V\" is not a "
+                           "size of at least 32k", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    mcf->cache_size = size;
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_http_fwi_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_fwi_main_conf_t  *mcf;
+
+    mcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_fwi_main_conf_t));
+    if (mcf == NULL) {
+        return NULL;
+    }
+
+    mcf->cache_size = NGX_CONF_UNSET_SIZE;
+
+    return mcf;
+}
+
+
+static char *
+ngx_http_fwi_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    ngx_http_fwi_main_conf_t *mcf = conf;
+
+    ngx_str_t              name = ngx_string("fastwall_ingress");
+    ngx_http_fwi_cache_t  *cache;
+
+    if (mcf->cache_size == NGX_CONF_UNSET_SIZE) {
+        mcf->cache_size = 1024 * 1024;
+    }
+
+    cache = ngx_pcalloc(cf->pool, sizeof(ngx_http_fwi_cache_t));
+    if (cache == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    mcf->shm_zone = ngx_shared_memory_add(cf, &name, mcf->cache_size,
+                                          &ngx_http_fastwall_ingress_module);
+    if (mcf->shm_zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    mcf->shm_zone->init = ngx_http_fwi_init_zone;
+    mcf->shm_zone->data = cache;
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_http_fwi_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_http_fwi_loc_conf_t  *lcf;
+
+    lcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_fwi_loc_conf_t));
+    if (lcf == NULL) {
+        return NULL;
+    }
+
+    lcf->enable = NGX_CONF_UNSET;
+    lcf->mode = NGX_CONF_UNSET_UINT;
+    lcf->access_mode = NGX_CONF_UNSET_UINT;
+
+    return lcf;
+}
+
+
+static char *
+ngx_http_fwi_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_fwi_loc_conf_t *prev = parent;
+    ngx_http_fwi_loc_conf_t *conf = child;
+
+    ngx_http_fwi_main_conf_t  *mcf;
+
+    ngx_conf_merge_value(conf->enable, prev->enable, 0);
+    ngx_conf_merge_uint_value(conf->mode, prev->mode,
+                              NGX_HTTP_FWI_MODE_HEADER);
+    ngx_conf_merge_uint_value(conf->access_mode, prev->access_mode,
+                              FW_FASTPATH_DIRECT_FASTLET_PROXY);
+
+    if (!conf->enable) {
+        return NGX_CONF_OK;
+    }
+
+    mcf = ngx_http_conf_get_module_main_conf(cf,
+                                             ngx_http_fastwall_ingress_module);
+
+    if (mcf->keyring == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"fastwall_ingress on\" needs "
+                           "\"fastwall_ingress_keys\" in the http block");
+        return NGX_CONF_ERROR;
+    }
+
+    if (mcf->resolver.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"fastwall_ingress on\" needs "
+                           "\"fastwall_ingress_resolver\" in the http block");
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* fastwall scope sign --keys FILE --key-id ID NAMESPACE SANDBOX PORT
+ * fastwall scope verify --keys FILE SCOPE
+ * Exit 0 on success, 1 when a scope or key ring is refused (the reason on
+ * stderr), 2 on a usage error. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/scope.h"
+#include "scope.h"
+
+enum { SCOPE_EXIT_REFUSED = 1, SCOPE_EXIT_USAGE = 2 };
+
+static void scope_usage(FILE *out)
+{
+	fprintf(out, "usage: fastwall scope sign --keys FILE --key-id ID NAMESPACE SANDBOX PORT\n"
+		     "       fastwall scope verify --keys FILE SCOPE\n\n"
+		     "  -k, --keys FILE   key ring: one id=BASE64 per line\n"
+		     "  -i, --key-id ID   sign: the key id, one of [0-9a-z]\n"
+		     "  -h, --help        this text\n");
+}
+
+static int parse_port(const char *s, unsigned long *port)
+{
+	char *end;
+
+	if (!*s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	*port = strtoul(s, &end, 10);
+	return errno || *end ? -1 : 0;
+}
+
+int fw_cli_scope(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"keys", required_argument, NULL, 'k'},
+		{"key-id", required_argument, NULL, 'i'},
+		{"help", no_argument, NULL, 'h'},
+		{},
+	};
+	const char *keys = NULL, *key_id = NULL, *verb;
+	struct fw_scope_keyring kr;
+	char err[512], out[FW_SCOPE_TEXT_MAX];
+	struct fw_scope sc;
+	unsigned long port = 0;
+	int opt, rc;
+
+	/* options anywhere; "--" ends them (a namespace may start with '-') */
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "k:i:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'k':
+			keys = optarg;
+			break;
+		case 'i':
+			key_id = optarg;
+			break;
+		case 'h':
+			scope_usage(stdout);
+			return 0;
+		default:
+			scope_usage(stderr);
+			return SCOPE_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		scope_usage(stderr);
+		return SCOPE_EXIT_USAGE;
+	}
+	verb = argv[optind++];
+	if (!keys) {
+		fprintf(stderr, "fastwall scope: --keys FILE is required\n");
+		return SCOPE_EXIT_USAGE;
+	}
+	if (strcmp(verb, "sign") == 0) {
+		if (argc - optind != 3 || !key_id) {
+			scope_usage(stderr);
+			return SCOPE_EXIT_USAGE;
+		}
+		if (strlen(key_id) != 1) {
+			fprintf(stderr, "fastwall scope: key id '%s': %s\n", key_id,
+				fw_scope_strerror(FW_SCOPE_E_KEY_ID));
+			return SCOPE_EXIT_REFUSED;
+		}
+		if (parse_port(argv[optind + 2], &port) || port < 1 || port > 65535) {
+			fprintf(stderr, "fastwall scope: port '%s': %s\n", argv[optind + 2],
+				fw_scope_strerror(FW_SCOPE_E_PORT));
+			return SCOPE_EXIT_REFUSED;
+		}
+	} else if (strcmp(verb, "verify") == 0) {
+		if (argc - optind != 1) {
+			scope_usage(stderr);
+			return SCOPE_EXIT_USAGE;
+		}
+	} else {
+		fprintf(stderr, "fastwall scope: unknown verb '%s'\n", verb);
+		scope_usage(stderr);
+		return SCOPE_EXIT_USAGE;
+	}
+	if (fw_scope_keyring_load(&kr, keys, err, sizeof(err))) {
+		fprintf(stderr, "fastwall scope: %s\n", err);
+		return SCOPE_EXIT_REFUSED;
+	}
+	if (verb[0] == 's') {
+		const char *ns = argv[optind], *sb = argv[optind + 1];
+
+		rc = fw_scope_sign(&kr, key_id[0], ns, strlen(ns), sb, strlen(sb), port, out,
+				   sizeof(out));
+		fw_scope_keyring_wipe(&kr);
+		if (rc < 0) {
+			fprintf(stderr, "fastwall scope: can't sign: %s\n", fw_scope_strerror(rc));
+			return SCOPE_EXIT_REFUSED;
+		}
+		printf("%s\n", out);
+		return 0;
+	}
+	rc = fw_scope_verify(&kr, argv[optind], strlen(argv[optind]), &sc);
+	fw_scope_keyring_wipe(&kr);
+	if (rc) {
+		fprintf(stderr, "fastwall scope: refused: %s\n", fw_scope_strerror(rc));
+		return SCOPE_EXIT_REFUSED;
+	}
+	printf("%s %s %u\n", sc.ns, sc.sandbox, sc.port);
+	return 0;
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* fastwalld's operator listener: /metrics (Prometheus text format),
+ * /healthz and /readyz, on a libmicrohttpd thread of its own. It reads
+ * counters the data plane, the DNS proxy, the learner and the actions
+ * listener keep: atomics, map lookups, and the learner's and registry's
+ * locks only for the copy of a few counters, never across a read.
+ * Functions return 0 or a negative errno. */
+#ifndef FW_METRICS_H
+#define FW_METRICS_H
+
+#include <stdbool.h>
+
+#include "datapath/datapath.h"
+#include "dns/learn.h"
+#include "dns/proxy.h"
+#include "subjects/registry.h"
+#include "http.h"
+
+/* What the listener reads, published by the daemon as each part comes
+ * up; NULL parts are left out of /metrics. */
+struct fw_metrics_parts {
+	struct fw_dp *dp;
+	struct fw_registry *reg;
+	struct fw_learn *learn;
+	struct fw_dnsp *dnsp;
+	struct fw_http *http;
+	struct fw_actions *actions;
+	bool dns_wanted; /* dns.proxy: readiness waits for dnsp */
+	bool started;	 /* the daemon is done starting (attached, subjects programmed) */
+};
+
+struct fw_metrics;
+
+/* listen: "ADDRESS:PORT". */
+int fw_metrics_start(struct fw_metrics **out, const char *listen, const char *bpffs);
+/* Waits for requests in flight; NULL is fine. Call before freeing the
+ * parts. */
+void fw_metrics_stop(struct fw_metrics *m);
+void fw_metrics_publish(struct fw_metrics *m, const struct fw_metrics_parts *parts);
+/* The interfaces the daemon attached to (a copy is kept): /readyz checks
+ * that the programs are still there. -ENOMEM keeps the previous list. */
+int fw_metrics_set_attached(struct fw_metrics *m, const int *ifindex, size_t n);
+
+/* /metrics and /readyz as text: the body written to *out
+ * (malloc'd), 0 or -ENOMEM; readiness returns 200 or 503. */
+int fw_metrics_render(const struct fw_metrics_parts *parts, size_t nattached, char **out,
+		      size_t *len);
+int fw_metrics_ready(const struct fw_metrics_parts *parts, const char *bpffs, const int *ifindex,
+		     size_t nifs, char *why, size_t len);
+
+#endif /* FW_METRICS_H */

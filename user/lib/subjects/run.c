@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The `fastwall run` messages: requests and answers as JSON objects. See
+ * subjects/run.h. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "common/json.h"
+#include "policy/json.h"
+#include "subjects/run.h"
+
+bool fw_run_name_ok(const char *name)
+{
+	size_t n = strnlen(name, FW_RUN_NAME_MAX + 1);
+
+	if (n == 0 || n > FW_RUN_NAME_MAX || name[0] == '.')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
+void fw_run_req_free(struct fw_run_req *req)
+{
+	fw_policy_free(&req->policy);
+}
+
+int fw_run_req_parse(const char *buf, size_t len, struct fw_run_req *req, char *err, size_t errlen)
+{
+	json_t *root = NULL, *v;
+	json_error_t jerr;
+	const char *key, *op;
+	char why[128];
+	int ret = -EINVAL;
+
+	memset(req, 0, sizeof(*req));
+	fw_policy_init(&req->policy);
+	if (len > FW_RUN_MSG_MAX) {
+		fw_set_reason(err, errlen, "request larger than %d bytes", FW_RUN_MSG_MAX);
+		return -EINVAL;
+	}
+	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		fw_set_reason(err, errlen, "invalid JSON: %s",
+			      fw_json_error(&jerr, why, sizeof(why)));
+		return -EINVAL;
+	}
+	if (!json_is_object(root)) {
+		fw_set_reason(err, errlen, "the request must be a JSON object");
+		goto out;
+	}
+	json_object_foreach(root, key, v)
+	{
+		if (strcmp(key, "op") && strcmp(key, "name") && strcmp(key, "policy")) {
+			fw_set_reason(err, errlen, "unknown key '%.32s'", key);
+			goto out;
+		}
+	}
+	v = json_object_get(root, "op");
+	op = json_is_string(v) ? json_string_value(v) : NULL;
+	if (op && strcmp(op, "add") == 0) {
+		req->op = FW_RUN_ADD;
+	} else if (op && strcmp(op, "remove") == 0) {
+		req->op = FW_RUN_REMOVE;
+	} else {
+		fw_set_reason(err, errlen, "op must be \"add\" or \"remove\"");
+		goto out;
+	}
+	v = json_object_get(root, "name");
+	if (!json_is_string(v) || json_string_length(v) > FW_RUN_NAME_MAX ||
+	    strlen(json_string_value(v)) != json_string_length(v) ||
+	    !fw_run_name_ok(json_string_value(v))) {
+		fw_set_reason(err, errlen,
+			      "name must be 1-%d letters, digits, '-', '_' or '.', not starting "
+			      "with '.'",
+			      FW_RUN_NAME_MAX);
+		goto out;
+	}
+	snprintf(req->name, sizeof(req->name), "%s", json_string_value(v));
+	v = json_object_get(root, "policy");
+	if (req->op == FW_RUN_REMOVE) {
+		if (v) {
+			fw_set_reason(err, errlen, "remove takes no policy");
+			goto out;
+		}
+		ret = 0;
+		goto out;
+	}
+	if (!json_is_string(v)) {
+		fw_set_reason(err, errlen, "add needs a policy (a policy JSON string)");
+		goto out;
+	}
+	ret = fw_policy_from_json(json_string_value(v), json_string_length(v), &req->policy, err,
+				  errlen);
+out:
+	json_decref(root);
+	if (ret)
+		fw_run_req_free(req);
+	return ret;
+}
+
+char *fw_run_req_format(const struct fw_run_req *req)
+{
+	json_t *root = json_object();
+	char *policy = NULL, *out = NULL;
+
+	if (!root)
+		return NULL;
+	if (json_object_set_new(root, "op",
+				json_string(req->op == FW_RUN_ADD ? "add" : "remove")) ||
+	    json_object_set_new(root, "name", json_string(req->name)))
+		goto out;
+	if (req->op == FW_RUN_ADD) {
+		policy = fw_policy_to_json(&req->policy);
+		if (!policy || json_object_set_new(root, "policy", json_string(policy)))
+			goto out;
+	}
+	out = json_dumps(root, JSON_COMPACT);
+out:
+	free(policy);
+	json_decref(root);
+	return out;
+}
+
+char *fw_run_reply_format(const struct fw_run_reply *r)
+{
+	json_t *root;
+	char *out;
+
+	if (r->ok)
+		root = json_pack("{s:b, s:I, s:s}", "ok", 1, "id", (json_int_t)r->id, "cgroup",
+				 r->cgroup);
+	else
+		root = json_pack("{s:b, s:s}", "ok", 0, "error", r->error);
+	if (!root)
+		return NULL;
+	out = json_dumps(root, JSON_COMPACT);
+	json_decref(root);
+	return out;
+}
+
+int fw_run_reply_parse(const char *buf, size_t len, struct fw_run_reply *r)
+{
+	json_t *root = json_loadb(buf, len, 0, NULL), *v;
+	int ret = -EPROTO;
+
+	memset(r, 0, sizeof(*r));
+	if (!root)
+		return -EPROTO;
+	if (!json_is_object(root) || !json_is_boolean(json_object_get(root, "ok")))
+		goto out;
+	r->ok = json_is_true(json_object_get(root, "ok"));
+	if (r->ok) {
+		v = json_object_get(root, "id");
+		if (json_is_integer(v))
+			r->id = (unsigned int)json_integer_value(v);
+		v = json_object_get(root, "cgroup");
+		if (!json_is_string(v))
+			goto out;
+		snprintf(r->cgroup, sizeof(r->cgroup), "%s", json_string_value(v));
+	} else {
+		v = json_object_get(root, "error");
+		snprintf(r->error, sizeof(r->error), "%s",
+			 json_is_string(v) ? json_string_value(v) : "refused");
+	}
+	ret = 0;
+out:
+	json_decref(root);
+	return ret;
+}
+
+/* The whole of a small file (the policy), NUL-terminated. */
+static int read_file(const char *path, char **out, size_t *len, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	char *buf;
+	size_t n;
+	int ret = 0;
+
+	if (!f) {
+		ret = -errno;
+		fw_set_reason(err, errlen, "can't open %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	buf = malloc(FW_RUN_MSG_MAX + 1);
+	if (!buf) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	n = fread(buf, 1, FW_RUN_MSG_MAX + 1, f);
+	if (ferror(f)) {
+		ret = -EIO;
+		fw_set_reason(err, errlen, "can't read %s", path);
+	} else if (n > FW_RUN_MSG_MAX / 2) {
+		ret = -EINVAL;
+		fw_set_reason(err, errlen, "%s: larger than %d bytes", path, FW_RUN_MSG_MAX / 2);
+	}
+	fclose(f);
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+int fw_run_args_parse(int argc, char **argv, unsigned int pid, struct fw_run_args *a, char *err,
+		      size_t errlen)
+{
+	static const struct option opts[] = {
+		{"policy", required_argument, NULL, 'p'},
+		{"allow", required_argument, NULL, 'A'},
+		{"deny", required_argument, NULL, 'D'},
+		{"name", required_argument, NULL, 'n'},
+		{"socket", required_argument, NULL, 's'},
+		{"help", no_argument, NULL, 'h'},
+		{},
+	};
+	const char *policy = NULL;
+	char why[256];
+	int opt, ret = 0;
+
+	memset(a, 0, sizeof(*a));
+	a->req.op = FW_RUN_ADD;
+	fw_policy_init(&a->req.policy);
+	snprintf(a->socket, sizeof(a->socket), "%s", FW_RUN_DEFAULT_SOCKET);
+	snprintf(a->req.name, sizeof(a->req.name), "run-%u", pid);
+	/* a first pass for --policy: the file's rules come before the
+	 * command line's, wherever --policy stands */
+	optind = 0;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+p:A:D:n:s:h", opts, NULL)) != -1) {
+		if (opt == 'p') {
+			if (policy) {
+				fw_set_reason(err, errlen, "--policy given twice");
+				return -EINVAL;
+			}
+			policy = optarg;
+		}
+	}
+	if (policy) {
+		char *text = NULL;
+		size_t len = 0;
+
+		ret = read_file(policy, &text, &len, err, errlen);
+		if (ret)
+			return ret;
+		ret = fw_policy_from_json(text, len, &a->req.policy, why, sizeof(why));
+		free(text);
+		if (ret) {
+			fw_set_reason(err, errlen, "%s: %s", policy, why);
+			goto fail;
+		}
+	}
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "+p:A:D:n:s:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			break;
+		case 'A':
+		case 'D':
+			ret = fw_policy_add_rule(&a->req.policy, opt == 'A' ? "allow" : "deny",
+						 optarg, NULL, 0, why, sizeof(why));
+			if (ret) {
+				fw_set_reason(err, errlen, "--%s %s: %s",
+					      opt == 'A' ? "allow" : "deny", optarg, why);
+				goto fail;
+			}
+			break;
+		case 'n':
+			if (!fw_run_name_ok(optarg)) {
+				fw_set_reason(err, errlen,
+					      "--name %s: 1-%d letters, digits, '-', '_' or '.', "
+					      "not starting with '.'",
+					      optarg, FW_RUN_NAME_MAX);
+				ret = -EINVAL;
+				goto fail;
+			}
+			snprintf(a->req.name, sizeof(a->req.name), "%s", optarg);
+			break;
+		case 's':
+			if (optarg[0] != '/' || strlen(optarg) >= sizeof(a->socket)) {
+				fw_set_reason(err, errlen,
+					      "--socket: an absolute path under %zu bytes",
+					      sizeof(a->socket));
+				ret = -EINVAL;
+				goto fail;
+			}
+			snprintf(a->socket, sizeof(a->socket), "%s", optarg);
+			break;
+		case 'h':
+			a->help = true;
+			return 0;
+		default:
+			fw_set_reason(err, errlen, "unknown option or missing value: %s",
+				      argv[optind - 1]);
+			ret = -EINVAL;
+			goto fail;
+		}
+	}
+	if (optind >= argc) {
+		fw_set_reason(err, errlen,
+			      "no command to run (fastwall run [OPTIONS] -- CMD [ARGS])");
+		ret = -EINVAL;
+		goto fail;
+	}
+	a->cmd = argv + optind;
+	return 0;
+
+fail:
+	fw_run_req_free(&a->req);
+	return ret ? ret : -EINVAL;
+}

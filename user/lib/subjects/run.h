@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The messages of `fastwall run` to fastwalld over its unix socket: one
+ * JSON object per datagram (SOCK_SEQPACKET), a request and its answer.
+ * The request parser takes untrusted bytes: every length is bounded.
+ * Functions return 0 or a negative errno (-EINVAL with err saying why). */
+#ifndef FW_SUBJECTS_RUN_H
+#define FW_SUBJECTS_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "policy/policy.h"
+
+#define FW_RUN_MSG_MAX	65536 /* a request or an answer, whole */
+#define FW_RUN_NAME_MAX 64    /* a run's name: its cgroup and its subject */
+
+enum fw_run_op {
+	FW_RUN_ADD = 1, /* a new sandbox: name, policy */
+	FW_RUN_REMOVE,	/* the launcher is done with name */
+};
+
+struct fw_run_req {
+	enum fw_run_op op;
+	char name[FW_RUN_NAME_MAX + 1];
+	struct fw_policy policy; /* FW_RUN_ADD */
+};
+
+/* 1-64 of letters, digits, '-', '_', '.', not starting with '.'. */
+bool fw_run_name_ok(const char *name);
+
+/* {"op": "add", "name": NAME, "policy": POLICY-JSON-STRING} or
+ * {"op": "remove", "name": NAME}; the policy string as policy/json.h
+ * reads it. Unknown keys are refused (a typo must not drop a rule).
+ * On success the caller frees req with fw_run_req_free. */
+int fw_run_req_parse(const char *buf, size_t len, struct fw_run_req *req, char *err, size_t errlen);
+void fw_run_req_free(struct fw_run_req *req);
+/* The request as the parser reads it (malloc'd, NUL-terminated). */
+char *fw_run_req_format(const struct fw_run_req *req);
+
+/* `fastwall run` arguments (after the word run): [--policy FILE]
+ * [--allow TARGET]... [--deny TARGET]... [--name NAME] [--socket PATH]
+ * [--] CMD [ARGS]. The policy is FILE's (the policy JSON; default deny
+ * with no rules without one) with the --allow and --deny rules after its
+ * own, in the order given. cmd points into argv. */
+#define FW_RUN_DEFAULT_SOCKET "/run/fastwall/run.sock"
+
+struct fw_run_args {
+	struct fw_run_req req; /* FW_RUN_ADD */
+	char socket[108];
+	char **cmd; /* NULL-terminated, within argv */
+	bool help;
+};
+
+/* argv[0] is "run"; pid names an unnamed run ("run-PID"). On success
+ * the caller frees a->req with fw_run_req_free. */
+int fw_run_args_parse(int argc, char **argv, unsigned int pid, struct fw_run_args *a, char *err,
+		      size_t errlen);
+
+/* The answer: {"ok": true, "id": N, "cgroup": PATH} or {"ok": false,
+ * "error": TEXT}. */
+struct fw_run_reply {
+	bool ok;
+	unsigned int id;
+	char cgroup[4096];
+	char error[512];
+};
+
+char *fw_run_reply_format(const struct fw_run_reply *r);
+int fw_run_reply_parse(const char *buf, size_t len, struct fw_run_reply *r);
+
+#endif /* FW_SUBJECTS_RUN_H */

@@ -59,6 +59,12 @@
 #ifndef FW_CG_MAX_LEVELS
 #define FW_CG_MAX_LEVELS 16
 #endif
+#ifndef FW_MAX_GUARD_PORTS
+#define FW_MAX_GUARD_PORTS 1024 /* {proto, port} entries: 512 ports, TCP and UDP */
+#endif
+#ifndef FW_MAX_GUARD_TRUSTED
+#define FW_MAX_GUARD_TRUSTED 4096 /* trusted CIDRs of the port guard */
+#endif
 #ifndef FW_EVENT_RING_BYTES
 #define FW_EVENT_RING_BYTES (1 << 20)
 #endif
@@ -352,6 +358,21 @@ struct fw_port_key {
 	__u8 proto;
 	__u8 pad;
 	__be16 port;
+};
+
+/* The port guard (bpf/guard.bpf.c, XDP or TC ingress of the pod's uplink):
+ * fastwall_guard_ports: struct fw_port_key {proto, port} -> 1, the
+ * guarded data-plane ports (TCP and UDP entries apart).
+ * fastwall_guard_trusted: struct fw_lpm_key (v4-mapped like every
+ * address) -> struct fw_guard_trust, the sources that may reach them.
+ * Writer: fastwalld (new entries before removed ones go, so a source
+ * trusted before and after a reload is never refused). Reader: the guard.
+ * fastwall_guard_frags: struct fw_frag_key -> struct fw_frag (subject 0)
+ * of first fragments the guard passed, so their later fragments (which
+ * carry no ports) follow. LRU. Writer and reader: the guard. Counters and
+ * deny events go to fastwall_stats_v2 and fastwall_events (subject 0). */
+struct fw_guard_trust {
+	__u32 flags; /* none defined yet */
 };
 
 /* fastwall_config: the one global settings record (array, key 0). */

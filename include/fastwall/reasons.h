@@ -79,7 +79,17 @@
 	  "(`127.254.0.0/16`) that is not its own")                                                \
 	X(FW_DROP_DNS_V6_SENDMSG, 31, FW_VERDICT_DROP, "dns-v6-sendto",                            \
 	  "DNS of a process sandbox sent with `sendto()` to an IPv6 resolver, which the kernel "   \
-	  "cannot redirect to the proxy (`connect()` first works)")
+	  "cannot redirect to the proxy (`connect()` first works)")                                \
+	X(FW_PASS_GUARD_TRUSTED, 32, FW_VERDICT_PASS, "guard-trusted",                             \
+	  "port guard: TCP/UDP to a guarded port from a trusted source")                           \
+	X(FW_DROP_GUARD_UNTRUSTED, 33, FW_VERDICT_DROP, "guard-untrusted",                         \
+	  "port guard: TCP/UDP to a guarded port from a source outside the trusted CIDRs")         \
+	X(FW_DROP_GUARD_FRAGMENT, 34, FW_VERDICT_DROP, "guard-fragment",                           \
+	  "port guard: later fragment whose first fragment the guard did not pass, or that "       \
+	  "overlaps its headers")                                                                  \
+	X(FW_DROP_GUARD_MALFORMED, 35, FW_VERDICT_DROP, "guard-malformed",                         \
+	  "port guard: truncated or inconsistent IP or TCP/UDP headers (the port can't be "        \
+	  "known), two VLAN tags, too many IPv6 extension headers")
 
 /* Counter slots in fastwall_stats_v2 and fw_subject_stats: room for new
  * reasons without a new map layout. */

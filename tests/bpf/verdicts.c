@@ -34,6 +34,7 @@
 #include "datapath/datapath.h"
 #include "common/log.h"
 #include "pkt.h"
+#include "guard_rows.h"
 #include "datapath/l2bind.h"
 #include "dns/learn.h"
 #include "subjects/registry.h"
@@ -3486,6 +3487,8 @@ int main(int argc, char **argv)
 		printf("%d passed, %d failed\n", passed, failed + 1);
 		return 1;
 	}
+	/* the port guard's rows, through its XDP and TC programs */
+	guard_rows_run(t.dp, &passed, &failed);
 	scenario_event_rate_limit();
 	scenario_connections();
 	scenario_conn_quota();

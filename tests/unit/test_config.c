@@ -483,6 +483,25 @@ static const struct bad_case bad[] = {
 	{"processes:\nsubjects:\n  - name: a\n    cgroup: [a]\n", 4, "cgroup must be a scalar"},
 	{"processes:\nsubjects:\n  - { name: a, cgroup: x }\n  - { name: b, cgroup: x }\n", 1,
 	 "the same cgroup"},
+	/* guard */
+	{"guard:\n  ports: [8443]\n", 2, "guard.interfaces: at least one interface"},
+	{"guard:\n  interfaces: [eth0]\n", 2, "guard.ports: at least one port"},
+	{"guard:\n  interfaces: [eth0]\n  ports: []\n", 3, "guard.ports: at least one port"},
+	{"guard:\n  interfaces: [eth0]\n  ports: [0]\n", 3,
+	 "guard.ports must be between 1 and 65535"},
+	{"guard:\n  interfaces: [eth0]\n  ports: [65536]\n", 3, "value '65536'"},
+	{"guard:\n  interfaces: [eth0]\n  ports: [https]\n", 3, "guard.ports"},
+	{"guard:\n  interfaces: [eth0]\n  ports: [80, 80]\n", 3, "duplicate guard port"},
+	{"guard:\n  interfaces: [\"eth*\"]\n  ports: [80]\n", 2, "guard.interfaces"},
+	{"guard:\n  interfaces: [eth0]\n  ports: [80]\n  trusted: [10.0.0.0/33]\n", 4,
+	 "invalid guard.trusted entry"},
+	{"guard:\n  interfaces: [eth0]\n  ports: [80]\n  trusted: [\"fd00::/129\"]\n", 4,
+	 "invalid guard.trusted entry"},
+	{"guard:\n  interfaces: [eth0]\n  ports: [80]\n  trusted: [10.0.0.1, 10.0.0.1]\n", 4,
+	 "duplicate guard.trusted"},
+	{"guard:\n  interfaces: [eth0]\n  ports: [80]\n  mode: ebpf\n", 4, "guard.mode"},
+	{"guard:\n  interfaces: [eth0]\n  ports: [80]\n  trust: [10.0.0.1]\n", 4,
+	 "unknown key in guard"},
 };
 
 Test(config, processes_section)
@@ -510,6 +529,33 @@ Test(config, processes_section)
 	cr_assert_eq(cfg.subjects[0].naddrs, 0);
 	cr_assert_eq(cfg.subjects[0].state, FW_STATE_DENYING);
 	cr_assert_eq(cfg.subjects[0].cgroup_id, 0, "resolved by fastwalld, not the parser");
+}
+
+Test(config, guard_section)
+{
+	cr_assert_eq(load("dns: {proxy: false}\n"), 0, "%s", err);
+	cr_assert_not(cfg.guard_enabled);
+	fw_cfg_free(&cfg);
+	cr_assert_eq(load("guard:\n  interfaces: [eth0, eth1]\n  ports: [8443, 9443]\n"
+			  "  trusted: [10.0.8.0/24, \"fd00:8::/64\", 192.0.2.7]\n  mode: tc\n"),
+		     0, "%s", err);
+	cr_assert(cfg.guard_enabled);
+	cr_assert_eq(cfg.nguard_interfaces, 2);
+	cr_assert_str_eq(cfg.guard_interfaces[1], "eth1");
+	cr_assert_eq(cfg.nguard_ports, 2);
+	cr_assert_eq(cfg.guard_ports[0], 8443);
+	cr_assert_eq(cfg.guard_ports[1], 9443);
+	cr_assert_eq(cfg.nguard_trusted, 3);
+	expect_prefix(&cfg.guard_trusted[0].net, cfg.guard_trusted[0].plen, "10.0.8.0/24");
+	expect_prefix(&cfg.guard_trusted[1].net, cfg.guard_trusted[1].plen, "fd00:8::/64");
+	expect_prefix(&cfg.guard_trusted[2].net, cfg.guard_trusted[2].plen, "192.0.2.7/32");
+	cr_assert_eq(cfg.guard_mode, 3); /* FW_GUARD_TC */
+	fw_cfg_free(&cfg);
+	/* a single port and no trusted sources: everything to it drops */
+	cr_assert_eq(load("guard:\n  interfaces: eth0\n  ports: 8443\n"), 0, "%s", err);
+	cr_assert_eq(cfg.nguard_ports, 1);
+	cr_assert_eq(cfg.nguard_trusted, 0);
+	cr_assert_eq(cfg.guard_mode, 0); /* FW_GUARD_AUTO */
 }
 
 Test(config, dns_defaults)

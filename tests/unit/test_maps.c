@@ -82,3 +82,21 @@ Test(maps, replaced_maps_name_a_successor)
 	for (size_t i = 0; i < sizeof(user_maps) / sizeof(user_maps[0]); i++)
 		cr_assert_lt(in_table(user_maps[i]), 0, "%s", user_maps[i]);
 }
+
+#define GUARD(name) #name,
+static const char *const guard_maps[] = {FW_GUARD_MAPS(GUARD)};
+
+/* The guard's own maps are pinned beside the table's and purged with them:
+ * their names must be fastwall's, the guard's, and no other map's. */
+Test(maps, guard_maps_are_apart)
+{
+	for (size_t i = 0; i < sizeof(guard_maps) / sizeof(guard_maps[0]); i++) {
+		cr_assert(strncmp(guard_maps[i], "fastwall_guard_", 15) == 0, "%s", guard_maps[i]);
+		cr_assert_lt(in_table(guard_maps[i]), 0, "%s", guard_maps[i]);
+		cr_assert(!is_user_map(guard_maps[i]), "%s", guard_maps[i]);
+		for (size_t j = 0; j < FW_DP_NRETIRED; j++)
+			cr_assert_str_neq(guard_maps[i], retired[j].name);
+		for (size_t j = 0; j < i; j++)
+			cr_assert_str_neq(guard_maps[i], guard_maps[j]);
+	}
+}

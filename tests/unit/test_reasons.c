@@ -13,17 +13,24 @@ static const struct {
 	const char *name;
 	bool drops;
 } pinned[] = {
-	{0, "allow-cidr", false},     {1, "learned", false},	    {2, "default-allow", false},
-	{3, "dns-local", false},      {4, "dns-proxy", false},	    {5, "pod-local-allowed", false},
-	{6, "pod-reply", false},      {7, "neighbour", false},	    {8, "fragment", false},
-	{9, "malformed", true},	      {10, "ethertype", true},	    {11, "unknown-fragment", true},
-	{12, "unknown-source", true}, {13, "denying", true},	    {14, "spoofed-source", true},
-	{15, "sibling", true},	      {16, "pod-local", true},	    {17, "dns-over-tls", true},
-	{18, "dns-over-https", true}, {19, "deny-cidr", true},	    {20, "lease-expired", true},
-	{21, "default-deny", true},   {22, "no-policy", true},	    {23, "rogue-nd", true},
-	{24, "spoofed-mac", true},    {25, "nd-destination", true}, {26, "fragment-header", true},
-	{27, "v4-mapped", true},      {28, "learned-port", true},   {29, "socket-type", true},
-	{30, "alias-source", true},   {31, "dns-v6-sendto", true},
+	{0, "allow-cidr", false},      {1, "learned", false},
+	{2, "default-allow", false},   {3, "dns-local", false},
+	{4, "dns-proxy", false},       {5, "pod-local-allowed", false},
+	{6, "pod-reply", false},       {7, "neighbour", false},
+	{8, "fragment", false},	       {9, "malformed", true},
+	{10, "ethertype", true},       {11, "unknown-fragment", true},
+	{12, "unknown-source", true},  {13, "denying", true},
+	{14, "spoofed-source", true},  {15, "sibling", true},
+	{16, "pod-local", true},       {17, "dns-over-tls", true},
+	{18, "dns-over-https", true},  {19, "deny-cidr", true},
+	{20, "lease-expired", true},   {21, "default-deny", true},
+	{22, "no-policy", true},       {23, "rogue-nd", true},
+	{24, "spoofed-mac", true},     {25, "nd-destination", true},
+	{26, "fragment-header", true}, {27, "v4-mapped", true},
+	{28, "learned-port", true},    {29, "socket-type", true},
+	{30, "alias-source", true},    {31, "dns-v6-sendto", true},
+	{32, "guard-trusted", false},  {33, "guard-untrusted", true},
+	{34, "guard-fragment", true},  {35, "guard-malformed", true},
 };
 
 Test(reasons, numbers_and_names_are_fixed)
@@ -47,6 +54,8 @@ Test(reasons, identifiers_keep_their_numbers)
 	cr_assert_eq(FW_DROP_MALFORMED, 9);
 	cr_assert_eq(FW_DROP_NO_POLICY, 22);
 	cr_assert_eq(FW_DROP_LEARNED_PORT, 28);
+	cr_assert_eq(FW_PASS_GUARD_TRUSTED, 32);
+	cr_assert_eq(FW_DROP_GUARD_MALFORMED, 35);
 }
 
 Test(reasons, drop_mask_is_the_table)

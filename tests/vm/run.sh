@@ -11,7 +11,8 @@
 #      a bridge: allowed passes, denied is dropped, DNS through the proxy
 #      (dnsmasq upstream, dig client; the port and address rewrites with
 #      their checksums on this kernel) opens a default-deny destination,
-#      a restart keeps enforcing and keeps the state.
+#      the port guard on the uplink (the hook this kernel gives it), a
+#      restart keeps enforcing and keeps the state.
 #
 # Guests are emulated (10-40x slower, ~50-200 ms per process start), so
 # this spawns few processes: ip -batch for the topology, bash's /dev/tcp
@@ -56,6 +57,13 @@ tcp() {
 	# shellcheck disable=SC2016 # expanded by the inner bash
 	in_ns "$1" timeout "${3:-3}" bash -c 'exec 3<>"/dev/tcp/$0/80" && printf "GET / HTTP/1.0\r\n\r\n" >&3 &&
 		read -r l <&3 && [[ $l == HTTP/1.* ]]' "$2"
+}
+# tcp_port NS HOST PORT [TIMEOUT]: the same on another port
+# shellcheck disable=SC2317 # called through check, which shellcheck does not follow
+tcp_port() {
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	in_ns "$1" timeout "${4:-3}" bash -c 'exec 3<>"/dev/tcp/$0/$1" && printf "GET / HTTP/1.0\r\n\r\n" >&3 &&
+		read -r l <&3 && [[ $l == HTTP/1.* ]]' "$2" "$3"
 }
 # log_has REGEX [TIMEOUT_S]: waits for a daemon log line (bash only)
 log_has() {
@@ -354,6 +362,26 @@ fi
 out=$(q "$SBA" +tcp @10.42.0.1 learned.example.com)
 check "tcp dns to the gateway answered" test "$(status_of "$out")" = NOERROR
 
+echo "# 5b. the port guard on the uplink, added by SIGHUP"
+# the pod's data-plane port 8443; the internet's eth0 address is trusted,
+# its 198.51.100.66 (a host route's source) is not
+in_ns "$POD" busybox httpd -f -p 192.0.2.1:8443 -h "$TMP/www" >"$TMP/httpd-pod.log" 2>&1 &
+printf 'guard:\n  interfaces: [up0]\n  ports: [8443]\n  trusted: [192.0.2.254/32]\n' >>"$CFG"
+kill -HUP "$DAEMON"
+if log_has 'guard on up0 \(' 30; then
+	hook=$(sed -n 's/.*guard on up0 (\([^)]*\)).*/\1/p' "$LOG" | tail -1)
+	ok "the guard attaches to up0 ($hook)"
+	feature guard_hook "${hook// /_}"
+else
+	not_ok "the guard attaches to up0"
+	grep -E 'guard|reload' "$LOG" | sed 's/^/#   | /'
+	feature guard_hook no
+fi
+check "guard: trusted internet -> pod:8443 passes" tcp_port "$INET" 192.0.2.1 8443 10
+in_ns "$INET" ip route add 192.0.2.1/32 dev eth0 src 198.51.100.66
+check_fails "guard: untrusted internet -> pod:8443 dropped" tcp_port "$INET" 192.0.2.1 8443 1
+in_ns "$INET" ip route del 192.0.2.1/32 dev eth0 src 198.51.100.66
+
 ida=$(in_ns "$POD" "$FASTWALL" --bpffs "$BPFFS" subjects 2>&1 | awk '/^[0-9]/ && $2 == "sandbox-a" { print $1 }')
 
 echo "# 6. restart: the kernel keeps enforcing while fastwalld is down"
@@ -364,6 +392,9 @@ check "fastwalld stops on SIGTERM, kernel state kept" log_has 'kernel state stay
 check "while down: allowed sandbox-a -> 198.51.100.10:80 passes" tcp "$SBA" 198.51.100.10
 check_fails "while down: sandbox-a -> 198.51.100.66:80 still dropped" tcp "$SBA" 198.51.100.66 1
 check "while down: learned sandbox-a -> 203.0.113.10:80 still passes" tcp "$SBA" 203.0.113.10
+in_ns "$INET" ip route add 192.0.2.1/32 dev eth0 src 198.51.100.66
+check_fails "while down: the guard still drops untrusted -> pod:8443" tcp_port "$INET" 192.0.2.1 8443 1
+in_ns "$INET" ip route del 192.0.2.1/32 dev eth0 src 198.51.100.66
 start_daemon
 if log_has 'maps reused' 60; then
 	ok "restarted fastwalld reuses the pinned maps"
@@ -387,5 +418,8 @@ tc -n "$POD" filter show dev sb-a ingress >"$TMP/tc-in" 2>&1
 tc -n "$POD" filter show dev sb-b egress >"$TMP/tc-eg" 2>&1
 check_fails "no fastwall filter left on sb-a ingress, sb-b egress" grep -q bpf "$TMP/tc-in" "$TMP/tc-eg"
 check_fails "pins removed from $BPFFS" test -e "$BPFFS/fastwall_dispatch"
+ip -n "$POD" -d link show up0 >"$TMP/up0" 2>&1
+tc -n "$POD" filter show dev up0 ingress >>"$TMP/up0" 2>&1
+check_fails "no guard left on up0" grep -q fw_guard "$TMP/up0"
 check "without fastwall: sandbox-a -> 198.51.100.66:80 passes" tcp "$SBA" 198.51.100.66
 summary

@@ -26,6 +26,7 @@
 #include "config/config.h"
 #include "datapath/cgroup.h"
 #include "datapath/datapath.h"
+#include "datapath/guard.h"
 #include "common/log.h"
 #include "fastwall/version.h"
 #include "subjects/run.h"
@@ -82,6 +83,18 @@ static int cmd_status(struct cli *c)
 		}
 	}
 	printf("%s\n", nif ? "" : " (none)");
+	/* the port guard, only where it runs: a node without one sees no line */
+	nif = 0;
+	for (i = ifs; i && i->if_index; i++) {
+		enum fw_guard_mode m = fw_guard_attached(i->if_index);
+
+		if (m == FW_GUARD_NONE)
+			continue;
+		printf("%s %s (%s)", nif++ ? "," : "guard:      ", i->if_name,
+		       fw_guard_mode_name(m));
+	}
+	if (nif)
+		printf("\n");
 	if_freenameindex(ifs);
 
 	err = fw_dp_stats_read(c->dp, ctr);
@@ -93,7 +106,7 @@ static int cmd_status(struct cli *c)
 			pass += ctr[r].packets;
 		else
 			drop += ctr[r].packets;
-		if (!ctr[r].packets && !c->all)
+		if (!ctr[r].packets && (!c->all || !fw_reason_meaning(r)))
 			continue;
 		printf("%-5s %-14s %12llu %14llu\n", fw_reason_drops(r) ? "drop" : "pass",
 		       fw_reason_name(r), (unsigned long long)ctr[r].packets,
@@ -109,7 +122,7 @@ static void print_counts(const __u64 *p, bool all)
 	bool any = false;
 
 	for (__u32 r = 0; r < FW_REASON_MAX; r++) {
-		if (!p[r] && !all)
+		if (!p[r] && (!all || !fw_reason_meaning(r)))
 			continue;
 		printf("%s%s %s=%llu", any ? "," : "      ", fw_reason_drops(r) ? "drop" : "pass",
 		       fw_reason_name(r), (unsigned long long)p[r]);

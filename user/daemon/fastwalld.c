@@ -30,6 +30,7 @@
 #include "protocol/actions.h"
 #include "config/config.h"
 #include "datapath/datapath.h"
+#include "datapath/guard.h"
 #include "dns/proxy.h"
 #include "common/hash.h"
 #include "http.h"
@@ -59,6 +60,7 @@ struct fw_daemon {
 	const char *config_path;
 	struct fw_cfg cfg;
 	struct fw_dp *dp;
+	struct fw_guard *guard; /* loaded when a guard section was seen */
 	struct fw_registry reg;
 	struct ring_buffer *events;
 	struct fw_actions actions;
@@ -141,6 +143,22 @@ static void l2_bind(struct fw_daemon *d, const struct fw_link *l)
 			 have_peer ? how : "on first sight");
 }
 
+static bool guard_listed(const struct fw_cfg *cfg, const char *name);
+
+/* A guarded uplink that appears again (re-created, or renamed into the
+ * list) gets the guard at once: nothing else would put it back. */
+static void guard_link(struct fw_daemon *d, const struct fw_link *l)
+{
+	enum fw_guard_mode used;
+
+	if (!d->guard || !guard_listed(&d->cfg, l->name) ||
+	    fw_guard_attached(l->ifindex) != FW_GUARD_NONE)
+		return;
+	if (fw_guard_attach(d->guard, l->ifindex, d->cfg.guard_mode, &used) == 0)
+		fw_info("guard on %s (%s): %zu ports, %zu trusted prefixes", l->name,
+			fw_guard_mode_name(used), d->cfg.nguard_ports, d->cfg.nguard_trusted);
+}
+
 static void on_link(void *ctx, const struct fw_link *l)
 {
 	struct fw_daemon *d = ctx;
@@ -162,6 +180,7 @@ static void on_link(void *ctx, const struct fw_link *l)
 		}
 		return;
 	}
+	guard_link(d, l);
 	if (!wanted_link(&d->cfg, l))
 		return;
 	l2_bind(d, l);
@@ -670,6 +689,107 @@ static int apply_datapath(struct fw_daemon *d, const struct fw_cfg *cfg)
 	return err;
 }
 
+/* Every guard interface must exist: a guard that silently misses an
+ * uplink is no guard. */
+static int guard_check(const struct fw_cfg *cfg, char *msg, size_t len)
+{
+	for (size_t i = 0; cfg->guard_enabled && i < cfg->nguard_interfaces; i++) {
+		if (!if_nametoindex(cfg->guard_interfaces[i])) {
+			snprintf(msg, len, "guard: can't attach to %s: %s",
+				 cfg->guard_interfaces[i], strerror(errno));
+			return -ENODEV;
+		}
+	}
+	return 0;
+}
+
+/* A reply to a connection the pod opened comes to its ephemeral port: on
+ * a guarded port it would be judged by its source like any other packet. */
+static void guard_warn_ephemeral(const struct fw_cfg *cfg)
+{
+	unsigned int lo, hi;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+
+	if (!f)
+		return;
+	if (fscanf(f, "%u %u", &lo, &hi) == 2) {
+		for (size_t i = 0; i < cfg->nguard_ports; i++)
+			if (cfg->guard_ports[i] >= lo && cfg->guard_ports[i] <= hi)
+				fw_warn("guard: port %u is in the ephemeral range %u-%u: replies "
+					"to connections the pod opens may arrive there and drop",
+					cfg->guard_ports[i], lo, hi);
+	}
+	fclose(f);
+}
+
+static bool guard_listed(const struct fw_cfg *cfg, const char *name)
+{
+	for (size_t i = 0; cfg->guard_enabled && i < cfg->nguard_interfaces; i++)
+		if (!strcmp(cfg->guard_interfaces[i], name))
+			return true;
+	return false;
+}
+
+/* Programs and attaches the guard of cfg; was is the configuration that
+ * ran before (NULL at start): interfaces it guarded and cfg does not are
+ * released last. */
+static int guard_apply(struct fw_daemon *d, const struct fw_cfg *cfg, const struct fw_cfg *was)
+{
+	struct fw_lpm_key *trusted = NULL;
+	int err = 0;
+
+	if (cfg->guard_enabled) {
+		if (!d->guard) {
+			err = fw_guard_open(cfg->bpffs, &d->guard);
+			if (err)
+				return err;
+		}
+		if (cfg->nguard_trusted) {
+			trusted = calloc(cfg->nguard_trusted, sizeof(*trusted));
+			if (!trusted)
+				return -ENOMEM;
+		}
+		for (size_t i = 0; i < cfg->nguard_trusted; i++) {
+			trusted[i].prefixlen = cfg->guard_trusted[i].plen;
+			trusted[i].addr = cfg->guard_trusted[i].net;
+		}
+		err = fw_guard_set(d->guard, cfg->guard_ports, cfg->nguard_ports, trusted,
+				   cfg->nguard_trusted);
+		free(trusted);
+		if (err)
+			return err;
+		guard_warn_ephemeral(cfg);
+		for (size_t i = 0; i < cfg->nguard_interfaces; i++) {
+			const char *name = cfg->guard_interfaces[i];
+			int ifindex = (int)if_nametoindex(name), e;
+			enum fw_guard_mode used;
+
+			if (!ifindex) {
+				fw_err("guard: can't attach to %s: %s", name, strerror(errno));
+				err = err ? err : -ENODEV;
+				continue;
+			}
+			e = fw_guard_attach(d->guard, ifindex, cfg->guard_mode, &used);
+			if (e) {
+				err = err ? err : e;
+				continue;
+			}
+			fw_info("guard on %s (%s): %zu ports, %zu trusted prefixes", name,
+				fw_guard_mode_name(used), cfg->nguard_ports, cfg->nguard_trusted);
+		}
+	}
+	for (size_t i = 0; was && was->guard_enabled && i < was->nguard_interfaces; i++) {
+		const char *name = was->guard_interfaces[i];
+		int ifindex = (int)if_nametoindex(name);
+
+		if (guard_listed(cfg, name) || !ifindex)
+			continue;
+		if (fw_guard_detach(ifindex) == 0)
+			fw_info("guard removed from %s", name);
+	}
+	return err;
+}
+
 static void reload(struct fw_daemon *d)
 {
 	char err[FW_CFG_ERR_LEN];
@@ -679,6 +799,11 @@ static void reload(struct fw_daemon *d)
 	fw_cfg_init(&next);
 	if (fw_cfg_load_file(d->config_path, &next, err, sizeof(err))) {
 		fw_err("reload rejected, running configuration unchanged: %s", err);
+		return;
+	}
+	if (guard_check(&next, err, sizeof(err))) {
+		fw_err("reload rejected, running configuration unchanged: %s", err);
+		fw_cfg_free(&next);
 		return;
 	}
 	cfg_warnings(&next, NULL);
@@ -733,6 +858,12 @@ static void reload(struct fw_daemon *d)
 					 false);
 	if (d->actions_on)
 		fw_actions_reclaim(&d->actions); /* addresses a removed static subject held */
+	{
+		int gerr = guard_apply(d, &next, &d->cfg);
+
+		if (gerr && !ret)
+			ret = gerr;
+	}
 	fw_cfg_free(&d->cfg);
 	d->cfg = next;
 	if (!d->level_forced)
@@ -903,6 +1034,10 @@ static int run(struct fw_daemon *d)
 	if (!d->level_forced)
 		fw_log_level = d->cfg.log_level;
 	cfg_warnings(&d->cfg, NULL);
+	if (guard_check(&d->cfg, errbuf, sizeof(errbuf))) {
+		fw_err("%s", errbuf);
+		return FW_EXIT_CONFIG;
+	}
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGHUP);
@@ -965,6 +1100,10 @@ static int run(struct fw_daemon *d)
 			return FW_EXIT_KERNEL;
 		fw_procs_resolve(d->procs, d->cfg.subjects, d->cfg.nsubjects);
 	}
+	/* the uplinks' guard does not wait for the subjects */
+	err = guard_apply(d, &d->cfg, NULL);
+	if (err)
+		return FW_EXIT_KERNEL;
 	/* subjects first, then attach: a newly attached port enforces at once */
 	err = fw_reg_sync_static(&d->reg, &d->cfg.overlay, d->cfg.subjects, d->cfg.nsubjects, true);
 	if (err)
@@ -1094,6 +1233,10 @@ static int detach(const char *config_path, const char *bpffs, bool purge)
 	for (i = ifs; i && i->if_index; i++) {
 		if (fw_dp_detach(i->if_index) == 0) {
 			fw_info("detached from %s", i->if_name);
+			n++;
+		}
+		if (fw_guard_detach(i->if_index) == 0) {
+			fw_info("guard detached from %s", i->if_name);
 			n++;
 		}
 	}
@@ -1271,6 +1414,7 @@ int main(int argc, char **argv)
 	fw_learn_free(d->learn);
 	ring_buffer__free(d->events);
 	fw_reg_free(&d->reg);
+	fw_guard_close(d->guard);
 	fw_dp_close(d->dp);
 	fw_cfg_free(&d->cfg);
 	fw_loop_free(d->loop);

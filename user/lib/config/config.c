@@ -37,6 +37,11 @@
  *     tcp_idle_timeout: 3600         # an open connection silent this long is gone
  *   metrics:
  *     listen: 127.0.0.1:9464         # /metrics, /healthz, /readyz; "" = off
+ *   guard:                           # direct access mode's port guard
+ *     interfaces: [eth0]             # the pod's uplinks
+ *     ports: [8443, 9000]            # guarded TCP and UDP ports
+ *     trusted: [10.0.8.0/24, "fd00:8::/64"]   # the ingress gateway's sources
+ *     mode: auto                     # auto | xdp | xdp-generic | tc
  *   subjects:
  *     - name: sandbox-a              # required, unique
  *       addresses: [10.42.0.2, "fd00::2"]   # required, 1-8, unique overall
@@ -89,6 +94,7 @@ void fw_cfg_init(struct fw_cfg *cfg)
 	fw_ck_defaults(&cfg_processes_keys, cfg);
 	fw_ck_defaults(&cfg_dns_keys, cfg);
 	fw_ck_defaults(&cfg_metrics_keys, cfg);
+	fw_ck_defaults(&cfg_guard_keys, cfg);
 	cfg->doh_mode = FW_DOH_OFF;
 	fw_policy_init(&cfg->overlay);
 	fw_dnsp_config_init(&cfg->dnsp);
@@ -109,6 +115,9 @@ void fw_cfg_free(struct fw_cfg *cfg)
 	free(cfg->local);
 	free(cfg->local_ports);
 	free(cfg->doh_blocklist);
+	free_strv(cfg->guard_interfaces, cfg->nguard_interfaces);
+	free(cfg->guard_ports);
+	free(cfg->guard_trusted);
 	fw_policy_free(&cfg->overlay);
 	for (size_t i = 0; i < cfg->nsubjects; i++)
 		fw_policy_free(&cfg->subjects[i].policy);
@@ -286,6 +295,78 @@ static int parse_datapath(struct cfg_ctx *ctx, yaml_node_t *node)
 	return 0;
 }
 
+/* --- guard -------------------------------------------------------------- */
+
+#define GUARD_MAX_PORTS (FW_MAX_GUARD_PORTS / 2) /* a TCP and a UDP entry each */
+
+static int parse_guard(struct cfg_ctx *ctx, yaml_node_t *node)
+{
+	struct cfg_bind b[] = {{.t = &cfg_guard_keys, .base = ctx->cfg}};
+	struct fw_cfg *cfg = ctx->cfg;
+	yaml_node_t *v;
+	size_t n;
+	int err;
+
+	cfg->guard_enabled = true;
+	err = cfg_section(ctx, node, "guard", b, 1);
+	if (err)
+		return err;
+	if ((v = cfg_sub(b, 1, "interfaces", NULL))) {
+		err = cfg_strv(ctx, v, "guard.interfaces", false, &cfg->guard_interfaces,
+			       &cfg->nguard_interfaces);
+		if (err)
+			return err;
+	}
+	if (!cfg->nguard_interfaces)
+		return cfg_fail(ctx, node, "guard.interfaces: at least one interface is required");
+	v = cfg_sub(b, 1, "ports", NULL);
+	err = v ? cfg_list(ctx, v, "guard.ports", true, GUARD_MAX_PORTS, &n) : 0;
+	if (err)
+		return err;
+	if (!v || !n)
+		return cfg_fail(ctx, v ? v : node, "guard.ports: at least one port is required");
+	cfg->guard_ports = calloc(n, sizeof(*cfg->guard_ports));
+	if (!cfg->guard_ports)
+		return cfg_nomem(ctx, v);
+	for (size_t i = 0; i < n; i++) {
+		yaml_node_t *item = list_item(ctx, v, i);
+		unsigned long long port;
+
+		err = cfg_uint(ctx, item, "guard.ports", 1, 65535, &port);
+		if (err)
+			return err;
+		for (size_t j = 0; j < i; j++)
+			if (cfg->guard_ports[j] == port)
+				return cfg_fail(ctx, item, "duplicate guard port");
+		cfg->guard_ports[i] = (__u16)port;
+		cfg->nguard_ports = i + 1;
+	}
+	if ((v = cfg_sub(b, 1, "trusted", NULL))) {
+		err = cfg_list(ctx, v, "guard.trusted", true, FW_MAX_GUARD_TRUSTED, &n);
+		if (err)
+			return err;
+		if (n) {
+			cfg->guard_trusted = calloc(n, sizeof(*cfg->guard_trusted));
+			if (!cfg->guard_trusted)
+				return cfg_nomem(ctx, v);
+		}
+		for (size_t i = 0; i < n; i++) {
+			yaml_node_t *item = list_item(ctx, v, i);
+			struct fw_prefix *pfx = &cfg->guard_trusted[i];
+
+			err = cfg_prefix(ctx, item, "guard.trusted entry", pfx, NULL);
+			if (err)
+				return err;
+			for (size_t j = 0; j < i; j++) {
+				if (!memcmp(&cfg->guard_trusted[j], pfx, sizeof(*pfx)))
+					return cfg_fail(ctx, item, "duplicate guard.trusted entry");
+			}
+			cfg->nguard_trusted = i + 1;
+		}
+	}
+	return 0;
+}
+
 /* --- top level ---------------------------------------------------------- */
 
 static int parse_actions(struct cfg_ctx *ctx, yaml_node_t *node)
@@ -392,7 +473,7 @@ static int parse_dns(struct cfg_ctx *ctx, yaml_node_t *node)
 static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 {
 	struct cfg_bind b[] = {{.t = &cfg_top_keys, .base = ctx->cfg}};
-	bool actions, processes;
+	bool actions, processes, guard;
 	yaml_node_t *n;
 	int err;
 
@@ -460,6 +541,12 @@ static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 				return cfg_fail(ctx, root,
 						"subjects \"%s\" and \"%s\" have the same cgroup",
 						ctx->cfg->subjects[j].name, s->name);
+	}
+	n = cfg_sub(b, 1, "guard", &guard);
+	if (guard) {
+		err = parse_guard(ctx, n);
+		if (err)
+			return err;
 	}
 	return 0;
 }

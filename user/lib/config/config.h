@@ -78,8 +78,17 @@ struct fw_cfg {
 	struct fw_dnsp_config dnsp;
 	/* the learner's keys (dns/learn_keys.c) */
 	struct fw_learn_config learn;
-	char metrics_listen[64];	  /* "addr:port" of /metrics, "" = off */
-	__u32 max_conns_per_subject;	  /* fastwall_conns records, 1-FW_MAX_CONNS */
+	char metrics_listen[64];     /* "addr:port" of /metrics, "" = off */
+	__u32 max_conns_per_subject; /* fastwall_conns records, 1-FW_MAX_CONNS */
+	/* guard: the port guard of the pod's uplinks (direct access mode) */
+	bool guard_enabled; /* the section is present */
+	char **guard_interfaces;
+	size_t nguard_interfaces;
+	__u16 *guard_ports; /* TCP and UDP, host order */
+	size_t nguard_ports;
+	struct fw_prefix *guard_trusted;
+	size_t nguard_trusted;
+	unsigned int guard_mode;	  /* enum fw_guard_mode */
 	struct fw_subject_spec *subjects; /* the static subjects */
 	size_t nsubjects;
 	/* what a load accepted but a reader should hear of, like errors

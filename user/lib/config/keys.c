@@ -9,6 +9,7 @@
 
 #include "common/addr.h"
 #include "config/parse.h"
+#include "datapath/guard.h"
 #include "dns/learn_keys.h"
 #include "dns/proxy_keys.h"
 
@@ -57,6 +58,10 @@ static const struct fw_cfgkey top[] = {
 	 .type = FW_CK_SECTION,
 	 .def_doc = "on, loopback",
 	 .doc = "the Prometheus metrics and health listener, below"},
+	{.key = "guard",
+	 .type = FW_CK_SECTION,
+	 .def_doc = "absent",
+	 .doc = "present: guard the pod's data-plane ports on its uplinks, below"},
 };
 
 static const struct fw_cfgkey datapath[] = {
@@ -360,6 +365,45 @@ static const struct fw_cfgkey dns[] = {
 		"effect on SIGHUP"},
 };
 
+static const struct fw_ck_name guard_modes[] = {
+	{"auto", FW_GUARD_AUTO},
+	{"xdp", FW_GUARD_XDP},
+	{"xdp-generic", FW_GUARD_XDP_GENERIC},
+	{"tc", FW_GUARD_TC},
+	{NULL, 0},
+};
+
+static const struct fw_cfgkey guard[] = {
+	{.key = "interfaces",
+	 .type = FW_CK_SECTION,
+	 .type_doc = "list of interface names (no globs), at least one",
+	 .def_doc = "required",
+	 .doc = "the pod's uplinks, where the ingress gateway's traffic arrives; each must exist "
+		"when fastwalld starts or reloads"},
+	{.key = "ports",
+	 .type = FW_CK_SECTION,
+	 .type_doc = "list of ports 1-65535, at least one, at most 512",
+	 .def_doc = "required",
+	 .doc = "the guarded data-plane ports, TCP and UDP; keep them outside the pod's "
+		"ephemeral range (`net.ipv4.ip_local_port_range`): a reply to a connection the pod "
+		"opened that arrives on a guarded port drops unless its source is trusted "
+		"(fastwalld warns)"},
+	{.key = "trusted",
+	 .type = FW_CK_SECTION,
+	 .type_doc = "list of addresses or CIDRs, IPv4 and IPv6, at most 4096",
+	 .def_doc = "none",
+	 .doc = "sources that may reach the guarded ports (the ingress gateway's workloads); "
+		"none: every packet to them drops. On SIGHUP the new set is written before the "
+		"old one goes"},
+	{.key = "mode",
+	 .type = FW_CK_ENUM,
+	 F(guard_mode),
+	 .names = guard_modes,
+	 .def = FW_GUARD_AUTO,
+	 .doc = "the hook: auto (native XDP where the driver has it, veth included, else TC "
+		"ingress), xdp (native only), xdp-generic, tc"},
+};
+
 const struct fw_cfgtable cfg_top_keys = FW_CK_TABLE("", top);
 const struct fw_cfgtable cfg_datapath_keys = FW_CK_TABLE("datapath", datapath);
 const struct fw_cfgtable cfg_doh_keys = FW_CK_TABLE("datapath.doh", doh);
@@ -368,6 +412,7 @@ const struct fw_cfgtable cfg_actions_keys = FW_CK_TABLE("actions", actions);
 const struct fw_cfgtable cfg_dns_keys = FW_CK_TABLE("dns", dns);
 const struct fw_cfgtable cfg_processes_keys = FW_CK_TABLE("processes", processes);
 const struct fw_cfgtable cfg_metrics_keys = FW_CK_TABLE("metrics", metrics);
+const struct fw_cfgtable cfg_guard_keys = FW_CK_TABLE("guard", guard);
 
 /* --- docs and schema ---------------------------------------------------- */
 
@@ -389,6 +434,7 @@ static const struct doc_section doc_sections[] = {
 	{"dns", {&cfg_dns_keys, &fw_dnsp_keys, &fw_learn_keys}, 3},
 	{"dns.lease", {&fw_learn_lease_keys}, 1},
 	{"metrics", {&cfg_metrics_keys}, 1},
+	{"guard", {&cfg_guard_keys}, 1},
 };
 
 #define N_DOC_SECTIONS (sizeof(doc_sections) / sizeof(doc_sections[0]))
@@ -495,7 +541,8 @@ void fw_cfg_keys_schema(FILE *out)
 		"{\"$schema\": \"https://json-schema.org/draft/2020-12/schema\",\n"
 		"\"title\": \"fastwalld configuration (scalar keys)\",\n"
 		"\"$comment\": \"list-shaped keys (interfaces, bridges, local_addresses, "
-		"local_ports, doh.blocklist, overlay, subjects, dns.upstreams) are not "
+		"local_ports, doh.blocklist, overlay, subjects, dns.upstreams, guard.interfaces, "
+		"guard.ports, guard.trusted) are not "
 		"described, nor checks beyond a key's type and bounds (dns.port not 53 or 853, "
 		"actions.listen on loopback, the lease rules)\",\n");
 	schema_members(out, top_t, 1);

@@ -112,5 +112,6 @@ extern const struct fw_cfgtable cfg_actions_keys;   /* actions */
 extern const struct fw_cfgtable cfg_processes_keys; /* processes */
 extern const struct fw_cfgtable cfg_dns_keys;	    /* dns, besides the proxy's and learner's */
 extern const struct fw_cfgtable cfg_metrics_keys;   /* metrics */
+extern const struct fw_cfgtable cfg_guard_keys;	    /* guard */
 
 #endif /* FW_CONFIG_PARSE_H */

@@ -768,6 +768,11 @@ int fw_dp_purge(const char *pin_root)
 	for (size_t i = 0; i < FW_DP_NRETIRED; i++)
 		if ((e = unpin(pin_root, retired[i].name)) && !err)
 			err = e;
+#define UNPIN_GUARD(name)                                                                          \
+	if ((e = unpin(pin_root, #name)) && !err)                                                  \
+		err = e;
+	FW_GUARD_MAPS(UNPIN_GUARD)
+#undef UNPIN_GUARD
 	/* the record last: a purge cut short still says what the rest is */
 	if ((e = unpin(pin_root, FW_DP_ABI_PIN)) && !err)
 		err = e;

@@ -47,6 +47,16 @@
 	 strcmp((name), "fastwall_rule_cache") == 0 ||                                             \
 	 strcmp((name), "fastwall_rules_epoch") == 0)
 
+/* The port guard's own maps (bpf/guard.bpf.c, datapath/guard.c): pinned
+ * beside these when a guard is configured, created by the start that
+ * first needs them (nothing else depends on them, so no ABI version
+ * changes). The guard shares fastwall_config, fastwall_stats_v2 and the
+ * event maps with the TC programs. X(pin name). */
+#define FW_GUARD_MAPS(X)                                                                           \
+	X(fastwall_guard_ports)                                                                    \
+	X(fastwall_guard_trusted)                                                                  \
+	X(fastwall_guard_frags)
+
 /* Maps userspace creates beside the BPF object's, when a migration needs
  * them: X(pin name, struct fw_dp field, type, key size, value size, max
  * entries). The *_carried maps hold what the counters of an earlier ABI

@@ -240,8 +240,9 @@ bulk() { # PORT what [HEADER]
 	if [ "$what" = down ]; then
 		fw_ns "$NS" curl -s -o /dev/null -w '%{http_code} %{speed_download}\n' -H "$h" "http://$GW:$port/bulk"
 	else
+		# -T streams the file (a PUT); --data-binary would read it into memory
 		fw_ns "$NS" curl -s -o /dev/null -w '%{http_code} %{speed_upload}\n' -H "$h" -H 'Expect:' \
-			--data-binary "@$UP/www/bulk" "http://$GW:$port/sink"
+			-T "$UP/www/bulk" "http://$GW:$port/sink"
 	fi | awk '{ printf "%s %.0f\n", $1, $2 / 1048576 }'
 }
 bulk 90 down >/dev/null # the file into the page cache first

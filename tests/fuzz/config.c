@@ -20,11 +20,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	ret = fw_cfg_load_buffer((const char *)data, size, "fuzz.yaml", &cfg, err, sizeof(err));
 	if (ret == 0) {
-		/* a loaded subject must always fit the data plane's limits */
+		/* a loaded subject must always fit the data plane's limits:
+		 * addresses, or (a process sandbox) a cgroup and none */
 		for (size_t i = 0; i < cfg.nsubjects; i++) {
-			if (!cfg.subjects[i].naddrs ||
-			    cfg.subjects[i].naddrs > FW_SUBJECT_MAX_ADDRS ||
-			    !cfg.subjects[i].name[0])
+			const struct fw_subject_spec *sp = &cfg.subjects[i];
+
+			if ((!sp->naddrs && !sp->cgroup[0]) || (sp->naddrs && sp->cgroup[0]) ||
+			    sp->naddrs > FW_SUBJECT_MAX_ADDRS || !sp->name[0])
 				abort();
 		}
 	} else {

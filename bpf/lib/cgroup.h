@@ -88,31 +88,11 @@ static __always_inline __u32 fw_cg_decide(const struct fw_pkt *pkt, const struct
 	return fw_policy(s, pkt);
 }
 
+/* a socket call's drop: no interface yet */
 static __always_inline void fw_cg_emit_drop(const struct fw_pkt *pkt, __u32 subject, __u32 reason)
 {
-	struct fw_event *ev;
-	__u64 suppressed = 0;
-
-	if (!fw_event_allowed(subject, &suppressed))
-		return;
-	ev = bpf_ringbuf_reserve(&fastwall_events, sizeof(*ev), 0);
-	if (!ev)
-		return;
-	ev->ts_ns = bpf_ktime_get_ns();
-	ev->type = FW_EVENT_DROP;
-	ev->subject = subject;
-	ev->reason = reason;
-	ev->ifindex = 0; /* a socket's, no interface yet */
-	ev->suppressed = suppressed;
-	ev->src = pkt->src;
-	ev->dst = pkt->dst;
-	ev->sport = pkt->sport;
-	ev->dport = pkt->dport;
-	ev->proto = pkt->proto;
-	ev->family = pkt->family;
-	ev->pad[0] = 0;
-	ev->pad[1] = 0;
-	bpf_ringbuf_submit(ev, 0);
+	fw_event_drop(subject, reason, 0, &pkt->src, &pkt->dst, pkt->sport, pkt->dport, pkt->proto,
+		      pkt->family);
 }
 
 /* Counts reason for subject (len bytes: 0 for a socket call), reports a

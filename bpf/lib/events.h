@@ -89,8 +89,11 @@ static __always_inline bool fw_event_allowed(__u32 subject, __u64 *suppressed)
 	return true;
 }
 
-static __always_inline void fw_emit_drop(struct __sk_buff *skb, const struct fw_pkt *pkt,
-					 __u32 subject, __u32 reason)
+/* One drop event, rate limited per subject (0: the source is no subject).
+ * Every field is written: ring buffer space is not zeroed. */
+static __always_inline void fw_event_drop(__u32 subject, __u32 reason, __u32 ifindex,
+					  const struct fw_ip *src, const struct fw_ip *dst,
+					  __be16 sport, __be16 dport, __u8 proto, __u8 family)
 {
 	struct fw_event *ev;
 	__u64 suppressed = 0;
@@ -104,17 +107,24 @@ static __always_inline void fw_emit_drop(struct __sk_buff *skb, const struct fw_
 	ev->type = FW_EVENT_DROP;
 	ev->subject = subject;
 	ev->reason = reason;
-	ev->ifindex = skb->ifindex;
+	ev->ifindex = ifindex;
 	ev->suppressed = suppressed;
-	ev->src = pkt->src;
-	ev->dst = pkt->dst;
-	ev->sport = pkt->sport;
-	ev->dport = pkt->dport;
-	ev->proto = pkt->proto;
-	ev->family = pkt->family;
+	ev->src = *src;
+	ev->dst = *dst;
+	ev->sport = sport;
+	ev->dport = dport;
+	ev->proto = proto;
+	ev->family = family;
 	ev->pad[0] = 0;
 	ev->pad[1] = 0;
 	bpf_ringbuf_submit(ev, 0);
+}
+
+static __always_inline void fw_emit_drop(struct __sk_buff *skb, const struct fw_pkt *pkt,
+					 __u32 subject, __u32 reason)
+{
+	fw_event_drop(subject, reason, skb->ifindex, &pkt->src, &pkt->dst, pkt->sport, pkt->dport,
+		      pkt->proto, pkt->family);
 }
 
 static __always_inline int fw_verdict(struct __sk_buff *skb, const struct fw_pkt *pkt,

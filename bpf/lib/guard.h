@@ -318,8 +318,6 @@ static __always_inline bool fw_guard_account(const struct fw_guard_ctx *c,
 					     const struct fw_guard_pkt *pkt, __u32 reason)
 {
 	struct fw_counter *cnt;
-	struct fw_event *ev;
-	__u64 suppressed = 0;
 
 	if (reason == FW_GUARD_UNTOUCHED)
 		return false;
@@ -332,24 +330,8 @@ static __always_inline bool fw_guard_account(const struct fw_guard_ctx *c,
 	}
 	if (!FW_REASON_DROPS(reason))
 		return false;
-	if (!fw_event_allowed(0, &suppressed))
-		return true;
-	ev = bpf_ringbuf_reserve(&fastwall_events, sizeof(*ev), 0);
-	if (!ev)
-		return true;
-	__builtin_memset(ev, 0, sizeof(*ev));
-	ev->ts_ns = bpf_ktime_get_ns();
-	ev->type = FW_EVENT_DROP;
-	ev->reason = reason;
-	ev->ifindex = c->ifindex;
-	ev->suppressed = suppressed;
-	ev->src = pkt->src;
-	ev->dst = pkt->dst;
-	ev->sport = pkt->sport;
-	ev->dport = pkt->dport;
-	ev->proto = pkt->proto;
-	ev->family = pkt->family;
-	bpf_ringbuf_submit(ev, 0);
+	fw_event_drop(0, reason, c->ifindex, &pkt->src, &pkt->dst, pkt->sport, pkt->dport,
+		      pkt->proto, pkt->family);
 	return true;
 }
 

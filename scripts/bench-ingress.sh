@@ -91,12 +91,15 @@ error_log $UP/logs/error.log warn;
 events { worker_connections 1024; }
 http {
 	access_log off;
+	log_format probe '\$request_length \$http_host [\$http_connection] \$http_x_fast_sandbox_route_credential';
 $(temp_paths "$UP")
 	keepalive_requests 1000000;
 	server {
 		listen $FASTLET;
 		client_max_body_size 0;
 		location / { return 200 "ok\n"; }
+		location = /probe { access_log $UP/logs/probe.log probe; return 200 "ok\n"; }
+		location = /fw-status { stub_status; }
 		location = /bulk { root $UP/www; }
 		location = /sink { client_body_buffer_size 1m; return 200 "ok\n"; }
 	}
@@ -151,12 +154,23 @@ $(temp_paths "$NGX")
 			grpc_read_timeout 2s;
 		}
 	}
-	# the yardstick: plain proxy_pass to the same upstream
+	# the yardstick: plain proxy_pass to the same upstream, doing the same
+	# HTTP work as the module's location: the same Host length, no
+	# Connection header, the client's credential header replaced by the one
+	# the resolution issues (the stand-in's for sb-hit)
 	server {
 		listen $GW:90;
 		location / {
 			proxy_pass http://plain;
+			proxy_set_header Host $FASTLET;
+			proxy_set_header Connection "";
+			proxy_set_header X-Fast-Sandbox-Route-Credential cred-sb-hit;
 		}
+	}
+	# connection counts (stub_status), apart from both
+	server {
+		listen $GW:99;
+		location / { stub_status; }
 	}
 }
 EOF

@@ -26,7 +26,6 @@
 #define NGX_HTTP_FWI_PENDING         3000   /* ms a resolve may hold a key */
 #define NGX_HTTP_FWI_WAIT            2500   /* ms a second miss waits */
 #define NGX_HTTP_FWI_POLL            10     /* ms between its looks */
-#define NGX_HTTP_FWI_KEY_MAX         (2 * FW_SCOPE_FIELD_MAX + 8)
 #define NGX_HTTP_FWI_CACHE_MIN       (32 * 1024)
 #define NGX_HTTP_FWI_SCOPES          256    /* verified scopes per worker */
 #define NGX_HTTP_FWI_MAC_TEXT        22     /* base64url of the 16-byte mac */
@@ -100,11 +99,21 @@ typedef struct {
 } ngx_http_fwi_cache_t;
 
 
+/* an IP endpoint's address (ngx_sockaddr_t would add a Unix path) */
+typedef union {
+    struct sockaddr             sockaddr;
+    struct sockaddr_in          sockaddr_in;
+#if (NGX_HAVE_INET6)
+    struct sockaddr_in6         sockaddr_in6;
+#endif
+} ngx_http_fwi_sockaddr_t;
+
+
 typedef struct {
     ngx_str_t                   ns;
     ngx_str_t                   sandbox;
     ngx_uint_t                  port;
-    u_char                      key[NGX_HTTP_FWI_KEY_MAX];
+    u_char                     *key;       /* ns \0 sandbox \0 port */
     size_t                      key_len;
     uint32_t                    hash;
 
@@ -112,7 +121,7 @@ typedef struct {
     ngx_str_t                   uri;       /* raw rest, query included */
     ngx_str_t                   credential;
     ngx_addr_t                  peer;      /* for the balancer, parsed once */
-    ngx_sockaddr_t              peer_sa;   /* peer.sockaddr, when memoized */
+    ngx_http_fwi_sockaddr_t     peer_sa;   /* peer.sockaddr, when memoized */
 
     ngx_http_request_t         *subrequest;
     ngx_msec_t                  wait_until;
@@ -288,8 +297,9 @@ static ngx_uint_t  ngx_http_fwi_to_hash;
 static ngx_uint_t  ngx_http_fwi_legacy_hash;
 
 /* its lower-case form and hash, for the header lists, set at init */
-static u_char     ngx_http_fwi_cred_lc_data[sizeof(FW_FASTPATH_CREDENTIAL_HEADER)];
-static ngx_str_t  ngx_http_fwi_cred_lc = {
+static u_char      ngx_http_fwi_cred_lc_data[
+                       sizeof(FW_FASTPATH_CREDENTIAL_HEADER)];
+static ngx_str_t   ngx_http_fwi_cred_lc = {
     sizeof(FW_FASTPATH_CREDENTIAL_HEADER) - 1, ngx_http_fwi_cred_lc_data
 };
 static ngx_uint_t  ngx_http_fwi_cred_hash;
@@ -541,8 +551,8 @@ ngx_http_fwi_scope_prefix(ngx_str_t *scope)
 
 /* NGX_OK: the scope is one this worker verified, its route in ctx */
 static ngx_int_t
-ngx_http_fwi_scope_cached(ngx_http_fwi_main_conf_t *mcf, ngx_str_t *scope,
-    ngx_http_fwi_ctx_t *ctx)
+ngx_http_fwi_scope_cached(ngx_http_request_t *r,
+    ngx_http_fwi_main_conf_t *mcf, ngx_str_t *scope, ngx_http_fwi_ctx_t *ctx)
 {
     u_char                 diff, *mac;
     size_t                 n;
@@ -575,6 +585,11 @@ ngx_http_fwi_scope_cached(ngx_http_fwi_main_conf_t *mcf, ngx_str_t *scope,
     }
 
     if (diff != 0) {
+        return NGX_DECLINED;
+    }
+
+    ctx->key = ngx_pnalloc(r->pool, e->key_len);
+    if (ctx->key == NULL) {
         return NGX_DECLINED;
     }
 
@@ -677,7 +692,7 @@ ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
         return NGX_HTTP_UNAUTHORIZED;
     }
 
-    if (ngx_http_fwi_scope_cached(mcf, &scope, ctx) != NGX_OK) {
+    if (ngx_http_fwi_scope_cached(r, mcf, &scope, ctx) != NGX_OK) {
 
         err = fw_scope_verify(mcf->keyring, (const char *) scope.data,
                               scope.len, &sc);
@@ -687,6 +702,12 @@ ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
                           "fastwall ingress: route scope refused: %s",
                           fw_scope_strerror(err));
             return NGX_HTTP_UNAUTHORIZED;
+        }
+
+        ctx->key = ngx_pnalloc(r->pool,
+                               sc.ns_len + sc.sandbox_len + 2 + NGX_INT_T_LEN);
+        if (ctx->key == NULL) {
+            return NGX_ERROR;
         }
 
         /* the fields hold no NUL (control characters are refused) */
@@ -1819,7 +1840,7 @@ ngx_http_fwi_add_variables(ngx_conf_t *cf)
 typedef struct {
     size_t                      len;       /* of text; 0: empty */
     socklen_t                   socklen;
-    ngx_sockaddr_t              sockaddr;
+    ngx_http_fwi_sockaddr_t     sockaddr;
     u_char                      text[NGX_HTTP_FWI_PEER_TEXT];
 } ngx_http_fwi_peer_memo_t;
 
@@ -1889,7 +1910,7 @@ ngx_http_fwi_peer_addr(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
 
     ctx->peer.name = authority;
 
-    if (m && ctx->peer.socklen <= (socklen_t) sizeof(ngx_sockaddr_t)) {
+    if (m && ctx->peer.socklen <= (socklen_t) sizeof(ngx_http_fwi_sockaddr_t)) {
         ngx_memcpy(&m->sockaddr, ctx->peer.sockaddr, ctx->peer.socklen);
         m->socklen = ctx->peer.socklen;
         ngx_memcpy(m->text, ctx->upstream.data, ctx->upstream.len);

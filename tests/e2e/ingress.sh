@@ -289,6 +289,18 @@ check_eq "the same scope under the older tag: 401" "$(hget "$OLD")" 401
 check_eq "an unsigned legacy route: 401" "$(hget sb-ok-44772)" 401
 check_eq "no scope at all: 401" "$(cget "http://$GW:80/")" 401
 check_eq "a scope under another key id (b) for this ring: 200" "$(hget "$(scope sb-ok 44772 b)")" 200
+# a worker remembers the scopes it verified: on one connection (so one
+# worker) a remembered scope's text with another mac must still be refused
+V=f1.dGVuYW50LWE.c2FuZGJveC0xMjM.44772.k.gtJzW337dCO-kStxh2GPfA
+vmac() { printf '%s' "${V%.*}.$1"; }
+codes=$(fw_ns "$NS" curl -s -m 10 -o /dev/null -w '%{http_code} ' \
+	-H "OpenSandbox-Ingress-To: $V" "http://$GW:80/" --next -o /dev/null -w '%{http_code} ' \
+	-H "OpenSandbox-Ingress-To: $(vmac gtJzW337dCO-kStxh2GPfQ)" "http://$GW:80/" --next -o /dev/null -w '%{http_code} ' \
+	-H "OpenSandbox-Ingress-To: $(vmac "${OK##*.}")" "http://$GW:80/" --next -o /dev/null -w '%{http_code} ' \
+	-H "OpenSandbox-Ingress-To: $(vmac gtJzW337dCO-kStxh2GPfAA)" "http://$GW:80/" --next -o /dev/null -w '%{http_code}' \
+	-H "OpenSandbox-Ingress-To: $V" "http://$GW:80/")
+check_eq "one worker: verified, one mac bit off, another scope's mac, a longer mac, verified again" \
+	"$codes" "200 401 401 401 200"
 check_eq "none of the refusals called the resolver" "$(wc -l <"$CALLS")" "$((before + 1))"
 check_eq "the policy port 18080: 501" "$(hget "$(scope sb-policy 18080)")" 501
 check_eq "without a resolver call" "$(calls sb-policy)" 0

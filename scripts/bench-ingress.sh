@@ -29,6 +29,9 @@
 #            per request (and instructions where the CPU counts them), and
 #            the new connections the upstream accepted (stub_status; 0
 #            means every request reused a kept-alive one)
+#   profile  perf record -g of the gateway's worker, plain and module: the
+#            share of nginx, the kernel, libc and the module, and the top
+#            symbols
 #   insns    user-space instructions per request of each peer (valgrind
 #            callgrind, a gateway without a master process, ING_VG_SECONDS
 #            of wrk each): unlike time, load does not change them
@@ -37,11 +40,13 @@
 #            curl's time_total, ING_MISSES sandboxes
 #   bulk     a download and an upload (curl -T) of ING_BULK_MB MiB: to the
 #            upstream directly, through plain proxy_pass and through the
-#            module (MB/s)
+#            module, ING_BULK_ROUNDS times each, alternating (MB/s, and the
+#            gateway's CPU time per MiB)
 #
 # Environment: BUILD (build), ING_ROUNDS (5), ING_SECONDS (3), ING_CONNS
-# (32), ING_VG_SECONDS (3; 0 skips the insns part), ING_MISSES (50),
-# ING_BULK_MB (1024). Output also goes to $BUILD/bench/ingress.txt.
+# (32), ING_PROFILE (1; 0 skips the profile), ING_VG_SECONDS (3; 0 skips
+# the insns part), ING_MISSES (50), ING_BULK_MB (1024), ING_BULK_ROUNDS
+# (3). Output also goes to $BUILD/bench/ingress.txt.
 set -uo pipefail
 
 # shellcheck source=tests/e2e/lib.sh
@@ -55,8 +60,10 @@ ROUNDS=${ING_ROUNDS:-5}
 SECS=${ING_SECONDS:-3}
 CONNS=${ING_CONNS:-32}
 VG_SECS=${ING_VG_SECONDS:-3}
+PROFILE=${ING_PROFILE:-1}
 MISSES=${ING_MISSES:-50}
 BULK_MB=${ING_BULK_MB:-1024}
+BULK_ROUNDS=${ING_BULK_ROUNDS:-3}
 NGINX=/usr/sbin/nginx
 MODULE=$FW_BUILD/ingress/ngx_http_fastwall_ingress_module.so
 OUT=$FW_BUILD/bench
@@ -110,14 +117,14 @@ error_log $UP/logs/error.log warn;
 events { worker_connections 1024; }
 http {
 	access_log off;
-	log_format probe '\$request_length \$http_host [\$http_connection] \$http_x_fast_sandbox_route_credential';
+	log_format probe '\$request_length \$request_uri \$http_host [\$http_connection] \$http_x_fast_sandbox_route_credential';
 $(temp_paths "$UP")
 	keepalive_requests 1000000;
 	server {
 		listen $FASTLET;
 		client_max_body_size 0;
 		location / { return 200 "ok\n"; }
-		location = /probe { access_log $UP/logs/probe.log probe; return 200 "ok\n"; }
+		location /probe { access_log $UP/logs/probe.log probe; return 200 "ok\n"; }
 		location = /fw-status { stub_status; }
 		location = /bulk { root $UP/www; }
 		location = /sink { client_body_buffer_size 1m; return 200 "ok\n"; }
@@ -235,7 +242,7 @@ HIT=$(scope sb-hit)
 code=$(fw_ns "$NS" curl -s -o /dev/null -w '%{http_code}' -H "OpenSandbox-Ingress-To: $HIT" "http://$GW:80/")
 [ "$code" = 200 ] || fw_die "the gateway answers $code for a valid scope: $(tail -3 "$NGX/logs/error.log")"
 
-# wrk_run URL [HEADER]: "rps p50_us p99_us non2xx requests"
+# wrk_run URL [SECONDS]: "rps p50_us p99_us non2xx requests", the hit scope sent
 wrk_run() {
 	local args=(-t1 -c"$CONNS" -d"${2:-$SECS}s" --latency -H "OpenSandbox-Ingress-To: $HIT")
 	fw_ns "$NS" wrk "${args[@]}" "$1" 2>&1 | awk '
@@ -253,9 +260,9 @@ accepts() { fw_ns "$NS" curl -s "http://$1/fw-status" | awk 'NR == 3 { print $1 
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2); else print "?" }'; }
 
 echo
-echo "== what reaches the upstream from each side (its log: request bytes, Host, [Connection], credential) =="
+echo "== what reaches the upstream from each side (its log: request bytes, URI, Host, [Connection], credential) =="
 for peer in plain:90 module:80 module-nv:81; do
-	fw_ns "$NS" curl -s -o /dev/null -H "OpenSandbox-Ingress-To: $HIT" "http://$GW:${peer#*:}/probe"
+	fw_ns "$NS" curl -s --path-as-is -o /dev/null -H "OpenSandbox-Ingress-To: $HIT" "http://$GW:${peer#*:}/probe/a%2Fb//c?x=%20y"
 	printf "  %-10s %s\n" "${peer%:*}" "$(tail -1 "$UP/logs/probe.log")"
 done
 
@@ -300,6 +307,7 @@ echo "== hit: a cached route, module vs plain proxy_pass (wrk -t1 -c$CONNS, ${SE
 echo "  cpu: the gateway worker's CPU time per request (perf stat task-clock), sys: its syscalls per request,"
 echo "  insns: its instructions per request (when the CPU counts them), up: new upstream connections, cl: wrk's"
 printf "  %-5s %-9s %8s %7s %7s %7s %6s %8s %4s %4s %8s\n" round peer rps "p50 us" "p99 us" "cpu us" sys insns up cl "vs plain"
+for port in 90 80 81; do wrk_run "http://$GW:$port/" 1 >/dev/null; done # pools filled, route cached
 declare -A RPS P50 P99 CPU SYS INS
 ratios=() nvratios=() dp50=() dp99=() cpur=()
 for r in $(seq "$ROUNDS"); do
@@ -354,6 +362,24 @@ if [ ${#ratios[@]} -gt 0 ]; then
 		echo "  (no perf stat here: CPU and syscalls per request not measured)"
 	fi
 	echo "ing hit ratio_pct=$mr nv_ratio_pct=$mnv added_p50_us=$m50 added_p99_us=$m99 cpu_ratio_pct=$( [ ${#cpur[@]} -gt 0 ] && median "${cpur[@]}" || echo '?')"
+fi
+
+if [ "$PROFILE" = 1 ] && [ -n "$PERF_EV" ]; then
+	echo
+	echo "== profile: where the gateway worker's CPU time goes (perf record -g, cpu-clock, wrk ${SECS} s each) =="
+	for peer in plain:90 module:80; do
+		perf record -q -F 1999 -g -p "$WORKER" -o "$FW_TMP/perf.data" 2>/dev/null &
+		ppid=$!
+		sleep 0.3
+		wrk_run "http://$GW:${peer#*:}/" >/dev/null
+		kill -INT "$ppid" 2>/dev/null
+		wait "$ppid" 2>/dev/null
+		echo "  ${peer%:*}: by object, then the top symbols (self)"
+		perf report -i "$FW_TMP/perf.data" --no-children --sort dso -g none --percent-limit 0.5 2>/dev/null |
+			awk '/^ +[0-9.]+%/ { printf "    %s", $0 "\n" }'
+		perf report -i "$FW_TMP/perf.data" --no-children --sort dso,sym -g none 2>/dev/null |
+			awk '/^ +[0-9.]+%/ && n++ < 12 { printf "    %s\n", $0 }'
+	done
 fi
 
 echo
@@ -426,16 +452,40 @@ bulk() { # HOST:PORT what [HEADER]
 			-T "$UP/www/bulk" "http://$to/sink"
 	fi | awk '{ printf "%s %.0f\n", $1, $2 / 1048576 }'
 }
+# bulk_cpu HOST:PORT what [HEADER]: "code MB/s gateway-CPU-ms-per-MiB"
+bulk_cpu() {
+	local ppid="" code mbs cpu=-
+	if [ -n "$PERF_EV" ]; then
+		perf stat -x, -e task-clock -p "$WORKER" -o "$FW_TMP/perf.bulk" 2>/dev/null &
+		ppid=$!
+		sleep 0.3
+	fi
+	read -r code mbs < <(bulk "$@")
+	if [ -n "$ppid" ]; then
+		kill -INT "$ppid" 2>/dev/null
+		wait "$ppid" 2>/dev/null
+		cpu=$(awk -F, -v n="$BULK_MB" '$3 == "task-clock" && $1 ~ /^[0-9.]+$/ { printf "%.2f", $1 / n }' "$FW_TMP/perf.bulk")
+	fi
+	echo "$code $mbs ${cpu:--}"
+}
+echo "  (median of $BULK_ROUNDS alternating transfers each; cpu: the gateway worker's CPU ms per MiB, perf stat)"
 bulk $FASTLET down >/dev/null # the file into the page cache first
 for what in down up; do
-	read -r dc dm < <(bulk $FASTLET "$what")
-	read -r pc pm < <(bulk $GW:90 "$what")
-	read -r mc mm < <(bulk $GW:80 "$what" "OpenSandbox-Ingress-To: $HIT")
-	printf "  %-5s direct %6s MB/s (%s)   plain %6s MB/s (%s)   module %6s MB/s (%s)   module / plain %s %%, / direct %s %%\n" \
-		"$what" "$dm" "$dc" "$pm" "$pc" "$mm" "$mc" \
+	dms=() pms=() mms=() pcs=() mcs=() codes=""
+	for _ in $(seq "$BULK_ROUNDS"); do
+		read -r dc dm < <(bulk $FASTLET "$what")
+		read -r pc pm pcpu < <(bulk_cpu $GW:90 "$what")
+		read -r mc mm mcpu < <(bulk_cpu $GW:80 "$what" "OpenSandbox-Ingress-To: $HIT")
+		codes+=" $dc/$pc/$mc"
+		dms+=("$dm") pms+=("$pm") mms+=("$mm") pcs+=("$pcpu") mcs+=("$mcpu")
+	done
+	dm=$(median "${dms[@]}") pm=$(median "${pms[@]}") mm=$(median "${mms[@]}")
+	pcpu=$(median "${pcs[@]}") mcpu=$(median "${mcs[@]}")
+	printf "  %-5s direct %5s MB/s   plain %5s MB/s (cpu %s)   module %5s MB/s (cpu %s)   module / plain %s %%, cpu %s %%   (HTTP codes%s)\n" \
+		"$what" "$dm" "$pm" "$pcpu" "$mm" "$mcpu" \
 		"$(awk -v m="$mm" -v p="$pm" 'BEGIN { if (p > 0) printf "%.0f", 100 * m / p; else print "?" }')" \
-		"$(awk -v m="$mm" -v p="$dm" 'BEGIN { if (p > 0) printf "%.0f", 100 * m / p; else print "?" }')"
-	echo "ing bulk_$what direct_mbs=$dm plain_mbs=$pm module_mbs=$mm"
+		"$(awk -v m="$mcpu" -v p="$pcpu" 'BEGIN { if (p > 0) printf "%.0f", 100 * m / p; else print "?" }')" "$codes"
+	echo "ing bulk_$what direct_mbs=$dm plain_mbs=$pm module_mbs=$mm plain_cpu_ms_per_mib=$pcpu module_cpu_ms_per_mib=$mcpu"
 done
 echo
 bench_env "at the end"

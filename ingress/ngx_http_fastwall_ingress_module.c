@@ -83,6 +83,7 @@ typedef struct {
     ngx_rbtree_node_t           node;
     ngx_queue_t                 lru;
     time_t                      valid_until;   /* 0: no answer yet */
+    time_t                      touched;       /* last moved up the LRU */
     ngx_msec_t                  pending_until; /* 0: nobody resolving */
     ngx_uint_t                  gen;           /* resolves finished */
     ngx_uint_t                  fail_status;   /* the last one's, or 0 */
@@ -1288,6 +1289,7 @@ ngx_http_fwi_cache_insert(ngx_http_fwi_cache_t *cache,
     n->upstream_len = (u_short) upstream->len;
     n->cred_len = (u_short) cred->len;
     n->valid_until = 0;
+    n->touched = ngx_time();
     n->pending_until = 0;
     n->gen = 0;
     n->fail_status = 0;
@@ -1337,8 +1339,10 @@ ngx_http_fwi_cache_lookup(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
         ctx->upstream.data = p;
         ctx->credential.data = p + n->upstream_len;
 
-        /* a hot entry is at the head already: no writes to the list */
-        if (ngx_queue_head(&cache->sh->lru) != &n->lru) {
+        /* once a second is recent enough for eviction, and spares the
+         * workers' hits most writes to the shared list */
+        if (n->touched != ngx_time()) {
+            n->touched = ngx_time();
             ngx_queue_remove(&n->lru);
             ngx_queue_insert_head(&cache->sh->lru, &n->lru);
         }

@@ -89,5 +89,14 @@ done
 check "fastwalld detach --p<TAB> offers --purge" fastwalld detach --p --purge
 check "fastwalld config-keys --s<TAB> offers --schema" fastwalld config-keys --s --schema
 
+if command -v shellcheck >/dev/null; then
+	if shellcheck -s bash "$T/fastwall" "$T/fastwalld" >"$T/sc.out" 2>&1; then
+		ok "the generated completions pass shellcheck"
+	else
+		not_ok "the generated completions pass shellcheck"
+		sed 's/^/#   /' "$T/sc.out"
+	fi
+fi
+
 echo "completion: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -134,7 +134,9 @@ subjects:
     interface: sb-a
     gateway: [10.42.0.1]
     private_cidr: [10.42.0.0/24]
-    policy: { defaultAction: deny, egress: [{ action: allow, target: 198.51.100.0/24 }] }
+    policy:
+      defaultAction: deny
+      egress: [{ action: allow, target: 198.51.100.0/24 }, { action: allow, target: allowed.example }]
 EOF
 # the unit's own ExecStartPre check of the config, with the same rewrite
 pre=$(unit_key ExecStartPre | grep '^/usr/sbin/fastwalld ' | head -1)
@@ -177,6 +179,13 @@ check_eq "/readyz on the metrics listener" "$(probe /readyz)" "ready 200"
 check_eq "/healthz on the metrics listener" "$(probe /healthz)" "ok 200"
 check "the installed fastwall reads the pins" \
 	bash -c "nsenter --net=/run/netns/$NS_POD $R/usr/sbin/fastwall --bpffs $BPFFS subjects | grep -q sandbox-a"
+
+# the proxy and the actions listener at work, for the syscall check: a
+# query the proxy forwards (to an upstream that never answers) and the
+# protocol's status
+fw_dns "$(fw_sb_ns a)" allowed.example 2 >/dev/null 2>&1
+check "the actions listener answers" \
+	bash -c "nsenter --net=/run/netns/$NS_POD curl -sf -m 5 http://127.0.0.1:18080/_fastlet/v1/actions/status | grep -q '\"ready\":true'"
 
 # ExecReload, with $MAINPID as systemd fills it in
 reload=$(unit_key ExecReload)

@@ -563,10 +563,10 @@ static ngx_http_variable_t  ngx_http_fwc_vars[] = {
     { ngx_string("fastwall_ingress_cluster"), NULL,
       ngx_http_fwc_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
-    { ngx_string("fastwall_ingress_host"), NULL,
+    { ngx_string("fastwall_ingress_cluster_host"), NULL,
       ngx_http_fwc_variable, 1, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
-    { ngx_string("fastwall_ingress_sni"), NULL,
+    { ngx_string("fastwall_ingress_cluster_sni"), NULL,
       ngx_http_fwc_variable, 2, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
       ngx_http_null_variable

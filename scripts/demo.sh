@@ -247,7 +247,7 @@ http {
 		location / {
 			fastwall_ingress on;
 			proxy_pass \$fastwall_ingress_upstream\$fastwall_ingress_uri;
-			proxy_set_header Host \$fastwall_ingress_host;
+			proxy_set_header Host \$fastwall_ingress_cluster_host;
 		}
 		location = /fastsandbox.fastpath.v2.FastPath/ResolveEndpoint {
 			internal;

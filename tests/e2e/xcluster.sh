@@ -136,11 +136,11 @@ data_loc() { # MODE
 			fastwall_ingress on;
 			fastwall_ingress_mode $1;
 			proxy_pass \$fastwall_ingress_upstream\$fastwall_ingress_uri;
-			proxy_set_header Host \$fastwall_ingress_host;
+			proxy_set_header Host \$fastwall_ingress_cluster_host;
 			proxy_set_header Upgrade \$http_upgrade;
 			proxy_set_header Connection \$connection_upgrade;
 			proxy_ssl_server_name on;
-			proxy_ssl_name \$fastwall_ingress_sni;
+			proxy_ssl_name \$fastwall_ingress_cluster_sni;
 			proxy_ssl_verify on;
 			proxy_ssl_trusted_certificate $FW_TMP/peers.crt;
 			proxy_read_timeout 1h;
@@ -244,11 +244,15 @@ check "the admin endpoint without a cluster id: refused" \
 check "a member zone of 1k: refused" \
 	ngx_test "fastwall_ingress_cluster_id west; fastwall_ingress_cluster_zone_size 1k;" \
 	'"1k" is not a size of at least 32k'
+check "a TTL of 0: refused" \
+	ngx_test "fastwall_ingress_cluster_id west; fastwall_ingress_cluster_ttl 0s;" \
+	'fastwall_ingress_cluster_ttl must be at least 1s'
 check "a prefix that is no path: refused" \
 	ngx_test "fastwall_ingress_cluster_id west; fastwall_ingress_cluster_prefix xc;" \
 	'"xc" is not a path'
 
 fw_bg "$NS" "$NGINX" -p "$FW_TMP/a" -c "$FW_TMP/a/nginx.conf"
+NGINX_A=${FW_PIDS[-1]}
 fw_bg "$NS" "$NGINX" -p "$FW_TMP/b" -c "$FW_TMP/b/nginx.conf"
 fw_eventually 5 fw_ns "$NS" curl -s -o /dev/null "http://$GW_A:80/" ||
 	fw_die "nginx A did not start: $(tail -5 "$FW_TMP/a/error.log")"
@@ -380,6 +384,13 @@ check "the records are listed with their time left" \
 check_eq "the admin API answers only its two endpoints" \
 	"$(fw_ns "$NS" curl -s -o /dev/null -w '%{http_code}' "$ADMIN/other") $(fw_ns "$NS" curl -s -o /dev/null -w '%{http_code}' -X DELETE "$ADMIN/members")" \
 	"404 405"
+rec east e7 p 1 0 0
+kill -HUP "$NGINX_A"
+reloaded() { grep -q 'reconfiguring' "$FW_TMP/a/error.log"; }
+fw_eventually 5 reloaded
+sleep 0.5
+check_eq "the records survive a reload" \
+	"$(place e7)" '{"decision":"forward","cluster":"east","target":"east::p","step":2}'
 # the TTL is 5 s here: west keeps publishing e2 each second, north stops
 for _ in 1 2 3 4 5 6; do
 	rec west e2 p 0 1 -1

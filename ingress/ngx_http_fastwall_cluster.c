@@ -519,8 +519,10 @@ ngx_http_fwc_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     ctx = ngx_http_get_module_ctx(r->main, ngx_http_fastwall_cluster_module);
 
     if (ctx == NULL) {
-        if (data == 1) {
-            /* a local route: the resolved endpoint's authority */
+        if (data != 0) {
+            /* a local route: the resolved endpoint's authority, what
+             * nginx takes for Host and the TLS name by default (it cuts
+             * the port off the name itself) */
             mcf = ngx_http_get_module_main_conf(r,
                                            ngx_http_fastwall_cluster_module);
             up = ngx_http_get_indexed_variable(r, mcf->upstream_host);

@@ -245,7 +245,7 @@ ngx_http_fwc_scan(ngx_http_request_t *r, ngx_uint_t *any, ngx_uint_t *hop)
 
         *any = 1;
 
-        if (h[i].key.len == ngx_http_fwc_marker_names[0].len
+        if (ngx_http_fwc_named(&h[i], ngx_http_fwc_marker_names, 1)
             && h[i].value.len == 4
             && ngx_strncasecmp(h[i].value.data, (u_char *) "true", 4) == 0)
         {

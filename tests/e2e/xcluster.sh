@@ -328,6 +328,8 @@ check_eq "an id without a cluster is local" "$code $(grep -c ' sb-legacy ' "$FW_
 bget() { cget -k -H "OpenSandbox-Ingress-To: $EAST" "${@:2}" "https://$GW_B$1"; }
 check_eq "at east, a client's own request keeps its /xc" "$(bget /xc/keep) $(jget target)" "200 /xc/keep"
 check_eq "only a hop loses it" "$(bget /xc/keep -H 'x-agentbox-cross-cluster: true') $(jget target)" "200 /keep"
+check_eq "another marker saying true makes no hop" \
+	"$(bget /xc/keep -H 'x-agentbox-upstream-host: true') $(jget target)" "200 /xc/keep"
 check_eq "and only a whole segment: /xcx stays" \
 	"$(bget /xcx -H 'x-agentbox-cross-cluster: true') $(jget target)" "200 /xcx"
 

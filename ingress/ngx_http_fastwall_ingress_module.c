@@ -16,6 +16,7 @@
 
 #include "policy/scope.h"
 #include "protocol/fastpath.h"
+#include "ngx_http_fastwall_cluster.h"
 
 
 #define NGX_HTTP_FWI_MODE_HEADER     0
@@ -388,6 +389,14 @@ ngx_http_fwi_handler(ngx_http_request_t *r)
         ngx_http_set_ctx(r, ctx, ngx_http_fastwall_ingress_module);
 
         rc = ngx_http_fwi_start(r, ctx);
+        if (rc == NGX_DONE) {
+            /* forwarded to another cluster's gateway: no resolve here */
+            ctx->done = 1;
+            ctx->status = NGX_OK;
+            ctx->routed = 1;
+            return NGX_OK;
+        }
+
         if (rc != NGX_OK) {
             ctx->done = 1;
             ctx->status = rc;
@@ -447,6 +456,7 @@ static ngx_int_t
 ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
 {
     int                         err;
+    ngx_int_t                   rc;
     ngx_str_t                   scope;
     struct fw_scope            *sc;
     ngx_http_fwi_loc_conf_t    *lcf;
@@ -500,7 +510,11 @@ ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
                    - ctx->key;
     ctx->hash = ngx_crc32_short(ctx->key, ctx->key_len);
 
-    return NGX_OK;
+    /* NGX_DECLINED: a local sandbox; NGX_DONE: forwarded; or a status */
+    rc = ngx_http_fastwall_cluster_route(r, &ctx->sandbox, &scope, &ctx->uri,
+                                         &ctx->upstream);
+
+    return (rc == NGX_DECLINED) ? NGX_OK : rc;
 }
 
 

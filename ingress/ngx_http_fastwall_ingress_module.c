@@ -16,6 +16,7 @@
 
 #include "policy/scope.h"
 #include "protocol/fastpath.h"
+#include "ngx_http_fastwall_cluster.h"
 
 
 #define NGX_HTTP_FWI_MODE_HEADER     0
@@ -476,6 +477,14 @@ ngx_http_fwi_handler(ngx_http_request_t *r)
         ngx_http_set_ctx(r, ctx, ngx_http_fastwall_ingress_module);
 
         rc = ngx_http_fwi_start(r, ctx);
+        if (rc == NGX_DONE) {
+            /* forwarded to another cluster's gateway: no resolve here */
+            ctx->done = 1;
+            ctx->status = NGX_OK;
+            ctx->routed = 1;
+            return NGX_OK;
+        }
+
         if (rc != NGX_OK) {
             ctx->done = 1;
             ctx->status = rc;
@@ -674,6 +683,7 @@ ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
 {
     int                         err;
     u_char                     *p;
+    ngx_int_t                   rc;
     ngx_str_t                   scope;
     struct fw_scope             sc;
     ngx_http_fwi_loc_conf_t    *lcf;
@@ -737,7 +747,11 @@ ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
         return NGX_HTTP_NOT_IMPLEMENTED;
     }
 
-    return NGX_OK;
+    /* NGX_DECLINED: a local sandbox; NGX_DONE: forwarded; or a status */
+    rc = ngx_http_fastwall_cluster_route(r, &ctx->sandbox, &scope, &ctx->uri,
+                                         &ctx->upstream);
+
+    return (rc == NGX_DECLINED) ? NGX_OK : rc;
 }
 
 
@@ -1054,6 +1068,11 @@ ngx_http_fwi_set_credential(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
             copies++;
         }
     }
+
+    /* the push below goes through "last": a list rebuilt elsewhere and
+     * assigned by value may still point it at the copy's source, so it is
+     * set to the final part the walk found */
+    r->headers_in.headers.last = part;
 
     if (copies) {
         if (ngx_list_init(&headers, r->pool, 20, sizeof(ngx_table_elt_t))

@@ -9,7 +9,10 @@ INGRESS_OUT := $(BUILD)/ingress
 INGRESS_SO := $(INGRESS_OUT)/ngx_http_fastwall_ingress_module.so
 INGRESS_TREE := $(INGRESS_OUT)/nginx
 INGRESS_DEPS := ingress/ngx_http_fastwall_ingress_module.c user/lib/policy/scope.c \
-	user/lib/policy/scope.h user/lib/protocol/fastpath.c user/lib/protocol/fastpath.h
+	user/lib/policy/scope.h user/lib/protocol/fastpath.c user/lib/protocol/fastpath.h \
+	ingress/ngx_http_fastwall_hostnames.c ingress/ngx_http_fastwall_hostnames.h \
+	ingress/ngx_http_fastwall_service_store.c user/lib/policy/hostname.c \
+	user/lib/policy/hostname.h
 
 .PHONY: ingress
 ingress: $(INGRESS_SO) ## the nginx ingress module (needs nginx-dev), in build/ingress/

@@ -829,6 +829,7 @@ ngx_http_fwh_admin_expose(ngx_http_request_t *r, ngx_http_fwh_index_t *ix,
     u_char                     key[NGX_HTTP_FWH_KEY_MAX], *body, *p;
     ngx_int_t                  rc, port;
     ngx_str_t                  arg;
+    ngx_uint_t                 tries;
     ngx_http_fwh_row_t         row;
     ngx_http_fwh_node_t       *n;
     ngx_http_fwh_store_t      *st;
@@ -865,17 +866,36 @@ ngx_http_fwh_admin_expose(ngx_http_request_t *r, ngx_http_fwh_index_t *ix,
                                 mcf->routing_name.len, t, row.label);
 
         /* a label another target holds: refused before anything is
-         * written */
+         * written. The store decides: a holder another gateway deleted
+         * is still in this index until a refresh */
         len = ngx_http_fwh_key_hashed(key, row.label);
-        rc = NGX_OK;
 
-        ngx_shmtx_lock(&ix->shpool->mutex);
-        n = ngx_http_fwh_index_find(ix, key, len);
-        if (n && ngx_memcmp(&n->row.target, t, sizeof(*t)) != 0) {
-            other = n->row.target;
-            rc = NGX_DECLINED;
+        for (tries = 0; /* void */; tries++) {
+            rc = NGX_OK;
+
+            ngx_shmtx_lock(&ix->shpool->mutex);
+            n = ngx_http_fwh_index_find(ix, key, len);
+            if (n && ngx_memcmp(&n->row.target, t, sizeof(*t)) != 0) {
+                other = n->row.target;
+                rc = NGX_DECLINED;
+            }
+            ngx_shmtx_unlock(&ix->shpool->mutex);
+
+            if (rc == NGX_OK || tries == 1) {
+                break;
+            }
+
+            st = ngx_http_fwh_store_get(mcf, r->connection->log);
+            if (st == NULL
+                || ngx_http_fwh_refresh(ix, st, r->pool, r->connection->log)
+                   != NGX_OK)
+            {
+                ngx_http_fwh_store_drop();
+                return ngx_http_fwh_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                          "the service store is "
+                                          "unreachable");
+            }
         }
-        ngx_shmtx_unlock(&ix->shpool->mutex);
 
         if (rc == NGX_DECLINED) {
             ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,

@@ -23,6 +23,9 @@ $(INGRESS_TREE)/objs/Makefile: ingress/config ingress/ingress.mk $(wildcard $(NG
 	$(Q)if [ ! -f $(NGINX_SRC)/conf_flags ]; then \
 		echo "make ingress: no nginx source at $(NGINX_SRC): install nginx-dev (scripts/install-deps.sh)" >&2; \
 		exit 1; fi
+	$(Q)for h in /usr/include/sqlite3.h /usr/include/postgresql/libpq-fe.h; do \
+		[ -f $$h ] || { echo "make ingress: no $$h: install libsqlite3-dev and libpq-dev (scripts/install-deps.sh)" >&2; \
+		exit 1; }; done
 	$(Q)rm -rf $(INGRESS_TREE) && mkdir -p $(INGRESS_OUT) && cp -a $(NGINX_SRC) $(INGRESS_TREE)
 	$(Q)cd $(INGRESS_TREE) && bash -c '. ./conf_flags && ./configure \
 		--with-cc-opt="-g -O2 -fPIC -Werror" --with-ld-opt=-fPIC \

@@ -237,7 +237,17 @@ http {
 	scgi_temp_path $ngx/tmp/scgi;
 	fastwall_ingress_keys $keys;
 	fastwall_ingress_resolver 127.0.0.1:50051;
+	# exposed services by hostname; hashed labels under this routing name
+	fastwall_ingress_service_hosts *.apps.demo.test;
+	fastwall_ingress_routing_name gateway-demo;
+	fastwall_ingress_service_store sqlite:$ngx/services.db;
 	proxy_http_version 1.1;
+	server {
+		listen 127.0.0.1:8089;
+		location /services {
+			fastwall_ingress_admin;
+		}
+	}
 	server {
 		listen $ING_GW;
 		location / {
@@ -283,6 +293,30 @@ EOF
 	inbound "sb-notready:8080" "$("$FASTWALL" scope sign --keys "$keys" --key-id k tenant-demo sb-notready 8080)" \
 		503 "not ready: Retry-After: 1, and nothing more"
 	echo "  resolver calls: $(wc -l <"$ngx/calls") (sandbox-a once, then sb-missing and sb-notready)"
+	demo_service_hosts "$ngx"
+}
+# The same port as an exposed service: the admin API (loopback, in the
+# pod) records it, and its URL is one hashed label under the base domain.
+demo_service_hosts() {
+	local ngx=$1 url host code color want
+	echo
+	echo "  Exposed as a service (admin API on the pod's loopback; routing name gateway-demo):"
+	echo "  \$ curl -X PUT 'http://127.0.0.1:8089/services/tenant-demo/sandbox-a/web?port=8080'"
+	fw_ns "$NS_POD" curl -s -m 5 -X PUT -o "$ngx/expose.json" \
+		'http://127.0.0.1:8089/services/tenant-demo/sandbox-a/web?port=8080'
+	host=$("$FW_PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["host"])' "$ngx/expose.json" 2>/dev/null)
+	url="http://$host/hello"
+	echo "  service URL: $url (fastwall hostname hash --gateway gateway-demo tenant-demo sandbox-a web:" \
+		"$("$FASTWALL" hostname hash --gateway gateway-demo tenant-demo sandbox-a web))"
+	for host in "$host" tenant-demo--sandbox-a--web.apps.demo.test unknownlabel2345.apps.demo.test; do
+		code=$(fw_ns "$NS_INET" curl -s -m 5 -o /dev/null -w '%{http_code}' -H "Host: $host" \
+			"http://$ING_GW/hello?from=internet")
+		want=200
+		case $host in unknown*) want=404 ;; esac
+		if [ "$code" = "$want" ]; then color=$G; else color=$R; UNEXPECTED=$((UNEXPECTED + 1)); fi
+		printf '  Host: %-44s %s%-6s%s\n' "$host" "$color" "$code" "$N"
+	done
+	echo "  (hashed and readable hosts reach sandbox-a:8080; an unknown label is 404)"
 }
 demo_ingress
 

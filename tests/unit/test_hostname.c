@@ -73,9 +73,10 @@ Test(hostname, hash_refuses_a_bad_routing_name)
 
 Test(hostname, names)
 {
-	static const char *const good[] = {"a", "default", "my-sandbox", "a-b-c", "0", "abcdefghij123456789"};
-	static const char *const bad[] = {"", "-a", "a-", "a--b", "A", "my_sb", "a.b",
-					  "abcdefghij1234567890", "é"};
+	static const char *const good[] = {"a",	    "default", "my-sandbox",
+					   "a-b-c", "0",       "abcdefghij123456789"};
+	static const char *const bad[] = {
+		"", "-a", "a-", "a--b", "A", "my_sb", "a.b", "abcdefghij1234567890", "é"};
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
 		cr_expect_eq(fw_hostname_name_ok(good[i], strlen(good[i])), 0, "%s", good[i]);
@@ -282,14 +283,17 @@ Test(hostname, hashed_labels_only_with_a_routing_name)
 	cr_assert_eq(p.kind, FW_HOSTNAME_HASHED);
 	cr_assert_str_eq(p.label, "enh47uqyj7bpyttz");
 	/* unset: exactly the readable grammar, which has no such label */
-	cr_assert_eq(parse("enh47uqyj7bpyttz.apps.example.com", 0, &p), -FW_HOSTNAME_E_NO_SEPARATOR);
+	cr_assert_eq(parse("enh47uqyj7bpyttz.apps.example.com", 0, &p),
+		     -FW_HOSTNAME_E_NO_SEPARATOR);
 	/* readable hosts stay accepted with a routing name */
 	cr_assert_eq(parse("default--my-sandbox--web.apps.example.com", 1, &p), 0);
 	cr_assert_eq(p.kind, FW_HOSTNAME_READABLE);
 	/* not the shape of a hash: 15 or 17 characters, a 1, a hyphen */
 	cr_assert_eq(parse("enh47uqyj7bpytt.apps.example.com", 1, &p), -FW_HOSTNAME_E_NO_SEPARATOR);
-	cr_assert_eq(parse("enh47uqyj7bpyttza.apps.example.com", 1, &p), -FW_HOSTNAME_E_NO_SEPARATOR);
-	cr_assert_eq(parse("enh47uqyj7bpytt1.apps.example.com", 1, &p), -FW_HOSTNAME_E_NO_SEPARATOR);
+	cr_assert_eq(parse("enh47uqyj7bpyttza.apps.example.com", 1, &p),
+		     -FW_HOSTNAME_E_NO_SEPARATOR);
+	cr_assert_eq(parse("enh47uqyj7bpytt1.apps.example.com", 1, &p),
+		     -FW_HOSTNAME_E_NO_SEPARATOR);
 	cr_assert_eq(parse("ENH47UQYJ7BPYTTZ.apps.example.com", 1, &p), 0, "DNS ignores case");
 	cr_assert_str_eq(p.label, "enh47uqyj7bpyttz");
 }

@@ -63,8 +63,8 @@ int fw_hostname_routing_name_ok(const char *s, size_t len)
 	return label_ok(s, len, FW_HOSTNAME_ROUTING_MAX) ? 0 : -FW_HOSTNAME_E_ROUTING_NAME;
 }
 
-int fw_hostname_target_set(struct fw_hostname_target *t, const char *workspace,
-			   const char *sandbox, const char *service)
+int fw_hostname_target_set(struct fw_hostname_target *t, const char *workspace, const char *sandbox,
+			   const char *service)
 {
 	size_t wl = strnlen(workspace, FW_HOSTNAME_NAME_MAX + 1);
 	size_t sl = strnlen(sandbox, FW_HOSTNAME_NAME_MAX + 1);
@@ -238,8 +238,8 @@ static int take_part(char *dst, const char *s, size_t len)
 	return 0;
 }
 
-int fw_hostname_parse(const struct fw_hostname_domains *d, int hashed, const char *host,
-		      size_t len, struct fw_hostname_parsed *out)
+int fw_hostname_parse(const struct fw_hostname_domains *d, int hashed, const char *host, size_t len,
+		      struct fw_hostname_parsed *out)
 {
 	char buf[FW_HOSTNAME_HOST_MAX + 1];
 	const char *sep, *rest, *sep2;

@@ -64,9 +64,9 @@ enum fw_hostname_kind {
 
 struct fw_hostname_parsed {
 	enum fw_hostname_kind kind;
-	unsigned int domain; /* index of the base domain that decided */
-	struct fw_hostname_target target;		/* READABLE */
-	char label[FW_HOSTNAME_LABEL_LEN + 1];		/* HASHED */
+	unsigned int domain;		       /* index of the base domain that decided */
+	struct fw_hostname_target target;      /* READABLE */
+	char label[FW_HOSTNAME_LABEL_LEN + 1]; /* HASHED */
 };
 
 /* text of a refusal (code positive or negative) */
@@ -77,8 +77,8 @@ int fw_hostname_name_ok(const char *s, size_t len);
 /* A gateway's routing name. */
 int fw_hostname_routing_name_ok(const char *s, size_t len);
 /* Fills t from three names (service NULL or "" = unnamed), checked. */
-int fw_hostname_target_set(struct fw_hostname_target *t, const char *workspace,
-			   const char *sandbox, const char *service);
+int fw_hostname_target_set(struct fw_hostname_target *t, const char *workspace, const char *sandbox,
+			   const char *service);
 
 /* Adds a domain ("*.x" and "x" both give x), lowercased; a duplicate is
  * skipped and returns 0. */
@@ -102,7 +102,7 @@ const char *fw_hostname_request_host(const char *host, size_t host_len, const ch
  * the first base domain whose ".domain" suffix matches decides. With
  * hashed set (the gateway has a routing name), a label shaped like a hash
  * is HASHED; otherwise the label must be a readable one. */
-int fw_hostname_parse(const struct fw_hostname_domains *d, int hashed, const char *host,
-		      size_t len, struct fw_hostname_parsed *out);
+int fw_hostname_parse(const struct fw_hostname_domains *d, int hashed, const char *host, size_t len,
+		      struct fw_hostname_parsed *out);
 
 #endif /* FW_HOSTNAME_H */

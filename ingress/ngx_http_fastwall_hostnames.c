@@ -52,6 +52,7 @@ typedef struct {
     ngx_queue_t                 all;
     ngx_uint_t                  count;
     ngx_msec_t                  refreshed;    /* last refresh, 0: none */
+    ngx_uint_t                  gen;          /* configurations loaded */
 } ngx_http_fwh_shctx_t;
 
 
@@ -64,10 +65,16 @@ typedef struct {
 } ngx_http_fwh_node_t;
 
 
+/*
+ * The zone outlives a reload, and for a moment the old workers run beside
+ * the new ones: only the newest configuration (gen) writes the index, so
+ * an old worker never puts back labels of an old routing name.
+ */
 typedef struct {
     ngx_http_fwh_shctx_t       *sh;
     ngx_slab_pool_t            *shpool;
     ngx_http_fwh_main_conf_t   *mcf;
+    ngx_uint_t                  gen;
 } ngx_http_fwh_index_t;
 
 
@@ -414,7 +421,9 @@ ngx_http_fwh_refresh(ngx_http_fwh_index_t *ix, ngx_http_fwh_store_t *st,
     }
 
     ngx_shmtx_lock(&ix->shpool->mutex);
-    ngx_http_fwh_index_rebuild(ix, &rows, log);
+    if (ix->gen == ix->sh->gen) {
+        ngx_http_fwh_index_rebuild(ix, &rows, log);
+    }
     ix->sh->refreshed = ngx_current_msec ? ngx_current_msec : 1;
     ngx_shmtx_unlock(&ix->shpool->mutex);
 
@@ -936,7 +945,7 @@ ngx_http_fwh_admin_expose(ngx_http_request_t *r, ngx_http_fwh_index_t *ix,
     }
 
     ngx_shmtx_lock(&ix->shpool->mutex);
-    rc = ngx_http_fwh_index_put(ix, &row);
+    rc = (ix->gen == ix->sh->gen) ? ngx_http_fwh_index_put(ix, &row) : NGX_OK;
     ngx_shmtx_unlock(&ix->shpool->mutex);
 
     if (rc != NGX_OK) {
@@ -985,7 +994,9 @@ ngx_http_fwh_admin_delete(ngx_http_request_t *r, ngx_http_fwh_index_t *ix,
     }
 
     ngx_shmtx_lock(&ix->shpool->mutex);
-    ngx_http_fwh_index_del(ix, t);
+    if (ix->gen == ix->sh->gen) {
+        ngx_http_fwh_index_del(ix, t);
+    }
     ngx_shmtx_unlock(&ix->shpool->mutex);
 
     if (rc == NGX_DECLINED) {
@@ -1134,6 +1145,7 @@ ngx_http_fwh_init_zone(ngx_shm_zone_t *shm_zone, void *data)
             ngx_queue_init(&ix->sh->all);
             ix->sh->count = 0;
             ix->sh->refreshed = 0;
+            ix->sh->gen = 0;
 
             len = sizeof(" in fastwall_ingress service zone \"\"")
                   + shm_zone->shm.name.len;
@@ -1153,6 +1165,10 @@ ngx_http_fwh_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     if (ngx_test_config) {
         return NGX_OK;
     }
+
+    ngx_shmtx_lock(&ix->shpool->mutex);
+    ix->gen = ++ix->sh->gen;
+    ngx_shmtx_unlock(&ix->shpool->mutex);
 
     /* every start and reload: the routing name may have changed, and
      * with it every label */

@@ -126,6 +126,7 @@ http {
 		listen 127.0.0.1:$admin;
 		# the same handler on a listener that is not local: refused
 		listen $GW:$((admin + 100));
+		listen unix:$dir/admin.sock;
 		location /services {
 			fastwall_ingress_admin;
 		}
@@ -294,6 +295,7 @@ check_eq "the resolver never heard of them" "$(grep -c -e nope -e aaaa "$CALLS")
 
 echo "# admin API"
 check_eq "a listener that is not loopback: 403" "$(cget "http://$GW:8181/services")" 403
+check_eq "a unix socket is local: 200" "$(cget --unix-socket "$A/admin.sock" http://gw/services)" 200
 check_eq "a bad name: 400" "$(admin 8081 PUT '/services/Default/x?port=1')" 400
 check_eq "no port: 400" "$(admin 8081 PUT '/services/default/x')" 400
 check_eq "port 0: 400" "$(admin 8081 PUT '/services/default/x?port=0')" 400
@@ -338,6 +340,14 @@ gw_start A "$A" FASTWALL_ROUTING_NAME=gateway-b
 check_eq "FASTWALL_ROUTING_NAME over the file: the gateway-b label routes" "$(host 80 "$LABEL_B.$DOMAIN")" 200
 check_eq "and the gateway-a label of the same service is 404" "$(host 80 eiud2z5apv3yeucg.$DOMAIN)" 404
 check_eq "readable hosts are unchanged" "$(host 80 default--my-sandbox.$DOMAIN)" 200
+gw_stop A
+gw_start A "$A"
+LABEL_C=$("$FASTWALL" hostname hash -g gateway-c default my-sandbox)
+ngx_conf "$A" 80 8081 "sqlite:$DB" "fastwall_ingress_routing_name gateway-c;" >"$A/nginx.conf"
+kill -HUP "$PID_A"
+reloaded() { [ "$(host 80 "$LABEL_C.$DOMAIN")" = 200 ]; }
+check "a reload with routing name gateway-c: its label routes" fw_eventually 5 reloaded
+check_eq "and the gateway-a label no longer does" "$(host 80 eiud2z5apv3yeucg.$DOMAIN)" 404
 gw_stop A
 ngx_conf "$A" 80 8081 "sqlite:$DB" >"$A/nginx.conf"
 gw_start A "$A"

@@ -37,6 +37,7 @@ typedef struct {
     ngx_uint_t                  store_kind;
     ngx_str_t                   store_arg;    /* NUL-terminated */
     size_t                      zone_size;
+    ngx_msec_t                  refresh;      /* 0: only after a miss */
     ngx_shm_zone_t             *shm_zone;
 } ngx_http_fwh_main_conf_t;
 
@@ -79,6 +80,7 @@ typedef struct {
 
 
 static ngx_int_t ngx_http_fwh_admin_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_fwh_init_process(ngx_cycle_t *cycle);
 static void *ngx_http_fwh_create_main_conf(ngx_conf_t *cf);
 static char *ngx_http_fwh_init_main_conf(ngx_conf_t *cf, void *conf);
 static void *ngx_http_fwh_create_loc_conf(ngx_conf_t *cf);
@@ -126,6 +128,13 @@ static ngx_command_t  ngx_http_fwh_commands[] = {
       0,
       NULL },
 
+    { ngx_string("fastwall_ingress_service_refresh"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_fwh_main_conf_t, refresh),
+      NULL },
+
     { ngx_string("fastwall_ingress_admin"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
       ngx_http_fwh_admin,
@@ -159,13 +168,16 @@ ngx_module_t  ngx_http_fastwall_hostnames_module = {
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
     NULL,                                  /* init module */
-    NULL,                                  /* init process */
+    ngx_http_fwh_init_process,             /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
     NULL,                                  /* exit process */
     NULL,                                  /* exit master */
     NGX_MODULE_V1_PADDING
 };
+
+
+static ngx_event_t  ngx_http_fwh_refresh_event;
 
 
 /* this worker's connection to the store, opened on first use */
@@ -1204,6 +1216,71 @@ ngx_http_fwh_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 }
 
 
+/*
+ * With fastwall_ingress_service_refresh, worker 0 reads the store on a
+ * timer: a delete through another gateway sharing the store then stops
+ * routing here within that time, not only at the next miss.
+ */
+
+static void
+ngx_http_fwh_refresh_handler(ngx_event_t *ev)
+{
+    ngx_pool_t                *pool;
+    ngx_http_fwh_index_t      *ix;
+    ngx_http_fwh_store_t      *st;
+    ngx_http_fwh_main_conf_t  *mcf = ev->data;
+
+    if (ngx_exiting || ngx_terminate || ngx_quit) {
+        return;
+    }
+
+    ix = mcf->shm_zone->data;
+
+    pool = ngx_create_pool(NGX_DEFAULT_POOL_SIZE, ev->log);
+    if (pool != NULL) {
+        st = ngx_http_fwh_store_get(mcf, ev->log);
+
+        if (st == NULL
+            || ngx_http_fwh_refresh(ix, st, pool, ev->log) != NGX_OK)
+        {
+            ngx_http_fwh_store_drop();
+        }
+
+        ngx_destroy_pool(pool);
+    }
+
+    ngx_add_timer(ev, mcf->refresh);
+}
+
+
+static ngx_int_t
+ngx_http_fwh_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_fwh_main_conf_t  *mcf;
+
+    if (ngx_process != NGX_PROCESS_WORKER || ngx_worker != 0) {
+        return NGX_OK;
+    }
+
+    mcf = ngx_http_cycle_get_module_main_conf(cycle,
+                                              ngx_http_fastwall_hostnames_module);
+
+    if (mcf == NULL || mcf->domains == NULL || mcf->refresh == 0) {
+        return NGX_OK;
+    }
+
+    ngx_http_fwh_refresh_event.handler = ngx_http_fwh_refresh_handler;
+    ngx_http_fwh_refresh_event.data = mcf;
+    ngx_http_fwh_refresh_event.log = cycle->log;
+    /* a pending refresh does not hold up a graceful shutdown */
+    ngx_http_fwh_refresh_event.cancelable = 1;
+
+    ngx_add_timer(&ngx_http_fwh_refresh_event, mcf->refresh);
+
+    return NGX_OK;
+}
+
+
 /* configuration */
 
 static char *
@@ -1376,6 +1453,7 @@ ngx_http_fwh_create_main_conf(ngx_conf_t *cf)
     }
 
     mcf->zone_size = NGX_CONF_UNSET_SIZE;
+    mcf->refresh = NGX_CONF_UNSET_MSEC;
 
     return mcf;
 }
@@ -1393,7 +1471,8 @@ ngx_http_fwh_init_main_conf(ngx_conf_t *cf, void *conf)
 
     if (mcf->domains == NULL) {
         if (mcf->routing_conf.len || mcf->store_kind
-            || mcf->zone_size != NGX_CONF_UNSET_SIZE)
+            || mcf->zone_size != NGX_CONF_UNSET_SIZE
+            || mcf->refresh != NGX_CONF_UNSET_MSEC)
         {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "the service hostname directives need "
@@ -1436,6 +1515,8 @@ ngx_http_fwh_init_main_conf(ngx_conf_t *cf, void *conf)
     if (mcf->zone_size == NGX_CONF_UNSET_SIZE) {
         mcf->zone_size = 1024 * 1024;
     }
+
+    ngx_conf_init_msec_value(mcf->refresh, 0);
 
     ix = ngx_pcalloc(cf->pool, sizeof(ngx_http_fwh_index_t));
     if (ix == NULL) {

@@ -376,7 +376,9 @@ PG="postgresql:host=$PGD dbname=postgres user=postgres"
 psql_q() { runuser -u postgres -- psql -h "$PGD" -At -c "$1" postgres; }
 PA=$FW_TMP/pg-a
 PB=$FW_TMP/pg-b
-ngx_conf "$PA" 90 8091 "$PG" "fastwall_ingress_routing_name gateway-a;" >"$PA/nginx.conf"
+# A also reads the store every second; B only after a miss
+ngx_conf "$PA" 90 8091 "$PG" "fastwall_ingress_routing_name gateway-a;" \
+	"fastwall_ingress_service_refresh 1s;" >"$PA/nginx.conf"
 ngx_conf "$PB" 100 8092 "$PG" "fastwall_ingress_routing_name gateway-a;" >"$PB/nginx.conf"
 gw_start PA "$PA"
 gw_start PB "$PB"
@@ -412,6 +414,14 @@ check_eq "team/other routes through it" "$(host 100 "$OTHER.$DOMAIN")" 200
 check_eq "without a refresh" "$(($(refreshes "$PB") - before))" 0
 sleep 0.1
 check_eq "and the deleted one is 404" "$(host 100 team--db-box--web.$DOMAIN)" 404
+
+in_index() { [ "$(admin 8091 GET "$1")" = "$2" ]; }
+check_eq "expose team/keep through B: 200" "$(admin 8092 PUT '/services/team/keep?port=5002')" 200
+check "A's timed refresh learns it without a miss" fw_eventually 5 in_index /services/team/keep 200
+check_eq "delete it through B: 204" "$(admin 8092 DELETE /services/team/keep)" 204
+check "and A's timed refresh forgets it" fw_eventually 5 in_index /services/team/keep 404
+check "a refresh interval that is no time: refused" \
+	ngx_t 'invalid value' "" "fastwall_ingress_service_refresh soon;"
 
 for d in "$A" "$PA" "$PB"; do
 	check "no worker crashed in $(basename "$d")" bash -c "! grep -q 'exited on signal' '$d/logs/error.log'"

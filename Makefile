@@ -112,11 +112,11 @@ $(LIB): $(LIB_OBJS)
 
 $(BUILD)/fastwalld: $(patsubst %.c,$(BUILD)/%.o,$(DAEMON_SRCS)) $(LIB)
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/fastwall: $(patsubst %.c,$(BUILD)/%.o,$(CLI_SRCS)) $(LIB)
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/unit_tests: $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRCS)) $(LIB)
 	$(call msg,LD,$@)
@@ -263,11 +263,47 @@ lint: all ## clang-format, shellcheck, cppcheck (user/, tests/, bpf/), then the 
 compile_commands.json: ## compile_commands.json of every C source (bear)
 	$(Q)bear --output $@ -- $(MAKE) --no-print-directory -B all $(TEST_BINS)
 
-install: all ## install fastwalld, fastwall and the man pages under PREFIX
+# The JSON Schemas of the configuration and the policy, from the key
+# tables fastwalld prints (docs/config.md is generated from the same)
+PYTHON ?= python3
+SCHEMAS := $(BUILD)/schema/fastwalld-config.schema.json $(BUILD)/schema/fastwall-policy.schema.json
+$(BUILD)/schema/fastwalld-config.schema.json: $(BUILD)/fastwalld scripts/gen-schema.py
+	$(call msg,GEN,$(@D))
+	$(Q)$(PYTHON) scripts/gen-schema.py $(BUILD)/fastwalld $(@D)
+$(BUILD)/schema/fastwall-policy.schema.json: $(BUILD)/schema/fastwalld-config.schema.json
+
+# bash completions from the binaries' --help (their command tables)
+COMPLETIONS := $(BUILD)/bash-completion/fastwall $(BUILD)/bash-completion/fastwalld
+$(BUILD)/bash-completion/fastwall: $(BINS) scripts/gen-completion.sh \
+		deploy/bash-completion/fastwall.in deploy/bash-completion/fastwalld.in
+	$(call msg,GEN,$(@D))
+	$(Q)scripts/gen-completion.sh $(BUILD)/fastwall $(BUILD)/fastwalld $(@D)
+$(BUILD)/bash-completion/fastwalld: $(BUILD)/bash-completion/fastwall
+
+.PHONY: schema completion deb
+schema: $(SCHEMAS) ## JSON Schemas of the configuration and the policy (build/schema/)
+completion: $(COMPLETIONS) ## bash completions of fastwall and fastwalld (build/bash-completion/)
+
+# SYSCONFDIR is /etc whatever PREFIX is: fastwalld reads
+# /etc/fastwall/fastwalld.yaml by default. An existing config is kept.
+SYSCONFDIR ?= /etc
+install: all $(SCHEMAS) $(COMPLETIONS) ## install the binaries, man pages, completions, schemas and (if absent) the example config
 	install -D -m 0755 $(BUILD)/fastwalld $(DESTDIR)$(PREFIX)/sbin/fastwalld
 	install -D -m 0755 $(BUILD)/fastwall $(DESTDIR)$(PREFIX)/sbin/fastwall
 	install -D -m 0644 docs/fastwalld.8 $(DESTDIR)$(PREFIX)/share/man/man8/fastwalld.8
 	install -D -m 0644 docs/fastwall.8 $(DESTDIR)$(PREFIX)/share/man/man8/fastwall.8
+	install -D -m 0644 $(BUILD)/bash-completion/fastwall $(DESTDIR)$(PREFIX)/share/bash-completion/completions/fastwall
+	install -D -m 0644 $(BUILD)/bash-completion/fastwalld $(DESTDIR)$(PREFIX)/share/bash-completion/completions/fastwalld
+	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/fastwall/schema $(SCHEMAS)
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/fastwall/fastwalld.yaml ]; then \
+		echo "install: keeping the existing $(DESTDIR)$(SYSCONFDIR)/fastwall/fastwalld.yaml"; \
+	else \
+		echo "install -D -m 0644 deploy/fastwalld.yaml $(DESTDIR)$(SYSCONFDIR)/fastwall/fastwalld.yaml"; \
+		install -D -m 0644 deploy/fastwalld.yaml $(DESTDIR)$(SYSCONFDIR)/fastwall/fastwalld.yaml; \
+	fi
+
+deb: ## the Debian 12 package (build/deb/fastwall_VERSION_ARCH.deb; hardened build in build-deb/)
+	$(Q)scripts/build-deb.sh build/deb
 
 KERNELS ?= 5.10 6.1 6.12 6.18 7.x
 VMTEST_CACHE ?= /var/cache/fastwall-vmtest
@@ -275,8 +311,8 @@ VMTEST_CACHE ?= /var/cache/fastwall-vmtest
 vmtest: all $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/bpf_cgroup_verdicts $(BUILD)/tests/abi_migrate $(BUILD)/tests/cp_kernel ## verdict table, loader, e2e on Debian kernels in qemu (KERNELS="5.10 6.12")
 	$(Q)BUILD=$(BUILD) KERNELS="$(KERNELS)" VMTEST_CACHE="$(VMTEST_CACHE)" scripts/vmtest/vmtest.sh
 
-clean: ## remove build/ and build-san/
-	rm -rf build build-san
+clean: ## remove build/, build-san/ and build-deb/
+	rm -rf build build-san build-deb
 
 include ingress/ingress.mk
 

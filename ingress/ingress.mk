@@ -10,6 +10,9 @@ INGRESS_SO := $(INGRESS_OUT)/ngx_http_fastwall_ingress_module.so
 INGRESS_TREE := $(INGRESS_OUT)/nginx
 INGRESS_DEPS := ingress/ngx_http_fastwall_ingress_module.c user/lib/policy/scope.c \
 	user/lib/policy/scope.h user/lib/protocol/fastpath.c user/lib/protocol/fastpath.h \
+	ingress/ngx_http_fastwall_cluster.c ingress/ngx_http_fastwall_cluster.h \
+	user/lib/policy/cluster.c user/lib/policy/cluster.h \
+	user/lib/policy/placement.c user/lib/policy/placement.h \
 	ingress/ngx_http_fastwall_hostnames.c ingress/ngx_http_fastwall_hostnames.h \
 	ingress/ngx_http_fastwall_service_store.c user/lib/policy/hostname.c \
 	user/lib/policy/hostname.h

@@ -16,6 +16,7 @@
 
 #include "policy/scope.h"
 #include "protocol/fastpath.h"
+#include "ngx_http_fastwall_cluster.h"
 #include "ngx_http_fastwall_hostnames.h"
 
 
@@ -389,6 +390,14 @@ ngx_http_fwi_handler(ngx_http_request_t *r)
         ngx_http_set_ctx(r, ctx, ngx_http_fastwall_ingress_module);
 
         rc = ngx_http_fwi_start(r, ctx);
+        if (rc == NGX_DONE) {
+            /* forwarded to another cluster's gateway: no resolve here */
+            ctx->done = 1;
+            ctx->status = NGX_OK;
+            ctx->routed = 1;
+            return NGX_OK;
+        }
+
         if (rc != NGX_OK) {
             ctx->done = 1;
             ctx->status = rc;
@@ -461,6 +470,9 @@ ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
     rc = ngx_http_fwh_route(r, lcf->mode == NGX_HTTP_FWI_MODE_HEADER,
                             &ctx->ns, &ctx->sandbox, &ctx->port);
     if (rc == NGX_OK) {
+        /* a service's sandbox name is one DNS label, never another
+         * cluster's <cluster>.<uuid>: the cluster hook keeps it local */
+        ngx_str_null(&scope);
         ctx->uri = r->unparsed_uri;
         goto routed;
     }
@@ -516,7 +528,11 @@ routed:
                    - ctx->key;
     ctx->hash = ngx_crc32_short(ctx->key, ctx->key_len);
 
-    return NGX_OK;
+    /* NGX_DECLINED: a local sandbox; NGX_DONE: forwarded; or a status */
+    rc = ngx_http_fastwall_cluster_route(r, &ctx->sandbox, &scope, &ctx->uri,
+                                         &ctx->upstream);
+
+    return (rc == NGX_DECLINED) ? NGX_OK : rc;
 }
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fastwall against the nftables design it replaces (issue 6): packet rate,
+# fastwall against the nftables design it replaces: packet rate,
 # TCP request/response and connection rate, and control-plane cost, for
 # every peer on the same topology, driven by the same harness, interleaved.
 # Run by scripts/bench.sh as part C (`make bench`; FULL=1 for the whole
@@ -156,7 +156,7 @@ subject_ip() { ip4 $((0x0a400802 - $1 / 2 + $2)); }   # N index
 # (FW_MAX_LEARNED, 1,048,576 entries for all subjects together)
 learned_for() { local n=$1; (( n * LEARNED < 1048576 )) && echo "$LEARNED" || echo $((1048576 / n - 1)); }
 
-echo "fastwall vs nftables (issue 6): $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')),"
+echo "fastwall vs nftables: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')),"
 echo "kernel $(uname -r), $(nft --version), $(date -u +%Y-%m-%dT%H:%MZ), FULL=$FULL"
 # shellcheck source=scripts/bench-env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/bench-env.sh"

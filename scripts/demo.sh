@@ -204,6 +204,7 @@ inbound() { # LABEL SCOPE WANT WHY
 }
 demo_ingress() {
 	local ngx=$FW_TMP/ingress keys=$FW_TMP/ingress/keys ok
+	local uuid=0f8fad5b-d9cb-469f-a165-70867728950e
 	ING_GW=192.0.2.1:8088
 	heading "Inbound: fastwall-ingress (nginx module) in front of sandbox-a's port 8080"
 	if [ ! -f /usr/share/nginx/src/conf_flags ] || ! "$FW_PY" -c 'import grpc, grpc_tools' 2>/dev/null ||
@@ -237,22 +238,22 @@ http {
 	scgi_temp_path $ngx/tmp/scgi;
 	fastwall_ingress_keys $keys;
 	fastwall_ingress_resolver 127.0.0.1:50051;
+	# this gateway is cluster west's; east's gateway is the one below
+	fastwall_ingress_cluster_id west;
+	fastwall_ingress_cluster east http://gw-east.demo:8089/east address=127.0.0.1:8089;
 	# exposed services by hostname; hashed labels under this routing name
 	fastwall_ingress_service_hosts *.apps.demo.test;
 	fastwall_ingress_routing_name gateway-demo;
 	fastwall_ingress_service_store sqlite:$ngx/services.db;
 	proxy_http_version 1.1;
-	server {
-		listen 127.0.0.1:8089;
-		location /services {
-			fastwall_ingress_admin;
-		}
-	}
+	# the service admin API, on the pod's loopback
+	server { listen 127.0.0.1:8090; location /services { fastwall_ingress_admin; } }
 	server {
 		listen $ING_GW;
 		location / {
 			fastwall_ingress on;
 			proxy_pass \$fastwall_ingress_upstream\$fastwall_ingress_uri;
+			proxy_set_header Host \$fastwall_ingress_cluster_host;
 		}
 		location = /fastsandbox.fastpath.v2.FastPath/ResolveEndpoint {
 			internal;
@@ -264,16 +265,28 @@ http {
 	}
 }
 EOF
+	# cluster east's gateway: its data plane under /east, the same resolver
+	mkdir -p "$ngx/east/tmp"
+	sed -e "s|pid $ngx/nginx.pid|pid $ngx/east/nginx.pid|" -e "s|$ngx/tmp|$ngx/east/tmp|g" \
+		-e "s|$ngx/logs/error.log|$ngx/east/error.log|" -e "s|listen $ING_GW;|listen 127.0.0.1:8089;|" \
+		-e 's|fastwall_ingress_cluster_id west;|fastwall_ingress_cluster_id east;|' \
+		-e 's|fastwall_ingress_cluster east .*|fastwall_ingress_cluster_prefix /east;|' \
+		-e '/fastwall_ingress_service_\|fastwall_ingress_routing_name\|fastwall_ingress_admin/d' \
+		"$ngx/nginx.conf" >"$ngx/east/nginx.conf"
 	fw_bg "$NS_POD" /usr/sbin/nginx -p "$ngx" -c "$ngx/nginx.conf"
+	fw_bg "$NS_POD" /usr/sbin/nginx -p "$ngx/east" -c "$ngx/east/nginx.conf"
 	for _ in $(seq 50); do
-		[ -e "$ngx/fp.ready" ] && fw_ns "$NS_POD" curl -s -o /dev/null "http://$ING_GW/" && break
+		[ -e "$ngx/fp.ready" ] && fw_ns "$NS_POD" curl -s -o /dev/null "http://$ING_GW/" &&
+			fw_ns "$NS_POD" curl -s -o /dev/null "http://127.0.0.1:8089/" && break
 		sleep 0.1
 	done
 	cat <<EOF
   The gateway listens on the pod's uplink ($ING_GW); a client in the
   internet namespace sends the route scope in OpenSandbox-Ingress-To. The
   FastPath stand-in resolves every sandbox to 10.42.0.2:8080 except
-  sb-missing (NOT_FOUND) and sb-notready (FAILED_PRECONDITION).
+  sb-missing (NOT_FOUND) and sb-notready (FAILED_PRECONDITION). This
+  gateway is cluster west's; a sandbox id east.<uuid> belongs to cluster
+  east, whose gateway (127.0.0.1:8089, data plane under /east) resolves it.
 
 EOF
 	ok=$("$FASTWALL" scope sign --keys "$keys" --key-id k tenant-demo sandbox-a 8080)
@@ -292,7 +305,14 @@ EOF
 		404 "the resolver does not know it"
 	inbound "sb-notready:8080" "$("$FASTWALL" scope sign --keys "$keys" --key-id k tenant-demo sb-notready 8080)" \
 		503 "not ready: Retry-After: 1, and nothing more"
-	echo "  resolver calls: $(wc -l <"$ngx/calls") (sandbox-a once, then sb-missing and sb-notready)"
+	inbound "east.<uuid>:8080 (cluster east)" \
+		"$("$FASTWALL" scope sign --keys "$keys" --key-id k tenant-demo "east.$uuid" 8080)" 200 \
+		"forwarded to east's gateway, which resolved it"
+	inbound "mars.<uuid>:8080 (no such cluster)" \
+		"$("$FASTWALL" scope sign --keys "$keys" --key-id k tenant-demo "mars.$uuid" 8080)" 502 \
+		"no gateway for cluster mars: never resolved"
+	echo "  resolver calls: $(wc -l <"$ngx/calls") (sandbox-a once, then sb-missing and sb-notready," \
+		"then east.<uuid> from east's gateway)"
 	demo_service_hosts "$ngx"
 }
 # The same port as an exposed service: the admin API (loopback, in the
@@ -301,9 +321,9 @@ demo_service_hosts() {
 	local ngx=$1 url host code color want
 	echo
 	echo "  Exposed as a service (admin API on the pod's loopback; routing name gateway-demo):"
-	echo "  \$ curl -X PUT 'http://127.0.0.1:8089/services/tenant-demo/sandbox-a/web?port=8080'"
+	echo "  \$ curl -X PUT 'http://127.0.0.1:8090/services/tenant-demo/sandbox-a/web?port=8080'"
 	fw_ns "$NS_POD" curl -s -m 5 -X PUT -o "$ngx/expose.json" \
-		'http://127.0.0.1:8089/services/tenant-demo/sandbox-a/web?port=8080'
+		'http://127.0.0.1:8090/services/tenant-demo/sandbox-a/web?port=8080'
 	host=$("$FW_PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["host"])' "$ngx/expose.json" 2>/dev/null)
 	url="http://$host/hello"
 	echo "  service URL: $url (fastwall hostname hash --gateway gateway-demo tenant-demo sandbox-a web:" \

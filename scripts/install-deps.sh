@@ -23,6 +23,11 @@ PKGS=(
 	# benchmarks and plots (unbound: the DNS benchmark's upstream; linux-perf and
 	# strace: the profiles of make bench FULL=1)
 	iperf3 gnuplot-nox nftables dnsperf unbound linux-perf strace jq
+	# the Debian package (make deb) and its tests: dpkg-shlibdeps and
+	# dpkg-buildflags, lintian, systemd-analyze verify on the unit, the
+	# JSON Schemas validated with python3-jsonschema, the manifests read
+	# with python3-yaml
+	dpkg-dev lintian systemd python3-yaml python3-jsonschema
 	# lint/format
 	clang-format clang-tidy cppcheck shellcheck bear
 	# kernel matrix (make vmtest)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Ruleset generator for the strongest nftables form of the same policy
-# (issue 6, peer 3): one forward chain that dispatches on the source address
+# (peer 3 of scripts/bench-nft.sh): one forward chain that dispatches on the source address
 # through a verdict map (`ip saddr vmap @subjects`, a hash lookup whatever
 # the number of subjects) to a per-subject chain:
 #   ip daddr @deny_X drop; ip daddr @allow_X accept; ip daddr @learned_X accept; drop

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Ruleset generator for the reference nftables egress design (issue 6, peer 2),
-# as described in ../shared/reference/egress-policy.md and the networking seed:
+# Ruleset generator for the reference nftables egress design (peer 2 of
+# scripts/bench-nft.sh), the design fastwall replaces:
 #
 #   table inet T
 #     prerouting (hook prerouting, mangle priority): one `ip saddr X jump mark_X`

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # End-to-end: the Sandbox Actions protocol over HTTP against the real
-# fastwalld, with real traffic from sandbox namespaces. Every row of
-# docs: /work/shared/reference/actions-protocol.md and credential-push.md
-# is checked by status code and body.
+# fastwalld, with real traffic from sandbox namespaces. Every endpoint and
+# error of the protocol and of the credential push (docs/protocol.md) is
+# checked by status code and body.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
 # shellcheck disable=SC2016 # the checks hand code in single quotes to eval or bash -c, which expand it
 set -uo pipefail

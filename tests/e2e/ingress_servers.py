@@ -179,6 +179,8 @@ class Echo(BaseHTTPRequestHandler):
             "headers": [[k, v] for k, v in self.headers.items()],
             "body": len(body_in),
             "peer_port": self.client_address[1],
+            # the TLS server name the client asked for (None: plain or none)
+            "sni": getattr(self.connection, "fw_sni", None),
         }
         body = json.dumps(got).encode() + b"\n"
         self.send_response(200)
@@ -199,6 +201,11 @@ def echo(args):
 
         tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         tls.load_cert_chain(args.cert, args.key)
+
+        def note_sni(sock, name, _ctx):
+            sock.fw_sni = name
+
+        tls.sni_callback = note_sni
         srv.socket = tls.wrap_socket(srv.socket, server_side=True)
     ready(args.ready)
     srv.serve_forever()

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* The egress policy model (../shared/reference/egress-policy.md) and its
+/* The egress policy model (the Sandbox Actions policy format) and its
  * compilation into one subject's LPM entries. Functions return 0 or a
  * negative errno; on -EINVAL an error text is written to err. */
 #ifndef FW_POLICY_H

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* The Sandbox Actions handler. See actions.h, and
- * ../shared/reference/actions-protocol.md and credential-push.md for the
- * contract this follows to the status code. */
+/* The Sandbox Actions handler. See actions.h, and docs/protocol.md for
+ * the contract (the actions protocol and the credential push) this follows
+ * to the status code. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>

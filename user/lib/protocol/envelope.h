@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* The Sandbox Actions envelope (sandbox.fast.io/actions/v1): parsing and validation exactly as
- * ../shared/reference/actions-protocol.md orders them. Parsers of untrusted
+/* The Sandbox Actions envelope (sandbox.fast.io/actions/v1): parsing and validation in the
+ * order the protocol's specification gives them (docs/protocol.md). Parsers of untrusted
  * bytes: every length is bounded. Functions return 0 or a negative errno;
  * on -EINVAL, reason holds the text that follows "invalid action envelope: ". */
 #ifndef FW_ENVELOPE_H

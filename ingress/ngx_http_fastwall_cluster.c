@@ -1,0 +1,1565 @@
+/*
+ * SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+ *
+ * fastwall ingress, cross-cluster: a second module in the same .so.
+ *
+ * Data plane: a sandbox id <cluster>.<uuid> that names a peer cluster is
+ * not resolved here; the request is rewritten for that cluster's gateway
+ * (its address and scheme, its path prefix, the scope in
+ * OpenSandbox-Ingress-To, the x-agentbox-* hop headers) and proxied there.
+ * The receiving gateway strips the hop headers and its prefix and routes
+ * the sandbox as a local one.
+ *
+ * Control plane: member records (soft state, a TTL) that each cluster's
+ * control plane POSTs to every gateway, kept in a shared memory zone so
+ * every worker sees them, and the placement of a create over them.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_fastwall_cluster.h"
+#include "policy/cluster.h"
+#include "policy/placement.h"
+
+
+#define NGX_HTTP_FWC_ZONE_MIN       (32 * 1024)
+#define NGX_HTTP_FWC_PLACE_MAX      1024    /* records one placement reads */
+
+
+typedef struct {
+    ngx_str_t                   name;
+    ngx_str_t                   scheme;     /* "http" or "https" */
+    ngx_str_t                   authority;  /* host[:port] as written: Host */
+    ngx_str_t                   host;       /* the name alone: SNI */
+    ngx_str_t                   prefix;     /* "" or "/path", no final '/' */
+    ngx_str_t                   addr;       /* ip:port it is reached at */
+    ngx_str_t                   upstream;   /* scheme://ip:port */
+} ngx_http_fwc_peer_t;
+
+
+typedef struct {
+    ngx_str_t                   id;         /* this cluster's */
+    ngx_str_t                   prefix;     /* this gateway's hop prefix */
+    ngx_array_t                 peers;      /* of ngx_http_fwc_peer_t */
+    size_t                      zone_size;
+    time_t                      ttl;
+    ngx_shm_zone_t             *shm_zone;
+    ngx_int_t                   upstream_host;  /* variable index */
+    ngx_flag_t                  admin;      /* an admin location exists */
+} ngx_http_fwc_main_conf_t;
+
+
+typedef struct {
+    ngx_queue_t                 records;
+    ngx_uint_t                  count;
+} ngx_http_fwc_shctx_t;
+
+
+typedef struct {
+    ngx_queue_t                 queue;
+    struct fw_member            m;          /* m.expires: unix seconds */
+} ngx_http_fwc_record_t;
+
+
+typedef struct {
+    ngx_http_fwc_shctx_t       *sh;
+    ngx_slab_pool_t            *shpool;
+} ngx_http_fwc_store_t;
+
+
+typedef struct {
+    ngx_http_fwc_peer_t        *peer;       /* forwarded there */
+} ngx_http_fwc_ctx_t;
+
+
+static ngx_int_t ngx_http_fwc_add_variables(ngx_conf_t *cf);
+static ngx_int_t ngx_http_fwc_init(ngx_conf_t *cf);
+static void *ngx_http_fwc_create_main_conf(ngx_conf_t *cf);
+static char *ngx_http_fwc_init_main_conf(ngx_conf_t *cf, void *conf);
+static char *ngx_http_fwc_id(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_fwc_peer(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_fwc_prefix(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_fwc_zone_size(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_fwc_admin(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static ngx_int_t ngx_http_fwc_admin_handler(ngx_http_request_t *r);
+
+
+static ngx_command_t  ngx_http_fwc_commands[] = {
+
+    { ngx_string("fastwall_ingress_cluster_id"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_fwc_id,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fastwall_ingress_cluster"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE23,
+      ngx_http_fwc_peer,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fastwall_ingress_cluster_prefix"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_fwc_prefix,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fastwall_ingress_cluster_zone_size"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_fwc_zone_size,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fastwall_ingress_cluster_ttl"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_sec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_fwc_main_conf_t, ttl),
+      NULL },
+
+    { ngx_string("fastwall_ingress_cluster_admin"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_fwc_admin,
+      0,
+      0,
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_fastwall_cluster_module_ctx = {
+    ngx_http_fwc_add_variables,            /* preconfiguration */
+    ngx_http_fwc_init,                     /* postconfiguration */
+
+    ngx_http_fwc_create_main_conf,         /* create main configuration */
+    ngx_http_fwc_init_main_conf,           /* init main configuration */
+
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    NULL,                                  /* create location configuration */
+    NULL                                   /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_fastwall_cluster_module = {
+    NGX_MODULE_V1,
+    &ngx_http_fastwall_cluster_module_ctx, /* module context */
+    ngx_http_fwc_commands,                 /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    NULL,                                  /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+/* the hop's headers: a client's copies never pass */
+static ngx_str_t  ngx_http_fwc_marker_names[] = {
+    ngx_string("x-agentbox-cross-cluster"),
+    ngx_string("x-agentbox-cluster-scheme"),
+    ngx_string("x-agentbox-upstream-host"),
+};
+
+/* also replaced on a forwarded request */
+static ngx_str_t  ngx_http_fwc_hop_names[] = {
+    ngx_string("x-forwarded-proto"),
+    ngx_string("opensandbox-ingress-to"),
+    ngx_string("open-sandbox-ingress"),
+    ngx_string("x-fast-sandbox-route-credential"),
+};
+
+#define NGX_HTTP_FWC_NMARKERS                                                 \
+    (sizeof(ngx_http_fwc_marker_names) / sizeof(ngx_str_t))
+#define NGX_HTTP_FWC_NHOP                                                     \
+    (sizeof(ngx_http_fwc_hop_names) / sizeof(ngx_str_t))
+
+
+static ngx_uint_t
+ngx_http_fwc_named(ngx_table_elt_t *h, ngx_str_t *names, ngx_uint_t n)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (h->key.len == names[i].len
+            && ngx_strncasecmp(h->key.data, names[i].data, h->key.len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * Scans the client's headers: whether one is a hop marker, and whether
+ * x-agentbox-cross-cluster says "true" (the request is a peer's hop).
+ */
+static void
+ngx_http_fwc_scan(ngx_http_request_t *r, ngx_uint_t *any, ngx_uint_t *hop)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    *any = 0;
+    *hop = 0;
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (!ngx_http_fwc_named(&h[i], ngx_http_fwc_marker_names,
+                                NGX_HTTP_FWC_NMARKERS))
+        {
+            continue;
+        }
+
+        *any = 1;
+
+        if (ngx_http_fwc_named(&h[i], ngx_http_fwc_marker_names, 1)
+            && h[i].value.len == 4
+            && ngx_strncasecmp(h[i].value.data, (u_char *) "true", 4) == 0)
+        {
+            *hop = 1;
+        }
+    }
+}
+
+
+static ngx_int_t
+ngx_http_fwc_push(ngx_http_request_t *r, ngx_list_t *headers, char *name,
+    ngx_str_t *value)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->key.data = (u_char *) name;
+    h->key.len = ngx_strlen(name);
+    h->value = *value;
+
+    h->lowcase_key = ngx_pnalloc(r->pool, h->key.len);
+    if (h->lowcase_key == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* the proxy module skips a header by this hash and lowercase key when
+     * proxy_set_header names it */
+    h->hash = ngx_hash_strlow(h->lowcase_key, h->key.data, h->key.len);
+
+    return NGX_OK;
+}
+
+
+/*
+ * Rebuilds the header list without the markers (and, for a forwarded
+ * request, without the headers the hop replaces), then adds the hop's own
+ * when peer is set: nginx's lists cannot drop an element.
+ */
+static ngx_int_t
+ngx_http_fwc_rewrite_headers(ngx_http_request_t *r, ngx_http_fwc_peer_t *peer,
+    ngx_str_t *scope)
+{
+    ngx_str_t         v;
+    ngx_uint_t        i;
+    ngx_list_t        headers;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h, *nh;
+
+    if (ngx_list_init(&headers, r->pool, 20, sizeof(ngx_table_elt_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (ngx_http_fwc_named(&h[i], ngx_http_fwc_marker_names,
+                               NGX_HTTP_FWC_NMARKERS)
+            || (peer && ngx_http_fwc_named(&h[i], ngx_http_fwc_hop_names,
+                                           NGX_HTTP_FWC_NHOP)))
+        {
+            continue;
+        }
+
+        nh = ngx_list_push(&headers);
+        if (nh == NULL) {
+            return NGX_ERROR;
+        }
+
+        *nh = h[i];
+    }
+
+    if (peer) {
+        /* the peer verifies the scope again, so it rides along whichever
+         * way the client sent it */
+        ngx_str_set(&v, "true");
+
+        if (ngx_http_fwc_push(r, &headers, "OpenSandbox-Ingress-To", scope)
+               != NGX_OK
+            || ngx_http_fwc_push(r, &headers, "x-agentbox-cross-cluster", &v)
+               != NGX_OK
+            || ngx_http_fwc_push(r, &headers, "x-agentbox-cluster-scheme",
+                                 &peer->scheme)
+               != NGX_OK
+            || ngx_http_fwc_push(r, &headers, "x-agentbox-upstream-host",
+                                 &peer->addr)
+               != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+#if (NGX_HTTP_SSL)
+        if (r->connection->ssl) {
+            ngx_str_set(&v, "https");
+        } else
+#endif
+        {
+            ngx_str_set(&v, "http");
+        }
+
+        if (ngx_http_fwc_push(r, &headers, "x-forwarded-proto", &v)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    r->headers_in.headers = headers;
+
+    return NGX_OK;
+}
+
+
+static ngx_http_fwc_peer_t *
+ngx_http_fwc_find_peer(ngx_http_fwc_main_conf_t *mcf, u_char *name,
+    size_t len)
+{
+    ngx_uint_t            i;
+    ngx_http_fwc_peer_t  *peer;
+
+    peer = mcf->peers.elts;
+
+    for (i = 0; i < mcf->peers.nelts; i++) {
+        if (peer[i].name.len == len
+            && ngx_strncmp(peer[i].name.data, name, len) == 0)
+        {
+            return &peer[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+ngx_int_t
+ngx_http_fastwall_cluster_route(ngx_http_request_t *r, ngx_str_t *sandbox,
+    ngx_str_t *scope, ngx_str_t *uri, ngx_str_t *upstream)
+{
+    u_char                    *p;
+    ngx_uint_t                 any, hop;
+    ngx_str_t                  rest;
+    ngx_http_fwc_ctx_t        *ctx;
+    ngx_http_fwc_peer_t       *peer;
+    struct fw_cluster_span     cluster, uuid;
+    ngx_http_fwc_main_conf_t  *mcf;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_fastwall_cluster_module);
+
+    if (mcf->id.len == 0) {
+        return NGX_DECLINED;
+    }
+
+    ngx_http_fwc_scan(r, &any, &hop);
+
+    if (!fw_cluster_sandbox_split((const char *) sandbox->data, sandbox->len,
+                                  &cluster, &uuid)
+        || (cluster.len == mcf->id.len
+            && ngx_strncmp(cluster.p, mcf->id.data, cluster.len) == 0))
+    {
+        /* local: the hop's prefix goes, then the markers */
+        if (hop && mcf->prefix.len && uri->len >= mcf->prefix.len
+            && ngx_strncmp(uri->data, mcf->prefix.data, mcf->prefix.len) == 0
+            && (uri->len == mcf->prefix.len
+                || uri->data[mcf->prefix.len] == '/'
+                || uri->data[mcf->prefix.len] == '?'))
+        {
+            rest.data = uri->data + mcf->prefix.len;
+            rest.len = uri->len - mcf->prefix.len;
+
+            if (rest.len && rest.data[0] == '/') {
+                *uri = rest;
+
+            } else {
+                p = ngx_pnalloc(r->pool, rest.len + 1);
+                if (p == NULL) {
+                    return NGX_ERROR;
+                }
+
+                p[0] = '/';
+                ngx_memcpy(p + 1, rest.data, rest.len);
+                uri->data = p;
+                uri->len = rest.len + 1;
+            }
+        }
+
+        if (any && ngx_http_fwc_rewrite_headers(r, NULL, NULL) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        return NGX_DECLINED;
+    }
+
+    if (hop) {
+        /* a peer sent it here for a third cluster: never bounce */
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "fastwall ingress: a cross-cluster hop for sandbox "
+                      "\"%V\" of another cluster, not forwarded again",
+                      sandbox);
+        return NGX_HTTP_BAD_GATEWAY;
+    }
+
+    peer = ngx_http_fwc_find_peer(mcf, (u_char *) cluster.p, cluster.len);
+
+    if (peer == NULL) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "fastwall ingress: sandbox \"%V\" names a cluster "
+                      "without a gateway here", sandbox);
+        return NGX_HTTP_BAD_GATEWAY;
+    }
+
+    if (ngx_http_fwc_rewrite_headers(r, peer, scope) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_pnalloc(r->pool, peer->prefix.len + uri->len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(p, peer->prefix.data, peer->prefix.len);
+    ngx_memcpy(p + peer->prefix.len, uri->data, uri->len);
+    uri->data = p;
+    uri->len += peer->prefix.len;
+
+    *upstream = peer->upstream;
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_fwc_ctx_t));
+    if (ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->peer = peer;
+    ngx_http_set_ctx(r, ctx, ngx_http_fastwall_cluster_module);
+
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "fastwall ingress: sandbox \"%V\" forwarded to cluster "
+                  "\"%V\" at %V", sandbox, &peer->name, &peer->upstream);
+
+    return NGX_DONE;
+}
+
+
+/* variables */
+
+static ngx_int_t
+ngx_http_fwc_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
+    uintptr_t data)
+{
+    ngx_str_t                 *s;
+    ngx_http_fwc_ctx_t        *ctx;
+    ngx_http_variable_value_t *up;
+    ngx_http_fwc_main_conf_t  *mcf;
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_http_fastwall_cluster_module);
+
+    if (ctx == NULL) {
+        if (data != 0) {
+            /* a local route: the resolved endpoint's authority, what
+             * nginx takes for Host and the TLS name by default (it cuts
+             * the port off the name itself) */
+            mcf = ngx_http_get_module_main_conf(r,
+                                           ngx_http_fastwall_cluster_module);
+            up = ngx_http_get_indexed_variable(r, mcf->upstream_host);
+            if (up == NULL) {
+                return NGX_ERROR;
+            }
+
+            *v = *up;
+            return NGX_OK;
+        }
+
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    switch (data) {
+    case 0:
+        s = &ctx->peer->name;
+        break;
+    case 1:
+        s = &ctx->peer->authority;
+        break;
+    default:
+        s = &ctx->peer->host;
+        break;
+    }
+
+    v->len = s->len;
+    v->data = s->data;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+static ngx_http_variable_t  ngx_http_fwc_vars[] = {
+
+    { ngx_string("fastwall_ingress_cluster"), NULL,
+      ngx_http_fwc_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("fastwall_ingress_cluster_host"), NULL,
+      ngx_http_fwc_variable, 1, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("fastwall_ingress_cluster_sni"), NULL,
+      ngx_http_fwc_variable, 2, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+      ngx_http_null_variable
+};
+
+
+static ngx_int_t
+ngx_http_fwc_add_variables(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = ngx_http_fwc_vars; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}
+
+
+/* member records in shared memory */
+
+static ngx_int_t
+ngx_http_fwc_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_http_fwc_store_t  *ostore = data;
+
+    size_t                 len;
+    ngx_http_fwc_store_t  *store;
+
+    store = shm_zone->data;
+
+    if (ostore) {
+        store->sh = ostore->sh;
+        store->shpool = ostore->shpool;
+        return NGX_OK;
+    }
+
+    store->shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    if (shm_zone->shm.exists) {
+        store->sh = store->shpool->data;
+        return NGX_OK;
+    }
+
+    store->sh = ngx_slab_alloc(store->shpool, sizeof(ngx_http_fwc_shctx_t));
+    if (store->sh == NULL) {
+        return NGX_ERROR;
+    }
+
+    store->shpool->data = store->sh;
+    ngx_queue_init(&store->sh->records);
+    store->sh->count = 0;
+
+    len = sizeof(" in fastwall_ingress_cluster zone \"\"")
+          + shm_zone->shm.name.len;
+
+    store->shpool->log_ctx = ngx_slab_alloc(store->shpool, len);
+    if (store->shpool->log_ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_sprintf(store->shpool->log_ctx, " in fastwall_ingress_cluster zone "
+                "\"%V\"%Z", &shm_zone->shm.name);
+
+    /* a full zone is the publisher's 507, not a log line per record */
+    store->shpool->log_nomem = 0;
+
+    return NGX_OK;
+}
+
+
+static ngx_uint_t
+ngx_http_fwc_same_member(struct fw_member *a, struct fw_member *b)
+{
+    return ngx_strcmp(a->cluster, b->cluster) == 0
+           && ngx_strcmp(a->ns, b->ns) == 0
+           && ngx_strcmp(a->env, b->env) == 0
+           && ngx_strcmp(a->pool, b->pool) == 0;
+}
+
+
+/* Replaces the record of (cluster, namespace, env, pool); drops expired
+ * records on the way. NGX_DECLINED when the zone is full. */
+static ngx_int_t
+ngx_http_fwc_store_put(ngx_http_fwc_store_t *store, struct fw_member *m)
+{
+    ngx_queue_t            *q, *next;
+    ngx_http_fwc_record_t  *rec, *found;
+
+    found = NULL;
+
+    ngx_shmtx_lock(&store->shpool->mutex);
+
+    for (q = ngx_queue_head(&store->sh->records);
+         q != ngx_queue_sentinel(&store->sh->records);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+        rec = ngx_queue_data(q, ngx_http_fwc_record_t, queue);
+
+        if (found == NULL && ngx_http_fwc_same_member(&rec->m, m)) {
+            found = rec;
+            continue;
+        }
+
+        if (rec->m.expires <= ngx_time()) {
+            ngx_queue_remove(q);
+            ngx_slab_free_locked(store->shpool, rec);
+            store->sh->count--;
+        }
+    }
+
+    if (found == NULL) {
+        found = ngx_slab_alloc_locked(store->shpool,
+                                      sizeof(ngx_http_fwc_record_t));
+        if (found == NULL) {
+            ngx_shmtx_unlock(&store->shpool->mutex);
+            return NGX_DECLINED;
+        }
+
+        ngx_queue_insert_tail(&store->sh->records, &found->queue);
+        store->sh->count++;
+    }
+
+    found->m = *m;
+
+    ngx_shmtx_unlock(&store->shpool->mutex);
+
+    return NGX_OK;
+}
+
+
+/* Copies the unexpired records (of ns/env when given) to the pool. */
+static ngx_int_t
+ngx_http_fwc_store_read(ngx_http_request_t *r, ngx_http_fwc_store_t *store,
+    const char *ns, const char *env, ngx_array_t *out)
+{
+    ngx_queue_t            *q;
+    struct fw_member       *m;
+    ngx_http_fwc_record_t  *rec;
+
+    if (ngx_array_init(out, r->pool, 8, sizeof(struct fw_member)) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_shmtx_lock(&store->shpool->mutex);
+
+    for (q = ngx_queue_head(&store->sh->records);
+         q != ngx_queue_sentinel(&store->sh->records)
+         && out->nelts < NGX_HTTP_FWC_PLACE_MAX;
+         q = ngx_queue_next(q))
+    {
+        rec = ngx_queue_data(q, ngx_http_fwc_record_t, queue);
+
+        if (rec->m.expires <= ngx_time()
+            || (ns && (ngx_strcmp(rec->m.ns, ns) != 0
+                       || ngx_strcmp(rec->m.env, env) != 0)))
+        {
+            continue;
+        }
+
+        m = ngx_array_push(out);
+        if (m == NULL) {
+            ngx_shmtx_unlock(&store->shpool->mutex);
+            return NGX_ERROR;
+        }
+
+        *m = rec->m;
+    }
+
+    ngx_shmtx_unlock(&store->shpool->mutex);
+
+    return NGX_OK;
+}
+
+
+/* the admin API: POST|GET .../members, GET .../place */
+
+static ngx_int_t
+ngx_http_fwc_send(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
+    size_t len)
+{
+    ngx_int_t     rc;
+    ngx_buf_t    *b;
+    ngx_chain_t   out;
+
+    r->headers_out.status = status;
+
+    if (len == 0) {
+        r->header_only = 1;
+        r->headers_out.content_length_n = 0;
+        return ngx_http_send_header(r);
+    }
+
+    if (body[0] == '{') {
+        ngx_str_set(&r->headers_out.content_type, "application/json");
+
+    } else {
+        ngx_str_set(&r->headers_out.content_type, "text/plain");
+    }
+    r->headers_out.content_length_n = len;
+
+    rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    b = ngx_create_temp_buf(r->pool, len);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->last = ngx_cpymem(b->pos, body, len);
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+static ngx_int_t
+ngx_http_fwc_error(ngx_http_request_t *r, ngx_uint_t status, const char *what)
+{
+    u_char  *p, *last;
+
+    p = ngx_pnalloc(r->pool, 256);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    last = ngx_snprintf(p, 255, "{\"error\":\"%s\"}\n", what);
+
+    return ngx_http_fwc_send(r, status, p, last - p);
+}
+
+
+static void
+ngx_http_fwc_members_post(ngx_http_request_t *r)
+{
+    int                        err;
+    size_t                     len;
+    u_char                     text[FW_MEMBER_TEXT_MAX + 1], *p;
+    ngx_int_t                  rc;
+    ngx_buf_t                 *b;
+    ngx_chain_t               *cl;
+    struct fw_member           m;
+    ngx_http_fwc_store_t      *store;
+    ngx_http_fwc_main_conf_t  *mcf;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_fastwall_cluster_module);
+
+    len = 0;
+    p = text;
+
+    for (cl = r->request_body ? r->request_body->bufs : NULL; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (b->in_file || (size_t) (b->last - b->pos) > sizeof(text) - len) {
+            ngx_http_finalize_request(r,
+                ngx_http_fwc_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                   "record too long"));
+            return;
+        }
+
+        p = ngx_cpymem(p, b->pos, b->last - b->pos);
+        len += b->last - b->pos;
+    }
+
+    err = fw_member_parse((const char *) text, len, &m);
+    if (err) {
+        ngx_http_finalize_request(r,
+            ngx_http_fwc_error(r, NGX_HTTP_BAD_REQUEST,
+                               fw_member_strerror(err)));
+        return;
+    }
+
+    /* only clusters this gateway knows: this one and its peers */
+    len = ngx_strlen(m.cluster);
+
+    if ((len != mcf->id.len || ngx_strncmp(m.cluster, mcf->id.data, len) != 0)
+        && ngx_http_fwc_find_peer(mcf, (u_char *) m.cluster, len) == NULL)
+    {
+        ngx_http_finalize_request(r,
+            ngx_http_fwc_error(r, NGX_HTTP_FORBIDDEN,
+                               "not this cluster nor a configured peer"));
+        return;
+    }
+
+    m.expires = ngx_time() + mcf->ttl;
+
+    store = mcf->shm_zone->data;
+
+    if (ngx_http_fwc_store_put(store, &m) != NGX_OK) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "fastwall ingress: member zone full, record of "
+                      "cluster \"%s\" not kept", m.cluster);
+        ngx_http_finalize_request(r,
+            ngx_http_fwc_error(r, NGX_HTTP_INSUFFICIENT_STORAGE,
+                               "member zone full"));
+        return;
+    }
+
+    rc = ngx_http_fwc_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
+    ngx_http_finalize_request(r, rc);
+}
+
+
+static ngx_int_t
+ngx_http_fwc_members_get(ngx_http_request_t *r, ngx_http_fwc_main_conf_t *mcf)
+{
+    int                n;
+    u_char            *body, *p;
+    ngx_uint_t         i;
+    ngx_array_t        recs;
+    struct fw_member  *m;
+
+    if (ngx_http_fwc_store_read(r, mcf->shm_zone->data, NULL, NULL, &recs)
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (recs.nelts == 0) {
+        return ngx_http_fwc_send(r, NGX_HTTP_OK, (u_char *) "\n", 1);
+    }
+
+    body = ngx_pnalloc(r->pool, recs.nelts * (FW_MEMBER_TEXT_MAX + 32));
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = body;
+    m = recs.elts;
+
+    for (i = 0; i < recs.nelts; i++) {
+        n = fw_member_format(&m[i], (char *) p, FW_MEMBER_TEXT_MAX);
+        if (n < 0) {
+            continue;
+        }
+
+        p = ngx_sprintf(p + n, " ttl=%T\n", (time_t) (m[i].expires - ngx_time()));
+    }
+
+    return ngx_http_fwc_send(r, NGX_HTTP_OK, body, p - body);
+}
+
+
+/* an argument, decoded as a query ('+' a space, then %XX) and
+ * NUL-terminated, or NULL */
+static u_char *
+ngx_http_fwc_arg(ngx_http_request_t *r, char *name, size_t max, size_t *len)
+{
+    u_char     *raw, *dst, *src, *p;
+    size_t      i;
+    ngx_str_t   v;
+
+    if (ngx_http_arg(r, (u_char *) name, ngx_strlen(name), &v) != NGX_OK
+        || v.len == 0 || v.len > max)
+    {
+        return NULL;
+    }
+
+    raw = ngx_pnalloc(r->pool, v.len);
+    p = ngx_pnalloc(r->pool, v.len + 1);
+    if (raw == NULL || p == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; i < v.len; i++) {
+        raw[i] = (v.data[i] == '+') ? ' ' : v.data[i];
+    }
+
+    dst = p;
+    src = raw;
+    ngx_unescape_uri(&dst, &src, v.len, 0);
+
+    *len = dst - p;
+    *dst = '\0';
+
+    /* a NUL decoded from %00 would cut the name short: refused */
+    if (ngx_strlen(p) != *len) {
+        return NULL;
+    }
+
+    return p;
+}
+
+
+static ngx_uint_t
+ngx_http_fwc_name_ok(u_char *p, size_t len)
+{
+    size_t  i;
+
+    if (len == 0 || len > FW_CLUSTER_NAME_MAX) {
+        return 0;
+    }
+
+    for (i = 0; i < len; i++) {
+        if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z')
+              || (p[i] >= '0' && p[i] <= '9') || p[i] == '-' || p[i] == '_'
+              || p[i] == '.'))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+static ngx_int_t
+ngx_http_fwc_place(ngx_http_request_t *r, ngx_http_fwc_main_conf_t *mcf)
+{
+    int                     err;
+    u_char                 *ns, *ref, *env, *body, *p;
+    size_t                  ns_len, ref_len;
+    ngx_str_t               id;
+    ngx_array_t             recs;
+    struct fw_place         pl;
+    struct fw_cluster_ref   cref;
+
+    ns = ngx_http_fwc_arg(r, "namespace", FW_CLUSTER_NAME_MAX, &ns_len);
+    ref = ngx_http_fwc_arg(r, "ref", FW_CLUSTER_REF_MAX, &ref_len);
+
+    if (ns == NULL || ref == NULL || !ngx_http_fwc_name_ok(ns, ns_len)) {
+        return ngx_http_fwc_error(r, NGX_HTTP_BAD_REQUEST,
+                                  "needs namespace=NAME&ref=REFERENCE");
+    }
+
+    err = fw_cluster_ref_parse((const char *) ref, ref_len, &cref);
+    if (err) {
+        return ngx_http_fwc_error(r, NGX_HTTP_BAD_REQUEST,
+                                  fw_cluster_strerror(err));
+    }
+
+    if (!ngx_http_fwc_name_ok((u_char *) cref.name.p, cref.name.len)) {
+        return ngx_http_fwc_error(r, NGX_HTTP_NOT_FOUND, "no such env or pool");
+    }
+
+    body = ngx_pnalloc(r->pool, 2 * FW_CLUSTER_ID_MAX + FW_CLUSTER_NAME_MAX
+                                + 128);
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (cref.cluster.len) {
+        /* cluster::pool is obeyed as written, without placement */
+        id = mcf->id;
+
+        if (cref.cluster.len == id.len
+            && ngx_strncmp(cref.cluster.p, id.data, id.len) == 0)
+        {
+            p = ngx_sprintf(body, "{\"decision\":\"local\",\"step\":0}\n");
+
+        } else if (ngx_http_fwc_find_peer(mcf, (u_char *) cref.cluster.p,
+                                          cref.cluster.len))
+        {
+            p = ngx_sprintf(body, "{\"decision\":\"forward\","
+                            "\"cluster\":\"%*s\",\"target\":\"%*s::%*s\","
+                            "\"step\":0}\n",
+                            cref.cluster.len, cref.cluster.p,
+                            cref.cluster.len, cref.cluster.p,
+                            cref.name.len, cref.name.p);
+
+        } else {
+            return ngx_http_fwc_error(r, NGX_HTTP_NOT_FOUND,
+                                      "unknown cluster");
+        }
+
+        return ngx_http_fwc_send(r, NGX_HTTP_OK, body, p - body);
+    }
+
+    env = ngx_pnalloc(r->pool, cref.name.len + 1);
+    if (env == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_memcpy(env, cref.name.p, cref.name.len);
+    env[cref.name.len] = '\0';
+
+    if (ngx_http_fwc_store_read(r, mcf->shm_zone->data, (char *) ns,
+                                (char *) env, &recs)
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* the local cluster id, NUL-terminated for the library */
+    p = ngx_pnalloc(r->pool, mcf->id.len + 1);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_memcpy(p, mcf->id.data, mcf->id.len);
+    p[mcf->id.len] = '\0';
+
+    if (fw_place((const char *) p, recs.elts, recs.nelts, (const char *) ns,
+                 (const char *) env, ngx_time(), &pl)
+        != 0)
+    {
+        /* a bare name that is no env: not found, no fallback */
+        return ngx_http_fwc_error(r, NGX_HTTP_NOT_FOUND, "no such env");
+    }
+
+    switch (pl.kind) {
+    case FW_PLACE_LOCAL:
+        p = ngx_sprintf(body, "{\"decision\":\"local\",\"step\":%d}\n",
+                        pl.step);
+        break;
+    case FW_PLACE_FORWARD:
+        p = ngx_sprintf(body, "{\"decision\":\"forward\",\"cluster\":\"%s\","
+                        "\"target\":\"%s::%s\",\"step\":%d}\n",
+                        pl.target->cluster, pl.target->cluster,
+                        pl.target->pool, pl.step);
+        break;
+    default:
+        p = ngx_sprintf(body, "{\"decision\":\"park\",\"step\":%d}\n",
+                        pl.step);
+        break;
+    }
+
+    return ngx_http_fwc_send(r, NGX_HTTP_OK, body, p - body);
+}
+
+
+static ngx_uint_t
+ngx_http_fwc_ends_with(ngx_str_t *uri, const char *seg)
+{
+    size_t  n;
+
+    n = ngx_strlen(seg);
+
+    return uri->len > n && uri->data[uri->len - n - 1] == '/'
+           && ngx_strncmp(uri->data + uri->len - n, seg, n) == 0;
+}
+
+
+static ngx_int_t
+ngx_http_fwc_admin_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                  rc;
+    ngx_http_fwc_main_conf_t  *mcf;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_fastwall_cluster_module);
+
+    if (ngx_http_fwc_ends_with(&r->uri, "members")) {
+
+        if (r->method == NGX_HTTP_GET) {
+            rc = ngx_http_discard_request_body(r);
+            if (rc != NGX_OK) {
+                return rc;
+            }
+
+            return ngx_http_fwc_members_get(r, mcf);
+        }
+
+        if (r->method != NGX_HTTP_POST) {
+            return NGX_HTTP_NOT_ALLOWED;
+        }
+
+        if (r->headers_in.content_length_n > FW_MEMBER_TEXT_MAX) {
+            return ngx_http_fwc_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                      "record too long");
+        }
+
+        r->request_body_in_single_buf = 1;
+
+        rc = ngx_http_read_client_request_body(r, ngx_http_fwc_members_post);
+        if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+            return rc;
+        }
+
+        return NGX_DONE;
+    }
+
+    if (ngx_http_fwc_ends_with(&r->uri, "place")) {
+
+        if (r->method != NGX_HTTP_GET) {
+            return NGX_HTTP_NOT_ALLOWED;
+        }
+
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        return ngx_http_fwc_place(r, mcf);
+    }
+
+    return NGX_HTTP_NOT_FOUND;
+}
+
+
+/* configuration */
+
+static char *
+ngx_http_fwc_admin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+    ngx_http_fwc_main_conf_t  *mcf;
+
+    mcf = ngx_http_conf_get_module_main_conf(cf,
+                                             ngx_http_fastwall_cluster_module);
+    mcf->admin = 1;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_fwc_admin_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_fwc_id(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fwc_main_conf_t *mcf = conf;
+
+    ngx_str_t  *value;
+
+    if (mcf->id.len) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (!fw_cluster_id_ok((const char *) value[1].data, value[1].len)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_cluster_id: \"%V\" is not 1-63 "
+                           "characters of [A-Za-z0-9_-]", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    mcf->id = value[1];
+
+    return NGX_CONF_OK;
+}
+
+
+/* "/", "/x", "/x/y", without a query, a fragment or a final '/' */
+static ngx_int_t
+ngx_http_fwc_check_prefix(ngx_str_t *prefix)
+{
+    size_t  i;
+
+    if (prefix->len == 0) {
+        return NGX_OK;
+    }
+
+    if (prefix->data[0] != '/') {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < prefix->len; i++) {
+        if (prefix->data[i] <= ' ' || prefix->data[i] >= 0x7f
+            || prefix->data[i] == '?' || prefix->data[i] == '#')
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    while (prefix->len && prefix->data[prefix->len - 1] == '/') {
+        prefix->len--;
+    }
+
+    return NGX_OK;
+}
+
+
+static char *
+ngx_http_fwc_prefix(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fwc_main_conf_t *mcf = conf;
+
+    ngx_str_t  *value;
+
+    value = cf->args->elts;
+    mcf->prefix = value[1];
+
+    if (ngx_http_fwc_check_prefix(&mcf->prefix) != NGX_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_cluster_prefix: \"%V\" is not a "
+                           "path (/...) without a query", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * fastwall_ingress_cluster NAME http[s]://HOST[:PORT][/PREFIX]
+ *     [address=IP[:PORT]];
+ * The host stays a name for Host and SNI; the address is where the
+ * gateway is reached, written out or else resolved now, as nginx does for
+ * an upstream's server.
+ */
+static char *
+ngx_http_fwc_peer(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fwc_main_conf_t *mcf = conf;
+
+    u_char               *p, *end, *slash;
+    size_t                skip;
+    in_port_t             port;
+    ngx_str_t            *value, rest;
+    ngx_url_t             u;
+    ngx_addr_t            addr, *a;
+    ngx_http_fwc_peer_t  *peer;
+
+    value = cf->args->elts;
+
+    if (!fw_cluster_id_ok((const char *) value[1].data, value[1].len)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_cluster: \"%V\" is not 1-63 "
+                           "characters of [A-Za-z0-9_-]", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_http_fwc_find_peer(mcf, value[1].data, value[1].len)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_cluster: \"%V\" is duplicate",
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    peer = ngx_array_push(&mcf->peers);
+    if (peer == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(peer, sizeof(ngx_http_fwc_peer_t));
+    peer->name = value[1];
+
+    if (value[2].len > 8
+        && ngx_strncasecmp(value[2].data, (u_char *) "https://", 8) == 0)
+    {
+        ngx_str_set(&peer->scheme, "https");
+        skip = 8;
+        port = 443;
+
+    } else if (value[2].len > 7
+               && ngx_strncasecmp(value[2].data, (u_char *) "http://", 7) == 0)
+    {
+        ngx_str_set(&peer->scheme, "http");
+        skip = 7;
+        port = 80;
+
+    } else {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_cluster %V: \"%V\" is not "
+                           "http(s)://HOST[:PORT][/PREFIX]",
+                           &value[1], &value[2]);
+        return NGX_CONF_ERROR;
+    }
+
+    p = value[2].data + skip;
+    end = value[2].data + value[2].len;
+    slash = ngx_strlchr(p, end, '/');
+
+    peer->authority.data = p;
+    peer->authority.len = (slash ? slash : end) - p;
+    peer->prefix.data = slash;
+    peer->prefix.len = slash ? (size_t) (end - slash) : 0;
+
+    if (peer->authority.len == 0
+        || ngx_strlchr(p, p + peer->authority.len, '@')
+        || ngx_http_fwc_check_prefix(&peer->prefix) != NGX_OK)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_cluster %V: \"%V\" is not "
+                           "http(s)://HOST[:PORT][/PREFIX]",
+                           &value[1], &value[2]);
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(&u, sizeof(ngx_url_t));
+    u.url = peer->authority;
+    u.default_port = port;
+    u.no_resolve = (cf->args->nelts == 4);
+
+    if (ngx_parse_url(cf->pool, &u) != NGX_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_cluster %V: %s in \"%V\"",
+                           &value[1], u.err ? u.err : "invalid host",
+                           &peer->authority);
+        return NGX_CONF_ERROR;
+    }
+
+    if (u.uri.len || u.host.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_cluster %V: \"%V\" is not "
+                           "HOST[:PORT]", &value[1], &peer->authority);
+        return NGX_CONF_ERROR;
+    }
+
+    peer->host = u.host;
+
+    if (cf->args->nelts == 4) {
+        if (value[3].len <= 8
+            || ngx_strncmp(value[3].data, "address=", 8) != 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "fastwall_ingress_cluster %V: unknown "
+                               "parameter \"%V\"", &value[1], &value[3]);
+            return NGX_CONF_ERROR;
+        }
+
+        rest.data = value[3].data + 8;
+        rest.len = value[3].len - 8;
+
+        if (ngx_parse_addr_port(cf->pool, &addr, rest.data, rest.len)
+            != NGX_OK)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "fastwall_ingress_cluster %V: \"%V\" is not "
+                               "an IP address with an optional port",
+                               &value[1], &rest);
+            return NGX_CONF_ERROR;
+        }
+
+        if (ngx_inet_get_port(addr.sockaddr) == 0) {
+            ngx_inet_set_port(addr.sockaddr, u.port);
+        }
+
+        a = &addr;
+
+    } else {
+        if (u.naddrs == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "fastwall_ingress_cluster %V: host \"%V\" "
+                               "has no address", &value[1], &u.host);
+            return NGX_CONF_ERROR;
+        }
+
+        a = &u.addrs[0];
+    }
+
+    peer->addr.data = ngx_pnalloc(cf->pool, NGX_SOCKADDR_STRLEN);
+    if (peer->addr.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    peer->addr.len = ngx_sock_ntop(a->sockaddr, a->socklen, peer->addr.data,
+                                   NGX_SOCKADDR_STRLEN, 1);
+
+    peer->upstream.len = peer->scheme.len + 3 + peer->addr.len;
+    peer->upstream.data = ngx_pnalloc(cf->pool, peer->upstream.len);
+    if (peer->upstream.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_sprintf(peer->upstream.data, "%V://%V", &peer->scheme, &peer->addr);
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_fwc_zone_size(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fwc_main_conf_t *mcf = conf;
+
+    ssize_t     size;
+    ngx_str_t  *value;
+
+    if (mcf->zone_size != NGX_CONF_UNSET_SIZE) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    size = ngx_parse_size(&value[1]);
+
+    if (size == NGX_ERROR || size < NGX_HTTP_FWC_ZONE_MIN) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_cluster_zone_size: \"%V\" is not "
+                           "a size of at least 32k", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    mcf->zone_size = size;
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_http_fwc_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_fwc_main_conf_t  *mcf;
+
+    mcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_fwc_main_conf_t));
+    if (mcf == NULL) {
+        return NULL;
+    }
+
+    if (ngx_array_init(&mcf->peers, cf->pool, 4, sizeof(ngx_http_fwc_peer_t))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    mcf->zone_size = NGX_CONF_UNSET_SIZE;
+    mcf->ttl = NGX_CONF_UNSET;
+
+    return mcf;
+}
+
+
+static char *
+ngx_http_fwc_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    ngx_http_fwc_main_conf_t *mcf = conf;
+
+    ngx_str_t              name = ngx_string("fastwall_ingress_cluster");
+    ngx_http_fwc_store_t  *store;
+
+    ngx_conf_init_size_value(mcf->zone_size, 256 * 1024);
+    ngx_conf_init_value(mcf->ttl, FW_MEMBER_TTL);
+
+    if (mcf->ttl <= 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_cluster_ttl must be at least 1s");
+        return NGX_CONF_ERROR;
+    }
+
+    if (mcf->id.len == 0) {
+        if (mcf->peers.nelts || mcf->prefix.len) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"fastwall_ingress_cluster\" and "
+                               "\"fastwall_ingress_cluster_prefix\" need "
+                               "\"fastwall_ingress_cluster_id\"");
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_http_fwc_find_peer(mcf, mcf->id.data, mcf->id.len)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_cluster: \"%V\" is this "
+                           "cluster's own id", &mcf->id);
+        return NGX_CONF_ERROR;
+    }
+
+    store = ngx_pcalloc(cf->pool, sizeof(ngx_http_fwc_store_t));
+    if (store == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    mcf->shm_zone = ngx_shared_memory_add(cf, &name, mcf->zone_size,
+                                          &ngx_http_fastwall_cluster_module);
+    if (mcf->shm_zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    mcf->shm_zone->init = ngx_http_fwc_init_zone;
+    mcf->shm_zone->data = store;
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fwc_init(ngx_conf_t *cf)
+{
+    ngx_str_t                  name = ngx_string("fastwall_ingress_upstream_host");
+    ngx_http_fwc_main_conf_t  *mcf;
+
+    mcf = ngx_http_conf_get_module_main_conf(cf,
+                                             ngx_http_fastwall_cluster_module);
+
+    if (mcf->admin && mcf->id.len == 0) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"fastwall_ingress_cluster_admin\" needs "
+                      "\"fastwall_ingress_cluster_id\" in the http block");
+        return NGX_ERROR;
+    }
+
+    mcf->upstream_host = ngx_http_get_variable_index(cf, &name);
+    if (mcf->upstream_host == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}

@@ -1,0 +1,28 @@
+/*
+ * SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+ *
+ * fastwall ingress, cross-cluster: the one call the ingress module makes
+ * into ngx_http_fastwall_cluster_module once a route scope is verified.
+ */
+
+#ifndef _NGX_HTTP_FASTWALL_CLUSTER_H_INCLUDED_
+#define _NGX_HTTP_FASTWALL_CLUSTER_H_INCLUDED_
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+
+/*
+ * Routes by the cluster the sandbox id names. NGX_DECLINED: a local
+ * sandbox (or no cluster configured), resolve it as usual; uri may have
+ * lost a hop's path prefix. NGX_DONE: forwarded, upstream and uri now name
+ * the peer gateway and the request carries the hop's headers. Otherwise
+ * an HTTP status (502) or NGX_ERROR.
+ */
+ngx_int_t ngx_http_fastwall_cluster_route(ngx_http_request_t *r,
+    ngx_str_t *sandbox, ngx_str_t *scope, ngx_str_t *uri,
+    ngx_str_t *upstream);
+
+
+#endif /* _NGX_HTTP_FASTWALL_CLUSTER_H_INCLUDED_ */

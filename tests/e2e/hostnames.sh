@@ -123,6 +123,21 @@ http {
 		}
 	}
 	server {
+		listen $GW:$((port + 1));
+		location / {
+			fastwall_ingress on;
+			fastwall_ingress_mode uri;
+			proxy_pass \$fastwall_ingress_upstream\$fastwall_ingress_uri;
+		}
+		location = /fastsandbox.fastpath.v2.FastPath/ResolveEndpoint {
+			internal;
+			grpc_pass grpc://\$fastwall_ingress_resolver;
+			grpc_set_header Content-Type application/grpc;
+			grpc_set_header TE trailers;
+			grpc_read_timeout 2s;
+		}
+	}
+	server {
 		listen 127.0.0.1:$admin;
 		# the same handler on a listener that is not local: refused
 		listen $GW:$((admin + 100));
@@ -283,6 +298,15 @@ check_eq "HTTP/2 :authority with no Host: 200" \
 check_eq "a host outside the base domains is still a route scope: 401" "$(host 80 plain.example.org)" 401
 check_eq "a scope header wins over a service host: 401 for a bad scope" \
 	"$(cget -H "Host: enh47uqyj7bpyttz.$DOMAIN" -H 'OpenSandbox-Ingress-To: f1.x' "http://$GW:80/")" 401
+
+target() { "$FW_PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["target"])' "$FW_TMP/body"; }
+check_eq "URI mode: a service host routes with the whole path" \
+	"$(host 81 enh47uqyj7bpyttz.$DOMAIN /x/y?z) $(target)" "200 /x/y?z"
+SCOPE=$("$FASTWALL" scope sign --keys "$KEYS" --key-id k default my-sandbox 8080)
+sleep 0.1
+check_eq "URI mode: an unknown service host falls through to the path's scope" \
+	"$(host 81 zzzzzzzzzzzzzzzz.$DOMAIN "/$SCOPE/p") $(target)" "200 /p"
+check_eq "URI mode: and without a scope there, 401" "$(host 81 zzzzzzzzzzzzzzzz.$DOMAIN /p)" 401
 
 before=$(refreshes "$A")
 sleep 0.1

@@ -264,6 +264,11 @@ ngx_conf "$FW_TMP/t" 70 8070 "sqlite:$FW_TMP/t/s.db" >"$FW_TMP/t.conf"
 fw_ns "$NS" env FASTWALL_ROUTING_NAME=-bad "$NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t.conf" >"$FW_TMP/t.out" 2>&1
 check_eq "a bad FASTWALL_ROUTING_NAME: refused" "$? $(grep -c 'FASTWALL_ROUTING_NAME "-bad": not a DNS label' "$FW_TMP/t.out")" "1 1"
 
+ngx_conf "$FW_TMP/t" 70 8070 "sqlite:$FW_TMP/no/such/dir/s.db" >"$FW_TMP/t.conf"
+fw_ns "$NS" timeout 10 "$NGINX" -p "$FW_TMP/t" -c "$FW_TMP/t.conf" >"$FW_TMP/t.out" 2>&1
+check_eq "a store it can't open: nginx does not start, and says why" \
+	"$? $(grep -c "can't open the sqlite service store \"$FW_TMP/no/such/dir/s.db\"" "$FW_TMP/t.out")" "1 1"
+
 echo "# gateway A: SQLite store, routing name gateway-a"
 gw_start A "$A"
 check "the SQLite store was created on first start" test -s "$DB"

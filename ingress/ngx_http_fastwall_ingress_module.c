@@ -17,6 +17,7 @@
 #include "policy/scope.h"
 #include "protocol/fastpath.h"
 #include "ngx_http_fastwall_cluster.h"
+#include "ngx_http_fastwall_hostnames.h"
 
 
 #define NGX_HTTP_FWI_MODE_HEADER     0
@@ -465,6 +466,21 @@ ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
     lcf = ngx_http_get_module_loc_conf(r, ngx_http_fastwall_ingress_module);
     mcf = ngx_http_get_module_main_conf(r, ngx_http_fastwall_ingress_module);
 
+    /* a service host (ngx_http_fastwall_hostnames.c) names its target */
+    rc = ngx_http_fwh_route(r, lcf->mode == NGX_HTTP_FWI_MODE_HEADER,
+                            &ctx->ns, &ctx->sandbox, &ctx->port);
+    if (rc == NGX_OK) {
+        /* a service's sandbox name is one DNS label, never another
+         * cluster's <cluster>.<uuid>: the cluster hook keeps it local */
+        ngx_str_null(&scope);
+        ctx->uri = r->unparsed_uri;
+        goto routed;
+    }
+
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
     switch (ngx_http_fwi_route(r, lcf, &scope, &ctx->uri)) {
     case NGX_OK:
         break;
@@ -496,6 +512,8 @@ ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
     ctx->sandbox.data = (u_char *) sc->sandbox;
     ctx->sandbox.len = sc->sandbox_len;
     ctx->port = sc->port;
+
+routed:
 
     if (ctx->port == NGX_HTTP_FWI_POLICY_PORT) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,

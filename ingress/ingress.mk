@@ -12,7 +12,10 @@ INGRESS_DEPS := ingress/ngx_http_fastwall_ingress_module.c user/lib/policy/scope
 	user/lib/policy/scope.h user/lib/protocol/fastpath.c user/lib/protocol/fastpath.h \
 	ingress/ngx_http_fastwall_cluster.c ingress/ngx_http_fastwall_cluster.h \
 	user/lib/policy/cluster.c user/lib/policy/cluster.h \
-	user/lib/policy/placement.c user/lib/policy/placement.h
+	user/lib/policy/placement.c user/lib/policy/placement.h \
+	ingress/ngx_http_fastwall_hostnames.c ingress/ngx_http_fastwall_hostnames.h \
+	ingress/ngx_http_fastwall_service_store.c user/lib/policy/hostname.c \
+	user/lib/policy/hostname.h
 
 .PHONY: ingress
 ingress: $(INGRESS_SO) ## the nginx ingress module (needs nginx-dev), in build/ingress/
@@ -23,6 +26,9 @@ $(INGRESS_TREE)/objs/Makefile: ingress/config ingress/ingress.mk $(wildcard $(NG
 	$(Q)if [ ! -f $(NGINX_SRC)/conf_flags ]; then \
 		echo "make ingress: no nginx source at $(NGINX_SRC): install nginx-dev (scripts/install-deps.sh)" >&2; \
 		exit 1; fi
+	$(Q)for h in /usr/include/sqlite3.h /usr/include/postgresql/libpq-fe.h; do \
+		[ -f $$h ] || { echo "make ingress: no $$h: install libsqlite3-dev and libpq-dev (scripts/install-deps.sh)" >&2; \
+		exit 1; }; done
 	$(Q)rm -rf $(INGRESS_TREE) && mkdir -p $(INGRESS_OUT) && cp -a $(NGINX_SRC) $(INGRESS_TREE)
 	$(Q)cd $(INGRESS_TREE) && bash -c '. ./conf_flags && ./configure \
 		--with-cc-opt="-g -O2 -fPIC -Werror" --with-ld-opt=-fPIC \

@@ -17,6 +17,7 @@
 #include "policy/scope.h"
 #include "protocol/fastpath.h"
 #include "ngx_http_fastwall_cluster.h"
+#include "ngx_http_fastwall_hostnames.h"
 
 
 #define NGX_HTTP_FWI_MODE_HEADER     0
@@ -605,7 +606,9 @@ ngx_http_fwi_scope_cached(ngx_http_request_t *r,
 
     ngx_memcpy(ctx->key, e->data + n, e->key_len);
     ctx->key_len = e->key_len;
+    ctx->ns.data = ctx->key;
     ctx->ns.len = e->ns_len;
+    ctx->sandbox.data = ctx->key + e->ns_len + 1;
     ctx->sandbox.len = e->sandbox_len;
     ctx->port = e->port;
     ctx->hash = e->key_hash;
@@ -674,15 +677,46 @@ ngx_http_fwi_scopes_free(void *data)
 }
 
 
+/* ctx->key ("ns\0sandbox\0port") for a route, ns and sandbox into it */
+static ngx_int_t
+ngx_http_fwi_set_key(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx,
+    u_char *ns, size_t ns_len, u_char *sandbox, size_t sandbox_len,
+    ngx_uint_t port)
+{
+    u_char  *p;
+
+    ctx->key = ngx_pnalloc(r->pool, ns_len + sandbox_len + 2 + NGX_INT_T_LEN);
+    if (ctx->key == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* the fields hold no NUL (control characters are refused) */
+    p = ngx_cpymem(ctx->key, ns, ns_len);
+    *p++ = '\0';
+    p = ngx_cpymem(p, sandbox, sandbox_len);
+    *p++ = '\0';
+    p = ngx_sprintf(p, "%ui", port);
+
+    ctx->key_len = p - ctx->key;
+    ctx->ns.data = ctx->key;
+    ctx->ns.len = ns_len;
+    ctx->sandbox.data = ctx->key + ns_len + 1;
+    ctx->sandbox.len = sandbox_len;
+    ctx->port = port;
+    ctx->hash = ngx_crc32_short(ctx->key, ctx->key_len);
+
+    return NGX_OK;
+}
+
+
 /*
  * Checks the scope; 401 and 501 are answered here, without the resolver.
- * ctx->ns and ctx->sandbox point into ctx->key ("ns\0sandbox\0port").
+ * ctx->ns and ctx->sandbox point into ctx->key.
  */
 static ngx_int_t
 ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
 {
     int                         err;
-    u_char                     *p;
     ngx_int_t                   rc;
     ngx_str_t                   scope;
     struct fw_scope             sc;
@@ -691,6 +725,30 @@ ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
 
     lcf = ngx_http_get_module_loc_conf(r, ngx_http_fastwall_ingress_module);
     mcf = ngx_http_get_module_main_conf(r, ngx_http_fastwall_ingress_module);
+
+    /* a service host (ngx_http_fastwall_hostnames.c) names its target */
+    rc = ngx_http_fwh_route(r, lcf->mode == NGX_HTTP_FWI_MODE_HEADER,
+                            &ctx->ns, &ctx->sandbox, &ctx->port);
+    if (rc == NGX_OK) {
+        /* a service's sandbox name is one DNS label, never another
+         * cluster's <cluster>.<uuid>: the cluster hook keeps it local */
+        ngx_str_null(&scope);
+        ctx->uri = r->unparsed_uri;
+
+        if (ngx_http_fwi_set_key(r, ctx, ctx->ns.data, ctx->ns.len,
+                                 ctx->sandbox.data, ctx->sandbox.len,
+                                 ctx->port)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        goto routed;
+    }
+
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
 
     switch (ngx_http_fwi_route(r, lcf, &scope, &ctx->uri)) {
     case NGX_OK:
@@ -715,30 +773,18 @@ ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
             return NGX_HTTP_UNAUTHORIZED;
         }
 
-        ctx->key = ngx_pnalloc(r->pool,
-                               sc.ns_len + sc.sandbox_len + 2 + NGX_INT_T_LEN);
-        if (ctx->key == NULL) {
+        if (ngx_http_fwi_set_key(r, ctx, (u_char *) sc.ns, sc.ns_len,
+                                 (u_char *) sc.sandbox, sc.sandbox_len,
+                                 sc.port)
+            != NGX_OK)
+        {
             return NGX_ERROR;
         }
-
-        /* the fields hold no NUL (control characters are refused) */
-        p = ngx_cpymem(ctx->key, sc.ns, sc.ns_len);
-        *p++ = '\0';
-        p = ngx_cpymem(p, sc.sandbox, sc.sandbox_len);
-        *p++ = '\0';
-        p = ngx_sprintf(p, "%ui", (ngx_uint_t) sc.port);
-
-        ctx->key_len = p - ctx->key;
-        ctx->ns.len = sc.ns_len;
-        ctx->sandbox.len = sc.sandbox_len;
-        ctx->port = sc.port;
-        ctx->hash = ngx_crc32_short(ctx->key, ctx->key_len);
 
         ngx_http_fwi_scope_remember(mcf, &scope, ctx);
     }
 
-    ctx->ns.data = ctx->key;
-    ctx->sandbox.data = ctx->key + ctx->ns.len + 1;
+routed:
 
     if (ctx->port == NGX_HTTP_FWI_POLICY_PORT) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,

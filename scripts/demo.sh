@@ -241,7 +241,13 @@ http {
 	# this gateway is cluster west's; east's gateway is the one below
 	fastwall_ingress_cluster_id west;
 	fastwall_ingress_cluster east http://gw-east.demo:8089/east address=127.0.0.1:8089;
+	# exposed services by hostname; hashed labels under this routing name
+	fastwall_ingress_service_hosts *.apps.demo.test;
+	fastwall_ingress_routing_name gateway-demo;
+	fastwall_ingress_service_store sqlite:$ngx/services.db;
 	proxy_http_version 1.1;
+	# the service admin API, on the pod's loopback
+	server { listen 127.0.0.1:8090; location /services { fastwall_ingress_admin; } }
 	server {
 		listen $ING_GW;
 		location / {
@@ -265,6 +271,7 @@ EOF
 		-e "s|$ngx/logs/error.log|$ngx/east/error.log|" -e "s|listen $ING_GW;|listen 127.0.0.1:8089;|" \
 		-e 's|fastwall_ingress_cluster_id west;|fastwall_ingress_cluster_id east;|' \
 		-e 's|fastwall_ingress_cluster east .*|fastwall_ingress_cluster_prefix /east;|' \
+		-e '/fastwall_ingress_service_\|fastwall_ingress_routing_name\|fastwall_ingress_admin/d' \
 		"$ngx/nginx.conf" >"$ngx/east/nginx.conf"
 	fw_bg "$NS_POD" /usr/sbin/nginx -p "$ngx" -c "$ngx/nginx.conf"
 	fw_bg "$NS_POD" /usr/sbin/nginx -p "$ngx/east" -c "$ngx/east/nginx.conf"
@@ -306,6 +313,30 @@ EOF
 		"no gateway for cluster mars: never resolved"
 	echo "  resolver calls: $(wc -l <"$ngx/calls") (sandbox-a once, then sb-missing and sb-notready," \
 		"then east.<uuid> from east's gateway)"
+	demo_service_hosts "$ngx"
+}
+# The same port as an exposed service: the admin API (loopback, in the
+# pod) records it, and its URL is one hashed label under the base domain.
+demo_service_hosts() {
+	local ngx=$1 url host code color want
+	echo
+	echo "  Exposed as a service (admin API on the pod's loopback; routing name gateway-demo):"
+	echo "  \$ curl -X PUT 'http://127.0.0.1:8090/services/tenant-demo/sandbox-a/web?port=8080'"
+	fw_ns "$NS_POD" curl -s -m 5 -X PUT -o "$ngx/expose.json" \
+		'http://127.0.0.1:8090/services/tenant-demo/sandbox-a/web?port=8080'
+	host=$("$FW_PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["host"])' "$ngx/expose.json" 2>/dev/null)
+	url="http://$host/hello"
+	echo "  service URL: $url (fastwall hostname hash --gateway gateway-demo tenant-demo sandbox-a web:" \
+		"$("$FASTWALL" hostname hash --gateway gateway-demo tenant-demo sandbox-a web))"
+	for host in "$host" tenant-demo--sandbox-a--web.apps.demo.test unknownlabel2345.apps.demo.test; do
+		code=$(fw_ns "$NS_INET" curl -s -m 5 -o /dev/null -w '%{http_code}' -H "Host: $host" \
+			"http://$ING_GW/hello?from=internet")
+		want=200
+		case $host in unknown*) want=404 ;; esac
+		if [ "$code" = "$want" ]; then color=$G; else color=$R; UNEXPECTED=$((UNEXPECTED + 1)); fi
+		printf '  Host: %-44s %s%-6s%s\n' "$host" "$color" "$code" "$N"
+	done
+	echo "  (hashed and readable hosts reach sandbox-a:8080; an unknown label is 404)"
 }
 demo_ingress
 

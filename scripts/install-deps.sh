@@ -15,6 +15,9 @@ PKGS=(
 	# nginx and its module build tree, the FastPath stand-in's gRPC
 	# (openssl: the test's certificate of an https endpoint)
 	nginx nginx-dev python3-grpcio python3-grpc-tools openssl
+	# the ingress's service hostname stores (SQLite embedded, PostgreSQL
+	# shared) and the server its end-to-end test starts
+	libsqlite3-dev libpq-dev postgresql python3
 	# the ingress benchmark's client
 	wrk
 	# benchmarks and plots (unbound: the DNS benchmark's upstream; linux-perf and

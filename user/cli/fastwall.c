@@ -30,6 +30,7 @@
 #include "common/log.h"
 #include "fastwall/version.h"
 #include "subjects/run.h"
+#include "hostname.h"
 #include "scope.h"
 
 enum { EXIT_USAGE = 2, EXIT_NOSTATE = 3 };
@@ -586,6 +587,8 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && strcmp(argv[1], "scope") == 0)
 		return fw_cli_scope(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "hostname") == 0)
+		return fw_cli_hostname(argc - 1, argv + 1);
 	while ((opt = getopt_long(argc, argv, "b:amh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'b':

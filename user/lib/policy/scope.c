@@ -161,6 +161,15 @@ static void hmac_final(struct hmac *m, unsigned char out[32])
 	wipe(&outer, sizeof(outer));
 }
 
+void fw_sha256(const void *data, size_t len, unsigned char out[32])
+{
+	struct sha256 s;
+
+	sha256_init(&s);
+	sha256_update(&s, data, len);
+	sha256_final(&s, out);
+}
+
 void fw_hmac_sha256(const unsigned char *key, size_t key_len, const unsigned char *msg,
 		    size_t msg_len, unsigned char out[32])
 {

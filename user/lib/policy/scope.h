@@ -90,6 +90,9 @@ void fw_scope_mac(const unsigned char *key, size_t key_len, const char *tag, con
 		  size_t ns_len, const char *sandbox, size_t sandbox_len, unsigned int port,
 		  unsigned char mac[FW_SCOPE_MAC_LEN]);
 
+/* SHA-256 of one buffer (service hostname labels hash with it too) */
+void fw_sha256(const void *data, size_t len, unsigned char out[32]);
+
 /* HMAC-SHA256, exposed for the unit tests' RFC 4231 vectors */
 void fw_hmac_sha256(const unsigned char *key, size_t key_len, const unsigned char *msg,
 		    size_t msg_len, unsigned char out[32]);

@@ -1,0 +1,1580 @@
+/*
+ * SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+ *
+ * fastwall ingress service hostnames: a request whose Host is
+ * <workspace>--<sandbox>[--<service>].<base domain> or, with a routing
+ * name, <hashed label>.<base domain> goes to that exposed service's
+ * sandbox and port through the ingress module's resolution and cache.
+ *
+ * The index of exposed services (hashed label and readable name ->
+ * target and port) lives in a shared memory zone, so every worker sees
+ * it; the master hydrates it from the store before the workers start, the
+ * admin API updates store then index, and a miss refreshes it from the
+ * store once (another gateway sharing a PostgreSQL store may have exposed
+ * the service).
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_fastwall_hostnames.h"
+
+
+#define NGX_HTTP_FWH_ROUTING_ENV     "FASTWALL_ROUTING_NAME"
+#define NGX_HTTP_FWH_DEFAULT_STORE   "/var/lib/fastwall/ingress-services.db"
+#define NGX_HTTP_FWH_POLICY_PORT     18080
+#define NGX_HTTP_FWH_ZONE_MIN        (32 * 1024)
+#define NGX_HTTP_FWH_REFRESH_GAP     50     /* ms between two refreshes */
+/* 'r' + workspace/sandbox/service, or 'h' + label */
+#define NGX_HTTP_FWH_KEY_MAX         (1 + 3 * FW_HOSTNAME_NAME_MAX + 2)
+
+
+typedef struct {
+    struct fw_hostname_domains *domains;      /* NULL: hostnames off */
+    ngx_str_t                   routing_name; /* the effective one */
+    ngx_str_t                   routing_conf; /* the directive's */
+    ngx_uint_t                  store_kind;
+    ngx_str_t                   store_arg;    /* NUL-terminated */
+    size_t                      zone_size;
+    ngx_msec_t                  refresh;      /* 0: only after a miss */
+    ngx_shm_zone_t             *shm_zone;
+} ngx_http_fwh_main_conf_t;
+
+
+typedef struct {
+    ngx_flag_t                  admin;
+} ngx_http_fwh_loc_conf_t;
+
+
+typedef struct {
+    ngx_rbtree_t                rbtree;
+    ngx_rbtree_node_t           sentinel;
+    ngx_queue_t                 all;
+    ngx_uint_t                  count;
+    ngx_msec_t                  refreshed;    /* last refresh, 0: none */
+    ngx_uint_t                  gen;          /* configurations loaded */
+} ngx_http_fwh_shctx_t;
+
+
+/* one key of the index: the row it leads to, then the key in data[] */
+typedef struct {
+    ngx_str_node_t              sn;
+    ngx_queue_t                 all;
+    ngx_http_fwh_row_t          row;
+    u_char                      data[1];
+} ngx_http_fwh_node_t;
+
+
+/*
+ * The zone outlives a reload, and for a moment the old workers run beside
+ * the new ones: only the newest configuration (gen) writes the index, so
+ * an old worker never puts back labels of an old routing name.
+ */
+typedef struct {
+    ngx_http_fwh_shctx_t       *sh;
+    ngx_slab_pool_t            *shpool;
+    ngx_http_fwh_main_conf_t   *mcf;
+    ngx_uint_t                  gen;
+} ngx_http_fwh_index_t;
+
+
+static ngx_int_t ngx_http_fwh_admin_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_fwh_init_process(ngx_cycle_t *cycle);
+static void *ngx_http_fwh_create_main_conf(ngx_conf_t *cf);
+static char *ngx_http_fwh_init_main_conf(ngx_conf_t *cf, void *conf);
+static void *ngx_http_fwh_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_fwh_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static char *ngx_http_fwh_service_hosts(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_fwh_routing_name(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_fwh_store(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_fwh_zone_size(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_fwh_admin(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+
+static ngx_command_t  ngx_http_fwh_commands[] = {
+
+    { ngx_string("fastwall_ingress_service_hosts"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
+      ngx_http_fwh_service_hosts,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fastwall_ingress_routing_name"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_fwh_routing_name,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fastwall_ingress_service_store"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_fwh_store,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fastwall_ingress_service_zone_size"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_fwh_zone_size,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fastwall_ingress_service_refresh"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_fwh_main_conf_t, refresh),
+      NULL },
+
+    { ngx_string("fastwall_ingress_admin"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_fwh_admin,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_fastwall_hostnames_module_ctx = {
+    NULL,                                  /* preconfiguration */
+    NULL,                                  /* postconfiguration */
+
+    ngx_http_fwh_create_main_conf,         /* create main configuration */
+    ngx_http_fwh_init_main_conf,           /* init main configuration */
+
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    ngx_http_fwh_create_loc_conf,          /* create location configuration */
+    ngx_http_fwh_merge_loc_conf            /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_fastwall_hostnames_module = {
+    NGX_MODULE_V1,
+    &ngx_http_fastwall_hostnames_module_ctx, /* module context */
+    ngx_http_fwh_commands,                 /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    ngx_http_fwh_init_process,             /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    NULL,                                  /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static ngx_event_t  ngx_http_fwh_refresh_event;
+
+
+/* this worker's connection to the store, opened on first use */
+static ngx_http_fwh_store_t  *ngx_http_fwh_worker_store;
+
+
+static ngx_http_fwh_store_t *
+ngx_http_fwh_store_get(ngx_http_fwh_main_conf_t *mcf, ngx_log_t *log)
+{
+    if (ngx_http_fwh_worker_store == NULL) {
+        ngx_http_fwh_worker_store = ngx_http_fwh_store_open(mcf->store_kind,
+                                        (const char *) mcf->store_arg.data,
+                                        log);
+    }
+
+    return ngx_http_fwh_worker_store;
+}
+
+
+/* after a failed call the connection is made anew next time */
+static void
+ngx_http_fwh_store_drop(void)
+{
+    ngx_http_fwh_store_close(ngx_http_fwh_worker_store);
+    ngx_http_fwh_worker_store = NULL;
+}
+
+
+/* index */
+
+static size_t
+ngx_http_fwh_key_readable(u_char *key, struct fw_hostname_target *t)
+{
+    return ngx_sprintf(key, "r%s/%s/%s", t->workspace, t->sandbox, t->service)
+           - key;
+}
+
+
+static size_t
+ngx_http_fwh_key_hashed(u_char *key, const char *label)
+{
+    return ngx_sprintf(key, "h%s", label) - key;
+}
+
+
+static ngx_http_fwh_node_t *
+ngx_http_fwh_index_find(ngx_http_fwh_index_t *ix, u_char *key, size_t len)
+{
+    ngx_str_t  k;
+
+    k.data = key;
+    k.len = len;
+
+    return (ngx_http_fwh_node_t *) ngx_str_rbtree_lookup(&ix->sh->rbtree, &k,
+                                      ngx_crc32_short(key, len));
+}
+
+
+static void
+ngx_http_fwh_index_free(ngx_http_fwh_index_t *ix, ngx_http_fwh_node_t *n)
+{
+    ngx_queue_remove(&n->all);
+    ngx_rbtree_delete(&ix->sh->rbtree, &n->sn.node);
+    ngx_slab_free_locked(ix->shpool, n);
+    ix->sh->count--;
+}
+
+
+static ngx_int_t
+ngx_http_fwh_index_add_key(ngx_http_fwh_index_t *ix, u_char *key, size_t len,
+    ngx_http_fwh_row_t *row)
+{
+    ngx_http_fwh_node_t  *n;
+
+    n = ngx_http_fwh_index_find(ix, key, len);
+    if (n) {
+        ngx_http_fwh_index_free(ix, n);
+    }
+
+    n = ngx_slab_alloc_locked(ix->shpool,
+                              offsetof(ngx_http_fwh_node_t, data) + len);
+    if (n == NULL) {
+        return NGX_ERROR;
+    }
+
+    n->row = *row;
+    ngx_memcpy(n->data, key, len);
+    n->sn.str.data = n->data;
+    n->sn.str.len = len;
+    n->sn.node.key = ngx_crc32_short(key, len);
+
+    ngx_rbtree_insert(&ix->sh->rbtree, &n->sn.node);
+    ngx_queue_insert_tail(&ix->sh->all, &n->all);
+    ix->sh->count++;
+
+    return NGX_OK;
+}
+
+
+/* drops the target's keys: its readable one and the label it holds */
+static void
+ngx_http_fwh_index_del(ngx_http_fwh_index_t *ix, struct fw_hostname_target *t)
+{
+    size_t                len;
+    u_char                key[NGX_HTTP_FWH_KEY_MAX];
+    ngx_http_fwh_node_t  *n;
+
+    len = ngx_http_fwh_key_readable(key, t);
+    n = ngx_http_fwh_index_find(ix, key, len);
+    if (n == NULL) {
+        return;
+    }
+
+    if (n->row.label[0]) {
+        len = ngx_http_fwh_key_hashed(key, n->row.label);
+        ngx_http_fwh_index_free(ix, n);
+
+        n = ngx_http_fwh_index_find(ix, key, len);
+        if (n && ngx_memcmp(&n->row.target, t, sizeof(*t)) == 0) {
+            ngx_http_fwh_index_free(ix, n);
+        }
+
+        return;
+    }
+
+    ngx_http_fwh_index_free(ix, n);
+}
+
+
+/*
+ * The label a row routes by here: the stored one when it was exposed
+ * under this gateway's routing name, else computed under that name; ""
+ * without a routing name.
+ */
+static void
+ngx_http_fwh_row_label(ngx_http_fwh_main_conf_t *mcf, ngx_http_fwh_row_t *row)
+{
+    if (mcf->routing_name.len == 0) {
+        row->label[0] = '\0';
+        return;
+    }
+
+    if (row->label[0]
+        && ngx_strlen(row->routing_name) == mcf->routing_name.len
+        && ngx_strncmp(row->routing_name, mcf->routing_name.data,
+                       mcf->routing_name.len) == 0)
+    {
+        return;
+    }
+
+    (void) fw_hostname_hash((const char *) mcf->routing_name.data,
+                            mcf->routing_name.len, &row->target, row->label);
+}
+
+
+/* adds a row under its readable key and its label; the caller locks */
+static ngx_int_t
+ngx_http_fwh_index_put(ngx_http_fwh_index_t *ix, ngx_http_fwh_row_t *row)
+{
+    size_t  len;
+    u_char  key[NGX_HTTP_FWH_KEY_MAX];
+
+    ngx_http_fwh_index_del(ix, &row->target);
+
+    len = ngx_http_fwh_key_readable(key, &row->target);
+    if (ngx_http_fwh_index_add_key(ix, key, len, row) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (row->label[0]) {
+        len = ngx_http_fwh_key_hashed(key, row->label);
+        if (ngx_http_fwh_index_add_key(ix, key, len, row) != NGX_OK) {
+            ngx_http_fwh_index_del(ix, &row->target);
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* replaces the whole index by rows; the caller locks */
+static void
+ngx_http_fwh_index_rebuild(ngx_http_fwh_index_t *ix, ngx_array_t *rows,
+    ngx_log_t *log)
+{
+    size_t                len;
+    u_char                key[NGX_HTTP_FWH_KEY_MAX];
+    ngx_uint_t            i;
+    ngx_queue_t          *q;
+    ngx_http_fwh_row_t   *row;
+    ngx_http_fwh_node_t  *n;
+
+    while (!ngx_queue_empty(&ix->sh->all)) {
+        q = ngx_queue_head(&ix->sh->all);
+        n = ngx_queue_data(q, ngx_http_fwh_node_t, all);
+        ngx_http_fwh_index_free(ix, n);
+    }
+
+    row = rows->elts;
+
+    for (i = 0; i < rows->nelts; i++) {
+        ngx_http_fwh_row_label(ix->mcf, &row[i]);
+
+        if (row[i].label[0]) {
+            len = ngx_http_fwh_key_hashed(key, row[i].label);
+            n = ngx_http_fwh_index_find(ix, key, len);
+
+            if (n) {
+                /* two services under one label: neither is served by
+                 * it rather than the wrong one by chance */
+                ngx_log_error(NGX_LOG_ALERT, log, 0,
+                              "fastwall ingress: services %s/%s/%s and "
+                              "%s/%s/%s share the label \"%s\"",
+                              n->row.target.workspace, n->row.target.sandbox,
+                              n->row.target.service,
+                              row[i].target.workspace, row[i].target.sandbox,
+                              row[i].target.service, row[i].label);
+                ngx_rbtree_delete(&ix->sh->rbtree, &n->sn.node);
+                ngx_queue_remove(&n->all);
+                ngx_slab_free_locked(ix->shpool, n);
+                ix->sh->count--;
+                row[i].label[0] = '\0';
+            }
+        }
+
+        if (ngx_http_fwh_index_put(ix, &row[i]) != NGX_OK) {
+            ngx_log_error(NGX_LOG_ERR, log, 0,
+                          "fastwall ingress: service zone full: %ui of %ui "
+                          "services indexed (fastwall_ingress_service_zone_size)",
+                          i, rows->nelts);
+            return;
+        }
+    }
+}
+
+
+/* reads the store and rebuilds the index from it */
+static ngx_int_t
+ngx_http_fwh_refresh(ngx_http_fwh_index_t *ix, ngx_http_fwh_store_t *st,
+    ngx_pool_t *pool, ngx_log_t *log)
+{
+    ngx_array_t  rows;
+
+    if (ngx_array_init(&rows, pool, 16, sizeof(ngx_http_fwh_row_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_fwh_store_list(st, &rows, log) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_shmtx_lock(&ix->shpool->mutex);
+    if (ix->gen == ix->sh->gen) {
+        ngx_http_fwh_index_rebuild(ix, &rows, log);
+    }
+    ix->sh->refreshed = ngx_current_msec ? ngx_current_msec : 1;
+    ngx_shmtx_unlock(&ix->shpool->mutex);
+
+    return NGX_OK;
+}
+
+
+/* refreshes after a miss, unless another request just did */
+static ngx_int_t
+ngx_http_fwh_refresh_on_miss(ngx_http_request_t *r, ngx_http_fwh_index_t *ix)
+{
+    ngx_msec_t             last;
+    ngx_http_fwh_store_t  *st;
+
+    ngx_shmtx_lock(&ix->shpool->mutex);
+    last = ix->sh->refreshed;
+    if (last && ngx_current_msec - last < NGX_HTTP_FWH_REFRESH_GAP) {
+        ngx_shmtx_unlock(&ix->shpool->mutex);
+        return NGX_DECLINED;
+    }
+
+    /* the mark keeps the other workers from refreshing at once */
+    ix->sh->refreshed = ngx_current_msec ? ngx_current_msec : 1;
+    ngx_shmtx_unlock(&ix->shpool->mutex);
+
+    st = ngx_http_fwh_store_get(ix->mcf, r->connection->log);
+    if (st == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_fwh_refresh(ix, st, r->pool, r->connection->log) != NGX_OK) {
+        ngx_http_fwh_store_drop();
+        return NGX_ERROR;
+    }
+
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "fastwall ingress: service index refreshed from the "
+                  "store after a miss: %ui keys", ix->sh->count);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fwh_lookup(ngx_http_fwh_index_t *ix, u_char *key, size_t len,
+    ngx_http_fwh_row_t *row)
+{
+    ngx_http_fwh_node_t  *n;
+
+    ngx_shmtx_lock(&ix->shpool->mutex);
+
+    n = ngx_http_fwh_index_find(ix, key, len);
+    if (n) {
+        *row = n->row;
+    }
+
+    ngx_shmtx_unlock(&ix->shpool->mutex);
+
+    return n ? NGX_OK : NGX_DECLINED;
+}
+
+
+/* the hook */
+
+static ngx_uint_t
+ngx_http_fwh_has_header(ngx_http_request_t *r, const char *name)
+{
+    size_t            len;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    len = ngx_strlen(name);
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return 0;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash != 0 && h[i].key.len == len
+            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
+        {
+            return 1;
+        }
+    }
+}
+
+
+ngx_int_t
+ngx_http_fwh_route(ngx_http_request_t *r, ngx_uint_t header_mode,
+    ngx_str_t *ns, ngx_str_t *sandbox, ngx_uint_t *port)
+{
+    int                         err;
+    size_t                      len, host_len;
+    u_char                      key[NGX_HTTP_FWH_KEY_MAX];
+    const char                 *host;
+    ngx_int_t                   rc;
+    ngx_http_fwh_row_t          row;
+    ngx_http_fwh_index_t       *ix;
+    ngx_http_fwh_main_conf_t   *mcf;
+    struct fw_hostname_parsed   p;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_fastwall_hostnames_module);
+
+    if (mcf->domains == NULL) {
+        return NGX_DECLINED;
+    }
+
+    /* a scope the client names itself comes first */
+    if (ngx_http_fwh_has_header(r, "OpenSandbox-Ingress-To")
+        || ngx_http_fwh_has_header(r, "OPEN-SANDBOX-INGRESS"))
+    {
+        return NGX_DECLINED;
+    }
+
+    /* nginx keeps Host there, or the HTTP/2 :authority when there is no
+     * Host */
+    host = fw_hostname_request_host(
+               r->headers_in.host ? (const char *) r->headers_in.host->value.data
+                                  : NULL,
+               r->headers_in.host ? r->headers_in.host->value.len : 0,
+               NULL, 0, &host_len);
+    if (host == NULL) {
+        return NGX_DECLINED;
+    }
+
+    err = fw_hostname_parse(mcf->domains, mcf->routing_name.len != 0, host,
+                            host_len, &p);
+
+    if (err == -FW_HOSTNAME_E_NO_DOMAIN || err == -FW_HOSTNAME_E_HOST) {
+        return NGX_DECLINED;
+    }
+
+    if (err) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "fastwall ingress: host \"%*s\" under a service "
+                      "domain is no service host: %s", host_len, host,
+                      fw_hostname_strerror(err));
+        return header_mode ? NGX_HTTP_NOT_FOUND : NGX_DECLINED;
+    }
+
+    len = (p.kind == FW_HOSTNAME_HASHED)
+          ? ngx_http_fwh_key_hashed(key, p.label)
+          : ngx_http_fwh_key_readable(key, &p.target);
+
+    ix = mcf->shm_zone->data;
+
+    rc = ngx_http_fwh_lookup(ix, key, len, &row);
+
+    if (rc == NGX_DECLINED) {
+        /* once: another gateway may have exposed it since */
+        if (ngx_http_fwh_refresh_on_miss(r, ix) == NGX_OK) {
+            rc = ngx_http_fwh_lookup(ix, key, len, &row);
+        }
+    }
+
+    if (rc != NGX_OK) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "fastwall ingress: no exposed service has the host "
+                      "\"%*s\"", host_len, host);
+        return header_mode ? NGX_HTTP_NOT_FOUND : NGX_DECLINED;
+    }
+
+    ns->len = ngx_strlen(row.target.workspace);
+    sandbox->len = ngx_strlen(row.target.sandbox);
+
+    ns->data = ngx_pnalloc(r->pool, ns->len + sandbox->len);
+    if (ns->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    sandbox->data = ns->data + ns->len;
+    ngx_memcpy(ns->data, row.target.workspace, ns->len);
+    ngx_memcpy(sandbox->data, row.target.sandbox, sandbox->len);
+    *port = row.port;
+
+    return NGX_OK;
+}
+
+
+/* admin API */
+
+static ngx_int_t
+ngx_http_fwh_is_local(ngx_connection_t *c)
+{
+    struct sockaddr_in   *sin;
+#if (NGX_HAVE_INET6)
+    struct sockaddr_in6  *sin6;
+#endif
+
+    if (ngx_connection_local_sockaddr(c, NULL, 0) != NGX_OK) {
+        return 0;
+    }
+
+    switch (c->local_sockaddr->sa_family) {
+
+#if (NGX_HAVE_UNIX_DOMAIN)
+    case AF_UNIX:
+        return 1;
+#endif
+
+#if (NGX_HAVE_INET6)
+    case AF_INET6:
+        sin6 = (struct sockaddr_in6 *) c->local_sockaddr;
+        return IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr)
+               || (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)
+                   && sin6->sin6_addr.s6_addr[12] == 127);
+#endif
+
+    case AF_INET:
+        sin = (struct sockaddr_in *) c->local_sockaddr;
+        return (ntohl(sin->sin_addr.s_addr) >> 24) == 127;
+
+    default:
+        return 0;
+    }
+}
+
+
+static ngx_int_t
+ngx_http_fwh_send(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
+    size_t len)
+{
+    ngx_int_t     rc;
+    ngx_buf_t    *b;
+    ngx_chain_t   out;
+
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = len;
+    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+
+    if (len == 0) {
+        r->header_only = 1;
+    }
+
+    rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->pos = body;
+    b->last = body + len;
+    b->memory = 1;
+    b->last_buf = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+static ngx_int_t
+ngx_http_fwh_error(ngx_http_request_t *r, ngx_uint_t status, const char *fmt,
+    ...)
+{
+    u_char   *p, *last;
+    va_list   args;
+
+    p = ngx_pnalloc(r->pool, 512);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    last = p + 512 - 3;
+
+    /* the text holds checked names and nginx's own words: no quoting */
+    r->headers_out.content_length_n = 0;
+    va_start(args, fmt);
+    last = ngx_vslprintf(ngx_cpymem(p, "{\"error\":\"", 10), last, fmt, args);
+    va_end(args);
+    last = ngx_cpymem(last, "\"}\n", 3);
+
+    return ngx_http_fwh_send(r, status, p, last - p);
+}
+
+
+/* {"workspace":...,"host":...} of one service, into p */
+static u_char *
+ngx_http_fwh_json(u_char *p, ngx_http_fwh_main_conf_t *mcf,
+    ngx_http_fwh_row_t *row)
+{
+    char  readable[FW_HOSTNAME_READABLE_MAX];
+
+    (void) fw_hostname_readable(&row->target, readable, sizeof(readable));
+
+    p = ngx_sprintf(p, "{\"workspace\":\"%s\",\"sandbox\":\"%s\","
+                    "\"service\":\"%s\",\"port\":%ui,\"label\":\"%s\","
+                    "\"host\":\"%s.%s\",\"readable_host\":\"%s.%s\"}\n",
+                    row->target.workspace, row->target.sandbox,
+                    row->target.service, row->port, row->label,
+                    row->label[0] ? row->label : readable,
+                    mcf->domains->d[0].name, readable,
+                    mcf->domains->d[0].name);
+
+    return p;
+}
+
+
+#define NGX_HTTP_FWH_JSON_MAX  (160 + 5 * FW_HOSTNAME_READABLE_MAX            \
+                                + 2 * FW_HOSTNAME_DOMAIN_MAX)
+
+
+/* "/services/WS/SB[/SVC]": the names, checked */
+static ngx_int_t
+ngx_http_fwh_admin_target(ngx_http_request_t *r, ngx_str_t *rest,
+    struct fw_hostname_target *t)
+{
+    u_char      *p, *end, *start;
+    ngx_str_t    part[4];
+    ngx_uint_t   n;
+
+    p = rest->data;
+    end = p + rest->len;
+    n = 0;
+
+    while (p < end && n < 4) {
+        if (*p++ != '/') {
+            return NGX_ERROR;
+        }
+
+        start = p;
+        while (p < end && *p != '/') {
+            p++;
+        }
+
+        part[n].data = start;
+        part[n].len = p - start;
+        n++;
+    }
+
+    if (p != end || n < 2 || n > 3) {
+        return NGX_ERROR;
+    }
+
+    for (ngx_uint_t i = 0; i < n; i++) {
+        if (fw_hostname_name_ok((const char *) part[i].data, part[i].len)
+            != 0)
+        {
+            return NGX_DECLINED;
+        }
+    }
+
+    ngx_memzero(t, sizeof(*t));
+    ngx_memcpy(t->workspace, part[0].data, part[0].len);
+    ngx_memcpy(t->sandbox, part[1].data, part[1].len);
+
+    if (n == 3) {
+        ngx_memcpy(t->service, part[2].data, part[2].len);
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fwh_admin_list(ngx_http_request_t *r, ngx_http_fwh_index_t *ix)
+{
+    u_char               *body, *p;
+    ngx_uint_t            count;
+    ngx_queue_t          *q;
+    ngx_http_fwh_node_t  *n;
+
+    ngx_shmtx_lock(&ix->shpool->mutex);
+
+    count = ix->sh->count;
+    body = ngx_pnalloc(r->pool, count * NGX_HTTP_FWH_JSON_MAX + 1);
+    if (body == NULL) {
+        ngx_shmtx_unlock(&ix->shpool->mutex);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = body;
+
+    /* one line per service: its readable key */
+    for (q = ngx_queue_head(&ix->sh->all);
+         q != ngx_queue_sentinel(&ix->sh->all);
+         q = ngx_queue_next(q))
+    {
+        n = ngx_queue_data(q, ngx_http_fwh_node_t, all);
+        if (n->data[0] == 'r') {
+            p = ngx_http_fwh_json(p, ix->mcf, &n->row);
+        }
+    }
+
+    ngx_shmtx_unlock(&ix->shpool->mutex);
+
+    return ngx_http_fwh_send(r, NGX_HTTP_OK, body, p - body);
+}
+
+
+static ngx_int_t
+ngx_http_fwh_admin_expose(ngx_http_request_t *r, ngx_http_fwh_index_t *ix,
+    struct fw_hostname_target *t)
+{
+    size_t                     len;
+    u_char                     key[NGX_HTTP_FWH_KEY_MAX], *body, *p;
+    ngx_int_t                  rc, port;
+    ngx_str_t                  arg;
+    ngx_uint_t                 tries;
+    ngx_http_fwh_row_t         row;
+    ngx_http_fwh_node_t       *n;
+    ngx_http_fwh_store_t      *st;
+    ngx_http_fwh_main_conf_t  *mcf;
+    struct fw_hostname_target  other;
+
+    mcf = ix->mcf;
+
+    if (ngx_http_arg(r, (u_char *) "port", 4, &arg) != NGX_OK) {
+        return ngx_http_fwh_error(r, NGX_HTTP_BAD_REQUEST,
+                                  "expose needs ?port=PORT");
+    }
+
+    port = ngx_atoi(arg.data, arg.len);
+    if (port < 1 || port > 65535 || arg.data[0] == '0') {
+        return ngx_http_fwh_error(r, NGX_HTTP_BAD_REQUEST,
+                                  "port is not decimal 1-65535");
+    }
+
+    if (port == NGX_HTTP_FWH_POLICY_PORT) {
+        return ngx_http_fwh_error(r, NGX_HTTP_BAD_REQUEST,
+                                  "port 18080 is the policy port, which "
+                                  "carries no traffic");
+    }
+
+    ngx_memzero(&row, sizeof(row));
+    row.target = *t;
+    row.port = port;
+
+    if (mcf->routing_name.len) {
+        ngx_memcpy(row.routing_name, mcf->routing_name.data,
+                   mcf->routing_name.len);
+        (void) fw_hostname_hash((const char *) mcf->routing_name.data,
+                                mcf->routing_name.len, t, row.label);
+
+        /* a label another target holds: refused before anything is
+         * written. The store decides: a holder another gateway deleted
+         * is still in this index until a refresh */
+        len = ngx_http_fwh_key_hashed(key, row.label);
+
+        for (tries = 0; /* void */; tries++) {
+            rc = NGX_OK;
+
+            ngx_shmtx_lock(&ix->shpool->mutex);
+            n = ngx_http_fwh_index_find(ix, key, len);
+            if (n && ngx_memcmp(&n->row.target, t, sizeof(*t)) != 0) {
+                other = n->row.target;
+                rc = NGX_DECLINED;
+            }
+            ngx_shmtx_unlock(&ix->shpool->mutex);
+
+            if (rc == NGX_OK || tries == 1) {
+                break;
+            }
+
+            st = ngx_http_fwh_store_get(mcf, r->connection->log);
+            if (st == NULL
+                || ngx_http_fwh_refresh(ix, st, r->pool, r->connection->log)
+                   != NGX_OK)
+            {
+                ngx_http_fwh_store_drop();
+                return ngx_http_fwh_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                          "the service store is "
+                                          "unreachable");
+            }
+        }
+
+        if (rc == NGX_DECLINED) {
+            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                          "fastwall ingress: expose of %s/%s/%s refused: "
+                          "label \"%s\" is %s/%s/%s's", t->workspace,
+                          t->sandbox, t->service, row.label,
+                          other.workspace, other.sandbox, other.service);
+            return ngx_http_fwh_error(r, NGX_HTTP_CONFLICT,
+                                      "hostname label collision: %s is "
+                                      "already %s/%s/%s; nothing was stored",
+                                      row.label, other.workspace,
+                                      other.sandbox, other.service);
+        }
+    }
+
+    st = ngx_http_fwh_store_get(mcf, r->connection->log);
+    if (st == NULL) {
+        return ngx_http_fwh_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                  "the service store is unreachable");
+    }
+
+    rc = ngx_http_fwh_store_put(st, &row, r->connection->log);
+
+    if (rc == NGX_DECLINED) {
+        /* another gateway stored the label first: learn whose it is */
+        (void) ngx_http_fwh_refresh(ix, st, r->pool, r->connection->log);
+        return ngx_http_fwh_error(r, NGX_HTTP_CONFLICT,
+                                  "hostname label collision: %s is already "
+                                  "another service's in the store; nothing "
+                                  "was stored", row.label);
+    }
+
+    if (rc != NGX_OK) {
+        ngx_http_fwh_store_drop();
+        return ngx_http_fwh_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                  "the service store failed: see the "
+                                  "error log");
+    }
+
+    ngx_shmtx_lock(&ix->shpool->mutex);
+    rc = (ix->gen == ix->sh->gen) ? ngx_http_fwh_index_put(ix, &row) : NGX_OK;
+    ngx_shmtx_unlock(&ix->shpool->mutex);
+
+    if (rc != NGX_OK) {
+        /* stored: a refresh after the next miss finds it again */
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "fastwall ingress: service zone full, %s/%s/%s "
+                      "stored but not indexed", t->workspace, t->sandbox,
+                      t->service);
+    }
+
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "fastwall ingress: exposed %s/%s/%s port %ui label \"%s\"",
+                  t->workspace, t->sandbox, t->service, row.port, row.label);
+
+    body = ngx_pnalloc(r->pool, NGX_HTTP_FWH_JSON_MAX);
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_http_fwh_json(body, mcf, &row);
+
+    return ngx_http_fwh_send(r, NGX_HTTP_OK, body, p - body);
+}
+
+
+static ngx_int_t
+ngx_http_fwh_admin_delete(ngx_http_request_t *r, ngx_http_fwh_index_t *ix,
+    struct fw_hostname_target *t)
+{
+    ngx_int_t              rc;
+    ngx_http_fwh_store_t  *st;
+
+    st = ngx_http_fwh_store_get(ix->mcf, r->connection->log);
+    if (st == NULL) {
+        return ngx_http_fwh_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                  "the service store is unreachable");
+    }
+
+    rc = ngx_http_fwh_store_delete(st, t, r->connection->log);
+
+    if (rc == NGX_ERROR) {
+        ngx_http_fwh_store_drop();
+        return ngx_http_fwh_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                  "the service store failed: see the "
+                                  "error log");
+    }
+
+    ngx_shmtx_lock(&ix->shpool->mutex);
+    if (ix->gen == ix->sh->gen) {
+        ngx_http_fwh_index_del(ix, t);
+    }
+    ngx_shmtx_unlock(&ix->shpool->mutex);
+
+    if (rc == NGX_DECLINED) {
+        return ngx_http_fwh_error(r, NGX_HTTP_NOT_FOUND,
+                                  "no exposed service %s/%s/%s",
+                                  t->workspace, t->sandbox, t->service);
+    }
+
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "fastwall ingress: deleted %s/%s/%s", t->workspace,
+                  t->sandbox, t->service);
+
+    return ngx_http_fwh_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
+}
+
+
+static ngx_int_t
+ngx_http_fwh_admin_handler(ngx_http_request_t *r)
+{
+    size_t                     len;
+    u_char                     key[NGX_HTTP_FWH_KEY_MAX], *body, *p;
+    ngx_int_t                  rc;
+    ngx_str_t                  rest;
+    ngx_http_fwh_row_t         row;
+    ngx_http_fwh_index_t      *ix;
+    ngx_http_fwh_main_conf_t  *mcf;
+    struct fw_hostname_target  t;
+
+    static ngx_str_t  prefix = ngx_string("/services");
+
+    if (!ngx_http_fwh_is_local(r->connection)) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "fastwall ingress: admin request on a listener that is "
+                      "neither loopback nor a unix socket, refused");
+        return NGX_HTTP_FORBIDDEN;
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_fastwall_hostnames_module);
+    ix = mcf->shm_zone->data;
+
+    if (r->uri.len < prefix.len
+        || ngx_strncmp(r->uri.data, prefix.data, prefix.len) != 0)
+    {
+        return ngx_http_fwh_error(r, NGX_HTTP_NOT_FOUND,
+                                  "the admin API is under /services");
+    }
+
+    rest.data = r->uri.data + prefix.len;
+    rest.len = r->uri.len - prefix.len;
+
+    if (rest.len == 0 || (rest.len == 1 && rest.data[0] == '/')) {
+        if (r->method != NGX_HTTP_GET) {
+            return ngx_http_fwh_error(r, NGX_HTTP_NOT_ALLOWED,
+                                      "/services takes GET");
+        }
+
+        return ngx_http_fwh_admin_list(r, ix);
+    }
+
+    rc = ngx_http_fwh_admin_target(r, &rest, &t);
+
+    if (rc == NGX_ERROR) {
+        return ngx_http_fwh_error(r, NGX_HTTP_NOT_FOUND,
+                                  "not /services/WORKSPACE/SANDBOX[/SERVICE]");
+    }
+
+    if (rc == NGX_DECLINED) {
+        return ngx_http_fwh_error(r, NGX_HTTP_BAD_REQUEST,
+                                  "a name is %s",
+                                  fw_hostname_strerror(FW_HOSTNAME_E_NAME));
+    }
+
+    switch (r->method) {
+
+    case NGX_HTTP_PUT:
+    case NGX_HTTP_POST:
+        return ngx_http_fwh_admin_expose(r, ix, &t);
+
+    case NGX_HTTP_DELETE:
+        return ngx_http_fwh_admin_delete(r, ix, &t);
+
+    case NGX_HTTP_GET:
+        len = ngx_http_fwh_key_readable(key, &t);
+        if (ngx_http_fwh_lookup(ix, key, len, &row) != NGX_OK) {
+            return ngx_http_fwh_error(r, NGX_HTTP_NOT_FOUND,
+                                      "no exposed service %s/%s/%s",
+                                      t.workspace, t.sandbox, t.service);
+        }
+
+        body = ngx_pnalloc(r->pool, NGX_HTTP_FWH_JSON_MAX);
+        if (body == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        p = ngx_http_fwh_json(body, mcf, &row);
+
+        return ngx_http_fwh_send(r, NGX_HTTP_OK, body, p - body);
+
+    default:
+        return ngx_http_fwh_error(r, NGX_HTTP_NOT_ALLOWED,
+                                  "a service takes PUT, DELETE or GET");
+    }
+}
+
+
+/* the zone: made in the master, hydrated there before workers start */
+
+static ngx_int_t
+ngx_http_fwh_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_http_fwh_index_t  *oix = data;
+
+    size_t                 len;
+    ngx_int_t              rc;
+    ngx_pool_t            *pool;
+    ngx_http_fwh_index_t  *ix;
+    ngx_http_fwh_store_t  *st;
+
+    ix = shm_zone->data;
+
+    if (oix) {
+        ix->sh = oix->sh;
+        ix->shpool = oix->shpool;
+
+    } else {
+        ix->shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+        if (shm_zone->shm.exists) {
+            ix->sh = ix->shpool->data;
+
+        } else {
+            ix->sh = ngx_slab_alloc(ix->shpool, sizeof(ngx_http_fwh_shctx_t));
+            if (ix->sh == NULL) {
+                return NGX_ERROR;
+            }
+
+            ix->shpool->data = ix->sh;
+
+            ngx_rbtree_init(&ix->sh->rbtree, &ix->sh->sentinel,
+                            ngx_str_rbtree_insert_value);
+            ngx_queue_init(&ix->sh->all);
+            ix->sh->count = 0;
+            ix->sh->refreshed = 0;
+            ix->sh->gen = 0;
+
+            len = sizeof(" in fastwall_ingress service zone \"\"")
+                  + shm_zone->shm.name.len;
+
+            ix->shpool->log_ctx = ngx_slab_alloc(ix->shpool, len);
+            if (ix->shpool->log_ctx == NULL) {
+                return NGX_ERROR;
+            }
+
+            ngx_sprintf(ix->shpool->log_ctx, " in fastwall_ingress service "
+                        "zone \"%V\"%Z", &shm_zone->shm.name);
+
+            ix->shpool->log_nomem = 0;
+        }
+    }
+
+    if (ngx_test_config) {
+        return NGX_OK;
+    }
+
+    ngx_shmtx_lock(&ix->shpool->mutex);
+    ix->gen = ++ix->sh->gen;
+    ngx_shmtx_unlock(&ix->shpool->mutex);
+
+    /* every start and reload: the routing name may have changed, and
+     * with it every label */
+    st = ngx_http_fwh_store_open(ix->mcf->store_kind,
+                                 (const char *) ix->mcf->store_arg.data,
+                                 shm_zone->shm.log);
+    if (st == NULL) {
+        return NGX_ERROR;
+    }
+
+    pool = ngx_create_pool(NGX_DEFAULT_POOL_SIZE, shm_zone->shm.log);
+    if (pool == NULL) {
+        ngx_http_fwh_store_close(st);
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_fwh_refresh(ix, st, pool, shm_zone->shm.log);
+
+    /* a connection is not carried across fork(): workers open their own */
+    ngx_http_fwh_store_close(st);
+    ngx_destroy_pool(pool);
+
+    if (rc != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
+                  "fastwall ingress: service index hydrated from the store: "
+                  "%ui keys, routing name \"%V\"", ix->sh->count,
+                  &ix->mcf->routing_name);
+
+    return NGX_OK;
+}
+
+
+/*
+ * With fastwall_ingress_service_refresh, worker 0 reads the store on a
+ * timer: a delete through another gateway sharing the store then stops
+ * routing here within that time, not only at the next miss.
+ */
+
+static void
+ngx_http_fwh_refresh_handler(ngx_event_t *ev)
+{
+    ngx_pool_t                *pool;
+    ngx_http_fwh_index_t      *ix;
+    ngx_http_fwh_store_t      *st;
+    ngx_http_fwh_main_conf_t  *mcf = ev->data;
+
+    if (ngx_exiting || ngx_terminate || ngx_quit) {
+        return;
+    }
+
+    ix = mcf->shm_zone->data;
+
+    pool = ngx_create_pool(NGX_DEFAULT_POOL_SIZE, ev->log);
+    if (pool != NULL) {
+        st = ngx_http_fwh_store_get(mcf, ev->log);
+
+        if (st == NULL
+            || ngx_http_fwh_refresh(ix, st, pool, ev->log) != NGX_OK)
+        {
+            ngx_http_fwh_store_drop();
+        }
+
+        ngx_destroy_pool(pool);
+    }
+
+    ngx_add_timer(ev, mcf->refresh);
+}
+
+
+static ngx_int_t
+ngx_http_fwh_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_fwh_main_conf_t  *mcf;
+
+    if (ngx_process != NGX_PROCESS_WORKER || ngx_worker != 0) {
+        return NGX_OK;
+    }
+
+    mcf = ngx_http_cycle_get_module_main_conf(cycle,
+                                              ngx_http_fastwall_hostnames_module);
+
+    if (mcf == NULL || mcf->domains == NULL || mcf->refresh == 0) {
+        return NGX_OK;
+    }
+
+    ngx_http_fwh_refresh_event.handler = ngx_http_fwh_refresh_handler;
+    ngx_http_fwh_refresh_event.data = mcf;
+    ngx_http_fwh_refresh_event.log = cycle->log;
+    /* a pending refresh does not hold up a graceful shutdown */
+    ngx_http_fwh_refresh_event.cancelable = 1;
+
+    ngx_add_timer(&ngx_http_fwh_refresh_event, mcf->refresh);
+
+    return NGX_OK;
+}
+
+
+/* configuration */
+
+static char *
+ngx_http_fwh_service_hosts(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fwh_main_conf_t *mcf = conf;
+
+    int          err;
+    ngx_str_t   *value;
+    ngx_uint_t   i;
+
+    if (mcf->domains != NULL) {
+        return "is duplicate";
+    }
+
+    mcf->domains = ngx_pcalloc(cf->pool, sizeof(struct fw_hostname_domains));
+    if (mcf->domains == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+        err = fw_hostname_domains_add_wildcard(mcf->domains,
+                                               (const char *) value[i].data,
+                                               value[i].len);
+        if (err) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "fastwall_ingress_service_hosts: \"%V\": %s",
+                               &value[i], fw_hostname_strerror(err));
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_fwh_routing_name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fwh_main_conf_t *mcf = conf;
+
+    ngx_str_t  *value;
+
+    if (mcf->routing_conf.data) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (fw_hostname_routing_name_ok((const char *) value[1].data,
+                                    value[1].len)
+        != 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_routing_name: \"%V\": %s",
+                           &value[1],
+                           fw_hostname_strerror(FW_HOSTNAME_E_ROUTING_NAME));
+        return NGX_CONF_ERROR;
+    }
+
+    mcf->routing_conf = value[1];
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_fwh_store(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fwh_main_conf_t *mcf = conf;
+
+    ngx_str_t  *value, arg;
+
+    if (mcf->store_kind) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len > 7 && ngx_strncmp(value[1].data, "sqlite:", 7) == 0) {
+        arg.data = value[1].data + 7;
+        arg.len = value[1].len - 7;
+
+        /* relative to the prefix; the result is NUL-terminated */
+        if (ngx_conf_full_name(cf->cycle, &arg, 1) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
+
+        mcf->store_kind = NGX_HTTP_FWH_SQLITE;
+        mcf->store_arg = arg;
+        return NGX_CONF_OK;
+    }
+
+    if (value[1].len > 11
+        && ngx_strncmp(value[1].data, "postgresql:", 11) == 0)
+    {
+        /* value[] strings are NUL-terminated by the parser */
+        mcf->store_kind = NGX_HTTP_FWH_POSTGRESQL;
+        mcf->store_arg.data = value[1].data + 11;
+        mcf->store_arg.len = value[1].len - 11;
+        return NGX_CONF_OK;
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "fastwall_ingress_service_store: \"%V\" is neither "
+                       "sqlite:FILE nor postgresql:CONNINFO", &value[1]);
+
+    return NGX_CONF_ERROR;
+}
+
+
+static char *
+ngx_http_fwh_zone_size(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fwh_main_conf_t *mcf = conf;
+
+    ssize_t     size;
+    ngx_str_t  *value;
+
+    if (mcf->zone_size != NGX_CONF_UNSET_SIZE) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    size = ngx_parse_size(&value[1]);
+
+    if (size == NGX_ERROR || size < NGX_HTTP_FWH_ZONE_MIN) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_service_zone_size: \"%V\" is "
+                           "not a size of at least 32k", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    mcf->zone_size = size;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_fwh_admin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fwh_loc_conf_t *lcf = conf;
+
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (lcf->admin != NGX_CONF_UNSET) {
+        return "is duplicate";
+    }
+
+    lcf->admin = 1;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_fwh_admin_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_http_fwh_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_fwh_main_conf_t  *mcf;
+
+    mcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_fwh_main_conf_t));
+    if (mcf == NULL) {
+        return NULL;
+    }
+
+    mcf->zone_size = NGX_CONF_UNSET_SIZE;
+    mcf->refresh = NGX_CONF_UNSET_MSEC;
+
+    return mcf;
+}
+
+
+static char *
+ngx_http_fwh_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    ngx_http_fwh_main_conf_t *mcf = conf;
+
+    char                  *env;
+    size_t                 len;
+    ngx_str_t              name = ngx_string("fastwall_ingress_services");
+    ngx_http_fwh_index_t  *ix;
+
+    if (mcf->domains == NULL) {
+        if (mcf->routing_conf.len || mcf->store_kind
+            || mcf->zone_size != NGX_CONF_UNSET_SIZE
+            || mcf->refresh != NGX_CONF_UNSET_MSEC)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "the service hostname directives need "
+                               "\"fastwall_ingress_service_hosts\"");
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    /* the environment overrides the configuration file; empty = unset */
+    mcf->routing_name = mcf->routing_conf;
+
+    env = getenv(NGX_HTTP_FWH_ROUTING_ENV);
+    if (env && *env) {
+        len = ngx_strlen(env);
+
+        if (fw_hostname_routing_name_ok(env, len) != 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               NGX_HTTP_FWH_ROUTING_ENV " \"%s\": %s", env,
+                               fw_hostname_strerror(
+                                   FW_HOSTNAME_E_ROUTING_NAME));
+            return NGX_CONF_ERROR;
+        }
+
+        mcf->routing_name.data = ngx_pnalloc(cf->pool, len);
+        if (mcf->routing_name.data == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_memcpy(mcf->routing_name.data, env, len);
+        mcf->routing_name.len = len;
+    }
+
+    if (mcf->store_kind == 0) {
+        mcf->store_kind = NGX_HTTP_FWH_SQLITE;
+        ngx_str_set(&mcf->store_arg, NGX_HTTP_FWH_DEFAULT_STORE);
+    }
+
+    if (mcf->zone_size == NGX_CONF_UNSET_SIZE) {
+        mcf->zone_size = 1024 * 1024;
+    }
+
+    ngx_conf_init_msec_value(mcf->refresh, 0);
+
+    ix = ngx_pcalloc(cf->pool, sizeof(ngx_http_fwh_index_t));
+    if (ix == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ix->mcf = mcf;
+
+    mcf->shm_zone = ngx_shared_memory_add(cf, &name, mcf->zone_size,
+                                          &ngx_http_fastwall_hostnames_module);
+    if (mcf->shm_zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    mcf->shm_zone->init = ngx_http_fwh_init_zone;
+    mcf->shm_zone->data = ix;
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_http_fwh_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_http_fwh_loc_conf_t  *lcf;
+
+    lcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_fwh_loc_conf_t));
+    if (lcf == NULL) {
+        return NULL;
+    }
+
+    lcf->admin = NGX_CONF_UNSET;
+
+    return lcf;
+}
+
+
+static char *
+ngx_http_fwh_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_fwh_loc_conf_t *conf = child;
+
+    ngx_http_fwh_main_conf_t  *mcf;
+
+    if (conf->admin != 1) {
+        return NGX_CONF_OK;
+    }
+
+    mcf = ngx_http_conf_get_module_main_conf(cf,
+                                             ngx_http_fastwall_hostnames_module);
+
+    if (mcf->domains == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"fastwall_ingress_admin\" needs "
+                           "\"fastwall_ingress_service_hosts\" in the http "
+                           "block");
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}

@@ -1,0 +1,454 @@
+/*
+ * SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+ *
+ * The store of exposed services behind the hostname index: one table,
+ * fastwall_services, in an SQLite file (the embedded default) or in a
+ * PostgreSQL database several gateways share. The target is the primary
+ * key; a unique index on (routing_name, label) makes a label collision a
+ * constraint error, so two gateways can never persist one label twice.
+ * Calls block: they run at start, on the admin API and on an index miss.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+#include <sqlite3.h>
+#include <libpq-fe.h>
+
+#include "ngx_http_fastwall_hostnames.h"
+
+
+struct ngx_http_fwh_store_s {
+    ngx_uint_t   kind;
+    sqlite3     *db;
+    PGconn      *pg;
+};
+
+
+#define NGX_HTTP_FWH_SCHEMA_TABLE                                            \
+    "CREATE TABLE IF NOT EXISTS fastwall_services ("                         \
+    " workspace TEXT NOT NULL, sandbox TEXT NOT NULL, service TEXT NOT NULL," \
+    " port INTEGER NOT NULL, routing_name TEXT NOT NULL,"                    \
+    " label TEXT NOT NULL,"                                                  \
+    " PRIMARY KEY (workspace, sandbox, service))"
+
+#define NGX_HTTP_FWH_SCHEMA_INDEX                                            \
+    "CREATE UNIQUE INDEX IF NOT EXISTS fastwall_services_label"              \
+    " ON fastwall_services (routing_name, label) WHERE label <> ''"
+
+#define NGX_HTTP_FWH_SELECT                                                  \
+    "SELECT workspace, sandbox, service, port, routing_name, label"          \
+    " FROM fastwall_services ORDER BY workspace, sandbox, service"
+
+
+static const char  *ngx_http_fwh_upsert[] = {
+    NULL,
+    "INSERT INTO fastwall_services VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+    " ON CONFLICT (workspace, sandbox, service) DO UPDATE SET"
+    " port = excluded.port, routing_name = excluded.routing_name,"
+    " label = excluded.label",
+    "INSERT INTO fastwall_services VALUES ($1, $2, $3, $4, $5, $6)"
+    " ON CONFLICT (workspace, sandbox, service) DO UPDATE SET"
+    " port = excluded.port, routing_name = excluded.routing_name,"
+    " label = excluded.label"
+};
+
+static const char  *ngx_http_fwh_delete[] = {
+    NULL,
+    "DELETE FROM fastwall_services"
+    " WHERE workspace = ?1 AND sandbox = ?2 AND service = ?3",
+    "DELETE FROM fastwall_services"
+    " WHERE workspace = $1 AND sandbox = $2 AND service = $3"
+};
+
+
+static void
+ngx_http_fwh_pg_quiet(void *arg, const char *message)
+{
+    /* "relation already exists, skipping" and the like: not for stderr */
+}
+
+
+/* a row read back is untrusted: names, port and label are checked */
+static ngx_int_t
+ngx_http_fwh_row_set(ngx_http_fwh_row_t *row, const char *ws, const char *sb,
+    const char *svc, long port, const char *routing, const char *label)
+{
+    size_t  rl, ll;
+
+    if (ws == NULL || sb == NULL || svc == NULL || routing == NULL
+        || label == NULL
+        || fw_hostname_target_set(&row->target, ws, sb, svc) != 0
+        || port < 1 || port > 65535)
+    {
+        return NGX_ERROR;
+    }
+
+    rl = ngx_strlen(routing);
+    ll = ngx_strlen(label);
+
+    if ((rl && fw_hostname_routing_name_ok(routing, rl) != 0)
+        || (ll && !fw_hostname_is_hash_label(label, ll)))
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(row->routing_name, routing, rl + 1);
+    ngx_memcpy(row->label, label, ll + 1);
+    row->port = (ngx_uint_t) port;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fwh_sqlite_exec(ngx_http_fwh_store_t *st, const char *sql,
+    ngx_log_t *log)
+{
+    char  *msg;
+
+    if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        ngx_log_error(NGX_LOG_EMERG, log, 0,
+                      "fastwall ingress: sqlite service store: %s", msg);
+        sqlite3_free(msg);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fwh_pg_exec(ngx_http_fwh_store_t *st, const char *sql,
+    ngx_log_t *log)
+{
+    PGresult  *res;
+
+    res = PQexec(st->pg, sql);
+
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        ngx_log_error(NGX_LOG_EMERG, log, 0,
+                      "fastwall ingress: postgresql service store: %s",
+                      PQerrorMessage(st->pg));
+        PQclear(res);
+        return NGX_ERROR;
+    }
+
+    PQclear(res);
+
+    return NGX_OK;
+}
+
+
+ngx_http_fwh_store_t *
+ngx_http_fwh_store_open(ngx_uint_t kind, const char *arg, ngx_log_t *log)
+{
+    ngx_http_fwh_store_t  *st;
+
+    st = ngx_calloc(sizeof(ngx_http_fwh_store_t), log);
+    if (st == NULL) {
+        return NULL;
+    }
+
+    st->kind = kind;
+
+    if (kind == NGX_HTTP_FWH_SQLITE) {
+        if (sqlite3_open_v2(arg, &st->db,
+                            SQLITE_OPEN_READWRITE|SQLITE_OPEN_CREATE, NULL)
+            != SQLITE_OK)
+        {
+            ngx_log_error(NGX_LOG_EMERG, log, 0,
+                          "fastwall ingress: can't open the sqlite service "
+                          "store \"%s\": %s", arg,
+                          st->db ? sqlite3_errmsg(st->db) : "out of memory");
+            goto failed;
+        }
+
+        /* workers write in turn: wait for another's lock, briefly */
+        sqlite3_busy_timeout(st->db, 2000);
+
+        if (ngx_http_fwh_sqlite_exec(st, "PRAGMA journal_mode=WAL", log)
+               != NGX_OK
+            || ngx_http_fwh_sqlite_exec(st, NGX_HTTP_FWH_SCHEMA_TABLE, log)
+               != NGX_OK
+            || ngx_http_fwh_sqlite_exec(st, NGX_HTTP_FWH_SCHEMA_INDEX, log)
+               != NGX_OK)
+        {
+            goto failed;
+        }
+
+        return st;
+    }
+
+    st->pg = PQconnectdb(arg);
+
+    if (st->pg == NULL || PQstatus(st->pg) != CONNECTION_OK) {
+        /* never the connection string: it may hold a password */
+        ngx_log_error(NGX_LOG_EMERG, log, 0,
+                      "fastwall ingress: can't connect to the postgresql "
+                      "service store: %s",
+                      st->pg ? PQerrorMessage(st->pg) : "out of memory");
+        goto failed;
+    }
+
+    PQsetNoticeProcessor(st->pg, ngx_http_fwh_pg_quiet, NULL);
+
+    if (ngx_http_fwh_pg_exec(st, NGX_HTTP_FWH_SCHEMA_TABLE, log) != NGX_OK
+        || ngx_http_fwh_pg_exec(st, NGX_HTTP_FWH_SCHEMA_INDEX, log) != NGX_OK)
+    {
+        goto failed;
+    }
+
+    return st;
+
+failed:
+
+    ngx_http_fwh_store_close(st);
+
+    return NULL;
+}
+
+
+void
+ngx_http_fwh_store_close(ngx_http_fwh_store_t *st)
+{
+    if (st == NULL) {
+        return;
+    }
+
+    if (st->db) {
+        sqlite3_close(st->db);
+    }
+
+    if (st->pg) {
+        PQfinish(st->pg);
+    }
+
+    ngx_free(st);
+}
+
+
+/* a connection the database dropped is made again before the call */
+static void
+ngx_http_fwh_pg_check(ngx_http_fwh_store_t *st)
+{
+    if (PQstatus(st->pg) != CONNECTION_OK) {
+        PQreset(st->pg);
+    }
+}
+
+
+ngx_int_t
+ngx_http_fwh_store_list(ngx_http_fwh_store_t *st, ngx_array_t *rows,
+    ngx_log_t *log)
+{
+    int                  i, n, rc;
+    PGresult            *res;
+    sqlite3_stmt        *stmt;
+    ngx_http_fwh_row_t  *row, tmp;
+
+    if (st->kind == NGX_HTTP_FWH_SQLITE) {
+        if (sqlite3_prepare_v2(st->db, NGX_HTTP_FWH_SELECT, -1, &stmt, NULL)
+            != SQLITE_OK)
+        {
+            ngx_log_error(NGX_LOG_ERR, log, 0,
+                          "fastwall ingress: sqlite service store: %s",
+                          sqlite3_errmsg(st->db));
+            return NGX_ERROR;
+        }
+
+        while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+            if (ngx_http_fwh_row_set(&tmp,
+                    (const char *) sqlite3_column_text(stmt, 0),
+                    (const char *) sqlite3_column_text(stmt, 1),
+                    (const char *) sqlite3_column_text(stmt, 2),
+                    (long) sqlite3_column_int64(stmt, 3),
+                    (const char *) sqlite3_column_text(stmt, 4),
+                    (const char *) sqlite3_column_text(stmt, 5))
+                != NGX_OK)
+            {
+                ngx_log_error(NGX_LOG_WARN, log, 0,
+                              "fastwall ingress: a service store row that "
+                              "is not a valid service, skipped");
+                continue;
+            }
+
+            row = ngx_array_push(rows);
+            if (row == NULL) {
+                sqlite3_finalize(stmt);
+                return NGX_ERROR;
+            }
+
+            *row = tmp;
+        }
+
+        sqlite3_finalize(stmt);
+
+        if (rc != SQLITE_DONE) {
+            ngx_log_error(NGX_LOG_ERR, log, 0,
+                          "fastwall ingress: sqlite service store: %s",
+                          sqlite3_errmsg(st->db));
+            return NGX_ERROR;
+        }
+
+        return NGX_OK;
+    }
+
+    ngx_http_fwh_pg_check(st);
+
+    res = PQexec(st->pg, NGX_HTTP_FWH_SELECT);
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "fastwall ingress: postgresql service store: %s",
+                      PQerrorMessage(st->pg));
+        PQclear(res);
+        return NGX_ERROR;
+    }
+
+    n = PQntuples(res);
+
+    for (i = 0; i < n; i++) {
+        if (ngx_http_fwh_row_set(&tmp, PQgetvalue(res, i, 0),
+                                 PQgetvalue(res, i, 1), PQgetvalue(res, i, 2),
+                                 strtol(PQgetvalue(res, i, 3), NULL, 10),
+                                 PQgetvalue(res, i, 4), PQgetvalue(res, i, 5))
+            != NGX_OK)
+        {
+            ngx_log_error(NGX_LOG_WARN, log, 0,
+                          "fastwall ingress: a service store row that "
+                          "is not a valid service, skipped");
+            continue;
+        }
+
+        row = ngx_array_push(rows);
+        if (row == NULL) {
+            PQclear(res);
+            return NGX_ERROR;
+        }
+
+        *row = tmp;
+    }
+
+    PQclear(res);
+
+    return NGX_OK;
+}
+
+
+/* runs one statement of text parameters; NGX_DECLINED on a constraint
+ * violation, else the rows it changed in *changed */
+static ngx_int_t
+ngx_http_fwh_store_run(ngx_http_fwh_store_t *st, const char **sqls,
+    const char **params, int nparams, ngx_uint_t *changed, ngx_log_t *log)
+{
+    int            i, rc;
+    char          *state;
+    PGresult      *res;
+    sqlite3_stmt  *stmt;
+
+    if (st->kind == NGX_HTTP_FWH_SQLITE) {
+        if (sqlite3_prepare_v2(st->db, sqls[NGX_HTTP_FWH_SQLITE], -1, &stmt,
+                               NULL)
+            != SQLITE_OK)
+        {
+            ngx_log_error(NGX_LOG_ERR, log, 0,
+                          "fastwall ingress: sqlite service store: %s",
+                          sqlite3_errmsg(st->db));
+            return NGX_ERROR;
+        }
+
+        for (i = 0; i < nparams; i++) {
+            sqlite3_bind_text(stmt, i + 1, params[i], -1, SQLITE_STATIC);
+        }
+
+        rc = sqlite3_step(stmt);
+        sqlite3_finalize(stmt);
+
+        if (rc == SQLITE_CONSTRAINT) {
+            return NGX_DECLINED;
+        }
+
+        if (rc != SQLITE_DONE) {
+            ngx_log_error(NGX_LOG_ERR, log, 0,
+                          "fastwall ingress: sqlite service store: %s",
+                          sqlite3_errmsg(st->db));
+            return NGX_ERROR;
+        }
+
+        *changed = sqlite3_changes(st->db);
+        return NGX_OK;
+    }
+
+    ngx_http_fwh_pg_check(st);
+
+    res = PQexecParams(st->pg, sqls[NGX_HTTP_FWH_POSTGRESQL], nparams, NULL,
+                       params, NULL, NULL, 0);
+
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+        /* 23505: unique_violation */
+        if (state && ngx_strcmp(state, "23505") == 0) {
+            PQclear(res);
+            return NGX_DECLINED;
+        }
+
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "fastwall ingress: postgresql service store: %s",
+                      PQerrorMessage(st->pg));
+        PQclear(res);
+        return NGX_ERROR;
+    }
+
+    *changed = (ngx_uint_t) strtoul(PQcmdTuples(res), NULL, 10);
+    PQclear(res);
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_fwh_store_put(ngx_http_fwh_store_t *st, ngx_http_fwh_row_t *row,
+    ngx_log_t *log)
+{
+    char         port[NGX_INT_T_LEN + 1];
+    const char  *params[6];
+    ngx_uint_t   changed;
+
+    *ngx_sprintf((u_char *) port, "%ui", row->port) = '\0';
+
+    params[0] = row->target.workspace;
+    params[1] = row->target.sandbox;
+    params[2] = row->target.service;
+    params[3] = port;
+    params[4] = row->routing_name;
+    params[5] = row->label;
+
+    return ngx_http_fwh_store_run(st, ngx_http_fwh_upsert, params, 6, &changed,
+                                  log);
+}
+
+
+ngx_int_t
+ngx_http_fwh_store_delete(ngx_http_fwh_store_t *st,
+    struct fw_hostname_target *t, ngx_log_t *log)
+{
+    ngx_int_t    rc;
+    const char  *params[3];
+    ngx_uint_t   changed;
+
+    params[0] = t->workspace;
+    params[1] = t->sandbox;
+    params[2] = t->service;
+
+    changed = 0;
+
+    rc = ngx_http_fwh_store_run(st, ngx_http_fwh_delete, params, 3, &changed,
+                                log);
+    if (rc != NGX_OK) {
+        return rc == NGX_DECLINED ? NGX_ERROR : rc;
+    }
+
+    return changed ? NGX_OK : NGX_DECLINED;
+}

@@ -136,6 +136,14 @@ http {
 			proxy_set_header Upgrade \$http_upgrade;
 			proxy_set_header Connection \$connection_upgrade;
 		}
+		# header mode without variables in proxy_pass (ingress.md,
+		# "Performance"): nginx then sends the URI as the client did
+		location /nv/ {
+			fastwall_ingress on;
+			proxy_pass http://fastwall_fastlet;
+			proxy_set_header Host \$fastwall_ingress_upstream_host;
+			proxy_set_header Connection "";
+		}
 		include $NGX/resolve.conf;
 	}
 	server {
@@ -434,6 +442,12 @@ code=$(cget -H "OpenSandbox-Ingress-To: $KA" -H 'X-Fast-Sandbox-Route-Credential
 check_eq "through the balancer upstream: 200, the raw URI" "$code $(got_target)" "200 /ka1?x=%2F"
 check_eq "with the resolver's credential alone" "$(got_header X-Fast-Sandbox-Route-Credential)" cred-sb-keepalive
 check_eq "and the Fastlet's authority as Host" "$(got_header Host)" "$FASTLET"
+code=$(cget -H "OpenSandbox-Ingress-To: $KA" -H 'X-Fast-Sandbox-Route-Credential: forged' \
+	"http://$GW:82/nv/a%2Fb/..%2F/c//d?x=%20y")
+check_eq "proxy_pass without variables in header mode: 200, the raw URI" \
+	"$code $(got_target)" '200 /nv/a%2Fb/..%2F/c//d?x=%20y'
+check_eq "with the resolver's credential alone and the Fastlet's Host" \
+	"$(got_header X-Fast-Sandbox-Route-Credential) $(got_header Host)" "cred-sb-keepalive $FASTLET"
 # two requests on one client connection (so one worker: pools are per
 # worker); the echo prints a JSON line each, with the port it saw
 peers() {

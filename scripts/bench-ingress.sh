@@ -408,6 +408,10 @@ else
 		n=$(fw_ns "$NS" wrk -t1 -c8 -d"${2:-$VG_SECS}s" -H "OpenSandbox-Ingress-To: $HIT" "http://$GW:$1/" 2>&1 | awk '/requests in/ { print $1 }')
 		callgrind_control -d "$VGPID" >/dev/null 2>&1
 		f=$(find "$VG" -name 'cg.out.*' -newer "$VG/nginx.conf" -printf '%T@ %p\n' 2>/dev/null | sort -n | tail -1 | cut -d' ' -f2)
+		if [ -z "$f" ]; then
+			echo "? ${n:-0}" # callgrind_control could not reach it
+			return
+		fi
 		awk -v n="${n:-0}" '/^summary:/ { if (n > 0) printf "%.0f %d\n", $2 / n, n; exit }' "$f"
 	}
 	if [ -z "$VGPID" ]; then

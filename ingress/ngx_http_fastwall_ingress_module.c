@@ -28,8 +28,32 @@
 #define NGX_HTTP_FWI_PENDING         3000   /* ms a resolve may hold a key */
 #define NGX_HTTP_FWI_WAIT            2500   /* ms a second miss waits */
 #define NGX_HTTP_FWI_POLL            10     /* ms between its looks */
-#define NGX_HTTP_FWI_KEY_MAX         (2 * FW_SCOPE_FIELD_MAX + 8)
 #define NGX_HTTP_FWI_CACHE_MIN       (32 * 1024)
+#define NGX_HTTP_FWI_SCOPES          256    /* verified scopes per worker */
+#define NGX_HTTP_FWI_MAC_TEXT        22     /* base64url of the 16-byte mac */
+#define NGX_HTTP_FWI_PEERS           64     /* parsed endpoints per worker */
+#define NGX_HTTP_FWI_PEER_TEXT       64     /* longest one kept */
+
+
+/*
+ * A scope this worker verified: the text before the mac (the part that
+ * names the route), the mac's text, and the route it named. A request
+ * whose scope has the same text before the mac and, compared in constant
+ * time, the same mac text is the same string, verified with the same key
+ * ring: it skips parsing and the HMAC. Process memory, one table per
+ * configuration, so a reload's new key ring starts with an empty one.
+ */
+typedef struct {
+    uint32_t                    hash;      /* of the text before the mac */
+    uint32_t                    key_hash;  /* the cache key's */
+    u_short                     prefix_len;
+    u_short                     ns_len;
+    u_short                     sandbox_len;
+    u_short                     key_len;
+    ngx_uint_t                  port;
+    u_char                      mac[NGX_HTTP_FWI_MAC_TEXT];
+    u_char                      data[1];   /* prefix, then the cache key */
+} ngx_http_fwi_scope_t;
 
 
 typedef struct {
@@ -38,6 +62,7 @@ typedef struct {
     ngx_str_t                   resolver;
     size_t                      cache_size;
     ngx_shm_zone_t             *shm_zone;
+    ngx_http_fwi_scope_t      **scopes;    /* NGX_HTTP_FWI_SCOPES slots */
 } ngx_http_fwi_main_conf_t;
 
 
@@ -60,6 +85,7 @@ typedef struct {
     ngx_rbtree_node_t           node;
     ngx_queue_t                 lru;
     time_t                      valid_until;   /* 0: no answer yet */
+    time_t                      touched;       /* last moved up the LRU */
     ngx_msec_t                  pending_until; /* 0: nobody resolving */
     ngx_uint_t                  gen;           /* resolves finished */
     ngx_uint_t                  fail_status;   /* the last one's, or 0 */
@@ -76,11 +102,21 @@ typedef struct {
 } ngx_http_fwi_cache_t;
 
 
+/* an IP endpoint's address (ngx_sockaddr_t would add a Unix path) */
+typedef union {
+    struct sockaddr             sockaddr;
+    struct sockaddr_in          sockaddr_in;
+#if (NGX_HAVE_INET6)
+    struct sockaddr_in6         sockaddr_in6;
+#endif
+} ngx_http_fwi_sockaddr_t;
+
+
 typedef struct {
     ngx_str_t                   ns;
     ngx_str_t                   sandbox;
     ngx_uint_t                  port;
-    u_char                      key[NGX_HTTP_FWI_KEY_MAX];
+    u_char                     *key;       /* ns \0 sandbox \0 port */
     size_t                      key_len;
     uint32_t                    hash;
 
@@ -88,6 +124,7 @@ typedef struct {
     ngx_str_t                   uri;       /* raw rest, query included */
     ngx_str_t                   credential;
     ngx_addr_t                  peer;      /* for the balancer, parsed once */
+    ngx_http_fwi_sockaddr_t     peer_sa;   /* peer.sockaddr, when memoized */
 
     ngx_http_request_t         *subrequest;
     ngx_msec_t                  wait_until;
@@ -255,6 +292,20 @@ static ngx_str_t  ngx_http_fwi_resolve_uri = ngx_string(FW_FASTPATH_RESOLVE);
 static ngx_str_t  ngx_http_fwi_post = ngx_string("POST");
 static ngx_str_t  ngx_http_fwi_cred_name =
     ngx_string(FW_FASTPATH_CREDENTIAL_HEADER);
+/* the scope's headers by nginx's hash of their lower-case names */
+static ngx_str_t   ngx_http_fwi_to_lc = ngx_string("opensandbox-ingress-to");
+static ngx_str_t   ngx_http_fwi_legacy_lc =
+    ngx_string("open-sandbox-ingress");
+static ngx_uint_t  ngx_http_fwi_to_hash;
+static ngx_uint_t  ngx_http_fwi_legacy_hash;
+
+/* its lower-case form and hash, for the header lists, set at init */
+static u_char      ngx_http_fwi_cred_lc_data[
+                       sizeof(FW_FASTPATH_CREDENTIAL_HEADER)];
+static ngx_str_t   ngx_http_fwi_cred_lc = {
+    sizeof(FW_FASTPATH_CREDENTIAL_HEADER) - 1, ngx_http_fwi_cred_lc_data
+};
+static ngx_uint_t  ngx_http_fwi_cred_hash;
 
 
 static ngx_table_elt_t *
@@ -291,6 +342,43 @@ ngx_http_fwi_find_header(ngx_list_t *headers, const char *name)
 
 
 /*
+ * A request header by its lower-case name and that name's hash, which
+ * nginx computed for every header it parsed (HTTP/1 and HTTP/2): no
+ * case-insensitive compare per header. A hash of 0 is a removed header.
+ */
+static ngx_table_elt_t *
+ngx_http_fwi_find_request_header(ngx_http_request_t *r, ngx_str_t *lc,
+    ngx_uint_t hash)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NULL;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash == hash && h[i].key.len == lc->len
+            && ngx_memcmp(h[i].lowcase_key, lc->data, lc->len) == 0)
+        {
+            return &h[i];
+        }
+    }
+}
+
+
+/*
  * The scope and the URI the upstream gets. Header mode: the first of
  * OpenSandbox-Ingress-To, OPEN-SANDBOX-INGRESS and Host, the URI as the
  * client sent it. URI mode: the first path segment, and the raw rest.
@@ -303,11 +391,11 @@ ngx_http_fwi_route(ngx_http_request_t *r, ngx_http_fwi_loc_conf_t *lcf,
     ngx_table_elt_t  *h;
 
     if (lcf->mode == NGX_HTTP_FWI_MODE_HEADER) {
-        h = ngx_http_fwi_find_header(&r->headers_in.headers,
-                                     "OpenSandbox-Ingress-To");
+        h = ngx_http_fwi_find_request_header(r, &ngx_http_fwi_to_lc,
+                                             ngx_http_fwi_to_hash);
         if (h == NULL) {
-            h = ngx_http_fwi_find_header(&r->headers_in.headers,
-                                         "OPEN-SANDBOX-INGRESS");
+            h = ngx_http_fwi_find_request_header(r, &ngx_http_fwi_legacy_lc,
+                                                 ngx_http_fwi_legacy_hash);
         }
 
         if (h != NULL) {
@@ -452,14 +540,186 @@ ngx_http_fwi_handler(ngx_http_request_t *r)
 }
 
 
-/* Checks the scope; 401 and 501 are answered here, without the resolver. */
+/*
+ * The length of the text before the mac, its last dot included, when the
+ * scope ends in a dot and a mac's worth of text; else 0. Not a check: a
+ * scope is valid only if fw_scope_verify said so for the same string.
+ */
+static size_t
+ngx_http_fwi_scope_prefix(ngx_str_t *scope)
+{
+    size_t  n;
+
+    if (scope->len <= NGX_HTTP_FWI_MAC_TEXT) {
+        return 0;
+    }
+
+    n = scope->len - NGX_HTTP_FWI_MAC_TEXT;
+
+    return scope->data[n - 1] == '.' ? n : 0;
+}
+
+
+/* NGX_OK: the scope is one this worker verified, its route in ctx */
+static ngx_int_t
+ngx_http_fwi_scope_cached(ngx_http_request_t *r,
+    ngx_http_fwi_main_conf_t *mcf, ngx_str_t *scope, ngx_http_fwi_ctx_t *ctx)
+{
+    u_char                 diff, *mac;
+    size_t                 n;
+    uint32_t               hash;
+    ngx_uint_t             i;
+    ngx_http_fwi_scope_t  *e;
+
+    n = ngx_http_fwi_scope_prefix(scope);
+    if (n == 0) {
+        return NGX_DECLINED;
+    }
+
+    hash = ngx_murmur_hash2(scope->data, n);
+    e = mcf->scopes[hash % NGX_HTTP_FWI_SCOPES];
+
+    /* the text before the mac names the route and is no secret */
+    if (e == NULL || e->hash != hash || e->prefix_len != n
+        || ngx_memcmp(e->data, scope->data, n) != 0)
+    {
+        return NGX_DECLINED;
+    }
+
+    /* the mac in constant time, so no timing tells how much of a guess
+     * matched; a mismatch goes to the full check, which says why */
+    mac = scope->data + n;
+    diff = 0;
+
+    for (i = 0; i < NGX_HTTP_FWI_MAC_TEXT; i++) {
+        diff |= e->mac[i] ^ mac[i];
+    }
+
+    if (diff != 0) {
+        return NGX_DECLINED;
+    }
+
+    ctx->key = ngx_pnalloc(r->pool, e->key_len);
+    if (ctx->key == NULL) {
+        return NGX_DECLINED;
+    }
+
+    ngx_memcpy(ctx->key, e->data + n, e->key_len);
+    ctx->key_len = e->key_len;
+    ctx->ns.data = ctx->key;
+    ctx->ns.len = e->ns_len;
+    ctx->sandbox.data = ctx->key + e->ns_len + 1;
+    ctx->sandbox.len = e->sandbox_len;
+    ctx->port = e->port;
+    ctx->hash = e->key_hash;
+
+    return NGX_OK;
+}
+
+
+/* keeps a verified scope, in place of the slot's older one */
+static void
+ngx_http_fwi_scope_remember(ngx_http_fwi_main_conf_t *mcf, ngx_str_t *scope,
+    ngx_http_fwi_ctx_t *ctx)
+{
+    size_t                  n;
+    uint32_t                hash;
+    ngx_http_fwi_scope_t   *e, **slot;
+
+    n = ngx_http_fwi_scope_prefix(scope);
+    if (n == 0) {
+        return;
+    }
+
+    /* without memory the next request only verifies again */
+    e = ngx_alloc(offsetof(ngx_http_fwi_scope_t, data) + n + ctx->key_len,
+                  ngx_cycle->log);
+    if (e == NULL) {
+        return;
+    }
+
+    hash = ngx_murmur_hash2(scope->data, n);
+
+    e->hash = hash;
+    e->key_hash = ctx->hash;
+    e->prefix_len = (u_short) n;
+    e->ns_len = (u_short) ctx->ns.len;
+    e->sandbox_len = (u_short) ctx->sandbox.len;
+    e->key_len = (u_short) ctx->key_len;
+    e->port = ctx->port;
+    ngx_memcpy(e->mac, scope->data + n, NGX_HTTP_FWI_MAC_TEXT);
+    ngx_memcpy(e->data, scope->data, n);
+    ngx_memcpy(e->data + n, ctx->key, ctx->key_len);
+
+    slot = &mcf->scopes[hash % NGX_HTTP_FWI_SCOPES];
+
+    if (*slot) {
+        ngx_free(*slot);
+    }
+
+    *slot = e;
+}
+
+
+static void
+ngx_http_fwi_scopes_free(void *data)
+{
+    ngx_http_fwi_scope_t **scopes = data;
+
+    ngx_uint_t  i;
+
+    for (i = 0; i < NGX_HTTP_FWI_SCOPES; i++) {
+        if (scopes[i]) {
+            ngx_free(scopes[i]);
+            scopes[i] = NULL;
+        }
+    }
+}
+
+
+/* ctx->key ("ns\0sandbox\0port") for a route, ns and sandbox into it */
+static ngx_int_t
+ngx_http_fwi_set_key(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx,
+    u_char *ns, size_t ns_len, u_char *sandbox, size_t sandbox_len,
+    ngx_uint_t port)
+{
+    u_char  *p;
+
+    ctx->key = ngx_pnalloc(r->pool, ns_len + sandbox_len + 2 + NGX_INT_T_LEN);
+    if (ctx->key == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* the fields hold no NUL (control characters are refused) */
+    p = ngx_cpymem(ctx->key, ns, ns_len);
+    *p++ = '\0';
+    p = ngx_cpymem(p, sandbox, sandbox_len);
+    *p++ = '\0';
+    p = ngx_sprintf(p, "%ui", port);
+
+    ctx->key_len = p - ctx->key;
+    ctx->ns.data = ctx->key;
+    ctx->ns.len = ns_len;
+    ctx->sandbox.data = ctx->key + ns_len + 1;
+    ctx->sandbox.len = sandbox_len;
+    ctx->port = port;
+    ctx->hash = ngx_crc32_short(ctx->key, ctx->key_len);
+
+    return NGX_OK;
+}
+
+
+/*
+ * Checks the scope; 401 and 501 are answered here, without the resolver.
+ * ctx->ns and ctx->sandbox point into ctx->key.
+ */
 static ngx_int_t
 ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
 {
     int                         err;
     ngx_int_t                   rc;
     ngx_str_t                   scope;
-    struct fw_scope            *sc;
+    struct fw_scope             sc;
     ngx_http_fwi_loc_conf_t    *lcf;
     ngx_http_fwi_main_conf_t   *mcf;
 
@@ -474,6 +734,15 @@ ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
          * cluster's <cluster>.<uuid>: the cluster hook keeps it local */
         ngx_str_null(&scope);
         ctx->uri = r->unparsed_uri;
+
+        if (ngx_http_fwi_set_key(r, ctx, ctx->ns.data, ctx->ns.len,
+                                 ctx->sandbox.data, ctx->sandbox.len,
+                                 ctx->port)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
         goto routed;
     }
 
@@ -492,26 +761,28 @@ ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
         return NGX_HTTP_UNAUTHORIZED;
     }
 
-    sc = ngx_palloc(r->pool, sizeof(struct fw_scope));
-    if (sc == NULL) {
-        return NGX_ERROR;
-    }
+    if (ngx_http_fwi_scope_cached(r, mcf, &scope, ctx) != NGX_OK) {
 
-    err = fw_scope_verify(mcf->keyring, (const char *) scope.data, scope.len,
-                          sc);
-    if (err) {
-        /* never the scope itself: it is the credential */
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "fastwall ingress: route scope refused: %s",
-                      fw_scope_strerror(err));
-        return NGX_HTTP_UNAUTHORIZED;
-    }
+        err = fw_scope_verify(mcf->keyring, (const char *) scope.data,
+                              scope.len, &sc);
+        if (err) {
+            /* never the scope itself: it is the credential */
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "fastwall ingress: route scope refused: %s",
+                          fw_scope_strerror(err));
+            return NGX_HTTP_UNAUTHORIZED;
+        }
 
-    ctx->ns.data = (u_char *) sc->ns;
-    ctx->ns.len = sc->ns_len;
-    ctx->sandbox.data = (u_char *) sc->sandbox;
-    ctx->sandbox.len = sc->sandbox_len;
-    ctx->port = sc->port;
+        if (ngx_http_fwi_set_key(r, ctx, (u_char *) sc.ns, sc.ns_len,
+                                 (u_char *) sc.sandbox, sc.sandbox_len,
+                                 sc.port)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        ngx_http_fwi_scope_remember(mcf, &scope, ctx);
+    }
 
 routed:
 
@@ -521,12 +792,6 @@ routed:
                       "no traffic", &ctx->ns, &ctx->sandbox);
         return NGX_HTTP_NOT_IMPLEMENTED;
     }
-
-    /* the fields hold no NUL (control characters are refused) */
-    ctx->key_len = ngx_sprintf(ctx->key, "%V%Z%V%Z%ui", &ctx->ns,
-                               &ctx->sandbox, ctx->port)
-                   - ctx->key;
-    ctx->hash = ngx_crc32_short(ctx->key, ctx->key_len);
 
     /* NGX_DECLINED: a local sandbox; NGX_DONE: forwarded; or a status */
     rc = ngx_http_fastwall_cluster_route(r, &ctx->sandbox, &scope, &ctx->uri,
@@ -813,24 +1078,20 @@ ngx_http_fwi_retry_later(ngx_http_request_t *r)
 
 
 /*
- * The client's copy of the credential header is removed, whatever its
- * case, and the resolver's is added: the list is rebuilt, since nginx's
- * lists cannot drop an element and proxy_pass forwards every one.
+ * The client's copies of the credential header are removed, whatever
+ * their case, and the resolver's is added. nginx's lists cannot drop an
+ * element and proxy_pass forwards every one, so a request that carries a
+ * copy gets a rebuilt list; any other (nearly all) only gets one more.
  */
 static ngx_int_t
 ngx_http_fwi_set_credential(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
 {
-    ngx_uint_t        i;
+    ngx_uint_t        i, copies;
     ngx_list_t        headers;
     ngx_list_part_t  *part;
     ngx_table_elt_t  *h, *nh;
 
-    if (ngx_list_init(&headers, r->pool, 20, sizeof(ngx_table_elt_t))
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
+    copies = 0;
     part = &r->headers_in.headers.part;
     h = part->elts;
 
@@ -850,32 +1111,73 @@ ngx_http_fwi_set_credential(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
             && ngx_strncasecmp(h[i].key.data, ngx_http_fwi_cred_name.data,
                                h[i].key.len) == 0)
         {
-            continue;
+            copies++;
         }
+    }
 
-        nh = ngx_list_push(&headers);
-        if (nh == NULL) {
+    /* the push below goes through "last": a list rebuilt elsewhere and
+     * assigned by value may still point it at the copy's source, so it is
+     * set to the final part the walk found */
+    r->headers_in.headers.last = part;
+
+    if (copies) {
+        if (ngx_list_init(&headers, r->pool, 20, sizeof(ngx_table_elt_t))
+            != NGX_OK)
+        {
             return NGX_ERROR;
         }
 
-        *nh = h[i];
+        part = &r->headers_in.headers.part;
+        h = part->elts;
+
+        for (i = 0; /* void */; i++) {
+
+            if (i >= part->nelts) {
+                if (part->next == NULL) {
+                    break;
+                }
+
+                part = part->next;
+                h = part->elts;
+                i = 0;
+            }
+
+            if (h[i].key.len == ngx_http_fwi_cred_name.len
+                && ngx_strncasecmp(h[i].key.data,
+                                   ngx_http_fwi_cred_name.data,
+                                   h[i].key.len) == 0)
+            {
+                continue;
+            }
+
+            nh = ngx_list_push(&headers);
+            if (nh == NULL) {
+                return NGX_ERROR;
+            }
+
+            *nh = h[i];
+        }
+
     }
 
-    nh = ngx_list_push(&headers);
+    nh = ngx_list_push(copies ? &headers : &r->headers_in.headers);
     if (nh == NULL) {
         return NGX_ERROR;
     }
 
     nh->key = ngx_http_fwi_cred_name;
     nh->value = ctx->credential;
-    nh->lowcase_key = ngx_pnalloc(r->pool, nh->key.len);
-    if (nh->lowcase_key == NULL) {
-        return NGX_ERROR;
+    nh->lowcase_key = ngx_http_fwi_cred_lc.data;
+    nh->hash = ngx_http_fwi_cred_hash;
+
+    if (copies) {
+        r->headers_in.headers = headers;
+
+        /* a one-part list's last part is the list itself, not the copy */
+        if (headers.last == &headers.part) {
+            r->headers_in.headers.last = &r->headers_in.headers.part;
+        }
     }
-
-    nh->hash = ngx_hash_strlow(nh->lowcase_key, nh->key.data, nh->key.len);
-
-    r->headers_in.headers = headers;
 
     return NGX_OK;
 }
@@ -1052,6 +1354,7 @@ ngx_http_fwi_cache_insert(ngx_http_fwi_cache_t *cache,
     n->upstream_len = (u_short) upstream->len;
     n->cred_len = (u_short) cred->len;
     n->valid_until = 0;
+    n->touched = ngx_time();
     n->pending_until = 0;
     n->gen = 0;
     n->fail_status = 0;
@@ -1101,8 +1404,13 @@ ngx_http_fwi_cache_lookup(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
         ctx->upstream.data = p;
         ctx->credential.data = p + n->upstream_len;
 
-        ngx_queue_remove(&n->lru);
-        ngx_queue_insert_head(&cache->sh->lru, &n->lru);
+        /* once a second is recent enough for eviction, and spares the
+         * workers' hits most writes to the shared list */
+        if (n->touched != ngx_time()) {
+            n->touched = ngx_time();
+            ngx_queue_remove(&n->lru);
+            ngx_queue_insert_head(&cache->sh->lru, &n->lru);
+        }
 
         ngx_shmtx_unlock(&cache->shpool->mutex);
         return NGX_HTTP_FWI_HIT;
@@ -1593,11 +1901,27 @@ ngx_http_fwi_add_variables(ngx_conf_t *cf)
  * connections to the same Fastlet across requests.
  */
 
+/*
+ * A worker's last parsed endpoints by their text: a hit copies the address
+ * instead of parsing it again. The text maps to one address for good, so
+ * nothing ever needs dropping; a slot is just taken over.
+ */
+typedef struct {
+    size_t                      len;       /* of text; 0: empty */
+    socklen_t                   socklen;
+    ngx_http_fwi_sockaddr_t     sockaddr;
+    u_char                      text[NGX_HTTP_FWI_PEER_TEXT];
+} ngx_http_fwi_peer_memo_t;
+
+static ngx_http_fwi_peer_memo_t  ngx_http_fwi_peers[NGX_HTTP_FWI_PEERS];
+
+
 static ngx_int_t
 ngx_http_fwi_peer_addr(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
 {
-    u_char     *p, *end;
-    ngx_str_t   authority;
+    u_char                    *p, *end;
+    ngx_str_t                  authority;
+    ngx_http_fwi_peer_memo_t  *m;
 
     if (ctx->peer.sockaddr) {
         return NGX_OK;
@@ -1613,6 +1937,25 @@ ngx_http_fwi_peer_addr(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
 
     authority.data = p + 2;
     authority.len = end - authority.data;
+
+    m = NULL;
+
+    if (ctx->upstream.len <= NGX_HTTP_FWI_PEER_TEXT) {
+        m = &ngx_http_fwi_peers[ngx_murmur_hash2(ctx->upstream.data,
+                                                 ctx->upstream.len)
+                                % NGX_HTTP_FWI_PEERS];
+
+        /* a copy: another request may take the slot over meanwhile */
+        if (m->len == ctx->upstream.len
+            && ngx_memcmp(m->text, ctx->upstream.data, m->len) == 0)
+        {
+            ngx_memcpy(&ctx->peer_sa, &m->sockaddr, m->socklen);
+            ctx->peer.sockaddr = &ctx->peer_sa.sockaddr;
+            ctx->peer.socklen = m->socklen;
+            ctx->peer.name = authority;
+            return NGX_OK;
+        }
+    }
 
     if (ngx_parse_addr_port(r->pool, &ctx->peer, authority.data,
                             authority.len)
@@ -1635,6 +1978,13 @@ ngx_http_fwi_peer_addr(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
     }
 
     ctx->peer.name = authority;
+
+    if (m && ctx->peer.socklen <= (socklen_t) sizeof(ngx_http_fwi_sockaddr_t)) {
+        ngx_memcpy(&m->sockaddr, ctx->peer.sockaddr, ctx->peer.socklen);
+        m->socklen = ctx->peer.socklen;
+        ngx_memcpy(m->text, ctx->upstream.data, ctx->upstream.len);
+        m->len = ctx->upstream.len;
+    }
 
     return NGX_OK;
 }
@@ -1748,6 +2098,14 @@ ngx_http_fwi_init(ngx_conf_t *cf)
     }
 
     *h = ngx_http_fwi_handler;
+
+    ngx_http_fwi_to_hash = ngx_hash_key(ngx_http_fwi_to_lc.data,
+                                        ngx_http_fwi_to_lc.len);
+    ngx_http_fwi_legacy_hash = ngx_hash_key(ngx_http_fwi_legacy_lc.data,
+                                            ngx_http_fwi_legacy_lc.len);
+    ngx_http_fwi_cred_hash = ngx_hash_strlow(ngx_http_fwi_cred_lc.data,
+                                             ngx_http_fwi_cred_name.data,
+                                             ngx_http_fwi_cred_name.len);
 
     ngx_http_next_header_filter = ngx_http_top_header_filter;
     ngx_http_top_header_filter = ngx_http_fwi_header_filter;
@@ -1892,6 +2250,7 @@ ngx_http_fwi_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_http_fwi_main_conf_t *mcf = conf;
 
     ngx_str_t              name = ngx_string("fastwall_ingress");
+    ngx_pool_cleanup_t    *cln;
     ngx_http_fwi_cache_t  *cache;
 
     if (mcf->cache_size == NGX_CONF_UNSET_SIZE) {
@@ -1911,6 +2270,20 @@ ngx_http_fwi_init_main_conf(ngx_conf_t *cf, void *conf)
 
     mcf->shm_zone->init = ngx_http_fwi_init_zone;
     mcf->shm_zone->data = cache;
+
+    mcf->scopes = ngx_pcalloc(cf->pool,
+                              NGX_HTTP_FWI_SCOPES * sizeof(void *));
+    if (mcf->scopes == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    cln->handler = ngx_http_fwi_scopes_free;
+    cln->data = mcf->scopes;
 
     return NGX_CONF_OK;
 }

@@ -21,8 +21,9 @@ PKGS=(
 	# the ingress benchmark's client
 	wrk
 	# benchmarks and plots (unbound: the DNS benchmark's upstream; linux-perf and
-	# strace: the profiles of make bench FULL=1)
-	iperf3 gnuplot-nox nftables dnsperf unbound linux-perf strace jq
+	# strace: the profiles of make bench FULL=1; valgrind: the ingress
+	# benchmark's instructions per request)
+	iperf3 gnuplot-nox nftables dnsperf unbound linux-perf strace jq valgrind
 	# the Debian package (make deb) and its tests: dpkg-shlibdeps and
 	# dpkg-buildflags, lintian, systemd-analyze verify on the unit, the
 	# JSON Schemas validated with python3-jsonschema, the manifests read

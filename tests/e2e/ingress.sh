@@ -136,6 +136,14 @@ http {
 			proxy_set_header Upgrade \$http_upgrade;
 			proxy_set_header Connection \$connection_upgrade;
 		}
+		# header mode without variables in proxy_pass (ingress.md,
+		# "Performance"): nginx then sends the URI as the client did
+		location /nv/ {
+			fastwall_ingress on;
+			proxy_pass http://fastwall_fastlet;
+			proxy_set_header Host \$fastwall_ingress_upstream_host;
+			proxy_set_header Connection "";
+		}
 		include $NGX/resolve.conf;
 	}
 	server {
@@ -289,6 +297,18 @@ check_eq "the same scope under the older tag: 401" "$(hget "$OLD")" 401
 check_eq "an unsigned legacy route: 401" "$(hget sb-ok-44772)" 401
 check_eq "no scope at all: 401" "$(cget "http://$GW:80/")" 401
 check_eq "a scope under another key id (b) for this ring: 200" "$(hget "$(scope sb-ok 44772 b)")" 200
+# a worker remembers the scopes it verified: on one connection (so one
+# worker) a remembered scope's text with another mac must still be refused
+V=f1.dGVuYW50LWE.c2FuZGJveC0xMjM.44772.k.gtJzW337dCO-kStxh2GPfA
+vmac() { printf '%s' "${V%.*}.$1"; }
+codes=$(fw_ns "$NS" curl -s -m 10 -o /dev/null -w '%{http_code} ' \
+	-H "OpenSandbox-Ingress-To: $V" "http://$GW:80/" --next -o /dev/null -w '%{http_code} ' \
+	-H "OpenSandbox-Ingress-To: $(vmac gtJzW337dCO-kStxh2GPfQ)" "http://$GW:80/" --next -o /dev/null -w '%{http_code} ' \
+	-H "OpenSandbox-Ingress-To: $(vmac "${OK##*.}")" "http://$GW:80/" --next -o /dev/null -w '%{http_code} ' \
+	-H "OpenSandbox-Ingress-To: $(vmac gtJzW337dCO-kStxh2GPfAA)" "http://$GW:80/" --next -o /dev/null -w '%{http_code}' \
+	-H "OpenSandbox-Ingress-To: $V" "http://$GW:80/")
+check_eq "one worker: verified, one mac bit off, another scope's mac, a longer mac, verified again" \
+	"$codes" "200 401 401 401 200"
 check_eq "none of the refusals called the resolver" "$(wc -l <"$CALLS")" "$((before + 1))"
 check_eq "the policy port 18080: 501" "$(hget "$(scope sb-policy 18080)")" 501
 check_eq "without a resolver call" "$(calls sb-policy)" 0
@@ -422,6 +442,12 @@ code=$(cget -H "OpenSandbox-Ingress-To: $KA" -H 'X-Fast-Sandbox-Route-Credential
 check_eq "through the balancer upstream: 200, the raw URI" "$code $(got_target)" "200 /ka1?x=%2F"
 check_eq "with the resolver's credential alone" "$(got_header X-Fast-Sandbox-Route-Credential)" cred-sb-keepalive
 check_eq "and the Fastlet's authority as Host" "$(got_header Host)" "$FASTLET"
+code=$(cget -H "OpenSandbox-Ingress-To: $KA" -H 'X-Fast-Sandbox-Route-Credential: forged' \
+	"http://$GW:82/nv/a%2Fb/..%2F/c//d?x=%20y")
+check_eq "proxy_pass without variables in header mode: 200, the raw URI" \
+	"$code $(got_target)" '200 /nv/a%2Fb/..%2F/c//d?x=%20y'
+check_eq "with the resolver's credential alone and the Fastlet's Host" \
+	"$(got_header X-Fast-Sandbox-Route-Credential) $(got_header Host)" "cred-sb-keepalive $FASTLET"
 # two requests on one client connection (so one worker: pools are per
 # worker); the echo prints a JSON line each, with the port it saw
 peers() {

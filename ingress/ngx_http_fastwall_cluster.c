@@ -372,6 +372,12 @@ ngx_http_fwc_rewrite_headers(ngx_http_request_t *r, ngx_http_fwc_peer_t *peer,
 
     r->headers_in.headers = headers;
 
+    /* a list of one part points its last at its own first part: the copy
+     * must point at its own, not at this stack frame's */
+    if (headers.last == &headers.part) {
+        r->headers_in.headers.last = &r->headers_in.headers.part;
+    }
+
     return NGX_OK;
 }
 

@@ -27,6 +27,7 @@ prun() {
 	in_ns "$POD" "$FASTWALL" run --socket "$RUNSOCK" --name "$name-$ID" "$@"
 }
 # connect_to HOST: an HTTP exchange over /dev/tcp, from within a run
+# shellcheck disable=SC2016 # expanded by the inner bash
 CONNECT='exec 3<>"/dev/tcp/$0/80" && printf "GET / HTTP/1.0\r\n\r\n" >&3 && read -r l <&3 && [[ $l == HTTP/1.* ]]'
 # shellcheck disable=SC2317 # called through check, which shellcheck does not follow
 denied_eperm() { # NAME HOST ALLOW: the connect fails at once with EPERM
@@ -102,6 +103,7 @@ if [ "$rc" = 0 ]; then feature run_connect yes; else feature run_connect no; fi
 # address for this run. (dig binds its socket before connect(), so its
 # query keeps the node's source, which the proxy can't tell apart.)
 echo "nameserver 192.0.2.99" >"$TMP/resolv.conf"
+# shellcheck disable=SC2016 # expanded by the inner bash
 out=$(in_ns "$POD" unshare -m bash -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' \
 	"$TMP/resolv.conf" "$FASTWALL" run --socket "$RUNSOCK" --name "dns-$ID" \
 	--allow learned.example.com -- \

@@ -66,7 +66,7 @@ done
 echo "$line"
 row test_run "BPF_PROG_TEST_RUN verdict table (rows passed)" "✓" "✗"
 row cgroup_test_run "cgroup programs' verdict table (process sandboxes; rows passed)" "✓" "✗"
-row cg_hooks "cgroup programs attached (connect, sendmsg, recvmsg, getpeername, bind: v4 and v6; sock_create, skb egress)" "✓" "✗"
+row cg_hooks "cgroup programs attached and detached (connect, sendmsg, recvmsg, getpeername, bind: v4 and v6; sock_create, skb egress)" "✓" "✗"
 row run_connect "fastwall run: TCP connect allowed, denied with EPERM (v4, v6)" "✓" "✗"
 row run_dns "fastwall run: DNS through the socket-layer redirect, answer from the resolver asked" "✓" "✗"
 row run_unpriv "fastwall run by a non-root member of run_group" "✓" "✗"

@@ -122,7 +122,8 @@ static void udp_loop(const struct sockaddr_in *d, double secs)
 		die("socket", strerror(errno));
 	while ((now = bench_now_ns()) < end) {
 		for (int i = 0; i < 256; i++) {
-			if (sendto(fd, buf, sizeof(buf), 0, (const struct sockaddr *)d, sizeof(*d)) < 0)
+			if (sendto(fd, buf, sizeof(buf), 0, (const struct sockaddr *)d,
+				   sizeof(*d)) < 0)
 				err++;
 			else
 				n++;
@@ -177,8 +178,7 @@ static size_t dns_query(char *q, uint16_t id, const char *name)
 static void dns_loop(const struct sockaddr_in *d, double secs, int outstanding, const char *name)
 {
 	static uint64_t sent_at[DNS_SLOTS];
-	uint64_t t0 = bench_now_ns(), end = t0 + (uint64_t)(secs * 1e9), now, answers = 0,
-		 lost = 0;
+	uint64_t t0 = bench_now_ns(), end = t0 + (uint64_t)(secs * 1e9), now, answers = 0, lost = 0;
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), inflight = 0;
 	uint16_t next = 0;
 	char q[512], r[1500];
@@ -223,8 +223,8 @@ static void dns_loop(const struct sockaddr_in *d, double secs, int outstanding, 
 			}
 		}
 	}
-	printf("mode=dns answers_per_s=%.0f lost=%llu\n", (double)answers * 1e9 / (double)(now - t0),
-	       (unsigned long long)lost);
+	printf("mode=dns answers_per_s=%.0f lost=%llu\n",
+	       (double)answers * 1e9 / (double)(now - t0), (unsigned long long)lost);
 }
 
 int main(int argc, char **argv)

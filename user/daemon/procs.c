@@ -445,8 +445,12 @@ static void handle_add(struct client *c, struct fw_run_req *req, int passed)
 		return;
 	}
 	err = peer_free(c);
-	if (err) {
+	if (err == -EPERM) {
 		refuse(c, "%sa process in a sandbox may not start another%s", "", 0);
+		return;
+	}
+	if (err) {
+		refuse(c, "%scan't tell which cgroup the caller is in: %s", "", err);
 		return;
 	}
 	e = fw_reg_get(p->reg, req->name, false);
@@ -568,7 +572,10 @@ static void handle_join(struct client *c, const struct fw_run_req *req)
 	}
 	err = peer_free(c);
 	if (err) {
-		refuse(c, "%s: a process in a sandbox may not join another%s", req->name, 0);
+		refuse(c,
+		       "%s: a process in a sandbox may not join another (or one of unknown "
+		       "cgroup): %s",
+		       req->name, err);
 		return;
 	}
 	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) || pidfd < 0)
@@ -695,6 +702,8 @@ static void on_client(struct fw_loop *l, int fd, __u32 events, void *ctx)
 		}
 	}
 	if (n <= 0) {
+		if (passed >= 0)
+			close(passed);
 		free(buf);
 		client_close(c);
 		return;

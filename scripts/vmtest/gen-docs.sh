@@ -43,7 +43,9 @@ end-to-end scenario with real TCP through network namespaces and a bridge
 (allowed passes, denied dropped, DNS through fastwalld's proxy with a
 dnsmasq upstream: the port and address rewrites both ways and an address
 learned before the answer, a restart that keeps enforcing and keeps the
-state).
+state), and process sandboxes (tests/vm/procs.sh: the cgroup programs on a
+cgroup of the run, `fastwall run` as root and as a member of the run
+group, DNS through the socket-layer redirect, the end of a killed run).
 
 ✓ works; ✗ missing or failing; "degraded" says how fastwall or its tests
 cope. fastwall's floor is Linux 5.10 (fastwalld refuses to start without

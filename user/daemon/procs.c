@@ -552,12 +552,36 @@ static bool pidfd_ended(int pidfd)
 	return poll(&pfd, 1, 0) != 0;
 }
 
+/* The real uid of pid as /proc says, or (uid_t)-1. */
+static uid_t uid_of(pid_t pid)
+{
+	char file[64], line[128];
+	unsigned int uid;
+	uid_t ret = (uid_t)-1;
+	FILE *f;
+
+	snprintf(file, sizeof(file), "/proc/%d/status", (int)pid);
+	f = fopen(file, "re");
+	if (!f)
+		return ret;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Uid: %u", &uid) == 1) {
+			ret = (uid_t)uid;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
 /* The peer itself (fastwall run's child, before its command) into the
  * run's cgroup, written by fastwalld: a non-root caller could not, the
  * common ancestor of its cgroup and the sandbox being root's. The peer
  * is named by its pidfd (SO_PEERPIDFD, taken at connect); its pid is
  * written only while that process lives, and still lives afterwards, so
- * the pid was never another's. */
+ * the pid was never another's. Before 6.5 the pidfd comes from the pid
+ * the connection recorded, which may have been reused since: the uid
+ * read while the pidfd holds the process must be the caller's. */
 static void handle_join(struct client *c, const struct fw_run_req *req)
 {
 	struct run *run = run_find(c->p, req->name);
@@ -580,7 +604,7 @@ static void handle_join(struct client *c, const struct fw_run_req *req)
 	}
 	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) || pidfd < 0)
 		pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0); /* before 6.5 */
-	if (pidfd < 0 || pidfd_ended(pidfd)) {
+	if (pidfd < 0 || pidfd_ended(pidfd) || uid_of(c->pid) != c->uid || pidfd_ended(pidfd)) {
 		refuse(c, "%s: the joining process is gone%s", req->name, 0);
 		goto out;
 	}

@@ -28,7 +28,8 @@
 # part B's peers to run), SKIP_A=1, SKIP_B=1, SKIP_C=1, SKIP_D=1,
 # BASE_BUILD (part A against another build's bench_tc, ALT_A turns each;
 # part B runs its spread peers in the same rounds), SKIP_INGRESS=1 (the
-# ingress gateway part, scripts/bench-ingress.sh), SKIP_ACTIONS=1 (the control-plane part,
+# ingress gateway part, scripts/bench-ingress.sh), SKIP_CGROUP=1 (the process
+# sandboxes' part, scripts/bench-cgroup.sh), SKIP_ACTIONS=1 (the control-plane part,
 # scripts/bench-actions.sh, run last, after tests/cp_kernel with CP_OPS
 # operations, 300), PLOT_ONLY=1 (redraw the plots from
 # the last run's data). Part C reads its own variables (see bench-nft.sh).
@@ -276,6 +277,15 @@ run_dns() {
 	fi
 }
 
+# process sandboxes' cgroup programs: scripts/bench-cgroup.sh
+run_cgroup() {
+	[[ ${SKIP_CGROUP:-0} == 1 ]] && return 0
+	echo
+	echo "== process sandboxes: cgroup programs vs none vs a trivial one; DNS socket vs TC redirect (scripts/bench-cgroup.sh) =="
+	BUILD=$BUILD ROUNDS=$((FULL == 1 ? 9 : 5)) "$(dirname "${BASH_SOURCE[0]}")/bench-cgroup.sh" ||
+		echo "bench.sh: bench-cgroup.sh failed"
+}
+
 # control plane (actions protocol), last: scripts/bench-actions.sh
 run_actions() {
 	if [[ ${SKIP_ACTIONS:-0} != 1 ]]; then
@@ -303,7 +313,7 @@ run_ingress() {
 	fi
 }
 
-[[ ${SKIP_B:-0} == 1 ]] && { run_compare; run_dns; run_ingress; run_actions; exit 0; }
+[[ ${SKIP_B:-0} == 1 ]] && { run_compare; run_dns; run_cgroup; run_ingress; run_actions; exit 0; }
 
 echo
 echo "== B: packets/s through veth + bridge + forward (one sender on CPU $CPU) =="
@@ -553,5 +563,6 @@ for ns in "$SND" "$POD" "$SINK"; do ip netns del "$ns" 2>/dev/null || true; done
 
 run_compare
 run_dns
+run_cgroup
 run_ingress
 run_actions

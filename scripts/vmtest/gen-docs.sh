@@ -43,7 +43,9 @@ end-to-end scenario with real TCP through network namespaces and a bridge
 (allowed passes, denied dropped, DNS through fastwalld's proxy with a
 dnsmasq upstream: the port and address rewrites both ways and an address
 learned before the answer, a restart that keeps enforcing and keeps the
-state).
+state), and process sandboxes (tests/vm/procs.sh: the cgroup programs on a
+cgroup of the run, `fastwall run` as root and as a member of the run
+group, DNS through the socket-layer redirect, the end of a killed run).
 
 ✓ works; ✗ missing or failing; "degraded" says how fastwall or its tests
 cope. fastwall's floor is Linux 5.10 (fastwalld refuses to start without
@@ -66,6 +68,11 @@ done
 echo "$line"
 row test_run "BPF_PROG_TEST_RUN verdict table (rows passed)" "✓" "✗"
 row cgroup_test_run "cgroup programs' verdict table (process sandboxes; rows passed)" "✓" "✗"
+row cg_hooks "cgroup programs attached and detached (connect, sendmsg, recvmsg, getpeername, bind: v4 and v6; sock_create, skb egress)" "✓" "✗"
+row run_connect "fastwall run: TCP connect allowed, denied with EPERM (v4, v6)" "✓" "✗"
+row run_dns "fastwall run: DNS through the socket-layer redirect, answer from the resolver asked" "✓" "✗"
+row run_unpriv "fastwall run by a non-root member of run_group" "✓" "✗"
+row run_cleanup "run removed at once after SIGKILL of launcher and command" "✓" "✗"
 row ringbuf "ring buffer map (5.8)" "✓" "✗ fastwalld refuses to start"
 row array_of_maps "array of maps (4.12)" "✓" "✗ fastwalld refuses to start"
 row lpm_trie "LPM trie (4.11)" "✓" "✗ fastwalld refuses to start"

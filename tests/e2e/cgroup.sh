@@ -7,7 +7,10 @@
 # IPv6), raw and packet sockets are refused, children and sub-cgroups are
 # held to the sandbox's policy, two runs with different policies at once,
 # counters in fastwall status and subjects, and the subject and cgroup go
-# after SIGINT of the launcher and after SIGKILL (once the command ends).
+# after SIGINT of the launcher and after SIGKILL (once the command ends,
+# seen through inotify on cgroup.events). Callers other than root: members
+# of processes.run_group, in a cgroup fastwalld makes (and moves them
+# into) or in one of a subtree delegated to them, and what they may not do.
 # The cgroup programs attach to a cgroup of this run only, so nothing
 # else on the machine is checked.
 set -u
@@ -19,6 +22,10 @@ CG_MNT=/tmp/fastwall-cg-$FW_ID
 CG_PARENT=fwtest-$FW_ID
 CG=$CG_MNT/$CG_PARENT
 RUN_SOCK=$FW_TMP/run.sock
+# unprivileged callers: U in the run group (a supplementary one), O not
+U=65534
+UG=47311
+O=65533
 PROBE_SOCK="$FW_E2E_DIR/sockprobe.py"
 
 cg_cleanup() {
@@ -82,6 +89,8 @@ processes:
   cgroup_root: $CG_MNT
   cgroup_parent: $CG_PARENT
   socket: $RUN_SOCK
+  run_group: $UG
+  run_parent: users
 subjects:
   - name: svc-$FW_ID
     cgroup: svc/main
@@ -278,7 +287,23 @@ check "SIGKILL: its command still may not reach 203.0.113.10" \
 	in_cg "$CG/b-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want EPERM
 kill "$SLEEP"
 check "SIGKILL: once the command ended, subject and cgroup are gone" fw_eventually 5 gone "b-$FW_ID"
-check "fastwalld logged the end of run b" fw_wait_log "run b-$FW_ID: ended" 1 2
+check "fastwalld saw run b's cgroup empty through cgroup.events" \
+	fw_wait_log "run b-$FW_ID: ended \(cgroup emptied\)" 1 2
+
+# SIGKILL of the launcher and its command at once: gone without waiting
+# for a periodic check
+nsenter --net="/run/netns/$NS_POD" "$FASTWALL" run --socket "$RUN_SOCK" --name "k-$FW_ID" \
+	-- sleep 120 &
+K=$!
+FW_PIDS+=("$K")
+fw_eventually 5 test -s "$CG/k-$FW_ID/cgroup.procs"
+SLEEP=$(head -1 "$CG/k-$FW_ID/cgroup.procs")
+kill -KILL "$K" "$SLEEP"
+wait "$K" 2>/dev/null
+check "SIGKILL of launcher and command: subject and cgroup gone within 3 s" \
+	fw_eventually 3 gone "k-$FW_ID"
+check "... noticed through cgroup.events, not the periodic check" \
+	fw_wait_log "run k-$FW_ID: ended \((cgroup emptied|launcher gone)\)" 1 1
 
 # a restart of fastwalld: the sandbox keeps its policy while it is away,
 # the new one adopts the subject and replaces its own programs (no second
@@ -306,17 +331,119 @@ wait "$C"
 check_eq "restarted: the launcher ends with its command's status (143)" "$?" 143
 check "restarted: subject and cgroup of run c are gone" fw_eventually 5 gone "c-$FW_ID"
 
+# callers other than root: the socket is 0660 of the run group; FW_TMP
+# opened for the traverse meanwhile
+chmod 711 "$FW_TMP"
+check "with run_group the socket is 0660 root:$UG" \
+	sh -c "[ \"\$(stat -c '%a %u %g' '$RUN_SOCK')\" = '660 0 $UG' ]"
+as_u() { # CMD...: as uid U, the run group a supplementary one
+	fw_ns "$NS_POD" setpriv --reuid=$U --regid=$U --groups=$UG -- "$@"
+}
+as_o() { # CMD...: as uid O, outside the group
+	fw_ns "$NS_POD" setpriv --reuid=$O --regid=$O --clear-groups -- "$@"
+}
+urun() { # NAME [OPTIONS...] -- CMD...: fastwall run as U
+	local name=$1
+	shift
+	as_u "$FASTWALL" run --socket "$RUN_SOCK" --name "$name" "$@"
+}
+check "as uid $U (group $UG): an allowed connect succeeds" \
+	urun "u-$FW_ID" --allow 198.51.100.10 -- "$FW_PY" "$PROBE_SOCK" tcp 198.51.100.10 80 --want ok
+check "as uid $U: a default-denied connect fails with EPERM" \
+	urun "u-$FW_ID" --allow 198.51.100.10 -- "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want EPERM
+urun "u-$FW_ID" -- sh -c 'id -u; cat /proc/self/cgroup' >"$FW_TMP/u.out" 2>&1
+check "as uid $U: the command runs as $U in a cgroup below run_parent" \
+	sh -c "grep -qx '$U' '$FW_TMP/u.out' && grep -qxE '0::/(.*/)?$CG_PARENT/users/u-$FW_ID' '$FW_TMP/u.out'"
+check "as uid $U: a sub-cgroup the command makes is held to the policy" \
+	urun "u-$FW_ID" --allow 198.51.100.10 -- "$FW_PY" "$PROBE_SOCK" subcgroup 203.0.113.10 80 --want EPERM
+mkdir -p "$CG/users/other-$FW_ID"
+chown "$U" "$CG/users/other-$FW_ID" "$CG/users/other-$FW_ID/cgroup.procs"
+# shellcheck disable=SC2016 # expanded by the inner sh
+check "as uid $U: the command can't move itself out (not to the parent, not to a cgroup $U owns)" \
+	urun "u-$FW_ID" --allow 198.51.100.10 -- sh -c '
+		echo $$ >"$1/cgroup.procs" 2>/dev/null && exit 1
+		echo $$ >"$1/users/other-'"$FW_ID"'/cgroup.procs" 2>/dev/null && exit 1
+		exec "$2" "$3" tcp 203.0.113.10 80 --want EPERM' sh "$CG" "$FW_PY" "$PROBE_SOCK"
+check_fails "as uid $U: a sandboxed command can't start a looser run of its own" \
+	urun "u-$FW_ID" --allow 198.51.100.10 -- \
+	"$FASTWALL" run --socket "$RUN_SOCK" --name "u2-$FW_ID" --allow 203.0.113.10 -- true
+check "... fastwalld said why" fw_wait_log "refused: .*a process in a sandbox may not start another" 1 2
+check_fails "as uid $O (not in group $UG): the socket's mode keeps it out" \
+	as_o "$FASTWALL" run --socket "$RUN_SOCK" --name "o-$FW_ID" -- true
+chmod 666 "$RUN_SOCK"
+check_fails "as uid $O with the socket opened to all: fastwalld refuses it" \
+	as_o "$FASTWALL" run --socket "$RUN_SOCK" --name "o-$FW_ID" -- true
+check "... fastwalld refused the connection of uid $O" \
+	fw_wait_log "run: refused a connection from uid $O" 1 2
+chmod 660 "$RUN_SOCK"
+check "as uid $U: the command has no_new_privs (no set-uid or file capability regains CAP_NET_RAW)" \
+	urun "u-$FW_ID" -- grep -qx 'NoNewPrivs:.1' /proc/self/status
+
+# a subtree delegated to U below run_parent (as systemd's user@.service
+# is): U owns the directory and its control files, its own processes in
+# a cgroup of it
+DEL=$CG/users/deleg-$FW_ID
+mkdir -p "$DEL/session"
+for d in "$DEL" "$DEL/session"; do
+	chown "$U" "$d" "$d/cgroup.procs" "$d/cgroup.threads" "$d/cgroup.subtree_control"
+done
+as_d() { # CMD...: as U in its delegated session cgroup
+	in_cg "$DEL/session" setpriv --reuid=$U --regid=$U --groups=$UG -- "$@"
+}
+drun() {
+	as_d "$FASTWALL" run --socket "$RUN_SOCK" "$@"
+}
+check "delegated: as uid $U with --cgroup in its subtree, an allowed connect succeeds" \
+	drun --name "del-$FW_ID" --cgroup "$DEL/r1" --allow 198.51.100.10 -- \
+	"$FW_PY" "$PROBE_SOCK" tcp 198.51.100.10 80 --want ok
+check "delegated: a default-denied connect fails with EPERM" \
+	drun --name "del-$FW_ID" --cgroup "$DEL/r1" --allow 198.51.100.10 -- \
+	"$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want EPERM
+check "delegated: once the run ended, fastwalld removed subject and cgroup" \
+	fw_eventually 5 sh -c "[ ! -d '$DEL/r1' ] && ! '$FASTWALL' --bpffs '$BPFFS' subjects | grep -qE '^[0-9]+ +del-$FW_ID '"
+mkdir -p "$CG/users/notmine-$FW_ID"
+check_fails "delegated: uid $U can't register a cgroup it does not own" \
+	drun --name "nm-$FW_ID" --cgroup "$CG/users/notmine-$FW_ID" -- true
+check "... fastwalld said why" fw_wait_log "refused: .*may not register a cgroup it does not own" 1 2
+mkdir -p "$CG/outside-$FW_ID"
+chown "$U" "$CG/outside-$FW_ID" "$CG/outside-$FW_ID/cgroup.procs"
+check_fails "delegated: uid $U can't register its own cgroup outside run_parent" \
+	drun --name "out-$FW_ID" --cgroup "$CG/outside-$FW_ID" -- true
+check "... fastwalld said why" fw_wait_log "refused: .*the cgroup is not below $CG/users" 1 2
+mkdir -p "$FW_TMP/notcg" && chown "$U" "$FW_TMP/notcg"
+check_fails "delegated: a directory that is no cgroup is refused" \
+	drun --name "ncg-$FW_ID" --cgroup "$FW_TMP/notcg" -- true
+check_fails "delegated: a sandboxed command can't register a sub-cgroup of its own sandbox" \
+	drun --name "del-$FW_ID" --cgroup "$DEL/r2" --allow 198.51.100.10 -- \
+	"$FASTWALL" run --socket "$RUN_SOCK" --name "in-$FW_ID" --cgroup "$DEL/r2/in" \
+	--allow 203.0.113.10 -- true
+check "... fastwalld said why" fw_wait_log "refused: .*a process in a sandbox may not start another" 2 2
+nsenter --net="/run/netns/$NS_POD" "$FASTWALL" run --socket "$RUN_SOCK" --name "r-$FW_ID" \
+	-- sleep 120 &
+R=$!
+FW_PIDS+=("$R")
+fw_eventually 5 test -s "$CG/r-$FW_ID/cgroup.procs"
+check "uid $U may not remove root's run" \
+	as_u "$FW_PY" "$PROBE_SOCK" request "$RUN_SOCK" "{\"op\":\"remove\",\"name\":\"r-$FW_ID\"}" --want refused
+check "uid $U may not join root's run" \
+	as_u "$FW_PY" "$PROBE_SOCK" request "$RUN_SOCK" "{\"op\":\"join\",\"name\":\"r-$FW_ID\"}" --want refused
+kill "$R"
+wait "$R" 2>/dev/null
+check "nothing was registered by the refused unprivileged requests" \
+	sh -c "! '$FASTWALL' --bpffs '$BPFFS' subjects | grep -qE '^[0-9]+ +(u2|o|nm|out|ncg|in)-$FW_ID '"
+chmod 700 "$FW_TMP"
+
 # the registration socket: bad requests change nothing, root only
 check_fails "fastwall run refuses a bad name" run "../x" -- true
 check_fails "fastwall run refuses a bad target" run "bad-$FW_ID" --allow "not a target!" -- true
 check "a request with an unknown key is refused" \
 	"$FW_PY" "$PROBE_SOCK" request "$RUN_SOCK" '{"op":"add","name":"k","policy":"","extra":1}' --want refused
-# the socket is 0600 in a 0700 directory; opened up for a moment, so that
+# the socket is 0660 in a 0700 directory; opened up for a moment, so that
 # the refusal is fastwalld's SO_PEERCRED check
 chmod 711 "$FW_TMP" && chmod 666 "$RUN_SOCK"
-check "a non-root peer is refused" \
-	"$FW_PY" "$PROBE_SOCK" request "$RUN_SOCK" '{"op":"add","name":"k","policy":""}' --uid 65534 --want refused
-chmod 700 "$FW_TMP" && chmod 600 "$RUN_SOCK"
+check "a non-root peer outside the run group is refused" \
+	"$FW_PY" "$PROBE_SOCK" request "$RUN_SOCK" '{"op":"add","name":"k","policy":""}' --uid 65533 --want refused
+chmod 700 "$FW_TMP" && chmod 660 "$RUN_SOCK"
 check "nothing was registered by the refused requests" \
 	sh -c "! '$FASTWALL' --bpffs '$BPFFS' subjects | grep -qE '^[0-9]+ +(k|bad-$FW_ID) '"
 

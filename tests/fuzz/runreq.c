@@ -24,7 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		return 0;
 	}
-	if (!fw_run_name_ok(r.name) || (r.op != FW_RUN_ADD && r.op != FW_RUN_REMOVE))
+	if (!fw_run_name_ok(r.name) ||
+	    (r.op != FW_RUN_ADD && r.op != FW_RUN_REMOVE && r.op != FW_RUN_JOIN))
 		abort();
 	text = fw_run_req_format(&r);
 	if (!text)

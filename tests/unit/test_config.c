@@ -474,6 +474,9 @@ static const struct bad_case bad[] = {
 	{"processes:\n  cgroup_parent: \"a b\"\n", 2, "a character other than"},
 	{"processes:\n  cgroup_root: relative\n", 2, "absolute path"},
 	{"processes:\n  sockets: /run/x\n", 2, "unknown key in processes"},
+	{"processes:\n  run_group: \"wheel users\"\n", 2, "not a group name or number"},
+	{"processes:\n  run_parent: a/../b\n", 2, "'..' component"},
+	{"processes:\n  run_parent: /users\n", 2, "relative to cgroup_root"},
 	{"subjects:\n  - name: a\n    cgroup: a\n", 1, "needs the processes section"},
 	{"processes:\nsubjects:\n  - name: a\n    cgroup: a\n    addresses: [10.0.0.2]\n", 5,
 	 "addresses is not for it"},
@@ -511,6 +514,8 @@ Test(config, processes_section)
 	cr_assert_str_eq(cfg.cgroup_root, "/sys/fs/cgroup");
 	cr_assert_str_eq(cfg.cgroup_parent, "fastwall");
 	cr_assert_str_eq(cfg.processes_socket, "/run/fastwall/run.sock");
+	cr_assert_str_eq(cfg.run_group, "", "root only unless named");
+	cr_assert_str_eq(cfg.run_parent, "", "cgroup_parent itself");
 	fw_cfg_free(&cfg);
 	fw_cfg_init(&cfg);
 	cr_assert_eq(load("processes:\n"), 0, "%s", err);
@@ -518,12 +523,15 @@ Test(config, processes_section)
 	fw_cfg_free(&cfg);
 	fw_cfg_init(&cfg);
 	cr_assert_eq(load("processes:\n  cgroup_root: /tmp/cg\n  cgroup_parent: sb/run\n"
-			  "  socket: /run/x.sock\nsubjects:\n  - name: svc\n    cgroup: svc/main\n"
+			  "  socket: /run/x.sock\n  run_group: fastwall\n  run_parent: "
+			  "users\nsubjects:\n  - name: svc\n    cgroup: svc/main\n"
 			  "    state: denying\n"),
 		     0, "%s", err);
 	cr_assert_str_eq(cfg.cgroup_root, "/tmp/cg");
 	cr_assert_str_eq(cfg.cgroup_parent, "sb/run");
 	cr_assert_str_eq(cfg.processes_socket, "/run/x.sock");
+	cr_assert_str_eq(cfg.run_group, "fastwall");
+	cr_assert_str_eq(cfg.run_parent, "users");
 	cr_assert_eq(cfg.nsubjects, 1);
 	cr_assert_str_eq(cfg.subjects[0].cgroup, "svc/main");
 	cr_assert_eq(cfg.subjects[0].naddrs, 0);

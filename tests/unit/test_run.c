@@ -63,6 +63,24 @@ Test(run, remove_request_has_a_name_only)
 	req_fails("{\"op\":\"remove\",\"name\":\"web-1\",\"policy\":\"\"}", "no policy");
 }
 
+Test(run, join_request_has_a_name_only_and_formats_back)
+{
+	struct fw_run_req r, j = {.op = FW_RUN_JOIN};
+	char *text;
+
+	cr_assert_eq(req("{\"op\":\"join\",\"name\":\"web-1\"}", &r), 0, "%s", err);
+	cr_assert_eq(r.op, FW_RUN_JOIN);
+	cr_assert_str_eq(r.name, "web-1");
+	fw_run_req_free(&r);
+	req_fails("{\"op\":\"join\",\"name\":\"web-1\",\"policy\":\"\"}", "join takes no policy");
+	req_fails("{\"op\":\"join\"}", "name must be");
+	snprintf(j.name, sizeof(j.name), "%s", "w.2");
+	fw_policy_init(&j.policy);
+	text = fw_run_req_format(&j);
+	cr_assert_str_eq(text, "{\"op\":\"join\",\"name\":\"w.2\"}");
+	free(text);
+}
+
 Test(run, bad_requests_say_why)
 {
 	req_fails("", "invalid JSON");
@@ -181,6 +199,7 @@ Test(run, args_defaults_and_command)
 	cr_assert_eq(args(&a, argv), 0, "%s", err);
 	cr_assert_str_eq(a.req.name, "run-4321");
 	cr_assert_str_eq(a.socket, FW_RUN_DEFAULT_SOCKET);
+	cr_assert_str_eq(a.cgroup, "", "no --cgroup: fastwalld makes the cgroup");
 	cr_assert_eq(a.cmd, argv + 2, "the command starts after --");
 	cr_assert_str_eq(a.cmd[1], "-s", "the command's own options stay its own");
 	assert_policy(&a.req.policy, "{\"defaultAction\":\"deny\",\"egress\":[]}");
@@ -230,6 +249,7 @@ Test(run, bad_args_say_why)
 	char *relsock[] = {"run", "--socket", "run.sock", "--", "true", NULL};
 	char *unknown[] = {"run", "--bogus", "--", "true", NULL};
 	char *novalue[] = {"run", "--name", NULL};
+	char *relcg[] = {"run", "--cgroup", "user.slice/x", "--", "true", NULL};
 
 	args_fail(nocmd, "no command");
 	args_fail(dashdash, "no command");
@@ -240,6 +260,17 @@ Test(run, bad_args_say_why)
 	args_fail(relsock, "--socket");
 	args_fail(unknown, "unknown option");
 	args_fail(novalue, "unknown option or missing value");
+	args_fail(relcg, "--cgroup: an absolute path");
+}
+
+Test(run, args_cgroup_is_kept)
+{
+	char *argv[] = {"run", "--cgroup", "/sys/fs/cgroup/u/r1", "--", "true", NULL};
+	struct fw_run_args a;
+
+	cr_assert_eq(args(&a, argv), 0, "%s", err);
+	cr_assert_str_eq(a.cgroup, "/sys/fs/cgroup/u/r1");
+	fw_run_req_free(&a.req);
 }
 
 Test(run, args_bad_policy_file_names_the_file)

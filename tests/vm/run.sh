@@ -12,7 +12,8 @@
 #      (dnsmasq upstream, dig client; the port and address rewrites with
 #      their checksums on this kernel) opens a default-deny destination,
 #      the port guard on the uplink (the hook this kernel gives it), a
-#      restart keeps enforcing and keeps the state.
+#      restart keeps enforcing and keeps the state; process sandboxes
+#      (tests/vm/procs.sh: the cgroup hooks and fastwall run).
 #
 # Guests are emulated (10-40x slower, ~50-200 ms per process start), so
 # this spawns few processes: ip -batch for the topology, bash's /dev/tcp
@@ -433,6 +434,10 @@ check_fails "after restart: sandbox-a -> [2001:db8::66]:80 still dropped" tcp "$
 kill -TERM "$DAEMON"
 wait "$DAEMON"
 DAEMON=""
+
+# process sandboxes: tests/vm/procs.sh (its own fastwalld start)
+# shellcheck source=tests/vm/procs.sh
+. "$ROOT/tests/vm/procs.sh"
 
 echo "# 7. loader: detach --purge"
 check "fastwalld detach --purge succeeds" in_ns "$POD" "$FASTWALLD" -c "$CFG" detach --purge

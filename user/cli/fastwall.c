@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -344,7 +345,7 @@ static void run_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: fastwall run [--policy FILE] [--allow TARGET]... [--deny TARGET]...\n"
-		"                    [--name NAME] [--socket PATH] -- CMD [ARGS]\n\n"
+		"                    [--name NAME] [--socket PATH] [--cgroup DIR] -- CMD [ARGS]\n\n"
 		"Runs CMD in a process sandbox of the running fastwalld (its processes.\n"
 		"section on): a new cgroup below processes.cgroup_parent whose processes,\n"
 		"children and sub-cgroups included, reach only what the policy allows.\n"
@@ -353,25 +354,49 @@ static void run_usage(FILE *out)
 		"125 when fastwall run itself failed). SIGINT and SIGTERM go to CMD; when\n"
 		"it ends, whatever is left in the cgroup is killed and the subject and\n"
 		"the cgroup are removed. With fastwalld's DNS proxy on, CMD's DNS goes to\n"
-		"the proxy whatever resolver it asks, so domain targets work. Root only.\n\n"
+		"the proxy whatever resolver it asks, so domain targets work. For root\n"
+		"and the members of processes.run_group.\n\n"
 		"  --policy FILE    the policy JSON: {\"defaultAction\": \"deny\", \"egress\":\n"
 		"                   [{\"action\": \"allow\", \"target\": \"192.0.2.0/24\"}]}\n"
 		"                   (default: deny everything)\n"
 		"  --allow TARGET   allow an address, CIDR or domain (after FILE's rules)\n"
 		"  --deny TARGET    deny an address, CIDR or domain\n"
 		"  --name NAME      the subject's and the cgroup's name (default run-PID)\n"
-		"  --socket PATH    fastwalld's run socket (default " FW_RUN_DEFAULT_SOCKET ")\n");
+		"  --socket PATH    fastwalld's run socket (default " FW_RUN_DEFAULT_SOCKET ")\n"
+		"  --cgroup DIR     the sandbox is DIR, a cgroup you may write (made when\n"
+		"                   missing) below processes.run_parent, e.g. in a subtree\n"
+		"                   delegated to you; without it fastwalld makes one\n");
 }
 
-/* One request, its answer. */
-static int run_call(int fd, const struct fw_run_req *req, struct fw_run_reply *rep)
+/* One request (with descriptor pass when not -1), its answer. */
+static int run_call_fd(int fd, const struct fw_run_req *req, int pass, struct fw_run_reply *rep)
 {
 	char *text = fw_run_req_format(req), buf[8192];
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov;
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
 	ssize_t n;
 
 	if (!text)
 		return -ENOMEM;
-	n = send(fd, text, strlen(text), MSG_NOSIGNAL);
+	iov.iov_base = text;
+	iov.iov_len = strlen(text);
+	if (pass >= 0) {
+		struct cmsghdr *cm;
+
+		memset(&ctl, 0, sizeof(ctl));
+		msg.msg_control = ctl.b;
+		msg.msg_controllen = sizeof(ctl.b);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &pass, sizeof(int));
+	}
+	n = sendmsg(fd, &msg, MSG_NOSIGNAL);
 	free(text);
 	if (n < 0)
 		return -errno;
@@ -383,6 +408,11 @@ static int run_call(int fd, const struct fw_run_req *req, struct fw_run_reply *r
 	if (n == 0)
 		return -ECONNRESET;
 	return fw_run_reply_parse(buf, (size_t)n, rep);
+}
+
+static int run_call(int fd, const struct fw_run_req *req, struct fw_run_reply *rep)
+{
+	return run_call_fd(fd, req, -1, rep);
 }
 
 static int run_connect(const char *path)
@@ -403,9 +433,9 @@ static int run_connect(const char *path)
 }
 
 /* Without CAP_NET_RAW, for good (bounding set, ambient, and the sets of
- * this process): raw and packet sockets are refused by the kernel before
- * any program sees them. The cgroup programs refuse raw IP sockets too,
- * but packet sockets never reach an inet hook. */
+ * this process; for a caller other than root no_new_privs): raw and
+ * packet sockets are refused by the kernel before any program sees them. The cgroup programs refuse
+ * raw IP sockets too, but packet sockets never reach an inet hook. */
 static int drop_net_raw(void)
 {
 	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
@@ -413,8 +443,12 @@ static int drop_net_raw(void)
 	__u32 bit = 1u << (CAP_NET_RAW % 32);
 	int w = CAP_NET_RAW / 32;
 
-	if (prctl(PR_CAPBSET_DROP, CAP_NET_RAW, 0, 0, 0) && errno != EINVAL)
-		return -errno;
+	if (prctl(PR_CAPBSET_DROP, CAP_NET_RAW, 0, 0, 0) && errno != EINVAL) {
+		/* not root (no CAP_SETPCAP): none of it to drop, and with
+		 * no_new_privs no set-uid or file capability gives it back */
+		if (errno != EPERM || geteuid() == 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+			return -errno;
+	}
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, CAP_NET_RAW, 0, 0);
 	if (syscall(SYS_capget, &h, d))
 		return -errno;
@@ -426,27 +460,60 @@ static int drop_net_raw(void)
 	return 0;
 }
 
+/* Into the sandbox: fastwalld moves this process (a caller other than
+ * root could not write the cgroup.procs of a cgroup it does not share an
+ * ancestor of its own with). */
+static int run_join(const char *sock, const char *name)
+{
+	struct fw_run_req join = {.op = FW_RUN_JOIN};
+	struct fw_run_reply rep;
+	int fd = run_connect(sock), err;
+
+	if (fd < 0)
+		return fd;
+	snprintf(join.name, sizeof(join.name), "%s", name);
+	err = run_call(fd, &join, &rep);
+	close(fd);
+	if (!err && !rep.ok) {
+		fprintf(stderr, "fastwall run: %s\n", rep.error);
+		err = -EPERM;
+	}
+	return err;
+}
+
 /* The child: into the sandbox's cgroup, then CMD. It never runs CMD
- * outside the cgroup. */
-static void run_child(const char *cgroup, char **cmd)
+ * outside the cgroup. dfd: the cgroup passed with --cgroup, or -1. */
+static void run_child(const char *cgroup, int dfd, const char *sock, const char *name, char **cmd)
 {
 	char procs[4200];
 	sigset_t none;
-	int fd;
+	int fd, err;
 
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cgroup);
-	fd = open(procs, O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || write(fd, "0", 1) != 1) {
-		fprintf(stderr, "fastwall run: can't join cgroup %s: %s\n", cgroup,
-			strerror(errno));
-		_exit(RUN_EXIT_OWN);
+	if (dfd < 0 && geteuid() != 0) {
+		err = run_join(sock, name);
+		if (err) {
+			fprintf(stderr, "fastwall run: can't join cgroup %s: %s\n", cgroup,
+				strerror(-err));
+			_exit(RUN_EXIT_OWN);
+		}
+	} else {
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", cgroup);
+		fd = dfd >= 0 ? openat(dfd, "cgroup.procs", O_WRONLY | O_CLOEXEC)
+			      : open(procs, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, "0", 1) != 1) {
+			fprintf(stderr, "fastwall run: can't join cgroup %s: %s\n", cgroup,
+				strerror(errno));
+			_exit(RUN_EXIT_OWN);
+		}
+		close(fd);
+		if (dfd >= 0)
+			close(dfd);
 	}
-	close(fd);
 	if (drop_net_raw()) {
 		fprintf(stderr, "fastwall run: can't drop CAP_NET_RAW: %s\n", strerror(errno));
 		_exit(RUN_EXIT_OWN);
@@ -465,6 +532,8 @@ static int cmd_run(int argc, char **argv)
 	char err[512];
 	int fd, status = 0, ret;
 	pid_t child;
+	int dfd = -1;
+	bool made = false;
 
 	if (fw_run_args_parse(argc, argv, (unsigned int)getpid(), &a, err, sizeof(err))) {
 		fprintf(stderr, "fastwall run: %s\n", err);
@@ -483,10 +552,27 @@ static int cmd_run(int argc, char **argv)
 		fw_run_req_free(&a.req);
 		return RUN_EXIT_OWN;
 	}
-	ret = run_call(fd, &a.req, &rep);
+	if (a.cgroup[0]) {
+		/* the caller's own cgroup: fastwalld checks what this
+		 * descriptor names, not the path */
+		made = mkdir(a.cgroup, 0755) == 0;
+		dfd = open(a.cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0) {
+			fprintf(stderr, "fastwall run: can't open cgroup %s: %s\n", a.cgroup,
+				strerror(errno));
+			fw_run_req_free(&a.req);
+			close(fd);
+			return RUN_EXIT_OWN;
+		}
+	}
+	ret = run_call_fd(fd, &a.req, dfd, &rep);
 	fw_run_req_free(&a.req);
 	if (ret || !rep.ok) {
 		fprintf(stderr, "fastwall run: %s\n", ret ? strerror(-ret) : rep.error);
+		if (made)
+			rmdir(a.cgroup);
+		if (dfd >= 0)
+			close(dfd);
 		close(fd);
 		return RUN_EXIT_OWN;
 	}
@@ -497,7 +583,9 @@ static int cmd_run(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 	child = fork();
 	if (child == 0)
-		run_child(rep.cgroup, a.cmd);
+		run_child(rep.cgroup, dfd, a.socket, a.req.name, a.cmd);
+	if (dfd >= 0)
+		close(dfd);
 	if (child < 0) {
 		fprintf(stderr, "fastwall run: fork: %s\n", strerror(errno));
 		status = RUN_EXIT_OWN << 8;

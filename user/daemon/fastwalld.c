@@ -848,7 +848,8 @@ static void reload(struct fw_daemon *d)
 	if (next.processes_enabled != d->cfg.processes_enabled ||
 	    strcmp(next.cgroup_root, d->cfg.cgroup_root) ||
 	    strcmp(next.cgroup_parent, d->cfg.cgroup_parent) ||
-	    strcmp(next.processes_socket, d->cfg.processes_socket))
+	    strcmp(next.processes_socket, d->cfg.processes_socket) ||
+	    strcmp(next.run_group, d->cfg.run_group) || strcmp(next.run_parent, d->cfg.run_parent))
 		fw_warn("the processes section changes only on restart");
 	if (d->procs)
 		fw_procs_resolve(d->procs, next.subjects, next.nsubjects);

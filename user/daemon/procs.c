@@ -6,17 +6,33 @@
  * of the sandbox lives, it keeps its policy (fail closed). The launcher
  * keeps its connection open for the run; when it says "remove" the
  * cgroup's processes are killed, when it just goes (SIGKILL) they keep
- * running; either way a check each second removes the subject and the
- * cgroup once nothing is left in it. */
+ * running; either way the subject and the cgroup go once nothing is left
+ * in it, which inotify on its cgroup.events tells at once (a slow
+ * periodic check stands behind it).
+ *
+ * Callers other than root (members of processes.run_group) get either a
+ * cgroup fastwalld makes below run_parent and moves them into ("join":
+ * the common ancestor of their own cgroup and the sandbox is root's, so
+ * the command can't move itself out), or register a cgroup of their own
+ * by passing its descriptor; fastwalld checks what the descriptor names
+ * (owner, mode, place), never a path the caller could swap meanwhile. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
+#include <linux/magic.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -25,8 +41,13 @@
 #include "procs.h"
 #include "subjects/run.h"
 
-#define FW_CG_FALLBACK	  "/run/fastwall/cgroup2"
-#define FW_PROCS_CHECK_NS (1000000000ull)
+#define FW_CG_FALLBACK "/run/fastwall/cgroup2"
+/* behind inotify: a run whose cgroup.events change was missed */
+#define FW_PROCS_CHECK_NS (10000000000ull)
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
 
 struct client;
 
@@ -35,6 +56,9 @@ struct run {
 	char name[FW_RUN_NAME_MAX + 1];
 	char path[PATH_MAX];
 	__u64 cgid;
+	uid_t uid;		 /* who may remove or join it (0: root only) */
+	bool made;		 /* fastwalld made the cgroup (a join may follow) */
+	int wd;			 /* inotify watch on its cgroup.events, -1 without */
 	struct client *launcher; /* NULL once it is gone (or after a restart) */
 };
 
@@ -42,6 +66,8 @@ struct client {
 	struct client *next;
 	struct fw_procs *p;
 	int fd;
+	uid_t uid; /* the peer's, at connect (SO_PEERCRED) */
+	pid_t pid;
 	struct fw_loop_watch *w;
 	struct run *run; /* the run this connection launched */
 };
@@ -52,9 +78,17 @@ struct fw_procs {
 	struct fw_cg *cg;
 	char root[256];
 	char parent[PATH_MAX];
+	char run_parent[PATH_MAX]; /* where non-root runs go (parent or below) */
+	__u64 root_ino, parent_ino, run_parent_ino;
+	dev_t dev; /* the cgroup2 file system's */
+	bool has_group;
+	gid_t run_gid;
+	char group[64];
 	char sock_path[108];
 	int lfd;
 	struct fw_loop_watch *lw;
+	int ifd; /* inotify: the runs' cgroup.events */
+	struct fw_loop_watch *iw;
 	struct run *runs;
 	struct client *clients;
 	struct fw_loop_timer timer;
@@ -125,12 +159,30 @@ static void run_free(struct fw_procs *p, struct run *run)
 	}
 	if (run->launcher)
 		run->launcher->run = NULL;
+	if (run->wd >= 0 && p->ifd >= 0)
+		inotify_rm_watch(p->ifd, run->wd);
 	free(run);
+}
+
+/* cgroup.events changes when populated does: the end of the last
+ * process is seen at once */
+static void run_watch(struct fw_procs *p, struct run *run)
+{
+	char file[PATH_MAX + 16];
+
+	run->wd = -1;
+	if (p->ifd < 0 || !run->path[0])
+		return;
+	snprintf(file, sizeof(file), "%s/cgroup.events", run->path);
+	run->wd = inotify_add_watch(p->ifd, file, IN_MODIFY);
+	if (run->wd < 0)
+		fw_warn("run %s: can't watch %s (the periodic check stands in): %s", run->name,
+			file, strerror(errno));
 }
 
 /* Removes the run's subject and cgroup once its launcher is gone and
  * nothing is left in the cgroup; true when it did. */
-static bool collect(struct fw_procs *p, struct run *run)
+static bool collect(struct fw_procs *p, struct run *run, const char *why)
 {
 	struct fw_entry *e;
 	int pop, err;
@@ -149,7 +201,7 @@ static bool collect(struct fw_procs *p, struct run *run)
 	err = rm_cgroup(run->path, 0);
 	if (err)
 		fw_warn("run %s: can't remove cgroup %s: %s", run->name, run->path, strerror(-err));
-	fw_info("run %s: ended, subject and cgroup %s removed", run->name, run->path);
+	fw_info("run %s: ended (%s), subject and cgroup %s removed", run->name, why, run->path);
 	run_free(p, run);
 	return true;
 }
@@ -163,9 +215,34 @@ static __u64 check_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 	(void)t;
 	for (; run; run = next) {
 		next = run->next;
-		collect(p, run);
+		collect(p, run, "periodic check");
 	}
 	return FW_PROCS_CHECK_NS;
+}
+
+static void on_inotify(struct fw_loop *l, int fd, __u32 events, void *ctx)
+{
+	struct fw_procs *p = ctx;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t n;
+
+	(void)l;
+	(void)events;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (char *c = buf; c < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)c;
+
+			c += sizeof(*ev) + ev->len;
+			if (ev->mask & IN_IGNORED)
+				continue;
+			for (struct run *r = p->runs; r; r = r->next) {
+				if (r->wd == ev->wd) {
+					collect(p, r, "cgroup emptied");
+					break;
+				}
+			}
+		}
+	}
 }
 
 static void reply(struct client *c, const struct fw_run_reply *r)
@@ -186,17 +263,194 @@ static void refuse(struct client *c, const char *fmt, const char *arg, int err)
 	reply(c, &r);
 }
 
-static void handle_add(struct client *c, struct fw_run_req *req)
+/* Walks from cgroup fd (consumed) up to the root of the hierarchy through
+ * "..", on fastwalld's own mount (a cgroup can't move to another parent,
+ * so the chain is fixed). *below: fd is stop_ino or lies under it;
+ * *subject: a subject's cgroup is on the way (fd's own included) - a
+ * process there is a sandbox, and what it registers must not loosen its
+ * policy. */
+static int cg_walk(struct fw_procs *p, int fd, __u64 stop_ino, bool *below, bool *subject)
+{
+	struct fw_subject s;
+	struct stat st;
+	int err = -ELOOP;
+
+	*below = false;
+	*subject = false;
+	for (int i = 0; i <= FW_CG_MAX_LEVELS + 1; i++) {
+		int up;
+
+		if (fstat(fd, &st)) {
+			err = -errno;
+			break;
+		}
+		if (st.st_dev != p->dev) {
+			err = -EXDEV;
+			break;
+		}
+		if ((__u64)st.st_ino == stop_ino)
+			*below = true;
+		if ((__u64)st.st_ino == p->root_ino) {
+			err = 0;
+			break;
+		}
+		if (fw_dp_cgroup_lookup(p->reg->dp, st.st_ino, &s) == 0)
+			*subject = true;
+		up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (up < 0) {
+			err = -errno;
+			break;
+		}
+		close(fd);
+		fd = up;
+	}
+	close(fd);
+	return err;
+}
+
+/* The cgroup of process pid, opened on fastwalld's mount. */
+static int cg_open_of_pid(struct fw_procs *p, pid_t pid)
+{
+	char file[64], line[PATH_MAX + 8], path[PATH_MAX * 2];
+	int fd = -ENOENT;
+	FILE *f;
+
+	snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
+	f = fopen(file, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0::/", 4) != 0)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		snprintf(path, sizeof(path), "%s%s", p->root, line + 3);
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			fd = -errno;
+		break;
+	}
+	fclose(f);
+	return fd;
+}
+
+/* A non-root peer inside a sandbox may neither register nor join one:
+ * a looser policy of its own making would be a way out. */
+static int peer_free(struct client *c)
+{
+	bool below, subject;
+	int fd, err;
+
+	if (c->uid == 0)
+		return 0;
+	fd = cg_open_of_pid(c->p, c->pid);
+	if (fd < 0)
+		return fd;
+	err = cg_walk(c->p, fd, 0, &below, &subject);
+	if (!err && subject)
+		err = -EPERM;
+	return err;
+}
+
+/* The caller's own cgroup, passed as fd: a cgroup2 directory of this
+ * hierarchy below run_parent (root: below parent), not in or under a
+ * sandbox, and for anyone but root owned by the caller with the owner
+ * allowed to write it and its cgroup.procs. All checked on the
+ * descriptor and what openat finds under it, no path looked up again. */
+static int check_passed(struct client *c, int fd, __u64 *cgid, char *why, size_t whylen)
+{
+	struct fw_procs *p = c->p;
+	struct statfs sfs;
+	struct stat st, pst;
+	bool below, subject;
+	int pfd, own, err;
+	__u64 stop = c->uid == 0 ? p->parent_ino : p->run_parent_ino;
+
+	if (fstatfs(fd, &sfs) || sfs.f_type != CGROUP2_SUPER_MAGIC || fstat(fd, &st) ||
+	    !S_ISDIR(st.st_mode) || st.st_dev != p->dev) {
+		snprintf(why, whylen, "the descriptor passed is not a cgroup of %.180s", p->root);
+		return -EINVAL;
+	}
+	if (c->uid != 0) {
+		pfd = openat(fd, "cgroup.procs", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (pfd < 0 || fstat(pfd, &pst)) {
+			err = -errno;
+			if (pfd >= 0)
+				close(pfd);
+			snprintf(why, whylen, "can't read its cgroup.procs: %s", strerror(-err));
+			return err;
+		}
+		close(pfd);
+		if (st.st_uid != c->uid || !(st.st_mode & S_IWUSR) || pst.st_uid != c->uid ||
+		    !(pst.st_mode & S_IWUSR)) {
+			snprintf(why, whylen,
+				 "uid %u may not register a cgroup it does not own (the cgroup and "
+				 "its cgroup.procs, owner-writable)",
+				 (unsigned int)c->uid);
+			return -EPERM;
+		}
+	}
+	/* reopened by id on our mount: ".." from the caller's descriptor
+	 * could leave a bind mount of some cgroup below the root */
+	own = fw_cg_open_id(p->root, st.st_ino);
+	if (own < 0) {
+		snprintf(why, whylen, "can't open the cgroup by its id: %s", strerror(-own));
+		return own;
+	}
+	err = cg_walk(p, own, stop, &below, &subject);
+	if (err) {
+		snprintf(why, whylen, "can't follow the cgroup up: %s", strerror(-err));
+		return err;
+	}
+	if (!below || (__u64)st.st_ino == stop) {
+		snprintf(why, whylen, "the cgroup is not below %.200s",
+			 c->uid == 0 ? p->parent : p->run_parent);
+		return -EPERM;
+	}
+	if (subject) {
+		snprintf(why, whylen, "the cgroup is a sandbox or inside one");
+		return -EPERM;
+	}
+	*cgid = st.st_ino;
+	return 0;
+}
+
+/* The run's cgroup to its user (and its control files that delegation
+ * hands over): sub-cgroups of its own, all below the sandbox. */
+static void give_to(const char *path, uid_t uid)
+{
+	static const char *const files[] = {"", "/cgroup.procs", "/cgroup.threads",
+					    "/cgroup.subtree_control"};
+	char f[PATH_MAX + 32];
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(f, sizeof(f), "%s%s", path, files[i]);
+		if (chown(f, uid, (gid_t)-1) && errno != ENOENT)
+			fw_warn("can't hand %s to uid %u: %s", f, (unsigned int)uid,
+				strerror(errno));
+	}
+}
+
+static void handle_add(struct client *c, struct fw_run_req *req, int passed)
 {
 	struct fw_procs *p = c->p;
 	struct fw_subject_spec *spec = NULL;
 	struct fw_run_reply r = {.ok = true};
 	struct fw_entry *e;
 	struct run *run = NULL;
+	char why[256];
 	int err, level;
 
 	if (c->run) {
 		refuse(c, "this connection runs %s already%s", c->run->name, 0);
+		return;
+	}
+	err = peer_free(c);
+	if (err == -EPERM) {
+		refuse(c, "%sa process in a sandbox may not start another%s", "", 0);
+		return;
+	}
+	if (err) {
+		refuse(c, "%scan't tell which cgroup the caller is in: %s", "", err);
 		return;
 	}
 	e = fw_reg_get(p->reg, req->name, false);
@@ -215,25 +469,42 @@ static void handle_add(struct client *c, struct fw_run_req *req)
 		refuse(c, "%s: %s", req->name, -ENOMEM);
 		goto fail;
 	}
+	run->wd = -1;
+	run->uid = c->uid;
 	snprintf(run->name, sizeof(run->name), "%s", req->name);
-	if (snprintf(run->path, sizeof(run->path), "%s/%s", p->parent, req->name) >=
-	    (int)sizeof(run->path)) {
-		refuse(c, "%s: %s", req->name, -ENAMETOOLONG);
-		goto fail;
-	}
-	if (mkdir(run->path, 0755)) {
-		err = -errno;
-		refuse(c, "can't create cgroup %s: %s", run->path, err);
-		goto fail;
-	}
-	level = fw_cg_level(p->root, run->path);
-	err = level < 0 ? level : level > FW_CG_MAX_LEVELS ? -ELOOP : 0;
-	if (!err)
-		err = fw_cg_id_of(run->path, &run->cgid);
-	if (err) {
-		refuse(c, "cgroup %s can't be a sandbox: %s", run->path, err);
-		rmdir(run->path);
-		goto fail;
+	if (passed >= 0) {
+		err = check_passed(c, passed, &run->cgid, why, sizeof(why));
+		if (!err)
+			err = fw_cg_path_of(p->root, run->cgid, run->path, sizeof(run->path));
+		if (err) {
+			refuse(c, "can't register that cgroup: %s%s", why, 0);
+			goto fail;
+		}
+	} else {
+		const char *dir = c->uid == 0 ? p->parent : p->run_parent;
+
+		if (snprintf(run->path, sizeof(run->path), "%s/%s", dir, req->name) >=
+		    (int)sizeof(run->path)) {
+			refuse(c, "%s: %s", req->name, -ENAMETOOLONG);
+			goto fail;
+		}
+		if (mkdir(run->path, 0755)) {
+			err = -errno;
+			refuse(c, "can't create cgroup %s: %s", run->path, err);
+			goto fail;
+		}
+		run->made = true;
+		level = fw_cg_level(p->root, run->path);
+		err = level < 0 ? level : level > FW_CG_MAX_LEVELS ? -ELOOP : 0;
+		if (!err)
+			err = fw_cg_id_of(run->path, &run->cgid);
+		if (err) {
+			refuse(c, "cgroup %s can't be a sandbox: %s", run->path, err);
+			rmdir(run->path);
+			goto fail;
+		}
+		if (c->uid != 0)
+			give_to(run->path, c->uid);
 	}
 	snprintf(spec->name, sizeof(spec->name), "%s", req->name);
 	spec->state = FW_STATE_ACTIVE;
@@ -247,15 +518,18 @@ static void handle_add(struct client *c, struct fw_run_req *req)
 		fw_reg_put(p->reg, e);
 	if (err) {
 		refuse(c, "can't register %s: %s", req->name, err);
-		rmdir(run->path);
+		if (run->made)
+			rmdir(run->path);
 		goto fail;
 	}
 	run->launcher = c;
 	c->run = run;
 	run->next = p->runs;
 	p->runs = run;
+	run_watch(p, run);
 	snprintf(r.cgroup, sizeof(r.cgroup), "%s", run->path);
-	fw_info("run %s: subject id %u, cgroup %s", run->name, r.id, run->path);
+	fw_info("run %s: subject id %u, cgroup %s, uid %u", run->name, r.id, run->path,
+		(unsigned int)run->uid);
 	reply(c, &r);
 	free(spec);
 	return;
@@ -263,6 +537,94 @@ static void handle_add(struct client *c, struct fw_run_req *req)
 fail:
 	free(spec);
 	free(run);
+}
+
+static bool may_touch(const struct client *c, const struct run *run)
+{
+	return c->uid == 0 || c->uid == run->uid;
+}
+
+/* true once the process of pidfd has ended */
+static bool pidfd_ended(int pidfd)
+{
+	struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
+
+	return poll(&pfd, 1, 0) != 0;
+}
+
+/* The real uid of pid as /proc says, or (uid_t)-1. */
+static uid_t uid_of(pid_t pid)
+{
+	char file[64], line[128];
+	unsigned int uid;
+	uid_t ret = (uid_t)-1;
+	FILE *f;
+
+	snprintf(file, sizeof(file), "/proc/%d/status", (int)pid);
+	f = fopen(file, "re");
+	if (!f)
+		return ret;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Uid: %u", &uid) == 1) {
+			ret = (uid_t)uid;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/* The peer itself (fastwall run's child, before its command) into the
+ * run's cgroup, written by fastwalld: a non-root caller could not, the
+ * common ancestor of its cgroup and the sandbox being root's. The peer
+ * is named by its pidfd (SO_PEERPIDFD, taken at connect); its pid is
+ * written only while that process lives, and still lives afterwards, so
+ * the pid was never another's. Before 6.5 the pidfd comes from the pid
+ * the connection recorded, which may have been reused since: the uid
+ * read while the pidfd holds the process must be the caller's. */
+static void handle_join(struct client *c, const struct fw_run_req *req)
+{
+	struct run *run = run_find(c->p, req->name);
+	struct fw_run_reply r = {.ok = true};
+	socklen_t len = sizeof(int);
+	char file[PATH_MAX + 16], pid[16];
+	int pidfd = -1, fd, err;
+
+	if (!run || !may_touch(c, run) || !run->made) {
+		refuse(c, "no run %s of yours to join%s", req->name, 0);
+		return;
+	}
+	err = peer_free(c);
+	if (err) {
+		refuse(c,
+		       "%s: a process in a sandbox may not join another (or one of unknown "
+		       "cgroup): %s",
+		       req->name, err);
+		return;
+	}
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) || pidfd < 0)
+		pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0); /* before 6.5 */
+	if (pidfd < 0 || pidfd_ended(pidfd) || uid_of(c->pid) != c->uid || pidfd_ended(pidfd)) {
+		refuse(c, "%s: the joining process is gone%s", req->name, 0);
+		goto out;
+	}
+	snprintf(file, sizeof(file), "%s/cgroup.procs", run->path);
+	snprintf(pid, sizeof(pid), "%d", (int)c->pid);
+	fd = open(file, O_WRONLY | O_CLOEXEC);
+	err = fd < 0 ? -errno : write(fd, pid, strlen(pid)) < 0 ? -errno : 0;
+	if (fd >= 0)
+		close(fd);
+	if (err) {
+		refuse(c, "can't move the process into %s: %s", file, err);
+		goto out;
+	}
+	if (pidfd_ended(pidfd))
+		fw_warn("run %s: the joining process ended as it was moved", run->name);
+	snprintf(r.cgroup, sizeof(r.cgroup), "%s", run->path);
+	reply(c, &r);
+out:
+	if (pidfd >= 0)
+		close(pidfd);
 }
 
 static void handle_remove(struct client *c, const struct fw_run_req *req)
@@ -274,6 +636,10 @@ static void handle_remove(struct client *c, const struct fw_run_req *req)
 	if (!run) {
 		/* gone already (its cgroup emptied first): nothing to do */
 		reply(c, &r);
+		return;
+	}
+	if (!may_touch(c, run)) {
+		refuse(c, "run %s is not yours%s", req->name, 0);
 		return;
 	}
 	snprintf(r.cgroup, sizeof(r.cgroup), "%s", run->path);
@@ -288,7 +654,7 @@ static void handle_remove(struct client *c, const struct fw_run_req *req)
 		run->launcher = NULL;
 	}
 	reply(c, &r);
-	collect(c->p, run);
+	collect(c->p, run, "launcher's remove");
 }
 
 static void client_close(struct client *c)
@@ -309,7 +675,7 @@ static void client_close(struct client *c)
 		fw_info("run %s: launcher gone; removed once cgroup %s is empty", c->run->name,
 			c->run->path);
 		c->run->launcher = NULL;
-		collect(p, c->run);
+		collect(p, c->run, "launcher gone");
 	}
 	free(c);
 }
@@ -318,6 +684,13 @@ static void on_client(struct fw_loop *l, int fd, __u32 events, void *ctx)
 {
 	struct client *c = ctx;
 	struct fw_run_req req;
+	union {
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov;
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+	int passed = -1, npassed = 0;
 	char err[256];
 	char *buf;
 	ssize_t n;
@@ -329,26 +702,75 @@ static void on_client(struct fw_loop *l, int fd, __u32 events, void *ctx)
 		client_close(c);
 		return;
 	}
-	n = recv(fd, buf, FW_RUN_MSG_MAX + 1, MSG_DONTWAIT);
+	iov.iov_base = buf;
+	iov.iov_len = FW_RUN_MSG_MAX + 1;
+	msg.msg_control = ctl.buf;
+	msg.msg_controllen = sizeof(ctl.buf);
+	n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
 		free(buf);
 		return;
 	}
+	/* descriptors passed: one, with an add, or none at all */
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); n > 0 && cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int pfd;
+
+			memcpy(&pfd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (npassed++ == 0)
+				passed = pfd;
+			else
+				close(pfd);
+		}
+	}
 	if (n <= 0) {
+		if (passed >= 0)
+			close(passed);
 		free(buf);
 		client_close(c);
 		return;
 	}
-	if (fw_run_req_parse(buf, (size_t)n, &req, err, sizeof(err))) {
+	if (npassed > 1 || (msg.msg_flags & MSG_CTRUNC)) {
+		refuse(c, "bad request: %s%s", "one cgroup descriptor at most", 0);
+	} else if (fw_run_req_parse(buf, (size_t)n, &req, err, sizeof(err))) {
 		refuse(c, "bad request: %s%s", err, 0);
 	} else {
-		if (req.op == FW_RUN_ADD)
-			handle_add(c, &req);
+		if (req.op != FW_RUN_ADD && passed >= 0)
+			refuse(c, "bad request: %s%s", "a descriptor comes with add only", 0);
+		else if (req.op == FW_RUN_ADD)
+			handle_add(c, &req, passed);
+		else if (req.op == FW_RUN_JOIN)
+			handle_join(c, &req);
 		else
 			handle_remove(c, &req);
 		fw_run_req_free(&req);
 	}
+	if (passed >= 0)
+		close(passed);
 	free(buf);
+}
+
+/* The peer's primary or a supplementary group is gid (SO_PEERGROUPS:
+ * the groups at connect, as the kernel holds them). */
+static bool peer_in_group(int fd, const struct ucred *cred, gid_t gid)
+{
+	socklen_t len = 0;
+	gid_t *g;
+	bool in = cred->gid == gid;
+
+	if (in)
+		return true;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, NULL, &len) == 0 || errno != ERANGE ||
+	    len == 0 || len > 65536 * sizeof(gid_t))
+		return false;
+	g = malloc(len);
+	if (g && getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) == 0)
+		for (size_t i = 0; i < len / sizeof(gid_t); i++)
+			in |= g[i] == gid;
+	free(g);
+	return in;
 }
 
 static void on_accept(struct fw_loop *l, int fd, __u32 events, void *ctx)
@@ -363,13 +785,17 @@ static void on_accept(struct fw_loop *l, int fd, __u32 events, void *ctx)
 	cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (cfd < 0)
 		return;
-	/* root only: a run decides what a process may reach */
-	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.uid != 0) {
+	/* root and the run group only: a run decides what a process may
+	 * reach, and takes a subject of the registry */
+	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) ||
+	    (cred.uid != 0 && (!p->has_group || !peer_in_group(cfd, &cred, p->run_gid)))) {
 		struct client tmp = {.fd = cfd};
 
-		fw_warn("run: refused a connection from uid %d (root only)",
-			len == sizeof(cred) ? (int)cred.uid : -1);
-		refuse(&tmp, "%s%s", "fastwall run is for root only", 0);
+		fw_warn("run: refused a connection from uid %d (root%s%s only)",
+			len == sizeof(cred) ? (int)cred.uid : -1, p->has_group ? " and group " : "",
+			p->group);
+		refuse(&tmp, "fastwall run is for root%s only%s",
+		       p->has_group ? " and members of its group" : "", 0);
 		close(cfd);
 		return;
 	}
@@ -380,6 +806,8 @@ static void on_accept(struct fw_loop *l, int fd, __u32 events, void *ctx)
 	}
 	c->p = p;
 	c->fd = cfd;
+	c->uid = cred.uid;
+	c->pid = cred.pid;
 	if (fw_loop_watch_add(l, cfd, EPOLLIN, on_client, c, &c->w)) {
 		close(cfd);
 		free(c);
@@ -406,8 +834,9 @@ static int listen_on(struct fw_procs *p)
 	if (p->lfd < 0)
 		return -errno;
 	unlink(p->sock_path);
-	if (bind(p->lfd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(p->sock_path, 0600) ||
-	    listen(p->lfd, 64)) {
+	if (bind(p->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    (p->has_group && chown(p->sock_path, 0, p->run_gid)) ||
+	    chmod(p->sock_path, p->has_group ? 0660 : 0600) || listen(p->lfd, 64)) {
 		err = -errno;
 		fw_err("can't listen on %s: %s", p->sock_path, strerror(-err));
 		return err;
@@ -424,6 +853,7 @@ static void adopt(struct fw_procs *p)
 	pthread_mutex_lock(&r->lock);
 	for (__u32 id = 1; id < FW_MAX_SUBJECTS; id++) {
 		struct fw_entry *e = r->by_id[id];
+		struct stat st;
 		struct run *run;
 
 		if (!e || e->id != id || e->meta.origin != FW_ORIGIN_PROCESS)
@@ -438,8 +868,13 @@ static void adopt(struct fw_procs *p)
 		    snprintf(run->path, sizeof(run->path), "%s/%s", p->parent, run->name) >=
 			    (int)sizeof(run->path))
 			run->path[0] = '\0';
+		/* the cgroup's owner: its caller (root's are root's) */
+		if (run->path[0] && stat(run->path, &st) == 0)
+			run->uid = st.st_uid;
+		run->made = true;
 		run->next = p->runs;
 		p->runs = run;
+		run_watch(p, run);
 	}
 	pthread_mutex_unlock(&r->lock);
 }
@@ -479,10 +914,52 @@ int fw_procs_serve(struct fw_procs *p, struct fw_loop *loop)
 	err = listen_on(p);
 	if (err)
 		return err;
+	if (p->ifd >= 0 && fw_loop_watch_add(loop, p->ifd, EPOLLIN, on_inotify, p, &p->iw)) {
+		close(p->ifd);
+		p->ifd = -1;
+	}
 	fw_loop_timer_init(&p->timer, check_timer, p);
 	fw_loop_timer_arm(loop, &p->timer, 0);
 	fw_info("process sandboxes: cgroup programs on %s, fastwall run on %s", p->parent,
 		p->sock_path);
+	return 0;
+}
+
+static int ino_of(const char *path, __u64 *ino, dev_t *dev)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return -errno;
+	*ino = st.st_ino;
+	if (dev)
+		*dev = st.st_dev;
+	return 0;
+}
+
+/* processes.run_group: a name of the group database, or a number */
+static int resolve_group(struct fw_procs *p, const char *name)
+{
+	struct group *g;
+	char *end;
+	unsigned long n;
+
+	if (!name[0])
+		return 0;
+	snprintf(p->group, sizeof(p->group), "%s", name);
+	g = getgrnam(name);
+	if (g) {
+		p->run_gid = g->gr_gid;
+	} else {
+		errno = 0;
+		n = strtoul(name, &end, 10);
+		if (errno || *end || !isdigit((unsigned char)name[0]) || n >= (gid_t)-1) {
+			fw_err("processes.run_group: no group %s", name);
+			return -ENOENT;
+		}
+		p->run_gid = (gid_t)n;
+	}
+	p->has_group = true;
 	return 0;
 }
 
@@ -495,7 +972,11 @@ int fw_procs_open(struct fw_registry *reg, const struct fw_cfg *cfg, struct fw_p
 		return -ENOMEM;
 	p->reg = reg;
 	p->lfd = -1;
+	p->ifd = -1;
 	snprintf(p->sock_path, sizeof(p->sock_path), "%s", cfg->processes_socket);
+	err = resolve_group(p, cfg->run_group);
+	if (err)
+		goto fail;
 	err = fw_cg_mount(cfg->cgroup_root, FW_CG_FALLBACK, p->root, sizeof(p->root));
 	if (err)
 		goto fail;
@@ -513,11 +994,30 @@ int fw_procs_open(struct fw_registry *reg, const struct fw_cfg *cfg, struct fw_p
 		       p->parent, FW_CG_MAX_LEVELS);
 		goto fail;
 	}
+	if (snprintf(p->run_parent, sizeof(p->run_parent), "%s%s%s", p->parent,
+		     cfg->run_parent[0] ? "/" : "", cfg->run_parent) >= (int)sizeof(p->run_parent))
+		err = -ENAMETOOLONG;
+	else
+		err = mkdir_p(p->run_parent, 0755);
+	if (!err)
+		err = ino_of(p->root, &p->root_ino, &p->dev);
+	if (!err)
+		err = ino_of(p->parent, &p->parent_ino, NULL);
+	if (!err)
+		err = ino_of(p->run_parent, &p->run_parent_ino, NULL);
+	if (err) {
+		fw_err("can't create cgroup %s: %s", p->run_parent, strerror(-err));
+		goto fail;
+	}
 	err = fw_cg_load(reg->dp, &p->cg);
 	if (!err)
 		err = fw_cg_attach(p->cg, p->parent);
 	if (err)
 		goto fail;
+	p->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (p->ifd < 0)
+		fw_warn("no inotify (%s): ended runs are seen by the periodic check only",
+			strerror(errno));
 	adopt(p);
 	*out = p;
 	return 0;
@@ -553,6 +1053,11 @@ void fw_procs_stop(struct fw_procs *p)
 		if (p->loop)
 			fw_loop_watch_del(p->loop, p->lw);
 		close(p->lfd);
+	}
+	if (p->ifd >= 0) {
+		if (p->loop && p->iw)
+			fw_loop_watch_del(p->loop, p->iw);
+		close(p->ifd);
 	}
 	fw_cg_close(p->cg);
 	free(p);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* fastwalld's process sandboxes: the cgroup2 mount, the cgroup programs
- * attached to the configured parent, the `fastwall run` socket (root
- * only, SO_PEERCRED), and the runs it registered, each removed (subject
- * and cgroup) once its launcher is done and its cgroup is empty. Runs on
- * the daemon's event loop; functions return 0 or a negative errno. */
+ * attached to the configured parent, the `fastwall run` socket (root and
+ * processes.run_group, SO_PEERCRED), and the runs it registered, each
+ * removed (subject and cgroup) once its launcher is done and its cgroup
+ * is empty (inotify on cgroup.events). Runs on the daemon's event loop;
+ * functions return 0 or a negative errno. */
 #ifndef FW_DAEMON_PROCS_H
 #define FW_DAEMON_PROCS_H
 

@@ -68,6 +68,8 @@ struct fw_cfg {
 	char cgroup_root[256];	    /* the cgroup2 mount wanted */
 	char cgroup_parent[256];    /* below it: where programs attach, runs go */
 	char processes_socket[108]; /* unix socket of fastwall run */
+	char run_group[64];	    /* whose members may use it too ("": root only) */
+	char run_parent[256];	    /* below cgroup_parent: non-root runs ("": it) */
 	/* dns: the DNS proxy, redirection and learned leases */
 	bool dns_proxy;	       /* redirect DNS to the gateway to the proxy */
 	bool dns_redirect_all; /* ... and DNS to every other resolver */

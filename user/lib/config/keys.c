@@ -297,6 +297,27 @@ int fw_cfg_check_cgroup_path(const char *name, const char *s, unsigned long long
 	return 0;
 }
 
+static int check_run_parent(const char *name, const char *s, unsigned long long v, char *msg,
+			    size_t msglen)
+{
+	return *s ? fw_cfg_check_cgroup_path(name, s, v, msg, msglen) : 0;
+}
+
+/* a name as /etc/group spells one, or a number */
+static int check_run_group(const char *name, const char *s, unsigned long long v, char *msg,
+			   size_t msglen)
+{
+	(void)v;
+	for (const char *c = s; *c; c++) {
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || *c == '-' || *c == '_' || *c == '.')) {
+			snprintf(msg, msglen, "%s: not a group name or number: '%s'", name, s);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 static const struct fw_cfgkey processes[] = {
 	{.key = "cgroup_root",
 	 .type = FW_CK_PATH,
@@ -316,7 +337,26 @@ static const struct fw_cfgkey processes[] = {
 	 .type = FW_CK_PATH,
 	 F(processes_socket),
 	 .def_str = "/run/fastwall/run.sock",
-	 .doc = "unix socket of `fastwall run` (mode 0600, root only)"},
+	 .doc = "unix socket of `fastwall run` (mode 0600, root only; 0660 of `run_group` "
+		"with one)"},
+	{.key = "run_group",
+	 .type = FW_CK_STRING,
+	 F(run_group),
+	 .def_str = "",
+	 .check = check_run_group,
+	 .type_doc = "group name or number",
+	 .doc = "members of this group may use `fastwall run` too (their primary or "
+		"supplementary group, as the socket's peer credentials say); empty: root only"},
+	{.key = "run_parent",
+	 .type = FW_CK_STRING,
+	 F(run_parent),
+	 .def_str = "",
+	 .check = check_run_parent,
+	 .type_doc = "relative cgroup path",
+	 .doc = "below `cgroup_parent`: where fastwalld makes the cgroups of non-root callers, "
+		"and where a cgroup such a caller passes (`fastwall run --cgroup`, one it made in "
+		"a "
+		"subtree delegated to it) must lie; empty: `cgroup_parent` itself"},
 };
 
 static const struct fw_cfgkey dns[] = {

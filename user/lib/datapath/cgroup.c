@@ -380,15 +380,13 @@ int fw_cg_kill(const char *path)
 	return err;
 }
 
-int fw_cg_path_of(const char *root, __u64 id, char *out, size_t len)
+int fw_cg_open_id(const char *root, __u64 id)
 {
 	struct {
 		struct file_handle fh;
 		__u64 id;
 	} h = {.fh.handle_bytes = sizeof(__u64), .fh.handle_type = FW_FILEID_KERNFS};
-	char link[64];
-	int mfd, fd, err = 0;
-	ssize_t n;
+	int mfd, fd;
 
 	memcpy(h.fh.f_handle, &id, sizeof(id));
 	mfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -396,10 +394,20 @@ int fw_cg_path_of(const char *root, __u64 id, char *out, size_t len)
 		return -errno;
 	fd = open_by_handle_at(mfd, &h.fh, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		err = errno == ESTALE ? -ENOENT : -errno;
+		fd = errno == ESTALE ? -ENOENT : -errno;
 	close(mfd);
-	if (err)
-		return err;
+	return fd;
+}
+
+int fw_cg_path_of(const char *root, __u64 id, char *out, size_t len)
+{
+	char link[64];
+	int fd, err = 0;
+	ssize_t n;
+
+	fd = fw_cg_open_id(root, id);
+	if (fd < 0)
+		return fd;
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 	n = readlink(link, out, len - 1);
 	if (n < 0)

@@ -67,5 +67,8 @@ int fw_cg_find_mount(char *out, size_t len);
 /* The path of cgroup id under the cgroup2 mount root, from its file
  * handle; -ENOENT when the id is not a live cgroup there. */
 int fw_cg_path_of(const char *root, __u64 id, char *out, size_t len);
+/* A descriptor of cgroup id opened through the mount at root (whatever
+ * mount the id was seen on); a negative errno, -ENOENT when gone. */
+int fw_cg_open_id(const char *root, __u64 id);
 
 #endif /* FW_DATAPATH_CGROUP_H */

@@ -71,8 +71,10 @@ int fw_run_req_parse(const char *buf, size_t len, struct fw_run_req *req, char *
 		req->op = FW_RUN_ADD;
 	} else if (op && strcmp(op, "remove") == 0) {
 		req->op = FW_RUN_REMOVE;
+	} else if (op && strcmp(op, "join") == 0) {
+		req->op = FW_RUN_JOIN;
 	} else {
-		fw_set_reason(err, errlen, "op must be \"add\" or \"remove\"");
+		fw_set_reason(err, errlen, "op must be \"add\", \"remove\" or \"join\"");
 		goto out;
 	}
 	v = json_object_get(root, "name");
@@ -87,9 +89,9 @@ int fw_run_req_parse(const char *buf, size_t len, struct fw_run_req *req, char *
 	}
 	snprintf(req->name, sizeof(req->name), "%s", json_string_value(v));
 	v = json_object_get(root, "policy");
-	if (req->op == FW_RUN_REMOVE) {
+	if (req->op != FW_RUN_ADD) {
 		if (v) {
-			fw_set_reason(err, errlen, "remove takes no policy");
+			fw_set_reason(err, errlen, "%s takes no policy", op);
 			goto out;
 		}
 		ret = 0;
@@ -116,7 +118,9 @@ char *fw_run_req_format(const struct fw_run_req *req)
 	if (!root)
 		return NULL;
 	if (json_object_set_new(root, "op",
-				json_string(req->op == FW_RUN_ADD ? "add" : "remove")) ||
+				json_string(req->op == FW_RUN_ADD    ? "add"
+					    : req->op == FW_RUN_JOIN ? "join"
+								     : "remove")) ||
 	    json_object_set_new(root, "name", json_string(req->name)))
 		goto out;
 	if (req->op == FW_RUN_ADD) {
@@ -219,13 +223,10 @@ int fw_run_args_parse(int argc, char **argv, unsigned int pid, struct fw_run_arg
 		      size_t errlen)
 {
 	static const struct option opts[] = {
-		{"policy", required_argument, NULL, 'p'},
-		{"allow", required_argument, NULL, 'A'},
-		{"deny", required_argument, NULL, 'D'},
-		{"name", required_argument, NULL, 'n'},
-		{"socket", required_argument, NULL, 's'},
-		{"help", no_argument, NULL, 'h'},
-		{},
+		{"policy", required_argument, NULL, 'p'}, {"allow", required_argument, NULL, 'A'},
+		{"deny", required_argument, NULL, 'D'},	  {"name", required_argument, NULL, 'n'},
+		{"socket", required_argument, NULL, 's'}, {"cgroup", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},	  {},
 	};
 	const char *policy = NULL;
 	char why[256];
@@ -240,7 +241,7 @@ int fw_run_args_parse(int argc, char **argv, unsigned int pid, struct fw_run_arg
 	 * command line's, wherever --policy stands */
 	optind = 0;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+p:A:D:n:s:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+p:A:D:n:s:c:h", opts, NULL)) != -1) {
 		if (opt == 'p') {
 			if (policy) {
 				fw_set_reason(err, errlen, "--policy given twice");
@@ -264,7 +265,7 @@ int fw_run_args_parse(int argc, char **argv, unsigned int pid, struct fw_run_arg
 		}
 	}
 	optind = 0;
-	while ((opt = getopt_long(argc, argv, "+p:A:D:n:s:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+p:A:D:n:s:c:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'p':
 			break;
@@ -298,6 +299,16 @@ int fw_run_args_parse(int argc, char **argv, unsigned int pid, struct fw_run_arg
 				goto fail;
 			}
 			snprintf(a->socket, sizeof(a->socket), "%s", optarg);
+			break;
+		case 'c':
+			if (optarg[0] != '/' || strlen(optarg) >= sizeof(a->cgroup)) {
+				fw_set_reason(err, errlen,
+					      "--cgroup: an absolute path under %zu bytes",
+					      sizeof(a->cgroup));
+				ret = -EINVAL;
+				goto fail;
+			}
+			snprintf(a->cgroup, sizeof(a->cgroup), "%s", optarg);
 			break;
 		case 'h':
 			a->help = true;

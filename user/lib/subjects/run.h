@@ -17,6 +17,7 @@
 enum fw_run_op {
 	FW_RUN_ADD = 1, /* a new sandbox: name, policy */
 	FW_RUN_REMOVE,	/* the launcher is done with name */
+	FW_RUN_JOIN,	/* fastwalld moves the peer into name's cgroup */
 };
 
 struct fw_run_req {
@@ -28,10 +29,12 @@ struct fw_run_req {
 /* 1-64 of letters, digits, '-', '_', '.', not starting with '.'. */
 bool fw_run_name_ok(const char *name);
 
-/* {"op": "add", "name": NAME, "policy": POLICY-JSON-STRING} or
- * {"op": "remove", "name": NAME}; the policy string as policy/json.h
- * reads it. Unknown keys are refused (a typo must not drop a rule).
- * On success the caller frees req with fw_run_req_free. */
+/* {"op": "add", "name": NAME, "policy": POLICY-JSON-STRING},
+ * {"op": "remove", "name": NAME} or {"op": "join", "name": NAME}; the
+ * policy string as policy/json.h reads it. An add may come with the
+ * descriptor of a cgroup directory (SCM_RIGHTS): the caller's own
+ * cgroup to register instead of one fastwalld makes. Unknown keys are refused (a typo must not drop
+ * a rule). On success the caller frees req with fw_run_req_free. */
 int fw_run_req_parse(const char *buf, size_t len, struct fw_run_req *req, char *err, size_t errlen);
 void fw_run_req_free(struct fw_run_req *req);
 /* The request as the parser reads it (malloc'd, NUL-terminated). */
@@ -39,15 +42,17 @@ char *fw_run_req_format(const struct fw_run_req *req);
 
 /* `fastwall run` arguments (after the word run): [--policy FILE]
  * [--allow TARGET]... [--deny TARGET]... [--name NAME] [--socket PATH]
- * [--] CMD [ARGS]. The policy is FILE's (the policy JSON; default deny
- * with no rules without one) with the --allow and --deny rules after its
- * own, in the order given. cmd points into argv. */
+ * [--cgroup DIR] [--] CMD [ARGS]. DIR: a cgroup the caller may write
+ * (made when missing), registered as the sandbox. The policy is FILE's (the policy JSON; default
+ * deny with no rules without one) with the --allow and --deny rules after its own, in the order
+ * given. cmd points into argv. */
 #define FW_RUN_DEFAULT_SOCKET "/run/fastwall/run.sock"
 
 struct fw_run_args {
 	struct fw_run_req req; /* FW_RUN_ADD */
 	char socket[108];
-	char **cmd; /* NULL-terminated, within argv */
+	char cgroup[4096]; /* --cgroup, "" without */
+	char **cmd;	   /* NULL-terminated, within argv */
 	bool help;
 };
 

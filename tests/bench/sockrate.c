@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* sockrate: socket-call load for the process-sandbox benchmark
+ * (scripts/bench-cgroup.sh), from whatever cgroup it is put in.
+ *
+ *   sockrate tcp  -d ADDR:PORT [-t SECONDS] [-j CGROUP] [-T]
+ *       socket, connect, close in a loop (blocking; the server accepts
+ *       and closes): connects per second.
+ *   sockrate udp  -d ADDR:PORT [-t SECONDS] [-j CGROUP] [-T]
+ *       sendto on one unconnected UDP socket in a loop: sends per second.
+ *   sockrate sink -l ADDR:PORT
+ *       reads UDP datagrams and drops them, until killed.
+ *   sockrate dns  -d ADDR:PORT [-t SECONDS] [-j CGROUP] [-o OUTSTANDING] [-q NAME]
+ *       A queries for NAME from one unconnected UDP socket, OUTSTANDING
+ *       in flight, a lost one given up after 1 s: answers per second.
+ *
+ * -j CGROUP: moves itself into the cgroup directory first. -T: attaches
+ * a trivial connect4 and sendmsg4 program (return 1) to that cgroup for
+ * the run, the cost of having any program at all. Prints one line of
+ * key=value pairs. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "benchlib.h"
+
+static void die(const char *what, const char *detail)
+{
+	fprintf(stderr, "sockrate: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+	exit(1);
+}
+
+static void join(const char *cg)
+{
+	char path[4200];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "0", 1) != 1)
+		die("can't join cgroup", cg);
+	close(fd);
+}
+
+/* r0 = 1; exit: allow everything, the floor of any program's cost */
+static int trivial(const char *cg, enum bpf_attach_type type)
+{
+	struct bpf_insn insns[] = {
+		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 1},
+		{.code = BPF_JMP | BPF_EXIT},
+	};
+	union bpf_attr a;
+	int prog, cgfd;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_type = BPF_PROG_TYPE_CGROUP_SOCK_ADDR;
+	a.expected_attach_type = type;
+	a.insns = (uintptr_t)insns;
+	a.insn_cnt = 2;
+	a.license = (uintptr_t) "GPL";
+	prog = (int)syscall(SYS_bpf, BPF_PROG_LOAD, &a, sizeof(a));
+	if (prog < 0)
+		die("can't load the trivial program", strerror(errno));
+	cgfd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cgfd < 0)
+		die("can't open cgroup", cg);
+	memset(&a, 0, sizeof(a));
+	a.target_fd = (__u32)cgfd;
+	a.attach_bpf_fd = (__u32)prog;
+	a.attach_type = type;
+	a.attach_flags = BPF_F_ALLOW_MULTI;
+	if (syscall(SYS_bpf, BPF_PROG_ATTACH, &a, sizeof(a)))
+		die("can't attach the trivial program", strerror(errno));
+	/* detached when the cgroup goes, or by the script */
+	close(cgfd);
+	return prog;
+}
+
+static void tcp_loop(const struct sockaddr_in *d, double secs)
+{
+	uint64_t t0 = bench_now_ns(), end = t0 + (uint64_t)(secs * 1e9), n = 0, err = 0, now;
+
+	while ((now = bench_now_ns()) < end) {
+		for (int i = 0; i < 64; i++) {
+			int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			struct linger l = {.l_onoff = 1, .l_linger = 0};
+
+			if (fd < 0) {
+				err++;
+				continue;
+			}
+			/* RST at close: no TIME_WAIT pile-up over the run */
+			setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+			if (connect(fd, (const struct sockaddr *)d, sizeof(*d)))
+				err++;
+			else
+				n++;
+			close(fd);
+		}
+	}
+	printf("mode=tcp connects_per_s=%.0f errors=%llu\n", (double)n * 1e9 / (double)(now - t0),
+	       (unsigned long long)err);
+}
+
+static void udp_loop(const struct sockaddr_in *d, double secs)
+{
+	uint64_t t0 = bench_now_ns(), end = t0 + (uint64_t)(secs * 1e9), n = 0, err = 0, now;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	char buf[64] = "sockrate";
+
+	if (fd < 0)
+		die("socket", strerror(errno));
+	while ((now = bench_now_ns()) < end) {
+		for (int i = 0; i < 256; i++) {
+			if (sendto(fd, buf, sizeof(buf), 0, (const struct sockaddr *)d,
+				   sizeof(*d)) < 0)
+				err++;
+			else
+				n++;
+		}
+	}
+	printf("mode=udp sends_per_s=%.0f errors=%llu\n", (double)n * 1e9 / (double)(now - t0),
+	       (unsigned long long)err);
+}
+
+static void sink(const struct sockaddr_in *l)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1 << 22;
+	char buf[2048];
+
+	if (fd < 0 || bind(fd, (const struct sockaddr *)l, sizeof(*l)))
+		die("can't bind the sink", strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &one, sizeof(one));
+	for (;;)
+		if (recv(fd, buf, sizeof(buf), 0) < 0 && errno != EINTR)
+			die("recv", strerror(errno));
+}
+
+#define DNS_SLOTS 4096
+
+static size_t dns_query(char *q, uint16_t id, const char *name)
+{
+	size_t n = 12;
+
+	memset(q, 0, 12);
+	q[0] = (char)(id >> 8);
+	q[1] = (char)id;
+	q[2] = 0x01; /* RD */
+	q[5] = 1;    /* QDCOUNT */
+	for (const char *c = name; *c;) {
+		size_t len = strcspn(c, ".");
+
+		q[n++] = (char)len;
+		memcpy(q + n, c, len);
+		n += len;
+		c += len;
+		if (*c == '.')
+			c++;
+	}
+	q[n++] = 0;
+	q[n++] = 0;
+	q[n++] = 1; /* A */
+	q[n++] = 0;
+	q[n++] = 1; /* IN */
+	return n;
+}
+
+static void dns_loop(const struct sockaddr_in *d, double secs, int outstanding, const char *name)
+{
+	static uint64_t sent_at[DNS_SLOTS];
+	uint64_t t0 = bench_now_ns(), end = t0 + (uint64_t)(secs * 1e9), now, answers = 0, lost = 0;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), inflight = 0;
+	uint16_t next = 0;
+	char q[512], r[1500];
+	size_t qlen;
+
+	if (fd < 0)
+		die("socket", strerror(errno));
+	if (outstanding < 1 || outstanding > DNS_SLOTS)
+		outstanding = 64;
+	while ((now = bench_now_ns()) < end) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		while (inflight < outstanding) {
+			uint16_t id = next++ % DNS_SLOTS;
+
+			if (sent_at[id]) /* still waited for: give it up */
+				lost++, inflight--;
+			qlen = dns_query(q, id, name);
+			if (sendto(fd, q, qlen, 0, (const struct sockaddr *)d, sizeof(*d)) < 0)
+				break;
+			sent_at[id] = bench_now_ns();
+			inflight++;
+		}
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		while ((n = recv(fd, r, sizeof(r), 0)) >= 12) {
+			uint16_t id = (uint16_t)(((uint8_t)r[0] << 8) | (uint8_t)r[1]);
+
+			if (id < DNS_SLOTS && sent_at[id]) {
+				sent_at[id] = 0;
+				inflight--;
+				answers++;
+			}
+		}
+		/* a slot waited on for over a second is lost */
+		for (int i = 0; i < DNS_SLOTS; i++) {
+			if (sent_at[i] && now - sent_at[i] > 1000000000ull) {
+				sent_at[i] = 0;
+				inflight--;
+				lost++;
+			}
+		}
+	}
+	printf("mode=dns answers_per_s=%.0f lost=%llu\n",
+	       (double)answers * 1e9 / (double)(now - t0), (unsigned long long)lost);
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "", *dst = NULL, *cg = NULL, *name = "a.bench.test";
+	struct sockaddr_in sa;
+	double secs = 3;
+	bool triv = false;
+	int opt, outstanding = 64;
+
+	if (argc < 2)
+		die("usage: sockrate tcp|udp|sink|dns -d|-l ADDR:PORT [-t S] [-j CG] [-T] [-o N]"
+		    " [-q NAME]",
+		    NULL);
+	optind = 2;
+	while ((opt = getopt(argc, argv, "d:l:t:j:To:q:")) != -1) {
+		switch (opt) {
+		case 'd':
+		case 'l':
+			dst = optarg;
+			break;
+		case 't':
+			secs = atof(optarg);
+			break;
+		case 'j':
+			cg = optarg;
+			break;
+		case 'T':
+			triv = true;
+			break;
+		case 'o':
+			outstanding = atoi(optarg);
+			break;
+		case 'q':
+			name = optarg;
+			break;
+		default:
+			die("unknown option", NULL);
+		}
+	}
+	if (!dst || !bench_parse_hostport(dst, &sa))
+		die("-d or -l ADDR:PORT needed", dst);
+	if (triv && !cg)
+		die("-T needs -j CGROUP", NULL);
+	if (triv) {
+		trivial(cg, BPF_CGROUP_INET4_CONNECT);
+		trivial(cg, BPF_CGROUP_UDP4_SENDMSG);
+	}
+	if (cg)
+		join(cg);
+	if (strcmp(mode, "tcp") == 0)
+		tcp_loop(&sa, secs);
+	else if (strcmp(mode, "udp") == 0)
+		udp_loop(&sa, secs);
+	else if (strcmp(mode, "sink") == 0)
+		sink(&sa);
+	else if (strcmp(mode, "dns") == 0)
+		dns_loop(&sa, secs, outstanding, name);
+	else
+		die("unknown mode", mode);
+	return 0;
+}

@@ -1,0 +1,158 @@
+# shellcheck shell=bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Sourced by tests/vm/run.sh (its helpers, topology and config; fastwalld
+# stopped): process sandboxes on this kernel. fastwalld starts with a
+# processes section, attaches the cgroup programs to a cgroup of this run,
+# and `fastwall run` puts commands under a policy: TCP connect allowed and
+# denied (connect4/6), DNS to a resolver nowhere answered by the proxy
+# (the socket-layer redirect: connect4 to the proxy, recvmsg4 back), a non-root
+# member of the run group, and the end of a run whose launcher was
+# SIGKILLed. bash's /dev/tcp is the client, as in run.sh: no python.
+# Leaves fastwalld stopped and the cgroup removed.
+
+echo "# 6b. process sandboxes: the cgroup programs and fastwall run"
+T_PROCS=$SECONDS
+CGP=fastwall-$ID
+# the guests mount cgroup2 at /sys/fs/cgroup; a hybrid host has it apart
+CGROOT=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
+CGDIR=$CGROOT/$CGP
+RUNSOCK=$TMP/run.sock
+RUN_GID=47311
+
+# prun NAME [fastwall run OPTIONS...] -- CMD...: fastwall run in the pod
+prun() {
+	local name=$1
+	shift
+	in_ns "$POD" "$FASTWALL" run --socket "$RUNSOCK" --name "$name-$ID" "$@"
+}
+# connect_to HOST: an HTTP exchange over /dev/tcp, from within a run
+# shellcheck disable=SC2016 # expanded by the inner bash
+CONNECT='exec 3<>"/dev/tcp/$0/80" && printf "GET / HTTP/1.0\r\n\r\n" >&3 && read -r l <&3 && [[ $l == HTTP/1.* ]]'
+# shellcheck disable=SC2317 # called through check, which shellcheck does not follow
+denied_eperm() { # NAME HOST ALLOW: the connect fails at once with EPERM
+	! prun "$1" --allow "$3" -- timeout 5 bash -c "$CONNECT" "$2" 2>"$TMP/eperm" &&
+		grep -q 'Operation not permitted' "$TMP/eperm"
+}
+# shellcheck disable=SC2317
+run_gone() { # NAME: no subject, no cgroup
+	! in_ns "$POD" "$FASTWALL" --bpffs "$BPFFS" subjects 2>/dev/null | grep -qE "^[0-9]+ +$1-$ID " &&
+		[ ! -d "$CGDIR/$1-$ID" ]
+}
+# shellcheck disable=SC2317
+eventually() { # SECONDS CMD...
+	local i
+	for ((i = 0; i < $1 * 10; i++)); do
+		"${@:2}" && return 0
+		read -rt 0.1 <> <(:) || true
+	done
+	return 1
+}
+
+if [ -z "$CGROOT" ]; then
+	skip "process sandboxes" "no cgroup2 mount"
+	for f in cg_hooks run_connect run_dns run_unpriv run_cleanup; do feature "$f" "not_run"; done
+	return 0
+fi
+printf 'processes:\n  cgroup_root: %s\n  cgroup_parent: %s\n  socket: %s\n  run_group: %s\n' \
+	"$CGROOT" "$CGP" "$RUNSOCK" "$RUN_GID" >>"$CFG"
+start_daemon
+if log_has "process sandboxes: cgroup programs on $CGDIR" 60; then
+	ok "fastwalld attaches the cgroup programs to $CGP"
+else
+	not_ok "fastwalld attaches the cgroup programs to $CGP"
+	grep -E 'cgroup|error' "$LOG" | tail -5 | sed 's/^/#   | /'
+fi
+
+rc=0
+check "run: allowed tcp4 connect to 198.51.100.10:80" \
+	prun ok4 --allow 198.51.100.10 -- timeout 10 bash -c "$CONNECT" 198.51.100.10 || rc=1
+check "run: default-denied tcp4 connect to 203.0.113.10:80 fails with EPERM" \
+	denied_eperm no4 203.0.113.10 198.51.100.10 || rc=1
+check "run: allowed tcp6 connect to [2001:db8::10]:80" \
+	prun ok6 --allow 2001:db8::10 -- timeout 10 bash -c "$CONNECT" 2001:db8::10 || rc=1
+check "run: default-denied tcp6 connect to [2001:db8::66]:80 fails with EPERM" \
+	denied_eperm no6 2001:db8::66 2001:db8::10 || rc=1
+if [ "$rc" = 0 ]; then feature run_connect yes; else feature run_connect no; fi
+
+# DNS to 192.0.2.99 (nothing there), glibc's resolver (getent; a
+# resolv.conf of this run's in a mount namespace): the connect4 hook sends
+# it to the proxy from the run's own DNS source, recvmsg4 makes the answer
+# come from 192.0.2.99 (glibc drops it otherwise); what it learns opens the
+# address for this run. (dig binds its socket before connect(), so its
+# query keeps the node's source, which the proxy can't tell apart.)
+echo "nameserver 192.0.2.99" >"$TMP/resolv.conf"
+# shellcheck disable=SC2016 # expanded by the inner bash
+out=$(in_ns "$POD" unshare -m bash -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' \
+	"$TMP/resolv.conf" "$FASTWALL" run --socket "$RUNSOCK" --name "dns-$ID" \
+	--allow learned.example.com -- \
+	bash -c 'getent ahostsv4 learned.example.com && '"$CONNECT" 203.0.113.10 2>&1)
+if [[ $out == *203.0.113.10* ]]; then
+	ok "run: DNS to 192.0.2.99 answered through the proxy, the learned address reachable"
+	feature run_dns yes
+else
+	not_ok "run: DNS to 192.0.2.99 answered through the proxy, the learned address reachable"
+	printf '%s\n' "$out" | sed 's/^/#   | /'
+	grep -E 'dns-' "$LOG" | tail -4 | sed 's/^/#   | /'
+	feature run_dns no
+fi
+
+# a caller other than root, in the run group: fastwalld makes its cgroup
+# and moves it in (pidfd: SO_PEERPIDFD on 6.5 and later, pidfd_open before)
+chmod 711 "$TMP"
+uout=$(in_ns "$POD" setpriv --reuid=65534 --regid=65534 --groups=$RUN_GID -- \
+	"$FASTWALL" run --socket "$RUNSOCK" --name "u-$ID" --allow 198.51.100.10 -- \
+	bash -c 'id -u && '"$CONNECT" 198.51.100.10 2>&1)
+urc=$?
+chmod 700 "$TMP"
+if [ "$urc" = 0 ] && [[ $uout == 65534* ]]; then
+	ok "run as uid 65534 (run group): allowed tcp4 connect"
+	feature run_unpriv yes
+else
+	not_ok "run as uid 65534 (run group): allowed tcp4 connect"
+	printf '%s\n' "$uout" | sed 's/^/#   | /'
+	feature run_unpriv no
+fi
+
+# SIGKILL of the launcher and its command: inotify on cgroup.events (or
+# the launcher's closed connection) ends the run, no periodic check
+# nsenter execs fastwall run: $! is the launcher
+nsenter --net="/run/netns/$POD" "$FASTWALL" run --socket "$RUNSOCK" --name "k-$ID" -- sleep 60 &
+K=$!
+eventually 20 test -s "$CGDIR/k-$ID/cgroup.procs"
+kill -KILL "$K" "$(head -1 "$CGDIR/k-$ID/cgroup.procs" 2>/dev/null)" 2>/dev/null
+wait "$K" 2>/dev/null
+if eventually 10 run_gone k && log_has "run k-$ID: ended \\((cgroup emptied|launcher gone)\\)" 1; then
+	ok "SIGKILL of launcher and command: subject and cgroup removed"
+	feature run_cleanup yes
+else
+	not_ok "SIGKILL of launcher and command: subject and cgroup removed"
+	grep "run k-$ID" "$LOG" | sed 's/^/#   | /'
+	feature run_cleanup no
+fi
+
+# stopped within a bound: a hang is a failure of this step, not of the VM
+kill -TERM "$DAEMON"
+if eventually 30 sh -c "! kill -0 $DAEMON 2>/dev/null"; then
+	ok "fastwalld stops on SIGTERM with process sandboxes"
+else
+	not_ok "fastwalld stops on SIGTERM with process sandboxes"
+	tail -5 "$LOG" | sed 's/^/#   | /'
+	kill -KILL "$DAEMON"
+fi
+wait "$DAEMON" 2>/dev/null
+DAEMON=""
+# every program fastwalld attached, by its own count (bpftool can't list
+# a cgroup's programs on every kernel): a hook this kernel lacks would
+# have failed the attach, and its name is in the log
+detached=$(in_ns "$POD" timeout 60 "$FASTWALLD" -c "$CFG" detach 2>&1 |
+	sed -n 's/.*detached \([0-9]*\) cgroup programs.*/\1/p')
+if [ "${detached:-0}" = 12 ]; then
+	ok "all 12 cgroup programs were attached, and detach takes them off $CGP"
+else
+	not_ok "all 12 cgroup programs were attached, and detach takes them off $CGP (${detached:-0})"
+	grep -E "can't attach|cgroup programs" "$LOG" | tail -5 | sed 's/^/#   | /'
+fi
+feature cg_hooks "${detached:-0}/12"
+echo "# process sandboxes: $((SECONDS - T_PROCS))s"
+sed -i '/^processes:/,$d' "$CFG"
+find "$CGDIR" -depth -type d -exec rmdir {} + 2>/dev/null

@@ -30,6 +30,7 @@
 #include "common/log.h"
 #include "fastwall/version.h"
 #include "subjects/run.h"
+#include "monitor.h"
 #include "scope.h"
 
 enum { EXIT_USAGE = 2, EXIT_NOSTATE = 3 };
@@ -542,6 +543,8 @@ static const struct {
 	{"leases", cmd_leases, true, "DNS-learned addresses and their remaining lease"},
 	{"reasons", cmd_reasons, false, "verdict reasons: number, pass or drop, name, meaning"},
 	{"run", NULL, false, "run a command in a process sandbox (fastwall run --help)"},
+	{"monitor", NULL, false,
+	 "live deny, DNS and sampled allow events (fastwall monitor --help)"},
 };
 
 static void usage(FILE *out)
@@ -586,6 +589,8 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && strcmp(argv[1], "scope") == 0)
 		return fw_cli_scope(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "monitor") == 0)
+		return fw_cli_monitor(argc - 1, argv + 1);
 	while ((opt = getopt_long(argc, argv, "b:amh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'b':

@@ -784,9 +784,29 @@ int fw_reg_id_state(struct fw_registry *r, __u32 id, __u32 *gen)
 	return st;
 }
 
+static void note_change(struct fw_registry *r, const struct fw_entry *e, const char *what,
+			__u32 old_id, __u64 old_policy, __u64 fence_hash, __u8 state)
+{
+	struct fw_reg_change c = {
+		.name = e->meta.name,
+		.what = what,
+		.old_id = old_id,
+		.id = e->id,
+		.fence_hash = fence_hash,
+		.old_policy = old_policy,
+		.policy = e->meta.policy_hash,
+		.state = state,
+		.origin = (enum fw_origin)e->meta.origin,
+	};
+
+	if (r->on_change)
+		r->on_change(r->change_ctx, &c);
+}
+
 int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 {
 	__u32 id = e->id;
+	__u64 old_policy = e->meta.policy_hash, fence = e->meta.fence_hash;
 	int err = 0;
 
 	if (!id)
@@ -823,6 +843,7 @@ int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 	fw_domain_policy_put(e->domains);
 	e->domains = NULL;
 	pthread_mutex_unlock(&r->lock);
+	note_change(r, e, "removed", id, old_policy, fence, e->ksub.state);
 	return 0;
 }
 
@@ -1117,7 +1138,8 @@ int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_subj
 	struct fw_compiled_set set = {};
 	struct fw_domain_policy *domains = NULL;
 	struct fw_policy overlay;
-	__u64 bhash, phash;
+	__u64 bhash, phash, old_policy = e->meta.policy_hash;
+	__u32 old_id = e->id;
 	bool dummy, same;
 	int err;
 
@@ -1181,6 +1203,12 @@ int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_subj
 out:
 	fw_policy_free(&overlay);
 	fw_compiled_set_free(&set);
+	if (!err && *changed)
+		note_change(r, e,
+			    !old_id	      ? "added"
+			    : old_id != e->id ? "rebound"
+					      : "updated",
+			    old_id, old_policy, fence_hash, spec->state);
 	return err;
 }
 

@@ -617,24 +617,42 @@ static void on_dns_monitor(void *ctx, const struct fw_learn_event *ev)
 /* A subject's change in the kernel, in the audit trail. */
 static void on_subject_change(void *ctx, const struct fw_reg_change *c)
 {
-	char old_id[12], id[12], fence[20], oldp[20], newp[20];
+	char old_id[12], id[12], hex[5][20];
+	const __u64 v[5] = {c->fence_hash, c->old_policy, c->policy, c->old_domains, c->domains};
+	const char *h[5];
 
 	(void)ctx;
 	snprintf(old_id, sizeof(old_id), "%u", c->old_id);
 	snprintf(id, sizeof(id), "%u", c->id);
-	snprintf(fence, sizeof(fence), "%016llx", (unsigned long long)c->fence_hash);
-	snprintf(oldp, sizeof(oldp), "%016llx", (unsigned long long)c->old_policy);
-	snprintf(newp, sizeof(newp), "%016llx", (unsigned long long)c->policy);
-	fw_audit("subject",
-		 (const char *[]){"uid", c->name, "change", c->what, "old_id", old_id, "id", id,
-				  "fence", c->fence_hash ? fence : "-", "old_policy",
-				  c->old_policy ? oldp : "-", "policy", c->policy ? newp : "-",
-				  "state", c->state == FW_STATE_DENYING ? "denying" : "active",
-				  "origin",
-				  c->origin == FW_ORIGIN_STATIC	   ? "static"
-				  : c->origin == FW_ORIGIN_ACTIONS ? "protocol"
-								   : "process",
-				  NULL});
+	for (int i = 0; i < 5; i++) {
+		snprintf(hex[i], sizeof(hex[i]), "%016llx", (unsigned long long)v[i]);
+		h[i] = v[i] ? hex[i] : "-";
+	}
+	fw_audit("subject", (const char *[]){"uid",
+					     c->name,
+					     "change",
+					     c->what,
+					     "old_id",
+					     old_id,
+					     "id",
+					     id,
+					     "fence",
+					     h[0],
+					     "old_policy",
+					     h[1],
+					     "policy",
+					     h[2],
+					     "old_domains",
+					     h[3],
+					     "domains",
+					     h[4],
+					     "state",
+					     c->state == FW_STATE_DENYING ? "denying" : "active",
+					     "origin",
+					     c->origin == FW_ORIGIN_STATIC    ? "static"
+					     : c->origin == FW_ORIGIN_ACTIONS ? "protocol"
+									      : "process",
+					     NULL});
 }
 
 /* log_format and the audit destination, on start and reload: a

@@ -44,14 +44,6 @@ static const struct fw_cfgkey top[] = {
 	 .doc = "text: `TIME LEVEL message` lines; json: one JSON object a line with `time`, "
 		"`level` and `msg` (the audit trail's records carry their fields as members). "
 		"`fastwalld --log-format` overrides it"},
-	{.key = "monitor",
-	 .type = FW_CK_SECTION,
-	 .def_doc = "on",
-	 .doc = "the live event socket of `fastwall monitor`, below"},
-	{.key = "audit",
-	 .type = FW_CK_SECTION,
-	 .def_doc = "on, stderr",
-	 .doc = "the audit trail of denies and subject changes, below"},
 	{.key = "datapath", .type = FW_CK_SECTION, .doc = "data plane settings, below"},
 	{.key = "overlay",
 	 .type = FW_CK_SECTION,
@@ -84,6 +76,14 @@ static const struct fw_cfgkey top[] = {
 	 .type = FW_CK_SECTION,
 	 .def_doc = "absent",
 	 .doc = "present: guard the pod's data-plane ports on its uplinks, below"},
+	{.key = "monitor",
+	 .type = FW_CK_SECTION,
+	 .def_doc = "on",
+	 .doc = "the live event socket of `fastwall monitor`, below"},
+	{.key = "audit",
+	 .type = FW_CK_SECTION,
+	 .def_doc = "on, stderr",
+	 .doc = "the audit trail of denies and subject changes, below"},
 };
 
 static const struct fw_cfgkey datapath[] = {

@@ -76,9 +76,10 @@ struct fw_reg_change {
 	const char *name;
 	const char *what; /* "added", "updated", "rebound" (new id), "removed" */
 	__u32 old_id, id;
-	__u64 fence_hash;	  /* 0: a static subject */
-	__u64 old_policy, policy; /* compiled rule-set digests; 0: none */
-	__u8 state;		  /* FW_STATE_* now */
+	__u64 fence_hash;	    /* 0: a static subject */
+	__u64 old_policy, policy;   /* compiled rule-set digests; 0: none */
+	__u64 old_domains, domains; /* domain-rule digests (the DNS side); 0: none */
+	__u8 state;		    /* FW_STATE_* now */
 	enum fw_origin origin;
 };
 

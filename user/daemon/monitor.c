@@ -22,7 +22,7 @@
 #include "monitor.h"
 
 struct mon_line {
-	unsigned int refs; /* under the monitor lock */
+	unsigned int refs; /* atomic: a reader being freed drops its lines unlocked */
 	size_t len;
 	char text[];
 };
@@ -73,7 +73,7 @@ static struct mon_line *line_new(char *text, size_t len)
 
 static void line_put(struct mon_line *l)
 {
-	if (l && --l->refs == 0)
+	if (l && __atomic_sub_fetch(&l->refs, 1, __ATOMIC_ACQ_REL) == 0)
 		free(l);
 }
 
@@ -91,7 +91,7 @@ static bool push(struct mon_reader *r, struct mon_line *l)
 {
 	if (r->qlen == r->m->qcap)
 		return false;
-	l->refs++;
+	__atomic_add_fetch(&l->refs, 1, __ATOMIC_RELAXED);
 	r->q[(r->qhead + r->qlen++) % r->m->qcap] = l;
 	return true;
 }

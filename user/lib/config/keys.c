@@ -412,7 +412,7 @@ static const struct fw_cfgkey monitor[] = {
 	 .type = FW_CK_UINT,
 	 F(monitor_queue),
 	 .min = 1,
-	 .max = 1000000,
+	 .max = 100000, /* a stopped reader holds this many lines */
 	 .def = 4096,
 	 .doc = "events one reader may have waiting besides its socket buffer; beyond it its "
 		"events are dropped, counted in `fastwall_monitor_events_dropped_total`, and the "

@@ -285,6 +285,7 @@ int fastwall_ingress(struct __sk_buff *skb)
 		fw_frag_note(cfg, &pkt, subject);
 	else if (pkt.frag_first && reason != FW_DROP_SPOOF && reason != FW_DROP_MAC_SPOOF)
 		fw_frag_forget(&pkt);
+	fw_event_allow_sample(skb, cfg, &pkt, subject, reason);
 	return fw_verdict(skb, &pkt, subject, reason);
 }
 

@@ -89,9 +89,9 @@ static __always_inline bool fw_event_allowed(__u32 subject, __u64 *suppressed)
 	return true;
 }
 
-/* One drop event, rate limited per subject (0: the source is no subject).
+/* One event, rate limited per subject (0: the source is no subject).
  * Every field is written: ring buffer space is not zeroed. */
-static __always_inline void fw_event_drop(__u32 subject, __u32 reason, __u32 ifindex,
+static __always_inline void fw_event_emit(__u32 type, __u32 subject, __u32 reason, __u32 ifindex,
 					  const struct fw_ip *src, const struct fw_ip *dst,
 					  __be16 sport, __be16 dport, __u8 proto, __u8 family)
 {
@@ -104,7 +104,7 @@ static __always_inline void fw_event_drop(__u32 subject, __u32 reason, __u32 ifi
 	if (!ev)
 		return;
 	ev->ts_ns = bpf_ktime_get_ns();
-	ev->type = FW_EVENT_DROP;
+	ev->type = type;
 	ev->subject = subject;
 	ev->reason = reason;
 	ev->ifindex = ifindex;
@@ -118,6 +118,29 @@ static __always_inline void fw_event_drop(__u32 subject, __u32 reason, __u32 ifi
 	ev->pad[0] = 0;
 	ev->pad[1] = 0;
 	bpf_ringbuf_submit(ev, 0);
+}
+
+static __always_inline void fw_event_drop(__u32 subject, __u32 reason, __u32 ifindex,
+					  const struct fw_ip *src, const struct fw_ip *dst,
+					  __be16 sport, __be16 dport, __u8 proto, __u8 family)
+{
+	fw_event_emit(FW_EVENT_DROP, subject, reason, ifindex, src, dst, sport, dport, proto,
+		      family);
+}
+
+/* A passed packet as a sampled allow event (monitor.allow_sample). Off,
+ * the cost is the flag test on cfg, which the caller has read already. */
+static __always_inline void fw_event_allow_sample(struct __sk_buff *skb,
+						  const struct fw_config *cfg,
+						  const struct fw_pkt *pkt, __u32 subject,
+						  __u32 reason)
+{
+	if (!(cfg->flags & FW_CF_ALLOW_SAMPLE) || FW_REASON_DROPS(reason))
+		return;
+	if (cfg->allow_sample > 1 && bpf_get_prandom_u32() % cfg->allow_sample)
+		return;
+	fw_event_emit(FW_EVENT_ALLOW, subject, reason, skb->ifindex, &pkt->src, &pkt->dst,
+		      pkt->sport, pkt->dport, pkt->proto, pkt->family);
 }
 
 static __always_inline void fw_emit_drop(struct __sk_buff *skb, const struct fw_pkt *pkt,

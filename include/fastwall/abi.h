@@ -383,6 +383,8 @@ struct fw_guard_trust {
 /* the pod's addresses did not fit in fastwall_local: fail closed, every
  * destination not known to be pod-local drops as pod-local */
 #define FW_CF_LOCAL_FULL (1u << 4)
+/* monitor.allow_sample: one passed packet in allow_sample is an event */
+#define FW_CF_ALLOW_SAMPLE (1u << 5)
 
 struct fw_config {
 	__u32 flags;		   /* FW_CF_* */
@@ -391,8 +393,8 @@ struct fw_config {
 	__u64 pod_flow_timeout_ns; /* idle timeout of pod-opened flows */
 	__u64 frag_timeout_ns;	   /* how long a first fragment opens the rest */
 	__u16 dns_port;		   /* the DNS proxy's port, with FW_CF_DNS_PROXY */
-	__u16 pad;
-	__u32 conn_quota; /* fastwall_conns records per subject; 0 = no cap */
+	__u16 allow_sample;	   /* with FW_CF_ALLOW_SAMPLE; was padding (0) */
+	__u32 conn_quota;	   /* fastwall_conns records per subject; 0 = no cap */
 };
 
 /* fastwall_stats_v2: reason -> counter (per-CPU array, FW_REASON_SLOTS).
@@ -417,9 +419,11 @@ struct fw_event_budget {
 	__u64 suppressed; /* events dropped since the last one emitted */
 };
 
-/* fastwall_events: ring buffer of deny events. */
+/* fastwall_events: ring buffer of deny events and sampled allow events
+ * (the same record; reason is a pass reason for an allow). */
 enum fw_event_type {
 	FW_EVENT_DROP = 1,
+	FW_EVENT_ALLOW = 2,
 };
 
 struct fw_event {

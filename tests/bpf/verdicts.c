@@ -1900,6 +1900,39 @@ static void scenario_event_rate_limit(void)
 	       (unsigned long long)suppressed);
 }
 
+/* monitor.allow_sample: with the flag a passed packet is an allow event
+ * (here one in one), carrying its pass reason; without it none. */
+static void scenario_allow_sample(void)
+{
+	const struct row pass = {"alpha: udp to allow cidr", .pkt = UDP4(ALPHA4, OK4, 40000, 5000),
+				 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"};
+	struct fw_config saved = t.cfg;
+	__u32 id = id_of("alpha");
+	const struct fw_event *ev = &t.ev[0];
+	bool ok;
+
+	t.cfg.flags |= FW_CF_ALLOW_SAMPLE;
+	t.cfg.allow_sample = 1;
+	t.cfg.event_burst = 1000;
+	t.cfg.event_interval_ns = 1000;
+	if (fw_dp_config_set(t.dp, &t.cfg)) {
+		result(false, "allow sample: config", "can't set the config");
+		return;
+	}
+	ok = run_row(&pass, RUN_QUIET);
+	result(ok && t.nev == 1 && ev->type == FW_EVENT_ALLOW && ev->subject == id &&
+		       ev->reason == FW_PASS_ALLOW_CIDR && ev->dport == htons(5000) &&
+		       ev->proto == IPPROTO_UDP,
+	       "allow sample 1 in 1: a passed packet is one allow event with its reason",
+	       "%zu events, type %u subject %u reason %s", t.nev, t.nev ? ev->type : 0,
+	       t.nev ? ev->subject : 0, t.nev ? fw_reason_name(ev->reason) : "-");
+	t.cfg = saved;
+	fw_dp_config_set(t.dp, &t.cfg);
+	ok = run_row(&pass, RUN_QUIET);
+	result(ok && t.nev == 0, "allow sample off: a passed packet emits nothing", "%zu events",
+	       t.nev);
+}
+
 /* ---- fixture ------------------------------------------------------------ */
 
 /* Runs one frame through prog; returns the TC verdict or -1. */
@@ -3490,6 +3523,7 @@ int main(int argc, char **argv)
 	/* the port guard's rows, through its XDP and TC programs */
 	guard_rows_run(t.dp, &passed, &failed);
 	scenario_event_rate_limit();
+	scenario_allow_sample();
 	scenario_connections();
 	scenario_conn_quota();
 	scenario_learned_ports();

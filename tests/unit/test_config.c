@@ -539,6 +539,41 @@ Test(config, processes_section)
 	cr_assert_eq(cfg.subjects[0].cgroup_id, 0, "resolved by fastwalld, not the parser");
 }
 
+Test(config, monitor_and_audit_sections)
+{
+	static const struct {
+		const char *yaml, *needle;
+	} refused[] = {
+		{"log_format: xml\n", "log_format"},
+		{"monitor:\n  socket: run/monitor.sock\n", "absolute path or \"\""},
+		{"monitor:\n  reader_queue: 0\n", "reader_queue"},
+		{"monitor:\n  allow_sample: 65536\n", "allow_sample"},
+		{"monitor:\n  sockett: /run/x\n", "sockett"},
+		{"audit:\n  destination: syslog\n", "stderr, stdout, off or an absolute path"},
+	};
+
+	cr_assert_eq(load("log_level: info\n"), 0, "%s", err);
+	cr_assert_eq(cfg.log_format, FW_LOG_TEXT);
+	cr_assert_str_eq(cfg.monitor_socket, "/run/fastwall/monitor.sock");
+	cr_assert_eq(cfg.monitor_queue, 4096);
+	cr_assert_eq(cfg.monitor_allow_sample, 0, "allow events are opt-in");
+	cr_assert_str_eq(cfg.audit_destination, "stderr");
+	cr_assert_eq(load("log_format: json\nmonitor:\n  socket: \"\"\n  reader_queue: 8\n"
+			  "  allow_sample: 100\naudit:\n  destination: /var/log/fw-audit.log\n"),
+		     0, "%s", err);
+	cr_assert_eq(cfg.log_format, FW_LOG_JSON);
+	cr_assert_str_eq(cfg.monitor_socket, "", "\"\" turns the socket off");
+	cr_assert_eq(cfg.monitor_queue, 8);
+	cr_assert_eq(cfg.monitor_allow_sample, 100);
+	cr_assert_str_eq(cfg.audit_destination, "/var/log/fw-audit.log");
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		err[0] = '\0';
+		cr_expect_eq(load(refused[i].yaml), -EINVAL, "accepted: %s", refused[i].yaml);
+		cr_expect(strstr(err, refused[i].needle), "%s: want \"%s\", got: %s",
+			  refused[i].yaml, refused[i].needle, err);
+	}
+}
+
 Test(config, guard_section)
 {
 	cr_assert_eq(load("dns: {proxy: false}\n"), 0, "%s", err);

@@ -3,6 +3,7 @@
  * bytes, invalid UTF-8, C1 controls and bidi overrides escaped, so a
  * crafted uid, name or DNS name cannot forge a record or drive a terminal. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,4 +92,125 @@ Test(log, long_record_is_cut_not_split)
 	cr_assert_eq(lines(out), 1);
 	cr_assert(strstr(out, "...(truncated)\n"));
 	free(big);
+}
+
+/* What fn wrote to stderr. */
+static char *captured(void (*fn)(void))
+{
+	FILE *tmp = tmpfile();
+	int saved = dup(2);
+	static char out[32768];
+	size_t n;
+
+	cr_assert(tmp && saved >= 0);
+	fflush(stderr);
+	cr_assert_eq(dup2(fileno(tmp), 2), 2);
+	fn();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(tmp);
+	n = fread(out, 1, sizeof(out) - 1, tmp);
+	out[n] = '\0';
+	fclose(tmp);
+	return out;
+}
+
+static void json_info(void)
+{
+	fw_log_format = FW_LOG_JSON;
+	fw_info("subject %s: added", "a\"b\\c\nd");
+	fw_log_format = FW_LOG_TEXT;
+}
+
+Test(log, json_format_is_one_object_a_line)
+{
+	const char *out = captured(json_info);
+
+	cr_assert_eq(lines(out), 1, "%s", out);
+	cr_assert(!strncmp(out, "{\"time\":\"", 9), "%s", out);
+	cr_assert(strstr(out, "\",\"level\":\"info\",\"msg\":\"subject a\\\"b\\\\\\\\c\\\\x0ad: "
+			      "added\"}\n"),
+		  "%s", out);
+}
+
+static void audit_quiet_level(void)
+{
+	enum fw_log_level was = fw_log_level;
+
+	fw_log_level = FW_LOG_ERROR;
+	fw_info("not this");
+	fw_audit("deny", (const char *[]){"subject", "sb \"x\"", "reason", "default-deny", "empty",
+					  "", NULL});
+	fw_log_level = was;
+}
+
+Test(log, audit_ignores_the_level)
+{
+	const char *out = captured(audit_quiet_level);
+
+	cr_assert_eq(lines(out), 1, "%s", out);
+	cr_assert(strstr(out, "Z audit deny subject=sb \"x\" reason=default-deny empty=-\n"), "%s",
+		  out);
+	cr_assert(!strstr(out, "not this"));
+}
+
+static void audit_json(void)
+{
+	fw_log_format = FW_LOG_JSON;
+	fw_audit("subject", (const char *[]){"uid", "u\n1", "change", "added", NULL});
+	fw_log_format = FW_LOG_TEXT;
+}
+
+Test(log, audit_json_fields)
+{
+	const char *out = captured(audit_json);
+
+	cr_assert_eq(lines(out), 1, "%s", out);
+	cr_assert(strstr(out, "\",\"level\":\"audit\",\"event\":\"subject\",\"uid\":\"u\\\\x0a1\","
+			      "\"change\":\"added\"}\n"),
+		  "%s", out);
+}
+
+static void audit_off(void)
+{
+	cr_assert_eq(fw_audit_open("off", NULL, 0), 0);
+	fw_audit("deny", (const char *[]){"subject", "x", NULL});
+	cr_assert_eq(fw_audit_open("stderr", NULL, 0), 0);
+	fw_audit("deny", (const char *[]){"subject", "y", NULL});
+}
+
+Test(log, audit_destinations)
+{
+	const char *out = captured(audit_off);
+	char err[256] = "", path[] = "/tmp/fw-audit-XXXXXX", buf[256] = "";
+	FILE *f;
+	int fd;
+
+	cr_assert_eq(lines(out), 1, "%s", out);
+	cr_assert(strstr(out, "subject=y"));
+	cr_assert_eq(fw_audit_open("relative/file", err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "can't open the audit destination relative/file"), "%s", err);
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	close(fd);
+	cr_assert_eq(fw_audit_open(path, err, sizeof(err)), 0, "%s", err);
+	fw_audit("deny", (const char *[]){"subject", "z", NULL});
+	cr_assert_eq(fw_audit_open("stderr", NULL, 0), 0);
+	f = fopen(path, "r");
+	cr_assert(f && fgets(buf, sizeof(buf), f));
+	fclose(f);
+	unlink(path);
+	cr_assert(strstr(buf, " audit deny subject=z\n"), "%s", buf);
+}
+
+Test(log, format_parse)
+{
+	enum fw_log_format f = FW_LOG_TEXT;
+
+	cr_assert_eq(fw_log_format_parse("json", &f), 0);
+	cr_assert_eq(f, FW_LOG_JSON);
+	cr_assert_eq(fw_log_format_parse("text", &f), 0);
+	cr_assert_eq(f, FW_LOG_TEXT);
+	cr_assert_eq(fw_log_format_parse("JSON", &f), -EINVAL);
 }

@@ -32,6 +32,7 @@
 #include "fastwall/version.h"
 #include "subjects/run.h"
 #include "hostname.h"
+#include "monitor.h"
 #include "scope.h"
 
 enum { EXIT_USAGE = 2, EXIT_NOSTATE = 3 };
@@ -631,6 +632,8 @@ static const struct {
 	{"leases", cmd_leases, true, "DNS-learned addresses and their remaining lease"},
 	{"reasons", cmd_reasons, false, "verdict reasons: number, pass or drop, name, meaning"},
 	{"run", NULL, false, "run a command in a process sandbox (fastwall run --help)"},
+	{"monitor", NULL, false,
+	 "live deny, DNS and sampled allow events (fastwall monitor --help)"},
 };
 
 static void usage(FILE *out)
@@ -677,6 +680,8 @@ int main(int argc, char **argv)
 		return fw_cli_scope(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "hostname") == 0)
 		return fw_cli_hostname(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "monitor") == 0)
+		return fw_cli_monitor(argc - 1, argv + 1);
 	while ((opt = getopt_long(argc, argv, "b:amh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'b':

@@ -43,6 +43,7 @@
 #include "common/loop.h"
 #include "common/secmem.h"
 #include "metrics.h"
+#include "monitor.h"
 #include "subjects/registry.h"
 #include "fastwall/version.h"
 
@@ -67,6 +68,7 @@ struct fw_daemon {
 	bool actions_on;
 	struct fw_http *http;
 	struct fw_metrics *metrics; /* /metrics, /healthz, /readyz; NULL when off */
+	struct fw_monitor *monitor; /* the live event socket; NULL when off; atomic */
 	struct fw_learn *learn;
 	struct fw_dnsp *dnsp;
 	struct fw_loop *loop;
@@ -77,6 +79,7 @@ struct fw_daemon {
 	__u64 last_refresh_ns;
 	int link_fd;
 	bool level_forced;	  /* --log-level wins over the config */
+	bool format_forced;	  /* --log-format wins over the config */
 	struct fw_ifset attached; /* interfaces we attached to, for logging once */
 	/* the pod namespace's own addresses, from rtnetlink, which
 	 * fastwall_local holds besides the configured ones */
@@ -486,58 +489,184 @@ static const char *proto_name(__u8 proto)
 	return "ip";
 }
 
+static struct fw_monitor *monitor_of(const struct fw_daemon *d)
+{
+	return __atomic_load_n(&d->monitor, __ATOMIC_ACQUIRE);
+}
+
+static __u64 realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+/* A deny (audit trail, monitor) or a sampled allow (monitor) from the
+ * data path's ring. */
 static int on_event(void *ctx, void *data, size_t len)
 {
 	struct fw_daemon *d = ctx;
 	const struct fw_event *ev = data;
 	char src[FW_ADDR_STRLEN], dst[FW_ADDR_STRLEN], ifname[IF_NAMESIZE] = "?";
-	char name[FW_NAME_LEN];
+	char name[FW_NAME_LEN], sport[8], dport[8];
+	struct fw_monitor *m = monitor_of(d);
+	enum fw_mon_kind kind;
 
-	if (len < sizeof(*ev) || ev->type != FW_EVENT_DROP)
+	if (len < sizeof(*ev) || (ev->type != FW_EVENT_DROP && ev->type != FW_EVENT_ALLOW))
+		return 0;
+	kind = ev->type == FW_EVENT_DROP ? FW_MON_DROP : FW_MON_ALLOW;
+	if (kind == FW_MON_ALLOW && !fw_monitor_wants(m, kind))
 		return 0;
 	fw_reg_name_of(&d->reg, ev->subject, name, sizeof(name));
-	if (!name[0])
-		snprintf(name, sizeof(name), "-");
 	if_indextoname(ev->ifindex, ifname);
+	if (fw_monitor_wants(m, kind)) {
+		struct fw_mon_event me = {
+			.kind = kind,
+			.time_ns = realtime_ns(),
+			.subject = ev->subject,
+			.name = name,
+			.reason = fw_reason_name(ev->reason),
+			.src = ev->src,
+			.dst = ev->dst,
+			.sport = ntohs(ev->sport),
+			.dport = ntohs(ev->dport),
+			.proto = ev->proto,
+			.ifname = ifname,
+			.suppressed = ev->suppressed,
+			.sample = d->kcfg.allow_sample ? d->kcfg.allow_sample : 1,
+		};
+
+		fw_monitor_publish(m, &me);
+	}
+	if (kind != FW_MON_DROP)
+		return 0;
 	fw_addr_str(&ev->src, src, sizeof(src));
 	fw_addr_str(&ev->dst, dst, sizeof(dst));
-	fw_info("deny subject=%s reason=%s proto=%s src=%s sport=%u dst=%s dport=%u if=%s%s", name,
-		fw_reason_name(ev->reason), proto_name(ev->proto), src, ntohs(ev->sport), dst,
-		ntohs(ev->dport), ifname, ev->suppressed ? " (after suppressed events)" : "");
+	snprintf(sport, sizeof(sport), "%u", ntohs(ev->sport));
+	snprintf(dport, sizeof(dport), "%u", ntohs(ev->dport));
+	fw_audit("deny", (const char *[]){"subject", name, "reason", fw_reason_name(ev->reason),
+					  "proto", proto_name(ev->proto), "src", src, "sport",
+					  sport, "dst", dst, "dport", dport, "if", ifname, NULL});
 	if (ev->suppressed)
-		fw_info("events of subject=%s suppressed by rate limit: %llu", name,
+		fw_info("events of subject=%s suppressed by rate limit: %llu", name[0] ? name : "-",
 			(unsigned long long)ev->suppressed);
 	return 0;
 }
 
-/* A denied query, logged like the data plane's deny events. */
+static const char *qtype_name(__u16 qtype, char *buf, size_t len)
+{
+	switch (qtype) {
+	case FW_DNS_TYPE_A:
+		return "A";
+	case FW_DNS_TYPE_AAAA:
+		return "AAAA";
+	case FW_DNS_TYPE_CNAME:
+		return "CNAME";
+	}
+	snprintf(buf, len, "TYPE%u", qtype);
+	return buf;
+}
+
+/* A denied query, in the audit trail like the data plane's denies. */
 static void on_dns_event(void *ctx, const struct fw_learn_event *ev)
 {
-	char client[FW_ADDR_STRLEN], type[16];
+	char client[FW_ADDR_STRLEN], type[16], reason[64];
+	const char *who = ev->name && ev->name[0] ? ev->name : "-";
 
 	(void)ctx;
 	fw_addr_str(ev->client, client, sizeof(client));
-	switch (ev->qtype) {
-	case FW_DNS_TYPE_A:
-		snprintf(type, sizeof(type), "A");
-		break;
-	case FW_DNS_TYPE_AAAA:
-		snprintf(type, sizeof(type), "AAAA");
-		break;
-	case FW_DNS_TYPE_CNAME:
-		snprintf(type, sizeof(type), "CNAME");
-		break;
-	default:
-		snprintf(type, sizeof(type), "TYPE%u", ev->qtype);
-	}
-	fw_info("deny subject=%s reason=dns-%s name=%s type=%s src=%s%s",
-		ev->name && ev->name[0] ? ev->name : "-", ev->reason,
-		ev->qname[0] ? ev->qname : ".", type, client,
-		ev->suppressed ? " (after suppressed events)" : "");
+	snprintf(reason, sizeof(reason), "dns-%s", ev->reason);
+	fw_audit("deny",
+		 (const char *[]){"subject", who, "reason", reason, "name",
+				  ev->qname[0] ? ev->qname : ".", "type",
+				  qtype_name(ev->qtype, type, sizeof(type)), "src", client, NULL});
 	if (ev->suppressed)
-		fw_info("events of subject=%s suppressed by rate limit: %llu",
-			ev->name && ev->name[0] ? ev->name : "-",
+		fw_info("events of subject=%s suppressed by rate limit: %llu", who,
 			(unsigned long long)ev->suppressed);
+}
+
+static bool dns_monitor_wants(void *ctx)
+{
+	return fw_monitor_wants(monitor_of(ctx), FW_MON_DNS);
+}
+
+/* Every DNS decision, for the monitor (from the proxy's threads). */
+static void on_dns_monitor(void *ctx, const struct fw_learn_event *ev)
+{
+	struct fw_mon_event me = {
+		.kind = FW_MON_DNS,
+		.time_ns = realtime_ns(),
+		.subject = ev->subject,
+		.name = ev->name,
+		.src = *ev->client,
+		.qname = ev->qname,
+		.qtype = ev->qtype,
+		.allowed = ev->allowed,
+		.rcode = ev->rcode,
+	};
+	char reason[64];
+
+	snprintf(reason, sizeof(reason), "dns-%s", ev->reason);
+	me.reason = reason;
+	for (__u32 i = 0; i < ev->nlearned && i < FW_MON_MAX_LEARNED; i++)
+		me.learned[me.nlearned++] = ev->learned[i].ip;
+	fw_monitor_publish(monitor_of(ctx), &me);
+}
+
+/* A subject's change in the kernel, in the audit trail. */
+static void on_subject_change(void *ctx, const struct fw_reg_change *c)
+{
+	char old_id[12], id[12], hex[5][20];
+	const __u64 v[5] = {c->fence_hash, c->old_policy, c->policy, c->old_domains, c->domains};
+	const char *h[5];
+
+	(void)ctx;
+	snprintf(old_id, sizeof(old_id), "%u", c->old_id);
+	snprintf(id, sizeof(id), "%u", c->id);
+	for (int i = 0; i < 5; i++) {
+		snprintf(hex[i], sizeof(hex[i]), "%016llx", (unsigned long long)v[i]);
+		h[i] = v[i] ? hex[i] : "-";
+	}
+	fw_audit("subject", (const char *[]){"uid",
+					     c->name,
+					     "change",
+					     c->what,
+					     "old_id",
+					     old_id,
+					     "id",
+					     id,
+					     "fence",
+					     h[0],
+					     "old_policy",
+					     h[1],
+					     "policy",
+					     h[2],
+					     "old_domains",
+					     h[3],
+					     "domains",
+					     h[4],
+					     "state",
+					     c->state == FW_STATE_DENYING ? "denying" : "active",
+					     "origin",
+					     c->origin == FW_ORIGIN_STATIC    ? "static"
+					     : c->origin == FW_ORIGIN_ACTIONS ? "protocol"
+									      : "process",
+					     NULL});
+}
+
+/* log_format and the audit destination, on start and reload: a
+ * destination that can't be opened keeps the previous one. */
+static void apply_logging(struct fw_daemon *d, const struct fw_cfg *cfg)
+{
+	char err[512];
+
+	if (!d->level_forced)
+		fw_log_level = cfg->log_level;
+	if (!d->format_forced)
+		fw_log_format = cfg->log_format;
+	if (fw_audit_open(cfg->audit_destination, err, sizeof(err)))
+		fw_err("%s", err);
 }
 
 /* What the configuration accepted with a warning (policy keys it does
@@ -652,6 +781,10 @@ static int apply_datapath(struct fw_daemon *d, const struct fw_cfg *cfg)
 	k.pod_flow_timeout_ns = cfg->pod_flow_timeout_ns;
 	k.frag_timeout_ns = cfg->frag_timeout_ns;
 	k.conn_quota = cfg->max_conns_per_subject;
+	if (cfg->monitor_allow_sample) {
+		k.flags |= FW_CF_ALLOW_SAMPLE;
+		k.allow_sample = (__u16)cfg->monitor_allow_sample;
+	}
 	if (d->dnsp) {
 		k.flags |= FW_CF_DNS_PROXY;
 		if (cfg->dns_redirect_all)
@@ -867,8 +1000,7 @@ static void reload(struct fw_daemon *d)
 	}
 	fw_cfg_free(&d->cfg);
 	d->cfg = next;
-	if (!d->level_forced)
-		fw_log_level = d->cfg.log_level;
+	apply_logging(d, &d->cfg);
 	attach_all(d);
 	if (ret)
 		fw_err("reload applied with errors: %s", strerror(-ret));
@@ -1032,8 +1164,7 @@ static int run(struct fw_daemon *d)
 		fw_err("%s", errbuf);
 		return FW_EXIT_CONFIG;
 	}
-	if (!d->level_forced)
-		fw_log_level = d->cfg.log_level;
+	apply_logging(d, &d->cfg);
 	cfg_warnings(&d->cfg, NULL);
 	if (guard_check(&d->cfg, errbuf, sizeof(errbuf))) {
 		fw_err("%s", errbuf);
@@ -1074,6 +1205,8 @@ static int run(struct fw_daemon *d)
 	err = fw_reg_init(&d->reg, d->dp);
 	if (err)
 		return FW_EXIT_KERNEL;
+	d->reg.on_change = on_subject_change;
+	d->reg.change_ctx = d;
 	{
 		struct fw_learn_config lc;
 
@@ -1084,6 +1217,7 @@ static int run(struct fw_daemon *d)
 			return FW_EXIT_FAILURE;
 		}
 		fw_learn_set_event_sink(d->learn, on_dns_event, d);
+		fw_learn_set_monitor(d->learn, on_dns_monitor, dns_monitor_wants, d);
 	}
 	/* the proxy listens before the data plane sends DNS its way */
 	if (d->cfg.dns_proxy && dns_start(d))
@@ -1165,6 +1299,15 @@ static int run(struct fw_daemon *d)
 		fw_err("can't set up the event loop: %s", strerror(-err));
 		return FW_EXIT_FAILURE;
 	}
+	if (d->cfg.monitor_socket[0]) {
+		struct fw_monitor *m = NULL;
+
+		/* without it fastwalld still enforces; the error says why */
+		if (fw_monitor_start(d->loop, d->cfg.monitor_socket, d->cfg.monitor_queue, &m))
+			fw_err("running without the monitor socket");
+		else
+			__atomic_store_n(&d->monitor, m, __ATOMIC_RELEASE);
+	}
 	/* each runs in the loop's first round, then at its own pace */
 	if (d->actions_on) {
 		fw_loop_timer_init(&d->tick_timer, tick_timer, d);
@@ -1194,6 +1337,7 @@ static int run(struct fw_daemon *d)
 			.dnsp = d->dnsp,
 			.http = d->http,
 			.actions = d->actions_on ? &d->actions : NULL,
+			.monitor = d->monitor,
 			.dns_wanted = d->cfg.dns_proxy,
 			.started = true,
 		};
@@ -1323,6 +1467,7 @@ static void usage(FILE *out)
 		"  -c, --config FILE     YAML configuration (default " FW_DEFAULT_CONFIG ")\n"
 		"  -b, --bpffs DIR       pin directory for detach --purge\n"
 		"  -l, --log-level LVL   error, warn, info, debug (overrides the config)\n"
+		"  -o, --log-format FMT  text or json (overrides the config)\n"
 		"  -h, --help            this text\n"
 		"      --version         the version and map ABI\n"
 		"\n"
@@ -1336,19 +1481,20 @@ int main(int argc, char **argv)
 		{"config", required_argument, NULL, 'c'},
 		{"bpffs", required_argument, NULL, 'b'},
 		{"log-level", required_argument, NULL, 'l'},
+		{"log-format", required_argument, NULL, 'o'},
 		{"purge", no_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{},
 	};
 	struct fw_daemon *d;
-	const char *bpffs = NULL, *level = NULL, *cmd = "run";
+	const char *bpffs = NULL, *level = NULL, *format = NULL, *cmd = "run";
 	bool purge = false;
 	int c, ret;
 
 	if (argc >= 2 && strcmp(argv[1], "config-keys") == 0)
 		return config_keys(argc - 1, argv + 1);
-	while ((c = getopt_long(argc, argv, "c:b:l:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:b:l:o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			break;
@@ -1357,6 +1503,9 @@ int main(int argc, char **argv)
 			break;
 		case 'l':
 			level = optarg;
+			break;
+		case 'o':
+			format = optarg;
 			break;
 		case 'P':
 			purge = true;
@@ -1377,7 +1526,7 @@ int main(int argc, char **argv)
 		return FW_EXIT_FAILURE;
 	d->config_path = FW_DEFAULT_CONFIG;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:b:l:h", opts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "c:b:l:o:h", opts, NULL)) != -1)
 		if (c == 'c')
 			d->config_path = optarg;
 	if (optind < argc)
@@ -1394,8 +1543,15 @@ int main(int argc, char **argv)
 		return FW_EXIT_USAGE;
 	}
 
+	if (format && fw_log_format_parse(format, &fw_log_format)) {
+		fprintf(stderr, "fastwalld: invalid log format '%s' (text or json)\n", format);
+		free(d);
+		return FW_EXIT_USAGE;
+	}
+
 	if (strcmp(cmd, "run") == 0) {
 		d->level_forced = level != NULL;
+		d->format_forced = format != NULL;
 		ret = run(d);
 	} else if (strcmp(cmd, "check") == 0) {
 		ret = check(d->config_path);
@@ -1413,6 +1569,7 @@ int main(int argc, char **argv)
 	if (d->actions_on)
 		fw_actions_fini(&d->actions);
 	fw_learn_free(d->learn);
+	fw_monitor_stop(d->monitor);
 	ring_buffer__free(d->events);
 	fw_reg_free(&d->reg);
 	fw_guard_close(d->guard);

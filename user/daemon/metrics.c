@@ -253,6 +253,15 @@ int fw_metrics_render(const struct fw_metrics_parts *parts, size_t nattached, ch
 			       "envelope) and status code");
 		fw_actions_op_counts(parts->actions, on_ops, &p);
 	}
+	if (parts->monitor) {
+		struct fw_monitor_stats ms;
+
+		fw_monitor_get_stats(parts->monitor, &ms);
+		gauge(&p, "fastwall_monitor_readers", "readers connected to the monitor socket",
+		      ms.readers);
+		counter(&p, "fastwall_monitor_events_dropped_total",
+			"events monitor readers lost because their queue was full", ms.dropped);
+	}
 	if (p.oom) {
 		free(p.buf);
 		return -ENOMEM;

@@ -15,6 +15,7 @@
 #include "dns/proxy.h"
 #include "subjects/registry.h"
 #include "http.h"
+#include "monitor.h"
 
 /* What the listener reads, published by the daemon as each part comes
  * up; NULL parts are left out of /metrics. */
@@ -25,6 +26,7 @@ struct fw_metrics_parts {
 	struct fw_dnsp *dnsp;
 	struct fw_http *http;
 	struct fw_actions *actions;
+	struct fw_monitor *monitor;
 	bool dns_wanted; /* dns.proxy: readiness waits for dnsp */
 	bool started;	 /* the daemon is done starting (attached, subjects programmed) */
 };

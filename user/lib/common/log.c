@@ -1,14 +1,23 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 
 enum fw_log_level fw_log_level = FW_LOG_INFO;
+enum fw_log_format fw_log_format = FW_LOG_TEXT;
+
+/* NULL: stderr; audit_off: nothing */
+static FILE *audit_out;
+static bool audit_off;
+static pthread_mutex_t audit_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *const level_names[] = {
 	[FW_LOG_ERROR] = "error",
@@ -89,36 +98,160 @@ size_t fw_log_escape(char *out, size_t outlen, const char *in, size_t n)
 	return o;
 }
 
-void fw_log_write(enum fw_log_level level, const char *fmt, ...)
+/* "2026-12-01T18:00:00.123Z" */
+static void log_stamp(char *buf, size_t len)
 {
-	/* every escape is at most 4 bytes for 1 */
-	char line[FW_LOG_LINE_MAX], esc[4 * FW_LOG_LINE_MAX + 1];
 	struct timespec ts;
 	struct tm tm;
 	char stamp[32];
-	va_list ap;
-	int n;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%03ldZ", stamp, ts.tv_nsec / 1000000);
+}
 
+/* Escaped text (no control bytes left) as the body of a JSON string: only
+ * '"' and '\\' need a backslash. */
+static void json_put(FILE *f, const char *esc)
+{
+	for (; *esc; esc++) {
+		if (*esc == '"' || *esc == '\\')
+			fputc('\\', f);
+		fputc(*esc, f);
+	}
+}
+
+void fw_log_write(enum fw_log_level level, const char *fmt, ...)
+{
+	/* every escape is at most 4 bytes for 1 */
+	char line[FW_LOG_LINE_MAX], esc[4 * FW_LOG_LINE_MAX + 1];
+	bool cut;
+	char stamp[64];
+	va_list ap;
+	int n;
+
+	log_stamp(stamp, sizeof(stamp));
 	va_start(ap, fmt);
 	n = vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	if (n < 0)
 		n = 0;
+	cut = (size_t)n >= sizeof(line);
 	/* Untrusted text (uids, names, DNS names, interface names) reaches
 	 * many of these lines: escaping the whole record here, rather than
 	 * at each call, keeps a newline or a terminal escape from forging a
 	 * record whoever wrote the call. */
-	fw_log_escape(esc, sizeof(esc), line,
-		      (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+	fw_log_escape(esc, sizeof(esc), line, cut ? sizeof(line) - 1 : (size_t)n);
 
 	flockfile(stderr);
-	fprintf(stderr, "%s.%03ldZ %-5s %s%s\n", stamp, ts.tv_nsec / 1000000, level_names[level],
-		esc, (size_t)n >= sizeof(line) ? "...(truncated)" : "");
+	if (fw_log_format == FW_LOG_JSON) {
+		fprintf(stderr, "{\"time\":\"%s\",\"level\":\"%s\",\"msg\":\"", stamp,
+			level_names[level]);
+		json_put(stderr, esc);
+		fprintf(stderr, "%s\"}\n", cut ? "...(truncated)" : "");
+	} else {
+		fprintf(stderr, "%s %-5s %s%s\n", stamp, level_names[level], esc,
+			cut ? "...(truncated)" : "");
+	}
 	funlockfile(stderr);
+}
+
+int fw_log_format_parse(const char *s, enum fw_log_format *out)
+{
+	if (!strcmp(s, "text"))
+		*out = FW_LOG_TEXT;
+	else if (!strcmp(s, "json"))
+		*out = FW_LOG_JSON;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+int fw_audit_open(const char *dest, char *err, size_t errlen)
+{
+	FILE *f = NULL, *old;
+	bool off = false;
+	int fd;
+
+	if (!strcmp(dest, "off")) {
+		off = true;
+	} else if (!strcmp(dest, "stdout")) {
+		f = stdout;
+	} else if (strcmp(dest, "stderr") != 0) {
+		fd = dest[0] == '/' ? open(dest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600)
+				    : -1;
+		if (dest[0] != '/')
+			errno = EINVAL;
+		f = fd >= 0 ? fdopen(fd, "a") : NULL;
+		if (!f) {
+			int e = errno;
+
+			if (fd >= 0)
+				close(fd);
+			fw_set_err(err, errlen, "can't open the audit destination %s: %s", dest,
+				   strerror(e));
+			return -e;
+		}
+		setvbuf(f, NULL, _IOLBF, 0);
+	}
+	pthread_mutex_lock(&audit_lock);
+	old = audit_out;
+	audit_out = f;
+	audit_off = off;
+	pthread_mutex_unlock(&audit_lock);
+	if (old && old != stdout)
+		fclose(old);
+	return 0;
+}
+
+#define FW_AUDIT_PAIRS 16
+
+void fw_audit(const char *event, const char *const *in)
+{
+	char line[FW_LOG_LINE_MAX], esc[4 * FW_LOG_LINE_MAX + 1], stamp[64];
+	const char *kv[2 * FW_AUDIT_PAIRS];
+	size_t n = 0, o = 0;
+	FILE *f;
+
+	for (; n < 2 * FW_AUDIT_PAIRS && in[n]; n += 2) {
+		kv[n] = in[n];
+		kv[n + 1] = in[n + 1] ? in[n + 1] : "";
+	}
+	log_stamp(stamp, sizeof(stamp));
+
+	pthread_mutex_lock(&audit_lock);
+	if (audit_off) {
+		pthread_mutex_unlock(&audit_lock);
+		return;
+	}
+	f = audit_out ? audit_out : stderr;
+	flockfile(f);
+	if (fw_log_format == FW_LOG_JSON) {
+		fprintf(f, "{\"time\":\"%s\",\"level\":\"audit\",\"event\":\"", stamp);
+		fw_log_escape(esc, sizeof(esc), event, strlen(event));
+		json_put(f, esc);
+		for (size_t i = 0; i < n; i += 2) {
+			fputs("\",\"", f);
+			fw_log_escape(esc, sizeof(esc), kv[i], strlen(kv[i]));
+			json_put(f, esc);
+			fputs("\":\"", f);
+			fw_log_escape(esc, sizeof(esc), kv[i + 1], strlen(kv[i + 1]));
+			json_put(f, esc);
+		}
+		fputs("\"}\n", f);
+	} else {
+		o = (size_t)snprintf(line, sizeof(line), "%s", event);
+		for (size_t i = 0; i < n && o < sizeof(line); i += 2)
+			o += (size_t)snprintf(line + o, sizeof(line) - o, " %s=%s", kv[i],
+					      kv[i + 1][0] ? kv[i + 1] : "-");
+		if (o >= sizeof(line))
+			o = sizeof(line) - 1;
+		fw_log_escape(esc, sizeof(esc), line, o);
+		fprintf(f, "%s audit %s\n", stamp, esc);
+	}
+	funlockfile(f);
+	pthread_mutex_unlock(&audit_lock);
 }
 
 int fw_log_level_parse(const char *s, enum fw_log_level *out)

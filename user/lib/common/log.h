@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Leveled logging to stderr, one record a line. The level is checked before
- * formatting, so a disabled debug line costs one comparison. Every record
- * is escaped as a whole (control bytes, invalid UTF-8, C1 controls and
- * bidi overrides as \xNN, a backslash as \\), so untrusted text can be
- * passed with %s. Never pass secrets. */
+/* Leveled logging to stderr, one record a line, as text or JSON lines. The
+ * level is checked before formatting, so a disabled debug line costs one
+ * comparison. Every record is escaped as a whole (control bytes, invalid
+ * UTF-8, C1 controls and bidi overrides as \xNN, a backslash as \\), so
+ * untrusted text can be passed with %s. Never pass secrets.
+ *
+ * The audit trail (denies, subject changes) is a stream of its own that
+ * the level never silences: fw_audit writes to the destination
+ * fw_audit_open chose (stderr unless told otherwise). */
 #ifndef FW_LOG_H
 #define FW_LOG_H
 
@@ -17,6 +21,24 @@ enum fw_log_level {
 };
 
 extern enum fw_log_level fw_log_level;
+
+enum fw_log_format {
+	FW_LOG_TEXT = 0, /* "TIME LEVEL message" */
+	FW_LOG_JSON,	 /* {"time":..,"level":..,"msg":..} */
+};
+
+extern enum fw_log_format fw_log_format;
+/* Parses "text", "json"; returns 0 or -EINVAL. */
+int fw_log_format_parse(const char *s, enum fw_log_format *out);
+
+/* dest: "stderr", "stdout", "off", or an absolute file path (appended,
+ * created 0600). Replaces the previous destination; -errno and err when
+ * the file can't be opened (the previous one stays). */
+int fw_audit_open(const char *dest, char *err, size_t errlen);
+/* One audit record: event, then kv: key, value string pairs ending at a
+ * NULL key (at most 16 pairs). Text: "TIME audit EVENT key=value ...",
+ * JSON: the pairs as members beside time, level "audit" and event. */
+void fw_audit(const char *event, const char *const *kv);
 
 void fw_log_write(enum fw_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

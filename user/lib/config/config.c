@@ -95,6 +95,8 @@ void fw_cfg_init(struct fw_cfg *cfg)
 	fw_ck_defaults(&cfg_dns_keys, cfg);
 	fw_ck_defaults(&cfg_metrics_keys, cfg);
 	fw_ck_defaults(&cfg_guard_keys, cfg);
+	fw_ck_defaults(&cfg_monitor_keys, cfg);
+	fw_ck_defaults(&cfg_audit_keys, cfg);
 	cfg->doh_mode = FW_DOH_OFF;
 	fw_policy_init(&cfg->overlay);
 	fw_dnsp_config_init(&cfg->dnsp);
@@ -522,6 +524,20 @@ static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 		struct cfg_bind m[] = {{.t = &cfg_metrics_keys, .base = ctx->cfg}};
 
 		err = cfg_section(ctx, n, "metrics", m, 1);
+		if (err)
+			return err;
+	}
+	if ((n = cfg_sub(b, 1, "monitor", NULL))) {
+		struct cfg_bind m[] = {{.t = &cfg_monitor_keys, .base = ctx->cfg}};
+
+		err = cfg_section(ctx, n, "monitor", m, 1);
+		if (err)
+			return err;
+	}
+	if ((n = cfg_sub(b, 1, "audit", NULL))) {
+		struct cfg_bind m[] = {{.t = &cfg_audit_keys, .base = ctx->cfg}};
+
+		err = cfg_section(ctx, n, "audit", m, 1);
 		if (err)
 			return err;
 	}

@@ -80,7 +80,14 @@ struct fw_cfg {
 	struct fw_dnsp_config dnsp;
 	/* the learner's keys (dns/learn_keys.c) */
 	struct fw_learn_config learn;
-	char metrics_listen[64];     /* "addr:port" of /metrics, "" = off */
+	char metrics_listen[64]; /* "addr:port" of /metrics, "" = off */
+	enum fw_log_format log_format;
+	/* monitor: the live event socket of `fastwall monitor` */
+	char monitor_socket[108];   /* "" = off */
+	__u32 monitor_queue;	    /* lines a reader may have pending */
+	__u32 monitor_allow_sample; /* one passed packet in N as an allow event; 0 = off */
+	/* audit: denies and subject changes, whatever log_level says */
+	char audit_destination[256]; /* stderr, stdout, off, or a file */
 	__u32 max_conns_per_subject; /* fastwall_conns records, 1-FW_MAX_CONNS */
 	/* guard: the port guard of the pod's uplinks (direct access mode) */
 	bool guard_enabled; /* the section is present */

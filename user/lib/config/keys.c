@@ -23,13 +23,27 @@ static const struct fw_ck_name log_levels[] = {
 	{NULL, 0},
 };
 
+static const struct fw_ck_name log_formats[] = {
+	{"text", FW_LOG_TEXT},
+	{"json", FW_LOG_JSON},
+	{NULL, 0},
+};
+
 static const struct fw_cfgkey top[] = {
 	{.key = "log_level",
 	 .type = FW_CK_ENUM,
 	 F(log_level),
 	 .names = log_levels,
 	 .def = FW_LOG_INFO,
-	 .doc = "daemon log verbosity"},
+	 .doc = "daemon log verbosity; the audit trail (`audit`) is never silenced by it"},
+	{.key = "log_format",
+	 .type = FW_CK_ENUM,
+	 F(log_format),
+	 .names = log_formats,
+	 .def = FW_LOG_TEXT,
+	 .doc = "text: `TIME LEVEL message` lines; json: one JSON object a line with `time`, "
+		"`level` and `msg` (the audit trail's records carry their fields as members). "
+		"`fastwalld --log-format` overrides it"},
 	{.key = "datapath", .type = FW_CK_SECTION, .doc = "data plane settings, below"},
 	{.key = "overlay",
 	 .type = FW_CK_SECTION,
@@ -62,6 +76,14 @@ static const struct fw_cfgkey top[] = {
 	 .type = FW_CK_SECTION,
 	 .def_doc = "absent",
 	 .doc = "present: guard the pod's data-plane ports on its uplinks, below"},
+	{.key = "monitor",
+	 .type = FW_CK_SECTION,
+	 .def_doc = "on",
+	 .doc = "the live event socket of `fastwall monitor`, below"},
+	{.key = "audit",
+	 .type = FW_CK_SECTION,
+	 .def_doc = "on, stderr",
+	 .doc = "the audit trail of denies and subject changes, below"},
 };
 
 static const struct fw_cfgkey datapath[] = {
@@ -405,6 +427,71 @@ static const struct fw_cfgkey dns[] = {
 		"effect on SIGHUP"},
 };
 
+/* "" turns the socket off */
+static int check_monitor_socket(const char *name, const char *s, unsigned long long v, char *msg,
+				size_t msglen)
+{
+	(void)v;
+	if (s[0] && s[0] != '/') {
+		snprintf(msg, msglen, "%s must be an absolute path or \"\"", name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static const struct fw_cfgkey monitor[] = {
+	{.key = "socket",
+	 .type = FW_CK_STRING,
+	 F(monitor_socket),
+	 .def_str = "/run/fastwall/monitor.sock",
+	 .check = check_monitor_socket,
+	 .type_doc = "absolute path or `\"\"`",
+	 .doc = "unix socket `fastwall monitor` reads live events from: mode 0600, peers other "
+		"than root refused; `\"\"` turns it off. Restart only"},
+	{.key = "reader_queue",
+	 .type = FW_CK_UINT,
+	 F(monitor_queue),
+	 .min = 1,
+	 .max = 100000, /* a stopped reader holds this many lines */
+	 .def = 4096,
+	 .doc = "events one reader may have waiting besides its socket buffer; beyond it its "
+		"events are dropped, counted in `fastwall_monitor_events_dropped_total`, and the "
+		"reader is told how many it lost. Restart only"},
+	{.key = "allow_sample",
+	 .type = FW_CK_UINT,
+	 F(monitor_allow_sample),
+	 .min = 0,
+	 .max = 65535,
+	 .def = 0,
+	 .doc = "one passed packet in N (1: every one) becomes an allow event, within the "
+		"subject's event budget (`datapath.events`); 0: none, and the data path pays one "
+		"flag test per packet. Takes effect on SIGHUP"},
+};
+
+/* stderr, stdout, off or an absolute path */
+static int check_audit_dest(const char *name, const char *s, unsigned long long v, char *msg,
+			    size_t msglen)
+{
+	(void)v;
+	if (strcmp(s, "stderr") && strcmp(s, "stdout") && strcmp(s, "off") && s[0] != '/') {
+		snprintf(msg, msglen, "%s must be stderr, stdout, off or an absolute path", name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static const struct fw_cfgkey audit[] = {
+	{.key = "destination",
+	 .type = FW_CK_STRING,
+	 F(audit_destination),
+	 .def_str = "stderr",
+	 .check = check_audit_dest,
+	 .type_doc = "`stderr`, `stdout`, `off` or an absolute path",
+	 .doc = "where the audit trail goes: `stderr` beside the log (the journal takes both "
+		"under systemd), `stdout` to keep it apart from the log, a file (appended, "
+		"created 0600), or `off`. Takes effect on SIGHUP"},
+};
+
 static const struct fw_ck_name guard_modes[] = {
 	{"auto", FW_GUARD_AUTO},
 	{"xdp", FW_GUARD_XDP},
@@ -453,6 +540,8 @@ const struct fw_cfgtable cfg_dns_keys = FW_CK_TABLE("dns", dns);
 const struct fw_cfgtable cfg_processes_keys = FW_CK_TABLE("processes", processes);
 const struct fw_cfgtable cfg_metrics_keys = FW_CK_TABLE("metrics", metrics);
 const struct fw_cfgtable cfg_guard_keys = FW_CK_TABLE("guard", guard);
+const struct fw_cfgtable cfg_monitor_keys = FW_CK_TABLE("monitor", monitor);
+const struct fw_cfgtable cfg_audit_keys = FW_CK_TABLE("audit", audit);
 
 /* --- docs and schema ---------------------------------------------------- */
 
@@ -475,6 +564,8 @@ static const struct doc_section doc_sections[] = {
 	{"dns.lease", {&fw_learn_lease_keys}, 1},
 	{"metrics", {&cfg_metrics_keys}, 1},
 	{"guard", {&cfg_guard_keys}, 1},
+	{"monitor", {&cfg_monitor_keys}, 1},
+	{"audit", {&cfg_audit_keys}, 1},
 };
 
 #define N_DOC_SECTIONS (sizeof(doc_sections) / sizeof(doc_sections[0]))

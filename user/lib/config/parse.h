@@ -112,6 +112,8 @@ extern const struct fw_cfgtable cfg_actions_keys;   /* actions */
 extern const struct fw_cfgtable cfg_processes_keys; /* processes */
 extern const struct fw_cfgtable cfg_dns_keys;	    /* dns, besides the proxy's and learner's */
 extern const struct fw_cfgtable cfg_metrics_keys;   /* metrics */
+extern const struct fw_cfgtable cfg_monitor_keys;   /* monitor */
+extern const struct fw_cfgtable cfg_audit_keys;	    /* audit */
 extern const struct fw_cfgtable cfg_guard_keys;	    /* guard */
 
 #endif /* FW_CONFIG_PARSE_H */

@@ -98,6 +98,10 @@ struct fw_learn {
 	__u64 cap_rejected_logged, port_cap_logged;
 	void (*sink)(void *ctx, const struct fw_learn_event *ev);
 	void *sink_ctx;
+	/* set before the proxy starts, read without the lock */
+	void (*mon)(void *ctx, const struct fw_learn_event *ev);
+	bool (*mon_wants)(void *ctx);
+	void *mon_ctx;
 	pthread_t adopter;
 	bool adopter_started;
 	bool adopting;	 /* atomic: the kernel's entries are not all in the table yet */
@@ -596,15 +600,38 @@ static int learn_one(struct fw_learn *l, const struct fw_domain_policy *d, __u32
 
 /* ---- events -------------------------------------------------------------- */
 
+static bool mon_on(struct fw_learn *l)
+{
+	return l->mon && (!l->mon_wants || l->mon_wants(l->mon_ctx));
+}
+
+static void mon_event(struct fw_learn *l, struct fw_learn_event *ev, const struct fw_dns_query *q)
+{
+	char name[FW_NAME_LEN] = "";
+
+	if (ev->subject)
+		fw_reg_name_of(l->reg, ev->subject, name, sizeof(name));
+	ev->name = name;
+	ev->qname = q->name;
+	ev->qtype = q->qtype;
+	l->mon(l->mon_ctx, ev);
+}
+
 static void deny_event(struct fw_learn *l, __u32 id, const struct fw_ip *client,
 		       const struct fw_dns_query *q, const char *reason)
 {
-	struct fw_learn_event ev = {.subject = id, .client = client, .reason = reason};
+	struct fw_learn_event ev = {
+		.subject = id, .client = client, .reason = reason, .rcode = FW_DNS_RCODE_NXDOMAIN};
 	struct lsubject *s = &l->subj[id < FW_MAX_SUBJECTS ? id : 0];
 	__u64 now = fw_now_ns(), interval, burst;
 	char name[FW_NAME_LEN] = "";
 	bool emit;
 
+	if (mon_on(l)) {
+		struct fw_learn_event mev = ev;
+
+		mon_event(l, &mev, q);
+	}
 	pthread_mutex_lock(&l->lock);
 	interval = l->cfg.event_interval_ns;
 	burst = l->cfg.event_burst;
@@ -683,16 +710,16 @@ int fw_learn_decide(void *ctx, const struct fw_ip *client, const struct fw_dns_q
 	return DNSP_FORWARD;
 }
 
-int fw_learn_answer(void *ctx, const struct fw_ip *client, const struct fw_dns_query *q,
-		    __u64 token, const struct fw_dns_answer *a)
+static int learn_answer(struct fw_learn *l, const struct fw_ip *client,
+			const struct fw_dns_query *q, __u32 id, const struct fw_dns_answer *a,
+			__u32 *nlearned)
 {
-	struct fw_learn *l = ctx;
 	struct fw_domain_policy *d;
 	struct fw_subject ks;
-	__u32 id = (__u32)token;
 	__u64 now = fw_now_ns();
 	int err = 0;
 
+	*nlearned = 0;
 	if (!a->naddrs)
 		return 0;
 	if (id == 0 || id >= FW_MAX_SUBJECTS)
@@ -710,11 +737,35 @@ int fw_learn_answer(void *ctx, const struct fw_ip *client, const struct fw_dns_q
 	d = fw_reg_domains(l->reg, id);
 	if (!d || !name_allowed(d, q->name))
 		err = -EACCES;
-	for (__u32 i = 0; !err && i < a->naddrs; i++)
+	for (__u32 i = 0; !err && i < a->naddrs; i++) {
 		err = learn_one(l, d, id, &a->addrs[i].ip, q->name, a->addrs[i].ttl, now);
+		if (!err)
+			*nlearned = i + 1;
+	}
 	fw_domain_policy_put(d);
 out:
 	pthread_mutex_unlock(&l->lock);
+	return err;
+}
+
+int fw_learn_answer(void *ctx, const struct fw_ip *client, const struct fw_dns_query *q,
+		    __u64 token, const struct fw_dns_answer *a)
+{
+	struct fw_learn *l = ctx;
+	__u32 nlearned;
+	int err = learn_answer(l, client, q, (__u32)token, a, &nlearned);
+
+	if (mon_on(l)) {
+		struct fw_learn_event ev = {.subject = (__u32)token,
+					    .client = client,
+					    .reason = "allowed-name",
+					    .allowed = true,
+					    .rcode = err ? FW_DNS_RCODE_SERVFAIL : a->rcode,
+					    .learned = a->addrs,
+					    .nlearned = nlearned};
+
+		mon_event(l, &ev, q);
+	}
 	return err;
 }
 
@@ -1429,6 +1480,15 @@ void fw_learn_set_config(struct fw_learn *l, const struct fw_learn_config *c)
 	pthread_mutex_lock(&l->lock);
 	l->cfg = *c;
 	pthread_mutex_unlock(&l->lock);
+}
+
+void fw_learn_set_monitor(struct fw_learn *l,
+			  void (*sink)(void *ctx, const struct fw_learn_event *ev),
+			  bool (*wants)(void *ctx), void *ctx)
+{
+	l->mon = sink;
+	l->mon_wants = wants;
+	l->mon_ctx = ctx;
 }
 
 void fw_learn_set_event_sink(struct fw_learn *l,

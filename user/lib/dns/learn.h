@@ -17,15 +17,21 @@
 
 #define FW_LEARN_MAX_NAMES 8 /* names remembered per address; see fw_learn_answer */
 
-/* A denied query, for the event stream (subject "" for an unknown source). */
+/* A decided query, for the event streams (subject "" for an unknown
+ * source): the deny log gets denied ones, rate limited; the monitor every
+ * denied one and every allowed one once its answer is back. */
 struct fw_learn_event {
 	__u32 subject;
 	const char *name; /* subject name */
 	const struct fw_ip *client;
 	const char *qname;
 	__u16 qtype;
-	const char *reason; /* "unknown-source", "denying", "denied-name" */
+	const char *reason; /* "unknown-source", "denying", "denied-name"; "allowed-name" */
 	__u64 suppressed;   /* events of this subject left out since the last */
+	bool allowed;
+	__u8 rcode; /* what the client gets: NXDOMAIN for a deny, else the answer's */
+	const struct fw_dns_addr *learned; /* allowed: the addresses learned */
+	__u32 nlearned;
 };
 
 struct fw_learn_stats {
@@ -60,6 +66,11 @@ void fw_learn_free(struct fw_learn *l);
 void fw_learn_set_config(struct fw_learn *l, const struct fw_learn_config *c);
 void fw_learn_set_event_sink(struct fw_learn *l,
 			     void (*sink)(void *ctx, const struct fw_learn_event *ev), void *ctx);
+/* Every decision, unlimited, from the proxy's threads (the monitor); wants
+ * (may be NULL) says whether anyone listens, so idle decisions cost a call. */
+void fw_learn_set_monitor(struct fw_learn *l,
+			  void (*sink)(void *ctx, const struct fw_learn_event *ev),
+			  bool (*wants)(void *ctx), void *ctx);
 
 /* The proxy's hooks (struct fw_dnsp_hooks, ctx = l). decide: NXDOMAIN for
  * an unknown source, a denying subject and a denied name; SERVFAIL while a

@@ -784,9 +784,43 @@ int fw_reg_id_state(struct fw_registry *r, __u32 id, __u32 *gen)
 	return st;
 }
 
+static __u64 domains_hash(struct fw_registry *r, const struct fw_entry *e)
+{
+	__u64 h;
+
+	pthread_mutex_lock(&r->lock);
+	h = e->domains ? e->domains->hash : 0;
+	pthread_mutex_unlock(&r->lock);
+	return h;
+}
+
+static void note_change(struct fw_registry *r, const struct fw_entry *e, const char *what,
+			__u32 old_id, __u64 old_policy, __u64 old_domains, __u64 fence_hash,
+			__u8 state)
+{
+	struct fw_reg_change c = {
+		.old_domains = old_domains,
+		.domains = domains_hash(r, e),
+		.name = e->meta.name,
+		.what = what,
+		.old_id = old_id,
+		.id = e->id,
+		.fence_hash = fence_hash,
+		.old_policy = old_policy,
+		.policy = e->meta.policy_hash,
+		.state = state,
+		.origin = (enum fw_origin)e->meta.origin,
+	};
+
+	if (r->on_change)
+		r->on_change(r->change_ctx, &c);
+}
+
 int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 {
 	__u32 id = e->id;
+	__u64 old_policy = e->meta.policy_hash, fence = e->meta.fence_hash;
+	__u64 old_domains = domains_hash(r, e);
 	int err = 0;
 
 	if (!id)
@@ -823,6 +857,7 @@ int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 	fw_domain_policy_put(e->domains);
 	e->domains = NULL;
 	pthread_mutex_unlock(&r->lock);
+	note_change(r, e, "removed", id, old_policy, old_domains, fence, e->ksub.state);
 	return 0;
 }
 
@@ -1117,7 +1152,8 @@ int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_subj
 	struct fw_compiled_set set = {};
 	struct fw_domain_policy *domains = NULL;
 	struct fw_policy overlay;
-	__u64 bhash, phash;
+	__u64 bhash, phash, old_policy = e->meta.policy_hash, old_domains = domains_hash(r, e);
+	__u32 old_id = e->id;
 	bool dummy, same;
 	int err;
 
@@ -1181,6 +1217,13 @@ int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_subj
 out:
 	fw_policy_free(&overlay);
 	fw_compiled_set_free(&set);
+	/* a change of domain rules alone changes nothing in the kernel */
+	if (!err && (*changed || domains_hash(r, e) != old_domains))
+		note_change(r, e,
+			    !old_id	      ? "added"
+			    : old_id != e->id ? "rebound"
+					      : "updated",
+			    old_id, old_policy, old_domains, fence_hash, spec->state);
 	return err;
 }
 

@@ -71,6 +71,18 @@ struct fw_entry {
 	struct fw_domain_policy *domains; /* under the registry lock; NULL until applied */
 };
 
+/* A subject's change in the kernel, for the audit trail. */
+struct fw_reg_change {
+	const char *name;
+	const char *what; /* "added", "updated", "rebound" (new id), "removed" */
+	__u32 old_id, id;
+	__u64 fence_hash;	    /* 0: a static subject */
+	__u64 old_policy, policy;   /* compiled rule-set digests; 0: none */
+	__u64 old_domains, domains; /* domain-rule digests (the DNS side); 0: none */
+	__u8 state;		    /* FW_STATE_* now */
+	enum fw_origin origin;
+};
+
 struct fw_registry {
 	struct fw_dp *dp;
 	pthread_mutex_t lock;
@@ -98,6 +110,9 @@ struct fw_registry {
 	 * free it (called from fw_reg_reap, no lock held) */
 	void (*on_reap)(void *ctx, __u32 id);
 	void *hook_ctx;
+	/* a subject changed in the kernel (may be NULL; entry lock held) */
+	void (*on_change)(void *ctx, const struct fw_reg_change *c);
+	void *change_ctx;
 };
 
 /* Adopts the subjects pinned in dp's maps (marked adopted). Every other

@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* fastwall monitor [--socket PATH] [-o text|json] [--subject S] [--reason R]
+ *                  [--addr CIDR] [--kind drop,dns,allow] [--count N]
+ * Sends the filters as the request line, then prints each line fastwalld
+ * sends until it closes the socket, N events came, or a signal. Exit 0
+ * then (1 when fastwalld went away), 1 when it can't be reached or refuses
+ * the request, 2 on a usage error. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "protocol/monitor.h"
+#include "monitor.h"
+
+enum { MON_EXIT_FAIL = 1, MON_EXIT_USAGE = 2 };
+
+#define MON_LINE_MAX 65536
+
+static void monitor_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: fastwall monitor [OPTIONS]\n\n"
+		"  -s, --socket PATH   fastwalld's monitor socket (default " FW_MONITOR_SOCKET ")\n"
+		"  -o, --output FMT    text (default) or json: one JSON object a line\n"
+		"  -j, --json          the same as -o json\n"
+		"  -S, --subject S     only this subject: a name or uid, or a kernel id\n"
+		"  -r, --reason R      only this reason (default-deny, dns-denied-name, ...)\n"
+		"  -a, --addr CIDR     only events whose source, destination or learned\n"
+		"                      address is in CIDR (or is the address)\n"
+		"  -k, --kind LIST     drop, dns, allow, comma separated (default all)\n"
+		"  -c, --count N       exit after N events\n"
+		"  -h, --help          this text\n");
+}
+
+static int mon_connect(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, err;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static int send_all(int fd, const char *s, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, s, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -errno;
+		s += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* The daemon's first line: {"ok":true} or {"error":"..."}. */
+static int check_answer(const char *line, size_t len)
+{
+	static const char ok[] = "{\"ok\":true}";
+	char text[1024];
+
+	if (len == sizeof(ok) - 1 && !memcmp(line, ok, len))
+		return 0;
+	/* the error's text as the daemon wrote it, minus the JSON around it */
+	if (len > 10 && !memcmp(line, "{\"error\":\"", 10) && line[len - 1] == '}') {
+		snprintf(text, sizeof(text), "%.*s", (int)(len - 12), line + 10);
+		fprintf(stderr, "fastwall monitor: fastwalld refused: %s\n", text);
+	} else {
+		fprintf(stderr, "fastwall monitor: unexpected answer from fastwalld\n");
+	}
+	return -1;
+}
+
+int fw_cli_monitor(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"socket", required_argument, NULL, 's'}, {"output", required_argument, NULL, 'o'},
+		{"json", no_argument, NULL, 'j'},	  {"subject", required_argument, NULL, 'S'},
+		{"reason", required_argument, NULL, 'r'}, {"addr", required_argument, NULL, 'a'},
+		{"kind", required_argument, NULL, 'k'},	  {"count", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},	  {},
+	};
+	const char *path = FW_MONITOR_SOCKET, *key;
+	static char buf[MON_LINE_MAX + 1];
+	struct fw_mon_filter f;
+	unsigned long count = 0, seen = 0;
+	bool json = false, answered = false;
+	size_t have = 0;
+	char err[256], text[4096], *req, *end;
+	int opt, fd, rc;
+
+	fw_mon_filter_init(&f);
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "s:o:jS:r:a:k:c:h", opts, NULL)) != -1) {
+		key = NULL;
+		switch (opt) {
+		case 's':
+			path = optarg;
+			break;
+		case 'o':
+			if (strcmp(optarg, "json") && strcmp(optarg, "text")) {
+				fprintf(stderr,
+					"fastwall monitor: -o takes text or json, not '%s'\n",
+					optarg);
+				return MON_EXIT_USAGE;
+			}
+			json = !strcmp(optarg, "json");
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'S':
+			key = "subject";
+			break;
+		case 'r':
+			key = "reason";
+			break;
+		case 'a':
+			key = "addr";
+			break;
+		case 'k':
+			key = "kind";
+			break;
+		case 'c':
+			errno = 0;
+			count = strtoul(optarg, &end, 10);
+			if (!*optarg || *end || errno || !count) {
+				fprintf(stderr, "fastwall monitor: --count takes a number > 0\n");
+				return MON_EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			monitor_usage(stdout);
+			return 0;
+		default:
+			monitor_usage(stderr);
+			return MON_EXIT_USAGE;
+		}
+		if (key && fw_mon_filter_set(&f, key, optarg, err, sizeof(err))) {
+			fprintf(stderr, "fastwall monitor: %s\n", err);
+			return MON_EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		monitor_usage(stderr);
+		return MON_EXIT_USAGE;
+	}
+	fd = mon_connect(path);
+	if (fd < 0) {
+		fprintf(stderr, "fastwall monitor: can't reach fastwalld at %s: %s\n", path,
+			strerror(-fd));
+		return MON_EXIT_FAIL;
+	}
+	req = fw_mon_request_format(&f);
+	rc = req ? send_all(fd, req, strlen(req)) : -ENOMEM;
+	free(req);
+	/* a refusal may close the socket before the request is sent: read
+	 * its answer anyway, which says why */
+	if (rc == -ENOMEM) {
+		fprintf(stderr, "fastwall monitor: can't send the request: %s\n", strerror(-rc));
+		close(fd);
+		return MON_EXIT_FAIL;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (;;) {
+		ssize_t n = recv(fd, buf + have, MON_LINE_MAX - have, 0);
+		char *p = buf, *nl;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (!answered)
+				fprintf(stderr, "fastwall monitor: fastwalld closed the socket\n");
+			else
+				fprintf(stderr, "fastwall monitor: fastwalld went away\n");
+			close(fd);
+			return MON_EXIT_FAIL;
+		}
+		have += (size_t)n;
+		while ((nl = memchr(p, '\n', have - (size_t)(p - buf)))) {
+			size_t len = (size_t)(nl - p);
+			bool lost;
+
+			if (!answered) {
+				if (check_answer(p, len)) {
+					close(fd);
+					return MON_EXIT_FAIL;
+				}
+				answered = true;
+				p = nl + 1;
+				continue;
+			}
+			/* the "lost N events" notice is no event of --count */
+			lost = memmem(p, len, "\"kind\":\"lost\"", 13) != NULL;
+			if (json)
+				fwrite(p, 1, len + 1, stdout);
+			else if (!fw_mon_render_text(p, len, text, sizeof(text)))
+				puts(text);
+			p = nl + 1;
+			if (!lost && count && ++seen >= count) {
+				fflush(stdout);
+				close(fd);
+				return 0;
+			}
+		}
+		have -= (size_t)(p - buf);
+		memmove(buf, p, have);
+		if (have == MON_LINE_MAX)
+			have = 0; /* a line this long is no event line: skip it */
+	}
+}

@@ -143,9 +143,11 @@ static __always_inline __u32 fw_guard_ipv4(const struct fw_guard_ctx *c, struct 
 		return FW_DROP_GUARD_MALFORMED;
 	ihl = (iph.ver_ihl & 0xf) * 4;
 	tot_len = bpf_ntohs(iph.tot_len);
-	/* under TC, a GRO packet past 64 KiB (BIG TCP) carries length 0:
-	 * the kernel built it, the skb's length is the packet's */
-	if (c->skb && !tot_len && c->len > off + 0xffff)
+	/* a GSO or GRO packet past 64 KiB (BIG TCP) carries length 0: only
+	 * the kernel builds a frame that long (no wire or socket does), and
+	 * the frame's length is the packet's. TC sees one, and so does
+	 * generic XDP, which runs on the skb; native XDP gets a page at most */
+	if (!tot_len && c->len > off + 0xffff)
 		tot_len = c->len - off;
 	if ((iph.ver_ihl >> 4) != 4 || ihl < 20 || tot_len < ihl || off + tot_len > c->len)
 		return FW_DROP_GUARD_MALFORMED;
@@ -186,7 +188,7 @@ static __always_inline __u32 fw_guard_ipv6(const struct fw_guard_ctx *c, struct 
 	if (fw_guard_load(c, off, &ip6, sizeof(ip6)))
 		return FW_DROP_GUARD_MALFORMED;
 	end = off + sizeof(ip6) + bpf_ntohs(ip6.payload_len);
-	if (c->skb && !ip6.payload_len && c->len > off + sizeof(ip6) + 0xffff)
+	if (!ip6.payload_len && c->len > off + sizeof(ip6) + 0xffff)
 		end = c->len; /* BIG TCP, as for IPv4 */
 	/* else payload length 0 (a jumbogram) says nothing the guard can check */
 	if ((bpf_ntohl(ip6.ver_tc_flow) >> 28) != 6 || end > c->len ||

@@ -11,8 +11,9 @@
 #      a bridge: allowed passes, denied is dropped, DNS through the proxy
 #      (dnsmasq upstream, dig client; the port and address rewrites with
 #      their checksums on this kernel) opens a default-deny destination,
-#      the port guard on the uplink (the hook this kernel gives it), a
-#      restart keeps enforcing and keeps the state.
+#      the port guard on the uplink (the hook this kernel gives it, then
+#      the TC fallback by SIGHUP), a restart keeps enforcing and keeps the
+#      state.
 #
 # Guests are emulated (10-40x slower, ~50-200 ms per process start), so
 # this spawns few processes: ip -batch for the topology, bash's /dev/tcp

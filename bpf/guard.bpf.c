@@ -17,6 +17,7 @@ int fw_guard_xdp(struct xdp_md *ctx)
 		.data = (void *)(long)ctx->data,
 		.data_end = (void *)(long)ctx->data_end,
 		.ifindex = ctx->ingress_ifindex,
+		.xdp = true,
 	};
 	struct fw_guard_pkt pkt = {};
 

@@ -27,7 +27,8 @@
 # 16384; 0 = none), ROUNDS_B (5; FULL 9), SECONDS_B (3), PEERS_B (regex of
 # part B's peers to run), SKIP_A=1, SKIP_B=1, SKIP_C=1, SKIP_D=1,
 # BASE_BUILD (part A against another build's bench_tc, ALT_A turns each;
-# part B runs its spread peers in the same rounds), SKIP_INGRESS=1 (the
+# part B runs its spread peers in the same rounds), SKIP_E=1 (the port
+# guard, scripts/bench-guard.sh), SKIP_INGRESS=1 (the
 # ingress gateway part, scripts/bench-ingress.sh), SKIP_CGROUP=1 (the process
 # sandboxes' part, scripts/bench-cgroup.sh), SKIP_ACTIONS=1 (the control-plane part,
 # scripts/bench-actions.sh, run last, after tests/cp_kernel with CP_OPS
@@ -305,6 +306,14 @@ run_actions() {
 }
 
 # ---------------------------------------------------------------- part B --
+# part E, the port guard against nftables: scripts/bench-guard.sh (< 3 min)
+run_guard() {
+	[[ ${SKIP_E:-0} == 1 ]] && return 0
+	echo
+	echo "== E: the port guard under an untrusted flood (scripts/bench-guard.sh) =="
+	BUILD=$BUILD "$(dirname "${BASH_SOURCE[0]}")/bench-guard.sh" || echo "bench.sh: bench-guard.sh failed"
+}
+
 # the ingress gateway (nginx module): scripts/bench-ingress.sh
 run_ingress() {
 	if [[ ${SKIP_INGRESS:-0} != 1 ]]; then
@@ -313,7 +322,7 @@ run_ingress() {
 	fi
 }
 
-[[ ${SKIP_B:-0} == 1 ]] && { run_compare; run_dns; run_cgroup; run_ingress; run_actions; exit 0; }
+[[ ${SKIP_B:-0} == 1 ]] && { run_compare; run_dns; run_guard; run_cgroup; run_ingress; run_actions; exit 0; }
 
 echo
 echo "== B: packets/s through veth + bridge + forward (one sender on CPU $CPU) =="
@@ -563,6 +572,7 @@ for ns in "$SND" "$POD" "$SINK"; do ip netns del "$ns" 2>/dev/null || true; done
 
 run_compare
 run_dns
+run_guard
 run_cgroup
 run_ingress
 run_actions

@@ -13,8 +13,9 @@
 #include "events.h"
 
 #define FW_GUARD_UNTOUCHED (FW_REASON_MAX + 1)
-#define FW_GUARD_MAX_EXT   8	/* IPv6 extension headers walked */
-#define FW_GUARD_MAX_OFF   4096 /* a bound the verifier can follow: an XDP frame fits a page */
+#define FW_GUARD_MAX_EXT   8	  /* IPv6 extension headers walked */
+#define FW_GUARD_MAX_OFF   4096	  /* a bound the verifier can follow: an XDP frame fits a page */
+#define FW_GUARD_OFF_MASK  0x1fff /* covers FW_GUARD_MAX_OFF, for the verifier */
 
 /* {proto, port} -> 1. Writer: fastwalld. Reader: the guard. */
 struct {
@@ -48,6 +49,7 @@ struct {
 
 struct fw_guard_ctx {
 	struct __sk_buff *skb; /* TC; NULL for XDP */
+	bool xdp;	       /* a constant in each program: the other one's path is dead code */
 	void *data, *data_end; /* XDP */
 	__u32 len;	       /* bytes of the frame */
 	__u32 ifindex;
@@ -65,29 +67,43 @@ struct fw_guard_pkt {
 	__u16 frag_hdr_end; /* a first fragment's headers, from the fragmentable part */
 };
 
-/* n is a constant at every call site, so the copy is inlined. */
+/* n is a constant at every call site, so the copy is inlined. XDP reads
+ * the frame in place, in the form every verifier since 5.10 follows: the
+ * offset is bounded in the very register the pointer is built from (older
+ * verifiers keep a bound only on the register a branch compared, not on
+ * its copies), and the pointer is opaque to the compiler, so the check
+ * against the frame's end and the copy both use it, one constant n after
+ * it. */
 static __always_inline int fw_guard_load(const struct fw_guard_ctx *c, __u32 off, void *buf,
 					 __u32 n)
 {
+	__u64 o = off;
 	void *p;
 
-	if (c->skb)
+	if (!c->xdp)
 		return bpf_skb_load_bytes(c->skb, off, buf, n);
-	/* a bounded offset, so the verifier can follow the pointer */
 	if (off > FW_GUARD_MAX_OFF)
 		return -1;
-	p = c->data + off;
+	asm volatile("%0 &= %1" : "+r"(o) : "i"(FW_GUARD_OFF_MASK));
+	p = c->data + o;
+	asm volatile("" : "+r"(p));
 	if (p + n > c->data_end)
 		return -1;
 	__builtin_memcpy(buf, p, n);
 	return 0;
 }
 
-/* The transport header at off, inside the IP payload ending at end. */
+/* Where the transport header starts and its IP payload ends, which the
+ * IP parsers hand to fw_guard_l4 (one copy of it in each program). */
+struct fw_guard_l3 {
+	__u32 l4, end, frag_start;
+};
+
+/* The transport header at l->l4, inside the IP payload ending at l->end. */
 static __always_inline __u32 fw_guard_l4(const struct fw_guard_ctx *c, struct fw_guard_pkt *pkt,
-					 __u32 off, __u32 end, __u32 frag_start)
+					 const struct fw_guard_l3 *l)
 {
-	__u32 hlen = 8;
+	__u32 off = l->l4, end = l->end, hlen = 8;
 	__u8 buf[14];
 
 	if (pkt->proto == FW_IPPROTO_TCP) {
@@ -112,12 +128,12 @@ static __always_inline __u32 fw_guard_l4(const struct fw_guard_ctx *c, struct fw
 		pkt->has_ports = 1;
 	}
 	if (pkt->frag_first)
-		pkt->frag_hdr_end = off + hlen - frag_start;
+		pkt->frag_hdr_end = off + hlen - l->frag_start;
 	return FW_PARSE_OK;
 }
 
 static __always_inline __u32 fw_guard_ipv4(const struct fw_guard_ctx *c, struct fw_guard_pkt *pkt,
-					   __u32 off)
+					   __u32 off, struct fw_guard_l3 *l)
 {
 	struct fw_iphdr iph;
 	__u32 ihl, tot_len;
@@ -127,9 +143,11 @@ static __always_inline __u32 fw_guard_ipv4(const struct fw_guard_ctx *c, struct 
 		return FW_DROP_GUARD_MALFORMED;
 	ihl = (iph.ver_ihl & 0xf) * 4;
 	tot_len = bpf_ntohs(iph.tot_len);
-	/* under TC, a GRO packet past 64 KiB (BIG TCP) carries length 0:
-	 * the kernel built it, the skb's length is the packet's */
-	if (c->skb && !tot_len && c->len > off + 0xffff)
+	/* a GSO or GRO packet past 64 KiB (BIG TCP) carries length 0: only
+	 * the kernel builds a frame that long (no wire or socket does), and
+	 * the frame's length is the packet's. TC sees one, and so does
+	 * generic XDP, which runs on the skb; native XDP gets a page at most */
+	if (!tot_len && c->len > off + 0xffff)
 		tot_len = c->len - off;
 	if ((iph.ver_ihl >> 4) != 4 || ihl < 20 || tot_len < ihl || off + tot_len > c->len)
 		return FW_DROP_GUARD_MALFORMED;
@@ -144,13 +162,24 @@ static __always_inline __u32 fw_guard_ipv4(const struct fw_guard_ctx *c, struct 
 		pkt->frag_first = 1;
 	pkt->frag_off = (frag & 0x1fff) * 8;
 	pkt->frag_id = bpf_ntohs(iph.id);
-	if (pkt->frag_later)
-		return FW_PARSE_OK;
-	return fw_guard_l4(c, pkt, off + ihl, off + tot_len, off + ihl);
+	l->l4 = off + ihl;
+	l->end = off + tot_len;
+	l->frag_start = off + ihl;
+	return FW_PARSE_OK;
 }
 
+static __always_inline bool fw_guard_ext(__u8 nexthdr)
+{
+	return nexthdr == FW_NEXTHDR_HOP || nexthdr == FW_NEXTHDR_ROUTING ||
+	       nexthdr == FW_NEXTHDR_DEST || nexthdr == FW_NEXTHDR_AUTH ||
+	       nexthdr == FW_NEXTHDR_FRAGMENT;
+}
+
+/* The extension headers are walked in constant steps of one 8-byte read
+ * each (every one of them is at least 8 bytes long), unrolled over a
+ * small fixed count. */
 static __always_inline __u32 fw_guard_ipv6(const struct fw_guard_ctx *c, struct fw_guard_pkt *pkt,
-					   __u32 off)
+					   __u32 off, struct fw_guard_l3 *l)
 {
 	struct fw_ipv6hdr ip6;
 	__u32 end, frag_start = 0;
@@ -159,7 +188,7 @@ static __always_inline __u32 fw_guard_ipv6(const struct fw_guard_ctx *c, struct 
 	if (fw_guard_load(c, off, &ip6, sizeof(ip6)))
 		return FW_DROP_GUARD_MALFORMED;
 	end = off + sizeof(ip6) + bpf_ntohs(ip6.payload_len);
-	if (c->skb && !ip6.payload_len && c->len > off + sizeof(ip6) + 0xffff)
+	if (!ip6.payload_len && c->len > off + sizeof(ip6) + 0xffff)
 		end = c->len; /* BIG TCP, as for IPv4 */
 	/* else payload length 0 (a jumbogram) says nothing the guard can check */
 	if ((bpf_ntohl(ip6.ver_tc_flow) >> 28) != 6 || end > c->len ||
@@ -177,23 +206,18 @@ static __always_inline __u32 fw_guard_ipv6(const struct fw_guard_ctx *c, struct 
 		__u8 ext[8];
 
 		pkt->proto = nexthdr;
-		switch (nexthdr) {
-		case FW_NEXTHDR_HOP:
-		case FW_NEXTHDR_ROUTING:
-		case FW_NEXTHDR_DEST:
-		case FW_NEXTHDR_AUTH:
-			if (off + 8 > end || fw_guard_load(c, off, ext, 2))
-				return FW_DROP_GUARD_MALFORMED;
-			off += nexthdr == FW_NEXTHDR_AUTH ? (ext[1] + 2) * 4 : (ext[1] + 1) * 8;
-			nexthdr = ext[0];
-			break;
-		case FW_NEXTHDR_FRAGMENT: {
-			__u16 frag;
+		if (!fw_guard_ext(nexthdr)) {
+			l->l4 = off;
+			l->end = end;
+			l->frag_start = frag_start;
+			return FW_PARSE_OK;
+		}
+		if ((nexthdr == FW_NEXTHDR_FRAGMENT && frags++) || off + 8 > end ||
+		    fw_guard_load(c, off, ext, 8))
+			return FW_DROP_GUARD_MALFORMED;
+		if (nexthdr == FW_NEXTHDR_FRAGMENT) {
+			__u16 frag = ((__u16)ext[2] << 8) | ext[3];
 
-			if (frags++ || off + 8 > end || fw_guard_load(c, off, ext, 8))
-				return FW_DROP_GUARD_MALFORMED;
-			nexthdr = ext[0];
-			frag = ((__u16)ext[2] << 8) | ext[3];
 			/* offset 0 with M clear is an atomic fragment: one packet */
 			if (frag & 0xfff8)
 				pkt->frag_later = 1;
@@ -205,15 +229,15 @@ static __always_inline __u32 fw_guard_ipv6(const struct fw_guard_ctx *c, struct 
 			off += 8;
 			frag_start = off;
 			if (pkt->frag_later) {
-				pkt->proto = nexthdr;
+				pkt->proto = ext[0];
 				return FW_PARSE_OK;
 			}
-			break;
+		} else if (nexthdr == FW_NEXTHDR_AUTH) {
+			off += (ext[1] + 2) * 4;
+		} else {
+			off += (ext[1] + 1) * 8;
 		}
-		default:
-			pkt->proto = nexthdr;
-			return fw_guard_l4(c, pkt, off, end, frag_start);
-		}
+		nexthdr = ext[0];
 		if (off > end)
 			return FW_DROP_GUARD_MALFORMED;
 	}
@@ -263,6 +287,7 @@ static __always_inline __u32 fw_guard_decide(const struct fw_guard_ctx *c, struc
 {
 	struct fw_lpm_key src = {.prefixlen = 128};
 	struct fw_port_key pk = {};
+	struct fw_guard_l3 l = {};
 	__u32 off = ETH_HLEN, r;
 	__be16 proto;
 	__u8 tag[4];
@@ -282,16 +307,18 @@ static __always_inline __u32 fw_guard_decide(const struct fw_guard_ctx *c, struc
 			return FW_DROP_GUARD_MALFORMED;
 	}
 	if (proto == bpf_htons(ETH_P_IP))
-		r = fw_guard_ipv4(c, pkt, off);
+		r = fw_guard_ipv4(c, pkt, off, &l);
 	else if (proto == bpf_htons(ETH_P_IPV6))
-		r = fw_guard_ipv6(c, pkt, off);
+		r = fw_guard_ipv6(c, pkt, off, &l);
 	else
 		return FW_GUARD_UNTOUCHED;
 	if (r != FW_PARSE_OK)
 		return r;
-
 	if (pkt->frag_later)
 		return fw_guard_later(pkt, bpf_ktime_get_ns());
+	r = fw_guard_l4(c, pkt, &l);
+	if (r != FW_PARSE_OK)
+		return r;
 	r = FW_GUARD_UNTOUCHED;
 	if (pkt->has_ports) {
 		pk.proto = pkt->proto;

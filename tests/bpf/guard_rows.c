@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -315,19 +314,6 @@ static bool swap_keeps_trust(struct fw_dp *dp, struct fw_guard *g, struct ring_b
 	return ok;
 }
 
-/* The guard's programs pass the verifier of 6.12 and later; 5.10's and
- * 6.1's refuse them (a bound the older verifiers lose between register
- * copies; docs/kernels.md). Only there is a load failure not a failure. */
-static bool guard_kernel_too_old(void)
-{
-	struct utsname u;
-	unsigned int maj = 0, min = 0;
-
-	if (uname(&u) || sscanf(u.release, "%u.%u", &maj, &min) != 2)
-		return false;
-	return maj < 6 || (maj == 6 && min < 12);
-}
-
 void guard_rows_run(struct fw_dp *dp, int *passed, int *failed)
 {
 	static const __u16 ports[] = {GTCP, GUDP};
@@ -338,11 +324,6 @@ void guard_rows_run(struct fw_dp *dp, int *passed, int *failed)
 	if (fw_guard_open(dp->pin_root, &g) || fw_addr_parse("192.0.2.8", &trusted[0].addr, NULL) ||
 	    fw_addr_parse("2001:db8:1::10", &trusted[1].addr, NULL) ||
 	    fw_guard_set(g, ports, 2, trusted, 2)) {
-		if (!g && guard_kernel_too_old()) {
-			printf("SKIP guard: its programs do not load on this kernel (6.12 or "
-			       "later)\n");
-			goto out;
-		}
 		printf("FAIL guard: can't load and program the guard\n");
 		(*failed)++;
 		goto out;

@@ -11,9 +11,10 @@
 #      a bridge: allowed passes, denied is dropped, DNS through the proxy
 #      (dnsmasq upstream, dig client; the port and address rewrites with
 #      their checksums on this kernel) opens a default-deny destination,
-#      the port guard on the uplink (the hook this kernel gives it), a
-#      restart keeps enforcing and keeps the state; process sandboxes
-#      (tests/vm/procs.sh: the cgroup hooks and fastwall run).
+#      the port guard on the uplink (the hook this kernel gives it, then
+#      the TC fallback by SIGHUP), a restart keeps enforcing and keeps the
+#      state; process sandboxes (tests/vm/procs.sh: the cgroup hooks and
+#      fastwall run).
 #
 # Guests are emulated (10-40x slower, ~50-200 ms per process start), so
 # this spawns few processes: ip -batch for the topology, bash's /dev/tcp
@@ -369,39 +370,34 @@ echo "# 5b. the port guard on the uplink, added by SIGHUP"
 in_ns "$POD" busybox httpd -f -p 192.0.2.1:8443 -h "$TMP/www" >"$TMP/httpd-pod.log" 2>&1 &
 printf 'guard:\n  interfaces: [up0]\n  ports: [8443]\n  trusted: [192.0.2.254/32]\n' >>"$CFG"
 kill -HUP "$DAEMON"
-GUARD=1
-if log_has "guard on up0 \\(|can't load the guard" 60 && ! grep -q "can't load the guard" "$LOG"; then
+if log_has 'guard on up0 \(' 60; then
 	hook=$(sed -n 's/.*guard on up0 (\([^)]*\)).*/\1/p' "$LOG" | tail -1)
 	ok "the guard attaches to up0 ($hook)"
 	feature guard_hook "${hook// /_}"
-elif grep -q "can't load the guard" "$LOG"; then
-	# this kernel's verifier refuses the guard's programs: fastwalld says
-	# so and keeps everything else; the guard is not part of this kernel's
-	# suite (docs/kernels.md shows it)
-	GUARD=0
-	grep -E "can't load the guard" "$LOG" | tail -1 | sed 's/^/#   | /'
-	skip "the guard attaches to up0" "the guard's programs do not load on $(uname -r)"
-	feature guard_hook "not_loaded"
-	sed -i '/^guard:/,$d' "$CFG"
-	n=$(grep -c reload "$LOG")
-	kill -HUP "$DAEMON"
-	for _ in $(seq 300); do
-		[ "$(grep -c reload "$LOG")" -gt "$n" ] && break
-		read -rt 0.1 <> <(:) || true
-	done
 else
 	not_ok "the guard attaches to up0"
 	grep -E 'guard|reload' "$LOG" | sed 's/^/#   | /'
 	feature guard_hook no
 fi
-if [ "$GUARD" = 1 ]; then
-	check "guard: trusted internet -> pod:8443 passes" tcp_port "$INET" 192.0.2.1 8443 10
+# guard_checks HOOK: trusted passes, the untrusted source drops
+guard_checks() {
+	check "guard ($1): trusted internet -> pod:8443 passes" tcp_port "$INET" 192.0.2.1 8443 10
 	in_ns "$INET" ip route add 192.0.2.1/32 dev eth0 src 198.51.100.66
-	check_fails "guard: untrusted internet -> pod:8443 dropped" tcp_port "$INET" 192.0.2.1 8443 1
+	check_fails "guard ($1): untrusted internet -> pod:8443 dropped" tcp_port "$INET" 192.0.2.1 8443 1
 	in_ns "$INET" ip route del 192.0.2.1/32 dev eth0 src 198.51.100.66
-else
-	skip "guard: untrusted internet -> pod:8443 dropped" "no guard on this kernel"
-fi
+}
+guard_checks "${hook:-auto}"
+# the fallback, by SIGHUP: the same guard at TC ingress
+printf '  mode: tc\n' >>"$CFG"
+n=$(grep -c 'guard on up0 (TC ingress)' "$LOG")
+kill -HUP "$DAEMON"
+for _ in $(seq 300); do
+	[ "$(grep -c 'guard on up0 (TC ingress)' "$LOG")" -gt "$n" ] && break
+	read -rt 0.1 <> <(:) || true
+done
+check "the guard moves to TC ingress on up0 by SIGHUP" grep -q 'guard on up0 (TC ingress)' "$LOG"
+guard_checks "TC ingress"
+sed -i '/^  mode: tc$/d' "$CFG"
 
 ida=$(in_ns "$POD" "$FASTWALL" --bpffs "$BPFFS" subjects 2>&1 | awk '/^[0-9]/ && $2 == "sandbox-a" { print $1 }')
 
@@ -413,11 +409,9 @@ check "fastwalld stops on SIGTERM, kernel state kept" log_has 'kernel state stay
 check "while down: allowed sandbox-a -> 198.51.100.10:80 passes" tcp "$SBA" 198.51.100.10
 check_fails "while down: sandbox-a -> 198.51.100.66:80 still dropped" tcp "$SBA" 198.51.100.66 1
 check "while down: learned sandbox-a -> 203.0.113.10:80 still passes" tcp "$SBA" 203.0.113.10
-if [ "$GUARD" = 1 ]; then
-	in_ns "$INET" ip route add 192.0.2.1/32 dev eth0 src 198.51.100.66
-	check_fails "while down: the guard still drops untrusted -> pod:8443" tcp_port "$INET" 192.0.2.1 8443 1
-	in_ns "$INET" ip route del 192.0.2.1/32 dev eth0 src 198.51.100.66
-fi
+in_ns "$INET" ip route add 192.0.2.1/32 dev eth0 src 198.51.100.66
+check_fails "while down: the guard still drops untrusted -> pod:8443" tcp_port "$INET" 192.0.2.1 8443 1
+in_ns "$INET" ip route del 192.0.2.1/32 dev eth0 src 198.51.100.66
 start_daemon
 if log_has 'maps reused' 60; then
 	ok "restarted fastwalld reuses the pinned maps"

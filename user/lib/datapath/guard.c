@@ -117,11 +117,8 @@ int fw_guard_open(const char *pin_root, struct fw_guard **out)
 	if (!err) {
 		err = guard_bpf__load(g->skel);
 		if (err)
-			fw_err("can't load the guard (pins under %s): %s%s", pin_root,
-			       strerror(-err),
-			       err == -EACCES ? " (the verifiers of kernels before 6.12 refuse its "
-						"programs)"
-					      : "");
+			fw_err("can't load the guard (pins under %s): %s", pin_root,
+			       strerror(-err));
 	}
 	if (err) {
 		guard_bpf__destroy(g->skel);

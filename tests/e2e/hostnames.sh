@@ -396,6 +396,18 @@ check_eq "the environment's gateway-b label is 404" "$(host 80 "$LABEL_B.$DOMAIN
 check_eq "the file's gateway-a label is 404" "$(host 80 eiud2z5apv3yeucg.$DOMAIN)" 404
 check "the index was hydrated under the command line's name" \
 	grep -q 'routing name "gateway-d"' "$A/logs/error.log"
+n=$(grep -c 'reconfiguring' "$A/logs/error.log")
+e=$(grep -c 'emerg' "$A/logs/error.log")
+w=$(grep -c 'start worker process' "$A/logs/error.log")
+kill -HUP "$PID_A"
+# new workers: the master read the configuration again, -g and all
+reloaded_d() { [ "$(grep -c 'start worker process' "$A/logs/error.log")" -gt "$w" ]; }
+check "a reload with the module and the name on the command line starts new workers" \
+	fw_eventually 5 reloaded_d
+check_eq "without an error" \
+	"$([ "$(grep -c 'reconfiguring' "$A/logs/error.log")" -gt "$n" ] && echo reloaded) $(grep -c 'emerg' "$A/logs/error.log")" \
+	"reloaded $e"
+check_eq "and it keeps the command line's name" "$(host 80 "$LABEL_D.$DOMAIN") $(host 80 "$LABEL_B.$DOMAIN")" "200 404"
 gw_stop A
 ngx_conf "$A" 80 8081 "sqlite:$DB" "fastwall_ingress_routing_name gateway-a;" >"$A/nginx.conf"
 gw_start A "$A"

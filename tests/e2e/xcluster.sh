@@ -455,8 +455,8 @@ FWD_PUB='{"decision":"forward","cluster":"west","target":"west::pw","step":2}'
 check_eq "east knows no env pub yet" "$(bplace pub)" '{"error":"no such env"}'
 rec west pub pw 2 0 0
 at_east() { [ "$(bplace "$1")" = "$2" ]; }
-check "a record posted to west's admin reaches east's placement (within 2 s)" \
-	fw_eventually 2 at_east pub "$FWD_PUB"
+check "a record posted to west's admin reaches east's placement (within 3 s)" \
+	fw_eventually 3 at_east pub "$FWD_PUB"
 fw_ns "$NS" curl -s -m 5 "$BADMIN/members" >"$FW_TMP/members.b"
 check "east lists it with its own TTL (3 s)" \
 	grep -q "^cluster=west&namespace=$NS_NAME&env=pub&pool=pw&idle=2&autoscale=0&headroom=0 ttl=[0-3]\$" \
@@ -468,8 +468,8 @@ for _ in 1 2 3 4 5; do
 done
 check_eq "west's periodic publication keeps it at east past east's TTL" "$(bplace pub)" "$FWD_PUB"
 rec west pub pw 0 1 4
-check "a change is published: east now forwards for west's headroom (step 4)" \
-	fw_eventually 2 at_east pub '{"decision":"forward","cluster":"west","target":"west::pw","step":4}'
+check "new counts are published: east now forwards for west's headroom (step 4)" \
+	fw_eventually 3 at_east pub '{"decision":"forward","cluster":"west","target":"west::pw","step":4}'
 check "west stops publishing it once it expires there (5 s), east drops it 3 s later" \
 	fw_eventually 12 at_east pub '{"error":"no such env"}'
 TOK=$(cat "$TOKEN")
@@ -490,6 +490,24 @@ check_eq "a publisher that is no peer: 403" \
 	'403 {"error":"published by a cluster that is no configured peer"}'
 check_eq "nothing refused was kept" \
 	"$(fw_ns "$NS" curl -s -m 5 "$BADMIN/members" | grep -c -e '^cluster=east' -e '^cluster=mars')" 0
+
+echo "# on change, not only each interval"
+# west with an interval of a minute: its new workers publish once at start,
+# then only a change can reach east before the minute is up
+w=$(grep -c 'start worker process' "$FW_TMP/a/error.log")
+sed -i 's/fastwall_ingress_cluster_publish_interval 1s;/fastwall_ingress_cluster_publish_interval 60s;/' "$FW_TMP/a/nginx.conf"
+kill -HUP "$NGINX_A"
+a_reloaded() { [ "$(grep -c 'start worker process' "$FW_TMP/a/error.log")" -gt "$w" ]; }
+check "west reloaded with a publish interval of 60 s" fw_eventually 5 a_reloaded
+sleep 1
+rec west chg pc 1 0 0
+check "a new record reaches east long before the interval (within 3 s)" \
+	fw_eventually 3 at_east chg '{"decision":"forward","cluster":"west","target":"west::pc","step":2}'
+w=$(grep -c 'start worker process' "$FW_TMP/a/error.log")
+conf_a >"$FW_TMP/a/nginx.conf"
+kill -HUP "$NGINX_A"
+fw_eventually 5 a_reloaded || fw_die "west did not reload: $(tail -5 "$FW_TMP/a/error.log")"
+sleep 0.5
 
 echo "# east hangs, then is down"
 unpublished() { grep -c 'member records not published to cluster "east"' "$FW_TMP/a/error.log" || true; }

@@ -1413,20 +1413,44 @@ ngx_http_fwc_publish_fail(ngx_http_fwc_target_t *t, ngx_err_t err,
 }
 
 
+/* s with every byte that is not printable ASCII a space, and no edge
+ * spaces, at most max bytes: a peer's answer goes to our log */
+static void
+ngx_http_fwc_printable(ngx_str_t *s, size_t max)
+{
+    u_char  *p;
+
+    if (s->len > max) {
+        s->len = max;
+    }
+
+    for (p = s->data; p < s->data + s->len; p++) {
+        if (*p < ' ' || *p >= 0x7f) {
+            *p = ' ';
+        }
+    }
+
+    while (s->len && s->data[s->len - 1] == ' ') {
+        s->len--;
+    }
+}
+
+
 /*
  * Every answer must be a 204: counts the status lines of the pipelined
- * answers; on a refusal keeps its status line and its JSON error.
+ * answers; of the first refusal keeps its status line and the admin
+ * API's {"error":...} when it sent one.
  */
 static void
 ngx_http_fwc_publish_judge(ngx_http_fwc_target_t *t)
 {
     u_char     *p, *last, *eol, *body;
-    ngx_str_t   bad;
+    ngx_str_t   bad, why, detail;
     ngx_uint_t  ok;
 
     ok = 0;
-    bad.len = 0;
-    bad.data = NULL;
+    ngx_str_null(&bad);
+    ngx_str_null(&why);
     p = t->in->pos;
     last = t->in->last;
 
@@ -1447,14 +1471,19 @@ ngx_http_fwc_publish_judge(ngx_http_fwc_target_t *t)
                 bad.len = eol - bad.data;
 
                 body = ngx_strlcasestrn(p, last, (u_char *) "\r\n\r\n", 4 - 1);
-                if (body && body + 4 < last && body[4] == '{') {
-                    eol = ngx_strlchr(body + 4, last, '\n');
-                    bad.len = (eol ? eol : last) - bad.data;
+
+                if (body && last - body > 14
+                    && ngx_strncmp(body + 4, "{\"error\":\"", 10) == 0)
+                {
+                    why.data = body + 4;
+                    eol = ngx_strlchr(why.data, last, '\n');
+                    eol = eol ? eol : last;
+                    why.len = eol - why.data;
                 }
             }
         }
 
-        p = eol + 1;
+        p = (eol < last) ? eol + 1 : last;
     }
 
     if (ok == t->sent) {
@@ -1471,19 +1500,33 @@ ngx_http_fwc_publish_judge(ngx_http_fwc_target_t *t)
         return;
     }
 
-    /* the status line and a JSON error after it, on one line */
-    for (p = bad.data; p && p < bad.data + bad.len; p++) {
-        if (*p == '\r' || *p == '\n') {
-            *p = ' ';
-        }
-    }
-
-    if (bad.data) {
-        ngx_http_fwc_publish_fail(t, 0, "answered ", &bad);
-
-    } else {
+    if (bad.data == NULL) {
         ngx_http_fwc_publish_fail(t, 0, "closed before every answer", NULL);
+        return;
     }
+
+    ngx_http_fwc_printable(&bad, 64);
+    ngx_http_fwc_printable(&why, 160);
+
+    /* a peer that echoes requests would hand our token back */
+    if (why.len >= t->mcf->token.len
+        && ngx_strlcasestrn(why.data, why.data + why.len, t->mcf->token.data,
+                            t->mcf->token.len - 1))
+    {
+        why.len = 0;
+    }
+
+    detail.data = ngx_pnalloc(t->pool, bad.len + 1 + why.len);
+    if (detail.data == NULL) {
+        ngx_http_fwc_publish_fail(t, 0, "answered ", &bad);
+        return;
+    }
+
+    detail.len = ngx_sprintf(detail.data, "%V%s%V", &bad, why.len ? " " : "",
+                             &why)
+                 - detail.data;
+
+    ngx_http_fwc_publish_fail(t, 0, "answered ", &detail);
 }
 
 

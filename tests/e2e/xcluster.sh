@@ -165,6 +165,7 @@ conf_a() {
 	fastwall_ingress_cluster_ttl 5s;
 	fastwall_ingress_cluster_token $TOKEN;
 	fastwall_ingress_cluster_publish east http://$GW_B:88/fastwall/cluster/members;
+	fastwall_ingress_cluster_publish south http://$SOUTH/s/fastwall/cluster/members;
 	fastwall_ingress_cluster_publish_interval 1s;}
 	access_log $FW_TMP/a/access.log;
 	server {
@@ -490,6 +491,12 @@ check_eq "a publisher that is no peer: 403" \
 	'403 {"error":"published by a cluster that is no configured peer"}'
 check_eq "nothing refused was kept" \
 	"$(fw_ns "$NS" curl -s -m 5 "$BADMIN/members" | grep -c -e '^cluster=east' -e '^cluster=mars')" 0
+check "south's echo got the publications at the path of its URL" \
+	grep -q '^/s/fastwall/cluster/members$' "$FW_TMP/south.log"
+check "and west logged that south answered 200, not 204" \
+	grep -q 'member records not published to cluster "south" at http://'"$SOUTH"'/s/fastwall/cluster/members: answered 200 OK (' \
+	"$FW_TMP/a/error.log"
+check_eq "the token never reached west's log (south echoed it back)" "$(grep -c -F "$TOK" "$FW_TMP/a/error.log")" 0
 
 echo "# on change, not only each interval"
 # west with an interval of a minute: its new workers publish once at start,
@@ -546,6 +553,26 @@ rec west pub2 pw 1 0 0
 check "east back: west's next publication reaches it" \
 	fw_eventually 3 at_east pub2 '{"decision":"forward","cluster":"west","target":"west::pw","step":2}'
 check "and west says so" grep -q 'member records published to cluster "east" at .* again' "$FW_TMP/a/error.log"
+
+echo "# tokens that differ"
+NGINX_B=${FW_PIDS[-1]}
+printf 'another-token-0123456789\n' >"$FW_TMP/other.token"
+sed -i "s|fastwall_ingress_cluster_token .*;|fastwall_ingress_cluster_token $FW_TMP/other.token;|" "$FW_TMP/b/nginx.conf"
+w=$(grep -c 'start worker process' "$FW_TMP/b/error.log")
+kill -HUP "$NGINX_B"
+b_reloaded() { [ "$(grep -c 'start worker process' "$FW_TMP/b/error.log")" -gt "$w" ]; }
+check "east reloaded with another token" fw_eventually 5 b_reloaded
+# a fresh publisher at west, so its line is not held back by the minute
+w=$(grep -c 'start worker process' "$FW_TMP/a/error.log")
+kill -HUP "$NGINX_A"
+fw_eventually 5 a_reloaded || fw_die "west did not reload: $(tail -5 "$FW_TMP/a/error.log")"
+rec west tok p 1 0 0
+check "west logs east's refusal with its reason" \
+	fw_eventually 3 grep -q 'member records not published to cluster "east" at .*: answered 403 Forbidden {"error":"bad or missing X-Fastwall-Cluster-Token"}' \
+	"$FW_TMP/a/error.log"
+check_eq "and east kept none of them" "$(bplace tok)" '{"error":"no such env"}'
+check_eq "the secrets never reached a log" \
+	"$(cat "$FW_TMP/a/error.log" "$FW_TMP/b/error.log" | grep -c -F -e "$TOK" -e another-token)" 0
 
 check "no worker crashed" bash -c "! grep -q 'exited on signal' '$FW_TMP/a/error.log' '$FW_TMP/b/error.log'"
 

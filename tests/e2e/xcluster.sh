@@ -12,8 +12,9 @@
 # sandbox is resolved at A, the placement endpoint's five steps, the TTL of
 # member records, that A publishes its own records to B's admin API (on
 # change and each interval, refused without the shared token or for
-# B's own cluster, logged once while B is down, never holding up A's
-# requests), and that nginx -t refuses bad cluster directives.
+# B's own cluster, logged once while B hangs or is down, never holding up
+# A's requests, a refusal logged with its reason and without the token),
+# and that nginx -t refuses bad cluster directives.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
 set -uo pipefail
 

@@ -1592,12 +1592,10 @@ ngx_http_fwh_init_main_conf(ngx_conf_t *cf, void *conf)
               ngx_get_conf(cf->cycle->conf_ctx, ngx_fastwall_routing_module);
     env = getenv(NGX_HTTP_FWH_ROUTING_ENV);
 
-    if (rcf && rcf->name.len) {
-        mcf->routing_name = rcf->name;
-
-    } else if (env && *env) {
+    if (env && *env) {
         len = ngx_strlen(env);
 
+        /* refused even when the command line wins: bad input is an error */
         if (fw_hostname_routing_name_ok(env, len) != 0) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                NGX_HTTP_FWH_ROUTING_ENV " \"%s\": %s", env,
@@ -1613,6 +1611,10 @@ ngx_http_fwh_init_main_conf(ngx_conf_t *cf, void *conf)
 
         ngx_memcpy(mcf->routing_name.data, env, len);
         mcf->routing_name.len = len;
+    }
+
+    if (rcf && rcf->name.len) {
+        mcf->routing_name = rcf->name;
     }
 
     if (mcf->store_kind == 0) {

@@ -275,6 +275,10 @@ check_eq "a bad fastwall_routing_name on the command line: refused" \
 fw_ns "$NS" "$NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t-nolm.conf" \
 	-g "load_module $MODULE; fastwall_routing_name gateway-d;" >"$FW_TMP/t.out" 2>&1
 check_eq "a good one passes nginx -t" "$?" 0
+fw_ns "$NS" env FASTWALL_ROUTING_NAME=-bad "$NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t-nolm.conf" \
+	-g "load_module $MODULE; fastwall_routing_name gateway-d;" >"$FW_TMP/t.out" 2>&1
+check_eq "a bad FASTWALL_ROUTING_NAME is refused even under the command line's name" \
+	"$? $(grep -c 'FASTWALL_ROUTING_NAME "-bad": not a DNS label' "$FW_TMP/t.out")" "1 1"
 check "fastwall_routing_name in the file: refused, pointing at the http directive" \
 	ngx_t_sed "1a fastwall_routing_name gateway-d;" \
 	'"fastwall_routing_name" directive is for the command line (nginx -g)'

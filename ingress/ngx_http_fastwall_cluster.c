@@ -1436,55 +1436,23 @@ ngx_http_fwc_printable(ngx_str_t *s, size_t max)
 }
 
 
-/*
- * Every answer must be a 204: counts the status lines of the pipelined
- * answers; of the first refusal keeps its status line and the admin
- * API's {"error":...} when it sent one.
- */
+/* every answer must be a 204; of the first that is not, the status line
+ * and the admin API's {"error":...} go to the log */
 static void
 ngx_http_fwc_publish_judge(ngx_http_fwc_target_t *t)
 {
-    u_char     *p, *last, *eol, *body;
-    ngx_str_t   bad, why, detail;
-    ngx_uint_t  ok;
+    ngx_str_t                  bad, why, detail;
+    ngx_uint_t                 ok;
+    struct fw_member_answers   ans;
 
-    ok = 0;
-    ngx_str_null(&bad);
-    ngx_str_null(&why);
-    p = t->in->pos;
-    last = t->in->last;
+    fw_member_answers_scan((const char *) t->in->pos,
+                           t->in->last - t->in->pos, &ans);
 
-    while (p < last) {
-        eol = ngx_strlchr(p, last, '\n');
-        if (eol == NULL) {
-            eol = last;
-        }
-
-        if (eol - p >= 12 && ngx_strncmp(p, "HTTP/1.", 7) == 0
-            && p[8] == ' ')
-        {
-            if (ngx_strncmp(p + 9, "204", 3) == 0) {
-                ok++;
-
-            } else if (bad.data == NULL) {
-                bad.data = p + 9;
-                bad.len = eol - bad.data;
-
-                body = ngx_strlcasestrn(p, last, (u_char *) "\r\n\r\n", 4 - 1);
-
-                if (body && last - body > 14
-                    && ngx_strncmp(body + 4, "{\"error\":\"", 10) == 0)
-                {
-                    why.data = body + 4;
-                    eol = ngx_strlchr(why.data, last, '\n');
-                    eol = eol ? eol : last;
-                    why.len = eol - why.data;
-                }
-            }
-        }
-
-        p = (eol < last) ? eol + 1 : last;
-    }
+    ok = ans.ok;
+    bad.data = (u_char *) ans.bad;
+    bad.len = ans.bad_len;
+    why.data = (u_char *) ans.why;
+    why.len = ans.why_len;
 
     if (ok == t->sent) {
         if (t->failing) {
@@ -1514,6 +1482,13 @@ ngx_http_fwc_publish_judge(ngx_http_fwc_target_t *t)
                             t->mcf->token.len - 1))
     {
         why.len = 0;
+    }
+
+    if (bad.len >= t->mcf->token.len
+        && ngx_strlcasestrn(bad.data, bad.data + bad.len, t->mcf->token.data,
+                            t->mcf->token.len - 1))
+    {
+        bad.len = 3;
     }
 
     detail.data = ngx_pnalloc(t->pool, bad.len + 1 + why.len);

@@ -300,6 +300,7 @@ install: all $(SCHEMAS) $(COMPLETIONS) ## install the binaries, man pages, compl
 	install -D -m 0755 $(BUILD)/fastwall $(DESTDIR)$(PREFIX)/sbin/fastwall
 	install -D -m 0644 docs/fastwalld.8 $(DESTDIR)$(PREFIX)/share/man/man8/fastwalld.8
 	install -D -m 0644 docs/fastwall.8 $(DESTDIR)$(PREFIX)/share/man/man8/fastwall.8
+	install -D -m 0644 docs/fastwall-ingress.8 $(DESTDIR)$(PREFIX)/share/man/man8/fastwall-ingress.8
 	install -D -m 0644 $(BUILD)/bash-completion/fastwall $(DESTDIR)$(PREFIX)/share/bash-completion/completions/fastwall
 	install -D -m 0644 $(BUILD)/bash-completion/fastwalld $(DESTDIR)$(PREFIX)/share/bash-completion/completions/fastwalld
 	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/fastwall/schema $(SCHEMAS)

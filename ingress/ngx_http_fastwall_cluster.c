@@ -11,8 +11,10 @@
  * the sandbox as a local one.
  *
  * Control plane: member records (soft state, a TTL) that each cluster's
- * control plane POSTs to every gateway, kept in a shared memory zone so
- * every worker sees them, and the placement of a create over them.
+ * control plane POSTs to its gateway, kept in a shared memory zone so
+ * every worker sees them, and the placement of a create over them. One
+ * worker publishes the records of this cluster to the peers' admin APIs,
+ * periodically and on change, over connections of its event loop.
  */
 
 #include <ngx_config.h>
@@ -26,6 +28,13 @@
 
 #define NGX_HTTP_FWC_ZONE_MIN       (32 * 1024)
 #define NGX_HTTP_FWC_PLACE_MAX      1024    /* records one placement reads */
+#define NGX_HTTP_FWC_TICK           200     /* ms between looks for changes */
+#define NGX_HTTP_FWC_PUB_TIMEOUT    5000    /* ms for one publication */
+#define NGX_HTTP_FWC_PUB_LOG_GAP    60      /* s between two failure lines */
+#define NGX_HTTP_FWC_TOKEN_MIN      16
+#define NGX_HTTP_FWC_TOKEN_MAX      256
+#define NGX_HTTP_FWC_FROM           "X-Fastwall-Cluster-From"
+#define NGX_HTTP_FWC_TOKEN          "X-Fastwall-Cluster-Token"
 
 
 typedef struct {
@@ -39,21 +48,51 @@ typedef struct {
 } ngx_http_fwc_peer_t;
 
 
+typedef struct ngx_http_fwc_main_conf_s  ngx_http_fwc_main_conf_t;
+
+
+/* a peer's admin API this gateway publishes its cluster's records to */
 typedef struct {
+    ngx_str_t                   peer;       /* that cluster's id */
+    ngx_str_t                   url;        /* as written, for the log */
+    ngx_str_t                   authority;  /* Host */
+    ngx_str_t                   path;       /* .../members */
+    ngx_addr_t                  addr;
+
+    /* the publishing worker's state */
+    ngx_http_fwc_main_conf_t   *mcf;
+    ngx_peer_connection_t       pc;
+    ngx_pool_t                 *pool;       /* of the one in flight */
+    ngx_buf_t                  *out;
+    ngx_buf_t                  *in;
+    ngx_uint_t                  sent;       /* requests in out */
+    ngx_uint_t                  busy;
+    ngx_uint_t                  failing;
+    ngx_atomic_uint_t           gen;        /* changes it last published */
+    ngx_msec_t                  due;        /* next periodic publication */
+    time_t                      logged;     /* last failure line */
+} ngx_http_fwc_target_t;
+
+
+struct ngx_http_fwc_main_conf_s {
     ngx_str_t                   id;         /* this cluster's */
     ngx_str_t                   prefix;     /* this gateway's hop prefix */
     ngx_array_t                 peers;      /* of ngx_http_fwc_peer_t */
+    ngx_array_t                 targets;    /* of ngx_http_fwc_target_t */
+    ngx_str_t                   token;      /* shared by the gateways */
+    ngx_msec_t                  interval;   /* of publications */
     size_t                      zone_size;
     time_t                      ttl;
     ngx_shm_zone_t             *shm_zone;
     ngx_int_t                   upstream_host;  /* variable index */
     ngx_flag_t                  admin;      /* an admin location exists */
-} ngx_http_fwc_main_conf_t;
+};
 
 
 typedef struct {
     ngx_queue_t                 records;
     ngx_uint_t                  count;
+    ngx_atomic_t                gen;        /* changes of this cluster's */
 } ngx_http_fwc_shctx_t;
 
 
@@ -89,6 +128,12 @@ static char *ngx_http_fwc_zone_size(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_http_fwc_admin(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static ngx_int_t ngx_http_fwc_admin_handler(ngx_http_request_t *r);
+static char *ngx_http_fwc_publish(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_fwc_token(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static ngx_int_t ngx_http_fwc_init_process(ngx_cycle_t *cycle);
+static void ngx_http_fwc_exit_process(ngx_cycle_t *cycle);
 
 
 static ngx_command_t  ngx_http_fwc_commands[] = {
@@ -135,6 +180,27 @@ static ngx_command_t  ngx_http_fwc_commands[] = {
       0,
       NULL },
 
+    { ngx_string("fastwall_ingress_cluster_publish"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE2,
+      ngx_http_fwc_publish,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fastwall_ingress_cluster_publish_interval"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_fwc_main_conf_t, interval),
+      NULL },
+
+    { ngx_string("fastwall_ingress_cluster_token"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_fwc_token,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -161,10 +227,10 @@ ngx_module_t  ngx_http_fastwall_cluster_module = {
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
     NULL,                                  /* init module */
-    NULL,                                  /* init process */
+    ngx_http_fwc_init_process,             /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
-    NULL,                                  /* exit process */
+    ngx_http_fwc_exit_process,             /* exit process */
     NULL,                                  /* exit master */
     NGX_MODULE_V1_PADDING
 };
@@ -663,9 +729,11 @@ ngx_http_fwc_same_member(struct fw_member *a, struct fw_member *b)
 
 
 /* Replaces the record of (cluster, namespace, env, pool); drops expired
- * records on the way. NGX_DECLINED when the zone is full. */
+ * records on the way; *changed: a new record or new counts. NGX_DECLINED
+ * when the zone is full. */
 static ngx_int_t
-ngx_http_fwc_store_put(ngx_http_fwc_store_t *store, struct fw_member *m)
+ngx_http_fwc_store_put(ngx_http_fwc_store_t *store, struct fw_member *m,
+    ngx_uint_t *changed)
 {
     ngx_queue_t            *q, *next;
     ngx_http_fwc_record_t  *rec, *found;
@@ -703,6 +771,13 @@ ngx_http_fwc_store_put(ngx_http_fwc_store_t *store, struct fw_member *m)
 
         ngx_queue_insert_tail(&store->sh->records, &found->queue);
         store->sh->count++;
+        *changed = 1;
+
+    } else {
+        *changed = found->m.expires <= ngx_time()
+                   || found->m.idle != m->idle
+                   || found->m.headroom != m->headroom
+                   || found->m.autoscale != m->autoscale;
     }
 
     found->m = *m;
@@ -820,6 +895,95 @@ ngx_http_fwc_error(ngx_http_request_t *r, ngx_uint_t status, const char *what)
 }
 
 
+/* the value of the first header of that name, or NULL */
+static ngx_str_t *
+ngx_http_fwc_header(ngx_http_request_t *r, const char *name)
+{
+    size_t            len;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    len = ngx_strlen(name);
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NULL;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len == len
+            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
+        {
+            return &h[i].value;
+        }
+    }
+}
+
+
+/* compares in a time that does not depend on where they differ */
+static ngx_uint_t
+ngx_http_fwc_token_ok(ngx_str_t *want, ngx_str_t *got)
+{
+    size_t      i;
+    ngx_uint_t  diff;
+
+    if (got == NULL || got->len != want->len) {
+        return 0;
+    }
+
+    diff = 0;
+
+    for (i = 0; i < want->len; i++) {
+        diff |= want->data[i] ^ got->data[i];
+    }
+
+    return diff == 0;
+}
+
+
+/*
+ * A record a peer's gateway published (it names itself in
+ * X-Fastwall-Cluster-From): only with the shared token, from a configured
+ * peer, and only of that peer's own cluster, so never of this one. NULL
+ * when it may be kept, else why not.
+ */
+static const char *
+ngx_http_fwc_published_ok(ngx_http_request_t *r,
+    ngx_http_fwc_main_conf_t *mcf, ngx_str_t *from, struct fw_member *m)
+{
+    if (mcf->token.len == 0) {
+        return "published records need fastwall_ingress_cluster_token here";
+    }
+
+    if (!ngx_http_fwc_token_ok(&mcf->token,
+                               ngx_http_fwc_header(r, NGX_HTTP_FWC_TOKEN)))
+    {
+        return "bad or missing " NGX_HTTP_FWC_TOKEN;
+    }
+
+    if (ngx_http_fwc_find_peer(mcf, from->data, from->len) == NULL) {
+        return "published by a cluster that is no configured peer";
+    }
+
+    if (ngx_strlen(m->cluster) != from->len
+        || ngx_strncmp(m->cluster, from->data, from->len) != 0)
+    {
+        return "a peer publishes only its own cluster's records";
+    }
+
+    return NULL;
+}
+
+
 static void
 ngx_http_fwc_members_post(ngx_http_request_t *r)
 {
@@ -828,7 +992,10 @@ ngx_http_fwc_members_post(ngx_http_request_t *r)
     u_char                     text[FW_MEMBER_TEXT_MAX + 1], *p;
     ngx_int_t                  rc;
     ngx_buf_t                 *b;
+    ngx_str_t                 *from;
+    ngx_uint_t                 changed;
     ngx_chain_t               *cl;
+    const char                *why;
     struct fw_member           m;
     ngx_http_fwc_store_t      *store;
     ngx_http_fwc_main_conf_t  *mcf;
@@ -860,6 +1027,21 @@ ngx_http_fwc_members_post(ngx_http_request_t *r)
         return;
     }
 
+    from = ngx_http_fwc_header(r, NGX_HTTP_FWC_FROM);
+
+    if (from) {
+        why = ngx_http_fwc_published_ok(r, mcf, from, &m);
+
+        if (why) {
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "fastwall ingress: a member record published by "
+                          "\"%V\" refused: %s", from, why);
+            ngx_http_finalize_request(r,
+                ngx_http_fwc_error(r, NGX_HTTP_FORBIDDEN, why));
+            return;
+        }
+    }
+
     /* only clusters this gateway knows: this one and its peers */
     len = ngx_strlen(m.cluster);
 
@@ -876,7 +1058,7 @@ ngx_http_fwc_members_post(ngx_http_request_t *r)
 
     store = mcf->shm_zone->data;
 
-    if (ngx_http_fwc_store_put(store, &m) != NGX_OK) {
+    if (ngx_http_fwc_store_put(store, &m, &changed) != NGX_OK) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "fastwall ingress: member zone full, record of "
                       "cluster \"%s\" not kept", m.cluster);
@@ -884,6 +1066,13 @@ ngx_http_fwc_members_post(ngx_http_request_t *r)
             ngx_http_fwc_error(r, NGX_HTTP_INSUFFICIENT_STORAGE,
                                "member zone full"));
         return;
+    }
+
+    /* this cluster's own record changed: the publisher sends at once */
+    if (changed && len == mcf->id.len
+        && ngx_strncmp(m.cluster, mcf->id.data, len) == 0)
+    {
+        (void) ngx_atomic_fetch_add(&store->sh->gen, 1);
     }
 
     rc = ngx_http_fwc_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
@@ -1174,6 +1363,508 @@ ngx_http_fwc_admin_handler(ngx_http_request_t *r)
     }
 
     return NGX_HTTP_NOT_FOUND;
+}
+
+
+/*
+ * Publishing this cluster's records to the peers: one worker, a timer
+ * that looks for changes every NGX_HTTP_FWC_TICK ms and publishes each
+ * interval anyway; per peer one connection at a time carrying every
+ * record as pipelined POSTs, all non-blocking. A failure is logged at
+ * most once a minute per peer and retried at the next interval.
+ */
+
+static ngx_event_t             ngx_http_fwc_publish_event;
+static ngx_http_fwc_main_conf_t *ngx_http_fwc_publisher;
+
+/* the connections' own log: nginx's lines about a peer that is down
+ * would come every interval; the publisher says it once a minute */
+static ngx_log_t               ngx_http_fwc_quiet_log;
+
+
+static void
+ngx_http_fwc_publish_done(ngx_http_fwc_target_t *t)
+{
+    if (t->pc.connection) {
+        ngx_close_connection(t->pc.connection);
+        t->pc.connection = NULL;
+    }
+
+    if (t->pool) {
+        ngx_destroy_pool(t->pool);
+        t->pool = NULL;
+    }
+
+    t->busy = 0;
+}
+
+
+static void
+ngx_http_fwc_publish_fail(ngx_http_fwc_target_t *t, ngx_err_t err,
+    const char *what, ngx_str_t *detail)
+{
+    ngx_str_t  none = ngx_null_string;
+
+    if (t->logged == 0 || ngx_time() - t->logged >= NGX_HTTP_FWC_PUB_LOG_GAP) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, err,
+                      "fastwall ingress: member records not published to "
+                      "cluster \"%V\" at %V: %s%V (retried every %M ms, "
+                      "logged at most once a minute)", &t->peer, &t->url,
+                      what, detail ? detail : &none, t->mcf->interval);
+        t->logged = ngx_time();
+    }
+
+    t->failing = 1;
+    ngx_http_fwc_publish_done(t);
+}
+
+
+/* s with every byte that is not printable ASCII a space, and no edge
+ * spaces, at most max bytes: a peer's answer goes to our log */
+static void
+ngx_http_fwc_printable(ngx_str_t *s, size_t max)
+{
+    u_char  *p;
+
+    if (s->len > max) {
+        s->len = max;
+    }
+
+    for (p = s->data; p < s->data + s->len; p++) {
+        if (*p < ' ' || *p >= 0x7f) {
+            *p = ' ';
+        }
+    }
+
+    while (s->len && s->data[s->len - 1] == ' ') {
+        s->len--;
+    }
+}
+
+
+/* every answer must be a 204; of the first that is not, the status line
+ * and the admin API's {"error":...} go to the log */
+static void
+ngx_http_fwc_publish_judge(ngx_http_fwc_target_t *t)
+{
+    ngx_str_t                  bad, why, detail;
+    ngx_uint_t                 ok;
+    struct fw_member_answers   ans;
+
+    fw_member_answers_scan((const char *) t->in->pos,
+                           t->in->last - t->in->pos, &ans);
+
+    ok = ans.ok;
+    bad.data = (u_char *) ans.bad;
+    bad.len = ans.bad_len;
+    why.data = (u_char *) ans.why;
+    why.len = ans.why_len;
+
+    if (ok == t->sent) {
+        if (t->failing) {
+            ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                          "fastwall ingress: member records published to "
+                          "cluster \"%V\" at %V again", &t->peer, &t->url);
+            /* logged stays: a peer that comes and goes is still
+             * logged at most once a minute */
+            t->failing = 0;
+        }
+
+        ngx_http_fwc_publish_done(t);
+        return;
+    }
+
+    if (bad.data == NULL) {
+        ngx_http_fwc_publish_fail(t, 0, "closed before every answer", NULL);
+        return;
+    }
+
+    ngx_http_fwc_printable(&bad, 64);
+    ngx_http_fwc_printable(&why, 160);
+
+    /* a peer that echoes requests would hand our token back */
+    if (why.len >= t->mcf->token.len
+        && ngx_strlcasestrn(why.data, why.data + why.len, t->mcf->token.data,
+                            t->mcf->token.len - 1))
+    {
+        why.len = 0;
+    }
+
+    if (bad.len >= t->mcf->token.len
+        && ngx_strlcasestrn(bad.data, bad.data + bad.len, t->mcf->token.data,
+                            t->mcf->token.len - 1))
+    {
+        bad.len = 3;
+    }
+
+    detail.data = ngx_pnalloc(t->pool, bad.len + 1 + why.len);
+    if (detail.data == NULL) {
+        ngx_http_fwc_publish_fail(t, 0, "answered ", &bad);
+        return;
+    }
+
+    detail.len = ngx_sprintf(detail.data, "%V%s%V", &bad, why.len ? " " : "",
+                             &why)
+                 - detail.data;
+
+    ngx_http_fwc_publish_fail(t, 0, "answered ", &detail);
+}
+
+
+static void
+ngx_http_fwc_publish_read(ngx_event_t *rev)
+{
+    ssize_t                 n;
+    ngx_connection_t       *c;
+    ngx_http_fwc_target_t  *t;
+
+    c = rev->data;
+    t = c->data;
+
+    if (rev->timedout) {
+        ngx_http_fwc_publish_fail(t, NGX_ETIMEDOUT, "no answer", NULL);
+        return;
+    }
+
+    while (t->in->last < t->in->end) {
+        n = c->recv(c, t->in->last, t->in->end - t->in->last);
+
+        if (n == NGX_AGAIN) {
+            if (ngx_handle_read_event(rev, 0) != NGX_OK) {
+                ngx_http_fwc_publish_fail(t, 0, "event error", NULL);
+            }
+
+            return;
+        }
+
+        if (n == NGX_ERROR) {
+            ngx_http_fwc_publish_fail(t, ngx_socket_errno, "read failed",
+                                      NULL);
+            return;
+        }
+
+        if (n == 0) {
+            break;
+        }
+
+        t->in->last += n;
+    }
+
+    /* the last request asked to close: all answers are in */
+    ngx_http_fwc_publish_judge(t);
+}
+
+
+static void
+ngx_http_fwc_publish_nothing(ngx_event_t *ev)
+{
+}
+
+
+static void
+ngx_http_fwc_publish_write(ngx_event_t *wev)
+{
+    int                     err;
+    ssize_t                 n;
+    socklen_t               len;
+    ngx_connection_t       *c;
+    ngx_http_fwc_target_t  *t;
+
+    c = wev->data;
+    t = c->data;
+
+    if (wev->timedout) {
+        ngx_http_fwc_publish_fail(t, NGX_ETIMEDOUT, "timed out", NULL);
+        return;
+    }
+
+    /* how the connect went */
+    err = 0;
+    len = sizeof(int);
+
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, (void *) &err, &len) == -1) {
+        err = ngx_socket_errno;
+    }
+
+    if (err) {
+        ngx_http_fwc_publish_fail(t, err, "can't connect", NULL);
+        return;
+    }
+
+    while (t->out->pos < t->out->last) {
+        n = c->send(c, t->out->pos, t->out->last - t->out->pos);
+
+        if (n == NGX_AGAIN) {
+            if (ngx_handle_write_event(wev, 0) != NGX_OK) {
+                ngx_http_fwc_publish_fail(t, 0, "event error", NULL);
+            }
+
+            return;
+        }
+
+        if (n <= 0) {
+            ngx_http_fwc_publish_fail(t, ngx_socket_errno, "send failed",
+                                      NULL);
+            return;
+        }
+
+        t->out->pos += n;
+    }
+
+    if (wev->timer_set) {
+        ngx_del_timer(wev);
+    }
+
+    wev->handler = ngx_http_fwc_publish_nothing;
+
+    ngx_add_timer(c->read, NGX_HTTP_FWC_PUB_TIMEOUT);
+    ngx_http_fwc_publish_read(c->read);
+}
+
+
+/* this cluster's live records, or NGX_DECLINED when there are none */
+static ngx_int_t
+ngx_http_fwc_own_records(ngx_http_fwc_main_conf_t *mcf, ngx_pool_t *pool,
+    ngx_array_t *out)
+{
+    ngx_queue_t            *q;
+    struct fw_member       *m;
+    ngx_http_fwc_store_t   *store;
+    ngx_http_fwc_record_t  *rec;
+
+    if (ngx_array_init(out, pool, 8, sizeof(struct fw_member)) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    store = mcf->shm_zone->data;
+
+    ngx_shmtx_lock(&store->shpool->mutex);
+
+    for (q = ngx_queue_head(&store->sh->records);
+         q != ngx_queue_sentinel(&store->sh->records)
+         && out->nelts < NGX_HTTP_FWC_PLACE_MAX;
+         q = ngx_queue_next(q))
+    {
+        rec = ngx_queue_data(q, ngx_http_fwc_record_t, queue);
+
+        if (rec->m.expires <= ngx_time()
+            || ngx_strlen(rec->m.cluster) != mcf->id.len
+            || ngx_strncmp(rec->m.cluster, mcf->id.data, mcf->id.len) != 0)
+        {
+            continue;
+        }
+
+        m = ngx_array_push(out);
+        if (m == NULL) {
+            ngx_shmtx_unlock(&store->shpool->mutex);
+            return NGX_ERROR;
+        }
+
+        *m = rec->m;
+    }
+
+    ngx_shmtx_unlock(&store->shpool->mutex);
+
+    return out->nelts ? NGX_OK : NGX_DECLINED;
+}
+
+
+static void
+ngx_http_fwc_publish_start(ngx_http_fwc_target_t *t, ngx_log_t *log)
+{
+    int                        n;
+    char                       text[FW_MEMBER_TEXT_MAX + 1];
+    u_char                    *p;
+    size_t                     size;
+    ngx_int_t                  rc;
+    ngx_uint_t                 i;
+    ngx_array_t                recs;
+    struct fw_member          *m;
+    ngx_connection_t          *c;
+    ngx_http_fwc_main_conf_t  *mcf;
+
+    mcf = t->mcf;
+
+    t->pool = ngx_create_pool(4096, log);
+    if (t->pool == NULL) {
+        return;
+    }
+
+    rc = ngx_http_fwc_own_records(mcf, t->pool, &recs);
+    if (rc != NGX_OK) {
+        /* nothing to say: the peer lets our records run out */
+        ngx_http_fwc_publish_done(t);
+        return;
+    }
+
+    size = recs.nelts * (FW_MEMBER_TEXT_MAX + 256 + t->path.len
+                         + t->authority.len + mcf->id.len + mcf->token.len);
+
+    t->out = ngx_create_temp_buf(t->pool, size);
+    t->in = ngx_create_temp_buf(t->pool, recs.nelts * 512 + 1024);
+    if (t->out == NULL || t->in == NULL) {
+        ngx_http_fwc_publish_done(t);
+        return;
+    }
+
+    p = t->out->last;
+    m = recs.elts;
+    t->sent = 0;
+
+    for (i = 0; i < recs.nelts; i++) {
+        n = fw_member_format(&m[i], text, sizeof(text));
+        if (n < 0) {
+            continue;
+        }
+
+        p = ngx_sprintf(p, "POST %V HTTP/1.1\r\n"
+                        "Host: %V\r\n"
+                        "Content-Type: application/x-www-form-urlencoded\r\n"
+                        "Content-Length: %d\r\n"
+                        NGX_HTTP_FWC_FROM ": %V\r\n"
+                        NGX_HTTP_FWC_TOKEN ": %V\r\n"
+                        "Connection: %s\r\n\r\n%*s",
+                        &t->path, &t->authority, n, &mcf->id, &mcf->token,
+                        i + 1 < recs.nelts ? "keep-alive" : "close",
+                        (size_t) n, text);
+        t->sent++;
+    }
+
+    t->out->last = p;
+
+    ngx_memzero(&t->pc, sizeof(ngx_peer_connection_t));
+    t->pc.sockaddr = t->addr.sockaddr;
+    t->pc.socklen = t->addr.socklen;
+    t->pc.name = &t->url;
+    t->pc.get = ngx_event_get_peer;
+    t->pc.log = &ngx_http_fwc_quiet_log;
+    t->pc.log_error = NGX_ERROR_ERR;
+
+    t->busy = 1;
+
+    rc = ngx_event_connect_peer(&t->pc);
+
+    if (rc == NGX_ERROR || rc == NGX_BUSY || rc == NGX_DECLINED) {
+        /* nginx closed the socket itself */
+        t->pc.connection = NULL;
+        ngx_http_fwc_publish_fail(t, ngx_socket_errno, "can't connect", NULL);
+        return;
+    }
+
+    c = t->pc.connection;
+    c->data = t;
+    c->read->handler = ngx_http_fwc_publish_read;
+    c->write->handler = ngx_http_fwc_publish_write;
+    /* a worker shutting down does not wait for a peer */
+    c->read->cancelable = 1;
+    c->write->cancelable = 1;
+
+    ngx_add_timer(c->write, NGX_HTTP_FWC_PUB_TIMEOUT);
+
+    if (rc == NGX_OK) {
+        ngx_http_fwc_publish_write(c->write);
+    }
+}
+
+
+static void
+ngx_http_fwc_publish_tick(ngx_event_t *ev)
+{
+    ngx_uint_t                 i;
+    ngx_msec_t                 now;
+    ngx_atomic_uint_t          gen;
+    ngx_http_fwc_store_t      *store;
+    ngx_http_fwc_target_t     *t;
+    ngx_http_fwc_main_conf_t  *mcf;
+
+    if (ngx_exiting || ngx_terminate || ngx_quit) {
+        return;
+    }
+
+    mcf = ev->data;
+    store = mcf->shm_zone->data;
+    gen = store->sh->gen;
+    now = ngx_current_msec;
+    t = mcf->targets.elts;
+
+    for (i = 0; i < mcf->targets.nelts; i++) {
+        if (t[i].busy
+            || (t[i].gen == gen && (ngx_msec_int_t) (now - t[i].due) < 0))
+        {
+            continue;
+        }
+
+        t[i].gen = gen;
+        t[i].due = now + mcf->interval;
+        ngx_http_fwc_publish_start(&t[i], ev->log);
+    }
+
+    ngx_add_timer(ev, NGX_HTTP_FWC_TICK);
+}
+
+
+static ngx_int_t
+ngx_http_fwc_init_process(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                 i;
+    ngx_http_fwc_target_t     *t;
+    ngx_http_fwc_main_conf_t  *mcf;
+
+    mcf = ngx_http_cycle_get_module_main_conf(cycle,
+                                              ngx_http_fastwall_cluster_module);
+
+    if (mcf == NULL || mcf->targets.nelts == 0) {
+        return NGX_OK;
+    }
+
+    /* one publisher per gateway: the first worker */
+    if (ngx_process != NGX_PROCESS_SINGLE
+        && (ngx_process != NGX_PROCESS_WORKER || ngx_worker != 0))
+    {
+        return NGX_OK;
+    }
+
+    ngx_http_fwc_quiet_log = *cycle->log;
+    ngx_http_fwc_quiet_log.log_level = NGX_LOG_EMERG;
+    ngx_http_fwc_quiet_log.next = NULL;
+
+    t = mcf->targets.elts;
+
+    for (i = 0; i < mcf->targets.nelts; i++) {
+        t[i].mcf = mcf;
+    }
+
+    ngx_http_fwc_publisher = mcf;
+
+    ngx_http_fwc_publish_event.handler = ngx_http_fwc_publish_tick;
+    ngx_http_fwc_publish_event.data = mcf;
+    ngx_http_fwc_publish_event.log = cycle->log;
+    ngx_http_fwc_publish_event.cancelable = 1;
+
+    ngx_add_timer(&ngx_http_fwc_publish_event, 1);
+
+    return NGX_OK;
+}
+
+
+/* a publication in flight is dropped, its socket closed */
+static void
+ngx_http_fwc_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_uint_t              i;
+    ngx_http_fwc_target_t  *t;
+
+    if (ngx_http_fwc_publisher == NULL) {
+        return;
+    }
+
+    t = ngx_http_fwc_publisher->targets.elts;
+
+    for (i = 0; i < ngx_http_fwc_publisher->targets.nelts; i++) {
+        if (t[i].busy) {
+            ngx_http_fwc_publish_done(&t[i]);
+        }
+    }
 }
 
 
@@ -1469,6 +2160,179 @@ ngx_http_fwc_zone_size(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/*
+ * fastwall_ingress_cluster_publish PEER http://HOST[:PORT]/PATH/members;
+ * the peer's admin API, resolved now like a peer's gateway.
+ */
+static char *
+ngx_http_fwc_publish(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fwc_main_conf_t *mcf = conf;
+
+    u_char                 *p, *end, *slash;
+    size_t                  i;
+    ngx_str_t              *value;
+    ngx_url_t               u;
+    ngx_http_fwc_target_t  *t;
+
+    value = cf->args->elts;
+
+    if (!fw_cluster_id_ok((const char *) value[1].data, value[1].len)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_cluster_publish: \"%V\" is not "
+                           "1-63 characters of [A-Za-z0-9_-]", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    t = mcf->targets.elts;
+
+    for (i = 0; i < mcf->targets.nelts; i++) {
+        if (t[i].peer.len == value[1].len
+            && ngx_strncmp(t[i].peer.data, value[1].data, value[1].len) == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "fastwall_ingress_cluster_publish: \"%V\" is "
+                               "duplicate", &value[1]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    p = value[2].data + 7;
+    end = value[2].data + value[2].len;
+    slash = (value[2].len > 7
+             && ngx_strncasecmp(value[2].data, (u_char *) "http://", 7) == 0)
+            ? ngx_strlchr(p, end, '/') : NULL;
+
+    if (slash == NULL || slash == p || ngx_strlchr(p, slash, '@')
+        || end - slash < 8 || ngx_strncmp(end - 8, "/members", 8) != 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_cluster_publish %V: \"%V\" is "
+                           "not http://HOST[:PORT]/PATH/members (the peer's "
+                           "admin API)", &value[1], &value[2]);
+        return NGX_CONF_ERROR;
+    }
+
+    for (i = 0; i < (size_t) (end - slash); i++) {
+        if (slash[i] <= ' ' || slash[i] >= 0x7f || slash[i] == '?'
+            || slash[i] == '#')
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "fastwall_ingress_cluster_publish %V: \"%V\" "
+                               "is not http://HOST[:PORT]/PATH/members (the "
+                               "peer's admin API)", &value[1], &value[2]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    t = ngx_array_push(&mcf->targets);
+    if (t == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(t, sizeof(ngx_http_fwc_target_t));
+    t->peer = value[1];
+    t->url = value[2];
+    t->authority.data = p;
+    t->authority.len = slash - p;
+    t->path.data = slash;
+    t->path.len = end - slash;
+
+    ngx_memzero(&u, sizeof(ngx_url_t));
+    u.url = t->authority;
+    u.default_port = 80;
+
+    if (ngx_parse_url(cf->pool, &u) != NGX_OK || u.naddrs == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_cluster_publish %V: %s in \"%V\"",
+                           &value[1], u.err ? u.err : "no address",
+                           &t->authority);
+        return NGX_CONF_ERROR;
+    }
+
+    t->addr = u.addrs[0];
+
+    return NGX_CONF_OK;
+}
+
+
+/* the shared secret of the gateways, read from a file now */
+static char *
+ngx_http_fwc_token(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fwc_main_conf_t *mcf = conf;
+
+    u_char           *buf;
+    size_t            i;
+    ssize_t           n;
+    ngx_str_t        *value, name;
+    ngx_file_t        file;
+    ngx_file_info_t   fi;
+
+    if (mcf->token.data) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    name = value[1];
+
+    if (ngx_conf_full_name(cf->cycle, &name, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(&file, sizeof(ngx_file_t));
+    file.name = name;
+    file.log = cf->log;
+    file.fd = ngx_open_file(name.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+
+    if (file.fd == NGX_INVALID_FILE) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           "fastwall_ingress_cluster_token: can't open "
+                           "\"%V\"", &name);
+        return NGX_CONF_ERROR;
+    }
+
+    buf = NULL;
+    n = NGX_ERROR;
+
+    if (ngx_fd_info(file.fd, &fi) != NGX_FILE_ERROR
+        && ngx_file_size(&fi) <= NGX_HTTP_FWC_TOKEN_MAX + 2)
+    {
+        buf = ngx_pnalloc(cf->pool, NGX_HTTP_FWC_TOKEN_MAX + 2);
+        if (buf) {
+            n = ngx_read_file(&file, buf, NGX_HTTP_FWC_TOKEN_MAX + 2, 0);
+        }
+    }
+
+    (void) ngx_close_file(file.fd);
+
+    /* one line: a final newline is no part of it */
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) {
+        n--;
+    }
+
+    for (i = 0; n > 0 && i < (size_t) n; i++) {
+        if (buf[i] <= ' ' || buf[i] >= 0x7f) {
+            n = NGX_ERROR;
+        }
+    }
+
+    if (n < NGX_HTTP_FWC_TOKEN_MIN || n > NGX_HTTP_FWC_TOKEN_MAX) {
+        /* the file's content stays out of the message */
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_cluster_token: \"%V\" does not "
+                           "hold one line of 16-256 visible ASCII characters",
+                           &name);
+        return NGX_CONF_ERROR;
+    }
+
+    mcf->token.data = buf;
+    mcf->token.len = n;
+
+    return NGX_CONF_OK;
+}
+
+
 static void *
 ngx_http_fwc_create_main_conf(ngx_conf_t *cf)
 {
@@ -1485,8 +2349,16 @@ ngx_http_fwc_create_main_conf(ngx_conf_t *cf)
         return NULL;
     }
 
+    if (ngx_array_init(&mcf->targets, cf->pool, 4,
+                       sizeof(ngx_http_fwc_target_t))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
     mcf->zone_size = NGX_CONF_UNSET_SIZE;
     mcf->ttl = NGX_CONF_UNSET;
+    mcf->interval = NGX_CONF_UNSET_MSEC;
 
     return mcf;
 }
@@ -1497,11 +2369,23 @@ ngx_http_fwc_init_main_conf(ngx_conf_t *cf, void *conf)
 {
     ngx_http_fwc_main_conf_t *mcf = conf;
 
-    ngx_str_t              name = ngx_string("fastwall_ingress_cluster");
-    ngx_http_fwc_store_t  *store;
+    ngx_str_t               name = ngx_string("fastwall_ingress_cluster");
+    ngx_uint_t              i;
+    ngx_http_fwc_store_t   *store;
+    ngx_http_fwc_target_t  *t;
 
     ngx_conf_init_size_value(mcf->zone_size, 256 * 1024);
     ngx_conf_init_value(mcf->ttl, FW_MEMBER_TTL);
+
+    if (mcf->interval != NGX_CONF_UNSET_MSEC && mcf->interval < 100) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_cluster_publish_interval must be "
+                           "at least 100ms");
+        return NGX_CONF_ERROR;
+    }
+
+    /* a third of the default TTL: two publications may get lost */
+    ngx_conf_init_msec_value(mcf->interval, 10000);
 
     if (mcf->ttl <= 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -1510,15 +2394,40 @@ ngx_http_fwc_init_main_conf(ngx_conf_t *cf, void *conf)
     }
 
     if (mcf->id.len == 0) {
-        if (mcf->peers.nelts || mcf->prefix.len) {
+        if (mcf->peers.nelts || mcf->prefix.len || mcf->targets.nelts
+            || mcf->token.len)
+        {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "\"fastwall_ingress_cluster\" and "
-                               "\"fastwall_ingress_cluster_prefix\" need "
+                               "\"fastwall_ingress_cluster\", "
+                               "\"fastwall_ingress_cluster_prefix\", "
+                               "\"fastwall_ingress_cluster_publish\" and "
+                               "\"fastwall_ingress_cluster_token\" need "
                                "\"fastwall_ingress_cluster_id\"");
             return NGX_CONF_ERROR;
         }
 
         return NGX_CONF_OK;
+    }
+
+    t = mcf->targets.elts;
+
+    for (i = 0; i < mcf->targets.nelts; i++) {
+        if (ngx_http_fwc_find_peer(mcf, t[i].peer.data, t[i].peer.len)
+            == NULL)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "fastwall_ingress_cluster_publish: \"%V\" is "
+                               "not a peer (fastwall_ingress_cluster)",
+                               &t[i].peer);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (mcf->targets.nelts && mcf->token.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"fastwall_ingress_cluster_publish\" needs "
+                           "\"fastwall_ingress_cluster_token\"");
+        return NGX_CONF_ERROR;
     }
 
     if (ngx_http_fwc_find_peer(mcf, mcf->id.data, mcf->id.len)) {

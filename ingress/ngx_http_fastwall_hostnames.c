@@ -47,6 +47,12 @@ typedef struct {
 } ngx_http_fwh_loc_conf_t;
 
 
+/* the routing name given on the command line (nginx -g) */
+typedef struct {
+    ngx_str_t                   name;
+} ngx_fastwall_routing_conf_t;
+
+
 typedef struct {
     ngx_rbtree_t                rbtree;
     ngx_rbtree_node_t           sentinel;
@@ -95,6 +101,9 @@ static char *ngx_http_fwh_store(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_http_fwh_zone_size(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_fwh_admin(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static void *ngx_fastwall_routing_create_conf(ngx_cycle_t *cycle);
+static char *ngx_fastwall_routing_name(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
 
@@ -169,6 +178,47 @@ ngx_module_t  ngx_http_fastwall_hostnames_module = {
     NULL,                                  /* init master */
     NULL,                                  /* init module */
     ngx_http_fwh_init_process,             /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    NULL,                                  /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+/*
+ * A core module of its own for the one main-context directive: nginx's
+ * command line (-g) takes only those, and the routing name given there
+ * must win over the environment and the http-level directive.
+ */
+static ngx_command_t  ngx_fastwall_routing_commands[] = {
+
+    { ngx_string("fastwall_routing_name"),
+      NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE1,
+      ngx_fastwall_routing_name,
+      0,
+      0,
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_core_module_t  ngx_fastwall_routing_module_ctx = {
+    ngx_string("fastwall_routing"),
+    ngx_fastwall_routing_create_conf,
+    NULL
+};
+
+
+ngx_module_t  ngx_fastwall_routing_module = {
+    NGX_MODULE_V1,
+    &ngx_fastwall_routing_module_ctx,     /* module context */
+    ngx_fastwall_routing_commands,        /* module directives */
+    NGX_CORE_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
     NULL,                                  /* exit process */
@@ -1443,6 +1493,53 @@ ngx_http_fwh_admin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 
 static void *
+ngx_fastwall_routing_create_conf(ngx_cycle_t *cycle)
+{
+    return ngx_pcalloc(cycle->pool, sizeof(ngx_fastwall_routing_conf_t));
+}
+
+
+/*
+ * Only on the command line: a routing name in the file belongs in the
+ * http block (fastwall_ingress_routing_name), below the environment.
+ * nginx parses -g with no file behind it.
+ */
+static char *
+ngx_fastwall_routing_name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_fastwall_routing_conf_t *rcf = conf;
+
+    ngx_str_t  *value;
+
+    if (cf->conf_file->file.fd != NGX_INVALID_FILE) {
+        return "is for the command line (nginx -g); in the configuration "
+               "file, use \"fastwall_ingress_routing_name\" in the http "
+               "block";
+    }
+
+    if (rcf->name.data) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (fw_hostname_routing_name_ok((const char *) value[1].data,
+                                    value[1].len)
+        != 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_routing_name: \"%V\": %s", &value[1],
+                           fw_hostname_strerror(FW_HOSTNAME_E_ROUTING_NAME));
+        return NGX_CONF_ERROR;
+    }
+
+    rcf->name = value[1];
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
 ngx_http_fwh_create_main_conf(ngx_conf_t *cf)
 {
     ngx_http_fwh_main_conf_t  *mcf;
@@ -1464,10 +1561,11 @@ ngx_http_fwh_init_main_conf(ngx_conf_t *cf, void *conf)
 {
     ngx_http_fwh_main_conf_t *mcf = conf;
 
-    char                  *env;
-    size_t                 len;
-    ngx_str_t              name = ngx_string("fastwall_ingress_services");
-    ngx_http_fwh_index_t  *ix;
+    char                         *env;
+    size_t                        len;
+    ngx_str_t                     name = ngx_string("fastwall_ingress_services");
+    ngx_http_fwh_index_t         *ix;
+    ngx_fastwall_routing_conf_t  *rcf;
 
     if (mcf->domains == NULL) {
         if (mcf->routing_conf.len || mcf->store_kind
@@ -1483,13 +1581,21 @@ ngx_http_fwh_init_main_conf(ngx_conf_t *cf, void *conf)
         return NGX_CONF_OK;
     }
 
-    /* the environment overrides the configuration file; empty = unset */
+    /*
+     * The command line, then the environment (empty = unset), then the
+     * configuration file. The core module's configuration exists once the
+     * .so is loaded, which is before any http block.
+     */
     mcf->routing_name = mcf->routing_conf;
 
+    rcf = (ngx_fastwall_routing_conf_t *)
+              ngx_get_conf(cf->cycle->conf_ctx, ngx_fastwall_routing_module);
     env = getenv(NGX_HTTP_FWH_ROUTING_ENV);
+
     if (env && *env) {
         len = ngx_strlen(env);
 
+        /* refused even when the command line wins: bad input is an error */
         if (fw_hostname_routing_name_ok(env, len) != 0) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                NGX_HTTP_FWH_ROUTING_ENV " \"%s\": %s", env,
@@ -1505,6 +1611,10 @@ ngx_http_fwh_init_main_conf(ngx_conf_t *cf, void *conf)
 
         ngx_memcpy(mcf->routing_name.data, env, len);
         mcf->routing_name.len = len;
+    }
+
+    if (rcf && rcf->name.len) {
+        mcf->routing_name = rcf->name;
     }
 
     if (mcf->store_kind == 0) {

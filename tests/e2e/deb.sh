@@ -64,7 +64,8 @@ check "/etc/fastwall/fastwalld.yaml is a conffile" \
 	bash -c "dpkg-query --admindir='$R/var/lib/dpkg' -W -f='\${Conffiles}' fastwall |
 		grep -q '^ /etc/fastwall/fastwalld.yaml [0-9a-f]\{32\}$'"
 for f in usr/sbin/fastwalld usr/sbin/fastwall usr/share/man/man8/fastwalld.8.gz \
-	usr/share/man/man8/fastwall.8.gz usr/share/bash-completion/completions/fastwall \
+	usr/share/man/man8/fastwall.8.gz usr/share/man/man8/fastwall-ingress.8.gz \
+	usr/share/bash-completion/completions/fastwall \
 	usr/share/bash-completion/completions/fastwalld lib/systemd/system/fastwalld.service \
 	usr/share/fastwall/schema/fastwalld-config.schema.json \
 	usr/share/fastwall/schema/fastwall-policy.schema.json usr/share/doc/fastwall/copyright; do

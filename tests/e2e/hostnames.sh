@@ -7,7 +7,8 @@
 # port) through the FastPath stand-in of tests/e2e/ingress_servers.py.
 # Checks an unknown hashed label (one refresh, then 404), a label
 # collision (409, nothing stored), the SQLite store across a restart, the
-# routing name's precedence (environment over the file), nginx -t on bad
+# routing name's precedence (nginx -g over the environment over the file
+# over unset), nginx -t on bad
 # values, and two gateways sharing one PostgreSQL database (Debian's
 # server, started here in a temporary directory on a unix socket).
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
@@ -150,12 +151,14 @@ http {
 EOF
 }
 
-# gw_start NAME DIR [ENV...]: starts a gateway, waits for it to answer
+# gw_start NAME DIR [ENV...]: starts a gateway, waits for it to answer;
+# with GW_G set, that is nginx's -g (the command line's directives)
+GW_G=""
 gw_start() {
 	local name=$1 dir=$2 port
 	shift 2
 	port=$(sed -n "s/^\t\tlisten $GW:\([0-9]*\);/\1/p" "$dir/nginx.conf" | head -n 1)
-	fw_bg "$NS" env "$@" "$NGINX" -p "$dir" -c "$dir/nginx.conf"
+	fw_bg "$NS" env "$@" "$NGINX" -p "$dir" -c "$dir/nginx.conf" ${GW_G:+-g "$GW_G"}
 	eval "PID_$name=${FW_PIDS[-1]}"
 	fw_eventually 5 fw_ns "$NS" curl -s -o /dev/null "http://$GW:$port/" ||
 		fw_die "gateway $name did not start: $(tail -5 "$dir/logs/error.log")"
@@ -263,6 +266,22 @@ check "the admin API without service hosts: refused" \
 ngx_conf "$FW_TMP/t" 70 8070 "sqlite:$FW_TMP/t/s.db" >"$FW_TMP/t.conf"
 fw_ns "$NS" env FASTWALL_ROUTING_NAME=-bad "$NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t.conf" >"$FW_TMP/t.out" 2>&1
 check_eq "a bad FASTWALL_ROUTING_NAME: refused" "$? $(grep -c 'FASTWALL_ROUTING_NAME "-bad": not a DNS label' "$FW_TMP/t.out")" "1 1"
+# nginx reads -g before the file: the module is loaded there, not twice
+sed 1d "$FW_TMP/t.conf" >"$FW_TMP/t-nolm.conf"
+fw_ns "$NS" "$NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t-nolm.conf" \
+	-g "load_module $MODULE; fastwall_routing_name Gateway_D;" >"$FW_TMP/t.out" 2>&1
+check_eq "a bad fastwall_routing_name on the command line: refused" \
+	"$? $(grep -c 'fastwall_routing_name: "Gateway_D": not a DNS label .* in command line' "$FW_TMP/t.out")" "1 1"
+fw_ns "$NS" "$NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t-nolm.conf" \
+	-g "load_module $MODULE; fastwall_routing_name gateway-d;" >"$FW_TMP/t.out" 2>&1
+check_eq "a good one passes nginx -t" "$?" 0
+fw_ns "$NS" env FASTWALL_ROUTING_NAME=-bad "$NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t-nolm.conf" \
+	-g "load_module $MODULE; fastwall_routing_name gateway-d;" >"$FW_TMP/t.out" 2>&1
+check_eq "a bad FASTWALL_ROUTING_NAME is refused even under the command line's name" \
+	"$? $(grep -c 'FASTWALL_ROUTING_NAME "-bad": not a DNS label' "$FW_TMP/t.out")" "1 1"
+check "fastwall_routing_name in the file: refused, pointing at the http directive" \
+	ngx_t_sed "1a fastwall_routing_name gateway-d;" \
+	'"fastwall_routing_name" directive is for the command line (nginx -g)'
 
 ngx_conf "$FW_TMP/t" 70 8070 "sqlite:$FW_TMP/no/such/dir/s.db" >"$FW_TMP/t.conf"
 fw_ns "$NS" timeout 10 "$NGINX" -p "$FW_TMP/t" -c "$FW_TMP/t.conf" >"$FW_TMP/t.out" 2>&1
@@ -370,6 +389,31 @@ check_eq "FASTWALL_ROUTING_NAME over the file: the gateway-b label routes" "$(ho
 check_eq "and the gateway-a label of the same service is 404" "$(host 80 eiud2z5apv3yeucg.$DOMAIN)" 404
 check_eq "readable hosts are unchanged" "$(host 80 default--my-sandbox.$DOMAIN)" 200
 gw_stop A
+LABEL_D=$("$FASTWALL" hostname hash -g gateway-d default my-sandbox)
+sed -i 1d "$A/nginx.conf"
+GW_G="load_module $MODULE; fastwall_routing_name gateway-d;"
+gw_start A "$A" FASTWALL_ROUTING_NAME=gateway-b
+GW_G=""
+check_eq "nginx -g over FASTWALL_ROUTING_NAME and the file: the gateway-d label routes" \
+	"$(host 80 "$LABEL_D.$DOMAIN")" 200
+check_eq "the environment's gateway-b label is 404" "$(host 80 "$LABEL_B.$DOMAIN")" 404
+check_eq "the file's gateway-a label is 404" "$(host 80 eiud2z5apv3yeucg.$DOMAIN)" 404
+check "the index was hydrated under the command line's name" \
+	grep -q 'routing name "gateway-d"' "$A/logs/error.log"
+n=$(grep -c 'reconfiguring' "$A/logs/error.log")
+e=$(grep -c 'emerg' "$A/logs/error.log")
+w=$(grep -c 'start worker process' "$A/logs/error.log")
+kill -HUP "$PID_A"
+# new workers: the master read the configuration again, -g and all
+reloaded_d() { [ "$(grep -c 'start worker process' "$A/logs/error.log")" -gt "$w" ]; }
+check "a reload with the module and the name on the command line starts new workers" \
+	fw_eventually 5 reloaded_d
+check_eq "without an error" \
+	"$([ "$(grep -c 'reconfiguring' "$A/logs/error.log")" -gt "$n" ] && echo reloaded) $(grep -c 'emerg' "$A/logs/error.log")" \
+	"reloaded $e"
+check_eq "and it keeps the command line's name" "$(host 80 "$LABEL_D.$DOMAIN") $(host 80 "$LABEL_B.$DOMAIN")" "200 404"
+gw_stop A
+ngx_conf "$A" 80 8081 "sqlite:$DB" "fastwall_ingress_routing_name gateway-a;" >"$A/nginx.conf"
 gw_start A "$A"
 LABEL_C=$("$FASTWALL" hostname hash -g gateway-c default my-sandbox)
 ngx_conf "$A" 80 8081 "sqlite:$DB" "fastwall_ingress_routing_name gateway-c;" >"$A/nginx.conf"

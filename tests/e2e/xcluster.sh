@@ -10,7 +10,11 @@
 # reaches B (Host, SNI, path) and B's Fastlet without the hop headers, that
 # WebSocket works across, that an unknown cluster is 502, that a local
 # sandbox is resolved at A, the placement endpoint's five steps, the TTL of
-# member records, and that nginx -t refuses bad cluster directives.
+# member records, that A publishes its own records to B's admin API (on
+# change and each interval, refused without the shared token or for
+# B's own cluster, logged once while B hangs or is down, never holding up
+# A's requests, a refusal logged with its reason and without the token),
+# and that nginx -t refuses bad cluster directives.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
 set -uo pipefail
 
@@ -88,6 +92,8 @@ fw_start "$FW_TMP/north.ready" "$FW_PY" "$SERVERS" echo --listen $NORTH --log "$
 fw_start "$FW_TMP/south.ready" "$FW_PY" "$SERVERS" echo --listen $SOUTH --log "$FW_TMP/south.log"
 
 printf 'k=c2hhcmVkLXNlY3JldA==\n' >"$KEYS"
+TOKEN=$FW_TMP/cluster.token
+printf 'xc-token-7f3a9c2e5b1d4f60\n' >"$TOKEN"
 
 # common http-level text of both gateways; $1 is the prefix dir
 ngx_head() {
@@ -157,7 +163,11 @@ conf_a() {
 	fastwall_ingress_cluster east https://gw-east.test/xc address=$GW_B;
 	fastwall_ingress_cluster north https://gw-north.test:9443/n/ address=${NORTH%:*};
 	fastwall_ingress_cluster south http://gw-south.test:8080/s address=$SOUTH;
-	fastwall_ingress_cluster_ttl 5s;}
+	fastwall_ingress_cluster_ttl 5s;
+	fastwall_ingress_cluster_token $TOKEN;
+	fastwall_ingress_cluster_publish east http://$GW_B:88/fastwall/cluster/members;
+	fastwall_ingress_cluster_publish south http://$SOUTH/s/fastwall/cluster/members;
+	fastwall_ingress_cluster_publish_interval 1s;}
 	access_log $FW_TMP/a/access.log;
 	server {
 		listen $GW_A:80;
@@ -186,6 +196,9 @@ conf_b() {
 	fastwall_ingress_resolver $FP_B;
 	fastwall_ingress_cluster_id east;
 	fastwall_ingress_cluster_prefix /xc;
+	fastwall_ingress_cluster west http://gw-west.test address=$GW_A;
+	fastwall_ingress_cluster_token $TOKEN;
+	fastwall_ingress_cluster_ttl 3s;
 	log_format hop '\$ssl_server_name \$host \$request_uri';
 	access_log $FW_TMP/b/access.log hop;
 	server {
@@ -194,6 +207,12 @@ conf_b() {
 		ssl_certificate_key $FW_TMP/gw-east.test.key;
 $(data_loc header)
 $(resolve_loc)
+	}
+	server {
+		listen $GW_B:88;
+		location /fastwall/cluster/ {
+			fastwall_ingress_cluster_admin;
+		}
 	}
 }
 EOF
@@ -250,10 +269,34 @@ check "a TTL of 0: refused" \
 check "a prefix that is no path: refused" \
 	ngx_test "fastwall_ingress_cluster_id west; fastwall_ingress_cluster_prefix xc;" \
 	'"xc" is not a path'
+EASTPEER="fastwall_ingress_cluster_id west; fastwall_ingress_cluster east http://e address=$GW_B;"
+check "publishing to a cluster that is no peer: refused" \
+	ngx_test "$EASTPEER fastwall_ingress_cluster_token $TOKEN; fastwall_ingress_cluster_publish mars http://$GW_B:88/m/members;" \
+	'"mars" is not a peer'
+check "publishing without a token: refused" \
+	ngx_test "$EASTPEER fastwall_ingress_cluster_publish east http://$GW_B:88/m/members;" \
+	'"fastwall_ingress_cluster_publish" needs "fastwall_ingress_cluster_token"'
+check "a publish URL that is not the members endpoint: refused" \
+	ngx_test "$EASTPEER fastwall_ingress_cluster_token $TOKEN; fastwall_ingress_cluster_publish east http://$GW_B:88/m;" \
+	"\"http://$GW_B:88/m\" is not http://HOST[:PORT]/PATH/members"
+check "an https publish URL: refused" \
+	ngx_test "$EASTPEER fastwall_ingress_cluster_token $TOKEN; fastwall_ingress_cluster_publish east https://$GW_B/members;" \
+	'is not http://HOST[:PORT]/PATH/members'
+check "a publish interval of 10ms: refused" \
+	ngx_test "$EASTPEER fastwall_ingress_cluster_publish_interval 10ms;" \
+	'fastwall_ingress_cluster_publish_interval must be at least 100ms'
+printf 'short-secret\n' >"$FW_TMP/short.token"
+check "a token file of 12 characters: refused, without its content" \
+	ngx_test "$EASTPEER fastwall_ingress_cluster_token $FW_TMP/short.token;" \
+	"\"$FW_TMP/short.token\" does not hold one line of 16-256 visible ASCII characters"
+check_eq "the message does not hold the secret" "$(grep -c short-secret "$FW_TMP/a/test.out")" 0
+check "a token without a cluster id: refused" \
+	ngx_test "fastwall_ingress_cluster_token $TOKEN;" 'need "fastwall_ingress_cluster_id"'
 
 fw_bg "$NS" "$NGINX" -p "$FW_TMP/a" -c "$FW_TMP/a/nginx.conf"
 NGINX_A=${FW_PIDS[-1]}
 fw_bg "$NS" "$NGINX" -p "$FW_TMP/b" -c "$FW_TMP/b/nginx.conf"
+NGINX_B=${FW_PIDS[-1]}
 fw_eventually 5 fw_ns "$NS" curl -s -o /dev/null "http://$GW_A:80/" ||
 	fw_die "nginx A did not start: $(tail -5 "$FW_TMP/a/error.log")"
 fw_eventually 5 fw_ns "$NS" curl -sk -o /dev/null "https://$GW_B:443/" ||
@@ -403,6 +446,134 @@ sleep 5.5
 check_eq "and when west's own record expires too the env is unknown" "$(place e2)" '{"error":"no such env"}'
 fw_ns "$NS" curl -s -m 5 "$ADMIN/members" >"$FW_TMP/members"
 check_eq "expired records are gone from the list" "$(grep -c . "$FW_TMP/members")" 0
+
+echo "# west publishes its own records to east"
+BADMIN=http://$GW_B:88/fastwall/cluster
+bplace() { fw_ns "$NS" curl -s -m 5 -G --data-urlencode "namespace=$NS_NAME" --data-urlencode "ref=$1" "$BADMIN/place"; }
+bpost() { # BODY CURL-ARGS...
+	fw_ns "$NS" curl -s -m 5 -o "$FW_TMP/post" -w '%{http_code}' --data-binary "$1" "${@:2}" "$BADMIN/members"
+}
+FWD_PUB='{"decision":"forward","cluster":"west","target":"west::pw","step":2}'
+check_eq "east knows no env pub yet" "$(bplace pub)" '{"error":"no such env"}'
+rec west pub pw 2 0 0
+at_east() { [ "$(bplace "$1")" = "$2" ]; }
+check "a record posted to west's admin reaches east's placement (within 3 s)" \
+	fw_eventually 3 at_east pub "$FWD_PUB"
+fw_ns "$NS" curl -s -m 5 "$BADMIN/members" >"$FW_TMP/members.b"
+check "east lists it with its own TTL (3 s)" \
+	grep -q "^cluster=west&namespace=$NS_NAME&env=pub&pool=pw&idle=2&autoscale=0&headroom=0 ttl=[0-3]\$" \
+	"$FW_TMP/members.b"
+# the same record again and again is no change: only the interval sends it
+for _ in 1 2 3 4 5; do
+	rec west pub pw 2 0 0
+	sleep 1
+done
+check_eq "west's periodic publication keeps it at east past east's TTL" "$(bplace pub)" "$FWD_PUB"
+rec west pub pw 0 1 4
+check "new counts are published: east now forwards for west's headroom (step 4)" \
+	fw_eventually 3 at_east pub '{"decision":"forward","cluster":"west","target":"west::pw","step":4}'
+check "west stops publishing it once it expires there (5 s), east drops it 3 s later" \
+	fw_eventually 12 at_east pub '{"error":"no such env"}'
+TOK=$(cat "$TOKEN")
+PUB="cluster=west&namespace=$NS_NAME&env=q&pool=p&idle=1"
+check_eq "a published record with the token, of the publisher's own cluster: 204" \
+	"$(bpost "$PUB" -H 'X-Fastwall-Cluster-From: west' -H "X-Fastwall-Cluster-Token: $TOK")" 204
+check_eq "a wrong token: 403" \
+	"$(bpost "$PUB" -H 'X-Fastwall-Cluster-From: west' -H 'X-Fastwall-Cluster-Token: wrong-token-0123456789') $(cat "$FW_TMP/post")" \
+	'403 {"error":"bad or missing X-Fastwall-Cluster-Token"}'
+check_eq "no token: 403" \
+	"$(bpost "$PUB" -H 'X-Fastwall-Cluster-From: west') $(cat "$FW_TMP/post")" \
+	'403 {"error":"bad or missing X-Fastwall-Cluster-Token"}'
+check_eq "a peer publishing east's own records: 403" \
+	"$(bpost "cluster=east&namespace=$NS_NAME&env=q&pool=p&idle=1" -H 'X-Fastwall-Cluster-From: west' -H "X-Fastwall-Cluster-Token: $TOK") $(cat "$FW_TMP/post")" \
+	"403 {\"error\":\"a peer publishes only its own cluster's records\"}"
+check_eq "a publisher that is no peer: 403" \
+	"$(bpost "cluster=mars&namespace=$NS_NAME&env=q&pool=p&idle=1" -H 'X-Fastwall-Cluster-From: mars' -H "X-Fastwall-Cluster-Token: $TOK") $(cat "$FW_TMP/post")" \
+	'403 {"error":"published by a cluster that is no configured peer"}'
+check_eq "nothing refused was kept" \
+	"$(fw_ns "$NS" curl -s -m 5 "$BADMIN/members" | grep -c -e '^cluster=east' -e '^cluster=mars')" 0
+check "south's echo got the publications at the path of its URL" \
+	grep -q '^/s/fastwall/cluster/members$' "$FW_TMP/south.log"
+check "and west logged that south answered 200, not 204" \
+	grep -q 'member records not published to cluster "south" at http://'"$SOUTH"'/s/fastwall/cluster/members: answered 200 OK (' \
+	"$FW_TMP/a/error.log"
+check_eq "the token never reached west's log (south echoed it back)" "$(grep -c -F "$TOK" "$FW_TMP/a/error.log")" 0
+
+echo "# on change, not only each interval"
+# west with an interval of a minute: its new workers publish once at start,
+# then only a change can reach east before the minute is up
+w=$(grep -c 'start worker process' "$FW_TMP/a/error.log")
+sed -i 's/fastwall_ingress_cluster_publish_interval 1s;/fastwall_ingress_cluster_publish_interval 60s;/' "$FW_TMP/a/nginx.conf"
+kill -HUP "$NGINX_A"
+a_reloaded() { [ "$(grep -c 'start worker process' "$FW_TMP/a/error.log")" -gt "$w" ]; }
+check "west reloaded with a publish interval of 60 s" fw_eventually 5 a_reloaded
+sleep 1
+rec west chg pc 1 0 0
+check "a new record reaches east long before the interval (within 3 s)" \
+	fw_eventually 3 at_east chg '{"decision":"forward","cluster":"west","target":"west::pc","step":2}'
+w=$(grep -c 'start worker process' "$FW_TMP/a/error.log")
+conf_a >"$FW_TMP/a/nginx.conf"
+kill -HUP "$NGINX_A"
+fw_eventually 5 a_reloaded || fw_die "west did not reload: $(tail -5 "$FW_TMP/a/error.log")"
+sleep 0.5
+
+echo "# east hangs, then is down"
+unpublished() { grep -c 'member records not published to cluster "east"' "$FW_TMP/a/error.log" || true; }
+check_eq "no failure logged while east was up" "$(unpublished)" 0
+B_PIDS="$NGINX_B $(pgrep -P "$NGINX_B" | tr '\n' ' ')"
+# shellcheck disable=SC2086 # a list of pids
+kill -STOP $B_PIDS
+WEST_SB=$(scope "west.$UUID")
+answered=0
+for _ in $(seq 12); do
+	rec west pub2 pw 1 0 0
+	[ "$(fw_ns "$NS" curl -s -m 2 -o /dev/null -w '%{http_code}' -H "OpenSandbox-Ingress-To: $WEST_SB" "http://$GW_A:80/while-east-hangs")" = 200 ] &&
+		answered=$((answered + 1))
+	sleep 0.5
+done
+check_eq "every request at west answered while east accepted and never answered (12, fresh connections)" \
+	"$answered" 12
+check "west logged that east does not answer" \
+	fw_eventually 3 grep -q 'member records not published to cluster "east" at .*: no answer' "$FW_TMP/a/error.log"
+# shellcheck disable=SC2086
+kill -CONT $B_PIDS
+kill -QUIT "$NGINX_B"
+for _ in $(seq 100); do
+	kill -0 "$NGINX_B" 2>/dev/null || break
+	sleep 0.05
+done
+for _ in 1 2 3 4; do
+	rec west pub2 pw 1 0 0
+	sleep 1
+done
+check_eq "a hang and four refused publications within a minute: logged once" "$(unpublished)" 1
+fw_bg "$NS" "$NGINX" -p "$FW_TMP/b" -c "$FW_TMP/b/nginx.conf"
+fw_eventually 5 fw_ns "$NS" curl -sk -o /dev/null "https://$GW_B:443/" ||
+	fw_die "nginx B did not start again: $(tail -5 "$FW_TMP/b/error.log")"
+rec west pub2 pw 1 0 0
+check "east back: west's next publication reaches it" \
+	fw_eventually 3 at_east pub2 '{"decision":"forward","cluster":"west","target":"west::pw","step":2}'
+check "and west says so" grep -q 'member records published to cluster "east" at .* again' "$FW_TMP/a/error.log"
+
+echo "# tokens that differ"
+NGINX_B=${FW_PIDS[-1]}
+printf 'another-token-0123456789\n' >"$FW_TMP/other.token"
+sed -i "s|fastwall_ingress_cluster_token .*;|fastwall_ingress_cluster_token $FW_TMP/other.token;|" "$FW_TMP/b/nginx.conf"
+w=$(grep -c 'start worker process' "$FW_TMP/b/error.log")
+kill -HUP "$NGINX_B"
+b_reloaded() { [ "$(grep -c 'start worker process' "$FW_TMP/b/error.log")" -gt "$w" ]; }
+check "east reloaded with another token" fw_eventually 5 b_reloaded
+# a fresh publisher at west, so its line is not held back by the minute
+w=$(grep -c 'start worker process' "$FW_TMP/a/error.log")
+kill -HUP "$NGINX_A"
+fw_eventually 5 a_reloaded || fw_die "west did not reload: $(tail -5 "$FW_TMP/a/error.log")"
+rec west tok p 1 0 0
+check "west logs east's refusal with its reason" \
+	fw_eventually 3 grep -q 'member records not published to cluster "east" at .*: answered 403 Forbidden {"error":"bad or missing X-Fastwall-Cluster-Token"}' \
+	"$FW_TMP/a/error.log"
+check_eq "and east kept none of them" "$(bplace tok)" '{"error":"no such env"}'
+check_eq "the secrets never reached a log" \
+	"$(cat "$FW_TMP/a/error.log" "$FW_TMP/b/error.log" | grep -c -F -e "$TOK" -e another-token)" 0
 
 check "no worker crashed" bash -c "! grep -q 'exited on signal' '$FW_TMP/a/error.log' '$FW_TMP/b/error.log'"
 

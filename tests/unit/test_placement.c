@@ -310,3 +310,39 @@ Test(placement, rank_is_an_order)
 	cr_expect(fw_member_live(&a, NOW));
 	cr_expect(!fw_member_live(&a, a.expires));
 }
+
+/* the answers of pipelined POSTs as a peer gateway's nginx writes them */
+Test(placement, answers_scan)
+{
+	static const char two_ok[] = "HTTP/1.1 204 No Content\r\nServer: nginx\r\n\r\n"
+				     "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n";
+	static const char refused[] = "HTTP/1.1 204 No Content\r\n\r\n"
+				      "HTTP/1.1 403 Forbidden\r\nContent-Length: 40\r\n\r\n"
+				      "{\"error\":\"bad or missing token\"}\n"
+				      "HTTP/1.1 413 Request Entity Too Large\r\n\r\n";
+	static const char plain[] = "HTTP/1.0 200 OK\r\n\r\n{\"method\": \"POST\"}\n";
+	struct fw_member_answers a;
+
+	fw_member_answers_scan(two_ok, strlen(two_ok), &a);
+	cr_expect_eq(a.ok, 2);
+	cr_expect_null(a.bad);
+	cr_expect_null(a.why);
+
+	fw_member_answers_scan(refused, strlen(refused), &a);
+	cr_expect_eq(a.ok, 1);
+	cr_expect_eq(a.bad_len, strlen("403 Forbidden"));
+	cr_expect(memcmp(a.bad, "403 Forbidden", a.bad_len) == 0);
+	cr_expect_eq(a.why_len, strlen("{\"error\":\"bad or missing token\"}"));
+	cr_expect(memcmp(a.why, "{\"error\":\"bad or missing token\"}", a.why_len) == 0);
+
+	/* another body is no reason; a cut answer is no status */
+	fw_member_answers_scan(plain, strlen(plain), &a);
+	cr_expect_eq(a.ok, 0);
+	cr_expect(a.bad && memcmp(a.bad, "200 OK", a.bad_len) == 0 && a.bad_len == 6);
+	cr_expect_null(a.why);
+	fw_member_answers_scan("HTTP/1.1 20", 11, &a);
+	cr_expect_eq(a.ok, 0);
+	cr_expect_null(a.bad);
+	fw_member_answers_scan("", 0, &a);
+	cr_expect_eq(a.ok, 0);
+}

@@ -175,6 +175,48 @@ int fw_member_format(const struct fw_member *m, char *out, size_t outlen)
 	return n;
 }
 
+/* the first "\r\n\r\n" in [p, end), or NULL */
+static const char *head_end(const char *p, const char *end)
+{
+	for (; end - p >= 4; p++)
+		if (memcmp(p, "\r\n\r\n", 4) == 0)
+			return p;
+	return NULL;
+}
+
+void fw_member_answers_scan(const char *buf, size_t len, struct fw_member_answers *out)
+{
+	const char *p = buf, *end = buf + len, *eol, *body;
+
+	memset(out, 0, sizeof(*out));
+	while (p < end) {
+		eol = memchr(p, '\n', (size_t)(end - p));
+		if (!eol)
+			eol = end;
+		/* "HTTP/1.x NNN" at a line's start */
+		if (eol - p >= 12 && memcmp(p, "HTTP/1.", 7) == 0 && p[8] == ' ') {
+			if (memcmp(p + 9, "204", 3) == 0) {
+				out->ok++;
+			} else if (!out->bad) {
+				out->bad = p + 9;
+				out->bad_len = (size_t)(eol - out->bad);
+				if (out->bad_len && out->bad[out->bad_len - 1] == '\r')
+					out->bad_len--;
+				body = head_end(p, end);
+				if (body && end - body - 4 >= 10 &&
+				    memcmp(body + 4, "{\"error\":\"", 10) == 0) {
+					out->why = body + 4;
+					eol = memchr(out->why, '\n', (size_t)(end - out->why));
+					if (!eol)
+						eol = end;
+					out->why_len = (size_t)(eol - out->why);
+				}
+			}
+		}
+		p = eol < end ? eol + 1 : end;
+	}
+}
+
 static int can_grow(const struct fw_member *m)
 {
 	return m->autoscale && m->headroom != 0;

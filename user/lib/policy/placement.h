@@ -69,6 +69,20 @@ int fw_member_parse(const char *text, size_t len, struct fw_member *out);
  * when it does not fit. */
 int fw_member_format(const struct fw_member *m, char *out, size_t outlen);
 
+/* What a peer's admin API answered to pipelined POSTs of records: the
+ * answers that are 204, and of the first that is not its status text
+ * ("403 Forbidden") and the {"error":...} line of its body when it has
+ * one (NULL/0 when absent). The spans point into the scanned bytes. */
+struct fw_member_answers {
+	size_t ok;
+	const char *bad;
+	size_t bad_len;
+	const char *why;
+	size_t why_len;
+};
+
+void fw_member_answers_scan(const char *buf, size_t len, struct fw_member_answers *out);
+
 /* 1 when the record counts at now: not expired, and idle > 0 or
  * autoscaling with headroom */
 int fw_member_live(const struct fw_member *m, int64_t now);

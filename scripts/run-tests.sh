@@ -17,7 +17,7 @@ failed_parts=()
 # counts as one failure, so a crash is never silent.
 tally() {
 	local name=$1 rc=$2 log=$3 p f line
-	line=$(grep -E '^[[:alnum:]_-]*:? ?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+	line=$(grep -E '^[[:alnum:] _-]*:? ?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
 	if [ -n "$line" ]; then
 		p=$(grep -oE '[0-9]+ passed' <<<"$line" | grep -oE '[0-9]+')
 		f=$(grep -oE '[0-9]+ failed' <<<"$line" | grep -oE '[0-9]+')

@@ -128,6 +128,7 @@ run() {
 }
 web() { run "web-$FW_ID" --policy "$FW_TMP/web.json" -- "$@"; }
 probe() { "$FW_PY" "$PROBE_SOCK" "$@"; }
+probe_pod() { fw_ns "$NS_POD" "$FW_PY" "$PROBE_SOCK" "$@"; }
 
 # a static subject with a cgroup: fastwalld made it, and holds it to its policy
 in_cg() { # CGROUP CMD...: a process joins CGROUP, as fastwall run's child does
@@ -287,9 +288,11 @@ check "... and dig says it could not reach the resolver" \
 	grep -qiE "unreachable|timed out|no servers" "$FW_TMP/dig.out"
 check_eq "dig @192.0.2.53 for a name run d may not resolve: NXDOMAIN" \
 	"$(dig_in "$CG/d-$FW_ID" @192.0.2.53 other.example.test)" NXDOMAIN
-# a second sandbox at the same time, with another policy: each learns its own
+# a second sandbox at the same time, with another policy: each learns its
+# own. Its policy allows loopback, so only the alias rule keeps it from
+# the proxy addresses.
 nsenter --net="/run/netns/$NS_POD" "$FASTWALL" run --socket "$RUN_SOCK" --name "e-$FW_ID" \
-	--allow other.example.test -- sleep 120 &
+	--allow other.example.test --allow 127.0.0.0/8 -- sleep 120 &
 E=$!
 FW_PIDS+=("$E")
 fw_eventually 5 test -s "$CG/e-$FW_ID/cgroup.procs"
@@ -311,15 +314,29 @@ check "run e reaches the address it learned" \
 	in_cg "$CG/e-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 198.51.100.66 80 --want ok
 check "run e still may not reach run d's 203.0.113.10" \
 	in_cg "$CG/e-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want EPERM
-# no sandbox addresses a proxy address itself: not another's, not its own
-check "run d may not send to run e's proxy address (sendto)" \
+# no sandbox addresses a proxy address itself: not another's, not its
+# own, though run e's policy allows 127.0.0.0/8
+check "run e reaches 127.0.0.1 (its policy allows loopback)" \
+	in_cg "$CG/e-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 127.0.0.1 15353 --want ok
+check "run e may not send to run d's proxy address (sendto)" \
+	in_cg "$CG/e-$FW_ID" "$FW_PY" "$PROBE_SOCK" udp "$(fw_proxy_alias "d-$FW_ID")" 15353 --want EPERM
+check "run e may not connect to run d's proxy address over TCP" \
+	in_cg "$CG/e-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp "$(fw_proxy_alias "d-$FW_ID")" 15353 --want EPERM
+check "run e may not connect to its own proxy address itself either" \
+	in_cg "$CG/e-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp "$(fw_proxy_alias "e-$FW_ID")" 15353 --want EPERM
+check "run e may not reach run d's proxy address from IPv6 (v4-mapped)" \
+	in_cg "$CG/e-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp "::ffff:$(fw_proxy_alias "d-$FW_ID")" 15353 --want EPERM
+check "run d may not send to run e's proxy address either" \
 	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" udp "$(fw_proxy_alias "e-$FW_ID")" 15353 --want EPERM
-check "run d may not connect to run e's proxy address over TCP" \
-	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp "$(fw_proxy_alias "e-$FW_ID")" 15353 --want EPERM
-check "run d may not connect to its own proxy address itself either" \
-	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp "$(fw_proxy_alias "d-$FW_ID")" 15353 --want EPERM
-check "run d may not reach run e's proxy address from IPv6 (v4-mapped)" \
-	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp "::ffff:$(fw_proxy_alias "e-$FW_ID")" 15353 --want EPERM
+check "the refusal names run e and alias-source" \
+	fw_wait_log "deny subject=e-$FW_ID reason=alias-source proto=tcp .*dst=$(fw_proxy_alias "d-$FW_ID") dport=15353" 1 2
+# the proxy goes by the address a query arrived on, never by its source:
+# outside every sandbox, a query to run d's proxy address is run d's, and
+# one from run d's address to 127.0.0.1 is nobody's
+check "a query to run d's proxy address (from outside any sandbox) is run d's" \
+	probe_pod dns "$(fw_proxy_alias "d-$FW_ID")" api.example.test --port 15353 --want A=203.0.113.10
+check "a query from run d's proxy address to 127.0.0.1 is no subject's: NXDOMAIN" \
+	probe_pod dns 127.0.0.1 api.example.test --port 15353 --src "$(fw_proxy_alias "d-$FW_ID")" --want NXDOMAIN
 kill "$(head -1 "$CG/e-$FW_ID/cgroup.procs")"
 wait "$E"
 check "run d reaches the address it learned" \

@@ -20,7 +20,9 @@ and exits 0 when that is --want:
                              "rcode=N"; "bad-source" when the answer does not
                              come from SERVER:53; --tcp: over TCP; --bind:
                              the socket is bound to the wildcard address,
-                             port 0, before sendto() or connect()
+                             port 0, before sendto() or connect();
+                             --src ADDR: bound to ADDR instead; --port N:
+                             to SERVER:N
   bind ADDR                  bind() a UDP socket to ADDR
   pktinfo SRC HOST PORT      sendmsg() to HOST:PORT with IP_PKTINFO source SRC
 """
@@ -158,8 +160,11 @@ def dns_answer(data, qid):
     return "no-A"
 
 
-def bind_any(s, server):
-    s.bind(("::" if family_of(server) == socket.AF_INET6 else "0.0.0.0", 0))
+def bind_any(s, server, src=None):
+    if src:
+        s.bind((src, 0))
+    else:
+        s.bind(("::" if family_of(server) == socket.AF_INET6 else "0.0.0.0", 0))
 
 
 def dns_tcp(server, name, bind_first):
@@ -181,19 +186,19 @@ def dns_tcp(server, name, bind_first):
         return dns_answer(data[2:], qid)
 
 
-def dns(server, name, connect, bind_first):
+def dns(server, name, connect, bind_first, src=None, port=53):
     qid, q = dns_query(name)
     with socket.socket(family_of(server), socket.SOCK_DGRAM) as s:
         s.settimeout(3)
-        if bind_first:
-            bind_any(s, server)
+        if bind_first or src:
+            bind_any(s, server, src)
         if connect:
-            s.connect((server, 53))
+            s.connect((server, port))
             s.send(q)
         else:
-            s.sendto(q, (server, 53))
+            s.sendto(q, (server, port))
         data, frm = s.recvfrom(4096)
-        if frm[0] != server or frm[1] != 53:
+        if frm[0] != server or frm[1] != port:
             return "bad-source %s:%d" % (frm[0], frm[1])
         return dns_answer(data, qid)
 
@@ -222,6 +227,8 @@ def main():
     ap.add_argument("--connect", action="store_true")
     ap.add_argument("--tcp", action="store_true")
     ap.add_argument("--bind", action="store_true")
+    ap.add_argument("--src")
+    ap.add_argument("--port", type=int, default=53)
     a = ap.parse_args()
     try:
         if a.mode == "tcp":
@@ -241,7 +248,7 @@ def main():
         elif a.mode == "dns" and a.tcp:
             got = dns_tcp(a.args[0], a.args[1], a.bind)
         elif a.mode == "dns":
-            got = dns(a.args[0], a.args[1], a.connect, a.bind)
+            got = dns(a.args[0], a.args[1], a.connect, a.bind, a.src, a.port)
         elif a.mode == "bind":
             got = bind(a.args[0])
         elif a.mode == "pktinfo":

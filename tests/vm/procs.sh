@@ -137,7 +137,7 @@ nsenter --net="/run/netns/$POD" "$FASTWALL" run --socket "$RUNSOCK" --name "dg-$
 	--allow learned.example.com -- sleep 60 &
 DG=$!
 nsenter --net="/run/netns/$POD" "$FASTWALL" run --socket "$RUNSOCK" --name "dh-$ID" \
-	--allow denied.example.com -- sleep 60 &
+	--allow denied.example.com --allow 127.0.0.0/8 -- sleep 60 &
 DH=$!
 eventually 20 test -s "$CGDIR/dg-$ID/cgroup.procs"
 eventually 20 test -s "$CGDIR/dh-$ID/cgroup.procs"
@@ -158,11 +158,12 @@ check "each run learned its own name only (fastwall leases)" \
 		! echo \"\$out\" | grep -qE '^dg-$ID +198.51.100.10 |^dh-$ID +203.0.113.10 '"
 check "the first run reaches the address it learned" \
 	in_run dg timeout 10 bash -c "$CONNECT" 203.0.113.10
-DH_ALIAS=$(proxy_alias dh)
-check "the first run may not send to the second's proxy address ($DH_ALIAS): EPERM" \
-	udp_eperm dg "${DH_ALIAS:-127.254.255.254}" 15353
+# the second run's policy allows loopback: only the alias rule refuses
+DG_ALIAS=$(proxy_alias dg)
+check "the second run may not send to the first's proxy address ($DG_ALIAS): EPERM" \
+	udp_eperm dh "${DG_ALIAS:-127.254.255.254}" 15353
 check "nor to its own, itself: EPERM" \
-	udp_eperm dg "$(proxy_alias dg || echo 127.254.255.253)" 15353
+	udp_eperm dh "$(proxy_alias dh || echo 127.254.255.253)" 15353
 kill "$(head -1 "$CGDIR/dg-$ID/cgroup.procs")" "$(head -1 "$CGDIR/dh-$ID/cgroup.procs")" 2>/dev/null
 wait "$DG" "$DH" 2>/dev/null
 

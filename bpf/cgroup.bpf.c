@@ -5,8 +5,9 @@
  * with EPERM; raw IP sockets are refused; every packet a
  * sandbox's socket sends is checked again at cgroup egress (ICMP, and
  * sockets no socket hook saw). While the DNS proxy runs, DNS goes to it
- * from the subject's own loopback source, and recvmsg gives the answer
- * the resolver's address back; no sandbox may use another's source.
+ * at the subject's own loopback address (127.254.0.0/16 + id), and
+ * recvmsg gives the answer the resolver's address back; no sandbox
+ * addresses those itself, nor uses another's as a source.
  * Processes of no sandbox pass untouched and uncounted. The maps are the
  * TC programs' (fastwalld loads this object on their descriptors). */
 #include "lib/cgroup.h"
@@ -38,17 +39,21 @@ static __always_inline void fw_sa_pkt(struct bpf_sock_addr *ctx, struct fw_pkt *
 }
 
 /* DNS (TCP and UDP port 53, to any resolver) goes to fastwalld's proxy
- * on 127.0.0.1 while the proxy runs, whatever the subject's state (the
- * proxy answers a denying one NXDOMAIN). The resolver addressed is kept
- * by socket cookie, so recvmsg can give the answer its source back. */
+ * while the proxy runs, whatever the subject's state (the proxy answers a
+ * denying one NXDOMAIN). The resolver addressed is kept by socket cookie,
+ * so recvmsg can give the answer its source back. */
 static __always_inline bool fw_sa_is_dns(const struct fw_config *cfg, const struct fw_pkt *pkt)
 {
 	return cfg && (cfg->flags & FW_CF_DNS_PROXY) && pkt->has_ports &&
 	       pkt->dport == bpf_htons(53);
 }
 
+/* To the subject's own proxy address, 127.254.0.0/16 + its id: the proxy
+ * attributes the query by the local address it arrives on, so neither
+ * the socket's source nor a bind() before connect() matters. */
 static __always_inline void fw_sa_to_proxy(struct bpf_sock_addr *ctx, const struct fw_config *cfg,
-					   const struct fw_pkt *pkt, bool v6)
+					   const struct fw_subject *s, const struct fw_pkt *pkt,
+					   bool v6)
 {
 	struct fw_dns_nat orig = {.orig_dst = pkt->dst, .orig_port = pkt->dport};
 	__u64 cookie = bpf_get_socket_cookie(ctx);
@@ -58,32 +63,30 @@ static __always_inline void fw_sa_to_proxy(struct bpf_sock_addr *ctx, const stru
 		ctx->user_ip6[0] = 0;
 		ctx->user_ip6[1] = 0;
 		ctx->user_ip6[2] = bpf_htonl(0xffff);
-		ctx->user_ip6[3] = bpf_htonl(FW_CG_DNS_PROXY4);
+		ctx->user_ip6[3] = fw_cg_alias4(s->id);
 	} else {
-		ctx->user_ip4 = bpf_htonl(FW_CG_DNS_PROXY4);
+		ctx->user_ip4 = fw_cg_alias4(s->id);
 	}
 	ctx->user_port = bpf_htons(cfg->dns_port);
 }
 
-/* To the proxy itself, on a socket this program sent there: a connected
- * dual-stack socket's send() comes back through sendmsg4 with the
- * (rewritten) peer as its address. */
+/* To the subject's own proxy address, on a socket this program sent
+ * there: a connected dual-stack socket's send() comes back through
+ * sendmsg4 with the (rewritten) peer as its address. */
 static __always_inline bool fw_sa_redirected(struct bpf_sock_addr *ctx, const struct fw_config *cfg,
-					     const struct fw_pkt *pkt)
+					     const struct fw_subject *s, const struct fw_pkt *pkt)
 {
 	__u64 cookie;
 
 	if (!cfg || !(cfg->flags & FW_CF_DNS_PROXY) || !pkt->has_ports ||
-	    pkt->dport != bpf_htons(cfg->dns_port) || pkt->dst.w[0] || pkt->dst.w[1] ||
-	    pkt->dst.w[2] != bpf_htonl(0xffff) || pkt->dst.w[3] != bpf_htonl(FW_CG_DNS_PROXY4))
+	    pkt->dport != bpf_htons(cfg->dns_port) || !fw_cg_own_alias(&pkt->dst, s))
 		return false;
 	cookie = bpf_get_socket_cookie(ctx);
 	return bpf_map_lookup_elem(&fastwall_cg_dns, &cookie) != NULL;
 }
 
-/* connect(): from the subject's own DNS source, bound here (a socket
- * bound already keeps its address; the proxy then does not know it and
- * answers NXDOMAIN). */
+/* connect(): DNS to the subject's own proxy address (bound or not, the
+ * socket keeps its source); no process addresses 127.254.0.0/16 itself. */
 static __always_inline int fw_connect(struct bpf_sock_addr *ctx, bool v6)
 {
 	struct fw_subject *s = fw_cg_task_subject();
@@ -93,21 +96,11 @@ static __always_inline int fw_connect(struct bpf_sock_addr *ctx, bool v6)
 	if (!s)
 		return 1;
 	fw_sa_pkt(ctx, &pkt, v6);
+	if (fw_cg_any_alias(&pkt.dst))
+		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
 	if (!fw_sa_is_dns(cfg, &pkt))
 		return fw_cg_verdict(&pkt, s->id, fw_cg_decide(&pkt, s), 0);
-	if (v6) {
-		struct sockaddr_in6 sa = {.sin6_family = FW_AF_INET6};
-
-		sa.sin6_addr.in6_u.u6_addr32[2] = bpf_htonl(0xffff);
-		sa.sin6_addr.in6_u.u6_addr32[3] = fw_cg_alias4(s->id);
-		bpf_bind(ctx, (struct sockaddr *)&sa, sizeof(sa));
-	} else {
-		struct sockaddr_in sa = {.sin_family = FW_AF_INET};
-
-		sa.sin_addr.s_addr = fw_cg_alias4(s->id);
-		bpf_bind(ctx, (struct sockaddr *)&sa, sizeof(sa));
-	}
-	fw_sa_to_proxy(ctx, cfg, &pkt, v6);
+	fw_sa_to_proxy(ctx, cfg, s, &pkt, v6);
 	return fw_cg_verdict(&pkt, s->id, FW_PASS_DNS_PROXY, 0);
 }
 
@@ -124,8 +117,8 @@ int fw_cg_connect6(struct bpf_sock_addr *ctx)
 }
 
 /* sendmsg() with an address: a source of the caller's choosing
- * (IP_PKTINFO) may not be another subject's DNS source; DNS leaves from
- * the subject's own. */
+ * (IP_PKTINFO) may not be another subject's proxy address, nor the
+ * destination any; DNS goes to the subject's own. */
 SEC("cgroup/sendmsg4")
 int fw_cg_sendmsg4(struct bpf_sock_addr *ctx)
 {
@@ -140,14 +133,13 @@ int fw_cg_sendmsg4(struct bpf_sock_addr *ctx)
 	fw_ip_from_v4(&src, ctx->msg_src_ip4);
 	if (fw_cg_foreign_alias(&src, s))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
-	if (fw_sa_redirected(ctx, cfg, &pkt)) {
-		ctx->msg_src_ip4 = fw_cg_alias4(s->id);
+	if (fw_sa_redirected(ctx, cfg, s, &pkt))
 		return fw_cg_verdict(&pkt, s->id, FW_PASS_DNS_PROXY, 0);
-	}
+	if (fw_cg_any_alias(&pkt.dst))
+		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
 	if (!fw_sa_is_dns(cfg, &pkt))
 		return fw_cg_verdict(&pkt, s->id, fw_cg_decide(&pkt, s), 0);
-	ctx->msg_src_ip4 = fw_cg_alias4(s->id);
-	fw_sa_to_proxy(ctx, cfg, &pkt, false);
+	fw_sa_to_proxy(ctx, cfg, s, &pkt, false);
 	return fw_cg_verdict(&pkt, s->id, FW_PASS_DNS_PROXY, 0);
 }
 
@@ -168,18 +160,16 @@ int fw_cg_sendmsg6(struct bpf_sock_addr *ctx)
 	src.w[3] = ctx->msg_src_ip6[3];
 	if (fw_cg_foreign_alias(&src, s))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
+	if (fw_cg_any_alias(&pkt.dst))
+		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
 	if (!fw_sa_is_dns(cfg, &pkt))
 		return fw_cg_verdict(&pkt, s->id, fw_cg_decide(&pkt, s), 0);
 	/* the kernel refuses a sendmsg6 rewritten to a v4-mapped address
-	 * (ENOTSUPP), and the proxy's sources are IPv4: an IPv6 resolver is
-	 * reached with connect() (which can be redirected) or not at all */
+	 * (ENOTSUPP), and the proxy's addresses are IPv4: an IPv6 resolver
+	 * is reached with connect() (which can be redirected) or not at all */
 	if (!(pkt.dst.w[0] == 0 && pkt.dst.w[1] == 0 && pkt.dst.w[2] == bpf_htonl(0xffff)))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_DNS_V6_SENDMSG, 0);
-	ctx->msg_src_ip6[0] = 0;
-	ctx->msg_src_ip6[1] = 0;
-	ctx->msg_src_ip6[2] = bpf_htonl(0xffff);
-	ctx->msg_src_ip6[3] = fw_cg_alias4(s->id);
-	fw_sa_to_proxy(ctx, cfg, &pkt, true);
+	fw_sa_to_proxy(ctx, cfg, s, &pkt, true);
 	return fw_cg_verdict(&pkt, s->id, FW_PASS_DNS_PROXY, 0);
 }
 
@@ -195,8 +185,8 @@ static __always_inline int fw_recvmsg(struct bpf_sock_addr *ctx, bool v6)
 	if (!cfg || !(cfg->flags & FW_CF_DNS_PROXY) || ctx->user_port != bpf_htons(cfg->dns_port))
 		return 1;
 	if (v6 ? ctx->user_ip6[0] || ctx->user_ip6[1] || ctx->user_ip6[2] != bpf_htonl(0xffff) ||
-			    ctx->user_ip6[3] != bpf_htonl(FW_CG_DNS_PROXY4)
-	       : ctx->user_ip4 != bpf_htonl(FW_CG_DNS_PROXY4))
+			    !fw_cg_is_alias4(ctx->user_ip6[3])
+	       : !fw_cg_is_alias4(ctx->user_ip4))
 		return 1;
 	cookie = bpf_get_socket_cookie(ctx);
 	orig = bpf_map_lookup_elem(&fastwall_cg_dns, &cookie);
@@ -238,7 +228,7 @@ int fw_cg_getpeername6(struct bpf_sock_addr *ctx)
 	return fw_recvmsg(ctx, true);
 }
 
-/* bind(): not to another subject's DNS source. */
+/* bind(): not to another subject's proxy address. */
 static __always_inline int fw_bind(struct bpf_sock_addr *ctx, bool v6)
 {
 	struct fw_subject *s = fw_cg_task_subject();
@@ -359,16 +349,24 @@ static __always_inline __u32 fw_skb_parse(struct __sk_buff *skb, struct fw_pkt *
 	return FW_PARSE_OK;
 }
 
-/* The subject's DNS on its way to the proxy: from its own DNS source to
- * 127.0.0.1 and the proxy's port. */
-static __always_inline __u32 fw_cg_skb_dns(const struct fw_pkt *pkt, const struct fw_subject *s)
+/* A packet to 127.254.0.0/16: only the subject's DNS that the socket
+ * hooks sent to its own proxy address (the socket's cookie is in
+ * fastwall_cg_dns) passes; anything else there is refused. */
+static __always_inline __u32 fw_cg_skb_alias(struct __sk_buff *skb, const struct fw_pkt *pkt,
+					     const struct fw_subject *s)
 {
 	struct fw_config *cfg = fw_config();
+	__u64 cookie;
 
-	if (!cfg || !(cfg->flags & FW_CF_DNS_PROXY) || pkt->family != FW_FAM_V4 ||
-	    !pkt->has_ports || pkt->dport != bpf_htons(cfg->dns_port) ||
-	    pkt->dst.w[3] != bpf_htonl(FW_CG_DNS_PROXY4) || pkt->src.w[3] != fw_cg_alias4(s->id))
+	if (!fw_cg_any_alias(&pkt->dst))
 		return FW_PARSE_OK;
+	if (!cfg || !(cfg->flags & FW_CF_DNS_PROXY) || !pkt->has_ports ||
+	    (pkt->proto != FW_IPPROTO_TCP && pkt->proto != FW_IPPROTO_UDP) ||
+	    pkt->dport != bpf_htons(cfg->dns_port) || !fw_cg_own_alias(&pkt->dst, s))
+		return FW_DROP_ALIAS_SOURCE;
+	cookie = bpf_get_socket_cookie(skb);
+	if (!bpf_map_lookup_elem(&fastwall_cg_dns, &cookie))
+		return FW_DROP_ALIAS_SOURCE;
 	return FW_PASS_DNS_PROXY;
 }
 
@@ -385,7 +383,7 @@ int fw_cg_egress(struct __sk_buff *skb)
 	if (reason == FW_PARSE_OK && fw_cg_foreign_alias(&pkt.src, s))
 		reason = FW_DROP_ALIAS_SOURCE;
 	else if (reason == FW_PARSE_OK)
-		reason = fw_cg_skb_dns(&pkt, s);
+		reason = fw_cg_skb_alias(skb, &pkt, s);
 	if (reason == FW_PARSE_OK)
 		reason = fw_cg_decide(&pkt, s);
 	return fw_cg_verdict(&pkt, s->id, reason, skb->len);

@@ -50,7 +50,8 @@ static __always_inline struct fw_subject *fw_cg_skb_subject(struct __sk_buff *sk
 	return NULL;
 }
 
-/* The loopback address a process subject's DNS leaves from (fastwall/abi.h). */
+/* The loopback address a process subject's DNS goes to, where the proxy
+ * receives it (fastwall/abi.h). */
 static __always_inline __be32 fw_cg_alias4(__u32 id)
 {
 	return bpf_htonl(FW_CG_DNS_ALIAS_NET | (id & 0xffff));
@@ -59,6 +60,19 @@ static __always_inline __be32 fw_cg_alias4(__u32 id)
 static __always_inline bool fw_cg_is_alias4(__be32 a)
 {
 	return (bpf_ntohl(a) & 0xffff0000u) == FW_CG_DNS_ALIAS_NET;
+}
+
+/* An IPv4 (or v4-mapped) address in 127.254.0.0/16. */
+static __always_inline bool fw_cg_any_alias(const struct fw_ip *a)
+{
+	return a->w[0] == 0 && a->w[1] == 0 && a->w[2] == bpf_htonl(0xffff) &&
+	       fw_cg_is_alias4(a->w[3]);
+}
+
+/* s's own. */
+static __always_inline bool fw_cg_own_alias(const struct fw_ip *a, const struct fw_subject *s)
+{
+	return fw_cg_any_alias(a) && a->w[3] == fw_cg_alias4(s->id);
 }
 
 /* An IPv4 (or v4-mapped) address in 127.254.0.0/16 other than s's. */

@@ -148,17 +148,18 @@ struct fw_subject {
  * version: older pins lack it and fastwalld creates it at start. Writer:
  * fastwalld. Reader: the cgroup programs. */
 
-/* DNS of process subjects goes to fastwalld's proxy on 127.0.0.1, from a
- * loopback address of the subject's own, 127.254.0.0/16 + its id, which
- * fastwall_dispatch maps to the subject (with FW_IFINDEX_MISSING, so that
- * no packet on a sandbox port can claim it): the proxy attributes a query
- * by its source as for any subject. A sandbox process may not use such a
- * source itself (bind, sendmsg and the packet path refuse it).
+/* DNS of process subjects goes to fastwalld's proxy at a loopback address
+ * of the subject's own, 127.254.0.0/16 + its id, which fastwall_dispatch
+ * maps to the subject (with FW_IFINDEX_MISSING, so that no packet on a
+ * sandbox port can claim it): the proxy attributes a query by the local
+ * address it arrived on, whatever its source. A sandbox process may not
+ * address such an address itself, nor bind or send from another's (the
+ * socket hooks and the packet path refuse it).
  * fastwall_cg_dns: socket cookie -> the resolver the process addressed
  * (struct fw_dns_nat), so its answers come back from there. LRU. Writer:
- * the cgroup connect and sendmsg programs. Reader: cgroup recvmsg. */
+ * the cgroup connect and sendmsg programs. Readers: cgroup recvmsg,
+ * getpeername, sendmsg4 and egress (only a recorded socket's DNS passes). */
 #define FW_CG_DNS_ALIAS_NET 0x7ffe0000u /* 127.254.0.0/16, host order */
-#define FW_CG_DNS_PROXY4    0x7f000001u /* 127.0.0.1, host order */
 #ifndef FW_MAX_CG_DNS
 #define FW_MAX_CG_DNS 16384
 #endif

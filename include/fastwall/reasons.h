@@ -75,8 +75,8 @@
 	X(FW_DROP_SOCKET_TYPE, 29, FW_VERDICT_DROP, "socket-type",                                 \
 	  "raw (`SOCK_RAW`) or packet (`AF_PACKET`) socket in a process sandbox")                  \
 	X(FW_DROP_ALIAS_SOURCE, 30, FW_VERDICT_DROP, "alias-source",                               \
-	  "a process sandbox binding or sending from a DNS source address of fastwall's "          \
-	  "(`127.254.0.0/16`) that is not its own")                                                \
+	  "a process sandbox addressing a DNS proxy address of fastwall's (`127.254.0.0/16`) "     \
+	  "itself, or binding or sending from one that is not its own")                            \
 	X(FW_DROP_DNS_V6_SENDMSG, 31, FW_VERDICT_DROP, "dns-v6-sendto",                            \
 	  "DNS of a process sandbox sent with `sendto()` to an IPv6 resolver, which the kernel "   \
 	  "cannot redirect to the proxy (`connect()` first works)")                                \

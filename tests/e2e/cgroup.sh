@@ -113,6 +113,13 @@ fw_start_daemon || exit 1
 check "fastwalld attached the cgroup programs to $CG_PARENT" \
 	fw_wait_log "process sandboxes: cgroup programs on $CG" 1 2
 
+# the proxy address of subject NAME: 127.254.0.0/16 + its id
+fw_proxy_alias() {
+	local id
+	id=$(fw_cli subjects | awk -v n="$1" '$2 == n { print $1; exit }')
+	echo "127.254.$((id >> 8)).$((id & 255))"
+}
+
 # run NAME [OPTIONS...] -- CMD...: fastwall run in the pod namespace
 run() {
 	local name=$1
@@ -121,6 +128,7 @@ run() {
 }
 web() { run "web-$FW_ID" --policy "$FW_TMP/web.json" -- "$@"; }
 probe() { "$FW_PY" "$PROBE_SOCK" "$@"; }
+probe_pod() { fw_ns "$NS_POD" "$FW_PY" "$PROBE_SOCK" "$@"; }
 
 # a static subject with a cgroup: fastwalld made it, and holds it to its policy
 in_cg() { # CGROUP CMD...: a process joins CGROUP, as fastwall run's child does
@@ -245,6 +253,92 @@ check "DNS over TCP to an IPv6 resolver" \
 	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" dns 2001:db8::99 api.example.test --tcp --want A=203.0.113.10
 check "DNS sendto() an IPv6 resolver is refused (it can't go to the proxy)" \
 	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" dns 2001:db8::99 api.example.test --want EPERM
+# sockets bound before they send (dig, BIND's and many resolvers'
+# libraries): the proxy knows the subject by the address the query
+# arrives on, whatever the source
+check "DNS on a socket bound to 0.0.0.0:0 before sendto()" \
+	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" dns 192.0.2.96 api.example.test --bind --want A=203.0.113.10
+check "DNS on a socket bound to 0.0.0.0:0 before connect()" \
+	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" dns 192.0.2.95 api.example.test --bind --connect --want A=203.0.113.10
+check "DNS over TCP on a socket bound before connect()" \
+	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" dns 192.0.2.94 api.example.test --bind --tcp --want A=203.0.113.10
+check "DNS to an IPv6 resolver on a socket bound to [::]:0 before connect()" \
+	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" dns 2001:db8::98 api.example.test --bind --connect --want A=203.0.113.10
+check "DNS over TCP to an IPv6 resolver on a socket bound before connect()" \
+	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" dns 2001:db8::98 api.example.test --bind --tcp --want A=203.0.113.10
+dig_in() { # CGROUP DIG-ARGS...: dig's answer section (+short), or its status
+	local cg=$1
+	shift
+	in_cg "$cg" dig +time=2 +tries=1 "$@" >"$FW_TMP/dig.out" 2>&1
+	if grep -q "status: NOERROR" "$FW_TMP/dig.out"; then
+		awk '!/^;/ && $4 == "A" { print $5 }' "$FW_TMP/dig.out"
+	else
+		sed -n 's/.*status: \([A-Z]*\).*/\1/p' "$FW_TMP/dig.out" | head -1
+	fi
+}
+check_eq "dig @192.0.2.53 (a socket dig binds first) gets the proxy's answer" \
+	"$(dig_in "$CG/d-$FW_ID" @192.0.2.53 api.example.test)" 203.0.113.10
+check_eq "dig +tcp @192.0.2.53 too" \
+	"$(dig_in "$CG/d-$FW_ID" +tcp @192.0.2.53 api.example.test)" 203.0.113.10
+# dig's IPv6 sockets are IPv6-only (IPV6_V6ONLY): they can't be sent to
+# the proxy's IPv4 address, and go nowhere else
+check_eq "dig @2001:db8::53 (an IPv6-only socket) gets no answer at all" \
+	"$(dig_in "$CG/d-$FW_ID" @2001:db8::53 api.example.test)" ""
+check "... and dig says it could not reach the resolver" \
+	grep -qiE "unreachable|timed out|no servers" "$FW_TMP/dig.out"
+check_eq "dig @192.0.2.53 for a name run d may not resolve: NXDOMAIN" \
+	"$(dig_in "$CG/d-$FW_ID" @192.0.2.53 other.example.test)" NXDOMAIN
+# a second sandbox at the same time, with another policy: each learns its
+# own. Its policy allows loopback, so only the alias rule keeps it from
+# the proxy addresses.
+nsenter --net="/run/netns/$NS_POD" "$FASTWALL" run --socket "$RUN_SOCK" --name "e-$FW_ID" \
+	--allow other.example.test --allow 127.0.0.0/8 -- sleep 120 &
+E=$!
+FW_PIDS+=("$E")
+fw_eventually 5 test -s "$CG/e-$FW_ID/cgroup.procs"
+check_eq "run e (another policy, at the same time): dig @192.0.2.53 gets its own name" \
+	"$(dig_in "$CG/e-$FW_ID" @192.0.2.53 other.example.test)" 198.51.100.66
+check_eq "run e: dig +tcp for its own name too" \
+	"$(dig_in "$CG/e-$FW_ID" +tcp @192.0.2.53 other.example.test)" 198.51.100.66
+check "run e: a bound socket's query for run d's name is NXDOMAIN" \
+	in_cg "$CG/e-$FW_ID" "$FW_PY" "$PROBE_SOCK" dns 192.0.2.96 api.example.test --bind --want NXDOMAIN
+check_eq "run e: dig for run d's name is NXDOMAIN" \
+	"$(dig_in "$CG/e-$FW_ID" @192.0.2.53 api.example.test)" NXDOMAIN
+check "fastwall leases lists run e's lease of its own name" \
+	sh -c "'$FASTWALL' --bpffs '$BPFFS' leases | grep -qE '^e-$FW_ID +198.51.100.66 .*names=other.example.test'"
+check "run e learned nothing of run d's name" \
+	sh -c "! '$FASTWALL' --bpffs '$BPFFS' leases | grep -qE '^e-$FW_ID +203.0.113.10 '"
+check "run d learned nothing of run e's name" \
+	sh -c "! '$FASTWALL' --bpffs '$BPFFS' leases | grep -qE '^d-$FW_ID +198.51.100.66 '"
+check "run e reaches the address it learned" \
+	in_cg "$CG/e-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 198.51.100.66 80 --want ok
+check "run e still may not reach run d's 203.0.113.10" \
+	in_cg "$CG/e-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want EPERM
+# no sandbox addresses a proxy address itself: not another's, not its
+# own, though run e's policy allows 127.0.0.0/8
+check "run e reaches 127.0.0.1 (its policy allows loopback)" \
+	in_cg "$CG/e-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 127.0.0.1 15353 --want ok
+check "run e may not send to run d's proxy address (sendto)" \
+	in_cg "$CG/e-$FW_ID" "$FW_PY" "$PROBE_SOCK" udp "$(fw_proxy_alias "d-$FW_ID")" 15353 --want EPERM
+check "run e may not connect to run d's proxy address over TCP" \
+	in_cg "$CG/e-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp "$(fw_proxy_alias "d-$FW_ID")" 15353 --want EPERM
+check "run e may not connect to its own proxy address itself either" \
+	in_cg "$CG/e-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp "$(fw_proxy_alias "e-$FW_ID")" 15353 --want EPERM
+check "run e may not reach run d's proxy address from IPv6 (v4-mapped)" \
+	in_cg "$CG/e-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp "::ffff:$(fw_proxy_alias "d-$FW_ID")" 15353 --want EPERM
+check "run d may not send to run e's proxy address either" \
+	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" udp "$(fw_proxy_alias "e-$FW_ID")" 15353 --want EPERM
+check "the refusal names run e and alias-source" \
+	fw_wait_log "deny subject=e-$FW_ID reason=alias-source proto=tcp .*dst=$(fw_proxy_alias "d-$FW_ID") dport=15353" 1 2
+# the proxy goes by the address a query arrived on, never by its source:
+# outside every sandbox, a query to run d's proxy address is run d's, and
+# one from run d's address to 127.0.0.1 is nobody's
+check "a query to run d's proxy address (from outside any sandbox) is run d's" \
+	probe_pod dns "$(fw_proxy_alias "d-$FW_ID")" api.example.test --port 15353 --want A=203.0.113.10
+check "a query from run d's proxy address to 127.0.0.1 is no subject's: NXDOMAIN" \
+	probe_pod dns 127.0.0.1 api.example.test --port 15353 --src "$(fw_proxy_alias "d-$FW_ID")" --want NXDOMAIN
+kill "$(head -1 "$CG/e-$FW_ID/cgroup.procs")"
+wait "$E"
 check "run d reaches the address it learned" \
 	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want ok
 check "a name run d's policy does not allow is NXDOMAIN" \
@@ -261,7 +355,7 @@ check "a sandbox may not bind another's DNS source address" \
 	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" bind 127.254.255.254 --want EPERM
 check "a sandbox may not send from another's DNS source address (IP_PKTINFO)" \
 	in_cg "$CG/d-$FW_ID" "$FW_PY" "$PROBE_SOCK" pktinfo 127.254.255.254 127.0.0.1 15353 --want EPERM
-check_ge "fastwall status counts alias-source" "$(fw_counter "drop alias-source")" 2
+check_ge "fastwall status counts alias-source" "$(fw_counter "drop alias-source")" 6
 check_ge "fastwall subjects counts run d's dns-proxy" "$(fw_subject_counter "d-$FW_ID" "pass dns-proxy")" 2
 kill "$(head -1 "$CG/d-$FW_ID/cgroup.procs")"
 wait "$D"

@@ -18,7 +18,11 @@ and exits 0 when that is --want:
   dns SERVER NAME            an A query to SERVER:53 with sendto() (--connect:
                              connect() and send()): "A=ADDR", "NXDOMAIN" or
                              "rcode=N"; "bad-source" when the answer does not
-                             come from SERVER:53; --tcp: over TCP
+                             come from SERVER:53; --tcp: over TCP; --bind:
+                             the socket is bound to the wildcard address,
+                             port 0, before sendto() or connect();
+                             --src ADDR: bound to ADDR instead; --port N:
+                             to SERVER:N
   bind ADDR                  bind() a UDP socket to ADDR
   pktinfo SRC HOST PORT      sendmsg() to HOST:PORT with IP_PKTINFO source SRC
 """
@@ -156,10 +160,19 @@ def dns_answer(data, qid):
     return "no-A"
 
 
-def dns_tcp(server, name):
+def bind_any(s, server, src=None):
+    if src:
+        s.bind((src, 0))
+    else:
+        s.bind(("::" if family_of(server) == socket.AF_INET6 else "0.0.0.0", 0))
+
+
+def dns_tcp(server, name, bind_first):
     qid, q = dns_query(name)
     with socket.socket(family_of(server), socket.SOCK_STREAM) as s:
         s.settimeout(3)
+        if bind_first:
+            bind_any(s, server)
         s.connect((server, 53))
         if s.getpeername()[1] != 53:
             return "bad-peer"
@@ -173,17 +186,19 @@ def dns_tcp(server, name):
         return dns_answer(data[2:], qid)
 
 
-def dns(server, name, connect):
+def dns(server, name, connect, bind_first, src=None, port=53):
     qid, q = dns_query(name)
     with socket.socket(family_of(server), socket.SOCK_DGRAM) as s:
         s.settimeout(3)
+        if bind_first or src:
+            bind_any(s, server, src)
         if connect:
-            s.connect((server, 53))
+            s.connect((server, port))
             s.send(q)
         else:
-            s.sendto(q, (server, 53))
+            s.sendto(q, (server, port))
         data, frm = s.recvfrom(4096)
-        if frm[0] != server or frm[1] != 53:
+        if frm[0] != server or frm[1] != port:
             return "bad-source %s:%d" % (frm[0], frm[1])
         return dns_answer(data, qid)
 
@@ -211,6 +226,9 @@ def main():
     ap.add_argument("--uid", type=int)
     ap.add_argument("--connect", action="store_true")
     ap.add_argument("--tcp", action="store_true")
+    ap.add_argument("--bind", action="store_true")
+    ap.add_argument("--src")
+    ap.add_argument("--port", type=int, default=53)
     a = ap.parse_args()
     try:
         if a.mode == "tcp":
@@ -228,9 +246,9 @@ def main():
         elif a.mode == "subcgroup":
             got = subcgroup(a.args[0], int(a.args[1]))
         elif a.mode == "dns" and a.tcp:
-            got = dns_tcp(a.args[0], a.args[1])
+            got = dns_tcp(a.args[0], a.args[1], a.bind)
         elif a.mode == "dns":
-            got = dns(a.args[0], a.args[1], a.connect)
+            got = dns(a.args[0], a.args[1], a.connect, a.bind, a.src, a.port)
         elif a.mode == "bind":
             got = bind(a.args[0])
         elif a.mode == "pktinfo":

@@ -14,7 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -2364,4 +2367,133 @@ Test(dnsproxy, responses_by_rcode_and_upstream_latency)
 	FAKE_SET(f, delay_ms, 0);
 	fw_dnsp_stop(p);
 	fake_free(f);
+}
+
+/* ---- attribution by the address a query arrived on ---- */
+
+#define ALIAS_9 0x7ffe0009u /* 127.254.0.9: a process sandbox's proxy address */
+
+/* A network namespace of this test's own (criterion runs each test in a
+ * process of its own) with lo up, so the engine may listen on every
+ * address; false when not allowed (not root). */
+static bool private_netns(void)
+{
+	struct ifreq ifr = {0};
+	int fd;
+
+	if (unshare(CLONE_NEWNET))
+		return false;
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	cr_assert_geq(fd, 0);
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	cr_assert_eq(ioctl(fd, SIOCGIFFLAGS, &ifr), 0);
+	ifr.ifr_flags |= IFF_UP;
+	cr_assert_eq(ioctl(fd, SIOCSIFFLAGS, &ifr), 0);
+	close(fd);
+	return true;
+}
+
+static void sin_of(struct sockaddr_in *a, __u32 host, __u16 port)
+{
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	a->sin_addr.s_addr = htonl(host);
+	a->sin_port = htons(port);
+}
+
+static void assert_client(__u32 host)
+{
+	struct fw_ip want;
+	char x[FW_ADDR_STRLEN], y[FW_ADDR_STRLEN];
+
+	fw_addr_from_v4(&want, htonl(host));
+	pthread_mutex_lock(&H.lock);
+	cr_assert(!memcmp(&H.client, &want, sizeof(want)), "client %s, want %s",
+		  fw_addr_str(&H.client, x, sizeof(x)), fw_addr_str(&want, y, sizeof(y)));
+	pthread_mutex_unlock(&H.lock);
+}
+
+/* One UDP query from src (0: unbound) to dst; the answer must come from
+ * dst. */
+static void udp_exchange(struct fw_dnsp *p, __u32 src, __u32 dst, const struct msg *q)
+{
+	struct sockaddr_in a, from;
+	socklen_t fl = sizeof(from);
+	struct pollfd pfd;
+	struct msg r;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	cr_assert_geq(fd, 0);
+	if (src) {
+		sin_of(&a, src, 0);
+		cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	}
+	sin_of(&a, dst, fw_dnsp_port(p));
+	cr_assert_eq(sendto(fd, q->b, q->len, 0, (struct sockaddr *)&a, sizeof(a)),
+		     (ssize_t)q->len);
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	cr_assert_gt(poll(&pfd, 1, WAIT_MS), 0, "no answer within %d ms", WAIT_MS);
+	cr_assert_gt(recvfrom(fd, r.b, sizeof(r.b), 0, (struct sockaddr *)&from, &fl), 0);
+	cr_assert_eq(from.sin_addr.s_addr, htonl(dst), "the answer is not from the address asked");
+	close(fd);
+}
+
+/* The same over TCP: a connection to dst, one query, its answer. */
+static void tcp_exchange(struct fw_dnsp *p, __u32 src, __u32 dst, const struct msg *q)
+{
+	struct sockaddr_in a;
+	struct msg r;
+	__u8 l[2] = {(__u8)(q->len >> 8), (__u8)q->len};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert_geq(fd, 0);
+	if (src) {
+		sin_of(&a, src, 0);
+		cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	}
+	sin_of(&a, dst, fw_dnsp_port(p));
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(write(fd, l, 2), 2);
+	cr_assert_eq(write(fd, q->b, q->len), (ssize_t)q->len);
+	cr_assert(tcp_recv(fd, &r, WAIT_MS), "no TCP answer within %d ms", WAIT_MS);
+	close(fd);
+}
+
+/* A query to 127.254.0.0/16 is that address's, whatever its source; a
+ * query from such a source to another address is nobody's (127.0.0.1):
+ * what process sandboxes rely on, their DNS sent to their own address by
+ * the cgroup programs from a socket that may be bound to anything. */
+Test(dnsproxy, attributes_by_the_address_a_query_arrived_on)
+{
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	struct msg q = query(0x5151, "who.example", FW_DNS_TYPE_A, 0);
+
+	if (!private_netns())
+		cr_skip_test("no network namespace of our own (not root)");
+	HOOK_SET(decide_ret, FW_DNS_RCODE_NXDOMAIN);
+	cfg_base(&c);
+	c.loopback = false;
+	p = proxy_start(&c);
+
+	udp_exchange(p, 0, ALIAS_9, &q);
+	assert_client(ALIAS_9);
+	udp_exchange(p, INADDR_LOOPBACK, ALIAS_9, &q);
+	assert_client(ALIAS_9);
+	udp_exchange(p, 0x7ffe0021u, ALIAS_9, &q); /* another alias as the source */
+	assert_client(ALIAS_9);
+	udp_exchange(p, ALIAS_9, INADDR_LOOPBACK, &q);
+	assert_client(INADDR_LOOPBACK);
+	udp_exchange(p, 0x7f000005u, INADDR_LOOPBACK, &q); /* unchanged elsewhere */
+	assert_client(0x7f000005u);
+
+	tcp_exchange(p, 0, ALIAS_9, &q);
+	assert_client(ALIAS_9);
+	tcp_exchange(p, 0x7ffe0021u, ALIAS_9, &q);
+	assert_client(ALIAS_9);
+	tcp_exchange(p, ALIAS_9, INADDR_LOOPBACK, &q);
+	assert_client(INADDR_LOOPBACK);
+	cr_assert_eq(hook_count(&H.ndecide), 8);
+	fw_dnsp_stop(p);
 }

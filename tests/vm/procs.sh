@@ -5,7 +5,8 @@
 # processes section, attaches the cgroup programs to a cgroup of this run,
 # and `fastwall run` puts commands under a policy: TCP connect allowed and
 # denied (connect4/6), DNS to a resolver nowhere answered by the proxy
-# (the socket-layer redirect: connect4 to the proxy, recvmsg4 back), a non-root
+# (the socket-layer redirect: connect4 to the proxy, recvmsg4 back; dig,
+# which binds first, in two runs at once), a non-root
 # member of the run group, and the end of a run whose launcher was
 # SIGKILLed. bash's /dev/tcp is the client, as in run.sh: no python.
 # Leaves fastwalld stopped and the cgroup removed.
@@ -76,10 +77,9 @@ if [ "$rc" = 0 ]; then feature run_connect yes; else feature run_connect no; fi
 
 # DNS to 192.0.2.99 (nothing there), glibc's resolver (getent; a
 # resolv.conf of this run's in a mount namespace): the connect4 hook sends
-# it to the proxy from the run's own DNS source, recvmsg4 makes the answer
+# it to the run's own proxy address, recvmsg4 makes the answer
 # come from 192.0.2.99 (glibc drops it otherwise); what it learns opens the
-# address for this run. (dig binds its socket before connect(), so its
-# query keeps the node's source, which the proxy can't tell apart.)
+# address for this run.
 echo "nameserver 192.0.2.99" >"$TMP/resolv.conf"
 # shellcheck disable=SC2016 # expanded by the inner bash
 out=$(in_ns "$POD" unshare -m bash -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' \
@@ -95,6 +95,77 @@ else
 	grep -E 'dns-' "$LOG" | tail -4 | sed 's/^/#   | /'
 	feature run_dns no
 fi
+
+# sockets bound before connect(), as dig's are: the hooks send the query
+# to the run's own proxy address, which the proxy attributes it by,
+# whatever the source. Two runs at once with other names: each is
+# answered and learns its own; neither may address the other's proxy
+# address (bash's /dev/udp connects).
+in_run() { # NAME CMD...: a process joins run NAME's cgroup
+	local cg=$CGDIR/$1-$ID
+	shift
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	in_ns "$POD" sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$@"
+}
+# shellcheck disable=SC2317
+dig_is() { # NAME WANT DIG-ARGS...: dig's A records, or its status, is WANT
+	local name=$1 want=$2 got
+	shift 2
+	got=$(in_run "$name" dig +time=3 +tries=1 "$@" 2>&1)
+	if [[ $got == *"status: NOERROR"* ]]; then
+		got=$(printf '%s\n' "$got" | awk '!/^;/ && $4 == "A" { print $5 }')
+	else
+		got=$(printf '%s\n' "$got" | sed -n 's/.*status: \([A-Z]*\).*/\1/p' | head -1)
+	fi
+	echo "got '$got', want '$want'"
+	[ "$got" = "$want" ]
+}
+# shellcheck disable=SC2317
+proxy_alias() { # NAME: 127.254.0.0/16 + the run's subject id
+	local id
+	id=$(in_ns "$POD" "$FASTWALL" --bpffs "$BPFFS" subjects |
+		awk -v n="$1-$ID" '$2 == n { print $1; exit }')
+	[ -n "$id" ] && echo "127.254.$((id >> 8)).$((id & 255))"
+}
+# shellcheck disable=SC2317
+udp_eperm() { # NAME HOST PORT: connect() of a UDP socket fails with EPERM
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	! in_run "$1" timeout 5 bash -c 'exec 3<>"/dev/udp/$0/$1"' "$2" "$3" 2>"$TMP/eperm" &&
+		grep -q 'Operation not permitted' "$TMP/eperm"
+}
+nsenter --net="/run/netns/$POD" "$FASTWALL" run --socket "$RUNSOCK" --name "dg-$ID" \
+	--allow learned.example.com -- sleep 60 &
+DG=$!
+nsenter --net="/run/netns/$POD" "$FASTWALL" run --socket "$RUNSOCK" --name "dh-$ID" \
+	--allow denied.example.com --allow 127.0.0.0/8 -- sleep 60 &
+DH=$!
+eventually 20 test -s "$CGDIR/dg-$ID/cgroup.procs"
+eventually 20 test -s "$CGDIR/dh-$ID/cgroup.procs"
+check "run: dig @192.0.2.53 (bound before connect) answered through the proxy" \
+	dig_is dg 203.0.113.10 @192.0.2.53 learned.example.com
+check "run: dig +tcp @192.0.2.53 too" \
+	dig_is dg 203.0.113.10 +tcp @192.0.2.53 learned.example.com
+check "run: dig for a name the run's policy does not allow: NXDOMAIN" \
+	dig_is dg NXDOMAIN @192.0.2.53 denied.example.com
+check "a second run at once, another policy: dig gets its own name" \
+	dig_is dh 198.51.100.10 @192.0.2.54 denied.example.com
+check "the second run: dig +tcp for the first run's name: NXDOMAIN" \
+	dig_is dh NXDOMAIN +tcp @192.0.2.54 learned.example.com
+check "each run learned its own name only (fastwall leases)" \
+	sh -c "out=\$(nsenter --net=/run/netns/$POD '$FASTWALL' --bpffs '$BPFFS' leases) &&
+		echo \"\$out\" | grep -qE '^dg-$ID +203.0.113.10 ' &&
+		echo \"\$out\" | grep -qE '^dh-$ID +198.51.100.10 ' &&
+		! echo \"\$out\" | grep -qE '^dg-$ID +198.51.100.10 |^dh-$ID +203.0.113.10 '"
+check "the first run reaches the address it learned" \
+	in_run dg timeout 10 bash -c "$CONNECT" 203.0.113.10
+# the second run's policy allows loopback: only the alias rule refuses
+DG_ALIAS=$(proxy_alias dg)
+check "the second run may not send to the first's proxy address ($DG_ALIAS): EPERM" \
+	udp_eperm dh "${DG_ALIAS:-127.254.255.254}" 15353
+check "nor to its own, itself: EPERM" \
+	udp_eperm dh "$(proxy_alias dh || echo 127.254.255.253)" 15353
+kill "$(head -1 "$CGDIR/dg-$ID/cgroup.procs")" "$(head -1 "$CGDIR/dh-$ID/cgroup.procs")" 2>/dev/null
+wait "$DG" "$DH" 2>/dev/null
 
 # a caller other than root, in the run group: fastwalld makes its cgroup
 # and moves it in (pidfd: SO_PEERPIDFD on 6.5 and later, pidfd_open before)

@@ -42,8 +42,9 @@ struct row {
 	struct pkt_spec pkt;
 	int verdict; /* 1 passes, 0 drops */
 	__u32 reason;
-	bool uncounted; /* no sandbox: nothing counted */
-	bool own_alias; /* the source is the subject's DNS source (127.254/16 + id) */
+	bool uncounted;	    /* no sandbox: nothing counted */
+	bool own_alias;	    /* the source is the subject's proxy address (127.254/16 + id) */
+	bool own_alias_dst; /* ... the destination is */
 };
 
 #define ALPHA_OK4  "192.0.2.10"	      /* allow 192.0.2.0/25 */
@@ -93,17 +94,25 @@ static const struct row rows[] = {
 	{"a denying subject sends nothing", IN_DENYING, TCP4(NODE4, ALPHA_OK4, 40000, 80), 0,
 	 FW_DROP_DENYING},
 	{"no sandbox: passes uncounted", IN_NONE, TCP4(NODE4, ALPHA_BAD4, 40000, 80), 1, 0, true},
-	{"DNS from its own DNS source to the proxy passes", IN_ALPHA,
-	 UDP4(NULL, "127.0.0.1", 40000, DNS_PORT), 1, FW_PASS_DNS_PROXY, false, true},
-	{"TCP DNS from its own DNS source to the proxy passes", IN_ALPHA,
-	 TCP4(NULL, "127.0.0.1", 40000, DNS_PORT), 1, FW_PASS_DNS_PROXY, false, true},
-	{"from its own DNS source elsewhere: the policy decides", IN_ALPHA,
+	{"to 127.0.0.1's proxy port from its own proxy address: the policy decides", IN_ALPHA,
+	 UDP4(NULL, "127.0.0.1", 40000, DNS_PORT), 0, FW_DROP_DEFAULT_DENY, false, true},
+	{"from its own proxy address elsewhere: the policy decides", IN_ALPHA,
 	 UDP4(NULL, ALPHA_BAD4, 40000, 9000), 0, FW_DROP_DENY_CIDR, false, true},
-	{"to the proxy from another address: the policy decides", IN_ALPHA,
+	{"to the proxy on 127.0.0.1 from another address: the policy decides", IN_ALPHA,
 	 UDP4(NODE4, "127.0.0.1", 40000, DNS_PORT), 0, FW_DROP_DEFAULT_DENY},
-	{"from another subject's DNS source drops", IN_ALPHA,
+	{"to its own proxy address on a socket no hook redirected drops", IN_ALPHA,
+	 UDP4(NODE4, NULL, 40000, DNS_PORT), 0, FW_DROP_ALIAS_SOURCE, false, false, true},
+	{"TCP to its own proxy address on a socket no hook redirected drops", IN_ALPHA,
+	 TCP4("127.0.0.1", NULL, 40000, DNS_PORT), 0, FW_DROP_ALIAS_SOURCE, false, false, true},
+	{"to its own proxy address on another port drops", IN_ALPHA_CHILD,
+	 UDP4("127.0.0.1", NULL, 40000, 53), 0, FW_DROP_ALIAS_SOURCE, false, false, true},
+	{"to another subject's proxy address drops", IN_ALPHA,
+	 UDP4("127.0.0.1", "127.254.255.254", 40000, DNS_PORT), 0, FW_DROP_ALIAS_SOURCE},
+	{"ICMP to another subject's proxy address drops", IN_ALPHA,
+	 ICMP4("127.0.0.1", "127.254.0.77", ICMP4_ECHO), 0, FW_DROP_ALIAS_SOURCE},
+	{"from another subject's proxy address drops", IN_ALPHA,
 	 UDP4("127.254.255.254", "127.0.0.1", 40000, DNS_PORT), 0, FW_DROP_ALIAS_SOURCE},
-	{"from another subject's DNS source, anywhere, drops", IN_ALPHA_CHILD,
+	{"from another subject's proxy address, anywhere, drops", IN_ALPHA_CHILD,
 	 TCP4("127.254.0.77", ALPHA_OK4, 40000, 80), 0, FW_DROP_ALIAS_SOURCE},
 };
 
@@ -297,6 +306,8 @@ static bool run_row(const struct row *r)
 	snprintf(alias, sizeof(alias), "127.254.%u.%u", id >> 8, id & 0xff);
 	if (r->own_alias)
 		spec.src = alias;
+	if (r->own_alias_dst)
+		spec.dst = alias;
 	len = pkt_build(&spec, in);
 	if (!len || join(r->where)) {
 		printf("not ok - %s: can't build the packet or join the cgroup\n", r->desc);

@@ -788,6 +788,38 @@ bool dnsp_client_ip(const struct dnsp_peer *pe, struct fw_ip *ip)
 	return false;
 }
 
+static bool dnsp_is_alias4(__be32 a)
+{
+	return (ntohl(a) & 0xffff0000u) == FW_CG_DNS_ALIAS_NET;
+}
+
+static bool dnsp_ip_is_alias(const struct fw_ip *ip)
+{
+	__be32 a;
+
+	if (fw_addr_family(ip) != FW_FAM_V4)
+		return false;
+	memcpy(&a, &ip->b[12], sizeof(a));
+	return dnsp_is_alias4(a);
+}
+
+void dnsp_attribute(const struct sockaddr *local, socklen_t len, struct fw_ip *client)
+{
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)local;
+	__be32 a = 0;
+
+	if (local && local->sa_family == AF_INET && len >= sizeof(*sin))
+		a = sin->sin_addr.s_addr;
+	if (a && dnsp_is_alias4(a)) {
+		/* a process sandbox's proxy address: its subject, whoever sent it */
+		fw_addr_from_v4(client, a);
+		return;
+	}
+	/* a proxy address as the source proves nothing: no subject */
+	if (dnsp_ip_is_alias(client))
+		fw_addr_from_v4(client, htonl(INADDR_LOOPBACK));
+}
+
 static void dnsp_udp_event(struct dnsp_worker *w, struct dnsp_sock *sk)
 {
 	int n;
@@ -807,6 +839,14 @@ static void dnsp_udp_event(struct dnsp_worker *w, struct dnsp_sock *sk)
 		dnsp_peer_parse(&w->rxp[i], mh);
 		if (!dnsp_client_ip(&w->rxp[i], &src.client))
 			continue;
+		if (w->rxp[i].pi_family == AF_INET) {
+			struct sockaddr_in to = {.sin_family = AF_INET,
+						 .sin_addr = w->rxp[i].pi.v4.ipi_addr};
+
+			dnsp_attribute((struct sockaddr *)&to, sizeof(to), &src.client);
+		} else {
+			dnsp_attribute(NULL, 0, &src.client);
+		}
 		/* a datagram longer than the buffer is over DNSP_QUERY_MAX */
 		if (mh->msg_flags & MSG_TRUNC)
 			len = DNSP_QUERY_MAX + 1;

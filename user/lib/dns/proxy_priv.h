@@ -280,6 +280,11 @@ enum dnsp_verdict dnsp_exch_answer(struct dnsp_worker *w, struct dnsp_slot *s, _
 void dnsp_exch_verdict(struct dnsp_worker *w, struct dnsp_slot *s, enum dnsp_verdict v);
 void dnsp_query(struct dnsp_worker *w, const struct dnsp_src *src, __u8 *msg, size_t len);
 bool dnsp_client_ip(const struct dnsp_peer *pe, struct fw_ip *ip);
+/* Who a query is from, by the local address it arrived on (local; NULL
+ * when unknown): one in 127.254.0.0/16 is a process sandbox's proxy
+ * address, and client becomes it; a client address in that range
+ * arriving elsewhere becomes 127.0.0.1, no subject's. */
+void dnsp_attribute(const struct sockaddr *local, socklen_t len, struct fw_ip *client);
 
 /* dns/tcp.c */
 void dnsp_conn_events(struct dnsp_worker *w, struct dnsp_conn *c);

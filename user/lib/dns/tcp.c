@@ -395,6 +395,14 @@ void dnsp_accept_event(struct dnsp_worker *w, struct dnsp_sock *sk)
 			c->in = malloc(DNSP_TCP_IN);
 		if (!c || !c->in || !dnsp_client_ip(&pe, &c->client))
 			goto drop;
+		{
+			struct sockaddr_storage local;
+			socklen_t llen = sizeof(local);
+
+			if (getsockname(fd, (struct sockaddr *)&local, &llen))
+				goto drop;
+			dnsp_attribute((struct sockaddr *)&local, llen, &c->client);
+		}
 		if (dnsp_admit(w, c)) {
 			DNSP_COUNT(w, tcp_rejected);
 			goto drop;

@@ -1672,8 +1672,8 @@ static bool explainable(const struct row *r, const struct pkt_spec *p)
 	if (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP && !echo)
 		return false;
 	if (p->frag.on || p->ext[0] || p->ext_after_frag[0] || p->vlan[0] || p->ip_opt_words ||
-	    p->ihl || p->version || p->zero_payload_len || p->len_delta || p->doff ||
-	    p->truncate || p->trailer_port || p->l4_in_later || p->ext_hdrlen)
+	    p->ihl || p->version || p->zero_payload_len || p->len_delta || p->doff || p->truncate ||
+	    p->trailer_port || p->l4_in_later || p->ext_hdrlen)
 		return false;
 	if (p->hop_limit && p->hop_limit != 64)
 		return false;
@@ -1713,8 +1713,7 @@ static void explain_row(struct report *rep, const struct row *r, const struct pk
 		return;
 	}
 	explained++;
-	if (res.reason != r->reason ||
-	    (res.has_subject ? res.subject.id : 0) != want_id) {
+	if (res.reason != r->reason || (res.has_subject ? res.subject.id : 0) != want_id) {
 		note(rep, "  explain: %s (step %s, subject %u), the row: %s (subject %u)\n",
 		     fw_reason_name(res.reason), fw_xstep_name(res.step),
 		     res.has_subject ? res.subject.id : 0, fw_reason_name(r->reason), want_id);

@@ -40,6 +40,7 @@
 #include "datapath/l2bind.h"
 #include "datapath/links.h"
 #include "common/log.h"
+#include "common/exitcodes.h"
 #include "common/loop.h"
 #include "common/secmem.h"
 #include "metrics.h"
@@ -47,14 +48,6 @@
 #include "fastwall/version.h"
 
 #define FW_DEFAULT_CONFIG "/etc/fastwall/fastwalld.yaml"
-
-enum fw_exit {
-	FW_EXIT_OK = 0,
-	FW_EXIT_FAILURE = 1, /* runtime failure */
-	FW_EXIT_USAGE = 2,   /* bad command line */
-	FW_EXIT_CONFIG = 3,  /* invalid configuration */
-	FW_EXIT_KERNEL = 4,  /* can't load, pin or attach */
-};
 
 struct fw_daemon {
 	const char *config_path;
@@ -1384,6 +1377,17 @@ int main(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "fastwalld: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
+		free(d);
+		return FW_EXIT_USAGE;
+	}
+	/* an option the command does not use is refused, not ignored: -b
+	 * names the pins of detach only (run and check take the
+	 * configuration's bpffs), --purge belongs to detach */
+	if ((bpffs || purge) && strcmp(cmd, "detach") != 0) {
+		fprintf(stderr,
+			"fastwalld: %s applies to detach only (%s uses the configuration's "
+			"bpffs)\n",
+			bpffs ? "-b/--bpffs" : "--purge", cmd);
 		free(d);
 		return FW_EXIT_USAGE;
 	}

@@ -125,7 +125,8 @@ static void entry_prefix(int trie, __u32 gen, const struct fw_ip *dst, struct fw
 static __u32 policy(struct fw_dp *dp, const struct fw_subject *s, const struct fw_xpkt *p,
 		    __u64 now, struct fw_xresult *r)
 {
-	struct fw_rule_key key = {.prefixlen = 32 + 128, .gen = htonl(s->rules_gen), .addr = p->dst};
+	struct fw_rule_key key = {
+		.prefixlen = 32 + 128, .gen = htonl(s->rules_gen), .addr = p->dst};
 	struct fw_learned_key lkey = {.subject = s->id, .addr = p->dst};
 	bool tcpudp = p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP;
 	struct fw_rule *rule = &r->entry;
@@ -175,8 +176,7 @@ static __u32 policy(struct fw_dp *dp, const struct fw_subject *s, const struct f
 			.subject = s->id, .portset = r->lease.portset, .port = p->dport};
 		__u8 v;
 
-		if (!p->has_ports || !tcpudp ||
-		    bpf_map_lookup_elem(dp->learned_ports_fd, &pk, &v))
+		if (!p->has_ports || !tcpudp || bpf_map_lookup_elem(dp->learned_ports_fd, &pk, &v))
 			return FW_DROP_LEARNED_PORT;
 	}
 	return FW_PASS_LEARNED;
@@ -347,7 +347,8 @@ int fw_explain_cgroup_subject(struct fw_dp *dp, const char *root, const char *pa
 			break;
 		lvl++;
 		snprintf(prefix, sizeof(prefix), "%.*s", (int)upto, real);
-		if (fw_cg_id_of(prefix, &id) == 0 && bpf_map_lookup_elem(dp->cgroups_fd, &id, out) == 0)
+		if (fw_cg_id_of(prefix, &id) == 0 &&
+		    bpf_map_lookup_elem(dp->cgroups_fd, &id, out) == 0)
 			return 0;
 		if (!next)
 			break;

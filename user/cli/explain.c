@@ -48,8 +48,8 @@ static void rule_format(const struct fw_policy_rule *r, char *out, size_t len)
 				       r->target ? r->target : "?");
 
 	for (size_t i = 0; i < r->nports && used < len; i++)
-		used += (size_t)snprintf(out + used, len - used, "%s%u", i ? "," : " ports=",
-					 r->ports[i]);
+		used += (size_t)snprintf(out + used, len - used, "%s%u",
+					 i ? "," : " ports=", r->ports[i]);
 }
 
 /* The text of compiled rule index of the static subject name, when the
@@ -75,8 +75,8 @@ static void rule_lookup(const char *config, const struct fw_subject_meta *meta, 
 				break;
 			if (fw_compiled_set_hash(&set) == meta->policy_hash) {
 				out->overlay = index < cfg.overlay.nrules;
-				out->index = out->overlay ? index
-							  : index - (__u32)cfg.overlay.nrules;
+				out->index =
+					out->overlay ? index : index - (__u32)cfg.overlay.nrules;
 				if (out->overlay)
 					rule_format(&cfg.overlay.rules[index], out->text,
 						    sizeof(out->text));
@@ -242,8 +242,8 @@ static void decided_text(struct fw_dp *dp, const struct fw_xresult *r, const cha
 		__u64 left = r->lease.expires_ns > r->now_ns ? r->lease.expires_ns - r->now_ns : 0;
 
 		if (r->reason == FW_DROP_LEASE_EXPIRED)
-			snprintf(out, len, "a lease learned from DNS%s%s, expired", names[0] ? " of " : "",
-				 names);
+			snprintf(out, len, "a lease learned from DNS%s%s, expired",
+				 names[0] ? " of " : "", names);
 		else if (r->reason == FW_DROP_LEARNED_PORT)
 			snprintf(out, len, "a lease learned from DNS%s%s, for other ports only",
 				 names[0] ? " of " : "", names);
@@ -298,7 +298,8 @@ int fw_cli_explain(struct fw_dp *dp, const struct fw_explain_args *a)
 	}
 	p.family = (__u8)fam;
 	if (proto_parse(a->argc > n ? a->argv[n] : "icmp", &p)) {
-		fprintf(stderr, "fastwall explain: '%s' is not PORT/PROTO (443/tcp, 53/udp, icmp)\n",
+		fprintf(stderr,
+			"fastwall explain: '%s' is not PORT/PROTO (443/tcp, 53/udp, icmp)\n",
 			a->argv[n]);
 		return FW_EXIT_USAGE;
 	}
@@ -330,8 +331,8 @@ int fw_cli_explain(struct fw_dp *dp, const struct fw_explain_args *a)
 		if (err == -ENOENT) {
 			/* the programs pass such processes untouched */
 			if (a->json) {
-				json_t *o = json_pack("{s:s,s:n,s:s,s:n}", "verdict", "pass", "reason",
-						      "step", "no-sandbox", "subject");
+				json_t *o = json_pack("{s:s,s:n,s:s,s:n}", "verdict", "pass",
+						      "reason", "step", "no-sandbox", "subject");
 				json_dumpf(o, stdout, JSON_INDENT(2));
 				printf("\n");
 				json_decref(o);
@@ -383,9 +384,8 @@ int fw_cli_explain(struct fw_dp *dp, const struct fw_explain_args *a)
 		json_object_set_new(o, "step", json_string(fw_xstep_name(r.step)));
 		json_object_set_new(o, "decided", json_string(decided));
 		json_object_set_new(o, "packet",
-				    json_pack("{s:s?,s:s,s:s,s:s?}", "src",
-					      a->cgroup ? NULL : sbuf, "dst", dbuf, "proto", pkt,
-					      "cgroup", a->cgroup));
+				    json_pack("{s:s?,s:s,s:s,s:s?}", "src", a->cgroup ? NULL : sbuf,
+					      "dst", dbuf, "proto", pkt, "cgroup", a->cgroup));
 		if (r.has_subject)
 			json_object_set_new(o, "subject",
 					    json_pack("{s:i,s:s,s:s,s:s}", "id", r.subject.id,
@@ -396,19 +396,19 @@ int fw_cli_explain(struct fw_dp *dp, const struct fw_explain_args *a)
 			json_object_set_new(o, "subject", json_null());
 		if (rs.known || ((r.step == FW_XS_RULE || r.step == FW_XS_PORT_RULE) &&
 				 r.entry.rule != FW_RULE_DEFAULT))
-			json_object_set_new(
-				o, "rule",
-				json_pack("{s:i,s:s?,s:s,s:i}", "index",
-					  rs.known ? rs.index : r.entry.rule, "text",
-					  rs.known ? rs.text : NULL, "list",
-					  rs.overlay ? "overlay" : "policy", "compiled_index",
-					  r.entry.rule));
+			json_object_set_new(o, "rule",
+					    json_pack("{s:i,s:s?,s:s,s:i}", "index",
+						      rs.known ? rs.index : r.entry.rule, "text",
+						      rs.known ? rs.text : NULL, "list",
+						      rs.overlay ? "overlay" : "policy",
+						      "compiled_index", r.entry.rule));
 		else
 			json_object_set_new(o, "rule", json_null());
 		json_object_set_new(o, "entry",
-				    r.has_prefix ? json_string(fw_prefix_str(&r.prefix, r.prefix_len,
-									     pbuf, sizeof(pbuf)))
-						 : json_null());
+				    r.has_prefix
+					    ? json_string(fw_prefix_str(&r.prefix, r.prefix_len,
+									pbuf, sizeof(pbuf)))
+					    : json_null());
 		json_object_set_new(o, "default",
 				    r.has_entry ? json_string(action_text(r.entry.dflt))
 						: json_null());
@@ -421,7 +421,8 @@ int fw_cli_explain(struct fw_dp *dp, const struct fw_explain_args *a)
 							       ? (r.lease.expires_ns - r.now_ns) /
 									 1000000000ull
 							       : 0),
-					  "expired", r.lease.expires_ns <= r.now_ns, "names", names));
+					  "expired", r.lease.expires_ns <= r.now_ns, "names",
+					  names));
 		} else {
 			json_decref(names);
 			json_object_set_new(o, "lease", json_null());

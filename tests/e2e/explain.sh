@@ -120,6 +120,11 @@ check_eq "verdict: pass learned" "$(field verdict <<<"$out" | cut -d' ' -f1-2)" 
 check "decided: the lease and the name that taught it" grep -qE \
 	'^decided:  a lease learned from DNS of api\.example\.com, [0-9]+s left' <<<"$out"
 check "the data plane agrees: 203.0.113.20 answers" fw_http "$SB_A" http://203.0.113.20/ 2
+leases=$(fw_cli -o json leases)
+check "leases -o json parses" "$FW_PY" -m json.tool <<<"$leases"
+check_eq "leases -o json: the lease, its subject and name" "$(json_get "[(l['subject'], l['address'], \
+	l['expired'], l['ports'], l['names'], 0 < l['expires_in_s'] <= 400) for l in d['leases']]" \
+	<<<"$leases")" "[('sandbox-a', '203.0.113.20', False, None, ['api.example.com'], True)]"
 check_eq "JSON: the lease's names" "$(x -o json 10.42.0.2 203.0.113.20 80/tcp |
 	json_get "d['lease']['names']")" "['api.example.com']"
 

@@ -92,7 +92,7 @@ id_a=$(fw_cli -o json subjects | json_get "[s['id'] for s in d['subjects'] if s[
 check_eq "subject line: name, id, state, interface" "$(field subject <<<"$out")" \
 	"sandbox-a (id $id_a, active, interface sb-a)"
 check "decided: the rule's text as written" grep -q \
-	'^decided:  rule 1: deny 198.51.100.66 ports=80 of sandbox-a' <<<"$out"
+	'^decided:  rule 1 of sandbox-a.s policy: deny 198.51.100.66 ports=80 (port 80 of entry 198.51.100.66/32)$' <<<"$out"
 check_fails "the data plane agrees: 198.51.100.66:80 does not answer" \
 	fw_http "$SB_A" http://198.51.100.66/ 1
 
@@ -101,7 +101,7 @@ out=$(x 10.42.0.2 198.51.100.10 80/tcp) && rc=0 || rc=$?
 check_eq "exit 0: the packet would pass" "$rc" 0
 check_eq "verdict: pass allow-cidr" "$(field verdict <<<"$out" | cut -d' ' -f1-2)" "pass allow-cidr"
 check "decided: rule 0 and its entry" grep -q \
-	'^decided:  rule 0: allow 198.51.100.0/24 of sandbox-a.s policy (entry 198.51.100.0/24)' <<<"$out"
+	'^decided:  rule 0 of sandbox-a.s policy: allow 198.51.100.0/24 (entry 198.51.100.0/24)$' <<<"$out"
 check "the data plane agrees: 198.51.100.10 answers" fw_http "$SB_A" http://198.51.100.10/ 2
 out=$(x 10.42.0.2 198.51.100.66 9000/udp) || true
 check_eq "the same host on another port: allowed by rule 0's entry" \
@@ -118,7 +118,7 @@ out=$(x 10.42.0.2 203.0.113.20 80/tcp) && rc=0 || rc=$?
 check_eq "after: exit 0" "$rc" 0
 check_eq "verdict: pass learned" "$(field verdict <<<"$out" | cut -d' ' -f1-2)" "pass learned"
 check "decided: the lease and the name that taught it" grep -qE \
-	'^decided:  a lease learned from DNS of api\.example\.com, [0-9]+s left' <<<"$out"
+	'^decided:  a lease learned from DNS: api\.example\.com, [0-9]+s left$' <<<"$out"
 check "the data plane agrees: 203.0.113.20 answers" fw_http "$SB_A" http://203.0.113.20/ 2
 leases=$(fw_cli -o json leases)
 check "leases -o json parses" "$FW_PY" -m json.tool <<<"$leases"
@@ -158,11 +158,12 @@ check_eq "no PORT/PROTO: an echo request" "$(field verdict <<<"$out" | cut -d' '
 
 echo "# the rule text needs the configuration it came from"
 out=$(fw_cli explain --config "$FW_TMP/none.yaml" 10.42.0.2 198.51.100.66 80/tcp) || true
-check "no configuration: the index alone" grep -q '^decided:  rule 1 of sandbox-a' <<<"$out"
+check "no configuration: the index alone" grep -q \
+	'^decided:  rule 1 of sandbox-a.s policy (overlay rules first) (port 80' <<<"$out"
 sed 's/198.51.100.66, ports: \[80\]/198.51.100.67, ports: [80]/' "$FW_CFG" >"$FW_TMP/edited.yaml"
 out=$(fw_cli explain --config "$FW_TMP/edited.yaml" 10.42.0.2 198.51.100.66 80/tcp) || true
 check "a configuration edited since the load: the index alone, never a wrong text" \
-	grep -q '^decided:  rule 1 of sandbox-a' <<<"$out"
+	grep -q '^decided:  rule 1 of sandbox-a.s policy (overlay rules first) (port 80' <<<"$out"
 
 echo "# JSON"
 j=$(x -o json 10.42.0.2 198.51.100.66 80/tcp) || true

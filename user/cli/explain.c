@@ -178,13 +178,17 @@ static char *lease_names(struct fw_dp *dp, const struct fw_lease_names *ids, jso
 static void decided_text(struct fw_dp *dp, const struct fw_xresult *r, const char *name,
 			 const struct rule_src *rs, const char *pfx, char *out, size_t len)
 {
-	char rule[640];
+	char rule[1024];
 
-	if (rs->known)
-		snprintf(rule, sizeof(rule), "%s %u: %s", rs->overlay ? "overlay rule" : "rule",
-			 rs->index, rs->text);
+	if (rs->known && rs->overlay)
+		snprintf(rule, sizeof(rule), "rule %u of the configuration's overlay: %s", rs->index,
+			 rs->text);
+	else if (rs->known)
+		snprintf(rule, sizeof(rule), "rule %u of %s's policy: %s", rs->index, name,
+			 rs->text);
 	else
-		snprintf(rule, sizeof(rule), "rule %u", r->entry.rule);
+		snprintf(rule, sizeof(rule), "rule %u of %s's policy (overlay rules first)",
+			 r->entry.rule, name);
 	switch (r->step) {
 	case FW_XS_V4MAPPED:
 		snprintf(out, len, "an IPv6 packet with a v4-mapped address");
@@ -227,11 +231,8 @@ static void decided_text(struct fw_dp *dp, const struct fw_xresult *r, const cha
 		snprintf(out, len, "%s has no rule set (fail closed)", name);
 		break;
 	case FW_XS_PORT_RULE:
-		snprintf(out, len, "%s of %s's policy, port exception (%s)%s", rule, name,
-			 action_text(r->port_action), pfx);
-		break;
 	case FW_XS_RULE:
-		snprintf(out, len, "%s of %s's policy%s", rule, name, pfx);
+		snprintf(out, len, "%s%s", rule, pfx);
 		break;
 	case FW_XS_DEFAULT:
 		snprintf(out, len, "the default (%s) of %s's policy: no rule covers it",
@@ -243,13 +244,13 @@ static void decided_text(struct fw_dp *dp, const struct fw_xresult *r, const cha
 
 		if (r->reason == FW_DROP_LEASE_EXPIRED)
 			snprintf(out, len, "a lease learned from DNS%s%s, expired",
-				 names[0] ? " of " : "", names);
+				 names[0] ? ": " : "", names);
 		else if (r->reason == FW_DROP_LEARNED_PORT)
 			snprintf(out, len, "a lease learned from DNS%s%s, for other ports only",
-				 names[0] ? " of " : "", names);
+				 names[0] ? ": " : "", names);
 		else
 			snprintf(out, len, "a lease learned from DNS%s%s, %llus left",
-				 names[0] ? " of " : "", names,
+				 names[0] ? ": " : "", names,
 				 (unsigned long long)(left / 1000000000ull));
 		break;
 	}
@@ -274,7 +275,7 @@ int fw_cli_explain(struct fw_dp *dp, const struct fw_explain_args *a)
 	struct fw_subject_meta meta;
 	struct rule_src rs = {};
 	enum fw_family fam = FW_FAM_V4, sfam;
-	char name[FW_NAME_LEN + 8], ifname[IF_NAMESIZE], decided[1024], pfx[96] = "", pkt[32];
+	char name[FW_NAME_LEN + 8], ifname[IF_NAMESIZE], decided[1536], pfx[96] = "", pkt[32];
 	char sbuf[FW_ADDR_STRLEN], dbuf[FW_ADDR_STRLEN], pbuf[FW_ADDR_STRLEN];
 	int n = a->cgroup ? 1 : 2, err;
 	bool drops;
@@ -364,7 +365,10 @@ int fw_cli_explain(struct fw_dp *dp, const struct fw_explain_args *a)
 	if (r.has_entry && r.entry.rule != FW_RULE_DEFAULT &&
 	    (r.step == FW_XS_RULE || r.step == FW_XS_PORT_RULE))
 		rule_lookup(a->config, &meta, r.entry.rule, &rs);
-	if (r.has_prefix)
+	if (r.has_prefix && r.step == FW_XS_PORT_RULE)
+		snprintf(pfx, sizeof(pfx), " (port %u of entry %s)", p.dport,
+			 fw_prefix_str(&r.prefix, r.prefix_len, pbuf, sizeof(pbuf)));
+	else if (r.has_prefix)
 		snprintf(pfx, sizeof(pfx), " (entry %s)",
 			 fw_prefix_str(&r.prefix, r.prefix_len, pbuf, sizeof(pbuf)));
 	decided_text(dp, &r, name, &rs, pfx, decided, sizeof(decided));

@@ -181,8 +181,8 @@ static void decided_text(struct fw_dp *dp, const struct fw_xresult *r, const cha
 	char rule[1024];
 
 	if (rs->known && rs->overlay)
-		snprintf(rule, sizeof(rule), "rule %u of the configuration's overlay: %s", rs->index,
-			 rs->text);
+		snprintf(rule, sizeof(rule), "rule %u of the configuration's overlay: %s",
+			 rs->index, rs->text);
 	else if (rs->known)
 		snprintf(rule, sizeof(rule), "rule %u of %s's policy: %s", rs->index, name,
 			 rs->text);

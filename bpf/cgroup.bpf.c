@@ -24,10 +24,10 @@ static __always_inline void fw_sa_pkt(struct bpf_sock_addr *ctx, struct fw_pkt *
 {
 	if (v6) {
 		pkt->family = FW_FAM_V6;
-		pkt->dst.w[0] = ctx->user_ip6[0];
-		pkt->dst.w[1] = ctx->user_ip6[1];
-		pkt->dst.w[2] = ctx->user_ip6[2];
-		pkt->dst.w[3] = ctx->user_ip6[3];
+		FW_IP_W(&pkt->dst)[0] = ctx->user_ip6[0];
+		FW_IP_W(&pkt->dst)[1] = ctx->user_ip6[1];
+		FW_IP_W(&pkt->dst)[2] = ctx->user_ip6[2];
+		FW_IP_W(&pkt->dst)[3] = ctx->user_ip6[3];
 	} else {
 		pkt->family = FW_FAM_V4;
 		fw_ip_from_v4(&pkt->dst, ctx->user_ip4);
@@ -74,8 +74,9 @@ static __always_inline bool fw_sa_redirected(struct bpf_sock_addr *ctx, const st
 	__u64 cookie;
 
 	if (!cfg || !(cfg->flags & FW_CF_DNS_PROXY) || !pkt->has_ports ||
-	    pkt->dport != bpf_htons(cfg->dns_port) || pkt->dst.w[0] || pkt->dst.w[1] ||
-	    pkt->dst.w[2] != bpf_htonl(0xffff) || pkt->dst.w[3] != bpf_htonl(FW_CG_DNS_PROXY4))
+	    pkt->dport != bpf_htons(cfg->dns_port) || FW_IP_W(&pkt->dst)[0] ||
+	    FW_IP_W(&pkt->dst)[1] || FW_IP_W(&pkt->dst)[2] != bpf_htonl(0xffff) ||
+	    FW_IP_W(&pkt->dst)[3] != bpf_htonl(FW_CG_DNS_PROXY4))
 		return false;
 	cookie = bpf_get_socket_cookie(ctx);
 	return bpf_map_lookup_elem(&fastwall_cg_dns, &cookie) != NULL;
@@ -157,15 +158,15 @@ int fw_cg_sendmsg6(struct bpf_sock_addr *ctx)
 	struct fw_subject *s = fw_cg_task_subject();
 	struct fw_config *cfg = fw_config();
 	struct fw_pkt pkt = {};
-	struct fw_ip src;
+	struct fw_ip src = {}; /* every word written below (cppcheck can't see it) */
 
 	if (!s)
 		return 1;
 	fw_sa_pkt(ctx, &pkt, true);
-	src.w[0] = ctx->msg_src_ip6[0];
-	src.w[1] = ctx->msg_src_ip6[1];
-	src.w[2] = ctx->msg_src_ip6[2];
-	src.w[3] = ctx->msg_src_ip6[3];
+	FW_IP_W(&src)[0] = ctx->msg_src_ip6[0];
+	FW_IP_W(&src)[1] = ctx->msg_src_ip6[1];
+	FW_IP_W(&src)[2] = ctx->msg_src_ip6[2];
+	FW_IP_W(&src)[3] = ctx->msg_src_ip6[3];
 	if (fw_cg_foreign_alias(&src, s))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
 	if (!fw_sa_is_dns(cfg, &pkt))
@@ -173,7 +174,8 @@ int fw_cg_sendmsg6(struct bpf_sock_addr *ctx)
 	/* the kernel refuses a sendmsg6 rewritten to a v4-mapped address
 	 * (ENOTSUPP), and the proxy's sources are IPv4: an IPv6 resolver is
 	 * reached with connect() (which can be redirected) or not at all */
-	if (!(pkt.dst.w[0] == 0 && pkt.dst.w[1] == 0 && pkt.dst.w[2] == bpf_htonl(0xffff)))
+	if (!(FW_IP_W(&pkt.dst)[0] == 0 && FW_IP_W(&pkt.dst)[1] == 0 &&
+	      FW_IP_W(&pkt.dst)[2] == bpf_htonl(0xffff)))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_DNS_V6_SENDMSG, 0);
 	ctx->msg_src_ip6[0] = 0;
 	ctx->msg_src_ip6[1] = 0;
@@ -203,12 +205,12 @@ static __always_inline int fw_recvmsg(struct bpf_sock_addr *ctx, bool v6)
 	if (!orig)
 		return 1;
 	if (v6) {
-		ctx->user_ip6[0] = orig->orig_dst.w[0];
-		ctx->user_ip6[1] = orig->orig_dst.w[1];
-		ctx->user_ip6[2] = orig->orig_dst.w[2];
-		ctx->user_ip6[3] = orig->orig_dst.w[3];
+		ctx->user_ip6[0] = FW_IP_W(&orig->orig_dst)[0];
+		ctx->user_ip6[1] = FW_IP_W(&orig->orig_dst)[1];
+		ctx->user_ip6[2] = FW_IP_W(&orig->orig_dst)[2];
+		ctx->user_ip6[3] = FW_IP_W(&orig->orig_dst)[3];
 	} else {
-		ctx->user_ip4 = orig->orig_dst.w[3];
+		ctx->user_ip4 = FW_IP_W(&orig->orig_dst)[3];
 	}
 	ctx->user_port = orig->orig_port;
 	return 1;
@@ -367,7 +369,8 @@ static __always_inline __u32 fw_cg_skb_dns(const struct fw_pkt *pkt, const struc
 
 	if (!cfg || !(cfg->flags & FW_CF_DNS_PROXY) || pkt->family != FW_FAM_V4 ||
 	    !pkt->has_ports || pkt->dport != bpf_htons(cfg->dns_port) ||
-	    pkt->dst.w[3] != bpf_htonl(FW_CG_DNS_PROXY4) || pkt->src.w[3] != fw_cg_alias4(s->id))
+	    FW_IP_W(&pkt->dst)[3] != bpf_htonl(FW_CG_DNS_PROXY4) ||
+	    FW_IP_W(&pkt->src)[3] != fw_cg_alias4(s->id))
 		return FW_PARSE_OK;
 	return FW_PASS_DNS_PROXY;
 }

@@ -267,8 +267,9 @@ static int cmd_subjects(struct cli *c)
 			state = state_name(ks.state);
 			/* a process subject's DNS source (127.254.0.0/16): its
 			 * cgroup says who it is */
-			if (ks.ifindex == FW_IFINDEX_MISSING && addr.w[2] == htonl(0xffff) &&
-			    (ntohl(addr.w[3]) & 0xffff0000u) == FW_CG_DNS_ALIAS_NET)
+			if (ks.ifindex == FW_IFINDEX_MISSING &&
+			    FW_IP_W(&addr)[2] == htonl(0xffff) &&
+			    (ntohl(FW_IP_W(&addr)[3]) & 0xffff0000u) == FW_CG_DNS_ALIAS_NET)
 				continue;
 			used += snprintf(addrs + used, sizeof(addrs) - used, "%s%s",
 					 first ? "" : ",", fw_addr_str(&addr, buf, sizeof(buf)));

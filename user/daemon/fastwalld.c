@@ -197,8 +197,9 @@ static bool pod_local_by_prefix(const struct fw_ip *a)
 	static const struct fw_ip lo6 = {.b = {[15] = 1}};
 
 	if (fw_addr_family(a) == FW_FAM_V4)
-		return (ntohl(a->w[3]) >> 24) == 127;
-	return memcmp(a, &lo6, sizeof(lo6)) == 0 || (ntohl(a->w[0]) & 0xffc00000) == 0xfe800000;
+		return (ntohl(FW_IP_W(a)[3]) >> 24) == 127;
+	return memcmp(a, &lo6, sizeof(lo6)) == 0 ||
+	       (ntohl(FW_IP_W(a)[0]) & 0xffc00000) == 0xfe800000;
 }
 
 static void on_addr(void *ctx, const struct fw_ifaddr *a)
@@ -299,9 +300,9 @@ static int local_write(struct fw_daemon *d, const struct fw_cfg *cfg, bool *full
 			 * itself whether or not the address was given one, and
 			 * older kernels the network address too */
 			cand[nc] = a->addr;
-			cand[nc++].w[3] |= htonl(~0u >> a->plen);
+			FW_IP_W(&cand[nc++])[3] |= htonl(~0u >> a->plen);
 			cand[nc] = a->addr;
-			cand[nc++].w[3] &= htonl(a->plen ? ~0u << (32 - a->plen) : 0);
+			FW_IP_W(&cand[nc++])[3] &= htonl(a->plen ? ~0u << (32 - a->plen) : 0);
 		} else if (fw_addr_family(&a->addr) == FW_FAM_V6 && a->plen <= 126) {
 			/* a forwarding node answers the subnet-router anycast
 			 * address (the prefix, host bits zero) itself */

@@ -34,7 +34,7 @@ static bool ip_eq(const struct fw_ip *a, const struct fw_ip *b)
 
 static bool is_v4mapped(const struct fw_ip *a)
 {
-	return a->w[0] == 0 && a->w[1] == 0 && a->w[2] == htonl(0xffff);
+	return FW_IP_W(a)[0] == 0 && FW_IP_W(a)[1] == 0 && FW_IP_W(a)[2] == htonl(0xffff);
 }
 
 static bool l4_port(const struct fw_xpkt *p, __u16 port)
@@ -53,14 +53,14 @@ static bool pod_local(struct fw_dp *dp, const struct fw_subject *s, __u8 family,
 	if ((s->flags & gw_flag) && ip_eq(a, &s->gateway[family & 1]))
 		return true;
 	if (family == FW_FAM_V4) {
-		__u32 x = ntohl(a->w[3]);
+		__u32 x = ntohl(FW_IP_W(a)[3]);
 
 		if ((x >> 24) == 127 || (x >> 8) == 0xe00000 || x == 0xffffffff)
 			return true;
 	} else {
-		__u32 w0 = ntohl(a->w[0]);
+		__u32 w0 = ntohl(FW_IP_W(a)[0]);
 
-		if ((w0 | a->w[1] | a->w[2]) == 0 && a->w[3] == htonl(1))
+		if ((w0 | FW_IP_W(a)[1] | FW_IP_W(a)[2]) == 0 && FW_IP_W(a)[3] == htonl(1))
 			return true;
 		if ((w0 & 0xffc00000) == 0xfe800000 || (w0 >> 16) == 0xff02)
 			return true;

@@ -107,6 +107,9 @@ check_eq "fastwall -m status: refused (2)" "$(rc fw_cli -m status)" 2
 check_eq "fastwall leases --all: refused (2)" "$(rc fw_cli leases --all)" 2
 check_eq "fastwall subjects --cgroup: refused (2)" "$(rc fw_cli subjects --cgroup /x)" 2
 check_eq "fastwall -a scope: refused (2)" "$(rc "$FASTWALL" -a scope verify --keys /x y)" 2
+check_eq "fastwall -b DIR reasons: refused (2), reasons reads no pins" \
+	"$(rc "$FASTWALL" -b "$BPFFS" reasons)" 2
+check_eq "fastwall -o json run: refused (2)" "$(rc "$FASTWALL" -o json run -- true)" 2
 check_eq "fastwall --version: 0" "$(rc "$FASTWALL" --version)" 0
 
 fw_start_daemon || fw_die "fastwalld did not start"

@@ -681,6 +681,7 @@ static int cmd_explain(struct cli *c)
 #define OPT_ARGS    (1u << 3) /* takes operands */
 
 #define OPT_STATUS (1u << 4) /* fn returns an exit status, not 0 or a negative errno */
+#define OPT_BPFFS  (1u << 5) /* -b: given, and honoured by the commands that read pins */
 
 static const struct {
 	const char *name;
@@ -781,6 +782,14 @@ int main(int argc, char **argv)
 	 * word only */
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "run") == 0) {
+			/* it reads no pins and prints no document */
+			if (i > 1) {
+				fprintf(stderr,
+					"fastwall: run takes no option before the word "
+					"run ('%s')\n",
+					argv[1]);
+				return FW_EXIT_USAGE;
+			}
 			fw_log_level = FW_LOG_ERROR;
 			return cmd_run(argc - i, argv + i);
 		}
@@ -815,6 +824,7 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'b':
 			c.bpffs = optarg;
+			given |= OPT_BPFFS;
 			break;
 		case 'a':
 			c.all = true;
@@ -864,14 +874,16 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		if (strcmp(cmds[i].name, cmd) != 0 || !cmds[i].fn)
 			continue;
-		unsigned int takes = cmd_opts(cmd), extra = given & ~takes;
+		unsigned int takes = cmd_opts(cmd) | (cmds[i].pins ? OPT_BPFFS : 0);
+		unsigned int extra = given & ~takes;
 
 		/* an option the command would not use is refused, not ignored */
 		if (extra) {
 			fprintf(stderr, "fastwall: %s does not take %s\n", cmd,
-				(extra & OPT_ALL)  ? "--all"
-				: (extra & OPT_MD) ? "--markdown"
-						   : "--iface, --cgroup, --sport or --config");
+				(extra & OPT_ALL)     ? "--all"
+				: (extra & OPT_MD)    ? "--markdown"
+				: (extra & OPT_BPFFS) ? "--bpffs (it reads no pins)"
+						      : "--iface, --cgroup, --sport or --config");
 			return FW_EXIT_USAGE;
 		}
 		if (!(takes & OPT_ARGS) && optind != argc - 1) {

@@ -7,6 +7,7 @@
  * a subject whose policy came from elsewhere (the actions protocol,
  * fastwall run), shows the rule's index alone. */
 #include <errno.h>
+#include <limits.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -136,6 +137,39 @@ static int addr_arg(const char *what, const char *s, struct fw_ip *ip, enum fw_f
 		return 0;
 	fprintf(stderr, "fastwall explain: %s '%s' is not an IPv4 or IPv6 address\n", what, s);
 	return -EINVAL;
+}
+
+/* The cgroup2 mount that holds path: the longest mount point of one
+ * that is a prefix of its real path (a test's own mount beside the
+ * system's, say). Ids are the same through every mount of the hierarchy. */
+static int cgroup_mount_of(const char *path, char *root, size_t len)
+{
+	char real[PATH_MAX], line[4096];
+	size_t best = 0;
+	FILE *f;
+
+	if (!realpath(path, real))
+		return -errno;
+	f = fopen("/proc/self/mounts", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char dev[256], dir[PATH_MAX], type[64];
+		size_t n;
+
+		if (sscanf(line, "%255s %4095s %63s", dev, dir, type) != 3 ||
+		    strcmp(type, "cgroup2") != 0)
+			continue;
+		n = strlen(dir);
+		if (strncmp(real, dir, n) != 0 || (real[n] != '/' && real[n] != '\0' && n != 1))
+			continue;
+		if (n > best && n < len) {
+			best = n;
+			snprintf(root, len, "%s", dir);
+		}
+	}
+	fclose(f);
+	return best ? 0 : -EXDEV;
 }
 
 static void explain_usage(void)
@@ -324,9 +358,9 @@ int fw_cli_explain(struct fw_dp *dp, const struct fw_explain_args *a)
 	}
 
 	if (a->cgroup) {
-		char root[256];
+		char root[PATH_MAX];
 
-		err = fw_cg_find_mount(root, sizeof(root));
+		err = cgroup_mount_of(a->cgroup, root, sizeof(root));
 		if (!err)
 			err = fw_explain_cgroup_subject(dp, root, a->cgroup, &cs);
 		if (err == -ENOENT) {

@@ -4,11 +4,16 @@
  * the rule's text from fastwalld's configuration file, and only when the
  * rule set compiled from it is the one the subject's pins record
  * (fw_subject_meta.policy_hash): a file edited since the last reload, or
- * a subject whose policy came from elsewhere (the actions protocol,
- * fastwall run), shows the rule's index alone. */
+ * a subject whose policy came from elsewhere (fastwall run), shows the
+ * rule's index alone. A sandbox of the actions protocol: its policy as
+ * fastwalld's actions listener answers GET /policy (loopback), under the
+ * same check; without a running fastwalld, the index alone. */
 #include <errno.h>
 #include <limits.h>
 #include <net/if.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +29,7 @@
 #include "datapath/cgroup.h"
 #include "datapath/explain.h"
 #include "explain.h"
+#include "policy/json.h"
 
 struct rule_src {
 	bool known; /* the text below is the live rule set's */
@@ -53,8 +59,87 @@ static void rule_format(const struct fw_policy_rule *r, char *out, size_t len)
 					 i ? "," : " ports=", r->ports[i]);
 }
 
-/* The text of compiled rule index of the static subject name, when the
- * configuration's rule set is the one pinned (policy_hash). */
+/* Fills out from policy p behind overlay when that compiles to the rule
+ * set pinned for the subject (policy_hash). */
+static void rule_from(const struct fw_policy *overlay, const struct fw_policy *p,
+		      const struct fw_subject_meta *meta, __u32 index, struct rule_src *out)
+{
+	struct fw_compiled_set set = {};
+
+	if (fw_policy_compile_set(overlay, p, &set))
+		return;
+	if (fw_compiled_set_hash(&set) == meta->policy_hash) {
+		out->overlay = index < overlay->nrules;
+		out->index = out->overlay ? index : index - (__u32)overlay->nrules;
+		if (out->overlay)
+			rule_format(&overlay->rules[index], out->text, sizeof(out->text));
+		else if (out->index < p->nrules)
+			rule_format(&p->rules[out->index], out->text, sizeof(out->text));
+		out->known = out->text[0] != '\0';
+	}
+	fw_compiled_set_free(&set);
+}
+
+/* GET /policy of sandbox uid from the actions listener at listen
+ * ("127.0.0.1:18080", "[::1]:18080"): the policy object of the answer. */
+static int actions_policy(const char *listen, const char *uid, struct fw_policy *p)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+	struct timeval tv = {.tv_sec = 2};
+	char host[64], req[512], err[256];
+	static char resp[65536];
+	const char *port = strrchr(listen, ':'), *body;
+	size_t used = 0;
+	json_t *doc, *pol;
+	char *text;
+	ssize_t n;
+	int fd = -1, ret = -EIO;
+
+	if (!port || (size_t)(port - listen) >= sizeof(host) || strpbrk(uid, "\r\n"))
+		return -EINVAL;
+	snprintf(host, sizeof(host), "%.*s", (int)(port - listen), listen);
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		memmove(host, host + 1, strlen(host));
+		host[strlen(host) - 1] = '\0';
+	}
+	if (getaddrinfo(host, port + 1, &hints, &ai))
+		return -EHOSTUNREACH;
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen)) {
+		ret = -errno;
+		goto out;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	snprintf(req, sizeof(req),
+		 "GET /policy HTTP/1.1\r\nHost: %s\r\nX-Fast-Sandbox-Uid: %s\r\n"
+		 "Connection: close\r\n\r\n",
+		 listen, uid);
+	if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req))
+		goto out;
+	while (used < sizeof(resp) - 1 &&
+	       (n = recv(fd, resp + used, sizeof(resp) - 1 - used, 0)) > 0)
+		used += (size_t)n;
+	resp[used] = '\0';
+	body = strstr(resp, "\r\n\r\n");
+	if (strncmp(resp, "HTTP/1.1 200", 12) != 0 || !body)
+		goto out;
+	doc = json_loads(body + 4, 0, NULL);
+	pol = doc ? json_object_get(doc, "policy") : NULL;
+	text = pol ? json_dumps(pol, 0) : NULL;
+	if (text && fw_policy_from_json(text, strlen(text), p, err, sizeof(err)) == 0)
+		ret = 0;
+	free(text);
+	json_decref(doc);
+out:
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(ai);
+	return ret;
+}
+
+/* The text of compiled rule index of subject meta, when the rule set the
+ * configuration (a static subject) or the actions listener (a sandbox of
+ * the actions protocol) gives compiles to the one pinned (policy_hash). */
 static void rule_lookup(const char *config, const struct fw_subject_meta *meta, __u32 index,
 			struct rule_src *out)
 {
@@ -62,32 +147,24 @@ static void rule_lookup(const char *config, const struct fw_subject_meta *meta, 
 	struct fw_cfg cfg;
 
 	memset(out, 0, sizeof(*out));
-	if (!config || meta->origin != FW_ORIGIN_STATIC || access(config, R_OK))
+	if (!config || access(config, R_OK) ||
+	    (meta->origin != FW_ORIGIN_STATIC && meta->origin != FW_ORIGIN_ACTIONS))
 		return;
 	fw_cfg_init(&cfg);
 	if (fw_cfg_load_file(config, &cfg, err, sizeof(err)) == 0) {
-		for (size_t i = 0; i < cfg.nsubjects; i++) {
-			const struct fw_subject_spec *sp = &cfg.subjects[i];
-			struct fw_compiled_set set = {};
+		if (meta->origin == FW_ORIGIN_ACTIONS && cfg.actions_enabled) {
+			struct fw_policy p;
 
-			if (strcmp(sp->name, meta->name) != 0)
-				continue;
-			if (fw_policy_compile_set(&cfg.overlay, &sp->policy, &set))
+			fw_policy_init(&p);
+			if (actions_policy(cfg.actions_listen, meta->name, &p) == 0)
+				rule_from(&cfg.overlay, &p, meta, index, out);
+			fw_policy_free(&p);
+		}
+		for (size_t i = 0; meta->origin == FW_ORIGIN_STATIC && i < cfg.nsubjects; i++) {
+			if (strcmp(cfg.subjects[i].name, meta->name) == 0) {
+				rule_from(&cfg.overlay, &cfg.subjects[i].policy, meta, index, out);
 				break;
-			if (fw_compiled_set_hash(&set) == meta->policy_hash) {
-				out->overlay = index < cfg.overlay.nrules;
-				out->index =
-					out->overlay ? index : index - (__u32)cfg.overlay.nrules;
-				if (out->overlay)
-					rule_format(&cfg.overlay.rules[index], out->text,
-						    sizeof(out->text));
-				else if (out->index < sp->policy.nrules)
-					rule_format(&sp->policy.rules[out->index], out->text,
-						    sizeof(out->text));
-				out->known = out->text[0] != '\0';
 			}
-			fw_compiled_set_free(&set);
-			break;
 		}
 	}
 	fw_cfg_free(&cfg);

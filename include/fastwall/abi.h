@@ -502,6 +502,7 @@ struct fw_subject_meta {
 
 #ifndef __VMLINUX_H__
 _Static_assert(sizeof(struct fw_ip) == 16, "fw_ip");
+_Static_assert(_Alignof(struct fw_ip) == 4, "fw_ip: as aligned as the union of words it was");
 _Static_assert(sizeof(struct fw_subject) == 80, "fw_subject");
 _Static_assert(sizeof(struct fw_lpm_key) == 20, "fw_lpm_key");
 _Static_assert(sizeof(struct fw_rule) == 12, "fw_rule");

@@ -1914,6 +1914,42 @@ static size_t events_of(__u32 id, __u64 *suppressed)
 /* Burst 5, one event a second after it: a flooding subject gets 5 events
  * out of 20 drops, another subject keeps its own budget, and the next
  * event after an interval says how many were suppressed. */
+/* fastwall explain without --iface: the packet comes from the subject's
+ * own interface, which a subject bound to one that is not there never
+ * has (zeta: every packet of it drops), and an unbound one has anywhere. */
+static void explain_no_iface(void)
+{
+	static const struct {
+		const char *desc, *src, *dst;
+		__u32 reason;
+	} cases[] = {
+		{"explain, no --iface: bound to a missing interface, spoofed", ZETA4, NOWHERE4,
+		 FW_DROP_SPOOF},
+		{"explain, no --iface: bound to the dummy, from it", DELTA4, OK4,
+		 FW_PASS_ALLOW_CIDR},
+		{"explain, no --iface: unbound, from anywhere", ALPHA4, OK4, FW_PASS_ALLOW_CIDR},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fw_xpkt x = {
+			.src = ip_of(cases[i].src),
+			.dst = ip_of(cases[i].dst),
+			.family = FW_FAM_V4,
+			.proto = IPPROTO_TCP,
+			.has_ports = true,
+			.dport = 80,
+			.ifindex = FW_IFINDEX_ANY,
+		};
+		struct fw_xresult res;
+		int err = fw_explain_tc(t.dp, &x, fw_now_ns(), &res);
+
+		result(!err && res.reason == cases[i].reason, cases[i].desc,
+		       "%s -> %s: %s, want %s", cases[i].src, cases[i].dst,
+		       err ? strerror(-err) : fw_reason_name(res.reason),
+		       fw_reason_name(cases[i].reason));
+	}
+}
+
 static void scenario_event_rate_limit(void)
 {
 	const struct row flood = {"flood-a: default deny",
@@ -3565,6 +3601,7 @@ int main(int argc, char **argv)
 		printf("%d passed, %d failed\n", passed, failed + 1);
 		return 1;
 	}
+	explain_no_iface();
 	/* the port guard's rows, through its XDP and TC programs */
 	guard_rows_run(t.dp, &passed, &failed);
 	scenario_event_rate_limit();

@@ -230,7 +230,11 @@ static __u32 tc_decide(struct fw_dp *dp, const struct fw_xpkt *p, __u64 now, str
 		return FW_DROP_UNKNOWN_SOURCE;
 	}
 	r->has_subject = true;
+	/* no interface given: the subject's own, which a subject bound to an
+	 * interface that is not there (FW_IFINDEX_MISSING) never has */
 	ifindex = p->ifindex != FW_IFINDEX_ANY ? p->ifindex : s->ifindex;
+	if (ifindex == FW_IFINDEX_MISSING)
+		ifindex = FW_IFINDEX_ANY;
 	r->step = FW_XS_INTERFACE;
 	if (s->ifindex != FW_IFINDEX_ANY && s->ifindex != ifindex)
 		return FW_DROP_SPOOF;

@@ -25,10 +25,10 @@ static __always_inline void fw_sa_pkt(struct bpf_sock_addr *ctx, struct fw_pkt *
 {
 	if (v6) {
 		pkt->family = FW_FAM_V6;
-		pkt->dst.w[0] = ctx->user_ip6[0];
-		pkt->dst.w[1] = ctx->user_ip6[1];
-		pkt->dst.w[2] = ctx->user_ip6[2];
-		pkt->dst.w[3] = ctx->user_ip6[3];
+		FW_IP_W(&pkt->dst)[0] = ctx->user_ip6[0];
+		FW_IP_W(&pkt->dst)[1] = ctx->user_ip6[1];
+		FW_IP_W(&pkt->dst)[2] = ctx->user_ip6[2];
+		FW_IP_W(&pkt->dst)[3] = ctx->user_ip6[3];
 	} else {
 		pkt->family = FW_FAM_V4;
 		fw_ip_from_v4(&pkt->dst, ctx->user_ip4);
@@ -149,15 +149,15 @@ int fw_cg_sendmsg6(struct bpf_sock_addr *ctx)
 	struct fw_subject *s = fw_cg_task_subject();
 	struct fw_config *cfg = fw_config();
 	struct fw_pkt pkt = {};
-	struct fw_ip src;
+	struct fw_ip src = {}; /* every word written below (cppcheck can't see it) */
 
 	if (!s)
 		return 1;
 	fw_sa_pkt(ctx, &pkt, true);
-	src.w[0] = ctx->msg_src_ip6[0];
-	src.w[1] = ctx->msg_src_ip6[1];
-	src.w[2] = ctx->msg_src_ip6[2];
-	src.w[3] = ctx->msg_src_ip6[3];
+	FW_IP_W(&src)[0] = ctx->msg_src_ip6[0];
+	FW_IP_W(&src)[1] = ctx->msg_src_ip6[1];
+	FW_IP_W(&src)[2] = ctx->msg_src_ip6[2];
+	FW_IP_W(&src)[3] = ctx->msg_src_ip6[3];
 	if (fw_cg_foreign_alias(&src, s))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
 	if (fw_cg_any_alias(&pkt.dst))
@@ -167,7 +167,7 @@ int fw_cg_sendmsg6(struct bpf_sock_addr *ctx)
 	/* the kernel refuses a sendmsg6 rewritten to a v4-mapped address
 	 * (ENOTSUPP), and the proxy's addresses are IPv4: an IPv6 resolver
 	 * is reached with connect() (which can be redirected) or not at all */
-	if (!(pkt.dst.w[0] == 0 && pkt.dst.w[1] == 0 && pkt.dst.w[2] == bpf_htonl(0xffff)))
+	if (!(FW_IP_W(&pkt.dst)[0] == 0 && FW_IP_W(&pkt.dst)[1] == 0 && FW_IP_W(&pkt.dst)[2] == bpf_htonl(0xffff)))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_DNS_V6_SENDMSG, 0);
 	fw_sa_to_proxy(ctx, cfg, s, &pkt, true);
 	return fw_cg_verdict(&pkt, s->id, FW_PASS_DNS_PROXY, 0);
@@ -193,12 +193,12 @@ static __always_inline int fw_recvmsg(struct bpf_sock_addr *ctx, bool v6)
 	if (!orig)
 		return 1;
 	if (v6) {
-		ctx->user_ip6[0] = orig->orig_dst.w[0];
-		ctx->user_ip6[1] = orig->orig_dst.w[1];
-		ctx->user_ip6[2] = orig->orig_dst.w[2];
-		ctx->user_ip6[3] = orig->orig_dst.w[3];
+		ctx->user_ip6[0] = FW_IP_W(&orig->orig_dst)[0];
+		ctx->user_ip6[1] = FW_IP_W(&orig->orig_dst)[1];
+		ctx->user_ip6[2] = FW_IP_W(&orig->orig_dst)[2];
+		ctx->user_ip6[3] = FW_IP_W(&orig->orig_dst)[3];
 	} else {
-		ctx->user_ip4 = orig->orig_dst.w[3];
+		ctx->user_ip4 = FW_IP_W(&orig->orig_dst)[3];
 	}
 	ctx->user_port = orig->orig_port;
 	return 1;

@@ -59,14 +59,15 @@ static __always_inline bool fw_nd_dest_ok(const struct fw_pkt *pkt, const struct
 
 	if (fw_ip_is_ll(d))
 		return true;
-	if (d->w[0] == bpf_htonl(0xff020000) && d->w[1] == 0) {
-		if (d->w[2] == 0 && (d->w[3] == bpf_htonl(1) || d->w[3] == bpf_htonl(2)))
+	if (FW_IP_W(d)[0] == bpf_htonl(0xff020000) && FW_IP_W(d)[1] == 0) {
+		if (FW_IP_W(d)[2] == 0 &&
+		    (FW_IP_W(d)[3] == bpf_htonl(1) || FW_IP_W(d)[3] == bpf_htonl(2)))
 			return true;
-		return d->w[2] == bpf_htonl(1) && (bpf_ntohl(d->w[3]) >> 24) == 0xff;
+		return FW_IP_W(d)[2] == bpf_htonl(1) && (bpf_ntohl(FW_IP_W(d)[3]) >> 24) == 0xff;
 	}
 	/* ::/96 (::1 above all) is pod-local by prefix, but nobody's
 	 * neighbour: ND to it is never legitimate */
-	if ((d->w[0] | d->w[1] | d->w[2]) == 0)
+	if ((FW_IP_W(d)[0] | FW_IP_W(d)[1] | FW_IP_W(d)[2]) == 0)
 		return false;
 	if (s && fw_is_pod_local(s, FW_FAM_V6, d))
 		return true;
@@ -152,7 +153,7 @@ static __always_inline __u32 fw_icmp6_control(struct __sk_buff *skb, const struc
 	case FW_ICMPV6_MLD_DONE:
 	case FW_ICMPV6_MLD2_REPORT:
 		/* ff02::/16, from the port's own addresses (or ::, RFC 3590) */
-		if ((bpf_ntohl(pkt->dst.w[0]) >> 16) != 0xff02)
+		if ((bpf_ntohl(FW_IP_W(&pkt->dst)[0]) >> 16) != 0xff02)
 			return FW_PARSE_OK;
 		if (fw_ip_is_zero(&pkt->src))
 			return FW_PASS_NEIGH;
@@ -246,7 +247,7 @@ int fastwall_ingress(struct __sk_buff *skb)
 	}
 	if (reason == FW_PARSE_ARP) {
 		/* 0.0.0.0: an address probe, which claims nothing */
-		if (pkt.src.w[3] == 0)
+		if (FW_IP_W(&pkt.src)[3] == 0)
 			return fw_verdict(skb, &pkt, 0, FW_PASS_NEIGH);
 		reason = fw_neigh_claim(skb, &pkt.src, &subject, NULL);
 		return fw_verdict(skb, &pkt, subject, reason);

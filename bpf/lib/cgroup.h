@@ -65,21 +65,21 @@ static __always_inline bool fw_cg_is_alias4(__be32 a)
 /* An IPv4 (or v4-mapped) address in 127.254.0.0/16. */
 static __always_inline bool fw_cg_any_alias(const struct fw_ip *a)
 {
-	return a->w[0] == 0 && a->w[1] == 0 && a->w[2] == bpf_htonl(0xffff) &&
-	       fw_cg_is_alias4(a->w[3]);
+	return FW_IP_W(a)[0] == 0 && FW_IP_W(a)[1] == 0 && FW_IP_W(a)[2] == bpf_htonl(0xffff) &&
+	       fw_cg_is_alias4(FW_IP_W(a)[3]);
 }
 
 /* s's own. */
 static __always_inline bool fw_cg_own_alias(const struct fw_ip *a, const struct fw_subject *s)
 {
-	return fw_cg_any_alias(a) && a->w[3] == fw_cg_alias4(s->id);
+	return fw_cg_any_alias(a) && FW_IP_W(a)[3] == fw_cg_alias4(s->id);
 }
 
 /* An IPv4 (or v4-mapped) address in 127.254.0.0/16 other than s's. */
 static __always_inline bool fw_cg_foreign_alias(const struct fw_ip *a, const struct fw_subject *s)
 {
-	return a->w[0] == 0 && a->w[1] == 0 && a->w[2] == bpf_htonl(0xffff) &&
-	       fw_cg_is_alias4(a->w[3]) && a->w[3] != fw_cg_alias4(s->id);
+	return FW_IP_W(a)[0] == 0 && FW_IP_W(a)[1] == 0 && FW_IP_W(a)[2] == bpf_htonl(0xffff) &&
+	       fw_cg_is_alias4(FW_IP_W(a)[3]) && FW_IP_W(a)[3] != fw_cg_alias4(s->id);
 }
 
 /* What a process subject may reach: nothing unless active, never DNS

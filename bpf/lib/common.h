@@ -39,12 +39,13 @@
 
 static __always_inline bool fw_ip_eq(const struct fw_ip *a, const struct fw_ip *b)
 {
-	return a->w[0] == b->w[0] && a->w[1] == b->w[1] && a->w[2] == b->w[2] && a->w[3] == b->w[3];
+	return FW_IP_W(a)[0] == FW_IP_W(b)[0] && FW_IP_W(a)[1] == FW_IP_W(b)[1] &&
+	       FW_IP_W(a)[2] == FW_IP_W(b)[2] && FW_IP_W(a)[3] == FW_IP_W(b)[3];
 }
 
 static __always_inline bool fw_ip_is_zero(const struct fw_ip *a)
 {
-	return (a->w[0] | a->w[1] | a->w[2] | a->w[3]) == 0;
+	return (FW_IP_W(a)[0] | FW_IP_W(a)[1] | FW_IP_W(a)[2] | FW_IP_W(a)[3]) == 0;
 }
 
 /* plen counts bits of the 128-bit form (IPv4 /n is 96 + n). */
@@ -58,7 +59,7 @@ static __always_inline bool fw_ip_in_prefix(const struct fw_ip *a, const struct 
 		__u32 bits = plen > 32 ? 32 : plen;
 		__u32 mask = bits ? bpf_htonl(~0u << (32 - bits)) : 0;
 
-		if ((a->w[i] & mask) != (net->w[i] & mask))
+		if ((FW_IP_W(a)[i] & mask) != (FW_IP_W(net)[i] & mask))
 			return false;
 		plen -= bits;
 	}

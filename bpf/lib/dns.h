@@ -66,17 +66,17 @@ static __always_inline int fw_rewrite_addr(struct __sk_buff *skb, const struct f
 		return 0;
 	if (pkt->family == FW_FAM_V4) {
 		off += src ? FW_IP4_SRC_OFF : FW_IP4_DST_OFF;
-		if (bpf_l4_csum_replace(skb, fw_l4_csum_off(pkt), from->w[3], to->w[3],
+		if (bpf_l4_csum_replace(skb, fw_l4_csum_off(pkt), FW_IP_W(from)[3], FW_IP_W(to)[3],
 					fw_l4_csum_flags(pkt) | BPF_F_PSEUDO_HDR | 4))
 			return -1;
-		if (bpf_l3_csum_replace(skb, pkt->l3_off + FW_IP4_CSUM_OFF, from->w[3], to->w[3],
-					4))
+		if (bpf_l3_csum_replace(skb, pkt->l3_off + FW_IP4_CSUM_OFF, FW_IP_W(from)[3],
+					FW_IP_W(to)[3], 4))
 			return -1;
-		return bpf_skb_store_bytes(skb, off, &to->w[3], 4, 0);
+		return bpf_skb_store_bytes(skb, off, &FW_IP_W(to)[3], 4, 0);
 	}
 	off += src ? FW_IP6_SRC_OFF : FW_IP6_DST_OFF;
 	{
-		__s64 diff = bpf_csum_diff((__be32 *)from->w, 16, (__be32 *)to->w, 16, 0);
+		__s64 diff = bpf_csum_diff(FW_IP_W(from), 16, FW_IP_W(to), 16, 0);
 
 		if (diff < 0)
 			return -1;

@@ -197,7 +197,8 @@ static __always_inline __u32 fw_guard_ipv6(const struct fw_guard_ctx *c, struct 
 	pkt->family = FW_FAM_V6;
 	pkt->src = ip6.saddr;
 	pkt->dst = ip6.daddr;
-	pkt->v4mapped = !pkt->src.w[0] && !pkt->src.w[1] && pkt->src.w[2] == bpf_htonl(0xffff);
+	pkt->v4mapped = !FW_IP_W(&pkt->src)[0] && !FW_IP_W(&pkt->src)[1] &&
+			FW_IP_W(&pkt->src)[2] == bpf_htonl(0xffff);
 	nexthdr = ip6.nexthdr;
 	off += sizeof(ip6);
 

@@ -51,14 +51,14 @@ static __always_inline bool fw_mac_eq(const __u8 *a, const __u8 *b)
 
 static __always_inline bool fw_ip_is_ll(const struct fw_ip *a)
 {
-	return (bpf_ntohl(a->w[0]) & 0xffc00000) == 0xfe800000;
+	return (bpf_ntohl(FW_IP_W(a)[0]) & 0xffc00000) == 0xfe800000;
 }
 
 /* fe80::/64 with the modified EUI-64 interface id of mac (RFC 4291 A) */
 static __always_inline void fw_eui64(const __u8 *mac, struct fw_ip *ll)
 {
-	ll->w[0] = bpf_htonl(0xfe800000);
-	ll->w[1] = 0;
+	FW_IP_W(ll)[0] = bpf_htonl(0xfe800000);
+	FW_IP_W(ll)[1] = 0;
 	ll->b[8] = mac[0] ^ 0x02;
 	ll->b[9] = mac[1];
 	ll->b[10] = mac[2];

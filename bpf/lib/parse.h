@@ -62,10 +62,10 @@ struct fw_ipv6hdr {
 
 static __always_inline void fw_ip_from_v4(struct fw_ip *ip, __be32 a)
 {
-	ip->w[0] = 0;
-	ip->w[1] = 0;
-	ip->w[2] = bpf_htonl(0x0000ffff);
-	ip->w[3] = a;
+	FW_IP_W(ip)[0] = 0;
+	FW_IP_W(ip)[1] = 0;
+	FW_IP_W(ip)[2] = bpf_htonl(0x0000ffff);
+	FW_IP_W(ip)[3] = a;
 }
 
 /* Reads the L4 header at off, inside the payload the IP header declares
@@ -179,7 +179,7 @@ static __always_inline int fw_parse_ipv4(struct __sk_buff *skb, struct fw_pkt *p
 
 static __always_inline bool fw_ip_is_v4mapped(const struct fw_ip *a)
 {
-	return a->w[0] == 0 && a->w[1] == 0 && a->w[2] == bpf_htonl(0x0000ffff);
+	return FW_IP_W(a)[0] == 0 && FW_IP_W(a)[1] == 0 && FW_IP_W(a)[2] == bpf_htonl(0x0000ffff);
 }
 
 static __always_inline int fw_parse_ipv6(struct __sk_buff *skb, struct fw_pkt *pkt, __u32 off)

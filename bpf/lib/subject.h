@@ -91,14 +91,15 @@ static __always_inline bool fw_is_pod_local(const struct fw_subject *s, __u8 fam
 	if ((s->flags & gw_flag) && fw_ip_eq(addr, &s->gateway[family & 1]))
 		return true;
 	if (family == FW_FAM_V4) {
-		__u32 a = bpf_ntohl(addr->w[3]);
+		__u32 a = bpf_ntohl(FW_IP_W(addr)[3]);
 
 		if ((a >> 24) == 127 || (a >> 8) == 0xe00000 || a == 0xffffffff)
 			return true;
 	} else {
-		__u32 w0 = bpf_ntohl(addr->w[0]);
+		__u32 w0 = bpf_ntohl(FW_IP_W(addr)[0]);
 
-		if ((w0 | addr->w[1] | addr->w[2]) == 0 && addr->w[3] == bpf_htonl(1))
+		if ((w0 | FW_IP_W(addr)[1] | FW_IP_W(addr)[2]) == 0 &&
+		    FW_IP_W(addr)[3] == bpf_htonl(1))
 			return true;
 		if ((w0 & 0xffc00000) == 0xfe800000 || (w0 >> 16) == 0xff02)
 			return true;

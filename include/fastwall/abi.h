@@ -73,11 +73,14 @@
  * (::ffff:a.b.c.d), so one set of maps and one LPM key serve both families.
  * An IPv4 /n is an LPM prefix of 96 + n. */
 struct fw_ip {
-	union {
-		__u8 b[16]; /* first, so bpftool shows readable bytes */
-		__be32 w[4];
-	};
-};
+	__u8 b[16]; /* network order; the only member, so bpftool prints it once */
+} __attribute__((aligned(4)));
+
+/* The address as four 32-bit words in network order, as an lvalue:
+ * FW_IP_W(ip)[3] is an IPv4 address's word. may_alias: the words and the
+ * bytes are one object to the compiler, whichever a function writes. */
+typedef __be32 __attribute__((may_alias)) fw_ip_word;
+#define FW_IP_W(ip) ((fw_ip_word *)(ip)->b)
 
 #define FW_V4_PREFIX_BASE 96
 
@@ -87,7 +90,10 @@ enum fw_family {
 	FW_FAM_MAX,
 };
 
-enum fw_subject_state {
+/* The enums that sit in map values are packed to the width of the field
+ * they replaced (one byte here), so the layout stays what it was while
+ * the BTF names the values: bpftool prints "state": "FW_STATE_ACTIVE". */
+enum __attribute__((packed)) fw_subject_state {
 	FW_STATE_ABSENT = 0,
 	FW_STATE_DENYING = 1,
 	FW_STATE_ACTIVE = 2,
@@ -129,7 +135,7 @@ struct fw_abi_record {
 
 struct fw_subject {
 	__u32 id;
-	__u8 state;	      /* enum fw_subject_state */
+	enum fw_subject_state state;
 	__u8 flags;	      /* FW_SF_* */
 	__u8 private_plen[2]; /* per family, LPM-style length; 0 = none */
 	__u32 ifindex;	      /* anti-spoof binding, FW_IFINDEX_* */
@@ -186,7 +192,7 @@ struct fw_lpm_key {
 	struct fw_ip addr;
 };
 
-enum fw_action {
+enum __attribute__((packed)) fw_action {
 	FW_ACTION_DENY = 0,
 	FW_ACTION_ALLOW = 1,
 	FW_ACTION_NONE = 2, /* no rule for every port: on to learned and default */
@@ -195,9 +201,9 @@ enum fw_action {
 #define FW_RULE_DEFAULT 0xffffffffu
 
 struct fw_rule {
-	__u8 action;	 /* for every port: enum fw_action */
-	__u8 is_default; /* no rule covers this prefix */
-	__u8 dflt;	 /* the subject's default action */
+	enum fw_action action; /* for every port */
+	__u8 is_default;       /* no rule covers this prefix */
+	enum fw_action dflt;   /* the subject's default action */
 	__u8 pad;
 	__u32 portset; /* per-port exceptions in fastwall_ports; 0 = none */
 	__u32 rule;    /* most specific rule's index in the egress list, FW_RULE_DEFAULT */
@@ -429,9 +435,9 @@ enum fw_event_type {
 
 struct fw_event {
 	__u64 ts_ns;
-	__u32 type;    /* enum fw_event_type */
+	enum fw_event_type type;
 	__u32 subject; /* 0 when the source is unknown */
-	__u32 reason;  /* enum fw_reason */
+	enum fw_reason reason;
 	__u32 ifindex;
 	__u64 suppressed; /* events this subject lost to rate limiting before */
 	struct fw_ip src;
@@ -492,15 +498,16 @@ struct fw_subject_meta {
 	char name[FW_NAME_LEN]; /* static subject name or sandbox uid */
 	__u64 binding_hash;	/* addresses, interface, gateway, CIDR */
 	__u64 policy_hash;	/* compiled rule set */
-	__u32 origin;		/* enum fw_origin */
-	__u32 port_state;	/* FW_PORTSET_GEN of the live sets | their count */
-	char ifname[16];	/* host interface by name; "" = none */
-	__u64 fence_hash;	/* (runtimeInstanceId, attachmentId); 0 = static */
-	__u64 spec_generation;	/* of the binding that set the policy */
+	enum fw_origin origin;
+	__u32 port_state;      /* FW_PORTSET_GEN of the live sets | their count */
+	char ifname[16];       /* host interface by name; "" = none */
+	__u64 fence_hash;      /* (runtimeInstanceId, attachmentId); 0 = static */
+	__u64 spec_generation; /* of the binding that set the policy */
 };
 
 #ifndef __VMLINUX_H__
 _Static_assert(sizeof(struct fw_ip) == 16, "fw_ip");
+_Static_assert(_Alignof(struct fw_ip) == 4, "fw_ip: as aligned as the union of words it was");
 _Static_assert(sizeof(struct fw_subject) == 80, "fw_subject");
 _Static_assert(sizeof(struct fw_lpm_key) == 20, "fw_lpm_key");
 _Static_assert(sizeof(struct fw_rule) == 12, "fw_rule");
@@ -521,6 +528,12 @@ _Static_assert(sizeof(struct fw_mac) == 8, "fw_mac");
 _Static_assert(sizeof(struct fw_l2_port) == 40, "fw_l2_port");
 _Static_assert(sizeof(struct fw_subject_stats) == 512, "fw_subject_stats");
 _Static_assert(sizeof(struct fw_abi_record) == 16, "fw_abi_record");
+/* the enums in map values keep the width of the integers they replaced */
+_Static_assert(sizeof(enum fw_subject_state) == 1, "fw_subject_state");
+_Static_assert(sizeof(enum fw_action) == 1, "fw_action");
+_Static_assert(sizeof(enum fw_reason) == 4, "fw_reason");
+_Static_assert(sizeof(enum fw_event_type) == 4, "fw_event_type");
+_Static_assert(sizeof(enum fw_origin) == 4, "fw_origin");
 #endif
 
 #endif /* FASTWALL_H */

@@ -144,6 +144,19 @@ check "static subject: may not reach 198.51.100.10" \
 	in_cg "$CG/svc/main" "$FW_PY" "$PROBE_SOCK" tcp 198.51.100.10 80 --want EPERM
 check "static subject: fastwall subjects shows its cgroup" \
 	sh -c "'$FASTWALL' --bpffs '$BPFFS' subjects | grep -qE '^[0-9]+ +svc-$FW_ID +active .*cgroup:/.*/$CG_PARENT/svc/main\$'"
+# fastwall explain --cgroup says the same as the connects above
+xcg() { "$FASTWALL" --bpffs "$BPFFS" explain --cgroup "$@" | sed -n 's/^verdict:  \([a-z]* [a-z-]*\).*/\1/p'; }
+check_eq "explain --cgroup: the static subject reaches 203.0.113.10" \
+	"$(xcg "$CG/svc/main" 203.0.113.10 80/tcp)" "pass allow-cidr"
+check_eq "explain --cgroup: and not 198.51.100.10" \
+	"$(xcg "$CG/svc/main" 198.51.100.10 80/tcp || true)" "drop default-deny"
+check_eq "explain --cgroup: its DNS goes to the proxy" "$(xcg "$CG/svc/main" 198.51.100.53 53/udp)" \
+	"pass dns-proxy"
+check_eq "explain --cgroup: a denying subject" "$(xcg "$CG/frozen" 198.51.100.10 80/tcp || true)" \
+	"drop denying"
+check_eq "explain --cgroup: a cgroup of no sandbox passes" \
+	"$("$FASTWALL" --bpffs "$BPFFS" explain --cgroup "$CG_MNT" 198.51.100.10 80/tcp)" \
+	"verdict:  pass (no process sandbox: $CG_MNT is in none)"
 check "a denying subject's connect fails with EPERM, whatever its policy allows" \
 	in_cg "$CG/frozen" "$FW_PY" "$PROBE_SOCK" tcp 198.51.100.10 80 --want EPERM
 check "a denying subject's sendto fails with EPERM" \

@@ -23,10 +23,10 @@ Test(addr, v4_is_v4_mapped)
 
 	cr_assert_eq(fw_addr_parse("192.0.2.1", &ip, &fam), 0);
 	cr_assert_eq(fam, FW_FAM_V4);
-	cr_assert_eq(ip.w[0], 0);
-	cr_assert_eq(ip.w[1], 0);
-	cr_assert_eq(ip.w[2], htonl(0xffff));
-	cr_assert_eq(ip.w[3], htonl(0xc0000201));
+	cr_assert_eq(FW_IP_W(&ip)[0], 0);
+	cr_assert_eq(FW_IP_W(&ip)[1], 0);
+	cr_assert_eq(FW_IP_W(&ip)[2], htonl(0xffff));
+	cr_assert_eq(FW_IP_W(&ip)[3], htonl(0xc0000201));
 	cr_assert_eq(fw_addr_family(&ip), FW_FAM_V4);
 }
 
@@ -38,8 +38,8 @@ Test(addr, v6_and_mapped_text)
 
 	cr_assert_eq(fw_addr_parse("2001:db8::1", &ip, &fam), 0);
 	cr_assert_eq(fam, FW_FAM_V6);
-	cr_assert_eq(ip.w[0], htonl(0x20010db8));
-	cr_assert_eq(ip.w[3], htonl(1));
+	cr_assert_eq(FW_IP_W(&ip)[0], htonl(0x20010db8));
+	cr_assert_eq(FW_IP_W(&ip)[3], htonl(1));
 	cr_assert_str_eq(fw_addr_str(&ip, buf, sizeof(buf)), "2001:db8::1");
 
 	/* the mapped form is the same address as the dotted quad */
@@ -185,14 +185,14 @@ Test(addr, contains_and_mask)
 	/* masking at every word boundary and inside words */
 	memset(&net, 0xff, sizeof(net));
 	fw_prefix_mask(&net, 33);
-	cr_assert_eq(net.w[0], 0xffffffff);
-	cr_assert_eq(net.w[1], htonl(0x80000000));
-	cr_assert_eq(net.w[2], 0);
-	cr_assert_eq(net.w[3], 0);
+	cr_assert_eq(FW_IP_W(&net)[0], 0xffffffff);
+	cr_assert_eq(FW_IP_W(&net)[1], htonl(0x80000000));
+	cr_assert_eq(FW_IP_W(&net)[2], 0);
+	cr_assert_eq(FW_IP_W(&net)[3], 0);
 	memset(&net, 0xff, sizeof(net));
 	fw_prefix_mask(&net, 128);
-	cr_assert_eq(net.w[3], 0xffffffff);
+	cr_assert_eq(FW_IP_W(&net)[3], 0xffffffff);
 	fw_prefix_mask(&net, 96);
-	cr_assert_eq(net.w[2], 0xffffffff);
-	cr_assert_eq(net.w[3], 0);
+	cr_assert_eq(FW_IP_W(&net)[2], 0xffffffff);
+	cr_assert_eq(FW_IP_W(&net)[3], 0);
 }

@@ -593,7 +593,7 @@ Test(dns, answer_cname_chain_any_order)
 	cr_assert_eq(a.addrs[1].ttl, 40);
 	assert_ip(&a.addrs[2].ip, v4(0xc0000202));
 	for (__u32 i = 0; i < a.naddrs; i++)
-		cr_assert_neq(a.addrs[i].ip.w[3], htonl(0xc6336409));
+		cr_assert_neq(FW_IP_W(&a.addrs[i].ip)[3], htonl(0xc6336409));
 }
 
 Test(dns, answer_cname_loop_bounded)

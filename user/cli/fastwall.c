@@ -21,9 +21,11 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <jansson.h>
 #include <linux/capability.h>
 
 #include "common/addr.h"
+#include "common/exitcodes.h"
 #include "config/config.h"
 #include "datapath/cgroup.h"
 #include "datapath/datapath.h"
@@ -31,18 +33,44 @@
 #include "common/log.h"
 #include "fastwall/version.h"
 #include "subjects/run.h"
+#include "explain.h"
 #include "hostname.h"
 #include "monitor.h"
 #include "scope.h"
 
-enum { EXIT_USAGE = 2, EXIT_NOSTATE = 3 };
+/* fastwalld's default configuration (fastwalld.8), where explain finds
+ * the text of static subjects' rules */
+#define FW_CLI_DEFAULT_CONFIG "/etc/fastwall/fastwalld.yaml"
 
 struct cli {
 	const char *bpffs;
 	struct fw_dp *dp;
 	bool all;      /* also zero counters */
 	bool markdown; /* reasons: the docs table */
+	bool json;     /* -o json: one JSON document on stdout */
+	struct fw_explain_args explain;
 };
+
+/* Prints o as the command's JSON document and frees it. */
+static int json_out(json_t *o)
+{
+	if (!o)
+		return -ENOMEM;
+	json_dumpf(o, stdout, JSON_INDENT(2));
+	printf("\n");
+	json_decref(o);
+	return 0;
+}
+
+static json_t *counts_json(const __u64 *p, bool all)
+{
+	json_t *o = json_object();
+
+	for (__u32 r = 0; r < FW_REASON_MAX; r++)
+		if (p[r] || (all && fw_reason_meaning(r)))
+			json_object_set_new(o, fw_reason_name(r), json_integer((json_int_t)p[r]));
+	return o;
+}
 
 static const char *state_name(__u8 s)
 {
@@ -53,6 +81,52 @@ static const char *state_name(__u8 s)
 		return "denying";
 	}
 	return "absent";
+}
+
+/* status -o json: {pins, subjects, removed, attached[], guard[{interface,
+ * mode}], verdicts[{reason, number, verdict, packets, bytes}], passed,
+ * dropped} */
+static int status_json(struct cli *c, struct if_nameindex *ifs, int nsubj, int nretired)
+{
+	struct fw_counter ctr[FW_REASON_MAX];
+	json_t *o, *att = json_array(), *guard = json_array(), *v = json_array();
+	__u64 pass = 0, drop = 0;
+	int err;
+
+	for (struct if_nameindex *i = ifs; i && i->if_index; i++) {
+		enum fw_guard_mode m = fw_guard_attached(i->if_index);
+
+		if (fw_dp_attached(i->if_index))
+			json_array_append_new(att, json_string(i->if_name));
+		if (m != FW_GUARD_NONE)
+			json_array_append_new(guard, json_pack("{s:s,s:s}", "interface", i->if_name,
+							       "mode", fw_guard_mode_name(m)));
+	}
+	if_freenameindex(ifs);
+	err = fw_dp_stats_read(c->dp, ctr);
+	if (err) {
+		json_decref(att);
+		json_decref(guard);
+		json_decref(v);
+		return err;
+	}
+	for (__u32 r = 0; r < FW_REASON_MAX; r++) {
+		if (!fw_reason_drops(r))
+			pass += ctr[r].packets;
+		else
+			drop += ctr[r].packets;
+		if (!ctr[r].packets && (!c->all || !fw_reason_meaning(r)))
+			continue;
+		json_array_append_new(v, json_pack("{s:s,s:i,s:s,s:I,s:I}", "reason",
+						   fw_reason_name(r), "number", r, "verdict",
+						   fw_reason_drops(r) ? "drop" : "pass", "packets",
+						   (json_int_t)ctr[r].packets, "bytes",
+						   (json_int_t)ctr[r].bytes));
+	}
+	o = json_pack("{s:s,s:i,s:i,s:o,s:o,s:o,s:I,s:I}", "pins", c->bpffs, "subjects", nsubj,
+		      "removed", nretired, "attached", att, "guard", guard, "verdicts", v, "passed",
+		      (json_int_t)pass, "dropped", (json_int_t)drop);
+	return json_out(o);
 }
 
 static int cmd_status(struct cli *c)
@@ -74,6 +148,8 @@ static int cmd_status(struct cli *c)
 		else
 			nsubj++;
 	}
+	if (c->json)
+		return status_json(c, ifs, nsubj, nretired);
 	printf("pins:        %s\n", c->bpffs);
 	printf("subjects:    %d\n", nsubj);
 	if (nretired)
@@ -167,7 +243,11 @@ static int cmd_subjects(struct cli *c)
 	__u64 counts[FW_REASON_MAX];
 	char buf[FW_ADDR_STRLEN];
 
-	printf("%-5s %-24s %-8s %-10s %s\n", "id", "name", "state", "interface", "addresses");
+	json_t *list = c->json ? json_array() : NULL;
+
+	if (!c->json)
+		printf("%-5s %-24s %-8s %-10s %s\n", "id", "name", "state", "interface",
+		       "addresses");
 	while (bpf_map_get_next_key(c->dp->meta_fd, prev, &key) == 0) {
 		const char *state = "denying";
 		bool first = true;
@@ -180,6 +260,8 @@ static int cmd_subjects(struct cli *c)
 		/* the addresses are the dispatch entries pointing at this id */
 		char addrs[512] = "";
 		size_t used = 0;
+		json_t *jaddrs = json_array();
+		const char *cg = NULL;
 
 		while (bpf_map_get_next_key(c->dp->dispatch_fd, aprev, &addr) == 0) {
 			aprev = &addr;
@@ -188,11 +270,13 @@ static int cmd_subjects(struct cli *c)
 			state = state_name(ks.state);
 			/* a process subject's DNS source (127.254.0.0/16): its
 			 * cgroup says who it is */
-			if (ks.ifindex == FW_IFINDEX_MISSING && addr.w[2] == htonl(0xffff) &&
-			    (ntohl(addr.w[3]) & 0xffff0000u) == FW_CG_DNS_ALIAS_NET)
+			if (ks.ifindex == FW_IFINDEX_MISSING &&
+			    FW_IP_W(&addr)[2] == htonl(0xffff) &&
+			    (ntohl(FW_IP_W(&addr)[3]) & 0xffff0000u) == FW_CG_DNS_ALIAS_NET)
 				continue;
 			used += snprintf(addrs + used, sizeof(addrs) - used, "%s%s",
 					 first ? "" : ",", fw_addr_str(&addr, buf, sizeof(buf)));
+			json_array_append_new(jaddrs, json_string(buf));
 			if (used >= sizeof(addrs))
 				used = sizeof(addrs) - 1;
 			first = false;
@@ -201,13 +285,27 @@ static int cmd_subjects(struct cli *c)
 		if (first && cgroup_of(c, key, addrs, sizeof(addrs), &ks) == 0) {
 			state = state_name(ks.state);
 			first = false;
+			cg = addrs + strlen("cgroup:");
 		}
+		if (list) {
+			bool have = fw_dp_subject_stats_read(c->dp, key, counts) == 0;
+
+			json_array_append_new(
+				list,
+				json_pack("{s:i,s:s,s:s,s:s?,s:o,s:s?,s:o}", "id", key, "name",
+					  meta.name, "state", first ? "absent" : state, "interface",
+					  meta.ifname[0] ? meta.ifname : NULL, "addresses", jaddrs,
+					  "cgroup", cg, "counters",
+					  have ? counts_json(counts, c->all) : json_object()));
+			continue;
+		}
+		json_decref(jaddrs);
 		printf("%-5u %-24s %-8s %-10s %s\n", key, meta.name, first ? "absent" : state,
 		       meta.ifname[0] ? meta.ifname : "-", first ? "-" : addrs);
 		if (fw_dp_subject_stats_read(c->dp, key, counts) == 0)
 			print_counts(counts, c->all);
 	}
-	return 0;
+	return list ? json_out(json_pack("{s:o}", "subjects", list)) : 0;
 }
 
 static int port_key_cmp(const void *a, const void *b)
@@ -244,8 +342,10 @@ static void lease_ports(const struct fw_port_rule_key *all, size_t n, __u32 id, 
 		snprintf(out + used, size - used, "none");
 }
 
-/* " names=a,b": the names that taught the lease, as fastwalld kept them. */
-static void lease_names(struct cli *c, const struct fw_learned_key *k, char *out, size_t size)
+/* " names=a,b": the names that taught the lease, as fastwalld kept them
+ * (and into arr, when given). */
+static void lease_names(struct cli *c, const struct fw_learned_key *k, char *out, size_t size,
+			json_t *arr)
 {
 	struct fw_lease_names ids;
 	size_t used = 0;
@@ -259,6 +359,8 @@ static void lease_names(struct cli *c, const struct fw_learned_key *k, char *out
 		if (!ids.ids[i] || bpf_map_lookup_elem(c->dp->names_fd, &ids.ids[i], &name))
 			continue;
 		name.text[sizeof(name.text) - 1] = '\0';
+		if (arr)
+			json_array_append_new(arr, json_string(name.text));
 		used += (size_t)snprintf(out + used, size - used, "%s%s",
 					 used ? "," : " names=", name.text);
 	}
@@ -292,7 +394,10 @@ static int cmd_leases(struct cli *c)
 	}
 	if (nports)
 		qsort(ports, nports, sizeof(*ports), port_key_cmp); /* ports in order */
-	printf("%-24s %-40s %s\n", "subject", "address", "lease");
+	json_t *list = c->json ? json_array() : NULL;
+
+	if (!list)
+		printf("%-24s %-40s %s\n", "subject", "address", "lease");
 	while (bpf_map_get_next_key(c->dp->learned_fd, prev, &k) == 0) {
 		prev = &k;
 		if (bpf_map_lookup_elem(c->dp->learned_fd, &k, &v))
@@ -302,7 +407,27 @@ static int cmd_leases(struct cli *c)
 		else if (meta.origin == FW_ORIGIN_RETIRED)
 			continue; /* a removed subject's, waiting for the reaper */
 		lease_ports(ports, nports, k.subject, v.portset, pbuf, sizeof(pbuf));
-		lease_names(c, &k, nbuf, sizeof(nbuf));
+		if (list) {
+			json_t *jn = json_array(), *jp = json_array();
+
+			lease_names(c, &k, nbuf, sizeof(nbuf), jn);
+			for (size_t i = 0; v.portset && i < nports; i++)
+				if (ports[i].subject == k.subject && ports[i].portset == v.portset)
+					json_array_append_new(jp, json_integer(ports[i].port));
+			json_array_append_new(
+				list,
+				json_pack("{s:i,s:s,s:s,s:b,s:I,s:o,s:o}", "subject_id", k.subject,
+					  "subject", meta.name, "address",
+					  fw_addr_str(&k.addr, buf, sizeof(buf)), "expired",
+					  v.expires_ns <= now, "expires_in_s",
+					  (json_int_t)(v.expires_ns > now ? (v.expires_ns - now) /
+										    1000000000ull
+									  : 0),
+					  "ports", v.portset ? jp : (json_decref(jp), json_null()),
+					  "names", jn));
+			continue;
+		}
+		lease_names(c, &k, nbuf, sizeof(nbuf), NULL);
 		if (v.expires_ns > now)
 			printf("%-24s %-40s %llus left%s%s\n", meta.name,
 			       fw_addr_str(&k.addr, buf, sizeof(buf)),
@@ -313,7 +438,7 @@ static int cmd_leases(struct cli *c)
 			       fw_addr_str(&k.addr, buf, sizeof(buf)), pbuf, nbuf);
 	}
 	free(ports);
-	return 0;
+	return list ? json_out(json_pack("{s:o}", "leases", list)) : 0;
 }
 
 /* The reason table this build was compiled with; no pins needed. */
@@ -322,6 +447,18 @@ static int cmd_reasons(struct cli *c)
 	if (c->markdown) {
 		fw_reasons_markdown(stdout);
 		return 0;
+	}
+	if (c->json) {
+		json_t *list = json_array();
+
+		for (__u32 r = 0; r < FW_REASON_MAX; r++)
+			if (fw_reason_meaning(r))
+				json_array_append_new(
+					list, json_pack("{s:i,s:s,s:s,s:s}", "number", r, "verdict",
+							fw_reason_drops(r) ? "drop" : "pass",
+							"reason", fw_reason_name(r), "meaning",
+							fw_reason_meaning(r)));
+		return json_out(json_pack("{s:o}", "reasons", list));
 	}
 	printf("%-3s %-5s %-18s %s\n", "#", "", "reason", "meaning");
 	for (__u32 r = 0; r < FW_REASON_MAX; r++)
@@ -333,7 +470,7 @@ static int cmd_reasons(struct cli *c)
 
 /* ---- fastwall run ---- */
 
-#define RUN_EXIT_OWN 125 /* fastwall run's own failure, as env(1) and timeout(1) */
+#define RUN_EXIT_OWN FW_EXIT_RUN_OWN
 
 static volatile sig_atomic_t run_signal;
 
@@ -521,7 +658,7 @@ static void run_child(const char *cgroup, int dfd, const char *sock, const char 
 	}
 	execvp(cmd[0], cmd);
 	fprintf(stderr, "fastwall run: can't run %s: %s\n", cmd[0], strerror(errno));
-	_exit(errno == ENOENT ? 127 : 126);
+	_exit(errno == ENOENT ? FW_EXIT_RUN_NOENT : FW_EXIT_RUN_NOEXEC);
 }
 
 static int cmd_run(int argc, char **argv)
@@ -539,7 +676,7 @@ static int cmd_run(int argc, char **argv)
 	if (fw_run_args_parse(argc, argv, (unsigned int)getpid(), &a, err, sizeof(err))) {
 		fprintf(stderr, "fastwall run: %s\n", err);
 		run_usage(stderr);
-		return EXIT_USAGE;
+		return FW_EXIT_USAGE;
 	}
 	if (a.help) {
 		run_usage(stdout);
@@ -621,6 +758,21 @@ static int cmd_run(int argc, char **argv)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : RUN_EXIT_OWN;
 }
 
+static int cmd_explain(struct cli *c)
+{
+	c->explain.json = c->json;
+	return fw_cli_explain(c->dp, &c->explain);
+}
+
+/* the options a command honours besides -b and -o (any other is refused) */
+#define OPT_ALL	    (1u << 0)
+#define OPT_MD	    (1u << 1)
+#define OPT_EXPLAIN (1u << 2) /* --iface, --cgroup, --sport, --config */
+#define OPT_ARGS    (1u << 3) /* takes operands */
+
+#define OPT_STATUS (1u << 4) /* fn returns an exit status, not 0 or a negative errno */
+#define OPT_BPFFS  (1u << 5) /* -b: given, and honoured by the commands that read pins */
+
 static const struct {
 	const char *name;
 	int (*fn)(struct cli *c);
@@ -631,105 +783,239 @@ static const struct {
 	{"subjects", cmd_subjects, true, "subjects with state, addresses and counters"},
 	{"leases", cmd_leases, true, "DNS-learned addresses and their remaining lease"},
 	{"reasons", cmd_reasons, false, "verdict reasons: number, pass or drop, name, meaning"},
+	{"explain", cmd_explain, true, "the verdict on SRC DST [PORT/PROTO] and what decided it"},
 	{"run", NULL, false, "run a command in a process sandbox (fastwall run --help)"},
 	{"monitor", NULL, false,
 	 "live deny, DNS and sampled allow events (fastwall monitor --help)"},
+	{"scope", NULL, false, "sign or verify a route scope (fastwall scope --help)"},
+	{"hostname", NULL, false,
+	 "a service host's label, or the service a host names (fastwall hostname --help)"},
 };
+
+/* What a command honours besides -b and -o (OPT_*); a command not
+ * listed takes neither options nor operands. */
+static unsigned int cmd_opts(const char *name)
+{
+	static const struct {
+		const char *name;
+		unsigned int opts;
+	} t[] = {
+		{"status", OPT_ALL},
+		{"subjects", OPT_ALL},
+		{"reasons", OPT_MD},
+		{"explain", OPT_EXPLAIN | OPT_ARGS | OPT_STATUS},
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (strcmp(t[i].name, name) == 0)
+			return t[i].opts;
+	return 0;
+}
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: fastwall [--bpffs DIR] [--all] COMMAND\n\ncommands:\n");
+	fprintf(out,
+		"usage: fastwall [--bpffs DIR] [-o json] [--all] COMMAND\n"
+		"       fastwall [-o json] explain SRC DST [PORT/PROTO] [--iface IF] [--sport N]\n"
+		"       fastwall [-o json] explain --cgroup PATH DST [PORT/PROTO]\n"
+		"\ncommands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(out, "  %-10s %s\n", cmds[i].name, cmds[i].help);
 	fprintf(out, "\noptions:\n"
 		     "  -b, --bpffs DIR   pin directory (default " FW_DEFAULT_BPFFS ")\n"
-		     "  -a, --all         show zero counters too\n"
+		     "  -o, --output FMT  text (default) or json\n"
+		     "  -a, --all         status, subjects: show zero counters too\n"
 		     "  -m, --markdown    reasons: as the Markdown table of docs/operations.md\n"
+		     "  -i, --iface IF    explain: the interface the packet arrives on\n"
+		     "  -g, --cgroup PATH explain: a process sandbox's cgroup directory\n"
+		     "  -s, --sport N     explain: the source port (a reply on a pod-opened flow)\n"
+		     "  -c, --config FILE explain: fastwalld's configuration, for the rule text\n"
+		     "                    (default " FW_CLI_DEFAULT_CONFIG ")\n"
 		     "  -h, --help        this text\n");
+}
+
+/* -o json before the word scope reaches scope's own parser as -o json */
+static int scope_dispatch(int argc, char **argv, int at, bool json)
+{
+	char *args[argc + 3];
+	int n = 0;
+
+	/* right after the word: a "--" later ends the options */
+	args[n++] = argv[at];
+	if (json) {
+		args[n++] = "-o";
+		args[n++] = "json";
+	}
+	for (int i = at + 1; i < argc; i++)
+		args[n++] = argv[i];
+	args[n] = NULL;
+	return fw_cli_scope(n, args);
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"bpffs", required_argument, NULL, 'b'},
-		{"all", no_argument, NULL, 'a'},
-		{"markdown", no_argument, NULL, 'm'},
-		{"help", no_argument, NULL, 'h'},
-		{},
+		{"bpffs", required_argument, NULL, 'b'}, {"all", no_argument, NULL, 'a'},
+		{"markdown", no_argument, NULL, 'm'},	 {"output", required_argument, NULL, 'o'},
+		{"iface", required_argument, NULL, 'i'}, {"cgroup", required_argument, NULL, 'g'},
+		{"sport", required_argument, NULL, 's'}, {"config", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},	 {},
 	};
 	struct cli c = {.bpffs = FW_DEFAULT_BPFFS};
+	unsigned int given = 0;
+	const char *cmd;
 	int opt, err;
 
+	c.explain.config = FW_CLI_DEFAULT_CONFIG;
 	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
 		printf("fastwall %s (map ABI %d)\n", FW_VERSION, FW_ABI_VERSION);
-		return 0;
+		return FW_EXIT_OK;
 	}
-	/* run has options of its own and a command after them: the global
-	 * options (-b DIR, -a, -m) may come before the word run only */
+	/* run and scope have options of their own and operands after them:
+	 * the global options (-b DIR, -a, -m, -o FMT) may come before the
+	 * word only */
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "run") == 0) {
+			/* it reads no pins and prints no document */
+			if (i > 1) {
+				fprintf(stderr,
+					"fastwall: run takes no option before the word "
+					"run ('%s')\n",
+					argv[1]);
+				return FW_EXIT_USAGE;
+			}
 			fw_log_level = FW_LOG_ERROR;
 			return cmd_run(argc - i, argv + i);
 		}
+		if (strcmp(argv[i], "scope") == 0) {
+			bool json = false;
+
+			for (int j = 1; j < i; j++) {
+				if ((!strcmp(argv[j], "-o") || !strcmp(argv[j], "--output")) &&
+				    j + 1 < i) {
+					if (strcmp(argv[j + 1], "json") &&
+					    strcmp(argv[j + 1], "text")) {
+						fprintf(stderr,
+							"fastwall: -o takes text or json\n");
+						return FW_EXIT_USAGE;
+					}
+					json = !strcmp(argv[++j], "json");
+				} else {
+					fprintf(stderr, "fastwall: scope takes no option '%s'\n",
+						argv[j]);
+					return FW_EXIT_USAGE;
+				}
+			}
+			return scope_dispatch(argc, argv, i, json);
+		}
 		if (argv[i][0] != '-' || strcmp(argv[i], "--") == 0)
 			break;
-		if (strcmp(argv[i], "-b") == 0 || strcmp(argv[i], "--bpffs") == 0)
+		if (strcmp(argv[i], "-b") == 0 || strcmp(argv[i], "--bpffs") == 0 ||
+		    strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0)
 			i++;
 	}
-	if (argc > 1 && strcmp(argv[1], "scope") == 0)
-		return fw_cli_scope(argc - 1, argv + 1);
+	/* hostname and monitor parse their own options */
 	if (argc > 1 && strcmp(argv[1], "hostname") == 0)
 		return fw_cli_hostname(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "monitor") == 0)
 		return fw_cli_monitor(argc - 1, argv + 1);
-	while ((opt = getopt_long(argc, argv, "b:amh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "b:amo:i:g:s:c:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'b':
 			c.bpffs = optarg;
+			given |= OPT_BPFFS;
 			break;
 		case 'a':
 			c.all = true;
+			given |= OPT_ALL;
 			break;
 		case 'm':
 			c.markdown = true;
+			given |= OPT_MD;
+			break;
+		case 'o':
+			if (strcmp(optarg, "json") && strcmp(optarg, "text")) {
+				fprintf(stderr, "fastwall: -o takes text or json, not '%s'\n",
+					optarg);
+				return FW_EXIT_USAGE;
+			}
+			c.json = strcmp(optarg, "json") == 0;
+			break;
+		case 'i':
+			c.explain.iface = optarg;
+			given |= OPT_EXPLAIN;
+			break;
+		case 'g':
+			c.explain.cgroup = optarg;
+			given |= OPT_EXPLAIN;
+			break;
+		case 's':
+			c.explain.sport = optarg;
+			given |= OPT_EXPLAIN;
+			break;
+		case 'c':
+			c.explain.config = optarg;
+			given |= OPT_EXPLAIN;
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			return FW_EXIT_OK;
 		default:
 			usage(stderr);
-			return EXIT_USAGE;
+			return FW_EXIT_USAGE;
 		}
 	}
-	if (optind != argc - 1) {
+	if (optind >= argc) {
 		usage(stderr);
-		return EXIT_USAGE;
+		return FW_EXIT_USAGE;
 	}
+	cmd = argv[optind];
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-		if (strcmp(cmds[i].name, argv[optind]) != 0 || !cmds[i].fn)
+		if (strcmp(cmds[i].name, cmd) != 0 || !cmds[i].fn)
 			continue;
+		unsigned int takes = cmd_opts(cmd) | (cmds[i].pins ? OPT_BPFFS : 0);
+		unsigned int extra = given & ~takes;
+
+		/* an option the command would not use is refused, not ignored */
+		if (extra) {
+			fprintf(stderr, "fastwall: %s does not take %s\n", cmd,
+				(extra & OPT_ALL)     ? "--all"
+				: (extra & OPT_MD)    ? "--markdown"
+				: (extra & OPT_BPFFS) ? "--bpffs (it reads no pins)"
+						      : "--iface, --cgroup, --sport or --config");
+			return FW_EXIT_USAGE;
+		}
+		if (!(takes & OPT_ARGS) && optind != argc - 1) {
+			fprintf(stderr, "fastwall: %s takes no operand '%s'\n", cmd,
+				argv[optind + 1]);
+			return FW_EXIT_USAGE;
+		}
+		c.explain.argc = argc - optind - 1;
+		c.explain.argv = argv + optind + 1;
 		fw_log_level = FW_LOG_ERROR;
 		fw_dp_quiet();
 		err = cmds[i].pins ? fw_dp_open_pinned(c.bpffs, &c.dp) : 0;
 		if (err == -EPROTO) {
 			/* fw_dp_open_pinned said which ABI it found */
 			fprintf(stderr, "fastwall: can't read the pins under %s\n", c.bpffs);
-			return EXIT_NOSTATE;
+			return FW_EXIT_ABI;
 		}
 		if (err) {
 			fprintf(stderr, "fastwall: no data plane pinned under %s: %s\n", c.bpffs,
 				strerror(-err));
-			return EXIT_NOSTATE;
+			return err == -ENOENT ? FW_EXIT_NOSTATE : FW_EXIT_FAILURE;
 		}
 		err = cmds[i].fn(&c);
 		fw_dp_close(c.dp);
+		if (takes & OPT_STATUS)
+			return err;
 		if (err) {
-			fprintf(stderr, "fastwall: %s: %s\n", argv[optind], strerror(-err));
-			return 1;
+			fprintf(stderr, "fastwall: %s: %s\n", cmd, strerror(-err));
+			return FW_EXIT_FAILURE;
 		}
-		return 0;
+		return FW_EXIT_OK;
 	}
-	fprintf(stderr, "fastwall: unknown command '%s'\n", argv[optind]);
+	fprintf(stderr, "fastwall: unknown command '%s'\n", cmd);
 	usage(stderr);
-	return EXIT_USAGE;
+	return FW_EXIT_USAGE;
 }

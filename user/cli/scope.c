@@ -2,22 +2,36 @@
 /* fastwall scope sign --keys FILE --key-id ID NAMESPACE SANDBOX PORT
  * fastwall scope verify --keys FILE SCOPE
  * Exit 0 on success, 1 when a scope or key ring is refused (the reason on
- * stderr), 2 on a usage error. */
+ * stderr), 2 on a usage error (common/exitcodes.h). -o json prints
+ * {"scope"} (sign) or {"valid", "namespace", "sandbox", "port"} or
+ * {"valid": false, "error"} (verify). */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
+#include "common/exitcodes.h"
 #include "policy/scope.h"
 #include "scope.h"
 
-enum { SCOPE_EXIT_REFUSED = 1, SCOPE_EXIT_USAGE = 2 };
+enum { SCOPE_EXIT_REFUSED = FW_EXIT_FAILURE, SCOPE_EXIT_USAGE = FW_EXIT_USAGE };
+
+static void json_print(json_t *o)
+{
+	json_dumpf(o, stdout, JSON_INDENT(2));
+	printf("\n");
+	json_decref(o);
+}
 
 static void scope_usage(FILE *out)
 {
 	fprintf(out, "usage: fastwall scope sign --keys FILE --key-id ID NAMESPACE SANDBOX PORT\n"
 		     "       fastwall scope verify --keys FILE SCOPE\n\n"
+		     "  -o, --output FMT  text (default) or json\n"
 		     "  -k, --keys FILE   key ring: one id=BASE64 per line\n"
 		     "  -i, --key-id ID   sign: the key id, one of [0-9a-z]\n"
 		     "  -h, --help        this text\n");
@@ -39,6 +53,7 @@ int fw_cli_scope(int argc, char **argv)
 	static const struct option opts[] = {
 		{"keys", required_argument, NULL, 'k'},
 		{"key-id", required_argument, NULL, 'i'},
+		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{},
 	};
@@ -47,12 +62,20 @@ int fw_cli_scope(int argc, char **argv)
 	char err[512], out[FW_SCOPE_TEXT_MAX];
 	struct fw_scope sc;
 	unsigned long port = 0;
+	bool json = false;
 	int opt, rc;
 
 	/* options anywhere; "--" ends them (a namespace may start with '-') */
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "k:i:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "k:i:o:h", opts, NULL)) != -1) {
 		switch (opt) {
+		case 'o':
+			if (strcmp(optarg, "json") && strcmp(optarg, "text")) {
+				fprintf(stderr, "fastwall scope: -o takes text or json\n");
+				return SCOPE_EXIT_USAGE;
+			}
+			json = !strcmp(optarg, "json");
+			break;
 		case 'k':
 			keys = optarg;
 			break;
@@ -115,15 +138,25 @@ int fw_cli_scope(int argc, char **argv)
 			fprintf(stderr, "fastwall scope: can't sign: %s\n", fw_scope_strerror(rc));
 			return SCOPE_EXIT_REFUSED;
 		}
-		printf("%s\n", out);
+		if (json)
+			json_print(json_pack("{s:s}", "scope", out));
+		else
+			printf("%s\n", out);
 		return 0;
 	}
 	rc = fw_scope_verify(&kr, argv[optind], strlen(argv[optind]), &sc);
 	fw_scope_keyring_wipe(&kr);
 	if (rc) {
 		fprintf(stderr, "fastwall scope: refused: %s\n", fw_scope_strerror(rc));
+		if (json)
+			json_print(
+				json_pack("{s:b,s:s}", "valid", 0, "error", fw_scope_strerror(rc)));
 		return SCOPE_EXIT_REFUSED;
 	}
-	printf("%s %s %u\n", sc.ns, sc.sandbox, sc.port);
+	if (json)
+		json_print(json_pack("{s:b,s:s,s:s,s:i}", "valid", 1, "namespace", sc.ns, "sandbox",
+				     sc.sandbox, "port", (int)sc.port));
+	else
+		printf("%s %s %u\n", sc.ns, sc.sandbox, sc.port);
 	return 0;
 }

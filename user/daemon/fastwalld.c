@@ -40,6 +40,7 @@
 #include "datapath/l2bind.h"
 #include "datapath/links.h"
 #include "common/log.h"
+#include "common/exitcodes.h"
 #include "common/loop.h"
 #include "common/secmem.h"
 #include "metrics.h"
@@ -48,14 +49,6 @@
 #include "fastwall/version.h"
 
 #define FW_DEFAULT_CONFIG "/etc/fastwall/fastwalld.yaml"
-
-enum fw_exit {
-	FW_EXIT_OK = 0,
-	FW_EXIT_FAILURE = 1, /* runtime failure */
-	FW_EXIT_USAGE = 2,   /* bad command line */
-	FW_EXIT_CONFIG = 3,  /* invalid configuration */
-	FW_EXIT_KERNEL = 4,  /* can't load, pin or attach */
-};
 
 struct fw_daemon {
 	const char *config_path;
@@ -207,8 +200,9 @@ static bool pod_local_by_prefix(const struct fw_ip *a)
 	static const struct fw_ip lo6 = {.b = {[15] = 1}};
 
 	if (fw_addr_family(a) == FW_FAM_V4)
-		return (ntohl(a->w[3]) >> 24) == 127;
-	return memcmp(a, &lo6, sizeof(lo6)) == 0 || (ntohl(a->w[0]) & 0xffc00000) == 0xfe800000;
+		return (ntohl(FW_IP_W(a)[3]) >> 24) == 127;
+	return memcmp(a, &lo6, sizeof(lo6)) == 0 ||
+	       (ntohl(FW_IP_W(a)[0]) & 0xffc00000) == 0xfe800000;
 }
 
 static void on_addr(void *ctx, const struct fw_ifaddr *a)
@@ -309,9 +303,9 @@ static int local_write(struct fw_daemon *d, const struct fw_cfg *cfg, bool *full
 			 * itself whether or not the address was given one, and
 			 * older kernels the network address too */
 			cand[nc] = a->addr;
-			cand[nc++].w[3] |= htonl(~0u >> a->plen);
+			FW_IP_W(&cand[nc++])[3] |= htonl(~0u >> a->plen);
 			cand[nc] = a->addr;
-			cand[nc++].w[3] &= htonl(a->plen ? ~0u << (32 - a->plen) : 0);
+			FW_IP_W(&cand[nc++])[3] &= htonl(a->plen ? ~0u << (32 - a->plen) : 0);
 		} else if (fw_addr_family(&a->addr) == FW_FAM_V6 && a->plen <= 126) {
 			/* a forwarding node answers the subnet-router anycast
 			 * address (the prefix, host bits zero) itself */
@@ -1534,6 +1528,17 @@ int main(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "fastwalld: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
+		free(d);
+		return FW_EXIT_USAGE;
+	}
+	/* an option the command does not use is refused, not ignored: -b
+	 * names the pins of detach only (run and check take the
+	 * configuration's bpffs), --purge belongs to detach */
+	if ((bpffs || purge) && strcmp(cmd, "detach") != 0) {
+		fprintf(stderr,
+			"fastwalld: %s applies to detach only (%s uses the configuration's "
+			"bpffs)\n",
+			bpffs ? "-b/--bpffs" : "--purge", cmd);
 		free(d);
 		return FW_EXIT_USAGE;
 	}

@@ -15,7 +15,7 @@
 
 static bool is_v4_mapped(const struct fw_ip *ip)
 {
-	return ip->w[0] == 0 && ip->w[1] == 0 && ip->w[2] == htonl(0x0000ffff);
+	return FW_IP_W(ip)[0] == 0 && FW_IP_W(ip)[1] == 0 && FW_IP_W(ip)[2] == htonl(0x0000ffff);
 }
 
 enum fw_family fw_addr_family(const struct fw_ip *ip)
@@ -25,10 +25,10 @@ enum fw_family fw_addr_family(const struct fw_ip *ip)
 
 void fw_addr_from_v4(struct fw_ip *ip, __be32 v4)
 {
-	ip->w[0] = 0;
-	ip->w[1] = 0;
-	ip->w[2] = htonl(0x0000ffff);
-	ip->w[3] = v4;
+	FW_IP_W(ip)[0] = 0;
+	FW_IP_W(ip)[1] = 0;
+	FW_IP_W(ip)[2] = htonl(0x0000ffff);
+	FW_IP_W(ip)[3] = v4;
 }
 
 void fw_prefix_mask(struct fw_ip *ip, __u32 plen)
@@ -39,7 +39,7 @@ void fw_prefix_mask(struct fw_ip *ip, __u32 plen)
 		if (bits >= 32)
 			continue;
 		/* shifting a 32-bit value by 32 is undefined, hence the split */
-		ip->w[i] = bits ? ip->w[i] & htonl(~0u << (32 - bits)) : 0;
+		FW_IP_W(ip)[i] = bits ? FW_IP_W(ip)[i] & htonl(~0u << (32 - bits)) : 0;
 	}
 }
 
@@ -53,7 +53,7 @@ bool fw_prefix_contains(const struct fw_ip *net, __u32 plen, const struct fw_ip 
 		__u32 bits = plen < 32 ? plen : 32;
 		__u32 mask = bits == 32 ? ~0u : ~0u << (32 - bits);
 
-		if ((net->w[i] ^ addr->w[i]) & htonl(mask))
+		if ((FW_IP_W(net)[i] ^ FW_IP_W(addr)[i]) & htonl(mask))
 			return false;
 		plen -= bits;
 	}
@@ -77,7 +77,7 @@ int fw_addr_parse(const char *s, struct fw_ip *ip, enum fw_family *fam)
 	/* inet_pton already refuses spaces, signs and trailing junk */
 	if (inet_pton(AF_INET, buf, &v4) == 1) {
 		fw_addr_from_v4(ip, v4.s_addr);
-	} else if (inet_pton(AF_INET6, buf, ip->w) != 1) {
+	} else if (inet_pton(AF_INET6, buf, ip->b) != 1) {
 		return -EINVAL;
 	}
 	if (fam)
@@ -161,9 +161,9 @@ const char *fw_addr_str(const struct fw_ip *ip, char *buf, size_t len)
 	const char *r;
 
 	if (is_v4_mapped(ip))
-		r = inet_ntop(AF_INET, &ip->w[3], buf, (socklen_t)len);
+		r = inet_ntop(AF_INET, &FW_IP_W(ip)[3], buf, (socklen_t)len);
 	else
-		r = inet_ntop(AF_INET6, ip->w, buf, (socklen_t)len);
+		r = inet_ntop(AF_INET6, ip->b, buf, (socklen_t)len);
 	if (!r && len)
 		buf[0] = '\0';
 	return buf;
@@ -174,10 +174,10 @@ const char *fw_prefix_str(const struct fw_ip *net, __u32 plen, char *buf, size_t
 	char addr[INET6_ADDRSTRLEN];
 
 	if (is_v4_mapped(net) && plen >= FW_V4_PREFIX_BASE) {
-		inet_ntop(AF_INET, &net->w[3], addr, sizeof(addr));
+		inet_ntop(AF_INET, &FW_IP_W(net)[3], addr, sizeof(addr));
 		snprintf(buf, len, "%s/%u", addr, plen - FW_V4_PREFIX_BASE);
 	} else {
-		inet_ntop(AF_INET6, net->w, addr, sizeof(addr));
+		inet_ntop(AF_INET6, net->b, addr, sizeof(addr));
 		snprintf(buf, len, "%s/%u", addr, plen);
 	}
 	return buf;

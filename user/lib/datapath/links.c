@@ -88,8 +88,8 @@ static bool addr_of(int family, const struct rtattr *rta, struct fw_ip *out)
 
 	memset(out, 0, sizeof(*out));
 	if (family == AF_INET && plen >= 4) {
-		out->w[2] = htonl(0x0000ffff);
-		memcpy(&out->w[3], RTA_DATA(rta), 4);
+		FW_IP_W(out)[2] = htonl(0x0000ffff);
+		memcpy(&FW_IP_W(out)[3], RTA_DATA(rta), 4);
 		return true;
 	}
 	if (family == AF_INET6 && plen >= 16) {

@@ -778,7 +778,7 @@ __u64 fw_compiled_hash(const struct fw_compiled *c, size_t n)
 
 		/* fields one by one so padding never reaches the hash */
 		for (int w = 0; w < 4; w++)
-			h = mix64(h ^ e->key.addr.w[w]);
+			h = mix64(h ^ FW_IP_W(&e->key.addr)[w]);
 		h = mix64(h ^ ((__u64)e->rule.action << 16 | (__u64)e->rule.dflt << 8 |
 			       e->rule.is_default));
 		h = mix64(h ^ e->rule.rule);

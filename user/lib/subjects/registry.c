@@ -148,15 +148,17 @@ static bool ports_live(__u32 id, __u32 *gen, const void *ctx)
  * (fastwall/abi.h): a dispatch entry, not one of its addresses. */
 static struct fw_ip cg_alias(__u32 id)
 {
-	struct fw_ip a = {.w = {0, 0, htonl(0xffff), htonl(FW_CG_DNS_ALIAS_NET | (id & 0xffff))}};
+	struct fw_ip a = {0};
 
+	FW_IP_W(&a)[2] = htonl(0xffff);
+	FW_IP_W(&a)[3] = htonl(FW_CG_DNS_ALIAS_NET | (id & 0xffff));
 	return a;
 }
 
 static bool is_cg_alias(const struct fw_ip *a)
 {
-	return a->w[0] == 0 && a->w[1] == 0 && a->w[2] == htonl(0xffff) &&
-	       (ntohl(a->w[3]) & 0xffff0000u) == FW_CG_DNS_ALIAS_NET;
+	return FW_IP_W(a)[0] == 0 && FW_IP_W(a)[1] == 0 && FW_IP_W(a)[2] == htonl(0xffff) &&
+	       (ntohl(FW_IP_W(a)[3]) & 0xffff0000u) == FW_CG_DNS_ALIAS_NET;
 }
 
 /* The alias dispatches to ks, but on no interface: no packet of a

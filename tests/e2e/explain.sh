@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# End-to-end: fastwall explain against a running fastwalld, checked on
+# what the real traffic does: a denied destination (the deny rule's text),
+# one allowed by CIDR, one allowed by a name the DNS proxy learned (the
+# name shown), a subject not yet active, DNS to the proxy, a sibling; JSON
+# output; the exit codes; and that explaining moves no counter.
+# Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
+set -euo pipefail
+
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap fw_cleanup EXIT
+trap 'exit 130' INT TERM
+fw_require
+command -v dig >/dev/null || fw_die "dig not found (apt-get install bind9-dnsutils)"
+command -v dnsmasq >/dev/null || fw_die "dnsmasq not found (apt-get install dnsmasq-base)"
+
+SB_A=$(fw_sb_ns a)
+SB_B=$(fw_sb_ns b)
+UP4=198.51.100.53
+
+fw_topology
+fw_sandbox a 2
+fw_sandbox b 3
+fw_serve_internet
+ip -n "$NS_INET" addr add $UP4/32 dev lo
+ip -n "$NS_INET" addr add 203.0.113.20/32 dev lo
+fw_serve "$NS_INET" --http 203.0.113.20:80
+
+cat >"$FW_TMP/dnsmasq.conf" <<EOF
+no-resolv
+no-hosts
+bind-interfaces
+listen-address=$UP4
+port=53
+user=root
+pid-file=
+address=/#/
+host-record=api.example.com,203.0.113.20,300
+EOF
+nsenter --net="/run/netns/$NS_INET" dnsmasq -k -C "$FW_TMP/dnsmasq.conf" \
+	--log-facility="$FW_TMP/dnsmasq.log" &
+FW_PIDS+=($!)
+for _ in $(seq 100); do
+	fw_ns "$NS_INET" dig +short +time=1 +tries=1 @$UP4 api.example.com 2>/dev/null |
+		grep -q 203.0.113.20 && break
+	sleep 0.05
+done
+
+cat >"$FW_CFG" <<EOF
+log_level: info
+datapath:
+  bpffs: $BPFFS
+  bridges: [br0]
+dns:
+  upstreams: [$UP4]
+subjects:
+  - name: sandbox-a
+    addresses: [10.42.0.2, "fd00:42::2"]
+    interface: sb-a
+    gateway: [10.42.0.1, "fd00:42::1"]
+    private_cidr: [10.42.0.0/24, "fd00:42::/64"]
+    policy:
+      defaultAction: deny
+      egress:
+        - { action: allow, target: 198.51.100.0/24 }
+        - { action: deny, target: 198.51.100.66, ports: [80] }
+        - { action: allow, target: api.example.com }
+  - name: sandbox-b
+    addresses: [10.42.0.3]
+    interface: sb-b
+    gateway: 10.42.0.1
+    private_cidr: 10.42.0.0/24
+    state: denying
+    policy: { defaultAction: allow }
+EOF
+fw_start_daemon || fw_die "fastwalld did not start"
+fw_wait_log 'attached to sb-b' 1 5 || true
+
+x() { fw_cli explain --config "$FW_CFG" "$@"; }
+# the value of FIELD: in the text output
+field() { sed -n "s/^$1: *//p"; }
+# json_get EXPR: EXPR of the JSON document on stdin, which is d
+json_get() { "$FW_PY" -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
+
+echo "# denied by a rule (a port exception of 198.51.100.66)"
+out=$(x 10.42.0.2 198.51.100.66 80/tcp) && rc=0 || rc=$?
+check_eq "exit 7: the packet would drop" "$rc" 7
+check_eq "verdict: drop deny-cidr" "$(field verdict <<<"$out" | cut -d' ' -f1-2)" "drop deny-cidr"
+id_a=$(fw_cli -o json subjects | json_get "[s['id'] for s in d['subjects'] if s['name'] == 'sandbox-a'][0]")
+check_eq "subject line: name, id, state, interface" "$(field subject <<<"$out")" \
+	"sandbox-a (id $id_a, active, interface sb-a)"
+check "decided: the rule's text as written" grep -q \
+	'^decided:  rule 1 of sandbox-a.s policy: deny 198.51.100.66 ports=80 (port 80 of entry 198.51.100.66/32)$' <<<"$out"
+check_fails "the data plane agrees: 198.51.100.66:80 does not answer" \
+	fw_http "$SB_A" http://198.51.100.66/ 1
+
+echo "# allowed by CIDR"
+out=$(x 10.42.0.2 198.51.100.10 80/tcp) && rc=0 || rc=$?
+check_eq "exit 0: the packet would pass" "$rc" 0
+check_eq "verdict: pass allow-cidr" "$(field verdict <<<"$out" | cut -d' ' -f1-2)" "pass allow-cidr"
+check "decided: rule 0 and its entry" grep -q \
+	'^decided:  rule 0 of sandbox-a.s policy: allow 198.51.100.0/24 (entry 198.51.100.0/24)$' <<<"$out"
+check "the data plane agrees: 198.51.100.10 answers" fw_http "$SB_A" http://198.51.100.10/ 2
+out=$(x 10.42.0.2 198.51.100.66 9000/udp) || true
+check_eq "the same host on another port: allowed by rule 0's entry" \
+	"$(field verdict <<<"$out" | cut -d' ' -f1-2)" "pass allow-cidr"
+
+echo "# allowed by a learned name"
+out=$(x 10.42.0.2 203.0.113.20 80/tcp) && rc=0 || rc=$?
+check_eq "before the name resolves: default deny" "$(field verdict <<<"$out" | cut -d' ' -f1-2)" \
+	"drop default-deny"
+check "decided: the default" grep -q "^decided:  the default (deny) of sandbox-a" <<<"$out"
+fw_ns "$SB_A" dig +short +time=3 +tries=1 @10.42.0.1 api.example.com >"$FW_TMP/dig.out" 2>&1 || true
+check "api.example.com resolved through the proxy" grep -qx 203.0.113.20 "$FW_TMP/dig.out"
+out=$(x 10.42.0.2 203.0.113.20 80/tcp) && rc=0 || rc=$?
+check_eq "after: exit 0" "$rc" 0
+check_eq "verdict: pass learned" "$(field verdict <<<"$out" | cut -d' ' -f1-2)" "pass learned"
+check "decided: the lease and the name that taught it" grep -qE \
+	'^decided:  a lease learned from DNS: api\.example\.com, [0-9]+s left$' <<<"$out"
+check "the data plane agrees: 203.0.113.20 answers" fw_http "$SB_A" http://203.0.113.20/ 2
+leases=$(fw_cli -o json leases)
+check "leases -o json parses" "$FW_PY" -m json.tool <<<"$leases"
+check_eq "leases -o json: the lease, its subject and name" "$(json_get "[(l['subject'], l['address'], \
+	l['expired'], l['ports'], l['names'], 0 < l['expires_in_s'] <= 400) for l in d['leases']]" \
+	<<<"$leases")" "[('sandbox-a', '203.0.113.20', False, None, ['api.example.com'], True)]"
+check_eq "JSON: the lease's names" "$(x -o json 10.42.0.2 203.0.113.20 80/tcp |
+	json_get "d['lease']['names']")" "['api.example.com']"
+
+echo "# a subject not yet active"
+out=$(x 10.42.0.3 198.51.100.10 80/tcp) && rc=0 || rc=$?
+check_eq "exit 7" "$rc" 7
+check_eq "verdict: drop denying" "$(field verdict <<<"$out" | cut -d' ' -f1-2)" "drop denying"
+check "subject: sandbox-b, denying" grep -q '^subject:  sandbox-b (id [0-9]*, denying, interface sb-b)' <<<"$out"
+check "decided: the state" grep -q '^decided:  the subject is denying, not active' <<<"$out"
+check_fails "the data plane agrees: sandbox-b reaches nothing" fw_http "$SB_B" http://198.51.100.10/ 1
+
+echo "# DNS, siblings, strangers, interfaces"
+out=$(x 10.42.0.3 10.42.0.1 53/udp) || true
+check_eq "a denying subject's DNS still goes to the proxy" \
+	"$(field verdict <<<"$out" | cut -d' ' -f1-2)" "pass dns-proxy"
+out=$(x 10.42.0.2 10.42.0.3 80/tcp) || true
+check_eq "to a sibling" "$(field verdict <<<"$out" | cut -d' ' -f1-2)" "drop sibling"
+out=$(x 10.42.0.9 198.51.100.10 80/tcp) || true
+check_eq "from an address no subject has" "$(field verdict <<<"$out" | cut -d' ' -f1-2)" \
+	"drop unknown-source"
+out=$(x --iface sb-b 10.42.0.2 198.51.100.10 80/tcp) || true
+check_eq "sandbox-a's address on sb-b: spoofed" "$(field verdict <<<"$out" | cut -d' ' -f1-2)" \
+	"drop spoofed-source"
+out=$(x --iface sb-a 10.42.0.2 198.51.100.10 80/tcp) || true
+check_eq "on its own port: allowed" "$(field verdict <<<"$out" | cut -d' ' -f1-2)" "pass allow-cidr"
+out=$(x 10.42.0.2 198.51.100.10 853/tcp) || true
+check_eq "DNS over TLS" "$(field verdict <<<"$out" | cut -d' ' -f1-2)" "drop dns-over-tls"
+out=$(x 10.42.0.2 198.51.100.10) || true
+check_eq "no PORT/PROTO: an echo request" "$(field verdict <<<"$out" | cut -d' ' -f1-2)" \
+	"pass allow-cidr"
+
+echo "# the rule text needs the configuration it came from"
+out=$(fw_cli explain --config "$FW_TMP/none.yaml" 10.42.0.2 198.51.100.66 80/tcp) || true
+check "no configuration: the index alone" grep -q \
+	'^decided:  rule 1 of sandbox-a.s policy (overlay rules first) (port 80' <<<"$out"
+sed 's/198.51.100.66, ports: \[80\]/198.51.100.67, ports: [80]/' "$FW_CFG" >"$FW_TMP/edited.yaml"
+out=$(fw_cli explain --config "$FW_TMP/edited.yaml" 10.42.0.2 198.51.100.66 80/tcp) || true
+check "a configuration edited since the load: the index alone, never a wrong text" \
+	grep -q '^decided:  rule 1 of sandbox-a.s policy (overlay rules first) (port 80' <<<"$out"
+
+echo "# JSON"
+j=$(x -o json 10.42.0.2 198.51.100.66 80/tcp) || true
+check "explain -o json parses" "$FW_PY" -m json.tool <<<"$j"
+check_eq "JSON fields" "$(json_get "d['verdict'],d['reason'],d['step'],d['subject']['name'],d['rule']['index'],d['rule']['text']" <<<"$j")" \
+	"('drop', 'deny-cidr', 'port-rule', 'sandbox-a', 1, 'deny 198.51.100.66 ports=80')"
+
+echo "# explaining disturbs nothing"
+before=$(fw_cli -o json status | json_get "d['verdicts']")
+sub_before=$(fw_cli -o json subjects | json_get "d['subjects']")
+for _ in $(seq 20); do x 10.42.0.2 198.51.100.66 80/tcp >/dev/null || true; done
+check_eq "no verdict counter moved" "$(fw_cli -o json status | json_get "d['verdicts']")" "$before"
+check_eq "no subject counter moved" "$(fw_cli -o json subjects | json_get "d['subjects']")" "$sub_before"
+
+echo "# usage and exit codes"
+fw_cli explain 10.42.0.2 >/dev/null 2>&1 && rc=0 || rc=$?
+check_eq "one operand: usage (2)" "$rc" 2
+fw_cli explain 10.42.0.2 198.51.100.10 80/sctp >/dev/null 2>&1 && rc=0 || rc=$?
+check_eq "an unknown protocol: usage (2)" "$rc" 2
+fw_cli explain 10.42.0.2 fd00:42::9 >/dev/null 2>&1 && rc=0 || rc=$?
+check_eq "mixed families: usage (2)" "$rc" 2
+fw_cli explain --iface nosuch0 10.42.0.2 198.51.100.10 >/dev/null 2>&1 && rc=0 || rc=$?
+check_eq "an unknown interface: usage (2)" "$rc" 2
+fw_cli status --iface sb-a >/dev/null 2>&1 && rc=0 || rc=$?
+check_eq "an explain option on status: refused (2)" "$rc" 2
+
+echo "# without fastwalld"
+fw_stop_daemon
+out=$(x 10.42.0.2 198.51.100.66 80/tcp) || true
+check_eq "the pins still answer" "$(field verdict <<<"$out" | cut -d' ' -f1-2)" "drop deny-cidr"
+
+fw_summary

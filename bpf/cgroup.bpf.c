@@ -167,7 +167,8 @@ int fw_cg_sendmsg6(struct bpf_sock_addr *ctx)
 	/* the kernel refuses a sendmsg6 rewritten to a v4-mapped address
 	 * (ENOTSUPP), and the proxy's addresses are IPv4: an IPv6 resolver
 	 * is reached with connect() (which can be redirected) or not at all */
-	if (!(FW_IP_W(&pkt.dst)[0] == 0 && FW_IP_W(&pkt.dst)[1] == 0 && FW_IP_W(&pkt.dst)[2] == bpf_htonl(0xffff)))
+	if (!(FW_IP_W(&pkt.dst)[0] == 0 && FW_IP_W(&pkt.dst)[1] == 0 &&
+	      FW_IP_W(&pkt.dst)[2] == bpf_htonl(0xffff)))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_DNS_V6_SENDMSG, 0);
 	fw_sa_to_proxy(ctx, cfg, s, &pkt, true);
 	return fw_cg_verdict(&pkt, s->id, FW_PASS_DNS_PROXY, 0);

@@ -305,8 +305,9 @@ static bool explainable(const struct row *r)
 {
 	const struct pkt_spec *p = &r->pkt;
 
-	if (r->own_alias || (p->src && strncmp(p->src, "127.254.", 8) == 0) ||
-	    strcmp(p->dst, "127.0.0.1") == 0)
+	if (r->own_alias || r->own_alias_dst || !p->dst ||
+	    (p->src && strncmp(p->src, "127.254.", 8) == 0) || strcmp(p->dst, "127.0.0.1") == 0 ||
+	    strncmp(p->dst, "127.254.", 8) == 0)
 		return false;
 	if (p->ext[0] || p->frag.on || p->truncate)
 		return false;

@@ -172,11 +172,15 @@ check_eq "JSON fields" "$(json_get "d['verdict'],d['reason'],d['step'],d['subjec
 	"('drop', 'deny-cidr', 'port-rule', 'sandbox-a', 1, 'deny 198.51.100.66 ports=80')"
 
 echo "# explaining disturbs nothing"
-before=$(fw_cli -o json status | json_get "d['verdicts']")
-sub_before=$(fw_cli -o json subjects | json_get "d['subjects']")
+# the kernel's own neighbour discovery on the sandbox ports may count
+# meanwhile: everything but the neighbour reason must stay as it was
+VERDICTS="[v for v in d['verdicts'] if v['reason'] != 'neighbour']"
+SUBJECTS="[dict(s, counters={k: n for k, n in s['counters'].items() if k != 'neighbour'}) for s in d['subjects']]"
+before=$(fw_cli -o json status | json_get "$VERDICTS")
+sub_before=$(fw_cli -o json subjects | json_get "$SUBJECTS")
 for _ in $(seq 20); do x 10.42.0.2 198.51.100.66 80/tcp >/dev/null || true; done
-check_eq "no verdict counter moved" "$(fw_cli -o json status | json_get "d['verdicts']")" "$before"
-check_eq "no subject counter moved" "$(fw_cli -o json subjects | json_get "d['subjects']")" "$sub_before"
+check_eq "no verdict counter moved" "$(fw_cli -o json status | json_get "$VERDICTS")" "$before"
+check_eq "no subject counter moved" "$(fw_cli -o json subjects | json_get "$SUBJECTS")" "$sub_before"
 
 echo "# usage and exit codes"
 fw_cli explain 10.42.0.2 >/dev/null 2>&1 && rc=0 || rc=$?

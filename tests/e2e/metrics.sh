@@ -23,6 +23,7 @@ done
 
 SB_A=$(fw_sb_ns a)
 UP4=198.51.100.53
+DEAD_UP=$UP4:5353 # nothing listens there: its probes fail
 METRICS=127.0.0.1:9464 # the default listener
 PROM=127.0.0.1:19090
 N_ALLOW=5  # datagrams to the allowed CIDR
@@ -62,8 +63,9 @@ actions:
   listen: 127.0.0.1:$FW_ACT_PORT
   vault_socket: $FW_ACT_SOCK
 dns:
-  upstreams: [$UP4]
+  upstreams: [$UP4, '$DEAD_UP']
   timeout: 1
+  probe_interval: 1
 $1
 subjects:
   - name: sandbox-a
@@ -101,7 +103,8 @@ poll_readyz() {
 		sleep 0.01
 	done
 }
-write_config ""
+write_config 'metrics:
+  per_subject: true'
 : >"$FW_TMP/readyz.seen"
 poll_readyz &
 POLLER=$!
@@ -198,6 +201,11 @@ for _ in $(seq $N_DENY); do fw_udp "$SB_A" 198.51.100.66 9000 0.2 >/dev/null; do
 check_eq "fastwall status: $N_DENY deny-cidr drops" "$(fw_counter "drop deny-cidr")" "$N_DENY"
 check_q "Prometheus: packets{reason=deny-cidr,verdict=drop} = $N_DENY" \
 	'fastwall_packets_total{reason="deny-cidr",verdict="drop"}' "$N_DENY"
+check_q "Prometheus: sandbox-a's own deny-cidr drops = $N_DENY (metrics.per_subject)" \
+	'fastwall_subject_packets_total{subject="sandbox-a",reason="deny-cidr",verdict="drop"}' \
+	"$N_DENY"
+check_q "Prometheus: per-subject series name the one live subject only" \
+	'count(fastwall_subject_packets_total{subject!="sandbox-a"}) or vector(0)' 0
 ALLOW_CLI=$(fw_counter "pass allow-cidr")
 check_ge "fastwall status: at least $N_ALLOW allow-cidr passes" "$ALLOW_CLI" "$N_ALLOW"
 check_q "Prometheus: packets{reason=allow-cidr,verdict=pass} = fastwall status" \
@@ -230,6 +238,15 @@ check_q "Prometheus: all of them under 5 s (the +Inf bucket holds no more)" \
 	'fastwall_dns_upstream_duration_seconds_bucket{le="5"}' "$N_DNS_OK"
 check_q "Prometheus: the histogram's quantile is a number of seconds below 1" \
 	'histogram_quantile(0.5, fastwall_dns_upstream_duration_seconds_bucket) < bool 1' 1
+check_q "Prometheus: the answering upstream is up" \
+	"fastwall_dns_upstream_up{upstream=\"$UP4:53\"}" 1
+check_q "Prometheus: the upstream nothing listens on is down" \
+	"fastwall_dns_upstream_up{upstream=\"$DEAD_UP\"}" 0
+check_q "Prometheus: two upstreams, as configured" 'count(fastwall_dns_upstream_up)' 2
+check_q "Prometheus: probes the answering upstream passed" \
+	'fastwall_dns_probes_total{result="ok"} > bool 0' 1
+check_q "Prometheus: probes the silent one failed" \
+	'fastwall_dns_probes_total{result="failed"} > bool 0' 1
 check_q "Prometheus: one learned address held" 'fastwall_learned_addresses' 1
 check_q "Prometheus: fastwall_learned fill 1" 'fastwall_map_entries{map="fastwall_learned"}' 1
 check_q "Prometheus: the learned address passes (learned)" \
@@ -256,6 +273,14 @@ check_q "Prometheus: one invalid envelope answered 400" \
 	'fastwall_actions_operations_total{operation="invalid",code="400"}' 1
 check_q "Prometheus: the LIFECYCLE_HOOK counted under its status ($ACT_CODE)" \
 	"fastwall_actions_operations_total{operation=\"LIFECYCLE_HOOK\",code=\"$ACT_CODE\"}" 1
+check_q "Prometheus: the invalid envelope timed once" \
+	'fastwall_actions_request_duration_seconds_count{operation="invalid"}' 1
+check_q "Prometheus: the LIFECYCLE_HOOK timed once, under 5 s" \
+	'fastwall_actions_request_duration_seconds_bucket{operation="LIFECYCLE_HOOK",le="5"}' 1
+check_q "Prometheus: no SET_BINDING timed (none was sent)" \
+	'fastwall_actions_request_duration_seconds_count{operation="SET_BINDING"}' 0
+check_q "Prometheus: the latency sum is seconds, not nanoseconds" \
+	'sum(fastwall_actions_request_duration_seconds_sum) < bool 10' 1
 check_q "Prometheus: two POSTs on the actions path" \
 	'sum(fastwall_actions_requests_total{path="/_fastlet/v1/actions"})' 2
 check_q "Prometheus: one subject" 'fastwall_subjects' 1
@@ -276,6 +301,20 @@ fw_reload
 check "a reload that moves metrics.listen: warned, kept until a restart" \
 	fw_wait_log "metrics.listen changes only on restart; keeping '$METRICS'" 1 2
 check_eq "still served on $METRICS" "$(get /healthz)" "200 ok"
+check "a reload that drops metrics.per_subject: warned, kept until a restart" \
+	fw_wait_log "metrics.per_subject changes only on restart" 1 2
+check "the per-subject series are still served" \
+	bash -c "nsenter --net=/run/netns/$NS_POD curl -s http://$METRICS/metrics |
+	grep -q '^fastwall_subject_packets_total{subject=\"sandbox-a\"'"
+
+echo "# per_subject off by default"
+fw_stop_daemon
+write_config ""
+fw_start_daemon || fw_die "fastwalld did not start again"
+fw_ns "$NS_POD" curl -s --max-time 3 "http://$METRICS/metrics" >"$FW_TMP/scrape2.txt"
+check "the scrape still has the totals" grep -q '^fastwall_packets_total{' "$FW_TMP/scrape2.txt"
+check_fails "but no per-subject series" grep -q '^fastwall_subject_packets_total' \
+	"$FW_TMP/scrape2.txt"
 
 echo "# off"
 fw_stop_daemon
@@ -283,7 +322,7 @@ write_config 'metrics:
   listen: ""'
 fw_start_daemon || fw_die "fastwalld did not start again"
 check_eq "metrics.listen \"\": nothing listens" "$(get /healthz | cut -d' ' -f1)" "000"
-check_eq "the second start logged no metrics listener" "$(fw_log_count 'metrics on http')" 1
+check_eq "the start with it off logged no metrics listener" "$(fw_log_count 'metrics on http')" 2
 
 echo "# the port taken"
 fw_stop_daemon

@@ -947,6 +947,9 @@ static void reload(struct fw_daemon *d)
 		fw_warn("metrics.listen changes only on restart; keeping '%s'",
 			d->cfg.metrics_listen);
 	snprintf(next.metrics_listen, sizeof(next.metrics_listen), "%s", d->cfg.metrics_listen);
+	if (next.metrics_per_subject != d->cfg.metrics_per_subject)
+		fw_warn("metrics.per_subject changes only on restart");
+	next.metrics_per_subject = d->cfg.metrics_per_subject;
 	if (strcmp(next.bpffs, d->cfg.bpffs) != 0)
 		fw_warn("datapath.bpffs changes only on restart; keeping %s", d->cfg.bpffs);
 	snprintf(next.bpffs, sizeof(next.bpffs), "%s", d->cfg.bpffs);
@@ -1339,6 +1342,7 @@ static int run(struct fw_daemon *d)
 			.actions = d->actions_on ? &d->actions : NULL,
 			.monitor = d->monitor,
 			.dns_wanted = d->cfg.dns_proxy,
+			.per_subject = d->cfg.metrics_per_subject,
 			.started = true,
 		};
 

@@ -17,6 +17,7 @@
 
 #define FW_METRICS_TIMEOUT_S 10
 #define FW_METRICS_MAX_CONN  64
+#define DNSP_NAME_LEN	     64 /* "[v6 address]:port" */
 
 struct fw_metrics {
 	struct MHD_Daemon *d;
@@ -64,6 +65,36 @@ static void render_packets(struct fw_prom *p, struct fw_dp *dp)
 				fw_prom_u64(p, name, labels, pass ? c[r].bytes : c[r].packets);
 		}
 	}
+}
+
+/* Only the reasons a subject counted: with subjects churning, a series
+ * per subject and reason of the table would be mostly zeros. */
+static void render_subjects(struct fw_prom *p, struct fw_dp *dp, struct fw_registry *reg)
+{
+	static const char *const name = "fastwall_subject_packets_total";
+	struct fw_reg_live *live;
+	size_t n;
+
+	fw_prom_family(
+		p, name, "counter",
+		"packets of each registered subject by verdict reason (metrics.per_subject)");
+	live = fw_reg_live_subjects(reg, &n);
+	for (size_t i = 0; i < n; i++) {
+		__u64 c[FW_REASON_MAX];
+
+		if (fw_dp_subject_stats_read(dp, live[i].id, c))
+			continue;
+		for (__u32 r = 0; r < FW_REASON_MAX; r++) {
+			const char *labels[] = {"subject", live[i].name,
+						"reason",  fw_reason_name(r),
+						"verdict", fw_reason_drops(r) ? "drop" : "pass",
+						NULL};
+
+			if (c[r] && fw_reason_meaning(r))
+				fw_prom_u64(p, name, labels, c[r]);
+		}
+	}
+	free(live);
 }
 
 struct map_fill {
@@ -176,6 +207,28 @@ static void render_dnsp(struct fw_prom *p, struct fw_dnsp *dnsp)
 		fw_prom_histogram(p, "fastwall_dns_upstream_duration_seconds", NULL, bounds,
 				  s.latency, FW_DNSP_LAT_BUCKETS, (double)s.latency_sum_ns / 1e9);
 	}
+	{
+		struct fw_dnsp_upstream u[FW_DNSP_MAX_UPSTREAMS];
+		bool up[FW_DNSP_MAX_UPSTREAMS];
+		size_t n = fw_dnsp_upstream_health(dnsp, u, up, FW_DNSP_MAX_UPSTREAMS);
+		char name[DNSP_NAME_LEN];
+
+		fw_prom_family(p, "fastwall_dns_upstream_up", "gauge",
+			       "1 while an upstream answers (its last probe or exchange), 0 once "
+			       "it timed out or failed");
+		for (size_t i = 0; i < n; i++) {
+			fw_dnsp_upstream_str(&u[i], name, sizeof(name));
+			fw_prom_u64(p, "fastwall_dns_upstream_up",
+				    (const char *[]){"upstream", name, NULL}, up[i]);
+		}
+		fw_prom_family(p, "fastwall_dns_probes_total", "counter",
+			       "health probes of the upstreams, by result (ok: answered, failed: "
+			       "timed out or not sent)");
+		fw_prom_u64(p, "fastwall_dns_probes_total", (const char *[]){"result", "ok", NULL},
+			    s.probes_ok);
+		fw_prom_u64(p, "fastwall_dns_probes_total",
+			    (const char *[]){"result", "failed", NULL}, s.probes_failed);
+	}
 	counter(p, "fastwall_dns_forwarded_total", "queries sent to an upstream", s.forwarded);
 	counter(p, "fastwall_dns_upstream_timeouts_total", "upstream exchanges that timed out",
 		s.upstream_timeouts);
@@ -214,6 +267,17 @@ static void on_ops(void *ctx, const char *op, int code, __u64 n)
 		    (const char *[]){"operation", op, "code", c, NULL}, n);
 }
 
+static void on_op_latency(void *ctx, const char *op, const __u64 *counts, __u64 sum_ns)
+{
+	double bounds[FW_ACTIONS_LAT_BUCKETS];
+
+	for (unsigned int b = 0; b < FW_ACTIONS_LAT_BUCKETS; b++)
+		bounds[b] = (double)fw_actions_latency_bounds_ns[b] / 1e9;
+	fw_prom_histogram(ctx, "fastwall_actions_request_duration_seconds",
+			  (const char *[]){"operation", op, NULL}, bounds, counts,
+			  FW_ACTIONS_LAT_BUCKETS, (double)sum_ns / 1e9);
+}
+
 int fw_metrics_render(const struct fw_metrics_parts *parts, size_t nattached, char **out,
 		      size_t *len)
 {
@@ -235,6 +299,8 @@ int fw_metrics_render(const struct fw_metrics_parts *parts, size_t nattached, ch
 		gauge(&p, "fastwall_subjects",
 		      "subjects registered (static, pushed, process sandboxes)",
 		      fw_reg_count(parts->reg));
+	if (parts->reg && parts->dp && parts->per_subject)
+		render_subjects(&p, parts->dp, parts->reg);
 	if (parts->learn) {
 		fw_learn_get_stats(parts->learn, &ls);
 		render_learn(&p, &ls);
@@ -252,6 +318,10 @@ int fw_metrics_render(const struct fw_metrics_parts *parts, size_t nattached, ch
 			       "action envelopes answered, by operation (invalid: not a valid "
 			       "envelope) and status code");
 		fw_actions_op_counts(parts->actions, on_ops, &p);
+		fw_prom_family(
+			&p, "fastwall_actions_request_duration_seconds", "histogram",
+			"time from an action envelope's arrival to its answer, by operation");
+		fw_actions_op_latency(parts->actions, on_op_latency, &p);
 	}
 	if (parts->monitor) {
 		struct fw_monitor_stats ms;

@@ -27,8 +27,9 @@ struct fw_metrics_parts {
 	struct fw_http *http;
 	struct fw_actions *actions;
 	struct fw_monitor *monitor;
-	bool dns_wanted; /* dns.proxy: readiness waits for dnsp */
-	bool started;	 /* the daemon is done starting (attached, subjects programmed) */
+	bool dns_wanted;  /* dns.proxy: readiness waits for dnsp */
+	bool per_subject; /* metrics.per_subject: packets by subject too */
+	bool started;	  /* the daemon is done starting (attached, subjects programmed) */
 };
 
 struct fw_metrics;

@@ -31,6 +31,7 @@ N_DENY=7   # datagrams to the denied CIDR
 N_DNS_OK=3 # queries for an allowed name
 N_DNS_NO=2 # queries for a denied name
 N_STATUS=4 # GETs of the actions status endpoint
+N_FLOOD=10 # denies past the event rate limit (burst 3, one a second)
 
 fw_topology
 fw_sandbox a 2
@@ -59,6 +60,9 @@ log_level: info
 datapath:
   bpffs: $BPFFS
   bridges: [br0]
+  events:
+    rate: 1
+    burst: 3
 actions:
   listen: 127.0.0.1:$FW_ACT_PORT
   vault_socket: $FW_ACT_SOCK
@@ -110,6 +114,7 @@ poll_readyz &
 POLLER=$!
 FW_PIDS+=("$POLLER")
 fw_start_daemon || fw_die "fastwalld did not start"
+STARTED_S=$(date +%s)
 
 echo "# health"
 check_eq "/healthz: 200 ok" "$(get /healthz)" "200 ok"
@@ -192,6 +197,34 @@ check_q() {
 	check_eq "$1" "$got" "$3"
 }
 check_q "the target is up" 'up{job="fastwall"}' 1
+
+echo "# map fill"
+# what bpftool counts in the pins now (nothing has changed them since the
+# start, when the first walk ran)
+DISPATCH_N=$(bpftool -j map dump pinned "$BPFFS/fastwall_dispatch" | "$FW_PY" -c \
+	'import json, sys; print(len(json.load(sys.stdin)))')
+DISPATCH_MAX=$(bpftool -j map show pinned "$BPFFS/fastwall_dispatch" | "$FW_PY" -c \
+	'import json, sys; print(json.load(sys.stdin)["max_entries"])')
+check_ge "bpftool: the sandbox's entries are in fastwall_dispatch" "$DISPATCH_N" 1
+check_q "Prometheus: fastwall_dispatch fill = bpftool's $DISPATCH_N" \
+	'fastwall_map_entries{map="fastwall_dispatch"}' "$DISPATCH_N"
+check_q "Prometheus: fastwall_dispatch capacity = bpftool's $DISPATCH_MAX" \
+	'fastwall_map_max_entries{map="fastwall_dispatch"}' "$DISPATCH_MAX"
+# every pinned hash map and trie is covered, plus the three counted ones
+# fastwalld keeps (two of them hash maps already)
+HASHES=$(for f in "$BPFFS"/fastwall_*; do
+	echo "${f##*/} $(bpftool -j map show pinned "$f" 2>/dev/null)"
+done | "$FW_PY" -c '
+import json, sys
+names = {"fastwall_learned", "fastwall_conns", "fastwall_subject_meta"}
+for line in sys.stdin:
+    pin, _, info = line.partition(" ")
+    if info.strip() and json.loads(info)["type"] in (
+            "hash", "lru_hash", "percpu_hash", "lru_percpu_hash", "lpm_trie"):
+        names.add(pin)
+print(len(names))')
+check_q "Prometheus: a fill for each of the $HASHES hash maps and tries pinned" \
+	'count(fastwall_map_entries)' "$HASHES"
 
 echo "# packets"
 DENY0=$(fw_counter "drop deny-cidr")
@@ -285,6 +318,42 @@ check_q "Prometheus: two POSTs on the actions path" \
 	'sum(fastwall_actions_requests_total{path="/_fastlet/v1/actions"})' 2
 check_q "Prometheus: one subject" 'fastwall_subjects' 1
 check_q "Prometheus: build info" 'fastwall_build_info' 1
+
+echo "# events"
+# pinned to one CPU: the budget is per CPU, and its count of what it left
+# out goes with the next event of that CPU
+for _ in $(seq $N_FLOOD); do
+	taskset -c 0 "$FW_PY" -c 'pass' # warm, so the flood is quick
+	fw_ns "$SB_A" taskset -c 0 "$FW_PY" "$FW_PROBE" udp 198.51.100.66 9001 --timeout 0.05 \
+		>/dev/null
+done
+sleep 1.2
+fw_ns "$SB_A" taskset -c 0 "$FW_PY" "$FW_PROBE" udp 198.51.100.66 9001 --timeout 0.05 >/dev/null
+fw_wait_log "events of subject=sandbox-a suppressed by rate limit" 1 5
+SUPP_LOG=$(sed -n 's/.*events of subject=sandbox-a suppressed by rate limit: \([0-9]*\).*/\1/p' \
+	"$FW_LOG" | awk '{s += $1} END {print s + 0}')
+check_ge "the flood of $N_FLOOD denies was rate limited (the log says $SUPP_LOG left out)" \
+	"$SUPP_LOG" 1
+check_q "Prometheus: events suppressed = the log's $SUPP_LOG" 'fastwall_events_suppressed_total' \
+	"$SUPP_LOG"
+check_q "Prometheus: no deny event lost (fastwalld reads the ring)" \
+	'fastwall_events_lost_total{type="deny"}' 0
+check_q "Prometheus: the lost counter has a series per type" 'count(fastwall_events_lost_total)' 2
+
+echo "# rounds"
+UP_S=$(($(date +%s) - STARTED_S))
+# the reaper runs every second, the lease refresh every 10 s (and at the
+# start); the bounds leave room for a loaded machine and the query's wait
+check_q "Prometheus: reaper rounds, about one a second for the ${UP_S} s up" \
+	"(fastwall_reaper_round_seconds_count >= bool $((UP_S / 3))) * \
+(fastwall_reaper_round_seconds_count <= bool $((UP_S + 12)))" 1
+check_q "Prometheus: refresh rounds, one at the start and one per 10 s" \
+	"(fastwall_refresh_round_seconds_count >= bool 1) * \
+(fastwall_refresh_round_seconds_count <= bool $((UP_S / 10 + 3)))" 1
+check_q "Prometheus: the last reaper round took seconds, not nanoseconds" \
+	'fastwall_reaper_last_round_seconds < bool 1' 1
+check_q "Prometheus: the refresh's sum holds its last round" \
+	'fastwall_refresh_round_seconds_sum >= bool fastwall_refresh_last_round_seconds' 1
 
 echo "# readiness follows the attachment"
 check_q "Prometheus: one interface attached (sb-a)" 'fastwall_interfaces_attached' 1

@@ -17,6 +17,17 @@
 #include "http.h"
 #include "monitor.h"
 
+/* A loop's round durations: the last one and a histogram. One writer (the
+ * loop's thread, fw_round_record), relaxed atomics for the reader. */
+#define FW_ROUND_BUCKETS 12
+extern const __u64 fw_round_bounds_ns[FW_ROUND_BUCKETS]; /* 10 us to 10 s */
+struct fw_round_stats {
+	__u64 last_ns;
+	__u64 counts[FW_ROUND_BUCKETS + 1]; /* per bucket, the last above every bound */
+	__u64 sum_ns;
+};
+void fw_round_record(struct fw_round_stats *s, __u64 ns);
+
 /* What the listener reads, published by the daemon as each part comes
  * up; NULL parts are left out of /metrics. */
 struct fw_metrics_parts {
@@ -29,7 +40,11 @@ struct fw_metrics_parts {
 	struct fw_monitor *monitor;
 	bool dns_wanted;  /* dns.proxy: readiness waits for dnsp */
 	bool per_subject; /* metrics.per_subject: packets by subject too */
-	bool started;	  /* the daemon is done starting (attached, subjects programmed) */
+	/* the event loop's count of rate-limited events (atomic), or NULL */
+	const __u64 *events_suppressed;
+	const struct fw_round_stats *reaper;  /* fw_reg_reap rounds, or NULL */
+	const struct fw_round_stats *refresh; /* fw_learn_tick rounds, or NULL */
+	bool started; /* the daemon is done starting (attached, subjects programmed) */
 };
 
 struct fw_metrics;

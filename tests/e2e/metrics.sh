@@ -5,8 +5,11 @@
 # config and storage in the run's temp dir). The test sends traffic it
 # counts itself: UDP datagrams to an allowed and a denied CIDR, DNS
 # queries through the proxy for an allowed and a denied name (dnsmasq
-# upstream), requests to the actions listener; then asks Prometheus's
-# query API whether the series say the same. /healthz and /readyz are
+# upstream, and a second upstream nothing answers on), requests to the
+# actions listener, a flood past the event rate limit; then asks
+# Prometheus's query API whether the series say the same (per-subject
+# packets, upstream health, request latencies, suppressed events, loop
+# rounds, map fill against bpftool's count). /healthz and /readyz are
 # read directly, /readyz also while the pinned maps are gone. The scrape
 # text passes promtool's linter; metrics.listen "" turns the listener off.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".

@@ -3,8 +3,9 @@
  * /healthz and /readyz, on a libmicrohttpd thread of its own. It reads
  * counters the data plane, the DNS proxy, the learner and the actions
  * listener keep: atomics, map lookups, and the learner's and registry's
- * locks only for the copy of a few counters, never across a read.
- * Functions return 0 or a negative errno. */
+ * locks only for the copy of a few counters, never across a read. A
+ * second thread walks the hash maps every 30 s for their fill; a scrape
+ * reads its last counts. Functions return 0 or a negative errno. */
 #ifndef FW_METRICS_H
 #define FW_METRICS_H
 

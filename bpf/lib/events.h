@@ -56,6 +56,17 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fastwall_events SEC(".maps");
 
+/* event type (FW_EVENT_DROP, FW_EVENT_ALLOW) -> events lost because the
+ * ring was full, per CPU. Writer: every program that emits events.
+ * Reader: fastwalld. Added to ABI 2 without a new version. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FW_EVENT_LOST_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_events_lost SEC(".maps");
+
 static __always_inline struct fw_config *fw_config(void)
 {
 	__u32 zero = 0;
@@ -101,8 +112,14 @@ static __always_inline void fw_event_emit(__u32 type, __u32 subject, __u32 reaso
 	if (!fw_event_allowed(subject, &suppressed))
 		return;
 	ev = bpf_ringbuf_reserve(&fastwall_events, sizeof(*ev), 0);
-	if (!ev)
+	if (!ev) {
+		__u64 *lost = bpf_map_lookup_elem(&fastwall_events_lost, &type);
+
+		/* nobody reads fast enough: count it, the verdict stands */
+		if (lost)
+			(*lost)++;
 		return;
+	}
 	ev->ts_ns = bpf_ktime_get_ns();
 	ev->type = type;
 	ev->subject = subject;

@@ -68,6 +68,10 @@
 #ifndef FW_EVENT_RING_BYTES
 #define FW_EVENT_RING_BYTES (1 << 20)
 #endif
+/* fastwall_events_lost: one slot per event type (enum fw_event_type) */
+#ifndef FW_EVENT_LOST_SLOTS
+#define FW_EVENT_LOST_SLOTS 4
+#endif
 
 /* Every address is 128 bits in network order; IPv4 is stored v4-mapped
  * (::ffff:a.b.c.d), so one set of maps and one LPM key serve both families.

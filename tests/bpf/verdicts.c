@@ -2039,6 +2039,49 @@ static void scenario_allow_sample(void)
 	       t.nev);
 }
 
+/* Nobody reads the ring while 20000 denies go in (the rate limit wide
+ * open): every event that did not fit is in fastwall_events_lost. */
+static void scenario_events_lost(void)
+{
+	const struct pkt_spec deny = TCP4(FLOOD_B4, NOWHERE4, 40000, 80);
+	const __u32 flood = 20000;
+	struct fw_config saved = t.cfg;
+	__u8 in[PKT_MAX], out[PKT_MAX + 64];
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+	__u64 before[FW_EVENT_LOST_SLOTS], after[FW_EVENT_LOST_SLOTS];
+	size_t got;
+	int err;
+
+	t.cfg.event_burst = 1 << 24;
+	t.cfg.event_interval_ns = 1000;
+	if (fw_dp_config_set(t.dp, &t.cfg) || fw_dp_events_lost_read(t.dp, before)) {
+		result(false, "events lost: setup", "can't set the config or read the counter");
+		return;
+	}
+	events_drain();
+	opts.data_in = in;
+	opts.data_size_in = pkt_build(&deny, in);
+	opts.data_out = out;
+	opts.data_size_out = sizeof(out);
+	opts.repeat = flood;
+	err = bpf_prog_test_run_opts(t.dp->ingress_fd, &opts);
+	ring_buffer__consume(t.rb);
+	got = t.nev + t.ev_lost;
+	events_drain();
+	if (err || fw_dp_events_lost_read(t.dp, after)) {
+		result(false, "events lost: run", "test run or counter read failed");
+	} else {
+		__u64 lost = after[FW_EVENT_DROP] - before[FW_EVENT_DROP];
+
+		result(opts.retval == TC_ACT_SHOT && got < flood && lost == flood - got,
+		       "events lost: a full ring counts every deny event it could not take",
+		       "%u denies, %zu events read, %llu counted lost, expected %llu", flood, got,
+		       (unsigned long long)lost, (unsigned long long)(flood - got));
+	}
+	t.cfg = saved;
+	fw_dp_config_set(t.dp, &t.cfg);
+}
+
 /* ---- fixture ------------------------------------------------------------ */
 
 /* Runs one frame through prog; returns the TC verdict or -1. */
@@ -3639,6 +3682,7 @@ int main(int argc, char **argv)
 	guard_rows_run(t.dp, &passed, &failed);
 	scenario_event_rate_limit();
 	scenario_allow_sample();
+	scenario_events_lost();
 	scenario_connections();
 	scenario_conn_quota();
 	scenario_learned_ports();

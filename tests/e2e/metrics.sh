@@ -5,8 +5,11 @@
 # config and storage in the run's temp dir). The test sends traffic it
 # counts itself: UDP datagrams to an allowed and a denied CIDR, DNS
 # queries through the proxy for an allowed and a denied name (dnsmasq
-# upstream), requests to the actions listener; then asks Prometheus's
-# query API whether the series say the same. /healthz and /readyz are
+# upstream, and a second upstream nothing answers on), requests to the
+# actions listener, a flood past the event rate limit; then asks
+# Prometheus's query API whether the series say the same (per-subject
+# packets, upstream health, request latencies, suppressed events, loop
+# rounds, map fill against bpftool's count). /healthz and /readyz are
 # read directly, /readyz also while the pinned maps are gone. The scrape
 # text passes promtool's linter; metrics.listen "" turns the listener off.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
@@ -23,6 +26,7 @@ done
 
 SB_A=$(fw_sb_ns a)
 UP4=198.51.100.53
+DEAD_UP=$UP4:5353 # nothing listens there: its probes fail
 METRICS=127.0.0.1:9464 # the default listener
 PROM=127.0.0.1:19090
 N_ALLOW=5  # datagrams to the allowed CIDR
@@ -30,6 +34,7 @@ N_DENY=7   # datagrams to the denied CIDR
 N_DNS_OK=3 # queries for an allowed name
 N_DNS_NO=2 # queries for a denied name
 N_STATUS=4 # GETs of the actions status endpoint
+N_FLOOD=10 # denies past the event rate limit (burst 3, one a second)
 
 fw_topology
 fw_sandbox a 2
@@ -58,12 +63,16 @@ log_level: info
 datapath:
   bpffs: $BPFFS
   bridges: [br0]
+  events:
+    rate: 1
+    burst: 3
 actions:
   listen: 127.0.0.1:$FW_ACT_PORT
   vault_socket: $FW_ACT_SOCK
 dns:
-  upstreams: [$UP4]
+  upstreams: [$UP4, '$DEAD_UP']
   timeout: 1
+  probe_interval: 1
 $1
 subjects:
   - name: sandbox-a
@@ -101,12 +110,14 @@ poll_readyz() {
 		sleep 0.01
 	done
 }
-write_config ""
+write_config 'metrics:
+  per_subject: true'
 : >"$FW_TMP/readyz.seen"
 poll_readyz &
 POLLER=$!
 FW_PIDS+=("$POLLER")
 fw_start_daemon || fw_die "fastwalld did not start"
+STARTED_S=$(date +%s)
 
 echo "# health"
 check_eq "/healthz: 200 ok" "$(get /healthz)" "200 ok"
@@ -190,6 +201,34 @@ check_q() {
 }
 check_q "the target is up" 'up{job="fastwall"}' 1
 
+echo "# map fill"
+# what bpftool counts in the pins now (nothing has changed them since the
+# start, when the first walk ran)
+DISPATCH_N=$(bpftool -j map dump pinned "$BPFFS/fastwall_dispatch" | "$FW_PY" -c \
+	'import json, sys; print(len(json.load(sys.stdin)))')
+DISPATCH_MAX=$(bpftool -j map show pinned "$BPFFS/fastwall_dispatch" | "$FW_PY" -c \
+	'import json, sys; print(json.load(sys.stdin)["max_entries"])')
+check_ge "bpftool: the sandbox's entries are in fastwall_dispatch" "$DISPATCH_N" 1
+check_q "Prometheus: fastwall_dispatch fill = bpftool's $DISPATCH_N" \
+	'fastwall_map_entries{map="fastwall_dispatch"}' "$DISPATCH_N"
+check_q "Prometheus: fastwall_dispatch capacity = bpftool's $DISPATCH_MAX" \
+	'fastwall_map_max_entries{map="fastwall_dispatch"}' "$DISPATCH_MAX"
+# every pinned hash map and trie is covered, plus the three counted ones
+# fastwalld keeps (two of them hash maps already)
+HASHES=$(for f in "$BPFFS"/fastwall_*; do
+	echo "${f##*/} $(bpftool -j map show pinned "$f" 2>/dev/null)"
+done | "$FW_PY" -c '
+import json, sys
+names = {"fastwall_learned", "fastwall_conns", "fastwall_subject_meta"}
+for line in sys.stdin:
+    pin, _, info = line.partition(" ")
+    if info.strip() and json.loads(info)["type"] in (
+            "hash", "lru_hash", "percpu_hash", "lru_percpu_hash", "lpm_trie"):
+        names.add(pin)
+print(len(names))')
+check_q "Prometheus: a fill for each of the $HASHES hash maps and tries pinned" \
+	'count(fastwall_map_entries)' "$HASHES"
+
 echo "# packets"
 DENY0=$(fw_counter "drop deny-cidr")
 check_eq "no deny-cidr drop before the traffic" "$DENY0" 0
@@ -198,6 +237,11 @@ for _ in $(seq $N_DENY); do fw_udp "$SB_A" 198.51.100.66 9000 0.2 >/dev/null; do
 check_eq "fastwall status: $N_DENY deny-cidr drops" "$(fw_counter "drop deny-cidr")" "$N_DENY"
 check_q "Prometheus: packets{reason=deny-cidr,verdict=drop} = $N_DENY" \
 	'fastwall_packets_total{reason="deny-cidr",verdict="drop"}' "$N_DENY"
+check_q "Prometheus: sandbox-a's own deny-cidr drops = $N_DENY (metrics.per_subject)" \
+	'fastwall_subject_packets_total{subject="sandbox-a",reason="deny-cidr",verdict="drop"}' \
+	"$N_DENY"
+check_q "Prometheus: per-subject series name the one live subject only" \
+	'count(fastwall_subject_packets_total{subject!="sandbox-a"}) or vector(0)' 0
 ALLOW_CLI=$(fw_counter "pass allow-cidr")
 check_ge "fastwall status: at least $N_ALLOW allow-cidr passes" "$ALLOW_CLI" "$N_ALLOW"
 check_q "Prometheus: packets{reason=allow-cidr,verdict=pass} = fastwall status" \
@@ -230,6 +274,15 @@ check_q "Prometheus: all of them under 5 s (the +Inf bucket holds no more)" \
 	'fastwall_dns_upstream_duration_seconds_bucket{le="5"}' "$N_DNS_OK"
 check_q "Prometheus: the histogram's quantile is a number of seconds below 1" \
 	'histogram_quantile(0.5, fastwall_dns_upstream_duration_seconds_bucket) < bool 1' 1
+check_q "Prometheus: the answering upstream is up" \
+	"fastwall_dns_upstream_up{upstream=\"$UP4:53\"}" 1
+check_q "Prometheus: the upstream nothing listens on is down" \
+	"fastwall_dns_upstream_up{upstream=\"$DEAD_UP\"}" 0
+check_q "Prometheus: two upstreams, as configured" 'count(fastwall_dns_upstream_up)' 2
+check_q "Prometheus: probes the answering upstream passed" \
+	'fastwall_dns_probes_total{result="ok"} > bool 0' 1
+check_q "Prometheus: probes the silent one failed" \
+	'fastwall_dns_probes_total{result="failed"} > bool 0' 1
 check_q "Prometheus: one learned address held" 'fastwall_learned_addresses' 1
 check_q "Prometheus: fastwall_learned fill 1" 'fastwall_map_entries{map="fastwall_learned"}' 1
 check_q "Prometheus: the learned address passes (learned)" \
@@ -256,10 +309,54 @@ check_q "Prometheus: one invalid envelope answered 400" \
 	'fastwall_actions_operations_total{operation="invalid",code="400"}' 1
 check_q "Prometheus: the LIFECYCLE_HOOK counted under its status ($ACT_CODE)" \
 	"fastwall_actions_operations_total{operation=\"LIFECYCLE_HOOK\",code=\"$ACT_CODE\"}" 1
+check_q "Prometheus: the invalid envelope timed once" \
+	'fastwall_actions_request_duration_seconds_count{operation="invalid"}' 1
+check_q "Prometheus: the LIFECYCLE_HOOK timed once, under 5 s" \
+	'fastwall_actions_request_duration_seconds_bucket{operation="LIFECYCLE_HOOK",le="5"}' 1
+check_q "Prometheus: no SET_BINDING timed (none was sent)" \
+	'fastwall_actions_request_duration_seconds_count{operation="SET_BINDING"}' 0
+check_q "Prometheus: the latency sum is seconds, not nanoseconds" \
+	'sum(fastwall_actions_request_duration_seconds_sum) < bool 10' 1
 check_q "Prometheus: two POSTs on the actions path" \
 	'sum(fastwall_actions_requests_total{path="/_fastlet/v1/actions"})' 2
 check_q "Prometheus: one subject" 'fastwall_subjects' 1
 check_q "Prometheus: build info" 'fastwall_build_info' 1
+
+echo "# events"
+# pinned to one CPU: the budget is per CPU, and its count of what it left
+# out goes with the next event of that CPU
+for _ in $(seq $N_FLOOD); do
+	taskset -c 0 "$FW_PY" -c 'pass' # warm, so the flood is quick
+	fw_ns "$SB_A" taskset -c 0 "$FW_PY" "$FW_PROBE" udp 198.51.100.66 9001 --timeout 0.05 \
+		>/dev/null
+done
+sleep 1.2
+fw_ns "$SB_A" taskset -c 0 "$FW_PY" "$FW_PROBE" udp 198.51.100.66 9001 --timeout 0.05 >/dev/null
+fw_wait_log "events of subject=sandbox-a suppressed by rate limit" 1 5
+SUPP_LOG=$(sed -n 's/.*events of subject=sandbox-a suppressed by rate limit: \([0-9]*\).*/\1/p' \
+	"$FW_LOG" | awk '{s += $1} END {print s + 0}')
+check_ge "the flood of $N_FLOOD denies was rate limited (the log says $SUPP_LOG left out)" \
+	"$SUPP_LOG" 1
+check_q "Prometheus: events suppressed = the log's $SUPP_LOG" 'fastwall_events_suppressed_total' \
+	"$SUPP_LOG"
+check_q "Prometheus: no deny event lost (fastwalld reads the ring)" \
+	'fastwall_events_lost_total{type="deny"}' 0
+check_q "Prometheus: the lost counter has a series per type" 'count(fastwall_events_lost_total)' 2
+
+echo "# rounds"
+UP_S=$(($(date +%s) - STARTED_S))
+# the reaper runs every second, the lease refresh every 10 s (and at the
+# start); the bounds leave room for a loaded machine and the query's wait
+check_q "Prometheus: reaper rounds, about one a second for the ${UP_S} s up" \
+	"(fastwall_reaper_round_seconds_count >= bool $((UP_S / 3))) * \
+(fastwall_reaper_round_seconds_count <= bool $((UP_S + 12)))" 1
+check_q "Prometheus: refresh rounds, one at the start and one per 10 s" \
+	"(fastwall_refresh_round_seconds_count >= bool 1) * \
+(fastwall_refresh_round_seconds_count <= bool $((UP_S / 10 + 3)))" 1
+check_q "Prometheus: the last reaper round took seconds, not nanoseconds" \
+	'fastwall_reaper_last_round_seconds < bool 1' 1
+check_q "Prometheus: the refresh's sum holds its last round" \
+	'fastwall_refresh_round_seconds_sum >= bool fastwall_refresh_last_round_seconds' 1
 
 echo "# readiness follows the attachment"
 check_q "Prometheus: one interface attached (sb-a)" 'fastwall_interfaces_attached' 1
@@ -276,6 +373,20 @@ fw_reload
 check "a reload that moves metrics.listen: warned, kept until a restart" \
 	fw_wait_log "metrics.listen changes only on restart; keeping '$METRICS'" 1 2
 check_eq "still served on $METRICS" "$(get /healthz)" "200 ok"
+check "a reload that drops metrics.per_subject: warned, kept until a restart" \
+	fw_wait_log "metrics.per_subject changes only on restart" 1 2
+check "the per-subject series are still served" \
+	bash -c "nsenter --net=/run/netns/$NS_POD curl -s http://$METRICS/metrics |
+	grep -q '^fastwall_subject_packets_total{subject=\"sandbox-a\"'"
+
+echo "# per_subject off by default"
+fw_stop_daemon
+write_config ""
+fw_start_daemon || fw_die "fastwalld did not start again"
+fw_ns "$NS_POD" curl -s --max-time 3 "http://$METRICS/metrics" >"$FW_TMP/scrape2.txt"
+check "the scrape still has the totals" grep -q '^fastwall_packets_total{' "$FW_TMP/scrape2.txt"
+check_fails "but no per-subject series" grep -q '^fastwall_subject_packets_total' \
+	"$FW_TMP/scrape2.txt"
 
 echo "# off"
 fw_stop_daemon
@@ -283,7 +394,7 @@ write_config 'metrics:
   listen: ""'
 fw_start_daemon || fw_die "fastwalld did not start again"
 check_eq "metrics.listen \"\": nothing listens" "$(get /healthz | cut -d' ' -f1)" "000"
-check_eq "the second start logged no metrics listener" "$(fw_log_count 'metrics on http')" 1
+check_eq "the start with it off logged no metrics listener" "$(fw_log_count 'metrics on http')" 2
 
 echo "# the port taken"
 fw_stop_daemon

@@ -57,6 +57,9 @@ struct fw_daemon {
 	struct fw_guard *guard; /* loaded when a guard section was seen */
 	struct fw_registry reg;
 	struct ring_buffer *events;
+	/* what the rate limit suppressed, as the events after it report
+	 * (written by the event loop, read by the metrics thread) */
+	__u64 events_suppressed;
 	struct fw_actions actions;
 	bool actions_on;
 	struct fw_http *http;
@@ -69,6 +72,7 @@ struct fw_daemon {
 	struct fw_loop_timer tick_timer;    /* fw_actions_tick, every second */
 	struct fw_loop_timer reap_timer;    /* fw_reg_reap */
 	struct fw_loop_timer refresh_timer; /* fw_learn_tick, every refresh_interval_ns */
+	struct fw_round_stats reap_rounds, refresh_rounds; /* for /metrics */
 	__u64 last_refresh_ns;
 	int link_fd;
 	bool level_forced;	  /* --log-level wins over the config */
@@ -510,6 +514,9 @@ static int on_event(void *ctx, void *data, size_t len)
 	if (len < sizeof(*ev) || (ev->type != FW_EVENT_DROP && ev->type != FW_EVENT_ALLOW))
 		return 0;
 	kind = ev->type == FW_EVENT_DROP ? FW_MON_DROP : FW_MON_ALLOW;
+	if (ev->suppressed)
+		__atomic_store_n(&d->events_suppressed, d->events_suppressed + ev->suppressed,
+				 __ATOMIC_RELAXED);
 	if (kind == FW_MON_ALLOW && !fw_monitor_wants(m, kind))
 		return 0;
 	fw_reg_name_of(&d->reg, ev->subject, name, sizeof(name));
@@ -941,6 +948,9 @@ static void reload(struct fw_daemon *d)
 		fw_warn("metrics.listen changes only on restart; keeping '%s'",
 			d->cfg.metrics_listen);
 	snprintf(next.metrics_listen, sizeof(next.metrics_listen), "%s", d->cfg.metrics_listen);
+	if (next.metrics_per_subject != d->cfg.metrics_per_subject)
+		fw_warn("metrics.per_subject changes only on restart");
+	next.metrics_per_subject = d->cfg.metrics_per_subject;
 	if (strcmp(next.bpffs, d->cfg.bpffs) != 0)
 		fw_warn("datapath.bpffs changes only on restart; keeping %s", d->cfg.bpffs);
 	snprintf(next.bpffs, sizeof(next.bpffs), "%s", d->cfg.bpffs);
@@ -1092,6 +1102,7 @@ static __u64 reap_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 	if (err < 0)
 		fw_warn("reaping removed subjects: %s", strerror(-err));
 	took = fw_now_ns() - t0;
+	fw_round_record(&d->reap_rounds, took);
 	if (err > 0 && took * 9 > FW_NSEC_PER_SEC)
 		return took * 9;
 	return FW_NSEC_PER_SEC;
@@ -1100,11 +1111,13 @@ static __u64 reap_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 static __u64 refresh_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 {
 	struct fw_daemon *d = ctx;
+	__u64 t0 = fw_now_ns();
 	int err;
 
 	(void)t;
 	d->last_refresh_ns = fw_loop_now(l);
 	err = fw_learn_tick(d->learn);
+	fw_round_record(&d->refresh_rounds, fw_now_ns() - t0);
 	if (err)
 		fw_warn("lease refresh: %s", strerror(-err));
 	/* the config takes 1 s at least; 0 would stop the rounds */
@@ -1333,6 +1346,10 @@ static int run(struct fw_daemon *d)
 			.actions = d->actions_on ? &d->actions : NULL,
 			.monitor = d->monitor,
 			.dns_wanted = d->cfg.dns_proxy,
+			.per_subject = d->cfg.metrics_per_subject,
+			.events_suppressed = &d->events_suppressed,
+			.reaper = &d->reap_rounds,
+			.refresh = d->learn ? &d->refresh_rounds : NULL,
 			.started = true,
 		};
 

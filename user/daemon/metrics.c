@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The metrics and health listener. See metrics.h and docs/operations.md
  * ("Metrics") for what each series means. */
+#include <bpf/bpf.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <net/if.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/prom.h"
 #include "metrics.h"
@@ -17,11 +19,28 @@
 
 #define FW_METRICS_TIMEOUT_S 10
 #define FW_METRICS_MAX_CONN  64
+#define DNSP_NAME_LEN	     64 /* "[v6 address]:port" */
+
+#define FW_MAP_SCAN_S	30 /* the walk of the hash maps, at most this often */
+#define FW_MAP_SCAN_MAX 64
+
+/* A map's fill as the background walk last counted it. */
+struct map_scan {
+	char name[64]; /* the pin name, whole (the kernel cuts its own to 15) */
+	__u64 n, max;
+};
 
 struct fw_metrics {
 	struct MHD_Daemon *d;
 	pthread_mutex_t lock; /* parts: held for a copy, never across a read */
 	struct fw_metrics_parts parts;
+	/* the map walk: its thread, started with the first parts that have
+	 * a data plane; its results under lock */
+	pthread_t scan_thread;
+	bool scanning, stop;
+	pthread_cond_t wake;
+	struct map_scan scan[FW_MAP_SCAN_MAX];
+	size_t nscan;
 	int *ifs; /* attached interfaces, under lock */
 	size_t nifs;
 	char bpffs[256];
@@ -31,6 +50,43 @@ static const char *const rcode_names[16] = {
 	"NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP",	 "REFUSED", "YXDOMAIN", "YXRRSET",
 	"NXRRSET", "NOTAUTH", "NOTZONE",  "RCODE11",  "RCODE12", "RCODE13", "RCODE14",	"RCODE15",
 };
+
+const __u64 fw_round_bounds_ns[FW_ROUND_BUCKETS] = {
+	10000ull,     100000ull,    1000000ull,	   10000000ull,	  50000000ull,	 100000000ull,
+	250000000ull, 500000000ull, 1000000000ull, 2500000000ull, 5000000000ull, 10000000000ull,
+};
+
+void fw_round_record(struct fw_round_stats *s, __u64 ns)
+{
+	unsigned int b = 0;
+
+	while (b < FW_ROUND_BUCKETS && ns > fw_round_bounds_ns[b])
+		b++;
+	/* one writer: a store is enough, the reader sees whole values */
+	__atomic_store_n(&s->last_ns, ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->counts[b], s->counts[b] + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->sum_ns, s->sum_ns + ns, __ATOMIC_RELAXED);
+}
+
+static void render_rounds(struct fw_prom *p, const char *name, const char *last, const char *what,
+			  const struct fw_round_stats *s)
+{
+	double bounds[FW_ROUND_BUCKETS];
+	__u64 c[FW_ROUND_BUCKETS + 1];
+	char help[160];
+
+	for (unsigned int b = 0; b < FW_ROUND_BUCKETS; b++)
+		bounds[b] = (double)fw_round_bounds_ns[b] / 1e9;
+	for (unsigned int b = 0; b <= FW_ROUND_BUCKETS; b++)
+		c[b] = __atomic_load_n(&s->counts[b], __ATOMIC_RELAXED);
+	snprintf(help, sizeof(help), "how long each round of %s took", what);
+	fw_prom_family(p, name, "histogram", help);
+	fw_prom_histogram(p, name, NULL, bounds, c, FW_ROUND_BUCKETS,
+			  (double)__atomic_load_n(&s->sum_ns, __ATOMIC_RELAXED) / 1e9);
+	snprintf(help, sizeof(help), "how long the last round of %s took", what);
+	fw_prom_family(p, last, "gauge", help);
+	fw_prom_double(p, last, NULL, (double)__atomic_load_n(&s->last_ns, __ATOMIC_RELAXED) / 1e9);
+}
 
 static void counter(struct fw_prom *p, const char *name, const char *help, __u64 v)
 {
@@ -66,15 +122,146 @@ static void render_packets(struct fw_prom *p, struct fw_dp *dp)
 	}
 }
 
+/* Only the reasons a subject counted: with subjects churning, a series
+ * per subject and reason of the table would be mostly zeros. */
+static void render_subjects(struct fw_prom *p, struct fw_dp *dp, struct fw_registry *reg)
+{
+	static const char *const name = "fastwall_subject_packets_total";
+	struct fw_reg_live *live;
+	size_t n;
+
+	fw_prom_family(
+		p, name, "counter",
+		"packets of each registered subject by verdict reason (metrics.per_subject)");
+	live = fw_reg_live_subjects(reg, &n);
+	for (size_t i = 0; i < n; i++) {
+		__u64 c[FW_REASON_MAX];
+
+		if (fw_dp_subject_stats_read(dp, live[i].id, c))
+			continue;
+		for (__u32 r = 0; r < FW_REASON_MAX; r++) {
+			const char *labels[] = {"subject", live[i].name,
+						"reason",  fw_reason_name(r),
+						"verdict", fw_reason_drops(r) ? "drop" : "pass",
+						NULL};
+
+			if (c[r] && fw_reason_meaning(r))
+				fw_prom_u64(p, name, labels, c[r]);
+		}
+	}
+	free(live);
+}
+
 struct map_fill {
 	const char *map;
 	__u64 n, max;
 };
 
-static void render_maps(struct fw_prom *p, const struct fw_metrics_parts *parts,
-			const struct fw_learn_stats *ls)
+/* The maps fastwalld keeps a count of: not walked. */
+static bool map_counted(const char *name)
 {
-	struct map_fill m[3];
+	return !strcmp(name, "fastwall_learned") || !strcmp(name, "fastwall_conns") ||
+	       !strcmp(name, "fastwall_subject_meta");
+}
+
+/* Entries of a hash or trie map, key by key (a syscall each: the walk's
+ * thread only). Entries deleted meanwhile can restart the walk: capped
+ * at max_entries. */
+static int map_count(int fd, __u64 *n, __u64 *max)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	void *base, *a, *b, *t;
+	__u64 k = 0;
+	int err;
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	switch (info.type) {
+	case BPF_MAP_TYPE_HASH:
+	case BPF_MAP_TYPE_LRU_HASH:
+	case BPF_MAP_TYPE_PERCPU_HASH:
+	case BPF_MAP_TYPE_LRU_PERCPU_HASH:
+	case BPF_MAP_TYPE_LPM_TRIE:
+		break;
+	default:
+		return -EOPNOTSUPP; /* arrays are always full, rings have no entries */
+	}
+	base = calloc(2, info.key_size ? info.key_size : 1);
+	if (!base)
+		return -ENOMEM;
+	a = base;
+	b = (char *)base + info.key_size;
+	err = bpf_map_get_next_key(fd, NULL, a);
+	while (!err && k < info.max_entries) {
+		k++;
+		err = bpf_map_get_next_key(fd, a, b);
+		t = a;
+		a = b;
+		b = t;
+	}
+	err = err && errno != ENOENT ? -errno : 0;
+	free(base);
+	*n = k;
+	*max = info.max_entries;
+	return err;
+}
+
+#define SCAN_ENTRY_(name, field, version) {#name, offsetof(struct fw_dp, field)},
+
+static const struct {
+	const char *name;
+	size_t off;
+} scan_maps[] = {FW_DP_MAPS(SCAN_ENTRY_)};
+
+static void scan_maps_once(struct fw_metrics *m, struct fw_dp *dp)
+{
+	struct map_scan r[FW_MAP_SCAN_MAX];
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(scan_maps) / sizeof(scan_maps[0]) && n < FW_MAP_SCAN_MAX;
+	     i++) {
+		int fd = *(const int *)((const char *)dp + scan_maps[i].off);
+
+		if (fd < 0 || map_counted(scan_maps[i].name) || map_count(fd, &r[n].n, &r[n].max))
+			continue;
+		snprintf(r[n].name, sizeof(r[n].name), "%s", scan_maps[i].name);
+		n++;
+	}
+	pthread_mutex_lock(&m->lock);
+	memcpy(m->scan, r, n * sizeof(r[0]));
+	m->nscan = n;
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* Walks the maps every FW_MAP_SCAN_S, never on a scrape: a scrape reads
+ * the last counts. */
+static void *scan_main(void *arg)
+{
+	struct fw_metrics *m = arg;
+
+	pthread_mutex_lock(&m->lock);
+	while (!m->stop) {
+		struct fw_dp *dp = m->parts.dp;
+		struct timespec ts;
+
+		pthread_mutex_unlock(&m->lock);
+		if (dp)
+			scan_maps_once(m, dp);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += FW_MAP_SCAN_S;
+		pthread_mutex_lock(&m->lock);
+		while (!m->stop && pthread_cond_timedwait(&m->wake, &m->lock, &ts) != ETIMEDOUT)
+			;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+static void render_maps(struct fw_prom *p, const struct fw_metrics_parts *parts,
+			const struct fw_learn_stats *ls, const struct map_scan *scan, size_t nscan)
+{
+	struct map_fill m[3 + FW_MAP_SCAN_MAX];
 	size_t n = 0;
 	__u64 *conns = parts->dp ? __atomic_load_n(&parts->dp->conn_count, __ATOMIC_ACQUIRE) : NULL;
 
@@ -93,10 +280,13 @@ static void render_maps(struct fw_prom *p, const struct fw_metrics_parts *parts,
 	if (parts->reg)
 		m[n++] = (struct map_fill){"fastwall_subject_meta", fw_reg_count(parts->reg),
 					   FW_MAX_SUBJECTS - 1};
+	for (size_t i = 0; i < nscan; i++)
+		m[n++] = (struct map_fill){scan[i].name, scan[i].n, scan[i].max};
 	if (!n)
 		return;
 	fw_prom_family(p, "fastwall_map_entries", "gauge",
-		       "entries held in a pinned map (only maps counted without a scan)");
+		       "entries held in a pinned map: kept by fastwalld, or its hash maps' "
+		       "as last walked (every 30 s)");
 	for (size_t i = 0; i < n; i++)
 		fw_prom_u64(p, "fastwall_map_entries", (const char *[]){"map", m[i].map, NULL},
 			    m[i].n);
@@ -176,6 +366,28 @@ static void render_dnsp(struct fw_prom *p, struct fw_dnsp *dnsp)
 		fw_prom_histogram(p, "fastwall_dns_upstream_duration_seconds", NULL, bounds,
 				  s.latency, FW_DNSP_LAT_BUCKETS, (double)s.latency_sum_ns / 1e9);
 	}
+	{
+		struct fw_dnsp_upstream u[FW_DNSP_MAX_UPSTREAMS];
+		bool up[FW_DNSP_MAX_UPSTREAMS];
+		size_t n = fw_dnsp_upstream_health(dnsp, u, up, FW_DNSP_MAX_UPSTREAMS);
+		char name[DNSP_NAME_LEN];
+
+		fw_prom_family(p, "fastwall_dns_upstream_up", "gauge",
+			       "1 while an upstream answers (its last probe or exchange), 0 once "
+			       "it timed out or failed");
+		for (size_t i = 0; i < n; i++) {
+			fw_dnsp_upstream_str(&u[i], name, sizeof(name));
+			fw_prom_u64(p, "fastwall_dns_upstream_up",
+				    (const char *[]){"upstream", name, NULL}, up[i]);
+		}
+		fw_prom_family(p, "fastwall_dns_probes_total", "counter",
+			       "health probes of the upstreams, by result (ok: answered, failed: "
+			       "timed out or not sent)");
+		fw_prom_u64(p, "fastwall_dns_probes_total", (const char *[]){"result", "ok", NULL},
+			    s.probes_ok);
+		fw_prom_u64(p, "fastwall_dns_probes_total",
+			    (const char *[]){"result", "failed", NULL}, s.probes_failed);
+	}
 	counter(p, "fastwall_dns_forwarded_total", "queries sent to an upstream", s.forwarded);
 	counter(p, "fastwall_dns_upstream_timeouts_total", "upstream exchanges that timed out",
 		s.upstream_timeouts);
@@ -214,8 +426,19 @@ static void on_ops(void *ctx, const char *op, int code, __u64 n)
 		    (const char *[]){"operation", op, "code", c, NULL}, n);
 }
 
-int fw_metrics_render(const struct fw_metrics_parts *parts, size_t nattached, char **out,
-		      size_t *len)
+static void on_op_latency(void *ctx, const char *op, const __u64 *counts, __u64 sum_ns)
+{
+	double bounds[FW_ACTIONS_LAT_BUCKETS];
+
+	for (unsigned int b = 0; b < FW_ACTIONS_LAT_BUCKETS; b++)
+		bounds[b] = (double)fw_actions_latency_bounds_ns[b] / 1e9;
+	fw_prom_histogram(ctx, "fastwall_actions_request_duration_seconds",
+			  (const char *[]){"operation", op, NULL}, bounds, counts,
+			  FW_ACTIONS_LAT_BUCKETS, (double)sum_ns / 1e9);
+}
+
+static int render(const struct fw_metrics_parts *parts, size_t nattached,
+		  const struct map_scan *scan, size_t nscan, char **out, size_t *len)
 {
 	struct fw_prom p = {};
 	struct fw_learn_stats ls;
@@ -231,15 +454,36 @@ int fw_metrics_render(const struct fw_metrics_parts *parts, size_t nattached, ch
 		gauge(&p, "fastwall_interfaces_attached",
 		      "sandbox-facing interfaces fastwalld attached the programs to", nattached);
 	}
+	if (parts->dp) {
+		__u64 lost[FW_EVENT_LOST_SLOTS];
+
+		if (!fw_dp_events_lost_read(parts->dp, lost)) {
+			fw_prom_family(
+				&p, "fastwall_events_lost_total", "counter",
+				"events the data path could not queue because the ring buffer "
+				"was full, by type (deny, allow sample)");
+			fw_prom_u64(&p, "fastwall_events_lost_total",
+				    (const char *[]){"type", "deny", NULL}, lost[FW_EVENT_DROP]);
+			fw_prom_u64(&p, "fastwall_events_lost_total",
+				    (const char *[]){"type", "allow", NULL}, lost[FW_EVENT_ALLOW]);
+		}
+	}
+	if (parts->events_suppressed)
+		counter(&p, "fastwall_events_suppressed_total",
+			"events the per-subject rate limit left out, counted when the subject's "
+			"next event reports them",
+			__atomic_load_n(parts->events_suppressed, __ATOMIC_RELAXED));
 	if (parts->reg)
 		gauge(&p, "fastwall_subjects",
 		      "subjects registered (static, pushed, process sandboxes)",
 		      fw_reg_count(parts->reg));
+	if (parts->reg && parts->dp && parts->per_subject)
+		render_subjects(&p, parts->dp, parts->reg);
 	if (parts->learn) {
 		fw_learn_get_stats(parts->learn, &ls);
 		render_learn(&p, &ls);
 	}
-	render_maps(&p, parts, parts->learn ? &ls : NULL);
+	render_maps(&p, parts, parts->learn ? &ls : NULL, scan, nscan);
 	if (parts->dnsp)
 		render_dnsp(&p, parts->dnsp);
 	if (parts->http) {
@@ -252,7 +496,19 @@ int fw_metrics_render(const struct fw_metrics_parts *parts, size_t nattached, ch
 			       "action envelopes answered, by operation (invalid: not a valid "
 			       "envelope) and status code");
 		fw_actions_op_counts(parts->actions, on_ops, &p);
+		fw_prom_family(
+			&p, "fastwall_actions_request_duration_seconds", "histogram",
+			"time from an action envelope's arrival to its answer, by operation");
+		fw_actions_op_latency(parts->actions, on_op_latency, &p);
 	}
+	if (parts->reaper)
+		render_rounds(&p, "fastwall_reaper_round_seconds",
+			      "fastwall_reaper_last_round_seconds",
+			      "the reaper (what removed subjects left in the maps)", parts->reaper);
+	if (parts->refresh)
+		render_rounds(&p, "fastwall_refresh_round_seconds",
+			      "fastwall_refresh_last_round_seconds",
+			      "the lease refresh (renewals, expiries)", parts->refresh);
 	if (parts->monitor) {
 		struct fw_monitor_stats ms;
 
@@ -269,6 +525,12 @@ int fw_metrics_render(const struct fw_metrics_parts *parts, size_t nattached, ch
 	*out = p.buf;
 	*len = p.len;
 	return 0;
+}
+
+int fw_metrics_render(const struct fw_metrics_parts *parts, size_t nattached, char **out,
+		      size_t *len)
+{
+	return render(parts, nattached, NULL, 0, out, len);
 }
 
 int fw_metrics_ready(const struct fw_metrics_parts *parts, const char *bpffs, const int *ifindex,
@@ -375,10 +637,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return text(c, status, why);
 	}
 	if (!strcmp(url, "/metrics")) {
+		struct map_scan *scan = NULL;
+		size_t nscan = 0;
+		int err;
+
 		pthread_mutex_lock(&m->lock);
 		nifs = m->nifs;
+		if (m->nscan && (scan = malloc(m->nscan * sizeof(*scan)))) {
+			memcpy(scan, m->scan, m->nscan * sizeof(*scan));
+			nscan = m->nscan;
+		}
 		pthread_mutex_unlock(&m->lock);
-		if (fw_metrics_render(&parts, nifs, &body, &len))
+		err = render(&parts, nifs, scan, nscan, &body, &len);
+		free(scan);
+		if (err)
 			return text(c, 500, "out of memory");
 		return reply(c, 200, body, len, FW_PROM_CONTENT_TYPE);
 	}
@@ -408,6 +680,14 @@ int fw_metrics_start(struct fw_metrics **out, const char *listen, const char *bp
 	if (!m)
 		return -ENOMEM;
 	pthread_mutex_init(&m->lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&m->wake, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	snprintf(m->bpffs, sizeof(m->bpffs), "%s", bpffs);
 	/* one thread: a scrape every few seconds, and a slow client must not
 	 * cost more than one connection slot */
@@ -421,6 +701,7 @@ int fw_metrics_start(struct fw_metrics **out, const char *listen, const char *bp
 	if (!m->d) {
 		fw_err("can't listen on %s for metrics: %s", listen,
 		       strerror(errno ? errno : EADDRINUSE));
+		pthread_cond_destroy(&m->wake);
 		pthread_mutex_destroy(&m->lock);
 		free(m);
 		return -EADDRINUSE;
@@ -436,6 +717,8 @@ void fw_metrics_publish(struct fw_metrics *m, const struct fw_metrics_parts *par
 		return;
 	pthread_mutex_lock(&m->lock);
 	m->parts = *parts;
+	if (parts->dp && !m->scanning)
+		m->scanning = !pthread_create(&m->scan_thread, NULL, scan_main, m);
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -461,7 +744,14 @@ void fw_metrics_stop(struct fw_metrics *m)
 {
 	if (!m)
 		return;
+	pthread_mutex_lock(&m->lock);
+	m->stop = true;
+	pthread_cond_signal(&m->wake);
+	pthread_mutex_unlock(&m->lock);
+	if (m->scanning)
+		pthread_join(m->scan_thread, NULL);
 	MHD_stop_daemon(m->d);
+	pthread_cond_destroy(&m->wake);
 	pthread_mutex_destroy(&m->lock);
 	free(m->ifs);
 	free(m);

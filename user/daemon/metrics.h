@@ -3,8 +3,9 @@
  * /healthz and /readyz, on a libmicrohttpd thread of its own. It reads
  * counters the data plane, the DNS proxy, the learner and the actions
  * listener keep: atomics, map lookups, and the learner's and registry's
- * locks only for the copy of a few counters, never across a read.
- * Functions return 0 or a negative errno. */
+ * locks only for the copy of a few counters, never across a read. A
+ * second thread walks the hash maps every 30 s for their fill; a scrape
+ * reads its last counts. Functions return 0 or a negative errno. */
 #ifndef FW_METRICS_H
 #define FW_METRICS_H
 
@@ -17,6 +18,17 @@
 #include "http.h"
 #include "monitor.h"
 
+/* A loop's round durations: the last one and a histogram. One writer (the
+ * loop's thread, fw_round_record), relaxed atomics for the reader. */
+#define FW_ROUND_BUCKETS 12
+extern const __u64 fw_round_bounds_ns[FW_ROUND_BUCKETS]; /* 10 us to 10 s */
+struct fw_round_stats {
+	__u64 last_ns;
+	__u64 counts[FW_ROUND_BUCKETS + 1]; /* per bucket, the last above every bound */
+	__u64 sum_ns;
+};
+void fw_round_record(struct fw_round_stats *s, __u64 ns);
+
 /* What the listener reads, published by the daemon as each part comes
  * up; NULL parts are left out of /metrics. */
 struct fw_metrics_parts {
@@ -27,8 +39,13 @@ struct fw_metrics_parts {
 	struct fw_http *http;
 	struct fw_actions *actions;
 	struct fw_monitor *monitor;
-	bool dns_wanted; /* dns.proxy: readiness waits for dnsp */
-	bool started;	 /* the daemon is done starting (attached, subjects programmed) */
+	bool dns_wanted;  /* dns.proxy: readiness waits for dnsp */
+	bool per_subject; /* metrics.per_subject: packets by subject too */
+	/* the event loop's count of rate-limited events (atomic), or NULL */
+	const __u64 *events_suppressed;
+	const struct fw_round_stats *reaper;  /* fw_reg_reap rounds, or NULL */
+	const struct fw_round_stats *refresh; /* fw_learn_tick rounds, or NULL */
+	bool started; /* the daemon is done starting (attached, subjects programmed) */
 };
 
 struct fw_metrics;

@@ -80,7 +80,8 @@ struct fw_cfg {
 	struct fw_dnsp_config dnsp;
 	/* the learner's keys (dns/learn_keys.c) */
 	struct fw_learn_config learn;
-	char metrics_listen[64]; /* "addr:port" of /metrics, "" = off */
+	char metrics_listen[64];  /* "addr:port" of /metrics, "" = off */
+	bool metrics_per_subject; /* fastwall_subject_packets_total */
 	enum fw_log_format log_format;
 	/* monitor: the live event socket of `fastwall monitor` */
 	char monitor_socket[108];   /* "" = off */

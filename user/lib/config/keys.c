@@ -233,6 +233,13 @@ static const struct fw_cfgkey metrics[] = {
 		"`\"\"` turns the listener off. Any address is accepted (`0.0.0.0:9464` for a "
 		"scraper on another host: the endpoints say nothing secret but subject counts, "
 		"yet anyone who reaches them can read them). Restart only"},
+	{.key = "per_subject",
+	 .type = FW_CK_BOOL,
+	 F(metrics_per_subject),
+	 .def = 0,
+	 .doc = "also export `fastwall_subject_packets_total{subject,reason,verdict}` for the "
+		"subjects registered at each scrape: a series per subject and reason it counted, "
+		"so a pod whose sandboxes churn makes many short-lived series. Restart only"},
 };
 
 static const struct fw_ck_name restart_modes[] = {{"keep", 0}, {"wipe", 1}, {NULL, 0}};

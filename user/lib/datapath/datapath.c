@@ -594,6 +594,34 @@ int fw_dp_subject_stats_read(struct fw_dp *dp, __u32 id, __u64 out[FW_REASON_MAX
 	return err;
 }
 
+_Static_assert(FW_EVENT_ALLOW < FW_EVENT_LOST_SLOTS, "an event type without a lost slot");
+
+int fw_dp_events_lost_read(struct fw_dp *dp, __u64 out[FW_EVENT_LOST_SLOTS])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 *vals;
+	int err = 0;
+
+	memset(out, 0, sizeof(__u64) * FW_EVENT_LOST_SLOTS);
+	if (dp->events_lost_fd < 0)
+		return 0;
+	if (ncpu < 0)
+		return ncpu;
+	vals = calloc(ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (__u32 k = 0; k < FW_EVENT_LOST_SLOTS && !err; k++) {
+		if (bpf_map_lookup_elem(dp->events_lost_fd, &k, vals)) {
+			err = -errno;
+			break;
+		}
+		for (int c = 0; c < ncpu; c++)
+			out[k] += vals[c];
+	}
+	free(vals);
+	return err;
+}
+
 /* ---- the registry's and the learner's map accesses ---------------------- */
 
 static int dp_lookup(int fd, const void *key, void *val)

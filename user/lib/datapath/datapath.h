@@ -179,6 +179,10 @@ int fw_dp_meta_del(struct fw_dp *dp, __u32 id);
 /* Sums the per-CPU counters, with what an earlier ABI's carried. */
 int fw_dp_stats_read(struct fw_dp *dp, struct fw_counter out[FW_REASON_MAX]);
 int fw_dp_subject_stats_read(struct fw_dp *dp, __u32 id, __u64 out[FW_REASON_MAX]);
+/* Events the programs could not put in the full ring, by event type
+ * (index FW_EVENT_DROP, FW_EVENT_ALLOW), summed over CPUs; all zero while
+ * fastwall_events_lost is not pinned yet (an older fastwalld's pins). */
+int fw_dp_events_lost_read(struct fw_dp *dp, __u64 out[FW_EVENT_LOST_SLOTS]);
 
 /* Routes libbpf's messages through fw_log (warnings only, unless debug). */
 void fw_dp_quiet(void);

@@ -37,7 +37,8 @@
 	X(fastwall_cgroups, cgroups_fd, 1)                                                         \
 	X(fastwall_cg_dns, cg_dns_fd, 1)                                                           \
 	X(fastwall_rule_cache, rule_cache_fd, 1)                                                   \
-	X(fastwall_rules_epoch, rules_epoch_fd, 1)
+	X(fastwall_rules_epoch, rules_epoch_fd, 1)                                                 \
+	X(fastwall_events_lost, events_lost_fd, 1)
 
 /* Maps added to an ABI after its release, without a new version: pins of
  * that ABI may lack them. fastwalld creates them at start (libbpf pins
@@ -45,7 +46,8 @@
 #define FW_DP_LATE_MAP(name)                                                                       \
 	(strcmp((name), "fastwall_cgroups") == 0 || strcmp((name), "fastwall_cg_dns") == 0 ||      \
 	 strcmp((name), "fastwall_rule_cache") == 0 ||                                             \
-	 strcmp((name), "fastwall_rules_epoch") == 0)
+	 strcmp((name), "fastwall_rules_epoch") == 0 ||                                            \
+	 strcmp((name), "fastwall_events_lost") == 0)
 
 /* The port guard's own maps (bpf/guard.bpf.c, datapath/guard.c): pinned
  * beside these when a guard is configured, created by the start that

@@ -489,6 +489,8 @@ static void dnsp_exch_next(struct dnsp_worker *w, struct dnsp_slot *s)
 	if (s->origin != DNSP_O_PROBE) {
 		DNSP_COUNT(w, servfail);
 		dnsp_slot_error(w, s, FW_DNS_RCODE_SERVFAIL);
+	} else {
+		DNSP_COUNT(w, probes_failed);
 	}
 	dnsp_slot_put(w, s);
 }
@@ -551,6 +553,7 @@ enum dnsp_verdict dnsp_exch_answer(struct dnsp_worker *w, struct dnsp_slot *s, _
 		if (err)
 			return DNSP_WAIT;
 		dnsp_mark(s->ws, up, true);
+		DNSP_COUNT(w, probes_ok);
 		return DNSP_DONE;
 	}
 	/* an answer, even a refusal: the exchange took this long */
@@ -868,6 +871,7 @@ static __u64 dnsp_slot_timeout(struct fw_loop *l, struct fw_loop_timer *t, void 
 	(void)t;
 	dnsp_mark(s->ws, s->order[s->tried], false);
 	if (s->origin == DNSP_O_PROBE) {
+		DNSP_COUNT(w, probes_failed);
 		dnsp_slot_put(w, s);
 		return 0;
 	}
@@ -1407,6 +1411,8 @@ void fw_dnsp_get_stats(struct fw_dnsp *p, struct fw_dnsp_stats *out)
 		for (unsigned int b = 0; b <= FW_DNSP_LAT_BUCKETS; b++)
 			DNSP_SUM(latency[b]);
 		DNSP_SUM(latency_sum_ns);
+		DNSP_SUM(probes_ok);
+		DNSP_SUM(probes_failed);
 #undef DNSP_SUM
 	}
 }
@@ -1427,6 +1433,21 @@ bool fw_dnsp_upstream_healthy(struct fw_dnsp *p, size_t i)
 		up = !__atomic_load_n(&p->set->down[i], __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&p->lock);
 	return up;
+}
+
+size_t fw_dnsp_upstream_health(struct fw_dnsp *p, struct fw_dnsp_upstream *u, bool *up, size_t max)
+{
+	size_t n = 0;
+
+	if (!p)
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	for (; n < p->set->n && n < max; n++) {
+		u[n] = p->set->u[n];
+		up[n] = !__atomic_load_n(&p->set->down[n], __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return n;
 }
 
 /* ---- without sockets ---- */

@@ -99,6 +99,8 @@ struct fw_dnsp_stats {
 	 * from the attempt's send to its answer; per bucket, not cumulative */
 	__u64 latency[FW_DNSP_LAT_BUCKETS + 1];
 	__u64 latency_sum_ns;
+	__u64 probes_ok;     /* health probes an upstream answered */
+	__u64 probes_failed; /* health probes that timed out or could not be sent */
 };
 
 struct fw_dnsp;
@@ -117,6 +119,9 @@ void fw_dnsp_get_stats(struct fw_dnsp *p, struct fw_dnsp_stats *out);
 __u16 fw_dnsp_port(const struct fw_dnsp *p);
 /* Upstream health as last probed or seen: true = answering. */
 bool fw_dnsp_upstream_healthy(struct fw_dnsp *p, size_t i);
+/* The current upstream list with each one's health, at most max: the
+ * number copied into u and up (0 for NULL p). */
+size_t fw_dnsp_upstream_health(struct fw_dnsp *p, struct fw_dnsp_upstream *u, bool *up, size_t max);
 
 /* The engine's byte paths without a socket or a thread, for the fuzz
  * target: client is one UDP datagram from 10.42.0.2 or, with tcp, the byte

@@ -29,6 +29,9 @@ void fw_reply_free(struct fw_reply *r);
 
 #define FW_ACTIONS_OPS	 4   /* invalid, SET_BINDING, LIFECYCLE_HOOK, REMOVE_BINDING */
 #define FW_ACTIONS_CODES 600 /* status codes 0-599 */
+/* Upper bounds of the envelope latency histogram, in ns: 100 us to 5 s. */
+#define FW_ACTIONS_LAT_BUCKETS 15
+extern const __u64 fw_actions_latency_bounds_ns[FW_ACTIONS_LAT_BUCKETS];
 
 struct fw_actions {
 	struct fw_registry *reg;
@@ -44,6 +47,10 @@ struct fw_actions {
 	/* envelopes answered, by operation (0: not a valid envelope) and
 	 * status code; relaxed atomics, read by the metrics listener */
 	__u64 op_replies[FW_ACTIONS_OPS][FW_ACTIONS_CODES];
+	/* time to answer an envelope, by operation: per-bucket counts (the
+	 * last one above every bound) and the sum, relaxed atomics */
+	__u64 op_latency[FW_ACTIONS_OPS][FW_ACTIONS_LAT_BUCKETS + 1];
+	__u64 op_latency_sum_ns[FW_ACTIONS_OPS];
 };
 
 /* The handler's settings (the actions section of the configuration). */
@@ -69,6 +76,12 @@ void fw_actions_post(struct fw_actions *a, const char *body, size_t len, struct 
  * "invalid" for a body that is no valid envelope. Any thread. */
 void fw_actions_op_counts(struct fw_actions *a,
 			  void (*fn)(void *ctx, const char *op, int code, __u64 n), void *ctx);
+/* Calls fn for each operation (the names above, every one of them) with
+ * its latency histogram: FW_ACTIONS_LAT_BUCKETS + 1 per-bucket counts and
+ * the sum in ns. Any thread. */
+void fw_actions_op_latency(struct fw_actions *a,
+			   void (*fn)(void *ctx, const char *op, const __u64 *counts, __u64 sum_ns),
+			   void *ctx);
 /* /policy and /credential-vault; uid and generation are the raw header
  * values (NULL when absent). */
 void fw_actions_policy(struct fw_actions *a, const char *method, const char *uid, const char *gen,

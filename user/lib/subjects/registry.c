@@ -424,6 +424,32 @@ size_t fw_reg_count(struct fw_registry *r)
 	return n;
 }
 
+struct fw_reg_live *fw_reg_live_subjects(struct fw_registry *r, size_t *n)
+{
+	struct fw_reg_live *v;
+	size_t k = 0;
+
+	*n = 0;
+	pthread_mutex_lock(&r->lock);
+	v = r->count ? calloc(r->count, sizeof(*v)) : NULL;
+	for (__u32 id = 1; v && id < FW_MAX_SUBJECTS && k < r->count; id++) {
+		const struct fw_entry *e = r->by_id[id];
+
+		if (!e || e->id != id)
+			continue;
+		v[k].id = id;
+		snprintf(v[k].name, sizeof(v[k].name), "%s", e->meta.name);
+		k++;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (!k) {
+		free(v);
+		return NULL;
+	}
+	*n = k;
+	return v;
+}
+
 void fw_domain_policy_put(struct fw_domain_policy *d)
 {
 	if (d && __atomic_sub_fetch(&d->refs, 1, __ATOMIC_ACQ_REL) == 0) {

@@ -176,6 +176,15 @@ char (*fw_reg_protocol_names(struct fw_registry *r, size_t *n))[FW_NAME_LEN];
 /* Copies the name of subject id into buf ("" when unknown). */
 void fw_reg_name_of(struct fw_registry *r, __u32 id, char *buf, size_t len);
 size_t fw_reg_count(struct fw_registry *r);
+/* A live subject: its kernel id and name. */
+struct fw_reg_live {
+	__u32 id;
+	char name[FW_NAME_LEN];
+};
+/* The subjects that hold a kernel id now, by id (malloc'd, *n of them;
+ * NULL when there are none or memory ran out). The lock is held for the
+ * copy only. */
+struct fw_reg_live *fw_reg_live_subjects(struct fw_registry *r, size_t *n);
 
 /* Single-threaded callers (tests, benchmarks): get + apply + put. */
 int fw_reg_upsert(struct fw_registry *r, const struct fw_subject_spec *spec, enum fw_origin origin,

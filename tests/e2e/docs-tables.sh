@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # The tables in docs/ that a table in the code generates must be what it
 # generates: the verdict reasons of docs/operations.md are
-# `fastwall reasons --markdown`, byte for byte. Needs no root.
+# `fastwall reasons --markdown`, byte for byte; the README names every
+# target of `make help`. Needs no root.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -37,6 +38,21 @@ check_table() {
 
 check_table "verdict reasons" docs/operations.md "## Verdict reasons" \
 	"$FASTWALL" reasons --markdown
+
+# Every target `make help` lists has its `make TARGET` in the README
+# (the opening commands or the target table).
+missing=""
+for t in $(make -s -C "$ROOT" --no-print-directory help | awk '{ print $1 }'); do
+	grep -qF "\`make $t\`" "$ROOT/README.md" || grep -qE "^make $t( |\$)" "$ROOT/README.md" ||
+		missing="$missing $t"
+done
+if [ -z "$missing" ]; then
+	echo "ok   README lists every make help target"
+	passed=$((passed + 1))
+else
+	echo "FAIL README lacks the make help targets:$missing"
+	failed=$((failed + 1))
+fi
 
 echo "docs-tables: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

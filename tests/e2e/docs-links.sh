@@ -4,7 +4,9 @@
 # (or folder) it names exists inside the repository, and its #anchor is a
 # heading of that page (GitHub's anchors: lower case, punctuation dropped,
 # spaces to hyphens, -1, -2 ... for repeats) or an explicit <a name>/id.
-# No link may leave the repository. Needs no root and no build.
+# No link may leave the repository. A section named in words
+# (design.md, "Port guard") must be a heading or a bold run-in heading
+# of that page. Needs no root and no build.
 # Prints "ok - PAGE" / "not ok - PAGE: ..." per page and "N passed, N failed".
 set -uo pipefail
 
@@ -59,6 +61,19 @@ def anchors(path):
     return found
 
 
+def sections(path):
+    # headings and bold run-in headings ("**The answer cache.** ...")
+    if path in sections_of:
+        return sections_of[path]
+    text = open(path, encoding="utf-8").read()
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M).replace("`", "")
+    found = set(re.findall(r"^#{1,6}\s+(.*?)\s*$", text, flags=re.M))
+    found |= set(re.findall(r"\*\*([^*]+?)\.?\*\*", text))
+    sections_of[path] = found
+    return found
+
+
+sections_of = {}
 passed = failed = 0
 for page in pages:
     text = strip_code(open(page, encoding="utf-8").read())
@@ -81,6 +96,17 @@ for page in pages:
             path = page
         if frag and path.endswith(".md") and frag not in anchors(path):
             bad.append(link + " (no such anchor)")
+    # a section named in words: [design.md](design.md), "Port guard"
+    for m in re.finditer(r"\b([a-z-]+\.md)(?:\]\([^)]*\))?,?\s+\(?\"([^\"]+)\"", text):
+        name, sec = m.group(1), " ".join(m.group(2).replace("`", "").split())
+        path = os.path.join(os.path.dirname(page), name)
+        if not os.path.exists(path):
+            path = os.path.join(root, "docs", name)
+        if not os.path.exists(path):
+            continue  # a file name in passing, not a page reference
+        if not any(h == sec or h.startswith(sec + " ") or h.startswith(sec + ":") or h.startswith(sec + ".")
+                   for h in sections(path)):
+            bad.append('%s, "%s" (no such section)' % (name, sec))
     rel = os.path.relpath(page, root)
     if bad:
         failed += 1

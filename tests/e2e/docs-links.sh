@@ -6,7 +6,7 @@
 # spaces to hyphens, -1, -2 ... for repeats) or an explicit <a name>/id.
 # No link may leave the repository. A section named in words
 # (design.md, "Port guard") must be a heading or a bold run-in heading
-# of that page. Needs no root and no build.
+# of that page. A repository path a page names (tests/e2e/x.sh) exists. Needs no root and no build.
 # Prints "ok - PAGE" / "not ok - PAGE: ..." per page and "N passed, N failed".
 set -uo pipefail
 
@@ -19,6 +19,7 @@ import os, re, sys, glob
 
 root = os.path.realpath(sys.argv[1])
 pages = [os.path.join(root, "README.md")] + sorted(glob.glob(os.path.join(root, "docs", "*.md")))
+pages += sorted(glob.glob(os.path.join(root, "docs", "*.8")))
 anchors_of = {}
 
 
@@ -107,6 +108,13 @@ for page in pages:
         if not any(h == sec or h.startswith(sec + " ") or h.startswith(sec + ":") or h.startswith(sec + ".")
                    for h in sections(path)):
             bad.append('%s, "%s" (no such section)' % (name, sec))
+    # a source file named in passing (`tests/e2e/guard.sh`) must exist
+    raw = open(page, encoding="utf-8").read()
+    for f in sorted(set(re.findall(
+            r"\b((?:tests|scripts|deploy|user|bpf|include|ingress|docs)/[\w./-]+"
+            r"\.(?:c|h|sh|py|yaml|md|8|svg|service|proto|mk))\b", raw))):
+        if not os.path.exists(os.path.join(root, f)):
+            bad.append(f + " (no such file in the repository)")
     rel = os.path.relpath(page, root)
     if bad:
         failed += 1

@@ -2,7 +2,12 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # The tables in docs/ that a table in the code generates must be what it
 # generates: the verdict reasons of docs/operations.md are
-# `fastwall reasons --markdown`, byte for byte. Needs no root.
+# `fastwall reasons --markdown`, byte for byte; the hand-kept key tables
+# of docs/config.md (overlay, subjects, policy, rules) name the keys of
+# the JSON Schema scripts/gen-schema.py writes (docs/config.md's scalar
+# tables are fastwalld config-keys --doc, which a unit test holds); the
+# README names every target of `make help`. Needs no root.
+# shellcheck disable=SC2016 # backquotes of Markdown headings, awk and python in single quotes
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -37,6 +42,60 @@ check_table() {
 
 check_table "verdict reasons" docs/operations.md "## Verdict reasons" \
 	"$FASTWALL" reasons --markdown
+
+# The key tables config-keys does not generate (overlay, subjects[], the
+# policy and its rules) name exactly the keys of the JSON Schema, which
+# tests/e2e/schema.sh holds to what fastwalld accepts.
+# The keys of table $3 (1: the first) under the heading $2 of file $1,
+# up to the next heading of any level.
+sub_table_keys() {
+	awk -v h="$2" -v n="$3" '$0 == h { f = 1; next } f && /^#/ { exit }
+		f && /^\|/ { if (!in_t) { t++; in_t = 1 } if (t == n) print; next }
+		{ in_t = 0 }' "$1" | sed -n 's/^| `\([A-Za-z_]*\)` |.*/\1/p' | sort
+}
+
+keys_check() {
+	local what=$1 heading=$2 def=$3 want got
+	want=$(sub_table_keys "$ROOT/docs/config.md" "$heading" "${5:-1}")
+	got=$(python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+d = s["$defs"][sys.argv[2]] if sys.argv[2] in s.get("$defs", {}) else s["properties"][sys.argv[2]]
+print("\n".join(sorted(d["properties"])))' "$SCHEMA_DIR/$4" "$def")
+	if [ -n "$want" ] && [ "$want" = "$got" ]; then
+		echo "ok   config.md $what names the schema's keys"
+		passed=$((passed + 1))
+	else
+		echo "FAIL config.md $what differs from the schema's keys (< docs, > schema):"
+		diff <(printf '%s\n' "$want") <(printf '%s\n' "$got") | sed 's/^/     /'
+		failed=$((failed + 1))
+	fi
+}
+SCHEMA_DIR=$(mktemp -d)
+trap 'rm -rf "$SCHEMA_DIR"' EXIT
+if python3 "$ROOT/scripts/gen-schema.py" "$BUILD/fastwalld" "$SCHEMA_DIR" >/dev/null; then
+	keys_check "overlay" '### `overlay`' overlay fastwalld-config.schema.json
+	keys_check "subjects[]" '### `subjects[]`' subject fastwalld-config.schema.json
+	keys_check "subjects[].policy" '### `subjects[].policy`' policy fastwalld-config.schema.json
+	keys_check "subjects[].policy rules" '### `subjects[].policy`' rule fastwalld-config.schema.json 2
+else
+	echo "FAIL scripts/gen-schema.py"
+	failed=$((failed + 1))
+fi
+
+# Every target `make help` lists has its `make TARGET` in the README
+# (the opening commands or the target table).
+missing=""
+for t in $(make -s -C "$ROOT" --no-print-directory help | awk '{ print $1 }'); do
+	grep -qF "\`make $t\`" "$ROOT/README.md" || grep -qE "^make $t( |\$)" "$ROOT/README.md" ||
+		missing="$missing $t"
+done
+if [ -z "$missing" ]; then
+	echo "ok   README lists every make help target"
+	passed=$((passed + 1))
+else
+	echo "FAIL README lacks the make help targets:$missing"
+	failed=$((failed + 1))
+fi
 
 echo "docs-tables: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -268,8 +268,8 @@ static int cmd_subjects(struct cli *c)
 			if (bpf_map_lookup_elem(c->dp->dispatch_fd, &addr, &ks) || ks.id != key)
 				continue;
 			state = state_name(ks.state);
-			/* a process subject's DNS source (127.254.0.0/16): its
-			 * cgroup says who it is */
+			/* a process subject's DNS proxy address (127.254.0.0/16),
+			 * not an address of its own: its cgroup says who it is */
 			if (ks.ifindex == FW_IFINDEX_MISSING &&
 			    FW_IP_W(&addr)[2] == htonl(0xffff) &&
 			    (ntohl(FW_IP_W(&addr)[3]) & 0xffff0000u) == FW_CG_DNS_ALIAS_NET)

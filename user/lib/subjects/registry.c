@@ -144,8 +144,9 @@ static bool ports_live(__u32 id, __u32 *gen, const void *ctx)
 	return true;
 }
 
-/* A process subject's DNS source, 127.254.0.0/16 + id, v4-mapped
- * (fastwall/abi.h): a dispatch entry, not one of its addresses. */
+/* A process subject's DNS proxy address, 127.254.0.0/16 + id, v4-mapped
+ * (fastwall/abi.h): its queries go there and the proxy attributes them
+ * by it. A dispatch entry, not one of the subject's addresses. */
 static struct fw_ip cg_alias(__u32 id)
 {
 	struct fw_ip a = {0};
@@ -241,7 +242,7 @@ static int adopt_dispatch(const void *key, const void *val, void *ctx)
 		return fw_recs_push(&a->stale, &st);
 	}
 	if (is_cg_alias(&addr))
-		return 0; /* a process subject's DNS source, not an address */
+		return 0; /* a process subject's DNS proxy address, not its own */
 	e->ksub = ks;
 	if (e->naddrs < FW_SUBJECT_MAX_ADDRS)
 		e->addrs[e->naddrs++] = addr;
@@ -632,7 +633,7 @@ static int claim_addrs_locked(struct fw_registry *r, struct fw_entry *e, const s
 		char buf[FW_ADDR_STRLEN];
 		int err;
 
-		/* the process subjects' DNS sources are no one's to claim */
+		/* the process subjects' DNS proxy addresses are no one's to claim */
 		if (is_cg_alias(&addrs[i])) {
 			fw_warn("subject %s: address %s is reserved (127.254.0.0/16)",
 				e->meta.name[0] ? e->meta.name : "?",

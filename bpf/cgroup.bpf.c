@@ -14,10 +14,11 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-#define FW_AF_INET   2
-#define FW_AF_INET6  10
-#define FW_AF_PACKET 17
-#define FW_SOCK_RAW  3
+#define FW_AF_INET    2
+#define FW_AF_INET6   10
+#define FW_AF_PACKET  17
+#define FW_SOCK_DGRAM 2
+#define FW_SOCK_RAW   3
 
 /* A socket call's destination as the policy reads it: IPv4 v4-mapped,
  * so an IPv6 socket's ::ffff:a.b.c.d meets the IPv4 rules. */
@@ -371,13 +372,34 @@ static __always_inline __u32 fw_cg_skb_alias(struct __sk_buff *skb, const struct
 	return FW_PASS_DNS_PROXY;
 }
 
+/* A datagram of an unconnected UDP socket: the sendmsg hooks judged it a
+ * moment ago, for the task that sent it (such a socket names the
+ * destination of every datagram, and each such sendmsg runs them), and
+ * rewrote it if it was DNS. Judging it again would cost a second policy
+ * walk per datagram and count it twice. Connected sockets (whose
+ * destination's lease may have gone since connect) and all else are
+ * judged here. */
+static __always_inline bool fw_cg_judged_at_sendmsg(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+
+	if (!sk)
+		return false;
+	sk = bpf_sk_fullsock(sk);
+	return sk && sk->type == FW_SOCK_DGRAM && sk->protocol == FW_IPPROTO_UDP &&
+	       sk->state == BPF_TCP_CLOSE;
+}
+
 SEC("cgroup_skb/egress")
 int fw_cg_egress(struct __sk_buff *skb)
 {
-	struct fw_subject *s = fw_cg_skb_subject(skb);
+	struct fw_subject *s;
 	struct fw_pkt pkt = {};
 	__u32 reason;
 
+	if (fw_cg_judged_at_sendmsg(skb))
+		return 1;
+	s = fw_cg_skb_subject(skb);
 	if (!s)
 		return 1;
 	reason = fw_skb_parse(skb, &pkt);

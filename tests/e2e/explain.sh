@@ -96,6 +96,15 @@ check "decided: the rule's text as written" grep -q \
 check_fails "the data plane agrees: 198.51.100.66:80 does not answer" \
 	fw_http "$SB_A" http://198.51.100.66/ 1
 
+echo "# the slot's rule trie reads by field in bpftool"
+key=$(printf '%d %d %d %d' $((id_a & 255)) $(((id_a >> 8) & 255)) 0 0)
+inner=$(bpftool -j map lookup pinned "$BPFFS/fastwall_rules_v2" key $key |
+	"$FW_PY" -c "import json,sys; v=json.load(sys.stdin)['value']; print(v if isinstance(v, int) else int.from_bytes(bytes(int(b, 16) for b in v), 'little'))")
+bpftool map dump id "$inner" >"$FW_TMP/trie.txt" 2>&1 || true
+sed 's/^/    /' "$FW_TMP/trie.txt"
+check "bpftool prints the trie's keys by field" grep -q '"prefixlen": 160' "$FW_TMP/trie.txt"
+check "bpftool prints the entries' actions by name" grep -q '"action": "FW_ACTION_ALLOW"' "$FW_TMP/trie.txt"
+
 echo "# allowed by CIDR"
 out=$(x 10.42.0.2 198.51.100.10 80/tcp) && rc=0 || rc=$?
 check_eq "exit 0: the packet would pass" "$rc" 0

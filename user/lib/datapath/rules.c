@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -70,7 +72,9 @@ struct fw_dp_rules {
 	pthread_t worker, warm;
 	int grace_outer, grace_inner; /* the worker's private map pair */
 	__u64 slot_writes, grace_waits;
-	bool no_batch; /* the kernel has no batch updates for LPM tries */
+	bool no_batch;	 /* the kernel has no batch updates for LPM tries */
+	struct btf *btf; /* of the tries' key and value; NULL: created without */
+	__u32 btf_key, btf_value;
 };
 
 static void key_of(struct fw_rule_key *k, const struct fw_lpm_key *from, __u32 gen)
@@ -179,12 +183,73 @@ static size_t batch_put(struct fw_dp_rules *r, int fd, const struct fw_compiled_
 	return done;
 }
 
-static int trie_create(void)
+/* The BTF of struct fw_rule_key and struct fw_rule, built here because
+ * the programs' BTF has no fw_rule_key (they only use it on the stack), so
+ * that `bpftool map dump id N` of a slot's trie prints fields and action
+ * names instead of bytes. Best effort: without it the tries work the same. */
+static void rules_btf(struct fw_dp_rules *r)
+{
+	struct btf *btf = btf__new_empty();
+	int u8, u32, be32, b16, ip, act, key, val, err = 0;
+
+	if (!btf)
+		return;
+#define BTF_OK(x) (err |= (x) < 0 ? 1 : 0)
+	u8 = btf__add_int(btf, "__u8", 1, 0);
+	u32 = btf__add_int(btf, "__u32", 4, 0);
+	be32 = btf__add_typedef(btf, "__be32", u32);
+	b16 = btf__add_array(btf, u32, u8, 16);
+	ip = btf__add_struct(btf, "fw_ip", sizeof(struct fw_ip));
+	BTF_OK(u8), BTF_OK(u32), BTF_OK(be32), BTF_OK(b16), BTF_OK(ip);
+	BTF_OK(btf__add_field(btf, "b", b16, 0, 0));
+	act = btf__add_enum(btf, "fw_action", sizeof(enum fw_action));
+	BTF_OK(act);
+	BTF_OK(btf__add_enum_value(btf, "FW_ACTION_DENY", FW_ACTION_DENY));
+	BTF_OK(btf__add_enum_value(btf, "FW_ACTION_ALLOW", FW_ACTION_ALLOW));
+	BTF_OK(btf__add_enum_value(btf, "FW_ACTION_NONE", FW_ACTION_NONE));
+	key = btf__add_struct(btf, "fw_rule_key", sizeof(struct fw_rule_key));
+	BTF_OK(key);
+	BTF_OK(btf__add_field(btf, "prefixlen", u32, 8 * offsetof(struct fw_rule_key, prefixlen),
+			      0));
+	BTF_OK(btf__add_field(btf, "gen", be32, 8 * offsetof(struct fw_rule_key, gen), 0));
+	BTF_OK(btf__add_field(btf, "addr", ip, 8 * offsetof(struct fw_rule_key, addr), 0));
+	val = btf__add_struct(btf, "fw_rule", sizeof(struct fw_rule));
+	BTF_OK(val);
+	BTF_OK(btf__add_field(btf, "action", act, 8 * offsetof(struct fw_rule, action), 0));
+	BTF_OK(btf__add_field(btf, "is_default", u8, 8 * offsetof(struct fw_rule, is_default), 0));
+	BTF_OK(btf__add_field(btf, "dflt", act, 8 * offsetof(struct fw_rule, dflt), 0));
+	BTF_OK(btf__add_field(btf, "pad", u8, 8 * offsetof(struct fw_rule, pad), 0));
+	BTF_OK(btf__add_field(btf, "portset", u32, 8 * offsetof(struct fw_rule, portset), 0));
+	BTF_OK(btf__add_field(btf, "rule", u32, 8 * offsetof(struct fw_rule, rule), 0));
+#undef BTF_OK
+	if (err || btf__load_into_kernel(btf)) {
+		fw_debug("rule tries without BTF: the kernel refused the key and value types");
+		btf__free(btf);
+		return;
+	}
+	r->btf = btf;
+	r->btf_key = key;
+	r->btf_value = val;
+}
+
+static int trie_create(struct fw_dp_rules *r)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
-	int fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, "fw_rules", sizeof(struct fw_rule_key),
-				sizeof(struct fw_rule), SLOT_ROOM, &opts);
+	struct btf *btf = r->btf; /* set before any trie is made */
+	int fd;
 
+	if (btf) {
+		opts.btf_fd = btf__fd(btf);
+		opts.btf_key_type_id = r->btf_key;
+		opts.btf_value_type_id = r->btf_value;
+		fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, "fw_rules", sizeof(struct fw_rule_key),
+				    sizeof(struct fw_rule), SLOT_ROOM, &opts);
+		if (fd >= 0)
+			return fd;
+		opts.btf_fd = opts.btf_key_type_id = opts.btf_value_type_id = 0;
+	}
+	fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, "fw_rules", sizeof(struct fw_rule_key),
+			    sizeof(struct fw_rule), SLOT_ROOM, &opts);
 	return fd < 0 ? -errno : fd;
 }
 
@@ -307,7 +372,7 @@ static int slot_fetch(struct fw_dp *dp, __u32 id, void *arg)
 			return -errno;
 	} else {
 		/* an empty slot (only if something else deleted it): fill it */
-		fd = trie_create();
+		fd = trie_create(dp->rules);
 		if (fd < 0)
 			return fd;
 		if (bpf_map_update_elem(dp->rules_fd, &id, &fd, BPF_ANY)) {
@@ -406,7 +471,7 @@ static int slot_populate(struct fw_dp *dp, __u32 id, void *arg)
 
 	if (p->check && bpf_map_lookup_elem(dp->rules_fd, &id, &fd) == 0)
 		return slot_fetch(dp, id, NULL); /* kept from a start cut short */
-	fd = trie_create();
+	fd = trie_create(dp->rules);
 	if (fd < 0)
 		return fd;
 	err = p->old_fd >= 0 ? copy_v1(p->old_fd, id, fd, &n) : 0;
@@ -632,6 +697,7 @@ int fw_dp_rules_open(struct fw_dp *dp, bool populate, bool check, int old_fd)
 		r->slot[id].fd = -1;
 	dp->rules = r;
 	nofile_raise();
+	rules_btf(r);
 	err = grace_maps(r);
 	if (err) {
 		fw_err("can't create the grace-period map: %s", strerror(-err));
@@ -676,6 +742,7 @@ void fw_dp_rules_close(struct fw_dp *dp)
 		keys_free(&r->slot[id].live);
 		keys_free(&r->slot[id].old);
 	}
+	btf__free(r->btf);
 	if (r->grace_outer >= 0)
 		close(r->grace_outer);
 	if (r->grace_inner >= 0)

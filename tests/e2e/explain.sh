@@ -97,8 +97,8 @@ check_fails "the data plane agrees: 198.51.100.66:80 does not answer" \
 	fw_http "$SB_A" http://198.51.100.66/ 1
 
 echo "# the slot's rule trie reads by field in bpftool"
-key=$(printf '%d %d %d %d' $((id_a & 255)) $(((id_a >> 8) & 255)) 0 0)
-inner=$(bpftool -j map lookup pinned "$BPFFS/fastwall_rules_v2" key $key |
+key=($((id_a & 255)) $(((id_a >> 8) & 255)) 0 0)
+inner=$(bpftool -j map lookup pinned "$BPFFS/fastwall_rules_v2" key "${key[@]}" |
 	"$FW_PY" -c "import json,sys; v=json.load(sys.stdin)['value']; print(v if isinstance(v, int) else int.from_bytes(bytes(int(b, 16) for b in v), 'little'))")
 bpftool map dump id "$inner" >"$FW_TMP/trie.txt" 2>&1 || true
 sed 's/^/    /' "$FW_TMP/trie.txt"

@@ -178,6 +178,14 @@ check_eq "scope verify refused: 1" "$r" 1
 json_ok "scope verify refused: the reason" "d['valid'] is False and len(d['error']) > 0" "$out"
 check_eq "text stays the default" "$("$FASTWALL" scope verify --keys "$keys" "$scope")" "tenant sb 8080"
 
+echo "# hostname and monitor: no global option before the word"
+out=$("$FASTWALL" -o json hostname hash --gateway g ws sb 2>&1) && r=0 || r=$?
+check_eq "fastwall -o json hostname: usage (2)" "$r" 2
+check "fastwall -o json hostname: names the rule" grep -q "hostname takes no option before the word hostname" <<<"$out"
+out=$("$FASTWALL" -b /nonexistent monitor 2>&1) && r=0 || r=$?
+check_eq "fastwall -b DIR monitor: usage (2)" "$r" 2
+check "fastwall -b DIR monitor: names the rule" grep -q "monitor takes no option before the word monitor" <<<"$out"
+
 echo "# fastwall: codes with pins"
 check_eq "fastwall status: 0" "$(rc fw_cli status)" 0
 check_eq "explain of a pass: 0" "$(rc fw_cli explain 10.42.0.2 198.51.100.10 80/tcp)" 0

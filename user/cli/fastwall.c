@@ -887,6 +887,14 @@ int main(int argc, char **argv)
 			fw_log_level = FW_LOG_ERROR;
 			return cmd_run(argc - i, argv + i);
 		}
+		if (i > 1 &&
+		    (strcmp(argv[i], "hostname") == 0 || strcmp(argv[i], "monitor") == 0)) {
+			fprintf(stderr,
+				"fastwall: %s takes no option before the word %s ('%s'); "
+				"see fastwall %s --help\n",
+				argv[i], argv[i], argv[1], argv[i]);
+			return FW_EXIT_USAGE;
+		}
 		if (strcmp(argv[i], "scope") == 0) {
 			bool json = false;
 

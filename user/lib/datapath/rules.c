@@ -232,6 +232,43 @@ static void rules_btf(struct fw_dp_rules *r)
 	r->btf_value = val;
 }
 
+/* Whether the kernel takes a trie with BTF into a slot whose template has
+ * none (the programs' inner map definition gives sizes, not types): 6.1
+ * compares what the BTF says of a value's special fields and refuses it,
+ * 5.10 and 6.12 on do not. Tried once on a private outer map, whose write
+ * waits for no program. */
+static bool trie_btf_fits(struct fw_dp_rules *r)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, plain, .map_flags = BPF_F_NO_PREALLOC);
+	LIBBPF_OPTS(bpf_map_create_opts, typed, .map_flags = BPF_F_NO_PREALLOC);
+	LIBBPF_OPTS(bpf_map_create_opts, outer);
+	int tmpl, trie = -1, o = -1;
+	__u32 zero = 0;
+	bool fits = false;
+
+	typed.btf_fd = btf__fd(r->btf);
+	typed.btf_key_type_id = r->btf_key;
+	typed.btf_value_type_id = r->btf_value;
+	tmpl = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, "fw_probe_t", sizeof(struct fw_rule_key),
+			      sizeof(struct fw_rule), SLOT_ROOM, &plain);
+	if (tmpl < 0)
+		return false;
+	outer.inner_map_fd = tmpl;
+	o = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "fw_probe_o", 4, 4, 1, &outer);
+	if (o >= 0)
+		trie = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, "fw_probe_b",
+				      sizeof(struct fw_rule_key), sizeof(struct fw_rule), SLOT_ROOM,
+				      &typed);
+	if (trie >= 0)
+		fits = bpf_map_update_elem(o, &zero, &trie, BPF_ANY) == 0;
+	if (trie >= 0)
+		close(trie);
+	if (o >= 0)
+		close(o);
+	close(tmpl);
+	return fits;
+}
+
 static int trie_create(struct fw_dp_rules *r)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
@@ -697,7 +734,15 @@ int fw_dp_rules_open(struct fw_dp *dp, bool populate, bool check, int old_fd)
 		r->slot[id].fd = -1;
 	dp->rules = r;
 	nofile_raise();
-	rules_btf(r);
+	/* only a first start makes tries; one made later (a start cut
+	 * short) goes without, which bpftool prints as bytes */
+	if (populate)
+		rules_btf(r);
+	if (r->btf && !trie_btf_fits(r)) {
+		fw_debug("rule tries without BTF: this kernel refuses them in the slots");
+		btf__free(r->btf);
+		r->btf = NULL;
+	}
 	err = grace_maps(r);
 	if (err) {
 		fw_err("can't create the grace-period map: %s", strerror(-err));

@@ -47,13 +47,24 @@ ARCH=$(dpkg-architecture -qDEB_HOST_ARCH)
 export DEB_BUILD_MAINT_OPTIONS=hardening=+all
 CFLAGS="$(dpkg-buildflags --get CFLAGS) $(dpkg-buildflags --get CPPFLAGS)"
 LDFLAGS=$(dpkg-buildflags --get LDFLAGS)
-"$MAKE" --no-print-directory -j"$JOBS" BUILD="$DEB_BUILD" CFLAGS="$CFLAGS" LDFLAGS="$LDFLAGS" \
+# the package is never a sanitizer build, whatever the caller's make was
+# (make test SANITIZE=1 passes SANITIZE down to every make below it); and
+# objects of other flags in the build directory would be linked into it
+unset SANITIZE
+export MAKEFLAGS=
+FLAGS="$CFLAGS | $LDFLAGS"
+if [ -f "$DEB_BUILD/.deb-flags" ] && [ "$(cat "$DEB_BUILD/.deb-flags")" != "$FLAGS" ]; then
+	rm -rf "$DEB_BUILD"
+fi
+mkdir -p "$DEB_BUILD"
+printf '%s' "$FLAGS" >"$DEB_BUILD/.deb-flags"
+"$MAKE" --no-print-directory -j"$JOBS" BUILD="$DEB_BUILD" SANITIZE= CFLAGS="$CFLAGS" LDFLAGS="$LDFLAGS" \
 	all "$DEB_BUILD/schema/fastwalld-config.schema.json" "$DEB_BUILD/bash-completion/fastwall" >&2
 
 STAGE=$DEB_BUILD/pkgroot
 rm -rf "$STAGE"
 mkdir -p "$STAGE/DEBIAN"
-"$MAKE" --no-print-directory BUILD="$DEB_BUILD" CFLAGS="$CFLAGS" LDFLAGS="$LDFLAGS" \
+"$MAKE" --no-print-directory BUILD="$DEB_BUILD" SANITIZE= CFLAGS="$CFLAGS" LDFLAGS="$LDFLAGS" \
 	DESTDIR="$ROOT/$STAGE" PREFIX=/usr SYSCONFDIR=/etc install >&2
 
 # bookworm's systemd units live in /lib (the merged-/usr moratorium)

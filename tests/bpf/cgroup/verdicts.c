@@ -11,6 +11,7 @@
  * "N passed, N failed". The socket hooks (connect, sendmsg, sock_create)
  * are exercised through real system calls by tests/e2e/cgroup.sh. */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,6 +268,15 @@ static void cleanup(void)
 	fw_dp_purge(t.pin_root);
 }
 
+/* A row that crashes the test (or a ^C) must not leave the pins, cgroups
+ * and mount behind: clean up, then die of the same signal. */
+static void on_fatal(int sig)
+{
+	signal(sig, SIG_DFL);
+	cleanup();
+	raise(sig);
+}
+
 static __u64 reason_count(__u32 r)
 {
 	struct fw_counter c[FW_REASON_MAX];
@@ -436,12 +446,15 @@ static bool run_row(const struct row *r)
 
 int main(void)
 {
+	static const int fatal[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGINT, SIGTERM};
 	int passed = 0, failed = 0, err;
 
 	if (geteuid() != 0) {
 		fprintf(stderr, "cgroup verdicts: needs root\n");
 		return 1;
 	}
+	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+		signal(fatal[i], on_fatal);
 	err = setup();
 	if (err) {
 		fprintf(stderr, "cgroup verdicts: setup failed: %s\n", strerror(-err));

@@ -503,6 +503,17 @@ int main(int argc, char **argv)
 		       "updates): one LPM trie insert; a grace-period wait costs thousands\n",
 		       d_us, plain > 0 ? d_us / plain : 0);
 		printf("cp per_rule us=%.2f ratio=%.1f\n", d_us, plain > 0 ? d_us / plain : 0);
+		/* the rest of an add, whatever the policy's size (the line's intercept),
+		 * and the largest policy an add can carry within the target */
+		if (plain > 0 && d_us > 0) {
+			double fixed = fig[0][OP_ADD].p50 / plain - sizes[0] * (d_us / plain);
+			double most = (TARGET_RATIO - fixed) / (d_us / plain);
+
+			printf("cp_kernel: an add costs %.1f plain updates besides its rules; within "
+			       "%d plain updates it carries up to %d CIDR rules\n",
+			       fixed, TARGET_RATIO, most > 0 ? (int)most : 0);
+			printf("cp fixed ratio=%.1f max_rules=%d\n", fixed, most > 0 ? (int)most : 0);
+		}
 	}
 
 cleanup:

@@ -161,7 +161,7 @@ if [ -x "$BUILD/tests/cp_kernel" ]; then
 	"$BUILD/tests/cp_kernel" -n "${VMTEST_CP_OPS:-300}" -p "/sys/fs/bpf/fastwall-$ID-cp" >"$TMP/cp" 2>&1
 	crc=$?
 	[ "$rexp" = 1 ] && echo 1 >/sys/kernel/rcu_expedited
-	grep -E '^cp_kernel: (kernel|first start|a policy|each further|[0-9]+ CIDR rules)' "$TMP/cp" | sed 's/^/# /'
+	grep -E '^cp_kernel: (kernel|first start|a policy|each further|an add costs|[0-9]+ CIDR rules)' "$TMP/cp" | sed 's/^/# /'
 	sed -n 's/^\(cp .*\)$/# \1/p' "$TMP/cp"
 	grep -E '^  (op|add|update|remove|rebind|plain) ' "$TMP/cp" | sed 's/^/# /'
 	if [ "$crc" -eq 0 ] && grep -q '^cp result=ok' "$TMP/cp"; then

@@ -509,10 +509,12 @@ int main(int argc, char **argv)
 			double fixed = fig[0][OP_ADD].p50 / plain - sizes[0] * (d_us / plain);
 			double most = (TARGET_RATIO - fixed) / (d_us / plain);
 
-			printf("cp_kernel: an add costs %.1f plain updates besides its rules; within "
+			printf("cp_kernel: an add costs %.1f plain updates besides its rules; "
+			       "within "
 			       "%d plain updates it carries up to %d CIDR rules\n",
 			       fixed, TARGET_RATIO, most > 0 ? (int)most : 0);
-			printf("cp fixed ratio=%.1f max_rules=%d\n", fixed, most > 0 ? (int)most : 0);
+			printf("cp fixed ratio=%.1f max_rules=%d\n", fixed,
+			       most > 0 ? (int)most : 0);
 		}
 	}
 

@@ -8,7 +8,9 @@ NGINX_SRC ?= /usr/share/nginx/src
 INGRESS_OUT := $(BUILD)/ingress
 INGRESS_SO := $(INGRESS_OUT)/ngx_http_fastwall_ingress_module.so
 INGRESS_TREE := $(INGRESS_OUT)/nginx
-INGRESS_DEPS := ingress/ngx_http_fastwall_ingress_module.c user/lib/policy/scope.c \
+INGRESS_DEPS := ingress/ngx_http_fastwall_ingress_module.c \
+	ingress/ngx_http_fastwall_common.c ingress/ngx_http_fastwall_common.h \
+	user/lib/policy/scope.c \
 	user/lib/policy/scope.h user/lib/protocol/fastpath.c user/lib/protocol/fastpath.h \
 	ingress/ngx_http_fastwall_cluster.c ingress/ngx_http_fastwall_cluster.h \
 	user/lib/policy/cluster.c user/lib/policy/cluster.h \

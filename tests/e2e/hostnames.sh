@@ -240,6 +240,14 @@ check "a routing name that is no DNS label: refused" \
 	ngx_t '"Gateway_A": not a DNS label' "fastwall_ingress_routing_name Gateway_A;"
 check "a service zone of 1k: refused" \
 	ngx_t '"1k" is not a size of at least 32k' "" "fastwall_ingress_service_zone_size 1k;"
+check "a service zone size that is no size: refused" \
+	ngx_t 'fastwall_ingress_service_zone_size: "4q" is not a size of at least 32k' "" "fastwall_ingress_service_zone_size 4q;"
+check "a service zone size given twice: refused" \
+	ngx_t '"fastwall_ingress_service_zone_size" directive is duplicate' "" \
+	"fastwall_ingress_service_zone_size 1m; fastwall_ingress_service_zone_size 1m;"
+check "a service zone whose name another module took: refused" \
+	ngx_t 'the shared memory zone "fastwall_ingress_services" is already declared for a different use' "" \
+	"limit_conn_zone \$binary_remote_addr zone=fastwall_ingress_services:1m;"
 ngx_t_sed() { # SED-SCRIPT WANT-IN-ERROR
 	ngx_conf "$FW_TMP/t" 70 8070 "sqlite:$FW_TMP/t/s.db" | sed "$1" >"$FW_TMP/t.conf"
 	if fw_ns "$NS" "$NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t.conf" >"$FW_TMP/t.out" 2>&1; then

@@ -224,6 +224,15 @@ check "no key ring with fastwall_ingress on: refused" \
 check "a cache of 1k: refused" \
 	ngx_test "fastwall_ingress_keys $KEYS; fastwall_ingress_resolver $FASTPATH; fastwall_ingress_cache_size 1k;" \
 	'"1k" is not a size of at least 32k'
+check "a cache size that is no size: refused" \
+	ngx_test "fastwall_ingress_keys $KEYS; fastwall_ingress_resolver $FASTPATH; fastwall_ingress_cache_size 4q;" \
+	'fastwall_ingress_cache_size: "4q" is not a size of at least 32k'
+check "a cache size given twice: refused" \
+	ngx_test "fastwall_ingress_keys $KEYS; fastwall_ingress_resolver $FASTPATH; fastwall_ingress_cache_size 1m; fastwall_ingress_cache_size 2m;" \
+	'"fastwall_ingress_cache_size" directive is duplicate'
+check "a cache zone whose name another module took: refused" \
+	ngx_test "fastwall_ingress_keys $KEYS; fastwall_ingress_resolver $FASTPATH; limit_conn_zone \$binary_remote_addr zone=fastwall_ingress:1m;" \
+	'the shared memory zone "fastwall_ingress" is already declared for a different use'
 check "an unknown mode: refused" \
 	ngx_test "fastwall_ingress_keys $KEYS; fastwall_ingress_resolver $FASTPATH; fastwall_ingress_mode wildcard;" \
 	'invalid value "wildcard"'

@@ -263,6 +263,15 @@ check "the admin endpoint without a cluster id: refused" \
 check "a member zone of 1k: refused" \
 	ngx_test "fastwall_ingress_cluster_id west; fastwall_ingress_cluster_zone_size 1k;" \
 	'"1k" is not a size of at least 32k'
+check "a member zone size that is no size: refused" \
+	ngx_test "fastwall_ingress_cluster_id west; fastwall_ingress_cluster_zone_size 4q;" \
+	'fastwall_ingress_cluster_zone_size: "4q" is not a size of at least 32k'
+check "a member zone size given twice: refused" \
+	ngx_test "fastwall_ingress_cluster_id west; fastwall_ingress_cluster_zone_size 1m; fastwall_ingress_cluster_zone_size 1m;" \
+	'"fastwall_ingress_cluster_zone_size" directive is duplicate'
+check "a member zone whose name another module took: refused" \
+	ngx_test "fastwall_ingress_cluster_id west; limit_conn_zone \$binary_remote_addr zone=fastwall_ingress_cluster:1m;" \
+	'the shared memory zone "fastwall_ingress_cluster" is already declared for a different use'
 check "a TTL of 0: refused" \
 	ngx_test "fastwall_ingress_cluster_id west; fastwall_ingress_cluster_ttl 0s;" \
 	'fastwall_ingress_cluster_ttl must be at least 1s'

@@ -136,19 +136,7 @@ fw_sandbox b 3
 fw_sandbox c 4
 fw_serve_internet
 # the internet's resolver (dnsmasq with fixed data)
-ip -n "$NS_INET" addr add 198.51.100.53/32 dev lo
-cat >"$FW_TMP/dnsmasq.conf" <<EOF
-no-resolv
-no-hosts
-bind-interfaces
-listen-address=198.51.100.53
-user=root
-pid-file=
-address=/#/
-host-record=api.example.com,203.0.113.10,30
-host-record=bad.example.com,198.51.100.66,30
-EOF
-fw_bg "$NS_INET" dnsmasq -k -C "$FW_TMP/dnsmasq.conf" --log-facility=-
+fw_resolver 198.51.100.53 api.example.com,203.0.113.10,30 bad.example.com,198.51.100.66,30
 fw_serve "$NS_POD" --http 10.42.0.1:22
 write_config denying
 

@@ -38,6 +38,8 @@ BPFFS=/sys/fs/bpf/fastwall-$FW_ID
 FW_TMP=$(mktemp -d "/tmp/fastwall-$FW_ID.XXXXXX")
 FW_LOG=$FW_TMP/fastwalld.log
 FW_CFG=$FW_TMP/fastwalld.yaml
+# this run's own monitor socket (see fw_own_sockets)
+FW_MON_SOCK=$FW_TMP/monitor.sock
 FW_NSS=()	     # namespaces we created
 FW_PIDS=()	     # processes we started
 FW_DAEMON_PID=""
@@ -190,12 +192,58 @@ fw_serve_internet() {
 		--udp-logged "198.51.100.10:9001=$FW_INET_SEEN"
 }
 
+# fw_resolver ADDR RECORD...: the internet's resolver, dnsmasq on ADDR
+# port 53 (ADDR is added to the internet namespace's loopback) serving
+# fixed data: each RECORD is a host-record, "NAME,ADDRESS[,ADDRESS],TTL",
+# and every other name is NXDOMAIN. Returns once the first record
+# resolves; dnsmasq logs to $FW_TMP/dnsmasq.log, and fw_cleanup stops it.
+fw_resolver() {
+	local addr=$1 name want r
+	shift
+	name=${1%%,*}
+	want=${1#*,}
+	want=${want%%,*}
+	ip -n "$NS_INET" addr add "$addr/32" dev lo
+	{
+		printf '%s\n' no-resolv no-hosts no-poll bind-interfaces "listen-address=$addr" \
+			port=53 user=root pid-file= 'address=/#/'
+		for r in "$@"; do echo "host-record=$r"; done
+	} >"$FW_TMP/dnsmasq.conf"
+	fw_bg "$NS_INET" dnsmasq -k -C "$FW_TMP/dnsmasq.conf" --log-facility="$FW_TMP/dnsmasq.log"
+	fw_eventually 5 fw_resolves "$addr" "$name" "$want" ||
+		fw_die "dnsmasq did not answer on $addr: $(tail -3 "$FW_TMP/dnsmasq.log" 2>/dev/null)"
+}
+
+# fw_resolves SERVER NAME ADDRESS: SERVER answers NAME with ADDRESS (asked
+# from the internet namespace).
+fw_resolves() {
+	fw_ns "$NS_INET" dig +short +time=1 +tries=1 "@$1" "$2" 2>/dev/null | grep -qxF -- "$3"
+}
+
+# fw_own_sockets FILE: gives the daemon configuration FILE this run's own
+# monitor socket, $FW_MON_SOCK, by appending a monitor section unless FILE
+# has one. On the default path (/run/fastwall/monitor.sock) a test daemon
+# would unlink and take over the socket of another test's daemon, or of a
+# fastwalld on the host. The other unix sockets (actions.vault_socket,
+# processes.socket) exist only with their sections, and every test that
+# has one names a path of its own run.
+fw_own_sockets() {
+	[ -f "$1" ] || return 0
+	grep -q '^monitor:' "$1" && return 0
+	# a last line without its newline would swallow the key
+	[ -z "$(tail -c1 "$1")" ] || echo >>"$1"
+	printf 'monitor:\n  socket: %s\n' "$FW_MON_SOCK" >>"$1"
+}
+
 # fw_start_daemon [ARGS...]: fastwalld run with $FW_CFG in the pod ns;
-# returns when it logged "fastwalld ready".
+# returns when it logged "fastwalld ready". $FW_CFG gets this run's own
+# sockets first (fw_own_sockets), unless FW_OWN_SOCKETS=0 (a release that
+# has no monitor section refuses the key).
 # extra arguments go to fastwalld before "run"; most callers pass none
 # shellcheck disable=SC2120
 fw_start_daemon() {
 	local before
+	[ "${FW_OWN_SOCKETS:-1}" = 0 ] || fw_own_sockets "$FW_CFG"
 	before=$(grep -c 'fastwalld ready' "$FW_LOG" 2>/dev/null || true)
 	# nsenter execs fastwalld: $! is the daemon, signals reach it
 	nsenter --net="/run/netns/$NS_POD" "$FASTWALLD" -c "$FW_CFG" "$@" run >>"$FW_LOG" 2>&1 &

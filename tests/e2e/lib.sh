@@ -176,6 +176,20 @@ fw_serve() {
 	fw_die "server in $ns did not start: $(tail -3 "$FW_TMP/bg.log")"
 }
 
+# fw_bg_ready NS READY CMD...: CMD --ready READY in the background in NS
+# (fw_bg); returns once the server wrote the file READY, which it does
+# when it listens.
+fw_bg_ready() {
+	local ns=$1 ready=$2
+	shift 2
+	fw_bg "$ns" "$@" --ready "$ready"
+	for _ in $(seq 100); do
+		[ -e "$ready" ] && return 0
+		sleep 0.05
+	done
+	fw_die "$* did not start: $(tail -5 "$FW_TMP/bg.log")"
+}
+
 # The internet's servers: HTTP on :80 of every address and on 198.51.100.10
 # :853 (so a DoT drop is the firewall, not a missing listener); UDP echo on
 # :9000 and :853; on 198.51.100.10:9001 a UDP echo that records every
@@ -509,4 +523,42 @@ fw_learned_add() { "$FW_PY" -S "$FW_ACT_CLIENT" learned-add "$BPFFS" "$1" "$2"; 
 fw_act_instance() {
 	fw_ns "$NS_POD" curl -s --max-time 2 "$FW_ACT_URL/_fastlet/v1/actions/status" |
 		"$FW_PY" -S -c 'import json,sys; print(json.load(sys.stdin)["instanceId"])' 2>/dev/null
+}
+
+# --- the ingress gateway (ingress.sh, hostnames.sh, xcluster.sh) ----------
+# The real nginx with this build's module, against the stand-ins of
+# FastPath and of the Fastlets in ingress_servers.py.
+FW_NGINX=/usr/sbin/nginx
+# shellcheck disable=SC2034 # for the scripts that source this
+FW_NGX_MODULE=$FW_BUILD/ingress/ngx_http_fastwall_ingress_module.so
+# shellcheck disable=SC2034
+FW_NGX_SERVERS=$FW_E2E_DIR/ingress_servers.py
+
+# fw_ingress_require NAME [PYTHON-MODULE...]: without nginx and nginx-dev,
+# the test NAME is skipped (and the script exits, 0 passed); else what
+# fw_require checks, the Python modules the stand-ins import (grpc and
+# grpc_tools, and those named) and a module built by make ingress.
+fw_ingress_require() {
+	local name=$1 mods
+	shift
+	if [ ! -f /usr/share/nginx/src/conf_flags ] || [ ! -x "$FW_NGINX" ]; then
+		echo "$name: skipped: nginx or nginx-dev is not installed (scripts/install-deps.sh installs both)"
+		echo "0 passed, 0 failed"
+		exit 0
+	fi
+	fw_require
+	mods=$(printf ', %s' grpc grpc_tools "$@")
+	mods=${mods#, }
+	"$FW_PY" -c "import $mods" 2>/dev/null ||
+		fw_die "$FW_PY can't import $mods: install python3-grpcio python3-grpc-tools"
+	make -s -C "$FW_ROOT" BUILD="$BUILD" ingress >/dev/null || fw_die "make ingress failed"
+}
+
+# fw_fastpath_stubs: the FastPath stand-in's gRPC code in $FW_TMP/gen,
+# generated from the pinned .proto.
+fw_fastpath_stubs() {
+	mkdir -p "$FW_TMP/gen"
+	"$FW_PY" -m grpc_tools.protoc -I"$FW_ROOT/ingress/proto" --python_out="$FW_TMP/gen" \
+		--grpc_python_out="$FW_TMP/gen" "$FW_ROOT/ingress/proto/fastpath_v2.proto" ||
+		fw_die "can't generate the stand-in from the proto"
 }

@@ -108,15 +108,10 @@ RECV_PID=""
 start_receiver() {
 	local ready=$FW_TMP/recv.ready
 	rm -f "$ready" "$RECV_OUT"
-	fw_bg "$NS_INET" "$FW_PY" "$STREAMS" recv --out "$RECV_OUT" --ready "$ready" \
+	fw_bg_ready "$NS_INET" "$ready" "$FW_PY" "$STREAMS" recv --out "$RECV_OUT" \
 		--udp 198.51.100.10:7001 --udp 198.51.100.10:7009 --udp 203.0.113.10:7003 \
 		--udp $NAMED:7004 --tcp 198.51.100.10:7002 --tcp $NAMED:7002
 	RECV_PID=${FW_PIDS[-1]}
-	for _ in $(seq 100); do
-		[ -e "$ready" ] && return 0
-		sleep 0.05
-	done
-	fw_die "the receiver did not start: $(tail -3 "$FW_TMP/bg.log")"
 }
 
 # write_config B_CIDR: A, B static; DNS proxy; the actions protocol for C

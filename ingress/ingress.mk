@@ -35,8 +35,8 @@ $(INGRESS_TREE)/objs/Makefile: ingress/config ingress/ingress.mk $(wildcard $(NG
 	$(Q)cd $(INGRESS_TREE) && bash -c '. ./conf_flags && ./configure \
 		--with-cc-opt="-g -O2 -fPIC -Werror" --with-ld-opt=-fPIC \
 		"$${NGX_CONF_FLAGS[@]}" --add-dynamic-module=$(CURDIR)/ingress \
-		--builddir=objs' >$(CURDIR)/$(INGRESS_OUT)/configure.log 2>&1 || \
-		{ tail -n 20 $(CURDIR)/$(INGRESS_OUT)/configure.log >&2; exit 1; }
+		--builddir=objs' >$(abspath $(INGRESS_OUT))/configure.log 2>&1 || \
+		{ tail -n 20 $(abspath $(INGRESS_OUT))/configure.log >&2; exit 1; }
 
 $(INGRESS_SO): $(INGRESS_TREE)/objs/Makefile $(INGRESS_DEPS)
 	$(call msg,NGXMOD,$@)

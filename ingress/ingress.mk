@@ -8,7 +8,9 @@ NGINX_SRC ?= /usr/share/nginx/src
 INGRESS_OUT := $(BUILD)/ingress
 INGRESS_SO := $(INGRESS_OUT)/ngx_http_fastwall_ingress_module.so
 INGRESS_TREE := $(INGRESS_OUT)/nginx
-INGRESS_DEPS := ingress/ngx_http_fastwall_ingress_module.c user/lib/policy/scope.c \
+INGRESS_DEPS := ingress/ngx_http_fastwall_ingress_module.c \
+	ingress/ngx_http_fastwall_common.c ingress/ngx_http_fastwall_common.h \
+	user/lib/policy/scope.c \
 	user/lib/policy/scope.h user/lib/protocol/fastpath.c user/lib/protocol/fastpath.h \
 	ingress/ngx_http_fastwall_cluster.c ingress/ngx_http_fastwall_cluster.h \
 	user/lib/policy/cluster.c user/lib/policy/cluster.h \
@@ -33,8 +35,8 @@ $(INGRESS_TREE)/objs/Makefile: ingress/config ingress/ingress.mk $(wildcard $(NG
 	$(Q)cd $(INGRESS_TREE) && bash -c '. ./conf_flags && ./configure \
 		--with-cc-opt="-g -O2 -fPIC -Werror" --with-ld-opt=-fPIC \
 		"$${NGX_CONF_FLAGS[@]}" --add-dynamic-module=$(CURDIR)/ingress \
-		--builddir=objs' >$(CURDIR)/$(INGRESS_OUT)/configure.log 2>&1 || \
-		{ tail -n 20 $(CURDIR)/$(INGRESS_OUT)/configure.log >&2; exit 1; }
+		--builddir=objs' >$(abspath $(INGRESS_OUT))/configure.log 2>&1 || \
+		{ tail -n 20 $(abspath $(INGRESS_OUT))/configure.log >&2; exit 1; }
 
 $(INGRESS_SO): $(INGRESS_TREE)/objs/Makefile $(INGRESS_DEPS)
 	$(call msg,NGXMOD,$@)

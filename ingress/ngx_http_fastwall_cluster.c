@@ -21,12 +21,12 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include "ngx_http_fastwall_common.h"
 #include "ngx_http_fastwall_cluster.h"
 #include "policy/cluster.h"
 #include "policy/placement.h"
 
 
-#define NGX_HTTP_FWC_ZONE_MIN       (32 * 1024)
 #define NGX_HTTP_FWC_PLACE_MAX      1024    /* records one placement reads */
 #define NGX_HTTP_FWC_TICK           200     /* ms between looks for changes */
 #define NGX_HTTP_FWC_PUB_TIMEOUT    5000    /* ms for one publication */
@@ -123,8 +123,6 @@ static char *ngx_http_fwc_peer(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_fwc_prefix(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-static char *ngx_http_fwc_zone_size(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
 static char *ngx_http_fwc_admin(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static ngx_int_t ngx_http_fwc_admin_handler(ngx_http_request_t *r);
@@ -161,9 +159,9 @@ static ngx_command_t  ngx_http_fwc_commands[] = {
 
     { ngx_string("fastwall_ingress_cluster_zone_size"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
-      ngx_http_fwc_zone_size,
+      ngx_http_fastwall_conf_set_zone_size_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      0,
+      offsetof(ngx_http_fwc_main_conf_t, zone_size),
       NULL },
 
     { ngx_string("fastwall_ingress_cluster_ttl"),
@@ -650,19 +648,7 @@ static ngx_http_variable_t  ngx_http_fwc_vars[] = {
 static ngx_int_t
 ngx_http_fwc_add_variables(ngx_conf_t *cf)
 {
-    ngx_http_variable_t  *var, *v;
-
-    for (v = ngx_http_fwc_vars; v->name.len; v++) {
-        var = ngx_http_add_variable(cf, &v->name, v->flags);
-        if (var == NULL) {
-            return NGX_ERROR;
-        }
-
-        var->get_handler = v->get_handler;
-        var->data = v->data;
-    }
-
-    return NGX_OK;
+    return ngx_http_fastwall_add_variables(cf, ngx_http_fwc_vars);
 }
 
 
@@ -673,7 +659,7 @@ ngx_http_fwc_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 {
     ngx_http_fwc_store_t  *ostore = data;
 
-    size_t                 len;
+    ngx_uint_t             fresh;
     ngx_http_fwc_store_t  *store;
 
     store = shm_zone->data;
@@ -686,33 +672,18 @@ ngx_http_fwc_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     store->shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
 
-    if (shm_zone->shm.exists) {
-        store->sh = store->shpool->data;
-        return NGX_OK;
-    }
-
-    store->sh = ngx_slab_alloc(store->shpool, sizeof(ngx_http_fwc_shctx_t));
+    /* a full zone is the publisher's 507, not a log line per record */
+    store->sh = ngx_http_fastwall_zone_context(shm_zone,
+                                               sizeof(ngx_http_fwc_shctx_t),
+                                               "fastwall_ingress_cluster",
+                                               &fresh);
     if (store->sh == NULL) {
         return NGX_ERROR;
     }
 
-    store->shpool->data = store->sh;
-    ngx_queue_init(&store->sh->records);
-    store->sh->count = 0;
-
-    len = sizeof(" in fastwall_ingress_cluster zone \"\"")
-          + shm_zone->shm.name.len;
-
-    store->shpool->log_ctx = ngx_slab_alloc(store->shpool, len);
-    if (store->shpool->log_ctx == NULL) {
-        return NGX_ERROR;
+    if (fresh) {
+        ngx_queue_init(&store->sh->records);
     }
-
-    ngx_sprintf(store->shpool->log_ctx, " in fastwall_ingress_cluster zone "
-                "\"%V\"%Z", &shm_zone->shm.name);
-
-    /* a full zone is the publisher's 507, not a log line per record */
-    store->shpool->log_nomem = 0;
 
     return NGX_OK;
 }
@@ -899,33 +870,11 @@ ngx_http_fwc_error(ngx_http_request_t *r, ngx_uint_t status, const char *what)
 static ngx_str_t *
 ngx_http_fwc_header(ngx_http_request_t *r, const char *name)
 {
-    size_t            len;
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
     ngx_table_elt_t  *h;
 
-    len = ngx_strlen(name);
-    part = &r->headers_in.headers.part;
-    h = part->elts;
+    h = ngx_http_fastwall_find_header(&r->headers_in.headers, name);
 
-    for (i = 0; /* void */; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return NULL;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len == len
-            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
-        {
-            return &h[i].value;
-        }
-    }
+    return h ? &h->value : NULL;
 }
 
 
@@ -933,20 +882,11 @@ ngx_http_fwc_header(ngx_http_request_t *r, const char *name)
 static ngx_uint_t
 ngx_http_fwc_token_ok(ngx_str_t *want, ngx_str_t *got)
 {
-    size_t      i;
-    ngx_uint_t  diff;
-
     if (got == NULL || got->len != want->len) {
         return 0;
     }
 
-    diff = 0;
-
-    for (i = 0; i < want->len; i++) {
-        diff |= want->data[i] ^ got->data[i];
-    }
-
-    return diff == 0;
+    return ngx_http_fastwall_equal(want->data, got->data, want->len);
 }
 
 
@@ -1887,6 +1827,22 @@ ngx_http_fwc_admin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/* a cluster id as a directive's first argument, refused in its name */
+static ngx_int_t
+ngx_http_fwc_check_id(ngx_conf_t *cf, ngx_command_t *cmd, ngx_str_t *id)
+{
+    if (fw_cluster_id_ok((const char *) id->data, id->len)) {
+        return NGX_OK;
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "%V: \"%V\" is not 1-63 characters of [A-Za-z0-9_-]",
+                       &cmd->name, id);
+
+    return NGX_ERROR;
+}
+
+
 static char *
 ngx_http_fwc_id(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
@@ -1900,10 +1856,7 @@ ngx_http_fwc_id(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     value = cf->args->elts;
 
-    if (!fw_cluster_id_ok((const char *) value[1].data, value[1].len)) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "fastwall_ingress_cluster_id: \"%V\" is not 1-63 "
-                           "characters of [A-Za-z0-9_-]", &value[1]);
+    if (ngx_http_fwc_check_id(cf, cmd, &value[1]) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -1986,10 +1939,7 @@ ngx_http_fwc_peer(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     value = cf->args->elts;
 
-    if (!fw_cluster_id_ok((const char *) value[1].data, value[1].len)) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "fastwall_ingress_cluster: \"%V\" is not 1-63 "
-                           "characters of [A-Za-z0-9_-]", &value[1]);
+    if (ngx_http_fwc_check_id(cf, cmd, &value[1]) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -2132,34 +2082,6 @@ ngx_http_fwc_peer(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
-static char *
-ngx_http_fwc_zone_size(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_fwc_main_conf_t *mcf = conf;
-
-    ssize_t     size;
-    ngx_str_t  *value;
-
-    if (mcf->zone_size != NGX_CONF_UNSET_SIZE) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-    size = ngx_parse_size(&value[1]);
-
-    if (size == NGX_ERROR || size < NGX_HTTP_FWC_ZONE_MIN) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "fastwall_ingress_cluster_zone_size: \"%V\" is not "
-                           "a size of at least 32k", &value[1]);
-        return NGX_CONF_ERROR;
-    }
-
-    mcf->zone_size = size;
-
-    return NGX_CONF_OK;
-}
-
-
 /*
  * fastwall_ingress_cluster_publish PEER http://HOST[:PORT]/PATH/members;
  * the peer's admin API, resolved now like a peer's gateway.
@@ -2177,10 +2099,7 @@ ngx_http_fwc_publish(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     value = cf->args->elts;
 
-    if (!fw_cluster_id_ok((const char *) value[1].data, value[1].len)) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "fastwall_ingress_cluster_publish: \"%V\" is not "
-                           "1-63 characters of [A-Za-z0-9_-]", &value[1]);
+    if (ngx_http_fwc_check_id(cf, cmd, &value[1]) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -2369,9 +2288,7 @@ ngx_http_fwc_init_main_conf(ngx_conf_t *cf, void *conf)
 {
     ngx_http_fwc_main_conf_t *mcf = conf;
 
-    ngx_str_t               name = ngx_string("fastwall_ingress_cluster");
     ngx_uint_t              i;
-    ngx_http_fwc_store_t   *store;
     ngx_http_fwc_target_t  *t;
 
     ngx_conf_init_size_value(mcf->zone_size, 256 * 1024);
@@ -2437,19 +2354,12 @@ ngx_http_fwc_init_main_conf(ngx_conf_t *cf, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    store = ngx_pcalloc(cf->pool, sizeof(ngx_http_fwc_store_t));
-    if (store == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    mcf->shm_zone = ngx_shared_memory_add(cf, &name, mcf->zone_size,
-                                          &ngx_http_fastwall_cluster_module);
+    mcf->shm_zone = ngx_http_fastwall_zone_add(cf, "fastwall_ingress_cluster",
+                        mcf->zone_size, &ngx_http_fastwall_cluster_module,
+                        ngx_http_fwc_init_zone, sizeof(ngx_http_fwc_store_t));
     if (mcf->shm_zone == NULL) {
         return NGX_CONF_ERROR;
     }
-
-    mcf->shm_zone->init = ngx_http_fwc_init_zone;
-    mcf->shm_zone->data = store;
 
     return NGX_CONF_OK;
 }

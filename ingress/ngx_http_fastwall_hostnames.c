@@ -18,13 +18,13 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include "ngx_http_fastwall_common.h"
 #include "ngx_http_fastwall_hostnames.h"
 
 
 #define NGX_HTTP_FWH_ROUTING_ENV     "FASTWALL_ROUTING_NAME"
 #define NGX_HTTP_FWH_DEFAULT_STORE   "/var/lib/fastwall/ingress-services.db"
 #define NGX_HTTP_FWH_POLICY_PORT     18080
-#define NGX_HTTP_FWH_ZONE_MIN        (32 * 1024)
 #define NGX_HTTP_FWH_REFRESH_GAP     50     /* ms between two refreshes */
 /* 'r' + workspace/sandbox/service, or 'h' + label */
 #define NGX_HTTP_FWH_KEY_MAX         (1 + 3 * FW_HOSTNAME_NAME_MAX + 2)
@@ -98,8 +98,6 @@ static char *ngx_http_fwh_routing_name(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_fwh_store(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-static char *ngx_http_fwh_zone_size(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
 static char *ngx_http_fwh_admin(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static void *ngx_fastwall_routing_create_conf(ngx_cycle_t *cycle);
@@ -132,9 +130,9 @@ static ngx_command_t  ngx_http_fwh_commands[] = {
 
     { ngx_string("fastwall_ingress_service_zone_size"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
-      ngx_http_fwh_zone_size,
+      ngx_http_fastwall_conf_set_zone_size_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      0,
+      offsetof(ngx_http_fwh_main_conf_t, zone_size),
       NULL },
 
     { ngx_string("fastwall_ingress_service_refresh"),
@@ -550,39 +548,6 @@ ngx_http_fwh_lookup(ngx_http_fwh_index_t *ix, u_char *key, size_t len,
 
 /* the hook */
 
-static ngx_uint_t
-ngx_http_fwh_has_header(ngx_http_request_t *r, const char *name)
-{
-    size_t            len;
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
-
-    len = ngx_strlen(name);
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return 0;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash != 0 && h[i].key.len == len
-            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
-        {
-            return 1;
-        }
-    }
-}
-
-
 ngx_int_t
 ngx_http_fwh_route(ngx_http_request_t *r, ngx_uint_t header_mode,
     ngx_str_t *ns, ngx_str_t *sandbox, ngx_uint_t *port)
@@ -604,8 +569,10 @@ ngx_http_fwh_route(ngx_http_request_t *r, ngx_uint_t header_mode,
     }
 
     /* a scope the client names itself comes first */
-    if (ngx_http_fwh_has_header(r, "OpenSandbox-Ingress-To")
-        || ngx_http_fwh_has_header(r, "OPEN-SANDBOX-INGRESS"))
+    if (ngx_http_fastwall_find_header(&r->headers_in.headers,
+                                      "OpenSandbox-Ingress-To")
+        || ngx_http_fastwall_find_header(&r->headers_in.headers,
+                                         "OPEN-SANDBOX-INGRESS"))
     {
         return NGX_DECLINED;
     }
@@ -1176,8 +1143,8 @@ ngx_http_fwh_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 {
     ngx_http_fwh_index_t  *oix = data;
 
-    size_t                 len;
     ngx_int_t              rc;
+    ngx_uint_t             fresh;
     ngx_pool_t            *pool;
     ngx_http_fwh_index_t  *ix;
     ngx_http_fwh_store_t  *st;
@@ -1190,37 +1157,18 @@ ngx_http_fwh_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     } else {
         ix->shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+        ix->sh = ngx_http_fastwall_zone_context(shm_zone,
+                                                sizeof(ngx_http_fwh_shctx_t),
+                                                "fastwall_ingress service",
+                                                &fresh);
+        if (ix->sh == NULL) {
+            return NGX_ERROR;
+        }
 
-        if (shm_zone->shm.exists) {
-            ix->sh = ix->shpool->data;
-
-        } else {
-            ix->sh = ngx_slab_alloc(ix->shpool, sizeof(ngx_http_fwh_shctx_t));
-            if (ix->sh == NULL) {
-                return NGX_ERROR;
-            }
-
-            ix->shpool->data = ix->sh;
-
+        if (fresh) {
             ngx_rbtree_init(&ix->sh->rbtree, &ix->sh->sentinel,
                             ngx_str_rbtree_insert_value);
             ngx_queue_init(&ix->sh->all);
-            ix->sh->count = 0;
-            ix->sh->refreshed = 0;
-            ix->sh->gen = 0;
-
-            len = sizeof(" in fastwall_ingress service zone \"\"")
-                  + shm_zone->shm.name.len;
-
-            ix->shpool->log_ctx = ngx_slab_alloc(ix->shpool, len);
-            if (ix->shpool->log_ctx == NULL) {
-                return NGX_ERROR;
-            }
-
-            ngx_sprintf(ix->shpool->log_ctx, " in fastwall_ingress service "
-                        "zone \"%V\"%Z", &shm_zone->shm.name);
-
-            ix->shpool->log_nomem = 0;
         }
     }
 
@@ -1369,6 +1317,24 @@ ngx_http_fwh_service_hosts(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/* a routing name as a directive's argument, refused in its name */
+static ngx_int_t
+ngx_http_fwh_check_routing_name(ngx_conf_t *cf, ngx_command_t *cmd,
+    ngx_str_t *name)
+{
+    if (fw_hostname_routing_name_ok((const char *) name->data, name->len)
+        == 0)
+    {
+        return NGX_OK;
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%V: \"%V\": %s", &cmd->name,
+                       name, fw_hostname_strerror(FW_HOSTNAME_E_ROUTING_NAME));
+
+    return NGX_ERROR;
+}
+
+
 static char *
 ngx_http_fwh_routing_name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
@@ -1382,14 +1348,7 @@ ngx_http_fwh_routing_name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     value = cf->args->elts;
 
-    if (fw_hostname_routing_name_ok((const char *) value[1].data,
-                                    value[1].len)
-        != 0)
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "fastwall_ingress_routing_name: \"%V\": %s",
-                           &value[1],
-                           fw_hostname_strerror(FW_HOSTNAME_E_ROUTING_NAME));
+    if (ngx_http_fwh_check_routing_name(cf, cmd, &value[1]) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -1445,34 +1404,6 @@ ngx_http_fwh_store(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 
 static char *
-ngx_http_fwh_zone_size(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_fwh_main_conf_t *mcf = conf;
-
-    ssize_t     size;
-    ngx_str_t  *value;
-
-    if (mcf->zone_size != NGX_CONF_UNSET_SIZE) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-    size = ngx_parse_size(&value[1]);
-
-    if (size == NGX_ERROR || size < NGX_HTTP_FWH_ZONE_MIN) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "fastwall_ingress_service_zone_size: \"%V\" is "
-                           "not a size of at least 32k", &value[1]);
-        return NGX_CONF_ERROR;
-    }
-
-    mcf->zone_size = size;
-
-    return NGX_CONF_OK;
-}
-
-
-static char *
 ngx_http_fwh_admin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_fwh_loc_conf_t *lcf = conf;
@@ -1523,13 +1454,7 @@ ngx_fastwall_routing_name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     value = cf->args->elts;
 
-    if (fw_hostname_routing_name_ok((const char *) value[1].data,
-                                    value[1].len)
-        != 0)
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "fastwall_routing_name: \"%V\": %s", &value[1],
-                           fw_hostname_strerror(FW_HOSTNAME_E_ROUTING_NAME));
+    if (ngx_http_fwh_check_routing_name(cf, cmd, &value[1]) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -1563,7 +1488,6 @@ ngx_http_fwh_init_main_conf(ngx_conf_t *cf, void *conf)
 
     char                         *env;
     size_t                        len;
-    ngx_str_t                     name = ngx_string("fastwall_ingress_services");
     ngx_http_fwh_index_t         *ix;
     ngx_fastwall_routing_conf_t  *rcf;
 
@@ -1628,21 +1552,15 @@ ngx_http_fwh_init_main_conf(ngx_conf_t *cf, void *conf)
 
     ngx_conf_init_msec_value(mcf->refresh, 0);
 
-    ix = ngx_pcalloc(cf->pool, sizeof(ngx_http_fwh_index_t));
-    if (ix == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    ix->mcf = mcf;
-
-    mcf->shm_zone = ngx_shared_memory_add(cf, &name, mcf->zone_size,
-                                          &ngx_http_fastwall_hostnames_module);
+    mcf->shm_zone = ngx_http_fastwall_zone_add(cf, "fastwall_ingress_services",
+                        mcf->zone_size, &ngx_http_fastwall_hostnames_module,
+                        ngx_http_fwh_init_zone, sizeof(ngx_http_fwh_index_t));
     if (mcf->shm_zone == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    mcf->shm_zone->init = ngx_http_fwh_init_zone;
-    mcf->shm_zone->data = ix;
+    ix = mcf->shm_zone->data;
+    ix->mcf = mcf;
 
     return NGX_CONF_OK;
 }

@@ -16,6 +16,7 @@
 
 #include "policy/scope.h"
 #include "protocol/fastpath.h"
+#include "ngx_http_fastwall_common.h"
 #include "ngx_http_fastwall_cluster.h"
 #include "ngx_http_fastwall_hostnames.h"
 
@@ -28,7 +29,6 @@
 #define NGX_HTTP_FWI_PENDING         3000   /* ms a resolve may hold a key */
 #define NGX_HTTP_FWI_WAIT            2500   /* ms a second miss waits */
 #define NGX_HTTP_FWI_POLL            10     /* ms between its looks */
-#define NGX_HTTP_FWI_CACHE_MIN       (32 * 1024)
 #define NGX_HTTP_FWI_SCOPES          256    /* verified scopes per worker */
 #define NGX_HTTP_FWI_MAC_TEXT        22     /* base64url of the 16-byte mac */
 #define NGX_HTTP_FWI_PEERS           64     /* parsed endpoints per worker */
@@ -179,8 +179,6 @@ static char *ngx_http_fwi_keys(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_fwi_resolver(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-static char *ngx_http_fwi_cache_size(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
 static char *ngx_http_fwi_balancer(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
@@ -238,9 +236,9 @@ static ngx_command_t  ngx_http_fwi_commands[] = {
 
     { ngx_string("fastwall_ingress_cache_size"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
-      ngx_http_fwi_cache_size,
+      ngx_http_fastwall_conf_set_zone_size_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      0,
+      offsetof(ngx_http_fwi_main_conf_t, cache_size),
       NULL },
 
     { ngx_string("fastwall_ingress_upstream"),
@@ -306,39 +304,6 @@ static ngx_str_t   ngx_http_fwi_cred_lc = {
     sizeof(FW_FASTPATH_CREDENTIAL_HEADER) - 1, ngx_http_fwi_cred_lc_data
 };
 static ngx_uint_t  ngx_http_fwi_cred_hash;
-
-
-static ngx_table_elt_t *
-ngx_http_fwi_find_header(ngx_list_t *headers, const char *name)
-{
-    size_t            len;
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
-
-    len = ngx_strlen(name);
-    part = &headers->part;
-    h = part->elts;
-
-    for (i = 0; /* void */; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return NULL;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash != 0 && h[i].key.len == len
-            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
-        {
-            return &h[i];
-        }
-    }
-}
 
 
 /*
@@ -565,10 +530,8 @@ static ngx_int_t
 ngx_http_fwi_scope_cached(ngx_http_request_t *r,
     ngx_http_fwi_main_conf_t *mcf, ngx_str_t *scope, ngx_http_fwi_ctx_t *ctx)
 {
-    u_char                 diff, *mac;
     size_t                 n;
     uint32_t               hash;
-    ngx_uint_t             i;
     ngx_http_fwi_scope_t  *e;
 
     n = ngx_http_fwi_scope_prefix(scope);
@@ -588,14 +551,9 @@ ngx_http_fwi_scope_cached(ngx_http_request_t *r,
 
     /* the mac in constant time, so no timing tells how much of a guess
      * matched; a mismatch goes to the full check, which says why */
-    mac = scope->data + n;
-    diff = 0;
-
-    for (i = 0; i < NGX_HTTP_FWI_MAC_TEXT; i++) {
-        diff |= e->mac[i] ^ mac[i];
-    }
-
-    if (diff != 0) {
+    if (!ngx_http_fastwall_equal(e->mac, scope->data + n,
+                                 NGX_HTTP_FWI_MAC_TEXT))
+    {
         return NGX_DECLINED;
     }
 
@@ -897,11 +855,11 @@ ngx_http_fwi_grpc_status(ngx_http_request_t *sr)
         return NGX_ERROR;
     }
 
-    h = ngx_http_fwi_find_header(&sr->upstream->headers_in.trailers,
+    h = ngx_http_fastwall_find_header(&sr->upstream->headers_in.trailers,
                                  "grpc-status");
     if (h == NULL) {
         /* a Trailers-Only answer: the status rides in the headers */
-        h = ngx_http_fwi_find_header(&sr->upstream->headers_in.headers,
+        h = ngx_http_fastwall_find_header(&sr->upstream->headers_in.headers,
                                      "grpc-status");
     }
 
@@ -1547,7 +1505,7 @@ ngx_http_fwi_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 {
     ngx_http_fwi_cache_t  *ocache = data;
 
-    size_t                 len;
+    ngx_uint_t             fresh;
     ngx_http_fwi_cache_t  *cache;
 
     cache = shm_zone->data;
@@ -1559,34 +1517,19 @@ ngx_http_fwi_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     }
 
     cache->shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
-
-    if (shm_zone->shm.exists) {
-        cache->sh = cache->shpool->data;
-        return NGX_OK;
-    }
-
-    cache->sh = ngx_slab_alloc(cache->shpool, sizeof(ngx_http_fwi_shctx_t));
+    cache->sh = ngx_http_fastwall_zone_context(shm_zone,
+                                               sizeof(ngx_http_fwi_shctx_t),
+                                               "fastwall_ingress cache",
+                                               &fresh);
     if (cache->sh == NULL) {
         return NGX_ERROR;
     }
 
-    cache->shpool->data = cache->sh;
-
-    ngx_rbtree_init(&cache->sh->rbtree, &cache->sh->sentinel,
-                    ngx_http_fwi_rbtree_insert_value);
-    ngx_queue_init(&cache->sh->lru);
-
-    len = sizeof(" in fastwall_ingress cache zone \"\"") + shm_zone->shm.name.len;
-
-    cache->shpool->log_ctx = ngx_slab_alloc(cache->shpool, len);
-    if (cache->shpool->log_ctx == NULL) {
-        return NGX_ERROR;
+    if (fresh) {
+        ngx_rbtree_init(&cache->sh->rbtree, &cache->sh->sentinel,
+                        ngx_http_fwi_rbtree_insert_value);
+        ngx_queue_init(&cache->sh->lru);
     }
-
-    ngx_sprintf(cache->shpool->log_ctx, " in fastwall_ingress cache zone "
-                "\"%V\"%Z", &shm_zone->shm.name);
-
-    cache->shpool->log_nomem = 0;
 
     return NGX_OK;
 }
@@ -1657,7 +1600,7 @@ ngx_http_fwi_header_filter(ngx_http_request_t *r)
         return ngx_http_next_header_filter(r);
     }
 
-    marker = ngx_http_fwi_find_header(&u->headers_in.headers,
+    marker = ngx_http_fastwall_find_header(&u->headers_in.headers,
                                       "X-Fast-Sandbox-Proxy-Error");
     if (marker == NULL || !ngx_http_fwi_is_marker(&marker->value)) {
         return ngx_http_next_header_filter(r);
@@ -1878,19 +1821,7 @@ static ngx_http_variable_t  ngx_http_fwi_vars[] = {
 static ngx_int_t
 ngx_http_fwi_add_variables(ngx_conf_t *cf)
 {
-    ngx_http_variable_t  *var, *v;
-
-    for (v = ngx_http_fwi_vars; v->name.len; v++) {
-        var = ngx_http_add_variable(cf, &v->name, v->flags);
-        if (var == NULL) {
-            return NGX_ERROR;
-        }
-
-        var->get_handler = v->get_handler;
-        var->data = v->data;
-    }
-
-    return NGX_OK;
+    return ngx_http_fastwall_add_variables(cf, ngx_http_fwi_vars);
 }
 
 
@@ -2200,34 +2131,6 @@ ngx_http_fwi_resolver(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
-static char *
-ngx_http_fwi_cache_size(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_fwi_main_conf_t *mcf = conf;
-
-    ssize_t     size;
-    ngx_str_t  *value;
-
-    if (mcf->cache_size != NGX_CONF_UNSET_SIZE) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-    size = ngx_parse_size(&value[1]);
-
-    if (size == NGX_ERROR || size < NGX_HTTP_FWI_CACHE_MIN) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "fastwall_ingress_cache_size: \"%V\" is not a "
-                           "size of at least 32k", &value[1]);
-        return NGX_CONF_ERROR;
-    }
-
-    mcf->cache_size = size;
-
-    return NGX_CONF_OK;
-}
-
-
 static void *
 ngx_http_fwi_create_main_conf(ngx_conf_t *cf)
 {
@@ -2249,27 +2152,18 @@ ngx_http_fwi_init_main_conf(ngx_conf_t *cf, void *conf)
 {
     ngx_http_fwi_main_conf_t *mcf = conf;
 
-    ngx_str_t              name = ngx_string("fastwall_ingress");
-    ngx_pool_cleanup_t    *cln;
-    ngx_http_fwi_cache_t  *cache;
+    ngx_pool_cleanup_t  *cln;
 
     if (mcf->cache_size == NGX_CONF_UNSET_SIZE) {
         mcf->cache_size = 1024 * 1024;
     }
 
-    cache = ngx_pcalloc(cf->pool, sizeof(ngx_http_fwi_cache_t));
-    if (cache == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    mcf->shm_zone = ngx_shared_memory_add(cf, &name, mcf->cache_size,
-                                          &ngx_http_fastwall_ingress_module);
+    mcf->shm_zone = ngx_http_fastwall_zone_add(cf, "fastwall_ingress",
+                        mcf->cache_size, &ngx_http_fastwall_ingress_module,
+                        ngx_http_fwi_init_zone, sizeof(ngx_http_fwi_cache_t));
     if (mcf->shm_zone == NULL) {
         return NGX_CONF_ERROR;
     }
-
-    mcf->shm_zone->init = ngx_http_fwi_init_zone;
-    mcf->shm_zone->data = cache;
 
     mcf->scopes = ngx_pcalloc(cf->pool,
                               NGX_HTTP_FWI_SCOPES * sizeof(void *));

@@ -238,14 +238,41 @@ ngx_http_fwh_pg_check(ngx_http_fwh_store_t *st)
 }
 
 
+/* appends one row read back when it is a valid service, else skips it */
+static ngx_int_t
+ngx_http_fwh_rows_add(ngx_array_t *rows, const char *ws, const char *sb,
+    const char *svc, long port, const char *routing, const char *label,
+    ngx_log_t *log)
+{
+    ngx_http_fwh_row_t  *row, tmp;
+
+    if (ngx_http_fwh_row_set(&tmp, ws, sb, svc, port, routing, label)
+        != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "fastwall ingress: a service store row that "
+                      "is not a valid service, skipped");
+        return NGX_OK;
+    }
+
+    row = ngx_array_push(rows);
+    if (row == NULL) {
+        return NGX_ERROR;
+    }
+
+    *row = tmp;
+
+    return NGX_OK;
+}
+
+
 ngx_int_t
 ngx_http_fwh_store_list(ngx_http_fwh_store_t *st, ngx_array_t *rows,
     ngx_log_t *log)
 {
-    int                  i, n, rc;
-    PGresult            *res;
-    sqlite3_stmt        *stmt;
-    ngx_http_fwh_row_t  *row, tmp;
+    int            i, n, rc;
+    PGresult      *res;
+    sqlite3_stmt  *stmt;
 
     if (st->kind == NGX_HTTP_FWH_SQLITE) {
         if (sqlite3_prepare_v2(st->db, NGX_HTTP_FWH_SELECT, -1, &stmt, NULL)
@@ -258,28 +285,18 @@ ngx_http_fwh_store_list(ngx_http_fwh_store_t *st, ngx_array_t *rows,
         }
 
         while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-            if (ngx_http_fwh_row_set(&tmp,
+            if (ngx_http_fwh_rows_add(rows,
                     (const char *) sqlite3_column_text(stmt, 0),
                     (const char *) sqlite3_column_text(stmt, 1),
                     (const char *) sqlite3_column_text(stmt, 2),
                     (long) sqlite3_column_int64(stmt, 3),
                     (const char *) sqlite3_column_text(stmt, 4),
-                    (const char *) sqlite3_column_text(stmt, 5))
+                    (const char *) sqlite3_column_text(stmt, 5), log)
                 != NGX_OK)
             {
-                ngx_log_error(NGX_LOG_WARN, log, 0,
-                              "fastwall ingress: a service store row that "
-                              "is not a valid service, skipped");
-                continue;
-            }
-
-            row = ngx_array_push(rows);
-            if (row == NULL) {
                 sqlite3_finalize(stmt);
                 return NGX_ERROR;
             }
-
-            *row = tmp;
         }
 
         sqlite3_finalize(stmt);
@@ -309,25 +326,16 @@ ngx_http_fwh_store_list(ngx_http_fwh_store_t *st, ngx_array_t *rows,
     n = PQntuples(res);
 
     for (i = 0; i < n; i++) {
-        if (ngx_http_fwh_row_set(&tmp, PQgetvalue(res, i, 0),
-                                 PQgetvalue(res, i, 1), PQgetvalue(res, i, 2),
-                                 strtol(PQgetvalue(res, i, 3), NULL, 10),
-                                 PQgetvalue(res, i, 4), PQgetvalue(res, i, 5))
+        if (ngx_http_fwh_rows_add(rows, PQgetvalue(res, i, 0),
+                                  PQgetvalue(res, i, 1), PQgetvalue(res, i, 2),
+                                  strtol(PQgetvalue(res, i, 3), NULL, 10),
+                                  PQgetvalue(res, i, 4), PQgetvalue(res, i, 5),
+                                  log)
             != NGX_OK)
         {
-            ngx_log_error(NGX_LOG_WARN, log, 0,
-                          "fastwall ingress: a service store row that "
-                          "is not a valid service, skipped");
-            continue;
-        }
-
-        row = ngx_array_push(rows);
-        if (row == NULL) {
             PQclear(res);
             return NGX_ERROR;
         }
-
-        *row = tmp;
     }
 
     PQclear(res);

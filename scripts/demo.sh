@@ -136,19 +136,7 @@ fw_sandbox b 3
 fw_sandbox c 4
 fw_serve_internet
 # the internet's resolver (dnsmasq with fixed data)
-ip -n "$NS_INET" addr add 198.51.100.53/32 dev lo
-cat >"$FW_TMP/dnsmasq.conf" <<EOF
-no-resolv
-no-hosts
-bind-interfaces
-listen-address=198.51.100.53
-user=root
-pid-file=
-address=/#/
-host-record=api.example.com,203.0.113.10,30
-host-record=bad.example.com,198.51.100.66,30
-EOF
-fw_bg "$NS_INET" dnsmasq -k -C "$FW_TMP/dnsmasq.conf" --log-facility=-
+fw_resolver 198.51.100.53 api.example.com,203.0.113.10,30 bad.example.com,198.51.100.66,30
 fw_serve "$NS_POD" --http 10.42.0.1:22
 write_config denying
 
@@ -212,17 +200,16 @@ demo_ingress() {
 		echo "  skipped: nginx, nginx-dev or python3-grpcio missing (scripts/install-deps.sh installs them)"
 		return 0
 	fi
-	mkdir -p "$ngx/gen" "$ngx/logs" "$ngx/tmp"
-	"$FW_PY" -m grpc_tools.protoc -I"$FW_ROOT/ingress/proto" --python_out="$ngx/gen" \
-		--grpc_python_out="$ngx/gen" "$FW_ROOT/ingress/proto/fastpath_v2.proto"
+	mkdir -p "$ngx/logs" "$ngx/tmp"
+	fw_fastpath_stubs
 	printf 'k=%s\n' "$(head -c 32 /dev/urandom | base64 -w0)" >"$keys"
 	: >"$ngx/calls"
 	fw_serve "$SB_A" --http 10.42.0.2:8080
-	fw_bg "$NS_POD" "$FW_PY" "$FW_E2E_DIR/ingress_servers.py" fastpath --gen "$ngx/gen" \
+	fw_bg "$NS_POD" "$FW_PY" "$FW_NGX_SERVERS" fastpath --gen "$FW_TMP/gen" \
 		--listen 127.0.0.1:50051 --calls "$ngx/calls" --upstream http://10.42.0.2:8080 \
 		--refused http://10.42.0.9:1 --tls-upstream https://10.42.0.9:1 --ready "$ngx/fp.ready"
 	cat >"$ngx/nginx.conf" <<EOF
-load_module $FW_BUILD/ingress/ngx_http_fastwall_ingress_module.so;
+load_module $FW_NGX_MODULE;
 daemon off;
 user root;
 worker_processes 1;

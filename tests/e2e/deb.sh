@@ -139,6 +139,8 @@ subjects:
       defaultAction: deny
       egress: [{ action: allow, target: 198.51.100.0/24 }, { action: allow, target: allowed.example }]
 EOF
+# not the host's monitor socket: this run's own
+fw_own_sockets "$FW_CFG"
 # the unit's own ExecStartPre check of the config, with the same rewrite
 pre=$(unit_key ExecStartPre | grep '^/usr/sbin/fastwalld ' | head -1)
 read -ra pargv <<<"$pre"

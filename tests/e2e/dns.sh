@@ -58,8 +58,7 @@ for i in $(seq 100 139); do ip -n "$NS_INET" addr add "198.51.100.$i/32" dev lo;
 # every address of 2001:db8:5::/64 is local (race targets)
 ip -n "$NS_INET" -6 route add local 2001:db8:5::/64 dev lo
 ready=$FW_TMP/echo.ready
-fw_bg "$NS_INET" "$FW_PY" "$DNSC" echo-serve 8080 --ready "$ready"
-for _ in $(seq 100); do [ -e "$ready" ] && break; sleep 0.05; done
+fw_bg_ready "$NS_INET" "$ready" "$FW_PY" "$DNSC" echo-serve 8080
 
 ZONE=$FW_TMP/dnsmasq.conf
 {
@@ -465,8 +464,7 @@ fw_stop_daemon
 PORTS=$FW_TMP/upstream.ports
 : >"$PORTS"
 ready=$FW_TMP/forge.ready
-fw_bg "$NS_INET" "$FW_PY" "$DNSC" forge-serve $UPF 198.51.100.22 198.51.100.66 "$PORTS" --ready "$ready"
-for _ in $(seq 100); do [ -e "$ready" ] && break; sleep 0.05; done
+fw_bg_ready "$NS_INET" "$ready" "$FW_PY" "$DNSC" forge-serve $UPF 198.51.100.22 198.51.100.66 "$PORTS"
 UPSTREAMS=$UPF write_config "  redirect_all: true"
 fw_start_daemon || fw_die "fastwalld did not restart"
 out=$(fw_ns "$SB_A" "$FW_PY" "$DNSC" resolve 10.42.0.1 'port-%d.example.com' 200 2>&1) || true

@@ -24,29 +24,9 @@ fw_topology
 fw_sandbox a 2
 fw_sandbox b 3
 fw_serve_internet
-ip -n "$NS_INET" addr add $UP4/32 dev lo
 ip -n "$NS_INET" addr add 203.0.113.20/32 dev lo
 fw_serve "$NS_INET" --http 203.0.113.20:80
-
-cat >"$FW_TMP/dnsmasq.conf" <<EOF
-no-resolv
-no-hosts
-bind-interfaces
-listen-address=$UP4
-port=53
-user=root
-pid-file=
-address=/#/
-host-record=api.example.com,203.0.113.20,300
-EOF
-nsenter --net="/run/netns/$NS_INET" dnsmasq -k -C "$FW_TMP/dnsmasq.conf" \
-	--log-facility="$FW_TMP/dnsmasq.log" &
-FW_PIDS+=($!)
-for _ in $(seq 100); do
-	fw_ns "$NS_INET" dig +short +time=1 +tries=1 @$UP4 api.example.com 2>/dev/null |
-		grep -q 203.0.113.20 && break
-	sleep 0.05
-done
+fw_resolver $UP4 api.example.com,203.0.113.20,300
 
 cat >"$FW_CFG" <<EOF
 log_level: info
@@ -75,8 +55,14 @@ subjects:
     state: denying
     policy: { defaultAction: allow }
 EOF
+# the socket a fastwalld on the host would have, if there is one
+HOST_MON=/run/fastwall/monitor.sock
+host_mon=$(stat -c %i "$HOST_MON" 2>/dev/null || echo none)
 fw_start_daemon || fw_die "fastwalld did not start"
 fw_wait_log 'attached to sb-b' 1 5 || true
+check "the test daemon's monitor socket is this run's own" test -S "$FW_MON_SOCK"
+check_eq "the host's monitor socket path is left alone" \
+	"$(stat -c %i "$HOST_MON" 2>/dev/null || echo none)" "$host_mon"
 
 x() { fw_cli explain --config "$FW_CFG" "$@"; }
 # the value of FIELD: in the text output

@@ -40,9 +40,7 @@ check "fastwalld attached to sb-a" fw_wait_log 'attached to sb-a' 1 5
 
 CAP=$FW_TMP/inet.cap
 ready=$FW_TMP/cap.ready
-fw_bg "$NS_INET" "$FW_PY" "$FRAMES" capture --iface eth0 --out "$CAP" --ready "$ready" --seconds 120
-for _ in $(seq 100); do [ -e "$ready" ] && break; sleep 0.05; done
-[ -e "$ready" ] || fw_die "capture did not start"
+fw_bg_ready "$NS_INET" "$ready" "$FW_PY" "$FRAMES" capture --iface eth0 --out "$CAP" --seconds 120
 
 # send ATTACK: its frames from sandbox-a; prints the id they carry
 send() {

@@ -29,24 +29,13 @@ hn_cleanup() {
 trap hn_cleanup EXIT
 trap 'exit 130' INT TERM
 
-NGINX=/usr/sbin/nginx
-MODULE=$FW_BUILD/ingress/ngx_http_fastwall_ingress_module.so
-if [ ! -f /usr/share/nginx/src/conf_flags ] || [ ! -x "$NGINX" ]; then
-	echo "hostnames: skipped: nginx or nginx-dev is not installed (scripts/install-deps.sh installs both)"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
-fw_require
-"$FW_PY" -c 'import grpc, grpc_tools, sqlite3' 2>/dev/null ||
-	fw_die "$FW_PY has no grpc, grpc_tools or sqlite3: install python3-grpcio python3-grpc-tools"
-make -s -C "$FW_ROOT" BUILD="$BUILD" ingress >/dev/null || fw_die "make ingress failed"
+fw_ingress_require hostnames sqlite3
 
 NS=fwhost-$FW_ID
 GW=192.0.2.1 # gateway A :80 (h2c :83), B :90; admin on 127.0.0.1
 FASTPATH=192.0.2.2:50051
 FASTLET=198.51.100.7:8080
 CALLS=$FW_TMP/calls
-SERVERS=$FW_E2E_DIR/ingress_servers.py
 KEYS=$FW_TMP/keys
 DB=$FW_TMP/store/services.db
 DOMAIN=apps.example.com
@@ -55,26 +44,14 @@ fw_netns_add "$NS"
 for a in $GW/32 192.0.2.2/32 198.51.100.7/32 198.51.100.8/32; do
 	ip -n "$NS" addr add "$a" dev lo
 done
-mkdir -p "$FW_TMP/gen" "$FW_TMP/store" "$FW_TMP/t" "$FW_TMP/gw-a" "$FW_TMP/pg-a" "$FW_TMP/pg-b"
-"$FW_PY" -m grpc_tools.protoc -I"$FW_ROOT/ingress/proto" --python_out="$FW_TMP/gen" \
-	--grpc_python_out="$FW_TMP/gen" "$FW_ROOT/ingress/proto/fastpath_v2.proto" ||
-	fw_die "can't generate the stand-in from the proto"
+mkdir -p "$FW_TMP/store" "$FW_TMP/t" "$FW_TMP/gw-a" "$FW_TMP/pg-a" "$FW_TMP/pg-b"
+fw_fastpath_stubs
 : >"$CALLS"
 
-fw_start() {
-	local ready=$1
-	shift
-	fw_bg "$NS" "$@" --ready "$ready"
-	for _ in $(seq 100); do
-		[ -e "$ready" ] && return 0
-		sleep 0.05
-	done
-	fw_die "$* did not start: $(tail -5 "$FW_TMP/bg.log")"
-}
-fw_start "$FW_TMP/fp.ready" "$FW_PY" "$SERVERS" fastpath --gen "$FW_TMP/gen" --listen $FASTPATH \
+fw_bg_ready "$NS" "$FW_TMP/fp.ready" "$FW_PY" "$FW_NGX_SERVERS" fastpath --gen "$FW_TMP/gen" --listen $FASTPATH \
 	--calls "$CALLS" --upstream "http://$FASTLET" --refused "http://198.51.100.8:8081" \
 	--tls-upstream "https://198.51.100.8:8443"
-fw_start "$FW_TMP/echo.ready" "$FW_PY" "$SERVERS" echo --listen $FASTLET --log "$FW_TMP/echo.log"
+fw_bg_ready "$NS" "$FW_TMP/echo.ready" "$FW_PY" "$FW_NGX_SERVERS" echo --listen $FASTLET --log "$FW_TMP/echo.log"
 printf 'k=c2hhcmVkLXNlY3JldA==\n' >"$KEYS"
 
 # ngx_conf DIR PORT ADMIN-PORT STORE [ROUTING-NAME-LINE] [EXTRA-HTTP]:
@@ -83,7 +60,7 @@ ngx_conf() {
 	local dir=$1 port=$2 admin=$3 store=$4 routing=${5:-} extra=${6:-}
 	mkdir -p "$dir/logs" "$dir/tmp"
 	cat <<EOF
-load_module $MODULE;
+load_module $FW_NGX_MODULE;
 daemon off;
 user root;
 # two workers: the index must be shared
@@ -158,7 +135,7 @@ gw_start() {
 	local name=$1 dir=$2 port
 	shift 2
 	port=$(sed -n "s/^\t\tlisten $GW:\([0-9]*\);/\1/p" "$dir/nginx.conf" | head -n 1)
-	fw_bg "$NS" env "$@" "$NGINX" -p "$dir" -c "$dir/nginx.conf" ${GW_G:+-g "$GW_G"}
+	fw_bg "$NS" env "$@" "$FW_NGINX" -p "$dir" -c "$dir/nginx.conf" ${GW_G:+-g "$GW_G"}
 	eval "PID_$name=${FW_PIDS[-1]}"
 	fw_eventually 5 fw_ns "$NS" curl -s -o /dev/null "http://$GW:$port/" ||
 		fw_die "gateway $name did not start: $(tail -5 "$dir/logs/error.log")"
@@ -227,22 +204,30 @@ ngx_t() { # WANT-IN-ERROR CONF-ARGS...
 	local want=$1
 	shift
 	ngx_conf "$FW_TMP/t" 70 8070 "sqlite:$FW_TMP/t/s.db" "$@" >"$FW_TMP/t.conf"
-	if fw_ns "$NS" "$NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t.conf" >"$FW_TMP/t.out" 2>&1; then
+	if fw_ns "$NS" "$FW_NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t.conf" >"$FW_TMP/t.out" 2>&1; then
 		echo "nginx -t accepted it"
 		return 1
 	fi
 	grep -F -- "$want" "$FW_TMP/t.out" || { cat "$FW_TMP/t.out"; return 1; }
 }
 ngx_conf "$A" 80 8081 "sqlite:$DB" "fastwall_ingress_routing_name gateway-a;" >"$A/nginx.conf"
-check "the test's own nginx.conf passes nginx -t" fw_ns "$NS" "$NGINX" -t -p "$A" -c "$A/nginx.conf"
+check "the test's own nginx.conf passes nginx -t" fw_ns "$NS" "$FW_NGINX" -t -p "$A" -c "$A/nginx.conf"
 check "nginx -t creates no store" test ! -e "$DB"
 check "a routing name that is no DNS label: refused" \
 	ngx_t '"Gateway_A": not a DNS label' "fastwall_ingress_routing_name Gateway_A;"
 check "a service zone of 1k: refused" \
 	ngx_t '"1k" is not a size of at least 32k' "" "fastwall_ingress_service_zone_size 1k;"
+check "a service zone size that is no size: refused" \
+	ngx_t 'fastwall_ingress_service_zone_size: "4q" is not a size of at least 32k' "" "fastwall_ingress_service_zone_size 4q;"
+check "a service zone size given twice: refused" \
+	ngx_t '"fastwall_ingress_service_zone_size" directive is duplicate' "" \
+	"fastwall_ingress_service_zone_size 1m; fastwall_ingress_service_zone_size 1m;"
+check "a service zone whose name another module took: refused" \
+	ngx_t 'the shared memory zone "fastwall_ingress_services" is already declared for a different use' "" \
+	"limit_conn_zone \$binary_remote_addr zone=fastwall_ingress_services:1m;"
 ngx_t_sed() { # SED-SCRIPT WANT-IN-ERROR
 	ngx_conf "$FW_TMP/t" 70 8070 "sqlite:$FW_TMP/t/s.db" | sed "$1" >"$FW_TMP/t.conf"
-	if fw_ns "$NS" "$NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t.conf" >"$FW_TMP/t.out" 2>&1; then
+	if fw_ns "$NS" "$FW_NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t.conf" >"$FW_TMP/t.out" 2>&1; then
 		echo "nginx -t accepted it"
 		return 1
 	fi
@@ -264,19 +249,19 @@ check "the admin API without service hosts: refused" \
 	ngx_t_sed '/fastwall_ingress_service_hosts/d; /fastwall_ingress_service_store/d' \
 	'"fastwall_ingress_admin" needs "fastwall_ingress_service_hosts"'
 ngx_conf "$FW_TMP/t" 70 8070 "sqlite:$FW_TMP/t/s.db" >"$FW_TMP/t.conf"
-fw_ns "$NS" env FASTWALL_ROUTING_NAME=-bad "$NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t.conf" >"$FW_TMP/t.out" 2>&1
+fw_ns "$NS" env FASTWALL_ROUTING_NAME=-bad "$FW_NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t.conf" >"$FW_TMP/t.out" 2>&1
 check_eq "a bad FASTWALL_ROUTING_NAME: refused" "$? $(grep -c 'FASTWALL_ROUTING_NAME "-bad": not a DNS label' "$FW_TMP/t.out")" "1 1"
 # nginx reads -g before the file: the module is loaded there, not twice
 sed 1d "$FW_TMP/t.conf" >"$FW_TMP/t-nolm.conf"
-fw_ns "$NS" "$NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t-nolm.conf" \
-	-g "load_module $MODULE; fastwall_routing_name Gateway_D;" >"$FW_TMP/t.out" 2>&1
+fw_ns "$NS" "$FW_NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t-nolm.conf" \
+	-g "load_module $FW_NGX_MODULE; fastwall_routing_name Gateway_D;" >"$FW_TMP/t.out" 2>&1
 check_eq "a bad fastwall_routing_name on the command line: refused" \
 	"$? $(grep -c 'fastwall_routing_name: "Gateway_D": not a DNS label .* in command line' "$FW_TMP/t.out")" "1 1"
-fw_ns "$NS" "$NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t-nolm.conf" \
-	-g "load_module $MODULE; fastwall_routing_name gateway-d;" >"$FW_TMP/t.out" 2>&1
+fw_ns "$NS" "$FW_NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t-nolm.conf" \
+	-g "load_module $FW_NGX_MODULE; fastwall_routing_name gateway-d;" >"$FW_TMP/t.out" 2>&1
 check_eq "a good one passes nginx -t" "$?" 0
-fw_ns "$NS" env FASTWALL_ROUTING_NAME=-bad "$NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t-nolm.conf" \
-	-g "load_module $MODULE; fastwall_routing_name gateway-d;" >"$FW_TMP/t.out" 2>&1
+fw_ns "$NS" env FASTWALL_ROUTING_NAME=-bad "$FW_NGINX" -t -p "$FW_TMP/t" -c "$FW_TMP/t-nolm.conf" \
+	-g "load_module $FW_NGX_MODULE; fastwall_routing_name gateway-d;" >"$FW_TMP/t.out" 2>&1
 check_eq "a bad FASTWALL_ROUTING_NAME is refused even under the command line's name" \
 	"$? $(grep -c 'FASTWALL_ROUTING_NAME "-bad": not a DNS label' "$FW_TMP/t.out")" "1 1"
 check "fastwall_routing_name in the file: refused, pointing at the http directive" \
@@ -284,7 +269,7 @@ check "fastwall_routing_name in the file: refused, pointing at the http directiv
 	'"fastwall_routing_name" directive is for the command line (nginx -g)'
 
 ngx_conf "$FW_TMP/t" 70 8070 "sqlite:$FW_TMP/no/such/dir/s.db" >"$FW_TMP/t.conf"
-fw_ns "$NS" timeout 10 "$NGINX" -p "$FW_TMP/t" -c "$FW_TMP/t.conf" >"$FW_TMP/t.out" 2>&1
+fw_ns "$NS" timeout 10 "$FW_NGINX" -p "$FW_TMP/t" -c "$FW_TMP/t.conf" >"$FW_TMP/t.out" 2>&1
 check_eq "a store it can't open: nginx does not start, and says why" \
 	"$? $(grep -c "can't open the sqlite service store \"$FW_TMP/no/such/dir/s.db\"" "$FW_TMP/t.out")" "1 1"
 
@@ -391,7 +376,7 @@ check_eq "readable hosts are unchanged" "$(host 80 default--my-sandbox.$DOMAIN)"
 gw_stop A
 LABEL_D=$("$FASTWALL" hostname hash -g gateway-d default my-sandbox)
 sed -i 1d "$A/nginx.conf"
-GW_G="load_module $MODULE; fastwall_routing_name gateway-d;"
+GW_G="load_module $FW_NGX_MODULE; fastwall_routing_name gateway-d;"
 gw_start A "$A" FASTWALL_ROUTING_NAME=gateway-b
 GW_G=""
 check_eq "nginx -g over FASTWALL_ROUTING_NAME and the file: the gateway-d label routes" \

@@ -16,17 +16,7 @@ set -uo pipefail
 trap fw_cleanup EXIT
 trap 'exit 130' INT TERM
 
-NGINX=/usr/sbin/nginx
-MODULE=$FW_BUILD/ingress/ngx_http_fastwall_ingress_module.so
-if [ ! -f /usr/share/nginx/src/conf_flags ] || [ ! -x "$NGINX" ]; then
-	echo "ingress: skipped: nginx or nginx-dev is not installed (scripts/install-deps.sh installs both)"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
-fw_require
-"$FW_PY" -c 'import grpc, grpc_tools' 2>/dev/null ||
-	fw_die "$FW_PY has no grpc or grpc_tools: install python3-grpcio python3-grpc-tools"
-make -s -C "$FW_ROOT" BUILD="$BUILD" ingress >/dev/null || fw_die "make ingress failed"
+fw_ingress_require ingress
 
 NS=fwing-$FW_ID
 GW=192.0.2.1           # nginx: :80 header mode, :81 URI mode
@@ -34,7 +24,6 @@ FASTPATH=192.0.2.2:50051
 FASTLET=198.51.100.7:8080
 REFUSED=198.51.100.8:8081 # nothing listens
 CALLS=$FW_TMP/calls
-SERVERS=$FW_E2E_DIR/ingress_servers.py
 NGX=$FW_TMP/nginx
 KEYS=$FW_TMP/keys
 NS_NAME=tenant-a
@@ -45,31 +34,18 @@ for a in $GW/32 192.0.2.2/32 198.51.100.7/32 198.51.100.8/32 198.51.100.9/32; do
 	ip -n "$NS" addr add "$a" dev lo
 done
 
-mkdir -p "$FW_TMP/gen" "$NGX/logs" "$NGX/tmp"
-"$FW_PY" -m grpc_tools.protoc -I"$FW_ROOT/ingress/proto" --python_out="$FW_TMP/gen" \
-	--grpc_python_out="$FW_TMP/gen" "$FW_ROOT/ingress/proto/fastpath_v2.proto" ||
-	fw_die "can't generate the stand-in from the proto"
+mkdir -p "$NGX/logs" "$NGX/tmp"
+fw_fastpath_stubs
 : >"$CALLS"
 
-# waits for a ready file a server writes once it listens
-fw_start() {
-	local ready=$1
-	shift
-	fw_bg "$NS" "$@" --ready "$ready"
-	for _ in $(seq 100); do
-		[ -e "$ready" ] && return 0
-		sleep 0.05
-	done
-	fw_die "$* did not start: $(tail -5 "$FW_TMP/bg.log")"
-}
-fw_start "$FW_TMP/fp.ready" "$FW_PY" "$SERVERS" fastpath --gen "$FW_TMP/gen" --listen $FASTPATH \
+fw_bg_ready "$NS" "$FW_TMP/fp.ready" "$FW_PY" "$FW_NGX_SERVERS" fastpath --gen "$FW_TMP/gen" --listen $FASTPATH \
 	--calls "$CALLS" --upstream "http://$FASTLET" --refused "http://$REFUSED" \
 	--tls-upstream "https://$FASTLET_TLS"
 ECHO_LOG=$FW_TMP/echo.log
-fw_start "$FW_TMP/echo.ready" "$FW_PY" "$SERVERS" echo --listen $FASTLET --log "$ECHO_LOG"
+fw_bg_ready "$NS" "$FW_TMP/echo.ready" "$FW_PY" "$FW_NGX_SERVERS" echo --listen $FASTLET --log "$ECHO_LOG"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=fastlet.test \
 	-keyout "$FW_TMP/tls.key" -out "$FW_TMP/tls.crt" >/dev/null 2>&1 || fw_die "openssl req failed"
-fw_start "$FW_TMP/tls.ready" "$FW_PY" "$SERVERS" echo --listen $FASTLET_TLS --log "$ECHO_LOG" \
+fw_bg_ready "$NS" "$FW_TMP/tls.ready" "$FW_PY" "$FW_NGX_SERVERS" echo --listen $FASTLET_TLS --log "$ECHO_LOG" \
 	--cert "$FW_TMP/tls.crt" --key "$FW_TMP/tls.key"
 
 # two keys; the published vector's is "k"
@@ -78,7 +54,7 @@ printf '# test ring\nk=c2hhcmVkLXNlY3JldA==\nb=%s\n' "$(head -c 32 /dev/urandom 
 # nginx.conf with the server blocks; $1 is extra http-level text
 ngx_conf() {
 	cat <<EOF
-load_module $MODULE;
+load_module $FW_NGX_MODULE;
 daemon off;
 user root;
 # two workers: the cache and the single-flight marks must be shared
@@ -195,14 +171,14 @@ check_eq "an unknown verb: exit 2" "$?" 2
 echo "# nginx -t"
 ngx_test() { # EXTRA-HTTP-TEXT WANT-IN-ERROR
 	ngx_conf "$1" >"$NGX/test.conf"
-	if fw_ns "$NS" "$NGINX" -t -p "$NGX" -c "$NGX/test.conf" >"$NGX/test.out" 2>&1; then
+	if fw_ns "$NS" "$FW_NGINX" -t -p "$NGX" -c "$NGX/test.conf" >"$NGX/test.out" 2>&1; then
 		echo "nginx -t accepted it"
 		return 1
 	fi
 	grep -F -- "$2" "$NGX/test.out" || { cat "$NGX/test.out"; return 1; }
 }
 ngx_conf >"$NGX/nginx.conf"
-check "the test's own nginx.conf passes nginx -t" fw_ns "$NS" "$NGINX" -t -p "$NGX" -c "$NGX/nginx.conf"
+check "the test's own nginx.conf passes nginx -t" fw_ns "$NS" "$FW_NGINX" -t -p "$NGX" -c "$NGX/nginx.conf"
 printf 'k=c2hhcmVk\nK=bad\n' >"$FW_TMP/badkeys"
 check "a key ring with a bad line: refused, file and line named" \
 	ngx_test "fastwall_ingress_keys $FW_TMP/badkeys; fastwall_ingress_resolver $FASTPATH;" \
@@ -224,11 +200,20 @@ check "no key ring with fastwall_ingress on: refused" \
 check "a cache of 1k: refused" \
 	ngx_test "fastwall_ingress_keys $KEYS; fastwall_ingress_resolver $FASTPATH; fastwall_ingress_cache_size 1k;" \
 	'"1k" is not a size of at least 32k'
+check "a cache size that is no size: refused" \
+	ngx_test "fastwall_ingress_keys $KEYS; fastwall_ingress_resolver $FASTPATH; fastwall_ingress_cache_size 4q;" \
+	'fastwall_ingress_cache_size: "4q" is not a size of at least 32k'
+check "a cache size given twice: refused" \
+	ngx_test "fastwall_ingress_keys $KEYS; fastwall_ingress_resolver $FASTPATH; fastwall_ingress_cache_size 1m; fastwall_ingress_cache_size 2m;" \
+	'"fastwall_ingress_cache_size" directive is duplicate'
+check "a cache zone whose name another module took: refused" \
+	ngx_test "fastwall_ingress_keys $KEYS; fastwall_ingress_resolver $FASTPATH; limit_conn_zone \$binary_remote_addr zone=fastwall_ingress:1m;" \
+	'the shared memory zone "fastwall_ingress" is already declared for a different use'
 check "an unknown mode: refused" \
 	ngx_test "fastwall_ingress_keys $KEYS; fastwall_ingress_resolver $FASTPATH; fastwall_ingress_mode wildcard;" \
 	'invalid value "wildcard"'
 
-fw_bg "$NS" "$NGINX" -p "$NGX" -c "$NGX/nginx.conf"
+fw_bg "$NS" "$FW_NGINX" -p "$NGX" -c "$NGX/nginx.conf"
 NGINX_PID=${FW_PIDS[-1]}
 fw_eventually 5 fw_ns "$NS" curl -s -o /dev/null "http://$GW:80/" ||
 	fw_die "nginx did not start: $(tail -5 "$NGX/logs/error.log")"
@@ -400,8 +385,8 @@ check_eq "the failure is not kept for a later request" \
 echo "# streams"
 WS=$(scope sb-ws 8080)
 check "a WebSocket handshake and two messages each way" \
-	fw_ns "$NS" "$FW_PY" "$SERVERS" ws --gateway $GW:80 --scope "$WS"
-fw_ns "$NS" "$FW_PY" "$SERVERS" sse --gateway $GW:80 --scope "$WS" >"$FW_TMP/sse" 2>&1
+	fw_ns "$NS" "$FW_PY" "$FW_NGX_SERVERS" ws --gateway $GW:80 --scope "$WS"
+fw_ns "$NS" "$FW_PY" "$FW_NGX_SERVERS" sse --gateway $GW:80 --scope "$WS" >"$FW_TMP/sse" 2>&1
 check "server-sent events: both arrive" grep -q 'data: two' "$FW_TMP/sse"
 first=$(awk '/data: one/ { print int($4 * 1000) }' "$FW_TMP/sse")
 check "the first arrives before the second is sent (unbuffered: ${first:-none} ms)" \

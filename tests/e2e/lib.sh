@@ -38,6 +38,8 @@ BPFFS=/sys/fs/bpf/fastwall-$FW_ID
 FW_TMP=$(mktemp -d "/tmp/fastwall-$FW_ID.XXXXXX")
 FW_LOG=$FW_TMP/fastwalld.log
 FW_CFG=$FW_TMP/fastwalld.yaml
+# this run's own monitor socket (see fw_own_sockets)
+FW_MON_SOCK=$FW_TMP/monitor.sock
 FW_NSS=()	     # namespaces we created
 FW_PIDS=()	     # processes we started
 FW_DAEMON_PID=""
@@ -174,6 +176,20 @@ fw_serve() {
 	fw_die "server in $ns did not start: $(tail -3 "$FW_TMP/bg.log")"
 }
 
+# fw_bg_ready NS READY CMD...: CMD --ready READY in the background in NS
+# (fw_bg); returns once the server wrote the file READY, which it does
+# when it listens.
+fw_bg_ready() {
+	local ns=$1 ready=$2
+	shift 2
+	fw_bg "$ns" "$@" --ready "$ready"
+	for _ in $(seq 100); do
+		[ -e "$ready" ] && return 0
+		sleep 0.05
+	done
+	fw_die "$* did not start: $(tail -5 "$FW_TMP/bg.log")"
+}
+
 # The internet's servers: HTTP on :80 of every address and on 198.51.100.10
 # :853 (so a DoT drop is the firewall, not a missing listener); UDP echo on
 # :9000 and :853; on 198.51.100.10:9001 a UDP echo that records every
@@ -190,12 +206,58 @@ fw_serve_internet() {
 		--udp-logged "198.51.100.10:9001=$FW_INET_SEEN"
 }
 
+# fw_resolver ADDR RECORD...: the internet's resolver, dnsmasq on ADDR
+# port 53 (ADDR is added to the internet namespace's loopback) serving
+# fixed data: each RECORD is a host-record, "NAME,ADDRESS[,ADDRESS],TTL",
+# and every other name is NXDOMAIN. Returns once the first record
+# resolves; dnsmasq logs to $FW_TMP/dnsmasq.log, and fw_cleanup stops it.
+fw_resolver() {
+	local addr=$1 name want r
+	shift
+	name=${1%%,*}
+	want=${1#*,}
+	want=${want%%,*}
+	ip -n "$NS_INET" addr add "$addr/32" dev lo
+	{
+		printf '%s\n' no-resolv no-hosts no-poll bind-interfaces "listen-address=$addr" \
+			port=53 user=root pid-file= 'address=/#/'
+		for r in "$@"; do echo "host-record=$r"; done
+	} >"$FW_TMP/dnsmasq.conf"
+	fw_bg "$NS_INET" dnsmasq -k -C "$FW_TMP/dnsmasq.conf" --log-facility="$FW_TMP/dnsmasq.log"
+	fw_eventually 5 fw_resolves "$addr" "$name" "$want" ||
+		fw_die "dnsmasq did not answer on $addr: $(tail -3 "$FW_TMP/dnsmasq.log" 2>/dev/null)"
+}
+
+# fw_resolves SERVER NAME ADDRESS: SERVER answers NAME with ADDRESS (asked
+# from the internet namespace).
+fw_resolves() {
+	fw_ns "$NS_INET" dig +short +time=1 +tries=1 "@$1" "$2" 2>/dev/null | grep -qxF -- "$3"
+}
+
+# fw_own_sockets FILE: gives the daemon configuration FILE this run's own
+# monitor socket, $FW_MON_SOCK, by appending a monitor section unless FILE
+# has one. On the default path (/run/fastwall/monitor.sock) a test daemon
+# would unlink and take over the socket of another test's daemon, or of a
+# fastwalld on the host. The other unix sockets (actions.vault_socket,
+# processes.socket) exist only with their sections, and every test that
+# has one names a path of its own run.
+fw_own_sockets() {
+	[ -f "$1" ] || return 0
+	grep -q '^monitor:' "$1" && return 0
+	# a last line without its newline would swallow the key
+	[ -z "$(tail -c1 "$1")" ] || echo >>"$1"
+	printf 'monitor:\n  socket: %s\n' "$FW_MON_SOCK" >>"$1"
+}
+
 # fw_start_daemon [ARGS...]: fastwalld run with $FW_CFG in the pod ns;
-# returns when it logged "fastwalld ready".
+# returns when it logged "fastwalld ready". $FW_CFG gets this run's own
+# sockets first (fw_own_sockets), unless FW_OWN_SOCKETS=0 (a release that
+# has no monitor section refuses the key).
 # extra arguments go to fastwalld before "run"; most callers pass none
 # shellcheck disable=SC2120
 fw_start_daemon() {
 	local before
+	[ "${FW_OWN_SOCKETS:-1}" = 0 ] || fw_own_sockets "$FW_CFG"
 	before=$(grep -c 'fastwalld ready' "$FW_LOG" 2>/dev/null || true)
 	# nsenter execs fastwalld: $! is the daemon, signals reach it
 	nsenter --net="/run/netns/$NS_POD" "$FASTWALLD" -c "$FW_CFG" "$@" run >>"$FW_LOG" 2>&1 &
@@ -461,4 +523,42 @@ fw_learned_add() { "$FW_PY" -S "$FW_ACT_CLIENT" learned-add "$BPFFS" "$1" "$2"; 
 fw_act_instance() {
 	fw_ns "$NS_POD" curl -s --max-time 2 "$FW_ACT_URL/_fastlet/v1/actions/status" |
 		"$FW_PY" -S -c 'import json,sys; print(json.load(sys.stdin)["instanceId"])' 2>/dev/null
+}
+
+# --- the ingress gateway (ingress.sh, hostnames.sh, xcluster.sh) ----------
+# The real nginx with this build's module, against the stand-ins of
+# FastPath and of the Fastlets in ingress_servers.py.
+FW_NGINX=/usr/sbin/nginx
+# shellcheck disable=SC2034 # for the scripts that source this
+FW_NGX_MODULE=$FW_BUILD/ingress/ngx_http_fastwall_ingress_module.so
+# shellcheck disable=SC2034
+FW_NGX_SERVERS=$FW_E2E_DIR/ingress_servers.py
+
+# fw_ingress_require NAME [PYTHON-MODULE...]: without nginx and nginx-dev,
+# the test NAME is skipped (and the script exits, 0 passed); else what
+# fw_require checks, the Python modules the stand-ins import (grpc and
+# grpc_tools, and those named) and a module built by make ingress.
+fw_ingress_require() {
+	local name=$1 mods
+	shift
+	if [ ! -f /usr/share/nginx/src/conf_flags ] || [ ! -x "$FW_NGINX" ]; then
+		echo "$name: skipped: nginx or nginx-dev is not installed (scripts/install-deps.sh installs both)"
+		echo "0 passed, 0 failed"
+		exit 0
+	fi
+	fw_require
+	mods=$(printf ', %s' grpc grpc_tools "$@")
+	mods=${mods#, }
+	"$FW_PY" -c "import $mods" 2>/dev/null ||
+		fw_die "$FW_PY can't import $mods: install python3-grpcio python3-grpc-tools"
+	make -s -C "$FW_ROOT" BUILD="$BUILD" ingress >/dev/null || fw_die "make ingress failed"
+}
+
+# fw_fastpath_stubs: the FastPath stand-in's gRPC code in $FW_TMP/gen,
+# generated from the pinned .proto.
+fw_fastpath_stubs() {
+	mkdir -p "$FW_TMP/gen"
+	"$FW_PY" -m grpc_tools.protoc -I"$FW_ROOT/ingress/proto" --python_out="$FW_TMP/gen" \
+		--grpc_python_out="$FW_TMP/gen" "$FW_ROOT/ingress/proto/fastpath_v2.proto" ||
+		fw_die "can't generate the stand-in from the proto"
 }

@@ -39,23 +39,7 @@ N_FLOOD=10 # denies past the event rate limit (burst 3, one a second)
 fw_topology
 fw_sandbox a 2
 fw_serve_internet
-ip -n "$NS_INET" addr add $UP4/32 dev lo
-cat >"$FW_TMP/dnsmasq.conf" <<EOF
-no-resolv
-no-hosts
-no-poll
-bind-interfaces
-listen-address=$UP4
-port=53
-user=root
-pid-file=
-address=/#/
-host-record=api.example.com,198.51.100.10,30
-host-record=bad.example.com,198.51.100.66,30
-EOF
-fw_bg "$NS_INET" dnsmasq -k -C "$FW_TMP/dnsmasq.conf" --log-facility="$FW_TMP/dnsmasq.log"
-fw_eventually 5 bash -c "nsenter --net=/run/netns/$NS_INET dig +short +time=1 +tries=1 @$UP4 \
-	api.example.com | grep -q 198.51.100.10" || fw_die "dnsmasq did not start"
+fw_resolver $UP4 api.example.com,198.51.100.10,30 bad.example.com,198.51.100.66,30
 
 write_config() {
 	cat >"$FW_CFG" <<EOF

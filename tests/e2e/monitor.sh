@@ -39,28 +39,7 @@ fw_topology
 fw_sandbox a 2
 fw_sandbox b 3
 fw_serve_internet
-ip -n "$NS_INET" addr add $UP4/32 dev lo
-cat >"$FW_TMP/dnsmasq.conf" <<EOF
-no-resolv
-no-hosts
-no-poll
-bind-interfaces
-listen-address=$UP4
-port=53
-user=root
-pid-file=
-address=/#/
-host-record=api.example.com,198.51.100.10,30
-host-record=bad.example.com,198.51.100.66,30
-EOF
-nsenter --net="/run/netns/$NS_INET" dnsmasq -k -C "$FW_TMP/dnsmasq.conf" \
-	--log-facility="$FW_TMP/dnsmasq.log" &
-FW_PIDS+=($!)
-for _ in $(seq 100); do
-	fw_ns "$NS_INET" dig +short +time=1 +tries=1 @$UP4 api.example.com 2>/dev/null |
-		grep -q 198.51.100.10 && break
-	sleep 0.05
-done
+fw_resolver $UP4 api.example.com,198.51.100.10,30 bad.example.com,198.51.100.66,30
 
 # write_config LOG_LEVEL B_EXTRA_RULE
 write_config() {

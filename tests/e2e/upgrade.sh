@@ -97,29 +97,9 @@ fw_sandbox a 2
 fw_sandbox b 3
 fw_sandbox c 4
 fw_serve_internet
-ip -n "$NS_INET" addr add $UP4/32 dev lo
 ip -n "$NS_INET" addr add $NAMED/32 dev lo
 fw_serve "$NS_INET" --udp $NAMED:9000
-
-cat >"$FW_TMP/dnsmasq.conf" <<EOF
-no-resolv
-no-hosts
-no-poll
-bind-interfaces
-listen-address=$UP4
-port=53
-user=root
-pid-file=
-address=/#/
-host-record=svc.example.test,$NAMED,30
-EOF
-fw_bg "$NS_INET" dnsmasq -k -C "$FW_TMP/dnsmasq.conf" --log-facility="$FW_TMP/dnsmasq.log"
-up=""
-for _ in $(seq 100); do
-	fw_ns "$NS_INET" dig +short +time=1 +tries=1 @$UP4 svc.example.test 2>/dev/null | grep -qx $NAMED && up=1 && break
-	sleep 0.05
-done
-[ -n "$up" ] || fw_die "dnsmasq did not start: $(tail -3 "$FW_TMP/dnsmasq.log")"
+fw_resolver $UP4 svc.example.test,$NAMED,30
 
 # the receiver: UDP on the destinations of every stream, allowed or not,
 # and a TCP echo for the connections held open
@@ -128,15 +108,10 @@ RECV_PID=""
 start_receiver() {
 	local ready=$FW_TMP/recv.ready
 	rm -f "$ready" "$RECV_OUT"
-	fw_bg "$NS_INET" "$FW_PY" "$STREAMS" recv --out "$RECV_OUT" --ready "$ready" \
+	fw_bg_ready "$NS_INET" "$ready" "$FW_PY" "$STREAMS" recv --out "$RECV_OUT" \
 		--udp 198.51.100.10:7001 --udp 198.51.100.10:7009 --udp 203.0.113.10:7003 \
 		--udp $NAMED:7004 --tcp 198.51.100.10:7002 --tcp $NAMED:7002
 	RECV_PID=${FW_PIDS[-1]}
-	for _ in $(seq 100); do
-		[ -e "$ready" ] && return 0
-		sleep 0.05
-	done
-	fw_die "the receiver did not start: $(tail -3 "$FW_TMP/bg.log")"
 }
 
 # write_config B_CIDR: A, B static; DNS proxy; the actions protocol for C
@@ -193,12 +168,20 @@ act_c() {
 }
 
 # daemon BINARY LOG [ARGS...]: fw_start_daemon with that fastwalld and a
-# log of its own
+# log of its own. A release without the monitor socket refuses its
+# section: that one runs on the configuration as it is, any other on this
+# run's own socket.
 daemon() {
+	local own=1
 	FASTWALLD=$1
 	FW_LOG=$2
 	shift 2
-	fw_start_daemon "$@"
+	if [ "$FASTWALLD" = "$OLD_FASTWALLD" ]; then
+		cp "$FW_CFG" "$FW_TMP/probe.yaml"
+		fw_own_sockets "$FW_TMP/probe.yaml"
+		"$OLD_FASTWALLD" -c "$FW_TMP/probe.yaml" check >/dev/null 2>&1 || own=0
+	fi
+	FW_OWN_SOCKETS=$own fw_start_daemon "$@"
 }
 cli_old() { fw_ns "$NS_POD" "$OLD_FASTWALL" --bpffs "$BPFFS" "$@"; }
 cli_new() { fw_ns "$NS_POD" "$NEW_FASTWALL" --bpffs "$BPFFS" "$@"; }

@@ -23,17 +23,7 @@ set -uo pipefail
 trap fw_cleanup EXIT
 trap 'exit 130' INT TERM
 
-NGINX=/usr/sbin/nginx
-MODULE=$FW_BUILD/ingress/ngx_http_fastwall_ingress_module.so
-if [ ! -f /usr/share/nginx/src/conf_flags ] || [ ! -x "$NGINX" ]; then
-	echo "xcluster: skipped: nginx or nginx-dev is not installed (scripts/install-deps.sh installs both)"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
-fw_require
-"$FW_PY" -c 'import grpc, grpc_tools' 2>/dev/null ||
-	fw_die "$FW_PY has no grpc or grpc_tools: install python3-grpcio python3-grpc-tools"
-make -s -C "$FW_ROOT" BUILD="$BUILD" ingress >/dev/null || fw_die "make ingress failed"
+fw_ingress_require xcluster
 
 NS=fwxc-$FW_ID
 GW_A=192.0.2.1      # cluster west: :80 header mode, :81 URI mode, :88 admin
@@ -43,7 +33,6 @@ FP_B=192.0.2.12:50051
 FASTLET=198.51.100.7:8080
 NORTH=198.51.100.21:9443 # an echo posing as north's gateway (TLS)
 SOUTH=198.51.100.22:8080 # an echo posing as south's gateway (plain)
-SERVERS=$FW_E2E_DIR/ingress_servers.py
 KEYS=$FW_TMP/keys
 NS_NAME=tenant-a
 UUID=0f8fad5b-d9cb-469f-a165-70867728950e
@@ -53,21 +42,8 @@ for a in $GW_A 192.0.2.2 $GW_B 192.0.2.12 198.51.100.7 198.51.100.21 198.51.100.
 	ip -n "$NS" addr add "$a/32" dev lo
 done
 
-mkdir -p "$FW_TMP/gen"
-"$FW_PY" -m grpc_tools.protoc -I"$FW_ROOT/ingress/proto" --python_out="$FW_TMP/gen" \
-	--grpc_python_out="$FW_TMP/gen" "$FW_ROOT/ingress/proto/fastpath_v2.proto" ||
-	fw_die "can't generate the stand-in from the proto"
+fw_fastpath_stubs
 
-fw_start() {
-	local ready=$1
-	shift
-	fw_bg "$NS" "$@" --ready "$ready"
-	for _ in $(seq 100); do
-		[ -e "$ready" ] && return 0
-		sleep 0.05
-	done
-	fw_die "$* did not start: $(tail -5 "$FW_TMP/bg.log")"
-}
 
 # one certificate per TLS gateway, named as the peers are configured
 for h in gw-east.test gw-north.test; do
@@ -82,14 +58,14 @@ cat "$FW_TMP/gw-east.test.crt" "$FW_TMP/gw-north.test.crt" >"$FW_TMP/peers.crt"
 for c in a b; do
 	fp=$FP_A
 	[ $c = b ] && fp=$FP_B
-	fw_start "$FW_TMP/fp.$c.ready" "$FW_PY" "$SERVERS" fastpath --gen "$FW_TMP/gen" --listen $fp \
+	fw_bg_ready "$NS" "$FW_TMP/fp.$c.ready" "$FW_PY" "$FW_NGX_SERVERS" fastpath --gen "$FW_TMP/gen" --listen $fp \
 		--calls "$FW_TMP/calls.$c" --upstream "http://$FASTLET" --refused "http://198.51.100.99:1" \
 		--tls-upstream "https://198.51.100.99:1"
 done
-fw_start "$FW_TMP/echo.ready" "$FW_PY" "$SERVERS" echo --listen $FASTLET --log "$FW_TMP/echo.log"
-fw_start "$FW_TMP/north.ready" "$FW_PY" "$SERVERS" echo --listen $NORTH --log "$FW_TMP/north.log" \
+fw_bg_ready "$NS" "$FW_TMP/echo.ready" "$FW_PY" "$FW_NGX_SERVERS" echo --listen $FASTLET --log "$FW_TMP/echo.log"
+fw_bg_ready "$NS" "$FW_TMP/north.ready" "$FW_PY" "$FW_NGX_SERVERS" echo --listen $NORTH --log "$FW_TMP/north.log" \
 	--cert "$FW_TMP/gw-north.test.crt" --key "$FW_TMP/gw-north.test.key"
-fw_start "$FW_TMP/south.ready" "$FW_PY" "$SERVERS" echo --listen $SOUTH --log "$FW_TMP/south.log"
+fw_bg_ready "$NS" "$FW_TMP/south.ready" "$FW_PY" "$FW_NGX_SERVERS" echo --listen $SOUTH --log "$FW_TMP/south.log"
 
 printf 'k=c2hhcmVkLXNlY3JldA==\n' >"$KEYS"
 TOKEN=$FW_TMP/cluster.token
@@ -98,7 +74,7 @@ printf 'xc-token-7f3a9c2e5b1d4f60\n' >"$TOKEN"
 # common http-level text of both gateways; $1 is the prefix dir
 ngx_head() {
 	cat <<EOF
-load_module $MODULE;
+load_module $FW_NGX_MODULE;
 daemon off;
 user root;
 # two workers: the member records must be seen by both
@@ -223,7 +199,7 @@ mkdir -p "$FW_TMP/a" "$FW_TMP/b"
 echo "# nginx -t"
 ngx_test() { # CLUSTER-DIRECTIVES WANT-IN-ERROR
 	conf_a "$1" >"$FW_TMP/a/test.conf"
-	if fw_ns "$NS" "$NGINX" -t -p "$FW_TMP/a" -c "$FW_TMP/a/test.conf" >"$FW_TMP/a/test.out" 2>&1; then
+	if fw_ns "$NS" "$FW_NGINX" -t -p "$FW_TMP/a" -c "$FW_TMP/a/test.conf" >"$FW_TMP/a/test.out" 2>&1; then
 		echo "nginx -t accepted it"
 		return 1
 	fi
@@ -231,8 +207,8 @@ ngx_test() { # CLUSTER-DIRECTIVES WANT-IN-ERROR
 }
 conf_a >"$FW_TMP/a/nginx.conf"
 conf_b >"$FW_TMP/b/nginx.conf"
-check "A's nginx.conf passes nginx -t" fw_ns "$NS" "$NGINX" -t -p "$FW_TMP/a" -c "$FW_TMP/a/nginx.conf"
-check "B's nginx.conf passes nginx -t" fw_ns "$NS" "$NGINX" -t -p "$FW_TMP/b" -c "$FW_TMP/b/nginx.conf"
+check "A's nginx.conf passes nginx -t" fw_ns "$NS" "$FW_NGINX" -t -p "$FW_TMP/a" -c "$FW_TMP/a/nginx.conf"
+check "B's nginx.conf passes nginx -t" fw_ns "$NS" "$FW_NGINX" -t -p "$FW_TMP/b" -c "$FW_TMP/b/nginx.conf"
 check "a cluster id with a dot: refused" \
 	ngx_test "fastwall_ingress_cluster_id we.st;" '"we.st" is not 1-63 characters'
 check "a peer with an ftp:// URL: refused" \
@@ -263,6 +239,15 @@ check "the admin endpoint without a cluster id: refused" \
 check "a member zone of 1k: refused" \
 	ngx_test "fastwall_ingress_cluster_id west; fastwall_ingress_cluster_zone_size 1k;" \
 	'"1k" is not a size of at least 32k'
+check "a member zone size that is no size: refused" \
+	ngx_test "fastwall_ingress_cluster_id west; fastwall_ingress_cluster_zone_size 4q;" \
+	'fastwall_ingress_cluster_zone_size: "4q" is not a size of at least 32k'
+check "a member zone size given twice: refused" \
+	ngx_test "fastwall_ingress_cluster_id west; fastwall_ingress_cluster_zone_size 1m; fastwall_ingress_cluster_zone_size 1m;" \
+	'"fastwall_ingress_cluster_zone_size" directive is duplicate'
+check "a member zone whose name another module took: refused" \
+	ngx_test "fastwall_ingress_cluster_id west; limit_conn_zone \$binary_remote_addr zone=fastwall_ingress_cluster:1m;" \
+	'the shared memory zone "fastwall_ingress_cluster" is already declared for a different use'
 check "a TTL of 0: refused" \
 	ngx_test "fastwall_ingress_cluster_id west; fastwall_ingress_cluster_ttl 0s;" \
 	'fastwall_ingress_cluster_ttl must be at least 1s'
@@ -293,9 +278,9 @@ check_eq "the message does not hold the secret" "$(grep -c short-secret "$FW_TMP
 check "a token without a cluster id: refused" \
 	ngx_test "fastwall_ingress_cluster_token $TOKEN;" 'need "fastwall_ingress_cluster_id"'
 
-fw_bg "$NS" "$NGINX" -p "$FW_TMP/a" -c "$FW_TMP/a/nginx.conf"
+fw_bg "$NS" "$FW_NGINX" -p "$FW_TMP/a" -c "$FW_TMP/a/nginx.conf"
 NGINX_A=${FW_PIDS[-1]}
-fw_bg "$NS" "$NGINX" -p "$FW_TMP/b" -c "$FW_TMP/b/nginx.conf"
+fw_bg "$NS" "$FW_NGINX" -p "$FW_TMP/b" -c "$FW_TMP/b/nginx.conf"
 NGINX_B=${FW_PIDS[-1]}
 fw_eventually 5 fw_ns "$NS" curl -s -o /dev/null "http://$GW_A:80/" ||
 	fw_die "nginx A did not start: $(tail -5 "$FW_TMP/a/error.log")"
@@ -337,7 +322,7 @@ check_eq "a scope in Host at west still reaches east: 200" "$code $(jget target)
 
 echo "# WebSocket across clusters"
 check "a WebSocket echo through west and east" \
-	fw_ns "$NS" "$FW_PY" "$SERVERS" ws --gateway $GW_A:80 --scope "$(scope "east.$UUID")"
+	fw_ns "$NS" "$FW_PY" "$FW_NGX_SERVERS" ws --gateway $GW_A:80 --scope "$(scope "east.$UUID")"
 
 echo "# the hop itself: peers that are echo servers"
 NORTH_SB=$(scope "north.$UUID" 9000)
@@ -547,7 +532,7 @@ for _ in 1 2 3 4; do
 	sleep 1
 done
 check_eq "a hang and four refused publications within a minute: logged once" "$(unpublished)" 1
-fw_bg "$NS" "$NGINX" -p "$FW_TMP/b" -c "$FW_TMP/b/nginx.conf"
+fw_bg "$NS" "$FW_NGINX" -p "$FW_TMP/b" -c "$FW_TMP/b/nginx.conf"
 fw_eventually 5 fw_ns "$NS" curl -sk -o /dev/null "https://$GW_B:443/" ||
 	fw_die "nginx B did not start again: $(tail -5 "$FW_TMP/b/error.log")"
 rec west pub2 pw 1 0 0

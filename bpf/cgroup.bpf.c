@@ -119,11 +119,16 @@ int fw_cg_connect6(struct bpf_sock_addr *ctx)
 
 /* sendmsg() with an address: a source of the caller's choosing
  * (IP_PKTINFO) may not be another subject's proxy address, nor the
- * destination any; DNS goes to the subject's own. */
+ * destination any; DNS goes to the subject's own. An unconnected socket
+ * comes here for every datagram: the subject, and the verdict of the
+ * last destination, come from the socket's record while it holds
+ * (fw_cg_sock_subject, fw_cg_decide_sock); the checks before the
+ * decision are made each time. */
 SEC("cgroup/sendmsg4")
 int fw_cg_sendmsg4(struct bpf_sock_addr *ctx)
 {
-	struct fw_subject *s = fw_cg_task_subject();
+	struct fw_cg_sock *c;
+	struct fw_subject *s = fw_cg_sock_subject(ctx, &c);
 	struct fw_config *cfg = fw_config();
 	struct fw_pkt pkt = {};
 	struct fw_ip src;
@@ -139,7 +144,7 @@ int fw_cg_sendmsg4(struct bpf_sock_addr *ctx)
 	if (fw_cg_any_alias(&pkt.dst))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
 	if (!fw_sa_is_dns(cfg, &pkt))
-		return fw_cg_verdict(&pkt, s->id, fw_cg_decide(&pkt, s), 0);
+		return fw_cg_verdict(&pkt, s->id, fw_cg_decide_sock(&pkt, s, c), 0);
 	fw_sa_to_proxy(ctx, cfg, s, &pkt, false);
 	return fw_cg_verdict(&pkt, s->id, FW_PASS_DNS_PROXY, 0);
 }
@@ -147,7 +152,8 @@ int fw_cg_sendmsg4(struct bpf_sock_addr *ctx)
 SEC("cgroup/sendmsg6")
 int fw_cg_sendmsg6(struct bpf_sock_addr *ctx)
 {
-	struct fw_subject *s = fw_cg_task_subject();
+	struct fw_cg_sock *c;
+	struct fw_subject *s = fw_cg_sock_subject(ctx, &c);
 	struct fw_config *cfg = fw_config();
 	struct fw_pkt pkt = {};
 	struct fw_ip src = {}; /* every word written below (cppcheck can't see it) */
@@ -164,7 +170,7 @@ int fw_cg_sendmsg6(struct bpf_sock_addr *ctx)
 	if (fw_cg_any_alias(&pkt.dst))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
 	if (!fw_sa_is_dns(cfg, &pkt))
-		return fw_cg_verdict(&pkt, s->id, fw_cg_decide(&pkt, s), 0);
+		return fw_cg_verdict(&pkt, s->id, fw_cg_decide_sock(&pkt, s, c), 0);
 	/* the kernel refuses a sendmsg6 rewritten to a v4-mapped address
 	 * (ENOTSUPP), and the proxy's addresses are IPv4: an IPv6 resolver
 	 * is reached with connect() (which can be redirected) or not at all */

@@ -193,12 +193,13 @@ measure() {
 # the programs of the fastwall peer, per call, over the tcp and udp runs
 declare -A PROG_T PROG_N
 PROGS="fw_cg_connect4 fw_cg_sendmsg4 fw_cg_sock_create fw_cg_egress"
-prog_snap() { # SIGN KIND: subtract (-) or add (+) each program's counters
-	local p t n
+prog_snap() { # SIGN KIND: subtract (-1) or add (1) each program's counters
+	local p t n k
 	for p in $PROGS; do
 		read -r t n < <(prog_ns "$p")
-		PROG_T[${2}_$p]=$((${PROG_T[${2}_$p]:-0} $1 t))
-		PROG_N[${2}_$p]=$((${PROG_N[${2}_$p]:-0} $1 n))
+		k=${2}_$p
+		PROG_T[$k]=$((${PROG_T[$k]:-0} + $1 * t))
+		PROG_N[$k]=$((${PROG_N[$k]:-0} + $1 * n))
 	done
 }
 
@@ -210,9 +211,9 @@ for ((r = 0; r < ROUNDS; r++)); do
 		if [ "$kind" = dns ]; then peers=(socket tc); else peers=(none trivial fastwall); fi
 		for ((i = 0; i < ${#peers[@]}; i++)); do
 			p=${peers[$(((i + r) % ${#peers[@]}))]}
-			[ "$p" = fastwall ] && prog_snap - "$kind"
+			[ "$p" = fastwall ] && prog_snap -1 "$kind"
 			read -r a b c < <(measure "$p" "$kind") || true
-			[ "$p" = fastwall ] && prog_snap + "$kind"
+			[ "$p" = fastwall ] && prog_snap 1 "$kind"
 			if [ "$kind" = dns ]; then
 				printf '%-6s %-9s %-6s %14s %14s %8s %8s us\n' "$kind" "$p" "$((r + 1))" \
 					"${a:-failed}" - "${b:--}" "${c:--}"

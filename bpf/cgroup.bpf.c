@@ -56,10 +56,14 @@ static __always_inline void fw_sa_to_proxy(struct bpf_sock_addr *ctx, const stru
 					   const struct fw_subject *s, const struct fw_pkt *pkt,
 					   bool v6)
 {
-	struct fw_dns_nat orig = {.orig_dst = pkt->dst, .orig_port = pkt->dport};
+	struct fw_dns_nat orig = {.orig_dst = pkt->dst, .orig_port = pkt->dport}, *cur;
 	__u64 cookie = bpf_get_socket_cookie(ctx);
 
-	bpf_map_update_elem(&fastwall_cg_dns, &cookie, &orig, BPF_ANY);
+	/* a resolver's socket sends there again and again: an LRU update
+	 * costs a new element each time, a lookup only marks the entry used */
+	cur = bpf_map_lookup_elem(&fastwall_cg_dns, &cookie);
+	if (!cur || !fw_ip_eq(&cur->orig_dst, &orig.orig_dst) || cur->orig_port != orig.orig_port)
+		bpf_map_update_elem(&fastwall_cg_dns, &cookie, &orig, BPF_ANY);
 	if (v6) {
 		ctx->user_ip6[0] = 0;
 		ctx->user_ip6[1] = 0;

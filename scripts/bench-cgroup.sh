@@ -23,7 +23,7 @@
 # socket/tc: the peers of a round share its noise) and their medians
 # (targets: fastwall >= 90 % of none; socket >= tc), and what each of
 # fastwall's programs cost per call (the kernel's BPF run-time statistics,
-# on while the script runs). Figures only: never fails on timing.
+# in a profile pass after the rounds). Figures only: never fails on timing.
 # DURATION (default 3) seconds per measurement, ROUNDS (default 5).
 # Documentation ranges only, in namespaces and a cgroup2 mount it makes.
 #   BUILD=build scripts/bench-cgroup.sh   (after make all build/tests/sockrate build/tests/tcprr)
@@ -130,17 +130,25 @@ fw_bg "$NS_POD" "$TCPRR" server -l 127.0.0.1:18081
 fw_bg "$NS_POD" "$SR" sink -l 127.0.0.1:18082
 sleep 0.3
 
-# the kernel's run-time statistics of BPF programs, while this holds the
-# descriptor BPF_ENABLE_STATS returns (they cost every program a clock
-# read; off again when the script ends)
-"$FW_PY" -c '
+# stats_on: the kernel's run-time statistics of BPF programs, while a
+# child holds the descriptor BPF_ENABLE_STATS returns (they cost every
+# program on the machine a clock read, so only for the profile pass)
+stats_on() {
+	"$FW_PY" -c '
 import ctypes, os, signal, sys
 nr = {"x86_64": 321, "aarch64": 280}.get(os.uname().machine)
 attr = (ctypes.c_uint32 * 4)(0)  # BPF_STATS_RUN_TIME
 if nr is None or ctypes.CDLL(None, use_errno=True).syscall(nr, 32, attr, 16) < 0:
     sys.exit(1)
 signal.pause()' &
-STATS_PID=$!
+	STATS_PID=$!
+	sleep 0.2
+}
+stats_off() {
+	kill "$STATS_PID" 2>/dev/null
+	wait "$STATS_PID" 2>/dev/null
+	STATS_PID=
+}
 # prog_ns NAME: "run_time_ns run_cnt" of fastwall's program NAME on $CG/fw
 prog_ns() {
 	local id
@@ -190,7 +198,8 @@ measure() {
 	tc) dnsperf_in "$(fw_sb_ns a)" "" 10.42.0.1 ;;
 	esac | sed -n 's/.*_per_s=\([0-9]*\) [a-z]*_per_cpu_s=\([0-9]*\).*/\1 \2/p; /^[0-9]/p'
 }
-# the programs of the fastwall peer, per call, over the tcp and udp runs
+# the programs of the fastwall peer, per call, in a profile pass after the
+# rounds (with the statistics on, apart from the figures)
 declare -A PROG_T PROG_N
 PROGS="fw_cg_connect4 fw_cg_sendmsg4 fw_cg_sock_create fw_cg_egress"
 prog_snap() { # SIGN KIND: subtract (-1) or add (1) each program's counters
@@ -211,9 +220,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 		if [ "$kind" = dns ]; then peers=(socket tc); else peers=(none trivial fastwall); fi
 		for ((i = 0; i < ${#peers[@]}; i++)); do
 			p=${peers[$(((i + r) % ${#peers[@]}))]}
-			[ "$p" = fastwall ] && prog_snap -1 "$kind"
 			read -r a b c < <(measure "$p" "$kind") || true
-			[ "$p" = fastwall ] && prog_snap 1 "$kind"
 			if [ "$kind" = dns ]; then
 				printf '%-6s %-9s %-6s %14s %14s %8s %8s us\n' "$kind" "$p" "$((r + 1))" \
 					"${a:-failed}" - "${b:--}" "${c:--}"
@@ -275,7 +282,14 @@ END {
 	for (r in R) if (A["dns", "tc", r] > 0) s = s " " 100 * A["dns", "socket", r] / A["dns", "tc", r]
 	if (s != "") { m = med(s); printf "  %-15s  socket/tc %5.1f %% (%.1f-%.1f)  (target: >= 100 %%)\n", "", m, LO, HI }
 }' "$RES"
-echo "fastwall's programs per call, over the fastwall peer's runs (BPF run-time statistics):"
+stats_on
+for kind in tcp udp; do
+	prog_snap -1 "$kind"
+	measure fastwall "$kind" >/dev/null
+	prog_snap 1 "$kind"
+done
+stats_off
+echo "fastwall's programs per call, in a profile pass of the fastwall peer (BPF run-time statistics):"
 for kind in tcp udp; do
 	for p in $PROGS; do
 		n=${PROG_N[${kind}_$p]:-0}

@@ -626,6 +626,11 @@ check_eq "kept socket: its process moved into another sandbox: held to that one 
 	"$(keep send 198.51.100.10 9000)" EPERM
 keep join "$CG/keep/inner" >/dev/null
 check_eq "kept socket: moved back: passes" "$(keep send 198.51.100.10 9000)" ok
+check_eq "kept socket: DNS to a resolver nowhere, answered by the proxy as from it" \
+	"$(keep dns 192.0.2.99 api.example.test)" NXDOMAIN
+check_eq "kept socket: then DNS to another resolver: the answer comes from that one" \
+	"$(keep dns 192.0.2.98 api.example.test)" NXDOMAIN
+check_eq "kept socket: and sendto after DNS still judged as before" "$(keep send 203.0.113.10 9000)" EPERM
 
 keep_cfg "$K_ALLOW" "$K_STRICT" "$(k_subject top keep '{ action: allow, target: 203.0.113.10 }')"
 check_eq "kept socket: a sandbox registered above its cgroup holds it: EPERM" \

@@ -32,6 +32,8 @@ and exits 0 when that is --want:
                                join CGROUP            moves itself to CGROUP
                                child CGROUP HOST PORT a child in CGROUP sends
                                                       on the same socket
+                               dns SERVER NAME        an A query to SERVER:53
+                                                      (what dns prints)
 """
 import argparse
 import errno
@@ -243,6 +245,16 @@ def keep_child(s, cgroup, host, port):
     return got
 
 
+def keep_dns(s, server, name):
+    qid, q = dns_query(name)
+    s.settimeout(3)
+    s.sendto(q, (server, 53))
+    data, frm = s.recvfrom(4096)
+    if frm[0] != server or frm[1] != 53:
+        return "bad-source %s:%d" % (frm[0], frm[1])
+    return dns_answer(data, qid)
+
+
 def keep():
     socks = {}
     for line in sys.stdin:
@@ -252,14 +264,16 @@ def keep():
                 join(w[1])
                 got = "ok"
             else:
-                host, port = w[-2], int(w[-1])
+                host = w[1] if w[0] == "dns" else w[-2]
                 fam = family_of(host)
                 if fam not in socks:
                     socks[fam] = socket.socket(fam, socket.SOCK_DGRAM)
-                if w[0] == "send":
-                    got = udp_send(socks[fam], host, port)
+                if w[0] == "dns":
+                    got = keep_dns(socks[fam], host, w[2])
+                elif w[0] == "send":
+                    got = udp_send(socks[fam], host, int(w[-1]))
                 else:
-                    got = keep_child(socks[fam], w[1], host, port)
+                    got = keep_child(socks[fam], w[1], host, int(w[-1]))
         except Exception as exc:  # the outcome is what we report
             got = result_of(exc)
         print(got, flush=True)

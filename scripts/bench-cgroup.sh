@@ -145,8 +145,8 @@ signal.pause()' &
 	sleep 0.2
 }
 stats_off() {
-	kill "$STATS_PID" 2>/dev/null
-	wait "$STATS_PID" 2>/dev/null
+	kill "$STATS_PID" 2>/dev/null || true
+	wait "$STATS_PID" 2>/dev/null || true
 	STATS_PID=
 }
 # prog_ns NAME: "run_time_ns run_cnt" of fastwall's program NAME on $CG/fw

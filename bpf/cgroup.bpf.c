@@ -56,10 +56,14 @@ static __always_inline void fw_sa_to_proxy(struct bpf_sock_addr *ctx, const stru
 					   const struct fw_subject *s, const struct fw_pkt *pkt,
 					   bool v6)
 {
-	struct fw_dns_nat orig = {.orig_dst = pkt->dst, .orig_port = pkt->dport};
+	struct fw_dns_nat orig = {.orig_dst = pkt->dst, .orig_port = pkt->dport}, *cur;
 	__u64 cookie = bpf_get_socket_cookie(ctx);
 
-	bpf_map_update_elem(&fastwall_cg_dns, &cookie, &orig, BPF_ANY);
+	/* a resolver's socket sends there again and again: an LRU update
+	 * costs a new element each time, a lookup only marks the entry used */
+	cur = bpf_map_lookup_elem(&fastwall_cg_dns, &cookie);
+	if (!cur || !fw_ip_eq(&cur->orig_dst, &orig.orig_dst) || cur->orig_port != orig.orig_port)
+		bpf_map_update_elem(&fastwall_cg_dns, &cookie, &orig, BPF_ANY);
 	if (v6) {
 		ctx->user_ip6[0] = 0;
 		ctx->user_ip6[1] = 0;
@@ -119,11 +123,16 @@ int fw_cg_connect6(struct bpf_sock_addr *ctx)
 
 /* sendmsg() with an address: a source of the caller's choosing
  * (IP_PKTINFO) may not be another subject's proxy address, nor the
- * destination any; DNS goes to the subject's own. */
+ * destination any; DNS goes to the subject's own. An unconnected socket
+ * comes here for every datagram: the subject, and the verdict of the
+ * last destination, come from the socket's record while it holds
+ * (fw_cg_sock_subject, fw_cg_decide_sock); the checks before the
+ * decision are made each time. */
 SEC("cgroup/sendmsg4")
 int fw_cg_sendmsg4(struct bpf_sock_addr *ctx)
 {
-	struct fw_subject *s = fw_cg_task_subject();
+	struct fw_cg_sock *c;
+	struct fw_subject *s = fw_cg_sock_subject(ctx, &c);
 	struct fw_config *cfg = fw_config();
 	struct fw_pkt pkt = {};
 	struct fw_ip src;
@@ -139,7 +148,7 @@ int fw_cg_sendmsg4(struct bpf_sock_addr *ctx)
 	if (fw_cg_any_alias(&pkt.dst))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
 	if (!fw_sa_is_dns(cfg, &pkt))
-		return fw_cg_verdict(&pkt, s->id, fw_cg_decide(&pkt, s), 0);
+		return fw_cg_verdict(&pkt, s->id, fw_cg_decide_sock(&pkt, s, c), 0);
 	fw_sa_to_proxy(ctx, cfg, s, &pkt, false);
 	return fw_cg_verdict(&pkt, s->id, FW_PASS_DNS_PROXY, 0);
 }
@@ -147,7 +156,8 @@ int fw_cg_sendmsg4(struct bpf_sock_addr *ctx)
 SEC("cgroup/sendmsg6")
 int fw_cg_sendmsg6(struct bpf_sock_addr *ctx)
 {
-	struct fw_subject *s = fw_cg_task_subject();
+	struct fw_cg_sock *c;
+	struct fw_subject *s = fw_cg_sock_subject(ctx, &c);
 	struct fw_config *cfg = fw_config();
 	struct fw_pkt pkt = {};
 	struct fw_ip src = {}; /* every word written below (cppcheck can't see it) */
@@ -164,7 +174,7 @@ int fw_cg_sendmsg6(struct bpf_sock_addr *ctx)
 	if (fw_cg_any_alias(&pkt.dst))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
 	if (!fw_sa_is_dns(cfg, &pkt))
-		return fw_cg_verdict(&pkt, s->id, fw_cg_decide(&pkt, s), 0);
+		return fw_cg_verdict(&pkt, s->id, fw_cg_decide_sock(&pkt, s, c), 0);
 	/* the kernel refuses a sendmsg6 rewritten to a v4-mapped address
 	 * (ENOTSUPP), and the proxy's addresses are IPv4: an IPv6 resolver
 	 * is reached with connect() (which can be redirected) or not at all */

@@ -10,15 +10,21 @@
 #            (the floor of having any program)
 #   fastwall a static process subject below fastwalld's parent, with all
 #            twelve cgroup programs and an allowing policy of 8 rules
-# and DNS answers per second through fastwalld's proxy (the same upstream,
-# the same policy, 64 queries in flight):
+# each as calls per second and per second of the caller's own CPU time
+# (which the machine's other load changes far less); and DNS through
+# fastwalld's proxy (the same upstream, the same policy), with dnsperf
+# (64 queries outstanding, one socket, a query lost after 1 s): answers
+# per second, queries lost and the mean latency, for
 #   socket   from the process subject to a resolver nowhere, redirected at
 #            the socket layer (sendmsg4 out, recvmsg4 back)
 #   tc       from a slot subject's namespace on the pod bridge to the
 #            gateway, redirected by the TC programs
-# Prints medians of ROUNDS with their min-max and the ratios (targets:
-# fastwall >= 90 % of none; socket >= tc). Figures only: never fails on
-# timing. DURATION (default 3) seconds per measurement, ROUNDS (default 5).
+# Prints every measurement, the ratios of each round (fastwall/none,
+# socket/tc: the peers of a round share its noise) and their medians
+# (targets: fastwall >= 90 % of none; socket >= tc), and what each of
+# fastwall's programs cost per call (the kernel's BPF run-time statistics,
+# in a profile pass after the rounds). Figures only: never fails on timing.
+# DURATION (default 3) seconds per measurement, ROUNDS (default 5).
 # Documentation ranges only, in namespaces and a cgroup2 mount it makes.
 #   BUILD=build scripts/bench-cgroup.sh   (after make all build/tests/sockrate build/tests/tcprr)
 set -euo pipefail
@@ -37,13 +43,16 @@ CG_MNT=/tmp/fastwall-bcg-$FW_ID
 BASE=fwbench-$FW_ID
 CG=$CG_MNT/$BASE
 for b in "$SR" "$TCPRR"; do [ -x "$b" ] || fw_die "$b missing: make $b"; done
-command -v dnsmasq >/dev/null || fw_die "dnsmasq not found"
+for t in dnsmasq dnsperf bpftool; do
+	command -v $t >/dev/null || fw_die "$t not found (scripts/install-deps.sh)"
+done
 
 bcg_cleanup() {
 	set +e
 	fw_stop_daemon
 	[ -f "$FW_CFG" ] && fw_ns "$NS_POD" "$FASTWALLD" -c "$FW_CFG" detach >/dev/null 2>&1
 	for p in "${FW_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	[ -n "${STATS_PID:-}" ] && kill "$STATS_PID" 2>/dev/null
 	if [ -d "$CG" ]; then
 		[ -w "$CG/cgroup.kill" ] && echo 1 >"$CG/cgroup.kill"
 		sleep 0.2
@@ -88,7 +97,7 @@ POLICY='
         - { action: allow, target: "2001:db8::/32" }
         - { action: deny, target: 192.0.2.128/25 }
         - { action: allow, target: 192.0.2.0/24 }
-        - { action: allow, target: bench.test }
+        - { action: allow, target: "*.bench.test" }
         - { action: allow, target: 127.0.0.1 }'
 cat >"$FW_CFG" <<EOF
 log_level: info
@@ -121,8 +130,55 @@ fw_bg "$NS_POD" "$TCPRR" server -l 127.0.0.1:18081
 fw_bg "$NS_POD" "$SR" sink -l 127.0.0.1:18082
 sleep 0.3
 
+# stats_on: the kernel's run-time statistics of BPF programs, while a
+# child holds the descriptor BPF_ENABLE_STATS returns (they cost every
+# program on the machine a clock read, so only for the profile pass)
+stats_on() {
+	"$FW_PY" -c '
+import ctypes, os, signal, sys
+nr = {"x86_64": 321, "aarch64": 280}.get(os.uname().machine)
+attr = (ctypes.c_uint32 * 4)(0)  # BPF_STATS_RUN_TIME
+if nr is None or ctypes.CDLL(None, use_errno=True).syscall(nr, 32, attr, 16) < 0:
+    sys.exit(1)
+signal.pause()' &
+	STATS_PID=$!
+	sleep 0.2
+}
+stats_off() {
+	kill "$STATS_PID" 2>/dev/null || true
+	wait "$STATS_PID" 2>/dev/null || true
+	STATS_PID=
+}
+# prog_ns NAME: "run_time_ns run_cnt" of fastwall's program NAME on $CG/fw
+prog_ns() {
+	local id
+	id=$(bpftool -j cgroup show "$CG/fw" 2>/dev/null | "$FW_PY" -c '
+import json, sys
+for p in json.load(sys.stdin):
+    if p.get("name") == sys.argv[1]:
+        print(p["id"]); break' "$1")
+	[ -n "$id" ] || { echo "0 0"; return; }
+	bpftool -j prog show id "$id" | "$FW_PY" -c '
+import json, sys
+p = json.load(sys.stdin)
+print(p.get("run_time_ns", 0), p.get("run_cnt", 0))'
+}
+
+# DNS queries for dnsperf: distinct names (every one allowed, *.bench.test)
+for ((i = 0; i < 2000; i++)); do echo "q$i.bench.test A"; done >"$FW_TMP/queries"
+
 sr() { fw_ns "$NS_POD" "$SR" "$@" -t "$DURATION"; }
-# measure PEER KIND: the figure sockrate reports
+# dnsperf NS [CGROUP] SERVER: "answers/s lost mean-latency-us"
+dnsperf_in() {
+	local ns=$1 cg=$2 srv=$3
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	fw_ns "$ns" sh -c '[ -z "$0" ] || echo $$ >"$0/cgroup.procs" || exit 1; shift; exec "$@"' \
+		"$cg" - dnsperf -s "$srv" -p 53 -d "$FW_TMP/queries" -l "$DURATION" -c 1 -q 64 -t 1 \
+		2>&1 | awk '/Queries lost/ { l = $3 } /Queries per second/ { q = $4 }
+			/Average Latency/ { t = $4 * 1e6 } END { printf "%.0f %d %.0f\n", q, l, t }'
+}
+# measure PEER KIND: "per-second per-CPU-second" (tcp, udp) or
+# "answers/s lost latency-us" (dns)
 measure() {
 	local peer=$1 kind=$2 dst t=""
 	case $kind in
@@ -138,55 +194,109 @@ measure() {
 		rmdir "$t"
 		;;
 	fastwall) sr "$kind" -d $dst -j "$SVC" ;;
-	socket) fw_ns "$NS_POD" "$SR" dns -d 192.0.2.99:53 -j "$SVC" -q a.bench.test -t "$DURATION" ;;
-	tc) fw_ns "$(fw_sb_ns a)" "$SR" dns -d 10.42.0.1:53 -q a.bench.test -t "$DURATION" ;;
-	esac | sed -n 's/.*_per_s=\([0-9]*\).*/\1/p'
+	socket) dnsperf_in "$NS_POD" "$SVC" 192.0.2.99 ;;
+	tc) dnsperf_in "$(fw_sb_ns a)" "" 10.42.0.1 ;;
+	esac | sed -n 's/.*_per_s=\([0-9]*\) [a-z]*_per_cpu_s=\([0-9]*\).*/\1 \2/p; /^[0-9]/p'
+}
+# the programs of the fastwall peer, per call, in a profile pass after the
+# rounds (with the statistics on, apart from the figures)
+declare -A PROG_T PROG_N
+PROGS="fw_cg_connect4 fw_cg_sendmsg4 fw_cg_sock_create fw_cg_egress"
+prog_snap() { # SIGN KIND: subtract (-1) or add (1) each program's counters
+	local p t n k
+	for p in $PROGS; do
+		read -r t n < <(prog_ns "$p")
+		k=${2}_$p
+		PROG_T[$k]=$((${PROG_T[$k]:-0} + $1 * t))
+		PROG_N[$k]=$((${PROG_N[$k]:-0} + $1 * n))
+	done
 }
 
 RES=$FW_TMP/results
 : >"$RES"
-printf '%-6s %-9s %-6s %14s\n' kind peer round "per second"
+printf '%-6s %-9s %-6s %14s %14s %8s %10s\n' kind peer round "per second" "per CPU-second" lost latency
 for ((r = 0; r < ROUNDS; r++)); do
 	for kind in tcp udp dns; do
 		if [ "$kind" = dns ]; then peers=(socket tc); else peers=(none trivial fastwall); fi
 		for ((i = 0; i < ${#peers[@]}; i++)); do
 			p=${peers[$(((i + r) % ${#peers[@]}))]}
-			v=$(measure "$p" "$kind")
-			printf '%-6s %-9s %-6s %14s\n' "$kind" "$p" "$((r + 1))" "${v:-failed}"
-			echo "$kind $p ${v:-0}" >>"$RES"
+			read -r a b c < <(measure "$p" "$kind") || true
+			if [ "$kind" = dns ]; then
+				printf '%-6s %-9s %-6s %14s %14s %8s %8s us\n' "$kind" "$p" "$((r + 1))" \
+					"${a:-failed}" - "${b:--}" "${c:--}"
+			else
+				printf '%-6s %-9s %-6s %14s %14s\n' "$kind" "$p" "$((r + 1))" "${a:-failed}" "${b:--}"
+			fi
+			echo "$r $kind $p ${a:-0} ${b:-0} ${c:-0}" >>"$RES"
 		done
 	done
 done
 
 echo
 bench_env "after"
-echo "medians of $ROUNDS rounds, ${DURATION}s each (min-max):"
+echo "medians of $ROUNDS rounds, ${DURATION}s each (min-max); ratios paired per round:"
 awk '
-function median(k,   n, i, j, t, a) {
-	n = split(V[k], a, " ")
+function med(s,   n, i, j, t, a) {
+	n = split(s, a, " ")
 	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-	MIN[k] = a[1]; MAX[k] = a[n]
+	LO = a[1]; HI = a[n]
 	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
-{ V[$1 " " $2] = V[$1 " " $2] " " $3 }
+{ R[$1] = 1; A[$2, $3, $1] = $4; B[$2, $3, $1] = $5; C[$2, $3, $1] = $6 }
 END {
-	for (k in V) M[k] = median(k)
 	for (ki = 1; ki <= 2; ki++) {
 		kind = ki == 1 ? "tcp" : "udp"
 		what = ki == 1 ? "TCP connects/s" : "UDP sendto/s"
-		printf "  %-15s none %9.0f (%s-%s)  trivial %9.0f (%s-%s)  fastwall %9.0f (%s-%s)\n", what,
-			M[kind " none"], MIN[kind " none"], MAX[kind " none"],
-			M[kind " trivial"], MIN[kind " trivial"], MAX[kind " trivial"],
-			M[kind " fastwall"], MIN[kind " fastwall"], MAX[kind " fastwall"]
-		if (M[kind " none"] > 0)
-			printf "  %-15s trivial/none %5.1f %%  fastwall/none %5.1f %%  (target: fastwall >= 90 %%)\n", "",
-				100 * M[kind " trivial"] / M[kind " none"], 100 * M[kind " fastwall"] / M[kind " none"]
+		for (pi = 1; pi <= 3; pi++) {
+			p = pi == 1 ? "none" : pi == 2 ? "trivial" : "fastwall"
+			s = ""; c = ""
+			for (r in R) { s = s " " A[kind, p, r]; c = c " " B[kind, p, r] }
+			m = med(s); line = sprintf("%s %s %.0f (%s-%s)", line, p, m, LO, HI)
+			m = med(c); cline = sprintf("%s %s %.0f (%s-%s)", cline, p, m, LO, HI)
+		}
+		printf "  %-15s %s\n  %-15s %s  per CPU-second\n", what, line, "", cline
+		line = ""; cline = ""
+		for (pi = 2; pi <= 3; pi++) {
+			p = pi == 2 ? "trivial" : "fastwall"
+			s = ""; c = ""
+			for (r in R) if (A[kind, "none", r] > 0 && B[kind, "none", r] > 0) {
+				s = s " " 100 * A[kind, p, r] / A[kind, "none", r]
+				c = c " " 100 * B[kind, p, r] / B[kind, "none", r]
+			}
+			m = med(s); out = sprintf("%s  %s/none %5.1f %% (%.1f-%.1f)", out, p, m, LO, HI)
+			m = med(c); cout = sprintf("%s  %s/none %5.1f %% (%.1f-%.1f)", cout, p, m, LO, HI)
+		}
+		printf "  %-15s%s  (target: fastwall >= 90 %%)\n  %-15s%s  per CPU-second\n", "", out, "", cout
+		out = ""; cout = ""
 	}
-	printf "  %-15s socket %9.0f (%s-%s)  tc %9.0f (%s-%s)\n", "DNS answers/s",
-		M["dns socket"], MIN["dns socket"], MAX["dns socket"], M["dns tc"], MIN["dns tc"], MAX["dns tc"]
-	if (M["dns tc"] > 0)
-		printf "  %-15s socket/tc %5.1f %%  (target: >= 100 %%)\n", "", 100 * M["dns socket"] / M["dns tc"]
+	for (pi = 1; pi <= 2; pi++) {
+		p = pi == 1 ? "socket" : "tc"
+		s = ""; l = ""; t = ""
+		for (r in R) { s = s " " A["dns", p, r]; l = l " " B["dns", p, r]; t = t " " C["dns", p, r] }
+		m = med(s); q = sprintf("%.0f (%s-%s)", m, LO, HI)
+		m = med(l); lo = sprintf("%d (%s-%s)", m, LO, HI)
+		m = med(t); printf "  %-15s %-7s %s answers/s, lost %s, mean latency %.0f us (%s-%s)\n",
+			pi == 1 ? "DNS (dnsperf)" : "", p, q, lo, m, LO, HI
+	}
+	s = ""
+	for (r in R) if (A["dns", "tc", r] > 0) s = s " " 100 * A["dns", "socket", r] / A["dns", "tc", r]
+	if (s != "") { m = med(s); printf "  %-15s  socket/tc %5.1f %% (%.1f-%.1f)  (target: >= 100 %%)\n", "", m, LO, HI }
 }' "$RES"
+stats_on
+for kind in tcp udp; do
+	prog_snap -1 "$kind"
+	measure fastwall "$kind" >/dev/null
+	prog_snap 1 "$kind"
+done
+stats_off
+echo "fastwall's programs per call, in a profile pass of the fastwall peer (BPF run-time statistics):"
+for kind in tcp udp; do
+	for p in $PROGS; do
+		n=${PROG_N[${kind}_$p]:-0}
+		((n > 0)) && printf '  %-4s %-18s %12d calls %8d ns per call\n' "$kind" "$p" "$n" \
+			$((${PROG_T[${kind}_$p]} / n))
+	done
+done
 # the check that the fastwall peer ran through the policy: its verdicts
 echo "Check: the subjects' verdict counters after the runs (fastwall subjects):"
 "$FASTWALL" --bpffs "$BPFFS" subjects 2>&1 | grep -E '^[0-9]+ +(proc|slot) |pass|drop' | sed 's/^/  /' | head -12

@@ -50,6 +50,87 @@ static __always_inline struct fw_subject *fw_cg_skb_subject(struct __sk_buff *sk
 	return NULL;
 }
 
+/* A sandbox socket's own record of its last socket-layer decision (the
+ * sendmsg hooks'): the subject the cgroup walk found for the sending
+ * task's cgroup, and the verdict of the last destination that fw_cg_decide
+ * answered from the subject, its trie and port sets alone. Both hold only
+ * for the same task cgroup and the epoch they were taken in:
+ * fastwall_rules_epoch, which fastwalld raises after every write to
+ * fastwall_cgroups (a subject added, removed or rebound, its state or
+ * rules generation changed) and to a live generation's rules. A lease (or
+ * the lack of one: default-deny) is never taken from here: it can be
+ * revoked or expire within an epoch. Writer and reader: the sendmsg
+ * hooks, which run with the socket locked (one writer per socket).
+ * Not pinned: the cgroup object's own, it goes with its programs. */
+struct fw_cg_sock {
+	__u64 cgid;		   /* the sending task's cgroup (not the socket's) */
+	__u64 epoch;		   /* fastwall_rules_epoch when taken */
+	struct fw_subject subject; /* cgid's subject then */
+	struct fw_ip dst;	   /* the last destination decided here, */
+	__be16 dport;
+	__u8 proto;
+	__u8 decided; /* reason holds a verdict for dst, dport, proto */
+	__u32 reason;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct fw_cg_sock);
+} fastwall_cg_sock SEC(".maps");
+
+/* The epoch, read before anything it guards (the walk, the trie): an
+ * entry is then never tagged with an epoch newer than what it saw (see
+ * fw_rule_get; FW_RULE_CACHE says where loads stay in order). */
+static __always_inline bool fw_cg_epoch(__u64 *out)
+{
+	__u64 *ep = bpf_map_lookup_elem(&fastwall_rules_epoch, &(__u32){0});
+
+	if (!FW_RULE_CACHE || !ep)
+		return false;
+	*out = *(volatile __u64 *)ep;
+	fw_barrier();
+	return true;
+}
+
+/* fw_cg_task_subject for a socket call, through the socket's record when
+ * it was taken for the same task cgroup in the current epoch. A socket
+ * passed to a task of another cgroup (or used after its task moved) walks
+ * again: the task's cgroup decides, as it does without the record. *out
+ * is the socket's record, valid for the subject returned, or NULL (none:
+ * a task of no sandbox, storage refused, or no ordered loads). */
+static __always_inline struct fw_subject *fw_cg_sock_subject(struct bpf_sock_addr *ctx,
+							     struct fw_cg_sock **out)
+{
+	struct fw_cg_sock *c;
+	struct fw_subject *s;
+	__u64 epoch, cgid;
+
+	*out = NULL;
+	if (!fw_cg_epoch(&epoch))
+		return fw_cg_task_subject();
+	cgid = bpf_get_current_cgroup_id();
+	c = bpf_sk_storage_get(&fastwall_cg_sock, ctx->sk, 0, 0);
+	if (c && c->cgid == cgid && c->epoch == epoch) {
+		*out = c;
+		return &c->subject;
+	}
+	s = fw_cg_task_subject();
+	if (!s)
+		return NULL;
+	if (!c)
+		c = bpf_sk_storage_get(&fastwall_cg_sock, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!c)
+		return s;
+	c->cgid = cgid;
+	c->epoch = epoch;
+	c->subject = *s;
+	c->decided = 0;
+	*out = c;
+	return &c->subject;
+}
+
 /* The loopback address a process subject's DNS goes to, where the proxy
  * receives it (fastwall/abi.h). */
 static __always_inline __be32 fw_cg_alias4(__u32 id)
@@ -100,6 +181,31 @@ static __always_inline __u32 fw_cg_decide(const struct fw_pkt *pkt, const struct
 	if (fw_doh_blocked(cfg, pkt))
 		return FW_DROP_DOH;
 	return fw_policy(s, pkt);
+}
+
+/* fw_cg_decide for a UDP datagram of a socket with record c: the
+ * record's verdict when it is for the same destination, else
+ * fw_cg_decide's, kept when nothing but the epoch's state decided it
+ * (a CIDR or port rule, the default allow). */
+static __always_inline __u32 fw_cg_decide_sock(const struct fw_pkt *pkt, const struct fw_subject *s,
+					       struct fw_cg_sock *c)
+{
+	__u32 reason;
+
+	if (c && c->decided && c->proto == pkt->proto && c->dport == pkt->dport &&
+	    fw_ip_eq(&c->dst, &pkt->dst))
+		return c->reason;
+	reason = fw_cg_decide(pkt, s);
+	if (c && pkt->proto == FW_IPPROTO_UDP &&
+	    (reason == FW_PASS_ALLOW_CIDR || reason == FW_PASS_DEFAULT ||
+	     reason == FW_DROP_DENY_CIDR)) {
+		c->dst = pkt->dst;
+		c->dport = pkt->dport;
+		c->proto = pkt->proto;
+		c->reason = reason;
+		c->decided = 1;
+	}
+	return reason;
 }
 
 /* a socket call's drop: no interface yet */

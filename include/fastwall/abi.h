@@ -220,10 +220,12 @@ struct fw_rule {
  * same destination, the same generation (fw_subject.rules_gen) and the
  * same epoch: fastwall_rules_epoch (array, key 0) is a counter fastwalld
  * bumps after every change to a generation's entries that dispatch may
- * already name (an in-place edit) and at every start (generation numbers
- * restart from what the tries hold). Writers: TC ingress (cache),
- * fastwalld (epoch; it zeroes no cache row, tags expire by themselves).
- * Readers: TC ingress. */
+ * already name (an in-place edit), after every write to fastwall_cgroups
+ * (for the cgroup sendmsg hooks' per-socket records, bpf/lib/cgroup.h)
+ * and at every start (generation numbers restart from what the tries
+ * hold). Writers: TC ingress (cache), fastwalld (epoch; it zeroes no
+ * cache row, tags expire by themselves). Readers: TC ingress, the cgroup
+ * sendmsg hooks (epoch). */
 struct fw_rule_cache {
 	__u32 seq; /* odd while this CPU writes the entry */
 	__u32 gen;

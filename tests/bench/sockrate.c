@@ -9,25 +9,25 @@
  *       sendto on one unconnected UDP socket in a loop: sends per second.
  *   sockrate sink -l ADDR:PORT
  *       reads UDP datagrams and drops them, until killed.
- *   sockrate dns  -d ADDR:PORT [-t SECONDS] [-j CGROUP] [-o OUTSTANDING] [-q NAME]
- *       A queries for NAME from one unconnected UDP socket, OUTSTANDING
- *       in flight, a lost one given up after 1 s: answers per second.
  *
  * -j CGROUP: moves itself into the cgroup directory first. -T: attaches
  * a trivial connect4 and sendmsg4 program (return 1) to that cgroup for
  * the run, the cost of having any program at all. Prints one line of
- * key=value pairs. */
+ * key=value pairs; tcp and udp also per second of the process's own CPU
+ * time (user and system: the socket calls, the programs they run and
+ * loopback delivery), which other load on the machine changes far less
+ * than it changes the rate. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -86,9 +86,28 @@ static int trivial(const char *cg, enum bpf_attach_type type)
 	return prog;
 }
 
+/* this process's CPU time, user and system */
+static uint64_t cpu_ns(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
+	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
+}
+
+static double per_cpu_s(uint64_t n, uint64_t cpu0)
+{
+	uint64_t cpu = cpu_ns() - cpu0;
+
+	return cpu ? (double)n * 1e9 / (double)cpu : 0;
+}
+
 static void tcp_loop(const struct sockaddr_in *d, double secs)
 {
-	uint64_t t0 = bench_now_ns(), end = t0 + (uint64_t)(secs * 1e9), n = 0, err = 0, now;
+	uint64_t cpu0 = cpu_ns(), t0 = bench_now_ns(), end = t0 + (uint64_t)(secs * 1e9), n = 0,
+		 err = 0, now;
 
 	while ((now = bench_now_ns()) < end) {
 		for (int i = 0; i < 64; i++) {
@@ -108,13 +127,14 @@ static void tcp_loop(const struct sockaddr_in *d, double secs)
 			close(fd);
 		}
 	}
-	printf("mode=tcp connects_per_s=%.0f errors=%llu\n", (double)n * 1e9 / (double)(now - t0),
-	       (unsigned long long)err);
+	printf("mode=tcp connects_per_s=%.0f connects_per_cpu_s=%.0f errors=%llu\n",
+	       (double)n * 1e9 / (double)(now - t0), per_cpu_s(n, cpu0), (unsigned long long)err);
 }
 
 static void udp_loop(const struct sockaddr_in *d, double secs)
 {
-	uint64_t t0 = bench_now_ns(), end = t0 + (uint64_t)(secs * 1e9), n = 0, err = 0, now;
+	uint64_t cpu0 = cpu_ns(), t0 = bench_now_ns(), end = t0 + (uint64_t)(secs * 1e9), n = 0,
+		 err = 0, now;
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	char buf[64] = "sockrate";
 
@@ -129,8 +149,8 @@ static void udp_loop(const struct sockaddr_in *d, double secs)
 				n++;
 		}
 	}
-	printf("mode=udp sends_per_s=%.0f errors=%llu\n", (double)n * 1e9 / (double)(now - t0),
-	       (unsigned long long)err);
+	printf("mode=udp sends_per_s=%.0f sends_per_cpu_s=%.0f errors=%llu\n",
+	       (double)n * 1e9 / (double)(now - t0), per_cpu_s(n, cpu0), (unsigned long long)err);
 }
 
 static void sink(const struct sockaddr_in *l)
@@ -146,101 +166,18 @@ static void sink(const struct sockaddr_in *l)
 			die("recv", strerror(errno));
 }
 
-#define DNS_SLOTS 4096
-
-static size_t dns_query(char *q, uint16_t id, const char *name)
-{
-	size_t n = 12;
-
-	memset(q, 0, 12);
-	q[0] = (char)(id >> 8);
-	q[1] = (char)id;
-	q[2] = 0x01; /* RD */
-	q[5] = 1;    /* QDCOUNT */
-	for (const char *c = name; *c;) {
-		size_t len = strcspn(c, ".");
-
-		q[n++] = (char)len;
-		memcpy(q + n, c, len);
-		n += len;
-		c += len;
-		if (*c == '.')
-			c++;
-	}
-	q[n++] = 0;
-	q[n++] = 0;
-	q[n++] = 1; /* A */
-	q[n++] = 0;
-	q[n++] = 1; /* IN */
-	return n;
-}
-
-static void dns_loop(const struct sockaddr_in *d, double secs, int outstanding, const char *name)
-{
-	static uint64_t sent_at[DNS_SLOTS];
-	uint64_t t0 = bench_now_ns(), end = t0 + (uint64_t)(secs * 1e9), now, answers = 0, lost = 0;
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), inflight = 0;
-	uint16_t next = 0;
-	char q[512], r[1500];
-	size_t qlen;
-
-	if (fd < 0)
-		die("socket", strerror(errno));
-	if (outstanding < 1 || outstanding > DNS_SLOTS)
-		outstanding = 64;
-	while ((now = bench_now_ns()) < end) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		ssize_t n;
-
-		while (inflight < outstanding) {
-			uint16_t id = next++ % DNS_SLOTS;
-
-			if (sent_at[id]) /* still waited for: give it up */
-				lost++, inflight--;
-			qlen = dns_query(q, id, name);
-			if (sendto(fd, q, qlen, 0, (const struct sockaddr *)d, sizeof(*d)) < 0)
-				break;
-			sent_at[id] = bench_now_ns();
-			inflight++;
-		}
-		if (poll(&p, 1, 100) <= 0)
-			continue;
-		while ((n = recv(fd, r, sizeof(r), 0)) >= 12) {
-			uint16_t id = (uint16_t)(((uint8_t)r[0] << 8) | (uint8_t)r[1]);
-
-			if (id < DNS_SLOTS && sent_at[id]) {
-				sent_at[id] = 0;
-				inflight--;
-				answers++;
-			}
-		}
-		/* a slot waited on for over a second is lost */
-		for (int i = 0; i < DNS_SLOTS; i++) {
-			if (sent_at[i] && now - sent_at[i] > 1000000000ull) {
-				sent_at[i] = 0;
-				inflight--;
-				lost++;
-			}
-		}
-	}
-	printf("mode=dns answers_per_s=%.0f lost=%llu\n",
-	       (double)answers * 1e9 / (double)(now - t0), (unsigned long long)lost);
-}
-
 int main(int argc, char **argv)
 {
-	const char *mode = argc > 1 ? argv[1] : "", *dst = NULL, *cg = NULL, *name = "a.bench.test";
+	const char *mode = argc > 1 ? argv[1] : "", *dst = NULL, *cg = NULL;
 	struct sockaddr_in sa;
 	double secs = 3;
 	bool triv = false;
-	int opt, outstanding = 64;
+	int opt;
 
 	if (argc < 2)
-		die("usage: sockrate tcp|udp|sink|dns -d|-l ADDR:PORT [-t S] [-j CG] [-T] [-o N]"
-		    " [-q NAME]",
-		    NULL);
+		die("usage: sockrate tcp|udp|sink -d|-l ADDR:PORT [-t S] [-j CG] [-T]", NULL);
 	optind = 2;
-	while ((opt = getopt(argc, argv, "d:l:t:j:To:q:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:l:t:j:T")) != -1) {
 		switch (opt) {
 		case 'd':
 		case 'l':
@@ -254,12 +191,6 @@ int main(int argc, char **argv)
 			break;
 		case 'T':
 			triv = true;
-			break;
-		case 'o':
-			outstanding = atoi(optarg);
-			break;
-		case 'q':
-			name = optarg;
 			break;
 		default:
 			die("unknown option", NULL);
@@ -281,8 +212,6 @@ int main(int argc, char **argv)
 		udp_loop(&sa, secs);
 	else if (strcmp(mode, "sink") == 0)
 		sink(&sa);
-	else if (strcmp(mode, "dns") == 0)
-		dns_loop(&sa, secs, outstanding, name);
 	else
 		die("unknown mode", mode);
 	return 0;

@@ -556,6 +556,118 @@ check "nothing was registered by the refused requests" \
 
 check "fastwall run --help shows the usage" sh -c "'$FASTWALL' run --help | grep -q 'usage: fastwall run'"
 
+# A kept socket: the sendmsg hooks remember, per socket, the subject and
+# the last destination's verdict (fastwall_cg_sock). One socket per
+# family lives through this whole section, and whatever changes around it
+# (policy, state, cgroup, subject, lease) must decide its next datagram as
+# a new socket's would.
+cp "$FW_CFG" "$FW_TMP/base.yaml"
+keep_cfg() { # SUBJECTS-YAML: the base configuration plus these subjects, reloaded
+	{
+		cat "$FW_TMP/base.yaml"
+		printf '%s\n' "$@"
+	} >"$FW_CFG"
+	fw_reload
+}
+k_subject() { # NAME CGROUP EGRESS-RULES... (YAML flow maps)
+	printf '  - name: %s\n    cgroup: %s\n    policy:\n      defaultAction: deny\n      egress:\n' \
+		"$1-$FW_ID" "$2"
+	shift 2
+	printf '        - %s\n' "$@"
+}
+K_ALLOW=$(k_subject keep keep/inner '{ action: allow, target: 198.51.100.0/24 }' \
+	'{ action: allow, target: "2001:db8::10" }')
+K_STRICT=$(k_subject strict strict '{ action: allow, target: 203.0.113.10 }')
+keep_cfg "$K_ALLOW" "$K_STRICT"
+fw_eventually 5 test -d "$CG/keep/inner"
+fw_eventually 5 test -d "$CG/strict"
+mkdir -p "$CG/plain-$FW_ID" # no sandbox's
+coproc KEEP { in_cg "$CG/keep/inner" "$FW_PY" "$PROBE_SOCK" keep --want -; }
+FW_PIDS+=("$KEEP_PID")
+keep() { # COMMAND...: the kept sockets' answer
+	local r
+	echo "$*" >&"${KEEP[1]}"
+	read -r -t 10 r <&"${KEEP[0]}" || r=no-answer
+	echo "$r"
+}
+check_eq "kept socket: sendto an allowed address gets its echo" "$(keep send 198.51.100.10 9000)" ok
+check_eq "kept socket: and again" "$(keep send 198.51.100.10 9000)" ok
+check_eq "kept IPv6 socket: sendto an allowed address gets its echo" "$(keep send 2001:db8::10 9000)" ok
+check_eq "kept IPv6 socket: and again" "$(keep send 2001:db8::10 9000)" ok
+check_eq "kept socket: sendto a denied address fails with EPERM" \
+	"$(keep send 203.0.113.10 9000)" EPERM
+check_eq "kept socket: the allowed one still passes after it" "$(keep send 198.51.100.10 9000)" ok
+
+keep_cfg "$(k_subject keep keep/inner '{ action: allow, target: 198.51.100.0/24 }' \
+	'{ action: deny, target: 198.51.100.10 }')" "$K_STRICT"
+check_eq "kept socket: a reload that denies the address it just sent to: EPERM" \
+	"$(keep send 198.51.100.10 9000)" EPERM
+check_eq "kept IPv6 socket: a reload that drops its allow: EPERM" \
+	"$(keep send 2001:db8::10 9000)" EPERM
+check_eq "kept socket: what the new policy allows passes" "$(keep send 198.51.100.66 9000)" ok
+keep_cfg "$K_ALLOW" "$K_STRICT"
+check_eq "kept socket: allowed again by the next reload: passes" \
+	"$(keep send 198.51.100.10 9000)" ok
+keep_cfg "$K_ALLOW
+    state: denying" "$K_STRICT"
+check_eq "kept socket: its subject set denying: EPERM" "$(keep send 198.51.100.10 9000)" EPERM
+keep_cfg "$K_ALLOW" "$K_STRICT"
+check_eq "kept socket: active again: passes" "$(keep send 198.51.100.10 9000)" ok
+
+check_eq "kept socket: a child in another sandbox sending on it is held to that one's policy" \
+	"$(keep child "$CG/strict" 198.51.100.10 9000)" EPERM
+check_eq "... the child may send where its own sandbox allows" \
+	"$(keep child "$CG/strict" 203.0.113.10 9000)" ok
+check_eq "... and the socket's own process still passes where its sandbox allows" \
+	"$(keep send 198.51.100.10 9000)" ok
+check_eq "... but not where only the child's allows" "$(keep send 203.0.113.10 9000)" EPERM
+keep join "$CG/strict" >/dev/null
+check_eq "kept socket: its process moved into another sandbox: held to that one (EPERM)" \
+	"$(keep send 198.51.100.10 9000)" EPERM
+keep join "$CG/keep/inner" >/dev/null
+check_eq "kept socket: moved back: passes" "$(keep send 198.51.100.10 9000)" ok
+check_eq "kept socket: DNS to a resolver nowhere, answered by the proxy as from it" \
+	"$(keep dns 192.0.2.99 api.example.test)" NXDOMAIN
+check_eq "kept socket: then DNS to another resolver: the answer comes from that one" \
+	"$(keep dns 192.0.2.98 api.example.test)" NXDOMAIN
+check_eq "kept socket: and sendto after DNS still judged as before" "$(keep send 203.0.113.10 9000)" EPERM
+
+keep_cfg "$K_ALLOW" "$K_STRICT" "$(k_subject top keep '{ action: allow, target: 203.0.113.10 }')"
+check_eq "kept socket: a sandbox registered above its cgroup holds it: EPERM" \
+	"$(keep send 198.51.100.10 9000)" EPERM
+keep_cfg "$K_ALLOW" "$K_STRICT"
+check_eq "kept socket: that sandbox gone again: passes" "$(keep send 198.51.100.10 9000)" ok
+keep_cfg "$K_STRICT" "$(k_subject other keep/inner '{ action: allow, target: 203.0.113.10 }')"
+check_eq "kept socket: its cgroup given to another subject: held to that one's policy (EPERM)" \
+	"$(keep send 198.51.100.10 9000)" EPERM
+check_eq "... and what that one allows passes" "$(keep send 203.0.113.10 9000)" ok
+
+# leases, written into the map as the proxy would
+keep_cfg "$K_STRICT" "$(k_subject learn keep/inner '{ action: allow, target: 192.0.2.1 }')"
+LID=$(fw_cli subjects | awk -v n="learn-$FW_ID" '$2 == n { print $1; exit }')
+lease_key() { # ID IP: the fastwall_learned key, hex bytes
+	"$FW_PY" -c 'import ipaddress, sys
+a = ipaddress.ip_address(sys.argv[2])
+b = int(sys.argv[1]).to_bytes(4, "little") + bytes(4) + (bytes(10) + b"\xff\xff" + a.packed)
+print(" ".join("%02x" % x for x in b))' "$1" "$2"
+}
+check_eq "kept socket: an address nothing taught is denied" "$(keep send 198.51.100.10 9000)" EPERM
+"$FW_PY" -S "$FW_ACT_CLIENT" learned-add "$BPFFS" "$LID" 198.51.100.10 --secs 300
+check_eq "kept socket: a lease for it: passes" "$(keep send 198.51.100.10 9000)" ok
+check_eq "kept socket: and again" "$(keep send 198.51.100.10 9000)" ok
+# shellcheck disable=SC2046 # the key's bytes, one word each
+bpftool map delete pinned "$BPFFS/fastwall_learned" key hex $(lease_key "$LID" 198.51.100.10)
+check_eq "kept socket: the lease revoked: EPERM at once" "$(keep send 198.51.100.10 9000)" EPERM
+"$FW_PY" -S "$FW_ACT_CLIENT" learned-add "$BPFFS" "$LID" 198.51.100.10 --secs 2
+check_eq "kept socket: a lease of 2 s: passes" "$(keep send 198.51.100.10 9000)" ok
+sleep 2.2
+check_eq "kept socket: once it expired: EPERM" "$(keep send 198.51.100.10 9000)" EPERM
+check_ge "fastwall subjects counts the expiry (lease-expired)" \
+	"$(fw_subject_counter "learn-$FW_ID" "drop lease-expired")" 1
+eval "exec ${KEEP[1]}>&-"
+wait "$KEEP_PID" 2>/dev/null
+keep_cfg
+
 # detach takes the cgroup programs off the parent, as it takes the TC filters off
 fw_stop_daemon
 check "fastwalld detach logs the cgroup programs it removed" \

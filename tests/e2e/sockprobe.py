@@ -25,6 +25,15 @@ and exits 0 when that is --want:
                              to SERVER:N
   bind ADDR                  bind() a UDP socket to ADDR
   pktinfo SRC HOST PORT      sendmsg() to HOST:PORT with IP_PKTINFO source SRC
+  keep                       one unconnected UDP socket per family for the
+                             whole run, commands on stdin, one answer line
+                             each (what udp prints); --want is ignored:
+                               send HOST PORT         sendto() and the echo
+                               join CGROUP            moves itself to CGROUP
+                               child CGROUP HOST PORT a child in CGROUP sends
+                                                      on the same socket
+                               dns SERVER NAME        an A query to SERVER:53
+                                                      (what dns prints)
 """
 import argparse
 import errno
@@ -218,6 +227,59 @@ def pktinfo(src, host, port):
         return "sent"
 
 
+def keep_child(s, cgroup, host, port):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            join(cgroup)
+            got = udp_send(s, host, port)
+        except Exception as exc:  # reported to the parent
+            got = result_of(exc)
+        os.write(w, got.encode())
+        os._exit(0)
+    os.close(w)
+    got = os.read(r, 256).decode() or "child-died"
+    os.close(r)
+    os.waitpid(pid, 0)
+    return got
+
+
+def keep_dns(s, server, name):
+    qid, q = dns_query(name)
+    s.settimeout(3)
+    s.sendto(q, (server, 53))
+    data, frm = s.recvfrom(4096)
+    if frm[0] != server or frm[1] != 53:
+        return "bad-source %s:%d" % (frm[0], frm[1])
+    return dns_answer(data, qid)
+
+
+def keep():
+    socks = {}
+    for line in sys.stdin:
+        w = line.split()
+        try:
+            if w[0] == "join":
+                join(w[1])
+                got = "ok"
+            else:
+                host = w[1] if w[0] == "dns" else w[-2]
+                fam = family_of(host)
+                if fam not in socks:
+                    socks[fam] = socket.socket(fam, socket.SOCK_DGRAM)
+                if w[0] == "dns":
+                    got = keep_dns(socks[fam], host, w[2])
+                elif w[0] == "send":
+                    got = udp_send(socks[fam], host, int(w[-1]))
+                else:
+                    got = keep_child(socks[fam], w[1], host, int(w[-1]))
+        except Exception as exc:  # the outcome is what we report
+            got = result_of(exc)
+        print(got, flush=True)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mode")
@@ -230,6 +292,8 @@ def main():
     ap.add_argument("--src")
     ap.add_argument("--port", type=int, default=53)
     a = ap.parse_args()
+    if a.mode == "keep":
+        sys.exit(keep())
     try:
         if a.mode == "tcp":
             got = tcp(a.args[0], int(a.args[1]))

@@ -100,3 +100,22 @@ Test(maps, guard_maps_are_apart)
 			cr_assert_str_neq(guard_maps[i], guard_maps[j]);
 	}
 }
+
+#define CG_OWN(name) #name,
+static const char *const cg_maps[] = {FW_CG_MAPS(CG_OWN)};
+
+/* The cgroup programs' own maps are never pinned nor shared: fw_cg_load
+ * would otherwise look for them among the data plane's (and a pin of that
+ * name could be mistaken for one). */
+Test(maps, cgroup_own_maps_are_apart)
+{
+	for (size_t i = 0; i < sizeof(cg_maps) / sizeof(cg_maps[0]); i++) {
+		cr_assert(strncmp(cg_maps[i], "fastwall_cg_", 12) == 0, "%s", cg_maps[i]);
+		cr_assert_lt(in_table(cg_maps[i]), 0, "%s", cg_maps[i]);
+		cr_assert(!is_user_map(cg_maps[i]), "%s", cg_maps[i]);
+		for (size_t j = 0; j < sizeof(guard_maps) / sizeof(guard_maps[0]); j++)
+			cr_assert_str_neq(cg_maps[i], guard_maps[j]);
+		for (size_t j = 0; j < FW_DP_NRETIRED; j++)
+			cr_assert_str_neq(cg_maps[i], retired[j].name);
+	}
+}

@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 
 #include "datapath/cgroup.h"
+#include "datapath/rules.h"
 #include "cgroup.skel.h"
 #include "common/log.h"
 
@@ -44,7 +45,9 @@ int fw_dp_cgroup_put(struct fw_dp *dp, __u64 cgid, const struct fw_subject *s)
 		       strerror(-err));
 		return err;
 	}
-	return 0;
+	/* after the write: a socket's record of the subject (fastwall_cg_sock)
+	 * taken before it ends with its epoch */
+	return fw_dp_rules_epoch_bump(dp);
 }
 
 int fw_dp_cgroup_del(struct fw_dp *dp, __u64 cgid, __u32 id)
@@ -57,7 +60,7 @@ int fw_dp_cgroup_del(struct fw_dp *dp, __u64 cgid, __u32 id)
 		return 0;
 	if (bpf_map_delete_elem(dp->cgroups_fd, &cgid) && errno != ENOENT)
 		return -errno;
-	return 0;
+	return fw_dp_rules_epoch_bump(dp);
 }
 
 int fw_dp_cgroup_lookup(struct fw_dp *dp, __u64 cgid, struct fw_subject *out)
@@ -75,6 +78,16 @@ int fw_dp_cgroup_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx)
 }
 
 /* ---- the programs ---- */
+
+static bool own_map(const char *name)
+{
+#define IS_OWN(n)                                                                                  \
+	if (strcmp(name, #n) == 0)                                                                 \
+		return true;
+	FW_CG_MAPS(IS_OWN)
+#undef IS_OWN
+	return false;
+}
 
 int fw_cg_load(struct fw_dp *dp, struct fw_cg **out)
 {
@@ -95,7 +108,7 @@ int fw_cg_load(struct fw_dp *dp, struct fw_cg **out)
 	{
 		int fd;
 
-		if (bpf_map__is_internal(m))
+		if (bpf_map__is_internal(m) || own_map(bpf_map__name(m)))
 			continue;
 		fd = fw_dp_map_fd(dp, bpf_map__name(m));
 		if (fd < 0) {

@@ -59,6 +59,11 @@
 	X(fastwall_guard_trusted)                                                                  \
 	X(fastwall_guard_frags)
 
+/* The cgroup programs' own maps (bpf/lib/cgroup.h): per-socket state
+ * that nothing else reads and no restart needs, created with the
+ * programs and never pinned (fw_cg_load shares every other map). X(name). */
+#define FW_CG_MAPS(X) X(fastwall_cg_sock)
+
 /* Maps userspace creates beside the BPF object's, when a migration needs
  * them: X(pin name, struct fw_dp field, type, key size, value size, max
  * entries). The *_carried maps hold what the counters of an earlier ABI

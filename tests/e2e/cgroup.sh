@@ -56,28 +56,7 @@ mount -t cgroup2 none "$CG_MNT" || fw_die "can't mount cgroup2 at $CG_MNT"
 
 # the upstream resolver (dnsmasq in the simulated internet) and its names
 UP4=198.51.100.53
-ip -n "$NS_INET" addr add $UP4/32 dev lo
-cat >"$FW_TMP/dnsmasq.conf" <<EOF
-no-resolv
-no-hosts
-no-poll
-bind-interfaces
-listen-address=$UP4
-port=53
-user=root
-pid-file=
-address=/#/
-host-record=api.example.test,203.0.113.10,30
-host-record=other.example.test,198.51.100.66,30
-EOF
-nsenter --net="/run/netns/$NS_INET" dnsmasq -k -C "$FW_TMP/dnsmasq.conf" \
-	--log-facility="$FW_TMP/dnsmasq.log" &
-FW_PIDS+=($!)
-for _ in $(seq 100); do
-	fw_ns "$NS_INET" dig +short +time=1 +tries=1 @$UP4 api.example.test 2>/dev/null |
-		grep -q 203.0.113.10 && break
-	sleep 0.05
-done
+fw_resolver $UP4 api.example.test,203.0.113.10,30 other.example.test,198.51.100.66,30
 
 cat >"$FW_CFG" <<EOF
 log_level: info

@@ -235,8 +235,9 @@ fw_resolves() {
 }
 
 # fw_own_sockets FILE: gives the daemon configuration FILE this run's own
-# monitor socket, $FW_MON_SOCK, by appending a monitor section unless FILE
-# has one. On the default path (/run/fastwall/monitor.sock) a test daemon
+# monitor socket, $FW_MON_SOCK, by putting a monitor section first unless
+# FILE has one (first, so that a test appending list items to its last
+# section, subjects: say, still appends them there). On the default path (/run/fastwall/monitor.sock) a test daemon
 # would unlink and take over the socket of another test's daemon, or of a
 # fastwalld on the host. The other unix sockets (actions.vault_socket,
 # processes.socket) exist only with their sections, and every test that
@@ -244,9 +245,18 @@ fw_resolves() {
 fw_own_sockets() {
 	[ -f "$1" ] || return 0
 	grep -q '^monitor:' "$1" && return 0
-	# a last line without its newline would swallow the key
-	[ -z "$(tail -c1 "$1")" ] || echo >>"$1"
-	printf 'monitor:\n  socket: %s\n' "$FW_MON_SOCK" >>"$1"
+	local tmp="$1.own"
+	{
+		# after a document start marker, if the file has one
+		if [ "$(head -n1 "$1")" = --- ]; then
+			echo ---
+			printf 'monitor:\n  socket: %s\n' "$FW_MON_SOCK"
+			tail -n +2 "$1"
+		else
+			printf 'monitor:\n  socket: %s\n' "$FW_MON_SOCK"
+			cat "$1"
+		fi
+	} >"$tmp" && cat "$tmp" >"$1" && rm -f "$tmp"
 }
 
 # fw_start_daemon [ARGS...]: fastwalld run with $FW_CFG in the pod ns;

@@ -57,7 +57,8 @@
 #define FW_GUARD_MAPS(X)                                                                           \
 	X(fastwall_guard_ports)                                                                    \
 	X(fastwall_guard_trusted)                                                                  \
-	X(fastwall_guard_frags)
+	X(fastwall_guard_frags)                                                                    \
+	X(fastwall_guard_hooks)
 
 /* Maps userspace creates beside the BPF object's, when a migration needs
  * them: X(pin name, struct fw_dp field, type, key size, value size, max

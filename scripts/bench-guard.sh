@@ -232,12 +232,14 @@ for ((r = 0; r < ROUNDS; r++)); do
 				v=$(awk -v n="$tr" -v b="$bt" 'BEGIN { printf "%.0f", (b > 0 ? n / b : 0) }')
 				pass_pps[$f]+="$(awk -v n="$tr" -v d="$DURATION" 'BEGIN { printf "%.0f", n / d }') "
 				pass_core[$f]+="$v "
+				# shellcheck disable=SC2034 # read through paired's nameref
 				r_pass_core[$f,$r]=$v
 				;;
 			flood)
 				v=$(awk -v n="$dropped" -v b="$bs" 'BEGIN { printf "%.0f", (b > 0 ? n / b : 0) }')
 				drop_pps[$f]+="$(awk -v n="$dropped" -v d="$DURATION" 'BEGIN { printf "%.0f", n / d }') "
 				drop_core[$f]+="$v "
+				# shellcheck disable=SC2034 # read through paired's nameref
 				r_drop_core[$f,$r]=$v
 				;;
 			both)
@@ -274,7 +276,10 @@ paired() {
 	local a=$2 b=$3 scale=${4:-1} r x y out=
 	for ((r = 0; r < ROUNDS; r++)); do
 		x=${arr[$a,$r]:-} y=${arr[$b,$r]:-}
-		[ -n "$x" ] && [ -n "$y" ] || { echo -; return; }
+		if [ -z "$x" ] || [ -z "$y" ]; then
+			echo -
+			return
+		fi
 		out+="$(awk -v x="$x" -v y="$y" -v s="$scale" 'BEGIN { printf "%.4f", (y > 0 ? s * x / y : 0) }') "
 	done
 	med <<<"$out"
@@ -301,11 +306,11 @@ done
 echo
 [ -n "$auto_hook" ] && echo "auto (the default) took on gu0: $auto_hook"
 for o in auto tc nft-dev nft-inet; do
-	has xdp && has "$o" || continue
+	if ! has xdp || ! has "$o"; then continue; fi
 	echo "xdp / $o, drops per core (paired): x$(fmt "$(paired r_drop_core xdp "$o")" %.2f)"
 done
 for o in xdp nft-dev nft-inet; do
-	has tc && has "$o" || continue
+	if ! has tc || ! has "$o"; then continue; fi
 	echo "tc / $o, drops per core (paired): x$(fmt "$(paired r_drop_core tc "$o")" %.2f)"
 done
 echo "targets: on a driver whose XDP runs in place, xdp ahead of every form in drops per core;"

@@ -12,9 +12,27 @@
 /* physical NIC drivers and the virtual ones that run XDP on the buffers
  * they receive into */
 static const char *const in_place[] = {
-	"mlx5_core", "mlx4_en", "ixgbe", "i40e", "ice",	    "igb",	"igc",
-	"bnxt_en",   "ena",	"nfp", "gve", "virtio_net", "tun",	"bond",
-	"",	     "veth0",	"VETH", "vet", "vethx",	    "netdevsim",
+	"mlx5_core",
+	"mlx4_en",
+	"ixgbe",
+	"i40e",
+	"ice",
+	"igb",
+	"igc",
+	"bnxt_en",
+	"ena",
+	"nfp",
+	"gve",
+	"virtio_net",
+	"tun",
+	"bond",
+	"netdevsim",
+	/* no driver name, and names that only look like veth's */
+	"",
+	"veth0",
+	"VETH",
+	"vet",
+	"vethx",
 };
 
 Test(guard, auto_takes_tc_on_a_veth)

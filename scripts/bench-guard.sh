@@ -304,7 +304,7 @@ for f in "${forms[@]}"; do
 		"$pass" "$bp" "$kept"
 done
 echo
-[ -n "$auto_hook" ] && echo "auto (the default) took on gu0: $auto_hook"
+[ -n "$auto_hook" ] && echo "auto (the default) on gu0, as fastwall status says it: $auto_hook"
 for o in auto tc nft-dev nft-inet; do
 	if ! has xdp || ! has "$o"; then continue; fi
 	echo "xdp / $o, drops per core (paired): x$(fmt "$(paired r_drop_core xdp "$o")" %.2f)"

@@ -313,6 +313,10 @@ for o in xdp nft-dev nft-inet; do
 	if ! has tc || ! has "$o"; then continue; fi
 	echo "tc / $o, drops per core (paired): x$(fmt "$(paired r_drop_core tc "$o")" %.2f)"
 done
+if has auto && has tc && [[ $auto_hook == "TC ingress"* ]]; then
+	echo "auto / tc, drops per core (paired; one hook here: the run's noise floor):" \
+		"x$(fmt "$(paired r_drop_core auto tc)" %.2f)"
+fi
 echo "targets: on a driver whose XDP runs in place, xdp ahead of every form in drops per core;"
 echo "on this veth (native XDP copies each packet) auto takes TC ingress: pass % of auto >= 95,"
 echo "and kept % (the trusted flow under the flood) of auto at least that of every other form"

@@ -47,6 +47,16 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fastwall_guard_frags SEC(".maps");
 
+/* ifindex -> struct fw_guard_hook. Writer: fastwalld. Reader: the CLI
+ * (fastwall status); no program touches it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FW_MAX_GUARD_HOOKS);
+	__type(key, __u32);
+	__type(value, struct fw_guard_hook);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_guard_hooks SEC(".maps");
+
 struct fw_guard_ctx {
 	struct __sk_buff *skb; /* TC; NULL for XDP */
 	bool xdp;	       /* a constant in each program: the other one's path is dead code */

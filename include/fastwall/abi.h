@@ -65,6 +65,9 @@
 #ifndef FW_MAX_GUARD_TRUSTED
 #define FW_MAX_GUARD_TRUSTED 4096 /* trusted CIDRs of the port guard */
 #endif
+#ifndef FW_MAX_GUARD_HOOKS
+#define FW_MAX_GUARD_HOOKS 256 /* uplinks whose guard hook is recorded */
+#endif
 #ifndef FW_EVENT_RING_BYTES
 #define FW_EVENT_RING_BYTES (1 << 20)
 #endif
@@ -388,6 +391,19 @@ struct fw_guard_trust {
 	__u32 flags; /* none defined yet */
 };
 
+/* fastwall_guard_hooks: ifindex -> struct fw_guard_hook, the hook the
+ * guard got on an uplink and why, for fastwall status. Writer: fastwalld
+ * at each attach. Reader: the CLI, which believes an entry only while its
+ * hook is the one attached (ifindexes are reused). No program reads it.
+ * mode and hook hold userspace's enum fw_guard_mode, why its enum
+ * fw_guard_why (datapath/guard.h): their numbers are fixed. */
+struct fw_guard_hook {
+	__u8 mode; /* the configured mode */
+	__u8 hook; /* the hook the guard runs on */
+	__u8 why;
+	__u8 pad;
+};
+
 /* fastwall_config: the one global settings record (array, key 0). */
 #define FW_CF_DOH_LIST	 (1u << 0) /* drop TCP 443 to fastwall_doh */
 #define FW_CF_DOH_STRICT (1u << 1) /* drop all TCP 443 */
@@ -516,6 +532,7 @@ _Static_assert(sizeof(struct fw_ip) == 16, "fw_ip");
 _Static_assert(_Alignof(struct fw_ip) == 4, "fw_ip: as aligned as the union of words it was");
 _Static_assert(sizeof(struct fw_subject) == 80, "fw_subject");
 _Static_assert(sizeof(struct fw_lpm_key) == 20, "fw_lpm_key");
+_Static_assert(sizeof(struct fw_guard_hook) == 4, "fw_guard_hook");
 _Static_assert(sizeof(struct fw_rule) == 12, "fw_rule");
 _Static_assert(sizeof(struct fw_rule_key) == 24, "fw_rule_key");
 _Static_assert(sizeof(struct fw_rule_cache) == 48, "fw_rule_cache");

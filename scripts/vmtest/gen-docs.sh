@@ -82,6 +82,7 @@ row tc_attach "clsact + cls_bpf attach on bridge ports" "✓" "✗"
 row dns_redirect "DNS redirected to the proxy and back (checksum helpers)" "✓" "✗"
 row pin_reuse "pinned maps reused across a restart" "✓" "✗"
 row guard_hook "port guard hook on a veth uplink (mode auto)" "✓" "✗ not attached"
+row guard_xdp "port guard in native XDP on a veth uplink (mode xdp)" "✓" "✗"
 row btf "kernel BTF (/sys/kernel/btf/vmlinux)" "✓" "✗"
 line="| BPF JIT |"
 for s in $SERIES; do

@@ -3,8 +3,10 @@
 # End-to-end: the port guard of direct access mode. A "gateway" namespace
 # inside the trusted CIDRs reaches the pod's guarded TCP and UDP ports, a
 # sibling outside them does not, both reach unguarded ones; fragments;
-# a SIGHUP that changes the trusted set under a running loop of connects;
-# a restart that keeps the guard enforcing; the TC fallback; detach.
+# the hook mode auto takes (TC ingress on a veth, where native XDP copies
+# each packet; TC where native XDP is refused) and the one mode xdp forces;
+# a SIGHUP that changes the trusted set and the hook under a running loop
+# of connects; a restart that keeps the guard enforcing; detach.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
 #
 #   gateway ns  192.0.2.10  2001:db8:1::10 --+
@@ -82,6 +84,15 @@ EOF
 }
 
 status_has() { fw_cli status | grep -q "$1"; }
+# status -o json names gu0's hook, driver, configured mode and why
+status_json_why() {
+	fw_cli -o json status | "$FW_PY" -c '
+import json, sys
+g = {e["interface"]: e for e in json.load(sys.stdin)["guard"]}
+want = {"interface": "gu0", "mode": "TC ingress", "driver": "veth", "configured": "auto",
+        "why": "native XDP copies each packet on this driver"}
+sys.exit(0 if g["gu0"] == want and g["dm0"]["why"] == "native XDP not possible here" else 1)'
+}
 tcp4() { fw_http "$1" "http://$POD4:$2/" 1; }
 tcp6() { fw_http "$1" "http://[$POD6]:$2/" 1; }
 udp4() { fw_udp "$1" "$POD4" "$2" 1; }
@@ -225,8 +236,16 @@ if ip -n "$NS_POD" link add dm0 type bridge 2>/dev/null; then
 	fw_start_daemon
 	check "auto on a bridge: TC ingress, logged" fw_wait_log "guard on dm0 \\(TC ingress\\)" 1 2
 	check "  saying native XDP was not possible" fw_wait_log "native XDP on dm0 not possible" 1 1
-	check "auto on the veth: native XDP" fw_wait_log "guard on gu0 \\(native XDP\\)" 1 1
-	check "fastwall status names both hooks" status_has 'gu0 (native XDP), dm0 (TC ingress)'
+	check "auto on the veth: TC ingress" fw_wait_log "guard on gu0 \\(TC ingress\\)" 1 1
+	check "  saying why, once" fw_wait_log "guard: gu0 is a veth; native XDP copies each packet there: using TC ingress" 1 1
+	check_eq "  and only once" "$(fw_log_count "guard: gu0 is a veth")" 1
+	check "fastwall status: the veth's hook and why" \
+		status_has '^guard: *gu0 (TC ingress: auto, veth: native XDP copies each packet on this driver)$'
+	check "  and the bridge's" status_has '^ *dm0 (TC ingress: auto, bridge: native XDP not possible here)$'
+	check "  in json too" status_json_why
+	fw_reload
+	check "  a reload that keeps the hooks" fw_wait_log "reloaded " 1 2
+	check_eq "  says it no more" "$(fw_log_count "guard: gu0 is a veth")" 1
 	fw_stop_daemon
 	fw_ns "$NS_POD" "$FASTWALLD" -c "$FW_CFG" detach >>"$FW_LOG" 2>&1
 	ip -n "$NS_POD" link del dm0
@@ -266,10 +285,12 @@ fi
 echo "# before the guard: everyone reaches everything"
 check "sibling: the guarded port is open without a guard" tcp4 "$NS_SIB" $GUARDED_TCP
 
-echo "# the guard on, native XDP"
-write_config auto 192.0.2.8/29 2001:db8:1::10/124 192.0.2.30/32 2001:db8:1::30/128
+echo "# the guard on, native XDP (mode xdp on a veth)"
+write_config xdp 192.0.2.8/29 2001:db8:1::10/124 192.0.2.30/32 2001:db8:1::30/128
 fw_start_daemon
 check "native XDP on gu0 (the log)" grep -q "guard on gu0 (native XDP)" "$FW_LOG"
+check "  with a warning of what it costs" \
+	grep -q "warn.*guard: gu0 is a veth; native XDP copies each packet there before the guard sees it" "$FW_LOG"
 check "native XDP on gu0 (the link)" bash -c "ip -n $NS_POD -d link show gu0 | grep -q 'xdp\\b\\|prog/xdp'"
 reachable gateway "$NS_GW"
 reachable third "$NS_THIRD"
@@ -280,14 +301,16 @@ unguarded sibling "$NS_SIB"
 check_ge "guard-untrusted counted" "$(fw_counter "drop guard-untrusted")" "$((untrusted_before + 4))"
 check_ge "guard-trusted counted" "$(fw_counter "pass guard-trusted")" 8
 check "a deny event names the reason" fw_wait_log "guard-untrusted" 1 3
-check "fastwall status shows the guard" status_has '^guard: .*gu0 (native XDP)'
+check "fastwall status shows the guard" \
+	status_has '^guard: *gu0 (native XDP: configured, veth: native XDP copies each packet on this driver)$'
 
 echo "# fragments"
 check "gateway: a fragmented datagram to the guarded port passes" big_udp "$NS_GW" $GUARDED_UDP 3000
 check_fails "sibling: a fragmented datagram to the guarded port drops" big_udp "$NS_SIB" $GUARDED_UDP 3000
 check "sibling: a fragmented datagram to an unguarded port passes" big_udp "$NS_SIB" $OPEN_UDP 3000
 
-echo "# SIGHUP: the third loses trust, the sibling gains it, the gateway keeps it"
+echo "# SIGHUP to mode auto: TC ingress; the third loses trust, the sibling gains it, the gateway keeps it"
+n=$(fw_log_count "guard on gu0 \\(TC ingress\\)")
 loop_start "$NS_GW" "$FW_TMP/loop-reload"
 sleep 0.5
 for i in 1 2 3; do
@@ -297,6 +320,9 @@ for i in 1 2 3; do
 done
 loop_stop "$FW_TMP/loop-reload"
 check "the reloads applied" fw_wait_log "reloaded " 3 1
+check "native XDP gave way to TC ingress (the log)" fw_wait_log "guard on gu0 \\(TC ingress\\)" $((n + 1)) 1
+check "  saying why" grep -q "guard: gu0 is a veth; native XDP copies each packet there: using TC ingress" "$FW_LOG"
+check "  no XDP left on gu0" bash -c "! ip -n $NS_POD -d link show gu0 | grep -q 'prog/xdp'"
 read -r _ ok _ failed <"$FW_TMP/loop-reload"
 check_eq "the gateway was never refused during the reloads (ok $ok)" "$failed" 0
 check_ge "  and its loop ran" "$ok" 20
@@ -311,7 +337,7 @@ check "the reload is rejected, naming the interface" fw_wait_log "reload rejecte
 refused "third, after the rejected reload" "$NS_THIRD"
 reachable "sibling, after the rejected reload" "$NS_SIB"
 
-echo "# a restart keeps the guard enforcing"
+echo "# a restart keeps the guard enforcing (auto chooses the TC ingress already there)"
 write_config auto 192.0.2.8/29 2001:db8:1::10/124
 fw_reload
 loop_start "$NS_GW" "$FW_TMP/loop-restart"
@@ -324,6 +350,9 @@ loop_stop "$FW_TMP/loop-restart"
 read -r _ ok _ failed <"$FW_TMP/loop-restart"
 check_eq "the gateway was never refused across the restart (ok $ok)" "$failed" 0
 check "the restart reused the guard's pins" test -e "$BPFFS/fastwall_guard_trusted"
+check "  and kept TC ingress" status_has '^guard: *gu0 (TC ingress: auto, veth'
+check "  one guard filter on gu0, replaced in place" \
+	bash -c "tc -n $NS_POD filter show dev gu0 ingress | grep -c fw_guard_tc | grep -qx 1"
 refused "sibling, after the restart" "$NS_SIB"
 reachable "gateway, after the restart" "$NS_GW"
 
@@ -364,11 +393,18 @@ else
 	echo "ok - BIG TCP under generic XDP # SKIP the veth takes no gso_max_size past 64 KiB"
 fi
 
-echo "# back to native XDP; the guard section removed and added again; detach"
-write_config auto 192.0.2.8/29 2001:db8:1::10/124
+echo "# back to native XDP (mode xdp) under a loop of connects; the guard section removed and added again; detach"
+write_config xdp 192.0.2.8/29 2001:db8:1::10/124
 n=$(fw_log_count "guard on gu0 \\(native XDP\\)")
+w=$(fw_log_count "guard: gu0 is a veth; native XDP copies")
+loop_start "$NS_GW" "$FW_TMP/loop-xdp"
+sleep 0.3
 fw_reload
 check "back to native XDP" fw_wait_log "guard on gu0 \\(native XDP\\)" $((n + 1)) 2
+check "  warned again" fw_wait_log "guard: gu0 is a veth; native XDP copies" $((w + 1)) 1
+loop_stop "$FW_TMP/loop-xdp"
+read -r _ ok _ failed <"$FW_TMP/loop-xdp"
+check_eq "the gateway was never refused moving to native XDP (ok $ok)" "$failed" 0
 refused "sibling, native again" "$NS_SIB"
 
 echo "# the uplink re-created: the guard is back on it at once"
@@ -384,7 +420,7 @@ for ns in "$NS_GW" "$NS_SIB" "$NS_THIRD"; do
 	ip -n "$ns" neigh flush dev eth0
 done
 check "the new gu0 gets the guard" fw_wait_log "guard on gu0 " $((n + 1)) 3
-check "  on native XDP" status_has '^guard: .*gu0 (native XDP)'
+check "  on native XDP, as configured" status_has '^guard: *gu0 (native XDP: configured, veth'
 refused "sibling, new uplink" "$NS_SIB"
 reachable "gateway, new uplink" "$NS_GW"
 sed -i '/^guard:/,$d' "$FW_CFG"

@@ -11,8 +11,9 @@
 #      a bridge: allowed passes, denied is dropped, DNS through the proxy
 #      (dnsmasq upstream, dig client; the port and address rewrites with
 #      their checksums on this kernel) opens a default-deny destination,
-#      the port guard on the uplink (the hook this kernel gives it, then
-#      the TC fallback by SIGHUP), a restart keeps enforcing and keeps the
+#      the port guard on the uplink (the hook mode auto gives it, TC
+#      ingress on this veth; native XDP by mode xdp; then TC by SIGHUP), a
+#      restart keeps enforcing and keeps the
 #      state; process sandboxes (tests/vm/procs.sh: the cgroup hooks and
 #      fastwall run).
 #
@@ -387,6 +388,26 @@ guard_checks() {
 	in_ns "$INET" ip route del 192.0.2.1/32 dev eth0 src 198.51.100.66
 }
 guard_checks "${hook:-auto}"
+# native XDP on the veth, by SIGHUP: what mode auto no longer takes there
+# (it copies each packet), still run on every kernel
+printf '  mode: xdp\n' >>"$CFG"
+n=$(grep -c 'guard on up0 (native XDP)' "$LOG")
+kill -HUP "$DAEMON"
+for _ in $(seq 300); do
+	[ "$(grep -c 'guard on up0 (native XDP)' "$LOG")" -gt "$n" ] && break
+	read -rt 0.1 <> <(:) || true
+done
+if [ "$(grep -c 'guard on up0 (native XDP)' "$LOG")" -gt "$n" ]; then
+	ok "the guard moves to native XDP on up0 by SIGHUP (mode xdp)"
+	feature guard_xdp yes
+else
+	not_ok "the guard moves to native XDP on up0 by SIGHUP (mode xdp)"
+	grep -E 'guard|reload' "$LOG" | sed 's/^/#   | /'
+	feature guard_xdp no
+fi
+check "  with the warning of its cost on a veth" grep -q 'guard: up0 is a veth; native XDP copies' "$LOG"
+guard_checks "native XDP"
+sed -i '/^  mode: xdp$/d' "$CFG"
 # the fallback, by SIGHUP: the same guard at TC ingress
 printf '  mode: tc\n' >>"$CFG"
 n=$(grep -c 'guard on up0 (TC ingress)' "$LOG")

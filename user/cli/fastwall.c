@@ -83,9 +83,50 @@ static const char *state_name(__u8 s)
 	return "absent";
 }
 
+/* Why the guard runs on hook m of interface i, as fastwalld recorded it:
+ * "auto, veth: native XDP copies each packet on this driver"; "" when it
+ * recorded nothing (a fastwalld before the record). */
+static void guard_why(struct cli *c, const struct if_nameindex *i, char *buf, size_t len,
+		      struct fw_guard_hook *h, char *drv, size_t dlen)
+{
+	bool copies;
+
+	buf[0] = 0;
+	fw_guard_driver((int)i->if_index, drv, dlen);
+	if (fw_guard_hook_read(c->bpffs, (int)i->if_index, h)) {
+		h->why = FW_GUARD_WHY_MAX;
+		return;
+	}
+	copies = h->hook == FW_GUARD_XDP && fw_guard_xdp_copies(drv);
+	snprintf(buf, len, "%s%s%s%s%s", h->mode == FW_GUARD_AUTO ? "auto" : "configured",
+		 *drv ? ", " : "", drv, h->why != FW_GUARD_WHY_CONFIGURED || copies ? ": " : "",
+		 h->why != FW_GUARD_WHY_CONFIGURED ? fw_guard_why_text(h->why)
+		 : copies			   ? fw_guard_why_text(FW_GUARD_WHY_COPIES)
+						   : "");
+}
+
+/* {interface, mode (the hook), configured, driver, why} */
+static json_t *guard_json(struct cli *c, const struct if_nameindex *i, enum fw_guard_mode m)
+{
+	struct fw_guard_hook h;
+	char why[256], drv[64];
+	json_t *o;
+
+	guard_why(c, i, why, sizeof(why), &h, drv, sizeof(drv));
+	o = json_pack("{s:s,s:s}", "interface", i->if_name, "mode", fw_guard_mode_name(m));
+	if (*drv)
+		json_object_set_new(o, "driver", json_string(drv));
+	if (h.why < FW_GUARD_WHY_MAX) {
+		json_object_set_new(o, "configured",
+				    json_string(fw_guard_mode_name((enum fw_guard_mode)h.mode)));
+		json_object_set_new(o, "why", json_string(fw_guard_why_text(h.why)));
+	}
+	return o;
+}
+
 /* status -o json: {pins, subjects, removed, attached[], guard[{interface,
- * mode}], verdicts[{reason, number, verdict, packets, bytes}], passed,
- * dropped} */
+ * mode, driver, configured, why}], verdicts[{reason, number, verdict,
+ * packets, bytes}], passed, dropped} */
 static int status_json(struct cli *c, struct if_nameindex *ifs, int nsubj, int nretired)
 {
 	struct fw_counter ctr[FW_REASON_MAX];
@@ -99,8 +140,7 @@ static int status_json(struct cli *c, struct if_nameindex *ifs, int nsubj, int n
 		if (fw_dp_attached(i->if_index))
 			json_array_append_new(att, json_string(i->if_name));
 		if (m != FW_GUARD_NONE)
-			json_array_append_new(guard, json_pack("{s:s,s:s}", "interface", i->if_name,
-							       "mode", fw_guard_mode_name(m)));
+			json_array_append_new(guard, guard_json(c, i, m));
 	}
 	if_freenameindex(ifs);
 	err = fw_dp_stats_read(c->dp, ctr);
@@ -162,18 +202,20 @@ static int cmd_status(struct cli *c)
 		}
 	}
 	printf("%s\n", nif ? "" : " (none)");
-	/* the port guard, only where it runs: a node without one sees no line */
+	/* the port guard, only where it runs: a node without one sees no line;
+	 * an interface a line: its hook and why */
 	nif = 0;
 	for (i = ifs; i && i->if_index; i++) {
 		enum fw_guard_mode m = fw_guard_attached(i->if_index);
+		struct fw_guard_hook h;
+		char why[256], drv[64];
 
 		if (m == FW_GUARD_NONE)
 			continue;
-		printf("%s %s (%s)", nif++ ? "," : "guard:      ", i->if_name,
-		       fw_guard_mode_name(m));
+		guard_why(c, i, why, sizeof(why), &h, drv, sizeof(drv));
+		printf("%s %s (%s%s%s)\n", nif++ ? "            " : "guard:      ", i->if_name,
+		       fw_guard_mode_name(m), *why ? ": " : "", why);
 	}
-	if (nif)
-		printf("\n");
 	if_freenameindex(ifs);
 
 	err = fw_dp_stats_read(c->dp, ctr);

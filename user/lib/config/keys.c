@@ -534,8 +534,10 @@ static const struct fw_cfgkey guard[] = {
 	 F(guard_mode),
 	 .names = guard_modes,
 	 .def = FW_GUARD_AUTO,
-	 .doc = "the hook: auto (native XDP where the driver has it, veth included, else TC "
-		"ingress), xdp (native only), xdp-generic, tc"},
+	 .doc = "the hook: auto (TC ingress on a veth, whose native XDP copies each packet; "
+		"native XDP on other drivers, TC ingress where that is refused), xdp (native "
+		"only; on a veth fastwalld warns of its cost), xdp-generic, tc. `fastwall status` "
+		"says which hook each interface got and why"},
 };
 
 const struct fw_cfgtable cfg_top_keys = FW_CK_TABLE("", top);

@@ -8,11 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/ethtool.h>
 #include <linux/if_link.h>
+#include <linux/sockios.h>
 
 #include "datapath/datapath.h"
 #include "datapath/guard.h"
@@ -33,6 +37,70 @@ static const char *const mode_names[] = {
 const char *fw_guard_mode_name(enum fw_guard_mode m)
 {
 	return m <= FW_GUARD_NONE ? mode_names[m] : "unknown";
+}
+
+static const char *const why_texts[] = {
+	[FW_GUARD_WHY_CONFIGURED] = "the configured mode",
+	[FW_GUARD_WHY_DRIVER] = "the driver runs XDP on its own receive buffers",
+	[FW_GUARD_WHY_COPIES] = "native XDP copies each packet on this driver",
+	[FW_GUARD_WHY_BUSY] = "another XDP program is attached",
+	[FW_GUARD_WHY_NO_XDP] = "native XDP not possible here",
+};
+
+const char *fw_guard_why_text(enum fw_guard_why why)
+{
+	return why < FW_GUARD_WHY_MAX ? why_texts[why] : "unknown";
+}
+
+/* Drivers whose native XDP runs on a copy, measured slower than TC
+ * ingress (docs/benchmarks.md, part E). veth: veth_xdp_rcv_skb moves
+ * every skb a local sender built (a kmalloc'ed head, or less headroom
+ * than XDP_PACKET_HEADROOM) into a fresh page before the program, and
+ * builds another skb for each packet it passes. Generic XDP copies the
+ * same way on every device, which is why auto never takes it. Devices
+ * without native XDP at all (bridge, dummy, macvlan, ipvlan, netkit)
+ * need no entry: the kernel refuses it and auto falls back to TC. */
+static const char *const xdp_copying[] = {"veth"};
+
+bool fw_guard_xdp_copies(const char *driver)
+{
+	for (size_t i = 0; driver && i < sizeof(xdp_copying) / sizeof(xdp_copying[0]); i++)
+		if (!strcmp(driver, xdp_copying[i]))
+			return true;
+	return false;
+}
+
+enum fw_guard_mode fw_guard_auto_hook(const char *driver, enum fw_guard_why *why)
+{
+	bool copies = fw_guard_xdp_copies(driver);
+
+	*why = copies ? FW_GUARD_WHY_COPIES : FW_GUARD_WHY_DRIVER;
+	return copies ? FW_GUARD_TC : FW_GUARD_XDP;
+}
+
+/* The driver's own name for itself: an interface's name or its rtnetlink
+ * kind can be anything a creator chose, the ethtool driver is the code
+ * that receives the packets. */
+int fw_guard_driver(int ifindex, char *buf, size_t len)
+{
+	struct ethtool_drvinfo info = {.cmd = ETHTOOL_GDRVINFO};
+	struct ifreq ifr = {0};
+	int fd, err = 0;
+
+	if (len)
+		buf[0] = 0;
+	if (!if_indextoname(ifindex, ifr.ifr_name))
+		return -errno;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	ifr.ifr_data = (void *)&info;
+	if (ioctl(fd, SIOCETHTOOL, &ifr))
+		err = -errno;
+	else if (len)
+		snprintf(buf, len, "%.*s", (int)sizeof(info.driver), info.driver);
+	close(fd);
+	return err;
 }
 
 static bool guard_map(const char *name)
@@ -130,6 +198,7 @@ int fw_guard_open(const char *pin_root, struct fw_guard **out)
 	g->ports_fd = bpf_map__fd(g->skel->maps.fastwall_guard_ports);
 	g->trusted_fd = bpf_map__fd(g->skel->maps.fastwall_guard_trusted);
 	g->frags_fd = bpf_map__fd(g->skel->maps.fastwall_guard_frags);
+	g->hooks_fd = bpf_map__fd(g->skel->maps.fastwall_guard_hooks);
 	*out = g;
 	return 0;
 }
@@ -374,21 +443,52 @@ static int attach_mode(struct fw_guard *g, int ifindex, enum fw_guard_mode m,
 	return xdp_attach(g, ifindex, m);
 }
 
+/* Says once, when the hook changes, why the guard runs where it does. */
+static void explain(const char *name, const char *drv, enum fw_guard_mode want,
+		    enum fw_guard_mode m, enum fw_guard_why why)
+{
+	if (want == FW_GUARD_XDP && fw_guard_xdp_copies(drv))
+		fw_warn("guard: %s is a %s; native XDP copies each packet there before the guard "
+			"sees it, which costs the traffic it passes more than TC ingress (mode "
+			"auto's choice): keeping native XDP as configured",
+			name, drv);
+	else if (why == FW_GUARD_WHY_COPIES)
+		fw_info("guard: %s is a %s; native XDP copies each packet there: using %s", name,
+			drv, fw_guard_mode_name(m));
+	else if (why == FW_GUARD_WHY_DRIVER)
+		fw_info("guard: %s (driver %s): native XDP", name, *drv ? drv : "unknown");
+}
+
+static void record(struct fw_guard *g, int ifindex, enum fw_guard_mode want, enum fw_guard_mode m,
+		   enum fw_guard_why why)
+{
+	const struct fw_guard_hook h = {.mode = (__u8)want, .hook = (__u8)m, .why = (__u8)why};
+	__u32 key = (__u32)ifindex;
+
+	/* only fastwall status reads it: the guard stands without it */
+	if (bpf_map_update_elem(g->hooks_fd, &key, &h, BPF_ANY))
+		fw_debug("can't write fastwall_guard_hooks: %s", strerror(errno));
+}
+
 int fw_guard_attach(struct fw_guard *g, int ifindex, enum fw_guard_mode want,
 		    enum fw_guard_mode *used)
 {
 	enum fw_guard_mode was = fw_guard_attached(ifindex), m = want;
-	char name[IF_NAMESIZE] = "?";
+	enum fw_guard_why why = FW_GUARD_WHY_CONFIGURED;
+	char name[IF_NAMESIZE] = "?", drv[sizeof(((struct ethtool_drvinfo *)0)->driver) + 1];
 	int err;
 
 	if_indextoname(ifindex, name);
+	fw_guard_driver(ifindex, drv, sizeof(drv));
 	if (want == FW_GUARD_AUTO)
-		m = FW_GUARD_XDP;
+		m = fw_guard_auto_hook(drv, &why);
 	err = attach_mode(g, ifindex, m, was);
-	if (err && want == FW_GUARD_AUTO) {
+	if (err && want == FW_GUARD_AUTO && m == FW_GUARD_XDP) {
 		/* another program's XDP stays; the guard runs after it, at TC */
-		fw_info("guard: native XDP on %s not possible (%s); using TC ingress", name,
-			err == -EBUSY ? "another XDP program is attached" : strerror(-err));
+		why = err == -EBUSY ? FW_GUARD_WHY_BUSY : FW_GUARD_WHY_NO_XDP;
+		if (was != FW_GUARD_TC)
+			fw_info("guard: native XDP on %s not possible (%s); using TC ingress", name,
+				err == -EBUSY ? "another XDP program is attached" : strerror(-err));
 		m = FW_GUARD_TC;
 		err = attach_mode(g, ifindex, m, was);
 	}
@@ -409,9 +509,31 @@ int fw_guard_attach(struct fw_guard *g, int ifindex, enum fw_guard_mode want,
 		xdp_detach(ifindex, FW_GUARD_XDP_GENERIC);
 	if (m != FW_GUARD_TC)
 		tc_detach(ifindex);
+	record(g, ifindex, want, m, why);
+	if (m != was)
+		explain(name, drv, want, m, why);
 	if (used)
 		*used = m;
 	return 0;
+}
+
+int fw_guard_hook_read(const char *pin_root, int ifindex, struct fw_guard_hook *out)
+{
+	enum fw_guard_mode now = fw_guard_attached(ifindex);
+	__u32 key = (__u32)ifindex;
+	char path[512];
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "%s/fastwall_guard_hooks", pin_root);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	if (bpf_map_lookup_elem(fd, &key, out))
+		err = -errno;
+	else if (now == FW_GUARD_NONE || out->hook != now)
+		err = -ENOENT; /* a record of an earlier interface or hook */
+	close(fd);
+	return err;
 }
 
 int fw_guard_detach(int ifindex)

@@ -57,7 +57,8 @@
 #define FW_GUARD_MAPS(X)                                                                           \
 	X(fastwall_guard_ports)                                                                    \
 	X(fastwall_guard_trusted)                                                                  \
-	X(fastwall_guard_frags)
+	X(fastwall_guard_frags)                                                                    \
+	X(fastwall_guard_hooks)
 
 /* The cgroup programs' own maps (bpf/lib/cgroup.h): per-socket state
  * that nothing else reads and no restart needs, created with the

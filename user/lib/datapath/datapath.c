@@ -509,6 +509,11 @@ static struct fw_subject_row *subject_rows(struct fw_dp *dp)
 	}
 	p = mmap(NULL, (size_t)info.max_entries * sizeof(struct fw_subject_row),
 		 PROT_READ | PROT_WRITE, MAP_SHARED, dp->subject_rows_fd, 0);
+	dp->rows_writable = p != MAP_FAILED;
+	if (p == MAP_FAILED && (errno == EACCES || errno == EPERM))
+		/* a reader of pins it may not write: enough to count */
+		p = mmap(NULL, (size_t)info.max_entries * sizeof(struct fw_subject_row), PROT_READ,
+			 MAP_SHARED, dp->subject_rows_fd, 0);
 	if (p == MAP_FAILED) {
 		fw_err("can't map fastwall_subject_rows: %s", strerror(errno));
 		return NULL;
@@ -527,6 +532,8 @@ static int rows_zero(struct fw_dp *dp, __u32 id)
 
 	if (!rows)
 		return dp->subject_rows_fd < 0 ? 0 : -EIO;
+	if (!dp->rows_writable)
+		return -EACCES;
 	for (__u32 c = 0; c < dp->rows_cpus; c++)
 		for (int r = 0; r < FW_ROW_REASONS; r++)
 			__atomic_store_n(&rows[FW_ROW_KEY(c, id)].packets[r], 0, __ATOMIC_RELAXED);

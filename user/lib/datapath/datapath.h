@@ -39,6 +39,7 @@ struct fw_dp {
 	 * until asked */
 	struct fw_subject_row *rows;
 	__u32 rows_cpus;
+	bool rows_writable;		/* mapped for writing too (fastwalld's reset) */
 	__u32 pinned_abi;		/* what fw_dp_open found: 0 = nothing pinned */
 	bool migrating;			/* maps of an older ABI wait for fw_dp_migrate_finish */
 	int retired_fd[FW_DP_NRETIRED]; /* those maps, -1 where absent */

@@ -222,7 +222,14 @@ static __always_inline int fw_verdict(struct __sk_buff *skb, const struct fw_pkt
 	/* the policy's passes on the line the answer cache has brought in */
 	row = reason < FW_ROW_REASONS ? fw_subject_row(subject) : NULL;
 	if (row) {
-		row->packets[reason]++;
+		__u32 slot = reason;
+
+		/* bounded again where it indexes: reason lives on the stack
+		 * (the lookup key above), and verifiers before 5.14 forget
+		 * the bounds of a scalar reloaded from there */
+		asm volatile("" : "+r"(slot));
+		if (slot < FW_ROW_REASONS)
+			row->packets[slot]++;
 	} else {
 		ss = bpf_map_lookup_elem(&fastwall_subject_stats_v2, &subject);
 		if (ss && reason < FW_REASON_SLOTS)

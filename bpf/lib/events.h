@@ -39,6 +39,24 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fastwall_subject_stats_v2 SEC(".maps");
 
+/* {CPU, subject id} -> struct fw_subject_row (fastwall/abi.h): the
+ * subject's answer cache and policy pass counters on one line. Here one
+ * CPU's rows; fastwalld sizes it to every possible CPU before the load.
+ * Writers: TC ingress, fastwalld (zeroes the counters of a reused id).
+ * Readers: TC ingress, fastwalld, CLI. Only in the object that defines
+ * FW_SUBJECT_ROWS (the TC programs): the cgroup programs and the guard
+ * count in fastwall_subject_stats_v2 as they always did. */
+#ifdef FW_SUBJECT_ROWS
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FW_MAX_SUBJECTS);
+	__type(key, __u32);
+	__type(value, struct fw_subject_row);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_subject_rows SEC(".maps");
+#endif
+
 /* subject id -> GCRA state of its event budget, per CPU. Writer and reader:
  * TC ingress. */
 struct {
@@ -72,6 +90,25 @@ static __always_inline struct fw_config *fw_config(void)
 	__u32 zero = 0;
 
 	return bpf_map_lookup_elem(&fastwall_config, &zero);
+}
+
+/* This CPU's row of subject id; NULL for a CPU the map was not sized
+ * for (the caller then does without). A plain array, not a per-CPU one:
+ * a per-CPU array places its values 8 bytes apart, so 64 bytes of it
+ * would straddle two lines. Only where the program cannot migrate. */
+static __always_inline struct fw_subject_row *fw_subject_row(__u32 id)
+{
+#ifdef FW_SUBJECT_ROWS
+	__u32 key;
+
+	if (id >= FW_MAX_SUBJECTS)
+		return NULL;
+	key = FW_ROW_KEY(bpf_get_smp_processor_id(), id);
+	return bpf_map_lookup_elem(&fastwall_subject_rows, &key);
+#else
+	(void)id;
+	return NULL;
+#endif
 }
 
 /* GCRA: allow a burst of cfg->event_burst events, then one per interval. */
@@ -171,6 +208,7 @@ static __always_inline int fw_verdict(struct __sk_buff *skb, const struct fw_pkt
 				      __u32 subject, __u32 reason)
 {
 	struct fw_subject_stats *ss;
+	struct fw_subject_row *row;
 	struct fw_counter *c;
 
 	if (reason >= FW_REASON_MAX)
@@ -181,9 +219,22 @@ static __always_inline int fw_verdict(struct __sk_buff *skb, const struct fw_pkt
 		c->packets++;
 		c->bytes += skb->len;
 	}
-	ss = bpf_map_lookup_elem(&fastwall_subject_stats_v2, &subject);
-	if (ss && reason < FW_REASON_SLOTS)
-		ss->packets[reason]++;
+	/* the policy's passes on the line the answer cache has brought in */
+	row = reason < FW_ROW_REASONS ? fw_subject_row(subject) : NULL;
+	if (row) {
+		__u32 slot = reason;
+
+		/* bounded again where it indexes: reason lives on the stack
+		 * (the lookup key above), and verifiers before 5.14 forget
+		 * the bounds of a scalar reloaded from there */
+		asm volatile("" : "+r"(slot));
+		if (slot < FW_ROW_REASONS)
+			row->packets[slot]++;
+	} else {
+		ss = bpf_map_lookup_elem(&fastwall_subject_stats_v2, &subject);
+		if (ss && reason < FW_REASON_SLOTS)
+			ss->packets[reason]++;
+	}
 
 	if (!FW_REASON_DROPS(reason))
 		return TC_ACT_OK;

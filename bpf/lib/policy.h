@@ -31,17 +31,8 @@ struct {
 	__array(values, struct fw_rules_inner);
 } fastwall_rules_v2 SEC(".maps");
 
-/* subject id -> this CPU's last trie answer; key 0 -> the epoch those
- * answers are valid in (abi.h). Writers: TC ingress (cache), fastwalld
- * (epoch). Reader: TC ingress. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, FW_MAX_SUBJECTS);
-	__type(key, __u32);
-	__type(value, struct fw_rule_cache);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} fastwall_rule_cache SEC(".maps");
-
+/* key 0 -> the epoch the answers cached in fastwall_subject_rows are
+ * valid in (abi.h). Writer: fastwalld. Reader: TC ingress. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -256,18 +247,18 @@ static __always_inline void fw_note_conn_reset(__u32 id, const struct fw_pkt *pk
 static __always_inline bool fw_rule_get(__u32 id, __u32 gen, const struct fw_ip *dst,
 					struct fw_rule *out, bool cached)
 {
-	struct fw_rule_cache *c = NULL;
+	struct fw_subject_row *c = NULL;
 	struct fw_rule_key key;
 	struct fw_rule *rule;
-	__u64 epoch = 0, *ep;
-	__u32 seq = 1;
+	__u32 epoch = 0, seq = 1;
+	__u64 *ep;
 	void *trie;
 
 	if (cached) {
-		c = bpf_map_lookup_elem(&fastwall_rule_cache, &id);
+		c = fw_subject_row(id);
 		ep = bpf_map_lookup_elem(&fastwall_rules_epoch, &(__u32){0});
 		if (c && ep) {
-			epoch = *(volatile __u64 *)ep;
+			epoch = (__u32) * (volatile __u64 *)ep;
 			seq = *(volatile __u32 *)&c->seq;
 			fw_barrier();
 			if (!(seq & 1) && c->gen == gen && c->epoch == epoch &&

@@ -216,26 +216,43 @@ struct fw_rule {
 	__u32 rule;    /* most specific rule's index in the egress list, FW_RULE_DEFAULT */
 };
 
-/* fastwall_rule_cache: subject id -> this CPU's last answer of the
- * subject's rule trie (per-CPU array), so a subject sending to the same
- * destination again skips the trie walk: a chain of cache misses, one per
- * trie level, when many subjects send. An answer is used only for the
- * same destination, the same generation (fw_subject.rules_gen) and the
- * same epoch: fastwall_rules_epoch (array, key 0) is a counter fastwalld
- * bumps after every change to a generation's entries that dispatch may
- * already name (an in-place edit), after every write to fastwall_cgroups
- * (for the cgroup sendmsg hooks' per-socket records, bpf/lib/cgroup.h)
- * and at every start (generation numbers restart from what the tries
- * hold). Writers: TC ingress (cache), fastwalld (epoch; it zeroes no
- * cache row, tags expire by themselves). Readers: TC ingress, the cgroup
- * sendmsg hooks (epoch). */
-struct fw_rule_cache {
-	__u32 seq; /* odd while this CPU writes the entry */
-	__u32 gen;
-	__u64 epoch;
+/* fastwall_subject_rows: {CPU, subject id} -> struct fw_subject_row, key
+ * FW_ROW_KEY(cpu, id): what an allowed packet of the subject touches
+ * besides its dispatch value, in one 64-byte cache line per CPU and
+ * subject (a plain array of FW_ROW_CPUS(max_entries) CPUs x
+ * FW_MAX_SUBJECTS rows; mmapable, so its values start on a page and every
+ * row on a line). It holds:
+ * - this CPU's last answer of the subject's rule trie, so a subject
+ *   sending to the same destination again skips the trie walk (a chain of
+ *   cache misses, one per trie level, when many subjects send). An answer
+ *   is used only for the same destination, the same generation
+ *   (fw_subject.rules_gen) and the same epoch: fastwall_rules_epoch
+ *   (array, key 0) is a counter fastwalld bumps after every change to a
+ *   generation's entries that dispatch may already name (an in-place
+ *   edit), after every write to fastwall_cgroups (for the cgroup sendmsg
+ *   hooks' per-socket records, bpf/lib/cgroup.h) and at every start
+ *   (generation numbers restart from what the tries hold); the row keeps
+ *   its low 32 bits. fastwalld zeroes no
+ *   answer, tags expire by themselves.
+ * - the subject's packets of the policy's three pass reasons (reasons 0
+ *   to FW_ROW_REASONS - 1) on this CPU, which therefore stay 0 in
+ *   fastwall_subject_stats_v2 (the readers add both; the cgroup programs
+ *   count there).
+ * Added in ABI 2 without a new version, replacing fastwall_rule_cache
+ * (a per-CPU array of the answers alone, whose rows straddled lines);
+ * a start unpins that one. Writers: TC ingress; fastwalld zeroes the
+ * counters of an id it reuses. Readers: TC ingress, fastwalld, CLI. */
+#define FW_ROW_REASONS		 3 /* FW_PASS_ALLOW_CIDR, FW_PASS_LEARNED, FW_PASS_DEFAULT */
+#define FW_ROW_KEY(cpu, id)	 ((cpu)*FW_MAX_SUBJECTS + (id))
+#define FW_ROW_CPUS(max_entries) ((max_entries) / FW_MAX_SUBJECTS)
+
+struct fw_subject_row {
+	__u32 seq;   /* odd while this CPU writes the answer */
+	__u32 gen;   /* of the answer */
+	__u32 epoch; /* of the answer, fastwall_rules_epoch's low 32 bits */
 	struct fw_ip dst;
 	struct fw_rule rule;
-	__u32 pad;
+	__u64 packets[FW_ROW_REASONS];
 };
 
 /* fastwall_ports: {subject, port set, port} -> enum fw_action, the
@@ -535,7 +552,9 @@ _Static_assert(sizeof(struct fw_lpm_key) == 20, "fw_lpm_key");
 _Static_assert(sizeof(struct fw_guard_hook) == 4, "fw_guard_hook");
 _Static_assert(sizeof(struct fw_rule) == 12, "fw_rule");
 _Static_assert(sizeof(struct fw_rule_key) == 24, "fw_rule_key");
-_Static_assert(sizeof(struct fw_rule_cache) == 48, "fw_rule_cache");
+_Static_assert(sizeof(struct fw_subject_row) == 64, "fw_subject_row: one cache line");
+_Static_assert(FW_PASS_ALLOW_CIDR == 0 && FW_PASS_LEARNED == 1 && FW_PASS_DEFAULT == 2,
+	       "fw_subject_row counts reasons 0 to FW_ROW_REASONS - 1");
 _Static_assert(sizeof(struct fw_port_rule_key) == 12, "fw_port_rule_key");
 _Static_assert(sizeof(struct fw_learned_key) == 24, "fw_learned_key");
 _Static_assert(sizeof(struct fw_lease) == 24, "fw_lease");

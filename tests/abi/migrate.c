@@ -497,6 +497,89 @@ static void case_refusals(void)
 	      "refuse-old: purge removes every ABI's maps");
 }
 
+/* The rows of fastwall_subject_rows (an answer cache and the policy
+ * passes, one line per CPU and subject), added to ABI 2 in place of
+ * fastwall_rule_cache: pins of the build before have the cache and count
+ * every pass in fastwall_subject_stats_v2. A start adopts them: it
+ * unpins the cache, creates the rows for every possible CPU, and the
+ * readers add what each counted. */
+static void case_rows(void)
+{
+	struct fw_subject_row row = {.seq = 2, .gen = 7, .dst = alpha, .packets = {5, 1, 0}};
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), key;
+	__u64 s[FW_REASON_MAX];
+	struct fw_dp *dp;
+	int fd, err;
+
+	dir_for("rows");
+	if (fw_dp_open(root, &dp)) {
+		check(false, "rows: ABI-2 pins built");
+		return;
+	}
+	fw_dp_close(dp);
+	fd = pin_fd("fastwall_subject_rows");
+	err = fd < 0 ? fd : bpf_obj_get_info_by_fd(fd, &info, &len);
+	check(err == 0 && info.type == BPF_MAP_TYPE_ARRAY && info.value_size == 64 &&
+		      (info.map_flags & BPF_F_MMAPABLE) &&
+		      info.max_entries == (__u32)ncpu * FW_MAX_SUBJECTS,
+	      "rows: one 64-byte row per CPU (%d) and subject, mmapable (%u entries)", ncpu,
+	      info.max_entries);
+	if (fd >= 0)
+		close(fd);
+
+	/* the pins of the build before: no rows, an answer cache, and the
+	 * passes of subject 3 in its stats row */
+	unpin("fastwall_subject_rows");
+	close(create_pinned("fastwall_rule_cache", BPF_MAP_TYPE_PERCPU_ARRAY, 4, 48,
+			    FW_MAX_SUBJECTS));
+	fd = pin_fd("fastwall_subject_stats_v2");
+	err = fd < 0 ? fd
+		     : percpu_add(fd, 3, 0, sizeof(struct fw_subject_stats), FW_PASS_ALLOW_CIDR, 4);
+	if (fd >= 0)
+		close(fd);
+	err = err ? err : fw_dp_open_pinned(root, &dp);
+	check(err == 0 && dp->subject_rows_fd < 0 && fw_dp_subject_stats_read(dp, 3, s) == 0 &&
+		      s[FW_PASS_ALLOW_CIDR] == 4,
+	      "rows: the CLI reads pins without rows (%d)", err);
+	if (!err)
+		fw_dp_close(dp);
+
+	err = fw_dp_open(root, &dp);
+	check(err == 0 && !has_pin("fastwall_rule_cache") && has_pin("fastwall_subject_rows"),
+	      "rows: a start unpins fastwall_rule_cache and pins the rows (%d)", err);
+	if (err)
+		return;
+	/* what the new programs count, on the first and the last CPU */
+	key = FW_ROW_KEY(0, 3);
+	err = bpf_map_update_elem(dp->subject_rows_fd, &key, &row, BPF_ANY);
+	key = FW_ROW_KEY(ncpu - 1, 3);
+	row.packets[2] = 2;
+	err = err ? err : bpf_map_update_elem(dp->subject_rows_fd, &key, &row, BPF_ANY);
+	err = err ? err : fw_dp_subject_stats_read(dp, 3, s);
+	check(err == 0 && s[FW_PASS_ALLOW_CIDR] == 4 + 5 * (ncpu > 1 ? 2 : 1) &&
+		      s[FW_PASS_LEARNED] == (ncpu > 1 ? 2 : 1) && s[FW_PASS_DEFAULT] == 2 &&
+		      s[FW_DROP_DEFAULT_DENY] == 0,
+	      "rows: the readers add the rows' passes to the stats row's (allow-cidr %llu)",
+	      (unsigned long long)s[FW_PASS_ALLOW_CIDR]);
+	check(fw_dp_subject_stats_read(dp, 4, s) == 0 && s[FW_PASS_ALLOW_CIDR] == 0,
+	      "rows: another subject's passes are its own");
+	memset(&row, 0, sizeof(row));
+	key = FW_ROW_KEY(ncpu - 1, 3);
+	err = fw_dp_subject_reset(dp, 3);
+	check(err == 0 && fw_dp_subject_stats_read(dp, 3, s) == 0 && s[FW_PASS_ALLOW_CIDR] == 0 &&
+		      s[FW_PASS_DEFAULT] == 0 &&
+		      bpf_map_lookup_elem(dp->subject_rows_fd, &key, &row) == 0 && row.seq == 2 &&
+		      row.gen == 7 && memcmp(&row.dst, &alpha, sizeof(alpha)) == 0,
+	      "rows: a reset zeroes the passes in every CPU's row, not the cached answer (%d)",
+	      err);
+	fw_dp_close(dp);
+	close(create_pinned("fastwall_rule_cache", BPF_MAP_TYPE_PERCPU_ARRAY, 4, 48,
+			    FW_MAX_SUBJECTS));
+	check(fw_dp_purge(root) == 0 && access(root, F_OK) != 0,
+	      "rows: purge removes all, fastwall_rule_cache too");
+}
+
 int main(void)
 {
 	if (geteuid() != 0) {
@@ -515,6 +598,7 @@ int main(void)
 	case_crash();
 	case_refusals();
 	case_swaps();
+	case_rows();
 	printf("abi: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

@@ -2039,6 +2039,80 @@ static void scenario_allow_sample(void)
 	       t.nev);
 }
 
+/* This CPU's row of subject id in fastwall_subject_rows; false when
+ * it can't be read. */
+static bool row_of(__u32 id, struct fw_subject_row *out)
+{
+	int cpu = sched_getcpu();
+	__u32 key = FW_ROW_KEY(cpu < 0 ? 0 : (__u32)cpu, id);
+
+	return bpf_map_lookup_elem(t.dp->subject_rows_fd, &key, out) == 0;
+}
+
+static __u64 stats_row_slot(__u32 id, __u32 reason)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct fw_subject_stats *v = calloc(ncpu > 0 ? ncpu : 1, sizeof(*v));
+	__u64 sum = 0;
+
+	if (v && bpf_map_lookup_elem(t.dp->subject_stats_fd, &id, v) == 0)
+		for (int c = 0; c < ncpu; c++)
+			sum += v[c].packets[reason];
+	free(v);
+	return sum;
+}
+
+/* What a passed packet of a subject touches besides its dispatch value is
+ * one line of this CPU: its row holds the trie answer and counts the
+ * pass; a drop counts in the stats row. The reader adds both. */
+static void scenario_subject_rows(void)
+{
+	const struct pkt_spec pass = UDP4(ALPHA4, OK4, 40000, 5000);
+	const struct pkt_spec drop = UDP4(ALPHA4, BAD4, 40000, 5000);
+	__u32 id = id_of("alpha");
+	struct fw_subject_row r0, r1;
+	__u64 before[FW_REASON_MAX], after[FW_REASON_MAX];
+	struct fw_subject s;
+	struct fw_ip ok, dispatch_key;
+	__u64 st0 = stats_row_slot(id, FW_PASS_ALLOW_CIDR);
+	int v;
+
+	fw_addr_parse(OK4, &ok, NULL);
+	fw_addr_parse(ALPHA4, &dispatch_key, NULL);
+	fw_dp_subject_stats_read(t.dp, id, before);
+	if (!row_of(id, &r0) || bpf_map_lookup_elem(t.dp->dispatch_fd, &dispatch_key, &s)) {
+		result(false, "subject rows: read", "can't read alpha's row or dispatch value");
+		return;
+	}
+	v = run_frame(t.dp->ingress_fd, &pass);
+	fw_dp_subject_stats_read(t.dp, id, after);
+	result(v == TC_ACT_OK && row_of(id, &r1) &&
+		       r1.packets[FW_PASS_ALLOW_CIDR] == r0.packets[FW_PASS_ALLOW_CIDR] + 1 &&
+		       stats_row_slot(id, FW_PASS_ALLOW_CIDR) == st0 &&
+		       after[FW_PASS_ALLOW_CIDR] == before[FW_PASS_ALLOW_CIDR] + 1,
+	       "subject rows: a pass counts in this CPU's row, not the stats row, and is read",
+	       "verdict %d, row %llu -> %llu, read %llu -> %llu", v,
+	       (unsigned long long)r0.packets[FW_PASS_ALLOW_CIDR],
+	       (unsigned long long)r1.packets[FW_PASS_ALLOW_CIDR],
+	       (unsigned long long)before[FW_PASS_ALLOW_CIDR],
+	       (unsigned long long)after[FW_PASS_ALLOW_CIDR]);
+	result(!(r1.seq & 1) && r1.gen == s.rules_gen && memcmp(&r1.dst, &ok, sizeof(ok)) == 0 &&
+		       r1.rule.action == FW_ACTION_ALLOW,
+	       "subject rows: the row caches the answer for the destination",
+	       "seq %u gen %u (dispatch %u) action %u", r1.seq, r1.gen, s.rules_gen,
+	       r1.rule.action);
+	fw_dp_subject_stats_read(t.dp, id, before);
+	v = run_frame(t.dp->ingress_fd, &drop);
+	fw_dp_subject_stats_read(t.dp, id, after);
+	result(v == TC_ACT_SHOT && row_of(id, &r0) &&
+		       r0.packets[FW_PASS_ALLOW_CIDR] == r1.packets[FW_PASS_ALLOW_CIDR] &&
+		       stats_row_slot(id, FW_DROP_DENY_CIDR) == after[FW_DROP_DENY_CIDR] &&
+		       after[FW_DROP_DENY_CIDR] == before[FW_DROP_DENY_CIDR] + 1,
+	       "subject rows: a drop counts in the stats row", "verdict %d, deny-cidr %llu -> %llu",
+	       v, (unsigned long long)before[FW_DROP_DENY_CIDR],
+	       (unsigned long long)after[FW_DROP_DENY_CIDR]);
+}
+
 /* Nobody reads the ring while 20000 denies go in (the rate limit wide
  * open): every event that did not fit is in fastwall_events_lost. */
 static void scenario_events_lost(void)
@@ -3682,6 +3756,7 @@ int main(int argc, char **argv)
 	guard_rows_run(t.dp, &passed, &failed);
 	scenario_event_rate_limit();
 	scenario_allow_sample();
+	scenario_subject_rows();
 	scenario_events_lost();
 	scenario_connections();
 	scenario_conn_quota();

@@ -487,6 +487,59 @@ __u64 *fw_dp_conn_counts(struct fw_dp *dp)
 	return p;
 }
 
+/* fastwall_subject_rows, mapped on first use: NULL (and rows_cpus 0)
+ * while it is not pinned (an older fastwalld of this ABI) or can't be
+ * mapped (said). */
+static struct fw_subject_row *subject_rows(struct fw_dp *dp)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	void *p;
+
+	if (dp->rows || dp->subject_rows_fd < 0)
+		return dp->rows;
+	if (bpf_obj_get_info_by_fd(dp->subject_rows_fd, &info, &len)) {
+		fw_err("can't query fastwall_subject_rows: %s", strerror(errno));
+		return NULL;
+	}
+	if (info.value_size != sizeof(struct fw_subject_row) || !FW_ROW_CPUS(info.max_entries)) {
+		fw_err("fastwall_subject_rows has %u entries of %u bytes, not rows of %d subjects",
+		       info.max_entries, info.value_size, FW_MAX_SUBJECTS);
+		return NULL;
+	}
+	p = mmap(NULL, (size_t)info.max_entries * sizeof(struct fw_subject_row),
+		 PROT_READ | PROT_WRITE, MAP_SHARED, dp->subject_rows_fd, 0);
+	dp->rows_writable = p != MAP_FAILED;
+	if (p == MAP_FAILED && (errno == EACCES || errno == EPERM))
+		/* a reader of pins it may not write: enough to count */
+		p = mmap(NULL, (size_t)info.max_entries * sizeof(struct fw_subject_row), PROT_READ,
+			 MAP_SHARED, dp->subject_rows_fd, 0);
+	if (p == MAP_FAILED) {
+		fw_err("can't map fastwall_subject_rows: %s", strerror(errno));
+		return NULL;
+	}
+	dp->rows = p;
+	dp->rows_cpus = FW_ROW_CPUS(info.max_entries);
+	return p;
+}
+
+/* Zeroes id's pass counters in every CPU's row, not its cached answer:
+ * the data plane may be writing that, and its tags expire anyway. One
+ * 8-byte store per counter, as the data plane's increments are. */
+static int rows_zero(struct fw_dp *dp, __u32 id)
+{
+	struct fw_subject_row *rows = subject_rows(dp);
+
+	if (!rows)
+		return dp->subject_rows_fd < 0 ? 0 : -EIO;
+	if (!dp->rows_writable)
+		return -EACCES;
+	for (__u32 c = 0; c < dp->rows_cpus; c++)
+		for (int r = 0; r < FW_ROW_REASONS; r++)
+			__atomic_store_n(&rows[FW_ROW_KEY(c, id)].packets[r], 0, __ATOMIC_RELAXED);
+	return 0;
+}
+
 static int percpu_zero(int fd, __u32 key, size_t value_size)
 {
 	int ncpu = libbpf_num_possible_cpus();
@@ -511,6 +564,8 @@ static int subject_zero(struct fw_dp *dp, __u32 id)
 	if (!err && dp->subject_stats_carried_fd >= 0)
 		err = percpu_zero(dp->subject_stats_carried_fd, id,
 				  sizeof(struct fw_subject_stats));
+	if (!err)
+		err = rows_zero(dp, id);
 	if (!err)
 		err = percpu_zero(dp->budget_fd, id, sizeof(struct fw_event_budget));
 	return err;
@@ -591,6 +646,14 @@ int fw_dp_subject_stats_read(struct fw_dp *dp, __u32 id, __u64 out[FW_REASON_MAX
 				out[r] += vals[c].packets[r];
 	}
 	free(vals);
+	if (!err && id < FW_MAX_SUBJECTS && subject_rows(dp)) {
+		for (__u32 c = 0; c < dp->rows_cpus; c++)
+			for (int r = 0; r < FW_ROW_REASONS; r++)
+				out[r] += __atomic_load_n(&dp->rows[FW_ROW_KEY(c, id)].packets[r],
+							  __ATOMIC_RELAXED);
+	} else if (!err && dp->subject_rows_fd >= 0) {
+		err = -EIO;
+	}
 	return err;
 }
 

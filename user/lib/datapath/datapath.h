@@ -35,8 +35,13 @@ struct fw_dp {
 	/* stats_carried_fd, subject_stats_carried_fd: -1 unless pinned */
 	FW_DP_USER_MAPS(FW_DP_USER_MAP_FD_)
 	__u64 *conn_count; /* fastwall_conn_count mapped, FW_MAX_SUBJECTS; NULL until asked */
-	__u32 pinned_abi;  /* what fw_dp_open found: 0 = nothing pinned */
-	bool migrating;	   /* maps of an older ABI wait for fw_dp_migrate_finish */
+	/* fastwall_subject_rows mapped, rows_cpus x FW_MAX_SUBJECTS; NULL
+	 * until asked */
+	struct fw_subject_row *rows;
+	__u32 rows_cpus;
+	bool rows_writable;		/* mapped for writing too (fastwalld's reset) */
+	__u32 pinned_abi;		/* what fw_dp_open found: 0 = nothing pinned */
+	bool migrating;			/* maps of an older ABI wait for fw_dp_migrate_finish */
 	int retired_fd[FW_DP_NRETIRED]; /* those maps, -1 where absent */
 	struct fw_dp_rules *rules;	/* the slot tries and their worker (rules.c) */
 	/* per id: its counters and event budget are known to be zero (maps
@@ -176,7 +181,8 @@ int fw_dp_subject_reset(struct fw_dp *dp, __u32 id);
 int fw_dp_meta_put(struct fw_dp *dp, __u32 id, const struct fw_subject_meta *m);
 int fw_dp_meta_del(struct fw_dp *dp, __u32 id);
 
-/* Sums the per-CPU counters, with what an earlier ABI's carried. */
+/* Sums the per-CPU counters, with what an earlier ABI's carried (and,
+ * per subject, the policy passes of its rows). */
 int fw_dp_stats_read(struct fw_dp *dp, struct fw_counter out[FW_REASON_MAX]);
 int fw_dp_subject_stats_read(struct fw_dp *dp, __u32 id, __u64 out[FW_REASON_MAX]);
 /* Events the programs could not put in the full ring, by event type

@@ -552,6 +552,37 @@ static void retired_close(struct fw_dp *dp)
 	}
 }
 
+/* fastwall_subject_rows has a row per possible CPU and subject: the
+ * object says one CPU's. */
+static int rows_size(struct fw_dp *dp)
+{
+	int ncpu = libbpf_num_possible_cpus(), err;
+
+	if (ncpu < 0)
+		return ncpu;
+	if ((__u64)ncpu * FW_MAX_SUBJECTS > UINT32_MAX)
+		return -E2BIG;
+	err = bpf_map__set_max_entries(dp->skel->maps.fastwall_subject_rows,
+				       (__u32)ncpu * FW_MAX_SUBJECTS);
+	if (err)
+		fw_err("can't size fastwall_subject_rows for %d CPUs: %s", ncpu, strerror(-err));
+	return err;
+}
+
+static int unpin(const char *root, const char *name);
+
+/* The maps of this ABI nothing uses any more: the programs that did (if
+ * any still run) hold their own reference, so only the pin goes. A
+ * failure is only said: it leaves a map behind, no state. */
+static void dropped_unpin(const char *root)
+{
+#define DROPPED_UNPIN(name)                                                                        \
+	if (pinned(root, #name) && unpin(root, #name) == 0)                                        \
+		fw_debug("unpinned %s/%s, which this release no longer uses", root, #name);
+	FW_DP_DROPPED_MAPS(DROPPED_UNPIN)
+#undef DROPPED_UNPIN
+}
+
 int fw_dp_open(const char *pin_root, struct fw_dp **out)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oopts);
@@ -579,7 +610,9 @@ int fw_dp_open(const char *pin_root, struct fw_dp **out)
 		fw_err("can't open BPF object: %s", strerror(-err));
 		goto cleanup;
 	}
-	err = pinned_abi(pin_root, &abi, &flags);
+	err = rows_size(dp);
+	if (!err)
+		err = pinned_abi(pin_root, &abi, &flags);
 	if (!err)
 		err = check_layouts(dp, abi);
 	if (err)
@@ -603,6 +636,7 @@ int fw_dp_open(const char *pin_root, struct fw_dp **out)
 	}
 	fill_fds(dp);
 	find_btf(dp);
+	dropped_unpin(pin_root);
 	for (size_t i = 0; i < FW_DP_NRETIRED; i++)
 		if (retired[i].type == BPF_MAP_TYPE_ARRAY_OF_MAPS)
 			old_rules = dp->retired_fd[i];
@@ -724,6 +758,9 @@ void fw_dp_close(struct fw_dp *dp)
 		return;
 	if (dp->conn_count)
 		munmap(dp->conn_count, FW_MAX_SUBJECTS * sizeof(__u64));
+	if (dp->rows)
+		munmap(dp->rows,
+		       (size_t)dp->rows_cpus * FW_MAX_SUBJECTS * sizeof(struct fw_subject_row));
 	fw_dp_rules_close(dp);
 	free(dp->clean);
 	retired_close(dp);
@@ -772,6 +809,7 @@ int fw_dp_purge(const char *pin_root)
 	if ((e = unpin(pin_root, #name)) && !err)                                                  \
 		err = e;
 	FW_GUARD_MAPS(UNPIN_GUARD)
+	FW_DP_DROPPED_MAPS(UNPIN_GUARD)
 #undef UNPIN_GUARD
 	/* the record last: a purge cut short still says what the rest is */
 	if ((e = unpin(pin_root, FW_DP_ABI_PIN)) && !err)

@@ -36,7 +36,7 @@
 	X(fastwall_learned_names, learned_names_fd, 1)                                             \
 	X(fastwall_cgroups, cgroups_fd, 1)                                                         \
 	X(fastwall_cg_dns, cg_dns_fd, 1)                                                           \
-	X(fastwall_rule_cache, rule_cache_fd, 1)                                                   \
+	X(fastwall_subject_rows, subject_rows_fd, 1)                                               \
 	X(fastwall_rules_epoch, rules_epoch_fd, 1)                                                 \
 	X(fastwall_events_lost, events_lost_fd, 1)
 
@@ -45,9 +45,15 @@
  * what is missing); a reader of the pins (the CLI) finds -1 until then. */
 #define FW_DP_LATE_MAP(name)                                                                       \
 	(strcmp((name), "fastwall_cgroups") == 0 || strcmp((name), "fastwall_cg_dns") == 0 ||      \
-	 strcmp((name), "fastwall_rule_cache") == 0 ||                                             \
+	 strcmp((name), "fastwall_subject_rows") == 0 ||                                           \
 	 strcmp((name), "fastwall_rules_epoch") == 0 ||                                            \
 	 strcmp((name), "fastwall_events_lost") == 0)
+
+/* Maps of this ABI that no program uses any more, and that held nothing
+ * worth carrying: a start unpins them (the old programs keep their
+ * reference until they are replaced), and so does a purge. X(pin name).
+ * fastwall_rule_cache: the answer cache before fastwall_subject_rows. */
+#define FW_DP_DROPPED_MAPS(X) X(fastwall_rule_cache)
 
 /* The port guard's own maps (bpf/guard.bpf.c, datapath/guard.c): pinned
  * beside these when a guard is configured, created by the start that

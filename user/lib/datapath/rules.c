@@ -1023,7 +1023,7 @@ static void slot_emptied(struct fw_dp_rules *r, __u32 id)
 }
 
 /* An edit changes entries dispatch already names: cached answers of the
- * live generation end with it (fastwall_rule_cache). */
+ * live generation end with it (fastwall_subject_rows). */
 int fw_dp_rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, bool del)
 {
 	int err = rules_edit(dp, id, c, del);

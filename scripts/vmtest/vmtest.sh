@@ -50,7 +50,7 @@ host_deps() {
 # run_one SERIES: prepare the kernel, boot it, run tests/vm/run.sh; writes
 # $OUT/results/SERIES (key=value lines) and prints the kernel's line.
 run_one() {
-	local series=$1 res=$OUT/results/$1 t0 t1 tb kern console serial rc st p f s
+	local series=$1 res=$OUT/results/$1 t0 t1 tb kern console serial rc st p f s nic nicarg v x
 	console=$LOGS/$series.console.log
 	serial=$LOGS/$series.tests.log
 	t0=$(date +%s%N)
@@ -72,8 +72,10 @@ run_one() {
 	rm -f "$console" "$serial"
 	# the guard benchmark's two NICs, joined by a hub inside qemu (no host
 	# network): the flooder's and the pod's, told apart by their MACs
-	nic=() nicarg=''
+	nic=()
+	nicarg=
 	if [ "$VMTEST_GUARD_NIC" = 1 ]; then
+		# shellcheck disable=SC2054 # qemu option values, comma-separated
 		nic=(-netdev hubport,id=nf,hubid=0 -device virtio-net-pci,netdev=nf,mac=52:54:00:fa:57:01
 			-netdev hubport,id=np,hubid=0 -device virtio-net-pci,netdev=np,mac=52:54:00:fa:57:02)
 		nicarg="vmtest.guard_nic=1"
@@ -81,7 +83,7 @@ run_one() {
 			x=VMTEST_GUARD_NIC_$v
 			x=${!x:-}
 			# one word on the kernel command line: the forms comma-separated
-			[ -n "$x" ] && nicarg+=" vmtest.guard_nic_${v,,}=${x// /,}"
+			if [ -n "$x" ]; then nicarg+=" vmtest.guard_nic_${v,,}=${x// /,}"; fi
 		done
 	fi
 	set +e

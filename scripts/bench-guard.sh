@@ -200,7 +200,8 @@ phase() {
 	fw_ns "$NS_POD" taskset -c "$SINK_CPU" "$SINK" -a $POD -P $PORT -T $TRUSTED \
 		-t "$(awk -v d="$DURATION" 'BEGIN { print d + 0.6 }')" >"$FW_TMP/sink" &
 	sink=$!
-	sleep 0.2
+	# time for the receiver to bind (SINK_WAIT: longer under emulation)
+	sleep "${SINK_WAIT:-0.2}"
 	# the flooder's CPU, from the senders' start to their end
 	b0=$(busy "$FLOOD_CPU")
 	c0=$(busy "$CLIENT_CPU" "$SINK_CPU")

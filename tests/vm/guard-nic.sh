@@ -84,10 +84,11 @@ fi
 # bench-guard fails when a form lets the flood through or stops the
 # trusted flow, or when a form can't be put on (native XDP refused)
 bench() { # FORMS
-	GUARD_NICS="$fl $pd" FORMS="$1" ROUNDS="$ROUNDS" DURATION="$DURATION" BUILD="$BUILD" \
-		bash "$ROOT/scripts/bench-guard.sh" >"$TMP/bench" 2>&1
-	rc=$?
-	sed 's/^/# /' "$TMP/bench"
+	# a process takes 50-200 ms to start under emulation: the receiver
+	# gets half a second to bind before the senders start
+	GUARD_NICS="$fl $pd" FORMS="$1" ROUNDS="$ROUNDS" DURATION="$DURATION" BUILD="$BUILD" SINK_WAIT=0.5 \
+		bash "$ROOT/scripts/bench-guard.sh" 2>&1 | tee "$TMP/bench" | sed -u 's/^/# /'
+	rc=${PIPESTATUS[0]}
 	if [ "$rc" -eq 0 ]; then
 		ok "bench-guard on virtio-net ($1): every form drops the flood and passes the trusted flow"
 		return 0

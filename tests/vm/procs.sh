@@ -134,10 +134,10 @@ udp_eperm() { # NAME HOST PORT: connect() of a UDP socket fails with EPERM
 		grep -q 'Operation not permitted' "$TMP/eperm"
 }
 nsenter --net="/run/netns/$POD" "$FASTWALL" run --socket "$RUNSOCK" --name "dg-$ID" \
-	--allow learned.example.com -- sleep 60 &
+	--allow learned.example.com -- sleep 900 &
 DG=$!
 nsenter --net="/run/netns/$POD" "$FASTWALL" run --socket "$RUNSOCK" --name "dh-$ID" \
-	--allow denied.example.com --allow 127.0.0.0/8 -- sleep 60 &
+	--allow denied.example.com --allow 127.0.0.0/8 -- sleep 900 &
 DH=$!
 eventually 20 test -s "$CGDIR/dg-$ID/cgroup.procs"
 eventually 20 test -s "$CGDIR/dh-$ID/cgroup.procs"
@@ -164,7 +164,10 @@ check "the second run may not send to the first's proxy address ($DG_ALIAS): EPE
 	udp_eperm dh "${DG_ALIAS:-127.254.255.254}" 15353
 check "nor to its own, itself: EPERM" \
 	udp_eperm dh "$(proxy_alias dh || echo 127.254.255.253)" 15353
+# (their commands outlast any guest's pace; the launchers go too, should a
+# command have left its cgroup)
 kill "$(head -1 "$CGDIR/dg-$ID/cgroup.procs")" "$(head -1 "$CGDIR/dh-$ID/cgroup.procs")" 2>/dev/null
+kill "$DG" "$DH" 2>/dev/null
 wait "$DG" "$DH" 2>/dev/null
 
 # a caller other than root, in the run group: fastwalld makes its cgroup

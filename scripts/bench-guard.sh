@@ -34,6 +34,11 @@
 # reaching the receiver, or the trusted flow not reaching it). DURATION
 # (2) seconds per phase, ROUNDS (3); the run refuses more than 170 s of
 # phases. Documentation ranges only, in namespaces it creates.
+# GUARD_NICS="FLOOD POD" runs it on two given interfaces joined by a wire
+# instead of the bridge and veths (tests/vm/guard-nic.sh: two virtio-net
+# NICs of a guest): FLOOD moves into the flooder's namespace, which
+# sends the trusted flow too, POD into the pod's as gu0; both come back
+# when the namespaces go.
 #   BUILD=build scripts/bench-guard.sh   (after make all build/tests/udpblast build/tests/udpsink)
 set -euo pipefail
 
@@ -68,25 +73,41 @@ budget=$((ROUNDS * ${#forms[@]} * 3 * DURATION))
 [ "$budget" -le 170 ] || fw_die "ROUNDS x forms x 3 phases x DURATION = ${budget}s: keep it under 170s"
 
 # ---- topology ----------------------------------------------------------------
-for ns in "$NS_POD" "$NS_SW" "$NS_FLOOD" "$NS_CLIENT"; do fw_netns_add "$ns"; done
-ip -n "$NS_SW" link add br0 type bridge
-ip -n "$NS_SW" link set br0 up
-ip -n "$NS_SW" link add sw-pod type veth peer name gu0 netns "$NS_POD"
-ip -n "$NS_SW" link add sw-fl type veth peer name eth0 netns "$NS_FLOOD"
-ip -n "$NS_SW" link add sw-cl type veth peer name eth0 netns "$NS_CLIENT"
-for p in sw-pod sw-fl sw-cl; do
-	ip -n "$NS_SW" link set "$p" master br0 up
-done
+if [ -n "${GUARD_NICS:-}" ]; then
+	read -r nic_flood nic_pod extra <<<"$GUARD_NICS"
+	{ [ -n "$nic_pod" ] && [ -z "$extra" ]; } || fw_die "GUARD_NICS: two interfaces, the flooder's and the pod's"
+	for n in "$nic_flood" "$nic_pod"; do
+		ip link show dev "$n" >/dev/null 2>&1 || fw_die "GUARD_NICS: no interface $n"
+	done
+	# sysfs shows the initial namespace's devices: read it before the move
+	nic_driver=$(readlink "/sys/class/net/$nic_pod/device/driver" 2>/dev/null || true)
+	nic_driver=${nic_driver##*/}
+	NS_CLIENT=$NS_FLOOD
+	for ns in "$NS_POD" "$NS_FLOOD"; do fw_netns_add "$ns"; done
+	ip link set dev "$nic_flood" netns "$NS_FLOOD" name eth0
+	ip link set dev "$nic_pod" netns "$NS_POD" name gu0
+	ip -n "$NS_FLOOD" addr add $TRUSTED/24 dev eth0
+else
+	for ns in "$NS_POD" "$NS_SW" "$NS_FLOOD" "$NS_CLIENT"; do fw_netns_add "$ns"; done
+	ip -n "$NS_SW" link add br0 type bridge
+	ip -n "$NS_SW" link set br0 up
+	ip -n "$NS_SW" link add sw-pod type veth peer name gu0 netns "$NS_POD"
+	ip -n "$NS_SW" link add sw-fl type veth peer name eth0 netns "$NS_FLOOD"
+	ip -n "$NS_SW" link add sw-cl type veth peer name eth0 netns "$NS_CLIENT"
+	for p in sw-pod sw-fl sw-cl; do
+		ip -n "$NS_SW" link set "$p" master br0 up
+	done
+	ip -n "$NS_CLIENT" addr add $TRUSTED/24 dev eth0
+	ip -n "$NS_CLIENT" link set eth0 up
+fi
 ip -n "$NS_POD" addr add $POD/24 dev gu0
 ip -n "$NS_POD" link set gu0 up
 ip -n "$NS_FLOOD" addr add $FLOODER/24 dev eth0
 ip -n "$NS_FLOOD" link set eth0 up
-ip -n "$NS_CLIENT" addr add $TRUSTED/24 dev eth0
-ip -n "$NS_CLIENT" link set eth0 up
 # static neighbours: nobody waits on ARP, and the pod answers none
 mac=$(ip -n "$NS_POD" -br link show gu0 | awk '{ print $3 }')
 ip -n "$NS_FLOOD" neigh replace $POD lladdr "$mac" dev eth0 nud permanent
-ip -n "$NS_CLIENT" neigh replace $POD lladdr "$mac" dev eth0 nud permanent
+[ "$NS_CLIENT" = "$NS_FLOOD" ] || ip -n "$NS_CLIENT" neigh replace $POD lladdr "$mac" dev eth0 nud permanent
 
 config() { # MODE
 	cat >"$FW_CFG" <<EOF
@@ -179,7 +200,8 @@ phase() {
 	fw_ns "$NS_POD" taskset -c "$SINK_CPU" "$SINK" -a $POD -P $PORT -T $TRUSTED \
 		-t "$(awk -v d="$DURATION" 'BEGIN { print d + 0.6 }')" >"$FW_TMP/sink" &
 	sink=$!
-	sleep 0.2
+	# time for the receiver to bind (SINK_WAIT: longer under emulation)
+	sleep "${SINK_WAIT:-0.2}"
 	# the flooder's CPU, from the senders' start to their end
 	b0=$(busy "$FLOOD_CPU")
 	c0=$(busy "$CLIENT_CPU" "$SINK_CPU")
@@ -318,7 +340,11 @@ if has auto && has tc && [[ $auto_hook == "TC ingress"* ]]; then
 		"x$(fmt "$(paired r_drop_core auto tc)" %.2f)"
 fi
 echo "targets: on a driver whose XDP runs in place, xdp ahead of every form in drops per core;"
-echo "on this veth (native XDP copies each packet) auto takes TC ingress: pass % of auto >= 95,"
-echo "and kept % (the trusted flow under the flood) of auto at least that of every other form"
+if [ -n "${GUARD_NICS:-}" ]; then
+	echo "on these interfaces (driver ${nic_driver:-unknown}) auto takes the hook the line above names"
+else
+	echo "on this veth (native XDP copies each packet) auto takes TC ingress: pass % of auto >= 95,"
+	echo "and kept % (the trusted flow under the flood) of auto at least that of every other form"
+fi
 echo "# $(bench_env "bench-guard") ; phases took $(($(date +%s) - T0)) s"
 exit "$bad"

@@ -5,10 +5,13 @@
 # line with its output on ttyS1, ends with "VMTEST-EXIT=N" there and
 # powers off. Kernel command line parameters: vmtest.kdir (the cached
 # kernel), vmtest.cmd, vmtest.dir (working directory), vmtest.build
-# (exported as VMTEST_BUILD), vmtest.debug.
+# (exported as VMTEST_BUILD), vmtest.debug, vmtest.guard_nic and its
+# _rounds, _duration, _forms (exported as VMTEST_GUARD_NIC...; the forms
+# comma-separated).
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8 TERM=dumb
 vt_kdir='' vt_cmd=true vt_dir=/ vt_build='' vt_debug=''
+vt_guard_nic='' vt_guard_nic_rounds='' vt_guard_nic_duration='' vt_guard_nic_forms=''
 read -r cmdline </proc/cmdline
 for w in $cmdline; do
 	case $w in vmtest.*=*) k=${w%%=*} && declare "vt_${k#vmtest.}=${w#*=}" ;; esac
@@ -43,6 +46,8 @@ t mounted
 exec 3>/dev/ttyS1
 cd "${vt_dir:-/}" || cd /
 export VMTEST_BUILD=${vt_build:-}
+export VMTEST_GUARD_NIC=$vt_guard_nic VMTEST_GUARD_NIC_ROUNDS=$vt_guard_nic_rounds \
+	VMTEST_GUARD_NIC_DURATION=$vt_guard_nic_duration VMTEST_GUARD_NIC_FORMS=${vt_guard_nic_forms//,/ }
 read -r up _ </proc/uptime
 echo "# vmtest: kernel $kver, boot took ${up}s" >&3
 $vt_cmd >&3 2>&1

@@ -17,6 +17,29 @@ VT_ALL_SERIES="5.10 6.1 6.12 6.18 7.x"
 # Modules the guest needs: to boot (9p root, overlay) and for the tests.
 VT_BOOT_MODS="virtio_pci virtio_mmio 9pnet_virtio 9p overlay"
 VT_TEST_MODS="veth bridge sch_ingress cls_bpf act_bpf dummy"
+# and for the optional port-guard benchmark on virtio-net NICs
+# (VMTEST_GUARD_NIC=1): the NIC driver and nftables, its rival (with
+# the crc32c its libcrc32c dependency asks the crypto layer for)
+VT_NIC_MODS="virtio_net nf_tables crc32c_generic"
+
+# vt_mods: the modules this run wants in the cache
+vt_mods() {
+	if [ "${VMTEST_GUARD_NIC:-}" = 1 ]; then
+		echo "$VT_BOOT_MODS $VT_TEST_MODS $VT_NIC_MODS"
+	else
+		echo "$VT_BOOT_MODS $VT_TEST_MODS"
+	fi
+}
+
+# vt_has_mods KDIR: the cached kernel holds every module vt_mods names
+# (a cache without a list holds the boot and test modules)
+vt_has_mods() {
+	local have m
+	have=" $(cat "$1/mods" 2>/dev/null || echo "$VT_BOOT_MODS $VT_TEST_MODS") "
+	for m in $(vt_mods); do
+		[[ $have == *" $m "* ]] || return 1
+	done
+}
 
 VT_APT=$VMTEST_CACHE/apt
 VT_APT_OPTS=(
@@ -137,7 +160,7 @@ vt_prepare() {
 	local series=$1 tmp x m f rel
 	vt_locate "$series"
 	if [ -e "$VT_KDIR/.complete" ] && [ "$(cat "$VT_KDIR/version")" = "$VT_VERSION" ] &&
-		{ [ -e "$VT_KDIR/vmlinux" ] || [ -e "$VT_KDIR/vmlinuz" ]; }; then
+		{ [ -e "$VT_KDIR/vmlinux" ] || [ -e "$VT_KDIR/vmlinuz" ]; } && vt_has_mods "$VT_KDIR"; then
 		# a changed initramfs-init only needs a new initramfs
 		# shellcheck disable=SC2153 # VT_DIR: set by vmtest.sh, which sources this file
 		if [ "$VT_DIR/initramfs-init" -nt "$VT_KDIR/initramfs.cpio" ]; then
@@ -168,7 +191,7 @@ vt_prepare() {
 	# the closure of the modules we need, decompressed (busybox insmod
 	# can't read .ko.xz/.ko.zst), in load order for the initramfs
 	: >"$tmp/boot.order"
-	for m in $VT_BOOT_MODS $VT_TEST_MODS; do
+	for m in $(vt_mods); do
 		{ modprobe -d "$x" -S "$VT_KVER" --show-depends "$m" 2>/dev/null || true; } |
 			awk '$1 == "insmod" { print $2 }' | while read -r f; do
 				rel=${f#"$x"/lib/modules/"$VT_KVER"/}
@@ -200,6 +223,7 @@ vt_prepare() {
 	vt_initramfs "$VT_KDIR" "$VT_KDIR/boot.order"
 	echo "$VT_VERSION" >"$VT_KDIR/version"
 	echo "$VT_PKG" >"$VT_KDIR/package"
+	vt_mods >"$VT_KDIR/mods"
 	touch "$VT_KDIR/.complete"
 	rm -rf "$tmp"
 }

@@ -12,7 +12,9 @@
 # (/var/cache/fastwall-vmtest), VMTEST_JOBS (2), VMTEST_TIMEOUT (seconds
 # per VM, 300), VMTEST_MEM (1024 MiB), VMTEST_DOCS (docs/kernels.md; empty
 # to leave it alone), VMTEST_CP_NOTE (a word printed beside the commit in
-# the control-plane table, e.g. "before").
+# the control-plane table, e.g. "before"), VMTEST_GUARD_NIC (1: the port
+# guard's benchmark on two virtio-net NICs as well, tests/vm/guard-nic.sh;
+# VMTEST_GUARD_NIC_ROUNDS, _DURATION and _FORMS go to it).
 set -euo pipefail
 
 VT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -25,9 +27,10 @@ VMTEST_JOBS=${VMTEST_JOBS:-2}
 VMTEST_TIMEOUT=${VMTEST_TIMEOUT:-300}
 VMTEST_MEM=${VMTEST_MEM:-1024}
 VMTEST_DOCS=${VMTEST_DOCS-docs/kernels.md}
+VMTEST_GUARD_NIC=${VMTEST_GUARD_NIC:-}
 OUT=$BUILD/vmtest
 LOGS=$OUT/logs
-export VT_DIR ROOT BUILD VMTEST_CACHE VMTEST_TIMEOUT VMTEST_MEM OUT LOGS
+export VT_DIR ROOT BUILD VMTEST_CACHE VMTEST_TIMEOUT VMTEST_MEM OUT LOGS VMTEST_GUARD_NIC
 
 # shellcheck source=scripts/vmtest/kernels.sh
 . "$VT_DIR/kernels.sh"
@@ -47,7 +50,7 @@ host_deps() {
 # run_one SERIES: prepare the kernel, boot it, run tests/vm/run.sh; writes
 # $OUT/results/SERIES (key=value lines) and prints the kernel's line.
 run_one() {
-	local series=$1 res=$OUT/results/$1 t0 t1 tb kern console serial rc st p f s
+	local series=$1 res=$OUT/results/$1 t0 t1 tb kern console serial rc st p f s nic nicarg v x
 	console=$LOGS/$series.console.log
 	serial=$LOGS/$series.tests.log
 	t0=$(date +%s%N)
@@ -67,17 +70,33 @@ run_one() {
 	kern=$VT_KDIR/vmlinuz
 	[ -e "$VT_KDIR/vmlinux" ] && kern=$VT_KDIR/vmlinux
 	rm -f "$console" "$serial"
+	# the guard benchmark's two NICs, joined by a hub inside qemu (no host
+	# network): the flooder's and the pod's, told apart by their MACs
+	nic=()
+	nicarg=
+	if [ "$VMTEST_GUARD_NIC" = 1 ]; then
+		# shellcheck disable=SC2054 # qemu option values, comma-separated
+		nic=(-netdev hubport,id=nf,hubid=0 -device virtio-net-pci,netdev=nf,mac=52:54:00:fa:57:01
+			-netdev hubport,id=np,hubid=0 -device virtio-net-pci,netdev=np,mac=52:54:00:fa:57:02)
+		nicarg="vmtest.guard_nic=1"
+		for v in ROUNDS DURATION FORMS; do
+			x=VMTEST_GUARD_NIC_$v
+			x=${!x:-}
+			# one word on the kernel command line: the forms comma-separated
+			if [ -n "$x" ]; then nicarg+=" vmtest.guard_nic_${v,,}=${x// /,}"; fi
+		done
+	fi
 	set +e
 	timeout -k 5 "$VMTEST_TIMEOUT" qemu-system-x86_64 \
 		-M pc -accel tcg,thread=multi -cpu max -smp 1 -m "$VMTEST_MEM" \
 		-nodefaults -no-user-config -display none -vga none -no-reboot \
 		-kernel "$kern" -initrd "$VT_KDIR/initramfs.cpio" \
-		-append "console=ttyS0 quiet panic=-1 oops=panic mitigations=off rcupdate.rcu_expedited=1 vmtest.init=$VT_DIR/guest-init.sh vmtest.kdir=$VT_KDIR vmtest.cmd=${VMTEST_CMD:-$ROOT/tests/vm/run.sh} vmtest.build=$BUILD vmtest.dir=$ROOT ${VMTEST_APPEND:-}" \
+		-append "console=ttyS0 quiet panic=-1 oops=panic mitigations=off rcupdate.rcu_expedited=1 vmtest.init=$VT_DIR/guest-init.sh vmtest.kdir=$VT_KDIR vmtest.cmd=${VMTEST_CMD:-$ROOT/tests/vm/run.sh} vmtest.build=$BUILD vmtest.dir=$ROOT $nicarg ${VMTEST_APPEND:-}" \
 		-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap \
 		-device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
 		-fsdev local,id=proj,path="$ROOT",security_model=none,readonly=on,multidevs=remap \
 		-device virtio-9p-pci,fsdev=proj,mount_tag=project \
-		-serial "file:$console" -serial "file:$serial" </dev/null >"$LOGS/$series.qemu.log" 2>&1
+		"${nic[@]}" -serial "file:$console" -serial "file:$serial" </dev/null >"$LOGS/$series.qemu.log" 2>&1
 	rc=$?
 	set -e
 	t1=$(date +%s%N)
@@ -110,6 +129,8 @@ run_one() {
 		sed -n 's/^# feature \([a-z0-9_]*\) \(.*\)$/feature_\1=\2/p' "$serial" 2>/dev/null
 		# the control-plane figures: "# cp add_r4 p50_us=8.1 ratio=2.3" -> cp_add_r4_p50_us=8.1 ...
 		awk '/^# cp [a-z0-9_]+ / { for (i = 4; i <= NF; i++) if (split($i, kv, "=") == 2) print "cp_" $3 "_" kv[1] "=" kv[2] }' "$serial" 2>/dev/null
+		# the guard on virtio-net: "# gnic xdp drops_core=1234 pass_pct=98.1" -> gnic_xdp_drops_core=1234 ...
+		awk '/^# gnic [a-z0-9_]+ / { for (i = 4; i <= NF; i++) if (split($i, kv, "=") == 2) print "gnic_" $3 "_" kv[1] "=" kv[2] }' "$serial" 2>/dev/null
 	} >"$res"
 	report_line "$res"
 	if [ "$st" != ok ] || [ "$f" -gt 0 ]; then
@@ -126,6 +147,7 @@ report_line() {
 		"$(field "$r" series)" "$(field "$r" kver)" "$(field "$r" status)" "$(field "$r" passed)" \
 		"$(field "$r" failed)" "$(field "$r" skipped)" "$(field "$r" seconds)"
 	cp_line "$r"
+	gnic_line "$r"
 }
 
 # the control-plane figures of one kernel: p50 ratio to a plain array update
@@ -137,6 +159,19 @@ cp_line() {
 		line+=" $o $(field "$r" cp_${o}_p50_us) (x$(field "$r" cp_${o}_ratio))"
 	done
 	echo "$line, first start $(field "$r" cp_first_start_ms) ms"
+}
+
+# the guard benchmark on virtio-net of one kernel: drops per busy second of
+# the guest's CPU and the trusted flow's pass rate, by form
+gnic_line() {
+	local r=$1 f line
+	[ -n "$(field "$r" gnic_run_rounds)" ] || return 0
+	line="      guard on virtio-net ($(field "$r" gnic_run_rounds) rounds; drops/s/core, pass %):"
+	for f in xdp tc nft_dev nft_inet auto; do
+		[ -n "$(field "$r" "gnic_${f}_drops_core")" ] || continue
+		line+=" ${f//_/-} $(field "$r" "gnic_${f}_drops_core") ($(field "$r" "gnic_${f}_pass_pct") %)"
+	done
+	echo "$line"
 }
 
 if [ "${1:-}" = "--one" ]; then
@@ -154,6 +189,11 @@ for b in "$BUILD/fastwalld" "$BUILD/fastwall" "$BUILD/tests/bpf_verdicts" "$BUIL
 	"$BUILD/tests/cp_kernel" "$BUILD/bpf/egress.bpf.o"; do
 	[ -e "$b" ] || { echo "vmtest: $b missing: make all $BUILD/tests/bpf_verdicts $BUILD/tests/bpf_cgroup_verdicts $BUILD/tests/abi_migrate $BUILD/tests/cp_kernel first" >&2; exit 2; }
 done
+if [ "$VMTEST_GUARD_NIC" = 1 ]; then
+	for b in "$BUILD/tests/udpblast" "$BUILD/tests/udpsink"; do
+		[ -e "$b" ] || { echo "vmtest: $b missing (VMTEST_GUARD_NIC=1): make $BUILD/tests/udpblast $BUILD/tests/udpsink first" >&2; exit 2; }
+	done
+fi
 
 T0=$(date +%s)
 host_deps
@@ -189,6 +229,9 @@ done
 for s in $series; do
 	if [ -n "$(field "$OUT/results/$s" cp_plain_p50_us)" ]; then
 		printf '%-6s %s\n' "$s" "$(cp_line "$OUT/results/$s" | sed 's/^ *//')"
+	fi
+	if [ -n "$(field "$OUT/results/$s" gnic_run_rounds)" ]; then
+		printf '%-6s %s\n' "$s" "$(gnic_line "$OUT/results/$s" | sed 's/^ *//')"
 	fi
 done
 echo "total $((T1 - T0))s; logs in ${LOGS#"$ROOT"/}/"

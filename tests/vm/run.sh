@@ -15,7 +15,9 @@
 #      ingress on this veth; native XDP by mode xdp; then TC by SIGHUP), a
 #      restart keeps enforcing and keeps the
 #      state; process sandboxes (tests/vm/procs.sh: the cgroup hooks and
-#      fastwall run).
+#      fastwall run);
+#   4. with VMTEST_GUARD_NIC=1 only: the port guard against nftables on two
+#      virtio-net NICs (tests/vm/guard-nic.sh, scripts/bench-guard.sh).
 #
 # Guests are emulated (10-40x slower, ~50-200 ms per process start), so
 # this spawns few processes: ip -batch for the topology, bash's /dev/tcp
@@ -464,4 +466,16 @@ ip -n "$POD" -d link show up0 >"$TMP/up0" 2>&1
 tc -n "$POD" filter show dev up0 ingress >>"$TMP/up0" 2>&1
 check_fails "no guard left on up0" grep -q fw_guard "$TMP/up0"
 check "without fastwall: sandbox-a -> 198.51.100.66:80 passes" tcp "$SBA" 198.51.100.66
+
+# only when asked (make vmtest gives the guest its two NICs then): a
+# benchmark of several minutes under emulation, figures for docs only
+if [ "${VMTEST_GUARD_NIC:-}" = 1 ]; then
+	echo "# 8. the port guard on two virtio-net NICs (tests/vm/guard-nic.sh)"
+	t0=$SECONDS
+	bash "$ROOT/tests/vm/guard-nic.sh" | tee "$TMP/gnic"
+	read -r gp gf < <(awk '/^[0-9]+ passed, [0-9]+ failed/ { p = $1; f = $3 } END { print p + 0, f + 0 }' "$TMP/gnic")
+	[ "$gp" -eq 0 ] && [ "$gf" -eq 0 ] && gf=1 && echo "not ok - tests/vm/guard-nic.sh gave no result"
+	echo "# guard on virtio-net: $gp passed, $gf failed ($((SECONDS - t0))s)"
+	PASSED=$((PASSED + gp)) FAILED=$((FAILED + gf))
+fi
 summary

@@ -155,24 +155,29 @@ for r in 4 16; do
 	cp_row "remove_r$r" "remove, $r CIDR rules"
 	cp_row "rebind_r$r" "rebind (new id), $r CIDR rules"
 done
-line="| per CIDR rule (slope of add, 4 -> 16) |"
-for s in $SERIES; do
-	v=$(field "$s" cp_per_rule_us)
-	if [ -n "$v" ]; then line+=" $v µs, ×$(field "$s" cp_per_rule_ratio) |"; else line+=" ? (not measured) |"; fi
-done
-echo "$line"
-line="| add besides its rules (intercept), largest policy within ×20 |"
-for s in $SERIES; do
-	v=$(field "$s" cp_fixed_ratio)
-	if [ -n "$v" ]; then line+=" ×$v, $(field "$s" cp_fixed_max_rules) CIDR rules |"; else line+=" ? (not measured) |"; fi
-done
-echo "$line"
-line="| first start (fw_dp_open, empty pins) |"
-for s in $SERIES; do
-	v=$(field "$s" cp_first_start_ms)
-	if [ -n "$v" ]; then line+=" $v ms |"; else line+=" ? (not measured) |"; fi
-done
-echo "$line"
+# fig_row LABEL FORMAT KEY...: one row of figures, each cell FORMAT
+# (printf) of the KEYs' values, or "not measured" without the first
+fig_row() {
+	local label=$1 fmt=$2 s k line
+	local -a vals
+	shift 2
+	line="| $label |"
+	for s in $SERIES; do
+		if [ -z "$(field "$s" "$1")" ]; then
+			line+=" ? (not measured) |"
+			continue
+		fi
+		vals=()
+		for k in "$@"; do vals+=("$(field "$s" "$k")"); done
+		# shellcheck disable=SC2059 # the format is the caller's
+		line+=" $(printf "$fmt" "${vals[@]}") |"
+	done
+	echo "$line"
+}
+fig_row "per CIDR rule (slope of add, 4 -> 16)" "%s µs, ×%s" cp_per_rule_us cp_per_rule_ratio
+fig_row "add besides its rules (intercept), largest policy within ×20" "×%s, %s CIDR rules" \
+	cp_fixed_ratio cp_fixed_max_rules
+fig_row "first start (fw_dp_open, empty pins)" "%s ms" cp_first_start_ms
 line="| rcu_expedited during the step |"
 for s in $SERIES; do
 	v=$(field "$s" cp_kernel_rcu_expedited)

@@ -392,14 +392,18 @@ guard_checks() {
 guard_checks "${hook:-auto}"
 # native XDP on the veth, by SIGHUP: what mode auto no longer takes there
 # (it copies each packet), still run on every kernel
-printf '  mode: xdp\n' >>"$CFG"
-n=$(grep -c 'guard on up0 (native XDP)' "$LOG")
-kill -HUP "$DAEMON"
-for _ in $(seq 300); do
-	[ "$(grep -c 'guard on up0 (native XDP)' "$LOG")" -gt "$n" ] && break
-	read -rt 0.1 <> <(:) || true
-done
-if [ "$(grep -c 'guard on up0 (native XDP)' "$LOG")" -gt "$n" ]; then
+guard_reload_to() { # MODE HOOK: mode MODE by SIGHUP; true once the log says HOOK took up0
+	local n
+	printf '  mode: %s\n' "$1" >>"$CFG"
+	n=$(grep -c "guard on up0 ($2)" "$LOG")
+	kill -HUP "$DAEMON"
+	for _ in $(seq 300); do
+		[ "$(grep -c "guard on up0 ($2)" "$LOG")" -gt "$n" ] && return 0
+		read -rt 0.1 <> <(:) || true
+	done
+	return 1
+}
+if guard_reload_to xdp "native XDP"; then
 	ok "the guard moves to native XDP on up0 by SIGHUP (mode xdp)"
 	feature guard_xdp yes
 else
@@ -411,13 +415,7 @@ check "  with the warning of its cost on a veth" grep -q 'guard: up0 is a veth; 
 guard_checks "native XDP"
 sed -i '/^  mode: xdp$/d' "$CFG"
 # the fallback, by SIGHUP: the same guard at TC ingress
-printf '  mode: tc\n' >>"$CFG"
-n=$(grep -c 'guard on up0 (TC ingress)' "$LOG")
-kill -HUP "$DAEMON"
-for _ in $(seq 300); do
-	[ "$(grep -c 'guard on up0 (TC ingress)' "$LOG")" -gt "$n" ] && break
-	read -rt 0.1 <> <(:) || true
-done
+guard_reload_to tc "TC ingress" || true
 check "the guard moves to TC ingress on up0 by SIGHUP" grep -q 'guard on up0 (TC ingress)' "$LOG"
 guard_checks "TC ingress"
 sed -i '/^  mode: tc$/d' "$CFG"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* Per-subject policy: compiled CIDR rules (one LPM trie per subject slot
- * behind an array of maps, entries keyed by generation), DNS-learned leases, TCP connections for
+ * behind an array of maps, entries keyed by generation, or a small set in
+ * one hash value), DNS-learned leases, TCP connections for
  * lease refresh, and the global DNS-over-HTTPS blocklist. */
 #ifndef FW_BPF_POLICY_H
 #define FW_BPF_POLICY_H
@@ -30,6 +31,18 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__array(values, struct fw_rules_inner);
 } fastwall_rules_v2 SEC(".maps");
+
+/* {subject, generation} -> a small rule set, scanned (fastwall/abi.h).
+ * Writer: fastwalld (whole elements; the retired ones deleted after a
+ * grace period). Reader: TC ingress, the cgroup programs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FW_MAX_SETS);
+	__type(key, struct fw_set_key);
+	__type(value, struct fw_rule_set);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_rule_sets SEC(".maps");
 
 /* key 0 -> the epoch the answers cached in fastwall_subject_rows are
  * valid in (abi.h). Writer: fastwalld. Reader: TC ingress. */
@@ -233,6 +246,32 @@ static __always_inline void fw_note_conn_reset(__u32 id, const struct fw_pkt *pk
 
 #define fw_barrier() asm volatile("" ::: "memory")
 
+/* The first entry of a small rule set whose prefix holds dst: the
+ * longest-prefix match, as the entries are in that order. A function of
+ * its own, so that each program verifies the scan once. */
+static __noinline bool fw_set_match(const struct fw_rule_set *set, const struct fw_ip *dst,
+				    struct fw_rule *out)
+{
+	__be32 d0 = FW_IP_W(dst)[0], d1 = FW_IP_W(dst)[1], d2 = FW_IP_W(dst)[2],
+	       d3 = FW_IP_W(dst)[3];
+	__u32 n = set->n;
+
+	for (__u32 i = 0; i < FW_SET_MAX; i++) {
+		const struct fw_set_entry *e = &set->e[i];
+
+		if (i >= n)
+			break;
+		if (((d0 ^ FW_IP_W(&e->addr)[0]) & FW_IP_W(&e->mask)[0]) |
+		    ((d1 ^ FW_IP_W(&e->addr)[1]) & FW_IP_W(&e->mask)[1]) |
+		    ((d2 ^ FW_IP_W(&e->addr)[2]) & FW_IP_W(&e->mask)[2]) |
+		    ((d3 ^ FW_IP_W(&e->addr)[3]) & FW_IP_W(&e->mask)[3]))
+			continue;
+		*out = e->rule;
+		return true;
+	}
+	return false;
+}
+
 /* The entry of subject id's trie for {gen, dst}. With cached (TC
  * ingress only): this CPU's cached answer when it was taken for the same
  * destination, generation and epoch, else the trie's, which becomes the
@@ -273,16 +312,24 @@ static __always_inline bool fw_rule_get(__u32 id, __u32 gen, const struct fw_ip 
 		}
 	}
 
-	trie = bpf_map_lookup_elem(&fastwall_rules_v2, &id);
-	if (!trie)
-		return false;
-	key.prefixlen = 32 + 128;
-	key.gen = bpf_htonl(gen);
-	key.addr = *dst;
-	rule = bpf_map_lookup_elem(trie, &key);
-	if (!rule)
-		return false;
-	*out = *rule;
+	if (gen & FW_GEN_SET) {
+		struct fw_set_key sk = {.subject = id, .gen = gen};
+		struct fw_rule_set *set = bpf_map_lookup_elem(&fastwall_rule_sets, &sk);
+
+		if (!set || !fw_set_match(set, dst, out))
+			return false;
+	} else {
+		trie = bpf_map_lookup_elem(&fastwall_rules_v2, &id);
+		if (!trie)
+			return false;
+		key.prefixlen = 32 + 128;
+		key.gen = bpf_htonl(gen);
+		key.addr = *dst;
+		rule = bpf_map_lookup_elem(trie, &key);
+		if (!rule)
+			return false;
+		*out = *rule;
+	}
 
 	if (!c)
 		return true;

@@ -146,7 +146,7 @@ struct fw_subject {
 	__u8 flags;	      /* FW_SF_* */
 	__u8 private_plen[2]; /* per family, LPM-style length; 0 = none */
 	__u32 ifindex;	      /* anti-spoof binding, FW_IFINDEX_* */
-	__u32 rules_gen;      /* generation of id's rules in fastwall_rules_v2 */
+	__u32 rules_gen;      /* of id's rules: FW_GEN_SET, in fastwall_rule_sets; else the trie's */
 	struct fw_ip gateway[2];
 	struct fw_ip private_net[2];
 };
@@ -215,6 +215,46 @@ struct fw_rule {
 	__u32 portset; /* per-port exceptions in fastwall_ports; 0 = none */
 	__u32 rule;    /* most specific rule's index in the egress list, FW_RULE_DEFAULT */
 };
+
+/* fastwall_rule_sets: {subject id, generation} -> struct fw_rule_set, the
+ * other form of a generation's rules: a small compiled set (at most
+ * FW_SET_MAX entries, the default included) in one hash value, matched by
+ * a scan instead of a trie walk. A change then writes one element instead
+ * of one trie node per entry. The generation says which form it is:
+ * FW_GEN_SET set in fw_subject.rules_gen names an element of this map,
+ * clear names entries of the slot's trie; both forms share one counter,
+ * so a generation number is never used twice for a subject. An element is
+ * written whole before dispatch names it and never changed: the next
+ * change writes a new one, and the old one is deleted after an RCU grace
+ * period (a hash element is freed, or reused, only then). The entries are
+ * in the order of a longest-prefix match (longest prefix first), so the
+ * first entry whose prefix holds the destination decides; the last one is
+ * the default (::/0). Added in ABI 2 without a new version: older pins
+ * lack it and fastwalld creates it at start. Writer: fastwalld. Reader:
+ * TC ingress, the cgroup programs. */
+#define FW_GEN_SET (1u << 31)
+#ifndef FW_SET_MAX
+#define FW_SET_MAX 20
+#endif
+#define FW_MAX_SETS (4 * FW_MAX_SUBJECTS) /* live and retired, not preallocated */
+
+struct fw_set_key {
+	__u32 subject;
+	__u32 gen; /* with FW_GEN_SET */
+};
+
+struct fw_set_entry {
+	struct fw_ip addr; /* the prefix, bits past its length zero */
+	struct fw_ip mask; /* its length as a mask */
+	struct fw_rule rule;
+};
+
+struct fw_rule_set {
+	__u32 n; /* entries used */
+	__u32 pad;
+	struct fw_set_entry e[FW_SET_MAX];
+};
+
 
 /* fastwall_subject_rows: {CPU, subject id} -> struct fw_subject_row, key
  * FW_ROW_KEY(cpu, id): what an allowed packet of the subject touches

@@ -61,22 +61,54 @@ static int trie_count(struct fw_dp *dp, __u32 id, __u32 gen, int *others)
 	return n;
 }
 
-/* After the worker ran: subject name's trie holds its live generation and
- * nothing older (the deletions by key list missed no key). */
+/* How many small sets subject id holds in fastwall_rule_sets: of
+ * generation gen, and of any other. */
+static int set_count(struct fw_dp *dp, __u32 id, __u32 gen, int *others)
+{
+	struct fw_set_key k, *prev = NULL, next;
+	int n = 0;
+
+	*others = 0;
+	while (bpf_map_get_next_key(dp->rule_sets_fd, prev, &next) == 0) {
+		k = next;
+		prev = &k;
+		if (k.subject != id)
+			continue;
+		if (k.gen == gen)
+			n++;
+		else
+			(*others)++;
+	}
+	return n;
+}
+
+/* After the worker ran: subject name's rules are its live generation and
+ * nothing older (the deletions by key list missed no key, no retired set
+ * is left), in the trie or as one small set. */
 static bool trie_clean(struct fw_dp *dp, struct fw_registry *reg, const char *name,
 		       const char *what)
 {
 	struct fw_entry *e = fw_reg_find(reg, name);
-	int others, live;
+	int others, live, sets_others, sets;
+	__u32 gen;
+	bool ok;
 
 	fw_dp_rules_settle(dp);
 	if (!e)
 		return false;
-	live = trie_count(dp, e->id, fw_dp_rules_gen(dp, e->id), &others);
-	check(live > 0 && others == 0,
-	      "swaps: %s: the slot trie holds the live generation only (%d live, %d older)", what,
-	      live, others);
-	return live > 0 && others == 0;
+	gen = fw_dp_rules_gen(dp, e->id);
+	live = trie_count(dp, e->id, gen, &others);
+	sets = set_count(dp, e->id, gen, &sets_others);
+	if (gen & FW_GEN_SET)
+		ok = live == 0 && others == 0 && sets == 1 && sets_others == 0;
+	else
+		ok = live > 0 && others == 0 && sets == 0 && sets_others == 0;
+	check(ok,
+	      "swaps: %s: the live generation only (%s; trie %d live, %d older; sets %d live, "
+	      "%d older)",
+	      what, gen & FW_GEN_SET ? "a small set" : "the slot trie", live, others, sets,
+	      sets_others);
+	return ok;
 }
 
 /* The ingress verdict of a UDP packet src -> dst (IPv4), TC_ACT_*. */

@@ -117,7 +117,7 @@ struct subject_def {
 	const char *ifname; /* NULL = unbound; DUMMY_IF = the test's interface */
 	__u8 state;	    /* 0 = active */
 	const char *default_action;
-	const char *rules[12]; /* "allow 192.0.2.0/25", in policy order */
+	const char *rules[32]; /* "allow 192.0.2.0/25", in policy order */
 };
 
 static const struct subject_def alpha = {
@@ -354,7 +354,7 @@ static int subject_put(const struct subject_def *d)
 
 	fw_policy_init(&spec.policy);
 	ret = fw_policy_set_default(&spec.policy, d->default_action, err, sizeof(err));
-	for (size_t i = 0; !ret && i < 12 && d->rules[i]; i++) {
+	for (size_t i = 0; !ret && i < sizeof(d->rules) / sizeof(d->rules[0]) && d->rules[i]; i++) {
 		char action[8], target[64], ports[64] = "";
 		long port_list[16];
 		size_t nports = 0;
@@ -2062,6 +2062,167 @@ static __u64 stats_row_slot(__u32 id, __u32 reason)
 	return sum;
 }
 
+/* 24 single addresses, none adjacent (the compiler would merge them): 25
+ * compiled entries with the default, more than a small set holds, so its
+ * rules go to the slot's trie. */
+static const struct subject_def rho_big = {
+	.name = "rho",
+	.addrs = {"10.42.14.10"},
+	.default_action = "deny",
+	.rules = {
+		"allow 192.0.2.100/32",
+		"allow 192.0.2.102/32",
+		"allow 192.0.2.104/32",
+		"allow 192.0.2.106/32",
+		"allow 192.0.2.108/32",
+		"allow 192.0.2.110/32",
+		"allow 192.0.2.112/32",
+		"allow 192.0.2.114/32",
+		"allow 192.0.2.116/32",
+		"allow 192.0.2.118/32",
+		"allow 192.0.2.120/32",
+		"allow 192.0.2.122/32",
+		"allow 192.0.2.124/32",
+		"allow 192.0.2.126/32",
+		"allow 192.0.2.128/32",
+		"allow 192.0.2.130/32",
+		"allow 192.0.2.132/32",
+		"allow 192.0.2.134/32",
+		"allow 192.0.2.136/32",
+		"allow 192.0.2.138/32",
+		"allow 192.0.2.140/32",
+		"allow 192.0.2.142/32",
+		"allow 192.0.2.144/32",
+		"allow 192.0.2.146/32",
+	},
+};
+
+static const struct subject_def rho_small = {
+	.name = "rho",
+	.addrs = {"10.42.14.10"},
+	.default_action = "deny",
+	.rules = {"allow 192.0.2.146/32", "allow 192.0.2.64/26"},
+};
+
+/* Whether small sets are on in this run (FASTWALL_RULE_SET_MAX=0: off). */
+static bool sets_on(void)
+{
+	const char *v = getenv("FASTWALL_RULE_SET_MAX");
+
+	return !v || strcmp(v, "0") != 0;
+}
+
+/* The small sets of subject id in fastwall_rule_sets. */
+static int sets_held(__u32 id)
+{
+	struct fw_set_key k, *prev = NULL, next;
+	int n = 0;
+
+	while (!bpf_map_get_next_key(t.dp->rule_sets_fd, prev, &next)) {
+		k = next;
+		prev = &k;
+		n += k.subject == id;
+	}
+	return n;
+}
+
+static bool dispatch_of(const char *addr, struct fw_subject *s)
+{
+	struct fw_ip key = ip_of(addr);
+
+	return bpf_map_lookup_elem(t.dp->dispatch_fd, &key, s) == 0;
+}
+
+static bool mask_is_zero(const struct fw_ip *m)
+{
+	static const struct fw_ip zero;
+
+	return memcmp(m, &zero, sizeof(zero)) == 0;
+}
+
+/* A compiled set of at most FW_SET_MAX entries is one element of
+ * fastwall_rule_sets, longest prefix first and the default last; a larger
+ * one goes to the trie; a subject moves between the two forms with its
+ * verdicts intact, and the form it left is deleted after a grace period. */
+static void scenario_rule_forms(void)
+{
+	const struct pkt_spec last = UDP4("10.42.14.10", "192.0.2.146", 40000, 5000);
+	const struct pkt_spec mid = UDP4("10.42.14.10", "192.0.2.130", 40000, 5000);
+	const struct pkt_spec wide = UDP4("10.42.14.10", "192.0.2.70", 40000, 5000);
+	const struct pkt_spec out = UDP4("10.42.14.10", "192.0.2.147", 40000, 5000);
+	struct fw_rule_set set;
+	struct fw_subject s;
+	struct fw_set_key k;
+	bool sorted = true;
+	int v1, v2, v3, v4;
+	__u32 id;
+
+	if (!dispatch_of(ALPHA4, &s)) {
+		result(false, "rule forms: alpha's dispatch value", NULL);
+		return;
+	}
+	k = (struct fw_set_key){.subject = s.id, .gen = s.rules_gen};
+	if (sets_on()) {
+		bool held = !bpf_map_lookup_elem(t.dp->rule_sets_fd, &k, &set);
+
+		for (__u32 i = 1; held && i < set.n && i < FW_SET_MAX; i++)
+			sorted = sorted && memcmp(&set.e[i - 1].mask, &set.e[i].mask,
+						  sizeof(set.e[i].mask)) >= 0;
+		result((s.rules_gen & FW_GEN_SET) && held && set.n >= 2 && sorted &&
+			       mask_is_zero(&set.e[set.n - 1].mask) &&
+			       set.e[set.n - 1].rule.is_default,
+		       "rule forms: a small policy is one set, longest prefix first, default last",
+		       "gen %#x, held %d, %u entries, sorted %d", s.rules_gen, held,
+		       held ? set.n : 0, sorted);
+	} else {
+		result(!(s.rules_gen & FW_GEN_SET) && sets_held(s.id) == 0,
+		       "rule forms: with FASTWALL_RULE_SET_MAX=0 every policy is in the trie",
+		       "gen %#x, %d sets", s.rules_gen, sets_held(s.id));
+	}
+
+	if (subject_put(&rho_big) || !dispatch_of("10.42.14.10", &s)) {
+		result(false, "rule forms: fixture", "can't put rho");
+		return;
+	}
+	id = s.id;
+	v1 = run_frame(t.dp->ingress_fd, &last);
+	v2 = run_frame(t.dp->ingress_fd, &mid);
+	v3 = run_frame(t.dp->ingress_fd, &out);
+	result(!(s.rules_gen & FW_GEN_SET) && v1 == TC_ACT_OK && v2 == TC_ACT_OK &&
+		       v3 == TC_ACT_SHOT,
+	       "rule forms: 25 entries go to the trie and decide", "gen %#x, verdicts %d %d %d",
+	       s.rules_gen, v1, v2, v3);
+
+	if (subject_put(&rho_small) || !dispatch_of("10.42.14.10", &s)) {
+		result(false, "rule forms: fixture", "can't shrink rho's policy");
+		return;
+	}
+	fw_dp_rules_settle(t.dp);
+	v1 = run_frame(t.dp->ingress_fd, &last);
+	v2 = run_frame(t.dp->ingress_fd, &mid);
+	v3 = run_frame(t.dp->ingress_fd, &wide);
+	v4 = run_frame(t.dp->ingress_fd, &out);
+	result(s.id == id && !!(s.rules_gen & FW_GEN_SET) == sets_on() && v1 == TC_ACT_OK &&
+		       v2 == TC_ACT_SHOT && v3 == TC_ACT_OK && v4 == TC_ACT_SHOT &&
+		       sets_held(id) == (sets_on() ? 1 : 0),
+	       "rule forms: shrunk, the policy becomes a set and decides as the new one",
+	       "id %u -> %u, gen %#x, verdicts %d %d %d %d, %d sets", id, s.id, s.rules_gen, v1,
+	       v2, v3, v4, sets_held(id));
+
+	if (subject_put(&rho_big) || !dispatch_of("10.42.14.10", &s)) {
+		result(false, "rule forms: fixture", "can't grow rho's policy");
+		return;
+	}
+	fw_dp_rules_settle(t.dp);
+	v1 = run_frame(t.dp->ingress_fd, &last);
+	v2 = run_frame(t.dp->ingress_fd, &mid);
+	v3 = run_frame(t.dp->ingress_fd, &wide);
+	result(!(s.rules_gen & FW_GEN_SET) && v1 == TC_ACT_OK && v2 == TC_ACT_OK &&
+		       v3 == TC_ACT_SHOT && sets_held(id) == 0,
+	       "rule forms: grown again, back to the trie; the retired set is deleted",
+	       "gen %#x, verdicts %d %d %d, %d sets", s.rules_gen, v1, v2, v3, sets_held(id));
+}
+
 /* What a passed packet of a subject touches besides its dispatch value is
  * one line of this CPU: its row holds the trie answer and counts the
  * pass; a drop counts in the stats row. The reader adds both. */
@@ -3756,6 +3917,7 @@ int main(int argc, char **argv)
 	guard_rows_run(t.dp, &passed, &failed);
 	scenario_event_rate_limit();
 	scenario_allow_sample();
+	scenario_rule_forms();
 	scenario_subject_rows();
 	scenario_events_lost();
 	scenario_connections();

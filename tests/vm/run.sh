@@ -110,15 +110,25 @@ if ip link add "${ID}d" type dummy 2>/dev/null; then
 else
 	feature dummy no
 fi
-t0=$SECONDS
-"$BUILD/tests/bpf_verdicts" >"$TMP/verdicts" 2>&1
-vrc=$?
-grep -E '^not ok|^(can|fixture|libbpf).*' "$TMP/verdicts" | sed 's/^/# verdicts: /'
-read -r vp vf < <(awk '/^[0-9]+ passed, [0-9]+ failed/ { p = $1; f = $3 } END { print p + 0, f + 0 }' "$TMP/verdicts")
-[ "$vrc" -ne 0 ] && [ "$vf" -eq 0 ] && vf=1 && tail -20 "$TMP/verdicts" | sed 's/^/# verdicts: /'
-echo "# verdict table: $vp rows passed, $vf failed ($((SECONDS - t0))s)"
-PASSED=$((PASSED + vp)) FAILED=$((FAILED + vf))
-feature test_run "$vp/$((vp + vf))"
+# twice: small policies as small sets (the default), then every policy
+# in the slot tries (FASTWALL_RULE_SET_MAX=0), so both forms run here
+tp=0 tf=0
+for sets in default 0; do
+	t0=$SECONDS
+	if [ "$sets" = default ]; then
+		"$BUILD/tests/bpf_verdicts" >"$TMP/verdicts" 2>&1
+	else
+		FASTWALL_RULE_SET_MAX=$sets "$BUILD/tests/bpf_verdicts" >"$TMP/verdicts" 2>&1
+	fi
+	vrc=$?
+	grep -E '^(FAIL|not ok)|^(can|fixture|libbpf).*' "$TMP/verdicts" | sed 's/^/# verdicts: /'
+	read -r vp vf < <(awk '/^[0-9]+ passed, [0-9]+ failed/ { p = $1; f = $3 } END { print p + 0, f + 0 }' "$TMP/verdicts")
+	[ "$vrc" -ne 0 ] && [ "$vf" -eq 0 ] && vf=1 && tail -20 "$TMP/verdicts" | sed 's/^/# verdicts: /'
+	echo "# verdict table (small sets: $sets): $vp rows passed, $vf failed ($((SECONDS - t0))s)"
+	PASSED=$((PASSED + vp)) FAILED=$((FAILED + vf))
+	tp=$((tp + vp)) tf=$((tf + vf))
+done
+feature test_run "$tp/$((tp + tf))"
 
 echo "# 1b. pinned-map ABI: migration from the previous layout, refusals"
 if [ -x "$BUILD/tests/abi_migrate" ]; then

@@ -120,6 +120,36 @@ static void entry_prefix(int trie, __u32 gen, const struct fw_ip *dst, struct fw
 	}
 }
 
+/* fw_set_match of bpf/lib/policy.h: subject s's small set, the first
+ * entry (longest prefix first) whose prefix holds dst. */
+static bool set_entry(struct fw_dp *dp, const struct fw_subject *s, const struct fw_ip *dst,
+		      struct fw_xresult *r)
+{
+	struct fw_set_key k = {.subject = s->id, .gen = s->rules_gen};
+	struct fw_rule_set set;
+
+	if (dp->rule_sets_fd < 0 || bpf_map_lookup_elem(dp->rule_sets_fd, &k, &set))
+		return false;
+	for (__u32 i = 0; i < set.n && i < FW_SET_MAX; i++) {
+		const struct fw_set_entry *e = &set.e[i];
+		__u32 plen = 0;
+		bool in = true;
+
+		for (int b = 0; b < 16; b++) {
+			in = in && ((dst->b[b] ^ e->addr.b[b]) & e->mask.b[b]) == 0;
+			plen += (__u32)__builtin_popcount(e->mask.b[b]);
+		}
+		if (!in)
+			continue;
+		r->entry = e->rule;
+		r->has_prefix = true;
+		r->prefix = e->addr;
+		r->prefix_len = plen;
+		return true;
+	}
+	return false;
+}
+
 /* fw_policy_from of bpf/lib/policy.h: deny CIDRs, allow CIDRs, learned
  * leases, default. */
 static __u32 policy(struct fw_dp *dp, const struct fw_subject *s, const struct fw_xpkt *p,
@@ -130,18 +160,25 @@ static __u32 policy(struct fw_dp *dp, const struct fw_subject *s, const struct f
 	struct fw_learned_key lkey = {.subject = s->id, .addr = p->dst};
 	bool tcpudp = p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP;
 	struct fw_rule *rule = &r->entry;
-	int trie = fw_explain_trie_fd(dp, s);
+	int trie;
 
 	r->step = FW_XS_NO_POLICY;
-	if (trie < 0)
-		return FW_DROP_NO_POLICY;
-	if (bpf_map_lookup_elem(trie, &key, rule)) {
+	if (s->rules_gen & FW_GEN_SET) {
+		if (!set_entry(dp, s, &p->dst, r))
+			return FW_DROP_NO_POLICY;
+		r->has_entry = true;
+	} else {
+		trie = fw_explain_trie_fd(dp, s);
+		if (trie < 0)
+			return FW_DROP_NO_POLICY;
+		if (bpf_map_lookup_elem(trie, &key, rule)) {
+			close(trie);
+			return FW_DROP_NO_POLICY;
+		}
+		r->has_entry = true;
+		entry_prefix(trie, s->rules_gen, &p->dst, r);
 		close(trie);
-		return FW_DROP_NO_POLICY;
 	}
-	r->has_entry = true;
-	entry_prefix(trie, s->rules_gen, &p->dst, r);
-	close(trie);
 
 	if (rule->portset && p->has_ports && tcpudp) {
 		struct fw_port_rule_key pk = {

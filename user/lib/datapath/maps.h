@@ -38,6 +38,7 @@
 	X(fastwall_cg_dns, cg_dns_fd, 1)                                                           \
 	X(fastwall_subject_rows, subject_rows_fd, 1)                                               \
 	X(fastwall_rules_epoch, rules_epoch_fd, 1)                                                 \
+	X(fastwall_rule_sets, rule_sets_fd, 1)                                                     \
 	X(fastwall_events_lost, events_lost_fd, 1)
 
 /* Maps added to an ABI after its release, without a new version: pins of
@@ -47,7 +48,8 @@
 	(strcmp((name), "fastwall_cgroups") == 0 || strcmp((name), "fastwall_cg_dns") == 0 ||      \
 	 strcmp((name), "fastwall_subject_rows") == 0 ||                                           \
 	 strcmp((name), "fastwall_rules_epoch") == 0 ||                                            \
-	 strcmp((name), "fastwall_events_lost") == 0)
+	 strcmp((name), "fastwall_events_lost") == 0 ||                                            \
+	 strcmp((name), "fastwall_rule_sets") == 0)
 
 /* Maps of this ABI that no program uses any more, and that held nothing
  * worth carrying: a start unpins them (the old programs keep their

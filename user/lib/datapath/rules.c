@@ -43,16 +43,24 @@ struct keys {
 	bool lost;
 };
 
+/* Generations of a subject held in fastwall_rule_sets (FW_GEN_SET). */
+struct gens {
+	__u32 *g;
+	__u32 n, cap;
+};
+
 struct slot {
 	int fd;		/* the slot's trie; -1 until known */
 	bool known;	/* fd, gen and counts are valid */
-	__u32 gen;	/* live generation */
+	__u32 gen;	/* live generation; FW_GEN_SET: a small set, not the trie's */
 	__u32 nlive;	/* entries of gen */
 	__u32 nold;	/* entries of older generations not yet queued */
 	__u32 npending; /* entries queued for deletion */
 	__u32 jobs;	/* queued or running deletions */
 	__u32 port_jobs;
 	struct keys live, old; /* the keys of gen, of the older ones not queued */
+	struct gens sets_old;  /* retired small sets not queued */
+	struct gens sets_boot; /* the sets found at open, until the slot is known */
 };
 
 struct job {
@@ -60,6 +68,7 @@ struct job {
 	__u32 n;	  /* entries that frees */
 	__u32 ports;	  /* FW_PORTSET_GEN bit | 1 to delete; 0 = none */
 	struct keys keys; /* exactly those entries; lost: scan for them */
+	struct gens sets; /* and these small sets */
 };
 
 struct fw_dp_rules {
@@ -73,6 +82,7 @@ struct fw_dp_rules {
 	int grace_outer, grace_inner; /* the worker's private map pair */
 	__u64 slot_writes, grace_waits;
 	bool no_batch;	 /* the kernel has no batch updates for LPM tries */
+	__u32 set_max;	 /* compiled sets of at most this many entries are small sets */
 	struct btf *btf; /* of the tries' key and value; NULL: created without */
 	__u32 btf_key, btf_value;
 };
@@ -112,6 +122,28 @@ static void keys_push(struct keys *l, const struct fw_rule_key *k)
 		l->cap = cap;
 	}
 	l->k[l->n++] = *k;
+}
+
+static void gens_free(struct gens *l)
+{
+	free(l->g);
+	*l = (struct gens){0};
+}
+
+/* false: no memory (the set is left to the reaper's scan) */
+static bool gens_push(struct gens *l, __u32 gen)
+{
+	if (l->n == l->cap) {
+		__u32 cap = l->cap ? 2 * l->cap : 4;
+		__u32 *grown = realloc(l->g, cap * sizeof(*grown));
+
+		if (!grown)
+			return false;
+		l->g = grown;
+		l->cap = cap;
+	}
+	l->g[l->n++] = gen;
+	return true;
 }
 
 /* Moves every key of from to the end of to; from is left empty. */
@@ -181,6 +213,59 @@ static size_t batch_put(struct fw_dp_rules *r, int fd, const struct fw_compiled_
 		done += n;
 	}
 	return done;
+}
+
+/* Longest prefix first: the scan's first match is the longest-prefix one. */
+static int by_length(const void *a, const void *b)
+{
+	const struct fw_compiled *x = *(const struct fw_compiled *const *)a;
+	const struct fw_compiled *y = *(const struct fw_compiled *const *)b;
+
+	if (x->key.prefixlen != y->key.prefixlen)
+		return x->key.prefixlen > y->key.prefixlen ? -1 : 1;
+	return memcmp(&x->key.addr, &y->key.addr, sizeof(x->key.addr));
+}
+
+static void mask_of(struct fw_ip *mask, __u32 plen)
+{
+	memset(mask, 0, sizeof(*mask));
+	for (__u32 i = 0; i < 16 && plen; i++) {
+		__u32 bits = plen > 8 ? 8 : plen;
+
+		mask->b[i] = (__u8)(0xff00u >> bits);
+		plen -= bits;
+	}
+}
+
+/* Writes set as the small set {id, gen} (gen with FW_GEN_SET), as one new
+ * element: it must not exist (a generation is written once). */
+static int set_put(int fd, __u32 id, const struct fw_compiled_set *set, __u32 gen, __u32 pgen)
+{
+	const struct fw_compiled *order[FW_SET_MAX];
+	struct fw_set_key k = {.subject = id, .gen = gen};
+	struct fw_rule_set v;
+
+	if (set->n > FW_SET_MAX)
+		return -E2BIG;
+	memset(&v, 0, sizeof(v));
+	for (size_t i = 0; i < set->n; i++)
+		order[i] = &set->entries[i];
+	qsort(order, set->n, sizeof(order[0]), by_length);
+	for (size_t i = 0; i < set->n; i++) {
+		struct fw_set_entry *e = &v.e[i];
+		__u32 plen = order[i]->key.prefixlen > 128 ? 128 : order[i]->key.prefixlen;
+
+		mask_of(&e->mask, plen);
+		for (int b = 0; b < 16; b++)
+			e->addr.b[b] = order[i]->key.addr.b[b] & e->mask.b[b];
+		e->rule = order[i]->rule;
+		if (set->nports && e->rule.portset)
+			e->rule.portset |= pgen;
+	}
+	v.n = (__u32)set->n;
+	if (bpf_map_update_elem(fd, &k, &v, BPF_NOEXIST))
+		return -errno;
+	return 0;
 }
 
 /* The BTF of struct fw_rule_key and struct fw_rule, built here because
@@ -385,6 +470,22 @@ static void slot_publish(struct fw_dp_rules *r, __u32 id, int fd, struct gen_cou
 	s->nold = g->nother;
 	s->live = live;
 	s->old = old;
+	/* the newest generation of either form is the live one */
+	for (__u32 i = 0; i < s->sets_boot.n; i++) {
+		__u32 sg = s->sets_boot.g[i];
+
+		if ((sg & ~FW_GEN_SET) > (s->gen & ~FW_GEN_SET)) {
+			if (s->gen & FW_GEN_SET)
+				gens_push(&s->sets_old, s->gen);
+			s->nold += s->nlive;
+			s->nlive = 0;
+			keys_move(&s->old, &s->live);
+			s->gen = sg;
+		} else {
+			gens_push(&s->sets_old, sg);
+		}
+	}
+	gens_free(&s->sets_boot);
 	s->known = true;
 	pthread_mutex_unlock(&r->lock);
 }
@@ -605,6 +706,18 @@ static bool port_kept(const void *key, const void *ctx)
 	return (k->portset & FW_PORTSET_GEN) != (del[k->subject] & FW_PORTSET_GEN);
 }
 
+/* Deletes the small sets l of subject id (gone already: fine). */
+static void sets_delete(struct fw_dp *dp, __u32 id, const struct gens *l)
+{
+	for (__u32 i = 0; i < l->n; i++) {
+		struct fw_set_key k = {.subject = id, .gen = l->g[i]};
+
+		if (bpf_map_delete_elem(dp->rule_sets_fd, &k) && errno != ENOENT)
+			fw_warn("subject %u: can't delete a retired rule set: %s", id,
+				strerror(errno));
+	}
+}
+
 /* The calling thread's nice value WORKER_NICE above the process's. */
 static void worker_nice(void)
 {
@@ -659,6 +772,7 @@ static void *worker_run(void *dp_)
 			else if (j->keys.n)
 				fw_dp_delete_keys(r->slot[j->id].fd, j->keys.k, j->keys.n,
 						  sizeof(*j->keys.k));
+			sets_delete(dp, j->id, &j->sets);
 			if (j->ports && ports) {
 				ports[j->id] = j->ports;
 				any_ports = true;
@@ -678,6 +792,7 @@ static void *worker_run(void *dp_)
 			if (jobs[i].ports)
 				s->port_jobs--;
 			keys_free(&jobs[i].keys);
+			gens_free(&jobs[i].sets);
 		}
 		free(jobs);
 		pthread_cond_broadcast(&r->done);
@@ -719,6 +834,40 @@ void fw_dp_rules_settle(struct fw_dp *dp)
 
 /* ---- open, close -------------------------------------------------------- */
 
+/* FASTWALL_RULE_SET_MAX (0 to FW_SET_MAX, default FW_SET_MAX): compiled
+ * sets of at most that many entries are small sets; 0 puts every one in
+ * the trie (the tests use it to cover both forms). */
+static __u32 set_max_env(void)
+{
+	const char *v = getenv("FASTWALL_RULE_SET_MAX");
+	char *end;
+	unsigned long n;
+
+	if (!v || !*v)
+		return FW_SET_MAX;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || *end || n > FW_SET_MAX) {
+		fw_warn("FASTWALL_RULE_SET_MAX=%s: not a number from 0 to %u, using %u", v,
+			FW_SET_MAX, FW_SET_MAX);
+		return FW_SET_MAX;
+	}
+	return (__u32)n;
+}
+
+static int boot_set(const void *key, const void *val, void *ctx)
+{
+	const struct fw_set_key *k = key;
+	struct fw_dp_rules *r = ctx;
+
+	(void)val;
+	if (k->subject >= FW_MAX_SUBJECTS || !(k->gen & FW_GEN_SET))
+		return 0; /* not ours: the reaper's scan finds it */
+	if (!gens_push(&r->slot[k->subject].sets_boot, k->gen))
+		return -ENOMEM;
+	return 0;
+}
+
 int fw_dp_rules_open(struct fw_dp *dp, bool populate, bool check, int old_fd)
 {
 	struct fw_dp_rules *r = calloc(1, sizeof(*r));
@@ -732,8 +881,17 @@ int fw_dp_rules_open(struct fw_dp *dp, bool populate, bool check, int old_fd)
 	r->grace_outer = r->grace_inner = -1;
 	for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++)
 		r->slot[id].fd = -1;
+	r->set_max = set_max_env();
 	dp->rules = r;
 	nofile_raise();
+	if (dp->rule_sets_fd >= 0) {
+		/* before any slot is known: the sets a restart adopts */
+		err = fw_dp_scan(dp->rule_sets_fd, boot_set, r);
+		if (err) {
+			fw_err("can't read fastwall_rule_sets: %s", strerror(-err));
+			return err;
+		}
+	}
 	/* only a first start makes tries; one made later (a start cut
 	 * short) goes without, which bpftool prints as bytes */
 	if (populate)
@@ -786,6 +944,8 @@ void fw_dp_rules_close(struct fw_dp *dp)
 			close(r->slot[id].fd);
 		keys_free(&r->slot[id].live);
 		keys_free(&r->slot[id].old);
+		gens_free(&r->slot[id].sets_old);
+		gens_free(&r->slot[id].sets_boot);
 	}
 	btf__free(r->btf);
 	if (r->grace_outer >= 0)
@@ -827,7 +987,7 @@ int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *
 	size_t written = 0, nports = 0;
 	struct keys fresh = {0};
 	struct slot *s;
-	bool wait;
+	bool wait, small;
 	__u32 gen;
 	int err;
 
@@ -840,8 +1000,9 @@ int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *
 	if (err)
 		return err;
 	s = &r->slot[id];
+	small = set->n <= r->set_max && dp->rule_sets_fd >= 0;
 	pthread_mutex_lock(&r->lock);
-	wait = s->nlive + s->nold + s->npending + set->n > SLOT_ROOM ||
+	wait = (!small && s->nlive + s->nold + s->npending + set->n > SLOT_ROOM) ||
 	       (set->nports && s->port_jobs);
 	pthread_mutex_unlock(&r->lock);
 	if (wait) {
@@ -849,6 +1010,7 @@ int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *
 		 * large changes of one subject within a grace period) */
 		flush(r, id);
 	}
+	gen = (s->gen & ~FW_GEN_SET) + 1;
 	for (; nports < set->nports; nports++) {
 		struct fw_port_rule_key k = {
 			.subject = id,
@@ -862,7 +1024,18 @@ int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *
 			goto undo;
 		}
 	}
-	gen = s->gen + 1;
+	if (small) {
+		err = set_put(dp->rule_sets_fd, id, set, gen | FW_GEN_SET, pgen);
+		if (!err) {
+			gen |= FW_GEN_SET;
+			goto written;
+		}
+		if (err != -E2BIG && err != -ENOMEM) {
+			fw_err("subject %u: can't write its rule set: %s", id, strerror(-err));
+			goto undo;
+		}
+		/* the map is full: this one goes to the trie */
+	}
 	written = batch_put(r, s->fd, set, gen, pgen);
 	for (; written < set->n; written++) {
 		struct fw_rule v = set->entries[written].rule;
@@ -883,9 +1056,12 @@ int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *
 		key_of(&k, &set->entries[i].key, gen);
 		keys_push(&fresh, &k);
 	}
+written:
 	pthread_mutex_lock(&r->lock);
 	s->nold += s->nlive;
-	s->nlive = (__u32)set->n;
+	s->nlive = gen & FW_GEN_SET ? 0 : (__u32)set->n;
+	if (s->gen & FW_GEN_SET)
+		gens_push(&s->sets_old, s->gen);
 	s->gen = gen;
 	keys_move(&s->old, &s->live);
 	s->live = fresh;
@@ -899,7 +1075,7 @@ undo:
 	for (size_t i = 0; i < written; i++) {
 		struct fw_rule_key k;
 
-		key_of(&k, &set->entries[i].key, s->gen + 1);
+		key_of(&k, &set->entries[i].key, gen);
 		bpf_map_delete_elem(s->fd, &k);
 	}
 	for (size_t i = 0; i < nports; i++) {
@@ -925,10 +1101,10 @@ void fw_dp_policy_retire(struct fw_dp *dp, __u32 id, __u32 old_port_state)
 	s = &r->slot[id];
 	pthread_mutex_lock(&r->lock);
 	j.id = id;
-	j.keep = s->gen;
+	j.keep = s->gen & ~FW_GEN_SET; /* every trie generation before it */
 	j.n = s->nold;
 	j.ports = old_port_state & ~FW_PORTSET_GEN ? (old_port_state & FW_PORTSET_GEN) | 1 : 0;
-	if (!j.n && !j.ports) {
+	if (!j.n && !j.ports && !s->sets_old.n) {
 		pthread_mutex_unlock(&r->lock);
 		return;
 	}
@@ -950,6 +1126,8 @@ void fw_dp_policy_retire(struct fw_dp *dp, __u32 id, __u32 old_port_state)
 	}
 	j.keys = s->old;
 	s->old = (struct keys){0};
+	j.sets = s->sets_old;
+	s->sets_old = (struct gens){0};
 	r->q[r->nq++] = j;
 	s->nold = 0;
 	s->npending += j.n;
@@ -971,7 +1149,9 @@ void fw_dp_rules_release(struct fw_dp *dp, __u32 id)
 	pthread_mutex_lock(&r->lock);
 	s->nold += s->nlive;
 	s->nlive = 0;
-	s->gen++; /* every generation it had is older */
+	if (s->gen & FW_GEN_SET)
+		gens_push(&s->sets_old, s->gen);
+	s->gen = (s->gen & ~FW_GEN_SET) + 1; /* every generation it had is older */
 	keys_move(&s->old, &s->live);
 	pthread_mutex_unlock(&r->lock);
 	fw_dp_policy_retire(dp, id, 0);
@@ -987,6 +1167,8 @@ static int rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, b
 	if (err)
 		return err;
 	s = &r->slot[id];
+	if (s->gen & FW_GEN_SET)
+		return -EOPNOTSUPP; /* a small set is replaced, never edited */
 	key_of(&k, &c->key, s->gen);
 	if (del) {
 		if (bpf_map_delete_elem(s->fd, &k))
@@ -1017,9 +1199,33 @@ static void slot_emptied(struct fw_dp_rules *r, __u32 id)
 {
 	pthread_mutex_lock(&r->lock);
 	r->slot[id].nlive = r->slot[id].nold = 0;
+	r->slot[id].gen &= ~FW_GEN_SET; /* its set is gone too */
 	keys_free(&r->slot[id].live);
 	keys_free(&r->slot[id].old);
+	gens_free(&r->slot[id].sets_old);
 	pthread_mutex_unlock(&r->lock);
+}
+
+/* The small sets id holds, live and retired (deleted after a grace period
+ * by the caller). */
+static void sets_of(struct fw_dp_rules *r, __u32 id, struct gens *out)
+{
+	struct slot *s = &r->slot[id];
+
+	pthread_mutex_lock(&r->lock);
+	*out = s->sets_old;
+	s->sets_old = (struct gens){0};
+	if (s->gen & FW_GEN_SET)
+		gens_push(out, s->gen);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static bool set_alive(const void *key, const void *ctx)
+{
+	const struct fw_set_key *k = key;
+	const bool *dead = ctx;
+
+	return k->subject >= FW_MAX_SUBJECTS || !dead[k->subject];
 }
 
 /* An edit changes entries dispatch already names: cached answers of the
@@ -1041,8 +1247,14 @@ int fw_dp_rules_clear(struct fw_dp *dp, __u32 id)
 	err = grace(dp->rules);
 	if (!err)
 		err = delete_older(dp->rules->slot[id].fd, ~0u);
-	if (!err)
+	if (!err) {
+		struct gens sets;
+
+		sets_of(dp->rules, id, &sets);
+		sets_delete(dp, id, &sets);
+		gens_free(&sets);
 		slot_emptied(dp->rules, id);
+	}
 	/* the subject may still be dispatched to (it fails closed now) */
 	return err ? err : fw_dp_rules_epoch_bump(dp);
 }
@@ -1085,5 +1297,8 @@ int fw_dp_rules_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
 		if (!err)
 			slot_emptied(r, id);
 	}
+	/* their small sets, known or not (one scan of the map) */
+	if (!err && dp->rule_sets_fd >= 0)
+		err = fw_dp_prune(dp->rule_sets_fd, sizeof(struct fw_set_key), set_alive, dead);
 	return err;
 }

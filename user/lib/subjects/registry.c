@@ -950,6 +950,8 @@ static int edit_one(struct fw_registry *r, struct fw_entry *e, const struct fw_c
 	ret = fw_dp_rules_edit(r->dp, e->id, &op, del);
 	if (!ret)
 		ret = 1;
+	else if (ret == -EOPNOTSUPP)
+		ret = 0; /* a small set: replaced as a whole, as cheaply */
 out:
 	free(a);
 	free(b);

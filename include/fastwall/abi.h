@@ -146,7 +146,7 @@ struct fw_subject {
 	__u8 flags;	      /* FW_SF_* */
 	__u8 private_plen[2]; /* per family, LPM-style length; 0 = none */
 	__u32 ifindex;	      /* anti-spoof binding, FW_IFINDEX_* */
-	__u32 rules_gen;      /* of id's rules: FW_GEN_SET, in fastwall_rule_sets; else the trie's */
+	__u32 rules_gen; /* of id's rules: FW_GEN_SET, in fastwall_rule_sets; else the trie's */
 	struct fw_ip gateway[2];
 	struct fw_ip private_net[2];
 };
@@ -254,7 +254,6 @@ struct fw_rule_set {
 	__u32 pad;
 	struct fw_set_entry e[FW_SET_MAX];
 };
-
 
 /* fastwall_subject_rows: {CPU, subject id} -> struct fw_subject_row, key
  * FW_ROW_KEY(cpu, id): what an allowed packet of the subject touches

@@ -2069,32 +2069,17 @@ static const struct subject_def rho_big = {
 	.name = "rho",
 	.addrs = {"10.42.14.10"},
 	.default_action = "deny",
-	.rules = {
-		"allow 192.0.2.100/32",
-		"allow 192.0.2.102/32",
-		"allow 192.0.2.104/32",
-		"allow 192.0.2.106/32",
-		"allow 192.0.2.108/32",
-		"allow 192.0.2.110/32",
-		"allow 192.0.2.112/32",
-		"allow 192.0.2.114/32",
-		"allow 192.0.2.116/32",
-		"allow 192.0.2.118/32",
-		"allow 192.0.2.120/32",
-		"allow 192.0.2.122/32",
-		"allow 192.0.2.124/32",
-		"allow 192.0.2.126/32",
-		"allow 192.0.2.128/32",
-		"allow 192.0.2.130/32",
-		"allow 192.0.2.132/32",
-		"allow 192.0.2.134/32",
-		"allow 192.0.2.136/32",
-		"allow 192.0.2.138/32",
-		"allow 192.0.2.140/32",
-		"allow 192.0.2.142/32",
-		"allow 192.0.2.144/32",
-		"allow 192.0.2.146/32",
-	},
+	.rules =
+		{
+			"allow 192.0.2.100/32", "allow 192.0.2.102/32", "allow 192.0.2.104/32",
+			"allow 192.0.2.106/32", "allow 192.0.2.108/32", "allow 192.0.2.110/32",
+			"allow 192.0.2.112/32", "allow 192.0.2.114/32", "allow 192.0.2.116/32",
+			"allow 192.0.2.118/32", "allow 192.0.2.120/32", "allow 192.0.2.122/32",
+			"allow 192.0.2.124/32", "allow 192.0.2.126/32", "allow 192.0.2.128/32",
+			"allow 192.0.2.130/32", "allow 192.0.2.132/32", "allow 192.0.2.134/32",
+			"allow 192.0.2.136/32", "allow 192.0.2.138/32", "allow 192.0.2.140/32",
+			"allow 192.0.2.142/32", "allow 192.0.2.144/32", "allow 192.0.2.146/32",
+		},
 };
 
 static const struct subject_def rho_small = {
@@ -2206,8 +2191,8 @@ static void scenario_rule_forms(void)
 		       v2 == TC_ACT_SHOT && v3 == TC_ACT_OK && v4 == TC_ACT_SHOT &&
 		       sets_held(id) == (sets_on() ? 1 : 0),
 	       "rule forms: shrunk, the policy becomes a set and decides as the new one",
-	       "id %u -> %u, gen %#x, verdicts %d %d %d %d, %d sets", id, s.id, s.rules_gen, v1,
-	       v2, v3, v4, sets_held(id));
+	       "id %u -> %u, gen %#x, verdicts %d %d %d %d, %d sets", id, s.id, s.rules_gen, v1, v2,
+	       v3, v4, sets_held(id));
 
 	if (subject_put(&rho_big) || !dispatch_of("10.42.14.10", &s)) {
 		result(false, "rule forms: fixture", "can't grow rho's policy");

@@ -48,8 +48,7 @@
 	(strcmp((name), "fastwall_cgroups") == 0 || strcmp((name), "fastwall_cg_dns") == 0 ||      \
 	 strcmp((name), "fastwall_subject_rows") == 0 ||                                           \
 	 strcmp((name), "fastwall_rules_epoch") == 0 ||                                            \
-	 strcmp((name), "fastwall_events_lost") == 0 ||                                            \
-	 strcmp((name), "fastwall_rule_sets") == 0)
+	 strcmp((name), "fastwall_events_lost") == 0 || strcmp((name), "fastwall_rule_sets") == 0)
 
 /* Maps of this ABI that no program uses any more, and that held nothing
  * worth carrying: a start unpins them (the old programs keep their

@@ -225,8 +225,9 @@ struct fw_rule {
  * clear names entries of the slot's trie; both forms share one counter,
  * so a generation number is never used twice for a subject. An element is
  * written whole before dispatch names it and never changed: the next
- * change writes a new one, and the old one is deleted after an RCU grace
- * period (a hash element is freed, or reused, only then). The entries are
+ * change writes a new one, and the old one is deleted an RCU grace period
+ * after no dispatch value names it (the kernel may reuse a deleted hash
+ * element's memory at once, so no program may still hold it). The entries are
  * in the order of a longest-prefix match (longest prefix first), so the
  * first entry whose prefix holds the destination decides; the last one is
  * the default (::/0). Added in ABI 2 without a new version: older pins

@@ -15,10 +15,12 @@
  * ratio carries across machines; a kernel that waits for an RCU grace
  * period in an operation shows a ratio in the hundreds or thousands.
  *
- * A policy's CIDR rules are LPM trie entries, and a changed policy writes
- * all of them (a new generation): an operation costs a fixed part plus one
- * trie insert per entry. With two sizes the run also prints that per-entry
- * cost, in plain updates.
+ * A policy of at most FW_SET_MAX compiled entries is one element of
+ * fastwall_rule_sets (a small set), a larger one a generation of LPM trie
+ * entries, one insert per entry. The default sizes, 4, 16 and 32 CIDR
+ * rules, are two small sets and a trie; the run prints the form each size
+ * took, and from the first two sizes what one more rule costs, in plain
+ * updates.
  *
  * Prints a table per size and one machine-readable line per figure ("cp
  * add_r4 p50_us=... p99_us=... ops=... ratio=..."). Never judges timing: the exit
@@ -188,6 +190,9 @@ static int timed_plain(int fd, __u32 key, __u64 *ns)
 /* One round: add, update, rebind, remove of subject i, and a plain update.
  * The checks are what a user of the registry would see. samples == NULL
  * for the warm-up. */
+/* the form the last add's rules took: a small set, or the slot trie */
+static bool added_small;
+
 static int round_once(struct fw_registry *r, struct fw_subject_spec *spec, int plain_fd,
 		      unsigned int i, __u64 *samples[OP_MAX], unsigned int slot)
 {
@@ -203,6 +208,7 @@ static int round_once(struct fw_registry *r, struct fw_subject_spec *spec, int p
 		fprintf(stderr, "cp_kernel: add %s: no kernel id\n", spec->name);
 		return -EIO;
 	}
+	added_small = (fw_dp_rules_gen(r->dp, id_add) & FW_GEN_SET) != 0;
 	err = timed_upsert(r, spec, i, ADD_NET + 256 + i, 1, &t[OP_UPDATE]);
 	if (err)
 		return err;
@@ -328,9 +334,10 @@ static int run_size(struct fw_registry *reg, struct fw_subject_spec *spec, int p
 	for (int k = 0; k < OP_MAX; k++)
 		qsort(samples[k], nops, sizeof(__u64), cmp_u64);
 	plain_p50 = pct_us(samples[OP_PLAIN], nops, 50);
-	printf("cp_kernel: a policy of %u CIDR rules: %u operations each after %u warm-up rounds; "
-	       "ratio = p50(op) / p50(plain array update), target <= %d\n",
-	       nrules, nops, warm, TARGET_RATIO);
+	printf("cp_kernel: a policy of %u CIDR rules (%s): %u operations each after %u warm-up "
+	       "rounds; ratio = p50(op) / p50(plain array update), target <= %d\n",
+	       nrules, added_small ? "a small set" : "the slot trie", nops, warm, TARGET_RATIO);
+	printf("cp form_r%u kind=%s\n", nrules, added_small ? "set" : "trie");
 	printf("  %-8s %12s %12s %10s %10s  %s\n", "op", "p50 us", "p99 us", "ops/s", "ratio",
 	       "target");
 	for (int k = 0; k < OP_MAX; k++) {
@@ -379,7 +386,7 @@ static unsigned int parse_sizes(const char *arg, unsigned int sizes[SIZES_MAX])
 int main(int argc, char **argv)
 {
 	const char *prefix = "/sys/fs/bpf/fastwall-cpk";
-	unsigned int nops = 300, warm = 10, sizes[SIZES_MAX] = {4, 16}, nsizes = 2, next = 0;
+	unsigned int nops = 300, warm = 10, sizes[SIZES_MAX] = {4, 16, 32}, nsizes = 3, next = 0;
 	struct fw_registry *reg = NULL;
 	struct fw_subject_spec *spec = NULL;
 	__u64 *samples[OP_MAX] = {0};
@@ -494,28 +501,15 @@ int main(int argc, char **argv)
 		       TARGET_RATIO, met ? "met by every operation" : "not met");
 	}
 	/* what one more entry costs: the slope of add between the sizes */
-	if (nsizes >= 2 && sizes[nsizes - 1] != sizes[0]) {
-		double d_us = (fig[nsizes - 1][OP_ADD].p50 - fig[0][OP_ADD].p50) /
-			      ((double)sizes[nsizes - 1] - (double)sizes[0]);
+	if (nsizes >= 2 && sizes[1] != sizes[0]) {
+		double d_us = (fig[1][OP_ADD].p50 - fig[0][OP_ADD].p50) /
+			      ((double)sizes[1] - (double)sizes[0]);
 		double plain = fig[0][OP_PLAIN].p50;
 
 		printf("cp_kernel: each further CIDR rule adds %.2f us to an add (%.1f plain "
-		       "updates): one LPM trie insert; a grace-period wait costs thousands\n",
-		       d_us, plain > 0 ? d_us / plain : 0);
+		       "updates) from %u to %u rules; a grace-period wait costs thousands\n",
+		       d_us, plain > 0 ? d_us / plain : 0, sizes[0], sizes[1]);
 		printf("cp per_rule us=%.2f ratio=%.1f\n", d_us, plain > 0 ? d_us / plain : 0);
-		/* the rest of an add, whatever the policy's size (the line's intercept),
-		 * and the largest policy an add can carry within the target */
-		if (plain > 0 && d_us > 0) {
-			double fixed = fig[0][OP_ADD].p50 / plain - sizes[0] * (d_us / plain);
-			double most = (TARGET_RATIO - fixed) / (d_us / plain);
-
-			printf("cp_kernel: an add costs %.1f plain updates besides its rules; "
-			       "within "
-			       "%d plain updates it carries up to %d CIDR rules\n",
-			       fixed, TARGET_RATIO, most > 0 ? (int)most : 0);
-			printf("cp fixed ratio=%.1f max_rules=%d\n", fixed,
-			       most > 0 ? (int)most : 0);
-		}
 	}
 
 cleanup:

@@ -54,6 +54,37 @@ subjects:
     private_cidr: 10.42.0.0/24
     state: denying
     policy: { defaultAction: allow }
+  # 24 single addresses: more than a small set holds, so its rules go to
+  # its slot's trie (nothing sends from it)
+  - name: sandbox-c
+    addresses: [10.42.0.4]
+    policy:
+      defaultAction: deny
+      egress:
+        - { action: allow, target: 192.0.2.100 }
+        - { action: allow, target: 192.0.2.102 }
+        - { action: allow, target: 192.0.2.104 }
+        - { action: allow, target: 192.0.2.106 }
+        - { action: allow, target: 192.0.2.108 }
+        - { action: allow, target: 192.0.2.110 }
+        - { action: allow, target: 192.0.2.112 }
+        - { action: allow, target: 192.0.2.114 }
+        - { action: allow, target: 192.0.2.116 }
+        - { action: allow, target: 192.0.2.118 }
+        - { action: allow, target: 192.0.2.120 }
+        - { action: allow, target: 192.0.2.122 }
+        - { action: allow, target: 192.0.2.124 }
+        - { action: allow, target: 192.0.2.126 }
+        - { action: allow, target: 192.0.2.128 }
+        - { action: allow, target: 192.0.2.130 }
+        - { action: allow, target: 192.0.2.132 }
+        - { action: allow, target: 192.0.2.134 }
+        - { action: allow, target: 192.0.2.136 }
+        - { action: allow, target: 192.0.2.138 }
+        - { action: allow, target: 192.0.2.140 }
+        - { action: allow, target: 192.0.2.142 }
+        - { action: allow, target: 192.0.2.144 }
+        - { action: allow, target: 192.0.2.146 }
 EOF
 # the socket a fastwalld on the host would have, if there is one
 HOST_MON=/run/fastwall/monitor.sock
@@ -82,8 +113,17 @@ check "decided: the rule's text as written" grep -q \
 check_fails "the data plane agrees: 198.51.100.66:80 does not answer" \
 	fw_http "$SB_A" http://198.51.100.66/ 1
 
-echo "# the slot's rule trie reads by field in bpftool"
-key=($((id_a & 255)) $(((id_a >> 8) & 255)) 0 0)
+echo "# a small policy's rule set reads by field in bpftool"
+bpftool -j -p map dump pinned "$BPFFS/fastwall_rule_sets" >"$FW_TMP/sets.txt" 2>&1 || true
+grep -A40 '"formatted"' "$FW_TMP/sets.txt" | head -40 | sed 's/^/    /'
+check_eq "sandbox-a's rules are one small set (its generation has bit 31)" \
+	"$("$FW_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(sum(1 for e in d if e.get('formatted', e)['key']['subject'] == int(sys.argv[2]) and e.get('formatted', e)['key']['gen'] >= 2**31))" "$FW_TMP/sets.txt" "$id_a")" 1
+check "bpftool prints the set's entries by field, actions by name" \
+	grep -q '"action": "FW_ACTION_ALLOW"' "$FW_TMP/sets.txt"
+
+echo "# a larger policy's slot trie reads by field in bpftool"
+id_c=$(fw_cli -o json subjects | json_get "[s['id'] for s in d['subjects'] if s['name'] == 'sandbox-c'][0]")
+key=($((id_c & 255)) $(((id_c >> 8) & 255)) 0 0)
 inner=$(bpftool -j map lookup pinned "$BPFFS/fastwall_rules_v2" key "${key[@]}" |
 	"$FW_PY" -c "import json,sys; v=json.load(sys.stdin)['value']; print(v if isinstance(v, int) else int.from_bytes(bytes(int(b, 16) for b in v), 'little'))")
 bpftool map dump id "$inner" >"$FW_TMP/trie.txt" 2>&1 || true

@@ -215,6 +215,13 @@ static size_t batch_put(struct fw_dp_rules *r, int fd, const struct fw_compiled_
 	return done;
 }
 
+/* The generation after gen, of either form: one counter for both, which
+ * never reaches FW_GEN_SET (it wraps to 0, as 32 bits did before). */
+static __u32 next_gen(__u32 gen)
+{
+	return ((gen & ~FW_GEN_SET) + 1) & ~FW_GEN_SET;
+}
+
 /* Longest prefix first: the scan's first match is the longest-prefix one. */
 static int by_length(const void *a, const void *b)
 {
@@ -1010,7 +1017,7 @@ int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *
 		 * large changes of one subject within a grace period) */
 		flush(r, id);
 	}
-	gen = (s->gen & ~FW_GEN_SET) + 1;
+	gen = next_gen(s->gen);
 	for (; nports < set->nports; nports++) {
 		struct fw_port_rule_key k = {
 			.subject = id,
@@ -1151,7 +1158,7 @@ void fw_dp_rules_release(struct fw_dp *dp, __u32 id)
 	s->nlive = 0;
 	if (s->gen & FW_GEN_SET)
 		gens_push(&s->sets_old, s->gen);
-	s->gen = (s->gen & ~FW_GEN_SET) + 1; /* every generation it had is older */
+	s->gen = next_gen(s->gen); /* every generation it had is older */
 	keys_move(&s->old, &s->live);
 	pthread_mutex_unlock(&r->lock);
 	fw_dp_policy_retire(dp, id, 0);

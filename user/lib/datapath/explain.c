@@ -133,13 +133,10 @@ static bool set_entry(struct fw_dp *dp, const struct fw_subject *s, const struct
 	for (__u32 i = 0; i < set.n && i < FW_SET_MAX; i++) {
 		const struct fw_set_entry *e = &set.e[i];
 		__u32 plen = 0;
-		bool in = true;
 
-		for (int b = 0; b < 16; b++) {
-			in = in && ((dst->b[b] ^ e->addr.b[b]) & e->mask.b[b]) == 0;
+		for (int b = 0; b < 16; b++)
 			plen += (__u32)__builtin_popcount(e->mask.b[b]);
-		}
-		if (!in)
+		if (!fw_prefix_contains(&e->addr, plen, dst))
 			continue;
 		r->entry = e->rule;
 		r->has_prefix = true;

@@ -24,6 +24,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 
+#include "common/addr.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "datapath/rules.h"
@@ -43,12 +44,6 @@ struct keys {
 	bool lost;
 };
 
-/* Generations of a subject held in fastwall_rule_sets (FW_GEN_SET). */
-struct gens {
-	__u32 *g;
-	__u32 n, cap;
-};
-
 struct slot {
 	int fd;		/* the slot's trie; -1 until known */
 	bool known;	/* fd, gen and counts are valid */
@@ -59,16 +54,17 @@ struct slot {
 	__u32 jobs;	/* queued or running deletions */
 	__u32 port_jobs;
 	struct keys live, old; /* the keys of gen, of the older ones not queued */
-	struct gens sets_old;  /* retired small sets not queued */
-	struct gens sets_boot; /* the sets found at open, until the slot is known */
+	/* generations (__u32, with FW_GEN_SET) held in fastwall_rule_sets */
+	struct fw_recs sets_old;  /* retired small sets not queued */
+	struct fw_recs sets_boot; /* the sets found at open, until the slot is known */
 };
 
 struct job {
-	__u32 id, keep;	  /* delete the generations before keep */
-	__u32 n;	  /* entries that frees */
-	__u32 ports;	  /* FW_PORTSET_GEN bit | 1 to delete; 0 = none */
-	struct keys keys; /* exactly those entries; lost: scan for them */
-	struct gens sets; /* and these small sets */
+	__u32 id, keep;	     /* delete the generations before keep */
+	__u32 n;	     /* entries that frees */
+	__u32 ports;	     /* FW_PORTSET_GEN bit | 1 to delete; 0 = none */
+	struct keys keys;    /* exactly those entries; lost: scan for them */
+	struct fw_recs sets; /* and these small sets */
 };
 
 struct fw_dp_rules {
@@ -124,26 +120,27 @@ static void keys_push(struct keys *l, const struct fw_rule_key *k)
 	l->k[l->n++] = *k;
 }
 
-static void gens_free(struct gens *l)
+/* Lists of small-set generations: fw_recs of __u32 (a zeroed list is an
+ * empty one). */
+static void gens_free(struct fw_recs *l)
 {
-	free(l->g);
-	*l = (struct gens){0};
+	free(l->data);
+	*l = (struct fw_recs){0};
 }
 
 /* false: no memory (the set is left to the reaper's scan) */
-static bool gens_push(struct gens *l, __u32 gen)
+static bool gens_push(struct fw_recs *l, __u32 gen)
 {
-	if (l->n == l->cap) {
-		__u32 cap = l->cap ? 2 * l->cap : 4;
-		__u32 *grown = realloc(l->g, cap * sizeof(*grown));
+	l->size = sizeof(gen);
+	return fw_recs_push(l, &gen) == 0;
+}
 
-		if (!grown)
-			return false;
-		l->g = grown;
-		l->cap = cap;
-	}
-	l->g[l->n++] = gen;
-	return true;
+static __u32 gen_at(const struct fw_recs *l, size_t i)
+{
+	__u32 gen;
+
+	memcpy(&gen, l->data + i * sizeof(gen), sizeof(gen));
+	return gen;
 }
 
 /* Moves every key of from to the end of to; from is left empty. */
@@ -233,17 +230,6 @@ static int by_length(const void *a, const void *b)
 	return memcmp(&x->key.addr, &y->key.addr, sizeof(x->key.addr));
 }
 
-static void mask_of(struct fw_ip *mask, __u32 plen)
-{
-	memset(mask, 0, sizeof(*mask));
-	for (__u32 i = 0; i < 16 && plen; i++) {
-		__u32 bits = plen > 8 ? 8 : plen;
-
-		mask->b[i] = (__u8)(0xff00u >> bits);
-		plen -= bits;
-	}
-}
-
 /* Writes set as the small set {id, gen} (gen with FW_GEN_SET), as one new
  * element: it must not exist (a generation is written once). */
 static int set_put(int fd, __u32 id, const struct fw_compiled_set *set, __u32 gen, __u32 pgen)
@@ -262,9 +248,10 @@ static int set_put(int fd, __u32 id, const struct fw_compiled_set *set, __u32 ge
 		struct fw_set_entry *e = &v.e[i];
 		__u32 plen = order[i]->key.prefixlen > 128 ? 128 : order[i]->key.prefixlen;
 
-		mask_of(&e->mask, plen);
-		for (int b = 0; b < 16; b++)
-			e->addr.b[b] = order[i]->key.addr.b[b] & e->mask.b[b];
+		memset(&e->mask, 0xff, sizeof(e->mask));
+		fw_prefix_mask(&e->mask, plen);
+		e->addr = order[i]->key.addr;
+		fw_prefix_mask(&e->addr, plen);
 		e->rule = order[i]->rule;
 		if (set->nports && e->rule.portset)
 			e->rule.portset |= pgen;
@@ -478,8 +465,8 @@ static void slot_publish(struct fw_dp_rules *r, __u32 id, int fd, struct gen_cou
 	s->live = live;
 	s->old = old;
 	/* the newest generation of either form is the live one */
-	for (__u32 i = 0; i < s->sets_boot.n; i++) {
-		__u32 sg = s->sets_boot.g[i];
+	for (size_t i = 0; i < s->sets_boot.n; i++) {
+		__u32 sg = gen_at(&s->sets_boot, i);
 
 		if ((sg & ~FW_GEN_SET) > (s->gen & ~FW_GEN_SET)) {
 			if (s->gen & FW_GEN_SET)
@@ -714,10 +701,10 @@ static bool port_kept(const void *key, const void *ctx)
 }
 
 /* Deletes the small sets l of subject id (gone already: fine). */
-static void sets_delete(struct fw_dp *dp, __u32 id, const struct gens *l)
+static void sets_delete(struct fw_dp *dp, __u32 id, const struct fw_recs *l)
 {
-	for (__u32 i = 0; i < l->n; i++) {
-		struct fw_set_key k = {.subject = id, .gen = l->g[i]};
+	for (size_t i = 0; i < l->n; i++) {
+		struct fw_set_key k = {.subject = id, .gen = gen_at(l, i)};
 
 		if (bpf_map_delete_elem(dp->rule_sets_fd, &k) && errno != ENOENT)
 			fw_warn("subject %u: can't delete a retired rule set: %s", id,
@@ -1134,7 +1121,7 @@ void fw_dp_policy_retire(struct fw_dp *dp, __u32 id, __u32 old_port_state)
 	j.keys = s->old;
 	s->old = (struct keys){0};
 	j.sets = s->sets_old;
-	s->sets_old = (struct gens){0};
+	s->sets_old = (struct fw_recs){0};
 	r->q[r->nq++] = j;
 	s->nold = 0;
 	s->npending += j.n;
@@ -1215,13 +1202,13 @@ static void slot_emptied(struct fw_dp_rules *r, __u32 id)
 
 /* The small sets id holds, live and retired (deleted after a grace period
  * by the caller). */
-static void sets_of(struct fw_dp_rules *r, __u32 id, struct gens *out)
+static void sets_of(struct fw_dp_rules *r, __u32 id, struct fw_recs *out)
 {
 	struct slot *s = &r->slot[id];
 
 	pthread_mutex_lock(&r->lock);
 	*out = s->sets_old;
-	s->sets_old = (struct gens){0};
+	s->sets_old = (struct fw_recs){0};
 	if (s->gen & FW_GEN_SET)
 		gens_push(out, s->gen);
 	pthread_mutex_unlock(&r->lock);
@@ -1255,7 +1242,7 @@ int fw_dp_rules_clear(struct fw_dp *dp, __u32 id)
 	if (!err)
 		err = delete_older(dp->rules->slot[id].fd, ~0u);
 	if (!err) {
-		struct gens sets;
+		struct fw_recs sets;
 
 		sets_of(dp->rules, id, &sets);
 		sets_delete(dp, id, &sets);

@@ -2097,18 +2097,31 @@ static bool sets_on(void)
 	return !v || strcmp(v, "0") != 0;
 }
 
+/* How many keys of map fd belong to subject id: the keys of
+ * fastwall_rule_sets, fastwall_conns and fastwall_learned_ports all start
+ * with the subject's id. */
+static int subject_keys(int fd, size_t key_size, __u32 id)
+{
+	unsigned char buf[2][64];
+	void *prev = NULL;
+	int n = 0, i = 0;
+	__u32 owner;
+
+	if (key_size > sizeof(buf[0]))
+		return -1;
+	while (!bpf_map_get_next_key(fd, prev, buf[i])) {
+		memcpy(&owner, buf[i], sizeof(owner));
+		n += owner == id;
+		prev = buf[i];
+		i ^= 1;
+	}
+	return n;
+}
+
 /* The small sets of subject id in fastwall_rule_sets. */
 static int sets_held(__u32 id)
 {
-	struct fw_set_key k, *prev = NULL, next;
-	int n = 0;
-
-	while (!bpf_map_get_next_key(t.dp->rule_sets_fd, prev, &next)) {
-		k = next;
-		prev = &k;
-		n += k.subject == id;
-	}
-	return n;
+	return subject_keys(t.dp->rule_sets_fd, sizeof(struct fw_set_key), id);
 }
 
 static bool dispatch_of(const char *addr, struct fw_subject *s)
@@ -2385,16 +2398,7 @@ static void scenario_connections(void)
 /* Records per subject in fastwall_conns (a scan, not the counter). */
 static size_t conns_held(__u32 id)
 {
-	struct fw_conn_key k, next;
-	size_t n = 0;
-	void *prev = NULL;
-
-	while (!bpf_map_get_next_key(t.dp->conns_fd, prev, &next)) {
-		k = next;
-		prev = &k;
-		n += k.subject == id;
-	}
-	return n;
+	return (size_t)subject_keys(t.dp->conns_fd, sizeof(struct fw_conn_key), id);
 }
 
 static const struct subject_def pi_def = {
@@ -2621,16 +2625,7 @@ static void probe_all(const char *prefix, const struct port_probe *p, size_t n)
 
 static size_t lports_held(__u32 id)
 {
-	struct fw_port_rule_key k, next;
-	void *prev = NULL;
-	size_t n = 0;
-
-	while (!bpf_map_get_next_key(t.dp->learned_ports_fd, prev, &next)) {
-		k = next;
-		prev = &k;
-		n += k.subject == id;
-	}
-	return n;
+	return (size_t)subject_keys(t.dp->learned_ports_fd, sizeof(struct fw_port_rule_key), id);
 }
 
 static void scenario_learned_ports(void)

@@ -194,11 +194,12 @@ test-fake: $(BUILD)/tests/unit_fake ## registry, learner and actions units over 
 	$(Q)$(BUILD)/tests/unit_fake
 
 SHUFFLE_SEED ?= $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
-test-bpf: $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/bpf_cgroup_verdicts all ## BPF verdict tables only (TC in order, shuffled with SHUFFLE_SEED=N, with every policy in the tries; cgroup)
+test-bpf: $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/bpf_cgroup_verdicts all ## BPF verdict tables only (TC in order, shuffled with SHUFFLE_SEED=N, with every policy in the tries; cgroup, both ways)
 	$(Q)$(BUILD)/tests/bpf_verdicts
 	$(Q)$(BUILD)/tests/bpf_verdicts --shuffle $(SHUFFLE_SEED)
 	$(Q)FASTWALL_RULE_SET_MAX=0 $(BUILD)/tests/bpf_verdicts
 	$(Q)$(BUILD)/tests/bpf_cgroup_verdicts
+	$(Q)FASTWALL_RULE_SET_MAX=0 $(BUILD)/tests/bpf_cgroup_verdicts
 
 test-lint: ## the tests of the lint itself (scripts/check-layers.sh)
 	$(Q)bash tests/lint/check-layers.sh

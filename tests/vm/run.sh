@@ -110,53 +110,57 @@ if ip link add "${ID}d" type dummy 2>/dev/null; then
 else
 	feature dummy no
 fi
-# twice: small policies as small sets (the default), then every policy
-# in the slot tries (FASTWALL_RULE_SET_MAX=0), so both forms run here
-tp=0 tf=0
-for sets in default 0; do
-	t0=$SECONDS
-	if [ "$sets" = default ]; then
-		"$BUILD/tests/bpf_verdicts" >"$TMP/verdicts" 2>&1
-	else
-		FASTWALL_RULE_SET_MAX=$sets "$BUILD/tests/bpf_verdicts" >"$TMP/verdicts" 2>&1
+# counted LABEL OUT CMD...: runs one of the C test binaries, which end with
+# "N passed, M failed"; shows its failures, sets CP and CF and adds them
+# to the totals. A non-zero exit, or no row passed, with no failure
+# counted is one failure.
+counted() {
+	local label=$1 out=$2 rc t0=$SECONDS
+	shift 2
+	"$@" >"$out" 2>&1
+	rc=$?
+	grep -E '^(FAIL|not ok)|^(can|fixture|libbpf).*' "$out" | sed "s/^/# $label: /"
+	read -r CP CF < <(awk 'match($0, /[0-9]+ passed, [0-9]+ failed/) {
+		split(substr($0, RSTART, RLENGTH), w, " "); p = w[1]; f = w[3] }
+		END { print p + 0, f + 0 }' "$out")
+	if { [ "$rc" -ne 0 ] || [ "$CP" -eq 0 ]; } && [ "$CF" -eq 0 ]; then
+		CF=1
+		tail -20 "$out" | sed "s/^/# $label: /"
 	fi
-	vrc=$?
-	grep -E '^(FAIL|not ok)|^(can|fixture|libbpf).*' "$TMP/verdicts" | sed 's/^/# verdicts: /'
-	read -r vp vf < <(awk '/^[0-9]+ passed, [0-9]+ failed/ { p = $1; f = $3 } END { print p + 0, f + 0 }' "$TMP/verdicts")
-	[ "$vrc" -ne 0 ] && [ "$vf" -eq 0 ] && vf=1 && tail -20 "$TMP/verdicts" | sed 's/^/# verdicts: /'
-	echo "# verdict table (small sets: $sets): $vp rows passed, $vf failed ($((SECONDS - t0))s)"
-	PASSED=$((PASSED + vp)) FAILED=$((FAILED + vf))
-	tp=$((tp + vp)) tf=$((tf + vf))
+	PASSED=$((PASSED + CP)) FAILED=$((FAILED + CF))
+	CSECS=$((SECONDS - t0))
+}
+
+# the verdict tables twice: small policies as small sets (the default),
+# then every policy in the slot tries (FASTWALL_RULE_SET_MAX=0), so both
+# forms run here
+tp=0 tf=0
+for sets in "" 0; do
+	counted verdicts "$TMP/verdicts" env ${sets:+FASTWALL_RULE_SET_MAX=$sets} \
+		"$BUILD/tests/bpf_verdicts"
+	echo "# verdict table (small sets: ${sets:-default}): $CP rows passed, $CF failed (${CSECS}s)"
+	tp=$((tp + CP)) tf=$((tf + CF))
 done
 feature test_run "$tp/$((tp + tf))"
 
 echo "# 1b. pinned-map ABI: migration from the previous layout, refusals"
 if [ -x "$BUILD/tests/abi_migrate" ]; then
-	t0=$SECONDS
-	"$BUILD/tests/abi_migrate" >"$TMP/abi" 2>&1
-	arc=$?
-	grep -E '^not ok' "$TMP/abi" | sed 's/^/# abi: /'
-	read -r ap af < <(awk '/[0-9]+ passed, [0-9]+ failed/ { p = $(NF - 3); f = $(NF - 1) } END { print p + 0, f + 0 }' "$TMP/abi")
-	[ "$arc" -ne 0 ] && [ "$af" -eq 0 ] && af=1 && tail -20 "$TMP/abi" | sed 's/^/# abi: /'
-	echo "# ABI checks: $ap passed, $af failed ($((SECONDS - t0))s)"
-	PASSED=$((PASSED + ap)) FAILED=$((FAILED + af))
+	counted abi "$TMP/abi" "$BUILD/tests/abi_migrate"
+	echo "# ABI checks: $CP passed, $CF failed (${CSECS}s)"
 else
 	not_ok "$BUILD/tests/abi_migrate is missing"
 fi
 
 echo "# 1b2. the cgroup programs' verdict table (process sandboxes)"
 if [ -x "$BUILD/tests/bpf_cgroup_verdicts" ]; then
-	t0=$SECONDS
-	"$BUILD/tests/bpf_cgroup_verdicts" >"$TMP/cgv" 2>&1
-	crc=$?
-	grep -E '^not ok|^(can|fixture|libbpf).*' "$TMP/cgv" | sed 's/^/# cgroup verdicts: /'
-	# its summary: "cgroup verdicts: 24 passed, 0 failed"
-	read -r cp cf < <(awk '/[0-9]+ passed, [0-9]+ failed/ { for (i = 2; i < NF; i++) if ($i == "passed,") { p = $(i - 1); f = $(i + 1) } }
-		END { print p + 0, f + 0 }' "$TMP/cgv")
-	{ [ "$crc" -ne 0 ] || [ "$cp" -eq 0 ]; } && [ "$cf" -eq 0 ] && cf=1 && tail -20 "$TMP/cgv" | sed 's/^/# cgroup verdicts: /'
-	echo "# cgroup verdict table: $cp rows passed, $cf failed ($((SECONDS - t0))s)"
-	PASSED=$((PASSED + cp)) FAILED=$((FAILED + cf))
-	feature cgroup_test_run "$cp/$((cp + cf))"
+	tp=0 tf=0
+	for sets in "" 0; do
+		counted "cgroup verdicts" "$TMP/cgv" env ${sets:+FASTWALL_RULE_SET_MAX=$sets} \
+			"$BUILD/tests/bpf_cgroup_verdicts"
+		echo "# cgroup verdict table (small sets: ${sets:-default}): $CP rows passed, $CF failed (${CSECS}s)"
+		tp=$((tp + CP)) tf=$((tf + CF))
+	done
+	feature cgroup_test_run "$tp/$((tp + tf))"
 else
 	not_ok "$BUILD/tests/bpf_cgroup_verdicts is missing"
 fi

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole suite against the binaries in $1 (build/ or build-san/):
 # Criterion units, the BPF verdict table (in order, then shuffled), the
-# pinned-map ABI, the tests of the lint, then every end-to-end script.
+# pinned-map ABI, the verdict tables and the ABI's swaps again with every
+# policy in the slot tries, the tests of the lint, then every end-to-end
+# script.
 # Prints each part's own output and ends with one "N passed, N failed" line.
 set -uo pipefail
 
@@ -63,6 +65,11 @@ run_part bpf-verdicts "$BUILD/tests/bpf_verdicts"
 run_part bpf-verdicts-shuffled "$BUILD/tests/bpf_verdicts" --shuffle "${SHUFFLE_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"
 run_part bpf-cgroup-verdicts "$BUILD/tests/bpf_cgroup_verdicts"
 run_part abi-migrate "$BUILD/tests/abi_migrate"
+# the same with every policy in the slot tries, not in small sets: both
+# rule forms are what the programs read
+run_part bpf-verdicts-tries env FASTWALL_RULE_SET_MAX=0 "$BUILD/tests/bpf_verdicts"
+run_part bpf-cgroup-verdicts-tries env FASTWALL_RULE_SET_MAX=0 "$BUILD/tests/bpf_cgroup_verdicts"
+run_part abi-migrate-tries env FASTWALL_RULE_SET_MAX=0 "$BUILD/tests/abi_migrate"
 run_part lint bash tests/lint/check-layers.sh
 for t in tests/e2e/*.sh; do
 	[ -e "$t" ] || continue

@@ -413,11 +413,19 @@ static bool rule_is_v4(const struct fw_policy_rule *r)
 	return r->plen >= FW_V4_PREFIX_BASE && fw_addr_family(&r->addr) == FW_FAM_V4;
 }
 
+/* One address rule as the compiler reads it: the fields build_entry()
+ * needs, copied out of the rule so the candidate x rule loop (n^2 for n
+ * rules) reads one small array, and the prefix's mask computed once
+ * rather than on every containment test. */
 struct indexed_rule {
-	const struct fw_policy_rule *r;
+	struct fw_ip net;  /* masked */
+	struct fw_ip mask; /* plen leading one bits */
+	const __u16 *ports;
+	size_t nports;
 	__u32 index;
+	__u32 plen;
+	__u8 action;
 	bool v4;
-	struct fw_ip net; /* masked */
 };
 
 /* A candidate LPM entry: a rule prefix, the IPv4 block, or ::/0. */
@@ -427,19 +435,41 @@ struct candidate {
 	bool v4;
 };
 
+/* mask: the first plen bits set (all of them past 128) */
+static void prefix_netmask(struct fw_ip *mask, __u32 plen)
+{
+	memset(mask, 0xff, sizeof(*mask));
+	fw_prefix_mask(mask, plen);
+}
+
+/* fw_prefix_contains() with the mask already made: whether addr agrees
+ * with net on every bit of mask. All four words at once, no branches. */
+static inline bool masked_contains(const struct fw_ip *net, const struct fw_ip *mask,
+				   const struct fw_ip *addr)
+{
+	const fw_ip_word *n = FW_IP_W(net), *m = FW_IP_W(mask), *a = FW_IP_W(addr);
+
+	return !(((n[0] ^ a[0]) & m[0]) | ((n[1] ^ a[1]) & m[1]) | ((n[2] ^ a[2]) & m[2]) |
+		 ((n[3] ^ a[3]) & m[3]));
+}
+
+/* plen past 128 contains nothing, as in fw_prefix_contains() */
 static bool covers(const struct indexed_rule *r, const struct candidate *c)
 {
-	return r->v4 == c->v4 && r->r->plen <= c->plen &&
-	       fw_prefix_contains(&r->net, r->r->plen, &c->net);
+	return r->v4 == c->v4 && r->plen <= c->plen && r->plen <= 128 &&
+	       masked_contains(&r->net, &r->mask, &c->net);
 }
 
 /* Port bitmaps of one candidate: which ports some covering deny / allow
- * rule lists, and the list of ports touched so clearing is cheap. */
+ * rule lists, and the list of ports touched so clearing is cheap. The
+ * list has room for cap ports: no more than the policy lists in all, and
+ * never more than PORTS_TOUCHED_MAX (past that, overflow). */
+#define PORTS_TOUCHED_MAX (2 * FW_POLICY_MAX_RULES)
 struct port_acc {
 	unsigned char deny[65536 / 8], allow[65536 / 8];
-	__u16 touched[2 * FW_POLICY_MAX_RULES];
-	size_t ntouched;
+	size_t ntouched, cap;
 	bool overflow;
+	__u16 touched[];
 };
 
 static bool bit(const unsigned char *m, __u16 p)
@@ -450,7 +480,7 @@ static bool bit(const unsigned char *m, __u16 p)
 static void set_bit(struct port_acc *pa, unsigned char *m, __u16 p)
 {
 	if (!bit(pa->deny, p) && !bit(pa->allow, p)) {
-		if (pa->ntouched < sizeof(pa->touched) / sizeof(pa->touched[0]))
+		if (pa->ntouched < pa->cap)
 			pa->touched[pa->ntouched++] = p;
 		else
 			pa->overflow = true;
@@ -532,13 +562,13 @@ static int build_entry(const struct indexed_rule *ir, size_t nir, const struct c
 		pa->overflow = false;
 	}
 	for (size_t i = 0; i < nir; i++) {
-		const struct fw_policy_rule *r = ir[i].r;
+		const struct indexed_rule *r = &ir[i];
 
-		if (!covers(&ir[i], c))
+		if (!covers(r, c))
 			continue;
 		if (!any || r->plen > best_plen) {
 			best_plen = r->plen;
-			best = ir[i].index;
+			best = r->index;
 		}
 		any = true;
 		if (!r->nports) {
@@ -607,111 +637,159 @@ static bool same_verdict(const struct fw_rule *a, const struct fw_rule *b)
  * tries, same verdicts. */
 static size_t prune_redundant(struct fw_compiled *c, size_t n)
 {
-	bool *drop = calloc(n ? n : 1, sizeof(*drop));
+	/* each entry's mask once, not once per pair */
+	struct prune_info {
+		struct fw_ip mask;
+		bool drop;
+	} *pi = calloc(n ? n : 1, sizeof(*pi));
 	size_t out = 0;
 
-	if (!drop)
+	if (!pi)
 		return n; /* keeping them all is still correct */
+	for (size_t i = 0; i < n; i++)
+		prefix_netmask(&pi[i].mask, c[i].key.prefixlen);
 	for (size_t i = 0; i < n; i++) {
 		const struct fw_compiled *parent = NULL;
 
 		for (size_t j = 0; j < n; j++) {
+			/* a shorter prefix (so not past 128) holding entry i */
 			if (j == i || c[j].key.prefixlen >= c[i].key.prefixlen ||
-			    !fw_prefix_contains(&c[j].key.addr, c[j].key.prefixlen, &c[i].key.addr))
+			    c[j].key.prefixlen > 128 ||
+			    !masked_contains(&c[j].key.addr, &pi[j].mask, &c[i].key.addr))
 				continue;
 			if (!parent || c[j].key.prefixlen > parent->key.prefixlen)
 				parent = &c[j];
 		}
-		drop[i] = parent && same_verdict(&c[i].rule, &parent->rule);
+		pi[i].drop = parent && same_verdict(&c[i].rule, &parent->rule);
 	}
 	for (size_t i = 0; i < n; i++)
-		if (!drop[i])
+		if (!pi[i].drop)
 			c[out++] = c[i];
-	free(drop);
+	free(pi);
 	return out;
 }
 
 /* ::ffff:0:0/96, the whole IPv4 space */
 static const struct fw_ip v4_block = {.b = {[10] = 0xff, [11] = 0xff}};
 
-int fw_policy_compile_set(const struct fw_policy *overlay, const struct fw_policy *p,
-			  struct fw_compiled_set *out)
+static bool ip_equal(const struct fw_ip *a, const struct fw_ip *b)
+{
+	const fw_ip_word *x = FW_IP_W(a), *y = FW_IP_W(b);
+
+	return !((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3]));
+}
+
+/* What compile_set() works from: the address rules and the distinct
+ * prefixes among them (the candidate entries). */
+struct compile_input {
+	struct indexed_rule *ir;
+	size_t nir;
+	struct candidate *cand; /* room for the rules and 2 more */
+	size_t ncand;
+	size_t nports; /* ports listed by all address rules together */
+};
+
+/* Indexes the address rules of overlay then p (total of them) into in,
+ * one candidate per distinct prefix, then the IPv4 block and ::/0 when
+ * they are needed. */
+static void index_rules(const struct fw_policy *overlay, const struct fw_policy *p, size_t total,
+			struct compile_input *in)
 {
 	size_t nover = overlay ? overlay->nrules : 0;
-	size_t total = nover + p->nrules, nir = 0, ncand = 0, nc = 0;
-	struct indexed_rule *ir = NULL;
-	struct candidate *cand = NULL;
-	struct fw_compiled *c = NULL;
-	struct fw_port_rule *exc = NULL;
-	struct port_acc *pa = NULL;
-	struct set_builder sb = {};
-	bool v4_covered = false, v4_block_rule = false;
-	int err = 0;
+	bool v4_covered = false, v4_block_rule = false, root = false;
 
-	memset(out, 0, sizeof(*out));
-	ir = calloc(total ? total : 1, sizeof(*ir));
-	cand = calloc(total + 2, sizeof(*cand));
-	c = calloc(total + 2, sizeof(*c));
-	if (!ir || !cand || !c) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
 	for (size_t i = 0; i < total; i++) {
 		const struct fw_policy_rule *r =
 			i < nover ? &overlay->rules[i] : &p->rules[i - nover];
+		struct indexed_rule *x = &in->ir[in->nir];
 		bool dup = false;
 
 		if (r->kind != FW_TARGET_IP && r->kind != FW_TARGET_CIDR)
 			continue;
-		ir[nir].r = r;
-		ir[nir].index = (__u32)i;
-		ir[nir].v4 = rule_is_v4(r);
-		ir[nir].net = r->addr;
-		fw_prefix_mask(&ir[nir].net, r->plen);
-		if (r->plen < FW_V4_PREFIX_BASE && !ir[nir].v4 &&
-		    fw_prefix_contains(&ir[nir].net, r->plen, &v4_block))
+		*x = (struct indexed_rule){.ports = r->ports,
+					   .nports = r->nports,
+					   .index = (__u32)i,
+					   .plen = r->plen,
+					   .action = r->action,
+					   .v4 = rule_is_v4(r)};
+		x->net = r->addr;
+		fw_prefix_mask(&x->net, r->plen);
+		prefix_netmask(&x->mask, r->plen);
+		in->nports += r->nports;
+		if (r->plen < FW_V4_PREFIX_BASE && !x->v4 &&
+		    fw_prefix_contains(&x->net, r->plen, &v4_block))
 			v4_covered = true;
-		if (ir[nir].v4 && r->plen == FW_V4_PREFIX_BASE)
+		if (x->v4 && r->plen == FW_V4_PREFIX_BASE)
 			v4_block_rule = true;
-		for (size_t k = 0; k < ncand && !dup; k++)
-			dup = cand[k].plen == r->plen &&
-			      !memcmp(&cand[k].net, &ir[nir].net, sizeof(cand[k].net));
+		for (size_t k = 0; k < in->ncand && !dup; k++)
+			dup = in->cand[k].plen == r->plen && ip_equal(&in->cand[k].net, &x->net);
 		if (!dup)
-			cand[ncand++] = (struct candidate){ir[nir].net, r->plen, ir[nir].v4};
-		nir++;
+			in->cand[in->ncand++] = (struct candidate){x->net, r->plen, x->v4};
+		in->nir++;
 	}
 	/* An IPv6 prefix shorter than /96 that contains the v4-mapped block
 	 * would decide IPv4 traffic in the LPM lookup: an entry at the block
 	 * makes IPv4 see only IPv4 rules (0.0.0.0/0, if there is one). */
 	if (v4_covered && !v4_block_rule)
-		cand[ncand++] = (struct candidate){v4_block, FW_V4_PREFIX_BASE, true};
+		in->cand[in->ncand++] = (struct candidate){v4_block, FW_V4_PREFIX_BASE, true};
 	/* ::/0: the IPv6 rules at /0 if any, else the default */
-	{
-		bool root = false;
+	for (size_t k = 0; k < in->ncand; k++)
+		root |= in->cand[k].plen == 0;
+	if (!root)
+		in->cand[in->ncand++] = (struct candidate){.plen = 0};
+}
 
-		for (size_t k = 0; k < ncand; k++)
-			root |= cand[k].plen == 0;
-		if (!root)
-			cand[ncand++] = (struct candidate){.plen = 0};
+/* The port accumulator for a policy listing nports ports in all: the
+ * bitmaps cleared, the touched list (and the caller's exception list)
+ * only as long as a candidate can need. */
+static struct port_acc *port_acc_new(size_t nports)
+{
+	size_t cap = nports < PORTS_TOUCHED_MAX ? nports : PORTS_TOUCHED_MAX;
+	struct port_acc *pa = malloc(sizeof(*pa) + cap * sizeof(pa->touched[0]));
+
+	if (!pa)
+		return NULL;
+	memset(pa, 0, sizeof(*pa));
+	pa->cap = cap;
+	return pa;
+}
+
+int fw_policy_compile_set(const struct fw_policy *overlay, const struct fw_policy *p,
+			  struct fw_compiled_set *out)
+{
+	size_t total = (overlay ? overlay->nrules : 0) + p->nrules, nc = 0;
+	struct compile_input in = {};
+	struct fw_compiled *c = NULL;
+	struct fw_port_rule *exc = NULL;
+	struct port_acc *pa = NULL;
+	struct set_builder sb = {};
+	int err = 0;
+
+	memset(out, 0, sizeof(*out));
+	in.ir = malloc((total ? total : 1) * sizeof(*in.ir));
+	in.cand = malloc((total + 2) * sizeof(*in.cand));
+	c = calloc(total + 2, sizeof(*c));
+	if (!in.ir || !in.cand || !c) {
+		err = -ENOMEM;
+		goto cleanup;
 	}
-	if (ncand > FW_MAX_RULES) {
+	index_rules(overlay, p, total, &in);
+	if (in.ncand > FW_MAX_RULES) {
 		err = -E2BIG;
 		goto cleanup;
 	}
-
-	/* the port accumulators (about 100 KB) only for a policy with ports */
-	for (size_t i = 0; i < nir && !pa; i++) {
-		if (!ir[i].r->nports)
-			continue;
-		pa = calloc(1, sizeof(*pa));
-		exc = calloc(2 * FW_POLICY_MAX_RULES, sizeof(*exc));
+	/* the port accumulators only for a policy with ports */
+	if (in.nports) {
+		pa = port_acc_new(in.nports);
+		exc = pa ? malloc(pa->cap * sizeof(*exc)) : NULL;
 		if (!pa || !exc) {
 			err = -ENOMEM;
 			goto cleanup;
 		}
 	}
-	for (size_t k = 0; k < ncand; k++) {
-		err = build_entry(ir, nir, &cand[k], p->default_action, pa, &sb, exc, &c[nc]);
+	for (size_t k = 0; k < in.ncand; k++) {
+		err = build_entry(in.ir, in.nir, &in.cand[k], p->default_action, pa, &sb, exc,
+				  &c[nc]);
 		if (err)
 			goto cleanup;
 		nc++;
@@ -724,8 +802,8 @@ int fw_policy_compile_set(const struct fw_policy *overlay, const struct fw_polic
 	c = NULL;
 	sb.ports = NULL;
 cleanup:
-	free(ir);
-	free(cand);
+	free(in.ir);
+	free(in.cand);
 	free(c);
 	free(pa);
 	free(exc);

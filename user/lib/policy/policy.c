@@ -2,6 +2,7 @@
 /* Egress policy parsing, domain matching and compilation to LPM entries.
  * Input comes from operators and from sandbox controllers, so every text
  * field is bounded before it is copied and every error names the value. */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -435,11 +436,23 @@ struct candidate {
 	bool v4;
 };
 
-/* mask: the first plen bits set (all of them past 128) */
+/* mask: the first plen bits set (all of them past 128); what
+ * fw_prefix_mask() keeps of an address, without its loop and branches */
 static void prefix_netmask(struct fw_ip *mask, __u32 plen)
 {
-	memset(mask, 0xff, sizeof(*mask));
-	fw_prefix_mask(mask, plen);
+	for (__u32 i = 0; i < 4; i++) {
+		__u32 bits = plen > 32 * i ? plen - 32 * i : 0;
+
+		/* shifting a 32-bit value by 32 is undefined, hence the split */
+		FW_IP_W(mask)[i] = bits >= 32 ? ~0u : bits ? htonl(~0u << (32 - bits)) : 0;
+	}
+}
+
+/* net = addr & mask: addr masked to the prefix of mask */
+static void apply_netmask(struct fw_ip *net, const struct fw_ip *addr, const struct fw_ip *mask)
+{
+	for (int i = 0; i < 4; i++)
+		FW_IP_W(net)[i] = FW_IP_W(addr)[i] & FW_IP_W(mask)[i];
 }
 
 /* fw_prefix_contains() with the mask already made: whether addr agrees
@@ -453,10 +466,12 @@ static inline bool masked_contains(const struct fw_ip *net, const struct fw_ip *
 		 ((n[3] ^ a[3]) & m[3]));
 }
 
-/* plen past 128 contains nothing, as in fw_prefix_contains() */
+/* plen past 128 contains nothing, as in fw_prefix_contains(). The tests
+ * are cheap, so & rather than &&: one branch where the caller loops over
+ * every rule for every candidate, not four hard to predict. */
 static bool covers(const struct indexed_rule *r, const struct candidate *c)
 {
-	return r->v4 == c->v4 && r->plen <= c->plen && r->plen <= 128 &&
+	return (r->v4 == c->v4) & (r->plen <= c->plen) & (r->plen <= 128) &
 	       masked_contains(&r->net, &r->mask, &c->net);
 }
 
@@ -635,37 +650,94 @@ static bool same_verdict(const struct fw_rule *a, const struct fw_rule *b)
  * would find without it (its longest strict cover): an allow inside a
  * deny, a host inside a CIDR of the same verdict. Fewer entries, smaller
  * tries, same verdicts. */
+/* The entries of a compiled set grouped by prefix length, so that an
+ * entry's longest strict cover is found by trying the longer groups
+ * first and stopping at the first prefix that holds it, instead of
+ * testing every pair. Entries past /128 are in no group (they contain
+ * nothing, as in fw_prefix_contains()). */
+struct len_groups {
+	size_t *order;	      /* entry indexes by prefix length, ascending index within */
+	size_t first[129 + 1]; /* group g is order[first[g] .. first[g + 1]) */
+	__u32 len[129];	      /* its prefix length, ascending */
+	size_t n;	      /* groups */
+};
+
+static void len_groups_build(struct len_groups *g, const struct fw_compiled *c, size_t n)
+{
+	size_t at[129] = {0}; /* per length: how many, then where the next one goes */
+	size_t pos = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (c[i].key.prefixlen <= 128)
+			at[c[i].key.prefixlen]++;
+	g->n = 0;
+	for (__u32 len = 0; len <= 128; len++) {
+		size_t count = at[len];
+
+		if (!count)
+			continue;
+		g->len[g->n] = len;
+		g->first[g->n++] = pos;
+		at[len] = pos;
+		pos += count;
+	}
+	g->first[g->n] = pos;
+	for (size_t i = 0; i < n; i++)
+		if (c[i].key.prefixlen <= 128)
+			g->order[at[c[i].key.prefixlen]++] = i;
+}
+
+/* The longest entry strictly shorter than c[i] that holds it (the first
+ * in c of that length), or NULL. mask[j] is entry j's mask. */
+static const struct fw_compiled *strict_cover(const struct fw_compiled *c, const struct fw_ip *mask,
+					      const struct len_groups *g, size_t i)
+{
+	size_t grp = g->n;
+
+	while (grp && g->len[grp - 1] >= c[i].key.prefixlen)
+		grp--;
+	while (grp--) {
+		for (size_t k = g->first[grp]; k < g->first[grp + 1]; k++) {
+			size_t j = g->order[k];
+
+			if (masked_contains(&c[j].key.addr, &mask[j], &c[i].key.addr))
+				return &c[j];
+		}
+	}
+	return NULL;
+}
+
+/* Drops every entry that decides exactly as the entry the LPM lookup
+ * would find without it (its longest strict cover): an allow inside a
+ * deny, a host inside a CIDR of the same verdict. Fewer entries, smaller
+ * tries, same verdicts. */
 static size_t prune_redundant(struct fw_compiled *c, size_t n)
 {
-	/* each entry's mask once, not once per pair */
-	struct prune_info {
-		struct fw_ip mask;
-		bool drop;
-	} *pi = calloc(n ? n : 1, sizeof(*pi));
+	struct fw_ip *mask = malloc((n ? n : 1) * sizeof(*mask));
+	bool *drop = calloc(n ? n : 1, sizeof(*drop));
+	struct len_groups g;
 	size_t out = 0;
 
-	if (!pi)
-		return n; /* keeping them all is still correct */
-	for (size_t i = 0; i < n; i++)
-		prefix_netmask(&pi[i].mask, c[i].key.prefixlen);
-	for (size_t i = 0; i < n; i++) {
-		const struct fw_compiled *parent = NULL;
-
-		for (size_t j = 0; j < n; j++) {
-			/* a shorter prefix (so not past 128) holding entry i */
-			if (j == i || c[j].key.prefixlen >= c[i].key.prefixlen ||
-			    c[j].key.prefixlen > 128 ||
-			    !masked_contains(&c[j].key.addr, &pi[j].mask, &c[i].key.addr))
-				continue;
-			if (!parent || c[j].key.prefixlen > parent->key.prefixlen)
-				parent = &c[j];
-		}
-		pi[i].drop = parent && same_verdict(&c[i].rule, &parent->rule);
+	g.order = malloc((n ? n : 1) * sizeof(*g.order));
+	if (!mask || !drop || !g.order) {
+		out = n; /* keeping them all is still correct */
+		goto done;
 	}
 	for (size_t i = 0; i < n; i++)
-		if (!pi[i].drop)
+		prefix_netmask(&mask[i], c[i].key.prefixlen);
+	len_groups_build(&g, c, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct fw_compiled *parent = strict_cover(c, mask, &g, i);
+
+		drop[i] = parent && same_verdict(&c[i].rule, &parent->rule);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!drop[i])
 			c[out++] = c[i];
-	free(pi);
+done:
+	free(mask);
+	free(drop);
+	free(g.order);
 	return out;
 }
 
@@ -712,9 +784,8 @@ static void index_rules(const struct fw_policy *overlay, const struct fw_policy 
 					   .plen = r->plen,
 					   .action = r->action,
 					   .v4 = rule_is_v4(r)};
-		x->net = r->addr;
-		fw_prefix_mask(&x->net, r->plen);
 		prefix_netmask(&x->mask, r->plen);
+		apply_netmask(&x->net, &r->addr, &x->mask);
 		in->nports += r->nports;
 		if (r->plen < FW_V4_PREFIX_BASE && !x->v4 &&
 		    fw_prefix_contains(&x->net, r->plen, &v4_block))

@@ -220,14 +220,25 @@ static __u32 next_gen(__u32 gen)
 }
 
 /* Longest prefix first: the scan's first match is the longest-prefix one. */
-static int by_length(const void *a, const void *b)
+static int by_length(const struct fw_compiled *x, const struct fw_compiled *y)
 {
-	const struct fw_compiled *x = *(const struct fw_compiled *const *)a;
-	const struct fw_compiled *y = *(const struct fw_compiled *const *)b;
-
 	if (x->key.prefixlen != y->key.prefixlen)
 		return x->key.prefixlen > y->key.prefixlen ? -1 : 1;
 	return memcmp(&x->key.addr, &y->key.addr, sizeof(x->key.addr));
+}
+
+/* order[] = the entries of set by_length: insertion sort, as a set has at
+ * most FW_SET_MAX of them (qsort's setup costs more than the sort) */
+static void sort_by_length(const struct fw_compiled *order[], const struct fw_compiled_set *set)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		const struct fw_compiled *e = &set->entries[i];
+		size_t j = i;
+
+		for (; j && by_length(order[j - 1], e) > 0; j--)
+			order[j] = order[j - 1];
+		order[j] = e;
+	}
 }
 
 /* Writes set as the small set {id, gen} (gen with FW_GEN_SET), as one new
@@ -241,9 +252,7 @@ static int set_put(int fd, __u32 id, const struct fw_compiled_set *set, __u32 ge
 	if (set->n > FW_SET_MAX)
 		return -E2BIG;
 	memset(&v, 0, sizeof(v));
-	for (size_t i = 0; i < set->n; i++)
-		order[i] = &set->entries[i];
-	qsort(order, set->n, sizeof(order[0]), by_length);
+	sort_by_length(order, set);
 	for (size_t i = 0; i < set->n; i++) {
 		struct fw_set_entry *e = &v.e[i];
 		__u32 plen = order[i]->key.prefixlen > 128 ? 128 : order[i]->key.prefixlen;

@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -423,17 +424,24 @@ struct indexed_rule {
 	struct fw_ip mask; /* plen leading one bits */
 	const __u16 *ports;
 	size_t nports;
+	size_t cand; /* the candidate of its prefix */
 	__u32 index;
 	__u32 plen;
 	__u8 action;
 	bool v4;
 };
 
+#define NO_INDEX SIZE_MAX /* no such candidate */
+
 /* A candidate LPM entry: a rule prefix, the IPv4 block, or ::/0. */
 struct candidate {
-	struct fw_ip net;
+	struct fw_ip net;  /* masked */
+	struct fw_ip mask; /* plen leading one bits */
 	__u32 plen;
 	bool v4;
+	bool drop;	      /* by prune_redundant(): decides as its parent */
+	size_t parent;	      /* its longest strict cover, or NO_INDEX */
+	size_t first, nrules; /* its rules: by_cand[first .. first + nrules) */
 };
 
 /* mask: the first plen bits set (all of them past 128); what
@@ -562,13 +570,56 @@ static int portset_id(struct set_builder *sb, const struct fw_port_rule *exc, si
 	return 0;
 }
 
-/* Builds the entry of candidate c from every rule that covers it. */
-static int build_entry(const struct indexed_rule *ir, size_t nir, const struct candidate *c,
-		       __u8 dflt, struct port_acc *pa, struct set_builder *sb,
-		       struct fw_port_rule *exc, struct fw_compiled *out)
+/* What compile_set() works from: the address rules, the distinct
+ * prefixes among them (the candidate entries) and which rules each has. */
+struct compile_input {
+	struct indexed_rule *ir;
+	size_t nir;
+	size_t *by_cand;	/* ir indexes by candidate, ascending within one */
+	struct candidate *cand; /* room for the rules and 2 more */
+	size_t ncand;
+	size_t *order; /* room for the candidates: len_groups_build()'s */
+	size_t nports; /* ports listed by all address rules together */
+};
+
+/* What the rules covering one candidate decide together. */
+struct verdict_acc {
+	bool deny_all, allow_all, any;
+	__u32 best_plen, best;
+};
+
+/* Adds rule r, which covers the candidate, to v (and its ports to pa). */
+static void take_rule(struct verdict_acc *v, struct port_acc *pa, const struct indexed_rule *r)
 {
-	bool deny_all = false, allow_all = false, any = false;
-	__u32 best_plen = 0, best = FW_RULE_DEFAULT;
+	if (!v->any || r->plen > v->best_plen) {
+		v->best_plen = r->plen;
+		v->best = r->index;
+	}
+	v->any = true;
+	if (!r->nports) {
+		if (r->action == FW_ACTION_DENY)
+			v->deny_all = true;
+		else
+			v->allow_all = true;
+		return;
+	}
+	for (size_t k = 0; k < r->nports; k++)
+		set_bit(pa, r->action == FW_ACTION_DENY ? pa->deny : pa->allow, r->ports[k]);
+}
+
+/* Builds the entry of candidate ci from every rule that covers it. Those
+ * are rules of ci or of the candidates on its chain of parents: the
+ * prefixes holding one address nest, and candidates are distinct, so
+ * every candidate holding ci is on that chain. The chain runs longest
+ * first, and the rules of a candidate in index order: the first rule
+ * that covers is the best one (longest, first in the policy), as it was
+ * when every rule was tried in order. */
+static int build_entry(const struct compile_input *in, size_t ci, __u8 dflt, struct port_acc *pa,
+		       struct set_builder *sb, struct fw_port_rule *exc, struct fw_compiled *out)
+{
+	const struct candidate *c = &in->cand[ci];
+	struct verdict_acc v = {.best = FW_RULE_DEFAULT};
+	bool deny_all, allow_all, any;
 	size_t nexc = 0;
 	int err = 0;
 
@@ -576,33 +627,25 @@ static int build_entry(const struct indexed_rule *ir, size_t nir, const struct c
 		pa->ntouched = 0;
 		pa->overflow = false;
 	}
-	for (size_t i = 0; i < nir; i++) {
-		const struct indexed_rule *r = &ir[i];
+	for (size_t a = ci; a != NO_INDEX; a = in->cand[a].parent) {
+		const struct candidate *holder = &in->cand[a];
 
-		if (!covers(r, c))
-			continue;
-		if (!any || r->plen > best_plen) {
-			best_plen = r->plen;
-			best = r->index;
+		for (size_t x = holder->first; x < holder->first + holder->nrules; x++) {
+			const struct indexed_rule *r = &in->ir[in->by_cand[x]];
+
+			if (covers(r, c))
+				take_rule(&v, pa, r);
 		}
-		any = true;
-		if (!r->nports) {
-			if (r->action == FW_ACTION_DENY)
-				deny_all = true;
-			else
-				allow_all = true;
-			continue;
-		}
-		for (size_t k = 0; k < r->nports; k++)
-			set_bit(pa, r->action == FW_ACTION_DENY ? pa->deny : pa->allow,
-				r->ports[k]);
 	}
+	deny_all = v.deny_all;
+	allow_all = v.allow_all;
+	any = v.any;
 
 	memset(out, 0, sizeof(*out));
 	out->key.prefixlen = c->plen;
 	out->key.addr = c->net;
 	out->rule.dflt = dflt;
-	out->rule.rule = best;
+	out->rule.rule = v.best;
 	out->rule.is_default = !any;
 	out->rule.action = deny_all ? FW_ACTION_DENY : allow_all ? FW_ACTION_ALLOW : FW_ACTION_NONE;
 	if (!any)
@@ -646,98 +689,121 @@ static bool same_verdict(const struct fw_rule *a, const struct fw_rule *b)
 	return a->action == b->action && a->is_default == b->is_default && a->portset == b->portset;
 }
 
-/* Drops every entry that decides exactly as the entry the LPM lookup
- * would find without it (its longest strict cover): an allow inside a
- * deny, a host inside a CIDR of the same verdict. Fewer entries, smaller
- * tries, same verdicts. */
-/* The entries of a compiled set grouped by prefix length, so that an
- * entry's longest strict cover is found by trying the longer groups
- * first and stopping at the first prefix that holds it, instead of
- * testing every pair. Entries past /128 are in no group (they contain
- * nothing, as in fw_prefix_contains()). */
+/* The candidates grouped by prefix length, so that one's longest strict
+ * cover is found by trying the longer groups first and stopping at the
+ * first prefix that holds it, instead of testing every pair. Prefixes
+ * past /128 are in no group (they contain nothing, as in
+ * fw_prefix_contains()). */
 struct len_groups {
-	size_t *order;	      /* entry indexes by prefix length, ascending index within */
+	const size_t *order;   /* candidates by prefix length, ascending index within */
 	size_t first[129 + 1]; /* group g is order[first[g] .. first[g + 1]) */
-	__u32 len[129];	      /* its prefix length, ascending */
-	size_t n;	      /* groups */
+	__u32 len[129];	       /* its prefix length, ascending */
+	size_t n;	       /* groups */
 };
 
-static void len_groups_build(struct len_groups *g, const struct fw_compiled *c, size_t n)
+/* order: room for n candidates. The lengths present are a bitmap, so
+ * the groups cost what the candidates have, not a pass over 129 lengths
+ * (a policy of 4 rules is compiled on every change too). */
+static void len_groups_build(struct len_groups *g, size_t *order, const struct candidate *c,
+			     size_t n)
 {
-	size_t at[129] = {0}; /* per length: how many, then where the next one goes */
+	size_t at[129]; /* per length present: how many, then where the next goes */
+	__u64 present[3] = {0};
 	size_t pos = 0;
 
-	for (size_t i = 0; i < n; i++)
-		if (c[i].key.prefixlen <= 128)
-			at[c[i].key.prefixlen]++;
-	g->n = 0;
-	for (__u32 len = 0; len <= 128; len++) {
-		size_t count = at[len];
+	for (size_t i = 0; i < n; i++) {
+		__u32 len = c[i].plen;
 
-		if (!count)
+		if (len > 128)
 			continue;
-		g->len[g->n] = len;
-		g->first[g->n++] = pos;
-		at[len] = pos;
-		pos += count;
+		if (!(present[len / 64] & (1ull << (len % 64)))) {
+			present[len / 64] |= 1ull << (len % 64);
+			at[len] = 0;
+		}
+		at[len]++;
+	}
+	g->n = 0;
+	for (__u32 w = 0; w < 3; w++) {
+		for (__u64 bits = present[w]; bits; bits &= bits - 1) {
+			__u32 len = 64 * w + (__u32)__builtin_ctzll(bits);
+			size_t count = at[len];
+
+			g->len[g->n] = len;
+			g->first[g->n++] = pos;
+			at[len] = pos;
+			pos += count;
+		}
 	}
 	g->first[g->n] = pos;
 	for (size_t i = 0; i < n; i++)
-		if (c[i].key.prefixlen <= 128)
-			g->order[at[c[i].key.prefixlen]++] = i;
+		if (c[i].plen <= 128)
+			order[at[c[i].plen]++] = i;
+	g->order = order;
 }
 
-/* The longest entry strictly shorter than c[i] that holds it (the first
- * in c of that length), or NULL. mask[j] is entry j's mask. */
-static const struct fw_compiled *strict_cover(const struct fw_compiled *c, const struct fw_ip *mask,
-					      const struct len_groups *g, size_t i)
+/* The longest candidate strictly shorter than c[i] that holds it (the
+ * first in c of that length; there is one at most), or NO_INDEX. */
+static size_t strict_cover(const struct candidate *c, const struct len_groups *g, size_t i)
 {
 	size_t grp = g->n;
 
-	while (grp && g->len[grp - 1] >= c[i].key.prefixlen)
+	while (grp && g->len[grp - 1] >= c[i].plen)
 		grp--;
 	while (grp--) {
 		for (size_t k = g->first[grp]; k < g->first[grp + 1]; k++) {
 			size_t j = g->order[k];
 
-			if (masked_contains(&c[j].key.addr, &mask[j], &c[i].key.addr))
-				return &c[j];
+			if (masked_contains(&c[j].net, &c[j].mask, &c[i].net))
+				return j;
 		}
 	}
-	return NULL;
+	return NO_INDEX;
+}
+
+/* Sets every candidate's parent: the entry the LPM lookup finds for its
+ * prefix when it is not there. */
+static void find_parents(struct compile_input *in)
+{
+	struct len_groups g;
+
+	len_groups_build(&g, in->order, in->cand, in->ncand);
+	for (size_t i = 0; i < in->ncand; i++)
+		in->cand[i].parent = strict_cover(in->cand, &g, i);
+}
+
+/* Lists the rules of each candidate in in->by_cand, in index order. */
+static void group_rules(struct compile_input *in)
+{
+	size_t pos = 0;
+
+	for (size_t i = 0; i < in->nir; i++)
+		in->cand[in->ir[i].cand].nrules++;
+	for (size_t k = 0; k < in->ncand; k++) {
+		in->cand[k].first = pos;
+		pos += in->cand[k].nrules;
+		in->cand[k].nrules = 0;
+	}
+	for (size_t i = 0; i < in->nir; i++) {
+		struct candidate *k = &in->cand[in->ir[i].cand];
+
+		in->by_cand[k->first + k->nrules++] = i;
+	}
 }
 
 /* Drops every entry that decides exactly as the entry the LPM lookup
- * would find without it (its longest strict cover): an allow inside a
- * deny, a host inside a CIDR of the same verdict. Fewer entries, smaller
- * tries, same verdicts. */
-static size_t prune_redundant(struct fw_compiled *c, size_t n)
+ * would find without it (its parent, the longest strict cover): an allow
+ * inside a deny, a host inside a CIDR of the same verdict. Fewer
+ * entries, smaller tries, same verdicts. c[k] is the entry of cand[k]. */
+static size_t prune_redundant(struct fw_compiled *c, struct candidate *cand, size_t n)
 {
-	struct fw_ip *mask = malloc((n ? n : 1) * sizeof(*mask));
-	bool *drop = calloc(n ? n : 1, sizeof(*drop));
-	struct len_groups g;
 	size_t out = 0;
 
-	g.order = malloc((n ? n : 1) * sizeof(*g.order));
-	if (!mask || !drop || !g.order) {
-		out = n; /* keeping them all is still correct */
-		goto done;
-	}
 	for (size_t i = 0; i < n; i++)
-		prefix_netmask(&mask[i], c[i].key.prefixlen);
-	len_groups_build(&g, c, n);
-	for (size_t i = 0; i < n; i++) {
-		const struct fw_compiled *parent = strict_cover(c, mask, &g, i);
-
-		drop[i] = parent && same_verdict(&c[i].rule, &parent->rule);
-	}
+		cand[i].drop = cand[i].parent != NO_INDEX &&
+			       same_verdict(&c[i].rule, &c[cand[i].parent].rule);
 	for (size_t i = 0; i < n; i++)
-		if (!drop[i])
+		if (!cand[i].drop)
 			c[out++] = c[i];
-done:
-	free(mask);
-	free(drop);
-	free(g.order);
 	return out;
 }
 
@@ -751,15 +817,24 @@ static bool ip_equal(const struct fw_ip *a, const struct fw_ip *b)
 	return !((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3]));
 }
 
-/* What compile_set() works from: the address rules and the distinct
- * prefixes among them (the candidate entries). */
-struct compile_input {
-	struct indexed_rule *ir;
-	size_t nir;
-	struct candidate *cand; /* room for the rules and 2 more */
-	size_t ncand;
-	size_t nports; /* ports listed by all address rules together */
-};
+/* Appends the candidate net/plen (net masked) and returns its index. */
+static size_t add_candidate(struct compile_input *in, const struct fw_ip *net, __u32 plen, bool v4)
+{
+	struct candidate *c = &in->cand[in->ncand];
+
+	*c = (struct candidate){.net = *net, .plen = plen, .v4 = v4, .parent = NO_INDEX};
+	prefix_netmask(&c->mask, plen);
+	return in->ncand++;
+}
+
+/* The candidate of the prefix net/plen (net masked), or NO_INDEX. */
+static size_t find_candidate(const struct compile_input *in, const struct fw_ip *net, __u32 plen)
+{
+	for (size_t k = 0; k < in->ncand; k++)
+		if (in->cand[k].plen == plen && ip_equal(&in->cand[k].net, net))
+			return k;
+	return NO_INDEX;
+}
 
 /* Indexes the address rules of overlay then p (total of them) into in,
  * one candidate per distinct prefix, then the IPv4 block and ::/0 when
@@ -767,6 +842,7 @@ struct compile_input {
 static void index_rules(const struct fw_policy *overlay, const struct fw_policy *p, size_t total,
 			struct compile_input *in)
 {
+	static const struct fw_ip zero;
 	size_t nover = overlay ? overlay->nrules : 0;
 	bool v4_covered = false, v4_block_rule = false, root = false;
 
@@ -774,7 +850,6 @@ static void index_rules(const struct fw_policy *overlay, const struct fw_policy 
 		const struct fw_policy_rule *r =
 			i < nover ? &overlay->rules[i] : &p->rules[i - nover];
 		struct indexed_rule *x = &in->ir[in->nir];
-		bool dup = false;
 
 		if (r->kind != FW_TARGET_IP && r->kind != FW_TARGET_CIDR)
 			continue;
@@ -792,22 +867,21 @@ static void index_rules(const struct fw_policy *overlay, const struct fw_policy 
 			v4_covered = true;
 		if (x->v4 && r->plen == FW_V4_PREFIX_BASE)
 			v4_block_rule = true;
-		for (size_t k = 0; k < in->ncand && !dup; k++)
-			dup = in->cand[k].plen == r->plen && ip_equal(&in->cand[k].net, &x->net);
-		if (!dup)
-			in->cand[in->ncand++] = (struct candidate){x->net, r->plen, x->v4};
+		x->cand = find_candidate(in, &x->net, r->plen);
+		if (x->cand == NO_INDEX)
+			x->cand = add_candidate(in, &x->net, r->plen, x->v4);
 		in->nir++;
 	}
 	/* An IPv6 prefix shorter than /96 that contains the v4-mapped block
 	 * would decide IPv4 traffic in the LPM lookup: an entry at the block
 	 * makes IPv4 see only IPv4 rules (0.0.0.0/0, if there is one). */
 	if (v4_covered && !v4_block_rule)
-		in->cand[in->ncand++] = (struct candidate){v4_block, FW_V4_PREFIX_BASE, true};
+		add_candidate(in, &v4_block, FW_V4_PREFIX_BASE, true);
 	/* ::/0: the IPv6 rules at /0 if any, else the default */
 	for (size_t k = 0; k < in->ncand; k++)
 		root |= in->cand[k].plen == 0;
 	if (!root)
-		in->cand[in->ncand++] = (struct candidate){.plen = 0};
+		add_candidate(in, &zero, 0, false);
 }
 
 /* The port accumulator for a policy listing nports ports in all: the
@@ -838,9 +912,11 @@ int fw_policy_compile_set(const struct fw_policy *overlay, const struct fw_polic
 
 	memset(out, 0, sizeof(*out));
 	in.ir = malloc((total ? total : 1) * sizeof(*in.ir));
+	in.by_cand = malloc((total ? total : 1) * sizeof(*in.by_cand));
 	in.cand = malloc((total + 2) * sizeof(*in.cand));
+	in.order = malloc((total + 2) * sizeof(*in.order));
 	c = calloc(total + 2, sizeof(*c));
-	if (!in.ir || !in.cand || !c) {
+	if (!in.ir || !in.by_cand || !in.cand || !in.order || !c) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -849,6 +925,8 @@ int fw_policy_compile_set(const struct fw_policy *overlay, const struct fw_polic
 		err = -E2BIG;
 		goto cleanup;
 	}
+	group_rules(&in);
+	find_parents(&in);
 	/* the port accumulators only for a policy with ports */
 	if (in.nports) {
 		pa = port_acc_new(in.nports);
@@ -859,13 +937,12 @@ int fw_policy_compile_set(const struct fw_policy *overlay, const struct fw_polic
 		}
 	}
 	for (size_t k = 0; k < in.ncand; k++) {
-		err = build_entry(in.ir, in.nir, &in.cand[k], p->default_action, pa, &sb, exc,
-				  &c[nc]);
+		err = build_entry(&in, k, p->default_action, pa, &sb, exc, &c[nc]);
 		if (err)
 			goto cleanup;
 		nc++;
 	}
-	nc = prune_redundant(c, nc);
+	nc = prune_redundant(c, in.cand, nc);
 	out->entries = c;
 	out->n = nc;
 	out->ports = sb.ports;
@@ -874,7 +951,9 @@ int fw_policy_compile_set(const struct fw_policy *overlay, const struct fw_polic
 	sb.ports = NULL;
 cleanup:
 	free(in.ir);
+	free(in.by_cand);
 	free(in.cand);
+	free(in.order);
 	free(c);
 	free(pa);
 	free(exc);

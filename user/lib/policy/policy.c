@@ -416,9 +416,8 @@ static bool rule_is_v4(const struct fw_policy_rule *r)
 }
 
 /* One address rule as the compiler reads it: the fields build_entry()
- * needs, copied out of the rule so the candidate x rule loop (n^2 for n
- * rules) reads one small array, and the prefix's mask computed once
- * rather than on every containment test. */
+ * needs, copied out of the rule into one small array, and the prefix's
+ * mask made once rather than on every containment test. */
 struct indexed_rule {
 	struct fw_ip net;  /* masked */
 	struct fw_ip mask; /* plen leading one bits */
@@ -474,9 +473,11 @@ static inline bool masked_contains(const struct fw_ip *net, const struct fw_ip *
 		 ((n[3] ^ a[3]) & m[3]));
 }
 
-/* plen past 128 contains nothing, as in fw_prefix_contains(). The tests
- * are cheap, so & rather than &&: one branch where the caller loops over
- * every rule for every candidate, not four hard to predict. */
+/* Whether rule r decides for candidate c: same family, and r's prefix
+ * holds c's (plen past 128 holds nothing, as in fw_prefix_contains()).
+ * build_entry() only asks it of rules whose prefix holds c, but the whole
+ * test keeps it true to its name. & rather than &&: one branch, the
+ * tests are cheap. */
 static bool covers(const struct indexed_rule *r, const struct candidate *c)
 {
 	return (r->v4 == c->v4) & (r->plen <= c->plen) & (r->plen <= 128) &
@@ -578,8 +579,10 @@ struct compile_input {
 	size_t *by_cand;	/* ir indexes by candidate, ascending within one */
 	struct candidate *cand; /* room for the rules and 2 more */
 	size_t ncand;
-	size_t *order; /* room for the candidates: len_groups_build()'s */
-	size_t nports; /* ports listed by all address rules together */
+	size_t *order;	  /* room for the candidates: len_groups_build()'s */
+	size_t *slot;	  /* the rules' candidates by prefix: index + 1, 0 empty */
+	size_t slot_mask; /* slots - 1, a power of two past twice the rules */
+	size_t nports;	  /* ports listed by all address rules together */
 };
 
 /* What the rules covering one candidate decide together. */
@@ -827,13 +830,31 @@ static size_t add_candidate(struct compile_input *in, const struct fw_ip *net, _
 	return in->ncand++;
 }
 
-/* The candidate of the prefix net/plen (net masked), or NO_INDEX. */
-static size_t find_candidate(const struct compile_input *in, const struct fw_ip *net, __u32 plen)
+static size_t prefix_hash(const struct fw_ip *net, __u32 plen)
 {
-	for (size_t k = 0; k < in->ncand; k++)
-		if (in->cand[k].plen == plen && ip_equal(&in->cand[k].net, net))
-			return k;
-	return NO_INDEX;
+	__u64 h = plen;
+
+	for (int i = 0; i < 4; i++)
+		h = (h ^ FW_IP_W(net)[i]) * 0x9e3779b97f4a7c15ULL;
+	return (size_t)(h ^ h >> 29);
+}
+
+/* The candidate of the prefix net/plen (net masked), added when it is
+ * new: a hash table, open addressing, so a policy of n distinct prefixes
+ * costs n probes rather than n^2 comparisons. */
+static size_t candidate_of(struct compile_input *in, const struct fw_ip *net, __u32 plen, bool v4)
+{
+	for (size_t i = prefix_hash(net, plen);; i++) {
+		size_t *slot = &in->slot[i & in->slot_mask];
+		const struct candidate *c = *slot ? &in->cand[*slot - 1] : NULL;
+
+		if (!c) {
+			*slot = add_candidate(in, net, plen, v4) + 1;
+			return *slot - 1;
+		}
+		if (c->plen == plen && ip_equal(&c->net, net))
+			return *slot - 1;
+	}
 }
 
 /* Indexes the address rules of overlay then p (total of them) into in,
@@ -867,9 +888,7 @@ static void index_rules(const struct fw_policy *overlay, const struct fw_policy 
 			v4_covered = true;
 		if (x->v4 && r->plen == FW_V4_PREFIX_BASE)
 			v4_block_rule = true;
-		x->cand = find_candidate(in, &x->net, r->plen);
-		if (x->cand == NO_INDEX)
-			x->cand = add_candidate(in, &x->net, r->plen, x->v4);
+		x->cand = candidate_of(in, &x->net, r->plen, x->v4);
 		in->nir++;
 	}
 	/* An IPv6 prefix shorter than /96 that contains the v4-mapped block
@@ -902,7 +921,7 @@ static struct port_acc *port_acc_new(size_t nports)
 int fw_policy_compile_set(const struct fw_policy *overlay, const struct fw_policy *p,
 			  struct fw_compiled_set *out)
 {
-	size_t total = (overlay ? overlay->nrules : 0) + p->nrules, nc = 0;
+	size_t total = (overlay ? overlay->nrules : 0) + p->nrules, nc = 0, nslots;
 	struct compile_input in = {};
 	struct fw_compiled *c = NULL;
 	struct fw_port_rule *exc = NULL;
@@ -911,15 +930,20 @@ int fw_policy_compile_set(const struct fw_policy *overlay, const struct fw_polic
 	int err = 0;
 
 	memset(out, 0, sizeof(*out));
+	for (nslots = 4; nslots < 2 * total; nslots *= 2)
+		;
 	in.ir = malloc((total ? total : 1) * sizeof(*in.ir));
-	in.by_cand = malloc((total ? total : 1) * sizeof(*in.by_cand));
 	in.cand = malloc((total + 2) * sizeof(*in.cand));
-	in.order = malloc((total + 2) * sizeof(*in.order));
+	/* by_cand, order and slot: one block of indexes, slot cleared */
+	in.by_cand = calloc(total + (total + 2) + nslots, sizeof(size_t));
 	c = calloc(total + 2, sizeof(*c));
-	if (!in.ir || !in.by_cand || !in.cand || !in.order || !c) {
+	if (!in.ir || !in.cand || !in.by_cand || !c) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
+	in.order = in.by_cand + total;
+	in.slot = in.order + total + 2;
+	in.slot_mask = nslots - 1;
 	index_rules(overlay, p, total, &in);
 	if (in.ncand > FW_MAX_RULES) {
 		err = -E2BIG;
@@ -951,9 +975,8 @@ int fw_policy_compile_set(const struct fw_policy *overlay, const struct fw_polic
 	sb.ports = NULL;
 cleanup:
 	free(in.ir);
-	free(in.by_cand);
 	free(in.cand);
-	free(in.order);
+	free(in.by_cand);
 	free(c);
 	free(pa);
 	free(exc);

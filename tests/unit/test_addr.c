@@ -196,3 +196,18 @@ Test(addr, contains_and_mask)
 	cr_assert_eq(FW_IP_W(&net)[2], 0xffffffff);
 	cr_assert_eq(FW_IP_W(&net)[3], 0);
 }
+
+/* fw_prefix_netmask is what fw_prefix_mask keeps of an all-ones address,
+ * at every length (the policy compiler and the small sets use both) */
+Test(addr, netmask_matches_mask)
+{
+	for (__u32 plen = 0; plen <= 140; plen++) {
+		struct fw_ip want, got;
+
+		memset(&want, 0xff, sizeof(want));
+		fw_prefix_mask(&want, plen);
+		memset(&got, 0x5a, sizeof(got));
+		fw_prefix_netmask(&got, plen);
+		cr_assert(!memcmp(&want, &got, sizeof(got)), "plen %u", plen);
+	}
+}

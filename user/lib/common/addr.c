@@ -43,6 +43,17 @@ void fw_prefix_mask(struct fw_ip *ip, __u32 plen)
 	}
 }
 
+void fw_prefix_netmask(struct fw_ip *mask, __u32 plen)
+{
+	/* no loop-carried branch: the policy compiler makes one per rule */
+	for (__u32 i = 0; i < 4; i++) {
+		__u32 bits = plen > 32 * i ? plen - 32 * i : 0;
+
+		/* shifting a 32-bit value by 32 is undefined, hence the split */
+		FW_IP_W(mask)[i] = bits >= 32 ? ~0u : bits ? htonl(~0u << (32 - bits)) : 0;
+	}
+}
+
 bool fw_prefix_contains(const struct fw_ip *net, __u32 plen, const struct fw_ip *addr)
 {
 	if (plen > 128)

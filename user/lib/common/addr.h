@@ -25,6 +25,9 @@ const char *fw_prefix_str(const struct fw_ip *net, __u32 plen, char *buf, size_t
 enum fw_family fw_addr_family(const struct fw_ip *ip);
 void fw_addr_from_v4(struct fw_ip *ip, __be32 v4);
 void fw_prefix_mask(struct fw_ip *ip, __u32 plen);
+/* mask = the first plen bits set, the rest clear (all set past 128):
+ * what fw_prefix_mask() keeps of an address. */
+void fw_prefix_netmask(struct fw_ip *mask, __u32 plen);
 /* net/plen contains addr (plen over 128 bits) */
 bool fw_prefix_contains(const struct fw_ip *net, __u32 plen, const struct fw_ip *addr);
 

@@ -257,8 +257,7 @@ static int set_put(int fd, __u32 id, const struct fw_compiled_set *set, __u32 ge
 		struct fw_set_entry *e = &v.e[i];
 		__u32 plen = order[i]->key.prefixlen > 128 ? 128 : order[i]->key.prefixlen;
 
-		memset(&e->mask, 0xff, sizeof(e->mask));
-		fw_prefix_mask(&e->mask, plen);
+		fw_prefix_netmask(&e->mask, plen);
 		e->addr = order[i]->key.addr;
 		fw_prefix_mask(&e->addr, plen);
 		e->rule = order[i]->rule;

@@ -2,7 +2,6 @@
 /* Egress policy parsing, domain matching and compilation to LPM entries.
  * Input comes from operators and from sandbox controllers, so every text
  * field is bounded before it is copied and every error names the value. */
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -443,18 +442,6 @@ struct candidate {
 	size_t first, nrules; /* its rules: by_cand[first .. first + nrules) */
 };
 
-/* mask: the first plen bits set (all of them past 128); what
- * fw_prefix_mask() keeps of an address, without its loop and branches */
-static void prefix_netmask(struct fw_ip *mask, __u32 plen)
-{
-	for (__u32 i = 0; i < 4; i++) {
-		__u32 bits = plen > 32 * i ? plen - 32 * i : 0;
-
-		/* shifting a 32-bit value by 32 is undefined, hence the split */
-		FW_IP_W(mask)[i] = bits >= 32 ? ~0u : bits ? htonl(~0u << (32 - bits)) : 0;
-	}
-}
-
 /* net = addr & mask: addr masked to the prefix of mask */
 static void apply_netmask(struct fw_ip *net, const struct fw_ip *addr, const struct fw_ip *mask)
 {
@@ -826,7 +813,7 @@ static size_t add_candidate(struct compile_input *in, const struct fw_ip *net, _
 	struct candidate *c = &in->cand[in->ncand];
 
 	*c = (struct candidate){.net = *net, .plen = plen, .v4 = v4, .parent = NO_INDEX};
-	prefix_netmask(&c->mask, plen);
+	fw_prefix_netmask(&c->mask, plen);
 	return in->ncand++;
 }
 
@@ -880,7 +867,7 @@ static void index_rules(const struct fw_policy *overlay, const struct fw_policy 
 					   .plen = r->plen,
 					   .action = r->action,
 					   .v4 = rule_is_v4(r)};
-		prefix_netmask(&x->mask, r->plen);
+		fw_prefix_netmask(&x->mask, r->plen);
 		apply_netmask(&x->net, &r->addr, &x->mask);
 		in->nports += r->nports;
 		if (r->plen < FW_V4_PREFIX_BASE && !x->v4 &&

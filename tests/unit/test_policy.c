@@ -657,3 +657,156 @@ Test(policy, compile_ports_shared_sets_and_pruning)
 	fw_compiled_set_free(&set);
 	fw_policy_free(&p);
 }
+
+/* The whole compiled set as text, entries in their order, then the port
+ * exceptions: "net/len action #rule" (or "default"), the default action
+ * when it is not deny, ", ports N" when the entry has exception set N,
+ * and " | N:port action" per exception. Pins every field the data plane
+ * reads, and the order, so a faster compiler must give the same bytes. */
+static const char *render(const struct fw_compiled_set *s)
+{
+	static const char *const act[] = {"deny", "allow", "none"};
+	static char out[4096];
+	size_t at = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < s->n && at < sizeof(out); i++) {
+		const struct fw_compiled *e = &s->entries[i];
+		char pfx[FW_ADDR_STRLEN + 8];
+
+		cr_assert_lt(e->rule.action, 3);
+		cr_assert_eq(e->rule.pad, 0);
+		fw_prefix_str(&e->key.addr, e->key.prefixlen, pfx, sizeof(pfx));
+		at += (size_t)snprintf(out + at, sizeof(out) - at, "%s%s %s ", i ? "; " : "", pfx,
+				       act[e->rule.action]);
+		if (e->rule.is_default)
+			at += (size_t)snprintf(out + at, sizeof(out) - at, "default");
+		else
+			at += (size_t)snprintf(out + at, sizeof(out) - at, "#%u", e->rule.rule);
+		if (e->rule.dflt != FW_ACTION_DENY)
+			at += (size_t)snprintf(out + at, sizeof(out) - at, " (default %s)",
+					       act[e->rule.dflt]);
+		if (e->rule.portset)
+			at += (size_t)snprintf(out + at, sizeof(out) - at, ", ports %u",
+					       e->rule.portset);
+	}
+	for (size_t i = 0; i < s->nports && at < sizeof(out); i++)
+		at += (size_t)snprintf(out + at, sizeof(out) - at, " | %u:%u %s",
+				       s->ports[i].portset, s->ports[i].port,
+				       act[s->ports[i].action]);
+	cr_assert_lt(at, sizeof(out));
+	return out;
+}
+
+static void expect_compiled(const struct fw_policy *overlay, const struct fw_policy *p,
+			    const char *want)
+{
+	struct fw_compiled_set set;
+
+	cr_assert_eq(fw_policy_compile_set(overlay, p, &set), 0);
+	cr_assert_str_eq(render(&set), want);
+	fw_compiled_set_free(&set);
+}
+
+Test(policy, compile_exact_nested_prefixes)
+{
+	struct fw_policy p;
+
+	/* the best rule is the longest covering one, the first of equal
+	 * prefixes; deny for every port wins; what decides as its longest
+	 * strict cover is dropped */
+	fw_policy_init(&p);
+	add(&p, "allow", "10.0.0.0/8");
+	add(&p, "deny", "10.1.0.0/16");
+	add(&p, "allow", "10.1.2.0/24"); /* allow inside deny: denies, dropped */
+	add(&p, "deny", "10.2.0.0/16");
+	add(&p, "deny", "10.2.0.0/16");	   /* the same prefix: #3 decides */
+	add(&p, "allow", "10.3.0.0/16");   /* as its /8: dropped */
+	add(&p, "allow", "10.0.0.0/8");	   /* the same prefix as #0 */
+	add(&p, "deny", "10.1.2.3");	   /* as its /24: dropped */
+	add(&p, "allow", "172.16.0.0/12"); /* under ::/0 only */
+	add(&p, "allow", "172.17.0.0/16"); /* as its /12: dropped */
+	expect_compiled(NULL, &p,
+			"10.0.0.0/8 allow #0; 10.1.0.0/16 deny #1; 10.2.0.0/16 deny #3; "
+			"172.16.0.0/12 allow #8; ::/0 deny default");
+	fw_policy_free(&p);
+}
+
+Test(policy, compile_exact_ports_down_a_chain)
+{
+	static const long l443_8443[] = {443, 8443}, l443[] = {443}, l8443[] = {8443}, l22[] = {22};
+	struct fw_policy p;
+
+	/* every entry unions the ports of the rules covering it: per-port
+	 * deny beats allow, an allow for every port needs no per-port allow;
+	 * a host with the same verdict and set as its /24 is dropped */
+	fw_policy_init(&p);
+	p.default_action = FW_ACTION_ALLOW;
+	add_ports(&p, "allow", "10.0.0.0/8", l443_8443, 2);
+	add_ports(&p, "deny", "10.1.0.0/16", l443, 1);
+	add(&p, "allow", "10.1.2.0/24");
+	add_ports(&p, "deny", "10.1.2.3", l8443, 1);
+	add_ports(&p, "allow", "10.1.2.4", l443, 1);
+	add_ports(&p, "deny", "10.0.0.0/8", l22, 1);
+	expect_compiled(NULL, &p,
+			"10.0.0.0/8 none #0 (default allow), ports 1; "
+			"10.1.0.0/16 none #1 (default allow), ports 2; "
+			"10.1.2.0/24 allow #2 (default allow), ports 3; "
+			"10.1.2.3/32 allow #3 (default allow), ports 4; "
+			"::/0 allow default (default allow)"
+			" | 1:22 deny | 1:443 allow | 1:8443 allow"
+			" | 2:22 deny | 2:443 deny | 2:8443 allow"
+			" | 3:22 deny | 3:443 deny"
+			" | 4:22 deny | 4:443 deny | 4:8443 deny");
+	fw_policy_free(&p);
+}
+
+Test(policy, compile_exact_families_and_overlay)
+{
+	static const long l443[] = {443};
+	struct fw_policy overlay, p;
+
+	/* overlay rules first; ::/8 holds the v4-mapped block, so IPv4 gets
+	 * its own default entry at ::ffff:0:0/96 and ::/8 decides no IPv4
+	 * address; IPv6 nests as IPv4 does */
+	fw_policy_init(&overlay);
+	fw_policy_init(&p);
+	add(&overlay, "deny", "10.9.0.0/16");
+	add(&p, "deny", "::/8");
+	add(&p, "allow", "10.0.0.0/8");
+	add(&p, "allow", "2001:db8::/32");
+	add(&p, "deny", "2001:db8:1::/48");
+	add(&p, "allow", "2001:db8:1:2::/64"); /* allow inside deny: dropped */
+	add(&p, "allow", "2001:db8::1");       /* as its /32: dropped */
+	add_ports(&p, "allow", "8000::/1", l443, 1);
+	expect_compiled(&overlay, &p,
+			"10.9.0.0/16 deny #0; ::/8 deny #1; 10.0.0.0/8 allow #2; "
+			"2001:db8::/32 allow #3; 2001:db8:1::/48 deny #4; "
+			"8000::/1 none #7, ports 1; 0.0.0.0/0 deny default; ::/0 deny default"
+			" | 1:443 allow");
+	fw_policy_free(&overlay);
+	fw_policy_free(&p);
+}
+
+Test(policy, compile_exact_many_cidrs)
+{
+	char want[2048], cidr[64];
+	size_t at = 0;
+	struct fw_policy p;
+
+	/* cp_kernel's policy shape: one deny host, then /28s in rule order,
+	 * a duplicate /28 and a deny host inside one */
+	fw_policy_init(&p);
+	add(&p, "deny", "203.0.113.66/32");
+	at += (size_t)snprintf(want + at, sizeof(want) - at, "203.0.113.66/32 deny #0");
+	for (unsigned int k = 1; k < 16; k++) {
+		snprintf(cidr, sizeof(cidr), "198.%u.0.%u/28", k <= 8 ? 18u : 19u, k * 16);
+		add(&p, "allow", cidr);
+		at += (size_t)snprintf(want + at, sizeof(want) - at, "; %s allow #%u", cidr, k);
+	}
+	add(&p, "allow", "198.18.0.16/28");
+	add(&p, "deny", "198.18.0.20");
+	snprintf(want + at, sizeof(want) - at, "; 198.18.0.20/32 deny #17; ::/0 deny default");
+	expect_compiled(NULL, &p, want);
+	fw_policy_free(&p);
+}

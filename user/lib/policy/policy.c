@@ -609,7 +609,6 @@ static int build_entry(const struct compile_input *in, size_t ci, __u8 dflt, str
 {
 	const struct candidate *c = &in->cand[ci];
 	struct verdict_acc v = {.best = FW_RULE_DEFAULT};
-	bool deny_all, allow_all, any;
 	size_t nexc = 0;
 	int err = 0;
 
@@ -627,23 +626,22 @@ static int build_entry(const struct compile_input *in, size_t ci, __u8 dflt, str
 				take_rule(&v, pa, r);
 		}
 	}
-	deny_all = v.deny_all;
-	allow_all = v.allow_all;
-	any = v.any;
 
 	memset(out, 0, sizeof(*out));
 	out->key.prefixlen = c->plen;
 	out->key.addr = c->net;
 	out->rule.dflt = dflt;
 	out->rule.rule = v.best;
-	out->rule.is_default = !any;
-	out->rule.action = deny_all ? FW_ACTION_DENY : allow_all ? FW_ACTION_ALLOW : FW_ACTION_NONE;
-	if (!any)
+	out->rule.is_default = !v.any;
+	out->rule.action = v.deny_all	 ? FW_ACTION_DENY
+			   : v.allow_all ? FW_ACTION_ALLOW
+					 : FW_ACTION_NONE;
+	if (!v.any)
 		out->rule.action = dflt; /* what a reader of the map expects to see */
 
 	if (!pa) /* no rule of the policy lists ports */
 		return 0;
-	if (!deny_all && pa->ntouched) {
+	if (!v.deny_all && pa->ntouched) {
 		qsort(pa->touched, pa->ntouched, sizeof(pa->touched[0]), port_cmp);
 		for (size_t k = 0; k < pa->ntouched; k++) {
 			__u16 port = pa->touched[k];
@@ -653,7 +651,7 @@ static int build_entry(const struct compile_input *in, size_t ci, __u8 dflt, str
 			if (bit(pa->deny, port))
 				exc[nexc++] = (struct fw_port_rule){.port = port,
 								    .action = FW_ACTION_DENY};
-			else if (!allow_all)
+			else if (!v.allow_all)
 				exc[nexc++] = (struct fw_port_rule){.port = port,
 								    .action = FW_ACTION_ALLOW};
 		}
@@ -947,13 +945,13 @@ int fw_policy_compile_set(const struct fw_policy *overlay, const struct fw_polic
 			goto cleanup;
 		}
 	}
+	/* c[k] is the entry of candidate k until prune_redundant() */
 	for (size_t k = 0; k < in.ncand; k++) {
-		err = build_entry(&in, k, p->default_action, pa, &sb, exc, &c[nc]);
+		err = build_entry(&in, k, p->default_action, pa, &sb, exc, &c[k]);
 		if (err)
 			goto cleanup;
-		nc++;
 	}
-	nc = prune_redundant(c, in.cand, nc);
+	nc = prune_redundant(c, in.cand, in.ncand);
 	out->entries = c;
 	out->n = nc;
 	out->ports = sb.ports;

@@ -61,8 +61,10 @@ static bool jtree_same(const struct fw_jtree *t, const struct fw_jval *v, json_t
 }
 
 /* 1: both read text and agree; 0: both refuse it; -1: they disagree.
- * Nesting beyond FW_JTREE_MAX_DEPTH (jansson allows 2048) is ours to
- * refuse. */
+ * Two exceptions, where only the reader is judged: nesting beyond
+ * FW_JTREE_MAX_DEPTH (jansson allows 2048) is ours to refuse, and a NUL
+ * byte, which no JSON text holds, must be refused although jansson takes
+ * one right after a number or a literal for the end of the token. */
 static int jtree_vs_jansson(const char *text, size_t len, char *err, size_t errlen)
 {
 	struct fw_jtree t;
@@ -71,8 +73,10 @@ static int jtree_vs_jansson(const char *text, size_t len, char *err, size_t errl
 	int ours = fw_jtree_parse(&t, text, len, err, errlen);
 	int ret;
 
-	if (ours == -EINVAL && strstr(err, "nested too deeply"))
-		ret = j || json_error_code(&je) == json_error_stack_overflow ? 0 : -1;
+	if (memchr(text, '\0', len))
+		ret = ours ? 0 : -1; /* jansson reads "[2\0]" as [2]: a NUL is never valid */
+	else if (ours == -EINVAL && strstr(err, "nested too deeply"))
+		ret = 0; /* whatever jansson makes of the rest */
 	else if (ours || !j)
 		ret = (ours == 0) == (j != NULL) ? 0 : -1; /* one refused: both must */
 	else

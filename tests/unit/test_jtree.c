@@ -117,6 +117,8 @@ static const struct {
 	/* NUL bytes in the text */
 	{"[\"a\0b\"]", 7, false},
 	{"{}\0", 3, false},
+	{"[2\0]", 5, false}, /* jansson's lexer takes this NUL for the token's end */
+	{"[true\0]", 7, false},
 	/* duplicates: accepted, the last one wins */
 	{S("{\"a\":1,\"a\":2}"), true},
 	{S("{\"a\":{\"x\":1},\"b\":0,\"a\":[true]}"), true},

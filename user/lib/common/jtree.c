@@ -434,6 +434,10 @@ static int read_value(struct reader *r, unsigned int depth, unsigned int *out)
 
 void fw_jtree_free(struct fw_jtree *t)
 {
+	if (t->v)
+		explicit_bzero(t->v, t->nv * sizeof(*t->v));
+	if (t->pool)
+		explicit_bzero(t->pool, t->poolcap); /* what a failed string left too */
 	free(t->v);
 	free(t->pool);
 	memset(t, 0, sizeof(*t));
@@ -468,6 +472,7 @@ int fw_jtree_parse(struct fw_jtree *t, const char *text, size_t len, char *err, 
 	if (len < UINT_MAX) {
 		t->v = malloc(t->cap * sizeof(*t->v));
 		t->pool = malloc(len + 1);
+		t->poolcap = t->pool ? len + 1 : 0;
 	}
 	if (!t->v || !t->pool) {
 		fw_jtree_free(t);

@@ -45,7 +45,7 @@ struct fw_jtree {
 	struct fw_jval *v; /* v[0] unused */
 	size_t nv, cap;
 	char *pool; /* every key and string, decoded and NUL-terminated */
-	size_t npool;
+	size_t npool, poolcap;
 };
 
 /* Parses text (not NUL-terminated). 0, or -EINVAL with "WHAT at line L
@@ -54,6 +54,9 @@ struct fw_jtree {
  * may be a secret), or -ENOMEM. The tree is empty after an error;
  * fw_jtree_free is safe either way. */
 int fw_jtree_parse(struct fw_jtree *t, const char *text, size_t len, char *err, size_t errlen);
+/* Wipes the strings and values before freeing them: a body may hold a
+ * secret (a credential push sent to the wrong endpoint), and the heap
+ * would keep it after the request. */
 void fw_jtree_free(struct fw_jtree *t);
 
 static inline const struct fw_jval *fw_jroot(const struct fw_jtree *t)

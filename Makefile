@@ -230,6 +230,9 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) | $(SKELS)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOURCE \
 		-Iinclude -Iuser/lib -I$(BUILD) -o $@ $< $(FUZZ_EXTRA) $(LIB_SRCS) $(LDLIBS)
 
+# the JSON reader's fuzzer asks the unit tests' oracle (jansson)
+$(BUILD)/fuzz/jtree: tests/unit/jtree_oracle.h
+
 # the packet-path fuzzer builds its seeds with the verdict table's frame
 # builders, and fuzzes the programs its skeleton embeds
 $(BUILD)/fuzz/ingress $(BUILD)/fuzz/guard: tests/bpf/pkt.c $(SKELS)

@@ -439,7 +439,7 @@ static const struct bad_case bad_cases[] = {
 	 "malformed JSON: *"},
 	{"invalid UTF-8", "{" API "," RM ",\"sandbox\":{\"uid\":\"\xff\"}," REV "}",
 	 "malformed JSON: *"},
-	{"position is named", "{\n\"a\":tru}", "malformed JSON: invalid syntax at line 2 column 7"},
+	{"position is named", "{\n\"a\":tru}", "malformed JSON: invalid syntax at line 2 column 8"},
 	/* top level */
 	{"array", "[]", "body must be a JSON object"},
 	{"string", "\"{}\"", "malformed JSON: *"},

@@ -560,6 +560,62 @@ Test(store, clear_uid_drops_vault_and_addresses)
 	free(b);
 }
 
+/* Removing a subject finds its addresses through the uid index, not a
+ * scan: with thousands of subjects sharing index buckets, and addresses
+ * that moved between subjects, removing some takes exactly theirs. */
+Test(store, clear_uid_among_thousands)
+{
+	enum { N = 9000 };
+	char uid[32], ipbuf[48], etag[FW_VAULT_ETAG_LEN], *json;
+	struct fw_ip a, b;
+
+	for (unsigned int i = 0; i < N; i++) {
+		snprintf(uid, sizeof(uid), "sb-%u", i);
+		snprintf(ipbuf, sizeof(ipbuf), "10.%u.%u.1", 100 + i / 256, i % 256);
+		a = ip_of(ipbuf);
+		snprintf(ipbuf, sizeof(ipbuf), "fd00::%x", i + 1);
+		b = ip_of(ipbuf);
+		cr_assert_eq(fw_vault_store_put(st, uid, must_parse("{}", 0)), 0);
+		cr_assert_eq(fw_vault_store_set_ip(st, uid, &a), 0);
+		cr_assert_eq(fw_vault_store_set_ip(st, uid, &b), 0);
+	}
+	/* every third subject's v6 address moves to the next subject */
+	for (unsigned int i = 0; i + 1 < N; i += 3) {
+		snprintf(uid, sizeof(uid), "sb-%u", i + 1);
+		snprintf(ipbuf, sizeof(ipbuf), "fd00::%x", i + 1);
+		b = ip_of(ipbuf);
+		cr_assert_eq(fw_vault_store_set_ip(st, uid, &b), 0);
+	}
+	for (unsigned int i = 0; i < N; i += 2) {
+		snprintf(uid, sizeof(uid), "sb-%u", i);
+		fw_vault_store_clear_uid(st, uid);
+	}
+	/* registered again, a removed subject must not get its old
+	 * addresses back */
+	for (unsigned int i = 0; i < N; i += 2) {
+		snprintf(uid, sizeof(uid), "sb-%u", i);
+		cr_assert_eq(fw_vault_store_put(st, uid, must_parse("{}", 0)), 0);
+	}
+	for (unsigned int i = 0; i < N; i++) {
+		bool moved = i % 3 == 0 && i + 1 < N;
+		unsigned int owner = moved ? i + 1 : i;
+		int v4, v6;
+
+		snprintf(ipbuf, sizeof(ipbuf), "10.%u.%u.1", 100 + i / 256, i % 256);
+		a = ip_of(ipbuf);
+		snprintf(ipbuf, sizeof(ipbuf), "fd00::%x", i + 1);
+		b = ip_of(ipbuf);
+		v4 = fw_vault_store_active_by_ip(st, &a, &json, etag);
+		if (!v4)
+			fw_secmem_free(json);
+		v6 = fw_vault_store_active_by_ip(st, &b, &json, etag);
+		if (!v6)
+			fw_secmem_free(json);
+		cr_assert_eq(v4, i % 2 ? 0 : -ENOENT, "subject %u, v4: %d", i, v4);
+		cr_assert_eq(v6, owner % 2 ? 0 : -ENOENT, "subject %u, v6 of %u: %d", i, owner, v6);
+	}
+}
+
 Test(store, post_replaces)
 {
 	char *b1 = body1("a", SECRET, "api.github.com", "a");

@@ -14,6 +14,7 @@
 #include "common/addr.h"
 #include "common/cfgkeys.h"
 #include "common/json.h"
+#include "common/jtree.h"
 #include "policy/json.h"
 
 #define POLICY_JSON_MAX (1 << 20)
@@ -26,24 +27,23 @@ static bool is_blank(char c)
 /* Appends "[egress[i]: ]unknown key 'k' ignored[ (did you mean 'x'?)]" for
  * each key of o not in known to warn (when warn is not NULL), "; " between
  * them; keys are shown without control bytes and cut at 64. */
-static void unknown_keys(json_t *o, const char *const *known, size_t nknown, const char *in,
-			 char *warn, size_t warnlen)
+static void unknown_keys(const struct fw_jtree *t, const struct fw_jval *o,
+			 const char *const *known, size_t nknown, const char *in, char *warn,
+			 size_t warnlen)
 {
-	const char *key;
-	json_t *v;
-
 	if (!warn || !warnlen)
 		return;
-	json_object_foreach(o, key, v)
-	{
-		const char *like;
+	for (const struct fw_jval *m = fw_jfirst(t, o); m; m = fw_jnext(t, m)) {
+		const char *like, *key = fw_jkey(t, m);
 		char shown[72];
 		size_t i, used = strlen(warn);
 
+		if (used + 1 >= warnlen)
+			return; /* full: the rest would be cut anyway */
 		for (i = 0; i < nknown && strcmp(key, known[i]); i++)
 			;
-		if (i < nknown)
-			continue;
+		if (i < nknown || fw_jget(t, o, key) != m)
+			continue; /* known, or a duplicate warned of at its last copy */
 		for (i = 0; i < 64 && key[i]; i++)
 			shown[i] = (unsigned char)key[i] < 0x20 || key[i] == 0x7f ? '?' : key[i];
 		snprintf(shown + i, sizeof(shown) - i, "%s", key[i] ? "..." : "");
@@ -54,37 +54,38 @@ static void unknown_keys(json_t *o, const char *const *known, size_t nknown, con
 	}
 }
 
-static int policy_rule_from_json(struct fw_policy *p, size_t i, json_t *r, char *err, size_t errlen,
-				 char *warn, size_t warnlen)
+static int policy_rule_from_json(struct fw_policy *p, size_t i, const struct fw_jtree *tr,
+				 const struct fw_jval *r, char *err, size_t errlen, char *warn,
+				 size_t warnlen)
 {
 	static const char *const known[] = {"action", "target", "ports"};
 	char in[32];
 	long ports[FW_POLICY_MAX_PORTS];
 	const char *action = "", *target = "";
-	json_t *a, *t, *ps, *v;
+	const struct fw_jval *a, *t, *ps, *v;
 	char why[256];
 	size_t np = 0, k;
 	int ret;
 
-	if (!json_is_object(r)) {
+	if (!fw_jis(r, FW_J_OBJECT)) {
 		fw_set_reason(err, errlen, "egress[%zu] must be an object", i);
 		return -EINVAL;
 	}
-	a = json_object_get(r, "action");
-	if (a && !json_is_null(a)) {
-		if (!json_is_string(a)) {
+	a = fw_jget(tr, r, "action");
+	if (a && !fw_jis(a, FW_J_NULL)) {
+		if (!fw_jis(a, FW_J_STRING)) {
 			fw_set_reason(err, errlen, "egress[%zu].action must be a string", i);
 			return -EINVAL;
 		}
-		action = json_string_value(a);
+		action = fw_jstr(tr, a);
 	}
-	t = json_object_get(r, "target");
-	if (t && !json_is_null(t)) {
-		if (!json_is_string(t)) {
+	t = fw_jget(tr, r, "target");
+	if (t && !fw_jis(t, FW_J_NULL)) {
+		if (!fw_jis(t, FW_J_STRING)) {
 			fw_set_reason(err, errlen, "egress[%zu].target must be a string", i);
 			return -EINVAL;
 		}
-		target = json_string_value(t);
+		target = fw_jstr(tr, t);
 	}
 	for (k = 0; isspace((unsigned char)target[k]); k++)
 		;
@@ -92,31 +93,30 @@ static int policy_rule_from_json(struct fw_policy *p, size_t i, json_t *r, char 
 		fw_set_reason(err, errlen, "egress[%zu].target is empty", i);
 		return -EINVAL;
 	}
-	ps = json_object_get(r, "ports");
-	if (ps && !json_is_null(ps)) {
-		if (!json_is_array(ps)) {
+	ps = fw_jget(tr, r, "ports");
+	if (ps && !fw_jis(ps, FW_J_NULL)) {
+		if (!fw_jis(ps, FW_J_ARRAY)) {
 			fw_set_reason(err, errlen, "egress[%zu].ports must be an array of integers",
 				      i);
 			return -EINVAL;
 		}
 		/* bounded before anything is copied: never trust a count */
-		if (json_array_size(ps) > FW_POLICY_MAX_PORTS) {
-			fw_set_reason(err, errlen, "egress[%zu]: too many ports (%zu, at most %d)",
-				      i, json_array_size(ps), FW_POLICY_MAX_PORTS);
+		if (ps->n > FW_POLICY_MAX_PORTS) {
+			fw_set_reason(err, errlen, "egress[%zu]: too many ports (%u, at most %d)",
+				      i, ps->n, FW_POLICY_MAX_PORTS);
 			return -EINVAL;
 		}
-		json_array_foreach(ps, k, v)
-		{
-			json_int_t n;
+		for (v = fw_jfirst(tr, ps); v; v = fw_jnext(tr, v)) {
+			long long n;
 
-			if (!json_is_integer(v)) {
+			if (!fw_jis(v, FW_J_INT)) {
 				fw_set_reason(err, errlen,
 					      "egress[%zu].ports must be an array of integers", i);
 				return -EINVAL;
 			}
 			/* fw_policy_add_rule range-checks; only keep the
 			 * value representable in a long */
-			n = json_integer_value(v);
+			n = v->i;
 			ports[np++] = n < LONG_MIN ? LONG_MIN : n > LONG_MAX ? LONG_MAX : (long)n;
 		}
 	}
@@ -126,7 +126,7 @@ static int policy_rule_from_json(struct fw_policy *p, size_t i, json_t *r, char 
 		return ret;
 	}
 	snprintf(in, sizeof(in), "egress[%zu]", i);
-	unknown_keys(r, known, 3, in, warn, warnlen);
+	unknown_keys(tr, r, known, 3, in, warn, warnlen);
 	return 0;
 }
 
@@ -140,8 +140,8 @@ int fw_policy_from_json_warn(const char *s, size_t len, struct fw_policy *p, cha
 {
 	static const char *const known[] = {"defaultAction", "egress"};
 	struct fw_policy tmp;
-	json_error_t jerr;
-	json_t *root, *da, *eg, *r;
+	const struct fw_jval *root, *da, *eg, *r;
+	struct fw_jtree t;
 	char why[256];
 	size_t i;
 	int ret = 0;
@@ -165,48 +165,48 @@ int fw_policy_from_json_warn(const char *s, size_t len, struct fw_policy *p, cha
 	    (len == 2 && memcmp(s, "{}", 2) == 0))
 		return 0;
 
-	root = json_loadb(s, len, 0, &jerr);
-	if (!root) {
-		fw_set_reason(err, errlen, "malformed policy JSON: %s",
-			      fw_json_error(&jerr, why, sizeof(why)));
-		return -EINVAL;
+	ret = fw_jtree_parse(&t, s, len, why, sizeof(why));
+	if (ret) {
+		fw_set_reason(err, errlen, "%s%s",
+			      ret == -ENOMEM ? "" : "malformed policy JSON: ", why);
+		return ret;
 	}
+	root = fw_jroot(&t);
 	fw_policy_init(&tmp);
-	if (!json_is_object(root)) {
+	if (!fw_jis(root, FW_J_OBJECT)) {
 		fw_set_reason(err, errlen, "policy must be a JSON object");
 		ret = -EINVAL;
 		goto cleanup;
 	}
-	unknown_keys(root, known, 2, "", warn, warnlen);
-	da = json_object_get(root, "defaultAction");
-	if (da && !json_is_null(da)) {
-		if (!json_is_string(da)) {
+	unknown_keys(&t, root, known, 2, "", warn, warnlen);
+	da = fw_jget(&t, root, "defaultAction");
+	if (da && !fw_jis(da, FW_J_NULL)) {
+		if (!fw_jis(da, FW_J_STRING)) {
 			fw_set_reason(err, errlen, "defaultAction must be a string");
 			ret = -EINVAL;
 			goto cleanup;
 		}
-		ret = fw_policy_set_default(&tmp, json_string_value(da), why, sizeof(why));
+		ret = fw_policy_set_default(&tmp, fw_jstr(&t, da), why, sizeof(why));
 		if (ret) {
 			fw_set_reason(err, errlen, "defaultAction: %s", why);
 			goto cleanup;
 		}
 	}
-	eg = json_object_get(root, "egress");
-	if (eg && !json_is_null(eg)) {
-		if (!json_is_array(eg)) {
+	eg = fw_jget(&t, root, "egress");
+	if (eg && !fw_jis(eg, FW_J_NULL)) {
+		if (!fw_jis(eg, FW_J_ARRAY)) {
 			fw_set_reason(err, errlen, "egress must be an array");
 			ret = -EINVAL;
 			goto cleanup;
 		}
-		if (json_array_size(eg) > FW_POLICY_MAX_RULES) {
-			fw_set_reason(err, errlen, "egress has %zu rules, at most %d",
-				      json_array_size(eg), FW_POLICY_MAX_RULES);
+		if (eg->n > FW_POLICY_MAX_RULES) {
+			fw_set_reason(err, errlen, "egress has %u rules, at most %d", eg->n,
+				      FW_POLICY_MAX_RULES);
 			ret = -EINVAL;
 			goto cleanup;
 		}
-		json_array_foreach(eg, i, r)
-		{
-			ret = policy_rule_from_json(&tmp, i, r, err, errlen, warn, warnlen);
+		for (i = 0, r = fw_jfirst(&t, eg); r; i++, r = fw_jnext(&t, r)) {
+			ret = policy_rule_from_json(&tmp, i, &t, r, err, errlen, warn, warnlen);
 			if (ret)
 				goto cleanup;
 		}
@@ -215,7 +215,7 @@ int fw_policy_from_json_warn(const char *s, size_t len, struct fw_policy *p, cha
 	fw_policy_init(&tmp);
 cleanup:
 	fw_policy_free(&tmp);
-	json_decref(root);
+	fw_jtree_free(&t);
 	return ret;
 }
 

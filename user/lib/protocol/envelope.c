@@ -13,10 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "common/addr.h"
 #include "common/json.h"
+#include "common/jtree.h"
 #include "protocol/envelope.h"
 
 /* longest piece of a client's value echoed in a reason */
@@ -45,15 +44,15 @@ static const char *echo(const char *s, char buf[ECHO_MAX + 4])
 /* Decoding helpers: return 0 with the value stored (or left as it was when
  * the key is absent or null, as Go leaves a zero value), else -EINVAL. */
 
-static int get_object(json_t *parent, const char *key, const char *field, json_t **out,
-		      char *reason, size_t rlen)
+static int get_object(const struct fw_jtree *t, const struct fw_jval *parent, const char *key,
+		      const char *field, const struct fw_jval **out, char *reason, size_t rlen)
 {
-	json_t *v = parent ? json_object_get(parent, key) : NULL;
+	const struct fw_jval *v = fw_jget(t, parent, key);
 
 	*out = NULL;
-	if (!v || json_is_null(v))
+	if (!v || fw_jis(v, FW_J_NULL))
 		return 0;
-	if (!json_is_object(v)) {
+	if (!fw_jis(v, FW_J_OBJECT)) {
 		fw_set_reason(reason, rlen, "%s must be an object", field);
 		return -EINVAL;
 	}
@@ -61,43 +60,43 @@ static int get_object(json_t *parent, const char *key, const char *field, json_t
 	return 0;
 }
 
-/* A string into a fixed buffer of FW_ENV_STR bytes. jansson has already
- * refused "\u0000" (no JSON_ALLOW_NUL), so the length is strlen's. */
-static int get_str(json_t *parent, const char *key, const char *field, char *out, size_t outlen,
-		   char *reason, size_t rlen)
+/* A string into a fixed buffer of FW_ENV_STR bytes. The reader has
+ * already refused "\u0000", so the length is strlen's. */
+static int get_str(const struct fw_jtree *t, const struct fw_jval *parent, const char *key,
+		   const char *field, char *out, size_t outlen, char *reason, size_t rlen)
 {
-	json_t *v = parent ? json_object_get(parent, key) : NULL;
+	const struct fw_jval *v = fw_jget(t, parent, key);
 
 	out[0] = '\0';
-	if (!v || json_is_null(v))
+	if (!v || fw_jis(v, FW_J_NULL))
 		return 0;
-	if (!json_is_string(v)) {
+	if (!fw_jis(v, FW_J_STRING)) {
 		fw_set_reason(reason, rlen, "%s must be a string", field);
 		return -EINVAL;
 	}
-	if (json_string_length(v) >= outlen) {
+	if (v->n >= outlen) {
 		fw_set_reason(reason, rlen, "%s too long", field);
 		return -EINVAL;
 	}
-	memcpy(out, json_string_value(v), json_string_length(v) + 1);
+	memcpy(out, fw_jstr(t, v), v->n + 1);
 	return 0;
 }
 
-static int get_gen(json_t *parent, const char *key, const char *field, __u64 *out, char *reason,
-		   size_t rlen)
+static int get_gen(const struct fw_jtree *t, const struct fw_jval *parent, const char *key,
+		   const char *field, __u64 *out, char *reason, size_t rlen)
 {
-	json_t *v = parent ? json_object_get(parent, key) : NULL;
+	const struct fw_jval *v = fw_jget(t, parent, key);
 
 	*out = 0;
-	if (!v || json_is_null(v))
+	if (!v || fw_jis(v, FW_J_NULL))
 		return 0;
-	/* jansson refuses integers beyond int64 as malformed JSON; a real
+	/* the reader refuses integers beyond int64 as malformed JSON; a real
 	 * such as 4.0 or 1e3 is not an integer to Go's uint64 either */
-	if (!json_is_integer(v) || json_integer_value(v) < 0) {
+	if (!fw_jis(v, FW_J_INT) || v->i < 0) {
 		fw_set_reason(reason, rlen, "%s must be a non-negative integer", field);
 		return -EINVAL;
 	}
-	*out = (__u64)json_integer_value(v);
+	*out = (__u64)v->i;
 	return 0;
 }
 
@@ -110,36 +109,36 @@ struct raw_envelope {
 	char api_version[WORD_MAX];
 	char operation[WORD_MAX];
 	char ip[FW_ENV_STR], gateway[FW_ENV_STR], private_cidr[FW_ENV_STR];
-	json_t *binding;
-	json_t *hook;
+	const struct fw_jval *binding;
+	const struct fw_jval *hook;
 	char hook_name[WORD_MAX];
 };
 
-static int get_word(json_t *parent, const char *key, const char *field, char *out, char *reason,
-		    size_t rlen)
+static int get_word(const struct fw_jtree *t, const struct fw_jval *parent, const char *key,
+		    const char *field, char *out, char *reason, size_t rlen)
 {
-	json_t *v = parent ? json_object_get(parent, key) : NULL;
+	const struct fw_jval *v = fw_jget(t, parent, key);
 	size_t n;
 
 	out[0] = '\0';
-	if (!v || json_is_null(v))
+	if (!v || fw_jis(v, FW_J_NULL))
 		return 0;
-	if (!json_is_string(v)) {
+	if (!fw_jis(v, FW_J_STRING)) {
 		fw_set_reason(reason, rlen, "%s must be a string", field);
 		return -EINVAL;
 	}
-	n = json_string_length(v);
+	n = v->n;
 	if (n >= WORD_MAX)
 		n = WORD_MAX - 1;
-	memcpy(out, json_string_value(v), n);
+	memcpy(out, fw_jstr(t, v), n);
 	out[n] = '\0';
 	return 0;
 }
 
-static int decode(json_t *root, struct fw_envelope *env, struct raw_envelope *raw, char *reason,
-		  size_t rlen)
+static int decode(const struct fw_jtree *t, struct fw_envelope *env, struct raw_envelope *raw,
+		  char *reason, size_t rlen)
 {
-	json_t *sandbox, *revision, *attachment, *network;
+	const struct fw_jval *root = fw_jroot(t), *sandbox, *revision, *attachment, *network;
 	int err;
 
 #define TRY(x)                                                                                     \
@@ -148,43 +147,44 @@ static int decode(json_t *root, struct fw_envelope *env, struct raw_envelope *ra
 		if (err)                                                                           \
 			return err;                                                                \
 	} while (0)
-	TRY(get_word(root, "apiVersion", "apiVersion", raw->api_version, reason, rlen));
-	TRY(get_word(root, "operation", "operation", raw->operation, reason, rlen));
-	TRY(get_str(root, "invocationId", "invocationId", env->invocation_id, FW_ENV_STR, reason,
+	TRY(get_word(t, root, "apiVersion", "apiVersion", raw->api_version, reason, rlen));
+	TRY(get_word(t, root, "operation", "operation", raw->operation, reason, rlen));
+	TRY(get_str(t, root, "invocationId", "invocationId", env->invocation_id, FW_ENV_STR, reason,
 		    rlen));
 
-	TRY(get_object(root, "sandbox", "sandbox", &sandbox, reason, rlen));
-	TRY(get_str(sandbox, "uid", "sandbox.uid", env->uid, FW_ENV_STR, reason, rlen));
-	TRY(get_str(sandbox, "name", "sandbox.name", env->name, FW_ENV_STR, reason, rlen));
-	TRY(get_str(sandbox, "namespace", "sandbox.namespace", env->ns, FW_ENV_STR, reason, rlen));
+	TRY(get_object(t, root, "sandbox", "sandbox", &sandbox, reason, rlen));
+	TRY(get_str(t, sandbox, "uid", "sandbox.uid", env->uid, FW_ENV_STR, reason, rlen));
+	TRY(get_str(t, sandbox, "name", "sandbox.name", env->name, FW_ENV_STR, reason, rlen));
+	TRY(get_str(t, sandbox, "namespace", "sandbox.namespace", env->ns, FW_ENV_STR, reason,
+		    rlen));
 
-	TRY(get_object(root, "revision", "revision", &revision, reason, rlen));
-	TRY(get_gen(revision, "specGeneration", "revision.specGeneration", &env->spec_generation,
+	TRY(get_object(t, root, "revision", "revision", &revision, reason, rlen));
+	TRY(get_gen(t, revision, "specGeneration", "revision.specGeneration", &env->spec_generation,
 		    reason, rlen));
-	TRY(get_str(revision, "runtimeInstanceId", "revision.runtimeInstanceId",
+	TRY(get_str(t, revision, "runtimeInstanceId", "revision.runtimeInstanceId",
 		    env->runtime_instance_id, FW_ENV_STR, reason, rlen));
-	TRY(get_str(revision, "attachmentId", "revision.attachmentId", env->attachment_id,
+	TRY(get_str(t, revision, "attachmentId", "revision.attachmentId", env->attachment_id,
 		    FW_ENV_STR, reason, rlen));
-	TRY(get_gen(revision, "routeGeneration", "revision.routeGeneration", &env->route_generation,
-		    reason, rlen));
+	TRY(get_gen(t, revision, "routeGeneration", "revision.routeGeneration",
+		    &env->route_generation, reason, rlen));
 
-	TRY(get_object(root, "attachment", "attachment", &attachment, reason, rlen));
-	TRY(get_object(attachment, "network", "attachment.network", &network, reason, rlen));
-	TRY(get_str(network, "ip", "attachment.network.ip", raw->ip, FW_ENV_STR, reason, rlen));
-	TRY(get_str(network, "gateway", "attachment.network.gateway", raw->gateway, FW_ENV_STR,
+	TRY(get_object(t, root, "attachment", "attachment", &attachment, reason, rlen));
+	TRY(get_object(t, attachment, "network", "attachment.network", &network, reason, rlen));
+	TRY(get_str(t, network, "ip", "attachment.network.ip", raw->ip, FW_ENV_STR, reason, rlen));
+	TRY(get_str(t, network, "gateway", "attachment.network.gateway", raw->gateway, FW_ENV_STR,
 		    reason, rlen));
-	TRY(get_str(network, "privateCidr", "attachment.network.privateCidr", raw->private_cidr,
+	TRY(get_str(t, network, "privateCidr", "attachment.network.privateCidr", raw->private_cidr,
 		    FW_ENV_STR, reason, rlen));
-	TRY(get_str(network, "hostVeth", "attachment.network.hostVeth", env->host_veth, FW_ENV_STR,
-		    reason, rlen));
+	TRY(get_str(t, network, "hostVeth", "attachment.network.hostVeth", env->host_veth,
+		    FW_ENV_STR, reason, rlen));
 
 	/* binding.input is checked by the SET_BINDING step, where the
 	 * protocol puts "a string or null" */
-	TRY(get_object(root, "binding", "binding", &raw->binding, reason, rlen));
+	TRY(get_object(t, root, "binding", "binding", &raw->binding, reason, rlen));
 
-	TRY(get_object(root, "hook", "hook", &raw->hook, reason, rlen));
-	TRY(get_word(raw->hook, "name", "hook.name", raw->hook_name, reason, rlen));
-	TRY(get_gen(raw->hook, "sequence", "hook.sequence", &env->hook_sequence, reason, rlen));
+	TRY(get_object(t, root, "hook", "hook", &raw->hook, reason, rlen));
+	TRY(get_word(t, raw->hook, "name", "hook.name", raw->hook_name, reason, rlen));
+	TRY(get_gen(t, raw->hook, "sequence", "hook.sequence", &env->hook_sequence, reason, rlen));
 #undef TRY
 	return 0;
 }
@@ -201,26 +201,26 @@ static int check_ip(const char *s, struct fw_envelope *env, char *reason, size_t
 	return 0;
 }
 
-static int check_set_binding(struct fw_envelope *env, struct raw_envelope *raw, char *reason,
-			     size_t rlen)
+static int check_set_binding(const struct fw_jtree *t, struct fw_envelope *env,
+			     struct raw_envelope *raw, char *reason, size_t rlen)
 {
-	json_t *in;
+	const struct fw_jval *in;
 
 	if (!raw->binding) {
 		fw_set_reason(reason, rlen, "binding is required");
 		return -EINVAL;
 	}
 	env->has_binding = true;
-	in = json_object_get(raw->binding, "input");
+	in = fw_jget(t, raw->binding, "input");
 	if (!in) {
 		fw_set_reason(reason, rlen, "binding.input is required");
 		return -EINVAL;
 	}
-	if (json_is_null(in)) {
+	if (fw_jis(in, FW_J_NULL)) {
 		env->input_null = true;
 		return 0;
 	}
-	if (!json_is_string(in)) {
+	if (!fw_jis(in, FW_J_STRING)) {
 		fw_set_reason(reason, rlen, "binding.input must be a string or null");
 		return -EINVAL;
 	}
@@ -235,13 +235,13 @@ static int check_set_binding(struct fw_envelope *env, struct raw_envelope *raw, 
 		return -EINVAL;
 	}
 	/* copied last: every error above leaves nothing allocated */
-	env->input_len = json_string_length(in);
+	env->input_len = in->n;
 	env->input = malloc(env->input_len + 1);
 	if (!env->input) {
 		fw_set_reason(reason, rlen, "out of memory");
 		return -ENOMEM;
 	}
-	memcpy(env->input, json_string_value(in), env->input_len + 1);
+	memcpy(env->input, fw_jstr(t, in), env->input_len + 1);
 	return 0;
 }
 
@@ -268,7 +268,8 @@ static int check_hook(struct fw_envelope *env, struct raw_envelope *raw, char *r
 	return 0;
 }
 
-static int validate(struct fw_envelope *env, struct raw_envelope *raw, char *reason, size_t rlen)
+static int validate(const struct fw_jtree *t, struct fw_envelope *env, struct raw_envelope *raw,
+		    char *reason, size_t rlen)
 {
 	char e[ECHO_MAX + 4];
 	int err;
@@ -296,7 +297,7 @@ static int validate(struct fw_envelope *env, struct raw_envelope *raw, char *rea
 	/* 3 */
 	if (strcmp(raw->operation, "SET_BINDING") == 0) {
 		env->op = FW_OP_SET_BINDING;
-		err = check_set_binding(env, raw, reason, rlen);
+		err = check_set_binding(t, env, raw, reason, rlen);
 	} else if (strcmp(raw->operation, "LIFECYCLE_HOOK") == 0) {
 		env->op = FW_OP_LIFECYCLE_HOOK;
 		err = check_hook(env, raw, reason, rlen);
@@ -346,9 +347,8 @@ int fw_envelope_parse(const char *body, size_t len, struct fw_envelope *env, cha
 		      size_t reason_len)
 {
 	struct raw_envelope raw;
-	json_error_t jerr;
+	struct fw_jtree t;
 	char why[128];
-	json_t *root;
 	int err;
 
 	memset(env, 0, sizeof(*env));
@@ -361,25 +361,24 @@ int fw_envelope_parse(const char *body, size_t len, struct fw_envelope *env, cha
 		body = "";
 		len = 0;
 	}
-	/* no JSON_DISABLE_EOF_CHECK: bytes after the object are an error;
-	 * no JSON_ALLOW_NUL: "\u0000" in a string is an error; no
-	 * JSON_REJECT_DUPLICATES: the last of duplicate keys wins, as in Go */
-	root = json_loadb(body, len, 0, &jerr);
-	if (!root) {
-		fw_set_reason(reason, reason_len, "malformed JSON: %s",
-			      fw_json_error(&jerr, why, sizeof(why)));
-		return -EINVAL;
+	/* bytes after the object are an error; "\u0000" in a string is an
+	 * error; the last of duplicate keys wins, as in Go */
+	err = fw_jtree_parse(&t, body, len, why, sizeof(why));
+	if (err) {
+		fw_set_reason(reason, reason_len, "%s%s",
+			      err == -ENOMEM ? "" : "malformed JSON: ", why);
+		return err;
 	}
-	if (!json_is_object(root)) {
+	if (!fw_jis(fw_jroot(&t), FW_J_OBJECT)) {
 		fw_set_reason(reason, reason_len, "body must be a JSON object");
 		err = -EINVAL;
 		goto cleanup;
 	}
-	err = decode(root, env, &raw, reason, reason_len);
+	err = decode(&t, env, &raw, reason, reason_len);
 	if (!err)
-		err = validate(env, &raw, reason, reason_len);
+		err = validate(&t, env, &raw, reason, reason_len);
 cleanup:
-	json_decref(root);
+	fw_jtree_free(&t);
 	if (err)
 		fw_envelope_free(env);
 	return err;

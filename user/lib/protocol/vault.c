@@ -932,8 +932,11 @@ struct uid_entry {
 	char uid[FW_UID_MAX + 1];
 };
 
+/* An address and the subject it belongs to, chained twice: by address
+ * (the lookup of a request) and by the uid's bucket (so that removing a
+ * subject finds its addresses without a scan of the store). */
 struct ip_entry {
-	struct ip_entry *next;
+	struct ip_entry *next, *uid_next;
 	struct fw_ip ip;
 	char uid[FW_UID_MAX + 1];
 };
@@ -943,6 +946,7 @@ struct fw_vault_store {
 	size_t nvaults, nips;
 	struct uid_entry *uids[UID_BUCKETS];
 	struct ip_entry *ips[IP_BUCKETS];
+	struct ip_entry *ips_by_uid[UID_BUCKETS];
 };
 
 static __u32 fnv1a(const void *p, size_t len)
@@ -978,6 +982,29 @@ static struct ip_entry **ip_slot(struct fw_vault_store *s, const struct fw_ip *i
 	while (*pp && memcmp(&(*pp)->ip, ip, sizeof(*ip)) != 0)
 		pp = &(*pp)->next;
 	return pp;
+}
+
+static struct ip_entry **uid_chain(struct fw_vault_store *s, const char *uid)
+{
+	return &s->ips_by_uid[fnv1a(uid, strlen(uid)) % UID_BUCKETS];
+}
+
+static void uid_chain_add(struct fw_vault_store *s, struct ip_entry *e)
+{
+	struct ip_entry **head = uid_chain(s, e->uid);
+
+	e->uid_next = *head;
+	*head = e;
+}
+
+static void uid_chain_del(struct fw_vault_store *s, struct ip_entry *e)
+{
+	struct ip_entry **pp = uid_chain(s, e->uid);
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->uid_next;
+	if (*pp)
+		*pp = e->uid_next;
 }
 
 struct fw_vault_store *fw_vault_store_new(void)
@@ -1165,7 +1192,9 @@ int fw_vault_store_set_ip(struct fw_vault_store *s, const char *uid, const struc
 	pthread_mutex_lock(&s->lock);
 	pp = ip_slot(s, ip);
 	if (*pp) {
+		uid_chain_del(s, *pp);
 		strcpy((*pp)->uid, uid);
+		uid_chain_add(s, *pp);
 	} else if (s->nips >= 2 * FW_VAULT_MAX_SUBJECTS) {
 		ret = -ENOSPC;
 	} else if (!(e = calloc(1, sizeof(*e)))) {
@@ -1174,6 +1203,7 @@ int fw_vault_store_set_ip(struct fw_vault_store *s, const char *uid, const struc
 		e->ip = *ip;
 		strcpy(e->uid, uid);
 		*pp = e;
+		uid_chain_add(s, e);
 		s->nips++;
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -1189,6 +1219,7 @@ int fw_vault_store_clear_ip(struct fw_vault_store *s, const struct fw_ip *ip)
 	if (*pp) {
 		e = *pp;
 		*pp = e->next;
+		uid_chain_del(s, e);
 		s->nips--;
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -1209,20 +1240,20 @@ void fw_vault_store_clear_uid(struct fw_vault_store *s, const char *uid)
 		*pp = e->next;
 		s->nvaults--;
 	}
-	/* a subject has an address or two; removal is rare, so a full scan
-	 * beats keeping a second index */
-	for (size_t i = 0; i < IP_BUCKETS; i++) {
-		for (struct ip_entry **ip = &s->ips[i]; *ip;) {
-			if (strcmp((*ip)->uid, uid) == 0) {
-				struct ip_entry *dead = *ip;
+	/* the uid's addresses, from its bucket of the second chain */
+	for (struct ip_entry **ip = uid_chain(s, uid); *ip;) {
+		struct ip_entry *dead = *ip, **at;
 
-				*ip = dead->next;
-				free(dead);
-				s->nips--;
-			} else {
-				ip = &(*ip)->next;
-			}
+		if (strcmp(dead->uid, uid) != 0) {
+			ip = &dead->uid_next;
+			continue;
 		}
+		*ip = dead->uid_next;
+		at = ip_slot(s, &dead->ip);
+		if (*at == dead)
+			*at = dead->next;
+		free(dead);
+		s->nips--;
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (e) {

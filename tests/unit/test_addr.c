@@ -197,17 +197,24 @@ Test(addr, contains_and_mask)
 	cr_assert_eq(FW_IP_W(&net)[3], 0);
 }
 
-/* fw_prefix_netmask is what fw_prefix_mask keeps of an all-ones address,
- * at every length (the policy compiler and the small sets use both) */
-Test(addr, netmask_matches_mask)
+/* fw_prefix_netmask sets exactly the first plen bits (all 128 past /128),
+ * and fw_prefix_mask keeps exactly those of an address, at every length */
+Test(addr, netmask_and_mask_keep_the_first_plen_bits)
 {
 	for (__u32 plen = 0; plen <= 140; plen++) {
-		struct fw_ip want, got;
+		struct fw_ip m, ip;
 
-		memset(&want, 0xff, sizeof(want));
-		fw_prefix_mask(&want, plen);
-		memset(&got, 0x5a, sizeof(got));
-		fw_prefix_netmask(&got, plen);
-		cr_assert(!memcmp(&want, &got, sizeof(got)), "plen %u", plen);
+		memset(&m, 0x5a, sizeof(m));
+		fw_prefix_netmask(&m, plen);
+		memset(&ip, 0xff, sizeof(ip));
+		fw_prefix_mask(&ip, plen);
+		for (__u32 bit = 0; bit < 128; bit++) {
+			bool want = bit < plen;
+
+			cr_assert_eq(!!(m.b[bit / 8] & (0x80 >> (bit % 8))), want, "plen %u bit %u",
+				     plen, bit);
+			cr_assert_eq(!!(ip.b[bit / 8] & (0x80 >> (bit % 8))), want,
+				     "plen %u bit %u", plen, bit);
+		}
 	}
 }

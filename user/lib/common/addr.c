@@ -31,18 +31,6 @@ void fw_addr_from_v4(struct fw_ip *ip, __be32 v4)
 	FW_IP_W(ip)[3] = v4;
 }
 
-void fw_prefix_mask(struct fw_ip *ip, __u32 plen)
-{
-	for (int i = 0; i < 4; i++) {
-		__u32 bits = plen > 32u * i ? plen - 32u * i : 0;
-
-		if (bits >= 32)
-			continue;
-		/* shifting a 32-bit value by 32 is undefined, hence the split */
-		FW_IP_W(ip)[i] = bits ? FW_IP_W(ip)[i] & htonl(~0u << (32 - bits)) : 0;
-	}
-}
-
 void fw_prefix_netmask(struct fw_ip *mask, __u32 plen)
 {
 	/* no loop-carried branch: the policy compiler makes one per rule */
@@ -52,6 +40,20 @@ void fw_prefix_netmask(struct fw_ip *mask, __u32 plen)
 		/* shifting a 32-bit value by 32 is undefined, hence the split */
 		FW_IP_W(mask)[i] = bits >= 32 ? ~0u : bits ? htonl(~0u << (32 - bits)) : 0;
 	}
+}
+
+void fw_ip_and(struct fw_ip *out, const struct fw_ip *addr, const struct fw_ip *mask)
+{
+	for (int i = 0; i < 4; i++)
+		FW_IP_W(out)[i] = FW_IP_W(addr)[i] & FW_IP_W(mask)[i];
+}
+
+void fw_prefix_mask(struct fw_ip *ip, __u32 plen)
+{
+	struct fw_ip m;
+
+	fw_prefix_netmask(&m, plen);
+	fw_ip_and(ip, ip, &m);
 }
 
 bool fw_prefix_contains(const struct fw_ip *net, __u32 plen, const struct fw_ip *addr)

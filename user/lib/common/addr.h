@@ -28,6 +28,8 @@ void fw_prefix_mask(struct fw_ip *ip, __u32 plen);
 /* mask = the first plen bits set, the rest clear (all set past 128):
  * what fw_prefix_mask() keeps of an address. */
 void fw_prefix_netmask(struct fw_ip *mask, __u32 plen);
+/* out = addr & mask, word by word (out may be addr) */
+void fw_ip_and(struct fw_ip *out, const struct fw_ip *addr, const struct fw_ip *mask);
 /* net/plen contains addr (plen over 128 bits) */
 bool fw_prefix_contains(const struct fw_ip *net, __u32 plen, const struct fw_ip *addr);
 

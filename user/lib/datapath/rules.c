@@ -258,8 +258,7 @@ static int set_put(int fd, __u32 id, const struct fw_compiled_set *set, __u32 ge
 		__u32 plen = order[i]->key.prefixlen > 128 ? 128 : order[i]->key.prefixlen;
 
 		fw_prefix_netmask(&e->mask, plen);
-		e->addr = order[i]->key.addr;
-		fw_prefix_mask(&e->addr, plen);
+		fw_ip_and(&e->addr, &order[i]->key.addr, &e->mask);
 		e->rule = order[i]->rule;
 		if (set->nports && e->rule.portset)
 			e->rule.portset |= pgen;

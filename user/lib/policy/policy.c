@@ -442,13 +442,6 @@ struct candidate {
 	size_t first, nrules; /* its rules: by_cand[first .. first + nrules) */
 };
 
-/* net = addr & mask: addr masked to the prefix of mask */
-static void apply_netmask(struct fw_ip *net, const struct fw_ip *addr, const struct fw_ip *mask)
-{
-	for (int i = 0; i < 4; i++)
-		FW_IP_W(net)[i] = FW_IP_W(addr)[i] & FW_IP_W(mask)[i];
-}
-
 /* fw_prefix_contains() with the mask already made: whether addr agrees
  * with net on every bit of mask. All four words at once, no branches. */
 static inline bool masked_contains(const struct fw_ip *net, const struct fw_ip *mask,
@@ -866,7 +859,7 @@ static void index_rules(const struct fw_policy *overlay, const struct fw_policy 
 					   .action = r->action,
 					   .v4 = rule_is_v4(r)};
 		fw_prefix_netmask(&x->mask, r->plen);
-		apply_netmask(&x->net, &r->addr, &x->mask);
+		fw_ip_and(&x->net, &r->addr, &x->mask);
 		in->nports += r->nports;
 		if (r->plen < FW_V4_PREFIX_BASE && !x->v4 &&
 		    fw_prefix_contains(&x->net, r->plen, &v4_block))

@@ -196,9 +196,11 @@ static __always_inline __u32 fw_pod_local(const struct fw_config *cfg, const str
 }
 
 static __always_inline __u32 fw_decide(struct __sk_buff *skb, const struct fw_config *cfg,
-				       const struct fw_pkt *pkt, const struct fw_subject *s)
+				       const struct fw_pkt *pkt, const struct fw_subject *s,
+				       struct fw_answer *ans)
 {
 	__u8 fam = pkt->family & 1;
+	struct fw_rule r;
 	__u32 reason;
 
 	if (s->ifindex != FW_IFINDEX_ANY && s->ifindex != skb->ifindex)
@@ -220,12 +222,21 @@ static __always_inline __u32 fw_decide(struct __sk_buff *skb, const struct fw_co
 	 * be one, and none of its exceptions (DNS, ports) can be trusted */
 	if (cfg->flags & FW_CF_LOCAL_FULL)
 		return FW_DROP_POD_LOCAL;
+	/* An answer is cached only after the sibling check below passed,
+	 * and fastwalld raises the epoch when it changes a subject's private
+	 * CIDR in place: a hit skips the check, and with it the last cache
+	 * line of the dispatch element, where the private CIDR lies. */
+	if (fw_answer_hit(ans, s->id, s->rules_gen, &pkt->dst, &r))
+		return fw_doh_blocked(cfg, pkt) ? FW_DROP_DOH : fw_policy_rule(s, pkt, &r);
 	if (s->private_plen[fam] &&
 	    fw_ip_in_prefix(&pkt->dst, &s->private_net[fam], s->private_plen[fam]))
 		return FW_DROP_SIBLING;
 	if (fw_doh_blocked(cfg, pkt))
 		return FW_DROP_DOH;
-	return fw_policy_cached(s, pkt);
+	if (!fw_rule_get(s->id, s->rules_gen, &pkt->dst, &r))
+		return FW_DROP_NO_POLICY;
+	fw_answer_put(ans, s->rules_gen, &pkt->dst, &r);
+	return fw_policy_rule(s, pkt, &r);
 }
 
 SEC("tc")
@@ -233,6 +244,7 @@ int fastwall_ingress(struct __sk_buff *skb)
 {
 	struct fw_pkt pkt = {};
 	struct fw_l2_port *port = NULL;
+	struct fw_answer ans;
 	struct fw_subject *s;
 	struct fw_config *cfg;
 	__u32 reason, l2, subject = 0;
@@ -277,12 +289,13 @@ int fastwall_ingress(struct __sk_buff *skb)
 		return fw_verdict(skb, &pkt, subject, reason);
 	}
 
+	fw_answer_begin(&ans); /* before the dispatch value it vouches for */
 	s = fw_subject_of(&pkt.src);
 	if (!s)
 		return fw_verdict(skb, &pkt, 0, FW_DROP_UNKNOWN_SOURCE);
 	subject = s->id;
 
-	reason = fw_decide(skb, cfg, &pkt, s);
+	reason = fw_decide(skb, cfg, &pkt, s, &ans);
 	/* a spoofed first fragment must not cancel its victim's datagram */
 	if (pkt.frag_first && !FW_REASON_DROPS(reason))
 		fw_frag_note(cfg, &pkt, subject);

@@ -246,6 +246,16 @@ static __always_inline void fw_note_conn_reset(__u32 id, const struct fw_pkt *pk
 
 #define fw_barrier() asm volatile("" ::: "memory")
 
+/* TC ingress uses the answer cache (fw_answer_hit) only where loads stay
+ * in order (x86): elsewhere the rules could be read before the epoch, and
+ * an answer older than an edit in place could be tagged with the epoch
+ * that follows it; those builds look the rules up every time. */
+#ifdef __TARGET_ARCH_x86
+#define FW_RULE_CACHE 1
+#else
+#define FW_RULE_CACHE 0
+#endif
+
 /* The first entry of a small rule set whose prefix holds dst: the
  * longest-prefix match, as the entries are in that order. A function of
  * its own, so that each program verifies the scan once. */
@@ -272,93 +282,125 @@ static __noinline bool fw_set_match(const struct fw_rule_set *set, const struct 
 	return false;
 }
 
-/* The entry of subject id's trie for {gen, dst}. With cached (TC
- * ingress only): this CPU's cached answer when it was taken for the same
- * destination, generation and epoch, else the trie's, which becomes the
- * cached one. The epoch is read before the trie, so an answer is never
- * tagged with an epoch newer than the entries it saw (x86 keeps loads in
- * order; fastwalld raises the epoch after the edit). TC ingress runs with
- * bottom halves off, so on one CPU only a test run in process context can
- * be interrupted by it: seq is odd while an entry is written, a reader
- * does not use an entry it saw odd or whose seq moved, and a writer that
- * finds it odd (it interrupted another) leaves the entry alone. Hooks that
- * run preemptible (cgroup) look the trie up every time. */
-static __always_inline bool fw_rule_get(__u32 id, __u32 gen, const struct fw_ip *dst,
-					struct fw_rule *out, bool cached)
+/* The answer cache (TC ingress only, FW_RULE_CACHE): per CPU and subject
+ * the last answer of its rules, in fastwall_subject_rows, used only for the
+ * same destination, generation and epoch. The epoch is read before
+ * anything an answer depends on (the dispatch value, the rules), so an
+ * answer is never tagged with an epoch newer than what it saw (x86 keeps
+ * loads in order; fastwalld raises the epoch after an edit in place).
+ * TC ingress runs with bottom halves off, so on one CPU only a test run in
+ * process context can be interrupted by it: seq is odd while a row is
+ * written, a reader does not use a row it saw odd or whose seq moved, and
+ * a writer that finds it odd (it interrupted another) leaves the row
+ * alone. Hooks that run preemptible (cgroup) look the rules up every
+ * time. */
+struct fw_answer {
+	struct fw_subject_row *row; /* found by fw_answer_hit */
+	__u32 epoch;
+	bool on; /* the epoch was read: this packet may use and fill the cache */
+};
+
+/* Before the dispatch lookup. */
+static __always_inline void fw_answer_begin(struct fw_answer *a)
 {
-	struct fw_subject_row *c = NULL;
+	__u64 *ep = bpf_map_lookup_elem(&fastwall_rules_epoch, &(__u32){0});
+
+	a->row = NULL;
+	a->epoch = 0;
+	a->on = false;
+	if (!FW_RULE_CACHE || !ep)
+		return;
+	a->epoch = (__u32) * (volatile __u64 *)ep;
+	fw_barrier();
+	a->on = true;
+}
+
+/* This CPU's answer for {id, gen, dst}, when it has one. */
+static __always_inline bool fw_answer_hit(struct fw_answer *a, __u32 id, __u32 gen,
+					  const struct fw_ip *dst, struct fw_rule *out)
+{
+	struct fw_subject_row *c;
+	__u32 seq;
+
+	if (!a->on)
+		return false;
+	c = fw_subject_row(id);
+	a->row = c;
+	if (!c)
+		return false;
+	seq = *(volatile __u32 *)&c->seq;
+	fw_barrier();
+	if (!(seq & 1) && c->gen == gen && c->epoch == a->epoch && fw_ip_eq(&c->dst, dst)) {
+		*out = c->rule;
+		fw_barrier();
+		if (*(volatile __u32 *)&c->seq == seq)
+			return true;
+	}
+	return false;
+}
+
+/* Records rule as the answer for {gen, dst} in the row fw_answer_hit
+ * found. */
+static __always_inline void fw_answer_put(const struct fw_answer *a, __u32 gen,
+					  const struct fw_ip *dst, const struct fw_rule *rule)
+{
+	struct fw_subject_row *c = a->row;
+	__u32 seq;
+
+	if (!c)
+		return;
+	seq = *(volatile __u32 *)&c->seq;
+	if (seq & 1)
+		return;
+	*(volatile __u32 *)&c->seq = seq + 1;
+	fw_barrier();
+	c->gen = gen;
+	c->epoch = a->epoch;
+	c->dst = *dst;
+	c->rule = *rule;
+	fw_barrier();
+	*(volatile __u32 *)&c->seq = seq + 2;
+}
+
+/* The entry of subject id's rules for {gen, dst}: its small set's or its
+ * trie's. */
+static __always_inline bool fw_rule_get(__u32 id, __u32 gen, const struct fw_ip *dst,
+					struct fw_rule *out)
+{
 	struct fw_rule_key key;
 	struct fw_rule *rule;
-	__u32 epoch = 0, seq = 1;
-	__u64 *ep;
 	void *trie;
-
-	if (cached) {
-		c = fw_subject_row(id);
-		ep = bpf_map_lookup_elem(&fastwall_rules_epoch, &(__u32){0});
-		if (c && ep) {
-			epoch = (__u32) * (volatile __u64 *)ep;
-			seq = *(volatile __u32 *)&c->seq;
-			fw_barrier();
-			if (!(seq & 1) && c->gen == gen && c->epoch == epoch &&
-			    fw_ip_eq(&c->dst, dst)) {
-				*out = c->rule;
-				fw_barrier();
-				if (*(volatile __u32 *)&c->seq == seq)
-					return true;
-			}
-		} else {
-			c = NULL;
-		}
-	}
 
 	if (gen & FW_GEN_SET) {
 		struct fw_set_key sk = {.subject = id, .gen = gen};
 		struct fw_rule_set *set = bpf_map_lookup_elem(&fastwall_rule_sets, &sk);
 
-		if (!set || !fw_set_match(set, dst, out))
-			return false;
-	} else {
-		trie = bpf_map_lookup_elem(&fastwall_rules_v2, &id);
-		if (!trie)
-			return false;
-		key.prefixlen = 32 + 128;
-		key.gen = bpf_htonl(gen);
-		key.addr = *dst;
-		rule = bpf_map_lookup_elem(trie, &key);
-		if (!rule)
-			return false;
-		*out = *rule;
+		return set && fw_set_match(set, dst, out);
 	}
-
-	if (!c)
-		return true;
-	seq = *(volatile __u32 *)&c->seq;
-	if (seq & 1)
-		return true;
-	*(volatile __u32 *)&c->seq = seq + 1;
-	fw_barrier();
-	c->gen = gen;
-	c->epoch = epoch;
-	c->dst = *dst;
-	c->rule = *out;
-	fw_barrier();
-	*(volatile __u32 *)&c->seq = seq + 2;
+	trie = bpf_map_lookup_elem(&fastwall_rules_v2, &id);
+	if (!trie)
+		return false;
+	key.prefixlen = 32 + 128;
+	key.gen = bpf_htonl(gen);
+	key.addr = *dst;
+	rule = bpf_map_lookup_elem(trie, &key);
+	if (!rule)
+		return false;
+	*out = *rule;
 	return true;
 }
 
-/* Deny CIDRs, allow CIDRs, learned leases, default, in that order. */
-static __always_inline __u32 fw_policy_from(const struct fw_subject *s, const struct fw_pkt *pkt,
-					    bool cached)
+/* The verdict of rule, subject s's entry for the packet's destination:
+ * its CIDR action (or the port exception's), else the default, else a
+ * learned lease. */
+static __always_inline __u32 fw_policy_rule(const struct fw_subject *s, const struct fw_pkt *pkt,
+					    const struct fw_rule *rule)
 {
 	struct fw_learned_key lkey = {};
 	struct fw_lease *lease;
-	struct fw_rule r, *rule = &r;
 	__u32 id = s->id;
 	__u64 now;
 
-	if (!fw_rule_get(id, s->rules_gen, &pkt->dst, &r, cached))
-		return FW_DROP_NO_POLICY;
 	if (rule->portset && pkt->has_ports &&
 	    (pkt->proto == FW_IPPROTO_TCP || pkt->proto == FW_IPPROTO_UDP)) {
 		struct fw_port_rule_key pk = {
@@ -403,23 +445,14 @@ static __always_inline __u32 fw_policy_from(const struct fw_subject *s, const st
 	return FW_PASS_LEARNED;
 }
 
+/* Deny CIDRs, allow CIDRs, learned leases, default, in that order. */
 static __always_inline __u32 fw_policy(const struct fw_subject *s, const struct fw_pkt *pkt)
 {
-	return fw_policy_from(s, pkt, false);
-}
+	struct fw_rule r;
 
-/* TC ingress: with the answer cache (fw_rule_get). Only where loads stay
- * in order (x86): elsewhere the trie could be read before the epoch, and
- * an answer older than an in-place edit could be tagged with the epoch
- * that follows it; those builds look the trie up every time. */
-#ifdef __TARGET_ARCH_x86
-#define FW_RULE_CACHE 1
-#else
-#define FW_RULE_CACHE 0
-#endif
-static __always_inline __u32 fw_policy_cached(const struct fw_subject *s, const struct fw_pkt *pkt)
-{
-	return fw_policy_from(s, pkt, FW_RULE_CACHE);
+	if (!fw_rule_get(s->id, s->rules_gen, &pkt->dst, &r))
+		return FW_DROP_NO_POLICY;
+	return fw_policy_rule(s, pkt, &r);
 }
 
 #endif /* FW_BPF_POLICY_H */

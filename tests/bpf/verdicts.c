@@ -74,6 +74,10 @@
 #define FLOOD_B4   "10.42.5.10"
 #define SWAP4	   "10.42.6.10"
 #define SWAP_SIB4  "10.42.6.20"
+#define SIGMA4	   "10.42.30.10"
+#define SIGMA_NEAR4 "10.42.30.200" /* a sibling once sigma's private CIDR grows */
+#define SIGMA6	   "fd00:42:30::10"
+#define SIGMA_NEAR6 "fd00:42:30:0:8000::1"
 #define EPS4	   "10.42.7.10"
 #define ZETA4	   "10.42.8.10"
 #define KAPPA4	   "10.42.9.10"
@@ -118,6 +122,7 @@ struct subject_def {
 	__u8 state;	    /* 0 = active */
 	const char *default_action;
 	const char *rules[32]; /* "allow 192.0.2.0/25", in policy order */
+	const char *fence;     /* an actions-protocol subject's attachment; NULL: static */
 };
 
 static const struct subject_def alpha = {
@@ -283,6 +288,36 @@ static const struct subject_def swap_v3 = {
 	.rules = {"allow 192.0.2.0/25", "allow 198.51.100.0/25"},
 };
 
+/* An actions-protocol subject whose private CIDR grows in place (same
+ * fence, same id): a destination allowed, and cached as such, before the
+ * change is a sibling after it. */
+static const struct subject_def sigma_v1 = {
+	.name = "sigma",
+	.addrs = {SIGMA4, SIGMA6},
+	.private_net = {"10.42.30.0/25", "fd00:42:30::/65"},
+	.default_action = "deny",
+	.rules = {"allow 10.42.30.0/24", "allow fd00:42:30::/64"},
+	.fence = "sigma-attachment",
+};
+
+static const struct subject_def sigma_v2 = {
+	.name = "sigma",
+	.addrs = {SIGMA4, SIGMA6},
+	.private_net = {"10.42.30.0/24", "fd00:42:30::/65"},
+	.default_action = "deny",
+	.rules = {"allow 10.42.30.0/24", "allow fd00:42:30::/64"},
+	.fence = "sigma-attachment",
+};
+
+static const struct subject_def sigma_v3 = {
+	.name = "sigma",
+	.addrs = {SIGMA4, SIGMA6},
+	.private_net = {"10.42.30.0/24", "fd00:42:30::/64"},
+	.default_action = "deny",
+	.rules = {"allow 10.42.30.0/24", "allow fd00:42:30::/64"},
+	.fence = "sigma-attachment",
+};
+
 /* ---- test state ------------------------------------------------------ */
 
 #define MAX_EVENTS 64
@@ -371,8 +406,17 @@ static int subject_put(const struct subject_def *d)
 					 nports, err, sizeof(err));
 	}
 	t.dirty = true;
-	if (!ret)
+	if (!ret && d->fence) {
+		struct fw_entry *e = fw_reg_get(&t.reg, d->name, true);
+
+		ret = e ? fw_reg_apply(&t.reg, e, &spec, FW_ORIGIN_ACTIONS,
+				       fw_fence_hash("verdicts", d->fence), NULL)
+			: -ENOMEM;
+		if (e)
+			fw_reg_put(&t.reg, e);
+	} else if (!ret) {
 		ret = fw_reg_upsert(&t.reg, &spec, FW_ORIGIN_STATIC, NULL);
+	}
 	fw_policy_free(&spec.policy);
 	if (ret)
 		printf("can't put subject %s: %s %s\n", d->name, strerror(-ret), err);
@@ -476,6 +520,36 @@ static int swap_same_binding(void)
 		return -1;
 	}
 	return 0;
+}
+
+static int sigma_first(void)
+{
+	if (subject_put(&sigma_v1))
+		return -1;
+	t.swap_id = id_of("sigma");
+	return 0;
+}
+
+static int sigma_grow(const struct subject_def *d)
+{
+	if (subject_put(d))
+		return -1;
+	if (id_of("sigma") != t.swap_id) {
+		printf("a binding change under the same fence changed the id %u -> %u\n",
+		       t.swap_id, id_of("sigma"));
+		return -1;
+	}
+	return 0;
+}
+
+static int sigma_grown4(void)
+{
+	return sigma_grow(&sigma_v2);
+}
+
+static int sigma_grown6(void)
+{
+	return sigma_grow(&sigma_v3);
 }
 
 static int swap_rebind(void)
@@ -1556,6 +1630,26 @@ static const struct row rows[] = {
 	 PASS(FW_PASS_ALLOW_CIDR), .subject = "swap"},
 	{"rebind: the new private cidr holds siblings", .then = true,
 	 .pkt = TCP4(SWAP4, SWAP_SIB4, 40000, 80), DROP(FW_DROP_SIBLING), .subject = "swap"},
+
+	/* TC ingress answers a destination it has seen from this CPU's cache,
+	 * which skips the sibling check: growing the private CIDR in place
+	 * must end those answers, or a sibling stays reachable */
+	{"private cidr v1: a sibling inside it drops", .setup = sigma_first,
+	 .pkt = TCP4(SIGMA4, "10.42.30.20", 40000, 80), DROP(FW_DROP_SIBLING), .subject = "sigma"},
+	{"private cidr v1: a neighbour outside it passes", .then = true,
+	 .pkt = TCP4(SIGMA4, SIGMA_NEAR4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "sigma"},
+	{"private cidr v1: again (the cached answer)", .then = true,
+	 .pkt = TCP4(SIGMA4, SIGMA_NEAR4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "sigma"},
+	{"private cidr grown in place (same fence, same id): the neighbour is a sibling",
+	 .then = true, .setup = sigma_grown4, .pkt = TCP4(SIGMA4, SIGMA_NEAR4, 40000, 80),
+	 DROP(FW_DROP_SIBLING), .subject = "sigma"},
+	{"private cidr v6 still as it was: the v6 neighbour passes", .then = true,
+	 .pkt = TCP6(SIGMA6, SIGMA_NEAR6, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "sigma"},
+	{"private cidr v6: again (the cached answer)", .then = true,
+	 .pkt = TCP6(SIGMA6, SIGMA_NEAR6, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "sigma"},
+	{"private cidr v6 grown in place: the v6 neighbour is a sibling", .then = true,
+	 .setup = sigma_grown6, .pkt = TCP6(SIGMA6, SIGMA_NEAR6, 40000, 80),
+	 DROP(FW_DROP_SIBLING), .subject = "sigma"},
 };
 
 /* ---- running a row ------------------------------------------------------ */

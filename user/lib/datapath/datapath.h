@@ -90,6 +90,11 @@ int fw_dp_dispatch_put(struct fw_dp *dp, const struct fw_ip *addr, const struct 
 /* Removes addr's dispatch if it still points at subject id (a newer owner
  * of the address is left alone). */
 int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id);
+/* Ends every answer fastwall_subject_rows holds (load.c): after any change
+ * to entries of a generation that dispatch may name, to a subject's
+ * private CIDR in place (an answer stands for its sibling check too), and
+ * at every start. */
+int fw_dp_rules_epoch_bump(struct fw_dp *dp);
 
 /* Rule storage (rules.c): each slot of fastwall_rules_v2 holds one LPM
  * trie for good; a subject's rules live there under a generation, which

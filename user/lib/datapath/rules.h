@@ -15,9 +15,6 @@ int fw_dp_rules_open(struct fw_dp *dp, bool populate, bool check, int old_fd);
 void fw_dp_rules_close(struct fw_dp *dp);
 /* fw_dp_reap's part: the rules of the dead ids, after a grace period. */
 int fw_dp_rules_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS]);
-/* Ends every answer fastwall_subject_rows holds (load.c): after any change
- * to entries of a generation that dispatch may name, and at every start. */
-int fw_dp_rules_epoch_bump(struct fw_dp *dp);
 /* Deletes every key of fd that keep() refuses (datapath.c). */
 int fw_dp_prune(int fd, size_t key_size, bool (*keep)(const void *key, const void *ctx),
 		const void *ctx);

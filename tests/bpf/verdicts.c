@@ -75,9 +75,9 @@
 #define SWAP4	   "10.42.6.10"
 #define SWAP_SIB4  "10.42.6.20"
 #define SIGMA4	   "10.42.30.10"
-#define SIGMA_NEAR4 "10.42.30.200" /* a sibling once sigma's private CIDR grows */
+#define SIGMA_SIB4 "10.42.30.200" /* a sibling once sigma's private CIDR grows */
 #define SIGMA6	   "fd00:42:30::10"
-#define SIGMA_NEAR6 "fd00:42:30:0:8000::1"
+#define SIGMA_SIB6 "fd00:42:30:0:8000::1"
 #define EPS4	   "10.42.7.10"
 #define ZETA4	   "10.42.8.10"
 #define KAPPA4	   "10.42.9.10"
@@ -535,8 +535,8 @@ static int sigma_grow(const struct subject_def *d)
 	if (subject_put(d))
 		return -1;
 	if (id_of("sigma") != t.swap_id) {
-		printf("a binding change under the same fence changed the id %u -> %u\n",
-		       t.swap_id, id_of("sigma"));
+		printf("a binding change under the same fence changed the id %u -> %u\n", t.swap_id,
+		       id_of("sigma"));
 		return -1;
 	}
 	return 0;
@@ -1637,19 +1637,19 @@ static const struct row rows[] = {
 	{"private cidr v1: a sibling inside it drops", .setup = sigma_first,
 	 .pkt = TCP4(SIGMA4, "10.42.30.20", 40000, 80), DROP(FW_DROP_SIBLING), .subject = "sigma"},
 	{"private cidr v1: a neighbour outside it passes", .then = true,
-	 .pkt = TCP4(SIGMA4, SIGMA_NEAR4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "sigma"},
+	 .pkt = TCP4(SIGMA4, SIGMA_SIB4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "sigma"},
 	{"private cidr v1: again (the cached answer)", .then = true,
-	 .pkt = TCP4(SIGMA4, SIGMA_NEAR4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "sigma"},
+	 .pkt = TCP4(SIGMA4, SIGMA_SIB4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "sigma"},
 	{"private cidr grown in place (same fence, same id): the neighbour is a sibling",
-	 .then = true, .setup = sigma_grown4, .pkt = TCP4(SIGMA4, SIGMA_NEAR4, 40000, 80),
+	 .then = true, .setup = sigma_grown4, .pkt = TCP4(SIGMA4, SIGMA_SIB4, 40000, 80),
 	 DROP(FW_DROP_SIBLING), .subject = "sigma"},
 	{"private cidr v6 still as it was: the v6 neighbour passes", .then = true,
-	 .pkt = TCP6(SIGMA6, SIGMA_NEAR6, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "sigma"},
+	 .pkt = TCP6(SIGMA6, SIGMA_SIB6, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "sigma"},
 	{"private cidr v6: again (the cached answer)", .then = true,
-	 .pkt = TCP6(SIGMA6, SIGMA_NEAR6, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "sigma"},
+	 .pkt = TCP6(SIGMA6, SIGMA_SIB6, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "sigma"},
 	{"private cidr v6 grown in place: the v6 neighbour is a sibling", .then = true,
-	 .setup = sigma_grown6, .pkt = TCP6(SIGMA6, SIGMA_NEAR6, 40000, 80),
-	 DROP(FW_DROP_SIBLING), .subject = "sigma"},
+	 .setup = sigma_grown6, .pkt = TCP6(SIGMA6, SIGMA_SIB6, 40000, 80), DROP(FW_DROP_SIBLING),
+	 .subject = "sigma"},
 };
 
 /* ---- running a row ------------------------------------------------------ */

@@ -362,8 +362,8 @@ static __always_inline void fw_answer_put(const struct fw_answer *a, __u32 gen,
 	*(volatile __u32 *)&c->seq = seq + 2;
 }
 
-/* The entry of subject id's rules for {gen, dst}: its small set's or its
- * trie's. */
+/* The entry of subject id's rules for {gen, dst}: its small set's (in
+ * one or more chunks) or its trie's. */
 static __always_inline bool fw_rule_get(__u32 id, __u32 gen, const struct fw_ip *dst,
 					struct fw_rule *out)
 {
@@ -372,10 +372,18 @@ static __always_inline bool fw_rule_get(__u32 id, __u32 gen, const struct fw_ip 
 	void *trie;
 
 	if (gen & FW_GEN_SET) {
-		struct fw_set_key sk = {.subject = id, .gen = gen};
-		struct fw_rule_set *set = bpf_map_lookup_elem(&fastwall_rule_sets, &sk);
+		/* chunk after chunk: the last one holds the default */
+		for (__u32 c = 0; c < FW_SET_CHUNKS; c++) {
+			struct fw_set_key sk = {.subject = id | c << FW_SET_CHUNK_SHIFT,
+						.gen = gen};
+			struct fw_rule_set *set = bpf_map_lookup_elem(&fastwall_rule_sets, &sk);
 
-		return set && fw_set_match(set, dst, out);
+			if (!set)
+				return false;
+			if (fw_set_match(set, dst, out))
+				return true;
+		}
+		return false;
 	}
 	trie = bpf_map_lookup_elem(&fastwall_rules_v2, &id);
 	if (!trie)

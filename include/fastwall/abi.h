@@ -220,7 +220,12 @@ struct fw_rule {
  * other form of a generation's rules: a small compiled set (at most
  * FW_SET_MAX entries, the default included) in one hash value, matched by
  * a scan instead of a trie walk. A change then writes one element instead
- * of one trie node per entry. The generation says which form it is:
+ * of one trie node per entry. A set of up to FW_SET_CHUNKS * FW_SET_MAX
+ * entries takes that many elements, chunks of FW_SET_MAX entries in
+ * order, chunk c keyed {id | c << FW_SET_CHUNK_SHIFT, gen} (chunk 0 is
+ * the plain key); a lookup scans chunk after chunk and the first match
+ * decides, so the chunks are one list. Chunk 0 is written last: where it
+ * exists, the whole set does. The generation says which form it is:
  * FW_GEN_SET set in fw_subject.rules_gen names an element of this map,
  * clear names entries of the slot's trie; both forms share one counter,
  * so a generation number is never used twice for a subject. An element is
@@ -237,11 +242,14 @@ struct fw_rule {
 #ifndef FW_SET_MAX
 #define FW_SET_MAX 20
 #endif
-#define FW_MAX_SETS (4 * FW_MAX_SUBJECTS) /* live and retired, not preallocated */
+#define FW_SET_CHUNKS	   3
+#define FW_SET_CHUNK_SHIFT 16 /* subject ids stay below 1 << 16 */
+#define FW_SET_LARGEST	   (FW_SET_CHUNKS * FW_SET_MAX)
+#define FW_MAX_SETS	   (4 * FW_MAX_SUBJECTS) /* elements, live and retired, not preallocated */
 
 struct fw_set_key {
-	__u32 subject;
-	__u32 gen; /* with FW_GEN_SET */
+	__u32 subject; /* and the chunk, << FW_SET_CHUNK_SHIFT */
+	__u32 gen;     /* with FW_GEN_SET */
 };
 
 struct fw_set_entry {
@@ -251,7 +259,7 @@ struct fw_set_entry {
 };
 
 struct fw_rule_set {
-	__u32 n; /* entries used */
+	__u32 n; /* entries used (of this chunk) */
 	__u32 pad;
 	struct fw_set_entry e[FW_SET_MAX];
 };

@@ -72,8 +72,10 @@ static int set_count(struct fw_dp *dp, __u32 id, __u32 gen, int *others)
 	while (bpf_map_get_next_key(dp->rule_sets_fd, prev, &next) == 0) {
 		k = next;
 		prev = &k;
-		if (k.subject != id)
+		if ((k.subject & ((1u << FW_SET_CHUNK_SHIFT) - 1)) != id)
 			continue;
+		if (k.subject >> FW_SET_CHUNK_SHIFT)
+			continue; /* a set is counted once, by its chunk 0 */
 		if (k.gen == gen)
 			n++;
 		else
@@ -81,6 +83,23 @@ static int set_count(struct fw_dp *dp, __u32 id, __u32 gen, int *others)
 	}
 	return n;
 }
+
+/* How many chunks of small set {id, gen} fastwall_rule_sets holds. */
+static int set_chunks(struct fw_dp *dp, __u32 id, __u32 gen)
+{
+	struct fw_rule_set v;
+	int n = 0;
+
+	for (__u32 c = 0; c < FW_SET_CHUNKS; c++) {
+		struct fw_set_key k = {.subject = id | c << FW_SET_CHUNK_SHIFT, .gen = gen};
+
+		n += bpf_map_lookup_elem(dp->rule_sets_fd, &k, &v) == 0;
+	}
+	return n;
+}
+
+static __u32 c_id;
+static struct fw_set_key c_orphan;
 
 /* After the worker ran: subject name's rules are its live generation and
  * nothing older (the deletions by key list missed no key, no retired set
@@ -179,6 +198,29 @@ static const char *const s_addrs[] = {SRC, NULL};
 static const char *const s_addrs2[] = {SRC, "10.42.0.11", NULL};
 static const char *const v_odd[] = {"192.0.2.0/24", "198.51.100.0/24", "100.64.0.0/16", NULL};
 static const char *const v_even[] = {"192.0.2.0/24", "203.0.113.0/24", "100.65.0.0/16", NULL};
+
+/* 25 compiled entries (24 /32s and the default): a set of two chunks */
+#define C_SRC "10.42.3.10"
+static const char *const c_addrs[] = {C_SRC, NULL};
+static const char *const c_v1[] = {
+	"192.0.2.100/32", "192.0.2.101/32", "192.0.2.102/32", "192.0.2.103/32", "192.0.2.104/32",
+	"192.0.2.105/32", "192.0.2.106/32", "192.0.2.107/32", "192.0.2.108/32", "192.0.2.109/32",
+	"192.0.2.110/32", "192.0.2.111/32", "192.0.2.112/32", "192.0.2.113/32", "192.0.2.114/32",
+	"192.0.2.115/32", "192.0.2.116/32", "192.0.2.117/32", "192.0.2.118/32", "192.0.2.119/32",
+	"192.0.2.120/32", "192.0.2.121/32", "192.0.2.122/32", "192.0.2.123/32", NULL};
+static const char *const c_v2[] = {
+	"192.0.2.100/32", "192.0.2.101/32", "192.0.2.102/32", "192.0.2.103/32", "192.0.2.104/32",
+	"192.0.2.105/32", "192.0.2.106/32", "192.0.2.107/32", "192.0.2.108/32", "192.0.2.109/32",
+	"192.0.2.110/32", "192.0.2.111/32", "192.0.2.112/32", "192.0.2.113/32", "192.0.2.114/32",
+	"192.0.2.115/32", "192.0.2.116/32", "192.0.2.117/32", "192.0.2.118/32", "192.0.2.119/32",
+	"192.0.2.120/32", "192.0.2.121/32", "192.0.2.122/32", "192.0.2.124/32", NULL};
+
+static bool sets_on(void)
+{
+	const char *v = getenv("FASTWALL_RULE_SET_MAX");
+
+	return !v || strcmp(v, "0") != 0;
+}
 
 struct sender {
 	struct fw_dp *dp;
@@ -357,6 +399,38 @@ void case_swaps(void)
 	      "swaps: 20 more swaps written entry by entry hold the same verdicts (%d)", err);
 	trie_clean(dp, &reg, "s", "after the entry-by-entry swaps");
 
+	/* a set of two chunks, then a write of its next generation cut short
+	 * before its chunk 0 (what a crash there leaves): the restart must
+	 * delete that chunk, or the generation's next write would collide */
+	err = put(&reg, "c", c_addrs, c_v1);
+	{
+		struct fw_entry *e = fw_reg_find(&reg, "c");
+		__u32 gen = e ? fw_dp_rules_gen(dp, e->id) : 0;
+		struct fw_rule_set chunk = {0};
+
+		c_id = e ? e->id : 0;
+		c_orphan = (struct fw_set_key){
+			.subject = c_id | 1u << FW_SET_CHUNK_SHIFT,
+			.gen = (((gen & ~FW_GEN_SET) + 1) & ~FW_GEN_SET) | FW_GEN_SET,
+		};
+		check(!err && !!(gen & FW_GEN_SET) == sets_on() &&
+			      verdict(dp, C_SRC, "192.0.2.123") == TC_ACT_OK &&
+			      verdict(dp, C_SRC, "192.0.2.124") == TC_ACT_SHOT &&
+			      (!sets_on() || set_chunks(dp, c_id, gen) == 2),
+		      "swaps: 25 entries are %s and decide (%d, gen %#x, %d chunks)",
+		      sets_on() ? "one set of two chunks" : "in the trie", err, gen,
+		      set_chunks(dp, c_id, gen));
+		if (sets_on()) {
+			struct fw_set_key k1 = {.subject = c_orphan.subject, .gen = gen};
+
+			bpf_map_lookup_elem(dp->rule_sets_fd, &k1, &chunk);
+			check(bpf_map_update_elem(dp->rule_sets_fd, &c_orphan, &chunk,
+						  BPF_NOEXIST) == 0,
+			      "swaps: a chunk of the next generation, without its chunk 0, "
+			      "planted");
+		}
+	}
+
 	/* a restart adopts: no slot is written, the rules still hold */
 	fw_dp_rules_settle(dp);
 	fw_reg_free(&reg);
@@ -384,6 +458,21 @@ void case_swaps(void)
 	      "swaps: swaps after the restart write no slot either");
 	/* the keys of what the restart found came from its scan */
 	trie_clean(dp, &reg, "s", "swaps after the restart");
+	if (sets_on()) {
+		struct fw_rule_set chunk;
+		bool gone = bpf_map_lookup_elem(dp->rule_sets_fd, &c_orphan, &chunk) != 0;
+
+		err = put(&reg, "c", c_addrs, c_v2);
+		check(gone && !err && verdict(dp, C_SRC, "192.0.2.124") == TC_ACT_OK &&
+			      verdict(dp, C_SRC, "192.0.2.123") == TC_ACT_SHOT &&
+			      fw_dp_rules_gen(dp, c_id) == c_orphan.gen &&
+			      set_chunks(dp, c_id, c_orphan.gen) == 2,
+		      "swaps: the restart deleted the cut-short chunk, and the generation it "
+		      "carried is written whole (%d, gone %d)",
+		      err, gone);
+		fw_dp_rules_settle(dp);
+		trie_clean(dp, &reg, "c", "a set of two chunks after the restart");
+	}
 	fw_reg_free(&reg);
 out:
 	fw_dp_close(dp);

@@ -121,7 +121,7 @@ struct subject_def {
 	const char *ifname; /* NULL = unbound; DUMMY_IF = the test's interface */
 	__u8 state;	    /* 0 = active */
 	const char *default_action;
-	const char *rules[32]; /* "allow 192.0.2.0/25", in policy order */
+	const char *rules[72]; /* "allow 192.0.2.0/25", in policy order */
 	const char *fence;     /* an actions-protocol subject's attachment; NULL: static */
 };
 
@@ -2176,6 +2176,38 @@ static const struct subject_def rho_big = {
 		},
 };
 
+/* 65 entries: more than the chunks of a small set hold */
+static const struct subject_def rho_huge = {
+	.name = "rho",
+	.addrs = {"10.42.14.10"},
+	.default_action = "deny",
+	.rules =
+		{
+			"allow 192.0.2.100/32", "allow 192.0.2.101/32", "allow 192.0.2.102/32",
+			"allow 192.0.2.103/32", "allow 192.0.2.104/32", "allow 192.0.2.105/32",
+			"allow 192.0.2.106/32", "allow 192.0.2.107/32", "allow 192.0.2.108/32",
+			"allow 192.0.2.109/32", "allow 192.0.2.110/32", "allow 192.0.2.111/32",
+			"allow 192.0.2.112/32", "allow 192.0.2.113/32", "allow 192.0.2.114/32",
+			"allow 192.0.2.115/32", "allow 192.0.2.116/32", "allow 192.0.2.117/32",
+			"allow 192.0.2.118/32", "allow 192.0.2.119/32", "allow 192.0.2.120/32",
+			"allow 192.0.2.121/32", "allow 192.0.2.122/32", "allow 192.0.2.123/32",
+			"allow 192.0.2.124/32", "allow 192.0.2.125/32", "allow 192.0.2.126/32",
+			"allow 192.0.2.127/32", "allow 192.0.2.128/32", "allow 192.0.2.129/32",
+			"allow 192.0.2.130/32", "allow 192.0.2.131/32", "allow 192.0.2.132/32",
+			"allow 192.0.2.133/32", "allow 192.0.2.134/32", "allow 192.0.2.135/32",
+			"allow 192.0.2.136/32", "allow 192.0.2.137/32", "allow 192.0.2.138/32",
+			"allow 192.0.2.139/32", "allow 192.0.2.140/32", "allow 192.0.2.141/32",
+			"allow 192.0.2.142/32", "allow 192.0.2.143/32", "allow 192.0.2.144/32",
+			"allow 192.0.2.145/32", "allow 192.0.2.146/32", "allow 192.0.2.147/32",
+			"allow 192.0.2.148/32", "allow 192.0.2.149/32", "allow 192.0.2.150/32",
+			"allow 192.0.2.151/32", "allow 192.0.2.152/32", "allow 192.0.2.153/32",
+			"allow 192.0.2.154/32", "allow 192.0.2.155/32", "allow 192.0.2.156/32",
+			"allow 192.0.2.157/32", "allow 192.0.2.158/32", "allow 192.0.2.159/32",
+			"allow 192.0.2.160/32", "allow 192.0.2.161/32", "allow 192.0.2.162/32",
+			"allow 192.0.2.163/32",
+		},
+};
+
 static const struct subject_def rho_small = {
 	.name = "rho",
 	.addrs = {"10.42.14.10"},
@@ -2194,7 +2226,7 @@ static bool sets_on(void)
 /* How many keys of map fd belong to subject id: the keys of
  * fastwall_rule_sets, fastwall_conns and fastwall_learned_ports all start
  * with the subject's id. */
-static int subject_keys(int fd, size_t key_size, __u32 id)
+static int subject_keys_masked(int fd, size_t key_size, __u32 id, __u32 mask)
 {
 	unsigned char buf[2][64];
 	void *prev = NULL;
@@ -2205,17 +2237,23 @@ static int subject_keys(int fd, size_t key_size, __u32 id)
 		return -1;
 	while (!bpf_map_get_next_key(fd, prev, buf[i])) {
 		memcpy(&owner, buf[i], sizeof(owner));
-		n += owner == id;
+		n += (owner & mask) == id;
 		prev = buf[i];
 		i ^= 1;
 	}
 	return n;
 }
 
-/* The small sets of subject id in fastwall_rule_sets. */
+static int subject_keys(int fd, size_t key_size, __u32 id)
+{
+	return subject_keys_masked(fd, key_size, id, ~0u);
+}
+
+/* The elements (chunks of small sets) of subject id in fastwall_rule_sets. */
 static int sets_held(__u32 id)
 {
-	return subject_keys(t.dp->rule_sets_fd, sizeof(struct fw_set_key), id);
+	return subject_keys_masked(t.dp->rule_sets_fd, sizeof(struct fw_set_key), id,
+				   (1u << FW_SET_CHUNK_SHIFT) - 1);
 }
 
 static bool dispatch_of(const char *addr, struct fw_subject *s)
@@ -2233,8 +2271,9 @@ static bool mask_is_zero(const struct fw_ip *m)
 }
 
 /* A compiled set of at most FW_SET_MAX entries is one element of
- * fastwall_rule_sets, longest prefix first and the default last; a larger
- * one goes to the trie; a subject moves between the two forms with its
+ * fastwall_rule_sets, longest prefix first and the default last; one of
+ * up to FW_SET_LARGEST entries is that many chunks of FW_SET_MAX; a larger
+ * one goes to the trie; a subject moves between the forms with its
  * verdicts intact, and the form it left is deleted after a grace period. */
 static void scenario_rule_forms(void)
 {
@@ -2242,6 +2281,8 @@ static void scenario_rule_forms(void)
 	const struct pkt_spec mid = UDP4("10.42.14.10", "192.0.2.130", 40000, 5000);
 	const struct pkt_spec wide = UDP4("10.42.14.10", "192.0.2.70", 40000, 5000);
 	const struct pkt_spec out = UDP4("10.42.14.10", "192.0.2.147", 40000, 5000);
+	const struct pkt_spec odd = UDP4("10.42.14.10", "192.0.2.163", 40000, 5000);
+	const struct pkt_spec beyond = UDP4("10.42.14.10", "192.0.2.164", 40000, 5000);
 	struct fw_rule_set set;
 	struct fw_subject s;
 	struct fw_set_key k;
@@ -2272,6 +2313,8 @@ static void scenario_rule_forms(void)
 		       "gen %#x, %d sets", s.rules_gen, sets_held(s.id));
 	}
 
+	/* 25 entries: chunk 0 holds the first 20 /32s, chunk 1 the other
+	 * four and the default, where "last" and "out" are decided */
 	if (subject_put(&rho_big) || !dispatch_of("10.42.14.10", &s)) {
 		result(false, "rule forms: fixture", "can't put rho");
 		return;
@@ -2280,10 +2323,15 @@ static void scenario_rule_forms(void)
 	v1 = run_frame(t.dp->ingress_fd, &last);
 	v2 = run_frame(t.dp->ingress_fd, &mid);
 	v3 = run_frame(t.dp->ingress_fd, &out);
-	result(!(s.rules_gen & FW_GEN_SET) && v1 == TC_ACT_OK && v2 == TC_ACT_OK &&
-		       v3 == TC_ACT_SHOT,
-	       "rule forms: 25 entries go to the trie and decide", "gen %#x, verdicts %d %d %d",
-	       s.rules_gen, v1, v2, v3);
+	k = (struct fw_set_key){.subject = id | 1u << FW_SET_CHUNK_SHIFT, .gen = s.rules_gen};
+	set.n = 0;
+	bpf_map_lookup_elem(t.dp->rule_sets_fd, &k, &set);
+	result(!!(s.rules_gen & FW_GEN_SET) == sets_on() && v1 == TC_ACT_OK && v2 == TC_ACT_OK &&
+		       v3 == TC_ACT_SHOT && sets_held(id) == (sets_on() ? 2 : 0) &&
+		       (!sets_on() || (set.n == 5 && set.e[4].rule.is_default)),
+	       "rule forms: 25 entries are a set of two chunks (the default last) and decide",
+	       "gen %#x, verdicts %d %d %d, %d elements, chunk 1 holds %u", s.rules_gen, v1, v2, v3,
+	       sets_held(id), set.n);
 
 	if (subject_put(&rho_small) || !dispatch_of("10.42.14.10", &s)) {
 		result(false, "rule forms: fixture", "can't shrink rho's policy");
@@ -2297,22 +2345,38 @@ static void scenario_rule_forms(void)
 	result(s.id == id && !!(s.rules_gen & FW_GEN_SET) == sets_on() && v1 == TC_ACT_OK &&
 		       v2 == TC_ACT_SHOT && v3 == TC_ACT_OK && v4 == TC_ACT_SHOT &&
 		       sets_held(id) == (sets_on() ? 1 : 0),
-	       "rule forms: shrunk, the policy becomes a set and decides as the new one",
-	       "id %u -> %u, gen %#x, verdicts %d %d %d %d, %d sets", id, s.id, s.rules_gen, v1, v2,
-	       v3, v4, sets_held(id));
+	       "rule forms: shrunk to one chunk, the set decides as the new one; both old chunks "
+	       "are deleted",
+	       "id %u -> %u, gen %#x, verdicts %d %d %d %d, %d elements", id, s.id, s.rules_gen, v1,
+	       v2, v3, v4, sets_held(id));
 
-	if (subject_put(&rho_big) || !dispatch_of("10.42.14.10", &s)) {
+	if (subject_put(&rho_huge) || !dispatch_of("10.42.14.10", &s)) {
 		result(false, "rule forms: fixture", "can't grow rho's policy");
 		return;
 	}
 	fw_dp_rules_settle(t.dp);
 	v1 = run_frame(t.dp->ingress_fd, &last);
-	v2 = run_frame(t.dp->ingress_fd, &mid);
+	v2 = run_frame(t.dp->ingress_fd, &odd);
 	v3 = run_frame(t.dp->ingress_fd, &wide);
+	v4 = run_frame(t.dp->ingress_fd, &beyond);
 	result(!(s.rules_gen & FW_GEN_SET) && v1 == TC_ACT_OK && v2 == TC_ACT_OK &&
-		       v3 == TC_ACT_SHOT && sets_held(id) == 0,
-	       "rule forms: grown again, back to the trie; the retired set is deleted",
-	       "gen %#x, verdicts %d %d %d, %d sets", s.rules_gen, v1, v2, v3, sets_held(id));
+		       v3 == TC_ACT_SHOT && v4 == TC_ACT_SHOT && sets_held(id) == 0,
+	       "rule forms: 65 entries, more than a set's chunks hold, go to the trie; the "
+	       "retired set is deleted",
+	       "gen %#x, verdicts %d %d %d %d, %d elements", s.rules_gen, v1, v2, v3, v4,
+	       sets_held(id));
+
+	if (subject_put(&rho_big) || !dispatch_of("10.42.14.10", &s)) {
+		result(false, "rule forms: fixture", "can't shrink rho's policy again");
+		return;
+	}
+	fw_dp_rules_settle(t.dp);
+	v1 = run_frame(t.dp->ingress_fd, &last);
+	v2 = run_frame(t.dp->ingress_fd, &odd);
+	result(!!(s.rules_gen & FW_GEN_SET) == sets_on() && v1 == TC_ACT_OK && v2 == TC_ACT_SHOT &&
+		       sets_held(id) == (sets_on() ? 2 : 0),
+	       "rule forms: from the trie back to a set of two chunks",
+	       "gen %#x, verdicts %d %d, %d elements", s.rules_gen, v1, v2, sets_held(id));
 }
 
 /* What a passed packet of a subject touches besides its dispatch value is

@@ -120,29 +120,36 @@ static void entry_prefix(int trie, __u32 gen, const struct fw_ip *dst, struct fw
 	}
 }
 
-/* fw_set_match of bpf/lib/policy.h: subject s's small set, the first
- * entry (longest prefix first) whose prefix holds dst. */
+/* fw_rule_get's small set of bpf/lib/policy.h: subject s's set, chunk
+ * after chunk, the first entry (longest prefix first) whose prefix holds
+ * dst. */
 static bool set_entry(struct fw_dp *dp, const struct fw_subject *s, const struct fw_ip *dst,
 		      struct fw_xresult *r)
 {
-	struct fw_set_key k = {.subject = s->id, .gen = s->rules_gen};
 	struct fw_rule_set set;
 
-	if (dp->rule_sets_fd < 0 || bpf_map_lookup_elem(dp->rule_sets_fd, &k, &set))
+	if (dp->rule_sets_fd < 0)
 		return false;
-	for (__u32 i = 0; i < set.n && i < FW_SET_MAX; i++) {
-		const struct fw_set_entry *e = &set.e[i];
-		__u32 plen = 0;
+	for (__u32 c = 0; c < FW_SET_CHUNKS; c++) {
+		struct fw_set_key k = {.subject = s->id | c << FW_SET_CHUNK_SHIFT,
+				       .gen = s->rules_gen};
 
-		for (int b = 0; b < 16; b++)
-			plen += (__u32)__builtin_popcount(e->mask.b[b]);
-		if (!fw_prefix_contains(&e->addr, plen, dst))
-			continue;
-		r->entry = e->rule;
-		r->has_prefix = true;
-		r->prefix = e->addr;
-		r->prefix_len = plen;
-		return true;
+		if (bpf_map_lookup_elem(dp->rule_sets_fd, &k, &set))
+			return false;
+		for (__u32 i = 0; i < set.n && i < FW_SET_MAX; i++) {
+			const struct fw_set_entry *e = &set.e[i];
+			__u32 plen = 0;
+
+			for (int b = 0; b < 16; b++)
+				plen += (__u32)__builtin_popcount(e->mask.b[b]);
+			if (!fw_prefix_contains(&e->addr, plen, dst))
+				continue;
+			r->entry = e->rule;
+			r->has_prefix = true;
+			r->prefix = e->addr;
+			r->prefix_len = plen;
+			return true;
+		}
 	}
 	return false;
 }

@@ -228,7 +228,7 @@ static int by_length(const struct fw_compiled *x, const struct fw_compiled *y)
 }
 
 /* order[] = the entries of set by_length: insertion sort, as a set has at
- * most FW_SET_MAX of them (qsort's setup costs more than the sort) */
+ * most FW_SET_LARGEST of them (qsort's setup costs more than the sort) */
 static void sort_by_length(const struct fw_compiled *order[], const struct fw_compiled_set *set)
 {
 	for (size_t i = 0; i < set->n; i++) {
@@ -241,32 +241,90 @@ static void sort_by_length(const struct fw_compiled *order[], const struct fw_co
 	}
 }
 
-/* Writes set as the small set {id, gen} (gen with FW_GEN_SET), as one new
- * element: it must not exist (a generation is written once). */
+_Static_assert(FW_MAX_SUBJECTS <= 1u << FW_SET_CHUNK_SHIFT, "chunk bits above the subject id");
+
+static struct fw_set_key chunk_key(__u32 id, __u32 gen, __u32 chunk)
+{
+	return (struct fw_set_key){.subject = id | chunk << FW_SET_CHUNK_SHIFT, .gen = gen};
+}
+
+/* Deletes small set {id, gen}, every chunk of it (one batch, which stops
+ * at the first chunk that is not there: the set's end). */
+static int set_delete(int fd, __u32 id, __u32 gen)
+{
+	struct fw_set_key k[FW_SET_CHUNKS];
+	__u32 count = FW_SET_CHUNKS;
+
+	for (__u32 c = 0; c < FW_SET_CHUNKS; c++)
+		k[c] = chunk_key(id, gen, c);
+	if (bpf_map_delete_batch(fd, k, &count, NULL) == 0 || errno == ENOENT)
+		return 0;
+	/* no batches here: chunk by chunk */
+	for (__u32 c = 0; c < FW_SET_CHUNKS; c++) {
+		if (bpf_map_delete_elem(fd, &k[c]) == 0)
+			continue;
+		if (errno != ENOENT)
+			return -errno;
+		if (c)
+			break;
+	}
+	return 0;
+}
+
+/* Writes set as the small set {id, gen} (gen with FW_GEN_SET), in as many
+ * chunks as it needs, none of which may exist (a generation is written
+ * once; chunks a write cut short left are deleted at the next start).
+ * Chunk 0 goes last, so a set whose chunk 0 is there is whole: several
+ * chunks are one batch, which writes its elements in order and stops at
+ * the first it cannot write. */
 static int set_put(int fd, __u32 id, const struct fw_compiled_set *set, __u32 gen, __u32 pgen)
 {
-	const struct fw_compiled *order[FW_SET_MAX];
-	struct fw_set_key k = {.subject = id, .gen = gen};
-	struct fw_rule_set v;
+	LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = BPF_NOEXIST);
+	const struct fw_compiled *order[FW_SET_LARGEST];
+	struct fw_rule_set v[FW_SET_CHUNKS];
+	struct fw_set_key k[FW_SET_CHUNKS];
+	__u32 chunks = (__u32)((set->n + FW_SET_MAX - 1) / FW_SET_MAX), count;
+	int err;
 
-	if (set->n > FW_SET_MAX)
+	if (set->n > FW_SET_LARGEST)
 		return -E2BIG;
-	memset(&v, 0, sizeof(v));
+	if (!chunks)
+		chunks = 1;
+	memset(v, 0, chunks * sizeof(v[0]));
 	sort_by_length(order, set);
 	for (size_t i = 0; i < set->n; i++) {
-		struct fw_set_entry *e = &v.e[i];
+		/* chunk c at [c - 1], chunk 0 at the end */
+		__u32 c = (__u32)(i / FW_SET_MAX), at = c ? c - 1 : chunks - 1;
+		struct fw_set_entry *e = &v[at].e[v[at].n++];
 		__u32 plen = order[i]->key.prefixlen > 128 ? 128 : order[i]->key.prefixlen;
 
+		k[at] = chunk_key(id, gen, c);
 		fw_prefix_netmask(&e->mask, plen);
 		fw_ip_and(&e->addr, &order[i]->key.addr, &e->mask);
 		e->rule = order[i]->rule;
 		if (set->nports && e->rule.portset)
 			e->rule.portset |= pgen;
 	}
-	v.n = (__u32)set->n;
-	if (bpf_map_update_elem(fd, &k, &v, BPF_NOEXIST))
-		return -errno;
-	return 0;
+	k[chunks - 1] = chunk_key(id, gen, 0);
+	if (chunks == 1)
+		return bpf_map_update_elem(fd, &k[0], &v[0], BPF_NOEXIST) ? -errno : 0;
+	count = chunks;
+	if (bpf_map_update_batch(fd, k, v, &count, &opts) == 0)
+		return 0;
+	err = -errno;
+	if (err == -EINVAL || err == -ENOTSUPP || err == -EOPNOTSUPP) {
+		/* no batches here: one by one, in the same order */
+		for (count = 0; count < chunks; count++)
+			if (bpf_map_update_elem(fd, &k[count], &v[count], BPF_NOEXIST))
+				break;
+		if (count == chunks)
+			return 0;
+		err = -errno;
+	}
+	/* the chunks written before the failure (never chunk 0) */
+	for (__u32 c = 0; c < count && c < chunks - 1; c++)
+		bpf_map_delete_elem(fd, &k[c]);
+	return err;
 }
 
 /* The BTF of struct fw_rule_key and struct fw_rule, built here because
@@ -711,11 +769,11 @@ static bool port_kept(const void *key, const void *ctx)
 static void sets_delete(struct fw_dp *dp, __u32 id, const struct fw_recs *l)
 {
 	for (size_t i = 0; i < l->n; i++) {
-		struct fw_set_key k = {.subject = id, .gen = gen_at(l, i)};
+		int err = set_delete(dp->rule_sets_fd, id, gen_at(l, i));
 
-		if (bpf_map_delete_elem(dp->rule_sets_fd, &k) && errno != ENOENT)
+		if (err)
 			fw_warn("subject %u: can't delete a retired rule set: %s", id,
-				strerror(errno));
+				strerror(-err));
 	}
 }
 
@@ -835,9 +893,9 @@ void fw_dp_rules_settle(struct fw_dp *dp)
 
 /* ---- open, close -------------------------------------------------------- */
 
-/* FASTWALL_RULE_SET_MAX (0 to FW_SET_MAX, default FW_SET_MAX): compiled
- * sets of at most that many entries are small sets; 0 puts every one in
- * the trie (the tests use it to cover both forms). */
+/* FASTWALL_RULE_SET_MAX (0 to FW_SET_LARGEST, default FW_SET_LARGEST):
+ * compiled sets of at most that many entries are small sets; 0 puts every
+ * one in the trie (the tests use it to cover both forms). */
 static __u32 set_max_env(void)
 {
 	const char *v = getenv("FASTWALL_RULE_SET_MAX");
@@ -845,28 +903,66 @@ static __u32 set_max_env(void)
 	unsigned long n;
 
 	if (!v || !*v)
-		return FW_SET_MAX;
+		return FW_SET_LARGEST;
 	errno = 0;
 	n = strtoul(v, &end, 10);
-	if (errno || *end || n > FW_SET_MAX) {
+	if (errno || *end || n > FW_SET_LARGEST) {
 		fw_warn("FASTWALL_RULE_SET_MAX=%s: not a number from 0 to %u, using %u", v,
-			FW_SET_MAX, FW_SET_MAX);
-		return FW_SET_MAX;
+			FW_SET_LARGEST, FW_SET_LARGEST);
+		return FW_SET_LARGEST;
 	}
 	return (__u32)n;
 }
 
+struct boot_scan {
+	struct fw_dp_rules *r;
+	struct fw_recs later; /* struct fw_set_key: chunks after chunk 0 */
+};
+
 static int boot_set(const void *key, const void *val, void *ctx)
 {
 	const struct fw_set_key *k = key;
-	struct fw_dp_rules *r = ctx;
+	struct boot_scan *b = ctx;
 
 	(void)val;
-	if (k->subject >= FW_MAX_SUBJECTS || !(k->gen & FW_GEN_SET))
+	if (!(k->gen & FW_GEN_SET))
 		return 0; /* not ours: the reaper's scan finds it */
-	if (!gens_push(&r->slot[k->subject].sets_boot, k->gen))
+	if (k->subject >> FW_SET_CHUNK_SHIFT)
+		return fw_recs_push(&b->later, k);
+	if (k->subject >= FW_MAX_SUBJECTS)
+		return 0;
+	if (!gens_push(&b->r->slot[k->subject].sets_boot, k->gen))
 		return -ENOMEM;
 	return 0;
+}
+
+/* The sets a restart adopts (their chunk 0: written last, so the set is
+ * whole), and the chunks of a write that was cut short before its chunk
+ * 0, deleted: no dispatch value ever named them, and the generation they
+ * carry is written again. */
+static int boot_sets(struct fw_dp *dp, struct fw_dp_rules *r)
+{
+	struct boot_scan b = {.r = r, .later = {.size = sizeof(struct fw_set_key)}};
+	int err = fw_dp_scan(dp->rule_sets_fd, boot_set, &b);
+
+	for (size_t i = 0; !err && i < b.later.n; i++) {
+		struct fw_set_key k;
+		const struct fw_recs *whole;
+		bool found = false;
+		__u32 id;
+
+		memcpy(&k, b.later.data + i * sizeof(k), sizeof(k));
+		id = k.subject & ((1u << FW_SET_CHUNK_SHIFT) - 1);
+		if (id >= FW_MAX_SUBJECTS)
+			continue;
+		whole = &r->slot[id].sets_boot;
+		for (size_t j = 0; j < whole->n && !found; j++)
+			found = gen_at(whole, j) == k.gen;
+		if (!found && bpf_map_delete_elem(dp->rule_sets_fd, &k) && errno != ENOENT)
+			err = -errno;
+	}
+	free(b.later.data);
+	return err;
 }
 
 int fw_dp_rules_open(struct fw_dp *dp, bool populate, bool check, int old_fd)
@@ -887,7 +983,7 @@ int fw_dp_rules_open(struct fw_dp *dp, bool populate, bool check, int old_fd)
 	nofile_raise();
 	if (dp->rule_sets_fd >= 0) {
 		/* before any slot is known: the sets a restart adopts */
-		err = fw_dp_scan(dp->rule_sets_fd, boot_set, r);
+		err = boot_sets(dp, r);
 		if (err) {
 			fw_err("can't read fastwall_rule_sets: %s", strerror(-err));
 			return err;
@@ -1225,8 +1321,9 @@ static bool set_alive(const void *key, const void *ctx)
 {
 	const struct fw_set_key *k = key;
 	const bool *dead = ctx;
+	__u32 id = k->subject & ((1u << FW_SET_CHUNK_SHIFT) - 1);
 
-	return k->subject >= FW_MAX_SUBJECTS || !dead[k->subject];
+	return id >= FW_MAX_SUBJECTS || !dead[id];
 }
 
 /* An edit changes entries dispatch already names: cached answers of the

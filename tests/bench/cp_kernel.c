@@ -526,9 +526,9 @@ int main(int argc, char **argv)
 			printf("cp_kernel: %u CIDR rules: target p50 ratio <= %d %s\n", sizes[z],
 			       TARGET_RATIO, met ? "met by every operation" : "not met");
 		else
-			printf("cp_kernel: %u CIDR rules: in the slot trie, past the largest small "
-			       "set "
-			       "(%u entries), one insert per entry: add x%.1f, update x%.1f\n",
+			printf("cp_kernel: %u CIDR rules: in the slot trie, past the largest "
+			       "small set (%d entries), one insert per entry: add x%.1f, update "
+			       "x%.1f\n",
 			       sizes[z], FW_SET_LARGEST, fig[z][OP_ADD].ratio,
 			       fig[z][OP_UPDATE].ratio);
 	}

@@ -352,6 +352,18 @@ int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id)
 	return fmap_del(&fake_of(dp)->dispatch, addr);
 }
 
+int fw_dp_dispatch_drop(struct fw_dp *dp, const struct fw_ip *addr)
+{
+	struct fw_subject cur;
+	int err = take_failure(dp, FAKE_DISPATCH_DEL);
+
+	if (err)
+		return err;
+	if (fmap_get(&fake_of(dp)->dispatch, addr, &cur))
+		return 0;
+	return fmap_del(&fake_of(dp)->dispatch, addr);
+}
+
 int fw_dp_dispatch_lookup(struct fw_dp *dp, const struct fw_ip *addr, struct fw_subject *out)
 {
 	return fmap_get(&fake_of(dp)->dispatch, addr, out);

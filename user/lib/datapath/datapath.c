@@ -334,6 +334,13 @@ int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id)
 	return 0;
 }
 
+int fw_dp_dispatch_drop(struct fw_dp *dp, const struct fw_ip *addr)
+{
+	if (bpf_map_delete_elem(dp->dispatch_fd, addr) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
 static bool not_ports_of(const void *key, const void *ctx)
 {
 	const struct fw_port_rule_key *k = key;

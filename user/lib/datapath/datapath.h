@@ -90,6 +90,9 @@ int fw_dp_dispatch_put(struct fw_dp *dp, const struct fw_ip *addr, const struct 
 /* Removes addr's dispatch if it still points at subject id (a newer owner
  * of the address is left alone). */
 int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id);
+/* Removes addr's dispatch whoever it points at (absent: fine); for a
+ * caller that knows the owner. */
+int fw_dp_dispatch_drop(struct fw_dp *dp, const struct fw_ip *addr);
 /* Ends every answer fastwall_subject_rows holds (load.c): after any change
  * to entries of a generation that dispatch may name, to a subject's
  * private CIDR in place (an answer stands for its sibling check too), and

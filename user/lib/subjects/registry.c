@@ -48,6 +48,44 @@ __u64 fw_fence_hash(const char *runtime_instance_id, const char *attachment_id)
 	return h ? h : 1; /* 0 means "no fence" */
 }
 
+/* ---- the dispatch owners (registry.h) ----------------------------------- */
+
+static void owners_set(struct fw_registry *r, const struct fw_ip *a, __u32 id)
+{
+	if (!id)
+		return; /* what an absent address reads as, too */
+	if (!r->owners_lost && fw_iptab_set(&r->owners, a, id)) {
+		fw_iptab_free(&r->owners); /* the kernel is asked instead */
+		r->owners_lost = true;
+	}
+}
+
+/* fw_dp_dispatch_put, and the owners after it (registry lock held, or
+ * the registry not shared yet). */
+static int dispatch_put(struct fw_registry *r, const struct fw_ip *a, const struct fw_subject *ks)
+{
+	int err = fw_dp_dispatch_put(r->dp, a, ks);
+
+	if (!err)
+		owners_set(r, a, ks->id);
+	return err;
+}
+
+/* fw_dp_dispatch_del: a's dispatch removed if it still sends to id. */
+static int dispatch_del(struct fw_registry *r, const struct fw_ip *a, __u32 id)
+{
+	int err;
+
+	if (r->owners_lost)
+		return fw_dp_dispatch_del(r->dp, a, id);
+	if (fw_iptab_get(&r->owners, a) != id)
+		return 0; /* a newer owner (or nobody): left alone */
+	err = fw_dp_dispatch_drop(r->dp, a);
+	if (!err)
+		fw_iptab_del(&r->owners, a);
+	return err;
+}
+
 static unsigned int bucket(const char *name)
 {
 	return (unsigned int)(fw_fnv(FW_FNV_BASIS, name, strnlen(name, FW_NAME_LEN)) %
@@ -170,14 +208,14 @@ static int alias_put(struct fw_registry *r, const struct fw_subject *ks)
 	struct fw_ip addr = cg_alias(ks->id);
 
 	a.ifindex = FW_IFINDEX_MISSING;
-	return fw_dp_dispatch_put(r->dp, &addr, &a);
+	return dispatch_put(r, &addr, &a);
 }
 
 static void alias_del(struct fw_registry *r, __u32 id)
 {
 	struct fw_ip addr = cg_alias(id);
 
-	fw_dp_dispatch_del(r->dp, &addr, id);
+	dispatch_del(r, &addr, id);
 }
 
 struct adopt_ctx {
@@ -233,6 +271,7 @@ static int adopt_dispatch(const void *key, const void *val, void *ctx)
 
 	memcpy(&addr, key, sizeof(addr));
 	memcpy(&ks, val, sizeof(ks));
+	owners_set(a->r, &addr, ks.id);
 	e = ks.id < FW_MAX_SUBJECTS ? a->r->by_id[ks.id] : NULL;
 	if (!e) {
 		/* an address nobody owns any more: fail closed by removing it
@@ -289,13 +328,14 @@ int fw_reg_init(struct fw_registry *r, struct fw_dp *dp)
 	pthread_mutex_init(&r->reap_lock, NULL);
 	fw_policy_init(&r->overlay);
 	r->dp = dp;
+	r->owners_lost = fw_iptab_init(&r->owners, FW_MAX_ADDRS) != 0;
 
 	err = fw_dp_meta_scan(dp, adopt_meta, &a);
 	if (!err)
 		err = fw_dp_dispatch_scan(dp, adopt_dispatch, &a);
 	stale = (const struct stale_addr *)a.stale.data;
 	for (size_t i = 0; !err && i < a.stale.n; i++)
-		fw_dp_dispatch_del(dp, &stale[i].addr, stale[i].id);
+		dispatch_del(r, &stale[i].addr, stale[i].id);
 	free(a.stale.data);
 	if (!err)
 		err = fw_dp_cgroup_scan(dp, adopt_cgroup, &a);
@@ -344,6 +384,7 @@ void fw_reg_free(struct fw_registry *r)
 		}
 	}
 	fw_policy_free(&r->overlay);
+	fw_iptab_free(&r->owners);
 	pthread_mutex_destroy(&r->lock);
 	pthread_mutex_destroy(&r->reap_lock);
 	memset(r, 0, sizeof(*r));
@@ -594,9 +635,11 @@ static struct fw_entry *addr_owner_locked(struct fw_registry *r, const struct fw
 {
 	struct fw_subject cur;
 
-	if (fw_dp_dispatch_lookup(r->dp, a, &cur) || cur.id >= FW_MAX_SUBJECTS)
+	if (!r->owners_lost)
+		cur.id = fw_iptab_get(&r->owners, a);
+	else if (fw_dp_dispatch_lookup(r->dp, a, &cur))
 		return NULL;
-	return r->by_id[cur.id];
+	return cur.id < FW_MAX_SUBJECTS ? r->by_id[cur.id] : NULL;
 }
 
 int fw_reg_addr_owner(struct fw_registry *r, const struct fw_ip *a, char *name, size_t len,
@@ -655,7 +698,7 @@ static int claim_addrs_locked(struct fw_registry *r, struct fw_entry *e, const s
 				e->meta.name);
 			drop_addr_locked(o, &addrs[i]);
 		}
-		err = fw_dp_dispatch_put(r->dp, &addrs[i], ks);
+		err = dispatch_put(r, &addrs[i], ks);
 		if (err)
 			return err;
 		held[(*nheld)++] = addrs[i];
@@ -856,7 +899,7 @@ int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 		return 0;
 	pthread_mutex_lock(&r->lock);
 	for (size_t i = 0; i < e->naddrs && !err; i++)
-		err = fw_dp_dispatch_del(r->dp, &e->addrs[i], id);
+		err = dispatch_del(r, &e->addrs[i], id);
 	if (!err && e->cgroup_id) {
 		err = fw_dp_cgroup_del(r->dp, e->cgroup_id, id);
 		alias_del(r, id);
@@ -1039,7 +1082,7 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 		if (!err) {
 			for (size_t i = 0; i < nold; i++)
 				if (!has_addr(held, nheld, &old[i]))
-					fw_dp_dispatch_del(r->dp, &old[i], e->id);
+					dispatch_del(r, &old[i], e->id);
 			memcpy(e->addrs, held, sizeof(held[0]) * nheld);
 			e->naddrs = nheld;
 			e->ksub = ks;
@@ -1141,7 +1184,7 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	memcpy(old, e->addrs, sizeof(old[0]) * nold);
 	for (size_t i = 0; i < nold && old_id; i++)
 		if (!has_addr(held, nheld, &old[i]))
-			fw_dp_dispatch_del(r->dp, &old[i], old_id);
+			dispatch_del(r, &old[i], old_id);
 	if (old_id && e->cgroup_id && e->cgroup_id != spec->cgroup_id)
 		fw_dp_cgroup_del(r->dp, e->cgroup_id, old_id);
 	if (old_id && e->cgroup_id)
@@ -1175,7 +1218,7 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 undo_dispatch:
 	pthread_mutex_lock(&r->lock);
 	for (size_t i = 0; i < spec->naddrs; i++)
-		fw_dp_dispatch_del(r->dp, &spec->addrs[i], id);
+		dispatch_del(r, &spec->addrs[i], id);
 	if (spec->cgroup_id) {
 		fw_dp_cgroup_del(r->dp, spec->cgroup_id, id);
 		alias_del(r, id);

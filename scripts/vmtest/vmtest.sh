@@ -152,13 +152,14 @@ report_line() {
 	gnic_line "$r"
 }
 
-# the control-plane figures of one kernel: p50 ratio to a plain array update
+# the control-plane figures of one kernel, 16-rule policies: the kernel
+# writes' p50 ratio to a plain array update (the whole operation's)
 cp_line() {
 	local r=$1 o line
-	[ -n "$(field "$r" cp_plain_p50_us)" ] || return 0
-	line="      control plane (p50 us, ratio to a plain update $(field "$r" cp_plain_p50_us) us):"
+	[ -n "$(field "$r" cp_plain_r16_p50_us)" ] || return 0
+	line="      control plane, 16 rules (kernel writes x p50 plain update $(field "$r" cp_plain_r16_kw_p50_us) us; whole operation):"
 	for o in add update remove rebind; do
-		line+=" $o $(field "$r" cp_${o}_p50_us) (x$(field "$r" cp_${o}_ratio))"
+		line+=" $o x$(field "$r" cp_${o}_r16_kw_ratio) (x$(field "$r" cp_${o}_r16_ratio))"
 	done
 	echo "$line, first start $(field "$r" cp_first_start_ms) ms"
 }

@@ -5,15 +5,21 @@
  *   cp_kernel [-n OPS] [-w WARMUP] [-p PINPREFIX] [-r RULES[,RULES...]]
  *
  * On a fresh pin directory: fw_dp_open (timed: "first start"), a registry
- * over it, then for each policy size of -r (default 4 and 16 CIDR rules)
- * OPS rounds of add (a new active subject, one address, the policy,
- * through fw_reg_upsert), update (a changed policy, same binding: same
- * id), rebind (same name, another address: a new id) and remove
+ * over it, then for each policy size of -r (default 4, 16, 32 and 64 CIDR
+ * rules) OPS rounds of add (a new active subject, one address, the
+ * policy, through fw_reg_upsert), update (a changed policy, same binding:
+ * same id), rebind (same name, another address: a new id) and remove
  * (fw_reg_unbind), each round also doing one bpf_map_update_elem on a
- * BPF_MAP_TYPE_ARRAY. Emulated kernels are 10-40x slower than real ones,
- * but both sides of p50(op) / p50(plain update) slow down together, so the
- * ratio carries across machines; a kernel that waits for an RCU grace
- * period in an operation shows a ratio in the hundreds or thousands.
+ * BPF_MAP_TYPE_ARRAY. Each operation is timed twice: whole, and its
+ * kernel writes, the time its thread spent inside bpf(2) (this program's
+ * syscall() stands in front of libc's, which libbpf calls for every map
+ * operation). The target is for the kernel writes: what the kernel makes
+ * an operation wait for, the policy compiler and the registry aside
+ * (those run in fastwalld's own time and are the same on every kernel).
+ * Emulated kernels are 10-40x slower than real ones, but both sides of
+ * p50(op) / p50(plain update) slow down together, so the ratio carries
+ * across machines; a kernel that waits for an RCU grace period in an
+ * operation shows a ratio in the hundreds or thousands.
  *
  * A policy of at most FW_SET_LARGEST compiled entries is a small set in
  * fastwall_rule_sets, one element per FW_SET_MAX entries (its chunks), a
@@ -30,13 +36,16 @@
  * (id kept or changed, subject gone). The pin directory is purged on every
  * exit path. */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,8 +73,45 @@
 enum op { OP_ADD, OP_UPDATE, OP_REMOVE, OP_REBIND, OP_PLAIN, OP_MAX };
 static const char *const op_name[OP_MAX] = {"add", "update", "remove", "rebind", "plain"};
 
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
 static char pin[256];
 static unsigned int nrules; /* of the policies being built */
+
+/* The kernel writes of an operation: this thread's time inside bpf(2).
+ * libbpf makes every map call through syscall(3), so this program's own
+ * syscall() stands in front of libc's for it (the executable's symbol
+ * wins) and adds up what each bpf call took; everything else passes
+ * through untimed. */
+static __thread __u64 bpf_ns;
+static __u64 *kw_samples[OP_MAX]; /* per operation: its bpf_ns */
+
+long syscall(long nr, ...)
+{
+	static long (*real)(long, ...);
+	long a[6], ret;
+	va_list ap;
+	__u64 t0;
+
+	if (!real)
+		real = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long); /* as libc's own: unused ones are junk */
+	va_end(ap);
+	if (nr != __NR_bpf)
+		return real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	t0 = now_ns();
+	ret = real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	bpf_ns += now_ns() - t0;
+	return ret;
+}
 
 static void on_signal(int sig)
 {
@@ -73,14 +119,6 @@ static void on_signal(int sig)
 		fw_dp_purge(pin); /* unlink/rmdir only */
 	signal(sig, SIG_DFL);
 	raise(sig);
-}
-
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
 }
 
 static void v4(struct fw_ip *ip, __u32 host_order)
@@ -137,26 +175,28 @@ static __u32 id_of(struct fw_registry *r, const char *name)
 
 /* One upsert of subject i at addr with policy variant v, timed into *ns. */
 static int timed_upsert(struct fw_registry *r, struct fw_subject_spec *spec, unsigned int i,
-			__u32 addr, unsigned int v, __u64 *ns)
+			__u32 addr, unsigned int v, __u64 *ns, __u64 *kw)
 {
-	__u64 t0;
+	__u64 t0, k0;
 	int err = build_spec(spec, i, addr, v);
 
 	if (err)
 		return err;
+	k0 = bpf_ns;
 	t0 = now_ns();
 	err = fw_reg_upsert(r, spec, FW_ORIGIN_STATIC, NULL);
 	*ns = now_ns() - t0;
+	*kw = bpf_ns - k0;
 	fw_policy_free(&spec->policy);
 	if (err)
 		fprintf(stderr, "cp_kernel: upsert %s: %s\n", spec->name, strerror(-err));
 	return err;
 }
 
-static int timed_unbind(struct fw_registry *r, const char *name, __u64 *ns)
+static int timed_unbind(struct fw_registry *r, const char *name, __u64 *ns, __u64 *kw)
 {
 	struct fw_entry *e;
-	__u64 t0 = now_ns();
+	__u64 k0 = bpf_ns, t0 = now_ns();
 	int err;
 
 	e = fw_reg_get(r, name, false);
@@ -167,21 +207,24 @@ static int timed_unbind(struct fw_registry *r, const char *name, __u64 *ns)
 	err = fw_reg_unbind(r, e);
 	fw_reg_put(r, e);
 	*ns = now_ns() - t0;
+	*kw = bpf_ns - k0;
 	if (err)
 		fprintf(stderr, "cp_kernel: remove %s: %s\n", name, strerror(-err));
 	return err;
 }
 
-static int timed_plain(int fd, __u32 key, __u64 *ns)
+static int timed_plain(int fd, __u32 key, __u64 *ns, __u64 *kw)
 {
 	unsigned char val[PLAIN_VALUE];
-	__u64 t0;
+	__u64 t0, k0;
 	int err;
 
 	memset(val, (int)(key & 0xff), sizeof(val));
+	k0 = bpf_ns;
 	t0 = now_ns();
 	err = bpf_map_update_elem(fd, &key, val, BPF_ANY);
 	*ns = now_ns() - t0;
+	*kw = bpf_ns - k0;
 	if (err) {
 		err = -errno;
 		fprintf(stderr, "cp_kernel: array update: %s\n", strerror(-err));
@@ -213,11 +256,11 @@ static unsigned int chunks_of(struct fw_dp *dp, __u32 id, __u32 gen)
 static int round_once(struct fw_registry *r, struct fw_subject_spec *spec, int plain_fd,
 		      unsigned int i, __u64 *samples[OP_MAX], unsigned int slot)
 {
-	__u64 t[OP_MAX];
+	__u64 t[OP_MAX], w[OP_MAX];
 	__u32 id_add, id;
 	int err;
 
-	err = timed_upsert(r, spec, i, ADD_NET + 256 + i, 0, &t[OP_ADD]);
+	err = timed_upsert(r, spec, i, ADD_NET + 256 + i, 0, &t[OP_ADD], &w[OP_ADD]);
 	if (err)
 		return err;
 	id_add = id_of(r, spec->name);
@@ -227,7 +270,7 @@ static int round_once(struct fw_registry *r, struct fw_subject_spec *spec, int p
 	}
 	added_small = (fw_dp_rules_gen(r->dp, id_add) & FW_GEN_SET) != 0;
 	added_chunks = added_small ? chunks_of(r->dp, id_add, fw_dp_rules_gen(r->dp, id_add)) : 0;
-	err = timed_upsert(r, spec, i, ADD_NET + 256 + i, 1, &t[OP_UPDATE]);
+	err = timed_upsert(r, spec, i, ADD_NET + 256 + i, 1, &t[OP_UPDATE], &w[OP_UPDATE]);
 	if (err)
 		return err;
 	id = id_of(r, spec->name);
@@ -235,10 +278,10 @@ static int round_once(struct fw_registry *r, struct fw_subject_spec *spec, int p
 		fprintf(stderr, "cp_kernel: update %s: id %u became %u\n", spec->name, id_add, id);
 		return -EIO;
 	}
-	err = timed_plain(plain_fd, i % PLAIN_ENTRIES, &t[OP_PLAIN]);
+	err = timed_plain(plain_fd, i % PLAIN_ENTRIES, &t[OP_PLAIN], &w[OP_PLAIN]);
 	if (err)
 		return err;
-	err = timed_upsert(r, spec, i, REBIND_NET + 256 + i, 1, &t[OP_REBIND]);
+	err = timed_upsert(r, spec, i, REBIND_NET + 256 + i, 1, &t[OP_REBIND], &w[OP_REBIND]);
 	if (err)
 		return err;
 	id = id_of(r, spec->name);
@@ -246,7 +289,7 @@ static int round_once(struct fw_registry *r, struct fw_subject_spec *spec, int p
 		fprintf(stderr, "cp_kernel: rebind %s: id %u, was %u\n", spec->name, id, id_add);
 		return -EIO;
 	}
-	err = timed_unbind(r, spec->name, &t[OP_REMOVE]);
+	err = timed_unbind(r, spec->name, &t[OP_REMOVE], &w[OP_REMOVE]);
 	if (err)
 		return err;
 	if (id_of(r, spec->name)) {
@@ -254,8 +297,10 @@ static int round_once(struct fw_registry *r, struct fw_subject_spec *spec, int p
 		return -EIO;
 	}
 	if (samples)
-		for (int k = 0; k < OP_MAX; k++)
+		for (int k = 0; k < OP_MAX; k++) {
 			samples[k][slot] = t[k];
+			kw_samples[k][slot] = w[k];
+		}
 	return 0;
 }
 
@@ -321,7 +366,8 @@ static void usage(void)
 }
 
 struct fig {
-	double p50, p99, ops, ratio;
+	double p50, p99, ops, ratio;	 /* the whole operation */
+	double kw_p50, kw_p99, kw_ratio; /* its kernel writes: what the target is for */
 	bool met;
 };
 
@@ -331,7 +377,7 @@ static int run_size(struct fw_registry *reg, struct fw_subject_spec *spec, int p
 		    unsigned int nops, unsigned int warm, unsigned int *next_subject,
 		    __u64 *samples[OP_MAX], struct fig fig[OP_MAX], bool *small)
 {
-	double plain_p50;
+	double plain_p50, kw_plain;
 	char form[64];
 	int err;
 
@@ -350,19 +396,23 @@ static int run_size(struct fw_registry *reg, struct fw_subject_spec *spec, int p
 			return -EIO;
 		}
 	}
-	for (int k = 0; k < OP_MAX; k++)
+	for (int k = 0; k < OP_MAX; k++) {
 		qsort(samples[k], nops, sizeof(__u64), cmp_u64);
+		qsort(kw_samples[k], nops, sizeof(__u64), cmp_u64);
+	}
 	plain_p50 = pct_us(samples[OP_PLAIN], nops, 50);
+	kw_plain = pct_us(kw_samples[OP_PLAIN], nops, 50);
 	*small = added_small;
 	snprintf(form, sizeof(form), added_small ? "a small set of %u chunk%s" : "the slot trie",
 		 added_chunks, added_chunks == 1 ? "" : "s");
 	printf("cp_kernel: a policy of %u CIDR rules (%s): %u operations each after %u warm-up "
-	       "rounds; ratio = p50(op) / p50(plain array update), target <= %d\n",
+	       "rounds; kernel writes = the operation's time in bpf(2); ratio = p50 / p50 of a "
+	       "plain array update, target <= %d for the kernel writes\n",
 	       nrules, form, nops, warm, TARGET_RATIO);
 	printf("cp form_r%u kind=%s chunks=%u\n", nrules, added_small ? "set" : "trie",
 	       added_chunks);
-	printf("  %-8s %12s %12s %10s %10s  %s\n", "op", "p50 us", "p99 us", "ops/s", "ratio",
-	       "target");
+	printf("  %-8s %12s %12s %8s  %12s %12s %10s %8s  %s\n", "op", "kernel p50", "kernel p99",
+	       "ratio", "whole p50 us", "whole p99 us", "ops/s", "ratio", "target");
 	for (int k = 0; k < OP_MAX; k++) {
 		double sum = 0;
 
@@ -372,16 +422,22 @@ static int run_size(struct fw_registry *reg, struct fw_subject_spec *spec, int p
 		fig[k].p99 = pct_us(samples[k], nops, 99);
 		fig[k].ops = sum > 0 ? nops * 1e9 / sum : 0;
 		fig[k].ratio = plain_p50 > 0 ? fig[k].p50 / plain_p50 : 0;
-		fig[k].met = fig[k].ratio <= TARGET_RATIO;
-		printf("  %-8s %12.1f %12.1f %10.0f %10.1f  %s\n", op_name[k], fig[k].p50,
-		       fig[k].p99, fig[k].ops, fig[k].ratio,
+		fig[k].kw_p50 = pct_us(kw_samples[k], nops, 50);
+		fig[k].kw_p99 = pct_us(kw_samples[k], nops, 99);
+		fig[k].kw_ratio = kw_plain > 0 ? fig[k].kw_p50 / kw_plain : 0;
+		fig[k].met = fig[k].kw_ratio <= TARGET_RATIO;
+		printf("  %-8s %12.1f %12.1f %8.1f  %12.1f %12.1f %10.0f %8.1f  %s\n", op_name[k],
+		       fig[k].kw_p50, fig[k].kw_p99, fig[k].kw_ratio, fig[k].p50, fig[k].p99,
+		       fig[k].ops, fig[k].ratio,
 		       k == OP_PLAIN ? "(yardstick)"
 		       : fig[k].met  ? "met"
 				     : "not met");
 	}
 	for (int k = 0; k < OP_MAX; k++)
-		printf("cp %s_r%u p50_us=%.1f p99_us=%.1f ops=%.0f ratio=%.1f%s\n", op_name[k],
-		       nrules, fig[k].p50, fig[k].p99, fig[k].ops, fig[k].ratio,
+		printf("cp %s_r%u p50_us=%.1f p99_us=%.1f ops=%.0f ratio=%.1f kw_p50_us=%.1f "
+		       "kw_p99_us=%.1f kw_ratio=%.1f%s\n",
+		       op_name[k], nrules, fig[k].p50, fig[k].p99, fig[k].ops, fig[k].ratio,
+		       fig[k].kw_p50, fig[k].kw_p99, fig[k].kw_ratio,
 		       k == OP_PLAIN ? ""
 		       : fig[k].met  ? " target=met"
 				     : " target=not-met");
@@ -474,7 +530,8 @@ int main(int argc, char **argv)
 
 	for (int k = 0; k < OP_MAX; k++) {
 		samples[k] = calloc(nops, sizeof(__u64));
-		if (!samples[k]) {
+		kw_samples[k] = calloc(nops, sizeof(__u64));
+		if (!samples[k] || !kw_samples[k]) {
 			err = -ENOMEM;
 			goto cleanup;
 		}
@@ -529,8 +586,8 @@ int main(int argc, char **argv)
 			printf("cp_kernel: %u CIDR rules: in the slot trie, past the largest "
 			       "small set (%d entries), one insert per entry: add x%.1f, update "
 			       "x%.1f\n",
-			       sizes[z], FW_SET_LARGEST, fig[z][OP_ADD].ratio,
-			       fig[z][OP_UPDATE].ratio);
+			       sizes[z], FW_SET_LARGEST, fig[z][OP_ADD].kw_ratio,
+			       fig[z][OP_UPDATE].kw_ratio);
 	}
 	/* what one more entry costs: the slope of add between the sizes */
 	if (nsizes >= 2 && sizes[1] != sizes[0]) {
@@ -554,8 +611,10 @@ cleanup:
 		fprintf(stderr, "cp_kernel: %s left behind\n", pin);
 	if (plain_fd >= 0)
 		close(plain_fd);
-	for (int k = 0; k < OP_MAX; k++)
+	for (int k = 0; k < OP_MAX; k++) {
 		free(samples[k]);
+		free(kw_samples[k]);
+	}
 	if (err)
 		printf("cp result=failed error=%s\n", strerror(-err));
 	else

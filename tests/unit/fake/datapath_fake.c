@@ -46,6 +46,7 @@ struct fake_dp {
 	struct frules rules[FW_MAX_SUBJECTS];
 	__u64 counts[FW_MAX_SUBJECTS];
 	unsigned int resets[FW_MAX_SUBJECTS];
+	__u64 epoch; /* fastwall_rules_epoch */
 	int fail[FAKE_OP_MAX];
 };
 
@@ -549,6 +550,17 @@ int fw_dp_rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, bo
 	}
 	r->changes++;
 	return 0;
+}
+
+int fw_dp_rules_epoch_bump(struct fw_dp *dp)
+{
+	fake_of(dp)->epoch++;
+	return 0;
+}
+
+__u64 fake_epoch(struct fw_dp *dp)
+{
+	return fake_of(dp)->epoch;
 }
 
 int fw_dp_rules_clear(struct fw_dp *dp, __u32 id)

@@ -36,6 +36,8 @@ const struct fw_compiled *fake_rules(struct fw_dp *dp, __u32 id, size_t *n);
 /* The verdict the longest-prefix match of addr gives in id's trie
  * (rule.action), or -1 without a trie or a match. */
 int fake_rules_verdict(struct fw_dp *dp, __u32 id, const struct fw_ip *addr);
+/* fastwall_rules_epoch: how many times the cached answers were ended. */
+__u64 fake_epoch(struct fw_dp *dp);
 /* How many times id's trie was swapped or edited. */
 unsigned int fake_rules_changes(struct fw_dp *dp, __u32 id);
 /* 0, or -ENOENT */

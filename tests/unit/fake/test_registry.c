@@ -169,6 +169,42 @@ Test(registry, a_newer_protocol_owner_keeps_the_address_when_the_old_one_goes)
 	cr_assert_eq(fw_reg_id_state(&reg, ida, NULL), -1);
 }
 
+/* TC ingress answers a destination it has seen from its cache without the
+ * sibling check: a private CIDR changed in place (same fence, same id)
+ * must end those answers, and nothing else about the binding needs to. */
+Test(registry, a_private_cidr_changed_in_place_ends_the_cached_answers)
+{
+	struct fw_subject_spec s;
+	struct fw_entry *e;
+	__u64 fence = fw_fence_hash("rt", "sigma");
+	__u64 before;
+	__u32 id;
+
+	spec_init(&s, "sigma", "192.0.2.40", NULL);
+	s.has_private[FW_FAM_V4] = true;
+	cr_assert_eq(fw_prefix_parse("10.42.0.0/25", &s.private_net[FW_FAM_V4].net,
+				     &s.private_net[FW_FAM_V4].plen, NULL),
+		     0);
+	e = fw_reg_get(&reg, "sigma", true);
+	cr_assert_eq(fw_reg_apply(&reg, e, &s, FW_ORIGIN_ACTIONS, fence, NULL), 0);
+	id = e->id;
+	before = fake_epoch(dp);
+
+	/* another address, the same private CIDR: no raise */
+	s.addrs[s.naddrs++] = ip_of("192.0.2.41");
+	cr_assert_eq(fw_reg_apply(&reg, e, &s, FW_ORIGIN_ACTIONS, fence, NULL), 0);
+	cr_assert_eq(e->id, id);
+	cr_assert_eq(fake_epoch(dp), before, "an unchanged private CIDR keeps the answers");
+
+	/* the CIDR grows: raised, after dispatch has the new one */
+	s.private_net[FW_FAM_V4].plen--;
+	cr_assert_eq(fw_reg_apply(&reg, e, &s, FW_ORIGIN_ACTIONS, fence, NULL), 0);
+	cr_assert_eq(e->id, id, "same fence, same id");
+	cr_assert_gt(fake_epoch(dp), before, "a changed private CIDR ends the cached answers");
+	fw_reg_put(&reg, e);
+	fw_policy_free(&s.policy);
+}
+
 Test(registry, unbind_removes_everything_and_retires_the_id)
 {
 	struct fw_subject_spec s;

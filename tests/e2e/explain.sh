@@ -54,10 +54,80 @@ subjects:
     private_cidr: 10.42.0.0/24
     state: denying
     policy: { defaultAction: allow }
-  # 24 single addresses: more than a small set holds, so its rules go to
-  # its slot's trie (nothing sends from it)
+  # 64 single addresses: more than a small set holds (60 entries), so its
+  # rules go to its slot's trie (nothing sends from it)
   - name: sandbox-c
     addresses: [10.42.0.4]
+    policy:
+      defaultAction: deny
+      egress:
+        - { action: allow, target: 192.0.2.100 }
+        - { action: allow, target: 192.0.2.101 }
+        - { action: allow, target: 192.0.2.102 }
+        - { action: allow, target: 192.0.2.103 }
+        - { action: allow, target: 192.0.2.104 }
+        - { action: allow, target: 192.0.2.105 }
+        - { action: allow, target: 192.0.2.106 }
+        - { action: allow, target: 192.0.2.107 }
+        - { action: allow, target: 192.0.2.108 }
+        - { action: allow, target: 192.0.2.109 }
+        - { action: allow, target: 192.0.2.110 }
+        - { action: allow, target: 192.0.2.111 }
+        - { action: allow, target: 192.0.2.112 }
+        - { action: allow, target: 192.0.2.113 }
+        - { action: allow, target: 192.0.2.114 }
+        - { action: allow, target: 192.0.2.115 }
+        - { action: allow, target: 192.0.2.116 }
+        - { action: allow, target: 192.0.2.117 }
+        - { action: allow, target: 192.0.2.118 }
+        - { action: allow, target: 192.0.2.119 }
+        - { action: allow, target: 192.0.2.120 }
+        - { action: allow, target: 192.0.2.121 }
+        - { action: allow, target: 192.0.2.122 }
+        - { action: allow, target: 192.0.2.123 }
+        - { action: allow, target: 192.0.2.124 }
+        - { action: allow, target: 192.0.2.125 }
+        - { action: allow, target: 192.0.2.126 }
+        - { action: allow, target: 192.0.2.127 }
+        - { action: allow, target: 192.0.2.128 }
+        - { action: allow, target: 192.0.2.129 }
+        - { action: allow, target: 192.0.2.130 }
+        - { action: allow, target: 192.0.2.131 }
+        - { action: allow, target: 192.0.2.132 }
+        - { action: allow, target: 192.0.2.133 }
+        - { action: allow, target: 192.0.2.134 }
+        - { action: allow, target: 192.0.2.135 }
+        - { action: allow, target: 192.0.2.136 }
+        - { action: allow, target: 192.0.2.137 }
+        - { action: allow, target: 192.0.2.138 }
+        - { action: allow, target: 192.0.2.139 }
+        - { action: allow, target: 192.0.2.140 }
+        - { action: allow, target: 192.0.2.141 }
+        - { action: allow, target: 192.0.2.142 }
+        - { action: allow, target: 192.0.2.143 }
+        - { action: allow, target: 192.0.2.144 }
+        - { action: allow, target: 192.0.2.145 }
+        - { action: allow, target: 192.0.2.146 }
+        - { action: allow, target: 192.0.2.147 }
+        - { action: allow, target: 192.0.2.148 }
+        - { action: allow, target: 192.0.2.149 }
+        - { action: allow, target: 192.0.2.150 }
+        - { action: allow, target: 192.0.2.151 }
+        - { action: allow, target: 192.0.2.152 }
+        - { action: allow, target: 192.0.2.153 }
+        - { action: allow, target: 192.0.2.154 }
+        - { action: allow, target: 192.0.2.155 }
+        - { action: allow, target: 192.0.2.156 }
+        - { action: allow, target: 192.0.2.157 }
+        - { action: allow, target: 192.0.2.158 }
+        - { action: allow, target: 192.0.2.159 }
+        - { action: allow, target: 192.0.2.160 }
+        - { action: allow, target: 192.0.2.161 }
+        - { action: allow, target: 192.0.2.162 }
+        - { action: allow, target: 192.0.2.163 }
+  # 24 single addresses: a small set of two chunks (nothing sends from it)
+  - name: sandbox-d
+    addresses: [10.42.0.5]
     policy:
       defaultAction: deny
       egress:
@@ -120,6 +190,16 @@ check_eq "sandbox-a's rules are one small set (its generation has bit 31)" \
 	"$("$FW_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(sum(1 for e in d if e.get('formatted', e)['key']['subject'] == int(sys.argv[2]) and e.get('formatted', e)['key']['gen'] >= 2**31))" "$FW_TMP/sets.txt" "$id_a")" 1
 check "bpftool prints the set's entries by field, actions by name" \
 	grep -q '"action": "FW_ACTION_ALLOW"' "$FW_TMP/sets.txt"
+
+echo "# a policy of 25 entries is a set of two chunks, the second keyed by id + 65536"
+id_d=$(fw_cli -o json subjects | json_get "[s['id'] for s in d['subjects'] if s['name'] == 'sandbox-d'][0]")
+check_eq "sandbox-d's rules are two chunks of one small set, 20 and 5 entries" \
+	"$("$FW_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(sorted((e.get('formatted', e)['key']['subject'] >> 16, e.get('formatted', e)['value']['n']) for e in d if e.get('formatted', e)['key']['subject'] & 65535 == int(sys.argv[2])))" "$FW_TMP/sets.txt" "$id_d")" \
+	"[(0, 20), (1, 5)]"
+out=$(x 10.42.0.5 192.0.2.146 80/tcp) && rc=0 || rc=$?
+check_eq "explain: an address of the second chunk passes" "$rc" 0
+out=$(x 10.42.0.5 192.0.2.147 80/tcp) && rc=0 || rc=$?
+check_eq "explain: past the second chunk's last entry, the default drops" "$rc" 7
 
 echo "# a larger policy's slot trie reads by field in bpftool"
 id_c=$(fw_cli -o json subjects | json_get "[s['id'] for s in d['subjects'] if s['name'] == 'sandbox-c'][0]")

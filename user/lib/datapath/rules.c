@@ -272,14 +272,17 @@ static int set_delete(int fd, __u32 id, __u32 gen)
 }
 
 /* Writes set as the small set {id, gen} (gen with FW_GEN_SET), in as many
- * chunks as it needs, none of which may exist (a generation is written
- * once; chunks a write cut short left are deleted at the next start).
- * Chunk 0 goes last, so a set whose chunk 0 is there is whole: several
- * chunks are one batch, which writes its elements in order and stops at
- * the first it cannot write. */
+ * chunks as it needs. A generation is written once: gen is newer than any
+ * a dispatch value names or a start found (chunks a write cut short
+ * before its chunk 0 are deleted at the next start), so nothing of it
+ * exists yet; a one-chunk set says so to the kernel (BPF_NOEXIST), a
+ * batch cannot (its element flags take BPF_F_LOCK only). Chunk 0 goes
+ * last, so a set whose chunk 0 is there is whole: several chunks are one
+ * batch, which writes its elements in order and stops at the first it
+ * cannot write. */
 static int set_put(int fd, __u32 id, const struct fw_compiled_set *set, __u32 gen, __u32 pgen)
 {
-	LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = BPF_NOEXIST);
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 	const struct fw_compiled *order[FW_SET_LARGEST];
 	struct fw_rule_set v[FW_SET_CHUNKS];
 	struct fw_set_key k[FW_SET_CHUNKS];
@@ -315,7 +318,7 @@ static int set_put(int fd, __u32 id, const struct fw_compiled_set *set, __u32 ge
 	if (err == -EINVAL || err == -ENOTSUPP || err == -EOPNOTSUPP) {
 		/* no batches here: one by one, in the same order */
 		for (count = 0; count < chunks; count++)
-			if (bpf_map_update_elem(fd, &k[count], &v[count], BPF_NOEXIST))
+			if (bpf_map_update_elem(fd, &k[count], &v[count], BPF_ANY))
 				break;
 		if (count == chunks)
 			return 0;

@@ -160,7 +160,7 @@ docs/benchmarks.md has the host's own run. Figures never fail a kernel; a
 failed operation does.
 
 EOF2
-echo "${hdr/feature/operation (p50 \/ p99, ops\/s, ratio)}"
+echo "${hdr/feature/operation (kernel writes p50 \/ p99, ratio; whole operation p50, ratio, ops\/s)}"
 echo "$sep"
 line="| measured at |"
 for s in $SERIES; do

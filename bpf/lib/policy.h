@@ -374,8 +374,7 @@ static __always_inline bool fw_rule_get(__u32 id, __u32 gen, const struct fw_ip 
 	if (gen & FW_GEN_SET) {
 		/* chunk after chunk: the last one holds the default */
 		for (__u32 c = 0; c < FW_SET_CHUNKS; c++) {
-			struct fw_set_key sk = {.subject = id | c << FW_SET_CHUNK_SHIFT,
-						.gen = gen};
+			struct fw_set_key sk = {.subject = FW_SET_SUBJECT(id, c), .gen = gen};
 			struct fw_rule_set *set = bpf_map_lookup_elem(&fastwall_rule_sets, &sk);
 
 			if (!set)

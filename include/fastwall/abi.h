@@ -244,8 +244,12 @@ struct fw_rule {
 #endif
 #define FW_SET_CHUNKS	   3
 #define FW_SET_CHUNK_SHIFT 16 /* subject ids stay below 1 << 16 */
-#define FW_SET_LARGEST	   (FW_SET_CHUNKS * FW_SET_MAX)
-#define FW_MAX_SETS	   (4 * FW_MAX_SUBJECTS) /* elements, live and retired, not preallocated */
+/* fw_set_key.subject of chunk c of subject id's set, and back */
+#define FW_SET_SUBJECT(id, c) ((__u32)(id) | (__u32)(c) << FW_SET_CHUNK_SHIFT)
+#define FW_SET_ID(subject)    ((subject) & ((1u << FW_SET_CHUNK_SHIFT) - 1))
+#define FW_SET_CHUNK(subject) ((subject) >> FW_SET_CHUNK_SHIFT)
+#define FW_SET_LARGEST	      (FW_SET_CHUNKS * FW_SET_MAX)
+#define FW_MAX_SETS	      (4 * FW_MAX_SUBJECTS) /* elements, live and retired, not preallocated */
 
 struct fw_set_key {
 	__u32 subject; /* and the chunk, << FW_SET_CHUNK_SHIFT */

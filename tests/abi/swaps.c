@@ -72,9 +72,9 @@ static int set_count(struct fw_dp *dp, __u32 id, __u32 gen, int *others)
 	while (bpf_map_get_next_key(dp->rule_sets_fd, prev, &next) == 0) {
 		k = next;
 		prev = &k;
-		if ((k.subject & ((1u << FW_SET_CHUNK_SHIFT) - 1)) != id)
+		if (FW_SET_ID(k.subject) != id)
 			continue;
-		if (k.subject >> FW_SET_CHUNK_SHIFT)
+		if (FW_SET_CHUNK(k.subject))
 			continue; /* a set is counted once, by its chunk 0 */
 		if (k.gen == gen)
 			n++;
@@ -91,7 +91,7 @@ static int set_chunks(struct fw_dp *dp, __u32 id, __u32 gen)
 	int n = 0;
 
 	for (__u32 c = 0; c < FW_SET_CHUNKS; c++) {
-		struct fw_set_key k = {.subject = id | c << FW_SET_CHUNK_SHIFT, .gen = gen};
+		struct fw_set_key k = {.subject = FW_SET_SUBJECT(id, c), .gen = gen};
 
 		n += bpf_map_lookup_elem(dp->rule_sets_fd, &k, &v) == 0;
 	}
@@ -199,21 +199,22 @@ static const char *const s_addrs2[] = {SRC, "10.42.0.11", NULL};
 static const char *const v_odd[] = {"192.0.2.0/24", "198.51.100.0/24", "100.64.0.0/16", NULL};
 static const char *const v_even[] = {"192.0.2.0/24", "203.0.113.0/24", "100.65.0.0/16", NULL};
 
-/* 25 compiled entries (24 /32s and the default): a set of two chunks */
 #define C_SRC "10.42.3.10"
 static const char *const c_addrs[] = {C_SRC, NULL};
-static const char *const c_v1[] = {
-	"192.0.2.100/32", "192.0.2.101/32", "192.0.2.102/32", "192.0.2.103/32", "192.0.2.104/32",
-	"192.0.2.105/32", "192.0.2.106/32", "192.0.2.107/32", "192.0.2.108/32", "192.0.2.109/32",
-	"192.0.2.110/32", "192.0.2.111/32", "192.0.2.112/32", "192.0.2.113/32", "192.0.2.114/32",
-	"192.0.2.115/32", "192.0.2.116/32", "192.0.2.117/32", "192.0.2.118/32", "192.0.2.119/32",
-	"192.0.2.120/32", "192.0.2.121/32", "192.0.2.122/32", "192.0.2.123/32", NULL};
-static const char *const c_v2[] = {
-	"192.0.2.100/32", "192.0.2.101/32", "192.0.2.102/32", "192.0.2.103/32", "192.0.2.104/32",
-	"192.0.2.105/32", "192.0.2.106/32", "192.0.2.107/32", "192.0.2.108/32", "192.0.2.109/32",
-	"192.0.2.110/32", "192.0.2.111/32", "192.0.2.112/32", "192.0.2.113/32", "192.0.2.114/32",
-	"192.0.2.115/32", "192.0.2.116/32", "192.0.2.117/32", "192.0.2.118/32", "192.0.2.119/32",
-	"192.0.2.120/32", "192.0.2.121/32", "192.0.2.122/32", "192.0.2.124/32", NULL};
+
+/* 24 /32s, 192.0.2.100 to .122 and then last: 25 compiled entries with
+ * the default, a set of two chunks (valid until the next call) */
+static const char *const *c_policy(unsigned int last)
+{
+	static char text[24][24];
+	static const char *list[25];
+
+	for (unsigned int i = 0; i < 24; i++) {
+		snprintf(text[i], sizeof(text[i]), "192.0.2.%u/32", i < 23 ? 100 + i : last);
+		list[i] = text[i];
+	}
+	return list; /* list[24] stays NULL */
+}
 
 static bool sets_on(void)
 {
@@ -402,7 +403,7 @@ void case_swaps(void)
 	/* a set of two chunks, then a write of its next generation cut short
 	 * before its chunk 0 (what a crash there leaves): the restart must
 	 * delete that chunk, or the generation's next write would collide */
-	err = put(&reg, "c", c_addrs, c_v1);
+	err = put(&reg, "c", c_addrs, c_policy(123));
 	{
 		struct fw_entry *e = fw_reg_find(&reg, "c");
 		__u32 gen = e ? fw_dp_rules_gen(dp, e->id) : 0;
@@ -410,7 +411,7 @@ void case_swaps(void)
 
 		c_id = e ? e->id : 0;
 		c_orphan = (struct fw_set_key){
-			.subject = c_id | 1u << FW_SET_CHUNK_SHIFT,
+			.subject = FW_SET_SUBJECT(c_id, 1),
 			.gen = (((gen & ~FW_GEN_SET) + 1) & ~FW_GEN_SET) | FW_GEN_SET,
 		};
 		check(!err && !!(gen & FW_GEN_SET) == sets_on() &&
@@ -462,7 +463,7 @@ void case_swaps(void)
 		struct fw_rule_set chunk;
 		bool gone = bpf_map_lookup_elem(dp->rule_sets_fd, &c_orphan, &chunk) != 0;
 
-		err = put(&reg, "c", c_addrs, c_v2);
+		err = put(&reg, "c", c_addrs, c_policy(124));
 		check(gone && !err && verdict(dp, C_SRC, "192.0.2.124") == TC_ACT_OK &&
 			      verdict(dp, C_SRC, "192.0.2.123") == TC_ACT_SHOT &&
 			      fw_dp_rules_gen(dp, c_id) == c_orphan.gen &&

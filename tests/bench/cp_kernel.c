@@ -246,7 +246,7 @@ static unsigned int chunks_of(struct fw_dp *dp, __u32 id, __u32 gen)
 	unsigned int n = 0;
 
 	for (__u32 c = 0; c < FW_SET_CHUNKS; c++) {
-		struct fw_set_key k = {.subject = id | c << FW_SET_CHUNK_SHIFT, .gen = gen};
+		struct fw_set_key k = {.subject = FW_SET_SUBJECT(id, c), .gen = gen};
 
 		n += bpf_map_lookup_elem(dp->rule_sets_fd, &k, &v) == 0;
 	}

@@ -2253,7 +2253,7 @@ static int subject_keys(int fd, size_t key_size, __u32 id)
 static int sets_held(__u32 id)
 {
 	return subject_keys_masked(t.dp->rule_sets_fd, sizeof(struct fw_set_key), id,
-				   (1u << FW_SET_CHUNK_SHIFT) - 1);
+				   FW_SET_ID(~0u));
 }
 
 static bool dispatch_of(const char *addr, struct fw_subject *s)
@@ -2323,7 +2323,7 @@ static void scenario_rule_forms(void)
 	v1 = run_frame(t.dp->ingress_fd, &last);
 	v2 = run_frame(t.dp->ingress_fd, &mid);
 	v3 = run_frame(t.dp->ingress_fd, &out);
-	k = (struct fw_set_key){.subject = id | 1u << FW_SET_CHUNK_SHIFT, .gen = s.rules_gen};
+	k = (struct fw_set_key){.subject = FW_SET_SUBJECT(id, 1), .gen = s.rules_gen};
 	set.n = 0;
 	bpf_map_lookup_elem(t.dp->rule_sets_fd, &k, &set);
 	result(!!(s.rules_gen & FW_GEN_SET) == sets_on() && v1 == TC_ACT_OK && v2 == TC_ACT_OK &&

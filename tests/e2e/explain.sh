@@ -28,6 +28,11 @@ ip -n "$NS_INET" addr add 203.0.113.20/32 dev lo
 fw_serve "$NS_INET" --http 203.0.113.20:80
 fw_resolver $UP4 api.example.com,203.0.113.20,300
 
+# allow_hosts FIRST STEP LAST: egress rules allowing 192.0.2.FIRST..LAST
+allow_hosts() {
+	local i
+	for i in $(seq "$1" "$2" "$3"); do echo "        - { action: allow, target: 192.0.2.$i }"; done
+}
 cat >"$FW_CFG" <<EOF
 log_level: info
 datapath:
@@ -61,100 +66,14 @@ subjects:
     policy:
       defaultAction: deny
       egress:
-        - { action: allow, target: 192.0.2.100 }
-        - { action: allow, target: 192.0.2.101 }
-        - { action: allow, target: 192.0.2.102 }
-        - { action: allow, target: 192.0.2.103 }
-        - { action: allow, target: 192.0.2.104 }
-        - { action: allow, target: 192.0.2.105 }
-        - { action: allow, target: 192.0.2.106 }
-        - { action: allow, target: 192.0.2.107 }
-        - { action: allow, target: 192.0.2.108 }
-        - { action: allow, target: 192.0.2.109 }
-        - { action: allow, target: 192.0.2.110 }
-        - { action: allow, target: 192.0.2.111 }
-        - { action: allow, target: 192.0.2.112 }
-        - { action: allow, target: 192.0.2.113 }
-        - { action: allow, target: 192.0.2.114 }
-        - { action: allow, target: 192.0.2.115 }
-        - { action: allow, target: 192.0.2.116 }
-        - { action: allow, target: 192.0.2.117 }
-        - { action: allow, target: 192.0.2.118 }
-        - { action: allow, target: 192.0.2.119 }
-        - { action: allow, target: 192.0.2.120 }
-        - { action: allow, target: 192.0.2.121 }
-        - { action: allow, target: 192.0.2.122 }
-        - { action: allow, target: 192.0.2.123 }
-        - { action: allow, target: 192.0.2.124 }
-        - { action: allow, target: 192.0.2.125 }
-        - { action: allow, target: 192.0.2.126 }
-        - { action: allow, target: 192.0.2.127 }
-        - { action: allow, target: 192.0.2.128 }
-        - { action: allow, target: 192.0.2.129 }
-        - { action: allow, target: 192.0.2.130 }
-        - { action: allow, target: 192.0.2.131 }
-        - { action: allow, target: 192.0.2.132 }
-        - { action: allow, target: 192.0.2.133 }
-        - { action: allow, target: 192.0.2.134 }
-        - { action: allow, target: 192.0.2.135 }
-        - { action: allow, target: 192.0.2.136 }
-        - { action: allow, target: 192.0.2.137 }
-        - { action: allow, target: 192.0.2.138 }
-        - { action: allow, target: 192.0.2.139 }
-        - { action: allow, target: 192.0.2.140 }
-        - { action: allow, target: 192.0.2.141 }
-        - { action: allow, target: 192.0.2.142 }
-        - { action: allow, target: 192.0.2.143 }
-        - { action: allow, target: 192.0.2.144 }
-        - { action: allow, target: 192.0.2.145 }
-        - { action: allow, target: 192.0.2.146 }
-        - { action: allow, target: 192.0.2.147 }
-        - { action: allow, target: 192.0.2.148 }
-        - { action: allow, target: 192.0.2.149 }
-        - { action: allow, target: 192.0.2.150 }
-        - { action: allow, target: 192.0.2.151 }
-        - { action: allow, target: 192.0.2.152 }
-        - { action: allow, target: 192.0.2.153 }
-        - { action: allow, target: 192.0.2.154 }
-        - { action: allow, target: 192.0.2.155 }
-        - { action: allow, target: 192.0.2.156 }
-        - { action: allow, target: 192.0.2.157 }
-        - { action: allow, target: 192.0.2.158 }
-        - { action: allow, target: 192.0.2.159 }
-        - { action: allow, target: 192.0.2.160 }
-        - { action: allow, target: 192.0.2.161 }
-        - { action: allow, target: 192.0.2.162 }
-        - { action: allow, target: 192.0.2.163 }
+$(allow_hosts 100 1 163)
   # 24 single addresses: a small set of two chunks (nothing sends from it)
   - name: sandbox-d
     addresses: [10.42.0.5]
     policy:
       defaultAction: deny
       egress:
-        - { action: allow, target: 192.0.2.100 }
-        - { action: allow, target: 192.0.2.102 }
-        - { action: allow, target: 192.0.2.104 }
-        - { action: allow, target: 192.0.2.106 }
-        - { action: allow, target: 192.0.2.108 }
-        - { action: allow, target: 192.0.2.110 }
-        - { action: allow, target: 192.0.2.112 }
-        - { action: allow, target: 192.0.2.114 }
-        - { action: allow, target: 192.0.2.116 }
-        - { action: allow, target: 192.0.2.118 }
-        - { action: allow, target: 192.0.2.120 }
-        - { action: allow, target: 192.0.2.122 }
-        - { action: allow, target: 192.0.2.124 }
-        - { action: allow, target: 192.0.2.126 }
-        - { action: allow, target: 192.0.2.128 }
-        - { action: allow, target: 192.0.2.130 }
-        - { action: allow, target: 192.0.2.132 }
-        - { action: allow, target: 192.0.2.134 }
-        - { action: allow, target: 192.0.2.136 }
-        - { action: allow, target: 192.0.2.138 }
-        - { action: allow, target: 192.0.2.140 }
-        - { action: allow, target: 192.0.2.142 }
-        - { action: allow, target: 192.0.2.144 }
-        - { action: allow, target: 192.0.2.146 }
+$(allow_hosts 100 2 146)
 EOF
 # the socket a fastwalld on the host would have, if there is one
 HOST_MON=/run/fastwall/monitor.sock

@@ -131,8 +131,7 @@ static bool set_entry(struct fw_dp *dp, const struct fw_subject *s, const struct
 	if (dp->rule_sets_fd < 0)
 		return false;
 	for (__u32 c = 0; c < FW_SET_CHUNKS; c++) {
-		struct fw_set_key k = {.subject = s->id | c << FW_SET_CHUNK_SHIFT,
-				       .gen = s->rules_gen};
+		struct fw_set_key k = {.subject = FW_SET_SUBJECT(s->id, c), .gen = s->rules_gen};
 
 		if (bpf_map_lookup_elem(dp->rule_sets_fd, &k, &set))
 			return false;

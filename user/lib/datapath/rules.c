@@ -245,7 +245,7 @@ _Static_assert(FW_MAX_SUBJECTS <= 1u << FW_SET_CHUNK_SHIFT, "chunk bits above th
 
 static struct fw_set_key chunk_key(__u32 id, __u32 gen, __u32 chunk)
 {
-	return (struct fw_set_key){.subject = id | chunk << FW_SET_CHUNK_SHIFT, .gen = gen};
+	return (struct fw_set_key){.subject = FW_SET_SUBJECT(id, chunk), .gen = gen};
 }
 
 /* Deletes small set {id, gen}, every chunk of it (one batch, which stops
@@ -930,7 +930,7 @@ static int boot_set(const void *key, const void *val, void *ctx)
 	(void)val;
 	if (!(k->gen & FW_GEN_SET))
 		return 0; /* not ours: the reaper's scan finds it */
-	if (k->subject >> FW_SET_CHUNK_SHIFT)
+	if (FW_SET_CHUNK(k->subject))
 		return fw_recs_push(&b->later, k);
 	if (k->subject >= FW_MAX_SUBJECTS)
 		return 0;
@@ -955,7 +955,7 @@ static int boot_sets(struct fw_dp *dp, struct fw_dp_rules *r)
 		__u32 id;
 
 		memcpy(&k, b.later.data + i * sizeof(k), sizeof(k));
-		id = k.subject & ((1u << FW_SET_CHUNK_SHIFT) - 1);
+		id = FW_SET_ID(k.subject);
 		if (id >= FW_MAX_SUBJECTS)
 			continue;
 		whole = &r->slot[id].sets_boot;
@@ -1324,7 +1324,7 @@ static bool set_alive(const void *key, const void *ctx)
 {
 	const struct fw_set_key *k = key;
 	const bool *dead = ctx;
-	__u32 id = k->subject & ((1u << FW_SET_CHUNK_SHIFT) - 1);
+	__u32 id = FW_SET_ID(k->subject);
 
 	return id >= FW_MAX_SUBJECTS || !dead[id];
 }

@@ -129,14 +129,14 @@ static __always_inline __u32 fw_nd(struct __sk_buff *skb, const struct fw_pkt *p
 
 /* Link-local control a slot needs before (and regardless of) any subject:
  * ND with hop limit 255 and MLD to link-scope multicast. Router
- * advertisements and redirects from a sandbox are never legitimate. */
-static __always_inline __u32 fw_icmp6_control(struct __sk_buff *skb, const struct fw_pkt *pkt,
-					      struct fw_l2_port *port, __u32 *subject)
+ * advertisements and redirects from a sandbox are never legitimate. Only
+ * for ICMPv6 that is not a later fragment; out of line, as the common
+ * packet is none. */
+static __noinline __u32 fw_icmp6_control(struct __sk_buff *skb, const struct fw_pkt *pkt,
+					 struct fw_l2_port *port, __u32 *subject)
 {
 	struct fw_subject *s;
 
-	if (pkt->family != FW_FAM_V6 || pkt->proto != FW_IPPROTO_ICMPV6 || pkt->frag_later)
-		return FW_PARSE_OK;
 	switch (pkt->icmp_type) {
 	case FW_ICMPV6_RS:
 	case FW_ICMPV6_NS:
@@ -178,7 +178,8 @@ static __always_inline bool fw_is_l4_port(const struct fw_pkt *pkt, __u16 port)
 	       (pkt->proto == FW_IPPROTO_TCP || pkt->proto == FW_IPPROTO_UDP);
 }
 
-static __always_inline __u32 fw_pod_local(const struct fw_config *cfg, const struct fw_pkt *pkt)
+/* Out of line: traffic to the pod itself is the rare kind. */
+static __noinline __u32 fw_pod_local(const struct fw_config *cfg, const struct fw_pkt *pkt)
 {
 	struct fw_port_key pk = {};
 
@@ -216,18 +217,20 @@ static __always_inline __u32 fw_decide(struct __sk_buff *skb, const struct fw_co
 		return FW_DROP_DENYING;
 	if (fw_is_l4_port(pkt, 853))
 		return FW_DROP_DOT;
+	/* An answer is cached only after the pod-local and sibling checks
+	 * below passed, and fastwalld raises the epoch whenever their
+	 * inputs change (the pod-local set, the settings, a subject's
+	 * gateway or private CIDR changed in place): a hit skips both, and
+	 * with them a hash lookup and the last cache line of the dispatch
+	 * element, where the private CIDR lies. */
+	if (fw_answer_hit(ans, s->id, s->rules_gen, &pkt->dst, &r))
+		return fw_doh_blocked(cfg, pkt) ? FW_DROP_DOH : fw_policy_rule(s, pkt, &r);
 	if (fw_is_pod_local(s, pkt->family, &pkt->dst))
 		return fw_pod_local(cfg, pkt);
 	/* fastwalld could not write every pod address: any destination may
 	 * be one, and none of its exceptions (DNS, ports) can be trusted */
 	if (cfg->flags & FW_CF_LOCAL_FULL)
 		return FW_DROP_POD_LOCAL;
-	/* An answer is cached only after the sibling check below passed,
-	 * and fastwalld raises the epoch when it changes a subject's private
-	 * CIDR in place: a hit skips the check, and with it the last cache
-	 * line of the dispatch element, where the private CIDR lies. */
-	if (fw_answer_hit(ans, s->id, s->rules_gen, &pkt->dst, &r))
-		return fw_doh_blocked(cfg, pkt) ? FW_DROP_DOH : fw_policy_rule(s, pkt, &r);
 	if (s->private_plen[fam] &&
 	    fw_ip_in_prefix(&pkt->dst, &s->private_net[fam], s->private_plen[fam]))
 		return FW_DROP_SIBLING;
@@ -239,69 +242,94 @@ static __always_inline __u32 fw_decide(struct __sk_buff *skb, const struct fw_co
 	return fw_policy_rule(s, pkt, &r);
 }
 
-SEC("tc")
-int fastwall_ingress(struct __sk_buff *skb)
+/* A later fragment passes as its datagram's first did, and only from the
+ * datagram's own subject, on its own port: another port must not add
+ * bytes to a sibling's passed datagram. */
+static __noinline __u32 fw_later_fragment(struct __sk_buff *skb, const struct fw_pkt *pkt,
+					  __u32 *subject)
 {
-	struct fw_pkt pkt = {};
+	struct fw_subject *s;
+	__u32 reason = fw_frag_verdict(pkt, subject);
+
+	if (reason == FW_PASS_FRAGMENT) {
+		s = fw_subject_of(&pkt->src);
+		if (!s || s->id != *subject)
+			reason = FW_DROP_FRAGMENT;
+		else if (s->ifindex != FW_IFINDEX_ANY && s->ifindex != skb->ifindex)
+			reason = FW_DROP_SPOOF;
+	}
+	return reason;
+}
+
+/* The reason of a packet a sandbox sends, and its subject (0: none). The
+ * program's one exit is fw_verdict below: the counters and the deny event
+ * are there once, not at every return, and the path of an allowed packet
+ * stays short. */
+static __always_inline __u32 fw_ingress(struct __sk_buff *skb, struct fw_pkt *pkt, __u32 *subject)
+{
 	struct fw_l2_port *port = NULL;
 	struct fw_answer ans;
 	struct fw_subject *s;
 	struct fw_config *cfg;
-	__u32 reason, l2, subject = 0;
+	__u32 reason, l2;
 
-	reason = fw_parse(skb, &pkt);
-	if (reason != FW_PARSE_OK && reason != FW_PARSE_ARP)
-		return fw_verdict(skb, &pkt, 0, reason);
+	reason = fw_parse(skb, pkt);
+	if (fw_unlikely(reason != FW_PARSE_OK && reason != FW_PARSE_ARP))
+		return reason;
 	/* before anything passes: the bridge learns where a MAC lives from
 	 * every frame it forwards */
-	l2 = fw_l2_check(skb, &pkt, reason == FW_PARSE_ARP, &port);
-	if (l2 != FW_PARSE_OK) {
-		s = fw_subject_of(&pkt.src);
-		return fw_verdict(skb, &pkt, s ? s->id : 0, l2);
+	l2 = fw_l2_check(skb, pkt, reason == FW_PARSE_ARP, &port);
+	if (fw_unlikely(l2 != FW_PARSE_OK)) {
+		s = fw_subject_of(&pkt->src);
+		*subject = s ? s->id : 0;
+		return l2;
 	}
-	if (reason == FW_PARSE_ARP) {
+	if (fw_unlikely(reason == FW_PARSE_ARP)) {
 		/* 0.0.0.0: an address probe, which claims nothing */
-		if (FW_IP_W(&pkt.src)[3] == 0)
-			return fw_verdict(skb, &pkt, 0, FW_PASS_NEIGH);
-		reason = fw_neigh_claim(skb, &pkt.src, &subject, NULL);
-		return fw_verdict(skb, &pkt, subject, reason);
+		if (FW_IP_W(&pkt->src)[3] == 0)
+			return FW_PASS_NEIGH;
+		return fw_neigh_claim(skb, &pkt->src, subject, NULL);
 	}
 
-	reason = fw_icmp6_control(skb, &pkt, port, &subject);
-	if (reason != FW_PARSE_OK)
-		return fw_verdict(skb, &pkt, subject, reason);
+	if (fw_unlikely(pkt->family == FW_FAM_V6 && pkt->proto == FW_IPPROTO_ICMPV6 &&
+			!pkt->frag_later)) {
+		reason = fw_icmp6_control(skb, pkt, port, subject);
+		if (reason != FW_PARSE_OK)
+			return reason;
+	}
 
 	cfg = fw_config();
-	if (!cfg)
-		return fw_verdict(skb, &pkt, 0, FW_DROP_NO_POLICY);
+	if (fw_unlikely(!cfg))
+		return FW_DROP_NO_POLICY;
 
-	if (pkt.frag_later) {
-		reason = fw_frag_verdict(&pkt, &subject);
-		/* from the datagram's own subject, on its own port: another
-		 * port must not add bytes to a sibling's passed datagram */
-		if (reason == FW_PASS_FRAGMENT) {
-			s = fw_subject_of(&pkt.src);
-			if (!s || s->id != subject)
-				reason = FW_DROP_FRAGMENT;
-			else if (s->ifindex != FW_IFINDEX_ANY && s->ifindex != skb->ifindex)
-				reason = FW_DROP_SPOOF;
-		}
-		return fw_verdict(skb, &pkt, subject, reason);
-	}
+	if (fw_unlikely(pkt->frag_later))
+		return fw_later_fragment(skb, pkt, subject);
 
 	fw_answer_begin(&ans); /* before the dispatch value it vouches for */
-	s = fw_subject_of(&pkt.src);
-	if (!s)
-		return fw_verdict(skb, &pkt, 0, FW_DROP_UNKNOWN_SOURCE);
-	subject = s->id;
+	s = fw_subject_of(&pkt->src);
+	if (fw_unlikely(!s))
+		return FW_DROP_UNKNOWN_SOURCE;
+	*subject = s->id;
 
-	reason = fw_decide(skb, cfg, &pkt, s, &ans);
+	reason = fw_decide(skb, cfg, pkt, s, &ans);
 	/* a spoofed first fragment must not cancel its victim's datagram */
-	if (pkt.frag_first && !FW_REASON_DROPS(reason))
-		fw_frag_note(cfg, &pkt, subject);
-	else if (pkt.frag_first && reason != FW_DROP_SPOOF && reason != FW_DROP_MAC_SPOOF)
-		fw_frag_forget(&pkt);
-	fw_event_allow_sample(skb, cfg, &pkt, subject, reason);
+	if (fw_unlikely(pkt->frag_first)) {
+		if (!FW_REASON_DROPS(reason))
+			fw_frag_note(cfg, pkt, *subject);
+		else if (reason != FW_DROP_SPOOF && reason != FW_DROP_MAC_SPOOF)
+			fw_frag_forget(pkt);
+	}
+	fw_event_allow_sample(skb, cfg, pkt, *subject, reason);
+	return reason;
+}
+
+SEC("tc")
+int fastwall_ingress(struct __sk_buff *skb)
+{
+	struct fw_pkt pkt = {};
+	__u32 subject = 0;
+	__u32 reason = fw_ingress(skb, &pkt, &subject);
+
 	return fw_verdict(skb, &pkt, subject, reason);
 }
 

@@ -9,6 +9,11 @@
 #include <bpf/bpf_endian.h>
 #include "fastwall/abi.h"
 
+/* the branch a packet rarely takes: the compiler moves its code off the
+ * path of the common packet, so that path stays in few cache lines */
+#define fw_likely(x)   __builtin_expect(!!(x), 1)
+#define fw_unlikely(x) __builtin_expect(!!(x), 0)
+
 #define TC_ACT_OK   0
 #define TC_ACT_SHOT 2
 

@@ -90,8 +90,8 @@ static __always_inline int fw_rewrite_addr(struct __sk_buff *skb, const struct f
 /* TC ingress, for a subject's TCP or UDP packet to port 53: FW_PARSE_OK
  * when it is not to be redirected, FW_PASS_DNS_PROXY when it was, or a
  * drop reason. */
-static __always_inline __u32 fw_dns_redirect(struct __sk_buff *skb, const struct fw_config *cfg,
-					     const struct fw_pkt *pkt, const struct fw_subject *s)
+static __noinline __u32 fw_dns_redirect(struct __sk_buff *skb, const struct fw_config *cfg,
+					const struct fw_pkt *pkt, const struct fw_subject *s)
 {
 	struct fw_dns_nat_key k = {};
 	struct fw_dns_nat v = {}, *cur;

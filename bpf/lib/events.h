@@ -197,8 +197,9 @@ static __always_inline void fw_event_allow_sample(struct __sk_buff *skb,
 		      pkt->sport, pkt->dport, pkt->proto, pkt->family);
 }
 
-static __always_inline void fw_emit_drop(struct __sk_buff *skb, const struct fw_pkt *pkt,
-					 __u32 subject, __u32 reason)
+/* Out of line: the path of a passed packet does not carry it. */
+static __noinline void fw_emit_drop(struct __sk_buff *skb, const struct fw_pkt *pkt, __u32 subject,
+				    __u32 reason)
 {
 	fw_event_drop(subject, reason, skb->ifindex, &pkt->src, &pkt->dst, pkt->sport, pkt->dport,
 		      pkt->proto, pkt->family);

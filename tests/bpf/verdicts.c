@@ -59,32 +59,33 @@
 /* ---- who is who ------------------------------------------------------ */
 
 /* sandboxes (private nets) */
-#define ALPHA4	   "10.42.0.10"
-#define ALPHA6	   "fd00:42::10"
-#define ALPHA_GW4  "10.42.0.1"
-#define ALPHA_GW6  "fd00:42::1"
-#define ALPHA_SIB4 "10.42.0.20"
-#define ALPHA_SIB6 "fd00:42::20"
-#define BETA4	   "10.42.1.10"
-#define BETA6	   "fd00:42:1::10"
-#define GAMMA4	   "10.42.2.10"
-#define DELTA4	   "10.42.3.10"
-#define DELTA6	   "fd00:42:3::10"
-#define FLOOD_A4   "10.42.4.10"
-#define FLOOD_B4   "10.42.5.10"
-#define SWAP4	   "10.42.6.10"
-#define SWAP_SIB4  "10.42.6.20"
-#define SIGMA4	   "10.42.30.10"
-#define SIGMA_SIB4 "10.42.30.200" /* a sibling once sigma's private CIDR grows */
-#define SIGMA6	   "fd00:42:30::10"
-#define SIGMA_SIB6 "fd00:42:30:0:8000::1"
-#define EPS4	   "10.42.7.10"
-#define ZETA4	   "10.42.8.10"
-#define KAPPA4	   "10.42.9.10"
-#define LAMBDA4	   "10.42.10.10"
-#define MU4	   "10.42.11.10"
-#define STRANGER4  "10.42.9.9"
-#define STRANGER6  "fd00:42:9::9"
+#define ALPHA4	     "10.42.0.10"
+#define ALPHA6	     "fd00:42::10"
+#define ALPHA_GW4    "10.42.0.1"
+#define ALPHA_GW6    "fd00:42::1"
+#define ALPHA_SIB4   "10.42.0.20"
+#define ALPHA_SIB6   "fd00:42::20"
+#define BETA4	     "10.42.1.10"
+#define BETA6	     "fd00:42:1::10"
+#define GAMMA4	     "10.42.2.10"
+#define DELTA4	     "10.42.3.10"
+#define DELTA6	     "fd00:42:3::10"
+#define FLOOD_A4     "10.42.4.10"
+#define FLOOD_B4     "10.42.5.10"
+#define SWAP4	     "10.42.6.10"
+#define SWAP_SIB4    "10.42.6.20"
+#define SIGMA4	     "10.42.30.10"
+#define SIGMA_SIB4   "10.42.30.200" /* a sibling once sigma's private CIDR grows */
+#define SIGMA_SIB4_2 "10.42.30.201" /* sigma's gateway once moved */
+#define SIGMA6	     "fd00:42:30::10"
+#define SIGMA_SIB6   "fd00:42:30:0:8000::1"
+#define EPS4	     "10.42.7.10"
+#define ZETA4	     "10.42.8.10"
+#define KAPPA4	     "10.42.9.10"
+#define LAMBDA4	     "10.42.10.10"
+#define MU4	     "10.42.11.10"
+#define STRANGER4    "10.42.9.9"
+#define STRANGER6    "fd00:42:9::9"
 
 /* pod-local addresses besides the gateways (fw_dp_local_set) */
 #define LOCAL4	       "169.254.20.10"
@@ -95,6 +96,7 @@
 /* the internet, documentation ranges only */
 #define OK4	      "192.0.2.10"	 /* alpha: allow 192.0.2.0/25 */
 #define OK6	      "2001:db8:1::10"	 /* alpha: allow 2001:db8:1::/48 */
+#define CACHED4	      "192.0.2.77"	 /* alpha: allow 192.0.2.0/25; pod-local later */
 #define DOH4	      "192.0.2.53"	 /* in the allow CIDR and on the DoH list */
 #define DOH6	      "2001:db8:1::53"	 /* in the allow CIDR and on the DoH list */
 #define BAD4	      "203.0.113.5"	 /* alpha, beta: deny 203.0.113.0/24 */
@@ -313,6 +315,28 @@ static const struct subject_def sigma_v3 = {
 	.name = "sigma",
 	.addrs = {SIGMA4, SIGMA6},
 	.private_net = {"10.42.30.0/24", "fd00:42:30::/64"},
+	.default_action = "deny",
+	.rules = {"allow 10.42.30.0/24", "allow fd00:42:30::/64"},
+	.fence = "sigma-attachment",
+};
+
+/* sigma_v1 with a gateway set in place, on the neighbour's address */
+static const struct subject_def sigma_gw = {
+	.name = "sigma",
+	.addrs = {SIGMA4, SIGMA6},
+	.gateway = {SIGMA_SIB4},
+	.private_net = {"10.42.30.0/25", "fd00:42:30::/65"},
+	.default_action = "deny",
+	.rules = {"allow 10.42.30.0/24", "allow fd00:42:30::/64"},
+	.fence = "sigma-attachment",
+};
+
+/* ... and moved in place to the second neighbour's */
+static const struct subject_def sigma_gw2 = {
+	.name = "sigma",
+	.addrs = {SIGMA4, SIGMA6},
+	.gateway = {SIGMA_SIB4_2},
+	.private_net = {"10.42.30.0/25", "fd00:42:30::/65"},
 	.default_action = "deny",
 	.rules = {"allow 10.42.30.0/24", "allow fd00:42:30::/64"},
 	.fence = "sigma-attachment",
@@ -550,6 +574,25 @@ static int sigma_grown4(void)
 static int sigma_grown6(void)
 {
 	return sigma_grow(&sigma_v3);
+}
+
+static int sigma_gateway(void)
+{
+	return sigma_grow(&sigma_gw);
+}
+
+static int sigma_gateway_moved(void)
+{
+	return sigma_grow(&sigma_gw2);
+}
+
+/* CACHED4 joins the pod-local addresses */
+static int local_cached(void)
+{
+	struct fw_ip local[] = {ip_of(LOCAL4), ip_of(LOCAL6), ip_of(CACHED4)};
+	struct fw_port_key ports[] = {{.proto = IPPROTO_TCP, .port = htons(LOCAL_TCP_PORT)}};
+
+	return fw_dp_local_set(t.dp, local, 3, ports, 1) ? -1 : 0;
 }
 
 static int swap_rebind(void)
@@ -1650,6 +1693,44 @@ static const struct row rows[] = {
 	{"private cidr v6 grown in place: the v6 neighbour is a sibling", .then = true,
 	 .setup = sigma_grown6, .pkt = TCP6(SIGMA6, SIGMA_SIB6, 40000, 80), DROP(FW_DROP_SIBLING),
 	 .subject = "sigma"},
+
+	/* a hit skips the pod-local checks too: what they read (the
+	 * pod-local set, the settings, the gateway) must end the answers
+	 * when it changes */
+	{"pod-local later: an allowed destination passes", .pkt = TCP4(ALPHA4, CACHED4, 40000, 80),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"pod-local later: again (the cached answer)", .then = true,
+	 .pkt = TCP4(ALPHA4, CACHED4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"pod-local later: it joins the pod's addresses and drops as pod-local", .then = true,
+	 .setup = local_cached, .pkt = TCP4(ALPHA4, CACHED4, 40000, 80), DROP(FW_DROP_POD_LOCAL),
+	 .subject = "alpha"},
+	{"pod-local later: DNS to it is the pod's now", .then = true,
+	 .pkt = UDP4(ALPHA4, CACHED4, 40000, 53), PASS(FW_PASS_DNS_LOCAL), .subject = "alpha"},
+	{"local set full later: an allowed destination passes", .pkt = TCP4(ALPHA4, OK4, 40000, 80),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"local set full later: again (the cached answer)", .then = true,
+	 .pkt = TCP4(ALPHA4, OK4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "alpha"},
+	{"local set full later: the cached destination drops as pod-local", .then = true,
+	 .setup = local_full, .pkt = TCP4(ALPHA4, OK4, 40000, 80), DROP(FW_DROP_POD_LOCAL),
+	 .subject = "alpha"},
+	{"gateway later: the neighbour passes", .setup = sigma_first,
+	 .pkt = TCP4(SIGMA4, SIGMA_SIB4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "sigma"},
+	{"gateway later: again (the cached answer)", .then = true,
+	 .pkt = TCP4(SIGMA4, SIGMA_SIB4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "sigma"},
+	{"gateway set in place on the neighbour's address: it is pod-local", .then = true,
+	 .setup = sigma_gateway, .pkt = TCP4(SIGMA4, SIGMA_SIB4, 40000, 80),
+	 DROP(FW_DROP_POD_LOCAL), .subject = "sigma"},
+	{"gateway later: a second neighbour passes", .then = true,
+	 .pkt = TCP4(SIGMA4, SIGMA_SIB4_2, 40000, 80), PASS(FW_PASS_ALLOW_CIDR),
+	 .subject = "sigma"},
+	{"gateway later: again (the cached answer)", .then = true,
+	 .pkt = TCP4(SIGMA4, SIGMA_SIB4_2, 40000, 80), PASS(FW_PASS_ALLOW_CIDR),
+	 .subject = "sigma"},
+	{"gateway moved in place onto the second neighbour: it is pod-local", .then = true,
+	 .setup = sigma_gateway_moved, .pkt = TCP4(SIGMA4, SIGMA_SIB4_2, 40000, 80),
+	 DROP(FW_DROP_POD_LOCAL), .subject = "sigma"},
+	{"gateway moved: the first neighbour is no gateway any more", .then = true,
+	 .pkt = TCP4(SIGMA4, SIGMA_SIB4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "sigma"},
 };
 
 /* ---- running a row ------------------------------------------------------ */

@@ -205,6 +205,43 @@ Test(registry, a_private_cidr_changed_in_place_ends_the_cached_answers)
 	fw_policy_free(&s.policy);
 }
 
+/* The same for the gateway: a cached answer was for a destination that
+ * was not the subject's gateway (TC ingress skips the pod-local check on a
+ * hit), so a gateway set or moved in place ends them. */
+Test(registry, a_gateway_changed_in_place_ends_the_cached_answers)
+{
+	struct fw_subject_spec s;
+	struct fw_entry *e;
+	__u64 fence = fw_fence_hash("rt", "tau");
+	__u64 before;
+	__u32 id;
+
+	spec_init(&s, "tau", "192.0.2.50", NULL);
+	e = fw_reg_get(&reg, "tau", true);
+	cr_assert_eq(fw_reg_apply(&reg, e, &s, FW_ORIGIN_ACTIONS, fence, NULL), 0);
+	id = e->id;
+	before = fake_epoch(dp);
+
+	s.has_gateway[FW_FAM_V4] = true;
+	s.gateway[FW_FAM_V4] = ip_of("192.0.2.1");
+	cr_assert_eq(fw_reg_apply(&reg, e, &s, FW_ORIGIN_ACTIONS, fence, NULL), 0);
+	cr_assert_eq(e->id, id, "same fence, same id");
+	cr_assert_gt(fake_epoch(dp), before, "a new gateway ends the cached answers");
+
+	before = fake_epoch(dp);
+	s.gateway[FW_FAM_V4] = ip_of("192.0.2.2");
+	cr_assert_eq(fw_reg_apply(&reg, e, &s, FW_ORIGIN_ACTIONS, fence, NULL), 0);
+	cr_assert_eq(e->id, id);
+	cr_assert_gt(fake_epoch(dp), before, "a moved gateway ends the cached answers");
+
+	before = fake_epoch(dp);
+	s.addrs[s.naddrs++] = ip_of("192.0.2.51");
+	cr_assert_eq(fw_reg_apply(&reg, e, &s, FW_ORIGIN_ACTIONS, fence, NULL), 0);
+	cr_assert_eq(fake_epoch(dp), before, "an unchanged gateway keeps the answers");
+	fw_reg_put(&reg, e);
+	fw_policy_free(&s.policy);
+}
+
 Test(registry, unbind_removes_everything_and_retires_the_id)
 {
 	struct fw_subject_spec s;

@@ -93,8 +93,11 @@ static int update(int fd, const void *key, const void *val, __u64 flags, const c
 int fw_dp_config_set(struct fw_dp *dp, const struct fw_config *c)
 {
 	__u32 zero = 0;
+	int err = update(dp->config_fd, &zero, c, BPF_ANY, "fastwall_config");
 
-	return update(dp->config_fd, &zero, c, BPF_ANY, "fastwall_config");
+	/* TC ingress's cached answers passed the settings' checks (the
+	 * pod-local set full or not) under the old ones */
+	return err ? err : fw_dp_rules_epoch_bump(dp);
 }
 
 /* Hash maps are read in batches of this many entries (one syscall each). */
@@ -285,17 +288,19 @@ int fw_dp_local_set(struct fw_dp *dp, const struct fw_ip *addrs, size_t naddrs,
 		err = fw_dp_prune(dp->local_ports_fd, sizeof(*ports), in_keyset, &kp);
 	if (err)
 		return err;
-	for (size_t i = 0; i < naddrs; i++) {
+	for (size_t i = 0; !err && i < naddrs; i++)
 		err = update(dp->local_fd, &addrs[i], &l, BPF_ANY, "fastwall_local");
-		if (err)
-			return err;
-	}
-	for (size_t i = 0; i < nports; i++) {
+	for (size_t i = 0; !err && i < nports; i++)
 		err = update(dp->local_ports_fd, &ports[i], &one, BPF_ANY, "fastwall_local_ports");
-		if (err)
-			return err;
+	/* TC ingress's cached answers are for destinations that were not
+	 * pod-local: one that now is must be checked again (after a partial
+	 * write too) */
+	if (naddrs) {
+		int e = fw_dp_rules_epoch_bump(dp);
+
+		err = err ? err : e;
 	}
-	return 0;
+	return err;
 }
 
 int fw_dp_doh_set(struct fw_dp *dp, const struct fw_lpm_key *keys, size_t n)

@@ -1032,7 +1032,7 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 {
 	struct fw_ip held[FW_SUBJECT_MAX_ADDRS];
 	struct fw_subject ks;
-	bool swapped = false, cg_write, private_moved;
+	bool swapped = false, cg_write, answers_stale;
 	__u32 old_ports = 0;
 	size_t nheld;
 	int err = 0;
@@ -1066,8 +1066,12 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 	ks.rules_gen = fw_dp_rules_gen(r->dp, e->id);
 	cg_write = spec->cgroup_id != e->cgroup_id ||
 		   (spec->cgroup_id && memcmp(&ks, &e->ksub, sizeof(ks)) != 0);
-	private_moved = memcmp(ks.private_net, e->ksub.private_net, sizeof(ks.private_net)) != 0 ||
-			memcmp(ks.private_plen, e->ksub.private_plen, sizeof(ks.private_plen)) != 0;
+	/* what TC ingress's cached answers passed besides the rules */
+	answers_stale =
+		memcmp(ks.private_net, e->ksub.private_net, sizeof(ks.private_net)) != 0 ||
+		memcmp(ks.private_plen, e->ksub.private_plen, sizeof(ks.private_plen)) != 0 ||
+		memcmp(ks.gateway, e->ksub.gateway, sizeof(ks.gateway)) != 0 ||
+		((ks.flags ^ e->ksub.flags) & (FW_SF_GATEWAY4 | FW_SF_GATEWAY6));
 
 	pthread_mutex_lock(&r->lock);
 	if (e->meta.binding_hash != bhash) {
@@ -1112,10 +1116,11 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 	 * goes after a grace period */
 	if (swapped)
 		fw_dp_policy_retire(r->dp, e->id, old_ports);
-	/* a cached answer was taken after the sibling check passed (TC
-	 * ingress skips the check on a hit): those of the old private CIDR
-	 * end with the epoch, after every dispatch value has the new one */
-	if (!err && private_moved)
+	/* a cached answer was taken after the pod-local and sibling checks
+	 * passed (TC ingress skips them on a hit): those of the old gateway
+	 * or private CIDR end with the epoch, after every dispatch value has
+	 * the new one */
+	if (!err && answers_stale)
 		err = fw_dp_rules_epoch_bump(r->dp);
 	if (err)
 		return err;

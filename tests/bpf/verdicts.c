@@ -290,52 +290,13 @@ static const struct subject_def swap_v3 = {
 	.rules = {"allow 192.0.2.0/25", "allow 198.51.100.0/25"},
 };
 
-/* An actions-protocol subject whose private CIDR grows in place (same
- * fence, same id): a destination allowed, and cached as such, before the
- * change is a sibling after it. */
-static const struct subject_def sigma_v1 = {
+/* An actions-protocol subject changed in place (same fence, same id): a
+ * destination allowed, and cached as such, before the change is a
+ * sibling (its private CIDR grown) or pod-local (a gateway set on it or
+ * moved onto it) after it. The setups below vary one field of this. */
+static const struct subject_def sigma_base = {
 	.name = "sigma",
 	.addrs = {SIGMA4, SIGMA6},
-	.private_net = {"10.42.30.0/25", "fd00:42:30::/65"},
-	.default_action = "deny",
-	.rules = {"allow 10.42.30.0/24", "allow fd00:42:30::/64"},
-	.fence = "sigma-attachment",
-};
-
-static const struct subject_def sigma_v2 = {
-	.name = "sigma",
-	.addrs = {SIGMA4, SIGMA6},
-	.private_net = {"10.42.30.0/24", "fd00:42:30::/65"},
-	.default_action = "deny",
-	.rules = {"allow 10.42.30.0/24", "allow fd00:42:30::/64"},
-	.fence = "sigma-attachment",
-};
-
-static const struct subject_def sigma_v3 = {
-	.name = "sigma",
-	.addrs = {SIGMA4, SIGMA6},
-	.private_net = {"10.42.30.0/24", "fd00:42:30::/64"},
-	.default_action = "deny",
-	.rules = {"allow 10.42.30.0/24", "allow fd00:42:30::/64"},
-	.fence = "sigma-attachment",
-};
-
-/* sigma_v1 with a gateway set in place, on the neighbour's address */
-static const struct subject_def sigma_gw = {
-	.name = "sigma",
-	.addrs = {SIGMA4, SIGMA6},
-	.gateway = {SIGMA_SIB4},
-	.private_net = {"10.42.30.0/25", "fd00:42:30::/65"},
-	.default_action = "deny",
-	.rules = {"allow 10.42.30.0/24", "allow fd00:42:30::/64"},
-	.fence = "sigma-attachment",
-};
-
-/* ... and moved in place to the second neighbour's */
-static const struct subject_def sigma_gw2 = {
-	.name = "sigma",
-	.addrs = {SIGMA4, SIGMA6},
-	.gateway = {SIGMA_SIB4_2},
 	.private_net = {"10.42.30.0/25", "fd00:42:30::/65"},
 	.default_action = "deny",
 	.rules = {"allow 10.42.30.0/24", "allow fd00:42:30::/64"},
@@ -359,7 +320,8 @@ static struct {
 	char port2[IF_NAMESIZE]; /* a second port, for the l2 scenario */
 	int port2_ifindex;
 	__u32 swap_id;
-	bool dirty; /* a subject changed since the fixture was put in */
+	struct subject_def sigma; /* as the sigma setups left it */
+	bool dirty;		  /* a subject changed since the fixture was put in */
 	struct fw_event ev[MAX_EVENTS];
 	size_t nev, ev_lost;
 } t;
@@ -548,15 +510,19 @@ static int swap_same_binding(void)
 
 static int sigma_first(void)
 {
-	if (subject_put(&sigma_v1))
+	t.sigma = sigma_base;
+	if (subject_put(&t.sigma))
 		return -1;
 	t.swap_id = id_of("sigma");
 	return 0;
 }
 
-static int sigma_grow(const struct subject_def *d)
+/* Sets one field of sigma (one of t.sigma's) to v and puts it under the
+ * same fence: the id must stay. */
+static int sigma_change(const char **field, const char *v)
 {
-	if (subject_put(d))
+	*field = v;
+	if (subject_put(&t.sigma))
 		return -1;
 	if (id_of("sigma") != t.swap_id) {
 		printf("a binding change under the same fence changed the id %u -> %u\n", t.swap_id,
@@ -568,22 +534,22 @@ static int sigma_grow(const struct subject_def *d)
 
 static int sigma_grown4(void)
 {
-	return sigma_grow(&sigma_v2);
+	return sigma_change(&t.sigma.private_net[FW_FAM_V4], "10.42.30.0/24");
 }
 
 static int sigma_grown6(void)
 {
-	return sigma_grow(&sigma_v3);
+	return sigma_change(&t.sigma.private_net[FW_FAM_V6], "fd00:42:30::/64");
 }
 
 static int sigma_gateway(void)
 {
-	return sigma_grow(&sigma_gw);
+	return sigma_change(&t.sigma.gateway[FW_FAM_V4], SIGMA_SIB4);
 }
 
 static int sigma_gateway_moved(void)
 {
-	return sigma_grow(&sigma_gw2);
+	return sigma_change(&t.sigma.gateway[FW_FAM_V4], SIGMA_SIB4_2);
 }
 
 /* CACHED4 joins the pod-local addresses */

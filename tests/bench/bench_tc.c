@@ -13,8 +13,10 @@
  *       does; the difference is the cost of those cache misses.
  *   bench_tc serve -i IFNAME [-s 1,64,1024] [-p PINPREFIX]
  *       Sets up one fastwall data plane per scale, then reads commands on
- *       stdin ("none", "trivial", "fw N", "stats N", "quit") and switches
- *       what runs at the TC hooks of IFNAME; answers one line per command.
+ *       stdin ("none", "trivial", "trivial N", "fw N", "stats N", "quit")
+ *       and switches what runs at the TC hooks of IFNAME; answers one line
+ *       per command. "trivial N" is the trivial program with the N sources
+ *       of N-subject spread traffic in its map.
  *   bench_tc drop IFNAME
  *       Attaches a drop-everything program at TC ingress of IFNAME (the
  *       sink of the packet-rate test) and exits; the filter stays.
@@ -293,24 +295,32 @@ static int setup_all(void)
 	return 0;
 }
 
+/* n sources of the trivial program's map: the n of a spread peer (the
+ * addresses of subjects 0 to n - 1 of n), or, for n = 0, the traffic's
+ * source and a few around it. */
+static int trivial_fill(unsigned int n)
+{
+	int fd = bpf_map__fd(trivial->maps.bench_srcs);
+	unsigned int count = n ? n : 32;
+	__u64 zero = 0;
+
+	for (unsigned int i = 0; i < count; i++) {
+		__be32 k = htonl(n ? subject_addr(n, i) : SUBJECT_CENTER - 16 + i);
+
+		if (bpf_map_update_elem(fd, &k, &zero, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
 static int load_trivial(void)
 {
-	__u64 zero = 0;
-	__be32 src = htonl(SUBJECT_CENTER);
-
 	trivial = bench_trivial_bpf__open_and_load();
 	if (!trivial) {
 		fprintf(stderr, "bench_tc: can't load bench_trivial: %s\n", strerror(errno));
 		return -1;
 	}
-	/* a small map: the traffic's source plus a few others */
-	for (__u32 i = 0; i < 32; i++) {
-		__be32 k = htonl(SUBJECT_CENTER - 16 + i);
-
-		bpf_map_update_elem(bpf_map__fd(trivial->maps.bench_srcs), &k, &zero, BPF_ANY);
-	}
-	(void)src;
-	return 0;
+	return trivial_fill(0);
 }
 
 /* --- part A: bpf_prog_test_run ----------------------------------------- */
@@ -788,8 +798,11 @@ static int cmd_serve(const char *ifname)
 			break;
 		if (strcmp(line, "none") == 0) {
 			err = tc_clear(ifindex);
-		} else if (strcmp(line, "trivial") == 0) {
-			err = tc_clear(ifindex);
+		} else if (strcmp(line, "trivial") == 0 ||
+			   (sscanf(line, "trivial %u", &n) == 1 && n >= 1 && n <= 4096)) {
+			err = trivial_fill(n);
+			if (!err)
+				err = tc_clear(ifindex);
 			if (!err)
 				err = tc_put(ifindex,
 					     bpf_program__fd(trivial->progs.bench_trivial));

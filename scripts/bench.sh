@@ -9,9 +9,11 @@
 #      the bridge port) -> routed -> veth -> sink, all in namespaces this
 #      script creates: no program, the trivial program, fastwall at 1, 64
 #      and 1024 subjects, and traffic from every one of 1024 or 4096
-#      subjects in turn ("spread") with and without fastwall, interleaved
-#      over rounds; part A adds a spread table (one packet per call, the
-#      source cycling over every subject);
+#      subjects in turn ("spread") with no program, the trivial program
+#      holding those sources and fastwall, interleaved over rounds, then
+#      a profile pass (each program's own time per packet, from the
+#      kernel's BPF run-time statistics); part A adds a spread table (one
+#      packet per call, the source cycling over every subject);
 #   C) fastwall against the nftables design it replaces and the strongest
 #      nftables form, on one topology, interleaved: packets/s, TCP
 #      request/response and connection rate, control-plane cost
@@ -25,7 +27,7 @@
 # rounds everywhere), ROUNDS_A (11; FULL 15), REPEAT_A (1000000),
 # SCALES_A (1,64,1024,4096), SPREAD_A (calls of part A's spread table,
 # 16384; 0 = none), ROUNDS_B (5; FULL 9), SECONDS_B (3), PEERS_B (regex of
-# part B's peers to run), SKIP_A=1, SKIP_B=1, SKIP_C=1, SKIP_D=1,
+# part B's peers to run), PROFILE_B (rounds of the profile pass, 3; 0 = none), SKIP_A=1, SKIP_B=1, SKIP_C=1, SKIP_D=1,
 # BASE_BUILD (part A against another build's bench_tc, ALT_A turns each;
 # part B runs its spread peers in the same rounds), SKIP_E=1 (the port
 # guard, scripts/bench-guard.sh), SKIP_INGRESS=1 (the
@@ -68,11 +70,13 @@ POD=fwb$ID-pod
 SINK=fwb$ID-sink
 SRV_PIDS=()
 BLAST_PID=
+STATS_PID=
 
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
 	if [[ -n $BLAST_PID ]]; then kill "$BLAST_PID" 2>/dev/null || true; fi
+	if [[ -n $STATS_PID ]]; then kill "$STATS_PID" 2>/dev/null || true; fi
 	for p in "${SRV_PIDS[@]}"; do
 		kill "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
@@ -491,6 +495,61 @@ for ((round = 1; round <= ROUNDS_B; round++)); do
 done
 srv a none
 
+# The profile pass (PROFILE_B rounds, 3; 0 skips it): each peer with a
+# program again, SECONDS_B per round, with the kernel's run-time statistics of BPF programs
+# on (BPF_ENABLE_STATS, held by a child; they cost every program a clock
+# read, so never during the rounds above). What the program on p0's TC
+# ingress spent per packet, on its own: the CPU the rates above compare
+# includes the whole path, and a noisy neighbour moves it more.
+stats_on() {
+	python3 -c '
+import ctypes, os, signal, sys
+nr = {"x86_64": 321, "aarch64": 280}.get(os.uname().machine)
+attr = (ctypes.c_uint32 * 4)(0)  # BPF_STATS_RUN_TIME
+if nr is None or ctypes.CDLL(None, use_errno=True).syscall(nr, 32, attr, 16) < 0:
+    sys.exit(1)
+signal.pause()' &
+	STATS_PID=$!
+	sleep 0.2
+	kill -0 "$STATS_PID" 2>/dev/null
+}
+# "run_time_ns run_cnt" of the program at p0's TC ingress
+p0_prog_ns() {
+	local id
+	id=$(ip netns exec "$POD" bpftool -j net show dev p0 2>/dev/null |
+		jq -r '[.[].tc[]? | select(.kind == "clsact/ingress") | .id][0] // empty')
+	[[ -n $id ]] || { echo "0 0"; return; }
+	bpftool -j prog show id "$id" | jq -r '"\(.run_time_ns // 0) \(.run_cnt // 0)"'
+}
+PROF=$OUT/rate-prog.txt
+: >"$PROF"
+PROF_PEERS=()
+for p in "${PEERS[@]}"; do [[ $p == *'|none|'* ]] || PROF_PEERS+=("$p"); done
+if ((${PROFILE_B:-3} > 0)) && stats_on; then
+	for ((round = 1; round <= ${PROFILE_B:-3}; round++)); do
+		n=${#PROF_PEERS[@]}
+		for ((j = 0; j < n; j++)); do
+			IFS='|' read -r label sv cmd src nsrc <<<"${PROF_PEERS[$(((j + round - 1) % n))]}"
+			srv "$sv" "$cmd"
+			ip netns exec "$SND" taskset -c "$CPU" "$BLAST" -d 203.0.113.10 -P 9 -s "$src" -k "$nsrc" \
+				-t "$(awk -v s="$SECONDS_B" 'BEGIN { print s + 0.8 }')" >/dev/null &
+			BLAST_PID=$!
+			sleep 0.5
+			read -r t1 n1 < <(p0_prog_ns)
+			sleep "$SECONDS_B"
+			read -r t2 n2 < <(p0_prog_ns)
+			wait "$BLAST_PID"
+			BLAST_PID=
+			awk -v l="$label" -v t=$((t2 - t1)) -v n=$((n2 - n1)) \
+				'BEGIN { if (n > 0) printf("%s %.0f %d\n", l, t / n, n) }' >>"$PROF"
+		done
+	done
+	srv a none
+	kill "$STATS_PID" 2>/dev/null || true
+	wait "$STATS_PID" 2>/dev/null || true
+	STATS_PID=
+fi
+
 # summary: median and min-max pps per peer; ratios of medians, and the
 # median of per-round ratios (each round's peers ran back to back)
 echo
@@ -568,6 +627,33 @@ END {
 		printf "  %-20s %d / %d\n", p, allowed[p], sent[p]
 	}
 }' "$RES" | tee "$OUT/rate.txt"
+
+if [[ -s $PROF ]]; then
+	echo
+	echo "Profile pass (${PROFILE_B:-3} rounds x ${SECONDS_B} s per peer, interleaved, BPF run-time"
+	echo "statistics on): the program's own time per packet at p0's TC ingress, median"
+	echo "(min-max) over rounds, and its excess over the trivial program seeing the same"
+	echo "sources (trivial-N-spread for fastwall-N-spread):"
+	awk 'function median(arr, n,   i, j, t) {
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && arr[j-1] > arr[j]; j--) { t = arr[j]; arr[j] = arr[j-1]; arr[j-1] = t }
+		return n % 2 ? arr[(n+1)/2] : (arr[n/2] + arr[n/2+1]) / 2
+	}
+	{ if (!($1 in cnt)) o[++k] = $1; v[$1, ++cnt[$1]] = $2 }
+	END {
+		for (i = 1; i <= k; i++) {
+			p = o[i]; lo[p] = 1e18; hi[p] = 0
+			for (r = 1; r <= cnt[p]; r++) { a[r] = v[p, r]; if (a[r] < lo[p]) lo[p] = a[r]; if (a[r] > hi[p]) hi[p] = a[r] }
+			ns[p] = median(a, cnt[p])
+		}
+		for (i = 1; i <= k; i++) {
+			p = o[i]; t = "trivial"
+			if (p ~ /^fastwall-[0-9]+-spread$/) { nn = p; sub(/^fastwall-/, "", nn); sub(/-spread$/, "", nn); if (("trivial-" nn "-spread") in ns) t = "trivial-" nn "-spread" }
+			line = sprintf("  %-26s %6d ns/packet %13s", p, ns[p], sprintf("(%d-%d)", lo[p], hi[p]))
+			if (p !~ /^trivial/ && (t in ns)) line = line sprintf(", %+d ns vs %s", ns[p] - ns[t], t)
+			print line
+		}
+	}' "$PROF" | tee -a "$OUT/rate.txt"
+fi
 
 plot_rate
 

@@ -130,25 +130,6 @@ fw_bg "$NS_POD" "$TCPRR" server -l 127.0.0.1:18081
 fw_bg "$NS_POD" "$SR" sink -l 127.0.0.1:18082
 sleep 0.3
 
-# stats_on: the kernel's run-time statistics of BPF programs, while a
-# child holds the descriptor BPF_ENABLE_STATS returns (they cost every
-# program on the machine a clock read, so only for the profile pass)
-stats_on() {
-	"$FW_PY" -c '
-import ctypes, os, signal, sys
-nr = {"x86_64": 321, "aarch64": 280}.get(os.uname().machine)
-attr = (ctypes.c_uint32 * 4)(0)  # BPF_STATS_RUN_TIME
-if nr is None or ctypes.CDLL(None, use_errno=True).syscall(nr, 32, attr, 16) < 0:
-    sys.exit(1)
-signal.pause()' &
-	STATS_PID=$!
-	sleep 0.2
-}
-stats_off() {
-	kill "$STATS_PID" 2>/dev/null || true
-	wait "$STATS_PID" 2>/dev/null || true
-	STATS_PID=
-}
 # prog_ns NAME: "run_time_ns run_cnt" of fastwall's program NAME on $CG/fw
 prog_ns() {
 	local id
@@ -282,7 +263,7 @@ END {
 	for (r in R) if (A["dns", "tc", r] > 0) s = s " " 100 * A["dns", "socket", r] / A["dns", "tc", r]
 	if (s != "") { m = med(s); printf "  %-15s  socket/tc %5.1f %% (%.1f-%.1f)  (target: >= 100 %%)\n", "", m, LO, HI }
 }' "$RES"
-stats_on
+stats_on || true
 for kind in tcp udp; do
 	prog_snap -1 "$kind"
 	measure fastwall "$kind" >/dev/null

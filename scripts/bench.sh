@@ -501,18 +501,6 @@ srv a none
 # read, so never during the rounds above). What the program on p0's TC
 # ingress spent per packet, on its own: the CPU the rates above compare
 # includes the whole path, and a noisy neighbour moves it more.
-stats_on() {
-	python3 -c '
-import ctypes, os, signal, sys
-nr = {"x86_64": 321, "aarch64": 280}.get(os.uname().machine)
-attr = (ctypes.c_uint32 * 4)(0)  # BPF_STATS_RUN_TIME
-if nr is None or ctypes.CDLL(None, use_errno=True).syscall(nr, 32, attr, 16) < 0:
-    sys.exit(1)
-signal.pause()' &
-	STATS_PID=$!
-	sleep 0.2
-	kill -0 "$STATS_PID" 2>/dev/null
-}
 # "run_time_ns run_cnt" of the program at p0's TC ingress
 p0_prog_ns() {
 	local id
@@ -545,9 +533,7 @@ if ((${PROFILE_B:-3} > 0)) && stats_on; then
 		done
 	done
 	srv a none
-	kill "$STATS_PID" 2>/dev/null || true
-	wait "$STATS_PID" 2>/dev/null || true
-	STATS_PID=
+	stats_off
 fi
 
 # summary: median and min-max pps per peer; ratios of medians, and the

@@ -14,6 +14,7 @@ cd "$(dirname "$0")/.." || exit 1
 passed=0
 failed=0
 failed_parts=()
+failed_logs=() # kept for the recap at the end
 
 # Adds the counts a part printed; a part that printed none but failed
 # counts as one failure, so a crash is never silent.
@@ -52,7 +53,11 @@ run_part() {
 	"$@" 2>&1 | tee "$log"
 	local rc=${PIPESTATUS[0]}
 	tally "$name" "$rc" "$log"
-	rm -f "$log"
+	if [ "${failed_parts[-1]:-}" = "$name" ]; then
+		failed_logs+=("$log")
+	else
+		rm -f "$log"
+	fi
 }
 
 # sanitizer builds: Criterion's own leak at exit is not fastwall's
@@ -78,6 +83,14 @@ for t in tests/e2e/*.sh; do
 done
 
 if [ "${#failed_parts[@]}" -ne 0 ]; then
+	# a long run's log is read from its end: repeat there what failed
+	for i in "${!failed_parts[@]}"; do
+		echo "--- ${failed_parts[$i]}: its failed checks, then its last lines"
+		grep -E '^not ok|^fatal|^\[FAIL\]|Assertion|ERROR' "${failed_logs[$i]}" | head -n 20 || true
+		echo "  ..."
+		tail -n 15 "${failed_logs[$i]}"
+		rm -f "${failed_logs[$i]}"
+	done
 	echo "failed parts: ${failed_parts[*]}"
 fi
 echo "$passed passed, $failed failed"

@@ -49,6 +49,13 @@ fw_die() {
 	exit 1
 }
 
+# Under set -e a script ends at the first command that fails outside a
+# check, and without this it would end in silence: say which one it was.
+fw_on_err() {
+	echo "fatal: line $2 of ${BASH_SOURCE[1]##*/} exited $1: $3" >&2
+}
+case $- in *e*) trap 'fw_on_err $? $LINENO "$BASH_COMMAND"' ERR ;; esac
+
 fw_require() {
 	[ "$(id -u)" = 0 ] || fw_die "must run as root"
 	{ [ -x "$FASTWALLD" ] && [ -x "$FASTWALL" ]; } ||

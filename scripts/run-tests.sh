@@ -53,7 +53,7 @@ run_part() {
 	"$@" 2>&1 | tee "$log"
 	local rc=${PIPESTATUS[0]}
 	tally "$name" "$rc" "$log"
-	if [ "${failed_parts[-1]:-}" = "$name" ]; then
+	if [ "${#failed_parts[@]}" -ne 0 ] && [ "${failed_parts[-1]}" = "$name" ]; then
 		failed_logs+=("$log")
 	else
 		rm -f "$log"

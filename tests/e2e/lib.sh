@@ -52,6 +52,7 @@ fw_die() {
 # Under set -e a script ends at the first command that fails outside a
 # check, and without this it would end in silence: say which one it was.
 fw_on_err() {
+	case $- in *e*) ;; *) return 0 ;; esac # a set +e stretch expects failures
 	echo "fatal: line $2 of ${BASH_SOURCE[1]##*/} exited $1: $3" >&2
 }
 case $- in *e*) trap 'fw_on_err $? $LINENO "$BASH_COMMAND"' ERR ;; esac

@@ -55,7 +55,8 @@ BPFT_SRCS := $(wildcard tests/bpf/*.c)
 ABIT_SRCS := $(wildcard tests/abi/*.c)
 BENCH_SRCS := $(filter-out tests/bench/udpblast.c tests/bench/actions_bench.c \
 	tests/bench/dnsproxy_drive.c tests/bench/fwpeer.c tests/bench/tcprr.c tests/bench/udpflows.c \
-	tests/bench/sockrate.c tests/bench/udpsink.c tests/bench/benchlib.c tests/bench/cp_kernel.c,\
+	tests/bench/sockrate.c tests/bench/udpsink.c tests/bench/benchlib.c tests/bench/cp_kernel.c \
+	tests/bench/jitlines.c,\
 	$(wildcard tests/bench/*.c))
 FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 
@@ -151,6 +152,10 @@ $(BUILD)/tests/cp_kernel: $(BUILD)/tests/bench/cp_kernel.o $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
 
+$(BUILD)/tests/jitlines: $(BUILD)/tests/bench/jitlines.o
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/tests/udpblast: $(BUILD)/tests/bench/udpblast.o $(BUILD)/tests/bench/benchlib.o
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^
@@ -219,7 +224,7 @@ demo: deps ## build, run the demo topology and explain what passes and why
 bench: deps ## benchmarks: per-packet cost, packet rate, control plane, nftables comparison (FULL=1: whole matrix)
 	$(Q)$(MAKE) --no-print-directory all $(BUILD)/tests/bench_tc $(BUILD)/tests/udpblast \
 		$(BUILD)/tests/actions_bench $(BUILD)/tests/fwpeer $(BUILD)/tests/tcprr $(BUILD)/tests/udpflows \
-		$(BUILD)/tests/udpsink $(BUILD)/tests/cp_kernel $(BUILD)/tests/sockrate
+		$(BUILD)/tests/udpsink $(BUILD)/tests/cp_kernel $(BUILD)/tests/sockrate $(BUILD)/tests/jitlines
 	$(Q)BUILD=$(BUILD) FULL=$(FULL) scripts/bench.sh
 
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))

@@ -89,13 +89,18 @@ x() { fw_cli explain --config "$FW_CFG" "$@"; }
 field() { sed -n "s/^$1: *//p"; }
 # json_get EXPR: EXPR of the JSON document on stdin, which is d
 json_get() { "$FW_PY" -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
+# subject_id NAME: the subject's id as fastwall subjects lists it; 0 (no
+# subject has it) when it cannot be read, which fails the checks using it
+subject_id() {
+	fw_cli -o json subjects | json_get "[s['id'] for s in d['subjects'] if s['name'] == '$1'][0]" ||
+		echo 0
+}
 
 echo "# denied by a rule (a port exception of 198.51.100.66)"
 out=$(x 10.42.0.2 198.51.100.66 80/tcp) && rc=0 || rc=$?
 check_eq "exit 7: the packet would drop" "$rc" 7
 check_eq "verdict: drop deny-cidr" "$(field verdict <<<"$out" | cut -d' ' -f1-2)" "drop deny-cidr"
-id_a=$(fw_cli -o json subjects | json_get "[s['id'] for s in d['subjects'] if s['name'] == 'sandbox-a'][0]") ||
-	id_a=none
+id_a=$(subject_id sandbox-a)
 check_eq "subject line: name, id, state, interface" "$(field subject <<<"$out")" \
 	"sandbox-a (id $id_a, active, interface sb-a)"
 check "decided: the rule's text as written" grep -q \
@@ -112,8 +117,7 @@ check "bpftool prints the set's entries by field, actions by name" \
 	grep -q '"action": "FW_ACTION_ALLOW"' "$FW_TMP/sets.txt"
 
 echo "# a policy of 25 entries is a set of two chunks, the second keyed by id + 65536"
-id_d=$(fw_cli -o json subjects | json_get "[s['id'] for s in d['subjects'] if s['name'] == 'sandbox-d'][0]") ||
-	id_d=none
+id_d=$(subject_id sandbox-d)
 check_eq "sandbox-d's rules are two chunks of one small set, 20 and 5 entries" \
 	"$("$FW_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(sorted((e.get('formatted', e)['key']['subject'] >> 16, e.get('formatted', e)['value']['n']) for e in d if e.get('formatted', e)['key']['subject'] & 65535 == int(sys.argv[2])))" "$FW_TMP/sets.txt" "$id_d")" \
 	"[(0, 20), (1, 5)]"
@@ -123,8 +127,7 @@ out=$(x 10.42.0.5 192.0.2.147 80/tcp) && rc=0 || rc=$?
 check_eq "explain: past the second chunk's last entry, the default drops" "$rc" 7
 
 echo "# a larger policy's slot trie reads by field in bpftool"
-id_c=$(fw_cli -o json subjects | json_get "[s['id'] for s in d['subjects'] if s['name'] == 'sandbox-c'][0]") ||
-	id_c=0
+id_c=$(subject_id sandbox-c)
 check "fastwall subjects lists sandbox-c" test "$id_c" != 0
 key=($((id_c & 255)) $(((id_c >> 8) & 255)) 0 0)
 inner=$(bpftool -j map lookup pinned "$BPFFS/fastwall_rules_v2" key "${key[@]}" |

@@ -223,8 +223,10 @@ static __always_inline __u32 fw_decide(struct __sk_buff *skb, const struct fw_co
 	 * gateway or private CIDR changed in place): a hit skips both, and
 	 * with them a hash lookup and the last cache line of the dispatch
 	 * element, where the private CIDR lies. */
-	if (fw_answer_hit(ans, s->id, s->rules_gen, &pkt->dst, &r))
+	if (fw_answer_hit(ans, s->id, s->rules_gen, &pkt->dst, &r)) {
+		fw_src_put(ans, s, pkt, &r);
 		return fw_doh_blocked(cfg, pkt) ? FW_DROP_DOH : fw_policy_rule(s, pkt, &r);
+	}
 	if (fw_is_pod_local(s, pkt->family, &pkt->dst))
 		return fw_pod_local(cfg, pkt);
 	/* fastwalld could not write every pod address: any destination may
@@ -239,7 +241,27 @@ static __always_inline __u32 fw_decide(struct __sk_buff *skb, const struct fw_co
 	if (!fw_rule_get(s->id, s->rules_gen, &pkt->dst, &r))
 		return FW_DROP_NO_POLICY;
 	fw_answer_put(ans, s->rules_gen, &pkt->dst, &r);
+	fw_src_put(ans, s, pkt, &r);
 	return fw_policy_rule(s, pkt, &r);
+}
+
+/* The packet's verdict from its source's slot (fw_src_hit), or
+ * FW_PARSE_OK: decide it on the full path. The slot holds what the full
+ * path would read up to the rules; it was filled only past the denying,
+ * pod-local and sibling checks, and the epoch ends it when any of their
+ * inputs change. */
+static __always_inline __u32 fw_decide_fast(struct __sk_buff *skb, const struct fw_config *cfg,
+					    const struct fw_pkt *pkt, struct fw_answer *ans,
+					    __u32 *subject)
+{
+	struct fw_src_answer h;
+
+	if (!fw_src_hit(ans, pkt, &h))
+		return FW_PARSE_OK;
+	*subject = h.id;
+	if (h.ifindex != FW_IFINDEX_ANY && h.ifindex != skb->ifindex)
+		return FW_DROP_SPOOF;
+	return fw_doh_blocked(cfg, pkt) ? FW_DROP_DOH : fw_policy_rule_of(h.id, pkt, &h.rule);
 }
 
 /* A later fragment passes as its datagram's first did, and only from the
@@ -306,12 +328,14 @@ static __always_inline __u32 fw_ingress(struct __sk_buff *skb, struct fw_pkt *pk
 		return fw_later_fragment(skb, pkt, subject);
 
 	fw_answer_begin(&ans); /* before the dispatch value it vouches for */
-	s = fw_subject_of(&pkt->src);
-	if (fw_unlikely(!s))
-		return FW_DROP_UNKNOWN_SOURCE;
-	*subject = s->id;
-
-	reason = fw_decide(skb, cfg, pkt, s, &ans);
+	reason = fw_decide_fast(skb, cfg, pkt, &ans, subject);
+	if (reason == FW_PARSE_OK) {
+		s = fw_subject_of(&pkt->src);
+		if (fw_unlikely(!s))
+			return FW_DROP_UNKNOWN_SOURCE;
+		*subject = s->id;
+		reason = fw_decide(skb, cfg, pkt, s, &ans);
+	}
 	/* a spoofed first fragment must not cancel its victim's datagram */
 	if (fw_unlikely(pkt->frag_first)) {
 		if (!FW_REASON_DROPS(reason))

@@ -55,6 +55,18 @@ struct {
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fastwall_subject_rows SEC(".maps");
+
+/* {CPU, source slot} -> struct fw_src_slot (fastwall/abi.h): this CPU's
+ * last answer per IPv4 source. Here one CPU's slots; fastwalld sizes it
+ * to every possible CPU before the load. A cache of these programs'
+ * own: not pinned, empty at every load. Writer and reader: TC ingress. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FW_SRC_SLOTS);
+	__type(key, __u32);
+	__type(value, struct fw_src_slot);
+	__uint(map_flags, BPF_F_MMAPABLE);
+} fastwall_src_slots SEC(".maps");
 #endif
 
 /* subject id -> GCRA state of its event budget, per CPU. Writer and reader:

@@ -296,6 +296,7 @@ static __noinline bool fw_set_match(const struct fw_rule_set *set, const struct 
  * time. */
 struct fw_answer {
 	struct fw_subject_row *row; /* found by fw_answer_hit */
+	struct fw_src_slot *slot;   /* found by fw_src_hit */
 	__u32 epoch;
 	bool on; /* the epoch was read: this packet may use and fill the cache */
 };
@@ -306,6 +307,7 @@ static __always_inline void fw_answer_begin(struct fw_answer *a)
 	__u64 *ep = bpf_map_lookup_elem(&fastwall_rules_epoch, &(__u32){0});
 
 	a->row = NULL;
+	a->slot = NULL;
 	a->epoch = 0;
 	a->on = false;
 	if (!FW_RULE_CACHE || !ep)
@@ -362,6 +364,81 @@ static __always_inline void fw_answer_put(const struct fw_answer *a, __u32 gen,
 	*(volatile __u32 *)&c->seq = seq + 2;
 }
 
+/* What a source's slot answers: its subject, the subject's binding
+ * and the rule for the packet's destination. */
+struct fw_src_answer {
+	__u32 id;
+	__u32 ifindex;
+	struct fw_rule rule;
+};
+
+/* This CPU's slot of an IPv4 source (fastwall_src_slots), when its
+ * answer is for this packet's destination under the epoch read by
+ * fw_answer_begin: then the packet needs neither the dispatch value nor
+ * the subject's row. DNS and DNS over TLS are decided on the full path
+ * (the proxy's redirect, the DoT drop), whatever the slot says; so are
+ * IPv6 sources. On a miss the slot is left in a->slot for fw_src_put. */
+static __always_inline bool fw_src_hit(struct fw_answer *a, const struct fw_pkt *pkt,
+				       struct fw_src_answer *out)
+{
+#ifdef FW_SUBJECT_ROWS
+	struct fw_src_slot *c;
+	__be32 src = FW_IP_W(&pkt->src)[3];
+	__u32 key, seq, h = bpf_ntohl(src);
+
+	if (!a->on || pkt->family != FW_FAM_V4)
+		return false;
+	if (pkt->has_ports && (pkt->dport == bpf_htons(53) || pkt->dport == bpf_htons(853)))
+		return false;
+	key = FW_SRC_KEY(bpf_get_smp_processor_id(), FW_SRC_HASH(h));
+	c = bpf_map_lookup_elem(&fastwall_src_slots, &key);
+	a->slot = c;
+	if (!c)
+		return false;
+	seq = *(volatile __u32 *)&c->seq;
+	fw_barrier();
+	if (!(seq & 1) && c->epoch == a->epoch && c->src == src && c->id &&
+	    c->dst == FW_IP_W(&pkt->dst)[3]) {
+		out->id = c->id;
+		out->ifindex = c->ifindex;
+		out->rule = c->rule;
+		fw_barrier();
+		if (*(volatile __u32 *)&c->seq == seq)
+			return true;
+	}
+#else
+	(void)a;
+	(void)pkt;
+	(void)out;
+#endif
+	return false;
+}
+
+/* Records the answer of subject s for this packet (IPv4, a destination
+ * that reached the subject's rules) in the slot fw_src_hit found. */
+static __always_inline void fw_src_put(const struct fw_answer *a, const struct fw_subject *s,
+				       const struct fw_pkt *pkt, const struct fw_rule *rule)
+{
+	struct fw_src_slot *c = a->slot;
+	__u32 seq;
+
+	if (!c)
+		return;
+	seq = *(volatile __u32 *)&c->seq;
+	if (seq & 1)
+		return;
+	*(volatile __u32 *)&c->seq = seq + 1;
+	fw_barrier();
+	c->epoch = a->epoch;
+	c->src = FW_IP_W(&pkt->src)[3];
+	c->dst = FW_IP_W(&pkt->dst)[3];
+	c->id = s->id;
+	c->ifindex = s->ifindex;
+	c->rule = *rule;
+	fw_barrier();
+	*(volatile __u32 *)&c->seq = seq + 2;
+}
+
 /* The entry of subject id's rules for {gen, dst}: its small set's (in
  * one or more chunks) or its trie's. */
 static __always_inline bool fw_rule_get(__u32 id, __u32 gen, const struct fw_ip *dst,
@@ -397,15 +474,14 @@ static __always_inline bool fw_rule_get(__u32 id, __u32 gen, const struct fw_ip 
 	return true;
 }
 
-/* The verdict of rule, subject s's entry for the packet's destination:
+/* The verdict of rule, subject id's entry for the packet's destination:
  * its CIDR action (or the port exception's), else the default, else a
  * learned lease. */
-static __always_inline __u32 fw_policy_rule(const struct fw_subject *s, const struct fw_pkt *pkt,
-					    const struct fw_rule *rule)
+static __always_inline __u32 fw_policy_rule_of(__u32 id, const struct fw_pkt *pkt,
+					       const struct fw_rule *rule)
 {
 	struct fw_learned_key lkey = {};
 	struct fw_lease *lease;
-	__u32 id = s->id;
 	__u64 now;
 
 	if (rule->portset && pkt->has_ports &&
@@ -450,6 +526,12 @@ static __always_inline __u32 fw_policy_rule(const struct fw_subject *s, const st
 	if (pkt->proto == FW_IPPROTO_TCP)
 		fw_note_conn(id, pkt, now);
 	return FW_PASS_LEARNED;
+}
+
+static __always_inline __u32 fw_policy_rule(const struct fw_subject *s, const struct fw_pkt *pkt,
+					    const struct fw_rule *rule)
+{
+	return fw_policy_rule_of(s->id, pkt, rule);
 }
 
 /* Deny CIDRs, allow CIDRs, learned leases, default, in that order. */

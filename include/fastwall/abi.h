@@ -307,6 +307,42 @@ struct fw_subject_row {
 	__u64 packets[FW_ROW_REASONS];
 };
 
+/* fastwall_src_slots: {CPU, slot of an IPv4 source} -> struct
+ * fw_src_slot, key FW_SRC_KEY(cpu, FW_SRC_HASH(source)): this CPU's
+ * last answer for a source, with the fields of the source's dispatch
+ * value that the answer's path reads (its subject and the anti-spoof
+ * binding). A packet whose source, destination and epoch match its
+ * slot is decided from that one cache line: no dispatch lookup, no
+ * subject row read (the row is still written, by the counters). It is a
+ * cache, not state: it is filled only by a packet that passed the
+ * anti-spoof binding and the denying, pod-local and sibling checks to
+ * reach the subject's rules, and it is used only under the
+ * fastwall_rules_epoch it was filled under. fastwalld raises that epoch
+ * after every write to fastwall_dispatch (a subject bound, changed,
+ * rebound or removed), besides the changes the answer rows already end;
+ * a start raises it too. DNS (port 53) and DNS over TLS (853) never take
+ * this path. A plain array of possible CPUs x FW_SRC_SLOTS slots
+ * (mmapable, so every slot is on a line of its own); its own to the
+ * loaded programs and not pinned: a restart or an upgrade starts with
+ * empty slots. TC ingress only, on x86 (FW_RULE_CACHE), IPv4 sources
+ * only. Writer and reader: TC ingress. */
+#define FW_SRC_SLOTS	   8192 /* per CPU, a power of two */
+#define FW_SRC_KEY(cpu, h) ((cpu)*FW_SRC_SLOTS + (h))
+/* of the source in host order: addresses handed out in sequence (a
+ * pod's sandboxes) fill distinct slots up to FW_SRC_SLOTS of them */
+#define FW_SRC_HASH(a) (((a) ^ ((a) >> 13) ^ ((a) >> 26)) & (FW_SRC_SLOTS - 1))
+
+struct fw_src_slot {
+	__u32 seq;     /* odd while this CPU writes it */
+	__u32 epoch;   /* fastwall_rules_epoch's low 32 bits when filled */
+	__be32 src;    /* the IPv4 source it is for */
+	__be32 dst;    /* the destination of the answer */
+	__u32 id;      /* the source's subject; 0: empty */
+	__u32 ifindex; /* the subject's binding, FW_IFINDEX_* */
+	struct fw_rule rule;
+	__u32 pad[7];
+};
+
 /* fastwall_ports: {subject, port set, port} -> enum fw_action, the
  * per-port exceptions of an LPM entry (rules with a `ports` list). TCP and
  * UDP destination ports; a port not listed takes the entry's action.
@@ -605,6 +641,7 @@ _Static_assert(sizeof(struct fw_guard_hook) == 4, "fw_guard_hook");
 _Static_assert(sizeof(struct fw_rule) == 12, "fw_rule");
 _Static_assert(sizeof(struct fw_rule_key) == 24, "fw_rule_key");
 _Static_assert(sizeof(struct fw_subject_row) == 64, "fw_subject_row: one cache line");
+_Static_assert(sizeof(struct fw_src_slot) == 64, "fw_src_slot: one cache line");
 _Static_assert(FW_PASS_ALLOW_CIDR == 0 && FW_PASS_LEARNED == 1 && FW_PASS_DEFAULT == 2,
 	       "fw_subject_row counts reasons 0 to FW_ROW_REASONS - 1");
 _Static_assert(sizeof(struct fw_port_rule_key) == 12, "fw_port_rule_key");

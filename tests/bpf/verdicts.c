@@ -114,6 +114,7 @@
 #define NU4	      "10.42.12.10" /* domain rules, for the learned-lease scenario */
 #define OMI4	      "10.42.13.10" /* port 80 only, both families: fragment attacks */
 #define OMI6	      "fd00:42:13::10"
+#define TAU4	      "10.42.16.10" /* the source slot: bound, changed, rebound */
 
 struct subject_def {
 	const char *name;
@@ -572,6 +573,168 @@ static int swap_rebind(void)
 	return 0;
 }
 
+/* An actions-protocol subject whose dispatch value changes in place
+ * (state, binding), then whose address passes to another subject: each
+ * change must end this CPU's slot of the address (fastwall_src_slots),
+ * which answers the packet without the dispatch value. */
+static const struct subject_def tau_base = {
+	.name = "tau",
+	.addrs = {TAU4},
+	.default_action = "deny",
+	.rules = {"allow 192.0.2.0/25"},
+	.fence = "tau-1",
+};
+
+static const struct subject_def upsilon = {
+	.name = "upsilon",
+	.addrs = {TAU4},
+	.default_action = "allow",
+	.fence = "upsilon-1",
+};
+
+static struct subject_def tau;
+
+static __be32 v4_of(const char *text)
+{
+	struct fw_ip ip = ip_of(text);
+
+	return FW_IP_W(&ip)[3];
+}
+
+/* this CPU's slot of TAU4 (the test runs pinned to one CPU) */
+static int tau_slot(int fd, __u32 *key, struct fw_src_slot *out)
+{
+	int cpu = sched_getcpu();
+
+	*key = FW_SRC_KEY(cpu < 0 ? 0 : (__u32)cpu, FW_SRC_HASH(ntohl(v4_of(TAU4))));
+	if (fd < 0 || bpf_map_lookup_elem(fd, key, out)) {
+		printf("can't read the source slot of %s: %s\n", TAU4, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int tau_change(void)
+{
+	__u32 id = id_of("tau");
+
+	if (subject_put(&tau))
+		return -1;
+	if (id && id_of("tau") != id) {
+		printf("a change under the same fence changed tau's id %u -> %u\n", id,
+		       id_of("tau"));
+		return -1;
+	}
+	return 0;
+}
+
+static int tau_first(void)
+{
+	tau = tau_base;
+	return tau_change();
+}
+
+/* the first packet filled the slot with tau's answer under the live
+ * epoch */
+static int tau_slot_filled(void)
+{
+	struct fw_src_slot sl;
+	__u64 epoch = 0;
+	__u32 key, zero = 0;
+
+	if (tau_slot(fw_dp_src_slots_fd(t.dp), &key, &sl) ||
+	    bpf_map_lookup_elem(t.dp->rules_epoch_fd, &zero, &epoch))
+		return -1;
+	if (sl.id != id_of("tau") || sl.src != v4_of(TAU4) || sl.dst != v4_of(OK4) ||
+	    sl.epoch != (__u32)epoch || (sl.seq & 1) || sl.rule.action != FW_ACTION_ALLOW) {
+		printf("source slot: id %u (tau %u) src %08x dst %08x epoch %u (live %u) seq %u "
+		       "action %u\n",
+		       sl.id, id_of("tau"), ntohl(sl.src), ntohl(sl.dst), sl.epoch, (__u32)epoch,
+		       sl.seq, (unsigned int)sl.rule.action);
+		return -1;
+	}
+	return 0;
+}
+
+/* what the slot says is what the packet gets: a deny written into it
+ * (by the test, under the live epoch) drops the next packet */
+static int tau_slot_forged(void)
+{
+	struct fw_src_slot sl;
+	__u32 key;
+	int fd = fw_dp_src_slots_fd(t.dp);
+
+	if (tau_slot(fd, &key, &sl))
+		return -1;
+	sl.rule.action = FW_ACTION_DENY;
+	sl.rule.is_default = 0;
+	sl.rule.portset = 0;
+	return bpf_map_update_elem(fd, &key, &sl, BPF_EXIST) ? -1 : 0;
+}
+
+static int tau_epoch_raised(void)
+{
+	return fw_dp_rules_epoch_bump(t.dp) ? -1 : 0;
+}
+
+static int tau_denying(void)
+{
+	tau.state = FW_STATE_DENYING;
+	return tau_change();
+}
+
+static int tau_active(void)
+{
+	tau.state = 0;
+	return tau_change();
+}
+
+static int tau_bound(void)
+{
+	tau.ifname = DUMMY_IF;
+	return tau_change();
+}
+
+static int tau_unbound_port(void)
+{
+	tau.ifname = NULL;
+	return tau_change();
+}
+
+/* tau leaves and upsilon takes its address (a new id, another policy) */
+static int tau_rebound(void)
+{
+	struct fw_entry *e = fw_reg_get(&t.reg, "tau", false);
+	__u32 old = id_of("tau");
+
+	if (!e) {
+		printf("no subject tau to unbind\n");
+		return -1;
+	}
+	fw_reg_unbind(&t.reg, e);
+	fw_reg_put(&t.reg, e);
+	if (subject_put(&upsilon))
+		return -1;
+	if (id_of("upsilon") == old) {
+		printf("upsilon took tau's id %u\n", old);
+		return -1;
+	}
+	return 0;
+}
+
+static int tau_gone(void)
+{
+	struct fw_entry *e = fw_reg_get(&t.reg, "upsilon", false);
+
+	if (!e) {
+		printf("no subject upsilon to unbind\n");
+		return -1;
+	}
+	fw_reg_unbind(&t.reg, e);
+	fw_reg_put(&t.reg, e);
+	return 0;
+}
+
 /* ---- the table --------------------------------------------------------- */
 
 enum prog {
@@ -701,6 +864,7 @@ struct row {
 	const char *subject;	    /* whose counter moves; NULL = subject 0 */
 	const struct pkt_spec *out; /* the frame expected out; NULL = unchanged */
 	__u8 ev_proto;		    /* the deny event's protocol, if not pkt.proto */
+	bool forged;		    /* decided by a cache the test wrote: explain can't agree */
 };
 
 #define PASS(r)		 .verdict = TC_ACT_OK, .reason = (r)
@@ -1697,6 +1861,50 @@ static const struct row rows[] = {
 	 DROP(FW_DROP_POD_LOCAL), .subject = "sigma"},
 	{"gateway moved: the first neighbour is no gateway any more", .then = true,
 	 .pkt = TCP4(SIGMA4, SIGMA_SIB4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "sigma"},
+
+	/* TC ingress answers a source it has answered for the same
+	 * destination from this CPU's slot of the source, without the
+	 * dispatch value: every dispatch write must end it */
+	{"source slot: the first packet passes", .setup = tau_first,
+	 .pkt = TCP4(TAU4, OK4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "tau"},
+	{"source slot: it left its answer in this CPU's slot", .then = true,
+	 .setup = tau_slot_filled, .pkt = TCP4(TAU4, OK4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR),
+	 .subject = "tau"},
+	{"source slot: the slot decides (a deny written into it drops)", .then = true,
+	 .setup = tau_slot_forged, .pkt = TCP4(TAU4, OK4, 40000, 80), DROP(FW_DROP_DENY_CIDR),
+	 .subject = "tau", .forged = true},
+	{"source slot: a raised epoch ends it", .then = true, .setup = tau_epoch_raised,
+	 .pkt = TCP4(TAU4, OK4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "tau"},
+	{"source slot: DNS over TLS to the answered destination still drops", .then = true,
+	 .pkt = UDP4(TAU4, OK4, 40000, 853), DROP(FW_DROP_DOT), .subject = "tau"},
+	{"source slot: denying in place (same id) drops at once", .then = true,
+	 .setup = tau_denying, .pkt = TCP4(TAU4, OK4, 40000, 80), DROP(FW_DROP_DENYING),
+	 .subject = "tau"},
+	{"source slot: active again passes", .then = true, .setup = tau_active,
+	 .pkt = TCP4(TAU4, OK4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "tau"},
+	{"source slot: again (from the slot)", .then = true, .pkt = TCP4(TAU4, OK4, 40000, 80),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "tau"},
+	{"source slot: bound to the dummy port in place: loopback is a spoof", .then = true,
+	 .setup = tau_bound, .pkt = TCP4(TAU4, OK4, 40000, 80), DROP(FW_DROP_SPOOF),
+	 .subject = "tau"},
+	{"source slot: bound: its own port passes", .then = true, .on_dummy = true,
+	 .pkt = TCP4(TAU4, OK4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "tau"},
+	{"source slot: bound: again (from the slot)", .then = true, .on_dummy = true,
+	 .pkt = TCP4(TAU4, OK4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR), .subject = "tau"},
+	{"source slot: bound: loopback from the slot is still a spoof", .then = true,
+	 .pkt = TCP4(TAU4, OK4, 40000, 80), DROP(FW_DROP_SPOOF), .subject = "tau"},
+	{"source slot: unbound from the port in place: loopback passes", .then = true,
+	 .setup = tau_unbound_port, .pkt = TCP4(TAU4, OK4, 40000, 80), PASS(FW_PASS_ALLOW_CIDR),
+	 .subject = "tau"},
+	{"source slot: again (from the slot)", .then = true, .pkt = TCP4(TAU4, OK4, 40000, 80),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "tau"},
+	{"source slot: the address rebound to another subject: its policy, its counter",
+	 .then = true, .setup = tau_rebound, .pkt = TCP4(TAU4, OK4, 40000, 80),
+	 PASS(FW_PASS_DEFAULT), .subject = "upsilon"},
+	{"source slot: again (from the slot)", .then = true, .pkt = TCP4(TAU4, OK4, 40000, 80),
+	 PASS(FW_PASS_DEFAULT), .subject = "upsilon"},
+	{"source slot: the address removed: nobody's", .then = true, .setup = tau_gone,
+	 .pkt = TCP4(TAU4, OK4, 40000, 80), DROP(FW_DROP_UNKNOWN_SOURCE)},
 };
 
 /* ---- running a row ------------------------------------------------------ */
@@ -1808,7 +2016,7 @@ static bool explainable(const struct row *r, const struct pkt_spec *p)
 	bool echo = (p->proto == IPPROTO_ICMP && p->icmp_type == ICMP4_ECHO) ||
 		    (p->proto == IPPROTO_ICMPV6 && p->icmp_type == ICMP6_ECHO);
 
-	if (r->prog != INGRESS || p->kind != PK_IP)
+	if (r->prog != INGRESS || p->kind != PK_IP || r->forged)
 		return false;
 	if (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP && !echo)
 		return false;
@@ -2206,8 +2414,8 @@ static __u64 stats_row_slot(__u32 id, __u32 reason)
 /* 24 single addresses, none adjacent (the compiler would merge them): 25
  * compiled entries with the default, more than a small set holds, so its
  * rules go to the slot's trie. */
-static const struct subject_def rho_big = {
-	.name = "rho",
+static const struct subject_def tau_big = {
+	.name = "tau",
 	.addrs = {"10.42.14.10"},
 	.default_action = "deny",
 	.rules =
@@ -2224,8 +2432,8 @@ static const struct subject_def rho_big = {
 };
 
 /* 65 entries: more than the chunks of a small set hold */
-static const struct subject_def rho_huge = {
-	.name = "rho",
+static const struct subject_def tau_huge = {
+	.name = "tau",
 	.addrs = {"10.42.14.10"},
 	.default_action = "deny",
 	.rules =
@@ -2255,8 +2463,8 @@ static const struct subject_def rho_huge = {
 		},
 };
 
-static const struct subject_def rho_small = {
-	.name = "rho",
+static const struct subject_def tau_small = {
+	.name = "tau",
 	.addrs = {"10.42.14.10"},
 	.default_action = "deny",
 	.rules = {"allow 192.0.2.146/32", "allow 192.0.2.64/26"},
@@ -2362,8 +2570,8 @@ static void scenario_rule_forms(void)
 
 	/* 25 entries: chunk 0 holds the first 20 /32s, chunk 1 the other
 	 * four and the default, where "last" and "out" are decided */
-	if (subject_put(&rho_big) || !dispatch_of("10.42.14.10", &s)) {
-		result(false, "rule forms: fixture", "can't put rho");
+	if (subject_put(&tau_big) || !dispatch_of("10.42.14.10", &s)) {
+		result(false, "rule forms: fixture", "can't put tau");
 		return;
 	}
 	id = s.id;
@@ -2380,8 +2588,8 @@ static void scenario_rule_forms(void)
 	       "gen %#x, verdicts %d %d %d, %d elements, chunk 1 holds %u", s.rules_gen, v1, v2, v3,
 	       sets_held(id), set.n);
 
-	if (subject_put(&rho_small) || !dispatch_of("10.42.14.10", &s)) {
-		result(false, "rule forms: fixture", "can't shrink rho's policy");
+	if (subject_put(&tau_small) || !dispatch_of("10.42.14.10", &s)) {
+		result(false, "rule forms: fixture", "can't shrink tau's policy");
 		return;
 	}
 	fw_dp_rules_settle(t.dp);
@@ -2397,8 +2605,8 @@ static void scenario_rule_forms(void)
 	       "id %u -> %u, gen %#x, verdicts %d %d %d %d, %d elements", id, s.id, s.rules_gen, v1,
 	       v2, v3, v4, sets_held(id));
 
-	if (subject_put(&rho_huge) || !dispatch_of("10.42.14.10", &s)) {
-		result(false, "rule forms: fixture", "can't grow rho's policy");
+	if (subject_put(&tau_huge) || !dispatch_of("10.42.14.10", &s)) {
+		result(false, "rule forms: fixture", "can't grow tau's policy");
 		return;
 	}
 	fw_dp_rules_settle(t.dp);
@@ -2413,8 +2621,8 @@ static void scenario_rule_forms(void)
 	       "gen %#x, verdicts %d %d %d %d, %d elements", s.rules_gen, v1, v2, v3, v4,
 	       sets_held(id));
 
-	if (subject_put(&rho_big) || !dispatch_of("10.42.14.10", &s)) {
-		result(false, "rule forms: fixture", "can't shrink rho's policy again");
+	if (subject_put(&tau_big) || !dispatch_of("10.42.14.10", &s)) {
+		result(false, "rule forms: fixture", "can't shrink tau's policy again");
 		return;
 	}
 	fw_dp_rules_settle(t.dp);

@@ -321,9 +321,17 @@ int fw_dp_doh_set(struct fw_dp *dp, const struct fw_lpm_key *keys, size_t n)
 	return 0;
 }
 
+/* TC ingress keeps per CPU a copy of what a source's dispatch value
+ * says (fastwall_src_slots), tagged with fastwall_rules_epoch: every
+ * write to fastwall_dispatch raises the epoch once it is made, so no
+ * packet that starts after the write returns uses a copy of the old
+ * value (after a failed write too: it may have been made). */
 int fw_dp_dispatch_put(struct fw_dp *dp, const struct fw_ip *addr, const struct fw_subject *s)
 {
-	return update(dp->dispatch_fd, addr, s, BPF_ANY, "fastwall_dispatch");
+	int err = update(dp->dispatch_fd, addr, s, BPF_ANY, "fastwall_dispatch");
+	int e = fw_dp_rules_epoch_bump(dp);
+
+	return err ? err : e;
 }
 
 int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id)
@@ -334,16 +342,17 @@ int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id)
 		return errno == ENOENT ? 0 : -errno;
 	if (cur.id != id)
 		return 0;
-	if (bpf_map_delete_elem(dp->dispatch_fd, addr) && errno != ENOENT)
-		return -errno;
-	return 0;
+	return fw_dp_dispatch_drop(dp, addr);
 }
 
 int fw_dp_dispatch_drop(struct fw_dp *dp, const struct fw_ip *addr)
 {
+	int err = 0, e;
+
 	if (bpf_map_delete_elem(dp->dispatch_fd, addr) && errno != ENOENT)
-		return -errno;
-	return 0;
+		err = -errno;
+	e = fw_dp_rules_epoch_bump(dp);
+	return err ? err : e;
 }
 
 static bool not_ports_of(const void *key, const void *ctx)

@@ -93,11 +93,15 @@ int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id);
 /* Removes addr's dispatch whoever it points at (absent: fine); for a
  * caller that knows the owner. */
 int fw_dp_dispatch_drop(struct fw_dp *dp, const struct fw_ip *addr);
-/* Ends every answer fastwall_subject_rows holds (load.c): after any change
- * to entries of a generation that dispatch may name, to a subject's
- * private CIDR in place (an answer stands for its sibling check too), and
- * at every start. */
+/* Ends every answer fastwall_subject_rows and fastwall_src_slots hold
+ * (load.c): after any change to entries of a generation that dispatch may
+ * name, to a subject's private CIDR in place (an answer stands for its
+ * sibling check too), after every dispatch write (a slot copies the
+ * dispatch value), and at every start. */
 int fw_dp_rules_epoch_bump(struct fw_dp *dp);
+/* fastwall_src_slots, the loaded programs' own cache (not pinned): its
+ * fd, -1 without programs. For tests and inspection. */
+int fw_dp_src_slots_fd(const struct fw_dp *dp);
 
 /* Rule storage (rules.c): each slot of fastwall_rules_v2 holds one LPM
  * trie for good; a subject's rules live there under a generation, which

@@ -345,6 +345,11 @@ int fw_dp_rules_epoch_bump(struct fw_dp *dp)
 	return err;
 }
 
+int fw_dp_src_slots_fd(const struct fw_dp *dp)
+{
+	return dp->skel ? bpf_map__fd(dp->skel->maps.fastwall_src_slots) : -1;
+}
+
 /* Before libbpf reuses a pin it compares the layout too, but then only
  * fails the load with a bare errno: check every map of the object that is
  * pinned, and the replaced maps of an older ABI, first. */
@@ -361,7 +366,8 @@ static int check_layouts(struct fw_dp *dp, __u32 abi)
 			bpf_map__max_entries(m), bpf_map__map_flags(m),
 		};
 
-		if (bpf_map__is_internal(m))
+		/* internal, or a cache of the programs' own (not pinned) */
+		if (bpf_map__is_internal(m) || !bpf_map__pin_path(m))
 			continue;
 		if (!map_fd(dp, bpf_map__name(m))) {
 			fw_err("BPF map %s is missing from the map table (maps.h)",
@@ -552,20 +558,27 @@ static void retired_close(struct fw_dp *dp)
 	}
 }
 
-/* fastwall_subject_rows has a row per possible CPU and subject: the
- * object says one CPU's. */
+/* fastwall_subject_rows has a row per possible CPU and subject,
+ * fastwall_src_slots FW_SRC_SLOTS slots per possible CPU: the object says
+ * one CPU's. */
 static int rows_size(struct fw_dp *dp)
 {
 	int ncpu = libbpf_num_possible_cpus(), err;
 
 	if (ncpu < 0)
 		return ncpu;
-	if ((__u64)ncpu * FW_MAX_SUBJECTS > UINT32_MAX)
+	if ((__u64)ncpu * FW_MAX_SUBJECTS > UINT32_MAX || (__u64)ncpu * FW_SRC_SLOTS > UINT32_MAX)
 		return -E2BIG;
 	err = bpf_map__set_max_entries(dp->skel->maps.fastwall_subject_rows,
 				       (__u32)ncpu * FW_MAX_SUBJECTS);
-	if (err)
+	if (err) {
 		fw_err("can't size fastwall_subject_rows for %d CPUs: %s", ncpu, strerror(-err));
+		return err;
+	}
+	err = bpf_map__set_max_entries(dp->skel->maps.fastwall_src_slots,
+				       (__u32)ncpu * FW_SRC_SLOTS);
+	if (err)
+		fw_err("can't size fastwall_src_slots for %d CPUs: %s", ncpu, strerror(-err));
 	return err;
 }
 

@@ -318,9 +318,9 @@ struct fw_subject_row {
  * anti-spoof binding and the denying, pod-local and sibling checks to
  * reach the subject's rules, and it is used only under the
  * fastwall_rules_epoch it was filled under. fastwalld raises that epoch
- * after every write to fastwall_dispatch (a subject bound, changed,
- * rebound or removed), besides the changes the answer rows already end;
- * a start raises it too. DNS (port 53) and DNS over TLS (853) never take
+ * after every write to fastwall_dispatch that replaces or removes an
+ * active subject's value (the only kind a slot copies), besides the
+ * changes the answer rows already end; a start raises it too. DNS (port 53) and DNS over TLS (853) never take
  * this path. A plain array of possible CPUs x FW_SRC_SLOTS slots
  * (mmapable, so every slot is on a line of its own); its own to the
  * loaded programs and not pinned: a restart or an upgrade starts with

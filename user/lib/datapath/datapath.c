@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/pkt_cls.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -322,37 +323,77 @@ int fw_dp_doh_set(struct fw_dp *dp, const struct fw_lpm_key *keys, size_t n)
 }
 
 /* TC ingress keeps per CPU a copy of what a source's dispatch value
- * says (fastwall_src_slots), tagged with fastwall_rules_epoch: every
- * write to fastwall_dispatch raises the epoch once it is made, so no
- * packet that starts after the write returns uses a copy of the old
- * value (after a failed write too: it may have been made). */
+ * says (fastwall_src_slots), tagged with fastwall_rules_epoch, and only
+ * of an active subject's value (the denying check comes before a slot
+ * is filled). So a write that replaces or removes an active value
+ * raises the epoch once it is made, and no packet that starts after
+ * the write returns uses a copy of the old value; a write to an address
+ * that had no value, or a non-active one, needs no raise: no slot holds
+ * a copy of it (the write that ended the last active value raised it).
+ * The check and the write are one step under dispatch_lock, so two
+ * writers of one address can't both skip the raise. */
+static pthread_mutex_t dispatch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Whether addr's value may be in a slot: it exists and is active (or
+ * it can't be read, so assume it). */
+static bool dispatch_copied(struct fw_dp *dp, const struct fw_ip *addr, struct fw_subject *cur)
+{
+	if (bpf_map_lookup_elem(dp->dispatch_fd, addr, cur))
+		return errno != ENOENT;
+	return cur->state == FW_STATE_ACTIVE;
+}
+
 int fw_dp_dispatch_put(struct fw_dp *dp, const struct fw_ip *addr, const struct fw_subject *s)
 {
-	int err = update(dp->dispatch_fd, addr, s, BPF_ANY, "fastwall_dispatch");
-	int e = fw_dp_rules_epoch_bump(dp);
+	struct fw_subject cur;
+	bool copied;
+	int err, e = 0;
 
+	pthread_mutex_lock(&dispatch_lock);
+	copied = dispatch_copied(dp, addr, &cur);
+	err = update(dp->dispatch_fd, addr, s, BPF_ANY, "fastwall_dispatch");
+	if (copied)
+		e = fw_dp_rules_epoch_bump(dp);
+	pthread_mutex_unlock(&dispatch_lock);
+	return err ? err : e;
+}
+
+/* The delete of addr's value, known to be cur (copied: it may be in a
+ * slot), under dispatch_lock. */
+static int dispatch_delete(struct fw_dp *dp, const struct fw_ip *addr, bool copied)
+{
+	int err = 0, e = 0;
+
+	if (bpf_map_delete_elem(dp->dispatch_fd, addr) && errno != ENOENT)
+		err = -errno;
+	if (copied)
+		e = fw_dp_rules_epoch_bump(dp);
 	return err ? err : e;
 }
 
 int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id)
 {
 	struct fw_subject cur;
+	int err = 0;
 
+	pthread_mutex_lock(&dispatch_lock);
 	if (bpf_map_lookup_elem(dp->dispatch_fd, addr, &cur))
-		return errno == ENOENT ? 0 : -errno;
-	if (cur.id != id)
-		return 0;
-	return fw_dp_dispatch_drop(dp, addr);
+		err = errno == ENOENT ? 0 : -errno;
+	else if (cur.id == id)
+		err = dispatch_delete(dp, addr, cur.state == FW_STATE_ACTIVE);
+	pthread_mutex_unlock(&dispatch_lock);
+	return err;
 }
 
 int fw_dp_dispatch_drop(struct fw_dp *dp, const struct fw_ip *addr)
 {
-	int err = 0, e;
+	struct fw_subject cur;
+	int err;
 
-	if (bpf_map_delete_elem(dp->dispatch_fd, addr) && errno != ENOENT)
-		err = -errno;
-	e = fw_dp_rules_epoch_bump(dp);
-	return err ? err : e;
+	pthread_mutex_lock(&dispatch_lock);
+	err = dispatch_delete(dp, addr, dispatch_copied(dp, addr, &cur));
+	pthread_mutex_unlock(&dispatch_lock);
+	return err;
 }
 
 static bool not_ports_of(const void *key, const void *ctx)

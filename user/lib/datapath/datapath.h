@@ -96,8 +96,8 @@ int fw_dp_dispatch_drop(struct fw_dp *dp, const struct fw_ip *addr);
 /* Ends every answer fastwall_subject_rows and fastwall_src_slots hold
  * (load.c): after any change to entries of a generation that dispatch may
  * name, to a subject's private CIDR in place (an answer stands for its
- * sibling check too), after every dispatch write (a slot copies the
- * dispatch value), and at every start. */
+ * sibling check too), after a dispatch write that replaces or removes
+ * an active value (a slot copies such values), and at every start. */
 int fw_dp_rules_epoch_bump(struct fw_dp *dp);
 /* fastwall_src_slots, the loaded programs' own cache (not pinned): its
  * fd, -1 without programs. For tests and inspection. */

@@ -307,25 +307,24 @@ struct fw_subject_row {
 	__u64 packets[FW_ROW_REASONS];
 };
 
-/* fastwall_src_slots: {CPU, slot of an IPv4 source} -> struct
- * fw_src_slot, key FW_SRC_KEY(cpu, FW_SRC_HASH(source)): this CPU's
- * last answer for a source, with the fields of the source's dispatch
- * value that the answer's path reads (its subject and the anti-spoof
- * binding). A packet whose source, destination and epoch match its
- * slot is decided from that one cache line: no dispatch lookup, no
- * subject row read (the row is still written, by the counters). It is a
- * cache, not state: it is filled only by a packet that passed the
- * anti-spoof binding and the denying, pod-local and sibling checks to
- * reach the subject's rules, and it is used only under the
- * fastwall_rules_epoch it was filled under. fastwalld raises that epoch
- * after every write to fastwall_dispatch that replaces or removes an
- * active subject's value (the only kind a slot copies), besides the
- * changes the answer rows already end; a start raises it too. DNS (port 53) and DNS over TLS (853) never take
- * this path. A plain array of possible CPUs x FW_SRC_SLOTS slots
- * (mmapable, so every slot is on a line of its own); its own to the
- * loaded programs and not pinned: a restart or an upgrade starts with
- * empty slots. TC ingress only, on x86 (FW_RULE_CACHE), IPv4 sources
- * only. Writer and reader: TC ingress. */
+/* fastwall_src_slots: {CPU, slot of an IPv4 source} -> struct fw_src_slot,
+ * key FW_SRC_KEY(cpu, FW_SRC_HASH(source)): this CPU's last answer for a
+ * source, with the fields of the source's dispatch value that the answer's
+ * path reads (its subject and the anti-spoof binding). A packet whose
+ * source, destination and epoch match its slot is decided from that one
+ * cache line: no dispatch lookup, no subject row read (the row is still
+ * written, by the counters). It is a cache, not state: it is filled only
+ * by a packet that passed the anti-spoof binding and the denying,
+ * pod-local and sibling checks to reach the subject's rules, and it is used
+ * only under the fastwall_rules_epoch it was filled under. fastwalld
+ * raises that epoch after every write to fastwall_dispatch that replaces
+ * or removes an active subject's value (the only kind a slot copies),
+ * besides the changes the answer rows already end; a start raises it too.
+ * DNS (port 53) and DNS over TLS (853) never take this path. A plain array
+ * of possible CPUs x FW_SRC_SLOTS slots (mmapable, so every slot is on a
+ * line of its own); its own to the loaded programs and not pinned: a
+ * restart or an upgrade starts with empty slots. TC ingress only, on x86
+ * (FW_RULE_CACHE), IPv4 sources only. Writer and reader: TC ingress. */
 #define FW_SRC_SLOTS	   8192 /* per CPU, a power of two */
 #define FW_SRC_KEY(cpu, h) ((cpu)*FW_SRC_SLOTS + (h))
 /* of the source in host order: addresses handed out in sequence (a

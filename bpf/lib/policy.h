@@ -282,6 +282,41 @@ static __noinline bool fw_set_match(const struct fw_rule_set *set, const struct 
 	return false;
 }
 
+/* The sequence number of a cache entry written by one CPU (the answer
+ * rows, the source slots): odd while it is written. A reader takes
+ * fw_seq_read's value, reads the entry, and keeps what it read only if
+ * the number was even and fw_seq_same still holds; a writer that finds
+ * it odd (it interrupted another) leaves the entry alone. */
+static __always_inline __u32 fw_seq_read(const __u32 *seq)
+{
+	__u32 v = *(volatile const __u32 *)seq;
+
+	fw_barrier();
+	return v;
+}
+
+static __always_inline bool fw_seq_same(const __u32 *seq, __u32 v)
+{
+	fw_barrier();
+	return *(volatile const __u32 *)seq == v;
+}
+
+static __always_inline bool fw_seq_write_begin(__u32 *seq, __u32 *v)
+{
+	*v = *(volatile __u32 *)seq;
+	if (*v & 1)
+		return false;
+	*(volatile __u32 *)seq = *v + 1;
+	fw_barrier();
+	return true;
+}
+
+static __always_inline void fw_seq_write_end(__u32 *seq, __u32 v)
+{
+	fw_barrier();
+	*(volatile __u32 *)seq = v + 2;
+}
+
 /* The answer cache (TC ingress only, FW_RULE_CACHE): per CPU and subject
  * the last answer of its rules, in fastwall_subject_rows, used only for the
  * same destination, generation and epoch. The epoch is read before
@@ -330,12 +365,10 @@ static __always_inline bool fw_answer_hit(struct fw_answer *a, __u32 id, __u32 g
 	a->row = c;
 	if (!c)
 		return false;
-	seq = *(volatile __u32 *)&c->seq;
-	fw_barrier();
+	seq = fw_seq_read(&c->seq);
 	if (!(seq & 1) && c->gen == gen && c->epoch == a->epoch && fw_ip_eq(&c->dst, dst)) {
 		*out = c->rule;
-		fw_barrier();
-		if (*(volatile __u32 *)&c->seq == seq)
+		if (fw_seq_same(&c->seq, seq))
 			return true;
 	}
 	return false;
@@ -349,19 +382,13 @@ static __always_inline void fw_answer_put(const struct fw_answer *a, __u32 gen,
 	struct fw_subject_row *c = a->row;
 	__u32 seq;
 
-	if (!c)
+	if (!c || !fw_seq_write_begin(&c->seq, &seq))
 		return;
-	seq = *(volatile __u32 *)&c->seq;
-	if (seq & 1)
-		return;
-	*(volatile __u32 *)&c->seq = seq + 1;
-	fw_barrier();
 	c->gen = gen;
 	c->epoch = a->epoch;
 	c->dst = *dst;
 	c->rule = *rule;
-	fw_barrier();
-	*(volatile __u32 *)&c->seq = seq + 2;
+	fw_seq_write_end(&c->seq, seq);
 }
 
 /* What a source's slot answers: its subject, the subject's binding
@@ -395,15 +422,13 @@ static __always_inline bool fw_src_hit(struct fw_answer *a, const struct fw_pkt 
 	a->slot = c;
 	if (!c)
 		return false;
-	seq = *(volatile __u32 *)&c->seq;
-	fw_barrier();
+	seq = fw_seq_read(&c->seq);
 	if (!(seq & 1) && c->epoch == a->epoch && c->src == src && c->id &&
 	    c->dst == FW_IP_W(&pkt->dst)[3]) {
 		out->id = c->id;
 		out->ifindex = c->ifindex;
 		out->rule = c->rule;
-		fw_barrier();
-		if (*(volatile __u32 *)&c->seq == seq)
+		if (fw_seq_same(&c->seq, seq))
 			return true;
 	}
 #else
@@ -422,21 +447,15 @@ static __always_inline void fw_src_put(const struct fw_answer *a, const struct f
 	struct fw_src_slot *c = a->slot;
 	__u32 seq;
 
-	if (!c)
+	if (!c || !fw_seq_write_begin(&c->seq, &seq))
 		return;
-	seq = *(volatile __u32 *)&c->seq;
-	if (seq & 1)
-		return;
-	*(volatile __u32 *)&c->seq = seq + 1;
-	fw_barrier();
 	c->epoch = a->epoch;
 	c->src = FW_IP_W(&pkt->src)[3];
 	c->dst = FW_IP_W(&pkt->dst)[3];
 	c->id = s->id;
 	c->ifindex = s->ifindex;
 	c->rule = *rule;
-	fw_barrier();
-	*(volatile __u32 *)&c->seq = seq + 2;
+	fw_seq_write_end(&c->seq, seq);
 }
 
 /* The entry of subject id's rules for {gen, dst}: its small set's (in

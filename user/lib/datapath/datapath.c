@@ -358,8 +358,8 @@ int fw_dp_dispatch_put(struct fw_dp *dp, const struct fw_ip *addr, const struct 
 	return err ? err : e;
 }
 
-/* The delete of addr's value, known to be cur (copied: it may be in a
- * slot), under dispatch_lock. */
+/* Deletes addr's value and, where that value may be in a slot (copied),
+ * raises the epoch; under dispatch_lock. */
 static int dispatch_delete(struct fw_dp *dp, const struct fw_ip *addr, bool copied)
 {
 	int err = 0, e = 0;

@@ -265,7 +265,7 @@ dig_in() { # CGROUP DIG-ARGS...: dig's answer section (+short), or its status
 	if grep -q "status: NOERROR" "$FW_TMP/dig.out"; then
 		awk '!/^;/ && $4 == "A" { print $5 }' "$FW_TMP/dig.out"
 	else
-		sed -n 's/.*status: \([A-Z]*\).*/\1/p' "$FW_TMP/dig.out" | head -1
+		sed -n 's/.*status: \([A-Z]*\).*/\1/p;T;q' "$FW_TMP/dig.out"
 	fi
 }
 check_eq "dig @192.0.2.53 (a socket dig binds first) gets the proxy's answer" \
@@ -363,7 +363,7 @@ check "SIGINT: subject and cgroup of run a are gone" fw_eventually 5 gone "a-$FW
 
 # SIGKILL: the command goes on under its policy until it ends, then
 # fastwalld notices the empty cgroup
-SLEEP=$(awk '{ print $1 }' "$CG/b-$FW_ID/cgroup.procs" | head -1)
+SLEEP=$(awk 'NR == 1 { print $1 }' "$CG/b-$FW_ID/cgroup.procs")
 kill -KILL "$B"
 wait "$B" 2>/dev/null
 sleep 1.5

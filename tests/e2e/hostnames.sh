@@ -134,7 +134,7 @@ GW_G=""
 gw_start() {
 	local name=$1 dir=$2 port
 	shift 2
-	port=$(sed -n "s/^\t\tlisten $GW:\([0-9]*\);/\1/p" "$dir/nginx.conf" | head -n 1)
+	port=$(sed -n "s/^\t\tlisten $GW:\([0-9]*\);/\1/p;T;q" "$dir/nginx.conf")
 	fw_bg "$NS" env "$@" "$FW_NGINX" -p "$dir" -c "$dir/nginx.conf" ${GW_G:+-g "$GW_G"}
 	eval "PID_$name=${FW_PIDS[-1]}"
 	fw_eventually 5 fw_ns "$NS" curl -s -o /dev/null "http://$GW:$port/" ||

@@ -240,7 +240,7 @@ OK=$(scope sb-ok 44772)
 check_eq "OpenSandbox-Ingress-To with a valid scope: 200" "$(hget "$OK" '/a%2Fb/..%2F/c//d?x=%20y&y=%2F')" 200
 check_eq "the raw path and query reach the upstream byte for byte" "$(got_target)" '/a%2Fb/..%2F/c//d?x=%20y&y=%2F'
 check_eq "the resolver got namespace, sandbox, port and direct-fastlet-proxy" \
-	"$(grep ' sb-ok ' "$CALLS" | head -n 1)" "tenant-a sb-ok 44772 1"
+	"$(grep -m1 ' sb-ok ' "$CALLS")" "tenant-a sb-ok 44772 1"
 check_eq "the upstream gets the resolver's credential" "$(got_header X-Fast-Sandbox-Route-Credential)" cred-sb-ok
 code=$(cget -H "OpenSandbox-Ingress-To: $OK" -H 'x-fast-sandbox-route-credential: forged' \
 	-H 'X-Fast-Sandbox-Route-Credential: forged-too' "http://$GW:80/creds")

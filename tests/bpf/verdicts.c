@@ -2643,8 +2643,8 @@ static void scenario_rule_forms(void)
 		       (!sets_on() || (set.n == 5 && set.e[4].rule.is_default)),
 	       "rule forms: 65 entries are a set of four chunks (past what programs before 8 "
 	       "chunks read) and decide; the retired set is deleted",
-	       "gen %#x, verdicts %d %d %d %d, %d elements, chunk 3 holds %u", s.rules_gen, v1, v2,
-	       v3, v4, sets_held(id), set.n);
+	       "gen %#x, verdicts %d %d %d %d, %d elements, chunk 3 holds %u", s.rules_gen, v1,
+	       v2, v3, v4, sets_held(id), set.n);
 
 	{
 		const struct pkt_spec gen_in = UDP4("10.42.14.10", "198.51.100.169", 40000, 5000);
@@ -2667,8 +2667,8 @@ static void scenario_rule_forms(void)
 			       v6 == TC_ACT_SHOT && sets_held(id) == 0,
 		       "rule forms: 173 entries, more than a set's chunks hold, go to the trie; "
 		       "the retired set is deleted",
-		       "gen %#x, verdicts %d %d %d %d %d %d, %d elements", s.rules_gen, v1, v2, v3,
-		       v4, v5, v6, sets_held(id));
+		       "gen %#x, verdicts %d %d %d %d %d %d, %d elements", s.rules_gen, v1, v2,
+		       v3, v4, v5, v6, sets_held(id));
 	}
 
 	/* a start, while the programs of the process before may still be

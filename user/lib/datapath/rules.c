@@ -77,10 +77,10 @@ struct fw_dp_rules {
 	pthread_t worker, warm;
 	int grace_outer, grace_inner; /* the worker's private map pair */
 	__u64 slot_writes, grace_waits;
-	bool no_batch;	   /* the kernel has no batch updates for LPM tries */
-	__u32 set_max;	   /* compiled sets of at most this many entries are small sets */
+	bool no_batch;	 /* the kernel has no batch updates for LPM tries */
+	__u32 set_max;	 /* compiled sets of at most this many entries are small sets */
 	bool old_programs; /* and of at most FW_SET_LARGEST_OLD (atomic) */
-	struct btf *btf;   /* of the tries' key and value; NULL: created without */
+	struct btf *btf; /* of the tries' key and value; NULL: created without */
 	__u32 btf_key, btf_value;
 };
 
@@ -1108,8 +1108,7 @@ int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *
 		return err;
 	s = &r->slot[id];
 	small = set->n <= r->set_max && dp->rule_sets_fd >= 0 &&
-		(set->n <= FW_SET_LARGEST_OLD ||
-		 !__atomic_load_n(&r->old_programs, __ATOMIC_ACQUIRE));
+		(set->n <= FW_SET_LARGEST_OLD || !__atomic_load_n(&r->old_programs, __ATOMIC_ACQUIRE));
 	pthread_mutex_lock(&r->lock);
 	wait = (!small && s->nlive + s->nold + s->npending + set->n > SLOT_ROOM) ||
 	       (set->nports && s->port_jobs);

@@ -242,18 +242,13 @@ struct fw_rule {
 #ifndef FW_SET_MAX
 #define FW_SET_MAX 20
 #endif
-/* Programs before FW_SET_CHUNKS was 8 scan 3 chunks: fastwalld writes no
- * set past FW_SET_LARGEST_OLD entries while such programs may be attached
- * (a start, until its own programs have replaced them). */
-#define FW_SET_CHUNKS	   8
-#define FW_SET_CHUNKS_OLD  3
+#define FW_SET_CHUNKS	   3
 #define FW_SET_CHUNK_SHIFT 16 /* subject ids stay below 1 << 16 */
 /* fw_set_key.subject of chunk c of subject id's set, and back */
 #define FW_SET_SUBJECT(id, c) ((__u32)(id) | (__u32)(c) << FW_SET_CHUNK_SHIFT)
 #define FW_SET_ID(subject)    ((subject) & ((1u << FW_SET_CHUNK_SHIFT) - 1))
 #define FW_SET_CHUNK(subject) ((subject) >> FW_SET_CHUNK_SHIFT)
 #define FW_SET_LARGEST	      (FW_SET_CHUNKS * FW_SET_MAX)
-#define FW_SET_LARGEST_OLD    (FW_SET_CHUNKS_OLD * FW_SET_MAX)
 #define FW_MAX_SETS	      (4 * FW_MAX_SUBJECTS) /* elements, live and retired, not preallocated */
 
 struct fw_set_key {

@@ -125,7 +125,6 @@ struct subject_def {
 	__u8 state;	    /* 0 = active */
 	const char *default_action;
 	const char *rules[72]; /* "allow 192.0.2.0/25", in policy order */
-	unsigned extra;	       /* then "allow 198.51.100.K/32" for K below it */
 	const char *fence;     /* an actions-protocol subject's attachment; NULL: static */
 };
 
@@ -392,12 +391,6 @@ static int subject_put(const struct subject_def *d)
 			port_list[nports++] = strtol(tok, NULL, 10);
 		ret = fw_policy_add_rule(&spec.policy, action, target, nports ? port_list : NULL,
 					 nports, err, sizeof(err));
-	}
-	for (unsigned k = 0; !ret && k < d->extra && k < 256; k++) {
-		char target[32];
-
-		snprintf(target, sizeof(target), "198.51.100.%u/32", k);
-		ret = fw_policy_add_rule(&spec.policy, "allow", target, NULL, 0, err, sizeof(err));
 	}
 	t.dirty = true;
 	if (!ret && d->fence) {
@@ -2470,16 +2463,6 @@ static const struct subject_def tau_huge = {
 		},
 };
 
-/* 173 entries, past the chunks of a set: two of tau_huge's /32s, 170
- * generated ones (198.51.100.0 to .169) and the default */
-static const struct subject_def tau_giant = {
-	.name = "tau",
-	.addrs = {"10.42.14.10"},
-	.default_action = "deny",
-	.rules = {"allow 192.0.2.146/32", "allow 192.0.2.163/32"},
-	.extra = 170,
-};
-
 static const struct subject_def tau_small = {
 	.name = "tau",
 	.addrs = {"10.42.14.10"},
@@ -2545,8 +2528,7 @@ static bool mask_is_zero(const struct fw_ip *m)
 /* A compiled set of at most FW_SET_MAX entries is one element of
  * fastwall_rule_sets, longest prefix first and the default last; one of
  * up to FW_SET_LARGEST entries is that many chunks of FW_SET_MAX; a larger
- * one goes to the trie, and so does one past FW_SET_LARGEST_OLD while
- * older programs may be attached; a subject moves between the forms with its
+ * one goes to the trie; a subject moves between the forms with its
  * verdicts intact, and the form it left is deleted after a grace period. */
 static void scenario_rule_forms(void)
 {
@@ -2632,71 +2614,12 @@ static void scenario_rule_forms(void)
 	v2 = run_frame(t.dp->ingress_fd, &odd);
 	v3 = run_frame(t.dp->ingress_fd, &wide);
 	v4 = run_frame(t.dp->ingress_fd, &beyond);
-	/* 65 entries: chunks 0 to 2 hold 20 /32s each, chunk 3 the last
-	 * four and the default, where "odd" and "beyond" are decided */
-	k = (struct fw_set_key){.subject = FW_SET_SUBJECT(id, 3), .gen = s.rules_gen};
-	set.n = 0;
-	bpf_map_lookup_elem(t.dp->rule_sets_fd, &k, &set);
-	result(!!(s.rules_gen & FW_GEN_SET) == sets_on() && v1 == TC_ACT_OK && v2 == TC_ACT_OK &&
-		       v3 == TC_ACT_SHOT && v4 == TC_ACT_SHOT &&
-		       sets_held(id) == (sets_on() ? 4 : 0) &&
-		       (!sets_on() || (set.n == 5 && set.e[4].rule.is_default)),
-	       "rule forms: 65 entries are a set of four chunks (past what programs before 8 "
-	       "chunks read) and decide; the retired set is deleted",
-	       "gen %#x, verdicts %d %d %d %d, %d elements, chunk 3 holds %u", s.rules_gen, v1,
-	       v2, v3, v4, sets_held(id), set.n);
-
-	{
-		const struct pkt_spec gen_in = UDP4("10.42.14.10", "198.51.100.169", 40000, 5000);
-		const struct pkt_spec gen_out = UDP4("10.42.14.10", "198.51.100.170", 40000, 5000);
-		int v5, v6;
-
-		if (subject_put(&tau_giant) || !dispatch_of("10.42.14.10", &s)) {
-			result(false, "rule forms: fixture", "can't grow tau's policy past a set");
-			return;
-		}
-		fw_dp_rules_settle(t.dp);
-		v1 = run_frame(t.dp->ingress_fd, &last);
-		v2 = run_frame(t.dp->ingress_fd, &odd);
-		v3 = run_frame(t.dp->ingress_fd, &wide);
-		v4 = run_frame(t.dp->ingress_fd, &beyond);
-		v5 = run_frame(t.dp->ingress_fd, &gen_in);
-		v6 = run_frame(t.dp->ingress_fd, &gen_out);
-		result(!(s.rules_gen & FW_GEN_SET) && v1 == TC_ACT_OK && v2 == TC_ACT_OK &&
-			       v3 == TC_ACT_SHOT && v4 == TC_ACT_SHOT && v5 == TC_ACT_OK &&
-			       v6 == TC_ACT_SHOT && sets_held(id) == 0,
-		       "rule forms: 173 entries, more than a set's chunks hold, go to the trie; "
-		       "the retired set is deleted",
-		       "gen %#x, verdicts %d %d %d %d %d %d, %d elements", s.rules_gen, v1, v2,
-		       v3, v4, v5, v6, sets_held(id));
-	}
-
-	/* a start, while the programs of the process before may still be
-	 * attached: no set past the 3 chunks they read */
-	fw_dp_rules_old_programs(t.dp, true);
-	v1 = subject_put(&tau_huge) || !dispatch_of("10.42.14.10", &s);
-	fw_dp_rules_settle(t.dp);
-	v2 = run_frame(t.dp->ingress_fd, &odd);
-	v3 = run_frame(t.dp->ingress_fd, &beyond);
-	result(!v1 && !(s.rules_gen & FW_GEN_SET) && v2 == TC_ACT_OK && v3 == TC_ACT_SHOT &&
-		       sets_held(id) == 0,
-	       "rule forms: while older programs may be attached, 65 entries go to the trie",
-	       "put %d, gen %#x, verdicts %d %d, %d elements", v1, s.rules_gen, v2, v3,
+	result(!(s.rules_gen & FW_GEN_SET) && v1 == TC_ACT_OK && v2 == TC_ACT_OK &&
+		       v3 == TC_ACT_SHOT && v4 == TC_ACT_SHOT && sets_held(id) == 0,
+	       "rule forms: 65 entries, more than a set's chunks hold, go to the trie; the "
+	       "retired set is deleted",
+	       "gen %#x, verdicts %d %d %d %d, %d elements", s.rules_gen, v1, v2, v3, v4,
 	       sets_held(id));
-	v1 = subject_put(&tau_big) || !dispatch_of("10.42.14.10", &s);
-	fw_dp_rules_settle(t.dp);
-	result(!v1 && !!(s.rules_gen & FW_GEN_SET) == sets_on() &&
-		       sets_held(id) == (sets_on() ? 2 : 0),
-	       "rule forms: ... and 25 entries still make a set of two chunks",
-	       "put %d, gen %#x, %d elements", v1, s.rules_gen, sets_held(id));
-	fw_dp_rules_old_programs(t.dp, false);
-	v1 = subject_put(&tau_huge) || !dispatch_of("10.42.14.10", &s);
-	fw_dp_rules_settle(t.dp);
-	v2 = run_frame(t.dp->ingress_fd, &odd);
-	result(!v1 && !!(s.rules_gen & FW_GEN_SET) == sets_on() && v2 == TC_ACT_OK &&
-		       sets_held(id) == (sets_on() ? 4 : 0),
-	       "rule forms: once this build's programs are attached, 65 entries are a set again",
-	       "put %d, gen %#x, verdict %d, %d elements", v1, s.rules_gen, v2, sets_held(id));
 
 	if (subject_put(&tau_big) || !dispatch_of("10.42.14.10", &s)) {
 		result(false, "rule forms: fixture", "can't shrink tau's policy again");
@@ -2707,7 +2630,7 @@ static void scenario_rule_forms(void)
 	v2 = run_frame(t.dp->ingress_fd, &odd);
 	result(!!(s.rules_gen & FW_GEN_SET) == sets_on() && v1 == TC_ACT_OK && v2 == TC_ACT_SHOT &&
 		       sets_held(id) == (sets_on() ? 2 : 0),
-	       "rule forms: from four chunks back to a set of two; the other chunks are deleted",
+	       "rule forms: from the trie back to a set of two chunks",
 	       "gen %#x, verdicts %d %d, %d elements", s.rules_gen, v1, v2, sets_held(id));
 }
 

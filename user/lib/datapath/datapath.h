@@ -136,11 +136,6 @@ void fw_dp_slots_warm(struct fw_dp *dp);
 void fw_dp_rules_release(struct fw_dp *dp, __u32 id);
 /* Waits until every deletion handed to the worker is done. */
 void fw_dp_rules_settle(struct fw_dp *dp);
-/* While programs of an older build may still be attached (old true: a
- * start, until attach has replaced them): no small set past the
- * FW_SET_LARGEST_OLD entries they can read; a larger policy takes the
- * trie. After fw_dp_open, sets are as large as this build's programs read. */
-void fw_dp_rules_old_programs(struct fw_dp *dp, bool old);
 /* For tests: writes rule entries one by one from now on, as on kernels
  * without batch updates of LPM tries. */
 void fw_dp_rules_no_batch(struct fw_dp *dp);

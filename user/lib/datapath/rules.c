@@ -79,7 +79,6 @@ struct fw_dp_rules {
 	__u64 slot_writes, grace_waits;
 	bool no_batch;	 /* the kernel has no batch updates for LPM tries */
 	__u32 set_max;	 /* compiled sets of at most this many entries are small sets */
-	bool old_programs; /* and of at most FW_SET_LARGEST_OLD (atomic) */
 	struct btf *btf; /* of the tries' key and value; NULL: created without */
 	__u32 btf_key, btf_value;
 };
@@ -895,12 +894,6 @@ void fw_dp_rules_settle(struct fw_dp *dp)
 		flush(dp->rules, FW_MAX_SUBJECTS);
 }
 
-void fw_dp_rules_old_programs(struct fw_dp *dp, bool old)
-{
-	if (dp->rules)
-		__atomic_store_n(&dp->rules->old_programs, old, __ATOMIC_RELEASE);
-}
-
 /* ---- open, close -------------------------------------------------------- */
 
 /* FASTWALL_RULE_SET_MAX (0 to FW_SET_LARGEST, default FW_SET_LARGEST):
@@ -1107,8 +1100,7 @@ int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *
 	if (err)
 		return err;
 	s = &r->slot[id];
-	small = set->n <= r->set_max && dp->rule_sets_fd >= 0 &&
-		(set->n <= FW_SET_LARGEST_OLD || !__atomic_load_n(&r->old_programs, __ATOMIC_ACQUIRE));
+	small = set->n <= r->set_max && dp->rule_sets_fd >= 0;
 	pthread_mutex_lock(&r->lock);
 	wait = (!small && s->nlive + s->nold + s->npending + set->n > SLOT_ROOM) ||
 	       (set->nports && s->port_jobs);

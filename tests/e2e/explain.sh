@@ -59,7 +59,7 @@ subjects:
     private_cidr: 10.42.0.0/24
     state: denying
     policy: { defaultAction: allow }
-  # 200 single addresses: more than a small set holds (160 entries), so
+  # 200 single addresses: more than a small set holds (60 entries), so
   # its rules go to its slot's trie (nothing sends from it)
   - name: sandbox-c
     addresses: [10.42.0.4]

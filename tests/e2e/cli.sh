@@ -60,7 +60,7 @@ json_ok() {
 		fw_ok "$desc"
 	else
 		fw_not_ok "$desc: $expr does not hold"
-		printf '%s\n' "$doc" | head -40 | sed 's/^/#   /'
+		awk 'NR <= 40 { print "#   " $0 }' <<<"$doc"
 	fi
 }
 

@@ -142,7 +142,7 @@ EOF
 # not the host's monitor socket: this run's own
 fw_own_sockets "$FW_CFG"
 # the unit's own ExecStartPre check of the config, with the same rewrite
-pre=$(unit_key ExecStartPre | grep -m1 '^/usr/sbin/fastwalld ' || true)
+pre=$(unit_key ExecStartPre | awk '/^\/usr\/sbin\/fastwalld / && !n++')
 read -ra pargv <<<"$pre"
 for i in "${!pargv[@]}"; do
 	[ "${pargv[i]}" = /etc/fastwall/fastwalld.yaml ] && pargv[i]=$FW_CFG

@@ -174,7 +174,10 @@ EOF
 dig_status() { # NS ARGS...
 	local ns=$1
 	shift
-	fw_ns "$ns" dig +time=3 +tries=1 "$@" 2>/dev/null | sed -n 's/.*status: \([A-Z]*\),.*/\1/p'
+	# awk reads all of dig's output: a reader quitting early would end
+	# the script with dig's SIGPIPE (pipefail)
+	fw_ns "$ns" dig +time=3 +tries=1 "$@" 2>/dev/null |
+		awk -F'status: ' 'NF > 1 && !n++ { sub(/,.*/, "", $2); print $2 }'
 }
 dig_short() { local ns=$1; shift; fw_ns "$ns" dig +short +time=3 +tries=1 "$@" 2>/dev/null; }
 connects() { fw_ns "$1" nc -z -w 2 "$2" "$3"; } # NS ADDR PORT

@@ -199,12 +199,15 @@ test-fake: $(BUILD)/tests/unit_fake ## registry, learner and actions units over 
 	$(Q)$(BUILD)/tests/unit_fake
 
 SHUFFLE_SEED ?= $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
-test-bpf: $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/bpf_cgroup_verdicts all ## BPF verdict tables only (TC in order, shuffled with SHUFFLE_SEED=N, with every policy in the tries; cgroup, both ways)
+TRIES := FASTWALL_RULE_SET_MAX=0 FASTWALL_RULE_RANGE_MAX=0
+test-bpf: $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/bpf_cgroup_verdicts all ## BPF verdict tables only (TC in order, shuffled with SHUFFLE_SEED=N, with every policy in range tables, then in the tries; cgroup, the three ways)
 	$(Q)$(BUILD)/tests/bpf_verdicts
 	$(Q)$(BUILD)/tests/bpf_verdicts --shuffle $(SHUFFLE_SEED)
 	$(Q)FASTWALL_RULE_SET_MAX=0 $(BUILD)/tests/bpf_verdicts
+	$(Q)$(TRIES) $(BUILD)/tests/bpf_verdicts
 	$(Q)$(BUILD)/tests/bpf_cgroup_verdicts
 	$(Q)FASTWALL_RULE_SET_MAX=0 $(BUILD)/tests/bpf_cgroup_verdicts
+	$(Q)$(TRIES) $(BUILD)/tests/bpf_cgroup_verdicts
 
 test-lint: ## the tests of the lint itself (scripts/check-layers.sh)
 	$(Q)bash tests/lint/check-layers.sh
@@ -212,6 +215,7 @@ test-lint: ## the tests of the lint itself (scripts/check-layers.sh)
 test-abi: $(BUILD)/tests/abi_migrate ## pinned-map ABI: migration from ABI 1, refusals, swaps in both rule forms (root)
 	$(Q)$(BUILD)/tests/abi_migrate
 	$(Q)FASTWALL_RULE_SET_MAX=0 $(BUILD)/tests/abi_migrate
+	$(Q)$(TRIES) $(BUILD)/tests/abi_migrate
 
 test-e2e: all ## end-to-end netns tests only
 	$(Q)for t in tests/e2e/*.sh; do case $$t in */lib.sh) continue;; esac; \

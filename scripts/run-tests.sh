@@ -70,11 +70,15 @@ run_part bpf-verdicts "$BUILD/tests/bpf_verdicts"
 run_part bpf-verdicts-shuffled "$BUILD/tests/bpf_verdicts" --shuffle "${SHUFFLE_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"
 run_part bpf-cgroup-verdicts "$BUILD/tests/bpf_cgroup_verdicts"
 run_part abi-migrate "$BUILD/tests/abi_migrate"
-# the same with every policy in the slot tries, not in small sets: both
-# rule forms are what the programs read
-run_part bpf-verdicts-tries env FASTWALL_RULE_SET_MAX=0 "$BUILD/tests/bpf_verdicts"
-run_part bpf-cgroup-verdicts-tries env FASTWALL_RULE_SET_MAX=0 "$BUILD/tests/bpf_cgroup_verdicts"
-run_part abi-migrate-tries env FASTWALL_RULE_SET_MAX=0 "$BUILD/tests/abi_migrate"
+# the same with every policy in range tables (no small sets), then in
+# the slot tries: all three rule forms are what the programs read
+run_part bpf-verdicts-ranges env FASTWALL_RULE_SET_MAX=0 "$BUILD/tests/bpf_verdicts"
+run_part bpf-cgroup-verdicts-ranges env FASTWALL_RULE_SET_MAX=0 "$BUILD/tests/bpf_cgroup_verdicts"
+run_part abi-migrate-ranges env FASTWALL_RULE_SET_MAX=0 "$BUILD/tests/abi_migrate"
+TRIES="FASTWALL_RULE_SET_MAX=0 FASTWALL_RULE_RANGE_MAX=0"
+run_part bpf-verdicts-tries env $TRIES "$BUILD/tests/bpf_verdicts"
+run_part bpf-cgroup-verdicts-tries env $TRIES "$BUILD/tests/bpf_cgroup_verdicts"
+run_part abi-migrate-tries env $TRIES "$BUILD/tests/abi_migrate"
 run_part lint bash tests/lint/check-layers.sh
 for t in tests/e2e/*.sh; do
 	[ -e "$t" ] || continue

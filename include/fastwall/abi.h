@@ -146,7 +146,8 @@ struct fw_subject {
 	__u8 flags;	      /* FW_SF_* */
 	__u8 private_plen[2]; /* per family, LPM-style length; 0 = none */
 	__u32 ifindex;	      /* anti-spoof binding, FW_IFINDEX_* */
-	__u32 rules_gen; /* of id's rules: FW_GEN_SET, in fastwall_rule_sets; else the trie's */
+	__u32 rules_gen; /* of id's rules: FW_GEN_SET, in fastwall_rule_sets; FW_GEN_RANGE, in
+			  * fastwall_rule_ranges; else the trie's */
 	struct fw_ip gateway[2];
 	struct fw_ip private_net[2];
 };
@@ -266,6 +267,50 @@ struct fw_rule_set {
 	__u32 n; /* entries used (of this chunk) */
 	__u32 pad;
 	struct fw_set_entry e[FW_SET_MAX];
+};
+
+/* fastwall_rule_ranges: {subject id, generation} -> a slot of
+ * fastwall_range_tables, which holds a struct fw_range_set: the third form
+ * of a generation's rules, for sets too large to scan (more than
+ * FW_SET_LARGEST entries) and of at most FW_RANGE_RULES. The compiled
+ * prefixes are cut into the address ranges they decide, sorted, and found
+ * by a binary search (FW_RANGE_STEPS steps, whatever the set's size).
+ * Range i runs from start[i] to the address before start[i + 1] (the last
+ * to the end of the address space), and its longest prefix is entry at[i]
+ * (FW_RANGE_NONE: no prefix holds it). Starts are 128-bit addresses (IPv4
+ * as ::ffff:a.b.c.d) as four 32-bit words, most significant first, in
+ * host order, so the program compares them with subtractions; the ranges
+ * past n start at the last address and repeat the last entry.
+ *
+ * The tables are a preallocated, mmapable array, so a change allocates
+ * nothing in the kernel (a hash element of this size would cost a fresh
+ * allocation, 20 us, on most writes): fastwalld copies the table into a
+ * free slot through its mapping (no program reads a free slot), then
+ * writes the element naming it (BPF_NOEXIST, a 4-byte value), then
+ * dispatch. A slot is free again when its element is deleted,
+ * a grace period after no dispatch value names its generation, when no
+ * packet can still hold it. FW_GEN_RANGE in fw_subject.rules_gen names an
+ * element of this map; the three forms share one generation counter.
+ * When every slot is taken, a change goes to the trie. Both maps were
+ * added in ABI 2 without a new version. Writer: fastwalld. Reader: TC
+ * ingress, the cgroup programs. */
+#define FW_GEN_RANGE	(1u << 30)
+#define FW_GEN_FORMS	(FW_GEN_SET | FW_GEN_RANGE) /* the bits that are not the counter */
+#define FW_RANGE_STEPS	9
+#define FW_RANGE_MAX	(1u << FW_RANGE_STEPS) /* ranges per set */
+#define FW_RANGE_RULES	256		       /* entries per set, the default included */
+#define FW_RANGE_NONE	0xffff
+#ifndef FW_RANGE_SLOTS
+#define FW_RANGE_SLOTS 1024 /* tables, live and retired: 12.3 MiB, preallocated */
+#endif
+
+struct fw_range_set {
+	__u32 n;      /* ranges used */
+	__u32 nrules; /* entries */
+	__u32 start[FW_RANGE_MAX][4];
+	__u16 at[FW_RANGE_MAX];
+	__u8 plen[FW_RANGE_RULES]; /* each entry's prefix length (over 128 bits) */
+	struct fw_rule rule[FW_RANGE_RULES];
 };
 
 /* fastwall_subject_rows: {CPU, subject id} -> struct fw_subject_row, key
@@ -639,6 +684,7 @@ _Static_assert(sizeof(struct fw_lpm_key) == 20, "fw_lpm_key");
 _Static_assert(sizeof(struct fw_guard_hook) == 4, "fw_guard_hook");
 _Static_assert(sizeof(struct fw_rule) == 12, "fw_rule");
 _Static_assert(sizeof(struct fw_rule_key) == 24, "fw_rule_key");
+_Static_assert(sizeof(struct fw_range_set) == 12552, "fw_range_set: 12.3 KiB a slot");
 _Static_assert(sizeof(struct fw_subject_row) == 64, "fw_subject_row: one cache line");
 _Static_assert(sizeof(struct fw_src_slot) == 64, "fw_src_slot: one cache line");
 _Static_assert(FW_PASS_ALLOW_CIDR == 0 && FW_PASS_LEARNED == 1 && FW_PASS_DEFAULT == 2,

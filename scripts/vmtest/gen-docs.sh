@@ -131,7 +131,7 @@ echo "## Control plane per kernel"
 echo
 cat <<'EOF2'
 tests/bench/cp_kernel in each guest: on an empty pin directory, the first
-start (fw_dp_open), then, for policies of 4, 16, 32 and 64 CIDR rules, 300
+start (fw_dp_open), then, for policies of 4, 16, 32, 64, 200 and 300 CIDR rules, 300
 rounds of add (a new active subject with one address), update (a changed
 policy, same id), remove and rebind (same name, another address, a new id)
 through the subject registry, and as many plain BPF_MAP_TYPE_ARRAY updates
@@ -147,10 +147,13 @@ period (a write to an array of maps) costs thousands. The whole
 operation's ratio is larger in the guests than on a host: the policy
 compiler and the rest of fastwalld's own work run emulated too. A policy of at most 60 compiled entries is
 written as a small set, one hash element per 20 entries (the 4- and
-16-rule policies one, the 32-rule one two, written in one batch); a larger
-one (64 rules) as LPM trie entries, one insert per entry. The target is
-for the small sets; the 64-rule rows, without a mark, say what a policy
-past them costs: about one plain update per entry, not a wait. The
+16-rule policies one, the 32-rule one two, written in one batch); one of
+61 to 256 (64 and 200 rules) as a range table, written into a free slot
+of a preallocated array and named by one small hash element, whatever
+its size; a larger one (300 rules) as LPM trie entries, one insert per
+entry. The target is for the small sets and the range tables; the
+300-rule rows, without a mark, say what a policy past them costs: about
+one plain update per entry, not a wait. The
 "rules stored as" row says which form each size took, and the "per CIDR
 rule" row what one more rule of a small set adds. The guests boot with
 rcupdate.rcu_expedited=1, which ends
@@ -169,9 +172,9 @@ for s in $SERIES; do
 done
 echo "$line"
 cp_row plain_r4 "plain array update (yardstick)"
-for r in 4 16 32 64; do
+for r in 4 16 32 64 200 300; do
 	form=
-	[ "$r" = 64 ] && form=trie
+	[ "$r" = 300 ] && form=trie
 	cp_row "add_r$r" "add, $r CIDR rules" $form
 	cp_row "update_r$r" "update (policy), $r CIDR rules" $form
 	cp_row "remove_r$r" "remove, $r CIDR rules" $form
@@ -196,9 +199,10 @@ fig_row() {
 	done
 	echo "$line"
 }
-fig_row "rules stored as (4 / 16 / 32 / 64 CIDR rules; a set's chunks)" \
-	"%s %s / %s %s / %s %s / %s" cp_form_r4_kind cp_form_r4_chunks cp_form_r16_kind \
-	cp_form_r16_chunks cp_form_r32_kind cp_form_r32_chunks cp_form_r64_kind
+fig_row "rules stored as (4 / 16 / 32 / 64 / 200 / 300 CIDR rules; a set's chunks)" \
+	"%s %s / %s %s / %s %s / %s / %s / %s" cp_form_r4_kind cp_form_r4_chunks cp_form_r16_kind \
+	cp_form_r16_chunks cp_form_r32_kind cp_form_r32_chunks cp_form_r64_kind cp_form_r200_kind \
+	cp_form_r300_kind
 fig_row "per CIDR rule of a small set (slope of add, 4 -> 16)" "%s µs, ×%s" cp_per_rule_us \
 	cp_per_rule_ratio
 fig_row "first start (fw_dp_open, empty pins)" "%s ms" cp_first_start_ms

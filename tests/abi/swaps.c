@@ -84,6 +84,32 @@ static int set_count(struct fw_dp *dp, __u32 id, __u32 gen, int *others)
 	return n;
 }
 
+/* How many range tables subject id holds in fastwall_rule_ranges: of
+ * generation gen, and of any other; each names a slot no other does. */
+static int range_count(struct fw_dp *dp, __u32 id, __u32 gen, int *others)
+{
+	struct fw_set_key k, *prev = NULL, next;
+	int n = 0;
+
+	*others = 0;
+	while (bpf_map_get_next_key(dp->rule_ranges_fd, prev, &next) == 0) {
+		k = next;
+		prev = &k;
+		if (k.subject != id)
+			continue;
+		if (k.gen == gen)
+			n++;
+		else
+			(*others)++;
+	}
+	return n;
+}
+
+static const char *form_name(__u32 gen)
+{
+	return gen & FW_GEN_RANGE ? "a range table" : gen & FW_GEN_SET ? "a small set" : "the slot trie";
+}
+
 /* How many chunks of small set {id, gen} fastwall_rule_sets holds. */
 static int set_chunks(struct fw_dp *dp, __u32 id, __u32 gen)
 {
@@ -108,7 +134,7 @@ static bool trie_clean(struct fw_dp *dp, struct fw_registry *reg, const char *na
 		       const char *what)
 {
 	struct fw_entry *e = fw_reg_find(reg, name);
-	int others, live, sets_others, sets;
+	int others, live, sets_others, sets, ranges_others, ranges;
 	__u32 gen;
 	bool ok;
 
@@ -118,15 +144,18 @@ static bool trie_clean(struct fw_dp *dp, struct fw_registry *reg, const char *na
 	gen = fw_dp_rules_gen(dp, e->id);
 	live = trie_count(dp, e->id, gen, &others);
 	sets = set_count(dp, e->id, gen, &sets_others);
+	ranges = range_count(dp, e->id, gen, &ranges_others);
+	ok = others == 0 && sets_others == 0 && ranges_others == 0;
 	if (gen & FW_GEN_SET)
-		ok = live == 0 && others == 0 && sets == 1 && sets_others == 0;
+		ok = ok && live == 0 && sets == 1 && ranges == 0;
+	else if (gen & FW_GEN_RANGE)
+		ok = ok && live == 0 && sets == 0 && ranges == 1;
 	else
-		ok = live > 0 && others == 0 && sets == 0 && sets_others == 0;
+		ok = ok && live > 0 && sets == 0 && ranges == 0;
 	check(ok,
 	      "swaps: %s: the live generation only (%s; trie %d live, %d older; sets %d live, "
-	      "%d older)",
-	      what, gen & FW_GEN_SET ? "a small set" : "the slot trie", live, others, sets,
-	      sets_others);
+	      "%d older; range tables %d live, %d older)",
+	      what, form_name(gen), live, others, sets, sets_others, ranges, ranges_others);
 	return ok;
 }
 
@@ -419,7 +448,7 @@ void case_swaps(void)
 			      verdict(dp, C_SRC, "192.0.2.124") == TC_ACT_SHOT &&
 			      (!sets_on() || set_chunks(dp, c_id, gen) == 2),
 		      "swaps: 25 entries are %s and decide (%d, gen %#x, %d chunks)",
-		      sets_on() ? "one set of two chunks" : "in the trie", err, gen,
+		      sets_on() ? "one set of two chunks" : form_name(gen), err, gen,
 		      set_chunks(dp, c_id, gen));
 		if (sets_on()) {
 			struct fw_set_key k1 = {.subject = c_orphan.subject, .gen = gen};
@@ -459,6 +488,37 @@ void case_swaps(void)
 	      "swaps: swaps after the restart write no slot either");
 	/* the keys of what the restart found came from its scan */
 	trie_clean(dp, &reg, "s", "swaps after the restart");
+	/* and the range tables it adopted kept their slots: every element
+	 * names a slot of its own, counted as taken, so no swap since wrote
+	 * over another subject's table */
+	{
+		struct fw_set_key k, *prev = NULL, next;
+		static bool seen[FW_RANGE_SLOTS];
+		__u32 slot, n = 0;
+		bool distinct = true;
+
+		fw_dp_rules_settle(dp);
+		memset(seen, 0, sizeof(seen));
+		while (bpf_map_get_next_key(dp->rule_ranges_fd, prev, &next) == 0) {
+			k = next;
+			prev = &k;
+			if (bpf_map_lookup_elem(dp->rule_ranges_fd, &k, &slot) ||
+			    slot >= FW_RANGE_SLOTS || seen[slot])
+				distinct = false;
+			else
+				seen[slot] = true;
+			n++;
+		}
+		check(distinct && fw_dp_range_slots_used(dp) == n,
+		      "swaps: after the restart every range table has a slot of its own, and "
+		      "those are the slots taken (%u tables, %u taken)",
+		      n, fw_dp_range_slots_used(dp));
+	}
+	/* a subject the restart adopted decides as before */
+	check(verdict(dp, C_SRC, "192.0.2.123") == TC_ACT_OK &&
+		      verdict(dp, C_SRC, "192.0.2.124") == TC_ACT_SHOT,
+	      "swaps: a subject the restart adopted still decides after the others' swaps (%s)",
+	      form_name(fw_dp_rules_gen(dp, c_id)));
 	if (sets_on()) {
 		struct fw_rule_set chunk;
 		bool gone = bpf_map_lookup_elem(dp->rule_sets_fd, &c_orphan, &chunk) != 0;

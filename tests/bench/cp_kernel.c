@@ -22,13 +22,15 @@
  * operation shows a ratio in the hundreds or thousands.
  *
  * A policy of at most FW_SET_LARGEST compiled entries is a small set in
- * fastwall_rule_sets, one element per FW_SET_MAX entries (its chunks), a
- * larger one a generation of LPM trie entries, one insert per entry. The
- * default sizes, 4, 16, 32 and 64 CIDR rules, are a one-chunk set twice, a
- * set of two chunks and a trie; the run prints the form each size took,
- * and from the first two sizes what one more rule costs, in plain
- * updates. The target covers the small sets; the trie's figures say what
- * a policy past them costs.
+ * fastwall_rule_sets, one element per FW_SET_MAX entries (its chunks), one
+ * of up to FW_RANGE_RULES a range table in fastwall_rule_ranges (one
+ * element), a larger one a generation of LPM trie entries, one insert per
+ * entry. The default sizes, 4, 16, 32, 64, 200 and 300 CIDR rules, are a
+ * one-chunk set twice, a set of two chunks, two range tables and a trie;
+ * the run prints the form each size took, and from the first two sizes
+ * what one more rule costs, in plain updates. The target covers the sets
+ * and range tables; the trie's figures say what a policy past them
+ * costs.
  *
  * Prints a table per size and one machine-readable line per figure ("cp
  * add_r4 p50_us=... p99_us=... ops=... ratio=..."). Never judges timing: the exit
@@ -59,7 +61,7 @@
 #include "subjects/registry.h"
 
 #define RULES_MAX     1024 /* CIDR rules of a policy */
-#define SIZES_MAX     4	   /* policy sizes of one run */
+#define SIZES_MAX     6	   /* policy sizes of one run */
 #define PLAIN_ENTRIES 1024
 #define PLAIN_VALUE   64	  /* bytes: a small record, like most fastwall values */
 #define TARGET_RATIO  20	  /* an operation costs at most 20 plain updates */
@@ -235,9 +237,10 @@ static int timed_plain(int fd, __u32 key, __u64 *ns, __u64 *kw)
 /* One round: add, update, rebind, remove of subject i, and a plain update.
  * The checks are what a user of the registry would see. samples == NULL
  * for the warm-up. */
-/* the form the last add's rules took: a small set (of added_chunks
- * chunks), or the slot trie */
-static bool added_small;
+/* the form the last add's rules took: FW_GEN_SET (a small set of
+ * added_chunks chunks), FW_GEN_RANGE (a range table) or 0 (the slot
+ * trie) */
+static __u32 added_form;
 static unsigned int added_chunks;
 
 static unsigned int chunks_of(struct fw_dp *dp, __u32 id, __u32 gen)
@@ -268,8 +271,10 @@ static int round_once(struct fw_registry *r, struct fw_subject_spec *spec, int p
 		fprintf(stderr, "cp_kernel: add %s: no kernel id\n", spec->name);
 		return -EIO;
 	}
-	added_small = (fw_dp_rules_gen(r->dp, id_add) & FW_GEN_SET) != 0;
-	added_chunks = added_small ? chunks_of(r->dp, id_add, fw_dp_rules_gen(r->dp, id_add)) : 0;
+	added_form = fw_dp_rules_gen(r->dp, id_add) & FW_GEN_FORMS;
+	added_chunks = added_form == FW_GEN_SET
+			       ? chunks_of(r->dp, id_add, fw_dp_rules_gen(r->dp, id_add))
+			       : 0;
 	err = timed_upsert(r, spec, i, ADD_NET + 256 + i, 1, &t[OP_UPDATE], &w[OP_UPDATE]);
 	if (err)
 		return err;
@@ -402,14 +407,21 @@ static int run_size(struct fw_registry *reg, struct fw_subject_spec *spec, int p
 	}
 	plain_p50 = pct_us(samples[OP_PLAIN], nops, 50);
 	kw_plain = pct_us(kw_samples[OP_PLAIN], nops, 50);
-	*small = added_small;
-	snprintf(form, sizeof(form), added_small ? "a small set of %u chunk%s" : "the slot trie",
-		 added_chunks, added_chunks == 1 ? "" : "s");
+	*small = added_form != 0;
+	if (added_form == FW_GEN_SET)
+		snprintf(form, sizeof(form), "a small set of %u chunk%s", added_chunks,
+			 added_chunks == 1 ? "" : "s");
+	else
+		snprintf(form, sizeof(form), "%s",
+			 added_form == FW_GEN_RANGE ? "a range table" : "the slot trie");
 	printf("cp_kernel: a policy of %u CIDR rules (%s): %u operations each after %u warm-up "
 	       "rounds; kernel writes = the operation's time in bpf(2); ratio = p50 / p50 of a "
 	       "plain array update, target <= %d for the kernel writes\n",
 	       nrules, form, nops, warm, TARGET_RATIO);
-	printf("cp form_r%u kind=%s chunks=%u\n", nrules, added_small ? "set" : "trie",
+	printf("cp form_r%u kind=%s chunks=%u\n", nrules,
+	       added_form == FW_GEN_SET     ? "set"
+	       : added_form == FW_GEN_RANGE ? "range"
+					    : "trie",
 	       added_chunks);
 	printf("  %-8s %12s %12s %8s  %12s %12s %10s %8s  %s\n", "op", "kernel p50", "kernel p99",
 	       "ratio", "whole p50 us", "whole p99 us", "ops/s", "ratio", "target");
@@ -465,7 +477,7 @@ static unsigned int parse_sizes(const char *arg, unsigned int sizes[SIZES_MAX])
 int main(int argc, char **argv)
 {
 	const char *prefix = "/sys/fs/bpf/fastwall-cpk";
-	unsigned int nops = 300, warm = 10, sizes[SIZES_MAX] = {4, 16, 32, 64}, nsizes = 4,
+	unsigned int nops = 300, warm = 10, sizes[SIZES_MAX] = {4, 16, 32, 64, 200, 300}, nsizes = 6,
 		     next = 0;
 	struct fw_registry *reg = NULL;
 	struct fw_subject_spec *spec = NULL;
@@ -584,9 +596,9 @@ int main(int argc, char **argv)
 			       TARGET_RATIO, met ? "met by every operation" : "not met");
 		else
 			printf("cp_kernel: %u CIDR rules: in the slot trie, past the largest "
-			       "small set (%d entries), one insert per entry: add x%.1f, update "
+			       "range table (%d entries), one insert per entry: add x%.1f, update "
 			       "x%.1f\n",
-			       sizes[z], FW_SET_LARGEST, fig[z][OP_ADD].kw_ratio,
+			       sizes[z], FW_RANGE_RULES, fig[z][OP_ADD].kw_ratio,
 			       fig[z][OP_UPDATE].kw_ratio);
 	}
 	/* what one more entry costs: the slope of add between the sizes */

@@ -2478,6 +2478,31 @@ static bool sets_on(void)
 	return !v || strcmp(v, "0") != 0;
 }
 
+/* Whether range tables are on in this run (FASTWALL_RULE_RANGE_MAX=0: off). */
+static bool ranges_on(void)
+{
+	const char *v = getenv("FASTWALL_RULE_RANGE_MAX");
+
+	return !v || strcmp(v, "0") != 0;
+}
+
+/* Whether gen is the form a compiled set of n entries takes in this run:
+ * a small set up to FW_SET_LARGEST entries, a range table up to
+ * FW_RANGE_RULES (it fits, for the sets of these tests), else the trie. */
+static bool form_is(__u32 gen, size_t n)
+{
+	if (sets_on() && n <= FW_SET_LARGEST)
+		return (gen & FW_GEN_FORMS) == FW_GEN_SET;
+	if (ranges_on() && n <= FW_RANGE_RULES)
+		return (gen & FW_GEN_FORMS) == FW_GEN_RANGE;
+	return (gen & FW_GEN_FORMS) == 0;
+}
+
+static const char *form_name(__u32 gen)
+{
+	return gen & FW_GEN_RANGE ? "a range table" : gen & FW_GEN_SET ? "a small set" : "the trie";
+}
+
 /* How many keys of map fd belong to subject id: the keys of
  * fastwall_rule_sets, fastwall_conns and fastwall_learned_ports all start
  * with the subject's id. */
@@ -2509,6 +2534,21 @@ static int sets_held(__u32 id)
 {
 	return subject_keys_masked(t.dp->rule_sets_fd, sizeof(struct fw_set_key), id,
 				   FW_SET_ID(~0u));
+}
+
+/* The range tables of subject id in fastwall_rule_ranges. */
+static int ranges_held(__u32 id)
+{
+	struct fw_set_key k, prev;
+	bool first = true;
+	int n = 0;
+
+	while (bpf_map_get_next_key(t.dp->rule_ranges_fd, first ? NULL : &prev, &k) == 0) {
+		n += k.subject == id;
+		prev = k;
+		first = false;
+	}
+	return n;
 }
 
 static bool dispatch_of(const char *addr, struct fw_subject *s)
@@ -2563,8 +2603,10 @@ static void scenario_rule_forms(void)
 		       "gen %#x, held %d, %u entries, sorted %d", s.rules_gen, held,
 		       held ? set.n : 0, sorted);
 	} else {
-		result(!(s.rules_gen & FW_GEN_SET) && sets_held(s.id) == 0,
-		       "rule forms: with FASTWALL_RULE_SET_MAX=0 every policy is in the trie",
+		result(!(s.rules_gen & FW_GEN_SET) && sets_held(s.id) == 0 &&
+			       !!(s.rules_gen & FW_GEN_RANGE) == ranges_on(),
+		       "rule forms: with FASTWALL_RULE_SET_MAX=0 no policy is a small set (a range "
+		       "table, or the trie with FASTWALL_RULE_RANGE_MAX=0 too)",
 		       "gen %#x, %d sets", s.rules_gen, sets_held(s.id));
 	}
 
@@ -2614,12 +2656,13 @@ static void scenario_rule_forms(void)
 	v2 = run_frame(t.dp->ingress_fd, &odd);
 	v3 = run_frame(t.dp->ingress_fd, &wide);
 	v4 = run_frame(t.dp->ingress_fd, &beyond);
-	result(!(s.rules_gen & FW_GEN_SET) && v1 == TC_ACT_OK && v2 == TC_ACT_OK &&
-		       v3 == TC_ACT_SHOT && v4 == TC_ACT_SHOT && sets_held(id) == 0,
-	       "rule forms: 65 entries, more than a set's chunks hold, go to the trie; the "
-	       "retired set is deleted",
-	       "gen %#x, verdicts %d %d %d %d, %d elements", s.rules_gen, v1, v2, v3, v4,
-	       sets_held(id));
+	result(form_is(s.rules_gen, 65) && v1 == TC_ACT_OK && v2 == TC_ACT_OK &&
+		       v3 == TC_ACT_SHOT && v4 == TC_ACT_SHOT && sets_held(id) == 0 &&
+		       ranges_held(id) == (ranges_on() ? 1 : 0),
+	       "rule forms: 65 entries, more than a set's chunks hold, are one range table (the "
+	       "trie with FASTWALL_RULE_RANGE_MAX=0); the retired set is deleted",
+	       "gen %#x (%s), verdicts %d %d %d %d, %d elements, %d tables", s.rules_gen,
+	       form_name(s.rules_gen), v1, v2, v3, v4, sets_held(id), ranges_held(id));
 
 	if (subject_put(&tau_big) || !dispatch_of("10.42.14.10", &s)) {
 		result(false, "rule forms: fixture", "can't shrink tau's policy again");
@@ -2628,10 +2671,119 @@ static void scenario_rule_forms(void)
 	fw_dp_rules_settle(t.dp);
 	v1 = run_frame(t.dp->ingress_fd, &last);
 	v2 = run_frame(t.dp->ingress_fd, &odd);
-	result(!!(s.rules_gen & FW_GEN_SET) == sets_on() && v1 == TC_ACT_OK && v2 == TC_ACT_SHOT &&
-		       sets_held(id) == (sets_on() ? 2 : 0),
-	       "rule forms: from the trie back to a set of two chunks",
-	       "gen %#x, verdicts %d %d, %d elements", s.rules_gen, v1, v2, sets_held(id));
+	result(form_is(s.rules_gen, 25) && v1 == TC_ACT_OK && v2 == TC_ACT_SHOT &&
+		       sets_held(id) == (sets_on() ? 2 : 0) &&
+		       ranges_held(id) == (!sets_on() && ranges_on() ? 1 : 0),
+	       "rule forms: from 65 entries back to 25 (a set of two chunks); the retired "
+	       "table is deleted",
+	       "gen %#x (%s), verdicts %d %d, %d elements, %d tables", s.rules_gen,
+	       form_name(s.rules_gen), v1, v2, sets_held(id), ranges_held(id));
+}
+
+/* tau_edges: nested and touching IPv4 prefixes, allow inside deny inside
+ * allow, and runs of single addresses that alternate, 70 rules in all */
+static char edge_rules[72][40];
+
+static void edges_def(struct subject_def *d)
+{
+	static const char *fixed[] = {
+		"allow 198.51.100.0/24", "deny 198.51.100.0/26",  "allow 198.51.100.0/28",
+		"deny 198.51.100.8/29",	 "allow 198.51.100.15/32", "deny 198.51.100.128/25",
+		"allow 192.0.2.0/23",	 "deny 192.0.3.255/32",	  "allow 203.0.113.128/25",
+		"deny 203.0.113.0/32",
+	};
+	size_t n = 0;
+
+	memset(d, 0, sizeof(*d));
+	d->name = "tau";
+	d->addrs[0] = "10.42.14.10";
+	d->default_action = "deny";
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++, n++)
+		snprintf(edge_rules[n], sizeof(edge_rules[n]), "%s", fixed[i]);
+	/* 60 single addresses denied inside the /23's allow, every other
+	 * one from 192.0.2.0: 68 compiled entries or more, whatever the
+	 * compiler folds of the rules above (an allow inside a deny) */
+	for (unsigned int i = 0; i < 60; i++, n++)
+		snprintf(edge_rules[n], sizeof(edge_rules[n]), "deny 192.0.2.%u/32", 2 * i);
+	for (size_t i = 0; i < n; i++)
+		d->rules[i] = edge_rules[i];
+}
+
+/* The verdict d's rules give IPv4 dst (host order), as the policy reads
+ * them: a deny CIDR that holds it drops, whatever allows a longer prefix
+ * of it; else an allow CIDR passes; else the default (deny) drops. */
+static int edges_want(const struct subject_def *d, __u32 dst)
+{
+	bool allowed = false;
+
+	for (size_t i = 0; i < sizeof(d->rules) / sizeof(d->rules[0]) && d->rules[i]; i++) {
+		char action[8], target[40];
+		unsigned int a, b, c, e, plen;
+
+		if (sscanf(d->rules[i], "%7s %39s", action, target) != 2 ||
+		    sscanf(target, "%u.%u.%u.%u/%u", &a, &b, &c, &e, &plen) != 5)
+			continue;
+		__u32 net = a << 24 | b << 16 | c << 8 | e, mask = plen ? ~0u << (32 - plen) : 0;
+
+		if ((dst & mask) != net)
+			continue;
+		if (strcmp(action, "allow"))
+			return TC_ACT_SHOT;
+		allowed = true;
+	}
+	return allowed ? TC_ACT_OK : TC_ACT_SHOT;
+}
+
+/* A destination one past either end of a prefix is where a search over
+ * ranges would be off by one: every edge of every rule, and both sides
+ * of it, decide as the rules say, in whichever form this
+ * run puts the policy (a range table by default, the trie with
+ * FASTWALL_RULE_RANGE_MAX=0). */
+static void scenario_range_edges(void)
+{
+	struct subject_def d;
+	struct fw_subject s;
+	int probes = 0, wrong = 0;
+	char first_wrong[64] = "";
+	size_t nrules = 0;
+
+	edges_def(&d);
+	while (nrules < sizeof(d.rules) / sizeof(d.rules[0]) && d.rules[nrules])
+		nrules++;
+	if (subject_put(&d) || !dispatch_of("10.42.14.10", &s)) {
+		result(false, "range edges: fixture", "can't put tau");
+		return;
+	}
+	for (size_t i = 0; i < nrules; i++) {
+		unsigned int a, b, c, e, plen;
+		__u32 net, last;
+
+		sscanf(strchr(d.rules[i], ' ') + 1, "%u.%u.%u.%u/%u", &a, &b, &c, &e, &plen);
+		net = a << 24 | b << 16 | c << 8 | e;
+		last = net | (plen ? ~(~0u << (32 - plen)) : ~0u);
+		__u32 probe[4] = {net - 1, net, last, last + 1};
+
+		for (int p = 0; p < 4; p++) {
+			char dst[16];
+			struct pkt_spec spec = UDP4("10.42.14.10", dst, 40000, 5000);
+			int got, want = edges_want(&d, probe[p]);
+
+			snprintf(dst, sizeof(dst), "%u.%u.%u.%u", probe[p] >> 24, probe[p] >> 16 & 255,
+				 probe[p] >> 8 & 255, probe[p] & 255);
+			got = run_frame(t.dp->ingress_fd, &spec);
+			probes++;
+			if (got != want && !wrong++)
+				snprintf(first_wrong, sizeof(first_wrong), "%s: %d, want %d", dst, got,
+					 want);
+		}
+	}
+	result(form_is(s.rules_gen, 68) && wrong == 0 && probes == 4 * (int)nrules,
+	       "range edges: both sides of every edge of 70 nested and touching prefixes decide "
+	       "as the rules say",
+	       "%s, %d probes, %d wrong (first %s)", form_name(s.rules_gen), probes, wrong,
+	       first_wrong);
+	subject_put(&tau_small);
+	fw_dp_rules_settle(t.dp);
 }
 
 /* What a passed packet of a subject touches besides its dispatch value is
@@ -4311,6 +4463,7 @@ int main(int argc, char **argv)
 	scenario_event_rate_limit();
 	scenario_allow_sample();
 	scenario_rule_forms();
+	scenario_range_edges();
 	scenario_subject_rows();
 	scenario_events_lost();
 	scenario_connections();

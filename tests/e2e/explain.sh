@@ -31,7 +31,7 @@ fw_resolver $UP4 api.example.com,203.0.113.20,300
 # allow_hosts FIRST STEP LAST: egress rules allowing 192.0.2.FIRST..LAST
 allow_hosts() {
 	local i
-	for i in $(seq "$1" "$2" "$3"); do echo "        - { action: allow, target: 192.0.2.$i }"; done
+	for i in $(seq "$1" "$2" "$3"); do echo "        - { action: allow, target: ${4:-192.0.2}.$i }"; done
 }
 cat >"$FW_CFG" <<EOF
 log_level: info
@@ -60,13 +60,22 @@ subjects:
     state: denying
     policy: { defaultAction: allow }
   # 200 single addresses: more than a small set holds (60 entries), so
-  # its rules go to its slot's trie (nothing sends from it)
+  # its rules are a range table (nothing sends from it)
   - name: sandbox-c
     addresses: [10.42.0.4]
     policy:
       defaultAction: deny
       egress:
 $(allow_hosts 1 1 200)
+  # 300: more than a range table holds (256 entries), so its rules go to
+  # its slot's trie (nothing sends from it)
+  - name: sandbox-e
+    addresses: [10.42.0.6]
+    policy:
+      defaultAction: deny
+      egress:
+$(allow_hosts 1 1 250)
+$(allow_hosts 1 1 50 203.0.113)
   # 24 single addresses: a small set of two chunks (nothing sends from it)
   - name: sandbox-d
     addresses: [10.42.0.5]
@@ -127,10 +136,28 @@ check_eq "explain: an address of the second chunk passes" "$rc" 0
 out=$(x 10.42.0.5 192.0.2.147 80/tcp) && rc=0 || rc=$?
 check_eq "explain: past the second chunk's last entry, the default drops" "$rc" 7
 
-echo "# a larger policy's slot trie reads by field in bpftool"
+echo "# a policy of 201 entries is a range table: its element names a slot of the tables"
 id_c=$(subject_id sandbox-c)
 check "fastwall subjects lists sandbox-c" test "$id_c" != 0
-key=($((id_c & 255)) $(((id_c >> 8) & 255)) 0 0)
+bpftool -j map dump pinned "$BPFFS/fastwall_rule_ranges" >"$FW_TMP/ranges.txt" 2>&1 || true
+slot=$("$FW_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print([e.get('formatted', e)['value'] for e in d if e.get('formatted', e)['key']['subject'] == int(sys.argv[2]) and e.get('formatted', e)['key']['gen'] & 2**30][0])" "$FW_TMP/ranges.txt" "$id_c") ||
+	slot=none
+check "sandbox-c's element is keyed by its id and a generation with bit 30" test "$slot" != none
+bpftool -j map lookup pinned "$BPFFS/fastwall_range_tables" key $((slot & 255)) $(((slot >> 8) & 255)) 0 0 >"$FW_TMP/table.txt" 2>&1 || true
+check_eq "bpftool prints the table by field: 201 entries (the default one of them)" \
+	"$("$FW_PY" -c "import json,sys; v=json.load(open(sys.argv[1])); v=v.get('formatted', v)['value']; print(v['nrules'], v['rule'][v['at'][0]]['is_default'], v['n'] >= 201)" "$FW_TMP/table.txt")" \
+	"201 1 True"
+out=$(x 10.42.0.4 192.0.2.57 80/tcp) && rc=0 || rc=$?
+check_eq "explain: an address of the table passes" "$rc" 0
+check "decided: rule 56 and its entry, read from the table" grep -q \
+	'^decided:  rule 56 of sandbox-c.s policy: allow 192.0.2.57 (entry 192.0.2.57/32)$' <<<"$out"
+out=$(x 10.42.0.4 192.0.2.201 80/tcp) && rc=0 || rc=$?
+check_eq "explain: the address after the last entry falls to the default and drops" "$rc" 7
+
+echo "# a policy past the range tables is in its slot trie, which reads by field in bpftool"
+id_e=$(subject_id sandbox-e)
+check "fastwall subjects lists sandbox-e" test "$id_e" != 0
+key=($((id_e & 255)) $(((id_e >> 8) & 255)) 0 0)
 inner=$(bpftool -j map lookup pinned "$BPFFS/fastwall_rules_v2" key "${key[@]}" |
 	"$FW_PY" -c "import json,sys; v=json.load(sys.stdin)['value']; print(v if isinstance(v, int) else int.from_bytes(bytes(int(b, 16) for b in v), 'little'))") ||
 	inner=none

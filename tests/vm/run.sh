@@ -131,14 +131,22 @@ counted() {
 	CSECS=$((SECONDS - t0))
 }
 
-# the verdict tables twice: small policies as small sets (the default),
-# then every policy in the slot tries (FASTWALL_RULE_SET_MAX=0), so both
-# forms run here
+# the verdict tables three times: small policies as small sets and
+# larger ones as range tables (the default), then every policy in range
+# tables (FASTWALL_RULE_SET_MAX=0), then every one in the slot tries
+# (FASTWALL_RULE_RANGE_MAX=0 too), so all three forms run here
+FORMS="default ranges tries"
+form_env() {
+	case $1 in
+	ranges) echo FASTWALL_RULE_SET_MAX=0 ;;
+	tries) echo FASTWALL_RULE_SET_MAX=0 FASTWALL_RULE_RANGE_MAX=0 ;;
+	esac
+}
 tp=0 tf=0
-for sets in "" 0; do
-	counted verdicts "$TMP/verdicts" env ${sets:+FASTWALL_RULE_SET_MAX=$sets} \
-		"$BUILD/tests/bpf_verdicts"
-	echo "# verdict table (small sets: ${sets:-default}): $CP rows passed, $CF failed (${CSECS}s)"
+for form in $FORMS; do
+	# shellcheck disable=SC2046 # one word per variable
+	counted verdicts "$TMP/verdicts" env $(form_env "$form") "$BUILD/tests/bpf_verdicts"
+	echo "# verdict table (rule forms: $form): $CP rows passed, $CF failed (${CSECS}s)"
 	tp=$((tp + CP)) tf=$((tf + CF))
 done
 feature test_run "$tp/$((tp + tf))"
@@ -154,10 +162,11 @@ fi
 echo "# 1b2. the cgroup programs' verdict table (process sandboxes)"
 if [ -x "$BUILD/tests/bpf_cgroup_verdicts" ]; then
 	tp=0 tf=0
-	for sets in "" 0; do
-		counted "cgroup verdicts" "$TMP/cgv" env ${sets:+FASTWALL_RULE_SET_MAX=$sets} \
+	for form in $FORMS; do
+		# shellcheck disable=SC2046 # one word per variable
+		counted "cgroup verdicts" "$TMP/cgv" env $(form_env "$form") \
 			"$BUILD/tests/bpf_cgroup_verdicts"
-		echo "# cgroup verdict table (small sets: ${sets:-default}): $CP rows passed, $CF failed (${CSECS}s)"
+		echo "# cgroup verdict table (rule forms: $form): $CP rows passed, $CF failed (${CSECS}s)"
 		tp=$((tp + CP)) tf=$((tf + CF))
 	done
 	feature cgroup_test_run "$tp/$((tp + tf))"

@@ -128,6 +128,10 @@ __u32 fw_dp_rules_gen(struct fw_dp *dp, __u32 id);
 /* Map-in-map slot writes made since fw_dp_open (the first start's
  * pre-population, and nothing after). */
 __u64 fw_dp_slot_writes(struct fw_dp *dp);
+/* How many slots of fastwall_range_tables fastwalld counts as taken
+ * (tables of live and retired generations): the tests hold it against
+ * the elements of fastwall_rule_ranges. */
+__u32 fw_dp_range_slots_used(struct fw_dp *dp);
 /* After a restart: fetches the slot tries' descriptors in the background
  * (a request needing one first fetches it itself). */
 void fw_dp_slots_warm(struct fw_dp *dp);

@@ -17,6 +17,7 @@
 #include "common/addr.h"
 #include "datapath/cgroup.h"
 #include "datapath/explain.h"
+#include "datapath/ranges.h"
 
 #define FW_XSTEP_NAME_(id, name) [id] = name,
 static const char *const step_names[FW_XS_MAX] = {FW_XSTEPS(FW_XSTEP_NAME_)};
@@ -120,6 +121,34 @@ static void entry_prefix(int trie, __u32 gen, const struct fw_ip *dst, struct fw
 	}
 }
 
+/* fw_rule_get's range table of bpf/lib/policy.h (its element names the
+ * slot): the same search; the entry's prefix is the destination cut to
+ * the entry's length. */
+static bool range_entry(struct fw_dp *dp, const struct fw_subject *s, const struct fw_ip *dst,
+			struct fw_xresult *r)
+{
+	struct fw_set_key k = {.subject = s->id, .gen = s->rules_gen};
+	struct fw_range_set *set;
+	struct fw_ip mask;
+	int at = -1;
+	__u32 slot;
+
+	if (dp->rule_ranges_fd < 0 || dp->range_tables_fd < 0 ||
+	    bpf_map_lookup_elem(dp->rule_ranges_fd, &k, &slot) || !(set = malloc(sizeof(*set))))
+		return false;
+	if (bpf_map_lookup_elem(dp->range_tables_fd, &slot, set) == 0)
+		at = fw_range_find(set, dst);
+	if (at >= 0) {
+		r->entry = set->rule[at];
+		r->has_prefix = true;
+		r->prefix_len = set->plen[at];
+		fw_prefix_netmask(&mask, r->prefix_len);
+		fw_ip_and(&r->prefix, dst, &mask);
+	}
+	free(set);
+	return at >= 0;
+}
+
 /* fw_rule_get's small set of bpf/lib/policy.h: subject s's set, chunk
  * after chunk, the first entry (longest prefix first) whose prefix holds
  * dst. */
@@ -166,7 +195,11 @@ static __u32 policy(struct fw_dp *dp, const struct fw_subject *s, const struct f
 	int trie;
 
 	r->step = FW_XS_NO_POLICY;
-	if (s->rules_gen & FW_GEN_SET) {
+	if (s->rules_gen & FW_GEN_RANGE) {
+		if (!range_entry(dp, s, &p->dst, r))
+			return FW_DROP_NO_POLICY;
+		r->has_entry = true;
+	} else if (s->rules_gen & FW_GEN_SET) {
 		if (!set_entry(dp, s, &p->dst, r))
 			return FW_DROP_NO_POLICY;
 		r->has_entry = true;

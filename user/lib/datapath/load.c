@@ -102,20 +102,42 @@ static int mkdir_p(const char *path)
 	return 0;
 }
 
+/* Lines of a verifier log printed from its end: where it says why. */
+#define LOG_TAIL 40
+
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char line[1024];
+	enum fw_log_level to = level == LIBBPF_WARN ? FW_LOG_WARN : FW_LOG_DEBUG;
+	char *msg = NULL, *line, *next;
+	size_t nlines = 0, at = 0;
 
 	if (level == LIBBPF_DEBUG && fw_log_level < FW_LOG_DEBUG)
 		return 0;
 	if (level == LIBBPF_INFO && fw_log_level < FW_LOG_DEBUG)
 		return 0;
-	vsnprintf(line, sizeof(line), fmt, ap);
-	line[strcspn(line, "\n")] = '\0';
-	/* netlink's answer when clsact already exists, which fastwall expects */
-	if (strstr(line, "Exclusivity flag on") || strstr(line, "Parent Qdisc doesn't exist"))
+	if (vasprintf(&msg, fmt, ap) < 0)
 		return 0;
-	fw_log(level == LIBBPF_WARN ? FW_LOG_WARN : FW_LOG_DEBUG, "libbpf: %s", line);
+	/* netlink's answer when clsact already exists, which fastwall expects */
+	if (strstr(msg, "Exclusivity flag on") || strstr(msg, "Parent Qdisc doesn't exist")) {
+		free(msg);
+		return 0;
+	}
+	/* one line each (a program's load log is one message of many lines):
+	 * the first, then the last LOG_TAIL */
+	for (const char *c = msg; *c; c++)
+		nlines += *c == '\n' || !c[1];
+	for (line = msg; line && *line; line = next, at++) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (at && nlines > LOG_TAIL + 1 && at < nlines - LOG_TAIL) {
+			if (at == 1)
+				fw_log(to, "libbpf: ... (%zu lines)", nlines - LOG_TAIL - 1);
+			continue;
+		}
+		fw_log(to, "libbpf: %.*s", 1000, line);
+	}
+	free(msg);
 	return 0;
 }
 

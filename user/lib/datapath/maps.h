@@ -39,6 +39,8 @@
 	X(fastwall_subject_rows, subject_rows_fd, 1)                                               \
 	X(fastwall_rules_epoch, rules_epoch_fd, 1)                                                 \
 	X(fastwall_rule_sets, rule_sets_fd, 1)                                                     \
+	X(fastwall_rule_ranges, rule_ranges_fd, 1)                                                 \
+	X(fastwall_range_tables, range_tables_fd, 1)                                               \
 	X(fastwall_events_lost, events_lost_fd, 1)
 
 /* Maps added to an ABI after its release, without a new version: pins of
@@ -48,7 +50,9 @@
 	(strcmp((name), "fastwall_cgroups") == 0 || strcmp((name), "fastwall_cg_dns") == 0 ||      \
 	 strcmp((name), "fastwall_subject_rows") == 0 ||                                           \
 	 strcmp((name), "fastwall_rules_epoch") == 0 ||                                            \
-	 strcmp((name), "fastwall_events_lost") == 0 || strcmp((name), "fastwall_rule_sets") == 0)
+	 strcmp((name), "fastwall_events_lost") == 0 || strcmp((name), "fastwall_rule_sets") == 0 || \
+	 strcmp((name), "fastwall_rule_ranges") == 0 ||                                            \
+	 strcmp((name), "fastwall_range_tables") == 0)
 
 /* Maps of this ABI that no program uses any more, and that held nothing
  * worth carrying: a start unpins them (the old programs keep their

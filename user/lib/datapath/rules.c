@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@
 #include "common/addr.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "datapath/ranges.h"
 #include "datapath/rules.h"
 
 #define SLOT_ROOM   (2 * FW_MAX_RULES)
@@ -47,15 +49,16 @@ struct keys {
 struct slot {
 	int fd;		/* the slot's trie; -1 until known */
 	bool known;	/* fd, gen and counts are valid */
-	__u32 gen;	/* live generation; FW_GEN_SET: a small set, not the trie's */
+	__u32 gen;	/* live generation; FW_GEN_SET, FW_GEN_RANGE: not the trie's */
 	__u32 nlive;	/* entries of gen */
 	__u32 nold;	/* entries of older generations not yet queued */
 	__u32 npending; /* entries queued for deletion */
 	__u32 jobs;	/* queued or running deletions */
 	__u32 port_jobs;
 	struct keys live, old; /* the keys of gen, of the older ones not queued */
-	/* generations (__u32, with FW_GEN_SET) held in fastwall_rule_sets */
-	struct fw_recs sets_old;  /* retired small sets not queued */
+	/* generations (__u32, with FW_GEN_SET or FW_GEN_RANGE) held in
+	 * fastwall_rule_sets or fastwall_rule_ranges */
+	struct fw_recs sets_old;  /* retired sets not queued */
 	struct fw_recs sets_boot; /* the sets found at open, until the slot is known */
 };
 
@@ -79,6 +82,10 @@ struct fw_dp_rules {
 	__u64 slot_writes, grace_waits;
 	bool no_batch;	 /* the kernel has no batch updates for LPM tries */
 	__u32 set_max;	 /* compiled sets of at most this many entries are small sets */
+	__u32 range_max; /* larger ones of at most this many are range tables */
+	bool range_used[FW_RANGE_SLOTS]; /* slots of fastwall_range_tables taken (lock) */
+	struct fw_range_set *tables;	 /* the array, mapped; NULL: written by syscall */
+	__u32 range_next;		 /* where the search for a free one starts */
 	struct btf *btf; /* of the tries' key and value; NULL: created without */
 	__u32 btf_key, btf_value;
 };
@@ -212,11 +219,11 @@ static size_t batch_put(struct fw_dp_rules *r, int fd, const struct fw_compiled_
 	return done;
 }
 
-/* The generation after gen, of either form: one counter for both, which
- * never reaches FW_GEN_SET (it wraps to 0, as 32 bits did before). */
+/* The generation after gen, of any form: one counter for the three,
+ * which never reaches the form bits (it wraps to 0). */
 static __u32 next_gen(__u32 gen)
 {
-	return ((gen & ~FW_GEN_SET) + 1) & ~FW_GEN_SET;
+	return ((gen & ~FW_GEN_FORMS) + 1) & ~FW_GEN_FORMS;
 }
 
 /* Longest prefix first: the scan's first match is the longest-prefix one. */
@@ -328,6 +335,101 @@ static int set_put(int fd, __u32 id, const struct fw_compiled_set *set, __u32 ge
 	for (__u32 c = 0; c < count && c < chunks - 1; c++)
 		bpf_map_delete_elem(fd, &k[c]);
 	return err;
+}
+
+/* A free slot of fastwall_range_tables, taken; -1 when none is. */
+static int range_slot_take(struct fw_dp_rules *r)
+{
+	int slot = -1;
+
+	pthread_mutex_lock(&r->lock);
+	for (__u32 i = 0; i < FW_RANGE_SLOTS && slot < 0; i++) {
+		__u32 at = (r->range_next + i) % FW_RANGE_SLOTS;
+
+		if (!r->range_used[at]) {
+			r->range_used[at] = true;
+			r->range_next = at + 1;
+			slot = (int)at;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	return slot;
+}
+
+static void range_slot_give(struct fw_dp_rules *r, __u32 slot)
+{
+	if (slot >= FW_RANGE_SLOTS)
+		return;
+	pthread_mutex_lock(&r->lock);
+	r->range_used[slot] = false;
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* Writes set as the range table {id, gen} (gen with FW_GEN_RANGE): the
+ * table into a free slot, in place through the array's mapping (no
+ * program reads a free slot; a map update where it could not be mapped),
+ * then the element that names the slot, new (BPF_NOEXIST, as for a small
+ * set): one element write whatever the number of entries, and no
+ * allocation in the kernel but the 4-byte element's. -E2BIG when the set cuts into more
+ * ranges than a table holds or no slot is free, -ENOMEM when the kernel
+ * has no memory for the element: the caller writes the trie instead. */
+static int range_put(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *set, __u32 gen,
+		     __u32 pgen)
+{
+	struct fw_set_key k = {.subject = id, .gen = gen};
+	struct fw_range_set *v = malloc(sizeof(*v));
+	int err, slot;
+	__u32 at;
+
+	if (!v)
+		return -ENOMEM;
+	err = fw_range_build(v, set->entries, set->n, set->nports ? pgen : 0);
+	slot = err ? -1 : range_slot_take(dp->rules);
+	if (!err && slot < 0)
+		err = -E2BIG;
+	at = (__u32)slot;
+	if (!err && dp->rules->tables) {
+		/* the slot is free: no program reads it until the element
+		 * below names it, and the element's write (a syscall) orders
+		 * these stores before it */
+		memcpy(&dp->rules->tables[at], v, sizeof(*v));
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+	} else if (!err && bpf_map_update_elem(dp->range_tables_fd, &at, v, BPF_ANY)) {
+		err = -errno;
+	}
+	if (!err && bpf_map_update_elem(dp->rule_ranges_fd, &k, &at, BPF_NOEXIST))
+		err = errno == E2BIG ? -E2BIG : -errno;
+	if (err && slot >= 0)
+		range_slot_give(dp->rules, at);
+	free(v);
+	return err;
+}
+
+/* Deletes a retired set of either hashed form (gen says which); a range
+ * table's slot is free again (the caller waited for the grace period
+ * after the last dispatch value naming gen). */
+/* held: the slot stays taken, its number pushed there (__u32), for a
+ * caller that frees it only after another grace period; NULL: free. */
+static int range_delete(struct fw_dp *dp, const struct fw_set_key *k, struct fw_recs *held)
+{
+	__u32 slot;
+
+	if (dp->rule_ranges_fd < 0 || bpf_map_lookup_elem(dp->rule_ranges_fd, k, &slot))
+		return 0; /* gone already */
+	if (bpf_map_delete_elem(dp->rule_ranges_fd, k))
+		return errno == ENOENT ? 0 : -errno;
+	if (!held || fw_recs_push(held, &slot))
+		range_slot_give(dp->rules, slot); /* no memory to hold it: free now */
+	return 0;
+}
+
+static int hashed_delete(struct fw_dp *dp, __u32 id, __u32 gen, struct fw_recs *held)
+{
+	struct fw_set_key k = {.subject = id, .gen = gen};
+
+	if (!(gen & FW_GEN_RANGE))
+		return set_delete(dp->rule_sets_fd, id, gen);
+	return range_delete(dp, &k, held);
 }
 
 /* The BTF of struct fw_rule_key and struct fw_rule, built here because
@@ -536,8 +638,8 @@ static void slot_publish(struct fw_dp_rules *r, __u32 id, int fd, struct gen_cou
 	for (size_t i = 0; i < s->sets_boot.n; i++) {
 		__u32 sg = gen_at(&s->sets_boot, i);
 
-		if ((sg & ~FW_GEN_SET) > (s->gen & ~FW_GEN_SET)) {
-			if (s->gen & FW_GEN_SET)
+		if ((sg & ~FW_GEN_FORMS) > (s->gen & ~FW_GEN_FORMS)) {
+			if (s->gen & FW_GEN_FORMS)
 				gens_push(&s->sets_old, s->gen);
 			s->nold += s->nlive;
 			s->nlive = 0;
@@ -769,10 +871,10 @@ static bool port_kept(const void *key, const void *ctx)
 }
 
 /* Deletes the small sets l of subject id (gone already: fine). */
-static void sets_delete(struct fw_dp *dp, __u32 id, const struct fw_recs *l)
+static void sets_delete(struct fw_dp *dp, __u32 id, const struct fw_recs *l, struct fw_recs *held)
 {
 	for (size_t i = 0; i < l->n; i++) {
-		int err = set_delete(dp->rule_sets_fd, id, gen_at(l, i));
+		int err = hashed_delete(dp, id, gen_at(l, i), held);
 
 		if (err)
 			fw_warn("subject %u: can't delete a retired rule set: %s", id,
@@ -834,7 +936,7 @@ static void *worker_run(void *dp_)
 			else if (j->keys.n)
 				fw_dp_delete_keys(r->slot[j->id].fd, j->keys.k, j->keys.n,
 						  sizeof(*j->keys.k));
-			sets_delete(dp, j->id, &j->sets);
+			sets_delete(dp, j->id, &j->sets, NULL);
 			if (j->ports && ports) {
 				ports[j->id] = j->ports;
 				any_ports = true;
@@ -968,6 +1070,83 @@ static int boot_sets(struct fw_dp *dp, struct fw_dp_rules *r)
 	return err;
 }
 
+static int boot_range(const void *key, const void *val, void *ctx)
+{
+	const struct fw_set_key *k = key;
+	struct fw_dp_rules *r = ctx;
+	__u32 slot;
+
+	memcpy(&slot, val, sizeof(slot));
+	if (slot < FW_RANGE_SLOTS)
+		r->range_used[slot] = true; /* whoever wrote it, taken */
+	if (!(k->gen & FW_GEN_RANGE) || k->subject >= FW_MAX_SUBJECTS)
+		return 0; /* not ours: the reaper's scan finds it */
+	return gens_push(&r->slot[k->subject].sets_boot, k->gen) ? 0 : -ENOMEM;
+}
+
+/* The range tables a restart adopts (an element is written after its
+ * table, so where it exists the table is whole), and the slots they take;
+ * a table written into a slot no element names is a change cut short:
+ * its slot is free. */
+static int boot_ranges(struct fw_dp *dp, struct fw_dp_rules *r)
+{
+	return fw_dp_scan(dp->rule_ranges_fd, boot_range, r);
+}
+
+struct range_dead {
+	const bool *dead;
+	struct fw_recs keys; /* struct fw_set_key of the dead ids */
+};
+
+static int range_of_dead(const void *key, const void *val, void *ctx)
+{
+	const struct fw_set_key *k = key;
+	struct range_dead *d = ctx;
+
+	(void)val;
+	if (k->subject < FW_MAX_SUBJECTS && !d->dead[k->subject])
+		return 0;
+	return fw_recs_push(&d->keys, k);
+}
+
+/* Deletes the range tables of the dead ids, known or not, and frees their
+ * slots (the caller waited for the grace period). */
+static int ranges_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
+{
+	struct range_dead d = {.dead = dead, .keys = {.size = sizeof(struct fw_set_key)}};
+	int err = fw_dp_scan(dp->rule_ranges_fd, range_of_dead, &d);
+
+	for (size_t i = 0; !err && i < d.keys.n; i++) {
+		struct fw_set_key k;
+
+		memcpy(&k, d.keys.data + i * sizeof(k), sizeof(k));
+		err = range_delete(dp, &k, NULL);
+	}
+	free(d.keys.data);
+	return err;
+}
+
+/* FASTWALL_RULE_RANGE_MAX (0 to FW_RANGE_RULES, default FW_RANGE_RULES):
+ * compiled sets larger than a small set and of at most that many entries
+ * are range tables; 0 puts them in the trie. */
+static __u32 range_max_env(void)
+{
+	const char *v = getenv("FASTWALL_RULE_RANGE_MAX");
+	char *end;
+	unsigned long n;
+
+	if (!v || !*v)
+		return FW_RANGE_RULES;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || *end || n > FW_RANGE_RULES) {
+		fw_warn("FASTWALL_RULE_RANGE_MAX=%s: not a number from 0 to %u, using %u", v,
+			FW_RANGE_RULES, FW_RANGE_RULES);
+		return FW_RANGE_RULES;
+	}
+	return (__u32)n;
+}
+
 int fw_dp_rules_open(struct fw_dp *dp, bool populate, bool check, int old_fd)
 {
 	struct fw_dp_rules *r = calloc(1, sizeof(*r));
@@ -982,6 +1161,7 @@ int fw_dp_rules_open(struct fw_dp *dp, bool populate, bool check, int old_fd)
 	for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++)
 		r->slot[id].fd = -1;
 	r->set_max = set_max_env();
+	r->range_max = range_max_env();
 	dp->rules = r;
 	nofile_raise();
 	if (dp->rule_sets_fd >= 0) {
@@ -989,6 +1169,28 @@ int fw_dp_rules_open(struct fw_dp *dp, bool populate, bool check, int old_fd)
 		err = boot_sets(dp, r);
 		if (err) {
 			fw_err("can't read fastwall_rule_sets: %s", strerror(-err));
+			return err;
+		}
+	}
+	if (dp->range_tables_fd >= 0) {
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+		void *p = MAP_FAILED;
+
+		if (bpf_obj_get_info_by_fd(dp->range_tables_fd, &info, &len) == 0 &&
+		    info.value_size == sizeof(struct fw_range_set) &&
+		    info.max_entries == FW_RANGE_SLOTS && (info.map_flags & BPF_F_MMAPABLE))
+			p = mmap(NULL, (size_t)FW_RANGE_SLOTS * sizeof(struct fw_range_set),
+				 PROT_READ | PROT_WRITE, MAP_SHARED, dp->range_tables_fd, 0);
+		if (p != MAP_FAILED)
+			r->tables = p;
+		else
+			fw_debug("range tables written by map updates: the array can't be mapped");
+	}
+	if (dp->rule_ranges_fd >= 0) {
+		err = boot_ranges(dp, r);
+		if (err) {
+			fw_err("can't read fastwall_rule_ranges: %s", strerror(-err));
 			return err;
 		}
 	}
@@ -1048,6 +1250,8 @@ void fw_dp_rules_close(struct fw_dp *dp)
 		gens_free(&r->slot[id].sets_boot);
 	}
 	btf__free(r->btf);
+	if (r->tables)
+		munmap(r->tables, (size_t)FW_RANGE_SLOTS * sizeof(struct fw_range_set));
 	if (r->grace_outer >= 0)
 		close(r->grace_outer);
 	if (r->grace_inner >= 0)
@@ -1063,6 +1267,20 @@ void fw_dp_rules_close(struct fw_dp *dp)
 __u64 fw_dp_slot_writes(struct fw_dp *dp)
 {
 	return dp->rules ? __atomic_load_n(&dp->rules->slot_writes, __ATOMIC_RELAXED) : 0;
+}
+
+__u32 fw_dp_range_slots_used(struct fw_dp *dp)
+{
+	struct fw_dp_rules *r = dp->rules;
+	__u32 n = 0;
+
+	if (!r)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	for (__u32 i = 0; i < FW_RANGE_SLOTS; i++)
+		n += r->range_used[i];
+	pthread_mutex_unlock(&r->lock);
+	return n;
 }
 
 /* ---- the request path ------------------------------------------------------ */
@@ -1087,7 +1305,7 @@ int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *
 	size_t written = 0, nports = 0;
 	struct keys fresh = {0};
 	struct slot *s;
-	bool wait, small;
+	bool wait, small, range;
 	__u32 gen;
 	int err;
 
@@ -1101,8 +1319,10 @@ int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *
 		return err;
 	s = &r->slot[id];
 	small = set->n <= r->set_max && dp->rule_sets_fd >= 0;
+	range = !small && set->n <= r->range_max && dp->rule_ranges_fd >= 0 &&
+		dp->range_tables_fd >= 0;
 	pthread_mutex_lock(&r->lock);
-	wait = (!small && s->nlive + s->nold + s->npending + set->n > SLOT_ROOM) ||
+	wait = (!small && !range && s->nlive + s->nold + s->npending + set->n > SLOT_ROOM) ||
 	       (set->nports && s->port_jobs);
 	pthread_mutex_unlock(&r->lock);
 	if (wait) {
@@ -1136,6 +1356,24 @@ int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *
 		}
 		/* the map is full: this one goes to the trie */
 	}
+	if (range) {
+		err = range_put(dp, id, set, gen | FW_GEN_RANGE, pgen);
+		if (!err) {
+			gen |= FW_GEN_RANGE;
+			goto written;
+		}
+		if (err != -E2BIG && err != -ENOMEM) {
+			fw_err("subject %u: can't write its range table: %s", id, strerror(-err));
+			goto undo;
+		}
+		/* too many ranges, the map full or no memory: the trie, which
+		 * may need its old generations deleted first */
+		pthread_mutex_lock(&r->lock);
+		wait = s->nlive + s->nold + s->npending + set->n > SLOT_ROOM;
+		pthread_mutex_unlock(&r->lock);
+		if (wait)
+			flush(r, id);
+	}
 	written = batch_put(r, s->fd, set, gen, pgen);
 	for (; written < set->n; written++) {
 		struct fw_rule v = set->entries[written].rule;
@@ -1159,8 +1397,8 @@ int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *
 written:
 	pthread_mutex_lock(&r->lock);
 	s->nold += s->nlive;
-	s->nlive = gen & FW_GEN_SET ? 0 : (__u32)set->n;
-	if (s->gen & FW_GEN_SET)
+	s->nlive = gen & FW_GEN_FORMS ? 0 : (__u32)set->n;
+	if (s->gen & FW_GEN_FORMS)
 		gens_push(&s->sets_old, s->gen);
 	s->gen = gen;
 	keys_move(&s->old, &s->live);
@@ -1201,7 +1439,7 @@ void fw_dp_policy_retire(struct fw_dp *dp, __u32 id, __u32 old_port_state)
 	s = &r->slot[id];
 	pthread_mutex_lock(&r->lock);
 	j.id = id;
-	j.keep = s->gen & ~FW_GEN_SET; /* every trie generation before it */
+	j.keep = s->gen & ~FW_GEN_FORMS; /* every trie generation before it */
 	j.n = s->nold;
 	j.ports = old_port_state & ~FW_PORTSET_GEN ? (old_port_state & FW_PORTSET_GEN) | 1 : 0;
 	if (!j.n && !j.ports && !s->sets_old.n) {
@@ -1249,7 +1487,7 @@ void fw_dp_rules_release(struct fw_dp *dp, __u32 id)
 	pthread_mutex_lock(&r->lock);
 	s->nold += s->nlive;
 	s->nlive = 0;
-	if (s->gen & FW_GEN_SET)
+	if (s->gen & FW_GEN_FORMS)
 		gens_push(&s->sets_old, s->gen);
 	s->gen = next_gen(s->gen); /* every generation it had is older */
 	keys_move(&s->old, &s->live);
@@ -1267,8 +1505,8 @@ static int rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, b
 	if (err)
 		return err;
 	s = &r->slot[id];
-	if (s->gen & FW_GEN_SET)
-		return -EOPNOTSUPP; /* a small set is replaced, never edited */
+	if (s->gen & FW_GEN_FORMS)
+		return -EOPNOTSUPP; /* a small set or range table is replaced, never edited */
 	key_of(&k, &c->key, s->gen);
 	if (del) {
 		if (bpf_map_delete_elem(s->fd, &k))
@@ -1299,7 +1537,7 @@ static void slot_emptied(struct fw_dp_rules *r, __u32 id)
 {
 	pthread_mutex_lock(&r->lock);
 	r->slot[id].nlive = r->slot[id].nold = 0;
-	r->slot[id].gen &= ~FW_GEN_SET; /* its set is gone too */
+	r->slot[id].gen &= ~FW_GEN_FORMS; /* its set is gone too */
 	keys_free(&r->slot[id].live);
 	keys_free(&r->slot[id].old);
 	gens_free(&r->slot[id].sets_old);
@@ -1315,7 +1553,7 @@ static void sets_of(struct fw_dp_rules *r, __u32 id, struct fw_recs *out)
 	pthread_mutex_lock(&r->lock);
 	*out = s->sets_old;
 	s->sets_old = (struct fw_recs){0};
-	if (s->gen & FW_GEN_SET)
+	if (s->gen & FW_GEN_FORMS)
 		gens_push(out, s->gen);
 	pthread_mutex_unlock(&r->lock);
 }
@@ -1349,12 +1587,23 @@ int fw_dp_rules_clear(struct fw_dp *dp, __u32 id)
 	if (!err)
 		err = delete_older(dp->rules->slot[id].fd, ~0u);
 	if (!err) {
-		struct fw_recs sets;
+		struct fw_recs sets, held = {.size = sizeof(__u32)};
 
 		sets_of(dp->rules, id, &sets);
-		sets_delete(dp, id, &sets);
+		sets_delete(dp, id, &sets, &held);
 		gens_free(&sets);
 		slot_emptied(dp->rules, id);
+		/* the live table's element is gone, but dispatch still names
+		 * its generation: a packet may have found the slot just
+		 * before, so the slot is free only a grace period later */
+		if (held.n && grace(dp->rules))
+			fw_warn("subject %u: can't wait for a grace period; %zu range slots stay "
+				"taken",
+				id, held.n);
+		else
+			for (size_t i = 0; i < held.n; i++)
+				range_slot_give(dp->rules, gen_at(&held, i));
+		free(held.data);
 	}
 	/* the subject may still be dispatched to (it fails closed now) */
 	return err ? err : fw_dp_rules_epoch_bump(dp);
@@ -1401,5 +1650,7 @@ int fw_dp_rules_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
 	/* their small sets, known or not (one scan of the map) */
 	if (!err && dp->rule_sets_fd >= 0)
 		err = fw_dp_prune(dp->rule_sets_fd, sizeof(struct fw_set_key), set_alive, dead);
+	if (!err && dp->rule_ranges_fd >= 0)
+		err = ranges_reap(dp, dead);
 	return err;
 }

@@ -959,9 +959,10 @@ static int edit_one(struct fw_registry *r, struct fw_entry *e, const struct fw_c
 	if (!old->entries || old->nports || set->nports || old->n + 1 < set->n ||
 	    set->n + 1 < old->n)
 		return 0;
-	/* a small set is replaced whole, never edited (fw_dp_rules_edit would
-	 * refuse): no need to sort and compare both sets to find that out */
-	if (fw_dp_rules_gen(r->dp, e->id) & FW_GEN_SET)
+	/* a small set or range table is replaced whole, never edited
+	 * (fw_dp_rules_edit would refuse): no need to sort and compare both
+	 * sets to find that out */
+	if (fw_dp_rules_gen(r->dp, e->id) & FW_GEN_FORMS)
 		return 0;
 	a = malloc(old->n * sizeof(*a));
 	b = malloc(set->n * sizeof(*b));

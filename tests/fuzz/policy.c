@@ -2,16 +2,71 @@
 /* libFuzzer target: the policy model. Input is newline-separated records;
  * "action\ttarget" adds a rule, any other line is looked up as a query
  * name. Every accepted policy is compiled and its invariants checked: no
- * allow entry may sit inside a deny entry, and exactly one ::/0 entry. */
+ * allow entry may sit inside a deny entry, and exactly one ::/0 entry.
+ * The compiled set is then cut into a range table (the form the programs
+ * search for sets of up to FW_RANGE_RULES entries), whose search must
+ * find the longest prefix at both ends of every entry and just past
+ * them. */
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/addr.h"
+#include "datapath/ranges.h"
 #include "policy/policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* the longest entry of c[0..n) holding a, or -1 */
+static int lpm(const struct fw_compiled *c, size_t n, const struct fw_ip *a)
+{
+	int best = -1;
+
+	for (size_t i = 0; i < n; i++)
+		if (fw_prefix_contains(&c[i].key.addr, c[i].key.prefixlen, a) &&
+		    (best < 0 || c[i].key.prefixlen > c[best].key.prefixlen))
+			best = (int)i;
+	return best;
+}
+
+/* a plus d (+1 or -1), wrapping */
+static struct fw_ip step(struct fw_ip a, int d)
+{
+	for (int i = 15; i >= 0; i--) {
+		a.b[i] = (__u8)(a.b[i] + d);
+		if ((d > 0 && a.b[i]) || (d < 0 && a.b[i] != 0xff))
+			break;
+	}
+	return a;
+}
+
+static void check_ranges(const struct fw_compiled *c, size_t n)
+{
+	static struct fw_range_set t;
+	int err = fw_range_build(&t, c, n, 0);
+
+	if (n > FW_RANGE_RULES || err == -E2BIG)
+		return; /* the trie's: too many entries or ranges */
+	if (err)
+		abort(); /* a compiled set is always a valid table */
+	for (size_t i = 0; i < n; i++) {
+		struct fw_ip lo, hi, mask, probe[4];
+
+		fw_prefix_netmask(&mask, c[i].key.prefixlen);
+		fw_ip_and(&lo, &c[i].key.addr, &mask);
+		for (int b = 0; b < 16; b++)
+			hi.b[b] = (__u8)(lo.b[b] | ~mask.b[b]);
+		probe[0] = lo;
+		probe[1] = hi;
+		probe[2] = step(lo, -1);
+		probe[3] = step(hi, +1);
+		for (int k = 0; k < 4; k++)
+			if (fw_range_find(&t, &probe[k]) != lpm(c, n, &probe[k]))
+				abort();
+	}
+}
 
 static void check_compiled(const struct fw_policy *p)
 {
@@ -42,6 +97,7 @@ static void check_compiled(const struct fw_policy *p)
 	}
 	if (roots != 1)
 		abort();
+	check_ranges(c, n);
 	(void)fw_compiled_hash(c, n);
 	free(c);
 }

@@ -75,10 +75,10 @@ run_part abi-migrate "$BUILD/tests/abi_migrate"
 run_part bpf-verdicts-ranges env FASTWALL_RULE_SET_MAX=0 "$BUILD/tests/bpf_verdicts"
 run_part bpf-cgroup-verdicts-ranges env FASTWALL_RULE_SET_MAX=0 "$BUILD/tests/bpf_cgroup_verdicts"
 run_part abi-migrate-ranges env FASTWALL_RULE_SET_MAX=0 "$BUILD/tests/abi_migrate"
-TRIES="FASTWALL_RULE_SET_MAX=0 FASTWALL_RULE_RANGE_MAX=0"
-run_part bpf-verdicts-tries env $TRIES "$BUILD/tests/bpf_verdicts"
-run_part bpf-cgroup-verdicts-tries env $TRIES "$BUILD/tests/bpf_cgroup_verdicts"
-run_part abi-migrate-tries env $TRIES "$BUILD/tests/abi_migrate"
+TRIES=(FASTWALL_RULE_SET_MAX=0 FASTWALL_RULE_RANGE_MAX=0)
+run_part bpf-verdicts-tries env "${TRIES[@]}" "$BUILD/tests/bpf_verdicts"
+run_part bpf-cgroup-verdicts-tries env "${TRIES[@]}" "$BUILD/tests/bpf_cgroup_verdicts"
+run_part abi-migrate-tries env "${TRIES[@]}" "$BUILD/tests/abi_migrate"
 run_part lint bash tests/lint/check-layers.sh
 for t in tests/e2e/*.sh; do
 	[ -e "$t" ] || continue

@@ -146,8 +146,8 @@ struct fw_subject {
 	__u8 flags;	      /* FW_SF_* */
 	__u8 private_plen[2]; /* per family, LPM-style length; 0 = none */
 	__u32 ifindex;	      /* anti-spoof binding, FW_IFINDEX_* */
-	__u32 rules_gen; /* of id's rules: FW_GEN_SET, in fastwall_rule_sets; FW_GEN_RANGE, in
-			  * fastwall_rule_ranges; else the trie's */
+	__u32 rules_gen;      /* of id's rules: FW_GEN_SET, in fastwall_rule_sets; FW_GEN_RANGE, in
+			       * fastwall_rule_ranges; else the trie's */
 	struct fw_ip gateway[2];
 	struct fw_ip private_net[2];
 };
@@ -294,12 +294,12 @@ struct fw_rule_set {
  * When every slot is taken, a change goes to the trie. Both maps were
  * added in ABI 2 without a new version. Writer: fastwalld. Reader: TC
  * ingress, the cgroup programs. */
-#define FW_GEN_RANGE	(1u << 30)
-#define FW_GEN_FORMS	(FW_GEN_SET | FW_GEN_RANGE) /* the bits that are not the counter */
-#define FW_RANGE_STEPS	9
-#define FW_RANGE_MAX	(1u << FW_RANGE_STEPS) /* ranges per set */
-#define FW_RANGE_RULES	256		       /* entries per set, the default included */
-#define FW_RANGE_NONE	0xffff
+#define FW_GEN_RANGE   (1u << 30)
+#define FW_GEN_FORMS   (FW_GEN_SET | FW_GEN_RANGE) /* the bits that are not the counter */
+#define FW_RANGE_STEPS 9
+#define FW_RANGE_MAX   (1u << FW_RANGE_STEPS) /* ranges per set */
+#define FW_RANGE_RULES 256		      /* entries per set, the default included */
+#define FW_RANGE_NONE  0xffff
 #ifndef FW_RANGE_SLOTS
 #define FW_RANGE_SLOTS 1024 /* tables, live and retired: 12.3 MiB, preallocated */
 #endif

@@ -107,7 +107,9 @@ static int range_count(struct fw_dp *dp, __u32 id, __u32 gen, int *others)
 
 static const char *form_name(__u32 gen)
 {
-	return gen & FW_GEN_RANGE ? "a range table" : gen & FW_GEN_SET ? "a small set" : "the slot trie";
+	return gen & FW_GEN_RANGE ? "a range table"
+	       : gen & FW_GEN_SET ? "a small set"
+				  : "the slot trie";
 }
 
 /* How many chunks of small set {id, gen} fastwall_rule_sets holds. */

@@ -419,7 +419,7 @@ static int run_size(struct fw_registry *reg, struct fw_subject_spec *spec, int p
 	       "plain array update, target <= %d for the kernel writes\n",
 	       nrules, form, nops, warm, TARGET_RATIO);
 	printf("cp form_r%u kind=%s chunks=%u\n", nrules,
-	       added_form == FW_GEN_SET     ? "set"
+	       added_form == FW_GEN_SET	    ? "set"
 	       : added_form == FW_GEN_RANGE ? "range"
 					    : "trie",
 	       added_chunks);
@@ -477,8 +477,8 @@ static unsigned int parse_sizes(const char *arg, unsigned int sizes[SIZES_MAX])
 int main(int argc, char **argv)
 {
 	const char *prefix = "/sys/fs/bpf/fastwall-cpk";
-	unsigned int nops = 300, warm = 10, sizes[SIZES_MAX] = {4, 16, 32, 64, 200, 300}, nsizes = 6,
-		     next = 0;
+	unsigned int nops = 300, warm = 10, sizes[SIZES_MAX] = {4, 16, 32, 64, 200, 300},
+		     nsizes = 6, next = 0;
 	struct fw_registry *reg = NULL;
 	struct fw_subject_spec *spec = NULL;
 	__u64 *samples[OP_MAX] = {0};

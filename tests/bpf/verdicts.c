@@ -2687,9 +2687,9 @@ static char edge_rules[72][40];
 static void edges_def(struct subject_def *d)
 {
 	static const char *fixed[] = {
-		"allow 198.51.100.0/24", "deny 198.51.100.0/26",  "allow 198.51.100.0/28",
+		"allow 198.51.100.0/24", "deny 198.51.100.0/26",   "allow 198.51.100.0/28",
 		"deny 198.51.100.8/29",	 "allow 198.51.100.15/32", "deny 198.51.100.128/25",
-		"allow 192.0.2.0/23",	 "deny 192.0.3.255/32",	  "allow 203.0.113.128/25",
+		"allow 192.0.2.0/23",	 "deny 192.0.3.255/32",	   "allow 203.0.113.128/25",
 		"deny 203.0.113.0/32",
 	};
 	size_t n = 0;
@@ -2768,13 +2768,13 @@ static void scenario_range_edges(void)
 			struct pkt_spec spec = UDP4("10.42.14.10", dst, 40000, 5000);
 			int got, want = edges_want(&d, probe[p]);
 
-			snprintf(dst, sizeof(dst), "%u.%u.%u.%u", probe[p] >> 24, probe[p] >> 16 & 255,
-				 probe[p] >> 8 & 255, probe[p] & 255);
+			snprintf(dst, sizeof(dst), "%u.%u.%u.%u", probe[p] >> 24,
+				 probe[p] >> 16 & 255, probe[p] >> 8 & 255, probe[p] & 255);
 			got = run_frame(t.dp->ingress_fd, &spec);
 			probes++;
 			if (got != want && !wrong++)
-				snprintf(first_wrong, sizeof(first_wrong), "%s: %d, want %d", dst, got,
-					 want);
+				snprintf(first_wrong, sizeof(first_wrong), "%s: %d, want %d", dst,
+					 got, want);
 		}
 	}
 	result(form_is(s.rules_gen, 68) && wrong == 0 && probes == 4 * (int)nrules,

@@ -96,7 +96,8 @@ static size_t random_set(struct fw_compiled *e, size_t n, unsigned int *seed, bo
 			c.key.addr.b[i] &= m.b[i];
 		c.key.prefixlen = plen;
 		for (size_t j = 0; j < k && !dup; j++)
-			dup = e[j].key.prefixlen == plen && !memcmp(&e[j].key.addr, &c.key.addr, 16);
+			dup = e[j].key.prefixlen == plen &&
+			      !memcmp(&e[j].key.addr, &c.key.addr, 16);
 		if (dup)
 			continue;
 		c.rule.rule = (__u32)k;

@@ -50,7 +50,8 @@
 	(strcmp((name), "fastwall_cgroups") == 0 || strcmp((name), "fastwall_cg_dns") == 0 ||      \
 	 strcmp((name), "fastwall_subject_rows") == 0 ||                                           \
 	 strcmp((name), "fastwall_rules_epoch") == 0 ||                                            \
-	 strcmp((name), "fastwall_events_lost") == 0 || strcmp((name), "fastwall_rule_sets") == 0 || \
+	 strcmp((name), "fastwall_events_lost") == 0 ||                                            \
+	 strcmp((name), "fastwall_rule_sets") == 0 ||                                              \
 	 strcmp((name), "fastwall_rule_ranges") == 0 ||                                            \
 	 strcmp((name), "fastwall_range_tables") == 0)
 

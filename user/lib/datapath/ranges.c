@@ -79,12 +79,13 @@ int fw_range_build(struct fw_range_set *out, const struct fw_compiled *entries, 
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < n; i++) {
 		__u32 plen = entries[i].key.prefixlen;
-		u128 mask = plen ? U128_MAX << (128 - plen) : 0;
+		u128 mask;
 
 		if (plen > 128) {
 			free(sp);
 			return -EINVAL;
 		}
+		mask = plen ? U128_MAX << (128 - plen) : 0;
 		sp[i].lo = ip_get(&entries[i].key.addr) & mask;
 		sp[i].hi = sp[i].lo | ~mask;
 		sp[i].plen = plen;

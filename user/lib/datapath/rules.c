@@ -86,7 +86,7 @@ struct fw_dp_rules {
 	bool range_used[FW_RANGE_SLOTS]; /* slots of fastwall_range_tables taken (lock) */
 	struct fw_range_set *tables;	 /* the array, mapped; NULL: written by syscall */
 	__u32 range_next;		 /* where the search for a free one starts */
-	struct btf *btf; /* of the tries' key and value; NULL: created without */
+	struct btf *btf;		 /* of the tries' key and value; NULL: created without */
 	__u32 btf_key, btf_value;
 };
 

@@ -61,41 +61,20 @@ static int trie_count(struct fw_dp *dp, __u32 id, __u32 gen, int *others)
 	return n;
 }
 
-/* How many small sets subject id holds in fastwall_rule_sets: of
+/* How many sets subject id holds in map fd (fastwall_rule_sets, chunked:
+ * a set counted once, by its chunk 0; or fastwall_rule_ranges): of
  * generation gen, and of any other. */
-static int set_count(struct fw_dp *dp, __u32 id, __u32 gen, int *others)
+static int hashed_count(int fd, bool chunked, __u32 id, __u32 gen, int *others)
 {
 	struct fw_set_key k, *prev = NULL, next;
 	int n = 0;
 
 	*others = 0;
-	while (bpf_map_get_next_key(dp->rule_sets_fd, prev, &next) == 0) {
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
 		k = next;
 		prev = &k;
-		if (FW_SET_ID(k.subject) != id)
-			continue;
-		if (FW_SET_CHUNK(k.subject))
-			continue; /* a set is counted once, by its chunk 0 */
-		if (k.gen == gen)
-			n++;
-		else
-			(*others)++;
-	}
-	return n;
-}
-
-/* How many range tables subject id holds in fastwall_rule_ranges: of
- * generation gen, and of any other; each names a slot no other does. */
-static int range_count(struct fw_dp *dp, __u32 id, __u32 gen, int *others)
-{
-	struct fw_set_key k, *prev = NULL, next;
-	int n = 0;
-
-	*others = 0;
-	while (bpf_map_get_next_key(dp->rule_ranges_fd, prev, &next) == 0) {
-		k = next;
-		prev = &k;
-		if (k.subject != id)
+		if ((chunked ? FW_SET_ID(k.subject) : k.subject) != id ||
+		    (chunked && FW_SET_CHUNK(k.subject)))
 			continue;
 		if (k.gen == gen)
 			n++;
@@ -145,8 +124,8 @@ static bool trie_clean(struct fw_dp *dp, struct fw_registry *reg, const char *na
 		return false;
 	gen = fw_dp_rules_gen(dp, e->id);
 	live = trie_count(dp, e->id, gen, &others);
-	sets = set_count(dp, e->id, gen, &sets_others);
-	ranges = range_count(dp, e->id, gen, &ranges_others);
+	sets = hashed_count(dp->rule_sets_fd, true, e->id, gen, &sets_others);
+	ranges = hashed_count(dp->rule_ranges_fd, false, e->id, gen, &ranges_others);
 	ok = others == 0 && sets_others == 0 && ranges_others == 0;
 	if (gen & FW_GEN_SET)
 		ok = ok && live == 0 && sets == 1 && ranges == 0;

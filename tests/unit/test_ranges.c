@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/addr.h"
 #include "datapath/ranges.h"
 
 static unsigned int rnd(unsigned int *s)
@@ -16,32 +17,14 @@ static unsigned int rnd(unsigned int *s)
 	return *s >> 8;
 }
 
-/* a mask of plen bits */
-static void mask_of(struct fw_ip *m, __u32 plen)
-{
-	memset(m, 0, sizeof(*m));
-	for (__u32 b = 0; b < plen; b++)
-		m->b[b / 8] |= (__u8)(0x80 >> (b % 8));
-}
-
-static bool holds(const struct fw_compiled *e, const struct fw_ip *a)
-{
-	struct fw_ip m;
-
-	mask_of(&m, e->key.prefixlen);
-	for (int i = 0; i < 16; i++)
-		if ((a->b[i] ^ e->key.addr.b[i]) & m.b[i])
-			return false;
-	return true;
-}
-
 /* the longest prefix of e[0..n) that holds a: its index, or -1 */
 static int lpm(const struct fw_compiled *e, size_t n, const struct fw_ip *a)
 {
 	int best = -1;
 
 	for (size_t i = 0; i < n; i++)
-		if (holds(&e[i], a) && (best < 0 || e[i].key.prefixlen > e[best].key.prefixlen))
+		if (fw_prefix_contains(&e[i].key.addr, e[i].key.prefixlen, a) &&
+		    (best < 0 || e[i].key.prefixlen > e[best].key.prefixlen))
 			best = (int)i;
 	return best;
 }
@@ -61,7 +44,7 @@ static struct fw_ip last_of(const struct fw_compiled *e)
 {
 	struct fw_ip a = e->key.addr, m;
 
-	mask_of(&m, e->key.prefixlen);
+	fw_prefix_netmask(&m, e->key.prefixlen);
 	for (int i = 0; i < 16; i++)
 		a.b[i] |= (__u8)~m.b[i];
 	return a;
@@ -85,15 +68,12 @@ static size_t random_set(struct fw_compiled *e, size_t n, unsigned int *seed, bo
 		struct fw_compiled c;
 		bool is4 = rnd(seed) % 2, dup = false;
 		__u32 plen = is4 ? 96 + 8 + rnd(seed) % 25 : 16 + rnd(seed) % 113;
-		struct fw_ip m;
 
 		memset(&c, 0, sizeof(c));
 		memcpy(c.key.addr.b, is4 ? v4 : v6, 16);
 		for (int i = is4 ? 14 : 4; i < 16; i++)
 			c.key.addr.b[i] ^= (__u8)(rnd(seed) % 4 == 0 ? rnd(seed) : 0);
-		mask_of(&m, plen);
-		for (int i = 0; i < 16; i++)
-			c.key.addr.b[i] &= m.b[i];
+		fw_prefix_mask(&c.key.addr, plen);
 		c.key.prefixlen = plen;
 		for (size_t j = 0; j < k && !dup; j++)
 			dup = e[j].key.prefixlen == plen &&

@@ -80,9 +80,9 @@ struct fw_dp_rules {
 	pthread_t worker, warm;
 	int grace_outer, grace_inner; /* the worker's private map pair */
 	__u64 slot_writes, grace_waits;
-	bool no_batch;	 /* the kernel has no batch updates for LPM tries */
-	__u32 set_max;	 /* compiled sets of at most this many entries are small sets */
-	__u32 range_max; /* larger ones of at most this many are range tables */
+	bool no_batch;	   /* the kernel has no batch updates for LPM tries */
+	__u32 set_max;	   /* compiled sets of at most this many entries are small sets */
+	__u32 range_max;   /* larger ones of at most this many are range tables */
 	bool range_used[FW_RANGE_SLOTS]; /* slots of fastwall_range_tables taken (lock) */
 	struct fw_range_set *tables;	 /* the array, mapped; NULL: written by syscall */
 	__u32 range_next;		 /* where the search for a free one starts */
@@ -376,39 +376,37 @@ static void range_slot_give(struct fw_dp_rules *r, __u32 slot)
 static int range_put(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *set, __u32 gen,
 		     __u32 pgen)
 {
+	struct fw_dp_rules *r = dp->rules;
 	struct fw_set_key k = {.subject = id, .gen = gen};
-	struct fw_range_set *v = malloc(sizeof(*v));
-	int err, slot;
-	__u32 at;
+	int slot = range_slot_take(r);
+	struct fw_range_set *v;
+	__u32 at = (__u32)slot;
+	int err;
 
-	if (!v)
-		return -ENOMEM;
-	err = fw_range_build(v, set->entries, set->n, set->nports ? pgen : 0);
-	slot = err ? -1 : range_slot_take(dp->rules);
-	if (!err && slot < 0)
-		err = -E2BIG;
-	at = (__u32)slot;
-	if (!err && dp->rules->tables) {
-		/* the slot is free: no program reads it until the element
-		 * below names it, and the element's write (a syscall) orders
-		 * these stores before it */
-		memcpy(&dp->rules->tables[at], v, sizeof(*v));
+	if (slot < 0)
+		return -E2BIG;
+	/* mapped: built in the slot itself, which is free, so no program
+	 * reads it until the element below names it (that write, a
+	 * syscall, orders these stores before it); else built here and
+	 * written by a map update */
+	v = r->tables ? &r->tables[at] : malloc(sizeof(*v));
+	err = v ? fw_range_build(v, set->entries, set->n, set->nports ? pgen : 0) : -ENOMEM;
+	if (!err && r->tables)
 		__atomic_thread_fence(__ATOMIC_RELEASE);
-	} else if (!err && bpf_map_update_elem(dp->range_tables_fd, &at, v, BPF_ANY)) {
+	else if (!err && bpf_map_update_elem(dp->range_tables_fd, &at, v, BPF_ANY))
 		err = -errno;
-	}
+	if (!r->tables)
+		free(v);
 	if (!err && bpf_map_update_elem(dp->rule_ranges_fd, &k, &at, BPF_NOEXIST))
 		err = errno == E2BIG ? -E2BIG : -errno;
-	if (err && slot >= 0)
-		range_slot_give(dp->rules, at);
-	free(v);
+	if (err)
+		range_slot_give(r, at);
 	return err;
 }
 
-/* Deletes a retired set of either hashed form (gen says which); a range
- * table's slot is free again (the caller waited for the grace period
- * after the last dispatch value naming gen). */
-/* held: the slot stays taken, its number pushed there (__u32), for a
+/* Deletes range table k; its slot is free again (the caller waited for
+ * the grace period after the last dispatch value naming its generation).
+ * held: the slot stays taken, its number pushed there (__u32), for a
  * caller that frees it only after another grace period; NULL: free. */
 static int range_delete(struct fw_dp *dp, const struct fw_set_key *k, struct fw_recs *held)
 {
@@ -423,6 +421,7 @@ static int range_delete(struct fw_dp *dp, const struct fw_set_key *k, struct fw_
 	return 0;
 }
 
+/* Deletes a retired set of either hashed form (gen says which). */
 static int hashed_delete(struct fw_dp *dp, __u32 id, __u32 gen, struct fw_recs *held)
 {
 	struct fw_set_key k = {.subject = id, .gen = gen};
@@ -998,23 +997,24 @@ void fw_dp_rules_settle(struct fw_dp *dp)
 
 /* ---- open, close -------------------------------------------------------- */
 
-/* FASTWALL_RULE_SET_MAX (0 to FW_SET_LARGEST, default FW_SET_LARGEST):
- * compiled sets of at most that many entries are small sets; 0 puts every
- * one in the trie (the tests use it to cover both forms). */
-static __u32 set_max_env(void)
+/* The limit in environment variable name, 0 to max (default and on bad
+ * input: max). FASTWALL_RULE_SET_MAX: compiled sets of at most that many
+ * entries are small sets; FASTWALL_RULE_RANGE_MAX: larger ones of at most
+ * that many are range tables; 0 puts them in the trie (the tests use both
+ * to cover every form). */
+static __u32 limit_env(const char *name, __u32 max)
 {
-	const char *v = getenv("FASTWALL_RULE_SET_MAX");
+	const char *v = getenv(name);
 	char *end;
 	unsigned long n;
 
 	if (!v || !*v)
-		return FW_SET_LARGEST;
+		return max;
 	errno = 0;
 	n = strtoul(v, &end, 10);
-	if (errno || *end || n > FW_SET_LARGEST) {
-		fw_warn("FASTWALL_RULE_SET_MAX=%s: not a number from 0 to %u, using %u", v,
-			FW_SET_LARGEST, FW_SET_LARGEST);
-		return FW_SET_LARGEST;
+	if (errno || *end || n > max) {
+		fw_warn("%s=%s: not a number from 0 to %u, using %u", name, v, max, max);
+		return max;
 	}
 	return (__u32)n;
 }
@@ -1126,27 +1126,6 @@ static int ranges_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
 	return err;
 }
 
-/* FASTWALL_RULE_RANGE_MAX (0 to FW_RANGE_RULES, default FW_RANGE_RULES):
- * compiled sets larger than a small set and of at most that many entries
- * are range tables; 0 puts them in the trie. */
-static __u32 range_max_env(void)
-{
-	const char *v = getenv("FASTWALL_RULE_RANGE_MAX");
-	char *end;
-	unsigned long n;
-
-	if (!v || !*v)
-		return FW_RANGE_RULES;
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (errno || *end || n > FW_RANGE_RULES) {
-		fw_warn("FASTWALL_RULE_RANGE_MAX=%s: not a number from 0 to %u, using %u", v,
-			FW_RANGE_RULES, FW_RANGE_RULES);
-		return FW_RANGE_RULES;
-	}
-	return (__u32)n;
-}
-
 int fw_dp_rules_open(struct fw_dp *dp, bool populate, bool check, int old_fd)
 {
 	struct fw_dp_rules *r = calloc(1, sizeof(*r));
@@ -1160,8 +1139,8 @@ int fw_dp_rules_open(struct fw_dp *dp, bool populate, bool check, int old_fd)
 	r->grace_outer = r->grace_inner = -1;
 	for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++)
 		r->slot[id].fd = -1;
-	r->set_max = set_max_env();
-	r->range_max = range_max_env();
+	r->set_max = limit_env("FASTWALL_RULE_SET_MAX", FW_SET_LARGEST);
+	r->range_max = limit_env("FASTWALL_RULE_RANGE_MAX", FW_RANGE_RULES);
 	dp->rules = r;
 	nofile_raise();
 	if (dp->rule_sets_fd >= 0) {

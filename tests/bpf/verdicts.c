@@ -2678,6 +2678,36 @@ static void scenario_rule_forms(void)
 	       "table is deleted",
 	       "gen %#x (%s), verdicts %d %d, %d elements, %d tables", s.rules_gen,
 	       form_name(s.rules_gen), v1, v2, sets_held(id), ranges_held(id));
+
+	/* a start over reused pins, while the programs of the process before
+	 * (an older build) may still be attached: no range table, which they
+	 * could not read */
+	fw_dp_rules_old_programs(t.dp, true);
+	v1 = subject_put(&tau_huge) || !dispatch_of("10.42.14.10", &s);
+	fw_dp_rules_settle(t.dp);
+	v2 = run_frame(t.dp->ingress_fd, &odd);
+	v3 = run_frame(t.dp->ingress_fd, &beyond);
+	result(!v1 && !(s.rules_gen & FW_GEN_FORMS) && v2 == TC_ACT_OK && v3 == TC_ACT_SHOT &&
+		       ranges_held(id) == 0,
+	       "rule forms: while older programs may be attached, 65 entries go to the trie",
+	       "put %d, gen %#x (%s), verdicts %d %d, %d tables", v1, s.rules_gen,
+	       form_name(s.rules_gen), v2, v3, ranges_held(id));
+	v1 = subject_put(&tau_big) || !dispatch_of("10.42.14.10", &s);
+	fw_dp_rules_settle(t.dp);
+	result(!v1 && (s.rules_gen & FW_GEN_FORMS) == (sets_on() ? FW_GEN_SET : 0) &&
+		       ranges_held(id) == 0,
+	       "rule forms: ... and 25 entries still make a small set (the trie without sets)",
+	       "put %d, gen %#x (%s)", v1, s.rules_gen, form_name(s.rules_gen));
+	fw_dp_rules_old_programs(t.dp, false);
+	v1 = subject_put(&tau_huge) || !dispatch_of("10.42.14.10", &s);
+	fw_dp_rules_settle(t.dp);
+	v2 = run_frame(t.dp->ingress_fd, &odd);
+	result(!v1 && form_is(s.rules_gen, 65) && v2 == TC_ACT_OK &&
+		       ranges_held(id) == (ranges_on() ? 1 : 0),
+	       "rule forms: once this build's programs are attached, 65 entries are a range "
+	       "table again",
+	       "put %d, gen %#x (%s), verdict %d, %d tables", v1, s.rules_gen,
+	       form_name(s.rules_gen), v2, ranges_held(id));
 }
 
 /* tau_edges: nested and touching IPv4 prefixes, allow inside deny inside

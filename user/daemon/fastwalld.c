@@ -1208,6 +1208,10 @@ static int run(struct fw_daemon *d)
 		return FW_EXIT_KERNEL;
 	fw_info("data plane loaded, maps %s under %s", d->dp->reused ? "reused" : "pinned",
 		d->cfg.bpffs);
+	/* the programs of the process before (maybe an older build) stay
+	 * attached until attach_all: no rule form they can't read */
+	if (d->dp->reused)
+		fw_dp_rules_old_programs(d->dp, true);
 
 	err = fw_reg_init(&d->reg, d->dp);
 	if (err)
@@ -1283,6 +1287,7 @@ static int run(struct fw_daemon *d)
 	pod_addrs_dump(d);
 	local_sync(d);
 	attach_all(d);
+	fw_dp_rules_old_programs(d->dp, false);
 	/* the new programs replaced the old ones everywhere: the maps they
 	 * no longer use can go (a failure leaves them for the next start) */
 	err = fw_dp_migrate_finish(d->dp);

@@ -140,6 +140,11 @@ void fw_dp_slots_warm(struct fw_dp *dp);
 void fw_dp_rules_release(struct fw_dp *dp, __u32 id);
 /* Waits until every deletion handed to the worker is done. */
 void fw_dp_rules_settle(struct fw_dp *dp);
+/* While programs of an older build may still be attached (old true: a
+ * start over reused pins, until attach has replaced them): no range
+ * tables, which they can't read; a policy past the small sets takes the
+ * trie. */
+void fw_dp_rules_old_programs(struct fw_dp *dp, bool old);
 /* For tests: writes rule entries one by one from now on, as on kernels
  * without batch updates of LPM tries. */
 void fw_dp_rules_no_batch(struct fw_dp *dp);

@@ -83,6 +83,7 @@ struct fw_dp_rules {
 	bool no_batch;	   /* the kernel has no batch updates for LPM tries */
 	__u32 set_max;	   /* compiled sets of at most this many entries are small sets */
 	__u32 range_max;   /* larger ones of at most this many are range tables */
+	bool old_programs; /* an older build's programs may be attached: no range tables (atomic) */
 	bool range_used[FW_RANGE_SLOTS]; /* slots of fastwall_range_tables taken (lock) */
 	struct fw_range_set *tables;	 /* the array, mapped; NULL: written by syscall */
 	__u32 range_next;		 /* where the search for a free one starts */
@@ -989,6 +990,12 @@ void fw_dp_rules_no_batch(struct fw_dp *dp)
 		dp->rules->no_batch = true;
 }
 
+void fw_dp_rules_old_programs(struct fw_dp *dp, bool old)
+{
+	if (dp->rules)
+		__atomic_store_n(&dp->rules->old_programs, old, __ATOMIC_RELEASE);
+}
+
 void fw_dp_rules_settle(struct fw_dp *dp)
 {
 	if (dp->rules)
@@ -1299,7 +1306,7 @@ int fw_dp_policy_swap(struct fw_dp *dp, __u32 id, const struct fw_compiled_set *
 	s = &r->slot[id];
 	small = set->n <= r->set_max && dp->rule_sets_fd >= 0;
 	range = !small && set->n <= r->range_max && dp->rule_ranges_fd >= 0 &&
-		dp->range_tables_fd >= 0;
+		dp->range_tables_fd >= 0 && !__atomic_load_n(&r->old_programs, __ATOMIC_ACQUIRE);
 	pthread_mutex_lock(&r->lock);
 	wait = (!small && !range && s->nlive + s->nold + s->npending + set->n > SLOT_ROOM) ||
 	       (set->nports && s->port_jobs);

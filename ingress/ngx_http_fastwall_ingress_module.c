@@ -797,8 +797,12 @@ routed:
         return NGX_HTTP_NOT_IMPLEMENTED;
     }
 
-    /* NGX_DECLINED: a local sandbox; NGX_DONE: forwarded; or a status */
+    /* NGX_DECLINED: a local sandbox; NGX_DONE: forwarded; or a status.
+     * A peer's hop carries its scope in a header and its path as it is:
+     * a service host, a scope in Host or in the path is never one. */
     rc = ngx_http_fastwall_cluster_route(r, &ctx->sandbox, &scope, &ctx->uri,
+                                         ctx->scope_header
+                                         != NGX_HTTP_FWI_SCOPE_NONE,
                                          &ctx->upstream);
 
     return (rc == NGX_DECLINED) ? NGX_OK : rc;

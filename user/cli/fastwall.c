@@ -662,32 +662,6 @@ static int drop_caps(bool keep, const char **which)
 	return 0;
 }
 
-/* The cgroup2 hierarchy is mounted with nsdelegate (one flag for the
- * whole hierarchy, shown by each of its mounts in mountinfo's super
- * options): only then does a cgroup namespace bound what its processes
- * may move. */
-static bool cg_nsdelegate(void)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char line[4096], fstype[32], opts[1024];
-	bool yes = false;
-
-	if (!f)
-		return false;
-	while (!yes && fgets(line, sizeof(line), f)) {
-		const char *sep = strstr(line, " - ");
-		char *tok, *save;
-
-		if (!sep || sscanf(sep + 3, "%31s %*s %1023s", fstype, opts) != 2 ||
-		    strcmp(fstype, "cgroup2"))
-			continue;
-		for (tok = strtok_r(opts, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-			yes |= strcmp(tok, "nsdelegate") == 0;
-	}
-	fclose(f);
-	return yes;
-}
-
 /* Could this process write the cgroup.procs of a cgroup above its own
  * (root's files): uid 0, or CAP_DAC_OVERRIDE. */
 static bool may_leave_cgroup(void)
@@ -721,7 +695,7 @@ static int run_confine(bool keep)
 				strerror(err));
 			return -err;
 		}
-		if (!cg_nsdelegate()) {
+		if (!fw_cg_nsdelegate()) {
 			fprintf(stderr,
 				"fastwall run: the cgroup2 hierarchy is not mounted with nsdelegate: "
 				"a cgroup namespace would not keep this command in its cgroup "

@@ -141,7 +141,7 @@ OUTSIDE=$!
 check_fails "root under fastwall run can't make a network namespace (unshare -n)" \
 	run -- unshare -n true
 check_fails "root under fastwall run can't add a link (ip link add)" \
-	run -- ip link add fwcap0 type dummy
+	run -- ip link add fwcap0 type veth peer name fwcap1
 check_fails "root under fastwall run can't enter the network namespace of a process outside" \
 	run -- nsenter -t "$OUTSIDE" -n true
 check_fails "root under fastwall run can't make a cgroup namespace of its own choosing" \

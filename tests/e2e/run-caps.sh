@@ -92,7 +92,9 @@ probe() { "$FW_PY" "$PROBE_SOCK" "$@"; }
 
 # the capability sets of a command (bounding, effective, permitted,
 # ambient) ORed; has BIT: that capability is in one of them
+# shellcheck disable=SC2016 # awk's $2
 CAPS_ROOT=$(run -- awk '/^Cap(Bnd|Eff|Prm|Amb):/ { print $2 }' /proc/self/status)
+# shellcheck disable=SC2016
 CAPS_KEEP=$(run --keep-caps -- awk '/^Cap(Bnd|Eff|Prm|Amb):/ { print $2 }' /proc/self/status)
 has() { # SETS BIT
 	local m
@@ -220,7 +222,6 @@ check "... and reaches 203.0.113.10" \
 	contained "$CG/held" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want ok
 # root without capabilities still owns cgroup.procs: held unless in a
 # cgroup namespace of its own (a reload checks at once)
-# shellcheck disable=SC2016
 put "$CG/held" setpriv --bounding-set=-all --inh-caps=-all -- sleep 300
 H_PID=$PUT
 fw_eventually 5 grep -qx "$H_PID" "$CG/held/cgroup.procs"
@@ -230,7 +231,6 @@ check "root without capabilities in the node's cgroup namespace: held too" \
 check_eq "... fastwall subjects says denying" "$(state held)" denying
 kill "$H_PID"
 fw_wait_log "subject held-$FW_ID: no process .* active again" 2 12
-# shellcheck disable=SC2016
 put "$CG/held" unshare --cgroup setpriv --bounding-set=-all --inh-caps=-all -- sleep 300
 H_PID=$PUT
 fw_eventually 5 grep -qx "$H_PID" "$CG/held/cgroup.procs"

@@ -536,7 +536,8 @@ static void run_usage(FILE *out)
 		"sandbox (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_BPF, CAP_PERFMON, CAP_NET_RAW,\n"
 		"CAP_SYS_MODULE, CAP_SYS_PTRACE, CAP_SYS_RAWIO, CAP_SYS_BOOT), with\n"
 		"no_new_privs, and as root in a cgroup namespace of its own (which needs\n"
-		"cgroup2 mounted with nsdelegate). The exit status is CMD's (128 + N when a signal N ended it,\n"
+		"cgroup2 mounted with nsdelegate). The exit status is CMD's (128 + N when a signal "
+		"N ended it,\n"
 		"125 when fastwall run itself failed). SIGINT and SIGTERM go to CMD; when\n"
 		"it ends, whatever is left in the cgroup is killed and the subject and\n"
 		"the cgroup are removed. With fastwalld's DNS proxy on, CMD's DNS goes to\n"
@@ -690,14 +691,16 @@ static int run_confine(bool keep)
 		if (unshare(CLONE_NEWCGROUP)) {
 			err = errno;
 			fprintf(stderr,
-				"fastwall run: can't make a cgroup namespace (%s): the command could "
+				"fastwall run: can't make a cgroup namespace (%s): the command "
+				"could "
 				"leave its cgroup; --keep-caps runs it so anyway\n",
 				strerror(err));
 			return -err;
 		}
 		if (!fw_cg_nsdelegate()) {
 			fprintf(stderr,
-				"fastwall run: the cgroup2 hierarchy is not mounted with nsdelegate: "
+				"fastwall run: the cgroup2 hierarchy is not mounted with "
+				"nsdelegate: "
 				"a cgroup namespace would not keep this command in its cgroup "
 				"(remount a cgroup2 mount with -o remount,nsdelegate, as systemd "
 				"mounts it; or --keep-caps runs it unconfined)\n");

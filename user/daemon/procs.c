@@ -96,7 +96,8 @@ struct fw_procs {
 	 * fw_procs_resolve), whose processes the periodic check looks at */
 	struct fw_subject_spec *subjects;
 	size_t nsubjects;
-	__u64 cgns_ino; /* fastwalld's own cgroup namespace */
+	__u64 cgns_ino;	 /* fastwalld's own cgroup namespace */
+	bool nsdelegate; /* cgroup2 has it, at the last look */
 };
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -333,6 +334,26 @@ static void caps_check(struct fw_procs *p, struct fw_subject_spec *s, bool nsdel
 	fw_reg_put(p->reg, e);
 }
 
+/* nsdelegate is one flag of the hierarchy, and root in the node's
+ * cgroup namespace who mounts cgroup2 without it clears it: said when it
+ * comes and goes. */
+static void nsdelegate_check(struct fw_procs *p)
+{
+	bool now = fw_cg_nsdelegate();
+
+	if (now == p->nsdelegate)
+		return;
+	p->nsdelegate = now;
+	if (now)
+		fw_info("cgroup2 is mounted with nsdelegate: a cgroup namespace holds the root "
+			"commands of fastwall run in their cgroups");
+	else
+		fw_warn("cgroup2 is not mounted with nsdelegate: a cgroup namespace can't hold "
+			"root "
+			"in its cgroup; fastwall run refuses root commands (but with --keep-caps), "
+			"and root processes of static subjects hold them denying");
+}
+
 static __u64 check_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 {
 	struct fw_procs *p = ctx;
@@ -344,8 +365,9 @@ static __u64 check_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 		next = run->next;
 		collect(p, run, "periodic check");
 	}
+	nsdelegate_check(p);
 	for (size_t i = 0; i < p->nsubjects; i++)
-		caps_check(p, &p->subjects[i], fw_cg_nsdelegate(), true);
+		caps_check(p, &p->subjects[i], p->nsdelegate, true);
 	return FW_PROCS_CHECK_NS;
 }
 
@@ -1010,8 +1032,7 @@ static void adopt(struct fw_procs *p)
 
 void fw_procs_resolve(struct fw_procs *p, struct fw_subject_spec *subjects, size_t n)
 {
-	bool nsdelegate = fw_cg_nsdelegate();
-
+	nsdelegate_check(p);
 	p->subjects = subjects;
 	p->nsubjects = n;
 	for (size_t i = 0; i < n; i++) {
@@ -1036,7 +1057,7 @@ void fw_procs_resolve(struct fw_procs *p, struct fw_subject_spec *subjects, size
 			fw_err("subject %s: cgroup %s can't be a sandbox: %s", s->name, path,
 			       strerror(-err));
 		}
-		caps_check(p, s, nsdelegate, false);
+		caps_check(p, s, p->nsdelegate, false);
 	}
 }
 
@@ -1155,6 +1176,8 @@ int fw_procs_open(struct fw_registry *reg, const struct fw_cfg *cfg, struct fw_p
 			strerror(errno));
 	if (stat("/proc/self/ns/cgroup", &st) == 0)
 		p->cgns_ino = st.st_ino;
+	p->nsdelegate = true; /* said at once when it is not */
+	nsdelegate_check(p);
 	adopt(p);
 	*out = p;
 	return 0;

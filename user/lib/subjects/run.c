@@ -22,10 +22,14 @@
 #endif
 
 const struct fw_sandbox_cap fw_sandbox_caps[] = {
-	{CAP_SYS_ADMIN, "CAP_SYS_ADMIN"},   {CAP_NET_ADMIN, "CAP_NET_ADMIN"},
-	{CAP_BPF, "CAP_BPF"},		    {CAP_PERFMON, "CAP_PERFMON"},
-	{CAP_NET_RAW, "CAP_NET_RAW"},	    {CAP_SYS_MODULE, "CAP_SYS_MODULE"},
-	{CAP_SYS_PTRACE, "CAP_SYS_PTRACE"}, {CAP_SYS_RAWIO, "CAP_SYS_RAWIO"},
+	{CAP_SYS_ADMIN, "CAP_SYS_ADMIN"},
+	{CAP_NET_ADMIN, "CAP_NET_ADMIN"},
+	{CAP_BPF, "CAP_BPF"},
+	{CAP_PERFMON, "CAP_PERFMON"},
+	{CAP_NET_RAW, "CAP_NET_RAW"},
+	{CAP_SYS_MODULE, "CAP_SYS_MODULE"},
+	{CAP_SYS_PTRACE, "CAP_SYS_PTRACE"},
+	{CAP_SYS_RAWIO, "CAP_SYS_RAWIO"},
 	{CAP_SYS_BOOT, "CAP_SYS_BOOT"},
 };
 
@@ -250,10 +254,14 @@ int fw_run_args_parse(int argc, char **argv, unsigned int pid, struct fw_run_arg
 		      size_t errlen)
 {
 	static const struct option opts[] = {
-		{"policy", required_argument, NULL, 'p'}, {"allow", required_argument, NULL, 'A'},
-		{"deny", required_argument, NULL, 'D'},	  {"name", required_argument, NULL, 'n'},
-		{"socket", required_argument, NULL, 's'}, {"cgroup", required_argument, NULL, 'c'},
-		{"keep-caps", no_argument, NULL, 'K'},	  {"help", no_argument, NULL, 'h'},
+		{"policy", required_argument, NULL, 'p'},
+		{"allow", required_argument, NULL, 'A'},
+		{"deny", required_argument, NULL, 'D'},
+		{"name", required_argument, NULL, 'n'},
+		{"socket", required_argument, NULL, 's'},
+		{"cgroup", required_argument, NULL, 'c'},
+		{"keep-caps", no_argument, NULL, 'K'},
+		{"help", no_argument, NULL, 'h'},
 		{},
 	};
 	const char *policy = NULL;

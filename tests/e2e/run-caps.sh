@@ -41,6 +41,7 @@ caps_cleanup() {
 	fw_stop_daemon
 	[ -f "$FW_CFG" ] && fw_ns "$NS_POD" "$FASTWALLD" -c "$FW_CFG" detach >/dev/null 2>&1
 	fw_ns "$NS_POD" ip link del fwcap0 2>/dev/null
+	mountpoint -q "$FW_TMP/mnt" && umount "$FW_TMP/mnt"
 	if [ -d "$CG" ]; then
 		for _ in $(seq 50); do
 			[ "$(awk '/populated/ { print $2 }' "$CG/cgroup.events")" = 0 ] && break

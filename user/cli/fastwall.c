@@ -524,6 +524,8 @@ static void on_run_signal(int sig)
 
 static void run_usage(FILE *out)
 {
+	int col = (int)strlen("sandbox (");
+
 	fprintf(out,
 		"usage: fastwall run [--policy FILE] [--allow TARGET]... [--deny TARGET]...\n"
 		"                    [--name NAME] [--socket PATH] [--cgroup DIR] [--keep-caps]\n"
@@ -533,16 +535,29 @@ static void run_usage(FILE *out)
 		"children and sub-cgroups included, reach only what the policy allows.\n"
 		"A denied connect or sendto fails with EPERM; raw and packet sockets are\n"
 		"refused. CMD runs without the capabilities that would let it leave the\n"
-		"sandbox (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_BPF, CAP_PERFMON, CAP_NET_RAW,\n"
-		"CAP_SYS_MODULE, CAP_SYS_PTRACE, CAP_SYS_RAWIO, CAP_SYS_BOOT), with\n"
-		"no_new_privs, and as root in a cgroup namespace of its own (which needs\n"
-		"cgroup2 mounted with nsdelegate). The exit status is CMD's (128 + N when a signal "
-		"N ended it,\n"
-		"125 when fastwall run itself failed). SIGINT and SIGTERM go to CMD; when\n"
-		"it ends, whatever is left in the cgroup is killed and the subject and\n"
-		"the cgroup are removed. With fastwalld's DNS proxy on, CMD's DNS goes to\n"
-		"the proxy whatever resolver it asks, so domain targets work. For root\n"
-		"and the members of processes.run_group.\n\n"
+		"sandbox (");
+	/* the names of the table the launcher drops, wrapped at 74 */
+	for (size_t i = 0; i < fw_sandbox_ncaps; i++) {
+		int w = (int)strlen(fw_sandbox_caps[i].name) + 2;
+
+		if (i && col + w > 74) {
+			fputc('\n', out);
+			col = 0;
+		} else if (i) {
+			fputc(' ', out);
+			col++;
+		}
+		col += fprintf(out, "%s%s", fw_sandbox_caps[i].name,
+			       i + 1 < fw_sandbox_ncaps ? "," : "), with");
+	}
+	fprintf(out,
+		"\nno_new_privs, and as root in a cgroup namespace of its own (which needs\n"
+		"cgroup2 mounted with nsdelegate). The exit status is CMD's (128 + N\n"
+		"when a signal N ended it, 125 when fastwall run itself failed). SIGINT\n"
+		"and SIGTERM go to CMD; when it ends, whatever is left in the cgroup is\n"
+		"killed and the subject and the cgroup are removed. With fastwalld's DNS\n"
+		"proxy on, CMD's DNS goes to the proxy whatever resolver it asks, so\n"
+		"domain targets work. For root and the members of processes.run_group.\n\n"
 		"  --policy FILE    the policy JSON: {\"defaultAction\": \"deny\", \"egress\":\n"
 		"                   [{\"action\": \"allow\", \"target\": \"192.0.2.0/24\"}]}\n"
 		"                   (default: deny everything)\n"

@@ -86,11 +86,20 @@ EOF
 fw_start_daemon || exit 1
 mkdir -p "$CG/other"
 
+# nsdelegate again: root in this cgroup namespace who mounts cgroup2
+# without it (another test on the machine) clears it for everyone
+nsd() { cg_flags "$CG_MNT" nsdelegate; }
+# after a failed check of a static subject: what fastwalld said of it
+said() {
+	[ "$FW_FAILED" = "$1" ] || grep -E "subject held-$FW_ID: |nsdelegate" "$FW_LOG" | tail -3 | sed 's/^/#   /'
+}
+
 run() { # [OPTIONS...] -- CMD...: fastwall run as root in the pod namespace
 	fw_ns "$NS_POD" "$FASTWALL" run --socket "$RUN_SOCK" --name "caps-$FW_ID" "$@"
 }
 probe() { "$FW_PY" "$PROBE_SOCK" "$@"; }
 
+nsd
 # the capability sets of a command (bounding, effective, permitted,
 # ambient) ORed; has BIT: that capability is in one of them
 # shellcheck disable=SC2016 # awk's $2
@@ -116,6 +125,7 @@ check "root under fastwall run has no_new_privs" run -- grep -qx 'NoNewPrivs:.1'
 check_eq "root under fastwall run sees its sandbox as the root of its cgroup namespace" \
 	"$(run -- grep "^0::" /proc/self/cgroup)" "0::/"
 
+nsd
 # leaving the cgroup: into another cgroup, into the root cgroup; then a
 # connect its policy denies says whether it is still held
 # shellcheck disable=SC2016 # expanded by the inner sh
@@ -199,6 +209,8 @@ put() { # CGROUP CMD...: CMD (as root, all its capabilities) in CGROUP, in the b
 	PUT=$!
 }
 state() { fw_cli subjects | awk -v n="$1-$FW_ID" '$2 == n { print $3 }'; }
+nsd
+failed=$FW_FAILED
 check_eq "static subject without keep_caps, nothing in its cgroup: active" "$(state held)" active
 check "... a contained root process there reaches 203.0.113.10" \
 	contained "$CG/held" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want ok
@@ -226,6 +238,7 @@ check "... and reaches 203.0.113.10" \
 put "$CG/held" setpriv --bounding-set=-all --inh-caps=-all -- sleep 300
 H_PID=$PUT
 fw_eventually 5 grep -qx "$H_PID" "$CG/held/cgroup.procs"
+nsd
 fw_reload
 check "root without capabilities in the node's cgroup namespace: held too" \
 	fw_wait_log "subject held-$FW_ID: held denying: pid $H_PID in cgroup $CG/held runs as root in the node's cgroup namespace" 1 2
@@ -235,12 +248,14 @@ fw_wait_log "subject held-$FW_ID: no process .* active again" 2 12
 put "$CG/held" unshare --cgroup setpriv --bounding-set=-all --inh-caps=-all -- sleep 300
 H_PID=$PUT
 fw_eventually 5 grep -qx "$H_PID" "$CG/held/cgroup.procs"
+nsd
 fw_reload
 check_eq "a contained root process (as fastwall run holds one) leaves it active" \
 	"$(state held)" active
 check "... and it reaches 203.0.113.10" \
 	contained "$CG/held" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want ok
 kill "$H_PID"
+said "$failed"
 
 printf 'processes: {}\nsubjects:\n  - { name: x, addresses: [192.0.2.9], keep_caps: true }\n' \
 	>"$FW_TMP/bad1.yaml"

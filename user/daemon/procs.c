@@ -249,12 +249,14 @@ static bool proc_may_leave(const struct fw_procs *p, pid_t pid, bool nsdelegate,
 		return true;
 	}
 	root = !uid[0] || !uid[1] || !uid[2] || !uid[3];
-	snprintf(file, sizeof(file), "/proc/%d/ns/cgroup", (int)pid);
-	if (root && !nsdelegate) {
+	if (!root)
+		return false;
+	if (!nsdelegate) {
 		snprintf(why, whylen, "runs as root and cgroup2 has no nsdelegate");
 		return true;
 	}
-	if (root && stat(file, &st) == 0 && st.st_ino == p->cgns_ino) {
+	snprintf(file, sizeof(file), "/proc/%d/ns/cgroup", (int)pid);
+	if (stat(file, &st) == 0 && st.st_ino == p->cgns_ino) {
 		snprintf(why, whylen, "runs as root in the node's cgroup namespace");
 		return true;
 	}
@@ -348,10 +350,9 @@ static void nsdelegate_check(struct fw_procs *p)
 		fw_info("cgroup2 is mounted with nsdelegate: a cgroup namespace holds the root "
 			"commands of fastwall run in their cgroups");
 	else
-		fw_warn("cgroup2 is not mounted with nsdelegate: a cgroup namespace can't hold "
-			"root "
-			"in its cgroup; fastwall run refuses root commands (but with --keep-caps), "
-			"and root processes of static subjects hold them denying");
+		fw_warn("cgroup2 is not mounted with nsdelegate: no cgroup namespace holds "
+			"root in its cgroup (fastwall run refuses root commands without "
+			"--keep-caps; a root process holds a static subject denying)");
 }
 
 static __u64 check_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)

@@ -697,7 +697,7 @@ static bool may_leave_cgroup(void)
  * nsdelegate it can't, and without CAP_SYS_ADMIN it can't enter another
  * namespace or mount a cgroup2 of its own. Fails closed: an error here
  * ends the run before CMD. With keep: CAP_NET_RAW and no_new_privs only. */
-static int run_confine(bool keep)
+static int run_confine(const char *cgroup, bool keep)
 {
 	const char *which;
 	int err;
@@ -706,19 +706,17 @@ static int run_confine(bool keep)
 		if (unshare(CLONE_NEWCGROUP)) {
 			err = errno;
 			fprintf(stderr,
-				"fastwall run: can't make a cgroup namespace (%s): the command "
-				"could "
-				"leave its cgroup; --keep-caps runs it so anyway\n",
-				strerror(err));
+				"fastwall run: can't make a cgroup namespace at %s: %s (without "
+				"one the command could leave; --keep-caps runs it so)\n",
+				cgroup, strerror(err));
 			return -err;
 		}
 		if (!fw_cg_nsdelegate()) {
 			fprintf(stderr,
-				"fastwall run: the cgroup2 hierarchy is not mounted with "
-				"nsdelegate: "
-				"a cgroup namespace would not keep this command in its cgroup "
-				"(remount a cgroup2 mount with -o remount,nsdelegate, as systemd "
-				"mounts it; or --keep-caps runs it unconfined)\n");
+				"fastwall run: can't hold the command in %s: cgroup2 is not "
+				"mounted with nsdelegate (mount -o remount,nsdelegate on a cgroup2 "
+				"mount, as systemd mounts it; --keep-caps runs it unconfined)\n",
+				cgroup);
 			return -EPERM;
 		}
 	}
@@ -784,7 +782,7 @@ static void run_child(const char *cgroup, int dfd, const char *sock, const char 
 		if (dfd >= 0)
 			close(dfd);
 	}
-	if (run_confine(keep))
+	if (run_confine(cgroup, keep))
 		_exit(RUN_EXIT_OWN);
 	execvp(cmd[0], cmd);
 	fprintf(stderr, "fastwall run: can't run %s: %s\n", cmd[0], strerror(errno));

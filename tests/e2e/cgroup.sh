@@ -12,7 +12,8 @@
 # of processes.run_group, in a cgroup fastwalld makes (and moves them
 # into) or in one of a subtree delegated to them, and what they may not do.
 # The cgroup programs attach to a cgroup of this run only, so nothing
-# else on the machine is checked.
+# else on the machine is checked. cgroup2 is mounted with nsdelegate, as
+# systemd mounts it (a root run needs it), and the flag put back as found.
 set -u
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -27,6 +28,17 @@ U=65534
 UG=47311
 O=65533
 PROBE_SOCK="$FW_E2E_DIR/sockprobe.py"
+NSDELEGATE_WAS=$(grep -cE ' - cgroup2 [^ ]+ [^ ]*nsdelegate' /proc/self/mountinfo)
+
+# cg_flags MOUNT OPTIONS: remount cgroup2 with exactly OPTIONS (mount(8)
+# would add the ones it finds); nsdelegate is a flag of the hierarchy
+cg_flags() {
+	"$FW_PY" -c 'import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+MS_REMOUNT = 32
+if libc.mount(b"none", sys.argv[1].encode(), b"cgroup2", MS_REMOUNT, sys.argv[2].encode()):
+    sys.exit("remount: errno %d" % ctypes.get_errno())' "$1" "$2"
+}
 
 cg_cleanup() {
 	set +e
@@ -40,6 +52,7 @@ cg_cleanup() {
 		done
 		find "$CG" -depth -type d -exec rmdir {} + 2>/dev/null
 	fi
+	mountpoint -q "$CG_MNT" && [ "$NSDELEGATE_WAS" = 0 ] && cg_flags "$CG_MNT" ""
 	mountpoint -q "$CG_MNT" && umount "$CG_MNT"
 	rmdir "$CG_MNT" 2>/dev/null
 	fw_cleanup
@@ -52,7 +65,7 @@ fw_serve_internet
 fw_ns "$NS_POD" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
 export FW_CG_MNT=$CG_MNT
 mkdir -p "$CG_MNT"
-mount -t cgroup2 none "$CG_MNT" || fw_die "can't mount cgroup2 at $CG_MNT"
+mount -t cgroup2 -o nsdelegate none "$CG_MNT" || fw_die "can't mount cgroup2 at $CG_MNT"
 
 # the upstream resolver (dnsmasq in the simulated internet) and its names
 UP4=198.51.100.53
@@ -73,6 +86,7 @@ processes:
 subjects:
   - name: svc-$FW_ID
     cgroup: svc/main
+    keep_caps: true # the root shells of in_cg
     policy:
       egress:
         - { action: allow, target: 203.0.113.10 }
@@ -189,10 +203,17 @@ check "ICMP echo to an allowed destination gets its reply" \
 	web "$FW_PY" "$PROBE_SOCK" ping 198.51.100.10 --want ok
 check "a child process is held to the policy" \
 	web sh -c "sh -c '$FW_PY $PROBE_SOCK tcp 203.0.113.10 80 --want EPERM'"
+# (root's command sees its sandbox as / of its cgroup namespace: the
+# path is given)
+sub() { # CMD...: a sub-cgroup of run web, then CMD in it
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	web sh -c 'mkdir -p "$0/sub" && echo $$ >"$0/sub/cgroup.procs" && exec "$@"' \
+		"$CG/web-$FW_ID" "$@"
+}
 check "a sub-cgroup the sandbox makes is held to the policy" \
-	web "$FW_PY" "$PROBE_SOCK" subcgroup 203.0.113.10 80 --want EPERM
+	sub "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want EPERM
 check "... and keeps what it allows" \
-	web "$FW_PY" "$PROBE_SOCK" subcgroup 198.51.100.10 80 --want ok
+	sub "$FW_PY" "$PROBE_SOCK" tcp 198.51.100.10 80 --want ok
 check "outside any sandbox the pod namespace reaches 203.0.113.10" \
 	fw_ns "$NS_POD" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want ok
 
@@ -549,7 +570,7 @@ keep_cfg() { # SUBJECTS-YAML: the base configuration plus these subjects, reload
 	fw_reload
 }
 k_subject() { # NAME CGROUP EGRESS-RULES... (YAML flow maps)
-	printf '  - name: %s\n    cgroup: %s\n    policy:\n      defaultAction: deny\n      egress:\n' \
+	printf '  - name: %s\n    cgroup: %s\n    keep_caps: true\n    policy:\n      defaultAction: deny\n      egress:\n' \
 		"$1-$FW_ID" "$2"
 	shift 2
 	printf '        - %s\n' "$@"

@@ -28,17 +28,6 @@ U=65534
 UG=47311
 O=65533
 PROBE_SOCK="$FW_E2E_DIR/sockprobe.py"
-NSDELEGATE_WAS=$(grep -cE ' - cgroup2 [^ ]+ [^ ]*nsdelegate' /proc/self/mountinfo)
-
-# cg_flags MOUNT OPTIONS: remount cgroup2 with exactly OPTIONS (mount(8)
-# would add the ones it finds); nsdelegate is a flag of the hierarchy
-cg_flags() {
-	"$FW_PY" -c 'import ctypes, sys
-libc = ctypes.CDLL(None, use_errno=True)
-MS_REMOUNT = 32
-if libc.mount(b"none", sys.argv[1].encode(), b"cgroup2", MS_REMOUNT, sys.argv[2].encode()):
-    sys.exit("remount: errno %d" % ctypes.get_errno())' "$1" "$2"
-}
 
 cg_cleanup() {
 	set +e
@@ -52,9 +41,7 @@ cg_cleanup() {
 		done
 		find "$CG" -depth -type d -exec rmdir {} + 2>/dev/null
 	fi
-	mountpoint -q "$CG_MNT" && [ "$NSDELEGATE_WAS" = 0 ] && cg_flags "$CG_MNT" ""
-	mountpoint -q "$CG_MNT" && umount "$CG_MNT"
-	rmdir "$CG_MNT" 2>/dev/null
+	fw_cg_umount "$CG_MNT"
 	fw_cleanup
 }
 trap cg_cleanup EXIT
@@ -64,8 +51,7 @@ fw_serve_internet
 # ping sockets for root in the pod namespace (ICMP without a raw socket)
 fw_ns "$NS_POD" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
 export FW_CG_MNT=$CG_MNT
-mkdir -p "$CG_MNT"
-mount -t cgroup2 -o nsdelegate none "$CG_MNT" || fw_die "can't mount cgroup2 at $CG_MNT"
+fw_cg_mount "$CG_MNT"
 
 # the upstream resolver (dnsmasq in the simulated internet) and its names
 UP4=198.51.100.53

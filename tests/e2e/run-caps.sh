@@ -21,18 +21,7 @@ CG_PARENT=fwcaps-$FW_ID
 CG=$CG_MNT/$CG_PARENT
 RUN_SOCK=$FW_TMP/run.sock
 PROBE_SOCK="$FW_E2E_DIR/sockprobe.py"
-NSDELEGATE_WAS=$(grep -cE ' - cgroup2 [^ ]+ [^ ]*nsdelegate' /proc/self/mountinfo)
 OUTSIDE=""
-
-# cg_flags MOUNT OPTIONS: remount cgroup2 with exactly OPTIONS (mount(8)
-# would add the ones it finds); nsdelegate is a flag of the hierarchy
-cg_flags() {
-	"$FW_PY" -c 'import ctypes, sys
-libc = ctypes.CDLL(None, use_errno=True)
-MS_REMOUNT = 32
-if libc.mount(b"none", sys.argv[1].encode(), b"cgroup2", MS_REMOUNT, sys.argv[2].encode()):
-    sys.exit("remount: errno %d" % ctypes.get_errno())' "$1" "$2"
-}
 
 caps_cleanup() {
 	set +e
@@ -49,21 +38,14 @@ caps_cleanup() {
 		done
 		find "$CG" -depth -type d -exec rmdir {} + 2>/dev/null
 	fi
-	# the hierarchy as it was found
-	mountpoint -q "$CG_MNT" && [ "$NSDELEGATE_WAS" = 0 ] && cg_flags "$CG_MNT" ""
-	mountpoint -q "$CG_MNT" && umount "$CG_MNT"
-	rmdir "$CG_MNT" 2>/dev/null
+	fw_cg_umount "$CG_MNT" # the hierarchy as it was found
 	fw_cleanup
 }
 trap caps_cleanup EXIT
 
 fw_topology
 fw_serve_internet
-mkdir -p "$CG_MNT"
-# as systemd mounts it: a cgroup namespace is a delegation boundary
-mount -t cgroup2 -o nsdelegate none "$CG_MNT" || fw_die "can't mount cgroup2 at $CG_MNT"
-grep -qE " $CG_MNT [^ ]+ - cgroup2 [^ ]+ [^ ]*nsdelegate" /proc/self/mountinfo ||
-	fw_die "cgroup2 at $CG_MNT has no nsdelegate"
+fw_cg_mount "$CG_MNT"
 
 cat >"$FW_CFG" <<EOF
 log_level: info
@@ -88,7 +70,7 @@ mkdir -p "$CG/other"
 
 # nsdelegate again: root in this cgroup namespace who mounts cgroup2
 # without it (another test on the machine) clears it for everyone
-nsd() { cg_flags "$CG_MNT" nsdelegate; }
+nsd() { fw_cg_flags "$CG_MNT" nsdelegate; }
 # after a failed check of a static subject: what fastwalld said of it
 said() {
 	[ "$FW_FAILED" = "$1" ] || grep -E "subject held-$FW_ID: |nsdelegate" "$FW_LOG" | tail -3 | sed 's/^/#   /'
@@ -183,14 +165,14 @@ check "with --keep-caps it can move itself into another cgroup (out of the sandb
 kill "$(cat "$CG/other/cgroup.procs")" 2>/dev/null
 
 # without nsdelegate a cgroup namespace binds nothing: refused before CMD
-cg_flags "$CG_MNT" ""
+fw_cg_flags "$CG_MNT" ""
 rm -f "$FW_TMP/ran"
 run -- touch "$FW_TMP/ran" 2>"$FW_TMP/nsd.err"
 check_eq "without nsdelegate a root run is refused (125)" "$?" 125
 check "... before its command ran" test ! -e "$FW_TMP/ran"
 check "... saying why" grep -q "not mounted with nsdelegate" "$FW_TMP/nsd.err"
 check "... and with --keep-caps it runs" run --keep-caps -- touch "$FW_TMP/ran"
-cg_flags "$CG_MNT" nsdelegate
+fw_cg_flags "$CG_MNT" nsdelegate
 
 # static subjects: processes an operator puts in their cgroups
 contained() { # CGROUP CMD...: joins CGROUP, then as fastwall run holds root

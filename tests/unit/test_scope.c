@@ -139,6 +139,10 @@ static const struct bad_case bad[] = {
 	{"C1 control", "f1.woU.c2FuZGJveC0xMjM.44772.k.gtJzW337dCO-kStxh2GPfA", FW_SCOPE_E_NAME},
 	{"port with leading zero", "f1.dGVuYW50LWE.c2FuZGJveC0xMjM.044772.k.gtJzW337dCO-kStxh2GPfA",
 	 FW_SCOPE_E_PORT},
+	{"short port with leading zero",
+	 "f1.dGVuYW50LWE.c2FuZGJveC0xMjM.080.k.gtJzW337dCO-kStxh2GPfA", FW_SCOPE_E_PORT},
+	{"five-digit port with leading zero",
+	 "f1.dGVuYW50LWE.c2FuZGJveC0xMjM.04477.k.gtJzW337dCO-kStxh2GPfA", FW_SCOPE_E_PORT},
 	{"port zero", "f1.dGVuYW50LWE.c2FuZGJveC0xMjM.0.k.gtJzW337dCO-kStxh2GPfA", FW_SCOPE_E_PORT},
 	{"port 65536", "f1.dGVuYW50LWE.c2FuZGJveC0xMjM.65536.k.gtJzW337dCO-kStxh2GPfA",
 	 FW_SCOPE_E_PORT},
@@ -193,6 +197,29 @@ Test(scope, malformed_and_tampered_forms_are_refused)
 		cr_expect_eq(rc, -bad[i].err, "%s: %s: got %d (%s), want %d (%s)", bad[i].desc,
 			     bad[i].scope, rc, fw_scope_strerror(rc), -bad[i].err,
 			     fw_scope_strerror(bad[i].err));
+	}
+}
+
+/* A port is one decimal form: a scope signed for port 80 does not verify
+ * as "080" or "0080", though the MAC covers the same number (a second
+ * spelling of one scope is a second cache key and log line for it). */
+Test(scope, a_signed_port_with_leading_zeros_is_refused)
+{
+	char out[FW_SCOPE_TEXT_MAX], alt[FW_SCOPE_TEXT_MAX + 4];
+	const char *dot;
+	struct fw_scope sc;
+	int n;
+
+	n = fw_scope_sign(&kr, 'k', "tenant-a", 8, "sandbox-123", 11, 80, out, sizeof(out));
+	cr_assert_gt(n, 0);
+	cr_assert_eq(verify(out), 0);
+	dot = strstr(out, ".80.");
+	cr_assert_not_null(dot);
+	for (int zeros = 1; zeros <= 3; zeros++) {
+		snprintf(alt, sizeof(alt), "%.*s.%.*s80%s", (int)(dot - out), out, zeros, "000",
+			 dot + 3);
+		cr_expect_eq(fw_scope_verify(&kr, alt, strlen(alt), &sc), -FW_SCOPE_E_PORT, "%s",
+			     alt);
 	}
 }
 

@@ -209,6 +209,10 @@ static const struct subject_def kappa = {
 			"deny 198.51.100.0/24 ports=22",
 			"allow 203.0.113.0/24 ports=53,443",
 			"deny 203.0.113.7 ports=443",
+			/* a deny for every port is not reopened by a narrower
+			 * allow's ports */
+			"deny 192.0.2.128/25",
+			"allow 192.0.2.192/26 ports=443",
 		},
 };
 
@@ -1540,6 +1544,28 @@ static const struct row rows[] = {
 	{"v4 unfragmented, no L4 bytes in tot_len, fake port 80 past it (fast path)",
 	 .pkt = UDP4(OMI4, OK4, 40000, 22, .truncate = 14 + 20, .trailer_port = 80),
 	 DROP(FW_DROP_MALFORMED)},
+	/* a UDP header of 4-7 bytes inside tot_len, the frame long enough for
+	 * the fast path to read 8 past it: the ports it shows are real, the
+	 * header is not whole */
+	{"v4 unfragmented UDP, 4 header bytes in tot_len, a port-like trailer (fast path)",
+	 .pkt = UDP4(OMI4, OK4, 40000, 80, .truncate = 14 + 20 + 4, .trailer_port = 80),
+	 DROP(FW_DROP_MALFORMED)},
+	{"v4 unfragmented UDP, 6 header bytes in tot_len, a port-like trailer (fast path)",
+	 .pkt = UDP4(OMI4, OK4, 40000, 80, .truncate = 14 + 20 + 6, .trailer_port = 80),
+	 DROP(FW_DROP_MALFORMED)},
+	{"v4 unfragmented UDP, 7 header bytes in tot_len, a port-like trailer (fast path)",
+	 .pkt = UDP4(OMI4, OK4, 40000, 80, .truncate = 14 + 20 + 7, .trailer_port = 80),
+	 DROP(FW_DROP_MALFORMED)},
+	{"v4 UDP with options, 6 header bytes in tot_len, a port-like trailer",
+	 .pkt = UDP4(OMI4, OK4, 40000, 80, .ip_opt_words = 1, .truncate = 14 + 24 + 6,
+		     .trailer_port = 80),
+	 DROP(FW_DROP_MALFORMED)},
+	{"v6 UDP, 4 header bytes in payload_len, a port-like trailer",
+	 .pkt = UDP6(OMI6, OK6, 40000, 80, .truncate = 14 + 40 + 4, .trailer_port = 80),
+	 DROP(FW_DROP_MALFORMED)},
+	{"v6 UDP, 7 header bytes in payload_len, a port-like trailer",
+	 .pkt = UDP6(OMI6, OK6, 40000, 80, .truncate = 14 + 40 + 7, .trailer_port = 80),
+	 DROP(FW_DROP_MALFORMED)},
 	{"v4 unfragmented TCP, data offset past tot_len (fast path)",
 	 .pkt = TCP4(OMI4, OK4, 40000, 80, .doff = 6, .truncate = 14 + 20 + 20, .trailer_port = 80),
 	 DROP(FW_DROP_MALFORMED)},
@@ -1744,6 +1770,13 @@ static const struct row rows[] = {
 	{"ports: allowed port of a neighbour host passes",
 	 .pkt = TCP4(KAPPA4, "203.0.113.8", 40000, 443), PASS(FW_PASS_ALLOW_CIDR),
 	 .subject = "kappa"},
+	{"ports: a listed allow port under a deny for every port drops",
+	 .pkt = TCP4(KAPPA4, "192.0.2.200", 40000, 443), DROP(FW_DROP_DENY_CIDR),
+	 .subject = "kappa"},
+	{"ports: udp to that listed port drops too", .pkt = UDP4(KAPPA4, "192.0.2.200", 40000, 443),
+	 DROP(FW_DROP_DENY_CIDR), .subject = "kappa"},
+	{"ports: an unlisted port there drops", .pkt = TCP4(KAPPA4, "192.0.2.200", 40000, 80),
+	 DROP(FW_DROP_DENY_CIDR), .subject = "kappa"},
 	{"ports: learned address inside a port-limited allow passes other ports",
 	 .setup = kappa_learned, .pkt = TCP4(KAPPA4, "192.0.2.50", 40000, 80),
 	 PASS(FW_PASS_LEARNED), .subject = "kappa"},

@@ -161,9 +161,10 @@ struct sock_row {
 	int family, type, proto;
 	const char *dst;
 	__u16 port;
-	int verdict;	/* 1: the hooks let the call through, 0: EPERM */
-	__u32 reason;	/* counted once ... */
-	bool uncounted; /* ... unless nothing is (a socket() that passes) */
+	int verdict;	 /* 1: the hooks let the call through, 0: EPERM */
+	__u32 reason;	 /* counted once ... */
+	bool uncounted;	 /* ... unless nothing is (a socket() that passes) */
+	__u16 warm_port; /* OP_SENDTO: first a datagram to dst on this port */
 };
 
 static const struct sock_row sock_rows[] = {
@@ -184,6 +185,12 @@ static const struct sock_row sock_rows[] = {
 	 AF_INET6, SOCK_DGRAM, 0, ALPHA_OK6, 853, 0, FW_DROP_DOT},
 	{"sendmsg: an IPv6 socket's v4-mapped port 853 is refused", IN_ALPHA_CHILD, OP_SENDTO,
 	 AF_INET6, SOCK_DGRAM, 0, "::ffff:" ALPHA_OK4, 853, 0, FW_DROP_DOT},
+	/* an unconnected socket's last verdict is kept for its destination:
+	 * another port of the same address is decided afresh */
+	{"sendmsg: port 853 after a datagram to port 443 of the same address is refused", IN_ALPHA,
+	 OP_SENDTO, AF_INET, SOCK_DGRAM, 0, ALPHA_OK4, 853, 0, FW_DROP_DOT, false, 443},
+	{"sendmsg: IPv6 port 853 after a datagram to port 443 of the same address is refused",
+	 IN_ALPHA, OP_SENDTO, AF_INET6, SOCK_DGRAM, 0, ALPHA_OK6, 853, 0, FW_DROP_DOT, false, 443},
 	/* the same calls elsewhere: the policy decides */
 	{"connect: TCP to port 443 of an allowed address goes on", IN_ALPHA, OP_CONNECT, AF_INET,
 	 SOCK_STREAM, 0, ALPHA_OK4, 443, 1, FW_PASS_ALLOW_CIDR},
@@ -550,58 +557,82 @@ static bool run_row(const struct row *r)
 	return ok;
 }
 
-/* The row's call; the errno it ended with, 0 when it succeeded. */
-static int sock_call(const struct sock_row *r)
+/* r's destination, on port. */
+static socklen_t sock_addr_of(const struct sock_row *r, __u16 port, struct sockaddr_storage *ss)
 {
-	struct sockaddr_storage ss = {0};
-	socklen_t slen = 0;
-	int fd, err = 0;
+	memset(ss, 0, sizeof(*ss));
+	if (r->family == AF_INET) {
+		struct sockaddr_in *a = (struct sockaddr_in *)ss;
 
-	fd = socket(r->family, r->type | SOCK_NONBLOCK | SOCK_CLOEXEC, r->proto);
-	if (fd < 0)
-		return errno;
-	if (r->op != OP_SOCKET) {
-		if (r->family == AF_INET) {
-			struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-
-			a->sin_family = AF_INET;
-			a->sin_port = htons(r->port);
-			if (inet_pton(AF_INET, r->dst, &a->sin_addr) != 1)
-				err = EINVAL;
-			slen = sizeof(*a);
-		} else {
-			struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-
-			a->sin6_family = AF_INET6;
-			a->sin6_port = htons(r->port);
-			if (inet_pton(AF_INET6, r->dst, &a->sin6_addr) != 1)
-				err = EINVAL;
-			slen = sizeof(*a);
-		}
+		a->sin_family = AF_INET;
+		a->sin_port = htons(port);
+		return inet_pton(AF_INET, r->dst, &a->sin_addr) == 1 ? sizeof(*a) : 0;
 	}
-	if (!err && r->op == OP_CONNECT && connect(fd, (struct sockaddr *)&ss, slen))
-		err = errno;
-	if (!err && r->op == OP_SENDTO && sendto(fd, "q", 1, 0, (struct sockaddr *)&ss, slen) < 0)
-		err = errno;
-	close(fd);
-	return err;
+	struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+
+	a->sin6_family = AF_INET6;
+	a->sin6_port = htons(port);
+	return inet_pton(AF_INET6, r->dst, &a->sin6_addr) == 1 ? sizeof(*a) : 0;
+}
+
+/* The row's call on fd (socket() itself made it for OP_SOCKET); the errno
+ * it ended with, 0 when it succeeded. */
+static int sock_call(const struct sock_row *r, int fd, __u16 port)
+{
+	struct sockaddr_storage ss;
+	socklen_t slen;
+
+	if (r->op == OP_SOCKET)
+		return 0;
+	slen = sock_addr_of(r, port, &ss);
+	if (!slen)
+		return EINVAL;
+	if (r->op == OP_CONNECT)
+		return connect(fd, (struct sockaddr *)&ss, slen) ? errno : 0;
+	return sendto(fd, "q", 1, 0, (struct sockaddr *)&ss, slen) < 0 ? errno : 0;
 }
 
 static bool run_sock_row(const struct sock_row *r)
 {
 	__u32 id = r->where == IN_DENYING ? t.id[IN_DENYING] : t.id[IN_ALPHA];
-	__u64 before = reason_count(r->reason), sbefore = subject_count(id, r->reason);
-	__u64 total = total_count();
+	__u64 before, sbefore, total;
 	bool ok = true;
-	int err;
+	int fd, err;
 
 	if (join(r->where)) {
 		printf("not ok - %s: can't join the cgroup\n", r->desc);
 		return false;
 	}
+	/* socket() is the call of OP_SOCKET rows, counted with it */
+	before = reason_count(r->reason);
+	sbefore = subject_count(id, r->reason);
+	total = total_count();
 	ring_buffer__consume(t.rb);
 	t.nev = 0;
-	err = sock_call(r);
+	fd = socket(r->family, r->type | SOCK_NONBLOCK | SOCK_CLOEXEC, r->proto);
+	if (fd < 0 && r->op != OP_SOCKET) {
+		printf("not ok - %s: socket: %s\n", r->desc, strerror(errno));
+		return false;
+	}
+	err = fd < 0 ? errno : 0;
+	if (fd >= 0 && r->warm_port) {
+		/* an earlier datagram of the same socket, which the hook may
+		 * remember: it must not decide this one */
+		if (sock_call(r, fd, r->warm_port) == EPERM) {
+			printf("not ok - %s: the first datagram was refused\n", r->desc);
+			close(fd);
+			return false;
+		}
+		ring_buffer__consume(t.rb);
+		before = reason_count(r->reason);
+		sbefore = subject_count(id, r->reason);
+		total = total_count();
+		t.nev = 0;
+	}
+	if (fd >= 0) {
+		err = sock_call(r, fd, r->port);
+		close(fd);
+	}
 	ring_buffer__consume(t.rb);
 	if (r->verdict ? err == EPERM : err != EPERM) {
 		printf("not ok - %s: the call ended with %s, want %s\n", r->desc,

@@ -135,6 +135,15 @@ static const struct bad_case bad[] = {
 	/* ED A0 80: a surrogate */
 	{"utf-8 surrogate", "f1.7aCA.c2FuZGJveC0xMjM.44772.k.gtJzW337dCO-kStxh2GPfA",
 	 FW_SCOPE_E_NAME},
+	/* "a" DEL "b" */
+	{"DEL character", "f1.YX9i.c2FuZGJveC0xMjM.44772.k.gtJzW337dCO-kStxh2GPfA",
+	 FW_SCOPE_E_NAME},
+	/* F4 90 80 80: U+110000, past the last code point */
+	{"code point past U+10FFFF", "f1.9JCAgA.c2FuZGJveC0xMjM.44772.k.gtJzW337dCO-kStxh2GPfA",
+	 FW_SCOPE_E_NAME},
+	/* "a" C3: a sequence cut by the field's end */
+	{"utf-8 cut at the end", "f1.YcM.c2FuZGJveC0xMjM.44772.k.gtJzW337dCO-kStxh2GPfA",
+	 FW_SCOPE_E_NAME},
 	/* C2 85: NEL, a C1 control */
 	{"C1 control", "f1.woU.c2FuZGJveC0xMjM.44772.k.gtJzW337dCO-kStxh2GPfA", FW_SCOPE_E_NAME},
 	{"port with leading zero", "f1.dGVuYW50LWE.c2FuZGJveC0xMjM.044772.k.gtJzW337dCO-kStxh2GPfA",
@@ -251,6 +260,18 @@ Test(scope, field_length_bound)
 Test(scope, sign_refuses_what_verify_would)
 {
 	char out[FW_SCOPE_TEXT_MAX];
+
+	/* the name's length ends it: a continuation byte past it (here the
+	 * caller's buffer goes on) does not complete a cut sequence */
+	cr_assert_eq(fw_scope_sign(&kr, 'k', "a\xc3\x80", 2, "s", 1, 80, out, sizeof(out)),
+		     -FW_SCOPE_E_NAME);
+	cr_assert_eq(fw_scope_sign(&kr, 'k', "n", 1, "\xe2\x82\xac", 2, 80, out, sizeof(out)),
+		     -FW_SCOPE_E_NAME);
+	cr_assert_gt(fw_scope_sign(&kr, 'k', "a\xc3\x80", 3, "\xf4\x8f\xbf\xbf", 4, 80, out,
+				   sizeof(out)),
+		     0, "U+10FFFF is the last code point, and allowed");
+	cr_assert_eq(fw_scope_sign(&kr, 'k', "a\x7f", 2, "s", 1, 80, out, sizeof(out)),
+		     -FW_SCOPE_E_NAME);
 
 	cr_assert_eq(fw_scope_sign(&kr, 'k', "", 0, "s", 1, 80, out, sizeof(out)),
 		     -FW_SCOPE_E_NAME);

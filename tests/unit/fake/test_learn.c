@@ -359,6 +359,34 @@ Test(learn, an_answer_is_judged_on_the_policy_of_when_it_arrives)
 	cr_assert_eq(fake_lease_get(dp, sid, &a, &v), -ENOENT);
 }
 
+Test(learn, an_answer_for_an_address_that_changed_subject_teaches_nothing)
+{
+	struct fw_ip c = ip_of("192.0.2.10"), a = ip_of("203.0.113.5");
+	struct fw_dns_query q = {.qtype = 1, .qclass = 1};
+	struct fw_dns_answer ans = {.naddrs = 1};
+	struct fw_entry *e;
+	struct fw_lease v;
+	__u64 token;
+	__u32 other;
+
+	start();
+	snprintf(q.name, sizeof(q.name), "api.example.com");
+	ans.addrs[0].ip = a;
+	ans.addrs[0].ttl = 30;
+	cr_assert_eq(fw_learn_decide(learn, &c, &q, &token), DNSP_FORWARD);
+	/* while the upstream answers, web goes and db takes its address */
+	e = fw_reg_get(&reg, "web", false);
+	cr_assert_eq(fw_reg_unbind(&reg, e), 0);
+	fw_reg_put(&reg, e);
+	add_subject("db", "192.0.2.10", "*.example.com");
+	other = fw_reg_find(&reg, "db")->id;
+	cr_assert_neq(other, sid);
+	cr_assert_eq(fw_learn_answer(learn, &c, &q, token, &ans), -ESTALE);
+	cr_assert_eq(fake_lease_get(dp, sid, &a, &v), -ENOENT);
+	cr_assert_eq(fake_lease_get(dp, other, &a, &v), -ENOENT);
+	cr_assert_eq(fake_learned_count(dp, ~0u), 0);
+}
+
 static char last_reason[32];
 
 static void sink(void *ctx, const struct fw_learn_event *ev)

@@ -1638,6 +1638,17 @@ static const struct row rows[] = {
 	{"v4 frag attack: its later fragment sent from another port", .then = true,
 	 .pkt = UDP4(DELTA4, OK4, 0, 0, FRAG_LAST(0x500f, 18)), DROP(FW_DROP_SPOOF),
 	 .subject = "delta"},
+	/* ... nor one from another MAC on the subject's own port */
+	{"v4 bound subject's first fragment, again", .on_dummy = true,
+	 .pkt = UDP4(DELTA4, OK4, 40000, 80, FRAG_FIRST(0x5010), .payload = 64),
+	 PASS(FW_PASS_ALLOW_CIDR), .subject = "delta"},
+	{"v4 the same first fragment from another MAC on its port", .then = true, .on_dummy = true,
+	 .pkt = UDP4(DELTA4, OK4, 40000, 80, FRAG_FIRST(0x5010), .payload = 64,
+		     .eth_src = STRANGER_MAC),
+	 DROP(FW_DROP_MAC_SPOOF), .subject = "delta"},
+	{"v4 the bound subject's later fragment still follows that", .then = true, .on_dummy = true,
+	 .pkt = UDP4(DELTA4, OK4, 0, 0, FRAG_LATER(0x5010, 9)), PASS(FW_PASS_FRAGMENT),
+	 .subject = "delta"},
 
 	/* v4-mapped addresses in IPv6 packets are not IPv4 */
 	{"v6 to ::ffff:(allowed IPv4)", .pkt = UDP6(ALPHA6, "::ffff:192.0.2.10", 40000, 5000),

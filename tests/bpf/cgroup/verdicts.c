@@ -152,6 +152,7 @@ enum sock_op {
 	OP_SOCKET,  /* socket(family, type, proto) */
 	OP_CONNECT, /* socket, then connect(dst, port) */
 	OP_SENDTO,  /* socket, then sendto(dst, port) without connect */
+	OP_BIND,    /* socket, then bind(dst, port) */
 };
 
 struct sock_row {
@@ -202,6 +203,18 @@ static const struct sock_row sock_rows[] = {
 	 SOCK_DGRAM, 0, ALPHA_OK4, 443, 1, FW_PASS_ALLOW_CIDR},
 	{"sendmsg: IPv6 UDP nowhere is refused", IN_ALPHA, OP_SENDTO, AF_INET6, SOCK_DGRAM, 0,
 	 ALPHA_BAD6, 9000, 0, FW_DROP_DEFAULT_DENY},
+	/* fastwall's proxy addresses (127.254.0.0/16): none to connect to,
+	 * none of another subject's to bind */
+	{"connect: UDP to another subject's proxy address is refused", IN_ALPHA, OP_CONNECT,
+	 AF_INET, SOCK_DGRAM, 0, "127.254.255.254", DNS_PORT, 0, FW_DROP_ALIAS_SOURCE},
+	{"connect: TCP to a proxy address is refused", IN_ALPHA_CHILD, OP_CONNECT, AF_INET,
+	 SOCK_STREAM, 0, "127.254.0.77", 9000, 0, FW_DROP_ALIAS_SOURCE},
+	{"connect: an IPv6 socket's v4-mapped proxy address is refused", IN_ALPHA, OP_CONNECT,
+	 AF_INET6, SOCK_DGRAM, 0, "::ffff:127.254.0.77", 9000, 0, FW_DROP_ALIAS_SOURCE},
+	{"bind: to another subject's proxy address is refused", IN_ALPHA, OP_BIND, AF_INET,
+	 SOCK_DGRAM, 0, "127.254.255.254", 0, 0, FW_DROP_ALIAS_SOURCE},
+	{"bind: IPv6, to another subject's v4-mapped proxy address is refused", IN_ALPHA_CHILD,
+	 OP_BIND, AF_INET6, SOCK_STREAM, 0, "::ffff:127.254.0.77", 0, 0, FW_DROP_ALIAS_SOURCE},
 	/* sock_create: no raw IP or packet socket in a sandbox, whatever
 	 * its state; ordinary sockets pass uncounted */
 	{"socket: raw IPv4 is refused", IN_ALPHA, OP_SOCKET, AF_INET, SOCK_RAW, IPPROTO_ICMP, NULL,
@@ -589,6 +602,8 @@ static int sock_call(const struct sock_row *r, int fd, __u16 port)
 		return EINVAL;
 	if (r->op == OP_CONNECT)
 		return connect(fd, (struct sockaddr *)&ss, slen) ? errno : 0;
+	if (r->op == OP_BIND)
+		return bind(fd, (struct sockaddr *)&ss, slen) ? errno : 0;
 	return sendto(fd, "q", 1, 0, (struct sockaddr *)&ss, slen) < 0 ? errno : 0;
 }
 

@@ -7,7 +7,10 @@
 # connect and a UDP connect with a send after it, IPv4 and IPv6, to
 # denied destinations: none may arrive in the simulated internet (a
 # packet socket there sees every SYN and datagram before any socket); to
-# allowed ones: each completes and arrives, so the check can fail.
+# allowed ones: each completes and arrives, so the check can fail. The
+# same on sockets the run makes and passes to a task outside it, as the
+# kernel's own threads were before 5.12: the socket's sandbox still
+# decides.
 set -u
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -58,7 +61,7 @@ check "fastwalld attached the cgroup programs to $CG_PARENT" \
 	fw_wait_log "process sandboxes: cgroup programs on $CG" 1 2
 
 # the far side: every TCP SYN and UDP datagram to ports 7700-7739
-nsenter --net="/run/netns/$NS_INET" "$URING_PROBE" capture --ports 7700-7739 \
+nsenter --net="/run/netns/$NS_INET" "$URING_PROBE" capture --ports 7700-7759 \
 	--ready "$FW_TMP/capture.ready" >"$ARRIVED" 2>>"$FW_TMP/bg.log" &
 FW_PIDS+=($!)
 fw_eventually 5 test -e "$FW_TMP/capture.ready" || fw_die "uring_probe capture did not start"
@@ -96,6 +99,24 @@ uring_run() {
 	sed 's/^/# /' "$FW_TMP/$name.out"
 }
 
+# uring_outside NAME [--sqpoll] ADDR4 ADDR6 PORT: the run makes the
+# sockets and passes them to the probe outside it, which sends and
+# connects on them: a task of no sandbox's cgroup on a sandbox's sockets,
+# where an io-wq worker or the SQPOLL thread is when it is a kernel thread
+# (before 5.12, and on 5.10 stable before 5.10.162)
+uring_outside() {
+	local name=$1 pid
+	shift
+	rm -f "$FW_TMP/$name.sock"
+	fw_ns "$NS_POD" "$URING_PROBE" send --from "$FW_TMP/$name.sock" "$@" >"$FW_TMP/$name.out" 2>&1 &
+	pid=$!
+	fw_eventually 5 test -S "$FW_TMP/$name.sock"
+	fw_ns "$NS_POD" "$FASTWALL" run --socket "$RUN_SOCK" --name "$name-$FW_ID" \
+		--allow 198.51.100.10 --allow 2001:db8::10 -- "$URING_PROBE" pass "$FW_TMP/$name.sock"
+	wait "$pid"
+	sed 's/^/# /' "$FW_TMP/$name.out"
+}
+
 uring_run ua 198.51.100.10 2001:db8::10 7700
 uring_cases "io-wq (IOSQE_ASYNC):" allow "$FW_TMP/ua.out" 7700
 uring_run ud 203.0.113.10 2001:db8::66 7710
@@ -104,5 +125,9 @@ uring_run sa --sqpoll 198.51.100.10 2001:db8::10 7720
 uring_cases "SQPOLL:" allow "$FW_TMP/sa.out" 7720
 uring_run sd --sqpoll 203.0.113.10 2001:db8::66 7730
 uring_cases "SQPOLL:" deny "$FW_TMP/sd.out" 7730
+uring_outside oa 198.51.100.10 2001:db8::10 7740
+uring_cases "a task of no sandbox on the run's sockets:" allow "$FW_TMP/oa.out" 7740
+uring_outside od 203.0.113.10 2001:db8::66 7750
+uring_cases "a task of no sandbox on the run's sockets:" deny "$FW_TMP/od.out" 7750
 
 fw_summary

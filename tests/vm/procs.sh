@@ -81,7 +81,9 @@ if [ "$rc" = 0 ]; then feature run_connect yes; else feature run_connect no; fi
 # kernel threads in the root cgroup before 5.12, io threads of the
 # submitter since. $BUILD/tests/uring_probe sends an unconnected UDP
 # datagram, connects TCP, connects UDP and sends, v4 and v6; a packet
-# socket in the internet counts every SYN and datagram to its ports
+# socket in the internet counts every SYN and datagram to its ports. The
+# same on sockets a run passes to a task outside it: the socket's sandbox
+# decides
 UR_CASES=(sendmsg-udp4 sendmsg-udp6 connect-tcp4 connect-tcp6 connect-udp4 connect-udp6)
 # uring_cases LABEL WANT OUT PORT: WANT allow: each case completes and
 # arrives; deny: none succeeds, nothing arrives. Counts UR_HELD.
@@ -114,8 +116,26 @@ uring_run() {
 		"$BUILD/tests/uring_probe" send --wait 3000 "$@" >"$TMP/$name.out" 2>&1
 	sed 's/^/# /' "$TMP/$name.out"
 }
+# uring_outside NAME [--sqpoll] ADDR4 ADDR6 PORT: the run makes the
+# sockets and passes them to the probe outside it, which sends and
+# connects on them: a task of no sandbox on a sandbox's sockets, where an
+# io-wq worker or the SQPOLL thread is when it is a kernel thread (before
+# 5.12; on 5.10 stable before 5.10.162, which took 5.15's io_uring)
+uring_outside() {
+	local name=$1 pid
+	shift
+	rm -f "$TMP/$name.sock"
+	in_ns "$POD" "$BUILD/tests/uring_probe" send --wait 3000 --from "$TMP/$name.sock" "$@" \
+		>"$TMP/$name.out" 2>&1 &
+	pid=$!
+	eventually 20 test -S "$TMP/$name.sock"
+	prun "$name" --allow 198.51.100.10 --allow 2001:db8::10 -- \
+		"$BUILD/tests/uring_probe" pass "$TMP/$name.sock"
+	wait "$pid"
+	sed 's/^/# /' "$TMP/$name.out"
+}
 UR_HELD=0
-in_ns "$INET" "$BUILD/tests/uring_probe" capture --ports 7700-7739 \
+in_ns "$INET" "$BUILD/tests/uring_probe" capture --ports 7700-7759 \
 	--ready "$TMP/capture.ready" >"$TMP/arrived" 2>&1 &
 UR_CAP=$!
 if eventually 20 test -e "$TMP/capture.ready"; then
@@ -127,13 +147,17 @@ if eventually 20 test -e "$TMP/capture.ready"; then
 	uring_cases "SQPOLL:" allow "$TMP/sa.out" 7720
 	uring_run sd --sqpoll 203.0.113.10 2001:db8::66 7730
 	uring_cases "SQPOLL:" deny "$TMP/sd.out" 7730
+	uring_outside oa 198.51.100.10 2001:db8::10 7740
+	uring_cases "a task of no sandbox on the run's sockets:" allow "$TMP/oa.out" 7740
+	uring_outside od 203.0.113.10 2001:db8::66 7750
+	uring_cases "a task of no sandbox on the run's sockets:" deny "$TMP/od.out" 7750
 else
 	not_ok "uring_probe capture listens in the internet"
 	sed 's/^/#   | /' "$TMP/arrived"
 fi
 kill "$UR_CAP" 2>/dev/null
 wait "$UR_CAP" 2>/dev/null
-feature run_uring "$UR_HELD/24"
+feature run_uring "$UR_HELD/36"
 
 # DNS to 192.0.2.99 (nothing there), glibc's resolver (getent; a
 # resolv.conf of this run's in a mount namespace): the connect4 hook sends

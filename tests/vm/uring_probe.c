@@ -17,7 +17,14 @@
  *       RES is the CQE's result (a byte count, 0, an errno name), "-" for
  *       a request the case has not, "pending" for one not completed
  *       within --wait (default 2000 ms; a TCP connect whose SYN is dropped
- *       retries for minutes: the ring's end cancels it).
+ *       retries for minutes: the ring's end cancels it). With --from,
+ *       the sockets are not made here but received on the unix socket
+ *       PATH from a "pass" (printing "listening on PATH" first): run
+ *       outside any sandbox, this is a task of no sandbox's cgroup using a
+ *       sandbox's sockets, as an io-wq worker or SQPOLL thread is when it
+ *       is a kernel thread (before 5.12; 5.10 stable until 5.10.162).
+ *   uring_probe pass PATH
+ *       makes the six sockets and passes them to "send --from PATH".
  *   uring_probe capture --ports LO-HI [--ready FILE]
  *       listens on TCP and UDP [::]:LO..HI (so an allowed connect
  *       completes and a datagram is taken), and prints a line for each
@@ -49,6 +56,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,8 +86,10 @@ struct ring {
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: uring_probe send [--sqpoll] [--wait MS] ADDR4 ADDR6 PORT\n"
-			"       uring_probe capture --ports LO-HI [--ready FILE]\n");
+	fprintf(stderr,
+		"usage: uring_probe send [--sqpoll] [--wait MS] [--from PATH] ADDR4 ADDR6 PORT\n"
+		"       uring_probe pass PATH\n"
+		"       uring_probe capture --ports LO-HI [--ready FILE]\n");
 	exit(2);
 }
 
@@ -233,6 +243,107 @@ static const char *res_str(int res, char *buf, size_t len)
 	}
 }
 
+/* the six sockets of the cases, in their order */
+static int open_sockets(int *fds)
+{
+	for (int i = 0; i < NCASES; i++) {
+		const struct probe_case *c = &cases[i];
+
+		fds[i] = socket(c->family, c->kind == K_CONNECT_TCP ? SOCK_STREAM : SOCK_DGRAM, 0);
+		if (fds[i] < 0) {
+			fprintf(stderr, "uring_probe: can't open a socket for %s: %s\n", c->name,
+				strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int unix_addr(const char *path, struct sockaddr_un *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(a->sun_path)) {
+		fprintf(stderr, "uring_probe: %s: path too long\n", path);
+		return -1;
+	}
+	strcpy(a->sun_path, path);
+	return 0;
+}
+
+/* pass PATH: the six sockets, made here, to the "send --from PATH" that
+ * listens there (SCM_RIGHTS); returns once it has closed the connection */
+static int cmd_pass(int argc, char **argv)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * NCASES)];
+		struct cmsghdr align;
+	} ctl;
+	char one = 'x';
+	struct iovec iov = {.iov_base = &one, .iov_len = 1};
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf)};
+	struct cmsghdr *cm;
+	struct sockaddr_un a;
+	int fds[NCASES], u;
+
+	if (argc != 1)
+		usage();
+	if (unix_addr(argv[0], &a) || open_sockets(fds))
+		return 1;
+	u = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (u < 0 || connect(u, (struct sockaddr *)&a, sizeof(a))) {
+		fprintf(stderr, "uring_probe: can't connect to %s: %s\n", argv[0], strerror(errno));
+		return 1;
+	}
+	memset(&ctl, 0, sizeof(ctl));
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * NCASES);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * NCASES);
+	if (sendmsg(u, &msg, 0) != 1) {
+		fprintf(stderr, "uring_probe: can't pass the sockets: %s\n", strerror(errno));
+		return 1;
+	}
+	(void)!read(u, &one, 1);
+	return 0;
+}
+
+/* the six sockets from a "pass PATH" of another task (cgroup), through
+ * the listening socket L; the connection is kept open */
+static int recv_sockets(int l, int *fds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * NCASES)];
+		struct cmsghdr align;
+	} ctl;
+	char one;
+	struct iovec iov = {.iov_base = &one, .iov_len = 1};
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf)};
+	struct cmsghdr *cm;
+	int c = accept(l, NULL, NULL);
+
+	if (c < 0 || recvmsg(c, &msg, 0) != 1) {
+		fprintf(stderr, "uring_probe: no sockets passed: %s\n", strerror(errno));
+		return -1;
+	}
+	cm = CMSG_FIRSTHDR(&msg);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int) * NCASES)) {
+		fprintf(stderr, "uring_probe: no sockets passed\n");
+		return -1;
+	}
+	memcpy(fds, CMSG_DATA(cm), sizeof(int) * NCASES);
+	/* c stays open until this process ends: "pass", and with it the run
+	 * and its subject, lasts as long */
+	return 0;
+}
+
 static int cmd_send(int argc, char **argv)
 {
 	struct sockaddr_storage dst[NCASES];
@@ -243,6 +354,8 @@ static int cmd_send(int argc, char **argv)
 	int fds[NCASES], i, err, port;
 	long wait_ms = 2000;
 	bool sqpoll = false;
+	const char *from = NULL;
+	int l = -1;
 	struct ring r;
 	char payload[] = "uring_probe";
 
@@ -252,6 +365,9 @@ static int cmd_send(int argc, char **argv)
 			argc--, argv++;
 		} else if (!strcmp(argv[0], "--wait") && argc > 1) {
 			wait_ms = atol(argv[1]);
+			argc -= 2, argv += 2;
+		} else if (!strcmp(argv[0], "--from") && argc > 1) {
+			from = argv[1];
 			argc -= 2, argv += 2;
 		} else {
 			usage();
@@ -270,15 +386,26 @@ static int cmd_send(int argc, char **argv)
 			sqpoll ? " with SQPOLL" : "", strerror(-err));
 		return 1;
 	}
-	for (i = 0; i < NCASES; i++) {
-		const struct probe_case *c = &cases[i];
+	if (from) {
+		struct sockaddr_un a;
 
-		fds[i] = socket(c->family, c->kind == K_CONNECT_TCP ? SOCK_STREAM : SOCK_DGRAM, 0);
-		if (fds[i] < 0) {
-			fprintf(stderr, "uring_probe: can't open a socket for %s: %s\n", c->name,
+		l = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (l < 0 || unix_addr(from, &a) || bind(l, (struct sockaddr *)&a, sizeof(a)) ||
+		    listen(l, 1)) {
+			fprintf(stderr, "uring_probe: can't listen on %s: %s\n", from,
 				strerror(errno));
 			return 1;
 		}
+		printf("listening on %s\n", from);
+		fflush(stdout);
+		if (recv_sockets(l, fds))
+			return 1;
+	} else if (open_sockets(fds)) {
+		return 1;
+	}
+	for (i = 0; i < NCASES; i++) {
+		const struct probe_case *c = &cases[i];
+
 		memset(&dst[i], 0, sizeof(dst[i]));
 		if (c->family == AF_INET) {
 			struct sockaddr_in *s = (struct sockaddr_in *)&dst[i];
@@ -336,6 +463,11 @@ static int cmd_send(int argc, char **argv)
 		printf("%s port=%d connect=%s send=%s\n", c->name, port + i, conn, send);
 		fflush(stdout);
 	}
+	/* a connect still pending would retransmit its SYN after this
+	 * process, and its run, are gone (the ring is torn down later, in the
+	 * kernel's time): a socket of no subject then, which nothing judges */
+	for (i = 0; i < NCASES; i++)
+		shutdown(fds[i], SHUT_RDWR);
 	return 0;
 
 submit_failed:
@@ -479,6 +611,8 @@ int main(int argc, char **argv)
 		usage();
 	if (!strcmp(argv[1], "send"))
 		return cmd_send(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "pass"))
+		return cmd_pass(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "capture"))
 		return cmd_capture(argc - 2, argv + 2);
 	usage();

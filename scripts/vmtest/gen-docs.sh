@@ -128,6 +128,20 @@ cp_row() {
 	echo "$line"
 }
 echo
+cat <<'EOF2'
+## io_uring in process sandboxes
+
+The io_uring row counts the cases of tests/vm/uring_probe.c that held
+(see design.md, "Process sandboxes"): an unconnected UDP send, a TCP
+connect, a UDP connect and send, IPv4 and IPv6, to a denied and to an
+allowed destination, each run by an io-wq worker (`IOSQE_ASYNC`) and by
+the SQPOLL thread, and each by a task of no sandbox on sockets a run
+made. On every kernel here io-wq workers and the SQPOLL thread are
+threads of the submitting process (5.12 and later; 5.10 stable since
+5.10.162), so the socket hooks judge them; the last cases stand in for
+an older kernel's kernel threads, where only cgroup egress holds.
+EOF2
+echo
 echo "## Control plane per kernel"
 echo
 cat <<'EOF2'

@@ -108,7 +108,7 @@ uring_outside() {
 	local name=$1 pid
 	shift
 	rm -f "$FW_TMP/$name.sock"
-	fw_ns "$NS_POD" "$URING_PROBE" send --from "$FW_TMP/$name.sock" "$@" >"$FW_TMP/$name.out" 2>&1 &
+	fw_ns "$NS_POD" timeout 60 "$URING_PROBE" send --from "$FW_TMP/$name.sock" "$@" >"$FW_TMP/$name.out" 2>&1 &
 	pid=$!
 	fw_eventually 5 test -S "$FW_TMP/$name.sock"
 	fw_ns "$NS_POD" "$FASTWALL" run --socket "$RUN_SOCK" --name "$name-$FW_ID" \

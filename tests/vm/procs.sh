@@ -125,7 +125,7 @@ uring_outside() {
 	local name=$1 pid
 	shift
 	rm -f "$TMP/$name.sock"
-	in_ns "$POD" "$BUILD/tests/uring_probe" send --wait 3000 --from "$TMP/$name.sock" "$@" \
+	in_ns "$POD" timeout 120 "$BUILD/tests/uring_probe" send --wait 3000 --from "$TMP/$name.sock" "$@" \
 		>"$TMP/$name.out" 2>&1 &
 	pid=$!
 	eventually 20 test -S "$TMP/$name.sock"

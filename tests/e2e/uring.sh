@@ -60,7 +60,7 @@ fw_start_daemon || exit 1
 check "fastwalld attached the cgroup programs to $CG_PARENT" \
 	fw_wait_log "process sandboxes: cgroup programs on $CG" 1 2
 
-# the far side: every TCP SYN and UDP datagram to ports 7700-7739
+# the far side: every TCP SYN and UDP datagram to ports 7700-7759
 nsenter --net="/run/netns/$NS_INET" "$URING_PROBE" capture --ports 7700-7759 \
 	--ready "$FW_TMP/capture.ready" >"$ARRIVED" 2>>"$FW_TMP/bg.log" &
 FW_PIDS+=($!)

@@ -62,7 +62,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 
 BINS := $(BUILD)/fastwalld $(BUILD)/fastwall
 TEST_BINS := $(BUILD)/tests/unit_tests $(BUILD)/tests/unit_fake $(BUILD)/tests/bpf_verdicts \
-	$(BUILD)/tests/bpf_cgroup_verdicts $(BUILD)/tests/abi_migrate
+	$(BUILD)/tests/bpf_cgroup_verdicts $(BUILD)/tests/abi_migrate $(BUILD)/tests/uring_probe
 
 .PHONY: all deps test test-unit test-fake test-bpf test-abi test-e2e test-lint demo bench fuzz format lint \
 	install clean help compile_commands.json
@@ -185,6 +185,12 @@ $(BUILD)/tests/udpflows: $(BUILD)/tests/bench/udpflows.o $(BUILD)/tests/bench/be
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^
 
 $(BUILD)/tests/udpsink: $(BUILD)/tests/bench/udpsink.o $(BUILD)/tests/bench/benchlib.o
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^
+
+# io_uring sends and connects from a process sandbox, and what arrived
+# (tests/e2e/uring.sh, tests/vm/procs.sh)
+$(BUILD)/tests/uring_probe: $(BUILD)/tests/vm/uring_probe.o
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^
 
@@ -333,7 +339,7 @@ KERNELS ?= 5.10 6.1 6.12 6.18 7.x
 VMTEST_CACHE ?= /var/cache/fastwall-vmtest
 .PHONY: vmtest
 # VMTEST_GUARD_NIC=1: the port guard's benchmark on virtio-net as well
-vmtest: all $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/bpf_cgroup_verdicts $(BUILD)/tests/abi_migrate $(BUILD)/tests/cp_kernel $(if $(filter 1,$(VMTEST_GUARD_NIC)),$(BUILD)/tests/udpblast $(BUILD)/tests/udpsink) ## verdict table, loader, e2e on Debian kernels in qemu (KERNELS="5.10 6.12")
+vmtest: all $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/bpf_cgroup_verdicts $(BUILD)/tests/abi_migrate $(BUILD)/tests/cp_kernel $(BUILD)/tests/uring_probe $(if $(filter 1,$(VMTEST_GUARD_NIC)),$(BUILD)/tests/udpblast $(BUILD)/tests/udpsink) ## verdict table, loader, e2e on Debian kernels in qemu (KERNELS="5.10 6.12")
 	$(Q)BUILD=$(BUILD) KERNELS="$(KERNELS)" VMTEST_CACHE="$(VMTEST_CACHE)" scripts/vmtest/vmtest.sh
 
 clean: ## remove build/, build-san/ and build-deb/

@@ -70,6 +70,7 @@ row test_run "BPF_PROG_TEST_RUN verdict table (rows passed)" "✓" "✗"
 row cgroup_test_run "cgroup programs' verdict table (process sandboxes; rows passed)" "✓" "✗"
 row cg_hooks "cgroup programs attached and detached (connect, sendmsg, recvmsg, getpeername, bind: v4 and v6; sock_create, skb egress)" "✓" "✗"
 row run_connect "fastwall run: TCP connect allowed, denied with EPERM (v4, v6)" "✓" "✗"
+row run_uring "fastwall run: io_uring sendmsg and connect from io-wq and SQPOLL, and from a task of no sandbox on the run's sockets (a kernel thread's view before 5.12): denied ones never arrive (cases held)" "✓" "✗"
 row run_dns "fastwall run: DNS through the socket-layer redirect, answer from the resolver asked" "✓" "✗"
 row run_unpriv "fastwall run by a non-root member of run_group" "✓" "✗"
 row run_cleanup "run removed at once after SIGKILL of launcher and command" "✓" "✗"
@@ -126,6 +127,20 @@ cp_row() {
 	done
 	echo "$line"
 }
+echo
+cat <<'EOF2'
+## io_uring in process sandboxes
+
+The io_uring row counts the cases of tests/vm/uring_probe.c that held
+(see design.md, "Process sandboxes"): an unconnected UDP send, a TCP
+connect, a UDP connect and send, IPv4 and IPv6, to a denied and to an
+allowed destination, each run by an io-wq worker (`IOSQE_ASYNC`) and by
+the SQPOLL thread, and each by a task of no sandbox on sockets a run
+made. On every kernel here io-wq workers and the SQPOLL thread are
+threads of the submitting process (5.12 and later; 5.10 stable since
+5.10.162), so the socket hooks judge them; the last cases stand in for
+an older kernel's kernel threads, where only cgroup egress holds.
+EOF2
 echo
 echo "## Control plane per kernel"
 echo

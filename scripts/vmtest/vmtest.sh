@@ -190,8 +190,8 @@ for s in $series; do
 done
 for b in "$BUILD/fastwalld" "$BUILD/fastwall" "$BUILD/tests/bpf_verdicts" "$BUILD/tests/abi_migrate" \
 	"$BUILD/tests/bpf_cgroup_verdicts" \
-	"$BUILD/tests/cp_kernel" "$BUILD/bpf/egress.bpf.o"; do
-	[ -e "$b" ] || { echo "vmtest: $b missing: make all $BUILD/tests/bpf_verdicts $BUILD/tests/bpf_cgroup_verdicts $BUILD/tests/abi_migrate $BUILD/tests/cp_kernel first" >&2; exit 2; }
+	"$BUILD/tests/cp_kernel" "$BUILD/tests/uring_probe" "$BUILD/bpf/egress.bpf.o"; do
+	[ -e "$b" ] || { echo "vmtest: $b missing: make all $BUILD/tests/bpf_verdicts $BUILD/tests/bpf_cgroup_verdicts $BUILD/tests/abi_migrate $BUILD/tests/cp_kernel $BUILD/tests/uring_probe first" >&2; exit 2; }
 done
 if [ "$VMTEST_GUARD_NIC" = 1 ]; then
 	for b in "$BUILD/tests/udpblast" "$BUILD/tests/udpsink"; do

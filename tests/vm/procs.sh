@@ -4,7 +4,8 @@
 # stopped): process sandboxes on this kernel. fastwalld starts with a
 # processes section, attaches the cgroup programs to a cgroup of this run,
 # and `fastwall run` puts commands under a policy: TCP connect allowed and
-# denied (connect4/6), DNS to a resolver nowhere answered by the proxy
+# denied (connect4/6), sends and connects through io_uring (io-wq and
+# SQPOLL, tests/vm/uring_probe.c), DNS to a resolver nowhere answered by the proxy
 # (the socket-layer redirect: connect4 to the proxy, recvmsg4 back; dig,
 # which binds first, in two runs at once), a non-root
 # member of the run group, and the end of a run whose launcher was
@@ -51,7 +52,7 @@ eventually() { # SECONDS CMD...
 
 if [ -z "$CGROOT" ]; then
 	skip "process sandboxes" "no cgroup2 mount"
-	for f in cg_hooks run_connect run_dns run_unpriv run_cleanup; do feature "$f" "not_run"; done
+	for f in cg_hooks run_connect run_uring run_dns run_unpriv run_cleanup; do feature "$f" "not_run"; done
 	return 0
 fi
 printf 'processes:\n  cgroup_root: %s\n  cgroup_parent: %s\n  socket: %s\n  run_group: %s\n' \
@@ -74,6 +75,89 @@ check "run: allowed tcp6 connect to [2001:db8::10]:80" \
 check "run: default-denied tcp6 connect to [2001:db8::66]:80 fails with EPERM" \
 	denied_eperm no6 2001:db8::66 2001:db8::10 || rc=1
 if [ "$rc" = 0 ]; then feature run_connect yes; else feature run_connect no; fi
+
+# io_uring: the kernel may run a sendmsg or connect from another task than
+# the command's, an io-wq worker (IOSQE_ASYNC) or the SQPOLL thread:
+# kernel threads in the root cgroup before 5.12, io threads of the
+# submitter since. $BUILD/tests/uring_probe sends an unconnected UDP
+# datagram, connects TCP, connects UDP and sends, v4 and v6; a packet
+# socket in the internet counts every SYN and datagram to its ports. The
+# same on sockets a run passes to a task outside it: the socket's sandbox
+# decides
+UR_CASES=(sendmsg-udp4 sendmsg-udp6 connect-tcp4 connect-tcp6 connect-udp4 connect-udp6)
+# uring_cases LABEL WANT OUT PORT: WANT allow: each case completes and
+# arrives; deny: none succeeds, nothing arrives. Counts UR_HELD.
+uring_cases() {
+	local label=$1 want=$2 out=$3 port=$4 i p line n done_ok
+	read -rt 1 <> <(:) || true # the last datagram's way to the far side
+	for i in "${!UR_CASES[@]}"; do
+		p=$((port + i))
+		line=$(grep -E "^${UR_CASES[$i]} port=$p " "$out")
+		n=$(grep -cE "^arrived [a-z]+ $p\$" "$TMP/arrived")
+		done_ok=0
+		[[ $line =~ connect=(0|-)\ send=([0-9]+|-)$ ]] && done_ok=1
+		if [ "$want" = allow ] && [ "$done_ok" = 1 ] && [ "$n" -gt 0 ]; then
+			ok "run: $label ${UR_CASES[$i]} to an allowed address completes and arrives"
+			UR_HELD=$((UR_HELD + 1))
+		elif [ "$want" = deny ] && [ "$done_ok" = 0 ] && [ -n "$line" ] && [ "$n" = 0 ]; then
+			ok "run: $label ${UR_CASES[$i]} to a denied address fails, nothing arrives"
+			UR_HELD=$((UR_HELD + 1))
+		else
+			not_ok "run: $label ${UR_CASES[$i]}: want $want (${line:-no result}; $n arrived)"
+		fi
+	done
+}
+# uring_run NAME [--sqpoll] ADDR4 ADDR6 PORT: the probe in a run that
+# allows 198.51.100.10 and 2001:db8::10 only
+uring_run() {
+	local name=$1
+	shift
+	prun "$name" --allow 198.51.100.10 --allow 2001:db8::10 -- \
+		"$BUILD/tests/uring_probe" send --wait 3000 "$@" >"$TMP/$name.out" 2>&1
+	sed 's/^/# /' "$TMP/$name.out"
+}
+# uring_outside NAME [--sqpoll] ADDR4 ADDR6 PORT: the run makes the
+# sockets and passes them to the probe outside it, which sends and
+# connects on them: a task of no sandbox on a sandbox's sockets, where an
+# io-wq worker or the SQPOLL thread is when it is a kernel thread (before
+# 5.12; on 5.10 stable before 5.10.162, which took 5.15's io_uring)
+uring_outside() {
+	local name=$1 pid
+	shift
+	rm -f "$TMP/$name.sock"
+	in_ns "$POD" timeout 120 "$BUILD/tests/uring_probe" send --wait 3000 --from "$TMP/$name.sock" "$@" \
+		>"$TMP/$name.out" 2>&1 &
+	pid=$!
+	eventually 20 test -S "$TMP/$name.sock"
+	prun "$name" --allow 198.51.100.10 --allow 2001:db8::10 -- \
+		"$BUILD/tests/uring_probe" pass "$TMP/$name.sock"
+	wait "$pid"
+	sed 's/^/# /' "$TMP/$name.out"
+}
+UR_HELD=0
+in_ns "$INET" "$BUILD/tests/uring_probe" capture --ports 7700-7759 \
+	--ready "$TMP/capture.ready" >"$TMP/arrived" 2>&1 &
+UR_CAP=$!
+if eventually 20 test -e "$TMP/capture.ready"; then
+	uring_run ua 198.51.100.10 2001:db8::10 7700
+	uring_cases "io-wq (IOSQE_ASYNC):" allow "$TMP/ua.out" 7700
+	uring_run ud 203.0.113.10 2001:db8::66 7710
+	uring_cases "io-wq (IOSQE_ASYNC):" deny "$TMP/ud.out" 7710
+	uring_run sa --sqpoll 198.51.100.10 2001:db8::10 7720
+	uring_cases "SQPOLL:" allow "$TMP/sa.out" 7720
+	uring_run sd --sqpoll 203.0.113.10 2001:db8::66 7730
+	uring_cases "SQPOLL:" deny "$TMP/sd.out" 7730
+	uring_outside oa 198.51.100.10 2001:db8::10 7740
+	uring_cases "a task of no sandbox on the run's sockets:" allow "$TMP/oa.out" 7740
+	uring_outside od 203.0.113.10 2001:db8::66 7750
+	uring_cases "a task of no sandbox on the run's sockets:" deny "$TMP/od.out" 7750
+else
+	not_ok "uring_probe capture listens in the internet"
+	sed 's/^/#   | /' "$TMP/arrived"
+fi
+kill "$UR_CAP" 2>/dev/null
+wait "$UR_CAP" 2>/dev/null
+feature run_uring "$UR_HELD/36"
 
 # DNS to 192.0.2.99 (nothing there), glibc's resolver (getent; a
 # resolv.conf of this run's in a mount namespace): the connect4 hook sends

@@ -36,16 +36,14 @@ uring_cleanup() {
 		done
 		find "$CG" -depth -type d -exec rmdir {} + 2>/dev/null
 	fi
-	mountpoint -q "$CG_MNT" && umount "$CG_MNT"
-	rmdir "$CG_MNT" 2>/dev/null
+	fw_cg_umount "$CG_MNT"
 	fw_cleanup
 }
 trap uring_cleanup EXIT
 trap 'exit 130' INT TERM
 
 fw_topology
-mkdir -p "$CG_MNT"
-mount -t cgroup2 none "$CG_MNT" || fw_die "can't mount cgroup2 at $CG_MNT"
+fw_cg_mount "$CG_MNT"
 cat >"$FW_CFG" <<EOF
 log_level: info
 datapath:

@@ -609,3 +609,20 @@ fw_cg_umount() {
 	umount "$1"
 	rmdir "$1" 2>/dev/null
 }
+# fw_cg_teardown CG MNT: kills what is left in the process sandboxes'
+# parent cgroup CG, stops fastwalld, takes its programs off, removes CG
+# once empty and unmounts MNT (fw_cg_umount).
+fw_cg_teardown() {
+	local cg=$1
+	[ -w "$cg/cgroup.kill" ] && echo 1 >"$cg/cgroup.kill"
+	fw_stop_daemon
+	[ -f "$FW_CFG" ] && fw_ns "$NS_POD" "$FASTWALLD" -c "$FW_CFG" detach >/dev/null 2>&1
+	if [ -d "$cg" ]; then
+		for _ in $(seq 50); do
+			[ "$(awk '/populated/ { print $2 }' "$cg/cgroup.events")" = 0 ] && break
+			sleep 0.1
+		done
+		find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null
+	fi
+	fw_cg_umount "$2"
+}

@@ -26,19 +26,9 @@ OUTSIDE=""
 caps_cleanup() {
 	set +e
 	[ -n "$OUTSIDE" ] && kill "$OUTSIDE" 2>/dev/null
-	[ -w "$CG/cgroup.kill" ] && echo 1 >"$CG/cgroup.kill"
-	fw_stop_daemon
-	[ -f "$FW_CFG" ] && fw_ns "$NS_POD" "$FASTWALLD" -c "$FW_CFG" detach >/dev/null 2>&1
-	fw_ns "$NS_POD" ip link del fwcap0 2>/dev/null
 	mountpoint -q "$FW_TMP/mnt" && umount "$FW_TMP/mnt"
-	if [ -d "$CG" ]; then
-		for _ in $(seq 50); do
-			[ "$(awk '/populated/ { print $2 }' "$CG/cgroup.events")" = 0 ] && break
-			sleep 0.1
-		done
-		find "$CG" -depth -type d -exec rmdir {} + 2>/dev/null
-	fi
-	fw_cg_umount "$CG_MNT" # the hierarchy as it was found
+	fw_cg_teardown "$CG" "$CG_MNT" # the hierarchy as it was found
+	fw_ns "$NS_POD" ip link del fwcap0 2>/dev/null
 	fw_cleanup
 }
 trap caps_cleanup EXIT

@@ -29,17 +29,7 @@ BAD6=2001:db8::66
 sr_cleanup() {
 	set +e
 	[ -n "${CAP_PID:-}" ] && kill "$CAP_PID" 2>/dev/null
-	[ -w "$CG/cgroup.kill" ] && echo 1 >"$CG/cgroup.kill"
-	fw_stop_daemon
-	[ -f "$FW_CFG" ] && fw_ns "$NS_POD" "$FASTWALLD" -c "$FW_CFG" detach >/dev/null 2>&1
-	if [ -d "$CG" ]; then
-		for _ in $(seq 50); do
-			[ "$(awk '/populated/ { print $2 }' "$CG/cgroup.events")" = 0 ] && break
-			sleep 0.1
-		done
-		find "$CG" -depth -type d -exec rmdir {} + 2>/dev/null
-	fi
-	fw_cg_umount "$CG_MNT"
+	fw_cg_teardown "$CG" "$CG_MNT"
 	fw_cleanup
 }
 trap sr_cleanup EXIT

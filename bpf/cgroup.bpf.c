@@ -340,11 +340,18 @@ static __always_inline bool fw_sockopt_routes(int level, int name)
 	       name == FW_IPV6_DSTOPTS;
 }
 
+/* Set by the loader: whether a setsockopt program may ask for the
+ * calling task's cgroup ancestors (bpf_get_current_ancestor_cgroup_id;
+ * 5.10 has only the task's own cgroup there). The branch the constant
+ * rules out is never verified. */
+const volatile bool fw_cg_sockopt_walk = false;
+
 SEC("cgroup/setsockopt")
 int fw_cg_setsockopt(struct bpf_sockopt *ctx)
 {
 	struct fw_subject *s;
 	struct fw_pkt pkt = {};
+	__u64 cgid;
 
 	/* past a page the program is shown the first page only: optlen 0
 	 * has the kernel read the caller's own buffer, whole */
@@ -352,11 +359,20 @@ int fw_cg_setsockopt(struct bpf_sockopt *ctx)
 		ctx->optlen = 0;
 	if (!fw_sockopt_routes(ctx->level, ctx->optname))
 		return 1;
-	s = fw_cg_task_subject();
-	if (!s)
-		return 1;
 	pkt.family = ctx->level == FW_SOL_IPV6 ? FW_FAM_V6 : FW_FAM_V4;
-	return fw_cg_verdict(&pkt, s->id, FW_DROP_SOCKOPT, 0);
+	if (fw_cg_sockopt_walk) {
+		s = fw_cg_task_subject();
+		if (!s)
+			return 1;
+		return fw_cg_verdict(&pkt, s->id, FW_DROP_SOCKOPT, 0);
+	}
+	/* without the walk, a task below the attach point whose own cgroup
+	 * is no subject's (one a sandbox made below its own) is refused as
+	 * well, counted under no subject: every cgroup there is a sandbox's
+	 * or below one */
+	cgid = bpf_get_current_cgroup_id();
+	s = bpf_map_lookup_elem(&fastwall_cgroups, &cgid);
+	return fw_cg_verdict(&pkt, s ? s->id : 0, FW_DROP_SOCKOPT, 0);
 }
 
 /* Where a packet's source route lists the addresses it goes on to after

@@ -25,6 +25,13 @@
  *       is a kernel thread (before 5.12; 5.10 stable until 5.10.162).
  *   uring_probe pass PATH
  *       makes the six sockets and passes them to "send --from PATH".
+ *   uring_probe sockopts ADDR6
+ *       the socket options that put a source route or other IP options on
+ *       a socket's packets, which no process sandbox may set: a type 4
+ *       routing header through ADDR6 (IPV6_RTHDR, open to any user) and
+ *       a no-op IPv4 option (IP_OPTIONS, likewise); prints
+ *         rthdr=RES ipopts=RES
+ *       RES is 0 or the errno name.
  *   uring_probe capture --ports LO-HI [--ready FILE]
  *       listens on TCP and UDP [::]:LO..HI (so an allowed connect
  *       completes and a datagram is taken), and prints a line for each
@@ -89,6 +96,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: uring_probe send [--sqpoll] [--wait MS] [--from PATH] ADDR4 ADDR6 PORT\n"
 		"       uring_probe pass PATH\n"
+		"       uring_probe sockopts ADDR6\n"
 		"       uring_probe capture --ports LO-HI [--ready FILE]\n");
 	exit(2);
 }
@@ -605,6 +613,40 @@ fail:
 	return 1;
 }
 
+/* setsockopt on a fresh datagram socket: "0" or the errno's name (in buf) */
+static const char *sockopt_result(int domain, int level, int name, const void *val, socklen_t len,
+				  char *buf, size_t blen)
+{
+	int fd = socket(domain, SOCK_DGRAM, 0), rc;
+
+	if (fd < 0)
+		return res_str(-errno, buf, blen);
+	rc = setsockopt(fd, level, name, val, len) ? -errno : 0;
+	close(fd);
+	return res_str(rc, buf, blen);
+}
+
+static int cmd_sockopts(int argc, char **argv)
+{
+	/* two segments: the kernel puts the destination in the first and
+	 * sends to the second first (segments left 1) */
+	struct {
+		__u8 nexthdr, hdrlen, type, segleft, last, flags;
+		__u16 tag;
+		struct in6_addr seg[2];
+	} srh = {.hdrlen = 4, .type = 4, .segleft = 1, .last = 1};
+	static const __u8 nops[4] = {1, 1, 1, 0};
+	char b1[32], b2[32];
+
+	if (argc != 1 || inet_pton(AF_INET6, argv[0], &srh.seg[1]) != 1)
+		usage();
+	printf("rthdr=%s ipopts=%s\n",
+	       sockopt_result(AF_INET6, IPPROTO_IPV6, IPV6_RTHDR, &srh, sizeof(srh), b1,
+			      sizeof(b1)),
+	       sockopt_result(AF_INET, IPPROTO_IP, IP_OPTIONS, nops, sizeof(nops), b2, sizeof(b2)));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -613,6 +655,8 @@ int main(int argc, char **argv)
 		return cmd_send(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "pass"))
 		return cmd_pass(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "sockopts"))
+		return cmd_sockopts(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "capture"))
 		return cmd_capture(argc - 2, argv + 2);
 	usage();

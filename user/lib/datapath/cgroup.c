@@ -126,6 +126,11 @@ int fw_cg_load(struct fw_dp *dp, struct fw_cg **out)
 			goto cleanup;
 		}
 	}
+	/* the setsockopt program walks the task's cgroup ancestors where
+	 * the kernel lets it (not 5.10) */
+	cg->skel->rodata->fw_cg_sockopt_walk =
+		libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCKOPT,
+					BPF_FUNC_get_current_ancestor_cgroup_id, NULL) == 1;
 	err = cgroup_bpf__load(cg->skel);
 	if (err) {
 		fw_err("can't load the cgroup BPF programs: %s", strerror(-err));

@@ -589,7 +589,7 @@ fw_fastpath_stubs() {
 # one mount: fw_cg_umount takes it off again when the machine did not have
 # it before. fw_cg_flags DIR OPTIONS remounts with exactly OPTIONS (mount(8)
 # would add the ones it finds).
-FW_CG_NSDELEGATE_WAS=$(grep -cE ' - cgroup2 [^ ]+ [^ ]*nsdelegate' /proc/self/mountinfo)
+FW_CG_NSDELEGATE_WAS=$(grep -cE ' - cgroup2 [^ ]+ [^ ]*nsdelegate' /proc/self/mountinfo || true)
 fw_cg_flags() {
 	"$FW_PY" -c 'import ctypes, sys
 libc = ctypes.CDLL(None, use_errno=True)

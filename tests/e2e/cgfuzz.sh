@@ -140,9 +140,11 @@ fi
 echo "# fuzzing for ${FUZZ_SECONDS}s with CGFUZZ_SEED=$SEED"
 set -- "$SEEDS"
 [ -n "${CGFUZZ_CORPUS:-}" ] && set -- "$@" --corpus "$CGFUZZ_CORPUS" "$CGFUZZ_CORPUS"
-fuzz --seconds "$FUZZ_SECONDS" --seed "$SEED" "$@"
-rc=$?
-grep -E '^cgfuzz: ([0-9]+ s,|no violation)' "$FW_TMP/fuzz.out" | sed 's/^/# /'
+# its progress (every 10 s) as it goes
+fw_ns "$NS_POD" "$CGFUZZ" --cgroup "$CG/fuzz" --inet-ns "/run/netns/$NS_INET" --ifname eth0 \
+	--uid "$FUZZ_UID" --crashes "$CRASHES" --seconds "$FUZZ_SECONDS" --seed "$SEED" "$@" 2>&1 |
+	tee "$FW_TMP/fuzz.out" | grep --line-buffered -E '^cgfuzz: ([0-9]+ s,|no violation)' | sed 's/^/# /'
+rc=${PIPESTATUS[0]}
 if [ "$rc" = 0 ]; then
 	fw_ok "fuzzing ${FUZZ_SECONDS}s: no frame the policy denies reached the internet"
 else

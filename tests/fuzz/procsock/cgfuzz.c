@@ -1376,6 +1376,10 @@ static void report(const unsigned char *in, size_t len, const struct verdict *v,
 		printf("%s%02x", i % 32 ? "" : "\n    ", frame[i]);
 	printf("\n  input (%zu operations) kept in %s; it %s when run again\n", len / OP_LEN, path,
 	       again ? "violates again" : "did NOT violate");
+	printf("  input bytes: ");
+	for (size_t i = 0; i < len; i++)
+		printf("%02x", in[i]);
+	printf("\n");
 	fflush(stdout);
 	describe(in, len);
 }

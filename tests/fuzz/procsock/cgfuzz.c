@@ -1464,6 +1464,10 @@ static size_t mutate(unsigned char *d)
 		nops = 2 + rnd() % 10;
 		for (size_t i = 0; i < nops * OP_LEN; i++)
 			d[i] = (unsigned char)rnd();
+		/* half of them on one socket: calls on a socket no call made do little */
+		if (rnd() % 2)
+			for (size_t i = 0; i < nops; i++)
+				d[i * OP_LEN + 1] = d[1];
 		return nops * OP_LEN;
 	}
 	{
@@ -1495,6 +1499,9 @@ static size_t mutate(unsigned char *d)
 				memmove(d + at + OP_LEN, d + at, len - at);
 				for (size_t k = 0; k < OP_LEN; k++)
 					d[at + k] = (unsigned char)rnd();
+				if (nops &&
+				    rnd() % 2) /* on the socket of the one before or after */
+					d[at + 1] = d[(at ? at - OP_LEN : at + OP_LEN) + 1];
 				len += OP_LEN;
 			}
 			break;

@@ -121,6 +121,31 @@ int fw_cg_connect6(struct bpf_sock_addr *ctx)
 	return fw_connect(ctx, true);
 }
 
+/* fw_cg_verdict for a sendmsg hook: a datagram that passes leaves its
+ * socket a ticket for the destination the kernel will send it to (ctx,
+ * after any rewrite), so egress need not judge it again. */
+static __always_inline int fw_sa_sent(struct bpf_sock_addr *ctx, struct fw_cg_sock *c,
+				      const struct fw_pkt *pkt, __u32 subject, __u32 reason,
+				      bool v6)
+{
+	struct fw_ip dst;
+
+	if (!fw_cg_verdict(pkt, subject, reason, 0))
+		return 0;
+	if (!c)
+		return 1;
+	if (v6) {
+		FW_IP_W(&dst)[0] = ctx->user_ip6[0];
+		FW_IP_W(&dst)[1] = ctx->user_ip6[1];
+		FW_IP_W(&dst)[2] = ctx->user_ip6[2];
+		FW_IP_W(&dst)[3] = ctx->user_ip6[3];
+	} else {
+		fw_ip_from_v4(&dst, ctx->user_ip4);
+	}
+	fw_cg_sent(c, &dst, (__be16)ctx->user_port, ctx->protocol);
+	return 1;
+}
+
 /* sendmsg() with an address: a source of the caller's choosing
  * (IP_PKTINFO) may not be another subject's proxy address, nor the
  * destination any; DNS goes to the subject's own. An unconnected socket
@@ -144,13 +169,13 @@ int fw_cg_sendmsg4(struct bpf_sock_addr *ctx)
 	if (fw_cg_foreign_alias(&src, s))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
 	if (fw_sa_redirected(ctx, cfg, s, &pkt))
-		return fw_cg_verdict(&pkt, s->id, FW_PASS_DNS_PROXY, 0);
+		return fw_sa_sent(ctx, c, &pkt, s->id, FW_PASS_DNS_PROXY, false);
 	if (fw_cg_any_alias(&pkt.dst))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
 	if (!fw_sa_is_dns(cfg, &pkt))
-		return fw_cg_verdict(&pkt, s->id, fw_cg_decide_sock(&pkt, s, c), 0);
+		return fw_sa_sent(ctx, c, &pkt, s->id, fw_cg_decide_sock(&pkt, s, c), false);
 	fw_sa_to_proxy(ctx, cfg, s, &pkt, false);
-	return fw_cg_verdict(&pkt, s->id, FW_PASS_DNS_PROXY, 0);
+	return fw_sa_sent(ctx, c, &pkt, s->id, FW_PASS_DNS_PROXY, false);
 }
 
 SEC("cgroup/sendmsg6")
@@ -174,7 +199,7 @@ int fw_cg_sendmsg6(struct bpf_sock_addr *ctx)
 	if (fw_cg_any_alias(&pkt.dst))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
 	if (!fw_sa_is_dns(cfg, &pkt))
-		return fw_cg_verdict(&pkt, s->id, fw_cg_decide_sock(&pkt, s, c), 0);
+		return fw_sa_sent(ctx, c, &pkt, s->id, fw_cg_decide_sock(&pkt, s, c), true);
 	/* the kernel refuses a sendmsg6 rewritten to a v4-mapped address
 	 * (ENOTSUPP), and the proxy's addresses are IPv4: an IPv6 resolver
 	 * is reached with connect() (which can be redirected) or not at all */
@@ -182,7 +207,7 @@ int fw_cg_sendmsg6(struct bpf_sock_addr *ctx)
 	      FW_IP_W(&pkt.dst)[2] == bpf_htonl(0xffff)))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_DNS_V6_SENDMSG, 0);
 	fw_sa_to_proxy(ctx, cfg, s, &pkt, true);
-	return fw_cg_verdict(&pkt, s->id, FW_PASS_DNS_PROXY, 0);
+	return fw_sa_sent(ctx, c, &pkt, s->id, FW_PASS_DNS_PROXY, true);
 }
 
 /* The proxy's answer, and the peer of a connected DNS socket: the
@@ -283,10 +308,122 @@ int fw_cg_sock_create(struct bpf_sock *sk)
 	return fw_cg_verdict(&pkt, s->id, FW_DROP_SOCKET_TYPE, 0);
 }
 
+/* Socket options that put IP options or IPv6 extension headers on a
+ * socket's packets (levels and names of linux/in.h and linux/in6.h). A
+ * source route sends a datagram to its first hop, not to the address the
+ * socket hooks judged; egress judges every address a packet names
+ * (fw_cg_hop), and a sandbox has no use for any of them, so the
+ * options are refused first, with EPERM. */
+#define FW_SOL_IP	       0
+#define FW_SOL_IPV6	       41
+#define FW_IP_OPTIONS	       4
+#define FW_IPV6_2292HOPOPTS    3
+#define FW_IPV6_2292DSTOPTS    4
+#define FW_IPV6_2292RTHDR      5
+#define FW_IPV6_2292PKTOPTIONS 6
+#define FW_IPV6_HOPOPTS	       54
+#define FW_IPV6_RTHDRDSTOPTS   55
+#define FW_IPV6_RTHDR	       57
+#define FW_IPV6_DSTOPTS	       59
+#define FW_SOCKOPT_PAGE	       4096
+
+static __always_inline bool fw_sockopt_routes(int level, int name)
+{
+	if (level == FW_SOL_IP)
+		return name == FW_IP_OPTIONS;
+	if (level != FW_SOL_IPV6)
+		return false;
+	return name == FW_IPV6_2292HOPOPTS || name == FW_IPV6_2292DSTOPTS ||
+	       name == FW_IPV6_2292RTHDR || name == FW_IPV6_2292PKTOPTIONS ||
+	       name == FW_IPV6_HOPOPTS || name == FW_IPV6_RTHDRDSTOPTS || name == FW_IPV6_RTHDR ||
+	       name == FW_IPV6_DSTOPTS;
+}
+
+SEC("cgroup/setsockopt")
+int fw_cg_setsockopt(struct bpf_sockopt *ctx)
+{
+	struct fw_subject *s;
+	struct fw_pkt pkt = {};
+
+	/* past a page the program is shown the first page only: optlen 0
+	 * has the kernel read the caller's own buffer, whole */
+	if (ctx->optlen > FW_SOCKOPT_PAGE)
+		ctx->optlen = 0;
+	if (!fw_sockopt_routes(ctx->level, ctx->optname))
+		return 1;
+	s = fw_cg_task_subject();
+	if (!s)
+		return 1;
+	pkt.family = ctx->level == FW_SOL_IPV6 ? FW_FAM_V6 : FW_FAM_V4;
+	return fw_cg_verdict(&pkt, s->id, FW_DROP_SOCKOPT, 0);
+}
+
+/* Where a packet's source route lists the addresses it goes on to after
+ * its destination (the first hop): an IPv4 loose or strict source-route
+ * option, an IPv6 routing header of type 0, 2 (one address) or 4
+ * (segment routing). off is 0 while the packet has none. */
+#define FW_CG_ROUTE_MAX 9 /* the most an IPv4 option holds (39 bytes) */
+
+struct fw_cg_route {
+	__u32 off; /* the first address, from the network header */
+	__u32 n;   /* how many, at most FW_CG_ROUTE_MAX */
+	__u32 len; /* bytes an address takes: 4 or 16 */
+};
+
+#define FW_IPOPT_LSRR 0x83
+#define FW_IPOPT_SSRR 0x89
+
+/* An IPv4 header's options (bytes 20 to ihl), in the one form fastwall
+ * reads: a single loose or strict source route, first, followed by no
+ * more than the end-of-list padding to the next word (what the kernel
+ * builds from one source-route option in an IP_RETOPTS control message;
+ * the IP_OPTIONS socket option is refused). A process sandbox has no
+ * use for options: any other layout drops, unread. */
+static __always_inline __u32 fw_skb_opts_v4(struct __sk_buff *skb, __u32 ihl,
+					    struct fw_cg_route *rt)
+{
+	__u8 o[2];
+
+	if (bpf_skb_load_bytes(skb, 20, o, sizeof(o)))
+		return FW_DROP_MALFORMED;
+	if ((o[0] != FW_IPOPT_LSRR && o[0] != FW_IPOPT_SSRR) || o[1] < 3 || 20 + o[1] > ihl ||
+	    ihl - (20 + o[1]) >= 4)
+		return FW_DROP_SOURCE_ROUTE;
+	rt->off = 23;
+	rt->n = (o[1] - 3) / 4;
+	rt->len = 4;
+	return FW_PARSE_OK;
+}
+
+/* An IPv6 routing header at off: the addresses it lists. A second
+ * routing header, a type that lists no plain addresses (3, RPL, is
+ * compressed), or more than FW_CG_ROUTE_MAX addresses drops. */
+static __always_inline __u32 fw_skb_rthdr(struct __sk_buff *skb, __u32 off, struct fw_cg_route *rt)
+{
+	__u8 rh[8];
+	__u32 n;
+
+	if (bpf_skb_load_bytes(skb, off, rh, sizeof(rh)))
+		return FW_DROP_MALFORMED;
+	if (rt->off || (rh[2] != 0 && rh[2] != 2 && rh[2] != 4))
+		return FW_DROP_SOURCE_ROUTE;
+	n = rh[1] / 2;
+	/* segment routing: last entry, then TLVs that are no addresses */
+	if (rh[2] == 4 && (__u32)rh[4] + 1 < n)
+		n = (__u32)rh[4] + 1;
+	if (n > FW_CG_ROUTE_MAX)
+		return FW_DROP_SOURCE_ROUTE;
+	rt->off = off + 8;
+	rt->n = n;
+	rt->len = 16;
+	return FW_PARSE_OK;
+}
+
 /* The IPv6 extension headers a local socket may put before its transport
  * header; a fragment header (the stack fragments after this hook, so only
  * a raw socket's own) is malformed here. */
-static __always_inline __u32 fw_skb_l4_v6(struct __sk_buff *skb, struct fw_pkt *pkt, __u32 *off)
+static __always_inline __u32 fw_skb_l4_v6(struct __sk_buff *skb, struct fw_pkt *pkt, __u32 *off,
+					  struct fw_cg_route *rt)
 {
 	__u8 nh = pkt->proto;
 
@@ -300,6 +437,12 @@ static __always_inline __u32 fw_skb_l4_v6(struct __sk_buff *skb, struct fw_pkt *
 			break;
 		if (bpf_skb_load_bytes(skb, *off, ext, sizeof(ext)))
 			return FW_DROP_MALFORMED;
+		if (nh == FW_NEXTHDR_ROUTING) {
+			__u32 reason = fw_skb_rthdr(skb, *off, rt);
+
+			if (reason != FW_PARSE_OK)
+				return reason;
+		}
 		nh = ext[0];
 		*off += ((__u32)ext[1] + 1) * 8;
 	}
@@ -311,7 +454,8 @@ static __always_inline __u32 fw_skb_l4_v6(struct __sk_buff *skb, struct fw_pkt *
 }
 
 /* skb starts at its network header at cgroup egress. */
-static __always_inline __u32 fw_skb_parse(struct __sk_buff *skb, struct fw_pkt *pkt)
+static __always_inline __u32 fw_skb_parse(struct __sk_buff *skb, struct fw_pkt *pkt,
+					  struct fw_cg_route *rt)
 {
 	__u32 off, reason;
 
@@ -327,6 +471,13 @@ static __always_inline __u32 fw_skb_parse(struct __sk_buff *skb, struct fw_pkt *
 		if (bpf_ntohs(ip.frag_off) & 0x1fff)
 			return FW_DROP_FRAGMENT; /* a later fragment: no ports to judge */
 		off = (ip.ver_ihl & 0xf) * 4;
+		if (off < sizeof(ip))
+			return FW_DROP_MALFORMED;
+		if (off > sizeof(ip)) {
+			reason = fw_skb_opts_v4(skb, off, rt);
+			if (reason != FW_PARSE_OK)
+				return reason;
+		}
 	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
 		struct fw_ipv6hdr ip6;
 
@@ -337,7 +488,7 @@ static __always_inline __u32 fw_skb_parse(struct __sk_buff *skb, struct fw_pkt *
 		pkt->dst = ip6.daddr;
 		pkt->proto = ip6.nexthdr;
 		off = sizeof(ip6);
-		reason = fw_skb_l4_v6(skb, pkt, &off);
+		reason = fw_skb_l4_v6(skb, pkt, &off, rt);
 		if (reason != FW_PARSE_OK)
 			return reason;
 	} else {
@@ -361,6 +512,53 @@ static __always_inline __u32 fw_skb_parse(struct __sk_buff *skb, struct fw_pkt *
 	return FW_PARSE_OK;
 }
 
+/* One address of a source route (len bytes at off in skb), judged as a
+ * destination of the packet's transport (proto, dport) for the subject
+ * of skb's socket: 0 when the subject may reach it, else source-route. A
+ * global function, which the verifier checks once, on its own, however
+ * many addresses a route names (a static one is checked again at every
+ * call, and nine policy walks in a row are more than it takes). */
+__noinline __u32 fw_cg_hop(struct __sk_buff *skb, __u32 off, __u32 len, __u32 proto, __u32 dport)
+{
+	struct fw_subject *s = fw_cg_skb_subject(skb);
+	struct fw_pkt pkt = {};
+	__be32 a;
+
+	if (!s)
+		return FW_DROP_SOURCE_ROUTE;
+	if (len == 16) {
+		if (bpf_skb_load_bytes(skb, off, &pkt.dst, 16))
+			return FW_DROP_SOURCE_ROUTE;
+		pkt.family = FW_FAM_V6;
+	} else {
+		if (bpf_skb_load_bytes(skb, off, &a, 4))
+			return FW_DROP_SOURCE_ROUTE;
+		fw_ip_from_v4(&pkt.dst, a);
+		pkt.family = FW_FAM_V4;
+	}
+	pkt.proto = proto;
+	pkt.dport = dport;
+	pkt.has_ports = proto == FW_IPPROTO_TCP || proto == FW_IPPROTO_UDP;
+	if (fw_cg_any_alias(&pkt.dst) || FW_REASON_DROPS(fw_cg_decide(&pkt, s)))
+		return FW_DROP_SOURCE_ROUTE;
+	return 0;
+}
+
+/* A packet that passed for its destination (its first hop), judged at
+ * every further address its source route names: the packet goes to each.
+ * The first address the subject may not reach drops it (source-route). */
+static __always_inline __u32 fw_cg_route_decide(struct __sk_buff *skb, const struct fw_pkt *pkt,
+						const struct fw_cg_route *rt, __u32 reason)
+{
+	for (__u32 k = 0; k < FW_CG_ROUTE_MAX; k++) {
+		if (k >= rt->n)
+			break;
+		if (fw_cg_hop(skb, rt->off + rt->len * k, rt->len, pkt->proto, pkt->dport))
+			return FW_DROP_SOURCE_ROUTE;
+	}
+	return reason;
+}
+
 /* A packet to 127.254.0.0/16: only the subject's DNS that the socket
  * hooks sent to its own proxy address (the socket's cookie is in
  * fastwall_cg_dns) passes; anything else there is refused. */
@@ -382,42 +580,96 @@ static __always_inline __u32 fw_cg_skb_alias(struct __sk_buff *skb, const struct
 	return FW_PASS_DNS_PROXY;
 }
 
-/* A datagram of an unconnected UDP socket: the sendmsg hooks judged it a
- * moment ago, for the task that sent it (such a socket names the
- * destination of every datagram, and each such sendmsg runs them), and
- * rewrote it if it was DNS. Judging it again would cost a second policy
- * walk per datagram and count it twice. Connected sockets (whose
- * destination's lease may have gone since connect) and all else are
- * judged here. */
-static __always_inline bool fw_cg_judged_at_sendmsg(struct __sk_buff *skb)
+/* The socket of skb when it is an unconnected UDP socket, whose every
+ * datagram names its own destination at sendmsg; else NULL. */
+static __always_inline struct bpf_sock *fw_cg_udp_unconnected(struct __sk_buff *skb)
 {
 	struct bpf_sock *sk = skb->sk;
 
 	if (!sk)
-		return false;
+		return NULL;
 	sk = bpf_sk_fullsock(sk);
-	return sk && sk->type == FW_SOCK_DGRAM && sk->protocol == FW_IPPROTO_UDP &&
-	       sk->state == BPF_TCP_CLOSE;
+	if (!sk || sk->type != FW_SOCK_DGRAM || sk->protocol != FW_IPPROTO_UDP ||
+	    sk->state != BPF_TCP_CLOSE)
+		return NULL;
+	return sk;
+}
+
+/* Whether skb is the datagram a sendmsg hook passed last on its socket sk
+ * (the socket's ticket, fw_cg_sent), in the current rules epoch, with
+ * headers that cannot send it elsewhere: IPv4 without options, IPv6 with
+ * UDP right after the fixed header. The hook judged that datagram a
+ * moment ago, for the task that sent it; judging it again would cost a
+ * second policy walk per datagram and count it twice. It takes the
+ * ticket: anything else this socket sends is judged here in full (what
+ * leaves, not what was asked): a datagram whose options or extension
+ * headers route it through other addresses, one of a sender the hooks
+ * found no subject for (an io_uring worker of another cgroup), or a
+ * second one racing the first. */
+static __always_inline bool fw_cg_sent_match(struct __sk_buff *skb, struct bpf_sock *sk)
+{
+	struct fw_cg_sock *c = bpf_sk_storage_get(&fastwall_cg_sock, sk, 0, 0);
+	struct fw_ip dst;
+	__be16 ports[2];
+	__u64 epoch;
+	__u32 off, seq;
+	__u8 proto;
+
+	if (!c || !fw_cg_epoch(&epoch))
+		return false;
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		struct fw_iphdr ip;
+
+		if (bpf_skb_load_bytes(skb, 0, &ip, sizeof(ip)) || ip.ver_ihl != 0x45)
+			return false;
+		fw_ip_from_v4(&dst, ip.daddr);
+		proto = ip.protocol;
+		off = sizeof(ip);
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		struct fw_ipv6hdr ip6;
+
+		if (bpf_skb_load_bytes(skb, 0, &ip6, sizeof(ip6)))
+			return false;
+		dst = ip6.daddr;
+		proto = ip6.nexthdr;
+		off = sizeof(ip6);
+	} else {
+		return false;
+	}
+	if (proto != FW_IPPROTO_UDP || bpf_skb_load_bytes(skb, off, ports, sizeof(ports)))
+		return false;
+	seq = fw_seq_read(&c->sent_seq);
+	if (!seq || (seq & 1) || c->sent_used == seq || c->sent_epoch != epoch ||
+	    c->sent_proto != proto || c->sent_dport != ports[1] || !fw_ip_eq(&c->sent_dst, &dst) ||
+	    !fw_seq_same(&c->sent_seq, seq))
+		return false;
+	c->sent_used = seq;
+	return true;
 }
 
 SEC("cgroup_skb/egress")
 int fw_cg_egress(struct __sk_buff *skb)
 {
+	struct fw_cg_route rt = {};
 	struct fw_subject *s;
 	struct fw_pkt pkt = {};
+	struct bpf_sock *sk;
 	__u32 reason;
 
-	if (fw_cg_judged_at_sendmsg(skb))
+	sk = fw_cg_udp_unconnected(skb);
+	if (sk && fw_cg_sent_match(skb, sk))
 		return 1;
 	s = fw_cg_skb_subject(skb);
 	if (!s)
 		return 1;
-	reason = fw_skb_parse(skb, &pkt);
+	reason = fw_skb_parse(skb, &pkt, &rt);
 	if (reason == FW_PARSE_OK && fw_cg_foreign_alias(&pkt.src, s))
 		reason = FW_DROP_ALIAS_SOURCE;
 	else if (reason == FW_PARSE_OK)
 		reason = fw_cg_skb_alias(skb, &pkt, s);
 	if (reason == FW_PARSE_OK)
 		reason = fw_cg_decide(&pkt, s);
+	if (rt.n && !FW_REASON_DROPS(reason))
+		reason = fw_cg_route_decide(skb, &pkt, &rt, reason);
 	return fw_cg_verdict(&pkt, s->id, reason, skb->len);
 }

@@ -6,9 +6,13 @@
  * Data plane: a sandbox id <cluster>.<uuid> that names a peer cluster is
  * not resolved here; the request is rewritten for that cluster's gateway
  * (its address and scheme, its path prefix, the scope in
- * OpenSandbox-Ingress-To, the x-agentbox-* hop headers) and proxied there.
- * The receiving gateway strips the hop headers and its prefix and routes
- * the sandbox as a local one.
+ * OpenSandbox-Ingress-To, x-agentbox-upstream-host, x-forwarded-proto)
+ * and proxied there. On the wire it is what a gateway built like the
+ * public reference sends: no x-agentbox-cross-cluster nor
+ * x-agentbox-cluster-scheme, which such a gateway would route on. The
+ * receiving gateway knows a hop by its own path prefix, strips it and
+ * any x-agentbox-* header, and routes the sandbox as a local one; a hop
+ * for yet another cluster is refused.
  *
  * Control plane: member records (soft state, a TTL) that each cluster's
  * control plane POSTs to its gateway, kept in a shared memory zone so
@@ -234,7 +238,7 @@ ngx_module_t  ngx_http_fastwall_cluster_module = {
 };
 
 
-/* the hop's headers: a client's copies never pass */
+/* the reference's hop headers: a client's copies never pass */
 static ngx_str_t  ngx_http_fwc_marker_names[] = {
     ngx_string("x-agentbox-cross-cluster"),
     ngx_string("x-agentbox-cluster-scheme"),
@@ -272,19 +276,13 @@ ngx_http_fwc_named(ngx_table_elt_t *h, ngx_str_t *names, ngx_uint_t n)
 }
 
 
-/*
- * Scans the client's headers: whether one is a hop marker, and whether
- * x-agentbox-cross-cluster says "true" (the request is a peer's hop).
- */
-static void
-ngx_http_fwc_scan(ngx_http_request_t *r, ngx_uint_t *any, ngx_uint_t *hop)
+/* whether one of the client's headers is an x-agentbox-* hop header */
+static ngx_uint_t
+ngx_http_fwc_has_marker(ngx_http_request_t *r)
 {
     ngx_uint_t        i;
     ngx_list_part_t  *part;
     ngx_table_elt_t  *h;
-
-    *any = 0;
-    *hop = 0;
 
     part = &r->headers_in.headers.part;
     h = part->elts;
@@ -293,7 +291,7 @@ ngx_http_fwc_scan(ngx_http_request_t *r, ngx_uint_t *any, ngx_uint_t *hop)
 
         if (i >= part->nelts) {
             if (part->next == NULL) {
-                return;
+                return 0;
             }
 
             part = part->next;
@@ -301,21 +299,27 @@ ngx_http_fwc_scan(ngx_http_request_t *r, ngx_uint_t *any, ngx_uint_t *hop)
             i = 0;
         }
 
-        if (!ngx_http_fwc_named(&h[i], ngx_http_fwc_marker_names,
-                                NGX_HTTP_FWC_NMARKERS))
+        if (ngx_http_fwc_named(&h[i], ngx_http_fwc_marker_names,
+                               NGX_HTTP_FWC_NMARKERS))
         {
-            continue;
-        }
-
-        *any = 1;
-
-        if (ngx_http_fwc_named(&h[i], ngx_http_fwc_marker_names, 1)
-            && h[i].value.len == 4
-            && ngx_strncasecmp(h[i].value.data, (u_char *) "true", 4) == 0)
-        {
-            *hop = 1;
+            return 1;
         }
     }
+}
+
+
+/*
+ * Whether a path is under a prefix: the prefix, then the end, a '/' or
+ * the query ("/xcx" is not under "/xc").
+ */
+static ngx_uint_t
+ngx_http_fwc_under(ngx_str_t *uri, ngx_str_t *prefix)
+{
+    return prefix->len && uri->len >= prefix->len
+           && ngx_strncmp(uri->data, prefix->data, prefix->len) == 0
+           && (uri->len == prefix->len
+               || uri->data[prefix->len] == '/'
+               || uri->data[prefix->len] == '?');
 }
 
 
@@ -350,13 +354,13 @@ ngx_http_fwc_push(ngx_http_request_t *r, ngx_list_t *headers, char *name,
 /*
  * Rebuilds the header list without the markers (and, for a forwarded
  * request, without the headers the hop replaces), then adds the hop's own
- * when peer is set: nginx's lists cannot drop an element.
+ * when peer is set: nginx's lists cannot drop an element. The hop sends
+ * what the reference sends once it removed its routing markers.
  */
 static ngx_int_t
 ngx_http_fwc_rewrite_headers(ngx_http_request_t *r, ngx_http_fwc_peer_t *peer,
     ngx_str_t *scope)
 {
-    ngx_str_t         v;
     ngx_uint_t        i;
     ngx_list_t        headers;
     ngx_list_part_t  *part;
@@ -399,39 +403,19 @@ ngx_http_fwc_rewrite_headers(ngx_http_request_t *r, ngx_http_fwc_peer_t *peer,
         *nh = h[i];
     }
 
-    if (peer) {
-        /* the peer verifies the scope again, so it rides along whichever
-         * way the client sent it */
-        ngx_str_set(&v, "true");
-
-        if (ngx_http_fwc_push(r, &headers, "OpenSandbox-Ingress-To", scope)
-               != NGX_OK
-            || ngx_http_fwc_push(r, &headers, "x-agentbox-cross-cluster", &v)
-               != NGX_OK
-            || ngx_http_fwc_push(r, &headers, "x-agentbox-cluster-scheme",
-                                 &peer->scheme)
+    /* the peer verifies the scope again, so it rides along whichever way
+     * the client sent it; x-forwarded-proto is the scheme of the hop */
+    if (peer
+        && (ngx_http_fwc_push(r, &headers, "OpenSandbox-Ingress-To", scope)
                != NGX_OK
             || ngx_http_fwc_push(r, &headers, "x-agentbox-upstream-host",
                                  &peer->addr)
-               != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
-
-#if (NGX_HTTP_SSL)
-        if (r->connection->ssl) {
-            ngx_str_set(&v, "https");
-        } else
-#endif
-        {
-            ngx_str_set(&v, "http");
-        }
-
-        if (ngx_http_fwc_push(r, &headers, "x-forwarded-proto", &v)
-            != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
+               != NGX_OK
+            || ngx_http_fwc_push(r, &headers, "x-forwarded-proto",
+                                 &peer->scheme)
+               != NGX_OK))
+    {
+        return NGX_ERROR;
     }
 
     r->headers_in.headers = headers;
@@ -469,10 +453,11 @@ ngx_http_fwc_find_peer(ngx_http_fwc_main_conf_t *mcf, u_char *name,
 
 ngx_int_t
 ngx_http_fastwall_cluster_route(ngx_http_request_t *r, ngx_str_t *sandbox,
-    ngx_str_t *scope, ngx_str_t *uri, ngx_str_t *upstream)
+    ngx_str_t *scope, ngx_str_t *uri, ngx_uint_t own_path,
+    ngx_str_t *upstream)
 {
     u_char                    *p;
-    ngx_uint_t                 any, hop;
+    ngx_uint_t                 hop;
     ngx_str_t                  rest;
     ngx_http_fwc_ctx_t        *ctx;
     ngx_http_fwc_peer_t       *peer;
@@ -485,7 +470,14 @@ ngx_http_fastwall_cluster_route(ngx_http_request_t *r, ngx_str_t *sandbox,
         return NGX_DECLINED;
     }
 
-    ngx_http_fwc_scan(r, &any, &hop);
+    /*
+     * A peer's hop arrives under this gateway's data-plane prefix, which
+     * is what the peer knows it by: no header tells it, for the headers a
+     * gateway like the reference routes on never leave it. A client that
+     * writes the prefix itself is taken for a hop: the prefix is the
+     * hops' path, and a hop is served as a local request is.
+     */
+    hop = own_path && ngx_http_fwc_under(uri, &mcf->prefix);
 
     if (!fw_cluster_sandbox_split((const char *) sandbox->data, sandbox->len,
                                   &cluster, &uuid)
@@ -493,12 +485,7 @@ ngx_http_fastwall_cluster_route(ngx_http_request_t *r, ngx_str_t *sandbox,
             && ngx_strncmp(cluster.p, mcf->id.data, cluster.len) == 0))
     {
         /* local: the hop's prefix goes, then the markers */
-        if (hop && mcf->prefix.len && uri->len >= mcf->prefix.len
-            && ngx_strncmp(uri->data, mcf->prefix.data, mcf->prefix.len) == 0
-            && (uri->len == mcf->prefix.len
-                || uri->data[mcf->prefix.len] == '/'
-                || uri->data[mcf->prefix.len] == '?'))
-        {
+        if (hop) {
             rest.data = uri->data + mcf->prefix.len;
             rest.len = uri->len - mcf->prefix.len;
 
@@ -518,7 +505,9 @@ ngx_http_fastwall_cluster_route(ngx_http_request_t *r, ngx_str_t *sandbox,
             }
         }
 
-        if (any && ngx_http_fwc_rewrite_headers(r, NULL, NULL) != NGX_OK) {
+        if (ngx_http_fwc_has_marker(r)
+            && ngx_http_fwc_rewrite_headers(r, NULL, NULL) != NGX_OK)
+        {
             return NGX_ERROR;
         }
 

@@ -42,17 +42,17 @@
  * time, the same mac text is the same string, verified with the same key
  * ring: it skips parsing and the HMAC. Process memory, one table per
  * configuration, so a reload's new key ring starts with an empty one.
+ * The route only: the cache key adds the access mode of the location
+ * that asks, which another location may set otherwise.
  */
 typedef struct {
     uint32_t                    hash;      /* of the text before the mac */
-    uint32_t                    key_hash;  /* the cache key's */
     u_short                     prefix_len;
     u_short                     ns_len;
     u_short                     sandbox_len;
-    u_short                     key_len;
     ngx_uint_t                  port;
     u_char                      mac[NGX_HTTP_FWI_MAC_TEXT];
-    u_char                      data[1];   /* prefix, then the cache key */
+    u_char                      data[1];   /* prefix, ns, \0, sandbox */
 } ngx_http_fwi_scope_t;
 
 
@@ -116,7 +116,7 @@ typedef struct {
     ngx_str_t                   ns;
     ngx_str_t                   sandbox;
     ngx_uint_t                  port;
-    u_char                     *key;       /* ns \0 sandbox \0 port */
+    u_char                     *key;       /* ns \0 sandbox \0 port \0 mode */
     size_t                      key_len;
     uint32_t                    hash;
 
@@ -137,7 +137,14 @@ typedef struct {
     unsigned                    waiting:1; /* on another request's resolve */
     unsigned                    routed:1;  /* the request goes upstream */
     unsigned                    swallow:1; /* replace the body by nothing */
+    unsigned                    scope_header:2; /* NGX_HTTP_FWI_SCOPE_* */
 } ngx_http_fwi_ctx_t;
+
+
+/* the client's scope header that carried the verified scope, if one did */
+#define NGX_HTTP_FWI_SCOPE_NONE      0
+#define NGX_HTTP_FWI_SCOPE_TO        1    /* OpenSandbox-Ingress-To */
+#define NGX_HTTP_FWI_SCOPE_LEGACY    2    /* OPEN-SANDBOX-INGRESS */
 
 
 enum {
@@ -151,6 +158,9 @@ enum {
 static ngx_int_t ngx_http_fwi_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_fwi_start(ngx_http_request_t *r,
     ngx_http_fwi_ctx_t *ctx);
+static ngx_int_t ngx_http_fwi_set_key(ngx_http_request_t *r,
+    ngx_http_fwi_ctx_t *ctx, u_char *ns, size_t ns_len, u_char *sandbox,
+    size_t sandbox_len, ngx_uint_t port);
 static ngx_int_t ngx_http_fwi_resolve(ngx_http_request_t *r,
     ngx_http_fwi_ctx_t *ctx);
 static ngx_int_t ngx_http_fwi_resolve_done(ngx_http_request_t *r,
@@ -307,17 +317,21 @@ static ngx_uint_t  ngx_http_fwi_cred_hash;
 
 
 /*
- * A request header by its lower-case name and that name's hash, which
- * nginx computed for every header it parsed (HTTP/1 and HTTP/2): no
- * case-insensitive compare per header. A hash of 0 is a removed header.
+ * The first request header of a lower-case name, and how many the request
+ * has, by the name's hash, which nginx computed for every header it
+ * parsed (HTTP/1 and HTTP/2): no case-insensitive compare per header. A
+ * hash of 0 is a removed header.
  */
 static ngx_table_elt_t *
 ngx_http_fwi_find_request_header(ngx_http_request_t *r, ngx_str_t *lc,
-    ngx_uint_t hash)
+    ngx_uint_t hash, ngx_uint_t *copies)
 {
     ngx_uint_t        i;
     ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
+    ngx_table_elt_t  *h, *first;
+
+    first = NULL;
+    *copies = 0;
 
     part = &r->headers_in.headers.part;
     h = part->elts;
@@ -326,7 +340,7 @@ ngx_http_fwi_find_request_header(ngx_http_request_t *r, ngx_str_t *lc,
 
         if (i >= part->nelts) {
             if (part->next == NULL) {
-                return NULL;
+                return first;
             }
 
             part = part->next;
@@ -337,7 +351,11 @@ ngx_http_fwi_find_request_header(ngx_http_request_t *r, ngx_str_t *lc,
         if (h[i].hash == hash && h[i].key.len == lc->len
             && ngx_memcmp(h[i].lowcase_key, lc->data, lc->len) == 0)
         {
-            return &h[i];
+            if (first == NULL) {
+                first = &h[i];
+            }
+
+            (*copies)++;
         }
     }
 }
@@ -346,21 +364,42 @@ ngx_http_fwi_find_request_header(ngx_http_request_t *r, ngx_str_t *lc,
 /*
  * The scope and the URI the upstream gets. Header mode: the first of
  * OpenSandbox-Ingress-To, OPEN-SANDBOX-INGRESS and Host, the URI as the
- * client sent it. URI mode: the first path segment, and the raw rest.
+ * client sent it; ctx->scope_header says which header, the one copy the
+ * upstream gets (ngx_http_fwi_set_headers). Two copies of one scope
+ * header are 400: which of them the client meant is anybody's guess.
+ * URI mode: the first path segment, and the raw rest.
  */
 static ngx_int_t
 ngx_http_fwi_route(ngx_http_request_t *r, ngx_http_fwi_loc_conf_t *lcf,
-    ngx_str_t *scope, ngx_str_t *uri)
+    ngx_http_fwi_ctx_t *ctx, ngx_str_t *scope, ngx_str_t *uri)
 {
     u_char           *p, *end, *seg;
-    ngx_table_elt_t  *h;
+    ngx_uint_t        to_copies, legacy_copies;
+    ngx_table_elt_t  *h, *legacy;
 
     if (lcf->mode == NGX_HTTP_FWI_MODE_HEADER) {
         h = ngx_http_fwi_find_request_header(r, &ngx_http_fwi_to_lc,
-                                             ngx_http_fwi_to_hash);
-        if (h == NULL) {
-            h = ngx_http_fwi_find_request_header(r, &ngx_http_fwi_legacy_lc,
-                                                 ngx_http_fwi_legacy_hash);
+                                             ngx_http_fwi_to_hash,
+                                             &to_copies);
+        legacy = ngx_http_fwi_find_request_header(r, &ngx_http_fwi_legacy_lc,
+                                                  ngx_http_fwi_legacy_hash,
+                                                  &legacy_copies);
+
+        if (to_copies > 1 || legacy_copies > 1) {
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "fastwall ingress: %ui copies of "
+                          "OpenSandbox-Ingress-To and %ui of "
+                          "OPEN-SANDBOX-INGRESS: which is the route is "
+                          "ambiguous", to_copies, legacy_copies);
+            return NGX_HTTP_BAD_REQUEST;
+        }
+
+        if (h != NULL) {
+            ctx->scope_header = NGX_HTTP_FWI_SCOPE_TO;
+
+        } else if (legacy != NULL) {
+            h = legacy;
+            ctx->scope_header = NGX_HTTP_FWI_SCOPE_LEGACY;
         }
 
         if (h != NULL) {
@@ -557,19 +596,14 @@ ngx_http_fwi_scope_cached(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
-    ctx->key = ngx_pnalloc(r->pool, e->key_len);
-    if (ctx->key == NULL) {
+    /* without memory the full check runs and says so */
+    if (ngx_http_fwi_set_key(r, ctx, e->data + n, e->ns_len,
+                             e->data + n + e->ns_len + 1, e->sandbox_len,
+                             e->port)
+        != NGX_OK)
+    {
         return NGX_DECLINED;
     }
-
-    ngx_memcpy(ctx->key, e->data + n, e->key_len);
-    ctx->key_len = e->key_len;
-    ctx->ns.data = ctx->key;
-    ctx->ns.len = e->ns_len;
-    ctx->sandbox.data = ctx->key + e->ns_len + 1;
-    ctx->sandbox.len = e->sandbox_len;
-    ctx->port = e->port;
-    ctx->hash = e->key_hash;
 
     return NGX_OK;
 }
@@ -590,8 +624,8 @@ ngx_http_fwi_scope_remember(ngx_http_fwi_main_conf_t *mcf, ngx_str_t *scope,
     }
 
     /* without memory the next request only verifies again */
-    e = ngx_alloc(offsetof(ngx_http_fwi_scope_t, data) + n + ctx->key_len,
-                  ngx_cycle->log);
+    e = ngx_alloc(offsetof(ngx_http_fwi_scope_t, data) + n + ctx->ns.len + 1
+                  + ctx->sandbox.len, ngx_cycle->log);
     if (e == NULL) {
         return;
     }
@@ -599,15 +633,14 @@ ngx_http_fwi_scope_remember(ngx_http_fwi_main_conf_t *mcf, ngx_str_t *scope,
     hash = ngx_murmur_hash2(scope->data, n);
 
     e->hash = hash;
-    e->key_hash = ctx->hash;
     e->prefix_len = (u_short) n;
     e->ns_len = (u_short) ctx->ns.len;
     e->sandbox_len = (u_short) ctx->sandbox.len;
-    e->key_len = (u_short) ctx->key_len;
     e->port = ctx->port;
     ngx_memcpy(e->mac, scope->data + n, NGX_HTTP_FWI_MAC_TEXT);
     ngx_memcpy(e->data, scope->data, n);
-    ngx_memcpy(e->data + n, ctx->key, ctx->key_len);
+    /* the key's "ns\0sandbox" */
+    ngx_memcpy(e->data + n, ctx->key, ctx->ns.len + 1 + ctx->sandbox.len);
 
     slot = &mcf->scopes[hash % NGX_HTTP_FWI_SCOPES];
 
@@ -635,15 +668,24 @@ ngx_http_fwi_scopes_free(void *data)
 }
 
 
-/* ctx->key ("ns\0sandbox\0port") for a route, ns and sandbox into it */
+/*
+ * ctx->key ("ns\0sandbox\0port\0mode") for a route, ns and sandbox into
+ * it. The location's access mode is part of it: FastPath answers another
+ * endpoint and credential for each mode, so an answer (and a resolve in
+ * flight) serves only requests of the mode it was asked for.
+ */
 static ngx_int_t
 ngx_http_fwi_set_key(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx,
     u_char *ns, size_t ns_len, u_char *sandbox, size_t sandbox_len,
     ngx_uint_t port)
 {
-    u_char  *p;
+    u_char                   *p;
+    ngx_http_fwi_loc_conf_t  *lcf;
 
-    ctx->key = ngx_pnalloc(r->pool, ns_len + sandbox_len + 2 + NGX_INT_T_LEN);
+    lcf = ngx_http_get_module_loc_conf(r, ngx_http_fastwall_ingress_module);
+
+    ctx->key = ngx_pnalloc(r->pool,
+                           ns_len + sandbox_len + 3 + 2 * NGX_INT_T_LEN);
     if (ctx->key == NULL) {
         return NGX_ERROR;
     }
@@ -654,6 +696,8 @@ ngx_http_fwi_set_key(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx,
     p = ngx_cpymem(p, sandbox, sandbox_len);
     *p++ = '\0';
     p = ngx_sprintf(p, "%ui", port);
+    *p++ = '\0';
+    p = ngx_sprintf(p, "%ui", lcf->access_mode);
 
     ctx->key_len = p - ctx->key;
     ctx->ns.data = ctx->key;
@@ -708,11 +752,13 @@ ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
         return rc;
     }
 
-    switch (ngx_http_fwi_route(r, lcf, &scope, &ctx->uri)) {
+    switch (ngx_http_fwi_route(r, lcf, ctx, &scope, &ctx->uri)) {
     case NGX_OK:
         break;
     case NGX_ERROR:
         return NGX_ERROR;
+    case NGX_HTTP_BAD_REQUEST:
+        return NGX_HTTP_BAD_REQUEST;
     default:
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "fastwall ingress: no route scope in the request");
@@ -751,8 +797,12 @@ routed:
         return NGX_HTTP_NOT_IMPLEMENTED;
     }
 
-    /* NGX_DECLINED: a local sandbox; NGX_DONE: forwarded; or a status */
+    /* NGX_DECLINED: a local sandbox; NGX_DONE: forwarded; or a status.
+     * A peer's hop carries its scope in a header and its path as it is:
+     * a service host, a scope in Host or in the path is never one. */
     rc = ngx_http_fastwall_cluster_route(r, &ctx->sandbox, &scope, &ctx->uri,
+                                         ctx->scope_header
+                                         != NGX_HTTP_FWI_SCOPE_NONE,
                                          &ctx->upstream);
 
     return (rc == NGX_DECLINED) ? NGX_OK : rc;
@@ -1036,13 +1086,47 @@ ngx_http_fwi_retry_later(ngx_http_request_t *r)
 
 
 /*
- * The client's copies of the credential header are removed, whatever
- * their case, and the resolver's is added. nginx's lists cannot drop an
- * element and proxy_pass forwards every one, so a request that carries a
- * copy gets a rebuilt list; any other (nearly all) only gets one more.
+ * Whether a client header stays off the upstream: any copy of the
+ * credential header, and of the two scope headers every copy but the one
+ * that carried the verified scope (in URI mode, or a scope in Host, none
+ * did), so the credential never rides beside a scope nobody checked.
+ */
+static ngx_uint_t
+ngx_http_fwi_dropped(ngx_http_fwi_ctx_t *ctx, ngx_table_elt_t *h)
+{
+    if (h->key.len == ngx_http_fwi_cred_name.len
+        && ngx_strncasecmp(h->key.data, ngx_http_fwi_cred_name.data,
+                           h->key.len) == 0)
+    {
+        return 1;
+    }
+
+    if (h->key.len == ngx_http_fwi_to_lc.len
+        && ngx_strncasecmp(h->key.data, ngx_http_fwi_to_lc.data,
+                           h->key.len) == 0)
+    {
+        return ctx->scope_header != NGX_HTTP_FWI_SCOPE_TO;
+    }
+
+    if (h->key.len == ngx_http_fwi_legacy_lc.len
+        && ngx_strncasecmp(h->key.data, ngx_http_fwi_legacy_lc.data,
+                           h->key.len) == 0)
+    {
+        return ctx->scope_header != NGX_HTTP_FWI_SCOPE_LEGACY;
+    }
+
+    return 0;
+}
+
+
+/*
+ * The client headers ngx_http_fwi_dropped names are removed, and the
+ * resolver's credential is added. nginx's lists cannot drop an element
+ * and proxy_pass forwards every one, so a request that carries one gets a
+ * rebuilt list; any other (nearly all) only gets one more.
  */
 static ngx_int_t
-ngx_http_fwi_set_credential(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
+ngx_http_fwi_set_headers(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
 {
     ngx_uint_t        i, copies;
     ngx_list_t        headers;
@@ -1065,10 +1149,7 @@ ngx_http_fwi_set_credential(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
             i = 0;
         }
 
-        if (h[i].key.len == ngx_http_fwi_cred_name.len
-            && ngx_strncasecmp(h[i].key.data, ngx_http_fwi_cred_name.data,
-                               h[i].key.len) == 0)
-        {
+        if (ngx_http_fwi_dropped(ctx, &h[i])) {
             copies++;
         }
     }
@@ -1100,11 +1181,7 @@ ngx_http_fwi_set_credential(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
                 i = 0;
             }
 
-            if (h[i].key.len == ngx_http_fwi_cred_name.len
-                && ngx_strncasecmp(h[i].key.data,
-                                   ngx_http_fwi_cred_name.data,
-                                   h[i].key.len) == 0)
-            {
+            if (ngx_http_fwi_dropped(ctx, &h[i])) {
                 continue;
             }
 
@@ -1157,7 +1234,7 @@ ngx_http_fwi_finish(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
     }
 
     if (!ctx->routed) {
-        if (ngx_http_fwi_set_credential(r, ctx) != NGX_OK) {
+        if (ngx_http_fwi_set_headers(r, ctx) != NGX_OK) {
             return NGX_ERROR;
         }
 

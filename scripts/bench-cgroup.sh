@@ -9,7 +9,7 @@
 #   trivial  a cgroup with a connect4 and a sendmsg4 program that return 1
 #            (the floor of having any program)
 #   fastwall a static process subject below fastwalld's parent, with all
-#            twelve cgroup programs and an allowing policy of 8 rules
+#            thirteen cgroup programs and an allowing policy of 8 rules
 # each as calls per second and per second of the caller's own CPU time
 # (which the machine's other load changes far less); and DNS through
 # fastwalld's proxy (the same upstream, the same policy), with dnsperf

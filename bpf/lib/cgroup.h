@@ -71,6 +71,18 @@ struct fw_cg_sock {
 	__u8 proto;
 	__u8 decided; /* reason holds a verdict for dst, dport, proto */
 	__u32 reason;
+	/* The ticket: the datagram a sendmsg hook passed last (its
+	 * destination after any rewrite), for cgroup_skb/egress, which lets
+	 * that one datagram by without a second walk (fw_cg_sent_match).
+	 * sent_seq is a sequence number (fw_seq_*: odd while a hook writes);
+	 * sent_used is the sent_seq of the ticket egress took, so each
+	 * ticket lets one datagram by. */
+	__u32 sent_seq;
+	__u32 sent_used;
+	__u64 sent_epoch; /* fastwall_rules_epoch of the decision */
+	struct fw_ip sent_dst;
+	__be16 sent_dport;
+	__u8 sent_proto;
 };
 
 struct {
@@ -206,6 +218,24 @@ static __always_inline __u32 fw_cg_decide_sock(const struct fw_pkt *pkt, const s
 		c->decided = 1;
 	}
 	return reason;
+}
+
+/* A ticket for the datagram a sendmsg hook is passing on c's socket to
+ * dst, dport (after any rewrite to the DNS proxy): egress lets that
+ * datagram by (fw_cg_sent_match). The hooks write it with the socket
+ * locked, one writer at a time. */
+static __always_inline void fw_cg_sent(struct fw_cg_sock *c, const struct fw_ip *dst, __be16 dport,
+				       __u8 proto)
+{
+	__u32 v;
+
+	if (!c || !fw_seq_write_begin(&c->sent_seq, &v))
+		return;
+	c->sent_dst = *dst;
+	c->sent_dport = dport;
+	c->sent_proto = proto;
+	c->sent_epoch = c->epoch;
+	fw_seq_write_end(&c->sent_seq, v);
 }
 
 /* a socket call's drop: no interface yet */

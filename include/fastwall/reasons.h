@@ -89,7 +89,16 @@
 	  "overlaps its headers")                                                                  \
 	X(FW_DROP_GUARD_MALFORMED, 35, FW_VERDICT_DROP, "guard-malformed",                         \
 	  "port guard: truncated or inconsistent IP or TCP/UDP headers (the port can't be "        \
-	  "known), two VLAN tags, too many IPv6 extension headers")
+	  "known), two VLAN tags, too many IPv6 extension headers")                                \
+	X(FW_DROP_SOURCE_ROUTE, 36, FW_VERDICT_DROP, "source-route",                               \
+	  "a process sandbox's packet whose source route (IPv4 option, IPv6 routing header) "      \
+	  "names "                                                                                 \
+	  "an address its policy denies or more than fastwall reads, or with IPv4 options other "  \
+	  "than one source route")                                                                 \
+	X(FW_DROP_SOCKOPT, 37, FW_VERDICT_DROP, "socket-option",                                   \
+	  "a process sandbox setting a socket option that puts IP options or IPv6 extension "      \
+	  "headers on its packets (`IP_OPTIONS`, `IPV6_RTHDR`, `IPV6_HOPOPTS`, `IPV6_DSTOPTS`, "   \
+	  "...)")
 
 /* Counter slots in fastwall_stats_v2 and fw_subject_stats: room for new
  * reasons without a new map layout. */

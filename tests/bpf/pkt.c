@@ -206,8 +206,13 @@ size_t pkt_build(const struct pkt_spec *s, __u8 *buf)
 	ip = buf + l3;
 
 	if (s->family == 4) {
-		size_t hlen = 20 + 4 * s->ip_opt_words;
+		size_t hlen = 20 + 4 * s->ip_opt_words, nroute = 0;
 		__u16 frag = 0;
+
+		while (nroute < PKT_MAX_ROUTE && s->route[nroute])
+			nroute++;
+		if (nroute)
+			hlen = 20 + (3 + 4 * nroute + 3) / 4 * 4;
 
 		ip[0] = (s->version ? s->version : 4) << 4 | (s->ihl ? s->ihl : hlen / 4);
 		len_field = ip + 2;
@@ -219,14 +224,24 @@ size_t pkt_build(const struct pkt_spec *s, __u8 *buf)
 		ip[9] = s->proto;
 		if (!addr(4, s->src, ip + 12) || !addr(4, s->dst, ip + 16))
 			return 0;
-		/* options: NOPs ending in an end-of-list */
-		memset(ip + 20, 1, hlen - 20);
+		/* options: NOPs ending in an end-of-list, or a source route
+		 * padded with end-of-list */
+		memset(ip + 20, nroute ? 0 : 1, hlen - 20);
 		if (hlen > 20)
 			ip[hlen - 1] = 0;
+		if (nroute) {
+			ip[20] = s->rt_type ? s->rt_type : 0x83;
+			ip[21] = (__u8)(3 + 4 * nroute);
+			ip[22] = 4;
+			for (size_t k = 0; k < nroute; k++)
+				if (!addr(4, s->route[k], ip + 23 + 4 * k))
+					return 0;
+		}
 		off += hlen;
 		off += put_l4(s, buf + off);
 	} else {
 		__u8 *next = ip + 6;
+		bool routed = false;
 
 		put32(ip, 0x60000000);
 		len_field = ip + 4;
@@ -251,6 +266,22 @@ size_t pkt_build(const struct pkt_spec *s, __u8 *buf)
 			if (i == 0 && s->ext_hdrlen)
 				h[1] = s->ext_hdrlen;
 			off += 8;
+			if (s->ext[i] == X_RT && s->route[0] && !routed) {
+				size_t n = 0;
+
+				while (n < PKT_MAX_ROUTE && s->route[n]) {
+					if (!addr(6, s->route[n], h + 8 + 16 * n))
+						return 0;
+					n++;
+				}
+				h[1] = (__u8)(2 * n);
+				h[2] = s->rt_type;
+				h[3] = (__u8)n;
+				if (s->rt_type == 4)
+					h[4] = (__u8)(n - 1);
+				off += 16 * n;
+				routed = true;
+			}
 		}
 		if (s->frag.on) {
 			__u8 *h = buf + off;

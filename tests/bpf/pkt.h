@@ -31,7 +31,8 @@ enum pkt_ext {
 	X_FRAG,	   /* .ext_after_frag only: a second (atomic) fragment header */
 };
 
-#define PKT_MAX_EXT 12
+#define PKT_MAX_EXT   12
+#define PKT_MAX_ROUTE 12
 
 #define TH_FIN 0x01
 #define TH_SYN 0x02
@@ -73,7 +74,11 @@ struct pkt_spec {
 	__u8 ext[PKT_MAX_EXT];
 	int ext_hdrlen; /* overrides the first extension header's length byte */
 	bool zero_payload_len;
-	/* both */
+	/* both: a source route, the addresses it names after .dst (IPv4: a
+	 * source-route option, loose unless .rt_type is 0x89; IPv6: the
+	 * first X_RT header lists them, of type .rt_type) */
+	const char *route[PKT_MAX_ROUTE];
+	__u8 rt_type;
 	int len_delta; /* added to the computed tot_len / payload_len */
 	struct pkt_frag frag;
 	/* L4 */

@@ -95,6 +95,13 @@ http {
 			fastwall_ingress_mode header;
 			proxy_pass \$fastwall_ingress_upstream\$fastwall_ingress_uri;
 		}
+		# the same routes, resolved for another access mode
+		location /central/ {
+			fastwall_ingress on;
+			fastwall_ingress_mode header;
+			fastwall_ingress_access_mode central-proxy;
+			proxy_pass \$fastwall_ingress_upstream\$fastwall_ingress_uri;
+		}
 		include $NGX/resolve.conf;
 	}
 	# keep-alive to the Fastlets: the module's balancer in an upstream block
@@ -260,6 +267,37 @@ check_eq "OpenSandbox-Ingress-To wins over a bad Host" "$code" 200
 code=$(cget -H "OpenSandbox-Ingress-To: $OK" -H "OPEN-SANDBOX-INGRESS: f1.bad" "http://$GW:80/")
 check_eq "OpenSandbox-Ingress-To wins over the deprecated header" "$code" 200
 
+echo "# scope headers: one route, and only the verified one goes upstream"
+OTHER=$(scope sb-other 44772)
+lines() { wc -l <"$ECHO_LOG"; }
+before=$(lines)
+code=$(cget -H "OpenSandbox-Ingress-To: $OK" -H "OpenSandbox-Ingress-To: $OTHER" "http://$GW:80/two-to")
+check_eq "two OpenSandbox-Ingress-To: 400" "$code" 400
+code=$(cget -H "OpenSandbox-Ingress-To: $OK" -H "opensandbox-ingress-to: $OK" "http://$GW:80/two-to")
+check_eq "two OpenSandbox-Ingress-To in two cases, the same scope: 400" "$code" 400
+code=$(cget -H "OPEN-SANDBOX-INGRESS: $OK" -H "Open-Sandbox-Ingress: $OTHER" "http://$GW:80/two-legacy")
+check_eq "two OPEN-SANDBOX-INGRESS: 400" "$code" 400
+code=$(cget -H "OpenSandbox-Ingress-To: $OK" -H "OPEN-SANDBOX-INGRESS: $OTHER" \
+	-H "OPEN-SANDBOX-INGRESS: $OK" "http://$GW:80/two-legacy")
+check_eq "two OPEN-SANDBOX-INGRESS beside one OpenSandbox-Ingress-To: 400" "$code" 400
+code=$(cget --http2-prior-knowledge -H "OpenSandbox-Ingress-To: $OK" -H "OpenSandbox-Ingress-To: $OTHER" \
+	"http://$GW:83/two-to-h2")
+check_eq "two OpenSandbox-Ingress-To over h2c: 400" "$code" 400
+check_eq "none of them reached the upstream or the resolver" "$(lines) $(calls sb-other)" "$before 0"
+code=$(cget -H "OpenSandbox-Ingress-To: $OK" -H "OPEN-SANDBOX-INGRESS: $OTHER" "http://$GW:80/both")
+check_eq "OpenSandbox-Ingress-To and another scope in OPEN-SANDBOX-INGRESS: 200, the first one's route" \
+	"$code $(got_header X-Fast-Sandbox-Route-Credential)" "200 cred-sb-ok"
+check_eq "the upstream gets the verified scope alone" \
+	"$(got_header OpenSandbox-Ingress-To)/$(got_header OPEN-SANDBOX-INGRESS)" "$OK/"
+code=$(cget -H "OpenSandbox-Ingress-To: f1.bad" -H "OPEN-SANDBOX-INGRESS: $OK" "http://$GW:80/")
+check_eq "a bad OpenSandbox-Ingress-To beside a good OPEN-SANDBOX-INGRESS: 401, never the other" "$code" 401
+code=$(cget -H "OPEN-SANDBOX-INGRESS: $OK" "http://$GW:80/legacy-alone")
+check_eq "OPEN-SANDBOX-INGRESS alone: the upstream gets it, and no OpenSandbox-Ingress-To" \
+	"$code $(got_header OPEN-SANDBOX-INGRESS)/$(got_header OpenSandbox-Ingress-To)" "200 $OK/"
+code=$(cget -H "Host: $OK" "http://$GW:80/host-scope")
+check_eq "a scope in Host: no scope header upstream" \
+	"$code $(got_header OPEN-SANDBOX-INGRESS)/$(got_header OpenSandbox-Ingress-To)" "200 /"
+
 echo "# refusals: 401, 501"
 before=$(wc -l <"$CALLS")
 check_eq "the published vector verifies: 200" \
@@ -382,6 +420,47 @@ check_eq "from one resolver call" "$(calls sb-slowunavail)" 1
 check_eq "the failure is not kept for a later request" \
 	"$(hget "$(scope sb-slowmissing 8080)") $(calls sb-slowmissing)" "404 2"
 
+echo "# access modes: a location's mode is part of the cache key"
+# FastPath answers sb-mode with the plain Fastlet and cred-sb-mode-direct
+# for direct-fastlet-proxy, the TLS one and cred-sb-mode-central for
+# central-proxy; / is direct, /central/ central, on one server
+MODE=$(scope sb-mode 7000)
+mget() { # PATH: the status, the credential and the endpoint that got it
+	local code
+	code=$(hget "$MODE" "$1")
+	echo "$code $(got_header X-Fast-Sandbox-Route-Credential) $(got_header Host)"
+}
+check_eq "direct first: the direct endpoint and credential" \
+	"$(mget /m1)" "200 cred-sb-mode-direct $FASTLET"
+check_eq "then central: the central endpoint and credential, not the cached direct ones" \
+	"$(mget /central/m2)" "200 cred-sb-mode-central $FASTLET_TLS"
+check_eq "each asked FastPath once, in its mode" \
+	"$(grep ' sb-mode 7000 ' "$CALLS" | sort | tr '\n' ,)" "tenant-a sb-mode 7000 0,tenant-a sb-mode 7000 1,"
+check_eq "direct again: its own cached answer" "$(mget /m3)" "200 cred-sb-mode-direct $FASTLET"
+check_eq "central again: its own cached answer" "$(mget /central/m4)" "200 cred-sb-mode-central $FASTLET_TLS"
+check_eq "no more calls" "$(grep -c ' sb-mode 7000 ' "$CALLS")" 2
+MODE=$(scope sb-mode 7001)
+check_eq "the reverse order: central first" "$(mget /central/r1)" "200 cred-sb-mode-central $FASTLET_TLS"
+check_eq "then direct gets the direct answer" "$(mget /r2)" "200 cred-sb-mode-direct $FASTLET"
+# concurrent misses in two modes: each waits only on a resolve of its mode
+SMODE=$(scope sb-slowmode 7000)
+smp=()
+for i in 1 2 3 4; do
+	p=/sm$i
+	[ $((i % 2)) = 0 ] && p=/central/sm$i
+	fw_ns "$NS" curl -s -m 10 -o "$FW_TMP/sm.$i" -H "OpenSandbox-Ingress-To: $SMODE" "http://$GW:80$p" &
+	smp+=($!)
+done
+wait "${smp[@]}"
+sm() { "$FW_PY" -c 'import json,sys
+h = dict((k.lower(), v) for k, v in json.load(open(sys.argv[1]))["headers"])
+print(h["x-fast-sandbox-route-credential"], h["host"])' "$FW_TMP/sm.$1"; }
+check_eq "two concurrent misses per mode: each gets its mode's answer" \
+	"$(sm 1); $(sm 2); $(sm 3); $(sm 4)" \
+	"cred-sb-slowmode-direct $FASTLET; cred-sb-slowmode-central $FASTLET_TLS; cred-sb-slowmode-direct $FASTLET; cred-sb-slowmode-central $FASTLET_TLS"
+check_eq "from one resolver call per mode" "$(grep ' sb-slowmode ' "$CALLS" | sort | uniq -c | tr -s ' ' | tr '\n' ,)" \
+	" 1 tenant-a sb-slowmode 7000 0, 1 tenant-a sb-slowmode 7000 1,"
+
 echo "# streams"
 WS=$(scope sb-ws 8080)
 check "a WebSocket handshake and two messages each way" \
@@ -469,6 +548,9 @@ check_eq "a header scope is not used in URI mode: 401" \
 	"$(cget -H "OpenSandbox-Ingress-To: $UOK" "http://$GW:81/plain")" 401
 check_eq "URI mode shares the cache: one resolve for sb-uri" "$(calls sb-uri)" 1
 check_eq "central-proxy access mode reaches the resolver" "$(grep ' sb-uri ' "$CALLS")" "tenant-a sb-uri 9000 0"
+code=$(cget -H "OpenSandbox-Ingress-To: $OK" -H "OPEN-SANDBOX-INGRESS: $OK" "http://$GW:81/$UOK/hdrs")
+check_eq "URI mode: no client scope header reaches the upstream" \
+	"$code $(got_header OpenSandbox-Ingress-To)/$(got_header OPEN-SANDBOX-INGRESS)" "200 /"
 
 echo "# reload"
 B=$(scope sb-ok 44772 b)

@@ -3,7 +3,8 @@
 
 fastpath: a FastPath ResolveEndpoint stand-in (grpcio, classes generated
   from ingress/proto/fastpath_v2.proto at test time). Its answer depends on
-  the sandbox name; every call is appended to --calls as one line
+  the sandbox name (and for sb-mode and sb-slowmode on the access mode);
+  every call is appended to --calls as one line
   "NAMESPACE NAME PORT ACCESS_MODE".
 echo: an HTTP upstream answering 200 with a JSON body of what it got (the
   raw request target, the headers); /__marker/VALUE/STATUS answers STATUS
@@ -104,6 +105,14 @@ def fastpath(args):
                 time.sleep(3)
             if name == "sb-slowok":
                 time.sleep(1)
+            if name in ("sb-mode", "sb-slowmode"):
+                # FastPath gives each access mode its own endpoint and
+                # credential: central-proxy (0) the TLS one here
+                if name == "sb-slowmode":
+                    time.sleep(1)
+                central = request.access_mode == 0
+                return answer(name, args.tls_upstream if central else args.upstream,
+                              cred="cred-%s-%s" % (name, "central" if central else "direct"))
             if name == "sb-refused":
                 return answer(name, args.refused)
             if name == "sb-tls":

@@ -8,7 +8,12 @@
 # posing as gateways, so the hop itself can be seen: "north" over TLS and
 # "south" over plain HTTP. Checks that a request at A for a sandbox of B
 # reaches B (Host, SNI, path) and B's Fastlet without the hop headers, that
-# WebSocket works across, that an unknown cluster is 502, that a local
+# the hop carries none of the routing markers a gateway built like the
+# public reference acts on (x-agentbox-cross-cluster, -cluster-scheme) and
+# the peer's scheme in x-forwarded-proto, that B knows a hop by its path
+# prefix alone and refuses to forward one again (a cluster "loop" that A
+# and B each believe the other serves), that WebSocket works across, that
+# an unknown cluster is 502, that a local
 # sandbox is resolved at A, the placement endpoint's five steps, the TTL of
 # member records, that A publishes its own records to B's admin API (on
 # change and each interval, refused without the shared token or for
@@ -139,6 +144,9 @@ conf_a() {
 	fastwall_ingress_cluster east https://gw-east.test/xc address=$GW_B;
 	fastwall_ingress_cluster north https://gw-north.test:9443/n/ address=${NORTH%:*};
 	fastwall_ingress_cluster south http://gw-south.test:8080/s address=$SOUTH;
+	# misconfigured on purpose: east is not the gateway of loop, and east
+	# believes west is
+	fastwall_ingress_cluster loop https://gw-east.test/xc address=$GW_B;
 	fastwall_ingress_cluster_ttl 5s;
 	fastwall_ingress_cluster_token $TOKEN;
 	fastwall_ingress_cluster_publish east http://$GW_B:88/fastwall/cluster/members;
@@ -173,6 +181,7 @@ conf_b() {
 	fastwall_ingress_cluster_id east;
 	fastwall_ingress_cluster_prefix /xc;
 	fastwall_ingress_cluster west http://gw-west.test address=$GW_A;
+	fastwall_ingress_cluster loop http://gw-west.test address=$GW_A;
 	fastwall_ingress_cluster_token $TOKEN;
 	fastwall_ingress_cluster_ttl 3s;
 	log_format hop '\$ssl_server_name \$host \$request_uri';
@@ -308,7 +317,7 @@ check_eq "reaches east's Fastlet through both gateways: 200" "$code" 200
 check_eq "with the path as the client sent it (east stripped its /xc)" "$(jget target)" '/a%2Fb/c?x=%20y'
 check_eq "and east's credential alone" "$(got_header X-Fast-Sandbox-Route-Credential)" "cred-east.$UUID"
 check_eq "no hop header reaches the Fastlet (a client's forged one neither)" "$(markers)" "//"
-check_eq "x-forwarded-proto says how the client came in" "$(got_header X-Forwarded-Proto)" http
+check_eq "x-forwarded-proto is the hop's scheme (west to east over TLS)" "$(got_header X-Forwarded-Proto)" https
 check_eq "east resolved it" "$(grep -c " east.$UUID " "$FW_TMP/calls.b")" 1
 check_eq "west never asked its resolver" "$(grep -c " east.$UUID " "$FW_TMP/calls.a")" 0
 check_eq "east saw SNI gw-east.test, Host gw-east.test and /xc + the path" \
@@ -330,22 +339,28 @@ code=$(aget "$NORTH_SB" '/p?x=1' -H 'X-Forwarded-Proto: gopher' -H 'x-agentbox-c
 check_eq "north (TLS): 200 at its path prefix" "$code $(jget target)" "200 /n/p?x=1"
 check_eq "with Host as the peer is named" "$(got_header Host)" gw-north.test:9443
 check_eq "with SNI as the peer is named" "$(jget sni)" gw-north.test
-check_eq "x-agentbox-cross-cluster, the scheme and the resolved upstream host on the hop" \
-	"$(markers)" "true/https/$NORTH"
-check_eq "x-forwarded-proto replaced, not the client's" "$(got_header X-Forwarded-Proto)" http
+check_eq "the hop carries the resolved upstream host, and neither routing marker (the client's neither)" \
+	"$(markers)" "//$NORTH"
+check_eq "x-forwarded-proto is the peer's scheme, not the client's nor how it came in" \
+	"$(got_header X-Forwarded-Proto)" https
 check_eq "the scope rides in OpenSandbox-Ingress-To" "$(got_header OpenSandbox-Ingress-To)" "$NORTH_SB"
 check_eq "no credential header from west" "$(got_header X-Fast-Sandbox-Route-Credential)" ""
 code=$(aget "$(scope "south.$UUID")" '/q')
-check_eq "south (plain http): 200, its prefix, scheme http, no SNI" \
-	"$code $(jget target) $(markers) $(jget sni)" "200 /s/q true/http/$SOUTH None"
+check_eq "south (plain http): 200, its prefix, no marker, no SNI" \
+	"$code $(jget target) $(markers) $(jget sni)" "200 /s/q //$SOUTH None"
 check_eq "Host as the peer is named" "$(got_header Host)" gw-south.test:8080
+check_eq "x-forwarded-proto: http, south's scheme" "$(got_header X-Forwarded-Proto)" http
 
 echo "# unknown clusters, loops, local sandboxes"
 check_eq "a sandbox of an unknown cluster: 502" "$(aget "$(scope "mars.$UUID")")" 502
 check_eq "an empty cluster part (.uuid): 502" "$(aget "$(scope ".$UUID")")" 502
 check_eq "neither asked the resolver" "$(grep -c -e "mars.$UUID" -e " .$UUID" "$FW_TMP/calls.a")" 0
-check_eq "a hop for a third cluster is not forwarded again: 502" \
-	"$(aget "$(scope "north.$UUID")" / -H 'x-agentbox-cross-cluster: true')" 502
+refused_again() { grep -c "a cross-cluster hop for sandbox \"loop.$UUID\" of another cluster, not forwarded again" \
+	"$FW_TMP/b/error.log"; }
+check_eq "a loop: west sends a sandbox of loop to east, which refuses a second hop: 502" \
+	"$(aget "$(scope "loop.$UUID")" /loop) $(refused_again)" "502 1"
+check_eq "east saw it once, under its prefix" "$(grep -c ' /xc/loop$' "$FW_TMP/b/access.log")" 1
+check_eq "nobody resolved it" "$(grep -c "loop.$UUID" "$FW_TMP/calls.a" "$FW_TMP/calls.b" | cut -d: -f2 | tr '\n' ' ')" "0 0 "
 code=$(aget "$(scope "west.$UUID")" '/local?z=2' -H 'x-agentbox-cross-cluster: true' \
 	-H 'x-agentbox-upstream-host: 203.0.113.66:1')
 check_eq "a sandbox of west itself: resolved here, straight to the Fastlet" \
@@ -353,13 +368,17 @@ check_eq "a sandbox of west itself: resolved here, straight to the Fastlet" \
 check_eq "its Host is the Fastlet's, no hop header passes" "$(got_header Host) $(markers)" "$FASTLET //"
 code=$(aget "$(scope sb-legacy)" /legacy)
 check_eq "an id without a cluster is local" "$code $(grep -c ' sb-legacy ' "$FW_TMP/calls.a")" "200 1"
-bget() { cget -k -H "OpenSandbox-Ingress-To: $EAST" "${@:2}" "https://$GW_B$1"; }
-check_eq "at east, a client's own request keeps its /xc" "$(bget /xc/keep) $(jget target)" "200 /xc/keep"
-check_eq "only a hop loses it" "$(bget /xc/keep -H 'x-agentbox-cross-cluster: true') $(jget target)" "200 /keep"
-check_eq "another marker saying true makes no hop" \
-	"$(bget /xc/keep -H 'x-agentbox-upstream-host: true') $(jget target)" "200 /xc/keep"
-check_eq "and only a whole segment: /xcx stays" \
-	"$(bget /xcx -H 'x-agentbox-cross-cluster: true') $(jget target)" "200 /xcx"
+bget() { cget -k -H "OpenSandbox-Ingress-To: ${SB:-$EAST}" "${@:2}" "https://$GW_B$1"; }
+check_eq "at east, a request under /xc is a hop, whoever sends it: /xc goes" \
+	"$(bget /xc/keep) $(jget target)" "200 /keep"
+check_eq "a marker header makes no hop: the path stays, the header goes" \
+	"$(bget /keep -H 'x-agentbox-cross-cluster: true') $(jget target) $(markers)" "200 /keep //"
+check_eq "and only a whole segment: /xcx stays" "$(bget /xcx) $(jget target)" "200 /xcx"
+SB=$(scope "west.$UUID")
+check_eq "at east, a client's request for a sandbox of west (not under /xc) is forwarded, a marker or not: 200" \
+	"$(bget /to-west -H 'x-agentbox-cross-cluster: true') $(jget target)" "200 /to-west"
+check_eq "the same under /xc is a hop for another cluster: 502" "$(bget /xc/to-west)" 502
+unset SB
 
 echo "# placement at west"
 ADMIN=http://$GW_A:88/fastwall/cluster

@@ -31,6 +31,7 @@ static const struct {
 	{30, "alias-source", true},    {31, "dns-v6-sendto", true},
 	{32, "guard-trusted", false},  {33, "guard-untrusted", true},
 	{34, "guard-fragment", true},  {35, "guard-malformed", true},
+	{36, "source-route", true},    {37, "socket-option", true},
 };
 
 Test(reasons, numbers_and_names_are_fixed)
@@ -56,6 +57,8 @@ Test(reasons, identifiers_keep_their_numbers)
 	cr_assert_eq(FW_DROP_LEARNED_PORT, 28);
 	cr_assert_eq(FW_PASS_GUARD_TRUSTED, 32);
 	cr_assert_eq(FW_DROP_GUARD_MALFORMED, 35);
+	cr_assert_eq(FW_DROP_SOURCE_ROUTE, 36);
+	cr_assert_eq(FW_DROP_SOCKOPT, 37);
 }
 
 Test(reasons, drop_mask_is_the_table)

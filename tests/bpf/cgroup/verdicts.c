@@ -118,6 +118,78 @@ static const struct row rows[] = {
 	 UDP4("127.254.255.254", "127.0.0.1", 40000, DNS_PORT), 0, FW_DROP_ALIAS_SOURCE},
 	{"from another subject's proxy address, anywhere, drops", IN_ALPHA_CHILD,
 	 TCP4("127.254.0.77", ALPHA_OK4, 40000, 80), 0, FW_DROP_ALIAS_SOURCE},
+
+/* source routes: the packet goes to its destination (the first hop)
+ * and then to every address the route names, so each is judged */
+#define OK6B "2001:db8:1::11"
+#define OK6C "2001:db8:1::12"
+#define OK4B "192.0.2.11"
+	{"IPv6 segment routing through a denied first hop drops as that destination", IN_ALPHA,
+	 UDP6(NODE6, ALPHA_BAD6, 40000, 9000, .ext = {X_RT}, .route = {ALPHA_OK6}, .rt_type = 4), 0,
+	 FW_DROP_DEFAULT_DENY},
+	{"IPv6 segment routing naming a denied address after an allowed hop drops", IN_ALPHA,
+	 UDP6(NODE6, ALPHA_OK6, 40000, 9000, .ext = {X_RT}, .route = {ALPHA_BAD6}, .rt_type = 4), 0,
+	 FW_DROP_SOURCE_ROUTE},
+	{"IPv6 routing type 2 naming a denied address drops", IN_ALPHA,
+	 UDP6(NODE6, ALPHA_OK6, 40000, 9000, .ext = {X_RT}, .route = {ALPHA_BAD6}, .rt_type = 2), 0,
+	 FW_DROP_SOURCE_ROUTE},
+	{"IPv6 routing type 0 naming a denied address drops (TCP)", IN_ALPHA,
+	 TCP6(NODE6, ALPHA_OK6, 40000, 443, .ext = {X_RT}, .route = {OK6B, ALPHA_BAD6}), 0,
+	 FW_DROP_SOURCE_ROUTE},
+	{"IPv6 routing type 0 naming a deny-CIDR IPv4 address (v4-mapped) drops", IN_ALPHA,
+	 UDP6(NODE6, ALPHA_OK6, 40000, 9000, .ext = {X_RT}, .route = {"::ffff:203.0.113.5"}), 0,
+	 FW_DROP_SOURCE_ROUTE},
+	{"IPv6 routing header whose every address is allowed passes", IN_ALPHA,
+	 UDP6(NODE6, ALPHA_OK6, 40000, 9000, .ext = {X_RT}, .route = {OK6B, OK6C}, .rt_type = 4), 1,
+	 FW_PASS_ALLOW_CIDR},
+	{"IPv6 routing header after a hop-by-hop header is still read", IN_ALPHA,
+	 UDP6(NODE6, ALPHA_OK6, 40000, 9000, .ext = {X_HBH, X_RT}, .route = {ALPHA_BAD6},
+	      .rt_type = 4),
+	 0, FW_DROP_SOURCE_ROUTE},
+	{"nine allowed addresses pass", IN_ALPHA,
+	 UDP6(NODE6, ALPHA_OK6, 40000, 9000, .ext = {X_RT},
+	      .route = {OK6B, OK6C, OK6B, OK6C, OK6B, OK6C, OK6B, OK6C, OK6B}, .rt_type = 4),
+	 1, FW_PASS_ALLOW_CIDR},
+	{"a denied ninth address drops", IN_ALPHA,
+	 UDP6(NODE6, ALPHA_OK6, 40000, 9000, .ext = {X_RT},
+	      .route = {OK6B, OK6C, OK6B, OK6C, OK6B, OK6C, OK6B, OK6C, ALPHA_BAD6}, .rt_type = 4),
+	 0, FW_DROP_SOURCE_ROUTE},
+	{"ten addresses are more than fastwall reads: drop", IN_ALPHA,
+	 UDP6(NODE6, ALPHA_OK6, 40000, 9000, .ext = {X_RT},
+	      .route = {OK6B, OK6C, OK6B, OK6C, OK6B, OK6C, OK6B, OK6C, OK6B, OK6C}, .rt_type = 4),
+	 0, FW_DROP_SOURCE_ROUTE},
+	{"a routing type fastwall cannot read (3, RPL) drops", IN_ALPHA,
+	 UDP6(NODE6, ALPHA_OK6, 40000, 9000, .ext = {X_RT}, .route = {OK6B}, .rt_type = 3), 0,
+	 FW_DROP_SOURCE_ROUTE},
+	{"two routing headers drop", IN_ALPHA,
+	 UDP6(NODE6, ALPHA_OK6, 40000, 9000, .ext = {X_RT, X_RT}, .route = {OK6B}, .rt_type = 2), 0,
+	 FW_DROP_SOURCE_ROUTE},
+	{"a routing header naming a proxy address drops", IN_ALPHA,
+	 UDP6(NODE6, ALPHA_OK6, 40000, 9000, .ext = {X_RT}, .route = {"::ffff:127.254.0.9"}), 0,
+	 FW_DROP_SOURCE_ROUTE},
+	{"IPv4 loose source route naming a denied address drops", IN_ALPHA,
+	 UDP4(NODE4, ALPHA_OK4, 40000, 9000, .route = {ALPHA_BAD4}), 0, FW_DROP_SOURCE_ROUTE},
+	{"IPv4 source route through a denied first hop drops as that destination", IN_ALPHA,
+	 UDP4(NODE4, ALPHA_BAD4, 40000, 9000, .route = {ALPHA_OK4}), 0, FW_DROP_DENY_CIDR},
+	{"IPv4 strict source route whose every address is allowed passes", IN_ALPHA,
+	 TCP4(NODE4, ALPHA_OK4, 40000, 80, .route = {OK4B}, .rt_type = 0x89), 1,
+	 FW_PASS_ALLOW_CIDR},
+	{"IPv4 source route of nine addresses, the last denied, drops", IN_ALPHA,
+	 UDP4(NODE4, ALPHA_OK4, 40000, 9000,
+	      .route = {OK4B, OK4B, OK4B, OK4B, OK4B, OK4B, OK4B, OK4B, NOWHERE4}),
+	 0, FW_DROP_SOURCE_ROUTE},
+	{"IPv4 source route of nine allowed addresses passes", IN_ALPHA,
+	 UDP4(NODE4, ALPHA_OK4, 40000, 9000,
+	      .route = {OK4B, OK4B, OK4B, OK4B, OK4B, OK4B, OK4B, OK4B, OK4B}),
+	 1, FW_PASS_ALLOW_CIDR},
+	{"IPv4 source route naming a proxy address drops", IN_ALPHA,
+	 UDP4(NODE4, ALPHA_OK4, 40000, 9000, .route = {"127.254.0.9"}), 0, FW_DROP_SOURCE_ROUTE},
+	{"IPv4 options other than a source route drop", IN_ALPHA,
+	 UDP4(NODE4, ALPHA_OK4, 40000, 9000, .ip_opt_words = 1), 0, FW_DROP_SOURCE_ROUTE},
+	{"a child cgroup's source route is judged too", IN_ALPHA_CHILD,
+	 UDP4(NODE4, ALPHA_OK4, 40000, 9000, .route = {ALPHA_BAD4}), 0, FW_DROP_SOURCE_ROUTE},
+	{"no sandbox: a source route passes uncounted", IN_NONE,
+	 UDP4(NODE4, ALPHA_OK4, 40000, 9000, .route = {ALPHA_BAD4}), 1, 0, true},
 };
 
 static struct {
@@ -319,7 +391,7 @@ static bool explainable(const struct row *r)
 	    (p->src && strncmp(p->src, "127.254.", 8) == 0) || strcmp(p->dst, "127.0.0.1") == 0 ||
 	    strncmp(p->dst, "127.254.", 8) == 0)
 		return false;
-	if (p->ext[0] || p->frag.on || p->truncate)
+	if (p->ext[0] || p->frag.on || p->truncate || p->route[0] || p->ip_opt_words)
 		return false;
 	if ((p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP) && p->dport == 53)
 		return false;

@@ -143,7 +143,7 @@ set -- "$SEEDS"
 # its progress (every 10 s) as it goes
 fw_ns "$NS_POD" "$CGFUZZ" --cgroup "$CG/fuzz" --inet-ns "/run/netns/$NS_INET" --ifname eth0 \
 	--uid "$FUZZ_UID" --crashes "$CRASHES" --seconds "$FUZZ_SECONDS" --seed "$SEED" "$@" 2>&1 |
-	tee "$FW_TMP/fuzz.out" | grep --line-buffered -E '^cgfuzz: ([0-9]+ s,|no violation)' | sed 's/^/# /'
+	tee "$FW_TMP/fuzz.out" | grep --line-buffered -E '^cgfuzz: ([0-9]+ s,|no violation)' | sed -u 's/^/# /'
 rc=${PIPESTATUS[0]}
 if [ "$rc" = 0 ]; then
 	fw_ok "fuzzing ${FUZZ_SECONDS}s: no frame the policy denies reached the internet"

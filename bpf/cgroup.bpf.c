@@ -16,7 +16,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define FW_AF_INET    2
 #define FW_AF_INET6   10
-#define FW_AF_PACKET  17
 #define FW_SOCK_DGRAM 2
 #define FW_SOCK_RAW   3
 
@@ -291,8 +290,10 @@ int fw_cg_bind6(struct bpf_sock_addr *ctx)
 	return fw_bind(ctx, true);
 }
 
-/* Raw IP and packet sockets write headers of their choosing and reach
- * past the socket hooks: a sandbox has none, whatever its state. */
+/* Raw IP sockets write headers of their choosing and reach past the
+ * socket hooks: a sandbox has none, whatever its state. The hook runs for
+ * the inet families only: packet sockets need CAP_NET_RAW, which
+ * fastwall run drops. */
 SEC("cgroup/sock_create")
 int fw_cg_sock_create(struct bpf_sock *sk)
 {
@@ -301,7 +302,7 @@ int fw_cg_sock_create(struct bpf_sock *sk)
 
 	if (!s)
 		return 1;
-	if (sk->family != FW_AF_PACKET && sk->type != FW_SOCK_RAW)
+	if (sk->type != FW_SOCK_RAW)
 		return 1;
 	pkt.family = sk->family == FW_AF_INET6 ? FW_FAM_V6 : FW_FAM_V4;
 	pkt.proto = sk->protocol;

@@ -113,6 +113,7 @@ processes:
 subjects:
   - name: proc
     cgroup: svc
+    keep_caps: true # the bench's own root processes
     policy:$POLICY
   - name: slot
     addresses: [10.42.0.2]

@@ -93,12 +93,16 @@ SUBJECT = {
         "private_cidr": one_or_list(CIDR, max_items=2),
         "state": {"enum": ["active", "denying"]},
         "policy": {"$ref": "#/$defs/policy"},
+        "keep_caps": {"type": ["boolean", "null"], "default": False},
     },
     # a subject has addresses or (a process sandbox) a cgroup, not both
     "oneOf": [
         {"required": ["addresses"], "not": {"required": ["cgroup"]}},
         {"required": ["cgroup"], "not": {"required": ["addresses"]}},
     ],
+    # keep_caps (null is absent) is a process sandbox's
+    "if": {"required": ["keep_caps"], "properties": {"keep_caps": {"type": "boolean"}}},
+    "then": {"required": ["cgroup"]},
 }
 
 # Keys the tables name but do not type, by their full name.

@@ -73,7 +73,8 @@
 	  "learned destination, port outside the `ports` of the rules that taught it (or no "      \
 	  "TCP/UDP port at all)")                                                                  \
 	X(FW_DROP_SOCKET_TYPE, 29, FW_VERDICT_DROP, "socket-type",                                 \
-	  "raw (`SOCK_RAW`) or packet (`AF_PACKET`) socket in a process sandbox")                  \
+	  "raw IP socket (`SOCK_RAW`) in a process sandbox (packet sockets need `CAP_NET_RAW`, "   \
+	  "which `fastwall run` drops)")                                                           \
 	X(FW_DROP_ALIAS_SOURCE, 30, FW_VERDICT_DROP, "alias-source",                               \
 	  "a process sandbox addressing a DNS proxy address of fastwall's (`127.254.0.0/16`) "     \
 	  "itself, or binding or sending from one that is not its own")                            \
@@ -92,9 +93,8 @@
 	  "known), two VLAN tags, too many IPv6 extension headers")                                \
 	X(FW_DROP_SOURCE_ROUTE, 36, FW_VERDICT_DROP, "source-route",                               \
 	  "a process sandbox's packet whose source route (IPv4 option, IPv6 routing header) "      \
-	  "names "                                                                                 \
-	  "an address its policy denies or more than fastwall reads, or with IPv4 options other "  \
-	  "than one source route")                                                                 \
+	  "names an address its policy denies or more than fastwall reads, or with IPv4 "          \
+	  "options other than one source route")                                                   \
 	X(FW_DROP_SOCKOPT, 37, FW_VERDICT_DROP, "socket-option",                                   \
 	  "a process sandbox setting a socket option that puts IP options or IPv6 extension "      \
 	  "headers on its packets (`IP_OPTIONS`, `IPV6_RTHDR`, `IPV6_HOPOPTS`, `IPV6_DSTOPTS`, "   \

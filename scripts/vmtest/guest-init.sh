@@ -29,7 +29,7 @@ mount -t devpts -o newinstance,ptmxmode=666 devpts /dev/pts
 mount -t tmpfs -o mode=755 run /run
 mount -t tmpfs -o mode=1777 tmp /tmp
 mount -t bpf bpf /sys/fs/bpf
-mount -t cgroup2 cgroup2 /sys/fs/cgroup
+mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 # the checkout may live under a directory the mounts above just covered

@@ -12,7 +12,8 @@
 # of processes.run_group, in a cgroup fastwalld makes (and moves them
 # into) or in one of a subtree delegated to them, and what they may not do.
 # The cgroup programs attach to a cgroup of this run only, so nothing
-# else on the machine is checked.
+# else on the machine is checked. cgroup2 is mounted with nsdelegate, as
+# systemd mounts it (a root run needs it), and the flag put back as found.
 set -u
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -40,8 +41,7 @@ cg_cleanup() {
 		done
 		find "$CG" -depth -type d -exec rmdir {} + 2>/dev/null
 	fi
-	mountpoint -q "$CG_MNT" && umount "$CG_MNT"
-	rmdir "$CG_MNT" 2>/dev/null
+	fw_cg_umount "$CG_MNT"
 	fw_cleanup
 }
 trap cg_cleanup EXIT
@@ -51,8 +51,7 @@ fw_serve_internet
 # ping sockets for root in the pod namespace (ICMP without a raw socket)
 fw_ns "$NS_POD" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
 export FW_CG_MNT=$CG_MNT
-mkdir -p "$CG_MNT"
-mount -t cgroup2 none "$CG_MNT" || fw_die "can't mount cgroup2 at $CG_MNT"
+fw_cg_mount "$CG_MNT"
 
 # the upstream resolver (dnsmasq in the simulated internet) and its names
 UP4=198.51.100.53
@@ -73,6 +72,7 @@ processes:
 subjects:
   - name: svc-$FW_ID
     cgroup: svc/main
+    keep_caps: true # the root shells of in_cg
     policy:
       egress:
         - { action: allow, target: 203.0.113.10 }
@@ -189,10 +189,17 @@ check "ICMP echo to an allowed destination gets its reply" \
 	web "$FW_PY" "$PROBE_SOCK" ping 198.51.100.10 --want ok
 check "a child process is held to the policy" \
 	web sh -c "sh -c '$FW_PY $PROBE_SOCK tcp 203.0.113.10 80 --want EPERM'"
+# (root's command sees its sandbox as / of its cgroup namespace: the
+# path is given)
+sub() { # CMD...: a sub-cgroup of run web, then CMD in it
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	web sh -c 'mkdir -p "$0/sub" && echo $$ >"$0/sub/cgroup.procs" && exec "$@"' \
+		"$CG/web-$FW_ID" "$@"
+}
 check "a sub-cgroup the sandbox makes is held to the policy" \
-	web "$FW_PY" "$PROBE_SOCK" subcgroup 203.0.113.10 80 --want EPERM
+	sub "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want EPERM
 check "... and keeps what it allows" \
-	web "$FW_PY" "$PROBE_SOCK" subcgroup 198.51.100.10 80 --want ok
+	sub "$FW_PY" "$PROBE_SOCK" tcp 198.51.100.10 80 --want ok
 check "outside any sandbox the pod namespace reaches 203.0.113.10" \
 	fw_ns "$NS_POD" "$FW_PY" "$PROBE_SOCK" tcp 203.0.113.10 80 --want ok
 
@@ -549,7 +556,7 @@ keep_cfg() { # SUBJECTS-YAML: the base configuration plus these subjects, reload
 	fw_reload
 }
 k_subject() { # NAME CGROUP EGRESS-RULES... (YAML flow maps)
-	printf '  - name: %s\n    cgroup: %s\n    policy:\n      defaultAction: deny\n      egress:\n' \
+	printf '  - name: %s\n    cgroup: %s\n    keep_caps: true\n    policy:\n      defaultAction: deny\n      egress:\n' \
 		"$1-$FW_ID" "$2"
 	shift 2
 	printf '        - %s\n' "$@"

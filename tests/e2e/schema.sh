@@ -152,6 +152,8 @@ BAD_CONFIGS = [
     ("a guarded port above 65535", "guard: {interfaces: [eth0], ports: [70000]}\n"),
     ("subjects as a mapping", "subjects: {name: a, addresses: [192.0.2.2]}\n"),
     ("a subject with neither addresses nor cgroup", "subjects: [{name: a}]\n"),
+    ("keep_caps on a subject without a cgroup",
+     "processes: {}\nsubjects: [{name: a, addresses: [192.0.2.2], keep_caps: true}]\n"),
     ("a subject in an unknown state",
      "subjects: [{name: a, addresses: [192.0.2.2], state: paused}]\n"),
     ("a subject with an unknown key",

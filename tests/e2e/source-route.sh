@@ -39,16 +39,14 @@ sr_cleanup() {
 		done
 		find "$CG" -depth -type d -exec rmdir {} + 2>/dev/null
 	fi
-	mountpoint -q "$CG_MNT" && umount "$CG_MNT"
-	rmdir "$CG_MNT" 2>/dev/null
+	fw_cg_umount "$CG_MNT"
 	fw_cleanup
 }
 trap sr_cleanup EXIT
 
 fw_topology
 fw_serve_internet
-mkdir -p "$CG_MNT"
-mount -t cgroup2 none "$CG_MNT" || fw_die "can't mount cgroup2 at $CG_MNT"
+fw_cg_mount "$CG_MNT"
 
 # svc: a static subject whose processes an operator starts as root (they
 # keep CAP_NET_RAW, which IPv4 source routes in a control message need)
@@ -64,6 +62,7 @@ processes:
 subjects:
   - name: svc-$FW_ID
     cgroup: svc
+    keep_caps: true
     policy:
       egress:
         - { action: allow, target: $OK4 }

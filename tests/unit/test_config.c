@@ -486,6 +486,12 @@ static const struct bad_case bad[] = {
 	{"processes:\nsubjects:\n  - name: a\n    cgroup: [a]\n", 4, "cgroup must be a scalar"},
 	{"processes:\nsubjects:\n  - { name: a, cgroup: x }\n  - { name: b, cgroup: x }\n", 1,
 	 "the same cgroup"},
+	{"processes:\nsubjects:\n  - name: a\n    addresses: [10.0.0.2]\n    keep_caps: true\n", 5,
+	 "keep_caps is for a subject with a cgroup"},
+	{"processes:\nsubjects:\n  - name: a\n    cgroup: a\n    keep_caps: sometimes\n", 5,
+	 "subjects[].keep_caps must be true or false"},
+	{"processes:\nsubjects:\n  - name: a\n    cgroup: a\n    keep_caps: [true]\n", 5,
+	 "keep_caps must be a scalar"},
 	/* guard */
 	{"guard:\n  ports: [8443]\n", 2, "guard.interfaces: at least one interface"},
 	{"guard:\n  interfaces: [eth0]\n", 2, "guard.ports: at least one port"},
@@ -537,6 +543,20 @@ Test(config, processes_section)
 	cr_assert_eq(cfg.subjects[0].naddrs, 0);
 	cr_assert_eq(cfg.subjects[0].state, FW_STATE_DENYING);
 	cr_assert_eq(cfg.subjects[0].cgroup_id, 0, "resolved by fastwalld, not the parser");
+	cr_assert_not(cfg.subjects[0].keep_caps, "capabilities held to by default");
+}
+
+Test(config, subject_keep_caps)
+{
+	cr_assert_eq(load("processes:\nsubjects:\n  - { name: a, cgroup: a, keep_caps: true }\n"
+			  "  - { name: b, cgroup: b, keep_caps: False }\n"
+			  "  - { name: c, cgroup: c, keep_caps: }\n"),
+		     0, "%s", err);
+	cr_assert_eq(cfg.nsubjects, 3);
+	cr_assert(cfg.subjects[0].keep_caps);
+	cr_assert_not(cfg.subjects[1].keep_caps);
+	cr_assert_not(cfg.subjects[2].keep_caps, "empty: absent, the default");
+	cr_assert_not(cfg.subjects[0].caps_held, "fastwalld decides that, not the parser");
 }
 
 Test(config, monitor_and_audit_sections)

@@ -721,6 +721,31 @@ Test(dns, answer_needs_exactly_the_question)
 	m_a(&m, "example.com", 60, 0x01020304);
 	cr_assert_eq(answer(&m, "example.com", FW_DNS_TYPE_A, &a), -EPROTO);
 
+	/* the same name and type in another class (CH for IN) is another
+	 * question: its IN records teach nothing */
+	response(&m, "example.com", FW_DNS_TYPE_A, 1, 0, 0);
+	m_a(&m, "example.com", 60, 0x01020304);
+	cr_assert_eq(answer(&m, "example.com", FW_DNS_TYPE_A, &a), 0);
+	cr_assert_eq(m.b[FW_DNS_HDR_LEN + 13 + 3], FW_DNS_CLASS_IN);
+	m.b[FW_DNS_HDR_LEN + 13 + 3] = 3; /* CH */
+	cr_assert_eq(answer(&m, "example.com", FW_DNS_TYPE_A, &a), -EPROTO);
+	cr_assert_eq(a.naddrs, 0);
+
+	/* an answer record of another class is not an address of the name */
+	{
+		size_t at;
+
+		response(&m, "example.com", FW_DNS_TYPE_A, 2, 0, 0);
+		m_a(&m, "example.com", 60, 0x01020304);
+		at = m.len;
+		m_a(&m, "example.com", 60, 0x05060708);
+		cr_assert_eq(m.b[at + 13 + 3], FW_DNS_CLASS_IN);
+		m.b[at + 13 + 3] = 3; /* CH */
+		cr_assert_eq(answer(&m, "example.com", FW_DNS_TYPE_A, &a), 0);
+		cr_assert_eq(a.naddrs, 1);
+		assert_ip(&a.addrs[0].ip, v4(0x01020304));
+	}
+
 	/* the name's case is free (it may come back as sent, or 0x20-mixed) */
 	response(&m, "ExAmPlE.CoM", FW_DNS_TYPE_A, 1, 0, 0);
 	m_a(&m, "example.com", 60, 0x01020304);

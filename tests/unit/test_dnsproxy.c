@@ -1739,6 +1739,19 @@ Test(dnsproxy, malformed_queries)
 	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_FORMERR);
 	cr_assert_eq(fake_get(f, &f->udp_queries), 0);
 
+	/* no question: FORMERR, nothing forwarded (the policy decides on
+	 * the question) */
+	bad = q;
+	bad.b[5] = 0;
+	udp_send(fd, p, bad.b, bad.len);
+	cr_assert(udp_recv(fd, p, &r, WAIT_MS));
+	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_FORMERR);
+	bad.len = FW_DNS_HDR_LEN;
+	udp_send(fd, p, bad.b, bad.len);
+	cr_assert(udp_recv(fd, p, &r, WAIT_MS));
+	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_FORMERR);
+	cr_assert_eq(fake_get(f, &f->udp_queries), 0);
+
 	/* bigger than any query we take */
 	bad = q;
 	bad.len = 3000;

@@ -761,6 +761,33 @@ Test(policy, compile_exact_ports_down_a_chain)
 	fw_policy_free(&p);
 }
 
+/* A deny for every port is the verdict under it: a narrower allow that
+ * lists ports does not reopen them (deny beats allow, whatever the
+ * lengths), so no exception set may hang under the deny. */
+Test(policy, compile_exact_ports_under_a_deny_for_every_port)
+{
+	static const long l443[] = {443}, l22[] = {22};
+	struct fw_policy p;
+
+	fw_policy_init(&p);
+	add(&p, "deny", "10.0.0.0/8");
+	add_ports(&p, "allow", "10.1.0.0/16", l443, 1);
+	add_ports(&p, "allow", "2001:db8::/32", l443, 1);
+	add(&p, "deny", "2001:db8::/32");
+	expect_compiled(NULL, &p, "10.0.0.0/8 deny #0; 2001:db8::/32 deny #2; ::/0 deny default");
+	fw_policy_free(&p);
+
+	/* the same under a default allow, and with a listed deny below it */
+	fw_policy_init(&p);
+	p.default_action = FW_ACTION_ALLOW;
+	add(&p, "deny", "10.0.0.0/8");
+	add_ports(&p, "allow", "10.1.0.0/16", l443, 1);
+	add_ports(&p, "deny", "10.1.2.0/24", l22, 1);
+	expect_compiled(NULL, &p,
+			"10.0.0.0/8 deny #0 (default allow); ::/0 allow default (default allow)");
+	fw_policy_free(&p);
+}
+
 Test(policy, compile_exact_families_and_overlay)
 {
 	static const long l443[] = {443};

@@ -273,6 +273,57 @@ Test(run, args_cgroup_is_kept)
 	fw_run_req_free(&a.req);
 }
 
+Test(run, args_keep_caps_only_when_asked)
+{
+	char *plain[] = {"run", "--allow", "192.0.2.1", "--", "id", NULL};
+	char *keep[] = {"run", "--keep-caps", "--name", "k", "--", "id", NULL};
+	char *after[] = {"run", "--", "sh", "--keep-caps", NULL};
+	char *withval[] = {"run", "--keep-caps=yes", "--", "id", NULL};
+	struct fw_run_args a;
+
+	cr_assert_eq(args(&a, plain), 0, "%s", err);
+	cr_assert_not(a.keep_caps, "the default drops them");
+	fw_run_req_free(&a.req);
+	cr_assert_eq(args(&a, keep), 0, "%s", err);
+	cr_assert(a.keep_caps);
+	cr_assert_str_eq(a.req.name, "k");
+	cr_assert_eq(a.cmd, keep + 5);
+	fw_run_req_free(&a.req);
+	cr_assert_eq(args(&a, after), 0, "%s", err);
+	cr_assert_not(a.keep_caps, "the command's own --keep-caps is its own");
+	cr_assert_str_eq(a.cmd[1], "--keep-caps");
+	fw_run_req_free(&a.req);
+	args_fail(withval, "unknown option");
+}
+
+Test(run, sandbox_caps_table)
+{
+	static const struct {
+		int cap;
+		const char *name;
+	} want[] = {
+		{21, "CAP_SYS_ADMIN"},	{12, "CAP_NET_ADMIN"}, {39, "CAP_BPF"},
+		{38, "CAP_PERFMON"},	{13, "CAP_NET_RAW"},   {16, "CAP_SYS_MODULE"},
+		{19, "CAP_SYS_PTRACE"}, {17, "CAP_SYS_RAWIO"}, {22, "CAP_SYS_BOOT"},
+	};
+	const struct fw_sandbox_cap *c;
+
+	cr_assert_eq(fw_sandbox_ncaps, sizeof(want) / sizeof(want[0]));
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		c = fw_sandbox_cap_in(1ull << want[i].cap);
+		cr_assert_not_null(c, "%s", want[i].name);
+		cr_assert_str_eq(c->name, want[i].name);
+	}
+	/* CapBnd of a command of fastwall run as root: all but those */
+	cr_assert_null(
+		fw_sandbox_cap_in(0x000001fffeffffffull &
+				  ~(1ull << 21 | 1ull << 12 | 1ull << 39 | 1ull << 38 | 1ull << 13 |
+				    1ull << 16 | 1ull << 19 | 1ull << 17 | 1ull << 22)));
+	cr_assert_null(fw_sandbox_cap_in(1ull << 1 | 1ull << 7), "CAP_DAC_OVERRIDE, CAP_SETUID");
+	c = fw_sandbox_cap_in(0x000001fffeffffffull);
+	cr_assert_str_eq(c->name, "CAP_SYS_ADMIN", "named first");
+}
+
 Test(run, args_bad_policy_file_names_the_file)
 {
 	char path[] = "/tmp/fastwall-test-run-XXXXXX";

@@ -135,10 +135,23 @@ static const struct bad_case bad[] = {
 	/* ED A0 80: a surrogate */
 	{"utf-8 surrogate", "f1.7aCA.c2FuZGJveC0xMjM.44772.k.gtJzW337dCO-kStxh2GPfA",
 	 FW_SCOPE_E_NAME},
+	/* "a" DEL "b" */
+	{"DEL character", "f1.YX9i.c2FuZGJveC0xMjM.44772.k.gtJzW337dCO-kStxh2GPfA",
+	 FW_SCOPE_E_NAME},
+	/* F4 90 80 80: U+110000, past the last code point */
+	{"code point past U+10FFFF", "f1.9JCAgA.c2FuZGJveC0xMjM.44772.k.gtJzW337dCO-kStxh2GPfA",
+	 FW_SCOPE_E_NAME},
+	/* "a" C3: a sequence cut by the field's end */
+	{"utf-8 cut at the end", "f1.YcM.c2FuZGJveC0xMjM.44772.k.gtJzW337dCO-kStxh2GPfA",
+	 FW_SCOPE_E_NAME},
 	/* C2 85: NEL, a C1 control */
 	{"C1 control", "f1.woU.c2FuZGJveC0xMjM.44772.k.gtJzW337dCO-kStxh2GPfA", FW_SCOPE_E_NAME},
 	{"port with leading zero", "f1.dGVuYW50LWE.c2FuZGJveC0xMjM.044772.k.gtJzW337dCO-kStxh2GPfA",
 	 FW_SCOPE_E_PORT},
+	{"short port with leading zero",
+	 "f1.dGVuYW50LWE.c2FuZGJveC0xMjM.080.k.gtJzW337dCO-kStxh2GPfA", FW_SCOPE_E_PORT},
+	{"five-digit port with leading zero",
+	 "f1.dGVuYW50LWE.c2FuZGJveC0xMjM.04477.k.gtJzW337dCO-kStxh2GPfA", FW_SCOPE_E_PORT},
 	{"port zero", "f1.dGVuYW50LWE.c2FuZGJveC0xMjM.0.k.gtJzW337dCO-kStxh2GPfA", FW_SCOPE_E_PORT},
 	{"port 65536", "f1.dGVuYW50LWE.c2FuZGJveC0xMjM.65536.k.gtJzW337dCO-kStxh2GPfA",
 	 FW_SCOPE_E_PORT},
@@ -196,6 +209,29 @@ Test(scope, malformed_and_tampered_forms_are_refused)
 	}
 }
 
+/* A port is one decimal form: a scope signed for port 80 does not verify
+ * as "080" or "0080", though the MAC covers the same number (a second
+ * spelling of one scope is a second cache key and log line for it). */
+Test(scope, a_signed_port_with_leading_zeros_is_refused)
+{
+	char out[FW_SCOPE_TEXT_MAX], alt[FW_SCOPE_TEXT_MAX + 4];
+	const char *dot;
+	struct fw_scope sc;
+	int n;
+
+	n = fw_scope_sign(&kr, 'k', "tenant-a", 8, "sandbox-123", 11, 80, out, sizeof(out));
+	cr_assert_gt(n, 0);
+	cr_assert_eq(verify(out), 0);
+	dot = strstr(out, ".80.");
+	cr_assert_not_null(dot);
+	for (int zeros = 1; zeros <= 3; zeros++) {
+		snprintf(alt, sizeof(alt), "%.*s.%.*s80%s", (int)(dot - out), out, zeros, "000",
+			 dot + 3);
+		cr_expect_eq(fw_scope_verify(&kr, alt, strlen(alt), &sc), -FW_SCOPE_E_PORT, "%s",
+			     alt);
+	}
+}
+
 Test(scope, a_nul_inside_the_text_is_refused)
 {
 	struct fw_scope sc;
@@ -224,6 +260,18 @@ Test(scope, field_length_bound)
 Test(scope, sign_refuses_what_verify_would)
 {
 	char out[FW_SCOPE_TEXT_MAX];
+
+	/* the name's length ends it: a continuation byte past it (here the
+	 * caller's buffer goes on) does not complete a cut sequence */
+	cr_assert_eq(fw_scope_sign(&kr, 'k', "a\xc3\x80", 2, "s", 1, 80, out, sizeof(out)),
+		     -FW_SCOPE_E_NAME);
+	cr_assert_eq(fw_scope_sign(&kr, 'k', "n", 1, "\xe2\x82\xac", 2, 80, out, sizeof(out)),
+		     -FW_SCOPE_E_NAME);
+	cr_assert_gt(fw_scope_sign(&kr, 'k', "a\xc3\x80", 3, "\xf4\x8f\xbf\xbf", 4, 80, out,
+				   sizeof(out)),
+		     0, "U+10FFFF is the last code point, and allowed");
+	cr_assert_eq(fw_scope_sign(&kr, 'k', "a\x7f", 2, "s", 1, 80, out, sizeof(out)),
+		     -FW_SCOPE_E_NAME);
 
 	cr_assert_eq(fw_scope_sign(&kr, 'k', "", 0, "s", 1, 80, out, sizeof(out)),
 		     -FW_SCOPE_E_NAME);

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <net/if.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -523,19 +524,40 @@ static void on_run_signal(int sig)
 
 static void run_usage(FILE *out)
 {
+	int col = (int)strlen("sandbox (");
+
 	fprintf(out,
 		"usage: fastwall run [--policy FILE] [--allow TARGET]... [--deny TARGET]...\n"
-		"                    [--name NAME] [--socket PATH] [--cgroup DIR] -- CMD [ARGS]\n\n"
+		"                    [--name NAME] [--socket PATH] [--cgroup DIR] [--keep-caps]\n"
+		"                    -- CMD [ARGS]\n\n"
 		"Runs CMD in a process sandbox of the running fastwalld (its processes.\n"
 		"section on): a new cgroup below processes.cgroup_parent whose processes,\n"
 		"children and sub-cgroups included, reach only what the policy allows.\n"
 		"A denied connect or sendto fails with EPERM; raw and packet sockets are\n"
-		"refused. The exit status is CMD's (128 + N when a signal N ended it,\n"
-		"125 when fastwall run itself failed). SIGINT and SIGTERM go to CMD; when\n"
-		"it ends, whatever is left in the cgroup is killed and the subject and\n"
-		"the cgroup are removed. With fastwalld's DNS proxy on, CMD's DNS goes to\n"
-		"the proxy whatever resolver it asks, so domain targets work. For root\n"
-		"and the members of processes.run_group.\n\n"
+		"refused. CMD runs without the capabilities that would let it leave the\n"
+		"sandbox (");
+	/* the names of the table the launcher drops, wrapped at 74 */
+	for (size_t i = 0; i < fw_sandbox_ncaps; i++) {
+		int w = (int)strlen(fw_sandbox_caps[i].name) + 2;
+
+		if (i && col + w > 74) {
+			fputc('\n', out);
+			col = 0;
+		} else if (i) {
+			fputc(' ', out);
+			col++;
+		}
+		col += fprintf(out, "%s%s", fw_sandbox_caps[i].name,
+			       i + 1 < fw_sandbox_ncaps ? "," : "), with");
+	}
+	fprintf(out,
+		"\nno_new_privs, and as root in a cgroup namespace of its own (which needs\n"
+		"cgroup2 mounted with nsdelegate). The exit status is CMD's (128 + N\n"
+		"when a signal N ended it, 125 when fastwall run itself failed). SIGINT\n"
+		"and SIGTERM go to CMD; when it ends, whatever is left in the cgroup is\n"
+		"killed and the subject and the cgroup are removed. With fastwalld's DNS\n"
+		"proxy on, CMD's DNS goes to the proxy whatever resolver it asks, so\n"
+		"domain targets work. For root and the members of processes.run_group.\n\n"
 		"  --policy FILE    the policy JSON: {\"defaultAction\": \"deny\", \"egress\":\n"
 		"                   [{\"action\": \"allow\", \"target\": \"192.0.2.0/24\"}]}\n"
 		"                   (default: deny everything)\n"
@@ -545,7 +567,10 @@ static void run_usage(FILE *out)
 		"  --socket PATH    fastwalld's run socket (default " FW_RUN_DEFAULT_SOCKET ")\n"
 		"  --cgroup DIR     the sandbox is DIR, a cgroup you may write (made when\n"
 		"                   missing) below processes.run_parent, e.g. in a subtree\n"
-		"                   delegated to you; without it fastwalld makes one\n");
+		"                   delegated to you; without it fastwalld makes one\n"
+		"  --keep-caps      the command keeps its capabilities (all but CAP_NET_RAW)\n"
+		"                   and the node's cgroup namespace: as root it may leave\n"
+		"                   the sandbox and change the node's network and BPF\n");
 }
 
 /* One request (with descriptor pass when not -1), its answer. */
@@ -612,32 +637,94 @@ static int run_connect(const char *path)
 	return fd;
 }
 
-/* Without CAP_NET_RAW, for good (bounding set, ambient, and the sets of
- * this process; for a caller other than root no_new_privs): raw and
- * packet sockets are refused by the kernel before any program sees them. The cgroup programs refuse
- * raw IP sockets too, but packet sockets never reach an inet hook. */
-static int drop_net_raw(void)
+/* The command's capabilities: each of fw_sandbox_caps (with keep,
+ * CAP_NET_RAW alone: a packet socket passes no inet hook, so no policy
+ * could hold it) dropped from the bounding set (skipped where the kernel
+ * does not know it, EINVAL: CAP_BPF before 5.8), the ambient set and this
+ * process's sets; then no_new_privs, so no set-uid program or file
+ * capability gives one back. A caller without CAP_SETPCAP (not root)
+ * can't shrink the bounding set (EPERM): no_new_privs holds it to the
+ * sets it has. *which names the capability a failure was about. */
+static int drop_caps(bool keep, const char **which)
 {
 	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct d[2];
-	__u32 bit = 1u << (CAP_NET_RAW % 32);
-	int w = CAP_NET_RAW / 32;
+	bool setpcap;
 
-	if (prctl(PR_CAPBSET_DROP, CAP_NET_RAW, 0, 0, 0) && errno != EINVAL) {
-		/* not root (no CAP_SETPCAP): none of it to drop, and with
-		 * no_new_privs no set-uid or file capability gives it back */
-		if (errno != EPERM || geteuid() == 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-			return -errno;
-	}
-	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, CAP_NET_RAW, 0, 0);
+	*which = NULL;
 	if (syscall(SYS_capget, &h, d))
 		return -errno;
-	d[w].effective &= ~bit;
-	d[w].permitted &= ~bit;
-	d[w].inheritable &= ~bit;
-	if (syscall(SYS_capset, &h, d))
+	setpcap = d[CAP_SETPCAP / 32].effective >> (CAP_SETPCAP % 32) & 1;
+	for (size_t i = 0; i < fw_sandbox_ncaps; i++) {
+		const struct fw_sandbox_cap *c = &fw_sandbox_caps[i];
+		__u32 bit = 1u << (c->cap % 32);
+		int w = c->cap / 32;
+
+		if (keep && c->cap != CAP_NET_RAW)
+			continue;
+		*which = c->name;
+		if (prctl(PR_CAPBSET_DROP, c->cap, 0, 0, 0) && errno != EINVAL &&
+		    (errno != EPERM || setpcap))
+			return -errno;
+		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, c->cap, 0, 0) && errno != EINVAL)
+			return -errno;
+		d[w].effective &= ~bit;
+		d[w].permitted &= ~bit;
+		d[w].inheritable &= ~bit;
+	}
+	*which = NULL;
+	if (syscall(SYS_capset, &h, d) || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -errno;
 	return 0;
+}
+
+/* Could this process write the cgroup.procs of a cgroup above its own
+ * (root's files): uid 0, or CAP_DAC_OVERRIDE. */
+static bool may_leave_cgroup(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+
+	if (geteuid() == 0 || syscall(SYS_capget, &h, d))
+		return true;
+	return d[CAP_DAC_OVERRIDE / 32].permitted >> (CAP_DAC_OVERRIDE % 32) & 1;
+}
+
+/* Holds the child (in its cgroup already) there: a cgroup namespace
+ * rooted at the sandbox, then its capabilities dropped (see drop_caps). A
+ * caller that could write cgroup.procs above the sandbox would otherwise
+ * move itself out: in a cgroup namespace of a hierarchy mounted with
+ * nsdelegate it can't, and without CAP_SYS_ADMIN it can't enter another
+ * namespace or mount a cgroup2 of its own. Fails closed: an error here
+ * ends the run before CMD. With keep: CAP_NET_RAW and no_new_privs only. */
+static int run_confine(const char *cgroup, bool keep)
+{
+	const char *which;
+	int err;
+
+	if (!keep && may_leave_cgroup()) {
+		if (unshare(CLONE_NEWCGROUP)) {
+			err = errno;
+			fprintf(stderr,
+				"fastwall run: can't make a cgroup namespace at %s: %s (without "
+				"one the command could leave; --keep-caps runs it so)\n",
+				cgroup, strerror(err));
+			return -err;
+		}
+		if (!fw_cg_nsdelegate()) {
+			fprintf(stderr,
+				"fastwall run: can't hold the command in %s: cgroup2 is not "
+				"mounted with nsdelegate (mount -o remount,nsdelegate on a cgroup2 "
+				"mount, as systemd mounts it; --keep-caps runs it unconfined)\n",
+				cgroup);
+			return -EPERM;
+		}
+	}
+	err = drop_caps(keep, &which);
+	if (err)
+		fprintf(stderr, "fastwall run: can't drop %s: %s\n", which ? which : "capabilities",
+			strerror(-err));
+	return err;
 }
 
 /* Into the sandbox: fastwalld moves this process (a caller other than
@@ -663,7 +750,8 @@ static int run_join(const char *sock, const char *name)
 
 /* The child: into the sandbox's cgroup, then CMD. It never runs CMD
  * outside the cgroup. dfd: the cgroup passed with --cgroup, or -1. */
-static void run_child(const char *cgroup, int dfd, const char *sock, const char *name, char **cmd)
+static void run_child(const char *cgroup, int dfd, const char *sock, const char *name, bool keep,
+		      char **cmd)
 {
 	char procs[4200];
 	sigset_t none;
@@ -694,10 +782,8 @@ static void run_child(const char *cgroup, int dfd, const char *sock, const char 
 		if (dfd >= 0)
 			close(dfd);
 	}
-	if (drop_net_raw()) {
-		fprintf(stderr, "fastwall run: can't drop CAP_NET_RAW: %s\n", strerror(errno));
+	if (run_confine(cgroup, keep))
 		_exit(RUN_EXIT_OWN);
-	}
 	execvp(cmd[0], cmd);
 	fprintf(stderr, "fastwall run: can't run %s: %s\n", cmd[0], strerror(errno));
 	_exit(errno == ENOENT ? FW_EXIT_RUN_NOENT : FW_EXIT_RUN_NOEXEC);
@@ -763,7 +849,7 @@ static int cmd_run(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 	child = fork();
 	if (child == 0)
-		run_child(rep.cgroup, dfd, a.socket, a.req.name, a.cmd);
+		run_child(rep.cgroup, dfd, a.socket, a.req.name, a.keep_caps, a.cmd);
 	if (dfd >= 0)
 		close(dfd);
 	if (child < 0) {

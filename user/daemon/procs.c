@@ -92,6 +92,12 @@ struct fw_procs {
 	struct run *runs;
 	struct client *clients;
 	struct fw_loop_timer timer;
+	/* the static subjects of the running configuration (the last
+	 * fw_procs_resolve), whose processes the periodic check looks at */
+	struct fw_subject_spec *subjects;
+	size_t nsubjects;
+	__u64 cgns_ino;	 /* fastwalld's own cgroup namespace */
+	bool nsdelegate; /* cgroup2 has it, at the last look */
 };
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -206,6 +212,149 @@ static bool collect(struct fw_procs *p, struct run *run, const char *why)
 	return true;
 }
 
+/* --- the capabilities of a static subject's processes ------------------ */
+
+/* Why process pid may leave its cgroup or change what holds it (into
+ * why), or false: one of fw_sandbox_caps in its bounding or permitted set,
+ * or uid 0 (any of its four uids) where a cgroup namespace does not hold it
+ * (fastwalld's own namespace, or a hierarchy without nsdelegate): uid 0
+ * owns the cgroup.procs of every cgroup above. */
+static bool proc_may_leave(const struct fw_procs *p, pid_t pid, bool nsdelegate, char *why,
+			   size_t whylen)
+{
+	char file[64], line[256];
+	unsigned long long bnd = 0, prm = 0;
+	unsigned int uid[4] = {1, 1, 1, 1};
+	const struct fw_sandbox_cap *c;
+	struct stat st;
+	bool root;
+	FILE *f;
+
+	snprintf(file, sizeof(file), "/proc/%d/status", (int)pid);
+	f = fopen(file, "re");
+	if (!f)
+		return false; /* gone */
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "Uid:", 4))
+			sscanf(line + 4, "%u %u %u %u", &uid[0], &uid[1], &uid[2], &uid[3]);
+		else if (!strncmp(line, "CapPrm:", 7))
+			sscanf(line + 7, "%llx", &prm);
+		else if (!strncmp(line, "CapBnd:", 7))
+			sscanf(line + 7, "%llx", &bnd);
+	}
+	fclose(f);
+	c = fw_sandbox_cap_in(bnd | prm);
+	if (c) {
+		snprintf(why, whylen, "has %s", c->name);
+		return true;
+	}
+	root = !uid[0] || !uid[1] || !uid[2] || !uid[3];
+	if (!root)
+		return false;
+	if (!nsdelegate) {
+		snprintf(why, whylen, "runs as root and cgroup2 has no nsdelegate");
+		return true;
+	}
+	snprintf(file, sizeof(file), "/proc/%d/ns/cgroup", (int)pid);
+	if (stat(file, &st) == 0 && st.st_ino == p->cgns_ino) {
+		snprintf(why, whylen, "runs as root in the node's cgroup namespace");
+		return true;
+	}
+	return false;
+}
+
+/* The first process of cgroup path or of one below it that may leave
+ * (proc_may_leave), 0 without one. */
+static pid_t cg_may_leave(const struct fw_procs *p, const char *path, int depth, bool nsdelegate,
+			  char *why, size_t whylen)
+{
+	char file[PATH_MAX];
+	struct dirent *de;
+	pid_t found = 0;
+	int pid;
+	FILE *f;
+	DIR *d;
+
+	if (snprintf(file, sizeof(file), "%s/cgroup.procs", path) >= (int)sizeof(file))
+		return 0;
+	f = fopen(file, "re");
+	if (!f)
+		return 0;
+	while (!found && fscanf(f, "%d", &pid) == 1) {
+		if (proc_may_leave(p, pid, nsdelegate, why, whylen))
+			found = pid;
+	}
+	fclose(f);
+	if (found || depth >= FW_CG_MAX_LEVELS || !(d = opendir(path)))
+		return found;
+	while (!found && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.' ||
+		    snprintf(file, sizeof(file), "%s/%s", path, de->d_name) >= (int)sizeof(file))
+			continue;
+		found = cg_may_leave(p, file, depth + 1, nsdelegate, why, whylen);
+	}
+	closedir(d);
+	return found;
+}
+
+/* Holds an active static subject s denying while a process of its
+ * cgroup may leave it (keep_caps false), and lets it go once none may.
+ * apply: reprogram it now (the periodic check); at a start or reload the
+ * sync that follows programs what this decided. */
+static void caps_check(struct fw_procs *p, struct fw_subject_spec *s, bool nsdelegate, bool apply)
+{
+	char path[PATH_MAX], why[96];
+	struct fw_entry *e;
+	pid_t pid;
+
+	if (!s->cgroup[0] || !s->cgroup_id || s->keep_caps ||
+	    (s->state != FW_STATE_ACTIVE && !s->caps_held) ||
+	    snprintf(path, sizeof(path), "%s/%s", p->parent, s->cgroup) >= (int)sizeof(path))
+		return;
+	pid = cg_may_leave(p, path, 0, nsdelegate, why, sizeof(why));
+	if (pid && !s->caps_held) {
+		fw_warn("subject %s: held denying: pid %d in cgroup %s %s (keep_caps is false)",
+			s->name, (int)pid, path, why);
+		s->caps_held = true;
+		s->state = FW_STATE_DENYING;
+	} else if (!pid && s->caps_held) {
+		fw_info("subject %s: no process of cgroup %s may leave it now: active again",
+			s->name, path);
+		s->caps_held = false;
+		s->state = FW_STATE_ACTIVE;
+	} else {
+		return;
+	}
+	if (!apply)
+		return;
+	e = fw_reg_get(p->reg, s->name, false);
+	if (!e)
+		return;
+	if (e->id && e->meta.origin == FW_ORIGIN_STATIC &&
+	    fw_reg_apply(p->reg, e, s, FW_ORIGIN_STATIC, 0, NULL))
+		fw_err("subject %s: can't set its state", s->name);
+	fw_reg_put(p->reg, e);
+}
+
+/* nsdelegate is one flag of the hierarchy, and root in the node's
+ * cgroup namespace who mounts cgroup2 without it clears it: said when it
+ * comes and goes. */
+static void nsdelegate_check(struct fw_procs *p)
+{
+	bool now = fw_cg_nsdelegate();
+
+	if (now == p->nsdelegate)
+		return;
+	p->nsdelegate = now;
+	if (now)
+		fw_info("cgroup2 is mounted with nsdelegate: a cgroup namespace holds the root "
+			"commands of fastwall run in their cgroups");
+	else
+		fw_warn("cgroup2 is not mounted with nsdelegate: no cgroup namespace holds "
+			"root in its cgroup (fastwall run refuses root commands without "
+			"--keep-caps; a root process holds a static subject denying)");
+}
+
 static __u64 check_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 {
 	struct fw_procs *p = ctx;
@@ -217,6 +366,9 @@ static __u64 check_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 		next = run->next;
 		collect(p, run, "periodic check");
 	}
+	nsdelegate_check(p);
+	for (size_t i = 0; i < p->nsubjects; i++)
+		caps_check(p, &p->subjects[i], p->nsdelegate, true);
 	return FW_PROCS_CHECK_NS;
 }
 
@@ -881,6 +1033,9 @@ static void adopt(struct fw_procs *p)
 
 void fw_procs_resolve(struct fw_procs *p, struct fw_subject_spec *subjects, size_t n)
 {
+	nsdelegate_check(p);
+	p->subjects = subjects;
+	p->nsubjects = n;
 	for (size_t i = 0; i < n; i++) {
 		struct fw_subject_spec *s = &subjects[i];
 		char path[PATH_MAX];
@@ -903,6 +1058,7 @@ void fw_procs_resolve(struct fw_procs *p, struct fw_subject_spec *subjects, size
 			fw_err("subject %s: cgroup %s can't be a sandbox: %s", s->name, path,
 			       strerror(-err));
 		}
+		caps_check(p, s, p->nsdelegate, false);
 	}
 }
 
@@ -966,6 +1122,7 @@ static int resolve_group(struct fw_procs *p, const char *name)
 int fw_procs_open(struct fw_registry *reg, const struct fw_cfg *cfg, struct fw_procs **out)
 {
 	struct fw_procs *p = calloc(1, sizeof(*p));
+	struct stat st;
 	int err, level;
 
 	if (!p)
@@ -1018,6 +1175,10 @@ int fw_procs_open(struct fw_registry *reg, const struct fw_cfg *cfg, struct fw_p
 	if (p->ifd < 0)
 		fw_warn("no inotify (%s): ended runs are seen by the periodic check only",
 			strerror(errno));
+	if (stat("/proc/self/ns/cgroup", &st) == 0)
+		p->cgns_ino = st.st_ino;
+	p->nsdelegate = true; /* said at once when it is not */
+	nsdelegate_check(p);
 	adopt(p);
 	*out = p;
 	return 0;

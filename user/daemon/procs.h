@@ -22,7 +22,10 @@ int fw_procs_open(struct fw_registry *reg, const struct fw_cfg *cfg, struct fw_p
 int fw_procs_serve(struct fw_procs *p, struct fw_loop *loop);
 /* Resolves the cgroup of every static subject with one (below the
  * parent, created when missing) to its id in the spec; a subject whose
- * cgroup can't be made or is too deep gets none (it matches nothing). */
+ * cgroup can't be made or is too deep gets none (it matches nothing).
+ * An active one without keep_caps whose cgroup holds a process that may
+ * leave it is set denying (caps_held) until the periodic check finds
+ * none; the check looks at these specs (kept, not copied) from then on. */
 void fw_procs_resolve(struct fw_procs *p, struct fw_subject_spec *subjects, size_t n);
 /* Closes the socket; subjects, cgroups and programs stay (fail closed:
  * the sandboxes keep their policy while fastwalld is away). */

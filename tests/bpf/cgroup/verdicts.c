@@ -9,16 +9,24 @@
  * counter (exactly +1), the subject's counter and the deny event. Needs
  * root and a cgroup2 mount (it mounts one when there is none); prints
  * "N passed, N failed". The socket hooks (connect, sendmsg, sock_create)
- * are exercised through real system calls by tests/e2e/cgroup.sh. */
+ * have no test runner: their rows (sock_rows) make real system calls from
+ * the row's cgroup, in a network namespace of the test's own; the proxy's
+ * redirection through them is tests/e2e/cgroup.sh's. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <linux/if_ether.h>
+#include <netinet/in.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -190,6 +198,120 @@ static const struct row rows[] = {
 	 UDP4(NODE4, ALPHA_OK4, 40000, 9000, .route = {ALPHA_BAD4}), 0, FW_DROP_SOURCE_ROUTE},
 	{"no sandbox: a source route passes uncounted", IN_NONE,
 	 UDP4(NODE4, ALPHA_OK4, 40000, 9000, .route = {ALPHA_BAD4}), 1, 0, true},
+	/* DNS over TLS, every family and transport (the socket hooks' rows
+	 * are in sock_rows below) */
+	{"UDP DNS over TLS to an allowed address drops", IN_ALPHA,
+	 UDP4(NODE4, ALPHA_OK4, 40000, 853), 0, FW_DROP_DOT},
+	{"IPv6 TCP DNS over TLS to an allowed prefix drops", IN_ALPHA,
+	 TCP6(NODE6, ALPHA_OK6, 40000, 853), 0, FW_DROP_DOT},
+	{"IPv6 UDP DNS over TLS to an allowed prefix drops", IN_ALPHA,
+	 UDP6(NODE6, ALPHA_OK6, 40000, 853), 0, FW_DROP_DOT},
+	{"port 853 as the source is no DNS over TLS", IN_ALPHA, UDP4(NODE4, ALPHA_OK4, 853, 9000),
+	 1, FW_PASS_ALLOW_CIDR},
+};
+
+/* The socket hooks. BPF_PROG_TEST_RUN has no runner for the cgroup
+ * socket-address programs (connect, sendmsg) nor for cgroup/sock_create
+ * (the kernel answers ENOTSUPP), so these rows make the system call from
+ * the row's cgroup, the programs attached to the test's cgroups, in a
+ * network namespace of the test's own that has no route: a call the
+ * hooks let through then fails otherwise (ENETUNREACH) and sends nothing.
+ * Each row is checked on the call's EPERM (or not), the reason counter
+ * (exactly +1, none for a socket() that passes, which counts nothing)
+ * and the deny event. */
+enum sock_op {
+	OP_SOCKET,  /* socket(family, type, proto) */
+	OP_CONNECT, /* socket, then connect(dst, port) */
+	OP_SENDTO,  /* socket, then sendto(dst, port) without connect */
+	OP_BIND,    /* socket, then bind(dst, port) */
+};
+
+struct sock_row {
+	const char *desc;
+	enum where where;
+	enum sock_op op;
+	int family, type, proto;
+	const char *dst;
+	__u16 port;
+	int verdict;	 /* 1: the hooks let the call through, 0: EPERM */
+	__u32 reason;	 /* counted once ... */
+	bool uncounted;	 /* ... unless nothing is (a socket() that passes) */
+	__u16 warm_port; /* OP_SENDTO: first a datagram to dst on this port */
+};
+
+static const struct sock_row sock_rows[] = {
+	/* DNS over TLS: connect and sendmsg, IPv4 and IPv6, TCP and UDP */
+	{"connect: TCP to port 853 of an allowed address is refused", IN_ALPHA, OP_CONNECT, AF_INET,
+	 SOCK_STREAM, 0, ALPHA_OK4, 853, 0, FW_DROP_DOT},
+	{"connect: UDP to port 853 of an allowed address is refused", IN_ALPHA, OP_CONNECT, AF_INET,
+	 SOCK_DGRAM, 0, ALPHA_OK4, 853, 0, FW_DROP_DOT},
+	{"connect: IPv6 TCP to port 853 of an allowed prefix is refused", IN_ALPHA, OP_CONNECT,
+	 AF_INET6, SOCK_STREAM, 0, ALPHA_OK6, 853, 0, FW_DROP_DOT},
+	{"connect: IPv6 UDP to port 853 of an allowed prefix is refused", IN_ALPHA_CHILD,
+	 OP_CONNECT, AF_INET6, SOCK_DGRAM, 0, ALPHA_OK6, 853, 0, FW_DROP_DOT},
+	{"connect: an IPv6 socket's v4-mapped port 853 is refused", IN_ALPHA, OP_CONNECT, AF_INET6,
+	 SOCK_STREAM, 0, "::ffff:" ALPHA_OK4, 853, 0, FW_DROP_DOT},
+	{"sendmsg: UDP to port 853 of an allowed address is refused", IN_ALPHA, OP_SENDTO, AF_INET,
+	 SOCK_DGRAM, 0, ALPHA_OK4, 853, 0, FW_DROP_DOT},
+	{"sendmsg: IPv6 UDP to port 853 of an allowed prefix is refused", IN_ALPHA, OP_SENDTO,
+	 AF_INET6, SOCK_DGRAM, 0, ALPHA_OK6, 853, 0, FW_DROP_DOT},
+	{"sendmsg: an IPv6 socket's v4-mapped port 853 is refused", IN_ALPHA_CHILD, OP_SENDTO,
+	 AF_INET6, SOCK_DGRAM, 0, "::ffff:" ALPHA_OK4, 853, 0, FW_DROP_DOT},
+	/* an unconnected socket's last verdict is kept for its destination:
+	 * another port of the same address is decided afresh */
+	{"sendmsg: port 853 after a datagram to port 443 of the same address is refused", IN_ALPHA,
+	 OP_SENDTO, AF_INET, SOCK_DGRAM, 0, ALPHA_OK4, 853, 0, FW_DROP_DOT, false, 443},
+	{"sendmsg: IPv6 port 853 after a datagram to port 443 of the same address is refused",
+	 IN_ALPHA, OP_SENDTO, AF_INET6, SOCK_DGRAM, 0, ALPHA_OK6, 853, 0, FW_DROP_DOT, false, 443},
+	/* the same calls elsewhere: the policy decides */
+	{"connect: TCP to port 443 of an allowed address goes on", IN_ALPHA, OP_CONNECT, AF_INET,
+	 SOCK_STREAM, 0, ALPHA_OK4, 443, 1, FW_PASS_ALLOW_CIDR},
+	{"connect: IPv6 UDP to port 443 of an allowed prefix goes on", IN_ALPHA, OP_CONNECT,
+	 AF_INET6, SOCK_DGRAM, 0, ALPHA_OK6, 443, 1, FW_PASS_ALLOW_CIDR},
+	{"connect: TCP to a deny CIDR is refused", IN_ALPHA, OP_CONNECT, AF_INET, SOCK_STREAM, 0,
+	 ALPHA_BAD4, 443, 0, FW_DROP_DENY_CIDR},
+	{"sendmsg: UDP to port 443 of an allowed address goes on", IN_ALPHA, OP_SENDTO, AF_INET,
+	 SOCK_DGRAM, 0, ALPHA_OK4, 443, 1, FW_PASS_ALLOW_CIDR},
+	{"sendmsg: IPv6 UDP nowhere is refused", IN_ALPHA, OP_SENDTO, AF_INET6, SOCK_DGRAM, 0,
+	 ALPHA_BAD6, 9000, 0, FW_DROP_DEFAULT_DENY},
+	/* fastwall's proxy addresses (127.254.0.0/16): none to connect to,
+	 * none of another subject's to bind */
+	{"connect: UDP to another subject's proxy address is refused", IN_ALPHA, OP_CONNECT,
+	 AF_INET, SOCK_DGRAM, 0, "127.254.255.254", DNS_PORT, 0, FW_DROP_ALIAS_SOURCE},
+	{"connect: TCP to a proxy address is refused", IN_ALPHA_CHILD, OP_CONNECT, AF_INET,
+	 SOCK_STREAM, 0, "127.254.0.77", 9000, 0, FW_DROP_ALIAS_SOURCE},
+	{"connect: an IPv6 socket's v4-mapped proxy address is refused", IN_ALPHA, OP_CONNECT,
+	 AF_INET6, SOCK_DGRAM, 0, "::ffff:127.254.0.77", 9000, 0, FW_DROP_ALIAS_SOURCE},
+	{"bind: to another subject's proxy address is refused", IN_ALPHA, OP_BIND, AF_INET,
+	 SOCK_DGRAM, 0, "127.254.255.254", 0, 0, FW_DROP_ALIAS_SOURCE},
+	{"bind: IPv6, to another subject's v4-mapped proxy address is refused", IN_ALPHA_CHILD,
+	 OP_BIND, AF_INET6, SOCK_STREAM, 0, "::ffff:127.254.0.77", 0, 0, FW_DROP_ALIAS_SOURCE},
+	/* sock_create: no raw IP or packet socket in a sandbox, whatever
+	 * its state; ordinary sockets pass uncounted */
+	{"socket: raw IPv4 is refused", IN_ALPHA, OP_SOCKET, AF_INET, SOCK_RAW, IPPROTO_ICMP, NULL,
+	 0, 0, FW_DROP_SOCKET_TYPE},
+	{"socket: raw IPv4 IPPROTO_RAW is refused", IN_ALPHA_CHILD, OP_SOCKET, AF_INET, SOCK_RAW,
+	 IPPROTO_RAW, NULL, 0, 0, FW_DROP_SOCKET_TYPE},
+	{"socket: raw IPv6 is refused", IN_ALPHA, OP_SOCKET, AF_INET6, SOCK_RAW, IPPROTO_ICMPV6,
+	 NULL, 0, 0, FW_DROP_SOCKET_TYPE},
+	{"socket: raw IPv6 UDP is refused", IN_ALPHA, OP_SOCKET, AF_INET6, SOCK_RAW, IPPROTO_UDP,
+	 NULL, 0, 0, FW_DROP_SOCKET_TYPE},
+	{"socket: a denying subject's raw socket is refused", IN_DENYING, OP_SOCKET, AF_INET,
+	 SOCK_RAW, IPPROTO_ICMP, NULL, 0, 0, FW_DROP_SOCKET_TYPE},
+	{"socket: TCP passes", IN_ALPHA, OP_SOCKET, AF_INET, SOCK_STREAM, 0, NULL, 0, 1, 0, true},
+	{"socket: UDP passes", IN_ALPHA, OP_SOCKET, AF_INET, SOCK_DGRAM, 0, NULL, 0, 1, 0, true},
+	{"socket: IPv6 TCP passes", IN_ALPHA_CHILD, OP_SOCKET, AF_INET6, SOCK_STREAM, 0, NULL, 0, 1,
+	 0, true},
+	/* packet sockets never reach an inet hook: the cgroup programs do not
+	 * see them (design.md, "Compared with an address subject": fastwall
+	 * run drops CAP_NET_RAW instead). A row that starts failing here means
+	 * the kernel began running sock_create for them. */
+	{"socket: a packet socket is not seen by sock_create (CAP_NET_RAW decides)", IN_ALPHA,
+	 OP_SOCKET, AF_PACKET, SOCK_RAW, 0, NULL, 0, 1, 0, true},
+	{"socket: IPv6 UDP passes", IN_ALPHA, OP_SOCKET, AF_INET6, SOCK_DGRAM, 0, NULL, 0, 1, 0,
+	 true},
+	{"socket: no sandbox, a raw socket passes uncounted", IN_NONE, OP_SOCKET, AF_INET, SOCK_RAW,
+	 IPPROTO_ICMP, NULL, 0, 1, 0, true},
 };
 
 static struct {
@@ -203,6 +325,7 @@ static struct {
 	struct fw_registry reg;
 	bool reg_on;
 	struct fw_cg *cg;
+	bool attached; /* the programs on base, for the socket rows */
 	int prog;
 	struct ring_buffer *rb;
 	struct fw_event ev[16];
@@ -323,6 +446,8 @@ static void cleanup(void)
 			close(fd);
 		}
 	}
+	if (t.attached)
+		fw_cg_detach(t.base);
 	for (int w = IN_NONE; w >= IN_ALPHA; w--)
 		if (t.path[w][0])
 			rmdir(t.path[w]);
@@ -516,6 +641,116 @@ static bool run_row(const struct row *r)
 	return ok;
 }
 
+/* r's destination, on port. */
+static socklen_t sock_addr_of(const struct sock_row *r, __u16 port, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (r->family == AF_INET) {
+		struct sockaddr_in *a = (struct sockaddr_in *)ss;
+
+		a->sin_family = AF_INET;
+		a->sin_port = htons(port);
+		return inet_pton(AF_INET, r->dst, &a->sin_addr) == 1 ? sizeof(*a) : 0;
+	}
+	struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+
+	a->sin6_family = AF_INET6;
+	a->sin6_port = htons(port);
+	return inet_pton(AF_INET6, r->dst, &a->sin6_addr) == 1 ? sizeof(*a) : 0;
+}
+
+/* The row's call on fd (socket() itself made it for OP_SOCKET); the errno
+ * it ended with, 0 when it succeeded. */
+static int sock_call(const struct sock_row *r, int fd, __u16 port)
+{
+	struct sockaddr_storage ss;
+	socklen_t slen;
+
+	if (r->op == OP_SOCKET)
+		return 0;
+	slen = sock_addr_of(r, port, &ss);
+	if (!slen)
+		return EINVAL;
+	if (r->op == OP_CONNECT)
+		return connect(fd, (struct sockaddr *)&ss, slen) ? errno : 0;
+	if (r->op == OP_BIND)
+		return bind(fd, (struct sockaddr *)&ss, slen) ? errno : 0;
+	return sendto(fd, "q", 1, 0, (struct sockaddr *)&ss, slen) < 0 ? errno : 0;
+}
+
+static bool run_sock_row(const struct sock_row *r)
+{
+	__u32 id = r->where == IN_DENYING ? t.id[IN_DENYING] : t.id[IN_ALPHA];
+	__u64 before, sbefore, total;
+	bool ok = true;
+	int fd, err;
+
+	if (join(r->where)) {
+		printf("not ok - %s: can't join the cgroup\n", r->desc);
+		return false;
+	}
+	/* socket() is the call of OP_SOCKET rows, counted with it */
+	before = reason_count(r->reason);
+	sbefore = subject_count(id, r->reason);
+	total = total_count();
+	ring_buffer__consume(t.rb);
+	t.nev = 0;
+	fd = socket(r->family, r->type | SOCK_NONBLOCK | SOCK_CLOEXEC, r->proto);
+	if (fd < 0 && r->op != OP_SOCKET) {
+		printf("not ok - %s: socket: %s\n", r->desc, strerror(errno));
+		return false;
+	}
+	err = fd < 0 ? errno : 0;
+	if (fd >= 0 && r->warm_port) {
+		/* an earlier datagram of the same socket, which the hook may
+		 * remember: it must not decide this one */
+		if (sock_call(r, fd, r->warm_port) == EPERM) {
+			printf("not ok - %s: the first datagram was refused\n", r->desc);
+			close(fd);
+			return false;
+		}
+		ring_buffer__consume(t.rb);
+		before = reason_count(r->reason);
+		sbefore = subject_count(id, r->reason);
+		total = total_count();
+		t.nev = 0;
+	}
+	if (fd >= 0) {
+		err = sock_call(r, fd, r->port);
+		close(fd);
+	}
+	ring_buffer__consume(t.rb);
+	if (r->verdict ? err == EPERM : err != EPERM) {
+		printf("not ok - %s: the call ended with %s, want %s\n", r->desc,
+		       err ? strerror(err) : "success", r->verdict ? "no EPERM" : "EPERM");
+		ok = false;
+	}
+	if (r->uncounted) {
+		if (total_count() != total || t.nev) {
+			printf("not ok - %s: counted (or reported) a call that passes\n", r->desc);
+			ok = false;
+		}
+	} else if (reason_count(r->reason) != before + 1 ||
+		   subject_count(id, r->reason) != sbefore + 1 || total_count() != total + 1) {
+		printf("not ok - %s: reason %s not counted exactly once for subject %u\n", r->desc,
+		       fw_reason_name(r->reason), id);
+		ok = false;
+	}
+	if (!r->uncounted && !r->verdict &&
+	    (t.nev != 1 || t.ev[0].subject != id || t.ev[0].reason != r->reason)) {
+		printf("not ok - %s: want one deny event of subject %u, reason %s (got %zu)\n",
+		       r->desc, id, fw_reason_name(r->reason), t.nev);
+		ok = false;
+	}
+	if (r->verdict && t.nev) {
+		printf("not ok - %s: an event for a call that passes\n", r->desc);
+		ok = false;
+	}
+	if (ok)
+		printf("ok - %s\n", r->desc);
+	return ok;
+}
+
 int main(void)
 {
 	static const int fatal[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGINT, SIGTERM};
@@ -527,6 +762,12 @@ int main(void)
 	}
 	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
 		signal(fatal[i], on_fatal);
+	/* a namespace of our own: the socket rows' calls reach no network */
+	if (unshare(CLONE_NEWNET)) {
+		fprintf(stderr, "cgroup verdicts: can't make a network namespace: %s\n",
+			strerror(errno));
+		return 1;
+	}
 	err = setup();
 	if (err) {
 		fprintf(stderr, "cgroup verdicts: setup failed: %s\n", strerror(-err));
@@ -539,6 +780,17 @@ int main(void)
 		else
 			failed++;
 	}
+	/* the socket hooks: the programs attached to the test's cgroups */
+	err = fw_cg_attach(t.cg, t.base);
+	t.attached = !err;
+	for (size_t i = 0; i < sizeof(sock_rows) / sizeof(sock_rows[0]); i++) {
+		if (!err && run_sock_row(&sock_rows[i]))
+			passed++;
+		else
+			failed++;
+	}
+	if (err)
+		printf("not ok - can't attach the cgroup programs: %s\n", strerror(-err));
 	/* explain --cgroup was put every row it can express */
 	if (explained >= 12) {
 		printf("ok - fastwall explain --cgroup agrees on the %d rows it can express\n",

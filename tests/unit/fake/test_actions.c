@@ -244,6 +244,59 @@ Test(actions, a_bad_request_registers_nothing)
 	cr_assert_eq(fw_reg_count(&reg), 0);
 }
 
+/* The uid header of a push (credential-push.md): trimmed, 1-128 bytes, no
+ * path separator or control character; a bad one is 400 before anything
+ * is looked up, a good one for an unknown sandbox 404 on GET. */
+static int push_uid(const char *uid)
+{
+	struct fw_reply r;
+	int status;
+
+	fw_actions_policy(&act, "GET", uid, NULL, NULL, 0, &r);
+	status = r.status;
+	fw_reply_free(&r);
+	return status;
+}
+
+Test(actions, a_push_uid_header_is_checked)
+{
+	char uid[FW_UID_MAX + 2];
+
+	cr_assert_eq(push_uid("u-1"), 404);
+	cr_assert_eq(push_uid(" \tu-1\t "), 404, "trimmed");
+	cr_assert_eq(push_uid(NULL), 400);
+	cr_assert_eq(push_uid(""), 400);
+	cr_assert_eq(push_uid(" \t "), 400);
+	cr_assert_eq(push_uid("../u-1"), 400);
+	cr_assert_eq(push_uid("a/b"), 400);
+	cr_assert_eq(push_uid("a\\b"), 400);
+	cr_assert_eq(push_uid("a\nb"), 400);
+	cr_assert_eq(push_uid("a\x7f"), 400);
+	memset(uid, 'u', sizeof(uid));
+	uid[FW_UID_MAX] = '\0';
+	cr_assert_eq(push_uid(uid), 404, "%d bytes is the longest", FW_UID_MAX);
+	uid[FW_UID_MAX] = 'u';
+	uid[FW_UID_MAX + 1] = '\0';
+	cr_assert_eq(push_uid(uid), 400, "%d bytes is one too many", FW_UID_MAX + 1);
+}
+
+Test(actions, an_envelope_uid_past_the_limit_registers_nothing)
+{
+	char uid[FW_UID_MAX + 3];
+
+	memset(uid, 'u', sizeof(uid));
+	uid[FW_UID_MAX + 1] = '\0';
+	cr_assert_eq(set_binding(uid, "rt-1", "att-1", SANDBOX_IP, POLICY_ALLOW_DOCS), 400);
+	uid[FW_UID_MAX + 2] = '\0';
+	uid[FW_UID_MAX + 1] = 'u';
+	cr_assert_eq(set_binding(uid, "rt-1", "att-1", SANDBOX_IP, POLICY_ALLOW_DOCS), 400);
+	cr_assert_eq(fake_dispatch_count(dp), 0);
+	cr_assert_eq(fw_reg_count(&reg), 0);
+	uid[FW_UID_MAX] = '\0';
+	cr_assert_eq(set_binding(uid, "rt-1", "att-1", SANDBOX_IP, POLICY_ALLOW_DOCS), 200);
+	cr_assert_eq(fw_reg_count(&reg), 1);
+}
+
 Test(actions, a_data_plane_failure_is_500_and_the_retry_converges)
 {
 	cr_assert_eq(set_binding("u-1", "rt-1", "att-1", SANDBOX_IP, POLICY_ALLOW_DOCS), 200);

@@ -192,6 +192,45 @@ Test(learn, refresh_renews_leases_with_an_open_connection)
 	cr_assert_eq(st.grace, 1);
 }
 
+/* The renewal on a connection's record lengthens, never shortens: a lease
+ * of lease_max_s keeps its end through an open connection's refresh tick,
+ * and through the last renewal once the connection closes (no grace is
+ * counted, nothing was extended). */
+Test(learn, refresh_never_shortens_a_long_lease)
+{
+	const char *addr[] = {"203.0.113.5"};
+	struct fw_ip a = ip_of("203.0.113.5");
+	struct fw_conn_key k = {.subject = sid, .sport = 40000, .dport = 443, .dst = a};
+	struct fw_conn c = {0};
+	struct fw_lease before, after;
+	struct fw_learn_stats st;
+	int ans;
+
+	start();
+	cr_assert_eq(resolve("192.0.2.10", "api.example.com", addr, 1, 86400, &ans), DNSP_FORWARD);
+	cr_assert_eq(ans, 0);
+	cr_assert_eq(fake_lease_get(dp, sid, &a, &before), 0);
+	cr_assert_eq(lease_left_s(sid, "203.0.113.5"), cfg.lease_max_s);
+
+	c.last_seen_ns = fw_now_ns();
+	fake_conn_put(dp, &k, &c);
+	cr_assert_eq(fw_learn_tick(learn), 0);
+	cr_assert_eq(fake_lease_get(dp, sid, &a, &after), 0);
+	cr_assert_eq(after.expires_ns, before.expires_ns, "an open connection kept the long lease");
+
+	c.closed_ns = fw_now_ns();
+	fake_conn_put(dp, &k, &c);
+	cr_assert_eq(fw_learn_tick(learn), 0);
+	cr_assert_eq(fake_lease_get(dp, sid, &a, &after), 0);
+	cr_assert_eq(after.expires_ns, before.expires_ns,
+		     "a closed connection's last renewal shortened the lease to %llu s",
+		     (unsigned long long)lease_left_s(sid, "203.0.113.5"));
+	cr_assert_eq(lease_left_s(sid, "203.0.113.5"), cfg.lease_max_s);
+	fw_learn_get_stats(learn, &st);
+	cr_assert_eq(st.renewed, 0);
+	cr_assert_eq(st.grace, 0);
+}
+
 Test(learn, gc_expires_leases_past_their_end)
 {
 	const char *addr[] = {"203.0.113.5"};
@@ -318,6 +357,34 @@ Test(learn, an_answer_is_judged_on_the_policy_of_when_it_arrives)
 	fw_policy_free(&s.policy);
 	cr_assert_eq(fw_learn_answer(learn, &c, &q, token, &ans), -EACCES);
 	cr_assert_eq(fake_lease_get(dp, sid, &a, &v), -ENOENT);
+}
+
+Test(learn, an_answer_for_an_address_that_changed_subject_teaches_nothing)
+{
+	struct fw_ip c = ip_of("192.0.2.10"), a = ip_of("203.0.113.5");
+	struct fw_dns_query q = {.qtype = 1, .qclass = 1};
+	struct fw_dns_answer ans = {.naddrs = 1};
+	struct fw_entry *e;
+	struct fw_lease v;
+	__u64 token;
+	__u32 other;
+
+	start();
+	snprintf(q.name, sizeof(q.name), "api.example.com");
+	ans.addrs[0].ip = a;
+	ans.addrs[0].ttl = 30;
+	cr_assert_eq(fw_learn_decide(learn, &c, &q, &token), DNSP_FORWARD);
+	/* while the upstream answers, web goes and db takes its address */
+	e = fw_reg_get(&reg, "web", false);
+	cr_assert_eq(fw_reg_unbind(&reg, e), 0);
+	fw_reg_put(&reg, e);
+	add_subject("db", "192.0.2.10", "*.example.com");
+	other = fw_reg_find(&reg, "db")->id;
+	cr_assert_neq(other, sid);
+	cr_assert_eq(fw_learn_answer(learn, &c, &q, token, &ans), -ESTALE);
+	cr_assert_eq(fake_lease_get(dp, sid, &a, &v), -ENOENT);
+	cr_assert_eq(fake_lease_get(dp, other, &a, &v), -ENOENT);
+	cr_assert_eq(fake_learned_count(dp, ~0u), 0);
 }
 
 static char last_reason[32];

@@ -21,8 +21,20 @@ enum {
 	SK_STATE,
 	SK_POLICY,
 	SK_CGROUP,
+	SK_KEEP_CAPS,
 	SK_MAX,
 };
+
+/* the scalar keys of a subject, parsed as the key tables' */
+static const struct fw_cfgkey subject_scalars[] = {
+	{.key = "keep_caps",
+	 .type = FW_CK_BOOL,
+	 FW_CK_FIELD(struct fw_subject_spec, keep_caps),
+	 .def = 0,
+	 .doc = "with `cgroup`: its processes may hold the capabilities that leave a sandbox"},
+};
+
+static const struct fw_cfgtable subject_table = FW_CK_TABLE("subjects[]", subject_scalars);
 
 /* "02:00:5e:10:00:01": six bytes of two hex digits, colon-separated */
 static int parse_mac(const char *v, __u8 out[6])
@@ -84,6 +96,7 @@ static int parse_subject(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_subje
 		[SK_STATE] = {.name = "state"},
 		[SK_POLICY] = {.name = "policy"},
 		[SK_CGROUP] = {.name = "cgroup"},
+		[SK_KEEP_CAPS] = {.name = "keep_caps"},
 	};
 	enum fw_family fam;
 	yaml_node_t *n;
@@ -129,8 +142,19 @@ static int parse_subject(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_subje
 						"subject \"%s\" has a cgroup: %s is not for it",
 						s->name, keys[k].name);
 		snprintf(s->cgroup, sizeof(s->cgroup), "%s", v);
+		if ((n = key_value(&keys[SK_KEEP_CAPS]))) {
+			err = cfg_scalar(ctx, n, "keep_caps", &v);
+			if (err)
+				return err;
+			if (fw_ck_parse(&subject_table, &subject_scalars[0], v, s, msg,
+					sizeof(msg)))
+				return cfg_fail(ctx, n, "%s", msg);
+		}
 		goto state;
 	}
+	if ((n = key_value(&keys[SK_KEEP_CAPS])))
+		return cfg_fail(ctx, n, "subject \"%s\": keep_caps is for a subject with a cgroup",
+				s->name);
 	if (!(n = key_value(&keys[SK_ADDRESSES])))
 		return cfg_fail(ctx, node, "subject \"%s\" has no addresses", s->name);
 	err = cfg_list(ctx, n, "addresses", true, FW_SUBJECT_MAX_ADDRS, &cnt);

@@ -284,6 +284,28 @@ int fw_cg_id_of(const char *path, __u64 *id)
 	return 0;
 }
 
+bool fw_cg_nsdelegate(void)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096], fstype[32], opts[1024];
+	bool yes = false;
+
+	if (!f)
+		return false;
+	while (!yes && fgets(line, sizeof(line), f)) {
+		const char *sep = strstr(line, " - ");
+		char *tok, *save;
+
+		if (!sep || sscanf(sep + 3, "%31s %*s %1023s", fstype, opts) != 2 ||
+		    strcmp(fstype, "cgroup2"))
+			continue;
+		for (tok = strtok_r(opts, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+			yes |= strcmp(tok, "nsdelegate") == 0;
+	}
+	fclose(f);
+	return yes;
+}
+
 bool fw_cg_is_cgroup2(const char *path)
 {
 	struct statfs st;

@@ -62,6 +62,10 @@ int fw_cg_level(const char *root, const char *path);
 int fw_cg_populated(const char *path);
 /* Kills every process in cgroup path and below (cgroup.kill). */
 int fw_cg_kill(const char *path);
+/* cgroup2 is mounted with nsdelegate (a flag of the whole hierarchy,
+ * shown by each of its mounts): only then does a cgroup namespace bound
+ * which cgroups its processes may move processes between. */
+bool fw_cg_nsdelegate(void);
 /* The first cgroup2 mount of this mount namespace (/proc/self/mounts). */
 int fw_cg_find_mount(char *out, size_t len);
 /* The path of cgroup id under the cgroup2 mount root, from its file

@@ -43,6 +43,11 @@ struct fw_subject_spec {
 	/* a static process sandbox: its cgroup below processes.cgroup_parent,
 	 * which fastwalld resolves to cgroup_id; "" = none */
 	char cgroup[256];
+	/* a static process sandbox's processes may hold the capabilities that
+	 * leave it (subjects/run.h, fw_sandbox_caps); without, fastwalld holds
+	 * an active subject denying (caps_held) while one of them does */
+	bool keep_caps;
+	bool caps_held;
 };
 
 /* What the DNS proxy decides a subject's queries on: its domain rules

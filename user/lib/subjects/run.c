@@ -8,10 +8,41 @@
 #include <string.h>
 
 #include <jansson.h>
+#include <linux/capability.h>
 
 #include "common/json.h"
 #include "policy/json.h"
 #include "subjects/run.h"
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38 /* Linux 5.8 */
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39 /* Linux 5.8 */
+#endif
+
+const struct fw_sandbox_cap fw_sandbox_caps[] = {
+	{CAP_SYS_ADMIN, "CAP_SYS_ADMIN"},
+	{CAP_NET_ADMIN, "CAP_NET_ADMIN"},
+	{CAP_BPF, "CAP_BPF"},
+	{CAP_PERFMON, "CAP_PERFMON"},
+	{CAP_NET_RAW, "CAP_NET_RAW"},
+	{CAP_SYS_MODULE, "CAP_SYS_MODULE"},
+	{CAP_SYS_PTRACE, "CAP_SYS_PTRACE"},
+	{CAP_SYS_RAWIO, "CAP_SYS_RAWIO"},
+	{CAP_SYS_BOOT, "CAP_SYS_BOOT"},
+};
+
+const size_t fw_sandbox_ncaps = sizeof(fw_sandbox_caps) / sizeof(fw_sandbox_caps[0]);
+
+const struct fw_sandbox_cap *fw_sandbox_cap_in(unsigned long long mask)
+{
+	for (size_t i = 0; i < fw_sandbox_ncaps; i++) {
+		if (mask >> fw_sandbox_caps[i].cap & 1)
+			return &fw_sandbox_caps[i];
+	}
+	return NULL;
+}
 
 bool fw_run_name_ok(const char *name)
 {
@@ -223,10 +254,15 @@ int fw_run_args_parse(int argc, char **argv, unsigned int pid, struct fw_run_arg
 		      size_t errlen)
 {
 	static const struct option opts[] = {
-		{"policy", required_argument, NULL, 'p'}, {"allow", required_argument, NULL, 'A'},
-		{"deny", required_argument, NULL, 'D'},	  {"name", required_argument, NULL, 'n'},
-		{"socket", required_argument, NULL, 's'}, {"cgroup", required_argument, NULL, 'c'},
-		{"help", no_argument, NULL, 'h'},	  {},
+		{"policy", required_argument, NULL, 'p'},
+		{"allow", required_argument, NULL, 'A'},
+		{"deny", required_argument, NULL, 'D'},
+		{"name", required_argument, NULL, 'n'},
+		{"socket", required_argument, NULL, 's'},
+		{"cgroup", required_argument, NULL, 'c'},
+		{"keep-caps", no_argument, NULL, 'K'},
+		{"help", no_argument, NULL, 'h'},
+		{},
 	};
 	const char *policy = NULL;
 	char why[256];
@@ -309,6 +345,9 @@ int fw_run_args_parse(int argc, char **argv, unsigned int pid, struct fw_run_arg
 				goto fail;
 			}
 			snprintf(a->cgroup, sizeof(a->cgroup), "%s", optarg);
+			break;
+		case 'K':
+			a->keep_caps = true;
 			break;
 		case 'h':
 			a->help = true;

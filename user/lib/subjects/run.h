@@ -42,8 +42,10 @@ char *fw_run_req_format(const struct fw_run_req *req);
 
 /* `fastwall run` arguments (after the word run): [--policy FILE]
  * [--allow TARGET]... [--deny TARGET]... [--name NAME] [--socket PATH]
- * [--cgroup DIR] [--] CMD [ARGS]. DIR: a cgroup the caller may write
- * (made when missing), registered as the sandbox. The policy is FILE's (the policy JSON; default
+ * [--cgroup DIR] [--keep-caps] [--] CMD [ARGS]. DIR: a cgroup the caller may write
+ * (made when missing), registered as the sandbox. --keep-caps: the command
+ * keeps the capabilities of fw_sandbox_caps (but CAP_NET_RAW) and the
+ * node's cgroup namespace. The policy is FILE's (the policy JSON; default
  * deny with no rules without one) with the --allow and --deny rules after its own, in the order
  * given. cmd points into argv. */
 #define FW_RUN_DEFAULT_SOCKET "/run/fastwall/run.sock"
@@ -53,6 +55,7 @@ struct fw_run_args {
 	char socket[108];
 	char cgroup[4096]; /* --cgroup, "" without */
 	char **cmd;	   /* NULL-terminated, within argv */
+	bool keep_caps;	   /* --keep-caps */
 	bool help;
 };
 
@@ -72,5 +75,26 @@ struct fw_run_reply {
 
 char *fw_run_reply_format(const struct fw_run_reply *r);
 int fw_run_reply_parse(const char *buf, size_t len, struct fw_run_reply *r);
+
+/* The capabilities that take a process out of its sandbox or change
+ * what holds it: leave the cgroup or its namespace (CAP_SYS_ADMIN), build
+ * a network path or rewrite the node's (CAP_NET_ADMIN), load, detach or
+ * read BPF programs and maps (CAP_BPF, CAP_PERFMON), send frames no inet
+ * hook sees (CAP_NET_RAW), load kernel code or a kernel (CAP_SYS_MODULE,
+ * CAP_SYS_BOOT), reach into a process outside or into raw memory and I/O
+ * (CAP_SYS_PTRACE, CAP_SYS_RAWIO). `fastwall run` drops them, fastwalld
+ * holds a static process subject denying while a process of its cgroup
+ * has one (keep_caps false). */
+struct fw_sandbox_cap {
+	int cap; /* CAP_* */
+	const char *name;
+};
+
+extern const struct fw_sandbox_cap fw_sandbox_caps[];
+extern const size_t fw_sandbox_ncaps;
+
+/* The first of fw_sandbox_caps set in mask (bit N: capability N, as
+ * CapBnd in /proc/PID/status), NULL without one. */
+const struct fw_sandbox_cap *fw_sandbox_cap_in(unsigned long long mask);
 
 #endif /* FW_SUBJECTS_RUN_H */

@@ -52,8 +52,7 @@ fz_cleanup() {
 		done
 		find "$CG" -depth -type d -exec rmdir {} + 2>/dev/null
 	fi
-	mountpoint -q "$CG_MNT" && umount "$CG_MNT"
-	rmdir "$CG_MNT" 2>/dev/null
+	fw_cg_umount "$CG_MNT"
 	fw_cleanup
 }
 trap fz_cleanup EXIT
@@ -64,8 +63,9 @@ ip -n "$NS_INET" addr add 198.51.100.20/32 dev lo
 ip -n "$NS_INET" addr add 2001:db8::20/128 dev lo nodad
 # ping sockets for the unprivileged child
 fw_ns "$NS_POD" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
-mkdir -p "$CG_MNT"
-mount -t cgroup2 none "$CG_MNT" || fw_die "can't mount cgroup2 at $CG_MNT"
+# with nsdelegate, as the other process-sandbox scripts mount it (a mount
+# without it would take it off the hierarchy under them)
+fw_cg_mount "$CG_MNT"
 
 # no DNS proxy: its upstream queries would be the daemon's traffic on the
 # uplink, and port 53 is then a port like any other
@@ -88,14 +88,30 @@ subjects:
         - { action: allow, target: 198.51.100.20, ports: [443] }
         - { action: allow, target: "2001:db8::10" }
         - { action: allow, target: "2001:db8::20", ports: [443] }
+  # the same policy for inputs run as root: keep_caps, or fastwalld would
+  # hold the subject denying while they run (and rightly: root can leave)
+  - name: fuzzroot-$FW_ID
+    cgroup: fuzz-root
+    keep_caps: true
+    policy:
+      defaultAction: deny
+      egress:
+        - { action: allow, target: 198.51.100.10 }
+        - { action: allow, target: 198.51.100.20, ports: [443] }
+        - { action: allow, target: "2001:db8::10" }
+        - { action: allow, target: "2001:db8::20", ports: [443] }
 EOF
 fw_start_daemon || exit 1
 check "fastwalld attached the cgroup programs to $CG_PARENT" \
 	fw_wait_log "process sandboxes: cgroup programs on $CG" 1 2
-fw_eventually 5 test -d "$CG/fuzz" || fw_die "fastwalld did not make the subject's cgroup"
+for d in fuzz fuzz-root; do
+	fw_eventually 5 test -d "$CG/$d" || fw_die "fastwalld did not make the subject's cgroup $d"
+done
+# the subject of the inputs' uid
+fz_cgroup() { if [ "$FUZZ_UID" = 0 ]; then echo "$CG/fuzz-root"; else echo "$CG/fuzz"; fi; }
 
 fuzz() { # ARGS...: the driver in the pod namespace, its output in $FW_TMP/fuzz.out
-	fw_ns "$NS_POD" "$CGFUZZ" --cgroup "$CG/fuzz" --inet-ns "/run/netns/$NS_INET" \
+	fw_ns "$NS_POD" "$CGFUZZ" --cgroup "$(fz_cgroup)" --inet-ns "/run/netns/$NS_INET" \
 		--ifname eth0 --uid "$FUZZ_UID" --crashes "$CRASHES" "$@" >"$FW_TMP/fuzz.out" 2>&1
 }
 show() { sed 's/^/#   /' "$FW_TMP/fuzz.out"; }
@@ -141,7 +157,7 @@ echo "# fuzzing for ${FUZZ_SECONDS}s with CGFUZZ_SEED=$SEED"
 set -- "$SEEDS"
 [ -n "${CGFUZZ_CORPUS:-}" ] && set -- "$@" --corpus "$CGFUZZ_CORPUS" "$CGFUZZ_CORPUS"
 # its progress (every 10 s) as it goes
-fw_ns "$NS_POD" "$CGFUZZ" --cgroup "$CG/fuzz" --inet-ns "/run/netns/$NS_INET" --ifname eth0 \
+fw_ns "$NS_POD" "$CGFUZZ" --cgroup "$(fz_cgroup)" --inet-ns "/run/netns/$NS_INET" --ifname eth0 \
 	--uid "$FUZZ_UID" --crashes "$CRASHES" --seconds "$FUZZ_SECONDS" --seed "$SEED" "$@" 2>&1 |
 	tee "$FW_TMP/fuzz.out" | grep --line-buffered -E '^cgfuzz: ([0-9]+ s,|no violation)' | sed -u 's/^/# /'
 rc=${PIPESTATUS[0]}
@@ -153,5 +169,8 @@ else
 	echo "# replay: CGFUZZ_SECONDS=0 with the crash file added to $SEEDS"
 fi
 check_eq "fastwalld is still running" "$(kill -0 "$FW_DAEMON_PID" 2>/dev/null && echo yes)" yes
+# the inputs join their sandbox once they have dropped to their uid: the
+# subject without keep_caps is never held denying on their account
+check_fails "fastwalld never held the fuzzing subject denying" grep "held denying" "$FW_LOG"
 
 fw_summary

@@ -1249,28 +1249,26 @@ static void empty_leaf(void)
 	}
 }
 
-static void child_main(const unsigned char *in, size_t len, int tfd)
+/* The child drops to o.uid first and only then is moved into the leaf
+ * (by its parent, root): a subject without keep_caps is held denying
+ * while a root process is in its cgroup, and a root moment there would
+ * make inputs depend on when fastwalld looked. sync[0] is read for the
+ * go, sync[1] written when ready. */
+static void child_main(const unsigned char *in, size_t len, int tfd, const int *sync)
 {
-	char path[4200], pid[32];
-	int fd;
+	char go;
 
 	setpgid(0, 0);
-	if (!o.unsandboxed) {
-		snprintf(path, sizeof(path), "%s/cgroup.procs", leaf);
-		snprintf(pid, sizeof(pid), "%d", getpid());
-		fd = open(path, O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || write(fd, pid, strlen(pid)) < 0) {
-			fprintf(stderr, "cgfuzz: can't join %s: %s\n", leaf, strerror(errno));
-			_exit(3);
-		}
-		close(fd);
-	}
 	/* an unprivileged process, as a sandbox's would be */
 	if (setgroups(0, NULL) || setgid(o.uid) || setuid(o.uid) ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
 		fprintf(stderr, "cgfuzz: can't drop to uid %u: %s\n", o.uid, strerror(errno));
 		_exit(3);
 	}
+	if (write(sync[1], "r", 1) != 1 || read(sync[0], &go, 1) != 1 || go != 'g')
+		_exit(3);
+	close(sync[0]);
+	close(sync[1]);
 	alarm(2);
 	trace_fd = tfd;
 	trace_verbose = getenv("CGFUZZ_VERBOSE") != NULL;
@@ -1283,13 +1281,33 @@ static void child_main(const unsigned char *in, size_t len, int tfd)
 	_exit(0);
 }
 
+/* Moves process pid into the leaf cgroup; 0 or a negative errno. */
+static int join_leaf(pid_t pid)
+{
+	char path[4200], num[32];
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", leaf);
+	snprintf(num, sizeof(num), "%d", (int)pid);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, num, strlen(num)) < 0)
+		err = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		fprintf(stderr, "cgfuzz: can't move %d into %s: %s\n", (int)pid, leaf,
+			strerror(-err));
+	return err;
+}
+
 /* Runs one input; returns 1 if a frame the policy does not allow arrived
  * (v says which), 0 if none did, -1 on a setup failure. New results of
  * calls are counted in *fresh. */
 static int run_one(const unsigned char *in, size_t len, struct verdict *v, unsigned char *frame,
 		   size_t *frame_len, unsigned *fresh)
 {
-	int tp[2], status = 0;
+	int tp[2], to_child[2], from_child[2], status = 0;
+	char ready;
 	unsigned char tr[4096];
 	ssize_t n;
 	pid_t pid;
@@ -1299,14 +1317,34 @@ static int run_one(const unsigned char *in, size_t len, struct verdict *v, unsig
 	memset(&arrived, 0, sizeof(arrived));
 	if (pipe2(tp, O_CLOEXEC))
 		return -1;
+	if (pipe2(to_child, O_CLOEXEC) || pipe2(from_child, O_CLOEXEC))
+		return -1;
 	pid = fork();
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
+		int sync[2] = {to_child[0], from_child[1]};
+
 		close(tp[0]);
-		child_main(in, len, tp[1]);
+		close(to_child[1]);
+		close(from_child[0]);
+		child_main(in, len, tp[1], sync);
 	}
 	close(tp[1]);
+	close(to_child[0]);
+	close(from_child[1]);
+	/* the child has dropped its privileges: into the sandbox with it */
+	if (read(from_child[0], &ready, 1) != 1 || (!o.unsandboxed && join_leaf(pid)) ||
+	    write(to_child[1], "g", 1) != 1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		close(to_child[1]);
+		close(from_child[0]);
+		close(tp[0]);
+		return -1;
+	}
+	close(to_child[1]);
+	close(from_child[0]);
 	for (int waited = 0;; waited++) {
 		pid_t r = waitpid(pid, &status, WNOHANG);
 

@@ -62,9 +62,10 @@ FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 
 BINS := $(BUILD)/fastwalld $(BUILD)/fastwall
 TEST_BINS := $(BUILD)/tests/unit_tests $(BUILD)/tests/unit_fake $(BUILD)/tests/bpf_verdicts \
-	$(BUILD)/tests/bpf_cgroup_verdicts $(BUILD)/tests/abi_migrate $(BUILD)/tests/uring_probe
+	$(BUILD)/tests/bpf_cgroup_verdicts $(BUILD)/tests/abi_migrate $(BUILD)/tests/uring_probe \
+	$(BUILD)/tests/cgfuzz
 
-.PHONY: all deps test test-unit test-fake test-bpf test-abi test-e2e test-lint demo bench fuzz format lint \
+.PHONY: all deps test test-unit test-fake test-bpf test-abi test-e2e test-lint demo bench fuzz cgfuzz format lint \
 	install clean help compile_commands.json
 
 all: $(BINS) $(BPF_OBJS) ## build the BPF programs, fastwalld and the fastwall CLI
@@ -261,6 +262,18 @@ fuzz: deps $(FUZZ_BINS) ## run each fuzz target for FUZZ_SECONDS (default 30)
 		echo "fuzz $$n for $(FUZZ_SECONDS)s"; \
 		$$f -max_total_time=$(FUZZ_SECONDS) -max_len=8192 $(BUILD)/fuzz/corpus-$$n tests/fuzz/seeds/$$n || exit 1; \
 	done
+
+# The process sandboxes' fuzzer: a driver that forks a sandboxed child per
+# input and judges what reaches the simulated internet (not a libFuzzer
+# target: the kernel runs the code under test). tests/e2e/cgfuzz.sh sets
+# up the pod and fastwalld; `make test` runs its short replay and fuzzing.
+$(BUILD)/tests/cgfuzz: $(BUILD)/tests/fuzz/procsock/cgfuzz.o
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ -lpthread
+
+CGFUZZ_SECONDS ?= 1200
+cgfuzz: all $(BUILD)/tests/cgfuzz ## fuzz process sandboxes for CGFUZZ_SECONDS (default 1200; root)
+	$(Q)BUILD=$(BUILD) CGFUZZ_SECONDS=$(CGFUZZ_SECONDS) bash tests/e2e/cgfuzz.sh
 
 # ingress/ is an nginx module and keeps nginx's own indentation
 format: ## clang-format every C source in place

@@ -324,7 +324,7 @@ else
 	not_ok "all 13 cgroup programs were attached, and detach takes them off $CGP (${detached:-0})"
 	grep -E "can't attach|cgroup programs" "$LOG" | tail -5 | sed 's/^/#   | /'
 fi
-feature cg_hooks "${detached:-0}/12"
+feature cg_hooks "${detached:-0}/13"
 echo "# process sandboxes: $((SECONDS - T_PROCS))s"
 sed -i '/^processes:/,$d' "$CFG"
 find "$CGDIR" -depth -type d -exec rmdir {} + 2>/dev/null

@@ -1709,7 +1709,9 @@ int main(int argc, char **argv)
 		in.len = read_input(files[i], in.d);
 		check_input(in.d, in.len, files[i], &fresh);
 		corpus_add(in.d, in.len);
+		free(files[i]);
 	}
+	free(files);
 	if (!o.quiet)
 		printf("cgfuzz: %zu inputs replayed, %lu frames seen (%lu judged and allowed)\n",
 		       nfiles, frames_total, frames_allowed);

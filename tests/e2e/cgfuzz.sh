@@ -42,17 +42,7 @@ mkdir -p "$CRASHES"
 
 fz_cleanup() {
 	set +e
-	[ -w "$CG/cgroup.kill" ] && echo 1 >"$CG/cgroup.kill"
-	fw_stop_daemon
-	[ -f "$FW_CFG" ] && fw_ns "$NS_POD" "$FASTWALLD" -c "$FW_CFG" detach >/dev/null 2>&1
-	if [ -d "$CG" ]; then
-		for _ in $(seq 50); do
-			[ "$(awk '/populated/ { print $2 }' "$CG/cgroup.events")" = 0 ] && break
-			sleep 0.1
-		done
-		find "$CG" -depth -type d -exec rmdir {} + 2>/dev/null
-	fi
-	fw_cg_umount "$CG_MNT"
+	fw_cg_teardown "$CG" "$CG_MNT"
 	fw_cleanup
 }
 trap fz_cleanup EXIT
@@ -69,6 +59,14 @@ fw_cg_mount "$CG_MNT"
 
 # no DNS proxy: its upstream queries would be the daemon's traffic on the
 # uplink, and port 53 is then a port like any other
+# the policy the oracle knows (cgfuzz.c), for both subjects
+POLICY='    policy:
+      defaultAction: deny
+      egress:
+        - { action: allow, target: 198.51.100.10 }
+        - { action: allow, target: 198.51.100.20, ports: [443] }
+        - { action: allow, target: "2001:db8::10" }
+        - { action: allow, target: "2001:db8::20", ports: [443] }'
 cat >"$FW_CFG" <<EOF
 log_level: info
 dns: { proxy: false }
@@ -81,25 +79,13 @@ processes:
 subjects:
   - name: fuzz-$FW_ID
     cgroup: fuzz
-    policy:
-      defaultAction: deny
-      egress:
-        - { action: allow, target: 198.51.100.10 }
-        - { action: allow, target: 198.51.100.20, ports: [443] }
-        - { action: allow, target: "2001:db8::10" }
-        - { action: allow, target: "2001:db8::20", ports: [443] }
+$POLICY
   # the same policy for inputs run as root: keep_caps, or fastwalld would
   # hold the subject denying while they run (and rightly: root can leave)
   - name: fuzzroot-$FW_ID
     cgroup: fuzz-root
     keep_caps: true
-    policy:
-      defaultAction: deny
-      egress:
-        - { action: allow, target: 198.51.100.10 }
-        - { action: allow, target: 198.51.100.20, ports: [443] }
-        - { action: allow, target: "2001:db8::10" }
-        - { action: allow, target: "2001:db8::20", ports: [443] }
+$POLICY
 EOF
 fw_start_daemon || exit 1
 check "fastwalld attached the cgroup programs to $CG_PARENT" \

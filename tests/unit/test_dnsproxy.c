@@ -2333,7 +2333,7 @@ static __u64 lat_count(const struct fw_dnsp_stats *s)
 {
 	__u64 n = 0;
 
-	for (unsigned int b = 0; b <= FW_DNSP_LAT_BUCKETS; b++)
+	for (unsigned int b = 0; b <= FW_LAT_BUCKETS; b++)
 		n += s->latency[b];
 	return n;
 }
@@ -2371,10 +2371,10 @@ Test(dnsproxy, responses_by_rcode_and_upstream_latency)
 	cr_assert_eq(hdr(&r, H_FLAGS) & FW_DNS_F_RCODE, FW_DNS_RCODE_NOERROR);
 	s = stats(p);
 	cr_assert_eq(lat_count(&s), 2);
-	for (b = 0; b < FW_DNSP_LAT_BUCKETS && fw_dnsp_latency_bounds_ns[b] != 250000000ull; b++)
+	for (b = 0; b < FW_LAT_BUCKETS && fw_lat_bounds_ns[b] != 250000000ull; b++)
 		;
 	cr_assert_eq(s.latency[b], 1, "bucket %u of %llu ns", b,
-		     (unsigned long long)fw_dnsp_latency_bounds_ns[b]);
+		     (unsigned long long)fw_lat_bounds_ns[b]);
 	cr_assert_geq(s.latency_sum_ns, 150000000ull);
 	cr_assert_eq(s.rcodes[FW_DNS_RCODE_NOERROR], 2);
 	FAKE_SET(f, delay_ms, 0);

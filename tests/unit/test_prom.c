@@ -163,3 +163,23 @@ Test(metrics_cfg, mistakes_refused)
 	}
 	fw_cfg_free(&cfg);
 }
+
+Test(prom, latency_buckets_shared)
+{
+	__u64 c[FW_LAT_BUCKETS + 1] = {};
+
+	/* a bound belongs to its own bucket; above the last is the overflow */
+	cr_assert_eq(fw_lat_bucket(0), 0);
+	cr_assert_eq(fw_lat_bucket(10000), 0);
+	cr_assert_eq(fw_lat_bucket(10001), 1);
+	cr_assert_eq(fw_lat_bucket(10000000000ull), FW_LAT_BUCKETS - 1);
+	cr_assert_eq(fw_lat_bucket(10000000001ull), FW_LAT_BUCKETS);
+	for (unsigned int b = 1; b < FW_LAT_BUCKETS; b++)
+		cr_assert_gt(fw_lat_bounds_ns[b], fw_lat_bounds_ns[b - 1]);
+	c[fw_lat_bucket(150000000ull)]++;
+	fw_prom_latency(&p, "d_seconds", NULL, c, 150000000ull);
+	cr_assert_not_null(strstr(p.buf, "d_seconds_bucket{le=\"0.1\"} 0\n"
+					 "d_seconds_bucket{le=\"0.25\"} 1\n"));
+	cr_assert_not_null(strstr(p.buf, "d_seconds_bucket{le=\"1e-05\"} 0\n"));
+	cr_assert_not_null(strstr(p.buf, "d_seconds_sum 0.15\nd_seconds_count 1\n"));
+}

@@ -80,13 +80,6 @@ struct fw_req {
 
 enum fw_listener { FW_TCP, FW_UNIX };
 
-/* The paths requests are counted by (fw_http_requests); anything else is
- * "other". */
-static const char *const route_paths[FW_HTTP_ROUTES] = {
-	"/_fastlet/v1/actions", "/_fastlet/v1/actions/status", "/policy",
-	"/credential-vault",	"/credential-vault/_active",   "other",
-};
-
 struct fw_ctx {
 	struct fw_http *h;
 	enum fw_listener which;
@@ -143,38 +136,6 @@ static enum MHD_Result send_text(struct MHD_Connection *c, int status, const cha
 	r.len = strlen(r.body);
 	r.content_type = "text/plain; charset=utf-8";
 	return send_reply(c, &r);
-}
-
-static void route_tcp(struct fw_http *h, struct MHD_Connection *c, const char *url,
-		      const char *method, const struct fw_req *req, struct fw_reply *r,
-		      bool *handled)
-{
-	const char *uid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Fast-Sandbox-Uid");
-	const char *gen =
-		MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Fast-Sandbox-Generation");
-
-	*handled = true;
-	if (!strcmp(url, "/_fastlet/v1/actions/status")) {
-		if (strcmp(method, "GET")) {
-			r->status = 405;
-			r->allow = "GET";
-			return;
-		}
-		fw_actions_status(h->a, r);
-	} else if (!strcmp(url, "/_fastlet/v1/actions")) {
-		if (strcmp(method, "POST")) {
-			r->status = 405;
-			r->allow = "POST";
-			return;
-		}
-		fw_actions_post(h->a, req->buf ? req->buf : "", req->len, r);
-	} else if (!strcmp(url, "/policy")) {
-		fw_actions_policy(h->a, method, uid, gen, req->buf ? req->buf : "", req->len, r);
-	} else if (!strcmp(url, "/credential-vault")) {
-		fw_actions_vault(h->a, method, uid, gen, req->buf ? req->buf : "", req->len, r);
-	} else {
-		*handled = false;
-	}
 }
 
 static uint64_t now_ms(void);
@@ -256,6 +217,93 @@ static int body_grow(struct fw_req *req, size_t need)
 	return 0;
 }
 
+/* One route: a path on one listener, the one method it takes (NULL when
+ * the handler answers several itself, with its own 405), and its handler.
+ * The table is what the listeners serve and what requests are counted
+ * by (fw_http_requests): a request to any other path is 404 and counted
+ * as "other", the last row of the counters. */
+struct fw_route {
+	const char *path;
+	enum fw_listener listener;
+	const char *method;
+	void (*handle)(struct fw_http *h, struct MHD_Connection *c, const char *method,
+		       const struct fw_req *req, struct fw_reply *r);
+};
+
+static const char *header(struct MHD_Connection *c, const char *name)
+{
+	return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+static const char *body_of(const struct fw_req *req)
+{
+	return req->buf ? req->buf : "";
+}
+
+static void handle_actions(struct fw_http *h, struct MHD_Connection *c, const char *method,
+			   const struct fw_req *req, struct fw_reply *r)
+{
+	(void)c;
+	(void)method;
+	fw_actions_post(h->a, body_of(req), req->len, r);
+}
+
+static void handle_status(struct fw_http *h, struct MHD_Connection *c, const char *method,
+			  const struct fw_req *req, struct fw_reply *r)
+{
+	(void)c;
+	(void)method;
+	(void)req;
+	fw_actions_status(h->a, r);
+}
+
+static void handle_policy(struct fw_http *h, struct MHD_Connection *c, const char *method,
+			  const struct fw_req *req, struct fw_reply *r)
+{
+	fw_actions_policy(h->a, method, header(c, "X-Fast-Sandbox-Uid"),
+			  header(c, "X-Fast-Sandbox-Generation"), body_of(req), req->len, r);
+}
+
+static void handle_vault(struct fw_http *h, struct MHD_Connection *c, const char *method,
+			 const struct fw_req *req, struct fw_reply *r)
+{
+	fw_actions_vault(h->a, method, header(c, "X-Fast-Sandbox-Uid"),
+			 header(c, "X-Fast-Sandbox-Generation"), body_of(req), req->len, r);
+}
+
+static void handle_vault_active(struct fw_http *h, struct MHD_Connection *c, const char *method,
+				const struct fw_req *req, struct fw_reply *r)
+{
+	(void)method;
+	(void)req;
+	fw_actions_vault_active(h->a,
+				MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "clientIp"),
+				header(c, MHD_HTTP_HEADER_IF_NONE_MATCH), r);
+}
+
+static const struct fw_route routes[FW_HTTP_ROUTES - 1] = {
+	{"/_fastlet/v1/actions", FW_TCP, "POST", handle_actions},
+	{"/_fastlet/v1/actions/status", FW_TCP, "GET", handle_status},
+	{"/policy", FW_TCP, NULL, handle_policy},
+	{"/credential-vault", FW_TCP, NULL, handle_vault},
+	{"/credential-vault/_active", FW_UNIX, "GET", handle_vault_active},
+};
+#define FW_ROUTE_OTHER (FW_HTTP_ROUTES - 1)
+
+/* The row of url on listener which, or FW_ROUTE_OTHER. */
+static unsigned int route_of(enum fw_listener which, const char *url)
+{
+	for (unsigned int i = 0; i < FW_ROUTE_OTHER; i++)
+		if (routes[i].listener == which && !strcmp(url, routes[i].path))
+			return i;
+	return FW_ROUTE_OTHER;
+}
+
+static const char *route_name(unsigned int i)
+{
+	return i < FW_ROUTE_OTHER ? routes[i].path : "other";
+}
+
 static enum MHD_Result serve(void *cls, struct MHD_Connection *c, const char *url,
 			     const char *method, const char *version, const char *upload_data,
 			     size_t *upload_data_size, void **con_cls)
@@ -263,7 +311,7 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *c, const char *ur
 	struct fw_ctx *ctx = cls;
 	struct fw_req *req = *con_cls;
 	struct fw_reply r = {};
-	bool handled = false;
+	unsigned int route;
 
 	(void)version;
 	if (!req) {
@@ -316,39 +364,18 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *c, const char *ur
 	if (req->over_budget)
 		return send_text(c, 503, "too many request bodies in flight, try again", NULL);
 
-	if (ctx->which == FW_TCP) {
-		route_tcp(ctx->h, c, url, method, req, &r, &handled);
-	} else if (!strcmp(url, "/credential-vault/_active")) {
-		handled = true;
-		if (strcmp(method, "GET")) {
-			r.status = 405;
-			r.allow = "GET";
-		} else {
-			fw_actions_vault_active(
-				ctx->h->a,
-				MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "clientIp"),
-				MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-							    MHD_HTTP_HEADER_IF_NONE_MATCH),
-				&r);
-		}
-	}
-	if (!handled)
+	route = route_of(ctx->which, url);
+	if (route == FW_ROUTE_OTHER)
 		return send_text(c, 404, "404 page not found", NULL);
+	if (routes[route].method && strcmp(method, routes[route].method)) {
+		r.status = 405;
+		r.allow = routes[route].method;
+	} else {
+		routes[route].handle(ctx->h, c, method, req, &r);
+	}
 	if (r.status == 405 && !r.body)
 		return send_text(c, 405, "method not allowed", r.allow);
 	return send_reply(c, &r);
-}
-
-static unsigned int route_of(enum fw_listener which, const char *url)
-{
-	/* the unix listener serves one path, the TCP listener the others */
-	for (unsigned int i = 0; i < FW_HTTP_ROUTES - 1; i++) {
-		if (strcmp(url, route_paths[i]))
-			continue;
-		if ((i == FW_HTTP_ROUTES - 2) == (which == FW_UNIX))
-			return i;
-	}
-	return FW_HTTP_ROUTES - 1;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -376,7 +403,7 @@ void fw_http_requests(struct fw_http *h,
 			uint64_t n = __atomic_load_n(&h->requests[r][code], __ATOMIC_RELAXED);
 
 			if (n)
-				fn(ctx, route_paths[r], code, n);
+				fn(ctx, route_name(r), code, n);
 		}
 }
 

@@ -51,17 +51,10 @@ static const char *const rcode_names[16] = {
 	"NXRRSET", "NOTAUTH", "NOTZONE",  "RCODE11",  "RCODE12", "RCODE13", "RCODE14",	"RCODE15",
 };
 
-const __u64 fw_round_bounds_ns[FW_ROUND_BUCKETS] = {
-	10000ull,     100000ull,    1000000ull,	   10000000ull,	  50000000ull,	 100000000ull,
-	250000000ull, 500000000ull, 1000000000ull, 2500000000ull, 5000000000ull, 10000000000ull,
-};
-
 void fw_round_record(struct fw_round_stats *s, __u64 ns)
 {
-	unsigned int b = 0;
+	unsigned int b = fw_lat_bucket(ns);
 
-	while (b < FW_ROUND_BUCKETS && ns > fw_round_bounds_ns[b])
-		b++;
 	/* one writer: a store is enough, the reader sees whole values */
 	__atomic_store_n(&s->last_ns, ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->counts[b], s->counts[b] + 1, __ATOMIC_RELAXED);
@@ -71,18 +64,14 @@ void fw_round_record(struct fw_round_stats *s, __u64 ns)
 static void render_rounds(struct fw_prom *p, const char *name, const char *last, const char *what,
 			  const struct fw_round_stats *s)
 {
-	double bounds[FW_ROUND_BUCKETS];
-	__u64 c[FW_ROUND_BUCKETS + 1];
+	__u64 c[FW_LAT_BUCKETS + 1];
 	char help[160];
 
-	for (unsigned int b = 0; b < FW_ROUND_BUCKETS; b++)
-		bounds[b] = (double)fw_round_bounds_ns[b] / 1e9;
-	for (unsigned int b = 0; b <= FW_ROUND_BUCKETS; b++)
+	for (unsigned int b = 0; b <= FW_LAT_BUCKETS; b++)
 		c[b] = __atomic_load_n(&s->counts[b], __ATOMIC_RELAXED);
 	snprintf(help, sizeof(help), "how long each round of %s took", what);
 	fw_prom_family(p, name, "histogram", help);
-	fw_prom_histogram(p, name, NULL, bounds, c, FW_ROUND_BUCKETS,
-			  (double)__atomic_load_n(&s->sum_ns, __ATOMIC_RELAXED) / 1e9);
+	fw_prom_latency(p, name, NULL, c, __atomic_load_n(&s->sum_ns, __ATOMIC_RELAXED));
 	snprintf(help, sizeof(help), "how long the last round of %s took", what);
 	fw_prom_family(p, last, "gauge", help);
 	fw_prom_double(p, last, NULL, (double)__atomic_load_n(&s->last_ns, __ATOMIC_RELAXED) / 1e9);
@@ -355,17 +344,10 @@ static void render_dnsp(struct fw_prom *p, struct fw_dnsp *dnsp)
 			fw_prom_u64(p, "fastwall_dns_responses_total",
 				    (const char *[]){"rcode", rcode_names[r], NULL}, s.rcodes[r]);
 	}
-	{
-		double bounds[FW_DNSP_LAT_BUCKETS];
-
-		for (unsigned int b = 0; b < FW_DNSP_LAT_BUCKETS; b++)
-			bounds[b] = (double)fw_dnsp_latency_bounds_ns[b] / 1e9;
-		fw_prom_family(p, "fastwall_dns_upstream_duration_seconds", "histogram",
-			       "time from sending a query upstream to its answer (timeouts are not "
-			       "in it)");
-		fw_prom_histogram(p, "fastwall_dns_upstream_duration_seconds", NULL, bounds,
-				  s.latency, FW_DNSP_LAT_BUCKETS, (double)s.latency_sum_ns / 1e9);
-	}
+	fw_prom_family(p, "fastwall_dns_upstream_duration_seconds", "histogram",
+		       "time from sending a query upstream to its answer (timeouts are not in it)");
+	fw_prom_latency(p, "fastwall_dns_upstream_duration_seconds", NULL, s.latency,
+			s.latency_sum_ns);
 	{
 		struct fw_dnsp_upstream u[FW_DNSP_MAX_UPSTREAMS];
 		bool up[FW_DNSP_MAX_UPSTREAMS];
@@ -428,13 +410,8 @@ static void on_ops(void *ctx, const char *op, int code, __u64 n)
 
 static void on_op_latency(void *ctx, const char *op, const __u64 *counts, __u64 sum_ns)
 {
-	double bounds[FW_ACTIONS_LAT_BUCKETS];
-
-	for (unsigned int b = 0; b < FW_ACTIONS_LAT_BUCKETS; b++)
-		bounds[b] = (double)fw_actions_latency_bounds_ns[b] / 1e9;
-	fw_prom_histogram(ctx, "fastwall_actions_request_duration_seconds",
-			  (const char *[]){"operation", op, NULL}, bounds, counts,
-			  FW_ACTIONS_LAT_BUCKETS, (double)sum_ns / 1e9);
+	fw_prom_latency(ctx, "fastwall_actions_request_duration_seconds",
+			(const char *[]){"operation", op, NULL}, counts, sum_ns);
 }
 
 static int render(const struct fw_metrics_parts *parts, size_t nattached,

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 
 #include "datapath/datapath.h"
+#include "common/prom.h"
 #include "dns/learn.h"
 #include "dns/proxy.h"
 #include "subjects/registry.h"
@@ -20,11 +21,9 @@
 
 /* A loop's round durations: the last one and a histogram. One writer (the
  * loop's thread, fw_round_record), relaxed atomics for the reader. */
-#define FW_ROUND_BUCKETS 12
-extern const __u64 fw_round_bounds_ns[FW_ROUND_BUCKETS]; /* 10 us to 10 s */
 struct fw_round_stats {
 	__u64 last_ns;
-	__u64 counts[FW_ROUND_BUCKETS + 1]; /* per bucket, the last above every bound */
+	__u64 counts[FW_LAT_BUCKETS + 1]; /* per bucket (fw_lat_bucket) */
 	__u64 sum_ns;
 };
 void fw_round_record(struct fw_round_stats *s, __u64 ns);

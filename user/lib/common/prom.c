@@ -152,3 +152,29 @@ void fw_prom_histogram(struct fw_prom *p, const char *name, const char *const *l
 	snprintf(series, sizeof(series), "%s_count", name);
 	fw_prom_u64(p, series, labels, cum);
 }
+
+const __u64 fw_lat_bounds_ns[FW_LAT_BUCKETS] = {
+	10000ull,      25000ull,      50000ull,	     100000ull,	     250000ull,
+	500000ull,     1000000ull,    2500000ull,    5000000ull,     10000000ull,
+	25000000ull,   50000000ull,   100000000ull,  250000000ull,   500000000ull,
+	1000000000ull, 2500000000ull, 5000000000ull, 10000000000ull,
+};
+
+unsigned int fw_lat_bucket(__u64 ns)
+{
+	unsigned int b = 0;
+
+	while (b < FW_LAT_BUCKETS && ns > fw_lat_bounds_ns[b])
+		b++;
+	return b;
+}
+
+void fw_prom_latency(struct fw_prom *p, const char *name, const char *const *labels,
+		     const __u64 *counts, __u64 sum_ns)
+{
+	double bounds[FW_LAT_BUCKETS];
+
+	for (unsigned int b = 0; b < FW_LAT_BUCKETS; b++)
+		bounds[b] = (double)fw_lat_bounds_ns[b] / 1e9;
+	fw_prom_histogram(p, name, labels, bounds, counts, FW_LAT_BUCKETS, (double)sum_ns / 1e9);
+}

@@ -33,6 +33,19 @@ void fw_prom_double(struct fw_prom *p, const char *name, const char *const *labe
 void fw_prom_histogram(struct fw_prom *p, const char *name, const char *const *labels,
 		       const double *bounds, const __u64 *counts, size_t n, double sum);
 
+/* Every duration histogram fastwalld exports has the same upper bounds,
+ * 10 us to 10 s in 1-2.5-5 steps, so two of them compare bucket for
+ * bucket and one change here moves them all. */
+#define FW_LAT_BUCKETS 19
+extern const __u64 fw_lat_bounds_ns[FW_LAT_BUCKETS];
+/* The bucket of a duration: the first bound it does not exceed, or
+ * FW_LAT_BUCKETS when it exceeds every one. */
+unsigned int fw_lat_bucket(__u64 ns);
+/* A duration histogram in seconds: counts holds FW_LAT_BUCKETS + 1
+ * per-bucket counts (fw_lat_bucket's), sum_ns their total. */
+void fw_prom_latency(struct fw_prom *p, const char *name, const char *const *labels,
+		     const __u64 *counts, __u64 sum_ns);
+
 /* Appends s as a label value: \ " and newline escaped. */
 void fw_prom_escape(struct fw_prom *p, const char *s);
 

@@ -316,20 +316,11 @@ static void dnsp_tx_add(struct dnsp_worker *w, int fd, const struct dnsp_peer *t
 	w->ntx++;
 }
 
-const __u64 fw_dnsp_latency_bounds_ns[FW_DNSP_LAT_BUCKETS] = {
-	1000000,   2500000,   5000000,	 10000000,   25000000,	 50000000,
-	100000000, 250000000, 500000000, 1000000000, 2500000000, 5000000000,
-};
-
 /* An upstream answered the attempt of s: into the latency histogram. */
 static void dnsp_observe(struct dnsp_worker *w, const struct dnsp_slot *s)
 {
 	__u64 now = dnsp_now(w), d = now > s->try_ns ? now - s->try_ns : 0;
-	unsigned int b = 0;
-
-	while (b < FW_DNSP_LAT_BUCKETS && d > fw_dnsp_latency_bounds_ns[b])
-		b++;
-	DNSP_COUNT(w, latency[b]);
+	DNSP_COUNT(w, latency[fw_lat_bucket(d)]);
 	__atomic_store_n(&w->st.latency_sum_ns, w->st.latency_sum_ns + d, __ATOMIC_RELAXED);
 }
 
@@ -1408,7 +1399,7 @@ void fw_dnsp_get_stats(struct fw_dnsp *p, struct fw_dnsp_stats *out)
 		DNSP_SUM(overload);
 		for (unsigned int r = 0; r < 16; r++)
 			DNSP_SUM(rcodes[r]);
-		for (unsigned int b = 0; b <= FW_DNSP_LAT_BUCKETS; b++)
+		for (unsigned int b = 0; b <= FW_LAT_BUCKETS; b++)
 			DNSP_SUM(latency[b]);
 		DNSP_SUM(latency_sum_ns);
 		DNSP_SUM(probes_ok);

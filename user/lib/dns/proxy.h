@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
+#include "common/prom.h"
 #include "dns/wire.h"
 #include "fastwall/abi.h"
 
@@ -76,11 +77,6 @@ struct fw_dnsp_hooks {
 		     __u64 token, const struct fw_dns_answer *a);
 };
 
-/* Upper bounds of the upstream exchange latency histogram, in ns: 1 ms to
- * 5 s (the largest dns.timeout default), then everything above. */
-#define FW_DNSP_LAT_BUCKETS 12
-extern const __u64 fw_dnsp_latency_bounds_ns[FW_DNSP_LAT_BUCKETS];
-
 struct fw_dnsp_stats {
 	__u64 queries_udp, queries_tcp;
 	__u64 forwarded;	 /* sent to an upstream (first attempt) */
@@ -97,7 +93,7 @@ struct fw_dnsp_stats {
 	__u64 rcodes[16];	 /* responses sent to clients, by rcode */
 	/* upstream exchanges answered (any rcode, not timeouts), by the time
 	 * from the attempt's send to its answer; per bucket, not cumulative */
-	__u64 latency[FW_DNSP_LAT_BUCKETS + 1];
+	__u64 latency[FW_LAT_BUCKETS + 1]; /* by fw_lat_bucket */
 	__u64 latency_sum_ns;
 	__u64 probes_ok;     /* health probes an upstream answered */
 	__u64 probes_failed; /* health probes that timed out or could not be sent */

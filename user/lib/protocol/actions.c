@@ -723,24 +723,16 @@ static const char *const op_names[FW_ACTIONS_OPS] = {
 	[FW_OP_REMOVE_BINDING] = "REMOVE_BINDING",
 };
 
-const __u64 fw_actions_latency_bounds_ns[FW_ACTIONS_LAT_BUCKETS] = {
-	100000ull,    250000ull,    500000ull,	   1000000ull,	  2500000ull,
-	5000000ull,   10000000ull,  25000000ull,   50000000ull,	  100000000ull,
-	250000000ull, 500000000ull, 1000000000ull, 2500000000ull, 5000000000ull,
-};
-
 /* start: when the envelope arrived (fw_now_ns) */
 static void op_count(struct fw_actions *a, unsigned int op, int status, __u64 start)
 {
 	__u64 d = fw_now_ns() - start;
-	unsigned int b = 0;
+	unsigned int b = fw_lat_bucket(d);
 
 	if (op >= FW_ACTIONS_OPS)
 		return;
 	if (status > 0 && status < FW_ACTIONS_CODES)
 		__atomic_add_fetch(&a->op_replies[op][status], 1, __ATOMIC_RELAXED);
-	while (b < FW_ACTIONS_LAT_BUCKETS && d > fw_actions_latency_bounds_ns[b])
-		b++;
 	/* envelopes run on several listener threads at once: atomic adds,
 	 * no lock */
 	__atomic_add_fetch(&a->op_latency[op][b], 1, __ATOMIC_RELAXED);
@@ -752,9 +744,9 @@ void fw_actions_op_latency(struct fw_actions *a,
 			   void *ctx)
 {
 	for (unsigned int op = 0; op < FW_ACTIONS_OPS; op++) {
-		__u64 c[FW_ACTIONS_LAT_BUCKETS + 1];
+		__u64 c[FW_LAT_BUCKETS + 1];
 
-		for (unsigned int b = 0; b <= FW_ACTIONS_LAT_BUCKETS; b++)
+		for (unsigned int b = 0; b <= FW_LAT_BUCKETS; b++)
 			c[b] = __atomic_load_n(&a->op_latency[op][b], __ATOMIC_RELAXED);
 		fn(ctx, op_names[op], c,
 		   __atomic_load_n(&a->op_latency_sum_ns[op], __ATOMIC_RELAXED));

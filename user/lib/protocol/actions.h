@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/prom.h"
 #include "protocol/pending.h"
 #include "subjects/registry.h"
 #include "protocol/vault.h"
@@ -29,9 +30,6 @@ void fw_reply_free(struct fw_reply *r);
 
 #define FW_ACTIONS_OPS	 4   /* invalid, SET_BINDING, LIFECYCLE_HOOK, REMOVE_BINDING */
 #define FW_ACTIONS_CODES 600 /* status codes 0-599 */
-/* Upper bounds of the envelope latency histogram, in ns: 100 us to 5 s. */
-#define FW_ACTIONS_LAT_BUCKETS 15
-extern const __u64 fw_actions_latency_bounds_ns[FW_ACTIONS_LAT_BUCKETS];
 
 struct fw_actions {
 	struct fw_registry *reg;
@@ -49,7 +47,7 @@ struct fw_actions {
 	__u64 op_replies[FW_ACTIONS_OPS][FW_ACTIONS_CODES];
 	/* time to answer an envelope, by operation: per-bucket counts (the
 	 * last one above every bound) and the sum, relaxed atomics */
-	__u64 op_latency[FW_ACTIONS_OPS][FW_ACTIONS_LAT_BUCKETS + 1];
+	__u64 op_latency[FW_ACTIONS_OPS][FW_LAT_BUCKETS + 1];
 	__u64 op_latency_sum_ns[FW_ACTIONS_OPS];
 };
 
@@ -77,7 +75,7 @@ void fw_actions_post(struct fw_actions *a, const char *body, size_t len, struct 
 void fw_actions_op_counts(struct fw_actions *a,
 			  void (*fn)(void *ctx, const char *op, int code, __u64 n), void *ctx);
 /* Calls fn for each operation (the names above, every one of them) with
- * its latency histogram: FW_ACTIONS_LAT_BUCKETS + 1 per-bucket counts and
+ * its latency histogram: FW_LAT_BUCKETS + 1 per-bucket counts and
  * the sum in ns. Any thread. */
 void fw_actions_op_latency(struct fw_actions *a,
 			   void (*fn)(void *ctx, const char *op, const __u64 *counts, __u64 sum_ns),

@@ -232,7 +232,7 @@ demo: deps ## build, run the demo topology and explain what passes and why
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)BUILD=$(BUILD) scripts/demo.sh
 
-bench: deps ## benchmarks: per-packet cost, packet rate, control plane, nftables comparison (FULL=1: whole matrix)
+bench: deps ## benchmarks: per-packet cost, packet rate, control plane, nftables comparison (FULL=1: whole matrix; PARTS="D G": those parts only)
 	$(Q)$(MAKE) --no-print-directory all $(BUILD)/tests/bench_tc $(BUILD)/tests/udpblast \
 		$(BUILD)/tests/actions_bench $(BUILD)/tests/fwpeer $(BUILD)/tests/tcprr $(BUILD)/tests/udpflows \
 		$(BUILD)/tests/udpsink $(BUILD)/tests/cp_kernel $(BUILD)/tests/sockrate $(BUILD)/tests/jitlines

@@ -35,13 +35,34 @@
 # sandboxes' part, scripts/bench-cgroup.sh), SKIP_ACTIONS=1 (the control-plane part,
 # scripts/bench-actions.sh, run last, after tests/cp_kernel with CP_OPS
 # operations, 300), PLOT_ONLY=1 (redraw the plots from
-# the last run's data). Part C reads its own variables (see bench-nft.sh).
+# the last run's data), PARTS (the parts to run, every other skipped:
+# letters A-G as docs/benchmarks.md names them, F the ingress gateway, G
+# the process sandboxes, and "actions" for the control plane; PARTS="D G").
+# Part C reads its own variables (see bench-nft.sh).
 # Results, the plot data and SVG plots go to $BUILD/bench/ and
 # $BUILD/bench-nft/.
 set -euo pipefail
 
 BUILD=${BUILD:-build}
 FULL=${FULL:-0}
+
+# PARTS names what runs; it sets every SKIP_ variable
+if [[ -n ${PARTS:-} ]]; then
+	declare -A part_var=([A]=SKIP_A [B]=SKIP_B [C]=SKIP_C [D]=SKIP_D [E]=SKIP_E
+		[F]=SKIP_INGRESS [INGRESS]=SKIP_INGRESS [G]=SKIP_CGROUP [CGROUP]=SKIP_CGROUP
+		[ACTIONS]=SKIP_ACTIONS)
+	for v in SKIP_A SKIP_B SKIP_C SKIP_D SKIP_E SKIP_INGRESS SKIP_CGROUP SKIP_ACTIONS; do
+		export "$v=1"
+	done
+	for p in ${PARTS//,/ }; do
+		v=${part_var[${p^^}]:-}
+		if [[ -z $v ]]; then
+			echo "bench.sh: PARTS: unknown part '$p' (A B C D E F G actions)" >&2
+			exit 2
+		fi
+		export "$v=0"
+	done
+fi
 [[ $FULL == 1 ]] || FULL=0
 if [[ $FULL == 1 ]]; then
 	ROUNDS_A=${ROUNDS_A:-15}

@@ -924,6 +924,14 @@ static int guard_apply(struct fw_daemon *d, const struct fw_cfg *cfg, const stru
 	return err;
 }
 
+/* A restart-only key the reload did not change (the key tables' reload
+ * column says which keys those are). */
+static void warn_kept(void *ctx, const char *name, const char *running)
+{
+	(void)ctx;
+	fw_warn("%s changes only on restart; keeping '%s'", name, running);
+}
+
 static void reload(struct fw_daemon *d)
 {
 	char err[FW_CFG_ERR_LEN];
@@ -941,33 +949,8 @@ static void reload(struct fw_daemon *d)
 		return;
 	}
 	cfg_warnings(&next, NULL);
-	if (next.actions_enabled != d->cfg.actions_enabled ||
-	    strcmp(next.actions_listen, d->cfg.actions_listen) != 0)
-		fw_warn("the actions section changes only on restart");
-	if (strcmp(next.metrics_listen, d->cfg.metrics_listen) != 0)
-		fw_warn("metrics.listen changes only on restart; keeping '%s'",
-			d->cfg.metrics_listen);
-	snprintf(next.metrics_listen, sizeof(next.metrics_listen), "%s", d->cfg.metrics_listen);
-	if (next.metrics_per_subject != d->cfg.metrics_per_subject)
-		fw_warn("metrics.per_subject changes only on restart");
-	next.metrics_per_subject = d->cfg.metrics_per_subject;
-	if (strcmp(next.bpffs, d->cfg.bpffs) != 0)
-		fw_warn("datapath.bpffs changes only on restart; keeping %s", d->cfg.bpffs);
-	snprintf(next.bpffs, sizeof(next.bpffs), "%s", d->cfg.bpffs);
-	if (next.dns_proxy != d->cfg.dns_proxy || next.dnsp.port != d->cfg.dnsp.port ||
-	    next.dnsp.workers != d->cfg.dnsp.workers ||
-	    next.dnsp.max_tcp_clients != d->cfg.dnsp.max_tcp_clients ||
-	    next.dnsp.max_tcp_per_client != d->cfg.dnsp.max_tcp_per_client ||
-	    next.dnsp.tcp_idle_ns != d->cfg.dnsp.tcp_idle_ns ||
-	    next.dnsp.case_randomize != d->cfg.dnsp.case_randomize)
-		fw_warn("dns.proxy, port, workers, case_randomize and the TCP client limits change "
-			"only on restart");
-	next.dns_proxy = d->cfg.dns_proxy;
-	next.dnsp.port = d->cfg.dnsp.port;
-	/* what runs is what the next reload compares with */
-	next.dnsp.max_tcp_per_client = d->cfg.dnsp.max_tcp_per_client;
-	next.dnsp.tcp_idle_ns = d->cfg.dnsp.tcp_idle_ns;
-	next.dnsp.case_randomize = d->cfg.dnsp.case_randomize;
+	/* what runs is what next says, and what the next reload compares with */
+	fw_cfg_keep_restart_keys(&next, &d->cfg, warn_kept, NULL);
 	if (d->learn) {
 		struct fw_learn_config lc;
 
@@ -980,14 +963,9 @@ static void reload(struct fw_daemon *d)
 
 		upstreams_of(&next, u, &nu);
 		fw_dnsp_set_upstreams(d->dnsp, u, nu);
+		fw_dnsp_set_ttl_cap(d->dnsp, next.learn.lease_max_s);
 	}
 
-	if (next.processes_enabled != d->cfg.processes_enabled ||
-	    strcmp(next.cgroup_root, d->cfg.cgroup_root) ||
-	    strcmp(next.cgroup_parent, d->cfg.cgroup_parent) ||
-	    strcmp(next.processes_socket, d->cfg.processes_socket) ||
-	    strcmp(next.run_group, d->cfg.run_group) || strcmp(next.run_parent, d->cfg.run_parent))
-		fw_warn("the processes section changes only on restart");
 	if (d->procs)
 		fw_procs_resolve(d->procs, next.subjects, next.nsubjects);
 	ret = apply_datapath(d, &next);

@@ -116,6 +116,13 @@ int fw_cfg_load_file(const char *path, struct fw_cfg *cfg, char *err, size_t err
 int fw_cfg_load_buffer(const char *buf, size_t len, const char *name, struct fw_cfg *cfg, char *err,
 		       size_t errlen);
 
+/* On reload: every restart-only key (the reload column of the key
+ * tables) that next changes gets run's value back, after kept(ctx, name,
+ * running value) is told of it; next then says what runs. Returns how
+ * many were kept. */
+size_t fw_cfg_keep_restart_keys(struct fw_cfg *next, const struct fw_cfg *run,
+				void (*kept)(void *ctx, const char *name, const char *running),
+				void *ctx);
 /* The key tables as docs/config.md shows them: text with each
  * "<!-- keys: SECTION -->" ... "<!-- end keys -->" region's content
  * replaced by the generated table, written to out. -EINVAL and err for an

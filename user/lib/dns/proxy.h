@@ -114,6 +114,9 @@ void fw_dnsp_stop(struct fw_dnsp *p);
 /* Replaces the upstream list (config reload); in-flight exchanges finish
  * against the old list. */
 int fw_dnsp_set_upstreams(struct fw_dnsp *p, const struct fw_dnsp_upstream *u, size_t n);
+/* Replaces the TTL cap of forwarded answers (config reload: dns.lease.max);
+ * 0 is ignored. */
+void fw_dnsp_set_ttl_cap(struct fw_dnsp *p, __u32 cap);
 void fw_dnsp_get_stats(struct fw_dnsp *p, struct fw_dnsp_stats *out);
 /* The port actually bound (useful when config port was 0). */
 __u16 fw_dnsp_port(const struct fw_dnsp *p);

@@ -30,11 +30,6 @@ enum fw_doh_mode {
 
 #define FW_CFG_MAX_UPSTREAMS FW_DNSP_MAX_UPSTREAMS
 
-struct fw_cfg_upstream {
-	struct fw_ip ip;
-	__u16 port;
-};
-
 struct fw_cfg {
 	char bpffs[256];
 	enum fw_log_level log_level;
@@ -73,7 +68,7 @@ struct fw_cfg {
 	/* dns: the DNS proxy, redirection and learned leases */
 	bool dns_proxy;	       /* redirect DNS to the gateway to the proxy */
 	bool dns_redirect_all; /* ... and DNS to every other resolver */
-	struct fw_cfg_upstream dns_upstreams[FW_CFG_MAX_UPSTREAMS]; /* none: resolv.conf */
+	struct fw_dnsp_addr dns_upstreams[FW_CFG_MAX_UPSTREAMS]; /* none: resolv.conf */
 	size_t dns_nupstreams;
 	char dns_resolv_conf[256];
 	/* the proxy's keys (dns/proxy_keys.c); its upstreams are dns_upstreams */

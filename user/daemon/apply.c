@@ -76,6 +76,27 @@ int dns_start(struct fw_daemon *d)
 	return 0;
 }
 
+/* The learner's settings, and the running proxy's upstreams and TTL cap
+ * (its other keys are restart-only). */
+void apply_dns(struct fw_daemon *d, const struct fw_cfg *cfg)
+{
+	if (d->learn) {
+		struct fw_learn_config lc;
+
+		learn_config(cfg, &lc);
+		fw_learn_set_config(d->learn, &lc);
+	}
+	if (d->dnsp) {
+		struct fw_dnsp_upstream u[FW_DNSP_MAX_UPSTREAMS];
+		size_t nu;
+
+		fw_dnsp_upstreams_build(cfg->dns_upstreams, cfg->dns_nupstreams,
+					cfg->dns_resolv_conf, u, &nu);
+		fw_dnsp_set_upstreams(d->dnsp, u, nu);
+		fw_dnsp_set_ttl_cap(d->dnsp, cfg->learn.lease_max_s);
+	}
+}
+
 /* Writes the global datapath settings of cfg to the kernel. */
 int apply_datapath(struct fw_daemon *d, const struct fw_cfg *cfg)
 {

@@ -111,6 +111,8 @@ void apply_logging(struct fw_daemon *d, const struct fw_cfg *cfg);
 void cfg_warnings(const struct fw_cfg *cfg, FILE *out);
 void learn_config(const struct fw_cfg *cfg, struct fw_learn_config *lc);
 int dns_start(struct fw_daemon *d);
+/* On reload: the learner's settings, the proxy's upstreams and TTL cap. */
+void apply_dns(struct fw_daemon *d, const struct fw_cfg *cfg);
 /* The global data path settings of cfg, and fastwall_local. */
 int apply_datapath(struct fw_daemon *d, const struct fw_cfg *cfg);
 /* -ENODEV and msg when a guard interface does not exist. */

@@ -9,8 +9,8 @@
 #include "common/log.h"
 #include "daemon.h"
 
-/* A restart-only key the reload did not change (the key tables' reload
- * column says which keys those are). */
+/* A restart-only key (the key tables' reload column) the file changed:
+ * its running value stays. */
 static void warn_kept(void *ctx, const char *name, const char *running)
 {
 	(void)ctx;
@@ -36,22 +36,7 @@ static void reload(struct fw_daemon *d)
 	cfg_warnings(&next, NULL);
 	/* what runs is what next says, and what the next reload compares with */
 	fw_cfg_keep_restart_keys(&next, &d->cfg, warn_kept, NULL);
-	if (d->learn) {
-		struct fw_learn_config lc;
-
-		learn_config(&next, &lc);
-		fw_learn_set_config(d->learn, &lc);
-	}
-	if (d->dnsp) {
-		struct fw_dnsp_upstream u[FW_DNSP_MAX_UPSTREAMS];
-		size_t nu;
-
-		fw_dnsp_upstreams_build(next.dns_upstreams, next.dns_nupstreams,
-					next.dns_resolv_conf, u, &nu);
-		fw_dnsp_set_upstreams(d->dnsp, u, nu);
-		fw_dnsp_set_ttl_cap(d->dnsp, next.learn.lease_max_s);
-	}
-
+	apply_dns(d, &next);
 	if (d->procs)
 		fw_procs_resolve(d->procs, next.subjects, next.nsubjects);
 	ret = apply_datapath(d, &next);

@@ -4,8 +4,8 @@
 # generates: the verdict reasons of docs/operations.md are
 # `fastwall reasons --markdown`, byte for byte; the hand-kept key tables
 # of docs/config.md (overlay, subjects, policy, rules) name the keys of
-# the JSON Schema scripts/gen-schema.py writes (docs/config.md's scalar
-# tables are fastwalld config-keys --doc, which a unit test holds); the
+# the JSON Schema scripts/gen-schema.py writes; docs/config.md's scalar
+# tables are fastwalld config-keys --doc (a unit test holds it too); the
 # README names every target of `make help`. Needs no root.
 # shellcheck disable=SC2016 # backquotes of Markdown headings, awk and python in single quotes
 set -uo pipefail
@@ -42,6 +42,18 @@ check_table() {
 
 check_table "verdict reasons" docs/operations.md "## Verdict reasons" \
 	"$FASTWALL" reasons --markdown
+
+# docs/config.md's key tables (with their reload column) are what
+# config-keys generates from the key tables, byte for byte
+if "$BUILD/fastwalld" config-keys --doc "$ROOT/docs/config.md" | cmp -s - "$ROOT/docs/config.md"; then
+	echo "ok   config.md key tables are fastwalld config-keys --doc"
+	passed=$((passed + 1))
+else
+	echo "FAIL config.md key tables differ from fastwalld config-keys --doc (< docs, > generated):"
+	diff "$ROOT/docs/config.md" <("$BUILD/fastwalld" config-keys --doc "$ROOT/docs/config.md") |
+		sed 's/^/     /'
+	failed=$((failed + 1))
+fi
 
 # The key tables config-keys does not generate (overlay, subjects[], the
 # policy and its rules) name exactly the keys of the JSON Schema, which

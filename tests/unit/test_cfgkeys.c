@@ -13,6 +13,7 @@
 
 #include "common/cfgkeys.h"
 #include "config/config.h"
+#include "config/parse.h"
 #include "dns/learn_keys.h"
 #include "dns/proxy.h"
 #include "dns/proxy_keys.h"
@@ -46,7 +47,7 @@ static const struct fw_ck_name wipes[] = {{"keep", 0}, {"wipe", 1}, {NULL, 0}};
 #define F(m) FW_CK_FIELD(struct demo, m)
 
 static const struct fw_cfgkey demo_keys[] = {
-	{.key = "on", .type = FW_CK_BOOL, F(on), .def = 1, .doc = "switch"},
+	{.key = "on", .type = FW_CK_BOOL, F(on), .def = 1, .doc = "switch", .reload = FW_CK_RELOAD},
 	{.key = "port",
 	 .type = FW_CK_UINT,
 	 F(port),
@@ -54,7 +55,13 @@ static const struct fw_cfgkey demo_keys[] = {
 	 .max = 65535,
 	 .def = 80,
 	 .check = no_seven},
-	{.key = "count", .type = FW_CK_UINT, F(count), .min = 0, .max = 10, .def = 3},
+	{.key = "count",
+	 .type = FW_CK_UINT,
+	 F(count),
+	 .min = 0,
+	 .max = 10,
+	 .def = 3,
+	 .reload = FW_CK_RELOAD},
 	{.key = "big", .type = FW_CK_UINT, F(big), .min = 0, .max = ~0ULL, .def = 0},
 	{.key = "wait",
 	 .type = FW_CK_DURATION,
@@ -72,7 +79,8 @@ static const struct fw_cfgkey demo_keys[] = {
 	 .type = FW_CK_SECTION,
 	 .type_doc = "list of things",
 	 .def_doc = "none",
-	 .doc = "parsed by its owner"},
+	 .doc = "parsed by its owner",
+	 .reload = FW_CK_PER_KEY},
 };
 
 static const struct fw_cfgtable demo = FW_CK_TABLE("sec", demo_keys);
@@ -260,15 +268,70 @@ Test(cfgkeys, markdown_rows)
 {
 	char *md = capture(demo_md, NULL);
 
-	cr_expect(strstr(md, "| key | type | default | meaning |\n|---|---|---|---|\n") == md, "%s",
+	cr_expect(strstr(md,
+			 "| key | type | default | reload | meaning |\n|---|---|---|---|---|\n") ==
+			  md,
+		  "%s", md);
+	cr_expect(strstr(md, "| `on` | bool | `true` | SIGHUP | switch |\n"), "%s", md);
+	cr_expect(strstr(md, "| `count` | integer 0-10 | 3 | SIGHUP |"), "%s", md);
+	cr_expect(strstr(md, "| `wait` | seconds, 1-60 | 5 | restart |"), "%s", md);
+	cr_expect(strstr(md, "| `path` | absolute path, < 16 bytes | `/run/x` | restart |"), "%s",
 		  md);
-	cr_expect(strstr(md, "| `on` | bool | `true` | switch |\n"), "%s", md);
-	cr_expect(strstr(md, "| `count` | integer 0-10 | 3 |"), "%s", md);
-	cr_expect(strstr(md, "| `wait` | seconds, 1-60 | 5 |"), "%s", md);
-	cr_expect(strstr(md, "| `path` | absolute path, < 16 bytes | `/run/x` |"), "%s", md);
-	cr_expect(strstr(md, "| `mode` | `low` \\| `mid` \\| `high` | `mid` |"), "%s", md);
-	cr_expect(strstr(md, "| `list` | list of things | none | parsed by its owner |"), "%s", md);
+	cr_expect(strstr(md, "| `mode` | `low` \\| `mid` \\| `high` | `mid` | restart |"), "%s",
+		  md);
+	cr_expect(strstr(md, "| `list` | list of things | none | per key | parsed by its owner |"),
+		  "%s", md);
 	free(md);
+}
+
+struct kept_log {
+	char names[512], values[512];
+};
+
+static void note_kept(void *ctx, const char *name, const char *running)
+{
+	struct kept_log *k = ctx;
+
+	snprintf(k->names + strlen(k->names), sizeof(k->names) - strlen(k->names), "%s ", name);
+	snprintf(k->values + strlen(k->values), sizeof(k->values) - strlen(k->values), "%s ",
+		 running);
+}
+
+/* A reload keeps the running value of every restart-only key it
+ * changes, says which with the value kept, and applies the others. */
+Test(cfgkeys, keep_restart_only_keys)
+{
+	struct demo run = d, next = d;
+	struct kept_log k = {};
+
+	cr_assert_eq(set("port", "8080"), 0, "%s", msg);
+	cr_assert_eq(set("path", "/run/y"), 0, "%s", msg);
+	cr_assert_eq(set("count", "9"), 0, "%s", msg);
+	cr_assert_eq(set("on", "false"), 0, "%s", msg);
+	cr_assert_eq(set("mode", "high"), 0, "%s", msg);
+	next = d; /* what the file says now; run holds the defaults */
+	cr_expect_eq(fw_ck_keep(&demo, &next, &run, note_kept, &k), 3);
+	cr_expect_str_eq(k.names, "sec.port sec.path sec.mode ");
+	cr_expect_str_eq(k.values, "80 /run/x mid ");
+	cr_expect_eq(next.port, 80, "restart only: the running value");
+	cr_expect_str_eq(next.path, "/run/x");
+	cr_expect_eq(next.mode, 5);
+	cr_expect_eq(next.count, 9, "SIGHUP: the new value");
+	cr_expect_eq(next.on, false);
+	memset(&k, 0, sizeof(k));
+	cr_expect_eq(fw_ck_keep(&demo, &next, &run, note_kept, &k), 0,
+		     "what runs is what the next reload compares with");
+	cr_expect_str_eq(k.names, "");
+}
+
+Test(cfgkeys, keep_compares_strings_up_to_their_end)
+{
+	struct demo run = d, next = d;
+
+	/* the bytes after the NUL are what a longer value left */
+	snprintf(run.path, sizeof(run.path), "/run/longer");
+	snprintf(run.path, sizeof(run.path), "/run/x");
+	cr_expect_eq(fw_ck_keep(&demo, &next, &run, NULL, NULL), 0);
 }
 
 static void schema_of(FILE *f, void *arg)
@@ -334,6 +397,31 @@ Test(cfgkeys, modules_take_their_defaults_from_the_tables)
 	cr_expect_not(cfg.actions_restart_wipe);
 	cr_expect_not(cfg.actions_enabled);
 	fw_cfg_free(&cfg);
+}
+
+static const struct fw_cfgtable *const all_tables[] = {
+	&cfg_top_keys,	   &cfg_datapath_keys,	 &cfg_doh_keys,	    &cfg_events_keys,
+	&cfg_actions_keys, &cfg_processes_keys,	 &cfg_dns_keys,	    &fw_dnsp_keys,
+	&fw_learn_keys,	   &fw_learn_lease_keys, &cfg_metrics_keys, &cfg_guard_keys,
+	&cfg_monitor_keys, &cfg_audit_keys,
+};
+
+/* fw_ck_keep copies a restart-only key through its field: one without a
+ * field (a list, a section of keys) would silently change on reload */
+Test(cfgkeys, restart_only_keys_have_a_field)
+{
+	for (size_t j = 0; j < sizeof(all_tables) / sizeof(all_tables[0]); j++) {
+		for (size_t i = 0; i < all_tables[j]->nkeys; i++) {
+			const struct fw_cfgkey *k = &all_tables[j]->keys[i];
+			char name[96];
+
+			fw_ck_name(all_tables[j], k, name, sizeof(name));
+			cr_expect(k->reload != FW_CK_RESTART || k->size,
+				  "%s: restart only, no field", name);
+			cr_expect(k->reload != FW_CK_PER_KEY || k->type == FW_CK_SECTION,
+				  "%s: per key, not a section", name);
+		}
+	}
 }
 
 static struct fw_cfg cfg;
@@ -418,6 +506,49 @@ Test(cfgkeys, loader_sets_every_module)
 	cr_expect(cfg.actions_enabled, "an empty actions section turns it on");
 	cr_assert_eq(load("log_level: warn\n"), 0, "%s", err);
 	cr_expect_not(cfg.actions_enabled);
+	fw_cfg_free(&cfg);
+}
+
+/* The daemon's reload: the keys it cannot apply keep what runs, in every
+ * module's table (the proxy's dns.workers as much as monitor.socket). */
+Test(cfgkeys, reload_keeps_what_runs)
+{
+	struct fw_cfg run;
+	struct kept_log k = {};
+
+	fw_cfg_init(&run);
+	fw_cfg_init(&cfg);
+	cr_assert_eq(load("dns:\n"
+			  "  workers: 4\n"
+			  "  max_tcp_clients: 100\n"
+			  "  redirect_all: false\n"
+			  "  lease: {max: 1000}\n"
+			  "monitor:\n"
+			  "  socket: /run/other.sock\n"
+			  "  reader_queue: 10\n"
+			  "  allow_sample: 5\n"
+			  "actions:\n"
+			  "  grace: 3\n"
+			  "metrics:\n"
+			  "  listen: \"\"\n"),
+		     0, "%s", err);
+	cr_expect_eq(fw_cfg_keep_restart_keys(&cfg, &run, note_kept, &k), 7, "%s", k.names);
+	cr_expect_str_eq(k.names, "actions actions.grace dns.workers dns.max_tcp_clients "
+				  "metrics.listen monitor.socket monitor.reader_queue ");
+	cr_expect_str_eq(k.values,
+			 "absent 10 2 256 127.0.0.1:9464 /run/fastwall/monitor.sock 4096 ");
+	cr_expect_eq(cfg.dnsp.workers, 2);
+	cr_expect_eq(cfg.dnsp.max_tcp_clients, 256);
+	cr_expect_str_eq(cfg.monitor_socket, "/run/fastwall/monitor.sock");
+	cr_expect_eq(cfg.monitor_queue, 4096);
+	cr_expect_not(cfg.actions_enabled);
+	cr_expect_eq(cfg.actions_grace_ns, 10ULL * 1000000000);
+	cr_expect_str_eq(cfg.metrics_listen, "127.0.0.1:9464");
+	cr_expect_not(cfg.dns_redirect_all, "SIGHUP keys change");
+	cr_expect_eq(cfg.learn.lease_max_s, 1000);
+	cr_expect_eq(cfg.monitor_allow_sample, 5);
+	cr_expect_eq(fw_cfg_keep_restart_keys(&cfg, &run, NULL, NULL), 0);
+	fw_cfg_free(&run);
 	fw_cfg_free(&cfg);
 }
 

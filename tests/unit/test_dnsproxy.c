@@ -1011,6 +1011,35 @@ Test(dnsproxy, ttl_capped_for_client_and_learn)
 	fake_free(f);
 }
 
+/* a reload's dns.lease.max: the next answer is capped at the new value */
+Test(dnsproxy, ttl_cap_set_while_running)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dns_answer a;
+	struct fw_dnsp *p;
+	struct msg q = query(13, "long.example", FW_DNS_TYPE_A, 0), r;
+
+	FAKE_SET(f, ttl, 86400);
+	cfg_base(&c);
+	cfg_add(&c, f);
+	c.ttl_cap = 120;
+	p = proxy_start(&c);
+	fw_dnsp_set_ttl_cap(p, 30);
+	r = udp_ask(p, &q);
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	cr_assert_eq(a.naddrs, 2);
+	cr_assert_eq(a.addrs[0].ttl, 30);
+	cr_assert_eq(H.addrs[0].ttl, 30);
+	fw_dnsp_set_ttl_cap(p, 0); /* ignored: 0 would zero every TTL */
+	q = query(14, "long.example", FW_DNS_TYPE_A, 0);
+	r = udp_ask(p, &q);
+	cr_assert_eq(answer_of(&q, &r, &a), 0);
+	cr_assert_eq(a.addrs[0].ttl, 30);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
 Test(dnsproxy, edns_added_upstream_and_stripped_back)
 {
 	struct fake *f = fake_new(TEST_NET_1);

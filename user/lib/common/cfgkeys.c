@@ -273,6 +273,54 @@ int fw_ck_parse(const struct fw_cfgtable *t, const struct fw_cfgkey *k, const ch
 	return 0;
 }
 
+static bool same_value(const struct fw_cfgkey *k, const char *a, const char *b)
+{
+	/* a string's bytes after its NUL are whatever an earlier value left */
+	if (k->type == FW_CK_PATH || k->type == FW_CK_STRING)
+		return strncmp(a, b, k->size) == 0;
+	return memcmp(a, b, k->size) == 0;
+}
+
+size_t fw_ck_keep(const struct fw_cfgtable *t, void *next, const void *run,
+		  void (*kept)(void *ctx, const char *name, const char *running), void *ctx)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->nkeys; i++) {
+		const struct fw_cfgkey *k = &t->keys[i];
+		char *to = (char *)next + k->off;
+		const char *from = (const char *)run + k->off;
+		char name[96], value[256];
+
+		if (k->reload != FW_CK_RESTART || !k->size || same_value(k, to, from))
+			continue;
+		fw_ck_name(t, k, name, sizeof(name));
+		if (k->type == FW_CK_SECTION)
+			snprintf(value, sizeof(value), "%s",
+				 load_uint(from, k->size) ? "present" : "absent");
+		else
+			fw_ck_format(k, run, value, sizeof(value));
+		if (kept)
+			kept(ctx, name, value);
+		memcpy(to, from, k->size);
+		n++;
+	}
+	return n;
+}
+
+const char *fw_ck_reload_name(enum fw_ck_reload r)
+{
+	switch (r) {
+	case FW_CK_RESTART:
+		return "restart";
+	case FW_CK_RELOAD:
+		return "SIGHUP";
+	case FW_CK_PER_KEY:
+		return "per key";
+	}
+	return "?";
+}
+
 static const char *enum_name(const struct fw_cfgkey *k, unsigned long long v)
 {
 	for (const struct fw_ck_name *n = k->names; n && n->name; n++) {
@@ -387,15 +435,15 @@ void fw_ck_markdown(FILE *f, const struct fw_cfgtable *const *t, size_t n)
 {
 	char ty[256], def[256];
 
-	fprintf(f, "| key | type | default | meaning |\n|---|---|---|---|\n");
+	fprintf(f, "| key | type | default | reload | meaning |\n|---|---|---|---|---|\n");
 	for (size_t j = 0; j < n; j++) {
 		for (size_t i = 0; i < t[j]->nkeys; i++) {
 			const struct fw_cfgkey *k = &t[j]->keys[i];
 
 			type_doc(k, ty, sizeof(ty));
 			def_doc(k, def, sizeof(def));
-			fprintf(f, "| `%s` | %s | %s | %s |\n", k->key, ty, def,
-				k->doc ? k->doc : "");
+			fprintf(f, "| `%s` | %s | %s | %s | %s |\n", k->key, ty, def,
+				fw_ck_reload_name(k->reload), k->doc ? k->doc : "");
 		}
 	}
 }

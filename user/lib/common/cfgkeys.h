@@ -6,7 +6,9 @@
  * JSON Schema fragment. The file format (YAML) stays with the caller: the
  * engine sees one key and its text. Functions return 0 or a negative
  * errno; a parse error leaves the field untouched and a message in msg
- * ("dns.workers must be between 1 and 16"), without file or line. */
+ * ("dns.workers must be between 1 and 16"), without file or line.
+ * Whether a SIGHUP may change a key is the key's reload column, read by
+ * fw_ck_keep and printed in the docs: never decided in code. */
 #ifndef FW_CFGKEYS_H
 #define FW_CFGKEYS_H
 
@@ -22,6 +24,15 @@ enum fw_ck_type {
 	FW_CK_ENUM,	/* one of names[] */
 	FW_CK_STRING,	/* shorter than the field, check() decides the rest */
 	FW_CK_SECTION,	/* a list or mapping the caller parses; table only documents it */
+};
+
+/* What a SIGHUP does with a key. The zero value is the safe one: a key
+ * nobody marked is kept at its running value rather than claimed to
+ * change. */
+enum fw_ck_reload {
+	FW_CK_RESTART = 0, /* restart only: a reload keeps the running value and warns */
+	FW_CK_RELOAD,	   /* a reload applies the new value */
+	FW_CK_PER_KEY,	   /* a SECTION of keys below, each with its own */
 };
 
 struct fw_ck_name {
@@ -45,6 +56,9 @@ struct fw_cfgkey {
 	const char *type_doc; /* overrides the generated type column */
 	const char *def_doc;  /* overrides the generated default column */
 	const char *doc;
+	/* RESTART keys need a field (a SECTION's: the bool "is present"),
+	 * which fw_ck_keep copies back from the running configuration */
+	enum fw_ck_reload reload;
 };
 
 struct fw_cfgtable {
@@ -78,7 +92,16 @@ int fw_ck_parse_uint(const char *name, const char *s, unsigned long long min,
 		     unsigned long long max, unsigned long long *out, char *msg, size_t msglen);
 /* A field's value as the file would write it (tests, docs). */
 int fw_ck_format(const struct fw_cfgkey *k, const void *base, char *buf, size_t len);
-/* One Markdown "| key | type | default | meaning |" table of the keys of
+/* For every RESTART key of t whose value in next differs from the one in
+ * run (both bases of t's struct): calls kept(ctx, "dns.workers", running
+ * value as the file writes it, "2"), then copies the running value into
+ * next, so that next says what runs and the next reload compares with
+ * that. Returns how many keys were kept. */
+size_t fw_ck_keep(const struct fw_cfgtable *t, void *next, const void *run,
+		  void (*kept)(void *ctx, const char *name, const char *running), void *ctx);
+/* "SIGHUP", "restart" or "per key", as the docs' reload column says */
+const char *fw_ck_reload_name(enum fw_ck_reload r);
+/* One Markdown "| key | type | default | reload | meaning |" table of the keys of
  * n tables, in order (a section whose keys come from several modules). */
 void fw_ck_markdown(FILE *f, const struct fw_cfgtable *const *t, size_t n);
 /* "\"key\": {...}" members of a JSON Schema "properties" object for the

@@ -388,7 +388,7 @@ static int parse_processes(struct cfg_ctx *ctx, yaml_node_t *node)
 }
 
 /* "192.0.2.53", "192.0.2.53:5353", "2001:db8::53", "[2001:db8::53]:5353" */
-static int parse_upstream(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_cfg_upstream *u)
+static int parse_upstream(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_dnsp_addr *u)
 {
 	char host[64];
 	const char *s, *colon, *hs;

@@ -30,11 +30,6 @@ enum fw_doh_mode {
 
 #define FW_CFG_MAX_UPSTREAMS FW_DNSP_MAX_UPSTREAMS
 
-struct fw_cfg_upstream {
-	struct fw_ip ip;
-	__u16 port;
-};
-
 struct fw_cfg {
 	char bpffs[256];
 	enum fw_log_level log_level;
@@ -73,7 +68,7 @@ struct fw_cfg {
 	/* dns: the DNS proxy, redirection and learned leases */
 	bool dns_proxy;	       /* redirect DNS to the gateway to the proxy */
 	bool dns_redirect_all; /* ... and DNS to every other resolver */
-	struct fw_cfg_upstream dns_upstreams[FW_CFG_MAX_UPSTREAMS]; /* none: resolv.conf */
+	struct fw_dnsp_addr dns_upstreams[FW_CFG_MAX_UPSTREAMS]; /* none: resolv.conf */
 	size_t dns_nupstreams;
 	char dns_resolv_conf[256];
 	/* the proxy's keys (dns/proxy_keys.c); its upstreams are dns_upstreams */
@@ -116,6 +111,13 @@ int fw_cfg_load_file(const char *path, struct fw_cfg *cfg, char *err, size_t err
 int fw_cfg_load_buffer(const char *buf, size_t len, const char *name, struct fw_cfg *cfg, char *err,
 		       size_t errlen);
 
+/* On reload: every restart-only key (the reload column of the key
+ * tables) that next changes gets run's value back, after kept(ctx, name,
+ * running value) is told of it; next then says what runs. Returns how
+ * many were kept. */
+size_t fw_cfg_keep_restart_keys(struct fw_cfg *next, const struct fw_cfg *run,
+				void (*kept)(void *ctx, const char *name, const char *running),
+				void *ctx);
 /* The key tables as docs/config.md shows them: text with each
  * "<!-- keys: SECTION -->" ... "<!-- end keys -->" region's content
  * replaced by the generated table, written to out. -EINVAL and err for an

@@ -3,6 +3,7 @@
  * datapath and actions settings), and the docs and schema generated from
  * every table, these and the DNS modules'. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,8 @@ static const struct fw_cfgkey top[] = {
 	 F(log_level),
 	 .names = log_levels,
 	 .def = FW_LOG_INFO,
-	 .doc = "daemon log verbosity; the audit trail (`audit`) is never silenced by it"},
+	 .doc = "daemon log verbosity; the audit trail (`audit`) is never silenced by it",
+	 .reload = FW_CK_RELOAD},
 	{.key = "log_format",
 	 .type = FW_CK_ENUM,
 	 F(log_format),
@@ -43,47 +45,63 @@ static const struct fw_cfgkey top[] = {
 	 .def = FW_LOG_TEXT,
 	 .doc = "text: `TIME LEVEL message` lines; json: one JSON object a line with `time`, "
 		"`level` and `msg` (the audit trail's records carry their fields as members). "
-		"`fastwalld --log-format` overrides it"},
-	{.key = "datapath", .type = FW_CK_SECTION, .doc = "data plane settings, below"},
+		"`fastwalld --log-format` overrides it",
+	 .reload = FW_CK_RELOAD},
+	{.key = "datapath",
+	 .type = FW_CK_SECTION,
+	 .doc = "data plane settings, below",
+	 .reload = FW_CK_PER_KEY},
 	{.key = "overlay",
 	 .type = FW_CK_SECTION,
 	 .def_doc = "none",
-	 .doc = "operator rules, below"},
+	 .doc = "operator rules, below",
+	 .reload = FW_CK_RELOAD},
 	{.key = "subjects",
 	 .type = FW_CK_SECTION,
 	 .type_doc = "list of mappings (not a scalar)",
 	 .def_doc = "none",
-	 .doc = "static subjects, below"},
+	 .doc = "static subjects, below",
+	 .reload = FW_CK_RELOAD},
 	{.key = "actions",
 	 .type = FW_CK_SECTION,
+	 F(actions_enabled),
 	 .type_doc = "mapping (may be empty)",
 	 .def_doc = "absent",
-	 .doc = "present: serve the Sandbox Actions protocol, below"},
+	 .doc = "present: serve the Sandbox Actions protocol, below",
+	 .reload = FW_CK_RESTART},
 	{.key = "dns",
 	 .type = FW_CK_SECTION,
 	 .def_doc = "the proxy on",
-	 .doc = "the DNS proxy and learned leases, below"},
+	 .doc = "the DNS proxy and learned leases, below",
+	 .reload = FW_CK_PER_KEY},
 	{.key = "processes",
 	 .type = FW_CK_SECTION,
+	 F(processes_enabled),
 	 .type_doc = "mapping (may be empty)",
 	 .def_doc = "absent",
-	 .doc = "present: process sandboxes (cgroup programs, `fastwall run`), below"},
+	 .doc = "present: process sandboxes (cgroup programs, `fastwall run`), below",
+	 .reload = FW_CK_RESTART},
 	{.key = "metrics",
 	 .type = FW_CK_SECTION,
 	 .def_doc = "on, loopback",
-	 .doc = "the Prometheus metrics and health listener, below"},
+	 .doc = "the Prometheus metrics and health listener, below",
+	 .reload = FW_CK_PER_KEY},
 	{.key = "guard",
 	 .type = FW_CK_SECTION,
+	 F(guard_enabled),
 	 .def_doc = "absent",
-	 .doc = "present: guard the pod's data-plane ports on its uplinks, below"},
+	 .doc = "present: guard the pod's data-plane ports on its uplinks, below",
+	 .reload = FW_CK_RELOAD},
 	{.key = "monitor",
 	 .type = FW_CK_SECTION,
 	 .def_doc = "on",
-	 .doc = "the live event socket of `fastwall monitor`, below"},
+	 .doc = "the live event socket of `fastwall monitor`, below",
+	 .reload = FW_CK_PER_KEY},
 	{.key = "audit",
 	 .type = FW_CK_SECTION,
 	 .def_doc = "on, stderr",
-	 .doc = "the audit trail of denies and subject changes, below"},
+	 .doc = "the audit trail of denies and subject changes, below",
+	 .reload = FW_CK_PER_KEY},
 };
 
 static const struct fw_cfgkey datapath[] = {
@@ -91,18 +109,22 @@ static const struct fw_cfgkey datapath[] = {
 	 .type = FW_CK_PATH,
 	 F(bpffs),
 	 .def_str = FW_DEFAULT_BPFFS,
-	 .doc = "where maps and programs are pinned"},
+	 .doc = "where maps and programs are pinned",
+	 .reload = FW_CK_RESTART},
 	{.key = "interfaces",
 	 .type = FW_CK_SECTION,
 	 .type_doc = "list of names or fnmatch globs",
 	 .def_doc = "none",
 	 .doc = "host interfaces to attach to; a name is at most 15 characters, a glob (`*`, "
-		"`?`, `[`) at most 255; no `/` or spaces; no duplicates"},
+		"`?`, `[`) at most 255; no `/` or spaces; no duplicates. A reload attaches to "
+		"the interfaces that match now; one that no longer matches stays attached",
+	 .reload = FW_CK_RELOAD},
 	{.key = "bridges",
 	 .type = FW_CK_SECTION,
 	 .type_doc = "list of interface names (no globs)",
 	 .def_doc = "none",
-	 .doc = "attach to every port of these bridges"},
+	 .doc = "attach to every port of these bridges (on reload as `interfaces`)",
+	 .reload = FW_CK_RELOAD},
 	{.key = "local_addresses",
 	 .type = FW_CK_SECTION,
 	 .type_doc = "list of addresses, at most 256",
@@ -111,15 +133,23 @@ static const struct fw_cfgkey datapath[] = {
 		"(which fastwalld learns from netlink, with loopback and link-local): DNS to them "
 		"is local, other traffic to them drops unless a `local_ports` entry opens it. For "
 		"addresses the pod does not hold itself (a node-local resolver, a service VIP); "
-		"they stay pod-local whatever happens to the interfaces"},
+		"they stay pod-local whatever happens to the interfaces",
+	 .reload = FW_CK_RELOAD},
 	{.key = "local_ports",
 	 .type = FW_CK_SECTION,
 	 .type_doc = "list of `\"tcp/PORT\"` / `\"udp/PORT\"`, at most 256",
 	 .def_doc = "none",
 	 .doc = "ports open to sandboxes on pod-local addresses; PORT 1-65535, lowercase "
-		"protocol"},
-	{.key = "doh", .type = FW_CK_SECTION, .doc = "DNS-over-HTTPS blocking, below"},
-	{.key = "events", .type = FW_CK_SECTION, .doc = "deny event rate limit, below"},
+		"protocol",
+	 .reload = FW_CK_RELOAD},
+	{.key = "doh",
+	 .type = FW_CK_SECTION,
+	 .doc = "DNS-over-HTTPS blocking, below",
+	 .reload = FW_CK_PER_KEY},
+	{.key = "events",
+	 .type = FW_CK_SECTION,
+	 .doc = "deny event rate limit, below",
+	 .reload = FW_CK_PER_KEY},
 	{.key = "pod_flow_timeout",
 	 .type = FW_CK_DURATION,
 	 F(pod_flow_timeout_ns),
@@ -127,7 +157,8 @@ static const struct fw_cfgkey datapath[] = {
 	 .max = 86400,
 	 .def = 300,
 	 .scale = FW_CK_NSEC,
-	 .doc = "idle timeout of flows the pod opened into a sandbox"},
+	 .doc = "idle timeout of flows the pod opened into a sandbox",
+	 .reload = FW_CK_RELOAD},
 	{.key = "fragment_timeout",
 	 .type = FW_CK_DURATION,
 	 F(frag_timeout_ns),
@@ -135,16 +166,23 @@ static const struct fw_cfgkey datapath[] = {
 	 .max = 300,
 	 .def = 5,
 	 .scale = FW_CK_NSEC,
-	 .doc = "how long a passed first fragment lets the rest follow"},
+	 .doc = "how long a passed first fragment lets the rest follow",
+	 .reload = FW_CK_RELOAD},
 };
 
 static const struct fw_cfgkey doh[] = {
-	{.key = "block", .type = FW_CK_BOOL, F(doh_block), .def = 0, .doc = "turn DoH blocking on"},
+	{.key = "block",
+	 .type = FW_CK_BOOL,
+	 F(doh_block),
+	 .def = 0,
+	 .doc = "turn DoH blocking on",
+	 .reload = FW_CK_RELOAD},
 	{.key = "blocklist",
 	 .type = FW_CK_SECTION,
 	 .type_doc = "list of addresses or CIDRs, at most 4096",
 	 .def_doc = "none",
-	 .doc = "resolver addresses whose TCP 443 is dropped"},
+	 .doc = "resolver addresses whose TCP 443 is dropped",
+	 .reload = FW_CK_RELOAD},
 };
 
 static const struct fw_cfgkey events[] = {
@@ -154,14 +192,16 @@ static const struct fw_cfgkey events[] = {
 	 .min = 0,
 	 .max = 1000000,
 	 .def = 100,
-	 .doc = "deny events per second per subject per CPU; 0 disables events"},
+	 .doc = "deny events per second per subject per CPU; 0 disables events",
+	 .reload = FW_CK_RELOAD},
 	{.key = "burst",
 	 .type = FW_CK_UINT,
 	 F(event_burst),
 	 .min = 1,
 	 .max = 1000000,
 	 .def = 200,
-	 .doc = "events a subject may emit back to back"},
+	 .doc = "events a subject may emit back to back",
+	 .reload = FW_CK_RELOAD},
 };
 
 /* "127.0.0.1:18080", "[::1]:18080", "localhost:18080"; with loopback, only
@@ -232,14 +272,16 @@ static const struct fw_cfgkey metrics[] = {
 	 .doc = "where `/metrics` (Prometheus text format), `/healthz` and `/readyz` are served; "
 		"`\"\"` turns the listener off. Any address is accepted (`0.0.0.0:9464` for a "
 		"scraper on another host: the endpoints say nothing secret but subject counts, "
-		"yet anyone who reaches them can read them). Restart only"},
+		"yet anyone who reaches them can read them)",
+	 .reload = FW_CK_RESTART},
 	{.key = "per_subject",
 	 .type = FW_CK_BOOL,
 	 F(metrics_per_subject),
 	 .def = 0,
 	 .doc = "also export `fastwall_subject_packets_total{subject,reason,verdict}` for the "
 		"subjects registered at each scrape: a series per subject and reason it counted, "
-		"so a pod whose sandboxes churn makes many short-lived series. Restart only"},
+		"so a pod whose sandboxes churn makes many short-lived series",
+	 .reload = FW_CK_RESTART},
 };
 
 static const struct fw_ck_name restart_modes[] = {{"keep", 0}, {"wipe", 1}, {NULL, 0}};
@@ -252,19 +294,22 @@ static const struct fw_cfgkey actions[] = {
 	 .check = check_listen,
 	 .type_doc = "`ADDRESS:PORT`",
 	 .doc = "loopback only (`127.0.0.0/8`, `[::1]`, `localhost`); anything else is an "
-		"error"},
+		"error",
+	 .reload = FW_CK_RESTART},
 	{.key = "vault_socket",
 	 .type = FW_CK_PATH,
 	 F(actions_vault_socket),
 	 .def_str = "/run/fastwall/vault.sock",
-	 .doc = "unix socket of the active-vault read, mode 0600"},
+	 .doc = "unix socket of the active-vault read, mode 0600",
+	 .reload = FW_CK_RESTART},
 	{.key = "restart",
 	 .type = FW_CK_ENUM,
 	 F(actions_restart_wipe),
 	 .names = restart_modes,
 	 .def = 0,
 	 .doc = "keep: adopt the kernel state and wait for the replay; wipe: the reference "
-		"behaviour"},
+		"behaviour",
+	 .reload = FW_CK_RESTART},
 	{.key = "grace",
 	 .type = FW_CK_DURATION,
 	 F(actions_grace_ns),
@@ -272,7 +317,8 @@ static const struct fw_cfgkey actions[] = {
 	 .max = 3600,
 	 .def = 10,
 	 .scale = FW_CK_NSEC,
-	 .doc = "after a restart, unconfirmed subjects are removed after this"},
+	 .doc = "after a restart, unconfirmed subjects are removed after this",
+	 .reload = FW_CK_RESTART},
 	{.key = "pending_ttl",
 	 .type = FW_CK_DURATION,
 	 F(actions_pending_ttl_ns),
@@ -280,12 +326,14 @@ static const struct fw_cfgkey actions[] = {
 	 .max = 3600,
 	 .def = 30,
 	 .scale = FW_CK_NSEC,
-	 .doc = "how long a push for an unknown uid is cached"},
+	 .doc = "how long a push for an unknown uid is cached",
+	 .reload = FW_CK_RESTART},
 	{.key = "bind_host_veth",
 	 .type = FW_CK_BOOL,
 	 F(actions_bind_host_veth),
 	 .def = 1,
-	 .doc = "anti-spoof: a subject's packets only from its `hostVeth`"},
+	 .doc = "anti-spoof: a subject's packets only from its `hostVeth`",
+	 .reload = FW_CK_RESTART},
 };
 
 /* "fastwall", "sandboxes/run": a relative cgroup path, no "." or ".."
@@ -353,7 +401,8 @@ static const struct fw_cfgkey processes[] = {
 	 F(cgroup_root),
 	 .def_str = "/sys/fs/cgroup",
 	 .doc = "the cgroup2 mount; when it is not one, fastwalld mounts cgroup2 at "
-		"`/run/fastwall/cgroup2` and uses that"},
+		"`/run/fastwall/cgroup2` and uses that",
+	 .reload = FW_CK_RESTART},
 	{.key = "cgroup_parent",
 	 .type = FW_CK_STRING,
 	 F(cgroup_parent),
@@ -361,13 +410,15 @@ static const struct fw_cfgkey processes[] = {
 	 .check = fw_cfg_check_cgroup_path,
 	 .type_doc = "relative cgroup path",
 	 .doc = "below `cgroup_root`: where the cgroup programs attach and `fastwall run` "
-		"makes its cgroups (created when missing); only processes in it are sandboxes"},
+		"makes its cgroups (created when missing); only processes in it are sandboxes",
+	 .reload = FW_CK_RESTART},
 	{.key = "socket",
 	 .type = FW_CK_PATH,
 	 F(processes_socket),
 	 .def_str = "/run/fastwall/run.sock",
 	 .doc = "unix socket of `fastwall run` (mode 0600, root only; 0660 of `run_group` "
-		"with one)"},
+		"with one)",
+	 .reload = FW_CK_RESTART},
 	{.key = "run_group",
 	 .type = FW_CK_STRING,
 	 F(run_group),
@@ -375,7 +426,8 @@ static const struct fw_cfgkey processes[] = {
 	 .check = check_run_group,
 	 .type_doc = "group name or number",
 	 .doc = "members of this group may use `fastwall run` too (their primary or "
-		"supplementary group, as the socket's peer credentials say); empty: root only"},
+		"supplementary group, as the socket's peer credentials say); empty: root only",
+	 .reload = FW_CK_RESTART},
 	{.key = "run_parent",
 	 .type = FW_CK_STRING,
 	 F(run_parent),
@@ -385,7 +437,8 @@ static const struct fw_cfgkey processes[] = {
 	 .doc = "below `cgroup_parent`: where fastwalld makes the cgroups of non-root callers, "
 		"and where a cgroup such a caller passes (`fastwall run --cgroup`, one it made in "
 		"a "
-		"subtree delegated to it) must lie; empty: `cgroup_parent` itself"},
+		"subtree delegated to it) must lie; empty: `cgroup_parent` itself",
+	 .reload = FW_CK_RESTART},
 };
 
 static const struct fw_cfgkey dns[] = {
@@ -395,7 +448,8 @@ static const struct fw_cfgkey dns[] = {
 	 .def = 1,
 	 .doc = "run the proxy and send every subject's DNS to the gateway (a pod-local address, "
 		"UDP and TCP port 53) to it; false: such DNS passes to whatever listens on the "
-		"pod's port 53 (`dns-local`), and domain rules never learn anything. Restart only"},
+		"pod's port 53 (`dns-local`), and domain rules never learn anything",
+	 .reload = FW_CK_RESTART},
 	{.key = "redirect_all",
 	 .type = FW_CK_BOOL,
 	 F(dns_redirect_all),
@@ -403,24 +457,27 @@ static const struct fw_cfgkey dns[] = {
 	 .doc = "DNS to any other destination's port 53 is sent to the proxy too (to the "
 		"subject's gateway, answered from the address the sandbox asked), so a sandbox "
 		"can't bypass its domain policy through a public resolver; false is the "
-		"reference behaviour: such DNS is ordinary traffic under the policy. Takes effect "
-		"on SIGHUP"},
+		"reference behaviour: such DNS is ordinary traffic under the policy",
+	 .reload = FW_CK_RELOAD},
 	{.key = "upstreams",
 	 .type = FW_CK_SECTION,
 	 .type_doc = "list of `IP`, `IP:PORT`, `[IPv6]:PORT`, at most 10",
 	 .def_doc = "from `resolv_conf`",
 	 .doc = "tried in order: NOERROR and NXDOMAIN are final, any other answer, a malformed "
-		"one or a timeout moves on; all failing gives the client SERVFAIL"},
+		"one or a timeout moves on; all failing gives the client SERVFAIL",
+	 .reload = FW_CK_RELOAD},
 	{.key = "resolv_conf",
 	 .type = FW_CK_PATH,
 	 F(dns_resolv_conf),
 	 .def_str = "/etc/resolv.conf",
 	 .doc = "when `upstreams` is empty: its `nameserver` lines, non-loopback first, at most "
-		"10"},
+		"10",
+	 .reload = FW_CK_RELOAD},
 	{.key = "lease",
 	 .type = FW_CK_SECTION,
 	 .type_doc = "mapping",
-	 .doc = "learned leases, below"},
+	 .doc = "learned leases, below",
+	 .reload = FW_CK_PER_KEY},
 	{.key = "max_connections_per_subject",
 	 .type = FW_CK_UINT,
 	 F(max_conns_per_subject),
@@ -430,8 +487,8 @@ static const struct fw_cfgkey dns[] = {
 	 .doc = "TCP connection records (`fastwall_conns`) one subject may hold; a connection "
 		"opened over it still passes but does not renew its destination's lease (it lives "
 		"on the DNS lease). There is no \"no cap\": without one a sandbox could fill the "
-		"map for everyone ([dns.md](dns.md), \"Connection records per subject\"). Takes "
-		"effect on SIGHUP"},
+		"map for everyone ([dns.md](dns.md), \"Connection records per subject\")",
+	 .reload = FW_CK_RELOAD},
 };
 
 /* "" turns the socket off */
@@ -454,7 +511,8 @@ static const struct fw_cfgkey monitor[] = {
 	 .check = check_monitor_socket,
 	 .type_doc = "absolute path or `\"\"`",
 	 .doc = "unix socket `fastwall monitor` reads live events from: mode 0600, peers other "
-		"than root refused; `\"\"` turns it off. Restart only"},
+		"than root refused; `\"\"` turns it off",
+	 .reload = FW_CK_RESTART},
 	{.key = "reader_queue",
 	 .type = FW_CK_UINT,
 	 F(monitor_queue),
@@ -463,7 +521,8 @@ static const struct fw_cfgkey monitor[] = {
 	 .def = 4096,
 	 .doc = "events one reader may have waiting besides its socket buffer; beyond it its "
 		"events are dropped, counted in `fastwall_monitor_events_dropped_total`, and the "
-		"reader is told how many it lost. Restart only"},
+		"reader is told how many it lost",
+	 .reload = FW_CK_RESTART},
 	{.key = "allow_sample",
 	 .type = FW_CK_UINT,
 	 F(monitor_allow_sample),
@@ -472,7 +531,8 @@ static const struct fw_cfgkey monitor[] = {
 	 .def = 0,
 	 .doc = "one passed packet in N (1: every one) becomes an allow event, within the "
 		"subject's event budget (`datapath.events`); 0: none, and the data path pays one "
-		"flag test per packet. Takes effect on SIGHUP"},
+		"flag test per packet",
+	 .reload = FW_CK_RELOAD},
 };
 
 /* stderr, stdout, off or an absolute path */
@@ -496,7 +556,8 @@ static const struct fw_cfgkey audit[] = {
 	 .type_doc = "`stderr`, `stdout`, `off` or an absolute path",
 	 .doc = "where the audit trail goes: `stderr` beside the log (the journal takes both "
 		"under systemd), `stdout` to keep it apart from the log, a file (appended, "
-		"created 0600), or `off`. Takes effect on SIGHUP"},
+		"created 0600), or `off`",
+	 .reload = FW_CK_RELOAD},
 };
 
 static const struct fw_ck_name guard_modes[] = {
@@ -513,7 +574,8 @@ static const struct fw_cfgkey guard[] = {
 	 .type_doc = "list of interface names (no globs), at least one",
 	 .def_doc = "required",
 	 .doc = "the pod's uplinks, where the ingress gateway's traffic arrives; each must exist "
-		"when fastwalld starts or reloads"},
+		"when fastwalld starts or reloads",
+	 .reload = FW_CK_RELOAD},
 	{.key = "ports",
 	 .type = FW_CK_SECTION,
 	 .type_doc = "list of ports 1-65535, at least one, at most 512",
@@ -521,14 +583,16 @@ static const struct fw_cfgkey guard[] = {
 	 .doc = "the guarded data-plane ports, TCP and UDP; keep them outside the pod's "
 		"ephemeral range (`net.ipv4.ip_local_port_range`): a reply to a connection the pod "
 		"opened that arrives on a guarded port drops unless its source is trusted "
-		"(fastwalld warns)"},
+		"(fastwalld warns)",
+	 .reload = FW_CK_RELOAD},
 	{.key = "trusted",
 	 .type = FW_CK_SECTION,
 	 .type_doc = "list of addresses or CIDRs, IPv4 and IPv6, at most 4096",
 	 .def_doc = "none",
 	 .doc = "sources that may reach the guarded ports (the ingress gateway's workloads); "
 		"none: every packet to them drops. On SIGHUP the new set is written before the "
-		"old one goes"},
+		"old one goes",
+	 .reload = FW_CK_RELOAD},
 	{.key = "mode",
 	 .type = FW_CK_ENUM,
 	 F(guard_mode),
@@ -537,7 +601,8 @@ static const struct fw_cfgkey guard[] = {
 	 .doc = "the hook: auto (TC ingress on a veth, whose native XDP copies each packet; "
 		"native XDP on other drivers, TC ingress where that is refused), xdp (native "
 		"only; on a veth fastwalld warns of its cost), xdp-generic, tc. `fastwall status` "
-		"says which hook each interface got and why"},
+		"says which hook each interface got and why",
+	 .reload = FW_CK_RELOAD},
 };
 
 const struct fw_cfgtable cfg_top_keys = FW_CK_TABLE("", top);
@@ -551,6 +616,39 @@ const struct fw_cfgtable cfg_metrics_keys = FW_CK_TABLE("metrics", metrics);
 const struct fw_cfgtable cfg_guard_keys = FW_CK_TABLE("guard", guard);
 const struct fw_cfgtable cfg_monitor_keys = FW_CK_TABLE("monitor", monitor);
 const struct fw_cfgtable cfg_audit_keys = FW_CK_TABLE("audit", audit);
+
+/* Every table with where its struct lies in struct fw_cfg. */
+static const struct {
+	const struct fw_cfgtable *t;
+	size_t off;
+} cfg_tables[] = {
+	{&cfg_top_keys, 0},
+	{&cfg_datapath_keys, 0},
+	{&cfg_doh_keys, 0},
+	{&cfg_events_keys, 0},
+	{&cfg_actions_keys, 0},
+	{&cfg_processes_keys, 0},
+	{&cfg_dns_keys, 0},
+	{&fw_dnsp_keys, offsetof(struct fw_cfg, dnsp)},
+	{&fw_learn_keys, offsetof(struct fw_cfg, learn)},
+	{&fw_learn_lease_keys, offsetof(struct fw_cfg, learn)},
+	{&cfg_metrics_keys, 0},
+	{&cfg_guard_keys, 0},
+	{&cfg_monitor_keys, 0},
+	{&cfg_audit_keys, 0},
+};
+
+size_t fw_cfg_keep_restart_keys(struct fw_cfg *next, const struct fw_cfg *run,
+				void (*kept)(void *ctx, const char *name, const char *running),
+				void *ctx)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(cfg_tables) / sizeof(cfg_tables[0]); i++)
+		n += fw_ck_keep(cfg_tables[i].t, (char *)next + cfg_tables[i].off,
+				(const char *)run + cfg_tables[i].off, kept, ctx);
+	return n;
+}
 
 /* --- docs and schema ---------------------------------------------------- */
 

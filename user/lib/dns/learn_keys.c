@@ -17,7 +17,8 @@ static const struct fw_cfgkey keys[] = {
 	 .def = 4096,
 	 .doc = "at the cap, learning an address evicts the subject's least recently learned "
 		"address that carries no open TCP connection; if every one does, the new address "
-		"is not learned (counted, and its connects are dropped). 0: no cap"},
+		"is not learned (counted, and its connects are dropped). 0: no cap",
+	 .reload = FW_CK_RELOAD},
 	{.key = "refresh_interval",
 	 .type = FW_CK_DURATION,
 	 F(refresh_interval_ns),
@@ -27,7 +28,8 @@ static const struct fw_cfgkey keys[] = {
 	 .scale = FW_CK_NSEC,
 	 .type_doc = "seconds, 1-3600, at most `lease.min / 2`",
 	 .doc = "the lease refresh round: renewals, the last renewal of ended connections, "
-		"garbage collection"},
+		"garbage collection",
+	 .reload = FW_CK_RELOAD},
 	{.key = "tcp_idle_timeout",
 	 .type = FW_CK_DURATION,
 	 F(tcp_idle_ns),
@@ -36,7 +38,8 @@ static const struct fw_cfgkey keys[] = {
 	 .def = 3600,
 	 .scale = FW_CK_NSEC,
 	 .doc = "an open connection with no packet for this long no longer keeps its "
-		"destination's lease"},
+		"destination's lease",
+	 .reload = FW_CK_RELOAD},
 };
 
 static const struct fw_cfgkey lease_keys[] = {
@@ -48,7 +51,8 @@ static const struct fw_cfgkey lease_keys[] = {
 	 .def = 60,
 	 .type_doc = "seconds, 0-86400",
 	 .doc = "added to an answer's TTL: a learned address's lease is clamp(TTL + add, min, "
-		"max)"},
+		"max)",
+	 .reload = FW_CK_RELOAD},
 	{.key = "min",
 	 .type = FW_CK_UINT,
 	 F(lease_min_s),
@@ -57,7 +61,8 @@ static const struct fw_cfgkey lease_keys[] = {
 	 .def = 60,
 	 .type_doc = "seconds, 1-86400, at most `max`",
 	 .doc = "the shortest lease; also what an open TCP connection renews its destination "
-		"to"},
+		"to",
+	 .reload = FW_CK_RELOAD},
 	{.key = "max",
 	 .type = FW_CK_UINT,
 	 F(lease_max_s),
@@ -66,7 +71,8 @@ static const struct fw_cfgkey lease_keys[] = {
 	 .def = 360,
 	 .type_doc = "seconds, 1-86400",
 	 .doc = "the longest lease; answer TTLs above it are lowered to it, so clients never "
-		"cache past the lease"},
+		"cache past the lease",
+	 .reload = FW_CK_RELOAD},
 };
 
 const struct fw_cfgtable fw_learn_keys = FW_CK_TABLE("dns", keys);

@@ -526,7 +526,7 @@ enum dnsp_verdict dnsp_exch_answer(struct dnsp_worker *w, struct dnsp_slot *s, _
 
 	/* cap first and learn from the capped bytes: a hostile pointer may
 	 * aim into a TTL, and what is learned must be what the client reads */
-	err = fw_dns_cap_ttls(msg, len, p->cfg.ttl_cap);
+	err = fw_dns_cap_ttls(msg, len, __atomic_load_n(&p->cfg.ttl_cap, __ATOMIC_RELAXED));
 	if (!err) {
 		/* upstream knows the query by the id we gave it */
 		__u16 client_id = s->q.id;
@@ -1373,6 +1373,13 @@ int fw_dnsp_set_upstreams(struct fw_dnsp *p, const struct fw_dnsp_upstream *u, s
 	dnsp_set_put(old);
 	dnsp_wake(p);
 	return 0;
+}
+
+void fw_dnsp_set_ttl_cap(struct fw_dnsp *p, __u32 cap)
+{
+	/* the workers read it per answer: one word, no lock */
+	if (p && cap)
+		__atomic_store_n(&p->cfg.ttl_cap, cap, __ATOMIC_RELAXED);
 }
 
 void fw_dnsp_get_stats(struct fw_dnsp *p, struct fw_dnsp_stats *out)

@@ -110,6 +110,9 @@ void fw_dnsp_stop(struct fw_dnsp *p);
 /* Replaces the upstream list (config reload); in-flight exchanges finish
  * against the old list. */
 int fw_dnsp_set_upstreams(struct fw_dnsp *p, const struct fw_dnsp_upstream *u, size_t n);
+/* Replaces the TTL cap of forwarded answers (config reload: dns.lease.max);
+ * 0 is ignored. */
+void fw_dnsp_set_ttl_cap(struct fw_dnsp *p, __u32 cap);
 void fw_dnsp_get_stats(struct fw_dnsp *p, struct fw_dnsp_stats *out);
 /* The port actually bound (useful when config port was 0). */
 __u16 fw_dnsp_port(const struct fw_dnsp *p);
@@ -138,6 +141,18 @@ int fw_dnsp_simulate(const struct fw_dnsp_hooks *h, bool case_randomize, const _
 /* "192.0.2.1", "192.0.2.1:5353", "2001:db8::1", "[2001:db8::1]:5353";
  * port 53 when absent. -EINVAL otherwise. */
 int fw_dnsp_upstream_parse(const char *s, struct fw_dnsp_upstream *u);
+/* An upstream as the configuration writes it: an address (IPv4 as
+ * ::ffff:a.b.c.d) and a port. */
+struct fw_dnsp_addr {
+	struct fw_ip ip;
+	__u16 port;
+};
+/* The proxy's upstreams: the ncfg configured ones (at most
+ * FW_DNSP_MAX_UPSTREAMS), else the nameservers of resolv_conf
+ * (fw_dnsp_upstreams_from_resolv). None at all is not an error: *n is 0,
+ * every allowed query gets SERVFAIL, and a warning says so. */
+void fw_dnsp_upstreams_build(const struct fw_dnsp_addr *cfg, size_t ncfg, const char *resolv_conf,
+			     struct fw_dnsp_upstream *u, size_t *n);
 /* The nameserver lines of a resolv.conf: non-loopback first (loopback ones
  * after them, in file order), at most cap (and at most 10). -ENOENT when
  * the file has none. */

@@ -29,7 +29,8 @@ static const struct fw_cfgkey keys[] = {
 	 .check = check_port,
 	 .type_doc = "1-65535, not 53 or 853",
 	 .doc = "the proxy's UDP and TCP port on every pod address; the data plane rewrites port "
-		"53 to it and back"},
+		"53 to it and back",
+	 .reload = FW_CK_RESTART},
 	{.key = "timeout",
 	 .type = FW_CK_DURATION,
 	 F(timeout_ns),
@@ -37,7 +38,8 @@ static const struct fw_cfgkey keys[] = {
 	 .max = 60,
 	 .def = 5,
 	 .scale = FW_CK_NSEC,
-	 .doc = "per upstream exchange"},
+	 .doc = "per upstream exchange",
+	 .reload = FW_CK_RESTART},
 	{.key = "probe_interval",
 	 .type = FW_CK_DURATION,
 	 F(probe_interval_ns),
@@ -46,14 +48,16 @@ static const struct fw_cfgkey keys[] = {
 	 .def = 10,
 	 .scale = FW_CK_NSEC,
 	 .doc = "health probe of each upstream (`. NS`); failing upstreams are tried after "
-		"healthy ones. 0: no probes"},
+		"healthy ones. 0: no probes",
+	 .reload = FW_CK_RESTART},
 	{.key = "workers",
 	 .type = FW_CK_UINT,
 	 F(workers),
 	 .min = 1,
 	 .max = FW_DNSP_MAX_WORKERS,
 	 .def = 2,
-	 .doc = "proxy threads (each with its own sockets, `SO_REUSEPORT`). Restart only"},
+	 .doc = "proxy threads (each with its own sockets, `SO_REUSEPORT`)",
+	 .reload = FW_CK_RESTART},
 	{.key = "max_tcp_clients",
 	 .type = FW_CK_UINT,
 	 F(max_tcp_clients),
@@ -63,7 +67,8 @@ static const struct fw_cfgkey keys[] = {
 	 .doc = "open client TCP connections, all workers; when all are taken, a new connection "
 		"evicts the least recently active connection of the client address holding the "
 		"most (if it holds at least two more than the newcomer), else it is closed at "
-		"once. Restart only"},
+		"once",
+	 .reload = FW_CK_RESTART},
 	{.key = "max_tcp_per_client",
 	 .type = FW_CK_UINT,
 	 F(max_tcp_per_client),
@@ -71,14 +76,16 @@ static const struct fw_cfgkey keys[] = {
 	 .max = 65536,
 	 .def = 16,
 	 .doc = "open client TCP connections per client address (one sandbox address); more are "
-		"closed at once. Restart only"},
+		"closed at once",
+	 .reload = FW_CK_RESTART},
 	{.key = "case_randomize",
 	 .type = FW_CK_BOOL,
 	 F(case_randomize),
 	 .def = 0,
 	 .doc = "0x20: send each query name upstream with its letters in a random case and take "
 		"only an answer in that case ([dns.md](dns.md)); only for upstreams that echo the "
-		"question's case. Restart only"},
+		"question's case",
+	 .reload = FW_CK_RESTART},
 	{.key = "tcp_query_timeout",
 	 .type = FW_CK_DURATION,
 	 F(tcp_idle_ns),
@@ -88,7 +95,8 @@ static const struct fw_cfgkey keys[] = {
 	 .scale = FW_CK_NSEC,
 	 .doc = "a client TCP connection that has not completed a query (and has none in flight "
 		"and no answer being written) for this long since it opened or since its last "
-		"answer is closed; bytes of an unfinished query do not count. Restart only"},
+		"answer is closed; bytes of an unfinished query do not count",
+	 .reload = FW_CK_RESTART},
 };
 
 const struct fw_cfgtable fw_dnsp_keys = FW_CK_TABLE("dns", keys);

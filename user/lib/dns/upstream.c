@@ -373,3 +373,45 @@ void fw_dnsp_upstream_str(const struct fw_dnsp_upstream *u, char *buf, size_t le
 		snprintf(buf, len, "?");
 	}
 }
+
+void fw_dnsp_upstreams_build(const struct fw_dnsp_addr *cfg, size_t ncfg, const char *resolv_conf,
+			     struct fw_dnsp_upstream *u, size_t *n)
+{
+	char text[FW_ADDR_STRLEN];
+
+	*n = 0;
+	for (size_t i = 0; i < ncfg && i < FW_DNSP_MAX_UPSTREAMS; i++) {
+		const struct fw_dnsp_addr *c = &cfg[i];
+		struct fw_dnsp_upstream *o = &u[(*n)++];
+
+		memset(o, 0, sizeof(*o));
+		if (fw_addr_family(&c->ip) == FW_FAM_V4) {
+			struct sockaddr_in *sin = (struct sockaddr_in *)&o->addr;
+
+			sin->sin_family = AF_INET;
+			sin->sin_port = htons(c->port);
+			memcpy(&sin->sin_addr, &c->ip.b[12], 4);
+			o->len = sizeof(*sin);
+		} else {
+			struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&o->addr;
+
+			sin6->sin6_family = AF_INET6;
+			sin6->sin6_port = htons(c->port);
+			memcpy(&sin6->sin6_addr, c->ip.b, 16);
+			o->len = sizeof(*sin6);
+		}
+	}
+	if (*n)
+		return;
+	if (fw_dnsp_upstreams_from_resolv(resolv_conf, u, FW_DNSP_MAX_UPSTREAMS, n)) {
+		fw_warn("dns: no upstreams configured and none in %s: every allowed query gets "
+			"SERVFAIL",
+			resolv_conf);
+		*n = 0;
+		return;
+	}
+	for (size_t i = 0; i < *n; i++) {
+		fw_dnsp_upstream_str(&u[i], text, sizeof(text));
+		fw_debug("dns: upstream %s from %s", text, resolv_conf);
+	}
+}

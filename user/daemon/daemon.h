@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* fastwalld's state and the jobs of its files: start.c (the start phases
+ * and the loop's timers), links.c (links and pod addresses), events.c
+ * (events and the audit trail), apply.c (configuration into the modules,
+ * start and reload alike), reload.c (SIGHUP). Everything runs on the
+ * event loop thread unless it says otherwise. Functions return 0 or a
+ * negative errno unless they say otherwise. */
+#ifndef FW_DAEMON_H
+#define FW_DAEMON_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <bpf/libbpf.h>
+
+#include "common/ifset.h"
+#include "common/loop.h"
+#include "config/config.h"
+#include "datapath/datapath.h"
+#include "datapath/guard.h"
+#include "datapath/links.h"
+#include "dns/learn.h"
+#include "dns/proxy.h"
+#include "http.h"
+#include "metrics.h"
+#include "monitor.h"
+#include "procs.h"
+#include "protocol/actions.h"
+#include "subjects/registry.h"
+
+struct fw_daemon {
+	const char *config_path;
+	struct fw_cfg cfg;
+	struct fw_dp *dp;
+	struct fw_guard *guard; /* loaded when a guard section was seen */
+	struct fw_registry reg;
+	struct ring_buffer *events;
+	/* what the rate limit suppressed, as the events after it report
+	 * (written by the event loop, read by the metrics thread) */
+	__u64 events_suppressed;
+	struct fw_actions actions;
+	bool actions_on;
+	struct fw_http *http;
+	struct fw_metrics *metrics; /* /metrics, /healthz, /readyz; NULL when off */
+	struct fw_monitor *monitor; /* the live event socket; NULL when off; atomic */
+	struct fw_learn *learn;
+	struct fw_dnsp *dnsp;
+	struct fw_loop *loop;
+	struct fw_procs *procs;		    /* process sandboxes, with processes: */
+	struct fw_loop_timer tick_timer;    /* fw_actions_tick, every second */
+	struct fw_loop_timer reap_timer;    /* fw_reg_reap */
+	struct fw_loop_timer refresh_timer; /* fw_learn_tick, every refresh_interval_ns */
+	struct fw_round_stats reap_rounds, refresh_rounds; /* for /metrics */
+	__u64 last_refresh_ns;
+	int link_fd;
+	bool level_forced;	  /* --log-level wins over the config */
+	bool format_forced;	  /* --log-format wins over the config */
+	struct fw_ifset attached; /* interfaces we attached to, for logging once */
+	/* the pod namespace's own addresses, from rtnetlink, which
+	 * fastwall_local holds besides the configured ones */
+	struct fw_ifaddr *pod_addrs;
+	size_t npod_addrs, pod_addrs_cap;
+	bool pod_addrs_dirty;
+	bool pod_addrs_lost;	/* one did not fit in memory: fail closed */
+	bool pod_addrs_listing; /* within pod_addrs_dump */
+	bool local_full;	/* they did not fit: FW_CF_LOCAL_FULL is set */
+	struct fw_config kcfg;	/* what apply_datapath wrote last */
+	__u64 l2_reserved_hash; /* of the pod addresses last reserved */
+};
+
+/* --- start.c ------------------------------------------------------------ */
+
+/* Starts every part in turn (the start phases table), runs the event loop
+ * until a stop signal and returns the process's exit code (FW_EXIT_*). */
+int run(struct fw_daemon *d);
+
+/* --- links.c: links and pod addresses ------------------------------------ */
+
+/* Attaches to every sandbox-facing interface there is (and binds, and
+ * guards); the pod's own MACs and addresses are reserved first. */
+int attach_all(struct fw_daemon *d);
+/* Lists the namespace's addresses again, from scratch. */
+int pod_addrs_dump(struct fw_daemon *d);
+/* Writes fastwall_local from cfg and the pod's addresses; *full: some did
+ * not fit (the data path must fail closed). */
+int local_write(struct fw_daemon *d, const struct fw_cfg *cfg, bool *full);
+/* After address events: fastwall_local follows. */
+void local_sync(struct fw_daemon *d);
+/* The loop's watch of the link and address events. */
+void on_links(struct fw_loop *l, int fd, __u32 events, void *ctx);
+
+/* --- events.c: events and the audit trail -------------------------------- */
+
+/* A record of the data path's event ring (ring_buffer__new's callback). */
+int on_event(void *ctx, void *data, size_t len);
+/* The loop's watch of the event ring. */
+void on_events(struct fw_loop *l, int fd, __u32 events, void *ctx);
+/* The learner's sinks: denied queries to the audit trail, every decision
+ * to the monitor (from the proxy's threads). */
+void on_dns_event(void *ctx, const struct fw_learn_event *ev);
+bool dns_monitor_wants(void *ctx);
+void on_dns_monitor(void *ctx, const struct fw_learn_event *ev);
+/* The registry's subject changes, to the audit trail. */
+void on_subject_change(void *ctx, const struct fw_reg_change *c);
+
+/* --- apply.c: configuration into the modules, start and reload ----------- */
+
+void apply_logging(struct fw_daemon *d, const struct fw_cfg *cfg);
+/* What the configuration accepted with a warning: to out (check), else
+ * to the log. */
+void cfg_warnings(const struct fw_cfg *cfg, FILE *out);
+void learn_config(const struct fw_cfg *cfg, struct fw_learn_config *lc);
+int dns_start(struct fw_daemon *d);
+/* On reload: the learner's settings, the proxy's upstreams and TTL cap. */
+void apply_dns(struct fw_daemon *d, const struct fw_cfg *cfg);
+/* The global data path settings of cfg, and fastwall_local. */
+int apply_datapath(struct fw_daemon *d, const struct fw_cfg *cfg);
+/* -ENODEV and msg when a guard interface does not exist. */
+int guard_check(const struct fw_cfg *cfg, char *msg, size_t len);
+bool guard_listed(const struct fw_cfg *cfg, const char *name);
+/* The guard of cfg; was (NULL at start): what ran before. */
+int guard_apply(struct fw_daemon *d, const struct fw_cfg *cfg, const struct fw_cfg *was);
+
+/* --- reload.c ------------------------------------------------------------ */
+
+/* The loop's signal handler: SIGHUP reloads, SIGINT and SIGTERM stop. */
+void on_signal(struct fw_loop *l, int signo, void *ctx);
+
+#endif /* FW_DAEMON_H */

@@ -527,13 +527,12 @@ static void run_doc(FILE *out)
 {
 	int col = (int)strlen("sandbox (");
 
-	fprintf(out,
-		"Runs CMD in a process sandbox of the running fastwalld (its processes.\n"
-		"section on): a new cgroup below processes.cgroup_parent whose processes,\n"
-		"children and sub-cgroups included, reach only what the policy allows.\n"
-		"A denied connect or sendto fails with EPERM; raw and packet sockets are\n"
-		"refused. CMD runs without the capabilities that would let it leave the\n"
-		"sandbox (");
+	fprintf(out, "Runs CMD in a process sandbox of the running fastwalld (its processes.\n"
+		     "section on): a new cgroup below processes.cgroup_parent whose processes,\n"
+		     "children and sub-cgroups included, reach only what the policy allows.\n"
+		     "A denied connect or sendto fails with EPERM; raw and packet sockets are\n"
+		     "refused. CMD runs without the capabilities that would let it leave the\n"
+		     "sandbox (");
 	/* the names of the table the launcher drops, wrapped at 74 */
 	for (size_t i = 0; i < fw_sandbox_ncaps; i++) {
 		int w = (int)strlen(fw_sandbox_caps[i].name) + 2;
@@ -556,28 +555,6 @@ static void run_doc(FILE *out)
 		     "proxy on, CMD's DNS goes to the proxy whatever resolver it asks, so\n"
 		     "domain targets work. For root and the members of processes.run_group.\n");
 }
-
-static const struct fw_cmd_opt run_opts[] = {
-	{FW_RUN_OPT_POLICY, "policy", "FILE",
-	 "the policy JSON: {\"defaultAction\": \"deny\", \"egress\":\n"
-	 "[{\"action\": \"allow\", \"target\": \"192.0.2.0/24\"}]}\n"
-	 "(default: deny everything)"},
-	{FW_RUN_OPT_ALLOW, "allow", "TARGET",
-	 "allow an address, CIDR or domain (after FILE's rules)"},
-	{FW_RUN_OPT_DENY, "deny", "TARGET", "deny an address, CIDR or domain"},
-	{FW_RUN_OPT_NAME, "name", "NAME", "the subject's and the cgroup's name (default run-PID)"},
-	{FW_RUN_OPT_SOCKET, "socket", "PATH",
-	 "fastwalld's run socket (default " FW_RUN_DEFAULT_SOCKET ")"},
-	{FW_RUN_OPT_CGROUP, "cgroup", "DIR",
-	 "the sandbox is DIR, a cgroup you may write (made when\n"
-	 "missing) below processes.run_parent, e.g. in a subtree\n"
-	 "delegated to you; without it fastwalld makes one"},
-	{FW_RUN_OPT_KEEP_CAPS, "keep-caps", NULL,
-	 "the command keeps its capabilities (all but CAP_NET_RAW)\n"
-	 "and the node's cgroup namespace: as root it may leave\n"
-	 "the sandbox and change the node's network and BPF"},
-	{0},
-};
 
 /* One request (with descriptor pass when not -1), its answer. */
 static int run_call_fd(int fd, const struct fw_run_req *req, int pass, struct fw_run_reply *rep)
@@ -800,15 +777,10 @@ static void run_child(const char *cgroup, int dfd, const char *sock, const char 
 static int run_args(struct fw_cmd_args *a, struct fw_run_args *r)
 {
 	char err[512];
-	int key = 0, ret = 0;
+	int ret = fw_run_args_parse(a, (unsigned int)getpid(), r, err, sizeof(err));
 
-	fw_run_args_init(r, (unsigned int)getpid());
-	while (!ret && (key = fw_cmd_next(a)) > 0)
-		ret = fw_run_args_set(r, key, a->arg, err, sizeof(err));
-	if (!ret && key < 0)
+	if (ret > 0)
 		return a->status;
-	if (!ret)
-		ret = fw_run_args_done(r, a->argv + a->ind, err, sizeof(err));
 	return ret ? fw_cmd_usage_error(a, "%s", err) : -1;
 }
 
@@ -917,7 +889,7 @@ static int cmd_run(struct fw_cmd_args *a)
 		status = fd < 0 ? RUN_EXIT_OWN << 8 : run_command(&r, &rep, dfd);
 		if (fd >= 0)
 			run_remove(fd, &r);
-		status = WIFSIGNALED(status)  ? 128 + WTERMSIG(status)
+		status = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
 			 : WIFEXITED(status) ? WEXITSTATUS(status)
 					     : RUN_EXIT_OWN;
 	}
@@ -934,9 +906,18 @@ static int show_explain(struct cli *c)
 /* ---- the command table ---- */
 
 /* The read commands' options (the word's options before it, too). */
-#define OPT_BPFFS  {'b', "bpffs", "DIR", "pin directory (default " FW_DEFAULT_BPFFS ")"}
-#define OPT_OUTPUT {'o', "output", "FMT", "text (default) or json"}
-#define OPT_ALL	   {'a', "all", NULL, "show zero counters too"}
+#define OPT_BPFFS                                                                                  \
+	{                                                                                          \
+		'b', "bpffs", "DIR", "pin directory (default " FW_DEFAULT_BPFFS ")"                \
+	}
+#define OPT_OUTPUT                                                                                 \
+	{                                                                                          \
+		'o', "output", "FMT", "text (default) or json"                                     \
+	}
+#define OPT_ALL                                                                                    \
+	{                                                                                          \
+		'a', "all", NULL, "show zero counters too"                                         \
+	}
 
 /* Status, subjects, leases, reasons and explain: their options into c */
 static int read_options(struct fw_cmd_args *a, struct cli *c)
@@ -1041,8 +1022,8 @@ static int cmd_explain(struct fw_cmd_args *a)
 	return read_command(a, show_explain, READ_PINS | READ_STATUS);
 }
 
-static const struct fw_cmd_opt status_opts[] = {OPT_BPFFS, OPT_OUTPUT, OPT_ALL, FW_CMD_OPT_HELP,
-						{0}};
+static const struct fw_cmd_opt status_opts[] = {
+	OPT_BPFFS, OPT_OUTPUT, OPT_ALL, FW_CMD_OPT_HELP, {0}};
 static const struct fw_cmd_opt leases_opts[] = {OPT_BPFFS, OPT_OUTPUT, FW_CMD_OPT_HELP, {0}};
 static const struct fw_cmd_opt reasons_opts[] = {
 	OPT_OUTPUT,
@@ -1103,7 +1084,7 @@ static const struct fw_cmd cmds[] = {
 	{
 		.name = "run",
 		.fn = cmd_run,
-		.opts = run_opts,
+		.opts = fw_run_opts,
 		.usage = "run [--policy FILE] [--allow TARGET]... [--deny TARGET]...\n"
 			 "                    [--name NAME] [--socket PATH] [--cgroup DIR] "
 			 "[--keep-caps]\n"

@@ -18,8 +18,9 @@ enum { HOSTNAME_EXIT_REFUSED = 1, HOSTNAME_EXIT_USAGE = 2 };
 
 const struct fw_cmd_opt fw_cli_hostname_opts[] = {
 	{'g', "gateway", "NAME", "the gateway's routing name (else $" HOSTNAME_ENV ")"},
-	{'d', "base-domain", "DOMAIN", "parse: a base domain, or a wildcard name *.DOMAIN;\n"
-				       "repeatable, tried in order"},
+	{'d', "base-domain", "DOMAIN",
+	 "parse: a base domain, or a wildcard name *.DOMAIN;\n"
+	 "repeatable, tried in order"},
 	FW_CMD_OPT_HELP,
 	{0},
 };

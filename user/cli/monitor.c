@@ -28,7 +28,8 @@ const struct fw_cmd_opt fw_cli_monitor_opts[] = {
 	{'S', "subject", "S", "only this subject: a name or uid, or a kernel id"},
 	{'r', "reason", "R", "only this reason (default-deny, dns-denied-name, ...)"},
 	{'a', "addr", "CIDR",
-	 "only events whose source, destination or learned\naddress is in CIDR (or is the address)"},
+	 "only events whose source, destination or learned\naddress is in CIDR (or is the "
+	 "address)"},
 	{'k', "kind", "LIST", "drop, dns, allow, comma separated (default all)"},
 	{'c', "count", "N", "exit after N events"},
 	FW_CMD_OPT_HELP,

@@ -22,9 +22,17 @@ enum {
 };
 
 #define OPT_CONFIG                                                                                 \
-	{'c', "config", "FILE", "YAML configuration (default " FW_DEFAULT_CONFIG ")"}
-#define OPT_LEVEL  {'l', "log-level", "LVL", "error, warn, info, debug (overrides the config)"}
-#define OPT_FORMAT {'o', "log-format", "FMT", "text or json (overrides the config)"}
+	{                                                                                          \
+		'c', "config", "FILE", "YAML configuration (default " FW_DEFAULT_CONFIG ")"        \
+	}
+#define OPT_LEVEL                                                                                  \
+	{                                                                                          \
+		'l', "log-level", "LVL", "error, warn, info, debug (overrides the config)"         \
+	}
+#define OPT_FORMAT                                                                                 \
+	{                                                                                          \
+		'o', "log-format", "FMT", "text or json (overrides the config)"                    \
+	}
 
 /* run, check and detach */
 struct daemon_opts {
@@ -136,7 +144,8 @@ static int cmd_config_keys(struct fw_cmd_args *a)
 
 	while ((key = fw_cmd_next(a)) > 0) {
 		if (what)
-			return fw_cmd_usage_error(a, "takes one of --markdown, --schema, --doc FILE");
+			return fw_cmd_usage_error(a,
+						  "takes one of --markdown, --schema, --doc FILE");
 		what = key;
 		doc = a->arg;
 	}

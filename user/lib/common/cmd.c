@@ -164,8 +164,10 @@ void fw_cmd_prog_help(const struct fw_cmd_prog *p, FILE *out)
 	} else {
 		print_forms(p, out);
 	}
-	fprintf(out, "\noptions:\n");
-	print_opts(out, p->opts, p->col);
+	if (p->opts && p->opts->name) {
+		fprintf(out, "\noptions:\n");
+		print_opts(out, p->opts, p->col);
+	}
 	if (p->epilog)
 		fprintf(out, "\n%s", p->epilog);
 }
@@ -216,8 +218,8 @@ static void bad_option(struct fw_cmd_args *a)
 		fw_cmd_usage_error(a, "does not take --%.*s (see %s %s --help)", (int)len, text,
 				   a->prog->name, a->cmd->name);
 	else
-		fw_cmd_usage_error(a, "unknown option '--%.*s' (see %s %s --help)", (int)len,
-				   text, a->prog->name, a->cmd->name);
+		fw_cmd_usage_error(a, "unknown option '--%.*s' (see %s %s --help)", (int)len, text,
+				   a->prog->name, a->cmd->name);
 }
 
 int fw_cmd_next(struct fw_cmd_args *a)
@@ -275,9 +277,12 @@ int fw_cmd_choose(struct fw_cmd_args *a, const char *const *choices)
 			return i;
 	for (i = 0; choices[i] && used < sizeof(list); i++)
 		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
-					 !i ? "" : choices[i + 1] ? ", " : " or ", choices[i]);
-	a->status = fw_cmd_usage_error(a, "--%s takes %s, not '%s'", o ? o->name : "?", list,
-				       a->arg);
+					 !i		  ? ""
+					 : choices[i + 1] ? ", "
+							  : " or ",
+					 choices[i]);
+	a->status =
+		fw_cmd_usage_error(a, "--%s takes %s, not '%s'", o ? o->name : "?", list, a->arg);
 	return -1;
 }
 
@@ -290,7 +295,7 @@ static const struct fw_cmd *cmd_by_name(const struct fw_cmd_prog *p, const char 
 }
 
 __attribute__((format(printf, 2, 3))) static int prog_usage_error(const struct fw_cmd_prog *p,
-								   const char *fmt, ...)
+								  const char *fmt, ...)
 {
 	va_list ap;
 

@@ -25,9 +25,12 @@ struct fw_cmd_opt {
 	const char *help; /* "\n" starts a line under the first */
 };
 
-#define FW_CMD_LONG	256
-#define FW_CMD_VERSION	(FW_CMD_LONG - 1) /* the program's --version */
-#define FW_CMD_OPT_HELP {'h', "help", NULL, "this text"}
+#define FW_CMD_LONG    256
+#define FW_CMD_VERSION (FW_CMD_LONG - 1) /* the program's --version */
+#define FW_CMD_OPT_HELP                                                                            \
+	{                                                                                          \
+		'h', "help", NULL, "this text"                                                     \
+	}
 #define FW_CMD_OPTS_MAX 24 /* options of one table */
 
 struct fw_cmd_args;
@@ -45,8 +48,8 @@ struct fw_cmd {
 	void (*doc)(FILE *out); /* the description under the usage, or NULL */
 	int max_operands;	/* after the options; -1: any number */
 	int col;		/* the column of the options' help; 0: just past the widest */
-	bool in_order; /* options end at the first operand (it and the rest are
-			* a command line of their own) */
+	bool in_order;		/* options end at the first operand (it and the rest are
+				 * a command line of their own) */
 };
 
 struct fw_cmd_prog {

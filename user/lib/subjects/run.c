@@ -249,6 +249,28 @@ static int read_file(const char *path, char **out, size_t *len, char *err, size_
 	return 0;
 }
 
+const struct fw_cmd_opt fw_run_opts[] = {
+	{FW_RUN_OPT_POLICY, "policy", "FILE",
+	 "the policy JSON: {\"defaultAction\": \"deny\", \"egress\":\n"
+	 "[{\"action\": \"allow\", \"target\": \"192.0.2.0/24\"}]}\n"
+	 "(default: deny everything)"},
+	{FW_RUN_OPT_ALLOW, "allow", "TARGET",
+	 "allow an address, CIDR or domain (after FILE's rules)"},
+	{FW_RUN_OPT_DENY, "deny", "TARGET", "deny an address, CIDR or domain"},
+	{FW_RUN_OPT_NAME, "name", "NAME", "the subject's and the cgroup's name (default run-PID)"},
+	{FW_RUN_OPT_SOCKET, "socket", "PATH",
+	 "fastwalld's run socket (default " FW_RUN_DEFAULT_SOCKET ")"},
+	{FW_RUN_OPT_CGROUP, "cgroup", "DIR",
+	 "the sandbox is DIR, a cgroup you may write (made when\n"
+	 "missing) below processes.run_parent, e.g. in a subtree\n"
+	 "delegated to you; without it fastwalld makes one"},
+	{FW_RUN_OPT_KEEP_CAPS, "keep-caps", NULL,
+	 "the command keeps its capabilities (all but CAP_NET_RAW)\n"
+	 "and the node's cgroup namespace: as root it may leave\n"
+	 "the sandbox and change the node's network and BPF"},
+	{0},
+};
+
 void fw_run_args_init(struct fw_run_args *a, unsigned int pid)
 {
 	memset(a, 0, sizeof(*a));
@@ -358,4 +380,17 @@ int fw_run_args_done(struct fw_run_args *a, char **cmd, char *err, size_t errlen
 	}
 	a->cmd = cmd;
 	return 0;
+}
+
+int fw_run_args_parse(struct fw_cmd_args *ca, unsigned int pid, struct fw_run_args *a, char *err,
+		      size_t errlen)
+{
+	int key = 0, ret = 0;
+
+	fw_run_args_init(a, pid);
+	while (!ret && (key = fw_cmd_next(ca)) > 0)
+		ret = fw_run_args_set(a, key, ca->arg, err, errlen);
+	if (!ret && key < 0)
+		return 1;
+	return ret ? ret : fw_run_args_done(a, ca->argv + ca->ind, err, errlen);
 }

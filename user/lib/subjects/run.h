@@ -74,7 +74,7 @@ struct fw_run_args {
 	struct fw_run_rule {
 		bool allow;
 		const char *target;
-	} *rules;
+	} * rules;
 	size_t nrules;
 };
 
@@ -87,6 +87,16 @@ int fw_run_args_set(struct fw_run_args *a, int opt, const char *value, char *err
  * options (NULL-terminated), at least one. */
 int fw_run_args_done(struct fw_run_args *a, char **cmd, char *err, size_t errlen);
 void fw_run_args_free(struct fw_run_args *a);
+
+/* The options above, for a command table; their keys are FW_RUN_OPT_*. */
+extern const struct fw_cmd_opt fw_run_opts[];
+
+/* All of it from ca (a run of a command whose options are fw_run_opts, in
+ * order): fw_run_args_init, each option, fw_run_args_done. 0, a negative
+ * errno with err saying why, or 1 when the option parser printed the
+ * help or the error (exit with ca->status). */
+int fw_run_args_parse(struct fw_cmd_args *ca, unsigned int pid, struct fw_run_args *a, char *err,
+		      size_t errlen);
 
 /* The answer: {"ok": true, "id": N, "cgroup": PATH} or {"ok": false,
  * "error": TEXT}. */

@@ -254,19 +254,71 @@ static void print_counts(const __u64 *p, bool all)
 		printf("\n");
 }
 
+/* A map of subject entries (the dispatch map: address to subject; the
+ * cgroups map: cgroup id to subject), read once into memory. */
+struct subject_keys {
+	size_t key_size;
+	size_t n;
+	unsigned char *keys; /* n keys of key_size bytes */
+	struct fw_subject *subjects;
+};
+
+static void subject_keys_free(struct subject_keys *t)
+{
+	free(t->keys);
+	free(t->subjects);
+}
+
+static int subject_keys_read(int fd, size_t key_size, struct subject_keys *t)
+{
+	unsigned char key[sizeof(struct fw_ip) > 8 ? sizeof(struct fw_ip) : 8], prev[sizeof(key)];
+	size_t cap = 0;
+	bool first = true;
+
+	memset(t, 0, sizeof(*t));
+	t->key_size = key_size;
+	if (fd < 0)
+		return 0;
+	while (bpf_map_get_next_key(fd, first ? NULL : prev, key) == 0) {
+		memcpy(prev, key, key_size);
+		first = false;
+		if (t->n == cap) {
+			unsigned char *keys;
+			struct fw_subject *subjects;
+
+			cap = cap ? 2 * cap : 256;
+			keys = realloc(t->keys, cap * key_size);
+			if (keys)
+				t->keys = keys;
+			subjects = realloc(t->subjects, cap * sizeof(*subjects));
+			if (subjects)
+				t->subjects = subjects;
+			if (!keys || !subjects) {
+				subject_keys_free(t);
+				return -ENOMEM;
+			}
+		}
+		if (bpf_map_lookup_elem(fd, key, &t->subjects[t->n]))
+			continue;
+		memcpy(t->keys + t->n * key_size, key, key_size);
+		t->n++;
+	}
+	return 0;
+}
+
 /* "cgroup:PATH" of process subject id (its fastwall_cgroups entry; the
  * path from the cgroup's id, "cgroup:#ID" when no cgroup2 mount shows it). */
-static int cgroup_of(struct cli *c, __u32 id, char *out, size_t len, struct fw_subject *ks)
+static int cgroup_of(const struct subject_keys *cgroups, __u32 id, char *out, size_t len,
+		     struct fw_subject *ks)
 {
 	char root[256], path[4096];
-	__u64 cgid, *prev = NULL;
+	__u64 cgid;
 
-	if (c->dp->cgroups_fd < 0)
-		return -ENOENT;
-	while (bpf_map_get_next_key(c->dp->cgroups_fd, prev, &cgid) == 0) {
-		prev = &cgid;
-		if (bpf_map_lookup_elem(c->dp->cgroups_fd, &cgid, ks) || ks->id != id)
+	for (size_t i = 0; i < cgroups->n; i++) {
+		if (cgroups->subjects[i].id != id)
 			continue;
+		*ks = cgroups->subjects[i];
+		memcpy(&cgid, cgroups->keys + i * sizeof(cgid), sizeof(cgid));
 		if (fw_cg_find_mount(root, sizeof(root)) == 0 &&
 		    fw_cg_path_of(root, cgid, path, sizeof(path)) == 0)
 			snprintf(out, len, "cgroup:%.*s", (int)(len > 8 ? len - 8 : 0), path);
@@ -281,13 +333,24 @@ static int show_subjects(struct cli *c)
 {
 	struct fw_subject_meta meta;
 	__u32 key, *prev = NULL;
-	struct fw_ip addr, *aprev;
+	struct fw_ip addr;
 	struct fw_subject ks;
 	__u64 counts[FW_REASON_MAX];
 	char buf[FW_ADDR_STRLEN];
+	struct subject_keys dispatch, cgroups;
+	json_t *list;
+	int err;
 
-	json_t *list = c->json ? json_array() : NULL;
-
+	/* each map once, not once a subject */
+	err = subject_keys_read(c->dp->dispatch_fd, sizeof(struct fw_ip), &dispatch);
+	if (err)
+		return err;
+	err = subject_keys_read(c->dp->cgroups_fd, sizeof(__u64), &cgroups);
+	if (err) {
+		subject_keys_free(&dispatch);
+		return err;
+	}
+	list = c->json ? json_array() : NULL;
 	if (!c->json)
 		printf("%-5s %-24s %-8s %-10s %s\n", "id", "name", "state", "interface",
 		       "addresses");
@@ -299,17 +362,17 @@ static int show_subjects(struct cli *c)
 		if (bpf_map_lookup_elem(c->dp->meta_fd, &key, &meta) ||
 		    meta.origin == FW_ORIGIN_RETIRED)
 			continue;
-		aprev = NULL;
 		/* the addresses are the dispatch entries pointing at this id */
 		char addrs[512] = "";
 		size_t used = 0;
 		json_t *jaddrs = json_array();
 		const char *cg = NULL;
 
-		while (bpf_map_get_next_key(c->dp->dispatch_fd, aprev, &addr) == 0) {
-			aprev = &addr;
-			if (bpf_map_lookup_elem(c->dp->dispatch_fd, &addr, &ks) || ks.id != key)
+		for (size_t i = 0; i < dispatch.n; i++) {
+			ks = dispatch.subjects[i];
+			if (ks.id != key)
 				continue;
+			memcpy(&addr, dispatch.keys + i * sizeof(addr), sizeof(addr));
 			state = state_name(ks.state);
 			/* a process subject's DNS proxy address (127.254.0.0/16),
 			 * not an address of its own: its cgroup says who it is */
@@ -325,7 +388,7 @@ static int show_subjects(struct cli *c)
 			first = false;
 		}
 		/* a process subject: its cgroup instead of addresses */
-		if (first && cgroup_of(c, key, addrs, sizeof(addrs), &ks) == 0) {
+		if (first && cgroup_of(&cgroups, key, addrs, sizeof(addrs), &ks) == 0) {
 			state = state_name(ks.state);
 			first = false;
 			cg = addrs + strlen("cgroup:");
@@ -348,6 +411,8 @@ static int show_subjects(struct cli *c)
 		if (fw_dp_subject_stats_read(c->dp, key, counts) == 0)
 			print_counts(counts, c->all);
 	}
+	subject_keys_free(&dispatch);
+	subject_keys_free(&cgroups);
 	return list ? json_out(json_pack("{s:o}", "subjects", list)) : 0;
 }
 

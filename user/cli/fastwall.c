@@ -273,15 +273,15 @@ static int subject_keys_read(int fd, size_t key_size, struct subject_keys *t)
 {
 	unsigned char key[sizeof(struct fw_ip) > 8 ? sizeof(struct fw_ip) : 8], prev[sizeof(key)];
 	size_t cap = 0;
-	bool first = true;
+	void *at = NULL; /* the key before, none at first */
 
 	memset(t, 0, sizeof(*t));
 	t->key_size = key_size;
 	if (fd < 0)
 		return 0;
-	while (bpf_map_get_next_key(fd, first ? NULL : prev, key) == 0) {
+	while (bpf_map_get_next_key(fd, at, key) == 0) {
 		memcpy(prev, key, key_size);
-		first = false;
+		at = prev;
 		if (t->n == cap) {
 			unsigned char *keys;
 			struct fw_subject *subjects;

@@ -945,21 +945,24 @@ static int cmd_run(struct fw_cmd_args *a)
 {
 	struct fw_run_args r;
 	struct fw_run_reply rep;
-	int fd, dfd, status;
+	int fd, dfd, status, ret;
 
 	fw_log_level = FW_LOG_ERROR;
-	status = run_args(a, &r);
-	if (status < 0) {
+	ret = run_args(a, &r);
+	if (ret < 0) {
+		ret = RUN_EXIT_OWN;
 		fd = run_register(&r, &dfd, &rep);
-		status = fd < 0 ? RUN_EXIT_OWN << 8 : run_command(&r, &rep, dfd);
-		if (fd >= 0)
+		if (fd >= 0) {
+			status = run_command(&r, &rep, dfd);
 			run_remove(fd, &r);
-		status = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
-			 : WIFEXITED(status) ? WEXITSTATUS(status)
-					     : RUN_EXIT_OWN;
+			/* CMD's status is ours; a signal N that ended it, 128 + N */
+			ret = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+			      : WIFEXITED(status) ? WEXITSTATUS(status)
+						  : RUN_EXIT_OWN;
+		}
 	}
 	fw_run_args_free(&r);
-	return status;
+	return ret;
 }
 
 static int show_explain(struct cli *c)
@@ -971,18 +974,11 @@ static int show_explain(struct cli *c)
 /* ---- the command table ---- */
 
 /* The read commands' options (the word's options before it, too). */
-#define OPT_BPFFS                                                                                  \
-	{                                                                                          \
-		'b', "bpffs", "DIR", "pin directory (default " FW_DEFAULT_BPFFS ")"                \
-	}
-#define OPT_OUTPUT                                                                                 \
-	{                                                                                          \
-		'o', "output", "FMT", "text (default) or json"                                     \
-	}
-#define OPT_ALL                                                                                    \
-	{                                                                                          \
-		'a', "all", NULL, "show zero counters too"                                         \
-	}
+/* clang-format off */
+#define OPT_BPFFS  {'b', "bpffs", "DIR", "pin directory (default " FW_DEFAULT_BPFFS ")"}
+#define OPT_OUTPUT {'o', "output", "FMT", "text (default) or json"}
+#define OPT_ALL	   {'a', "all", NULL, "show zero counters too"}
+/* clang-format on */
 
 /* Status, subjects, leases, reasons and explain: their options into c */
 static int read_options(struct fw_cmd_args *a, struct cli *c)

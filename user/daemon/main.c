@@ -21,18 +21,11 @@ enum {
 	OPT_DOC,
 };
 
-#define OPT_CONFIG                                                                                 \
-	{                                                                                          \
-		'c', "config", "FILE", "YAML configuration (default " FW_DEFAULT_CONFIG ")"        \
-	}
-#define OPT_LEVEL                                                                                  \
-	{                                                                                          \
-		'l', "log-level", "LVL", "error, warn, info, debug (overrides the config)"         \
-	}
-#define OPT_FORMAT                                                                                 \
-	{                                                                                          \
-		'o', "log-format", "FMT", "text or json (overrides the config)"                    \
-	}
+/* clang-format off */
+#define OPT_CONFIG {'c', "config", "FILE", "YAML configuration (default " FW_DEFAULT_CONFIG ")"}
+#define OPT_LEVEL  {'l', "log-level", "LVL", "error, warn, info, debug (overrides the config)"}
+#define OPT_FORMAT {'o', "log-format", "FMT", "text or json (overrides the config)"}
+/* clang-format on */
 
 /* run, check and detach */
 struct daemon_opts {

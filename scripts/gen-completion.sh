@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # Writes the bash completions of fastwall and fastwalld from the binaries'
-# own --help (their command and option tables print it), into the
+# own --help and each command's --help (their command tables print them),
+# into the
 # templates under deploy/bash-completion/. A command added to either table
 # is completed by the next build without touching the templates.
 # usage: gen-completion.sh FASTWALL FASTWALLD OUTDIR
@@ -16,22 +17,32 @@ tpl=$(cd "$(dirname "$0")/../deploy/bash-completion" && pwd)
 # the long options of the "options:" part of a help text
 long_opts() { awk '/^options:/ { f = 1; next } f' | grep -oE -- '--[a-z][a-z-]*' | sort -u | tr '\n' ' ' | sed 's/ $//'; }
 
+# the case arms of each command's own options, from "PROG CMD --help"
+cmd_opts() {
+	local prog=$1 c sub o
+	shift
+	for c in "$@"; do
+		sub=$("$prog" "$c" --help 2>&1 || true)
+		# its own usage names it on the first line
+		case ${sub%%$'\n'*} in "usage: ${prog##*/} "*"$c"*) ;; *) continue ;; esac
+		o=$({
+			printf '%s\n' "$sub" | grep -oE -- '(^|[ [])--[a-z][a-z-]*' | grep -oE -- '--[a-z-]+'
+			echo --help
+		} | sort -u | tr '\n' ' ' | sed 's/ $//')
+		printf '\t%s) echo "%s" ;;\n' "$c" "$o"
+	done
+}
+
 help=$("$fastwall" --help)
 commands=$(printf '%s\n' "$help" | awk '/^commands:/ { f = 1; next } f && /^$/ { exit } f { print $1 }' | tr '\n' ' ' | sed 's/ $//')
 [ -n "$commands" ] || { echo "gen-completion: no commands in '$fastwall --help'" >&2; exit 1; }
 options=$(printf '%s\n' "$help" | long_opts)
-cmdopts=""
-for c in $commands; do
-	# a command with options of its own prints "usage: fastwall CMD ..."
-	sub=$("$fastwall" "$c" --help 2>&1 || true)
-	case $sub in "usage: fastwall $c"*) ;; *) continue ;; esac
-	o=$(printf '%s\n' "$sub" | grep -oE -- '(^|[ [])--[a-z][a-z-]*' | grep -oE -- '--[a-z-]+' | sort -u | tr '\n' ' ')
-	cmdopts+=$(printf '\t%s) echo "%s--help" ;;' "$c" "$o")$'\n'
-done
+# shellcheck disable=SC2086 # one word a command
+cmdopts=$(cmd_opts "$fastwall" $commands)
 t=$(<"$tpl/fastwall.in")
 t=${t//@COMMANDS@/$commands}
 t=${t//@OPTIONS@/$options}
-t=${t//@CMDOPTS@/${cmdopts%$'\n'}}
+t=${t//@CMDOPTS@/$cmdopts}
 mkdir -p "$out"
 printf '%s\n' "$t" >"$out/fastwall.tmp"
 mv "$out/fastwall.tmp" "$out/fastwall"
@@ -43,11 +54,12 @@ commands=$(printf '%s\n' "$help" | sed -nE 's/^(usage:)? +fastwalld (\[OPTIONS\]
 options=$(printf '%s\n' "$help" | long_opts)
 levels=$(printf '%s\n' "$help" | sed -nE 's/.*--log-level LVL +([a-z, ]+) \(.*/\1/p' | tr -d ',')
 [ -n "$levels" ] || { echo "gen-completion: no log levels in '$fastwalld --help'" >&2; exit 1; }
-ckeys=$(printf '%s\n' "$help" | grep -E 'fastwalld config-keys' | grep -oE -- '--[a-z]+' | tr '\n' ' ' | sed 's/ $//')
+# shellcheck disable=SC2086 # one word a command
+cmdopts=$(cmd_opts "$fastwalld" $commands)
 t=$(<"$tpl/fastwalld.in")
 t=${t//@COMMANDS@/$commands}
 t=${t//@OPTIONS@/$options}
 t=${t//@LEVELS@/$levels}
-t=${t//@CONFIG_KEYS@/$ckeys}
+t=${t//@CMDOPTS@/$cmdopts}
 printf '%s\n' "$t" >"$out/fastwalld.tmp"
 mv "$out/fastwalld.tmp" "$out/fastwalld"

@@ -112,6 +112,31 @@ check_eq "fastwall -b DIR reasons: refused (2), reasons reads no pins" \
 check_eq "fastwall -o json run: refused (2)" "$(rc "$FASTWALL" -o json run -- true)" 2
 check_eq "fastwall --version: 0" "$(rc "$FASTWALL" --version)" 0
 
+echo "# every command's own --help, and an unknown option naming the command"
+# cmd_help BIN CMD FORM: BIN CMD --help exits 0 with CMD's usage (its first
+# line matching FORM), and BIN CMD --no-such-option exits 2 saying so
+cmd_help() {
+	local bin=$1 c=$2 form=$3 out r
+	out=$("$bin" "$c" --help 2>&1) && r=0 || r=$?
+	check_eq "$(basename "$bin") $c --help: 0" "$r" 0
+	check "$(basename "$bin") $c --help: its own usage" grep -qE "$form" <<<"$(head -1 <<<"$out")"
+	out=$("$bin" "$c" --no-such-option 2>&1 >/dev/null) && r=0 || r=$?
+	check_eq "$(basename "$bin") $c --no-such-option: 2" "$r" 2
+	check "$(basename "$bin") $c --no-such-option: names the command and the option" \
+		grep -q "^$(basename "$bin") $c: unknown option '--no-such-option'" <<<"$out"
+}
+cmds=$("$FASTWALL" --help | awk '/^commands:/ { f = 1; next } f && NF == 0 { exit } f { print $1 }')
+check_eq "fastwall --help lists the commands" "$(paste -sd" " <<<"$cmds")" \
+	"status subjects leases reasons explain run monitor scope hostname"
+for c in $cmds; do
+	cmd_help "$FASTWALL" "$c" "^usage: fastwall $c( |\$)"
+done
+dcmds=$("$FASTWALLD" --help | sed -nE 's/^(usage:)? +fastwalld (\[OPTIONS\] )?\[?([a-z-]+).*/\3/p')
+check_eq "fastwalld --help lists the commands" "$(paste -sd" " <<<"$dcmds")" "run check detach config-keys"
+for c in $dcmds; do
+	cmd_help "$FASTWALLD" "$c" "^usage: fastwalld (\[OPTIONS\] )?\[?$c(\]| |\$)"
+done
+
 fw_start_daemon || fw_die "fastwalld did not start"
 fw_wait_log 'attached to sb-b' 1 5 || true
 fw_http "$SB_A" http://198.51.100.10/ 2 || true
@@ -178,13 +203,15 @@ check_eq "scope verify refused: 1" "$r" 1
 json_ok "scope verify refused: the reason" "d['valid'] is False and len(d['error']) > 0" "$out"
 check_eq "text stays the default" "$("$FASTWALL" scope verify --keys "$keys" "$scope")" "tenant sb 8080"
 
-echo "# hostname and monitor: no global option before the word"
+echo "# a global option before a word that does not take it"
 out=$("$FASTWALL" -o json hostname hash --gateway g ws sb 2>&1) && r=0 || r=$?
 check_eq "fastwall -o json hostname: usage (2)" "$r" 2
-check "fastwall -o json hostname: names the rule" grep -q "hostname takes no option before the word hostname" <<<"$out"
+check "fastwall -o json hostname: names the command and the option" \
+	grep -q "^fastwall hostname: does not take --output" <<<"$out"
 out=$("$FASTWALL" -b /nonexistent monitor 2>&1) && r=0 || r=$?
 check_eq "fastwall -b DIR monitor: usage (2)" "$r" 2
-check "fastwall -b DIR monitor: names the rule" grep -q "monitor takes no option before the word monitor" <<<"$out"
+check "fastwall -b DIR monitor: names the command and the option" \
+	grep -q "^fastwall monitor: does not take --bpffs" <<<"$out"
 
 echo "# fastwall: codes with pins"
 check_eq "fastwall status: 0" "$(rc fw_cli status)" 0

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # The bash completions of fastwall and fastwalld, generated from the
 # binaries as the build does (scripts/gen-completion.sh), complete every
-# command and long option each binary's --help lists, the options of
-# `fastwall run`, log levels, and the command after `fastwall run --`.
+# command and long option each binary's --help lists, each command's own
+# options (from its --help), log levels, and the command after
+# `fastwall run --`.
 # The commands expected are read from --help here, independently of the
 # generator. Needs no root and no bash-completion package.
 set -uo pipefail
@@ -71,6 +72,12 @@ for o in $("$BUILD/fastwall" run --help | grep -oE -- '^  --[a-z-]+'); do
 	check "fastwall run ${o:0:4}<TAB> offers $o" fastwall run "${o:0:4}" "$o"
 done
 check "fastwall run -- ba<TAB> offers bash" fastwall run --allow 192.0.2.1 -- ba bash
+# after its word, each command's own options, as its --help lists them
+for c in $cmds; do
+	for o in $("$BUILD/fastwall" "$c" --help | grep -oE -- '(^|[ [])--[a-z][a-z-]*' | grep -oE -- '--[a-z-]+' | sort -u); do
+		check "fastwall $c ${o:0:4}<TAB> offers $o" fastwall "$c" "${o:0:4}" "$o"
+	done
+done
 
 dhelp=$("$BUILD/fastwalld" --help)
 dcmds=$(printf '%s\n' "$dhelp" | awk '$1 == "usage:" { $1 = "" } $1 == "fastwalld" {
@@ -87,6 +94,11 @@ for l in error warn info debug; do
 	check "fastwalld --log-level <TAB> offers $l" fastwalld --log-level "" "$l"
 done
 check "fastwalld detach --p<TAB> offers --purge" fastwalld detach --p --purge
+for c in $dcmds; do
+	for o in $("$BUILD/fastwalld" "$c" --help | grep -oE -- '(^|[ [])--[a-z][a-z-]*' | grep -oE -- '--[a-z-]+' | sort -u); do
+		check "fastwalld $c ${o:0:4}<TAB> offers $o" fastwalld "$c" "${o:0:4}" "$o"
+	done
+done
 check "fastwalld config-keys --s<TAB> offers --schema" fastwalld config-keys --s --schema
 
 if command -v shellcheck >/dev/null; then

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
@@ -26,6 +25,7 @@
 #include <linux/capability.h>
 
 #include "common/addr.h"
+#include "common/cmd.h"
 #include "common/exitcodes.h"
 #include "config/config.h"
 #include "datapath/cgroup.h"
@@ -170,7 +170,7 @@ static int status_json(struct cli *c, struct if_nameindex *ifs, int nsubj, int n
 	return json_out(o);
 }
 
-static int cmd_status(struct cli *c)
+static int show_status(struct cli *c)
 {
 	struct fw_counter ctr[FW_REASON_MAX];
 	struct if_nameindex *ifs = if_nameindex(), *i;
@@ -254,19 +254,71 @@ static void print_counts(const __u64 *p, bool all)
 		printf("\n");
 }
 
+/* A map of subject entries (the dispatch map: address to subject; the
+ * cgroups map: cgroup id to subject), read once into memory. */
+struct subject_keys {
+	size_t key_size;
+	size_t n;
+	unsigned char *keys; /* n keys of key_size bytes */
+	struct fw_subject *subjects;
+};
+
+static void subject_keys_free(struct subject_keys *t)
+{
+	free(t->keys);
+	free(t->subjects);
+}
+
+static int subject_keys_read(int fd, size_t key_size, struct subject_keys *t)
+{
+	unsigned char key[sizeof(struct fw_ip) > 8 ? sizeof(struct fw_ip) : 8], prev[sizeof(key)];
+	size_t cap = 0;
+	void *at = NULL; /* the key before, none at first */
+
+	memset(t, 0, sizeof(*t));
+	t->key_size = key_size;
+	if (fd < 0)
+		return 0;
+	while (bpf_map_get_next_key(fd, at, key) == 0) {
+		memcpy(prev, key, key_size);
+		at = prev;
+		if (t->n == cap) {
+			unsigned char *keys;
+			struct fw_subject *subjects;
+
+			cap = cap ? 2 * cap : 256;
+			keys = realloc(t->keys, cap * key_size);
+			if (keys)
+				t->keys = keys;
+			subjects = realloc(t->subjects, cap * sizeof(*subjects));
+			if (subjects)
+				t->subjects = subjects;
+			if (!keys || !subjects) {
+				subject_keys_free(t);
+				return -ENOMEM;
+			}
+		}
+		if (bpf_map_lookup_elem(fd, key, &t->subjects[t->n]))
+			continue;
+		memcpy(t->keys + t->n * key_size, key, key_size);
+		t->n++;
+	}
+	return 0;
+}
+
 /* "cgroup:PATH" of process subject id (its fastwall_cgroups entry; the
  * path from the cgroup's id, "cgroup:#ID" when no cgroup2 mount shows it). */
-static int cgroup_of(struct cli *c, __u32 id, char *out, size_t len, struct fw_subject *ks)
+static int cgroup_of(const struct subject_keys *cgroups, __u32 id, char *out, size_t len,
+		     struct fw_subject *ks)
 {
 	char root[256], path[4096];
-	__u64 cgid, *prev = NULL;
+	__u64 cgid;
 
-	if (c->dp->cgroups_fd < 0)
-		return -ENOENT;
-	while (bpf_map_get_next_key(c->dp->cgroups_fd, prev, &cgid) == 0) {
-		prev = &cgid;
-		if (bpf_map_lookup_elem(c->dp->cgroups_fd, &cgid, ks) || ks->id != id)
+	for (size_t i = 0; i < cgroups->n; i++) {
+		if (cgroups->subjects[i].id != id)
 			continue;
+		*ks = cgroups->subjects[i];
+		memcpy(&cgid, cgroups->keys + i * sizeof(cgid), sizeof(cgid));
 		if (fw_cg_find_mount(root, sizeof(root)) == 0 &&
 		    fw_cg_path_of(root, cgid, path, sizeof(path)) == 0)
 			snprintf(out, len, "cgroup:%.*s", (int)(len > 8 ? len - 8 : 0), path);
@@ -277,17 +329,28 @@ static int cgroup_of(struct cli *c, __u32 id, char *out, size_t len, struct fw_s
 	return -ENOENT;
 }
 
-static int cmd_subjects(struct cli *c)
+static int show_subjects(struct cli *c)
 {
 	struct fw_subject_meta meta;
 	__u32 key, *prev = NULL;
-	struct fw_ip addr, *aprev;
+	struct fw_ip addr;
 	struct fw_subject ks;
 	__u64 counts[FW_REASON_MAX];
 	char buf[FW_ADDR_STRLEN];
+	struct subject_keys dispatch, cgroups;
+	json_t *list;
+	int err;
 
-	json_t *list = c->json ? json_array() : NULL;
-
+	/* each map once, not once a subject */
+	err = subject_keys_read(c->dp->dispatch_fd, sizeof(struct fw_ip), &dispatch);
+	if (err)
+		return err;
+	err = subject_keys_read(c->dp->cgroups_fd, sizeof(__u64), &cgroups);
+	if (err) {
+		subject_keys_free(&dispatch);
+		return err;
+	}
+	list = c->json ? json_array() : NULL;
 	if (!c->json)
 		printf("%-5s %-24s %-8s %-10s %s\n", "id", "name", "state", "interface",
 		       "addresses");
@@ -299,17 +362,17 @@ static int cmd_subjects(struct cli *c)
 		if (bpf_map_lookup_elem(c->dp->meta_fd, &key, &meta) ||
 		    meta.origin == FW_ORIGIN_RETIRED)
 			continue;
-		aprev = NULL;
 		/* the addresses are the dispatch entries pointing at this id */
 		char addrs[512] = "";
 		size_t used = 0;
 		json_t *jaddrs = json_array();
 		const char *cg = NULL;
 
-		while (bpf_map_get_next_key(c->dp->dispatch_fd, aprev, &addr) == 0) {
-			aprev = &addr;
-			if (bpf_map_lookup_elem(c->dp->dispatch_fd, &addr, &ks) || ks.id != key)
+		for (size_t i = 0; i < dispatch.n; i++) {
+			ks = dispatch.subjects[i];
+			if (ks.id != key)
 				continue;
+			memcpy(&addr, dispatch.keys + i * sizeof(addr), sizeof(addr));
 			state = state_name(ks.state);
 			/* a process subject's DNS proxy address (127.254.0.0/16),
 			 * not an address of its own: its cgroup says who it is */
@@ -325,7 +388,7 @@ static int cmd_subjects(struct cli *c)
 			first = false;
 		}
 		/* a process subject: its cgroup instead of addresses */
-		if (first && cgroup_of(c, key, addrs, sizeof(addrs), &ks) == 0) {
+		if (first && cgroup_of(&cgroups, key, addrs, sizeof(addrs), &ks) == 0) {
 			state = state_name(ks.state);
 			first = false;
 			cg = addrs + strlen("cgroup:");
@@ -348,6 +411,8 @@ static int cmd_subjects(struct cli *c)
 		if (fw_dp_subject_stats_read(c->dp, key, counts) == 0)
 			print_counts(counts, c->all);
 	}
+	subject_keys_free(&dispatch);
+	subject_keys_free(&cgroups);
 	return list ? json_out(json_pack("{s:o}", "subjects", list)) : 0;
 }
 
@@ -409,7 +474,7 @@ static void lease_names(struct cli *c, const struct fw_learned_key *k, char *out
 	}
 }
 
-static int cmd_leases(struct cli *c)
+static int show_leases(struct cli *c)
 {
 	struct fw_learned_key k, *prev = NULL;
 	struct fw_port_rule_key pk, last, *pprev = NULL, *ports = NULL;
@@ -485,7 +550,7 @@ static int cmd_leases(struct cli *c)
 }
 
 /* The reason table this build was compiled with; no pins needed. */
-static int cmd_reasons(struct cli *c)
+static int show_reasons(struct cli *c)
 {
 	if (c->markdown) {
 		fw_reasons_markdown(stdout);
@@ -522,20 +587,17 @@ static void on_run_signal(int sig)
 	run_signal = sig;
 }
 
-static void run_usage(FILE *out)
+/* fastwall run --help: what it does, between the usage and the options */
+static void run_doc(FILE *out)
 {
 	int col = (int)strlen("sandbox (");
 
-	fprintf(out,
-		"usage: fastwall run [--policy FILE] [--allow TARGET]... [--deny TARGET]...\n"
-		"                    [--name NAME] [--socket PATH] [--cgroup DIR] [--keep-caps]\n"
-		"                    -- CMD [ARGS]\n\n"
-		"Runs CMD in a process sandbox of the running fastwalld (its processes.\n"
-		"section on): a new cgroup below processes.cgroup_parent whose processes,\n"
-		"children and sub-cgroups included, reach only what the policy allows.\n"
-		"A denied connect or sendto fails with EPERM; raw and packet sockets are\n"
-		"refused. CMD runs without the capabilities that would let it leave the\n"
-		"sandbox (");
+	fprintf(out, "Runs CMD in a process sandbox of the running fastwalld (its processes.\n"
+		     "section on): a new cgroup below processes.cgroup_parent whose processes,\n"
+		     "children and sub-cgroups included, reach only what the policy allows.\n"
+		     "A denied connect or sendto fails with EPERM; raw and packet sockets are\n"
+		     "refused. CMD runs without the capabilities that would let it leave the\n"
+		     "sandbox (");
 	/* the names of the table the launcher drops, wrapped at 74 */
 	for (size_t i = 0; i < fw_sandbox_ncaps; i++) {
 		int w = (int)strlen(fw_sandbox_caps[i].name) + 2;
@@ -550,27 +612,13 @@ static void run_usage(FILE *out)
 		col += fprintf(out, "%s%s", fw_sandbox_caps[i].name,
 			       i + 1 < fw_sandbox_ncaps ? "," : "), with");
 	}
-	fprintf(out,
-		"\nno_new_privs, and as root in a cgroup namespace of its own (which needs\n"
-		"cgroup2 mounted with nsdelegate). The exit status is CMD's (128 + N\n"
-		"when a signal N ended it, 125 when fastwall run itself failed). SIGINT\n"
-		"and SIGTERM go to CMD; when it ends, whatever is left in the cgroup is\n"
-		"killed and the subject and the cgroup are removed. With fastwalld's DNS\n"
-		"proxy on, CMD's DNS goes to the proxy whatever resolver it asks, so\n"
-		"domain targets work. For root and the members of processes.run_group.\n\n"
-		"  --policy FILE    the policy JSON: {\"defaultAction\": \"deny\", \"egress\":\n"
-		"                   [{\"action\": \"allow\", \"target\": \"192.0.2.0/24\"}]}\n"
-		"                   (default: deny everything)\n"
-		"  --allow TARGET   allow an address, CIDR or domain (after FILE's rules)\n"
-		"  --deny TARGET    deny an address, CIDR or domain\n"
-		"  --name NAME      the subject's and the cgroup's name (default run-PID)\n"
-		"  --socket PATH    fastwalld's run socket (default " FW_RUN_DEFAULT_SOCKET ")\n"
-		"  --cgroup DIR     the sandbox is DIR, a cgroup you may write (made when\n"
-		"                   missing) below processes.run_parent, e.g. in a subtree\n"
-		"                   delegated to you; without it fastwalld makes one\n"
-		"  --keep-caps      the command keeps its capabilities (all but CAP_NET_RAW)\n"
-		"                   and the node's cgroup namespace: as root it may leave\n"
-		"                   the sandbox and change the node's network and BPF\n");
+	fprintf(out, "\nno_new_privs, and as root in a cgroup namespace of its own (which needs\n"
+		     "cgroup2 mounted with nsdelegate). The exit status is CMD's (128 + N\n"
+		     "when a signal N ended it, 125 when fastwall run itself failed). SIGINT\n"
+		     "and SIGTERM go to CMD; when it ends, whatever is left in the cgroup is\n"
+		     "killed and the subject and the cgroup are removed. With fastwalld's DNS\n"
+		     "proxy on, CMD's DNS goes to the proxy whatever resolver it asks, so\n"
+		     "domain targets work. For root and the members of processes.run_group.\n");
 }
 
 /* One request (with descriptor pass when not -1), its answer. */
@@ -789,91 +837,101 @@ static void run_child(const char *cgroup, int dfd, const char *sock, const char 
 	_exit(errno == ENOENT ? FW_EXIT_RUN_NOENT : FW_EXIT_RUN_NOEXEC);
 }
 
-static int cmd_run(int argc, char **argv)
+/* fastwall run's options and command into r: -1 when they are good,
+ * else the exit status (the usage, or the error said). */
+static int run_args(struct fw_cmd_args *a, struct fw_run_args *r)
 {
-	struct fw_run_args a;
-	struct fw_run_req rm = {.op = FW_RUN_REMOVE};
-	struct fw_run_reply rep;
-	struct sigaction sa = {.sa_handler = on_run_signal};
 	char err[512];
-	int fd, status = 0, ret;
-	pid_t child;
-	int dfd = -1;
-	bool made = false;
+	int ret = fw_run_args_parse(a, (unsigned int)getpid(), r, err, sizeof(err));
 
-	if (fw_run_args_parse(argc, argv, (unsigned int)getpid(), &a, err, sizeof(err))) {
-		fprintf(stderr, "fastwall run: %s\n", err);
-		run_usage(stderr);
-		return FW_EXIT_USAGE;
-	}
-	if (a.help) {
-		run_usage(stdout);
-		fw_run_req_free(&a.req);
-		return 0;
-	}
-	fd = run_connect(a.socket);
+	if (ret > 0)
+		return a->status;
+	return ret ? fw_cmd_usage_error(a, "%s", err) : -1;
+}
+
+/* Registers the sandbox with fastwalld, with --cgroup the caller's own
+ * cgroup (fastwalld checks what the descriptor names, not the path): the
+ * connection to remove it by, or -1 after saying why. *dfd: that cgroup's
+ * directory, or -1. */
+static int run_register(const struct fw_run_args *r, int *dfd, struct fw_run_reply *rep)
+{
+	bool made = false;
+	int fd, ret;
+
+	*dfd = -1;
+	fd = run_connect(r->socket);
 	if (fd < 0) {
-		fprintf(stderr, "fastwall run: can't reach fastwalld at %s: %s\n", a.socket,
+		fprintf(stderr, "fastwall run: can't reach fastwalld at %s: %s\n", r->socket,
 			strerror(-fd));
-		fw_run_req_free(&a.req);
-		return RUN_EXIT_OWN;
+		return -1;
 	}
-	if (a.cgroup[0]) {
-		/* the caller's own cgroup: fastwalld checks what this
-		 * descriptor names, not the path */
-		made = mkdir(a.cgroup, 0755) == 0;
-		dfd = open(a.cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd < 0) {
-			fprintf(stderr, "fastwall run: can't open cgroup %s: %s\n", a.cgroup,
+	if (r->cgroup[0]) {
+		made = mkdir(r->cgroup, 0755) == 0;
+		*dfd = open(r->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (*dfd < 0) {
+			fprintf(stderr, "fastwall run: can't open cgroup %s: %s\n", r->cgroup,
 				strerror(errno));
-			fw_run_req_free(&a.req);
 			close(fd);
-			return RUN_EXIT_OWN;
+			return -1;
 		}
 	}
-	ret = run_call_fd(fd, &a.req, dfd, &rep);
-	fw_run_req_free(&a.req);
-	if (ret || !rep.ok) {
-		fprintf(stderr, "fastwall run: %s\n", ret ? strerror(-ret) : rep.error);
-		if (made)
-			rmdir(a.cgroup);
-		if (dfd >= 0)
-			close(dfd);
-		close(fd);
-		return RUN_EXIT_OWN;
-	}
-	snprintf(rm.name, sizeof(rm.name), "%s", a.req.name);
+	ret = run_call_fd(fd, &r->req, *dfd, rep);
+	if (!ret && rep->ok)
+		return fd;
+	fprintf(stderr, "fastwall run: %s\n", ret ? strerror(-ret) : rep->error);
+	if (made)
+		rmdir(r->cgroup);
+	if (*dfd >= 0)
+		close(*dfd);
+	close(fd);
+	return -1;
+}
+
+/* CMD in the sandbox, to its end: its wait status. */
+static int run_command(const struct fw_run_args *r, const struct fw_run_reply *rep, int dfd)
+{
+	struct sigaction sa = {.sa_handler = on_run_signal};
+	int status = 0;
+	pid_t child;
+
 	/* before the fork: a signal from then on reaches CMD */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	child = fork();
 	if (child == 0)
-		run_child(rep.cgroup, dfd, a.socket, a.req.name, a.keep_caps, a.cmd);
+		run_child(rep->cgroup, dfd, r->socket, r->req.name, r->keep_caps, r->cmd);
 	if (dfd >= 0)
 		close(dfd);
 	if (child < 0) {
 		fprintf(stderr, "fastwall run: fork: %s\n", strerror(errno));
-		status = RUN_EXIT_OWN << 8;
+		return RUN_EXIT_OWN << 8;
 	}
-	while (child > 0) {
+	for (;;) {
 		pid_t w = waitpid(child, &status, 0);
 
-		if (w == child)
-			break;
-		if (w < 0 && errno != EINTR)
-			break;
+		if (w == child || (w < 0 && errno != EINTR))
+			return status;
 		if (run_signal) {
 			kill(child, run_signal);
 			run_signal = 0;
 		}
 	}
-	/* done: the rest of the sandbox goes, then its subject and cgroup
-	 * (a new connection when fastwalld restarted meanwhile) */
+}
+
+/* Done: the rest of the sandbox goes, then its subject and cgroup (over a
+ * new connection when fastwalld restarted meanwhile). */
+static void run_remove(int fd, const struct fw_run_args *r)
+{
+	struct fw_run_req rm = {.op = FW_RUN_REMOVE};
+	struct fw_run_reply rep;
+	int ret;
+
+	snprintf(rm.name, sizeof(rm.name), "%s", r->req.name);
 	ret = run_call(fd, &rm, &rep);
 	close(fd);
 	if (ret == -EPIPE || ret == -ECONNRESET || ret == -ENOTCONN) {
-		fd = run_connect(a.socket);
+		fd = run_connect(r->socket);
 		ret = fd < 0 ? fd : run_call(fd, &rm, &rep);
 		if (fd >= 0)
 			close(fd);
@@ -881,277 +939,286 @@ static int cmd_run(int argc, char **argv)
 	if (ret || !rep.ok)
 		fprintf(stderr, "fastwall run: can't remove run %s: %s\n", rm.name,
 			ret ? strerror(-ret) : rep.error);
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : RUN_EXIT_OWN;
 }
 
-static int cmd_explain(struct cli *c)
+static int cmd_run(struct fw_cmd_args *a)
+{
+	struct fw_run_args r;
+	struct fw_run_reply rep;
+	int fd, dfd, status, ret;
+
+	fw_log_level = FW_LOG_ERROR;
+	ret = run_args(a, &r);
+	if (ret < 0) {
+		ret = RUN_EXIT_OWN;
+		fd = run_register(&r, &dfd, &rep);
+		if (fd >= 0) {
+			status = run_command(&r, &rep, dfd);
+			run_remove(fd, &r);
+			/* CMD's status is ours; a signal N that ended it, 128 + N */
+			ret = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+			      : WIFEXITED(status) ? WEXITSTATUS(status)
+						  : RUN_EXIT_OWN;
+		}
+	}
+	fw_run_args_free(&r);
+	return ret;
+}
+
+static int show_explain(struct cli *c)
 {
 	c->explain.json = c->json;
 	return fw_cli_explain(c->dp, &c->explain);
 }
 
-/* the options a command honours besides -b and -o (any other is refused) */
-#define OPT_ALL	    (1u << 0)
-#define OPT_MD	    (1u << 1)
-#define OPT_EXPLAIN (1u << 2) /* --iface, --cgroup, --sport, --config */
-#define OPT_ARGS    (1u << 3) /* takes operands */
+/* ---- the command table ---- */
 
-#define OPT_STATUS (1u << 4) /* fn returns an exit status, not 0 or a negative errno */
-#define OPT_BPFFS  (1u << 5) /* -b: given, and honoured by the commands that read pins */
+/* The read commands' options (the word's options before it, too). */
+/* clang-format off */
+#define OPT_BPFFS  {'b', "bpffs", "DIR", "pin directory (default " FW_DEFAULT_BPFFS ")"}
+#define OPT_OUTPUT {'o', "output", "FMT", "text (default) or json"}
+#define OPT_ALL	   {'a', "all", NULL, "show zero counters too"}
+/* clang-format on */
 
-static const struct {
-	const char *name;
-	int (*fn)(struct cli *c);
-	bool pins; /* reads the pinned maps */
-	const char *help;
-} cmds[] = {
-	{"status", cmd_status, true, "attached interfaces and verdict counters"},
-	{"subjects", cmd_subjects, true, "subjects with state, addresses and counters"},
-	{"leases", cmd_leases, true, "DNS-learned addresses and their remaining lease"},
-	{"reasons", cmd_reasons, false, "verdict reasons: number, pass or drop, name, meaning"},
-	{"explain", cmd_explain, true, "the verdict on SRC DST [PORT/PROTO] and what decided it"},
-	{"run", NULL, false, "run a command in a process sandbox (fastwall run --help)"},
-	{"monitor", NULL, false,
-	 "live deny, DNS and sampled allow events (fastwall monitor --help)"},
-	{"scope", NULL, false, "sign or verify a route scope (fastwall scope --help)"},
-	{"hostname", NULL, false,
-	 "a service host's label, or the service a host names (fastwall hostname --help)"},
+/* Status, subjects, leases, reasons and explain: their options into c */
+static int read_options(struct fw_cmd_args *a, struct cli *c)
+{
+	static const char *const formats[] = {"text", "json", NULL};
+	int key;
+
+	c->bpffs = FW_DEFAULT_BPFFS;
+	c->explain.config = FW_CLI_DEFAULT_CONFIG;
+	while ((key = fw_cmd_next(a)) > 0) {
+		switch (key) {
+		case 'b':
+			c->bpffs = a->arg;
+			break;
+		case 'o':
+			key = fw_cmd_choose(a, formats);
+			if (key < 0)
+				return -1;
+			c->json = key == 1;
+			break;
+		case 'a':
+			c->all = true;
+			break;
+		case 'm':
+			c->markdown = true;
+			break;
+		case 'i':
+			c->explain.iface = a->arg;
+			break;
+		case 'g':
+			c->explain.cgroup = a->arg;
+			break;
+		case 's':
+			c->explain.sport = a->arg;
+			break;
+		case 'c':
+			c->explain.config = a->arg;
+			break;
+		}
+	}
+	c->explain.argc = a->argc - a->ind;
+	c->explain.argv = a->argv + a->ind;
+	return key;
+}
+
+#define READ_PINS   (1u << 0) /* opens the pins under --bpffs */
+#define READ_STATUS (1u << 1) /* show returns an exit status, not 0 or a negative errno */
+
+static int read_command(struct fw_cmd_args *a, int (*show)(struct cli *c), unsigned int how)
+{
+	struct cli c = {0};
+	int err;
+
+	if (read_options(a, &c) < 0)
+		return a->status;
+	fw_log_level = FW_LOG_ERROR;
+	fw_dp_quiet();
+	err = how & READ_PINS ? fw_dp_open_pinned(c.bpffs, &c.dp) : 0;
+	if (err == -EPROTO) {
+		/* fw_dp_open_pinned said which ABI it found */
+		fprintf(stderr, "fastwall: can't read the pins under %s\n", c.bpffs);
+		return FW_EXIT_ABI;
+	}
+	if (err) {
+		fprintf(stderr, "fastwall: no data plane pinned under %s: %s\n", c.bpffs,
+			strerror(-err));
+		return err == -ENOENT ? FW_EXIT_NOSTATE : FW_EXIT_FAILURE;
+	}
+	err = show(&c);
+	fw_dp_close(c.dp);
+	if (how & READ_STATUS)
+		return err;
+	if (err) {
+		fprintf(stderr, "fastwall: %s: %s\n", a->cmd->name, strerror(-err));
+		return FW_EXIT_FAILURE;
+	}
+	return FW_EXIT_OK;
+}
+
+static int cmd_status(struct fw_cmd_args *a)
+{
+	return read_command(a, show_status, READ_PINS);
+}
+
+static int cmd_subjects(struct fw_cmd_args *a)
+{
+	return read_command(a, show_subjects, READ_PINS);
+}
+
+static int cmd_leases(struct fw_cmd_args *a)
+{
+	return read_command(a, show_leases, READ_PINS);
+}
+
+static int cmd_reasons(struct fw_cmd_args *a)
+{
+	return read_command(a, show_reasons, 0);
+}
+
+static int cmd_explain(struct fw_cmd_args *a)
+{
+	return read_command(a, show_explain, READ_PINS | READ_STATUS);
+}
+
+static const struct fw_cmd_opt status_opts[] = {
+	OPT_BPFFS, OPT_OUTPUT, OPT_ALL, FW_CMD_OPT_HELP, {0}};
+static const struct fw_cmd_opt leases_opts[] = {OPT_BPFFS, OPT_OUTPUT, FW_CMD_OPT_HELP, {0}};
+static const struct fw_cmd_opt reasons_opts[] = {
+	OPT_OUTPUT,
+	{'m', "markdown", NULL, "as the Markdown table of docs/operations.md"},
+	FW_CMD_OPT_HELP,
+	{0},
+};
+static const struct fw_cmd_opt explain_opts[] = {
+	OPT_BPFFS,
+	OPT_OUTPUT,
+	{'i', "iface", "IF", "the interface the packet arrives on"},
+	{'g', "cgroup", "PATH", "a process sandbox's cgroup directory"},
+	{'s', "sport", "N", "the source port (a reply on a pod-opened flow)"},
+	{'c', "config", "FILE",
+	 "fastwalld's configuration, for the rule text\n(default " FW_CLI_DEFAULT_CONFIG ")"},
+	FW_CMD_OPT_HELP,
+	{0},
 };
 
-/* What a command honours besides -b and -o (OPT_*); a command not
- * listed takes neither options nor operands. */
-static unsigned int cmd_opts(const char *name)
-{
-	static const struct {
-		const char *name;
-		unsigned int opts;
-	} t[] = {
-		{"status", OPT_ALL},
-		{"subjects", OPT_ALL},
-		{"reasons", OPT_MD},
-		{"explain", OPT_EXPLAIN | OPT_ARGS | OPT_STATUS},
-	};
+static const struct fw_cmd cmds[] = {
+	{
+		.name = "status",
+		.fn = cmd_status,
+		.opts = status_opts,
+		.usage = "status [--bpffs DIR] [-o json] [--all]",
+		.summary = "attached interfaces and verdict counters",
+	},
+	{
+		.name = "subjects",
+		.fn = cmd_subjects,
+		.opts = status_opts,
+		.usage = "subjects [--bpffs DIR] [-o json] [--all]",
+		.summary = "subjects with state, addresses and counters",
+	},
+	{
+		.name = "leases",
+		.fn = cmd_leases,
+		.opts = leases_opts,
+		.usage = "leases [--bpffs DIR] [-o json]",
+		.summary = "DNS-learned addresses and their remaining lease",
+	},
+	{
+		.name = "reasons",
+		.fn = cmd_reasons,
+		.opts = reasons_opts,
+		.usage = "reasons [-o json] [--markdown]",
+		.summary = "verdict reasons: number, pass or drop, name, meaning",
+	},
+	{
+		.name = "explain",
+		.fn = cmd_explain,
+		.opts = explain_opts,
+		.usage = "explain [-o json] SRC DST [PORT/PROTO] [--iface IF] [--sport N]\n"
+			 "explain [-o json] --cgroup PATH DST [PORT/PROTO]",
+		.summary = "the verdict on SRC DST [PORT/PROTO] and what decided it",
+		.max_operands = -1, /* fw_cli_explain says which are wrong */
+	},
+	{
+		.name = "run",
+		.fn = cmd_run,
+		.opts = fw_run_opts,
+		.usage = "run [--policy FILE] [--allow TARGET]... [--deny TARGET]...\n"
+			 "                    [--name NAME] [--socket PATH] [--cgroup DIR] "
+			 "[--keep-caps]\n"
+			 "                    -- CMD [ARGS]",
+		.summary = "run a command in a process sandbox (fastwall run --help)",
+		.doc = run_doc,
+		.max_operands = -1,
+		.col = 19,
+		.in_order = true, /* CMD's options are CMD's */
+	},
+	{
+		.name = "monitor",
+		.fn = fw_cli_monitor,
+		.opts = fw_cli_monitor_opts,
+		.usage = "monitor [OPTIONS]",
+		.summary = "live deny, DNS and sampled allow events (fastwall monitor --help)",
+		.col = 22,
+	},
+	{
+		.name = "scope",
+		.fn = fw_cli_scope,
+		.opts = fw_cli_scope_opts,
+		.usage = "scope sign --keys FILE --key-id ID NAMESPACE SANDBOX PORT\n"
+			 "scope verify --keys FILE SCOPE",
+		.summary = "sign or verify a route scope (fastwall scope --help)",
+		.max_operands = -1,
+	},
+	{
+		.name = "hostname",
+		.fn = fw_cli_hostname,
+		.opts = fw_cli_hostname_opts,
+		.usage = "hostname hash [--gateway NAME] WORKSPACE SANDBOX [SERVICE]\n"
+			 "hostname parse --base-domain DOMAIN... [--gateway NAME] HOST",
+		.summary = "a service host's label, or the service a host names (fastwall "
+			   "hostname --help)",
+		.max_operands = -1,
+	},
+};
 
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-		if (strcmp(t[i].name, name) == 0)
-			return t[i].opts;
-	return 0;
+/* Before the word: any read command's option, passed on to the command. */
+static const struct fw_cmd_opt global_opts[] = {
+	OPT_BPFFS,
+	OPT_OUTPUT,
+	{'a', "all", NULL, "status, subjects: show zero counters too"},
+	{'m', "markdown", NULL, "reasons: as the Markdown table of docs/operations.md"},
+	{'i', "iface", "IF", "explain: the interface the packet arrives on"},
+	{'g', "cgroup", "PATH", "explain: a process sandbox's cgroup directory"},
+	{'s', "sport", "N", "explain: the source port (a reply on a pod-opened flow)"},
+	{'c', "config", "FILE",
+	 "explain: fastwalld's configuration, for the rule text\n(default " FW_CLI_DEFAULT_CONFIG
+	 ")"},
+	FW_CMD_OPT_HELP,
+	{0},
+};
+
+static void version(void)
+{
+	printf("fastwall %s (map ABI %d)\n", FW_VERSION, FW_ABI_VERSION);
 }
 
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"usage: fastwall [--bpffs DIR] [-o json] [--all] COMMAND\n"
-		"       fastwall [-o json] explain SRC DST [PORT/PROTO] [--iface IF] [--sport N]\n"
-		"       fastwall [-o json] explain --cgroup PATH DST [PORT/PROTO]\n"
-		"\ncommands:\n");
-	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		fprintf(out, "  %-10s %s\n", cmds[i].name, cmds[i].help);
-	fprintf(out, "\noptions:\n"
-		     "  -b, --bpffs DIR   pin directory (default " FW_DEFAULT_BPFFS ")\n"
-		     "  -o, --output FMT  text (default) or json\n"
-		     "  -a, --all         status, subjects: show zero counters too\n"
-		     "  -m, --markdown    reasons: as the Markdown table of docs/operations.md\n"
-		     "  -i, --iface IF    explain: the interface the packet arrives on\n"
-		     "  -g, --cgroup PATH explain: a process sandbox's cgroup directory\n"
-		     "  -s, --sport N     explain: the source port (a reply on a pod-opened flow)\n"
-		     "  -c, --config FILE explain: fastwalld's configuration, for the rule text\n"
-		     "                    (default " FW_CLI_DEFAULT_CONFIG ")\n"
-		     "  -h, --help        this text\n");
-}
-
-/* -o json before the word scope reaches scope's own parser as -o json */
-static int scope_dispatch(int argc, char **argv, int at, bool json)
-{
-	char *args[argc + 3];
-	int n = 0;
-
-	/* right after the word: a "--" later ends the options */
-	args[n++] = argv[at];
-	if (json) {
-		args[n++] = "-o";
-		args[n++] = "json";
-	}
-	for (int i = at + 1; i < argc; i++)
-		args[n++] = argv[i];
-	args[n] = NULL;
-	return fw_cli_scope(n, args);
-}
+static const struct fw_cmd_prog fastwall = {
+	.name = "fastwall",
+	.cmds = cmds,
+	.ncmds = sizeof(cmds) / sizeof(cmds[0]),
+	.opts = global_opts,
+	.col = 20,
+	.usage = "[--bpffs DIR] [-o json] [--all] COMMAND\n"
+		 "[-o json] explain SRC DST [PORT/PROTO] [--iface IF] [--sport N]\n"
+		 "[-o json] explain --cgroup PATH DST [PORT/PROTO]",
+	.version = version,
+};
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"bpffs", required_argument, NULL, 'b'}, {"all", no_argument, NULL, 'a'},
-		{"markdown", no_argument, NULL, 'm'},	 {"output", required_argument, NULL, 'o'},
-		{"iface", required_argument, NULL, 'i'}, {"cgroup", required_argument, NULL, 'g'},
-		{"sport", required_argument, NULL, 's'}, {"config", required_argument, NULL, 'c'},
-		{"help", no_argument, NULL, 'h'},	 {},
-	};
-	struct cli c = {.bpffs = FW_DEFAULT_BPFFS};
-	unsigned int given = 0;
-	const char *cmd;
-	int opt, err;
-
-	c.explain.config = FW_CLI_DEFAULT_CONFIG;
-	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
-		printf("fastwall %s (map ABI %d)\n", FW_VERSION, FW_ABI_VERSION);
-		return FW_EXIT_OK;
-	}
-	/* run and scope have options of their own and operands after them:
-	 * the global options (-b DIR, -a, -m, -o FMT) may come before the
-	 * word only */
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "run") == 0) {
-			/* it reads no pins and prints no document */
-			if (i > 1) {
-				fprintf(stderr,
-					"fastwall: run takes no option before the word "
-					"run ('%s')\n",
-					argv[1]);
-				return FW_EXIT_USAGE;
-			}
-			fw_log_level = FW_LOG_ERROR;
-			return cmd_run(argc - i, argv + i);
-		}
-		if (i > 1 &&
-		    (strcmp(argv[i], "hostname") == 0 || strcmp(argv[i], "monitor") == 0)) {
-			fprintf(stderr,
-				"fastwall: %s takes no option before the word %s ('%s'); "
-				"see fastwall %s --help\n",
-				argv[i], argv[i], argv[1], argv[i]);
-			return FW_EXIT_USAGE;
-		}
-		if (strcmp(argv[i], "scope") == 0) {
-			bool json = false;
-
-			for (int j = 1; j < i; j++) {
-				if ((!strcmp(argv[j], "-o") || !strcmp(argv[j], "--output")) &&
-				    j + 1 < i) {
-					if (strcmp(argv[j + 1], "json") &&
-					    strcmp(argv[j + 1], "text")) {
-						fprintf(stderr,
-							"fastwall: -o takes text or json\n");
-						return FW_EXIT_USAGE;
-					}
-					json = !strcmp(argv[++j], "json");
-				} else {
-					fprintf(stderr, "fastwall: scope takes no option '%s'\n",
-						argv[j]);
-					return FW_EXIT_USAGE;
-				}
-			}
-			return scope_dispatch(argc, argv, i, json);
-		}
-		if (argv[i][0] != '-' || strcmp(argv[i], "--") == 0)
-			break;
-		if (strcmp(argv[i], "-b") == 0 || strcmp(argv[i], "--bpffs") == 0 ||
-		    strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0)
-			i++;
-	}
-	/* hostname and monitor parse their own options */
-	if (argc > 1 && strcmp(argv[1], "hostname") == 0)
-		return fw_cli_hostname(argc - 1, argv + 1);
-	if (argc > 1 && strcmp(argv[1], "monitor") == 0)
-		return fw_cli_monitor(argc - 1, argv + 1);
-	while ((opt = getopt_long(argc, argv, "b:amo:i:g:s:c:h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'b':
-			c.bpffs = optarg;
-			given |= OPT_BPFFS;
-			break;
-		case 'a':
-			c.all = true;
-			given |= OPT_ALL;
-			break;
-		case 'm':
-			c.markdown = true;
-			given |= OPT_MD;
-			break;
-		case 'o':
-			if (strcmp(optarg, "json") && strcmp(optarg, "text")) {
-				fprintf(stderr, "fastwall: -o takes text or json, not '%s'\n",
-					optarg);
-				return FW_EXIT_USAGE;
-			}
-			c.json = strcmp(optarg, "json") == 0;
-			break;
-		case 'i':
-			c.explain.iface = optarg;
-			given |= OPT_EXPLAIN;
-			break;
-		case 'g':
-			c.explain.cgroup = optarg;
-			given |= OPT_EXPLAIN;
-			break;
-		case 's':
-			c.explain.sport = optarg;
-			given |= OPT_EXPLAIN;
-			break;
-		case 'c':
-			c.explain.config = optarg;
-			given |= OPT_EXPLAIN;
-			break;
-		case 'h':
-			usage(stdout);
-			return FW_EXIT_OK;
-		default:
-			usage(stderr);
-			return FW_EXIT_USAGE;
-		}
-	}
-	if (optind >= argc) {
-		usage(stderr);
-		return FW_EXIT_USAGE;
-	}
-	cmd = argv[optind];
-	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-		if (strcmp(cmds[i].name, cmd) != 0 || !cmds[i].fn)
-			continue;
-		unsigned int takes = cmd_opts(cmd) | (cmds[i].pins ? OPT_BPFFS : 0);
-		unsigned int extra = given & ~takes;
-
-		/* an option the command would not use is refused, not ignored */
-		if (extra) {
-			fprintf(stderr, "fastwall: %s does not take %s\n", cmd,
-				(extra & OPT_ALL)     ? "--all"
-				: (extra & OPT_MD)    ? "--markdown"
-				: (extra & OPT_BPFFS) ? "--bpffs (it reads no pins)"
-						      : "--iface, --cgroup, --sport or --config");
-			return FW_EXIT_USAGE;
-		}
-		if (!(takes & OPT_ARGS) && optind != argc - 1) {
-			fprintf(stderr, "fastwall: %s takes no operand '%s'\n", cmd,
-				argv[optind + 1]);
-			return FW_EXIT_USAGE;
-		}
-		c.explain.argc = argc - optind - 1;
-		c.explain.argv = argv + optind + 1;
-		fw_log_level = FW_LOG_ERROR;
-		fw_dp_quiet();
-		err = cmds[i].pins ? fw_dp_open_pinned(c.bpffs, &c.dp) : 0;
-		if (err == -EPROTO) {
-			/* fw_dp_open_pinned said which ABI it found */
-			fprintf(stderr, "fastwall: can't read the pins under %s\n", c.bpffs);
-			return FW_EXIT_ABI;
-		}
-		if (err) {
-			fprintf(stderr, "fastwall: no data plane pinned under %s: %s\n", c.bpffs,
-				strerror(-err));
-			return err == -ENOENT ? FW_EXIT_NOSTATE : FW_EXIT_FAILURE;
-		}
-		err = cmds[i].fn(&c);
-		fw_dp_close(c.dp);
-		if (takes & OPT_STATUS)
-			return err;
-		if (err) {
-			fprintf(stderr, "fastwall: %s: %s\n", cmd, strerror(-err));
-			return FW_EXIT_FAILURE;
-		}
-		return FW_EXIT_OK;
-	}
-	fprintf(stderr, "fastwall: unknown command '%s'\n", cmd);
-	usage(stderr);
-	return FW_EXIT_USAGE;
+	return fw_cmd_main(&fastwall, argc, argv);
 }

@@ -16,16 +16,14 @@ enum { HOSTNAME_EXIT_REFUSED = 1, HOSTNAME_EXIT_USAGE = 2 };
 
 #define HOSTNAME_ENV "FASTWALL_ROUTING_NAME"
 
-static void hostname_usage(FILE *out)
-{
-	fprintf(out,
-		"usage: fastwall hostname hash [--gateway NAME] WORKSPACE SANDBOX [SERVICE]\n"
-		"       fastwall hostname parse --base-domain DOMAIN... [--gateway NAME] HOST\n\n"
-		"  -g, --gateway NAME        the gateway's routing name (else $" HOSTNAME_ENV ")\n"
-		"  -d, --base-domain DOMAIN  parse: a base domain, or a wildcard name *.DOMAIN;\n"
-		"                            repeatable, tried in order\n"
-		"  -h, --help                this text\n");
-}
+const struct fw_cmd_opt fw_cli_hostname_opts[] = {
+	{'g', "gateway", "NAME", "the gateway's routing name (else $" HOSTNAME_ENV ")"},
+	{'d', "base-domain", "DOMAIN",
+	 "parse: a base domain, or a wildcard name *.DOMAIN;\n"
+	 "repeatable, tried in order"},
+	FW_CMD_OPT_HELP,
+	{0},
+};
 
 static int hostname_hash(const char *gw, char **names, int n)
 {
@@ -85,40 +83,31 @@ static int hostname_parse(const struct fw_hostname_domains *d, const char *gw, c
 	return 0;
 }
 
-int fw_cli_hostname(int argc, char **argv)
+int fw_cli_hostname(struct fw_cmd_args *a)
 {
-	static const struct option opts[] = {
-		{"gateway", required_argument, NULL, 'g'},
-		{"base-domain", required_argument, NULL, 'd'},
-		{"help", no_argument, NULL, 'h'},
-		{},
-	};
 	struct fw_hostname_domains d = {0};
 	const char *gw = NULL, *verb;
-	int opt, rc, n;
+	int opt, rc, n, argc = a->argc;
+	char **argv = a->argv;
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "g:d:h", opts, NULL)) != -1) {
+	while ((opt = fw_cmd_next(a)) > 0) {
 		switch (opt) {
 		case 'g':
-			gw = optarg;
+			gw = a->arg;
 			break;
 		case 'd':
-			rc = fw_hostname_domains_add(&d, optarg, strlen(optarg));
+			rc = fw_hostname_domains_add(&d, a->arg, strlen(a->arg));
 			if (rc) {
-				fprintf(stderr, "fastwall hostname: base domain '%s': %s\n", optarg,
+				fprintf(stderr, "fastwall hostname: base domain '%s': %s\n", a->arg,
 					fw_hostname_strerror(rc));
 				return HOSTNAME_EXIT_USAGE;
 			}
 			break;
-		case 'h':
-			hostname_usage(stdout);
-			return 0;
-		default:
-			hostname_usage(stderr);
-			return HOSTNAME_EXIT_USAGE;
 		}
 	}
+	if (opt < 0)
+		return a->status;
+	optind = a->ind; /* the operands, past the options getopt moved ahead */
 	/* flag, then environment; an empty variable counts as unset */
 	if (!gw) {
 		gw = getenv(HOSTNAME_ENV);
@@ -126,26 +115,26 @@ int fw_cli_hostname(int argc, char **argv)
 			gw = NULL;
 	}
 	if (optind >= argc) {
-		hostname_usage(stderr);
+		fw_cmd_help(a->prog, a->cmd, stderr);
 		return HOSTNAME_EXIT_USAGE;
 	}
 	verb = argv[optind++];
 	n = argc - optind;
 	if (strcmp(verb, "hash") == 0) {
 		if (n < 2 || n > 3) {
-			hostname_usage(stderr);
+			fw_cmd_help(a->prog, a->cmd, stderr);
 			return HOSTNAME_EXIT_USAGE;
 		}
 		return hostname_hash(gw, argv + optind, n);
 	}
 	if (strcmp(verb, "parse") == 0) {
 		if (n != 1) {
-			hostname_usage(stderr);
+			fw_cmd_help(a->prog, a->cmd, stderr);
 			return HOSTNAME_EXIT_USAGE;
 		}
 		return hostname_parse(&d, gw, argv[optind]);
 	}
 	fprintf(stderr, "fastwall hostname: unknown verb '%s'\n", verb);
-	hostname_usage(stderr);
+	fw_cmd_help(a->prog, a->cmd, stderr);
 	return HOSTNAME_EXIT_USAGE;
 }

@@ -4,6 +4,9 @@
 #ifndef FW_CLI_HOSTNAME_H
 #define FW_CLI_HOSTNAME_H
 
-int fw_cli_hostname(int argc, char **argv);
+#include "common/cmd.h"
+
+extern const struct fw_cmd_opt fw_cli_hostname_opts[];
+int fw_cli_hostname(struct fw_cmd_args *a);
 
 #endif /* FW_CLI_HOSTNAME_H */

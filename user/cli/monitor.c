@@ -6,7 +6,6 @@
  * then (1 when fastwalld went away), 1 when it can't be reached or refuses
  * the request, 2 on a usage error. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,21 +21,20 @@ enum { MON_EXIT_FAIL = 1, MON_EXIT_USAGE = 2 };
 
 #define MON_LINE_MAX 65536
 
-static void monitor_usage(FILE *out)
-{
-	fprintf(out,
-		"usage: fastwall monitor [OPTIONS]\n\n"
-		"  -s, --socket PATH   fastwalld's monitor socket (default " FW_MONITOR_SOCKET ")\n"
-		"  -o, --output FMT    text (default) or json: one JSON object a line\n"
-		"  -j, --json          the same as -o json\n"
-		"  -S, --subject S     only this subject: a name or uid, or a kernel id\n"
-		"  -r, --reason R      only this reason (default-deny, dns-denied-name, ...)\n"
-		"  -a, --addr CIDR     only events whose source, destination or learned\n"
-		"                      address is in CIDR (or is the address)\n"
-		"  -k, --kind LIST     drop, dns, allow, comma separated (default all)\n"
-		"  -c, --count N       exit after N events\n"
-		"  -h, --help          this text\n");
-}
+const struct fw_cmd_opt fw_cli_monitor_opts[] = {
+	{'s', "socket", "PATH", "fastwalld's monitor socket (default " FW_MONITOR_SOCKET ")"},
+	{'o', "output", "FMT", "text (default) or json: one JSON object a line"},
+	{'j', "json", NULL, "the same as -o json"},
+	{'S', "subject", "S", "only this subject: a name or uid, or a kernel id"},
+	{'r', "reason", "R", "only this reason (default-deny, dns-denied-name, ...)"},
+	{'a', "addr", "CIDR",
+	 "only events whose source, destination or learned\naddress is in CIDR (or is the "
+	 "address)"},
+	{'k', "kind", "LIST", "drop, dns, allow, comma separated (default all)"},
+	{'c', "count", "N", "exit after N events"},
+	FW_CMD_OPT_HELP,
+	{0},
+};
 
 static int mon_connect(const char *path)
 {
@@ -90,15 +88,9 @@ static int check_answer(const char *line, size_t len)
 	return -1;
 }
 
-int fw_cli_monitor(int argc, char **argv)
+int fw_cli_monitor(struct fw_cmd_args *a)
 {
-	static const struct option opts[] = {
-		{"socket", required_argument, NULL, 's'}, {"output", required_argument, NULL, 'o'},
-		{"json", no_argument, NULL, 'j'},	  {"subject", required_argument, NULL, 'S'},
-		{"reason", required_argument, NULL, 'r'}, {"addr", required_argument, NULL, 'a'},
-		{"kind", required_argument, NULL, 'k'},	  {"count", required_argument, NULL, 'c'},
-		{"help", no_argument, NULL, 'h'},	  {},
-	};
+	static const char *const formats[] = {"text", "json", NULL};
 	const char *path = FW_MONITOR_SOCKET, *key;
 	static char buf[MON_LINE_MAX + 1];
 	struct fw_mon_filter f;
@@ -109,21 +101,17 @@ int fw_cli_monitor(int argc, char **argv)
 	int opt, fd, rc;
 
 	fw_mon_filter_init(&f);
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "s:o:jS:r:a:k:c:h", opts, NULL)) != -1) {
+	while ((opt = fw_cmd_next(a)) > 0) {
 		key = NULL;
 		switch (opt) {
 		case 's':
-			path = optarg;
+			path = a->arg;
 			break;
 		case 'o':
-			if (strcmp(optarg, "json") && strcmp(optarg, "text")) {
-				fprintf(stderr,
-					"fastwall monitor: -o takes text or json, not '%s'\n",
-					optarg);
-				return MON_EXIT_USAGE;
-			}
-			json = !strcmp(optarg, "json");
+			rc = fw_cmd_choose(a, formats);
+			if (rc < 0)
+				return a->status;
+			json = rc == 1;
 			break;
 		case 'j':
 			json = true;
@@ -142,28 +130,16 @@ int fw_cli_monitor(int argc, char **argv)
 			break;
 		case 'c':
 			errno = 0;
-			count = strtoul(optarg, &end, 10);
-			if (!*optarg || *end || errno || !count) {
-				fprintf(stderr, "fastwall monitor: --count takes a number > 0\n");
-				return MON_EXIT_USAGE;
-			}
+			count = strtoul(a->arg, &end, 10);
+			if (!*a->arg || *end || errno || !count)
+				return fw_cmd_usage_error(a, "--count takes a number > 0");
 			break;
-		case 'h':
-			monitor_usage(stdout);
-			return 0;
-		default:
-			monitor_usage(stderr);
-			return MON_EXIT_USAGE;
 		}
-		if (key && fw_mon_filter_set(&f, key, optarg, err, sizeof(err))) {
-			fprintf(stderr, "fastwall monitor: %s\n", err);
-			return MON_EXIT_USAGE;
-		}
+		if (key && fw_mon_filter_set(&f, key, a->arg, err, sizeof(err)))
+			return fw_cmd_usage_error(a, "%s", err);
 	}
-	if (optind != argc) {
-		monitor_usage(stderr);
-		return MON_EXIT_USAGE;
-	}
+	if (opt < 0)
+		return a->status;
 	fd = mon_connect(path);
 	if (fd < 0) {
 		fprintf(stderr, "fastwall monitor: can't reach fastwalld at %s: %s\n", path,

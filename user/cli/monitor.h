@@ -4,8 +4,11 @@
 #ifndef FW_CLI_MONITOR_H
 #define FW_CLI_MONITOR_H
 
+#include "common/cmd.h"
+
 #define FW_MONITOR_SOCKET "/run/fastwall/monitor.sock"
 
-int fw_cli_monitor(int argc, char **argv);
+extern const struct fw_cmd_opt fw_cli_monitor_opts[];
+int fw_cli_monitor(struct fw_cmd_args *a);
 
 #endif /* FW_CLI_MONITOR_H */

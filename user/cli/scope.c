@@ -27,15 +27,13 @@ static void json_print(json_t *o)
 	json_decref(o);
 }
 
-static void scope_usage(FILE *out)
-{
-	fprintf(out, "usage: fastwall scope sign --keys FILE --key-id ID NAMESPACE SANDBOX PORT\n"
-		     "       fastwall scope verify --keys FILE SCOPE\n\n"
-		     "  -o, --output FMT  text (default) or json\n"
-		     "  -k, --keys FILE   key ring: one id=BASE64 per line\n"
-		     "  -i, --key-id ID   sign: the key id, one of [0-9a-z]\n"
-		     "  -h, --help        this text\n");
-}
+const struct fw_cmd_opt fw_cli_scope_opts[] = {
+	{'o', "output", "FMT", "text (default) or json"},
+	{'k', "keys", "FILE", "key ring: one id=BASE64 per line"},
+	{'i', "key-id", "ID", "sign: the key id, one of [0-9a-z]"},
+	FW_CMD_OPT_HELP,
+	{0},
+};
 
 static int parse_port(const char *s, unsigned long *port)
 {
@@ -48,50 +46,40 @@ static int parse_port(const char *s, unsigned long *port)
 	return errno || *end ? -1 : 0;
 }
 
-int fw_cli_scope(int argc, char **argv)
+int fw_cli_scope(struct fw_cmd_args *a)
 {
-	static const struct option opts[] = {
-		{"keys", required_argument, NULL, 'k'},
-		{"key-id", required_argument, NULL, 'i'},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{},
-	};
+	static const char *const formats[] = {"text", "json", NULL};
 	const char *keys = NULL, *key_id = NULL, *verb;
 	struct fw_scope_keyring kr;
 	char err[512], out[FW_SCOPE_TEXT_MAX];
 	struct fw_scope sc;
 	unsigned long port = 0;
 	bool json = false;
-	int opt, rc;
+	int opt, rc, argc = a->argc;
+	char **argv = a->argv;
 
 	/* options anywhere; "--" ends them (a namespace may start with '-') */
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "k:i:o:h", opts, NULL)) != -1) {
+	while ((opt = fw_cmd_next(a)) > 0) {
 		switch (opt) {
 		case 'o':
-			if (strcmp(optarg, "json") && strcmp(optarg, "text")) {
-				fprintf(stderr, "fastwall scope: -o takes text or json\n");
-				return SCOPE_EXIT_USAGE;
-			}
-			json = !strcmp(optarg, "json");
+			rc = fw_cmd_choose(a, formats);
+			if (rc < 0)
+				return a->status;
+			json = rc == 1;
 			break;
 		case 'k':
-			keys = optarg;
+			keys = a->arg;
 			break;
 		case 'i':
-			key_id = optarg;
+			key_id = a->arg;
 			break;
-		case 'h':
-			scope_usage(stdout);
-			return 0;
-		default:
-			scope_usage(stderr);
-			return SCOPE_EXIT_USAGE;
 		}
 	}
+	if (opt < 0)
+		return a->status;
+	optind = a->ind; /* the operands, past the options getopt moved ahead */
 	if (optind >= argc) {
-		scope_usage(stderr);
+		fw_cmd_help(a->prog, a->cmd, stderr);
 		return SCOPE_EXIT_USAGE;
 	}
 	verb = argv[optind++];
@@ -101,7 +89,7 @@ int fw_cli_scope(int argc, char **argv)
 	}
 	if (strcmp(verb, "sign") == 0) {
 		if (argc - optind != 3 || !key_id) {
-			scope_usage(stderr);
+			fw_cmd_help(a->prog, a->cmd, stderr);
 			return SCOPE_EXIT_USAGE;
 		}
 		if (strlen(key_id) != 1) {
@@ -116,12 +104,12 @@ int fw_cli_scope(int argc, char **argv)
 		}
 	} else if (strcmp(verb, "verify") == 0) {
 		if (argc - optind != 1) {
-			scope_usage(stderr);
+			fw_cmd_help(a->prog, a->cmd, stderr);
 			return SCOPE_EXIT_USAGE;
 		}
 	} else {
 		fprintf(stderr, "fastwall scope: unknown verb '%s'\n", verb);
-		scope_usage(stderr);
+		fw_cmd_help(a->prog, a->cmd, stderr);
 		return SCOPE_EXIT_USAGE;
 	}
 	if (fw_scope_keyring_load(&kr, keys, err, sizeof(err))) {

@@ -4,6 +4,9 @@
 #ifndef FW_CLI_SCOPE_H
 #define FW_CLI_SCOPE_H
 
-int fw_cli_scope(int argc, char **argv);
+#include "common/cmd.h"
+
+extern const struct fw_cmd_opt fw_cli_scope_opts[];
+int fw_cli_scope(struct fw_cmd_args *a);
 
 #endif /* FW_CLI_SCOPE_H */

@@ -7,10 +7,10 @@
  * the HTTP server's and the metrics listener's (metrics.h): signals, link
  * events and the deny-event ring are its watches; the actions tick, the
  * reaper and the lease refresh round are its timers. This file holds the
- * commands (run, check, detach, config-keys); daemon.h says which file
- * does which job of run. */
+ * commands check and detach and the daemon's state before and after run;
+ * main.c parses the command line (one command table), daemon.h says which
+ * file does which job of run. */
 #include <errno.h>
-#include <getopt.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +20,10 @@
 #include "common/exitcodes.h"
 #include "common/log.h"
 #include "daemon.h"
-#include "fastwall/version.h"
-
-#define FW_DEFAULT_CONFIG "/etc/fastwall/fastwalld.yaml"
+#include "fastwalld.h"
 
 /* Removes fastwall's filters from every interface; --purge also unpins. */
-static int detach(const char *config_path, const char *bpffs, bool purge)
+int detach(const char *config_path, const char *bpffs, bool purge)
 {
 	struct if_nameindex *ifs = if_nameindex(), *i;
 	char errbuf[FW_CFG_ERR_LEN];
@@ -63,7 +61,7 @@ static int detach(const char *config_path, const char *bpffs, bool purge)
 	return FW_EXIT_OK;
 }
 
-static int check(const char *config_path)
+int check(const char *config_path)
 {
 	char errbuf[FW_CFG_ERR_LEN];
 	struct fw_cfg cfg;
@@ -80,167 +78,20 @@ static int check(const char *config_path)
 	return FW_EXIT_OK;
 }
 
-/* config-keys --markdown | --schema | --doc FILE: the configuration key
- * tables as Markdown, as a JSON Schema, or FILE with its marked tables
- * regenerated (how docs/config.md is kept in step with the code). */
-static int config_keys(int argc, char **argv)
+struct fw_daemon *fw_daemon_new(const char *config_path, bool level_forced, bool format_forced)
 {
-	char err[FW_CFG_ERR_LEN];
-	char *text = NULL;
-	size_t cap = 0;
-	FILE *f;
-	int ret;
+	struct fw_daemon *d = calloc(1, sizeof(*d));
 
-	if (argc == 2 && strcmp(argv[1], "--markdown") == 0) {
-		fw_cfg_keys_markdown(stdout);
-		return FW_EXIT_OK;
-	}
-	if (argc == 2 && strcmp(argv[1], "--schema") == 0) {
-		fw_cfg_keys_schema(stdout);
-		return FW_EXIT_OK;
-	}
-	if (argc != 3 || strcmp(argv[1], "--doc") != 0) {
-		fprintf(stderr,
-			"usage: fastwalld config-keys --markdown | --schema | --doc FILE\n");
-		return FW_EXIT_USAGE;
-	}
-	f = fopen(argv[2], "r");
-	if (!f || getdelim(&text, &cap, '\0', f) < 0) {
-		fprintf(stderr, "can't read %s: %s\n", argv[2], strerror(errno));
-		if (f)
-			fclose(f);
-		free(text);
-		return FW_EXIT_FAILURE;
-	}
-	fclose(f);
-	ret = fw_cfg_keys_doc(text, stdout, err, sizeof(err));
-	if (ret)
-		fprintf(stderr, "%s: %s\n", argv[2], err);
-	free(text);
-	return ret ? FW_EXIT_FAILURE : FW_EXIT_OK;
-}
-
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"usage: fastwalld [OPTIONS] [run]         load, attach, enforce (default)\n"
-		"       fastwalld [OPTIONS] check         validate the configuration\n"
-		"       fastwalld [OPTIONS] detach [--purge]\n"
-		"                                         remove fastwall from every interface\n"
-		"                                         (--purge also unpins its maps)\n"
-		"       fastwalld config-keys --markdown | --schema | --doc FILE\n"
-		"                                         the configuration keys as docs\n"
-		"\n"
-		"options:\n"
-		"  -c, --config FILE     YAML configuration (default " FW_DEFAULT_CONFIG ")\n"
-		"  -b, --bpffs DIR       pin directory for detach --purge\n"
-		"  -l, --log-level LVL   error, warn, info, debug (overrides the config)\n"
-		"  -o, --log-format FMT  text or json (overrides the config)\n"
-		"  -h, --help            this text\n"
-		"      --version         the version and map ABI\n"
-		"\n"
-		"signals: SIGHUP reloads static subjects atomically; SIGTERM stops and\n"
-		"leaves the kernel state in place (fail closed).\n");
-}
-
-int main(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{"config", required_argument, NULL, 'c'},
-		{"bpffs", required_argument, NULL, 'b'},
-		{"log-level", required_argument, NULL, 'l'},
-		{"log-format", required_argument, NULL, 'o'},
-		{"purge", no_argument, NULL, 'P'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{},
-	};
-	struct fw_daemon *d;
-	const char *bpffs = NULL, *level = NULL, *format = NULL, *cmd = "run";
-	bool purge = false;
-	int c, ret;
-
-	if (argc >= 2 && strcmp(argv[1], "config-keys") == 0)
-		return config_keys(argc - 1, argv + 1);
-	while ((c = getopt_long(argc, argv, "c:b:l:o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			break;
-		case 'b':
-			bpffs = optarg;
-			break;
-		case 'l':
-			level = optarg;
-			break;
-		case 'o':
-			format = optarg;
-			break;
-		case 'P':
-			purge = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return FW_EXIT_OK;
-		case 'V':
-			printf("fastwalld %s (map ABI %d)\n", FW_VERSION, FW_ABI_VERSION);
-			return FW_EXIT_OK;
-		default:
-			usage(stderr);
-			return FW_EXIT_USAGE;
-		}
-	}
-	d = calloc(1, sizeof(*d));
 	if (!d)
-		return FW_EXIT_FAILURE;
-	d->config_path = FW_DEFAULT_CONFIG;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:b:l:o:h", opts, NULL)) != -1)
-		if (c == 'c')
-			d->config_path = optarg;
-	if (optind < argc)
-		cmd = argv[optind++];
-	if (optind < argc) {
-		fprintf(stderr, "fastwalld: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
-		free(d);
-		return FW_EXIT_USAGE;
-	}
-	/* an option the command does not use is refused, not ignored: -b
-	 * names the pins of detach only (run and check take the
-	 * configuration's bpffs), --purge belongs to detach */
-	if ((bpffs || purge) && strcmp(cmd, "detach") != 0) {
-		fprintf(stderr,
-			"fastwalld: %s applies to detach only (%s uses the configuration's "
-			"bpffs)\n",
-			bpffs ? "-b/--bpffs" : "--purge", cmd);
-		free(d);
-		return FW_EXIT_USAGE;
-	}
-	if (level && fw_log_level_parse(level, &fw_log_level)) {
-		fprintf(stderr, "fastwalld: invalid log level '%s'\n", level);
-		free(d);
-		return FW_EXIT_USAGE;
-	}
+		return NULL;
+	d->config_path = config_path;
+	d->level_forced = level_forced;
+	d->format_forced = format_forced;
+	return d;
+}
 
-	if (format && fw_log_format_parse(format, &fw_log_format)) {
-		fprintf(stderr, "fastwalld: invalid log format '%s' (text or json)\n", format);
-		free(d);
-		return FW_EXIT_USAGE;
-	}
-
-	if (strcmp(cmd, "run") == 0) {
-		d->level_forced = level != NULL;
-		d->format_forced = format != NULL;
-		ret = run(d);
-	} else if (strcmp(cmd, "check") == 0) {
-		ret = check(d->config_path);
-	} else if (strcmp(cmd, "detach") == 0) {
-		ret = detach(d->config_path, bpffs, purge);
-	} else {
-		fprintf(stderr, "fastwalld: unknown command '%s'\n", cmd);
-		usage(stderr);
-		ret = FW_EXIT_USAGE;
-	}
+void fw_daemon_free(struct fw_daemon *d)
+{
 	/* first: its requests read everything below */
 	fw_metrics_stop(d->metrics);
 	fw_http_stop(d->http);
@@ -260,5 +111,4 @@ int main(int argc, char **argv)
 	fw_ifset_free(&d->attached);
 	free(d->pod_addrs);
 	free(d);
-	return ret;
 }

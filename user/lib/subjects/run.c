@@ -2,7 +2,6 @@
 /* The `fastwall run` messages: requests and answers as JSON objects. See
  * subjects/run.h. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,125 +249,148 @@ static int read_file(const char *path, char **out, size_t *len, char *err, size_
 	return 0;
 }
 
-int fw_run_args_parse(int argc, char **argv, unsigned int pid, struct fw_run_args *a, char *err,
-		      size_t errlen)
-{
-	static const struct option opts[] = {
-		{"policy", required_argument, NULL, 'p'},
-		{"allow", required_argument, NULL, 'A'},
-		{"deny", required_argument, NULL, 'D'},
-		{"name", required_argument, NULL, 'n'},
-		{"socket", required_argument, NULL, 's'},
-		{"cgroup", required_argument, NULL, 'c'},
-		{"keep-caps", no_argument, NULL, 'K'},
-		{"help", no_argument, NULL, 'h'},
-		{},
-	};
-	const char *policy = NULL;
-	char why[256];
-	int opt, ret = 0;
+const struct fw_cmd_opt fw_run_opts[] = {
+	{FW_RUN_OPT_POLICY, "policy", "FILE",
+	 "the policy JSON: {\"defaultAction\": \"deny\", \"egress\":\n"
+	 "[{\"action\": \"allow\", \"target\": \"192.0.2.0/24\"}]}\n"
+	 "(default: deny everything)"},
+	{FW_RUN_OPT_ALLOW, "allow", "TARGET",
+	 "allow an address, CIDR or domain (after FILE's rules)"},
+	{FW_RUN_OPT_DENY, "deny", "TARGET", "deny an address, CIDR or domain"},
+	{FW_RUN_OPT_NAME, "name", "NAME", "the subject's and the cgroup's name (default run-PID)"},
+	{FW_RUN_OPT_SOCKET, "socket", "PATH",
+	 "fastwalld's run socket (default " FW_RUN_DEFAULT_SOCKET ")"},
+	{FW_RUN_OPT_CGROUP, "cgroup", "DIR",
+	 "the sandbox is DIR, a cgroup you may write (made when\n"
+	 "missing) below processes.run_parent, e.g. in a subtree\n"
+	 "delegated to you; without it fastwalld makes one"},
+	{FW_RUN_OPT_KEEP_CAPS, "keep-caps", NULL,
+	 "the command keeps its capabilities (all but CAP_NET_RAW)\n"
+	 "and the node's cgroup namespace: as root it may leave\n"
+	 "the sandbox and change the node's network and BPF"},
+	{0},
+};
 
+void fw_run_args_init(struct fw_run_args *a, unsigned int pid)
+{
 	memset(a, 0, sizeof(*a));
 	a->req.op = FW_RUN_ADD;
 	fw_policy_init(&a->req.policy);
 	snprintf(a->socket, sizeof(a->socket), "%s", FW_RUN_DEFAULT_SOCKET);
 	snprintf(a->req.name, sizeof(a->req.name), "run-%u", pid);
-	/* a first pass for --policy: the file's rules come before the
-	 * command line's, wherever --policy stands */
-	optind = 0;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+p:A:D:n:s:c:h", opts, NULL)) != -1) {
-		if (opt == 'p') {
-			if (policy) {
-				fw_set_reason(err, errlen, "--policy given twice");
-				return -EINVAL;
-			}
-			policy = optarg;
-		}
+}
+
+void fw_run_args_free(struct fw_run_args *a)
+{
+	fw_run_req_free(&a->req);
+	free(a->rules);
+	a->rules = NULL;
+	a->nrules = 0;
+}
+
+/* an absolute path that fits dst */
+static int set_path(char *dst, size_t size, const char *opt, const char *path, char *err,
+		    size_t errlen)
+{
+	if (path[0] != '/' || strlen(path) >= size) {
+		fw_set_reason(err, errlen, "--%s: an absolute path under %zu bytes", opt, size);
+		return -EINVAL;
 	}
-	if (policy) {
+	snprintf(dst, size, "%s", path);
+	return 0;
+}
+
+int fw_run_args_set(struct fw_run_args *a, int opt, const char *value, char *err, size_t errlen)
+{
+	struct fw_run_rule *grown;
+
+	switch (opt) {
+	case FW_RUN_OPT_POLICY:
+		if (a->policy) {
+			fw_set_reason(err, errlen, "--policy given twice");
+			return -EINVAL;
+		}
+		a->policy = value;
+		return 0;
+	case FW_RUN_OPT_ALLOW:
+	case FW_RUN_OPT_DENY:
+		/* kept for fw_run_args_done: they follow the file's rules,
+		 * wherever --policy stands */
+		grown = realloc(a->rules, (a->nrules + 1) * sizeof(*a->rules));
+		if (!grown)
+			return -ENOMEM;
+		a->rules = grown;
+		a->rules[a->nrules++] = (struct fw_run_rule){opt == FW_RUN_OPT_ALLOW, value};
+		return 0;
+	case FW_RUN_OPT_NAME:
+		if (!fw_run_name_ok(value)) {
+			fw_set_reason(err, errlen,
+				      "--name %s: 1-%d letters, digits, '-', '_' or '.', not "
+				      "starting with '.'",
+				      value, FW_RUN_NAME_MAX);
+			return -EINVAL;
+		}
+		snprintf(a->req.name, sizeof(a->req.name), "%s", value);
+		return 0;
+	case FW_RUN_OPT_SOCKET:
+		return set_path(a->socket, sizeof(a->socket), "socket", value, err, errlen);
+	case FW_RUN_OPT_CGROUP:
+		return set_path(a->cgroup, sizeof(a->cgroup), "cgroup", value, err, errlen);
+	case FW_RUN_OPT_KEEP_CAPS:
+		a->keep_caps = true;
+		return 0;
+	}
+	fw_set_reason(err, errlen, "unknown option");
+	return -EINVAL;
+}
+
+int fw_run_args_done(struct fw_run_args *a, char **cmd, char *err, size_t errlen)
+{
+	char why[256];
+	int ret;
+
+	if (a->policy) {
 		char *text = NULL;
 		size_t len = 0;
 
-		ret = read_file(policy, &text, &len, err, errlen);
+		ret = read_file(a->policy, &text, &len, err, errlen);
 		if (ret)
 			return ret;
 		ret = fw_policy_from_json(text, len, &a->req.policy, why, sizeof(why));
 		free(text);
 		if (ret) {
-			fw_set_reason(err, errlen, "%s: %s", policy, why);
-			goto fail;
+			fw_set_reason(err, errlen, "%s: %s", a->policy, why);
+			return ret;
 		}
 	}
-	optind = 0;
-	while ((opt = getopt_long(argc, argv, "+p:A:D:n:s:c:h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'p':
-			break;
-		case 'A':
-		case 'D':
-			ret = fw_policy_add_rule(&a->req.policy, opt == 'A' ? "allow" : "deny",
-						 optarg, NULL, 0, why, sizeof(why));
-			if (ret) {
-				fw_set_reason(err, errlen, "--%s %s: %s",
-					      opt == 'A' ? "allow" : "deny", optarg, why);
-				goto fail;
-			}
-			break;
-		case 'n':
-			if (!fw_run_name_ok(optarg)) {
-				fw_set_reason(err, errlen,
-					      "--name %s: 1-%d letters, digits, '-', '_' or '.', "
-					      "not starting with '.'",
-					      optarg, FW_RUN_NAME_MAX);
-				ret = -EINVAL;
-				goto fail;
-			}
-			snprintf(a->req.name, sizeof(a->req.name), "%s", optarg);
-			break;
-		case 's':
-			if (optarg[0] != '/' || strlen(optarg) >= sizeof(a->socket)) {
-				fw_set_reason(err, errlen,
-					      "--socket: an absolute path under %zu bytes",
-					      sizeof(a->socket));
-				ret = -EINVAL;
-				goto fail;
-			}
-			snprintf(a->socket, sizeof(a->socket), "%s", optarg);
-			break;
-		case 'c':
-			if (optarg[0] != '/' || strlen(optarg) >= sizeof(a->cgroup)) {
-				fw_set_reason(err, errlen,
-					      "--cgroup: an absolute path under %zu bytes",
-					      sizeof(a->cgroup));
-				ret = -EINVAL;
-				goto fail;
-			}
-			snprintf(a->cgroup, sizeof(a->cgroup), "%s", optarg);
-			break;
-		case 'K':
-			a->keep_caps = true;
-			break;
-		case 'h':
-			a->help = true;
-			return 0;
-		default:
-			fw_set_reason(err, errlen, "unknown option or missing value: %s",
-				      argv[optind - 1]);
-			ret = -EINVAL;
-			goto fail;
+	for (size_t i = 0; i < a->nrules; i++) {
+		const char *action = a->rules[i].allow ? "allow" : "deny";
+
+		ret = fw_policy_add_rule(&a->req.policy, action, a->rules[i].target, NULL, 0, why,
+					 sizeof(why));
+		if (ret) {
+			fw_set_reason(err, errlen, "--%s %s: %s", action, a->rules[i].target, why);
+			return ret;
 		}
 	}
-	if (optind >= argc) {
+	if (!cmd || !cmd[0]) {
 		fw_set_reason(err, errlen,
 			      "no command to run (fastwall run [OPTIONS] -- CMD [ARGS])");
-		ret = -EINVAL;
-		goto fail;
+		return -EINVAL;
 	}
-	a->cmd = argv + optind;
+	a->cmd = cmd;
 	return 0;
+}
 
-fail:
-	fw_run_req_free(&a->req);
-	return ret ? ret : -EINVAL;
+int fw_run_args_parse(struct fw_cmd_args *ca, unsigned int pid, struct fw_run_args *a, char *err,
+		      size_t errlen)
+{
+	int key = 0, ret = 0;
+
+	fw_run_args_init(a, pid);
+	while (!ret && (key = fw_cmd_next(ca)) > 0)
+		ret = fw_run_args_set(a, key, ca->arg, err, errlen);
+	if (!ret && key < 0)
+		return 1;
+	return ret ? ret : fw_run_args_done(a, ca->argv + ca->ind, err, errlen);
 }

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/cmd.h"
 #include "policy/policy.h"
 
 #define FW_RUN_MSG_MAX	65536 /* a request or an answer, whole */
@@ -40,15 +41,27 @@ void fw_run_req_free(struct fw_run_req *req);
 /* The request as the parser reads it (malloc'd, NUL-terminated). */
 char *fw_run_req_format(const struct fw_run_req *req);
 
-/* `fastwall run` arguments (after the word run): [--policy FILE]
- * [--allow TARGET]... [--deny TARGET]... [--name NAME] [--socket PATH]
- * [--cgroup DIR] [--keep-caps] [--] CMD [ARGS]. DIR: a cgroup the caller may write
- * (made when missing), registered as the sandbox. --keep-caps: the command
- * keeps the capabilities of fw_sandbox_caps (but CAP_NET_RAW) and the
- * node's cgroup namespace. The policy is FILE's (the policy JSON; default
- * deny with no rules without one) with the --allow and --deny rules after its own, in the order
- * given. cmd points into argv. */
+/* `fastwall run` arguments: [--policy FILE] [--allow TARGET]...
+ * [--deny TARGET]... [--name NAME] [--socket PATH] [--cgroup DIR]
+ * [--keep-caps] [--] CMD [ARGS], given one option at a time as the
+ * command's option table (common/cmd.h) returns them, then the command.
+ * DIR: a cgroup the caller may write (made when missing), registered as
+ * the sandbox. --keep-caps: the command keeps the capabilities of
+ * fw_sandbox_caps (but CAP_NET_RAW) and the node's cgroup namespace. The
+ * policy is FILE's (the policy JSON; default deny with no rules without
+ * one) with the --allow and --deny rules after its own, in the order given,
+ * wherever --policy stands. */
 #define FW_RUN_DEFAULT_SOCKET "/run/fastwall/run.sock"
+
+enum fw_run_opt {
+	FW_RUN_OPT_POLICY = FW_CMD_LONG,
+	FW_RUN_OPT_ALLOW,
+	FW_RUN_OPT_DENY,
+	FW_RUN_OPT_NAME,
+	FW_RUN_OPT_SOCKET,
+	FW_RUN_OPT_CGROUP,
+	FW_RUN_OPT_KEEP_CAPS,
+};
 
 struct fw_run_args {
 	struct fw_run_req req; /* FW_RUN_ADD */
@@ -56,12 +69,33 @@ struct fw_run_args {
 	char cgroup[4096]; /* --cgroup, "" without */
 	char **cmd;	   /* NULL-terminated, within argv */
 	bool keep_caps;	   /* --keep-caps */
-	bool help;
+	/* until fw_run_args_done: --policy's file and the rules, in order */
+	const char *policy;
+	struct fw_run_rule {
+		bool allow;
+		const char *target;
+	} * rules;
+	size_t nrules;
 };
 
-/* argv[0] is "run"; pid names an unnamed run ("run-PID"). On success
- * the caller frees a->req with fw_run_req_free. */
-int fw_run_args_parse(int argc, char **argv, unsigned int pid, struct fw_run_args *a, char *err,
+/* pid names an unnamed run ("run-PID"). Whatever follows, the caller
+ * frees a with fw_run_args_free. */
+void fw_run_args_init(struct fw_run_args *a, unsigned int pid);
+/* One option (FW_RUN_OPT_*) and its value, within argv. */
+int fw_run_args_set(struct fw_run_args *a, int opt, const char *value, char *err, size_t errlen);
+/* The policy: FILE's, then the rules; cmd: the operands after the
+ * options (NULL-terminated), at least one. */
+int fw_run_args_done(struct fw_run_args *a, char **cmd, char *err, size_t errlen);
+void fw_run_args_free(struct fw_run_args *a);
+
+/* The options above, for a command table; their keys are FW_RUN_OPT_*. */
+extern const struct fw_cmd_opt fw_run_opts[];
+
+/* All of it from ca (a run of a command whose options are fw_run_opts, in
+ * order): fw_run_args_init, each option, fw_run_args_done. 0, a negative
+ * errno with err saying why, or 1 when the option parser printed the
+ * help or the error (exit with ca->status). */
+int fw_run_args_parse(struct fw_cmd_args *ca, unsigned int pid, struct fw_run_args *a, char *err,
 		      size_t errlen);
 
 /* The answer: {"ok": true, "id": N, "cgroup": PATH} or {"ok": false,

@@ -10,14 +10,14 @@ INGRESS_SO := $(INGRESS_OUT)/ngx_http_fastwall_ingress_module.so
 INGRESS_TREE := $(INGRESS_OUT)/nginx
 INGRESS_DEPS := ingress/ngx_http_fastwall_ingress_module.c \
 	ingress/ngx_http_fastwall_common.c ingress/ngx_http_fastwall_common.h \
-	user/lib/policy/scope.c \
-	user/lib/policy/scope.h user/lib/protocol/fastpath.c user/lib/protocol/fastpath.h \
+	user/lib/gateway/scope.c \
+	user/lib/gateway/scope.h user/lib/gateway/fastpath.c user/lib/gateway/fastpath.h \
 	ingress/ngx_http_fastwall_cluster.c ingress/ngx_http_fastwall_cluster.h \
-	user/lib/policy/cluster.c user/lib/policy/cluster.h \
-	user/lib/policy/placement.c user/lib/policy/placement.h \
+	user/lib/gateway/cluster.c user/lib/gateway/cluster.h \
+	user/lib/gateway/placement.c user/lib/gateway/placement.h \
 	ingress/ngx_http_fastwall_hostnames.c ingress/ngx_http_fastwall_hostnames.h \
-	ingress/ngx_http_fastwall_service_store.c user/lib/policy/hostname.c \
-	user/lib/policy/hostname.h
+	ingress/ngx_http_fastwall_service_store.c user/lib/gateway/hostname.c \
+	user/lib/gateway/hostname.h
 
 .PHONY: ingress
 ingress: $(INGRESS_SO) ## the nginx ingress module (needs nginx-dev), in build/ingress/

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "protocol/fastpath.h"
+#include "gateway/fastpath.h"
 
 /* python3 protobuf: ResolveEndpointRequest(sandbox{namespaced_name{
  * "tenant-a", "sandbox-123"}}, target{44772}, DIRECT_FASTLET_PROXY) */

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "protocol/fastpath.h"
+#include "gateway/fastpath.h"
 
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
 

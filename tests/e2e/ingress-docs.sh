@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # The ingress module's directives as its source declares them (the
-# ngx_command_t tables of ingress/*.c, with the contexts their flags
+# ngx_command_t tables of gateway/*.c, with the contexts their flags
 # allow) must each have an entry in the man page docs/fastwall-ingress.8
 # (under DIRECTIVES, with "Context:" and "Default:") and a row in a
 # directive table of docs/ingress.md, both naming the same contexts; and
@@ -38,7 +38,7 @@ WORDS = set(FLAGS.values())
 # a directive: `{ ngx_string("name"),` alone on its line, its flags on the
 # next (a variable's entry goes on after the name on the same line)
 src = {}
-for path in sorted(glob.glob(os.path.join(root, "ingress", "*.c"))):
+for path in sorted(glob.glob(os.path.join(root, "gateway", "*.c"))):
     lines = open(path).read().split("\n")
     for i, line in enumerate(lines):
         m = re.match(r'\s*\{ ngx_string\("(fastwall[a-z_]*)"\),\s*$', line)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* FastPath ResolveEndpoint on the wire: the request bytes are those the
- * protobuf library writes for ingress/proto/fastpath_v2.proto, a response
+ * protobuf library writes for gateway/proto/fastpath_v2.proto, a response
  * the library wrote decodes, malformed frames are refused, and only
  * http(s)://host[:port][/] passes as a proxy endpoint. */
 #include <criterion/criterion.h>

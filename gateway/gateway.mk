@@ -8,22 +8,22 @@ NGINX_SRC ?= /usr/share/nginx/src
 INGRESS_OUT := $(BUILD)/ingress
 INGRESS_SO := $(INGRESS_OUT)/ngx_http_fastwall_ingress_module.so
 INGRESS_TREE := $(INGRESS_OUT)/nginx
-INGRESS_DEPS := ingress/ngx_http_fastwall_ingress_module.c \
-	ingress/ngx_http_fastwall_common.c ingress/ngx_http_fastwall_common.h \
+INGRESS_DEPS := gateway/ngx_http_fastwall_ingress_module.c \
+	gateway/ngx_http_fastwall_common.c gateway/ngx_http_fastwall_common.h \
 	user/lib/gateway/scope.c \
 	user/lib/gateway/scope.h user/lib/gateway/fastpath.c user/lib/gateway/fastpath.h \
-	ingress/ngx_http_fastwall_cluster.c ingress/ngx_http_fastwall_cluster.h \
+	gateway/ngx_http_fastwall_cluster.c gateway/ngx_http_fastwall_cluster.h \
 	user/lib/gateway/cluster.c user/lib/gateway/cluster.h \
 	user/lib/gateway/placement.c user/lib/gateway/placement.h \
-	ingress/ngx_http_fastwall_hostnames.c ingress/ngx_http_fastwall_hostnames.h \
-	ingress/ngx_http_fastwall_service_store.c user/lib/gateway/hostname.c \
+	gateway/ngx_http_fastwall_hostnames.c gateway/ngx_http_fastwall_hostnames.h \
+	gateway/ngx_http_fastwall_service_store.c user/lib/gateway/hostname.c \
 	user/lib/gateway/hostname.h
 
 .PHONY: ingress
 ingress: $(INGRESS_SO) ## the nginx ingress module (needs nginx-dev), in build/ingress/
 
 # a new nginx-dev (a new conf_flags) configures the copy afresh
-$(INGRESS_TREE)/objs/Makefile: ingress/config ingress/ingress.mk $(wildcard $(NGINX_SRC)/conf_flags)
+$(INGRESS_TREE)/objs/Makefile: gateway/config gateway/gateway.mk $(wildcard $(NGINX_SRC)/conf_flags)
 	$(call msg,CONFIG,$(INGRESS_TREE))
 	$(Q)if [ ! -f $(NGINX_SRC)/conf_flags ]; then \
 		echo "make ingress: no nginx source at $(NGINX_SRC): install nginx-dev (scripts/install-deps.sh)" >&2; \
@@ -34,7 +34,7 @@ $(INGRESS_TREE)/objs/Makefile: ingress/config ingress/ingress.mk $(wildcard $(NG
 	$(Q)rm -rf $(INGRESS_TREE) && mkdir -p $(INGRESS_OUT) && cp -a $(NGINX_SRC) $(INGRESS_TREE)
 	$(Q)cd $(INGRESS_TREE) && bash -c '. ./conf_flags && ./configure \
 		--with-cc-opt="-g -O2 -fPIC -Werror" --with-ld-opt=-fPIC \
-		"$${NGX_CONF_FLAGS[@]}" --add-dynamic-module=$(CURDIR)/ingress \
+		"$${NGX_CONF_FLAGS[@]}" --add-dynamic-module=$(CURDIR)/gateway \
 		--builddir=objs' >$(abspath $(INGRESS_OUT))/configure.log 2>&1 || \
 		{ tail -n 20 $(abspath $(INGRESS_OUT))/configure.log >&2; exit 1; }
 

@@ -8,22 +8,14 @@ NGINX_SRC ?= /usr/share/nginx/src
 INGRESS_OUT := $(BUILD)/ingress
 INGRESS_SO := $(INGRESS_OUT)/ngx_http_fastwall_ingress_module.so
 INGRESS_TREE := $(INGRESS_OUT)/nginx
-INGRESS_DEPS := gateway/ngx_http_fastwall_ingress_module.c \
-	gateway/ngx_http_fastwall_common.c gateway/ngx_http_fastwall_common.h \
-	user/lib/gateway/scope.c \
-	user/lib/gateway/scope.h user/lib/gateway/fastpath.c user/lib/gateway/fastpath.h \
-	gateway/ngx_http_fastwall_cluster.c gateway/ngx_http_fastwall_cluster.h \
-	user/lib/gateway/cluster.c user/lib/gateway/cluster.h \
-	user/lib/gateway/placement.c user/lib/gateway/placement.h \
-	gateway/ngx_http_fastwall_hostnames.c gateway/ngx_http_fastwall_hostnames.h \
-	gateway/ngx_http_fastwall_service_store.c user/lib/gateway/hostname.c \
-	user/lib/gateway/hostname.h
+# the module's sources and headers, the list gateway/config reads too
+INGRESS_DEPS := $(shell sed -e '/^\#/d' gateway/sources)
 
 .PHONY: ingress
 ingress: $(INGRESS_SO) ## the nginx ingress module (needs nginx-dev), in build/ingress/
 
 # a new nginx-dev (a new conf_flags) configures the copy afresh
-$(INGRESS_TREE)/objs/Makefile: gateway/config gateway/gateway.mk $(wildcard $(NGINX_SRC)/conf_flags)
+$(INGRESS_TREE)/objs/Makefile: gateway/config gateway/sources gateway/gateway.mk $(wildcard $(NGINX_SRC)/conf_flags)
 	$(call msg,CONFIG,$(INGRESS_TREE))
 	$(Q)if [ ! -f $(NGINX_SRC)/conf_flags ]; then \
 		echo "make ingress: no nginx source at $(NGINX_SRC): install nginx-dev (scripts/install-deps.sh)" >&2; \

@@ -275,9 +275,9 @@ CGFUZZ_SECONDS ?= 1200
 cgfuzz: all $(BUILD)/tests/cgfuzz ## fuzz process sandboxes for CGFUZZ_SECONDS (default 1200; root)
 	$(Q)BUILD=$(BUILD) CGFUZZ_SECONDS=$(CGFUZZ_SECONDS) bash tests/e2e/cgfuzz.sh
 
-# ingress/ is an nginx module and keeps nginx's own indentation
+# gateway/ is an nginx module and keeps nginx's own indentation
 format: ## clang-format every C source in place
-	$(Q)clang-format -i $$(git ls-files '*.c' '*.h' | grep -v -e '^vmlinux/' -e '^ingress/')
+	$(Q)clang-format -i $$(git ls-files '*.c' '*.h' | grep -v -e '^vmlinux/' -e '^gateway/')
 
 # every shell script: *.sh anywhere under scripts/ and tests/, and the
 # scripts without an extension under scripts/ (scripts/vmtest/initramfs-init)
@@ -293,7 +293,7 @@ CPPCHECK_BPF := --suppress=arithOperationsOnVoidPointer --suppress=missingInclud
 	-D'__array(n,t)=t n' -Iinclude -Ibpf
 
 lint: all ## clang-format, shellcheck, cppcheck (user/, tests/, bpf/), then the include layers
-	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h' | grep -v -e '^vmlinux/' -e '^ingress/')
+	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h' | grep -v -e '^vmlinux/' -e '^gateway/')
 	$(Q)shellcheck $(SHELL_SCRIPTS)
 	$(Q)$(CPPCHECK) -Iinclude -Iuser/lib user/
 	$(Q)$(CPPCHECK) -Iinclude -Iuser/lib -I$(BUILD) -Itests/bpf tests/
@@ -358,6 +358,6 @@ vmtest: all $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/bpf_cgroup_verdicts $(BUI
 clean: ## remove build/, build-san/ and build-deb/
 	rm -rf build build-san build-deb
 
-include ingress/ingress.mk
+include gateway/gateway.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -95,8 +95,8 @@ bench_env "fastwall-ingress benchmark"
 echo "nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'), wrk $(wrk -v 2>&1 | sed -n 's/^wrk \([^ ]*\).*/\1/p' | head -1); one worker process each for the gateway (both sides) and the upstream"
 
 mkdir -p "$FW_TMP/gen" "$NGX/logs" "$NGX/tmp" "$UP/logs" "$UP/tmp" "$UP/www"
-"$FW_PY" -m grpc_tools.protoc -I"$FW_ROOT/ingress/proto" --python_out="$FW_TMP/gen" \
-	--grpc_python_out="$FW_TMP/gen" "$FW_ROOT/ingress/proto/fastpath_v2.proto" ||
+"$FW_PY" -m grpc_tools.protoc -I"$FW_ROOT/gateway/proto" --python_out="$FW_TMP/gen" \
+	--grpc_python_out="$FW_TMP/gen" "$FW_ROOT/gateway/proto/fastpath_v2.proto" ||
 	fw_die "can't generate the stand-in from the proto"
 truncate -s "${BULK_MB}M" "$UP/www/bulk"
 printf 'k=%s\n' "$(head -c 32 /dev/urandom | base64 -w0)" >"$KEYS"

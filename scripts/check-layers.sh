@@ -11,7 +11,7 @@ set -euo pipefail
 # order lives (docs quote it); a new folder must be given a line here.
 LAYERS='
 common
-policy
+policy gateway
 datapath
 subjects
 dns protocol

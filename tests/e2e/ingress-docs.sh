@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # The ingress module's directives as its source declares them (the
-# ngx_command_t tables of ingress/*.c, with the contexts their flags
+# ngx_command_t tables of gateway/*.c, with the contexts their flags
 # allow) must each have an entry in the man page docs/fastwall-ingress.8
 # (under DIRECTIVES, with "Context:" and "Default:") and a row in a
 # directive table of docs/ingress.md, both naming the same contexts; and
 # neither may list a directive the source lacks. make install must put the
-# page beside the other man pages. Needs no root and no build.
+# page beside the other man pages. gateway/sources, the module's source
+# list, must name every source of gateway/ and only files that exist.
+# Needs no root and no build.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
 set -uo pipefail
 
@@ -38,7 +40,7 @@ WORDS = set(FLAGS.values())
 # a directive: `{ ngx_string("name"),` alone on its line, its flags on the
 # next (a variable's entry goes on after the name on the same line)
 src = {}
-for path in sorted(glob.glob(os.path.join(root, "ingress", "*.c"))):
+for path in sorted(glob.glob(os.path.join(root, "gateway", "*.c"))):
     lines = open(path).read().split("\n")
     for i, line in enumerate(lines):
         m = re.match(r'\s*\{ ngx_string\("(fastwall[a-z_]*)"\),\s*$', line)
@@ -96,6 +98,23 @@ check(sorted(set(man) - set(src)) == [],
       "the man page lists no directive the source lacks %s" % sorted(set(man) - set(src)))
 check(sorted(set(md) - set(src)) == [],
       "docs/ingress.md lists no directive the source lacks %s" % sorted(set(md) - set(src)))
+
+# gateway/sources, the one list of the module's files that gateway/config
+# and gateway/gateway.mk read: it names every .c and .h of gateway/, and
+# only files that are there
+listed = []
+try:
+    for line in open(os.path.join(root, "gateway", "sources")):
+        if line.strip() and not line.startswith("#"):
+            listed.append(line.strip())
+except OSError as e:
+    check(False, "gateway/sources: %s" % e.strerror)
+there = sorted(os.path.relpath(p, root)
+               for p in glob.glob(os.path.join(root, "gateway", "*.[ch]")))
+check(sorted(set(there) - set(listed)) == [] and there != [],
+      "gateway/sources names every source of gateway/ %s" % sorted(set(there) - set(listed)))
+gone = [f for f in listed if not os.path.isfile(os.path.join(root, f))]
+check(gone == [], "every file gateway/sources names exists %s" % gone)
 
 mk = open(os.path.join(root, "Makefile")).read()
 check("docs/fastwall-ingress.8 $(DESTDIR)$(PREFIX)/share/man/man8/fastwall-ingress.8" in mk,

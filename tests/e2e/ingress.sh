@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # End-to-end: the ingress module in the real /usr/sbin/nginx, inside a
 # namespace of its own. A FastPath stand-in (grpcio, generated from
-# ingress/proto/fastpath_v2.proto now) answers per sandbox name and logs
+# gateway/proto/fastpath_v2.proto now) answers per sandbox name and logs
 # each call; an echo upstream shows what reached it; curl is the client.
 # Checks the status table, both route modes, raw path preservation, the
 # credential header, the cache (by the resolver's call log) and

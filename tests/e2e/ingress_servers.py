@@ -2,7 +2,7 @@
 """The ingress test's peers, run inside the test's namespace.
 
 fastpath: a FastPath ResolveEndpoint stand-in (grpcio, classes generated
-  from ingress/proto/fastpath_v2.proto at test time). Its answer depends on
+  from gateway/proto/fastpath_v2.proto at test time). Its answer depends on
   the sandbox name (and for sb-mode and sb-slowmode on the access mode);
   every call is appended to --calls as one line
   "NAMESPACE NAME PORT ACCESS_MODE".

@@ -577,8 +577,8 @@ fw_ingress_require() {
 # generated from the pinned .proto.
 fw_fastpath_stubs() {
 	mkdir -p "$FW_TMP/gen"
-	"$FW_PY" -m grpc_tools.protoc -I"$FW_ROOT/ingress/proto" --python_out="$FW_TMP/gen" \
-		--grpc_python_out="$FW_TMP/gen" "$FW_ROOT/ingress/proto/fastpath_v2.proto" ||
+	"$FW_PY" -m grpc_tools.protoc -I"$FW_ROOT/gateway/proto" --python_out="$FW_TMP/gen" \
+		--grpc_python_out="$FW_TMP/gen" "$FW_ROOT/gateway/proto/fastpath_v2.proto" ||
 		fw_die "can't generate the stand-in from the proto"
 }
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "policy/placement.h"
+#include "gateway/placement.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -26,18 +26,21 @@ result() {
 }
 
 # A tree where every folder includes the one below it, its own header
-# and the ABI; the data path also includes the skeleton.
+# and the ABI (siblings each include the one below them both); the data
+# path also includes the skeleton, the CLI the gateway's codecs.
 base_tree() {
 	local root=$1 prev="" f
-	for f in common policy datapath subjects dns protocol config; do
+	for f in common policy gateway datapath subjects dns protocol config; do
 		mkdir -p "$root/user/lib/$f"
 		printf '#include "fastwall/abi.h"\n' >"$root/user/lib/$f/$f.h"
 		{
 			printf '#include <stdio.h>\n#include "%s/%s.h"\n' "$f" "$f"
 			[ -n "$prev" ] && printf '#include "%s/%s.h"\n' "$prev" "$prev"
 		} >"$root/user/lib/$f/$f.c"
-		case $f in dns | protocol) ;; *) prev=$f ;; esac
+		case $f in policy | dns | protocol) ;; *) prev=$f ;; esac
 	done
+	# policy and gateway are siblings on common; the data path uses both
+	printf '#include "policy/policy.h"\n' >>"$root/user/lib/datapath/datapath.c"
 	printf '#include "subjects/subjects.h"\n' >>"$root/user/lib/dns/dns.c"
 	printf '#include "subjects/subjects.h"\n' >>"$root/user/lib/protocol/protocol.c"
 	printf '#include "dns/dns.h"\n#include "protocol/protocol.h"\n' >>"$root/user/lib/config/config.c"
@@ -46,7 +49,7 @@ base_tree() {
 	printf 'int http(void);\n' >"$root/user/daemon/http.h"
 	printf '#include "http.h"\n#include "config/config.h"\n#include "common/common.h"\n' \
 		>"$root/user/daemon/main.c"
-	printf '#include "config/config.h"\n' >"$root/user/cli/cli.c"
+	printf '#include "config/config.h"\n#include "gateway/gateway.h"\n' >"$root/user/cli/cli.c"
 }
 
 # expect_fail DESC TREE WANT...: the check fails and prints every WANT
@@ -99,8 +102,23 @@ expect_fail "protocol may not include dns (siblings)" "$t" \
 	"user/lib/protocol/protocol.h:2:" '"dns/dns.h"' "sideways"
 
 t=$(tree)
+printf '#include "gateway/gateway.h"\n' >>"$t/user/lib/policy/policy.h"
+expect_fail "policy may not include gateway (siblings)" "$t" \
+	"user/lib/policy/policy.h:2:" '"gateway/gateway.h"' "sideways"
+
+t=$(tree)
+printf '#include "policy/policy.h"\n' >>"$t/user/lib/gateway/gateway.c"
+expect_fail "gateway may not include policy (siblings)" "$t" \
+	"user/lib/gateway/gateway.c:" '"policy/policy.h"' "sideways"
+
+t=$(tree)
+printf '#include "datapath/datapath.h"\n' >>"$t/user/lib/gateway/gateway.h"
+expect_fail "gateway may not include the data path (upward)" "$t" \
+	"user/lib/gateway/gateway.h:2:" '"datapath/datapath.h"' "upward"
+
+t=$(tree)
 printf '#include "daemon/http.h"\n' >>"$t/user/cli/cli.c"
-expect_fail "the CLI may not include the daemon" "$t" "user/cli/cli.c:2:" '"daemon/http.h"'
+expect_fail "the CLI may not include the daemon" "$t" "user/cli/cli.c:3:" '"daemon/http.h"'
 
 t=$(tree)
 printf '#include "egress.skel.h"\n' >>"$t/user/lib/policy/policy.c"

@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "policy/cluster.h"
+#include "gateway/cluster.h"
 
 #define UUID "0f8fad5b-d9cb-469f-a165-70867728950e"
 

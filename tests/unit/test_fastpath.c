@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* FastPath ResolveEndpoint on the wire: the request bytes are those the
- * protobuf library writes for ingress/proto/fastpath_v2.proto, a response
+ * protobuf library writes for gateway/proto/fastpath_v2.proto, a response
  * the library wrote decodes, malformed frames are refused, and only
  * http(s)://host[:port][/] passes as a proxy endpoint. */
 #include <criterion/criterion.h>
@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "protocol/fastpath.h"
+#include "gateway/fastpath.h"
 
 /* python3 protobuf: ResolveEndpointRequest(sandbox{namespaced_name{
  * "tenant-a", "sandbox-123"}}, target{44772}, DIRECT_FASTLET_PROXY) */

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "policy/hostname.h"
+#include "gateway/hostname.h"
 
 static struct fw_hostname_domains doms;
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "policy/placement.h"
+#include "gateway/placement.h"
 
 #define NOW 1000000
 #define NS  "team-a"

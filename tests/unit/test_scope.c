@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "policy/scope.h"
+#include "gateway/scope.h"
 
 #define VECTOR "f1.dGVuYW50LWE.c2FuZGJveC0xMjM.44772.k.gtJzW337dCO-kStxh2GPfA"
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/hostname.h"
+#include "gateway/hostname.h"
 #include "hostname.h"
 
 enum { HOSTNAME_EXIT_REFUSED = 1, HOSTNAME_EXIT_USAGE = 2 };

@@ -15,7 +15,7 @@
 #include <jansson.h>
 
 #include "common/exitcodes.h"
-#include "policy/scope.h"
+#include "gateway/scope.h"
 #include "scope.h"
 
 enum { SCOPE_EXIT_REFUSED = FW_EXIT_FAILURE, SCOPE_EXIT_USAGE = FW_EXIT_USAGE };

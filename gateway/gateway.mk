@@ -8,22 +8,14 @@ NGINX_SRC ?= /usr/share/nginx/src
 INGRESS_OUT := $(BUILD)/ingress
 INGRESS_SO := $(INGRESS_OUT)/ngx_http_fastwall_ingress_module.so
 INGRESS_TREE := $(INGRESS_OUT)/nginx
-INGRESS_DEPS := ingress/ngx_http_fastwall_ingress_module.c \
-	ingress/ngx_http_fastwall_common.c ingress/ngx_http_fastwall_common.h \
-	user/lib/policy/scope.c \
-	user/lib/policy/scope.h user/lib/protocol/fastpath.c user/lib/protocol/fastpath.h \
-	ingress/ngx_http_fastwall_cluster.c ingress/ngx_http_fastwall_cluster.h \
-	user/lib/policy/cluster.c user/lib/policy/cluster.h \
-	user/lib/policy/placement.c user/lib/policy/placement.h \
-	ingress/ngx_http_fastwall_hostnames.c ingress/ngx_http_fastwall_hostnames.h \
-	ingress/ngx_http_fastwall_service_store.c user/lib/policy/hostname.c \
-	user/lib/policy/hostname.h
+# the module's sources and headers, the list gateway/config reads too
+INGRESS_DEPS := $(shell sed -e '/^\#/d' gateway/sources)
 
 .PHONY: ingress
 ingress: $(INGRESS_SO) ## the nginx ingress module (needs nginx-dev), in build/ingress/
 
 # a new nginx-dev (a new conf_flags) configures the copy afresh
-$(INGRESS_TREE)/objs/Makefile: ingress/config ingress/ingress.mk $(wildcard $(NGINX_SRC)/conf_flags)
+$(INGRESS_TREE)/objs/Makefile: gateway/config gateway/sources gateway/gateway.mk $(wildcard $(NGINX_SRC)/conf_flags)
 	$(call msg,CONFIG,$(INGRESS_TREE))
 	$(Q)if [ ! -f $(NGINX_SRC)/conf_flags ]; then \
 		echo "make ingress: no nginx source at $(NGINX_SRC): install nginx-dev (scripts/install-deps.sh)" >&2; \
@@ -34,7 +26,7 @@ $(INGRESS_TREE)/objs/Makefile: ingress/config ingress/ingress.mk $(wildcard $(NG
 	$(Q)rm -rf $(INGRESS_TREE) && mkdir -p $(INGRESS_OUT) && cp -a $(NGINX_SRC) $(INGRESS_TREE)
 	$(Q)cd $(INGRESS_TREE) && bash -c '. ./conf_flags && ./configure \
 		--with-cc-opt="-g -O2 -fPIC -Werror" --with-ld-opt=-fPIC \
-		"$${NGX_CONF_FLAGS[@]}" --add-dynamic-module=$(CURDIR)/ingress \
+		"$${NGX_CONF_FLAGS[@]}" --add-dynamic-module=$(CURDIR)/gateway \
 		--builddir=objs' >$(abspath $(INGRESS_OUT))/configure.log 2>&1 || \
 		{ tail -n 20 $(abspath $(INGRESS_OUT))/configure.log >&2; exit 1; }
 

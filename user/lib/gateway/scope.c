@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "policy/scope.h"
+#include "gateway/scope.h"
 
 struct sha256 {
 	uint32_t h[8];

@@ -15,7 +15,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "policy/hostname.h"
+#include "gateway/hostname.h"
 
 
 #define NGX_HTTP_FWH_SQLITE       1

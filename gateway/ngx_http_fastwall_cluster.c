@@ -27,8 +27,8 @@
 
 #include "ngx_http_fastwall_common.h"
 #include "ngx_http_fastwall_cluster.h"
-#include "policy/cluster.h"
-#include "policy/placement.h"
+#include "gateway/cluster.h"
+#include "gateway/placement.h"
 
 
 #define NGX_HTTP_FWC_PLACE_MAX      1024    /* records one placement reads */

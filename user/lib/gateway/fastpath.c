@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Protocol Buffers by hand for the one call the ingress makes: varints and
  * length-delimited fields, unknown fields skipped, groups refused. Field
- * numbers are those of ingress/proto/fastpath_v2.proto. */
+ * numbers are those of gateway/proto/fastpath_v2.proto. */
 #include <errno.h>
 #include <string.h>
 #include <strings.h>
 
-#include "protocol/fastpath.h"
+#include "gateway/fastpath.h"
 
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
 

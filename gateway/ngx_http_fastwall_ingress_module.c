@@ -14,8 +14,8 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "policy/scope.h"
-#include "protocol/fastpath.h"
+#include "gateway/scope.h"
+#include "gateway/fastpath.h"
 #include "ngx_http_fastwall_common.h"
 #include "ngx_http_fastwall_cluster.h"
 #include "ngx_http_fastwall_hostnames.h"

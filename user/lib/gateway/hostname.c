@@ -4,8 +4,8 @@
  * bounded by the FW_HOSTNAME_* sizes before a byte is copied. */
 #include <string.h>
 
-#include "policy/hostname.h"
-#include "policy/scope.h"
+#include "gateway/hostname.h"
+#include "gateway/scope.h"
 
 static const char *const hostname_errors[FW_HOSTNAME_E_MAX] = {
 #define FW_HOSTNAME_TEXT(name, num, text) [num] = text,

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "policy/cluster.h"
+#include "gateway/cluster.h"
 
 #define FW_MEMBER_TTL	    30 /* seconds a record counts after it arrived */
 #define FW_MEMBER_TEXT_MAX  1024

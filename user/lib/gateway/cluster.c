@@ -3,7 +3,7 @@
  * Both only point into the caller's bytes and bound every length. */
 #include <string.h>
 
-#include "policy/cluster.h"
+#include "gateway/cluster.h"
 
 static const char *const cluster_errors[FW_CLUSTER_E_MAX] = {
 #define FW_CLUSTER_TEXT(name, num, text) [num] = text,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* FastPath v2 ResolveEndpoint on the wire (ingress/proto/fastpath_v2.proto):
+/* FastPath v2 ResolveEndpoint on the wire (gateway/proto/fastpath_v2.proto):
  * the request as one gRPC message, the response decoded from one gRPC
  * message, and the proxy endpoint URL check. Plain C, no allocation: the
  * decoded strings point into the caller's buffer. Parsers of untrusted

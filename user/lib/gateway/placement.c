@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "policy/placement.h"
+#include "gateway/placement.h"
 
 static const char *const member_errors[FW_MEMBER_E_MAX] = {
 #define FW_MEMBER_TEXT(name, num, text) [num] = text,

@@ -20,11 +20,11 @@
 
 #include "ngx_http_fastwall_common.h"
 #include "ngx_http_fastwall_hostnames.h"
+#include "gateway/policy_port.h"
 
 
 #define NGX_HTTP_FWH_ROUTING_ENV     "FASTWALL_ROUTING_NAME"
 #define NGX_HTTP_FWH_DEFAULT_STORE   "/var/lib/fastwall/ingress-services.db"
-#define NGX_HTTP_FWH_POLICY_PORT     18080
 #define NGX_HTTP_FWH_REFRESH_GAP     50     /* ms between two refreshes */
 /* 'r' + workspace/sandbox/service, or 'h' + label */
 #define NGX_HTTP_FWH_KEY_MAX         (1 + 3 * FW_HOSTNAME_NAME_MAX + 2)
@@ -887,9 +887,9 @@ ngx_http_fwh_admin_expose(ngx_http_request_t *r, ngx_http_fwh_index_t *ix,
                                   "port is not decimal 1-65535");
     }
 
-    if (port == NGX_HTTP_FWH_POLICY_PORT) {
+    if (port == FW_POLICY_PORT) {
         return ngx_http_fwh_error(r, NGX_HTTP_BAD_REQUEST,
-                                  "port 18080 is the policy port, which "
+                                  "port " FW_POLICY_PORT_STR " is the policy port, which "
                                   "carries no traffic");
     }
 

@@ -16,6 +16,7 @@
 
 #include "gateway/scope.h"
 #include "gateway/fastpath.h"
+#include "gateway/policy_port.h"
 #include "ngx_http_fastwall_common.h"
 #include "ngx_http_fastwall_cluster.h"
 #include "ngx_http_fastwall_hostnames.h"
@@ -24,7 +25,6 @@
 #define NGX_HTTP_FWI_MODE_HEADER     0
 #define NGX_HTTP_FWI_MODE_URI        1
 
-#define NGX_HTTP_FWI_POLICY_PORT     18080
 #define NGX_HTTP_FWI_EXPIRY_MARGIN   5      /* seconds before expires_at */
 #define NGX_HTTP_FWI_PENDING         3000   /* ms a resolve may hold a key */
 #define NGX_HTTP_FWI_WAIT            2500   /* ms a second miss waits */
@@ -790,7 +790,7 @@ ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
 
 routed:
 
-    if (ctx->port == NGX_HTTP_FWI_POLICY_PORT) {
+    if (ctx->port == FW_POLICY_PORT) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "fastwall ingress: %V/%V: the policy port carries "
                       "no traffic", &ctx->ns, &ctx->sandbox);

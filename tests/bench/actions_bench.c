@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "benchlib.h"
+#include "gateway/policy_port.h"
 
 #define API	  "sandbox.fast.io/actions/v1"
 #define ACT_PATH  "/_fastlet/v1/actions"
@@ -796,7 +797,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	const char *addr = "127.0.0.1:18080", *cmd, *log = NULL, *pidfile = NULL;
+	const char *addr = "127.0.0.1:" FW_POLICY_PORT_STR, *cmd, *log = NULL, *pidfile = NULL;
 	unsigned n = 1024, nthreads = 4, churn_k = 200;
 	double seconds = 10;
 	struct worker *ws;

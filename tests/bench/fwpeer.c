@@ -47,6 +47,7 @@
 #include "bench_trivial.skel.h"
 #include "benchlib.h"
 #include "fastwall/abi.h"
+#include "gateway/policy_port.h"
 
 #define API	     "sandbox.fast.io/actions/v1"
 #define ACTIONS_PATH "/_fastlet/v1/actions"
@@ -600,7 +601,7 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
-	if (!bench_parse_hostport("127.0.0.1:18080", &g_addr))
+	if (!bench_parse_hostport("127.0.0.1:" FW_POLICY_PORT_STR, &g_addr))
 		return 2;
 	while ((opt = getopt(argc, argv, "+a:")) != -1) {
 		if (opt != 'a' || !bench_parse_hostport(optarg, &g_addr))

@@ -13,6 +13,7 @@
 #include "datapath/guard.h"
 #include "dns/learn_keys.h"
 #include "dns/proxy_keys.h"
+#include "gateway/policy_port.h"
 
 #define F(m) FW_CK_FIELD(struct fw_cfg, m)
 
@@ -290,7 +291,7 @@ static const struct fw_cfgkey actions[] = {
 	{.key = "listen",
 	 .type = FW_CK_STRING,
 	 F(actions_listen),
-	 .def_str = "127.0.0.1:18080",
+	 .def_str = "127.0.0.1:" FW_POLICY_PORT_STR,
 	 .check = check_listen,
 	 .type_doc = "`ADDRESS:PORT`",
 	 .doc = "loopback only (`127.0.0.0/8`, `[::1]`, `localhost`); anything else is an "

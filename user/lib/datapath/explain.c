@@ -281,7 +281,7 @@ static int config_of(struct fw_dp *dp, struct fw_config *cfg)
 	return bpf_map_lookup_elem(dp->config_fd, &zero, cfg) ? -errno : 0;
 }
 
-/* fw_decide of bpf/egress.bpf.c, with the steps of fastwall_ingress
+/* fw_decide of bpf/egress.bpf.c, with the steps of fw_from_sandbox
  * before it that an unfragmented TCP, UDP or ICMP echo packet meets. */
 static __u32 tc_decide(struct fw_dp *dp, const struct fw_xpkt *p, __u64 now, struct fw_xresult *r)
 {

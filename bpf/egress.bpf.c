@@ -6,12 +6,17 @@
  * sandbox): it gives the proxy's answers their original source, records
  * flows the pod opens into a sandbox (so their replies can pass) and
  * resets of connections to learned addresses. */
-/* the per-CPU subject rows (lib/events.h) are these programs' alone */
+/* the per-CPU subject rows (lib/rows.h) are these programs' alone */
 #define FW_SUBJECT_ROWS 1
 #include "lib/common.h"
 #include "lib/parse.h"
+#include "lib/config.h"
+#include "lib/counters.h"
 #include "lib/events.h"
 #include "lib/subject.h"
+#include "lib/answers.h"
+#include "lib/doh.h"
+#include "lib/names.h"
 #include "lib/policy.h"
 #include "lib/flows.h"
 #include "lib/dns.h"
@@ -288,7 +293,8 @@ static __noinline __u32 fw_later_fragment(struct __sk_buff *skb, const struct fw
  * program's one exit is fw_verdict below: the counters and the deny event
  * are there once, not at every return, and the path of an allowed packet
  * stays short. */
-static __always_inline __u32 fw_from_sandbox_reason(struct __sk_buff *skb, struct fw_pkt *pkt, __u32 *subject)
+static __always_inline __u32 fw_from_sandbox_reason(struct __sk_buff *skb, struct fw_pkt *pkt,
+						    __u32 *subject)
 {
 	struct fw_l2_port *port = NULL;
 	struct fw_answer ans;
@@ -346,6 +352,26 @@ static __always_inline __u32 fw_from_sandbox_reason(struct __sk_buff *skb, struc
 	}
 	fw_event_allow_sample(skb, cfg, pkt, *subject, reason);
 	return reason;
+}
+
+/* Out of line: the path of a passed packet does not carry it. */
+static __noinline void fw_emit_drop(struct __sk_buff *skb, const struct fw_pkt *pkt, __u32 subject,
+				    __u32 reason)
+{
+	fw_event_drop(subject, reason, skb->ifindex, &pkt->src, &pkt->dst, pkt->sport, pkt->dport,
+		      pkt->proto, pkt->family);
+}
+
+/* The one exit of fw_from_sandbox: counts the verdict, reports a drop,
+ * and maps the reason to a TC return code. */
+static __always_inline int fw_verdict(struct __sk_buff *skb, const struct fw_pkt *pkt,
+				      __u32 subject, __u32 reason)
+{
+	fw_count(&reason, FW_DROP_MALFORMED, subject, skb->len, FW_COUNT_SUBJECT);
+	if (!FW_REASON_DROPS(reason))
+		return TC_ACT_OK;
+	fw_emit_drop(skb, pkt, subject, reason);
+	return TC_ACT_SHOT;
 }
 
 SEC("tc")

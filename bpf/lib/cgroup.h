@@ -9,8 +9,12 @@
 
 #include "common.h"
 #include "parse.h"
+#include "config.h"
+#include "counters.h"
 #include "events.h"
 #include "subject.h"
+#include "answers.h"
+#include "doh.h"
 #include "policy.h"
 
 /* The subject of the first of levels 1..FW_CG_MAX_LEVELS of the calling
@@ -251,19 +255,7 @@ static __always_inline void fw_cg_emit_drop(const struct fw_pkt *pkt, __u32 subj
 static __always_inline int fw_cg_verdict(const struct fw_pkt *pkt, __u32 subject, __u32 reason,
 					 __u32 len)
 {
-	struct fw_subject_stats *ss;
-	struct fw_counter *c;
-
-	if (reason >= FW_REASON_MAX)
-		reason = FW_DROP_MALFORMED;
-	c = bpf_map_lookup_elem(&fastwall_stats_v2, &reason);
-	if (c) {
-		c->packets++;
-		c->bytes += len;
-	}
-	ss = bpf_map_lookup_elem(&fastwall_subject_stats_v2, &subject);
-	if (ss && reason < FW_REASON_SLOTS)
-		ss->packets[reason]++;
+	fw_count(&reason, FW_DROP_MALFORMED, subject, len, FW_COUNT_SUBJECT);
 	if (!FW_REASON_DROPS(reason))
 		return 1;
 	fw_cg_emit_drop(pkt, subject, reason);

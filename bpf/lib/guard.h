@@ -10,6 +10,9 @@
 #define FW_BPF_GUARD_H
 
 #include "common.h"
+#include "parse.h"
+#include "config.h"
+#include "counters.h"
 #include "events.h"
 
 #define FW_GUARD_UNTOUCHED (FW_REASON_MAX + 1)
@@ -355,17 +358,10 @@ static __always_inline __u32 fw_guard_decide(const struct fw_guard_ctx *c, struc
 static __always_inline bool fw_guard_account(const struct fw_guard_ctx *c,
 					     const struct fw_guard_pkt *pkt, __u32 reason)
 {
-	struct fw_counter *cnt;
-
 	if (reason == FW_GUARD_UNTOUCHED)
 		return false;
-	if (reason >= FW_REASON_MAX)
-		reason = FW_DROP_GUARD_MALFORMED;
-	cnt = bpf_map_lookup_elem(&fastwall_stats_v2, &reason);
-	if (cnt) {
-		cnt->packets++;
-		cnt->bytes += c->len;
-	}
+	/* subject 0: the guard judges no subject's traffic */
+	fw_count(&reason, FW_DROP_GUARD_MALFORMED, 0, c->len, FW_COUNT_GLOBAL);
 	if (!FW_REASON_DROPS(reason))
 		return false;
 	fw_event_drop(0, reason, c->ifindex, &pkt->src, &pkt->dst, pkt->sport, pkt->dport,

@@ -2199,7 +2199,8 @@ static bool run_row(const struct row *r, unsigned int flags)
 		opts.ctx_in = &ctx;
 		opts.ctx_size_in = sizeof(ctx);
 	}
-	err = bpf_prog_test_run_opts(r->prog == EGRESS ? t.dp->to_sandbox_fd : t.dp->from_sandbox_fd, &opts);
+	err = bpf_prog_test_run_opts(
+		r->prog == EGRESS ? t.dp->to_sandbox_fd : t.dp->from_sandbox_fd, &opts);
 	if (err) {
 		printf("FAIL %s\n  bpf_prog_test_run_opts: %s\n", r->desc, strerror(-err));
 		pkt_hex("  in  ", in, len);
@@ -3408,12 +3409,14 @@ static void scenario_learned_ports(void)
 		return;
 	}
 	result(kernel_expiry(id, "192.0.2.91") == 0 &&
-		       run_frame(t.dp->from_sandbox_fd, &(struct pkt_spec)TCP4(RHO4, "192.0.2.91", 40000,
-									  8443)) == TC_ACT_SHOT,
+		       run_frame(t.dp->from_sandbox_fd,
+				 &(struct pkt_spec)TCP4(RHO4, "192.0.2.91", 40000, 8443)) ==
+			       TC_ACT_SHOT,
 	       "names: an adopted address whose name is denied now is revoked at once", NULL);
 	result(kernel_expiry(id, "192.0.2.92") != 0 &&
-		       run_frame(t.dp->from_sandbox_fd, &(struct pkt_spec)TCP4(RHO4, "192.0.2.92", 40000,
-									  80)) == TC_ACT_OK,
+		       run_frame(t.dp->from_sandbox_fd,
+				 &(struct pkt_spec)TCP4(RHO4, "192.0.2.92", 40000, 80)) ==
+			       TC_ACT_OK,
 	       "names: one another allowed name also taught stays", NULL);
 	{
 		struct fw_learned_key k = {.subject = id, .addr = a91};
@@ -3477,8 +3480,9 @@ static void scenario_learned_ports_share(void)
 	       "%d refused, %d learned, %zu entries", refused, learned, lports_held(id));
 	err = subject_put(&rho_v2);
 	err = err ? err : answer_for(l, "rho", RHO4, "api.example.com", "192.0.2.94");
-	result(!err && run_frame(t.dp->from_sandbox_fd, &(struct pkt_spec)TCP4(RHO4, "192.0.2.94", 40000,
-									  8443)) == TC_ACT_OK,
+	result(!err && run_frame(t.dp->from_sandbox_fd,
+				 &(struct pkt_spec)TCP4(RHO4, "192.0.2.94", 40000, 8443)) ==
+			       TC_ACT_OK,
 	       "port share: a sibling still learns addresses with ports", "err %d", err);
 	fw_learn_free(l);
 }

@@ -14,7 +14,7 @@
 #include "rows.h"
 
 /* key 0 -> the epoch the answers cached in fastwall_subject_rows are
- * valid in (abi.h). Writer: fastwalld. Reader: TC ingress. */
+ * valid in (abi.h). Writer: fastwalld. Reader: fw_from_sandbox. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -27,7 +27,7 @@ struct {
 /* {CPU, source slot} -> struct fw_src_slot (fastwall/abi.h): this CPU's
  * last answer per IPv4 source. Here one CPU's slots; fastwalld sizes it
  * to every possible CPU before the load. A cache of these programs'
- * own: not pinned, empty at every load. Writer and reader: TC ingress. */
+ * own: not pinned, empty at every load. Writer and reader: fw_from_sandbox. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, FW_SRC_SLOTS);
@@ -84,13 +84,13 @@ static __always_inline void fw_seq_write_end(__u32 *seq, __u32 v)
 	*(volatile __u32 *)seq = v + 2;
 }
 
-/* The answer cache (TC ingress only, FW_RULE_CACHE): per CPU and subject
+/* The answer cache (fw_from_sandbox only, FW_RULE_CACHE): per CPU and subject
  * the last answer of its rules, in fastwall_subject_rows, used only for the
  * same destination, generation and epoch. The epoch is read before
  * anything an answer depends on (the dispatch value, the rules), so an
  * answer is never tagged with an epoch newer than what it saw (x86 keeps
  * loads in order; fastwalld raises the epoch after an edit in place).
- * TC ingress runs with bottom halves off, so on one CPU only a test run in
+ * fw_from_sandbox runs with bottom halves off, so on one CPU only a test run in
  * process context can be interrupted by it: seq is odd while a row is
  * written, a reader does not use a row it saw odd or whose seq moved, and
  * a writer that finds it odd (it interrupted another) leaves the row

@@ -278,6 +278,15 @@ echo "# the previous release $FW_PREV_REV: set-up"
 write_config 203.0.113.0/28
 check "the previous release's fastwalld accepts the configuration" \
 	fw_ns "$NS_POD" "$OLD_FASTWALLD" -c "$FW_CFG" check
+# this build's detach takes the previous release's filters off: they are
+# found by handle and priority, whatever the programs were called
+daemon "$OLD_FASTWALLD" "$FW_TMP/old0.log" || fw_die "the previous release's fastwalld did not start"
+fw_wait_log 'attached to sb-c' 1 5 || fw_die "the previous fastwalld did not attach to the sandbox ports"
+fw_stop_daemon
+check "this build's fastwalld detach, on the previous release's filters" \
+	fw_ns "$NS_POD" "$NEW_FASTWALLD" -c "$FW_CFG" detach
+check_eq "  leaves no filter on the ports" \
+	"$(for p in sb-a sb-b sb-c; do tc -n "$NS_POD" filter show dev $p ingress; tc -n "$NS_POD" filter show dev $p egress; done)" ""
 OLD_LOG=$FW_TMP/old.log
 daemon "$OLD_FASTWALLD" "$OLD_LOG" || fw_die "the previous release's fastwalld did not start"
 fw_wait_log 'attached to sb-c' 1 5 || fw_die "the previous fastwalld did not attach to the sandbox ports"

@@ -251,13 +251,13 @@ $(BUILD)/fuzz/jtree: tests/unit/jtree_oracle.h
 
 # the packet-path fuzzer builds its seeds with the verdict table's frame
 # builders, and fuzzes the programs its skeleton embeds
-$(BUILD)/fuzz/ingress $(BUILD)/fuzz/guard: tests/bpf/pkt.c $(SKELS)
-$(BUILD)/fuzz/ingress $(BUILD)/fuzz/guard: FUZZ_EXTRA := tests/bpf/pkt.c -Itests/bpf
+$(BUILD)/fuzz/tc $(BUILD)/fuzz/guard: tests/bpf/pkt.c $(SKELS)
+$(BUILD)/fuzz/tc $(BUILD)/fuzz/guard: FUZZ_EXTRA := tests/bpf/pkt.c -Itests/bpf
 
 fuzz: deps $(FUZZ_BINS) ## run each fuzz target for FUZZ_SECONDS (default 30)
 	$(Q)for f in $(FUZZ_BINS); do \
 		n=$$(basename $$f); mkdir -p $(BUILD)/fuzz/corpus-$$n; \
-		if { [ $$n = ingress ] || [ $$n = guard ]; } && [ $$(id -u) != 0 ]; then \
+		if { [ $$n = tc ] || [ $$n = guard ]; } && [ $$(id -u) != 0 ]; then \
 			echo "fuzz $$n skipped: it needs root (BPF programs, namespaces)"; continue; fi; \
 		echo "fuzz $$n for $(FUZZ_SECONDS)s"; \
 		$$f -max_total_time=$(FUZZ_SECONDS) -max_len=8192 $(BUILD)/fuzz/corpus-$$n tests/fuzz/seeds/$$n || exit 1; \

@@ -19,20 +19,25 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define FW_SOCK_DGRAM 2
 #define FW_SOCK_RAW   3
 
-/* A socket call's destination as the policy reads it: IPv4 v4-mapped,
- * so an IPv6 socket's ::ffff:a.b.c.d meets the IPv4 rules. */
-static __always_inline void fw_sa_pkt(struct bpf_sock_addr *ctx, struct fw_pkt *pkt, bool v6)
+/* A socket call's address (ctx->user_ip*) as the policy reads it: IPv4
+ * v4-mapped, so an IPv6 socket's ::ffff:a.b.c.d meets the IPv4 rules. */
+static __always_inline void fw_sa_addr(struct bpf_sock_addr *ctx, struct fw_ip *a, bool v6)
 {
 	if (v6) {
-		pkt->family = FW_FAM_V6;
-		FW_IP_W(&pkt->dst)[0] = ctx->user_ip6[0];
-		FW_IP_W(&pkt->dst)[1] = ctx->user_ip6[1];
-		FW_IP_W(&pkt->dst)[2] = ctx->user_ip6[2];
-		FW_IP_W(&pkt->dst)[3] = ctx->user_ip6[3];
+		FW_IP_W(a)[0] = ctx->user_ip6[0];
+		FW_IP_W(a)[1] = ctx->user_ip6[1];
+		FW_IP_W(a)[2] = ctx->user_ip6[2];
+		FW_IP_W(a)[3] = ctx->user_ip6[3];
 	} else {
-		pkt->family = FW_FAM_V4;
-		fw_ip_from_v4(&pkt->dst, ctx->user_ip4);
+		fw_ip_from_v4(a, ctx->user_ip4);
 	}
+}
+
+/* A socket call's destination as the policy reads it. */
+static __always_inline void fw_sa_pkt(struct bpf_sock_addr *ctx, struct fw_pkt *pkt, bool v6)
+{
+	pkt->family = v6 ? FW_FAM_V6 : FW_FAM_V4;
+	fw_sa_addr(ctx, &pkt->dst, v6);
 	pkt->proto = ctx->protocol;
 	pkt->dport = (__be16)ctx->user_port;
 	pkt->has_ports = pkt->proto == FW_IPPROTO_TCP || pkt->proto == FW_IPPROTO_UDP;
@@ -133,14 +138,7 @@ static __always_inline int fw_sa_sent(struct bpf_sock_addr *ctx, struct fw_cg_so
 		return 0;
 	if (!c)
 		return 1;
-	if (v6) {
-		FW_IP_W(&dst)[0] = ctx->user_ip6[0];
-		FW_IP_W(&dst)[1] = ctx->user_ip6[1];
-		FW_IP_W(&dst)[2] = ctx->user_ip6[2];
-		FW_IP_W(&dst)[3] = ctx->user_ip6[3];
-	} else {
-		fw_ip_from_v4(&dst, ctx->user_ip4);
-	}
+	fw_sa_addr(ctx, &dst, v6);
 	fw_cg_sent(c, &dst, (__be16)ctx->user_port, ctx->protocol);
 	return 1;
 }
@@ -202,8 +200,7 @@ int fw_cg_sendmsg6(struct bpf_sock_addr *ctx)
 	/* the kernel refuses a sendmsg6 rewritten to a v4-mapped address
 	 * (ENOTSUPP), and the proxy's addresses are IPv4: an IPv6 resolver
 	 * is reached with connect() (which can be redirected) or not at all */
-	if (!(FW_IP_W(&pkt.dst)[0] == 0 && FW_IP_W(&pkt.dst)[1] == 0 &&
-	      FW_IP_W(&pkt.dst)[2] == bpf_htonl(0xffff)))
+	if (!fw_ip_is_v4mapped(&pkt.dst))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_DNS_V6_SENDMSG, 0);
 	fw_sa_to_proxy(ctx, cfg, s, &pkt, true);
 	return fw_sa_sent(ctx, c, &pkt, s->id, FW_PASS_DNS_PROXY, true);
@@ -216,13 +213,13 @@ static __always_inline int fw_recvmsg(struct bpf_sock_addr *ctx, bool v6)
 {
 	struct fw_config *cfg = fw_config();
 	struct fw_dns_nat *orig;
+	struct fw_ip peer;
 	__u64 cookie;
 
 	if (!cfg || !(cfg->flags & FW_CF_DNS_PROXY) || ctx->user_port != bpf_htons(cfg->dns_port))
 		return 1;
-	if (v6 ? ctx->user_ip6[0] || ctx->user_ip6[1] || ctx->user_ip6[2] != bpf_htonl(0xffff) ||
-			    !fw_cg_is_alias4(ctx->user_ip6[3])
-	       : !fw_cg_is_alias4(ctx->user_ip4))
+	fw_sa_addr(ctx, &peer, v6);
+	if (!fw_cg_any_alias(&peer))
 		return 1;
 	cookie = bpf_get_socket_cookie(ctx);
 	orig = bpf_map_lookup_elem(&fastwall_cg_dns, &cookie);

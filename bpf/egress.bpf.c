@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* fastwall's TC programs. fastwall_ingress runs at clsact ingress of every
- * sandbox-facing port and decides each packet a sandbox sends, sending its
- * DNS to the proxy; fastwall_egress runs at clsact egress of the same ports:
- * it gives the proxy's answers their original source, records flows the
- * pod opens into a sandbox (so their replies can pass) and resets of
- * connections to learned addresses. */
-/* the per-CPU subject rows (lib/events.h) are these programs' alone */
+/* fastwall's TC programs, named for the direction as the sandbox sees it.
+ * fw_from_sandbox runs at clsact ingress of every sandbox-facing port and
+ * decides each packet a sandbox sends, sending its DNS to the proxy;
+ * fw_to_sandbox runs at clsact egress of the same ports (traffic into the
+ * sandbox): it gives the proxy's answers their original source, records
+ * flows the pod opens into a sandbox (so their replies can pass) and
+ * resets of connections to learned addresses. */
+/* the per-CPU subject rows (lib/rows.h) are these programs' alone */
 #define FW_SUBJECT_ROWS 1
 #include "lib/common.h"
 #include "lib/parse.h"
+#include "lib/config.h"
+#include "lib/counters.h"
 #include "lib/events.h"
 #include "lib/subject.h"
+#include "lib/answers.h"
+#include "lib/doh.h"
+#include "lib/names.h"
 #include "lib/policy.h"
 #include "lib/flows.h"
 #include "lib/dns.h"
@@ -287,7 +293,8 @@ static __noinline __u32 fw_later_fragment(struct __sk_buff *skb, const struct fw
  * program's one exit is fw_verdict below: the counters and the deny event
  * are there once, not at every return, and the path of an allowed packet
  * stays short. */
-static __always_inline __u32 fw_ingress(struct __sk_buff *skb, struct fw_pkt *pkt, __u32 *subject)
+static __always_inline __u32 fw_from_sandbox_reason(struct __sk_buff *skb, struct fw_pkt *pkt,
+						    __u32 *subject)
 {
 	struct fw_l2_port *port = NULL;
 	struct fw_answer ans;
@@ -347,18 +354,38 @@ static __always_inline __u32 fw_ingress(struct __sk_buff *skb, struct fw_pkt *pk
 	return reason;
 }
 
+/* Out of line: the path of a passed packet does not carry it. */
+static __noinline void fw_emit_drop(struct __sk_buff *skb, const struct fw_pkt *pkt, __u32 subject,
+				    __u32 reason)
+{
+	fw_event_drop(subject, reason, skb->ifindex, &pkt->src, &pkt->dst, pkt->sport, pkt->dport,
+		      pkt->proto, pkt->family);
+}
+
+/* The one exit of fw_from_sandbox: counts the verdict, reports a drop,
+ * and maps the reason to a TC return code. */
+static __always_inline int fw_verdict(struct __sk_buff *skb, const struct fw_pkt *pkt,
+				      __u32 subject, __u32 reason)
+{
+	fw_count(&reason, FW_DROP_MALFORMED, subject, skb->len, FW_COUNT_SUBJECT);
+	if (!FW_REASON_DROPS(reason))
+		return TC_ACT_OK;
+	fw_emit_drop(skb, pkt, subject, reason);
+	return TC_ACT_SHOT;
+}
+
 SEC("tc")
-int fastwall_ingress(struct __sk_buff *skb)
+int fw_from_sandbox(struct __sk_buff *skb)
 {
 	struct fw_pkt pkt = {};
 	__u32 subject = 0;
-	__u32 reason = fw_ingress(skb, &pkt, &subject);
+	__u32 reason = fw_from_sandbox_reason(skb, &pkt, &subject);
 
 	return fw_verdict(skb, &pkt, subject, reason);
 }
 
 SEC("tc")
-int fastwall_egress(struct __sk_buff *skb)
+int fw_to_sandbox(struct __sk_buff *skb)
 {
 	struct fw_pkt pkt = {};
 	struct fw_subject *s;

@@ -3,7 +3,7 @@
 # run. Prints figures and the targets they are compared with; never fails
 # on timing (exit status is non-zero only when the benchmark itself breaks).
 #
-#   A) per-packet cost of fastwall_ingress (bpf_prog_test_run) at 1, 64,
+#   A) per-packet cost of fw_from_sandbox (bpf_prog_test_run) at 1, 64,
 #      1024 and 4096 subjects against a trivial and an empty TC program;
 #   B) packets/s of small new-flow UDP through veth -> bridge (TC ingress on
 #      the bridge port) -> routed -> veth -> sink, all in namespaces this

@@ -9,8 +9,12 @@
 
 #include "common.h"
 #include "parse.h"
+#include "config.h"
+#include "counters.h"
 #include "events.h"
 #include "subject.h"
+#include "answers.h"
+#include "doh.h"
 #include "policy.h"
 
 /* The subject of the first of levels 1..FW_CG_MAX_LEVELS of the calling
@@ -155,11 +159,11 @@ static __always_inline bool fw_cg_is_alias4(__be32 a)
 	return (bpf_ntohl(a) & 0xffff0000u) == FW_CG_DNS_ALIAS_NET;
 }
 
-/* An IPv4 (or v4-mapped) address in 127.254.0.0/16. */
+/* An IPv4 (or v4-mapped) address in 127.254.0.0/16: the one test of
+ * a DNS alias, whichever subject's it is. */
 static __always_inline bool fw_cg_any_alias(const struct fw_ip *a)
 {
-	return FW_IP_W(a)[0] == 0 && FW_IP_W(a)[1] == 0 && FW_IP_W(a)[2] == bpf_htonl(0xffff) &&
-	       fw_cg_is_alias4(FW_IP_W(a)[3]);
+	return fw_ip_is_v4mapped(a) && fw_cg_is_alias4(FW_IP_W(a)[3]);
 }
 
 /* s's own. */
@@ -168,11 +172,10 @@ static __always_inline bool fw_cg_own_alias(const struct fw_ip *a, const struct 
 	return fw_cg_any_alias(a) && FW_IP_W(a)[3] == fw_cg_alias4(s->id);
 }
 
-/* An IPv4 (or v4-mapped) address in 127.254.0.0/16 other than s's. */
+/* Another subject's. */
 static __always_inline bool fw_cg_foreign_alias(const struct fw_ip *a, const struct fw_subject *s)
 {
-	return FW_IP_W(a)[0] == 0 && FW_IP_W(a)[1] == 0 && FW_IP_W(a)[2] == bpf_htonl(0xffff) &&
-	       fw_cg_is_alias4(FW_IP_W(a)[3]) && FW_IP_W(a)[3] != fw_cg_alias4(s->id);
+	return fw_cg_any_alias(a) && FW_IP_W(a)[3] != fw_cg_alias4(s->id);
 }
 
 /* What a process subject may reach: nothing unless active, never DNS
@@ -251,19 +254,7 @@ static __always_inline void fw_cg_emit_drop(const struct fw_pkt *pkt, __u32 subj
 static __always_inline int fw_cg_verdict(const struct fw_pkt *pkt, __u32 subject, __u32 reason,
 					 __u32 len)
 {
-	struct fw_subject_stats *ss;
-	struct fw_counter *c;
-
-	if (reason >= FW_REASON_MAX)
-		reason = FW_DROP_MALFORMED;
-	c = bpf_map_lookup_elem(&fastwall_stats_v2, &reason);
-	if (c) {
-		c->packets++;
-		c->bytes += len;
-	}
-	ss = bpf_map_lookup_elem(&fastwall_subject_stats_v2, &subject);
-	if (ss && reason < FW_REASON_SLOTS)
-		ss->packets[reason]++;
+	fw_count(&reason, FW_DROP_MALFORMED, subject, len, FW_COUNT_SUBJECT);
 	if (!FW_REASON_DROPS(reason))
 		return 1;
 	fw_cg_emit_drop(pkt, subject, reason);

@@ -22,7 +22,7 @@
 #define FW_UDP_CSUM_OFF 6
 
 /* {sandbox address, sandbox port, protocol} -> struct fw_dns_nat. Writer:
- * TC ingress. Reader: TC egress. */
+ * fw_from_sandbox. Reader: fw_to_sandbox. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, FW_MAX_DNS_NAT);
@@ -87,7 +87,7 @@ static __always_inline int fw_rewrite_addr(struct __sk_buff *skb, const struct f
 	return bpf_skb_store_bytes(skb, off, to->b, 16, 0);
 }
 
-/* TC ingress, for a subject's TCP or UDP packet to port 53: FW_PARSE_OK
+/* fw_from_sandbox, for a subject's TCP or UDP packet to port 53: FW_PARSE_OK
  * when it is not to be redirected, FW_PASS_DNS_PROXY when it was, or a
  * drop reason. */
 static __noinline __u32 fw_dns_redirect(struct __sk_buff *skb, const struct fw_config *cfg,
@@ -128,7 +128,7 @@ static __noinline __u32 fw_dns_redirect(struct __sk_buff *skb, const struct fw_c
 	return FW_PASS_DNS_PROXY;
 }
 
-/* TC egress: an answer from the proxy to subject s leaves with the address
+/* fw_to_sandbox: an answer from the proxy to subject s leaves with the address
  * and port the query was sent to. Returns true when it was one. */
 static __always_inline bool fw_dns_unredirect(struct __sk_buff *skb, const struct fw_config *cfg,
 					      const struct fw_pkt *pkt, const struct fw_subject *s)

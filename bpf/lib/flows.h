@@ -8,7 +8,7 @@
 #include "common.h"
 #include "parse.h"
 
-/* reply-shaped 5-tuple -> last seen. Writer: TC egress. Reader: TC ingress. */
+/* reply-shaped 5-tuple -> last seen. Writer: fw_to_sandbox. Reader: fw_from_sandbox. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, FW_MAX_POD_FLOWS);
@@ -18,7 +18,7 @@ struct {
 } fastwall_pod_flows SEC(".maps");
 
 /* {src, dst, id, proto} of a passed first fragment -> expiry. Writer and
- * reader: TC ingress. */
+ * reader: fw_from_sandbox. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, FW_MAX_FRAGS);

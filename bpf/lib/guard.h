@@ -10,6 +10,9 @@
 #define FW_BPF_GUARD_H
 
 #include "common.h"
+#include "parse.h"
+#include "config.h"
+#include "counters.h"
 #include "events.h"
 
 #define FW_GUARD_UNTOUCHED (FW_REASON_MAX + 1)
@@ -146,35 +149,26 @@ static __always_inline __u32 fw_guard_ipv4(const struct fw_guard_ctx *c, struct 
 					   __u32 off, struct fw_guard_l3 *l)
 {
 	struct fw_iphdr iph;
-	__u32 ihl, tot_len;
-	__u16 frag;
+	struct fw_ipv4 v;
 
-	if (fw_guard_load(c, off, &iph, sizeof(iph)))
-		return FW_DROP_GUARD_MALFORMED;
-	ihl = (iph.ver_ihl & 0xf) * 4;
-	tot_len = bpf_ntohs(iph.tot_len);
-	/* a GSO or GRO packet past 64 KiB (BIG TCP) carries length 0: only
-	 * the kernel builds a frame that long (no wire or socket does), and
-	 * the frame's length is the packet's. TC sees one, and so does
-	 * generic XDP, which runs on the skb; native XDP gets a page at most */
-	if (!tot_len && c->len > off + 0xffff)
-		tot_len = c->len - off;
-	if ((iph.ver_ihl >> 4) != 4 || ihl < 20 || tot_len < ihl || off + tot_len > c->len)
+	/* the header and what follows, as a frame of its own (off is
+	 * inside the frame: the load succeeded); BIG TCP: TC sees such a
+	 * frame, and so does generic XDP, which runs on the skb; native
+	 * XDP gets a page at most */
+	if (fw_guard_load(c, off, &iph, sizeof(iph)) ||
+	    !fw_ipv4_decode(&iph, 0, c->len - off, true, &v))
 		return FW_DROP_GUARD_MALFORMED;
 	pkt->family = FW_FAM_V4;
 	pkt->proto = iph.protocol;
 	fw_ip_from_v4(&pkt->src, iph.saddr);
 	fw_ip_from_v4(&pkt->dst, iph.daddr);
-	frag = bpf_ntohs(iph.frag_off);
-	if (frag & 0x1fff)
-		pkt->frag_later = 1;
-	else if (frag & 0x2000)
-		pkt->frag_first = 1;
-	pkt->frag_off = (frag & 0x1fff) * 8;
-	pkt->frag_id = bpf_ntohs(iph.id);
-	l->l4 = off + ihl;
-	l->end = off + tot_len;
-	l->frag_start = off + ihl;
+	pkt->frag_first = v.frag_first;
+	pkt->frag_later = v.frag_later;
+	pkt->frag_off = v.frag_off;
+	pkt->frag_id = v.id;
+	l->l4 = off + v.ihl;
+	l->end = off + v.tot_len;
+	l->frag_start = off + v.ihl;
 	return FW_PARSE_OK;
 }
 
@@ -355,17 +349,10 @@ static __always_inline __u32 fw_guard_decide(const struct fw_guard_ctx *c, struc
 static __always_inline bool fw_guard_account(const struct fw_guard_ctx *c,
 					     const struct fw_guard_pkt *pkt, __u32 reason)
 {
-	struct fw_counter *cnt;
-
 	if (reason == FW_GUARD_UNTOUCHED)
 		return false;
-	if (reason >= FW_REASON_MAX)
-		reason = FW_DROP_GUARD_MALFORMED;
-	cnt = bpf_map_lookup_elem(&fastwall_stats_v2, &reason);
-	if (cnt) {
-		cnt->packets++;
-		cnt->bytes += c->len;
-	}
+	/* subject 0: the guard judges no subject's traffic */
+	fw_count(&reason, FW_DROP_GUARD_MALFORMED, 0, c->len, FW_COUNT_GLOBAL);
 	if (!FW_REASON_DROPS(reason))
 		return false;
 	fw_event_drop(0, reason, c->ifindex, &pkt->src, &pkt->dst, pkt->sport, pkt->dport,

@@ -13,7 +13,7 @@
 #include "parse.h"
 
 /* ifindex -> struct fw_l2_port. Writer: fastwalld (at attach, cleanup),
- * TC ingress (first sight). Reader: TC ingress. */
+ * fw_from_sandbox (first sight). Reader: fw_from_sandbox. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, FW_MAX_L2_PORTS);

@@ -68,6 +68,40 @@ static __always_inline void fw_ip_from_v4(struct fw_ip *ip, __be32 a)
 	FW_IP_W(ip)[3] = a;
 }
 
+/* What an IPv4 header says, decoded and checked once for every parser
+ * (fw_parse_ipv4 here, the guard's fw_guard_ipv4). */
+struct fw_ipv4 {
+	__u32 ihl, tot_len; /* bytes */
+	__u16 frag_off;	    /* a later fragment's offset, in bytes */
+	__u16 id;
+	__u8 frag_first, frag_later;
+};
+
+/* Whether iph, at off in a frame of len bytes, is an IPv4 header whose
+ * datagram fits the frame. big_tcp: a total length of 0 in a frame past
+ * 64 KiB is a GSO or GRO packet (BIG TCP) as long as the frame, which
+ * only the kernel builds. */
+static __always_inline bool fw_ipv4_decode(const struct fw_iphdr *iph, __u32 off, __u32 len,
+					   bool big_tcp, struct fw_ipv4 *v)
+{
+	__u16 frag;
+
+	v->ihl = (iph->ver_ihl & 0xf) * 4;
+	v->tot_len = bpf_ntohs(iph->tot_len);
+	if (big_tcp && !v->tot_len && len > off + 0xffff)
+		v->tot_len = len - off;
+	if ((iph->ver_ihl >> 4) != 4 || v->ihl < 20 || v->tot_len < v->ihl ||
+	    off + v->tot_len > len)
+		return false;
+	frag = bpf_ntohs(iph->frag_off);
+	/* offset 0 with MF set: the first of several */
+	v->frag_later = (frag & 0x1fff) != 0;
+	v->frag_first = !v->frag_later && (frag & 0x2000);
+	v->frag_off = (frag & 0x1fff) * 8;
+	v->id = bpf_ntohs(iph->id);
+	return true;
+}
+
 /* Reads the L4 header at off, inside the payload the IP header declares
  * (which ends at end): bytes past it are padding or the attacker's, and the
  * receiver never sees them as the header. A header that does not fit is
@@ -147,16 +181,10 @@ out:
 static __always_inline int fw_parse_ipv4(struct __sk_buff *skb, struct fw_pkt *pkt, __u32 off)
 {
 	struct fw_iphdr iph;
-	__u32 ihl, tot_len;
-	__u16 frag;
+	struct fw_ipv4 v;
 
-	if (bpf_skb_load_bytes(skb, off, &iph, sizeof(iph)))
-		return FW_DROP_MALFORMED;
-	if ((iph.ver_ihl >> 4) != 4)
-		return FW_DROP_MALFORMED;
-	ihl = (iph.ver_ihl & 0xf) * 4;
-	tot_len = bpf_ntohs(iph.tot_len);
-	if (ihl < 20 || tot_len < ihl || off + tot_len > skb->len)
+	if (bpf_skb_load_bytes(skb, off, &iph, sizeof(iph)) ||
+	    !fw_ipv4_decode(&iph, off, skb->len, false, &v))
 		return FW_DROP_MALFORMED;
 
 	pkt->family = FW_FAM_V4;
@@ -165,16 +193,12 @@ static __always_inline int fw_parse_ipv4(struct __sk_buff *skb, struct fw_pkt *p
 	pkt->hop_limit = iph.ttl;
 	fw_ip_from_v4(&pkt->src, iph.saddr);
 	fw_ip_from_v4(&pkt->dst, iph.daddr);
+	pkt->frag_first = v.frag_first;
+	pkt->frag_later = v.frag_later;
+	pkt->frag_off = v.frag_off;
+	pkt->frag_id = v.id;
 
-	frag = bpf_ntohs(iph.frag_off);
-	if (frag & 0x1fff)
-		pkt->frag_later = 1;
-	else if (frag & 0x2000)
-		pkt->frag_first = 1;
-	pkt->frag_off = (frag & 0x1fff) * 8;
-	pkt->frag_id = bpf_ntohs(iph.id);
-
-	return fw_parse_l4(skb, pkt, off + ihl, off + tot_len, off + ihl);
+	return fw_parse_l4(skb, pkt, off + v.ihl, off + v.tot_len, off + v.ihl);
 }
 
 static __always_inline bool fw_ip_is_v4mapped(const struct fw_ip *a)

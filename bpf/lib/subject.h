@@ -51,7 +51,7 @@ struct {
 } fastwall_local SEC(".maps");
 
 /* {proto, port} -> 1: open on pod-local addresses besides DNS. Writer:
- * fastwalld. Reader: TC ingress. */
+ * fastwalld. Reader: fw_from_sandbox. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 256);

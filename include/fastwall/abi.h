@@ -238,7 +238,7 @@ struct fw_rule {
  * first entry whose prefix holds the destination decides; the last one is
  * the default (::/0). Added in ABI 2 without a new version: older pins
  * lack it and fastwalld creates it at start. Writer: fastwalld. Reader:
- * TC ingress, the cgroup programs. */
+ * fw_from_sandbox, the cgroup programs. */
 #define FW_GEN_SET (1u << 31)
 #ifndef FW_SET_MAX
 #define FW_SET_MAX 20
@@ -337,8 +337,8 @@ struct fw_range_set {
  *   count there).
  * Added in ABI 2 without a new version, replacing fastwall_rule_cache
  * (a per-CPU array of the answers alone, whose rows straddled lines);
- * a start unpins that one. Writers: TC ingress; fastwalld zeroes the
- * counters of an id it reuses. Readers: TC ingress, fastwalld, CLI. */
+ * a start unpins that one. Writers: fw_from_sandbox; fastwalld zeroes the
+ * counters of an id it reuses. Readers: fw_from_sandbox, fastwalld, CLI. */
 #define FW_ROW_REASONS		 3 /* FW_PASS_ALLOW_CIDR, FW_PASS_LEARNED, FW_PASS_DEFAULT */
 #define FW_ROW_KEY(cpu, id)	 ((cpu)*FW_MAX_SUBJECTS + (id))
 #define FW_ROW_CPUS(max_entries) ((max_entries) / FW_MAX_SUBJECTS)
@@ -368,8 +368,8 @@ struct fw_subject_row {
  * DNS (port 53) and DNS over TLS (853) never take this path. A plain array
  * of possible CPUs x FW_SRC_SLOTS slots (mmapable, so every slot is on a
  * line of its own); its own to the loaded programs and not pinned: a
- * restart or an upgrade starts with empty slots. TC ingress only, on x86
- * (FW_RULE_CACHE), IPv4 sources only. Writer and reader: TC ingress. */
+ * restart or an upgrade starts with empty slots. fw_from_sandbox only, on x86
+ * (FW_RULE_CACHE), IPv4 sources only. Writer and reader: fw_from_sandbox. */
 #define FW_SRC_SLOTS	   8192 /* per CPU, a power of two */
 #define FW_SRC_KEY(cpu, h) ((cpu)*FW_SRC_SLOTS + (h))
 /* of the source in host order: addresses handed out in sequence (a
@@ -391,7 +391,7 @@ struct fw_src_slot {
  * per-port exceptions of an LPM entry (rules with a `ports` list). TCP and
  * UDP destination ports; a port not listed takes the entry's action.
  * Writer: fastwalld (new sets before the trie swap, old ones after).
- * Reader: TC ingress. */
+ * Reader: fw_from_sandbox. */
 #define FW_PORTSET_GEN (1u << 31) /* alternates per swap: old and new sets coexist */
 
 struct fw_port_rule_key {
@@ -402,13 +402,13 @@ struct fw_port_rule_key {
 };
 
 /* fastwall_learned: {subject, address} -> lease. Writer: fastwalld (DNS
- * proxy, refresh loop, GC). Reader: TC ingress, against bpf_ktime_get_ns.
+ * proxy, refresh loop, GC). Reader: fw_from_sandbox, against bpf_ktime_get_ns.
  * A lease taught only by domain rules with `ports` names a port set:
  * fastwall_learned_ports holds {subject, set, port} -> 1 for each TCP/UDP
  * destination port the address may be reached on (the union over the
  * rules that taught it); anything else to it drops (learned-port).
  * Writer: fastwalld (a set's ports before the first lease naming it, and
- * deleted after the last one stops). Reader: TC ingress. */
+ * deleted after the last one stops). Reader: fw_from_sandbox. */
 struct fw_learned_key {
 	__u32 subject;
 	__u32 pad;
@@ -440,9 +440,9 @@ struct fw_lease_names {
 
 /* fastwall_conns: TCP connections of a subject to learned addresses, so
  * the lease refresh renews the lease of a destination while a connection
- * to it is open (and once more when it ends). Writer: TC ingress (opens on
+ * to it is open (and once more when it ends). Writer: fw_from_sandbox (opens on
  * a SYN without ACK, closes on FIN/RST, last_seen at most once a second),
- * TC egress (a RST from the destination), fastwalld (renewed, delete).
+ * fw_to_sandbox (a RST from the destination), fastwalld (renewed, delete).
  * Reader: fastwalld. A plain hash, never an LRU: one subject's records
  * must not push out another's. fastwall_conn_count: subject id -> records
  * it holds (array, mmapable), capped at fw_config.conn_quota. */
@@ -462,8 +462,8 @@ struct fw_conn {
 
 /* fastwall_dns_nat: DNS queries redirected to the proxy, keyed by the
  * sandbox's end, with the destination the sandbox addressed, so the
- * proxy's answer leaves with that source. Writer: TC ingress. Reader: TC
- * egress. LRU. */
+ * proxy's answer leaves with that source. Writer: fw_from_sandbox.
+ * Reader: fw_to_sandbox. LRU. */
 struct fw_dns_nat_key {
 	struct fw_ip client;
 	__be16 client_port;
@@ -478,8 +478,8 @@ struct fw_dns_nat {
 };
 
 /* fastwall_pod_flows: flows the pod opened into a sandbox, keyed as the
- * sandbox's reply will carry them. Writer: TC egress of sandbox ports.
- * Reader: TC ingress (pod-local replies). LRU. */
+ * sandbox's reply will carry them. Writer: fw_to_sandbox.
+ * Reader: fw_from_sandbox (pod-local replies). LRU. */
 struct fw_flow_key {
 	struct fw_ip sandbox;
 	struct fw_ip pod;
@@ -495,7 +495,7 @@ struct fw_flow {
 
 /* fastwall_frags: first fragments that passed, so later fragments of the
  * same datagram (which carry no ports) can follow. LRU. Writer and reader:
- * TC ingress. */
+ * fw_from_sandbox. */
 struct fw_frag_key {
 	struct fw_ip src;
 	struct fw_ip dst;
@@ -514,7 +514,7 @@ struct fw_frag {
 
 /* fastwall_local: pod-local addresses besides the gateways -> flags.
  * fastwall_local_ports: {proto, port} open to the sandboxes on pod-local
- * addresses besides DNS. Writer: fastwalld. Reader: TC ingress. */
+ * addresses besides DNS. Writer: fastwalld. Reader: fw_from_sandbox. */
 struct fw_local {
 	__u32 flags; /* none defined yet: open ports via fastwall_local_ports */
 };
@@ -577,7 +577,7 @@ struct fw_config {
 
 /* fastwall_stats_v2: reason -> counter (per-CPU array, FW_REASON_SLOTS).
  * fastwall_subject_stats_v2: subject id -> per-reason packets (per-CPU
- * array). Writer: TC ingress. Reader: fastwalld, CLI. ABI 1 had 29
+ * array). Writer: fw_from_sandbox. Reader: fastwalld, CLI. ABI 1 had 29
  * slots under the names without _v2; a migration copies them into
  * fastwall_stats_carried and fastwall_subject_stats_carried (these
  * layouts), which the readers add. */
@@ -628,8 +628,8 @@ struct fw_event {
  * FW_L2_OWNER_POD (no skb has ifindex 0) marks the pod's own MACs and
  * link-local addresses, which no port may claim. Writers: fastwalld (from
  * the link at attach, the pod's reservations, cleanup when a port goes)
- * and TC ingress (first sight, with BPF_NOEXIST so the first claimant
- * owns it). Reader: TC ingress. */
+ * and fw_from_sandbox (first sight, with BPF_NOEXIST so the first claimant
+ * owns it). Reader: fw_from_sandbox. */
 #define FW_L2_OWNER_POD 0u
 
 #define FW_L2F_UNBOUND (1u << 0) /* prepared by fastwalld: the MAC is learned on first sight */

@@ -130,4 +130,24 @@ _Static_assert(0 FW_REASONS(FW_REASON_BELOW_MAX_) == 0, "reasons out of numeric 
 _Static_assert(0 FW_REASONS(FW_REASON_IN_SLOTS_) == 0, "a reason beyond FW_REASON_SLOTS");
 _Static_assert(FW_REASON_MAX <= FW_REASON_SLOTS, "FW_REASON_SLOTS");
 
+/* The DNS proxy's verdicts on a query, a table of the same form:
+ * X(identifier, verdict, name, meaning). They are counted by fastwalld,
+ * not in the pinned maps, so they have no slot number; the name is what
+ * the audit trail, the deny log and the monitor print. */
+#define FW_DNS_REASONS(X)                                                                          \
+	X(FW_DNS_UNKNOWN_SOURCE, FW_VERDICT_DROP, "dns-unknown-source",                            \
+	  "query from an address that belongs to no subject (answered NXDOMAIN)")                  \
+	X(FW_DNS_DENYING, FW_VERDICT_DROP, "dns-denying",                                          \
+	  "query of a subject registered, not active (answered NXDOMAIN)")                         \
+	X(FW_DNS_DENIED_NAME, FW_VERDICT_DROP, "dns-denied-name",                                  \
+	  "name the subject's policy does not allow (answered NXDOMAIN)")                          \
+	X(FW_DNS_ALLOWED_NAME, FW_VERDICT_PASS, "dns-allowed-name",                                \
+	  "name the subject's policy allows: forwarded, the answer's addresses learned")
+
+#define FW_DNS_REASON_ENUM_(id, verdict, name, meaning) id,
+enum fw_dns_reason {
+	FW_DNS_REASONS(FW_DNS_REASON_ENUM_) FW_DNS_REASON_MAX,
+};
+#undef FW_DNS_REASON_ENUM_
+
 #endif /* FASTWALL_REASONS_H */

@@ -158,7 +158,7 @@ static int verdict(struct fw_dp *dp, const char *src, const char *dst)
 	p[35] = 0x40;
 	p[37] = 53; /* dport 53 */
 	p[39] = 8;
-	if (bpf_prog_test_run_opts(dp->ingress_fd, &opts))
+	if (bpf_prog_test_run_opts(dp->from_sandbox_fd, &opts))
 		return -1;
 	return (int)opts.retval;
 }

@@ -2,7 +2,7 @@
 /* bench_tc: the in-kernel half of `make bench` (scripts/bench.sh).
  *
  *   bench_tc cost  [-s 1,64,1024,4096] [-r ROUNDS] [-n REPEAT] [-p PINPREFIX] [-o DATFILE]
- *       Per-packet cost of fastwall_ingress with bpf_prog_test_run_opts
+ *       Per-packet cost of fw_from_sandbox with bpf_prog_test_run_opts
  *       (opts.repeat runs, opts.duration = mean ns per run), for every
  *       scale side by side in one process, rounds interleaved, against the
  *       trivial and the empty baseline programs of bpf/bench_trivial.bpf.c.
@@ -468,7 +468,7 @@ static int spread_run(const struct scale *sc, const struct spread_meas *m, __u32
 	int err;
 
 	for (__u32 i = 0; i < calls; i++) {
-		err = test_run(sc->dp->ingress_fd, &m->pkts[i % m->npkts], 1, &d, &ret);
+		err = test_run(sc->dp->from_sandbox_fd, &m->pkts[i % m->npkts], 1, &d, &ret);
 		if (err)
 			return err;
 		sum += d;
@@ -487,7 +487,7 @@ static int spread_check(const struct scale *sc, const struct spread_meas *m)
 
 	err = fw_dp_stats_read(sc->dp, before);
 	for (unsigned int i = 0; !err && i < m->npkts; i++) {
-		err = test_run(sc->dp->ingress_fd, &m->pkts[i], 1, &ns, &ret);
+		err = test_run(sc->dp->from_sandbox_fd, &m->pkts[i], 1, &ns, &ret);
 		if (!err && ret != kinds[m->kind].retval)
 			err = -EPROTO;
 	}
@@ -631,7 +631,7 @@ static int cmd_cost(int rounds, __u32 repeat, __u32 spread_calls, const char *da
 			ms[nm] = (struct meas){.label = kinds[k].name,
 					       .scale = (int)s,
 					       .kind = k,
-					       .fd = scales[s].dp->ingress_fd};
+					       .fd = scales[s].dp->from_sandbox_fd};
 			build_pkt(&ms[nm].pkt, subject_addr(scales[s].n, scales[s].n / 2),
 				  kinds[k].dst);
 			err = check_verdict(&scales[s], &ms[nm]);

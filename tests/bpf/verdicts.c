@@ -840,7 +840,7 @@ static int lo_bound_on_sight(void)
 {
 	const struct pkt_spec first = TCP4(ALPHA4, OK4, 40000, 80);
 
-	return run_frame(t.dp->ingress_fd, &first) == TC_ACT_OK ? 0 : -1;
+	return run_frame(t.dp->from_sandbox_fd, &first) == TC_ACT_OK ? 0 : -1;
 }
 
 /* A query that went to the proxy (its record is kept), then the proxy
@@ -850,7 +850,7 @@ static int dns_record_then_proxy_off(void)
 	const struct pkt_spec query =
 		UDP4(ALPHA4, ALPHA_GW4, 40001, 53, .payload = 30, .csum = true);
 
-	if (dns_proxy_all() || run_frame(t.dp->ingress_fd, &query) != TC_ACT_OK)
+	if (dns_proxy_all() || run_frame(t.dp->from_sandbox_fd, &query) != TC_ACT_OK)
 		return -1;
 	return config_flags(0);
 }
@@ -2199,7 +2199,8 @@ static bool run_row(const struct row *r, unsigned int flags)
 		opts.ctx_in = &ctx;
 		opts.ctx_size_in = sizeof(ctx);
 	}
-	err = bpf_prog_test_run_opts(r->prog == EGRESS ? t.dp->egress_fd : t.dp->ingress_fd, &opts);
+	err = bpf_prog_test_run_opts(
+		r->prog == EGRESS ? t.dp->to_sandbox_fd : t.dp->from_sandbox_fd, &opts);
 	if (err) {
 		printf("FAIL %s\n  bpf_prog_test_run_opts: %s\n", r->desc, strerror(-err));
 		pkt_hex("  in  ", in, len);
@@ -2690,9 +2691,9 @@ static void scenario_rule_forms(void)
 		return;
 	}
 	id = s.id;
-	v1 = run_frame(t.dp->ingress_fd, &last);
-	v2 = run_frame(t.dp->ingress_fd, &mid);
-	v3 = run_frame(t.dp->ingress_fd, &out);
+	v1 = run_frame(t.dp->from_sandbox_fd, &last);
+	v2 = run_frame(t.dp->from_sandbox_fd, &mid);
+	v3 = run_frame(t.dp->from_sandbox_fd, &out);
 	k = (struct fw_set_key){.subject = FW_SET_SUBJECT(id, 1), .gen = s.rules_gen};
 	set.n = 0;
 	bpf_map_lookup_elem(t.dp->rule_sets_fd, &k, &set);
@@ -2708,10 +2709,10 @@ static void scenario_rule_forms(void)
 		return;
 	}
 	fw_dp_rules_settle(t.dp);
-	v1 = run_frame(t.dp->ingress_fd, &last);
-	v2 = run_frame(t.dp->ingress_fd, &mid);
-	v3 = run_frame(t.dp->ingress_fd, &wide);
-	v4 = run_frame(t.dp->ingress_fd, &out);
+	v1 = run_frame(t.dp->from_sandbox_fd, &last);
+	v2 = run_frame(t.dp->from_sandbox_fd, &mid);
+	v3 = run_frame(t.dp->from_sandbox_fd, &wide);
+	v4 = run_frame(t.dp->from_sandbox_fd, &out);
 	result(s.id == id && !!(s.rules_gen & FW_GEN_SET) == sets_on() && v1 == TC_ACT_OK &&
 		       v2 == TC_ACT_SHOT && v3 == TC_ACT_OK && v4 == TC_ACT_SHOT &&
 		       sets_held(id) == (sets_on() ? 1 : 0),
@@ -2725,10 +2726,10 @@ static void scenario_rule_forms(void)
 		return;
 	}
 	fw_dp_rules_settle(t.dp);
-	v1 = run_frame(t.dp->ingress_fd, &last);
-	v2 = run_frame(t.dp->ingress_fd, &odd);
-	v3 = run_frame(t.dp->ingress_fd, &wide);
-	v4 = run_frame(t.dp->ingress_fd, &beyond);
+	v1 = run_frame(t.dp->from_sandbox_fd, &last);
+	v2 = run_frame(t.dp->from_sandbox_fd, &odd);
+	v3 = run_frame(t.dp->from_sandbox_fd, &wide);
+	v4 = run_frame(t.dp->from_sandbox_fd, &beyond);
 	result(form_is(s.rules_gen, 65) && v1 == TC_ACT_OK && v2 == TC_ACT_OK &&
 		       v3 == TC_ACT_SHOT && v4 == TC_ACT_SHOT && sets_held(id) == 0 &&
 		       ranges_held(id) == (ranges_on() ? 1 : 0),
@@ -2742,8 +2743,8 @@ static void scenario_rule_forms(void)
 		return;
 	}
 	fw_dp_rules_settle(t.dp);
-	v1 = run_frame(t.dp->ingress_fd, &last);
-	v2 = run_frame(t.dp->ingress_fd, &odd);
+	v1 = run_frame(t.dp->from_sandbox_fd, &last);
+	v2 = run_frame(t.dp->from_sandbox_fd, &odd);
 	result(form_is(s.rules_gen, 25) && v1 == TC_ACT_OK && v2 == TC_ACT_SHOT &&
 		       sets_held(id) == (sets_on() ? 2 : 0) &&
 		       ranges_held(id) == (!sets_on() && ranges_on() ? 1 : 0),
@@ -2758,8 +2759,8 @@ static void scenario_rule_forms(void)
 	fw_dp_rules_old_programs(t.dp, true);
 	v1 = subject_put(&tau_huge) || !dispatch_of("10.42.14.10", &s);
 	fw_dp_rules_settle(t.dp);
-	v2 = run_frame(t.dp->ingress_fd, &odd);
-	v3 = run_frame(t.dp->ingress_fd, &beyond);
+	v2 = run_frame(t.dp->from_sandbox_fd, &odd);
+	v3 = run_frame(t.dp->from_sandbox_fd, &beyond);
 	result(!v1 && !(s.rules_gen & FW_GEN_FORMS) && v2 == TC_ACT_OK && v3 == TC_ACT_SHOT &&
 		       ranges_held(id) == 0,
 	       "rule forms: while older programs may be attached, 65 entries go to the trie",
@@ -2774,7 +2775,7 @@ static void scenario_rule_forms(void)
 	fw_dp_rules_old_programs(t.dp, false);
 	v1 = subject_put(&tau_huge) || !dispatch_of("10.42.14.10", &s);
 	fw_dp_rules_settle(t.dp);
-	v2 = run_frame(t.dp->ingress_fd, &odd);
+	v2 = run_frame(t.dp->from_sandbox_fd, &odd);
 	result(!v1 && form_is(s.rules_gen, 65) && v2 == TC_ACT_OK &&
 		       ranges_held(id) == (ranges_on() ? 1 : 0),
 	       "rule forms: once this build's programs are attached, 65 entries are a range "
@@ -2873,7 +2874,7 @@ static void scenario_range_edges(void)
 
 			snprintf(dst, sizeof(dst), "%u.%u.%u.%u", probe[p] >> 24,
 				 probe[p] >> 16 & 255, probe[p] >> 8 & 255, probe[p] & 255);
-			got = run_frame(t.dp->ingress_fd, &spec);
+			got = run_frame(t.dp->from_sandbox_fd, &spec);
 			probes++;
 			if (got != want && !wrong++)
 				snprintf(first_wrong, sizeof(first_wrong), "%s: %d, want %d", dst,
@@ -2911,7 +2912,7 @@ static void scenario_subject_rows(void)
 		result(false, "subject rows: read", "can't read alpha's row or dispatch value");
 		return;
 	}
-	v = run_frame(t.dp->ingress_fd, &pass);
+	v = run_frame(t.dp->from_sandbox_fd, &pass);
 	fw_dp_subject_stats_read(t.dp, id, after);
 	result(v == TC_ACT_OK && row_of(id, &r1) &&
 		       r1.packets[FW_PASS_ALLOW_CIDR] == r0.packets[FW_PASS_ALLOW_CIDR] + 1 &&
@@ -2929,7 +2930,7 @@ static void scenario_subject_rows(void)
 	       "seq %u gen %u (dispatch %u) action %u", r1.seq, r1.gen, s.rules_gen,
 	       r1.rule.action);
 	fw_dp_subject_stats_read(t.dp, id, before);
-	v = run_frame(t.dp->ingress_fd, &drop);
+	v = run_frame(t.dp->from_sandbox_fd, &drop);
 	fw_dp_subject_stats_read(t.dp, id, after);
 	result(v == TC_ACT_SHOT && row_of(id, &r0) &&
 		       r0.packets[FW_PASS_ALLOW_CIDR] == r1.packets[FW_PASS_ALLOW_CIDR] &&
@@ -2965,7 +2966,7 @@ static void scenario_events_lost(void)
 	opts.data_out = out;
 	opts.data_size_out = sizeof(out);
 	opts.repeat = flood;
-	err = bpf_prog_test_run_opts(t.dp->ingress_fd, &opts);
+	err = bpf_prog_test_run_opts(t.dp->from_sandbox_fd, &opts);
 	ring_buffer__consume(t.rb);
 	got = t.nev + t.ev_lost;
 	events_drain();
@@ -3030,18 +3031,18 @@ static void scenario_connections(void)
 	struct fw_conn c;
 	int v;
 
-	v = run_frame(t.dp->ingress_fd, &syn);
+	v = run_frame(t.dp->from_sandbox_fd, &syn);
 	result(v == TC_ACT_OK && !conn_of("alpha", LEARNED4, 41000, 443, &c) && c.last_seen_ns &&
 		       !c.closed_ns,
 	       "conns: syn to a learned address opens a record", "verdict %d, closed_ns %llu", v,
 	       (unsigned long long)c.closed_ns);
-	run_frame(t.dp->ingress_fd, &ack);
+	run_frame(t.dp->from_sandbox_fd, &ack);
 	result(!conn_of("alpha", LEARNED4, 41000, 443, &c) && !c.closed_ns,
 	       "conns: data keeps it open", NULL);
-	run_frame(t.dp->ingress_fd, &fin);
+	run_frame(t.dp->from_sandbox_fd, &fin);
 	result(!conn_of("alpha", LEARNED4, 41000, 443, &c) && c.closed_ns,
 	       "conns: the sandbox's fin closes it", NULL);
-	run_frame(t.dp->ingress_fd, &ack);
+	run_frame(t.dp->from_sandbox_fd, &ack);
 	result(!conn_of("alpha", LEARNED4, 41000, 443, &c) && c.closed_ns,
 	       "conns: the last ack does not reopen it", NULL);
 	c.renewed = 1;
@@ -3051,14 +3052,14 @@ static void scenario_connections(void)
 						  .dport = htons(443),
 						  .dst = ip_of(LEARNED4)},
 			    &c, BPF_EXIST);
-	run_frame(t.dp->ingress_fd, &syn);
+	run_frame(t.dp->from_sandbox_fd, &syn);
 	result(!conn_of("alpha", LEARNED4, 41000, 443, &c) && !c.closed_ns && !c.renewed,
 	       "conns: a new syn on the same ports reopens it", NULL);
-	run_frame(t.dp->ingress_fd, &syn2);
-	v = run_frame(t.dp->egress_fd, &rst_in);
+	run_frame(t.dp->from_sandbox_fd, &syn2);
+	v = run_frame(t.dp->to_sandbox_fd, &rst_in);
 	result(v == TC_ACT_OK && !conn_of("alpha", LEARNED4, 41001, 443, &c) && c.closed_ns,
 	       "conns: a rst from the destination closes it (egress)", "verdict %d", v);
-	run_frame(t.dp->ingress_fd, &cidr);
+	run_frame(t.dp->from_sandbox_fd, &cidr);
 	result(conn_of("alpha", OK4, 41002, 443, &c) == -ENOENT,
 	       "conns: tcp to an allow cidr keeps no record", NULL);
 }
@@ -3106,7 +3107,7 @@ static void scenario_conn_quota(void)
 		result(false, "conn quota: config", "can't set the config");
 		return;
 	}
-	v = run_frame(t.dp->ingress_fd, &sib);
+	v = run_frame(t.dp->from_sandbox_fd, &sib);
 	result(v == TC_ACT_OK && !conn_of("pi", LEARNED4, 42000, 443, &c),
 	       "conn quota: the sibling's connection has a record", "verdict %d", v);
 
@@ -3114,7 +3115,7 @@ static void scenario_conn_quota(void)
 		struct pkt_spec syn =
 			TCP4(ALPHA4, LEARNED4, (__u16)(1024 + i % 60000), (__u16)(1 + i / 60000));
 
-		passed_all += run_frame(t.dp->ingress_fd, &syn) == TC_ACT_OK;
+		passed_all += run_frame(t.dp->from_sandbox_fd, &syn) == TC_ACT_OK;
 	}
 	held = conns_held(a);
 	result(passed_all == total, "conn quota: every syn of the flood passes (learned)",
@@ -3124,15 +3125,15 @@ static void scenario_conn_quota(void)
 	       "%zu records, count %llu", held, (unsigned long long)counts[a]);
 	result(!conn_of("pi", LEARNED4, 42000, 443, &c) && !c.closed_ns,
 	       "conn quota: the sibling's record survived the flood", NULL);
-	v = run_frame(t.dp->ingress_fd, &sib2);
+	v = run_frame(t.dp->from_sandbox_fd, &sib2);
 	result(v == TC_ACT_OK && !conn_of("pi", LEARNED4, 42001, 443, &c) && counts[x] == 2,
 	       "conn quota: the sibling still opens records of its own", "verdict %d, count %llu",
 	       v, (unsigned long long)counts[x]);
-	v = run_frame(t.dp->ingress_fd, &bare_ack);
+	v = run_frame(t.dp->from_sandbox_fd, &bare_ack);
 	result(v == TC_ACT_OK && conn_of("pi", LEARNED4, 42002, 443, &c) == -ENOENT,
 	       "conn quota: an ack of an untracked connection passes, makes no record",
 	       "verdict %d", v);
-	v = run_frame(t.dp->ingress_fd, &bare_fin);
+	v = run_frame(t.dp->from_sandbox_fd, &bare_fin);
 	result(v == TC_ACT_OK && conn_of("pi", LEARNED4, 42003, 443, &c) == -ENOENT,
 	       "conn quota: a fin of an untracked connection passes, makes no record", "verdict %d",
 	       v);
@@ -3208,7 +3209,7 @@ static int verdict_to(const char *src, const char *dst, __u16 sport, __u8 flags)
 {
 	struct pkt_spec p = TCP4(src, dst, sport, 443, .tcp_flags = flags);
 
-	return run_frame(t.dp->ingress_fd, &p);
+	return run_frame(t.dp->from_sandbox_fd, &p);
 }
 
 static __u64 kernel_expiry(__u32 id, const char *addr)
@@ -3281,7 +3282,7 @@ static void probe_all(const char *prefix, const struct port_probe *p, size_t n)
 		int v;
 
 		fw_dp_subject_stats_read(t.dp, id, before);
-		v = run_frame(t.dp->ingress_fd, &p[i].pkt);
+		v = run_frame(t.dp->from_sandbox_fd, &p[i].pkt);
 		fw_dp_subject_stats_read(t.dp, id, after);
 		for (__u32 r = 0; r < FW_REASON_MAX; r++)
 			if (after[r] != before[r])
@@ -3408,12 +3409,14 @@ static void scenario_learned_ports(void)
 		return;
 	}
 	result(kernel_expiry(id, "192.0.2.91") == 0 &&
-		       run_frame(t.dp->ingress_fd, &(struct pkt_spec)TCP4(RHO4, "192.0.2.91", 40000,
-									  8443)) == TC_ACT_SHOT,
+		       run_frame(t.dp->from_sandbox_fd,
+				 &(struct pkt_spec)TCP4(RHO4, "192.0.2.91", 40000, 8443)) ==
+			       TC_ACT_SHOT,
 	       "names: an adopted address whose name is denied now is revoked at once", NULL);
 	result(kernel_expiry(id, "192.0.2.92") != 0 &&
-		       run_frame(t.dp->ingress_fd, &(struct pkt_spec)TCP4(RHO4, "192.0.2.92", 40000,
-									  80)) == TC_ACT_OK,
+		       run_frame(t.dp->from_sandbox_fd,
+				 &(struct pkt_spec)TCP4(RHO4, "192.0.2.92", 40000, 80)) ==
+			       TC_ACT_OK,
 	       "names: one another allowed name also taught stays", NULL);
 	{
 		struct fw_learned_key k = {.subject = id, .addr = a91};
@@ -3477,8 +3480,9 @@ static void scenario_learned_ports_share(void)
 	       "%d refused, %d learned, %zu entries", refused, learned, lports_held(id));
 	err = subject_put(&rho_v2);
 	err = err ? err : answer_for(l, "rho", RHO4, "api.example.com", "192.0.2.94");
-	result(!err && run_frame(t.dp->ingress_fd, &(struct pkt_spec)TCP4(RHO4, "192.0.2.94", 40000,
-									  8443)) == TC_ACT_OK,
+	result(!err && run_frame(t.dp->from_sandbox_fd,
+				 &(struct pkt_spec)TCP4(RHO4, "192.0.2.94", 40000, 8443)) ==
+			       TC_ACT_OK,
 	       "port share: a sibling still learns addresses with ports", "err %d", err);
 	fw_learn_free(l);
 }

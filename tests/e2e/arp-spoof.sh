@@ -3,7 +3,7 @@
 # A sandbox must not be able to claim another address with ARP: if
 # sandbox-b could tell sandbox-a "10.42.0.1 is at my MAC", it would receive
 # sandbox-a's traffic (a sibling-isolation bypass and a denial of service).
-# fastwall_ingress checks every ARP sender address against the subject
+# fw_from_sandbox checks every ARP sender address against the subject
 # bound to the port.
 set -euo pipefail
 

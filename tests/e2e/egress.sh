@@ -329,7 +329,7 @@ hi_port() {
 hi_port
 check "fastwalld attached sb-z (ifindex 70000)" fw_wait_log 'attached to sb-z \(ifindex 70000\)' 1 5
 for m in 1401 1402 1403; do ip -n "$NS_POD" link set sb-z mtu "$m"; done
-check "tc filter on sb-z" bash -c "tc -n '$NS_POD' filter show dev sb-z ingress | grep -q fastwall"
+check "tc filter on sb-z" bash -c "tc -n '$NS_POD' filter show dev sb-z ingress | grep -q 'name fw_from_sandbox'"
 sleep 0.5
 check_eq "sb-z attached once across its link events" "$(fw_log_count 'attached to sb-z ')" 1
 ip -n "$NS_POD" link del sb-z

@@ -278,6 +278,15 @@ echo "# the previous release $FW_PREV_REV: set-up"
 write_config 203.0.113.0/28
 check "the previous release's fastwalld accepts the configuration" \
 	fw_ns "$NS_POD" "$OLD_FASTWALLD" -c "$FW_CFG" check
+# this build's detach takes the previous release's filters off: they are
+# found by handle and priority, whatever the programs were called
+daemon "$OLD_FASTWALLD" "$FW_TMP/old0.log" || fw_die "the previous release's fastwalld did not start"
+fw_wait_log 'attached to sb-c' 1 5 || fw_die "the previous fastwalld did not attach to the sandbox ports"
+fw_stop_daemon
+check "this build's fastwalld detach, on the previous release's filters" \
+	fw_ns "$NS_POD" "$NEW_FASTWALLD" -c "$FW_CFG" detach
+check_eq "  leaves no filter on the ports" \
+	"$(for p in sb-a sb-b sb-c; do tc -n "$NS_POD" filter show dev $p ingress; tc -n "$NS_POD" filter show dev $p egress; done)" ""
 OLD_LOG=$FW_TMP/old.log
 daemon "$OLD_FASTWALLD" "$OLD_LOG" || fw_die "the previous release's fastwalld did not start"
 fw_wait_log 'attached to sb-c' 1 5 || fw_die "the previous fastwalld did not attach to the sandbox ports"
@@ -307,6 +316,11 @@ deny0=$(FASTWALL=$OLD_FASTWALL fw_counter "drop default-deny")
 pass0=$(FASTWALL=$OLD_FASTWALL fw_counter "pass allow-cidr")
 echo "#   before: pass allow-cidr $pass0, drop default-deny $deny0; sandbox-a $a_pass0/$a_learn0/$a_deny0, sandbox-b deny $b_deny0"
 check "counters count under the previous release" test "$pass0" -gt 0 -a "$deny0" -gt 0 -a "$a_learn0" -gt 0
+# the previous release named its TC programs after the hook (the kernel
+# keeps 15 characters of a name); filters are found by handle, not name
+check "the previous release's filters on sb-a: fastwall_ingress, fastwall_egress" \
+	bash -c "tc -n $NS_POD filter show dev sb-a ingress | grep -q 'name fastwall_ingres ' &&
+		tc -n $NS_POD filter show dev sb-a egress | grep -q 'name fastwall_egress '"
 t0=$(date +%s%N)
 fw_stop_daemon
 check "the previous fastwalld stopped on SIGTERM, kernel state kept" \
@@ -331,6 +345,11 @@ check "TCP to 198.51.100.10 held open across the upgrade" tcp_ok "$FW_TMP/tcp-up
 check "TCP to the learned $NAMED held open across the upgrade" tcp_ok "$FW_TMP/tcp-up-named.json"
 
 echo "# after the upgrade, with the new CLI"
+for port in sb-a sb-b sb-c; do
+	check_eq "$port: the old filters replaced in place, one each way" \
+		"$(tc -n "$NS_POD" filter show dev $port ingress | grep -o 'handle 0xfa57 .* name [a-z_]*' | sed 's/.* name //') $(tc -n "$NS_POD" filter show dev $port egress | grep -o 'handle 0xfa57 .* name [a-z_]*' | sed 's/.* name //')" \
+		"fw_from_sandbox fw_to_sandbox"
+done
 check "fastwall status works" cli_new status
 check_eq "the same subjects and ids" "$(ids cli_new)" "$IDS0"
 check_eq "C still active" "$(FASTWALL=$NEW_FASTWALL fw_subj u-c state)" active

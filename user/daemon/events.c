@@ -122,12 +122,12 @@ static const char *qtype_name(__u16 qtype, char *buf, size_t len)
 /* A denied query, in the audit trail like the data plane's denies. */
 void on_dns_event(void *ctx, const struct fw_learn_event *ev)
 {
-	char client[FW_ADDR_STRLEN], type[16], reason[64];
+	char client[FW_ADDR_STRLEN], type[16];
 	const char *who = ev->name && ev->name[0] ? ev->name : "-";
+	const char *reason = fw_dns_reason_name(ev->reason);
 
 	(void)ctx;
 	fw_addr_str(ev->client, client, sizeof(client));
-	snprintf(reason, sizeof(reason), "dns-%s", ev->reason);
 	fw_audit("deny",
 		 (const char *[]){"subject", who, "reason", reason, "name",
 				  ev->qname[0] ? ev->qname : ".", "type",
@@ -155,11 +155,9 @@ void on_dns_monitor(void *ctx, const struct fw_learn_event *ev)
 		.qtype = ev->qtype,
 		.allowed = ev->allowed,
 		.rcode = ev->rcode,
+		.reason = fw_dns_reason_name(ev->reason),
 	};
-	char reason[64];
 
-	snprintf(reason, sizeof(reason), "dns-%s", ev->reason);
-	me.reason = reason;
 	for (__u32 i = 0; i < ev->nlearned && i < FW_MON_MAX_LEARNED; i++)
 		me.learned[me.nlearned++] = ev->learned[i].ip;
 	fw_monitor_publish(monitor_of(ctx), &me);

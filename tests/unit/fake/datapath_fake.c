@@ -200,7 +200,7 @@ struct fw_dp *fake_dp_new(void)
 		return NULL;
 	snprintf(f->dp.pin_root, sizeof(f->dp.pin_root), "%s", "(in memory)");
 	/* no descriptor: a real map access through one fails loudly */
-	f->dp.btf_fd = f->dp.ingress_fd = f->dp.egress_fd = -1;
+	f->dp.btf_fd = f->dp.from_sandbox_fd = f->dp.to_sandbox_fd = -1;
 	f->dp.dispatch_fd = f->dp.rules_fd = f->dp.learned_fd = f->dp.conns_fd = -1;
 	f->dp.meta_fd = f->dp.names_fd = f->dp.learned_names_fd = f->dp.learned_ports_fd = -1;
 	f->dp.conn_count_fd = f->dp.ports_fd = -1;

@@ -42,9 +42,9 @@ int fw_dp_attach(struct fw_dp *dp, int ifindex)
 	int err;
 
 	/* ingress first: it is the one that enforces */
-	err = attach_one(ifindex, BPF_TC_INGRESS, dp->ingress_fd);
+	err = attach_one(ifindex, BPF_TC_INGRESS, dp->from_sandbox_fd);
 	if (!err)
-		err = attach_one(ifindex, BPF_TC_EGRESS, dp->egress_fd);
+		err = attach_one(ifindex, BPF_TC_EGRESS, dp->to_sandbox_fd);
 	if (err) {
 		if_indextoname(ifindex, name);
 		fw_err("can't attach to %s (ifindex %d): %s", name, ifindex, strerror(-err));

@@ -28,7 +28,7 @@ struct fw_dp {
 	bool reused; /* pinned maps existed and were adopted */
 	int btf_fd;
 	__u32 btf_lpm_key, btf_rule;
-	int ingress_fd, egress_fd;
+	int from_sandbox_fd, to_sandbox_fd;
 	/* one per map of maps.h: dispatch_fd, rules_fd, ..., l2_ports_fd
 	 * (the ports' link-layer binding, l2bind.h), names_fd */
 	FW_DP_MAPS(FW_DP_MAP_FD_)
@@ -70,7 +70,7 @@ void fw_dp_close(struct fw_dp *dp);
  * pin_root, and removes the directory. */
 int fw_dp_purge(const char *pin_root);
 
-/* Creates clsact on ifindex and puts fastwall_ingress/egress there,
+/* Creates clsact on ifindex and puts fw_from_sandbox/egress there,
  * replacing fastwall's own filters (atomically) when present. */
 int fw_dp_attach(struct fw_dp *dp, int ifindex);
 /* Removes fastwall's filters from ifindex; -ENOENT when none. */

@@ -69,7 +69,7 @@ static bool pod_local(struct fw_dp *dp, const struct fw_subject *s, __u8 family,
 	return bpf_map_lookup_elem(dp->local_fd, a, &v) == 0;
 }
 
-/* fw_doh_blocked of bpf/lib/policy.h */
+/* fw_doh_blocked of bpf/lib/doh.h */
 static bool doh_blocked(struct fw_dp *dp, const struct fw_config *cfg, const struct fw_xpkt *p)
 {
 	struct fw_lpm_key key = {.prefixlen = 128, .addr = p->dst};
@@ -121,7 +121,7 @@ static void entry_prefix(int trie, __u32 gen, const struct fw_ip *dst, struct fw
 	}
 }
 
-/* fw_rule_get's range table of bpf/lib/policy.h (its element names the
+/* fw_rule_get's range table of bpf/lib/rules.h (its element names the
  * slot): the same search; the entry's prefix is the destination cut to
  * the entry's length. */
 static bool range_entry(struct fw_dp *dp, const struct fw_subject *s, const struct fw_ip *dst,
@@ -149,7 +149,7 @@ static bool range_entry(struct fw_dp *dp, const struct fw_subject *s, const stru
 	return at >= 0;
 }
 
-/* fw_rule_get's small set of bpf/lib/policy.h: subject s's set, chunk
+/* fw_rule_get's small set of bpf/lib/rules.h: subject s's set, chunk
  * after chunk, the first entry (longest prefix first) whose prefix holds
  * dst. */
 static bool set_entry(struct fw_dp *dp, const struct fw_subject *s, const struct fw_ip *dst,
@@ -281,7 +281,7 @@ static int config_of(struct fw_dp *dp, struct fw_config *cfg)
 	return bpf_map_lookup_elem(dp->config_fd, &zero, cfg) ? -errno : 0;
 }
 
-/* fw_decide of bpf/egress.bpf.c, with the steps of fastwall_ingress
+/* fw_decide of bpf/egress.bpf.c, with the steps of fw_from_sandbox
  * before it that an unfragmented TCP, UDP or ICMP echo packet meets. */
 static __u32 tc_decide(struct fw_dp *dp, const struct fw_xpkt *p, __u64 now, struct fw_xresult *r)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* The data plane's decision, computed in userspace from the pinned maps:
- * what fastwall_ingress (TC) or the cgroup programs would answer for a
+ * what fw_from_sandbox (TC) or the cgroup programs would answer for a
  * packet from SRC to DST with a protocol and destination port, in the
  * order the programs decide, and which piece of state decided it. Only
  * map lookups of the syscall kind: no counter moves, no event is sent,

@@ -72,7 +72,7 @@ int fw_dp_map_fd(struct fw_dp *dp, const char *name)
 static void fds_init(struct fw_dp *dp)
 {
 	dp->btf_fd = -1;
-	dp->ingress_fd = dp->egress_fd = -1;
+	dp->from_sandbox_fd = dp->to_sandbox_fd = -1;
 	for (size_t i = 0; i < FW_DP_NMAPS; i++)
 		*map_fd(dp, map_names[i]) = -1;
 	for (size_t i = 0; i < FW_DP_NUSER; i++)
@@ -539,8 +539,8 @@ static void fill_fds(struct fw_dp *dp)
 #define FILL(name, field, version) dp->field = bpf_map__fd(s->maps.name);
 	FW_DP_MAPS(FILL)
 #undef FILL
-	dp->ingress_fd = bpf_program__fd(s->progs.fastwall_ingress);
-	dp->egress_fd = bpf_program__fd(s->progs.fastwall_egress);
+	dp->from_sandbox_fd = bpf_program__fd(s->progs.fw_from_sandbox);
+	dp->to_sandbox_fd = bpf_program__fd(s->progs.fw_to_sandbox);
 }
 
 static void find_btf(struct fw_dp *dp)

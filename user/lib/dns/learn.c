@@ -600,6 +600,20 @@ static int learn_one(struct fw_learn *l, const struct fw_domain_policy *d, __u32
 
 /* ---- events -------------------------------------------------------------- */
 
+#define FW_DNS_REASON_NAME_(id, verdict, name, meaning)                                            \
+	case id:                                                                                   \
+		return name;
+
+const char *fw_dns_reason_name(enum fw_dns_reason reason)
+{
+	switch (reason) {
+		FW_DNS_REASONS(FW_DNS_REASON_NAME_)
+	case FW_DNS_REASON_MAX:
+		break;
+	}
+	return "dns-unknown";
+}
+
 static bool mon_on(struct fw_learn *l)
 {
 	return l->mon && (!l->mon_wants || l->mon_wants(l->mon_ctx));
@@ -618,7 +632,7 @@ static void mon_event(struct fw_learn *l, struct fw_learn_event *ev, const struc
 }
 
 static void deny_event(struct fw_learn *l, __u32 id, const struct fw_ip *client,
-		       const struct fw_dns_query *q, const char *reason)
+		       const struct fw_dns_query *q, enum fw_dns_reason reason)
 {
 	struct fw_learn_event ev = {
 		.subject = id, .client = client, .reason = reason, .rcode = FW_DNS_RCODE_NXDOMAIN};
@@ -683,13 +697,13 @@ int fw_learn_decide(void *ctx, const struct fw_ip *client, const struct fw_dns_q
 	*token = 0;
 	if (fw_dp_dispatch_lookup(l->dp, client, &ks)) {
 		__atomic_add_fetch(&l->st.denied, 1, __ATOMIC_RELAXED);
-		deny_event(l, 0, client, q, "unknown-source");
+		deny_event(l, 0, client, q, FW_DNS_UNKNOWN_SOURCE);
 		return FW_DNS_RCODE_NXDOMAIN;
 	}
 	*token = ks.id;
 	if (ks.state != FW_STATE_ACTIVE) {
 		__atomic_add_fetch(&l->st.denied, 1, __ATOMIC_RELAXED);
-		deny_event(l, ks.id, client, q, "denying");
+		deny_event(l, ks.id, client, q, FW_DNS_DENYING);
 		return FW_DNS_RCODE_NXDOMAIN;
 	}
 	d = fw_reg_domains(l->reg, ks.id);
@@ -703,7 +717,7 @@ int fw_learn_decide(void *ctx, const struct fw_ip *client, const struct fw_dns_q
 	fw_domain_policy_put(d);
 	if (!ok) {
 		__atomic_add_fetch(&l->st.denied, 1, __ATOMIC_RELAXED);
-		deny_event(l, ks.id, client, q, "denied-name");
+		deny_event(l, ks.id, client, q, FW_DNS_DENIED_NAME);
 		return FW_DNS_RCODE_NXDOMAIN;
 	}
 	__atomic_add_fetch(&l->st.allowed, 1, __ATOMIC_RELAXED);
@@ -758,7 +772,7 @@ int fw_learn_answer(void *ctx, const struct fw_ip *client, const struct fw_dns_q
 	if (mon_on(l)) {
 		struct fw_learn_event ev = {.subject = (__u32)token,
 					    .client = client,
-					    .reason = "allowed-name",
+					    .reason = FW_DNS_ALLOWED_NAME,
 					    .allowed = true,
 					    .rcode = err ? FW_DNS_RCODE_SERVFAIL : a->rcode,
 					    .learned = a->addrs,

@@ -26,8 +26,8 @@ struct fw_learn_event {
 	const struct fw_ip *client;
 	const char *qname;
 	__u16 qtype;
-	const char *reason; /* "unknown-source", "denying", "denied-name"; "allowed-name" */
-	__u64 suppressed;   /* events of this subject left out since the last */
+	enum fw_dns_reason reason;
+	__u64 suppressed; /* events of this subject left out since the last */
 	bool allowed;
 	__u8 rcode; /* what the client gets: NXDOMAIN for a deny, else the answer's */
 	const struct fw_dns_addr *learned; /* allowed: the addresses learned */
@@ -52,6 +52,9 @@ struct fw_learn;
 
 /* reg must outlive l; l installs itself as reg's on_domains/on_release
  * hooks. */
+/* The name of a DNS verdict reason (FW_DNS_REASONS): "dns-denied-name". */
+const char *fw_dns_reason_name(enum fw_dns_reason reason);
+
 int fw_learn_new(const struct fw_learn_config *c, struct fw_registry *reg, struct fw_learn **out);
 /* Takes over the addresses the kernel already holds for bound subjects
  * (after a restart) with their port sets and the names that taught them

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* libFuzzer target for the BPF packet path: mutated frames run through the
- * real fastwall_ingress (and fastwall_egress) programs with
+ * real fw_from_sandbox (and fw_to_sandbox) programs with
  * bpf_prog_test_run_opts, against a fixed world programmed through the real
  * control-plane API, and an oracle in userspace that parses each frame
  * itself and decides it from the verdict order of docs/design.md. The
@@ -12,7 +12,7 @@
  *    moves its subject's counter, a drop emits one deny event with its
  *    reason, a pass none;
  *  - a frame comes out rewritten only as a DNS redirect (TCP/UDP to port 53,
- *    to the proxy's port and, with redirect_all, the gateway) or, at egress,
+ *    to the proxy's port and, with redirect_all, the gateway) or, into a sandbox,
  *    as the proxy's answer getting its source back, with consistent
  *    checksums and nothing else touched.
  *
@@ -20,8 +20,8 @@
  * byte, a 16-bit big-endian length and the frame (cut to what is left):
  *   mode bits 0-1: DNS proxy off / on for the gateway / on with redirect_all
  *        (3 = 2); bits 2-3: DoH off / list / strict (3 = list)
- *   ctl  bits 0-1: ingress interface lo / port A / port B (3 = lo);
- *        bit 2: the frame goes through fastwall_egress (traffic into a
+ *   ctl  bits 0-1: the receiving interface lo / port A / port B (3 = lo);
+ *        bit 2: the frame goes through fw_to_sandbox (traffic into a
  *        sandbox: it can open pod flows and carries the proxy's answers);
  *        bit 3: keep the frame's source MAC (otherwise the harness gives
  *        pkt.c's MAC the port's own, see world_mac)
@@ -1009,8 +1009,8 @@ static bool step_policy(const struct frame *f, const struct o_subject *s, struct
 	return DENY(v, "default deny");
 }
 
-/* The whole ingress decision. */
-static void oracle_ingress(const struct frame *f, struct verdict *v)
+/* The whole decision of fw_from_sandbox. */
+static void oracle_from_sandbox(const struct frame *f, struct verdict *v)
 {
 	const struct o_subject *s;
 	int fi;
@@ -1105,7 +1105,7 @@ static void oracle_remember(const struct frame *f, const struct verdict *v)
  * from a pod-local address opens a flow the sandbox may answer. The pod is
  * trusted, so its ports are taken as the frame carries them. Returns true
  * and the expected source when the frame is to be rewritten. */
-static bool oracle_egress(const struct frame *f, struct fw_ip *new_src, __u16 *new_sport)
+static bool oracle_to_sandbox(const struct frame *f, struct fw_ip *new_src, __u16 *new_sport)
 {
 	const struct o_subject *s;
 
@@ -1183,7 +1183,7 @@ static void fail(const __u8 *frame, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "\n==== fastwall ingress fuzz: ");
+	fprintf(stderr, "\n==== fastwall TC fuzz: ");
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -1337,7 +1337,7 @@ static size_t subj_index(__u32 id)
 	return NSUBJECTS;
 }
 
-static void run_egress(const __u8 *frame, size_t len)
+static void run_to_sandbox(const __u8 *frame, size_t len)
 {
 	static __u8 out[FUZZ_FRAME_MAX + 256];
 	struct frame f;
@@ -1348,23 +1348,23 @@ static void run_egress(const __u8 *frame, size_t len)
 
 	parse_frame(frame, len, &f, true);
 	snprintf(st.trace, sizeof(st.trace), "egress");
-	rewrite = oracle_egress(&f, &new_src, &new_sport);
-	if (run_prog(h.dp->egress_fd, frame, len, out, &out_len, &retval)) {
+	rewrite = oracle_to_sandbox(&f, &new_src, &new_sport);
+	if (run_prog(h.dp->to_sandbox_fd, frame, len, out, &out_len, &retval)) {
 		if (errno == EINVAL)
-			return; /* see run_ingress */
-		fail(frame, len, "egress test run: %s", strerror(errno));
+			return; /* see run_from_sandbox */
+		fail(frame, len, "fw_to_sandbox test run: %s", strerror(errno));
 	}
 	if (retval != 0)
-		fail(frame, len, "egress returned %u: it never drops", retval);
+		fail(frame, len, "fw_to_sandbox returned %u: it never drops", retval);
 	if (out_len != len)
-		fail(frame, len, "egress changed the frame's length to %u", out_len);
+		fail(frame, len, "fw_to_sandbox changed the frame's length to %u", out_len);
 	if (rewrite)
 		check_rewrite(frame, out, len, &f, true, &new_src, new_sport);
 	else if (memcmp(frame, out, len))
-		fail(frame, len, "egress rewrote a frame that is not the proxy's answer");
+		fail(frame, len, "fw_to_sandbox rewrote a frame that is not the proxy's answer");
 }
 
-static void run_ingress(const __u8 *frame, size_t len)
+static void run_from_sandbox(const __u8 *frame, size_t len)
 {
 	static __u8 out[FUZZ_FRAME_MAX + 256];
 	struct fw_counter after[FW_REASON_MAX];
@@ -1374,17 +1374,17 @@ static void run_ingress(const __u8 *frame, size_t len)
 	int moved = 0;
 
 	parse_frame(frame, len, &f, o.tolerate & TOL_L4_BOUNDS);
-	oracle_ingress(&f, &v);
+	oracle_from_sandbox(&f, &v);
 
 	h.nev = 0;
-	if (run_prog(h.dp->ingress_fd, frame, len, out, &out_len, &retval)) {
+	if (run_prog(h.dp->from_sandbox_fd, frame, len, out, &out_len, &retval)) {
 		/* newer kernels refuse to test an IP frame whose network header
 		 * is cut short (it never reaches the program): nothing ran */
 		if (errno == EINVAL && f.kind == FK_MALFORMED) {
 			h.refused++;
 			return;
 		}
-		fail(frame, len, "ingress test run: %s", strerror(errno));
+		fail(frame, len, "fw_from_sandbox test run: %s", strerror(errno));
 	}
 	stats_read(after);
 	ring_buffer__consume(h.rb);
@@ -1407,7 +1407,7 @@ static void run_ingress(const __u8 *frame, size_t len)
 		fail(frame, len, "no reason counted");
 	reason_features[reason][v.allow ? v.reason : FW_REASON_MAX]++;
 	if (retval != 0 && retval != 2)
-		fail(frame, len, "ingress returned %u", retval);
+		fail(frame, len, "fw_from_sandbox returned %u", retval);
 	if ((retval == 0) != !fw_reason_drops(reason))
 		fail(frame, len, "returned %s with reason %s", retval ? "TC_ACT_SHOT" : "TC_ACT_OK",
 		     fw_reason_name(reason));
@@ -1591,9 +1591,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (!(ctl & 8))
 				frame_own_mac(frame, len);
 			if (ctl & 4)
-				run_egress(frame, len);
+				run_to_sandbox(frame, len);
 			else
-				run_ingress(frame, len);
+				run_from_sandbox(frame, len);
 		}
 		off += len;
 	}
@@ -1606,7 +1606,7 @@ static void summary(void)
 {
 	if (!h.frames)
 		return;
-	fprintf(stderr, "ingress fuzz: %llu frames (%llu more refused by test_run); passes:",
+	fprintf(stderr, "TC fuzz: %llu frames (%llu more refused by test_run); passes:",
 		(unsigned long long)h.frames, (unsigned long long)h.refused);
 	for (__u32 r = 0; r < FW_REASON_MAX; r++)
 		if (!fw_reason_drops(r) && h.passes[r])
@@ -1843,20 +1843,20 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (tol && tolerate_parse(tol))
 		exit(2);
 	if (geteuid() != 0) {
-		fprintf(stderr, "the ingress fuzzer needs root (BPF programs, namespaces)\n");
+		fprintf(stderr, "the TC fuzzer needs root (BPF programs, namespaces)\n");
 		exit(1);
 	}
 	fw_log_level = FW_LOG_ERROR;
 	fw_dp_quiet();
 	if (isolate() || world_setup()) {
-		fprintf(stderr, "ingress fuzz: the world could not be set up\n");
+		fprintf(stderr, "TC fuzz: the world could not be set up\n");
 		teardown();
 		exit(1);
 	}
 	atexit(teardown);
 	h.ready = true;
 	if (o.tolerate)
-		fprintf(stderr, "ingress fuzz: tolerating known holes:%s%s%s%s\n",
+		fprintf(stderr, "TC fuzz: tolerating known holes:%s%s%s%s\n",
 			o.tolerate & TOL_ND ? " nd" : "",
 			o.tolerate & TOL_L4_BOUNDS ? " l4-bounds" : "",
 			o.tolerate & TOL_V4MAPPED ? " v4-mapped" : "",

@@ -24,6 +24,8 @@
 #include "common/addr.h"
 #include "common/log.h"
 #include "datapath/datapath.h"
+#include "datapath/dispatch.h"
+#include "datapath/stats.h"
 #include "swaps.h"
 
 #define OLD_SLOTS 29

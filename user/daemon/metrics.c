@@ -16,6 +16,9 @@
 #include "common/prom.h"
 #include "metrics.h"
 #include "fastwall/version.h"
+#include "datapath/attach.h"
+#include "datapath/reasons.h"
+#include "datapath/stats.h"
 
 #define FW_METRICS_TIMEOUT_S 10
 #define FW_METRICS_MAX_CONN  64

@@ -16,6 +16,11 @@
 #include "common/hash.h"
 #include "datapath_fake.h"
 #include "datapath/cgroup.h"
+#include "datapath/dispatch.h"
+#include "datapath/leases.h"
+#include "datapath/rules.h"
+#include "datapath/scan.h"
+#include "datapath/stats.h"
 
 #define FMAP_BUCKETS 256
 

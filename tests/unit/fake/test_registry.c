@@ -7,6 +7,9 @@
 
 #include "helpers.h"
 #include "datapath/cgroup.h"
+#include "datapath/dispatch.h"
+#include "datapath/leases.h"
+#include "datapath/rules.h"
 
 static struct fw_dp *dp;
 static struct fw_registry reg;

@@ -20,6 +20,7 @@
 
 #include "datapath/datapath.h"
 #include "datapath/guard.h"
+#include "datapath/scan.h"
 #include "guard.skel.h"
 #include "common/log.h"
 

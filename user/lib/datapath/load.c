@@ -18,7 +18,9 @@
 
 #include "datapath/cgroup.h"
 #include "datapath/datapath.h"
-#include "datapath/rules.h"
+#include "datapath/dispatch.h"
+#include "datapath/rules_store.h"
+#include "datapath/scan.h"
 #include "egress.skel.h"
 #include "common/log.h"
 
@@ -345,26 +347,6 @@ static int user_maps_open(struct fw_dp *dp)
 			return err;
 	}
 	return 0;
-}
-
-/* Several threads edit rules: the increment must not lose one, or an
- * answer cached between two edits could outlive the second. */
-static pthread_mutex_t epoch_lock = PTHREAD_MUTEX_INITIALIZER;
-
-int fw_dp_rules_epoch_bump(struct fw_dp *dp)
-{
-	__u32 zero = 0;
-	__u64 epoch = 0;
-	int err = 0;
-
-	pthread_mutex_lock(&epoch_lock);
-	if (bpf_map_lookup_elem(dp->rules_epoch_fd, &zero, &epoch) ||
-	    (epoch++, bpf_map_update_elem(dp->rules_epoch_fd, &zero, &epoch, BPF_ANY)))
-		err = -errno;
-	pthread_mutex_unlock(&epoch_lock);
-	if (err)
-		fw_err("can't bump fastwall_rules_epoch: %s", strerror(-err));
-	return err;
 }
 
 int fw_dp_src_slots_fd(const struct fw_dp *dp)

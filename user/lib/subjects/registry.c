@@ -17,6 +17,10 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "datapath/cgroup.h"
+#include "datapath/dispatch.h"
+#include "datapath/rules.h"
+#include "datapath/scan.h"
+#include "datapath/stats.h"
 #include "subjects/registry.h"
 
 __u64 fw_binding_hash(const struct fw_subject_spec *spec)

@@ -48,9 +48,11 @@ DAEMON_SRCS := $(wildcard user/daemon/*.c)
 CLI_SRCS := $(wildcard user/cli/*.c)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 # the registry, learner and actions handler over the in-memory data plane:
-# the library without datapath/, plus the fake
+# the library without datapath/, plus the fake, and the rule store's
+# choice between an edit and a swap (it calls only what the fake has)
 FAKE_SRCS := $(wildcard tests/unit/fake/*.c)
-LIB_NODP_OBJS := $(filter-out $(BUILD)/user/lib/datapath/%,$(LIB_OBJS))
+LIB_NODP_OBJS := $(filter-out $(BUILD)/user/lib/datapath/%,$(LIB_OBJS)) \
+	$(BUILD)/user/lib/datapath/policy_update.o
 BPFT_SRCS := $(wildcard tests/bpf/*.c)
 ABIT_SRCS := $(wildcard tests/abi/*.c)
 BENCH_SRCS := $(filter-out tests/bench/udpblast.c tests/bench/actions_bench.c \

@@ -210,7 +210,7 @@ static int map_count(int fd, __u64 *n, __u64 *max)
 	return err;
 }
 
-#define SCAN_ENTRY_(name, field, version) {#name, offsetof(struct fw_dp, field)},
+#define SCAN_ENTRY_(name, field, version, late) {#name, offsetof(struct fw_dp, field)},
 
 static const struct {
 	const char *name;

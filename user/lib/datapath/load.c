@@ -47,16 +47,18 @@ struct user_map {
 #define USER_ENTRY(name, field, type, key, value, max) {#name, type, key, value, max},
 static const struct user_map user_maps[FW_DP_NUSER] = {FW_DP_USER_MAPS(USER_ENTRY)};
 
-#define MAP_NAME(name, field, version) #name,
+#define MAP_NAME(name, field, version, late) #name,
 static const char *const map_names[FW_DP_NMAPS] = {FW_DP_MAPS(MAP_NAME)};
+#define MAP_LATE(name, field, version, late) late,
+static const bool map_late[FW_DP_NMAPS] = {FW_DP_MAPS(MAP_LATE)};
 
 /* The fd field of map name in dp, NULL when the table has none. */
 static int *map_fd(struct fw_dp *dp, const char *name)
 {
-#define FD_OF(n, field, version)                                                                   \
+#define FD_OF(n, field, version, late)                                                             \
 	if (strcmp(name, #n) == 0)                                                                 \
 		return &dp->field;
-#define USER_FD_OF(n, field, type, key, value, max) FD_OF(n, field, 0)
+#define USER_FD_OF(n, field, type, key, value, max) FD_OF(n, field, 0, 0)
 	FW_DP_MAPS(FD_OF)
 	FW_DP_USER_MAPS(USER_FD_OF)
 #undef USER_FD_OF
@@ -518,7 +520,7 @@ static void fill_fds(struct fw_dp *dp)
 {
 	struct egress_bpf *s = dp->skel;
 
-#define FILL(name, field, version) dp->field = bpf_map__fd(s->maps.name);
+#define FILL(name, field, version, late) dp->field = bpf_map__fd(s->maps.name);
 	FW_DP_MAPS(FILL)
 #undef FILL
 	dp->ingress_fd = bpf_program__fd(s->progs.fastwall_ingress);
@@ -747,7 +749,7 @@ int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 		int *fd = map_fd(dp, map_names[i]);
 
 		*fd = pinned_fd(pin_root, map_names[i]);
-		if (*fd == -ENOENT && FW_DP_LATE_MAP(map_names[i])) {
+		if (*fd == -ENOENT && map_late[i]) {
 			*fd = -1; /* pinned by an older fastwalld of this ABI */
 			continue;
 		}

@@ -79,7 +79,7 @@ for folder in "$@"; do
 		a=${e% *}
 		b=${e#* }
 		if [[ ${reach[$b]:-} == *" $a "* ]]; then
-			echo "$folder: $a calls $b, and $b calls back into $a"
+			echo "$folder: $a calls $b, and $b calls back into $a (directly or through others)"
 		fi
 	done | sort >"$tmp"
 	if [ -s "$tmp" ]; then

@@ -41,7 +41,8 @@ struct frules {
 	struct fw_compiled *c;
 	size_t n;
 	unsigned int changes;
-	__u32 gen; /* of the rules above */
+	unsigned int edits; /* of those, edits in place */
+	__u32 gen;	    /* of the rules above */
 };
 
 struct fake_dp {
@@ -279,6 +280,11 @@ int fake_rules_verdict(struct fw_dp *dp, __u32 id, const struct fw_ip *addr)
 unsigned int fake_rules_changes(struct fw_dp *dp, __u32 id)
 {
 	return fake_of(dp)->rules[id].changes;
+}
+
+unsigned int fake_rules_edits(struct fw_dp *dp, __u32 id)
+{
+	return fake_of(dp)->rules[id].edits;
 }
 
 int fake_meta_get(struct fw_dp *dp, __u32 id, struct fw_subject_meta *out)
@@ -554,6 +560,7 @@ int fw_dp_rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, bo
 		r->c[r->n++] = *c;
 	}
 	r->changes++;
+	r->edits++;
 	return 0;
 }
 

@@ -40,6 +40,8 @@ int fake_rules_verdict(struct fw_dp *dp, __u32 id, const struct fw_ip *addr);
 __u64 fake_epoch(struct fw_dp *dp);
 /* How many times id's trie was swapped or edited. */
 unsigned int fake_rules_changes(struct fw_dp *dp, __u32 id);
+/* Of those, how many were edits of one entry in place. */
+unsigned int fake_rules_edits(struct fw_dp *dp, __u32 id);
 /* 0, or -ENOENT */
 int fake_meta_get(struct fw_dp *dp, __u32 id, struct fw_subject_meta *out);
 int fake_lease_get(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, struct fw_lease *out);

@@ -92,3 +92,4 @@ if [ "$bad" -gt 0 ]; then
 	echo "check-calls: files that call each other in a circle (split out what both need into a file lower down)" >&2
 	exit 1
 fi
+echo "check-calls: ok"

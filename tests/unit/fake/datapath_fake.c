@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The in-memory data plane of datapath_fake.h. It implements the part of
- * datapath/datapath.h that the registry and the learner call, with the
+ * the data path's headers (dispatch.h, leases.h, rules.h, stats.h,
+ * cgroup.h) that the registry and the learner call, with the
  * semantics they rely on: puts replace, deletes of a missing key are no
  * error where the real functions say so, a dispatch delete spares a newer
  * owner, a policy swap writes the per-port exceptions under the unused
  * generation before the rules and drops the old generation after, the
- * reaper deletes by subject id. */
+ * reaper deletes by subject id. The choice between an edit and a swap
+ * (fw_dp_policy_update) is the real one: datapath/policy_update.c is
+ * linked in and calls the swap and edit below. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

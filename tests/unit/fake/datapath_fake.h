@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* An in-memory data plane behind datapath/datapath.h, for unit tests of
+/* An in-memory data plane behind the data path's headers, for unit tests of
  * the layers above it (registry, learner, actions handler) without root or
  * BPF: each map is a hash table, a rule swap records the compiled set the
  * subject's trie would hold, and a test can look at every map, add what

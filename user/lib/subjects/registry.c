@@ -937,8 +937,6 @@ int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 	return 0;
 }
 
-/* Same identity: swap rules and update the binding in place. */
-
 /* Remembers set as the live trie's content (a copy). */
 static void remember_live(struct fw_entry *e, const struct fw_compiled_set *set)
 {
@@ -960,6 +958,7 @@ static void remember_live(struct fw_entry *e, const struct fw_compiled_set *set)
 	e->live = copy;
 }
 
+/* Same identity: change the rules and update the binding in place. */
 static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 			  const struct fw_subject_spec *spec, const struct fw_compiled_set *set,
 			  __u64 phash, __u64 bhash, __u32 origin, bool *changed)

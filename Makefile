@@ -48,9 +48,11 @@ DAEMON_SRCS := $(wildcard user/daemon/*.c)
 CLI_SRCS := $(wildcard user/cli/*.c)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 # the registry, learner and actions handler over the in-memory data plane:
-# the library without datapath/, plus the fake
+# the library without datapath/, plus the fake, and the rule store's
+# choice between an edit and a swap (it calls only what the fake has)
 FAKE_SRCS := $(wildcard tests/unit/fake/*.c)
-LIB_NODP_OBJS := $(filter-out $(BUILD)/user/lib/datapath/%,$(LIB_OBJS))
+LIB_NODP_OBJS := $(filter-out $(BUILD)/user/lib/datapath/%,$(LIB_OBJS)) \
+	$(BUILD)/user/lib/datapath/policy_update.o
 BPFT_SRCS := $(wildcard tests/bpf/*.c)
 ABIT_SRCS := $(wildcard tests/abi/*.c)
 BENCH_SRCS := $(filter-out tests/bench/udpblast.c tests/bench/actions_bench.c \
@@ -216,8 +218,9 @@ test-bpf: $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/bpf_cgroup_verdicts all ## 
 	$(Q)FASTWALL_RULE_SET_MAX=0 $(BUILD)/tests/bpf_cgroup_verdicts
 	$(Q)$(TRIES) $(BUILD)/tests/bpf_cgroup_verdicts
 
-test-lint: ## the tests of the lint itself (scripts/check-layers.sh)
+test-lint: all ## the tests of the lint itself (scripts/check-layers.sh, scripts/check-calls.sh)
 	$(Q)bash tests/lint/check-layers.sh
+	$(Q)BUILD=$(BUILD) bash tests/lint/check-calls.sh
 
 test-abi: $(BUILD)/tests/abi_migrate ## pinned-map ABI: migration from ABI 1, refusals, swaps in both rule forms (root)
 	$(Q)$(BUILD)/tests/abi_migrate
@@ -292,13 +295,14 @@ CPPCHECK_BPF := --suppress=arithOperationsOnVoidPointer --suppress=missingInclud
 	-D__TARGET_ARCH_$(ARCH) -D'SEC(x)=' -D'__uint(n,v)=int n' -D'__type(n,t)=t n' \
 	-D'__array(n,t)=t n' -Iinclude -Ibpf
 
-lint: all ## clang-format, shellcheck, cppcheck (user/, tests/, bpf/), then the include layers
+lint: all ## clang-format, shellcheck, cppcheck (user/, tests/, bpf/), the include layers, then the data path's calls (one way between files)
 	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h' | grep -v -e '^vmlinux/' -e '^gateway/')
 	$(Q)shellcheck $(SHELL_SCRIPTS)
 	$(Q)$(CPPCHECK) -Iinclude -Iuser/lib user/
 	$(Q)$(CPPCHECK) -Iinclude -Iuser/lib -I$(BUILD) -Itests/bpf tests/
 	$(Q)$(CPPCHECK) $(CPPCHECK_BPF) bpf/
 	$(Q)scripts/check-layers.sh
+	$(Q)scripts/check-calls.sh $(BUILD) user/lib/datapath
 
 # a compilation database for clangd and clang-tidy: every C file rebuilt
 # under bear, which records each compiler command

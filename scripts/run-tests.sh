@@ -80,6 +80,7 @@ run_part bpf-verdicts-tries env "${TRIES[@]}" "$BUILD/tests/bpf_verdicts"
 run_part bpf-cgroup-verdicts-tries env "${TRIES[@]}" "$BUILD/tests/bpf_cgroup_verdicts"
 run_part abi-migrate-tries env "${TRIES[@]}" "$BUILD/tests/abi_migrate"
 run_part lint bash tests/lint/check-layers.sh
+run_part lint-calls env BUILD="$BUILD" bash tests/lint/check-calls.sh
 for t in tests/e2e/*.sh; do
 	[ -e "$t" ] || continue
 	case $t in */lib.sh) continue ;; esac

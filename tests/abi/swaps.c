@@ -20,6 +20,8 @@
 #include "common/addr.h"
 #include "common/clock.h"
 #include "datapath/datapath.h"
+#include "datapath/leases.h"
+#include "datapath/rules.h"
 #include "subjects/registry.h"
 #include "swaps.h"
 

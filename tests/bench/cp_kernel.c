@@ -57,6 +57,7 @@
 #include "common/addr.h"
 #include "common/log.h"
 #include "datapath/datapath.h"
+#include "datapath/rules.h"
 #include "policy/policy.h"
 #include "subjects/registry.h"
 

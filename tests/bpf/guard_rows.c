@@ -20,6 +20,8 @@
 
 #include "common/addr.h"
 #include "datapath/guard.h"
+#include "datapath/reasons.h"
+#include "datapath/stats.h"
 #include "guard_rows.h"
 #include "pkt.h"
 

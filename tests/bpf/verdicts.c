@@ -37,6 +37,11 @@
 #include "guard_rows.h"
 #include "datapath/explain.h"
 #include "datapath/l2bind.h"
+#include "datapath/dispatch.h"
+#include "datapath/leases.h"
+#include "datapath/reasons.h"
+#include "datapath/rules.h"
+#include "datapath/stats.h"
 #include "dns/learn.h"
 #include "subjects/registry.h"
 

@@ -34,6 +34,7 @@
 #include "common/log.h"
 #include "datapath/datapath.h"
 #include "datapath/guard.h"
+#include "datapath/reasons.h"
 #include "pkt.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

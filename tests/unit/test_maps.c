@@ -8,7 +8,7 @@
 
 #include "datapath/datapath.h"
 
-#define ENTRY(name, field, version) {#name, version},
+#define ENTRY(name, field, version, late) {#name, version},
 static const struct {
 	const char *name;
 	int version;

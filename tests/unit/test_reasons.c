@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "datapath/datapath.h"
+#include "datapath/reasons.h"
 
 /* Written out by hand on purpose: a renumbering or a rename fails here. */
 static const struct {

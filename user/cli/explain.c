@@ -28,6 +28,7 @@
 #include "config/config.h"
 #include "datapath/cgroup.h"
 #include "datapath/explain.h"
+#include "datapath/reasons.h"
 #include "explain.h"
 #include "policy/json.h"
 

@@ -16,6 +16,9 @@
 #include "common/prom.h"
 #include "metrics.h"
 #include "fastwall/version.h"
+#include "datapath/attach.h"
+#include "datapath/reasons.h"
+#include "datapath/stats.h"
 
 #define FW_METRICS_TIMEOUT_S 10
 #define FW_METRICS_MAX_CONN  64
@@ -196,7 +199,7 @@ static int map_count(int fd, __u64 *n, __u64 *max)
 	return err;
 }
 
-#define SCAN_ENTRY_(name, field, version) {#name, offsetof(struct fw_dp, field)},
+#define SCAN_ENTRY_(name, field, version, late) {#name, offsetof(struct fw_dp, field)},
 
 static const struct {
 	const char *name;

@@ -37,6 +37,8 @@
 #include "datapath/cgroup.h"
 #include "datapath/datapath.h"
 #include "datapath/explain.h"
+#include "datapath/reasons.h"
+#include "datapath/stats.h"
 #include "pkt.h"
 #include "subjects/registry.h"
 

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The in-memory data plane of datapath_fake.h. It implements the part of
- * datapath/datapath.h that the registry and the learner call, with the
+ * the data path's headers (dispatch.h, leases.h, rules.h, stats.h,
+ * cgroup.h) that the registry and the learner call, with the
  * semantics they rely on: puts replace, deletes of a missing key are no
  * error where the real functions say so, a dispatch delete spares a newer
  * owner, a policy swap writes the per-port exceptions under the unused
  * generation before the rules and drops the old generation after, the
- * reaper deletes by subject id. */
+ * reaper deletes by subject id. The choice between an edit and a swap
+ * (fw_dp_policy_update) is the real one: datapath/policy_update.c is
+ * linked in and calls the swap and edit below. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,11 @@
 #include "common/hash.h"
 #include "datapath_fake.h"
 #include "datapath/cgroup.h"
+#include "datapath/dispatch.h"
+#include "datapath/leases.h"
+#include "datapath/rules.h"
+#include "datapath/scan.h"
+#include "datapath/stats.h"
 
 #define FMAP_BUCKETS 256
 
@@ -36,7 +44,8 @@ struct frules {
 	struct fw_compiled *c;
 	size_t n;
 	unsigned int changes;
-	__u32 gen; /* of the rules above */
+	unsigned int edits; /* of those, edits in place */
+	__u32 gen;	    /* of the rules above */
 };
 
 struct fake_dp {
@@ -274,6 +283,11 @@ int fake_rules_verdict(struct fw_dp *dp, __u32 id, const struct fw_ip *addr)
 unsigned int fake_rules_changes(struct fw_dp *dp, __u32 id)
 {
 	return fake_of(dp)->rules[id].changes;
+}
+
+unsigned int fake_rules_edits(struct fw_dp *dp, __u32 id)
+{
+	return fake_of(dp)->rules[id].edits;
 }
 
 int fake_meta_get(struct fw_dp *dp, __u32 id, struct fw_subject_meta *out)
@@ -549,6 +563,7 @@ int fw_dp_rules_edit(struct fw_dp *dp, __u32 id, const struct fw_compiled *c, bo
 		r->c[r->n++] = *c;
 	}
 	r->changes++;
+	r->edits++;
 	return 0;
 }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* An in-memory data plane behind datapath/datapath.h, for unit tests of
+/* An in-memory data plane behind the data path's headers, for unit tests of
  * the layers above it (registry, learner, actions handler) without root or
  * BPF: each map is a hash table, a rule swap records the compiled set the
  * subject's trie would hold, and a test can look at every map, add what
@@ -40,6 +40,8 @@ int fake_rules_verdict(struct fw_dp *dp, __u32 id, const struct fw_ip *addr);
 __u64 fake_epoch(struct fw_dp *dp);
 /* How many times id's trie was swapped or edited. */
 unsigned int fake_rules_changes(struct fw_dp *dp, __u32 id);
+/* Of those, how many were edits of one entry in place. */
+unsigned int fake_rules_edits(struct fw_dp *dp, __u32 id);
 /* 0, or -ENOENT */
 int fake_meta_get(struct fw_dp *dp, __u32 id, struct fw_subject_meta *out);
 int fake_lease_get(struct fw_dp *dp, __u32 id, const struct fw_ip *addr, struct fw_lease *out);

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "datapath_fake.h"
 #include "subjects/registry.h"
+#include "datapath/dispatch.h"
 
 static inline struct fw_ip ip_of(const char *s)
 {

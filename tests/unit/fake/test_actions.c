@@ -11,6 +11,7 @@
 #include "dns/learn.h"
 #include "helpers.h"
 #include "protocol/actions.h"
+#include "datapath/dispatch.h"
 
 #define DNSP_FORWARD (-1)
 #define SANDBOX_IP   "192.0.2.8"

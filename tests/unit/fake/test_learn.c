@@ -392,7 +392,7 @@ static char last_reason[32];
 static void sink(void *ctx, const struct fw_learn_event *ev)
 {
 	(void)ctx;
-	snprintf(last_reason, sizeof(last_reason), "%s", ev->reason);
+	snprintf(last_reason, sizeof(last_reason), "%s", fw_dns_reason_name(ev->reason));
 }
 
 Test(learn, denied_queries_say_why)
@@ -412,11 +412,11 @@ Test(learn, denied_queries_say_why)
 
 	cr_assert_eq(resolve("192.0.2.30", "api.example.com", addr, 1, 30, &ans),
 		     FW_DNS_RCODE_NXDOMAIN);
-	cr_assert_str_eq(last_reason, "denying");
+	cr_assert_str_eq(last_reason, "dns-denying");
 	cr_assert_eq(resolve("192.0.2.10", "evil.test", addr, 1, 30, &ans), FW_DNS_RCODE_NXDOMAIN);
-	cr_assert_str_eq(last_reason, "denied-name");
+	cr_assert_str_eq(last_reason, "dns-denied-name");
 	cr_assert_eq(resolve("192.0.2.99", "api.example.com", addr, 1, 30, &ans),
 		     FW_DNS_RCODE_NXDOMAIN);
-	cr_assert_str_eq(last_reason, "unknown-source");
+	cr_assert_str_eq(last_reason, "dns-unknown-source");
 	cr_assert_eq(fake_learned_count(dp, ~0u), 0);
 }

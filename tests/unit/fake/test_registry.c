@@ -7,6 +7,9 @@
 
 #include "helpers.h"
 #include "datapath/cgroup.h"
+#include "datapath/dispatch.h"
+#include "datapath/leases.h"
+#include "datapath/rules.h"
 
 static struct fw_dp *dp;
 static struct fw_registry reg;
@@ -62,6 +65,53 @@ Test(registry, apply_dispatches_every_address_to_one_rule_set)
 	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, &changed), 0);
 	cr_assert_not(changed);
 	cr_assert_eq(fake_rules_changes(dp, id), swaps);
+	fw_policy_free(&s.policy);
+}
+
+/* The rules generation dispatch names for addr; ~0u when none. */
+static __u32 dispatch_gen(struct fw_dp *d, const char *addr)
+{
+	struct fw_ip a = ip_of(addr);
+	struct fw_subject ks;
+
+	return fw_dp_dispatch_lookup(d, &a, &ks) ? ~0u : ks.rules_gen;
+}
+
+/* The rule store chooses (fw_dp_policy_update): a policy change that
+ * alters one compiled entry is an edit of the live rules in place, under
+ * the generation dispatch already names; one that alters two is a new
+ * generation, which dispatch then names. */
+Test(registry, one_entry_changes_edit_in_place_two_swap)
+{
+	struct fw_subject_spec s;
+	unsigned int changes;
+	__u32 id, gen;
+
+	spec_init(&s, "web", "192.0.2.10", NULL);
+	rule_add(&s.policy, "allow", "198.51.100.0/24");
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
+	id = id_of("web");
+	cr_assert_eq(fake_rules_edits(dp, id), 0, "a subject's first rules are a new generation");
+	gen = fw_dp_rules_gen(dp, id);
+	cr_assert_eq(verdict(dp, id, "203.0.113.7"), FW_ACTION_DENY);
+
+	changes = fake_rules_changes(dp, id);
+	rule_add(&s.policy, "allow", "203.0.113.0/24");
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
+	cr_assert_eq(fake_rules_changes(dp, id), changes + 1);
+	cr_assert_eq(fake_rules_edits(dp, id), 1, "one more entry: an edit in place");
+	cr_assert_eq(fw_dp_rules_gen(dp, id), gen, "the live generation stays");
+	cr_assert_eq(dispatch_gen(dp, "192.0.2.10"), gen);
+	cr_assert_eq(verdict(dp, id, "203.0.113.7"), FW_ACTION_ALLOW);
+
+	rule_add(&s.policy, "allow", "192.0.2.128/25");
+	rule_add(&s.policy, "deny", "198.51.100.0/25");
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
+	cr_assert_eq(fake_rules_edits(dp, id), 1, "two more entries: no edit");
+	cr_assert_neq(fw_dp_rules_gen(dp, id), gen, "a new generation");
+	cr_assert_eq(dispatch_gen(dp, "192.0.2.10"), fw_dp_rules_gen(dp, id));
+	cr_assert_eq(verdict(dp, id, "192.0.2.200"), FW_ACTION_ALLOW);
+	cr_assert_eq(verdict(dp, id, "198.51.100.7"), FW_ACTION_DENY);
 	fw_policy_free(&s.policy);
 }
 

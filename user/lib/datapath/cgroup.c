@@ -18,7 +18,8 @@
 #include <bpf/libbpf.h>
 
 #include "datapath/cgroup.h"
-#include "datapath/rules.h"
+#include "datapath/dispatch.h"
+#include "datapath/scan.h"
 #include "cgroup.skel.h"
 #include "common/log.h"
 

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "datapath/datapath.h"
+#include "datapath/scan.h"
 
 /* ---- the map (the registry's accesses; the fake implements these) ---- */
 

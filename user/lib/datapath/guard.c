@@ -20,6 +20,7 @@
 
 #include "datapath/datapath.h"
 #include "datapath/guard.h"
+#include "datapath/scan.h"
 #include "guard.skel.h"
 #include "common/log.h"
 
@@ -115,7 +116,7 @@ static bool guard_map(const char *name)
 
 static bool shared_map(const char *name)
 {
-#define IS_SHARED(n, field, version)                                                               \
+#define IS_SHARED(n, field, version, late)                                                         \
 	if (strcmp(name, #n) == 0)                                                                 \
 		return true;
 	FW_DP_MAPS(IS_SHARED)

@@ -7,6 +7,7 @@
 #include <bpf/bpf.h>
 
 #include "datapath/l2bind.h"
+#include "datapath/scan.h"
 #include "common/log.h"
 
 void fw_l2_eui64(const __u8 mac[6], struct fw_ip *ll)

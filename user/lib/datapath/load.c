@@ -18,7 +18,9 @@
 
 #include "datapath/cgroup.h"
 #include "datapath/datapath.h"
-#include "datapath/rules.h"
+#include "datapath/dispatch.h"
+#include "datapath/rules_store.h"
+#include "datapath/scan.h"
 #include "egress.skel.h"
 #include "common/log.h"
 
@@ -45,16 +47,18 @@ struct user_map {
 #define USER_ENTRY(name, field, type, key, value, max) {#name, type, key, value, max},
 static const struct user_map user_maps[FW_DP_NUSER] = {FW_DP_USER_MAPS(USER_ENTRY)};
 
-#define MAP_NAME(name, field, version) #name,
+#define MAP_NAME(name, field, version, late) #name,
 static const char *const map_names[FW_DP_NMAPS] = {FW_DP_MAPS(MAP_NAME)};
+#define MAP_LATE(name, field, version, late) late,
+static const bool map_late[FW_DP_NMAPS] = {FW_DP_MAPS(MAP_LATE)};
 
 /* The fd field of map name in dp, NULL when the table has none. */
 static int *map_fd(struct fw_dp *dp, const char *name)
 {
-#define FD_OF(n, field, version)                                                                   \
+#define FD_OF(n, field, version, late)                                                             \
 	if (strcmp(name, #n) == 0)                                                                 \
 		return &dp->field;
-#define USER_FD_OF(n, field, type, key, value, max) FD_OF(n, field, 0)
+#define USER_FD_OF(n, field, type, key, value, max) FD_OF(n, field, 0, 0)
 	FW_DP_MAPS(FD_OF)
 	FW_DP_USER_MAPS(USER_FD_OF)
 #undef USER_FD_OF
@@ -347,26 +351,6 @@ static int user_maps_open(struct fw_dp *dp)
 	return 0;
 }
 
-/* Several threads edit rules: the increment must not lose one, or an
- * answer cached between two edits could outlive the second. */
-static pthread_mutex_t epoch_lock = PTHREAD_MUTEX_INITIALIZER;
-
-int fw_dp_rules_epoch_bump(struct fw_dp *dp)
-{
-	__u32 zero = 0;
-	__u64 epoch = 0;
-	int err = 0;
-
-	pthread_mutex_lock(&epoch_lock);
-	if (bpf_map_lookup_elem(dp->rules_epoch_fd, &zero, &epoch) ||
-	    (epoch++, bpf_map_update_elem(dp->rules_epoch_fd, &zero, &epoch, BPF_ANY)))
-		err = -errno;
-	pthread_mutex_unlock(&epoch_lock);
-	if (err)
-		fw_err("can't bump fastwall_rules_epoch: %s", strerror(-err));
-	return err;
-}
-
 int fw_dp_src_slots_fd(const struct fw_dp *dp)
 {
 	return dp->skel ? bpf_map__fd(dp->skel->maps.fastwall_src_slots) : -1;
@@ -536,7 +520,7 @@ static void fill_fds(struct fw_dp *dp)
 {
 	struct egress_bpf *s = dp->skel;
 
-#define FILL(name, field, version) dp->field = bpf_map__fd(s->maps.name);
+#define FILL(name, field, version, late) dp->field = bpf_map__fd(s->maps.name);
 	FW_DP_MAPS(FILL)
 #undef FILL
 	dp->from_sandbox_fd = bpf_program__fd(s->progs.fw_from_sandbox);
@@ -765,7 +749,7 @@ int fw_dp_open_pinned(const char *pin_root, struct fw_dp **out)
 		int *fd = map_fd(dp, map_names[i]);
 
 		*fd = pinned_fd(pin_root, map_names[i]);
-		if (*fd == -ENOENT && FW_DP_LATE_MAP(map_names[i])) {
+		if (*fd == -ENOENT && map_late[i]) {
 			*fd = -1; /* pinned by an older fastwalld of this ABI */
 			continue;
 		}

@@ -5,55 +5,47 @@
 #ifndef FW_DATAPATH_MAPS_H
 #define FW_DATAPATH_MAPS_H
 
-/* X(pin name = BPF map name, struct fw_dp field, layout version). A map
- * whose type, key, value or size changes gets a new name with the next
- * version (_v2, _v3) and an entry in FW_DP_RETIRED_MAPS for the one it
- * replaces; an unchanged one keeps name, version and pinned state. */
+/* X(pin name = BPF map name, struct fw_dp field, layout version, late).
+ * A map whose type, key, value or size changes gets a new name with the
+ * next version (_v2, _v3) and an entry in FW_DP_RETIRED_MAPS for the one
+ * it replaces; an unchanged one keeps name, version and pinned state.
+ * late (1): added to an ABI after its release, without a new version, so
+ * pins of that ABI may lack it; fastwalld creates it at start (libbpf
+ * pins what is missing), and a reader of the pins (the CLI) finds -1
+ * until then. */
 #define FW_DP_MAPS(X)                                                                              \
-	X(fastwall_dispatch, dispatch_fd, 1)                                                       \
-	X(fastwall_rules_v2, rules_fd, 2)                                                          \
-	X(fastwall_learned, learned_fd, 1)                                                         \
-	X(fastwall_conns, conns_fd, 1)                                                             \
-	X(fastwall_local, local_fd, 1)                                                             \
-	X(fastwall_local_ports, local_ports_fd, 1)                                                 \
-	X(fastwall_doh, doh_fd, 1)                                                                 \
-	X(fastwall_config, config_fd, 1)                                                           \
-	X(fastwall_stats_v2, stats_fd, 2)                                                          \
-	X(fastwall_subject_stats_v2, subject_stats_fd, 2)                                          \
-	X(fastwall_event_budget, budget_fd, 1)                                                     \
-	X(fastwall_subject_meta, meta_fd, 1)                                                       \
-	X(fastwall_pod_flows, pod_flows_fd, 1)                                                     \
-	X(fastwall_frags, frags_fd, 1)                                                             \
-	X(fastwall_events, events_fd, 1)                                                           \
-	X(fastwall_ports, ports_fd, 1)                                                             \
-	X(fastwall_dns_nat, dns_nat_fd, 1)                                                         \
-	X(fastwall_l2_ports, l2_ports_fd, 1)                                                       \
-	X(fastwall_l2_macs, l2_macs_fd, 1)                                                         \
-	X(fastwall_l2_lladdrs, l2_lladdrs_fd, 1)                                                   \
-	X(fastwall_conn_count, conn_count_fd, 1)                                                   \
-	X(fastwall_learned_ports, learned_ports_fd, 1)                                             \
-	X(fastwall_names, names_fd, 1)                                                             \
-	X(fastwall_learned_names, learned_names_fd, 1)                                             \
-	X(fastwall_cgroups, cgroups_fd, 1)                                                         \
-	X(fastwall_cg_dns, cg_dns_fd, 1)                                                           \
-	X(fastwall_subject_rows, subject_rows_fd, 1)                                               \
-	X(fastwall_rules_epoch, rules_epoch_fd, 1)                                                 \
-	X(fastwall_rule_sets, rule_sets_fd, 1)                                                     \
-	X(fastwall_rule_ranges, rule_ranges_fd, 1)                                                 \
-	X(fastwall_range_tables, range_tables_fd, 1)                                               \
-	X(fastwall_events_lost, events_lost_fd, 1)
-
-/* Maps added to an ABI after its release, without a new version: pins of
- * that ABI may lack them. fastwalld creates them at start (libbpf pins
- * what is missing); a reader of the pins (the CLI) finds -1 until then. */
-#define FW_DP_LATE_MAP(name)                                                                       \
-	(strcmp((name), "fastwall_cgroups") == 0 || strcmp((name), "fastwall_cg_dns") == 0 ||      \
-	 strcmp((name), "fastwall_subject_rows") == 0 ||                                           \
-	 strcmp((name), "fastwall_rules_epoch") == 0 ||                                            \
-	 strcmp((name), "fastwall_events_lost") == 0 ||                                            \
-	 strcmp((name), "fastwall_rule_sets") == 0 ||                                              \
-	 strcmp((name), "fastwall_rule_ranges") == 0 ||                                            \
-	 strcmp((name), "fastwall_range_tables") == 0)
+	X(fastwall_dispatch, dispatch_fd, 1, 0)                                                    \
+	X(fastwall_rules_v2, rules_fd, 2, 0)                                                       \
+	X(fastwall_learned, learned_fd, 1, 0)                                                      \
+	X(fastwall_conns, conns_fd, 1, 0)                                                          \
+	X(fastwall_local, local_fd, 1, 0)                                                          \
+	X(fastwall_local_ports, local_ports_fd, 1, 0)                                              \
+	X(fastwall_doh, doh_fd, 1, 0)                                                              \
+	X(fastwall_config, config_fd, 1, 0)                                                        \
+	X(fastwall_stats_v2, stats_fd, 2, 0)                                                       \
+	X(fastwall_subject_stats_v2, subject_stats_fd, 2, 0)                                       \
+	X(fastwall_event_budget, budget_fd, 1, 0)                                                  \
+	X(fastwall_subject_meta, meta_fd, 1, 0)                                                    \
+	X(fastwall_pod_flows, pod_flows_fd, 1, 0)                                                  \
+	X(fastwall_frags, frags_fd, 1, 0)                                                          \
+	X(fastwall_events, events_fd, 1, 0)                                                        \
+	X(fastwall_ports, ports_fd, 1, 0)                                                          \
+	X(fastwall_dns_nat, dns_nat_fd, 1, 0)                                                      \
+	X(fastwall_l2_ports, l2_ports_fd, 1, 0)                                                    \
+	X(fastwall_l2_macs, l2_macs_fd, 1, 0)                                                      \
+	X(fastwall_l2_lladdrs, l2_lladdrs_fd, 1, 0)                                                \
+	X(fastwall_conn_count, conn_count_fd, 1, 0)                                                \
+	X(fastwall_learned_ports, learned_ports_fd, 1, 0)                                          \
+	X(fastwall_names, names_fd, 1, 0)                                                          \
+	X(fastwall_learned_names, learned_names_fd, 1, 0)                                          \
+	X(fastwall_cgroups, cgroups_fd, 1, 1)                                                      \
+	X(fastwall_cg_dns, cg_dns_fd, 1, 1)                                                        \
+	X(fastwall_subject_rows, subject_rows_fd, 1, 1)                                            \
+	X(fastwall_rules_epoch, rules_epoch_fd, 1, 1)                                              \
+	X(fastwall_rule_sets, rule_sets_fd, 1, 1)                                                  \
+	X(fastwall_rule_ranges, rule_ranges_fd, 1, 1)                                              \
+	X(fastwall_range_tables, range_tables_fd, 1, 1)                                            \
+	X(fastwall_events_lost, events_lost_fd, 1, 1)
 
 /* Maps of this ABI that no program uses any more, and that held nothing
  * worth carrying: a start unpins them (the old programs keep their
@@ -108,9 +100,9 @@
 /* The oldest ABI a migration starts from. */
 #define FW_ABI_OLDEST 1
 
-#define FW_DP_MAP_FD_(name, field, version)				      int field;
+#define FW_DP_MAP_FD_(name, field, version, late)			      int field;
 #define FW_DP_USER_MAP_FD_(name, field, type, key, value, max)		      int field;
-#define FW_DP_MAP_COUNT_(name, field, version)				      +1
+#define FW_DP_MAP_COUNT_(name, field, version, late)			      +1
 #define FW_DP_NMAPS							      (0 FW_DP_MAPS(FW_DP_MAP_COUNT_))
 #define FW_DP_NRETIRED							      (0 FW_DP_RETIRED_MAPS(FW_DP_MAP_COUNT_RETIRED_))
 #define FW_DP_MAP_COUNT_RETIRED_(name, abi, type, key, value, max, successor) +1

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The reason table's userspace side: names, meanings, verdicts and the
  * docs table, all from FW_REASONS. See datapath.h. */
-#include "datapath/datapath.h"
+#include "datapath/reasons.h"
 
 /* a switch, so two reasons with one number are a compile error */
 #define NAME_CASE(id, num, verdict, name, meaning)                                                 \

@@ -20,6 +20,9 @@
 #include "dns/learn_keys.h"
 #include "common/hash.h"
 #include "common/log.h"
+#include "datapath/dispatch.h"
+#include "datapath/leases.h"
+#include "datapath/scan.h"
 
 #define NAME_BUCKETS	16384
 #define PORTSET_BUCKETS 4096

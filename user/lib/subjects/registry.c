@@ -17,6 +17,10 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "datapath/cgroup.h"
+#include "datapath/dispatch.h"
+#include "datapath/rules.h"
+#include "datapath/scan.h"
+#include "datapath/stats.h"
 #include "subjects/registry.h"
 
 __u64 fw_binding_hash(const struct fw_subject_spec *spec)
@@ -933,79 +937,6 @@ int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 	return 0;
 }
 
-/* Same identity: swap rules and update the binding in place. */
-static int key_cmp(const void *a, const void *b)
-{
-	const struct fw_compiled *x = a, *y = b;
-
-	if (x->key.prefixlen != y->key.prefixlen)
-		return x->key.prefixlen < y->key.prefixlen ? -1 : 1;
-	return memcmp(&x->key.addr, &y->key.addr, sizeof(x->key.addr));
-}
-
-/* When the new rule set differs from the live one in exactly one entry and
- * neither uses per-port exceptions, that entry is changed in the live trie
- * by one map operation: one atomic step from the old set to the new, with
- * no new trie and no RCU grace period for the outer map. Returns 1 when it
- * did, 0 when a whole swap is needed, or a negative errno. */
-static int edit_one(struct fw_registry *r, struct fw_entry *e, const struct fw_compiled_set *set)
-{
-	const struct fw_compiled_set *old = &e->live;
-	struct fw_compiled *a = NULL, *b = NULL, op;
-	size_t i = 0, j = 0, diffs = 0;
-	bool del = false;
-	int ret = 0;
-
-	if (!old->entries || old->nports || set->nports || old->n + 1 < set->n ||
-	    set->n + 1 < old->n)
-		return 0;
-	/* a small set or range table is replaced whole, never edited
-	 * (fw_dp_rules_edit would refuse): no need to sort and compare both
-	 * sets to find that out */
-	if (fw_dp_rules_gen(r->dp, e->id) & FW_GEN_FORMS)
-		return 0;
-	a = malloc(old->n * sizeof(*a));
-	b = malloc(set->n * sizeof(*b));
-	if (!a || !b)
-		goto out;
-	memcpy(a, old->entries, old->n * sizeof(*a));
-	memcpy(b, set->entries, set->n * sizeof(*b));
-	qsort(a, old->n, sizeof(*a), key_cmp);
-	qsort(b, set->n, sizeof(*b), key_cmp);
-	while ((i < old->n || j < set->n) && diffs < 2) {
-		int c = i == old->n ? 1 : j == set->n ? -1 : key_cmp(&a[i], &b[j]);
-
-		if (c < 0) {
-			op = a[i++];
-			del = true;
-			diffs++;
-		} else if (c > 0) {
-			op = b[j++];
-			del = false;
-			diffs++;
-		} else {
-			if (memcmp(&a[i].rule, &b[j].rule, sizeof(a[i].rule))) {
-				op = b[j];
-				del = false;
-				diffs++;
-			}
-			i++;
-			j++;
-		}
-	}
-	if (diffs != 1)
-		goto out;
-	ret = fw_dp_rules_edit(r->dp, e->id, &op, del);
-	if (!ret)
-		ret = 1;
-	else if (ret == -EOPNOTSUPP)
-		ret = 0; /* a small set: replaced as a whole, as cheaply */
-out:
-	free(a);
-	free(b);
-	return ret;
-}
-
 /* Remembers set as the live trie's content (a copy). */
 static void remember_live(struct fw_entry *e, const struct fw_compiled_set *set)
 {
@@ -1027,6 +958,7 @@ static void remember_live(struct fw_entry *e, const struct fw_compiled_set *set)
 	e->live = copy;
 }
 
+/* Same identity: change the rules and update the binding in place. */
 static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 			  const struct fw_subject_spec *spec, const struct fw_compiled_set *set,
 			  __u64 phash, __u64 bhash, __u32 origin, bool *changed)
@@ -1041,18 +973,12 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 	/* a denying subject drops everything before its rules are read: its
 	 * rule set is written when it turns active, not before */
 	if (e->meta.policy_hash != phash && spec->state == FW_STATE_ACTIVE) {
-		/* the live trie's content in kernel form: the compiled set,
-		 * when it has no port sets (whose ids carry a generation) */
-		__u32 gen;
-
-		err = e->meta.policy_hash ? edit_one(r, e, set) : 0;
-		if (err == 0) {
-			old_ports = e->meta.port_state;
-			err = fw_dp_policy_swap(r->dp, e->id, set, &e->meta.port_state, &gen);
-			swapped = !err;
-		} else if (err == 1) {
-			err = 0;
-		}
+		/* what the live rules hold: the compiled set last written
+		 * (unknown before the first write); the data path edits one
+		 * entry in place or writes a new generation */
+		old_ports = e->meta.port_state;
+		err = fw_dp_policy_update(r->dp, e->id, e->meta.policy_hash ? &e->live : NULL, set,
+					  &e->meta.port_state, &swapped);
 		if (err) {
 			fw_compiled_set_free(&e->live);
 			return err;
@@ -1138,7 +1064,8 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 {
 	struct fw_ip old[FW_SUBJECT_MAX_ADDRS], held[FW_SUBJECT_MAX_ADDRS];
 	struct fw_subject ks;
-	__u32 id, old_id, gen;
+	__u32 id, old_id;
+	bool swapped;
 	size_t nold, nheld;
 	int err;
 
@@ -1162,7 +1089,8 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	meta->port_state = 0;
 	err = fw_dp_subject_reset(r->dp, id);
 	if (!err && spec->state == FW_STATE_ACTIVE)
-		err = fw_dp_policy_swap(r->dp, id, set, &meta->port_state, &gen);
+		/* nothing to edit: a new generation */
+		err = fw_dp_policy_update(r->dp, id, NULL, set, &meta->port_state, &swapped);
 	else
 		meta->policy_hash = 0; /* no rule set until it turns active */
 	if (!err)

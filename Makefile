@@ -51,7 +51,8 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 # the library without datapath/, plus the fake
 FAKE_SRCS := $(wildcard tests/unit/fake/*.c)
 LIB_NODP_OBJS := $(filter-out $(BUILD)/user/lib/datapath/%,$(LIB_OBJS))
-BPFT_SRCS := $(wildcard tests/bpf/*.c)
+# the verdict table's runner and its files of rows by feature
+BPFT_SRCS := $(wildcard tests/bpf/*.c tests/bpf/rows/*.c)
 ABIT_SRCS := $(wildcard tests/abi/*.c)
 BENCH_SRCS := $(filter-out tests/bench/udpblast.c tests/bench/actions_bench.c \
 	tests/bench/dnsproxy_drive.c tests/bench/fwpeer.c tests/bench/tcprr.c tests/bench/udpflows.c \
@@ -139,6 +140,7 @@ $(BUILD)/tests/bpf_cgroup_verdicts: $(BUILD)/tests/bpf/cgroup/verdicts.o $(BUILD
 
 # rows give the fields they need, like the TC table
 $(BUILD)/tests/bpf/cgroup/verdicts.o: ALL_CFLAGS += -Itests/bpf -Wno-missing-field-initializers
+$(BUILD)/tests/bpf/rows/%.o: ALL_CFLAGS += -Itests/bpf
 
 $(BUILD)/tests/abi_migrate: $(patsubst %.c,$(BUILD)/%.o,$(ABIT_SRCS)) $(LIB)
 	$(call msg,LD,$@)

@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# shellcheck shell=bash
+# Part of lib.sh.
+# --- the ingress gateway (ingress.sh, hostnames.sh, xcluster.sh) ----------
+# The real nginx with this build's module, against the stand-ins of
+# FastPath and of the Fastlets in ingress_servers.py.
+FW_NGINX=/usr/sbin/nginx
+# shellcheck disable=SC2034 # for the scripts that source this
+FW_NGX_MODULE=$FW_BUILD/ingress/ngx_http_fastwall_ingress_module.so
+# shellcheck disable=SC2034
+FW_NGX_SERVERS=$FW_E2E_DIR/ingress_servers.py
+
+# fw_ingress_require NAME [PYTHON-MODULE...]: without nginx and nginx-dev,
+# the test NAME is skipped (and the script exits, 0 passed); else what
+# fw_require checks, the Python modules the stand-ins import (grpc and
+# grpc_tools, and those named) and a module built by make ingress.
+fw_ingress_require() {
+	local name=$1 mods
+	shift
+	if [ ! -f /usr/share/nginx/src/conf_flags ] || [ ! -x "$FW_NGINX" ]; then
+		echo "$name: skipped: nginx or nginx-dev is not installed (scripts/install-deps.sh installs both)"
+		echo "0 passed, 0 failed"
+		exit 0
+	fi
+	fw_require
+	mods=$(printf ', %s' grpc grpc_tools "$@")
+	mods=${mods#, }
+	"$FW_PY" -c "import $mods" 2>/dev/null ||
+		fw_die "$FW_PY can't import $mods: install python3-grpcio python3-grpc-tools"
+	make -s -C "$FW_ROOT" BUILD="$BUILD" ingress >/dev/null || fw_die "make ingress failed"
+}

@@ -5,7 +5,7 @@
 # directory, daemon log and config), failing loudly, running in a namespace,
 # and fw_cleanup, which removes everything the run created.
 
-FW_E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+FW_E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd) # tests/e2e
 FW_ROOT=$(cd "$FW_E2E_DIR/../.." && pwd)
 BUILD=${BUILD:-build}
 case $BUILD in /*) FW_BUILD=$BUILD ;; *) FW_BUILD=$FW_ROOT/$BUILD ;; esac

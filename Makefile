@@ -242,11 +242,22 @@ bench: deps ## benchmarks: per-packet cost, packet rate, control plane, nftables
 
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 FUZZ_SECONDS ?= 30
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) | $(SKELS)
+# The library is compiled once for every target, with the coverage the
+# fuzzer follows and the project's warnings; each target links it.
+FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined $(WARN) -std=gnu11 -D_GNU_SOURCE \
+	-Iinclude -Iuser/lib -I$(BUILD) -I$(BUILD)/gen
+FUZZ_LIB := $(BUILD)/fuzz/libfastwall-fuzz.a
+$(BUILD)/fuzz/obj/%.o: %.c | $(SKELS) $(BUILD)/gen/fastwall/version.h
+	$(call msg,FUZZCC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -MMD -MP -fsanitize=fuzzer-no-link -c $< -o $@
+$(FUZZ_LIB): $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(LIB_SRCS))
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) | $(SKELS)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOURCE \
-		-Iinclude -Iuser/lib -I$(BUILD) -o $@ $< $(FUZZ_EXTRA) $(LIB_SRCS) $(LDLIBS)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_EXTRA) $(FUZZ_LIB) $(LDLIBS)
 
 # the JSON reader's fuzzer asks the unit tests' oracle (jansson)
 $(BUILD)/fuzz/jtree: tests/unit/jtree_oracle.h

@@ -11,7 +11,8 @@ FW_NGX_MODULE=$FW_BUILD/ingress/ngx_http_fastwall_ingress_module.so
 FW_NGX_SERVERS=$FW_E2E_DIR/ingress_servers.py
 
 # fw_ingress_require NAME [PYTHON-MODULE...]: without nginx and nginx-dev,
-# the test NAME is skipped (and the script exits, 0 passed); else what
+# the test NAME is skipped (the script exits 77, which scripts/run-tests.sh
+# and make test-e2e count as skipped); else what
 # fw_require checks, the Python modules the stand-ins import (grpc and
 # grpc_tools, and those named) and a module built by make ingress.
 fw_ingress_require() {
@@ -19,8 +20,7 @@ fw_ingress_require() {
 	shift
 	if [ ! -f /usr/share/nginx/src/conf_flags ] || [ ! -x "$FW_NGINX" ]; then
 		echo "$name: skipped: nginx or nginx-dev is not installed (scripts/install-deps.sh installs both)"
-		echo "0 passed, 0 failed"
-		exit 0
+		exit 77
 	fi
 	fw_require
 	mods=$(printf ', %s' grpc grpc_tools "$@")

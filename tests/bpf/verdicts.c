@@ -391,7 +391,6 @@ static void check_event(struct report *rep, const struct row *r, __u32 id, int i
 	}
 }
 
-/* Runs one row; prints the details and returns false on any mismatch. */
 /* ---- fastwall explain against the same maps ---------------------------- */
 
 static int explained, explain_disagreed;
@@ -460,6 +459,7 @@ static void explain_row(struct report *rep, const struct row *r, const struct pk
 	}
 }
 
+/* Runs one row; prints the details and returns false on any mismatch. */
 bool run_row(const struct row *r, unsigned int flags)
 {
 	struct fw_counter before[FW_REASON_MAX], after[FW_REASON_MAX];
@@ -1183,9 +1183,10 @@ static const struct {
 	{"rows/changes.c", change_rows, &change_rows_n},
 };
 
-/* Every row of every table, numbered from 1 across them (--only ROW). */
+/* Every row of every table, numbered from 1 across them (--only ROW),
+ * and the first row of each group, in the order they run. */
 static const struct row **rows;
-static size_t nrows;
+static size_t nrows, *group;
 
 static int rows_gather(void)
 {
@@ -1228,7 +1229,7 @@ static void run_group(size_t first)
 
 int main(int argc, char **argv)
 {
-	size_t *group, ngroups = 0, only = 0;
+	size_t ngroups = 0, only = 0;
 	bool shuffle = false;
 	__u64 seed = 0;
 	char *end;

@@ -513,7 +513,9 @@ measure_tcp() { # label j nsb round
 	# a server that ended would cost every later sample of this peer:
 	# say why, and start it again
 	if ! kill -0 "${T_SRV[j]}" 2>/dev/null; then
-		log "bench-nft.sh: the TCP server of $label ended ($(tr '\n' ' ' <"$TMP/srv-$j.out")); started again"
+		local st=0
+		wait "${T_SRV[j]}" 2>/dev/null || st=$?
+		log "bench-nft.sh: the TCP server of $label ended (exit $st; it said: $(tr '\n' ' ' <"$TMP/srv-$j.out")); started again"
 		tcp_server_start "$j"
 		tcp_server_wait "$j"
 	fi

@@ -147,6 +147,23 @@ chmod 700 "$RUN"
 mount -t bpf bpf "$PINS" || { log "bench-nft.sh: can't mount a bpffs on $PINS"; exit 1; }
 
 log() { printf '%s\n' "$*" >&2; }
+
+# tcp_server_start j: peer j's TCP echo server in its sink namespace (its
+# pid in T_SRV[j]); tcp_server_wait j returns once it listens (it prints
+# "listening" then), or ends the run with what the server said.
+tcp_server_start() {
+	local j=$1
+	nsenter --net="/run/netns/$(ns_of "$j" sink)" taskset -c "$CPU" "$TCPRR" server \
+		-l 203.0.113.70:5001 >"$TMP/srv-$j.out" 2>&1 &
+	T_SRV[j]=$!
+	PIDS+=("$!")
+}
+tcp_server_wait() {
+	local j=$1
+	for _ in $(seq 100); do grep -q listening "$TMP/srv-$j.out" 2>/dev/null && return 0; sleep 0.05; done
+	log "bench-nft.sh: TCP server of ${T_LABEL[j]}: $(cat "$TMP/srv-$j.out")"
+	exit 1
+}
 nsx() { ip netns exec "$1" "${@:2}"; }
 now_ns() { date +%s%N; }
 runtime_ns() { local a; read -r a _ <"/proc/$1/schedstat" 2>/dev/null && echo "$a" || echo 0; }
@@ -297,10 +314,7 @@ mk_topo() {
 	T_ANCHOR[j]=$!
 	PIDS+=("$!")
 	if is_measured "$j" && [[ ${SKIP_TCP:-0} != 1 ]]; then
-		nsenter --net="/run/netns/$sink" taskset -c "$CPU" "$TCPRR" server -l 203.0.113.70:5001 \
-			>"$TMP/srv-$j.out" 2>&1 &
-		T_SRV[j]=$!
-		PIDS+=("$!")
+		tcp_server_start "$j"
 	fi
 }
 
@@ -385,8 +399,7 @@ done
 # wait for every TCP server
 for j in "${!T_LABEL[@]}"; do
 	[[ -n ${T_SRV[j]:-} ]] || continue
-	for _ in $(seq 100); do grep -q listening "$TMP/srv-$j.out" 2>/dev/null && break; sleep 0.05; done
-	grep -q listening "$TMP/srv-$j.out" || { log "bench-nft.sh: TCP server of ${T_LABEL[j]}: $(cat "$TMP/srv-$j.out")"; exit 1; }
+	tcp_server_wait "$j"
 done
 
 rx_packets() { awk '$1 == "i0:" { print $3 }' "/proc/${T_ANCHOR[$1]}/net/dev"; }
@@ -497,6 +510,15 @@ measure_udp() { # label j nsb round
 measure_tcp() { # label j nsb round
 	local label=$1 j=$2 nsb=$3 round=$4 k nss="" mode line
 	for ((k = 0; k < nsb; k++)); do nss+="${nss:+,}$(ns_of "$j" "sb$k")"; done
+	# a server that ended would cost every later sample of this peer:
+	# say why, and start it again
+	if ! kill -0 "${T_SRV[j]}" 2>/dev/null; then
+		local st=0
+		wait "${T_SRV[j]}" 2>/dev/null || st=$?
+		log "bench-nft.sh: the TCP server of $label ended (exit $st; it said: $(tr '\n' ' ' <"$TMP/srv-$j.out")); started again"
+		tcp_server_start "$j"
+		tcp_server_wait "$j"
+	fi
 	for mode in rr crr; do
 		local c=$TCP_CONNS
 		[[ $mode == crr ]] && c=$CRR_CONC

@@ -36,11 +36,7 @@ datapath:
 dns:
   upstreams: [198.51.100.53]   # the simulated internet's resolver
 subjects:
-  - name: sandbox-a
-    addresses: [10.42.0.2, "fd00:42::2"]
-    interface: sb-a
-    gateway: [10.42.0.1, "fd00:42::1"]
-    private_cidr: [10.42.0.0/24, "fd00:42::/64"]
+$(fw_subject_yaml a 2)
     policy:
       defaultAction: deny
       egress:
@@ -49,20 +45,12 @@ subjects:
         - { action: deny, target: 198.51.100.66 }
         - { action: deny, target: bad.example.com }
         - { action: allow, target: "*.example.com" }
-  - name: sandbox-b
-    addresses: [10.42.0.3, "fd00:42::3"]
-    interface: sb-b
-    gateway: [10.42.0.1, "fd00:42::1"]
-    private_cidr: [10.42.0.0/24, "fd00:42::/64"]
+$(fw_subject_yaml b 3)
     policy:
       defaultAction: allow
       egress:
         - { action: deny, target: 203.0.113.0/24 }
-  - name: sandbox-c
-    addresses: [10.42.0.4]
-    interface: sb-c
-    gateway: 10.42.0.1
-    private_cidr: 10.42.0.0/24
+$(fw_subject_yaml c 4 v4)
     state: $1
     policy:
       defaultAction: deny

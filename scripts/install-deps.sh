@@ -2,7 +2,21 @@
 # Installs every Debian package fastwall's build, tests, demo and benchmarks
 # need. Idempotent: installs only what is missing, and exits quietly when
 # nothing is. Run as root on Debian 12.
+#
+# --check (make deps, which make test, demo, bench and fuzz run first):
+# installs nothing; fails, naming what is missing and this script, when a
+# package is not installed or bpffs is not mounted at /sys/fs/bpf.
 set -euo pipefail
+
+check=0
+case ${1:-} in
+--check) check=1 ;;
+"") ;;
+*)
+	echo "usage: scripts/install-deps.sh [--check]" >&2
+	exit 2
+	;;
+esac
 
 PKGS=(
 	# build
@@ -36,12 +50,22 @@ PKGS=(
 )
 
 missing=()
+# one dpkg-query for all: "NAME STATUS" for each package dpkg knows
+installed=$(dpkg-query -W -f='${Package} ${Status}\n' "${PKGS[@]}" 2>/dev/null |
+	awk '/ install ok installed$/ { print $1 }') || true
 for p in "${PKGS[@]}"; do
-	case "$p" in \#*) continue ;; esac
-	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-		missing+=("$p")
-	fi
+	grep -qxF -- "$p" <<<"$installed" || missing+=("$p")
 done
+
+if [ "$check" = 1 ]; then
+	bpffs=1
+	mount | grep -q ' /sys/fs/bpf type bpf' || bpffs=0
+	[ "${#missing[@]}" -eq 0 ] && [ "$bpffs" = 1 ] && exit 0
+	[ "${#missing[@]}" -eq 0 ] || echo "missing Debian packages: ${missing[*]}" >&2
+	[ "$bpffs" = 1 ] || echo "bpffs is not mounted at /sys/fs/bpf" >&2
+	echo "run scripts/install-deps.sh as root (it installs them and mounts bpffs), then make again" >&2
+	exit 1
+fi
 
 if [ "${#missing[@]}" -gt 0 ]; then
 	echo "install-deps: installing ${missing[*]}"

@@ -4,7 +4,10 @@
 # pinned-map ABI, the verdict tables and the ABI's swaps again with every
 # policy in the slot tries, the tests of the lint, then every end-to-end
 # script.
-# Prints each part's own output and ends with one "N passed, N failed" line.
+# Prints each part's own output and ends with one line, "N passed, N
+# failed, N skipped": a part that exits 77 (the automake convention: it
+# can't run here, e.g. without root or an optional package) is skipped,
+# not failed.
 set -uo pipefail
 
 BUILD=${1:-build}
@@ -13,6 +16,8 @@ cd "$(dirname "$0")/.." || exit 1
 
 passed=0
 failed=0
+skipped=0
+skipped_parts=()
 failed_parts=()
 failed_logs=() # kept for the recap at the end
 
@@ -20,6 +25,12 @@ failed_logs=() # kept for the recap at the end
 # counts as one failure, so a crash is never silent.
 tally() {
 	local name=$1 rc=$2 log=$3 p f line
+	if [ "$rc" -eq 77 ]; then
+		skipped=$((skipped + 1))
+		skipped_parts+=("$name")
+		printf '>>> %s: skipped (exit 77)\n\n' "$name"
+		return
+	fi
 	line=$(grep -E '^[[:alnum:] _-]*:? ?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
 	if [ -n "$line" ]; then
 		p=$(grep -oE '[0-9]+ passed' <<<"$line" | grep -oE '[0-9]+')
@@ -98,5 +109,6 @@ if [ "${#failed_parts[@]}" -ne 0 ]; then
 	done
 	echo "failed parts: ${failed_parts[*]}"
 fi
-echo "$passed passed, $failed failed"
+[ "${#skipped_parts[@]}" -ne 0 ] && echo "skipped parts: ${skipped_parts[*]}"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

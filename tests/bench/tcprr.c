@@ -15,13 +15,23 @@
  * Prints one line of key=value pairs: transactions (or connections) per
  * second of wall time and per second of CPU time (this process plus the
  * PIDs given with -p, from /proc/PID/schedstat, over the measured window),
- * latency percentiles in microseconds, and errors. */
+ * latency percentiles in microseconds, and errors.
+ *
+ * A peer that resets a connection ends that connection, never the tool:
+ * SIGPIPE is ignored and every write is a send with MSG_NOSIGNAL. The
+ * server writes an echo the socket can't take yet once it can (EPOLLOUT).
+ * The clients connect with a bound (CONNECT_TRIES, CONNECT_GAP_MS apart:
+ * a server still starting, or SYNs lost to a busy machine), rr opens a
+ * lost connection again and counts it in errors, and a run in which no
+ * transaction completed fails with what went wrong rather than printing
+ * a figure of zero. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +39,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +49,10 @@
 #define MAX_NS	  16
 #define MAX_PIDS  8
 #define MAX_SIZE  4096
+
+/* connect attempts before giving up, and the wait between two */
+#define CONNECT_TRIES  40
+#define CONNECT_GAP_MS 50
 
 static void die(const char *what, const char *detail)
 {
@@ -54,9 +69,54 @@ static void nonblock(int fd)
 
 struct echo {
 	int fd;
+	bool want_out; /* waiting for room to write pending */
 	char buf[MAX_SIZE];
 	size_t pending; /* read but not yet written back */
 };
+
+static void echo_close(struct echo *e)
+{
+	close(e->fd); /* closing removes it from epoll */
+	free(e);
+}
+
+/* Echoes what fd has; false when the connection ended (e is freed). */
+static bool echo_serve(int ep, struct echo *e)
+{
+	for (;;) {
+		ssize_t r = e->pending ? 0 : read(e->fd, e->buf, sizeof(e->buf));
+
+		if (r < 0 && (errno == EAGAIN || errno == EINTR))
+			break;
+		if (r <= 0 && !e->pending) {
+			echo_close(e); /* closed, or reset by the peer */
+			return false;
+		}
+		if (r > 0)
+			e->pending = (size_t)r;
+		r = send(e->fd, e->buf, e->pending, MSG_NOSIGNAL);
+		if (r < 0 && errno == EAGAIN) {
+			struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = e};
+
+			if (!e->want_out && !epoll_ctl(ep, EPOLL_CTL_MOD, e->fd, &ev))
+				e->want_out = true;
+			return true;
+		}
+		if (r <= 0) {
+			echo_close(e); /* EPIPE, ECONNRESET: the peer is gone */
+			return false;
+		}
+		memmove(e->buf, e->buf + r, e->pending - (size_t)r);
+		e->pending -= (size_t)r;
+	}
+	if (e->want_out && !e->pending) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = e};
+
+		if (!epoll_ctl(ep, EPOLL_CTL_MOD, e->fd, &ev))
+			e->want_out = false;
+	}
+	return true;
+}
 
 static int cmd_server(const struct sockaddr_in *addr)
 {
@@ -70,6 +130,7 @@ static int cmd_server(const struct sockaddr_in *addr)
 	if (bind(lfd, (const struct sockaddr *)addr, sizeof(*addr)) || listen(lfd, 4096))
 		die("can't listen", strerror(errno));
 	epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev);
+	/* the readiness handshake: the driving script waits for this line */
 	printf("listening\n");
 	fflush(stdout);
 	for (;;) {
@@ -100,29 +161,7 @@ static int cmd_server(const struct sockaddr_in *addr)
 				}
 				continue;
 			}
-			for (;;) {
-				ssize_t r = e->pending ? 0 : read(e->fd, e->buf, sizeof(e->buf));
-
-				if (r < 0 && errno == EAGAIN)
-					break;
-				if (r <= 0 && !e->pending) {
-					close(e->fd); /* closing removes it from epoll */
-					free(e);
-					break;
-				}
-				if (r > 0)
-					e->pending = (size_t)r;
-				r = write(e->fd, e->buf, e->pending);
-				if (r < 0 && errno == EAGAIN)
-					break; /* rare with small echoes; retried on input */
-				if (r <= 0) {
-					close(e->fd);
-					free(e);
-					break;
-				}
-				memmove(e->buf, e->buf + r, e->pending - (size_t)r);
-				e->pending -= (size_t)r;
-			}
+			echo_serve(ep, e);
 		}
 	}
 	return 0;
@@ -167,6 +206,41 @@ static int socket_in(unsigned k)
 		die("setns back", strerror(errno));
 	errno = saved;
 	return fd;
+}
+
+/* A connected non-blocking socket to dst from namespace k % nns. A
+ * refused or unanswered connect is tried again, CONNECT_TRIES times in
+ * all; then the tool ends, naming dst and the last error. */
+static int connect_to(const struct sockaddr_in *dst, unsigned k)
+{
+	struct timeval limit = {.tv_sec = 1}; /* a blocking connect's bound */
+	char ip[INET_ADDRSTRLEN];
+	int err = 0, i;
+
+	for (i = 0; i < CONNECT_TRIES; i++) {
+		int fd = socket_in(k);
+
+		if (fd < 0)
+			die("socket", strerror(errno));
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
+		if (!connect(fd, (const struct sockaddr *)dst, sizeof(*dst))) {
+			nonblock(fd);
+			return fd;
+		}
+		err = errno;
+		close(fd);
+		if (err != ECONNREFUSED && err != ETIMEDOUT && err != EINPROGRESS && err != EINTR &&
+		    err != EAGAIN && err != ECONNRESET && err != EHOSTUNREACH && err != ENETUNREACH)
+			break;
+		usleep(CONNECT_GAP_MS * 1000);
+	}
+	inet_ntop(AF_INET, &dst->sin_addr, ip, sizeof(ip));
+	fprintf(stderr,
+		"tcprr: can't connect to %s:%u (namespace %u) after %d tries over %d ms: %s\n", ip,
+		ntohs(dst->sin_port), nns ? k % (unsigned)nns : 0, i < CONNECT_TRIES ? i + 1 : i,
+		i * CONNECT_GAP_MS, strerror(err));
+	exit(1);
 }
 
 static pid_t pids[MAX_PIDS];
@@ -247,16 +321,41 @@ static void report(const char *mode, struct samples *s, uint64_t wall, uint64_t 
 
 struct rr {
 	int fd;
+	unsigned k; /* its namespace: k % nns */
 	size_t got;
 	uint64_t sent_ns;
 };
 
-static void rr_send(struct rr *c, const char *msg, size_t size)
+/* Opens c's connection (again) and registers it with ep. */
+static void rr_open(int ep, const struct sockaddr_in *dst, struct rr *c)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+	int one = 1;
+
+	c->fd = connect_to(dst, c->k);
+	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev))
+		die("epoll_ctl", strerror(errno));
+}
+
+/* One request; false when the connection is gone (reset, closed). */
+static bool rr_send(struct rr *c, const char *msg, size_t size)
 {
 	c->got = 0;
 	c->sent_ns = bench_now_ns();
-	if (write(c->fd, msg, size) != (ssize_t)size)
-		die("write", strerror(errno));
+	return send(c->fd, msg, size, MSG_NOSIGNAL) == (ssize_t)size;
+}
+
+/* A lost connection is opened again and sent a new request until one
+ * goes out; each loss counts in *errors. */
+static void rr_resend(int ep, const struct sockaddr_in *dst, struct rr *c, const char *msg,
+		      size_t size, unsigned long long *errors)
+{
+	while (!rr_send(c, msg, size)) {
+		(*errors)++;
+		close(c->fd);
+		rr_open(ep, dst, c);
+	}
 }
 
 static int cmd_rr(const struct sockaddr_in *dst, unsigned conns, size_t size, double warmup,
@@ -265,30 +364,23 @@ static int cmd_rr(const struct sockaddr_in *dst, unsigned conns, size_t size, do
 	static struct rr cs[MAX_CONNS];
 	static char msg[MAX_SIZE], in[MAX_SIZE];
 	struct samples s = {0};
-	int ep = epoll_create1(EPOLL_CLOEXEC), one = 1;
+	unsigned long long errors = 0;
+	int ep = epoll_create1(EPOLL_CLOEXEC);
 	uint64_t start, t_meas, t_end, cpu0 = 0, wall0 = 0;
 	bool measuring = false;
 
+	if (ep < 0)
+		die("epoll_create1", strerror(errno));
 	memset(msg, 'r', sizeof(msg));
 	for (unsigned k = 0; k < conns; k++) {
-		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &cs[k]};
-		int fd = socket_in(k);
-
-		if (fd < 0)
-			die("socket", strerror(errno));
-		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-		if (connect(fd, (const struct sockaddr *)dst, sizeof(*dst)))
-			die("connect", strerror(errno));
-		nonblock(fd);
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		cs[k].fd = fd;
-		epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+		cs[k].k = k;
+		rr_open(ep, dst, &cs[k]);
 	}
 	start = bench_now_ns();
 	t_meas = start + (uint64_t)(warmup * 1e9);
 	t_end = t_meas + (uint64_t)(seconds * 1e9);
 	for (unsigned k = 0; k < conns; k++)
-		rr_send(&cs[k], msg, size);
+		rr_resend(ep, dst, &cs[k], msg, size, &errors);
 	for (;;) {
 		struct epoll_event evs[64];
 		int n = epoll_wait(ep, evs, 64, 100);
@@ -305,10 +397,16 @@ static int cmd_rr(const struct sockaddr_in *dst, unsigned conns, size_t size, do
 			struct rr *c = evs[i].data.ptr;
 			ssize_t r = read(c->fd, in, size - c->got);
 
+			if (r < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
 			if (r <= 0) {
-				if (r < 0 && errno == EAGAIN)
-					continue;
-				die("connection lost", r ? strerror(errno) : "closed by peer");
+				/* reset or closed by the server: this request is
+				 * lost, the connection opened again */
+				close(c->fd);
+				rr_open(ep, dst, c);
+				rr_resend(ep, dst, c, msg, size, &errors);
+				errors++;
+				continue;
 			}
 			c->got += (size_t)r;
 			if (c->got < size)
@@ -316,10 +414,12 @@ static int cmd_rr(const struct sockaddr_in *dst, unsigned conns, size_t size, do
 			t = bench_now_ns();
 			if (measuring && t < t_end)
 				sample(&s, t - c->sent_ns);
-			rr_send(c, msg, size);
+			rr_resend(ep, dst, c, msg, size, &errors);
 		}
 	}
-	report("rr", &s, bench_now_ns() - wall0, cpu_ns() - cpu0, 0);
+	if (!s.n)
+		die("rr: no request got its response in the measured window", NULL);
+	report("rr", &s, bench_now_ns() - wall0, cpu_ns() - cpu0, errors);
 	for (unsigned k = 0; k < conns; k++)
 		close(cs[k].fd);
 	return 0;
@@ -344,7 +444,7 @@ static int cmd_crr(const struct sockaddr_in *dst, unsigned conc, size_t size, do
 	static char msg[MAX_SIZE], in[MAX_SIZE];
 	struct samples s = {0};
 	unsigned long long errors = 0;
-	int ep = epoll_create1(EPOLL_CLOEXEC), one = 1;
+	int ep = epoll_create1(EPOLL_CLOEXEC), one = 1, last_err = 0;
 	uint64_t start = bench_now_ns(), t_meas, t_end, cpu0 = 0, wall0 = 0;
 	bool measuring = false;
 
@@ -381,6 +481,7 @@ static int cmd_crr(const struct sockaddr_in *dst, unsigned conc, size_t size, do
 			setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 			if (connect(c->fd, (const struct sockaddr *)dst, sizeof(*dst)) &&
 			    errno != EINPROGRESS) {
+				last_err = errno;
 				errors++;
 				close(c->fd);
 				continue; /* e.g. no free port yet: try again next turn */
@@ -399,7 +500,9 @@ static int cmd_crr(const struct sockaddr_in *dst, unsigned conc, size_t size, do
 				struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
 
 				getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-				if (soerr || write(c->fd, msg, size) != (ssize_t)size) {
+				if (soerr ||
+				    send(c->fd, msg, size, MSG_NOSIGNAL) != (ssize_t)size) {
+					last_err = soerr ? soerr : errno;
 					errors++;
 					close(c->fd);
 					c->state = C_IDLE;
@@ -411,9 +514,10 @@ static int cmd_crr(const struct sockaddr_in *dst, unsigned conc, size_t size, do
 			}
 			ssize_t r = read(c->fd, in, size - c->got);
 
-			if (r < 0 && errno == EAGAIN)
+			if (r < 0 && (errno == EAGAIN || errno == EINTR))
 				continue;
 			if (r <= 0) {
+				last_err = r ? errno : ECONNRESET;
 				errors++;
 				close(c->fd);
 				c->state = C_IDLE;
@@ -428,6 +532,13 @@ static int cmd_crr(const struct sockaddr_in *dst, unsigned conc, size_t size, do
 			if (measuring && t < t_end)
 				sample(&s, t - c->t0);
 		}
+	}
+	if (!s.n) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "%llu errors, the last: %s", errors,
+			 errors ? strerror(last_err) : "none");
+		die("crr: no connection completed in the measured window", why);
 	}
 	report("crr", &s, bench_now_ns() - wall0, cpu_ns() - cpu0, errors);
 	for (unsigned k = 0; k < conc; k++)
@@ -454,6 +565,7 @@ int main(int argc, char **argv)
 	int opt;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN); /* a reset peer is an error return, not the end */
 	if (argc < 2)
 		usage();
 	cmd = argv[1];

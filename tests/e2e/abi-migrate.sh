@@ -30,11 +30,7 @@ datapath:
   bpffs: $BPFFS
   bridges: [br0]
 subjects:
-  - name: sandbox-a
-    addresses: [10.42.0.2]
-    interface: sb-a
-    gateway: 10.42.0.1
-    private_cidr: 10.42.0.0/24
+$(fw_subject_yaml a 2 v4)
     policy:
       defaultAction: deny
       egress:

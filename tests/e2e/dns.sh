@@ -130,39 +130,23 @@ dns:
   probe_interval: 1
 $dns_extra
 subjects:
-  - name: sandbox-a
-    addresses: [10.42.0.2, "fd00:42::2"]
-    interface: sb-a
-    gateway: [10.42.0.1, "fd00:42::1"]
-    private_cidr: [10.42.0.0/24, "fd00:42::/64"]
+$(fw_subject_yaml a 2)
     policy:
       defaultAction: deny
       egress:
 $a_rules
-  - name: sandbox-b
-    addresses: [10.42.0.3]
-    interface: sb-b
-    gateway: 10.42.0.1
-    private_cidr: 10.42.0.0/24
+$(fw_subject_yaml b 3 v4)
     state: denying
     policy:
       defaultAction: deny
       egress:
         - { action: allow, target: "*.example.com" }
-  - name: sandbox-c
-    addresses: [10.42.0.4]
-    interface: sb-c
-    gateway: 10.42.0.1
-    private_cidr: 10.42.0.0/24
+$(fw_subject_yaml c 4 v4)
     policy:
       defaultAction: allow
       egress:
         - { action: deny, target: "*.blocked.test" }
-  - name: sandbox-r
-    addresses: [10.42.0.6, "fd00:42::6"]
-    interface: sb-r
-    gateway: [10.42.0.1, "fd00:42::1"]
-    private_cidr: [10.42.0.0/24, "fd00:42::/64"]
+$(fw_subject_yaml r 6)
     policy:
       defaultAction: deny
       egress:

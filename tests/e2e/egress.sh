@@ -42,11 +42,7 @@ datapath:
   local_addresses: [198.51.100.88]
   events: { rate: 1000, burst: 1000 }
 subjects:
-  - name: sandbox-a
-    addresses: [10.42.0.2, "fd00:42::2"]
-    interface: sb-a
-    gateway: [10.42.0.1, "fd00:42::1"]
-    private_cidr: [10.42.0.0/24, "fd00:42::/64"]
+$(fw_subject_yaml a 2)
     policy:
       defaultAction: deny
       egress:
@@ -54,27 +50,15 @@ subjects:
         - { action: allow, target: "2001:db8::/64" }
         - { action: deny, target: 198.51.100.66 }
         - { action: deny, target: "2001:db8::66" }
-  - name: sandbox-b
-    addresses: [10.42.0.3, "fd00:42::3"]
-    interface: sb-b
-    gateway: [10.42.0.1, "fd00:42::1"]
-    private_cidr: [10.42.0.0/24, "fd00:42::/64"]
+$(fw_subject_yaml b 3)
     policy:
       defaultAction: allow
       egress:
         - { action: deny, target: 203.0.113.0/24 }
-  - name: sandbox-c
-    addresses: [10.42.0.4]
-    interface: sb-c
-    gateway: 10.42.0.1
-    private_cidr: 10.42.0.0/24
+$(fw_subject_yaml c 4 v4)
     state: denying
     policy: { defaultAction: allow }
-  - name: sandbox-d
-    addresses: [10.42.0.5, "fd00:42::5"]
-    interface: sb-d
-    gateway: [10.42.0.1, "fd00:42::1"]
-    private_cidr: [10.42.0.0/24, "fd00:42::/64"]
+$(fw_subject_yaml d 5)
     policy:
       defaultAction: deny
       egress:

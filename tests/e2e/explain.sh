@@ -41,22 +41,14 @@ datapath:
 dns:
   upstreams: [$UP4]
 subjects:
-  - name: sandbox-a
-    addresses: [10.42.0.2, "fd00:42::2"]
-    interface: sb-a
-    gateway: [10.42.0.1, "fd00:42::1"]
-    private_cidr: [10.42.0.0/24, "fd00:42::/64"]
+$(fw_subject_yaml a 2)
     policy:
       defaultAction: deny
       egress:
         - { action: allow, target: 198.51.100.0/24 }
         - { action: deny, target: 198.51.100.66, ports: [80] }
         - { action: allow, target: api.example.com }
-  - name: sandbox-b
-    addresses: [10.42.0.3]
-    interface: sb-b
-    gateway: 10.42.0.1
-    private_cidr: 10.42.0.0/24
+$(fw_subject_yaml b 3 v4)
     state: denying
     policy: { defaultAction: allow }
   # 200 single addresses: more than a small set holds (60 entries), so

@@ -24,11 +24,7 @@ log_level: info
 dns: { proxy: false }
 datapath: { bpffs: $BPFFS, bridges: [br0], events: { rate: 1000, burst: 1000 } }
 subjects:
-  - name: sandbox-a
-    addresses: [10.42.0.2, "fd00:42::2"]
-    interface: sb-a
-    gateway: [10.42.0.1, "fd00:42::1"]
-    private_cidr: [10.42.0.0/24, "fd00:42::/64"]
+$(fw_subject_yaml a 2)
     policy:
       defaultAction: deny
       egress:

@@ -41,32 +41,20 @@ datapath:
   bridges: [br0]
   events: { rate: 1000, burst: 1000 }
 subjects:
-  - name: sandbox-a
-    addresses: [10.42.0.2, "fd00:42::2"]
-    interface: sb-a
-    gateway: [10.42.0.1, "fd00:42::1"]
-    private_cidr: [10.42.0.0/24, "fd00:42::/64"]
+$(fw_subject_yaml a 2)
     policy:
       defaultAction: deny
       egress:
         - { action: allow, target: 198.51.100.0/24 }
         - { action: allow, target: "2001:db8::/64" }
-  - name: sandbox-b
-    addresses: [10.42.0.3, "fd00:42::3"]
-    interface: sb-b
-    gateway: [10.42.0.1, "fd00:42::1"]
-    private_cidr: [10.42.0.0/24, "fd00:42::/64"]
+$(fw_subject_yaml b 3)
     policy:
       defaultAction: deny
       egress:
         - { action: allow, target: 198.51.100.0/24 }
         - { action: allow, target: "2001:db8::/64" }
         - { action: deny, target: "2001:db8:dead::/48" }
-  - name: sandbox-c
-    addresses: [10.42.0.4, "fd00:42::4"]
-    interface: sb-c
-    gateway: [10.42.0.1, "fd00:42::1"]
-    private_cidr: [10.42.0.0/24, "fd00:42::/64"]
+$(fw_subject_yaml c 4)
     policy:
       defaultAction: deny
       egress:

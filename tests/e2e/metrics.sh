@@ -59,11 +59,7 @@ dns:
   probe_interval: 1
 $1
 subjects:
-  - name: sandbox-a
-    addresses: [10.42.0.2]
-    interface: sb-a
-    gateway: 10.42.0.1
-    private_cidr: 10.42.0.0/24
+$(fw_subject_yaml a 2 v4)
     policy:
       defaultAction: deny
       note: a key the policy format does not know

@@ -60,21 +60,13 @@ monitor:
   reader_queue: 4096
   allow_sample: 1
 subjects:
-  - name: sandbox-a
-    addresses: [10.42.0.2]
-    interface: sb-a
-    gateway: 10.42.0.1
-    private_cidr: 10.42.0.0/24
+$(fw_subject_yaml a 2 v4)
     policy:
       defaultAction: deny
       egress:
         - { action: deny, target: bad.example.com }
         - { action: allow, target: "*.example.com", ports: [80] }
-  - name: sandbox-b
-    addresses: [10.42.0.3]
-    interface: sb-b
-    gateway: 10.42.0.1
-    private_cidr: 10.42.0.0/24
+$(fw_subject_yaml b 3 v4)
     policy:
       defaultAction: deny
       egress:

@@ -31,11 +31,7 @@ datapath:
   bpffs: $BPFFS
   bridges: [br0]
 subjects:
-  - name: sandbox-a
-    addresses: [10.42.0.2, "fd00:42::2"]
-    interface: sb-a
-    gateway: [10.42.0.1, "fd00:42::1"]
-    private_cidr: [10.42.0.0/24, "fd00:42::/64"]
+$(fw_subject_yaml a 2)
     policy:
       defaultAction: $def
       egress:
@@ -44,11 +40,7 @@ EOF
 			echo "        - { action: ${r%% *}, target: \"${r#* }\" }"
 		done
 		cat <<EOF
-  - name: sandbox-b
-    addresses: [10.42.0.3]
-    interface: sb-b
-    gateway: 10.42.0.1
-    private_cidr: 10.42.0.0/24
+$(fw_subject_yaml b 3 v4)
     policy:
       defaultAction: allow
       egress:

@@ -132,21 +132,13 @@ actions:
   grace: 8
   bind_host_veth: true
 subjects:
-  - name: sandbox-a
-    addresses: [10.42.0.2]
-    interface: sb-a
-    gateway: 10.42.0.1
-    private_cidr: 10.42.0.0/24
+$(fw_subject_yaml a 2 v4)
     policy:
       defaultAction: deny
       egress:
         - { action: allow, target: 198.51.100.0/24, ports: [7001, 7002, 9000] }
         - { action: allow, target: svc.example.test }
-  - name: sandbox-b
-    addresses: [10.42.0.3]
-    interface: sb-b
-    gateway: 10.42.0.1
-    private_cidr: 10.42.0.0/24
+$(fw_subject_yaml b 3 v4)
     policy:
       defaultAction: deny
       egress:

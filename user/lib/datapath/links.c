@@ -143,6 +143,10 @@ static int walk(const char *buf, ssize_t n, fw_link_cb cb, fw_addr_cb acb, void 
 	const struct nlmsghdr *nh;
 	int len = (int)n;
 
+	/* NLMSG_OK compares the header's __u32 length with len, an int as
+	 * netlink(3) has it: clang warns inside the macro, gcc does not */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-compare"
 	for (nh = (const struct nlmsghdr *)buf; NLMSG_OK(nh, len); nh = NLMSG_NEXT(nh, len)) {
 		if (nh->nlmsg_type == NLMSG_DONE)
 			return 1;
@@ -158,6 +162,7 @@ static int walk(const char *buf, ssize_t n, fw_link_cb cb, fw_addr_cb acb, void 
 		if (acb && (nh->nlmsg_type == RTM_NEWADDR || nh->nlmsg_type == RTM_DELADDR))
 			parse_addr(nh, acb, ctx);
 	}
+#pragma GCC diagnostic pop
 	return 0;
 }
 

@@ -40,8 +40,6 @@
 #define FW_TCP_RST 0x04
 #define FW_TCP_ACK 0x10
 
-#define FW_NSEC_PER_SEC 1000000000ull
-
 static __always_inline bool fw_ip_eq(const struct fw_ip *a, const struct fw_ip *b)
 {
 	return FW_IP_W(a)[0] == FW_IP_W(b)[0] && FW_IP_W(a)[1] == FW_IP_W(b)[1] &&

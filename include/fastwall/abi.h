@@ -9,6 +9,12 @@
 #include <linux/types.h>
 #endif
 
+/* Times in the maps are CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns in
+ * the programs, fw_now_ns in userspace): the one definition of a second
+ * and a millisecond in them. */
+#define FW_NSEC_PER_SEC	 1000000000ull
+#define FW_NSEC_PER_MSEC 1000000ull
+
 #ifndef FW_MAX_SUBJECTS
 #define FW_MAX_SUBJECTS 8192 /* subject ids 1..FW_MAX_SUBJECTS-1; 0 = none */
 #endif

@@ -274,8 +274,8 @@ void case_swaps(void)
 	struct fw_config cfg = {
 		.event_burst = 1u << 30,
 		.event_interval_ns = 1,
-		.pod_flow_timeout_ns = 120ull * 1000000000,
-		.frag_timeout_ns = 30ull * 1000000000,
+		.pod_flow_timeout_ns = 120ull * FW_NSEC_PER_SEC,
+		.frag_timeout_ns = 30ull * FW_NSEC_PER_SEC,
 		.dns_port = 53,
 	};
 	struct fw_registry reg = {};

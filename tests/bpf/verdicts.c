@@ -236,7 +236,7 @@ int learn(const char *subject, const char *addr, long ttl_s)
 		printf("can't learn %s: no subject %s\n", addr, subject);
 		return -ENOENT;
 	}
-	err = fw_dp_learned_put(t.dp, id, &ip, fw_now_ns() + ttl_s * (long long)NSEC_PER_SEC);
+	err = fw_dp_learned_put(t.dp, id, &ip, fw_now_ns() + ttl_s * (long long)FW_NSEC_PER_SEC);
 	if (err)
 		printf("can't learn %s for %s: %s\n", addr, subject, strerror(-err));
 	return err;
@@ -863,8 +863,8 @@ static int fixture_populate(void)
 		.flags = 0,
 		.event_burst = 1u << 30,
 		.event_interval_ns = 1,
-		.pod_flow_timeout_ns = 120 * NSEC_PER_SEC,
-		.frag_timeout_ns = 30 * NSEC_PER_SEC,
+		.pod_flow_timeout_ns = 120 * FW_NSEC_PER_SEC,
+		.frag_timeout_ns = 30 * FW_NSEC_PER_SEC,
 		.dns_port = DNS_PORT,
 	};
 	t.base_cfg = t.cfg;

@@ -31,8 +31,6 @@
 #include "pkt.h"
 #include "subjects/registry.h"
 
-#define NSEC_PER_SEC 1000000000ull
-
 #define DUMMY_IF  "@dummy"	      /* stands for the test's own dummy interface */
 #define DUMMY_MAC "02:00:00:00:00:0d" /* the source MAC of frames on the dummy */
 

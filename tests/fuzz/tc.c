@@ -65,8 +65,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FUZZ_MAX_FRAMES 8
-#define FUZZ_FRAME_MAX	2048 /* test_run wants a frame that fits a page */
-#define NSEC_PER_SEC	1000000000ull
+#define FUZZ_FRAME_MAX	2048  /* test_run wants a frame that fits a page */
 #define DNS_PORT	15353 /* the proxy's */
 #define O_MAX_FRAG_IDS	8     /* fragment headers remembered per frame */
 
@@ -1751,8 +1750,8 @@ static int world_setup(void)
 	h.cfg = (struct fw_config){
 		.event_burst = 1u << 30,
 		.event_interval_ns = 1,
-		.pod_flow_timeout_ns = 3600 * NSEC_PER_SEC,
-		.frag_timeout_ns = 3600 * NSEC_PER_SEC,
+		.pod_flow_timeout_ns = 3600 * FW_NSEC_PER_SEC,
+		.frag_timeout_ns = 3600 * FW_NSEC_PER_SEC,
 		.dns_port = DNS_PORT,
 	};
 	err = fw_dp_config_set(h.dp, &h.cfg);
@@ -1784,7 +1783,7 @@ static int world_setup(void)
 		s->id = e->id;
 		for (size_t l = 0; !err && l < 6 && s->def->leases[l]; l++) {
 			fw_addr_parse(s->def->leases[l], &ip, NULL);
-			err = fw_dp_learned_put(h.dp, s->id, &ip, now + 86400 * NSEC_PER_SEC);
+			err = fw_dp_learned_put(h.dp, s->id, &ip, now + 86400 * FW_NSEC_PER_SEC);
 		}
 		/* ran out a moment ago: the collector has not run */
 		for (size_t l = 0; !err && l < 3 && s->def->expired[l]; l++) {

@@ -69,7 +69,7 @@ static const struct fw_cfgkey demo_keys[] = {
 	 .min = 1,
 	 .max = 60,
 	 .def = 5,
-	 .scale = FW_CK_NSEC},
+	 .scale = FW_NSEC_PER_SEC},
 	{.key = "wait_s", .type = FW_CK_DURATION, F(wait_s), .min = 0, .max = 100, .def = 2},
 	{.key = "path", .type = FW_CK_PATH, F(path), .def_str = "/run/x"},
 	{.key = "name", .type = FW_CK_STRING, F(name), .def_str = "abc"},
@@ -377,12 +377,12 @@ Test(cfgkeys, modules_take_their_defaults_from_the_tables)
 	fw_learn_config_init(&lc);
 	cr_expect_eq(pc.port, fw_ck_find(&fw_dnsp_keys, "port")->def);
 	cr_expect_eq(pc.workers, fw_ck_find(&fw_dnsp_keys, "workers")->def);
-	cr_expect_eq(pc.timeout_ns, fw_ck_find(&fw_dnsp_keys, "timeout")->def * FW_CK_NSEC);
+	cr_expect_eq(pc.timeout_ns, fw_ck_find(&fw_dnsp_keys, "timeout")->def * FW_NSEC_PER_SEC);
 	cr_expect_eq(pc.tcp_idle_ns,
-		     fw_ck_find(&fw_dnsp_keys, "tcp_query_timeout")->def * FW_CK_NSEC);
+		     fw_ck_find(&fw_dnsp_keys, "tcp_query_timeout")->def * FW_NSEC_PER_SEC);
 	cr_expect_eq(lc.lease_max_s, fw_ck_find(&fw_learn_lease_keys, "max")->def);
 	cr_expect_eq(lc.tcp_idle_ns,
-		     fw_ck_find(&fw_learn_keys, "tcp_idle_timeout")->def * FW_CK_NSEC);
+		     fw_ck_find(&fw_learn_keys, "tcp_idle_timeout")->def * FW_NSEC_PER_SEC);
 	cr_expect(pc.ipv6, "fields without a key keep the module's own defaults");
 	cr_expect_eq(lc.close_linger_ns, 120ULL * 1000000000);
 

@@ -686,7 +686,7 @@ Test(config, dns_section)
 	cr_expect_eq(cfg.learn.lease_max_s, 4);
 	cr_expect_eq(cfg.learn.max_per_subject, 0);
 	cr_expect_eq(cfg.max_conns_per_subject, 16);
-	cr_expect_eq(cfg.learn.refresh_interval_ns, 1000000000ull);
+	cr_expect_eq(cfg.learn.refresh_interval_ns, FW_NSEC_PER_SEC);
 	cr_expect_eq(cfg.learn.tcp_idle_ns, 600000000000ull);
 }
 

@@ -363,7 +363,7 @@ static void decided_text(struct fw_dp *dp, const struct fw_xresult *r, const cha
 		else
 			snprintf(out, len, "a lease learned from DNS%s%s, %llus left",
 				 names[0] ? ": " : "", names,
-				 (unsigned long long)(left / 1000000000ull));
+				 (unsigned long long)(left / FW_NSEC_PER_SEC));
 		break;
 	}
 	default:
@@ -535,7 +535,7 @@ int fw_cli_explain(struct fw_dp *dp, const struct fw_explain_args *a)
 				json_pack("{s:I,s:b,s:o}", "expires_in_s",
 					  (json_int_t)(r.lease.expires_ns > r.now_ns
 							       ? (r.lease.expires_ns - r.now_ns) /
-									 1000000000ull
+									 FW_NSEC_PER_SEC
 							       : 0),
 					  "expired", r.lease.expires_ns <= r.now_ns, "names",
 					  names));

@@ -532,7 +532,7 @@ static int show_leases(struct cli *c)
 					  fw_addr_str(&k.addr, buf, sizeof(buf)), "expired",
 					  v.expires_ns <= now, "expires_in_s",
 					  (json_int_t)(v.expires_ns > now ? (v.expires_ns - now) /
-										    1000000000ull
+										    FW_NSEC_PER_SEC
 									  : 0),
 					  "ports", v.portset ? jp : (json_decref(jp), json_null()),
 					  "names", jn));
@@ -542,7 +542,7 @@ static int show_leases(struct cli *c)
 		if (v.expires_ns > now)
 			printf("%-24s %-40s %llus left%s%s\n", meta.name,
 			       fw_addr_str(&k.addr, buf, sizeof(buf)),
-			       (unsigned long long)((v.expires_ns - now) / 1000000000ull), pbuf,
+			       (unsigned long long)((v.expires_ns - now) / FW_NSEC_PER_SEC), pbuf,
 			       nbuf);
 		else
 			printf("%-24s %-40s expired%s%s\n", meta.name,

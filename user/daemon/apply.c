@@ -47,7 +47,7 @@ void learn_config(const struct fw_cfg *cfg, struct fw_learn_config *lc)
 {
 	*lc = cfg->learn; /* the learner's keys, its own defaults for the rest */
 	lc->event_burst = cfg->event_burst;
-	lc->event_interval_ns = cfg->event_rate ? 1000000000ull / cfg->event_rate : 0;
+	lc->event_interval_ns = cfg->event_rate ? FW_NSEC_PER_SEC / cfg->event_rate : 0;
 }
 
 int dns_start(struct fw_daemon *d)
@@ -110,7 +110,7 @@ int apply_datapath(struct fw_daemon *d, const struct fw_cfg *cfg)
 	else if (cfg->doh_mode == FW_DOH_LIST)
 		k.flags |= FW_CF_DOH_LIST;
 	k.event_burst = cfg->event_burst;
-	k.event_interval_ns = cfg->event_rate ? 1000000000ull / cfg->event_rate : 0;
+	k.event_interval_ns = cfg->event_rate ? FW_NSEC_PER_SEC / cfg->event_rate : 0;
 	k.pod_flow_timeout_ns = cfg->pod_flow_timeout_ns;
 	k.frag_timeout_ns = cfg->frag_timeout_ns;
 	k.conn_quota = cfg->max_conns_per_subject;

@@ -37,7 +37,7 @@ static __u64 realtime_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+	return (__u64)ts.tv_sec * FW_NSEC_PER_SEC + (__u64)ts.tv_nsec;
 }
 
 /* A deny (audit trail, monitor) or a sampled allow (monitor) from the

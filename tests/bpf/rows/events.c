@@ -23,7 +23,7 @@ void scenario_event_rate_limit(void)
 	bool all = true;
 
 	t.cfg.event_burst = 5;
-	t.cfg.event_interval_ns = NSEC_PER_SEC;
+	t.cfg.event_interval_ns = FW_NSEC_PER_SEC;
 	if (fw_dp_config_set(t.dp, &t.cfg)) {
 		result(false, "rate limit: config", "can't set the config");
 		return;

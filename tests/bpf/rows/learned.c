@@ -382,7 +382,7 @@ void scenario_learned_leases(void)
 	result(!err && v == TC_ACT_OK, "learn: after the answer the first connect passes",
 	       "err %d verdict %d", err, v);
 	exp = kernel_expiry(id, "192.0.2.77");
-	result(exp >= now + 89 * NSEC_PER_SEC && exp <= fw_now_ns() + 91 * NSEC_PER_SEC,
+	result(exp >= now + 89 * FW_NSEC_PER_SEC && exp <= fw_now_ns() + 91 * FW_NSEC_PER_SEC,
 	       "learn: ttl 30 gives a 90 s lease in the kernel", "expires in %lld ms",
 	       (long long)(exp - now) / 1000000);
 	result(kernel_expiry(id, "2001:db8:77::1") != 0, "learn: AAAA learned too", NULL);
@@ -391,9 +391,9 @@ void scenario_learned_leases(void)
 	       "learn: a shorter answer never shortens a lease", NULL);
 	answer(l, "x.example.com", api, 86400);
 	exp2 = kernel_expiry(id, "192.0.2.77");
-	result(exp2 > exp && exp2 <= fw_now_ns() + 361 * NSEC_PER_SEC,
+	result(exp2 > exp && exp2 <= fw_now_ns() + 361 * FW_NSEC_PER_SEC,
 	       "learn: ttl 24 h is capped at 360 s", "expires in %lld s",
-	       (long long)(exp2 - fw_now_ns()) / (long long)NSEC_PER_SEC);
+	       (long long)(exp2 - fw_now_ns()) / (long long)FW_NSEC_PER_SEC);
 	{
 		struct fw_ip nowhere = ip_of(NOWHERE4);
 
@@ -451,7 +451,7 @@ void scenario_learned_leases(void)
 	lc.lease_add_s = 0;
 	lc.lease_min_s = 2;
 	lc.lease_max_s = 4;
-	lc.refresh_interval_ns = NSEC_PER_SEC;
+	lc.refresh_interval_ns = FW_NSEC_PER_SEC;
 	lc.gc_grace_ns = 0;
 	fw_learn_set_config(l, &lc);
 	{
@@ -519,7 +519,7 @@ void scenario_learned_leases(void)
 			result(false, "learn: a subject added before the reap gets a fresh id",
 			       "can't add it");
 		}
-		result(fw_reg_reap(&t.reg, 60 * NSEC_PER_SEC) == 0 &&
+		result(fw_reg_reap(&t.reg, 60 * FW_NSEC_PER_SEC) == 0 &&
 			       kernel_expiry(id, "192.0.2.78") != 0,
 		       "learn: the reaper leaves ids retired less than min_age ago", NULL);
 		int reaped = fw_reg_reap(&t.reg, 0);

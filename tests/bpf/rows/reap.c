@@ -24,7 +24,7 @@ void scenario_reap_restart(void)
 	struct fw_learn_config lc;
 	struct fw_learn *l = NULL;
 	struct fw_subject_meta m;
-	__u64 far = fw_now_ns() + 3600 * NSEC_PER_SEC;
+	__u64 far = fw_now_ns() + 3600 * FW_NSEC_PER_SEC;
 	__u32 xi, om, orphan = FW_MAX_SUBJECTS - 7, key;
 	struct fw_entry *e;
 	int err;

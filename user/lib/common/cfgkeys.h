@@ -72,7 +72,6 @@ struct fw_cfgtable {
 	{                                                                                          \
 		.section = (sec), .keys = (arr), .nkeys = sizeof(arr) / sizeof((arr)[0])           \
 	}
-#define FW_CK_NSEC 1000000000ULL
 
 /* Every key's default into base (SECTION keys are left alone). */
 void fw_ck_defaults(const struct fw_cfgtable *t, void *base);

@@ -10,8 +10,7 @@
 
 #include <linux/types.h>
 
-#define FW_NSEC_PER_SEC	 1000000000ull
-#define FW_NSEC_PER_MSEC 1000000ull
+#include "fastwall/abi.h"
 
 static inline __u64 fw_now_ns(void)
 {

@@ -25,7 +25,7 @@ static const struct fw_cfgkey keys[] = {
 	 .min = 1,
 	 .max = 3600,
 	 .def = 10,
-	 .scale = FW_CK_NSEC,
+	 .scale = FW_NSEC_PER_SEC,
 	 .type_doc = "seconds, 1-3600, at most `lease.min / 2`",
 	 .doc = "the lease refresh round: renewals, the last renewal of ended connections, "
 		"garbage collection",
@@ -36,7 +36,7 @@ static const struct fw_cfgkey keys[] = {
 	 .min = 1,
 	 .max = 7 * 86400,
 	 .def = 3600,
-	 .scale = FW_CK_NSEC,
+	 .scale = FW_NSEC_PER_SEC,
 	 .doc = "an open connection with no packet for this long no longer keeps its "
 		"destination's lease",
 	 .reload = FW_CK_RELOAD},
@@ -88,10 +88,11 @@ int fw_learn_config_check(const struct fw_learn_config *c, bool lease_only, char
 	}
 	/* a live connection's lease is renewed to lease.min every round: two
 	 * rounds must fit in it, or a late round lets the lease lapse */
-	if (!lease_only && 2 * c->refresh_interval_ns > (__u64)c->lease_min_s * FW_CK_NSEC) {
+	if (!lease_only && 2 * c->refresh_interval_ns > (__u64)c->lease_min_s * FW_NSEC_PER_SEC) {
 		snprintf(msg, msglen,
 			 "dns.refresh_interval (%llus) must be at most half of dns.lease.min (%us)",
-			 (unsigned long long)(c->refresh_interval_ns / FW_CK_NSEC), c->lease_min_s);
+			 (unsigned long long)(c->refresh_interval_ns / FW_NSEC_PER_SEC),
+			 c->lease_min_s);
 		return -EINVAL;
 	}
 	return 0;

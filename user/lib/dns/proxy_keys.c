@@ -37,7 +37,7 @@ static const struct fw_cfgkey keys[] = {
 	 .min = 1,
 	 .max = 60,
 	 .def = 5,
-	 .scale = FW_CK_NSEC,
+	 .scale = FW_NSEC_PER_SEC,
 	 .doc = "per upstream exchange",
 	 .reload = FW_CK_RESTART},
 	{.key = "probe_interval",
@@ -46,7 +46,7 @@ static const struct fw_cfgkey keys[] = {
 	 .min = 0,
 	 .max = 3600,
 	 .def = 10,
-	 .scale = FW_CK_NSEC,
+	 .scale = FW_NSEC_PER_SEC,
 	 .doc = "health probe of each upstream (`. NS`); failing upstreams are tried after "
 		"healthy ones. 0: no probes",
 	 .reload = FW_CK_RESTART},
@@ -92,7 +92,7 @@ static const struct fw_cfgkey keys[] = {
 	 .min = 1,
 	 .max = 3600,
 	 .def = 10,
-	 .scale = FW_CK_NSEC,
+	 .scale = FW_NSEC_PER_SEC,
 	 .doc = "a client TCP connection that has not completed a query (and has none in flight "
 		"and no answer being written) for this long since it opened or since its last "
 		"answer is closed; bytes of an unfinished query do not count",

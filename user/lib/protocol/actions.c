@@ -1015,7 +1015,7 @@ int fw_actions_init(struct fw_actions *a, struct fw_registry *reg,
 	}
 	fw_info("actions handler: instance %s, restart %s, grace %llus", a->instance_id,
 		a->restart_wipe ? "wipe" : "keep",
-		(unsigned long long)(a->grace_ns / 1000000000ull));
+		(unsigned long long)(a->grace_ns / FW_NSEC_PER_SEC));
 	return 0;
 }
 

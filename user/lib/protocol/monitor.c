@@ -294,14 +294,14 @@ static char *dump_line(json_t *o, size_t *len)
 
 static void set_time(json_t *o, __u64 ns)
 {
-	time_t sec = (time_t)(ns / 1000000000ull);
+	time_t sec = (time_t)(ns / FW_NSEC_PER_SEC);
 	char stamp[40], full[48];
 	struct tm tm;
 
 	gmtime_r(&sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(full, sizeof(full), "%s.%06lluZ", stamp,
-		 (unsigned long long)(ns % 1000000000ull / 1000));
+		 (unsigned long long)(ns % FW_NSEC_PER_SEC / 1000));
 	json_object_set_new(o, "time", json_string(full));
 }
 

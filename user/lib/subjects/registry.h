@@ -140,7 +140,7 @@ int fw_reg_init(struct fw_registry *r, struct fw_dp *dp);
  * records and port exceptions of every id retired at least min_age_ns ago,
  * in one scan of each map whatever the number of ids, and then frees the
  * ids. Returns how many ids were freed or a negative errno. */
-#define FW_REAP_AGE_NS 1000000000ull
+#define FW_REAP_AGE_NS FW_NSEC_PER_SEC
 int fw_reg_reap(struct fw_registry *r, __u64 min_age_ns);
 /* What id is to the registry: 1 bound, 0 free, -1 retired or not yet
  * known to be empty (not reaped). gen (may be NULL) gets the id's

@@ -14,18 +14,8 @@ CC=${CC:-cc}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-passed=0
-failed=0
-result() {
-	if [ "$1" = 0 ]; then
-		echo "ok   $2"
-		passed=$((passed + 1))
-	else
-		echo "FAIL $2"
-		[ -n "${3:-}" ] && printf '%s\n' "$3" | sed 's/^/  /'
-		failed=$((failed + 1))
-	fi
-}
+# shellcheck source=tests/lint/result.sh
+. "$REPO/tests/lint/result.sh"
 
 # tree NAME FILE:CALLS...: a folder lib/ under $TMP/NAME with one .c file
 # per argument, each defining FILE_fn and calling the FILE_fn of every
@@ -100,5 +90,4 @@ else
 	result 1 "the data path's files call each other one way" "no $BUILD/user/lib/datapath: build first"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+results

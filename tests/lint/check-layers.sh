@@ -12,18 +12,8 @@ CHECK=$REPO/scripts/check-layers.sh
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-passed=0
-failed=0
-result() {
-	if [ "$1" = 0 ]; then
-		echo "ok   $2"
-		passed=$((passed + 1))
-	else
-		echo "FAIL $2"
-		[ -n "${3:-}" ] && printf '%s\n' "$3" | sed 's/^/  /'
-		failed=$((failed + 1))
-	fi
-}
+# shellcheck source=tests/lint/result.sh
+. "$REPO/tests/lint/result.sh"
 
 # A tree where every folder includes the one below it, its own header
 # and the ABI (siblings each include the one below them both); the data
@@ -144,5 +134,4 @@ expect_fail "a bare include of no header next to the file fails" "$t" \
 out=$("$CHECK" 2>&1)
 result $? "the repository keeps the layer order" "$out"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+results

@@ -1086,6 +1086,48 @@ static int cmd_explain(struct fw_cmd_args *a)
 	return read_command(a, show_explain, READ_PINS | READ_STATUS);
 }
 
+/* The descriptions of the read-only commands, between the usage and the
+ * options of their --help (fastwall.8 says the same at length). */
+static void status_doc(FILE *out)
+{
+	fputs("The number of subjects (and of removed ones the reaper has not finished),\n"
+	      "the interfaces fastwall is attached to, the port guard's interfaces and\n"
+	      "hook, and the packet counters per verdict reason, read from the pins.\n",
+	      out);
+}
+
+static void subjects_doc(FILE *out)
+{
+	fputs("Each subject with its id, state, host interface, addresses (a process\n"
+	      "sandbox: cgroup:PATH) and its counters, read from the pins.\n",
+	      out);
+}
+
+static void leases_doc(FILE *out)
+{
+	fputs("The addresses each subject learned from DNS answers, with the time left\n"
+	      "on their lease and the names that taught them, read from the pins.\n",
+	      out);
+}
+
+static void reasons_doc(FILE *out)
+{
+	fputs("The verdict reasons this build knows: number (the counter slot), pass or\n"
+	      "drop, name and meaning. Reads no pins.\n",
+	      out);
+}
+
+static void explain_doc(FILE *out)
+{
+	fputs("The verdict the data plane would give a packet from SRC to DST (PORT/PROTO\n"
+	      "as 443/tcp or 53/udp; default an ICMP echo request), and what decided it:\n"
+	      "the subject, the rule of its policy with its text, the DNS lease and the\n"
+	      "names that taught it, or the default. It only looks maps up: no counter\n"
+	      "moves, nothing is written. Exit 0 when the packet would pass, 7 when it\n"
+	      "would drop.\n",
+	      out);
+}
+
 static const struct fw_cmd_opt status_opts[] = {
 	OPT_BPFFS, OPT_OUTPUT, OPT_ALL, FW_CMD_OPT_HELP, {0}};
 static const struct fw_cmd_opt leases_opts[] = {OPT_BPFFS, OPT_OUTPUT, FW_CMD_OPT_HELP, {0}};
@@ -1111,6 +1153,7 @@ static const struct fw_cmd cmds[] = {
 	{
 		.name = "status",
 		.fn = cmd_status,
+		.doc = status_doc,
 		.opts = status_opts,
 		.usage = "status [--bpffs DIR] [-o json] [--all]",
 		.summary = "attached interfaces and verdict counters",
@@ -1118,6 +1161,7 @@ static const struct fw_cmd cmds[] = {
 	{
 		.name = "subjects",
 		.fn = cmd_subjects,
+		.doc = subjects_doc,
 		.opts = status_opts,
 		.usage = "subjects [--bpffs DIR] [-o json] [--all]",
 		.summary = "subjects with state, addresses and counters",
@@ -1125,6 +1169,7 @@ static const struct fw_cmd cmds[] = {
 	{
 		.name = "leases",
 		.fn = cmd_leases,
+		.doc = leases_doc,
 		.opts = leases_opts,
 		.usage = "leases [--bpffs DIR] [-o json]",
 		.summary = "DNS-learned addresses and their remaining lease",
@@ -1132,6 +1177,7 @@ static const struct fw_cmd cmds[] = {
 	{
 		.name = "reasons",
 		.fn = cmd_reasons,
+		.doc = reasons_doc,
 		.opts = reasons_opts,
 		.usage = "reasons [-o json] [--markdown]",
 		.summary = "verdict reasons: number, pass or drop, name, meaning",
@@ -1139,6 +1185,7 @@ static const struct fw_cmd cmds[] = {
 	{
 		.name = "explain",
 		.fn = cmd_explain,
+		.doc = explain_doc,
 		.opts = explain_opts,
 		.usage = "explain [-o json] SRC DST [PORT/PROTO] [--iface IF] [--sport N]\n"
 			 "explain [-o json] --cgroup PATH DST [PORT/PROTO]",

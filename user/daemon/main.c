@@ -179,11 +179,46 @@ static const struct fw_cmd_opt config_keys_opts[] = {
 	{0},
 };
 
+/* What each command does, between its usage and its options in --help
+ * (fastwalld.8 says the same). */
+static void run_doc(FILE *out)
+{
+	fputs("Loads and pins the data plane, attaches it to every sandbox-facing\n"
+	      "interface, programs the configured subjects and serves the DNS proxy,\n"
+	      "the actions protocol and the metrics until SIGTERM; SIGHUP reloads the\n"
+	      "configuration (keys marked restart-only keep their running value).\n",
+	      out);
+}
+
+static void check_doc(FILE *out)
+{
+	fputs("Validates the configuration, prints its warnings and exits: 0 when it\n"
+	      "would start, 3 when it is refused (with the key and line).\n",
+	      out);
+}
+
+static void detach_doc(FILE *out)
+{
+	fputs("Removes fastwall's filters and its port guard from every interface;\n"
+	      "--purge also unpins the maps, which ends every lease and counter.\n",
+	      out);
+}
+
+static void config_keys_doc(FILE *out)
+{
+	fputs("Prints the configuration's scalar keys (type, bounds, default, reload,\n"
+	      "meaning) as Markdown tables or a JSON Schema, or FILE with every table\n"
+	      "between its <!-- keys: SECTION --> and <!-- end keys --> markers\n"
+	      "regenerated (how docs/config.md is kept current).\n",
+	      out);
+}
+
 /* fastwalld --help prints each usage with its summary beside it */
 static const struct fw_cmd cmds[] = {
 	{
 		.name = "run",
 		.fn = cmd_run,
+		.doc = run_doc,
 		.opts = run_opts,
 		.usage = "[OPTIONS] [run]",
 		.summary = "load, attach, enforce (default)",
@@ -191,6 +226,7 @@ static const struct fw_cmd cmds[] = {
 	{
 		.name = "check",
 		.fn = cmd_check,
+		.doc = check_doc,
 		.opts = run_opts,
 		.usage = "[OPTIONS] check",
 		.summary = "validate the configuration",
@@ -198,6 +234,7 @@ static const struct fw_cmd cmds[] = {
 	{
 		.name = "detach",
 		.fn = cmd_detach,
+		.doc = detach_doc,
 		.opts = detach_opts,
 		.usage = "[OPTIONS] detach [--purge]",
 		.summary = "remove fastwall from every interface\n(--purge also unpins its maps)",
@@ -205,6 +242,7 @@ static const struct fw_cmd cmds[] = {
 	{
 		.name = "config-keys",
 		.fn = cmd_config_keys,
+		.doc = config_keys_doc,
 		.opts = config_keys_opts,
 		.usage = "config-keys --markdown | --schema | --doc FILE",
 		.summary = "the configuration keys as docs",

@@ -41,7 +41,7 @@
 # rotating each round; the table shows medians and the ratio to direct.
 #
 # Environment: BUILD (build), L7_ROUNDS (3), L7_SECONDS (5), L7_CONNS
-# (32), L7_BULK_MB (256), L7_IDLE (2000). Output also goes to
+# (32), L7_BULK_MB (512), L7_IDLE (2000). Output also goes to
 # $BUILD/bench/l7engine.txt.
 set -euo pipefail
 
@@ -52,7 +52,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ROUNDS=${L7_ROUNDS:-3}
 SECS=${L7_SECONDS:-5}
 CONNS=${L7_CONNS:-32}
-BULK_MB=${L7_BULK_MB:-256}
+BULK_MB=${L7_BULK_MB:-512}
 IDLE=${L7_IDLE:-2000}
 BUILD=${BUILD:-build}
 case $BUILD in /*) OUT=$BUILD/bench ;; *) OUT=$ROOT/$BUILD/bench ;; esac
@@ -266,7 +266,7 @@ to_us() {
 
 RES=$T/results # lines: PATH METRIC VALUE
 run_wrk() {    # PATH KIND(conn|ka)
-	local p=$1 kind=$2 name port pid t0 t1 out rps p99 reqs hdr=()
+	local p=$1 kind=$2 name port pid t0 t1 out rps p99 reqs cpu hdr=()
 	name=$(path_name "$p")
 	port=$(path_port "$p")
 	pid=$(path_pid "$p")
@@ -283,15 +283,17 @@ run_wrk() {    # PATH KIND(conn|ka)
 	fi
 	echo "$p ${kind}_rps $rps" >>"$RES"
 	echo "$p ${kind}_p99_us $(to_us "$p99")" >>"$RES"
+	cpu=
 	if [ -n "$pid" ] && [ "${reqs:-0}" -gt 0 ]; then
-		echo "$p ${kind}_cpu_us $(awk -v d=$((t1 - t0)) -v hz="$HZ" -v n="$reqs" \
-			'BEGIN { printf "%.2f", d / hz * 1e6 / n }')" >>"$RES"
+		cpu=$(awk -v d=$((t1 - t0)) -v hz="$HZ" -v n="$reqs" 'BEGIN { printf "%.2f", d / hz * 1e6 / n }')
+		echo "$p ${kind}_cpu_us $cpu" >>"$RES"
 	fi
-	printf '  %-8s %-4s %10s req/s  p99 %s\n' "$p" "$kind" "$rps" "$p99"
+	printf '  %-8s %-4s %10s req/s  p99 %-8s%s\n' "$p" "$kind" "$rps" "$p99" \
+		"${cpu:+  proxy CPU $cpu us/request}"
 }
 
 run_bulk() { # PATH
-	local p=$1 name port pid t0 t1 bps
+	local p=$1 name port pid t0 t1 bps mbps cpu
 	name=$(path_name "$p")
 	port=$(path_port "$p")
 	pid=$(path_pid "$p")
@@ -299,10 +301,14 @@ run_bulk() { # PATH
 	bps=$(in_ns "$NSC" curl -sf --cacert "$T/ca.crt" -o /dev/null -w '%{speed_download}' \
 		"https://$name:$port/large")
 	t1=$(cpu_ticks "$pid")
-	echo "$p bulk_MBps $(awk -v b="$bps" 'BEGIN { printf "%.1f", b / 1e6 }')" >>"$RES"
-	[ -n "$pid" ] && echo "$p bulk_cpu_ms_per_MiB $(awk -v d=$((t1 - t0)) -v hz="$HZ" \
-		-v m="$BULK_MB" 'BEGIN { printf "%.3f", d / hz * 1e3 / m }')" >>"$RES"
-	printf '  %-8s bulk %10s MB/s\n' "$p" "$(awk -v b="$bps" 'BEGIN { printf "%.1f", b / 1e6 }')"
+	mbps=$(awk -v b="$bps" 'BEGIN { printf "%.1f", b / 1e6 }')
+	echo "$p bulk_MBps $mbps" >>"$RES"
+	cpu=
+	if [ -n "$pid" ]; then
+		cpu=$(awk -v d=$((t1 - t0)) -v hz="$HZ" -v m="$BULK_MB" 'BEGIN { printf "%.3f", d / hz * 1e3 / m }')
+		echo "$p bulk_cpu_ms_per_MiB $cpu" >>"$RES"
+	fi
+	printf '  %-8s bulk %10s MB/s  %-12s%s\n' "$p" "$mbps" "" "${cpu:+  proxy CPU $cpu ms/MiB}"
 }
 
 # --- the Python helper: idle holder and split ClientHello -------------
@@ -416,6 +422,7 @@ echo "RSS per idle TLS connection ($IDLE held through each proxy):"
 for p in nginx haproxy; do
 	pid=$(path_pid "$p")
 	before=$(rss_kib "$pid")
+	: >"$T/hold.out"
 	ip netns exec "$NSC" "$PY" "$T/l7probe.py" hold 192.0.2.1 "$(path_port "$p")" allowed.example "$IDLE" "$T/ca.crt" >"$T/hold.out" 2>&1 &
 	holder=$!
 	PIDS+=("$holder")

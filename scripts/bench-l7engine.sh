@@ -41,8 +41,10 @@
 # rotating each round; the table shows medians and the ratio to direct.
 #
 # Environment: BUILD (build), L7_ROUNDS (3), L7_SECONDS (5), L7_CONNS
-# (32), L7_BULK_MB (512), L7_IDLE (2000). Output also goes to
-# $BUILD/bench/l7engine.txt.
+# (32), L7_BULK_MB (512), L7_IDLE (2000), L7_NGX_BUF (unset: nginx's
+# defaults, 16k; a size sets the stream server's preread_buffer_size and
+# proxy_buffer_size, which must still hold a whole ClientHello). Output
+# also goes to $BUILD/bench/l7engine.txt.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -54,6 +56,7 @@ SECS=${L7_SECONDS:-5}
 CONNS=${L7_CONNS:-32}
 BULK_MB=${L7_BULK_MB:-512}
 IDLE=${L7_IDLE:-2000}
+NGX_BUF=${L7_NGX_BUF:-}
 BUILD=${BUILD:-build}
 case $BUILD in /*) OUT=$BUILD/bench ;; *) OUT=$ROOT/$BUILD/bench ;; esac
 NGINX=/usr/sbin/nginx
@@ -189,7 +192,9 @@ stream {
 		ssl_preread on;
 		preread_timeout 5s;
 		proxy_connect_timeout 2s;
-		proxy_pass \$l7_upstream;
+		proxy_pass \$l7_upstream;${NGX_BUF:+
+		preread_buffer_size $NGX_BUF;
+		proxy_buffer_size $NGX_BUF;}
 	}
 }
 EOF
@@ -379,7 +384,7 @@ else:
 EOF
 
 bench_env "l7engine"
-echo "nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'), $("$HAPROXY" -v | head -n1 | cut -d' ' -f1-3), wrk -t1 -c$CONNS ${SECS}s, $ROUNDS rounds, bulk $BULK_MB MiB, $IDLE idle connections"
+echo "nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'), $("$HAPROXY" -v | head -n1 | cut -d' ' -f1-3), wrk -t1 -c$CONNS ${SECS}s, $ROUNDS rounds, bulk $BULK_MB MiB, $IDLE idle connections, nginx buffers ${NGX_BUF:-16k (default)}"
 
 # --- split ClientHello, allowed and denied ------------------------------
 echo

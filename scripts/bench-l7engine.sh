@@ -293,8 +293,8 @@ run_wrk() {    # PATH KIND(conn|ka)
 		cpu=$(awk -v d=$((t1 - t0)) -v hz="$HZ" -v n="$reqs" 'BEGIN { printf "%.2f", d / hz * 1e6 / n }')
 		echo "$p ${kind}_cpu_us $cpu" >>"$RES"
 	fi
-	printf '  %-8s %-4s %10s req/s  p99 %-8s%s\n' "$p" "$kind" "$rps" "$p99" \
-		"${cpu:+  proxy CPU $cpu us/request}"
+	printf '  %-8s %-4s %10s req/s  p99 %s%s\n' "$p" "$kind" "$rps" "$p99" \
+		"${cpu:+$(printf '%*s' $((8 - ${#p99})) '')  proxy CPU $cpu us/request}"
 }
 
 run_bulk() { # PATH
@@ -313,7 +313,7 @@ run_bulk() { # PATH
 		cpu=$(awk -v d=$((t1 - t0)) -v hz="$HZ" -v m="$BULK_MB" 'BEGIN { printf "%.3f", d / hz * 1e3 / m }')
 		echo "$p bulk_cpu_ms_per_MiB $cpu" >>"$RES"
 	fi
-	printf '  %-8s bulk %10s MB/s  %-12s%s\n' "$p" "$mbps" "" "${cpu:+  proxy CPU $cpu ms/MiB}"
+	printf '  %-8s bulk %10s MB/s%s\n' "$p" "$mbps" "${cpu:+                proxy CPU $cpu ms/MiB}"
 }
 
 # --- the Python helper: idle holder and split ClientHello -------------

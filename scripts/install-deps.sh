@@ -34,6 +34,9 @@ PKGS=(
 	libsqlite3-dev libpq-dev postgresql python3
 	# the ingress benchmark's client
 	wrk
+	# the layer-7 engine benchmark (scripts/bench-l7engine.sh): nginx's
+	# stream module (ssl_preread) and HAProxy, the two engines it compares
+	libnginx-mod-stream haproxy
 	# benchmarks and plots (unbound: the DNS benchmark's upstream; linux-perf and
 	# strace: the profiles of make bench FULL=1; valgrind: the ingress
 	# benchmark's instructions per request)

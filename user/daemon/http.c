@@ -76,6 +76,7 @@ struct fw_req {
 	char *buf;
 	size_t len, cap;
 	bool too_large, over_budget;
+	unsigned int route; /* its row of routes[], found once as it arrives */
 };
 
 enum fw_listener { FW_TCP, FW_UNIX };
@@ -324,6 +325,7 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *c, const char *ur
 		if (!req)
 			return MHD_NO;
 		req->h = ctx->h;
+		req->route = route_of(ctx->which, url);
 		*con_cls = req;
 		/* two lengths, or a length and chunking, frame the body two
 		 * ways: whichever a proxy in front picked, we must not pick
@@ -364,7 +366,7 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *c, const char *ur
 	if (req->over_budget)
 		return send_text(c, 503, "too many request bodies in flight, try again", NULL);
 
-	route = route_of(ctx->which, url);
+	route = req->route;
 	if (route == FW_ROUTE_OTHER)
 		return send_text(c, 404, "404 page not found", NULL);
 	if (routes[route].method && strcmp(method, routes[route].method)) {
@@ -383,13 +385,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				  size_t *upload_data_size, void **con_cls)
 {
 	struct fw_ctx *ctx = cls;
+	const struct fw_req *req;
 	enum MHD_Result ret;
 
 	last_status = 0;
 	ret = serve(cls, c, url, method, version, upload_data, upload_data_size, con_cls);
-	if (last_status > 0 && last_status < FW_HTTP_CODES && ctx->h->requests)
-		__atomic_add_fetch(&ctx->h->requests[route_of(ctx->which, url)][last_status], 1,
-				   __ATOMIC_RELAXED);
+	req = *con_cls;
+	if (req && last_status > 0 && last_status < FW_HTTP_CODES && ctx->h->requests)
+		__atomic_add_fetch(&ctx->h->requests[req->route][last_status], 1, __ATOMIC_RELAXED);
 	return ret;
 }
 

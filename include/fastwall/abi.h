@@ -145,6 +145,11 @@ struct fw_abi_record {
 
 #define FW_SF_GATEWAY4 (1u << 0)
 #define FW_SF_GATEWAY6 (1u << 1)
+/* layer-7 pinning (fastwall_l7_nat below): TCP to a pinned port of a
+ * destination a lease opened goes to the proxy at the subject's gateway */
+#define FW_SF_L7 (1u << 2)
+/* ... and of a destination an allow CIDR opened too (l7: {cidr: pin}) */
+#define FW_SF_L7_CIDR (1u << 3)
 
 struct fw_subject {
 	__u32 id;
@@ -483,6 +488,58 @@ struct fw_dns_nat {
 	__u16 pad[3];
 };
 
+/* Layer-7 pinning. fastwall_l7_ports: struct fw_port_key {TCP, port} ->
+ * struct fw_l7_port, the destination ports whose connections go to the
+ * proxy and the proxy port that reads each kind (a TLS port's UDP is
+ * QUIC). Writer: fastwalld. Readers: fw_from_sandbox, the cgroup
+ * programs.
+ * fastwall_l7_nat: the sandbox's end of a connection sent to the proxy
+ * -> where the sandbox meant it to go, and whose it is. The proxy reads
+ * it by its peer's address and port to learn the subject and the one
+ * address it may connect to; fw_to_sandbox gives the proxy's segments
+ * the original source. A plain hash, not an LRU: a sibling's SYNs must
+ * not push out a live connection's entry; full is l7-full. A SYN from
+ * the same sandbox end to the same proxy port for another destination,
+ * while the entry is open and not idle, is l7-port-reuse (the proxy
+ * could not tell the two apart). Writers:
+ * fw_from_sandbox (at the SYN; last_seen at most once a second), the
+ * cgroup sockops program, fastwalld (deletes idle entries). Readers:
+ * fw_from_sandbox, fw_to_sandbox, the cgroup programs, the proxy. */
+#ifndef FW_MAX_L7_NAT
+#define FW_MAX_L7_NAT 65536
+#endif
+#define FW_MAX_L7_PORTS 64
+
+enum __attribute__((packed)) fw_l7_kind {
+	FW_L7_NONE = 0,
+	FW_L7_TLS = 1,	/* the server name of the ClientHello, passed through */
+	FW_L7_HTTP = 2, /* the Host of every request */
+};
+
+struct fw_l7_port {
+	__be16 proxy_port; /* where the proxy reads this kind */
+	enum fw_l7_kind kind;
+	__u8 pad;
+};
+
+struct fw_l7_nat_key {
+	struct fw_ip client; /* the sandbox's address (process sandboxes: the socket's) */
+	__be16 client_port;
+	__be16 proxy_port; /* the proxy port it was sent to */
+};
+
+struct fw_l7_nat {
+	struct fw_ip orig_dst; /* the address the sandbox addressed */
+	__be16 orig_port;
+	__be16 proxy_port;
+	__u32 subject;
+	__u64 last_seen_ns;
+	enum fw_l7_kind kind;
+	__u8 family; /* enum fw_family */
+	__u8 closed; /* the sandbox sent FIN or RST: a new SYN may take the entry */
+	__u8 pad[5];
+};
+
 /* fastwall_pod_flows: flows the pod opened into a sandbox, keyed as the
  * sandbox's reply will carry them. Writer: fw_to_sandbox.
  * Reader: fw_from_sandbox (pod-local replies). LRU. */
@@ -569,6 +626,14 @@ struct fw_guard_hook {
 #define FW_CF_LOCAL_FULL (1u << 4)
 /* monitor.allow_sample: one passed packet in allow_sample is an event */
 #define FW_CF_ALLOW_SAMPLE (1u << 5)
+/* a layer-7 proxy is configured: fastwall_l7_ports names its ports */
+#define FW_CF_L7 (1u << 6)
+/* ... and accepts: fastwalld sets it while the proxy is up, and without
+ * it a pinned connection's SYN drops (l7-proxy-down), never bypasses */
+#define FW_CF_L7_UP (1u << 7)
+/* UDP to a pinned TLS port (QUIC) passes by the policy instead of
+ * dropping l7-quic (l7.quic: allow) */
+#define FW_CF_L7_QUIC (1u << 8)
 
 struct fw_config {
 	__u32 flags;		   /* FW_CF_* */
@@ -704,6 +769,9 @@ _Static_assert(sizeof(struct fw_frag_key) == 40, "fw_frag_key");
 _Static_assert(sizeof(struct fw_config) == 40, "fw_config");
 _Static_assert(sizeof(struct fw_conn_key) == 24, "fw_conn_key");
 _Static_assert(sizeof(struct fw_dns_nat_key) == 20, "fw_dns_nat_key");
+_Static_assert(sizeof(struct fw_l7_port) == 4, "fw_l7_port");
+_Static_assert(sizeof(struct fw_l7_nat_key) == 20, "fw_l7_nat_key");
+_Static_assert(sizeof(struct fw_l7_nat) == 40, "fw_l7_nat");
 _Static_assert(sizeof(struct fw_event) == 72, "fw_event");
 _Static_assert(sizeof(struct fw_subject_meta) == 192, "fw_subject_meta");
 _Static_assert(sizeof(struct fw_mac) == 8, "fw_mac");

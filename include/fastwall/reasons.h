@@ -98,7 +98,25 @@
 	X(FW_DROP_SOCKOPT, 37, FW_VERDICT_DROP, "socket-option",                                   \
 	  "a process sandbox setting a socket option that puts IP options or IPv6 extension "      \
 	  "headers on its packets (`IP_OPTIONS`, `IPV6_RTHDR`, `IPV6_HOPOPTS`, `IPV6_DSTOPTS`, "   \
-	  "...)")
+	  "...)")                                                                                  \
+	X(FW_PASS_L7_PROXY, 38, FW_VERDICT_PASS, "l7-proxy",                                       \
+	  "TCP to a pinned port of a destination a name taught, sent to the layer-7 proxy, which " \
+	  "checks the TLS server name or HTTP `Host` against the names that taught it")            \
+	X(FW_DROP_L7_PROXY_DOWN, 39, FW_VERDICT_DROP, "l7-proxy-down",                             \
+	  "connection to a pinned port while the layer-7 proxy is not accepting (or the subject "  \
+	  "has no gateway of the family to reach it at): never sent past it")                      \
+	X(FW_DROP_L7_FULL, 40, FW_VERDICT_DROP, "l7-full",                                         \
+	  "connection to a pinned port when the proxy's connection table (`fastwall_l7_nat`) is "  \
+	  "full")                                                                                  \
+	X(FW_DROP_L7_QUIC, 41, FW_VERDICT_DROP, "l7-quic",                                         \
+	  "UDP to a pinned TLS port (QUIC), which the proxy cannot read: clients fall back to "    \
+	  "TCP")                                                                                   \
+	X(FW_DROP_L7_UNTRACKED, 42, FW_VERDICT_DROP, "l7-untracked",                               \
+	  "TCP segment to a pinned port of a connection the proxy's table does not hold (opened "  \
+	  "before pinning, or expired)")                                                           \
+	X(FW_DROP_L7_PORT_REUSE, 43, FW_VERDICT_DROP, "l7-port-reuse",                             \
+	  "SYN to a pinned port from a source port whose earlier pinned connection, to another "   \
+	  "destination, is still open: the proxy could not tell them apart")
 
 /* Counter slots in fastwall_stats_v2 and fw_subject_stats: room for new
  * reasons without a new map layout. */
@@ -149,5 +167,38 @@ enum fw_dns_reason {
 	FW_DNS_REASONS(FW_DNS_REASON_ENUM_) FW_DNS_REASON_MAX,
 };
 #undef FW_DNS_REASON_ENUM_
+
+/* The layer-7 proxy's verdicts on a connection (and, for HTTP, on each
+ * request), a table of the same form: counted by fastwalld from the
+ * proxy's reports (fastwall/l7.h), not in the pinned maps. */
+#define FW_L7_REASONS(X)                                                                           \
+	X(FW_L7_PINNED, FW_VERDICT_PASS, "l7-pinned",                                              \
+	  "the TLS server name (or HTTP `Host`) is one of the names that taught the original "     \
+	  "destination to this subject, with a live lease: connected to that address only")        \
+	X(FW_L7_NAME, FW_VERDICT_DROP, "l7-name",                                                  \
+	  "server name or `Host` that did not teach the original destination to this subject, "    \
+	  "or is no longer allowed")                                                               \
+	X(FW_L7_NO_NAME, FW_VERDICT_DROP, "l7-no-name",                                            \
+	  "ClientHello without a server name, HTTP request without `Host`, or an address as the "  \
+	  "name")                                                                                  \
+	X(FW_L7_ECH, FW_VERDICT_DROP, "l7-ech",                                                    \
+	  "encrypted ClientHello (`encrypted_client_hello` extension): the real name is hidden")   \
+	X(FW_L7_BAD_HELLO, FW_VERDICT_DROP, "l7-bad-hello",                                        \
+	  "not a TLS ClientHello, a malformed or oversized one, or one with two server names")     \
+	X(FW_L7_LEASE, FW_VERDICT_DROP, "l7-lease",                                                \
+	  "the original destination's lease ran out (or never was) when the proxy checked it")     \
+	X(FW_L7_UNTRACKED, FW_VERDICT_DROP, "l7-untracked-peer",                                   \
+	  "connection to the proxy that no redirect recorded (a sandbox addressing the proxy "     \
+	  "itself)")                                                                               \
+	X(FW_L7_LIMIT, FW_VERDICT_DROP, "l7-limit",                                                \
+	  "the subject holds as many proxied connections as `l7.subject_connections` allows")      \
+	X(FW_L7_UPSTREAM, FW_VERDICT_DROP, "l7-upstream-failed",                                   \
+	  "pinned, but the original destination refused or did not answer")
+
+#define FW_L7_REASON_ENUM_(id, verdict, name, meaning) id,
+enum fw_l7_reason {
+	FW_L7_REASONS(FW_L7_REASON_ENUM_) FW_L7_REASON_MAX,
+};
+#undef FW_L7_REASON_ENUM_
 
 #endif /* FASTWALL_REASONS_H */

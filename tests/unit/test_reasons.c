@@ -33,6 +33,9 @@ static const struct {
 	{32, "guard-trusted", false},  {33, "guard-untrusted", true},
 	{34, "guard-fragment", true},  {35, "guard-malformed", true},
 	{36, "source-route", true},    {37, "socket-option", true},
+	{38, "l7-proxy", false},       {39, "l7-proxy-down", true},
+	{40, "l7-full", true},	       {41, "l7-quic", true},
+	{42, "l7-untracked", true},    {43, "l7-port-reuse", true},
 };
 
 Test(reasons, numbers_and_names_are_fixed)

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Layer-7 pinning as the packet path sees it: the pinned ports
+ * (fastwall_l7_ports) and the settings bits FW_CF_L7, FW_CF_L7_QUIC and
+ * FW_CF_L7_UP of fastwall_config, and the collection of finished
+ * connections from fastwall_l7_nat. The three bits belong to the
+ * functions here: fw_dp_config_set keeps them as these last set them,
+ * whatever the record it is given says, so a write of the other
+ * settings can never turn pinning off behind the proxy's back. Functions
+ * return 0 or a negative errno. */
+#ifndef FW_DATAPATH_L7_H
+#define FW_DATAPATH_L7_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "datapath/datapath.h"
+
+/* The settings bits the functions below own. */
+#define FW_CF_L7_BITS (FW_CF_L7 | FW_CF_L7_QUIC | FW_CF_L7_UP)
+
+/* What the proxy pins: TCP connections to tls_ports go to proxy_tls_port
+ * (the server name of the ClientHello), to http_ports to proxy_http_port
+ * (every request's Host); UDP to a TLS port (QUIC) drops unless
+ * quic_allowed. Ports in host order; a port listed as both is refused. */
+struct fw_dp_l7 {
+	__u16 tls_ports[FW_MAX_L7_PORTS];
+	size_t ntls;
+	__u16 http_ports[FW_MAX_L7_PORTS];
+	size_t nhttp;
+	__u16 proxy_tls_port;
+	__u16 proxy_http_port;
+	bool quic_allowed;
+};
+
+/* Makes fastwall_l7_ports hold exactly l7's ports and sets FW_CF_L7 (and
+ * FW_CF_L7_QUIC as quic_allowed says); l7 NULL, or no port listed, turns
+ * pinning off: the ports go and FW_CF_L7, FW_CF_L7_QUIC and FW_CF_L7_UP
+ * are cleared. Bad input (a port 0, a port listed twice or as both
+ * kinds, more than FW_MAX_L7_PORTS in all, a proxy port 0 for a kind
+ * that has ports) is -EINVAL and changes nothing. Pinning off, the ports
+ * are removed after the flag is cleared; on, the ports are written
+ * before it is set. */
+int fw_dp_l7_apply(struct fw_dp *dp, const struct fw_dp_l7 *l7);
+
+/* Sets or clears FW_CF_L7_UP: the proxy accepts connections. Without
+ * it, a pinned connection's SYN drops (l7-proxy-down). */
+int fw_dp_l7_set_up(struct fw_dp *dp, bool up);
+
+/* Deletes the fastwall_l7_nat entries not seen for idle_ns (last_seen_ns
+ * + idle_ns <= now_ns), closed or not, and counts them in *deleted (may
+ * be NULL). now_ns: CLOCK_MONOTONIC (fw_now_ns). */
+int fw_dp_l7_gc(struct fw_dp *dp, __u64 now_ns, __u64 idle_ns, size_t *deleted);
+
+/* The FW_CF_L7_BITS last set through the functions above (0 before). */
+__u32 fw_dp_l7_flags(const struct fw_dp *dp);
+
+#endif /* FW_DATAPATH_L7_H */

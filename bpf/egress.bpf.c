@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* fastwall's TC programs, named for the direction as the sandbox sees it.
  * fw_from_sandbox runs at clsact ingress of every sandbox-facing port and
- * decides each packet a sandbox sends, sending its DNS to the proxy;
- * fw_to_sandbox runs at clsact egress of the same ports (traffic into the
- * sandbox): it gives the proxy's answers their original source, records
- * flows the pod opens into a sandbox (so their replies can pass) and
- * resets of connections to learned addresses. */
+ * decides each packet a sandbox sends, sending its DNS to the proxy and
+ * its pinned TCP connections to the layer-7 proxy; fw_to_sandbox runs at
+ * clsact egress of the same ports (traffic into the sandbox): it gives
+ * the proxies' answers their original source, records flows the pod
+ * opens into a sandbox (so their replies can pass) and resets of
+ * connections to learned addresses. */
 /* the per-CPU subject rows (lib/rows.h) are these programs' alone */
 #define FW_SUBJECT_ROWS 1
+/* and so is the layer-7 redirect of a sandbox port's packets (lib/l7.h) */
+#define FW_L7_TC 1
 #include "lib/common.h"
 #include "lib/parse.h"
 #include "lib/config.h"
@@ -20,6 +23,7 @@
 #include "lib/policy.h"
 #include "lib/flows.h"
 #include "lib/dns.h"
+#include "lib/l7.h"
 #include "lib/l2.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -343,6 +347,15 @@ static __always_inline __u32 fw_from_sandbox_reason(struct __sk_buff *skb, struc
 		*subject = s->id;
 		reason = fw_decide(skb, cfg, pkt, s, &ans);
 	}
+	/* the settings that act on a verdict, behind one test: a pass to a
+	 * pinned port goes to the layer-7 proxy (before the fragment note:
+	 * a first fragment it drops must not let the rest pass), and
+	 * allowed packets are sampled to the monitor */
+	if (fw_unlikely(cfg->flags & (FW_CF_L7 | FW_CF_ALLOW_SAMPLE))) {
+		if (cfg->flags & FW_CF_L7)
+			reason = fw_l7_redirect(skb, cfg, pkt, reason);
+		fw_event_allow_sample(skb, cfg, pkt, *subject, reason);
+	}
 	/* a spoofed first fragment must not cancel its victim's datagram */
 	if (fw_unlikely(pkt->frag_first)) {
 		if (!FW_REASON_DROPS(reason))
@@ -350,7 +363,6 @@ static __always_inline __u32 fw_from_sandbox_reason(struct __sk_buff *skb, struc
 		else if (reason != FW_DROP_SPOOF && reason != FW_DROP_MAC_SPOOF)
 			fw_frag_forget(pkt);
 	}
-	fw_event_allow_sample(skb, cfg, pkt, *subject, reason);
 	return reason;
 }
 
@@ -401,9 +413,15 @@ int fw_to_sandbox(struct __sk_buff *skb)
 	cfg = fw_config();
 	if (cfg && fw_dns_unredirect(skb, cfg, &pkt, s))
 		return TC_ACT_OK;
-	if (fw_is_pod_local(s, pkt.family, &pkt.src))
+	if (fw_is_pod_local(s, pkt.family, &pkt.src)) {
+		/* the proxy's side of a pinned connection: no pod flow (the
+		 * sandbox may not address the proxy port itself) */
+		if (cfg && (cfg->flags & FW_CF_L7) && pkt.proto == FW_IPPROTO_TCP &&
+		    fw_l7_unredirect(skb, &pkt, s))
+			return TC_ACT_OK;
 		fw_pod_flow_note(&pkt);
-	else
+	} else {
 		fw_note_conn_reset(s->id, &pkt);
+	}
 	return TC_ACT_OK;
 }

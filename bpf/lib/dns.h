@@ -12,14 +12,7 @@
 #include "common.h"
 #include "parse.h"
 #include "subject.h"
-
-#define FW_IP4_CSUM_OFF 10
-#define FW_IP4_SRC_OFF	12
-#define FW_IP4_DST_OFF	16
-#define FW_IP6_SRC_OFF	8
-#define FW_IP6_DST_OFF	24
-#define FW_TCP_CSUM_OFF 16
-#define FW_UDP_CSUM_OFF 6
+#include "rewrite.h"
 
 /* {sandbox address, sandbox port, protocol} -> struct fw_dns_nat. Writer:
  * fw_from_sandbox. Reader: fw_to_sandbox. */
@@ -30,62 +23,6 @@ struct {
 	__type(value, struct fw_dns_nat);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fastwall_dns_nat SEC(".maps");
-
-static __always_inline __u32 fw_l4_csum_off(const struct fw_pkt *pkt)
-{
-	return pkt->l4_off + (pkt->proto == FW_IPPROTO_TCP ? FW_TCP_CSUM_OFF : FW_UDP_CSUM_OFF);
-}
-
-static __always_inline __u64 fw_l4_csum_flags(const struct fw_pkt *pkt)
-{
-	/* an IPv4 UDP checksum of 0 means "none" and must stay 0 */
-	return pkt->proto == FW_IPPROTO_UDP ? BPF_F_MARK_MANGLED_0 : 0;
-}
-
-/* Rewrites the port at off (source or destination) with the checksum. */
-static __always_inline int fw_rewrite_port(struct __sk_buff *skb, const struct fw_pkt *pkt,
-					   __u32 off, __be16 from, __be16 to)
-{
-	if (from == to)
-		return 0;
-	if (bpf_l4_csum_replace(skb, fw_l4_csum_off(pkt), from, to,
-				fw_l4_csum_flags(pkt) | sizeof(to)))
-		return -1;
-	return bpf_skb_store_bytes(skb, off, &to, sizeof(to), 0);
-}
-
-/* Rewrites the source (src) or destination address with the IPv4 header
- * and pseudo-header checksums; IPv6 has only the latter. */
-static __always_inline int fw_rewrite_addr(struct __sk_buff *skb, const struct fw_pkt *pkt,
-					   bool src, const struct fw_ip *from,
-					   const struct fw_ip *to)
-{
-	__u32 off = pkt->l3_off;
-
-	if (fw_ip_eq(from, to))
-		return 0;
-	if (pkt->family == FW_FAM_V4) {
-		off += src ? FW_IP4_SRC_OFF : FW_IP4_DST_OFF;
-		if (bpf_l4_csum_replace(skb, fw_l4_csum_off(pkt), FW_IP_W(from)[3], FW_IP_W(to)[3],
-					fw_l4_csum_flags(pkt) | BPF_F_PSEUDO_HDR | 4))
-			return -1;
-		if (bpf_l3_csum_replace(skb, pkt->l3_off + FW_IP4_CSUM_OFF, FW_IP_W(from)[3],
-					FW_IP_W(to)[3], 4))
-			return -1;
-		return bpf_skb_store_bytes(skb, off, &FW_IP_W(to)[3], 4, 0);
-	}
-	off += src ? FW_IP6_SRC_OFF : FW_IP6_DST_OFF;
-	{
-		__s64 diff = bpf_csum_diff(FW_IP_W(from), 16, FW_IP_W(to), 16, 0);
-
-		if (diff < 0)
-			return -1;
-		if (bpf_l4_csum_replace(skb, fw_l4_csum_off(pkt), 0, (__u32)diff,
-					fw_l4_csum_flags(pkt) | BPF_F_PSEUDO_HDR))
-			return -1;
-	}
-	return bpf_skb_store_bytes(skb, off, to->b, 16, 0);
-}
 
 /* fw_from_sandbox, for a subject's TCP or UDP packet to port 53: FW_PARSE_OK
  * when it is not to be redirected, FW_PASS_DNS_PROXY when it was, or a

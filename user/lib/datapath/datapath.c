@@ -17,8 +17,13 @@
 
 int fw_dp_config_set(struct fw_dp *dp, const struct fw_config *c)
 {
+	struct fw_config k = *c;
 	__u32 zero = 0;
-	int err = fw_dp_update(dp->config_fd, &zero, c, BPF_ANY, "fastwall_config");
+	int err;
+
+	/* a write of the other settings never turns pinning off (l7.h) */
+	k.flags = (k.flags & ~(__u32)FW_CF_L7_BITS) | dp->l7_flags;
+	err = fw_dp_update(dp->config_fd, &zero, &k, BPF_ANY, "fastwall_config");
 
 	/* TC ingress's cached answers passed the settings' checks (the
 	 * pod-local set full or not) under the old ones */

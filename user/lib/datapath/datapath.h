@@ -6,7 +6,7 @@
  * filters on interfaces), dispatch.h (addresses to subjects, their
  * records, the answers' epoch), rules.h (the rule store), leases.h (what
  * the learner writes), stats.h (counters), cgroup.h, guard.h, l2bind.h,
- * explain.h, reasons.h; scan.h walks any map by its fd. Functions return
+ * l7.h (layer-7 pinning), explain.h, reasons.h; scan.h walks any map by its fd. Functions return
  * 0 or a negative errno and log what failed with the object it
  * concerned. */
 #ifndef FW_DATAPATH_H
@@ -20,6 +20,9 @@
 #include "datapath/maps.h"
 #include "fastwall/abi.h"
 #include "policy/policy.h"
+
+/* the settings bits layer-7 pinning owns (l7.h) */
+#define FW_CF_L7_BITS (FW_CF_L7 | FW_CF_L7_QUIC | FW_CF_L7_UP)
 
 struct egress_bpf;
 struct fw_dp_rules;
@@ -49,6 +52,10 @@ struct fw_dp {
 	/* per id: its counters and event budget are known to be zero (maps
 	 * created by this start, or zeroed by the reaper); NULL: unknown */
 	bool *clean;
+	/* FW_CF_L7, FW_CF_L7_QUIC, FW_CF_L7_UP as the fw_dp_l7_* functions
+	 * (l7.h) last set them, or as the pinned settings held at open:
+	 * fw_dp_config_set writes these, not the record's */
+	__u32 l7_flags;
 };
 
 /* Loads the programs; maps already pinned under pin_root are reused,
@@ -72,6 +79,8 @@ void fw_dp_close(struct fw_dp *dp);
  * pin_root, and removes the directory. */
 int fw_dp_purge(const char *pin_root);
 
+/* Writes the settings record; its layer-7 bits are the ones l7.h's
+ * functions set (dp->l7_flags), whatever c says. */
 int fw_dp_config_set(struct fw_dp *dp, const struct fw_config *c);
 /* Makes fastwall_local and fastwall_local_ports hold exactly these. */
 int fw_dp_local_set(struct fw_dp *dp, const struct fw_ip *addrs, size_t naddrs,

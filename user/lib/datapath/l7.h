@@ -2,8 +2,8 @@
 /* Layer-7 pinning as the packet path sees it: the pinned ports
  * (fastwall_l7_ports) and the settings bits FW_CF_L7, FW_CF_L7_QUIC and
  * FW_CF_L7_UP of fastwall_config, and the collection of finished
- * connections from fastwall_l7_nat. The three bits belong to the
- * functions here: fw_dp_config_set keeps them as these last set them,
+ * connections from fastwall_l7_nat. The three bits (FW_CF_L7_BITS)
+ * belong to the functions here: fw_dp_config_set keeps them as these last set them,
  * whatever the record it is given says, so a write of the other
  * settings can never turn pinning off behind the proxy's back. Functions
  * return 0 or a negative errno. */
@@ -14,9 +14,6 @@
 #include <stddef.h>
 
 #include "datapath/datapath.h"
-
-/* The settings bits the functions below own. */
-#define FW_CF_L7_BITS (FW_CF_L7 | FW_CF_L7_QUIC | FW_CF_L7_UP)
 
 /* What the proxy pins: TCP connections to tls_ports go to proxy_tls_port
  * (the server name of the ClientHello), to http_ports to proxy_http_port

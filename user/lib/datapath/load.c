@@ -602,6 +602,18 @@ static void dropped_unpin(const char *root)
 #undef DROPPED_UNPIN
 }
 
+/* A restart pins as the start before it left things, until fastwalld
+ * says otherwise (fw_dp_l7_apply): a settings write in between must not
+ * turn pinning off. */
+static void l7_adopt(struct fw_dp *dp)
+{
+	struct fw_config c;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(dp->config_fd, &zero, &c) == 0)
+		dp->l7_flags = c.flags & FW_CF_L7_BITS;
+}
+
 int fw_dp_open(const char *pin_root, struct fw_dp **out)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oopts);
@@ -655,6 +667,7 @@ int fw_dp_open(const char *pin_root, struct fw_dp **out)
 	}
 	fill_fds(dp);
 	find_btf(dp);
+	l7_adopt(dp);
 	dropped_unpin(pin_root);
 	for (size_t i = 0; i < FW_DP_NRETIRED; i++)
 		if (retired[i].type == BPF_MAP_TYPE_ARRAY_OF_MAPS)

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Layer-7 pinning: a subject's TCP connection to a pinned port of an
+ * address a lease opened (or, with FW_SF_L7_CIDR, an allow CIDR) goes to
+ * the node's proxy, which lets through only the server name (TLS) or
+ * Host (HTTP) of a name that taught the address. The maps are read by
+ * every program that pins (the TC programs, the cgroup programs) and the
+ * proxy; the redirect of a sandbox port's packets (fw_l7_redirect) and
+ * its way back (fw_l7_unredirect) are the TC programs' alone, compiled
+ * where FW_L7_TC is defined. Fail closed throughout: a connection that
+ * cannot be handed to the proxy drops with a reason of its own, never
+ * goes past it. */
+#ifndef FW_BPF_L7_H
+#define FW_BPF_L7_H
+
+#include "common.h"
+#include "parse.h"
+
+/* {TCP, port} -> struct fw_l7_port: the destination ports pinned and the
+ * proxy port of their kind. Writer: fastwalld. Readers: fw_from_sandbox,
+ * the cgroup programs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FW_MAX_L7_PORTS);
+	__type(key, struct fw_port_key);
+	__type(value, struct fw_l7_port);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_l7_ports SEC(".maps");
+
+/* {sandbox address, sandbox port, proxy port} -> struct fw_l7_nat: where
+ * a connection sent to the proxy was meant to go. A plain hash: a new
+ * connection never pushes out a live one; full is l7-full. Writers:
+ * fw_from_sandbox, the cgroup sockops program, fastwalld (fw_dp_l7_gc
+ * deletes what went idle). Readers: the TC and cgroup programs, the
+ * proxy. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FW_MAX_L7_NAT);
+	__type(key, struct fw_l7_nat_key);
+	__type(value, struct fw_l7_nat);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_l7_nat SEC(".maps");
+
+/* An entry of another destination blocks a new connection from the same
+ * sandbox end to the same proxy port while it is open and was seen within
+ * this (twice fastwalld's default idle timeout): the proxy could not tell
+ * the two connections apart. */
+#define FW_L7_REUSE_NS (120ull * 1000000000ull)
+/* last_seen_ns is written at most this often by the packet path */
+#define FW_L7_TOUCH_NS 1000000000ull
+
+/* The pinned port of TCP or UDP destination port dport, or NULL. */
+static __always_inline struct fw_l7_port *fw_l7_port_of(__be16 dport)
+{
+	struct fw_port_key pk = {};
+
+	pk.proto = FW_IPPROTO_TCP;
+	pk.port = dport;
+	return bpf_map_lookup_elem(&fastwall_l7_ports, &pk);
+}
+
+/* The packet goes where nat says the connection was meant to go. */
+static __always_inline bool fw_l7_same_orig(const struct fw_l7_nat *nat, const struct fw_ip *dst,
+					    __be16 dport)
+{
+	return fw_ip_eq(&nat->orig_dst, dst) && nat->orig_port == dport;
+}
+
+#ifdef FW_L7_TC
+#include "rewrite.h"
+#include "subject.h"
+
+/* fw_from_sandbox, with FW_CF_L7 set, after the verdict (reason) of a
+ * packet: the verdict again, FW_PASS_L7_PROXY when the packet was
+ * rewritten to the proxy (the subject's gateway of the family and the
+ * proxy port of the kind), or a drop reason. Out of line: only a config
+ * with a proxy reaches it. */
+static __noinline __u32 fw_l7_redirect(struct __sk_buff *skb, const struct fw_config *cfg,
+				       const struct fw_pkt *pkt, __u32 reason)
+{
+	struct fw_l7_nat_key k = {};
+	struct fw_l7_nat v = {}, *cur;
+	struct fw_l7_port *lp;
+	struct fw_subject *s;
+	__u8 fam = pkt->family & 1;
+	__u8 gw_flag = pkt->family == FW_FAM_V4 ? FW_SF_GATEWAY4 : FW_SF_GATEWAY6;
+	__u64 now;
+
+	if (reason != FW_PASS_LEARNED && reason != FW_PASS_ALLOW_CIDR)
+		return reason;
+	if (!pkt->has_ports || (pkt->proto != FW_IPPROTO_TCP && pkt->proto != FW_IPPROTO_UDP))
+		return reason;
+	lp = fw_l7_port_of(pkt->dport);
+	if (!lp)
+		return reason;
+	/* the fast path's verdict carries no flags: the dispatch value has */
+	s = fw_subject_of(&pkt->src);
+	if (!s || !(s->flags & FW_SF_L7))
+		return reason;
+	if (reason == FW_PASS_ALLOW_CIDR && !(s->flags & FW_SF_L7_CIDR))
+		return reason;
+	if (pkt->proto == FW_IPPROTO_UDP) {
+		/* QUIC would carry the name past the proxy: clients fall back
+		 * to TCP when it drops */
+		if (lp->kind == FW_L7_TLS && !(cfg->flags & FW_CF_L7_QUIC))
+			return FW_DROP_L7_QUIC;
+		return reason;
+	}
+	/* later fragments would keep the old destination: no reassembly */
+	if (pkt->frag_first)
+		return FW_DROP_FRAGMENT;
+	if (!(s->flags & gw_flag))
+		return FW_DROP_L7_PROXY_DOWN;
+
+	k.client = pkt->src;
+	k.client_port = pkt->sport;
+	k.proxy_port = lp->proxy_port;
+	cur = bpf_map_lookup_elem(&fastwall_l7_nat, &k);
+	now = bpf_ktime_get_ns();
+	if ((pkt->tcp_flags & (FW_TCP_SYN | FW_TCP_ACK)) == FW_TCP_SYN) {
+		if (!(cfg->flags & FW_CF_L7_UP))
+			return FW_DROP_L7_PROXY_DOWN;
+		if (cur && fw_l7_same_orig(cur, &pkt->dst, pkt->dport) && !cur->closed) {
+			/* a retransmitted SYN */
+			cur->last_seen_ns = now;
+		} else {
+			if (cur && !cur->closed && now - cur->last_seen_ns < FW_L7_REUSE_NS)
+				return FW_DROP_L7_PORT_REUSE;
+			v.orig_dst = pkt->dst;
+			v.orig_port = pkt->dport;
+			v.proxy_port = lp->proxy_port;
+			v.subject = s->id;
+			v.last_seen_ns = now;
+			v.kind = lp->kind;
+			v.family = pkt->family;
+			if (bpf_map_update_elem(&fastwall_l7_nat, &k, &v, BPF_ANY))
+				return FW_DROP_L7_FULL;
+		}
+	} else {
+		/* the entry went (idle, or the table was emptied): never to
+		 * the original destination, which never saw the SYN */
+		if (!cur || !fw_l7_same_orig(cur, &pkt->dst, pkt->dport))
+			return FW_DROP_L7_UNTRACKED;
+		if (pkt->tcp_flags & (FW_TCP_FIN | FW_TCP_RST))
+			cur->closed = 1;
+		if (now - cur->last_seen_ns >= FW_L7_TOUCH_NS)
+			cur->last_seen_ns = now;
+	}
+	if (fw_rewrite_addr(skb, pkt, false, &pkt->dst, &s->gateway[fam]) ||
+	    fw_rewrite_port(skb, pkt, pkt->l4_off + 2, pkt->dport, lp->proxy_port))
+		return FW_DROP_MALFORMED;
+	return FW_PASS_L7_PROXY;
+}
+
+/* fw_to_sandbox, with FW_CF_L7 set, for TCP into subject s from one of
+ * the pod's own addresses: the proxy's segment of a pinned connection
+ * leaves with the source the sandbox addressed. Returns true when it
+ * was one. */
+static __noinline bool fw_l7_unredirect(struct __sk_buff *skb, const struct fw_pkt *pkt,
+					const struct fw_subject *s)
+{
+	__u8 gw_flag = pkt->family == FW_FAM_V4 ? FW_SF_GATEWAY4 : FW_SF_GATEWAY6;
+	struct fw_l7_nat_key k = {};
+	struct fw_l7_nat *v;
+	struct fw_ip orig;
+	__be16 port;
+
+	/* the proxy listens on the gateway alone */
+	if (!(s->flags & gw_flag) || !fw_ip_eq(&pkt->src, &s->gateway[pkt->family & 1]))
+		return false;
+	k.client = pkt->dst;
+	k.client_port = pkt->dport;
+	k.proxy_port = pkt->sport;
+	v = bpf_map_lookup_elem(&fastwall_l7_nat, &k);
+	if (!v)
+		return false;
+	orig = v->orig_dst;
+	port = v->orig_port;
+	fw_rewrite_addr(skb, pkt, true, &pkt->src, &orig);
+	fw_rewrite_port(skb, pkt, pkt->l4_off, pkt->sport, port);
+	return true;
+}
+#endif /* FW_L7_TC */
+
+#endif /* FW_BPF_L7_H */

@@ -41,11 +41,6 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fastwall_l7_nat SEC(".maps");
 
-/* An entry of another destination blocks a new connection from the same
- * sandbox end to the same proxy port while it is open and was seen within
- * this (twice fastwalld's default idle timeout): the proxy could not tell
- * the two connections apart. */
-#define FW_L7_REUSE_NS (120ull * 1000000000ull)
 /* last_seen_ns is written at most this often by the packet path */
 #define FW_L7_TOUCH_NS 1000000000ull
 

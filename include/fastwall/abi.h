@@ -509,6 +509,10 @@ struct fw_dns_nat {
 #define FW_MAX_L7_NAT 65536
 #endif
 #define FW_MAX_L7_PORTS 64
+/* An open fastwall_l7_nat entry of another destination, seen within this
+ * (twice the default l7 idle timeout), holds its sandbox end: a new SYN
+ * from there to the same proxy port is l7-port-reuse. */
+#define FW_L7_REUSE_NS (120ull * 1000000000ull)
 
 enum __attribute__((packed)) fw_l7_kind {
 	FW_L7_NONE = 0,

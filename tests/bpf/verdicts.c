@@ -436,6 +436,7 @@ static void explain_row(struct report *rep, const struct row *r, const struct pk
 		.has_ports = p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP,
 		.dport = p->dport,
 		.sport = p->sport,
+		.tcp_flags = p->tcp_flags,
 		.ifindex = (__u32)ifindex,
 	};
 	struct fw_xresult res;
@@ -1050,7 +1051,8 @@ static size_t state_fds(int *fds)
 		t.dp->pod_flows_fd,  t.dp->frags_fd,	     t.dp->ports_fd,
 		t.dp->dns_nat_fd,    t.dp->l2_ports_fd,	     t.dp->l2_macs_fd,
 		t.dp->l2_lladdrs_fd, t.dp->conn_count_fd,    t.dp->learned_ports_fd,
-		t.dp->names_fd,	     t.dp->learned_names_fd,
+		t.dp->names_fd,	     t.dp->learned_names_fd, t.dp->l7_ports_fd,
+		t.dp->l7_nat_fd,
 	};
 	_Static_assert(sizeof(all) / sizeof(all[0]) <= NSNAP, "NSNAP too small");
 
@@ -1112,6 +1114,12 @@ int state_reset(void)
 	events_drain();
 	t.swap_id = 0;
 	t.cfg = t.base_cfg; /* what config_flags() and the scenarios start from */
+	/* layer-7 pinning off: fw_dp_config_set writes what this sets */
+	err = fw_dp_l7_apply(t.dp, NULL);
+	if (err) {
+		printf("can't turn layer-7 pinning off: %s\n", strerror(-err));
+		return err;
+	}
 	if (!t.dirty && nsnaps == n) {
 		for (size_t i = 0; i < nsnaps; i++) {
 			err = snap_restore(&snaps[i]);
@@ -1181,6 +1189,7 @@ static const struct {
 	{"rows/nd.c", nd_rows, &nd_rows_n},
 	{"rows/fragments.c", fragment_rows, &fragment_rows_n},
 	{"rows/changes.c", change_rows, &change_rows_n},
+	{"rows/l7.c", l7_rows, &l7_rows_n},
 };
 
 /* Every row of every table, numbered from 1 across them (--only ROW),

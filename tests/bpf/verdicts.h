@@ -23,6 +23,7 @@
 #include "datapath/datapath.h"
 #include "datapath/dispatch.h"
 #include "datapath/l2bind.h"
+#include "datapath/l7.h"
 #include "datapath/leases.h"
 #include "datapath/reasons.h"
 #include "datapath/rules.h"
@@ -230,6 +231,7 @@ ROWS(l2_rows);
 ROWS(nd_rows);
 ROWS(fragment_rows);
 ROWS(change_rows);
+ROWS(l7_rows);
 #undef ROWS
 
 /* ---- the scenarios that are not one packet per row ----------------------- */

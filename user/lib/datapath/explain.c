@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <bpf/bpf.h>
 
@@ -274,6 +275,58 @@ static bool pod_flow_live(struct fw_dp *dp, const struct fw_config *cfg, const s
 	return now - f.last_seen_ns < cfg->pod_flow_timeout_ns;
 }
 
+/* fw_l7_redirect of bpf/lib/l7.h (cgroup false), or the pinning of
+ * bpf/lib/cgroup.h's connect (cgroup true: a connect is always a new
+ * connection, to the proxy on loopback, with no gateway or table entry
+ * yet). reason: the policy's verdict. */
+static __u32 l7_decide(struct fw_dp *dp, const struct fw_config *cfg, const struct fw_xpkt *p,
+		       __u64 now, bool cgroup, __u32 reason, struct fw_xresult *r)
+{
+	const struct fw_subject *s = &r->subject;
+	struct fw_port_key pk = {.proto = IPPROTO_TCP, .port = htons(p->dport)};
+	struct fw_l7_nat_key k = {.client = p->src, .client_port = htons(p->sport)};
+	__u8 gw_flag = p->family == FW_FAM_V4 ? FW_SF_GATEWAY4 : FW_SF_GATEWAY6;
+	bool syn = !p->tcp_flags || (p->tcp_flags & (TH_SYN | TH_ACK)) == TH_SYN;
+	struct fw_l7_nat *cur = &r->l7_nat;
+	bool same;
+
+	if (!(cfg->flags & FW_CF_L7) || dp->l7_ports_fd < 0)
+		return reason;
+	if (reason != FW_PASS_LEARNED && reason != FW_PASS_ALLOW_CIDR)
+		return reason;
+	if (!p->has_ports || (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP))
+		return reason;
+	if (bpf_map_lookup_elem(dp->l7_ports_fd, &pk, &r->l7_port))
+		return reason;
+	if (!(s->flags & FW_SF_L7))
+		return reason;
+	if (reason == FW_PASS_ALLOW_CIDR && !(s->flags & FW_SF_L7_CIDR))
+		return reason;
+	if (p->proto == IPPROTO_UDP &&
+	    (r->l7_port.kind != FW_L7_TLS || (cfg->flags & FW_CF_L7_QUIC)))
+		return reason;
+	r->l7_pass = reason;
+	r->l7_step = r->step;
+	r->step = FW_XS_L7;
+	if (p->proto == IPPROTO_UDP)
+		return FW_DROP_L7_QUIC;
+	if (cgroup)
+		return (cfg->flags & FW_CF_L7_UP) ? FW_PASS_L7_PROXY : FW_DROP_L7_PROXY_DOWN;
+	if (!(s->flags & gw_flag))
+		return FW_DROP_L7_PROXY_DOWN;
+	k.proxy_port = r->l7_port.proxy_port;
+	r->has_l7_nat =
+		p->sport && dp->l7_nat_fd >= 0 && bpf_map_lookup_elem(dp->l7_nat_fd, &k, cur) == 0;
+	same = r->has_l7_nat && ip_eq(&cur->orig_dst, &p->dst) && cur->orig_port == htons(p->dport);
+	if (!syn)
+		return same ? FW_PASS_L7_PROXY : FW_DROP_L7_UNTRACKED;
+	if (!(cfg->flags & FW_CF_L7_UP))
+		return FW_DROP_L7_PROXY_DOWN;
+	if (r->has_l7_nat && !same && !cur->closed && now - cur->last_seen_ns < FW_L7_REUSE_NS)
+		return FW_DROP_L7_PORT_REUSE;
+	return FW_PASS_L7_PROXY;
+}
+
 static int config_of(struct fw_dp *dp, struct fw_config *cfg)
 {
 	__u32 zero = 0;
@@ -350,7 +403,7 @@ static __u32 tc_decide(struct fw_dp *dp, const struct fw_xpkt *p, __u64 now, str
 	r->step = FW_XS_DOH;
 	if (doh_blocked(dp, &cfg, p))
 		return FW_DROP_DOH;
-	return policy(dp, s, p, now, r);
+	return l7_decide(dp, &cfg, p, now, false, policy(dp, s, p, now, r), r);
 }
 
 int fw_explain_tc(struct fw_dp *dp, const struct fw_xpkt *p, __u64 now_ns, struct fw_xresult *r)
@@ -392,7 +445,7 @@ int fw_explain_cgroup(struct fw_dp *dp, const struct fw_subject *s, const struct
 	r->reason = FW_DROP_DOH;
 	if (doh_blocked(dp, &cfg, p))
 		return 0;
-	r->reason = policy(dp, s, p, now_ns, r);
+	r->reason = l7_decide(dp, &cfg, p, now_ns, true, policy(dp, s, p, now_ns, r), r);
 	return 0;
 }
 

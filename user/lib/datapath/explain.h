@@ -24,6 +24,7 @@ struct fw_xpkt {
 	bool has_ports;	       /* TCP and UDP */
 	__u16 dport;	       /* host order */
 	__u16 sport;	       /* host order; 0 = not known (no pod-opened flow) */
+	__u8 tcp_flags;	       /* with TCP: TH_* bits; 0 = a SYN (a new connection) */
 	__u32 ifindex;	       /* where it arrives; FW_IFINDEX_ANY: the subject's own */
 };
 
@@ -44,7 +45,8 @@ struct fw_xpkt {
 	X(FW_XS_PORT_RULE, "port-rule")                                                            \
 	X(FW_XS_RULE, "rule")                                                                      \
 	X(FW_XS_DEFAULT, "default")                                                                \
-	X(FW_XS_LEASE, "lease")
+	X(FW_XS_LEASE, "lease")                                                                    \
+	X(FW_XS_L7, "l7")
 
 #define FW_XSTEP_ENUM_(id, name) id,
 enum fw_xstep { FW_XSTEPS(FW_XSTEP_ENUM_) FW_XS_MAX };
@@ -71,6 +73,16 @@ struct fw_xresult {
 	/* FW_XS_POD_LOCAL, dropped with no source port given: a reply on a
 	 * flow the pod opened would pass (pod-reply) */
 	bool pod_reply_possible;
+	/* FW_XS_L7: the policy passed the packet (l7_pass: learned or
+	 * allow-cidr, decided at step l7_step, whose details stay above) to
+	 * a pinned port (l7_port); the connection goes to the proxy, or
+	 * drops with a layer-7 reason. has_l7_nat: the proxy's table holds
+	 * l7_nat for the source port (--sport) */
+	__u32 l7_pass;
+	enum fw_xstep l7_step;
+	struct fw_l7_port l7_port;
+	bool has_l7_nat;
+	struct fw_l7_nat l7_nat;
 };
 
 const char *fw_xstep_name(enum fw_xstep s);

@@ -10,11 +10,13 @@
  * same check; without a running fastwalld, the index alone. */
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <net/if.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <netinet/in.h>
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -371,6 +373,96 @@ static void decided_text(struct fw_dp *dp, const struct fw_xresult *r, const cha
 	}
 }
 
+static const char *l7_kind_text(enum fw_l7_kind k)
+{
+	return k == FW_L7_TLS ? "tls" : k == FW_L7_HTTP ? "http" : "none";
+}
+
+/* Step FW_XS_L7, in words: the policy passed the packet to a pinned port,
+ * and what the proxy (or the redirect to it) makes of that. cgroup: a
+ * process sandbox's connect, sent to the proxy on loopback. */
+/* snprintf for texts that may be cut (a lease's many names) */
+static void say(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void say(char *out, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(out, len, fmt, ap);
+	va_end(ap);
+}
+
+static void l7_text(struct fw_dp *dp, const struct fw_xresult *r, const struct fw_xpkt *p,
+		    const char *name, bool cgroup, char *out, size_t len)
+{
+	const char *names = r->has_lease ? lease_names(dp, &r->names, NULL) : "";
+	const char *what = r->l7_port.kind == FW_L7_HTTP ? "Host of every request"
+							 : "ClientHello's server name";
+	__u8 gw_flag = p->family == FW_FAM_V4 ? FW_SF_GATEWAY4 : FW_SF_GATEWAY6;
+	char dst[FW_ADDR_STRLEN], gw[FW_ADDR_STRLEN], via[FW_ADDR_STRLEN + 32], by[1280];
+
+	fw_addr_str(&p->dst, dst, sizeof(dst));
+	if (r->l7_pass == FW_PASS_LEARNED)
+		say(by, sizeof(by), "a lease learned from DNS%s%s", names[0] ? ": " : "", names);
+	else
+		say(by, sizeof(by), "an allow CIDR (%s pins those too: l7 cidr: pin)", name);
+	if (cgroup)
+		say(via, sizeof(via), "loopback port %u", ntohs(r->l7_port.proxy_port));
+	else
+		say(via, sizeof(via), "%s port %u",
+		    fw_addr_str(&r->subject.gateway[p->family & 1], gw, sizeof(gw)),
+		    ntohs(r->l7_port.proxy_port));
+	switch (r->reason) {
+	case FW_PASS_L7_PROXY:
+		say(out, len,
+		    "%s passed it and port %u/tcp is pinned (%s): the connection goes to "
+		    "the layer-7 proxy at %s, which connects to %s port %u only if the %s "
+		    "is one of the names that taught the address to %s%s%s, with a live "
+		    "lease",
+		    by, p->dport, l7_kind_text(r->l7_port.kind), via, dst, p->dport, what, name,
+		    names[0] ? " (" : "", names[0] ? names : "");
+		if (names[0] && strlen(out) + 1 < len)
+			strcat(out, ")");
+		break;
+	case FW_DROP_L7_PROXY_DOWN:
+		if (!cgroup && !(r->subject.flags & gw_flag))
+			say(out, len,
+			    "%s passed it, port %u/tcp is pinned, and %s has no gateway of "
+			    "the family to reach the layer-7 proxy (fail closed)",
+			    by, p->dport, name);
+		else
+			say(out, len,
+			    "%s passed it, port %u/tcp is pinned, and the layer-7 proxy is "
+			    "not accepting connections (fail closed: never past it)",
+			    by, p->dport);
+		break;
+	case FW_DROP_L7_QUIC:
+		say(out, len,
+		    "%s passed it, but UDP to the pinned TLS port %u is QUIC, which would "
+		    "carry the server name past the proxy (l7 quic: deny; clients fall back "
+		    "to TCP)",
+		    by, p->dport);
+		break;
+	case FW_DROP_L7_UNTRACKED:
+		say(out, len,
+		    "a segment of a pinned connection that the proxy's table "
+		    "(fastwall_l7_nat) does not hold for source port %u: never to the "
+		    "original destination",
+		    p->sport);
+		break;
+	case FW_DROP_L7_PORT_REUSE:
+		say(out, len,
+		    "source port %u still holds an open pinned connection to %s port %u: "
+		    "the proxy could not tell the two apart",
+		    p->sport, fw_addr_str(&r->l7_nat.orig_dst, dst, sizeof(dst)),
+		    ntohs(r->l7_nat.orig_port));
+		break;
+	default:
+		say(out, len, "layer-7 pinning: %s", fw_reason_name(r->reason));
+	}
+}
+
 static void packet_text(const struct fw_xpkt *p, char *out, size_t len)
 {
 	if (p->has_ports)
@@ -483,7 +575,10 @@ int fw_cli_explain(struct fw_dp *dp, const struct fw_explain_args *a)
 	else if (r.has_prefix)
 		snprintf(pfx, sizeof(pfx), " (entry %s)",
 			 fw_prefix_str(&r.prefix, r.prefix_len, pbuf, sizeof(pbuf)));
-	decided_text(dp, &r, name, &rs, pfx, decided, sizeof(decided));
+	if (r.step == FW_XS_L7)
+		l7_text(dp, &r, &p, name, a->cgroup != NULL, decided, sizeof(decided));
+	else
+		decided_text(dp, &r, name, &rs, pfx, decided, sizeof(decided));
 	drops = fw_reason_drops(r.reason);
 	ifname_of(r.has_subject ? r.subject.ifindex : FW_IFINDEX_ANY, ifname);
 	packet_text(&p, pkt, sizeof(pkt));
@@ -543,6 +638,14 @@ int fw_cli_explain(struct fw_dp *dp, const struct fw_explain_args *a)
 			json_decref(names);
 			json_object_set_new(o, "lease", json_null());
 		}
+		if (r.step == FW_XS_L7)
+			json_object_set_new(o, "l7",
+					    json_pack("{s:s,s:i,s:s}", "kind",
+						      l7_kind_text(r.l7_port.kind), "proxy_port",
+						      ntohs(r.l7_port.proxy_port), "pinned_by",
+						      fw_reason_name(r.l7_pass)));
+		else
+			json_object_set_new(o, "l7", json_null());
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		printf("\n");
 		json_decref(o);

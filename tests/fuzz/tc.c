@@ -12,20 +12,24 @@
  *    moves its subject's counter, a drop emits one deny event with its
  *    reason, a pass none;
  *  - a frame comes out rewritten only as a DNS redirect (TCP/UDP to port 53,
- *    to the proxy's port and, with redirect_all, the gateway) or, into a sandbox,
- *    as the proxy's answer getting its source back, with consistent
- *    checksums and nothing else touched.
+ *    to the proxy's port and, with redirect_all, the gateway), as a pinned
+ *    connection sent to the layer-7 proxy (the gateway, the proxy port of the
+ *    kind) or, into a sandbox, as either proxy's answer getting its source
+ *    back, with consistent checksums and nothing else touched.
  *
  * Input: one mode byte, then up to FUZZ_MAX_FRAMES records, each a control
  * byte, a 16-bit big-endian length and the frame (cut to what is left):
  *   mode bits 0-1: DNS proxy off / on for the gateway / on with redirect_all
- *        (3 = 2); bits 2-3: DoH off / list / strict (3 = list)
+ *        (3 = 2); bits 2-3: DoH off / list / strict (3 = list); bit 4:
+ *        layer-7 pinning on (TCP 443 TLS, 80 HTTP; alpha pinned, delta its
+ *        CIDR passes too), bit 5: the proxy up, bit 6: QUIC allowed
  *   ctl  bits 0-1: the receiving interface lo / port A / port B (3 = lo);
  *        bit 2: the frame goes through fw_to_sandbox (traffic into a
  *        sandbox: it can open pod flows and carries the proxy's answers);
  *        bit 3: keep the frame's source MAC (otherwise the harness gives
  *        pkt.c's MAC the port's own, see world_mac)
- * State the programs keep (fragments, DNS NAT, pod flows, connections) is
+ * State the programs keep (fragments, DNS NAT, pod flows, connections, the
+ * layer-7 table) is
  * emptied before every input, so an input decides the same way every run.
  *
  * Holes the data path once had can be tolerated, to study the old
@@ -53,6 +57,8 @@
 
 #include "common/addr.h"
 #include "datapath/datapath.h"
+#include "datapath/dispatch.h"
+#include "datapath/l7.h"
 #include "datapath/l2bind.h"
 #include "datapath/leases.h"
 #include "datapath/reasons.h"
@@ -67,6 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FUZZ_MAX_FRAMES 8
 #define FUZZ_FRAME_MAX	2048  /* test_run wants a frame that fits a page */
 #define DNS_PORT	15353 /* the proxy's */
+#define L7_TLS_PORT	15443 /* the layer-7 proxy's, for TCP 443 */
+#define L7_HTTP_PORT	15080 /* ... for TCP 80 */
 #define O_MAX_FRAG_IDS	8     /* fragment headers remembered per frame */
 
 #define PORT_A	  "fzport-a"
@@ -90,6 +98,7 @@ struct world_subject {
 	const char *rules[16]; /* "allow 192.0.2.128/26 443,8443" */
 	const char *leases[6]; /* live */
 	const char *expired[3];
+	__u8 l7; /* FW_SF_L7, FW_SF_L7_CIDR */
 };
 
 static const struct world_subject world[] = {
@@ -118,6 +127,7 @@ static const struct world_subject world[] = {
 		.leases = {"192.0.2.200", "192.0.2.150", "2001:db8:99::1", "203.0.113.9",
 			   "2001:db8:2::99"},
 		.expired = {"192.0.2.201", "2001:db8:99::2"},
+		.l7 = FW_SF_L7,
 	},
 	{
 		.name = "beta",
@@ -154,6 +164,7 @@ static const struct world_subject world[] = {
 		.rules = {"allow 2001:db8::/32 80,443", "deny 2001:db8:dead::/48",
 			  "allow 192.0.2.0/24"},
 		.leases = {"2001:db8:77::1"},
+		.l7 = FW_SF_L7 | FW_SF_L7_CIDR,
 	},
 	{
 		.name = "zeta",
@@ -222,6 +233,7 @@ struct o_subject {
 	size_t nleases;
 	struct fw_ip expired[3];
 	size_t nexpired;
+	__u8 l7;
 };
 
 static struct {
@@ -362,6 +374,7 @@ static void oracle_world_init(void)
 			o_addr(d->leases[l], &s->leases[s->nleases++]);
 		for (size_t l = 0; l < 3 && d->expired[l]; l++)
 			o_addr(d->expired[l], &s->expired[s->nexpired++]);
+		s->l7 = d->l7;
 	}
 	for (size_t i = 0; i < 2; i++) {
 		o_addr(world_local[i], &o.local[i]);
@@ -395,7 +408,8 @@ struct frame {
 	struct fw_ip src, dst;
 	__u8 proto, hop_limit, icmp_type;
 	bool has_ports, has_icmp, frag_first, frag_later;
-	bool tcp_doff_ok;   /* TCP data offset 5 or more, the options in the frame */
+	bool tcp_doff_ok; /* TCP data offset 5 or more, the options in the frame */
+	__u8 tcp_flags;
 	__u16 sport, dport; /* host order */
 	__u32 frag_ids[O_MAX_FRAG_IDS];
 	size_t nfrag_ids;
@@ -435,6 +449,7 @@ static bool parse_l4(const __u8 *p, size_t bound, struct frame *f)
 		if (l4 + 20 > bound)
 			return malformed(f, "tcp header incomplete");
 		f->tcp_doff_ok = p[l4 + 12] >> 4 >= 5 && l4 + (p[l4 + 12] >> 4) * 4 <= f->len;
+		f->tcp_flags = p[l4 + 13];
 		break;
 	case IPPROTO_UDP:
 		if (l4 + 8 > bound)
@@ -642,6 +657,13 @@ struct o_nat {
 	__u16 orig_port;
 };
 
+/* a connection sent to the layer-7 proxy (fastwall_l7_nat) */
+struct o_l7 {
+	struct fw_ip client, orig;
+	__u16 client_port, proxy_port, orig_port;
+	bool closed;
+};
+
 struct o_flow {
 	struct fw_ip sandbox, pod;
 	__u16 sandbox_port, pod_port;
@@ -655,7 +677,9 @@ static struct {
 	size_t nnat;
 	struct o_flow flows[FUZZ_MAX_FRAMES];
 	size_t nflows;
-	bool dns_proxy, dns_all, doh_list, doh_strict;
+	struct o_l7 l7[FUZZ_MAX_FRAMES];
+	size_t nl7;
+	bool dns_proxy, dns_all, doh_list, doh_strict, l7_on, l7_up, l7_quic;
 	int ifindex;
 	char trace[512]; /* how the oracle decided the last frame */
 } st;
@@ -664,8 +688,10 @@ struct verdict {
 	bool allow;
 	__u32 reason;	 /* with allow: the pass reason fastwall must count */
 	__u32 subject;	 /* with allow: whose counter moves; 0 = not checked */
-	bool redirect;	 /* with allow: DNS sent to the proxy */
+	bool redirect;	 /* with allow: DNS sent to the proxy, or a pinned connection */
 	struct fw_ip to; /* ... at this address */
+	__u16 to_port;	 /* ... and port */
+	bool l7;	 /* the redirect is layer-7 pinning's */
 };
 
 static bool decided(struct verdict *v, bool allow, __u32 reason, const struct o_subject *s,
@@ -926,6 +952,7 @@ static bool step_dns(const struct frame *f, const struct o_subject *s, struct ve
 	if (f->frag_first)
 		return DENY(v, "first fragment of a dns query");
 	v->redirect = true;
+	v->to_port = DNS_PORT;
 	return ALLOW(v, FW_PASS_DNS_PROXY, s, "dns to the proxy");
 }
 
@@ -1011,6 +1038,73 @@ static bool step_policy(const struct frame *f, const struct o_subject *s, struct
 	return DENY(v, "default deny");
 }
 
+/* The entry of the layer-7 table for {client, client port, proxy port}. */
+static struct o_l7 *o_l7_of(const struct fw_ip *client, __u16 cport, __u16 pport)
+{
+	for (size_t i = 0; i < st.nl7; i++)
+		if (ip_eq(&st.l7[i].client, client) && st.l7[i].client_port == cport &&
+		    st.l7[i].proxy_port == pport)
+			return &st.l7[i];
+	return NULL;
+}
+
+/* 13. Layer-7 pinning, after a pass: a learned one (or an allow-cidr one
+ * of a subject that pins CIDRs too) of a pinned subject to TCP or UDP 443
+ * (TLS) or 80 (HTTP). UDP to 443 is QUIC; TCP goes to the proxy at the
+ * subject's gateway: a SYN while the proxy is up, unless an open entry of
+ * another destination holds its port (every entry of an input is recent);
+ * any other segment only on its entry. */
+static void step_l7(const struct frame *f, const struct o_subject *s, struct verdict *v)
+{
+	int fi = fam_index(f);
+	bool syn = (f->tcp_flags & (TH_SYN | TH_ACK)) == TH_SYN;
+	__u16 pport;
+	struct o_l7 *e;
+
+	if (!st.l7_on || !v->allow || !(s->l7 & FW_SF_L7))
+		return;
+	if (v->reason != FW_PASS_LEARNED &&
+	    !(v->reason == FW_PASS_ALLOW_CIDR && (s->l7 & FW_SF_L7_CIDR)))
+		return;
+	if (!f->has_ports || (f->dport != 443 && f->dport != 80))
+		return;
+	if (f->proto == IPPROTO_UDP) {
+		if (f->dport == 443 && !st.l7_quic)
+			DENY(v, "quic to a pinned port");
+		return;
+	}
+	if (f->proto != IPPROTO_TCP)
+		return;
+	if (f->frag_first) {
+		DENY(v, "first fragment of a pinned connection");
+		return;
+	}
+	if (!s->has_gw[fi]) {
+		DENY(v, "pinned, no gateway to reach the proxy at");
+		return;
+	}
+	pport = f->dport == 443 ? L7_TLS_PORT : L7_HTTP_PORT;
+	e = o_l7_of(&f->src, f->sport, pport);
+	if (syn) {
+		if (!st.l7_up) {
+			DENY(v, "pinned, the proxy is down");
+			return;
+		}
+		if (e && !e->closed && !(ip_eq(&e->orig, &f->dst) && e->orig_port == f->dport)) {
+			DENY(v, "pinned, the port holds an open connection elsewhere");
+			return;
+		}
+	} else if (!e || !ip_eq(&e->orig, &f->dst) || e->orig_port != f->dport) {
+		DENY(v, "pinned segment without its entry");
+		return;
+	}
+	v->redirect = true;
+	v->l7 = true;
+	v->to = s->gw[fi];
+	v->to_port = pport;
+	ALLOW(v, FW_PASS_L7_PROXY, s, "pinned: to the layer-7 proxy");
+}
+
 /* The whole decision of fw_from_sandbox. */
 static void oracle_from_sandbox(const struct frame *f, struct verdict *v)
 {
@@ -1064,9 +1158,11 @@ static void oracle_from_sandbox(const struct frame *f, struct verdict *v)
 		DENY(v, "sibling");
 		return;
 	}
-	if (step_doh(f, v) || step_policy(f, s, v))
+	if (step_doh(f, v))
 		return;
-	abort(); /* step_policy always decides */
+	if (!step_policy(f, s, v))
+		abort(); /* step_policy always decides */
+	step_l7(f, s, v);
 }
 
 /* What a frame the oracle allowed leaves behind for the next ones. */
@@ -1084,6 +1180,23 @@ static void oracle_remember(const struct frame *f, const struct verdict *v)
 				.proto = f->proto,
 				.subject = v->subject,
 			};
+	}
+	if (v->l7) {
+		struct o_l7 *e = o_l7_of(&f->src, f->sport, v->to_port);
+
+		if ((f->tcp_flags & (TH_SYN | TH_ACK)) == TH_SYN) {
+			if (!e && st.nl7 < FUZZ_MAX_FRAMES)
+				e = &st.l7[st.nl7++];
+			if (e)
+				*e = (struct o_l7){.client = f->src,
+						   .client_port = f->sport,
+						   .proxy_port = v->to_port,
+						   .orig = f->dst,
+						   .orig_port = f->dport};
+		} else if (e && (f->tcp_flags & (TH_FIN | TH_RST))) {
+			e->closed = true;
+		}
+		return;
 	}
 	if (v->redirect && st.nnat < FUZZ_MAX_FRAMES) {
 		struct o_nat *n = NULL;
@@ -1132,6 +1245,17 @@ static bool oracle_to_sandbox(const struct frame *f, struct fw_ip *new_src, __u1
 			}
 		}
 		return true;
+	}
+	/* the layer-7 proxy's segment of a pinned connection */
+	if (st.l7_on && f->proto == IPPROTO_TCP && s->has_gw[fam_index(f)] &&
+	    ip_eq(&f->src, &s->gw[fam_index(f)])) {
+		const struct o_l7 *e = o_l7_of(&f->dst, f->dport, f->sport);
+
+		if (e) {
+			*new_src = e->orig;
+			*new_sport = e->orig_port;
+			return true;
+		}
 	}
 	if (st.nflows < FUZZ_MAX_FRAMES)
 		st.flows[st.nflows++] = (struct o_flow){.sandbox = f->dst,
@@ -1426,8 +1550,11 @@ static void run_from_sandbox(const __u8 *frame, size_t len)
 		 * failed); nothing else may come out changed */
 		parse_frame(frame, len, &fl, true);
 		if (out_len != len ||
-		    (memcmp(frame, out, len) && !(fl.has_ports && fl.dport == 53)))
-			fail(frame, len, "a dropped frame that is not dns came out rewritten");
+		    (memcmp(frame, out, len) &&
+		     !(fl.has_ports &&
+		       (fl.dport == 53 || (st.l7_on && (fl.dport == 443 || fl.dport == 80))))))
+			fail(frame, len,
+			     "a dropped frame that is not dns or pinned came out rewritten");
 		return;
 	}
 
@@ -1441,7 +1568,7 @@ static void run_from_sandbox(const __u8 *frame, size_t len)
 	if (out_len != len)
 		fail(frame, len, "the frame came out %u bytes long", out_len);
 	if (v.redirect)
-		check_rewrite(frame, out, len, &f, false, &v.to, DNS_PORT);
+		check_rewrite(frame, out, len, &f, false, &v.to, v.to_port);
 	else if (memcmp(frame, out, len))
 		fail(frame, len, "a %s frame came out rewritten", fw_reason_name(reason));
 
@@ -1483,8 +1610,35 @@ static void state_reset(void)
 	map_empty(h.dp->dns_nat_fd, sizeof(struct fw_dns_nat_key));
 	map_empty(h.dp->pod_flows_fd, sizeof(struct fw_flow_key));
 	map_empty(h.dp->conns_fd, sizeof(struct fw_conn_key));
+	map_empty(h.dp->l7_nat_fd, sizeof(struct fw_l7_nat_key));
 	ports_bind();
 	memset(&st, 0, offsetof(typeof(st), trace));
+}
+
+/* Layer-7 pinning by the mode's bits 4-6, through the data path's API
+ * (it owns those settings bits), written only when they change. */
+static void l7_set(__u8 mode)
+{
+	static const struct fw_dp_l7 l7 = {
+		.tls_ports = {443},
+		.ntls = 1,
+		.http_ports = {80},
+		.nhttp = 1,
+		.proxy_tls_port = L7_TLS_PORT,
+		.proxy_http_port = L7_HTTP_PORT,
+	};
+	struct fw_dp_l7 q = l7;
+	bool on = mode & 0x10, up = on && (mode & 0x20), quic = on && (mode & 0x40);
+	__u32 want = (on ? FW_CF_L7 : 0) | (up ? FW_CF_L7_UP : 0) | (quic ? FW_CF_L7_QUIC : 0);
+
+	st.l7_on = on;
+	st.l7_up = up;
+	st.l7_quic = quic;
+	if (fw_dp_l7_flags(h.dp) == want)
+		return;
+	q.quic_allowed = quic;
+	if (fw_dp_l7_apply(h.dp, on ? &q : NULL) || fw_dp_l7_set_up(h.dp, up))
+		abort();
 }
 
 static void mode_set(__u8 mode)
@@ -1513,6 +1667,7 @@ static void mode_set(__u8 mode)
 	st.dns_all = flags & FW_CF_DNS_ALL;
 	st.doh_list = flags & FW_CF_DOH_LIST;
 	st.doh_strict = flags & FW_CF_DOH_STRICT;
+	l7_set(mode);
 	if (flags != h.cfg.flags) {
 		h.cfg.flags = flags;
 		if (fw_dp_config_set(h.dp, &h.cfg))
@@ -1725,6 +1880,28 @@ static int subject_put(const struct world_subject *d)
 	return ret;
 }
 
+/* The subject's layer-7 flags, in its dispatch values (as fastwalld's
+ * registry writes them). */
+static int subject_pin(const struct world_subject *d)
+{
+	for (size_t i = 0; d->l7 && i < 3 && d->addrs[i]; i++) {
+		struct fw_subject v;
+		struct fw_ip ip;
+		int err;
+
+		if (fw_addr_parse(d->addrs[i], &ip, NULL))
+			world_bug("address", d->addrs[i]);
+		err = fw_dp_dispatch_lookup(h.dp, &ip, &v);
+		if (!err) {
+			v.flags |= d->l7;
+			err = fw_dp_dispatch_put(h.dp, &ip, &v);
+		}
+		if (err)
+			return err;
+	}
+	return d->l7 ? fw_dp_rules_epoch_bump(h.dp) : 0;
+}
+
 static int world_setup(void)
 {
 	struct fw_ip local[2];
@@ -1769,6 +1946,8 @@ static int world_setup(void)
 		err = fw_dp_doh_set(h.dp, doh, 2);
 	for (size_t i = 0; !err && i < NSUBJECTS; i++)
 		err = subject_put(&world[i]);
+	for (size_t i = 0; !err && i < NSUBJECTS; i++)
+		err = subject_pin(&world[i]);
 	if (err)
 		return err;
 
@@ -1880,6 +2059,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 #define L6_			"fd00:42::2"
 #define SOLN			"ff02::1:ff00:1"
 #define MODE_PROXY_ALL_DOH_LIST 0x06
+#define MODE_L7_UP		0x30
 #define CTL_A			1
 #define CTL_B			2
 #define CTL_EG			4
@@ -2002,6 +2182,33 @@ static const struct seed seeds[] = {
 	{"udp4_dns_first_fragment",
 	 1,
 	 {F(CTL_A, UDP4(A4, GW4, 40000, 53, .payload = 16, FIRST(82)))}},
+	/* layer-7 pinning: a connection through the proxy and back, QUIC, a
+	 * pinned CIDR, the proxy down */
+	{"tcp4_l7_pinned",
+	 MODE_L7_UP,
+	 {F(CTL_A, TCP4(A4, "192.0.2.200", 40000, 443, .csum = true)),
+	  F(CTL_A,
+	    TCP4(A4, "192.0.2.200", 40000, 443, .tcp_flags = TH_ACK, .payload = 32, .csum = true)),
+	  F(CTL_A | CTL_EG,
+	    TCP4(GW4, A4, L7_TLS_PORT, 40000, .tcp_flags = TH_ACK, .payload = 32, .csum = true))}},
+	{"tcp6_l7_pinned_http",
+	 MODE_L7_UP,
+	 {F(CTL_A, TCP6(A6, "2001:db8:99::1", 40001, 80, .csum = true)),
+	  F(CTL_A | CTL_EG,
+	    TCP6(GW6, A6, L7_HTTP_PORT, 40001, .tcp_flags = TH_SYN | TH_ACK, .csum = true)),
+	  F(CTL_A,
+	    TCP6(A6, "2001:db8:99::1", 40001, 80, .tcp_flags = TH_FIN | TH_ACK, .csum = true))}},
+	{"tcp6_l7_delta_cidr",
+	 MODE_L7_UP,
+	 {F(0, TCP6(D6, "2001:db8:5::1", 40000, 443, .csum = true))}},
+	{"udp4_l7_quic", MODE_L7_UP, {F(CTL_A, UDP4(A4, "192.0.2.200", 40000, 443, .csum = true))}},
+	{"udp4_l7_quic_allowed",
+	 MODE_L7_UP | 0x40,
+	 {F(CTL_A, UDP4(A4, "192.0.2.200", 40000, 443, .csum = true))}},
+	{"tcp4_l7_proxy_down", 0x10, {F(CTL_A, TCP4(A4, "192.0.2.150", 40000, 443, .csum = true))}},
+	{"tcp4_l7_untracked",
+	 MODE_L7_UP,
+	 {F(CTL_A, TCP4(A4, "192.0.2.200", 40002, 443, .tcp_flags = TH_ACK, .csum = true))}},
 	/* the holes FW_FUZZ_TOLERATE names, as a sandbox would try them */
 	{"hole_mac_of_a_sibling",
 	 0,

@@ -166,9 +166,9 @@ static int nat_is(const char *client, __u16 cport, __u16 pport, const char *orig
 		       "%u closed %u seen %llu ns ago; expected %s:%u proxy %u subject %u kind %u "
 		       "closed %u\n",
 		       client, cport, fw_addr_str(&v.orig_dst, a, sizeof(a)), ntohs(v.orig_port),
-		       ntohs(v.proxy_port), v.subject, v.kind, v.family, v.closed,
+		       ntohs(v.proxy_port), v.subject, (unsigned int)v.kind, v.family, v.closed,
 		       (unsigned long long)(now - v.last_seen_ns), orig, oport, pport,
-		       id_of("alpha"), kind, closed);
+		       id_of("alpha"), (unsigned int)kind, closed);
 		return -1;
 	}
 	return 0;

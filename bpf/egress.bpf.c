@@ -416,8 +416,7 @@ int fw_to_sandbox(struct __sk_buff *skb)
 	if (fw_is_pod_local(s, pkt.family, &pkt.src)) {
 		/* the proxy's side of a pinned connection: no pod flow (the
 		 * sandbox may not address the proxy port itself) */
-		if (cfg && (cfg->flags & FW_CF_L7) && pkt.proto == FW_IPPROTO_TCP &&
-		    fw_l7_unredirect(skb, &pkt, s))
+		if (pkt.proto == FW_IPPROTO_TCP && fw_l7_unredirect(skb, &pkt, s))
 			return TC_ACT_OK;
 		fw_pod_flow_note(&pkt);
 	} else {

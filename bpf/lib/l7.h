@@ -62,6 +62,7 @@ static __always_inline bool fw_l7_same_orig(const struct fw_l7_nat *nat, const s
 }
 
 #ifdef FW_L7_TC
+#include "config.h"
 #include "rewrite.h"
 #include "subject.h"
 
@@ -147,19 +148,23 @@ static __noinline __u32 fw_l7_redirect(struct __sk_buff *skb, const struct fw_co
 	return FW_PASS_L7_PROXY;
 }
 
-/* fw_to_sandbox, with FW_CF_L7 set, for TCP into subject s from one of
- * the pod's own addresses: the proxy's segment of a pinned connection
- * leaves with the source the sandbox addressed. Returns true when it
- * was one. */
+/* fw_to_sandbox, for TCP into subject s from one of the pod's own
+ * addresses: with FW_CF_L7 set, the proxy's segment of a pinned
+ * connection leaves with the source the sandbox addressed. Returns true
+ * when it was one. Out of line, and the settings looked up here: the
+ * path of traffic from anywhere else carries nothing of it. */
 static __noinline bool fw_l7_unredirect(struct __sk_buff *skb, const struct fw_pkt *pkt,
 					const struct fw_subject *s)
 {
 	__u8 gw_flag = pkt->family == FW_FAM_V4 ? FW_SF_GATEWAY4 : FW_SF_GATEWAY6;
 	struct fw_l7_nat_key k = {};
+	struct fw_config *cfg = fw_config();
 	struct fw_l7_nat *v;
 	struct fw_ip orig;
 	__be16 port;
 
+	if (!cfg || !(cfg->flags & FW_CF_L7))
+		return false;
 	/* the proxy listens on the gateway alone */
 	if (!(s->flags & gw_flag) || !fw_ip_eq(&pkt->src, &s->gateway[pkt->family & 1]))
 		return false;

@@ -347,21 +347,20 @@ static __always_inline __u32 fw_from_sandbox_reason(struct __sk_buff *skb, struc
 		*subject = s->id;
 		reason = fw_decide(skb, cfg, pkt, s, &ans);
 	}
-	/* the settings that act on a verdict, behind one test: a pass to a
-	 * pinned port goes to the layer-7 proxy (before the fragment note:
-	 * a first fragment it drops must not let the rest pass), and
-	 * allowed packets are sampled to the monitor */
-	if (fw_unlikely(cfg->flags & (FW_CF_L7 | FW_CF_ALLOW_SAMPLE))) {
-		if (cfg->flags & FW_CF_L7)
-			reason = fw_l7_redirect(skb, cfg, pkt, reason);
-		fw_event_allow_sample(skb, cfg, pkt, *subject, reason);
-	}
 	/* a spoofed first fragment must not cancel its victim's datagram */
 	if (fw_unlikely(pkt->frag_first)) {
 		if (!FW_REASON_DROPS(reason))
 			fw_frag_note(cfg, pkt, *subject);
 		else if (reason != FW_DROP_SPOOF && reason != FW_DROP_MAC_SPOOF)
 			fw_frag_forget(pkt);
+	}
+	/* the settings that act on a verdict, behind the one test that
+	 * sampling alone had: a pass to a pinned port goes to the layer-7
+	 * proxy, and allowed packets are sampled to the monitor */
+	if (fw_unlikely(cfg->flags & (FW_CF_L7 | FW_CF_ALLOW_SAMPLE))) {
+		if (cfg->flags & FW_CF_L7)
+			reason = fw_l7_redirect(skb, cfg, pkt, reason);
+		fw_event_allow_sample(skb, cfg, pkt, *subject, reason);
 	}
 	return reason;
 }

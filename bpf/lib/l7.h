@@ -63,14 +63,15 @@ static __always_inline bool fw_l7_same_orig(const struct fw_l7_nat *nat, const s
 
 #ifdef FW_L7_TC
 #include "config.h"
+#include "flows.h"
 #include "rewrite.h"
 #include "subject.h"
 
 /* fw_from_sandbox, with FW_CF_L7 set, after the verdict (reason) of a
- * packet: the verdict again, FW_PASS_L7_PROXY when the packet was
- * rewritten to the proxy (the subject's gateway of the family and the
- * proxy port of the kind), or a drop reason. Out of line: only a config
- * with a proxy reaches it. */
+ * packet and the note of a passed first fragment: the verdict again,
+ * FW_PASS_L7_PROXY when the packet was rewritten to the proxy (the
+ * subject's gateway of the family and the proxy port of the kind), or a
+ * drop reason. Out of line: only a config with a proxy reaches it. */
 static __noinline __u32 fw_l7_redirect(struct __sk_buff *skb, const struct fw_config *cfg,
 				       const struct fw_pkt *pkt, __u32 reason)
 {
@@ -102,9 +103,12 @@ static __noinline __u32 fw_l7_redirect(struct __sk_buff *skb, const struct fw_co
 			return FW_DROP_L7_QUIC;
 		return reason;
 	}
-	/* later fragments would keep the old destination: no reassembly */
-	if (pkt->frag_first)
+	/* later fragments would keep the old destination: no reassembly,
+	 * and the note that the datagram passed goes */
+	if (pkt->frag_first) {
+		fw_frag_forget(pkt);
 		return FW_DROP_FRAGMENT;
+	}
 	if (!(s->flags & gw_flag))
 		return FW_DROP_L7_PROXY_DOWN;
 

@@ -21,6 +21,7 @@
 #include "lib/flows.h"
 #include "lib/dns.h"
 #include "lib/l2.h"
+#include "lib/l7.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

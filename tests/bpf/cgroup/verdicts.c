@@ -1064,8 +1064,8 @@ static bool l7_live_case(const struct l7_case *c, const int lfd[2])
 	    v.family != c->nat_family || v.closed || !v.last_seen_ns) {
 		printf("not ok - l7 live: %s: the entry holds port %u, proxy %u, subject %u, "
 		       "kind %u, family %u\n",
-		       c->desc, ntohs(v.orig_port), ntohs(v.proxy_port), v.subject, v.kind,
-		       v.family);
+		       c->desc, (unsigned)ntohs(v.orig_port), (unsigned)ntohs(v.proxy_port),
+		       v.subject, (unsigned)v.kind, (unsigned)v.family);
 		goto out;
 	}
 	/* a byte each way: egress lets the socket's segments to the proxy by */

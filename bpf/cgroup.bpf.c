@@ -392,6 +392,7 @@ static __always_inline void fw_sockops_l7_put(struct bpf_sock_ops *skops, struct
 	v.proxy_port = c->l7_proxy_port;
 	v.subject = c->l7_subject;
 	v.last_seen_ns = bpf_ktime_get_ns();
+	c->l7_seen_ns = v.last_seen_ns;
 	v.kind = (enum fw_l7_kind)c->l7_kind;
 	v.family = fw_ip_is_v4mapped(&c->l7_dst) ? FW_FAM_V4 : FW_FAM_V6;
 	if (bpf_map_update_elem(&fastwall_l7_nat, &k, &v, BPF_ANY)) {
@@ -834,6 +835,24 @@ static __always_inline bool fw_cg_sent_match(struct __sk_buff *skb, struct bpf_s
 	return true;
 }
 
+/* The socket's fastwall_l7_nat entry is in use: its last_seen_ns, at
+ * most once a second (fastwalld deletes idle entries). */
+static __always_inline void fw_cg_l7_seen(struct fw_cg_sock *c)
+{
+	struct fw_l7_nat_key k = {.client = c->l7_client,
+				  .client_port = c->l7_client_port,
+				  .proxy_port = c->l7_proxy_port};
+	__u64 now = bpf_ktime_get_ns();
+	struct fw_l7_nat *v;
+
+	if (now - c->l7_seen_ns < FW_NSEC_PER_SEC)
+		return;
+	c->l7_seen_ns = now;
+	v = bpf_map_lookup_elem(&fastwall_l7_nat, &k);
+	if (v)
+		v->last_seen_ns = now;
+}
+
 /* TCP to loopback: a socket connect sent to the layer-7 proxy passes
  * there once its fastwall_l7_nat entry is written (and after it closed:
  * its last segments); one whose entry could not be written, or has none,
@@ -852,6 +871,8 @@ static __always_inline __u32 fw_cg_skb_l7_proxy(struct __sk_buff *skb, const str
 		c = bpf_sk_storage_get(&fastwall_cg_sock, sk, 0, 0);
 	if (c && c->l7 != FW_CG_L7_NONE && pkt->dport == c->l7_proxy_port &&
 	    fw_ip_eq(&pkt->dst, &c->l7_proxy)) {
+		if (c->l7 == FW_CG_L7_NAT)
+			fw_cg_l7_seen(c);
 		if (c->l7 == FW_CG_L7_NAT || c->l7 == FW_CG_L7_CLOSED)
 			return FW_PASS_L7_PROXY;
 		return c->l7 == FW_CG_L7_FULL ? FW_DROP_L7_FULL : FW_DROP_L7_UNTRACKED;

@@ -98,6 +98,7 @@ struct fw_cg_sock {
 	__be16 l7_proxy_port;  /* it went to l7_proxy, this port */
 	__be16 l7_client_port; /* its own end, keying its fastwall_l7_nat entry */
 	__u32 l7_subject;
+	__u64 l7_seen_ns; /* the entry's last_seen_ns as egress last wrote it */
 	struct fw_ip l7_dst;
 	struct fw_ip l7_proxy; /* 127.0.0.1 (v4-mapped) or ::1 */
 	struct fw_ip l7_client;

@@ -1010,6 +1010,7 @@ struct l7_case {
 	enum fw_l7_kind kind;
 	__u8 nat_family;  /* the entry's enum fw_family */
 	const char *orig; /* the entry's orig_dst (v4-mapped for IPv4) */
+	bool seen;	  /* a segment a second later moves the entry's last_seen_ns */
 };
 
 /* One connection of alpha's to dst:port: it reaches the listener that
@@ -1074,6 +1075,18 @@ static bool l7_live_case(const struct l7_case *c, const int lfd[2])
 		printf("not ok - l7 live: %s: no byte through: %s\n", c->desc, strerror(errno));
 		goto out;
 	}
+	if (c->seen) {
+		__u64 first = v.last_seen_ns;
+
+		usleep(1100 * 1000);
+		if (write(fd, &b, 1) != 1 || read(afd, &b, 1) != 1 ||
+		    bpf_map_lookup_elem(t.dp->l7_nat_fd, &k, &v) || v.last_seen_ns <= first) {
+			printf("not ok - l7 live: %s: a segment a second later leaves "
+			       "last_seen_ns\n",
+			       c->desc);
+			goto out;
+		}
+	}
 	close(fd);
 	fd = -1;
 	close(afd);
@@ -1105,7 +1118,7 @@ static void l7_live(int *passed, int *failed)
 	static const struct l7_case cases[] = {
 		{"IPv4 TCP 443 reaches the proxy, getpeername and the entry say the original",
 		 AF_INET, LEARNED4, 443, LEARNED4 " 443", false, L7_TLS, FW_L7_TLS, FW_FAM_V4,
-		 "::ffff:" LEARNED4},
+		 "::ffff:" LEARNED4, true},
 		{"IPv6 TCP 443 reaches the proxy on ::1", AF_INET6, LEARNED6, 443, LEARNED6 " 443",
 		 true, L7_TLS, FW_L7_TLS, FW_FAM_V6, LEARNED6},
 		{"an IPv6 socket's v4-mapped TCP 80 reaches the HTTP proxy on 127.0.0.1", AF_INET6,

@@ -123,6 +123,8 @@ check_eq "pinned: an IPv6 socket's v4-mapped connect too" \
 check_eq "the proxy's port addressed directly: EPERM" \
 	"$(probe pin tcp 127.0.0.1 15443 x | tail -1)" EPERM
 check_eq "... and on ::1" "$(probe pin tcp ::1 15443 x | tail -1)" EPERM
+check_ge "... refused as the proxy's (pod-local), not by the policy" \
+	"$(fw_subject_counter "pin-$FW_ID" "drop pod-local")" 2
 check_eq "pinned: UDP 443 of a learned address (QUIC): EPERM" \
 	"$(probe pin udp "$LEARNED" 443 x | tail -1)" EPERM
 n=$(connections)

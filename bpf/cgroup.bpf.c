@@ -94,8 +94,71 @@ static __always_inline bool fw_sa_redirected(struct bpf_sock_addr *ctx, const st
 	return bpf_map_lookup_elem(&fastwall_cg_dns, &cookie) != NULL;
 }
 
+/* Layer-7 pinning of a connect: TCP that passes by a lease to a pinned
+ * port goes to the proxy on loopback (127.0.0.1, or ::1 for an IPv6
+ * destination) at the kind's proxy port, and the socket's record keeps
+ * where it was meant to go: the sockops program writes the proxy's
+ * fastwall_l7_nat entry from it once the socket has its own port,
+ * getpeername gives it back, egress lets the socket's packets to the
+ * proxy by. Without a proxy that accepts, the connect fails. UDP to a
+ * pinned TLS port is QUIC. The proxy's own ports on loopback are no
+ * destination of the process's choosing. A socket connected again
+ * (after AF_UNSPEC) starts afresh. */
+static __always_inline __u32 fw_sa_l7(struct bpf_sock_addr *ctx, const struct fw_config *cfg,
+				      const struct fw_subject *s, const struct fw_pkt *pkt, bool v6)
+{
+	struct fw_cg_sock *c = NULL;
+	struct fw_l7_port *port;
+	__u32 reason;
+
+	if (fw_cg_l7_to_proxy(cfg, pkt))
+		return FW_DROP_POD_LOCAL;
+	reason = fw_cg_decide(pkt, s);
+	if (pkt->proto == FW_IPPROTO_UDP)
+		return fw_cg_l7_udp(cfg, s, pkt, reason);
+	if (pkt->proto != FW_IPPROTO_TCP || !cfg)
+		return reason;
+	c = bpf_sk_storage_get(&fastwall_cg_sock, ctx->sk, 0, 0);
+	if (c)
+		c->l7 = FW_CG_L7_NONE;
+	if (FW_REASON_DROPS(reason))
+		return reason;
+	port = fw_cg_l7_port(cfg, s, pkt, reason);
+	if (!port)
+		return reason;
+	if (!(cfg->flags & FW_CF_L7_UP))
+		return FW_DROP_L7_PROXY_DOWN;
+	if (!c)
+		c = bpf_sk_storage_get(&fastwall_cg_sock, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!c)
+		return FW_DROP_L7_FULL;
+	c->l7_dst = pkt->dst;
+	c->l7_port = pkt->dport;
+	c->l7_proxy_port = port->proxy_port;
+	c->l7_kind = port->kind;
+	c->l7_subject = s->id;
+	c->l7_proxy = (struct fw_ip){};
+	if (!v6 || fw_ip_is_v4mapped(&pkt->dst)) {
+		fw_ip_from_v4(&c->l7_proxy, bpf_htonl(0x7f000001));
+	} else {
+		FW_IP_W(&c->l7_proxy)[3] = bpf_htonl(1);
+	}
+	c->l7 = FW_CG_L7_SENT;
+	if (v6) {
+		ctx->user_ip6[0] = FW_IP_W(&c->l7_proxy)[0];
+		ctx->user_ip6[1] = FW_IP_W(&c->l7_proxy)[1];
+		ctx->user_ip6[2] = FW_IP_W(&c->l7_proxy)[2];
+		ctx->user_ip6[3] = FW_IP_W(&c->l7_proxy)[3];
+	} else {
+		ctx->user_ip4 = bpf_htonl(0x7f000001);
+	}
+	ctx->user_port = port->proxy_port;
+	return FW_PASS_L7_PROXY;
+}
+
 /* connect(): DNS to the subject's own proxy address (bound or not, the
- * socket keeps its source); no process addresses 127.254.0.0/16 itself. */
+ * socket keeps its source); no process addresses 127.254.0.0/16 itself;
+ * pinned TCP to the layer-7 proxy (fw_sa_l7). */
 static __always_inline int fw_connect(struct bpf_sock_addr *ctx, bool v6)
 {
 	struct fw_subject *s = fw_cg_task_subject();
@@ -108,7 +171,7 @@ static __always_inline int fw_connect(struct bpf_sock_addr *ctx, bool v6)
 	if (fw_cg_any_alias(&pkt.dst))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
 	if (!fw_sa_is_dns(cfg, &pkt))
-		return fw_cg_verdict(&pkt, s->id, fw_cg_decide(&pkt, s), 0);
+		return fw_cg_verdict(&pkt, s->id, fw_sa_l7(ctx, cfg, s, &pkt, v6), 0);
 	fw_sa_to_proxy(ctx, cfg, s, &pkt, v6);
 	return fw_cg_verdict(&pkt, s->id, FW_PASS_DNS_PROXY, 0);
 }
@@ -170,7 +233,8 @@ int fw_cg_sendmsg4(struct bpf_sock_addr *ctx)
 	if (fw_cg_any_alias(&pkt.dst))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
 	if (!fw_sa_is_dns(cfg, &pkt))
-		return fw_sa_sent(ctx, c, &pkt, s->id, fw_cg_decide_sock(&pkt, s, c), false);
+		return fw_sa_sent(ctx, c, &pkt, s->id,
+				  fw_cg_l7_udp(cfg, s, &pkt, fw_cg_decide_sock(&pkt, s, c)), false);
 	fw_sa_to_proxy(ctx, cfg, s, &pkt, false);
 	return fw_sa_sent(ctx, c, &pkt, s->id, FW_PASS_DNS_PROXY, false);
 }
@@ -196,7 +260,8 @@ int fw_cg_sendmsg6(struct bpf_sock_addr *ctx)
 	if (fw_cg_any_alias(&pkt.dst))
 		return fw_cg_verdict(&pkt, s->id, FW_DROP_ALIAS_SOURCE, 0);
 	if (!fw_sa_is_dns(cfg, &pkt))
-		return fw_sa_sent(ctx, c, &pkt, s->id, fw_cg_decide_sock(&pkt, s, c), true);
+		return fw_sa_sent(ctx, c, &pkt, s->id,
+				  fw_cg_l7_udp(cfg, s, &pkt, fw_cg_decide_sock(&pkt, s, c)), true);
 	/* the kernel refuses a sendmsg6 rewritten to a v4-mapped address
 	 * (ENOTSUPP), and the proxy's addresses are IPv4: an IPv6 resolver
 	 * is reached with connect() (which can be redirected) or not at all */
@@ -249,16 +314,125 @@ int fw_cg_recvmsg6(struct bpf_sock_addr *ctx)
 	return fw_recvmsg(ctx, true);
 }
 
+/* The peer of a socket connect sent to the layer-7 proxy: the
+ * destination the process addressed. */
+static __always_inline bool fw_getpeername_l7(struct bpf_sock_addr *ctx, bool v6)
+{
+	struct fw_cg_sock *c = bpf_sk_storage_get(&fastwall_cg_sock, ctx->sk, 0, 0);
+	struct fw_ip peer;
+
+	if (!c || c->l7 == FW_CG_L7_NONE)
+		return false;
+	fw_sa_addr(ctx, &peer, v6);
+	if (!fw_ip_eq(&peer, &c->l7_proxy) || (__be16)ctx->user_port != c->l7_proxy_port)
+		return false;
+	if (v6) {
+		ctx->user_ip6[0] = FW_IP_W(&c->l7_dst)[0];
+		ctx->user_ip6[1] = FW_IP_W(&c->l7_dst)[1];
+		ctx->user_ip6[2] = FW_IP_W(&c->l7_dst)[2];
+		ctx->user_ip6[3] = FW_IP_W(&c->l7_dst)[3];
+	} else {
+		ctx->user_ip4 = FW_IP_W(&c->l7_dst)[3];
+	}
+	ctx->user_port = c->l7_port;
+	return true;
+}
+
 SEC("cgroup/getpeername4")
 int fw_cg_getpeername4(struct bpf_sock_addr *ctx)
 {
+	if (fw_getpeername_l7(ctx, false))
+		return 1;
 	return fw_recvmsg(ctx, false);
 }
 
 SEC("cgroup/getpeername6")
 int fw_cg_getpeername6(struct bpf_sock_addr *ctx)
 {
+	if (fw_getpeername_l7(ctx, true))
+		return 1;
 	return fw_recvmsg(ctx, true);
+}
+
+/* A socket connect sent to the layer-7 proxy, as its connection starts
+ * (BPF_SOCK_OPS_TCP_CONNECT_CB: its own address and port are known, the
+ * SYN is not sent yet): the proxy's fastwall_l7_nat entry, {the socket's
+ * address (v4-mapped for IPv4), its port, the proxy port} -> where the
+ * process meant it to go, whose it is and what kind. An entry left by an
+ * earlier socket of the same end is replaced: the kernel gives no two
+ * live sockets one end. The entry goes when the socket closes
+ * (BPF_SOCK_OPS_STATE_CB). A socket whose entry could not be written
+ * (the table full) sends nothing: egress drops it, l7-full. */
+#define FW_AF_INET6_OPS 10
+
+static __always_inline void fw_sockops_l7_put(struct bpf_sock_ops *skops, struct fw_cg_sock *c)
+{
+	struct fw_l7_nat_key k = {};
+	struct fw_l7_nat v = {};
+	__be16 rport = bpf_htons((__u16)bpf_ntohl(skops->remote_port));
+
+	if (rport != c->l7_proxy_port)
+		return; /* not where connect sent it: egress drops it, l7-untracked */
+	if (skops->family == FW_AF_INET6_OPS &&
+	    !(skops->remote_ip6[0] == 0 && skops->remote_ip6[1] == 0 &&
+	      skops->remote_ip6[2] == bpf_htonl(0xffff))) {
+		FW_IP_W(&k.client)[0] = skops->local_ip6[0];
+		FW_IP_W(&k.client)[1] = skops->local_ip6[1];
+		FW_IP_W(&k.client)[2] = skops->local_ip6[2];
+		FW_IP_W(&k.client)[3] = skops->local_ip6[3];
+	} else {
+		/* an IPv6 socket's v4-mapped connection has its IPv4 address
+		 * here before its IPv6 view of it */
+		fw_ip_from_v4(&k.client, skops->local_ip4);
+	}
+	k.client_port = bpf_htons((__u16)skops->local_port);
+	k.proxy_port = c->l7_proxy_port;
+	v.orig_dst = c->l7_dst;
+	v.orig_port = c->l7_port;
+	v.proxy_port = c->l7_proxy_port;
+	v.subject = c->l7_subject;
+	v.last_seen_ns = bpf_ktime_get_ns();
+	c->l7_seen_ns = v.last_seen_ns;
+	v.kind = (enum fw_l7_kind)c->l7_kind;
+	v.family = fw_ip_is_v4mapped(&c->l7_dst) ? FW_FAM_V4 : FW_FAM_V6;
+	if (bpf_map_update_elem(&fastwall_l7_nat, &k, &v, BPF_ANY)) {
+		c->l7 = FW_CG_L7_FULL;
+		return;
+	}
+	c->l7_client = k.client;
+	c->l7_client_port = k.client_port;
+	c->l7 = FW_CG_L7_NAT;
+	bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_STATE_CB_FLAG);
+}
+
+SEC("sockops")
+int fw_cg_sockops(struct bpf_sock_ops *skops)
+{
+	struct fw_cg_sock *c;
+	struct bpf_sock *sk;
+
+	if (skops->op != BPF_SOCK_OPS_TCP_CONNECT_CB && skops->op != BPF_SOCK_OPS_STATE_CB)
+		return 1;
+	sk = skops->sk;
+	if (!sk)
+		return 1;
+	c = bpf_sk_storage_get(&fastwall_cg_sock, sk, 0, 0);
+	if (!c)
+		return 1;
+	if (skops->op == BPF_SOCK_OPS_TCP_CONNECT_CB) {
+		if (c->l7 == FW_CG_L7_SENT)
+			fw_sockops_l7_put(skops, c);
+		return 1;
+	}
+	if (skops->args[1] == BPF_TCP_CLOSE && c->l7 == FW_CG_L7_NAT) {
+		struct fw_l7_nat_key k = {.client = c->l7_client,
+					  .client_port = c->l7_client_port,
+					  .proxy_port = c->l7_proxy_port};
+
+		bpf_map_delete_elem(&fastwall_l7_nat, &k);
+		c->l7 = FW_CG_L7_CLOSED;
+	}
+	return 1;
 }
 
 /* bind(): not to another subject's proxy address. */
@@ -661,6 +835,70 @@ static __always_inline bool fw_cg_sent_match(struct __sk_buff *skb, struct bpf_s
 	return true;
 }
 
+/* The socket's fastwall_l7_nat entry is in use: its last_seen_ns, at
+ * most once a second (fastwalld deletes idle entries). */
+static __always_inline void fw_cg_l7_seen(struct fw_cg_sock *c)
+{
+	struct fw_l7_nat_key k = {.client = c->l7_client,
+				  .client_port = c->l7_client_port,
+				  .proxy_port = c->l7_proxy_port};
+	__u64 now = bpf_ktime_get_ns();
+	struct fw_l7_nat *v;
+
+	if (now - c->l7_seen_ns < FW_NSEC_PER_SEC)
+		return;
+	c->l7_seen_ns = now;
+	v = bpf_map_lookup_elem(&fastwall_l7_nat, &k);
+	if (v)
+		v->last_seen_ns = now;
+}
+
+/* TCP to loopback: a socket connect sent to the layer-7 proxy passes
+ * there once its fastwall_l7_nat entry is written (and after it closed:
+ * its last segments); one whose entry could not be written, or has none,
+ * drops. Any other socket's TCP to the proxy's ports drops. FW_PARSE_OK:
+ * none of these, the policy decides. */
+static __always_inline __u32 fw_cg_skb_l7_proxy(struct __sk_buff *skb, const struct fw_pkt *pkt)
+{
+	struct fw_cg_sock *c = NULL;
+	struct bpf_sock *sk = skb->sk;
+
+	if (pkt->proto != FW_IPPROTO_TCP || !pkt->has_ports || !fw_cg_loopback(&pkt->dst))
+		return FW_PARSE_OK;
+	if (sk)
+		sk = bpf_sk_fullsock(sk);
+	if (sk)
+		c = bpf_sk_storage_get(&fastwall_cg_sock, sk, 0, 0);
+	if (c && c->l7 != FW_CG_L7_NONE && pkt->dport == c->l7_proxy_port &&
+	    fw_ip_eq(&pkt->dst, &c->l7_proxy)) {
+		if (c->l7 == FW_CG_L7_NAT)
+			fw_cg_l7_seen(c);
+		if (c->l7 == FW_CG_L7_NAT || c->l7 == FW_CG_L7_CLOSED)
+			return FW_PASS_L7_PROXY;
+		return c->l7 == FW_CG_L7_FULL ? FW_DROP_L7_FULL : FW_DROP_L7_UNTRACKED;
+	}
+	if (fw_cg_l7_to_proxy(fw_config(), pkt))
+		return FW_DROP_POD_LOCAL;
+	return FW_PARSE_OK;
+}
+
+/* A pass of the policy, pinned: UDP to a pinned TLS port is QUIC; TCP to
+ * a pinned port here never went through connect's redirect (a socket
+ * connected before pinning began), so it drops. */
+static __always_inline __u32 fw_cg_skb_l7(const struct fw_subject *s, const struct fw_pkt *pkt,
+					  __u32 reason)
+{
+	struct fw_config *cfg = fw_config();
+
+	if (FW_REASON_DROPS(reason))
+		return reason;
+	if (pkt->proto == FW_IPPROTO_UDP)
+		return fw_cg_l7_udp(cfg, s, pkt, reason);
+	if (pkt->proto == FW_IPPROTO_TCP && fw_cg_l7_port(cfg, s, pkt, reason))
+		return FW_DROP_L7_UNTRACKED;
+	return reason;
+}
+
 SEC("cgroup_skb/egress")
 int fw_cg_egress(struct __sk_buff *skb)
 {
@@ -682,7 +920,9 @@ int fw_cg_egress(struct __sk_buff *skb)
 	else if (reason == FW_PARSE_OK)
 		reason = fw_cg_skb_alias(skb, &pkt, s);
 	if (reason == FW_PARSE_OK)
-		reason = fw_cg_decide(&pkt, s);
+		reason = fw_cg_skb_l7_proxy(skb, &pkt);
+	if (reason == FW_PARSE_OK)
+		reason = fw_cg_skb_l7(s, &pkt, fw_cg_decide(&pkt, s));
 	if (rt.n && !FW_REASON_DROPS(reason))
 		reason = fw_cg_route_decide(skb, &pkt, &rt, reason);
 	return fw_cg_verdict(&pkt, s->id, reason, skb->len);

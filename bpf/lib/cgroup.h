@@ -16,6 +16,7 @@
 #include "answers.h"
 #include "doh.h"
 #include "policy.h"
+#include "l7.h"
 
 /* The subject of the first of levels 1..FW_CG_MAX_LEVELS of the calling
  * task's cgroup path that fastwall_cgroups knows, from the top down: a
@@ -87,7 +88,30 @@ struct fw_cg_sock {
 	struct fw_ip sent_dst;
 	__be16 sent_dport;
 	__u8 sent_proto;
+	/* Layer-7 pinning: a TCP socket whose connect went to the proxy
+	 * (fw_sa_l7, bpf/cgroup.bpf.c). Writers: the connect hooks, which
+	 * set it (or clear it) at every connect, then the sockops program;
+	 * both run with the socket locked. Readers: egress, getpeername. */
+	__u8 l7;	       /* FW_CG_L7_*: what the fields below hold */
+	__u8 l7_kind;	       /* enum fw_l7_kind */
+	__be16 l7_port;	       /* the process addressed l7_dst, this port */
+	__be16 l7_proxy_port;  /* it went to l7_proxy, this port */
+	__be16 l7_client_port; /* its own end, keying its fastwall_l7_nat entry */
+	__u32 l7_subject;
+	__u64 l7_seen_ns; /* the entry's last_seen_ns as egress last wrote it */
+	struct fw_ip l7_dst;
+	struct fw_ip l7_proxy; /* 127.0.0.1 (v4-mapped) or ::1 */
+	struct fw_ip l7_client;
 };
+
+/* fw_cg_sock.l7: connect sent the socket to the proxy (SENT); the
+ * sockops program wrote its fastwall_l7_nat entry (NAT) or could not
+ * (FULL); the socket closed and its entry went (CLOSED). */
+#define FW_CG_L7_NONE	0
+#define FW_CG_L7_SENT	1
+#define FW_CG_L7_NAT	2
+#define FW_CG_L7_FULL	3
+#define FW_CG_L7_CLOSED 4
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
@@ -239,6 +263,70 @@ static __always_inline void fw_cg_sent(struct fw_cg_sock *c, const struct fw_ip 
 	c->sent_proto = proto;
 	c->sent_epoch = c->epoch;
 	fw_seq_write_end(&c->sent_seq, v);
+}
+
+/* The proxy's ports (a TLS and an HTTP one, network order; 0: none),
+ * written by the loader from fastwall_l7_ports (fw_cg_l7_sync): no
+ * process addresses them on loopback itself. */
+#define FW_CG_L7_PROXIES 4
+volatile __be16 fw_cg_l7_proxy[FW_CG_L7_PROXIES];
+
+/* 127.0.0.0/8, ::1, and the unspecified addresses a connect() takes for
+ * the local host: where the proxy listens. */
+static __always_inline bool fw_cg_loopback(const struct fw_ip *a)
+{
+	__u32 w = bpf_ntohl(FW_IP_W(a)[3]);
+
+	if (fw_ip_is_v4mapped(a))
+		return (w >> 24) == 127 || w == 0;
+	return (FW_IP_W(a)[0] | FW_IP_W(a)[1] | FW_IP_W(a)[2]) == 0 && w <= 1;
+}
+
+/* TCP to one of the proxy's ports on loopback. */
+static __always_inline bool fw_cg_l7_to_proxy(const struct fw_config *cfg, const struct fw_pkt *pkt)
+{
+	if (!cfg || !(cfg->flags & FW_CF_L7) || pkt->proto != FW_IPPROTO_TCP || !pkt->has_ports ||
+	    !fw_cg_loopback(&pkt->dst))
+		return false;
+	for (int i = 0; i < FW_CG_L7_PROXIES; i++)
+		if (fw_cg_l7_proxy[i] && fw_cg_l7_proxy[i] == pkt->dport)
+			return true;
+	return false;
+}
+
+/* The pinned port a pass (reason) of s to pkt's destination port is, or
+ * NULL: pinning configured, the subject pinned, the pass by a lease (or
+ * by an allow CIDR, for a subject that pins those too), a port of
+ * fastwall_l7_ports. A UDP destination port is looked up as the TCP
+ * one (QUIC is TLS's UDP). */
+static __always_inline struct fw_l7_port *fw_cg_l7_port(const struct fw_config *cfg,
+							const struct fw_subject *s,
+							const struct fw_pkt *pkt, __u32 reason)
+{
+	struct fw_port_key k = {.proto = FW_IPPROTO_TCP};
+
+	if (!cfg || !(cfg->flags & FW_CF_L7) || !(s->flags & FW_SF_L7) || !pkt->has_ports)
+		return NULL;
+	if (reason != FW_PASS_LEARNED &&
+	    !(reason == FW_PASS_ALLOW_CIDR && (s->flags & FW_SF_L7_CIDR)))
+		return NULL;
+	k.port = pkt->dport;
+	return bpf_map_lookup_elem(&fastwall_l7_ports, &k);
+}
+
+/* reason, or l7-quic for UDP to a pinned TLS port (the proxy cannot read
+ * QUIC; clients fall back to TCP) unless the configuration lets it by. */
+static __always_inline __u32 fw_cg_l7_udp(const struct fw_config *cfg, const struct fw_subject *s,
+					  const struct fw_pkt *pkt, __u32 reason)
+{
+	struct fw_l7_port *p;
+
+	if (!cfg || pkt->proto != FW_IPPROTO_UDP || FW_REASON_DROPS(reason))
+		return reason;
+	p = fw_cg_l7_port(cfg, s, pkt, reason);
+	if (p && p->kind == FW_L7_TLS && !(cfg->flags & FW_CF_L7_QUIC))
+		return FW_DROP_L7_QUIC;
+	return reason;
 }
 
 /* a socket call's drop: no interface yet */

@@ -43,7 +43,8 @@
 	X(FW_DROP_SIBLING, 15, FW_VERDICT_DROP, "sibling",                                         \
 	  "to another address in the private CIDR")                                                \
 	X(FW_DROP_POD_LOCAL, 16, FW_VERDICT_DROP, "pod-local",                                     \
-	  "non-DNS to the gateway or a pod-local address")                                         \
+	  "non-DNS to the gateway or a pod-local address (a process sandbox: TCP to the layer-7 "  \
+	  "proxy's port on loopback)")                                                             \
 	X(FW_DROP_DOT, 17, FW_VERDICT_DROP, "dns-over-tls", "TCP/UDP 853")                         \
 	X(FW_DROP_DOH, 18, FW_VERDICT_DROP, "dns-over-https",                                      \
 	  "TCP 443 to the DoH blocklist, or any in strict mode")                                   \

@@ -68,7 +68,7 @@ done
 echo "$line"
 row test_run "BPF_PROG_TEST_RUN verdict table (rows passed)" "✓" "✗"
 row cgroup_test_run "cgroup programs' verdict table (process sandboxes; rows passed)" "✓" "✗"
-row cg_hooks "cgroup programs attached and detached (connect, sendmsg, recvmsg, getpeername, bind: v4 and v6; sock_create, setsockopt, skb egress)" "✓" "✗"
+row cg_hooks "cgroup programs attached and detached (connect, sendmsg, recvmsg, getpeername, bind: v4 and v6; sock_create, setsockopt, skb egress, sockops)" "✓" "✗"
 row run_connect "fastwall run: TCP connect allowed, denied with EPERM (v4, v6)" "✓" "✗"
 row run_uring "fastwall run: io_uring sendmsg and connect from io-wq and SQPOLL, and from a task of no sandbox on the run's sockets (a kernel thread's view before 5.12): denied ones never arrive (cases held)" "✓" "✗"
 row run_sockopt "fastwall run: the socket options that put a source route or IP options on its packets refused (IPV6_RTHDR, IP_OPTIONS; cgroup/setsockopt)" "✓" "✗"

@@ -647,7 +647,7 @@ keep_cfg
 # detach takes the cgroup programs off the parent, as it takes the TC filters off
 fw_stop_daemon
 check "fastwalld detach logs the cgroup programs it removed" \
-	sh -c "nsenter --net=/run/netns/$NS_POD '$FASTWALLD' -c '$FW_CFG' detach 2>&1 | grep -q 'detached 13 cgroup programs from $CG'"
+	sh -c "nsenter --net=/run/netns/$NS_POD '$FASTWALLD' -c '$FW_CFG' detach 2>&1 | grep -q 'detached 14 cgroup programs from $CG'"
 check_eq "after detach no fastwall program is on $CG_PARENT" \
 	"$(bpftool cgroup show "$CG" 2>/dev/null | grep -c fw_cg_)" 0
 

@@ -318,13 +318,13 @@ DAEMON=""
 # have failed the attach, and its name is in the log
 detached=$(in_ns "$POD" timeout 60 "$FASTWALLD" -c "$CFG" detach 2>&1 |
 	sed -n 's/.*detached \([0-9]*\) cgroup programs.*/\1/p')
-if [ "${detached:-0}" = 13 ]; then
-	ok "all 13 cgroup programs were attached, and detach takes them off $CGP"
+if [ "${detached:-0}" = 14 ]; then
+	ok "all 14 cgroup programs were attached, and detach takes them off $CGP"
 else
-	not_ok "all 13 cgroup programs were attached, and detach takes them off $CGP (${detached:-0})"
+	not_ok "all 14 cgroup programs were attached, and detach takes them off $CGP (${detached:-0})"
 	grep -E "can't attach|cgroup programs" "$LOG" | tail -5 | sed 's/^/#   | /'
 fi
-feature cg_hooks "${detached:-0}/13"
+feature cg_hooks "${detached:-0}/14"
 echo "# process sandboxes: $((SECONDS - T_PROCS))s"
 sed -i '/^processes:/,$d' "$CFG"
 find "$CGDIR" -depth -type d -exec rmdir {} + 2>/dev/null

@@ -20,11 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <net/if.h>
 #include <linux/if_ether.h>
 #include <netinet/in.h>
 
@@ -37,6 +39,7 @@
 #include "datapath/cgroup.h"
 #include "datapath/datapath.h"
 #include "datapath/explain.h"
+#include "datapath/leases.h"
 #include "datapath/reasons.h"
 #include "datapath/stats.h"
 #include "pkt.h"
@@ -48,6 +51,8 @@ enum where {
 	IN_ALPHA_NESTED, /* below a cgroup registered to another subject, below alpha */
 	IN_DENYING,	 /* a registered, denying subject */
 	IN_NONE,	 /* a cgroup of no sandbox */
+	IN_BETA,	 /* a sandbox with alpha's rules and lease, not pinned (no l7) */
+	IN_COUNT,
 };
 
 struct row {
@@ -59,6 +64,7 @@ struct row {
 	bool uncounted;	    /* no sandbox: nothing counted */
 	bool own_alias;	    /* the source is the subject's proxy address (127.254/16 + id) */
 	bool own_alias_dst; /* ... the destination is */
+	bool l7;	    /* layer-7 pinning decides: not a row for explain (yet) */
 };
 
 #define ALPHA_OK4  "192.0.2.10"	      /* allow 192.0.2.0/25 */
@@ -69,6 +75,14 @@ struct row {
 #define NODE4	   "192.0.2.200"      /* the node's own address: the source */
 #define NODE6	   "2001:db8:ff::1"
 #define DNS_PORT   15353 /* the proxy's, in fastwall_config */
+/* Layer-7 pinning: alpha is pinned (FW_SF_L7) and holds a lease of
+ * LEARNED4 and LEARNED6; TCP 443 is TLS to the proxy's port 15443, TCP
+ * 80 HTTP to 15080 (fastwall_l7_ports). Beta has the same rules and
+ * leases, unpinned. */
+#define LEARNED4 "198.51.100.7"
+#define LEARNED6 "2001:db8:7::7"
+#define L7_TLS	 15443
+#define L7_HTTP	 15080
 
 static const struct row rows[] = {
 	{"TCP SYN to an allowed CIDR passes", IN_ALPHA, TCP4(NODE4, ALPHA_OK4, 40000, 80), 1,
@@ -210,6 +224,35 @@ static const struct row rows[] = {
 	 UDP6(NODE6, ALPHA_OK6, 40000, 853), 0, FW_DROP_DOT},
 	{"port 853 as the source is no DNS over TLS", IN_ALPHA, UDP4(NODE4, ALPHA_OK4, 853, 9000),
 	 1, FW_PASS_ALLOW_CIDR},
+	/* layer-7 pinning at egress: a socket connect sent to the proxy
+	 * never sends to the pinned destination itself (the live rows at the
+	 * end show the one that does pass) */
+	{"l7: TCP 443 to a learned address, not through the proxy, drops", IN_ALPHA,
+	 TCP4(NODE4, LEARNED4, 40000, 443), 0, FW_DROP_L7_UNTRACKED, .l7 = true},
+	{"l7: IPv6 TCP 80 to a learned address, not through the proxy, drops", IN_ALPHA_CHILD,
+	 TCP6(NODE6, LEARNED6, 40000, 80), 0, FW_DROP_L7_UNTRACKED, .l7 = true},
+	{"l7: UDP 443 to a learned address (QUIC) drops", IN_ALPHA,
+	 UDP4(NODE4, LEARNED4, 40000, 443), 0, FW_DROP_L7_QUIC, .l7 = true},
+	{"l7: IPv6 UDP 443 to a learned address (QUIC) drops", IN_ALPHA,
+	 UDP6(NODE6, LEARNED6, 40000, 443), 0, FW_DROP_L7_QUIC, .l7 = true},
+	{"l7: UDP 80 (an HTTP port) to a learned address passes by the lease", IN_ALPHA,
+	 UDP4(NODE4, LEARNED4, 40000, 80), 1, FW_PASS_LEARNED, .l7 = true},
+	{"l7: TCP to an unpinned port of a learned address passes by the lease", IN_ALPHA,
+	 TCP4(NODE4, LEARNED4, 40000, 8443), 1, FW_PASS_LEARNED, .l7 = true},
+	{"l7: TCP 443 to an allowed CIDR is not pinned (cidr: pass)", IN_ALPHA,
+	 TCP4(NODE4, ALPHA_OK4, 40000, 443), 1, FW_PASS_ALLOW_CIDR, .l7 = true},
+	{"l7: TCP to the proxy's port on loopback from a socket it did not send there drops",
+	 IN_ALPHA, TCP4("127.0.0.1", "127.0.0.1", 40000, L7_TLS), 0, FW_DROP_POD_LOCAL, .l7 = true},
+	{"l7: IPv6 TCP to the proxy's HTTP port on ::1 drops", IN_ALPHA_CHILD,
+	 TCP6("::1", "::1", 40000, L7_HTTP), 0, FW_DROP_POD_LOCAL, .l7 = true},
+	{"l7: an unpinned sandbox's TCP to the proxy's port on loopback drops too", IN_BETA,
+	 TCP4("127.0.0.1", "127.0.0.1", 40000, L7_TLS), 0, FW_DROP_POD_LOCAL, .l7 = true},
+	{"l7: an unpinned sandbox's TCP 443 to a learned address passes", IN_BETA,
+	 TCP4(NODE4, LEARNED4, 40000, 443), 1, FW_PASS_LEARNED, .l7 = true},
+	{"l7: an unpinned sandbox's UDP 443 to a learned address passes", IN_BETA,
+	 UDP4(NODE4, LEARNED4, 40000, 443), 1, FW_PASS_LEARNED, .l7 = true},
+	{"l7: TCP to another loopback port: the policy decides", IN_ALPHA,
+	 TCP4("127.0.0.1", "127.0.0.1", 40000, 15444), 0, FW_DROP_DEFAULT_DENY, .l7 = true},
 };
 
 /* The socket hooks. BPF_PROG_TEST_RUN has no runner for the cgroup
@@ -239,6 +282,8 @@ struct sock_row {
 	__u32 reason;	 /* counted once ... */
 	bool uncounted;	 /* ... unless nothing is (a socket() that passes) */
 	__u16 warm_port; /* OP_SENDTO: first a datagram to dst on this port */
+	__u32 cfg_off;	 /* fastwall_config flags cleared for the row ... */
+	__u32 cfg_on;	 /* ... and set */
 };
 
 static const struct sock_row sock_rows[] = {
@@ -314,6 +359,52 @@ static const struct sock_row sock_rows[] = {
 	 true},
 	{"socket: no sandbox, a raw socket passes uncounted", IN_NONE, OP_SOCKET, AF_INET, SOCK_RAW,
 	 IPPROTO_ICMP, NULL, 0, 1, 0, true},
+	/* layer-7 pinning: TCP to a pinned port of a learned address goes
+	 * to the proxy (the namespace has no loopback up: the call fails
+	 * after the hook, ENETUNREACH; l7_live below connects for real) */
+	{"l7 connect: TCP 443 to a learned address goes to the proxy", IN_ALPHA, OP_CONNECT,
+	 AF_INET, SOCK_STREAM, 0, LEARNED4, 443, 1, FW_PASS_L7_PROXY},
+	{"l7 connect: IPv6 TCP 443 to a learned address goes to the proxy", IN_ALPHA_CHILD,
+	 OP_CONNECT, AF_INET6, SOCK_STREAM, 0, LEARNED6, 443, 1, FW_PASS_L7_PROXY},
+	{"l7 connect: an IPv6 socket's v4-mapped TCP 80 goes to the proxy", IN_ALPHA, OP_CONNECT,
+	 AF_INET6, SOCK_STREAM, 0, "::ffff:" LEARNED4, 80, 1, FW_PASS_L7_PROXY},
+	{"l7 connect: while the proxy is down, refused", IN_ALPHA, OP_CONNECT, AF_INET, SOCK_STREAM,
+	 0, LEARNED4, 443, 0, FW_DROP_L7_PROXY_DOWN, .cfg_off = FW_CF_L7_UP},
+	{"l7 connect: IPv6, while the proxy is down, refused", IN_ALPHA, OP_CONNECT, AF_INET6,
+	 SOCK_STREAM, 0, LEARNED6, 80, 0, FW_DROP_L7_PROXY_DOWN, .cfg_off = FW_CF_L7_UP},
+	{"l7 connect: pinning off, TCP 443 to a learned address passes by the lease", IN_ALPHA,
+	 OP_CONNECT, AF_INET, SOCK_STREAM, 0, LEARNED4, 443, 1, FW_PASS_LEARNED,
+	 .cfg_off = FW_CF_L7 | FW_CF_L7_UP},
+	{"l7 connect: TCP to an unpinned port of a learned address passes by the lease", IN_ALPHA,
+	 OP_CONNECT, AF_INET, SOCK_STREAM, 0, LEARNED4, 8443, 1, FW_PASS_LEARNED},
+	{"l7 connect: TCP 443 to an allowed CIDR is not pinned", IN_ALPHA, OP_CONNECT, AF_INET,
+	 SOCK_STREAM, 0, ALPHA_OK4, 443, 1, FW_PASS_ALLOW_CIDR},
+	{"l7 connect: TCP to the proxy's port on 127.0.0.1 is refused", IN_ALPHA, OP_CONNECT,
+	 AF_INET, SOCK_STREAM, 0, "127.0.0.1", L7_TLS, 0, FW_DROP_POD_LOCAL},
+	{"l7 connect: TCP to the proxy's port on 0.0.0.0 is refused", IN_ALPHA_CHILD, OP_CONNECT,
+	 AF_INET, SOCK_STREAM, 0, "0.0.0.0", L7_HTTP, 0, FW_DROP_POD_LOCAL},
+	{"l7 connect: IPv6 TCP to the proxy's port on ::1 is refused", IN_ALPHA, OP_CONNECT,
+	 AF_INET6, SOCK_STREAM, 0, "::1", L7_TLS, 0, FW_DROP_POD_LOCAL},
+	{"l7 connect: TCP to the proxy's port on v4-mapped loopback is refused", IN_ALPHA,
+	 OP_CONNECT, AF_INET6, SOCK_STREAM, 0, "::ffff:127.0.0.2", L7_HTTP, 0, FW_DROP_POD_LOCAL},
+	{"l7 connect: UDP 443 to a learned address (QUIC) is refused", IN_ALPHA, OP_CONNECT,
+	 AF_INET, SOCK_DGRAM, 0, LEARNED4, 443, 0, FW_DROP_L7_QUIC},
+	{"l7 sendmsg: UDP 443 to a learned address (QUIC) is refused", IN_ALPHA, OP_SENDTO, AF_INET,
+	 SOCK_DGRAM, 0, LEARNED4, 443, 0, FW_DROP_L7_QUIC},
+	{"l7 sendmsg: IPv6 UDP 443 to a learned address (QUIC) is refused", IN_ALPHA_CHILD,
+	 OP_SENDTO, AF_INET6, SOCK_DGRAM, 0, LEARNED6, 443, 0, FW_DROP_L7_QUIC},
+	{"l7 sendmsg: QUIC after a datagram to port 80 of the same address is refused", IN_ALPHA,
+	 OP_SENDTO, AF_INET, SOCK_DGRAM, 0, LEARNED4, 443, 0, FW_DROP_L7_QUIC, false, 80},
+	{"l7 sendmsg: UDP 443 with QUIC allowed passes by the lease", IN_ALPHA, OP_SENDTO, AF_INET,
+	 SOCK_DGRAM, 0, LEARNED4, 443, 1, FW_PASS_LEARNED, .cfg_on = FW_CF_L7_QUIC},
+	{"l7 sendmsg: UDP 80 (an HTTP port) passes by the lease", IN_ALPHA, OP_SENDTO, AF_INET,
+	 SOCK_DGRAM, 0, LEARNED4, 80, 1, FW_PASS_LEARNED},
+	{"l7 connect: an unpinned sandbox's TCP 443 to a learned address passes", IN_BETA,
+	 OP_CONNECT, AF_INET, SOCK_STREAM, 0, LEARNED4, 443, 1, FW_PASS_LEARNED},
+	{"l7 sendmsg: an unpinned sandbox's UDP 443 to a learned address passes", IN_BETA,
+	 OP_SENDTO, AF_INET, SOCK_DGRAM, 0, LEARNED4, 443, 1, FW_PASS_LEARNED},
+	{"l7 connect: an unpinned sandbox's TCP to the proxy's port is refused too", IN_BETA,
+	 OP_CONNECT, AF_INET, SOCK_STREAM, 0, "127.0.0.1", L7_TLS, 0, FW_DROP_POD_LOCAL},
 };
 
 static struct {
@@ -321,8 +412,8 @@ static struct {
 	char mnt[256];
 	bool mounted;
 	char base[512]; /* our cgroups: base/{alpha{,/child,/nest},deny,none} */
-	char path[6][600];
-	__u64 cgid[6];
+	char path[IN_COUNT][600];
+	__u64 cgid[IN_COUNT];
 	struct fw_dp *dp;
 	struct fw_registry reg;
 	bool reg_on;
@@ -332,7 +423,8 @@ static struct {
 	struct ring_buffer *rb;
 	struct fw_event ev[16];
 	size_t nev;
-	__u32 id[6];
+	__u32 id[IN_COUNT];
+	struct fw_config cfg;
 } t;
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -377,18 +469,60 @@ static int subject(const char *name, enum where w, __u8 state, const char *const
 	return err;
 }
 
+/* Layer-7 pinning, as fastwalld's l7 configuration will write it: the
+ * pinned ports, the configuration flags (the proxy up), alpha's subject
+ * pinned, and leases of LEARNED4 and LEARNED6 for alpha and beta. */
+static int l7_setup(void)
+{
+	static const struct {
+		__u16 port, proxy;
+		enum fw_l7_kind kind;
+	} ports[] = {{443, L7_TLS, FW_L7_TLS}, {80, L7_HTTP, FW_L7_HTTP}};
+	static const char *const leased[] = {LEARNED4, LEARNED6};
+	struct fw_subject s;
+	int err;
+
+	for (size_t i = 0; i < sizeof(ports) / sizeof(ports[0]); i++) {
+		struct fw_port_key k = {.proto = IPPROTO_TCP, .port = htons(ports[i].port)};
+		struct fw_l7_port v = {.proxy_port = htons(ports[i].proxy), .kind = ports[i].kind};
+
+		if (bpf_map_update_elem(t.dp->l7_ports_fd, &k, &v, BPF_ANY))
+			return -errno;
+	}
+	err = fw_cg_l7_sync(t.cg, t.dp);
+	if (err)
+		return err;
+	t.cfg.flags |= FW_CF_L7 | FW_CF_L7_UP;
+	if (fw_dp_config_set(t.dp, &t.cfg))
+		return -EIO;
+	for (size_t i = 0; i < 2; i++) {
+		struct fw_ip a;
+
+		if (fw_addr_parse(leased[i], &a, NULL))
+			return -EINVAL;
+		err = fw_dp_learned_put(t.dp, t.id[IN_ALPHA], &a,
+					fw_now_ns() + 3600 * FW_NSEC_PER_SEC);
+		if (!err)
+			err = fw_dp_learned_put(t.dp, t.id[IN_BETA], &a,
+						fw_now_ns() + 3600 * FW_NSEC_PER_SEC);
+		if (err)
+			return err;
+	}
+	err = fw_dp_cgroup_lookup(t.dp, t.cgid[IN_ALPHA], &s);
+	if (err)
+		return err;
+	s.flags |= FW_SF_L7;
+	return fw_dp_cgroup_put(t.dp, t.cgid[IN_ALPHA], &s);
+}
+
 static int setup(void)
 {
 	static const char *const alpha[] = {"allow", "192.0.2.0/25",	"deny", "203.0.113.0/24",
 					    "allow", "2001:db8:1::/48", NULL};
 	static const char *const loose[] = {"allow", "0.0.0.0/0", NULL};
 	static const char *const none[] = {NULL};
-	static const char *const sub[6] = {NULL,	 "alpha", "alpha/child",
-					   "alpha/nest", "deny",  "none"};
-	struct fw_config cfg = {.flags = FW_CF_DNS_PROXY,
-				.dns_port = DNS_PORT,
-				.event_burst = 1000,
-				.event_interval_ns = 1000};
+	static const char *const sub[IN_COUNT] = {NULL,	  "alpha", "alpha/child", "alpha/nest",
+						  "deny", "none",  "beta"};
 	int err;
 
 	fw_log_level = FW_LOG_WARN;
@@ -404,7 +538,7 @@ static int setup(void)
 	snprintf(t.base, sizeof(t.base), "%s/fastwall-cgtest-%d", t.mnt, (int)getpid());
 	if (mkdir(t.base, 0755))
 		return -errno;
-	for (int w = IN_ALPHA; w <= IN_NONE; w++) {
+	for (int w = IN_ALPHA; w < IN_COUNT; w++) {
 		snprintf(t.path[w], sizeof(t.path[w]), "%s/%s", t.base, sub[w]);
 		if (mkdir(t.path[w], 0755) || fw_cg_id_of(t.path[w], &t.cgid[w]))
 			return -errno;
@@ -416,7 +550,11 @@ static int setup(void)
 	if (err)
 		return err;
 	t.reg_on = true;
-	if (fw_reg_reap(&t.reg, 0) < 0 || fw_dp_config_set(t.dp, &cfg))
+	t.cfg = (struct fw_config){.flags = FW_CF_DNS_PROXY,
+				   .dns_port = DNS_PORT,
+				   .event_burst = 1000,
+				   .event_interval_ns = 1000};
+	if (fw_reg_reap(&t.reg, 0) < 0 || fw_dp_config_set(t.dp, &t.cfg))
 		return -EIO;
 	err = fw_cg_load(t.dp, &t.cg);
 	if (err)
@@ -430,6 +568,10 @@ static int setup(void)
 		err = subject("nest", IN_ALPHA_NESTED, FW_STATE_ACTIVE, loose);
 	if (!err)
 		err = subject("deny", IN_DENYING, FW_STATE_DENYING, none);
+	if (!err)
+		err = subject("beta", IN_BETA, FW_STATE_ACTIVE, alpha);
+	if (!err)
+		err = l7_setup();
 	return err;
 }
 
@@ -450,7 +592,7 @@ static void cleanup(void)
 	}
 	if (t.attached)
 		fw_cg_detach(t.base);
-	for (int w = IN_NONE; w >= IN_ALPHA; w--)
+	for (int w = IN_COUNT - 1; w >= IN_ALPHA; w--)
 		if (t.path[w][0])
 			rmdir(t.path[w]);
 	if (t.base[0])
@@ -514,7 +656,7 @@ static bool explainable(const struct row *r)
 {
 	const struct pkt_spec *p = &r->pkt;
 
-	if (r->own_alias || r->own_alias_dst || !p->dst ||
+	if (r->l7 || r->own_alias || r->own_alias_dst || !p->dst ||
 	    (p->src && strncmp(p->src, "127.254.", 8) == 0) || strcmp(p->dst, "127.0.0.1") == 0 ||
 	    strncmp(p->dst, "127.254.", 8) == 0)
 		return false;
@@ -572,12 +714,17 @@ static int explain_row(const struct row *r, __u32 id)
 	return 0;
 }
 
+/* the subject the row's cgroup is held to: alpha below alpha */
+static __u32 row_subject(enum where w)
+{
+	return w == IN_DENYING || w == IN_BETA ? t.id[w] : t.id[IN_ALPHA];
+}
+
 static bool run_row(const struct row *r)
 {
 	__u8 in[PKT_MAX], out[PKT_MAX + 64];
 	LIBBPF_OPTS(bpf_test_run_opts, opts);
-	/* the subject the row's cgroup is held to: alpha below alpha */
-	__u32 id = r->where == IN_DENYING ? t.id[IN_DENYING] : t.id[IN_ALPHA];
+	__u32 id = row_subject(r->where);
 	struct pkt_spec spec = r->pkt;
 	char alias[32];
 	size_t len;
@@ -680,9 +827,9 @@ static int sock_call(const struct sock_row *r, int fd, __u16 port)
 	return sendto(fd, "q", 1, 0, (struct sockaddr *)&ss, slen) < 0 ? errno : 0;
 }
 
-static bool run_sock_row(const struct sock_row *r)
+static bool sock_row_call(const struct sock_row *r)
 {
-	__u32 id = r->where == IN_DENYING ? t.id[IN_DENYING] : t.id[IN_ALPHA];
+	__u32 id = row_subject(r->where);
 	__u64 before, sbefore, total;
 	bool ok = true;
 	int fd, err;
@@ -753,6 +900,268 @@ static bool run_sock_row(const struct sock_row *r)
 	return ok;
 }
 
+/* A socket row under its configuration (cfg_off, cfg_on), then back. */
+static bool run_sock_row(const struct sock_row *r)
+{
+	struct fw_config c = t.cfg;
+	bool ok;
+
+	c.flags = (c.flags & ~r->cfg_off) | r->cfg_on;
+	if ((r->cfg_off || r->cfg_on) && fw_dp_config_set(t.dp, &c)) {
+		printf("not ok - %s: can't write the configuration\n", r->desc);
+		return false;
+	}
+	ok = sock_row_call(r);
+	if ((r->cfg_off || r->cfg_on) && fw_dp_config_set(t.dp, &t.cfg)) {
+		printf("not ok - %s: can't restore the configuration\n", r->desc);
+		return false;
+	}
+	return ok;
+}
+
+/* ---- layer-7 pinning, live: connections through loopback ---------------- */
+
+/* A listener on addr (127.0.0.1 or ::1) port, made from the cgroup of no
+ * sandbox: it plays the proxy. */
+static int l7_listen(int family, const char *addr, __u16 port)
+{
+	struct sock_row r = {.family = family, .dst = addr};
+	struct sockaddr_storage ss;
+	socklen_t len = sock_addr_of(&r, port, &ss);
+	int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+
+	if (fd < 0)
+		return -1;
+	if (family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (!len || bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 8)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A socket address as text: "addr port". */
+static void sa_text(const struct sockaddr_storage *ss, char *out, size_t len)
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+
+		inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
+		snprintf(out, len, "%s %u", a, ntohs(s4->sin_port));
+	} else {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
+		snprintf(out, len, "%s %u", a, ntohs(s6->sin6_port));
+	}
+}
+
+/* A connection accepted on lfd within two seconds, or -1. */
+static int l7_accept(int lfd)
+{
+	for (int i = 0; i < 200; i++) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (fd >= 0)
+			return fd;
+		usleep(10000);
+	}
+	return -1;
+}
+
+/* The fastwall_l7_nat entry of the peer of fd (the proxy's accepted end),
+ * as the proxy looks it up; -errno when there is none. */
+static int l7_entry_of(int fd, __u16 proxy, struct fw_l7_nat_key *k, struct fw_l7_nat *v)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	memset(k, 0, sizeof(*k));
+	if (getpeername(fd, (struct sockaddr *)&ss, &len))
+		return -errno;
+	if (ss.ss_family == AF_INET) {
+		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+
+		k->client.b[10] = k->client.b[11] = 0xff;
+		memcpy(&k->client.b[12], &a->sin_addr, 4);
+		k->client_port = a->sin_port;
+	} else {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+
+		memcpy(k->client.b, &a->sin6_addr, 16);
+		k->client_port = a->sin6_port;
+	}
+	k->proxy_port = htons(proxy);
+	return bpf_map_lookup_elem(t.dp->l7_nat_fd, k, v) ? -errno : 0;
+}
+
+struct l7_case {
+	const char *desc;
+	int family;	  /* the sandbox's socket's */
+	const char *dst;  /* a learned address */
+	__u16 port;	  /* a pinned port */
+	const char *peer; /* what getpeername must say, "addr port" */
+	bool at_v6;	  /* the connection arrives at the ::1 listener */
+	__u16 proxy;
+	enum fw_l7_kind kind;
+	__u8 nat_family;  /* the entry's enum fw_family */
+	const char *orig; /* the entry's orig_dst (v4-mapped for IPv4) */
+	bool seen;	  /* a segment a second later moves the entry's last_seen_ns */
+};
+
+/* One connection of alpha's to dst:port: it reaches the listener that
+ * plays the proxy, getpeername says dst:port, the entry the proxy reads
+ * by its peer holds dst:port, alpha's id and the kind, a byte goes each
+ * way, and the entry goes once the connection is closed. */
+static bool l7_live_case(const struct l7_case *c, const int lfd[2])
+{
+	struct sock_row r = {.family = c->family, .dst = c->dst};
+	struct sockaddr_storage ss, peer;
+	socklen_t len = sizeof(peer);
+	struct fw_l7_nat_key k;
+	struct fw_l7_nat v;
+	struct fw_ip orig;
+	char got[80];
+	int fd = -1, afd = -1, err;
+	bool ok = false;
+	__u8 b = 'x';
+
+	if (join(IN_ALPHA))
+		goto out;
+	fd = socket(c->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	len = sock_addr_of(&r, c->port, &ss);
+	if (fd < 0 || !len || connect(fd, (struct sockaddr *)&ss, len)) {
+		printf("not ok - l7 live: %s: connect: %s\n", c->desc, strerror(errno));
+		goto out;
+	}
+	len = sizeof(peer);
+	if (getpeername(fd, (struct sockaddr *)&peer, &len)) {
+		printf("not ok - l7 live: %s: getpeername: %s\n", c->desc, strerror(errno));
+		goto out;
+	}
+	sa_text(&peer, got, sizeof(got));
+	if (strcmp(got, c->peer)) {
+		printf("not ok - l7 live: %s: getpeername says %s, want %s\n", c->desc, got,
+		       c->peer);
+		goto out;
+	}
+	afd = l7_accept(lfd[c->at_v6]);
+	if (afd < 0) {
+		printf("not ok - l7 live: %s: the proxy's listener got no connection\n", c->desc);
+		goto out;
+	}
+	err = l7_entry_of(afd, c->proxy, &k, &v);
+	if (err || fw_addr_parse(c->orig, &orig, NULL)) {
+		printf("not ok - l7 live: %s: no fastwall_l7_nat entry for the proxy's peer: %s\n",
+		       c->desc, strerror(-err));
+		goto out;
+	}
+	if (memcmp(&v.orig_dst, &orig, sizeof(orig)) || v.orig_port != htons(c->port) ||
+	    v.proxy_port != htons(c->proxy) || v.subject != t.id[IN_ALPHA] || v.kind != c->kind ||
+	    v.family != c->nat_family || v.closed || !v.last_seen_ns) {
+		printf("not ok - l7 live: %s: the entry holds port %u, proxy %u, subject %u, "
+		       "kind %u, family %u\n",
+		       c->desc, (unsigned)ntohs(v.orig_port), (unsigned)ntohs(v.proxy_port),
+		       v.subject, (unsigned)v.kind, (unsigned)v.family);
+		goto out;
+	}
+	/* a byte each way: egress lets the socket's segments to the proxy by */
+	if (write(fd, &b, 1) != 1 || read(afd, &b, 1) != 1 || write(afd, &b, 1) != 1 ||
+	    read(fd, &b, 1) != 1) {
+		printf("not ok - l7 live: %s: no byte through: %s\n", c->desc, strerror(errno));
+		goto out;
+	}
+	if (c->seen) {
+		__u64 first = v.last_seen_ns;
+
+		usleep(1100 * 1000);
+		if (write(fd, &b, 1) != 1 || read(afd, &b, 1) != 1 ||
+		    bpf_map_lookup_elem(t.dp->l7_nat_fd, &k, &v) || v.last_seen_ns <= first) {
+			printf("not ok - l7 live: %s: a segment a second later leaves "
+			       "last_seen_ns\n",
+			       c->desc);
+			goto out;
+		}
+	}
+	close(fd);
+	fd = -1;
+	close(afd);
+	afd = -1;
+	for (int i = 0; i < 200 && !ok; i++) {
+		ok = bpf_map_lookup_elem(t.dp->l7_nat_fd, &k, &v) && errno == ENOENT;
+		if (!ok)
+			usleep(10000);
+	}
+	if (!ok)
+		printf("not ok - l7 live: %s: the entry stays after the connection closed\n",
+		       c->desc);
+out:
+	if (fd >= 0)
+		close(fd);
+	if (afd >= 0)
+		close(afd);
+	if (join(IN_NONE))
+		ok = false;
+	if (ok)
+		printf("ok - l7 live: %s\n", c->desc);
+	return ok;
+}
+
+/* Layer-7 pinning end to end on the namespace's loopback, listeners of
+ * the test's own (in no sandbox) playing the proxy. */
+static void l7_live(int *passed, int *failed)
+{
+	static const struct l7_case cases[] = {
+		{"IPv4 TCP 443 reaches the proxy, getpeername and the entry say the original",
+		 AF_INET, LEARNED4, 443, LEARNED4 " 443", false, L7_TLS, FW_L7_TLS, FW_FAM_V4,
+		 "::ffff:" LEARNED4, true},
+		{"IPv6 TCP 443 reaches the proxy on ::1", AF_INET6, LEARNED6, 443, LEARNED6 " 443",
+		 true, L7_TLS, FW_L7_TLS, FW_FAM_V6, LEARNED6},
+		{"an IPv6 socket's v4-mapped TCP 80 reaches the HTTP proxy on 127.0.0.1", AF_INET6,
+		 "::ffff:" LEARNED4, 80, "::ffff:" LEARNED4 " 80", false, L7_HTTP, FW_L7_HTTP,
+		 FW_FAM_V4, "::ffff:" LEARNED4},
+	};
+	int lfd[2][2] = {{-1, -1}, {-1, -1}}; /* [TLS, HTTP][127.0.0.1, ::1] */
+	struct ifreq ifr = {0};
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool up;
+
+	/* the namespace's loopback up, and the listeners */
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	up = s >= 0 && ioctl(s, SIOCGIFFLAGS, &ifr) == 0;
+	ifr.ifr_flags |= IFF_UP;
+	up = up && ioctl(s, SIOCSIFFLAGS, &ifr) == 0 && join(IN_NONE) == 0;
+	if (s >= 0)
+		close(s);
+	if (up) {
+		lfd[0][0] = l7_listen(AF_INET, "127.0.0.1", L7_TLS);
+		lfd[0][1] = l7_listen(AF_INET6, "::1", L7_TLS);
+		lfd[1][0] = l7_listen(AF_INET, "127.0.0.1", L7_HTTP);
+		lfd[1][1] = l7_listen(AF_INET6, "::1", L7_HTTP);
+	}
+	if (!up || lfd[0][0] < 0 || lfd[0][1] < 0 || lfd[1][0] < 0 || lfd[1][1] < 0) {
+		printf("not ok - l7 live: can't listen on loopback: %s\n", strerror(errno));
+		(*failed)++;
+	} else {
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			const struct l7_case *c = &cases[i];
+
+			if (l7_live_case(c, lfd[c->kind == FW_L7_HTTP]))
+				(*passed)++;
+			else
+				(*failed)++;
+		}
+	}
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 2; j++)
+			if (lfd[i][j] >= 0)
+				close(lfd[i][j]);
+}
+
 int main(void)
 {
 	static const int fatal[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGINT, SIGTERM};
@@ -793,6 +1202,8 @@ int main(void)
 	}
 	if (err)
 		printf("not ok - can't attach the cgroup programs: %s\n", strerror(-err));
+	else
+		l7_live(&passed, &failed);
 	/* explain --cgroup was put every row it can express */
 	if (explained >= 12) {
 		printf("ok - fastwall explain --cgroup agrees on the %d rows it can express\n",

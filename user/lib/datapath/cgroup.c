@@ -138,11 +138,47 @@ int fw_cg_load(struct fw_dp *dp, struct fw_cg **out)
 		goto cleanup;
 	}
 	*out = cg;
+	/* the proxy ports of the pins as they are (a restart) */
+	fw_cg_l7_sync(cg, dp);
 	return 0;
 
 cleanup:
 	cgroup_bpf__destroy(cg->skel);
 	free(cg);
+	return err;
+}
+
+int fw_cg_l7_sync(struct fw_cg *cg, struct fw_dp *dp)
+{
+	__be16 ports[FW_CG_L7_PROXIES] = {0};
+	struct fw_port_key k, *prev = NULL;
+	size_t n = 0;
+	int err = 0;
+
+	if (dp->l7_ports_fd < 0)
+		return 0;
+	while (!bpf_map_get_next_key(dp->l7_ports_fd, prev, &k)) {
+		struct fw_l7_port v;
+		size_t i = 0;
+
+		prev = &k;
+		if (bpf_map_lookup_elem(dp->l7_ports_fd, &k, &v) || !v.proxy_port)
+			continue;
+		while (i < n && ports[i] != v.proxy_port)
+			i++;
+		if (i < n)
+			continue;
+		if (n == FW_CG_L7_PROXIES) {
+			fw_err("more than %d layer-7 proxy ports: the cgroup programs keep %d",
+			       FW_CG_L7_PROXIES, FW_CG_L7_PROXIES);
+			err = -E2BIG;
+			break;
+		}
+		ports[n++] = v.proxy_port;
+	}
+	_Static_assert(sizeof(cg->skel->bss->fw_cg_l7_proxy) == sizeof(ports), "fw_cg_l7_proxy");
+	for (size_t i = 0; i < FW_CG_L7_PROXIES; i++)
+		cg->skel->bss->fw_cg_l7_proxy[i] = ports[i];
 	return err;
 }
 
@@ -248,7 +284,7 @@ int fw_cg_detach(const char *dir)
 		BPF_CGROUP_INET4_BIND,	      BPF_CGROUP_INET6_BIND,
 		BPF_CGROUP_INET_SOCK_CREATE,  BPF_CGROUP_INET_EGRESS,
 		BPF_CGROUP_INET4_GETPEERNAME, BPF_CGROUP_INET6_GETPEERNAME,
-		BPF_CGROUP_SETSOCKOPT,
+		BPF_CGROUP_SETSOCKOPT,	      BPF_CGROUP_SOCK_OPS,
 	};
 	int cgfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), n = 0;
 

@@ -42,6 +42,13 @@ int fw_cg_attach(struct fw_cg *cg, const char *dir);
  * how many it detached. */
 int fw_cg_detach(const char *dir);
 void fw_cg_close(struct fw_cg *cg);
+/* Tells the cgroup programs the layer-7 proxy's ports, from
+ * fastwall_l7_ports, so that a process sandbox cannot address them on
+ * loopback itself: after every write of that map (fw_cg_load does it
+ * once). At most FW_CG_L7_PROXIES distinct ports (-E2BIG: the first ones
+ * are kept). */
+#define FW_CG_L7_PROXIES 4
+int fw_cg_l7_sync(struct fw_cg *cg, struct fw_dp *dp);
 /* The descriptor of program name (fw_cg_egress, ...), for tests; -ENOENT. */
 int fw_cg_prog_fd(struct fw_cg *cg, const char *name);
 

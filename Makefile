@@ -382,5 +382,6 @@ clean: ## remove build/, build-san/ and build-deb/
 	rm -rf build build-san build-deb
 
 include gateway/gateway.mk
+include egress/egress.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

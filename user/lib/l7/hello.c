@@ -4,7 +4,6 @@
  * records is walked in place, without copying it together. */
 #include <string.h>
 
-#include "fastwall/reasons.h"
 #include "l7/hello.h"
 
 #define TLS_RECORD_HANDSHAKE 22

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fastwall/reasons.h"
+
 enum fw_l7_hello_status {
 	FW_L7_HELLO_OK = 0,   /* a whole, well-formed ClientHello */
 	FW_L7_HELLO_MORE = 1, /* well-formed so far, cut short: read more */

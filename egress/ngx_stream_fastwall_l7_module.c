@@ -33,6 +33,8 @@ typedef struct {
     ngx_fastwall_l7_peer_t          peer;
     ngx_uint_t                      reason;
     ngx_flag_t                      pinned;
+    off_t                           preread;  /* the hello's bytes, not in
+                                               * s->received */
     u_char                          upstream[FW_L7_UPSTREAM_MAX];
     size_t                          upstream_len;
     char                            name[FW_LEASE_NAME_SZ];
@@ -336,6 +338,7 @@ ngx_stream_fastwall_l7_handler(ngx_stream_session_t *s)
                                             (char *) ctx->upstream,
                                             sizeof(ctx->upstream));
     ctx->pinned = 1;
+    ctx->preread = c->buffer->last - c->buffer->pos;
 
     fscf->next(s);
 }
@@ -361,7 +364,8 @@ ngx_stream_fastwall_l7_log(ngx_stream_session_t *s)
 
     ngx_fastwall_l7_report(ngx_fastwall_l7_conf((ngx_cycle_t *) ngx_cycle),
                            c->log, FW_L7_REPORT_CLOSE, FW_L7_TLS, &ctx->peer,
-                           reason, ctx->name, (uint64_t) s->received,
+                           reason, ctx->name,
+                           (uint64_t) (s->received + ctx->preread),
                            (uint64_t) c->sent,
                            (uint64_t) (ngx_current_msec - c->start_time)
                            * FW_NSEC_PER_MSEC);

@@ -25,10 +25,10 @@ enum fw_l7_hello_status {
 #define FW_L7_HELLO_MAX_LENGTH (64 * 1024) /* a larger handshake message is refused */
 
 struct fw_l7_hello {
-	unsigned int server_name_exts; /* server_name extensions */
-	unsigned int host_names;       /* host_name entries over all of them */
-	int ech;		       /* an encrypted_client_hello extension */
-	size_t hello_len;	       /* bytes of records the hello took */
+	unsigned int server_name_exts;	     /* server_name extensions */
+	unsigned int host_names;	     /* host_name entries over all of them */
+	int ech;			     /* an encrypted_client_hello extension */
+	size_t hello_len;		     /* bytes of records the hello took */
 	char name[FW_L7_HELLO_NAME_MAX + 1]; /* the first host_name, NUL-terminated */
 };
 

@@ -31,7 +31,15 @@ for t in ip bpftool curl openssl nsenter; do
 	command -v "$t" >/dev/null || fw_die "$t not found"
 done
 make -s -C "$FW_ROOT" BUILD="$BUILD" l7proxy >/dev/null || fw_die "make l7proxy failed"
-trap fw_cleanup EXIT
+# the unprivileged proxy's own directory: nobody must write its pid there
+P2=$(mktemp -d /tmp/fastwall-l7-nobody.XXXXXX)
+chmod 0755 "$P2"
+chown nobody "$P2"
+l7_cleanup() {
+	fw_cleanup
+	rm -rf "$P2"
+}
+trap l7_cleanup EXIT
 
 fw_topology
 fw_sandbox a 2
@@ -324,6 +332,44 @@ check_report "HTTP without a nat entry: l7-untracked-peer" 42009 verdict reason=
 check "every report is a whole struct fw_l7_report of version 1" \
 	sh -c "! grep -v ' version=1\$' '$REPORTS'"
 check "the proxy logged no error" sh -c "! grep -E '\\[(alert|emerg|crit)\\]' '$FW_TMP/proxy/error.log'"
+
+# ---- as fastwalld runs it: unprivileged, with inherited descriptors ----
+# nginx as nobody with CAP_BPF as its only (ambient) capability, the maps
+# opened read-only as fds 3-6 and the report socket as fd 7
+cat >"$P2/nginx.conf" <<CONF
+load_module $STREAM_SO;
+load_module $L7_SO;
+daemon off;
+master_process on;
+worker_processes 1;
+error_log stderr info;
+pid $P2/nginx.pid;
+fastwall_l7_maps fd:3,4,5,6;
+fastwall_l7_report fd:7;
+events { worker_connections 64; }
+stream {
+	server {
+		listen $PX:15444;
+		ssl_preread on;
+		fastwall_l7_pin tls;
+		proxy_pass \$fastwall_l7_upstream;
+	}
+}
+CONF
+fw_bg "$NS_POD" "$FW_PY" "$HELPER" launch "$BPFFS" "$FW_TMP/reports.sock" -- \
+	setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=+bpf --ambient-caps=+bpf \
+	"$FW_NGINX" -e stderr -p "$P2" -c "$P2/nginx.conf"
+fw_eventually 10 listening "$NS_POD" 15444 || fw_die "the unprivileged proxy did not start: $(tail -5 "$FW_TMP/bg.log")"
+check_eq "unprivileged proxy: its processes run as nobody" \
+	"$(ps -o user= -p "$(cat "$P2/nginx.pid")" --ppid "$(cat "$P2/nginx.pid")" | sort -u | tr -d ' ')" nobody
+nat 41101 15444 $D4 443 $SUBJ tls
+check_eq "unprivileged proxy, fd: maps: allowed name gets the page" \
+	"$(tls --src $C:41101 --dst $PX:15444 --sni api.example.com --ca "$CA")" "page api 203.0.113.10"
+check_report "unprivileged proxy: reports on the inherited socket" 41101 close reason=l7-pinned subject=7
+nat 41102 15444 $D4 443 $SUBJ tls
+check_eq "unprivileged proxy: another tenant's name closed" \
+	"$(tls --src $C:41102 --dst $PX:15444 --built --sni other.example.com)" "closed 0"
+check_report "unprivileged proxy: l7-name" 41102 verdict reason=l7-name
 
 # ---- configuration errors: nginx -t refuses them and says why ----
 bad_conf() { # WANT-IN-MESSAGE SED-EXPRESSION

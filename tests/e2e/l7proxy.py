@@ -14,6 +14,11 @@ server names, and raw HTTP requests.
   tls ...                     one TLS connection (see --help)
   limit ...                   the per-subject limit: two held, a third refused
   http SRC DST REQUEST...     raw requests on one connection; prints statuses
+  launch PIN REPORT-SOCK -- CMD...
+                              CMD with the four maps opened read-only as fds
+                              3-6 and a datagram socket connected to
+                              REPORT-SOCK as fd 7, the way fastwalld starts
+                              the proxy
 """
 import argparse
 import ipaddress
@@ -337,6 +342,41 @@ def http_main(argv):
 
 
 PIN = None
+BPF_OBJ_GET = 7
+BPF_F_RDONLY = 1 << 3
+
+
+def obj_get_rdonly(path):
+    import ctypes
+    import os
+    libc = ctypes.CDLL(None, use_errno=True)
+    p = ctypes.create_string_buffer(path.encode())
+    # union bpf_attr for BPF_OBJ_GET: pathname, bpf_fd, file_flags
+    attr = struct.pack("<QII", ctypes.addressof(p), 0, BPF_F_RDONLY) + bytes(112)
+    buf = ctypes.create_string_buffer(attr, len(attr))
+    fd = libc.syscall(321, BPF_OBJ_GET, buf, len(attr))  # __NR_bpf, x86_64
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()), path)
+    return fd
+
+
+def launch(pin, report_sock, cmd):
+    import os
+    names = ["fastwall_l7_nat", "fastwall_learned", "fastwall_learned_names",
+             "fastwall_names"]
+    fds = [obj_get_rdonly(f"{pin}/{n}") for n in names]
+    r = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    r.connect(report_sock)
+    fds.append(r.detach())
+    # onto 3..7, in order, inheritable (through fds out of that range)
+    import fcntl
+    tmp = [fcntl.fcntl(f, fcntl.F_DUPFD, 100) for f in fds]
+    for f in fds:
+        os.close(f)
+    for i, f in enumerate(tmp):
+        os.dup2(f, 3 + i, inheritable=True)
+        os.close(f)
+    os.execvp(cmd[0], cmd)
 
 
 def main():
@@ -357,6 +397,8 @@ def main():
         limit_main(argv)
     elif cmd == "http":
         http_main(argv)
+    elif cmd == "launch":
+        launch(argv[0], argv[1], argv[argv.index("--") + 1:])
     else:
         sys.exit(__doc__)
 

@@ -306,7 +306,10 @@ def http_main(argv):
             out.append("closed")
             break
         while b"\r\n\r\n" not in buf:
-            d = s.recv(65536)
+            try:
+                d = s.recv(65536)
+            except ConnectionResetError:
+                d = b""
             if not d:
                 break
             buf += d

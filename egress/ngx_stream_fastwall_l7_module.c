@@ -286,8 +286,15 @@ ngx_stream_fastwall_l7_check(ngx_stream_session_t *s,
     }
 
     sni = ngx_stream_get_indexed_variable(s, ngx_stream_fastwall_l7_sni_index);
-    if (sni == NULL || sni->not_found) {
-        return FW_L7_NO_NAME;
+    if (sni == NULL || sni->not_found || sni->len == 0) {
+        return hello.host_names ? FW_L7_BAD_HELLO : FW_L7_NO_NAME;
+    }
+
+    /* the two readers of the hello must agree on its one name */
+    if (sni->len != ngx_strlen(hello.name)
+        || ngx_strncasecmp(sni->data, (u_char *) hello.name, sni->len) != 0)
+    {
+        return FW_L7_BAD_HELLO;
     }
 
     reason = ngx_fastwall_l7_name(fcf, c->log, &ctx->peer, sni->data, sni->len,

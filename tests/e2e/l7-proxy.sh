@@ -240,6 +240,10 @@ nat 41006 15443 $D4 443 $SUBJ tls
 check_eq "a real hello written in 5 pieces: the page" \
 	"$(tls --src $C:41006 --sni api.example.com --ca "$CA" --pieces 5)" "page api 203.0.113.10"
 check_report "hello in 5 pieces: l7-pinned" 41006 verdict reason=l7-pinned name=api.example.com
+check_report "hello in 5 pieces: its close report" 41006 close reason=l7-pinned
+dur=$(report 41006 close | sed -n 's/.* dur_ms=\([0-9]*\) .*/\1/p')
+check "the close report's duration covers the 0.8 s the hello took (got ${dur:-none} ms)" \
+	test "${dur:-0}" -ge 700
 
 nat 41007 15443 $D4 443 $SUBJ tls
 check_eq "a 1.8 KB hello in 3 pieces: the server's ServerHello" \

@@ -375,6 +375,37 @@ check_eq "unprivileged proxy: another tenant's name closed" \
 	"$(tls --src $C:41102 --dst $PX:15444 --built --sni other.example.com)" "closed 0"
 check_report "unprivileged proxy: l7-name" 41102 verdict reason=l7-name
 
+# ---- a full report socket never holds a connection up ----
+# a listener that never reads, with a queue of 4 datagrams (the
+# namespace's net.unix.max_dgram_qlen when it is made): reports past that
+# are dropped, and the error log of its one worker says so once, not once
+# per report
+fw_ns "$NS_POD" sysctl -qw net.unix.max_dgram_qlen=4
+fw_bg "$NS_POD" "$FW_PY" -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+open(sys.argv[2], "w").close()
+time.sleep(3600)' "$FW_TMP/full.sock" "$FW_TMP/full.ready"
+fw_eventually 5 test -e "$FW_TMP/full.ready" || fw_die "the idle listener did not start"
+mkdir -p "$FW_TMP/proxy3"
+proxy_conf | sed -e "s|unix:$FW_TMP/reports.sock|unix:$FW_TMP/full.sock|" \
+	-e "s|$FW_TMP/proxy/|$FW_TMP/proxy3/|g" -e "s|$PX:15443|$PX:15450|" -e "s|$PX:15080|$PX:15081|" \
+	-e "s|worker_processes 2|worker_processes 1|" \
+	>"$FW_TMP/proxy3/nginx.conf"
+fw_bg "$NS_POD" "$FW_NGINX" -e stderr -p "$FW_TMP/proxy3" -c "$FW_TMP/proxy3/nginx.conf"
+fw_eventually 10 listening "$NS_POD" 15450 || fw_die "the third proxy did not start: $(tail -5 "$FW_TMP/bg.log")"
+start=$SECONDS
+closed=0
+for p in $(seq 41200 41229); do
+	[ "$(tls --src "$C:$p" --dst $PX:15450 --built --sni api.example.com)" = "closed 0" ] &&
+		closed=$((closed + 1))
+done
+check_eq "socket full: 30 refused connections all closed" "$closed" 30
+check "socket full: without waiting on it (30 connections in $((SECONDS - start)) s)" \
+	test $((SECONDS - start)) -lt 20
+check_eq "socket full: the error log says reports were dropped, once" \
+	"$(grep -c 'report(s) dropped (socket full or closed)' "$FW_TMP/proxy3/error.log")" 1
+
 # ---- configuration errors: nginx -t refuses them and says why ----
 bad_conf() { # WANT-IN-MESSAGE SED-EXPRESSION
 	proxy_conf | sed "$2" >"$FW_TMP/proxy/bad.conf"

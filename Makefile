@@ -297,9 +297,9 @@ CGFUZZ_SECONDS ?= 1200
 cgfuzz: all $(BUILD)/tests/cgfuzz ## fuzz process sandboxes for CGFUZZ_SECONDS (default 1200; root)
 	$(Q)BUILD=$(BUILD) CGFUZZ_SECONDS=$(CGFUZZ_SECONDS) bash tests/e2e/cgfuzz.sh
 
-# gateway/ is an nginx module and keeps nginx's own indentation
+# gateway/ and egress/ are nginx modules and keep nginx's own indentation
 format: ## clang-format every C source in place
-	$(Q)clang-format -i $$(git ls-files '*.c' '*.h' | grep -v -e '^vmlinux/' -e '^gateway/')
+	$(Q)clang-format -i $$(git ls-files '*.c' '*.h' | grep -v -e '^vmlinux/' -e '^gateway/' -e '^egress/')
 
 # every shell script: *.sh anywhere under scripts/ and tests/, and the
 # scripts without an extension under scripts/ (scripts/vmtest/initramfs-init)
@@ -315,7 +315,7 @@ CPPCHECK_BPF := --suppress=arithOperationsOnVoidPointer --suppress=missingInclud
 	-D'__array(n,t)=t n' -Iinclude -Ibpf
 
 lint: all ## clang-format, shellcheck, cppcheck (user/, tests/, bpf/), the include layers, then the data path's calls (one way between files)
-	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h' | grep -v -e '^vmlinux/' -e '^gateway/')
+	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h' | grep -v -e '^vmlinux/' -e '^gateway/' -e '^egress/')
 	$(Q)shellcheck $(SHELL_SCRIPTS)
 	$(Q)$(CPPCHECK) -Iinclude -Iuser/lib user/
 	$(Q)$(CPPCHECK) -Iinclude -Iuser/lib -I$(BUILD) -Itests/bpf tests/
@@ -382,5 +382,6 @@ clean: ## remove build/, build-san/ and build-deb/
 	rm -rf build build-san build-deb
 
 include gateway/gateway.mk
+include egress/egress.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -11,7 +11,7 @@ set -euo pipefail
 # order lives (docs quote it); a new folder must be given a line here.
 LAYERS='
 common
-policy gateway
+policy gateway l7
 datapath
 subjects
 dns protocol

@@ -1,0 +1,95 @@
+/*
+ * SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+ *
+ * fastwall layer-7 egress proxy: what the core, stream and http modules
+ * of the .so share (the maps, the reports, the per-subject counters and
+ * the check of a connection's peer and name).
+ */
+
+#ifndef _NGX_FASTWALL_L7_H_INCLUDED_
+#define _NGX_FASTWALL_L7_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+#include "fastwall/abi.h"
+#include "fastwall/l7.h"
+#include "l7/pin.h"
+
+
+typedef struct {
+    ngx_atomic_t                  conns[FW_MAX_SUBJECTS];
+} ngx_fastwall_l7_shctx_t;
+
+
+typedef struct {
+    /* fastwall_l7_nat, fastwall_learned, fastwall_learned_names,
+     * fastwall_names; -1: not given */
+    int                           nat_fd;
+    int                           learned_fd;
+    int                           learned_names_fd;
+    int                           names_fd;
+    ngx_flag_t                    maps_set;
+
+    int                           report_fd;
+    ngx_flag_t                    report_set;
+
+    ngx_uint_t                    ech;        /* 0: deny, 1: allow */
+    ngx_int_t                     subject_connections;
+
+    ngx_shm_zone_t               *zone;
+    ngx_fastwall_l7_shctx_t      *sh;
+
+    /* per worker: reports the full socket dropped since the last line */
+    ngx_uint_t                    dropped;
+    time_t                        dropped_logged;
+} ngx_fastwall_l7_conf_t;
+
+
+/* a connection's peer as the nat map has it */
+typedef struct {
+    struct fw_l7_nat_key          key;
+    struct fw_l7_nat              nat;
+    ngx_flag_t                    found;
+} ngx_fastwall_l7_peer_t;
+
+
+/* a subject's slot of the connection counters, held until released */
+typedef struct {
+    ngx_fastwall_l7_conf_t       *conf;
+    uint32_t                      subject;
+    ngx_flag_t                    held;
+} ngx_fastwall_l7_hold_t;
+
+
+extern ngx_module_t  ngx_fastwall_l7_module;
+
+
+ngx_fastwall_l7_conf_t *ngx_fastwall_l7_conf(ngx_cycle_t *cycle);
+
+/* 0 when c's peer has a usable nat entry of kind (in *p), else
+ * FW_L7_UNTRACKED */
+ngx_uint_t ngx_fastwall_l7_peer(ngx_fastwall_l7_conf_t *conf,
+    ngx_connection_t *c, enum fw_l7_kind kind, ngx_fastwall_l7_peer_t *p);
+
+/* the verdict on a name sent by p: FW_L7_PINNED, FW_L7_NO_NAME, FW_L7_LEASE
+ * or FW_L7_NAME; norm (FW_LEASE_NAME_SZ) gets the normalised name */
+ngx_uint_t ngx_fastwall_l7_name(ngx_fastwall_l7_conf_t *conf,
+    ngx_log_t *log, ngx_fastwall_l7_peer_t *p, u_char *name, size_t len,
+    ngx_uint_t is_host, char *norm);
+
+/* takes a slot of p's subject in the counters, released with c's pool:
+ * FW_L7_PINNED, or FW_L7_LIMIT when the subject holds its share */
+ngx_uint_t ngx_fastwall_l7_hold(ngx_fastwall_l7_conf_t *conf,
+    ngx_connection_t *c, ngx_fastwall_l7_peer_t *p);
+
+void ngx_fastwall_l7_report(ngx_fastwall_l7_conf_t *conf, ngx_log_t *log,
+    ngx_uint_t type, enum fw_l7_kind kind, ngx_fastwall_l7_peer_t *p,
+    ngx_uint_t reason, const char *name, uint64_t up, uint64_t down,
+    uint64_t duration_ns);
+
+const char *ngx_fastwall_l7_reason_name(ngx_uint_t reason);
+
+
+#endif /* _NGX_FASTWALL_L7_H_INCLUDED_ */

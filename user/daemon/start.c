@@ -170,6 +170,10 @@ static int start_datapath(struct fw_daemon *d)
 		fw_dp_rules_old_programs(d->dp, true);
 	if (fw_reg_init(&d->reg, d->dp))
 		return FW_EXIT_KERNEL;
+	/* restart-only keys: every subject's FW_SF_L7* from its first apply */
+	d->reg.l7_enabled = d->cfg.l7_enabled;
+	d->reg.l7_default_on = d->cfg.l7_default_on;
+	d->reg.l7_cidr_pin = d->cfg.l7_cidr_pin;
 	d->reg.on_change = on_subject_change;
 	d->reg.change_ctx = d;
 	return FW_EXIT_OK;

@@ -108,7 +108,8 @@ struct fw_cfg {
 	char l7_nginx[256];  /* the nginx binary */
 	char l7_module[256]; /* ngx_fastwall_l7_module.so */
 	char l7_stream_module[256];
-	char l7_user[64]; /* the proxy runs as */
+	char l7_runtime_dir[200]; /* nginx.conf; var/ for pid and temporary files */
+	char l7_user[64];	  /* the proxy runs as */
 	__u32 l7_workers;
 	__u32 l7_max_connections;
 	__u32 l7_subject_connections;

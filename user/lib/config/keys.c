@@ -731,6 +731,14 @@ static const struct fw_cfgkey l7[] = {
 	 .def_str = "/usr/lib/nginx/modules/ngx_stream_module.so",
 	 .doc = "nginx's stream module, loaded before fastwall's",
 	 .reload = FW_CK_RESTART},
+	{.key = "runtime_dir",
+	 .type = FW_CK_PATH,
+	 F(l7_runtime_dir),
+	 .def_str = "/run/fastwall/l7",
+	 .doc = "where fastwalld writes the proxy's `nginx.conf` (the directory root's, mode "
+		"0755, rewritten at every start) and keeps its pid and temporary files "
+		"(`var/`, the proxy user's)",
+	 .reload = FW_CK_RESTART},
 	{.key = "user",
 	 .type = FW_CK_STRING,
 	 F(l7_user),

@@ -145,11 +145,12 @@ int apply_datapath(struct fw_daemon *d, const struct fw_cfg *cfg)
 	}
 	/* the list goes in before the mode that reads it */
 	err = fw_dp_doh_set(d->dp, doh, cfg->ndoh_blocklist);
-	if (!err && (cfg->l7_enabled || d->l7.enabled)) {
+	/* without l7 too: pinning a start before left in the pins goes */
+	if (!err) {
 		struct fw_dp_l7 l7;
 
 		l7_dp_settings(cfg, &l7);
-		err = fw_dp_l7_apply(d->dp, &l7);
+		err = fw_dp_l7_apply(d->dp, cfg->l7_enabled ? &l7 : NULL);
 		if (err)
 			fw_err("l7: can't write the pinned ports: %s", strerror(-err));
 	}

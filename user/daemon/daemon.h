@@ -39,7 +39,8 @@
 
 /* The layer-7 proxy's supervision (l7.c). */
 struct l7_proxy {
-	bool enabled, stopping, probing, restart_due, bind_low;
+	bool enabled, stopping, bind_low;
+	unsigned int spawned; /* starts that got as far as the fork */
 	uid_t uid;
 	gid_t gid;
 	pid_t pid, parent;	      /* the nginx master; 0: none running */

@@ -637,7 +637,6 @@ static int spawn(struct fw_daemon *d)
 	fw_info("l7 proxy started: %s (pid %d) as %s, TLS on port %u, HTTP on port %u",
 		d->cfg.l7_nginx, (int)pid, d->cfg.l7_user, d->cfg.l7_proxy_tls_port,
 		d->cfg.l7_proxy_http_port);
-	p->probing = true;
 	schedule(d, L7_PROBE_FAST_NS);
 	return 0;
 }
@@ -661,7 +660,6 @@ static void reap(struct fw_daemon *d, int status)
 	else
 		fw_err("l7 proxy (pid %d) exited with status %d", (int)p->pid, WEXITSTATUS(status));
 	p->pid = 0;
-	p->probing = false;
 	if (p->stopping)
 		return;
 	if (ran >= L7_STABLE_NS || !p->backoff_ns)
@@ -670,7 +668,6 @@ static void reap(struct fw_daemon *d, int status)
 		p->backoff_ns = L7_BACKOFF_MAX_NS;
 	fw_info("l7 proxy: starting it again in %llu ms",
 		(unsigned long long)(p->backoff_ns / FW_NSEC_PER_MSEC));
-	p->restart_due = true;
 	schedule(d, p->backoff_ns);
 }
 
@@ -731,17 +728,16 @@ static __u64 l7_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 		return 0;
 	if (!p->pid) {
 		/* a start that failed or an end: again, after the delay */
-		if (p->restart_due)
-			count_add(&p->counters.restarts, 1);
-		p->restart_due = false;
 		err = spawn(d);
-		if (!err)
+		if (!err) {
+			if (p->spawned++)
+				count_add(&p->counters.restarts, 1);
 			return 0; /* spawn armed the probe */
+		}
 		fw_err("l7 proxy: can't start it: %s", strerror(-err));
 		if ((p->backoff_ns *= 2) > L7_BACKOFF_MAX_NS || p->backoff_ns < L7_BACKOFF_MIN_NS)
 			p->backoff_ns = p->backoff_ns > L7_BACKOFF_MAX_NS ? L7_BACKOFF_MAX_NS
 									  : L7_BACKOFF_MIN_NS;
-		p->restart_due = true;
 		return p->backoff_ns;
 	}
 	ok = probe_port(p, d->cfg.l7_proxy_tls_port) && probe_port(p, d->cfg.l7_proxy_http_port);
@@ -752,15 +748,16 @@ static __u64 l7_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 static __u64 gc_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 {
 	struct fw_daemon *d = ctx;
-	int n;
+	size_t n = 0;
+	int err;
 
 	(void)t;
 	/* idle_timeout reloads: read it each round */
-	n = fw_dp_l7_gc(d->dp, fw_loop_now(l), d->cfg.l7_idle_timeout_ns);
-	if (n < 0)
-		fw_warn("l7: collecting idle fastwall_l7_nat entries: %s", strerror(-n));
+	err = fw_dp_l7_gc(d->dp, fw_loop_now(l), d->cfg.l7_idle_timeout_ns, &n);
+	if (err)
+		fw_warn("l7: collecting idle fastwall_l7_nat entries: %s", strerror(-err));
 	else if (n)
-		fw_debug("l7: %d idle fastwall_l7_nat entries removed", n);
+		fw_debug("l7: %zu idle fastwall_l7_nat entries removed", n);
 	return L7_GC_NS;
 }
 
@@ -769,16 +766,14 @@ static __u64 gc_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 void l7_dp_settings(const struct fw_cfg *cfg, struct fw_dp_l7 *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->enabled = cfg->l7_enabled;
-	out->quic_allow = cfg->l7_quic_allow;
-	if (!cfg->l7_enabled)
-		return;
-	for (size_t i = 0; i < cfg->nl7_tls_ports && out->nports < FW_MAX_L7_PORTS; i++)
-		out->ports[out->nports++] = (typeof(out->ports[0])){
-			cfg->l7_tls_ports[i], cfg->l7_proxy_tls_port, FW_L7_TLS};
-	for (size_t i = 0; i < cfg->nl7_http_ports && out->nports < FW_MAX_L7_PORTS; i++)
-		out->ports[out->nports++] = (typeof(out->ports[0])){
-			cfg->l7_http_ports[i], cfg->l7_proxy_http_port, FW_L7_HTTP};
+	memcpy(out->tls_ports, cfg->l7_tls_ports, cfg->nl7_tls_ports * sizeof(out->tls_ports[0]));
+	out->ntls = cfg->nl7_tls_ports;
+	memcpy(out->http_ports, cfg->l7_http_ports,
+	       cfg->nl7_http_ports * sizeof(out->http_ports[0]));
+	out->nhttp = cfg->nl7_http_ports;
+	out->proxy_tls_port = cfg->l7_proxy_tls_port;
+	out->proxy_http_port = cfg->l7_proxy_http_port;
+	out->quic_allowed = cfg->l7_quic_allow;
 }
 
 /* mkdir -p of one level, then the owner and mode it must have */
@@ -810,6 +805,11 @@ int l7_start(struct fw_daemon *d)
 	if (!d->cfg.l7_enabled)
 		return 0;
 	p->enabled = true;
+	/* a proxy of the process before is gone with it: pinned SYNs drop
+	 * until this one accepts, whatever the pinned settings said */
+	err = fw_dp_l7_set_up(d->dp, false);
+	if (err)
+		fw_warn("l7 proxy: can't clear FW_CF_L7_UP: %s", strerror(-err));
 	errno = 0;
 	pw = getpwnam(d->cfg.l7_user);
 	if (!pw) {

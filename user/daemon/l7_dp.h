@@ -12,24 +12,28 @@
 
 #include "datapath/datapath.h"
 
-/* What fastwall_l7_ports and the FW_CF_L7* flags of fastwall_config say. */
+/* What the proxy pins: TCP connections to tls_ports go to proxy_tls_port
+ * (the server name of the ClientHello), to http_ports to proxy_http_port
+ * (every request's Host); UDP to a TLS port (QUIC) drops unless
+ * quic_allowed. Ports in host order. */
 struct fw_dp_l7 {
-	bool enabled;	 /* FW_CF_L7 */
-	bool quic_allow; /* FW_CF_L7_QUIC */
-	struct {
-		__u16 port;	  /* destination port, host order */
-		__u16 proxy_port; /* host order */
-		enum fw_l7_kind kind;
-	} ports[FW_MAX_L7_PORTS];
-	size_t nports;
+	__u16 tls_ports[FW_MAX_L7_PORTS];
+	size_t ntls;
+	__u16 http_ports[FW_MAX_L7_PORTS];
+	size_t nhttp;
+	__u16 proxy_tls_port;
+	__u16 proxy_http_port;
+	bool quic_allowed;
 };
 
-/* Writes the ports and the FW_CF_L7 and FW_CF_L7_QUIC flags. */
+/* Writes the ports and sets FW_CF_L7 (and FW_CF_L7_QUIC as quic_allowed
+ * says); l7 NULL turns pinning off (FW_CF_L7, FW_CF_L7_QUIC, FW_CF_L7_UP
+ * cleared). */
 int fw_dp_l7_apply(struct fw_dp *dp, const struct fw_dp_l7 *l7);
 /* Sets or clears FW_CF_L7_UP. */
 int fw_dp_l7_set_up(struct fw_dp *dp, bool up);
-/* Deletes fastwall_l7_nat entries idle for idle_ns at now_ns (closed
- * ones too); returns how many or a negative errno. */
-int fw_dp_l7_gc(struct fw_dp *dp, __u64 now_ns, __u64 idle_ns);
+/* Deletes fastwall_l7_nat entries not seen for idle_ns at now_ns (closed
+ * or not), counted in *deleted (may be NULL). */
+int fw_dp_l7_gc(struct fw_dp *dp, __u64 now_ns, __u64 idle_ns, size_t *deleted);
 
 #endif /* FW_DAEMON_L7_DP_H */

@@ -23,7 +23,9 @@ static int config_flags(struct fw_dp *dp, __u32 set, __u32 clear)
 
 __attribute__((weak)) int fw_dp_l7_apply(struct fw_dp *dp, const struct fw_dp_l7 *l7)
 {
-	return config_flags(dp, (l7->enabled ? FW_CF_L7 : 0) | (l7->quic_allow ? FW_CF_L7_QUIC : 0),
+	if (!l7)
+		return config_flags(dp, 0, FW_CF_L7 | FW_CF_L7_QUIC | FW_CF_L7_UP);
+	return config_flags(dp, FW_CF_L7 | (l7->quic_allowed ? FW_CF_L7_QUIC : 0),
 			    FW_CF_L7 | FW_CF_L7_QUIC);
 }
 
@@ -32,10 +34,13 @@ __attribute__((weak)) int fw_dp_l7_set_up(struct fw_dp *dp, bool up)
 	return config_flags(dp, up ? FW_CF_L7_UP : 0, FW_CF_L7_UP);
 }
 
-__attribute__((weak)) int fw_dp_l7_gc(struct fw_dp *dp, __u64 now_ns, __u64 idle_ns)
+__attribute__((weak)) int fw_dp_l7_gc(struct fw_dp *dp, __u64 now_ns, __u64 idle_ns,
+				      size_t *deleted)
 {
 	(void)dp;
 	(void)now_ns;
 	(void)idle_ns;
+	if (deleted)
+		*deleted = 0;
 	return 0;
 }

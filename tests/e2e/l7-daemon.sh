@@ -62,9 +62,9 @@ bad "check refuses equal proxy ports" "l7.proxy_tls_port and l7.proxy_http_port 
 	'l7: {proxy_tls_port: 15080}'
 bad "check refuses a proxy port that is dns.port" "may not be dns.port (15353)" \
 	'l7: {enabled: true, proxy_tls_port: 15353}'
-bad "check refuses l7 without the DNS proxy" "l7.enabled needs dns.proxy" \
-	'dns: {proxy: false}
-l7: {enabled: true}'
+printf 'dns: {proxy: false}\nl7: {enabled: true}\n' >"$FW_TMP/warn.yaml"
+check "check warns of l7 without the DNS proxy, and accepts it" bash -c \
+	"'$FASTWALLD' -c '$FW_TMP/warn.yaml' check 2>&1 | grep -qF 'l7.enabled without dns.proxy'"
 bad "check refuses an unknown l7 key" "unknown key in l7" 'l7: {enable: true}'
 bad "check refuses a subject's l7 that is not on or off" 'invalid l7 "sometimes"' \
 	'subjects:

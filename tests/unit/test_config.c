@@ -524,7 +524,6 @@ static const struct bad_case bad[] = {
 	{"l7:\n  workers: 0\n", 2, "l7.workers"},
 	{"l7:\n  idle_timeout: 0\n", 2, "l7.idle_timeout"},
 	{"l7:\n  enable: true\n", 2, "unknown key in l7"},
-	{"dns:\n  proxy: false\nl7:\n  enabled: true\n", 4, "needs dns.proxy"},
 	{"l7:\n  enabled: true\n  proxy_http_port: 15353\n", 2, "may not be dns.port"},
 	{"subjects:\n  - name: a\n    addresses: [10.0.0.2]\n    l7: maybe\n", 4,
 	 "invalid l7 \"maybe\""},
@@ -601,6 +600,14 @@ Test(config, l7_section)
 	cr_expect_eq(cfg.subjects[0].policy.l7, FW_POLICY_L7_ON);
 	cr_expect_eq(cfg.subjects[1].policy.l7, FW_POLICY_L7_OFF);
 	cr_expect_eq(cfg.subjects[2].policy.l7, FW_POLICY_L7_DEFAULT);
+}
+
+Test(config, l7_without_the_dns_proxy_is_a_warning)
+{
+	cr_assert_eq(load("dns:\n  proxy: false\nl7:\n  enabled: true\n"), 0, "%s", err);
+	cr_assert_eq(cfg.nwarnings, 1);
+	cr_expect(strstr(cfg.warnings[0], "t.yaml:4: l7.enabled without dns.proxy") != NULL, "%s",
+		  cfg.warnings[0]);
 }
 
 /* A reload keeps the restart-only l7 keys and takes the others. */

@@ -634,12 +634,12 @@ static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 		if (err)
 			return err;
 	}
-	/* names come from the DNS proxy: without it every pinned connection
-	 * would close */
+	/* names come from the DNS proxy: without it nothing is learned, so
+	 * nothing is pinned (and with cidr: pin, nothing pinned passes) */
 	if (ctx->cfg->l7_enabled && !ctx->cfg->dns_proxy)
-		return cfg_fail(
-			ctx, cfg_sub(b, 1, "l7", NULL),
-			"l7.enabled needs dns.proxy: the names it pins to are learned there");
+		cfg_warn(ctx, cfg_sub(b, 1, "l7", NULL),
+			 "l7.enabled without dns.proxy: the names it pins to are learned there, so "
+			 "no connection is pinned to one");
 	/* after dns: the proxy ports may not be the DNS proxy's */
 	if (ctx->cfg->l7_enabled && ctx->cfg->dns_proxy &&
 	    (ctx->cfg->l7_proxy_tls_port == ctx->cfg->dnsp.port ||

@@ -12,8 +12,9 @@
 # subject's l7 and a reload; the reloadable keys (quic) applied, the
 # restart-only ones (workers) kept with a warning; the proxy stopped
 # (SIGQUIT) when fastwalld stops. With the real module built
-# (build/l7/ngx_fastwall_l7_module.so), nginx -t reads the generated
-# configuration.
+# (build/l7/ngx_fastwall_l7_module.so), the real nginx runs the generated
+# configuration under fastwalld, accepts, and its report of a connection
+# no redirect recorded is counted and audited.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
 set -euo pipefail
 
@@ -279,15 +280,6 @@ check_eq "reload: sandbox-a (l7: off) loses FW_SF_L7" "$(dispatch_flags 10.42.0.
 check "the proxy was not restarted by the reload" kill -0 "$PID3"
 check "still up" up_flag
 
-# --- the real module, when built: nginx -t reads the configuration ---------------
-
-if [ -f "$FW_BUILD/l7/ngx_fastwall_l7_module.so" ] && command -v nginx >/dev/null; then
-	check "nginx -t accepts the generated configuration" \
-		nginx -t -e stderr -p "$RUNDIR/var" -c "$CONF"
-else
-	echo "# the module is not built (make modules): nginx -t is not run"
-fi
-
 # --- stop: the proxy goes with fastwalld ---------------------------------------------
 
 fw_stop_daemon
@@ -296,6 +288,43 @@ check_eq "... and said so" "$(cat "$FAKE/state/stop.$PID3" 2>/dev/null)" "signal
 check_fails "no proxy is left" kill -0 "$PID3"
 check "the log says it stopped" grep -qE "l7 proxy \(pid $PID3\) stopped" "$FW_LOG"
 check "FW_CF_L7_UP is off once fastwalld stopped" not_up
+
+# --- the real thing, when the module is built: nginx under fastwalld ---------------
+
+MODULE=$FW_BUILD/l7/ngx_fastwall_l7_module.so
+if [ -f "$MODULE" ] && [ -x /usr/sbin/nginx ] &&
+	[ -f /usr/lib/nginx/modules/ngx_stream_module.so ]; then
+	sed -i "s|^  nginx: .*|  nginx: /usr/sbin/nginx|; /^  workers: 3$/d" "$FW_CFG"
+	n0=$(fw_log_count 'l7 proxy started: /usr/sbin/nginx')
+	fw_start_daemon || fw_die "fastwalld did not start with the real proxy"
+	check "nginx with the module starts under fastwalld" \
+		fw_wait_log 'l7 proxy started: /usr/sbin/nginx \(pid [0-9]+\) as nobody' $((n0 + 1)) 10
+	check "... reads the generated configuration and accepts: FW_CF_L7_UP" fw_eventually 10 up_flag
+	check "/readyz: 200 ready" fw_eventually 5 ready
+	NGINX_PID=$(cat "$RUNDIR/var/nginx.pid" 2>/dev/null || echo 0)
+	check "its pid file is in var/" test "$NGINX_PID" -gt 0
+	check_eq "its master runs as nobody" "$(ps -o user= -p "$NGINX_PID" | tr -d ' ')" nobody
+	check "no error of its own in the log" bash -c "! grep -E 'l7 proxy: .*\[(emerg|alert|crit)\]' '$FW_LOG'"
+	# a ClientHello on a connection no redirect recorded: refused by the
+	# proxy, reported, counted
+	fw_ns "$NS_POD" "$FW_PY" -c '
+import socket, ssl
+s = socket.create_connection(("10.42.0.1", 15443), 2)
+c = ssl.create_default_context()
+try:
+    c.wrap_socket(s, server_hostname="api.example.com")
+except (OSError, ssl.SSLError):
+    pass' >/dev/null 2>&1 || true
+	check "a connection no redirect recorded: l7-untracked-peer" fw_eventually 5 \
+		metric_is 'fastwall_l7_connections_total{reason="l7-untracked-peer"}' 1
+	check "... in the audit trail, no subject and no original destination" grep -qE \
+		"audit deny subject=- reason=l7-untracked-peer proto=tls src=10.42.0.1 sport=[0-9]+ dst=- dport=0" "$FW_LOG"
+	fw_stop_daemon
+	check "nginx stopped with fastwalld" fw_eventually 5 bash -c "! kill -0 $NGINX_PID 2>/dev/null"
+	check "the log says it stopped" grep -qE "l7 proxy \(pid [0-9]+\) stopped" "$FW_LOG"
+else
+	echo "# the module is not built (build/l7/ngx_fastwall_l7_module.so) or nginx is missing: the real proxy is not run"
+fi
 
 # --- a user that does not exist: fastwalld does not start ---------------------------
 

@@ -274,7 +274,11 @@ static void on_verdict(struct fw_daemon *d, const struct fw_l7_report *r, const 
 	if (pass || !audit_budget(d, r->subject, &suppressed))
 		return;
 	fw_addr_str(&r->client, src, sizeof(src));
-	fw_addr_str(&r->dst, dst, sizeof(dst));
+	/* no original destination (a peer no redirect recorded): none */
+	if (memcmp(&r->dst, &(struct fw_ip){}, sizeof(r->dst)))
+		fw_addr_str(&r->dst, dst, sizeof(dst));
+	else
+		snprintf(dst, sizeof(dst), "-");
 	snprintf(sport, sizeof(sport), "%u", ntohs(r->client_port));
 	snprintf(dport, sizeof(dport), "%u", ntohs(r->dst_port));
 	fw_audit("deny", (const char *[]){"subject", name[0] ? name : "-", "reason", reason,

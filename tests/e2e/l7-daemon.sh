@@ -305,6 +305,15 @@ if [ -f "$MODULE" ] && [ -x /usr/sbin/nginx ] &&
 	check "its pid file is in var/" test "$NGINX_PID" -gt 0
 	check_eq "its master runs as nobody" "$(ps -o user= -p "$NGINX_PID" | tr -d ' ')" nobody
 	check "no error of its own in the log" bash -c "! grep -E 'l7 proxy: .*\[(emerg|alert|crit)\]' '$FW_LOG'"
+	WORKERS=$(pgrep -g "$NGINX_PID" | grep -vx "$NGINX_PID" | tr '\n' ' ')
+	check "its workers are in its process group" test -n "$WORKERS"
+	# the master killed: its workers go too, and the next one can bind
+	kill -KILL "$NGINX_PID"
+	check "nginx killed: its workers are gone too" fw_eventually 5 bash -c "! pgrep -g $NGINX_PID >/dev/null"
+	check "nginx started again and accepting" fw_eventually 15 bash -c \
+		"[ -s '$RUNDIR/var/nginx.pid' ] && [ \"\$(cat '$RUNDIR/var/nginx.pid')\" != $NGINX_PID ]"
+	check "... FW_CF_L7_UP again" fw_eventually 10 up_flag
+	NGINX_PID=$(cat "$RUNDIR/var/nginx.pid")
 	# a ClientHello on a connection no redirect recorded: refused by the
 	# proxy, reported, counted
 	fw_ns "$NS_POD" "$FW_PY" -c '

@@ -500,7 +500,9 @@ static void schedule(struct fw_daemon *d, __u64 delay_ns)
  * descriptors go to their fixed numbers, every other one is closed, the
  * user changes and keeps CAP_BPF (and CAP_NET_BIND_SERVICE for a port
  * below 1024) as its only capabilities, ambient so they survive the
- * exec. A failure is written to stderr (fastwalld's log) and ends it. */
+ * exec; it leads a process group of its own (its workers join it), so
+ * that what is left of it when the master ends can be killed at once. A
+ * failure is written to stderr (fastwalld's log) and ends it. */
 static void child(const struct l7_proxy *p, const char *const *argv)
 {
 	static const char *const envp[] = {NULL};
@@ -511,7 +513,9 @@ static void child(const struct l7_proxy *p, const char *const *argv)
 	int null_fd;
 
 	sigemptyset(&none);
-	if (sigprocmask(SIG_SETMASK, &none, NULL) || signal(SIGPIPE, SIG_DFL) == SIG_ERR)
+	/* a process group of its own: its workers go with the master */
+	if (sigprocmask(SIG_SETMASK, &none, NULL) || signal(SIGPIPE, SIG_DFL) == SIG_ERR ||
+	    setsid() < 0)
 		goto fail;
 	what = "descriptors";
 	null_fd = open("/dev/null", O_RDONLY);
@@ -654,6 +658,8 @@ static void reap(struct fw_daemon *d, int status)
 
 	set_up(d, false);
 	open_clear(p);
+	/* workers of a master that was killed would keep its ports */
+	kill(-p->pid, SIGKILL);
 	fw_loop_watch_del(d->loop, p->exit_watch);
 	p->exit_watch = NULL;
 	close_fd(&p->pidfd);
@@ -896,7 +902,7 @@ void l7_stop(struct fw_daemon *d)
 		if (p->pidfd < 0 || poll(&pfd, 1, L7_STOP_GRACE_MS) != 1) {
 			fw_warn("l7 proxy (pid %d) still running after %d ms: killing it",
 				(int)p->pid, L7_STOP_GRACE_MS);
-			kill(p->pid, SIGKILL);
+			kill(-p->pid, SIGKILL);
 		}
 		if (waitpid(p->pid, &status, 0) == p->pid)
 			reap(d, status);

@@ -599,6 +599,13 @@ static int spawn(struct fw_daemon *d)
 	pid_t pid;
 
 	snprintf(conf, sizeof(conf), "%s/nginx.conf", d->cfg.l7_runtime_dir);
+	/* the stderr of the one before, if it is not closed yet: the rest
+	 * of it is lost rather than mixed with the new one's */
+	if (p->err_fd >= 0) {
+		fw_loop_watch_del(d->loop, p->err_watch);
+		p->err_watch = NULL;
+		close_fd(&p->err_fd);
+	}
 	err = open_maps(d);
 	if (err)
 		return err;
@@ -745,9 +752,9 @@ static __u64 l7_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 			return 0; /* spawn armed the probe */
 		}
 		fw_err("l7 proxy: can't start it: %s", strerror(-err));
-		if ((p->backoff_ns *= 2) > L7_BACKOFF_MAX_NS || p->backoff_ns < L7_BACKOFF_MIN_NS)
-			p->backoff_ns = p->backoff_ns > L7_BACKOFF_MAX_NS ? L7_BACKOFF_MAX_NS
-									  : L7_BACKOFF_MIN_NS;
+		p->backoff_ns = !p->backoff_ns				? L7_BACKOFF_MIN_NS
+				: p->backoff_ns * 2 > L7_BACKOFF_MAX_NS ? L7_BACKOFF_MAX_NS
+									: p->backoff_ns * 2;
 		return p->backoff_ns;
 	}
 	ok = probe_port(p, d->cfg.l7_proxy_tls_port) && probe_port(p, d->cfg.l7_proxy_http_port);

@@ -610,6 +610,17 @@ Test(config, l7_without_the_dns_proxy_is_a_warning)
 		  cfg.warnings[0]);
 }
 
+Test(config, l7_on_without_l7_enabled_is_a_warning)
+{
+	cr_assert_eq(load("subjects:\n  - {name: a, addresses: [10.0.0.2], l7: on}\n"
+			  "  - {name: b, addresses: [10.0.0.3], l7: off}\n"),
+		     0, "%s", err);
+	cr_assert_eq(cfg.nwarnings, 1);
+	cr_expect(strstr(cfg.warnings[0], "subject \"a\" has l7 on, but l7.enabled is false") !=
+			  NULL,
+		  "%s", cfg.warnings[0]);
+}
+
 /* A reload keeps the restart-only l7 keys and takes the others. */
 static void kept_name(void *ctx, const char *name, const char *running)
 {

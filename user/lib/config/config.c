@@ -640,6 +640,13 @@ static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 		cfg_warn(ctx, cfg_sub(b, 1, "l7", NULL),
 			 "l7.enabled without dns.proxy: the names it pins to are learned there, so "
 			 "no connection is pinned to one");
+	/* a subject that asks for pinning the daemon does not do */
+	for (size_t i = 0; !ctx->cfg->l7_enabled && i < ctx->cfg->nsubjects; i++)
+		if (ctx->cfg->subjects[i].policy.l7 == FW_POLICY_L7_ON)
+			cfg_warn(ctx, cfg_sub(b, 1, "subjects", NULL),
+				 "subject \"%s\" has l7 on, but l7.enabled is false: it is not "
+				 "pinned",
+				 ctx->cfg->subjects[i].name);
 	/* after dns: the proxy ports may not be the DNS proxy's */
 	if (ctx->cfg->l7_enabled && ctx->cfg->dns_proxy &&
 	    (ctx->cfg->l7_proxy_tls_port == ctx->cfg->dnsp.port ||

@@ -23,7 +23,7 @@ set -euo pipefail
 trap fw_cleanup EXIT
 trap 'exit 130' INT TERM
 fw_require
-for t in bpftool setpriv; do
+for t in bpftool pgrep; do
 	command -v "$t" >/dev/null || fw_die "$t not found"
 done
 id nobody >/dev/null 2>&1 || fw_die "no user nobody"
@@ -334,6 +334,20 @@ except (OSError, ssl.SSLError):
 else
 	echo "# the module is not built (build/l7/ngx_fastwall_l7_module.so) or nginx is missing: the real proxy is not run"
 fi
+
+# --- proxy ports below 1024: CAP_NET_BIND_SERVICE too ------------------------------
+
+sed -i "s|^  nginx: .*|  nginx: $FAKE/nginx|; s|^  user: nobody$|  user: nobody\\n  proxy_tls_port: 843\\n  proxy_http_port: 880|" "$FW_CFG"
+n0=$(starts)
+fw_start_daemon || fw_die "fastwalld did not start with low proxy ports"
+check "the proxy started with ports 843 and 880" fw_eventually 10 started $((n0 + 1))
+LOW=$FAKE/state/start.$(proxy_pid)
+# CAP_BPF (bit 39) and CAP_NET_BIND_SERVICE (bit 10)
+check_eq "its capabilities: CAP_BPF and CAP_NET_BIND_SERVICE" \
+	"$(awk '$1 == "cap_eff" { print $2 }' "$LOW")" 8000000400
+check_eq "... ambient" "$(awk '$1 == "cap_amb" { print $2 }' "$LOW")" 8000000400
+check "it binds them and accepts" fw_eventually 5 up_flag
+fw_stop_daemon
 
 # --- a user that does not exist: fastwalld does not start ---------------------------
 

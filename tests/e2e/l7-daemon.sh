@@ -79,6 +79,7 @@ check "check accepts the section" bash -c \
 fw_topology
 fw_sandbox a 2
 fw_sandbox b 3
+fw_sandbox c 4
 
 # l7.default off: sandbox-a pinned by its own word, sandbox-b not
 write_config() { # EXTRA_L7 A_L7
@@ -88,6 +89,9 @@ datapath:
   bridges: [br0]
 dns:
   upstreams: [198.51.100.53]
+actions:
+  listen: 127.0.0.1:$FW_ACT_PORT
+  vault_socket: $FW_TMP/vault.sock
 l7:
   enabled: true
   default: off
@@ -204,6 +208,20 @@ fi
 
 check_eq "sandbox-a (l7: on): FW_SF_L7 with its gateway flag" "$(dispatch_flags 10.42.0.2)" 5
 check_eq "sandbox-b (says nothing, default off): no FW_SF_L7" "$(dispatch_flags 10.42.0.3)" 1
+
+# --- the actions protocol's fastwallL7 -----------------------------------------
+
+NET_C=(--ip 10.42.0.4 --veth sb-c --gw 10.42.0.1 --cidr 10.42.0.0/24)
+fw_act SET_BINDING u-c "${NET_C[@]}" --input '{"defaultAction":"deny","fastwallL7":"maybe"}'
+check_eq "SET_BINDING with fastwallL7 \"maybe\": 400 naming it" "$FW_ACT_CODE $FW_ACT_BODY" \
+	'400 invalid action envelope: invalid binding.input: fastwallL7: invalid l7 "maybe", expected on or off'
+check_eq "... nothing in dispatch for 10.42.0.4" "$(dispatch_flags 10.42.0.4)" none
+fw_act SET_BINDING u-c "${NET_C[@]}" --input '{"defaultAction":"deny","fastwallL7":"on"}'
+check_eq "SET_BINDING with fastwallL7 \"on\": 200" "$FW_ACT_CODE" 200
+check_eq "... denying (no policy yet): no FW_SF_L7" "$(dispatch_flags 10.42.0.4)" 1
+fw_act LIFECYCLE_HOOK u-c "${NET_C[@]}" --hook data-plane-ready --inv inv-c-1
+check_eq "data-plane-ready: 200" "$FW_ACT_CODE" 200
+check_eq "... active, u-c (default off, its policy on): FW_SF_L7" "$(dispatch_flags 10.42.0.4)" 5
 
 # --- reports: counters, the monitor, the audit trail -----------------------------
 

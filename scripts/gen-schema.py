@@ -74,6 +74,9 @@ POLICY = {
         "defaultAction": ACTION,
         "egress": {"type": ["array", "null"], "items": {"$ref": "#/$defs/rule"},
                    "maxItems": 4096},
+        # fastwall's extension: layer-7 pinning of the subject
+        "fastwallL7": {"type": ["string", "boolean", "null"],
+                       "pattern": "^\\s*([Oo][Nn]|[Oo][Ff][Ff]|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])\\s*$"},
     },
 }
 
@@ -94,6 +97,7 @@ SUBJECT = {
         "state": {"enum": ["active", "denying"]},
         "policy": {"$ref": "#/$defs/policy"},
         "keep_caps": {"type": ["boolean", "null"], "default": False},
+        "l7": {"enum": ["on", "off", True, False, None]},
     },
     # a subject has addresses or (a process sandbox) a cgroup, not both
     "oneOf": [
@@ -123,6 +127,8 @@ SHAPES = {
     "guard.interfaces": one_or_list(IFNAME, min_items=1),
     "guard.ports": one_or_list(PORT, max_items=512, min_items=1),
     "guard.trusted": one_or_list(CIDR, max_items=4096),
+    "l7.tls_ports": one_or_list(PORT, max_items=64),
+    "l7.http_ports": one_or_list(PORT, max_items=64),
 }
 
 
@@ -153,6 +159,9 @@ def nullable(s):
         return {"anyOf": [{"type": "null"}, s]}
     if "enum" in s:
         s["enum"] = list(s["enum"]) + [None]
+        # on/off: a YAML 1.1 reader (the schema's users) loads them as booleans
+        if "on" in s["enum"]:
+            s["enum"] += [True, False]
         return s
     t = s.get("type")
     if isinstance(t, str):

@@ -63,7 +63,7 @@ fi
 sub_table_keys() {
 	awk -v h="$2" -v n="$3" '$0 == h { f = 1; next } f && /^#/ { exit }
 		f && /^\|/ { if (!in_t) { t++; in_t = 1 } if (t == n) print; next }
-		{ in_t = 0 }' "$1" | sed -n 's/^| `\([A-Za-z_]*\)` |.*/\1/p' | sort
+		{ in_t = 0 }' "$1" | sed -n 's/^| `\([A-Za-z0-9_]*\)` |.*/\1/p' | sort
 }
 
 keys_check() {

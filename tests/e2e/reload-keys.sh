@@ -53,6 +53,20 @@ declare -A old=(
 	[metrics.per_subject]=false
 	[monitor.socket]=$FW_MON_SOCK
 	[monitor.reader_queue]=4096
+	[l7.enabled]=false
+	[l7.proxy_tls_port]=15443
+	[l7.proxy_http_port]=15080
+	[l7.default]=on
+	[l7.cidr]=pass
+	[l7.ech]=deny
+	[l7.nginx]=/usr/sbin/nginx
+	[l7.module]=/usr/lib/nginx/modules/ngx_fastwall_l7_module.so
+	[l7.stream_module]=/usr/lib/nginx/modules/ngx_stream_module.so
+	[l7.runtime_dir]=/run/fastwall/l7
+	[l7.user]=nobody
+	[l7.workers]=1
+	[l7.max_connections]=4096
+	[l7.subject_connections]=1024
 )
 
 # the first file
@@ -102,6 +116,21 @@ metrics:
 monitor:
   socket: $FW_TMP/other.sock
   reader_queue: 10
+l7:
+  enabled: true
+  proxy_tls_port: 16443
+  proxy_http_port: 16080
+  default: off
+  cidr: pin
+  ech: allow
+  nginx: $FW_TMP/nginx
+  module: $FW_TMP/l7.so
+  stream_module: $FW_TMP/stream.so
+  runtime_dir: $FW_TMP/l7
+  user: "65534"
+  workers: 2
+  max_connections: 100
+  subject_connections: 10
 EOF
 }
 
@@ -140,6 +169,8 @@ for round in 1 2; do
 			"http://$METRICS/healthz")" 200
 	check "reload $round: the pins stay under $BPFFS" test -d "$BPFFS"
 	check_fails "reload $round: nothing pinned under $BPFFS-other" test -e "$BPFFS-other"
+	check_fails "reload $round: no layer-7 proxy (l7.enabled stays false)" \
+		grep -q "l7 proxy started" "$FW_LOG"
 done
 
 fw_stop_daemon

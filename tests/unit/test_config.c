@@ -511,7 +511,145 @@ static const struct bad_case bad[] = {
 	{"guard:\n  interfaces: [eth0]\n  ports: [80]\n  mode: ebpf\n", 4, "guard.mode"},
 	{"guard:\n  interfaces: [eth0]\n  ports: [80]\n  trust: [10.0.0.1]\n", 4,
 	 "unknown key in guard"},
+	/* l7 */
+	{"l7:\n  enabled: yes\n", 2, "l7.enabled"},
+	{"l7:\n  tls_ports: [443, 443]\n", 2, "duplicate port in l7.tls_ports"},
+	{"l7:\n  tls_ports: [0]\n", 2, "l7.tls_ports must be between 1 and 65535"},
+	{"l7:\n  tls_ports: [443, 80]\n", 2, "port 80 is in both"},
+	{"l7:\n  proxy_tls_port: 15080\n", 2, "are both 15080"},
+	{"l7:\n  proxy_http_port: 70000\n", 2, "l7.proxy_http_port"},
+	{"l7:\n  cidr: block\n", 2, "l7.cidr"},
+	{"l7:\n  user: \"a b\"\n", 2, "not a user name"},
+	{"l7:\n  module: relative.so\n", 2, "l7.module"},
+	{"l7:\n  workers: 0\n", 2, "l7.workers"},
+	{"l7:\n  idle_timeout: 0\n", 2, "l7.idle_timeout"},
+	{"l7:\n  enable: true\n", 2, "unknown key in l7"},
+	{"l7:\n  enabled: true\n  proxy_http_port: 15353\n", 2, "may not be dns.port"},
+	{"subjects:\n  - name: a\n    addresses: [10.0.0.2]\n    l7: maybe\n", 4,
+	 "invalid l7 \"maybe\""},
+	{"subjects:\n  - name: a\n    addresses: [10.0.0.2]\n    policy:\n"
+	 "      fastwallL7: off\n    l7: on\n",
+	 6, "disagree"},
+	{"subjects:\n  - name: a\n    addresses: [10.0.0.2]\n    policy:\n"
+	 "      fastwallL7: sometimes\n",
+	 5, "fastwallL7"},
 };
+
+Test(config, l7_section)
+{
+	cr_assert_eq(load(""), 0, "%s", err);
+	cr_expect_not(cfg.l7_enabled);
+	cr_expect_eq(cfg.nl7_tls_ports, 1);
+	cr_expect_eq(cfg.l7_tls_ports[0], 443);
+	cr_expect_eq(cfg.nl7_http_ports, 1);
+	cr_expect_eq(cfg.l7_http_ports[0], 80);
+	cr_expect_eq(cfg.l7_proxy_tls_port, 15443);
+	cr_expect_eq(cfg.l7_proxy_http_port, 15080);
+	cr_expect(cfg.l7_default_on);
+	cr_expect_not(cfg.l7_cidr_pin);
+	cr_expect_str_eq(cfg.l7_nginx, "/usr/sbin/nginx");
+	cr_expect_str_eq(cfg.l7_module, "/usr/lib/nginx/modules/ngx_fastwall_l7_module.so");
+	cr_expect_str_eq(cfg.l7_stream_module, "/usr/lib/nginx/modules/ngx_stream_module.so");
+	cr_expect_str_eq(cfg.l7_user, "nobody");
+	cr_expect_eq(cfg.l7_workers, 1);
+	cr_expect_eq(cfg.l7_idle_timeout_ns, 60 * FW_NSEC_PER_SEC);
+
+	cr_assert_eq(load("l7:\n"
+			  "  enabled: true\n"
+			  "  tls_ports: [443, 8443]\n"
+			  "  http_ports: 8080\n"
+			  "  proxy_tls_port: 16443\n"
+			  "  proxy_http_port: 16080\n"
+			  "  default: off\n"
+			  "  cidr: pin\n"
+			  "  ech: allow\n"
+			  "  quic: allow\n"
+			  "  nginx: /opt/nginx\n"
+			  "  module: /opt/l7.so\n"
+			  "  user: \"65534\"\n"
+			  "  workers: 2\n"
+			  "  max_connections: 100\n"
+			  "  subject_connections: 7\n"
+			  "  idle_timeout: 30\n"
+			  "subjects:\n"
+			  "  - name: a\n"
+			  "    addresses: [10.0.0.2]\n"
+			  "    l7: on\n"
+			  "  - name: b\n"
+			  "    addresses: [10.0.0.3]\n"
+			  "    policy: {fastwallL7: \"off\"}\n"
+			  "  - name: c\n"
+			  "    addresses: [10.0.0.4]\n"),
+		     0, "%s", err);
+	cr_expect(cfg.l7_enabled);
+	cr_expect_eq(cfg.nl7_tls_ports, 2);
+	cr_expect_eq(cfg.l7_tls_ports[1], 8443);
+	cr_expect_eq(cfg.nl7_http_ports, 1);
+	cr_expect_eq(cfg.l7_http_ports[0], 8080);
+	cr_expect_eq(cfg.l7_proxy_tls_port, 16443);
+	cr_expect_eq(cfg.l7_proxy_http_port, 16080);
+	cr_expect_not(cfg.l7_default_on);
+	cr_expect(cfg.l7_cidr_pin);
+	cr_expect(cfg.l7_ech_allow);
+	cr_expect(cfg.l7_quic_allow);
+	cr_expect_str_eq(cfg.l7_user, "65534");
+	cr_expect_eq(cfg.l7_workers, 2);
+	cr_expect_eq(cfg.l7_max_connections, 100);
+	cr_expect_eq(cfg.l7_subject_connections, 7);
+	cr_expect_eq(cfg.l7_idle_timeout_ns, 30 * FW_NSEC_PER_SEC);
+	cr_expect_eq(cfg.subjects[0].policy.l7, FW_POLICY_L7_ON);
+	cr_expect_eq(cfg.subjects[1].policy.l7, FW_POLICY_L7_OFF);
+	cr_expect_eq(cfg.subjects[2].policy.l7, FW_POLICY_L7_DEFAULT);
+}
+
+Test(config, l7_without_the_dns_proxy_is_a_warning)
+{
+	cr_assert_eq(load("dns:\n  proxy: false\nl7:\n  enabled: true\n"), 0, "%s", err);
+	cr_assert_eq(cfg.nwarnings, 1);
+	cr_expect(strstr(cfg.warnings[0], "t.yaml:4: l7.enabled without dns.proxy") != NULL, "%s",
+		  cfg.warnings[0]);
+}
+
+Test(config, l7_on_without_l7_enabled_is_a_warning)
+{
+	cr_assert_eq(load("subjects:\n  - {name: a, addresses: [10.0.0.2], l7: on}\n"
+			  "  - {name: b, addresses: [10.0.0.3], l7: off}\n"),
+		     0, "%s", err);
+	cr_assert_eq(cfg.nwarnings, 1);
+	cr_expect(strstr(cfg.warnings[0], "subject \"a\" has l7 on, but l7.enabled is false") !=
+			  NULL,
+		  "%s", cfg.warnings[0]);
+}
+
+/* A reload keeps the restart-only l7 keys and takes the others. */
+static void kept_name(void *ctx, const char *name, const char *running)
+{
+	(void)running;
+	strncat(ctx, name, 255 - strlen(ctx));
+	strncat(ctx, " ", 255 - strlen(ctx));
+}
+
+Test(config, l7_reload_keeps_restart_keys)
+{
+	struct fw_cfg next;
+	char kept[256] = "";
+
+	cr_assert_eq(load("l7: {enabled: true, workers: 2, idle_timeout: 30}\n"), 0, "%s", err);
+	cr_assert_eq(fw_cfg_load_buffer("l7: {enabled: false, workers: 3, idle_timeout: 90, "
+					"tls_ports: [443, 853], quic: allow}\n",
+					strlen("l7: {enabled: false, workers: 3, idle_timeout: 90, "
+					       "tls_ports: [443, 853], quic: allow}\n"),
+					"t.yaml", &next, err, sizeof(err)),
+		     0, "%s", err);
+	cr_expect_eq(fw_cfg_keep_restart_keys(&next, &cfg, kept_name, kept), 2);
+	cr_expect_str_eq(kept, "l7.enabled l7.workers ");
+	cr_expect(next.l7_enabled);
+	cr_expect_eq(next.l7_workers, 2);
+	cr_expect_eq(next.l7_idle_timeout_ns, 90 * FW_NSEC_PER_SEC);
+	cr_expect_eq(next.nl7_tls_ports, 2);
+	cr_expect(next.l7_quic_allow);
+	fw_cfg_free(&next);
+}
 
 Test(config, processes_section)
 {

@@ -348,3 +348,48 @@ Test(monitor_event, text)
 	cr_assert_eq(fw_mon_render_text("{\"kind\":\"x\"}", 12, out, sizeof(out)), -EINVAL);
 	cr_assert_eq(fw_mon_render_text("nope", 4, out, sizeof(out)), -EINVAL);
 }
+
+/* A verdict of the layer-7 proxy: the connection, its kind and the name
+ * it was on; kind "l7" filters it. */
+Test(monitor_event, l7)
+{
+	struct fw_mon_event ev = drop_event();
+	struct fw_mon_filter f;
+	char out[512];
+	size_t len = 0;
+	char *line;
+	json_t *o;
+
+	ev.kind = FW_MON_L7;
+	ev.reason = "l7-name";
+	ev.sport = 41000;
+	ev.dport = 443;
+	ev.ifname = "tls";
+	ev.qname = "evil.example.net";
+	ev.allowed = false;
+	line = fw_mon_event_json(&ev, &len);
+	o = parsed(line, len);
+	cr_assert_str_eq(S(o, "kind"), "l7");
+	cr_assert_str_eq(S(o, "l7"), "tls");
+	cr_assert_str_eq(S(o, "server_name"), "evil.example.net");
+	cr_assert_str_eq(S(o, "verdict"), "deny");
+	cr_assert_str_eq(S(o, "dst"), "198.51.100.10");
+	cr_assert_eq(I(o, "dport"), 443);
+	json_decref(o);
+	text_of(&ev, out, sizeof(out));
+	cr_assert_str_eq(out, "18:00:00.123 sandbox-b 10.42.0.3:41000 -> 198.51.100.10:443 L7 tls "
+			      "evil.example.net DENIED (l7-name)");
+	ev.qname = "";
+	ev.allowed = true;
+	ev.reason = "l7-pinned";
+	text_of(&ev, out, sizeof(out));
+	cr_assert_str_eq(out,
+			 "18:00:00.123 sandbox-b 10.42.0.3:41000 -> 198.51.100.10:443 L7 tls - "
+			 "ALLOWED (l7-pinned)");
+
+	fw_mon_filter_init(&f);
+	set_ok(&f, "kind", "l7");
+	cr_assert(fw_mon_match(&f, &ev));
+	ev.kind = FW_MON_DROP;
+	cr_assert_not(fw_mon_match(&f, &ev));
+}

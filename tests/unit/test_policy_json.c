@@ -555,3 +555,50 @@ Test(policy_json, envelope_errors_never_quote_a_secret)
 		cr_assert_not(leaks(err, broken_vaults[i].secret), "case %zu: %s", i, err);
 	}
 }
+
+/* fastwallL7, fastwall's extension of the policy object: "on"/"off" (or
+ * true/false), kept by a push that does not say it, written back only
+ * when said. */
+Test(policy_json, fastwall_l7_extension)
+{
+	struct fw_policy p, patch;
+	char warn[256];
+	char *s;
+
+	cr_assert_eq(fw_policy_from_json_warn("{\"fastwallL7\":\" OFF \"}", 22, &p, err,
+					      sizeof(err), warn, sizeof(warn)),
+		     0, "%s", err);
+	cr_expect_eq(p.l7, FW_POLICY_L7_OFF);
+	cr_expect_str_eq(warn, "", "a known key, no warning");
+	s = fw_policy_to_json(&p);
+	cr_expect_str_eq(s, "{\"defaultAction\":\"deny\",\"egress\":[],\"fastwallL7\":\"off\"}");
+	free(s);
+	fw_policy_free(&p);
+
+	cr_assert_eq(from("{\"fastwallL7\":true}", &p), 0, "%s", err);
+	cr_expect_eq(p.l7, FW_POLICY_L7_ON);
+	/* a push without it keeps it; one with it changes it */
+	cr_assert_eq(from("{\"egress\":[{\"action\":\"allow\",\"target\":\"a.example\"}]}", &patch),
+		     0);
+	cr_assert_eq(fw_policy_merge(&p, &patch), 0);
+	cr_expect_eq(p.l7, FW_POLICY_L7_ON);
+	fw_policy_free(&patch);
+	cr_assert_eq(from("{\"fastwallL7\":\"off\"}", &patch), 0);
+	cr_assert_eq(fw_policy_merge(&p, &patch), 0);
+	cr_expect_eq(p.l7, FW_POLICY_L7_OFF);
+	cr_expect_eq(p.nrules, 1);
+	fw_policy_free(&patch);
+	fw_policy_free(&p);
+
+	cr_assert_eq(from("{\"defaultAction\":\"allow\"}", &p), 0);
+	cr_expect_eq(p.l7, FW_POLICY_L7_DEFAULT);
+	s = fw_policy_to_json(&p);
+	cr_expect_null(strstr(s, "fastwallL7"), "not said, not written: %s", s);
+	free(s);
+	fw_policy_free(&p);
+
+	cr_expect_eq(from("{\"fastwallL7\":\"maybe\"}", &p), -EINVAL);
+	cr_expect_str_eq(err, "fastwallL7: invalid l7 \"maybe\", expected on or off");
+	cr_expect_eq(from("{\"fastwallL7\":1}", &p), -EINVAL);
+	cr_expect(strstr(err, "fastwallL7") != NULL, "%s", err);
+}

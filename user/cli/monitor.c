@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* fastwall monitor [--socket PATH] [-o text|json] [--subject S] [--reason R]
- *                  [--addr CIDR] [--kind drop,dns,allow] [--count N]
+ *                  [--addr CIDR] [--kind drop,dns,allow,l7] [--count N]
  * Sends the filters as the request line, then prints each line fastwalld
  * sends until it closes the socket, N events came, or a signal. Exit 0
  * then (1 when fastwalld went away), 1 when it can't be reached or refuses
@@ -30,7 +30,7 @@ const struct fw_cmd_opt fw_cli_monitor_opts[] = {
 	{'a', "addr", "CIDR",
 	 "only events whose source, destination or learned\naddress is in CIDR (or is the "
 	 "address)"},
-	{'k', "kind", "LIST", "drop, dns, allow, comma separated (default all)"},
+	{'k', "kind", "LIST", "drop, dns, allow, l7, comma separated (default all)"},
 	{'c', "count", "N", "exit after N events"},
 	FW_CMD_OPT_HELP,
 	{0},

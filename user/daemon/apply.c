@@ -118,6 +118,15 @@ int apply_datapath(struct fw_daemon *d, const struct fw_cfg *cfg)
 		k.flags |= FW_CF_ALLOW_SAMPLE;
 		k.allow_sample = (__u16)cfg->monitor_allow_sample;
 	}
+	/* layer-7 pinning: the ports go in first, with the flags; the proxy
+	 * is up only while it accepts (l7.c) */
+	if (cfg->l7_enabled) {
+		k.flags |= FW_CF_L7;
+		if (cfg->l7_quic_allow)
+			k.flags |= FW_CF_L7_QUIC;
+		if (d->l7.counters.up)
+			k.flags |= FW_CF_L7_UP;
+	}
 	if (d->dnsp) {
 		k.flags |= FW_CF_DNS_PROXY;
 		if (cfg->dns_redirect_all)
@@ -136,6 +145,15 @@ int apply_datapath(struct fw_daemon *d, const struct fw_cfg *cfg)
 	}
 	/* the list goes in before the mode that reads it */
 	err = fw_dp_doh_set(d->dp, doh, cfg->ndoh_blocklist);
+	/* without l7 too: pinning a start before left in the pins goes */
+	if (!err) {
+		struct fw_dp_l7 l7;
+
+		l7_dp_settings(cfg, &l7);
+		err = fw_dp_l7_apply(d->dp, cfg->l7_enabled ? &l7 : NULL);
+		if (err)
+			fw_err("l7: can't write the pinned ports: %s", strerror(-err));
+	}
 	if (!err)
 		err = local_write(d, cfg, &full);
 	if (!err && full && !d->local_full)

@@ -26,11 +26,44 @@
 #include "dns/learn.h"
 #include "dns/proxy.h"
 #include "http.h"
+#include "l7.h"
+#include "l7_dp.h"
 #include "metrics.h"
 #include "monitor.h"
 #include "procs.h"
 #include "protocol/actions.h"
 #include "subjects/registry.h"
+
+#define L7_OPEN_BUCKETS 4096
+#define L7_PROBE_PORTS	8
+
+/* The layer-7 proxy's supervision (l7.c). */
+struct l7_proxy {
+	bool enabled, stopping, bind_low;
+	unsigned int spawned; /* starts that got as far as the fork */
+	uid_t uid;
+	gid_t gid;
+	pid_t pid, parent;	      /* the nginx master; 0: none running */
+	int pidfd, err_fd, report_fd; /* its exit, its stderr, its reports */
+	int child_report, child_err;  /* what it gets (CLOEXEC here) */
+	int child_maps[4];	      /* read-only: nat, learned, learned_names, names */
+	struct fw_loop_watch *exit_watch, *err_watch, *report_watch;
+	struct fw_loop_timer timer;    /* start, restart, the probe */
+	struct fw_loop_timer gc_timer; /* fw_dp_l7_gc */
+	__u64 started_ns, backoff_ns;
+	char var[256]; /* runtime_dir/var: the proxy's own */
+	char errbuf[1024];
+	size_t errlen;
+	__u16 probe_ports[L7_PROBE_PORTS]; /* local ports of the last probes */
+	unsigned int probe_next;
+	struct l7_open *open[L7_OPEN_BUCKETS]; /* pinned connections open now */
+	size_t nopen;
+	struct l7_budget {
+		__u64 last_ns, suppressed;
+		__u32 tokens;
+	} * budget; /* audit records per subject, as datapath.events */
+	struct fw_l7_counters counters;
+};
 
 struct fw_daemon {
 	const char *config_path;
@@ -70,6 +103,7 @@ struct fw_daemon {
 	bool local_full;	/* they did not fit: FW_CF_LOCAL_FULL is set */
 	struct fw_config kcfg;	/* what apply_datapath wrote last */
 	__u64 l2_reserved_hash; /* of the pod addresses last reserved */
+	struct l7_proxy l7;
 };
 
 /* --- start.c ------------------------------------------------------------ */
@@ -124,6 +158,19 @@ int guard_check(const struct fw_cfg *cfg, char *msg, size_t len);
 bool guard_listed(const struct fw_cfg *cfg, const char *name);
 /* The guard of cfg; was (NULL at start): what ran before. */
 int guard_apply(struct fw_daemon *d, const struct fw_cfg *cfg, const struct fw_cfg *was);
+
+/* --- l7.c: the layer-7 proxy ------------------------------------------------ */
+
+/* With l7.enabled: prepares the runtime directory and nginx.conf, the
+ * report socket, and starts the proxy from the loop (a failure to start
+ * is retried with a growing delay; the proxy is down meanwhile). */
+int l7_start(struct fw_daemon *d);
+/* Stops the proxy (SIGQUIT, SIGKILL after 5 s) and clears FW_CF_L7_UP. */
+void l7_stop(struct fw_daemon *d);
+/* The data path's l7 settings of cfg (ports and flags). */
+void l7_dp_settings(const struct fw_cfg *cfg, struct fw_dp_l7 *out);
+/* The proxy's configuration for cfg into path (written whole, renamed). */
+int l7_write_conf(const struct fw_cfg *cfg, const char *path, bool ipv6);
 
 /* --- reload.c ------------------------------------------------------------ */
 

@@ -96,6 +96,7 @@ void fw_daemon_free(struct fw_daemon *d)
 	fw_metrics_stop(d->metrics);
 	fw_http_stop(d->http);
 	fw_dnsp_stop(d->dnsp);
+	l7_stop(d);
 	if (d->actions_on)
 		fw_actions_fini(&d->actions);
 	fw_learn_free(d->learn);

@@ -391,6 +391,37 @@ static void render_dnsp(struct fw_prom *p, struct fw_dnsp *dnsp)
 		"client TCP connections closed to make room for a newcomer", s.tcp_evicted);
 }
 
+static void render_l7(struct fw_prom *p, const struct fw_l7_counters *c)
+{
+	gauge(p, "fastwall_l7_up",
+	      "1 while the layer-7 proxy accepts connections (pinned connections go to it), 0 "
+	      "while they drop with l7-proxy-down",
+	      __atomic_load_n(&c->up, __ATOMIC_RELAXED));
+	fw_prom_family(p, "fastwall_l7_connections_total", "counter",
+		       "verdicts of the layer-7 proxy on connections (TLS) and requests (HTTP), by "
+		       "reason");
+	for (unsigned int r = 0; r < FW_L7_REASON_MAX; r++)
+		fw_prom_u64(p, "fastwall_l7_connections_total",
+			    (const char *[]){"reason", fw_l7_reason_name(r), NULL},
+			    __atomic_load_n(&c->connections[r], __ATOMIC_RELAXED));
+	gauge(p, "fastwall_l7_active_connections",
+	      "pinned connections the layer-7 proxy holds open now",
+	      __atomic_load_n(&c->active, __ATOMIC_RELAXED));
+	fw_prom_family(p, "fastwall_l7_bytes_total", "counter",
+		       "bytes of pinned connections that ended, by direction (up: sandbox to "
+		       "destination)");
+	fw_prom_u64(p, "fastwall_l7_bytes_total", (const char *[]){"direction", "up", NULL},
+		    __atomic_load_n(&c->bytes_up, __ATOMIC_RELAXED));
+	fw_prom_u64(p, "fastwall_l7_bytes_total", (const char *[]){"direction", "down", NULL},
+		    __atomic_load_n(&c->bytes_down, __ATOMIC_RELAXED));
+	counter(p, "fastwall_l7_restarts_total",
+		"times fastwalld started the layer-7 proxy again after it ended",
+		__atomic_load_n(&c->restarts, __ATOMIC_RELAXED));
+	counter(p, "fastwall_l7_reports_malformed_total",
+		"datagrams on the proxy's report socket that were no report",
+		__atomic_load_n(&c->reports_malformed, __ATOMIC_RELAXED));
+}
+
 static void on_requests(void *ctx, const char *path, int code, uint64_t n)
 {
 	struct fw_prom *p = ctx;
@@ -466,6 +497,8 @@ static int render(const struct fw_metrics_parts *parts, size_t nattached,
 	render_maps(&p, parts, parts->learn ? &ls : NULL, scan, nscan);
 	if (parts->dnsp)
 		render_dnsp(&p, parts->dnsp);
+	if (parts->l7)
+		render_l7(&p, parts->l7);
 	if (parts->http) {
 		fw_prom_family(&p, "fastwall_actions_requests_total", "counter",
 			       "requests the actions listeners answered, by path and status code");
@@ -530,6 +563,12 @@ int fw_metrics_ready(const struct fw_metrics_parts *parts, const char *bpffs, co
 	}
 	if (parts->dns_wanted && !parts->dnsp) {
 		snprintf(why, len, "not ready: the DNS proxy is not serving");
+		return 503;
+	}
+	if (parts->l7 && !__atomic_load_n(&parts->l7->up, __ATOMIC_RELAXED)) {
+		snprintf(why, len,
+			 "not ready: the layer-7 proxy is not accepting connections (pinned "
+			 "connections drop until it does)");
 		return 503;
 	}
 	/* the pins are what a restart picks up: gone, state would be lost */

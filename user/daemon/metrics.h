@@ -17,6 +17,7 @@
 #include "dns/proxy.h"
 #include "subjects/registry.h"
 #include "http.h"
+#include "l7.h"
 #include "monitor.h"
 
 /* A loop's round durations: the last one and a histogram. One writer (the
@@ -44,6 +45,7 @@ struct fw_metrics_parts {
 	const __u64 *events_suppressed;
 	const struct fw_round_stats *reaper;  /* fw_reg_reap rounds, or NULL */
 	const struct fw_round_stats *refresh; /* fw_learn_tick rounds, or NULL */
+	const struct fw_l7_counters *l7;      /* l7.enabled: the proxy, or NULL */
 	bool started; /* the daemon is done starting (attached, subjects programmed) */
 };
 

@@ -170,6 +170,10 @@ static int start_datapath(struct fw_daemon *d)
 		fw_dp_rules_old_programs(d->dp, true);
 	if (fw_reg_init(&d->reg, d->dp))
 		return FW_EXIT_KERNEL;
+	/* restart-only keys: every subject's FW_SF_L7* from its first apply */
+	d->reg.l7_enabled = d->cfg.l7_enabled;
+	d->reg.l7_default_on = d->cfg.l7_default_on;
+	d->reg.l7_cidr_pin = d->cfg.l7_cidr_pin;
 	d->reg.on_change = on_subject_change;
 	d->reg.change_ctx = d;
 	return FW_EXIT_OK;
@@ -321,6 +325,17 @@ static int start_monitor(struct fw_daemon *d)
 	return FW_EXIT_OK;
 }
 
+/* with l7.enabled: the proxy starts in the loop's first round; until it
+ * accepts, pinned connections drop (l7-proxy-down) and /readyz says 503 */
+static int start_l7(struct fw_daemon *d)
+{
+	int err = l7_start(d);
+
+	if (err == -ENOENT || err == -EPERM)
+		return FW_EXIT_CONFIG;
+	return err ? FW_EXIT_FAILURE : FW_EXIT_OK;
+}
+
 /* each runs in the loop's first round, then at its own pace */
 static int start_timers(struct fw_daemon *d)
 {
@@ -354,6 +369,7 @@ static int start_ready(struct fw_daemon *d)
 		.events_suppressed = &d->events_suppressed,
 		.reaper = &d->reap_rounds,
 		.refresh = d->learn ? &d->refresh_rounds : NULL,
+		.l7 = d->l7.enabled ? &d->l7.counters : NULL,
 		.started = true,
 	};
 	int err;
@@ -390,6 +406,7 @@ static const struct {
 	{"links", start_links},		/* link events; attach to every port */
 	{"loop", start_loop},		/* the event ring, signals, link events */
 	{"monitor", start_monitor},	/* the live event socket */
+	{"l7", start_l7},		/* the layer-7 proxy (started by the loop) */
 	{"timers", start_timers},	/* actions tick, reaper, lease refresh */
 	{"ready", start_ready},		/* adopt the leases; metrics see every part */
 };
@@ -405,6 +422,7 @@ int run(struct fw_daemon *d)
 			return ret;
 	}
 	err = fw_loop_run(d->loop);
+	l7_stop(d);
 	fw_procs_stop(d->procs);
 	d->procs = NULL;
 	if (err) {

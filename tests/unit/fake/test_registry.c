@@ -554,3 +554,66 @@ Test(registry, dns_sources_are_reserved)
 	fw_policy_free(&p.policy);
 	fw_policy_free(&a.policy);
 }
+
+/* Layer-7 pinning: the subject's own word (policy.l7) over l7.default,
+ * nothing when l7 is off, FW_SF_L7_CIDR with cidr: pin; a change of the
+ * word rewrites the dispatch and cgroups values under the same id. */
+static __u8 dispatch_flags(struct fw_dp *d, const char *addr)
+{
+	struct fw_ip a = ip_of(addr);
+	struct fw_subject ks;
+
+	return fw_dp_dispatch_lookup(d, &a, &ks) ? 0xff : ks.flags;
+}
+
+Test(registry, l7_flags_follow_the_subject_and_the_defaults)
+{
+	struct fw_subject_spec s, p;
+	struct fw_subject ks;
+	bool changed;
+	__u32 id;
+
+	cr_assert_eq(fw_reg_l7_flags(&reg, &(struct fw_subject_spec){.policy.l7 = FW_POLICY_L7_ON}),
+		     0, "l7 off: nothing is pinned");
+	reg.l7_enabled = true;
+	reg.l7_default_on = true;
+
+	spec_init(&s, "web", "192.0.2.10", NULL);
+	s.has_gateway[FW_FAM_V4] = true;
+	s.gateway[FW_FAM_V4] = ip_of("192.0.2.1");
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
+	id = id_of("web");
+	cr_assert_eq(dispatch_flags(dp, "192.0.2.10"), FW_SF_GATEWAY4 | FW_SF_L7);
+
+	/* its own off: the value is rewritten, the id stays */
+	s.policy.l7 = FW_POLICY_L7_OFF;
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, &changed), 0);
+	cr_assert(changed);
+	cr_assert_eq(id_of("web"), id);
+	cr_assert_eq(dispatch_flags(dp, "192.0.2.10"), FW_SF_GATEWAY4);
+
+	/* default off, its own on, cidr: pin */
+	reg.l7_default_on = false;
+	reg.l7_cidr_pin = true;
+	s.policy.l7 = FW_POLICY_L7_ON;
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
+	cr_assert_eq(dispatch_flags(dp, "192.0.2.10"), FW_SF_GATEWAY4 | FW_SF_L7 | FW_SF_L7_CIDR);
+	s.policy.l7 = FW_POLICY_L7_DEFAULT;
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
+	cr_assert_eq(dispatch_flags(dp, "192.0.2.10"), FW_SF_GATEWAY4);
+
+	/* a process sandbox's cgroups value carries it too */
+	spec_init(&p, "proc", "192.0.2.20", NULL);
+	p.naddrs = 0;
+	p.cgroup_id = 77;
+	p.policy.l7 = FW_POLICY_L7_ON;
+	cr_assert_eq(fw_reg_upsert(&reg, &p, FW_ORIGIN_PROCESS, NULL), 0);
+	cr_assert_eq(fw_dp_cgroup_lookup(dp, 77, &ks), 0);
+	cr_assert_eq(ks.flags, FW_SF_L7 | FW_SF_L7_CIDR);
+	p.policy.l7 = FW_POLICY_L7_OFF;
+	cr_assert_eq(fw_reg_upsert(&reg, &p, FW_ORIGIN_PROCESS, NULL), 0);
+	cr_assert_eq(fw_dp_cgroup_lookup(dp, 77, &ks), 0);
+	cr_assert_eq(ks.flags, 0);
+	fw_policy_free(&s.policy);
+	fw_policy_free(&p.policy);
+}

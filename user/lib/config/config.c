@@ -95,6 +95,11 @@ void fw_cfg_init(struct fw_cfg *cfg)
 	fw_ck_defaults(&cfg_dns_keys, cfg);
 	fw_ck_defaults(&cfg_metrics_keys, cfg);
 	fw_ck_defaults(&cfg_guard_keys, cfg);
+	fw_ck_defaults(&cfg_l7_keys, cfg);
+	cfg->l7_tls_ports[0] = 443;
+	cfg->nl7_tls_ports = 1;
+	cfg->l7_http_ports[0] = 80;
+	cfg->nl7_http_ports = 1;
 	fw_ck_defaults(&cfg_monitor_keys, cfg);
 	fw_ck_defaults(&cfg_audit_keys, cfg);
 	cfg->doh_mode = FW_DOH_OFF;
@@ -369,6 +374,72 @@ static int parse_guard(struct cfg_ctx *ctx, yaml_node_t *node)
 	return 0;
 }
 
+/* --- l7 ----------------------------------------------------------------- */
+
+static int parse_l7_ports(struct cfg_ctx *ctx, yaml_node_t *node, const char *what, __u16 *ports,
+			  size_t *nports)
+{
+	size_t n;
+	int err;
+
+	err = cfg_list(ctx, node, what, true, FW_MAX_L7_PORTS, &n);
+	if (err)
+		return err;
+	*nports = 0;
+	for (size_t i = 0; i < n; i++) {
+		yaml_node_t *item = list_item(ctx, node, i);
+		unsigned long long port;
+
+		err = cfg_uint(ctx, item, what, 1, 65535, &port);
+		if (err)
+			return err;
+		for (size_t j = 0; j < i; j++)
+			if (ports[j] == port)
+				return cfg_fail(ctx, item, "duplicate port in %s", what);
+		ports[i] = (__u16)port;
+		*nports = i + 1;
+	}
+	return 0;
+}
+
+static int parse_l7(struct cfg_ctx *ctx, yaml_node_t *node)
+{
+	struct cfg_bind b[] = {{.t = &cfg_l7_keys, .base = ctx->cfg}};
+	struct fw_cfg *cfg = ctx->cfg;
+	yaml_node_t *v, *tls, *http;
+	int err;
+
+	err = cfg_section(ctx, node, "l7", b, 1);
+	if (err)
+		return err;
+	if ((tls = cfg_sub(b, 1, "tls_ports", NULL))) {
+		err = parse_l7_ports(ctx, tls, "l7.tls_ports", cfg->l7_tls_ports,
+				     &cfg->nl7_tls_ports);
+		if (err)
+			return err;
+	}
+	if ((http = cfg_sub(b, 1, "http_ports", NULL))) {
+		err = parse_l7_ports(ctx, http, "l7.http_ports", cfg->l7_http_ports,
+				     &cfg->nl7_http_ports);
+		if (err)
+			return err;
+	}
+	v = http ? http : tls ? tls : node;
+	if (cfg->nl7_tls_ports + cfg->nl7_http_ports > FW_MAX_L7_PORTS)
+		return cfg_fail(ctx, v, "l7.tls_ports and l7.http_ports: at most %d ports together",
+				FW_MAX_L7_PORTS);
+	for (size_t i = 0; i < cfg->nl7_tls_ports; i++)
+		for (size_t j = 0; j < cfg->nl7_http_ports; j++)
+			if (cfg->l7_tls_ports[i] == cfg->l7_http_ports[j])
+				return cfg_fail(ctx, v,
+						"port %u is in both l7.tls_ports and l7.http_ports",
+						cfg->l7_tls_ports[i]);
+	if (cfg->l7_proxy_tls_port == cfg->l7_proxy_http_port)
+		return cfg_fail(ctx, node, "l7.proxy_tls_port and l7.proxy_http_port are both %u",
+				cfg->l7_proxy_tls_port);
+	return 0;
+}
+
 /* --- top level ---------------------------------------------------------- */
 
 static int parse_actions(struct cfg_ctx *ctx, yaml_node_t *node)
@@ -558,6 +629,30 @@ static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 						"subjects \"%s\" and \"%s\" have the same cgroup",
 						ctx->cfg->subjects[j].name, s->name);
 	}
+	if ((n = cfg_sub(b, 1, "l7", NULL))) {
+		err = parse_l7(ctx, n);
+		if (err)
+			return err;
+	}
+	/* names come from the DNS proxy: without it nothing is learned, so
+	 * nothing is pinned (and with cidr: pin, nothing pinned passes) */
+	if (ctx->cfg->l7_enabled && !ctx->cfg->dns_proxy)
+		cfg_warn(ctx, cfg_sub(b, 1, "l7", NULL),
+			 "l7.enabled without dns.proxy: the names it pins to are learned there, so "
+			 "no connection is pinned to one");
+	/* a subject that asks for pinning the daemon does not do */
+	for (size_t i = 0; !ctx->cfg->l7_enabled && i < ctx->cfg->nsubjects; i++)
+		if (ctx->cfg->subjects[i].policy.l7 == FW_POLICY_L7_ON)
+			cfg_warn(ctx, cfg_sub(b, 1, "subjects", NULL),
+				 "subject \"%s\" has l7 on, but l7.enabled is false: it is not "
+				 "pinned",
+				 ctx->cfg->subjects[i].name);
+	/* after dns: the proxy ports may not be the DNS proxy's */
+	if (ctx->cfg->l7_enabled && ctx->cfg->dns_proxy &&
+	    (ctx->cfg->l7_proxy_tls_port == ctx->cfg->dnsp.port ||
+	     ctx->cfg->l7_proxy_http_port == ctx->cfg->dnsp.port))
+		return cfg_fail(ctx, cfg_sub(b, 1, "l7", NULL) ? cfg_sub(b, 1, "l7", NULL) : root,
+				"the l7 proxy ports may not be dns.port (%u)", ctx->cfg->dnsp.port);
 	n = cfg_sub(b, 1, "guard", &guard);
 	if (guard) {
 		err = parse_guard(ctx, n);

@@ -93,7 +93,27 @@ struct fw_cfg {
 	size_t nguard_ports;
 	struct fw_prefix *guard_trusted;
 	size_t nguard_trusted;
-	unsigned int guard_mode;	  /* enum fw_guard_mode */
+	unsigned int guard_mode; /* enum fw_guard_mode */
+	/* l7: layer-7 pinning, the proxy fastwalld supervises */
+	bool l7_enabled;
+	__u16 l7_tls_ports[FW_MAX_L7_PORTS]; /* destination ports, host order */
+	size_t nl7_tls_ports;
+	__u16 l7_http_ports[FW_MAX_L7_PORTS];
+	size_t nl7_http_ports;
+	__u16 l7_proxy_tls_port, l7_proxy_http_port;
+	bool l7_default_on;  /* l7.default: subjects without their own l7 are pinned */
+	bool l7_cidr_pin;    /* l7.cidr: pin (allow-CIDR destinations too) */
+	bool l7_ech_allow;   /* l7.ech: allow */
+	bool l7_quic_allow;  /* l7.quic: allow */
+	char l7_nginx[256];  /* the nginx binary */
+	char l7_module[256]; /* ngx_fastwall_l7_module.so */
+	char l7_stream_module[256];
+	char l7_runtime_dir[200]; /* nginx.conf; var/ for pid and temporary files */
+	char l7_user[64];	  /* the proxy runs as */
+	__u32 l7_workers;
+	__u32 l7_max_connections;
+	__u32 l7_subject_connections;
+	__u64 l7_idle_timeout_ns;
 	struct fw_subject_spec *subjects; /* the static subjects */
 	size_t nsubjects;
 	/* what a load accepted but a reader should hear of, like errors

@@ -93,6 +93,12 @@ static const struct fw_cfgkey top[] = {
 	 .def_doc = "absent",
 	 .doc = "present: guard the pod's data-plane ports on its uplinks, below",
 	 .reload = FW_CK_RELOAD},
+	{.key = "l7",
+	 .type = FW_CK_SECTION,
+	 .def_doc = "off",
+	 .doc = "layer-7 pinning of TLS and HTTP connections to the names that taught their "
+		"destinations, below",
+	 .reload = FW_CK_PER_KEY},
 	{.key = "monitor",
 	 .type = FW_CK_SECTION,
 	 .def_doc = "on",
@@ -606,6 +612,179 @@ static const struct fw_cfgkey guard[] = {
 	 .reload = FW_CK_RELOAD},
 };
 
+/* on/off, and what a YAML 1.1 reader makes of them */
+static const struct fw_ck_name on_off[] = {
+	{"off", 0}, {"on", 1}, {"false", 0}, {"true", 1}, {NULL, 0}};
+static const struct fw_ck_name pass_pin[] = {{"pass", 0}, {"pin", 1}, {NULL, 0}};
+static const struct fw_ck_name deny_allow[] = {{"deny", 0}, {"allow", 1}, {NULL, 0}};
+
+/* a user name as /etc/passwd spells one, or a number */
+static int check_user(const char *name, const char *s, unsigned long long v, char *msg,
+		      size_t msglen)
+{
+	(void)v;
+	if (!*s) {
+		snprintf(msg, msglen, "%s: a user name or number is required", name);
+		return -EINVAL;
+	}
+	for (const char *c = s; *c; c++) {
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || *c == '-' || *c == '_' || *c == '.')) {
+			snprintf(msg, msglen, "%s: not a user name or number: '%s'", name, s);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static const struct fw_cfgkey l7[] = {
+	{.key = "enabled",
+	 .type = FW_CK_BOOL,
+	 F(l7_enabled),
+	 .def = 0,
+	 .doc = "run the layer-7 proxy and send the pinned subjects' connections to the "
+		"ports below through it ([egress-l7.md](egress-l7.md)); false: nothing is "
+		"pinned, whatever the subjects say",
+	 .reload = FW_CK_RESTART},
+	{.key = "tls_ports",
+	 .type = FW_CK_SECTION,
+	 .type_doc = "list of ports 1-65535",
+	 .def_doc = "`[443]`",
+	 .doc = "destination ports whose TCP connections are TLS: the ClientHello's server "
+		"name must be one of the names that taught the destination; UDP to them is "
+		"QUIC (`quic`). With `http_ports` at most 64, no port in both, none twice",
+	 .reload = FW_CK_RELOAD},
+	{.key = "http_ports",
+	 .type = FW_CK_SECTION,
+	 .type_doc = "list of ports 1-65535",
+	 .def_doc = "`[80]`",
+	 .doc = "destination ports whose TCP connections are HTTP: every request's Host must "
+		"be one of those names",
+	 .reload = FW_CK_RELOAD},
+	{.key = "proxy_tls_port",
+	 .type = FW_CK_UINT,
+	 F(l7_proxy_tls_port),
+	 .min = 1,
+	 .max = 65535,
+	 .def = 15443,
+	 .doc = "the proxy's TLS port on the pod's addresses (the gateways, loopback); not "
+		"`proxy_http_port` nor `dns.port`",
+	 .reload = FW_CK_RESTART},
+	{.key = "proxy_http_port",
+	 .type = FW_CK_UINT,
+	 F(l7_proxy_http_port),
+	 .min = 1,
+	 .max = 65535,
+	 .def = 15080,
+	 .doc = "the proxy's HTTP port",
+	 .reload = FW_CK_RESTART},
+	{.key = "default",
+	 .type = FW_CK_ENUM,
+	 F(l7_default_on),
+	 .names = on_off,
+	 .def = 1,
+	 .type_doc = "`on` \\| `off` (or `true` \\| `false`)",
+	 .doc = "whether a subject that says nothing (no `l7` key, no `fastwallL7` in its "
+		"policy) is pinned",
+	 .reload = FW_CK_RESTART},
+	{.key = "cidr",
+	 .type = FW_CK_ENUM,
+	 F(l7_cidr_pin),
+	 .names = pass_pin,
+	 .def = 0,
+	 .doc = "pass: only destinations a domain rule taught are pinned; pin: also those an "
+		"allow CIDR opens (which have no name, so their TLS and HTTP connections close "
+		"with `l7-name`)",
+	 .reload = FW_CK_RESTART},
+	{.key = "ech",
+	 .type = FW_CK_ENUM,
+	 F(l7_ech_allow),
+	 .names = deny_allow,
+	 .def = 0,
+	 .doc = "a ClientHello with Encrypted Client Hello: deny closes it (`l7-ech`), allow "
+		"decides on its outer server name",
+	 .reload = FW_CK_RESTART},
+	{.key = "quic",
+	 .type = FW_CK_ENUM,
+	 F(l7_quic_allow),
+	 .names = deny_allow,
+	 .def = 0,
+	 .doc = "UDP to a pinned subject's TLS port: deny drops it (`l7-quic`), so clients "
+		"fall back to TCP; allow passes it unpinned",
+	 .reload = FW_CK_RELOAD},
+	{.key = "nginx",
+	 .type = FW_CK_PATH,
+	 F(l7_nginx),
+	 .def_str = "/usr/sbin/nginx",
+	 .doc = "the nginx binary the proxy runs",
+	 .reload = FW_CK_RESTART},
+	{.key = "module",
+	 .type = FW_CK_PATH,
+	 F(l7_module),
+	 .def_str = "/usr/lib/nginx/modules/ngx_fastwall_l7_module.so",
+	 .doc = "fastwall's nginx module (`make modules` builds "
+		"`build/l7/ngx_fastwall_l7_module.so`)",
+	 .reload = FW_CK_RESTART},
+	{.key = "stream_module",
+	 .type = FW_CK_PATH,
+	 F(l7_stream_module),
+	 .def_str = "/usr/lib/nginx/modules/ngx_stream_module.so",
+	 .doc = "nginx's stream module, loaded before fastwall's",
+	 .reload = FW_CK_RESTART},
+	{.key = "runtime_dir",
+	 .type = FW_CK_PATH,
+	 F(l7_runtime_dir),
+	 .def_str = "/run/fastwall/l7",
+	 .doc = "where fastwalld writes the proxy's `nginx.conf` (the directory root's, mode "
+		"0755, rewritten at every start) and keeps its pid and temporary files "
+		"(`var/`, the proxy user's)",
+	 .reload = FW_CK_RESTART},
+	{.key = "user",
+	 .type = FW_CK_STRING,
+	 F(l7_user),
+	 .def_str = "nobody",
+	 .check = check_user,
+	 .type_doc = "user name or number",
+	 .doc = "the proxy runs as this user, with `CAP_BPF` only (and `CAP_NET_BIND_SERVICE` "
+		"when a proxy port is below 1024)",
+	 .reload = FW_CK_RESTART},
+	{.key = "workers",
+	 .type = FW_CK_UINT,
+	 F(l7_workers),
+	 .min = 1,
+	 .max = 64,
+	 .def = 1,
+	 .doc = "nginx worker processes",
+	 .reload = FW_CK_RESTART},
+	{.key = "max_connections",
+	 .type = FW_CK_UINT,
+	 F(l7_max_connections),
+	 .min = 16,
+	 .max = 1048576,
+	 .def = 4096,
+	 .doc = "pinned connections the proxy holds at once, all workers (each takes two of "
+		"nginx's `worker_connections`); beyond them new ones wait in the listen queue",
+	 .reload = FW_CK_RESTART},
+	{.key = "subject_connections",
+	 .type = FW_CK_UINT,
+	 F(l7_subject_connections),
+	 .min = 1,
+	 .max = 1048576,
+	 .def = 1024,
+	 .doc = "pinned connections one subject may hold at once; more close with `l7-limit`",
+	 .reload = FW_CK_RESTART},
+	{.key = "idle_timeout",
+	 .type = FW_CK_DURATION,
+	 F(l7_idle_timeout_ns),
+	 .min = 1,
+	 .max = 86400,
+	 .def = 60,
+	 .scale = FW_NSEC_PER_SEC,
+	 .doc = "a connection's entry in `fastwall_l7_nat` with no packet for this long is "
+		"removed (closed ones too); checked every 10 s",
+	 .reload = FW_CK_RELOAD},
+};
+
 const struct fw_cfgtable cfg_top_keys = FW_CK_TABLE("", top);
 const struct fw_cfgtable cfg_datapath_keys = FW_CK_TABLE("datapath", datapath);
 const struct fw_cfgtable cfg_doh_keys = FW_CK_TABLE("datapath.doh", doh);
@@ -615,6 +794,7 @@ const struct fw_cfgtable cfg_dns_keys = FW_CK_TABLE("dns", dns);
 const struct fw_cfgtable cfg_processes_keys = FW_CK_TABLE("processes", processes);
 const struct fw_cfgtable cfg_metrics_keys = FW_CK_TABLE("metrics", metrics);
 const struct fw_cfgtable cfg_guard_keys = FW_CK_TABLE("guard", guard);
+const struct fw_cfgtable cfg_l7_keys = FW_CK_TABLE("l7", l7);
 const struct fw_cfgtable cfg_monitor_keys = FW_CK_TABLE("monitor", monitor);
 const struct fw_cfgtable cfg_audit_keys = FW_CK_TABLE("audit", audit);
 
@@ -635,6 +815,7 @@ static const struct {
 	{&fw_learn_lease_keys, offsetof(struct fw_cfg, learn)},
 	{&cfg_metrics_keys, 0},
 	{&cfg_guard_keys, 0},
+	{&cfg_l7_keys, 0},
 	{&cfg_monitor_keys, 0},
 	{&cfg_audit_keys, 0},
 };
@@ -672,6 +853,7 @@ static const struct doc_section doc_sections[] = {
 	{"dns.lease", {&fw_learn_lease_keys}, 1},
 	{"metrics", {&cfg_metrics_keys}, 1},
 	{"guard", {&cfg_guard_keys}, 1},
+	{"l7", {&cfg_l7_keys}, 1},
 	{"monitor", {&cfg_monitor_keys}, 1},
 	{"audit", {&cfg_audit_keys}, 1},
 };
@@ -781,7 +963,7 @@ void fw_cfg_keys_schema(FILE *out)
 		"\"title\": \"fastwalld configuration (scalar keys)\",\n"
 		"\"$comment\": \"list-shaped keys (interfaces, bridges, local_addresses, "
 		"local_ports, doh.blocklist, overlay, subjects, dns.upstreams, guard.interfaces, "
-		"guard.ports, guard.trusted) are not "
+		"guard.ports, guard.trusted, l7.tls_ports, l7.http_ports) are not "
 		"described, nor checks beyond a key's type and bounds (dns.port not 53 or 853, "
 		"actions.listen on loopback, the lease rules)\",\n");
 	schema_members(out, top_t, 1);

@@ -115,5 +115,6 @@ extern const struct fw_cfgtable cfg_metrics_keys;   /* metrics */
 extern const struct fw_cfgtable cfg_monitor_keys;   /* monitor */
 extern const struct fw_cfgtable cfg_audit_keys;	    /* audit */
 extern const struct fw_cfgtable cfg_guard_keys;	    /* guard */
+extern const struct fw_cfgtable cfg_l7_keys;	    /* l7 */
 
 #endif /* FW_CONFIG_PARSE_H */

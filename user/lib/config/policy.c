@@ -123,7 +123,8 @@ static int parse_rule(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_policy *
 
 int parse_policy(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_policy *p)
 {
-	struct cfg_key keys[] = {{.name = "defaultAction"}, {.name = "egress"}};
+	struct cfg_key keys[] = {
+		{.name = "defaultAction"}, {.name = "egress"}, {.name = "fastwallL7"}};
 	char perr[FW_CFG_ERR_LEN];
 	const char *s;
 	yaml_node_t *n;
@@ -132,7 +133,7 @@ int parse_policy(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_policy *p)
 
 	/* unknown keys are ignored here (the format is the reference's),
 	 * with a warning */
-	err = cfg_map(ctx, node, "policy", keys, 2, false);
+	err = cfg_map(ctx, node, "policy", keys, 3, false);
 	if (err)
 		return err;
 	if ((n = key_value(&keys[0]))) {
@@ -142,6 +143,14 @@ int parse_policy(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_policy *p)
 		err = fw_policy_set_default(p, s, perr, sizeof(perr));
 		if (err)
 			return cfg_policy_err(ctx, n, err, perr);
+	}
+	if ((n = key_value(&keys[2]))) {
+		/* fastwall's extension, as the policy JSON carries it */
+		err = cfg_scalar(ctx, n, "fastwallL7", &s);
+		if (err)
+			return err;
+		if (fw_policy_l7_parse(s, &p->l7, perr, sizeof(perr)))
+			return cfg_fail(ctx, n, "fastwallL7: %s", perr);
 	}
 	if ((n = key_value(&keys[1]))) {
 		err = cfg_list(ctx, n, "egress rules", false, FW_POLICY_MAX_RULES, &nrules);

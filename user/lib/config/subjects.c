@@ -22,6 +22,7 @@ enum {
 	SK_POLICY,
 	SK_CGROUP,
 	SK_KEEP_CAPS,
+	SK_L7,
 	SK_MAX,
 };
 
@@ -97,6 +98,7 @@ static int parse_subject(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_subje
 		[SK_POLICY] = {.name = "policy"},
 		[SK_CGROUP] = {.name = "cgroup"},
 		[SK_KEEP_CAPS] = {.name = "keep_caps"},
+		[SK_L7] = {.name = "l7"},
 	};
 	enum fw_family fam;
 	yaml_node_t *n;
@@ -269,6 +271,23 @@ state:
 		ctx->subject = NULL;
 		if (err)
 			return err;
+	}
+	/* layer-7 pinning: the subject's own word over l7.default; the
+	 * policy's fastwallL7 says the same thing, once is enough */
+	if ((n = key_value(&keys[SK_L7]))) {
+		char msg[128];
+		__u8 l7;
+
+		err = cfg_scalar(ctx, n, "l7", &v);
+		if (err)
+			return err;
+		if (fw_policy_l7_parse(v, &l7, msg, sizeof(msg)))
+			return cfg_fail(ctx, n, "subject \"%s\": %s", s->name, msg);
+		if (s->policy.l7 != FW_POLICY_L7_DEFAULT && s->policy.l7 != l7)
+			return cfg_fail(ctx, n,
+					"subject \"%s\": l7 and its policy's fastwallL7 disagree",
+					s->name);
+		s->policy.l7 = l7;
 	}
 	return 0;
 }

@@ -138,9 +138,9 @@ int fw_policy_from_json(const char *s, size_t len, struct fw_policy *p, char *er
 int fw_policy_from_json_warn(const char *s, size_t len, struct fw_policy *p, char *err,
 			     size_t errlen, char *warn, size_t warnlen)
 {
-	static const char *const known[] = {"defaultAction", "egress"};
+	static const char *const known[] = {"defaultAction", "egress", "fastwallL7"};
 	struct fw_policy tmp;
-	const struct fw_jval *root, *da, *eg, *r;
+	const struct fw_jval *root, *da, *eg, *r, *l7;
 	struct fw_jtree t;
 	char why[256];
 	size_t i;
@@ -178,7 +178,7 @@ int fw_policy_from_json_warn(const char *s, size_t len, struct fw_policy *p, cha
 		ret = -EINVAL;
 		goto cleanup;
 	}
-	unknown_keys(&t, root, known, 2, "", warn, warnlen);
+	unknown_keys(&t, root, known, 3, "", warn, warnlen);
 	da = fw_jget(&t, root, "defaultAction");
 	if (da && !fw_jis(da, FW_J_NULL)) {
 		if (!fw_jis(da, FW_J_STRING)) {
@@ -189,6 +189,24 @@ int fw_policy_from_json_warn(const char *s, size_t len, struct fw_policy *p, cha
 		ret = fw_policy_set_default(&tmp, fw_jstr(&t, da), why, sizeof(why));
 		if (ret) {
 			fw_set_reason(err, errlen, "defaultAction: %s", why);
+			goto cleanup;
+		}
+	}
+	/* fastwall's extension: "on" or "off" (true or false) */
+	l7 = fw_jget(&t, root, "fastwallL7");
+	if (l7 && fw_jis(l7, FW_J_TRUE)) {
+		tmp.l7 = FW_POLICY_L7_ON;
+	} else if (l7 && fw_jis(l7, FW_J_FALSE)) {
+		tmp.l7 = FW_POLICY_L7_OFF;
+	} else if (l7 && !fw_jis(l7, FW_J_NULL)) {
+		if (!fw_jis(l7, FW_J_STRING)) {
+			fw_set_reason(err, errlen, "fastwallL7 must be \"on\" or \"off\"");
+			ret = -EINVAL;
+			goto cleanup;
+		}
+		ret = fw_policy_l7_parse(fw_jstr(&t, l7), &tmp.l7, why, sizeof(why));
+		if (ret) {
+			fw_set_reason(err, errlen, "fastwallL7: %s", why);
 			goto cleanup;
 		}
 	}
@@ -277,6 +295,9 @@ char *fw_policy_to_json(const struct fw_policy *p)
 	}
 	if (json_object_set(root, "egress", eg))
 		goto cleanup;
+	if (p->l7 != FW_POLICY_L7_DEFAULT &&
+	    json_object_set_new(root, "fastwallL7", json_string(fw_policy_l7_name(p->l7))))
+		goto cleanup;
 	out = json_dumps(root, JSON_COMPACT);
 cleanup:
 	json_decref(eg);
@@ -304,6 +325,9 @@ int fw_policy_merge(struct fw_policy *dst, const struct fw_policy *patch)
 	err = fw_policy_copy(&tmp, dst);
 	if (err)
 		return err;
+	/* a push that says fastwallL7 changes it, like defaultAction stays */
+	if (patch->l7 != FW_POLICY_L7_DEFAULT)
+		tmp.l7 = patch->l7;
 	for (size_t i = 0; i < patch->nrules; i++) {
 		const struct fw_policy_rule *r = &patch->rules[i];
 		struct fw_policy_rule copy;

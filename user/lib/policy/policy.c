@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/addr.h"
 #include "common/log.h"
@@ -36,6 +37,7 @@ static void trim(const char *s, const char **start, size_t *len)
 void fw_policy_init(struct fw_policy *p)
 {
 	p->default_action = FW_ACTION_DENY;
+	p->l7 = FW_POLICY_L7_DEFAULT;
 	p->rules = NULL;
 	p->nrules = 0;
 }
@@ -95,6 +97,7 @@ int fw_policy_copy(struct fw_policy *dst, const struct fw_policy *src)
 
 	fw_policy_init(&tmp);
 	tmp.default_action = src->default_action;
+	tmp.l7 = src->l7;
 	if (src->nrules) {
 		tmp.rules = calloc(src->nrules, sizeof(*tmp.rules));
 		if (!tmp.rules)
@@ -141,6 +144,31 @@ int fw_action_parse(const char *s, __u8 *action, char *err, size_t errlen)
 	fw_set_err(err, errlen, "invalid action \"%.*s\", expected allow or deny",
 		   (int)(len < ECHO_MAX ? len : ECHO_MAX), t);
 	return -EINVAL;
+}
+
+int fw_policy_l7_parse(const char *s, __u8 *l7, char *err, size_t errlen)
+{
+	const char *t;
+	size_t len;
+
+	trim(s ? s : "", &t, &len);
+	/* true and false: what a YAML 1.1 reader makes of on and off */
+	if ((len == 2 && !strncasecmp(t, "on", 2)) || (len == 4 && !strncasecmp(t, "true", 4))) {
+		*l7 = FW_POLICY_L7_ON;
+		return 0;
+	}
+	if ((len == 3 && !strncasecmp(t, "off", 3)) || (len == 5 && !strncasecmp(t, "false", 5))) {
+		*l7 = FW_POLICY_L7_OFF;
+		return 0;
+	}
+	fw_set_err(err, errlen, "invalid l7 \"%.*s\", expected on or off",
+		   (int)(len < ECHO_MAX ? len : ECHO_MAX), t);
+	return -EINVAL;
+}
+
+const char *fw_policy_l7_name(__u8 l7)
+{
+	return l7 == FW_POLICY_L7_ON ? "on" : l7 == FW_POLICY_L7_OFF ? "off" : "default";
 }
 
 int fw_policy_set_default(struct fw_policy *p, const char *action, char *err, size_t errlen)

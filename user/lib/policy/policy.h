@@ -39,8 +39,18 @@ struct fw_policy_rule {
 	char *target;
 };
 
+/* fastwall's extension of the policy object, "fastwallL7" (the reference
+ * ignores it): whether the subject's TLS and HTTP connections are pinned
+ * to the names that taught their destinations (docs/egress-l7.md). */
+enum fw_policy_l7 {
+	FW_POLICY_L7_DEFAULT = 0, /* not said: the configuration's l7.default */
+	FW_POLICY_L7_OFF,
+	FW_POLICY_L7_ON,
+};
+
 struct fw_policy {
 	__u8 default_action; /* enum fw_action */
+	__u8 l7;	     /* enum fw_policy_l7 */
 	struct fw_policy_rule *rules;
 	size_t nrules;
 };
@@ -75,6 +85,12 @@ void fw_policy_rule_free(struct fw_policy_rule *r);
 
 /* Trimmed, lowercased; "" means deny; anything but allow/deny is -EINVAL. */
 int fw_action_parse(const char *s, __u8 *action, char *err, size_t errlen);
+/* "on" or "off", also "true" or "false" (trimmed, case-insensitive) into
+ * *l7 (enum fw_policy_l7);
+ * -EINVAL and err otherwise. */
+int fw_policy_l7_parse(const char *s, __u8 *l7, char *err, size_t errlen);
+/* "on", "off" or "default" */
+const char *fw_policy_l7_name(__u8 l7);
 int fw_policy_set_default(struct fw_policy *p, const char *action, char *err, size_t errlen);
 /* Classifies target as IP, else CIDR, else domain (wildcard when "*.");
  * ports may be NULL. Validates ports (1-65535, at most 256, no

@@ -21,6 +21,7 @@ static const struct {
 	{"drop", FW_MON_DROP},
 	{"dns", FW_MON_DNS},
 	{"allow", FW_MON_ALLOW},
+	{"l7", FW_MON_L7},
 };
 
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
@@ -85,7 +86,8 @@ static int parse_kinds(const char *s, unsigned int *out, char *err, size_t errle
 			if (strlen(kinds[i].name) == n && !strncmp(s, kinds[i].name, n))
 				break;
 		if (i == NKINDS) {
-			fw_set_reason(err, errlen, "unknown event kind '%.*s' (drop, dns, allow)",
+			fw_set_reason(err, errlen,
+				      "unknown event kind '%.*s' (drop, dns, allow, l7)",
 				      (int)(n > 32 ? 32 : n), s);
 			return -EINVAL;
 		}
@@ -95,7 +97,7 @@ static int parse_kinds(const char *s, unsigned int *out, char *err, size_t errle
 			s++;
 	}
 	if (!bits) {
-		fw_set_reason(err, errlen, "kind is empty (drop, dns, allow)");
+		fw_set_reason(err, errlen, "kind is empty (drop, dns, allow, l7)");
 		return -EINVAL;
 	}
 	*out = bits;
@@ -344,6 +346,12 @@ char *fw_mon_event_json(const struct fw_mon_event *ev, size_t *len)
 	json_object_set_new(o, "sport", json_integer(ev->sport));
 	json_object_set_new(o, "dst", json_string(fw_addr_str(&ev->dst, a, sizeof(a))));
 	json_object_set_new(o, "dport", json_integer(ev->dport));
+	if (ev->kind == FW_MON_L7) {
+		json_object_set_new(o, "l7", str_or_empty(ev->ifname));
+		json_object_set_new(o, "server_name", str_or_empty(ev->qname));
+		json_object_set_new(o, "verdict", json_string(ev->allowed ? "allow" : "deny"));
+		return dump_line(o, len);
+	}
 	json_object_set_new(o, "proto", json_string(proto_name(ev->proto, b, sizeof(b))));
 	json_object_set_new(o, "verdict", json_string(ev->kind == FW_MON_DROP ? "drop" : "allow"));
 	json_object_set_new(o, "if", str_or_empty(ev->ifname));
@@ -420,6 +428,13 @@ int fw_mon_render_text(const char *line, size_t len, char *out, size_t outlen)
 			n += (size_t)snprintf(out + n, outlen - n, "%s%s", i ? "," : " learned ",
 					      json_string_value(v) ? json_string_value(v) : "");
 		}
+	} else if (!strcmp(kind, "l7")) {
+		hostport(src, sizeof(src), get_s(o, "src"), get_i(o, "sport"));
+		hostport(dst, sizeof(dst), get_s(o, "dst"), get_i(o, "dport"));
+		snprintf(out, outlen, "%s %s %s -> %s L7 %s %s %s (%s)", stamp, who, src, dst,
+			 get_s(o, "l7"), get_s(o, "server_name")[0] ? get_s(o, "server_name") : "-",
+			 strcmp(get_s(o, "verdict"), "allow") ? "DENIED" : "ALLOWED",
+			 get_s(o, "reason"));
 	} else if (!strcmp(kind, "drop") || !strcmp(kind, "allow")) {
 		bool drop = kind[0] == 'd';
 

@@ -19,7 +19,8 @@ enum fw_mon_kind {
 	FW_MON_DROP = 1u << 0,	/* a packet the data path dropped */
 	FW_MON_DNS = 1u << 1,	/* a decision of the DNS proxy */
 	FW_MON_ALLOW = 1u << 2, /* a sampled packet the data path passed */
-	FW_MON_ALL = FW_MON_DROP | FW_MON_DNS | FW_MON_ALLOW,
+	FW_MON_L7 = 1u << 3,	/* a verdict of the layer-7 proxy */
+	FW_MON_ALL = FW_MON_DROP | FW_MON_DNS | FW_MON_ALLOW | FW_MON_L7,
 };
 
 /* One event as fastwalld saw it. Strings may be NULL or "" (unknown). */
@@ -36,7 +37,8 @@ struct fw_mon_event {
 	const char *ifname;
 	__u64 suppressed; /* events of the subject the rate limit left out before */
 	__u32 sample;	  /* allow: one packet in this many is sampled */
-	/* dns: the client is src */
+	/* dns: the client is src; l7: the server name or Host, with the
+	 * connection's kind ("tls", "http") in ifname */
 	const char *qname;
 	__u16 qtype;
 	bool allowed;

@@ -106,10 +106,25 @@ static __u32 resolve_ifindex(const char *ifname)
 	return idx ? idx : FW_IFINDEX_MISSING;
 }
 
-static void build_ksub(struct fw_subject *k, __u32 id, const struct fw_subject_spec *spec)
+__u8 fw_reg_l7_flags(const struct fw_registry *r, const struct fw_subject_spec *spec)
+{
+	bool on;
+
+	if (!r->l7_enabled)
+		return 0;
+	on = spec->policy.l7 == FW_POLICY_L7_DEFAULT ? r->l7_default_on
+						     : spec->policy.l7 == FW_POLICY_L7_ON;
+	if (!on)
+		return 0;
+	return FW_SF_L7 | (r->l7_cidr_pin ? FW_SF_L7_CIDR : 0);
+}
+
+static void build_ksub(const struct fw_registry *r, struct fw_subject *k, __u32 id,
+		       const struct fw_subject_spec *spec)
 {
 	memset(k, 0, sizeof(*k));
 	k->id = id;
+	k->flags = fw_reg_l7_flags(r, spec);
 	k->state = spec->state;
 	k->ifindex = resolve_ifindex(spec->ifname);
 	for (int f = 0; f < FW_FAM_MAX; f++) {
@@ -987,7 +1002,7 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 		e->meta.policy_hash = phash;
 		*changed = true;
 	}
-	build_ksub(&ks, e->id, spec);
+	build_ksub(r, &ks, e->id, spec);
 	/* a new generation reaches the data plane with the dispatch rewrite
 	 * below (every address of e: ks differs from e->ksub) */
 	ks.rules_gen = fw_dp_rules_gen(r->dp, e->id);
@@ -998,7 +1013,8 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 		memcmp(ks.private_net, e->ksub.private_net, sizeof(ks.private_net)) != 0 ||
 		memcmp(ks.private_plen, e->ksub.private_plen, sizeof(ks.private_plen)) != 0 ||
 		memcmp(ks.gateway, e->ksub.gateway, sizeof(ks.gateway)) != 0 ||
-		((ks.flags ^ e->ksub.flags) & (FW_SF_GATEWAY4 | FW_SF_GATEWAY6));
+		((ks.flags ^ e->ksub.flags) &
+		 (FW_SF_GATEWAY4 | FW_SF_GATEWAY6 | FW_SF_L7 | FW_SF_L7_CIDR));
 
 	pthread_mutex_lock(&r->lock);
 	if (e->meta.binding_hash != bhash) {
@@ -1097,7 +1113,7 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 		err = fw_dp_meta_put(r->dp, id, meta);
 	if (err)
 		goto undo;
-	build_ksub(&ks, id, spec);
+	build_ksub(r, &ks, id, spec);
 	ks.rules_gen = fw_dp_rules_gen(r->dp, id);
 
 	pthread_mutex_lock(&r->lock);

@@ -102,6 +102,12 @@ struct fw_registry {
 	struct fw_iptab owners;
 	bool owners_lost;
 	struct fw_policy overlay; /* operator rules ahead of everyone's, own copy */
+	/* layer-7 pinning (the l7 section), set before the first apply: on
+	 * at all; whether a subject whose policy says nothing (l7) is pinned;
+	 * whether allow-CIDR destinations are pinned too. They become
+	 * FW_SF_L7 and FW_SF_L7_CIDR in the subject's dispatch and cgroups
+	 * values (fw_reg_l7_flags). */
+	bool l7_enabled, l7_default_on, l7_cidr_pin;
 	struct fw_entry *by_id[FW_MAX_SUBJECTS];
 	bool id_reserved[FW_MAX_SUBJECTS];
 	/* retired ids: reserved until fw_reg_reap() has deleted what the
@@ -212,6 +218,9 @@ struct fw_entry *fw_reg_find(struct fw_registry *r, const char *name);
  * not applied since fastwalld started (adopted, not yet reconfirmed). */
 struct fw_domain_policy *fw_reg_domains(struct fw_registry *r, __u32 id);
 void fw_domain_policy_put(struct fw_domain_policy *d);
+
+/* The FW_SF_L7* flags the data plane gets for spec. */
+__u8 fw_reg_l7_flags(const struct fw_registry *r, const struct fw_subject_spec *spec);
 
 __u64 fw_binding_hash(const struct fw_subject_spec *spec);
 __u64 fw_fence_hash(const char *runtime_instance_id, const char *attachment_id);

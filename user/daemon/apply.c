@@ -151,8 +151,16 @@ int apply_datapath(struct fw_daemon *d, const struct fw_cfg *cfg)
 
 		l7_dp_settings(cfg, &l7);
 		err = fw_dp_l7_apply(d->dp, cfg->l7_enabled ? &l7 : NULL);
-		if (err)
+		if (err) {
 			fw_err("l7: can't write the pinned ports: %s", strerror(-err));
+		} else {
+			/* the process sandboxes' hooks keep the proxy ports of
+			 * their own */
+			err = fw_procs_l7_sync(d->procs, d->dp);
+			if (err)
+				fw_err("l7: can't give the cgroup programs the proxy ports: %s",
+				       strerror(-err));
+		}
 	}
 	if (!err)
 		err = local_write(d, cfg, &full);

@@ -27,7 +27,7 @@
 #include "dns/proxy.h"
 #include "http.h"
 #include "l7.h"
-#include "l7_dp.h"
+#include "datapath/l7.h"
 #include "metrics.h"
 #include "monitor.h"
 #include "procs.h"

@@ -37,7 +37,7 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "daemon.h"
-#include "l7_dp.h"
+#include "datapath/l7.h"
 
 #ifndef CAP_BPF
 #define CAP_BPF 39

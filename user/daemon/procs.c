@@ -1240,3 +1240,10 @@ int fw_procs_detach(const struct fw_cfg *cfg)
 		fw_info("detached %d cgroup programs from %s", n, parent);
 	return n < 0 && n != -ENOENT ? n : 0;
 }
+
+int fw_procs_l7_sync(struct fw_procs *p, struct fw_dp *dp)
+{
+	if (!p || !p->cg)
+		return 0;
+	return fw_cg_l7_sync(p->cg, dp);
+}

@@ -29,6 +29,9 @@ int fw_procs_serve(struct fw_procs *p, struct fw_loop *loop);
 void fw_procs_resolve(struct fw_procs *p, struct fw_subject_spec *subjects, size_t n);
 /* Closes the socket; subjects, cgroups and programs stay (fail closed:
  * the sandboxes keep their policy while fastwalld is away). */
+/* The cgroup programs learn the proxy's ports (fw_cg_l7_sync) after
+ * every write of fastwall_l7_ports; p may be NULL. */
+int fw_procs_l7_sync(struct fw_procs *p, struct fw_dp *dp);
 void fw_procs_stop(struct fw_procs *p);
 /* Removes fastwall's cgroup programs from the configured parent (detach). */
 int fw_procs_detach(const struct fw_cfg *cfg);

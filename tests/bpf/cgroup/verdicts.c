@@ -469,6 +469,15 @@ static int subject(const char *name, enum where w, __u8 state, const char *const
 	return err;
 }
 
+/* The rows set the whole settings record, the layer-7 bits included:
+ * fw_dp_config_set keeps those as the data path's layer-7 API left them
+ * (datapath/l7.h), so the row's bits go there first. */
+static int cfg_write(const struct fw_config *c)
+{
+	t.dp->l7_flags = c->flags & FW_CF_L7_BITS;
+	return fw_dp_config_set(t.dp, c);
+}
+
 /* Layer-7 pinning, as fastwalld's l7 configuration will write it: the
  * pinned ports, the configuration flags (the proxy up), alpha's subject
  * pinned, and leases of LEARNED4 and LEARNED6 for alpha and beta. */
@@ -493,7 +502,7 @@ static int l7_setup(void)
 	if (err)
 		return err;
 	t.cfg.flags |= FW_CF_L7 | FW_CF_L7_UP;
-	if (fw_dp_config_set(t.dp, &t.cfg))
+	if (cfg_write(&t.cfg))
 		return -EIO;
 	for (size_t i = 0; i < 2; i++) {
 		struct fw_ip a;
@@ -554,7 +563,7 @@ static int setup(void)
 				   .dns_port = DNS_PORT,
 				   .event_burst = 1000,
 				   .event_interval_ns = 1000};
-	if (fw_reg_reap(&t.reg, 0) < 0 || fw_dp_config_set(t.dp, &t.cfg))
+	if (fw_reg_reap(&t.reg, 0) < 0 || cfg_write(&t.cfg))
 		return -EIO;
 	err = fw_cg_load(t.dp, &t.cg);
 	if (err)
@@ -907,12 +916,12 @@ static bool run_sock_row(const struct sock_row *r)
 	bool ok;
 
 	c.flags = (c.flags & ~r->cfg_off) | r->cfg_on;
-	if ((r->cfg_off || r->cfg_on) && fw_dp_config_set(t.dp, &c)) {
+	if ((r->cfg_off || r->cfg_on) && cfg_write(&c)) {
 		printf("not ok - %s: can't write the configuration\n", r->desc);
 		return false;
 	}
 	ok = sock_row_call(r);
-	if ((r->cfg_off || r->cfg_on) && fw_dp_config_set(t.dp, &t.cfg)) {
+	if ((r->cfg_off || r->cfg_on) && cfg_write(&t.cfg)) {
 		printf("not ok - %s: can't restore the configuration\n", r->desc);
 		return false;
 	}

@@ -48,7 +48,7 @@ datapath:
   events: { rate: 1000, burst: 1000 }
 metrics:
   listen: $FW_L7_METRICS
-$(fw_l7_yaml)
+$(fw_l7_yaml "subject_connections: 64")
 processes:
   cgroup_root: $CG_MNT
   cgroup_parent: $CG_PARENT

@@ -80,6 +80,7 @@ if [ ! -f /usr/share/nginx/src/conf_flags ] || [ ! -x "$FW_NGINX" ]; then
 	exit 77
 fi
 fw_require
+chmod 0711 "$FW_TMP" # the proxy runs as nobody
 for t in wrk openssl dig dnsmasq; do
 	command -v "$t" >/dev/null || fw_die "$t not found: run scripts/install-deps.sh"
 done
@@ -93,9 +94,9 @@ exec > >(tee "$OUT/l7.txt") 2>&1
 
 PINNED=1
 why=""
-if ! make -s -C "$FW_ROOT" BUILD="$BUILD" "${FW_L7_MAKE:-l7}" >/dev/null 2>&1 || [ ! -f "$FW_L7_SO" ]; then
+if ! make -s -C "$FW_ROOT" BUILD="$BUILD" "${FW_L7_MAKE:-l7proxy}" >/dev/null 2>&1 || [ ! -f "$FW_L7_SO" ]; then
 	PINNED=0
-	why="the module does not build here (make ${FW_L7_MAKE:-l7})"
+	why="the module does not build here (make ${FW_L7_MAKE:-l7proxy})"
 fi
 
 fw_topology

@@ -33,7 +33,8 @@ FW_L7_NAMES="api.example.com other.example.com evil.example.net"
 # fw_l7_require NAME: the test NAME is skipped (exit 77) when this machine
 # cannot build the proxy module (no nginx or nginx-dev); otherwise what
 # fw_require checks, the tools the tests use, and the module built by
-# make (FW_L7_MAKE, default l7), which must then exist.
+# make (FW_L7_MAKE, default l7proxy), which must then exist. The proxy
+# runs as nobody: this run's directory becomes traversable (0711).
 fw_l7_require() {
 	local t
 	if [ ! -f /usr/share/nginx/src/conf_flags ] || [ ! -x "$FW_NGINX" ]; then
@@ -41,15 +42,16 @@ fw_l7_require() {
 		exit 77
 	fi
 	fw_require
+	chmod 0711 "$FW_TMP"
 	for t in openssl dig dnsmasq; do
 		command -v "$t" >/dev/null || fw_die "$t not found: run scripts/install-deps.sh"
 	done
 	# FW_L7_OLD=1: the cases against a fastwalld without pinning (no l7
 	# section), to see them fail on a build that has none
 	[ "${FW_L7_OLD:-0}" = 1 ] && return 0
-	make -s -C "$FW_ROOT" BUILD="$BUILD" "${FW_L7_MAKE:-l7}" >/dev/null ||
-		fw_die "make ${FW_L7_MAKE:-l7} failed: the layer-7 module does not build"
-	[ -f "$FW_L7_SO" ] || fw_die "$FW_L7_SO missing after make ${FW_L7_MAKE:-l7}"
+	make -s -C "$FW_ROOT" BUILD="$BUILD" "${FW_L7_MAKE:-l7proxy}" >/dev/null ||
+		fw_die "make ${FW_L7_MAKE:-l7proxy} failed: the layer-7 module does not build"
+	[ -f "$FW_L7_SO" ] || fw_die "$FW_L7_SO missing after make ${FW_L7_MAKE:-l7proxy}"
 }
 
 # fw_l7_certs: the CA and one leaf per name (and a default one) in
@@ -205,11 +207,12 @@ fw_l7_wire_sni() {
 }
 
 # fw_l7_yaml [KEY: VALUE...]: the daemon configuration's l7 section
-# enabling the proxy with this build's module, and the extra keys given.
+# enabling the proxy with this build's module and a runtime directory of
+# this run's, and the extra keys given.
 fw_l7_yaml() {
 	local kv
 	[ "${FW_L7_OLD:-0}" = 1 ] && return 0
-	printf 'l7:\n  enabled: true\n  module: %s\n' "$FW_L7_SO"
+	printf 'l7:\n  enabled: true\n  module: %s\n  runtime_dir: %s\n' "$FW_L7_SO" "$FW_TMP/l7run"
 	for kv in "$@"; do printf '  %s\n' "$kv"; done
 }
 

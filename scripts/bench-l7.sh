@@ -151,7 +151,7 @@ if [ "$PINNED" = 1 ]; then
 fi
 [ "$PINNED" = 1 ] || write_config 0 >"$FW_CFG"
 fw_start_daemon || fw_die "fastwalld did not start"
-if [ "$PINNED" = 1 ] && ! fw_eventually 15 test "$(fw_l7_metric fastwall_l7_up)" = 1; then
+if [ "$PINNED" = 1 ] && ! fw_eventually 15 fw_l7_up; then
 	PINNED=0
 	why="fastwalld's proxy did not come up (fastwall_l7_up 0)"
 fi

@@ -56,7 +56,7 @@ processes:
 EOF
 fw_start_daemon || exit 1
 check "fastwalld attached the cgroup programs" fw_wait_log "process sandboxes: cgroup programs on $CG" 1 2
-check "the proxy is up (fastwall_l7_up 1)" fw_eventually 15 test "$(fw_l7_metric fastwall_l7_up)" = 1
+check "the proxy is up (fastwall_l7_up 1)" fw_eventually 15 fw_l7_up
 
 # a run allowed api.example.com, kept alive; commands join its cgroup
 nsenter --net="/run/netns/$NS_POD" "$FASTWALL" run --socket "$RUN_SOCK" --name "p-$FW_ID" \

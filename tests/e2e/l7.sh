@@ -63,6 +63,7 @@ s_client() {
 	echo "${cn:-none}"
 }
 status_of() { echo "${1%% *}"; } # "STATUS BODY" -> STATUS
+a_gets_api() { [ "$(fw_l7_curl "$SB_A" api.example.com "$CDN4")" = "200 api" ]; }
 SB_SRC=' (10\.42\.0\.[0-9]+|fd00:42::[0-9a-f]+) [0-9]+ [^ ]+ (443|80) '
 no_bypass() { # nothing from a sandbox's own address reached 443 or 80
 	if fw_l7_cap_since | grep -qE "$SB_SRC"; then
@@ -143,7 +144,7 @@ $(fw_l7_subject_off)
 EOF
 fw_start_daemon || fw_die "fastwalld did not start"
 check "fastwalld attached to the bridge ports" fw_wait_log 'attached to sb-d' 1 5
-check "the proxy is up (fastwall_l7_up 1)" fw_eventually 15 test "$(fw_l7_metric fastwall_l7_up)" = 1
+check "the proxy is up (fastwall_l7_up 1)" fw_eventually 15 fw_l7_up
 "$FASTWALL" monitor --socket "$FW_MON_SOCK" -o json >"$FW_TMP/monitor.out" 2>&1 &
 FW_PIDS+=($!)
 fw_wait_log 'monitor: a reader connected' 1 5 || echo "# (fastwall monitor did not connect)"
@@ -298,7 +299,7 @@ check_eq "sandbox-c (a sibling) still connects meanwhile" "$(fw_l7_curl "$SB_C" 
 kill "$HOLDER" 2>/dev/null || true
 wait "$HOLDER" 2>/dev/null || true
 check "sandbox-a connects again once it holds fewer" \
-	fw_eventually 5 test "$(fw_l7_curl "$SB_A" api.example.com "$CDN4")" = "200 api"
+	fw_eventually 5 a_gets_api
 
 echo "# l7: off"
 check_eq "sandbox-d (l7: off) resolves api.example.com" "$(fw_l7_resolve "$SB_D" api.example.com)" "$CDN4"

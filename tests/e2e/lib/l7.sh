@@ -247,6 +247,9 @@ fw_l7_metric() {
 		awk -v m="$1" '$1 == m { v = $2 } END { print v + 0 }'
 }
 
+# fw_l7_up: fastwalld's proxy accepts (fastwall_l7_up 1)
+fw_l7_up() { [ "$(fw_l7_metric fastwall_l7_up)" = 1 ]; }
+
 # fw_l7_proxy_pids: fastwalld's proxy, the nginx master (a child of
 # fastwalld) first, then its workers.
 fw_l7_proxy_pids() {

@@ -63,7 +63,7 @@ nsenter --net="/run/netns/$NS_POD" "$FASTWALL" run --socket "$RUN_SOCK" --name "
 	--allow api.example.com -- sleep 300 &
 FW_PIDS+=($!)
 RUN_CG=$CG/p-$FW_ID
-fw_eventually 20 grep -q . "$RUN_CG/cgroup.procs" || fw_die "fastwall run did not start"
+fw_eventually 20 grep -qs . "$RUN_CG/cgroup.procs" || fw_die "fastwall run did not start"
 in_cg() { # CMD...: in the run's cgroup, in the pod namespace
 	# shellcheck disable=SC2016 # expanded by the inner sh
 	fw_ns "$NS_POD" sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$RUN_CG" "$@"

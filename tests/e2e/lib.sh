@@ -33,6 +33,7 @@ fi
 #   actions   the Sandbox Actions protocol
 #   ingress   the ingress gateway (nginx and its stand-ins)
 #   cgroup    cgroup2 for process sandboxes
+#   l7        layer-7 pinning: the TLS and HTTP server, its CA, a capture
 FW_LIB_DIR=$(dirname "${BASH_SOURCE[0]}")/lib
 # shellcheck source=tests/e2e/lib/core.sh
 . "$FW_LIB_DIR/core.sh"
@@ -50,3 +51,5 @@ FW_LIB_DIR=$(dirname "${BASH_SOURCE[0]}")/lib
 . "$FW_LIB_DIR/ingress.sh"
 # shellcheck source=tests/e2e/lib/cgroup.sh
 . "$FW_LIB_DIR/cgroup.sh"
+# shellcheck source=tests/e2e/lib/l7.sh
+. "$FW_LIB_DIR/l7.sh"

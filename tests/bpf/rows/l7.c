@@ -133,7 +133,7 @@ static int l7_gc_all(void)
 {
 	size_t deleted = 0;
 
-	if (fw_dp_l7_gc(t.dp, fw_now_ns(), 60 * FW_NSEC_PER_SEC, &deleted))
+	if (fw_dp_l7_gc(t.dp, fw_now_ns(), 60 * FW_NSEC_PER_SEC, 60 * FW_NSEC_PER_SEC, &deleted))
 		return -1;
 	if (deleted != FW_MAX_L7_NAT) {
 		printf("fw_dp_l7_gc deleted %zu entries, expected %d\n", deleted, FW_MAX_L7_NAT);

@@ -1052,7 +1052,7 @@ static size_t state_fds(int *fds)
 		t.dp->dns_nat_fd,    t.dp->l2_ports_fd,	     t.dp->l2_macs_fd,
 		t.dp->l2_lladdrs_fd, t.dp->conn_count_fd,    t.dp->learned_ports_fd,
 		t.dp->names_fd,	     t.dp->learned_names_fd, t.dp->l7_ports_fd,
-		t.dp->l7_nat_fd,
+		t.dp->l7_nat_fd,     t.dp->l7_count_fd,
 	};
 	_Static_assert(sizeof(all) / sizeof(all[0]) <= NSNAP, "NSNAP too small");
 

@@ -14,6 +14,7 @@
 #define PROXY_TLS  15443
 #define PROXY_HTTP 15080
 #define L7_OTHER4  "192.0.2.220" /* alpha, live lease: a second pinned destination */
+#define DELTA_GW4  "10.42.3.1"	 /* delta's gateway, given it for the quota rows */
 
 static const char *const alpha_addrs[] = {ALPHA4, ALPHA6};
 
@@ -142,6 +143,66 @@ static int l7_gc_all(void)
 	return 0;
 }
 
+/* The per-subject share of fastwall_l7_nat: alpha pinned, and delta,
+ * given a gateway, pinned for its allow CIDR too; each may hold two
+ * entries (fw_config.conn_quota). */
+static int l7_quota2(void)
+{
+	struct fw_ip gw = ip_of(DELTA_GW4), delta4 = ip_of(DELTA4);
+	struct fw_subject s;
+	struct fw_config c;
+	__u32 zero = 0;
+
+	if (l7_alpha() || fw_dp_dispatch_lookup(t.dp, &delta4, &s))
+		return -1;
+	s.flags |= FW_SF_L7 | FW_SF_L7_CIDR | FW_SF_GATEWAY4;
+	s.gateway[0] = gw;
+	if (fw_dp_dispatch_put(t.dp, &delta4, &s) || fw_dp_rules_epoch_bump(t.dp) ||
+	    bpf_map_lookup_elem(t.dp->config_fd, &zero, &c))
+		return -1;
+	c.conn_quota = 2;
+	return bpf_map_update_elem(t.dp->config_fd, &zero, &c, BPF_ANY) ? -1 : 0;
+}
+
+/* fastwall_l7_count says alpha holds a and delta b entries. */
+static int l7_counts_are(__u64 a, __u64 b)
+{
+	__u64 *counts = fw_dp_l7_counts(t.dp);
+	__u32 ia = id_of("alpha"), ib = id_of("delta");
+
+	if (!counts) {
+		printf("can't map fastwall_l7_count\n");
+		return -1;
+	}
+	if (counts[ia] != a || counts[ib] != b) {
+		printf("fastwall_l7_count: alpha %llu, delta %llu; expected %llu, %llu\n",
+		       (unsigned long long)counts[ia], (unsigned long long)counts[ib],
+		       (unsigned long long)a, (unsigned long long)b);
+		return -1;
+	}
+	return 0;
+}
+
+static int l7_quota2_empty(void)
+{
+	return l7_quota2() || l7_counts_are(0, 0) ? -1 : 0;
+}
+
+static int l7_counts_1_0(void)
+{
+	return l7_counts_are(1, 0);
+}
+
+static int l7_counts_2_0(void)
+{
+	return l7_counts_are(2, 0);
+}
+
+static int l7_counts_2_1(void)
+{
+	return l7_counts_are(2, 1);
+}
+
 /* The entry of {client, cport, proxy port} says orig:oport, kind, closed. */
 static int nat_is(const char *client, __u16 cport, __u16 pport, const char *orig, __u16 oport,
 		  enum fw_l7_kind kind, __u8 closed)
@@ -246,6 +307,35 @@ const struct row l7_rows[] = {
 	 OUT(TO_PROXY4F(40000, TH_RST | TH_ACK)), PASS(FW_PASS_L7_PROXY), .subject = "alpha"},
 	{"l7: then the port is free again", .then = true, .pkt = SYN4(LEARNED4, 40000, 443),
 	 OUT(TO_PROXY4(40000, PROXY_TLS)), PASS(FW_PASS_L7_PROXY), .subject = "alpha"},
+
+	/* a subject's share of the table (conn_quota 2) */
+	{"l7 quota: a new entry counts one for its subject", .setup = l7_quota2_empty,
+	 .pkt = SYN4(LEARNED4, 40100, 443), OUT(TO_PROXY4(40100, PROXY_TLS)),
+	 PASS(FW_PASS_L7_PROXY), .subject = "alpha"},
+	{"l7 quota: a retransmitted syn counts nothing", .then = true, .setup = l7_counts_1_0,
+	 .pkt = SYN4(LEARNED4, 40100, 443), OUT(TO_PROXY4(40100, PROXY_TLS)),
+	 PASS(FW_PASS_L7_PROXY), .subject = "alpha"},
+	{"l7 quota: the second entry counts one more", .then = true, .setup = l7_counts_1_0,
+	 .pkt = SYN4(LEARNED4, 40101, 443), OUT(TO_PROXY4(40101, PROXY_TLS)),
+	 PASS(FW_PASS_L7_PROXY), .subject = "alpha"},
+	/* explain reads no count: forged */
+	{"l7 quota: over the subject's share the syn drops", .then = true, .setup = l7_counts_2_0,
+	 .pkt = SYN4(LEARNED4, 40102, 443), DROP(FW_DROP_L7_FULL), .subject = "alpha",
+	 .forged = true},
+	{"l7 quota: a sibling still gets its entry", .then = true, .setup = l7_counts_2_0,
+	 .on_dummy = true, .pkt = TCP4(DELTA4, OK4, 40100, 443, .payload = 0, .csum = true),
+	 OUT(TCP4(DELTA4, DELTA_GW4, 40100, PROXY_TLS, .payload = 0, .csum = true,
+		  .eth_src = DUMMY_MAC)),
+	 PASS(FW_PASS_L7_PROXY), .subject = "delta"},
+	{"l7 quota: the subject closes a connection", .then = true, .setup = l7_counts_2_1,
+	 .pkt = SEG4(LEARNED4, 40100, 443, TH_FIN | TH_ACK),
+	 OUT(TO_PROXY4F(40100, TH_FIN | TH_ACK)), PASS(FW_PASS_L7_PROXY), .subject = "alpha"},
+	{"l7 quota: a syn over its own closed entry overwrites it, at the quota", .then = true,
+	 .setup = l7_counts_2_1, .pkt = SYN4(L7_OTHER4, 40100, 443),
+	 OUT(TO_PROXY4(40100, PROXY_TLS)), PASS(FW_PASS_L7_PROXY), .subject = "alpha"},
+	{"l7 quota: which counted nothing: a new port still drops", .then = true,
+	 .setup = l7_counts_2_1, .pkt = SYN4(LEARNED4, 40103, 443), DROP(FW_DROP_L7_FULL),
+	 .subject = "alpha", .forged = true},
 
 	/* HTTP: its own proxy port and kind */
 	{"l7: syn to a leased address on 80 goes to the http proxy port", .setup = l7_alpha,

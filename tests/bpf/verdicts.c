@@ -1350,6 +1350,7 @@ int main(int argc, char **argv)
 	scenario_events_lost();
 	scenario_connections();
 	scenario_conn_quota();
+	scenario_l7_flood();
 	scenario_learned_ports();
 	scenario_learned_ports_share();
 	scenario_learned_leases();

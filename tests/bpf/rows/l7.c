@@ -146,7 +146,7 @@ static int l7_gc_all(void)
 /* The per-subject share of fastwall_l7_nat: alpha pinned, and delta,
  * given a gateway, pinned for its allow CIDR too; each may hold two
  * entries (fw_config.conn_quota). */
-static int l7_quota2(void)
+static int l7_quota_of(__u32 quota)
 {
 	struct fw_ip gw = ip_of(DELTA_GW4), delta4 = ip_of(DELTA4);
 	struct fw_subject s;
@@ -160,8 +160,13 @@ static int l7_quota2(void)
 	if (fw_dp_dispatch_put(t.dp, &delta4, &s) || fw_dp_rules_epoch_bump(t.dp) ||
 	    bpf_map_lookup_elem(t.dp->config_fd, &zero, &c))
 		return -1;
-	c.conn_quota = 2;
+	c.conn_quota = quota;
 	return bpf_map_update_elem(t.dp->config_fd, &zero, &c, BPF_ANY) ? -1 : 0;
+}
+
+static int l7_quota2(void)
+{
+	return l7_quota_of(2);
 }
 
 /* fastwall_l7_count says alpha holds a and delta b entries. */
@@ -427,3 +432,62 @@ const struct row l7_rows[] = {
 	 .prog = TO_SANDBOX, .pkt = FROM_PROXY4(40099, TH_ACK), .verdict = TC_ACT_OK},
 };
 const size_t l7_rows_n = sizeof(l7_rows) / sizeof(l7_rows[0]);
+
+/* How many fastwall_l7_nat entries subject id holds. */
+static size_t nat_held(__u32 id)
+{
+	struct fw_l7_nat_key k, next;
+	struct fw_l7_nat v;
+	size_t n = 0;
+	void *prev = NULL;
+
+	while (!bpf_map_get_next_key(t.dp->l7_nat_fd, prev, &next)) {
+		k = next;
+		prev = &k;
+		if (!bpf_map_lookup_elem(t.dp->l7_nat_fd, &k, &v) && v.subject == id)
+			n++;
+	}
+	return n;
+}
+
+/* What the share is for: alpha, root in its namespace, sends a SYN to
+ * the pinned ports of a leased address from every source port, more
+ * than the node's table holds. With a quota of 8 its entries stop at 8,
+ * every other SYN drops l7-full, and a sibling's pinned connection
+ * still gets its entry. */
+void scenario_l7_flood(void)
+{
+	const struct row sibling = {
+		"l7 flood: a sibling's pinned connection still gets its entry",
+		.on_dummy = true,
+		.pkt = TCP4(DELTA4, OK4, 40100, 443, .payload = 0, .csum = true),
+		OUT(TCP4(DELTA4, DELTA_GW4, 40100, PROXY_TLS, .payload = 0, .csum = true,
+			 .eth_src = DUMMY_MAC)),
+		PASS(FW_PASS_L7_PROXY),
+		.subject = "delta"};
+	const size_t total = FW_MAX_L7_NAT + 4096;
+	__u64 *counts = fw_dp_l7_counts(t.dp);
+	__u32 a = id_of("alpha");
+	size_t through = 0, dropped = 0, held;
+
+	if (!counts || l7_quota_of(8)) {
+		result(false, "l7 flood: fixture", "can't set the quota or map the counts");
+		state_reset();
+		return;
+	}
+	for (size_t i = 0; i < total; i++) {
+		struct pkt_spec syn = TCP4(ALPHA4, LEARNED4, (__u16)(1024 + i % 64000),
+					   i < 64000 ? 443 : 80, .payload = 0, .csum = true);
+		int v = run_frame(prog_fd(FROM_SANDBOX), &syn);
+
+		through += v == TC_ACT_OK;
+		dropped += v == TC_ACT_SHOT;
+	}
+	held = nat_held(a);
+	result(through == 8 && dropped == total - 8 && held == 8 && counts[a] == 8,
+	       "l7 flood: the flooder holds its quota of 8 entries, its other syns drop",
+	       "%zu passed, %zu dropped of %zu; %zu entries, count %llu", through, dropped, total,
+	       held, (unsigned long long)counts[a]);
+	result(run_row(&sibling, RUN_QUIET), sibling.desc, NULL);
+	state_reset();
+}

@@ -360,9 +360,11 @@ int fw_cg_getpeername6(struct bpf_sock_addr *ctx)
  * address (v4-mapped for IPv4), its port, the proxy port} -> where the
  * process meant it to go, whose it is and what kind. An entry left by an
  * earlier socket of the same end is replaced: the kernel gives no two
- * live sockets one end. The entry goes when the socket closes
- * (BPF_SOCK_OPS_STATE_CB). A socket whose entry could not be written
- * (the table full) sends nothing: egress drops it, l7-full. */
+ * live sockets one end. The entry counts in the subject's share
+ * (fw_l7_put) and goes when the socket closes (BPF_SOCK_OPS_STATE_CB),
+ * taken off the count. A socket whose entry could not be written (the
+ * table full, or the subject's share used up) sends nothing: egress
+ * drops it, l7-full. */
 #define FW_AF_INET6_OPS 10
 
 static __always_inline void fw_sockops_l7_put(struct bpf_sock_ops *skops, struct fw_cg_sock *c)
@@ -395,7 +397,7 @@ static __always_inline void fw_sockops_l7_put(struct bpf_sock_ops *skops, struct
 	c->l7_seen_ns = v.last_seen_ns;
 	v.kind = (enum fw_l7_kind)c->l7_kind;
 	v.family = fw_ip_is_v4mapped(&c->l7_dst) ? FW_FAM_V4 : FW_FAM_V6;
-	if (bpf_map_update_elem(&fastwall_l7_nat, &k, &v, BPF_ANY)) {
+	if (!fw_l7_put(&k, &v, bpf_map_lookup_elem(&fastwall_l7_nat, &k))) {
 		c->l7 = FW_CG_L7_FULL;
 		return;
 	}
@@ -429,7 +431,9 @@ int fw_cg_sockops(struct bpf_sock_ops *skops)
 					  .client_port = c->l7_client_port,
 					  .proxy_port = c->l7_proxy_port};
 
-		bpf_map_delete_elem(&fastwall_l7_nat, &k);
+		/* collected already (idle): nothing to take off */
+		if (!bpf_map_delete_elem(&fastwall_l7_nat, &k))
+			fw_l7_uncount(c->l7_subject);
 		c->l7 = FW_CG_L7_CLOSED;
 	}
 	return 1;

@@ -14,6 +14,7 @@
 
 #include "common.h"
 #include "parse.h"
+#include "config.h"
 
 /* {TCP, port} -> struct fw_l7_port: the destination ports pinned and the
  * proxy port of their kind. Writer: fastwalld. Readers: fw_from_sandbox,
@@ -28,7 +29,8 @@ struct {
 
 /* {sandbox address, sandbox port, proxy port} -> struct fw_l7_nat: where
  * a connection sent to the proxy was meant to go. A plain hash: a new
- * connection never pushes out a live one; full is l7-full. Writers:
+ * connection never pushes out a live one; full, or the subject's share
+ * of it used up (fastwall_l7_count), is l7-full. Writers:
  * fw_from_sandbox, the cgroup sockops program, fastwalld (fw_dp_l7_gc
  * deletes what went idle). Readers: the TC and cgroup programs, the
  * proxy. */
@@ -40,6 +42,22 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fastwall_l7_nat SEC(".maps");
+
+/* subject id -> fastwall_l7_nat entries it holds, capped at
+ * fw_config.conn_quota (0 = no cap), so one sandbox's SYNs cannot fill
+ * the table for its siblings. Writers: fw_l7_put (adds after an insert),
+ * the cgroup sockops program (takes off the entry it deletes at close),
+ * fastwalld (takes off what fw_dp_l7_gc deletes, rewrites a count its
+ * scan found drifted, zeroes a reaped id's). Mmapable, so fastwalld's
+ * writes are atomic against the programs'. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FW_MAX_SUBJECTS);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fastwall_l7_count SEC(".maps");
 
 /* last_seen_ns is written at most this often by the packet path */
 #define FW_L7_TOUCH_NS 1000000000ull
@@ -61,8 +79,58 @@ static __always_inline bool fw_l7_same_orig(const struct fw_l7_nat *nat, const s
 	return fw_ip_eq(&nat->orig_dst, dst) && nat->orig_port == dport;
 }
 
+/* An entry of subject id was deleted: one off its count. Only the
+ * deleter of an entry that was there calls it, so a delete that found
+ * nothing takes nothing off. */
+static __always_inline void fw_l7_uncount(__u32 id)
+{
+	__u64 *count = bpf_map_lookup_elem(&fastwall_l7_count, &id);
+
+	if (count)
+		__sync_fetch_and_add(count, -1);
+}
+
+/* Writes v, the entry of a connection of subject v->subject, at k. cur:
+ * the entry there now (the caller looked it up), or NULL. The subject's
+ * own entry (a port reused after its connection closed or went idle) is
+ * overwritten and counts nothing; otherwise the entry is new: within the
+ * subject's share (conn_quota; 0 = no cap) it is added, never over
+ * another (BPF_NOEXIST), and counted after the insert. An entry of
+ * another subject there (the address changed hands) is deleted first and
+ * taken off its count. false: the share is used up or the table is full
+ * (l7-full). The count is checked, then added to (a fetching atomic
+ * needs 5.12): concurrent SYNs on several CPUs pass the quota by at most
+ * one each. */
+static __always_inline bool fw_l7_put(const struct fw_l7_nat_key *k, const struct fw_l7_nat *v,
+				      const struct fw_l7_nat *cur)
+{
+	struct fw_config *cfg = fw_config();
+	__u32 id = v->subject;
+	__u64 *count;
+
+	if (cur) {
+		__u32 old = cur->subject;
+
+		if (old == id) {
+			if (!bpf_map_update_elem(&fastwall_l7_nat, k, v, BPF_EXIST))
+				return true;
+			/* collected since the lookup: a new entry */
+		} else if (!bpf_map_delete_elem(&fastwall_l7_nat, k)) {
+			fw_l7_uncount(old);
+		}
+	}
+	count = bpf_map_lookup_elem(&fastwall_l7_count, &id);
+	if (!cfg || !count)
+		return false;
+	if (cfg->conn_quota && *count >= cfg->conn_quota)
+		return false;
+	if (bpf_map_update_elem(&fastwall_l7_nat, k, v, BPF_NOEXIST))
+		return false;
+	__sync_fetch_and_add(count, 1);
+	return true;
+}
+
 #ifdef FW_L7_TC
-#include "config.h"
 #include "flows.h"
 #include "rewrite.h"
 #include "subject.h"
@@ -133,7 +201,7 @@ static __noinline __u32 fw_l7_redirect(struct __sk_buff *skb, const struct fw_co
 			v.last_seen_ns = now;
 			v.kind = lp->kind;
 			v.family = pkt->family;
-			if (bpf_map_update_elem(&fastwall_l7_nat, &k, &v, BPF_ANY))
+			if (!fw_l7_put(&k, &v, cur))
 				return FW_DROP_L7_FULL;
 		}
 	} else {

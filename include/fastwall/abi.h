@@ -504,7 +504,16 @@ struct fw_dns_nat {
  * could not tell the two apart). Writers:
  * fw_from_sandbox (at the SYN; last_seen at most once a second), the
  * cgroup sockops program, fastwalld (deletes idle entries). Readers:
- * fw_from_sandbox, fw_to_sandbox, the cgroup programs, the proxy. */
+ * fw_from_sandbox, fw_to_sandbox, the cgroup programs, the proxy.
+ * fastwall_l7_count: subject id -> __u64, the fastwall_l7_nat entries it
+ * holds (array of FW_MAX_SUBJECTS, mmapable), capped at
+ * fw_config.conn_quota: a new entry is added only as a new key
+ * (BPF_NOEXIST) while the count is below it, and counted after the
+ * insert; over it is l7-full. Overwriting the subject's own closed or
+ * idle entry counts nothing. Writers: fw_from_sandbox and the cgroup
+ * sockops program (add; the sockops program subtracts when its delete at
+ * close found the entry), fastwalld (subtracts for what it deletes,
+ * rewrites a drifted count, zeroes a reaped id's). */
 #ifndef FW_MAX_L7_NAT
 #define FW_MAX_L7_NAT 65536
 #endif
@@ -647,7 +656,8 @@ struct fw_config {
 	__u64 frag_timeout_ns;	   /* how long a first fragment opens the rest */
 	__u16 dns_port;		   /* the DNS proxy's port, with FW_CF_DNS_PROXY */
 	__u16 allow_sample;	   /* with FW_CF_ALLOW_SAMPLE; was padding (0) */
-	__u32 conn_quota;	   /* fastwall_conns records per subject; 0 = no cap */
+	__u32 conn_quota;	   /* fastwall_conns records, and fastwall_l7_nat entries,
+				    * per subject; 0 = no cap */
 };
 
 /* fastwall_stats_v2: reason -> counter (per-CPU array, FW_REASON_SLOTS).

@@ -108,7 +108,7 @@
 	  "has no gateway of the family to reach it at): never sent past it")                      \
 	X(FW_DROP_L7_FULL, 40, FW_VERDICT_DROP, "l7-full",                                         \
 	  "connection to a pinned port when the proxy's connection table (`fastwall_l7_nat`) is "  \
-	  "full")                                                                                  \
+	  "full, or the subject holds its share of it (`max_connections_per_subject` entries)")    \
 	X(FW_DROP_L7_QUIC, 41, FW_VERDICT_DROP, "l7-quic",                                         \
 	  "UDP to a pinned TLS port (QUIC), which the proxy cannot read: clients fall back to "    \
 	  "TCP")                                                                                   \

@@ -1052,7 +1052,7 @@ static size_t state_fds(int *fds)
 		t.dp->dns_nat_fd,    t.dp->l2_ports_fd,	     t.dp->l2_macs_fd,
 		t.dp->l2_lladdrs_fd, t.dp->conn_count_fd,    t.dp->learned_ports_fd,
 		t.dp->names_fd,	     t.dp->learned_names_fd, t.dp->l7_ports_fd,
-		t.dp->l7_nat_fd,
+		t.dp->l7_nat_fd,     t.dp->l7_count_fd,
 	};
 	_Static_assert(sizeof(all) / sizeof(all[0]) <= NSNAP, "NSNAP too small");
 
@@ -1350,6 +1350,7 @@ int main(int argc, char **argv)
 	scenario_events_lost();
 	scenario_connections();
 	scenario_conn_quota();
+	scenario_l7_flood();
 	scenario_learned_ports();
 	scenario_learned_ports_share();
 	scenario_learned_leases();

@@ -245,6 +245,7 @@ void scenario_subject_rows(void);
 void scenario_events_lost(void);
 void scenario_connections(void);
 void scenario_conn_quota(void);
+void scenario_l7_flood(void);
 void scenario_learned_ports(void);
 void scenario_learned_ports_share(void);
 void scenario_learned_leases(void);

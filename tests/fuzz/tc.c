@@ -1611,6 +1611,9 @@ static void state_reset(void)
 	map_empty(h.dp->pod_flows_fd, sizeof(struct fw_flow_key));
 	map_empty(h.dp->conns_fd, sizeof(struct fw_conn_key));
 	map_empty(h.dp->l7_nat_fd, sizeof(struct fw_l7_nat_key));
+	/* the entries' counts with them (the oracle sets no quota) */
+	if (fw_dp_l7_counts(h.dp))
+		memset(h.dp->l7_count, 0, FW_MAX_SUBJECTS * sizeof(__u64));
 	ports_bind();
 	memset(&st, 0, offsetof(typeof(st), trace));
 }

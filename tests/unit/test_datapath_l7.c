@@ -4,12 +4,15 @@
  * loaded): fw_dp_l7_apply writes exactly the ports listed and the
  * settings bits, refuses bad input without changing anything,
  * fw_dp_l7_set_up flips the proxy's bit alone, fw_dp_config_set keeps
- * the bits these set, and fw_dp_l7_gc deletes only what went idle.
+ * the bits these set, fw_dp_l7_gc deletes only what went idle (closed
+ * entries sooner) and takes it off its subject's count, and
+ * fw_dp_l7_reap empties a dead subject's entries and count.
  * Needs CAP_BPF (root); skipped without it. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -43,14 +46,20 @@ static void setup(void)
 	dp.l7_nat_fd = map_new(BPF_MAP_TYPE_HASH, "fwt_l7_nat", sizeof(struct fw_l7_nat_key),
 			       sizeof(struct fw_l7_nat), 1024, BPF_F_NO_PREALLOC);
 	dp.rules_epoch_fd = map_new(BPF_MAP_TYPE_ARRAY, "fwt_epoch", 4, 8, 1, 0);
-	cr_assert(dp.l7_ports_fd >= 0 && dp.l7_nat_fd >= 0 && dp.rules_epoch_fd >= 0);
+	dp.l7_count_fd = map_new(BPF_MAP_TYPE_ARRAY, "fwt_l7_count", 4, sizeof(__u64),
+				 FW_MAX_SUBJECTS, BPF_F_MMAPABLE);
+	cr_assert(dp.l7_ports_fd >= 0 && dp.l7_nat_fd >= 0 && dp.rules_epoch_fd >= 0 &&
+		  dp.l7_count_fd >= 0);
 	cr_assert_eq(bpf_map_update_elem(dp.config_fd, &zero, &c, BPF_ANY), 0);
 	cr_assert_eq(bpf_map_update_elem(dp.rules_epoch_fd, &zero, &epoch, BPF_ANY), 0);
 }
 
 static void teardown(void)
 {
-	int fds[] = {dp.config_fd, dp.l7_ports_fd, dp.l7_nat_fd, dp.rules_epoch_fd};
+	int fds[] = {dp.config_fd, dp.l7_ports_fd, dp.l7_nat_fd, dp.rules_epoch_fd, dp.l7_count_fd};
+
+	if (dp.l7_count)
+		munmap(dp.l7_count, FW_MAX_SUBJECTS * sizeof(__u64));
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] > 0)
@@ -199,11 +208,12 @@ Test(l7_datapath, config_set_keeps_the_l7_bits)
 	cr_assert_eq(cfg_flags(), 0);
 }
 
-static void nat_put(__u16 cport, __u64 seen, __u8 closed)
+static void nat_put_of(__u32 subject, __u16 cport, __u64 seen, __u8 closed)
 {
 	struct fw_l7_nat_key k = {.client_port = htons(cport), .proxy_port = htons(15443)};
 	struct fw_l7_nat v = {.orig_port = htons(443),
 			      .proxy_port = htons(15443),
+			      .subject = subject,
 			      .last_seen_ns = seen,
 			      .kind = FW_L7_TLS,
 			      .closed = closed};
@@ -211,6 +221,11 @@ static void nat_put(__u16 cport, __u64 seen, __u8 closed)
 	cr_assert_eq(fw_addr_parse("10.42.0.10", &k.client, NULL), 0);
 	cr_assert_eq(fw_addr_parse("192.0.2.10", &v.orig_dst, NULL), 0);
 	cr_assert_eq(bpf_map_update_elem(dp.l7_nat_fd, &k, &v, BPF_ANY), 0);
+}
+
+static void nat_put(__u16 cport, __u64 seen, __u8 closed)
+{
+	nat_put_of(0, cport, seen, closed);
 }
 
 static bool nat_has(__u16 cport)
@@ -233,14 +248,14 @@ Test(l7_datapath, gc_deletes_what_went_idle)
 	nat_put(4, now - 59 * s, 1); /* closed, recently */
 	nat_put(5, now + 5 * s, 0);  /* seen after now (another clock): kept */
 	nat_put(6, now - idle, 0);   /* exactly idle */
-	cr_assert_eq(fw_dp_l7_gc(&dp, now, idle, &deleted), 0);
+	cr_assert_eq(fw_dp_l7_gc(&dp, now, idle, idle, &deleted), 0);
 	cr_assert_eq(deleted, 3);
 	cr_assert(!nat_has(1) && !nat_has(2) && !nat_has(6));
 	cr_assert(nat_has(3) && nat_has(4) && nat_has(5));
 	/* nothing left to collect; NULL count is fine */
-	cr_assert_eq(fw_dp_l7_gc(&dp, now, idle, &deleted), 0);
+	cr_assert_eq(fw_dp_l7_gc(&dp, now, idle, idle, &deleted), 0);
 	cr_assert_eq(deleted, 0);
-	cr_assert_eq(fw_dp_l7_gc(&dp, now + 3600 * s, idle, NULL), 0);
+	cr_assert_eq(fw_dp_l7_gc(&dp, now + 3600 * s, idle, idle, NULL), 0);
 	cr_assert_eq(count(dp.l7_nat_fd, sizeof(struct fw_l7_nat_key)), 0);
 }
 
@@ -250,7 +265,61 @@ Test(l7_datapath, gc_without_the_map_is_nothing_to_do)
 	int fd = dp.l7_nat_fd;
 
 	dp.l7_nat_fd = -1;
-	cr_assert_eq(fw_dp_l7_gc(&dp, 1, 1, &deleted), 0);
+	cr_assert_eq(fw_dp_l7_gc(&dp, 1, 1, 1, &deleted), 0);
 	cr_assert_eq(deleted, 0);
 	dp.l7_nat_fd = fd;
+}
+
+Test(l7_datapath, gc_takes_what_it_deletes_off_the_subjects_count)
+{
+	const __u64 s = 1000000000ull, now = 1000 * s, idle = 60 * s, closed = 10 * s;
+	__u64 *counts;
+	size_t deleted = 0;
+
+	counts = fw_dp_l7_counts(&dp);
+	cr_assert_not_null(counts);
+	nat_put_of(5, 1, now - 61 * s, 0); /* open, idle too long */
+	nat_put_of(5, 2, now - 11 * s, 1); /* closed, past the closed bound */
+	nat_put_of(5, 3, now - 11 * s, 0); /* open, within the idle timeout */
+	nat_put_of(5, 4, now - 9 * s, 1);  /* closed, within the closed bound */
+	nat_put_of(6, 5, now - 61 * s, 1); /* another subject's, idle */
+	nat_put_of(7, 6, now - 61 * s, 0); /* a count already zeroed under it */
+	nat_put_of(8, 7, now - 1 * s, 0);  /* a drifted count: 2 entries, counts 50 */
+	nat_put_of(8, 8, now - 1 * s, 0);
+	counts[5] = 4;
+	counts[6] = 1;
+	counts[8] = 50;
+	cr_assert_eq(fw_dp_l7_gc(&dp, now, idle, closed, &deleted), 0);
+	cr_assert_eq(deleted, 4);
+	cr_assert(!nat_has(1) && !nat_has(2) && !nat_has(5) && !nat_has(6));
+	cr_assert(nat_has(3) && nat_has(4) && nat_has(7) && nat_has(8));
+	cr_assert_eq(counts[5], 2, "subject 5 holds 2 entries, counts %llu",
+		     (unsigned long long)counts[5]);
+	cr_assert_eq(counts[6], 0);
+	cr_assert_eq(counts[7], 0, "a count at 0 wrapped to %llu", (unsigned long long)counts[7]);
+	cr_assert_eq(counts[8], 2, "a drifted count stays %llu", (unsigned long long)counts[8]);
+	/* a closed bound longer than the idle timeout: the idle timeout */
+	cr_assert_eq(fw_dp_l7_gc(&dp, now + 50 * s, idle, 3600 * s, &deleted), 0);
+	cr_assert_eq(deleted, 1);
+	cr_assert(!nat_has(3) && nat_has(4));
+	cr_assert_eq(counts[5], 1);
+}
+
+Test(l7_datapath, reap_empties_a_dead_subjects_entries_and_count)
+{
+	static bool dead[FW_MAX_SUBJECTS];
+	__u64 *counts = fw_dp_l7_counts(&dp);
+
+	cr_assert_not_null(counts);
+	nat_put_of(5, 1, 1, 0);
+	nat_put_of(5, 2, 1, 1);
+	nat_put_of(6, 3, 1, 0);
+	counts[5] = 2;
+	counts[6] = 1;
+	dead[5] = true;
+	cr_assert_eq(fw_dp_l7_reap(&dp, dead), 0);
+	cr_assert(!nat_has(1) && !nat_has(2) && nat_has(3));
+	cr_assert_eq(counts[5], 0);
+	cr_assert_eq(counts[6], 1);
+	dead[5] = false;
 }

@@ -770,7 +770,7 @@ static __u64 gc_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 
 	(void)t;
 	/* idle_timeout reloads: read it each round */
-	err = fw_dp_l7_gc(d->dp, fw_loop_now(l), d->cfg.l7_idle_timeout_ns, &n);
+	err = fw_dp_l7_gc(d->dp, fw_loop_now(l), d->cfg.l7_idle_timeout_ns, FW_DP_L7_CLOSED_NS, &n);
 	if (err)
 		fw_warn("l7: collecting idle fastwall_l7_nat entries: %s", strerror(-err));
 	else if (n)

@@ -39,6 +39,7 @@
 #include "datapath/cgroup.h"
 #include "datapath/datapath.h"
 #include "datapath/explain.h"
+#include "datapath/l7.h"
 #include "datapath/leases.h"
 #include "datapath/reasons.h"
 #include "datapath/stats.h"
@@ -1038,7 +1039,13 @@ static bool l7_live_case(const struct l7_case *c, const int lfd[2])
 	int fd = -1, afd = -1, err;
 	bool ok = false;
 	__u8 b = 'x';
+	__u64 *counts = fw_dp_l7_counts(t.dp), before;
 
+	if (!counts) {
+		printf("not ok - l7 live: %s: can't map fastwall_l7_count\n", c->desc);
+		return false;
+	}
+	before = counts[t.id[IN_ALPHA]];
 	if (join(IN_ALPHA))
 		goto out;
 	fd = socket(c->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -1078,6 +1085,13 @@ static bool l7_live_case(const struct l7_case *c, const int lfd[2])
 		       v.subject, (unsigned)v.kind, (unsigned)v.family);
 		goto out;
 	}
+	if (counts[t.id[IN_ALPHA]] != before + 1) {
+		printf("not ok - l7 live: %s: alpha's fastwall_l7_count went from %llu to %llu, "
+		       "not one up\n",
+		       c->desc, (unsigned long long)before,
+		       (unsigned long long)counts[t.id[IN_ALPHA]]);
+		goto out;
+	}
 	/* a byte each way: egress lets the socket's segments to the proxy by */
 	if (write(fd, &b, 1) != 1 || read(afd, &b, 1) != 1 || write(afd, &b, 1) != 1 ||
 	    read(fd, &b, 1) != 1) {
@@ -1108,6 +1122,13 @@ static bool l7_live_case(const struct l7_case *c, const int lfd[2])
 	if (!ok)
 		printf("not ok - l7 live: %s: the entry stays after the connection closed\n",
 		       c->desc);
+	if (ok && counts[t.id[IN_ALPHA]] != before) {
+		printf("not ok - l7 live: %s: alpha's fastwall_l7_count is %llu after the close, "
+		       "want %llu\n",
+		       c->desc, (unsigned long long)counts[t.id[IN_ALPHA]],
+		       (unsigned long long)before);
+		ok = false;
+	}
 out:
 	if (fd >= 0)
 		close(fd);
@@ -1118,6 +1139,89 @@ out:
 	if (ok)
 		printf("ok - l7 live: %s\n", c->desc);
 	return ok;
+}
+
+/* conn_quota of the settings in the map (the rest as they are) */
+static int l7_quota(__u32 quota)
+{
+	struct fw_config c;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(t.dp->config_fd, &zero, &c))
+		return -errno;
+	c.conn_quota = quota;
+	return bpf_map_update_elem(t.dp->config_fd, &zero, &c, BPF_ANY) ? -errno : 0;
+}
+
+/* alpha's share of fastwall_l7_nat (conn_quota 1): with one pinned
+ * connection open, a second one gets no entry and never reaches the
+ * proxy (its SYN drops, l7-full), and the count stays 1; an entry
+ * fastwalld collected is taken off the count once, not again when its
+ * socket closes and finds nothing to delete. */
+static bool l7_quota_case(int lfd)
+{
+	struct sockaddr_storage ss;
+	struct sock_row r = {.family = AF_INET, .dst = LEARNED4};
+	socklen_t len = sock_addr_of(&r, 443, &ss);
+	__u64 *counts = fw_dp_l7_counts(t.dp);
+	__u32 a = t.id[IN_ALPHA];
+	int fd1 = -1, fd2 = -1, afd = -1, late;
+	const char *why = NULL;
+	size_t deleted = 0;
+
+	if (!counts || counts[a] != 0 || l7_quota(1) || join(IN_ALPHA)) {
+		why = "fixture: no count, alpha's not 0, or can't set the quota";
+		goto out;
+	}
+	fd1 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd1 < 0 || !len || connect(fd1, (struct sockaddr *)&ss, len) ||
+	    (afd = l7_accept(lfd)) < 0 || counts[a] != 1) {
+		why = "the first connection has no entry counted";
+		goto out;
+	}
+	fd2 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd2 < 0 || (connect(fd2, (struct sockaddr *)&ss, len) && errno != EINPROGRESS)) {
+		why = "the second connect failed at once";
+		goto out;
+	}
+	usleep(300 * 1000);
+	late = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (late >= 0 || counts[a] != 1) {
+		if (late >= 0)
+			close(late);
+		why = "over the share, the second connection reached the proxy or counted";
+		goto out;
+	}
+	/* fastwalld collects the open entry (idle an hour from now) */
+	if (fw_dp_l7_gc(t.dp, fw_now_ns() + 3600 * FW_NSEC_PER_SEC, FW_NSEC_PER_SEC,
+			FW_NSEC_PER_SEC, &deleted) ||
+	    deleted != 1 || counts[a] != 0) {
+		why = "the collection did not take the entry off the count";
+		goto out;
+	}
+	close(fd1);
+	fd1 = -1;
+	close(afd);
+	afd = -1;
+	usleep(200 * 1000);
+	if (counts[a] != 0)
+		why = "the socket's close took its collected entry off the count again";
+out:
+	if (why)
+		printf("not ok - l7 quota: %s (alpha's count %llu)\n", why,
+		       counts ? (unsigned long long)counts[a] : 0ull);
+	else
+		printf("ok - l7 quota: a connection over alpha's share gets no entry; a collected "
+		       "entry is taken off once\n");
+	if (fd1 >= 0)
+		close(fd1);
+	if (fd2 >= 0)
+		close(fd2);
+	if (afd >= 0)
+		close(afd);
+	if (join(IN_NONE) || l7_quota(0))
+		why = "can't leave alpha or clear the quota";
+	return !why;
 }
 
 /* Layer-7 pinning end to end on the namespace's loopback, listeners of
@@ -1164,6 +1268,10 @@ static void l7_live(int *passed, int *failed)
 			else
 				(*failed)++;
 		}
+		if (l7_quota_case(lfd[0][0]))
+			(*passed)++;
+		else
+			(*failed)++;
 	}
 	for (int i = 0; i < 2; i++)
 		for (int j = 0; j < 2; j++)

@@ -14,6 +14,7 @@
 #define PROXY_TLS  15443
 #define PROXY_HTTP 15080
 #define L7_OTHER4  "192.0.2.220" /* alpha, live lease: a second pinned destination */
+#define DELTA_GW4  "10.42.3.1"	 /* delta's gateway, given it for the quota rows */
 
 static const char *const alpha_addrs[] = {ALPHA4, ALPHA6};
 
@@ -133,13 +134,78 @@ static int l7_gc_all(void)
 {
 	size_t deleted = 0;
 
-	if (fw_dp_l7_gc(t.dp, fw_now_ns(), 60 * FW_NSEC_PER_SEC, &deleted))
+	if (fw_dp_l7_gc(t.dp, fw_now_ns(), 60 * FW_NSEC_PER_SEC, 60 * FW_NSEC_PER_SEC, &deleted))
 		return -1;
 	if (deleted != FW_MAX_L7_NAT) {
 		printf("fw_dp_l7_gc deleted %zu entries, expected %d\n", deleted, FW_MAX_L7_NAT);
 		return -1;
 	}
 	return 0;
+}
+
+/* The per-subject share of fastwall_l7_nat: alpha pinned, and delta,
+ * given a gateway, pinned for its allow CIDR too; each may hold two
+ * entries (fw_config.conn_quota). */
+static int l7_quota_of(__u32 quota)
+{
+	struct fw_ip gw = ip_of(DELTA_GW4), delta4 = ip_of(DELTA4);
+	struct fw_subject s;
+	struct fw_config c;
+	__u32 zero = 0;
+
+	if (l7_alpha() || fw_dp_dispatch_lookup(t.dp, &delta4, &s))
+		return -1;
+	s.flags |= FW_SF_L7 | FW_SF_L7_CIDR | FW_SF_GATEWAY4;
+	s.gateway[0] = gw;
+	if (fw_dp_dispatch_put(t.dp, &delta4, &s) || fw_dp_rules_epoch_bump(t.dp) ||
+	    bpf_map_lookup_elem(t.dp->config_fd, &zero, &c))
+		return -1;
+	c.conn_quota = quota;
+	return bpf_map_update_elem(t.dp->config_fd, &zero, &c, BPF_ANY) ? -1 : 0;
+}
+
+static int l7_quota2(void)
+{
+	return l7_quota_of(2);
+}
+
+/* fastwall_l7_count says alpha holds a and delta b entries. */
+static int l7_counts_are(__u64 a, __u64 b)
+{
+	__u64 *counts = fw_dp_l7_counts(t.dp);
+	__u32 ia = id_of("alpha"), ib = id_of("delta");
+
+	if (!counts) {
+		printf("can't map fastwall_l7_count\n");
+		return -1;
+	}
+	if (counts[ia] != a || counts[ib] != b) {
+		printf("fastwall_l7_count: alpha %llu, delta %llu; expected %llu, %llu\n",
+		       (unsigned long long)counts[ia], (unsigned long long)counts[ib],
+		       (unsigned long long)a, (unsigned long long)b);
+		return -1;
+	}
+	return 0;
+}
+
+static int l7_quota2_empty(void)
+{
+	return l7_quota2() || l7_counts_are(0, 0) ? -1 : 0;
+}
+
+static int l7_counts_1_0(void)
+{
+	return l7_counts_are(1, 0);
+}
+
+static int l7_counts_2_0(void)
+{
+	return l7_counts_are(2, 0);
+}
+
+static int l7_counts_2_1(void)
+{
+	return l7_counts_are(2, 1);
 }
 
 /* The entry of {client, cport, proxy port} says orig:oport, kind, closed. */
@@ -247,6 +313,35 @@ const struct row l7_rows[] = {
 	{"l7: then the port is free again", .then = true, .pkt = SYN4(LEARNED4, 40000, 443),
 	 OUT(TO_PROXY4(40000, PROXY_TLS)), PASS(FW_PASS_L7_PROXY), .subject = "alpha"},
 
+	/* a subject's share of the table (conn_quota 2) */
+	{"l7 quota: a new entry counts one for its subject", .setup = l7_quota2_empty,
+	 .pkt = SYN4(LEARNED4, 40100, 443), OUT(TO_PROXY4(40100, PROXY_TLS)),
+	 PASS(FW_PASS_L7_PROXY), .subject = "alpha"},
+	{"l7 quota: a retransmitted syn counts nothing", .then = true, .setup = l7_counts_1_0,
+	 .pkt = SYN4(LEARNED4, 40100, 443), OUT(TO_PROXY4(40100, PROXY_TLS)),
+	 PASS(FW_PASS_L7_PROXY), .subject = "alpha"},
+	{"l7 quota: the second entry counts one more", .then = true, .setup = l7_counts_1_0,
+	 .pkt = SYN4(LEARNED4, 40101, 443), OUT(TO_PROXY4(40101, PROXY_TLS)),
+	 PASS(FW_PASS_L7_PROXY), .subject = "alpha"},
+	/* explain reads no count: forged */
+	{"l7 quota: over the subject's share the syn drops", .then = true, .setup = l7_counts_2_0,
+	 .pkt = SYN4(LEARNED4, 40102, 443), DROP(FW_DROP_L7_FULL), .subject = "alpha",
+	 .forged = true},
+	{"l7 quota: a sibling still gets its entry", .then = true, .setup = l7_counts_2_0,
+	 .on_dummy = true, .pkt = TCP4(DELTA4, OK4, 40100, 443, .payload = 0, .csum = true),
+	 OUT(TCP4(DELTA4, DELTA_GW4, 40100, PROXY_TLS, .payload = 0, .csum = true,
+		  .eth_src = DUMMY_MAC)),
+	 PASS(FW_PASS_L7_PROXY), .subject = "delta"},
+	{"l7 quota: the subject closes a connection", .then = true, .setup = l7_counts_2_1,
+	 .pkt = SEG4(LEARNED4, 40100, 443, TH_FIN | TH_ACK),
+	 OUT(TO_PROXY4F(40100, TH_FIN | TH_ACK)), PASS(FW_PASS_L7_PROXY), .subject = "alpha"},
+	{"l7 quota: a syn over its own closed entry overwrites it, at the quota", .then = true,
+	 .setup = l7_counts_2_1, .pkt = SYN4(L7_OTHER4, 40100, 443),
+	 OUT(TO_PROXY4(40100, PROXY_TLS)), PASS(FW_PASS_L7_PROXY), .subject = "alpha"},
+	{"l7 quota: which counted nothing: a new port still drops", .then = true,
+	 .setup = l7_counts_2_1, .pkt = SYN4(LEARNED4, 40103, 443), DROP(FW_DROP_L7_FULL),
+	 .subject = "alpha", .forged = true},
+
 	/* HTTP: its own proxy port and kind */
 	{"l7: syn to a leased address on 80 goes to the http proxy port", .setup = l7_alpha,
 	 .pkt = SYN4(LEARNED4, 40010, 80), OUT(TO_PROXY4(40010, PROXY_HTTP)),
@@ -337,3 +432,62 @@ const struct row l7_rows[] = {
 	 .prog = TO_SANDBOX, .pkt = FROM_PROXY4(40099, TH_ACK), .verdict = TC_ACT_OK},
 };
 const size_t l7_rows_n = sizeof(l7_rows) / sizeof(l7_rows[0]);
+
+/* How many fastwall_l7_nat entries subject id holds. */
+static size_t nat_held(__u32 id)
+{
+	struct fw_l7_nat_key k, next;
+	struct fw_l7_nat v;
+	size_t n = 0;
+	void *prev = NULL;
+
+	while (!bpf_map_get_next_key(t.dp->l7_nat_fd, prev, &next)) {
+		k = next;
+		prev = &k;
+		if (!bpf_map_lookup_elem(t.dp->l7_nat_fd, &k, &v) && v.subject == id)
+			n++;
+	}
+	return n;
+}
+
+/* What the share is for: alpha, root in its namespace, sends a SYN to
+ * the pinned ports of a leased address from every source port, more
+ * than the node's table holds. With a quota of 8 its entries stop at 8,
+ * every other SYN drops l7-full, and a sibling's pinned connection
+ * still gets its entry. */
+void scenario_l7_flood(void)
+{
+	const struct row sibling = {
+		"l7 flood: a sibling's pinned connection still gets its entry",
+		.on_dummy = true,
+		.pkt = TCP4(DELTA4, OK4, 40100, 443, .payload = 0, .csum = true),
+		OUT(TCP4(DELTA4, DELTA_GW4, 40100, PROXY_TLS, .payload = 0, .csum = true,
+			 .eth_src = DUMMY_MAC)),
+		PASS(FW_PASS_L7_PROXY),
+		.subject = "delta"};
+	const size_t total = FW_MAX_L7_NAT + 4096;
+	__u64 *counts = fw_dp_l7_counts(t.dp);
+	__u32 a = id_of("alpha");
+	size_t through = 0, dropped = 0, held;
+
+	if (!counts || l7_quota_of(8)) {
+		result(false, "l7 flood: fixture", "can't set the quota or map the counts");
+		state_reset();
+		return;
+	}
+	for (size_t i = 0; i < total; i++) {
+		struct pkt_spec syn = TCP4(ALPHA4, LEARNED4, (__u16)(1024 + i % 64000),
+					   i < 64000 ? 443 : 80, .payload = 0, .csum = true);
+		int v = run_frame(prog_fd(FROM_SANDBOX), &syn);
+
+		through += v == TC_ACT_OK;
+		dropped += v == TC_ACT_SHOT;
+	}
+	held = nat_held(a);
+	result(through == 8 && dropped == total - 8 && held == 8 && counts[a] == 8,
+	       "l7 flood: the flooder holds its quota of 8 entries, its other syns drop",
+	       "%zu passed, %zu dropped of %zu; %zu entries, count %llu", through, dropped, total,
+	       held, (unsigned long long)counts[a]);
+	result(run_row(&sibling, RUN_QUIET), sibling.desc, NULL);
+	state_reset();
+}

@@ -493,8 +493,11 @@ static const struct fw_cfgkey dns[] = {
 	 .def = 1024,
 	 .doc = "TCP connection records (`fastwall_conns`) one subject may hold; a connection "
 		"opened over it still passes but does not renew its destination's lease (it lives "
-		"on the DNS lease). There is no \"no cap\": without one a sandbox could fill the "
-		"map for everyone ([dns.md](dns.md), \"Connection records per subject\")",
+		"on the DNS lease). It caps the subject's pinned connections' entries "
+		"(`fastwall_l7_nat`) too: a pinned connection opened over it drops `l7-full` "
+		"([egress-l7.md](egress-l7.md)). There is no \"no cap\": without one a sandbox "
+		"could fill the maps for everyone ([dns.md](dns.md), \"Connection records per "
+		"subject\")",
 	 .reload = FW_CK_RELOAD},
 };
 
@@ -781,7 +784,8 @@ static const struct fw_cfgkey l7[] = {
 	 .def = 60,
 	 .scale = FW_NSEC_PER_SEC,
 	 .doc = "a connection's entry in `fastwall_l7_nat` with no packet for this long is "
-		"removed (closed ones too); checked every 10 s",
+		"removed; a closed one (the sandbox sent FIN or RST) after 10 s, when shorter; "
+		"checked every 10 s",
 	 .reload = FW_CK_RELOAD},
 };
 

@@ -10,6 +10,7 @@
 
 #include "datapath/datapath.h"
 #include "datapath/dispatch.h"
+#include "datapath/l7.h"
 #include "datapath/leases.h"
 #include "datapath/rules_store.h"
 #include "datapath/scan.h"
@@ -122,6 +123,8 @@ int fw_dp_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
 	if (!err)
 		err = fw_dp_prune(dp->learned_names_fd, sizeof(struct fw_learned_key),
 				  subject_alive, dead);
+	if (!err)
+		err = fw_dp_l7_reap(dp, dead);
 	if (!err)
 		err = fw_dp_rules_reap(dp, dead);
 	if (!err && fw_dp_conn_counts(dp)) {

@@ -40,6 +40,7 @@ struct fw_dp {
 	/* stats_carried_fd, subject_stats_carried_fd: -1 unless pinned */
 	FW_DP_USER_MAPS(FW_DP_USER_MAP_FD_)
 	__u64 *conn_count; /* fastwall_conn_count mapped, FW_MAX_SUBJECTS; NULL until asked */
+	__u64 *l7_count;   /* fastwall_l7_count mapped, FW_MAX_SUBJECTS; NULL until asked */
 	/* fastwall_subject_rows mapped, rows_cpus x FW_MAX_SUBJECTS; NULL
 	 * until asked */
 	struct fw_subject_row *rows;
@@ -89,10 +90,10 @@ int fw_dp_local_set(struct fw_dp *dp, const struct fw_ip *addrs, size_t naddrs,
 int fw_dp_doh_set(struct fw_dp *dp, const struct fw_lpm_key *keys, size_t n);
 
 /* Deletes the learned addresses (and their port sets and names),
- * connection records, rules (after a grace period) and per-port
- * exceptions of every subject id with dead[id] set, and zeroes their
- * counters: one scan of each map (batched where the kernel can), however
- * many ids. */
+ * connection records, layer-7 entries (fastwall_l7_nat), rules (after a
+ * grace period) and per-port exceptions of every subject id with
+ * dead[id] set, and zeroes their counters and counts: one scan of each
+ * map (batched where the kernel can), however many ids. */
 int fw_dp_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS]);
 
 /* fastwall_src_slots, the loaded programs' own cache (not pinned): its

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -128,27 +129,83 @@ int fw_dp_l7_set_up(struct fw_dp *dp, bool up)
 	return flags_write(dp, up ? flags | FW_CF_L7_UP : flags);
 }
 
+__u64 *fw_dp_l7_counts(struct fw_dp *dp)
+{
+	void *p;
+
+	if (dp->l7_count || dp->l7_count_fd < 0)
+		return dp->l7_count;
+	p = mmap(NULL, FW_MAX_SUBJECTS * sizeof(__u64), PROT_READ | PROT_WRITE, MAP_SHARED,
+		 dp->l7_count_fd, 0);
+	if (p == MAP_FAILED) {
+		fw_err("can't map fastwall_l7_count: %s", strerror(errno));
+		return NULL;
+	}
+	dp->l7_count = p;
+	return p;
+}
+
+/* One off *count, never below 0 (a count zeroed under an entry, by the
+ * reaper or a rewrite, stays 0 rather than wrapping to a full share). */
+static void count_down(__u64 *count)
+{
+	__u64 c = __atomic_load_n(count, __ATOMIC_RELAXED);
+
+	while (c && !__atomic_compare_exchange_n(count, &c, c - 1, false, __ATOMIC_RELAXED,
+						 __ATOMIC_RELAXED))
+		;
+}
+
 struct gc {
-	__u64 now, idle;
+	__u64 now, idle, closed;
 	struct fw_recs doomed; /* struct fw_l7_nat_key */
+	__u64 *found;	       /* per subject: entries the scan keeps; NULL: not counted */
 };
 
-static bool idle(const struct fw_l7_nat *v, __u64 now, __u64 idle_ns)
+/* Not seen for idle_ns, or for closed_ns once the sandbox closed it. */
+static bool idle(const struct fw_l7_nat *v, __u64 now, __u64 idle_ns, __u64 closed_ns)
 {
-	return v->last_seen_ns <= now && now - v->last_seen_ns >= idle_ns;
+	__u64 bound = v->closed && closed_ns < idle_ns ? closed_ns : idle_ns;
+
+	return v->last_seen_ns <= now && now - v->last_seen_ns >= bound;
 }
 
 static int gc_one(const void *key, const void *val, void *ctx)
 {
+	const struct fw_l7_nat *v = val;
 	struct gc *g = ctx;
 
-	return idle(val, g->now, g->idle) ? fw_recs_push(&g->doomed, key) : 0;
+	if (idle(v, g->now, g->idle, g->closed))
+		return fw_recs_push(&g->doomed, key);
+	if (g->found && v->subject < FW_MAX_SUBJECTS)
+		g->found[v->subject]++;
+	return 0;
 }
 
-int fw_dp_l7_gc(struct fw_dp *dp, __u64 now_ns, __u64 idle_ns, size_t *deleted)
+/* The per-subject counts drift when a decrement is lost (fastwalld
+ * stopped between a delete and its decrement): a count is replaced by
+ * the entries the scan kept, but only where it still is what it was
+ * before the scan less the round's own deletes, i.e. no program added
+ * or deleted an entry of the subject meanwhile; a busy subject heals in
+ * a later round. */
+static void counts_heal(__u64 *counts, const __u64 *before, const __u64 *found)
 {
-	struct gc g = {
-		.now = now_ns, .idle = idle_ns, .doomed = {.size = sizeof(struct fw_l7_nat_key)}};
+	for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++) {
+		__u64 expected = before[id];
+
+		if (expected != found[id])
+			__atomic_compare_exchange_n(&counts[id], &expected, found[id], false,
+						    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	}
+}
+
+int fw_dp_l7_gc(struct fw_dp *dp, __u64 now_ns, __u64 idle_ns, __u64 closed_ns, size_t *deleted)
+{
+	struct gc g = {.now = now_ns,
+		       .idle = idle_ns,
+		       .closed = closed_ns,
+		       .doomed = {.size = sizeof(struct fw_l7_nat_key)}};
+	__u64 *counts, *before = NULL;
 	size_t n = 0;
 	int err;
 
@@ -156,19 +213,84 @@ int fw_dp_l7_gc(struct fw_dp *dp, __u64 now_ns, __u64 idle_ns, size_t *deleted)
 		*deleted = 0;
 	if (dp->l7_nat_fd < 0)
 		return 0;
+	counts = fw_dp_l7_counts(dp);
+	if (counts) {
+		before = malloc(FW_MAX_SUBJECTS * sizeof(*before));
+		g.found = calloc(FW_MAX_SUBJECTS, sizeof(*g.found));
+		if (!before || !g.found) {
+			free(before);
+			free(g.found);
+			return -ENOMEM;
+		}
+		for (__u32 id = 0; id < FW_MAX_SUBJECTS; id++)
+			before[id] = __atomic_load_n(&counts[id], __ATOMIC_RELAXED);
+	}
 	err = fw_dp_scan(dp->l7_nat_fd, gc_one, &g);
 	for (size_t i = 0; !err && i < g.doomed.n; i++) {
 		const void *k = g.doomed.data + i * g.doomed.size;
 		struct fw_l7_nat v;
 
 		/* a new connection may have taken the key since the scan */
-		if (fw_dp_lookup(dp->l7_nat_fd, k, &v) || !idle(&v, now_ns, idle_ns))
+		if (fw_dp_lookup(dp->l7_nat_fd, k, &v))
 			continue;
-		if (fw_dp_delete(dp->l7_nat_fd, k) == 0)
-			n++;
+		if (!idle(&v, now_ns, idle_ns, closed_ns)) {
+			if (g.found && v.subject < FW_MAX_SUBJECTS)
+				g.found[v.subject]++;
+			continue;
+		}
+		if (fw_dp_delete(dp->l7_nat_fd, k))
+			continue; /* deleted meanwhile: by whoever took it off */
+		n++;
+		if (counts && v.subject < FW_MAX_SUBJECTS) {
+			count_down(&counts[v.subject]);
+			if (before[v.subject])
+				before[v.subject]--;
+		}
 	}
+	if (counts && !err)
+		counts_heal(counts, before, g.found);
+	free(before);
+	free(g.found);
 	free(g.doomed.data);
 	if (deleted)
 		*deleted = n;
+	return err;
+}
+
+struct reap {
+	const bool *dead;
+	struct fw_recs doomed; /* struct fw_l7_nat_key */
+};
+
+static int reap_one(const void *key, const void *val, void *ctx)
+{
+	const struct fw_l7_nat *v = val;
+	struct reap *r = ctx;
+
+	if (v->subject < FW_MAX_SUBJECTS && r->dead[v->subject])
+		return fw_recs_push(&r->doomed, key);
+	return 0;
+}
+
+int fw_dp_l7_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS])
+{
+	struct reap r = {.dead = dead, .doomed = {.size = sizeof(struct fw_l7_nat_key)}};
+	__u64 *counts;
+	int err = 0;
+
+	if (dp->l7_nat_fd >= 0)
+		err = fw_dp_scan(dp->l7_nat_fd, reap_one, &r);
+	for (size_t i = 0; !err && i < r.doomed.n; i++) {
+		int e = fw_dp_delete(dp->l7_nat_fd, r.doomed.data + i * r.doomed.size);
+
+		if (e && e != -ENOENT)
+			err = e;
+	}
+	free(r.doomed.data);
+	counts = err ? NULL : fw_dp_l7_counts(dp);
+	/* their entries are gone: a dead id holds none */
+	for (__u32 id = 0; counts && id < FW_MAX_SUBJECTS; id++)
+		if (dead[id])
+			__atomic_store_n(&counts[id], 0, __ATOMIC_RELAXED);
 	return err;
 }

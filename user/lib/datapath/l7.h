@@ -2,7 +2,8 @@
 /* Layer-7 pinning as the packet path sees it: the pinned ports
  * (fastwall_l7_ports) and the settings bits FW_CF_L7, FW_CF_L7_QUIC and
  * FW_CF_L7_UP of fastwall_config, and the collection of finished
- * connections from fastwall_l7_nat. The three bits (FW_CF_L7_BITS)
+ * connections from fastwall_l7_nat with their per-subject counts
+ * (fastwall_l7_count). The three bits (FW_CF_L7_BITS)
  * belong to the functions here: fw_dp_config_set keeps them as these last set them,
  * whatever the record it is given says, so a write of the other
  * settings can never turn pinning off behind the proxy's back. Functions
@@ -43,10 +44,30 @@ int fw_dp_l7_apply(struct fw_dp *dp, const struct fw_dp_l7 *l7);
  * it, a pinned connection's SYN drops (l7-proxy-down). */
 int fw_dp_l7_set_up(struct fw_dp *dp, bool up);
 
+/* How long a closed fastwall_l7_nat entry (the sandbox sent FIN or RST)
+ * is kept unseen, when that is shorter than the idle timeout: after the
+ * close the entry serves only the half-closed direction, whose ACKs
+ * keep it seen, and the last retransmissions, seconds apart; the sooner
+ * it goes the sooner the subject's share (fastwall_l7_count) has room
+ * for the next connection. */
+#define FW_DP_L7_CLOSED_NS (10ull * 1000000000ull)
+
 /* Deletes the fastwall_l7_nat entries not seen for idle_ns (last_seen_ns
- * + idle_ns <= now_ns), closed or not, and counts them in *deleted (may
- * be NULL). now_ns: CLOCK_MONOTONIC (fw_now_ns). */
-int fw_dp_l7_gc(struct fw_dp *dp, __u64 now_ns, __u64 idle_ns, size_t *deleted);
+ * + idle_ns <= now_ns), or for closed_ns (when shorter) once closed, and
+ * counts them in *deleted (may be NULL); each entry deleted is taken
+ * off its subject's count in fastwall_l7_count (never below 0), and a
+ * count that drifted from the entries the scan found is rewritten when
+ * no program changed it meanwhile. now_ns: CLOCK_MONOTONIC (fw_now_ns). */
+int fw_dp_l7_gc(struct fw_dp *dp, __u64 now_ns, __u64 idle_ns, __u64 closed_ns, size_t *deleted);
+
+/* Deletes the fastwall_l7_nat entries of every subject id with dead[id]
+ * set and zeroes their counts (fw_dp_reap's part). */
+int fw_dp_l7_reap(struct fw_dp *dp, const bool dead[FW_MAX_SUBJECTS]);
+
+/* fastwall_l7_count mapped into memory (FW_MAX_SUBJECTS counts, which
+ * the programs add to atomically: change them only with __atomic
+ * operations), or NULL when absent or the kernel refuses the mapping. */
+__u64 *fw_dp_l7_counts(struct fw_dp *dp);
 
 /* The FW_CF_L7_BITS last set through the functions above (0 before). */
 __u32 fw_dp_l7_flags(const struct fw_dp *dp);

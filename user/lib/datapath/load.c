@@ -790,6 +790,8 @@ void fw_dp_close(struct fw_dp *dp)
 		return;
 	if (dp->conn_count)
 		munmap(dp->conn_count, FW_MAX_SUBJECTS * sizeof(__u64));
+	if (dp->l7_count)
+		munmap(dp->l7_count, FW_MAX_SUBJECTS * sizeof(__u64));
 	if (dp->rows)
 		munmap(dp->rows,
 		       (size_t)dp->rows_cpus * FW_MAX_SUBJECTS * sizeof(struct fw_subject_row));

@@ -15,7 +15,13 @@
 # v4-mapped: it listens on an IPv6 socket) saw it from 192.0.2.1, never from the sandbox's 10.42.0.2; with Host
 # learned.example.com (allowed to sandbox-a, but it taught another
 # address) the proxy answers 403 and nothing reaches the server.
-# Leaves fastwalld stopped and the config as it found it.
+# Then a process sandbox (when procs.sh found cgroup2): a fastwall run
+# with "fastwallL7": "on" in its policy resolves the name (dig, the
+# socket-layer DNS redirect) and sends the same two requests: its
+# connect() goes to the proxy on loopback (cgroup/connect4, sockops),
+# which serves the right Host and refuses the other.
+# Leaves fastwalld stopped, its cgroup programs detached and the config
+# as it found it.
 
 echo "# 6c. layer-7 pinning: HTTP redirected to fastwalld's nginx proxy"
 T_L7=$SECONDS
@@ -64,6 +70,11 @@ subject_counter() {
 echo "l7 page" >"$TMP/www/l7.html"
 echo "fronted page" >"$TMP/www/l7-front.html"
 sed -i '/^  - name: sandbox-a$/a\    l7: on' "$CFG"
+# the process sandbox's part: procs.sh's processes section again
+if [ -n "${CGROOT:-}" ]; then
+	printf 'processes:\n  cgroup_root: %s\n  cgroup_parent: %s\n  socket: %s\n  run_group: %s\n' \
+		"$CGROOT" "$CGP" "$RUNSOCK" "$RUN_GID" >>"$CFG"
+fi
 printf 'l7:\n  enabled: true\n  default: off\n  module: %s\n  runtime_dir: %s\n  user: nobody\n' \
 	"$L7_SO" "$TMP/l7run" >>"$CFG"
 # the proxy (nobody) reads its nginx.conf in $TMP/l7run
@@ -114,6 +125,46 @@ check "... the denial is audited with its reason and Host" log_has \
 # the feature holds when every check above did
 if [ "$FAILED" = "$F0" ]; then feature l7_http yes; else feature l7_http no; fi
 
+# a process sandbox: one run resolves the name and sends both requests
+if [ -n "${CGROOT:-}" ]; then
+	F0=$FAILED
+	echo "run page" >"$TMP/www/l7-run.html"
+	echo "run fronted page" >"$TMP/www/l7-run-front.html"
+	printf '{"defaultAction": "deny", "egress": [{"action": "allow", "target": "l7.example.com"}], "fastwallL7": "on"}\n' \
+		>"$TMP/l7run.json"
+	# the run's script: dig's answer, then "HOST STATUS-LINE" per request
+	cat >"$TMP/l7run.sh" <<SCRIPT
+dig +short +time=5 +tries=1 @192.0.2.53 l7.example.com || exit
+for r in l7.example.com:/l7-run.html learned.example.com:/l7-run-front.html; do
+	exec 3<>/dev/tcp/$L7_ADDR/80 || continue
+	printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' "\${r#*:}" "\${r%%:*}" >&3
+	l=
+	read -r l <&3
+	echo "\${r%%:*} \$l"
+	exec 3<&-
+done
+SCRIPT
+	out=$(prun l7p --policy "$TMP/l7run.json" -- timeout 20 bash "$TMP/l7run.sh" 2>&1)
+	out=${out//$'\r'/}
+	if [[ $out == *"l7.example.com HTTP/1."[01]" 200 "* ]]; then
+		ok "run (fastwallL7 on): Host l7.example.com to $L7_ADDR:80: 200"
+	else
+		not_ok "run (fastwallL7 on): Host l7.example.com to $L7_ADDR:80: 200"
+		printf '%s\n' "$out" | sed 's/^/#   | /'
+	fi
+	check "... it reached the server" httpd_saw 'url:/l7-run\.html$'
+	if [[ $out == *"learned.example.com HTTP/1."[01]" 403 "* || $out == *"learned.example.com " ]]; then
+		ok "run: Host learned.example.com to $L7_ADDR:80: refused by the proxy"
+	else
+		not_ok "run: Host learned.example.com to $L7_ADDR:80: refused by the proxy"
+		printf '%s\n' "$out" | sed 's/^/#   | /'
+	fi
+	check_fails "... nothing reached the server" httpd_saw 'url:/l7-run-front\.html'
+	check "... the denial is audited" log_has \
+		"deny subject=l7p-$ID reason=l7-name proto=http .* dst=${L7_ADDR//./\\.} dport=80 name=learned\\.example\\.com" 5
+	if [ "$FAILED" = "$F0" ]; then feature l7_run_http yes; else feature l7_run_http no; fi
+fi
+
 kill -TERM "$DAEMON"
 if eventually 30 sh -c "! kill -0 $DAEMON 2>/dev/null"; then
 	ok "fastwalld stops on SIGTERM, and its proxy with it"
@@ -125,6 +176,11 @@ fi
 wait "$DAEMON" 2>/dev/null
 DAEMON=""
 check "... the proxy stopped (log)" log_has 'l7 proxy \(pid [0-9]+\) stopped' 1
+if [ -n "${CGROOT:-}" ]; then
+	in_ns "$POD" timeout 60 "$FASTWALLD" -c "$CFG" detach >/dev/null 2>&1 ||
+		not_ok "fastwalld detach takes the cgroup programs off $CGP"
+	find "$CGDIR" -depth -type d -exec rmdir {} + 2>/dev/null
+fi
 chmod 700 "$TMP"
-sed -i '/^l7:$/,$d; /^    l7: on$/d' "$CFG"
+sed -i '/^processes:$/,$d; /^l7:$/,$d; /^    l7: on$/d' "$CFG"
 echo "# layer-7 pinning: $((SECONDS - T_L7))s"

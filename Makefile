@@ -374,8 +374,9 @@ deb: ## the Debian 12 package (build/deb/fastwall_VERSION_ARCH.deb; hardened bui
 KERNELS ?= 5.10 6.1 6.12 6.18 7.x
 VMTEST_CACHE ?= /var/cache/fastwall-vmtest
 .PHONY: vmtest
-# VMTEST_GUARD_NIC=1: the port guard's benchmark on virtio-net as well
-vmtest: all $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/bpf_cgroup_verdicts $(BUILD)/tests/abi_migrate $(BUILD)/tests/cp_kernel $(BUILD)/tests/uring_probe $(if $(filter 1,$(VMTEST_GUARD_NIC)),$(BUILD)/tests/udpblast $(BUILD)/tests/udpsink) ## verdict table, loader, e2e on Debian kernels in qemu (KERNELS="5.10 6.12")
+# VMTEST_GUARD_NIC=1: the port guard's benchmark on virtio-net as well;
+# the layer-7 proxy's module when nginx-dev is there (tests/vm/l7.sh)
+vmtest: all $(BUILD)/tests/bpf_verdicts $(BUILD)/tests/bpf_cgroup_verdicts $(BUILD)/tests/abi_migrate $(BUILD)/tests/cp_kernel $(BUILD)/tests/uring_probe $(if $(wildcard $(or $(NGINX_SRC),/usr/share/nginx/src)/conf_flags),l7proxy) $(if $(filter 1,$(VMTEST_GUARD_NIC)),$(BUILD)/tests/udpblast $(BUILD)/tests/udpsink) ## verdict table, loader, e2e on Debian kernels in qemu (KERNELS="5.10 6.12")
 	$(Q)BUILD=$(BUILD) KERNELS="$(KERNELS)" VMTEST_CACHE="$(VMTEST_CACHE)" scripts/vmtest/vmtest.sh
 
 clean: ## remove build/, build-san/ and build-deb/

@@ -43,9 +43,13 @@ end-to-end scenario with real TCP through network namespaces and a bridge
 (allowed passes, denied dropped, DNS through fastwalld's proxy with a
 dnsmasq upstream: the port and address rewrites both ways and an address
 learned before the answer, a restart that keeps enforcing and keeps the
-state), and process sandboxes (tests/vm/procs.sh: the cgroup programs on a
+state), process sandboxes (tests/vm/procs.sh: the cgroup programs on a
 cgroup of the run, `fastwall run` as root and as a member of the run
-group, DNS through the socket-layer redirect, the end of a killed run).
+group, DNS through the socket-layer redirect, the end of a killed run),
+and layer-7 pinning (tests/vm/l7.sh: HTTP from a sandbox redirected to
+fastwalld's nginx proxy, the right Host served from the pod's address,
+another refused with 403 before anything reaches the server; the same
+from a `fastwall run`).
 
 ✓ works; ✗ missing or failing; "degraded" says how fastwall or its tests
 cope. fastwall's floor is Linux 5.10 (fastwalld refuses to start without
@@ -82,6 +86,8 @@ row lru_hash "LRU hash (4.10)" "✓" "✗ fastwalld refuses to start"
 row sched_cls "TC (cls_bpf) programs" "✓" "✗ fastwalld refuses to start"
 row tc_attach "clsact + cls_bpf attach on bridge ports" "✓" "✗"
 row dns_redirect "DNS redirected to the proxy and back (checksum helpers)" "✓" "✗"
+row l7_http "layer-7 pinning: HTTP redirected to fastwalld's nginx proxy (its workers' bpf() as nobody with CAP_BPF), the right Host served, another refused" "✓" "✗"
+row l7_run_http "layer-7 pinning of fastwall run: connect() sent to the proxy on loopback, the right Host served, another refused" "✓" "✗"
 row pin_reuse "pinned maps reused across a restart" "✓" "✗"
 row guard_hook "port guard hook on a veth uplink (mode auto)" "✓" "✗ not attached"
 row guard_xdp "port guard in native XDP on a veth uplink (mode xdp)" "✓" "✗"

@@ -15,7 +15,8 @@
 #      ingress on this veth; native XDP by mode xdp; then TC by SIGHUP), a
 #      restart keeps enforcing and keeps the
 #      state; process sandboxes (tests/vm/procs.sh: the cgroup hooks and
-#      fastwall run);
+#      fastwall run); layer-7 pinning (tests/vm/l7.sh: HTTP redirected to
+#      fastwalld's nginx proxy, the right Host passes, another is refused);
 #   4. with VMTEST_GUARD_NIC=1 only: the port guard against nftables on two
 #      virtio-net NICs (tests/vm/guard-nic.sh, scripts/bench-guard.sh).
 #
@@ -232,6 +233,7 @@ link set eth0 up
 addr add 198.51.100.10/32 dev lo
 addr add 198.51.100.66/32 dev lo
 addr add 203.0.113.10/32 dev lo
+addr add 203.0.113.20/32 dev lo
 addr add 198.51.100.53/32 dev lo
 addr add 2001:db8::10/128 dev lo nodad
 addr add 2001:db8::66/128 dev lo nodad
@@ -252,8 +254,9 @@ EOF
 done
 in_ns "$POD" bash -c 'echo 1 >/proc/sys/net/ipv4/ip_forward; echo 1 >/proc/sys/net/ipv6/conf/all/forwarding'
 mkdir -p "$TMP/www" && echo hello >"$TMP/www/index.html"
-# the internet's web server on every address of the namespace
-in_ns "$INET" busybox httpd -f -p 80 -h "$TMP/www" >"$TMP/httpd.log" 2>&1 &
+# the internet's web server on every address of the namespace; -vv logs
+# each request's remote address and path ("192.0.2.1:41234: url:/")
+in_ns "$INET" busybox httpd -f -vv -p 80 -h "$TMP/www" >"$TMP/httpd.log" 2>&1 &
 # the upstream resolver
 cat >"$TMP/dnsmasq.conf" <<EOF
 no-resolv
@@ -267,6 +270,7 @@ pid-file=
 address=/#/
 host-record=learned.example.com,203.0.113.10,600
 host-record=denied.example.com,198.51.100.10,600
+host-record=l7.example.com,203.0.113.20,600
 EOF
 in_ns "$INET" dnsmasq -k -C "$TMP/dnsmasq.conf" --log-facility="$TMP/dnsmasq.log" &
 disown # killed with the namespace, without a job notice
@@ -293,6 +297,7 @@ subjects:
         - { action: deny, target: 198.51.100.66 }
         - { action: allow, target: "2001:db8::10" }
         - { action: allow, target: learned.example.com }
+        - { action: allow, target: l7.example.com }
   - name: sandbox-b
     addresses: [10.42.0.3, "fd00:42::3"]
     interface: sb-b
@@ -476,6 +481,9 @@ DAEMON=""
 # process sandboxes: tests/vm/procs.sh (its own fastwalld start)
 # shellcheck source=tests/vm/procs.sh
 . "$ROOT/tests/vm/procs.sh"
+# layer-7 pinning: tests/vm/l7.sh (its own fastwalld start)
+# shellcheck source=tests/vm/l7.sh
+. "$ROOT/tests/vm/l7.sh"
 
 echo "# 7. loader: detach --purge"
 check "fastwalld detach --purge succeeds" in_ns "$POD" "$FASTWALLD" -c "$CFG" detach --purge

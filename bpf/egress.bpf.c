@@ -359,8 +359,8 @@ static __always_inline __u32 fw_from_sandbox_reason(struct __sk_buff *skb, struc
 	 * sampling alone had: a pass to a pinned port goes to the layer-7
 	 * proxy, and allowed packets are sampled to the monitor */
 	if (fw_unlikely(cfg->flags & (FW_CF_L7 | FW_CF_ALLOW_SAMPLE))) {
-		if (cfg->flags & FW_CF_L7)
-			reason = fw_l7_redirect(skb, cfg, pkt, reason);
+		if ((cfg->flags & FW_CF_L7) && fw_l7_candidate(pkt, reason))
+			return fw_l7_stash(pkt, reason, *subject);
 		fw_event_allow_sample(skb, cfg, pkt, *subject, reason);
 	}
 	return reason;
@@ -386,6 +386,29 @@ static __always_inline int fw_verdict(struct __sk_buff *skb, const struct fw_pkt
 	return TC_ACT_SHOT;
 }
 
+/* A pin candidate's end, out of the program's main path: the redirect
+ * (bpf/lib/l7.h), the sample of an allowed packet, and the one exit. A
+ * global function, so the verifier checks it once rather than once for
+ * every path of fw_from_sandbox that reaches it (inline, the program
+ * went past the verifier's budget on 5.10 and 6.1). Its packet, verdict
+ * and subject are in this CPU's fastwall_l7_args. */
+__noinline int fw_l7_finish(struct __sk_buff *skb)
+{
+	struct fw_l7_args *a;
+	struct fw_config *cfg;
+	__u32 zero = 0, reason;
+
+	if (!skb)
+		return TC_ACT_SHOT;
+	a = bpf_map_lookup_elem(&fastwall_l7_args, &zero);
+	cfg = fw_config();
+	if (!a || !cfg)
+		return TC_ACT_SHOT;
+	reason = fw_l7_redirect(skb, cfg, a);
+	fw_event_allow_sample(skb, cfg, &a->pkt, a->subject, reason);
+	return fw_verdict(skb, &a->pkt, a->subject, reason);
+}
+
 SEC("tc")
 int fw_from_sandbox(struct __sk_buff *skb)
 {
@@ -393,6 +416,8 @@ int fw_from_sandbox(struct __sk_buff *skb)
 	__u32 subject = 0;
 	__u32 reason = fw_from_sandbox_reason(skb, &pkt, &subject);
 
+	if (fw_unlikely(reason == FW_L7_PENDING))
+		return fw_l7_finish(skb);
 	return fw_verdict(skb, &pkt, subject, reason);
 }
 

@@ -135,16 +135,67 @@ static __always_inline bool fw_l7_put(const struct fw_l7_nat_key *k, const struc
 #include "rewrite.h"
 #include "subject.h"
 
-/* fw_from_sandbox, with FW_CF_L7 set, after the verdict (reason) of a
- * packet and the note of a passed first fragment: the verdict again,
+/* What fw_from_sandbox hands fw_l7_finish (bpf/egress.bpf.c): the
+ * parsed packet, its verdict and its subject. A global function's
+ * arguments can only be the context and scalars on the oldest kernels of
+ * the matrix, so they travel in this CPU's slot. Writer and reader:
+ * fw_from_sandbox. */
+struct fw_l7_args {
+	struct fw_pkt pkt;
+	__u32 reason;
+	__u32 subject;
+	/* fw_l7_redirect's key and entry: here rather than on its stack,
+	 * which 5.10 and 6.1 add to its callers' (512 bytes in all) */
+	struct fw_l7_nat_key k;
+	struct fw_l7_nat v;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fw_l7_args);
+} fastwall_l7_args SEC(".maps");
+
+/* Not a reason: fw_from_sandbox_reason's word that the packet is a pin
+ * candidate, stashed in fastwall_l7_args for fw_l7_finish. */
+#define FW_L7_PENDING 0xfffeu
+
+/* A pass that may be pinned: by a lease or an allow CIDR, TCP or UDP. */
+static __always_inline bool fw_l7_candidate(const struct fw_pkt *pkt, __u32 reason)
+{
+	return (reason == FW_PASS_LEARNED || reason == FW_PASS_ALLOW_CIDR) && pkt->has_ports &&
+	       (pkt->proto == FW_IPPROTO_TCP || pkt->proto == FW_IPPROTO_UDP);
+}
+
+/* The candidate into this CPU's slot: FW_L7_PENDING, or a drop when the
+ * slot is missing (fail closed). */
+static __always_inline __u32 fw_l7_stash(const struct fw_pkt *pkt, __u32 reason, __u32 subject)
+{
+	struct fw_l7_args *a;
+	__u32 zero = 0;
+
+	a = bpf_map_lookup_elem(&fastwall_l7_args, &zero);
+	if (!a)
+		return FW_DROP_MALFORMED;
+	__builtin_memcpy(&a->pkt, pkt, sizeof(*pkt));
+	a->reason = reason;
+	a->subject = subject;
+	return FW_L7_PENDING;
+}
+
+/* fw_l7_finish, with FW_CF_L7 set, for a pin candidate after its verdict
+ * and the note of a passed first fragment: the verdict again,
  * FW_PASS_L7_PROXY when the packet was rewritten to the proxy (the
  * subject's gateway of the family and the proxy port of the kind), or a
- * drop reason. Out of line: only a config with a proxy reaches it. */
-static __noinline __u32 fw_l7_redirect(struct __sk_buff *skb, const struct fw_config *cfg,
-				       const struct fw_pkt *pkt, __u32 reason)
+ * drop reason. */
+static __always_inline __u32 fw_l7_redirect(struct __sk_buff *skb, const struct fw_config *cfg,
+					    struct fw_l7_args *a)
 {
-	struct fw_l7_nat_key k = {};
-	struct fw_l7_nat v = {}, *cur;
+	const struct fw_pkt *pkt = &a->pkt;
+	struct fw_l7_nat_key *k = &a->k;
+	struct fw_l7_nat *v = &a->v, *cur;
+	__u32 reason = a->reason;
 	struct fw_l7_port *lp;
 	struct fw_subject *s;
 	__u8 fam = pkt->family & 1;
@@ -180,10 +231,11 @@ static __noinline __u32 fw_l7_redirect(struct __sk_buff *skb, const struct fw_co
 	if (!(s->flags & gw_flag))
 		return FW_DROP_L7_PROXY_DOWN;
 
-	k.client = pkt->src;
-	k.client_port = pkt->sport;
-	k.proxy_port = lp->proxy_port;
-	cur = bpf_map_lookup_elem(&fastwall_l7_nat, &k);
+	__builtin_memset(k, 0, sizeof(*k));
+	k->client = pkt->src;
+	k->client_port = pkt->sport;
+	k->proxy_port = lp->proxy_port;
+	cur = bpf_map_lookup_elem(&fastwall_l7_nat, k);
 	now = bpf_ktime_get_ns();
 	if ((pkt->tcp_flags & (FW_TCP_SYN | FW_TCP_ACK)) == FW_TCP_SYN) {
 		if (!(cfg->flags & FW_CF_L7_UP))
@@ -194,14 +246,15 @@ static __noinline __u32 fw_l7_redirect(struct __sk_buff *skb, const struct fw_co
 		} else {
 			if (cur && !cur->closed && now - cur->last_seen_ns < FW_L7_REUSE_NS)
 				return FW_DROP_L7_PORT_REUSE;
-			v.orig_dst = pkt->dst;
-			v.orig_port = pkt->dport;
-			v.proxy_port = lp->proxy_port;
-			v.subject = s->id;
-			v.last_seen_ns = now;
-			v.kind = lp->kind;
-			v.family = pkt->family;
-			if (!fw_l7_put(&k, &v, cur))
+			__builtin_memset(v, 0, sizeof(*v));
+			v->orig_dst = pkt->dst;
+			v->orig_port = pkt->dport;
+			v->proxy_port = lp->proxy_port;
+			v->subject = s->id;
+			v->last_seen_ns = now;
+			v->kind = lp->kind;
+			v->family = pkt->family;
+			if (!fw_l7_put(k, v, cur))
 				return FW_DROP_L7_FULL;
 		}
 	} else {

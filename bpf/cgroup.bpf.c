@@ -397,6 +397,7 @@ static __always_inline void fw_sockops_l7_put(struct bpf_sock_ops *skops, struct
 	c->l7_seen_ns = v.last_seen_ns;
 	v.kind = (enum fw_l7_kind)c->l7_kind;
 	v.family = fw_ip_is_v4mapped(&c->l7_dst) ? FW_FAM_V4 : FW_FAM_V6;
+	v.sock = 1; /* this program deletes it at close, not fastwalld */
 	if (!fw_l7_put(&k, &v, bpf_map_lookup_elem(&fastwall_l7_nat, &k))) {
 		c->l7 = FW_CG_L7_FULL;
 		return;

@@ -93,7 +93,9 @@ static __always_inline void fw_l7_uncount(__u32 id)
 /* Writes v, the entry of a connection of subject v->subject, at k. cur:
  * the entry there now (the caller looked it up), or NULL. The subject's
  * own entry (a port reused after its connection closed or went idle) is
- * overwritten and counts nothing; otherwise the entry is new: within the
+ * overwritten and counts nothing, unless the proxy reported it closed
+ * (no longer counted: it is deleted, and the new one is counted);
+ * otherwise the entry is new: within the
  * subject's share (conn_quota; 0 = no cap) it is added, never over
  * another (BPF_NOEXIST), and counted after the insert. An entry of
  * another subject there (the address changed hands) is deleted first and
@@ -110,12 +112,13 @@ static __always_inline bool fw_l7_put(const struct fw_l7_nat_key *k, const struc
 
 	if (cur) {
 		__u32 old = cur->subject;
+		bool counted = !cur->reported;
 
-		if (old == id) {
+		if (old == id && counted) {
 			if (!bpf_map_update_elem(&fastwall_l7_nat, k, v, BPF_EXIST))
 				return true;
 			/* collected since the lookup: a new entry */
-		} else if (!bpf_map_delete_elem(&fastwall_l7_nat, k)) {
+		} else if (!bpf_map_delete_elem(&fastwall_l7_nat, k) && counted) {
 			fw_l7_uncount(old);
 		}
 	}
@@ -240,11 +243,14 @@ static __always_inline __u32 fw_l7_redirect(struct __sk_buff *skb, const struct 
 	if ((pkt->tcp_flags & (FW_TCP_SYN | FW_TCP_ACK)) == FW_TCP_SYN) {
 		if (!(cfg->flags & FW_CF_L7_UP))
 			return FW_DROP_L7_PROXY_DOWN;
-		if (cur && fw_l7_same_orig(cur, &pkt->dst, pkt->dport) && !cur->closed) {
+		/* neither side closed it */
+		bool open = cur && !cur->closed && !cur->reported;
+
+		if (open && fw_l7_same_orig(cur, &pkt->dst, pkt->dport)) {
 			/* a retransmitted SYN */
 			cur->last_seen_ns = now;
 		} else {
-			if (cur && !cur->closed && now - cur->last_seen_ns < FW_L7_REUSE_NS)
+			if (open && now - cur->last_seen_ns < FW_L7_REUSE_NS)
 				return FW_DROP_L7_PORT_REUSE;
 			__builtin_memset(v, 0, sizeof(*v));
 			v->orig_dst = pkt->dst;

@@ -510,10 +510,14 @@ struct fw_dns_nat {
  * fw_config.conn_quota: a new entry is added only as a new key
  * (BPF_NOEXIST) while the count is below it, and counted after the
  * insert; over it is l7-full. Overwriting the subject's own closed or
- * idle entry counts nothing. Writers: fw_from_sandbox and the cgroup
- * sockops program (add; the sockops program subtracts when its delete at
- * close found the entry), fastwalld (subtracts for what it deletes,
- * rewrites a drifted count, zeroes a reaped id's). */
+ * idle entry counts nothing. A connection the proxy reported closed
+ * stops counting at once (fastwalld marks its entry `reported` and
+ * subtracts), so the share bounds open connections, not the rate of new
+ * ones; a SYN that takes a reported entry counts as new. Writers:
+ * fw_from_sandbox and the cgroup sockops program (add; the sockops
+ * program subtracts when its delete at close found the entry),
+ * fastwalld (subtracts for a reported close and for what it deletes
+ * uncounted, rewrites a drifted count, zeroes a reaped id's). */
 #ifndef FW_MAX_L7_NAT
 #define FW_MAX_L7_NAT 65536
 #endif
@@ -522,6 +526,9 @@ struct fw_dns_nat {
  * (twice the default l7 idle timeout), holds its sandbox end: a new SYN
  * from there to the same proxy port is l7-port-reuse. */
 #define FW_L7_REUSE_NS (120ull * 1000000000ull)
+/* A connection the proxy reported closed keeps its entry this long, for
+ * the last segments of its close (FIN, ACK, a retransmission or two). */
+#define FW_L7_RELEASE_NS (1000000000ull)
 
 enum __attribute__((packed)) fw_l7_kind {
 	FW_L7_NONE = 0,
@@ -550,7 +557,12 @@ struct fw_l7_nat {
 	enum fw_l7_kind kind;
 	__u8 family; /* enum fw_family */
 	__u8 closed; /* the sandbox sent FIN or RST: a new SYN may take the entry */
-	__u8 pad[5];
+	__u8 sock;   /* written by the cgroup sockops program, which deletes it at close */
+	/* fastwalld heard from the proxy that the connection closed: no
+	 * longer counted in the subject's share; it goes after
+	 * FW_L7_RELEASE_NS (its last segments) */
+	__u8 reported;
+	__u8 pad[3];
 };
 
 /* fastwall_pod_flows: flows the pod opened into a sandbox, keyed as the

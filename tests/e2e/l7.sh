@@ -47,6 +47,7 @@ CDN4=$FW_L7_CDN4
 CDN6=$FW_L7_CDN6
 EVIL4=$FW_L7_EVIL4
 LIMIT=4
+SHARE=16 # dns.max_connections_per_subject: the data plane's share of fastwall_l7_nat
 
 tool() { # NS ARGS...: l7tool.py in NS
 	local ns=$1
@@ -115,6 +116,7 @@ datapath:
 dns:
   upstreams: [$FW_L7_UP4]
   timeout: 1
+  max_connections_per_subject: $SHARE
 metrics:
   listen: $FW_L7_METRICS
 $L7_YAML
@@ -300,6 +302,25 @@ kill "$HOLDER" 2>/dev/null || true
 wait "$HOLDER" 2>/dev/null || true
 check "sandbox-a connects again once it holds fewer" \
 	fw_eventually 5 a_gets_api
+
+echo "# the data plane's share (dns.max_connections_per_subject: $SHARE) bounds open connections, not their rate"
+full0=$(fw_subject_counter sandbox-c "drop l7-full")
+out=$(tool "$SB_C" connlat "$CDN4" 443 --sni api.example.com --ca "$FW_L7_CA" -n $((SHARE * 8)))
+check_eq "sandbox-c opens and closes $((SHARE * 8)) connections one after another: all complete" \
+	"$(tr ' ' '\n' <<<"$out" | grep '^failed=')" "failed=0"
+check_eq "... none dropped l7-full" "$(fw_subject_counter sandbox-c "drop l7-full")" "$full0"
+c_entries() { # sandbox-c's (10.42.0.4) fastwall_l7_nat entries
+	bpftool -j map dump pinned "$BPFFS/fastwall_l7_nat" | "$FW_PY" -c '
+import json, sys
+print(sum(1 for e in json.load(sys.stdin)
+          if [int(b, 16) for b in e["key"][10:16]] == [0xff, 0xff, 10, 42, 0, 4]))'
+}
+c_entries_gone() {
+	[ "$(c_entries)" = 0 ]
+}
+echo "# sandbox-c's entries after the last close: $(c_entries)"
+check "... and their entries go within 2 s of the last close (the proxy reported them)" \
+	fw_eventually 2 c_entries_gone
 
 echo "# l7: off"
 check_eq "sandbox-d (l7: off) resolves api.example.com" "$(fw_l7_resolve "$SB_D" api.example.com)" "$CDN4"

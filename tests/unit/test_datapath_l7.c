@@ -305,6 +305,58 @@ Test(l7_datapath, gc_takes_what_it_deletes_off_the_subjects_count)
 	cr_assert_eq(counts[5], 1);
 }
 
+static struct fw_l7_nat_key nat_key(__u16 cport)
+{
+	struct fw_l7_nat_key k = {.client_port = htons(cport), .proxy_port = htons(15443)};
+
+	cr_assert_eq(fw_addr_parse("10.42.0.10", &k.client, NULL), 0);
+	return k;
+}
+
+Test(l7_datapath, a_reported_close_counts_off_once_and_the_release_deletes_it)
+{
+	const __u64 s = 1000000000ull, now = 1000 * s;
+	struct fw_l7_nat_key k1 = nat_key(1), k2 = nat_key(2), k3 = nat_key(3);
+	__u64 *counts = fw_dp_l7_counts(&dp);
+	struct fw_l7_nat v;
+
+	cr_assert_not_null(counts);
+	nat_put_of(5, 1, now - s, 0);
+	nat_put_of(5, 2, now - s, 0);
+	nat_put_of(5, 3, now - s, 0);
+	cr_assert_eq(bpf_map_lookup_elem(dp.l7_nat_fd, &k3, &v), 0);
+	v.sock = 1; /* the sockops program's: it deletes its own */
+	cr_assert_eq(bpf_map_update_elem(dp.l7_nat_fd, &k3, &v, BPF_EXIST), 0);
+	counts[5] = 3;
+
+	cr_assert_eq(fw_dp_l7_closed(&dp, &k1, 6), -ENOENT, "another subject's");
+	cr_assert_eq(fw_dp_l7_closed(&dp, &k3, 5), -ENOENT, "the sockops program's");
+	cr_assert_eq(counts[5], 3);
+	cr_assert_eq(fw_dp_l7_closed(&dp, &k1, 5), 0);
+	cr_assert_eq(counts[5], 2);
+	cr_assert_eq(fw_dp_l7_closed(&dp, &k1, 5), -ENOENT, "marked already");
+	cr_assert_eq(counts[5], 2);
+	cr_assert(nat_has(1), "kept for its last segments");
+
+	/* the collector neither counts it nor takes it off again */
+	cr_assert_eq(fw_dp_l7_gc(&dp, now, 60 * s, 10 * s, NULL), 0);
+	cr_assert_eq(counts[5], 2, "a reported entry counted by the scan: %llu",
+		     (unsigned long long)counts[5]);
+	cr_assert_eq(fw_dp_l7_gc(&dp, now + 11 * s, 60 * s, 10 * s, NULL), 0);
+	cr_assert(!nat_has(1), "a reported entry goes at the closed bound");
+	cr_assert_eq(counts[5], 2);
+
+	cr_assert_eq(fw_dp_l7_release(&dp, &k2), -ENOENT, "not reported: kept");
+	cr_assert(nat_has(2));
+	cr_assert_eq(fw_dp_l7_closed(&dp, &k2, 5), 0);
+	cr_assert_eq(fw_dp_l7_release(&dp, &k2), 0);
+	cr_assert(!nat_has(2));
+	cr_assert_eq(counts[5], 1);
+	cr_assert_eq(fw_dp_l7_release(&dp, &k2), -ENOENT);
+	cr_assert_eq(bpf_map_delete_elem(dp.l7_nat_fd, &k3), 0);
+	counts[5] = 0;
+}
+
 Test(l7_datapath, reap_empties_a_dead_subjects_entries_and_count)
 {
 	static bool dead[FW_MAX_SUBJECTS];

@@ -50,6 +50,14 @@ struct l7_proxy {
 	struct fw_loop_watch *exit_watch, *err_watch, *report_watch;
 	struct fw_loop_timer timer;    /* start, restart, the probe */
 	struct fw_loop_timer gc_timer; /* fw_dp_l7_gc */
+	/* entries of connections the proxy reported closed, oldest first,
+	 * deleted FW_L7_RELEASE_NS after the report (fw_dp_l7_release) */
+	struct fw_loop_timer release_timer;
+	struct l7_release {
+		struct fw_l7_nat_key key;
+		__u64 due_ns;
+	} * release;
+	size_t release_head, release_n;
 	__u64 started_ns, backoff_ns;
 	char var[256]; /* runtime_dir/var: the proxy's own */
 	char errbuf[1024];

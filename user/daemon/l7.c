@@ -48,14 +48,16 @@
 #define L7_FD_REPORT 7
 #define L7_HIGH_FD   64 /* where the parent parks them before the fork */
 
-#define L7_BACKOFF_MIN_NS (100 * FW_NSEC_PER_MSEC)
-#define L7_BACKOFF_MAX_NS (30 * FW_NSEC_PER_SEC)
-#define L7_STABLE_NS	  (60 * FW_NSEC_PER_SEC)   /* ran this long: the delay starts over */
-#define L7_PROBE_FAST_NS  (100 * FW_NSEC_PER_MSEC) /* starting: until it accepts */
-#define L7_PROBE_SLOW_NS  (5 * FW_NSEC_PER_SEC)	   /* running: still accepting */
-#define L7_STOP_GRACE_MS  5000			   /* SIGQUIT, then SIGKILL */
-#define L7_GC_NS	  (10 * FW_NSEC_PER_SEC)
-#define L7_OPEN_MAX	  (1u << 20) /* pinned connections tracked for the gauge */
+#define L7_BACKOFF_MIN_NS  (100 * FW_NSEC_PER_MSEC)
+#define L7_BACKOFF_MAX_NS  (30 * FW_NSEC_PER_SEC)
+#define L7_STABLE_NS	   (60 * FW_NSEC_PER_SEC)   /* ran this long: the delay starts over */
+#define L7_PROBE_FAST_NS   (100 * FW_NSEC_PER_MSEC) /* starting: until it accepts */
+#define L7_PROBE_SLOW_NS   (5 * FW_NSEC_PER_SEC)    /* running: still accepting */
+#define L7_STOP_GRACE_MS   5000			    /* SIGQUIT, then SIGKILL */
+#define L7_GC_NS	   (10 * FW_NSEC_PER_SEC)
+#define L7_OPEN_MAX	   (1u << 20)	 /* pinned connections tracked for the gauge */
+#define L7_RELEASE_MAX	   FW_MAX_L7_NAT /* no more entries can be marked at once */
+#define L7_RELEASE_TICK_NS (250 * FW_NSEC_PER_MSEC)
 
 static const char *const l7_maps[4] = {"fastwall_l7_nat", "fastwall_learned",
 				       "fastwall_learned_names", "fastwall_names"};
@@ -170,6 +172,53 @@ static void open_clear(struct l7_proxy *p)
 	}
 	p->nopen = 0;
 	__atomic_store_n(&p->counters.active, 0, __ATOMIC_RELAXED);
+}
+
+/* --- closed connections' entries ------------------------------------------ */
+
+/* The proxy closed a container's pinned connection (or refused it): its
+ * fastwall_l7_nat entry stops counting in the subject's share now and is
+ * deleted once its last segments had time to pass. Without this a
+ * closed entry held its place until the collector's closed bound, and a
+ * sandbox opening more than share / bound connections a second dropped
+ * l7-full. A queue that is full leaves the entry to the collector. */
+static void release_later(struct fw_daemon *d, const struct fw_l7_report *r)
+{
+	struct l7_proxy *p = &d->l7;
+	struct fw_l7_nat_key k = {.client = r->client, .client_port = r->client_port};
+	__u16 port = r->kind == FW_L7_HTTP ? d->cfg.l7_proxy_http_port : d->cfg.l7_proxy_tls_port;
+	struct l7_release *e;
+
+	if (!r->subject)
+		return;
+	k.proxy_port = htons(port);
+	if (!p->release) {
+		p->release = calloc(L7_RELEASE_MAX, sizeof(*p->release));
+		if (!p->release)
+			return;
+	}
+	if (p->release_n == L7_RELEASE_MAX)
+		return;
+	if (fw_dp_l7_closed(d->dp, &k, r->subject))
+		return;
+	e = &p->release[(p->release_head + p->release_n++) % L7_RELEASE_MAX];
+	e->key = k;
+	e->due_ns = fw_loop_now(d->loop) + FW_L7_RELEASE_NS;
+}
+
+static __u64 release_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
+{
+	struct fw_daemon *d = ctx;
+	struct l7_proxy *p = &d->l7;
+	__u64 now = fw_loop_now(l);
+
+	(void)t;
+	while (p->release_n && p->release[p->release_head].due_ns <= now) {
+		fw_dp_l7_release(d->dp, &p->release[p->release_head].key);
+		p->release_head = (p->release_head + 1) % L7_RELEASE_MAX;
+		p->release_n--;
+	}
+	return L7_RELEASE_TICK_NS;
 }
 
 /* --- reports -------------------------------------------------------------- */
@@ -302,6 +351,7 @@ static void on_report(struct fw_daemon *d, const struct fw_l7_report *r)
 	}
 	if (r->type == FW_L7_REPORT_CLOSE) {
 		open_del(p, r);
+		release_later(d, r);
 		count_add(&p->counters.bytes_up, r->bytes_up);
 		count_add(&p->counters.bytes_down, r->bytes_down);
 		return;
@@ -311,6 +361,9 @@ static void on_report(struct fw_daemon *d, const struct fw_l7_report *r)
 	memcpy(sni, r->name, sizeof(sni));
 	sni[sizeof(sni) - 1] = '\0';
 	on_verdict(d, r, sni);
+	/* a refused TLS connection is closed at once */
+	if (r->kind == FW_L7_TLS && r->reason != FW_L7_PINNED)
+		release_later(d, r);
 }
 
 static void on_reports(struct fw_loop *l, int fd, __u32 events, void *ctx)
@@ -883,6 +936,8 @@ int l7_start(struct fw_daemon *d)
 	fw_loop_timer_init(&p->timer, l7_timer, d);
 	fw_loop_timer_init(&p->gc_timer, gc_timer, d);
 	fw_loop_timer_arm(d->loop, &p->gc_timer, L7_GC_NS);
+	fw_loop_timer_init(&p->release_timer, release_timer, d);
+	fw_loop_timer_arm(d->loop, &p->release_timer, L7_RELEASE_TICK_NS);
 	/* a failure (the maps missing, fork) is retried like an end */
 	schedule(d, 0);
 	return 0;
@@ -899,6 +954,7 @@ void l7_stop(struct fw_daemon *d)
 	if (d->loop) {
 		fw_loop_timer_cancel(d->loop, &p->timer);
 		fw_loop_timer_cancel(d->loop, &p->gc_timer);
+		fw_loop_timer_cancel(d->loop, &p->release_timer);
 	}
 	if (p->pid) {
 		struct pollfd pfd = {.fd = p->pidfd, .events = POLLIN};
@@ -930,5 +986,9 @@ void l7_stop(struct fw_daemon *d)
 	open_clear(p);
 	free(p->budget);
 	p->budget = NULL;
+	/* left to the collector */
+	free(p->release);
+	p->release = NULL;
+	p->release_head = p->release_n = 0;
 	p->enabled = false;
 }

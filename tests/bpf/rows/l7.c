@@ -208,6 +208,55 @@ static int l7_counts_2_1(void)
 	return l7_counts_are(2, 1);
 }
 
+/* fastwalld hears the proxy closed alpha's connection from port cport:
+ * fw_dp_l7_closed answers want (0: marked, -ENOENT), and the counts are
+ * then a, b. */
+static int l7_reported(__u16 cport, int want, __u64 a, __u64 b)
+{
+	struct fw_l7_nat_key k = {.client = ip_of(ALPHA4),
+				  .client_port = htons(cport),
+				  .proxy_port = htons(PROXY_TLS)};
+	int err = fw_dp_l7_closed(t.dp, &k, id_of("alpha"));
+
+	if (err != want) {
+		printf("fw_dp_l7_closed(:%u): %d, expected %d\n", cport, err, want);
+		return -1;
+	}
+	return l7_counts_are(a, b);
+}
+
+static int l7_report_40101(void)
+{
+	return l7_reported(40101, 0, 1, 1);
+}
+
+static int l7_report_40101_again(void)
+{
+	/* marked once: not taken off twice */
+	return l7_reported(40101, -ENOENT, 2, 1);
+}
+
+static int l7_report_40103_release(void)
+{
+	struct fw_l7_nat_key k = {.client = ip_of(ALPHA4),
+				  .client_port = htons(40103),
+				  .proxy_port = htons(PROXY_TLS)};
+
+	if (l7_reported(40103, 0, 1, 1))
+		return -1;
+	if (fw_dp_l7_release(t.dp, &k) || !fw_dp_l7_release(t.dp, &k) ||
+	    !bpf_map_lookup_elem(t.dp->l7_nat_fd, &k, &(struct fw_l7_nat){})) {
+		printf("fw_dp_l7_release: the reported entry of :40103 should go, once\n");
+		return -1;
+	}
+	return l7_counts_are(1, 1);
+}
+
+static int l7_counts_2_1_after(void)
+{
+	return l7_counts_are(2, 1);
+}
+
 /* The entry of {client, cport, proxy port} says orig:oport, kind, closed. */
 static int nat_is(const char *client, __u16 cport, __u16 pport, const char *orig, __u16 oport,
 		  enum fw_l7_kind kind, __u8 closed)
@@ -341,6 +390,18 @@ const struct row l7_rows[] = {
 	{"l7 quota: which counted nothing: a new port still drops", .then = true,
 	 .setup = l7_counts_2_1, .pkt = SYN4(LEARNED4, 40103, 443), DROP(FW_DROP_L7_FULL),
 	 .subject = "alpha", .forged = true},
+	{"l7 quota: a connection the proxy reported closed counts no more: a new port passes",
+	 .then = true, .setup = l7_report_40101, .pkt = SYN4(LEARNED4, 40103, 443),
+	 OUT(TO_PROXY4(40103, PROXY_TLS)), PASS(FW_PASS_L7_PROXY), .subject = "alpha"},
+	{"l7 quota: a syn over a reported entry counts as new: at the quota it drops", .then = true,
+	 .setup = l7_report_40101_again, .pkt = SYN4(LEARNED4, 40101, 443), DROP(FW_DROP_L7_FULL),
+	 .subject = "alpha", .forged = true},
+	{"l7 quota: a released entry is gone and counted nothing twice", .then = true,
+	 .setup = l7_report_40103_release, .pkt = SYN4(LEARNED4, 40101, 443),
+	 OUT(TO_PROXY4(40101, PROXY_TLS)), PASS(FW_PASS_L7_PROXY), .subject = "alpha"},
+	{"l7 quota: which it counted", .then = true, .setup = l7_counts_2_1_after,
+	 .pkt = SYN4(LEARNED4, 40105, 443), DROP(FW_DROP_L7_FULL), .subject = "alpha",
+	 .forged = true},
 
 	/* HTTP: its own proxy port and kind */
 	{"l7: syn to a leased address on 80 goes to the http proxy port", .setup = l7_alpha,

@@ -162,10 +162,10 @@ struct gc {
 	__u64 *found;	       /* per subject: entries the scan keeps; NULL: not counted */
 };
 
-/* Not seen for idle_ns, or for closed_ns once the sandbox closed it. */
+/* Not seen for idle_ns, or for closed_ns once either side closed it. */
 static bool idle(const struct fw_l7_nat *v, __u64 now, __u64 idle_ns, __u64 closed_ns)
 {
-	__u64 bound = v->closed && closed_ns < idle_ns ? closed_ns : idle_ns;
+	__u64 bound = (v->closed || v->reported) && closed_ns < idle_ns ? closed_ns : idle_ns;
 
 	return v->last_seen_ns <= now && now - v->last_seen_ns >= bound;
 }
@@ -177,7 +177,7 @@ static int gc_one(const void *key, const void *val, void *ctx)
 
 	if (idle(v, g->now, g->idle, g->closed))
 		return fw_recs_push(&g->doomed, key);
-	if (g->found && v->subject < FW_MAX_SUBJECTS)
+	if (g->found && v->subject < FW_MAX_SUBJECTS && !v->reported)
 		g->found[v->subject]++;
 	return 0;
 }
@@ -197,6 +197,33 @@ static void counts_heal(__u64 *counts, const __u64 *before, const __u64 *found)
 			__atomic_compare_exchange_n(&counts[id], &expected, found[id], false,
 						    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 	}
+}
+
+int fw_dp_l7_closed(struct fw_dp *dp, const struct fw_l7_nat_key *k, __u32 subject)
+{
+	struct fw_l7_nat v;
+	__u64 *counts;
+
+	if (dp->l7_nat_fd < 0)
+		return -ENOENT;
+	if (fw_dp_lookup(dp->l7_nat_fd, k, &v) || v.subject != subject || v.sock || v.reported)
+		return -ENOENT;
+	v.reported = 1;
+	if (bpf_map_update_elem(dp->l7_nat_fd, k, &v, BPF_EXIST))
+		return -ENOENT; /* deleted meanwhile: by whoever took it off */
+	counts = fw_dp_l7_counts(dp);
+	if (counts && subject < FW_MAX_SUBJECTS)
+		count_down(&counts[subject]);
+	return 0;
+}
+
+int fw_dp_l7_release(struct fw_dp *dp, const struct fw_l7_nat_key *k)
+{
+	struct fw_l7_nat v;
+
+	if (dp->l7_nat_fd < 0 || fw_dp_lookup(dp->l7_nat_fd, k, &v) || !v.reported)
+		return -ENOENT;
+	return fw_dp_delete(dp->l7_nat_fd, k) ? -ENOENT : 0;
 }
 
 int fw_dp_l7_gc(struct fw_dp *dp, __u64 now_ns, __u64 idle_ns, __u64 closed_ns, size_t *deleted)
@@ -234,14 +261,14 @@ int fw_dp_l7_gc(struct fw_dp *dp, __u64 now_ns, __u64 idle_ns, __u64 closed_ns, 
 		if (fw_dp_lookup(dp->l7_nat_fd, k, &v))
 			continue;
 		if (!idle(&v, now_ns, idle_ns, closed_ns)) {
-			if (g.found && v.subject < FW_MAX_SUBJECTS)
+			if (g.found && v.subject < FW_MAX_SUBJECTS && !v.reported)
 				g.found[v.subject]++;
 			continue;
 		}
 		if (fw_dp_delete(dp->l7_nat_fd, k))
 			continue; /* deleted meanwhile: by whoever took it off */
 		n++;
-		if (counts && v.subject < FW_MAX_SUBJECTS) {
+		if (counts && v.subject < FW_MAX_SUBJECTS && !v.reported) {
 			count_down(&counts[v.subject]);
 			if (before[v.subject])
 				before[v.subject]--;

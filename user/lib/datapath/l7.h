@@ -55,10 +55,26 @@ int fw_dp_l7_set_up(struct fw_dp *dp, bool up);
 /* Deletes the fastwall_l7_nat entries not seen for idle_ns (last_seen_ns
  * + idle_ns <= now_ns), or for closed_ns (when shorter) once closed, and
  * counts them in *deleted (may be NULL); each entry deleted is taken
- * off its subject's count in fastwall_l7_count (never below 0), and a
+ * off its subject's count in fastwall_l7_count (never below 0) unless it
+ * was `reported` (counted off already; fw_dp_l7_closed), and a
  * count that drifted from the entries the scan found is rewritten when
  * no program changed it meanwhile. now_ns: CLOCK_MONOTONIC (fw_now_ns). */
 int fw_dp_l7_gc(struct fw_dp *dp, __u64 now_ns, __u64 idle_ns, __u64 closed_ns, size_t *deleted);
+
+/* The proxy reported the connection at k closed: its entry, when it is
+ * a container's (not the sockops program's) of subject and not marked
+ * yet, is marked `reported` and taken off the subject's count, so the
+ * share bounds open connections. 0: marked, the caller releases it
+ * (fw_dp_l7_release) after FW_L7_RELEASE_NS; -ENOENT: nothing to mark
+ * (no entry, another's, the sockops program's, or marked already). A
+ * SYN that takes the key between the lookup and the rewrite loses its
+ * entry to the old one and drops (l7-untracked): the sandbox reused its
+ * end within microseconds of the close. */
+int fw_dp_l7_closed(struct fw_dp *dp, const struct fw_l7_nat_key *k, __u32 subject);
+
+/* Deletes the entry at k if it is still marked `reported` (a new SYN that
+ * took the key cleared the mark). 0, or -ENOENT when nothing went. */
+int fw_dp_l7_release(struct fw_dp *dp, const struct fw_l7_nat_key *k);
 
 /* Deletes the fastwall_l7_nat entries of every subject id with dead[id]
  * set and zeroes their counts (fw_dp_reap's part). */

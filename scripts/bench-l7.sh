@@ -116,10 +116,13 @@ mkdir -p "/etc/netns/$SB_Q"
 printf '10.42.0.1 api.example.com\n' >"/etc/netns/$SB_Q/hosts"
 
 write_config() { # WITH-L7 (1 or 0)
-	local l7="" off=""
+	local l7="" off="" share=""
 	if [ "$1" = 1 ]; then
 		l7=$(fw_l7_yaml "max_connections: $((IDLE + 4096))" "subject_connections: $((IDLE + 4096))")
 		off="    l7: off"
+		# one sandbox holds all the idle connections: its share of the
+		# data plane's table (default 1,024 open) must take them
+		share="  max_connections_per_subject: $((IDLE + 4096))"
 	fi
 	cat <<EOF
 log_level: info
@@ -130,6 +133,7 @@ datapath:
 dns:
   upstreams: [$FW_L7_UP4]
   timeout: 1
+$share
 metrics:
   listen: $FW_L7_METRICS
 $l7

@@ -194,12 +194,27 @@ enum fw_dns_reason {
 	X(FW_L7_LIMIT, FW_VERDICT_DROP, "l7-limit",                                                \
 	  "the subject holds as many proxied connections as `l7.subject_connections` allows")      \
 	X(FW_L7_UPSTREAM, FW_VERDICT_DROP, "l7-upstream-failed",                                   \
-	  "pinned, but the original destination refused or did not answer")
+	  "pinned, but the original destination refused or did not answer")                       \
+	X(FW_L7_INJECTED, FW_VERDICT_PASS, "l7-injected",                                          \
+	  "a request on a terminated connection matched a binding of the subject's vault: its "    \
+	  "credential was set and the request sent to the original destination")                   \
+	X(FW_L7_MISDIRECTED, FW_VERDICT_DROP, "l7-misdirected",                                    \
+	  "a request on a terminated connection whose `Host` is not the connection's server name " \
+	  "(421)")                                                                                 \
+	X(FW_L7_UPSTREAM_CERT, FW_VERDICT_DROP, "l7-upstream-cert",                                \
+	  "the original destination's certificate did not verify for the server name (502): "      \
+	  "nothing was sent to it")                                                                \
+	X(FW_L7_NO_CERT, FW_VERDICT_DROP, "l7-no-cert",                                            \
+	  "a handshake to terminate for a name no binding of the subject's vault names, or the "   \
+	  "proxy could not mint its certificate")
 
 #define FW_L7_REASON_ENUM_(id, verdict, name, meaning) id,
 enum fw_l7_reason {
 	FW_L7_REASONS(FW_L7_REASON_ENUM_) FW_L7_REASON_MAX,
 };
 #undef FW_L7_REASON_ENUM_
+
+/* the proxy's verdicts that let the connection or request through */
+#define FW_L7_REASON_PASSES(r) ((r) == FW_L7_PINNED || (r) == FW_L7_INJECTED)
 
 #endif /* FASTWALL_REASONS_H */

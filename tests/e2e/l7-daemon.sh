@@ -191,7 +191,7 @@ ready() { [ "$(get /readyz)" = "200 ready" ]; }
 check "/readyz: 200 ready while it accepts" fw_eventually 5 ready
 check_eq "fastwall_l7_up 1" "$(metric fastwall_l7_up)" 1
 for r in l7-pinned l7-name l7-no-name l7-ech l7-bad-hello l7-lease l7-untracked-peer l7-limit \
-	l7-upstream-failed; do
+	l7-upstream-failed l7-injected l7-misdirected l7-upstream-cert l7-no-cert; do
 	check_eq "fastwall_l7_connections_total{reason=\"$r\"} is there at 0" \
 		"$(metric "fastwall_l7_connections_total{reason=\"$r\"}")" 0
 done

@@ -30,7 +30,8 @@ import sys
 import time
 
 REASONS = ["l7-pinned", "l7-name", "l7-no-name", "l7-ech", "l7-bad-hello",
-           "l7-lease", "l7-untracked-peer", "l7-limit", "l7-upstream-failed"]
+           "l7-lease", "l7-untracked-peer", "l7-limit", "l7-upstream-failed",
+           "l7-injected", "l7-misdirected", "l7-upstream-cert", "l7-no-cert"]
 KINDS = {"none": 0, "tls": 1, "http": 2}
 REPORT = struct.Struct("<HBBIIB3x16s16s2s2sIQQQ256s")
 assert REPORT.size == 336

@@ -291,7 +291,7 @@ static void on_verdict(struct fw_daemon *d, const struct fw_l7_report *r, const 
 	const char *kind = r->kind == FW_L7_HTTP ? "http" : "tls";
 	char name[FW_NAME_LEN] = "", src[FW_ADDR_STRLEN], dst[FW_ADDR_STRLEN], sport[8], dport[8];
 	struct fw_monitor *m = __atomic_load_n(&d->monitor, __ATOMIC_ACQUIRE);
-	bool pass = r->reason == FW_L7_PINNED;
+	bool pass = FW_L7_REASON_PASSES(r->reason);
 	__u64 suppressed;
 
 	count_add(&p->counters.connections[r->reason], 1);
@@ -362,7 +362,7 @@ static void on_report(struct fw_daemon *d, const struct fw_l7_report *r)
 	sni[sizeof(sni) - 1] = '\0';
 	on_verdict(d, r, sni);
 	/* a refused TLS connection is closed at once */
-	if (r->kind == FW_L7_TLS && r->reason != FW_L7_PINNED)
+	if (r->kind == FW_L7_TLS && !FW_L7_REASON_PASSES(r->reason))
 		release_later(d, r);
 }
 

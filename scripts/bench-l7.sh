@@ -25,7 +25,8 @@
 # order rotating each round, medians:
 #   conn     new TLS connections/s: wrk, one thread, L7_CONNS connections,
 #            "Connection: close" (a full handshake per request), and wrk's
-#            p50 and p99 latency
+#            p50 and p99 latency, and the CPU time per request of the proxy
+#            (master and workers) and of fastwalld (/proc/PID/stat)
 #   ka       requests/s on kept-alive connections
 #   lat      connect + handshake, one connection after another
 #            (l7tool.py connlat, L7_LAT_N of them): p50, p99; the table
@@ -229,15 +230,37 @@ to_us() { # wrk's "1.23ms" -> 1230
 		printf "%.0f", n * f }'
 }
 
+cpu_ticks() { # PID...: their user + system clock ticks
+	local p s=0 t
+	for p in "$@"; do
+		t=$(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null)
+		s=$((s + ${t:-0}))
+	done
+	echo "$s"
+}
+HZ=$(getconf CLK_TCK)
+
 RES=$FW_TMP/results # lines: PATH METRIC VALUE
 run_wrk() {         # PATH conn|ka
-	local p=$1 kind=$2 out hdr=()
+	local p=$1 kind=$2 out hdr=() pp=() t0 d0 t1 d1 n
 	[ "$kind" = conn ] && hdr=(-H 'Connection: close')
+	mapfile -t pp < <(proxy_pids "$p")
+	t0=$(cpu_ticks "${pp[@]}")
+	d0=$(cpu_ticks "$FW_DAEMON_PID")
 	out=$(in_ns "$(path_ns "$p")" wrk -t1 -c"$CONNS" -d"${SECS}s" --latency "${hdr[@]}" "$(path_url "$p")/")
+	t1=$(cpu_ticks "${pp[@]}")
+	d1=$(cpu_ticks "$FW_DAEMON_PID")
+	n=$(awk '/requests in/ { print $1 }' <<<"$out")
 	{
 		echo "$p ${kind}_rps $(awk '/^Requests\/sec:/ { print $2 }' <<<"$out")"
 		echo "$p ${kind}_p50_us $(to_us "$(awk '$1 == "50%" { print $2 }' <<<"$out")")"
 		echo "$p ${kind}_p99_us $(to_us "$(awk '$1 == "99%" { print $2 }' <<<"$out")")"
+		# CPU per request of the proxy (none direct) and of fastwalld
+		# (its share of the reports, the releases)
+		if [ "${n:-0}" -gt 0 ]; then
+			echo "$p ${kind}_proxy_cpu_us $(awk -v a="$t0" -v b="$t1" -v n="$n" -v hz="$HZ" 'BEGIN { printf "%.1f", (b - a) * 1e6 / hz / n }')"
+			echo "$p ${kind}_daemon_cpu_us $(awk -v a="$d0" -v b="$d1" -v n="$n" -v hz="$HZ" 'BEGIN { printf "%.1f", (b - a) * 1e6 / hz / n }')"
+		fi
 	} >>"$RES"
 	grep -E 'Socket errors|Non-2xx' <<<"$out" | sed "s/^/  $p $kind: /" || true
 	printf '  %-8s %-4s %10s req/s\n' "$p" "$kind" "$(awk '/^Requests\/sec:/ { print $2 }' <<<"$out")"
@@ -339,7 +362,10 @@ labels = [
     ("conn_rps", "new TLS connections/s", "ratio"),
     ("conn_p50_us", "p50 latency, new connection (us)", "added"),
     ("conn_p99_us", "p99 latency, new connection (us)", "added"),
+    ("conn_proxy_cpu_us", "proxy CPU per new connection (us)", None),
+    ("conn_daemon_cpu_us", "fastwalld CPU per new connection (us)", None),
     ("ka_rps", "keep-alive requests/s", "ratio"),
+    ("ka_proxy_cpu_us", "proxy CPU per kept-alive request (us)", None),
     ("lat_total_p50_us", "connect + handshake p50 (us)", "added"),
     ("lat_total_p99_us", "connect + handshake p99 (us)", "added"),
     ("bulk1_MBps", "bulk, one stream (MB/s)", "ratio"),

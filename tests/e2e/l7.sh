@@ -23,7 +23,8 @@
 #              connection, an absolute-form URI, CL+TE, two Hosts
 #   bypass     the proxy's ports addressed directly; UDP 443 (QUIC)
 #   limit      l7.subject_connections: the extra connection refused, a
-#              sibling still connects
+#              sibling still connects; the data plane's share: connections
+#              opened and closed faster than it, a raw SYN flood
 #   off        a subject with "l7: off" reaches any tenant, as before
 #   reporting  fastwall monitor, the audit log, metrics, fastwall status
 #   down       the proxy killed: nothing passes until it is back; a proxy
@@ -321,6 +322,19 @@ c_entries_gone() {
 echo "# sandbox-c's entries after the last close: $(c_entries)"
 check "... and their entries go within 2 s of the last close (the proxy reported them)" \
 	fw_eventually 2 c_entries_gone
+
+echo "# a SYN flood from every source port (a raw socket in sandbox-b): its share holds, a sibling connects"
+bfull0=$(fw_subject_counter sandbox-b "drop l7-full")
+bproxy0=$(fw_subject_counter sandbox-b "pass l7-proxy")
+fw_l7_mark
+check_eq "sandbox-b sends 3000 SYNs to api.example.com's address, from 3000 ports" \
+	"$(tool "$SB_B" synflood "$CDN4" 443 --src 10.42.0.3 -n 3000)" "sent 3000"
+check "... none reached the far side" fw_l7_nothing_arrived
+check_ge "... all but its share dropped l7-full" \
+	"$(fw_subject_counter sandbox-b "drop l7-full")" $((bfull0 + 3000 - SHARE))
+check_ge "... and its share went to the proxy" \
+	"$(fw_subject_counter sandbox-b "pass l7-proxy")" $((bproxy0 + SHARE))
+check_eq "sandbox-c (a sibling) connects right after" "$(fw_l7_curl "$SB_C" api.example.com "$CDN4")" "200 api"
 
 echo "# l7: off"
 check_eq "sandbox-d (l7: off) resolves api.example.com" "$(fw_l7_resolve "$SB_D" api.example.com)" "$CDN4"

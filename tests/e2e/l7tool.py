@@ -421,6 +421,34 @@ def udp_main(a):
     return 0
 
 
+def csum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def synflood_main(a):
+    """-n SYNs from -n source ports (a raw socket: no handshake, no RST of
+    our own), IPv4; prints how many went out."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_TCP)
+    src = socket.inet_aton(a.src)
+    dst = socket.inet_aton(a.host)
+    sent = 0
+    for i in range(a.n):
+        sport = 20000 + (i % 40000)
+        hdr = struct.pack("!HHIIBBHHH", sport, a.port, random.getrandbits(32), 0, 5 << 4, 0x02,
+                          64240, 0, 0)
+        pseudo = src + dst + struct.pack("!BBH", 0, 6, len(hdr))
+        hdr = hdr[:16] + struct.pack("!H", csum(pseudo + hdr)) + hdr[18:]
+        s.sendto(hdr, (a.host, 0))
+        sent += 1
+    print("sent %d" % sent)
+    return 0
+
+
 # --- capture -------------------------------------------------------------
 
 METHODS = (b"GET ", b"POST ", b"HEAD ", b"PUT ", b"DELETE ", b"OPTIONS ", b"CONNECT ", b"PATCH ")
@@ -527,13 +555,19 @@ def main():
     u = sub.add_parser("udp")
     u.add_argument("host")
     u.add_argument("port", type=int)
+    f = sub.add_parser("synflood")
+    f.add_argument("host")
+    f.add_argument("port", type=int)
+    f.add_argument("--src", required=True)
+    f.add_argument("-n", type=int, default=1000)
     k = sub.add_parser("capture")
     k.add_argument("--iface", required=True)
     k.add_argument("--out", required=True)
     k.add_argument("--ready", required=True)
     a = p.parse_args()
     return {"hello": hello_main, "http": http_main, "hold": hold_main, "connlat": connlat_main,
-            "peer": peer_main, "udp": udp_main, "capture": capture_main}[a.cmd](a)
+            "peer": peer_main, "udp": udp_main, "synflood": synflood_main,
+            "capture": capture_main}[a.cmd](a)
 
 
 if __name__ == "__main__":

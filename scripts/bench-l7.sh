@@ -41,7 +41,9 @@
 # module does not build) the pinned path is reported as not measured and
 # the other two still run. Environment: BUILD (build), L7_ROUNDS (3; FULL
 # 5), L7_SECONDS (5), L7_CONNS (32), L7_LAT_N (500), L7_BULK_MB (256),
-# L7_STREAMS (4), L7_IDLE (10000), L7_IDLE_PROCS (4), L7_NOFILE (65536).
+# L7_STREAMS (4), L7_IDLE (10000), L7_IDLE_PROCS (4), L7_NOFILE (65536);
+# L7_PERF=1 records the proxies' and fastwalld's new-connection runs with
+# perf into $BUILD/bench/l7-PATH.perf (perf report -i ... --no-children).
 # Output also goes to $BUILD/bench/l7.txt.
 set -uo pipefail
 
@@ -247,7 +249,16 @@ run_wrk() {         # PATH conn|ka
 	mapfile -t pp < <(proxy_pids "$p")
 	t0=$(cpu_ticks "${pp[@]}")
 	d0=$(cpu_ticks "$FW_DAEMON_PID")
+	local perf=""
+	if [ "${L7_PERF:-0}" = 1 ] && [ "$kind" = conn ] && [ "${#pp[@]}" -gt 0 ]; then
+		perf record -q -g -o "$OUT/l7-$p.perf" -p "$(
+			IFS=,
+			echo "${pp[*]},$FW_DAEMON_PID"
+		)" -- sleep "$SECS" >/dev/null 2>&1 &
+		perf=$!
+	fi
 	out=$(in_ns "$(path_ns "$p")" wrk -t1 -c"$CONNS" -d"${SECS}s" --latency "${hdr[@]}" "$(path_url "$p")/")
+	[ -n "$perf" ] && wait "$perf"
 	t1=$(cpu_ticks "${pp[@]}")
 	d1=$(cpu_ticks "$FW_DAEMON_PID")
 	n=$(awk '/requests in/ { print $1 }' <<<"$out")

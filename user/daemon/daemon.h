@@ -53,6 +53,7 @@ struct l7_proxy {
 	/* entries of connections the proxy reported closed, oldest first,
 	 * deleted FW_L7_RELEASE_NS after the report (fw_dp_l7_release) */
 	struct fw_loop_timer release_timer;
+	struct fw_loop_timer report_timer; /* reads the reports while they come */
 	struct l7_release {
 		struct fw_l7_nat_key key;
 		__u64 due_ns;

@@ -58,6 +58,7 @@
 #define L7_OPEN_MAX	   (1u << 20)	 /* pinned connections tracked for the gauge */
 #define L7_RELEASE_MAX	   FW_MAX_L7_NAT /* no more entries can be marked at once */
 #define L7_RELEASE_TICK_NS (250 * FW_NSEC_PER_MSEC)
+#define L7_REPORT_PACE_NS  (2 * FW_NSEC_PER_MSEC) /* reports read this often while they come */
 
 static const char *const l7_maps[4] = {"fastwall_l7_nat", "fastwall_learned",
 				       "fastwall_learned_names", "fastwall_names"};
@@ -366,25 +367,56 @@ static void on_report(struct fw_daemon *d, const struct fw_l7_report *r)
 		release_later(d, r);
 }
 
-static void on_reports(struct fw_loop *l, int fd, __u32 events, void *ctx)
+/* Reads what the proxy reported, a bounded batch (a flood of reports
+ * does not starve the loop); the number read. */
+static int drain_reports(struct fw_daemon *d)
 {
-	struct fw_daemon *d = ctx;
 	struct fw_l7_report r;
+	int n = 0;
 
-	(void)l;
-	(void)events;
-	/* a bounded batch: a flood of reports does not starve the loop */
-	for (int i = 0; i < 256; i++) {
-		ssize_t n = recv(fd, &r, sizeof(r), MSG_DONTWAIT | MSG_TRUNC);
+	for (; n < 256; n++) {
+		ssize_t len = recv(d->l7.report_fd, &r, sizeof(r), MSG_DONTWAIT | MSG_TRUNC);
 
-		if (n < 0)
-			return;
-		if ((size_t)n != sizeof(r)) {
+		if (len < 0)
+			break;
+		if ((size_t)len != sizeof(r)) {
 			count_add(&d->l7.counters.reports_malformed, 1);
 			continue;
 		}
 		on_report(d, &r);
 	}
+	return n;
+}
+
+/* Paced: while reports keep coming, the socket is read every
+ * L7_REPORT_PACE_NS rather than woken for each datagram (two per
+ * connection: a wake-up of this loop each cost more than the report);
+ * once a round finds none, back to waking on the first. */
+static __u64 report_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
+{
+	struct fw_daemon *d = ctx;
+	struct l7_proxy *p = &d->l7;
+
+	(void)t;
+	if (p->report_fd < 0)
+		return 0;
+	if (drain_reports(d))
+		return L7_REPORT_PACE_NS;
+	if (p->report_watch && fw_loop_watch_mod(l, p->report_watch, EPOLLIN))
+		return L7_REPORT_PACE_NS; /* keep reading on the timer */
+	return 0;
+}
+
+static void on_reports(struct fw_loop *l, int fd, __u32 events, void *ctx)
+{
+	struct fw_daemon *d = ctx;
+	struct l7_proxy *p = &d->l7;
+
+	(void)fd;
+	(void)events;
+	drain_reports(d);
+	if (!fw_loop_watch_mod(l, p->report_watch, 0))
+		fw_loop_timer_arm(l, &p->report_timer, L7_REPORT_PACE_NS);
 }
 
 /* --- its stderr, into the log --------------------------------------------- */
@@ -936,6 +968,7 @@ int l7_start(struct fw_daemon *d)
 	fw_loop_timer_init(&p->timer, l7_timer, d);
 	fw_loop_timer_init(&p->gc_timer, gc_timer, d);
 	fw_loop_timer_arm(d->loop, &p->gc_timer, L7_GC_NS);
+	fw_loop_timer_init(&p->report_timer, report_timer, d);
 	fw_loop_timer_init(&p->release_timer, release_timer, d);
 	fw_loop_timer_arm(d->loop, &p->release_timer, L7_RELEASE_TICK_NS);
 	/* a failure (the maps missing, fork) is retried like an end */
@@ -955,6 +988,7 @@ void l7_stop(struct fw_daemon *d)
 		fw_loop_timer_cancel(d->loop, &p->timer);
 		fw_loop_timer_cancel(d->loop, &p->gc_timer);
 		fw_loop_timer_cancel(d->loop, &p->release_timer);
+		fw_loop_timer_cancel(d->loop, &p->report_timer);
 	}
 	if (p->pid) {
 		struct pollfd pfd = {.fd = p->pidfd, .events = POLLIN};

@@ -60,6 +60,9 @@ import struct
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from frames import csum  # noqa: E402  (the raw frames' checksum, shared)
+
 
 # --- ClientHello parsing and editing ----------------------------------
 
@@ -419,15 +422,6 @@ def udp_main(a):
     dg = b"\xc3\x00\x00\x00\x01\x08" + os.urandom(8) + b"\x08" + os.urandom(8)
     s.sendto(dg + b"\0" * (1200 - len(dg)), (a.host, a.port))
     return 0
-
-
-def csum(data):
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
 
 
 def synflood_main(a):

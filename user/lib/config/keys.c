@@ -116,7 +116,9 @@ static const struct fw_cfgkey datapath[] = {
 	 .type = FW_CK_PATH,
 	 F(bpffs),
 	 .def_str = FW_DEFAULT_BPFFS,
-	 .doc = "where maps and programs are pinned",
+	 .doc = "where maps and programs are pinned: a directory of fastwall's own on a bpf "
+		"filesystem (created when missing); the mount point itself, or a directory on "
+		"another filesystem, is refused at start",
 	 .reload = FW_CK_RESTART},
 	{.key = "interfaces",
 	 .type = FW_CK_SECTION,

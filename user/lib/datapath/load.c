@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -103,6 +104,41 @@ static int mkdir_p(const char *path)
 	}
 	if (mkdir(buf, 0700) && errno != EEXIST)
 		return -errno;
+	return 0;
+}
+
+#ifndef BPF_FS_MAGIC
+#define BPF_FS_MAGIC 0xcafe4a11
+#endif
+
+/* The pin directory is a directory of its own on a bpf filesystem, not
+ * the filesystem's mount point: pins there would mix with every other
+ * tool's, and a clean-up of fastwall's could touch theirs. */
+static int pin_root_ok(const char *path)
+{
+	char parent[sizeof(((struct fw_dp *)0)->pin_root) + 4];
+	struct stat st, pst;
+	struct statfs fs;
+
+	if (statfs(path, &fs)) {
+		fw_err("pin directory %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if ((unsigned long)fs.f_type != BPF_FS_MAGIC) {
+		fw_err("pin directory %s is not on a bpf filesystem (mount one: mount -t bpf bpf "
+		       "/sys/fs/bpf)",
+		       path);
+		return -EINVAL;
+	}
+	snprintf(parent, sizeof(parent), "%s/..", path);
+	if (stat(path, &st) || stat(parent, &pst))
+		return -errno;
+	if (st.st_dev != pst.st_dev || st.st_ino == pst.st_ino) {
+		fw_err("pin directory %s is a bpf filesystem's mount point: give fastwall a directory "
+		       "of its own under it (datapath.bpffs, as /sys/fs/bpf/fastwall)",
+		       path);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -634,6 +670,9 @@ int fw_dp_open(const char *pin_root, struct fw_dp **out)
 		fw_err("can't create pin directory %s: %s", pin_root, strerror(-err));
 		goto cleanup;
 	}
+	err = pin_root_ok(pin_root);
+	if (err)
+		goto cleanup;
 	oopts.pin_root_path = dp->pin_root;
 	dp->skel = egress_bpf__open_opts(&oopts);
 	if (!dp->skel) {

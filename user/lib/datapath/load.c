@@ -134,7 +134,8 @@ static int pin_root_ok(const char *path)
 	if (stat(path, &st) || stat(parent, &pst))
 		return -errno;
 	if (st.st_dev != pst.st_dev || st.st_ino == pst.st_ino) {
-		fw_err("pin directory %s is a bpf filesystem's mount point: give fastwall a directory "
+		fw_err("pin directory %s is a bpf filesystem's mount point: give fastwall a "
+		       "directory "
 		       "of its own under it (datapath.bpffs, as /sys/fs/bpf/fastwall)",
 		       path);
 		return -EINVAL;

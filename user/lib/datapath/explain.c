@@ -18,6 +18,7 @@
 #include "common/addr.h"
 #include "datapath/cgroup.h"
 #include "datapath/explain.h"
+#include "datapath/l7.h"
 #include "datapath/ranges.h"
 
 #define FW_XSTEP_NAME_(id, name) [id] = name,
@@ -288,7 +289,8 @@ static __u32 l7_decide(struct fw_dp *dp, const struct fw_config *cfg, const stru
 	__u8 gw_flag = p->family == FW_FAM_V4 ? FW_SF_GATEWAY4 : FW_SF_GATEWAY6;
 	bool syn = !p->tcp_flags || (p->tcp_flags & (TH_SYN | TH_ACK)) == TH_SYN;
 	struct fw_l7_nat *cur = &r->l7_nat;
-	bool same;
+	__u64 *counts;
+	bool same, open;
 
 	if (!(cfg->flags & FW_CF_L7) || dp->l7_ports_fd < 0)
 		return reason;
@@ -322,8 +324,20 @@ static __u32 l7_decide(struct fw_dp *dp, const struct fw_config *cfg, const stru
 		return same ? FW_PASS_L7_PROXY : FW_DROP_L7_UNTRACKED;
 	if (!(cfg->flags & FW_CF_L7_UP))
 		return FW_DROP_L7_PROXY_DOWN;
-	if (r->has_l7_nat && !same && !cur->closed && now - cur->last_seen_ns < FW_L7_REUSE_NS)
+	/* neither side closed it */
+	open = r->has_l7_nat && !cur->closed && !cur->reported;
+	if (open && same)
+		return FW_PASS_L7_PROXY; /* a retransmitted SYN */
+	if (open && now - cur->last_seen_ns < FW_L7_REUSE_NS)
 		return FW_DROP_L7_PORT_REUSE;
+	/* fw_l7_put: the subject's own entry, still counted, is overwritten;
+	 * anything else is a new entry, within the subject's share */
+	if (r->has_l7_nat && cur->subject == s->id && !cur->reported)
+		return FW_PASS_L7_PROXY;
+	counts = fw_dp_l7_counts(dp);
+	if (cfg->conn_quota && counts && s->id < FW_MAX_SUBJECTS &&
+	    __atomic_load_n(&counts[s->id], __ATOMIC_RELAXED) >= cfg->conn_quota)
+		return FW_DROP_L7_FULL;
 	return FW_PASS_L7_PROXY;
 }
 

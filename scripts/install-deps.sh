@@ -20,7 +20,7 @@ esac
 
 PKGS=(
 	# build
-	make gcc clang llvm libclang-rt-14-dev libbpf-dev libelf-dev zlib1g-dev libyaml-dev libjansson-dev libmicrohttpd-dev pkg-config
+	make gcc clang llvm libclang-rt-14-dev libbpf-dev libelf-dev zlib1g-dev libyaml-dev libjansson-dev libmicrohttpd-dev libssl-dev pkg-config
 	bpftool
 	# tests (dig, dnsmasq as the test upstream; git: the upgrade test builds the previous release;
 	# prometheus: the metrics test scrapes fastwalld with it, its promtool lints the text)

@@ -194,7 +194,7 @@ enum fw_dns_reason {
 	X(FW_L7_LIMIT, FW_VERDICT_DROP, "l7-limit",                                                \
 	  "the subject holds as many proxied connections as `l7.subject_connections` allows")      \
 	X(FW_L7_UPSTREAM, FW_VERDICT_DROP, "l7-upstream-failed",                                   \
-	  "pinned, but the original destination refused or did not answer")                       \
+	  "pinned, but the original destination refused or did not answer")                        \
 	X(FW_L7_INJECTED, FW_VERDICT_PASS, "l7-injected",                                          \
 	  "a request on a terminated connection matched a binding of the subject's vault: its "    \
 	  "credential was set and the request sent to the original destination")                   \

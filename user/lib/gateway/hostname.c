@@ -200,7 +200,8 @@ int fw_hostname_hash(const char *routing_name, size_t routing_len,
 		return -FW_HOSTNAME_E_NAME;
 	memcpy(buf + n, t->service, l);
 	n += l;
-	fw_sha256(buf, n, digest);
+	if (fw_sha256(buf, n, digest))
+		return -FW_HOSTNAME_E_NAME; /* no label rather than a wrong one */
 	base32_10(digest, out);
 	return 0;
 }

@@ -1,207 +1,76 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* Route scopes: SHA-256 and HMAC (FIPS 180-4, RFC 2104) written out here so
- * the nginx module needs no crypto library, canonical base64url, and the
- * scope grammar. Everything is bounded by the FW_SCOPE_* sizes. */
+/* Route scopes: their MAC (HMAC-SHA256 from OpenSSL's libcrypto, which
+ * nginx links already), canonical base64url (OpenSSL's base64, with the
+ * url alphabet and the canonical form checked around it), and the scope
+ * grammar. Everything is bounded by the FW_SCOPE_* sizes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
 #include "gateway/scope.h"
 
-struct sha256 {
-	uint32_t h[8];
-	uint64_t bytes;
-	unsigned char blk[64];
-	size_t fill;
-};
-
-static const uint32_t sha256_k[64] = {
-	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-	0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-	0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-	0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-	0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-	0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-	0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-	0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-	0xc67178f2,
-};
-
-static inline uint32_t ror32(uint32_t x, unsigned int n)
-{
-	return (x >> n) | (x << (32 - n));
-}
-
-static void sha256_block(struct sha256 *s, const unsigned char *p)
-{
-	uint32_t w[64], a, b, c, d, e, f, g, h, t1, t2;
-	int i;
-
-	for (i = 0; i < 16; i++)
-		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
-		       (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
-	for (; i < 64; i++)
-		w[i] = w[i - 16] + (ror32(w[i - 15], 7) ^ ror32(w[i - 15], 18) ^ (w[i - 15] >> 3)) +
-		       w[i - 7] + (ror32(w[i - 2], 17) ^ ror32(w[i - 2], 19) ^ (w[i - 2] >> 10));
-	a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3];
-	e = s->h[4], f = s->h[5], g = s->h[6], h = s->h[7];
-	for (i = 0; i < 64; i++) {
-		t1 = h + (ror32(e, 6) ^ ror32(e, 11) ^ ror32(e, 25)) + ((e & f) ^ (~e & g)) +
-		     sha256_k[i] + w[i];
-		t2 = (ror32(a, 2) ^ ror32(a, 13) ^ ror32(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-		h = g, g = f, f = e, e = d + t1;
-		d = c, c = b, b = a, a = t1 + t2;
-	}
-	s->h[0] += a, s->h[1] += b, s->h[2] += c, s->h[3] += d;
-	s->h[4] += e, s->h[5] += f, s->h[6] += g, s->h[7] += h;
-}
-
-static void sha256_init(struct sha256 *s)
-{
-	static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-				       0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-
-	memcpy(s->h, iv, sizeof(iv));
-	s->bytes = 0;
-	s->fill = 0;
-}
-
-static void sha256_update(struct sha256 *s, const void *data, size_t len)
-{
-	const unsigned char *p = data;
-
-	s->bytes += len;
-	while (len) {
-		size_t n = 64 - s->fill;
-
-		if (n > len)
-			n = len;
-		memcpy(s->blk + s->fill, p, n);
-		s->fill += n;
-		p += n;
-		len -= n;
-		if (s->fill == 64) {
-			sha256_block(s, s->blk);
-			s->fill = 0;
-		}
-	}
-}
-
-static void sha256_final(struct sha256 *s, unsigned char out[32])
-{
-	uint64_t bits = s->bytes * 8;
-	unsigned char pad = 0x80, zero = 0, len[8];
-	int i;
-
-	sha256_update(s, &pad, 1);
-	while (s->fill != 56)
-		sha256_update(s, &zero, 1);
-	for (i = 0; i < 8; i++)
-		len[i] = (unsigned char)(bits >> (56 - 8 * i));
-	sha256_update(s, len, 8);
-	for (i = 0; i < 8; i++) {
-		out[4 * i] = (unsigned char)(s->h[i] >> 24);
-		out[4 * i + 1] = (unsigned char)(s->h[i] >> 16);
-		out[4 * i + 2] = (unsigned char)(s->h[i] >> 8);
-		out[4 * i + 3] = (unsigned char)s->h[i];
-	}
-}
-
-/* wipes what the compiler may not drop: the pads hold the key */
+/* wipes what the compiler may not drop */
 static void wipe(void *p, size_t n)
 {
-	volatile unsigned char *v = p;
-
-	while (n--)
-		*v++ = 0;
+	OPENSSL_cleanse(p, n);
 }
 
-struct hmac {
-	struct sha256 inner;
-	unsigned char opad[64];
-};
-
-static void hmac_init(struct hmac *m, const unsigned char *key, size_t key_len)
+int fw_sha256(const void *data, size_t len, unsigned char out[32])
 {
-	unsigned char k[64] = {0}, ipad[64];
-	struct sha256 kh;
+	unsigned int n = 0;
 
-	if (key_len > 64) {
-		sha256_init(&kh);
-		sha256_update(&kh, key, key_len);
-		sha256_final(&kh, k);
-		wipe(&kh, sizeof(kh));
-	} else if (key_len) {
-		memcpy(k, key, key_len);
+	if (!EVP_Digest(data, len, out, &n, EVP_sha256(), NULL) || n != 32) {
+		wipe(out, 32);
+		return -FW_SCOPE_E_CRYPTO;
 	}
-	for (int i = 0; i < 64; i++) {
-		ipad[i] = k[i] ^ 0x36;
-		m->opad[i] = k[i] ^ 0x5c;
+	return 0;
+}
+
+int fw_hmac_sha256(const unsigned char *key, size_t key_len, const unsigned char *msg,
+		   size_t msg_len, unsigned char out[32])
+{
+	unsigned int n = 0;
+	static const unsigned char none;
+
+	/* HMAC() takes a NULL key for "reuse the last one": never that */
+	if (!HMAC(EVP_sha256(), key_len ? key : &none, (int)key_len, msg, msg_len, out, &n) ||
+	    n != 32) {
+		wipe(out, 32);
+		return -FW_SCOPE_E_CRYPTO;
 	}
-	sha256_init(&m->inner);
-	sha256_update(&m->inner, ipad, 64);
-	wipe(k, sizeof(k));
-	wipe(ipad, sizeof(ipad));
+	return 0;
 }
 
-static void hmac_final(struct hmac *m, unsigned char out[32])
+int fw_scope_mac(const unsigned char *key, size_t key_len, const char *tag, const char *ns,
+		 size_t ns_len, const char *sandbox, size_t sandbox_len, unsigned int port,
+		 unsigned char mac[FW_SCOPE_MAC_LEN])
 {
-	unsigned char ih[32];
-	struct sha256 outer;
+	/* "tag\nns\nsandbox\nport\n", each field bounded */
+	unsigned char msg[64 + 2 * FW_SCOPE_FIELD_MAX + 16], full[32];
+	size_t tag_len = strlen(tag), n = 0;
+	int err;
 
-	sha256_final(&m->inner, ih);
-	sha256_init(&outer);
-	sha256_update(&outer, m->opad, 64);
-	sha256_update(&outer, ih, 32);
-	sha256_final(&outer, out);
-	wipe(m, sizeof(*m));
-	wipe(&outer, sizeof(outer));
-}
-
-void fw_sha256(const void *data, size_t len, unsigned char out[32])
-{
-	struct sha256 s;
-
-	sha256_init(&s);
-	sha256_update(&s, data, len);
-	sha256_final(&s, out);
-}
-
-void fw_hmac_sha256(const unsigned char *key, size_t key_len, const unsigned char *msg,
-		    size_t msg_len, unsigned char out[32])
-{
-	struct hmac m;
-
-	hmac_init(&m, key, key_len);
-	sha256_update(&m.inner, msg, msg_len);
-	hmac_final(&m, out);
-}
-
-void fw_scope_mac(const unsigned char *key, size_t key_len, const char *tag, const char *ns,
-		  size_t ns_len, const char *sandbox, size_t sandbox_len, unsigned int port,
-		  unsigned char mac[FW_SCOPE_MAC_LEN])
-{
-	unsigned char full[32];
-	char num[8];
-	struct hmac m;
-	int n;
-
-	n = snprintf(num, sizeof(num), "%u", port);
-	hmac_init(&m, key, key_len);
-	sha256_update(&m.inner, tag, strlen(tag));
-	sha256_update(&m.inner, "\n", 1);
-	sha256_update(&m.inner, ns, ns_len);
-	sha256_update(&m.inner, "\n", 1);
-	sha256_update(&m.inner, sandbox, sandbox_len);
-	sha256_update(&m.inner, "\n", 1);
-	sha256_update(&m.inner, num, (size_t)n);
-	sha256_update(&m.inner, "\n", 1);
-	hmac_final(&m, full);
+	if (tag_len > 64 || ns_len > FW_SCOPE_FIELD_MAX || sandbox_len > FW_SCOPE_FIELD_MAX)
+		return -FW_SCOPE_E_TOO_LONG;
+	memcpy(msg, tag, tag_len);
+	n = tag_len;
+	msg[n++] = '\n';
+	memcpy(msg + n, ns, ns_len);
+	n += ns_len;
+	msg[n++] = '\n';
+	memcpy(msg + n, sandbox, sandbox_len);
+	n += sandbox_len;
+	n += (size_t)snprintf((char *)msg + n, sizeof(msg) - n, "\n%u\n", port);
+	err = fw_hmac_sha256(key, key_len, msg, n, full);
 	memcpy(mac, full, FW_SCOPE_MAC_LEN);
 	wipe(full, sizeof(full));
+	return err;
 }
 
 const char *fw_scope_strerror(int code)
@@ -220,72 +89,70 @@ const char *fw_scope_strerror(int code)
 	return "unknown error";
 }
 
-/* base64: the url alphabet for scopes, the standard one for key rings */
-static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+/* base64: the url alphabet for scopes, the standard one for key rings;
+ * OpenSSL's codec (standard alphabet, padded) does the work, the url
+ * alphabet and the missing padding are mapped around it */
 
-static int b64_value(unsigned char c, int url)
+/* the longest text decoded: a key ring line's key (FW_SCOPE_KEY_MAX
+ * bytes), a scope's field (FW_SCOPE_FIELD_MAX bytes) */
+#define B64_TEXT_MAX                                                                               \
+	(((FW_SCOPE_KEY_MAX > FW_SCOPE_FIELD_MAX ? FW_SCOPE_KEY_MAX : FW_SCOPE_FIELD_MAX) + 2) /   \
+	 3 * 4)
+
+/* Encodes len bytes as unpadded base64 (url: the url alphabet) into out
+ * (room for 4 * ceil(len / 3) + 1); returns the characters written. */
+static size_t b64_encode(const unsigned char *in, size_t len, int url, char *out)
 {
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == (url ? '-' : '+'))
-		return 62;
-	if (c == (url ? '_' : '/'))
-		return 63;
-	return -1;
+	int n = EVP_EncodeBlock((unsigned char *)out, in, (int)len);
+
+	while (n > 0 && out[n - 1] == '=')
+		n--;
+	out[n] = '\0';
+	for (int i = 0; url && i < n; i++)
+		out[i] = out[i] == '+' ? '-' : out[i] == '/' ? '_' : out[i];
+	return (size_t)n;
 }
 
 /* Decodes unpadded base64 of len characters into out (room for max bytes).
- * Canonical only: the bits a short last group leaves over must be zero, so
- * exactly one text maps to each byte string. Returns the length or -1. */
+ * Canonical only: the bits a short last group leaves over must be zero,
+ * so exactly one text maps to each byte string (checked by encoding the
+ * bytes again: the same text must come back). Returns the length or -1. */
 static long b64_decode(const char *in, size_t len, int url, unsigned char *out, size_t max)
 {
-	size_t o = 0, i;
-	uint32_t acc = 0;
-	int bits = 0, v;
+	unsigned char text[B64_TEXT_MAX + 4], bytes[B64_TEXT_MAX / 4 * 3 + 3];
+	char again[B64_TEXT_MAX + 5];
+	size_t pad = (4 - len % 4) % 4, n;
+	int got;
 
-	if (len % 4 == 1)
+	if (len % 4 == 1 || len > B64_TEXT_MAX)
 		return -1;
-	if ((len / 4) * 3 + (len % 4 ? len % 4 - 1 : 0) > max)
-		return -1;
-	for (i = 0; i < len; i++) {
-		v = b64_value((unsigned char)in[i], url);
-		if (v < 0)
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)in[i];
+
+		/* only the alphabet: OpenSSL's decoder would skip blanks */
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		      c == (url ? '-' : '+') || c == (url ? '_' : '/')))
 			return -1;
-		acc = (acc << 6) | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (unsigned char)(acc >> bits);
-			acc &= (1u << bits) - 1;
-		}
+		text[i] = url && c == '-' ? '+' : url && c == '_' ? '/' : c;
 	}
-	if (acc != 0)
+	memset(text + len, '=', pad);
+	got = EVP_DecodeBlock(bytes, text, (int)(len + pad));
+	if (got < 0 || (size_t)got < pad)
 		return -1;
-	return (long)o;
+	n = (size_t)got - pad;
+	if (n > max || b64_encode(bytes, n, url, again) != len || memcmp(again, in, len)) {
+		wipe(bytes, sizeof(bytes));
+		return -1;
+	}
+	memcpy(out, bytes, n);
+	wipe(bytes, sizeof(bytes));
+	wipe(text, sizeof(text));
+	return (long)n;
 }
 
 static size_t b64url_encode(const unsigned char *in, size_t len, char *out)
 {
-	size_t o = 0, i;
-	uint32_t acc = 0;
-	int bits = 0;
-
-	for (i = 0; i < len; i++) {
-		acc = (acc << 8) | in[i];
-		bits += 8;
-		while (bits >= 6) {
-			bits -= 6;
-			out[o++] = b64url[(acc >> bits) & 63];
-		}
-		acc &= (1u << bits) - 1;
-	}
-	if (bits)
-		out[o++] = b64url[(acc << (6 - bits)) & 63];
-	return o;
+	return b64_encode(in, len, 1, out);
 }
 
 /* Valid UTF-8 (no overlong form, no surrogate, at most U+10FFFF) without
@@ -431,8 +298,10 @@ int fw_scope_verify(const struct fw_scope_keyring *kr, const char *text, size_t 
 	k = &kr->keys[key_index(out->key_id)];
 	if (!k->len)
 		return -FW_SCOPE_E_UNKNOWN_KEY;
-	fw_scope_mac(k->secret, k->len, FW_SCOPE_TAG, out->ns, out->ns_len, out->sandbox,
-		     out->sandbox_len, out->port, want);
+	err = fw_scope_mac(k->secret, k->len, FW_SCOPE_TAG, out->ns, out->ns_len, out->sandbox,
+			   out->sandbox_len, out->port, want);
+	if (err)
+		return err; /* fail closed */
 	for (int i = 0; i < FW_SCOPE_MAC_LEN; i++)
 		diff |= (unsigned char)(want[i] ^ out->mac[i]);
 	wipe(want, sizeof(want));
@@ -463,8 +332,9 @@ int fw_scope_sign(const struct fw_scope_keyring *kr, char key_id, const char *ns
 		return -FW_SCOPE_E_UNKNOWN_KEY;
 	if (outlen < FW_SCOPE_TEXT_MAX)
 		return -FW_SCOPE_E_TOO_LONG;
-	fw_scope_mac(k->secret, k->len, FW_SCOPE_TAG, ns, ns_len, sandbox, sandbox_len,
-		     (unsigned int)port, mac);
+	if (fw_scope_mac(k->secret, k->len, FW_SCOPE_TAG, ns, ns_len, sandbox, sandbox_len,
+			 (unsigned int)port, mac))
+		return -FW_SCOPE_E_CRYPTO;
 	memcpy(out, "f1.", 3);
 	o = 3;
 	o += b64url_encode((const unsigned char *)ns, ns_len, out + o);

@@ -30,7 +30,8 @@
 	X(KEY_ID, 7, "key id is not one character of [0-9a-z]")                                    \
 	X(MAC_LEN, 8, "mac is not 16 bytes")                                                       \
 	X(UNKNOWN_KEY, 9, "unknown key id")                                                        \
-	X(BAD_MAC, 10, "mac does not match")
+	X(BAD_MAC, 10, "mac does not match")                                                       \
+	X(CRYPTO, 11, "the crypto library failed (nothing is accepted then)")
 
 enum fw_scope_err {
 #define FW_SCOPE_ENUM(name, num, text) FW_SCOPE_E_##name = num,
@@ -85,16 +86,17 @@ int fw_scope_sign(const struct fw_scope_keyring *kr, char key_id, const char *ns
 		  const char *sandbox, size_t sandbox_len, unsigned long port, char *out,
 		  size_t outlen);
 
-/* The 16-byte mac under one tag (FW_SCOPE_TAG, or the older one in tests). */
-void fw_scope_mac(const unsigned char *key, size_t key_len, const char *tag, const char *ns,
-		  size_t ns_len, const char *sandbox, size_t sandbox_len, unsigned int port,
-		  unsigned char mac[FW_SCOPE_MAC_LEN]);
+/* The 16-byte mac under one tag (FW_SCOPE_TAG, or the older one in tests):
+ * 0, or a negative code (too long a field, the crypto library failed). */
+int fw_scope_mac(const unsigned char *key, size_t key_len, const char *tag, const char *ns,
+		 size_t ns_len, const char *sandbox, size_t sandbox_len, unsigned int port,
+		 unsigned char mac[FW_SCOPE_MAC_LEN]);
 
-/* SHA-256 of one buffer (service hostname labels hash with it too) */
-void fw_sha256(const void *data, size_t len, unsigned char out[32]);
-
-/* HMAC-SHA256, exposed for the unit tests' RFC 4231 vectors */
-void fw_hmac_sha256(const unsigned char *key, size_t key_len, const unsigned char *msg,
-		    size_t msg_len, unsigned char out[32]);
+/* SHA-256 of one buffer (service hostname labels hash with it too), and
+ * HMAC-SHA256 (exposed for the unit tests' RFC 4231 vectors), both
+ * OpenSSL's: 0, or -FW_SCOPE_E_CRYPTO with out zeroed. */
+int fw_sha256(const void *data, size_t len, unsigned char out[32]);
+int fw_hmac_sha256(const unsigned char *key, size_t key_len, const unsigned char *msg,
+		   size_t msg_len, unsigned char out[32]);
 
 #endif /* FW_SCOPE_H */

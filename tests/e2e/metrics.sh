@@ -345,6 +345,10 @@ fw_ns "$NS_POD" tc filter del dev sb-a ingress pref 4005
 check_eq "fastwall's filter removed from sb-a behind its back: /readyz 503 naming the port" \
 	"$(get /readyz)" \
 	"503 not ready: the programs are not attached to sb-a (ifindex $(ip -n "$NS_POD" -o link show sb-a | cut -d: -f1))"
+get /readyz >/dev/null
+check_fails "... which logs no libbpf warning of the filter it did not find" \
+	grep -q "Cannot find specified filter chain" "$FW_LOG"
+check_fails "fastwalld's log never says libbpf twice on a line" grep -q "libbpf: libbpf:" "$FW_LOG"
 
 echo "# reload"
 write_config 'metrics:

@@ -163,6 +163,16 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 		free(msg);
 		return 0;
 	}
+	/* a filter looked up or detached that is not there (the readiness
+	 * check of a port whose filter went, a detach of what is gone):
+	 * an answer fastwall acts on, not a warning */
+	if (strstr(msg, "Cannot find specified filter chain")) {
+		if (fw_log_level < FW_LOG_DEBUG) {
+			free(msg);
+			return 0;
+		}
+		to = FW_LOG_DEBUG;
+	}
 	/* one line each (a program's load log is one message of many lines):
 	 * the first, then the last LOG_TAIL */
 	for (const char *c = msg; *c; c++)
@@ -176,6 +186,9 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 				fw_log(to, "libbpf: ... (%zu lines)", nlines - LOG_TAIL - 1);
 			continue;
 		}
+		/* libbpf names itself already */
+		if (!strncmp(line, "libbpf: ", 8))
+			line += 8;
 		fw_log(to, "libbpf: %.*s", 1000, line);
 	}
 	free(msg);

@@ -97,6 +97,8 @@ poll_readyz &
 POLLER=$!
 FW_PIDS+=("$POLLER")
 fw_start_daemon || fw_die "fastwalld did not start"
+check_eq "fastwalld logs how many pod addresses are pod-local once per start" \
+	"$(grep -c 'pod addresses are pod-local' "$FW_LOG")" 1
 STARTED_S=$(date +%s)
 
 echo "# health"

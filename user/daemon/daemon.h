@@ -109,6 +109,9 @@ struct fw_daemon {
 	bool pod_addrs_dirty;
 	bool pod_addrs_lost;	/* one did not fit in memory: fail closed */
 	bool pod_addrs_listing; /* within pod_addrs_dump */
+	/* the count pod_addrs_dump last logged, + 1 (0: none yet): a listing
+	 * that finds what the one before it did logs at debug */
+	size_t pod_addrs_told;
 	bool local_full;	/* they did not fit: FW_CF_LOCAL_FULL is set */
 	struct fw_config kcfg;	/* what apply_datapath wrote last */
 	__u64 l2_reserved_hash; /* of the pod addresses last reserved */

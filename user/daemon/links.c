@@ -203,7 +203,9 @@ int pod_addrs_dump(struct fw_daemon *d)
 		fw_err("can't list the pod's addresses: %s", strerror(-err));
 		d->pod_addrs_lost = true;
 	} else {
-		fw_info("%zu pod addresses are pod-local", d->npod_addrs);
+		fw_log(d->pod_addrs_told == d->npod_addrs + 1 ? FW_LOG_DEBUG : FW_LOG_INFO,
+		       "%zu pod addresses are pod-local", d->npod_addrs);
+		d->pod_addrs_told = d->npod_addrs + 1;
 	}
 	return err;
 }

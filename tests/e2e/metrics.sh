@@ -137,6 +137,23 @@ check_eq "pinned again: /readyz 200" "$(get /readyz)" "200 ready"
 echo "# the scrape text"
 fw_ns "$NS_POD" curl -s --max-time 3 "http://$METRICS/metrics" >"$FW_TMP/scrape.txt"
 check "promtool check metrics: no complaint" bash -c "promtool check metrics <'$FW_TMP/scrape.txt'"
+scraped() { awk -v n="$1" '$1 == n { print $2 }' "$FW_TMP/scrape.txt"; }
+for m in process_cpu_seconds_total process_resident_memory_bytes process_virtual_memory_bytes \
+	process_open_fds process_max_fds process_start_time_seconds; do
+	check "$m is served" test -n "$(scraped "$m")"
+done
+check_ge "process_open_fds counts fastwalld's descriptors (at least its maps)" \
+	"$(scraped process_open_fds)" 10
+check_eq "process_max_fds is its soft limit" "$(scraped process_max_fds)" \
+	"$(awk '/^Max open files/ { print $4 }' "/proc/$FW_DAEMON_PID/limits")"
+check "process_start_time_seconds is fastwalld's start (within 5 s of it)" \
+	awk -v t="$(scraped process_start_time_seconds)" -v s="$STARTED_S" 'BEGIN { exit !(t > s - 5 && t <= s + 1) }'
+START_TS=$(scraped fastwall_config_last_reload_success_timestamp_seconds)
+check_eq "fastwall_config_last_reload_successful 1 after the start" \
+	"$(scraped fastwall_config_last_reload_successful)" 1
+check "fastwall_config_last_reload_success_timestamp_seconds is the start's" \
+	awk -v t="$(scraped fastwall_config_last_reload_success_timestamp_seconds)" -v s="$STARTED_S" \
+	'BEGIN { exit !(t >= s - 5 && t <= s + 5) }'
 check "Content-Type is the 0.0.4 text format" bash -c \
 	"nsenter --net=/run/netns/$NS_POD curl -s -o /dev/null -D - http://$METRICS/metrics |
 	grep -qi '^Content-Type: text/plain; version=0.0.4; charset=utf-8'"
@@ -364,6 +381,22 @@ check "a reload that drops metrics.per_subject: warned, kept until a restart" \
 check "the per-subject series are still served" \
 	bash -c "nsenter --net=/run/netns/$NS_POD curl -s http://$METRICS/metrics |
 	grep -q '^fastwall_subject_packets_total{subject=\"sandbox-a\"'"
+
+live() { fw_ns "$NS_POD" curl -s --max-time 3 "http://$METRICS/metrics" | awk -v n="$1" '$1 == n { print $2 }'; }
+ok_ts=$(live fastwall_config_last_reload_success_timestamp_seconds)
+check "a successful reload moves fastwall_config_last_reload_success_timestamp_seconds" \
+	awk -v a="$ok_ts" -v s="$START_TS" 'BEGIN { exit !(a > s) }'
+cp "$FW_CFG" "$FW_TMP/good.yaml"
+echo 'datapath: { nosuchkey: 1 }' >>"$FW_CFG"
+fw_reload
+check "a rejected reload is logged" fw_wait_log "reload rejected" 1 2
+check_eq "... fastwall_config_last_reload_successful 0" "$(live fastwall_config_last_reload_successful)" 0
+check_eq "... the last success's time stays" \
+	"$(live fastwall_config_last_reload_success_timestamp_seconds)" "$ok_ts"
+cp "$FW_TMP/good.yaml" "$FW_CFG"
+fw_reload
+check "a good reload after it: fastwall_config_last_reload_successful 1 again" \
+	fw_eventually 3 sh -c "[ \"\$(nsenter --net=/run/netns/$NS_POD curl -s http://$METRICS/metrics | awk '\$1 == \"fastwall_config_last_reload_successful\" { print \$2 }')\" = 1 ]"
 
 echo "# per_subject off by default"
 fw_stop_daemon

@@ -97,6 +97,7 @@ struct fw_daemon {
 	struct fw_loop_timer reap_timer;    /* fw_reg_reap */
 	struct fw_loop_timer refresh_timer; /* fw_learn_tick, every refresh_interval_ns */
 	struct fw_round_stats reap_rounds, refresh_rounds; /* for /metrics */
+	struct fw_reload_stats reload_stats;		   /* for /metrics */
 	__u64 last_refresh_ns;
 	int link_fd;
 	bool level_forced;	  /* --log-level wins over the config */

@@ -9,7 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -90,6 +94,96 @@ static void gauge(struct fw_prom *p, const char *name, const char *help, __u64 v
 {
 	fw_prom_family(p, name, "gauge", help);
 	fw_prom_u64(p, name, NULL, v);
+}
+
+void fw_reload_record(struct fw_reload_stats *s, bool ok)
+{
+	struct timespec ts;
+
+	__atomic_store_n(&s->ok, ok ? 1 : 0, __ATOMIC_RELAXED);
+	if (!ok || clock_gettime(CLOCK_REALTIME, &ts))
+		return;
+	__atomic_store_n(&s->success_ns, (__u64)ts.tv_sec * FW_NSEC_PER_SEC + (__u64)ts.tv_nsec,
+			 __ATOMIC_RELAXED);
+}
+
+/* The process_* series every Prometheus client library exports, from
+ * /proc/self: resident and virtual memory, CPU seconds, open and maximum
+ * descriptors, start time. A value that can't be read is left out. */
+static void render_process(struct fw_prom *p)
+{
+	unsigned long long utime, stime, start, vsize;
+	long rss, hz = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	char buf[1024], *c;
+	struct rlimit rl;
+	FILE *f;
+	DIR *dir;
+
+	f = fopen("/proc/self/stat", "re");
+	if (f) {
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+
+		fclose(f);
+		buf[n] = '\0';
+		/* after the command's closing parenthesis: field 3 on */
+		c = strrchr(buf, ')');
+		if (c && hz > 0 &&
+		    sscanf(c + 2,
+			   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
+			   "%*d %*d %llu %llu %ld",
+			   &utime, &stime, &start, &vsize, &rss) == 5) {
+			struct timespec now, up;
+			double boot;
+
+			fw_prom_family(p, "process_cpu_seconds_total", "counter",
+				       "user and system CPU time spent, in seconds");
+			fw_prom_double(p, "process_cpu_seconds_total", NULL,
+				       (double)(utime + stime) / (double)hz);
+			fw_prom_family(p, "process_resident_memory_bytes", "gauge",
+				       "resident memory size, in bytes");
+			fw_prom_u64(p, "process_resident_memory_bytes", NULL,
+				    (__u64)(rss > 0 ? rss : 0) * (__u64)page);
+			fw_prom_family(p, "process_virtual_memory_bytes", "gauge",
+				       "virtual memory size, in bytes");
+			fw_prom_u64(p, "process_virtual_memory_bytes", NULL, vsize);
+			if (!clock_gettime(CLOCK_REALTIME, &now) &&
+			    !clock_gettime(CLOCK_BOOTTIME, &up)) {
+				boot = (double)now.tv_sec + now.tv_nsec / 1e9 -
+				       ((double)up.tv_sec + up.tv_nsec / 1e9);
+				fw_prom_family(p, "process_start_time_seconds", "gauge",
+					       "start time of the process since the Unix epoch, in "
+					       "seconds");
+				fw_prom_double(p, "process_start_time_seconds", NULL,
+					       boot + (double)start / (double)hz);
+			}
+		}
+	}
+	dir = opendir("/proc/self/fd");
+	if (dir) {
+		__u64 n = 0;
+
+		while (readdir(dir))
+			n++;
+		closedir(dir);
+		/* less ".", ".." and the listing's own descriptor */
+		gauge(p, "process_open_fds", "number of open file descriptors", n > 3 ? n - 3 : 0);
+	}
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY)
+		gauge(p, "process_max_fds", "maximum number of open file descriptors",
+		      (__u64)rl.rlim_cur);
+}
+
+static void render_reload(struct fw_prom *p, const struct fw_reload_stats *s)
+{
+	gauge(p, "fastwall_config_last_reload_successful",
+	      "1 when the last configuration load (the start, or a reload on SIGHUP) succeeded, 0 "
+	      "when it was rejected or applied with errors",
+	      __atomic_load_n(&s->ok, __ATOMIC_RELAXED));
+	fw_prom_family(p, "fastwall_config_last_reload_success_timestamp_seconds", "gauge",
+		       "when the configuration was last loaded successfully, in seconds since the "
+		       "Unix epoch");
+	fw_prom_double(p, "fastwall_config_last_reload_success_timestamp_seconds", NULL,
+		       (double)__atomic_load_n(&s->success_ns, __ATOMIC_RELAXED) / 1e9);
 }
 
 static void render_packets(struct fw_prom *p, struct fw_dp *dp)
@@ -460,6 +554,9 @@ static int render(const struct fw_metrics_parts *parts, size_t nattached,
 		       "the running fastwalld: its version and map ABI");
 	fw_prom_u64(&p, "fastwall_build_info",
 		    (const char *[]){"version", FW_VERSION, "abi", abi, NULL}, 1);
+	render_process(&p);
+	if (parts->reload)
+		render_reload(&p, parts->reload);
 	if (parts->dp) {
 		render_packets(&p, parts->dp);
 		gauge(&p, "fastwall_interfaces_attached",

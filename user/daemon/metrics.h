@@ -29,6 +29,16 @@ struct fw_round_stats {
 };
 void fw_round_record(struct fw_round_stats *s, __u64 ns);
 
+/* The configuration reloads, as Prometheus reports its own: whether the
+ * last attempt succeeded (the start counts as one), and when the last
+ * success was (CLOCK_REALTIME, ns). One writer, the event loop; relaxed
+ * atomics for the reader. */
+struct fw_reload_stats {
+	__u64 ok;
+	__u64 success_ns;
+};
+void fw_reload_record(struct fw_reload_stats *s, bool ok);
+
 /* What the listener reads, published by the daemon as each part comes
  * up; NULL parts are left out of /metrics. */
 struct fw_metrics_parts {
@@ -46,6 +56,7 @@ struct fw_metrics_parts {
 	const struct fw_round_stats *reaper;  /* fw_reg_reap rounds, or NULL */
 	const struct fw_round_stats *refresh; /* fw_learn_tick rounds, or NULL */
 	const struct fw_l7_counters *l7;      /* l7.enabled: the proxy, or NULL */
+	const struct fw_reload_stats *reload; /* or NULL */
 	bool started; /* the daemon is done starting (attached, subjects programmed) */
 };
 

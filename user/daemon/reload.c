@@ -26,10 +26,12 @@ static void reload(struct fw_daemon *d)
 	fw_cfg_init(&next);
 	if (fw_cfg_load_file(d->config_path, &next, err, sizeof(err))) {
 		fw_err("reload rejected, running configuration unchanged: %s", err);
+		fw_reload_record(&d->reload_stats, false);
 		return;
 	}
 	if (guard_check(&next, err, sizeof(err))) {
 		fw_err("reload rejected, running configuration unchanged: %s", err);
+		fw_reload_record(&d->reload_stats, false);
 		fw_cfg_free(&next);
 		return;
 	}
@@ -55,6 +57,7 @@ static void reload(struct fw_daemon *d)
 	d->cfg = next;
 	apply_logging(d, &d->cfg);
 	attach_all(d);
+	fw_reload_record(&d->reload_stats, !ret);
 	if (ret)
 		fw_err("reload applied with errors: %s", strerror(-ret));
 	else

@@ -370,11 +370,13 @@ static int start_ready(struct fw_daemon *d)
 		.reaper = &d->reap_rounds,
 		.refresh = d->learn ? &d->refresh_rounds : NULL,
 		.l7 = d->l7.enabled ? &d->l7.counters : NULL,
+		.reload = &d->reload_stats,
 		.started = true,
 	};
 	int err;
 
 	fw_info("fastwalld ready: %zu subjects, config %s", fw_reg_count(&d->reg), d->config_path);
+	fw_reload_record(&d->reload_stats, true); /* the first load */
 	/* after a restart: the rule tries' descriptors, off the request path */
 	fw_dp_slots_warm(d->dp);
 	/* the kernel enforces the adopted leases meanwhile; the table that

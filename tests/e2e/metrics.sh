@@ -369,6 +369,31 @@ check_fails "... which logs no libbpf warning of the filter it did not find" \
 	grep -q "Cannot find specified filter chain" "$FW_LOG"
 check_fails "fastwalld's log never says libbpf twice on a line" grep -q "libbpf: libbpf:" "$FW_LOG"
 
+echo "# liveness: a heartbeat of the main loop and of every DNS proxy worker"
+check_eq "/healthz: 200 ok while every loop turns" "$(get /healthz)" "200 ok"
+dns_tid=$(grep -l '^fw-dns-0$' /proc/"$FW_DAEMON_PID"/task/*/comm 2>/dev/null | head -n1 | cut -d/ -f5)
+check "the DNS proxy's worker 0 is a named thread (fw-dns-0)" test -n "$dns_tid"
+stall() { # TID: stopped for 13 s, the other threads running; /healthz meanwhile
+	local tid=$1 out
+	"$FW_PY" "$FW_ROOT/tests/e2e/stall.py" "$tid" 13 >"$FW_TMP/stall.out" 2>&1 &
+	local pid=$!
+	sleep 11.5
+	out=$(get /healthz)
+	wait "$pid"
+	echo "$out"
+}
+out=$(stall "$FW_DAEMON_PID")
+echo "# /healthz: $out; $(cat "$FW_TMP/stall.out")"
+check "the main loop stopped for 11 s: /healthz 503 naming it" \
+	grep -qE '^503 not live: the main loop has not turned for 1[0-3]\.[0-9] s$' <<<"$out"
+check "... 200 again once it turns" fw_eventually 3 sh -c "[ \"\$(nsenter --net=/run/netns/$NS_POD curl -s http://$METRICS/healthz)\" = ok ]"
+if [ -n "$dns_tid" ]; then
+	out=$(stall "$dns_tid")
+	check "DNS proxy worker 0 stopped for 11 s: /healthz 503 naming it" \
+		grep -qE '^503 not live: DNS proxy worker 0 has not turned for 1[0-3]\.[0-9] s$' <<<"$out"
+	check "... 200 again once it turns" fw_eventually 3 sh -c "[ \"\$(nsenter --net=/run/netns/$NS_POD curl -s http://$METRICS/healthz)\" = ok ]"
+fi
+
 echo "# reload"
 write_config 'metrics:
   listen: 127.0.0.1:9465'

@@ -17,8 +17,10 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/loop.h"
 #include "common/prom.h"
 #include "metrics.h"
+#include "dns/proxy.h"
 #include "fastwall/version.h"
 #include "datapath/attach.h"
 #include "datapath/reasons.h"
@@ -643,6 +645,27 @@ int fw_metrics_render(const struct fw_metrics_parts *parts, size_t nattached, ch
 	return render(parts, nattached, NULL, 0, out, len);
 }
 
+int fw_metrics_live(const struct fw_metrics_parts *parts, char *why, size_t len)
+{
+	__u64 now = fw_now_ns(), late = 0, t = parts->loop ? fw_loop_turned(parts->loop) : 0;
+	unsigned int w;
+
+	/* 0: not running yet (the start is a readiness matter) */
+	if (t && now > t && now - t > FW_HEALTH_STALE_NS) {
+		snprintf(why, len, "not live: the main loop has not turned for %.1f s",
+			 (double)(now - t) / 1e9);
+		return 503;
+	}
+	w = fw_dnsp_workers_stuck(parts->dnsp, now, FW_HEALTH_STALE_NS, &late);
+	if (w) {
+		snprintf(why, len, "not live: DNS proxy worker %u has not turned for %.1f s", w - 1,
+			 (double)late / 1e9);
+		return 503;
+	}
+	snprintf(why, len, "ok");
+	return 200;
+}
+
 int fw_metrics_ready(const struct fw_metrics_parts *parts, const char *bpffs, const int *ifindex,
 		     size_t nifs, char *why, size_t len)
 {
@@ -739,8 +762,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	pthread_mutex_lock(&m->lock);
 	parts = m->parts;
 	pthread_mutex_unlock(&m->lock);
-	if (!strcmp(url, "/healthz"))
-		return text(c, 200, "ok");
+	if (!strcmp(url, "/healthz")) {
+		status = fw_metrics_live(&parts, why, sizeof(why));
+		return text(c, status, why);
+	}
 	if (!strcmp(url, "/readyz")) {
 		pthread_mutex_lock(&m->lock);
 		if (m->nifs && (ifs = malloc(m->nifs * sizeof(*ifs)))) {

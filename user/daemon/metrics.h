@@ -41,6 +41,8 @@ void fw_reload_record(struct fw_reload_stats *s, bool ok);
 
 /* What the listener reads, published by the daemon as each part comes
  * up; NULL parts are left out of /metrics. */
+struct fw_loop;
+
 struct fw_metrics_parts {
 	struct fw_dp *dp;
 	struct fw_registry *reg;
@@ -57,10 +59,17 @@ struct fw_metrics_parts {
 	const struct fw_round_stats *refresh; /* fw_learn_tick rounds, or NULL */
 	const struct fw_l7_counters *l7;      /* l7.enabled: the proxy, or NULL */
 	const struct fw_reload_stats *reload; /* or NULL */
+	const struct fw_loop *loop;	      /* the main loop (/healthz), or NULL */
 	bool started; /* the daemon is done starting (attached, subjects programmed) */
 };
 
 struct fw_metrics;
+
+/* /healthz: 200 while the main loop and every DNS proxy worker turned
+ * within FW_HEALTH_STALE_NS (each wakes once a second at least), 503
+ * naming the first that did not; why gets the text. */
+#define FW_HEALTH_STALE_NS (10ull * 1000000000ull)
+int fw_metrics_live(const struct fw_metrics_parts *parts, char *why, size_t len);
 
 /* listen: "ADDRESS:PORT". */
 int fw_metrics_start(struct fw_metrics **out, const char *listen, const char *bpffs);

@@ -297,8 +297,10 @@ static int start_loop(struct fw_daemon *d)
 	}
 	daemon_signals(&mask);
 	err = fw_loop_new(&d->loop);
-	if (!err)
+	if (!err) {
+		fw_loop_heartbeat(d->loop, FW_LOOP_BEAT_NS);
 		err = fw_loop_signals(d->loop, &mask, on_signal, d);
+	}
 	if (!err)
 		err = fw_loop_watch_add(d->loop, d->link_fd, EPOLLIN, on_links, d, NULL);
 	if (!err)
@@ -371,6 +373,7 @@ static int start_ready(struct fw_daemon *d)
 		.refresh = d->learn ? &d->refresh_rounds : NULL,
 		.l7 = d->l7.enabled ? &d->l7.counters : NULL,
 		.reload = &d->reload_stats,
+		.loop = d->loop,
 		.started = true,
 	};
 	int err;

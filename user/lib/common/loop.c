@@ -64,6 +64,10 @@ struct fw_loop {
 
 	fw_loop_hook_fn before;
 	void *before_ctx;
+
+	__u64 turned; /* atomic: the loop's now when its last round began */
+	struct fw_loop_timer beat;
+	__u64 beat_ns;
 };
 
 /* ---- timers ---- */
@@ -473,6 +477,29 @@ static void advance(struct fw_loop *l)
 		l->now = now;
 }
 
+static __u64 beat(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
+{
+	(void)t;
+	(void)ctx;
+	return l->beat_ns; /* the wake-up is the beat: the round stamps turned */
+}
+
+void fw_loop_heartbeat(struct fw_loop *l, __u64 interval_ns)
+{
+	l->beat_ns = interval_ns;
+	if (!interval_ns) {
+		fw_loop_timer_cancel(l, &l->beat);
+		return;
+	}
+	fw_loop_timer_init(&l->beat, beat, NULL);
+	fw_loop_timer_arm(l, &l->beat, interval_ns);
+}
+
+__u64 fw_loop_turned(const struct fw_loop *l)
+{
+	return __atomic_load_n(&l->turned, __ATOMIC_RELAXED);
+}
+
 int fw_loop_run(struct fw_loop *l)
 {
 	struct epoll_event evs[LOOP_EVENTS];
@@ -482,6 +509,7 @@ int fw_loop_run(struct fw_loop *l)
 		int n;
 
 		advance(l);
+		__atomic_store_n(&l->turned, l->now, __ATOMIC_RELAXED);
 		run_timers(l);
 		if (l->before && !fw_loop_stopped(l))
 			l->before(l, l->before_ctx);

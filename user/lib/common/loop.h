@@ -59,6 +59,15 @@ void fw_loop_stop(struct fw_loop *l);
 void fw_loop_wake(struct fw_loop *l);
 bool fw_loop_stopped(struct fw_loop *l);
 
+/* Liveness: fw_loop_turned is the loop's now (fw_now_ns's clock) when
+ * its last round began, readable from any thread; 0 until it runs.
+ * fw_loop_heartbeat wakes an idle loop every interval_ns so that a loop
+ * that turns is seen to (0 stops it). A loop stuck in a callback stops
+ * turning: a health check compares fw_loop_turned with fw_now_ns. */
+void fw_loop_heartbeat(struct fw_loop *l, __u64 interval_ns);
+#define FW_LOOP_BEAT_NS 1000000000ull /* fastwalld's loops: one a second */
+__u64 fw_loop_turned(const struct fw_loop *l);
+
 /* The loop's time: read once per wake-up, so every callback of one round
  * sees the same now and deadlines are computed from it. */
 __u64 fw_loop_now(const struct fw_loop *l);

@@ -969,11 +969,28 @@ static void dnsp_sock_watch(struct fw_loop *l, int fd, __u32 events, void *ctx)
 		dnsp_udp_event(sk->w, sk);
 }
 
+unsigned int fw_dnsp_workers_stuck(struct fw_dnsp *p, __u64 now_ns, __u64 bound_ns, __u64 *late_ns)
+{
+	for (unsigned int i = 0; p && i < p->nworkers; i++) {
+		__u64 t = p->workers[i] ? fw_loop_turned(p->workers[i]->loop) : 0;
+
+		if (t && now_ns > t && now_ns - t > bound_ns) {
+			*late_ns = now_ns - t;
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
 static void *dnsp_worker_main(void *arg)
 {
 	struct dnsp_worker *w = arg;
+	char name[16];
 	int err;
 
+	/* top -H, /proc/PID/task/TID/comm: which thread is which */
+	snprintf(name, sizeof(name), "fw-dns-%u", w->idx);
+	pthread_setname_np(pthread_self(), name);
 	if (!w->idx && w->p->cfg.probe_interval_ns)
 		fw_loop_timer_arm(w->loop, &w->probe_timer, w->p->cfg.probe_interval_ns);
 	err = fw_loop_run(w->loop);
@@ -1176,6 +1193,7 @@ static int dnsp_worker_new(struct fw_dnsp *p, unsigned int idx, struct dnsp_work
 	if (err)
 		return err;
 	fw_loop_set_before_sleep(w->loop, dnsp_before_sleep_hook, w);
+	fw_loop_heartbeat(w->loop, FW_LOOP_BEAT_NS);
 	fw_loop_timer_init(&w->probe_timer, dnsp_probe_timer, w);
 	fw_loop_timer_init(&w->accept_timer, dnsp_accept_resume, w);
 	w->nslots = p->cfg.max_pending;

@@ -114,6 +114,10 @@ int fw_dnsp_set_upstreams(struct fw_dnsp *p, const struct fw_dnsp_upstream *u, s
  * 0 is ignored. */
 void fw_dnsp_set_ttl_cap(struct fw_dnsp *p, __u32 cap);
 void fw_dnsp_get_stats(struct fw_dnsp *p, struct fw_dnsp_stats *out);
+/* Liveness (/healthz): the first worker (its index + 1) whose loop has not
+ * turned for more than bound_ns, with *late_ns set; 0 when all turn (or
+ * p is NULL). */
+unsigned int fw_dnsp_workers_stuck(struct fw_dnsp *p, __u64 now_ns, __u64 bound_ns, __u64 *late_ns);
 /* The port actually bound (useful when config port was 0). */
 __u16 fw_dnsp_port(const struct fw_dnsp *p);
 /* Upstream health as last probed or seen: true = answering. */

@@ -993,6 +993,8 @@ static void *dnsp_worker_main(void *arg)
 	pthread_setname_np(pthread_self(), name);
 	if (!w->idx && w->p->cfg.probe_interval_ns)
 		fw_loop_timer_arm(w->loop, &w->probe_timer, w->p->cfg.probe_interval_ns);
+	/* here, not at setup: the simulation runs a worker's timers out */
+	fw_loop_heartbeat(w->loop, FW_LOOP_BEAT_NS);
 	err = fw_loop_run(w->loop);
 	if (err)
 		fw_err("dns proxy worker %u: epoll_wait: %s", w->idx, strerror(-err));
@@ -1193,7 +1195,6 @@ static int dnsp_worker_new(struct fw_dnsp *p, unsigned int idx, struct dnsp_work
 	if (err)
 		return err;
 	fw_loop_set_before_sleep(w->loop, dnsp_before_sleep_hook, w);
-	fw_loop_heartbeat(w->loop, FW_LOOP_BEAT_NS);
 	fw_loop_timer_init(&w->probe_timer, dnsp_probe_timer, w);
 	fw_loop_timer_init(&w->accept_timer, dnsp_accept_resume, w);
 	w->nslots = p->cfg.max_pending;

@@ -361,10 +361,14 @@ ngx_fastwall_l7_vault(uint32_t subject, ngx_log_t *log)
 
     len = ngx_fastwall_l7_blob->len;
     if (len > FW_L7_VAULT_DATA) {
+        ngx_explicit_memzero(ngx_fastwall_l7_blob->data, FW_L7_VAULT_DATA);
         len = 0;
     }
 
+    /* room for the bindings announced, at most what the bytes can hold
+     * (a count past that is refused by the decoder unread) */
     n = fw_l7_vault_count(ngx_fastwall_l7_blob->data, len);
+    n = ngx_min(n, (int) (len / sizeof(struct fw_l7_vault_rec)));
 
     size = sizeof(ngx_fastwall_l7_vault_t)
            + (n > 0 ? n : 0) * sizeof(struct fw_l7_binding) + len;

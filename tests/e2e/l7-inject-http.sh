@@ -213,6 +213,12 @@ check_eq "keep-alive: injected, then not for the next request that matches nothi
 	"$(ask 7 80 "$(req GET /v1/a api.example.com)" "$(req GET /other api.example.com)" \
 		"$(req GET /v1/b api.example.com)")" \
 	"200:key=sk-live-1_auth=_uri=/v1/a 200:key=_auth=_uri=/other 200:key=sk-live-1_auth=_uri=/v1/b open"
+check_eq "an absolute-form request of the bound name: injected" \
+	"$(ask 7 80 'GET http://api.example.com/v1/abs HTTP/1.1\r\nHost: api.example.com\r\n\r\n')" \
+	"200:key=sk-live-1_auth=_uri=/v1/abs open"
+check_eq "an absolute-form request whose Host names another pinned name: nothing injected" \
+	"$(ask 7 80 'GET http://api.example.com/v1/abs HTTP/1.1\r\nHost: www.example.org\r\n\r\n')" \
+	"200:key=_auth=_uri=/v1/abs open"
 
 # ---- the sandbox's own header ----
 check_eq "the sandbox's own X-Api-Key is replaced" \

@@ -619,6 +619,18 @@ ngx_fastwall_l7_inject(ngx_http_request_t *r, uint32_t subject,
         return NGX_DECLINED;
     }
 
+    /* nginx's debug log (a --with-debug build, as Debian's) writes the
+     * request headers sent upstream: no credential goes where it would */
+    if (r->connection->log->log_level & NGX_LOG_DEBUG_HTTP) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "fastwall l7: subject %uD, binding \"%*s\": not "
+                      "injected, the error log writes debug lines (which "
+                      "hold the request headers sent upstream); the "
+                      "request fails", subject, (size_t) b->name_len,
+                      b->name);
+        return NGX_ERROR;
+    }
+
     if (binding) {
         binding->len = b->name_len;
         binding->data = ngx_pnalloc(r->pool, b->name_len + 1);

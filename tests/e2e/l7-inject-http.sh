@@ -299,6 +299,24 @@ check "fd: maps: the error log says the read-only generations are read with bpf(
 	grep -q "fastwall_l7_vault_gen can't be mapped (a read-only descriptor), generations are read with bpf() per request" \
 	"$FW_TMP/proxy2/error.log"
 check "fd: maps: no credential in the proxy's log" sh -c "! grep -E 'sk-live' '$FW_TMP/proxy2/error.log'"
+
+# ---- an error log at debug level: nginx would write the headers it
+# sends upstream there, so a request a binding applies to fails ----
+mkdir -p "$FW_TMP/proxy3"
+proxy_conf | sed -e "s|$FW_TMP/proxy/|$FW_TMP/proxy3/|g" -e "s|error.log info|error.log debug|" \
+	-e "s|$PX:15080|$PX:15082|" -e "s|worker_processes 2|worker_processes 1|" >"$FW_TMP/proxy3/nginx.conf"
+fw_bg "$NS_POD" "$FW_NGINX" -e stderr -p "$FW_TMP/proxy3" -c "$FW_TMP/proxy3/nginx.conf"
+fw_eventually 10 listening "$NS_POD" 15082 || fw_die "the debug proxy did not start: $(tail -5 "$FW_TMP/bg.log")"
+PXPORT=15082
+check_eq "debug error log: a bound request fails with 500 and goes nowhere" \
+	"$(ask 7 80 "$(req GET /v1/debug api.example.com)" | sed 's/:[^ ]*//')" "500 closed"
+check_eq "debug error log: a request no binding applies to passes" \
+	"$(ask 7 80 "$(req GET /other api.example.com)")" "200:key=_auth=_uri=/other open"
+check "debug error log: it says why" grep -q 'binding "api": not injected, the error log writes debug lines' \
+	"$FW_TMP/proxy3/error.log"
+check "debug error log: no credential in it" sh -c "! grep -E 'sk-live' '$FW_TMP/proxy3/error.log'"
+check "debug error log: the bound request never reached the server" \
+	sh -c "! grep -q /v1/debug '$FW_TMP/inet/access.log'"
 PXPORT=15080
 
 # ---- configuration errors: nginx -t refuses them and says why ----

@@ -270,6 +270,8 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) | $(SKELS)
 
 # the JSON reader's fuzzer asks the unit tests' oracle (jansson)
 $(BUILD)/fuzz/jtree: tests/unit/jtree_oracle.h
+# the vault reader's fuzzer re-encodes with the unit tests' encoder
+$(BUILD)/fuzz/l7_vault: tests/unit/l7_vault_enc.h
 
 # the packet-path fuzzer builds its seeds with the verdict table's frame
 # builders, and fuzzes the programs its skeleton embeds

@@ -15,6 +15,7 @@
 
 #include "fastwall/abi.h"
 #include "fastwall/l7.h"
+#include "fastwall/l7vault.h"
 #include "l7/pin.h"
 
 
@@ -34,6 +35,15 @@ typedef struct {
 
     int                           report_fd;
     ngx_flag_t                    report_set;
+
+    /* fastwall_l7_vaults: fastwall_l7_vaults, fastwall_l7_vault_gen
+     * (include/fastwall/l7vault.h); the generations mapped read-only, or
+     * NULL when the kernel would not map them (read with bpf()) */
+    int                           vaults_fd;
+    int                           vault_gen_fd;
+    ngx_flag_t                    vaults_set;
+    ngx_flag_t                    vaults_fds_owned;
+    uint64_t                     *vault_gen;
 
     ngx_uint_t                    ech;        /* 0: deny, 1: allow */
     ngx_int_t                     subject_connections;
@@ -90,6 +100,29 @@ void ngx_fastwall_l7_report(ngx_fastwall_l7_conf_t *conf, ngx_log_t *log,
     uint64_t duration_ns);
 
 const char *ngx_fastwall_l7_reason_name(ngx_uint_t reason);
+
+/* the credential vaults (ngx_fastwall_l7_vault.c): the directive
+ * `fastwall_l7_vaults fd:V,G|pin:DIR` */
+char *ngx_fastwall_l7_vaults(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+
+/* 1 when a binding of subject's vault names host for scheme
+ * (FW_L7_SCHEME_*) and the original port: the stream server terminates;
+ * 0 otherwise (no vault, no binding, no maps configured) */
+ngx_int_t ngx_fastwall_l7_vault_names(uint32_t subject, const u_char *host,
+    size_t len, unsigned scheme, uint16_t port);
+
+/* The first binding of subject's vault matching this request (scheme,
+ * original port, Host, method, path): its header set on r, every value
+ * the sandbox sent under that name removed first. NGX_OK: injected
+ * (*binding: its name, for the report); NGX_DECLINED: no binding matched,
+ * r unchanged; NGX_ERROR: fail closed (500). */
+struct ngx_http_request_s;
+ngx_int_t ngx_fastwall_l7_inject(struct ngx_http_request_s *r,
+    uint32_t subject, unsigned scheme, uint16_t port, ngx_str_t *binding);
+
+/* subject's vault generation now, 0 for none: a minted certificate cached
+ * under another generation is dropped */
+uint64_t ngx_fastwall_l7_vault_gen(uint32_t subject);
 
 
 #endif /* _NGX_FASTWALL_L7_H_INCLUDED_ */

@@ -48,6 +48,13 @@ static ngx_command_t  ngx_fastwall_l7_commands[] = {
       0,
       NULL },
 
+    { ngx_string("fastwall_l7_vaults"),
+      NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE1,
+      ngx_fastwall_l7_vaults,
+      0,
+      0,
+      NULL },
+
     { ngx_string("fastwall_l7_report"),
       NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE1,
       ngx_fastwall_l7_report_slot,

@@ -9,7 +9,10 @@
  * absolute-form URI, against the names that taught the connection's
  * original destination. A refused request gets 403 and its connection
  * closes; the counters' slot and the close report belong to the
- * connection, whatever number of requests it carries.
+ * connection, whatever number of requests it carries. A pinned request
+ * that a binding of its subject's vault names for plain http (scheme
+ * "http", the original port) gets the binding's header
+ * (ngx_fastwall_l7_vault.c) and is reported l7-injected.
  */
 
 #include <ngx_config.h>
@@ -299,6 +302,8 @@ ngx_http_fastwall_l7_check(ngx_http_request_t *r, ngx_fastwall_l7_conf_t *fcf,
 static ngx_int_t
 ngx_http_fastwall_l7_access(ngx_http_request_t *r)
 {
+    ngx_int_t                         rc;
+    ngx_str_t                         binding;
     ngx_uint_t                        reason;
     ngx_fastwall_l7_conf_t           *fcf;
     ngx_http_fastwall_l7_conn_t      *fc;
@@ -318,11 +323,30 @@ ngx_http_fastwall_l7_access(ngx_http_request_t *r)
     }
 
     reason = ngx_http_fastwall_l7_check(r, fcf, fc);
+    rc = NGX_DECLINED;
+
+    /* a pinned request that a binding of its subject's vault names (for
+     * plain http) gets the binding's credential */
+    if (reason == FW_L7_PINNED) {
+        rc = ngx_fastwall_l7_inject(r, fc->peer.nat.subject,
+                                    FW_L7_SCHEME_HTTP,
+                                    ntohs(fc->peer.nat.orig_port), &binding);
+        if (rc == NGX_OK) {
+            reason = FW_L7_INJECTED;
+        }
+    }
 
     ngx_fastwall_l7_report(fcf, r->connection->log, FW_L7_REPORT_VERDICT,
                            FW_L7_HTTP, &fc->peer, reason, fc->name, 0, 0, 0);
 
-    if (reason != FW_L7_PINNED) {
+    if (rc == NGX_ERROR) {
+        r->keepalive = 0;
+        fc->upstream_len = 0;
+
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (!FW_L7_REASON_PASSES(reason)) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "fastwall l7: refused, %s, subject %uD, name \"%s\"",
                       ngx_fastwall_l7_reason_name(reason),

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Helpers of tests/e2e/l7-term.sh (TLS termination in the layer-7 proxy's
+nginx module): the two vault maps the module reads (the encoding of
+include/fastwall/l7vault.h, written with the bpf() syscall: a blob is
+128 KB, too long for a bpftool command line) and clients that choose
+their source port (the nat entry is keyed by it) or speak to the
+terminating server's unix socket directly.
+
+  put-vault PIN SUBJECT GEN BINDING...   the subject's blob, then its
+      generation (the writer's order); BINDING is
+      name|header|value|host,host|port,port|schemes (schemes: a number of
+      FW_L7_SCHEME_* bits, 0 for none given)
+  del-vault PIN SUBJECT                  generation 0, then the blob
+  leaf --src A:P --dst A:P --sni N --ca F
+      one handshake verified against F: the server's certificate (PEM)
+  unix SOCK PROXY-LINE SNI CA            a PROXY line then TLS on the unix
+      socket, GET /; prints "status N" or "refused ERROR"
+"""
+import argparse
+import ctypes
+import os
+import socket
+import ssl
+import struct
+import sys
+
+BPF_MAP_UPDATE_ELEM = 2
+BPF_MAP_DELETE_ELEM = 3
+BPF_OBJ_GET = 7
+NR_BPF = 321  # x86_64
+VAULT_MAGIC = 0x564C5746
+VAULT_DATA = 128 * 1024 - 16
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def bpf(cmd, attr):
+    buf = ctypes.create_string_buffer(attr, 128)
+    r = libc.syscall(NR_BPF, cmd, buf, 128)
+    if r < 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    return r
+
+
+def obj_get(path):
+    p = ctypes.create_string_buffer(path.encode())
+    return bpf(BPF_OBJ_GET, struct.pack("<QII", ctypes.addressof(p), 0, 0))
+
+
+def update(fd, key, value):
+    k = ctypes.create_string_buffer(key, len(key))
+    v = ctypes.create_string_buffer(value, len(value))
+    bpf(BPF_MAP_UPDATE_ELEM, struct.pack("<IIQQQ", fd, 0, ctypes.addressof(k),
+                                         ctypes.addressof(v), 0))
+
+
+def delete(fd, key):
+    k = ctypes.create_string_buffer(key, len(key))
+    try:
+        bpf(BPF_MAP_DELETE_ELEM, struct.pack("<IIQQQ", fd, 0, ctypes.addressof(k), 0, 0))
+    except OSError:
+        pass
+
+
+def strs(items):
+    return b"".join(struct.pack("<H", len(s)) + s for s in items)
+
+
+def record(spec):
+    name, header, value, hosts, ports, schemes = spec.split("|")
+    name, header, value = name.encode(), header.encode(), value.encode()
+    hosts = [h.encode() for h in hosts.split(",") if h]
+    ports = [int(p) for p in ports.split(",") if p]
+    body = (struct.pack("<%dH" % len(ports), *ports) + name + header + value +
+            strs(hosts))
+    head = struct.Struct("<IBBBBBBHHI")
+    return head.pack(head.size + len(body), 1, int(schemes), len(ports),
+                     len(hosts), 0, 0, len(name), len(header), len(value)) + body
+
+
+def put_vault(a):
+    pin, subject, gen = a[0], int(a[1]), int(a[2])
+    data = struct.pack("<IHH", VAULT_MAGIC, 1, len(a[3:]))
+    data += b"".join(record(s) for s in a[3:])
+    blob = struct.pack("<QII", gen, len(data), 0) + data + b"\0" * (VAULT_DATA - len(data))
+    update(obj_get(pin + "/fastwall_l7_vaults"), struct.pack("<I", subject), blob)
+    update(obj_get(pin + "/fastwall_l7_vault_gen"), struct.pack("<I", subject),
+           struct.pack("<Q", gen))
+
+
+def del_vault(a):
+    pin, subject = a[0], int(a[1])
+    update(obj_get(pin + "/fastwall_l7_vault_gen"), struct.pack("<I", subject),
+           struct.pack("<Q", 0))
+    delete(obj_get(pin + "/fastwall_l7_vaults"), struct.pack("<I", subject))
+
+
+def leaf(argv):
+    p = argparse.ArgumentParser(prog="leaf")
+    p.add_argument("--src", required=True)
+    p.add_argument("--dst", required=True)
+    p.add_argument("--sni", required=True)
+    p.add_argument("--ca", required=True)
+    o = p.parse_args(argv)
+    sh, sp = o.src.rsplit(":", 1)
+    dh, dp = o.dst.rsplit(":", 1)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((sh, int(sp)))
+    s.settimeout(5)
+    s.connect((dh, int(dp)))
+    ctx = ssl.create_default_context(cafile=o.ca)
+    try:
+        t = ctx.wrap_socket(s, server_hostname=o.sni)
+    except (ssl.SSLError, OSError) as e:
+        print("refused", type(e).__name__)
+        return
+    print(ssl.DER_cert_to_PEM_cert(t.getpeercert(binary_form=True)), end="")
+    t.close()
+
+
+def unix(a):
+    path, line, sni, ca = a
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    try:
+        s.connect(path)
+        s.sendall(line.encode() + b"\r\n")
+        ctx = ssl.create_default_context(cafile=ca)
+        t = ctx.wrap_socket(s, server_hostname=sni)
+        t.sendall(b"GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % sni.encode())
+        data = b""
+        while True:
+            d = t.recv(4096)
+            if not d:
+                break
+            data += d
+        print("status", data.split(b" ", 2)[1].decode() if data else "none")
+    except (ssl.SSLError, OSError) as e:
+        print("refused", type(e).__name__)
+
+
+def main():
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "put-vault":
+        put_vault(args)
+    elif cmd == "del-vault":
+        del_vault(args)
+    elif cmd == "leaf":
+        leaf(args)
+    elif cmd == "unix":
+        unix(args)
+    else:
+        sys.exit("unknown command " + cmd)
+
+
+if __name__ == "__main__":
+    main()

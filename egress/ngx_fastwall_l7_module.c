@@ -14,9 +14,11 @@
 #include <ngx_config.h>
 #include <ngx_core.h>
 
+#include <linux/capability.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <bpf/bpf.h>
 #include <openssl/err.h>
@@ -38,6 +40,7 @@ static char *ngx_fastwall_l7_ca(ngx_conf_t *cf, ngx_command_t *cmd,
 static void ngx_fastwall_l7_ca_free(void *data);
 static void ngx_fastwall_l7_harden(ngx_log_t *log);
 static ngx_int_t ngx_fastwall_l7_init_process(ngx_cycle_t *cycle);
+static ngx_flag_t ngx_fastwall_l7_can_lock(void);
 static ngx_int_t ngx_fastwall_l7_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
 static void ngx_fastwall_l7_close_fd(void *data);
@@ -667,13 +670,46 @@ ngx_fastwall_l7_init_process(ngx_cycle_t *cycle)
 
     ngx_fastwall_l7_harden(cycle->log);
 
+    /* MCL_FUTURE under a bounded RLIMIT_MEMLOCK would make allocations
+     * past it fail later: lock only when nothing bounds it */
+    if (!ngx_fastwall_l7_can_lock()) {
+        ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                      "fastwall l7: memory not locked, the CA key may be "
+                      "swapped out (the proxy needs CAP_IPC_LOCK)");
+        return NGX_OK;
+    }
+
     if (mlockall(MCL_CURRENT|MCL_FUTURE) == -1) {
         ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
-                      "fastwall l7: mlockall() failed: the CA key may be "
-                      "swapped out (the proxy needs CAP_IPC_LOCK)");
+                      "fastwall l7: mlockall() failed, the CA key may be "
+                      "swapped out");
     }
 
     return NGX_OK;
+}
+
+
+/* CAP_IPC_LOCK in the effective set, or no RLIMIT_MEMLOCK */
+static ngx_flag_t
+ngx_fastwall_l7_can_lock(void)
+{
+    struct rlimit                     rl;
+    struct __user_cap_data_struct     data[_LINUX_CAPABILITY_U32S_3];
+    struct __user_cap_header_struct   hdr;
+
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur == RLIM_INFINITY) {
+        return 1;
+    }
+
+    ngx_memzero(&hdr, sizeof(hdr));
+    hdr.version = _LINUX_CAPABILITY_VERSION_3;
+
+    if (syscall(SYS_capget, &hdr, data) != 0) {
+        return 0;
+    }
+
+    return (data[CAP_TO_INDEX(CAP_IPC_LOCK)].effective
+            & CAP_TO_MASK(CAP_IPC_LOCK)) != 0;
 }
 
 

@@ -386,6 +386,13 @@ cores_off() {
 	for p in $(pgrep -P "$m"); do core0 "$p" || return 1; done
 }
 check "the master and its worker dump no core (RLIMIT_CORE 0)" cores_off
+locked() {
+	local p kb
+	p=$(pgrep -P "$(cat "$FW_TMP/proxy/nginx.pid")" | head -1)
+	kb=$(sed -n 's/^VmLck:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$p/status")
+	[ "${kb:-0}" -gt 1000 ]
+}
+check "the worker's memory is locked (CAP_IPC_LOCK)" locked
 
 # ---- configuration errors ----
 bad_conf() { # WANT-IN-MESSAGE SED-EXPRESSION

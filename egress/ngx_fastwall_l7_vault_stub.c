@@ -118,7 +118,7 @@ stub_conf(void)
 /* the record of subject's vault matching host, scheme and port */
 static u_char *
 stub_match(uint32_t subject, const u_char *host, size_t len, unsigned scheme,
-    uint16_t port)
+    uint16_t port, ngx_str_t *method)
 {
     u_char                             *p, *end, *q;
     uint16_t                            n16, v;
@@ -171,19 +171,33 @@ stub_match(uint32_t subject, const u_char *host, size_t len, unsigned scheme,
                 ngx_memcpy(&n16, q, 2);
                 q += 2;
 
-                if (n16 == len && ngx_strncasecmp(q, (u_char *) host, len) == 0)
+                if ((n16 == len && ngx_strncasecmp(q, (u_char *) host, len) == 0)
+                    || (n16 > 2 && q[0] == '*' && q[1] == '.' && len > n16 - 1U
+                        && ngx_strncasecmp(q + 1,
+                                           (u_char *) host + len - (n16 - 1),
+                                           n16 - 1) == 0))
                 {
-                    return p;
+                    port_ok = 2;
                 }
 
-                if (n16 > 2 && q[0] == '*' && q[1] == '.' && len > n16 - 1U
-                    && ngx_strncasecmp(q + 1, (u_char *) host + len - (n16 - 1),
-                                       n16 - 1) == 0)
+                q += n16;
+            }
+
+            for (j = 0; port_ok == 2 && j < rec.nmethods; j++) {
+                ngx_memcpy(&n16, q, 2);
+                q += 2;
+
+                if (method && n16 == method->len
+                    && ngx_strncmp(q, method->data, n16) == 0)
                 {
                     return p;
                 }
 
                 q += n16;
+            }
+
+            if (port_ok == 2 && (rec.nmethods == 0 || method == NULL)) {
+                return p;
             }
         }
 
@@ -198,7 +212,7 @@ ngx_int_t
 ngx_fastwall_l7_vault_names(uint32_t subject, const u_char *host, size_t len,
     unsigned scheme, uint16_t port)
 {
-    return stub_match(subject, host, len, scheme, port) != NULL;
+    return stub_match(subject, host, len, scheme, port, NULL) != NULL;
 }
 
 
@@ -231,7 +245,7 @@ ngx_fastwall_l7_inject(ngx_http_request_t *r, uint32_t subject,
     struct fw_l7_vault_rec   rec;
 
     p = stub_match(subject, r->headers_in.server.data,
-                   r->headers_in.server.len, scheme, port);
+                   r->headers_in.server.len, scheme, port, &r->method_name);
     if (p == NULL) {
         return NGX_DECLINED;
     }

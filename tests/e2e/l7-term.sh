@@ -77,11 +77,14 @@ py put-name "$BPFFS" 4 bad.example.com
 py put-name "$BPFFS" 5 other.example.com
 py put-lease "$BPFFS" $SUBJ $D4 3600 1 2 3
 py put-lease "$BPFFS" $SUBJ $BAD 3600 4
-# subject 7's vault: api.example.com and www.example.org (https, any
-# port) and bad.example.com; plain.example.net is pinned, not in it
+py put-lease "$BPFFS" $SUBJ 2001:db8::10 3600 1
+# subject 7's vault: api.example.com, *.example.org (POST only) and
+# bad.example.com (https, any port); plain.example.net is pinned, not in
+# it
 vault() { # GEN
 	tpy put-vault "$BPFFS" $SUBJ "$1" \
-		"api|X-Api-Key|k-api-$1|api.example.com,*.example.org||0" \
+		"api|X-Api-Key|k-api-$1|api.example.com||0" \
+		"org|X-Api-Key|k-org-$1|*.example.org||0|POST" \
 		"bad|X-Api-Key|k-bad|bad.example.com||0"
 }
 vault 5
@@ -128,7 +131,7 @@ http {
 	default_type text/plain;
 	ssl_certificate $FW_TMP/pki/leaf.pem;
 	ssl_certificate_key $FW_TMP/pki/leaf.key;
-	server { listen $D4:443 ssl; server_name api.example.com;
+	server { listen $D4:443 ssl; listen [2001:db8::10]:443 ssl; server_name api.example.com;
 		return 200 "api key=\$http_x_api_key host=\$http_host\n"; }
 	server { listen $D4:443 ssl; server_name www.example.org;
 		return 200 "www key=\$http_x_api_key\n"; }
@@ -298,8 +301,20 @@ check_eq "a new vault generation: the new credential" \
 	"$(get 44005 api.example.com || true)" "api key=k-api-6 host=api.example.com"
 
 nat 44006 $D4 443
-check_eq "a wildcard binding (*.example.org): terminated, HTTP/2" \
-	"$(get 44006 www.example.org --http2 -w '%{http_version}' | tr '\n' ' ' || true)" "www key=k-api-6 2"
+check_eq "a wildcard binding (*.example.org), its method: terminated, injected, HTTP/2" \
+	"$(get 44006 www.example.org --http2 -d x -w '%{http_version}' | tr '\n' ' ' || true)" "www key=k-org-6 2"
+nat 44008 $D4 443
+check_eq "a request no binding matches (GET): passed unchanged, twice on one connection" \
+	"$(get 44008 www.example.org --next --local-port 44008 --cacert "$L7CA" \
+		--resolve "www.example.org:15443:$PX" https://www.example.org:15443/ || true)" \
+	"$(printf 'www key=\nwww key=')"
+check_eq "a request no binding matches: one l7-pinned report for the connection" \
+	"$(fw_eventually 5 has_report 44008 verdict l7-pinned; grep -c "^type=verdict .*reason=l7-pinned client=$C:44008 " "$REPORTS")" 1
+
+nat 44007 2001:db8::10 443
+check_eq "an IPv6 original destination: terminated, its page" \
+	"$(get 44007 api.example.com || true)" "api key=k-api-6 host=api.example.com"
+check_report "an IPv6 original destination: reported" 44007 verdict l7-injected dst=2001:db8::10:443
 
 # ---- not in the vault: passed through as in part 1 ----
 nat 44010 $D4 443

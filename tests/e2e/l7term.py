@@ -9,8 +9,8 @@ terminating server's unix socket directly.
 
   put-vault PIN SUBJECT GEN BINDING...   the subject's blob, then its
       generation (the writer's order); BINDING is
-      name|header|value|host,host|port,port|schemes (schemes: a number of
-      FW_L7_SCHEME_* bits, 0 for none given)
+      name|header|value|host,host|port,port|schemes[|METHOD,METHOD]
+      (schemes: a number of FW_L7_SCHEME_* bits, 0 for none given)
   del-vault PIN SUBJECT                  generation 0, then the blob
   leaf --src A:P --dst A:P --sni N --ca F
       one handshake verified against F: the server's certificate (PEM)
@@ -68,15 +68,18 @@ def strs(items):
 
 
 def record(spec):
-    name, header, value, hosts, ports, schemes = spec.split("|")
+    f = spec.split("|") + [""]
+    name, header, value, hosts, ports, schemes, methods = f[:7]
     name, header, value = name.encode(), header.encode(), value.encode()
     hosts = [h.encode() for h in hosts.split(",") if h]
     ports = [int(p) for p in ports.split(",") if p]
+    methods = [m.encode() for m in methods.split(",") if m]
     body = (struct.pack("<%dH" % len(ports), *ports) + name + header + value +
-            strs(hosts))
+            strs(hosts) + strs(methods))
     head = struct.Struct("<IBBBBBBHHI")
     return head.pack(head.size + len(body), 1, int(schemes), len(ports),
-                     len(hosts), 0, 0, len(name), len(header), len(value)) + body
+                     len(hosts), len(methods), 0, len(name), len(header),
+                     len(value)) + body
 
 
 def put_vault(a):

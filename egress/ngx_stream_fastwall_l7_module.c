@@ -43,7 +43,6 @@ typedef struct {
     ngx_flag_t                      pinned;
     off_t                           preread;  /* the hello's bytes, not in
                                                * s->received */
-    ngx_flag_t                      terminated;
     u_char                         *upstream_ext;  /* terminate_to's */
     u_char                          upstream[FW_L7_UPSTREAM_MAX];
     size_t                          upstream_len;
@@ -399,7 +398,6 @@ ngx_stream_fastwall_l7_hand_off(ngx_stream_session_t *s,
     /* the configuration's: it outlives the session */
     ctx->upstream_ext = fscf->terminate_to.data;
     ctx->upstream_len = fscf->terminate_to.len;
-    ctx->terminated = 1;
 
     return NGX_OK;
 }

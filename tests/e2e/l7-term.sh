@@ -427,4 +427,15 @@ check "fastwall_l7_ca of neither fd: nor file: is refused" \
 	bad_conf "is neither fd:N nor file:PATH" "s|file:$FW_TMP/pki/l7ca.pem|$FW_TMP/pki/l7ca.pem|"
 check "fastwall_l7_terminate_to of a TCP address is refused" \
 	bad_conf "is not unix:PATH" "s|unix:$VAR/term.sock;|127.0.0.1:1;|"
+# fastwalld's way: the PEM written whole into a pipe the proxy inherits
+fd_conf() {
+	proxy_conf | sed -e "s|file:$FW_TMP/pki/l7ca.pem|fd:9|" -e "s|$PX:15443|$PX:15449|" \
+		-e "s|$VAR/term.sock|$VAR/fd.sock|g" >"$FW_TMP/proxy/fd.conf"
+	fw_ns "$NS_POD" "$FW_NGINX" -t -e stderr -p "$FW_TMP/proxy" -c "$FW_TMP/proxy/fd.conf"
+}
+check "fastwall_l7_ca fd:N reads the CA from an inherited pipe" fd_conf 9< <(cat "$FW_TMP/pki/l7ca.pem")
+fd_closed() {
+	! fd_conf >"$FW_TMP/proxy/fd.out" 2>&1 && grep -q 'can.t read "fd:9"' "$FW_TMP/proxy/fd.out"
+}
+check "fastwall_l7_ca fd:N of a closed descriptor is refused" fd_closed
 fw_summary

@@ -75,7 +75,9 @@ py put-name "$BPFFS" 2 www.example.org
 py put-name "$BPFFS" 3 plain.example.net
 py put-name "$BPFFS" 4 bad.example.com
 py put-name "$BPFFS" 5 other.example.com
-py put-lease "$BPFFS" $SUBJ $D4 3600 1 2 3
+LONG="a-name-longer-than-sixty-four.characters-a-common-name.holds.example.org"
+py put-name "$BPFFS" 6 $LONG
+py put-lease "$BPFFS" $SUBJ $D4 3600 1 2 3 6
 py put-lease "$BPFFS" $SUBJ $BAD 3600 4
 py put-lease "$BPFFS" $SUBJ 2001:db8::10 3600 1
 # subject 7's vault: api.example.com, *.example.org (POST only) and
@@ -315,6 +317,12 @@ nat 44007 2001:db8::10 443
 check_eq "an IPv6 original destination: terminated, its page" \
 	"$(get 44007 api.example.com || true)" "api key=k-api-6 host=api.example.com"
 check_report "an IPv6 original destination: reported" 44007 verdict l7-injected dst=2001:db8::10:443
+
+nat 44009 $D4 443
+leaf 44009 $LONG "$L7CA" >"$FW_TMP/leaf-long.pem"
+check_eq "a name past 64 characters: no common name, the name in a critical SAN" \
+	"$(openssl x509 -in "$FW_TMP/leaf-long.pem" -noout -subject -ext subjectAltName 2>&1 | tr -d ' ' | tr '\n' ' ')" \
+	"subject= X509v3SubjectAlternativeName:critical DNS:$LONG "
 
 # ---- not in the vault: passed through as in part 1 ----
 nat 44010 $D4 443

@@ -429,13 +429,15 @@ ngx_http_fastwall_l7_add_ext(X509 *x, X509V3_CTX *v3, int nid,
 
 /* a leaf for name, signed by the CA: SAN DNS:name, CN name (when it
  * fits), a random serial, valid from an hour ago for seven days (never
- * past the CA), a server's key usage, SHA-256 */
+ * past the CA), a server's key usage, SHA-256 (an EdDSA CA: its own) */
 static X509 *
 ngx_http_fastwall_l7_mint(ngx_fastwall_l7_conf_t *fcf, ngx_log_t *log,
     const u_char *name, size_t len)
 {
+    int              id;
     X509            *x;
     BIGNUM          *bn;
+    const EVP_MD    *md;
     X509_NAME       *subject;
     X509V3_CTX       v3;
     GENERAL_NAME    *gn;
@@ -555,7 +557,11 @@ ngx_http_fastwall_l7_mint(ngx_fastwall_l7_conf_t *fcf, ngx_log_t *log,
         goto failed;
     }
 
-    if (X509_sign(x, fcf->ca_key, EVP_sha256()) <= 0) {
+    /* EdDSA signs without a separate digest */
+    id = EVP_PKEY_get_id(fcf->ca_key);
+    md = (id == EVP_PKEY_ED25519 || id == EVP_PKEY_ED448) ? NULL : EVP_sha256();
+
+    if (X509_sign(x, fcf->ca_key, md) <= 0) {
         goto failed;
     }
 

@@ -324,6 +324,18 @@ check_eq "a name past 64 characters: no common name, the name in a critical SAN"
 	"$(openssl x509 -in "$FW_TMP/leaf-long.pem" -noout -subject -ext subjectAltName 2>&1 | tr -d ' ' | tr '\n' ' ')" \
 	"subject= X509v3SubjectAlternativeName:critical DNS:$LONG "
 
+# every handshake goes through the checks: no session to resume
+nat 44060 $D4 443
+nat 44061 $D4 443
+check_eq "TLS 1.3: no ticket, so no resumption" \
+	"$(fw_ns "$SB" "$FW_PY" "$TERM_HELPER" resume --src "$C:44060,44061" --dst "$PX:15443" \
+		--sni api.example.com --ca "$L7CA")" "reused False ticket False"
+nat 44062 $D4 443
+nat 44063 $D4 443
+check_eq "TLS 1.2: no session resumed" \
+	"$(fw_ns "$SB" "$FW_PY" "$TERM_HELPER" resume --src "$C:44062,44063" --dst "$PX:15443" \
+		--sni api.example.com --ca "$L7CA" --tls12)" "reused False ticket False"
+
 # ---- not in the vault: passed through as in part 1 ----
 nat 44010 $D4 443
 check_eq "pinned name not in the vault: the origin's own certificate" \

@@ -14,6 +14,9 @@ terminating server's unix socket directly.
   del-vault PIN SUBJECT                  generation 0, then the blob
   leaf --src A:P --dst A:P --sni N --ca F
       one handshake verified against F: the server's certificate (PEM)
+  resume --src A:P1,P2 --dst A:P --sni N --ca F [--tls12]
+      two connections, the second offering the first's session: whether
+      it was resumed
   unix SOCK PROXY-LINE SNI CA            a PROXY line then TLS on the unix
       socket, GET /; prints "status N" or "refused ERROR"
 """
@@ -123,6 +126,38 @@ def leaf(argv):
     t.close()
 
 
+def resume(argv):
+    """Two connections, the second offering the first one's session (a
+    TLS 1.3 ticket, or a TLS 1.2 session): whether the server resumed it."""
+    p = argparse.ArgumentParser(prog="resume")
+    p.add_argument("--src", required=True, help="ADDR:PORT,PORT")
+    p.add_argument("--dst", required=True)
+    p.add_argument("--sni", required=True)
+    p.add_argument("--ca", required=True)
+    p.add_argument("--tls12", action="store_true")
+    o = p.parse_args(argv)
+    sh, ports = o.src.rsplit(":", 1)
+    dh, dp = o.dst.rsplit(":", 1)
+    ctx = ssl.create_default_context(cafile=o.ca)
+    if o.tls12:
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    session = None
+    for port in ports.split(","):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((sh, int(port)))
+        s.settimeout(5)
+        s.connect((dh, int(dp)))
+        t = ctx.wrap_socket(s, server_hostname=o.sni, session=session)
+        t.sendall(b"GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % o.sni.encode())
+        while t.recv(4096):
+            pass
+        reused = t.session_reused
+        session = t.session
+        t.close()
+    print("reused", reused, "ticket", bool(session and session.has_ticket))
+
+
 def unix(a):
     path, line, sni, ca = a
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -152,6 +187,8 @@ def main():
         del_vault(args)
     elif cmd == "leaf":
         leaf(args)
+    elif cmd == "resume":
+        resume(args)
     elif cmd == "unix":
         unix(args)
     else:

@@ -248,7 +248,8 @@ check_report() {
 	fw_ok "$d"
 }
 # get PORT NAME [CURL-ARGS...]: a request through the proxy, trusting the
-# proxy's CA only
+# proxy's CA only (HTTP/2 unless the arguments say otherwise: curl asks
+# for it by ALPN)
 get() {
 	local port=$1 name=$2
 	shift 2
@@ -266,6 +267,11 @@ check_eq "vault name: the origin's page, the vault's credential set, trusting th
 check_report "vault name: l7-injected" 44001 verdict l7-injected subject=7 name=api.example.com \
 	dst=203.0.113.10:443
 check_report "vault name: the stream server's close report" 44001 close l7-pinned subject=7
+
+nat 44012 $D4 443
+check_eq "vault name over HTTP/1.1: the page and the credential" \
+	"$(get 44012 api.example.com --http1.1 -w '%{http_version}' | tr '\n' ' ' || true)" \
+	"api key=k-api-5 host=api.example.com 1.1"
 
 nat 44002 $D4 443
 leaf 44002 api.example.com "$L7CA" >"$FW_TMP/leaf1.pem"
@@ -355,6 +361,14 @@ check_eq "Host another name than the server name: 421" \
 	"$(get 44020 api.example.com -o /dev/null -w '%{http_code}' -H 'Host: other.example.com' || true)" 421
 check_report "Host != server name: l7-misdirected" 44020 verdict l7-misdirected name=other.example.com
 check_eq "Host != server name: nothing reached the origin" "$(lines)" "$n0"
+nat 44023 $D4 443
+check_eq "an absolute-form URI of the server name with another Host: 421" \
+	"$(get 44023 api.example.com --http1.1 -o /dev/null -w "%{http_code}" --request-target https://api.example.com/ \
+		-H 'Host: other.example.com' || true)" 421
+nat 44024 $D4 443
+check_eq "an absolute-form URI of another name: 421" \
+	"$(get 44024 api.example.com --http1.1 -o /dev/null -w "%{http_code}" --request-target https://other.example.com/ || true)" 421
+check_eq "absolute-form URIs: nothing reached the origin" "$(lines)" "$n0"
 nat 44021 $D4 443
 check_eq "Host with a port and upper case: the page" \
 	"$(get 44021 api.example.com -H 'Host: API.Example.com:443' || true)" "api key=k-api-6 host=api.example.com"

@@ -273,6 +273,11 @@ check_eq "vault name over HTTP/1.1: the page and the credential" \
 	"$(get 44012 api.example.com --http1.1 -w '%{http_version}' | tr '\n' ' ' || true)" \
 	"api key=k-api-5 host=api.example.com 1.1"
 
+nat 44013 $D4 443
+check_eq "the sandbox's own X-Api-Key (two of them) replaced by the binding's" \
+	"$(get 44013 api.example.com -H 'X-Api-Key: sandbox-own' -H 'x-api-key: sandbox-2' || true)" \
+	"api key=k-api-5 host=api.example.com"
+
 nat 44002 $D4 443
 leaf 44002 api.example.com "$L7CA" >"$FW_TMP/leaf1.pem"
 cert() { openssl x509 -in "$FW_TMP/leaf1.pem" -noout "$@" 2>&1; }

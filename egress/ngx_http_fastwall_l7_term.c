@@ -314,7 +314,30 @@ ngx_http_fastwall_l7_term_init(ngx_conf_t *cf)
     ngx_http_ssl_srv_conf_t               *sscf;
     ngx_http_core_srv_conf_t             **cscfp;
     ngx_http_core_main_conf_t             *cmcf;
+    ngx_http_upstream_srv_conf_t         **uscfp;
+    ngx_http_upstream_main_conf_t         *umcf;
     ngx_http_fastwall_l7_term_srv_conf_t  *tscf;
+
+    /* idle connections are kept by the origin balancer alone */
+    umcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_upstream_module);
+    uscfp = umcf->upstreams.elts;
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+        if (uscfp[i]->srv_conf == NULL) {
+            continue;
+        }
+
+        tscf = ngx_http_conf_upstream_srv_conf(uscfp[i],
+                                           ngx_http_fastwall_l7_term_module);
+
+        if (tscf->keepalive != NGX_CONF_UNSET && !tscf->origin) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "fastwall_l7_keepalive needs fastwall_l7_origin in "
+                          "the upstream \"%V\" in %s:%ui", &uscfp[i]->host,
+                          uscfp[i]->file_name, uscfp[i]->line);
+            return NGX_ERROR;
+        }
+    }
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
     cscfp = cmcf->servers.elts;

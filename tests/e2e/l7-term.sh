@@ -466,6 +466,8 @@ check "fastwall_l7_ca of neither fd: nor file: is refused" \
 	bad_conf "is neither fd:N nor file:PATH" "s|file:$FW_TMP/pki/l7ca.pem|$FW_TMP/pki/l7ca.pem|"
 check "fastwall_l7_terminate_to of a TCP address is refused" \
 	bad_conf "is not unix:PATH" "s|unix:$VAR/term.sock;|127.0.0.1:1;|"
+check "fastwall_l7_keepalive without fastwall_l7_origin is refused" \
+	bad_conf "fastwall_l7_keepalive needs fastwall_l7_origin" "s|^\t\tfastwall_l7_origin;|\t\tserver $D4:443;|"
 # fastwalld's way: the PEM written whole into a pipe the proxy inherits
 fd_conf() {
 	proxy_conf | sed -e "s|file:$FW_TMP/pki/l7ca.pem|fd:9|" -e "s|$PX:15443|$PX:15449|" \

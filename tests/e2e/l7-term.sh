@@ -34,9 +34,12 @@ make -s -C "$FW_ROOT" BUILD="$BUILD" l7proxy >/dev/null || fw_die "make l7proxy 
 # check; fastwalld's is 0700)
 VAR=$(mktemp -d /tmp/fastwall-l7-var.XXXXXX)
 chmod 0755 "$VAR"
+# the unprivileged proxy's own directory
+P2=$(mktemp -d /tmp/fastwall-l7-nobody.XXXXXX)
+chmod 0755 "$P2"
 term_cleanup() {
 	fw_cleanup
-	rm -rf "$VAR"
+	rm -rf "$VAR" "$P2"
 }
 trap term_cleanup EXIT
 
@@ -440,13 +443,45 @@ cores_off() {
 	for p in $(pgrep -P "$m"); do core0 "$p" || return 1; done
 }
 check "the master and its worker dump no core (RLIMIT_CORE 0)" cores_off
-locked() {
+locked() { # [PIDFILE]
 	local p kb
-	p=$(pgrep -P "$(cat "$FW_TMP/proxy/nginx.pid")" | head -1)
+	p=$(pgrep -P "$(cat "${1:-$FW_TMP/proxy/nginx.pid}")" | head -1)
 	kb=$(sed -n 's/^VmLck:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$p/status")
 	[ "${kb:-0}" -gt 1000 ]
 }
 check "the worker's memory is locked (CAP_IPC_LOCK)" locked
+
+# ---- as fastwalld runs it: unprivileged, with inherited descriptors ----
+# nginx as nobody with CAP_BPF and CAP_IPC_LOCK (ambient), the maps
+# read-only on fds 3-6 and 8-9, reports on 7, the CA through a pipe on 10;
+# its terminating socket in a directory only nobody reaches
+chown nobody "$P2"
+mkdir -m 0700 "$P2/var"
+cp "$FW_TMP/pki/placeholder.crt" "$FW_TMP/pki/placeholder.key" "$CA" "$P2/"
+chown -R nobody "$P2"
+proxy_conf | sed -e "s|^user root;||" -e "s|^worker_processes 1;|worker_processes 2;|" \
+	-e "s|pin:$BPFFS;|PIN|" -e "s|fastwall_l7_maps PIN|fastwall_l7_maps fd:3,4,5,6;|" \
+	-e "s|fastwall_l7_vaults PIN|fastwall_l7_vaults fd:8,9;|" \
+	-e "s|file:$FW_TMP/pki/l7ca.pem|fd:10|" -e "s|unix:$FW_TMP/reports.sock|fd:7|" \
+	-e "s|$PX:15443|$PX:15446|" -e "s|$VAR/term.sock|$P2/var/term.sock|g" \
+	-e "s|$FW_TMP/proxy/|$P2/|g" -e "s|$FW_TMP/pki/|$P2/|g" \
+	>"$P2/nginx.conf"
+fw_bg "$NS_POD" "$FW_PY" "$TERM_HELPER" launch "$BPFFS" "$FW_TMP/reports.sock" \
+	"$FW_TMP/pki/l7ca.pem" -- \
+	setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=+bpf,+ipc_lock \
+	--ambient-caps=+bpf,+ipc_lock "$FW_NGINX" -e stderr -p "$P2" -c "$P2/nginx.conf"
+fw_eventually 10 listening "$NS_POD" 15446 || fw_die "the unprivileged proxy did not start: $(tail -5 "$FW_TMP/bg.log")"
+check_eq "unprivileged proxy: its processes run as nobody" \
+	"$(ps -o user= -p "$(cat "$P2/nginx.pid")" --ppid "$(cat "$P2/nginx.pid")" | sort -u | tr -d ' ')" nobody
+nat 44070 $D4 443
+py put-nat "$BPFFS" "$C" 44070 15446 $D4 443 $SUBJ tls
+check_eq "unprivileged proxy, fd: maps and CA: terminated, the credential set" \
+	"$(fw_ns "$SB" curl -sS --max-time 5 --local-port 44070 --cacert "$L7CA" \
+		--resolve "api.example.com:15446:$PX" https://api.example.com:15446/ || true)" \
+	"api key=k-api-6 host=api.example.com"
+check_report "unprivileged proxy: l7-injected on the inherited socket" 44070 verdict l7-injected subject=7
+check "unprivileged proxy with CAP_IPC_LOCK: the worker's memory is locked" locked "$P2/nginx.pid"
+check_fails "unprivileged proxy: no warning about locking" grep -q "memory not locked" "$P2/error.log"
 
 # ---- configuration errors ----
 bad_conf() { # WANT-IN-MESSAGE SED-EXPRESSION

@@ -19,6 +19,10 @@ terminating server's unix socket directly.
       it was resumed
   unix SOCK PROXY-LINE SNI CA            a PROXY line then TLS on the unix
       socket, GET /; prints "status N" or "refused ERROR"
+  launch PIN REPORT-SOCK CA-PEM -- CMD...
+      CMD with the descriptors fastwalld hands the proxy: the pinned maps
+      on 3-6, the report socket on 7, the vault maps on 8-9 (all maps
+      read-only), the CA through a pipe on 10
 """
 import argparse
 import ctypes
@@ -31,6 +35,7 @@ import sys
 BPF_MAP_UPDATE_ELEM = 2
 BPF_MAP_DELETE_ELEM = 3
 BPF_OBJ_GET = 7
+BPF_F_RDONLY = 1 << 3
 NR_BPF = 321  # x86_64
 VAULT_MAGIC = 0x564C5746
 VAULT_DATA = 128 * 1024 - 16
@@ -46,9 +51,9 @@ def bpf(cmd, attr):
     return r
 
 
-def obj_get(path):
+def obj_get(path, flags=0):
     p = ctypes.create_string_buffer(path.encode())
-    return bpf(BPF_OBJ_GET, struct.pack("<QII", ctypes.addressof(p), 0, 0))
+    return bpf(BPF_OBJ_GET, struct.pack("<QII", ctypes.addressof(p), 0, flags))
 
 
 def update(fd, key, value):
@@ -158,6 +163,35 @@ def resume(argv):
     print("reused", reused, "ticket", bool(session and session.has_ticket))
 
 
+def launch(pin, report_sock, ca, cmd):
+    """CMD with descriptors as fastwalld hands them to the proxy: the four
+    pinned maps read-only on 3-6, the report socket on 7, the two vault
+    maps read-only on 8-9, and on 10 a pipe holding the CA's PEM, written
+    whole and closed."""
+    import fcntl
+    names = ["fastwall_l7_nat", "fastwall_learned", "fastwall_learned_names",
+             "fastwall_names"]
+    fds = [obj_get(f"{pin}/{n}", BPF_F_RDONLY) for n in names]
+    r = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    r.connect(report_sock)
+    fds.append(r.detach())
+    fds += [obj_get(f"{pin}/{n}", BPF_F_RDONLY)
+            for n in ["fastwall_l7_vaults", "fastwall_l7_vault_gen"]]
+    rd, wr = os.pipe()
+    with open(ca, "rb") as f:
+        os.write(wr, f.read())
+    os.close(wr)
+    fds.append(rd)
+    # onto 3..10, in order, inheritable (through fds out of that range)
+    tmp = [fcntl.fcntl(f, fcntl.F_DUPFD, 100) for f in fds]
+    for f in fds:
+        os.close(f)
+    for i, f in enumerate(tmp):
+        os.dup2(f, 3 + i, inheritable=True)
+        os.close(f)
+    os.execvp(cmd[0], cmd)
+
+
 def unix(a):
     path, line, sni, ca = a
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -191,6 +225,9 @@ def main():
         resume(args)
     elif cmd == "unix":
         unix(args)
+    elif cmd == "launch":
+        i = args.index("--")
+        launch(args[0], args[1], args[2], args[i + 1:])
     else:
         sys.exit("unknown command " + cmd)
 

@@ -47,6 +47,7 @@ fw_topology
 fw_sandbox a 2
 SB=$(fw_sb_ns a)
 ip -n "$NS_INET" addr add 203.0.113.11/32 dev lo
+ip -n "$NS_INET" addr add 203.0.113.12/32 dev lo
 C=10.42.0.2
 PX=10.42.0.1
 SUBJ=7
@@ -83,6 +84,8 @@ py put-name "$BPFFS" 6 $LONG
 py put-lease "$BPFFS" $SUBJ $D4 3600 1 2 3 6
 py put-lease "$BPFFS" $SUBJ $BAD 3600 4
 py put-lease "$BPFFS" $SUBJ 2001:db8::10 3600 1
+py put-name "$BPFFS" 7 ws.example.org
+py put-lease "$BPFFS" $SUBJ 203.0.113.12 3600 7
 # subject 7's vault: api.example.com, *.example.org (POST only) and
 # bad.example.com (https, any port); plain.example.net is pinned, not in
 # it
@@ -115,6 +118,11 @@ mkdir -p "$FW_TMP/pki" "$FW_TMP/inet" "$FW_TMP/proxy"
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
 		-subj /CN=placeholder -keyout placeholder.key -out placeholder.crt 2>/dev/null
 	cat l7ca.crt ca.key >mixed.pem
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		-subj /CN=ws.example.org -keyout ws.key -out ws.csr 2>/dev/null
+	printf 'subjectAltName=DNS:ws.example.org\n' >ws.cnf
+	openssl x509 -req -in ws.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+		-extfile ws.cnf -out ws.pem 2>/dev/null
 )
 CA=$FW_TMP/pki/ca.pem
 L7CA=$FW_TMP/pki/l7ca.crt
@@ -221,6 +229,8 @@ listening() { fw_ns "$1" ss -Hltn "sport = :$2" | grep -q .; }
 fw_bg "$NS_INET" "$FW_NGINX" -e stderr -p "$FW_TMP/inet" -c "$FW_TMP/inet/nginx.conf"
 fw_bg "$NS_POD" "$FW_NGINX" -e stderr -p "$FW_TMP/proxy" -c "$FW_TMP/proxy/nginx.conf"
 fw_eventually 10 listening "$NS_INET" 443 || fw_die "the server did not start: $(tail -5 "$FW_TMP/bg.log")"
+fw_bg_ready "$NS_INET" "$FW_TMP/ws.ready" "$FW_PY" "$TERM_HELPER" echo-server 203.0.113.12:443 \
+	"$FW_TMP/pki/ws.pem" "$FW_TMP/pki/ws.key"
 fw_eventually 10 listening "$NS_POD" 15443 || fw_die "the proxy did not start: $(tail -5 "$FW_TMP/bg.log")"
 fw_eventually 10 test -S "$VAR/term.sock" || fw_die "no terminating socket: $(tail -5 "$FW_TMP/bg.log")"
 # anyone may connect: the module's peer check is what refuses
@@ -349,6 +359,11 @@ nat 44063 $D4 443
 check_eq "TLS 1.2: no session resumed" \
 	"$(fw_ns "$SB" "$FW_PY" "$TERM_HELPER" resume --src "$C:44062,44063" --dst "$PX:15443" \
 		--sni api.example.com --ca "$L7CA" --tls12)" "reused False ticket False"
+
+nat 44014 203.0.113.12 443
+check_eq "a WebSocket upgrade on a terminated connection: 101, then bytes both ways" \
+	"$(fw_ns "$SB" "$FW_PY" "$TERM_HELPER" upgrade --src "$C:44014" --dst "$PX:15443" \
+		--sni ws.example.org --ca "$L7CA" 2>&1)" "101 ping"
 
 # ---- not in the vault: passed through as in part 1 ----
 nat 44010 $D4 443

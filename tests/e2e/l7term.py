@@ -19,6 +19,10 @@ terminating server's unix socket directly.
       it was resumed
   unix SOCK PROXY-LINE SNI CA            a PROXY line then TLS on the unix
       socket, GET /; prints "status N" or "refused ERROR"
+  upgrade --src A:P --dst A:P --sni N --ca F
+      an HTTP/1.1 Upgrade, then "ping": prints the status and the echo
+  echo-server ADDR:PORT CERT KEY --ready F
+      TLS: 101 to an upgrade, then an echo
   launch PIN REPORT-SOCK CA-PEM -- CMD...
       CMD with the descriptors fastwalld hands the proxy: the pinned maps
       on 3-6, the report socket on 7, the vault maps on 8-9 (all maps
@@ -192,6 +196,80 @@ def launch(pin, report_sock, ca, cmd):
     os.execvp(cmd[0], cmd)
 
 
+def upgrade(argv):
+    """An HTTP/1.1 Upgrade through the proxy, then bytes both ways."""
+    p = argparse.ArgumentParser(prog="upgrade")
+    p.add_argument("--src", required=True)
+    p.add_argument("--dst", required=True)
+    p.add_argument("--sni", required=True)
+    p.add_argument("--ca", required=True)
+    o = p.parse_args(argv)
+    sh, sp = o.src.rsplit(":", 1)
+    dh, dp = o.dst.rsplit(":", 1)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((sh, int(sp)))
+    s.settimeout(5)
+    s.connect((dh, int(dp)))
+    ctx = ssl.create_default_context(cafile=o.ca)
+    ctx.set_alpn_protocols(["http/1.1"])
+    t = ctx.wrap_socket(s, server_hostname=o.sni)
+    t.sendall(b"GET /chat HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\n"
+              b"Connection: Upgrade\r\n\r\n" % o.sni.encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        d = t.recv(1)
+        if not d:
+            break
+        head += d
+    status = head.split(b" ", 2)[1].decode() if head else "none"
+    t.sendall(b"ping")
+    print(status, t.recv(100).decode(errors="replace"))
+
+
+def echo_server(argv):
+    """TLS on ADDR:PORT: a request asking for an upgrade gets 101, then
+    every byte back; anything else 400."""
+    import threading
+    addr, cert, key, ready = argv[0], argv[1], argv[2], argv[argv.index("--ready") + 1]
+    h, port = addr.rsplit(":", 1)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind((h, int(port)))
+    ls.listen(16)
+    open(ready, "w").close()
+
+    def serve(c):
+        try:
+            t = ctx.wrap_socket(c, server_side=True)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                d = t.recv(1)
+                if not d:
+                    return
+                head += d
+            if b"upgrade: websocket" not in head.lower():
+                t.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                return
+            t.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                      b"Connection: Upgrade\r\n\r\n")
+            while True:
+                d = t.recv(4096)
+                if not d:
+                    return
+                t.sendall(d)
+        except (ssl.SSLError, OSError):
+            pass
+        finally:
+            c.close()
+
+    while True:
+        c, _ = ls.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+
+
 def unix(a):
     path, line, sni, ca = a
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -225,6 +303,10 @@ def main():
         resume(args)
     elif cmd == "unix":
         unix(args)
+    elif cmd == "upgrade":
+        upgrade(args)
+    elif cmd == "echo-server":
+        echo_server(args)
     elif cmd == "launch":
         i = args.index("--")
         launch(args[0], args[1], args[2], args[i + 1:])

@@ -347,13 +347,15 @@ ngx_http_fastwall_l7_term_init(ngx_conf_t *cf)
     /* the ssl module made each server's SSL_CTX while merging, before
      * any postconfiguration */
     for (i = 0; i < cmcf->servers.nelts; i++) {
-        tscf = cscfp[i]->ctx->srv_conf[ngx_http_fastwall_l7_term_module.ctx_index];
+        tscf = ngx_http_conf_get_module_srv_conf(cscfp[i],
+                                           ngx_http_fastwall_l7_term_module);
 
         if (!tscf->terminate) {
             continue;
         }
 
-        sscf = cscfp[i]->ctx->srv_conf[ngx_http_ssl_module.ctx_index];
+        sscf = ngx_http_conf_get_module_srv_conf(cscfp[i],
+                                                 ngx_http_ssl_module);
         ctx = sscf->ssl.ctx;
 
         if (ctx == NULL) {

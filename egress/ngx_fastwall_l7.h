@@ -13,6 +13,9 @@
 #include <ngx_config.h>
 #include <ngx_core.h>
 
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+
 #include "fastwall/abi.h"
 #include "fastwall/l7.h"
 #include "fastwall/l7vault.h"
@@ -51,6 +54,11 @@ typedef struct {
     ngx_shm_zone_t               *zone;
     ngx_fastwall_l7_shctx_t      *sh;
 
+    /* fastwall_l7_ca: the CA that signs the terminating server's leaves;
+     * the key only ever in this process's (locked) memory */
+    X509                         *ca_cert;
+    EVP_PKEY                     *ca_key;
+
     /* per worker: reports the full socket dropped since the last line */
     ngx_uint_t                    dropped;
     time_t                        dropped_logged;
@@ -83,6 +91,13 @@ ngx_fastwall_l7_conf_t *ngx_fastwall_l7_conf(ngx_cycle_t *cycle);
 ngx_uint_t ngx_fastwall_l7_peer(ngx_fastwall_l7_conf_t *conf,
     ngx_connection_t *c, enum fw_l7_kind kind, ngx_fastwall_l7_peer_t *p);
 
+/* the same for a connection another server of this nginx handed on
+ * (PROXY protocol): peer is the sandbox's end, proxy_port the port it
+ * was accepted on (host order) */
+ngx_uint_t ngx_fastwall_l7_peer_at(ngx_fastwall_l7_conf_t *conf,
+    struct sockaddr *peer, in_port_t proxy_port, enum fw_l7_kind kind,
+    ngx_fastwall_l7_peer_t *p);
+
 /* the verdict on a name sent by p: FW_L7_PINNED, FW_L7_NO_NAME, FW_L7_LEASE
  * or FW_L7_NAME; norm (FW_LEASE_NAME_SZ) gets the normalised name */
 ngx_uint_t ngx_fastwall_l7_name(ngx_fastwall_l7_conf_t *conf,
@@ -105,7 +120,14 @@ const char *ngx_fastwall_l7_reason_name(ngx_uint_t reason);
  * `fastwall_l7_vaults fd:V,G|pin:DIR` */
 char *ngx_fastwall_l7_vaults(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
-/* 1 when a binding of subject's vault names host for scheme
+struct ngx_http_request_s;
+
+
+/* The subject's credential vault (egress/ngx_fastwall_l7_vault.c); the
+ * request is an ngx_http_request_t, named by its struct here so the core
+ * and stream files need no http header.
+ *
+ * 1 when a binding of subject's vault names host for scheme
  * (FW_L7_SCHEME_*) and the original port: the stream server terminates;
  * 0 otherwise (no vault, no binding, no maps configured) */
 ngx_int_t ngx_fastwall_l7_vault_names(uint32_t subject, const u_char *host,
@@ -116,13 +138,19 @@ ngx_int_t ngx_fastwall_l7_vault_names(uint32_t subject, const u_char *host,
  * the sandbox sent under that name removed first. NGX_OK: injected
  * (*binding: its name, for the report); NGX_DECLINED: no binding matched,
  * r unchanged; NGX_ERROR: fail closed (500). */
-struct ngx_http_request_s;
-ngx_int_t ngx_fastwall_l7_inject(struct ngx_http_request_s *r,
-    uint32_t subject, unsigned scheme, uint16_t port, ngx_str_t *binding);
+ngx_int_t ngx_fastwall_l7_inject(struct ngx_http_request_s *r, uint32_t subject,
+    unsigned scheme, uint16_t port, ngx_str_t *binding);
 
 /* subject's vault generation now, 0 for none: a minted certificate cached
  * under another generation is dropped */
 uint64_t ngx_fastwall_l7_vault_gen(uint32_t subject);
+
+
+/* The terminating http server (egress/ngx_http_fastwall_l7_term.c): the
+ * original destination of r's connection as $fastwall_l7_upstream has
+ * it, when r came through a terminated connection */
+ngx_int_t ngx_http_fastwall_l7_term_upstream(struct ngx_http_request_s *r,
+    ngx_str_t *upstream);
 
 
 #endif /* _NGX_FASTWALL_L7_H_INCLUDED_ */

@@ -6,14 +6,23 @@
  * stream and http modules share: a connection's peer through
  * fastwall_l7_nat, the destination's lease in fastwall_learned, and its
  * names in fastwall_learned_names and fastwall_names. The maps are read
- * with the bpf() syscall; the name rules are user/lib/l7/pin.c.
+ * with the bpf() syscall; the name rules are user/lib/l7/pin.c. Also the
+ * CA the terminating server signs its leaves with (fastwall_l7_ca), and
+ * what keeps its key out of core dumps and swap.
  */
 
 #include <ngx_config.h>
 #include <ngx_core.h>
 
+#include <linux/capability.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <bpf/bpf.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
 
 #include "ngx_fastwall_l7.h"
 
@@ -26,6 +35,12 @@ static char *ngx_fastwall_l7_report_slot(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_fastwall_l7_subject_connections(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
+static char *ngx_fastwall_l7_ca(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static void ngx_fastwall_l7_ca_free(void *data);
+static void ngx_fastwall_l7_harden(ngx_log_t *log);
+static ngx_int_t ngx_fastwall_l7_init_process(ngx_cycle_t *cycle);
+static ngx_flag_t ngx_fastwall_l7_can_lock(void);
 static ngx_int_t ngx_fastwall_l7_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
 static void ngx_fastwall_l7_close_fd(void *data);
@@ -76,6 +91,13 @@ static ngx_command_t  ngx_fastwall_l7_commands[] = {
       0,
       NULL },
 
+    { ngx_string("fastwall_l7_ca"),
+      NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE1,
+      ngx_fastwall_l7_ca,
+      0,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -94,7 +116,7 @@ ngx_module_t  ngx_fastwall_l7_module = {
     NGX_CORE_MODULE,                       /* module type */
     NULL,                                  /* init master */
     NULL,                                  /* init module */
-    NULL,                                  /* init process */
+    ngx_fastwall_l7_init_process,          /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
     NULL,                                  /* exit process */
@@ -440,6 +462,264 @@ ngx_fastwall_l7_subject_connections(ngx_conf_t *cf, ngx_command_t *cmd,
 }
 
 
+/* the whole PEM of an inherited pipe (fd:N, closed after) or a file */
+static ngx_int_t
+ngx_fastwall_l7_ca_read(ngx_conf_t *cf, ngx_command_t *cmd, ngx_str_t *src,
+    u_char *buf, size_t size, size_t *len)
+{
+    int         fd;
+    ssize_t     n;
+    ngx_int_t   v;
+    ngx_err_t   err;
+    u_char      path[NGX_MAX_PATH];
+
+    if (ngx_strncmp(src->data, "fd:", 3) == 0) {
+        v = ngx_atoi(src->data + 3, src->len - 3);
+        if (v == NGX_ERROR || v > 65535) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "%V: \"%V\" is not a file descriptor",
+                               &cmd->name, src);
+            return NGX_ERROR;
+        }
+
+        fd = (int) v;
+
+    } else if (ngx_strncmp(src->data, "file:", 5) == 0) {
+        if (src->len - 5 >= sizeof(path) || src->len == 5) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "%V: an empty or too long path", &cmd->name);
+            return NGX_ERROR;
+        }
+
+        ngx_cpystrn(path, src->data + 5, src->len - 5 + 1);
+
+        fd = open((char *) path, O_RDONLY|O_CLOEXEC);
+        if (fd == -1) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                               "%V: can't open %s", &cmd->name, path);
+            return NGX_ERROR;
+        }
+
+    } else {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "%V: \"%V\" is neither fd:N nor file:PATH",
+                           &cmd->name, src);
+        return NGX_ERROR;
+    }
+
+    *len = 0;
+
+    for ( ;; ) {
+        n = read(fd, buf + *len, size - *len);
+
+        if (n == -1 && ngx_errno == NGX_EINTR) {
+            continue;
+        }
+
+        if (n <= 0) {
+            break;
+        }
+
+        *len += n;
+
+        if (*len == size) {
+            n = -1;
+            ngx_set_errno(EFBIG);
+            break;
+        }
+    }
+
+    err = ngx_errno;
+
+    /* read once: the descriptor (a pipe fastwalld wrote whole) is not
+     * needed again */
+    close(fd);
+
+    if (n < 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, err, "%V: can't read \"%V\"",
+                           &cmd->name, src);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static char *
+ngx_fastwall_l7_ca(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_fastwall_l7_conf_t  *fcf = conf;
+
+    BIO                 *bio;
+    X509                *cert;
+    size_t               len;
+    EVP_PKEY            *key;
+    ngx_str_t           *value;
+    ngx_pool_cleanup_t  *cln;
+    u_char               pem[64 * 1024];
+
+    if (fcf->ca_cert) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    /* the master, and the workers it forks, never dump the key */
+    ngx_fastwall_l7_harden(cf->log);
+
+    if (ngx_fastwall_l7_ca_read(cf, cmd, &value[1], pem, sizeof(pem), &len)
+        != NGX_OK)
+    {
+        OPENSSL_cleanse(pem, sizeof(pem));
+        return NGX_CONF_ERROR;
+    }
+
+    cert = NULL;
+    key = NULL;
+
+    bio = BIO_new_mem_buf(pem, (int) len);
+    if (bio != NULL) {
+        cert = PEM_read_bio_X509(bio, NULL, NULL, NULL);
+        if (cert != NULL) {
+            key = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+        }
+
+        BIO_free(bio);
+    }
+
+    OPENSSL_cleanse(pem, sizeof(pem));
+
+    /* no OpenSSL error text: it could quote the key's bytes */
+    ERR_clear_error();
+
+    if (cert == NULL || key == NULL) {
+        X509_free(cert);
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "%V: \"%V\" does not hold a PEM certificate then "
+                           "its private key", &cmd->name, &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (X509_check_private_key(cert, key) != 1
+        || X509_check_ca(cert) == 0)
+    {
+        ERR_clear_error();
+        X509_free(cert);
+        EVP_PKEY_free(key);
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "%V: the certificate of \"%V\" is not a CA's or "
+                           "not the key's", &cmd->name, &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        X509_free(cert);
+        EVP_PKEY_free(key);
+        return NGX_CONF_ERROR;
+    }
+
+    fcf->ca_cert = cert;
+    fcf->ca_key = key;
+    cln->handler = ngx_fastwall_l7_ca_free;
+    cln->data = fcf;
+
+    return NGX_CONF_OK;
+}
+
+
+static void
+ngx_fastwall_l7_ca_free(void *data)
+{
+    ngx_fastwall_l7_conf_t  *fcf = data;
+
+    X509_free(fcf->ca_cert);
+    EVP_PKEY_free(fcf->ca_key);
+    fcf->ca_cert = NULL;
+    fcf->ca_key = NULL;
+}
+
+
+/* no core file, no ptrace by another process of the user */
+static void
+ngx_fastwall_l7_harden(ngx_log_t *log)
+{
+    struct rlimit  rl;
+
+    rl.rlim_cur = 0;
+    rl.rlim_max = 0;
+
+    if (setrlimit(RLIMIT_CORE, &rl) == -1) {
+        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
+                      "fastwall l7: setrlimit(RLIMIT_CORE, 0) failed");
+    }
+
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1) {
+        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
+                      "fastwall l7: prctl(PR_SET_DUMPABLE, 0) failed");
+    }
+}
+
+
+/* a worker: nginx made it dumpable again after setuid() (and may have
+ * set RLIMIT_CORE from worker_rlimit_core); lock its memory so the key
+ * and the leaves' key never reach swap */
+static ngx_int_t
+ngx_fastwall_l7_init_process(ngx_cycle_t *cycle)
+{
+    ngx_fastwall_l7_conf_t  *fcf;
+
+    fcf = ngx_fastwall_l7_conf(cycle);
+
+    if (fcf == NULL || fcf->ca_key == NULL) {
+        return NGX_OK;
+    }
+
+    ngx_fastwall_l7_harden(cycle->log);
+
+    /* MCL_FUTURE under a bounded RLIMIT_MEMLOCK would make allocations
+     * past it fail later: lock only when nothing bounds it */
+    if (!ngx_fastwall_l7_can_lock()) {
+        ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                      "fastwall l7: memory not locked, the CA key may be "
+                      "swapped out (the proxy needs CAP_IPC_LOCK)");
+        return NGX_OK;
+    }
+
+    if (mlockall(MCL_CURRENT|MCL_FUTURE) == -1) {
+        ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
+                      "fastwall l7: mlockall() failed, the CA key may be "
+                      "swapped out");
+    }
+
+    return NGX_OK;
+}
+
+
+/* CAP_IPC_LOCK in the effective set, or no RLIMIT_MEMLOCK */
+static ngx_flag_t
+ngx_fastwall_l7_can_lock(void)
+{
+    struct rlimit                     rl;
+    struct __user_cap_data_struct     data[_LINUX_CAPABILITY_U32S_3];
+    struct __user_cap_header_struct   hdr;
+
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur == RLIM_INFINITY) {
+        return 1;
+    }
+
+    ngx_memzero(&hdr, sizeof(hdr));
+    hdr.version = _LINUX_CAPABILITY_VERSION_3;
+
+    if (syscall(SYS_capget, &hdr, data) != 0) {
+        return 0;
+    }
+
+    return (data[CAP_TO_INDEX(CAP_IPC_LOCK)].effective
+            & CAP_TO_MASK(CAP_IPC_LOCK)) != 0;
+}
+
+
 static ngx_int_t
 ngx_fastwall_l7_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 {
@@ -488,20 +768,28 @@ ngx_uint_t
 ngx_fastwall_l7_peer(ngx_fastwall_l7_conf_t *conf, ngx_connection_t *c,
     enum fw_l7_kind kind, ngx_fastwall_l7_peer_t *p)
 {
+    if (ngx_connection_local_sockaddr(c, NULL, 0) != NGX_OK) {
+        ngx_memzero(p, sizeof(ngx_fastwall_l7_peer_t));
+        return FW_L7_UNTRACKED;
+    }
+
+    return ngx_fastwall_l7_peer_at(conf, c->sockaddr,
+                                   ngx_inet_get_port(c->local_sockaddr), kind,
+                                   p);
+}
+
+
+ngx_uint_t
+ngx_fastwall_l7_peer_at(ngx_fastwall_l7_conf_t *conf, struct sockaddr *peer,
+    in_port_t proxy_port, enum fw_l7_kind kind, ngx_fastwall_l7_peer_t *p)
+{
     ngx_memzero(p, sizeof(ngx_fastwall_l7_peer_t));
 
     if (!conf->maps_set) {
         return FW_L7_UNTRACKED;
     }
 
-    if (ngx_connection_local_sockaddr(c, NULL, 0) != NGX_OK) {
-        return FW_L7_UNTRACKED;
-    }
-
-    if (fw_l7_nat_key_of(c->sockaddr, ngx_inet_get_port(c->local_sockaddr),
-                         &p->key)
-        != 0)
-    {
+    if (fw_l7_nat_key_of(peer, proxy_port, &p->key) != 0) {
         return FW_L7_UNTRACKED;
     }
 

@@ -407,13 +407,25 @@ static ngx_int_t
 ngx_http_fastwall_l7_upstream_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
 {
+    ngx_str_t                     up;
     ngx_http_fastwall_l7_conn_t  *fc;
 
     fc = ngx_http_fastwall_l7_conn(r->connection, 0);
 
-    /* never an address for a request the check did not pin */
+    /* never an address for a request the check did not pin (or that
+     * did not come through a terminated connection) */
     if (fc == NULL || fc->upstream_len == 0) {
-        v->not_found = 1;
+        if (ngx_http_fastwall_l7_term_upstream(r, &up) != NGX_OK) {
+            v->not_found = 1;
+            return NGX_OK;
+        }
+
+        v->data = up.data;
+        v->len = up.len;
+        v->valid = 1;
+        v->no_cacheable = 0;
+        v->not_found = 0;
+
         return NGX_OK;
     }
 

@@ -13,6 +13,13 @@
  * whole hello in the connection's buffer, before a byte goes upstream.
  * A refused connection is finalized there; a pinned one goes on to the
  * proxy with $fastwall_l7_upstream, the nat entry's original destination.
+ *
+ * With `fastwall_l7_terminate_to unix:PATH;`, a pinned connection whose
+ * server name a binding of the subject's credential vault names (https,
+ * the original port) goes to PATH instead, the terminating http server
+ * of the same nginx (ngx_http_fastwall_l7_term.c), with a PROXY protocol
+ * v1 line in front of the ClientHello: the sandbox's end and the port it
+ * reached the proxy on, which that server looks the nat entry up by.
  */
 
 #include <ngx_config.h>
@@ -25,6 +32,7 @@
 
 typedef struct {
     ngx_uint_t                      pin;     /* enum fw_l7_kind */
+    ngx_str_t                       terminate_to;  /* "unix:PATH" */
     ngx_stream_content_handler_pt   next;
 } ngx_stream_fastwall_l7_srv_conf_t;
 
@@ -35,6 +43,7 @@ typedef struct {
     ngx_flag_t                      pinned;
     off_t                           preread;  /* the hello's bytes, not in
                                                * s->received */
+    u_char                         *upstream_ext;  /* terminate_to's */
     u_char                          upstream[FW_L7_UPSTREAM_MAX];
     size_t                          upstream_len;
     char                            name[FW_LEASE_NAME_SZ];
@@ -46,6 +55,8 @@ static char *ngx_stream_fastwall_l7_merge_srv_conf(ngx_conf_t *cf,
     void *parent, void *child);
 static char *ngx_stream_fastwall_l7_pin(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_stream_fastwall_l7_terminate_to(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
 static ngx_int_t ngx_stream_fastwall_l7_add_variables(ngx_conf_t *cf);
 static ngx_int_t ngx_stream_fastwall_l7_init(ngx_conf_t *cf);
 static void ngx_stream_fastwall_l7_handler(ngx_stream_session_t *s);
@@ -62,6 +73,13 @@ static ngx_command_t  ngx_stream_fastwall_l7_commands[] = {
     { ngx_string("fastwall_l7_pin"),
       NGX_STREAM_SRV_CONF|NGX_CONF_TAKE1,
       ngx_stream_fastwall_l7_pin,
+      NGX_STREAM_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fastwall_l7_terminate_to"),
+      NGX_STREAM_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_stream_fastwall_l7_terminate_to,
       NGX_STREAM_SRV_CONF_OFFSET,
       0,
       NULL },
@@ -132,6 +150,40 @@ ngx_stream_fastwall_l7_merge_srv_conf(ngx_conf_t *cf, void *parent,
     ngx_stream_fastwall_l7_srv_conf_t  *conf = child;
 
     ngx_conf_merge_uint_value(conf->pin, prev->pin, FW_L7_NONE);
+    ngx_conf_merge_str_value(conf->terminate_to, prev->terminate_to, "");
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_stream_fastwall_l7_terminate_to(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_stream_fastwall_l7_srv_conf_t  *fscf = conf;
+
+    ngx_str_t  *value;
+
+    if (fscf->terminate_to.data) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    /* a path a sockaddr_un holds, and the upstream text proxy_pass
+     * parses */
+    if (value[1].len <= 5 || ngx_strncmp(value[1].data, "unix:", 5) != 0
+        || value[1].len - 5 >= sizeof(((struct sockaddr_un *) 0)->sun_path))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "%V: \"%V\" is not unix:PATH (a unix socket "
+                           "path of at most %uz bytes)", &cmd->name,
+                           &value[1],
+                           sizeof(((struct sockaddr_un *) 0)->sun_path) - 1);
+        return NGX_CONF_ERROR;
+    }
+
+    fscf->terminate_to = value[1];
 
     return NGX_CONF_OK;
 }
@@ -201,6 +253,14 @@ ngx_stream_fastwall_l7_init(ngx_conf_t *cf)
      * when it is read): wrap it in the pinned servers */
     for (i = 0; i < cmcf->servers.nelts; i++) {
         fscf = cscfp[i]->ctx->srv_conf[ngx_stream_fastwall_l7_module.ctx_index];
+
+        if (fscf->terminate_to.len && fscf->pin != FW_L7_TLS) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "fastwall_l7_terminate_to needs fastwall_l7_pin "
+                          "tls in the server in %s:%ui",
+                          cscfp[i]->file_name, cscfp[i]->line);
+            return NGX_ERROR;
+        }
 
         if (fscf->pin != FW_L7_TLS) {
             continue;
@@ -307,6 +367,42 @@ ngx_stream_fastwall_l7_check(ngx_stream_session_t *s,
 }
 
 
+/* $fastwall_l7_upstream becomes the terminating server's socket, and the
+ * PROXY line goes in front of the bytes already read (the stream proxy
+ * sends c->buffer first) */
+static ngx_int_t
+ngx_stream_fastwall_l7_hand_off(ngx_stream_session_t *s,
+    ngx_stream_fastwall_l7_srv_conf_t *fscf, ngx_stream_fastwall_l7_ctx_t *ctx)
+{
+    u_char            *p;
+    size_t             n;
+    ngx_buf_t         *b;
+    ngx_connection_t  *c;
+
+    c = s->connection;
+    n = c->buffer->last - c->buffer->pos;
+
+    b = ngx_create_temp_buf(c->pool, NGX_PROXY_PROTOCOL_MAX_HEADER + n);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_proxy_protocol_write(c, b->last, b->end);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->last = ngx_cpymem(p, c->buffer->pos, n);
+    c->buffer = b;
+
+    /* the configuration's: it outlives the session */
+    ctx->upstream_ext = fscf->terminate_to.data;
+    ctx->upstream_len = fscf->terminate_to.len;
+
+    return NGX_OK;
+}
+
+
 static void
 ngx_stream_fastwall_l7_handler(ngx_stream_session_t *s)
 {
@@ -328,6 +424,27 @@ ngx_stream_fastwall_l7_handler(ngx_stream_session_t *s)
     ngx_stream_set_ctx(s, ctx, ngx_stream_fastwall_l7_module);
 
     ctx->reason = ngx_stream_fastwall_l7_check(s, fcf, ctx);
+
+    if (ctx->reason == FW_L7_PINNED && fscf->terminate_to.len
+        && ngx_fastwall_l7_vault_names(ctx->peer.nat.subject,
+                                       (u_char *) ctx->name,
+                                       ngx_strlen(ctx->name),
+                                       FW_L7_SCHEME_HTTPS,
+                                       ntohs(ctx->peer.nat.orig_port)))
+    {
+        ctx->preread = c->buffer->last - c->buffer->pos;
+
+        if (ngx_stream_fastwall_l7_hand_off(s, fscf, ctx) != NGX_OK) {
+            ngx_stream_finalize_session(s, NGX_STREAM_INTERNAL_SERVER_ERROR);
+            return;
+        }
+
+        /* the terminating server reports its own verdicts (per request,
+         * or l7-no-cert); this one reports the connection's close */
+        ctx->pinned = 1;
+        fscf->next(s);
+        return;
+    }
 
     ngx_fastwall_l7_report(fcf, c->log, FW_L7_REPORT_VERDICT, FW_L7_TLS,
                            &ctx->peer, ctx->reason, ctx->name, 0, 0, 0);
@@ -395,7 +512,7 @@ ngx_stream_fastwall_l7_upstream_variable(ngx_stream_session_t *s,
         return NGX_OK;
     }
 
-    v->data = ctx->upstream;
+    v->data = ctx->upstream_ext ? ctx->upstream_ext : ctx->upstream;
     v->len = ctx->upstream_len;
     v->valid = 1;
     v->no_cacheable = 0;

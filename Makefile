@@ -32,7 +32,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := $(CFLAGS) $(WARN) $(SAN_FLAGS) -std=gnu11 -D_GNU_SOURCE -MMD -MP \
 	-Iinclude -Iuser/lib -I$(BUILD) -I$(BUILD)/gen
-LDLIBS := -lbpf -lelf -lz -lyaml -ljansson -lmicrohttpd -lpthread
+LDLIBS := -lbpf -lelf -lz -lyaml -ljansson -lmicrohttpd -lcrypto -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Wextra -Werror \
 	-Ivmlinux/$(ARCH) -Iinclude -Ibpf -MMD -MP
 

@@ -30,6 +30,7 @@ id nobody >/dev/null 2>&1 || fw_die "no user nobody"
 
 METRICS=127.0.0.1:9464
 RUNDIR=$FW_TMP/l7run
+CADIR=$FW_TMP/l7-ca
 # the stand-in and its records: readable (and its state writable) by
 # nobody, who runs it
 FAKE=$FW_TMP/fake
@@ -99,6 +100,8 @@ l7:
   module: $FW_BUILD/l7/ngx_fastwall_l7_module.so
   runtime_dir: $RUNDIR
   user: nobody
+  ca:
+    dir: $CADIR
 $1
 subjects:
 $(fw_subject_yaml a 2 v4)
@@ -183,6 +186,36 @@ for line in "load_module /usr/lib/nginx/modules/ngx_stream_module.so;" \
 	"listen 15080;" "fastwall_l7_pin http;" "proxy_pass http://\$fastwall_l7_upstream;"; do
 	check "nginx.conf: $line" grep -qF -- "$line" "$CONF"
 done
+
+# --- credentials with a module that cannot inject: the CA, no part-2 lines ----
+
+check_eq "l7.ca.dir is root's, 0700" "$(stat -c '%U %a' "$CADIR")" "root 700"
+check_eq "ca.key: generated, root's, 0600" "$(stat -c '%U %a' "$CADIR/ca.key")" "root 600"
+check_eq "ca.crt: root's, 0644" "$(stat -c '%U %a' "$CADIR/ca.crt")" "root 644"
+check_eq "bundle.crt: root's, 0644" "$(stat -c '%U %a' "$CADIR/bundle.crt")" "root 644"
+check "ca.crt is a CA: CA:TRUE, pathlen 0" bash -c \
+	"openssl x509 -in '$CADIR/ca.crt' -noout -text | grep -q 'CA:TRUE, pathlen:0'"
+check "... named fastwall layer-7 CA <hostname>" bash -c \
+	"openssl x509 -in '$CADIR/ca.crt' -noout -subject | grep -qF 'CN = fastwall layer-7 CA $(hostname | cut -c1-43)'"
+check "the log says the module lacks the credential directives" \
+	grep -qE "l7 proxy: the module .* lacks .*: credentials are NOT injected" "$FW_LOG"
+check_fails "... so nginx.conf has no credential lines" grep -q "fastwall_l7_vaults\|terminate" "$CONF"
+check_eq "placeholder.key: the proxy's, 0600" "$(stat -c '%U %a' "$RUNDIR/var/placeholder.key")" "nobody 600"
+check_eq "placeholder.crt: the proxy's, 0600" "$(stat -c '%U %a' "$RUNDIR/var/placeholder.crt")" "nobody 600"
+check "upstream-ca.crt: the system store" bash -c \
+	"cmp -s <(head -c 4096 /etc/ssl/certs/ca-certificates.crt) <(head -c 4096 '$RUNDIR/var/upstream-ca.crt')"
+fw_act_req GET /l7/ca.crt
+check_eq "GET /l7/ca.crt: 200" "$FW_ACT_CODE" 200
+check "... the bundle, byte for byte" cmp -s "$FW_TMP/act.body" "$CADIR/bundle.crt"
+check "... Content-Type application/x-pem-file" grep -qi '^content-type: application/x-pem-file' "$FW_TMP/act.hdrs"
+fw_act_req POST /l7/ca.crt
+check_eq "POST /l7/ca.crt: 405" "$FW_ACT_CODE" 405
+NOT_AFTER=$(date -d "$(openssl x509 -in "$CADIR/ca.crt" -noout -enddate | cut -d= -f2)" +%s)
+check_eq "fastwall_l7_ca_expiry_seconds is its notAfter" "$(metric fastwall_l7_ca_expiry_seconds)" "$NOT_AFTER"
+check_eq "fastwall_l7_vaults 0" "$(metric fastwall_l7_vaults)" 0
+KEYLINE=$(sed -n 2p "$CADIR/ca.key")
+check_fails "the CA key is in no log line" grep -qF -- "$KEYLINE" "$FW_LOG"
+CA_SUM=$(sha256sum <"$CADIR/ca.crt")
 
 check "FW_CF_L7_UP once the proxy accepts" fw_eventually 5 up_flag
 check "FW_CF_L7 is set" test $(($(config_flags) & 64)) -ne 0
@@ -352,6 +385,158 @@ except (OSError, ssl.SSLError):
 else
 	echo "# the module is not built (build/l7/ngx_fastwall_l7_module.so) or nginx is missing: the real proxy is not run"
 fi
+
+# --- credentials with a module that injects (its directives stood in) ----------------
+
+# the stand-in reads what the module would; a file that names every
+# directive of injection tells fastwalld the module takes them
+printf 'fastwall_l7_vaults\0fastwall_l7_ca\0fastwall_l7_terminate_to\0fastwall_l7_origin\0fastwall_l7_keepalive\0fastwall_l7_terminate\0fastwall_l7_sni\0' \
+	>"$FAKE/module.so"
+sed -i "s|^  nginx: .*|  nginx: $FAKE/nginx|; s|^  module: .*|  module: $FAKE/module.so|" "$FW_CFG"
+n0=$(starts)
+NOWARN=$(fw_log_count 'credentials are NOT injected')
+fw_start_daemon || fw_die "fastwalld did not start with an injecting module"
+check "the proxy started" fw_eventually 10 started $((n0 + 1))
+INJ=$FAKE/state/start.$(proxy_pid)
+check_eq "the CA was kept across the restart" "$(sha256sum <"$CADIR/ca.crt")" "$CA_SUM"
+check_eq "no warning of a module that lacks them this time" \
+	"$(fw_log_count 'credentials are NOT injected')" "$NOWARN"
+for line in "fastwall_l7_vaults fd:8,9;" "fastwall_l7_ca fd:10;" \
+	"fastwall_l7_terminate_to unix:$RUNDIR/var/term.sock;" \
+	"map \$http_upgrade \$fastwall_l7_connection { default upgrade; \"\" \"\"; }" \
+	"upstream fastwall_l7_origin {" "fastwall_l7_origin;" "fastwall_l7_keepalive 64;" \
+	"listen unix:$RUNDIR/var/term.sock ssl http2 proxy_protocol;" \
+	"ssl_certificate $RUNDIR/var/placeholder.crt;" \
+	"ssl_certificate_key $RUNDIR/var/placeholder.key;" "fastwall_l7_terminate on;" \
+	"proxy_pass https://fastwall_l7_origin;" "proxy_set_header Host \$host;" \
+	"proxy_set_header Upgrade \$http_upgrade;" \
+	"proxy_set_header Connection \$fastwall_l7_connection;" "proxy_ssl_server_name on;" \
+	"proxy_ssl_name \$fastwall_l7_sni;" "proxy_ssl_verify on;" "proxy_ssl_verify_depth 8;" \
+	"proxy_ssl_trusted_certificate $RUNDIR/var/upstream-ca.crt;" \
+	"proxy_ssl_session_reuse off;"; do
+	check "nginx.conf (injecting): $line" grep -qF -- "$line" "$CONF"
+done
+check "the terminating server comes after the pinned one, in http" bash -c \
+	"awk '/fastwall_l7_pin http/ { p = 1 } p && /fastwall_l7_terminate on/ { ok = 1 } END { exit !ok }' '$CONF'"
+"$FASTWALLD" -c "$FW_CFG" l7-conf 2>/dev/null | grep -v 'listen \[::\]' >"$FW_TMP/l7conf.out" || true
+check "fastwalld l7-conf prints the same configuration" \
+	diff -q "$FW_TMP/l7conf.out" <(grep -v 'listen \[::\]' "$CONF")
+check_eq "descriptors 8 and 9: BPF maps opened read-only" "$(awk '$1 == "vaults" { print $2 }' "$INJ")" ro,ro
+check_eq "descriptor 10: a pipe" "$(awk '$1 == "ca" { print $2 }' "$INJ")" pipe
+check_eq "... written whole and closed: it reads to its end" "$(awk '$1 == "ca_eof" { print $2 }' "$INJ")" yes
+check_eq "... the signing certificate first" "$(awk '$1 == "ca_certs" { print $2 }' "$INJ")" 1
+check_eq "... then its key" "$(awk '$1 == "ca_key" { print $2 }' "$INJ")" yes
+# CAP_BPF (39) and CAP_IPC_LOCK (14): the module locks its memory
+check_eq "its capabilities: CAP_BPF and CAP_IPC_LOCK" "$(awk '$1 == "cap_eff" { print $2 }' "$INJ")" 8000004000
+check_eq "... ambient" "$(awk '$1 == "cap_amb" { print $2 }' "$INJ")" 8000004000
+check_fails "the vaults' maps are pinned nowhere" bash -c \
+	"find '$BPFFS' -name 'fastwall_l7_vault*' | grep -q ."
+
+map_id() { # NAME: the id of the newest map of that name
+	bpftool -j map show | "$FW_PY" -c '
+import json, sys
+ids = [m["id"] for m in json.load(sys.stdin) if m.get("name") == sys.argv[1]]
+print(max(ids) if ids else "")' "$1"
+}
+VAULTS_ID=$(map_id fw_l7_vaults)
+GEN_ID=$(map_id fw_l7_vault_gen)
+check "fastwall_l7_vaults exists (a hash, never pinned)" test -n "$VAULTS_ID"
+check "fastwall_l7_vault_gen exists" test -n "$GEN_ID"
+gen_of() { # SUBJECT ID: its generation in fastwall_l7_vault_gen
+	bpftool -j map lookup id "$GEN_ID" key $(printf '%d %d %d %d' $(($1 & 255)) $((($1 >> 8) & 255)) 0 0) |
+		"$FW_PY" -c '
+import json, sys
+print(int.from_bytes(bytes(int(x, 16) for x in json.load(sys.stdin)["value"]), "little"))'
+}
+blob_has() { # SUBJECT ID TEXT: the subject's blob holds TEXT (its generation = gen_of)
+	bpftool -j map lookup id "$VAULTS_ID" key $(printf '%d %d %d %d' $(($1 & 255)) $((($1 >> 8) & 255)) 0 0) 2>/dev/null |
+		"$FW_PY" -c '
+import json, sys
+v = bytes(int(x, 16) for x in json.load(sys.stdin)["value"])
+gen, ln = int.from_bytes(v[:8], "little"), int.from_bytes(v[8:12], "little")
+sys.exit(0 if sys.argv[1].encode() in v[16:16 + ln] and gen == int(sys.argv[2]) else 1)' "$2" "$(gen_of "$1")"
+}
+no_blob() { ! bpftool map lookup id "$VAULTS_ID" key $(printf '%d %d %d %d' $(($1 & 255)) $((($1 >> 8) & 255)) 0 0) >/dev/null 2>&1; }
+
+POL_D='{"defaultAction":"deny","egress":[{"action":"allow","target":"api.example.com"}]}'
+fw_act SET_BINDING u-c "${NET_C[@]}" --input "$POL_D"
+fw_act LIFECYCLE_HOOK u-c "${NET_C[@]}" --hook data-plane-ready --inv inv-c-2
+ID_C=$(fw_cli subjects | awk '$2 == "u-c" { print $1 }')
+check "u-c is active with a policy allowing api.example.com" test -n "$ID_C"
+SECRET=fw-l7ca-SECRET-$FW_ID-$RANDOM$RANDOM
+SECRET2=fw-l7ca-SECRET2-$FW_ID-$RANDOM$RANDOM
+APIKEY='{"type":"apiKey","name":"X-Api-Key","credential":"k1"}'
+vault() { # VALUE [AUTH JSON]
+	printf '{"credentials":[{"name":"k1","source":{"type":"inline","value":"%s"}}],"bindings":[{"name":"b1","match":{"hosts":["api.example.com"]},"auth":%s}]}' \
+		"$1" "${2:-$APIKEY}"
+}
+fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-c' --data-binary "$(vault "$SECRET")"
+check_eq "vault POST: 201" "$FW_ACT_CODE" 201
+check "the proxy's map has u-c's vault with the value, under a generation" blob_has "$ID_C" "$SECRET"
+G1=$(gen_of "$ID_C")
+check "... a generation that is not 0" test "$G1" -gt 0
+check_eq "fastwall_l7_vaults 1" "$(metric fastwall_l7_vaults)" 1
+fw_act_req PATCH /credential-vault -H 'X-Fast-Sandbox-Uid: u-c' --data-binary \
+	"{\"credentials\":[{\"name\":\"k1\",\"source\":{\"type\":\"inline\",\"value\":\"$SECRET2\"}}]}"
+check_eq "vault PATCH: 200" "$FW_ACT_CODE" 200
+check "the map follows the patch: the new value" blob_has "$ID_C" "$SECRET2"
+check "... under a newer generation" test "$(gen_of "$ID_C")" -gt "$G1"
+G2=$(gen_of "$ID_C")
+fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-c' --data-binary "$(vault "$SECRET\\r\\nX-Evil: 1")"
+check_eq "a value with CR LF: 400 naming the credential" "$FW_ACT_CODE $FW_ACT_BODY" \
+	'400 invalid credential vault: credential "k1": source.value contains CR, LF or NUL'
+check_fails "... and not its value" grep -qF "$SECRET" "$FW_TMP/act.body"
+check_eq "... the map unchanged" "$(gen_of "$ID_C")" "$G2"
+fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-c' --data-binary \
+	"$(vault "$SECRET" '{"type":"basic","credential":"k1"}')"
+check_eq "basic with a value that is no user:password: 400" "$FW_ACT_CODE $FW_ACT_BODY" \
+	'400 invalid credential vault: binding "b1": auth type basic needs credential "k1" to be user:password'
+fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-c' --data-binary \
+	"$(vault "user:$SECRET" '{"type":"basic","credential":"k1"}')"
+check_eq "basic with user:password: 201" "$FW_ACT_CODE" 201
+B64=$(printf 'user:%s' "$SECRET" | base64 -w0)
+check "the map holds Basic base64(user:password)" blob_has "$ID_C" "Basic $B64"
+fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-c' --data-binary \
+	"$(vault "$SECRET" '{"type":"bearer","credential":"k1"}')"
+check_eq "bearer: 201" "$FW_ACT_CODE" 201
+check "the map holds Bearer value" blob_has "$ID_C" "Bearer $SECRET"
+# 60 KB, bound three times: over what the proxy's map holds
+BIG=$(head -c 45000 /dev/zero | base64 -w0 | tr -d '=')
+BIGBODY=$(printf '{"credentials":[{"name":"k1","source":{"type":"inline","value":"%s"}}],"bindings":[' "$BIG"
+	for i in 1 2 3; do printf '%s{"name":"b%d","match":{"hosts":["api.example.com"]},"auth":{"type":"apiKey","name":"X-Api-Key","credential":"k1"}}' "$([ "$i" = 1 ] || echo ,)" "$i"; done
+	printf ']}')
+printf '%s' "$BIGBODY" >"$FW_TMP/big.json"
+fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-c' --data-binary "@$FW_TMP/big.json"
+check "a vault too large for the proxy's map: 400 saying so" eval \
+	'[ "$FW_ACT_CODE" = 400 ] && [[ $FW_ACT_BODY == *"in the layer-7 proxy'"'"'s encoding, more than its 131056"* ]]'
+check "... the one before still in force" blob_has "$ID_C" "Bearer $SECRET"
+fw_act_req DELETE /credential-vault -H 'X-Fast-Sandbox-Uid: u-c'
+check_eq "vault DELETE: 204" "$FW_ACT_CODE" 204
+check_eq "... generation 0" "$(gen_of "$ID_C")" 0
+check "... the blob deleted" no_blob "$ID_C"
+check_eq "fastwall_l7_vaults 0 again" "$(metric fastwall_l7_vaults)" 0
+fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-c' --data-binary "$(vault "$SECRET")"
+check "pushed again: in the map" blob_has "$ID_C" "$SECRET"
+fw_act REMOVE_BINDING u-c "${NET_C[@]}"
+check_eq "REMOVE_BINDING: 200" "$FW_ACT_CODE" 200
+check_eq "the removed subject's generation: 0" "$(gen_of "$ID_C")" 0
+check "... its blob deleted" no_blob "$ID_C"
+check_fails "no secret in fastwalld's log" grep -qF -- "-SECRET" "$FW_LOG"
+check_fails "... nor in the metrics" bash -c "curl -s --max-time 3 'http://$METRICS/metrics' 2>/dev/null | grep -qF -- -SECRET"
+fw_stop_daemon
+sed -i "s|^  module: .*|  module: $FW_BUILD/l7/ngx_fastwall_l7_module.so|" "$FW_CFG"
+
+# --- a CA key others may read: refused, with the reason -----------------------------
+
+chmod 0644 "$CADIR/ca.key"
+set +e
+timeout 20 nsenter --net="/run/netns/$NS_POD" "$FASTWALLD" -c "$FW_CFG" run >"$FW_TMP/badkey.log" 2>&1
+rc=$?
+set -e
+check_eq "ca.key mode 0644: exit 3 (configuration)" "$rc" 3
+check "... saying why" grep -qF "$CADIR/ca.key: mode 0644 lets its group or others at it: refused (chmod 0600)" "$FW_TMP/badkey.log"
+check_fails "... and not the key" grep -qF -- "$KEYLINE" "$FW_TMP/badkey.log"
+chmod 0600 "$CADIR/ca.key"
 
 # --- proxy ports below 1024: CAP_NET_BIND_SERVICE too ------------------------------
 

@@ -421,7 +421,7 @@ check "the terminating server comes after the pinned one, in http" bash -c \
 "$FASTWALLD" -c "$FW_CFG" l7-conf 2>/dev/null | grep -v 'listen \[::\]' >"$FW_TMP/l7conf.out" || true
 check "fastwalld l7-conf prints the same configuration" \
 	diff -q "$FW_TMP/l7conf.out" <(grep -v 'listen \[::\]' "$CONF")
-check_eq "descriptors 8 and 9: BPF maps opened read-only" "$(awk '$1 == "vaults" { print $2 }' "$INJ")" ro,ro
+check_eq "descriptor 8: a BPF map opened read-only; 9: the generations (mappable: read-write)" "$(awk '$1 == "vaults" { print $2 }' "$INJ")" ro,rw
 check_eq "descriptor 10: a pipe" "$(awk '$1 == "ca" { print $2 }' "$INJ")" pipe
 check_eq "... written whole and closed: it reads to its end" "$(awk '$1 == "ca_eof" { print $2 }' "$INJ")" yes
 check_eq "... the signing certificate first" "$(awk '$1 == "ca_certs" { print $2 }' "$INJ")" 1

@@ -442,21 +442,30 @@ VAULTS_ID=$(map_id fw_l7_vaults)
 GEN_ID=$(map_id fw_l7_vault_gen)
 check "fastwall_l7_vaults exists (a hash, never pinned)" test -n "$VAULTS_ID"
 check "fastwall_l7_vault_gen exists" test -n "$GEN_ID"
+key_of() { # SUBJECT ID: its key's four bytes, for bpftool
+	printf '%d %d %d %d' $(($1 & 255)) $((($1 >> 8) & 255)) 0 0
+}
 gen_of() { # SUBJECT ID: its generation in fastwall_l7_vault_gen
-	bpftool -j map lookup id "$GEN_ID" key $(printf '%d %d %d %d' $(($1 & 255)) $((($1 >> 8) & 255)) 0 0) |
-		"$FW_PY" -c '
+	local k
+	read -ra k <<<"$(key_of "$1")"
+	bpftool -j map lookup id "$GEN_ID" key "${k[@]}" | "$FW_PY" -c '
 import json, sys
 print(int.from_bytes(bytes(int(x, 16) for x in json.load(sys.stdin)["value"]), "little"))'
 }
 blob_has() { # SUBJECT ID TEXT: the subject's blob holds TEXT (its generation = gen_of)
-	bpftool -j map lookup id "$VAULTS_ID" key $(printf '%d %d %d %d' $(($1 & 255)) $((($1 >> 8) & 255)) 0 0) 2>/dev/null |
-		"$FW_PY" -c '
+	local k
+	read -ra k <<<"$(key_of "$1")"
+	bpftool -j map lookup id "$VAULTS_ID" key "${k[@]}" 2>/dev/null | "$FW_PY" -c '
 import json, sys
 v = bytes(int(x, 16) for x in json.load(sys.stdin)["value"])
 gen, ln = int.from_bytes(v[:8], "little"), int.from_bytes(v[8:12], "little")
 sys.exit(0 if sys.argv[1].encode() in v[16:16 + ln] and gen == int(sys.argv[2]) else 1)' "$2" "$(gen_of "$1")"
 }
-no_blob() { ! bpftool map lookup id "$VAULTS_ID" key $(printf '%d %d %d %d' $(($1 & 255)) $((($1 >> 8) & 255)) 0 0) >/dev/null 2>&1; }
+no_blob() { # SUBJECT ID: no blob for it
+	local k
+	read -ra k <<<"$(key_of "$1")"
+	! bpftool map lookup id "$VAULTS_ID" key "${k[@]}" >/dev/null 2>&1
+}
 
 POL_D='{"defaultAction":"deny","egress":[{"action":"allow","target":"api.example.com"}]}'
 fw_act SET_BINDING u-c "${NET_C[@]}" --input "$POL_D"
@@ -507,8 +516,8 @@ BIGBODY=$(printf '{"credentials":[{"name":"k1","source":{"type":"inline","value"
 	printf ']}')
 printf '%s' "$BIGBODY" >"$FW_TMP/big.json"
 fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-c' --data-binary "@$FW_TMP/big.json"
-check "a vault too large for the proxy's map: 400 saying so" eval \
-	'[ "$FW_ACT_CODE" = 400 ] && [[ $FW_ACT_BODY == *"in the layer-7 proxy'"'"'s encoding, more than its 131056"* ]]'
+too_large() { [ "$FW_ACT_CODE" = 400 ] && [[ $FW_ACT_BODY == *"in the layer-7 proxy's encoding, more than its 131056"* ]]; }
+check "a vault too large for the proxy's map: 400 saying so" too_large
 check "... the one before still in force" blob_has "$ID_C" "Bearer $SECRET"
 fw_act_req DELETE /credential-vault -H 'X-Fast-Sandbox-Uid: u-c'
 check_eq "vault DELETE: 204" "$FW_ACT_CODE" 204

@@ -526,10 +526,17 @@ check "... the blob deleted" no_blob "$ID_C"
 check_eq "fastwall_l7_vaults 0 again" "$(metric fastwall_l7_vaults)" 0
 fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-c' --data-binary "$(vault "$SECRET")"
 check "pushed again: in the map" blob_has "$ID_C" "$SECRET"
-fw_act REMOVE_BINDING u-c "${NET_C[@]}"
+# a new runtime instance (new fence): a new id, the vault moves with it
+fw_act SET_BINDING u-c "${NET_C[@]}" --rt rt-2 --input "$POL_D"
+ID_C2=$(fw_cli subjects | awk '$2 == "u-c" { print $1 }')
+check "a rebind (new fence) gives u-c a new id" test -n "$ID_C2" -a "$ID_C2" != "$ID_C"
+check "... its vault is in the map under the new id" blob_has "$ID_C2" "$SECRET"
+check_eq "... the old id's generation: 0" "$(gen_of "$ID_C")" 0
+check "... the old id's blob deleted" no_blob "$ID_C"
+fw_act REMOVE_BINDING u-c "${NET_C[@]}" --rt rt-2
 check_eq "REMOVE_BINDING: 200" "$FW_ACT_CODE" 200
-check_eq "the removed subject's generation: 0" "$(gen_of "$ID_C")" 0
-check "... its blob deleted" no_blob "$ID_C"
+check_eq "the removed subject's generation: 0" "$(gen_of "$ID_C2")" 0
+check "... its blob deleted" no_blob "$ID_C2"
 check_fails "no secret in fastwalld's log" grep -qF -- "-SECRET" "$FW_LOG"
 check_fails "... nor in the metrics" bash -c "curl -s --max-time 3 'http://$METRICS/metrics' 2>/dev/null | grep -qF -- -SECRET"
 fw_stop_daemon

@@ -182,10 +182,27 @@ Test(l7_ca, operator_files)
 	fw_l7_ca_free(&ca);
 }
 
+/* a file fastwalld publishes: certs certificates and no key */
+static void expect_no_key(const char *path, int certs)
+{
+	FILE *f = fopen(path, "r");
+	char *text = NULL;
+	size_t cap = 0;
+	ssize_t n;
+
+	cr_assert(f, "%s", path);
+	n = getdelim(&text, &cap, '\0', f);
+	fclose(f);
+	cr_assert_gt(n, 0);
+	cr_expect_eq(fw_l7_pem_certs(text, (size_t)n, NULL), certs, "%s", path);
+	cr_expect_null(strstr(text, "PRIVATE"), "a key in %s", path);
+	free(text);
+}
+
 Test(l7_ca, bundle_placeholder_upstreams)
 {
 	struct fw_l7_ca ca;
-	char pcrt[256], pkey[256], empty[256], *bundle;
+	char pcrt[300], pkey[256], empty[256], *bundle;
 	const char *pub[2] = {pcrt, empty};
 	size_t len;
 	FILE *f;
@@ -205,11 +222,21 @@ Test(l7_ca, bundle_placeholder_upstreams)
 		cr_assert_eq(stat(pcrt, &st), 0);
 		cr_expect_eq(st.st_uid, 65534u);
 	}
+	/* a file holding a key beside its certificate: only the certificate
+	 * is published */
+	{
+		char cmd[1024];
+
+		snprintf(cmd, sizeof(cmd), "cat '%s' '%s' > '%s.both'", pcrt, pkey, pcrt);
+		cr_assert_eq(system(cmd), 0);
+		strcat(pcrt, ".both");
+	}
 	cr_assert_eq(fw_l7_ca_bundle(&ca, dir, pub, 1, &bundle, &len, err, sizeof(err)), 0, "%s",
 		     err);
 	cr_expect_eq(fw_l7_pem_certs(bundle, len, NULL), 2);
 	cr_expect_eq(strncmp(bundle, ca.cert_pem, ca.cert_len), 0, "the signing one first");
 	cr_expect_null(strstr(bundle, "PRIVATE"));
+	expect_no_key(path_in(dir, "bundle.crt"), 2);
 	expect_mode(path_in(dir, "bundle.crt"), 0644);
 	free(bundle);
 	f = fopen(empty, "w");
@@ -223,6 +250,7 @@ Test(l7_ca, bundle_placeholder_upstreams)
 		fw_l7_upstream_cas(path_in(root, "up.crt"), "/nonexistent", pcrt, err, sizeof(err)),
 		0, "%s", err);
 	expect_mode(path_in(root, "up.crt"), 0644);
+	expect_no_key(path_in(root, "up.crt"), 1);
 	expect_refused(fw_l7_upstream_cas(path_in(root, "up2.crt"), "/nonexistent", NULL, err,
 					  sizeof(err)),
 		       "no certificate to verify upstream servers with", NULL);

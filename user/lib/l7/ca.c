@@ -231,6 +231,38 @@ static char *cert_pem(X509 *x, size_t *len)
 	return out;
 }
 
+/* The certificates of text, written anew (malloc'd, NUL ended): whatever
+ * else the file holds (a private key put there by mistake) is left out of
+ * the files fastwalld publishes. *n: how many (0: NULL returned). */
+static char *certs_only(const char *text, size_t len, size_t *outlen, int *n)
+{
+	BIO *in = BIO_new_mem_buf(text, (int)len), *out = BIO_new(BIO_s_mem());
+	char *res = NULL;
+	X509 *x;
+
+	*n = 0;
+	*outlen = 0;
+	if (!in || !out)
+		goto done;
+	while ((x = PEM_read_bio_X509(in, NULL, no_passphrase, NULL))) {
+		int ok = PEM_write_bio_X509(out, x);
+
+		X509_free(x);
+		if (!ok)
+			goto done;
+		(*n)++;
+	}
+	if (*n)
+		res = bio_text(out, false, outlen);
+done:
+	BIO_free(in);
+	BIO_free(out);
+	ERR_clear_error();
+	if (!res)
+		*n = 0;
+	return res;
+}
+
 /* --- making certificates -------------------------------------------------- */
 
 static int add_ext(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
@@ -480,31 +512,31 @@ int fw_l7_ca_bundle(const struct fw_l7_ca *ca, const char *dir, const char *cons
 		return -ENOMEM;
 	memcpy(text, ca->cert_pem, ca->cert_len);
 	for (size_t i = 0; i < n; i++) {
-		char *f, *grown;
-		size_t flen;
+		char *f, *certs, *grown;
+		size_t flen, clen;
+		int ncerts;
 
 		ret = read_file(publish[i], false, "l7.ca.publish", &f, &flen, err, errlen);
 		if (ret)
 			goto fail;
-		if (fw_l7_pem_certs(f, flen, NULL) < 0) {
+		certs = certs_only(f, flen, &clen, &ncerts);
+		free(f);
+		if (!certs) {
 			fw_set_err(err, errlen, "l7.ca.publish %s: no certificate in it",
 				   publish[i]);
-			free(f);
 			ret = -EINVAL;
 			goto fail;
 		}
-		grown = realloc(text, tlen + flen + 2);
+		grown = realloc(text, tlen + clen + 1);
 		if (!grown) {
-			free(f);
+			free(certs);
 			ret = -ENOMEM;
 			goto fail;
 		}
 		text = grown;
-		if (tlen && text[tlen - 1] != '\n')
-			text[tlen++] = '\n';
-		memcpy(text + tlen, f, flen);
-		tlen += flen;
-		free(f);
+		memcpy(text + tlen, certs, clen);
+		tlen += clen;
+		free(certs);
 	}
 	text[tlen] = '\0';
 	snprintf(path, sizeof(path), "%s/bundle.crt", dir);
@@ -550,26 +582,27 @@ int fw_l7_placeholder(const char *crt, const char *key, uid_t uid, gid_t gid, ch
 int fw_l7_upstream_cas(const char *out, const char *system, const char *extra, char *err,
 		       size_t errlen)
 {
-	char *sys = NULL, *ext = NULL, *all;
-	size_t slen = 0, elen = 0;
-	int ret, nsys = 0;
+	char *sys = NULL, *ext = NULL, *scerts = NULL, *ecerts = NULL, *all;
+	size_t slen = 0, elen = 0, sclen = 0, eclen = 0;
+	int ret, nsys = 0, next = 0;
 
 	if (system && access(system, F_OK) == 0) {
 		ret = read_file(system, false, "the system trust store", &sys, &slen, err, errlen);
 		if (ret)
 			return ret;
-		nsys = fw_l7_pem_certs(sys, slen, NULL);
+		scerts = certs_only(sys, slen, &sclen, &nsys);
 	}
 	if (extra && extra[0]) {
 		ret = read_file(extra, false, "l7.upstream_ca", &ext, &elen, err, errlen);
 		if (ret)
 			goto out;
-		if (fw_l7_pem_certs(ext, elen, NULL) < 0) {
+		ecerts = certs_only(ext, elen, &eclen, &next);
+		if (!ecerts) {
 			fw_set_err(err, errlen, "l7.upstream_ca %s: no certificate in it", extra);
 			ret = -EINVAL;
 			goto out;
 		}
-	} else if (nsys <= 0) {
+	} else if (!scerts) {
 		fw_set_err(err, errlen,
 			   "no certificate to verify upstream servers with: %s has none and "
 			   "l7.upstream_ca is not set",
@@ -578,17 +611,17 @@ int fw_l7_upstream_cas(const char *out, const char *system, const char *extra, c
 		goto out;
 	}
 	ret = -ENOMEM;
-	all = malloc(slen + elen + 2);
+	all = malloc(sclen + eclen + 1);
 	if (!all)
 		goto out;
-	memcpy(all, sys ? sys : "", slen);
-	if (slen && all[slen - 1] != '\n')
-		all[slen++] = '\n';
-	memcpy(all + slen, ext ? ext : "", elen);
-	ret = write_file(out, all, slen + elen, 0644, (uid_t)-1, (gid_t)-1, err, errlen);
+	memcpy(all, scerts ? scerts : "", sclen);
+	memcpy(all + sclen, ecerts ? ecerts : "", eclen);
+	ret = write_file(out, all, sclen + eclen, 0644, (uid_t)-1, (gid_t)-1, err, errlen);
 	free(all);
 out:
 	free(sys);
 	free(ext);
+	free(scerts);
+	free(ecerts);
 	return ret;
 }

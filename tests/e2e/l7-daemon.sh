@@ -418,9 +418,8 @@ for line in "fastwall_l7_vaults fd:8,9;" "fastwall_l7_ca fd:10;" \
 done
 check "the terminating server comes after the pinned one, in http" bash -c \
 	"awk '/fastwall_l7_pin http/ { p = 1 } p && /fastwall_l7_terminate on/ { ok = 1 } END { exit !ok }' '$CONF'"
-"$FASTWALLD" -c "$FW_CFG" l7-conf 2>/dev/null | grep -v 'listen \[::\]' >"$FW_TMP/l7conf.out" || true
-check "fastwalld l7-conf prints the same configuration" \
-	diff -q "$FW_TMP/l7conf.out" <(grep -v 'listen \[::\]' "$CONF")
+fw_ns "$NS_POD" "$FASTWALLD" -c "$FW_CFG" l7-conf >"$FW_TMP/l7conf.out" 2>/dev/null || true
+check "fastwalld l7-conf prints the same configuration" diff -q "$FW_TMP/l7conf.out" "$CONF"
 check_eq "descriptor 8: a BPF map opened read-only; 9: the generations (mappable: read-write)" "$(awk '$1 == "vaults" { print $2 }' "$INJ")" ro,rw
 check_eq "descriptor 10: a pipe" "$(awk '$1 == "ca" { print $2 }' "$INJ")" pipe
 check_eq "... written whole and closed: it reads to its end" "$(awk '$1 == "ca_eof" { print $2 }' "$INJ")" yes

@@ -186,6 +186,8 @@ void l7_stop(struct fw_daemon *d);
 void l7_dp_settings(const struct fw_cfg *cfg, struct fw_dp_l7 *out);
 /* The proxy's configuration for cfg into path (written whole, renamed). */
 int l7_write_conf(const struct fw_cfg *cfg, const char *path, bool ipv6, bool inject);
+/* Whether the proxy listens on IPv6 too (an IPv6 socket binds here). */
+bool l7_ipv6_usable(void);
 /* The same text to f (`fastwalld l7-conf`). */
 int l7_conf_print(FILE *f, const struct fw_cfg *cfg, bool ipv6, bool inject);
 /* Whether the module at path has every part-2 directive; when not, the

@@ -95,7 +95,7 @@ int l7_conf(const char *config_path)
 			"note: the module %s lacks %s: fastwalld would leave the credential "
 			"lines out\n",
 			cfg.l7_module, missing);
-	err = l7_conf_print(stdout, &cfg, true, cfg.l7_credentials);
+	err = l7_conf_print(stdout, &cfg, l7_ipv6_usable(), cfg.l7_credentials);
 	fw_cfg_free(&cfg);
 	return err ? FW_EXIT_FAILURE : FW_EXIT_OK;
 }

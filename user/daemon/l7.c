@@ -446,7 +446,7 @@ static void on_stderr(struct fw_loop *l, int fd, __u32 events, void *ctx)
 
 /* --- nginx.conf ------------------------------------------------------------ */
 
-static bool ipv6_usable(void)
+bool l7_ipv6_usable(void)
 {
 	struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT};
 	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -1218,7 +1218,7 @@ int l7_start(struct fw_daemon *d)
 	}
 	snprintf(path, sizeof(path), "%s/nginx.conf", d->cfg.l7_runtime_dir);
 	if (!err)
-		err = l7_write_conf(&d->cfg, path, ipv6_usable(), p->inject);
+		err = l7_write_conf(&d->cfg, path, l7_ipv6_usable(), p->inject);
 	if (err) {
 		fw_err("l7 proxy: can't prepare %s: %s", d->cfg.l7_runtime_dir, strerror(-err));
 		return err;

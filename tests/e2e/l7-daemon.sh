@@ -14,7 +14,15 @@
 # (SIGQUIT) when fastwalld stops. With the real module built
 # (build/l7/ngx_fastwall_l7_module.so), the real nginx runs the generated
 # configuration under fastwalld, accepts, and its report of a connection
-# no redirect recorded is counted and audited.
+# no redirect recorded is counted and audited. Credentials: the CA
+# generated in l7.ca.dir with its modes, bundle.crt and GET /l7/ca.crt,
+# the placeholder and upstream files, its expiry metric; a module without
+# the injection directives gets part 1's nginx.conf and a warning; one with
+# them (a stand-in file naming them) gets the part-2 lines, the vaults'
+# maps on 8 and 9, the CA's pipe on 10 and CAP_IPC_LOCK; the maps follow
+# vault pushes, patches, deletes, a rebind and a removal, and refuse what
+# they cannot hold; an exposed ca.key stops fastwalld; credentials off
+# serves no CA.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
 set -euo pipefail
 
@@ -566,6 +574,20 @@ check_eq "its capabilities: CAP_BPF and CAP_NET_BIND_SERVICE" \
 check_eq "... ambient" "$(awk '$1 == "cap_amb" { print $2 }' "$LOW")" 8000000400
 check "it binds them and accepts" fw_eventually 5 up_flag
 fw_stop_daemon
+
+# --- l7.credentials: off: no CA served, no vaults' maps ------------------------------
+
+sed -i 's|^  user: nobody$|  user: nobody\n  credentials: off|' "$FW_CFG"
+fw_start_daemon || fw_die "fastwalld did not start with credentials off"
+check "up with credentials off" fw_eventually 10 up_flag
+fw_act_req GET /l7/ca.crt
+check_eq "GET /l7/ca.crt: 404" "$FW_ACT_CODE $FW_ACT_BODY" \
+	"404 layer-7 credential injection is off: no CA"
+check_eq "no fastwall_l7_vaults metric" "$(metric fastwall_l7_vaults)" ""
+check_eq "no fastwall_l7_ca_expiry_seconds metric" "$(metric fastwall_l7_ca_expiry_seconds)" ""
+check_fails "no credential lines in nginx.conf" grep -q "fastwall_l7_vaults\|fastwall_l7_ca " "$CONF"
+fw_stop_daemon
+sed -i '/^  credentials: off$/d' "$FW_CFG"
 
 # --- a user that does not exist: fastwalld does not start ---------------------------
 

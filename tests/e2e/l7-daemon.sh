@@ -492,6 +492,17 @@ check "the proxy's map has u-c's vault with the value, under a generation" blob_
 G1=$(gen_of "$ID_C")
 check "... a generation that is not 0" test "$G1" -gt 0
 check_eq "fastwall_l7_vaults 1" "$(metric fastwall_l7_vaults)" 1
+# the proxy ends: the next one gets a CA pipe of its own and every vault
+# written again
+kill -KILL "$(proxy_pid)"
+check "the proxy started again" fw_eventually 15 started $((n0 + 2))
+INJ2=$FAKE/state/start.$(proxy_pid)
+check_eq "... with a CA pipe of its own: certificate and key" \
+	"$(awk '$1 == "ca_certs" || $1 == "ca_key" { printf "%s ", $2 }' "$INJ2")" "1 yes "
+newer() { [ "$(gen_of "$1")" -gt "$2" ]; } # SUBJECT ID GENERATION
+check "... and u-c's vault written again (a newer generation)" fw_eventually 5 newer "$ID_C" "$G1"
+check "... with its value" blob_has "$ID_C" "$SECRET"
+G1=$(gen_of "$ID_C")
 fw_act_req PATCH /credential-vault -H 'X-Fast-Sandbox-Uid: u-c' --data-binary \
 	"{\"credentials\":[{\"name\":\"k1\",\"source\":{\"type\":\"inline\",\"value\":\"$SECRET2\"}}]}"
 check_eq "vault PATCH: 200" "$FW_ACT_CODE" 200

@@ -186,6 +186,13 @@ static const struct bad_case bad_cases[] = {
 	{"auth type unknown",
 	 WITH_AUTH("{\"type\":\"digest\",\"name\":\"X\",\"credential\":\"k\"}"),
 	 "binding \"b\": unsupported auth type \"digest\" (apiKey, bearer or basic)"},
+	{"api key in Host",
+	 WITH_AUTH("{\"type\":\"apiKey\",\"name\":\"host\",\"credential\":\"k\"}"),
+	 "binding \"b\": auth.name host routes or frames the request: not a credential's header"},
+	{"api key in Transfer-Encoding",
+	 WITH_AUTH("{\"type\":\"apiKey\",\"name\":\"Transfer-Encoding\",\"credential\":\"k\"}"),
+	 "binding \"b\": auth.name Transfer-Encoding routes or frames the request: not a "
+	 "credential's header"},
 	{"bearer with another header",
 	 WITH_AUTH("{\"type\":\"bearer\",\"name\":\"X-Api-Key\",\"credential\":\"k\"}"),
 	 "binding \"b\": auth type bearer sets Authorization: auth.name must be absent or "

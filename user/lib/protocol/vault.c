@@ -366,6 +366,23 @@ static bool header_name_ok(const char *s, size_t len)
 	return true;
 }
 
+/* Headers the proxy routes or frames a request by: a binding that set
+ * one would send the request elsewhere than the name it checked (Host)
+ * or split it (a length, a connection option). */
+static bool framing_header(const char *s)
+{
+	static const char *const names[] = {
+		"Host",	   "Content-Length", "Transfer-Encoding", "Connection",
+		"Upgrade", "Keep-Alive",     "Proxy-Connection",  "TE",
+		"Trailer",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcasecmp(s, names[i]))
+			return true;
+	return false;
+}
+
 /* One match list: absent is fine (matches anything) except for hosts,
  * which pin the binding to names the policy allows. */
 static int list_parse(const char *bname, const json_t *match, const char *key,
@@ -537,6 +554,13 @@ static int binding_parse(const json_t *j, size_t idx, const struct fw_policy *po
 				   "binding \"%s\": auth.name must be an HTTP header name", e1);
 			return -EINVAL;
 		}
+		if (framing_header(json_string_value(hname))) {
+			fw_set_err(err, errlen,
+				   "binding \"%s\": auth.name %s routes or frames the request: "
+				   "not a credential's header",
+				   e1, json_string_value(hname));
+			return -EINVAL;
+		}
 	} else if (hname && (!json_is_string(hname) ||
 			     strcasecmp(json_string_value(hname), "Authorization"))) {
 		/* bearer and basic set Authorization: another name is a mistake */
@@ -586,7 +610,6 @@ static int check_refs(const struct fw_vault *v, char *err, size_t errlen)
 
 	for (size_t i = 0; i < v->nbindings; i++) {
 		const struct vault_binding *b = &v->bindings[i];
-
 		const struct vault_cred *c = cred_find(v->creds, v->ncreds, b->credential);
 
 		if (!c) {

@@ -572,6 +572,28 @@ check "... saying why" grep -qF "$CADIR/ca.key: mode 0644 lets its group or othe
 check_fails "... and not the key" grep -qF -- "$KEYLINE" "$FW_TMP/badkey.log"
 chmod 0600 "$CADIR/ca.key"
 
+# --- the operator's CA, with the next one staged in publish -------------------------
+
+install -m 0600 "$CADIR/ca.key" "$FW_TMP/op.key"
+install -m 0644 "$CADIR/ca.crt" "$FW_TMP/op.crt"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+	-subj "/CN=fastwall e2e next CA" -addext basicConstraints=critical,CA:TRUE,pathlen:0 \
+	-addext keyUsage=critical,keyCertSign,cRLSign -keyout "$FW_TMP/next.key" \
+	-out "$FW_TMP/next.crt" 2>/dev/null
+# a key beside the certificate by mistake: never published
+cat "$FW_TMP/next.crt" "$FW_TMP/next.key" >"$FW_TMP/next.pem"
+sed -i "s|^    dir: .*|    dir: $FW_TMP/l7-ca2\n    cert: $FW_TMP/op.crt\n    key: $FW_TMP/op.key\n    publish: [$FW_TMP/next.pem]|" "$FW_CFG"
+fw_start_daemon || fw_die "fastwalld did not start with the operator's CA"
+check "bundle.crt in l7.ca.dir (made for it): the signing CA, then the staged one" bash -c \
+	"[ \"\$(grep -c 'BEGIN CERTIFICATE' '$FW_TMP/l7-ca2/bundle.crt')\" = 2 ] &&
+	 cmp -s <(head -c \"\$(stat -c %s '$FW_TMP/op.crt')\" '$FW_TMP/l7-ca2/bundle.crt') '$FW_TMP/op.crt'"
+check_fails "... and no private key" grep -q "PRIVATE" "$FW_TMP/l7-ca2/bundle.crt"
+check_fails "no CA generated there" test -e "$FW_TMP/l7-ca2/ca.key"
+fw_act_req GET /l7/ca.crt
+check "GET /l7/ca.crt serves the same two" cmp -s "$FW_TMP/act.body" "$FW_TMP/l7-ca2/bundle.crt"
+fw_stop_daemon
+sed -i "/^    cert: \|^    key: \|^    publish: /d; s|^    dir: .*|    dir: $CADIR|" "$FW_CFG"
+
 # --- proxy ports below 1024: CAP_NET_BIND_SERVICE too ------------------------------
 
 sed -i "s|^  nginx: .*|  nginx: $FAKE/nginx|; s|^  user: nobody$|  user: nobody\\n  proxy_tls_port: 843\\n  proxy_http_port: 880|" "$FW_CFG"

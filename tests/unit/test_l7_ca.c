@@ -171,6 +171,18 @@ Test(l7_ca, operator_files)
 	cr_expect_not(out.generated);
 	cr_expect_eq(memcmp(out.cert_pem, ca.cert_pem, ca.cert_len), 0);
 	cr_expect_neq(access(path_in(root, "unused"), F_OK), 0, "no directory made for it");
+	{
+		/* its bundle still goes to l7.ca.dir, made for it */
+		char *bundle;
+		size_t len;
+
+		cr_assert_eq(fw_l7_ca_bundle(&out, path_in(root, "other/ca"), NULL, 0, &bundle,
+					     &len, err, sizeof(err)),
+			     0, "%s", err);
+		cr_expect_eq(len, ca.cert_len);
+		free(bundle);
+		expect_mode(path_in(root, "other/ca/bundle.crt"), 0644);
+	}
 	fw_l7_ca_free(&out);
 	/* a certificate that is no CA */
 	cr_assert_eq(fw_l7_placeholder(pcrt, pkey, 0, 0, err, sizeof(err)), 0, "%s", err);

@@ -507,6 +507,12 @@ int fw_l7_ca_bundle(const struct fw_l7_ca *ca, const char *dir, const char *cons
 	int ret;
 
 	*out = NULL;
+	/* with the operator's CA nothing made the directory yet */
+	ret = mkdirs(dir, 0700);
+	if (ret) {
+		fw_set_err(err, errlen, "l7.ca.dir %s: %s", dir, strerror(-ret));
+		return ret;
+	}
 	text = malloc(ca->cert_len + 1);
 	if (!text)
 		return -ENOMEM;

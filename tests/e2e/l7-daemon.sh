@@ -622,6 +622,18 @@ check_fails "no credential lines in nginx.conf" grep -q "fastwall_l7_vaults\|fas
 fw_stop_daemon
 sed -i '/^  credentials: off$/d' "$FW_CFG"
 
+# --- no actions section: no vault can arrive, so no CA ------------------------------
+
+cp "$FW_CFG" "$FW_TMP/with-actions.yaml"
+sed -i "/^actions:$/,/^  vault_socket:/d; s|^    dir: .*|    dir: $FW_TMP/l7-ca3|" "$FW_CFG"
+n0=$(fw_log_count 'no credential vault can arrive')
+fw_start_daemon || fw_die "fastwalld did not start without actions"
+check "without actions: up, and the log says nothing is injected" \
+	fw_wait_log 'no actions section, so no credential vault can arrive' $((n0 + 1)) 5
+check_fails "... no CA made" test -e "$FW_TMP/l7-ca3"
+fw_stop_daemon
+mv "$FW_TMP/with-actions.yaml" "$FW_CFG"
+
 # --- a user that does not exist: fastwalld does not start ---------------------------
 
 sed -i 's/^  user: nobody$/  user: no-such-user-fw/' "$FW_CFG"

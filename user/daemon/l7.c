@@ -1101,6 +1101,9 @@ static int credentials_start(struct fw_daemon *d)
 		return -EPERM;
 	}
 	__atomic_store_n(&p->counters.ca_not_after, (__u64)p->ca.not_after, __ATOMIC_RELAXED);
+	if (p->ca.not_after < time(NULL) + 30 * 86400)
+		fw_warn("l7 CA: its certificate expires within 30 days: rotate it "
+			"(docs/operations.md, \"The layer-7 CA\")");
 	for (size_t i = 0; i < cfg->nl7_ca_publish; i++)
 		publish[i] = cfg->l7_ca_publish[i];
 	err = fw_l7_ca_bundle(&p->ca, cfg->l7_ca_dir, publish, cfg->nl7_ca_publish, &bundle, &blen,
@@ -1211,7 +1214,10 @@ int l7_start(struct fw_daemon *d)
 		fw_err("l7 proxy: can't prepare %s: %s", d->cfg.l7_runtime_dir, strerror(-err));
 		return err;
 	}
-	if (d->cfg.l7_credentials) {
+	if (d->cfg.l7_credentials && !d->actions_on)
+		fw_info("l7 proxy: no actions section, so no credential vault can arrive: "
+			"credentials are not injected (no CA)");
+	else if (d->cfg.l7_credentials) {
 		err = credentials_start(d);
 		if (err)
 			return err;

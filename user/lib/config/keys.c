@@ -796,7 +796,8 @@ static const struct fw_cfgkey l7[] = {
 	 .doc = "on: a pinned connection whose server name a binding of the subject's "
 		"credential vault names is terminated by the proxy, which sets the binding's "
 		"credential on matching requests ([egress-l7.md](egress-l7.md#credentials)); "
-		"off: every pinned connection passes through as it is",
+		"off: every pinned connection passes through as it is. Vaults arrive over the "
+		"`actions` section's protocol: without it, nothing is injected",
 	 .reload = FW_CK_RESTART},
 	{.key = "ca",
 	 .type = FW_CK_SECTION,

@@ -49,7 +49,7 @@ mv "$out/fastwall.tmp" "$out/fastwall"
 
 help=$("$fastwalld" --help)
 # "usage: fastwalld [OPTIONS] [run] ...", "       fastwalld [OPTIONS] check ..."
-commands=$(printf '%s\n' "$help" | sed -nE 's/^(usage:)? +fastwalld (\[OPTIONS\] )?\[?([a-z][a-z-]*).*/\3/p' | tr '\n' ' ' | sed 's/ $//')
+commands=$(printf '%s\n' "$help" | sed -nE 's/^(usage:)? +fastwalld (\[OPTIONS\] )?\[?([a-z][a-z0-9-]*).*/\3/p' | tr '\n' ' ' | sed 's/ $//')
 [ -n "$commands" ] || { echo "gen-completion: no commands in '$fastwalld --help'" >&2; exit 1; }
 options=$(printf '%s\n' "$help" | long_opts)
 levels=$(printf '%s\n' "$help" | sed -nE 's/.*--log-level LVL +([a-z, ]+) \(.*/\1/p' | tr -d ',')

@@ -38,6 +38,7 @@ IFGLOB = {"type": "string", "minLength": 1, "maxLength": 255,
           "pattern": "^[^/\\s]+$",
           "description": "an interface name (at most 15 characters) or an fnmatch glob"}
 PORT = {"type": "integer", "minimum": 1, "maximum": 65535}
+ABSPATH = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^/"}
 TARGET = {"type": "string", "minLength": 1, "maxLength": 253,
           "not": {"const": "*"},
           "description": "an address, a CIDR, a domain or *.domain"}
@@ -129,6 +130,7 @@ SHAPES = {
     "guard.trusted": one_or_list(CIDR, max_items=4096),
     "l7.tls_ports": one_or_list(PORT, max_items=64),
     "l7.http_ports": one_or_list(PORT, max_items=64),
+    "l7.ca.publish": one_or_list(ABSPATH, max_items=8),
 }
 
 

@@ -3,7 +3,12 @@
  * "Credentials"): how fastwalld hands each subject's active vault to the
  * proxy. Two maps fastwalld creates at the proxy's start and never pins
  * (no file anywhere names them; the values hold secrets), handed to the
- * proxy read-only on fixed descriptors:
+ * proxy on fixed descriptors: the hash's read-only; the array's
+ * read-write, because the kernel mmaps a BPF map only through a
+ * descriptor open for writing (MAP_SHARED of a read-only one is EINVAL),
+ * and the proxy maps it PROT_READ (an mprotect to writable then fails).
+ * Their kernel names are cut to 15 characters: fw_l7_vaults and
+ * fw_l7_vault_gen.
  *
  *   fastwall_l7_vaults     hash, BPF_F_NO_PREALLOC, FW_MAX_SUBJECTS
  *                          entries: subject id (__u32) -> struct

@@ -14,7 +14,15 @@
 # (SIGQUIT) when fastwalld stops. With the real module built
 # (build/l7/ngx_fastwall_l7_module.so), the real nginx runs the generated
 # configuration under fastwalld, accepts, and its report of a connection
-# no redirect recorded is counted and audited.
+# no redirect recorded is counted and audited. Credentials: the CA
+# generated in l7.ca.dir with its modes, bundle.crt and GET /l7/ca.crt,
+# the placeholder and upstream files, its expiry metric; a module without
+# the injection directives gets part 1's nginx.conf and a warning; one with
+# them (a stand-in file naming them) gets the part-2 lines, the vaults'
+# maps on 8 and 9, the CA's pipe on 10 and CAP_IPC_LOCK; the maps follow
+# vault pushes, patches, deletes, a rebind and a removal, and refuse what
+# they cannot hold; an exposed ca.key stops fastwalld; credentials off
+# serves no CA.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
 set -euo pipefail
 
@@ -30,6 +38,7 @@ id nobody >/dev/null 2>&1 || fw_die "no user nobody"
 
 METRICS=127.0.0.1:9464
 RUNDIR=$FW_TMP/l7run
+CADIR=$FW_TMP/l7-ca
 # the stand-in and its records: readable (and its state writable) by
 # nobody, who runs it
 FAKE=$FW_TMP/fake
@@ -99,6 +108,8 @@ l7:
   module: $FW_BUILD/l7/ngx_fastwall_l7_module.so
   runtime_dir: $RUNDIR
   user: nobody
+  ca:
+    dir: $CADIR
 $1
 subjects:
 $(fw_subject_yaml a 2 v4)
@@ -183,6 +194,36 @@ for line in "load_module /usr/lib/nginx/modules/ngx_stream_module.so;" \
 	"listen 15080;" "fastwall_l7_pin http;" "proxy_pass http://\$fastwall_l7_upstream;"; do
 	check "nginx.conf: $line" grep -qF -- "$line" "$CONF"
 done
+
+# --- credentials with a module that cannot inject: the CA, no part-2 lines ----
+
+check_eq "l7.ca.dir is root's, 0700" "$(stat -c '%U %a' "$CADIR")" "root 700"
+check_eq "ca.key: generated, root's, 0600" "$(stat -c '%U %a' "$CADIR/ca.key")" "root 600"
+check_eq "ca.crt: root's, 0644" "$(stat -c '%U %a' "$CADIR/ca.crt")" "root 644"
+check_eq "bundle.crt: root's, 0644" "$(stat -c '%U %a' "$CADIR/bundle.crt")" "root 644"
+check "ca.crt is a CA: CA:TRUE, pathlen 0" bash -c \
+	"openssl x509 -in '$CADIR/ca.crt' -noout -text | grep -q 'CA:TRUE, pathlen:0'"
+check "... named fastwall layer-7 CA <hostname>" bash -c \
+	"openssl x509 -in '$CADIR/ca.crt' -noout -subject | grep -qF 'CN = fastwall layer-7 CA $(hostname | cut -c1-43)'"
+check "the log says the module lacks the credential directives" \
+	grep -qE "l7 proxy: the module .* lacks .*: credentials are NOT injected" "$FW_LOG"
+check_fails "... so nginx.conf has no credential lines" grep -q "fastwall_l7_vaults\|terminate" "$CONF"
+check_eq "placeholder.key: the proxy's, 0600" "$(stat -c '%U %a' "$RUNDIR/var/placeholder.key")" "nobody 600"
+check_eq "placeholder.crt: the proxy's, 0600" "$(stat -c '%U %a' "$RUNDIR/var/placeholder.crt")" "nobody 600"
+check "upstream-ca.crt: the system store" bash -c \
+	"cmp -s <(head -c 4096 /etc/ssl/certs/ca-certificates.crt) <(head -c 4096 '$RUNDIR/var/upstream-ca.crt')"
+fw_act_req GET /l7/ca.crt
+check_eq "GET /l7/ca.crt: 200" "$FW_ACT_CODE" 200
+check "... the bundle, byte for byte" cmp -s "$FW_TMP/act.body" "$CADIR/bundle.crt"
+check "... Content-Type application/x-pem-file" grep -qi '^content-type: application/x-pem-file' "$FW_TMP/act.hdrs"
+fw_act_req POST /l7/ca.crt
+check_eq "POST /l7/ca.crt: 405" "$FW_ACT_CODE" 405
+NOT_AFTER=$(date -d "$(openssl x509 -in "$CADIR/ca.crt" -noout -enddate | cut -d= -f2)" +%s)
+check_eq "fastwall_l7_ca_expiry_seconds is its notAfter" "$(metric fastwall_l7_ca_expiry_seconds)" "$NOT_AFTER"
+check_eq "fastwall_l7_vaults 0" "$(metric fastwall_l7_vaults)" 0
+KEYLINE=$(sed -n 2p "$CADIR/ca.key")
+check_fails "the CA key is in no log line" grep -qF -- "$KEYLINE" "$FW_LOG"
+CA_SUM=$(sha256sum <"$CADIR/ca.crt")
 
 check "FW_CF_L7_UP once the proxy accepts" fw_eventually 5 up_flag
 check "FW_CF_L7 is set" test $(($(config_flags) & 64)) -ne 0
@@ -353,6 +394,206 @@ else
 	echo "# the module is not built (build/l7/ngx_fastwall_l7_module.so) or nginx is missing: the real proxy is not run"
 fi
 
+# --- credentials with a module that injects (its directives stood in) ----------------
+
+# the stand-in reads what the module would; a file that names every
+# directive of injection tells fastwalld the module takes them
+printf 'fastwall_l7_vaults\0fastwall_l7_ca\0fastwall_l7_terminate_to\0fastwall_l7_origin\0fastwall_l7_keepalive\0fastwall_l7_terminate\0fastwall_l7_sni\0' \
+	>"$FAKE/module.so"
+sed -i "s|^  nginx: .*|  nginx: $FAKE/nginx|; s|^  module: .*|  module: $FAKE/module.so|" "$FW_CFG"
+n0=$(starts)
+NOWARN=$(fw_log_count 'credentials are NOT injected')
+fw_start_daemon || fw_die "fastwalld did not start with an injecting module"
+check "the proxy started" fw_eventually 10 started $((n0 + 1))
+INJ=$FAKE/state/start.$(proxy_pid)
+check_eq "the CA was kept across the restart" "$(sha256sum <"$CADIR/ca.crt")" "$CA_SUM"
+check_eq "no warning of a module that lacks them this time" \
+	"$(fw_log_count 'credentials are NOT injected')" "$NOWARN"
+for line in "fastwall_l7_vaults fd:8,9;" "fastwall_l7_ca fd:10;" \
+	"fastwall_l7_terminate_to unix:$RUNDIR/var/term.sock;" \
+	"map \$http_upgrade \$fastwall_l7_connection { default upgrade; \"\" \"\"; }" \
+	"upstream fastwall_l7_origin {" "fastwall_l7_origin;" "fastwall_l7_keepalive 64;" \
+	"listen unix:$RUNDIR/var/term.sock ssl http2 proxy_protocol;" \
+	"ssl_certificate $RUNDIR/var/placeholder.crt;" \
+	"ssl_certificate_key $RUNDIR/var/placeholder.key;" "fastwall_l7_terminate on;" \
+	"proxy_pass https://fastwall_l7_origin;" "proxy_set_header Host \$host;" \
+	"proxy_set_header Upgrade \$http_upgrade;" \
+	"proxy_set_header Connection \$fastwall_l7_connection;" "proxy_ssl_server_name on;" \
+	"proxy_ssl_name \$fastwall_l7_sni;" "proxy_ssl_verify on;" "proxy_ssl_verify_depth 8;" \
+	"proxy_ssl_trusted_certificate $RUNDIR/var/upstream-ca.crt;" \
+	"proxy_ssl_session_reuse off;"; do
+	check "nginx.conf (injecting): $line" grep -qF -- "$line" "$CONF"
+done
+check "the terminating server comes after the pinned one, in http" bash -c \
+	"awk '/fastwall_l7_pin http/ { p = 1 } p && /fastwall_l7_terminate on/ { ok = 1 } END { exit !ok }' '$CONF'"
+fw_ns "$NS_POD" "$FASTWALLD" -c "$FW_CFG" l7-conf >"$FW_TMP/l7conf.out" 2>/dev/null || true
+check "fastwalld l7-conf prints the same configuration" diff -q "$FW_TMP/l7conf.out" "$CONF"
+check_eq "descriptor 8: a BPF map opened read-only; 9: the generations (mappable: read-write)" "$(awk '$1 == "vaults" { print $2 }' "$INJ")" ro,rw
+check_eq "descriptor 10: a pipe" "$(awk '$1 == "ca" { print $2 }' "$INJ")" pipe
+check_eq "... written whole and closed: it reads to its end" "$(awk '$1 == "ca_eof" { print $2 }' "$INJ")" yes
+check_eq "... the signing certificate first" "$(awk '$1 == "ca_certs" { print $2 }' "$INJ")" 1
+check_eq "... then its key" "$(awk '$1 == "ca_key" { print $2 }' "$INJ")" yes
+# CAP_BPF (39) and CAP_IPC_LOCK (14): the module locks its memory
+check_eq "its capabilities: CAP_BPF and CAP_IPC_LOCK" "$(awk '$1 == "cap_eff" { print $2 }' "$INJ")" 8000004000
+check_eq "... ambient" "$(awk '$1 == "cap_amb" { print $2 }' "$INJ")" 8000004000
+check_fails "the vaults' maps are pinned nowhere" bash -c \
+	"find '$BPFFS' -name 'fastwall_l7_vault*' | grep -q ."
+
+map_id() { # NAME: the id of the newest map of that name
+	bpftool -j map show | "$FW_PY" -c '
+import json, sys
+ids = [m["id"] for m in json.load(sys.stdin) if m.get("name") == sys.argv[1]]
+print(max(ids) if ids else "")' "$1"
+}
+VAULTS_ID=$(map_id fw_l7_vaults)
+GEN_ID=$(map_id fw_l7_vault_gen)
+check "fastwall_l7_vaults exists (a hash, never pinned)" test -n "$VAULTS_ID"
+check "fastwall_l7_vault_gen exists" test -n "$GEN_ID"
+key_of() { # SUBJECT ID: its key's four bytes, for bpftool
+	printf '%d %d %d %d' $(($1 & 255)) $((($1 >> 8) & 255)) 0 0
+}
+gen_of() { # SUBJECT ID: its generation in fastwall_l7_vault_gen
+	local k
+	read -ra k <<<"$(key_of "$1")"
+	bpftool -j map lookup id "$GEN_ID" key "${k[@]}" | "$FW_PY" -c '
+import json, sys
+print(int.from_bytes(bytes(int(x, 16) for x in json.load(sys.stdin)["value"]), "little"))'
+}
+blob_has() { # SUBJECT ID TEXT: the subject's blob holds TEXT (its generation = gen_of)
+	local k
+	read -ra k <<<"$(key_of "$1")"
+	bpftool -j map lookup id "$VAULTS_ID" key "${k[@]}" 2>/dev/null | "$FW_PY" -c '
+import json, sys
+v = bytes(int(x, 16) for x in json.load(sys.stdin)["value"])
+gen, ln = int.from_bytes(v[:8], "little"), int.from_bytes(v[8:12], "little")
+sys.exit(0 if sys.argv[1].encode() in v[16:16 + ln] and gen == int(sys.argv[2]) else 1)' "$2" "$(gen_of "$1")"
+}
+no_blob() { # SUBJECT ID: no blob for it
+	local k
+	read -ra k <<<"$(key_of "$1")"
+	! bpftool map lookup id "$VAULTS_ID" key "${k[@]}" >/dev/null 2>&1
+}
+
+POL_D='{"defaultAction":"deny","egress":[{"action":"allow","target":"api.example.com"}]}'
+fw_act SET_BINDING u-c "${NET_C[@]}" --input "$POL_D"
+fw_act LIFECYCLE_HOOK u-c "${NET_C[@]}" --hook data-plane-ready --inv inv-c-2
+ID_C=$(fw_cli subjects | awk '$2 == "u-c" { print $1 }')
+check "u-c is active with a policy allowing api.example.com" test -n "$ID_C"
+SECRET=fw-l7ca-SECRET-$FW_ID-$RANDOM$RANDOM
+SECRET2=fw-l7ca-SECRET2-$FW_ID-$RANDOM$RANDOM
+APIKEY='{"type":"apiKey","name":"X-Api-Key","credential":"k1"}'
+vault() { # VALUE [AUTH JSON]
+	printf '{"credentials":[{"name":"k1","source":{"type":"inline","value":"%s"}}],"bindings":[{"name":"b1","match":{"hosts":["api.example.com"]},"auth":%s}]}' \
+		"$1" "${2:-$APIKEY}"
+}
+fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-c' --data-binary "$(vault "$SECRET")"
+check_eq "vault POST: 201" "$FW_ACT_CODE" 201
+check "the proxy's map has u-c's vault with the value, under a generation" blob_has "$ID_C" "$SECRET"
+G1=$(gen_of "$ID_C")
+check "... a generation that is not 0" test "$G1" -gt 0
+check_eq "fastwall_l7_vaults 1" "$(metric fastwall_l7_vaults)" 1
+# the proxy ends: the next one gets a CA pipe of its own and every vault
+# written again
+kill -KILL "$(proxy_pid)"
+check "the proxy started again" fw_eventually 15 started $((n0 + 2))
+INJ2=$FAKE/state/start.$(proxy_pid)
+check_eq "... with a CA pipe of its own: certificate and key" \
+	"$(awk '$1 == "ca_certs" || $1 == "ca_key" { printf "%s ", $2 }' "$INJ2")" "1 yes "
+newer() { [ "$(gen_of "$1")" -gt "$2" ]; } # SUBJECT ID GENERATION
+check "... and u-c's vault written again (a newer generation)" fw_eventually 5 newer "$ID_C" "$G1"
+check "... with its value" blob_has "$ID_C" "$SECRET"
+G1=$(gen_of "$ID_C")
+fw_act_req PATCH /credential-vault -H 'X-Fast-Sandbox-Uid: u-c' --data-binary \
+	"{\"credentials\":[{\"name\":\"k1\",\"source\":{\"type\":\"inline\",\"value\":\"$SECRET2\"}}]}"
+check_eq "vault PATCH: 200" "$FW_ACT_CODE" 200
+check "the map follows the patch: the new value" blob_has "$ID_C" "$SECRET2"
+check "... under a newer generation" test "$(gen_of "$ID_C")" -gt "$G1"
+G2=$(gen_of "$ID_C")
+fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-c' --data-binary "$(vault "$SECRET\\r\\nX-Evil: 1")"
+check_eq "a value with CR LF: 400 naming the credential" "$FW_ACT_CODE $FW_ACT_BODY" \
+	'400 invalid credential vault: credential "k1": source.value contains CR, LF or NUL'
+check_fails "... and not its value" grep -qF "$SECRET" "$FW_TMP/act.body"
+check_eq "... the map unchanged" "$(gen_of "$ID_C")" "$G2"
+fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-c' --data-binary \
+	"$(vault "$SECRET" '{"type":"basic","credential":"k1"}')"
+check_eq "basic with a value that is no user:password: 400" "$FW_ACT_CODE $FW_ACT_BODY" \
+	'400 invalid credential vault: binding "b1": auth type basic needs credential "k1" to be user:password'
+fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-c' --data-binary \
+	"$(vault "user:$SECRET" '{"type":"basic","credential":"k1"}')"
+check_eq "basic with user:password: 201" "$FW_ACT_CODE" 201
+B64=$(printf 'user:%s' "$SECRET" | base64 -w0)
+check "the map holds Basic base64(user:password)" blob_has "$ID_C" "Basic $B64"
+fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-c' --data-binary \
+	"$(vault "$SECRET" '{"type":"bearer","credential":"k1"}')"
+check_eq "bearer: 201" "$FW_ACT_CODE" 201
+check "the map holds Bearer value" blob_has "$ID_C" "Bearer $SECRET"
+# 60 KB, bound three times: over what the proxy's map holds
+BIG=$(head -c 45000 /dev/zero | base64 -w0 | tr -d '=')
+BIGBODY=$(printf '{"credentials":[{"name":"k1","source":{"type":"inline","value":"%s"}}],"bindings":[' "$BIG"
+	for i in 1 2 3; do printf '%s{"name":"b%d","match":{"hosts":["api.example.com"]},"auth":{"type":"apiKey","name":"X-Api-Key","credential":"k1"}}' "$([ "$i" = 1 ] || echo ,)" "$i"; done
+	printf ']}')
+printf '%s' "$BIGBODY" >"$FW_TMP/big.json"
+fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-c' --data-binary "@$FW_TMP/big.json"
+too_large() { [ "$FW_ACT_CODE" = 400 ] && [[ $FW_ACT_BODY == *"in the layer-7 proxy's encoding, more than its 131056"* ]]; }
+check "a vault too large for the proxy's map: 400 saying so" too_large
+check "... the one before still in force" blob_has "$ID_C" "Bearer $SECRET"
+fw_act_req DELETE /credential-vault -H 'X-Fast-Sandbox-Uid: u-c'
+check_eq "vault DELETE: 204" "$FW_ACT_CODE" 204
+check_eq "... generation 0" "$(gen_of "$ID_C")" 0
+check "... the blob deleted" no_blob "$ID_C"
+check_eq "fastwall_l7_vaults 0 again" "$(metric fastwall_l7_vaults)" 0
+fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-c' --data-binary "$(vault "$SECRET")"
+check "pushed again: in the map" blob_has "$ID_C" "$SECRET"
+# a new runtime instance (new fence): a new id, the vault moves with it
+fw_act SET_BINDING u-c "${NET_C[@]}" --rt rt-2 --input "$POL_D"
+ID_C2=$(fw_cli subjects | awk '$2 == "u-c" { print $1 }')
+check "a rebind (new fence) gives u-c a new id" test -n "$ID_C2" -a "$ID_C2" != "$ID_C"
+check "... its vault is in the map under the new id" blob_has "$ID_C2" "$SECRET"
+check_eq "... the old id's generation: 0" "$(gen_of "$ID_C")" 0
+check "... the old id's blob deleted" no_blob "$ID_C"
+fw_act REMOVE_BINDING u-c "${NET_C[@]}" --rt rt-2
+check_eq "REMOVE_BINDING: 200" "$FW_ACT_CODE" 200
+check_eq "the removed subject's generation: 0" "$(gen_of "$ID_C2")" 0
+check "... its blob deleted" no_blob "$ID_C2"
+check_fails "no secret in fastwalld's log" grep -qF -- "-SECRET" "$FW_LOG"
+check_fails "... nor in the metrics" bash -c "curl -s --max-time 3 'http://$METRICS/metrics' 2>/dev/null | grep -qF -- -SECRET"
+fw_stop_daemon
+sed -i "s|^  module: .*|  module: $FW_BUILD/l7/ngx_fastwall_l7_module.so|" "$FW_CFG"
+
+# --- a CA key others may read: refused, with the reason -----------------------------
+
+chmod 0644 "$CADIR/ca.key"
+set +e
+timeout 20 nsenter --net="/run/netns/$NS_POD" "$FASTWALLD" -c "$FW_CFG" run >"$FW_TMP/badkey.log" 2>&1
+rc=$?
+set -e
+check_eq "ca.key mode 0644: exit 3 (configuration)" "$rc" 3
+check "... saying why" grep -qF "$CADIR/ca.key: mode 0644 lets its group or others at it: refused (chmod 0600)" "$FW_TMP/badkey.log"
+check_fails "... and not the key" grep -qF -- "$KEYLINE" "$FW_TMP/badkey.log"
+chmod 0600 "$CADIR/ca.key"
+
+# --- the operator's CA, with the next one staged in publish -------------------------
+
+install -m 0600 "$CADIR/ca.key" "$FW_TMP/op.key"
+install -m 0644 "$CADIR/ca.crt" "$FW_TMP/op.crt"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+	-subj "/CN=fastwall e2e next CA" -addext basicConstraints=critical,CA:TRUE,pathlen:0 \
+	-addext keyUsage=critical,keyCertSign,cRLSign -keyout "$FW_TMP/next.key" \
+	-out "$FW_TMP/next.crt" 2>/dev/null
+# a key beside the certificate by mistake: never published
+cat "$FW_TMP/next.crt" "$FW_TMP/next.key" >"$FW_TMP/next.pem"
+sed -i "s|^    dir: .*|    dir: $FW_TMP/l7-ca2\n    cert: $FW_TMP/op.crt\n    key: $FW_TMP/op.key\n    publish: [$FW_TMP/next.pem]|" "$FW_CFG"
+fw_start_daemon || fw_die "fastwalld did not start with the operator's CA"
+check "bundle.crt in l7.ca.dir (made for it): the signing CA, then the staged one" bash -c \
+	"[ \"\$(grep -c 'BEGIN CERTIFICATE' '$FW_TMP/l7-ca2/bundle.crt')\" = 2 ] &&
+	 cmp -s <(head -c \"\$(stat -c %s '$FW_TMP/op.crt')\" '$FW_TMP/l7-ca2/bundle.crt') '$FW_TMP/op.crt'"
+check_fails "... and no private key" grep -q "PRIVATE" "$FW_TMP/l7-ca2/bundle.crt"
+check_fails "no CA generated there" test -e "$FW_TMP/l7-ca2/ca.key"
+fw_act_req GET /l7/ca.crt
+check "GET /l7/ca.crt serves the same two" cmp -s "$FW_TMP/act.body" "$FW_TMP/l7-ca2/bundle.crt"
+fw_stop_daemon
+sed -i "/^    cert: \|^    key: \|^    publish: /d; s|^    dir: .*|    dir: $CADIR|" "$FW_CFG"
+
 # --- proxy ports below 1024: CAP_NET_BIND_SERVICE too ------------------------------
 
 sed -i "s|^  nginx: .*|  nginx: $FAKE/nginx|; s|^  user: nobody$|  user: nobody\\n  proxy_tls_port: 843\\n  proxy_http_port: 880|" "$FW_CFG"
@@ -366,6 +607,32 @@ check_eq "its capabilities: CAP_BPF and CAP_NET_BIND_SERVICE" \
 check_eq "... ambient" "$(awk '$1 == "cap_amb" { print $2 }' "$LOW")" 8000000400
 check "it binds them and accepts" fw_eventually 5 up_flag
 fw_stop_daemon
+
+# --- l7.credentials: off: no CA served, no vaults' maps ------------------------------
+
+sed -i 's|^  user: nobody$|  user: nobody\n  credentials: off|' "$FW_CFG"
+fw_start_daemon || fw_die "fastwalld did not start with credentials off"
+check "up with credentials off" fw_eventually 10 up_flag
+fw_act_req GET /l7/ca.crt
+check_eq "GET /l7/ca.crt: 404" "$FW_ACT_CODE $FW_ACT_BODY" \
+	"404 layer-7 credential injection is off: no CA"
+check_eq "no fastwall_l7_vaults metric" "$(metric fastwall_l7_vaults)" ""
+check_eq "no fastwall_l7_ca_expiry_seconds metric" "$(metric fastwall_l7_ca_expiry_seconds)" ""
+check_fails "no credential lines in nginx.conf" grep -q "fastwall_l7_vaults\|fastwall_l7_ca " "$CONF"
+fw_stop_daemon
+sed -i '/^  credentials: off$/d' "$FW_CFG"
+
+# --- no actions section: no vault can arrive, so no CA ------------------------------
+
+cp "$FW_CFG" "$FW_TMP/with-actions.yaml"
+sed -i "/^actions:$/,/^  vault_socket:/d; s|^    dir: .*|    dir: $FW_TMP/l7-ca3|" "$FW_CFG"
+n0=$(fw_log_count 'no credential vault can arrive')
+fw_start_daemon || fw_die "fastwalld did not start without actions"
+check "without actions: up, and the log says nothing is injected" \
+	fw_wait_log 'no actions section, so no credential vault can arrive' $((n0 + 1)) 5
+check_fails "... no CA made" test -e "$FW_TMP/l7-ca3"
+fw_stop_daemon
+mv "$FW_TMP/with-actions.yaml" "$FW_CFG"
 
 # --- a user that does not exist: fastwalld does not start ---------------------------
 

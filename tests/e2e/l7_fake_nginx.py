@@ -7,10 +7,14 @@ usage: l7_fake_nginx.py --state DIR [nginx's -e FILE] [-p PREFIX] -c CONF
 
 It reads CONF as fastwalld writes it: the ports of its `listen` lines
 (IPv4, and IPv6 with `listen [::]:PORT`), the descriptors of
-`fastwall_l7_maps fd:A,B,C,D;` and `fastwall_l7_report fd:N;`. It writes
-DIR/start.PID, one `key value` a line: its uid, its effective and ambient
-capabilities, whether each map descriptor is a BPF map opened read-only
-and whether the report descriptor is a datagram socket. Then it accepts
+`fastwall_l7_maps fd:A,B,C,D;` and `fastwall_l7_report fd:N;`, and with
+credential injection `fastwall_l7_vaults fd:V,G;` and `fastwall_l7_ca
+fd:C;`. It writes DIR/start.PID, one `key value` a line: its uid, its
+effective and ambient capabilities, whether each map descriptor is a BPF
+map opened read-only, whether the report descriptor is a datagram socket,
+and of the CA descriptor (read to its end, as the
+module does) whether it is a pipe, how many certificates came first and
+whether a private key followed them (never the key itself). Then it accepts
 on every port (a probe's connect) and closes each connection at once.
 
 Signals: SIGQUIT and SIGTERM end it (status 0; DIR/stop.PID says which);
@@ -92,6 +96,29 @@ def map_ro(fd):
     return "unknown"
 
 
+def ca_pipe(fd):
+    """what the module would read on its CA descriptor: never the key"""
+    try:
+        kind = "pipe" if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:") else "other"
+    except OSError:
+        return {"ca": "closed"}
+    data = b""
+    while True:
+        ready, _, _ = select.select([fd], [], [], 2)
+        if not ready:
+            return {"ca": kind, "ca_eof": "no"}
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        data += chunk
+    os.close(fd)
+    key_at = data.find(b"-----BEGIN PRIVATE KEY-----")
+    head = data[:key_at] if key_at >= 0 else data
+    return {"ca": kind, "ca_eof": "yes", "ca_certs": head.count(b"-----BEGIN CERTIFICATE-----"),
+            "ca_key": "yes" if key_at > 0 and data.count(b"-----END PRIVATE KEY-----") == 1
+            else "no"}
+
+
 def main():
     args = sys.argv[1:]
     state = args[args.index("--state") + 1]
@@ -115,6 +142,10 @@ def main():
         s.bind(("::" if v6 else "0.0.0.0", int(port)))
         s.listen(64)
         listeners.append(s)
+    vm = re.search(r"fastwall_l7_vaults fd:([0-9]+),([0-9]+);", text)
+    vaults = [int(vm.group(1)), int(vm.group(2))] if vm else []
+    cm = re.search(r"fastwall_l7_ca fd:([0-9]+);", text)
+    ca = ca_pipe(int(cm.group(1))) if cm else {}
     caps = status_caps()
     pid = os.getpid()
     with open(os.path.join(state, f"start.{pid}"), "w") as f:
@@ -124,6 +155,11 @@ def main():
         f.write("maps " + ",".join(map_ro(fd) for fd in maps) + "\n")
         f.write(f"report {rsock}\n")
         f.write(f"listen {len(listeners)}\n")
+        if vaults:
+            f.write("vaults " + ",".join(map_ro(fd) for fd in vaults) + "\n")
+        for k, v in ca.items():
+            f.write(f"{k} {v}\n")
+
     print(f"[notice] {pid}#{pid}: fake nginx listening on {len(listeners)} sockets",
           file=sys.stderr, flush=True)
 

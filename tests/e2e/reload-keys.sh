@@ -67,6 +67,14 @@ declare -A old=(
 	[l7.workers]=1
 	[l7.max_connections]=4096
 	[l7.subject_connections]=1024
+	[l7.credentials]=on
+	[l7.ca]=absent
+	[l7.upstream_ca]=""
+	[l7.upstream_keepalive]=64
+	[l7.ca.dir]=/var/lib/fastwall/l7-ca
+	[l7.ca.cert]=""
+	[l7.ca.key]=""
+	[l7.ca.publish]=absent
 )
 
 # the first file
@@ -131,6 +139,14 @@ l7:
   workers: 2
   max_connections: 100
   subject_connections: 10
+  credentials: off
+  upstream_ca: $FW_TMP/upstream.pem
+  upstream_keepalive: 8
+  ca:
+    dir: $FW_TMP/l7-ca
+    cert: $FW_TMP/ca.crt
+    key: $FW_TMP/ca.key
+    publish: [$FW_TMP/next.crt]
 EOF
 }
 

@@ -12,6 +12,7 @@
 #include "common/addr.h"
 #include "policy/policy.h"
 #include "common/secmem.h"
+#include "fastwall/l7vault.h"
 #include "protocol/vault.h"
 
 #define SECRET	"sk-live-0123456789abcdef"
@@ -182,8 +183,28 @@ static const struct bad_case bad_cases[] = {
 	 "binding \"b\": match must be an object"},
 	{"auth missing", WITH_BINDING("{\"name\":\"b\",\"match\":" GOOD_MATCH "}"),
 	 "binding \"b\": auth must be an object"},
-	{"auth type unknown", WITH_AUTH("{\"type\":\"basic\",\"name\":\"X\",\"credential\":\"k\"}"),
-	 "binding \"b\": unsupported auth type \"basic\""},
+	{"auth type unknown",
+	 WITH_AUTH("{\"type\":\"digest\",\"name\":\"X\",\"credential\":\"k\"}"),
+	 "binding \"b\": unsupported auth type \"digest\" (apiKey, bearer or basic)"},
+	{"api key in Host",
+	 WITH_AUTH("{\"type\":\"apiKey\",\"name\":\"host\",\"credential\":\"k\"}"),
+	 "binding \"b\": auth.name host routes or frames the request: not a credential's header"},
+	{"api key in Transfer-Encoding",
+	 WITH_AUTH("{\"type\":\"apiKey\",\"name\":\"Transfer-Encoding\",\"credential\":\"k\"}"),
+	 "binding \"b\": auth.name Transfer-Encoding routes or frames the request: not a "
+	 "credential's header"},
+	{"bearer with another header",
+	 WITH_AUTH("{\"type\":\"bearer\",\"name\":\"X-Api-Key\",\"credential\":\"k\"}"),
+	 "binding \"b\": auth type bearer sets Authorization: auth.name must be absent or "
+	 "Authorization"},
+	{"basic without a colon", WITH_AUTH("{\"type\":\"basic\",\"credential\":\"k\"}"),
+	 "binding \"b\": auth type basic needs credential \"k\" to be user:password"},
+	{"value with CR",
+	 "{\"credentials\":[" CRED("\"k\"", "\"inline\"", "\"" SECRET "\\r\"") "]}",
+	 "credential \"k\": source.value contains CR, LF or NUL"},
+	{"value with LF",
+	 "{\"credentials\":[" CRED("\"k\"", "\"inline\"", "\"" SECRET "\\nX-Evil: 1\"") "]}",
+	 "credential \"k\": source.value contains CR, LF or NUL"},
 	{"auth type missing", WITH_AUTH("{\"name\":\"X\",\"credential\":\"k\"}"),
 	 "binding \"b\": auth.type must be a string"},
 	{"auth header name bad",
@@ -933,4 +954,182 @@ Test(store, many_vaults_fit, .timeout = 120)
 	b = body1("gh", SECRET, "api.github.com", "gh");
 	cr_assert_eq(fw_vault_store_put(st, "sb-last", must_parse(b, 0)), 0);
 	free(b);
+}
+
+/* --- the layer-7 proxy's encoding, read back by hand per l7vault.h --------- */
+
+struct cursor {
+	const unsigned char *p;
+	size_t off, len;
+};
+
+static const void *take(struct cursor *c, size_t n)
+{
+	const void *at = c->p + c->off;
+
+	cr_assert_leq(c->off + n, c->len, "read past the end at %zu + %zu", c->off, n);
+	c->off += n;
+	return at;
+}
+
+static __u16 take_u16(struct cursor *c)
+{
+	__u16 v;
+
+	memcpy(&v, take(c, 2), 2);
+	return v;
+}
+
+static void expect_bytes(struct cursor *c, size_t n, const char *want)
+{
+	cr_assert_eq(n, strlen(want), "length %zu, want %zu (%s)", n, strlen(want), want);
+	cr_assert_eq(memcmp(take(c, n), want, n), 0, "bytes differ from %s", want);
+}
+
+static void expect_strings(struct cursor *c, unsigned int n, const char *const *want)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		__u16 l = take_u16(c);
+
+		expect_bytes(c, l, want[i]);
+	}
+}
+
+/* one record: its head, then ports, name, header, value, the lists */
+static void expect_rec(struct cursor *c, __u8 auth, __u8 schemes, const __u16 *ports,
+		       unsigned int nports, const char *name, const char *header, const char *value,
+		       const char *const *hosts, unsigned int nhosts, const char *const *methods,
+		       unsigned int nmethods, const char *const *paths, unsigned int npaths)
+{
+	struct fw_l7_vault_rec r;
+	size_t start = c->off;
+
+	memcpy(&r, take(c, sizeof(r)), sizeof(r));
+	cr_expect_eq(r.auth, auth);
+	cr_expect_eq(r.schemes, schemes);
+	cr_assert_eq(r.nports, nports);
+	cr_assert_eq(r.nhosts, nhosts);
+	cr_assert_eq(r.nmethods, nmethods);
+	cr_assert_eq(r.npaths, npaths);
+	for (unsigned int i = 0; i < nports; i++)
+		cr_expect_eq(take_u16(c), ports[i]);
+	expect_bytes(c, r.name_len, name);
+	expect_bytes(c, r.header_len, header);
+	expect_bytes(c, r.value_len, value);
+	expect_strings(c, nhosts, hosts);
+	expect_strings(c, nmethods, methods);
+	expect_strings(c, npaths, paths);
+	cr_expect_eq(r.size, c->off - start, "rec.size %u, the record took %zu", r.size,
+		     c->off - start);
+}
+
+#define L7_BODY                                                                                    \
+	"{\"credentials\":[" CRED("\"k1\"", "\"inline\"", "\"sk-1\"") "," CRED(                    \
+		"\"up\"", "\"inline\"",                                                            \
+		"\"user:pa ss\"") "],"                                                             \
+				  "\"bindings\":["                                                 \
+				  "{\"name\":\"b1\",\"match\":{\"schemes\":[\"http\",\"https\"],"  \
+				  "\"ports\":[443,8443],"                                          \
+				  "\"hosts\":[\"API.github.com\",\"*.api.example.com\"],"          \
+				  "\"methods\":[\"post\"],"                                        \
+				  "\"paths\":[\"/v1/"                                              \
+				  "*\"]},\"auth\":{\"type\":\"apiKey\",\"name\":\"X-Api-Key\","    \
+				  "\"credential\":\"k1\"}},"                                       \
+				  "{\"name\":\"b2\",\"match\":{\"hosts\":[\"api.github.com\"]},"   \
+				  "\"auth\":{\"type\":"                                            \
+				  "\"basic\",\"credential\":\"up\"}},"                             \
+				  "{\"name\":\"b3\",\"match\":{\"hosts\":[\"api.github.com\"],"    \
+				  "\"schemes\":[\"http\"]},"                                       \
+				  "\"auth\":{\"type\":\"bearer\",\"name\":\"authorization\","      \
+				  "\"credential\":\"k1\"}}]}"
+
+Test(vault, l7_encoding_by_hand)
+{
+	static const __u16 ports[] = {443, 8443};
+	static const char *const hosts1[] = {"api.github.com", "*.api.example.com"};
+	static const char *const methods1[] = {"POST"};
+	static const char *const paths1[] = {"/v1/*"};
+	static const char *const hosts2[] = {"api.github.com"};
+	struct fw_vault *v = must_parse(L7_BODY, 0);
+	unsigned char *buf = fw_secmem_alloc(FW_L7_VAULT_DATA);
+	struct fw_l7_vault_head h;
+	size_t len = 0, measured = 0;
+	struct cursor c;
+
+	cr_assert_eq(fw_vault_l7_encode(v, NULL, 0, &measured), 0);
+	cr_assert_eq(fw_vault_l7_encode(v, buf, FW_L7_VAULT_DATA, &len), 0);
+	cr_assert_eq(len, measured, "measured %zu, wrote %zu", measured, len);
+	c = (struct cursor){.p = buf, .len = len};
+	memcpy(&h, take(&c, sizeof(h)), sizeof(h));
+	cr_expect_eq(h.magic, FW_L7_VAULT_MAGIC);
+	cr_expect_eq(h.version, FW_L7_VAULT_VERSION);
+	cr_assert_eq(h.nbindings, 3);
+	expect_rec(&c, FW_L7_AUTH_API_KEY, FW_L7_SCHEME_HTTP | FW_L7_SCHEME_HTTPS, ports, 2, "b1",
+		   "X-Api-Key", "sk-1", hosts1, 2, methods1, 1, paths1, 1);
+	/* no schemes: https only; no ports, methods, paths: any */
+	expect_rec(&c, FW_L7_AUTH_BASIC, FW_L7_SCHEME_HTTPS, NULL, 0, "b2", "Authorization",
+		   "Basic dXNlcjpwYSBzcw==", hosts2, 1, NULL, 0, NULL, 0);
+	expect_rec(&c, FW_L7_AUTH_BEARER, FW_L7_SCHEME_HTTP, NULL, 0, "b3", "Authorization",
+		   "Bearer sk-1", hosts2, 1, NULL, 0, NULL, 0);
+	cr_expect_eq(c.off, len, "%zu trailing bytes", len - c.off);
+
+	/* too small a buffer: refused, with the length it needs */
+	cr_expect_eq(fw_vault_l7_encode(v, buf, len - 1, &measured), -E2BIG);
+	cr_expect_eq(measured, len);
+	fw_secmem_free(buf);
+	fw_vault_free(v);
+}
+
+Test(vault, l7_empty_vault_is_a_head)
+{
+	struct fw_vault *v = must_parse("{}", 0);
+	unsigned char buf[64];
+	struct fw_l7_vault_head h;
+	size_t len;
+
+	cr_assert_eq(fw_vault_l7_encode(v, buf, sizeof(buf), &len), 0);
+	cr_assert_eq(len, sizeof(h));
+	memcpy(&h, buf, sizeof(h));
+	cr_expect_eq(h.nbindings, 0);
+	fw_vault_free(v);
+}
+
+Test(vault, nul_in_a_value_is_refused)
+{
+	struct fw_vault *v = (struct fw_vault *)1;
+
+	cr_expect_eq(parse("{\"credentials\":[" CRED("\"k\"", "\"inline\"",
+						     "\"" SECRET "\\u0000x\"") "]}",
+			   0, &v),
+		     -EINVAL);
+	cr_expect_null(v);
+	cr_expect_null(strstr(err, SECRET));
+}
+
+Test(store, l7_bound_refuses_post_and_patch)
+{
+	struct fw_vault *v = must_parse(L7_BODY, 0), *p;
+	size_t len;
+	char want[160];
+
+	fw_vault_l7_encode(v, NULL, 0, &len);
+	fw_vault_store_set_l7_max(st, len);
+	cr_expect_eq(fw_vault_store_check_l7(st, v, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(fw_vault_store_put(st, "u", v), 0);
+	/* one more binding: over the bound, and the vault as it was */
+	p = must_parse("{\"bindings\":[{\"name\":\"b4\",\"match\":{\"hosts\":[\"api.github.com\"]},"
+		       "\"auth\":{\"type\":\"bearer\",\"credential\":\"k1\"}}]}",
+		       FW_VAULT_PARSE_PATCH);
+	cr_expect_eq(fw_vault_store_patch(st, "u", p, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "in the layer-7 proxy's encoding, more than its"), "%s", err);
+	cr_expect_eq(fw_vault_store_l7_encode(st, "u", NULL, 0, &len), 0);
+	fw_vault_store_set_l7_max(st, len - 1);
+	v = must_parse(L7_BODY, 0);
+	cr_expect_eq(fw_vault_store_check_l7(st, v, err, sizeof(err)), -EINVAL);
+	snprintf(want, sizeof(want),
+		 "the vault takes %zu bytes in the layer-7 proxy's encoding, more than its %zu",
+		 len, len - 1);
+	cr_expect_str_eq(err, want);
+	fw_vault_free(v);
+	cr_expect_eq(fw_vault_store_l7_encode(st, "nobody", NULL, 0, &len), -ENOENT);
 }

@@ -75,8 +75,8 @@ if [ -n "${CGROOT:-}" ]; then
 	printf 'processes:\n  cgroup_root: %s\n  cgroup_parent: %s\n  socket: %s\n  run_group: %s\n' \
 		"$CGROOT" "$CGP" "$RUNSOCK" "$RUN_GID" >>"$CFG"
 fi
-printf 'l7:\n  enabled: true\n  default: off\n  module: %s\n  runtime_dir: %s\n  user: nobody\n' \
-	"$L7_SO" "$TMP/l7run" >>"$CFG"
+printf 'l7:\n  enabled: true\n  default: off\n  module: %s\n  runtime_dir: %s\n  user: nobody\n  ca:\n    dir: %s\n' \
+	"$L7_SO" "$TMP/l7run" "$TMP/l7-ca" >>"$CFG"
 # the proxy (nobody) reads its nginx.conf in $TMP/l7run
 chmod 711 "$TMP"
 start_daemon

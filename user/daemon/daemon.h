@@ -31,6 +31,7 @@
 #include "metrics.h"
 #include "monitor.h"
 #include "procs.h"
+#include "l7/ca.h"
 #include "protocol/actions.h"
 #include "subjects/registry.h"
 
@@ -47,6 +48,12 @@ struct l7_proxy {
 	int pidfd, err_fd, report_fd; /* its exit, its stderr, its reports */
 	int child_report, child_err;  /* what it gets (CLOEXEC here) */
 	int child_maps[4];	      /* read-only: nat, learned, learned_names, names */
+	/* credentials (l7.credentials on): the CA, the vaults' maps; inject:
+	 * the module takes them (nginx.conf's part-2 lines, fds 8-10) */
+	bool credentials, inject;
+	struct fw_l7_ca ca;
+	int child_vaults[2]; /* read-only: fastwall_l7_vaults, fastwall_l7_vault_gen */
+	int child_ca;	     /* the read end of this start's CA pipe */
 	struct fw_loop_watch *exit_watch, *err_watch, *report_watch;
 	struct fw_loop_timer timer;    /* start, restart, the probe */
 	struct fw_loop_timer gc_timer; /* fw_dp_l7_gc */
@@ -183,7 +190,21 @@ void l7_stop(struct fw_daemon *d);
 /* The data path's l7 settings of cfg (ports and flags). */
 void l7_dp_settings(const struct fw_cfg *cfg, struct fw_dp_l7 *out);
 /* The proxy's configuration for cfg into path (written whole, renamed). */
-int l7_write_conf(const struct fw_cfg *cfg, const char *path, bool ipv6);
+int l7_write_conf(const struct fw_cfg *cfg, const char *path, bool ipv6, bool inject);
+/* Whether the proxy listens on IPv6 too (an IPv6 socket binds here). */
+bool l7_ipv6_usable(void);
+/* The same text to f (`fastwalld l7-conf`). */
+int l7_conf_print(FILE *f, const struct fw_cfg *cfg, bool ipv6, bool inject);
+/* Whether the module at path has every part-2 directive; when not, the
+ * first one it lacks in missing. */
+bool l7_module_injects(const char *path, char *missing, size_t len);
+/* Before the listeners start (credentials on): vault pushes follow into
+ * the proxy's maps, and a vault too large for them is refused. */
+void l7_actions_hooks(struct fw_daemon *d);
+/* A subject changed in the registry (its id went, or changed). */
+void l7_on_subject(struct fw_daemon *d, const struct fw_reg_change *c);
+/* After the listeners stopped: the vaults' maps and the CA go. */
+void l7_free(struct fw_daemon *d);
 
 /* --- reload.c ------------------------------------------------------------ */
 

@@ -170,7 +170,8 @@ void on_subject_change(void *ctx, const struct fw_reg_change *c)
 	const __u64 v[5] = {c->fence_hash, c->old_policy, c->policy, c->old_domains, c->domains};
 	const char *h[5];
 
-	(void)ctx;
+	/* the layer-7 proxy's copy of its vault follows its id */
+	l7_on_subject(ctx, c);
 	snprintf(old_id, sizeof(old_id), "%u", c->old_id);
 	snprintf(id, sizeof(id), "%u", c->id);
 	for (int i = 0; i < 5; i++) {

@@ -78,6 +78,28 @@ int check(const char *config_path)
 	return FW_EXIT_OK;
 }
 
+int l7_conf(const char *config_path)
+{
+	char errbuf[FW_CFG_ERR_LEN], missing[64];
+	struct fw_cfg cfg;
+	int err;
+
+	fw_cfg_init(&cfg);
+	if (fw_cfg_load_file(config_path, &cfg, errbuf, sizeof(errbuf))) {
+		fprintf(stderr, "%s\n", errbuf);
+		return FW_EXIT_CONFIG;
+	}
+	/* as a start would write it with the module taking every line */
+	if (cfg.l7_credentials && !l7_module_injects(cfg.l7_module, missing, sizeof(missing)))
+		fprintf(stderr,
+			"note: the module %s lacks %s: fastwalld would leave the credential "
+			"lines out\n",
+			cfg.l7_module, missing);
+	err = l7_conf_print(stdout, &cfg, l7_ipv6_usable(), cfg.l7_credentials);
+	fw_cfg_free(&cfg);
+	return err ? FW_EXIT_FAILURE : FW_EXIT_OK;
+}
+
 struct fw_daemon *fw_daemon_new(const char *config_path, bool level_forced, bool format_forced)
 {
 	struct fw_daemon *d = calloc(1, sizeof(*d));
@@ -97,6 +119,7 @@ void fw_daemon_free(struct fw_daemon *d)
 	fw_http_stop(d->http);
 	fw_dnsp_stop(d->dnsp);
 	l7_stop(d);
+	l7_free(d);
 	if (d->actions_on)
 		fw_actions_fini(&d->actions);
 	fw_learn_free(d->learn);

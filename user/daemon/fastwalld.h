@@ -21,6 +21,8 @@ void fw_daemon_free(struct fw_daemon *d);
 int run(struct fw_daemon *d);
 /* Validates the configuration; its warnings on stderr. */
 int check(const char *config_path);
+/* The layer-7 proxy's nginx.conf as a start writes it, to stdout. */
+int l7_conf(const char *config_path);
 /* Removes fastwall from every interface; purge also unpins the maps
  * under bpffs (NULL: the configuration's). */
 int detach(const char *config_path, const char *bpffs, bool purge);

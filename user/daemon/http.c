@@ -282,12 +282,22 @@ static void handle_vault_active(struct fw_http *h, struct MHD_Connection *c, con
 				header(c, MHD_HTTP_HEADER_IF_NONE_MATCH), r);
 }
 
+static void handle_l7_ca(struct fw_http *h, struct MHD_Connection *c, const char *method,
+			 const struct fw_req *req, struct fw_reply *r)
+{
+	(void)c;
+	(void)method;
+	(void)req;
+	fw_actions_l7_ca(h->a, r);
+}
+
 static const struct fw_route routes[FW_HTTP_ROUTES - 1] = {
 	{"/_fastlet/v1/actions", FW_TCP, "POST", handle_actions},
 	{"/_fastlet/v1/actions/status", FW_TCP, "GET", handle_status},
 	{"/policy", FW_TCP, NULL, handle_policy},
 	{"/credential-vault", FW_TCP, NULL, handle_vault},
 	{"/credential-vault/_active", FW_UNIX, "GET", handle_vault_active},
+	{"/l7/ca.crt", FW_TCP, "GET", handle_l7_ca},
 };
 #define FW_ROUTE_OTHER (FW_HTTP_ROUTES - 1)
 

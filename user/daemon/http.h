@@ -13,8 +13,8 @@
 
 struct fw_http;
 
-/* routes counted: the five paths the listeners serve and "other" */
-#define FW_HTTP_ROUTES 6
+/* routes counted: the six paths the listeners serve and "other" */
+#define FW_HTTP_ROUTES 7
 
 int fw_http_start(struct fw_http **out, struct fw_actions *a, const char *listen,
 		  const char *vault_socket);

@@ -46,6 +46,8 @@
 /* the descriptors the proxy finds its maps and report socket on */
 #define L7_FD_MAPS   3 /* 3..6: NAT, LEARNED, LEARNED_NAMES, NAMES */
 #define L7_FD_REPORT 7
+#define L7_FD_VAULTS 8	/* 8, 9: fastwall_l7_vaults, fastwall_l7_vault_gen */
+#define L7_FD_CA     10 /* a pipe: the CA's certificate, then its key (PEM) */
 #define L7_HIGH_FD   64 /* where the parent parks them before the fork */
 
 #define L7_BACKOFF_MIN_NS  (100 * FW_NSEC_PER_MSEC)
@@ -476,7 +478,7 @@ static void on_stderr(struct fw_loop *l, int fd, __u32 events, void *ctx)
 
 /* --- nginx.conf ------------------------------------------------------------ */
 
-static bool ipv6_usable(void)
+bool l7_ipv6_usable(void)
 {
 	struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT};
 	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -489,26 +491,60 @@ static bool ipv6_usable(void)
 	return ok;
 }
 
+/* The directives of credential injection (nginx.conf's part-2 lines): a
+ * module without every one of them gets part 1's configuration alone. */
+static const char *const l7_inject_directives[] = {
+	"fastwall_l7_vaults", "fastwall_l7_ca",	       "fastwall_l7_terminate_to",
+	"fastwall_l7_origin", "fastwall_l7_keepalive", "fastwall_l7_terminate",
+	"fastwall_l7_sni",
+};
+
+/* nginx names a directive in its module's command table as a
+ * NUL-terminated string: the module knows it when the file holds it. */
+bool l7_module_injects(const char *path, char *missing, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	char *data = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	bool ok = true;
+
+	if (!f || (n = getdelim(&data, &cap, EOF, f)) < 0) {
+		if (f)
+			fclose(f);
+		free(data);
+		snprintf(missing, len, "every one (can't read it: %s)", strerror(errno));
+		return false;
+	}
+	fclose(f);
+	for (size_t i = 0; ok && i < sizeof(l7_inject_directives) / sizeof(l7_inject_directives[0]);
+	     i++) {
+		const char *d = l7_inject_directives[i];
+
+		if (!memmem(data, (size_t)n, d, strlen(d) + 1)) {
+			snprintf(missing, len, "%s", d);
+			ok = false;
+		}
+	}
+	free(data);
+	return ok;
+}
+
 /* The configuration the proxy runs: generated whole from cfg, never
- * edited by hand (a start rewrites it). */
-int l7_write_conf(const struct fw_cfg *cfg, const char *path, bool ipv6)
+ * edited by hand (a start rewrites it). With inject, the lines of
+ * credential injection (docs/l7-proxy.md). */
+int l7_conf_print(FILE *f, const struct fw_cfg *cfg, bool ipv6, bool inject)
 {
 	__u32 wc = (cfg->l7_max_connections * 2 + cfg->l7_workers - 1) / cfg->l7_workers + 32;
-	char tmp[300], var[256], tls6[48] = "", http6[48] = "";
+	char var[256], tls6[48] = "", http6[48] = "";
 	const char *rd = cfg->l7_runtime_dir;
-	FILE *f;
-	int err = 0;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	snprintf(var, sizeof(var), "%s/var", rd);
 	if (ipv6) {
 		snprintf(tls6, sizeof(tls6), "        listen [::]:%u;\n", cfg->l7_proxy_tls_port);
 		snprintf(http6, sizeof(http6), "        listen [::]:%u;\n",
 			 cfg->l7_proxy_http_port);
 	}
-	f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
 	fprintf(f,
 		"# written by fastwalld from its l7 section at every start; edits are lost\n"
 		"load_module %s;\n"
@@ -521,7 +557,16 @@ int l7_write_conf(const struct fw_cfg *cfg, const char *path, bool ipv6)
 		"fastwall_l7_maps fd:%d,%d,%d,%d;\n"
 		"fastwall_l7_report fd:%d;\n"
 		"fastwall_l7_ech %s;\n"
-		"fastwall_l7_subject_connections %u;\n"
+		"fastwall_l7_subject_connections %u;\n",
+		cfg->l7_stream_module, cfg->l7_module, cfg->l7_workers, var, L7_FD_MAPS,
+		L7_FD_MAPS + 1, L7_FD_MAPS + 2, L7_FD_MAPS + 3, L7_FD_REPORT,
+		cfg->l7_ech_allow ? "allow" : "deny", cfg->l7_subject_connections);
+	if (inject)
+		fprintf(f,
+			"fastwall_l7_vaults fd:%d,%d;\n"
+			"fastwall_l7_ca fd:%d;\n",
+			L7_FD_VAULTS, L7_FD_VAULTS + 1, L7_FD_CA);
+	fprintf(f,
 		"\n"
 		"events {\n"
 		"    worker_connections %u;\n"
@@ -532,7 +577,11 @@ int l7_write_conf(const struct fw_cfg *cfg, const char *path, bool ipv6)
 		"        listen %u;\n"
 		"%s"
 		"        ssl_preread on;\n"
-		"        fastwall_l7_pin tls;\n"
+		"        fastwall_l7_pin tls;\n",
+		wc, cfg->l7_proxy_tls_port, tls6);
+	if (inject)
+		fprintf(f, "        fastwall_l7_terminate_to unix:%s/term.sock;\n", var);
+	fprintf(f,
 		"        proxy_pass $fastwall_l7_upstream;\n"
 		"    }\n"
 		"}\n"
@@ -556,15 +605,53 @@ int l7_write_conf(const struct fw_cfg *cfg, const char *path, bool ipv6)
 		"            proxy_buffering off;\n"
 		"            proxy_request_buffering off;\n"
 		"        }\n"
-		"    }\n"
-		"}\n",
-		cfg->l7_stream_module, cfg->l7_module, cfg->l7_workers, var, L7_FD_MAPS,
-		L7_FD_MAPS + 1, L7_FD_MAPS + 2, L7_FD_MAPS + 3, L7_FD_REPORT,
-		cfg->l7_ech_allow ? "allow" : "deny", cfg->l7_subject_connections, wc,
-		cfg->l7_proxy_tls_port, tls6, var, var, var, var, var, cfg->l7_proxy_http_port,
-		http6);
-	if (ferror(f))
-		err = -EIO;
+		"    }\n",
+		var, var, var, var, var, cfg->l7_proxy_http_port, http6);
+	if (inject)
+		fprintf(f,
+			"    map $http_upgrade $fastwall_l7_connection { default upgrade; \"\" "
+			"\"\"; }\n"
+			"    upstream fastwall_l7_origin {\n"
+			"        fastwall_l7_origin;\n"
+			"        fastwall_l7_keepalive %u;\n"
+			"    }\n"
+			"    server {\n"
+			"        listen unix:%s/term.sock ssl http2 proxy_protocol;\n"
+			"        ssl_certificate %s/placeholder.crt;\n"
+			"        ssl_certificate_key %s/placeholder.key;\n"
+			"        fastwall_l7_terminate on;\n"
+			"        location / {\n"
+			"            proxy_pass https://fastwall_l7_origin;\n"
+			"            proxy_http_version 1.1;\n"
+			"            proxy_set_header Host $host;\n"
+			"            proxy_set_header Upgrade $http_upgrade;\n"
+			"            proxy_set_header Connection $fastwall_l7_connection;\n"
+			"            proxy_ssl_server_name on;\n"
+			"            proxy_ssl_name $fastwall_l7_sni;\n"
+			"            proxy_ssl_verify on;\n"
+			"            proxy_ssl_verify_depth 8;\n"
+			"            proxy_ssl_trusted_certificate %s/upstream-ca.crt;\n"
+			"            proxy_ssl_session_reuse off;\n"
+			"            proxy_request_buffering off;\n"
+			"            proxy_buffering off;\n"
+			"        }\n"
+			"    }\n",
+			cfg->l7_upstream_keepalive, var, var, var, var);
+	fprintf(f, "}\n");
+	return ferror(f) ? -EIO : 0;
+}
+
+int l7_write_conf(const struct fw_cfg *cfg, const char *path, bool ipv6, bool inject)
+{
+	char tmp[300];
+	FILE *f;
+	int err;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	err = l7_conf_print(f, cfg, ipv6, inject);
 	if (fclose(f) && !err)
 		err = -errno;
 	if (!err && rename(tmp, path))
@@ -584,7 +671,7 @@ static void schedule(struct fw_daemon *d, __u64 delay_ns)
 /* In the child, between fork and exec: only async-signal-safe calls. The
  * descriptors go to their fixed numbers, every other one is closed, the
  * user changes and keeps CAP_BPF (and CAP_NET_BIND_SERVICE for a port
- * below 1024) as its only capabilities, ambient so they survive the
+ * below 1024, CAP_IPC_LOCK when it injects) as its only capabilities, ambient so they survive the
  * exec; it leads a process group of its own (its workers join it), so
  * that what is left of it when the master ends can be killed at once. A
  * failure is written to stderr (fastwalld's log) and ends it. */
@@ -610,7 +697,11 @@ static void child(const struct l7_proxy *p, const char *const *argv)
 	for (int i = 0; i < 4; i++)
 		if (dup2(p->child_maps[i], L7_FD_MAPS + i) < 0)
 			goto fail;
-	syscall(SYS_close_range, L7_FD_REPORT + 1, ~0u, 0);
+	if (p->inject &&
+	    (dup2(p->child_vaults[0], L7_FD_VAULTS) < 0 ||
+	     dup2(p->child_vaults[1], L7_FD_VAULTS + 1) < 0 || dup2(p->child_ca, L7_FD_CA) < 0))
+		goto fail;
+	syscall(SYS_close_range, (p->inject ? L7_FD_CA : L7_FD_REPORT) + 1, ~0u, 0);
 	what = "user";
 	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) || setgroups(0, NULL) || setgid(p->gid) ||
 	    setuid(p->uid))
@@ -620,10 +711,14 @@ static void child(const struct l7_proxy *p, const char *const *argv)
 		1u << (CAP_BPF % 32);
 	if (p->bind_low)
 		c[0].permitted |= c[0].effective |= c[0].inheritable |= 1u << CAP_NET_BIND_SERVICE;
+	/* the module locks its memory (the CA's key, the vaults it copied) */
+	if (p->inject)
+		c[0].permitted |= c[0].effective |= c[0].inheritable |= 1u << CAP_IPC_LOCK;
 	if (syscall(SYS_capset, &h, c) ||
 	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_BPF, 0, 0) ||
 	    (p->bind_low &&
-	     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_NET_BIND_SERVICE, 0, 0)))
+	     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_NET_BIND_SERVICE, 0, 0)) ||
+	    (p->inject && prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_IPC_LOCK, 0, 0)))
 		goto fail;
 	/* fastwalld gone without stopping it: so is the proxy (the credential
 	 * change above cleared an earlier setting) */
@@ -670,7 +765,76 @@ static int open_maps(struct fw_daemon *d)
 		if (p->child_maps[i] < 0)
 			return -errno;
 	}
+	if (p->inject && p->child_vaults[0] < 0) {
+		int fds[2], err;
+
+		err = fw_l7_vaults_ro_fds(p->counters.vaults, &fds[0], &fds[1]);
+		if (err) {
+			fw_err("l7 proxy: can't open the vaults' maps read-only: %s",
+			       strerror(-err));
+			return err;
+		}
+		for (int i = 0; i < 2; i++) {
+			p->child_vaults[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, L7_HIGH_FD);
+			close(fds[i]);
+			if (p->child_vaults[i] < 0)
+				return -errno;
+		}
+	}
 	return 0;
+}
+
+/* This start's CA pipe: the certificate and the key written whole (the
+ * pipe holds them: nothing waits on the proxy), the write end closed, the
+ * read end parked for the fork. The proxy reads it once, at its start. */
+static int ca_pipe(struct l7_proxy *p)
+{
+	size_t need = p->ca.cert_len + p->ca.key_len;
+	int fds[2], err = 0;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	if ((size_t)fcntl(fds[1], F_GETPIPE_SZ) < need &&
+	    fcntl(fds[1], F_SETPIPE_SZ, (int)need) < 0)
+		err = -errno;
+	if (!err && (write(fds[1], p->ca.cert_pem, p->ca.cert_len) != (ssize_t)p->ca.cert_len ||
+		     write(fds[1], p->ca.key_pem, p->ca.key_len) != (ssize_t)p->ca.key_len))
+		err = -EIO;
+	close(fds[1]);
+	if (!err) {
+		p->child_ca = fcntl(fds[0], F_DUPFD_CLOEXEC, L7_HIGH_FD);
+		if (p->child_ca < 0)
+			err = -errno;
+	}
+	close(fds[0]);
+	return err;
+}
+
+/* Every subject's vault into the proxy's map again (a start). */
+static void vaults_resync(struct fw_daemon *d)
+{
+	char(*names)[FW_NAME_LEN];
+	size_t n = 0;
+
+	if (!d->actions_on || !d->l7.counters.vaults)
+		return;
+	names = fw_reg_protocol_names(&d->reg, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct fw_entry *e = fw_reg_get(&d->reg, names[i], false);
+		int err;
+
+		if (!e)
+			continue;
+		if (e->id) {
+			err = fw_l7_vaults_sync(d->l7.counters.vaults, e->id, d->actions.vaults,
+						names[i]);
+			if (err)
+				fw_err("l7 proxy: subject %s: its vault is not injected: %s",
+				       names[i], strerror(-err));
+		}
+		fw_reg_put(&d->reg, e);
+	}
+	free(names);
 }
 
 static void on_exit_fd(struct fw_loop *l, int fd, __u32 events, void *ctx);
@@ -694,13 +858,26 @@ static int spawn(struct fw_daemon *d)
 	err = open_maps(d);
 	if (err)
 		return err;
-	if (pipe2(errp, O_CLOEXEC))
-		return -errno;
+	if (p->inject) {
+		vaults_resync(d);
+		err = ca_pipe(p);
+		if (err) {
+			fw_err("l7 proxy: can't hand it the CA: %s", strerror(-err));
+			close_fd(&p->child_ca);
+			return err;
+		}
+	}
+	if (pipe2(errp, O_CLOEXEC)) {
+		err = -errno;
+		close_fd(&p->child_ca);
+		return err;
+	}
 	p->child_err = fcntl(errp[1], F_DUPFD_CLOEXEC, L7_HIGH_FD);
 	close(errp[1]);
 	if (p->child_err < 0) {
 		err = -errno;
 		close(errp[0]);
+		close_fd(&p->child_ca);
 		return err;
 	}
 	p->parent = getpid();
@@ -709,11 +886,14 @@ static int spawn(struct fw_daemon *d)
 		err = -errno;
 		close(errp[0]);
 		close_fd(&p->child_err);
+		close_fd(&p->child_ca);
 		return err;
 	}
 	if (pid == 0)
 		child(p, argv);
 	close_fd(&p->child_err);
+	/* the proxy's alone now: a start that follows gets a pipe of its own */
+	close_fd(&p->child_ca);
 	p->pid = pid;
 	p->started_ns = fw_loop_now(d->loop);
 	fcntl(errp[0], F_SETFL, O_NONBLOCK);
@@ -894,6 +1074,120 @@ static int own_dir(const char *path, uid_t uid, gid_t gid, mode_t mode)
 	return 0;
 }
 
+/* --- credentials ----------------------------------------------------------- */
+
+static void on_vault(void *ctx, const char *uid, __u32 id)
+{
+	struct fw_daemon *d = ctx;
+	struct fw_l7_vaults *m = __atomic_load_n(&d->l7.counters.vaults, __ATOMIC_ACQUIRE);
+	int err;
+
+	if (!m || !id)
+		return;
+	err = fw_l7_vaults_sync(m, id, d->actions.vaults, uid);
+	if (err)
+		fw_err("l7 proxy: subject %s: its vault is not injected: %s", uid, strerror(-err));
+}
+
+void l7_actions_hooks(struct fw_daemon *d)
+{
+	if (!d->cfg.l7_enabled || !d->cfg.l7_credentials || !d->actions_on)
+		return;
+	d->actions.vault_ctx = d;
+	d->actions.on_vault = on_vault;
+	fw_vault_store_set_l7_max(d->actions.vaults, FW_L7_VAULT_DATA);
+}
+
+void l7_on_subject(struct fw_daemon *d, const struct fw_reg_change *c)
+{
+	struct fw_l7_vaults *m = __atomic_load_n(&d->l7.counters.vaults, __ATOMIC_ACQUIRE);
+	bool gone = !strcmp(c->what, "removed"), rebound = !strcmp(c->what, "rebound");
+
+	if (!m)
+		return;
+	/* the old id's blob first: the id may go to another subject */
+	if ((gone || rebound) && c->old_id)
+		fw_l7_vaults_del(m, c->old_id);
+	if ((rebound || !strcmp(c->what, "added")) && c->id && d->actions_on &&
+	    c->origin == FW_ORIGIN_ACTIONS)
+		on_vault(d, c->name, c->id);
+}
+
+/* The CA, the bundle sandboxes trust, the files the proxy's TLS needs,
+ * the vaults' maps; whether the module takes them. */
+static int credentials_start(struct fw_daemon *d)
+{
+	struct l7_proxy *p = &d->l7;
+	const struct fw_cfg *cfg = &d->cfg;
+	const char *publish[FW_CFG_L7_PUBLISH_MAX];
+	char msg[640], crt[300], key[300], missing[64], *bundle = NULL;
+	struct fw_l7_vaults *m;
+	size_t blen = 0;
+	int err;
+
+	p->credentials = true;
+	err = fw_l7_ca_load(cfg->l7_ca_dir, cfg->l7_ca_cert[0] ? cfg->l7_ca_cert : NULL,
+			    cfg->l7_ca_key[0] ? cfg->l7_ca_key : NULL, &p->ca, msg, sizeof(msg));
+	if (err) {
+		fw_err("%s", msg);
+		return -EPERM;
+	}
+	__atomic_store_n(&p->counters.ca_not_after, (__u64)p->ca.not_after, __ATOMIC_RELAXED);
+	if (p->ca.not_after < time(NULL) + 30 * 86400)
+		fw_warn("l7 CA: its certificate expires within 30 days: rotate it "
+			"(docs/operations.md, \"The layer-7 CA\")");
+	for (size_t i = 0; i < cfg->nl7_ca_publish; i++)
+		publish[i] = cfg->l7_ca_publish[i];
+	err = fw_l7_ca_bundle(&p->ca, cfg->l7_ca_dir, publish, cfg->nl7_ca_publish, &bundle, &blen,
+			      msg, sizeof(msg));
+	if (err) {
+		fw_err("%s", msg);
+		return -EPERM;
+	}
+	if (d->actions_on)
+		fw_actions_set_l7_ca(&d->actions, bundle, blen);
+	else
+		free(bundle);
+	snprintf(crt, sizeof(crt), "%s/placeholder.crt", p->var);
+	snprintf(key, sizeof(key), "%s/placeholder.key", p->var);
+	err = fw_l7_placeholder(crt, key, p->uid, p->gid, msg, sizeof(msg));
+	if (!err) {
+		snprintf(crt, sizeof(crt), "%s/upstream-ca.crt", p->var);
+		err = fw_l7_upstream_cas(crt, FW_L7_SYSTEM_CAS,
+					 cfg->l7_upstream_ca[0] ? cfg->l7_upstream_ca : NULL, msg,
+					 sizeof(msg));
+	}
+	if (err) {
+		fw_err("%s", msg);
+		return -EPERM;
+	}
+	err = fw_l7_vaults_new(&m);
+	if (err) {
+		fw_err("l7 proxy: can't create the vaults' maps: %s", strerror(-err));
+		return err;
+	}
+	__atomic_store_n(&p->counters.vaults, m, __ATOMIC_RELEASE);
+	p->inject = l7_module_injects(cfg->l7_module, missing, sizeof(missing));
+	if (p->inject)
+		fw_info("l7 proxy: credentials injected from the vaults; sandboxes trust "
+			"%s/bundle.crt (GET /l7/ca.crt)",
+			cfg->l7_ca_dir);
+	else
+		fw_warn("l7 proxy: the module %s lacks %s: credentials are NOT injected (pinned "
+			"connections pass through as they are, as with l7.credentials off)",
+			cfg->l7_module, missing);
+	return 0;
+}
+
+void l7_free(struct fw_daemon *d)
+{
+	struct l7_proxy *p = &d->l7;
+	struct fw_l7_vaults *m = __atomic_exchange_n(&p->counters.vaults, NULL, __ATOMIC_ACQ_REL);
+
+	fw_l7_vaults_free(m);
+	fw_l7_ca_free(&p->ca);
+}
+
 int l7_start(struct fw_daemon *d)
 {
 	struct l7_proxy *p = &d->l7;
@@ -902,6 +1196,7 @@ int l7_start(struct fw_daemon *d)
 	int sp[2], err;
 
 	p->pidfd = p->err_fd = p->report_fd = p->child_report = p->child_err = -1;
+	p->child_vaults[0] = p->child_vaults[1] = p->child_ca = -1;
 	for (int i = 0; i < 4; i++)
 		p->child_maps[i] = -1;
 	if (!d->cfg.l7_enabled)
@@ -947,9 +1242,21 @@ int l7_start(struct fw_daemon *d)
 	err = own_dir(d->cfg.l7_runtime_dir, 0, 0, 0755);
 	if (!err)
 		err = own_dir(p->var, p->uid, p->gid, 0700);
+	if (err) {
+		fw_err("l7 proxy: can't prepare %s: %s", d->cfg.l7_runtime_dir, strerror(-err));
+		return err;
+	}
+	if (d->cfg.l7_credentials && !d->actions_on)
+		fw_info("l7 proxy: no actions section, so no credential vault can arrive: "
+			"credentials are not injected (no CA)");
+	else if (d->cfg.l7_credentials) {
+		err = credentials_start(d);
+		if (err)
+			return err;
+	}
 	snprintf(path, sizeof(path), "%s/nginx.conf", d->cfg.l7_runtime_dir);
 	if (!err)
-		err = l7_write_conf(&d->cfg, path, ipv6_usable());
+		err = l7_write_conf(&d->cfg, path, l7_ipv6_usable(), p->inject);
 	if (err) {
 		fw_err("l7 proxy: can't prepare %s: %s", d->cfg.l7_runtime_dir, strerror(-err));
 		return err;
@@ -1017,6 +1324,9 @@ void l7_stop(struct fw_daemon *d)
 	close_fd(&p->pidfd);
 	for (int i = 0; i < 4; i++)
 		close_fd(&p->child_maps[i]);
+	close_fd(&p->child_vaults[0]);
+	close_fd(&p->child_vaults[1]);
+	close_fd(&p->child_ca);
 	open_clear(p);
 	free(p->budget);
 	p->budget = NULL;

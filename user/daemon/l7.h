@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "fastwall/reasons.h"
+#include "protocol/l7vaults.h"
 
 struct fw_l7_counters {
 	bool up;			     /* accepting connections: FW_CF_L7_UP is set */
@@ -16,6 +17,10 @@ struct fw_l7_counters {
 	__u64 bytes_up, bytes_down;	     /* of pinned connections that ended */
 	__u64 restarts;			     /* the proxy started again after it ended */
 	__u64 reports_malformed;	     /* datagrams that were no report */
+	/* credentials: the CA's notAfter (Unix seconds, 0: no CA) and the
+	 * vaults the proxy's map holds (NULL: injection off) */
+	__u64 ca_not_after;
+	struct fw_l7_vaults *vaults;
 };
 
 /* "l7-pinned", ...; NULL past the table */

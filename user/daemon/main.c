@@ -94,6 +94,14 @@ static int cmd_check(struct fw_cmd_args *a)
 	return ret >= 0 ? ret : check(o.config);
 }
 
+static int cmd_l7_conf(struct fw_cmd_args *a)
+{
+	struct daemon_opts o = {0};
+	int ret = daemon_opts(a, &o);
+
+	return ret >= 0 ? ret : l7_conf(o.config);
+}
+
 static int cmd_detach(struct fw_cmd_args *a)
 {
 	struct daemon_opts o = {0};
@@ -204,6 +212,13 @@ static void detach_doc(FILE *out)
 	      out);
 }
 
+static void l7_conf_doc(FILE *out)
+{
+	fputs("Prints the layer-7 proxy's nginx.conf as a start writes it from the\n"
+	      "configuration (with the credential lines when l7.credentials is on).\n",
+	      out);
+}
+
 static void config_keys_doc(FILE *out)
 {
 	fputs("Prints the configuration's scalar keys (type, bounds, default, reload,\n"
@@ -238,6 +253,14 @@ static const struct fw_cmd cmds[] = {
 		.opts = detach_opts,
 		.usage = "[OPTIONS] detach [--purge]",
 		.summary = "remove fastwall from every interface\n(--purge also unpins its maps)",
+	},
+	{
+		.name = "l7-conf",
+		.fn = cmd_l7_conf,
+		.doc = l7_conf_doc,
+		.opts = run_opts,
+		.usage = "[OPTIONS] l7-conf",
+		.summary = "print the layer-7 proxy's nginx.conf",
 	},
 	{
 		.name = "config-keys",

@@ -516,6 +516,15 @@ static void render_l7(struct fw_prom *p, const struct fw_l7_counters *c)
 	counter(p, "fastwall_l7_reports_malformed_total",
 		"datagrams on the proxy's report socket that were no report",
 		__atomic_load_n(&c->reports_malformed, __ATOMIC_RELAXED));
+	if (!__atomic_load_n(&c->vaults, __ATOMIC_ACQUIRE))
+		return;
+	gauge(p, "fastwall_l7_vaults",
+	      "subjects whose credential vault is in the layer-7 proxy's map (it injects their "
+	      "credentials)",
+	      fw_l7_vaults_count(__atomic_load_n(&c->vaults, __ATOMIC_ACQUIRE)));
+	gauge(p, "fastwall_l7_ca_expiry_seconds",
+	      "when the layer-7 proxy's signing CA certificate expires (notAfter, Unix time)",
+	      __atomic_load_n(&c->ca_not_after, __ATOMIC_RELAXED));
 }
 
 static void on_requests(void *ctx, const char *path, int code, uint64_t n)

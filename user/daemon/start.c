@@ -259,6 +259,8 @@ static int start_actions(struct fw_daemon *d)
 		return FW_EXIT_FAILURE;
 	}
 	d->actions_on = true;
+	/* vault pushes follow into the layer-7 proxy's maps from the first */
+	l7_actions_hooks(d);
 	err = fw_http_start(&d->http, &d->actions, d->cfg.actions_listen,
 			    d->cfg.actions_vault_socket);
 	return err ? FW_EXIT_FAILURE : FW_EXIT_OK;

@@ -207,12 +207,13 @@ fw_l7_wire_sni() {
 }
 
 # fw_l7_yaml [KEY: VALUE...]: the daemon configuration's l7 section
-# enabling the proxy with this build's module and a runtime directory of
-# this run's, and the extra keys given.
+# enabling the proxy with this build's module, a runtime directory and a
+# CA directory of this run's, and the extra keys given.
 fw_l7_yaml() {
 	local kv
 	[ "${FW_L7_OLD:-0}" = 1 ] && return 0
-	printf 'l7:\n  enabled: true\n  module: %s\n  runtime_dir: %s\n' "$FW_L7_SO" "$FW_TMP/l7run"
+	printf 'l7:\n  enabled: true\n  module: %s\n  runtime_dir: %s\n  ca:\n    dir: %s\n' \
+		"$FW_L7_SO" "$FW_TMP/l7run" "$FW_TMP/l7-ca"
 	for kv in "$@"; do printf '  %s\n' "$kv"; done
 }
 

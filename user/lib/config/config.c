@@ -96,6 +96,7 @@ void fw_cfg_init(struct fw_cfg *cfg)
 	fw_ck_defaults(&cfg_metrics_keys, cfg);
 	fw_ck_defaults(&cfg_guard_keys, cfg);
 	fw_ck_defaults(&cfg_l7_keys, cfg);
+	fw_ck_defaults(&cfg_l7_ca_keys, cfg);
 	cfg->l7_tls_ports[0] = 443;
 	cfg->nl7_tls_ports = 1;
 	cfg->l7_http_ports[0] = 80;
@@ -402,6 +403,43 @@ static int parse_l7_ports(struct cfg_ctx *ctx, yaml_node_t *node, const char *wh
 	return 0;
 }
 
+static int parse_l7_ca(struct cfg_ctx *ctx, yaml_node_t *node)
+{
+	struct cfg_bind b[] = {{.t = &cfg_l7_ca_keys, .base = ctx->cfg}};
+	struct fw_cfg *cfg = ctx->cfg;
+	yaml_node_t *v;
+	size_t n;
+	int err;
+
+	cfg->l7_ca_present = true;
+	err = cfg_section(ctx, node, "l7.ca", b, 1);
+	if (err)
+		return err;
+	if ((v = cfg_sub(b, 1, "publish", NULL))) {
+		err = cfg_list(ctx, v, "l7.ca.publish", true, FW_CFG_L7_PUBLISH_MAX, &n);
+		if (err)
+			return err;
+		for (size_t i = 0; i < n; i++) {
+			yaml_node_t *item = list_item(ctx, v, i);
+			const char *path;
+
+			err = cfg_scalar(ctx, item, "l7.ca.publish entry", &path);
+			if (err)
+				return err;
+			if (path[0] != '/' || strlen(path) >= sizeof(cfg->l7_ca_publish[0]))
+				return cfg_fail(ctx, item,
+						"l7.ca.publish: an absolute path shorter than %zu "
+						"characters is required",
+						sizeof(cfg->l7_ca_publish[0]));
+			snprintf(cfg->l7_ca_publish[i], sizeof(cfg->l7_ca_publish[i]), "%s", path);
+			cfg->nl7_ca_publish = i + 1;
+		}
+	}
+	if (!cfg->l7_ca_cert[0] != !cfg->l7_ca_key[0])
+		return cfg_fail(ctx, node, "l7.ca.cert and l7.ca.key: both or neither");
+	return 0;
+}
+
 static int parse_l7(struct cfg_ctx *ctx, yaml_node_t *node)
 {
 	struct cfg_bind b[] = {{.t = &cfg_l7_keys, .base = ctx->cfg}};
@@ -421,6 +459,11 @@ static int parse_l7(struct cfg_ctx *ctx, yaml_node_t *node)
 	if ((http = cfg_sub(b, 1, "http_ports", NULL))) {
 		err = parse_l7_ports(ctx, http, "l7.http_ports", cfg->l7_http_ports,
 				     &cfg->nl7_http_ports);
+		if (err)
+			return err;
+	}
+	if ((v = cfg_sub(b, 1, "ca", NULL))) {
+		err = parse_l7_ca(ctx, v);
 		if (err)
 			return err;
 	}

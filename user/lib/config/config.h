@@ -18,9 +18,10 @@
 #include "policy/policy.h"
 #include "subjects/registry.h"
 
-#define FW_DEFAULT_BPFFS    "/sys/fs/bpf/fastwall"
-#define FW_CFG_ERR_LEN	    512
-#define FW_CFG_MAX_WARNINGS 32
+#define FW_DEFAULT_BPFFS      "/sys/fs/bpf/fastwall"
+#define FW_CFG_ERR_LEN	      512
+#define FW_CFG_MAX_WARNINGS   32
+#define FW_CFG_L7_PUBLISH_MAX 8 /* l7.ca.publish paths */
 
 enum fw_doh_mode {
 	FW_DOH_OFF = 0,
@@ -114,6 +115,15 @@ struct fw_cfg {
 	__u32 l7_max_connections;
 	__u32 l7_subject_connections;
 	__u64 l7_idle_timeout_ns;
+	/* l7 credentials: injection from the vaults, its CA */
+	bool l7_credentials;
+	bool l7_ca_present; /* an l7.ca section (the restart column's field) */
+	char l7_ca_dir[200];
+	char l7_ca_cert[256], l7_ca_key[256]; /* the operator's CA: both or neither */
+	char l7_ca_publish[FW_CFG_L7_PUBLISH_MAX][256];
+	size_t nl7_ca_publish;
+	char l7_upstream_ca[256]; /* "": the system store alone */
+	__u32 l7_upstream_keepalive;
 	struct fw_subject_spec *subjects; /* the static subjects */
 	size_t nsubjects;
 	/* what a load accepted but a reader should hear of, like errors

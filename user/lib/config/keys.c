@@ -789,6 +789,73 @@ static const struct fw_cfgkey l7[] = {
 		"removed; a closed one (the sandbox sent FIN or RST) after 10 s, when shorter; "
 		"checked every 10 s",
 	 .reload = FW_CK_RELOAD},
+	{.key = "credentials",
+	 .type = FW_CK_ENUM,
+	 F(l7_credentials),
+	 .names = on_off,
+	 .def = 1,
+	 .type_doc = "`on` \\| `off` (or `true` \\| `false`)",
+	 .doc = "on: a pinned connection whose server name a binding of the subject's "
+		"credential vault names is terminated by the proxy, which sets the binding's "
+		"credential on matching requests ([egress-l7.md](egress-l7.md#credentials)); "
+		"off: every pinned connection passes through as it is. Vaults arrive over the "
+		"`actions` section's protocol: without it, nothing is injected",
+	 .reload = FW_CK_RESTART},
+	{.key = "ca",
+	 .type = FW_CK_SECTION,
+	 F(l7_ca_present),
+	 .doc = "the CA the proxy signs its certificates with, below",
+	 .reload = FW_CK_RESTART},
+	{.key = "upstream_ca",
+	 .type = FW_CK_PATH,
+	 F(l7_upstream_ca),
+	 .def_str = "",
+	 .def_doc = "none",
+	 .doc = "a PEM bundle the proxy trusts for upstream servers besides the system store "
+		"(`/etc/ssl/certs/ca-certificates.crt`)",
+	 .reload = FW_CK_RESTART},
+	{.key = "upstream_keepalive",
+	 .type = FW_CK_UINT,
+	 F(l7_upstream_keepalive),
+	 .min = 0,
+	 .max = 4096,
+	 .def = 64,
+	 .doc = "idle upstream connections each proxy worker keeps for reuse, by address, port "
+		"and server name",
+	 .reload = FW_CK_RESTART},
+};
+
+static const struct fw_cfgkey l7_ca[] = {
+	{.key = "dir",
+	 .type = FW_CK_PATH,
+	 F(l7_ca_dir),
+	 .def_str = "/var/lib/fastwall/l7-ca",
+	 .doc = "where the generated CA lives (`ca.crt`, `ca.key`, root's, 0700) and "
+		"`bundle.crt`, the certificates sandboxes should trust, is written",
+	 .reload = FW_CK_RESTART},
+	{.key = "cert",
+	 .type = FW_CK_PATH,
+	 F(l7_ca_cert),
+	 .def_str = "",
+	 .def_doc = "none",
+	 .doc = "the operator's CA certificate (PEM) instead of a generated one; with `key`",
+	 .reload = FW_CK_RESTART},
+	{.key = "key",
+	 .type = FW_CK_PATH,
+	 F(l7_ca_key),
+	 .def_str = "",
+	 .def_doc = "none",
+	 .doc = "its private key (PEM, not encrypted): root's, no access for group or others",
+	 .reload = FW_CK_RESTART},
+	{.key = "publish",
+	 .type = FW_CK_SECTION,
+	 F(nl7_ca_publish),
+	 .type_doc = "list of paths",
+	 .def_doc = "`[]`",
+	 .doc = "PEM files of further CA certificates published in `bundle.crt` and "
+		"`GET /l7/ca.crt` beside the signing one (the next CA, staged; the one being "
+		"retired); at most 8",
+	 .reload = FW_CK_RESTART},
 };
 
 const struct fw_cfgtable cfg_top_keys = FW_CK_TABLE("", top);
@@ -801,6 +868,7 @@ const struct fw_cfgtable cfg_processes_keys = FW_CK_TABLE("processes", processes
 const struct fw_cfgtable cfg_metrics_keys = FW_CK_TABLE("metrics", metrics);
 const struct fw_cfgtable cfg_guard_keys = FW_CK_TABLE("guard", guard);
 const struct fw_cfgtable cfg_l7_keys = FW_CK_TABLE("l7", l7);
+const struct fw_cfgtable cfg_l7_ca_keys = FW_CK_TABLE("l7.ca", l7_ca);
 const struct fw_cfgtable cfg_monitor_keys = FW_CK_TABLE("monitor", monitor);
 const struct fw_cfgtable cfg_audit_keys = FW_CK_TABLE("audit", audit);
 
@@ -822,6 +890,7 @@ static const struct {
 	{&cfg_metrics_keys, 0},
 	{&cfg_guard_keys, 0},
 	{&cfg_l7_keys, 0},
+	{&cfg_l7_ca_keys, 0},
 	{&cfg_monitor_keys, 0},
 	{&cfg_audit_keys, 0},
 };
@@ -860,6 +929,7 @@ static const struct doc_section doc_sections[] = {
 	{"metrics", {&cfg_metrics_keys}, 1},
 	{"guard", {&cfg_guard_keys}, 1},
 	{"l7", {&cfg_l7_keys}, 1},
+	{"l7.ca", {&cfg_l7_ca_keys}, 1},
 	{"monitor", {&cfg_monitor_keys}, 1},
 	{"audit", {&cfg_audit_keys}, 1},
 };
@@ -969,7 +1039,7 @@ void fw_cfg_keys_schema(FILE *out)
 		"\"title\": \"fastwalld configuration (scalar keys)\",\n"
 		"\"$comment\": \"list-shaped keys (interfaces, bridges, local_addresses, "
 		"local_ports, doh.blocklist, overlay, subjects, dns.upstreams, guard.interfaces, "
-		"guard.ports, guard.trusted, l7.tls_ports, l7.http_ports) are not "
+		"guard.ports, guard.trusted, l7.tls_ports, l7.http_ports, l7.ca.publish) are not "
 		"described, nor checks beyond a key's type and bounds (dns.port not 53 or 853, "
 		"actions.listen on loopback, the lease rules)\",\n");
 	schema_members(out, top_t, 1);

@@ -399,6 +399,13 @@ static const struct fw_policy *vault_policy(const struct fw_entry *e)
 	return state_of(e) == FW_STATE_ACTIVE ? &p->current : &p->pending;
 }
 
+/* The layer-7 proxy's copy follows (entry lock held). */
+static void vault_changed(struct fw_actions *a, struct fw_entry *e)
+{
+	if (a->on_vault)
+		a->on_vault(a->vault_ctx, e->meta.name, e->id);
+}
+
 /* A vault push for a registered subject (entry lock held). */
 static void vault_push_locked(struct fw_actions *a, struct fw_entry *e, const char *method,
 			      long long gen, const char *body, size_t len, struct fw_reply *out)
@@ -420,6 +427,8 @@ static void vault_push_locked(struct fw_actions *a, struct fw_entry *e, const ch
 			reply_text(out, 500, "vault: %s", strerror(-ret));
 			return;
 		}
+		if (!ret)
+			vault_changed(a, e);
 		out->status = 204;
 		return;
 	}
@@ -431,15 +440,21 @@ static void vault_push_locked(struct fw_actions *a, struct fw_entry *e, const ch
 			   ret == -EINVAL ? err : strerror(-ret));
 		return;
 	}
-	if (!strcmp(method, "PATCH"))
+	if (!strcmp(method, "PATCH")) {
 		ret = fw_vault_store_patch(a->vaults, e->meta.name, v, err, sizeof(err));
-	else
-		ret = fw_vault_store_put(a->vaults, e->meta.name, v);
+	} else {
+		ret = fw_vault_store_check_l7(a->vaults, v, err, sizeof(err));
+		if (ret)
+			fw_vault_free(v);
+		else
+			ret = fw_vault_store_put(a->vaults, e->meta.name, v);
+	}
 	if (ret) {
 		reply_text(out, ret == -EINVAL ? 400 : 500, "invalid credential vault: %s",
 			   ret == -EINVAL ? err : strerror(-ret));
 		return;
 	}
+	vault_changed(a, e);
 	fw_info("subject %s: credential vault %s", e->meta.name,
 		!strcmp(method, "PATCH") ? "patched" : "replaced");
 	out->status = strcmp(method, "PATCH") ? 201 : 200;
@@ -977,6 +992,32 @@ void fw_actions_vault_active(struct fw_actions *a, const char *client_ip, const 
 	out->secret = true;
 }
 
+void fw_actions_set_l7_ca(struct fw_actions *a, char *pem, size_t len)
+{
+	a->l7_ca_len = len;
+	free(__atomic_exchange_n(&a->l7_ca, pem, __ATOMIC_ACQ_REL));
+}
+
+void fw_actions_l7_ca(struct fw_actions *a, struct fw_reply *out)
+{
+	const char *pem = __atomic_load_n(&a->l7_ca, __ATOMIC_ACQUIRE);
+
+	memset(out, 0, sizeof(*out));
+	if (!pem) {
+		reply_text(out, 404, "layer-7 credential injection is off: no CA");
+		return;
+	}
+	out->body = malloc(a->l7_ca_len + 1);
+	if (!out->body) {
+		reply_text(out, 500, "out of memory");
+		return;
+	}
+	memcpy(out->body, pem, a->l7_ca_len + 1);
+	out->len = a->l7_ca_len;
+	out->status = 200;
+	out->content_type = "application/x-pem-file";
+}
+
 /* --- life of the handler ------------------------------------------------- */
 
 int fw_actions_init(struct fw_actions *a, struct fw_registry *reg,
@@ -1021,6 +1062,7 @@ int fw_actions_init(struct fw_actions *a, struct fw_registry *reg,
 
 void fw_actions_fini(struct fw_actions *a)
 {
+	free(__atomic_exchange_n(&a->l7_ca, NULL, __ATOMIC_ACQ_REL));
 	fw_vault_store_free(a->vaults);
 	fw_pending_free(a->pending);
 	a->vaults = NULL;

@@ -42,6 +42,15 @@ struct fw_actions {
 	__u64 last_sweep_ns;
 	struct fw_vault_store *vaults;
 	struct fw_pending *pending;
+	/* a subject's vault changed (pushed, patched, deleted): uid and its
+	 * kernel id (0: none); called with the subject's entry lock held.
+	 * May be NULL; set before the listeners start. */
+	void (*on_vault)(void *ctx, const char *uid, __u32 id);
+	void *vault_ctx;
+	/* the layer-7 CA bundle GET /l7/ca.crt serves (NULL: 404); set once,
+	 * atomic */
+	char *l7_ca;
+	size_t l7_ca_len;
 	/* envelopes answered, by operation (0: not a valid envelope) and
 	 * status code; relaxed atomics, read by the metrics listener */
 	__u64 op_replies[FW_ACTIONS_OPS][FW_ACTIONS_CODES];
@@ -89,6 +98,11 @@ void fw_actions_vault(struct fw_actions *a, const char *method, const char *uid,
 /* GET /credential-vault/_active?clientIp=... (unix socket only) */
 void fw_actions_vault_active(struct fw_actions *a, const char *client_ip, const char *if_none_match,
 			     struct fw_reply *out);
+/* Takes pem (malloc'd), the certificates GET /l7/ca.crt serves. */
+void fw_actions_set_l7_ca(struct fw_actions *a, char *pem, size_t len);
+/* GET /l7/ca.crt: the layer-7 proxy's CA bundle; 404 when credential
+ * injection is off. */
+void fw_actions_l7_ca(struct fw_actions *a, struct fw_reply *out);
 /* Called about once a second: ends the restart grace period (removing
  * adopted subjects nobody replayed) and sweeps the pending cache. */
 void fw_actions_tick(struct fw_actions *a);

@@ -14,6 +14,9 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include <openssl/evp.h>
+
+#include "fastwall/l7vault.h"
 #include "common/addr.h"
 #include "common/secmem.h"
 #include "common/log.h"
@@ -31,6 +34,7 @@ struct vault_binding {
 	char *name;	  /* malloc'd */
 	char *credential; /* malloc'd, auth.credential */
 	json_t *json;	  /* canonical binding object */
+	__u8 auth;	  /* enum fw_l7_auth */
 };
 
 struct fw_vault {
@@ -173,6 +177,15 @@ static int cred_parse(const json_t *j, size_t idx, struct fw_vault *v, char *err
 	if (json_string_length(value) > FW_VAULT_MAX_VALUE) {
 		fw_set_err(err, errlen, "credential \"%s\": source.value longer than %d bytes", e1,
 			   FW_VAULT_MAX_VALUE);
+		return -EINVAL;
+	}
+	/* a header value may not hold them: the proxy sends the value as one
+	 * header line (never say where: that would tell part of it) */
+	if (memchr(json_string_value(value), '\r', json_string_length(value)) ||
+	    memchr(json_string_value(value), '\n', json_string_length(value)) ||
+	    memchr(json_string_value(value), '\0', json_string_length(value))) {
+		fw_set_err(err, errlen, "credential \"%s\": source.value contains CR, LF or NUL",
+			   e1);
 		return -EINVAL;
 	}
 	c->name = strdup(n);
@@ -353,6 +366,23 @@ static bool header_name_ok(const char *s, size_t len)
 	return true;
 }
 
+/* Headers the proxy routes or frames a request by: a binding that set
+ * one would send the request elsewhere than the name it checked (Host)
+ * or split it (a length, a connection option). */
+static bool framing_header(const char *s)
+{
+	static const char *const names[] = {
+		"Host",	   "Content-Length", "Transfer-Encoding", "Connection",
+		"Upgrade", "Keep-Alive",     "Proxy-Connection",  "TE",
+		"Trailer",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcasecmp(s, names[i]))
+			return true;
+	return false;
+}
+
 /* One match list: absent is fine (matches anything) except for hosts,
  * which pin the binding to names the policy allows. */
 static int list_parse(const char *bname, const json_t *match, const char *key,
@@ -466,8 +496,8 @@ static int binding_parse(const json_t *j, size_t idx, const struct fw_policy *po
 	const json_t *match, *auth, *type, *hname, *cred;
 	struct vault_binding *b = &v->bindings[v->nbindings];
 	char e1[ECHO_MAX + 4], e2[ECHO_MAX + 4];
+	const char *n, *auth_type;
 	json_t *cmatch;
-	const char *n;
 	int ret;
 
 	if (!json_is_object(j)) {
@@ -503,16 +533,41 @@ static int binding_parse(const json_t *j, size_t idx, const struct fw_policy *po
 		fw_set_err(err, errlen, "binding \"%s\": auth.type must be a string", e1);
 		return -EINVAL;
 	}
-	if (strcmp(json_string_value(type), "apiKey") != 0) {
-		fw_set_err(err, errlen, "binding \"%s\": unsupported auth type \"%s\"", e1,
-			   echo(json_string_value(type), e2));
+	auth_type = json_string_value(type);
+	if (!strcmp(auth_type, "apiKey"))
+		b->auth = FW_L7_AUTH_API_KEY;
+	else if (!strcmp(auth_type, "bearer"))
+		b->auth = FW_L7_AUTH_BEARER;
+	else if (!strcmp(auth_type, "basic"))
+		b->auth = FW_L7_AUTH_BASIC;
+	else {
+		fw_set_err(err, errlen,
+			   "binding \"%s\": unsupported auth type \"%s\" (apiKey, bearer or basic)",
+			   e1, echo(auth_type, e2));
 		return -EINVAL;
 	}
 	hname = json_object_get(auth, "name");
-	if (!json_is_string(hname) ||
-	    !header_name_ok(json_string_value(hname), json_string_length(hname))) {
-		fw_set_err(err, errlen, "binding \"%s\": auth.name must be an HTTP header name",
-			   e1);
+	if (b->auth == FW_L7_AUTH_API_KEY) {
+		if (!json_is_string(hname) ||
+		    !header_name_ok(json_string_value(hname), json_string_length(hname))) {
+			fw_set_err(err, errlen,
+				   "binding \"%s\": auth.name must be an HTTP header name", e1);
+			return -EINVAL;
+		}
+		if (framing_header(json_string_value(hname))) {
+			fw_set_err(err, errlen,
+				   "binding \"%s\": auth.name %s routes or frames the request: "
+				   "not a credential's header",
+				   e1, json_string_value(hname));
+			return -EINVAL;
+		}
+	} else if (hname && (!json_is_string(hname) ||
+			     strcasecmp(json_string_value(hname), "Authorization"))) {
+		/* bearer and basic set Authorization: another name is a mistake */
+		fw_set_err(err, errlen,
+			   "binding \"%s\": auth type %s sets Authorization: auth.name must be "
+			   "absent or Authorization",
+			   e1, auth_type);
 		return -EINVAL;
 	}
 	cred = json_object_get(auth, "credential");
@@ -522,9 +577,13 @@ static int binding_parse(const json_t *j, size_t idx, const struct fw_policy *po
 		return -EINVAL;
 	}
 
-	b->json = json_pack("{s:s, s:{}, s:{s:s, s:s, s:s}}", "name", n, "match", "auth", "type",
-			    "apiKey", "name", json_string_value(hname), "credential",
-			    json_string_value(cred));
+	if (b->auth == FW_L7_AUTH_API_KEY)
+		b->json = json_pack("{s:s, s:{}, s:{s:s, s:s, s:s}}", "name", n, "match", "auth",
+				    "type", auth_type, "name", json_string_value(hname),
+				    "credential", json_string_value(cred));
+	else
+		b->json = json_pack("{s:s, s:{}, s:{s:s, s:s}}", "name", n, "match", "auth", "type",
+				    auth_type, "credential", json_string_value(cred));
 	b->name = strdup(n);
 	b->credential = strdup(json_string_value(cred));
 	if (!b->json || !b->name || !b->credential) {
@@ -551,9 +610,17 @@ static int check_refs(const struct fw_vault *v, char *err, size_t errlen)
 
 	for (size_t i = 0; i < v->nbindings; i++) {
 		const struct vault_binding *b = &v->bindings[i];
+		const struct vault_cred *c = cred_find(v->creds, v->ncreds, b->credential);
 
-		if (!cred_find(v->creds, v->ncreds, b->credential)) {
+		if (!c) {
 			fw_set_err(err, errlen, "binding \"%s\": unknown credential \"%s\"",
+				   echo(b->name, e1), echo(b->credential, e2));
+			return -EINVAL;
+		}
+		if (b->auth == FW_L7_AUTH_BASIC && !memchr(c->value, ':', c->vlen)) {
+			fw_set_err(err, errlen,
+				   "binding \"%s\": auth type basic needs credential \"%s\" to be "
+				   "user:password",
 				   echo(b->name, e1), echo(b->credential, e2));
 			return -EINVAL;
 		}
@@ -833,13 +900,169 @@ char *fw_vault_active_json(const struct fw_vault *v, char etag[FW_VAULT_ETAG_LEN
 	return s;
 }
 
+/* --- the layer-7 proxy's encoding (fastwall/l7vault.h) -------------- */
+
+/* Output that only counts when p is NULL or the next bytes do not fit. */
+struct enc {
+	unsigned char *p;
+	size_t len, cap;
+};
+
+static bool enc_room(const struct enc *e, size_t n)
+{
+	return e->p && e->len + n <= e->cap;
+}
+
+static void enc_put(struct enc *e, const void *src, size_t n)
+{
+	if (enc_room(e, n))
+		memcpy(e->p + e->len, src, n);
+	e->len += n;
+}
+
+static void enc_u16(struct enc *e, __u16 v)
+{
+	enc_put(e, &v, sizeof(v));
+}
+
+static void enc_strings(struct enc *e, const json_t *list)
+{
+	size_t i;
+	const json_t *it;
+
+	json_array_foreach(list, i, it)
+	{
+		enc_u16(e, (__u16)json_string_length(it));
+		enc_put(e, json_string_value(it), json_string_length(it));
+	}
+}
+
+static __u8 enc_schemes(const json_t *list)
+{
+	__u8 m = 0;
+	size_t i;
+	const json_t *it;
+
+	if (!list)
+		return FW_L7_SCHEME_HTTPS; /* absent: https only */
+	json_array_foreach(list, i, it) m |=
+		strcmp(json_string_value(it), "http") ? FW_L7_SCHEME_HTTPS : FW_L7_SCHEME_HTTP;
+	return m;
+}
+
+/* The header's whole value: the key, "Bearer key" or "Basic base64(key)",
+ * written straight into the output (no other copy of the secret). */
+static void enc_value(struct enc *e, __u8 auth, const struct vault_cred *c)
+{
+	size_t b64 = 4 * ((c->vlen + 2) / 3);
+
+	switch (auth) {
+	case FW_L7_AUTH_BEARER:
+		enc_put(e, "Bearer ", 7);
+		enc_put(e, c->value, c->vlen);
+		break;
+	case FW_L7_AUTH_BASIC:
+		enc_put(e, "Basic ", 6);
+		/* EVP_EncodeBlock ends with a NUL: one byte more of room */
+		if (enc_room(e, b64 + 1))
+			EVP_EncodeBlock(e->p + e->len, (const unsigned char *)c->value,
+					(int)c->vlen);
+		e->len += b64;
+		break;
+	default:
+		enc_put(e, c->value, c->vlen);
+	}
+}
+
+static size_t value_len(__u8 auth, const struct vault_cred *c)
+{
+	switch (auth) {
+	case FW_L7_AUTH_BEARER:
+		return 7 + c->vlen;
+	case FW_L7_AUTH_BASIC:
+		return 6 + 4 * ((c->vlen + 2) / 3);
+	default:
+		return c->vlen;
+	}
+}
+
+int fw_vault_l7_encode(const struct fw_vault *v, void *buf, size_t cap, size_t *len)
+{
+	struct enc e = {.p = buf, .cap = cap};
+	struct fw_l7_vault_head head = {
+		.magic = FW_L7_VAULT_MAGIC,
+		.version = FW_L7_VAULT_VERSION,
+		.nbindings = (__u16)v->nbindings,
+	};
+
+	enc_put(&e, &head, sizeof(head));
+	for (size_t i = 0; i < v->nbindings; i++) {
+		const struct vault_binding *b = &v->bindings[i];
+		const struct vault_cred *c = cred_find(v->creds, v->ncreds, b->credential);
+		const json_t *match = json_object_get(b->json, "match");
+		const json_t *ports = json_object_get(match, "ports");
+		const json_t *hosts = json_object_get(match, "hosts");
+		const json_t *methods = json_object_get(match, "methods");
+		const json_t *paths = json_object_get(match, "paths");
+		const char *header = b->auth == FW_L7_AUTH_API_KEY
+					     ? json_string_value(json_object_get(
+						       json_object_get(b->json, "auth"), "name"))
+					     : "Authorization";
+		struct fw_l7_vault_rec rec = {
+			.auth = b->auth,
+			.schemes = enc_schemes(json_object_get(match, "schemes")),
+			.nports = (__u8)json_array_size(ports),
+			.nhosts = (__u8)json_array_size(hosts),
+			.nmethods = (__u8)json_array_size(methods),
+			.npaths = (__u8)json_array_size(paths),
+			.name_len = (__u16)strlen(b->name),
+			.header_len = (__u16)strlen(header),
+		};
+		size_t start = e.len, k;
+		const json_t *it;
+
+		if (!c) /* a merge checks references: never */
+			return -EINVAL;
+		rec.value_len = (__u32)value_len(b->auth, c);
+		enc_put(&e, &rec, sizeof(rec));
+		json_array_foreach(ports, k, it) enc_u16(&e, (__u16)json_integer_value(it));
+		enc_put(&e, b->name, rec.name_len);
+		enc_put(&e, header, rec.header_len);
+		enc_value(&e, b->auth, c);
+		enc_strings(&e, hosts);
+		enc_strings(&e, methods);
+		enc_strings(&e, paths);
+		rec.size = (__u32)(e.len - start);
+		if (e.p && e.len <= e.cap)
+			memcpy(e.p + start, &rec.size, sizeof(rec.size));
+	}
+	*len = e.len;
+	return buf && e.len > cap ? -E2BIG : 0;
+}
+
 /* --- merge ---------------------------------------------------------- */
+
+/* With the layer-7 proxy injecting, a vault must fit its map's value. */
+static int l7_fits(const struct fw_vault *v, size_t l7_max, char *err, size_t errlen)
+{
+	size_t len;
+
+	if (!l7_max)
+		return 0;
+	fw_vault_l7_encode(v, NULL, 0, &len);
+	if (len <= l7_max)
+		return 0;
+	fw_set_err(err, errlen,
+		   "the vault takes %zu bytes in the layer-7 proxy's encoding, more than its %zu",
+		   len, l7_max);
+	return -EINVAL;
+}
 
 /* Builds the merged vault from shallow copies, so nothing is allocated in
  * secmem and a failed merge leaves old untouched. On success old and
  * patch are consumed. */
-static int vault_merge(struct fw_vault *old, struct fw_vault *patch, struct fw_vault **out,
-		       char *err, size_t errlen)
+static int vault_merge(struct fw_vault *old, struct fw_vault *patch, size_t l7_max,
+		       struct fw_vault **out, char *err, size_t errlen)
 {
 	struct fw_vault *m;
 	bool *cred_gone = NULL, *bind_gone = NULL;
@@ -894,6 +1117,9 @@ static int vault_merge(struct fw_vault *old, struct fw_vault *patch, struct fw_v
 	ret = check_refs(m, err, errlen);
 	if (ret)
 		goto fail;
+	ret = l7_fits(m, l7_max, err, errlen);
+	if (ret)
+		goto fail;
 
 	for (size_t i = 0; i < old->ncreds; i++)
 		if (cred_gone[i])
@@ -944,6 +1170,7 @@ struct ip_entry {
 struct fw_vault_store {
 	pthread_mutex_t lock;
 	size_t nvaults, nips;
+	size_t l7_max; /* encoded bytes a vault may take; 0: no bound */
 	struct uid_entry *uids[UID_BUCKETS];
 	struct ip_entry *ips[IP_BUCKETS];
 	struct ip_entry *ips_by_uid[UID_BUCKETS];
@@ -1064,6 +1291,40 @@ static int put_locked(struct fw_vault_store *s, struct uid_entry **pp, const cha
 	return 0;
 }
 
+void fw_vault_store_set_l7_max(struct fw_vault_store *s, size_t max)
+{
+	pthread_mutex_lock(&s->lock);
+	s->l7_max = max;
+	pthread_mutex_unlock(&s->lock);
+}
+
+int fw_vault_store_check_l7(struct fw_vault_store *s, const struct fw_vault *v, char *err,
+			    size_t errlen)
+{
+	size_t max;
+
+	pthread_mutex_lock(&s->lock);
+	max = s->l7_max;
+	pthread_mutex_unlock(&s->lock);
+	return l7_fits(v, max, err, errlen);
+}
+
+int fw_vault_store_l7_encode(struct fw_vault_store *s, const char *uid, void *buf, size_t cap,
+			     size_t *len)
+{
+	struct uid_entry *e;
+	int ret = -ENOENT;
+
+	if (!uid_ok(uid))
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	e = *uid_slot(s, uid);
+	if (e)
+		ret = fw_vault_l7_encode(e->vault, buf, cap, len);
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
 int fw_vault_store_put(struct fw_vault_store *s, const char *uid, struct fw_vault *v)
 {
 	int ret;
@@ -1093,14 +1354,14 @@ int fw_vault_store_patch(struct fw_vault_store *s, const char *uid, struct fw_va
 	pthread_mutex_lock(&s->lock);
 	pp = uid_slot(s, uid);
 	if (*pp) {
-		ret = vault_merge((*pp)->vault, patch, &merged, err, errlen);
+		ret = vault_merge((*pp)->vault, patch, s->l7_max, &merged, err, errlen);
 		if (!ret)
 			(*pp)->vault = merged;
 	} else {
 		/* no vault yet: the patch is the whole vault, if it stands
 		 * alone (its bindings name only its own credentials) */
 		empty = calloc(1, sizeof(*empty));
-		ret = empty ? vault_merge(empty, patch, &merged, err, errlen) : -ENOMEM;
+		ret = empty ? vault_merge(empty, patch, s->l7_max, &merged, err, errlen) : -ENOMEM;
 		if (!ret) {
 			empty = NULL; /* consumed by the merge */
 			ret = put_locked(s, pp, uid, merged);

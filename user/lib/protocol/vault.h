@@ -45,7 +45,23 @@ char *fw_vault_redacted_json(const struct fw_vault *v);
  * process. etag may be NULL. */
 char *fw_vault_active_json(const struct fw_vault *v, char etag[FW_VAULT_ETAG_LEN]);
 
+/* The vault in the layer-7 proxy's encoding (fastwall/l7vault.h: the head
+ * and its records, values ready to send) into buf. *len is the encoding's
+ * length whatever cap is; buf NULL only measures. -E2BIG when it does not
+ * fit in cap (what was written is then to be wiped). */
+int fw_vault_l7_encode(const struct fw_vault *v, void *buf, size_t cap, size_t *len);
+
 struct fw_vault_store *fw_vault_store_new(void);
+/* Vaults whose encoding takes more than max bytes are refused from now on
+ * (a PATCH's merged result too; 0: no bound): the proxy's map holds no more. */
+void fw_vault_store_set_l7_max(struct fw_vault_store *s, size_t max);
+/* -EINVAL with a message when v would not fit that bound. */
+int fw_vault_store_check_l7(struct fw_vault_store *s, const struct fw_vault *v, char *err,
+			    size_t errlen);
+/* uid's vault encoded as fw_vault_l7_encode does (under the store's lock);
+ * -ENOENT when it has none. */
+int fw_vault_store_l7_encode(struct fw_vault_store *s, const char *uid, void *buf, size_t cap,
+			     size_t *len);
 void fw_vault_store_free(struct fw_vault_store *s);
 /* POST: creates or replaces uid's vault; takes ownership of v, also on
  * error. -ENOSPC when the store is full. */

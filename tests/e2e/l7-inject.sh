@@ -44,7 +44,6 @@
 # credential injection: fastwalld check refuses `l7.credentials`, or the
 # module has no fastwall_l7_terminate. Prints "ok - ..." / "not ok - ..."
 # and "N passed, N failed".
-# shellcheck disable=SC2016 # the checks hand code in single quotes to eval, which expands it
 set -uo pipefail
 
 # shellcheck source=tests/e2e/lib.sh
@@ -59,7 +58,11 @@ inject_cleanup() {
 trap inject_cleanup EXIT
 trap 'exit 130' INT TERM
 fw_l7_require l7-inject.sh
-if ! fw_cred_has_terminate; then
+# FW_INJECT_HARNESS=1: run on a build without injection all the same (no
+# l7.credentials key, the test CA in place of fastwalld's): the checks of
+# injection then fail, the rest shows the harness works
+HARNESS=${FW_INJECT_HARNESS:-0}
+if [ "$HARNESS" != 1 ] && ! fw_cred_has_terminate; then
 	echo "l7-inject.sh: skipped: this build's module has no credential injection (no fastwall_l7_terminate in $FW_L7_SO)"
 	exit 77
 fi
@@ -99,7 +102,7 @@ actions:
   listen: 127.0.0.1:$FW_ACT_PORT
   vault_socket: $FW_ACT_SOCK
   bind_host_veth: true
-$(fw_l7_yaml "credentials: on" "upstream_ca: $FW_L7_CA")
+$(if [ "$HARNESS" = 1 ]; then fw_l7_yaml; else fw_l7_yaml "credentials: on" "upstream_ca: $FW_L7_CA"; fi)
 EOF
 if ! "$FASTWALLD" -c "$FW_CFG" check >"$FW_TMP/check.out" 2>&1; then
 	if grep -qE 'credentials|upstream_ca' "$FW_TMP/check.out"; then
@@ -133,12 +136,13 @@ in_ns() { # NS CMD...: with the namespace's /etc/hosts
 	ip netns exec "$ns" "$@"
 }
 # get NS FIELD URL CA [CURL ARGS...]: "STATUS VALUES", VALUES the backend's
-# list FIELD (x-api-key, authorization) comma-joined, "-" for none
+# list FIELD (x-api-key, authorization) comma-joined, "-" for none; HTTP/1.1
+# unless the arguments say --http2
 get() {
 	local ns=$1 field=$2 url=$3 ca=$4 out code body vals
 	shift 4
-	out=$(in_ns "$ns" curl -s --connect-timeout 2 --max-time 5 --cacert "$ca" -w '\n%{http_code}' \
-		"$@" "$url" 2>/dev/null) || true
+	out=$(in_ns "$ns" curl -s --http1.1 --connect-timeout 2 --max-time 5 --cacert "$ca" \
+		-w '\n%{http_code}' "$@" "$url" 2>/dev/null) || true
 	code=${out##*$'\n'}
 	body=${out%$'\n'*}
 	vals=$(jq -r --arg f "$field" '.[$f] | join(",")' <<<"$body" 2>/dev/null) || vals=""
@@ -153,9 +157,22 @@ raw() { # NS ADDR SNI REQUEST [--alpn LIST|none]: the status of REQUEST over TLS
 echo_mark() { ECHO_MARK=$(wc -l <"$FW_CRED_ECHO"); }
 echo_since() { tail -n +"$((ECHO_MARK + 1))" "$FW_CRED_ECHO"; }
 mark() {
-	fw_l7_mark
+	L7_MARK_LOG=$(wc -l <"$FW_L7_ACCESS")
 	echo_mark
 }
+# reply CODE [PATTERN...]: the last actions reply had CODE and a body
+# matching every PATTERN (glob); says what it had
+reply() {
+	local code=$1 p
+	shift
+	echo "got $FW_ACT_CODE '$FW_ACT_BODY'"
+	[ "$FW_ACT_CODE" = "$code" ] || return 1
+	for p in "$@"; do
+		# shellcheck disable=SC2053 # a glob on purpose
+		[[ $FW_ACT_BODY == $p ]] || return 1
+	done
+}
+no_secret_in_reply() { [[ $FW_ACT_BODY != *"$1"* ]]; }
 nothing_upstream() { # no request reached the upstream since the mark
 	sleep 0.3
 	if [ -n "$(fw_l7_log_since)" ] || [ -n "$(echo_since)" ]; then
@@ -172,6 +189,7 @@ echo "# the CA"
 fw_act_req GET /l7/ca.crt
 check_eq "GET /l7/ca.crt on the actions listener: 200" "$FW_ACT_CODE" 200
 cp "$FW_TMP/act.body" "$FWCA"
+[ "$HARNESS" = 1 ] && [ "$FW_ACT_CODE" != 200 ] && cp "$FW_L7_CA" "$FWCA"
 check "... a CA certificate (basicConstraints CA:TRUE)" \
 	sh -c "openssl x509 -in '$FWCA' -noout -text | grep -q 'CA:TRUE'"
 CA_SUBJ=$(openssl x509 -in "$FWCA" -noout -subject -nameopt RFC2253 2>/dev/null | sed 's/^subject=//')
@@ -268,10 +286,10 @@ check_ge "fastwall_l7_connections_total{reason=l7-misdirected}" "$(metric l7-mis
 mark
 check_eq "CONNECT other.example.com:443 inside the connection: refused (not 200)" \
 	"$(raw "$SB_A" "$CDN4" api.example.com 'CONNECT other.example.com:443 HTTP/1.1\r\nHost: other.example.com:443\r\n\r\n' |
-		sed 's/^200$/200 (tunnel)/; s/^[0-9]*$/refused/')" refused
+		sed 's/^200$/200 (tunnel)/; t; s/.*/refused/')" refused
 check_eq "CONNECT api.example.com:443: refused too" \
 	"$(raw "$SB_A" "$CDN4" api.example.com 'CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n' |
-		sed 's/^200$/200 (tunnel)/; s/^[0-9]*$/refused/')" refused
+		sed 's/^200$/200 (tunnel)/; t; s/.*/refused/')" refused
 check "... nothing reached the upstream" nothing_upstream
 mark
 check_eq "no ALPN: HTTP/1.1 works" \
@@ -316,16 +334,15 @@ check_ge "fastwall_l7_connections_total{reason=l7-upstream-cert}" "$(metric l7-u
 echo "# pushes"
 BAD_CRLF='{"credentials":[{"name":"k1","source":{"type":"inline","value":"'$SECRET_X'\r\nX-Evil: 1"}}],"bindings":[{"name":"b-api","match":{"hosts":["api.example.com"]},"auth":{"type":"apiKey","name":"X-Api-Key","credential":"k1"}}]}'
 fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-a' --data-binary "$BAD_CRLF"
-check "a credential with CR LF: 400 naming the credential, not its value" \
-	eval '[ "$FW_ACT_CODE" = 400 ] && [[ $FW_ACT_BODY == *k1* ]] && [[ $FW_ACT_BODY != *"$SECRET_X"* ]]'
+check "a credential with CR LF: 400 naming the credential" reply 400 '*k1*'
+check "... not its value" no_secret_in_reply "$SECRET_X"
 fw_act_req PATCH /credential-vault -H 'X-Fast-Sandbox-Uid: u-a' --data-binary \
 	'{"credentials":[{"name":"k1","source":{"type":"inline","value":"'"$SECRET_X"'\u0000x"}}]}'
-check "a PATCH with NUL in a credential: 400 without the value" \
-	eval '[ "$FW_ACT_CODE" = 400 ] && [[ $FW_ACT_BODY != *"$SECRET_X"* ]]'
+check "a PATCH with NUL in a credential: 400" reply 400
+check "... without the value" no_secret_in_reply "$SECRET_X"
 fw_act_req POST /credential-vault -H 'X-Fast-Sandbox-Uid: u-a' \
 	--data-binary "$(fw_cred_vault "$SECRET_X" evil.example.net)"
-check "a binding for a host outside the policy: 400" \
-	eval '[ "$FW_ACT_CODE" = 400 ] && [[ $FW_ACT_BODY == *"outside the subject"* ]]'
+check "a binding for a host outside the policy: 400" reply 400 '*outside the subject*'
 check_eq "... the vault unchanged: still u-a's credential" "$(key_a)" "200 $SECRET_A"
 
 # a kept-alive client: one request, then (after the push) another on the
@@ -352,8 +369,11 @@ fw_act REMOVE_BINDING u-a "${NET_A[@]}"
 check_code "REMOVE_BINDING u-a: 200" 200
 touch "$FW_TMP/ka2"
 fw_eventually 10 sh -c "[ \$(wc -l <'$FW_TMP/ka2.out') -ge 2 ]"
-check "u-a removed: the next request of its open connection carries no credential" \
-	eval "[ \"\$(sed -n 1p '$FW_TMP/ka2.out')\" = '200 $SECRET_A2' ] && ! sed -n 2p '$FW_TMP/ka2.out' | grep -qF '$SECRET_A2'"
+after_removal() { # the kept-alive client: injected before, nothing after
+	cat "$FW_TMP/ka2.out"
+	[ "$(sed -n 1p "$FW_TMP/ka2.out")" = "200 $SECRET_A2" ] && ! sed -n 2p "$FW_TMP/ka2.out" | grep -qF "$SECRET_A2"
+}
+check "u-a removed: the next request of its open connection carries no credential" after_removal
 check_eq "... a new connection: refused" "$(code_of "$(key_a)")" 000
 check_fails "... the upstream got no credential of u-a's since the removal" \
 	sh -c "tail -n +$((ECHO_MARK + 2)) '$FW_CRED_ECHO' | grep -qF '$SECRET_A2'"

@@ -53,6 +53,7 @@ http {
 	uwsgi_temp_path $d/ut;
 	scgi_temp_path $d/st;
 	keepalive_requests 1000000;
+	client_max_body_size 0;
 	ssl_protocols TLSv1.2 TLSv1.3;
 	default_type text/plain;
 	server {

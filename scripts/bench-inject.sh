@@ -31,7 +31,9 @@
 #            request); wrk's p50 and p99
 #   ka       requests/s on kept-alive connections, p50 and p99
 #   h2       HTTP/2: h2load, INJ_H2_CONNS connections x INJ_H2_STREAMS
-#            streams, requests/s and mean time per request
+#            streams, INJ_H2_N requests (1,000 a connection: nginx's
+#            default keepalive_requests, which fastwalld's proxy and the
+#            limit keep), requests/s and mean time per request
 # Then, ours only: the time from a vault push (POST /credential-vault
 # with a new value) to the first request carrying the new value at the
 # upstream, a kept-alive client requesting all along (INJ_PUSHES pushes).
@@ -43,7 +45,7 @@
 # ratios and never judges them: the exit status is non-zero only when the
 # benchmark itself breaks. Environment: BUILD (build), FULL (1: 5 rounds),
 # INJ_ROUNDS (3), INJ_SECONDS (5), INJ_CONNS (32), INJ_H2_CONNS (8),
-# INJ_H2_STREAMS (16), INJ_PUSHES (5). Output also goes to
+# INJ_H2_STREAMS (16), INJ_H2_N (8,000), INJ_PUSHES (5). Output also goes to
 # $BUILD/bench/inject.txt.
 set -uo pipefail
 
@@ -58,6 +60,9 @@ SECS=${INJ_SECONDS:-5}
 CONNS=${INJ_CONNS:-32}
 H2_CONNS=${INJ_H2_CONNS:-8}
 H2_STREAMS=${INJ_H2_STREAMS:-16}
+# requests per h2load run: at most 1,000 a connection, nginx's default
+# keepalive_requests (h2load does not reconnect after a GOAWAY)
+H2_N=${INJ_H2_N:-$((H2_CONNS * 1000))}
 PUSHES=${INJ_PUSHES:-5}
 MITM_PORT=18444
 LIMIT_PORT=18445
@@ -218,7 +223,6 @@ http {
 	fastcgi_temp_path $FW_TMP/lft;
 	uwsgi_temp_path $FW_TMP/lut;
 	scgi_temp_path $FW_TMP/lst;
-	keepalive_requests 1000000;
 	upstream origin {
 		server $FW_L7_CDN4:443;
 		keepalive 64;
@@ -267,6 +271,12 @@ in_ns() { # NS CMD...: with the namespace's /etc/hosts (ip netns exec)
 	ip netns exec "$ns" "$@"
 }
 
+# a leased path's sandbox asks for the name again before each run, as a
+# client would: the lease of a 30 s answer would end during the rounds
+fresh() { # PATH
+	case $1 in direct | ours) fw_l7_resolve "$(path_ns "$1")" api.example.com >/dev/null ;; esac
+}
+
 # every path answers, and the upstream sees the key on each
 for ns in "$SB_D" "$SB_F"; do
 	[ "$OURS" = 1 ] || [ "$ns" != "$SB_F" ] || continue
@@ -302,6 +312,7 @@ to_us() { # wrk's "1.23ms" -> 1230
 RES=$FW_TMP/results # lines: PATH METRIC VALUE
 run_wrk() {         # PATH conn|ka
 	local p=$1 kind=$2 out hdr=()
+	fresh "$p"
 	mapfile -t hdr < <(path_hdr "$p")
 	[ "$kind" = conn ] && hdr+=(-H 'Connection: close')
 	out=$(in_ns "$(path_ns "$p")" wrk -t1 -c"$CONNS" -d"${SECS}s" --latency "${hdr[@]}" "$(path_url "$p")/")
@@ -315,8 +326,9 @@ run_wrk() {         # PATH conn|ka
 }
 run_h2() { # PATH
 	local p=$1 out hdr=() rps mean ok
+	fresh "$p"
 	mapfile -t hdr < <(path_hdr "$p")
-	out=$(in_ns "$(path_ns "$p")" h2load -c "$H2_CONNS" -m "$H2_STREAMS" -D "$SECS" "${hdr[@]}" \
+	out=$(in_ns "$(path_ns "$p")" h2load -c "$H2_CONNS" -m "$H2_STREAMS" -n "$H2_N" "${hdr[@]}" \
 		"$(path_url "$p")/" 2>&1)
 	rps=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out")
 	ok=$(sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' <<<"$out")
@@ -331,6 +343,7 @@ run_h2() { # PATH
 run_push() { # I
 	local i=$1 v t0 t1 first wpid ms ans
 	v=$KEY-push-$i
+	fresh ours
 	in_ns "$SB_F" wrk -t1 -c1 -d3s --latency "https://api.example.com/seen" >/dev/null 2>&1 &
 	wpid=$!
 	sleep 1
@@ -353,7 +366,7 @@ run_push() { # I
 }
 
 bench_env "l7 credential injection"
-echo "nginx $("$FW_NGINX" -v 2>&1 | sed 's/.*nginx\///'), mitmproxy $(mitmdump --version 2>/dev/null | sed -n 's/^Mitmproxy: //p'), wrk -t1 -c$CONNS ${SECS}s, h2load -c$H2_CONNS -m$H2_STREAMS ${SECS}s, $ROUNDS rounds"
+echo "nginx $("$FW_NGINX" -v 2>&1 | sed 's/.*nginx\///'), mitmproxy $(mitmdump --version 2>/dev/null | sed -n 's/^Mitmproxy: //p'), wrk -t1 -c$CONNS ${SECS}s, h2load -c$H2_CONNS -m$H2_STREAMS -n$H2_N, $ROUNDS rounds"
 [ "$OURS" = 1 ] || echo "ours: not measured: $why"
 [ "$MITM" = 1 ] || echo "mitm: not measured: $mitm_why"
 [ "$H2" = 1 ] || echo "h2: not measured: h2load is not installed (nghttp2-client)"

@@ -388,7 +388,7 @@ if [ "$OURS" = 1 ]; then
 fi
 
 echo
-echo "medians of $ROUNDS rounds; ours / mitm (target >= 10x) and ours / limit (target >= 0.8x)"
+echo "medians of $ROUNDS rounds; of the rates, ours / mitm (target >= 10x) and ours / limit (target >= 0.8x)"
 "$FW_PY" - "$RES" <<'EOF'
 import statistics, sys
 rows = {}
@@ -423,7 +423,7 @@ for key, label, rate in labels:
     extra = ""
     for q in ("mitm", "limit"):
         o, v = m.get("ours"), m.get(q)
-        if rate is None or o is None or not v:
+        if not rate or o is None or not v:
             extra += f"{'':>11}"
         else:
             extra += f"{'x%.2f' % (o / v):>11}"

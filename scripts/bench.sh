@@ -33,12 +33,14 @@
 # guard, scripts/bench-guard.sh), SKIP_INGRESS=1 (the
 # ingress gateway part, scripts/bench-ingress.sh), SKIP_CGROUP=1 (the process
 # sandboxes' part, scripts/bench-cgroup.sh), SKIP_L7=1 (layer-7 pinning,
-# scripts/bench-l7.sh), SKIP_ACTIONS=1 (the control-plane part,
+# scripts/bench-l7.sh), SKIP_INJECT=1 (layer-7 credential injection,
+# scripts/bench-inject.sh), SKIP_ACTIONS=1 (the control-plane part,
 # scripts/bench-actions.sh, run last, after tests/cp_kernel with CP_OPS
 # operations, 300), PLOT_ONLY=1 (redraw the plots from
 # the last run's data), PARTS (the parts to run, every other skipped:
-# letters A-G and L as docs/benchmarks.md names them, F the ingress
-# gateway, G the process sandboxes, L layer-7 pinning, and "actions" for
+# letters A-G, I and L as docs/benchmarks.md names them, F the ingress
+# gateway, G the process sandboxes, I layer-7 credential injection, L
+# layer-7 pinning, and "actions" for
 # the control plane; PARTS="D G").
 # Part C reads its own variables (see bench-nft.sh).
 # Results, the plot data and SVG plots go to $BUILD/bench/ and
@@ -52,14 +54,14 @@ FULL=${FULL:-0}
 if [[ -n ${PARTS:-} ]]; then
 	declare -A part_var=([A]=SKIP_A [B]=SKIP_B [C]=SKIP_C [D]=SKIP_D [E]=SKIP_E
 		[F]=SKIP_INGRESS [INGRESS]=SKIP_INGRESS [G]=SKIP_CGROUP [CGROUP]=SKIP_CGROUP
-		[L]=SKIP_L7 [L7]=SKIP_L7 [ACTIONS]=SKIP_ACTIONS)
-	for v in SKIP_A SKIP_B SKIP_C SKIP_D SKIP_E SKIP_INGRESS SKIP_CGROUP SKIP_L7 SKIP_ACTIONS; do
+		[L]=SKIP_L7 [L7]=SKIP_L7 [I]=SKIP_INJECT [INJECT]=SKIP_INJECT [ACTIONS]=SKIP_ACTIONS)
+	for v in SKIP_A SKIP_B SKIP_C SKIP_D SKIP_E SKIP_INGRESS SKIP_CGROUP SKIP_L7 SKIP_INJECT SKIP_ACTIONS; do
 		export "$v=1"
 	done
 	for p in ${PARTS//,/ }; do
 		v=${part_var[${p^^}]:-}
 		if [[ -z $v ]]; then
-			echo "bench.sh: PARTS: unknown part '$p' (A B C D E F G L actions)" >&2
+			echo "bench.sh: PARTS: unknown part '$p' (A B C D E F G I L actions)" >&2
 			exit 2
 		fi
 		export "$v=0"
@@ -322,6 +324,14 @@ run_l7() {
 	BUILD=$BUILD FULL=$FULL "$(dirname "${BASH_SOURCE[0]}")/bench-l7.sh" || echo "bench.sh: bench-l7.sh failed"
 }
 
+# layer-7 credential injection (terminating proxies): scripts/bench-inject.sh
+run_inject() {
+	[[ ${SKIP_INJECT:-0} == 1 ]] && return 0
+	echo
+	echo "== I: layer-7 credential injection: direct vs mitmproxy vs plain nginx vs fastwalld's proxy (scripts/bench-inject.sh) =="
+	BUILD=$BUILD FULL=$FULL "$(dirname "${BASH_SOURCE[0]}")/bench-inject.sh" || echo "bench.sh: bench-inject.sh failed"
+}
+
 # control plane (actions protocol), last: scripts/bench-actions.sh
 run_actions() {
 	if [[ ${SKIP_ACTIONS:-0} != 1 ]]; then
@@ -357,7 +367,7 @@ run_ingress() {
 	fi
 }
 
-[[ ${SKIP_B:-0} == 1 ]] && { run_compare; run_dns; run_guard; run_cgroup; run_ingress; run_l7; run_actions; exit 0; }
+[[ ${SKIP_B:-0} == 1 ]] && { run_compare; run_dns; run_guard; run_cgroup; run_ingress; run_l7; run_inject; run_actions; exit 0; }
 
 echo
 echo "== B: packets/s through veth + bridge + forward (one sender on CPU $CPU) =="
@@ -686,4 +696,5 @@ run_guard
 run_cgroup
 run_ingress
 run_l7
+run_inject
 run_actions

@@ -37,6 +37,9 @@ PKGS=(
 	# the layer-7 engine benchmark (scripts/bench-l7engine.sh): nginx's
 	# stream module (ssl_preread) and HAProxy, the two engines it compares
 	libnginx-mod-stream haproxy
+	# layer-7 credential injection: its benchmark's reference engine
+	# (mitmproxy) and HTTP/2 load (h2load); its end-to-end test's python client
+	mitmproxy nghttp2-client python3-requests
 	# benchmarks and plots (unbound: the DNS benchmark's upstream; linux-perf and
 	# strace: the profiles of make bench FULL=1; valgrind: the ingress
 	# benchmark's instructions per request)

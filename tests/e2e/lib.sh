@@ -34,6 +34,7 @@ fi
 #   ingress   the ingress gateway (nginx and its stand-ins)
 #   cgroup    cgroup2 for process sandboxes
 #   l7        layer-7 pinning: the TLS and HTTP server, its CA, a capture
+#   credentials  layer-7 credential injection: an upstream showing what it got
 FW_LIB_DIR=$(dirname "${BASH_SOURCE[0]}")/lib
 # shellcheck source=tests/e2e/lib/core.sh
 . "$FW_LIB_DIR/core.sh"
@@ -53,3 +54,5 @@ FW_LIB_DIR=$(dirname "${BASH_SOURCE[0]}")/lib
 . "$FW_LIB_DIR/cgroup.sh"
 # shellcheck source=tests/e2e/lib/l7.sh
 . "$FW_LIB_DIR/l7.sh"
+# shellcheck source=tests/e2e/lib/credentials.sh
+. "$FW_LIB_DIR/credentials.sh"

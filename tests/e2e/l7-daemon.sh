@@ -52,6 +52,9 @@ cat >"$FAKE/nginx" <<EOF
 exec $FW_PY $FAKE/l7_fake_nginx.py --state $FAKE/state "\$@"
 EOF
 chmod 0755 "$FAKE/nginx" "$FAKE/l7_fake_nginx.py"
+# a module of pinning alone (none of injection's directives): the first
+# part runs with it; the real one and a stand-in that injects come later
+printf 'fastwall_l7_maps fastwall_l7_pin\n' >"$FAKE/part1.so"
 
 # --- the l7 section's mistakes: refused, with the key ------------------------
 
@@ -105,7 +108,7 @@ l7:
   enabled: true
   default: off
   nginx: $FAKE/nginx
-  module: $FW_BUILD/l7/ngx_fastwall_l7_module.so
+  module: $FAKE/part1.so
   runtime_dir: $RUNDIR
   user: nobody
   ca:
@@ -186,7 +189,7 @@ check_eq "nginx.conf is root's, mode 0644" "$(stat -c '%U %a' "$CONF")" "root 64
 check_eq "the runtime directory is root's, mode 0755" "$(stat -c '%U %a' "$RUNDIR")" "root 755"
 check_eq "var/ is the proxy's, mode 0700" "$(stat -c '%U %a' "$RUNDIR/var")" "nobody 700"
 for line in "load_module /usr/lib/nginx/modules/ngx_stream_module.so;" \
-	"load_module $FW_BUILD/l7/ngx_fastwall_l7_module.so;" "daemon off;" \
+	"load_module $FAKE/part1.so;" "daemon off;" \
 	"worker_processes 1;" "pid $RUNDIR/var/nginx.pid;" "fastwall_l7_maps fd:3,4,5,6;" \
 	"fastwall_l7_report fd:7;" "fastwall_l7_ech deny;" \
 	"fastwall_l7_subject_connections 1024;" "worker_connections 8224;" "listen 15443;" \
@@ -353,7 +356,7 @@ check "FW_CF_L7_UP is off once fastwalld stopped" not_up
 MODULE=$FW_BUILD/l7/ngx_fastwall_l7_module.so
 if [ -f "$MODULE" ] && [ -x /usr/sbin/nginx ] &&
 	[ -f /usr/lib/nginx/modules/ngx_stream_module.so ]; then
-	sed -i "s|^  nginx: .*|  nginx: /usr/sbin/nginx|; /^  workers: 3$/d" "$FW_CFG"
+	sed -i "s|^  nginx: .*|  nginx: /usr/sbin/nginx|; s|^  module: .*|  module: $MODULE|; /^  workers: 3$/d" "$FW_CFG"
 	n0=$(fw_log_count 'l7 proxy started: /usr/sbin/nginx')
 	fw_start_daemon || fw_die "fastwalld did not start with the real proxy"
 	check "nginx with the module starts under fastwalld" \
@@ -602,9 +605,12 @@ fw_start_daemon || fw_die "fastwalld did not start with low proxy ports"
 check "the proxy started with ports 843 and 880" fw_eventually 10 started $((n0 + 1))
 LOW=$FAKE/state/start.$(proxy_pid)
 # CAP_BPF (bit 39) and CAP_NET_BIND_SERVICE (bit 10)
-check_eq "its capabilities: CAP_BPF and CAP_NET_BIND_SERVICE" \
-	"$(awk '$1 == "cap_eff" { print $2 }' "$LOW")" 8000000400
-check_eq "... ambient" "$(awk '$1 == "cap_amb" { print $2 }' "$LOW")" 8000000400
+# and CAP_IPC_LOCK (bit 14) when it injects credentials (it locks its memory)
+lowcaps=8000000400
+grep -q "fastwall_l7_vaults" "$CONF" && lowcaps=8000004400
+check_eq "its capabilities: CAP_BPF and CAP_NET_BIND_SERVICE (and CAP_IPC_LOCK when it injects)" \
+	"$(awk '$1 == "cap_eff" { print $2 }' "$LOW")" "$lowcaps"
+check_eq "... ambient" "$(awk '$1 == "cap_amb" { print $2 }' "$LOW")" "$lowcaps"
 check "it binds them and accepts" fw_eventually 5 up_flag
 fw_stop_daemon
 

@@ -505,15 +505,31 @@ bool l7_module_injects(const char *path, char *missing, size_t len)
 {
 	FILE *f = fopen(path, "re");
 	char *data = NULL;
-	size_t cap = 0;
-	ssize_t n;
+	size_t cap = 0, n = 0;
 	bool ok = true;
 
-	if (!f || (n = getdelim(&data, &cap, EOF, f)) < 0) {
+	/* the whole file (a shared object: any byte, 0xff too) */
+	while (f) {
+		char *more;
+
+		if (n == cap) {
+			cap = cap ? cap * 2 : 1 << 20;
+			more = realloc(data, cap);
+			if (!more)
+				break;
+			data = more;
+		}
+		n += fread(data + n, 1, cap - n, f);
+		if (n < cap)
+			break;
+	}
+	if (!f || ferror(f) || !data) {
+		int err = f ? (ferror(f) ? EIO : ENOMEM) : errno;
+
 		if (f)
 			fclose(f);
 		free(data);
-		snprintf(missing, len, "every one (can't read it: %s)", strerror(errno));
+		snprintf(missing, len, "every one (can't read it: %s)", strerror(err));
 		return false;
 	}
 	fclose(f);
@@ -521,7 +537,7 @@ bool l7_module_injects(const char *path, char *missing, size_t len)
 	     i++) {
 		const char *d = l7_inject_directives[i];
 
-		if (!memmem(data, (size_t)n, d, strlen(d) + 1)) {
+		if (!memmem(data, n, d, strlen(d) + 1)) {
 			snprintf(missing, len, "%s", d);
 			ok = false;
 		}
@@ -588,6 +604,7 @@ int l7_conf_print(FILE *f, const struct fw_cfg *cfg, bool ipv6, bool inject)
 		"\n"
 		"http {\n"
 		"    access_log off;\n"
+		"    client_max_body_size 0; # bodies stream through: the destination limits them\n"
 		"    client_body_temp_path %s/client_body;\n"
 		"    proxy_temp_path %s/proxy;\n"
 		"    fastcgi_temp_path %s/fastcgi;\n"
@@ -859,6 +876,13 @@ static int spawn(struct fw_daemon *d)
 	if (err)
 		return err;
 	if (p->inject) {
+		char sock[sizeof(p->var) + 16];
+
+		/* an nginx that was killed left its socket file: the next one
+		 * could not bind it (nginx removes it only when it exits) */
+		snprintf(sock, sizeof(sock), "%s/term.sock", p->var);
+		if (unlink(sock) && errno != ENOENT)
+			fw_warn("l7 proxy: can't remove %s: %s", sock, strerror(errno));
 		vaults_resync(d);
 		err = ca_pipe(p);
 		if (err) {

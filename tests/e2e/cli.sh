@@ -138,8 +138,8 @@ check_eq "fastwall --help lists the commands" "$(paste -sd" " <<<"$cmds")" \
 for c in $cmds; do
 	cmd_help "$FASTWALL" "$c" "^usage: fastwall $c( |\$)"
 done
-dcmds=$("$FASTWALLD" --help | sed -nE 's/^(usage:)? +fastwalld (\[OPTIONS\] )?\[?([a-z-]+).*/\3/p')
-check_eq "fastwalld --help lists the commands" "$(paste -sd" " <<<"$dcmds")" "run check detach config-keys"
+dcmds=$("$FASTWALLD" --help | sed -nE 's/^(usage:)? +fastwalld (\[OPTIONS\] )?\[?([a-z0-9-]+).*/\3/p')
+check_eq "fastwalld --help lists the commands" "$(paste -sd" " <<<"$dcmds")" "run check detach l7-conf config-keys"
 for c in $dcmds; do
 	cmd_help "$FASTWALLD" "$c" "^usage: fastwalld (\[OPTIONS\] )?\[?$c(\]| |\$)"
 done

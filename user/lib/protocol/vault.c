@@ -5,6 +5,7 @@
  * free (fw_secmem_wipe_json), because its lexer and string nodes hold
  * copies of every value. */
 #include <errno.h>
+
 #include <jansson.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -14,7 +15,9 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include "fastwall/l7vault.h"
 #include "common/addr.h"
@@ -807,58 +810,10 @@ char *fw_vault_redacted_json(const struct fw_vault *v)
 	return s;
 }
 
-/* SipHash-2-4: a keyed hash, so the ETag of a vault says nothing about its
- * values to anyone without the per-process key. */
-#define ROTL(x, b) (__u64)(((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND                                                                                   \
-	do {                                                                                       \
-		v0 += v1;                                                                          \
-		v1 = ROTL(v1, 13);                                                                 \
-		v1 ^= v0;                                                                          \
-		v0 = ROTL(v0, 32);                                                                 \
-		v2 += v3;                                                                          \
-		v3 = ROTL(v3, 16);                                                                 \
-		v3 ^= v2;                                                                          \
-		v0 += v3;                                                                          \
-		v3 = ROTL(v3, 21);                                                                 \
-		v3 ^= v0;                                                                          \
-		v2 += v1;                                                                          \
-		v1 = ROTL(v1, 17);                                                                 \
-		v1 ^= v2;                                                                          \
-		v2 = ROTL(v2, 32);                                                                 \
-	} while (0)
-
-static __u64 siphash(const __u64 key[2], const unsigned char *in, size_t len)
-{
-	__u64 v0 = 0x736f6d6570736575ULL ^ key[0], v1 = 0x646f72616e646f6dULL ^ key[1];
-	__u64 v2 = 0x6c7967656e657261ULL ^ key[0], v3 = 0x7465646279746573ULL ^ key[1];
-	__u64 b = (__u64)len << 56, m;
-	size_t i, tail = len & 7;
-
-	for (i = 0; i + 8 <= len; i += 8) {
-		m = 0;
-		for (int k = 0; k < 8; k++)
-			m |= (__u64)in[i + k] << (8 * k);
-		v3 ^= m;
-		SIPROUND;
-		SIPROUND;
-		v0 ^= m;
-	}
-	for (size_t k = 0; k < tail; k++)
-		b |= (__u64)in[i + k] << (8 * k);
-	v3 ^= b;
-	SIPROUND;
-	SIPROUND;
-	v0 ^= b;
-	v2 ^= 0xff;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	return v0 ^ v1 ^ v2 ^ v3;
-}
-
-static __u64 etag_key[2];
+/* The ETag is a keyed hash (HMAC-SHA256 from OpenSSL's libcrypto, cut to
+ * 64 bits) of the vault's text, so it says nothing about the values to
+ * anyone without the per-process key. */
+static unsigned char etag_key[32];
 static pthread_once_t etag_once = PTHREAD_ONCE_INIT;
 
 static void etag_key_init(void)
@@ -894,9 +849,23 @@ char *fw_vault_active_json(const struct fw_vault *v, char etag[FW_VAULT_ETAG_LEN
 		s = NULL;
 	}
 	json_decref(root);
-	if (s && etag)
-		snprintf(etag, FW_VAULT_ETAG_LEN, "\"%016llx\"",
-			 (unsigned long long)siphash(etag_key, (unsigned char *)s, len));
+	if (s && etag) {
+		unsigned char mac[32];
+		unsigned int n = 0;
+		__u64 h = 0;
+
+		if (!HMAC(EVP_sha256(), etag_key, sizeof(etag_key), (unsigned char *)s, len, mac,
+			  &n) ||
+		    n != sizeof(mac)) {
+			/* no ETag is no answer: never one that says nothing */
+			fw_secmem_free(s);
+			return NULL;
+		}
+		for (int i = 0; i < 8; i++)
+			h = h << 8 | mac[i];
+		OPENSSL_cleanse(mac, sizeof(mac));
+		snprintf(etag, FW_VAULT_ETAG_LEN, "\"%016llx\"", (unsigned long long)h);
+	}
 	return s;
 }
 

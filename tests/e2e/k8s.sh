@@ -145,12 +145,33 @@ for path in manifests:
     errs = [e.message for e in validator.iter_errors(cfg)]
     check(f"{name}: its config is valid for the JSON Schema", not errs, errs)
     host, port = metrics_port(cfg)
-    check(f"{name}: metrics.listen is reachable by the kubelet (not loopback)",
-          host and not ipaddress.ip_address(host).is_loopback, host)
+    hostnet = pod.get("hostNetwork") is True
+    if hostnet:
+        # the kubelet is in the node's network namespace: it reaches the
+        # loopback the pod shares with the node, and nothing else need
+        check(f"{name}: host network: metrics.listen on loopback, not on every node address",
+              host and ipaddress.ip_address(host).is_loopback, host)
+    else:
+        check(f"{name}: metrics.listen is reachable by the kubelet (not loopback)",
+              host and not ipaddress.ip_address(host).is_loopback, host)
     for probe, want in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
         g = (fw.get(probe) or {}).get("httpGet") or {}
-        check(f"{name}: {probe} is GET {want} on the metrics port {port}",
-              g.get("path") == want and g.get("port") == port, g)
+        check(f"{name}: {probe} is GET {want} on the metrics port {port}"
+              + (f" of {host}" if hostnet else ""),
+              g.get("path") == want and g.get("port") == port and
+              (not hostnet or g.get("host") == host), g)
+    if hostnet:
+        # the pod is fastwalld's own (a sidecar's pod is the Fastlet's to set)
+        check(f"{name}: no service account token (fastwalld never calls the API)",
+              pod.get("automountServiceAccountToken") is False)
+        check(f"{name}: Linux nodes only", (pod.get("nodeSelector") or {}).get(
+            "kubernetes.io/os") == "linux", pod.get("nodeSelector"))
+    for c in pod.get("containers", []) + pod.get("initContainers", []):
+        if c.get("image", "").startswith("fastwall"):
+            check(f"{name}: {c['name']}: an imagePullPolicy", c.get("imagePullPolicy") in
+                  ("IfNotPresent", "Always", "Never"), c.get("imagePullPolicy"))
+    check(f"{name}: fastwalld's termination message falls back to its log",
+          fw.get("terminationMessagePolicy") == "FallbackToLogsOnError")
     res = fw.get("resources", {})
     check(f"{name}: requests and limits of cpu and memory",
           all(k in res.get(s, {}) for s in ("requests", "limits") for k in ("cpu", "memory")), res)

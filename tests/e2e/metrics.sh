@@ -247,6 +247,12 @@ check_q "Prometheus: packets{reason=allow-cidr,verdict=pass} = fastwall status" 
 	'fastwall_packets_total{reason="allow-cidr",verdict="pass"}' "$ALLOW_CLI"
 check_q "Prometheus: no default-deny drop (none was sent)" \
 	'fastwall_packets_total{reason="default-deny"}' 0
+check_q "Prometheus: the sandbox's drops are hook=sandbox" \
+	'fastwall_packets_total{reason="deny-cidr",verdict="drop",hook="sandbox"}' "$N_DENY"
+check_q "Prometheus: the port guard's reasons are hook=guard, and only they" \
+	'count(fastwall_packets_total{hook="guard"})' 4
+check_q "... so a sum of the sandboxes' drops leaves the guard's out" \
+	'count(fastwall_packets_total{hook="sandbox",reason=~"guard-.*"}) or vector(0)' 0
 check_q "every reason of the table is a series" 'count(fastwall_packets_total)' \
 	"$("$FASTWALL" reasons | grep -cE '^[a-z0-9-]+ +(pass|drop) ')"
 

@@ -190,8 +190,12 @@ static void render_reload(struct fw_prom *p, const struct fw_reload_stats *s)
 
 static void render_packets(struct fw_prom *p, struct fw_dp *dp)
 {
-	static const char *const help_p = "packets by verdict reason, since the maps were created";
-	static const char *const help_b = "bytes by verdict reason, since the maps were created";
+	static const char *const help_p = "packets by verdict reason and where it applies (hook: "
+					  "sandbox or guard), since the "
+					  "maps were created";
+	static const char *const help_b =
+		"bytes by verdict reason and where it applies (hook: sandbox or guard), since the "
+		"maps were created";
 	struct fw_counter c[FW_REASON_MAX];
 
 	if (fw_dp_stats_read(dp, c))
@@ -201,8 +205,14 @@ static void render_packets(struct fw_prom *p, struct fw_dp *dp)
 
 		fw_prom_family(p, name, "counter", pass ? help_b : help_p);
 		for (__u32 r = 0; r < FW_REASON_MAX; r++) {
-			const char *labels[] = {"reason", fw_reason_name(r), "verdict",
-						fw_reason_drops(r) ? "drop" : "pass", NULL};
+			const char *rn = fw_reason_name(r);
+			/* where it applies: the port guard on the node's own
+			 * links, or a sandbox's traffic (TC and cgroup), so a
+			 * sum of drops never mixes the two by accident */
+			const char *hook = rn && !strncmp(rn, "guard-", 6) ? "guard" : "sandbox";
+			const char *labels[] = {
+				"reason", rn,	"verdict", fw_reason_drops(r) ? "drop" : "pass",
+				"hook",	  hook, NULL};
 
 			if (fw_reason_meaning(r))
 				fw_prom_u64(p, name, labels, pass ? c[r].bytes : c[r].packets);

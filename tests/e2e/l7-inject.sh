@@ -40,9 +40,12 @@
 #              fastwalld's log (the proxy's stderr is in it), the proxy's
 #              files, fastwall monitor's output or the metrics
 #
-#   process  a `fastwall run` sandbox allowed api.example.com: with no
-#              vault, passes through untouched; with one, if the push
-#              reaches it, injected (else said, and skipped)
+#   process    a `fastwall run` sandbox root started, allowed
+#              api.example.com: a vault pushed before it started applies
+#              when it registers; a delete, a new push and a binding
+#              outside its policy (400) as for a container; when the run
+#              ends its vault goes, and a new run of the name has none; a
+#              run an unprivileged user started takes no vault (403)
 #
 # Skipped (exit 77) without nginx or nginx-dev, and on a build without
 # credential injection: fastwalld check refuses `l7.credentials`, or the
@@ -92,6 +95,8 @@ SECRET_B=fw-e2e-B-$FW_ID-$RANDOM$RANDOM
 SECRET_H=fw-e2e-H-$FW_ID-$RANDOM$RANDOM
 SECRET_X=fw-e2e-X-$FW_ID-$RANDOM$RANDOM
 SECRET_P=fw-e2e-P-$FW_ID-$RANDOM$RANDOM
+SECRET_P2=fw-e2e-P2-$FW_ID-$RANDOM$RANDOM
+RUN_GID=47312
 FWCA=$FW_TMP/fw-ca.crt
 NET_A=(--ip 10.42.0.2 --veth sb-a --gw 10.42.0.1 --cidr 10.42.0.0/24)
 NET_B=(--ip 10.42.0.3 --veth sb-b --gw 10.42.0.1 --cidr 10.42.0.0/24)
@@ -119,6 +124,7 @@ processes:
   cgroup_root: $CG_MNT
   cgroup_parent: $CG_PARENT
   socket: $RUN_SOCK
+  run_group: $RUN_GID
 $(if [ "$HARNESS" = 1 ]; then fw_l7_yaml; else fw_l7_yaml "credentials: on" "upstream_ca: $FW_L7_CA"; fi)
 EOF
 if ! "$FASTWALLD" -c "$FW_CFG" check >"$FW_TMP/check.out" 2>&1; then
@@ -397,12 +403,19 @@ check_fails "... the upstream got no credential of u-a's since the removal" \
 	sh -c "tail -n +$((ECHO_MARK + 2)) '$FW_CRED_ECHO' | grep -qF '$SECRET_A2'"
 
 echo "# a process sandbox"
-# a run allowed api.example.com, kept alive; commands join its cgroup
-nsenter --net="/run/netns/$NS_POD" "$FASTWALL" run --socket "$RUN_SOCK" --name "p-$FW_ID" \
-	--allow api.example.com -- sleep 300 &
-FW_PIDS+=($!)
+# a vault pushed for a run not started yet is cached, and applied when
+# root's run of that name registers
+fw_act_req POST /credential-vault -H "X-Fast-Sandbox-Uid: p-$FW_ID" \
+	--data-binary "$(fw_cred_vault "$SECRET_P" api.example.com)"
+check_eq "a vault for a run not started yet: 202 (cached)" "$FW_ACT_CODE" 202
 RUN_CG=$CG/p-$FW_ID
-fw_eventually 20 grep -qs . "$RUN_CG/cgroup.procs" || fw_die "fastwall run did not start"
+start_run() { # root's run p-ID allowed api.example.com, kept alive
+	nsenter --net="/run/netns/$NS_POD" "$FASTWALL" run --socket "$RUN_SOCK" --name "p-$FW_ID" \
+		--allow api.example.com -- sleep 300 &
+	FW_PIDS+=($!)
+	fw_eventually 20 grep -qs . "$RUN_CG/cgroup.procs" || fw_die "fastwall run did not start"
+}
+start_run
 in_cg() { # CMD...: in the run's cgroup, in the pod namespace
 	# shellcheck disable=SC2016 # expanded by the inner sh
 	fw_ns "$NS_POD" sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$RUN_CG" "$@"
@@ -416,21 +429,55 @@ get_cg() { # CA [CURL ARGS...]: "STATUS X-API-KEYS" of https://api.example.com/e
 }
 check_eq "the run resolves api.example.com (through fastwalld's DNS proxy)" \
 	"$(in_cg dig +short +time=2 +tries=1 @192.0.2.53 api.example.com 2>/dev/null | head -n1)" "$CDN4"
-check_eq "the run, no vault: api.example.com passes through untouched (the upstream's certificate, no header)" \
+check_eq "the run, its vault cached before it started: its credential reaches the upstream" \
+	"$(get_cg "$FWCA")" "200 $SECRET_P"
+check_eq "... the sandbox's own X-Api-Key replaced" \
+	"$(get_cg "$FWCA" -H 'X-Api-Key: mine')" "200 $SECRET_P"
+fw_act_req DELETE /credential-vault -H "X-Fast-Sandbox-Uid: p-$FW_ID"
+check_eq "the run's vault deleted: 204" "$FW_ACT_CODE" 204
+check_eq "... the next connection passes through untouched (the upstream's certificate, no header)" \
 	"$(get_cg "$FW_L7_CA")" "200 -"
 fw_act_req POST /credential-vault -H "X-Fast-Sandbox-Uid: p-$FW_ID" \
-	--data-binary "$(fw_cred_vault "$SECRET_P" api.example.com)"
-if [ "$FW_ACT_CODE" = 201 ]; then
-	check_eq "the run with a vault of its own: its credential" "$(get_cg "$FWCA")" "200 $SECRET_P"
-else
-	# the actions protocol's subjects carry vaults; `fastwall run` has none
-	echo "# skipped: a vault for the run (p-$FW_ID): the push answered $FW_ACT_CODE, no vault reaches a process sandbox"
-fi
+	--data-binary "$(fw_cred_vault "$SECRET_P2" api.example.com)"
+check_eq "a vault pushed to the live run: 201" "$FW_ACT_CODE" 201
+check_eq "... its credential on the next connection" "$(get_cg "$FWCA")" "200 $SECRET_P2"
+fw_act_req POST /credential-vault -H "X-Fast-Sandbox-Uid: p-$FW_ID" \
+	--data-binary "$(fw_cred_vault "$SECRET_X" other.example.com)"
+check_eq "a binding for a host outside the run's policy (other.example.com): 400" \
+	"$FW_ACT_CODE $FW_ACT_BODY" \
+	'400 invalid credential vault: binding "b1": host "other.example.com" is outside the subject'"'"'s policy'
+check_eq "... the vault unchanged" "$(get_cg "$FWCA")" "200 $SECRET_P2"
+# the run ends: its vault goes with it, and a later run of the name has none
+# shellcheck disable=SC2046 # the cgroup's pids
+kill $(cat "$RUN_CG/cgroup.procs") 2>/dev/null
+check "the run ended: its subject and cgroup are gone" fw_eventually 10 test ! -d "$RUN_CG"
+fw_act_req GET /credential-vault -H "X-Fast-Sandbox-Uid: p-$FW_ID"
+check_eq "... GET of its vault: 404" "$FW_ACT_CODE" 404
+start_run
+check_eq "a new run of the same name resolves api.example.com" \
+	"$(in_cg dig +short +time=2 +tries=1 @192.0.2.53 api.example.com 2>/dev/null | head -n1)" "$CDN4"
+check_eq "... and gets no credential (the upstream's certificate, no header)" \
+	"$(get_cg "$FW_L7_CA")" "200 -"
+fw_act_req GET /credential-vault -H "X-Fast-Sandbox-Uid: p-$FW_ID"
+check_eq "... GET of its vault: 404" "$FW_ACT_CODE" 404
+# a user's run names itself: it never takes a vault (the name could be
+# the one the platform pushes a sandbox's credentials for)
+chmod 711 "$FW_TMP"
+fw_ns "$NS_POD" setpriv --reuid=65534 --regid=65534 --groups="$RUN_GID" -- \
+	"$FASTWALL" run --socket "$RUN_SOCK" --name "q-$FW_ID" --allow api.example.com -- sleep 300 &
+FW_PIDS+=($!)
+check "a run by an unprivileged user of the run group started" \
+	fw_eventually 20 sh -c "grep -qs . '$CG'/*/'q-$FW_ID/cgroup.procs' || grep -qs . '$CG/q-$FW_ID/cgroup.procs'"
+fw_act_req POST /credential-vault -H "X-Fast-Sandbox-Uid: q-$FW_ID" \
+	--data-binary "$(fw_cred_vault "$SECRET_X" api.example.com)"
+check_eq "a vault pushed for the user's run: 403" "$FW_ACT_CODE" 403
+fw_act_req GET /credential-vault -H "X-Fast-Sandbox-Uid: q-$FW_ID"
+check_eq "... it has none (404)" "$FW_ACT_CODE" 404
 
 echo "# no credential anywhere but the upstream"
 sleep 0.5 # the monitor's last events
 fw_ns "$NS_POD" curl -s --max-time 3 "http://$FW_L7_METRICS/metrics" >"$FW_TMP/metrics.out"
-for s in "$SECRET_A" "$SECRET_A2" "$SECRET_B" "$SECRET_H" "$SECRET_X" "$SECRET_P"; do
+for s in "$SECRET_A" "$SECRET_A2" "$SECRET_B" "$SECRET_H" "$SECRET_X" "$SECRET_P" "$SECRET_P2"; do
 	check_fails "${s%%-"$FW_ID"*}: not in fastwalld's log (with the proxy's stderr)" grep -qF "$s" "$FW_LOG"
 	check_fails "${s%%-"$FW_ID"*}: not in the proxy's files" grep -rqF "$s" "$FW_TMP/l7run"
 	check_fails "${s%%-"$FW_ID"*}: not in fastwall monitor's output" grep -qF "$s" "$FW_TMP/monitor.out"

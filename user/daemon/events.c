@@ -170,6 +170,11 @@ void on_subject_change(void *ctx, const struct fw_reg_change *c)
 	const __u64 v[5] = {c->fence_hash, c->old_policy, c->policy, c->old_domains, c->domains};
 	const char *h[5];
 
+	/* a process sandbox's vault goes with it (an actions subject's goes
+	 * with REMOVE_BINDING): a later run of the same name gets none */
+	if (!strcmp(c->what, "removed") && c->origin == FW_ORIGIN_PROCESS &&
+	    ((struct fw_daemon *)ctx)->actions_on)
+		fw_vault_store_clear_uid(((struct fw_daemon *)ctx)->actions.vaults, c->name);
 	/* the layer-7 proxy's copy of its vault follows its id */
 	l7_on_subject(ctx, c);
 	snprintf(old_id, sizeof(old_id), "%u", c->old_id);

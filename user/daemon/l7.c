@@ -835,7 +835,7 @@ static void vaults_resync(struct fw_daemon *d)
 
 	if (!d->actions_on || !d->l7.counters.vaults)
 		return;
-	names = fw_reg_protocol_names(&d->reg, &n);
+	names = fw_reg_vault_names(&d->reg, &n);
 	for (size_t i = 0; i < n; i++) {
 		struct fw_entry *e = fw_reg_get(&d->reg, names[i], false);
 		int err;

@@ -98,6 +98,8 @@ struct fw_procs {
 	size_t nsubjects;
 	__u64 cgns_ino;	 /* fastwalld's own cgroup namespace */
 	bool nsdelegate; /* cgroup2 has it, at the last look */
+	fw_procs_run_fn on_run;
+	void *on_run_ctx;
 };
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -666,6 +668,17 @@ static void handle_add(struct client *c, struct fw_run_req *req, int passed)
 	err = e ? fw_reg_apply(p->reg, e, spec, FW_ORIGIN_PROCESS, 0, NULL) : -ENOMEM;
 	if (!err)
 		r.id = e->id;
+	/* root's runs (the platform's) may get a credential vault, checked
+	 * against this policy; a user's never: its name is its own choice,
+	 * so it could be the name a vault was pushed for */
+	if (!err && c->uid == 0) {
+		if (fw_reg_set_run_policy(e, &req->policy))
+			fw_warn("run %s: no memory to keep its policy: it takes no credential "
+				"vault",
+				req->name);
+		else if (p->on_run)
+			p->on_run(p->on_run_ctx, e);
+	}
 	if (e)
 		fw_reg_put(p->reg, e);
 	if (err) {
@@ -1117,6 +1130,12 @@ static int resolve_group(struct fw_procs *p, const char *name)
 	}
 	p->has_group = true;
 	return 0;
+}
+
+void fw_procs_on_run(struct fw_procs *p, fw_procs_run_fn fn, void *ctx)
+{
+	p->on_run = fn;
+	p->on_run_ctx = ctx;
 }
 
 int fw_procs_open(struct fw_registry *reg, const struct fw_cfg *cfg, struct fw_procs **out)

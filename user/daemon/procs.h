@@ -18,6 +18,10 @@ struct fw_procs;
  * cgroup programs and adopts the runs of an earlier start: before any
  * process subject is programmed. */
 int fw_procs_open(struct fw_registry *reg, const struct fw_cfg *cfg, struct fw_procs **out);
+/* Called for each run root registers, its entry held (run_policy set):
+ * the credential pushes that arrived before it apply now. */
+typedef void (*fw_procs_run_fn)(void *ctx, struct fw_entry *e);
+void fw_procs_on_run(struct fw_procs *p, fw_procs_run_fn fn, void *ctx);
 /* Serves the run socket and checks the runs on loop. */
 int fw_procs_serve(struct fw_procs *p, struct fw_loop *loop);
 /* Resolves the cgroup of every static subject with one (below the

@@ -211,6 +211,15 @@ static int start_settings(struct fw_daemon *d)
 /* asked for: without the cgroup programs its sandboxes would run
  * unchecked, so fastwalld does not start. Before the subjects: a cgroup
  * subject is checked from the moment it is programmed */
+/* a run root registered: the vault pushes cached for its name apply */
+static void on_run(void *ctx, struct fw_entry *e)
+{
+	struct fw_daemon *d = ctx;
+
+	if (d->actions_on)
+		fw_actions_run_added(&d->actions, e);
+}
+
 static int start_processes(struct fw_daemon *d)
 {
 	if (!d->cfg.processes_enabled)
@@ -218,6 +227,7 @@ static int start_processes(struct fw_daemon *d)
 	if (fw_procs_open(&d->reg, &d->cfg, &d->procs))
 		return FW_EXIT_KERNEL;
 	fw_procs_resolve(d->procs, d->cfg.subjects, d->cfg.nsubjects);
+	fw_procs_on_run(d->procs, on_run, d);
 	return FW_EXIT_OK;
 }
 

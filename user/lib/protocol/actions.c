@@ -395,7 +395,7 @@ static const struct fw_policy *vault_policy(const struct fw_entry *e)
 	const struct fw_proto *p = e->priv;
 
 	if (!p)
-		return NULL;
+		return e->run_policy; /* a process sandbox's, or none */
 	return state_of(e) == FW_STATE_ACTIVE ? &p->current : &p->pending;
 }
 
@@ -474,6 +474,12 @@ static void flush_one(const struct fw_push *push, void *arg)
 	 * denying subject answers it 202 and keeps the binding input, which
 	 * is authoritative, so the vault pushes after it are checked
 	 * against the binding's own policy. */
+	if (push->kind == FW_PUSH_POLICY && !fc->e->priv) {
+		fw_info("subject %s: cached policy push %s dropped: a process sandbox's policy "
+			"is the one it was started with",
+			push->uid, push->method);
+		return;
+	}
 	if (push->kind == FW_PUSH_POLICY) {
 		policy_push_locked(fc->a, fc->e, push->method, push->generation, push->body,
 				   push->len, &r);
@@ -941,6 +947,19 @@ void fw_actions_vault(struct fw_actions *a, const char *method, const char *uid_
 		out->len = strlen(json);
 		goto out;
 	}
+	if (e && e->id && !e->priv && e->meta.origin == FW_ORIGIN_PROCESS) {
+		/* a process sandbox: root's runs take vaults (run_policy) */
+		if (!e->run_policy) {
+			reply_text(out, 403,
+				   "subject %s is a process sandbox that takes no credential vault "
+				   "(started by a user other than root, or before fastwalld "
+				   "restarted)",
+				   uid);
+			goto out;
+		}
+		vault_push_locked(a, e, method, gen, body, len, out);
+		goto out;
+	}
 	if (!e || !e->id || !e->priv) {
 		if (cache_push(a, uid, FW_PUSH_VAULT, method, body, len, gen, out))
 			out->status = 202;
@@ -950,6 +969,14 @@ void fw_actions_vault(struct fw_actions *a, const char *method, const char *uid_
 out:
 	if (e)
 		fw_reg_put(a->reg, e);
+}
+
+void fw_actions_run_added(struct fw_actions *a, struct fw_entry *e)
+{
+	struct flush_ctx fc = {a, e};
+
+	if (a->pending)
+		fw_pending_take(a->pending, e->meta.name, FW_PENDING_NO_GEN, flush_one, &fc);
 }
 
 void fw_actions_vault_active(struct fw_actions *a, const char *client_ip, const char *if_none_match,

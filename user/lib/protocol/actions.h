@@ -96,6 +96,9 @@ void fw_actions_policy(struct fw_actions *a, const char *method, const char *uid
 void fw_actions_vault(struct fw_actions *a, const char *method, const char *uid, const char *gen,
 		      const char *body, size_t len, struct fw_reply *out);
 /* GET /credential-vault/_active?clientIp=... (unix socket only) */
+/* A process sandbox root started (e held, its run_policy set): the
+ * vault pushes cached for its name apply now, its policy pushes drop. */
+void fw_actions_run_added(struct fw_actions *a, struct fw_entry *e);
 void fw_actions_vault_active(struct fw_actions *a, const char *client_ip, const char *if_none_match,
 			     struct fw_reply *out);
 /* Takes pem (malloc'd), the certificates GET /l7/ca.crt serves. */

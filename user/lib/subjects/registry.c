@@ -164,6 +164,32 @@ static struct fw_entry *entry_new(struct fw_registry *r, const char *name)
 	return e;
 }
 
+static void run_policy_drop(struct fw_entry *e)
+{
+	if (!e->run_policy)
+		return;
+	fw_policy_free(e->run_policy);
+	free(e->run_policy);
+	e->run_policy = NULL;
+}
+
+int fw_reg_set_run_policy(struct fw_entry *e, const struct fw_policy *policy)
+{
+	struct fw_policy *copy = calloc(1, sizeof(*copy));
+
+	if (!copy)
+		return -ENOMEM;
+	fw_policy_init(copy);
+	if (fw_policy_copy(copy, policy)) {
+		fw_policy_free(copy);
+		free(copy);
+		return -ENOMEM;
+	}
+	run_policy_drop(e);
+	e->run_policy = copy;
+	return 0;
+}
+
 static void entry_unlink_locked(struct fw_registry *r, struct fw_entry *e)
 {
 	struct fw_entry **pp;
@@ -175,6 +201,7 @@ static void entry_unlink_locked(struct fw_registry *r, struct fw_entry *e)
 		}
 	}
 	fw_compiled_set_free(&e->live);
+	run_policy_drop(e);
 	pthread_mutex_destroy(&e->op);
 	free(e);
 }
@@ -398,6 +425,7 @@ void fw_reg_free(struct fw_registry *r)
 				r->priv_free(e->priv);
 			fw_compiled_set_free(&e->live);
 			fw_domain_policy_put(e->domains);
+			run_policy_drop(e);
 			pthread_mutex_destroy(&e->op);
 			free(e);
 		}
@@ -943,6 +971,7 @@ int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 	e->meta.binding_hash = e->meta.policy_hash = e->meta.fence_hash = 0;
 	e->meta.port_state = 0;
 	fw_compiled_set_free(&e->live);
+	run_policy_drop(e);
 	e->adopted = false;
 	pthread_mutex_lock(&r->lock);
 	fw_domain_policy_put(e->domains);
@@ -1375,6 +1404,18 @@ static bool pick_protocol(const struct fw_entry *e, const void *ctx)
 char (*fw_reg_protocol_names(struct fw_registry *r, size_t *n))[FW_NAME_LEN]
 {
 	return collect(r, pick_protocol, NULL, n);
+}
+
+static bool pick_vault_holder(const struct fw_entry *e, const void *ctx)
+{
+	(void)ctx;
+	return e->id && (e->meta.origin == FW_ORIGIN_ACTIONS ||
+			 (e->meta.origin == FW_ORIGIN_PROCESS && e->run_policy));
+}
+
+char (*fw_reg_vault_names(struct fw_registry *r, size_t *n))[FW_NAME_LEN]
+{
+	return collect(r, pick_vault_holder, NULL, n);
 }
 
 static bool pick_adopted(const struct fw_entry *e, const void *ctx)

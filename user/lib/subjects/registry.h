@@ -75,6 +75,10 @@ struct fw_entry {
 	struct fw_compiled_set live;	  /* what the live rule trie holds, if known */
 	void *priv;			  /* the protocol layer's state; keeps the entry alive */
 	struct fw_domain_policy *domains; /* under the registry lock; NULL until applied */
+	/* a process sandbox root started: its policy as given, what the
+	 * hosts of its credential vault are checked against (NULL: it takes
+	 * no vault); goes when the subject does */
+	struct fw_policy *run_policy;
 };
 
 /* A subject's change in the kernel, for the audit trail. */
@@ -170,6 +174,8 @@ void fw_reg_put(struct fw_registry *r, struct fw_entry *e);
 int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_subject_spec *spec,
 		 enum fw_origin origin, __u64 fence_hash, bool *changed);
 /* Removes every trace of e from the kernel (lock held). */
+/* Keeps a copy of policy as e's run_policy (entry held): 0 or -ENOMEM. */
+int fw_reg_set_run_policy(struct fw_entry *e, const struct fw_policy *policy);
 int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e);
 
 /* Replaces the operator overlay (copied) used by later applies. */
@@ -194,6 +200,8 @@ int fw_reg_addr_owner(struct fw_registry *r, const struct fw_ip *a, char *name, 
 /* The names of the bound protocol subjects (malloc'd, *n of them; NULL
  * when there are none or memory ran out). */
 char (*fw_reg_protocol_names(struct fw_registry *r, size_t *n))[FW_NAME_LEN];
+/* The same, and the process sandboxes that take a vault (run_policy). */
+char (*fw_reg_vault_names(struct fw_registry *r, size_t *n))[FW_NAME_LEN];
 /* Copies the name of subject id into buf ("" when unknown). */
 void fw_reg_name_of(struct fw_registry *r, __u32 id, char *buf, size_t len);
 size_t fw_reg_count(struct fw_registry *r);

@@ -9,13 +9,16 @@
  * the balancer that sends each request to the connection's original
  * destination.
  *
- * The handshake: a certificate callback on the server's SSL_CTX checks
- * the connection's peer (the same uid, SO_PEERCRED), its PROXY line's
- * sandbox end in fastwall_l7_nat, the server name against the names that
- * taught the original destination and against the vault, then serves a
- * leaf for the name signed by fastwall_l7_ca (minted, cached per worker).
- * Anything else fails the handshake (l7-no-cert). Session resumption is
- * off on that SSL_CTX, so every connection runs the callback.
+ * The handshake: a ClientHello callback on the server's SSL_CTX, which
+ * runs for every hello (one that offers a session too), checks the
+ * connection's peer (the same uid, SO_PEERCRED), its PROXY line's sandbox
+ * end in fastwall_l7_nat, the hello's server name against the names that
+ * taught the original destination and against the vault, and sets the
+ * session id context to a hash of {subject, destination, name}, so a
+ * session resumes only for the same three. On a full handshake a
+ * certificate callback serves a leaf for the name signed by
+ * fastwall_l7_ca (minted, cached per worker). Anything else fails the
+ * handshake (l7-no-cert).
  *
  * Each request: Host (or :authority) must be the server name, else 421
  * (l7-misdirected); then the vault's binding, if one matches, sets its
@@ -32,6 +35,7 @@
 #include <openssl/x509v3.h>
 
 #include "ngx_fastwall_l7.h"
+#include "l7/hello.h"
 #include "l7/pin.h"
 
 
@@ -46,6 +50,10 @@
 #define NGX_HTTP_FASTWALL_L7_IDLE        60000
 #define NGX_HTTP_FASTWALL_L7_REQUESTS    1000
 #define NGX_HTTP_FASTWALL_L7_LIFE        3600000
+
+/* TLS sessions with origins a worker keeps for resumption, one per
+ * {address, port, server name} in a slot its hash picks */
+#define NGX_HTTP_FASTWALL_L7_SESSIONS    1024
 
 
 typedef struct ngx_http_fastwall_l7_term_srv_conf_s
@@ -74,10 +82,22 @@ struct ngx_http_fastwall_l7_term_srv_conf_s {
 };
 
 
+/* an origin's TLS session, resumed only for the same address, port and
+ * server name: the name it was verified for */
+typedef struct {
+    SSL_SESSION                           *session;
+    socklen_t                              socklen;
+    ngx_sockaddr_t                         sockaddr;
+    size_t                                 sni_len;
+    u_char                                 sni[FW_LEASE_NAME_SZ];
+} ngx_http_fastwall_l7_session_t;
+
+
 /* a terminated connection's: made by the certificate callback */
 typedef struct {
     ngx_fastwall_l7_peer_t                 peer;
     ngx_flag_t                             reported;  /* l7-pinned sent */
+    ngx_flag_t                             certified; /* the leaf is set */
     ngx_sockaddr_t                         origin;
     socklen_t                              origin_len;
     ngx_str_t                              upstream;
@@ -121,6 +141,7 @@ static char *ngx_http_fastwall_l7_origin(ngx_conf_t *cf, ngx_command_t *cmd,
 static ngx_int_t ngx_http_fastwall_l7_term_add_variables(ngx_conf_t *cf);
 static ngx_int_t ngx_http_fastwall_l7_term_init(ngx_conf_t *cf);
 static ngx_int_t ngx_http_fastwall_l7_term_init_process(ngx_cycle_t *cycle);
+static int ngx_http_fastwall_l7_term_hello(SSL *ssl, int *al, void *arg);
 static int ngx_http_fastwall_l7_term_cert(SSL *ssl, void *arg);
 static ngx_int_t ngx_http_fastwall_l7_term_access(ngx_http_request_t *r);
 static ngx_int_t ngx_http_fastwall_l7_term_log(ngx_http_request_t *r);
@@ -134,6 +155,10 @@ static ngx_int_t ngx_http_fastwall_l7_origin_get(ngx_peer_connection_t *pc,
     void *data);
 static void ngx_http_fastwall_l7_origin_free(ngx_peer_connection_t *pc,
     void *data, ngx_uint_t state);
+static ngx_int_t ngx_http_fastwall_l7_origin_set_session(
+    ngx_peer_connection_t *pc, void *data);
+static void ngx_http_fastwall_l7_origin_save_session(
+    ngx_peer_connection_t *pc, void *data);
 static void ngx_http_fastwall_l7_idle_close_handler(ngx_event_t *ev);
 static void ngx_http_fastwall_l7_idle_dummy_handler(ngx_event_t *ev);
 static void ngx_http_fastwall_l7_idle_close(ngx_connection_t *c);
@@ -217,6 +242,10 @@ static ngx_rbtree_node_t  ngx_http_fastwall_l7_leaves_sentinel;
 static ngx_queue_t        ngx_http_fastwall_l7_leaves_lru;
 static ngx_uint_t         ngx_http_fastwall_l7_nleaves;
 static EVP_PKEY          *ngx_http_fastwall_l7_leaf_key;
+
+/* the worker's origin sessions (zero after the fork: each its own) */
+static ngx_http_fastwall_l7_session_t
+    ngx_http_fastwall_l7_sessions[NGX_HTTP_FASTWALL_L7_SESSIONS];
 
 
 static void *
@@ -373,12 +402,11 @@ ngx_http_fastwall_l7_term_init(ngx_conf_t *cf)
             return NGX_ERROR;
         }
 
+        /* the checks on every hello (a resumed one too), the leaf on
+         * every full handshake */
+        SSL_CTX_set_client_hello_cb(ctx, ngx_http_fastwall_l7_term_hello,
+                                    NULL);
         SSL_CTX_set_cert_cb(ctx, ngx_http_fastwall_l7_term_cert, NULL);
-
-        /* a resumed session skips the callback, and with it the checks */
-        SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
-        SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-        SSL_CTX_set_num_tickets(ctx, 0);
 
         n++;
     }
@@ -726,15 +754,36 @@ ngx_http_fastwall_l7_term_origin(ngx_http_fastwall_l7_term_conn_t *tc)
 }
 
 
+/* the host name of the ClientHello OpenSSL is processing into name;
+ * 0, or -1 when it has none (or a malformed or doubled one) */
+static ngx_int_t
+ngx_http_fastwall_l7_hello_name(SSL *ssl, char *name)
+{
+    size_t                len;
+    const unsigned char  *ext;
+
+    if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &ext, &len)
+        != 1
+        || fw_l7_hello_server_name(ext, len, name) != 0)
+    {
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* the peer, its PROXY line's sandbox end in fastwall_l7_nat, the
+ * ClientHello's server name against the names that taught the original
+ * destination and against the vault: FW_L7_PINNED, or the reason */
 static ngx_uint_t
 ngx_http_fastwall_l7_term_check(ngx_connection_t *c, SSL *ssl,
     ngx_fastwall_l7_conf_t *fcf, ngx_http_fastwall_l7_term_conn_t *tc)
 {
-    X509                  *leaf;
+    char                   sni[FW_L7_HELLO_NAME_MAX + 1];
     socklen_t              len;
     ngx_addr_t             addr;
     ngx_uint_t             reason;
-    const char            *sni;
     struct ucred           cred;
     ngx_proxy_protocol_t  *pp;
 
@@ -770,8 +819,7 @@ ngx_http_fastwall_l7_term_check(ngx_connection_t *c, SSL *ssl,
         return reason;
     }
 
-    sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
-    if (sni == NULL) {
+    if (ngx_http_fastwall_l7_hello_name(ssl, sni) != 0) {
         return FW_L7_NO_NAME;
     }
 
@@ -791,49 +839,93 @@ ngx_http_fastwall_l7_term_check(ngx_connection_t *c, SSL *ssl,
         return FW_L7_NO_CERT;
     }
 
-    leaf = ngx_http_fastwall_l7_leaf(fcf, c->log, tc->peer.nat.subject,
-                                     tc->sni.data, tc->sni.len);
-    if (leaf == NULL) {
-        return FW_L7_NO_CERT;
-    }
-
-    /* the placeholder goes: only the leaf is ever served */
-    SSL_certs_clear(ssl);
-
-    if (SSL_use_certificate(ssl, leaf) != 1
-        || SSL_use_PrivateKey(ssl, ngx_http_fastwall_l7_leaf_key) != 1)
-    {
-        ngx_ssl_error(NGX_LOG_ALERT, c->log, 0,
-                      "fastwall l7: can't serve the certificate");
-        return FW_L7_NO_CERT;
-    }
-
     ngx_http_fastwall_l7_term_origin(tc);
 
     return FW_L7_PINNED;
 }
 
 
-static int
-ngx_http_fastwall_l7_term_cert(SSL *ssl, void *arg)
+/* A session resumes only where every part of its key is the same: the
+ * subject, the original destination and port, and the server name. The
+ * session id context is that key's SHA-256, so OpenSSL refuses a ticket
+ * or session id made under another (a full handshake follows). */
+static ngx_int_t
+ngx_http_fastwall_l7_term_sid_ctx(SSL *ssl,
+    ngx_http_fastwall_l7_term_conn_t *tc)
 {
+    u_char        md[EVP_MAX_MD_SIZE];
+    uint32_t      subject;
+    unsigned int  n;
+    EVP_MD_CTX   *mdc;
+    ngx_int_t     rc;
+
+    subject = tc->peer.nat.subject;
+    rc = NGX_ERROR;
+
+    mdc = EVP_MD_CTX_new();
+    if (mdc == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (EVP_DigestInit_ex(mdc, EVP_sha256(), NULL) == 1
+        && EVP_DigestUpdate(mdc, &subject, sizeof(subject)) == 1
+        && EVP_DigestUpdate(mdc, &tc->origin, tc->origin_len) == 1
+        && EVP_DigestUpdate(mdc, tc->sni.data, tc->sni.len) == 1
+        && EVP_DigestFinal_ex(mdc, md, &n) == 1
+        && n <= SSL_MAX_SID_CTX_LENGTH
+        && SSL_set_session_id_context(ssl, md, n) == 1)
+    {
+        rc = NGX_OK;
+    }
+
+    EVP_MD_CTX_free(mdc);
+
+    return rc;
+}
+
+
+/* Every ClientHello, a resumed one too, before OpenSSL looks at a
+ * session it offers: the checks, and the session id context that keeps
+ * a session to its own subject, destination and name. */
+static int
+ngx_http_fastwall_l7_term_hello(SSL *ssl, int *al, void *arg)
+{
+    int                                n;
+    char                               sni[FW_L7_HELLO_NAME_MAX + 1];
+    char                               norm[FW_LEASE_NAME_SZ];
     ngx_uint_t                         reason;
     ngx_connection_t                  *c;
     ngx_fastwall_l7_conf_t            *fcf;
     ngx_http_fastwall_l7_term_conn_t  *tc;
 
     c = ngx_ssl_get_connection(ssl);
+    *al = SSL_AD_HANDSHAKE_FAILURE;
 
-    /* OpenSSL may call again (a HelloRetryRequest): one check */
-    if (SSL_get_ex_data(ssl, ngx_http_fastwall_l7_term_index) != NULL) {
-        return 1;
+    /* the second hello after a HelloRetryRequest: the same name, or
+     * nothing (the checks ran on the first) */
+    tc = SSL_get_ex_data(ssl, ngx_http_fastwall_l7_term_index);
+
+    if (tc != NULL) {
+        n = ngx_http_fastwall_l7_hello_name(ssl, sni) == 0
+            ? fw_l7_name_norm(sni, ngx_strlen(sni), 0, norm) : -1;
+
+        if (n != (int) tc->sni.len
+            || ngx_memcmp(norm, tc->sni.data, tc->sni.len) != 0)
+        {
+            ngx_log_error(NGX_LOG_INFO, c->log, 0,
+                          "fastwall l7: handshake refused, the second "
+                          "ClientHello names another server");
+            return SSL_CLIENT_HELLO_ERROR;
+        }
+
+        return SSL_CLIENT_HELLO_SUCCESS;
     }
 
     fcf = ngx_fastwall_l7_conf((ngx_cycle_t *) ngx_cycle);
 
     tc = ngx_pcalloc(c->pool, sizeof(ngx_http_fastwall_l7_term_conn_t));
     if (tc == NULL) {
-        return 0;
+        return SSL_CLIENT_HELLO_ERROR;
     }
 
     reason = ngx_http_fastwall_l7_term_check(c, ssl, fcf, tc);
@@ -846,12 +938,65 @@ ngx_http_fastwall_l7_term_cert(SSL *ssl, void *arg)
                       "fastwall l7: handshake refused, %s, subject %uD, "
                       "name \"%s\"", ngx_fastwall_l7_reason_name(reason),
                       tc->peer.nat.subject, tc->sni_text);
+        return SSL_CLIENT_HELLO_ERROR;
+    }
+
+    if (ngx_http_fastwall_l7_term_sid_ctx(ssl, tc) != NGX_OK
+        || SSL_set_ex_data(ssl, ngx_http_fastwall_l7_term_index, tc) != 1)
+    {
+        *al = SSL_AD_INTERNAL_ERROR;
+        return SSL_CLIENT_HELLO_ERROR;
+    }
+
+    return SSL_CLIENT_HELLO_SUCCESS;
+}
+
+
+/* A full handshake (a resumed one sends no certificate): the leaf for
+ * the name the hello callback checked. */
+static int
+ngx_http_fastwall_l7_term_cert(SSL *ssl, void *arg)
+{
+    X509                              *leaf;
+    ngx_connection_t                  *c;
+    ngx_fastwall_l7_conf_t            *fcf;
+    ngx_http_fastwall_l7_term_conn_t  *tc;
+
+    c = ngx_ssl_get_connection(ssl);
+
+    tc = SSL_get_ex_data(ssl, ngx_http_fastwall_l7_term_index);
+    if (tc == NULL) {
         return 0;
     }
 
-    if (SSL_set_ex_data(ssl, ngx_http_fastwall_l7_term_index, tc) != 1) {
+    if (tc->certified) {
+        return 1;
+    }
+
+    fcf = ngx_fastwall_l7_conf((ngx_cycle_t *) ngx_cycle);
+
+    leaf = ngx_http_fastwall_l7_leaf(fcf, c->log, tc->peer.nat.subject,
+                                     tc->sni.data, tc->sni.len);
+
+    /* the placeholder goes: only the leaf is ever served */
+    SSL_certs_clear(ssl);
+
+    if (leaf == NULL
+        || SSL_use_certificate(ssl, leaf) != 1
+        || SSL_use_PrivateKey(ssl, ngx_http_fastwall_l7_leaf_key) != 1)
+    {
+        if (leaf != NULL) {
+            ngx_ssl_error(NGX_LOG_ALERT, c->log, 0,
+                          "fastwall l7: can't serve the certificate");
+        }
+
+        ngx_fastwall_l7_report(fcf, c->log, FW_L7_REPORT_VERDICT, FW_L7_TLS,
+                               &tc->peer, FW_L7_NO_CERT, tc->sni_text,
+                               0, 0, 0);
         return 0;
     }
+
+    tc->certified = 1;
 
     return 1;
 }
@@ -1143,6 +1288,8 @@ ngx_http_fastwall_l7_origin_init_peer(ngx_http_request_t *r,
     r->upstream->peer.data = op;
     r->upstream->peer.get = ngx_http_fastwall_l7_origin_get;
     r->upstream->peer.free = ngx_http_fastwall_l7_origin_free;
+    r->upstream->peer.set_session = ngx_http_fastwall_l7_origin_set_session;
+    r->upstream->peer.save_session = ngx_http_fastwall_l7_origin_save_session;
     r->upstream->peer.tries = 1;
 
     return NGX_OK;
@@ -1303,6 +1450,97 @@ ngx_http_fastwall_l7_origin_free(ngx_peer_connection_t *pc, void *data,
     if (c->read->ready) {
         ngx_http_fastwall_l7_idle_close_handler(c->read);
     }
+}
+
+
+/* the slot of the request's {address, port, server name}, and whether it
+ * holds that key's session */
+static ngx_http_fastwall_l7_session_t *
+ngx_http_fastwall_l7_session_slot(ngx_peer_connection_t *pc,
+    ngx_http_fastwall_l7_term_conn_t *tc, ngx_flag_t *same)
+{
+    uint32_t                         crc;
+    ngx_http_fastwall_l7_session_t  *s;
+
+    ngx_crc32_init(crc);
+    ngx_crc32_update(&crc, (u_char *) pc->sockaddr, pc->socklen);
+    ngx_crc32_update(&crc, tc->sni.data, tc->sni.len);
+    ngx_crc32_final(crc);
+
+    s = &ngx_http_fastwall_l7_sessions[crc % NGX_HTTP_FASTWALL_L7_SESSIONS];
+
+    *same = s->session != NULL
+            && s->sni_len == tc->sni.len
+            && ngx_memcmp(s->sni, tc->sni.data, tc->sni.len) == 0
+            && ngx_memn2cmp((u_char *) &s->sockaddr, (u_char *) pc->sockaddr,
+                            s->socklen, pc->socklen) == 0;
+
+    return s;
+}
+
+
+/* a new connection to the origin offers the session its key last got */
+static ngx_int_t
+ngx_http_fastwall_l7_origin_set_session(ngx_peer_connection_t *pc,
+    void *data)
+{
+    ngx_http_fastwall_l7_origin_peer_t  *op = data;
+
+    ngx_flag_t                       same;
+    ngx_http_fastwall_l7_session_t  *s;
+
+    s = ngx_http_fastwall_l7_session_slot(pc, op->tc, &same);
+
+    if (!same) {
+        return NGX_OK;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, pc->log, 0,
+                   "fastwall l7: origin session offered for \"%V\"",
+                   &op->tc->sni);
+
+    return ngx_ssl_set_session(pc->connection, s->session);
+}
+
+
+/* a verified connection's session (a full handshake's, or a TLS 1.3
+ * ticket that came after it) replaces its key's */
+static void
+ngx_http_fastwall_l7_origin_save_session(ngx_peer_connection_t *pc,
+    void *data)
+{
+    ngx_http_fastwall_l7_origin_peer_t  *op = data;
+
+    ngx_flag_t                        same;
+    ngx_ssl_session_t                *session;
+    ngx_http_fastwall_l7_session_t   *s;
+    ngx_http_fastwall_l7_term_conn_t *tc;
+
+    tc = op->tc;
+
+    /* only one whose certificate verified for the name */
+    if (SSL_get_verify_result(pc->connection->ssl->connection) != X509_V_OK
+        || ngx_ssl_check_host(pc->connection, &tc->sni) != NGX_OK)
+    {
+        return;
+    }
+
+    session = ngx_ssl_get_session(pc->connection);
+    if (session == NULL) {
+        return;
+    }
+
+    s = ngx_http_fastwall_l7_session_slot(pc, tc, &same);
+
+    if (s->session) {
+        ngx_ssl_free_session(s->session);
+    }
+
+    s->session = session;
+    s->socklen = pc->socklen;
+    ngx_memcpy(&s->sockaddr, pc->sockaddr, pc->socklen);
+    s->sni_len = tc->sni.len;
+    ngx_memcpy(s->sni, tc->sni.data, tc->sni.len);
 }
 
 

@@ -423,8 +423,7 @@ for line in "fastwall_l7_vaults fd:8,9;" "fastwall_l7_ca fd:10;" \
 	"proxy_set_header Upgrade \$http_upgrade;" \
 	"proxy_set_header Connection \$fastwall_l7_connection;" "proxy_ssl_server_name on;" \
 	"proxy_ssl_name \$fastwall_l7_sni;" "proxy_ssl_verify on;" "proxy_ssl_verify_depth 8;" \
-	"proxy_ssl_trusted_certificate $RUNDIR/var/upstream-ca.crt;" \
-	"proxy_ssl_session_reuse off;"; do
+	"proxy_ssl_trusted_certificate $RUNDIR/var/upstream-ca.crt;"; do
 	check "nginx.conf (injecting): $line" grep -qF -- "$line" "$CONF"
 done
 check "the terminating server comes after the pinned one, in http" bash -c \

@@ -214,7 +214,6 @@ http {
 			proxy_ssl_verify on;
 			proxy_ssl_verify_depth 8;
 			proxy_ssl_trusted_certificate $CA;
-			proxy_ssl_session_reuse off;
 			proxy_request_buffering off;
 			proxy_buffering off;
 			proxy_connect_timeout 2s;
@@ -348,17 +347,46 @@ check_eq "a name past 64 characters: no common name, the name in a critical SAN"
 	"$(openssl x509 -in "$FW_TMP/leaf-long.pem" -noout -subject -ext subjectAltName 2>&1 | tr -d ' ' | tr '\n' ' ')" \
 	"subject= X509v3SubjectAlternativeName:critical DNS:$LONG "
 
-# every handshake goes through the checks: no session to resume
-nat 44060 $D4 443
-nat 44061 $D4 443
-check_eq "TLS 1.3: no ticket, so no resumption" \
-	"$(fw_ns "$SB" "$FW_PY" "$TERM_HELPER" resume --src "$C:44060,44061" --dst "$PX:15443" \
-		--sni api.example.com --ca "$L7CA")" "reused False ticket False"
-nat 44062 $D4 443
-nat 44063 $D4 443
-check_eq "TLS 1.2: no session resumed" \
-	"$(fw_ns "$SB" "$FW_PY" "$TERM_HELPER" resume --src "$C:44062,44063" --dst "$PX:15443" \
-		--sni api.example.com --ca "$L7CA" --tls12)" "reused False ticket False"
+# a session resumes, and only for its own subject, destination and name
+# (every hello goes through the checks, a resumed one too)
+resume() { # PORTS [ARGS...]: "reused R ticket T | BODY" of the second connection
+	local ports=$1
+	shift
+	fw_ns "$SB" "$FW_PY" "$TERM_HELPER" resume --src "$C:$ports" --dst "$PX:15443" \
+		--ca "$L7CA" "$@"
+}
+nat 44080 $D4 443
+nat 44081 $D4 443
+check_eq "TLS 1.3: the second connection resumes the first one's ticket, injected" \
+	"$(resume 44080,44081 --sni api.example.com)" "reused True ticket True | api key=k-api-6 host=api.example.com"
+nat 44082 $D4 443
+nat 44083 $D4 443
+check_eq "TLS 1.2: a session resumed, injected" \
+	"$(resume 44082,44083 --sni api.example.com --tls12 | sed 's/ticket [A-Za-z]* //')" \
+	"reused True | api key=k-api-6 host=api.example.com"
+nat 44084 $D4 443
+nat 44085 $D4 443
+check_eq "TLS 1.3: api.example.com's ticket offered for www.example.org: not resumed (a full handshake), www's page" \
+	"$(resume 44084,44085 --sni api.example.com --sni2 www.example.org)" "reused False ticket True | www key="
+nat 44086 $D4 443
+nat 44087 $D4 443
+check_eq "TLS 1.2: api.example.com's session offered for www.example.org: not resumed" \
+	"$(resume 44086,44087 --sni api.example.com --sni2 www.example.org --tls12 | cut -d' ' -f1,2)" "reused False"
+# subject 8 has the same lease and a vault of its own
+py put-lease "$BPFFS" 8 $D4 3600 1
+tpy put-vault "$BPFFS" 8 1 "api|X-Api-Key|k-api-s8|api.example.com||0"
+nat 44088 $D4 443
+py put-nat "$BPFFS" "$C" 44089 15443 $D4 443 8 tls
+check_eq "TLS 1.3: subject 7's ticket offered by subject 8: not resumed, subject 8's credential" \
+	"$(resume 44088,44089 --sni api.example.com)" "reused False ticket True | api key=k-api-s8 host=api.example.com"
+nat 44090 $D4 443
+py put-nat "$BPFFS" "$C" 44091 15443 $D4 443 8 tls
+check_eq "TLS 1.2: subject 7's session offered by subject 8: not resumed" \
+	"$(resume 44090,44091 --sni api.example.com --tls12 | cut -d' ' -f1,2)" "reused False"
+nat 44092 2001:db8::10 443
+nat 44093 $D4 443
+check_eq "TLS 1.3: a ticket of another original destination: not resumed" \
+	"$(resume 44092,44093 --sni api.example.com | cut -d' ' -f1,2)" "reused False"
 
 nat 44014 203.0.113.12 443
 check_eq "a WebSocket upgrade on a terminated connection: 101, then bytes both ways" \

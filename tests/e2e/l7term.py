@@ -142,29 +142,38 @@ def resume(argv):
     p.add_argument("--src", required=True, help="ADDR:PORT,PORT")
     p.add_argument("--dst", required=True)
     p.add_argument("--sni", required=True)
+    p.add_argument("--sni2", help="the second connection's server name")
     p.add_argument("--ca", required=True)
     p.add_argument("--tls12", action="store_true")
     o = p.parse_args(argv)
     sh, ports = o.src.rsplit(":", 1)
+    names = [o.sni, o.sni2 or o.sni]
     dh, dp = o.dst.rsplit(":", 1)
     ctx = ssl.create_default_context(cafile=o.ca)
     if o.tls12:
         ctx.maximum_version = ssl.TLSVersion.TLSv1_2
     session = None
-    for port in ports.split(","):
+    body = b""
+    for i, port in enumerate(ports.split(",")):
+        name = names[min(i, 1)]
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind((sh, int(port)))
         s.settimeout(5)
         s.connect((dh, int(dp)))
-        t = ctx.wrap_socket(s, server_hostname=o.sni, session=session)
-        t.sendall(b"GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % o.sni.encode())
-        while t.recv(4096):
-            pass
+        t = ctx.wrap_socket(s, server_hostname=name, session=session)
+        t.sendall(b"GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % name.encode())
+        body = b""
+        while True:
+            b = t.recv(4096)
+            if not b:
+                break
+            body += b
         reused = t.session_reused
         session = t.session
         t.close()
-    print("reused", reused, "ticket", bool(session and session.has_ticket))
+    last = body.split(b"\r\n\r\n", 1)[-1].decode(errors="replace").strip()
+    print("reused", reused, "ticket", bool(session and session.has_ticket), "|", last)
 
 
 def launch(pin, report_sock, ca, cmd):

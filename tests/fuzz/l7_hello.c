@@ -27,6 +27,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!copy)
 		return 0;
 	memcpy(copy, data, size);
+	/* the input as a server_name extension's body: a name it gives is
+	 * one non-empty string of at most 255 bytes with no NUL inside */
+	{
+		char name[FW_L7_HELLO_NAME_MAX + 1];
+
+		if (fw_l7_hello_server_name(copy, size, name) == 0 &&
+		    (!name[0] || strlen(name) > FW_L7_HELLO_NAME_MAX || size < strlen(name) + 5))
+			abort();
+	}
 	st = fw_l7_hello_walk(copy, size, &h);
 	if (st != FW_L7_HELLO_OK && st != FW_L7_HELLO_MORE && st != FW_L7_HELLO_BAD)
 		abort();

@@ -291,3 +291,35 @@ Test(l7_hello, a_record_of_another_type_inside_the_hello)
 	wire.b[5 + 50] = 23;
 	cr_assert_eq(fw_l7_hello_walk(wire.b, wire.n, &h), FW_L7_HELLO_BAD);
 }
+
+/* the server_name extension's body as OpenSSL's ClientHello callback
+ * gives it: list length, then entries of type, length, name */
+Test(l7_hello, server_name_extension_body)
+{
+	static const uint8_t one_name[] = {0, 14, 0, 0, 11, 'a', 'p', 'i', '.', 'e',
+					   'x', 'a', 'm', 'p', 'l', 'e'};
+	static const uint8_t two_names[] = {0, 10, 0, 0, 2, 'a', 'b', 0, 0, 2, 'c', 'd'};
+	static const uint8_t nul_inside[] = {0, 6, 0, 0, 3, 'a', 0, 'b'};
+	static const uint8_t trailing[] = {0, 5, 0, 0, 2, 'a', 'b', 'x'};
+	static const uint8_t short_list[] = {0, 9, 0, 0, 2, 'a', 'b'};
+	static const uint8_t other_type_only[] = {0, 5, 1, 0, 2, 'a', 'b'};
+	static const uint8_t other_type_then_name[] = {0, 10, 1, 0, 2, 'x', 'y', 0, 0, 2, 'a', 'b'};
+	static const uint8_t empty_name[] = {0, 3, 0, 0, 0};
+	char name[FW_L7_HELLO_NAME_MAX + 1];
+
+	cr_assert_eq(fw_l7_hello_server_name(one_name, sizeof(one_name), name), 0);
+	cr_assert_str_eq(name, "api.example");
+	cr_assert_eq(fw_l7_hello_server_name(other_type_then_name, sizeof(other_type_then_name),
+					     name),
+		     0);
+	cr_assert_str_eq(name, "ab");
+	cr_assert_eq(fw_l7_hello_server_name(two_names, sizeof(two_names), name), -1);
+	cr_assert_eq(fw_l7_hello_server_name(nul_inside, sizeof(nul_inside), name), -1);
+	cr_assert_eq(fw_l7_hello_server_name(trailing, sizeof(trailing), name), -1);
+	cr_assert_eq(fw_l7_hello_server_name(short_list, sizeof(short_list), name), -1);
+	cr_assert_eq(fw_l7_hello_server_name(other_type_only, sizeof(other_type_only), name), -1);
+	cr_assert_eq(fw_l7_hello_server_name(empty_name, sizeof(empty_name), name), -1);
+	cr_assert_eq(fw_l7_hello_server_name(one_name, 0, name), -1);
+	cr_assert_eq(fw_l7_hello_server_name(one_name, 1, name), -1);
+	cr_assert_str_eq(name, "");
+}

@@ -648,7 +648,6 @@ int l7_conf_print(FILE *f, const struct fw_cfg *cfg, bool ipv6, bool inject)
 			"            proxy_ssl_verify on;\n"
 			"            proxy_ssl_verify_depth 8;\n"
 			"            proxy_ssl_trusted_certificate %s/upstream-ca.crt;\n"
-			"            proxy_ssl_session_reuse off;\n"
 			"            proxy_request_buffering off;\n"
 			"            proxy_buffering off;\n"
 			"        }\n"

@@ -110,6 +110,8 @@ static int walk_server_name(struct cursor *c, size_t len, struct fw_l7_hello *h)
 			if (!h->host_names)
 				h->name[i] = (char)b;
 		}
+		if (!h->host_names)
+			h->name_len = nl;
 		h->host_names++;
 	}
 	return 0;
@@ -200,5 +202,19 @@ int fw_l7_hello_vet(const struct fw_l7_hello *h, int ech_allowed)
 		return FW_L7_BAD_HELLO;
 	if (h->ech && !ech_allowed)
 		return FW_L7_ECH;
+	return 0;
+}
+
+int fw_l7_hello_server_name(const uint8_t *ext, size_t len, char name[FW_L7_HELLO_NAME_MAX + 1])
+{
+	/* one "record" that is the body: the cursor never looks for another */
+	struct cursor c = {.buf = ext, .len = len, .rec_end = len};
+	struct fw_l7_hello h = {0};
+
+	name[0] = '\0';
+	if (walk_server_name(&c, len, &h) || c.pos != len || h.host_names != 1 ||
+	    strlen(h.name) != h.name_len)
+		return -1;
+	memcpy(name, h.name, h.name_len + 1);
 	return 0;
 }

@@ -30,6 +30,7 @@ struct fw_l7_hello {
 	int ech;			     /* an encrypted_client_hello extension */
 	size_t hello_len;		     /* bytes of records the hello took */
 	char name[FW_L7_HELLO_NAME_MAX + 1]; /* the first host_name, NUL-terminated */
+	size_t name_len;		     /* its length on the wire */
 };
 
 /* Walks buf[0..len): FW_L7_HELLO_OK with *h filled, FW_L7_HELLO_MORE or
@@ -40,5 +41,11 @@ enum fw_l7_hello_status fw_l7_hello_walk(const uint8_t *buf, size_t len, struct 
  * 0, or the enum fw_l7_reason that refuses it (two server names, ECH
  * unless ech_allowed). */
 int fw_l7_hello_vet(const struct fw_l7_hello *h, int ech_allowed);
+
+/* The one host name of a server_name extension's body ext[0..len) (as
+ * OpenSSL's SSL_client_hello_get0_ext gives it) into name: 0, or -1 for
+ * a malformed body, none or more than one host name, or a name holding
+ * a NUL byte. */
+int fw_l7_hello_server_name(const uint8_t *ext, size_t len, char name[FW_L7_HELLO_NAME_MAX + 1]);
 
 #endif /* FW_L7_HELLO_H */

@@ -296,8 +296,8 @@ Test(l7_hello, a_record_of_another_type_inside_the_hello)
  * gives it: list length, then entries of type, length, name */
 Test(l7_hello, server_name_extension_body)
 {
-	static const uint8_t one_name[] = {0, 14, 0, 0, 11, 'a', 'p', 'i', '.', 'e',
-					   'x', 'a', 'm', 'p', 'l', 'e'};
+	static const uint8_t one_name[] = {0,	14,  0,	  0,   11,  'a', 'p', 'i',
+					   '.', 'e', 'x', 'a', 'm', 'p', 'l', 'e'};
 	static const uint8_t two_names[] = {0, 10, 0, 0, 2, 'a', 'b', 0, 0, 2, 'c', 'd'};
 	static const uint8_t nul_inside[] = {0, 6, 0, 0, 3, 'a', 0, 'b'};
 	static const uint8_t trailing[] = {0, 5, 0, 0, 2, 'a', 'b', 'x'};
@@ -309,9 +309,9 @@ Test(l7_hello, server_name_extension_body)
 
 	cr_assert_eq(fw_l7_hello_server_name(one_name, sizeof(one_name), name), 0);
 	cr_assert_str_eq(name, "api.example");
-	cr_assert_eq(fw_l7_hello_server_name(other_type_then_name, sizeof(other_type_then_name),
-					     name),
-		     0);
+	cr_assert_eq(
+		fw_l7_hello_server_name(other_type_then_name, sizeof(other_type_then_name), name),
+		0);
 	cr_assert_str_eq(name, "ab");
 	cr_assert_eq(fw_l7_hello_server_name(two_names, sizeof(two_names), name), -1);
 	cr_assert_eq(fw_l7_hello_server_name(nul_inside, sizeof(nul_inside), name), -1);

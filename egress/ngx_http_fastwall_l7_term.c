@@ -98,6 +98,7 @@ typedef struct {
     ngx_fastwall_l7_peer_t                 peer;
     ngx_flag_t                             reported;  /* l7-pinned sent */
     ngx_flag_t                             certified; /* the leaf is set */
+    ngx_flag_t                             injected;  /* l7-injected sent */
     ngx_sockaddr_t                         origin;
     socklen_t                              origin_len;
     ngx_str_t                              upstream;
@@ -1122,9 +1123,15 @@ ngx_http_fastwall_l7_term_access(ngx_http_request_t *r)
                        "fastwall l7: binding \"%V\" for \"%V\"", &binding,
                        &tc->sni);
 
-        ngx_fastwall_l7_report(fcf, r->connection->log, FW_L7_REPORT_VERDICT,
-                               FW_L7_TLS, &tc->peer, FW_L7_INJECTED,
-                               tc->sni_text, 0, 0, 0);
+        /* once per connection, as l7-pinned: a report per request
+         * cost the proxy and fastwalld more than the injection */
+        if (!tc->injected) {
+            ngx_fastwall_l7_report(fcf, r->connection->log,
+                                   FW_L7_REPORT_VERDICT, FW_L7_TLS, &tc->peer,
+                                   FW_L7_INJECTED, tc->sni_text, 0, 0, 0);
+            tc->injected = 1;
+        }
+
         return NGX_OK;
     }
 

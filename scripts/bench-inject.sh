@@ -45,8 +45,11 @@
 # ratios and never judges them: the exit status is non-zero only when the
 # benchmark itself breaks. Environment: BUILD (build), FULL (1: 5 rounds),
 # INJ_ROUNDS (3), INJ_SECONDS (5), INJ_CONNS (32), INJ_H2_CONNS (8),
-# INJ_H2_STREAMS (16), INJ_H2_N (8,000), INJ_PUSHES (5). Output also goes to
-# $BUILD/bench/inject.txt.
+# INJ_H2_STREAMS (16), INJ_H2_N (8,000), INJ_PUSHES (5); INJ_PERF=1 records
+# the limit's and ours' proxies (and fastwalld) during each wrk and h2load
+# run with perf into $BUILD/bench/inject-PATH-KIND.perf (perf report -i
+# ... --no-children). The proxies' CPU per request (user + system) is
+# printed beside the rates. Output also goes to $BUILD/bench/inject.txt.
 set -uo pipefail
 
 # shellcheck source=tests/e2e/lib.sh
@@ -310,12 +313,55 @@ to_us() { # wrk's "1.23ms" -> 1230
 }
 
 RES=$FW_TMP/results # lines: PATH METRIC VALUE
-run_wrk() {         # PATH conn|ka
-	local p=$1 kind=$2 out hdr=()
+proxy_pids() {      # PATH: the proxy's processes (ours: and fastwalld)
+	local m
+	case $1 in
+	limit) m=$(cat "$FW_TMP/limit.pid" 2>/dev/null) ;;
+	ours) m=$(fw_l7_proxy_pids | head -n1) ;;
+	mitm) pgrep -f "mitmdump.*$MITM_PORT" ;;
+	esac
+	[ -n "${m:-}" ] && echo "$m" && pgrep -P "$m"
+	[ "$1" != ours ] || echo "$FW_DAEMON_PID"
+}
+cpu_ticks() { # PID...: their user + system clock ticks
+	local p s=0 t
+	for p in "$@"; do
+		t=$(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null)
+		s=$((s + ${t:-0}))
+	done
+	echo "$s"
+}
+HZ=$(getconf CLK_TCK)
+# measure PATH KIND N T0 PIDS...: the CPU per request since T0 into RES
+cpu_per_req() {
+	local p=$1 kind=$2 n=$3 t0=$4 t1
+	shift 4
+	t1=$(cpu_ticks "$@")
+	[ "${n:-0}" -gt 0 ] && [ "$#" -gt 0 ] &&
+		echo "$p ${kind}_cpu_us $(awk -v a="$t0" -v b="$t1" -v n="$n" -v hz="$HZ" 'BEGIN { printf "%.1f", (b - a) * 1e6 / hz / n }')" >>"$RES"
+	return 0
+}
+perf_start() { # PATH KIND PIDS...: a perf recording for SECS when INJ_PERF=1 (its pid)
+	local p=$1 kind=$2
+	shift 2
+	[ "${INJ_PERF:-0}" = 1 ] && [ "$#" -gt 0 ] && [ "$p" != direct ] || return 0
+	perf record -q -g -o "$OUT/inject-$p-$kind.perf" -p "$(
+		IFS=,
+		echo "$*"
+	)" -- sleep "$SECS" >/dev/null 2>&1 &
+	echo $!
+}
+run_wrk() { # PATH conn|ka
+	local p=$1 kind=$2 out hdr=() pp=() t0 perf
 	fresh "$p"
 	mapfile -t hdr < <(path_hdr "$p")
 	[ "$kind" = conn ] && hdr+=(-H 'Connection: close')
+	mapfile -t pp < <(proxy_pids "$p")
+	t0=$(cpu_ticks "${pp[@]}")
+	perf=$(perf_start "$p" "$kind" "${pp[@]}")
 	out=$(in_ns "$(path_ns "$p")" wrk -t1 -c"$CONNS" -d"${SECS}s" --latency "${hdr[@]}" "$(path_url "$p")/")
+	[ -n "$perf" ] && wait "$perf"
+	cpu_per_req "$p" "$kind" "$(awk '/requests in/ { print $1 }' <<<"$out")" "$t0" "${pp[@]}"
 	{
 		echo "$p ${kind}_rps $(awk '/^Requests\/sec:/ { print $2 }' <<<"$out")"
 		echo "$p ${kind}_p50_us $(to_us "$(awk '$1 == "50%" { print $2 }' <<<"$out")")"
@@ -325,13 +371,18 @@ run_wrk() {         # PATH conn|ka
 	printf '  %-7s %-4s %10s req/s\n' "$p" "$kind" "$(awk '/^Requests\/sec:/ { print $2 }' <<<"$out")"
 }
 run_h2() { # PATH
-	local p=$1 out hdr=() rps mean ok
+	local p=$1 out hdr=() rps mean ok pp=() t0 perf
 	fresh "$p"
 	mapfile -t hdr < <(path_hdr "$p")
+	mapfile -t pp < <(proxy_pids "$p")
+	t0=$(cpu_ticks "${pp[@]}")
+	perf=$(perf_start "$p" h2 "${pp[@]}")
 	out=$(in_ns "$(path_ns "$p")" h2load -c "$H2_CONNS" -m "$H2_STREAMS" -n "$H2_N" "${hdr[@]}" \
 		"$(path_url "$p")/" 2>&1)
+	[ -n "$perf" ] && wait "$perf"
 	rps=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out")
 	ok=$(sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' <<<"$out")
+	cpu_per_req "$p" h2 "$ok" "$t0" "${pp[@]}"
 	mean=$(awk '$1 == "time" && $3 == "request:" { print $6 }' <<<"$out")
 	echo "$p h2_rps ${rps:-0}" >>"$RES"
 	[ -n "$mean" ] && echo "$p h2_mean_us $(to_us "$mean")" >>"$RES"
@@ -403,11 +454,14 @@ labels = [
     ("conn_rps", "new TLS connections/s", True),
     ("conn_p50_us", "p50, new connection (us)", False),
     ("conn_p99_us", "p99, new connection (us)", False),
+    ("conn_cpu_us", "proxy CPU per new connection (us)", False),
     ("ka_rps", "keep-alive requests/s", True),
     ("ka_p50_us", "p50, keep-alive (us)", False),
     ("ka_p99_us", "p99, keep-alive (us)", False),
+    ("ka_cpu_us", "proxy CPU per kept-alive request (us)", False),
     ("h2_rps", "HTTP/2 requests/s", True),
     ("h2_mean_us", "HTTP/2 mean per request (us)", False),
+    ("h2_cpu_us", "proxy CPU per HTTP/2 request (us)", False),
     ("push_ms", "push -> first injected request (ms)", None),
     ("push_answered_ms", "push answered -> first request (ms)", None),
 ]

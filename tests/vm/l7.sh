@@ -77,6 +77,13 @@ if [ -n "${CGROOT:-}" ]; then
 fi
 printf 'l7:\n  enabled: true\n  default: off\n  module: %s\n  runtime_dir: %s\n  user: nobody\n  ca:\n    dir: %s\n' \
 	"$L7_SO" "$TMP/l7run" "$TMP/l7-ca" >>"$CFG"
+# credentials: the vaults' maps (a hash and a mmapped array, never
+# pinned) handed to the proxy, and pushes over the actions listener
+if [ -n "${CGROOT:-}" ] && command -v curl >/dev/null; then
+	L7_ACT=127.0.0.1:18090
+	printf '  credentials: on\nactions:\n  listen: %s\n  vault_socket: %s\n' \
+		"$L7_ACT" "$TMP/vault.sock" >>"$CFG"
+fi
 # the proxy (nobody) reads its nginx.conf in $TMP/l7run
 chmod 711 "$TMP"
 start_daemon
@@ -163,6 +170,43 @@ SCRIPT
 	check "... the denial is audited" log_has \
 		"deny subject=l7p-$ID reason=l7-name proto=http .* dst=${L7_ADDR//./\\.} dport=80 name=learned\\.example\\.com" 5
 	if [ "$FAILED" = "$F0" ]; then feature l7_run_http yes; else feature l7_run_http no; fi
+fi
+
+# credential injection on this kernel: a vault pushed for a run before it
+# starts (cached, applied when root's run registers) binds l7.example.com
+# over http with a bearer token; the run's request reaches the server
+# (a busybox CGI that prints the Authorization it got) with it
+if [ -n "${L7_ACT:-}" ]; then
+	F0=$FAILED
+	KEY=fw-vm-key-$ID-$RANDOM
+	mkdir -p "$TMP/www/cgi-bin"
+	# shellcheck disable=SC2016 # expanded by the CGI's sh
+	printf '#!/bin/sh\nprintf "Content-Type: text/plain\\r\\n\\r\\nauth=%%s\\n" "$HTTP_AUTHORIZATION"\n' \
+		>"$TMP/www/cgi-bin/auth"
+	chmod 755 "$TMP/www/cgi-bin/auth"
+	code=$(in_ns "$POD" curl -s -o "$TMP/push.out" -w '%{http_code}' --max-time 10 \
+		-H "X-Fast-Sandbox-Uid: l7i-$ID" --data-binary \
+		'{"credentials":[{"name":"k1","source":{"type":"inline","value":"'"$KEY"'"}}],"bindings":[{"name":"b1","match":{"hosts":["l7.example.com"],"schemes":["http"]},"auth":{"type":"bearer","credential":"k1"}}]}' \
+		"http://$L7_ACT/credential-vault")
+	check "a vault pushed for a run not started yet: cached (202)" test "$code" = 202
+	cat >"$TMP/l7inj.sh" <<SCRIPT
+dig +short +time=5 +tries=1 @192.0.2.53 l7.example.com >/dev/null || exit
+exec 3<>/dev/tcp/$L7_ADDR/80 || exit
+printf 'GET /cgi-bin/auth HTTP/1.0\r\nHost: l7.example.com\r\n\r\n' >&3
+while IFS= read -r l <&3 || [ -n "\$l" ]; do printf '%s\n' "\$l"; done
+SCRIPT
+	out=$(prun l7i --policy "$TMP/l7run.json" -- timeout 20 bash "$TMP/l7inj.sh" 2>&1)
+	out=${out//$'\r'/}
+	if [[ $out == *"auth=Bearer $KEY"* ]]; then
+		ok "run with a vault: the server got Authorization: Bearer with the vault's token"
+	else
+		not_ok "run with a vault: the server got Authorization: Bearer with the vault's token"
+		printf '%s\n' "$out" | tail -4 | sed 's/^/#   | /'
+		grep -E 'l7|vault' "$LOG" | tail -5 | sed 's/^/#   | /'
+	fi
+	check_fails "... the token is in no log of fastwalld's (the proxy's stderr with it)" \
+		grep -qF "$KEY" "$LOG"
+	if [ "$FAILED" = "$F0" ]; then feature l7_inject yes; else feature l7_inject no; fi
 fi
 
 kill -TERM "$DAEMON"

@@ -27,7 +27,10 @@
  *        bit 2: the frame goes through fw_to_sandbox (traffic into a
  *        sandbox: it can open pod flows and carries the proxy's answers);
  *        bit 3: keep the frame's source MAC (otherwise the harness gives
- *        pkt.c's MAC the port's own, see world_mac)
+ *        pkt.c's MAC the port's own, see world_mac); bit 4: before the
+ *        frame, the proxy reports a pinned connection closed (entry
+ *        bits 6-7 of the oracle's table, fw_dp_l7_closed), bit 5: and
+ *        fastwalld releases it (fw_dp_l7_release)
  * State the programs keep (fragments, DNS NAT, pod flows, connections, the
  * layer-7 table) is
  * emptied before every input, so an input decides the same way every run.
@@ -661,7 +664,8 @@ struct o_nat {
 struct o_l7 {
 	struct fw_ip client, orig;
 	__u16 client_port, proxy_port, orig_port;
-	bool closed;
+	__u32 subject;
+	bool closed; /* a FIN or RST passed, or the proxy reported it closed */
 };
 
 struct o_flow {
@@ -1192,7 +1196,8 @@ static void oracle_remember(const struct frame *f, const struct verdict *v)
 						   .client_port = f->sport,
 						   .proxy_port = v->to_port,
 						   .orig = f->dst,
-						   .orig_port = f->dport};
+						   .orig_port = f->dport,
+						   .subject = v->subject};
 		} else if (e && (f->tcp_flags & (TH_FIN | TH_RST))) {
 			e->closed = true;
 		}
@@ -1285,6 +1290,7 @@ static struct {
 	size_t input_len;
 	/* what the oracle saw: frames, passes, and where it allowed more */
 	__u64 frames, refused, passes[FW_REASON_MAX], stricter[FW_REASON_MAX];
+	__u64 l7_closed, l7_released; /* the proxy's close reports, releases */
 } h;
 
 /* libFuzzer's coverage sees only this process: the program's reason paired
@@ -1716,6 +1722,42 @@ static void ports_bind(void)
 	}
 }
 
+/* The proxy reports the connection of entry ctl >> 6 (of those the
+ * oracle holds) closed, as fastwalld passes it on (fw_dp_l7_closed); with
+ * ctl & 0x20 the release follows at once (fw_dp_l7_release). The entry
+ * then no longer holds its port against another destination, and once
+ * released its segments have no entry, both ways. */
+static void l7_report_closed(__u8 ctl)
+{
+	struct o_l7 *e;
+	struct fw_l7_nat_key k = {};
+	int err;
+
+	if (!st.nl7)
+		return;
+	e = &st.l7[(ctl >> 6) % st.nl7];
+	k.client = e->client;
+	k.client_port = htons(e->client_port);
+	k.proxy_port = htons(e->proxy_port);
+	err = fw_dp_l7_closed(h.dp, &k, e->subject);
+	/* marked once: a second report of the same entry finds it marked */
+	if (err && err != -ENOENT)
+		abort();
+	h.l7_closed += !err;
+	e->closed = true;
+	if (!(ctl & 0x20))
+		return;
+	if (fw_dp_l7_release(h.dp, &k) && !err) {
+		fprintf(stderr,
+			"fw_dp_l7_release: the entry fw_dp_l7_closed marked is not released\n");
+		abort();
+	}
+	if (fw_dp_l7_release(h.dp, &k) != -ENOENT)
+		abort();
+	h.l7_released++;
+	*e = st.l7[--st.nl7];
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	size_t off = 1;
@@ -1743,6 +1785,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		default:
 			st.ifindex = 1; /* lo */
 		}
+		if (ctl & 0x10)
+			l7_report_closed(ctl);
 		/* test_run takes neither runts nor frames beyond a page */
 		if (len >= 14 && len <= FUZZ_FRAME_MAX) {
 			static __u8 frame[FUZZ_FRAME_MAX];
@@ -1772,6 +1816,8 @@ static void summary(void)
 		if (!fw_reason_drops(r) && h.passes[r])
 			fprintf(stderr, " %s %llu", fw_reason_name(r),
 				(unsigned long long)h.passes[r]);
+	fprintf(stderr, "\n  the proxy's close reports: %llu marked, %llu released",
+		(unsigned long long)h.l7_closed, (unsigned long long)h.l7_released);
 	fprintf(stderr, "\n  dropped though the oracle allows:");
 	for (__u32 r = 0; r < FW_REASON_MAX; r++)
 		if (h.stricter[r])

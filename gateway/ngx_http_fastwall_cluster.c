@@ -2006,6 +2006,8 @@ ngx_http_fwc_publish_start(ngx_http_fwc_target_t *t, ngx_log_t *log)
 
     c = t->pc.connection;
     c->data = t;
+    /* the TLS state lives in the publication's pool */
+    c->pool = t->pool;
     c->read->handler = ngx_http_fwc_publish_read;
     c->write->handler = ngx_http_fwc_publish_write;
     /* a worker shutting down does not wait for a peer */

@@ -40,8 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if ((size_t)n != size || memcmp(again, s, size) != 0)
 			abort();
 	}
-	if (fw_csig_verify(&kr, s, size, "east", 4, "west", 4, body, sizeof(body) - 1, &sig) ==
-	    0) {
+	if (fw_csig_verify(&kr, s, size, "east", 4, "west", 4, body, sizeof(body) - 1, &sig) == 0) {
 		n = fw_csig_sign(&kr, sig.key_id, "east", 4, "west", 4, sig.ts_ms, body,
 				 sizeof(body) - 1, again, sizeof(again));
 		if (n < 0 || (size_t)n != size || memcmp(again, s, size) != 0)

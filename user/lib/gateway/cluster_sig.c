@@ -108,9 +108,9 @@ static const struct fw_scope_key *ring_key(const struct fw_scope_keyring *kr, ch
 	return &kr->keys[idx];
 }
 
-int fw_csig_sign(const struct fw_scope_keyring *kr, char key_id, const char *from,
-		 size_t from_len, const char *to, size_t to_len, uint64_t ts_ms, const char *body,
-		 size_t body_len, char *out, size_t outlen)
+int fw_csig_sign(const struct fw_scope_keyring *kr, char key_id, const char *from, size_t from_len,
+		 const char *to, size_t to_len, uint64_t ts_ms, const char *body, size_t body_len,
+		 char *out, size_t outlen)
 {
 	static const char hex[] = "0123456789abcdef";
 	unsigned char mac[FW_CSIG_MAC_LEN];
@@ -125,8 +125,7 @@ int fw_csig_sign(const struct fw_scope_keyring *kr, char key_id, const char *fro
 		return -FW_CSIG_E_UNKNOWN_KEY;
 	if (ts_ms == 0 || !out || outlen < FW_CSIG_TEXT_MAX + 1)
 		return -FW_CSIG_E_ARG;
-	rc = fw_csig_mac(k->secret, k->len, from, from_len, to, to_len, ts_ms, body, body_len,
-			 mac);
+	rc = fw_csig_mac(k->secret, k->len, from, from_len, to, to_len, ts_ms, body, body_len, mac);
 	if (rc)
 		return rc;
 	n = snprintf(out, outlen, "v1.%c.%llu.", key_id, (unsigned long long)ts_ms);

@@ -58,9 +58,9 @@ int fw_csig_mac(const unsigned char *key, size_t key_len, const char *from, size
 
 /* Writes the header value (NUL-terminated) into out; returns its length
  * or a negative code (-FW_CSIG_E_UNKNOWN_KEY for a key id not in kr). */
-int fw_csig_sign(const struct fw_scope_keyring *kr, char key_id, const char *from,
-		 size_t from_len, const char *to, size_t to_len, uint64_t ts_ms, const char *body,
-		 size_t body_len, char *out, size_t outlen);
+int fw_csig_sign(const struct fw_scope_keyring *kr, char key_id, const char *from, size_t from_len,
+		 const char *to, size_t to_len, uint64_t ts_ms, const char *body, size_t body_len,
+		 char *out, size_t outlen);
 
 /* Parses text and checks its MAC in constant time; out (may be NULL)
  * gets the parsed signature. Says nothing of its age. */

@@ -42,7 +42,6 @@
 #define NGX_HTTP_FWC_FROM           "X-Fastwall-Cluster-From"
 #define NGX_HTTP_FWC_TOKEN          "X-Fastwall-Cluster-Token"
 #define NGX_HTTP_FWC_SIGNATURE      "X-Fastwall-Cluster-Signature"
-#define NGX_HTTP_FWC_SIG_LOG_GAP    10      /* s between two refusal lines */
 
 
 typedef struct {
@@ -56,6 +55,7 @@ typedef struct {
     in_port_t                   port;
     ngx_uint_t                  resolve;    /* a name nginx's resolver follows */
     ngx_resolver_ctx_t         *rctx;       /* a look-up in flight */
+    time_t                      rlogged;    /* last failed look-up line */
 } ngx_http_fwc_peer_t;
 
 
@@ -829,6 +829,7 @@ ngx_http_fwc_store_put(ngx_http_fwc_store_t *store, struct fw_member *m,
 
         ngx_queue_insert_tail(&store->sh->records, &found->queue);
         store->sh->count++;
+        found->signed_ms = 0;
         *changed = 1;
 
     } else {
@@ -839,7 +840,12 @@ ngx_http_fwc_store_put(ngx_http_fwc_store_t *store, struct fw_member *m,
     }
 
     found->m = *m;
-    found->signed_ms = signed_ms;
+
+    /* a record the local control plane posts keeps the last signature's
+     * time: an older signed one still cannot come back after it */
+    if (signed_ms) {
+        found->signed_ms = signed_ms;
+    }
 
     ngx_shmtx_unlock(&store->shpool->mutex);
 
@@ -2106,11 +2112,18 @@ ngx_http_fwc_peer_resolved(ngx_resolver_ctx_t *ctx)
     slen = ngx_http_fwc_first_addr(ctx, peer->port, &sa);
 
     if (slen == 0) {
-        ngx_log_error(NGX_LOG_INFO, ngx_cycle->log, 0,
-                      "fastwall ingress: cluster \"%V\": %V could not be "
-                      "resolved (%i: %s), %V kept", &peer->name, &peer->host,
-                      ctx->state, ngx_resolver_strerror(ctx->state),
-                      &peer->addr);
+        /* at most once a minute: a resolver that is down would say so
+         * every interval */
+        if (ngx_time() - peer->rlogged >= NGX_HTTP_FWC_PUB_LOG_GAP) {
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          "fastwall ingress: cluster \"%V\": %V could not "
+                          "be resolved (%i: %s), %V kept (logged at most "
+                          "once a minute)", &peer->name, &peer->host,
+                          ctx->state, ngx_resolver_strerror(ctx->state),
+                          &peer->addr);
+            peer->rlogged = ngx_time();
+        }
+
         ngx_resolve_name_done(ctx);
         return;
     }

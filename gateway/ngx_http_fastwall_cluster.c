@@ -28,7 +28,9 @@
 #include "ngx_http_fastwall_common.h"
 #include "ngx_http_fastwall_cluster.h"
 #include "gateway/cluster.h"
+#include "gateway/cluster_sig.h"
 #include "gateway/placement.h"
+#include "gateway/scope.h"
 
 
 #define NGX_HTTP_FWC_PLACE_MAX      1024    /* records one placement reads */
@@ -39,6 +41,7 @@
 #define NGX_HTTP_FWC_TOKEN_MAX      256
 #define NGX_HTTP_FWC_FROM           "X-Fastwall-Cluster-From"
 #define NGX_HTTP_FWC_TOKEN          "X-Fastwall-Cluster-Token"
+#define NGX_HTTP_FWC_SIGNATURE      "X-Fastwall-Cluster-Signature"
 
 
 typedef struct {
@@ -49,6 +52,10 @@ typedef struct {
     ngx_str_t                   prefix;     /* "" or "/path", no final '/' */
     ngx_str_t                   addr;       /* ip:port it is reached at */
     ngx_str_t                   upstream;   /* scheme://ip:port */
+    in_port_t                   port;
+    ngx_uint_t                  resolve;    /* a name nginx's resolver follows */
+    ngx_resolver_ctx_t         *rctx;       /* a look-up in flight */
+    time_t                      rlogged;    /* last failed look-up line */
 } ngx_http_fwc_peer_t;
 
 
@@ -61,7 +68,13 @@ typedef struct {
     ngx_str_t                   url;        /* as written, for the log */
     ngx_str_t                   authority;  /* Host */
     ngx_str_t                   path;       /* .../members */
+    ngx_str_t                   host;       /* the name alone, NUL-ended */
     ngx_addr_t                  addr;
+    in_port_t                   port;
+    ngx_uint_t                  ssl;        /* an https:// URL */
+    ngx_uint_t                  resolve;    /* a name nginx's resolver follows */
+    ngx_resolver_ctx_t         *rctx;
+    uint64_t                    signed_ms;  /* the last signature's time */
 
     /* the publishing worker's state */
     ngx_http_fwc_main_conf_t   *mcf;
@@ -90,6 +103,22 @@ struct ngx_http_fwc_main_conf_s {
     ngx_shm_zone_t             *shm_zone;
     ngx_int_t                   upstream_host;  /* variable index */
     ngx_flag_t                  admin;      /* an admin location exists */
+
+    /* signed publications: the ring, and the key id this one signs with */
+    struct fw_scope_keyring    *keys;
+    ngx_str_t                   keys_file;
+    u_char                      key_id;     /* 0: signs nothing */
+    ngx_str_t                   credential; /* of the admin API */
+    ngx_array_t                 admin_servers; /* of core srv conf pointers */
+    ngx_msec_t                  resolve_interval;
+    ngx_resolver_t             *resolver;   /* http-level "resolver" */
+    ngx_msec_t                  resolver_timeout;
+#if (NGX_SSL)
+    ngx_ssl_t                  *ssl;        /* of https publications */
+    ngx_str_t                   ssl_trusted;
+    ngx_str_t                   ssl_certificate;
+    ngx_str_t                   ssl_certificate_key;
+#endif
 };
 
 
@@ -103,6 +132,7 @@ typedef struct {
 typedef struct {
     ngx_queue_t                 queue;
     struct fw_member            m;          /* m.expires: unix seconds */
+    uint64_t                    signed_ms;  /* a peer's signature, 0: none */
 } ngx_http_fwc_record_t;
 
 
@@ -134,7 +164,18 @@ static char *ngx_http_fwc_publish(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_fwc_token(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_fwc_keys(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_fwc_key_id(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_fwc_credential(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static ngx_int_t ngx_http_fwc_init_process(ngx_cycle_t *cycle);
+static void ngx_http_fwc_publish_write(ngx_event_t *wev);
+#if (NGX_SSL)
+static void ngx_http_fwc_publish_tls(ngx_http_fwc_target_t *t,
+    ngx_connection_t *c);
+#endif
 static void ngx_http_fwc_exit_process(ngx_cycle_t *cycle);
 
 
@@ -183,7 +224,7 @@ static ngx_command_t  ngx_http_fwc_commands[] = {
       NULL },
 
     { ngx_string("fastwall_ingress_cluster_publish"),
-      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE2,
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE23,
       ngx_http_fwc_publish,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
@@ -202,6 +243,57 @@ static ngx_command_t  ngx_http_fwc_commands[] = {
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
+
+    { ngx_string("fastwall_ingress_cluster_keys"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_fwc_keys,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fastwall_ingress_cluster_key_id"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_fwc_key_id,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fastwall_ingress_cluster_admin_credential"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_fwc_credential,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fastwall_ingress_cluster_resolve_interval"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_fwc_main_conf_t, resolve_interval),
+      NULL },
+
+#if (NGX_SSL)
+    { ngx_string("fastwall_ingress_cluster_publish_ssl_trusted_certificate"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_fwc_main_conf_t, ssl_trusted),
+      NULL },
+
+    { ngx_string("fastwall_ingress_cluster_publish_ssl_certificate"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_fwc_main_conf_t, ssl_certificate),
+      NULL },
+
+    { ngx_string("fastwall_ingress_cluster_publish_ssl_certificate_key"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_fwc_main_conf_t, ssl_certificate_key),
+      NULL },
+#endif
 
       ngx_null_command
 };
@@ -690,10 +782,11 @@ ngx_http_fwc_same_member(struct fw_member *a, struct fw_member *b)
 
 /* Replaces the record of (cluster, namespace, env, pool); drops expired
  * records on the way; *changed: a new record or new counts. NGX_DECLINED
- * when the zone is full. */
+ * when the zone is full; NGX_BUSY for a signed record (signed_ms) that is
+ * not newer than the one kept: a replay never rolls a record back. */
 static ngx_int_t
 ngx_http_fwc_store_put(ngx_http_fwc_store_t *store, struct fw_member *m,
-    ngx_uint_t *changed)
+    uint64_t signed_ms, ngx_uint_t *changed)
 {
     ngx_queue_t            *q, *next;
     ngx_http_fwc_record_t  *rec, *found;
@@ -721,6 +814,11 @@ ngx_http_fwc_store_put(ngx_http_fwc_store_t *store, struct fw_member *m,
         }
     }
 
+    if (found && signed_ms && fw_csig_newer(signed_ms, found->signed_ms)) {
+        ngx_shmtx_unlock(&store->shpool->mutex);
+        return NGX_BUSY;
+    }
+
     if (found == NULL) {
         found = ngx_slab_alloc_locked(store->shpool,
                                       sizeof(ngx_http_fwc_record_t));
@@ -731,6 +829,7 @@ ngx_http_fwc_store_put(ngx_http_fwc_store_t *store, struct fw_member *m,
 
         ngx_queue_insert_tail(&store->sh->records, &found->queue);
         store->sh->count++;
+        found->signed_ms = 0;
         *changed = 1;
 
     } else {
@@ -741,6 +840,12 @@ ngx_http_fwc_store_put(ngx_http_fwc_store_t *store, struct fw_member *m,
     }
 
     found->m = *m;
+
+    /* a record the local control plane posts keeps the last signature's
+     * time: an older signed one still cannot come back after it */
+    if (signed_ms) {
+        found->signed_ms = signed_ms;
+    }
 
     ngx_shmtx_unlock(&store->shpool->mutex);
 
@@ -887,16 +992,54 @@ ngx_http_fwc_token_ok(ngx_str_t *want, ngx_str_t *got)
  */
 static const char *
 ngx_http_fwc_published_ok(ngx_http_request_t *r,
-    ngx_http_fwc_main_conf_t *mcf, ngx_str_t *from, struct fw_member *m)
+    ngx_http_fwc_main_conf_t *mcf, ngx_str_t *from, struct fw_member *m,
+    u_char *text, size_t len, uint64_t *signed_ms)
 {
-    if (mcf->token.len == 0) {
-        return "published records need fastwall_ingress_cluster_token here";
+    int              rc;
+    uint64_t         now;
+    ngx_str_t       *sig;
+    ngx_time_t      *tp;
+    struct fw_csig   parsed;
+
+    *signed_ms = 0;
+
+    if (mcf->token.len == 0 && mcf->keys == NULL) {
+        return "published records need fastwall_ingress_cluster_token or "
+               "fastwall_ingress_cluster_keys here";
     }
 
-    if (!ngx_http_fwc_token_ok(&mcf->token,
-                               ngx_http_fwc_header(r, NGX_HTTP_FWC_TOKEN)))
+    if (mcf->token.len
+        && !ngx_http_fwc_token_ok(&mcf->token,
+                                  ngx_http_fwc_header(r, NGX_HTTP_FWC_TOKEN)))
     {
         return "bad or missing " NGX_HTTP_FWC_TOKEN;
+    }
+
+    if (mcf->keys) {
+        sig = ngx_http_fwc_header(r, NGX_HTTP_FWC_SIGNATURE);
+        if (sig == NULL) {
+            return "unsigned (no " NGX_HTTP_FWC_SIGNATURE ")";
+        }
+
+        /* signed for this cluster by the one it names, under our ring */
+        rc = fw_csig_verify(mcf->keys, (const char *) sig->data, sig->len,
+                            (const char *) from->data, from->len,
+                            (const char *) mcf->id.data, mcf->id.len,
+                            (const char *) text, len, &parsed);
+        if (rc) {
+            return fw_csig_strerror(rc);
+        }
+
+        tp = ngx_timeofday();
+        now = (uint64_t) tp->sec * 1000 + tp->msec;
+
+        rc = fw_csig_fresh(parsed.ts_ms, now, (uint64_t) mcf->ttl * 1000,
+                           FW_CSIG_SKEW_MS);
+        if (rc) {
+            return fw_csig_strerror(rc);
+        }
+
+        *signed_ms = parsed.ts_ms;
     }
 
     if (ngx_http_fwc_find_peer(mcf, from->data, from->len) == NULL) {
@@ -921,6 +1064,7 @@ ngx_http_fwc_members_post(ngx_http_request_t *r)
     u_char                     text[FW_MEMBER_TEXT_MAX + 1], *p;
     ngx_int_t                  rc;
     ngx_buf_t                 *b;
+    uint64_t                   signed_ms;
     ngx_str_t                 *from;
     ngx_uint_t                 changed;
     ngx_chain_t               *cl;
@@ -957,9 +1101,11 @@ ngx_http_fwc_members_post(ngx_http_request_t *r)
     }
 
     from = ngx_http_fwc_header(r, NGX_HTTP_FWC_FROM);
+    signed_ms = 0;
 
     if (from) {
-        why = ngx_http_fwc_published_ok(r, mcf, from, &m);
+        why = ngx_http_fwc_published_ok(r, mcf, from, &m, text, len,
+                                        &signed_ms);
 
         if (why) {
             ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
@@ -987,7 +1133,19 @@ ngx_http_fwc_members_post(ngx_http_request_t *r)
 
     store = mcf->shm_zone->data;
 
-    if (ngx_http_fwc_store_put(store, &m, &changed) != NGX_OK) {
+    rc = ngx_http_fwc_store_put(store, &m, signed_ms, &changed);
+
+    if (rc == NGX_BUSY) {
+        why = fw_csig_strerror(FW_CSIG_E_REPLAY);
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "fastwall ingress: a member record published by "
+                      "\"%V\" refused: %s", from, why);
+        ngx_http_finalize_request(r,
+            ngx_http_fwc_error(r, NGX_HTTP_FORBIDDEN, why));
+        return;
+    }
+
+    if (rc != NGX_OK) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "fastwall ingress: member zone full, record of "
                       "cluster \"%s\" not kept", m.cluster);
@@ -1239,6 +1397,61 @@ ngx_http_fwc_ends_with(ngx_str_t *uri, const char *seg)
 }
 
 
+/*
+ * With fastwall_ingress_cluster_admin_credential every request carries
+ * "Authorization: Bearer CREDENTIAL" (compared in constant time), except
+ * a peer's publication (POST .../members with X-Fastwall-Cluster-From),
+ * which its token or signature authenticates instead.
+ */
+static ngx_int_t
+ngx_http_fwc_admin_auth(ngx_http_request_t *r, ngx_http_fwc_main_conf_t *mcf)
+{
+    ngx_str_t         got;
+    ngx_table_elt_t  *h;
+
+    if (mcf->credential.len == 0) {
+        return NGX_OK;
+    }
+
+    if (r->method == NGX_HTTP_POST
+        && ngx_http_fwc_ends_with(&r->uri, "members")
+        && ngx_http_fwc_header(r, NGX_HTTP_FWC_FROM))
+    {
+        return NGX_OK;
+    }
+
+    h = r->headers_in.authorization;
+
+    if (h && h->value.len > 7
+        && ngx_strncasecmp(h->value.data, (u_char *) "Bearer ", 7) == 0)
+    {
+        got.data = h->value.data + 7;
+        got.len = h->value.len - 7;
+
+        if (ngx_http_fwc_token_ok(&mcf->credential, &got)) {
+            return NGX_OK;
+        }
+    }
+
+    if (ngx_http_discard_request_body(r) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    r->headers_out.www_authenticate = ngx_list_push(&r->headers_out.headers);
+    if (r->headers_out.www_authenticate == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    r->headers_out.www_authenticate->hash = 1;
+    ngx_str_set(&r->headers_out.www_authenticate->key, "WWW-Authenticate");
+    ngx_str_set(&r->headers_out.www_authenticate->value,
+                "Bearer realm=\"fastwall cluster admin\"");
+
+    return ngx_http_fwc_error(r, NGX_HTTP_UNAUTHORIZED,
+                              h ? "bad credential" : "credential required");
+}
+
+
 static ngx_int_t
 ngx_http_fwc_admin_handler(ngx_http_request_t *r)
 {
@@ -1246,6 +1459,11 @@ ngx_http_fwc_admin_handler(ngx_http_request_t *r)
     ngx_http_fwc_main_conf_t  *mcf;
 
     mcf = ngx_http_get_module_main_conf(r, ngx_http_fastwall_cluster_module);
+
+    rc = ngx_http_fwc_admin_auth(r, mcf);
+    if (rc != NGX_OK) {
+        return rc;
+    }
 
     if (ngx_http_fwc_ends_with(&r->uri, "members")) {
 
@@ -1315,6 +1533,12 @@ static void
 ngx_http_fwc_publish_done(ngx_http_fwc_target_t *t)
 {
     if (t->pc.connection) {
+#if (NGX_SSL)
+        if (t->pc.connection->ssl) {
+            t->pc.connection->ssl->no_wait_shutdown = 1;
+            (void) ngx_ssl_shutdown(t->pc.connection);
+        }
+#endif
         ngx_close_connection(t->pc.connection);
         t->pc.connection = NULL;
     }
@@ -1412,14 +1636,14 @@ ngx_http_fwc_publish_judge(ngx_http_fwc_target_t *t)
     ngx_http_fwc_printable(&why, 160);
 
     /* a peer that echoes requests would hand our token back */
-    if (why.len >= t->mcf->token.len
+    if (t->mcf->token.len && why.len >= t->mcf->token.len
         && ngx_strlcasestrn(why.data, why.data + why.len, t->mcf->token.data,
                             t->mcf->token.len - 1))
     {
         why.len = 0;
     }
 
-    if (bad.len >= t->mcf->token.len
+    if (t->mcf->token.len && bad.len >= t->mcf->token.len
         && ngx_strlcasestrn(bad.data, bad.data + bad.len, t->mcf->token.data,
                             t->mcf->token.len - 1))
     {
@@ -1520,6 +1744,13 @@ ngx_http_fwc_publish_write(ngx_event_t *wev)
         return;
     }
 
+#if (NGX_SSL)
+    if (t->ssl && c->ssl == NULL) {
+        ngx_http_fwc_publish_tls(t, c);
+        return;
+    }
+#endif
+
     while (t->out->pos < t->out->last) {
         n = c->send(c, t->out->pos, t->out->last - t->out->pos);
 
@@ -1549,6 +1780,77 @@ ngx_http_fwc_publish_write(ngx_event_t *wev)
     ngx_add_timer(c->read, NGX_HTTP_FWC_PUB_TIMEOUT);
     ngx_http_fwc_publish_read(c->read);
 }
+
+
+#if (NGX_SSL)
+
+/* the handshake is over: the peer's certificate must chain to the
+ * trusted ones and name the URL's host, else nothing is sent */
+static void
+ngx_http_fwc_publish_handshake(ngx_connection_t *c)
+{
+    long                    rc;
+    ngx_str_t               why;
+    ngx_http_fwc_target_t  *t;
+
+    t = c->data;
+
+    if (!c->ssl->handshaked) {
+        ngx_http_fwc_publish_fail(t, 0, "TLS handshake failed", NULL);
+        return;
+    }
+
+    rc = SSL_get_verify_result(c->ssl->connection);
+
+    if (rc != X509_V_OK) {
+        why.data = (u_char *) X509_verify_cert_error_string(rc);
+        why.len = ngx_strlen(why.data);
+        ngx_http_fwc_publish_fail(t, 0, "peer certificate not trusted: ",
+                                  &why);
+        return;
+    }
+
+    if (ngx_ssl_check_host(c, &t->host) != NGX_OK) {
+        ngx_http_fwc_publish_fail(t, 0, "peer certificate does not name ",
+                                  &t->host);
+        return;
+    }
+
+    c->read->handler = ngx_http_fwc_publish_read;
+    c->write->handler = ngx_http_fwc_publish_write;
+
+    ngx_http_fwc_publish_write(c->write);
+}
+
+
+static void
+ngx_http_fwc_publish_tls(ngx_http_fwc_target_t *t, ngx_connection_t *c)
+{
+    ngx_int_t  rc;
+
+    if (ngx_ssl_create_connection(t->mcf->ssl, c, NGX_SSL_CLIENT) != NGX_OK) {
+        ngx_http_fwc_publish_fail(t, 0, "TLS setup failed", NULL);
+        return;
+    }
+
+    if (SSL_set_tlsext_host_name(c->ssl->connection, (char *) t->host.data)
+        == 0)
+    {
+        ngx_http_fwc_publish_fail(t, 0, "TLS setup failed", NULL);
+        return;
+    }
+
+    rc = ngx_ssl_handshake(c);
+
+    if (rc == NGX_AGAIN) {
+        c->ssl->handler = ngx_http_fwc_publish_handshake;
+        return;
+    }
+
+    ngx_http_fwc_publish_handshake(c);
+}
+
+#endif
 
 
 /* this cluster's live records, or NGX_DECLINED when there are none */
@@ -1603,7 +1905,10 @@ ngx_http_fwc_publish_start(ngx_http_fwc_target_t *t, ngx_log_t *log)
 {
     int                        n;
     char                       text[FW_MEMBER_TEXT_MAX + 1];
+    char                       sig[FW_CSIG_TEXT_MAX + 1];
     u_char                    *p;
+    uint64_t                   now;
+    ngx_time_t                *tp;
     size_t                     size;
     ngx_int_t                  rc;
     ngx_uint_t                 i;
@@ -1626,7 +1931,7 @@ ngx_http_fwc_publish_start(ngx_http_fwc_target_t *t, ngx_log_t *log)
         return;
     }
 
-    size = recs.nelts * (FW_MEMBER_TEXT_MAX + 256 + t->path.len
+    size = recs.nelts * (FW_MEMBER_TEXT_MAX + 512 + t->path.len
                          + t->authority.len + mcf->id.len + mcf->token.len);
 
     t->out = ngx_create_temp_buf(t->pool, size);
@@ -1640,6 +1945,17 @@ ngx_http_fwc_publish_start(ngx_http_fwc_target_t *t, ngx_log_t *log)
     m = recs.elts;
     t->sent = 0;
 
+    /* every signature of this peer newer than the last: the peer refuses
+     * one that is not (a replay) */
+    tp = ngx_timeofday();
+    now = (uint64_t) tp->sec * 1000 + tp->msec;
+
+    if (now <= t->signed_ms) {
+        now = t->signed_ms + 1;
+    }
+
+    t->signed_ms = now;
+
     for (i = 0; i < recs.nelts; i++) {
         n = fw_member_format(&m[i], text, sizeof(text));
         if (n < 0) {
@@ -1650,10 +1966,24 @@ ngx_http_fwc_publish_start(ngx_http_fwc_target_t *t, ngx_log_t *log)
                         "Host: %V\r\n"
                         "Content-Type: application/x-www-form-urlencoded\r\n"
                         "Content-Length: %d\r\n"
-                        NGX_HTTP_FWC_FROM ": %V\r\n"
-                        NGX_HTTP_FWC_TOKEN ": %V\r\n"
-                        "Connection: %s\r\n\r\n%*s",
-                        &t->path, &t->authority, n, &mcf->id, &mcf->token,
+                        NGX_HTTP_FWC_FROM ": %V\r\n",
+                        &t->path, &t->authority, n, &mcf->id);
+
+        if (mcf->token.len) {
+            p = ngx_sprintf(p, NGX_HTTP_FWC_TOKEN ": %V\r\n", &mcf->token);
+        }
+
+        if (mcf->key_id
+            && fw_csig_sign(mcf->keys, (char) mcf->key_id,
+                            (const char *) mcf->id.data, mcf->id.len,
+                            (const char *) t->peer.data, t->peer.len, now,
+                            text, n, sig, sizeof(sig))
+               > 0)
+        {
+            p = ngx_sprintf(p, NGX_HTTP_FWC_SIGNATURE ": %s\r\n", sig);
+        }
+
+        p = ngx_sprintf(p, "Connection: %s\r\n\r\n%*s",
                         i + 1 < recs.nelts ? "keep-alive" : "close",
                         (size_t) n, text);
         t->sent++;
@@ -1682,6 +2012,8 @@ ngx_http_fwc_publish_start(ngx_http_fwc_target_t *t, ngx_log_t *log)
 
     c = t->pc.connection;
     c->data = t;
+    /* the TLS state lives in the publication's pool */
+    c->pool = t->pool;
     c->read->handler = ngx_http_fwc_publish_read;
     c->write->handler = ngx_http_fwc_publish_write;
     /* a worker shutting down does not wait for a peer */
@@ -1732,6 +2064,219 @@ ngx_http_fwc_publish_tick(ngx_event_t *ev)
 }
 
 
+/*
+ * Following the peers' names: with nginx's "resolver" in the http block,
+ * every worker looks up each peer gateway's host (and the publisher each
+ * publish URL's host) every fastwall_ingress_cluster_resolve_interval;
+ * a new first address replaces the old one for the next request or
+ * publication. A failed look-up keeps the address the peer had.
+ */
+
+static ngx_event_t               ngx_http_fwc_resolve_event;
+static ngx_http_fwc_main_conf_t *ngx_http_fwc_resolving;
+
+
+/* the first address of a look-up, with the port; 0 when there is none */
+static socklen_t
+ngx_http_fwc_first_addr(ngx_resolver_ctx_t *ctx, in_port_t port,
+    ngx_sockaddr_t *out)
+{
+    socklen_t  len;
+
+    if (ctx->state != NGX_OK || ctx->naddrs == 0
+        || ctx->addrs[0].socklen > sizeof(ngx_sockaddr_t))
+    {
+        return 0;
+    }
+
+    len = ctx->addrs[0].socklen;
+    ngx_memcpy(out, ctx->addrs[0].sockaddr, len);
+    ngx_inet_set_port(&out->sockaddr, port);
+
+    return len;
+}
+
+
+static void
+ngx_http_fwc_peer_resolved(ngx_resolver_ctx_t *ctx)
+{
+    u_char                buf[NGX_SOCKADDR_STRLEN];
+    size_t                len;
+    socklen_t             slen;
+    ngx_sockaddr_t        sa;
+    ngx_http_fwc_peer_t  *peer;
+
+    peer = ctx->data;
+    peer->rctx = NULL;
+
+    slen = ngx_http_fwc_first_addr(ctx, peer->port, &sa);
+
+    if (slen == 0) {
+        /* at most once a minute: a resolver that is down would say so
+         * every interval */
+        if (ngx_time() - peer->rlogged >= NGX_HTTP_FWC_PUB_LOG_GAP) {
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          "fastwall ingress: cluster \"%V\": %V could not "
+                          "be resolved (%i: %s), %V kept (logged at most "
+                          "once a minute)", &peer->name, &peer->host,
+                          ctx->state, ngx_resolver_strerror(ctx->state),
+                          &peer->addr);
+            peer->rlogged = ngx_time();
+        }
+
+        ngx_resolve_name_done(ctx);
+        return;
+    }
+
+    ngx_resolve_name_done(ctx);
+
+    len = ngx_sock_ntop(&sa.sockaddr, slen, buf, NGX_SOCKADDR_STRLEN, 1);
+
+    if (len == peer->addr.len && ngx_strncmp(buf, peer->addr.data, len) == 0)
+    {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                  "fastwall ingress: cluster \"%V\": gateway %V moved from "
+                  "%V to %*s", &peer->name, &peer->host, &peer->addr, len, buf);
+
+    peer->addr.len = ngx_cpymem(peer->addr.data, buf, len) - peer->addr.data;
+    peer->upstream.len = ngx_sprintf(peer->upstream.data, "%V://%V",
+                                     &peer->scheme, &peer->addr)
+                         - peer->upstream.data;
+}
+
+
+static void
+ngx_http_fwc_target_resolved(ngx_resolver_ctx_t *ctx)
+{
+    socklen_t               slen;
+    ngx_sockaddr_t          sa;
+    ngx_http_fwc_target_t  *t;
+
+    t = ctx->data;
+    t->rctx = NULL;
+
+    slen = ngx_http_fwc_first_addr(ctx, t->port, &sa);
+
+    ngx_resolve_name_done(ctx);
+
+    if (slen == 0
+        || ngx_cmp_sockaddr(&sa.sockaddr, slen, t->addr.sockaddr,
+                            t->addr.socklen, 1)
+           == NGX_OK)
+    {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                  "fastwall ingress: publishing to cluster \"%V\": %V has "
+                  "a new address", &t->peer, &t->host);
+
+    ngx_memcpy(t->addr.sockaddr, &sa, slen);
+    t->addr.socklen = slen;
+}
+
+
+static ngx_resolver_ctx_t *
+ngx_http_fwc_resolve(ngx_http_fwc_main_conf_t *mcf, ngx_str_t *host,
+    ngx_resolver_handler_pt handler, void *data)
+{
+    ngx_resolver_ctx_t  *ctx;
+
+    ctx = ngx_resolve_start(mcf->resolver, NULL);
+    if (ctx == NULL || ctx == NGX_NO_RESOLVER) {
+        return NULL;
+    }
+
+    ctx->name = *host;
+    ctx->handler = handler;
+    ctx->data = data;
+    ctx->timeout = mcf->resolver_timeout;
+    ctx->cancelable = 1;
+
+    return ctx;
+}
+
+
+static void
+ngx_http_fwc_resolve_tick(ngx_event_t *ev)
+{
+    ngx_uint_t                 i;
+    ngx_resolver_ctx_t        *ctx;
+    ngx_http_fwc_peer_t       *peer;
+    ngx_http_fwc_target_t     *t;
+    ngx_http_fwc_main_conf_t  *mcf;
+
+    if (ngx_exiting || ngx_terminate || ngx_quit) {
+        return;
+    }
+
+    mcf = ev->data;
+    peer = mcf->peers.elts;
+
+    for (i = 0; i < mcf->peers.nelts; i++) {
+        if (!peer[i].resolve || peer[i].rctx) {
+            continue;
+        }
+
+        ctx = ngx_http_fwc_resolve(mcf, &peer[i].host,
+                                   ngx_http_fwc_peer_resolved, &peer[i]);
+        if (ctx == NULL) {
+            continue;
+        }
+
+        /* an answer in the cache comes back at once and clears rctx */
+        peer[i].rctx = ctx;
+
+        if (ngx_resolve_name(ctx) != NGX_OK) {
+            peer[i].rctx = NULL;
+        }
+    }
+
+    t = mcf->targets.elts;
+
+    for (i = 0; ngx_http_fwc_publisher == mcf && i < mcf->targets.nelts; i++) {
+        if (!t[i].resolve || t[i].rctx) {
+            continue;
+        }
+
+        ctx = ngx_http_fwc_resolve(mcf, &t[i].host,
+                                   ngx_http_fwc_target_resolved, &t[i]);
+        if (ctx == NULL) {
+            continue;
+        }
+
+        t[i].rctx = ctx;
+
+        if (ngx_resolve_name(ctx) != NGX_OK) {
+            t[i].rctx = NULL;
+        }
+    }
+
+    ngx_add_timer(ev, mcf->resolve_interval);
+}
+
+
+static void
+ngx_http_fwc_resolve_start(ngx_cycle_t *cycle, ngx_http_fwc_main_conf_t *mcf)
+{
+    if (mcf->resolver == NULL) {
+        return;
+    }
+
+    ngx_http_fwc_resolving = mcf;
+
+    ngx_http_fwc_resolve_event.handler = ngx_http_fwc_resolve_tick;
+    ngx_http_fwc_resolve_event.data = mcf;
+    ngx_http_fwc_resolve_event.log = cycle->log;
+    ngx_http_fwc_resolve_event.cancelable = 1;
+
+    ngx_add_timer(&ngx_http_fwc_resolve_event, 1);
+}
+
+
 static ngx_int_t
 ngx_http_fwc_init_process(ngx_cycle_t *cycle)
 {
@@ -1742,7 +2287,12 @@ ngx_http_fwc_init_process(ngx_cycle_t *cycle)
     mcf = ngx_http_cycle_get_module_main_conf(cycle,
                                               ngx_http_fastwall_cluster_module);
 
-    if (mcf == NULL || mcf->targets.nelts == 0) {
+    if (mcf == NULL || mcf->id.len == 0) {
+        return NGX_OK;
+    }
+
+    if (mcf->targets.nelts == 0) {
+        ngx_http_fwc_resolve_start(cycle, mcf);
         return NGX_OK;
     }
 
@@ -1750,6 +2300,7 @@ ngx_http_fwc_init_process(ngx_cycle_t *cycle)
     if (ngx_process != NGX_PROCESS_SINGLE
         && (ngx_process != NGX_PROCESS_WORKER || ngx_worker != 0))
     {
+        ngx_http_fwc_resolve_start(cycle, mcf);
         return NGX_OK;
     }
 
@@ -1772,6 +2323,8 @@ ngx_http_fwc_init_process(ngx_cycle_t *cycle)
 
     ngx_add_timer(&ngx_http_fwc_publish_event, 1);
 
+    ngx_http_fwc_resolve_start(cycle, mcf);
+
     return NGX_OK;
 }
 
@@ -1781,7 +2334,28 @@ static void
 ngx_http_fwc_exit_process(ngx_cycle_t *cycle)
 {
     ngx_uint_t              i;
+    ngx_http_fwc_peer_t    *peer;
     ngx_http_fwc_target_t  *t;
+
+    if (ngx_http_fwc_resolving) {
+        peer = ngx_http_fwc_resolving->peers.elts;
+
+        for (i = 0; i < ngx_http_fwc_resolving->peers.nelts; i++) {
+            if (peer[i].rctx) {
+                ngx_resolve_name_done(peer[i].rctx);
+                peer[i].rctx = NULL;
+            }
+        }
+
+        t = ngx_http_fwc_resolving->targets.elts;
+
+        for (i = 0; i < ngx_http_fwc_resolving->targets.nelts; i++) {
+            if (t[i].rctx) {
+                ngx_resolve_name_done(t[i].rctx);
+                t[i].rctx = NULL;
+            }
+        }
+    }
 
     if (ngx_http_fwc_publisher == NULL) {
         return;
@@ -1802,15 +2376,25 @@ ngx_http_fwc_exit_process(ngx_cycle_t *cycle)
 static char *
 ngx_http_fwc_admin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    ngx_http_core_loc_conf_t  *clcf;
-    ngx_http_fwc_main_conf_t  *mcf;
+    ngx_http_core_loc_conf_t   *clcf;
+    ngx_http_core_srv_conf_t  **srv;
+    ngx_http_fwc_main_conf_t   *mcf;
 
     mcf = ngx_http_conf_get_module_main_conf(cf,
                                              ngx_http_fastwall_cluster_module);
+
     mcf->admin = 1;
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
     clcf->handler = ngx_http_fwc_admin_handler;
+
+    /* its server's listeners are checked once they are all known */
+    srv = ngx_array_push(&mcf->admin_servers);
+    if (srv == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *srv = ngx_http_conf_get_module_srv_conf(cf, ngx_http_core_module);
 
     return NGX_CONF_OK;
 }
@@ -1903,6 +2487,32 @@ ngx_http_fwc_prefix(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     return NGX_CONF_OK;
+}
+
+
+/* a host that is a name, not an IP address: the resolver may move it */
+static ngx_uint_t
+ngx_http_fwc_is_name(ngx_str_t *host)
+{
+#if (NGX_HAVE_INET6)
+    u_char  a6[16];
+#endif
+
+    if (host->len && host->data[0] == '[') {
+        return 0;
+    }
+
+    if (ngx_inet_addr(host->data, host->len) != INADDR_NONE) {
+        return 0;
+    }
+
+#if (NGX_HAVE_INET6)
+    if (ngx_inet6_addr(host->data, host->len, a6) == NGX_OK) {
+        return 0;
+    }
+#endif
+
+    return 1;
 }
 
 
@@ -2049,8 +2659,12 @@ ngx_http_fwc_peer(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
 
         a = &u.addrs[0];
+        peer->resolve = ngx_http_fwc_is_name(&u.host);
     }
 
+    peer->port = u.port;
+
+    /* both strings have room for any address the resolver gives later */
     peer->addr.data = ngx_pnalloc(cf->pool, NGX_SOCKADDR_STRLEN);
     if (peer->addr.data == NULL) {
         return NGX_CONF_ERROR;
@@ -2060,7 +2674,9 @@ ngx_http_fwc_peer(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                                    NGX_SOCKADDR_STRLEN, 1);
 
     peer->upstream.len = peer->scheme.len + 3 + peer->addr.len;
-    peer->upstream.data = ngx_pnalloc(cf->pool, peer->upstream.len);
+    peer->upstream.data = ngx_pnalloc(cf->pool,
+                                      peer->scheme.len + 3
+                                      + NGX_SOCKADDR_STRLEN);
     if (peer->upstream.data == NULL) {
         return NGX_CONF_ERROR;
     }
@@ -2072,8 +2688,10 @@ ngx_http_fwc_peer(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 
 /*
- * fastwall_ingress_cluster_publish PEER http://HOST[:PORT]/PATH/members;
- * the peer's admin API, resolved now like a peer's gateway.
+ * fastwall_ingress_cluster_publish PEER http[s]://HOST[:PORT]/PATH/members
+ *     [address=IP[:PORT]];
+ * the peer's admin API: at the address given, or else the host resolved
+ * now (and followed by nginx's resolver when one is configured).
  */
 static char *
 ngx_http_fwc_publish(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
@@ -2081,9 +2699,12 @@ ngx_http_fwc_publish(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_http_fwc_main_conf_t *mcf = conf;
 
     u_char                 *p, *end, *slash;
-    size_t                  i;
-    ngx_str_t              *value;
+    size_t                  i, skip;
+    in_port_t               port;
+    ngx_str_t              *value, rest;
     ngx_url_t               u;
+    ngx_addr_t              addr;
+    ngx_uint_t              ssl;
     ngx_http_fwc_target_t  *t;
 
     value = cf->args->elts;
@@ -2105,10 +2726,23 @@ ngx_http_fwc_publish(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
     }
 
-    p = value[2].data + 7;
+    ssl = 0;
+    skip = 7;
+    port = 80;
+
+    if (value[2].len > 8
+        && ngx_strncasecmp(value[2].data, (u_char *) "https://", 8) == 0)
+    {
+        ssl = 1;
+        skip = 8;
+        port = 443;
+    }
+
+    p = value[2].data + skip;
     end = value[2].data + value[2].len;
-    slash = (value[2].len > 7
-             && ngx_strncasecmp(value[2].data, (u_char *) "http://", 7) == 0)
+    slash = (value[2].len > skip
+             && (ssl || ngx_strncasecmp(value[2].data, (u_char *) "http://", 7)
+                        == 0))
             ? ngx_strlchr(p, end, '/') : NULL;
 
     if (slash == NULL || slash == p || ngx_strlchr(p, slash, '@')
@@ -2116,8 +2750,8 @@ ngx_http_fwc_publish(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "fastwall_ingress_cluster_publish %V: \"%V\" is "
-                           "not http://HOST[:PORT]/PATH/members (the peer's "
-                           "admin API)", &value[1], &value[2]);
+                           "not http(s)://HOST[:PORT]/PATH/members (the "
+                           "peer's admin API)", &value[1], &value[2]);
         return NGX_CONF_ERROR;
     }
 
@@ -2127,11 +2761,20 @@ ngx_http_fwc_publish(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "fastwall_ingress_cluster_publish %V: \"%V\" "
-                               "is not http://HOST[:PORT]/PATH/members (the "
-                               "peer's admin API)", &value[1], &value[2]);
+                               "is not http(s)://HOST[:PORT]/PATH/members "
+                               "(the peer's admin API)", &value[1], &value[2]);
             return NGX_CONF_ERROR;
         }
     }
+
+#if !(NGX_SSL)
+    if (ssl) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_cluster_publish %V: https needs "
+                           "nginx built with OpenSSL", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+#endif
 
     t = ngx_array_push(&mcf->targets);
     if (t == NULL) {
@@ -2141,6 +2784,7 @@ ngx_http_fwc_publish(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_memzero(t, sizeof(ngx_http_fwc_target_t));
     t->peer = value[1];
     t->url = value[2];
+    t->ssl = ssl;
     t->authority.data = p;
     t->authority.len = slash - p;
     t->path.data = slash;
@@ -2148,9 +2792,12 @@ ngx_http_fwc_publish(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     ngx_memzero(&u, sizeof(ngx_url_t));
     u.url = t->authority;
-    u.default_port = 80;
+    u.default_port = port;
+    u.no_resolve = (cf->args->nelts == 4);
 
-    if (ngx_parse_url(cf->pool, &u) != NGX_OK || u.naddrs == 0) {
+    if (ngx_parse_url(cf->pool, &u) != NGX_OK
+        || (!u.no_resolve && u.naddrs == 0))
+    {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "fastwall_ingress_cluster_publish %V: %s in \"%V\"",
                            &value[1], u.err ? u.err : "no address",
@@ -2158,18 +2805,66 @@ ngx_http_fwc_publish(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    t->addr = u.addrs[0];
+    t->host.data = ngx_pnalloc(cf->pool, u.host.len + 1);
+    if (t->host.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    t->host.len = u.host.len;
+    *ngx_cpymem(t->host.data, u.host.data, u.host.len) = '\0';
+    t->port = u.port;
+
+    if (cf->args->nelts == 4) {
+        if (value[3].len <= 8
+            || ngx_strncmp(value[3].data, "address=", 8) != 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "fastwall_ingress_cluster_publish %V: unknown "
+                               "parameter \"%V\"", &value[1], &value[3]);
+            return NGX_CONF_ERROR;
+        }
+
+        rest.data = value[3].data + 8;
+        rest.len = value[3].len - 8;
+
+        if (ngx_parse_addr_port(cf->pool, &addr, rest.data, rest.len)
+            != NGX_OK)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "fastwall_ingress_cluster_publish %V: \"%V\" "
+                               "is not an IP address with an optional port",
+                               &value[1], &rest);
+            return NGX_CONF_ERROR;
+        }
+
+        if (ngx_inet_get_port(addr.sockaddr) == 0) {
+            ngx_inet_set_port(addr.sockaddr, u.port);
+        }
+
+    } else {
+        addr = u.addrs[0];
+        t->resolve = ngx_http_fwc_is_name(&u.host);
+    }
+
+    /* room for any address the resolver may give it later */
+    t->addr.sockaddr = ngx_pcalloc(cf->pool, sizeof(ngx_sockaddr_t));
+    if (t->addr.sockaddr == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memcpy(t->addr.sockaddr, addr.sockaddr, addr.socklen);
+    t->addr.socklen = addr.socklen;
+    t->addr.name = addr.name;
 
     return NGX_CONF_OK;
 }
 
 
-/* the shared secret of the gateways, read from a file now */
+/* a file of one line of 16-256 visible ASCII characters, read now; its
+ * content never goes to a message */
 static char *
-ngx_http_fwc_token(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+ngx_http_fwc_read_secret(ngx_conf_t *cf, ngx_command_t *cmd, ngx_str_t *out)
 {
-    ngx_http_fwc_main_conf_t *mcf = conf;
-
     u_char           *buf;
     size_t            i;
     ssize_t           n;
@@ -2177,7 +2872,7 @@ ngx_http_fwc_token(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_file_t        file;
     ngx_file_info_t   fi;
 
-    if (mcf->token.data) {
+    if (out->data) {
         return "is duplicate";
     }
 
@@ -2195,8 +2890,7 @@ ngx_http_fwc_token(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     if (file.fd == NGX_INVALID_FILE) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           "fastwall_ingress_cluster_token: can't open "
-                           "\"%V\"", &name);
+                           "%V: can't open \"%V\"", &cmd->name, &name);
         return NGX_CONF_ERROR;
     }
 
@@ -2228,16 +2922,315 @@ ngx_http_fwc_token(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     if (n < NGX_HTTP_FWC_TOKEN_MIN || n > NGX_HTTP_FWC_TOKEN_MAX) {
         /* the file's content stays out of the message */
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "fastwall_ingress_cluster_token: \"%V\" does not "
-                           "hold one line of 16-256 visible ASCII characters",
-                           &name);
+                           "%V: \"%V\" does not hold one line of 16-256 "
+                           "visible ASCII characters", &cmd->name, &name);
         return NGX_CONF_ERROR;
     }
 
-    mcf->token.data = buf;
-    mcf->token.len = n;
+    out->data = buf;
+    out->len = n;
 
     return NGX_CONF_OK;
+}
+
+
+/* the shared secret of the gateways */
+static char *
+ngx_http_fwc_token(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fwc_main_conf_t *mcf = conf;
+
+    return ngx_http_fwc_read_secret(cf, cmd, &mcf->token);
+}
+
+
+/* the admin API's credential */
+static char *
+ngx_http_fwc_credential(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fwc_main_conf_t *mcf = conf;
+
+    return ngx_http_fwc_read_secret(cf, cmd, &mcf->credential);
+}
+
+
+static void
+ngx_http_fwc_keys_wipe(void *data)
+{
+    fw_scope_keyring_wipe(data);
+}
+
+
+/* the key ring publications are signed and checked under (the route
+ * scopes' format: one id=BASE64 a line), read now */
+static char *
+ngx_http_fwc_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fwc_main_conf_t *mcf = conf;
+
+    char                 err[256];
+    ngx_str_t           *value, name;
+    ngx_pool_cleanup_t  *cln;
+
+    if (mcf->keys) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    name = value[1];
+
+    if (ngx_conf_full_name(cf->cycle, &name, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, sizeof(struct fw_scope_keyring));
+    if (cln == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(cln->data, sizeof(struct fw_scope_keyring));
+    cln->handler = ngx_http_fwc_keys_wipe;
+
+    if (fw_scope_keyring_load(cln->data, (const char *) name.data, err,
+                              sizeof(err))
+        != 0)
+    {
+        /* the parser names the file and the line, never a secret */
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%V: %s", &cmd->name, err);
+        return NGX_CONF_ERROR;
+    }
+
+    mcf->keys = cln->data;
+    mcf->keys_file = name;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_fwc_key_id(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fwc_main_conf_t *mcf = conf;
+
+    ngx_str_t  *value;
+
+    if (mcf->key_id) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len != 1
+        || !((value[1].data[0] >= '0' && value[1].data[0] <= '9')
+             || (value[1].data[0] >= 'a' && value[1].data[0] <= 'z')))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "%V: \"%V\" is not one character of [0-9a-z]",
+                           &cmd->name, &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    mcf->key_id = value[1].data[0];
+
+    return NGX_CONF_OK;
+}
+
+
+#if (NGX_SSL)
+
+static void
+ngx_http_fwc_ssl_cleanup(void *data)
+{
+    ngx_ssl_cleanup_ctx(data);
+}
+
+
+/*
+ * The TLS client of https publications: nginx's own (its OpenSSL
+ * context), the peer's certificate verified against the trusted
+ * certificates and for the URL's host, and an optional certificate of
+ * our own.
+ */
+static ngx_int_t
+ngx_http_fwc_ssl_conf(ngx_conf_t *cf, ngx_http_fwc_main_conf_t *mcf)
+{
+    ngx_uint_t              i, any;
+    ngx_pool_cleanup_t     *cln;
+    ngx_http_fwc_target_t  *t;
+
+    t = mcf->targets.elts;
+    any = 0;
+
+    for (i = 0; i < mcf->targets.nelts; i++) {
+        any |= t[i].ssl;
+    }
+
+    if (!any) {
+        if (mcf->ssl_trusted.len || mcf->ssl_certificate.len
+            || mcf->ssl_certificate_key.len)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"fastwall_ingress_cluster_publish_ssl_*\" "
+                               "need an https:// "
+                               "\"fastwall_ingress_cluster_publish\"");
+            return NGX_ERROR;
+        }
+
+        return NGX_OK;
+    }
+
+    if (mcf->ssl_trusted.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "an https:// \"fastwall_ingress_cluster_publish\" "
+                           "needs \"fastwall_ingress_cluster_publish_ssl_"
+                           "trusted_certificate\" (the peers' certificates "
+                           "are always verified)");
+        return NGX_ERROR;
+    }
+
+    if ((mcf->ssl_certificate.len == 0) != (mcf->ssl_certificate_key.len == 0))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"fastwall_ingress_cluster_publish_ssl_"
+                           "certificate\" and \"..._certificate_key\" go "
+                           "together");
+        return NGX_ERROR;
+    }
+
+    mcf->ssl = ngx_pcalloc(cf->pool, sizeof(ngx_ssl_t));
+    if (mcf->ssl == NULL) {
+        return NGX_ERROR;
+    }
+
+    mcf->ssl->log = cf->log;
+
+    if (ngx_ssl_create(mcf->ssl, NGX_SSL_TLSv1_2|NGX_SSL_TLSv1_3, NULL)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        ngx_ssl_cleanup_ctx(mcf->ssl);
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_fwc_ssl_cleanup;
+    cln->data = mcf->ssl;
+
+    if (mcf->ssl_certificate.len
+        && ngx_ssl_certificate(cf, mcf->ssl, &mcf->ssl_certificate,
+                               &mcf->ssl_certificate_key, NULL)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (ngx_ssl_trusted_certificate(cf, mcf->ssl, &mcf->ssl_trusted, 4)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+#endif
+
+
+static ngx_uint_t
+ngx_http_fwc_loopback(struct sockaddr *sa)
+{
+    struct sockaddr_in   *sin;
+#if (NGX_HAVE_INET6)
+    struct sockaddr_in6  *sin6;
+#endif
+
+    switch (sa->sa_family) {
+
+#if (NGX_HAVE_UNIX_DOMAIN)
+    case AF_UNIX:
+        return 1;
+#endif
+
+#if (NGX_HAVE_INET6)
+    case AF_INET6:
+        sin6 = (struct sockaddr_in6 *) sa;
+        return IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr)
+               || (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)
+                   && sin6->sin6_addr.s6_addr[12] == 127);
+#endif
+
+    case AF_INET:
+        sin = (struct sockaddr_in *) sa;
+        return (ntohl(sin->sin_addr.s_addr) >> 24) == 127;
+
+    default:
+        return 0;
+    }
+}
+
+
+/* an admin location on a listener that is not loopback (nor a unix
+ * socket) needs fastwall_ingress_cluster_admin_credential */
+static ngx_int_t
+ngx_http_fwc_check_admin_listeners(ngx_conf_t *cf,
+    ngx_http_fwc_main_conf_t *mcf)
+{
+    u_char                      text[NGX_SOCKADDR_STRLEN];
+    size_t                      len;
+    ngx_uint_t                  p, a, i, k;
+    ngx_http_conf_addr_t       *addr;
+    ngx_http_conf_port_t       *port;
+    ngx_http_core_srv_conf_t  **srv, **admin;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    if (mcf->credential.len || mcf->admin_servers.nelts == 0) {
+        return NGX_OK;
+    }
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    if (cmcf->ports == NULL) {
+        return NGX_OK;
+    }
+
+    admin = mcf->admin_servers.elts;
+    port = cmcf->ports->elts;
+
+    for (p = 0; p < cmcf->ports->nelts; p++) {
+        addr = port[p].addrs.elts;
+
+        for (a = 0; a < port[p].addrs.nelts; a++) {
+            if (ngx_http_fwc_loopback(addr[a].opt.sockaddr)) {
+                continue;
+            }
+
+            srv = addr[a].servers.elts;
+
+            for (i = 0; i < addr[a].servers.nelts; i++) {
+                for (k = 0; k < mcf->admin_servers.nelts; k++) {
+                    if (srv[i] != admin[k]) {
+                        continue;
+                    }
+
+                    len = ngx_sock_ntop(addr[a].opt.sockaddr,
+                                        addr[a].opt.socklen, text,
+                                        NGX_SOCKADDR_STRLEN, 1);
+
+                    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                                  "\"fastwall_ingress_cluster_admin\" on "
+                                  "\"%*s\", which is not loopback, needs "
+                                  "\"fastwall_ingress_cluster_admin_"
+                                  "credential\"", len, text);
+                    return NGX_ERROR;
+                }
+            }
+        }
+    }
+
+    return NGX_OK;
 }
 
 
@@ -2264,9 +3257,17 @@ ngx_http_fwc_create_main_conf(ngx_conf_t *cf)
         return NULL;
     }
 
+    if (ngx_array_init(&mcf->admin_servers, cf->pool, 2,
+                       sizeof(ngx_http_core_srv_conf_t *))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
     mcf->zone_size = NGX_CONF_UNSET_SIZE;
     mcf->ttl = NGX_CONF_UNSET;
     mcf->interval = NGX_CONF_UNSET_MSEC;
+    mcf->resolve_interval = NGX_CONF_UNSET_MSEC;
 
     return mcf;
 }
@@ -2293,6 +3294,17 @@ ngx_http_fwc_init_main_conf(ngx_conf_t *cf, void *conf)
     /* a third of the default TTL: two publications may get lost */
     ngx_conf_init_msec_value(mcf->interval, 10000);
 
+    if (mcf->resolve_interval != NGX_CONF_UNSET_MSEC
+        && mcf->resolve_interval < 100)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fastwall_ingress_cluster_resolve_interval must be "
+                           "at least 100ms");
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_conf_init_msec_value(mcf->resolve_interval, 10000);
+
     if (mcf->ttl <= 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "fastwall_ingress_cluster_ttl must be at least 1s");
@@ -2301,14 +3313,18 @@ ngx_http_fwc_init_main_conf(ngx_conf_t *cf, void *conf)
 
     if (mcf->id.len == 0) {
         if (mcf->peers.nelts || mcf->prefix.len || mcf->targets.nelts
-            || mcf->token.len)
+            || mcf->token.len || mcf->keys || mcf->key_id
+            || mcf->credential.len)
         {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "\"fastwall_ingress_cluster\", "
                                "\"fastwall_ingress_cluster_prefix\", "
-                               "\"fastwall_ingress_cluster_publish\" and "
-                               "\"fastwall_ingress_cluster_token\" need "
-                               "\"fastwall_ingress_cluster_id\"");
+                               "\"fastwall_ingress_cluster_publish\", "
+                               "\"fastwall_ingress_cluster_token\", "
+                               "\"fastwall_ingress_cluster_keys\", "
+                               "\"fastwall_ingress_cluster_key_id\" and "
+                               "\"fastwall_ingress_cluster_admin_credential\" "
+                               "need \"fastwall_ingress_cluster_id\"");
             return NGX_CONF_ERROR;
         }
 
@@ -2329,12 +3345,53 @@ ngx_http_fwc_init_main_conf(ngx_conf_t *cf, void *conf)
         }
     }
 
-    if (mcf->targets.nelts && mcf->token.len == 0) {
+    if (mcf->targets.nelts && mcf->token.len == 0 && mcf->keys == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"fastwall_ingress_cluster_publish\" needs "
-                           "\"fastwall_ingress_cluster_token\"");
+                           "\"fastwall_ingress_cluster_token\" or "
+                           "\"fastwall_ingress_cluster_keys\"");
         return NGX_CONF_ERROR;
     }
+
+    if (mcf->key_id && mcf->keys == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"fastwall_ingress_cluster_key_id\" needs "
+                           "\"fastwall_ingress_cluster_keys\"");
+        return NGX_CONF_ERROR;
+    }
+
+    if (mcf->key_id) {
+        /* probes the ring for the id with a throwaway signature */
+        {
+            char  out[FW_CSIG_TEXT_MAX + 1];
+
+            if (fw_csig_sign(mcf->keys, (char) mcf->key_id, "a", 1, "b", 1,
+                             1, "", 0, out, sizeof(out))
+                < 0)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "fastwall_ingress_cluster_key_id: \"%c\" "
+                                   "is not in \"%V\"", mcf->key_id,
+                                   &mcf->keys_file);
+                return NGX_CONF_ERROR;
+            }
+        }
+    }
+
+    if (mcf->targets.nelts && mcf->keys && mcf->key_id == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"fastwall_ingress_cluster_publish\" with "
+                           "\"fastwall_ingress_cluster_keys\" needs "
+                           "\"fastwall_ingress_cluster_key_id\" (the key "
+                           "it signs with)");
+        return NGX_CONF_ERROR;
+    }
+
+#if (NGX_SSL)
+    if (ngx_http_fwc_ssl_conf(cf, mcf) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+#endif
 
     if (ngx_http_fwc_find_peer(mcf, mcf->id.data, mcf->id.len)) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -2358,6 +3415,7 @@ static ngx_int_t
 ngx_http_fwc_init(ngx_conf_t *cf)
 {
     ngx_str_t                  name = ngx_string("fastwall_ingress_upstream_host");
+    ngx_http_core_loc_conf_t  *clcf;
     ngx_http_fwc_main_conf_t  *mcf;
 
     mcf = ngx_http_conf_get_module_main_conf(cf,
@@ -2373,6 +3431,23 @@ ngx_http_fwc_init(ngx_conf_t *cf)
     mcf->upstream_host = ngx_http_get_variable_index(cf, &name);
     if (mcf->upstream_host == NGX_ERROR) {
         return NGX_ERROR;
+    }
+
+    if (ngx_http_fwc_check_admin_listeners(cf, mcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /* the http block's "resolver", when there is one, follows the peers'
+     * names; without it they stay as resolved at load */
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if (clcf->resolver && clcf->resolver != NGX_CONF_UNSET_PTR
+        && clcf->resolver->connections.nelts)
+    {
+        mcf->resolver = clcf->resolver;
+        mcf->resolver_timeout = clcf->resolver_timeout
+                                == NGX_CONF_UNSET_MSEC
+                                ? 30000 : clcf->resolver_timeout;
     }
 
     return NGX_OK;

@@ -60,6 +60,8 @@ typedef struct {
     ngx_str_t                   keys_path;
     struct fw_scope_keyring    *keyring;
     ngx_str_t                   resolver;
+    ngx_str_t                   resolver_url; /* grpc[s]://ADDRESS:PORT */
+    ngx_flag_t                  resolver_tls;
     size_t                      cache_size;
     ngx_shm_zone_t             *shm_zone;
     ngx_http_fwi_scope_t      **scopes;    /* NGX_HTTP_FWI_SCOPES slots */
@@ -1797,10 +1799,18 @@ ngx_http_fwi_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     ngx_http_fwi_ctx_t        *ctx;
     ngx_http_fwi_main_conf_t  *mcf;
 
-    if (data == 2) {
+    if (data == 2 || data == 4) {
         mcf = ngx_http_get_module_main_conf(r,
                                             ngx_http_fastwall_ingress_module);
-        s = &mcf->resolver;
+        s = (data == 4) ? &mcf->resolver_url : &mcf->resolver;
+
+        /* with TLS the bare address is no variable: a location still
+         * written "grpc_pass grpc://$fastwall_ingress_resolver" fails
+         * (503) instead of talking plaintext */
+        if (data == 2 && mcf->resolver_tls) {
+            v->not_found = 1;
+            return NGX_OK;
+        }
 
     } else {
         ctx = ngx_http_get_module_ctx(r->main,
@@ -1887,6 +1897,9 @@ static ngx_http_variable_t  ngx_http_fwi_vars[] = {
 
     { ngx_string("fastwall_ingress_resolver"), NULL,
       ngx_http_fwi_variable, 2, 0, 0 },
+
+    { ngx_string("fastwall_ingress_resolver_url"), NULL,
+      ngx_http_fwi_variable, 4, 0, 0 },
 
     { ngx_string("fastwall_ingress_route"), NULL,
       ngx_http_fwi_route_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
@@ -2180,7 +2193,7 @@ ngx_http_fwi_resolver(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_fwi_main_conf_t *mcf = conf;
 
-    ngx_str_t   *value;
+    ngx_str_t   *value, rest;
     ngx_addr_t   addr;
 
     if (mcf->resolver.len) {
@@ -2188,21 +2201,43 @@ ngx_http_fwi_resolver(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     value = cf->args->elts;
+    rest = value[1];
+
+    /* grpcs:// is FastPath over TLS (nginx's grpc_ssl_* directives in the
+     * resolver's location verify it); bare or grpc:// is plaintext */
+    if (rest.len > 8 && ngx_strncmp(rest.data, "grpcs://", 8) == 0) {
+        mcf->resolver_tls = 1;
+        rest.data += 8;
+        rest.len -= 8;
+
+    } else if (rest.len > 7 && ngx_strncmp(rest.data, "grpc://", 7) == 0) {
+        rest.data += 7;
+        rest.len -= 7;
+    }
 
     /* an address and a port: grpc_pass takes it from a variable, where a
      * host name would need a resolver at run time */
-    if (ngx_parse_addr_port(cf->pool, &addr, value[1].data, value[1].len)
-        != NGX_OK
+    if (ngx_parse_addr_port(cf->pool, &addr, rest.data, rest.len) != NGX_OK
         || ngx_inet_get_port(addr.sockaddr) == 0)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "fastwall_ingress_resolver: \"%V\" is not "
-                           "ADDRESS:PORT (an IP address, then a port)",
-                           &value[1]);
+                           "ADDRESS:PORT, grpc://ADDRESS:PORT or "
+                           "grpcs://ADDRESS:PORT (an IP address, then a "
+                           "port)", &value[1]);
         return NGX_CONF_ERROR;
     }
 
-    mcf->resolver = value[1];
+    mcf->resolver = rest;
+
+    mcf->resolver_url.len = (mcf->resolver_tls ? 8 : 7) + rest.len;
+    mcf->resolver_url.data = ngx_pnalloc(cf->pool, mcf->resolver_url.len);
+    if (mcf->resolver_url.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_sprintf(mcf->resolver_url.data, "%s%V",
+                mcf->resolver_tls ? "grpcs://" : "grpc://", &rest);
 
     return NGX_CONF_OK;
 }

@@ -127,7 +127,16 @@ def fastpath(args):
 
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
     pbg.add_FastPathServicer_to_server(Servicer(), server)
-    server.add_insecure_port(args.listen)
+    if args.cert:
+        # FastPath over TLS; with --client-ca a client certificate is required
+        with open(args.key, "rb") as k, open(args.cert, "rb") as c:
+            pair = (k.read(), c.read())
+        ca = open(args.client_ca, "rb").read() if args.client_ca else None
+        creds = grpc.ssl_server_credentials([pair], root_certificates=ca,
+                                            require_client_auth=ca is not None)
+        server.add_secure_port(args.listen, creds)
+    else:
+        server.add_insecure_port(args.listen)
     server.start()
     ready(args.ready)
     server.wait_for_termination()
@@ -287,6 +296,9 @@ def main():
     f.add_argument("--upstream", required=True)
     f.add_argument("--refused", required=True)
     f.add_argument("--tls-upstream", required=True)
+    f.add_argument("--cert", help="serve gRPC over TLS with this certificate")
+    f.add_argument("--key")
+    f.add_argument("--client-ca", help="require a client certificate from this CA")
     f.add_argument("--ready")
     e = sub.add_parser("echo")
     e.add_argument("--listen", required=True)

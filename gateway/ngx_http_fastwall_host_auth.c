@@ -106,6 +106,7 @@ typedef struct {
     ngx_str_t                   set_cookie; /* the header's value, or "" */
     ngx_uint_t                  cookie_reason; /* a refused cookie's */
     ngx_int_t                   status;     /* the subrequest's */
+    ngx_http_request_t         *subrequest;
     unsigned                    asking:1;   /* the subrequest runs */
     unsigned                    done:1;     /* it finished */
 } ngx_http_fwha_ctx_t;
@@ -570,9 +571,40 @@ ngx_http_fwha_ask(ngx_http_request_t *r, ngx_http_fwha_ctx_t *ctx,
 
     sr->header_only = 1;
 
+    ctx->subrequest = sr;
     ctx->asking = 1;
 
     return NGX_AGAIN;
+}
+
+
+/* the auth endpoint's challenge goes to the client, as auth_request's */
+static ngx_int_t
+ngx_http_fwha_challenge(ngx_http_request_t *r, ngx_http_fwha_ctx_t *ctx)
+{
+    ngx_table_elt_t     *h, *ho;
+    ngx_http_request_t  *sr;
+
+    sr = ctx->subrequest;
+    h = sr->headers_out.www_authenticate;
+
+    if (h == NULL && sr->upstream) {
+        h = sr->upstream->headers_in.www_authenticate;
+    }
+
+    if (h == NULL) {
+        return NGX_OK;
+    }
+
+    ho = ngx_list_push(&r->headers_out.headers);
+    if (ho == NULL) {
+        return NGX_ERROR;
+    }
+
+    *ho = *h;
+    r->headers_out.www_authenticate = ho;
+
+    return NGX_OK;
 }
 
 
@@ -614,6 +646,12 @@ ngx_http_fwha_check(ngx_http_request_t *r, const struct fw_scope_keyring *kr,
             && ctx->status < NGX_HTTP_SPECIAL_RESPONSE)
         {
             return ngx_http_fwha_pass(r, NGX_HTTP_FWHA_PASS_AUTH);
+        }
+
+        if (ctx->status == NGX_HTTP_UNAUTHORIZED
+            && ngx_http_fwha_challenge(r, ctx) != NGX_OK)
+        {
+            return NGX_ERROR;
         }
 
         if (ctx->status == NGX_HTTP_UNAUTHORIZED

@@ -194,6 +194,7 @@ $(ingress_loc "")
 	}
 	server {
 		listen 127.0.0.1:8081;
+		listen unix:$A/admin.sock;
 		location /services {
 			fastwall_ingress_admin;
 		}
@@ -269,6 +270,31 @@ check_eq "the list shows it per service" "$(grep -c '"public":true' "$FW_TMP/bod
 check_eq "metrics: one public exposure, three authenticated" \
 	"$(metric 'fastwall_ingress_service_exposures{access="public"}') $(metric 'fastwall_ingress_service_exposures{access="authenticated"}')" \
 	"1 3"
+
+echo "# the CLI"
+cli() { fw_ns "$NS" "$FASTWALL" hostname "$@" >"$FW_TMP/body" 2>"$FW_TMP/err"; }
+cli expose --admin 127.0.0.1:8081 --port 5050 --public default cli-box app
+check_eq "fastwall hostname expose --public: exit 0, public" "$? $(jfield public) $(jfield port)" "0 true 5050"
+check_eq "stored public" "$(sql "SELECT public FROM fastwall_services WHERE sandbox = 'cli-box'")" 1
+cli get --admin "unix:$A/admin.sock" default cli-box app
+check_eq "get over the unix socket shows it" "$? $(jfield public)" "0 true"
+cli expose --admin 127.0.0.1:8081 --port 5050 default cli-box app
+check_eq "expose again without --public: authenticated" "$? $(jfield public)" "0 false"
+cli list --admin 127.0.0.1:8081
+check_eq "list: one line per service, each with public" "$? $(wc -l <"$FW_TMP/body") $(grep -c '"public":' "$FW_TMP/body")" "0 5 5"
+cli expose --admin 127.0.0.1:8081 --port 0 default cli-box app
+check_eq "port 0: exit 2, nothing asked" "$? $(cat "$FW_TMP/err")" "2 fastwall hostname: port '0': not decimal 1-65535"
+cli expose --admin 127.0.0.1:8081 --port 18080 default cli-box app
+check_eq "the policy port: exit 1 with the gateway's reason" "$? $(cat "$FW_TMP/err")" \
+	'1 fastwall hostname: the gateway answered 400: {"error":"port 18080 is the policy port, which carries no traffic"}'
+cli expose --admin 127.0.0.1:8081 --port 5050 default 'a/../b' app
+check_eq "a bad name: exit 1, nothing sent" "$?" 1
+cli delete --admin 127.0.0.1:8081 default cli-box app
+check_eq "delete: exit 0" "$?" 0
+cli get --admin 127.0.0.1:8081 default cli-box app
+check_eq "then get: exit 1, 404" "$? $(cut -c1-43 "$FW_TMP/err")" "1 fastwall hostname: the gateway answered 404"
+cli list --admin 127.0.0.1:9
+check "a gateway that is not there: exit 1 naming it" grep -q "can't connect to 127.0.0.1:9: Connection refused" "$FW_TMP/err"
 
 echo "# no credential"
 h0=$(hits)

@@ -186,6 +186,11 @@ $(auth_loc "http://198.51.100.9:9/check")
 $(ingress_loc "")
 $(auth_loc "http://$AUTH/slow")
 	}
+	# URI mode
+	server {
+		listen $GW:87;
+$(ingress_loc "fastwall_ingress_mode uri;")
+	}
 	# cookies that live two seconds
 	server {
 		listen $GW:86;
@@ -360,6 +365,12 @@ check_eq "metrics: the refused scopes by reason" \
 	"4 3 1"
 check "the log names the reasons, never a scope" \
 	bash -c "grep -q 'route scope for a service host refused: unknown key id' '$A/logs/error.log' && ! grep -qF '$SCOPE' '$A/logs/error.log'"
+
+target() { "$FW_PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["target"])' "$FW_TMP/body"; }
+check_eq "URI mode: a service host without a credential is 401, whatever the path holds" \
+	"$(cget -H "Host: $WEB" "http://$GW:87/$SCOPE/x")" 401
+check_eq "URI mode: with the scope header, the whole path goes to the service" \
+	"$(cget -H "Host: $WEB" -H "OpenSandbox-Ingress-To: $SCOPE" "http://$GW:87/a/b?c") $(target)" "200 /a/b?c"
 
 echo "# the cookie"
 h0=$(hits)

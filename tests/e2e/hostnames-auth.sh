@@ -458,6 +458,8 @@ fi
 kill -QUIT "$GW_PID"
 gone() { ! kill -0 "$GW_PID" 2>/dev/null; }
 fw_eventually 5 gone || kill -9 "$GW_PID"
+check "a graceful stop finds no request left open (refusals finalize theirs)" \
+	bash -c "! grep -E 'open socket|leak|alert' '$A/logs/error.log'"
 PGD=$(mktemp -d "/tmp/fastwall-pg-$FW_ID.XXXXXX")
 chown postgres: "$PGD"
 runuser -u postgres -- "$PGBIN/initdb" -D "$PGD/data" -A trust -U postgres >"$PGD/initdb.log" 2>&1 ||

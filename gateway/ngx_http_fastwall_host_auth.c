@@ -33,7 +33,7 @@
 
 #define NGX_HTTP_FWHA_TTL_DEFAULT    3600
 #define NGX_HTTP_FWHA_TTL_MAX        (7 * 86400)
-#define NGX_HTTP_FWHA_ZONE_SIZE      (32 * 1024)
+#define NGX_HTTP_FWHA_ZONE_SIZE      NGX_HTTP_FASTWALL_ZONE_MIN
 
 
 /* how a request got through: one table for the code and the metric */
@@ -250,10 +250,6 @@ ngx_http_fwha_refuse(ngx_http_request_t *r, ngx_uint_t status,
                : (status == NGX_HTTP_SERVICE_UNAVAILABLE) ? unavailable
                : unauthorized;
     ngx_str_set(&type, "text/plain");
-
-    if (status == NGX_HTTP_SERVICE_UNAVAILABLE) {
-        r->headers_out.www_authenticate = NULL;
-    }
 
     ngx_http_finalize_request(r, ngx_http_send_response(r, status, &type,
                                                         &cv));

@@ -550,10 +550,12 @@ ngx_http_fwh_lookup(ngx_http_fwh_index_t *ix, u_char *key, size_t len,
 
 ngx_int_t
 ngx_http_fwh_route(ngx_http_request_t *r, ngx_uint_t header_mode,
-    ngx_str_t *ns, ngx_str_t *sandbox, ngx_uint_t *port)
+    ngx_str_t *ns, ngx_str_t *sandbox, ngx_uint_t *port,
+    ngx_http_fwh_row_t *found, ngx_str_t *canonical)
 {
     int                         err;
-    size_t                      len, host_len;
+    size_t                      len, host_len, i;
+    ngx_uint_t                  scoped;
     u_char                      key[NGX_HTTP_FWH_KEY_MAX];
     const char                 *host;
     ngx_int_t                   rc;
@@ -568,14 +570,12 @@ ngx_http_fwh_route(ngx_http_request_t *r, ngx_uint_t header_mode,
         return NGX_DECLINED;
     }
 
-    /* a scope the client names itself comes first */
-    if (ngx_http_fastwall_find_header(&r->headers_in.headers,
-                                      "OpenSandbox-Ingress-To")
-        || ngx_http_fastwall_find_header(&r->headers_in.headers,
-                                         "OPEN-SANDBOX-INGRESS"))
-    {
-        return NGX_DECLINED;
-    }
+    /* a scope the client names itself routes, unless the host names an
+     * exposed service: then it is that service's credential */
+    scoped = ngx_http_fastwall_find_header(&r->headers_in.headers,
+                                           "OpenSandbox-Ingress-To")
+             || ngx_http_fastwall_find_header(&r->headers_in.headers,
+                                              "OPEN-SANDBOX-INGRESS");
 
     /* nginx keeps Host there, or the HTTP/2 :authority when there is no
      * Host */
@@ -600,7 +600,7 @@ ngx_http_fwh_route(ngx_http_request_t *r, ngx_uint_t header_mode,
                       "fastwall ingress: host \"%*s\" under a service "
                       "domain is no service host: %s", host_len, host,
                       fw_hostname_strerror(err));
-        return header_mode ? NGX_HTTP_NOT_FOUND : NGX_DECLINED;
+        return (header_mode && !scoped) ? NGX_HTTP_NOT_FOUND : NGX_DECLINED;
     }
 
     len = (p.kind == FW_HOSTNAME_HASHED)
@@ -622,7 +622,7 @@ ngx_http_fwh_route(ngx_http_request_t *r, ngx_uint_t header_mode,
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "fastwall ingress: no exposed service has the host "
                       "\"%*s\"", host_len, host);
-        return header_mode ? NGX_HTTP_NOT_FOUND : NGX_DECLINED;
+        return (header_mode && !scoped) ? NGX_HTTP_NOT_FOUND : NGX_DECLINED;
     }
 
     ns->len = ngx_strlen(row.target.workspace);
@@ -637,8 +637,56 @@ ngx_http_fwh_route(ngx_http_request_t *r, ngx_uint_t header_mode,
     ngx_memcpy(ns->data, row.target.workspace, ns->len);
     ngx_memcpy(sandbox->data, row.target.sandbox, sandbox->len);
     *port = row.port;
+    *found = row;
+
+    /* the host a service cookie is bound to: as parsed, without port */
+    for (i = 0; i < host_len && host[i] != ':'; i++) { /* void */ }
+
+    canonical->data = ngx_pnalloc(r->pool, i);
+    if (canonical->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_strlow(canonical->data, (u_char *) host, i);
+    canonical->len = i;
 
     return NGX_OK;
+}
+
+
+void
+ngx_http_fwh_count(ngx_http_request_t *r, ngx_uint_t *services,
+    ngx_uint_t *public)
+{
+    ngx_queue_t               *q;
+    ngx_http_fwh_node_t       *n;
+    ngx_http_fwh_index_t      *ix;
+    ngx_http_fwh_main_conf_t  *mcf;
+
+    *services = 0;
+    *public = 0;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_fastwall_hostnames_module);
+    if (mcf->domains == NULL) {
+        return;
+    }
+
+    ix = mcf->shm_zone->data;
+
+    ngx_shmtx_lock(&ix->shpool->mutex);
+
+    for (q = ngx_queue_head(&ix->sh->all);
+         q != ngx_queue_sentinel(&ix->sh->all);
+         q = ngx_queue_next(q))
+    {
+        n = ngx_queue_data(q, ngx_http_fwh_node_t, all);
+        if (n->data[0] == 'r') {
+            (*services)++;
+            *public += n->row.public;
+        }
+    }
+
+    ngx_shmtx_unlock(&ix->shpool->mutex);
 }
 
 
@@ -756,18 +804,19 @@ ngx_http_fwh_json(u_char *p, ngx_http_fwh_main_conf_t *mcf,
 
     p = ngx_sprintf(p, "{\"workspace\":\"%s\",\"sandbox\":\"%s\","
                     "\"service\":\"%s\",\"port\":%ui,\"label\":\"%s\","
-                    "\"host\":\"%s.%s\",\"readable_host\":\"%s.%s\"}\n",
+                    "\"host\":\"%s.%s\",\"readable_host\":\"%s.%s\","
+                    "\"public\":%s}\n",
                     row->target.workspace, row->target.sandbox,
                     row->target.service, row->port, row->label,
                     row->label[0] ? row->label : readable,
                     mcf->domains->d[0].name, readable,
-                    mcf->domains->d[0].name);
+                    mcf->domains->d[0].name, row->public ? "true" : "false");
 
     return p;
 }
 
 
-#define NGX_HTTP_FWH_JSON_MAX  (160 + 5 * FW_HOSTNAME_READABLE_MAX            \
+#define NGX_HTTP_FWH_JSON_MAX  (180 + 5 * FW_HOSTNAME_READABLE_MAX            \
                                 + 2 * FW_HOSTNAME_DOMAIN_MAX)
 
 
@@ -897,6 +946,17 @@ ngx_http_fwh_admin_expose(ngx_http_request_t *r, ngx_http_fwh_index_t *ix,
     row.target = *t;
     row.port = port;
 
+    /* public: served without a credential; only when asked for */
+    if (ngx_http_arg(r, (u_char *) "public", 6, &arg) == NGX_OK) {
+        if (arg.len == 4 && ngx_strncmp(arg.data, "true", 4) == 0) {
+            row.public = 1;
+
+        } else if (arg.len != 5 || ngx_strncmp(arg.data, "false", 5) != 0) {
+            return ngx_http_fwh_error(r, NGX_HTTP_BAD_REQUEST,
+                                      "public is true or false");
+        }
+    }
+
     if (mcf->routing_name.len) {
         ngx_memcpy(row.routing_name, mcf->routing_name.data,
                    mcf->routing_name.len);
@@ -986,8 +1046,9 @@ ngx_http_fwh_admin_expose(ngx_http_request_t *r, ngx_http_fwh_index_t *ix,
     }
 
     ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                  "fastwall ingress: exposed %s/%s/%s port %ui label \"%s\"",
-                  t->workspace, t->sandbox, t->service, row.port, row.label);
+                  "fastwall ingress: exposed %s/%s/%s port %ui label \"%s\"%s",
+                  t->workspace, t->sandbox, t->service, row.port, row.label,
+                  row.public ? ", public" : "");
 
     body = ngx_pnalloc(r->pool, NGX_HTTP_FWH_JSON_MAX);
     if (body == NULL) {

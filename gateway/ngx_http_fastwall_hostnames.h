@@ -29,6 +29,8 @@ typedef struct {
     /* the routing name and label it was exposed under ("" when none) */
     char                        routing_name[FW_HOSTNAME_ROUTING_MAX + 1];
     char                        label[FW_HOSTNAME_LABEL_LEN + 1];
+    /* served without a credential (ngx_http_fastwall_host_auth.c) */
+    ngx_uint_t                  public;
 } ngx_http_fwh_row_t;
 
 
@@ -40,10 +42,18 @@ typedef struct ngx_http_fwh_store_s  ngx_http_fwh_store_t;
  * workspace (namespace), sandbox and port set; NGX_DECLINED when the
  * request is not for a service host (the scope logic goes on);
  * NGX_HTTP_NOT_FOUND for a service host no exposed service has when the
- * Host would otherwise have been the scope (header_mode); NGX_ERROR.
+ * Host would otherwise have been the scope (header_mode); NGX_ERROR. On
+ * NGX_OK, found is the exposure and canonical its host as the request
+ * named it (lowercase, without port): ngx_http_fastwall_host_auth.c
+ * decides whether the request may have it. A scope header routes only
+ * when the host names no exposed service; otherwise it is a credential.
  */
 ngx_int_t ngx_http_fwh_route(ngx_http_request_t *r, ngx_uint_t header_mode,
-    ngx_str_t *ns, ngx_str_t *sandbox, ngx_uint_t *port);
+    ngx_str_t *ns, ngx_str_t *sandbox, ngx_uint_t *port,
+    ngx_http_fwh_row_t *found, ngx_str_t *canonical);
+/* how many services the index holds, and how many of them are public */
+void ngx_http_fwh_count(ngx_http_request_t *r, ngx_uint_t *services,
+    ngx_uint_t *public);
 
 
 ngx_http_fwh_store_t *ngx_http_fwh_store_open(ngx_uint_t kind,

@@ -20,6 +20,7 @@
 #include "ngx_http_fastwall_common.h"
 #include "ngx_http_fastwall_cluster.h"
 #include "ngx_http_fastwall_hostnames.h"
+#include "ngx_http_fastwall_host_auth.h"
 
 
 #define NGX_HTTP_FWI_MODE_HEADER     0
@@ -140,6 +141,8 @@ typedef struct {
     unsigned                    routed:1;  /* the request goes upstream */
     unsigned                    swallow:1; /* replace the body by nothing */
     unsigned                    scope_header:2; /* NGX_HTTP_FWI_SCOPE_* */
+    unsigned                    authing:1; /* a service host's auth runs */
+    unsigned                    refused:1; /* answered by the host auth */
 } ngx_http_fwi_ctx_t;
 
 
@@ -160,6 +163,10 @@ enum {
 static ngx_int_t ngx_http_fwi_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_fwi_start(ngx_http_request_t *r,
     ngx_http_fwi_ctx_t *ctx);
+static ngx_int_t ngx_http_fwi_service(ngx_http_request_t *r,
+    ngx_http_fwi_ctx_t *ctx, ngx_http_fwh_row_t *row, ngx_str_t *host);
+static ngx_int_t ngx_http_fwi_routed(ngx_http_request_t *r,
+    ngx_http_fwi_ctx_t *ctx, ngx_str_t *scope);
 static ngx_int_t ngx_http_fwi_set_key(ngx_http_request_t *r,
     ngx_http_fwi_ctx_t *ctx, u_char *ns, size_t ns_len, u_char *sandbox,
     size_t sandbox_len, ngx_uint_t port);
@@ -475,15 +482,35 @@ ngx_http_fwi_handler(ngx_http_request_t *r)
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_fastwall_ingress_module);
 
-    if (ctx == NULL) {
-        ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_fwi_ctx_t));
+    if (ctx == NULL || ctx->authing) {
+
         if (ctx == NULL) {
-            return NGX_ERROR;
+            ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_fwi_ctx_t));
+            if (ctx == NULL) {
+                return NGX_ERROR;
+            }
+
+            ngx_http_set_ctx(r, ctx, ngx_http_fastwall_ingress_module);
+
+            rc = ngx_http_fwi_start(r, ctx);
+
+        } else {
+            /* woken: the service host's auth subrequest may be done */
+            rc = ngx_http_fwi_service(r, ctx, NULL, NULL);
         }
 
-        ngx_http_set_ctx(r, ctx, ngx_http_fastwall_ingress_module);
+        ctx->authing = (rc == NGX_AGAIN);
 
-        rc = ngx_http_fwi_start(r, ctx);
+        if (rc == NGX_AGAIN) {
+            return NGX_AGAIN;
+        }
+
+        if (rc == NGX_DONE && ctx->refused) {
+            /* refused and answered by the host auth */
+            ctx->done = 1;
+            return NGX_DONE;
+        }
+
         if (rc == NGX_DONE) {
             /* forwarded to another cluster's gateway: no resolve here */
             ctx->done = 1;
@@ -502,6 +529,10 @@ ngx_http_fwi_handler(ngx_http_request_t *r)
         return NGX_AGAIN;
 
     } else if (ctx->done) {
+        if (ctx->refused) {
+            return NGX_DONE;
+        }
+
         return ngx_http_fwi_finish(r, ctx);
     }
 
@@ -722,8 +753,9 @@ ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
 {
     int                         err;
     ngx_int_t                   rc;
-    ngx_str_t                   scope;
+    ngx_str_t                   scope, host;
     struct fw_scope             sc;
+    ngx_http_fwh_row_t          row;
     ngx_http_fwi_loc_conf_t    *lcf;
     ngx_http_fwi_main_conf_t   *mcf;
 
@@ -732,22 +764,9 @@ ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
 
     /* a service host (ngx_http_fastwall_hostnames.c) names its target */
     rc = ngx_http_fwh_route(r, lcf->mode == NGX_HTTP_FWI_MODE_HEADER,
-                            &ctx->ns, &ctx->sandbox, &ctx->port);
+                            &ctx->ns, &ctx->sandbox, &ctx->port, &row, &host);
     if (rc == NGX_OK) {
-        /* a service's sandbox name is one DNS label, never another
-         * cluster's <cluster>.<uuid>: the cluster hook keeps it local */
-        ngx_str_null(&scope);
-        ctx->uri = r->unparsed_uri;
-
-        if (ngx_http_fwi_set_key(r, ctx, ctx->ns.data, ctx->ns.len,
-                                 ctx->sandbox.data, ctx->sandbox.len,
-                                 ctx->port)
-            != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
-
-        goto routed;
+        return ngx_http_fwi_service(r, ctx, &row, &host);
     }
 
     if (rc != NGX_DECLINED) {
@@ -790,7 +809,58 @@ ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
         ngx_http_fwi_scope_remember(mcf, &scope, ctx);
     }
 
-routed:
+    return ngx_http_fwi_routed(r, ctx, &scope);
+}
+
+
+/*
+ * A service host's request, once ngx_http_fastwall_host_auth.c let it
+ * through (row and host NULL when it is called again after the auth
+ * subrequest): NGX_AGAIN while that runs, NGX_DONE when it was refused
+ * and answered there.
+ */
+static ngx_int_t
+ngx_http_fwi_service(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx,
+    ngx_http_fwh_row_t *row, ngx_str_t *host)
+{
+    ngx_int_t                  rc;
+    ngx_str_t                  scope;
+    ngx_http_fwi_main_conf_t  *mcf;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_fastwall_ingress_module);
+
+    rc = ngx_http_fwha_check(r, mcf->keyring, row, host);
+
+    if (rc == NGX_DONE) {
+        ctx->refused = 1;
+    }
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    /* a service's sandbox name is one DNS label, never another
+     * cluster's <cluster>.<uuid>: the cluster hook keeps it local */
+    ngx_str_null(&scope);
+    ctx->uri = r->unparsed_uri;
+
+    if (ngx_http_fwi_set_key(r, ctx, ctx->ns.data, ctx->ns.len,
+                             ctx->sandbox.data, ctx->sandbox.len, ctx->port)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_fwi_routed(r, ctx, &scope);
+}
+
+
+/* the checks and the forward every route gets, however it was named */
+static ngx_int_t
+ngx_http_fwi_routed(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx,
+    ngx_str_t *scope)
+{
+    ngx_int_t  rc;
 
     if (ctx->port == FW_POLICY_PORT) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
@@ -802,7 +872,7 @@ routed:
     /* NGX_DECLINED: a local sandbox; NGX_DONE: forwarded; or a status.
      * A peer's hop carries its scope in a header and its path as it is:
      * a service host, a scope in Host or in the path is never one. */
-    rc = ngx_http_fastwall_cluster_route(r, &ctx->sandbox, &scope, &ctx->uri,
+    rc = ngx_http_fastwall_cluster_route(r, &ctx->sandbox, scope, &ctx->uri,
                                          ctx->scope_header
                                          != NGX_HTTP_FWI_SCOPE_NONE,
                                          &ctx->upstream);
@@ -1096,6 +1166,11 @@ ngx_http_fwi_retry_later(ngx_http_request_t *r)
 static ngx_uint_t
 ngx_http_fwi_dropped(ngx_http_fwi_ctx_t *ctx, ngx_table_elt_t *h)
 {
+    /* removed: a Cookie the host auth emptied of the gateway's cookie */
+    if (h->hash == 0) {
+        return 1;
+    }
+
     if (h->key.len == ngx_http_fwi_cred_name.len
         && ngx_strncasecmp(h->key.data, ngx_http_fwi_cred_name.data,
                            h->key.len) == 0)

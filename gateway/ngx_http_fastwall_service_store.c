@@ -30,27 +30,41 @@ struct ngx_http_fwh_store_s {
     " workspace TEXT NOT NULL, sandbox TEXT NOT NULL, service TEXT NOT NULL," \
     " port INTEGER NOT NULL, routing_name TEXT NOT NULL,"                    \
     " label TEXT NOT NULL,"                                                  \
+    " public INTEGER NOT NULL DEFAULT 0,"                                    \
     " PRIMARY KEY (workspace, sandbox, service))"
+
+/*
+ * A table made before exposures could be public lacks the column: it is
+ * added with the default, so every existing exposure stays authenticated.
+ */
+#define NGX_HTTP_FWH_HAS_PUBLIC                                              \
+    "SELECT public FROM fastwall_services LIMIT 0"
+
+#define NGX_HTTP_FWH_ADD_PUBLIC                                              \
+    "ALTER TABLE fastwall_services"                                          \
+    " ADD COLUMN public INTEGER NOT NULL DEFAULT 0"
 
 #define NGX_HTTP_FWH_SCHEMA_INDEX                                            \
     "CREATE UNIQUE INDEX IF NOT EXISTS fastwall_services_label"              \
     " ON fastwall_services (routing_name, label) WHERE label <> ''"
 
 #define NGX_HTTP_FWH_SELECT                                                  \
-    "SELECT workspace, sandbox, service, port, routing_name, label"          \
+    "SELECT workspace, sandbox, service, port, routing_name, label, public"  \
     " FROM fastwall_services ORDER BY workspace, sandbox, service"
 
 
 static const char  *ngx_http_fwh_upsert[] = {
     NULL,
-    "INSERT INTO fastwall_services VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+    "INSERT INTO fastwall_services (workspace, sandbox, service, port,"
+    " routing_name, label, public) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
     " ON CONFLICT (workspace, sandbox, service) DO UPDATE SET"
     " port = excluded.port, routing_name = excluded.routing_name,"
-    " label = excluded.label",
-    "INSERT INTO fastwall_services VALUES ($1, $2, $3, $4, $5, $6)"
+    " label = excluded.label, public = excluded.public",
+    "INSERT INTO fastwall_services (workspace, sandbox, service, port,"
+    " routing_name, label, public) VALUES ($1, $2, $3, $4, $5, $6, $7)"
     " ON CONFLICT (workspace, sandbox, service) DO UPDATE SET"
     " port = excluded.port, routing_name = excluded.routing_name,"
-    " label = excluded.label"
+    " label = excluded.label, public = excluded.public"
 };
 
 static const char  *ngx_http_fwh_delete[] = {
@@ -72,7 +86,8 @@ ngx_http_fwh_pg_quiet(void *arg, const char *message)
 /* a row read back is untrusted: names, port and label are checked */
 static ngx_int_t
 ngx_http_fwh_row_set(ngx_http_fwh_row_t *row, const char *ws, const char *sb,
-    const char *svc, long port, const char *routing, const char *label)
+    const char *svc, long port, const char *routing, const char *label,
+    long pub)
 {
     size_t  rl, ll;
 
@@ -96,6 +111,7 @@ ngx_http_fwh_row_set(ngx_http_fwh_row_t *row, const char *ws, const char *sb,
     ngx_memcpy(row->routing_name, routing, rl + 1);
     ngx_memcpy(row->label, label, ll + 1);
     row->port = (ngx_uint_t) port;
+    row->public = (pub != 0);
 
     return NGX_OK;
 }
@@ -143,6 +159,9 @@ ngx_http_fwh_pg_exec(ngx_http_fwh_store_t *st, const char *sql,
 ngx_http_fwh_store_t *
 ngx_http_fwh_store_open(ngx_uint_t kind, const char *arg, ngx_log_t *log)
 {
+    ngx_int_t              pub;
+    PGresult              *res;
+    sqlite3_stmt          *stmt;
     ngx_http_fwh_store_t  *st;
 
     st = ngx_calloc(sizeof(ngx_http_fwh_store_t), log);
@@ -177,6 +196,18 @@ ngx_http_fwh_store_open(ngx_uint_t kind, const char *arg, ngx_log_t *log)
             goto failed;
         }
 
+        if (sqlite3_prepare_v2(st->db, NGX_HTTP_FWH_HAS_PUBLIC, -1, &stmt,
+                               NULL)
+            == SQLITE_OK)
+        {
+            sqlite3_finalize(stmt);
+
+        } else if (ngx_http_fwh_sqlite_exec(st, NGX_HTTP_FWH_ADD_PUBLIC, log)
+                   != NGX_OK)
+        {
+            goto failed;
+        }
+
         return st;
     }
 
@@ -195,6 +226,15 @@ ngx_http_fwh_store_open(ngx_uint_t kind, const char *arg, ngx_log_t *log)
 
     if (ngx_http_fwh_pg_exec(st, NGX_HTTP_FWH_SCHEMA_TABLE, log) != NGX_OK
         || ngx_http_fwh_pg_exec(st, NGX_HTTP_FWH_SCHEMA_INDEX, log) != NGX_OK)
+    {
+        goto failed;
+    }
+
+    res = PQexec(st->pg, NGX_HTTP_FWH_HAS_PUBLIC);
+    pub = (PQresultStatus(res) == PGRES_TUPLES_OK);
+    PQclear(res);
+
+    if (!pub && ngx_http_fwh_pg_exec(st, NGX_HTTP_FWH_ADD_PUBLIC, log) != NGX_OK)
     {
         goto failed;
     }
@@ -242,11 +282,11 @@ ngx_http_fwh_pg_check(ngx_http_fwh_store_t *st)
 static ngx_int_t
 ngx_http_fwh_rows_add(ngx_array_t *rows, const char *ws, const char *sb,
     const char *svc, long port, const char *routing, const char *label,
-    ngx_log_t *log)
+    long pub, ngx_log_t *log)
 {
     ngx_http_fwh_row_t  *row, tmp;
 
-    if (ngx_http_fwh_row_set(&tmp, ws, sb, svc, port, routing, label)
+    if (ngx_http_fwh_row_set(&tmp, ws, sb, svc, port, routing, label, pub)
         != NGX_OK)
     {
         ngx_log_error(NGX_LOG_WARN, log, 0,
@@ -291,7 +331,8 @@ ngx_http_fwh_store_list(ngx_http_fwh_store_t *st, ngx_array_t *rows,
                     (const char *) sqlite3_column_text(stmt, 2),
                     (long) sqlite3_column_int64(stmt, 3),
                     (const char *) sqlite3_column_text(stmt, 4),
-                    (const char *) sqlite3_column_text(stmt, 5), log)
+                    (const char *) sqlite3_column_text(stmt, 5),
+                    (long) sqlite3_column_int64(stmt, 6), log)
                 != NGX_OK)
             {
                 sqlite3_finalize(stmt);
@@ -330,6 +371,7 @@ ngx_http_fwh_store_list(ngx_http_fwh_store_t *st, ngx_array_t *rows,
                                   PQgetvalue(res, i, 1), PQgetvalue(res, i, 2),
                                   strtol(PQgetvalue(res, i, 3), NULL, 10),
                                   PQgetvalue(res, i, 4), PQgetvalue(res, i, 5),
+                                  strtol(PQgetvalue(res, i, 6), NULL, 10),
                                   log)
             != NGX_OK)
         {
@@ -421,7 +463,7 @@ ngx_http_fwh_store_put(ngx_http_fwh_store_t *st, ngx_http_fwh_row_t *row,
     ngx_log_t *log)
 {
     char         port[NGX_INT_T_LEN + 1];
-    const char  *params[6];
+    const char  *params[7];
     ngx_uint_t   changed;
 
     *ngx_sprintf((u_char *) port, "%ui", row->port) = '\0';
@@ -432,8 +474,9 @@ ngx_http_fwh_store_put(ngx_http_fwh_store_t *st, ngx_http_fwh_row_t *row,
     params[3] = port;
     params[4] = row->routing_name;
     params[5] = row->label;
+    params[6] = row->public ? "1" : "0";
 
-    return ngx_http_fwh_store_run(st, ngx_http_fwh_upsert, params, 6, &changed,
+    return ngx_http_fwh_store_run(st, ngx_http_fwh_upsert, params, 7, &changed,
                                   log);
 }
 

@@ -288,12 +288,12 @@ EOF
 		"no gateway for cluster mars: never resolved"
 	echo "  resolver calls: $(wc -l <"$ngx/calls") (sandbox-a once, then sb-missing and sb-notready," \
 		"then east.<uuid> from east's gateway)"
-	demo_service_hosts "$ngx"
+	demo_service_hosts "$ngx" "$keys"
 }
 # The same port as an exposed service: the admin API (loopback, in the
 # pod) records it, and its URL is one hashed label under the base domain.
 demo_service_hosts() {
-	local ngx=$1 url host code color want
+	local ngx=$1 keys=$2 url host code color want scope cred
 	echo
 	echo "  Exposed as a service (admin API on the pod's loopback; routing name gateway-demo):"
 	echo "  \$ curl -X PUT 'http://127.0.0.1:8090/services/tenant-demo/sandbox-a/web?port=8080'"
@@ -303,15 +303,23 @@ demo_service_hosts() {
 	url="http://$host/hello"
 	echo "  service URL: $url (fastwall hostname hash --gateway gateway-demo tenant-demo sandbox-a web:" \
 		"$("$FASTWALL" hostname hash --gateway gateway-demo tenant-demo sandbox-a web))"
-	for host in "$host" tenant-demo--sandbox-a--web.apps.demo.test unknownlabel2345.apps.demo.test; do
-		code=$(fw_ns "$NS_INET" curl -s -m 5 -o /dev/null -w '%{http_code}' -H "Host: $host" \
-			"http://$ING_GW/hello?from=internet")
+	scope=$("$FASTWALL" scope sign --keys "$keys" --key-id k tenant-demo sandbox-a 8080)
+	# a service host needs a credential for its sandbox: here its scope
+	for host in "$host" tenant-demo--sandbox-a--web.apps.demo.test "$host -" unknownlabel2345.apps.demo.test; do
+		cred=(-H "OpenSandbox-Ingress-To: $scope")
 		want=200
-		case $host in unknown*) want=404 ;; esac
+		case $host in
+		unknown*) want=404 cred=() ;;
+		*" -") host=${host% -} want=401 cred=() ;;
+		esac
+		code=$(fw_ns "$NS_INET" curl -s -m 5 -o /dev/null -w '%{http_code}' -H "Host: $host" \
+			"${cred[@]}" "http://$ING_GW/hello?from=internet")
 		if [ "$code" = "$want" ]; then color=$G; else color=$R; UNEXPECTED=$((UNEXPECTED + 1)); fi
-		printf '  Host: %-44s %s%-6s%s\n' "$host" "$color" "$code" "$N"
+		printf '  Host: %-44s %-9s %s%-6s%s\n' "$host" "$([ ${#cred[@]} -gt 0 ] && echo '+ scope' || echo '')" \
+			"$color" "$code" "$N"
 	done
-	echo "  (hashed and readable hosts reach sandbox-a:8080; an unknown label is 404)"
+	echo "  (hashed and readable hosts reach sandbox-a:8080 with its scope, which also sets a"
+	echo "   cookie for the host; without a credential 401; an unknown label is 404)"
 }
 demo_ingress
 

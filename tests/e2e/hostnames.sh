@@ -11,6 +11,8 @@
 # over unset), nginx -t on bad
 # values, and two gateways sharing one PostgreSQL database (Debian's
 # server, started here in a temporary directory on a unix socket).
+# The services are exposed public (tests/e2e/hostnames-auth.sh checks
+# the credentials the others need).
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
 set -uo pipefail
 
@@ -277,12 +279,12 @@ echo "# gateway A: SQLite store, routing name gateway-a"
 gw_start A "$A"
 check "the SQLite store was created on first start" test -s "$DB"
 check "the index was hydrated before serving" grep -q 'service index hydrated from the store: 0 keys, routing name "gateway-a"' "$A/logs/error.log"
-check_eq "expose default/my-sandbox/web on 8080: 200" "$(admin 8081 PUT '/services/default/my-sandbox/web?port=8080')" 200
+check_eq "expose default/my-sandbox/web on 8080: 200" "$(admin 8081 PUT '/services/default/my-sandbox/web?port=8080&public=true')" 200
 check_eq "the answer gives the hashed host" "$(jfield host)" "enh47uqyj7bpyttz.$DOMAIN"
 check_eq "and the readable one" "$(jfield readable_host)" "default--my-sandbox--web.$DOMAIN"
 check_eq "expose the unnamed service of default/my-sandbox on 9090: 200" \
-	"$(admin 8081 PUT '/services/default/my-sandbox?port=9090') $(jfield label)" "200 eiud2z5apv3yeucg"
-check_eq "expose default/other/api on 7070: 200" "$(admin 8081 PUT '/services/default/other/api?port=7070')" 200
+	"$(admin 8081 PUT '/services/default/my-sandbox?port=9090&public=true') $(jfield label)" "200 eiud2z5apv3yeucg"
+check_eq "expose default/other/api on 7070: 200" "$(admin 8081 PUT '/services/default/other/api?port=7070&public=true')" 200
 check_eq "the store holds the three" \
 	"$(sql 'SELECT workspace, sandbox, service, port, label FROM fastwall_services ORDER BY port')" \
 	"default|other|api|7070|$("$FASTWALL" hostname hash -g gateway-a default other api)
@@ -341,11 +343,11 @@ check_eq "none of the refused ones was stored" "$(sql "SELECT count(*) FROM fast
 # a collision: the store says victim's label is another service's (80
 # bits do not collide by chance, so the row is written as if they had)
 VICTIM=$("$FASTWALL" hostname hash -g gateway-a default victim web)
-sql "INSERT INTO fastwall_services VALUES ('default', 'squatter', '', 7000, 'gateway-a', '$VICTIM')" >/dev/null
+sql "INSERT INTO fastwall_services (workspace, sandbox, service, port, routing_name, label, public) VALUES ('default', 'squatter', '', 7000, 'gateway-a', '$VICTIM', 1)" >/dev/null
 sleep 0.1
 host 80 bbbbbbbbbbbbbbbb.$DOMAIN >/dev/null # a miss: the index refreshes
 check_eq "the squatter's row now routes by that label" "$(host 80 "$VICTIM.$DOMAIN")" 200
-check_eq "expose of a service whose label is taken: 409" "$(admin 8081 PUT '/services/default/victim/web?port=8080')" 409
+check_eq "expose of a service whose label is taken: 409" "$(admin 8081 PUT '/services/default/victim/web?port=8080&public=true')" 409
 check_eq "with a clear error" "$(jfield error)" \
 	"hostname label collision: $VICTIM is already default/squatter/; nothing was stored"
 check_eq "nothing was stored" "$(sql "SELECT count(*) FROM fastwall_services WHERE sandbox = 'victim'")" 0
@@ -358,7 +360,7 @@ check_eq "its host is 404 at once" "$(host 80 default--other--api.$DOMAIN)" 404
 check_eq "and its row is gone" "$(sql "SELECT count(*) FROM fastwall_services WHERE sandbox = 'other'")" 0
 check_eq "a second delete: 404" "$(admin 8081 DELETE /services/default/other/api)" 404
 check_eq "re-expose web on 8081: 200, same label" \
-	"$(admin 8081 PUT '/services/default/my-sandbox/web?port=8081') $(jfield label)" "200 enh47uqyj7bpyttz"
+	"$(admin 8081 PUT '/services/default/my-sandbox/web?port=8081&public=true') $(jfield label)" "200 enh47uqyj7bpyttz"
 check_eq "the store has the new port" "$(sql "SELECT port FROM fastwall_services WHERE service = 'web'")" 8081
 
 echo "# restart"
@@ -412,7 +414,7 @@ gw_start A "$A"
 check_eq "no routing name: a hashed host is no service host, 404" "$(host 80 enh47uqyj7bpyttz.$DOMAIN)" 404
 check_eq "and the readable one routes" "$(host 80 default--my-sandbox--web.$DOMAIN)" 200
 check_eq "expose without a routing name gives the readable host" \
-	"$(admin 8081 PUT '/services/default/plain?port=6060') $(jfield host) $(jfield label)" \
+	"$(admin 8081 PUT '/services/default/plain?port=6060&public=true') $(jfield host) $(jfield label)" \
 	"200 default--plain.$DOMAIN "
 gw_stop A
 
@@ -441,7 +443,7 @@ ngx_conf "$PB" 100 8092 "$PG" "fastwall_ingress_routing_name gateway-a;" >"$PB/n
 gw_start PA "$PA"
 gw_start PB "$PB"
 check "the table was created in the database" psql_q "SELECT 1 FROM fastwall_services LIMIT 0"
-check_eq "expose through gateway A: 200" "$(admin 8091 PUT '/services/team/db-box/web?port=5000')" 200
+check_eq "expose through gateway A: 200" "$(admin 8091 PUT '/services/team/db-box/web?port=5000&public=true')" 200
 LABEL_PG=$(jfield label)
 check_eq "the row is in PostgreSQL" "$(psql_q "SELECT workspace, sandbox, service, port, label FROM fastwall_services")" \
 	"team|db-box|web|5000|$LABEL_PG"
@@ -456,14 +458,14 @@ check_eq "and the readable host through B" "$(host 100 team--db-box--web.$DOMAIN
 OTHER=$("$FASTWALL" hostname hash -g gateway-a team other)
 psql_q "UPDATE fastwall_services SET label = '$OTHER' WHERE sandbox = 'db-box'" >/dev/null
 check_eq "expose through B of a label the database holds for another service: 409" \
-	"$(admin 8092 PUT '/services/team/other?port=5001')" 409
+	"$(admin 8092 PUT '/services/team/other?port=5001&public=true')" 409
 check_eq "with a clear error" "$(jfield error)" \
 	"hostname label collision: $OTHER is already another service's in the store; nothing was stored"
 check_eq "nothing was stored" "$(psql_q "SELECT count(*) FROM fastwall_services WHERE sandbox = 'other'")" 0
 psql_q "UPDATE fastwall_services SET label = '$LABEL_PG' WHERE sandbox = 'db-box'" >/dev/null
 check_eq "delete through A: 204" "$(admin 8091 DELETE /services/team/db-box/web)" 204
 check_eq "the row is gone from PostgreSQL" "$(psql_q "SELECT count(*) FROM fastwall_services WHERE sandbox = 'db-box'")" 0
-check_eq "expose team/other through B now: 200" "$(admin 8092 PUT '/services/team/other?port=5001') $(jfield label)" "200 $OTHER"
+check_eq "expose team/other through B now: 200" "$(admin 8092 PUT '/services/team/other?port=5001&public=true') $(jfield label)" "200 $OTHER"
 gw_stop PB
 gw_start PB "$PB"
 check "a restarted B hydrates from PostgreSQL" grep -q 'hydrated from the store: 2 keys' "$PB/logs/error.log"
@@ -474,7 +476,7 @@ sleep 0.1
 check_eq "and the deleted one is 404" "$(host 100 team--db-box--web.$DOMAIN)" 404
 
 in_index() { [ "$(admin 8091 GET "$1")" = "$2" ]; }
-check_eq "expose team/keep through B: 200" "$(admin 8092 PUT '/services/team/keep?port=5002')" 200
+check_eq "expose team/keep through B: 200" "$(admin 8092 PUT '/services/team/keep?port=5002&public=true')" 200
 check "A's timed refresh learns it without a miss" fw_eventually 5 in_index /services/team/keep 200
 check_eq "delete it through B: 204" "$(admin 8092 DELETE /services/team/keep)" 204
 check "and A's timed refresh forgets it" fw_eventually 5 in_index /services/team/keep 404

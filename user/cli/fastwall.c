@@ -1228,9 +1228,13 @@ static const struct fw_cmd cmds[] = {
 		.fn = fw_cli_hostname,
 		.opts = fw_cli_hostname_opts,
 		.usage = "hostname hash [--gateway NAME] WORKSPACE SANDBOX [SERVICE]\n"
-			 "hostname parse --base-domain DOMAIN... [--gateway NAME] HOST",
-		.summary = "a service host's label, or the service a host names (fastwall "
-			   "hostname --help)",
+			 "hostname parse --base-domain DOMAIN... [--gateway NAME] HOST\n"
+			 "hostname expose --admin ADDR --port PORT [--public] WORKSPACE SANDBOX "
+			 "[SERVICE]\n"
+			 "hostname get|delete --admin ADDR WORKSPACE SANDBOX [SERVICE]\n"
+			 "hostname list --admin ADDR",
+		.summary = "a service host's label, the service a host names, or a gateway's "
+			   "exposed services (fastwall hostname --help)",
 		.max_operands = -1,
 	},
 };

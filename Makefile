@@ -339,17 +339,18 @@ $(BUILD)/schema/fastwalld-config.schema.json: $(BUILD)/fastwalld scripts/gen-sch
 	$(Q)$(PYTHON) scripts/gen-schema.py $(BUILD)/fastwalld $(@D)
 $(BUILD)/schema/fastwall-policy.schema.json: $(BUILD)/schema/fastwalld-config.schema.json
 
-# bash completions from the binaries' --help (their command tables)
-COMPLETIONS := $(BUILD)/bash-completion/fastwall $(BUILD)/bash-completion/fastwalld
-$(BUILD)/bash-completion/fastwall: $(BINS) scripts/gen-completion.sh \
-		deploy/bash-completion/fastwall.in deploy/bash-completion/fastwalld.in
+# bash, zsh and fish completions from the binaries' --help (their command tables)
+COMPLETIONS := $(addprefix $(BUILD)/bash-completion/,fastwall fastwalld _fastwall _fastwalld \
+	fastwall.fish fastwalld.fish)
+$(BUILD)/bash-completion/fastwall: $(BINS) scripts/gen-completion.sh include/fastwall/reasons.h \
+		$(wildcard deploy/bash-completion/*.in)
 	$(call msg,GEN,$(@D))
 	$(Q)scripts/gen-completion.sh $(BUILD)/fastwall $(BUILD)/fastwalld $(@D)
-$(BUILD)/bash-completion/fastwalld: $(BUILD)/bash-completion/fastwall
+$(filter-out %/fastwall,$(COMPLETIONS)): $(BUILD)/bash-completion/fastwall
 
 .PHONY: schema completion deb
 schema: $(SCHEMAS) ## JSON Schemas of the configuration and the policy (build/schema/)
-completion: $(COMPLETIONS) ## bash completions of fastwall and fastwalld (build/bash-completion/)
+completion: $(COMPLETIONS) ## bash, zsh and fish completions of fastwall and fastwalld (build/bash-completion/)
 
 # SYSCONFDIR is /etc whatever PREFIX is: fastwalld reads
 # /etc/fastwall/fastwalld.yaml by default. An existing config is kept.
@@ -362,6 +363,8 @@ install: all $(SCHEMAS) $(COMPLETIONS) ## install the binaries, man pages, compl
 	install -D -m 0644 docs/fastwall-ingress.8 $(DESTDIR)$(PREFIX)/share/man/man8/fastwall-ingress.8
 	install -D -m 0644 $(BUILD)/bash-completion/fastwall $(DESTDIR)$(PREFIX)/share/bash-completion/completions/fastwall
 	install -D -m 0644 $(BUILD)/bash-completion/fastwalld $(DESTDIR)$(PREFIX)/share/bash-completion/completions/fastwalld
+	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions $(BUILD)/bash-completion/_fastwall $(BUILD)/bash-completion/_fastwalld
+	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(BUILD)/bash-completion/fastwall.fish $(BUILD)/bash-completion/fastwalld.fish
 	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/fastwall/schema $(SCHEMAS)
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/fastwall/fastwalld.yaml ]; then \
 		echo "install: keeping the existing $(DESTDIR)$(SYSCONFDIR)/fastwall/fastwalld.yaml"; \

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # Builds the Debian 12 package of fastwall with dpkg-deb: fastwalld and
 # fastwall built with Debian's hardening flags in their own build
-# directory, the man pages, bash completions, JSON Schemas, the example
-# configuration (a conffile) and the systemd unit. Prints the path of the
-# .deb. No maintainer scripts: installing does not start or enable the
+# directory, the man pages, bash, zsh and fish completions, JSON Schemas,
+# the example configuration (a conffile) and the systemd unit. Prints the
+# path of the .deb. No maintainer scripts: installing does not start or enable the
 # unit (a firewall with no interfaces named would enforce nothing), and a
 # package without them also installs into a temporary root
 # (tests/e2e/deb.sh).
@@ -158,8 +158,8 @@ Description: eBPF egress firewall for sandboxes
  per-reason counters. fastwalld loads and programs the data plane from a
  YAML configuration or the Sandbox Actions protocol; fastwall inspects it.
  .
- The package ships fastwalld and fastwall, their manual pages, bash
- completions, JSON Schemas of the configuration and policy, an example
+ The package ships fastwalld and fastwall, their manual pages, bash, zsh
+ and fish completions, JSON Schemas of the configuration and policy, an example
  configuration in /etc/fastwall and a systemd unit, which is neither
  enabled nor started on installation.
 EOF

@@ -67,6 +67,9 @@ for f in usr/sbin/fastwalld usr/sbin/fastwall usr/share/man/man8/fastwalld.8.gz 
 	usr/share/man/man8/fastwall.8.gz usr/share/man/man8/fastwall-ingress.8.gz \
 	usr/share/bash-completion/completions/fastwall \
 	usr/share/bash-completion/completions/fastwalld lib/systemd/system/fastwalld.service \
+	usr/share/zsh/vendor-completions/_fastwall usr/share/zsh/vendor-completions/_fastwalld \
+	usr/share/fish/vendor_completions.d/fastwall.fish \
+	usr/share/fish/vendor_completions.d/fastwalld.fish \
 	usr/share/fastwall/schema/fastwalld-config.schema.json \
 	usr/share/fastwall/schema/fastwall-policy.schema.json usr/share/doc/fastwall/copyright; do
 	check "installed /$f" test -s "$R/$f"

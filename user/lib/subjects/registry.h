@@ -75,6 +75,7 @@ struct fw_entry {
 	struct fw_compiled_set live;	  /* what the live rule trie holds, if known */
 	void *priv;			  /* the protocol layer's state; keeps the entry alive */
 	struct fw_domain_policy *domains; /* under the registry lock; NULL until applied */
+	__u64 pinned_domains; /* the digest fastwall_subject_domains holds for id; 0: unknown */
 };
 
 /* A subject's change in the kernel, for the audit trail. */

@@ -143,6 +143,8 @@ void fw_daemon_free(struct fw_daemon *d)
 	fw_loop_free(d->loop);
 	if (d->link_fd > 0)
 		close(d->link_fd);
+	if (d->config_watch_fd > 0)
+		close(d->config_watch_fd);
 	fw_ifset_free(&d->attached);
 	free(d->pod_addrs);
 	free(d);

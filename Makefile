@@ -239,9 +239,10 @@ test-e2e: all ## end-to-end netns tests only (a script exiting 77 is skipped)
 	$(Q)for t in tests/e2e/*.sh; do case $$t in */lib.sh) continue;; esac; \
 		BUILD=$(BUILD) bash $$t; rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ] || exit 1; done
 
-demo: deps ## build, run the demo topology and explain what passes and why
+demo: ## build, run the demo topology and explain what passes and why (KEEP=1: leave it running)
+	$(Q)scripts/install-deps.sh --check demo
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)BUILD=$(BUILD) scripts/demo.sh
+	$(Q)BUILD=$(BUILD) KEEP=$(KEEP) scripts/demo.sh
 
 bench: deps ## benchmarks: per-packet cost, packet rate, control plane, nftables comparison (FULL=1: whole matrix; PARTS="D G": those parts only)
 	$(Q)$(MAKE) --no-print-directory all $(BUILD)/tests/bench_tc $(BUILD)/tests/udpblast \

@@ -76,10 +76,13 @@ strip --strip-unneeded --remove-section=.comment --remove-section=.note \
 gzip -9n "$STAGE"/usr/share/man/man8/*.8
 
 DOC=$STAGE/usr/share/doc/$PKG
-install -d "$DOC"
-install -m 0644 docs/config.md docs/operations.md docs/protocol.md docs/dns.md "$DOC/"
+# the README and docs/ as the repository lays them out (the pages, their
+# images, the man pages' sources the README links), so that every relative
+# link of a page resolves in the package (to its .gz: pages are compressed)
+install -d "$DOC/docs"
 install -m 0644 README.md "$DOC/README.md"
-gzip -9n "$DOC"/*.md
+install -m 0644 docs/*.md docs/*.svg docs/*.8 "$DOC/docs/"
+gzip -9n "$DOC"/*.md "$DOC"/docs/*.md "$DOC"/docs/*.8
 first=$(git log --max-parents=0 --format=%cd --date=format:%Y 2>/dev/null | sort | sed -n 1p || true)
 last=$(git log -1 --format=%cd --date=format:%Y 2>/dev/null || date +%Y)
 years=${first:-$last}

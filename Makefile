@@ -391,4 +391,5 @@ clean: ## remove build/, build-san/ and build-deb/
 include gateway/gateway.mk
 include egress/egress.mk
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# files only: a staged install holds directories named *.d (fish's vendor_completions.d)
+-include $(shell find $(BUILD) -name '*.d' -type f 2>/dev/null)

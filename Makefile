@@ -239,9 +239,10 @@ test-e2e: all ## end-to-end netns tests only (a script exiting 77 is skipped)
 	$(Q)for t in tests/e2e/*.sh; do case $$t in */lib.sh) continue;; esac; \
 		BUILD=$(BUILD) bash $$t; rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ] || exit 1; done
 
-demo: deps ## build, run the demo topology and explain what passes and why
+demo: ## build, run the demo topology and explain what passes and why (KEEP=1: leave it running)
+	$(Q)scripts/install-deps.sh --check demo
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)BUILD=$(BUILD) scripts/demo.sh
+	$(Q)BUILD=$(BUILD) KEEP=$(KEEP) scripts/demo.sh
 
 bench: deps ## benchmarks: per-packet cost, packet rate, control plane, nftables comparison (FULL=1: whole matrix; PARTS="D G": those parts only)
 	$(Q)$(MAKE) --no-print-directory all $(BUILD)/tests/bench_tc $(BUILD)/tests/udpblast \
@@ -339,17 +340,18 @@ $(BUILD)/schema/fastwalld-config.schema.json: $(BUILD)/fastwalld scripts/gen-sch
 	$(Q)$(PYTHON) scripts/gen-schema.py $(BUILD)/fastwalld $(@D)
 $(BUILD)/schema/fastwall-policy.schema.json: $(BUILD)/schema/fastwalld-config.schema.json
 
-# bash completions from the binaries' --help (their command tables)
-COMPLETIONS := $(BUILD)/bash-completion/fastwall $(BUILD)/bash-completion/fastwalld
-$(BUILD)/bash-completion/fastwall: $(BINS) scripts/gen-completion.sh \
-		deploy/bash-completion/fastwall.in deploy/bash-completion/fastwalld.in
+# bash, zsh and fish completions from the binaries' --help (their command tables)
+COMPLETIONS := $(addprefix $(BUILD)/bash-completion/,fastwall fastwalld _fastwall _fastwalld \
+	fastwall.fish fastwalld.fish)
+$(BUILD)/bash-completion/fastwall: $(BINS) scripts/gen-completion.sh include/fastwall/reasons.h \
+		$(wildcard deploy/bash-completion/*.in)
 	$(call msg,GEN,$(@D))
 	$(Q)scripts/gen-completion.sh $(BUILD)/fastwall $(BUILD)/fastwalld $(@D)
-$(BUILD)/bash-completion/fastwalld: $(BUILD)/bash-completion/fastwall
+$(filter-out %/fastwall,$(COMPLETIONS)): $(BUILD)/bash-completion/fastwall
 
 .PHONY: schema completion deb
 schema: $(SCHEMAS) ## JSON Schemas of the configuration and the policy (build/schema/)
-completion: $(COMPLETIONS) ## bash completions of fastwall and fastwalld (build/bash-completion/)
+completion: $(COMPLETIONS) ## bash, zsh and fish completions of fastwall and fastwalld (build/bash-completion/)
 
 # SYSCONFDIR is /etc whatever PREFIX is: fastwalld reads
 # /etc/fastwall/fastwalld.yaml by default. An existing config is kept.
@@ -362,6 +364,8 @@ install: all $(SCHEMAS) $(COMPLETIONS) ## install the binaries, man pages, compl
 	install -D -m 0644 docs/fastwall-ingress.8 $(DESTDIR)$(PREFIX)/share/man/man8/fastwall-ingress.8
 	install -D -m 0644 $(BUILD)/bash-completion/fastwall $(DESTDIR)$(PREFIX)/share/bash-completion/completions/fastwall
 	install -D -m 0644 $(BUILD)/bash-completion/fastwalld $(DESTDIR)$(PREFIX)/share/bash-completion/completions/fastwalld
+	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions $(BUILD)/bash-completion/_fastwall $(BUILD)/bash-completion/_fastwalld
+	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(BUILD)/bash-completion/fastwall.fish $(BUILD)/bash-completion/fastwalld.fish
 	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/fastwall/schema $(SCHEMAS)
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/fastwall/fastwalld.yaml ]; then \
 		echo "install: keeping the existing $(DESTDIR)$(SYSCONFDIR)/fastwall/fastwalld.yaml"; \
@@ -387,4 +391,5 @@ clean: ## remove build/, build-san/ and build-deb/
 include gateway/gateway.mk
 include egress/egress.mk
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# files only: a staged install holds directories named *.d (fish's vendor_completions.d)
+-include $(shell find $(BUILD) -name '*.d' -type f 2>/dev/null)

@@ -165,7 +165,7 @@ plot_rate() {
 				unset key
 				set arrow from graph 0, first 90 to graph 1, first 90 nohead lc rgb "red" dt 2
 				set label "target 90 %" at graph 0.01, first 93 tc rgb "red"
-				plot "$OUT/rate.dat" using 7:xtic(1)
+				plot "$OUT/rate.dat" using 7:xtic(1) title "% of the no-program rate"
 			EOF
 		done
 		echo "plot: $OUT/rate.svg, $OUT/rate.png"

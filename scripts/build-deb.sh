@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # Builds the Debian 12 package of fastwall with dpkg-deb: fastwalld and
 # fastwall built with Debian's hardening flags in their own build
-# directory, the man pages, bash completions, JSON Schemas, the example
-# configuration (a conffile) and the systemd unit. Prints the path of the
-# .deb. No maintainer scripts: installing does not start or enable the
+# directory, the man pages, bash, zsh and fish completions, JSON Schemas,
+# the example configuration (a conffile) and the systemd unit. Prints the
+# path of the .deb. No maintainer scripts: installing does not start or enable the
 # unit (a firewall with no interfaces named would enforce nothing), and a
 # package without them also installs into a temporary root
 # (tests/e2e/deb.sh).
@@ -76,10 +76,13 @@ strip --strip-unneeded --remove-section=.comment --remove-section=.note \
 gzip -9n "$STAGE"/usr/share/man/man8/*.8
 
 DOC=$STAGE/usr/share/doc/$PKG
-install -d "$DOC"
-install -m 0644 docs/config.md docs/operations.md docs/protocol.md docs/dns.md "$DOC/"
+# the README and docs/ as the repository lays them out (the pages, their
+# images, the man pages' sources the README links), so that every relative
+# link of a page resolves in the package (to its .gz: pages are compressed)
+install -d "$DOC/docs"
 install -m 0644 README.md "$DOC/README.md"
-gzip -9n "$DOC"/*.md
+install -m 0644 docs/*.md docs/*.svg docs/*.8 "$DOC/docs/"
+gzip -9n "$DOC"/*.md "$DOC"/docs/*.md "$DOC"/docs/*.8
 first=$(git log --max-parents=0 --format=%cd --date=format:%Y 2>/dev/null | sort | sed -n 1p || true)
 last=$(git log -1 --format=%cd --date=format:%Y 2>/dev/null || date +%Y)
 years=${first:-$last}
@@ -158,8 +161,8 @@ Description: eBPF egress firewall for sandboxes
  per-reason counters. fastwalld loads and programs the data plane from a
  YAML configuration or the Sandbox Actions protocol; fastwall inspects it.
  .
- The package ships fastwalld and fastwall, their manual pages, bash
- completions, JSON Schemas of the configuration and policy, an example
+ The package ships fastwalld and fastwall, their manual pages, bash, zsh
+ and fish completions, JSON Schemas of the configuration and policy, an example
  configuration in /etc/fastwall and a systemd unit, which is neither
  enabled nor started on installation.
 EOF

@@ -4,13 +4,16 @@
 # network namespaces this script creates; fastwalld enforces each sandbox's
 # egress policy and the script shows, connection by connection, what passed
 # and why. Run as root after `make all` (make demo does both); BUILD names
-# the build directory. Everything is removed on exit. See docs/demo.md.
+# the build directory. Everything is removed on exit, unless KEEP=1: then
+# the pod stays up and the script prints what to try and the command that
+# removes it. See docs/demo.md.
 set -euo pipefail
 
 # shellcheck source=tests/e2e/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../tests/e2e/lib.sh"
-trap fw_cleanup EXIT
-trap 'exit 130' INT TERM
+KEEP=${KEEP:-}
+trap '[ "$KEEP" = 1 ] || fw_cleanup' EXIT
+trap 'KEEP=; exit 130' INT TERM
 fw_require
 
 SB_A=$(fw_sb_ns a)
@@ -165,6 +168,36 @@ sed -nE 's/^[0-9T:.-]+Z +[a-z]+ +//; /reload/ s/^/  /p' "$FW_LOG"
 conn_header
 conn sandbox-c "$SB_C" 198.51.100.10:80 ALLOWED "active now: allow 198.51.100.10" http http://198.51.100.10/
 conn sandbox-c "$SB_C" 198.51.100.66:80 BLOCKED "active now: default deny" http http://198.51.100.66/
+
+heading "Why was it dropped? fastwall explain"
+cat <<EOF
+  fastwall explain asks the pinned maps what they would do with one packet
+  and what decided it, without sending anything (exit 7: it would drop):
+
+EOF
+echo "  \$ fastwall explain 10.42.0.2 198.51.100.66 80/tcp"
+fw_cli explain --config "$FW_CFG" 10.42.0.2 198.51.100.66 80/tcp | sed 's/^/  /' || true
+echo "  \$ fastwall explain 10.42.0.2 192.0.2.77 443/tcp"
+fw_cli explain --config "$FW_CFG" 10.42.0.2 192.0.2.77 443/tcp | sed 's/^/  /' || true
+
+heading "Watching: fastwall monitor"
+echo "  \$ fastwall monitor --kind drop --count 1      (then sandbox-b -> 203.0.113.10:80)"
+"$FASTWALL" monitor --socket "$FW_MON_SOCK" --kind drop --count 1 >"$FW_TMP/monitor.out" 2>&1 &
+MON=$!
+sleep 0.3 # its request reaches fastwalld
+fw_http "$SB_B" http://203.0.113.10/ 1 >/dev/null 2>&1 || true
+for _ in $(seq 50); do
+	kill -0 "$MON" 2>/dev/null || break
+	sleep 0.1
+done
+kill "$MON" 2>/dev/null || true
+wait "$MON" 2>/dev/null || true
+sed 's/^/  /' "$FW_TMP/monitor.out"
+
+heading "Metrics: a line of /metrics"
+echo "  \$ curl -s http://127.0.0.1:9464/metrics | grep default-deny"
+fw_ns "$NS_POD" curl -s --max-time 3 http://127.0.0.1:9464/metrics |
+	grep -E '^fastwall_packets_total[{].*reason="default-deny"' | head -1 | sed 's/^/  /' || true
 
 # Inbound: a client on the internet reaches sandbox-a's port 8080 through
 # fastwall-ingress (nginx with the module, in the pod), which checks the
@@ -335,6 +368,42 @@ fw_cli leases | sed 's/^/  /'
 heading "Deny events (fastwalld log)"
 sleep 0.2
 sed -nE 's/^[0-9T:.-]+Z +[a-z]+ +//; /^deny subject=/ s/^/  /p' "$FW_LOG"
+
+if [ "$KEEP" = 1 ]; then
+	teardown=$FW_TMP/teardown.sh
+	{
+		echo '#!/bin/sh'
+		echo "# removes the demo pod $FW_ID: its processes, namespaces, pins and files"
+		for ns in "${FW_NSS[@]}"; do
+			echo "for p in \$(ip netns pids $ns 2>/dev/null); do kill -9 \"\$p\" 2>/dev/null; done"
+		done
+		for ns in "${FW_NSS[@]}"; do
+			echo "ip netns del $ns 2>/dev/null"
+		done
+		echo "rm -rf '$BPFFS' '$FW_TMP'"
+		echo "echo 'demo pod $FW_ID removed'"
+	} >"$teardown"
+	chmod 0755 "$teardown"
+	heading "Left running (KEEP=1)"
+	cat <<EOF
+  fastwalld (pid $FW_DAEMON_PID) enforces in namespace $NS_POD; its log is
+  $FW_LOG. Things to try:
+
+    ip netns exec $SB_A curl -s http://198.51.100.10/          # allowed
+    ip netns exec $SB_A curl -s -m 2 http://203.0.113.99/      # dropped
+    $FASTWALL --bpffs $BPFFS explain 10.42.0.2 203.0.113.99 80/tcp
+    $FASTWALL monitor --socket $FW_MON_SOCK
+    $FASTWALL --bpffs $BPFFS status
+    ip netns exec $NS_POD curl -s http://127.0.0.1:9464/metrics
+    (edit $FW_CFG, then kill -HUP $FW_DAEMON_PID)
+
+  Remove it all:
+
+    sh $teardown
+EOF
+	[ "$UNEXPECTED" -eq 0 ] || echo "${Y}$UNEXPECTED connection(s) did not behave as expected${N}"
+	exit 0
+fi
 
 fw_stop_daemon
 heading "Cleaning up"

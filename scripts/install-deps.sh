@@ -1,27 +1,47 @@
 #!/usr/bin/env bash
-# Installs every Debian package fastwall's build, tests, demo and benchmarks
-# need. Idempotent: installs only what is missing, and exits quietly when
-# nothing is. Run as root on Debian 12.
+# Installs the Debian packages fastwall needs. Idempotent: installs only
+# what is missing, and exits quietly when nothing is. Run as root on
+# Debian 12.
+#
+#   scripts/install-deps.sh          everything: the build, the tests
+#                                    (make test), the benchmarks (make
+#                                    bench), the kernel matrix (make vmtest)
+#   scripts/install-deps.sh demo     what make demo needs: the build and the
+#                                    demo's tools, a few dozen packages fewer
 #
 # --check (make deps, which make test, demo, bench and fuzz run first):
 # installs nothing; fails, naming what is missing and this script, when a
 # package is not installed or bpffs is not mounted at /sys/fs/bpf.
+# --check demo checks the demo's set only.
 set -euo pipefail
 
 check=0
-case ${1:-} in
---check) check=1 ;;
-"") ;;
-*)
-	echo "usage: scripts/install-deps.sh [--check]" >&2
-	exit 2
-	;;
-esac
+set_name=all
+for arg in "$@"; do
+	case $arg in
+	--check) check=1 ;;
+	demo) set_name=demo ;;
+	*)
+		echo "usage: scripts/install-deps.sh [--check] [demo]" >&2
+		exit 2
+		;;
+	esac
+done
+
+# the demo's: building fastwalld and fastwall, and what scripts/demo.sh
+# runs (the namespaces, curl, python3 for servers and probes, dig and
+# dnsmasq for DNS); its inbound part runs when the ingress packages below
+# are there and is skipped otherwise
+DEMO_PKGS=(
+	make gcc clang llvm libbpf-dev libelf-dev zlib1g-dev libyaml-dev libjansson-dev libmicrohttpd-dev libssl-dev pkg-config
+	bpftool
+	iproute2 curl python3 procps bind9-dnsutils dnsmasq-base
+)
 
 PKGS=(
-	# build
-	make gcc clang llvm libclang-rt-14-dev libbpf-dev libelf-dev zlib1g-dev libyaml-dev libjansson-dev libmicrohttpd-dev libssl-dev pkg-config
-	bpftool
+	"${DEMO_PKGS[@]}"
+	# build (the sanitizer runtime of make test-san)
+	libclang-rt-14-dev
 	# tests (dig, dnsmasq as the test upstream; git: the upgrade test builds the previous release;
 	# prometheus: the metrics test scrapes fastwalld with it, its promtool lints the text)
 	libcriterion-dev iproute2 curl python3 netcat-openbsd procps kmod bind9-dnsutils dnsmasq-base git prometheus
@@ -55,6 +75,8 @@ PKGS=(
 	qemu-system-x86 busybox-static cpio zstd xz-utils
 )
 
+[ "$set_name" = demo ] && PKGS=("${DEMO_PKGS[@]}")
+
 missing=()
 # one dpkg-query for all: "NAME STATUS" for each package dpkg knows
 installed=$(dpkg-query -W -f='${Package} ${Status}\n' "${PKGS[@]}" 2>/dev/null |
@@ -69,7 +91,9 @@ if [ "$check" = 1 ]; then
 	[ "${#missing[@]}" -eq 0 ] && [ "$bpffs" = 1 ] && exit 0
 	[ "${#missing[@]}" -eq 0 ] || echo "missing Debian packages: ${missing[*]}" >&2
 	[ "$bpffs" = 1 ] || echo "bpffs is not mounted at /sys/fs/bpf" >&2
-	echo "run scripts/install-deps.sh as root (it installs them and mounts bpffs), then make again" >&2
+	hint=""
+	[ "$set_name" = demo ] && hint=" demo"
+	echo "run scripts/install-deps.sh$hint as root (it installs them and mounts bpffs), then make again" >&2
 	exit 1
 fi
 

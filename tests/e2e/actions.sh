@@ -224,7 +224,7 @@ check_reply "GET /policy active: 200 mode/enforcementMode/state/policy" 200 \
 	"{\"mode\":\"enforcing\",\"enforcementMode\":\"ebpf\",\"state\":\"active\",\"policy\":$(norm "$POL_A")}"
 check_eq "fastwall explain: u-a's rule and its text, as GET /policy has it" \
 	"$(fw_cli explain --config "$FW_CFG" 10.42.0.2 198.51.100.66 80/tcp | sed -n 's/^decided:  //p' || true)" \
-	"rule 1 of u-a's policy: deny 198.51.100.66 (entry 198.51.100.66/32)"
+	"rule 2 of u-a's policy: deny 198.51.100.66 (entry 198.51.100.66/32)"
 
 echo "# SET_BINDING update while active: in place"
 fw_act SET_BINDING u-a "${NET_A[@]}" --input "$POL_A2" --gen 2 --inv inv-a-upd-2

@@ -183,7 +183,7 @@ json_ok "explain" \
 	"d['verdict'] == 'pass' and d['reason'] == 'allow-cidr' and d['reason_number'] == 0 \
 	 and d['step'] == 'rule' and d['subject']['name'] == 'sandbox-a' \
 	 and d['subject']['state'] == 'active' and d['subject']['interface'] == 'sb-a' \
-	 and d['rule'] == {'index': 0, 'text': 'allow 198.51.100.0/24', 'list': 'policy', \
+	 and d['rule'] == {'number': 1, 'index': 0, 'text': 'allow 198.51.100.0/24', 'list': 'policy', \
 	                   'compiled_index': 0} \
 	 and d['entry'] == '198.51.100.0/24' and d['default'] == 'deny' and d['lease'] is None \
 	 and d['packet'] == {'src': '10.42.0.2', 'dst': '198.51.100.10', 'proto': '80/tcp', \
@@ -219,6 +219,22 @@ out=$("$FASTWALL" -b /nonexistent monitor 2>&1) && r=0 || r=$?
 check_eq "fastwall -b DIR monitor: usage (2)" "$r" 2
 check "fastwall -b DIR monitor: names the command and the option" \
 	grep -q "^fastwall monitor: does not take --bpffs" <<<"$out"
+out=$("$FASTWALL" monitor --reason nope --socket "$FW_TMP/none.sock" 2>&1) && r=0 || r=$?
+check_eq "fastwall monitor --reason nope: usage (2), before connecting" "$r" 2
+check "fastwall monitor --reason nope: says the reason is unknown" \
+	grep -q "^fastwall monitor: unknown reason 'nope'" <<<"$out"
+for good in default-deny dns-denied-name l7-name; do
+	out=$("$FASTWALL" monitor --reason "$good" --socket "$FW_TMP/none.sock" 2>&1) && r=0 || r=$?
+	check_eq "fastwall monitor --reason $good: taken (1: no fastwalld at the socket)" "$r" 1
+done
+
+echo "# fastwall status from another network namespace"
+out=$(fw_ns "$SB_A" "$FASTWALL" --bpffs "$BPFFS" status)
+check "says none here and how many fastwalld attached in its own" \
+	grep -qx 'attached:    none in this network namespace; fastwalld attached 2' <<<"$out"
+json_ok "-o json: attached [] and attached_elsewhere 2" \
+	"d['attached'] == [] and d['attached_elsewhere'] == 2" \
+	"$(fw_ns "$SB_A" "$FASTWALL" --bpffs "$BPFFS" -o json status)"
 
 echo "# fastwall: codes with pins"
 check_eq "fastwall status: 0" "$(rc fw_cli status)" 0

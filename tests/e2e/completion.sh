@@ -101,6 +101,53 @@ for c in $dcmds; do
 done
 check "fastwalld config-keys --s<TAB> offers --schema" fastwalld config-keys --s --schema
 
+# options before the word, with their values, wherever they stand
+check "fastwall -o json mon<TAB> offers monitor" fastwall -o json mon monitor
+check "fastwall -c FILE -o json ex<TAB> offers explain" fastwall -c /etc/x.yaml -o json ex explain
+check "fastwall -o json status --a<TAB> offers --all" fastwall -o json status --a --all
+check "fastwalld -o json ch<TAB> offers check" fastwalld -o json ch check
+# the values of -o, --reason and --kind
+check "fastwall -o <TAB> offers json" fastwall -o "" json
+check "fastwall status -o <TAB> offers json" fastwall status -o "" json
+check "fastwall monitor -o t<TAB> offers text" fastwall monitor -o t text
+check "fastwalld --log-format j<TAB> offers json" fastwalld --log-format j json
+for r in $("$BUILD/fastwall" reasons | awk 'NR > 1 { print $3 }') dns-denied-name l7-name; do
+	check "fastwall monitor --reason ${r:0:4}<TAB> offers $r" fastwall monitor --reason "${r:0:4}" "$r"
+done
+check "fastwall monitor -r def<TAB> offers default-deny" fastwall monitor -r def default-deny
+for k in drop dns allow l7; do
+	check "fastwall monitor --kind <TAB> offers $k" fastwall monitor --kind "" "$k"
+done
+check "fastwall monitor --kind drop,d<TAB> offers drop,dns" fastwall monitor --kind drop,d drop,dns
+
+# zsh and fish: generated beside the bash ones, each naming every command
+# and completing the same values; checked by the shell itself where it is
+for f in _fastwall _fastwalld fastwall.fish fastwalld.fish; do
+	if [ -s "$T/$f" ]; then ok "$f generated"; else not_ok "$f generated"; fi
+done
+for c in $cmds; do
+	if grep -q "^	$c) echo " "$T/_fastwall" && grep -q "__fish_seen_subcommand_from $c\"" "$T/fastwall.fish"; then
+		ok "zsh and fish complete fastwall $c's options"
+	else
+		not_ok "zsh and fish complete fastwall $c's options"
+	fi
+done
+if grep -q 'default-deny' "$T/_fastwall" && grep -q 'dns-denied-name' "$T/fastwall.fish"; then
+	ok "zsh and fish offer the reasons"
+else
+	not_ok "zsh and fish offer the reasons"
+fi
+if command -v zsh >/dev/null; then
+	for f in _fastwall _fastwalld; do
+		if zsh -n "$T/$f"; then ok "zsh -n $f"; else not_ok "zsh -n $f"; fi
+	done
+fi
+if command -v fish >/dev/null; then
+	for f in fastwall.fish fastwalld.fish; do
+		if fish -n "$T/$f"; then ok "fish -n $f"; else not_ok "fish -n $f"; fi
+	done
+fi
+
 if command -v shellcheck >/dev/null; then
 	if shellcheck -s bash "$T/fastwall" "$T/fastwalld" >"$T/sc.out" 2>&1; then
 		ok "the generated completions pass shellcheck"

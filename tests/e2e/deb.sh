@@ -67,10 +67,37 @@ for f in usr/sbin/fastwalld usr/sbin/fastwall usr/share/man/man8/fastwalld.8.gz 
 	usr/share/man/man8/fastwall.8.gz usr/share/man/man8/fastwall-ingress.8.gz \
 	usr/share/bash-completion/completions/fastwall \
 	usr/share/bash-completion/completions/fastwalld lib/systemd/system/fastwalld.service \
+	usr/share/zsh/vendor-completions/_fastwall usr/share/zsh/vendor-completions/_fastwalld \
+	usr/share/fish/vendor_completions.d/fastwall.fish \
+	usr/share/fish/vendor_completions.d/fastwalld.fish \
 	usr/share/fastwall/schema/fastwalld-config.schema.json \
 	usr/share/fastwall/schema/fastwall-policy.schema.json usr/share/doc/fastwall/copyright; do
 	check "installed /$f" test -s "$R/$f"
 done
+# the packaged docs: every relative link of a page names a file the
+# package ships (the page itself or its .gz)
+cat >"$FW_TMP/links.py" <<'EOF'
+import gzip, os, re, sys
+doc, bad = sys.argv[1], []
+for d, _, files in os.walk(doc):
+    for f in files:
+        if not f.endswith(".md.gz"):
+            continue
+        text = gzip.open(os.path.join(d, f), "rt").read()
+        for u in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"^[a-z]+:", u) or u.startswith("#"):
+                continue
+            t = os.path.normpath(os.path.join(d, u.split("#")[0]))
+            if not (os.path.exists(t) or os.path.exists(t + ".gz")):
+                bad.append(os.path.relpath(os.path.join(d, f), doc) + ": " + u)
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+EOF
+check "every relative link of the packaged docs names a page the package ships" \
+	"$FW_PY" "$FW_TMP/links.py" "$R/usr/share/doc/fastwall"
+check "the packaged docs hold operations.md and design.md" \
+	test -s "$R/usr/share/doc/fastwall/docs/operations.md.gz" -a \
+	-s "$R/usr/share/doc/fastwall/docs/design.md.gz"
 check_eq "the installed fastwall prints its version" \
 	"$("$R/usr/sbin/fastwall" --version | cut -d' ' -f1)" fastwall
 check "the installed example config passes fastwalld check" \

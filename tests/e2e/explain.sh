@@ -105,7 +105,7 @@ id_a=$(subject_id sandbox-a)
 check_eq "subject line: name, id, state, interface" "$(field subject <<<"$out")" \
 	"sandbox-a (id $id_a, active, interface sb-a)"
 check "decided: the rule's text as written" grep -q \
-	'^decided:  rule 1 of sandbox-a.s policy: deny 198.51.100.66 ports=80 (port 80 of entry 198.51.100.66/32)$' <<<"$out"
+	'^decided:  rule 2 of sandbox-a.s policy: deny 198.51.100.66 ports=80 (port 80 of entry 198.51.100.66/32)$' <<<"$out"
 check_fails "the data plane agrees: 198.51.100.66:80 does not answer" \
 	fw_http "$SB_A" http://198.51.100.66/ 1
 
@@ -141,8 +141,8 @@ check_eq "bpftool prints the table by field: 201 entries (the default one of the
 	"201 1 True"
 out=$(x 10.42.0.4 192.0.2.57 80/tcp) && rc=0 || rc=$?
 check_eq "explain: an address of the table passes" "$rc" 0
-check "decided: rule 56 and its entry, read from the table" grep -q \
-	'^decided:  rule 56 of sandbox-c.s policy: allow 192.0.2.57 (entry 192.0.2.57/32)$' <<<"$out"
+check "decided: rule 57 and its entry, read from the table" grep -q \
+	'^decided:  rule 57 of sandbox-c.s policy: allow 192.0.2.57 (entry 192.0.2.57/32)$' <<<"$out"
 out=$(x 10.42.0.4 192.0.2.201 80/tcp) && rc=0 || rc=$?
 check_eq "explain: the address after the last entry falls to the default and drops" "$rc" 7
 
@@ -162,11 +162,11 @@ echo "# allowed by CIDR"
 out=$(x 10.42.0.2 198.51.100.10 80/tcp) && rc=0 || rc=$?
 check_eq "exit 0: the packet would pass" "$rc" 0
 check_eq "verdict: pass allow-cidr" "$(field verdict <<<"$out" | cut -d' ' -f1-2)" "pass allow-cidr"
-check "decided: rule 0 and its entry" grep -q \
-	'^decided:  rule 0 of sandbox-a.s policy: allow 198.51.100.0/24 (entry 198.51.100.0/24)$' <<<"$out"
+check "decided: rule 1 and its entry" grep -q \
+	'^decided:  rule 1 of sandbox-a.s policy: allow 198.51.100.0/24 (entry 198.51.100.0/24)$' <<<"$out"
 check "the data plane agrees: 198.51.100.10 answers" fw_http "$SB_A" http://198.51.100.10/ 2
 out=$(x 10.42.0.2 198.51.100.66 9000/udp) || true
-check_eq "the same host on another port: allowed by rule 0's entry" \
+check_eq "the same host on another port: allowed by rule 1's entry" \
 	"$(field verdict <<<"$out" | cut -d' ' -f1-2)" "pass allow-cidr"
 
 echo "# allowed by a learned name"
@@ -221,11 +221,11 @@ check_eq "no PORT/PROTO: an echo request" "$(field verdict <<<"$out" | cut -d' '
 echo "# the rule text needs the configuration it came from"
 out=$(fw_cli explain --config "$FW_TMP/none.yaml" 10.42.0.2 198.51.100.66 80/tcp) || true
 check "no configuration: the index alone" grep -q \
-	'^decided:  rule 1 of sandbox-a.s policy (overlay rules first) (port 80' <<<"$out"
+	'^decided:  rule 2 of sandbox-a.s policy (overlay rules first) (port 80' <<<"$out"
 sed 's/198.51.100.66, ports: \[80\]/198.51.100.67, ports: [80]/' "$FW_CFG" >"$FW_TMP/edited.yaml"
 out=$(fw_cli explain --config "$FW_TMP/edited.yaml" 10.42.0.2 198.51.100.66 80/tcp) || true
 check "a configuration edited since the load: the index alone, never a wrong text" \
-	grep -q '^decided:  rule 1 of sandbox-a.s policy (overlay rules first) (port 80' <<<"$out"
+	grep -q '^decided:  rule 2 of sandbox-a.s policy (overlay rules first) (port 80' <<<"$out"
 
 echo "# JSON"
 j=$(x -o json 10.42.0.2 198.51.100.66 80/tcp) || true

@@ -138,6 +138,14 @@ echo "# the scrape text"
 fw_ns "$NS_POD" curl -s --max-time 3 "http://$METRICS/metrics" >"$FW_TMP/scrape.txt"
 check "promtool check metrics: no complaint" bash -c "promtool check metrics <'$FW_TMP/scrape.txt'"
 scraped() { awk -v n="$1" '$1 == n { print $2 }' "$FW_TMP/scrape.txt"; }
+# every family served is in the metrics table of operations.md by its
+# whole name (a grep for it finds it), as `NAME` or `NAME{labels}`
+undocumented=$(awk '$1 == "#" && $2 == "TYPE" { print $3 }' "$FW_TMP/scrape.txt" | sort -u |
+	while read -r m; do
+		grep -qE "^\|.*\`$m(\{[a-z_,]*\})?\`" "$FW_ROOT/docs/operations.md" || echo "$m"
+	done)
+check_eq "every metric served is named in full in operations.md's table" "$undocumented" ""
+check_ge "(families checked)" "$(grep -c '^# TYPE ' "$FW_TMP/scrape.txt")" 30
 for m in process_cpu_seconds_total process_resident_memory_bytes process_virtual_memory_bytes \
 	process_open_fds process_max_fds process_start_time_seconds; do
 	check "$m is served" test -n "$(scraped "$m")"

@@ -296,13 +296,13 @@ static void decided_text(struct fw_dp *dp, const struct fw_xresult *r, const cha
 
 	if (rs->known && rs->overlay)
 		snprintf(rule, sizeof(rule), "rule %u of the configuration's overlay: %s",
-			 rs->index, rs->text);
+			 rs->index + 1, rs->text);
 	else if (rs->known)
-		snprintf(rule, sizeof(rule), "rule %u of %s's policy: %s", rs->index, name,
+		snprintf(rule, sizeof(rule), "rule %u of %s's policy: %s", rs->index + 1, name,
 			 rs->text);
 	else
 		snprintf(rule, sizeof(rule), "rule %u of %s's policy (overlay rules first)",
-			 r->entry.rule, name);
+			 r->entry.rule + 1, name);
 	switch (r->step) {
 	case FW_XS_V4MAPPED:
 		snprintf(out, len, "an IPv6 packet with a v4-mapped address");
@@ -608,9 +608,10 @@ int fw_cli_explain(struct fw_dp *dp, const struct fw_explain_args *a)
 		if (rs.known || ((r.step == FW_XS_RULE || r.step == FW_XS_PORT_RULE) &&
 				 r.entry.rule != FW_RULE_DEFAULT))
 			json_object_set_new(o, "rule",
-					    json_pack("{s:i,s:s?,s:s,s:i}", "index",
-						      rs.known ? rs.index : r.entry.rule, "text",
-						      rs.known ? rs.text : NULL, "list",
+					    json_pack("{s:i,s:i,s:s?,s:s,s:i}", "number",
+						      (rs.known ? rs.index : r.entry.rule) + 1,
+						      "index", rs.known ? rs.index : r.entry.rule,
+						      "text", rs.known ? rs.text : NULL, "list",
 						      rs.overlay ? "overlay" : "policy",
 						      "compiled_index", r.entry.rule));
 		else

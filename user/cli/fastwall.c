@@ -3,6 +3,7 @@
  * leases). It opens the pinned maps directly, so it works whether or not
  * fastwalld is running. And `fastwall run`, which starts a command in a
  * process sandbox of the running fastwalld. */
+#include <dirent.h>
 #include <errno.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -128,6 +129,112 @@ static json_t *guard_json(struct cli *c, const struct if_nameindex *i, enum fw_g
 	return o;
 }
 
+/* whether process pid holds the map of id (a descriptor of it: fdinfo) */
+static bool holds_map(const char *pid, __u32 id)
+{
+	char path[64], line[128], want[32];
+	struct dirent *e;
+	bool found = false;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%.16s/fdinfo", pid);
+	snprintf(want, sizeof(want), "map_id:\t%u\n", id);
+	dir = opendir(path);
+	if (!dir)
+		return false;
+	while (!found && (e = readdir(dir))) {
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%.16s/fdinfo/%.16s", pid, e->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		while (!found && fgets(line, sizeof(line), f))
+			found = !strcmp(line, want);
+		fclose(f);
+	}
+	closedir(dir);
+	return found;
+}
+
+/* The interfaces fastwalld attached to in its own network namespace when
+ * that is not this one (fastwall run from a pod, a container or the host
+ * while fastwalld runs elsewhere): the fastwalld holding these pins' maps
+ * whose namespace differs, and a child that enters it and counts. -1 when
+ * no such fastwalld is seen (another PID namespace) or it can't be
+ * entered. */
+static int attached_elsewhere(struct cli *c)
+{
+	struct bpf_map_info info = {};
+	__u32 info_len = sizeof(info);
+	struct stat self, ns;
+	char path[64], comm[32];
+	struct dirent *e;
+	int count = -1;
+	DIR *proc;
+
+	if (stat("/proc/self/ns/net", &self) ||
+	    bpf_obj_get_info_by_fd(c->dp->meta_fd, &info, &info_len))
+		return -1;
+	proc = opendir("/proc");
+	if (!proc)
+		return -1;
+	while (count < 0 && (e = readdir(proc))) {
+		int fd, pipefd[2], n = -1, status;
+		ssize_t got;
+		pid_t child;
+		FILE *f;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%.16s/comm", e->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		got = fgets(comm, sizeof(comm), f) ? 1 : 0;
+		fclose(f);
+		if (!got || strcmp(comm, "fastwalld\n") != 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%.16s/ns/net", e->d_name);
+		if (stat(path, &ns) || (ns.st_ino == self.st_ino && ns.st_dev == self.st_dev) ||
+		    !holds_map(e->d_name, info.id))
+			continue;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (pipe2(pipefd, O_CLOEXEC)) {
+			close(fd);
+			continue;
+		}
+		child = fork();
+		if (child == 0) {
+			struct if_nameindex *ifs, *i;
+
+			n = 0;
+			if (setns(fd, CLONE_NEWNET))
+				_exit(1);
+			ifs = if_nameindex();
+			for (i = ifs; i && i->if_index; i++)
+				n += fw_dp_attached((int)i->if_index);
+			if (write(pipefd[1], &n, sizeof(n)) != sizeof(n))
+				_exit(1);
+			_exit(0);
+		}
+		close(fd);
+		close(pipefd[1]);
+		if (child > 0) {
+			if (read(pipefd[0], &n, sizeof(n)) == sizeof(n))
+				count = n;
+			waitpid(child, &status, 0);
+		}
+		close(pipefd[0]);
+	}
+	closedir(proc);
+	return count;
+}
+
 /* status -o json: {pins, subjects, removed, attached[], guard[{interface,
  * mode, driver, configured, why}], verdicts[{reason, number, verdict,
  * packets, bytes}], passed, dropped} */
@@ -170,6 +277,13 @@ static int status_json(struct cli *c, struct if_nameindex *ifs, int nsubj, int n
 	o = json_pack("{s:s,s:i,s:i,s:o,s:o,s:o,s:I,s:I}", "pins", c->bpffs, "subjects", nsubj,
 		      "removed", nretired, "attached", att, "guard", guard, "verdicts", v, "passed",
 		      (json_int_t)pass, "dropped", (json_int_t)drop);
+	/* none here: how many fastwalld attached in its own namespace */
+	if (o && !json_array_size(att)) {
+		int n = attached_elsewhere(c);
+
+		if (n >= 0)
+			json_object_set_new(o, "attached_elsewhere", json_integer(n));
+	}
 	return json_out(o);
 }
 
@@ -205,7 +319,16 @@ static int show_status(struct cli *c)
 			nif++;
 		}
 	}
-	printf("%s\n", nif ? "" : " (none)");
+	if (nif) {
+		printf("\n");
+	} else {
+		int n = attached_elsewhere(c);
+
+		if (n >= 0)
+			printf(" none in this network namespace; fastwalld attached %d\n", n);
+		else
+			printf(" (none)\n");
+	}
 	/* the port guard, only where it runs: a node without one sees no line;
 	 * an interface a line: its hook and why */
 	nif = 0;

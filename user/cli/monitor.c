@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "fastwall/abi.h"
 #include "protocol/monitor.h"
 #include "monitor.h"
 
@@ -35,6 +36,25 @@ const struct fw_cmd_opt fw_cli_monitor_opts[] = {
 	FW_CMD_OPT_HELP,
 	{0},
 };
+
+/* The names of the reason tables (fastwall/reasons.h): the data plane's,
+ * the DNS proxy's and the layer-7 proxy's, the reasons events carry. */
+#define MON_REASON_NAME_(id, num, verdict, name, meaning) name,
+#define MON_REASON_NAME3_(id, verdict, name, meaning)	  name,
+static const char *const mon_reasons[] = {
+	FW_REASONS(MON_REASON_NAME_) FW_DNS_REASONS(MON_REASON_NAME3_)
+		FW_L7_REASONS(MON_REASON_NAME3_) NULL,
+};
+#undef MON_REASON_NAME_
+#undef MON_REASON_NAME3_
+
+static bool known_reason(const char *name)
+{
+	for (size_t i = 0; mon_reasons[i]; i++)
+		if (!strcmp(mon_reasons[i], name))
+			return true;
+	return false;
+}
 
 static int mon_connect(const char *path)
 {
@@ -120,6 +140,10 @@ int fw_cli_monitor(struct fw_cmd_args *a)
 			key = "subject";
 			break;
 		case 'r':
+			if (!known_reason(a->arg))
+				return fw_cmd_usage_error(
+					a, "unknown reason '%s' (fastwall reasons lists them)",
+					a->arg);
 			key = "reason";
 			break;
 		case 'a':

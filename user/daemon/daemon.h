@@ -107,6 +107,7 @@ struct fw_daemon {
 	struct fw_reload_stats reload_stats;		   /* for /metrics */
 	__u64 last_refresh_ns;
 	int link_fd;
+	int config_watch_fd;	  /* inotify on a ConfigMap volume's directory; -1: none */
 	bool level_forced;	  /* --log-level wins over the config */
 	bool format_forced;	  /* --log-format wins over the config */
 	struct fw_ifset attached; /* interfaces we attached to, for logging once */
@@ -210,5 +211,10 @@ void l7_free(struct fw_daemon *d);
 
 /* The loop's signal handler: SIGHUP reloads, SIGINT and SIGTERM stop. */
 void on_signal(struct fw_loop *l, int signo, void *ctx);
+/* When the configuration file is in a Kubernetes ConfigMap volume (its
+ * directory holds the ..data symlink), watches the directory: the
+ * kubelet's swap of ..data reloads as SIGHUP does. A watch that can't be
+ * set up is a warning (SIGHUP still works). */
+int config_watch(struct fw_daemon *d);
 
 #endif /* FW_DAEMON_H */

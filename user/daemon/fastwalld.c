@@ -65,6 +65,7 @@ int check(const char *config_path)
 {
 	char errbuf[FW_CFG_ERR_LEN];
 	struct fw_cfg cfg;
+	bool nothing;
 
 	fw_cfg_init(&cfg);
 	if (fw_cfg_load_file(config_path, &cfg, errbuf, sizeof(errbuf))) {
@@ -72,8 +73,18 @@ int check(const char *config_path)
 		return FW_EXIT_CONFIG;
 	}
 	cfg_warnings(&cfg, stderr);
+	/* a valid file that enforces nothing on the network: no interface it
+	 * would attach to, now or later */
+	nothing = !cfg.ninterfaces && !cfg.nbridges;
+	if (nothing)
+		fprintf(stderr,
+			"warning: %s: no datapath.interfaces and no datapath.bridges: fastwalld "
+			"attaches to no interface, %s\n",
+			config_path,
+			cfg.processes_enabled ? "only process sandboxes are enforced"
+					      : "no packet is enforced");
 	printf("%s: ok, %zu static subjects%s\n", config_path, cfg.nsubjects,
-	       cfg.nwarnings ? " (with warnings)" : "");
+	       cfg.nwarnings || nothing ? " (with warnings)" : "");
 	fw_cfg_free(&cfg);
 	return FW_EXIT_OK;
 }
@@ -132,6 +143,8 @@ void fw_daemon_free(struct fw_daemon *d)
 	fw_loop_free(d->loop);
 	if (d->link_fd > 0)
 		close(d->link_fd);
+	if (d->config_watch_fd > 0)
+		close(d->config_watch_fd);
 	fw_ifset_free(&d->attached);
 	free(d->pod_addrs);
 	free(d);

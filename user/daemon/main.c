@@ -277,7 +277,9 @@ static const struct fw_cmd cmds[] = {
  * configuration's bpffs). */
 static const struct fw_cmd_opt global_opts[] = {
 	OPT_CONFIG,
-	{'b', "bpffs", "DIR", "pin directory for detach --purge"},
+	{'b', "bpffs", "DIR",
+	 "detach --purge: the pins to remove (default the\nconfiguration's datapath.bpffs); no "
+	 "other command\ntakes it"},
 	OPT_LEVEL,
 	OPT_FORMAT,
 	FW_CMD_OPT_HELP,
@@ -297,8 +299,11 @@ static const struct fw_cmd_prog fastwalld = {
 	.opts = global_opts,
 	.col = 24,
 	.summary_col = 41,
-	.epilog = "signals: SIGHUP reloads static subjects atomically; SIGTERM stops and\n"
-		  "leaves the kernel state in place (fail closed).\n",
+	.epilog = "signals: SIGHUP reloads the configuration: the whole file is validated\n"
+		  "first (a bad one changes nothing), then each changed subject is swapped\n"
+		  "atomically; keys that change only on restart keep their running value.\n"
+		  "In a Kubernetes ConfigMap volume an update reloads the same way. SIGTERM\n"
+		  "stops and leaves the kernel state in place (fail closed).\n",
 	.default_cmd = "run",
 	.version = version,
 };

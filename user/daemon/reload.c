@@ -2,9 +2,18 @@
 /* SIGHUP: the configuration file again, all of it or nothing; the keys a
  * reload cannot change (the key tables' reload column) keep their running
  * values, the rest goes to the modules as at start (apply.c). SIGINT and
- * SIGTERM stop the loop. */
+ * SIGTERM stop the loop. A configuration in a Kubernetes ConfigMap volume
+ * reloads the same way when the volume is updated (config_watch). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "daemon.h"
@@ -76,16 +85,21 @@ static void refresh_rearm(struct fw_daemon *d, __u64 was)
 	fw_loop_timer_arm(d->loop, &d->refresh_timer, due > now ? due - now : 0);
 }
 
+static void reload_now(struct fw_daemon *d)
+{
+	__u64 was = d->cfg.learn.refresh_interval_ns;
+
+	reload(d);
+	refresh_rearm(d, was);
+}
+
 void on_signal(struct fw_loop *l, int signo, void *ctx)
 {
 	struct fw_daemon *d = ctx;
-	__u64 was;
 
 	switch (signo) {
 	case SIGHUP:
-		was = d->cfg.learn.refresh_interval_ns;
-		reload(d);
-		refresh_rearm(d, was);
+		reload_now(d);
 		break;
 	case SIGINT:
 	case SIGTERM:
@@ -93,4 +107,72 @@ void on_signal(struct fw_loop *l, int signo, void *ctx)
 		fw_loop_stop(l);
 		break;
 	}
+}
+
+/* The kubelet updates a ConfigMap volume by writing the new files into a
+ * new directory beside the old, pointing a temporary symlink at it and
+ * renaming that onto DIR/..data, which the file's own symlink
+ * (DIR/NAME -> ..data/NAME) goes through: one atomic swap. The rename onto
+ * ..data (or its creation) is the update. */
+#define CONFIGMAP_DATA "..data"
+
+static void on_config_dir(struct fw_loop *l, int fd, __u32 events, void *ctx)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	struct fw_daemon *d = ctx;
+	bool swapped = false;
+	ssize_t n;
+
+	(void)l;
+	(void)events;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+
+			if (ev->len && !strcmp(ev->name, CONFIGMAP_DATA))
+				swapped = true;
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+	if (!swapped)
+		return;
+	fw_info("%s: the ConfigMap volume was updated; reloading", d->config_path);
+	reload_now(d);
+}
+
+int config_watch(struct fw_daemon *d)
+{
+	char dir[PATH_MAX], data[PATH_MAX + sizeof(CONFIGMAP_DATA)];
+	const char *slash = strrchr(d->config_path, '/');
+	struct stat st;
+	int fd, err;
+
+	d->config_watch_fd = -1;
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == d->config_path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - d->config_path), d->config_path);
+	snprintf(data, sizeof(data), "%s/" CONFIGMAP_DATA, dir);
+	/* not a ConfigMap volume: SIGHUP only */
+	if (lstat(data, &st) || !S_ISLNK(st.st_mode))
+		return 0;
+	fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (fd < 0 || inotify_add_watch(fd, dir, IN_MOVED_TO | IN_CREATE | IN_ONLYDIR) < 0) {
+		err = -errno;
+		if (fd >= 0)
+			close(fd);
+		fw_warn("can't watch %s for ConfigMap updates (reload with SIGHUP): %s", dir,
+			strerror(-err));
+		return 0;
+	}
+	err = fw_loop_watch_add(d->loop, fd, EPOLLIN, on_config_dir, d, NULL);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	d->config_watch_fd = fd;
+	fw_info("%s is in a ConfigMap volume: an update of %s reloads it", d->config_path, data);
+	return 0;
 }

@@ -318,6 +318,8 @@ static int start_loop(struct fw_daemon *d)
 	if (!err)
 		err = fw_loop_watch_add(d->loop, ring_buffer__epoll_fd(d->events), EPOLLIN,
 					on_events, d, NULL);
+	if (!err)
+		err = config_watch(d);
 	if (err) {
 		fw_err("can't set up the event loop: %s", strerror(-err));
 		return FW_EXIT_FAILURE;
@@ -421,7 +423,7 @@ static const struct {
 	{"subjects", start_subjects},	/* the static subjects, before any attach */
 	{"actions", start_actions},	/* the Sandbox Actions listener */
 	{"links", start_links},		/* link events; attach to every port */
-	{"loop", start_loop},		/* the event ring, signals, link events */
+	{"loop", start_loop},		/* the event ring, signals, link events, ConfigMap */
 	{"monitor", start_monitor},	/* the live event socket */
 	{"l7", start_l7},		/* the layer-7 proxy (started by the loop) */
 	{"timers", start_timers},	/* actions tick, reaper, lease refresh */

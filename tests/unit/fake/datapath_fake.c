@@ -52,6 +52,7 @@ struct fake_dp {
 	struct fw_dp dp;     /* first: the callers hold a struct fw_dp * */
 	struct fmap cgroups; /* __u64 cgroup id -> struct fw_subject */
 	struct fmap dispatch, meta, learned, lports, ports, names, lnames, conns;
+	struct fmap domains; /* __u32 id -> __u64 digest (fastwall_subject_domains) */
 	struct frules rules[FW_MAX_SUBJECTS];
 	__u64 counts[FW_MAX_SUBJECTS];
 	unsigned int resets[FW_MAX_SUBJECTS];
@@ -217,6 +218,7 @@ struct fw_dp *fake_dp_new(void)
 	fmap_init(&f->cgroups, sizeof(__u64), sizeof(struct fw_subject));
 	f->dp.cgroups_fd = f->dp.cg_dns_fd = -1;
 	fmap_init(&f->meta, sizeof(__u32), sizeof(struct fw_subject_meta));
+	fmap_init(&f->domains, sizeof(__u32), sizeof(__u64));
 	fmap_init(&f->learned, sizeof(struct fw_learned_key), sizeof(struct fw_lease));
 	fmap_init(&f->lports, sizeof(struct fw_port_rule_key), sizeof(__u8));
 	fmap_init(&f->ports, sizeof(struct fw_port_rule_key), sizeof(__u8));
@@ -236,6 +238,7 @@ void fake_dp_free(struct fw_dp *dp)
 	fmap_clear(&f->dispatch);
 	fmap_clear(&f->cgroups);
 	fmap_clear(&f->meta);
+	fmap_clear(&f->domains);
 	fmap_clear(&f->learned);
 	fmap_clear(&f->lports);
 	fmap_clear(&f->ports);
@@ -431,6 +434,18 @@ int fw_dp_meta_del(struct fw_dp *dp, __u32 id)
 int fw_dp_meta_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx)
 {
 	return fmap_scan(&fake_of(dp)->meta, fn, ctx);
+}
+
+int fw_dp_domains_put(struct fw_dp *dp, __u32 id, __u64 hash)
+{
+	return fmap_put(&fake_of(dp)->domains, &id, &hash, F_ANY);
+}
+
+__u64 fw_dp_domains_get(struct fw_dp *dp, __u32 id)
+{
+	__u64 hash = 0;
+
+	return fmap_get(&fake_of(dp)->domains, &id, &hash) ? 0 : hash;
 }
 
 int fw_dp_subject_reset(struct fw_dp *dp, __u32 id)

@@ -35,5 +35,11 @@ int fw_dp_meta_put(struct fw_dp *dp, __u32 id, const struct fw_subject_meta *m);
 int fw_dp_meta_del(struct fw_dp *dp, __u32 id);
 /* __u32 id -> struct fw_subject_meta */
 int fw_dp_meta_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx);
+/* fastwall_subject_domains (load.c creates and pins it at the first put):
+ * the digest of subject id's domain rules as last applied, which a
+ * restart compares; get says 0 when unknown (pins of a version before the
+ * map, or never written). */
+int fw_dp_domains_put(struct fw_dp *dp, __u32 id, __u64 hash);
+__u64 fw_dp_domains_get(struct fw_dp *dp, __u32 id);
 
 #endif /* FW_DATAPATH_DISPATCH_H */

@@ -549,6 +549,26 @@ static int user_map_get(struct fw_dp *dp, const char *name)
 	return -EINVAL;
 }
 
+int fw_dp_domains_put(struct fw_dp *dp, __u32 id, __u64 hash)
+{
+	int fd = user_map_get(dp, "fastwall_subject_domains");
+
+	if (fd < 0)
+		return fd;
+	if (bpf_map_update_elem(fd, &id, &hash, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+__u64 fw_dp_domains_get(struct fw_dp *dp, __u32 id)
+{
+	__u64 hash = 0;
+
+	if (dp->subject_domains_fd < 0 || bpf_map_lookup_elem(dp->subject_domains_fd, &id, &hash))
+		return 0;
+	return hash;
+}
+
 static int carry_counters(struct fw_dp *dp)
 {
 	for (size_t i = 0; i < FW_DP_NRETIRED; i++) {

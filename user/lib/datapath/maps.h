@@ -72,17 +72,21 @@
  * programs and never pinned (fw_cg_load shares every other map). X(name). */
 #define FW_CG_MAPS(X) X(fastwall_cg_sock)
 
-/* Maps userspace creates beside the BPF object's, when a migration needs
- * them: X(pin name, struct fw_dp field, type, key size, value size, max
- * entries). The *_carried maps hold what the counters of an earlier ABI
- * had counted, in the layout of their live successor (per CPU): the
- * readers add them up, so the data plane's live counters are never
- * written from userspace (that would lose its increments meanwhile). */
+/* Maps userspace creates beside the BPF object's, when first needed (no
+ * program reads them, so pins without one are of the same ABI): X(pin name, struct fw_dp field,
+ * type, key size, value size, max entries). The *_carried maps hold what the counters of an earlier
+ * ABI had counted, in the layout of their live successor (per CPU): the readers add them up, so the
+ * data plane's live counters are never written from userspace (that would lose its increments
+ * meanwhile). fastwall_subject_domains: subject id -> the digest of its domain rules as last
+ * applied (0: unknown), which fastwall_subject_meta does not hold: a restart compares it and writes
+ * no audit record for a subject whose policy and domains are unchanged. */
 #define FW_DP_USER_MAPS(X)                                                                         \
 	X(fastwall_stats_carried, stats_carried_fd, BPF_MAP_TYPE_PERCPU_ARRAY, 4,                  \
 	  sizeof(struct fw_counter), FW_REASON_SLOTS)                                              \
 	X(fastwall_subject_stats_carried, subject_stats_carried_fd, BPF_MAP_TYPE_PERCPU_ARRAY, 4,  \
-	  sizeof(struct fw_subject_stats), FW_MAX_SUBJECTS)
+	  sizeof(struct fw_subject_stats), FW_MAX_SUBJECTS)                                        \
+	X(fastwall_subject_domains, subject_domains_fd, BPF_MAP_TYPE_ARRAY, 4, sizeof(__u64),      \
+	  FW_MAX_SUBJECTS)
 
 /* Maps of earlier ABIs that a later layout replaced: X(pin name, the last
  * ABI that had it, type, key size, value size, max entries, where its

@@ -301,6 +301,7 @@ static int adopt_meta(const void *key, const void *val, void *ctx)
 		return -ENOMEM;
 	e->id = id;
 	e->meta = meta;
+	e->pinned_domains = fw_dp_domains_get(r->dp, id);
 	e->adopted = true;
 	r->by_id[id] = e;
 	r->id_reserved[id] = true;
@@ -913,6 +914,33 @@ static __u64 domains_hash(struct fw_registry *r, const struct fw_entry *e)
 	return h;
 }
 
+/* The digest of e's domain rules before an apply: an adopted subject's as
+ * the pins recorded it (0 when they do not say: pins of a version before
+ * fastwall_subject_domains). */
+static __u64 old_domains_of(struct fw_registry *r, const struct fw_entry *e)
+{
+	__u64 h = domains_hash(r, e);
+
+	return h || !e->adopted ? h : e->pinned_domains;
+}
+
+/* Records e's domain digest for the next start to compare. */
+static void domains_pin(struct fw_registry *r, struct fw_entry *e, bool new_id)
+{
+	__u64 h = domains_hash(r, e);
+	int err;
+
+	if (!new_id && h == e->pinned_domains)
+		return;
+	err = fw_dp_domains_put(r->dp, e->id, h);
+	if (err)
+		fw_warn("subject %s: can't record its domains' digest (a restart will say it "
+			"updated): %s",
+			e->meta.name, strerror(-err));
+	else
+		e->pinned_domains = h;
+}
+
 static void note_change(struct fw_registry *r, const struct fw_entry *e, const char *what,
 			__u32 old_id, __u64 old_policy, __u64 old_domains, __u64 fence_hash,
 			__u8 state)
@@ -939,7 +967,7 @@ int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 {
 	__u32 id = e->id;
 	__u64 old_policy = e->meta.policy_hash, fence = e->meta.fence_hash;
-	__u64 old_domains = domains_hash(r, e);
+	__u64 old_domains = old_domains_of(r, e);
 	int err = 0;
 
 	if (!id)
@@ -1216,7 +1244,7 @@ int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_subj
 	struct fw_compiled_set set = {};
 	struct fw_domain_policy *domains = NULL;
 	struct fw_policy overlay;
-	__u64 bhash, phash, old_policy = e->meta.policy_hash, old_domains = domains_hash(r, e);
+	__u64 bhash, phash, old_policy = e->meta.policy_hash, old_domains = old_domains_of(r, e);
 	__u32 old_id = e->id;
 	bool dummy, same;
 	int err;
@@ -1281,6 +1309,8 @@ int fw_reg_apply(struct fw_registry *r, struct fw_entry *e, const struct fw_subj
 out:
 	fw_policy_free(&overlay);
 	fw_compiled_set_free(&set);
+	if (!err && e->id)
+		domains_pin(r, e, e->id != old_id);
 	/* a change of domain rules alone changes nothing in the kernel */
 	if (!err && (*changed || domains_hash(r, e) != old_domains))
 		note_change(r, e,

@@ -79,6 +79,7 @@ struct fw_entry {
 	 * hosts of its credential vault are checked against (NULL: it takes
 	 * no vault); goes when the subject does */
 	struct fw_policy *run_policy;
+	__u64 pinned_domains; /* the digest fastwall_subject_domains holds for id; 0: unknown */
 };
 
 /* A subject's change in the kernel, for the audit trail. */

@@ -482,6 +482,12 @@ ngx_http_fwi_handler(ngx_http_request_t *r)
         ngx_http_set_ctx(r, ctx, ngx_http_fastwall_ingress_module);
 
         rc = ngx_http_fwi_start(r, ctx);
+        if (rc == NGX_AGAIN) {
+            /* the service store is being read: start again after it */
+            ngx_http_set_ctx(r, NULL, ngx_http_fastwall_ingress_module);
+            return NGX_AGAIN;
+        }
+
         if (rc == NGX_DONE) {
             /* forwarded to another cluster's gateway: no resolve here */
             ctx->done = 1;

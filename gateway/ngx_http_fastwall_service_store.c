@@ -6,7 +6,10 @@
  * PostgreSQL database several gateways share. The target is the primary
  * key; a unique index on (routing_name, label) makes a label collision a
  * constraint error, so two gateways can never persist one label twice.
- * Calls block: they run at start, on the admin API and on an index miss.
+ * Calls block: the master makes them at start and reload, before any
+ * worker serves; a worker makes them only in a thread of its thread pool,
+ * one at a time (ngx_http_fastwall_hostnames.c), so a slow store never
+ * stalls its event loop.
  */
 
 #include <ngx_config.h>
@@ -51,6 +54,12 @@ static const char  *ngx_http_fwh_upsert[] = {
     " ON CONFLICT (workspace, sandbox, service) DO UPDATE SET"
     " port = excluded.port, routing_name = excluded.routing_name,"
     " label = excluded.label"
+};
+
+static const char  *ngx_http_fwh_delete_sandbox[] = {
+    NULL,
+    "DELETE FROM fastwall_services WHERE workspace = ?1 AND sandbox = ?2",
+    "DELETE FROM fastwall_services WHERE workspace = $1 AND sandbox = $2"
 };
 
 static const char  *ngx_http_fwh_delete[] = {
@@ -140,9 +149,79 @@ ngx_http_fwh_pg_exec(ngx_http_fwh_store_t *st, const char *sql,
 }
 
 
+/*
+ * The unique index on labels. A store that already holds two rows under
+ * one label (written before the index, or by hand) can't have it: that
+ * is said at alert and the store is used all the same, since the index
+ * routes none of those rows (ngx_http_fastwall_hostnames.c).
+ */
+static ngx_int_t
+ngx_http_fwh_sqlite_index(ngx_http_fwh_store_t *st, ngx_log_t *log)
+{
+    int    rc;
+    char  *msg;
+
+    rc = sqlite3_exec(st->db, NGX_HTTP_FWH_SCHEMA_INDEX, NULL, NULL, &msg);
+
+    if (rc == SQLITE_OK) {
+        return NGX_OK;
+    }
+
+    if (rc == SQLITE_CONSTRAINT) {
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "fastwall ingress: the sqlite service store holds two "
+                      "services under one label, so it has no unique index "
+                      "on labels: %s", msg);
+        sqlite3_free(msg);
+        return NGX_OK;
+    }
+
+    ngx_log_error(NGX_LOG_EMERG, log, 0,
+                  "fastwall ingress: sqlite service store: %s", msg);
+    sqlite3_free(msg);
+
+    return NGX_ERROR;
+}
+
+
+static ngx_int_t
+ngx_http_fwh_pg_index(ngx_http_fwh_store_t *st, ngx_log_t *log)
+{
+    char      *state;
+    PGresult  *res;
+
+    res = PQexec(st->pg, NGX_HTTP_FWH_SCHEMA_INDEX);
+
+    if (PQresultStatus(res) == PGRES_COMMAND_OK) {
+        PQclear(res);
+        return NGX_OK;
+    }
+
+    state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+    /* 23505: unique_violation */
+    if (state && ngx_strcmp(state, "23505") == 0) {
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "fastwall ingress: the postgresql service store holds "
+                      "two services under one label, so it has no unique "
+                      "index on labels: %s", PQerrorMessage(st->pg));
+        PQclear(res);
+        return NGX_OK;
+    }
+
+    ngx_log_error(NGX_LOG_EMERG, log, 0,
+                  "fastwall ingress: postgresql service store: %s",
+                  PQerrorMessage(st->pg));
+    PQclear(res);
+
+    return NGX_ERROR;
+}
+
+
 ngx_http_fwh_store_t *
 ngx_http_fwh_store_open(ngx_uint_t kind, const char *arg, ngx_log_t *log)
 {
+    const char            *keys[3], *values[3];
     ngx_http_fwh_store_t  *st;
 
     st = ngx_calloc(sizeof(ngx_http_fwh_store_t), log);
@@ -171,8 +250,7 @@ ngx_http_fwh_store_open(ngx_uint_t kind, const char *arg, ngx_log_t *log)
                != NGX_OK
             || ngx_http_fwh_sqlite_exec(st, NGX_HTTP_FWH_SCHEMA_TABLE, log)
                != NGX_OK
-            || ngx_http_fwh_sqlite_exec(st, NGX_HTTP_FWH_SCHEMA_INDEX, log)
-               != NGX_OK)
+            || ngx_http_fwh_sqlite_index(st, log) != NGX_OK)
         {
             goto failed;
         }
@@ -180,7 +258,16 @@ ngx_http_fwh_store_open(ngx_uint_t kind, const char *arg, ngx_log_t *log)
         return st;
     }
 
-    st->pg = PQconnectdb(arg);
+    /* libpq waits forever for a connection by default: 5 s unless the
+     * connection string says otherwise (expanded last, it wins) */
+    keys[0] = "connect_timeout";
+    values[0] = "5";
+    keys[1] = "dbname";
+    values[1] = arg;
+    keys[2] = NULL;
+    values[2] = NULL;
+
+    st->pg = PQconnectdbParams(keys, values, 1);
 
     if (st->pg == NULL || PQstatus(st->pg) != CONNECTION_OK) {
         /* never the connection string: it may hold a password */
@@ -194,7 +281,7 @@ ngx_http_fwh_store_open(ngx_uint_t kind, const char *arg, ngx_log_t *log)
     PQsetNoticeProcessor(st->pg, ngx_http_fwh_pg_quiet, NULL);
 
     if (ngx_http_fwh_pg_exec(st, NGX_HTTP_FWH_SCHEMA_TABLE, log) != NGX_OK
-        || ngx_http_fwh_pg_exec(st, NGX_HTTP_FWH_SCHEMA_INDEX, log) != NGX_OK)
+        || ngx_http_fwh_pg_index(st, log) != NGX_OK)
     {
         goto failed;
     }
@@ -459,4 +546,25 @@ ngx_http_fwh_store_delete(ngx_http_fwh_store_t *st,
     }
 
     return changed ? NGX_OK : NGX_DECLINED;
+}
+
+
+ngx_int_t
+ngx_http_fwh_store_delete_sandbox(ngx_http_fwh_store_t *st,
+    struct fw_hostname_target *t, ngx_uint_t *deleted, ngx_log_t *log)
+{
+    ngx_int_t    rc;
+    const char  *params[2];
+
+    params[0] = t->workspace;
+    params[1] = t->sandbox;
+
+    *deleted = 0;
+
+    /* one statement: every gateway's next read sees all of them gone, or
+     * none */
+    rc = ngx_http_fwh_store_run(st, ngx_http_fwh_delete_sandbox, params, 2,
+                                deleted, log);
+
+    return rc == NGX_DECLINED ? NGX_ERROR : rc;
 }

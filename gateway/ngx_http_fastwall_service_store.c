@@ -325,6 +325,32 @@ ngx_http_fwh_pg_check(ngx_http_fwh_store_t *st)
 }
 
 
+/*
+ * One statement on the connection. A server restarted since the last
+ * call shows only now, as a broken connection: then once more on a new
+ * one (the statements are idempotent and autocommitted).
+ */
+static PGresult *
+ngx_http_fwh_pg_query(ngx_http_fwh_store_t *st, const char *sql,
+    int nparams, const char **params)
+{
+    PGresult  *res;
+
+    ngx_http_fwh_pg_check(st);
+
+    res = PQexecParams(st->pg, sql, nparams, NULL, params, NULL, NULL, 0);
+
+    if (PQstatus(st->pg) == CONNECTION_BAD) {
+        PQclear(res);
+        PQreset(st->pg);
+        res = PQexecParams(st->pg, sql, nparams, NULL, params, NULL, NULL,
+                           0);
+    }
+
+    return res;
+}
+
+
 /* appends one row read back when it is a valid service, else skips it */
 static ngx_int_t
 ngx_http_fwh_rows_add(ngx_array_t *rows, const char *ws, const char *sb,
@@ -398,9 +424,7 @@ ngx_http_fwh_store_list(ngx_http_fwh_store_t *st, ngx_array_t *rows,
         return NGX_OK;
     }
 
-    ngx_http_fwh_pg_check(st);
-
-    res = PQexec(st->pg, NGX_HTTP_FWH_SELECT);
+    res = ngx_http_fwh_pg_query(st, NGX_HTTP_FWH_SELECT, 0, NULL);
 
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         ngx_log_error(NGX_LOG_ERR, log, 0,
@@ -437,7 +461,7 @@ static ngx_int_t
 ngx_http_fwh_store_run(ngx_http_fwh_store_t *st, const char **sqls,
     const char **params, int nparams, ngx_uint_t *changed, ngx_log_t *log)
 {
-    int            i, rc;
+    int            i, rc, xrc;
     char          *state;
     PGresult      *res;
     sqlite3_stmt  *stmt;
@@ -458,9 +482,12 @@ ngx_http_fwh_store_run(ngx_http_fwh_store_t *st, const char **sqls,
         }
 
         rc = sqlite3_step(stmt);
+        xrc = sqlite3_extended_errcode(st->db);
         sqlite3_finalize(stmt);
 
-        if (rc == SQLITE_CONSTRAINT) {
+        /* the label's unique index; a trigger's RAISE is a constraint
+         * error too, but a failure */
+        if (rc == SQLITE_CONSTRAINT && xrc == SQLITE_CONSTRAINT_UNIQUE) {
             return NGX_DECLINED;
         }
 
@@ -475,10 +502,8 @@ ngx_http_fwh_store_run(ngx_http_fwh_store_t *st, const char **sqls,
         return NGX_OK;
     }
 
-    ngx_http_fwh_pg_check(st);
-
-    res = PQexecParams(st->pg, sqls[NGX_HTTP_FWH_POSTGRESQL], nparams, NULL,
-                       params, NULL, NULL, 0);
+    res = ngx_http_fwh_pg_query(st, sqls[NGX_HTTP_FWH_POSTGRESQL], nparams,
+                                params);
 
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         state = PQresultErrorField(res, PG_DIAG_SQLSTATE);

@@ -1228,7 +1228,8 @@ static const struct fw_cmd cmds[] = {
 		.fn = fw_cli_hostname,
 		.opts = fw_cli_hostname_opts,
 		.usage = "hostname hash [--gateway NAME] WORKSPACE SANDBOX [SERVICE]\n"
-			 "hostname parse --base-domain DOMAIN... [--gateway NAME] HOST",
+			 "hostname parse --base-domain DOMAIN... [--gateway NAME] HOST\n"
+			 "hostname delete-sandbox --admin ADDR WORKSPACE SANDBOX",
 		.summary = "a service host's label, or the service a host names (fastwall "
 			   "hostname --help)",
 		.max_operands = -1,

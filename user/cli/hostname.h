@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* `fastwall hostname hash|parse`: exposed-service hostnames from the
- * command line. Returns the process exit code. */
+/* `fastwall hostname hash|parse|delete-sandbox`: exposed-service hostnames
+ * from the command line. Returns the process exit code. */
 #ifndef FW_CLI_HOSTNAME_H
 #define FW_CLI_HOSTNAME_H
 

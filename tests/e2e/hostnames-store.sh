@@ -128,7 +128,7 @@ jfield() { "$FW_PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.
 # metric ADMIN-PORT NAME{LABELS}: its value in GET /services/metrics
 metric() {
 	fw_ns "$NS" curl -s -m 5 "http://127.0.0.1:$1/services/metrics" |
-		awk -v m="$2" '$1 == m { print $2; f = 1 } END { if (!f) print "none" }'
+		awk -v m="$2" '$1 == m { print $2; f = 1 } END { if (!f) print -1 }'
 }
 hash() { "$FASTWALL" hostname hash -g gateway-a "$@"; }
 # the reads of the store a gateway made for misses (not its timer's)
@@ -157,7 +157,7 @@ gw_start B "$B"
 
 echo "# a miss consults the store before a 404"
 check_eq "expose team/seed through A: 200" "$(admin 8091 PUT '/services/team/seed?port=5000')" 200
-for i in 1 2 3; do
+for i in 1 2 3 4 5; do
 	# one curl: a miss on A (a store read), an expose through B, then
 	# A at once: nothing in A's index, a read must come first
 	L=$(hash team "fresh$i")

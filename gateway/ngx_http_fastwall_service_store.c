@@ -221,7 +221,7 @@ ngx_http_fwh_pg_index(ngx_http_fwh_store_t *st, ngx_log_t *log)
 ngx_http_fwh_store_t *
 ngx_http_fwh_store_open(ngx_uint_t kind, const char *arg, ngx_log_t *log)
 {
-    const char            *keys[3], *values[3];
+    const char            *keys[6], *values[6];
     ngx_http_fwh_store_t  *st;
 
     st = ngx_calloc(sizeof(ngx_http_fwh_store_t), log);
@@ -258,14 +258,24 @@ ngx_http_fwh_store_open(ngx_uint_t kind, const char *arg, ngx_log_t *log)
         return st;
     }
 
-    /* libpq waits forever for a connection by default: 5 s unless the
-     * connection string says otherwise (expanded last, it wins) */
+    /*
+     * libpq waits forever by default: for a connection, and for an answer
+     * from a server the network lost. 5 s to connect, and TCP keepalives
+     * that find a lost server in about 11 s, unless the connection string
+     * says otherwise (expanded last, it wins). A unix socket ignores them.
+     */
     keys[0] = "connect_timeout";
     values[0] = "5";
-    keys[1] = "dbname";
-    values[1] = arg;
-    keys[2] = NULL;
-    values[2] = NULL;
+    keys[1] = "keepalives_idle";
+    values[1] = "5";
+    keys[2] = "keepalives_interval";
+    values[2] = "2";
+    keys[3] = "keepalives_count";
+    values[3] = "3";
+    keys[4] = "dbname";
+    values[4] = arg;
+    keys[5] = NULL;
+    values[5] = NULL;
 
     st->pg = PQconnectdbParams(keys, values, 1);
 

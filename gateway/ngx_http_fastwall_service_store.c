@@ -44,6 +44,12 @@ struct ngx_http_fwh_store_s {
     " FROM fastwall_services ORDER BY workspace, sandbox, service"
 
 
+/* a store the master can't open stops nginx; a worker's (it opens its
+ * own connection, again after each failure) is an error it recovers from */
+#define NGX_HTTP_FWH_OPEN_LEVEL                                              \
+    (ngx_process == NGX_PROCESS_WORKER ? NGX_LOG_ERR : NGX_LOG_EMERG)
+
+
 static const char  *ngx_http_fwh_upsert[] = {
     NULL,
     "INSERT INTO fastwall_services VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
@@ -117,7 +123,7 @@ ngx_http_fwh_sqlite_exec(ngx_http_fwh_store_t *st, const char *sql,
     char  *msg;
 
     if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        ngx_log_error(NGX_LOG_EMERG, log, 0,
+        ngx_log_error(NGX_HTTP_FWH_OPEN_LEVEL, log, 0,
                       "fastwall ingress: sqlite service store: %s", msg);
         sqlite3_free(msg);
         return NGX_ERROR;
@@ -136,7 +142,7 @@ ngx_http_fwh_pg_exec(ngx_http_fwh_store_t *st, const char *sql,
     res = PQexec(st->pg, sql);
 
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-        ngx_log_error(NGX_LOG_EMERG, log, 0,
+        ngx_log_error(NGX_HTTP_FWH_OPEN_LEVEL, log, 0,
                       "fastwall ingress: postgresql service store: %s",
                       PQerrorMessage(st->pg));
         PQclear(res);
@@ -176,7 +182,7 @@ ngx_http_fwh_sqlite_index(ngx_http_fwh_store_t *st, ngx_log_t *log)
         return NGX_OK;
     }
 
-    ngx_log_error(NGX_LOG_EMERG, log, 0,
+    ngx_log_error(NGX_HTTP_FWH_OPEN_LEVEL, log, 0,
                   "fastwall ingress: sqlite service store: %s", msg);
     sqlite3_free(msg);
 
@@ -209,7 +215,7 @@ ngx_http_fwh_pg_index(ngx_http_fwh_store_t *st, ngx_log_t *log)
         return NGX_OK;
     }
 
-    ngx_log_error(NGX_LOG_EMERG, log, 0,
+    ngx_log_error(NGX_HTTP_FWH_OPEN_LEVEL, log, 0,
                   "fastwall ingress: postgresql service store: %s",
                   PQerrorMessage(st->pg));
     PQclear(res);
@@ -236,7 +242,7 @@ ngx_http_fwh_store_open(ngx_uint_t kind, const char *arg, ngx_log_t *log)
                             SQLITE_OPEN_READWRITE|SQLITE_OPEN_CREATE, NULL)
             != SQLITE_OK)
         {
-            ngx_log_error(NGX_LOG_EMERG, log, 0,
+            ngx_log_error(NGX_HTTP_FWH_OPEN_LEVEL, log, 0,
                           "fastwall ingress: can't open the sqlite service "
                           "store \"%s\": %s", arg,
                           st->db ? sqlite3_errmsg(st->db) : "out of memory");
@@ -281,7 +287,7 @@ ngx_http_fwh_store_open(ngx_uint_t kind, const char *arg, ngx_log_t *log)
 
     if (st->pg == NULL || PQstatus(st->pg) != CONNECTION_OK) {
         /* never the connection string: it may hold a password */
-        ngx_log_error(NGX_LOG_EMERG, log, 0,
+        ngx_log_error(NGX_HTTP_FWH_OPEN_LEVEL, log, 0,
                       "fastwall ingress: can't connect to the postgresql "
                       "service store: %s",
                       st->pg ? PQerrorMessage(st->pg) : "out of memory");

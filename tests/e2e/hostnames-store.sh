@@ -280,7 +280,13 @@ check_ge "B counted the 503s" "$(metric 8092 fastwall_ingress_service_unavailabl
 
 echo "# a store slower than fastwall_ingress_service_store_timeout"
 delay_on 2
-check_eq "a miss through B gives up after 1 s: 503" "$(host 100 wwwwwwwwwwwwwwww.$DOMAIN)" 503
+fw_ns "$NS" curl -s -m 10 -o /dev/null -w '%{http_code}' -H "Host: wwwwwwwwwwwwwwww.$DOMAIN" "http://$GW:100/" >"$FW_TMP/slow" &
+SLOW=$!
+sleep 0.3 # the miss now waits on the store
+check_eq "a cached host through B meanwhile, on its one worker: 200" "$(host 100 team--seed.$DOMAIN)" 200
+check "answered while that worker's miss still waited (the store is off its event loop)" kill -0 "$SLOW"
+wait "$SLOW"
+check_eq "the miss gives up after 1 s: 503" "$(cat "$FW_TMP/slow")" 503
 check "saying why" grep -q 'did not answer a miss in time' "$B/logs/error.log"
 delay_off
 

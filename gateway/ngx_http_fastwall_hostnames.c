@@ -12,11 +12,22 @@
  * admin API updates store then index, and a miss refreshes it from the
  * store once (another gateway sharing a PostgreSQL store may have exposed
  * the service).
+ *
+ * A worker never calls the store on its event loop: each call is a job
+ * run in a thread of nginx's thread pool "default", one job at a time per
+ * worker (it has one connection). A request that misses waits for the
+ * next read of the store, which answers every miss waiting for it; a miss
+ * the store confirmed is remembered for a while (the miss cache), so
+ * unknown labels cannot keep the store busy.
  */
 
 #include <ngx_config.h>
 #include <ngx_core.h>
 #include <ngx_http.h>
+
+#if (NGX_THREADS)
+#include <ngx_thread_pool.h>
+#endif
 
 #include "ngx_http_fastwall_common.h"
 #include "ngx_http_fastwall_hostnames.h"
@@ -25,7 +36,8 @@
 
 #define NGX_HTTP_FWH_ROUTING_ENV     "FASTWALL_ROUTING_NAME"
 #define NGX_HTTP_FWH_DEFAULT_STORE   "/var/lib/fastwall/ingress-services.db"
-#define NGX_HTTP_FWH_REFRESH_GAP     50     /* ms between two refreshes */
+/* the seconds a client is told to wait when the store can't answer */
+#define NGX_HTTP_FWH_RETRY_AFTER     "2"
 /* 'r' + workspace/sandbox/service, or 'h' + label */
 #define NGX_HTTP_FWH_KEY_MAX         (1 + 3 * FW_HOSTNAME_NAME_MAX + 2)
 
@@ -38,7 +50,13 @@ typedef struct {
     ngx_str_t                   store_arg;    /* NUL-terminated */
     size_t                      zone_size;
     ngx_msec_t                  refresh;      /* 0: only after a miss */
+    ngx_msec_t                  store_timeout; /* a miss waits that long */
+    ngx_int_t                   miss_entries; /* the miss cache; 0: off */
+    ngx_msec_t                  miss_ttl;
     ngx_shm_zone_t             *shm_zone;
+#if (NGX_THREADS)
+    ngx_thread_pool_t          *thread_pool;
+#endif
 } ngx_http_fwh_main_conf_t;
 
 
@@ -60,6 +78,14 @@ typedef struct {
     ngx_uint_t                  count;
     ngx_msec_t                  refreshed;    /* last refresh, 0: none */
     ngx_uint_t                  gen;          /* configurations loaded */
+    ngx_uint_t                  ambiguous;    /* labels of 2+ services */
+    /* counters of every worker, for GET /services/metrics */
+    ngx_atomic_t                reads;        /* store reads by workers */
+    ngx_atomic_t                read_errors;
+    ngx_atomic_t                write_errors;
+    ngx_atomic_t                waits;        /* misses that waited a read */
+    ngx_atomic_t                miss_hits;    /* misses the cache answered */
+    ngx_atomic_t                unavailable;  /* 503s for the store */
 } ngx_http_fwh_shctx_t;
 
 
@@ -67,6 +93,8 @@ typedef struct {
 typedef struct {
     ngx_str_node_t              sn;
     ngx_queue_t                 all;
+    /* a label 2+ stored services share: this many, and no row */
+    ngx_uint_t                  ambiguous;
     ngx_http_fwh_row_t          row;
     u_char                      data[1];
 } ngx_http_fwh_node_t;
@@ -140,6 +168,27 @@ static ngx_command_t  ngx_http_fwh_commands[] = {
       ngx_conf_set_msec_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_http_fwh_main_conf_t, refresh),
+      NULL },
+
+    { ngx_string("fastwall_ingress_service_store_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_fwh_main_conf_t, store_timeout),
+      NULL },
+
+    { ngx_string("fastwall_ingress_service_miss_cache"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_fwh_main_conf_t, miss_entries),
+      NULL },
+
+    { ngx_string("fastwall_ingress_service_miss_ttl"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_fwh_main_conf_t, miss_ttl),
       NULL },
 
     { ngx_string("fastwall_ingress_admin"),
@@ -287,6 +336,10 @@ ngx_http_fwh_index_find(ngx_http_fwh_index_t *ix, u_char *key, size_t len)
 static void
 ngx_http_fwh_index_free(ngx_http_fwh_index_t *ix, ngx_http_fwh_node_t *n)
 {
+    if (n->ambiguous) {
+        ix->sh->ambiguous--;
+    }
+
     ngx_queue_remove(&n->all);
     ngx_rbtree_delete(&ix->sh->rbtree, &n->sn.node);
     ngx_slab_free_locked(ix->shpool, n);
@@ -311,6 +364,7 @@ ngx_http_fwh_index_add_key(ngx_http_fwh_index_t *ix, u_char *key, size_t len,
         return NGX_ERROR;
     }
 
+    n->ambiguous = 0;
     n->row = *row;
     ngx_memcpy(n->data, key, len);
     n->sn.str.data = n->data;
@@ -407,6 +461,48 @@ ngx_http_fwh_index_put(ngx_http_fwh_index_t *ix, ngx_http_fwh_row_t *row)
 }
 
 
+/*
+ * Two or more services under one label: none is served by it rather than
+ * one by chance. The label's node stays as a mark (no row) so that a
+ * third row finds it too; the first service keeps its readable key.
+ */
+static void
+ngx_http_fwh_index_ambiguous(ngx_http_fwh_index_t *ix, ngx_http_fwh_node_t *n,
+    ngx_http_fwh_row_t *row, ngx_log_t *log)
+{
+    size_t                len;
+    u_char                key[NGX_HTTP_FWH_KEY_MAX];
+    ngx_http_fwh_node_t  *first;
+
+    if (n->ambiguous) {
+        n->ambiguous++;
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "fastwall ingress: service %s/%s/%s shares the label "
+                      "\"%s\" too: %ui services, none routes by it",
+                      row->target.workspace, row->target.sandbox,
+                      row->target.service, row->label, n->ambiguous);
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_ALERT, log, 0,
+                  "fastwall ingress: services %s/%s/%s and %s/%s/%s share "
+                  "the label \"%s\": neither routes by it",
+                  n->row.target.workspace, n->row.target.sandbox,
+                  n->row.target.service, row->target.workspace,
+                  row->target.sandbox, row->target.service, row->label);
+
+    len = ngx_http_fwh_key_readable(key, &n->row.target);
+    first = ngx_http_fwh_index_find(ix, key, len);
+    if (first) {
+        first->row.label[0] = '\0';
+    }
+
+    ngx_memzero(&n->row, sizeof(n->row));
+    n->ambiguous = 2;
+    ix->sh->ambiguous++;
+}
+
+
 /* replaces the whole index by rows; the caller locks */
 static void
 ngx_http_fwh_index_rebuild(ngx_http_fwh_index_t *ix, ngx_array_t *rows,
@@ -435,19 +531,7 @@ ngx_http_fwh_index_rebuild(ngx_http_fwh_index_t *ix, ngx_array_t *rows,
             n = ngx_http_fwh_index_find(ix, key, len);
 
             if (n) {
-                /* two services under one label: neither is served by
-                 * it rather than the wrong one by chance */
-                ngx_log_error(NGX_LOG_ALERT, log, 0,
-                              "fastwall ingress: services %s/%s/%s and "
-                              "%s/%s/%s share the label \"%s\"",
-                              n->row.target.workspace, n->row.target.sandbox,
-                              n->row.target.service,
-                              row[i].target.workspace, row[i].target.sandbox,
-                              row[i].target.service, row[i].label);
-                ngx_rbtree_delete(&ix->sh->rbtree, &n->sn.node);
-                ngx_queue_remove(&n->all);
-                ngx_slab_free_locked(ix->shpool, n);
-                ix->sh->count--;
+                ngx_http_fwh_index_ambiguous(ix, n, &row[i], log);
                 row[i].label[0] = '\0';
             }
         }
@@ -463,7 +547,20 @@ ngx_http_fwh_index_rebuild(ngx_http_fwh_index_t *ix, ngx_array_t *rows,
 }
 
 
-/* reads the store and rebuilds the index from it */
+/* rebuilds the index from rows read from the store */
+static void
+ngx_http_fwh_apply(ngx_http_fwh_index_t *ix, ngx_array_t *rows, ngx_log_t *log)
+{
+    ngx_shmtx_lock(&ix->shpool->mutex);
+    if (ix->gen == ix->sh->gen) {
+        ngx_http_fwh_index_rebuild(ix, rows, log);
+    }
+    ix->sh->refreshed = ngx_current_msec ? ngx_current_msec : 1;
+    ngx_shmtx_unlock(&ix->shpool->mutex);
+}
+
+
+/* reads the store and rebuilds the index from it: the master's, at start */
 static ngx_int_t
 ngx_http_fwh_refresh(ngx_http_fwh_index_t *ix, ngx_http_fwh_store_t *st,
     ngx_pool_t *pool, ngx_log_t *log)
@@ -480,48 +577,7 @@ ngx_http_fwh_refresh(ngx_http_fwh_index_t *ix, ngx_http_fwh_store_t *st,
         return NGX_ERROR;
     }
 
-    ngx_shmtx_lock(&ix->shpool->mutex);
-    if (ix->gen == ix->sh->gen) {
-        ngx_http_fwh_index_rebuild(ix, &rows, log);
-    }
-    ix->sh->refreshed = ngx_current_msec ? ngx_current_msec : 1;
-    ngx_shmtx_unlock(&ix->shpool->mutex);
-
-    return NGX_OK;
-}
-
-
-/* refreshes after a miss, unless another request just did */
-static ngx_int_t
-ngx_http_fwh_refresh_on_miss(ngx_http_request_t *r, ngx_http_fwh_index_t *ix)
-{
-    ngx_msec_t             last;
-    ngx_http_fwh_store_t  *st;
-
-    ngx_shmtx_lock(&ix->shpool->mutex);
-    last = ix->sh->refreshed;
-    if (last && ngx_current_msec - last < NGX_HTTP_FWH_REFRESH_GAP) {
-        ngx_shmtx_unlock(&ix->shpool->mutex);
-        return NGX_DECLINED;
-    }
-
-    /* the mark keeps the other workers from refreshing at once */
-    ix->sh->refreshed = ngx_current_msec ? ngx_current_msec : 1;
-    ngx_shmtx_unlock(&ix->shpool->mutex);
-
-    st = ngx_http_fwh_store_get(ix->mcf, r->connection->log);
-    if (st == NULL) {
-        return NGX_ERROR;
-    }
-
-    if (ngx_http_fwh_refresh(ix, st, r->pool, r->connection->log) != NGX_OK) {
-        ngx_http_fwh_store_drop();
-        return NGX_ERROR;
-    }
-
-    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                  "fastwall ingress: service index refreshed from the "
-                  "store after a miss: %ui keys", ix->sh->count);
+    ngx_http_fwh_apply(ix, &rows, log);
 
     return NGX_OK;
 }
@@ -531,18 +587,507 @@ static ngx_int_t
 ngx_http_fwh_lookup(ngx_http_fwh_index_t *ix, u_char *key, size_t len,
     ngx_http_fwh_row_t *row)
 {
+    ngx_int_t             rc;
     ngx_http_fwh_node_t  *n;
 
     ngx_shmtx_lock(&ix->shpool->mutex);
 
     n = ngx_http_fwh_index_find(ix, key, len);
-    if (n) {
+    rc = (n && !n->ambiguous) ? NGX_OK : NGX_DECLINED;
+    if (rc == NGX_OK) {
         *row = n->row;
     }
 
     ngx_shmtx_unlock(&ix->shpool->mutex);
 
-    return n ? NGX_OK : NGX_DECLINED;
+    return rc;
+}
+
+
+/*
+ * Jobs: the store calls of a worker. Each runs in a thread of the pool,
+ * the next only after the last one finished (the worker's one connection
+ * is not shared between threads); done() runs back on the event loop.
+ */
+
+typedef struct ngx_http_fwh_job_s  ngx_http_fwh_job_t;
+
+typedef void (*ngx_http_fwh_job_done_pt)(ngx_http_fwh_job_t *job);
+
+#define NGX_HTTP_FWH_JOB_LIST            0
+#define NGX_HTTP_FWH_JOB_PUT             1
+#define NGX_HTTP_FWH_JOB_DELETE          2
+#define NGX_HTTP_FWH_JOB_DELETE_SANDBOX  3
+
+struct ngx_http_fwh_job_s {
+    ngx_uint_t                  op;
+    /* PUT: the row; the deletes: its target */
+    ngx_http_fwh_row_t          row;
+    ngx_array_t                 rows;      /* LIST: the store's rows */
+    ngx_int_t                   rc;        /* the store call's */
+    ngx_uint_t                  deleted;   /* DELETE_SANDBOX: rows gone */
+    /* the job's own, rows included: only its thread allocates meanwhile */
+    ngx_pool_t                 *pool;
+    ngx_http_fwh_main_conf_t   *mcf;
+    ngx_http_fwh_job_done_pt    done;
+    void                       *data;
+    ngx_queue_t                 queue;
+};
+
+
+/* jobs waiting for their turn, and whether one is in a thread */
+static ngx_queue_t  ngx_http_fwh_jobs;
+static ngx_uint_t   ngx_http_fwh_job_busy;
+
+
+/* in a thread: the only code that touches the worker's store */
+static void
+ngx_http_fwh_job_run(void *data, ngx_log_t *log)
+{
+    ngx_http_fwh_job_t *job = data;
+
+    ngx_http_fwh_store_t  *st;
+
+    st = ngx_http_fwh_store_get(job->mcf, log);
+    if (st == NULL) {
+        job->rc = NGX_ERROR;
+        return;
+    }
+
+    switch (job->op) {
+
+    case NGX_HTTP_FWH_JOB_LIST:
+        job->rc = ngx_http_fwh_store_list(st, &job->rows, log);
+        break;
+
+    case NGX_HTTP_FWH_JOB_PUT:
+        job->rc = ngx_http_fwh_store_put(st, &job->row, log);
+        break;
+
+    case NGX_HTTP_FWH_JOB_DELETE:
+        job->rc = ngx_http_fwh_store_delete(st, &job->row.target, log);
+        break;
+
+    default:
+        job->rc = ngx_http_fwh_store_delete_sandbox(st, &job->row.target,
+                                                    &job->deleted, log);
+    }
+
+    if (job->rc == NGX_ERROR) {
+        ngx_http_fwh_store_drop();
+    }
+}
+
+
+static void ngx_http_fwh_job_next(void);
+
+
+static void
+ngx_http_fwh_job_finish(ngx_http_fwh_job_t *job)
+{
+    ngx_http_fwh_shctx_t  *sh;
+
+    sh = ((ngx_http_fwh_index_t *) job->mcf->shm_zone->data)->sh;
+
+    if (job->rc == NGX_ERROR) {
+        (void) ngx_atomic_fetch_add(job->op == NGX_HTTP_FWH_JOB_LIST
+                                    ? &sh->read_errors : &sh->write_errors,
+                                    1);
+
+    } else if (job->op == NGX_HTTP_FWH_JOB_LIST) {
+        (void) ngx_atomic_fetch_add(&sh->reads, 1);
+    }
+
+    job->done(job);
+    ngx_destroy_pool(job->pool);
+}
+
+
+#if (NGX_THREADS)
+
+static void
+ngx_http_fwh_job_event(ngx_event_t *ev)
+{
+    ngx_http_fwh_job_busy = 0;
+    ngx_http_fwh_job_finish(ev->data);
+    ngx_http_fwh_job_next();
+}
+
+#endif
+
+
+static void
+ngx_http_fwh_job_next(void)
+{
+    ngx_queue_t         *q;
+    ngx_http_fwh_job_t  *job;
+#if (NGX_THREADS)
+    ngx_thread_task_t   *task;
+#endif
+
+    while (!ngx_http_fwh_job_busy && !ngx_queue_empty(&ngx_http_fwh_jobs)) {
+        q = ngx_queue_head(&ngx_http_fwh_jobs);
+        ngx_queue_remove(q);
+        job = ngx_queue_data(q, ngx_http_fwh_job_t, queue);
+
+#if (NGX_THREADS)
+        task = ngx_thread_task_alloc(job->pool, 0);
+        if (task != NULL) {
+            task->ctx = job;
+            task->handler = ngx_http_fwh_job_run;
+            task->event.handler = ngx_http_fwh_job_event;
+            task->event.data = job;
+
+            if (ngx_thread_task_post(job->mcf->thread_pool, task) == NGX_OK) {
+                ngx_http_fwh_job_busy = 1;
+                return;
+            }
+        }
+
+        /* the pool's queue is full: as if the store had failed */
+        job->rc = NGX_ERROR;
+#else
+        ngx_http_fwh_job_run(job, ngx_cycle->log);
+#endif
+
+        ngx_http_fwh_job_finish(job);
+    }
+}
+
+
+static ngx_http_fwh_job_t *
+ngx_http_fwh_job_create(ngx_http_fwh_main_conf_t *mcf, ngx_uint_t op,
+    ngx_http_fwh_job_done_pt done, void *data)
+{
+    ngx_pool_t          *pool;
+    ngx_http_fwh_job_t  *job;
+
+    pool = ngx_create_pool(NGX_DEFAULT_POOL_SIZE, ngx_cycle->log);
+    if (pool == NULL) {
+        return NULL;
+    }
+
+    job = ngx_pcalloc(pool, sizeof(ngx_http_fwh_job_t));
+    if (job == NULL
+        || ngx_array_init(&job->rows, pool, 16, sizeof(ngx_http_fwh_row_t))
+           != NGX_OK)
+    {
+        ngx_destroy_pool(pool);
+        return NULL;
+    }
+
+    job->op = op;
+    job->pool = pool;
+    job->mcf = mcf;
+    job->done = done;
+    job->data = data;
+
+    return job;
+}
+
+
+static void
+ngx_http_fwh_job_post(ngx_http_fwh_job_t *job)
+{
+    ngx_queue_insert_tail(&ngx_http_fwh_jobs, &job->queue);
+    ngx_http_fwh_job_next();
+}
+
+
+/*
+ * Misses. A request whose host the index does not hold waits for a read
+ * of the store that began after it asked: the misses queued while a read
+ * runs wait for the next one, and one read answers them all. After it,
+ * a host still unknown is remembered in this worker's miss cache for
+ * miss_ttl: a table of miss_entries slots, a host taking its hash's slot.
+ */
+
+#define NGX_HTTP_FWH_WAITING   1
+#define NGX_HTTP_FWH_READ      2     /* the store was read for it */
+#define NGX_HTTP_FWH_FAILED    3     /* the store failed, or was too slow */
+
+typedef struct {
+    ngx_http_request_t         *request;
+    ngx_uint_t                  state;
+    ngx_queue_t                 queue;
+    ngx_event_t                 timeout;
+    ngx_http_event_handler_pt   read_event_handler;
+} ngx_http_fwh_ctx_t;
+
+
+typedef struct {
+    ngx_msec_t                  expires;
+    size_t                      len;      /* 0: an empty slot */
+    u_char                      key[NGX_HTTP_FWH_KEY_MAX];
+} ngx_http_fwh_miss_t;
+
+
+static ngx_queue_t           ngx_http_fwh_waiting;  /* for the next read */
+static ngx_queue_t           ngx_http_fwh_reading;  /* for the one running */
+static ngx_uint_t            ngx_http_fwh_read_busy;
+static ngx_http_fwh_miss_t  *ngx_http_fwh_misses;
+
+
+static ngx_http_fwh_miss_t *
+ngx_http_fwh_miss_slot(ngx_http_fwh_main_conf_t *mcf, u_char *key, size_t len)
+{
+    if (ngx_http_fwh_misses == NULL) {
+        return NULL;
+    }
+
+    return &ngx_http_fwh_misses[ngx_crc32_short(key, len)
+                                % (ngx_uint_t) mcf->miss_entries];
+}
+
+
+static ngx_uint_t
+ngx_http_fwh_miss_cached(ngx_http_fwh_main_conf_t *mcf, u_char *key,
+    size_t len)
+{
+    ngx_http_fwh_miss_t  *m;
+
+    m = ngx_http_fwh_miss_slot(mcf, key, len);
+
+    return m && m->len == len && ngx_memcmp(m->key, key, len) == 0
+           && (ngx_msec_int_t) (m->expires - ngx_current_msec) > 0;
+}
+
+
+static void
+ngx_http_fwh_miss_add(ngx_http_fwh_main_conf_t *mcf, u_char *key, size_t len)
+{
+    ngx_http_fwh_miss_t  *m;
+
+    m = ngx_http_fwh_miss_slot(mcf, key, len);
+    if (m == NULL) {
+        return;
+    }
+
+    ngx_memcpy(m->key, key, len);
+    m->len = len;
+    m->expires = ngx_current_msec + mcf->miss_ttl;
+}
+
+
+/* the request goes on with its phases where it stopped */
+static void
+ngx_http_fwh_wait_handler(ngx_http_request_t *r)
+{
+    /* woken by the read, the timeout, or a finalizer nginx puts here */
+}
+
+
+static void
+ngx_http_fwh_resume(ngx_http_fwh_ctx_t *ctx, ngx_uint_t state)
+{
+    ngx_connection_t    *c;
+    ngx_http_request_t  *r;
+
+    r = ctx->request;
+    c = r->connection;
+
+    ngx_queue_remove(&ctx->queue);
+    ctx->state = state;
+
+    if (ctx->timeout.timer_set) {
+        ngx_del_timer(&ctx->timeout);
+    }
+
+    r->main->blocked--;
+
+    /* a client that went away meanwhile left nginx's finalizer there */
+    if (r->write_event_handler == ngx_http_fwh_wait_handler) {
+        r->read_event_handler = ctx->read_event_handler;
+        r->write_event_handler = ngx_http_core_run_phases;
+    }
+
+    r->write_event_handler(r);
+    ngx_http_run_posted_requests(c);
+}
+
+
+static void
+ngx_http_fwh_wait_timeout(ngx_event_t *ev)
+{
+    ngx_http_fwh_ctx_t  *ctx = ev->data;
+
+    ngx_log_error(NGX_LOG_WARN, ev->log, 0,
+                  "fastwall ingress: the service store did not answer a "
+                  "miss in time (fastwall_ingress_service_store_timeout)");
+
+    ngx_http_fwh_resume(ctx, NGX_HTTP_FWH_FAILED);
+}
+
+
+static ngx_int_t ngx_http_fwh_read_start(ngx_http_fwh_main_conf_t *mcf);
+
+
+static void
+ngx_http_fwh_read_done(ngx_http_fwh_job_t *job)
+{
+    ngx_uint_t             n;
+    ngx_queue_t           *q;
+    ngx_http_fwh_ctx_t    *ctx;
+    ngx_http_fwh_index_t  *ix;
+
+    ix = job->mcf->shm_zone->data;
+    ngx_http_fwh_read_busy = 0;
+
+    if (job->rc == NGX_OK) {
+        ngx_http_fwh_apply(ix, &job->rows, ngx_cycle->log);
+    }
+
+    n = 0;
+
+    while (!ngx_queue_empty(&ngx_http_fwh_reading)) {
+        q = ngx_queue_head(&ngx_http_fwh_reading);
+        ctx = ngx_queue_data(q, ngx_http_fwh_ctx_t, queue);
+        n++;
+        ngx_http_fwh_resume(ctx, job->rc == NGX_OK ? NGX_HTTP_FWH_READ
+                                                   : NGX_HTTP_FWH_FAILED);
+    }
+
+    if (job->rc == NGX_OK) {
+        ngx_log_error(NGX_LOG_INFO, ngx_cycle->log, 0,
+                      "fastwall ingress: service index refreshed from the "
+                      "store after a miss: %ui keys, %ui requests answered",
+                      ix->sh->count, n);
+
+    } else {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "fastwall ingress: the service store could not be "
+                      "read after a miss: %ui requests answered 503", n);
+    }
+
+    if (!ngx_queue_empty(&ngx_http_fwh_waiting)) {
+        if (ngx_http_fwh_read_start(job->mcf) != NGX_OK) {
+            while (!ngx_queue_empty(&ngx_http_fwh_waiting)) {
+                q = ngx_queue_head(&ngx_http_fwh_waiting);
+                ctx = ngx_queue_data(q, ngx_http_fwh_ctx_t, queue);
+                ngx_http_fwh_resume(ctx, NGX_HTTP_FWH_FAILED);
+            }
+        }
+    }
+}
+
+
+/* a read for the misses waiting now, unless one is queued or running */
+static ngx_int_t
+ngx_http_fwh_read_start(ngx_http_fwh_main_conf_t *mcf)
+{
+    ngx_http_fwh_job_t  *job;
+
+    if (ngx_http_fwh_read_busy) {
+        return NGX_OK;
+    }
+
+    job = ngx_http_fwh_job_create(mcf, NGX_HTTP_FWH_JOB_LIST,
+                                  ngx_http_fwh_read_done, NULL);
+    if (job == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* they all asked before this read begins */
+    if (!ngx_queue_empty(&ngx_http_fwh_waiting)) {
+        ngx_queue_add(&ngx_http_fwh_reading, &ngx_http_fwh_waiting);
+        ngx_queue_init(&ngx_http_fwh_waiting);
+    }
+
+    ngx_http_fwh_read_busy = 1;
+    ngx_http_fwh_job_post(job);
+
+    return NGX_OK;
+}
+
+
+/*
+ * A miss: NGX_AGAIN, the request waits for a read of the store (its
+ * access handler is called again after it); NGX_OK, the store was read
+ * for it: look again; NGX_DECLINED, the miss cache knows the host is no
+ * service's; NGX_HTTP_SERVICE_UNAVAILABLE, the store did not answer.
+ */
+static ngx_int_t
+ngx_http_fwh_miss(ngx_http_request_t *r, ngx_http_fwh_main_conf_t *mcf,
+    u_char *key, size_t len)
+{
+    ngx_http_fwh_ctx_t    *ctx;
+    ngx_http_fwh_index_t  *ix;
+
+    ix = mcf->shm_zone->data;
+    ctx = ngx_http_get_module_ctx(r, ngx_http_fastwall_hostnames_module);
+
+    if (ctx != NULL) {
+        if (ctx->state == NGX_HTTP_FWH_READ) {
+            return NGX_OK;
+        }
+
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+    }
+
+    if (ngx_http_fwh_miss_cached(mcf, key, len)) {
+        (void) ngx_atomic_fetch_add(&ix->sh->miss_hits, 1);
+        return NGX_DECLINED;
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_fwh_ctx_t));
+    if (ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_set_ctx(r, ctx, ngx_http_fastwall_hostnames_module);
+
+    ctx->request = r;
+    ngx_queue_insert_tail(&ngx_http_fwh_waiting, &ctx->queue);
+
+    if (ngx_http_fwh_read_start(mcf) != NGX_OK) {
+        ngx_queue_remove(&ctx->queue);
+        ctx->state = NGX_HTTP_FWH_FAILED;
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+    }
+
+    (void) ngx_atomic_fetch_add(&ix->sh->waits, 1);
+
+    ctx->state = NGX_HTTP_FWH_WAITING;
+    ctx->timeout.handler = ngx_http_fwh_wait_timeout;
+    ctx->timeout.data = ctx;
+    ctx->timeout.log = r->connection->log;
+    ngx_add_timer(&ctx->timeout, mcf->store_timeout);
+
+    r->main->blocked++;
+    ctx->read_event_handler = r->read_event_handler;
+    r->read_event_handler = ngx_http_test_reading;
+    r->write_event_handler = ngx_http_fwh_wait_handler;
+
+    return NGX_AGAIN;
+}
+
+
+/* a 503 for the store: header_mode's status, with Retry-After */
+static ngx_int_t
+ngx_http_fwh_unavailable(ngx_http_request_t *r, ngx_http_fwh_index_t *ix,
+    ngx_uint_t header_mode)
+{
+    ngx_table_elt_t  *h;
+
+    if (!header_mode) {
+        return NGX_DECLINED;
+    }
+
+    (void) ngx_atomic_fetch_add(&ix->sh->unavailable, 1);
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+#if (nginx_version >= 1023000)
+    h->next = NULL;
+#endif
+    ngx_str_set(&h->key, "Retry-After");
+    ngx_str_set(&h->value, NGX_HTTP_FWH_RETRY_AFTER);
+
+    return NGX_HTTP_SERVICE_UNAVAILABLE;
 }
 
 
@@ -612,9 +1157,31 @@ ngx_http_fwh_route(ngx_http_request_t *r, ngx_uint_t header_mode,
     rc = ngx_http_fwh_lookup(ix, key, len, &row);
 
     if (rc == NGX_DECLINED) {
-        /* once: another gateway may have exposed it since */
-        if (ngx_http_fwh_refresh_on_miss(r, ix) == NGX_OK) {
+        /* the store first: another gateway may have exposed it since */
+        rc = ngx_http_fwh_miss(r, mcf, key, len);
+
+        switch (rc) {
+
+        case NGX_OK:
             rc = ngx_http_fwh_lookup(ix, key, len, &row);
+            if (rc == NGX_DECLINED) {
+                ngx_http_fwh_miss_add(mcf, key, len);
+            }
+            break;
+
+        case NGX_DECLINED:
+            break;
+
+        case NGX_HTTP_SERVICE_UNAVAILABLE:
+            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                          "fastwall ingress: host \"%*s\": not in the index "
+                          "and the service store did not answer",
+                          host_len, host);
+            return ngx_http_fwh_unavailable(r, ix, header_mode);
+
+        default:
+            /* NGX_AGAIN, NGX_ERROR */
+            return rc;
         }
     }
 
@@ -739,7 +1306,9 @@ ngx_http_fwh_send(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
 
     r->headers_out.status = status;
     r->headers_out.content_length_n = len;
-    ngx_str_set(&r->headers_out.content_type, "application/json");
+    if (r->headers_out.content_type.len == 0) {
+        ngx_str_set(&r->headers_out.content_type, "application/json");
+    }
     r->headers_out.content_type_len = r->headers_out.content_type.len;
 
     if (len == 0) {
@@ -908,19 +1477,207 @@ ngx_http_fwh_admin_list(ngx_http_request_t *r, ngx_http_fwh_index_t *ix)
 }
 
 
+/*
+ * The admin API's store calls are jobs too: the handler posts one and
+ * returns NGX_DONE (the request counted once more), the job's done()
+ * answers, or posts the next job of the same request.
+ */
+
+static ngx_int_t
+ngx_http_fwh_admin_post(ngx_http_request_t *r, ngx_uint_t op,
+    ngx_http_fwh_row_t *row, ngx_http_fwh_job_done_pt done)
+{
+    ngx_http_fwh_job_t        *job;
+    ngx_http_fwh_main_conf_t  *mcf;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_fastwall_hostnames_module);
+
+    job = ngx_http_fwh_job_create(mcf, op, done, r);
+    if (job == NULL) {
+        return NGX_ERROR;
+    }
+
+    job->row = *row;
+    ngx_http_fwh_job_post(job);
+
+    return NGX_OK;
+}
+
+
+/* the answer of a job's request, and what nginx has posted meanwhile */
+static void
+ngx_http_fwh_admin_finalize(ngx_http_request_t *r, ngx_int_t rc)
+{
+    ngx_connection_t  *c;
+
+    c = r->connection;
+
+    ngx_http_finalize_request(r, rc);
+    ngx_http_run_posted_requests(c);
+}
+
+
+/* NGX_OK: the label is free here or row's own; NGX_DECLINED: another
+ * target holds it (*other; all empty when 2+ stored services share it) */
+static ngx_int_t
+ngx_http_fwh_label_holder(ngx_http_fwh_index_t *ix, ngx_http_fwh_row_t *row,
+    struct fw_hostname_target *other)
+{
+    size_t                len;
+    u_char                key[NGX_HTTP_FWH_KEY_MAX];
+    ngx_int_t             rc;
+    ngx_http_fwh_node_t  *n;
+
+    len = ngx_http_fwh_key_hashed(key, row->label);
+    rc = NGX_OK;
+
+    ngx_shmtx_lock(&ix->shpool->mutex);
+    n = ngx_http_fwh_index_find(ix, key, len);
+    if (n && ngx_memcmp(&n->row.target, &row->target, sizeof(row->target))
+             != 0)
+    {
+        *other = n->row.target;
+        rc = NGX_DECLINED;
+    }
+    ngx_shmtx_unlock(&ix->shpool->mutex);
+
+    return rc;
+}
+
+
+static ngx_int_t
+ngx_http_fwh_collision(ngx_http_request_t *r, ngx_http_fwh_row_t *row,
+    struct fw_hostname_target *other)
+{
+    struct fw_hostname_target  *t = &row->target;
+
+    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                  "fastwall ingress: expose of %s/%s/%s refused: "
+                  "label \"%s\" is %s/%s/%s's", t->workspace,
+                  t->sandbox, t->service, row->label,
+                  other->workspace, other->sandbox, other->service);
+
+    if (other->workspace[0] == '\0') {
+        return ngx_http_fwh_error(r, NGX_HTTP_CONFLICT,
+                                  "hostname label collision: %s is already "
+                                  "several services' in the store; nothing "
+                                  "was stored", row->label);
+    }
+
+    return ngx_http_fwh_error(r, NGX_HTTP_CONFLICT,
+                              "hostname label collision: %s is "
+                              "already %s/%s/%s; nothing was stored",
+                              row->label, other->workspace,
+                              other->sandbox, other->service);
+}
+
+
+static void
+ngx_http_fwh_expose_put_done(ngx_http_fwh_job_t *job)
+{
+    u_char                *body, *p;
+    ngx_int_t              rc;
+    ngx_http_request_t    *r = job->data;
+    ngx_http_fwh_row_t    *row = &job->row;
+    ngx_http_fwh_index_t  *ix;
+
+    ix = job->mcf->shm_zone->data;
+
+    if (job->rc == NGX_DECLINED) {
+        /* another gateway stored the label first: learn whose it is */
+        (void) ngx_http_fwh_read_start(job->mcf);
+        ngx_http_fwh_admin_finalize(r,
+            ngx_http_fwh_error(r, NGX_HTTP_CONFLICT,
+                               "hostname label collision: %s is already "
+                               "another service's in the store; nothing "
+                               "was stored", row->label));
+        return;
+    }
+
+    if (job->rc != NGX_OK) {
+        ngx_http_fwh_admin_finalize(r,
+            ngx_http_fwh_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                               "the service store failed: see the "
+                               "error log"));
+        return;
+    }
+
+    ngx_shmtx_lock(&ix->shpool->mutex);
+    rc = (ix->gen == ix->sh->gen) ? ngx_http_fwh_index_put(ix, row) : NGX_OK;
+    ngx_shmtx_unlock(&ix->shpool->mutex);
+
+    if (rc != NGX_OK) {
+        /* stored: a refresh after the next miss finds it again */
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "fastwall ingress: service zone full, %s/%s/%s "
+                      "stored but not indexed", row->target.workspace,
+                      row->target.sandbox, row->target.service);
+    }
+
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "fastwall ingress: exposed %s/%s/%s port %ui label \"%s\"%s",
+                  row->target.workspace, row->target.sandbox,
+                  row->target.service, row->port, row->label,
+                  row->public ? ", public" : "");
+
+    body = ngx_pnalloc(r->pool, NGX_HTTP_FWH_JSON_MAX);
+    if (body == NULL) {
+        ngx_http_fwh_admin_finalize(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    p = ngx_http_fwh_json(body, job->mcf, row);
+
+    ngx_http_fwh_admin_finalize(r,
+                                ngx_http_fwh_send(r, NGX_HTTP_OK, body,
+                                                  p - body));
+}
+
+
+/* the index was read again for a label it gave another target */
+static void
+ngx_http_fwh_expose_read_done(ngx_http_fwh_job_t *job)
+{
+    ngx_http_request_t        *r = job->data;
+    ngx_http_fwh_index_t      *ix;
+    struct fw_hostname_target  other;
+
+    ix = job->mcf->shm_zone->data;
+
+    if (job->rc != NGX_OK) {
+        ngx_http_fwh_admin_finalize(r,
+            ngx_http_fwh_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                               "the service store is unreachable"));
+        return;
+    }
+
+    ngx_http_fwh_apply(ix, &job->rows, r->connection->log);
+
+    if (ngx_http_fwh_label_holder(ix, &job->row, &other) != NGX_OK) {
+        ngx_http_fwh_admin_finalize(r,
+                                    ngx_http_fwh_collision(r, &job->row,
+                                                           &other));
+        return;
+    }
+
+    if (ngx_http_fwh_admin_post(r, NGX_HTTP_FWH_JOB_PUT, &job->row,
+                                ngx_http_fwh_expose_put_done)
+        != NGX_OK)
+    {
+        ngx_http_fwh_admin_finalize(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+    }
+}
+
+
 static ngx_int_t
 ngx_http_fwh_admin_expose(ngx_http_request_t *r, ngx_http_fwh_index_t *ix,
     struct fw_hostname_target *t)
 {
-    size_t                     len;
-    u_char                     key[NGX_HTTP_FWH_KEY_MAX], *body, *p;
-    ngx_int_t                  rc, port;
+    ngx_int_t                  port;
     ngx_str_t                  arg;
-    ngx_uint_t                 tries;
     ngx_http_fwh_row_t         row;
-    ngx_http_fwh_node_t       *n;
-    ngx_http_fwh_store_t      *st;
     ngx_http_fwh_main_conf_t  *mcf;
+    ngx_http_fwh_job_done_pt   done;
     struct fw_hostname_target  other;
 
     mcf = ix->mcf;
@@ -945,6 +1702,7 @@ ngx_http_fwh_admin_expose(ngx_http_request_t *r, ngx_http_fwh_index_t *ix,
     ngx_memzero(&row, sizeof(row));
     row.target = *t;
     row.port = port;
+    done = ngx_http_fwh_expose_put_done;
 
     /* public: served without a credential; only when asked for */
     if (ngx_http_arg(r, (u_char *) "public", 6, &arg) == NGX_OK) {
@@ -965,122 +1723,46 @@ ngx_http_fwh_admin_expose(ngx_http_request_t *r, ngx_http_fwh_index_t *ix,
 
         /* a label another target holds: refused before anything is
          * written. The store decides: a holder another gateway deleted
-         * is still in this index until a refresh */
-        len = ngx_http_fwh_key_hashed(key, row.label);
-
-        for (tries = 0; /* void */; tries++) {
-            rc = NGX_OK;
-
-            ngx_shmtx_lock(&ix->shpool->mutex);
-            n = ngx_http_fwh_index_find(ix, key, len);
-            if (n && ngx_memcmp(&n->row.target, t, sizeof(*t)) != 0) {
-                other = n->row.target;
-                rc = NGX_DECLINED;
-            }
-            ngx_shmtx_unlock(&ix->shpool->mutex);
-
-            if (rc == NGX_OK || tries == 1) {
-                break;
-            }
-
-            st = ngx_http_fwh_store_get(mcf, r->connection->log);
-            if (st == NULL
-                || ngx_http_fwh_refresh(ix, st, r->pool, r->connection->log)
-                   != NGX_OK)
+         * is still in this index until a refresh, so read it first */
+        if (ngx_http_fwh_label_holder(ix, &row, &other) != NGX_OK) {
+            if (ngx_http_fwh_admin_post(r, NGX_HTTP_FWH_JOB_LIST, &row,
+                                        ngx_http_fwh_expose_read_done)
+                != NGX_OK)
             {
-                ngx_http_fwh_store_drop();
-                return ngx_http_fwh_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                          "the service store is "
-                                          "unreachable");
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
             }
-        }
 
-        if (rc == NGX_DECLINED) {
-            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                          "fastwall ingress: expose of %s/%s/%s refused: "
-                          "label \"%s\" is %s/%s/%s's", t->workspace,
-                          t->sandbox, t->service, row.label,
-                          other.workspace, other.sandbox, other.service);
-            return ngx_http_fwh_error(r, NGX_HTTP_CONFLICT,
-                                      "hostname label collision: %s is "
-                                      "already %s/%s/%s; nothing was stored",
-                                      row.label, other.workspace,
-                                      other.sandbox, other.service);
+            r->main->count++;
+            return NGX_DONE;
         }
     }
 
-    st = ngx_http_fwh_store_get(mcf, r->connection->log);
-    if (st == NULL) {
-        return ngx_http_fwh_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                  "the service store is unreachable");
-    }
-
-    rc = ngx_http_fwh_store_put(st, &row, r->connection->log);
-
-    if (rc == NGX_DECLINED) {
-        /* another gateway stored the label first: learn whose it is */
-        (void) ngx_http_fwh_refresh(ix, st, r->pool, r->connection->log);
-        return ngx_http_fwh_error(r, NGX_HTTP_CONFLICT,
-                                  "hostname label collision: %s is already "
-                                  "another service's in the store; nothing "
-                                  "was stored", row.label);
-    }
-
-    if (rc != NGX_OK) {
-        ngx_http_fwh_store_drop();
-        return ngx_http_fwh_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                  "the service store failed: see the "
-                                  "error log");
-    }
-
-    ngx_shmtx_lock(&ix->shpool->mutex);
-    rc = (ix->gen == ix->sh->gen) ? ngx_http_fwh_index_put(ix, &row) : NGX_OK;
-    ngx_shmtx_unlock(&ix->shpool->mutex);
-
-    if (rc != NGX_OK) {
-        /* stored: a refresh after the next miss finds it again */
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "fastwall ingress: service zone full, %s/%s/%s "
-                      "stored but not indexed", t->workspace, t->sandbox,
-                      t->service);
-    }
-
-    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                  "fastwall ingress: exposed %s/%s/%s port %ui label \"%s\"%s",
-                  t->workspace, t->sandbox, t->service, row.port, row.label,
-                  row.public ? ", public" : "");
-
-    body = ngx_pnalloc(r->pool, NGX_HTTP_FWH_JSON_MAX);
-    if (body == NULL) {
+    if (ngx_http_fwh_admin_post(r, NGX_HTTP_FWH_JOB_PUT, &row, done)
+        != NGX_OK)
+    {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    p = ngx_http_fwh_json(body, mcf, &row);
-
-    return ngx_http_fwh_send(r, NGX_HTTP_OK, body, p - body);
+    r->main->count++;
+    return NGX_DONE;
 }
 
 
-static ngx_int_t
-ngx_http_fwh_admin_delete(ngx_http_request_t *r, ngx_http_fwh_index_t *ix,
-    struct fw_hostname_target *t)
+static void
+ngx_http_fwh_delete_done(ngx_http_fwh_job_t *job)
 {
-    ngx_int_t              rc;
-    ngx_http_fwh_store_t  *st;
+    ngx_http_request_t         *r = job->data;
+    ngx_http_fwh_index_t       *ix;
+    struct fw_hostname_target  *t = &job->row.target;
 
-    st = ngx_http_fwh_store_get(ix->mcf, r->connection->log);
-    if (st == NULL) {
-        return ngx_http_fwh_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                  "the service store is unreachable");
-    }
+    ix = job->mcf->shm_zone->data;
 
-    rc = ngx_http_fwh_store_delete(st, t, r->connection->log);
-
-    if (rc == NGX_ERROR) {
-        ngx_http_fwh_store_drop();
-        return ngx_http_fwh_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                  "the service store failed: see the "
-                                  "error log");
+    if (job->rc == NGX_ERROR) {
+        ngx_http_fwh_admin_finalize(r,
+            ngx_http_fwh_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                               "the service store failed: see the "
+                               "error log"));
+        return;
     }
 
     ngx_shmtx_lock(&ix->shpool->mutex);
@@ -1089,17 +1771,167 @@ ngx_http_fwh_admin_delete(ngx_http_request_t *r, ngx_http_fwh_index_t *ix,
     }
     ngx_shmtx_unlock(&ix->shpool->mutex);
 
-    if (rc == NGX_DECLINED) {
-        return ngx_http_fwh_error(r, NGX_HTTP_NOT_FOUND,
-                                  "no exposed service %s/%s/%s",
-                                  t->workspace, t->sandbox, t->service);
+    if (job->rc == NGX_DECLINED) {
+        ngx_http_fwh_admin_finalize(r,
+            ngx_http_fwh_error(r, NGX_HTTP_NOT_FOUND,
+                               "no exposed service %s/%s/%s",
+                               t->workspace, t->sandbox, t->service));
+        return;
     }
 
     ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                   "fastwall ingress: deleted %s/%s/%s", t->workspace,
                   t->sandbox, t->service);
 
-    return ngx_http_fwh_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
+    ngx_http_fwh_admin_finalize(r,
+                                ngx_http_fwh_send(r, NGX_HTTP_NO_CONTENT,
+                                                  NULL, 0));
+}
+
+
+/* drops every key of the sandbox's services; the caller locks */
+static void
+ngx_http_fwh_index_del_sandbox(ngx_http_fwh_index_t *ix,
+    struct fw_hostname_target *t)
+{
+    ngx_queue_t                *q;
+    ngx_http_fwh_node_t        *n;
+    struct fw_hostname_target   victim;
+
+    q = ngx_queue_head(&ix->sh->all);
+
+    while (q != ngx_queue_sentinel(&ix->sh->all)) {
+        n = ngx_queue_data(q, ngx_http_fwh_node_t, all);
+
+        if (n->data[0] == 'r'
+            && ngx_strcmp(n->row.target.workspace, t->workspace) == 0
+            && ngx_strcmp(n->row.target.sandbox, t->sandbox) == 0)
+        {
+            /* its label's node may be the next one: start over */
+            victim = n->row.target;
+            ngx_http_fwh_index_del(ix, &victim);
+            q = ngx_queue_head(&ix->sh->all);
+            continue;
+        }
+
+        q = ngx_queue_next(q);
+    }
+}
+
+
+static void
+ngx_http_fwh_delete_sandbox_done(ngx_http_fwh_job_t *job)
+{
+    u_char                     *body, *p;
+    ngx_http_request_t         *r = job->data;
+    ngx_http_fwh_index_t       *ix;
+    struct fw_hostname_target  *t = &job->row.target;
+
+    ix = job->mcf->shm_zone->data;
+
+    if (job->rc != NGX_OK) {
+        ngx_http_fwh_admin_finalize(r,
+            ngx_http_fwh_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                               "the service store failed: see the "
+                               "error log"));
+        return;
+    }
+
+    ngx_shmtx_lock(&ix->shpool->mutex);
+    if (ix->gen == ix->sh->gen) {
+        ngx_http_fwh_index_del_sandbox(ix, t);
+    }
+    ngx_shmtx_unlock(&ix->shpool->mutex);
+
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "fastwall ingress: deleted the %ui services of %s/%s",
+                  job->deleted, t->workspace, t->sandbox);
+
+    body = ngx_pnalloc(r->pool, 64);
+    if (body == NULL) {
+        ngx_http_fwh_admin_finalize(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    p = ngx_sprintf(body, "{\"deleted\":%ui}\n", job->deleted);
+
+    ngx_http_fwh_admin_finalize(r,
+                                ngx_http_fwh_send(r, NGX_HTTP_OK, body,
+                                                  p - body));
+}
+
+
+static ngx_int_t
+ngx_http_fwh_admin_delete(ngx_http_request_t *r, ngx_http_fwh_index_t *ix,
+    struct fw_hostname_target *t, ngx_uint_t whole_sandbox)
+{
+    ngx_http_fwh_row_t  row;
+
+    ngx_memzero(&row, sizeof(row));
+    row.target = *t;
+
+    if (ngx_http_fwh_admin_post(r,
+                                whole_sandbox
+                                ? NGX_HTTP_FWH_JOB_DELETE_SANDBOX
+                                : NGX_HTTP_FWH_JOB_DELETE,
+                                &row,
+                                whole_sandbox
+                                ? ngx_http_fwh_delete_sandbox_done
+                                : ngx_http_fwh_delete_done)
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    r->main->count++;
+    return NGX_DONE;
+}
+
+
+/* GET /services/metrics: Prometheus text of the index and its store */
+static ngx_int_t
+ngx_http_fwh_admin_metrics(ngx_http_request_t *r, ngx_http_fwh_index_t *ix)
+{
+    u_char                *body, *p;
+    ngx_http_fwh_shctx_t  *sh = ix->sh;
+
+    body = ngx_pnalloc(r->pool, 2048);
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_sprintf(body,
+        "# HELP fastwall_ingress_service_keys Keys in the service index.\n"
+        "# TYPE fastwall_ingress_service_keys gauge\n"
+        "fastwall_ingress_service_keys %ui\n"
+        "# HELP fastwall_ingress_service_ambiguous_labels Labels two or "
+        "more stored services share: none of them routes by it.\n"
+        "# TYPE fastwall_ingress_service_ambiguous_labels gauge\n"
+        "fastwall_ingress_service_ambiguous_labels %ui\n"
+        "# HELP fastwall_ingress_service_store_reads_total Reads of the "
+        "store by workers (misses, timer, expose).\n"
+        "# TYPE fastwall_ingress_service_store_reads_total counter\n"
+        "fastwall_ingress_service_store_reads_total %uA\n"
+        "# HELP fastwall_ingress_service_store_errors_total Store calls "
+        "by workers that failed.\n"
+        "# TYPE fastwall_ingress_service_store_errors_total counter\n"
+        "fastwall_ingress_service_store_errors_total{call=\"read\"} %uA\n"
+        "fastwall_ingress_service_store_errors_total{call=\"write\"} %uA\n"
+        "# HELP fastwall_ingress_service_misses_total Requests for a host "
+        "the index lacked, by what answered them.\n"
+        "# TYPE fastwall_ingress_service_misses_total counter\n"
+        "fastwall_ingress_service_misses_total{by=\"store\"} %uA\n"
+        "fastwall_ingress_service_misses_total{by=\"miss_cache\"} %uA\n"
+        "# HELP fastwall_ingress_service_unavailable_total Requests "
+        "answered 503 because the store did not answer.\n"
+        "# TYPE fastwall_ingress_service_unavailable_total counter\n"
+        "fastwall_ingress_service_unavailable_total %uA\n",
+        sh->count, sh->ambiguous, sh->reads, sh->read_errors,
+        sh->write_errors, sh->waits, sh->miss_hits, sh->unavailable);
+
+    ngx_str_set(&r->headers_out.content_type, "text/plain; version=0.0.4");
+
+    return ngx_http_fwh_send(r, NGX_HTTP_OK, body, p - body);
 }
 
 
@@ -1112,6 +1944,7 @@ ngx_http_fwh_admin_handler(ngx_http_request_t *r)
     ngx_str_t                  rest;
     ngx_http_fwh_row_t         row;
     ngx_http_fwh_index_t      *ix;
+    ngx_uint_t                 whole_sandbox;
     ngx_http_fwh_main_conf_t  *mcf;
     struct fw_hostname_target  t;
 
@@ -1151,6 +1984,22 @@ ngx_http_fwh_admin_handler(ngx_http_request_t *r)
         return ngx_http_fwh_admin_list(r, ix);
     }
 
+    if (rest.len == 8 && ngx_strncmp(rest.data, "/metrics", 8) == 0) {
+        if (r->method != NGX_HTTP_GET) {
+            return ngx_http_fwh_error(r, NGX_HTTP_NOT_ALLOWED,
+                                      "/services/metrics takes GET");
+        }
+
+        return ngx_http_fwh_admin_metrics(r, ix);
+    }
+
+    /* DELETE /services/WORKSPACE/SANDBOX/ *: all of the sandbox's */
+    whole_sandbox = rest.len > 2 && rest.data[rest.len - 1] == '*'
+                    && rest.data[rest.len - 2] == '/';
+    if (whole_sandbox) {
+        rest.len -= 2;
+    }
+
     rc = ngx_http_fwh_admin_target(r, &rest, &t);
 
     if (rc == NGX_ERROR) {
@@ -1164,6 +2013,16 @@ ngx_http_fwh_admin_handler(ngx_http_request_t *r)
                                   fw_hostname_strerror(FW_HOSTNAME_E_NAME));
     }
 
+    if (whole_sandbox) {
+        if (r->method != NGX_HTTP_DELETE || t.service[0] != '\0') {
+            return ngx_http_fwh_error(r, NGX_HTTP_NOT_ALLOWED,
+                                      "/services/WORKSPACE/SANDBOX/* "
+                                      "takes DELETE");
+        }
+
+        return ngx_http_fwh_admin_delete(r, ix, &t, 1);
+    }
+
     switch (r->method) {
 
     case NGX_HTTP_PUT:
@@ -1171,7 +2030,7 @@ ngx_http_fwh_admin_handler(ngx_http_request_t *r)
         return ngx_http_fwh_admin_expose(r, ix, &t);
 
     case NGX_HTTP_DELETE:
-        return ngx_http_fwh_admin_delete(r, ix, &t);
+        return ngx_http_fwh_admin_delete(r, ix, &t, 0);
 
     case NGX_HTTP_GET:
         len = ngx_http_fwh_key_readable(key, &t);
@@ -1282,33 +2141,38 @@ ngx_http_fwh_init_zone(ngx_shm_zone_t *shm_zone, void *data)
  */
 
 static void
+ngx_http_fwh_refresh_done(ngx_http_fwh_job_t *job)
+{
+    if (job->rc == NGX_OK) {
+        ngx_http_fwh_apply(job->mcf->shm_zone->data, &job->rows,
+                           ngx_cycle->log);
+    }
+
+    if (!ngx_exiting && !ngx_terminate && !ngx_quit) {
+        ngx_add_timer(&ngx_http_fwh_refresh_event, job->mcf->refresh);
+    }
+}
+
+
+static void
 ngx_http_fwh_refresh_handler(ngx_event_t *ev)
 {
-    ngx_pool_t                *pool;
-    ngx_http_fwh_index_t      *ix;
-    ngx_http_fwh_store_t      *st;
+    ngx_http_fwh_job_t        *job;
     ngx_http_fwh_main_conf_t  *mcf = ev->data;
 
     if (ngx_exiting || ngx_terminate || ngx_quit) {
         return;
     }
 
-    ix = mcf->shm_zone->data;
-
-    pool = ngx_create_pool(NGX_DEFAULT_POOL_SIZE, ev->log);
-    if (pool != NULL) {
-        st = ngx_http_fwh_store_get(mcf, ev->log);
-
-        if (st == NULL
-            || ngx_http_fwh_refresh(ix, st, pool, ev->log) != NGX_OK)
-        {
-            ngx_http_fwh_store_drop();
-        }
-
-        ngx_destroy_pool(pool);
+    /* the next tick is set when this read is done: they never pile up */
+    job = ngx_http_fwh_job_create(mcf, NGX_HTTP_FWH_JOB_LIST,
+                                  ngx_http_fwh_refresh_done, NULL);
+    if (job == NULL) {
+        ngx_add_timer(ev, mcf->refresh);
+        return;
     }
 
-    ngx_add_timer(ev, mcf->refresh);
+    ngx_http_fwh_job_post(job);
 }
 
 
@@ -1317,14 +2181,33 @@ ngx_http_fwh_init_process(ngx_cycle_t *cycle)
 {
     ngx_http_fwh_main_conf_t  *mcf;
 
-    if (ngx_process != NGX_PROCESS_WORKER || ngx_worker != 0) {
+    if (ngx_process != NGX_PROCESS_WORKER
+        && ngx_process != NGX_PROCESS_SINGLE)
+    {
         return NGX_OK;
     }
 
     mcf = ngx_http_cycle_get_module_main_conf(cycle,
                                               ngx_http_fastwall_hostnames_module);
 
-    if (mcf == NULL || mcf->domains == NULL || mcf->refresh == 0) {
+    if (mcf == NULL || mcf->domains == NULL) {
+        return NGX_OK;
+    }
+
+    ngx_queue_init(&ngx_http_fwh_jobs);
+    ngx_queue_init(&ngx_http_fwh_waiting);
+    ngx_queue_init(&ngx_http_fwh_reading);
+
+    if (mcf->miss_entries > 0) {
+        ngx_http_fwh_misses = ngx_pcalloc(cycle->pool,
+                                          mcf->miss_entries
+                                          * sizeof(ngx_http_fwh_miss_t));
+        if (ngx_http_fwh_misses == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    if (ngx_worker != 0 || mcf->refresh == 0) {
         return NGX_OK;
     }
 
@@ -1537,6 +2420,9 @@ ngx_http_fwh_create_main_conf(ngx_conf_t *cf)
 
     mcf->zone_size = NGX_CONF_UNSET_SIZE;
     mcf->refresh = NGX_CONF_UNSET_MSEC;
+    mcf->store_timeout = NGX_CONF_UNSET_MSEC;
+    mcf->miss_entries = NGX_CONF_UNSET;
+    mcf->miss_ttl = NGX_CONF_UNSET_MSEC;
 
     return mcf;
 }
@@ -1555,7 +2441,10 @@ ngx_http_fwh_init_main_conf(ngx_conf_t *cf, void *conf)
     if (mcf->domains == NULL) {
         if (mcf->routing_conf.len || mcf->store_kind
             || mcf->zone_size != NGX_CONF_UNSET_SIZE
-            || mcf->refresh != NGX_CONF_UNSET_MSEC)
+            || mcf->refresh != NGX_CONF_UNSET_MSEC
+            || mcf->store_timeout != NGX_CONF_UNSET_MSEC
+            || mcf->miss_entries != NGX_CONF_UNSET
+            || mcf->miss_ttl != NGX_CONF_UNSET_MSEC)
         {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "the service hostname directives need "
@@ -1612,6 +2501,29 @@ ngx_http_fwh_init_main_conf(ngx_conf_t *cf, void *conf)
     }
 
     ngx_conf_init_msec_value(mcf->refresh, 0);
+    ngx_conf_init_msec_value(mcf->store_timeout, 5000);
+    ngx_conf_init_value(mcf->miss_entries, 1024);
+    ngx_conf_init_msec_value(mcf->miss_ttl, 1000);
+
+    if (mcf->store_timeout == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"fastwall_ingress_service_store_timeout\" "
+                           "must be more than 0");
+        return NGX_CONF_ERROR;
+    }
+
+    if (mcf->miss_ttl == 0) {
+        mcf->miss_entries = 0;
+    }
+
+#if (NGX_THREADS)
+    /* nginx's pool "default" (32 threads unless "thread_pool default"
+     * says otherwise); a worker uses one thread of it at a time */
+    mcf->thread_pool = ngx_thread_pool_add(cf, NULL);
+    if (mcf->thread_pool == NULL) {
+        return NGX_CONF_ERROR;
+    }
+#endif
 
     mcf->shm_zone = ngx_http_fastwall_zone_add(cf, "fastwall_ingress_services",
                         mcf->zone_size, &ngx_http_fastwall_hostnames_module,

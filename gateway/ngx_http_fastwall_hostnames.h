@@ -42,7 +42,11 @@ typedef struct ngx_http_fwh_store_s  ngx_http_fwh_store_t;
  * workspace (namespace), sandbox and port set; NGX_DECLINED when the
  * request is not for a service host (the scope logic goes on);
  * NGX_HTTP_NOT_FOUND for a service host no exposed service has when the
- * Host would otherwise have been the scope (header_mode); NGX_ERROR. On
+ * Host would otherwise have been the scope (header_mode);
+ * NGX_HTTP_SERVICE_UNAVAILABLE (with Retry-After set) when the store did
+ * not answer for a host the index lacks (header_mode); NGX_AGAIN while
+ * the request waits for the store: the phase handler returns NGX_AGAIN
+ * and is called again, from the start, when it answered; NGX_ERROR. On
  * NGX_OK, found is the exposure and canonical its host as the request
  * named it (lowercase, without port): ngx_http_fastwall_host_auth.c
  * decides whether the request may have it. A scope header routes only
@@ -69,6 +73,10 @@ ngx_int_t ngx_http_fwh_store_put(ngx_http_fwh_store_t *st,
 /* NGX_DECLINED: no such target */
 ngx_int_t ngx_http_fwh_store_delete(ngx_http_fwh_store_t *st,
     struct fw_hostname_target *t, ngx_log_t *log);
+/* deletes every service of t's workspace and sandbox (t's service is
+ * ignored) in one statement; *deleted: how many */
+ngx_int_t ngx_http_fwh_store_delete_sandbox(ngx_http_fwh_store_t *st,
+    struct fw_hostname_target *t, ngx_uint_t *deleted, ngx_log_t *log);
 
 
 #endif /* _NGX_HTTP_FASTWALL_HOSTNAMES_H_INCLUDED_ */

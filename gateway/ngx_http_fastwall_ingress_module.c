@@ -142,6 +142,7 @@ typedef struct {
     unsigned                    swallow:1; /* replace the body by nothing */
     unsigned                    scope_header:2; /* NGX_HTTP_FWI_SCOPE_* */
     unsigned                    authing:1; /* a service host's auth runs */
+    unsigned                    store_wait:1; /* waits for the store */
     unsigned                    refused:1; /* answered by the host auth */
 } ngx_http_fwi_ctx_t;
 
@@ -499,6 +500,12 @@ ngx_http_fwi_handler(ngx_http_request_t *r)
             rc = ngx_http_fwi_service(r, ctx, NULL, NULL);
         }
 
+        if (rc == NGX_AGAIN && ctx->store_wait) {
+            /* the service store is being read: start again after it */
+            ngx_http_set_ctx(r, NULL, ngx_http_fastwall_ingress_module);
+            return NGX_AGAIN;
+        }
+
         ctx->authing = (rc == NGX_AGAIN);
 
         if (rc == NGX_AGAIN) {
@@ -767,6 +774,12 @@ ngx_http_fwi_start(ngx_http_request_t *r, ngx_http_fwi_ctx_t *ctx)
                             &ctx->ns, &ctx->sandbox, &ctx->port, &row, &host);
     if (rc == NGX_OK) {
         return ngx_http_fwi_service(r, ctx, &row, &host);
+    }
+
+    if (rc == NGX_AGAIN) {
+        /* the request waits for the service store */
+        ctx->store_wait = 1;
+        return NGX_AGAIN;
     }
 
     if (rc != NGX_DECLINED) {

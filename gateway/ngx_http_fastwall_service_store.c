@@ -6,7 +6,10 @@
  * PostgreSQL database several gateways share. The target is the primary
  * key; a unique index on (routing_name, label) makes a label collision a
  * constraint error, so two gateways can never persist one label twice.
- * Calls block: they run at start, on the admin API and on an index miss.
+ * Calls block: the master makes them at start and reload, before any
+ * worker serves; a worker makes them only in a thread of its thread pool,
+ * one at a time (ngx_http_fastwall_hostnames.c), so a slow store never
+ * stalls its event loop.
  */
 
 #include <ngx_config.h>
@@ -53,6 +56,12 @@ struct ngx_http_fwh_store_s {
     " FROM fastwall_services ORDER BY workspace, sandbox, service"
 
 
+/* a store the master can't open stops nginx; a worker's (it opens its
+ * own connection, again after each failure) is an error it recovers from */
+#define NGX_HTTP_FWH_OPEN_LEVEL                                              \
+    (ngx_process == NGX_PROCESS_WORKER ? NGX_LOG_ERR : NGX_LOG_EMERG)
+
+
 static const char  *ngx_http_fwh_upsert[] = {
     NULL,
     "INSERT INTO fastwall_services (workspace, sandbox, service, port,"
@@ -65,6 +74,12 @@ static const char  *ngx_http_fwh_upsert[] = {
     " ON CONFLICT (workspace, sandbox, service) DO UPDATE SET"
     " port = excluded.port, routing_name = excluded.routing_name,"
     " label = excluded.label, public = excluded.public"
+};
+
+static const char  *ngx_http_fwh_delete_sandbox[] = {
+    NULL,
+    "DELETE FROM fastwall_services WHERE workspace = ?1 AND sandbox = ?2",
+    "DELETE FROM fastwall_services WHERE workspace = $1 AND sandbox = $2"
 };
 
 static const char  *ngx_http_fwh_delete[] = {
@@ -124,7 +139,7 @@ ngx_http_fwh_sqlite_exec(ngx_http_fwh_store_t *st, const char *sql,
     char  *msg;
 
     if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        ngx_log_error(NGX_LOG_EMERG, log, 0,
+        ngx_log_error(NGX_HTTP_FWH_OPEN_LEVEL, log, 0,
                       "fastwall ingress: sqlite service store: %s", msg);
         sqlite3_free(msg);
         return NGX_ERROR;
@@ -143,7 +158,7 @@ ngx_http_fwh_pg_exec(ngx_http_fwh_store_t *st, const char *sql,
     res = PQexec(st->pg, sql);
 
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-        ngx_log_error(NGX_LOG_EMERG, log, 0,
+        ngx_log_error(NGX_HTTP_FWH_OPEN_LEVEL, log, 0,
                       "fastwall ingress: postgresql service store: %s",
                       PQerrorMessage(st->pg));
         PQclear(res);
@@ -156,9 +171,79 @@ ngx_http_fwh_pg_exec(ngx_http_fwh_store_t *st, const char *sql,
 }
 
 
+/*
+ * The unique index on labels. A store that already holds two rows under
+ * one label (written before the index, or by hand) can't have it: that
+ * is said at alert and the store is used all the same, since the index
+ * routes none of those rows (ngx_http_fastwall_hostnames.c).
+ */
+static ngx_int_t
+ngx_http_fwh_sqlite_index(ngx_http_fwh_store_t *st, ngx_log_t *log)
+{
+    int    rc;
+    char  *msg;
+
+    rc = sqlite3_exec(st->db, NGX_HTTP_FWH_SCHEMA_INDEX, NULL, NULL, &msg);
+
+    if (rc == SQLITE_OK) {
+        return NGX_OK;
+    }
+
+    if (rc == SQLITE_CONSTRAINT) {
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "fastwall ingress: the sqlite service store holds two "
+                      "services under one label, so it has no unique index "
+                      "on labels: %s", msg);
+        sqlite3_free(msg);
+        return NGX_OK;
+    }
+
+    ngx_log_error(NGX_HTTP_FWH_OPEN_LEVEL, log, 0,
+                  "fastwall ingress: sqlite service store: %s", msg);
+    sqlite3_free(msg);
+
+    return NGX_ERROR;
+}
+
+
+static ngx_int_t
+ngx_http_fwh_pg_index(ngx_http_fwh_store_t *st, ngx_log_t *log)
+{
+    char      *state;
+    PGresult  *res;
+
+    res = PQexec(st->pg, NGX_HTTP_FWH_SCHEMA_INDEX);
+
+    if (PQresultStatus(res) == PGRES_COMMAND_OK) {
+        PQclear(res);
+        return NGX_OK;
+    }
+
+    state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+    /* 23505: unique_violation */
+    if (state && ngx_strcmp(state, "23505") == 0) {
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "fastwall ingress: the postgresql service store holds "
+                      "two services under one label, so it has no unique "
+                      "index on labels: %s", PQerrorMessage(st->pg));
+        PQclear(res);
+        return NGX_OK;
+    }
+
+    ngx_log_error(NGX_HTTP_FWH_OPEN_LEVEL, log, 0,
+                  "fastwall ingress: postgresql service store: %s",
+                  PQerrorMessage(st->pg));
+    PQclear(res);
+
+    return NGX_ERROR;
+}
+
+
 ngx_http_fwh_store_t *
 ngx_http_fwh_store_open(ngx_uint_t kind, const char *arg, ngx_log_t *log)
 {
+    const char            *keys[6], *values[6];
     ngx_int_t              pub;
     PGresult              *res;
     sqlite3_stmt          *stmt;
@@ -176,7 +261,7 @@ ngx_http_fwh_store_open(ngx_uint_t kind, const char *arg, ngx_log_t *log)
                             SQLITE_OPEN_READWRITE|SQLITE_OPEN_CREATE, NULL)
             != SQLITE_OK)
         {
-            ngx_log_error(NGX_LOG_EMERG, log, 0,
+            ngx_log_error(NGX_HTTP_FWH_OPEN_LEVEL, log, 0,
                           "fastwall ingress: can't open the sqlite service "
                           "store \"%s\": %s", arg,
                           st->db ? sqlite3_errmsg(st->db) : "out of memory");
@@ -190,8 +275,7 @@ ngx_http_fwh_store_open(ngx_uint_t kind, const char *arg, ngx_log_t *log)
                != NGX_OK
             || ngx_http_fwh_sqlite_exec(st, NGX_HTTP_FWH_SCHEMA_TABLE, log)
                != NGX_OK
-            || ngx_http_fwh_sqlite_exec(st, NGX_HTTP_FWH_SCHEMA_INDEX, log)
-               != NGX_OK)
+            || ngx_http_fwh_sqlite_index(st, log) != NGX_OK)
         {
             goto failed;
         }
@@ -211,11 +295,30 @@ ngx_http_fwh_store_open(ngx_uint_t kind, const char *arg, ngx_log_t *log)
         return st;
     }
 
-    st->pg = PQconnectdb(arg);
+    /*
+     * libpq waits forever by default: for a connection, and for an answer
+     * from a server the network lost. 5 s to connect, and TCP keepalives
+     * that find a lost server in about 11 s, unless the connection string
+     * says otherwise (expanded last, it wins). A unix socket ignores them.
+     */
+    keys[0] = "connect_timeout";
+    values[0] = "5";
+    keys[1] = "keepalives_idle";
+    values[1] = "5";
+    keys[2] = "keepalives_interval";
+    values[2] = "2";
+    keys[3] = "keepalives_count";
+    values[3] = "3";
+    keys[4] = "dbname";
+    values[4] = arg;
+    keys[5] = NULL;
+    values[5] = NULL;
+
+    st->pg = PQconnectdbParams(keys, values, 1);
 
     if (st->pg == NULL || PQstatus(st->pg) != CONNECTION_OK) {
         /* never the connection string: it may hold a password */
-        ngx_log_error(NGX_LOG_EMERG, log, 0,
+        ngx_log_error(NGX_HTTP_FWH_OPEN_LEVEL, log, 0,
                       "fastwall ingress: can't connect to the postgresql "
                       "service store: %s",
                       st->pg ? PQerrorMessage(st->pg) : "out of memory");
@@ -225,7 +328,7 @@ ngx_http_fwh_store_open(ngx_uint_t kind, const char *arg, ngx_log_t *log)
     PQsetNoticeProcessor(st->pg, ngx_http_fwh_pg_quiet, NULL);
 
     if (ngx_http_fwh_pg_exec(st, NGX_HTTP_FWH_SCHEMA_TABLE, log) != NGX_OK
-        || ngx_http_fwh_pg_exec(st, NGX_HTTP_FWH_SCHEMA_INDEX, log) != NGX_OK)
+        || ngx_http_fwh_pg_index(st, log) != NGX_OK)
     {
         goto failed;
     }
@@ -275,6 +378,32 @@ ngx_http_fwh_pg_check(ngx_http_fwh_store_t *st)
     if (PQstatus(st->pg) != CONNECTION_OK) {
         PQreset(st->pg);
     }
+}
+
+
+/*
+ * One statement on the connection. A server restarted since the last
+ * call shows only now, as a broken connection: then once more on a new
+ * one (the statements are idempotent and autocommitted).
+ */
+static PGresult *
+ngx_http_fwh_pg_query(ngx_http_fwh_store_t *st, const char *sql,
+    int nparams, const char **params)
+{
+    PGresult  *res;
+
+    ngx_http_fwh_pg_check(st);
+
+    res = PQexecParams(st->pg, sql, nparams, NULL, params, NULL, NULL, 0);
+
+    if (PQstatus(st->pg) == CONNECTION_BAD) {
+        PQclear(res);
+        PQreset(st->pg);
+        res = PQexecParams(st->pg, sql, nparams, NULL, params, NULL, NULL,
+                           0);
+    }
+
+    return res;
 }
 
 
@@ -352,9 +481,7 @@ ngx_http_fwh_store_list(ngx_http_fwh_store_t *st, ngx_array_t *rows,
         return NGX_OK;
     }
 
-    ngx_http_fwh_pg_check(st);
-
-    res = PQexec(st->pg, NGX_HTTP_FWH_SELECT);
+    res = ngx_http_fwh_pg_query(st, NGX_HTTP_FWH_SELECT, 0, NULL);
 
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         ngx_log_error(NGX_LOG_ERR, log, 0,
@@ -392,7 +519,7 @@ static ngx_int_t
 ngx_http_fwh_store_run(ngx_http_fwh_store_t *st, const char **sqls,
     const char **params, int nparams, ngx_uint_t *changed, ngx_log_t *log)
 {
-    int            i, rc;
+    int            i, rc, xrc;
     char          *state;
     PGresult      *res;
     sqlite3_stmt  *stmt;
@@ -413,9 +540,12 @@ ngx_http_fwh_store_run(ngx_http_fwh_store_t *st, const char **sqls,
         }
 
         rc = sqlite3_step(stmt);
+        xrc = sqlite3_extended_errcode(st->db);
         sqlite3_finalize(stmt);
 
-        if (rc == SQLITE_CONSTRAINT) {
+        /* the label's unique index; a trigger's RAISE is a constraint
+         * error too, but a failure */
+        if (rc == SQLITE_CONSTRAINT && xrc == SQLITE_CONSTRAINT_UNIQUE) {
             return NGX_DECLINED;
         }
 
@@ -430,10 +560,8 @@ ngx_http_fwh_store_run(ngx_http_fwh_store_t *st, const char **sqls,
         return NGX_OK;
     }
 
-    ngx_http_fwh_pg_check(st);
-
-    res = PQexecParams(st->pg, sqls[NGX_HTTP_FWH_POSTGRESQL], nparams, NULL,
-                       params, NULL, NULL, 0);
+    res = ngx_http_fwh_pg_query(st, sqls[NGX_HTTP_FWH_POSTGRESQL], nparams,
+                                params);
 
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
@@ -502,4 +630,25 @@ ngx_http_fwh_store_delete(ngx_http_fwh_store_t *st,
     }
 
     return changed ? NGX_OK : NGX_DECLINED;
+}
+
+
+ngx_int_t
+ngx_http_fwh_store_delete_sandbox(ngx_http_fwh_store_t *st,
+    struct fw_hostname_target *t, ngx_uint_t *deleted, ngx_log_t *log)
+{
+    ngx_int_t    rc;
+    const char  *params[2];
+
+    params[0] = t->workspace;
+    params[1] = t->sandbox;
+
+    *deleted = 0;
+
+    /* one statement: every gateway's next read sees all of them gone, or
+     * none */
+    rc = ngx_http_fwh_store_run(st, ngx_http_fwh_delete_sandbox, params, 2,
+                                deleted, log);
+
+    return rc == NGX_DECLINED ? NGX_ERROR : rc;
 }

@@ -38,6 +38,11 @@
 #   miss     one request per new sandbox (a resolver round trip through
 #            the gRPC subrequest) against the next request to it (a hit):
 #            curl's time_total, ING_MISSES sandboxes
+#   store    service-host hits (the index and the resolution cached) while
+#            misses of unknown labels wait on a PostgreSQL store whose
+#            every read sleeps 100 ms (a view with pg_sleep), paired with
+#            rounds where it does not sleep: the hits' requests/s and p99
+#            side by side, with the load average
 #   bulk     a download and an upload (curl -T) of ING_BULK_MB MiB: to the
 #            upstream directly, through plain proxy_pass and through the
 #            module, ING_BULK_ROUNDS times each, alternating (MB/s, and the
@@ -45,8 +50,8 @@
 #
 # Environment: BUILD (build), ING_ROUNDS (5), ING_SECONDS (3), ING_CONNS
 # (32), ING_PROFILE (1; 0 skips the profile), ING_VG_SECONDS (3; 0 skips
-# the insns part), ING_MISSES (50), ING_BULK_MB (1024), ING_BULK_ROUNDS
-# (3). Output also goes to $BUILD/bench/ingress.txt.
+# the insns part), ING_MISSES (50), ING_STORE_ROUNDS (3; 0 skips the store
+# part), ING_BULK_MB (1024), ING_BULK_ROUNDS (3). Output also goes to $BUILD/bench/ingress.txt.
 set -uo pipefail
 
 # shellcheck source=tests/e2e/lib.sh
@@ -62,6 +67,7 @@ CONNS=${ING_CONNS:-32}
 VG_SECS=${ING_VG_SECONDS:-3}
 PROFILE=${ING_PROFILE:-1}
 MISSES=${ING_MISSES:-50}
+STORE_ROUNDS=${ING_STORE_ROUNDS:-3}
 BULK_MB=${ING_BULK_MB:-1024}
 BULK_ROUNDS=${ING_BULK_ROUNDS:-3}
 NGINX=/usr/sbin/nginx
@@ -132,8 +138,9 @@ $(temp_paths "$UP")
 }
 EOF
 
-# gateway_conf DIR OFFSET [DIRECTIVE]: the gateway, its ports OFFSET above
-# 80 (module), 81 (module-nv), 90 (plain) and 99 (stub_status)
+# gateway_conf DIR OFFSET [DIRECTIVE [HTTP-DIRECTIVES]]: the gateway, its
+# ports OFFSET above 80 (module), 81 (module-nv), 90 (plain) and 99
+# (stub_status)
 gateway_conf() {
 	local d=$1 o=$2 resolve
 	resolve="location = /fastsandbox.fastpath.v2.FastPath/ResolveEndpoint {
@@ -166,6 +173,7 @@ $(temp_paths "$d")
 	fastwall_ingress_keys $KEYS;
 	fastwall_ingress_resolver $FASTPATH;
 	fastwall_ingress_cache_size 4m;
+	${4:-}
 
 	# the same pool on both sides; nginx closes an upstream connection
 	# after 1000 requests by default, which would add reconnects to both
@@ -491,6 +499,104 @@ for what in down up; do
 		"$(awk -v m="$mcpu" -v p="$pcpu" 'BEGIN { if (p > 0) printf "%.0f", 100 * m / p; else print "?" }')" "$codes"
 	echo "ing bulk_$what direct_mbs=$dm plain_mbs=$pm module_mbs=$mm plain_cpu_ms_per_mib=$pcpu module_cpu_ms_per_mib=$mcpu"
 done
+echo
+echo "== store: service-host hits while misses wait on a slow PostgreSQL store (wrk -t1 -c$CONNS, ${SECS} s, $STORE_ROUNDS rounds, alternating) =="
+PGBIN=$(find /usr/lib/postgresql -maxdepth 2 -name bin -type d 2>/dev/null | sort -V | tail -n 1)
+if [ "$STORE_ROUNDS" = 0 ]; then
+	echo "  skipped (ING_STORE_ROUNDS=0)"
+elif [ -z "$PGBIN" ] || [ ! -x "$PGBIN/initdb" ] || ! id postgres >/dev/null 2>&1; then
+	echo "  skipped: the PostgreSQL server is not installed (scripts/install-deps.sh installs it)"
+else
+	PGD=$(mktemp -d "/tmp/fastwall-pgb-$FW_ID.XXXXXX")
+	chown postgres: "$PGD"
+	pg_stop() { runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGD/data" -m immediate stop >/dev/null 2>&1; rm -rf "$PGD"; }
+	trap 'pg_stop; fw_cleanup' EXIT
+	if ! runuser -u postgres -- "$PGBIN/initdb" -D "$PGD/data" -A trust -U postgres >/dev/null 2>&1 ||
+		! runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGD/data" -l "$PGD/log" -w \
+			-o "-k $PGD -c listen_addresses=''" start >/dev/null; then
+		fw_die "postgres did not start: $(tail -3 "$PGD/log" 2>/dev/null)"
+	fi
+	psql_b() { runuser -u postgres -- psql -h "$PGD" -At -q -v ON_ERROR_STOP=1 -c "$1" postgres; }
+	SLABEL=$("$FASTWALL" hostname hash -g bench tenant-bench sb-hit)
+	psql_b "CREATE TABLE fastwall_services (workspace TEXT NOT NULL, sandbox TEXT NOT NULL,
+			service TEXT NOT NULL, port INTEGER NOT NULL, routing_name TEXT NOT NULL,
+			label TEXT NOT NULL, public INTEGER NOT NULL DEFAULT 0,
+			PRIMARY KEY (workspace, sandbox, service));
+		INSERT INTO fastwall_services VALUES ('tenant-bench', 'sb-hit', '', 8080, 'bench', '$SLABEL', 1)" ||
+		fw_die "can't set up the store"
+	SG=$FW_TMP/store-gw
+	mkdir -p "$SG/logs" "$SG/tmp"
+	gateway_conf "$SG" 200 "" "fastwall_ingress_service_hosts *.bench.example;
+	fastwall_ingress_routing_name bench;
+	fastwall_ingress_service_store \"postgresql:host=$PGD dbname=postgres user=postgres\";" >"$SG/nginx.conf"
+	fw_bg "$NS" "$NGINX" -p "$SG" -c "$SG/nginx.conf"
+	fw_eventually 5 fw_ns "$NS" curl -sf -o /dev/null -H "Host: $SLABEL.bench.example" "http://$GW:280/" ||
+		fw_die "the store gateway does not route $SLABEL: $(tail -3 "$SG/logs/error.log")"
+	# a miss: the worker opens its connection (making the schema, which a
+	# view would refuse) and keeps it
+	fw_ns "$NS" curl -s -o /dev/null -H "Host: aaaaaaaaaaaaaaaa.bench.example" "http://$GW:280/"
+	# hydrated: now the table goes behind a view whose every read first
+	# sleeps bench_delay seconds, the latency injected into store reads
+	psql_b "ALTER TABLE fastwall_services RENAME TO fastwall_services_t;
+		CREATE TABLE bench_delay (s float8); INSERT INTO bench_delay VALUES (0);
+		CREATE VIEW fastwall_services AS WITH d AS MATERIALIZED (SELECT pg_sleep(s) FROM bench_delay)
+			SELECT t.* FROM fastwall_services_t t, d;" || fw_die "can't set up the store's view"
+	# misses: 8 connections, each a new unknown label every 400 ms at most
+	cat >"$FW_TMP/miss.lua" <<'LUA'
+local a = "abcdefghijklmnopqrstuvwxyz234567"
+math.randomseed(os.time())
+request = function()
+	local t = {}
+	for i = 1, 16 do local k = math.random(1, 32); t[i] = a:sub(k, k) end
+	return wrk.format("GET", "/", { Host = table.concat(t) .. ".bench.example" })
+end
+delay = function() return 400 end
+LUA
+	# store_run DELAY-S: "rps p50 p99 non2xx one_miss_us misses"; one
+	# miss: curl's time_total for an unknown label after the run
+	store_run() {
+		local rps p50 p99 bad n mp50 mn
+		psql_b "UPDATE bench_delay SET s = $1"
+		fw_ns "$NS" wrk -t1 -c8 -d"$((SECS + 1))s" --latency -s "$FW_TMP/miss.lua" "http://$GW:280/" >"$FW_TMP/miss.wrk" 2>&1 &
+		local mpid=$!
+		sleep 0.5
+		read -r rps p50 p99 bad n < <(fw_ns "$NS" wrk -t1 -c"$CONNS" -d"${SECS}s" --latency -H "Host: $SLABEL.bench.example" "http://$GW:280/" 2>&1 | awk '
+			function us(v) { if (v ~ /us$/) return v + 0; if (v ~ /ms$/) return v * 1000; if (v ~ /s$/) return v * 1000000; return v }
+			/Requests\/sec:/ { rps = $2 } /requests in/ { n = $1 } $1 == "50%" { p50 = us($2) } $1 == "99%" { p99 = us($2) } /Non-2xx/ { bad = $NF }
+			END { printf "%.0f %.0f %.0f %d %d\n", rps, p50, p99, bad, n }')
+		wait "$mpid"
+		mn=$(awk '/requests in/ { print $1 }' "$FW_TMP/miss.wrk")
+		mp50=$(fw_ns "$NS" curl -s -o /dev/null -w '%{time_total}' -H "Host: $(head -c 10 /dev/urandom | base32 | tr -d = | tr '[:upper:]' '[:lower:]').bench.example" "http://$GW:280/" |
+			awk '{ printf "%.0f", $1 * 1000000 }')
+		echo "$rps $p50 $p99 $bad $mp50 $mn"
+	}
+	store_run 0 >/dev/null # warm: pools filled, the route's resolution cached
+	echo "  hits: Host $SLABEL.bench.example (in the index, resolution cached); misses: 8 wrk connections of unknown labels,"
+	echo "  one each 400 ms; injected: every store read sleeps 100 ms first (a view with pg_sleep), else 0 ms; one worker"
+	echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+	printf "  %-5s %-9s %8s %8s %8s %12s %7s   %s\n" round store rps "p50 us" "p99 us" "1 miss us" misses "injected / none"
+	srps=() sp99=()
+	for r in $(seq "$STORE_ROUNDS"); do
+		read -r r0 a0 p0 b0 m0 n0 < <(store_run 0)
+		read -r r1 a1 p1 b1 m1 n1 < <(store_run 0.1)
+		if [ "${b0:-1}" != 0 ] || [ "${b1:-1}" != 0 ] || [ "${r0:-0}" = 0 ] || [ "${p0:-0}" = 0 ]; then
+			echo "  round $r: non-2xx hits or no requests: left out"
+			continue
+		fi
+		rr=$(awk -v a="$r1" -v b="$r0" 'BEGIN { printf "%.1f", 100 * a / b }')
+		pr=$(awk -v a="$p1" -v b="$p0" 'BEGIN { printf "%.2f", a / b }')
+		printf "  %-5s %-9s %8s %8s %8s %12s %7s\n" "$r" "0 ms" "$r0" "$a0" "$p0" "$m0" "$n0"
+		printf "  %-5s %-9s %8s %8s %8s %12s %7s   rps %s %%, p99 x%s\n" "$r" "100 ms" "$r1" "$a1" "$p1" "$m1" "$n1" "$rr" "$pr"
+		srps+=("$rr") sp99+=("$pr")
+	done
+	echo "  load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+	if [ ${#srps[@]} -gt 0 ]; then
+		mr=$(median "${srps[@]}") mp=$(median "${sp99[@]}")
+		echo "  hits with 100 ms store reads / without (paired, median of rounds): requests/s $mr % (target >= 90 %: $(awk -v r="$mr" 'BEGIN { print (r >= 90 ? "met" : "not met") }')), p99 x$mp"
+		echo "ing store rps_ratio_pct=$mr p99_ratio=$mp"
+	fi
+fi
+
 echo
 bench_env "at the end"
 echo

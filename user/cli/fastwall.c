@@ -1355,7 +1355,8 @@ static const struct fw_cmd cmds[] = {
 			 "hostname expose --admin ADDR --port PORT [--public] WORKSPACE SANDBOX "
 			 "[SERVICE]\n"
 			 "hostname get|delete --admin ADDR WORKSPACE SANDBOX [SERVICE]\n"
-			 "hostname list --admin ADDR",
+			 "hostname list --admin ADDR\n"
+			 "hostname delete-sandbox --admin ADDR WORKSPACE SANDBOX",
 		.summary = "a service host's label, the service a host names, or a gateway's "
 			   "exposed services (fastwall hostname --help)",
 		.max_operands = -1,

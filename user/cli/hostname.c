@@ -4,6 +4,7 @@
  * fastwall hostname expose --admin ADDR --port PORT [--public] WS SB [SVC]
  * fastwall hostname get|delete --admin ADDR WS SB [SVC]
  * fastwall hostname list --admin ADDR
+ * fastwall hostname delete-sandbox --admin ADDR WS SB
  * The routing name comes from --gateway, else FASTWALL_ROUTING_NAME. The
  * admin verbs ask a gateway's service admin API (unix:PATH or HOST:PORT)
  * and print its JSON. Exit 0 on success, 1 when a name or host is refused
@@ -33,8 +34,8 @@ const struct fw_cmd_opt fw_cli_hostname_opts[] = {
 	 "parse: a base domain, or a wildcard name *.DOMAIN;\n"
 	 "repeatable, tried in order"},
 	{'a', "admin", "ADDR",
-	 "expose, get, delete, list: the gateway's service admin API,\n"
-	 "unix:PATH or HOST:PORT (a loopback address)"},
+	 "expose, get, delete, list, delete-sandbox: the gateway's service\n"
+	 "admin API, unix:PATH (or /PATH) or HOST:PORT (a loopback address)"},
 	{'p', "port", "PORT", "expose: the service's port in the sandbox"},
 	{'P', "public", NULL,
 	 "expose: served without a credential (default: only with a\n"
@@ -111,10 +112,12 @@ static int admin_connect(const char *addr)
 	const char *colon;
 	int fd, err;
 
-	if (strncmp(addr, "unix:", 5) == 0) {
-		if (strlen(addr + 5) >= sizeof(sa.sun_path))
+	if (strncmp(addr, "unix:", 5) == 0 || addr[0] == '/') {
+		const char *path = addr[0] == '/' ? addr : addr + 5;
+
+		if (strlen(path) >= sizeof(sa.sun_path))
 			return -ENAMETOOLONG;
-		strcpy(sa.sun_path, addr + 5);
+		strcpy(sa.sun_path, path);
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return -errno;
@@ -258,6 +261,72 @@ static int hostname_admin(const char *verb, const char *admin, const char *port,
 	return admin_call(admin, "PUT", path);
 }
 
+/* DELETE /services/WS/SB/ * on the admin API: every service of the
+ * sandbox, in one store statement; prints how many */
+static int hostname_delete_sandbox(const char *admin, char **names)
+{
+	static const char *const what[] = {"workspace", "sandbox"};
+	char req[256], ans[4096 + 1];
+	const char *body;
+	size_t got = 0;
+	ssize_t n;
+	int fd, status, i, len;
+	long deleted;
+
+	if (!admin) {
+		fprintf(stderr, "fastwall hostname: delete-sandbox needs --admin ADDR\n");
+		return HOSTNAME_EXIT_USAGE;
+	}
+	for (i = 0; i < 2; i++) {
+		if (fw_hostname_name_ok(names[i], strlen(names[i]))) {
+			fprintf(stderr, "fastwall hostname: %s '%s': %s\n", what[i], names[i],
+				fw_hostname_strerror(FW_HOSTNAME_E_NAME));
+			return HOSTNAME_EXIT_REFUSED;
+		}
+	}
+	fd = admin_connect(admin);
+	if (fd == -EINVAL || fd == -ENAMETOOLONG) {
+		fprintf(stderr,
+			"fastwall hostname: admin address '%s': not unix:PATH, /PATH nor "
+			"HOST:PORT\n",
+			admin);
+		return HOSTNAME_EXIT_USAGE;
+	}
+	if (fd < 0) {
+		fprintf(stderr, "fastwall hostname: can't connect to %s: %s\n", admin,
+			strerror(-fd));
+		return HOSTNAME_EXIT_REFUSED;
+	}
+	len = snprintf(req, sizeof(req),
+		       "DELETE /services/%s/%s/* HTTP/1.0\r\nHost: fastwall-ingress\r\n\r\n",
+		       names[0], names[1]);
+	if (write(fd, req, (size_t)len) != len) {
+		fprintf(stderr, "fastwall hostname: can't send to %s: %s\n", admin,
+			strerror(errno));
+		close(fd);
+		return HOSTNAME_EXIT_REFUSED;
+	}
+	/* HTTP/1.0: the gateway closes after the answer */
+	while (got < sizeof(ans) - 1 && (n = read(fd, ans + got, sizeof(ans) - 1 - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	ans[got] = '\0';
+	body = strstr(ans, "\r\n\r\n");
+	if (sscanf(ans, "HTTP/1.%*d %d", &status) != 1 || !body) {
+		fprintf(stderr, "fastwall hostname: %s: no HTTP answer\n", admin);
+		return HOSTNAME_EXIT_REFUSED;
+	}
+	body += 4;
+	if (status != 200 || sscanf(body, "{\"deleted\":%ld}", &deleted) != 1) {
+		fprintf(stderr, "fastwall hostname: %s answered %d: %.*s\n", admin, status,
+			(int)strcspn(body, "\n"), body);
+		return HOSTNAME_EXIT_REFUSED;
+	}
+	printf("deleted %ld service%s of %s/%s\n", deleted, deleted == 1 ? "" : "s", names[0],
+	       names[1]);
+	return 0;
+}
+
 int fw_cli_hostname(struct fw_cmd_args *a)
 {
 	struct fw_hostname_domains d = {0};
@@ -326,6 +395,13 @@ int fw_cli_hostname(struct fw_cmd_args *a)
 			return HOSTNAME_EXIT_USAGE;
 		}
 		return hostname_admin(verb, admin, port, public, argv + optind, n);
+	}
+	if (strcmp(verb, "delete-sandbox") == 0) {
+		if (n != 2) {
+			fw_cmd_help(a->prog, a->cmd, stderr);
+			return HOSTNAME_EXIT_USAGE;
+		}
+		return hostname_delete_sandbox(admin, argv + optind);
 	}
 	if (strcmp(verb, "list") == 0) {
 		if (n != 0) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* `fastwall hostname hash|parse|expose|get|delete|list`: exposed-service
- * hostnames from the command line, and a gateway's service admin API.
- * Returns the process exit code. */
+/* `fastwall hostname hash|parse|expose|get|delete|list|delete-sandbox`:
+ * exposed-service hostnames from the command line, and a gateway's
+ * service admin API. Returns the process exit code. */
 #ifndef FW_CLI_HOSTNAME_H
 #define FW_CLI_HOSTNAME_H
 

@@ -387,4 +387,4 @@ clean: ## remove build/, build-san/ and build-deb/
 include gateway/gateway.mk
 include egress/egress.mk
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -path $(BUILD)/rootfs -prune -o -type f -name '*.d' -print 2>/dev/null)

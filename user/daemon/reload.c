@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "daemon.h"
+#include "notify.h"
 
 /* A restart-only key (the key tables' reload column) the file changed:
  * its running value stays. */
@@ -84,12 +85,17 @@ void on_signal(struct fw_loop *l, int signo, void *ctx)
 	switch (signo) {
 	case SIGHUP:
 		was = d->cfg.learn.refresh_interval_ns;
+		fw_notify_reloading();
 		reload(d);
 		refresh_rearm(d, was);
+		/* rejected or not, what runs is consistent again */
+		fw_notify_ready(d->reload_stats.ok ? "running; the last reload was applied"
+						   : "running; the last reload was rejected, see the log");
 		break;
 	case SIGINT:
 	case SIGTERM:
 		fw_info("stopping on signal %u; kernel state stays in place", (unsigned)signo);
+		fw_notify_stopping();
 		fw_loop_stop(l);
 		break;
 	}

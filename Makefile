@@ -68,7 +68,7 @@ TEST_BINS := $(BUILD)/tests/unit_tests $(BUILD)/tests/unit_fake $(BUILD)/tests/b
 	$(BUILD)/tests/bpf_cgroup_verdicts $(BUILD)/tests/abi_migrate $(BUILD)/tests/uring_probe \
 	$(BUILD)/tests/cgfuzz
 
-.PHONY: all deps test test-unit test-fake test-bpf test-san test-abi test-e2e test-lint demo bench fuzz cgfuzz format lint \
+.PHONY: all deps test test-unit test-fake test-bpf test-san test-abi test-e2e test-container test-lint demo bench fuzz cgfuzz format lint \
 	install clean help compile_commands.json
 
 all: $(BINS) $(BPF_OBJS) ## build the BPF programs, fastwalld and the fastwall CLI
@@ -238,6 +238,9 @@ test-abi: $(BUILD)/tests/abi_migrate ## pinned-map ABI: migration from ABI 1, re
 test-e2e: all ## end-to-end netns tests only (a script exiting 77 is skipped)
 	$(Q)for t in tests/e2e/*.sh; do case $$t in */lib.sh) continue;; esac; \
 		BUILD=$(BUILD) bash $$t; rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ] || exit 1; done
+
+test-container: all ## the image for real: podman build -f deploy/Containerfile on a debootstrap base, run as the DaemonSet runs it (about a minute; the first run adds the root's debootstrap)
+	$(Q)BUILD=$(BUILD) bash tests/container/container.sh
 
 demo: deps ## build, run the demo topology and explain what passes and why
 	$(Q)$(MAKE) --no-print-directory all

@@ -52,7 +52,8 @@ PKGS=(
 	# a real systemd and a real container (tests/e2e/systemd.sh, make
 	# test-container, tests/e2e/nginx-deb.sh): a Debian root made with
 	# debootstrap, booted with systemd-nspawn, imported and built with podman
-	debootstrap systemd-container podman
+	# (runc: crun refuses hosts whose cgroups are a v1/v2 hybrid)
+	debootstrap systemd-container podman runc
 	# lint/format
 	clang-format clang-tidy cppcheck shellcheck bear
 	# kernel matrix (make vmtest)

@@ -137,6 +137,7 @@ check "journalctl -p info shows the info lines" bash -c "nsenter -t $FW_MACHINE_
 check "the error line has priority 3 in the journal" bash -c \
 	"nsenter -t $FW_MACHINE_LEADER -a journalctl -q _SYSTEMD_UNIT=fastwalld.service _COMM=fastwalld -o verbose --output-fields=PRIORITY,MESSAGE | grep -B1 'reload rejected' | grep -q 'PRIORITY=3'"
 daemon_log >"$FW_TMP/all.log"
+check "the journal has fastwalld's lines" grep -q 'fastwalld ready' "$FW_TMP/all.log"
 check_eq "no journal line of fastwalld carries its own time stamp" \
 	"$(grep -cE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T' "$FW_TMP/all.log")" 0
 check "no journal line of fastwalld carries a <N> prefix (journald took it)" bash -c "! grep -qE '^<[0-7]>' $FW_TMP/all.log"

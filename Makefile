@@ -373,7 +373,7 @@ install: all $(SCHEMAS) $(COMPLETIONS) ## install the binaries, man pages, compl
 		install -D -m 0644 deploy/fastwalld.yaml $(DESTDIR)$(SYSCONFDIR)/fastwall/fastwalld.yaml; \
 	fi
 
-deb: ## the Debian 12 package (build/deb/fastwall_VERSION_ARCH.deb; hardened build in build-deb/)
+deb: ## the Debian 12 packages (build/deb/fastwall_VERSION_ARCH.deb, with nginx-dev the gateway module libnginx-mod-http-fastwall-ingress_VERSION_ARCH.deb; hardened build in build-deb/)
 	$(Q)scripts/build-deb.sh build/deb
 
 KERNELS ?= 5.10 6.1 6.12 6.18 7.x

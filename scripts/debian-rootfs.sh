@@ -18,13 +18,14 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${1:-$ROOT/build/rootfs}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
-# systemd as PID 1 (A), nginx to load the gateway's module (C), the
-# shared libraries fastwall's package depends on (so installing it needs
-# no network), and what the tests run inside: ip, curl, ps
+# systemd as PID 1, nginx to load the gateway's module, the shared
+# libraries fastwall's two packages depend on (so installing them needs no
+# network), and what the tests run inside: ip, curl, ps
 PACKAGES=(
 	systemd systemd-sysv dbus iproute2 curl procps ca-certificates
 	nginx
 	libbpf1 libelf1 zlib1g libyaml-0-2 libjansson4 libmicrohttpd12 libssl3
+	libsqlite3-0 libpq5
 )
 
 command -v debootstrap >/dev/null || { echo "debian-rootfs: debootstrap not found (scripts/install-deps.sh)" >&2; exit 1; }
@@ -38,7 +39,13 @@ if [ -s "$tar" ]; then
 fi
 mkdir -p "$CACHE"
 work=$(mktemp -d "$CACHE/.build.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+# debootstrap mounts /proc (and more) in the root while it runs: nothing
+# of the host is removed with the directory if it failed half-way
+cleanup() {
+	grep -F " $work/" /proc/mounts | cut -d' ' -f2 | sort -r | xargs -r -n1 umount -l
+	rm -rf --one-file-system "$work"
+}
+trap cleanup EXIT
 t0=$SECONDS
 include=$(
 	IFS=,

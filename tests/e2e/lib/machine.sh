@@ -30,9 +30,10 @@ fw_machine_unpack() {
 	FW_MACHINE_ROOT=$FW_TMP/machine
 	mkdir -p "$FW_MACHINE_ROOT"
 	tar -C "$FW_MACHINE_ROOT" --numeric-owner -xf "$tar" || fw_die "can't unpack $tar"
-	# only what the tests start: no login prompt, no nginx of its own
-	chroot "$FW_MACHINE_ROOT" systemctl -q mask console-getty.service nginx.service \
+	# only what the tests start: no login prompt, nginx when asked
+	chroot "$FW_MACHINE_ROOT" systemctl -q mask console-getty.service \
 		e2scrub_reap.service systemd-logind.service 2>/dev/null || true
+	chroot "$FW_MACHINE_ROOT" systemctl -q disable nginx.service 2>/dev/null || true
 }
 
 # fw_machine_boot NETNS: boots the machine in network namespace NETNS with

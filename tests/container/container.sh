@@ -57,6 +57,7 @@ mkdir -p "$PODMAN_ROOT"
 mkdir -p "$FW_TMP/ctx"
 DEB=$(scripts/build-deb.sh "$FW_TMP/ctx" 2>"$FW_TMP/build.log") ||
 	{ sed 's/^/  | /' "$FW_TMP/build.log" >&2; fw_die "make deb failed"; }
+check "make deb built fastwall's package into the build context" test -s "$DEB"
 TAR=$(scripts/debian-rootfs.sh) || fw_die "no Debian root file system"
 t1=$SECONDS
 pm import "$TAR" localhost/fastwall-base:bookworm >"$FW_TMP/import.log" 2>&1 || fw_die "podman import failed"
@@ -131,6 +132,7 @@ NET=(--network "ns:/run/netns/$NS_POD")
 check "the bpffs init container runs (privileged)" \
 	pm run --rm --pull=never "${ULIMITS[@]}" --privileged "${NET[@]}" -v /sys/fs/bpf:/sys/fs/bpf:rshared \
 	--entrypoint "${INIT[0]}" localhost/fastwall:test "${INIT[@]:1}"
+# shellcheck disable=SC2054 # --cap-add's own list, one word
 opts=(--pull=never "${ULIMITS[@]}" "${NET[@]}" --name "fw-$FW_ID" --cap-drop "$DROP" --cap-add "$CAPS"
 	--security-opt seccomp=unconfined # a pod's default (no seccompProfile set)
 	-v /sys/fs/bpf:/sys/fs/bpf:rslave -v "$FW_TMP/config:/etc/fastwall:ro"

@@ -116,6 +116,7 @@ check "fastwalld told systemd RELOADING=1 with MONOTONIC_USEC" \
 	grep -qE "Got notification message from PID $main \(RELOADING=1, MONOTONIC_USEC=[0-9]+" "$FW_TMP/pid1.reload"
 check "the unit went running -> reload" grep -q 'Changed running -> reload$' "$FW_TMP/pid1.reload"
 # after RELOADING=1, the READY=1 that follows it, then reload -> running
+# shellcheck disable=SC2016 # awk's own $0
 check "the unit went back to running on fastwalld's READY=1 after RELOADING=1" \
 	awk -v pid="$main" '
 		index($0, "from PID " pid " (RELOADING=1") { r = 1; next }

@@ -89,8 +89,9 @@ void on_signal(struct fw_loop *l, int signo, void *ctx)
 		reload(d);
 		refresh_rearm(d, was);
 		/* rejected or not, what runs is consistent again */
-		fw_notify_ready(d->reload_stats.ok ? "running; the last reload was applied"
-						   : "running; the last reload was rejected, see the log");
+		fw_notify_ready(d->reload_stats.ok
+					? "running; the last reload was applied"
+					: "running; the last reload was rejected, see the log");
 		break;
 	case SIGINT:
 	case SIGTERM:

@@ -42,6 +42,7 @@ work=$(mktemp -d "$CACHE/.build.XXXXXX")
 # debootstrap mounts /proc (and more) in the root while it runs: nothing
 # of the host is removed with the directory if it failed half-way
 cleanup() {
+	set +e
 	grep -F " $work/" /proc/mounts | cut -d' ' -f2 | sort -r | xargs -r -n1 umount -l
 	rm -rf --one-file-system "$work"
 }

@@ -86,12 +86,13 @@ fw_bg_ready "$NS" "$FW_TMP/echo.ready" "$FW_PY" "$FW_NGX_SERVERS" echo --listen 
 
 fw_machine_unpack
 M=$FW_MACHINE_ROOT
-cp "$DEB" "$M/tmp/fastwall.deb"
-cp "$MDEB" "$M/tmp/$MPKG.deb"
+# not /tmp: the booted machine mounts a tmpfs there
+cp "$DEB" "$M/var/tmp/fastwall.deb"
+cp "$MDEB" "$M/var/tmp/$MPKG.deb"
 fw_machine_boot "$NS"
 echo "# machine up after $((SECONDS - t0)) s"
 check "dpkg -i installs fastwall and $MPKG in the machine" \
-	fw_machine dpkg -i /tmp/fastwall.deb "/tmp/$MPKG.deb"
+	fw_machine dpkg -i /var/tmp/fastwall.deb "/var/tmp/$MPKG.deb"
 LINK=/etc/nginx/modules-enabled/50-$CONF
 check_eq "postinst linked the module into modules-enabled" \
 	"$(readlink "$M$LINK")" "/usr/share/nginx/modules-available/$CONF"

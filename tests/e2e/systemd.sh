@@ -182,7 +182,6 @@ check "fastwalld told systemd STOPPING=1" grep -q "Got notification message from
 check_eq "the unit is inactive, result success, exit status 0" \
 	"$(unit_show ActiveState) $(unit_show Result) $(unit_show ExecMainStatus)" "inactive success 0"
 check "fastwalld logged its stop" fw_eventually 5 bash -c "nsenter -t $FW_MACHINE_LEADER -a journalctl -q _SYSTEMD_UNIT=fastwalld.service -o cat | grep -q 'stopping on signal 15'"
-daemon_log -n 8 -o short-monotonic
 check "the pins stay after the stop (the kernel keeps enforcing)" test -e "$BPFFS/fastwall_dispatch"
 echo "# $((SECONDS - t0)) s"
 fw_summary

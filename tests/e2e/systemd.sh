@@ -183,5 +183,11 @@ check_eq "the unit is inactive, result success, exit status 0" \
 	"$(unit_show ActiveState) $(unit_show Result) $(unit_show ExecMainStatus)" "inactive success 0"
 check "fastwalld logged its stop" fw_eventually 5 bash -c "nsenter -t $FW_MACHINE_LEADER -a journalctl -q _SYSTEMD_UNIT=fastwalld.service -o cat | grep -q 'stopping on signal 15'"
 check "the pins stay after the stop (the kernel keeps enforcing)" test -e "$BPFFS/fastwall_dispatch"
+
+# --- a start refused by the unit's check ------------------------------------
+printf 'subjects: [\n' >"$M/etc/fastwall/fastwalld.yaml"
+check_fails "systemctl start fails on an invalid file" fw_machine systemctl start fastwalld.service
+check "journalctl -p err shows the check's reason" fw_eventually 5 bash -c \
+	"nsenter -t $FW_MACHINE_LEADER -a journalctl -q _SYSTEMD_UNIT=fastwalld.service -p err -o cat | grep -q 'fastwalld.yaml'"
 echo "# $((SECONDS - t0)) s"
 fw_summary

@@ -95,7 +95,11 @@ static int cmd_check(struct fw_cmd_args *a)
 	struct daemon_opts o = {0};
 	int ret = daemon_opts(a, &o);
 
-	return ret >= 0 ? ret : check(o.config);
+	if (ret >= 0)
+		return ret;
+	/* the unit's ExecStartPre: a refused file is an error in the journal */
+	fw_log_journal_detect();
+	return check(o.config);
 }
 
 static int cmd_l7_conf(struct fw_cmd_args *a)

@@ -68,7 +68,7 @@ TEST_BINS := $(BUILD)/tests/unit_tests $(BUILD)/tests/unit_fake $(BUILD)/tests/b
 	$(BUILD)/tests/bpf_cgroup_verdicts $(BUILD)/tests/abi_migrate $(BUILD)/tests/uring_probe \
 	$(BUILD)/tests/cgfuzz
 
-.PHONY: all deps test test-unit test-fake test-bpf test-san test-abi test-e2e test-lint demo bench fuzz cgfuzz format lint \
+.PHONY: all deps test test-unit test-fake test-bpf test-san test-abi test-e2e test-container test-lint demo bench fuzz cgfuzz format lint \
 	install clean help compile_commands.json
 
 all: $(BINS) $(BPF_OBJS) ## build the BPF programs, fastwalld and the fastwall CLI
@@ -239,6 +239,9 @@ test-e2e: all ## end-to-end netns tests only (a script exiting 77 is skipped)
 	$(Q)for t in tests/e2e/*.sh; do case $$t in */lib.sh) continue;; esac; \
 		BUILD=$(BUILD) bash $$t; rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ] || exit 1; done
 
+test-container: all ## the image for real: podman build -f deploy/Containerfile on a debootstrap base, run as the DaemonSet runs it (about a minute; the first run adds the root's debootstrap)
+	$(Q)BUILD=$(BUILD) bash tests/container/container.sh
+
 demo: ## build, run the demo topology and explain what passes and why (KEEP=1: leave it running)
 	$(Q)scripts/install-deps.sh --check demo
 	$(Q)$(MAKE) --no-print-directory all
@@ -374,7 +377,7 @@ install: all $(SCHEMAS) $(COMPLETIONS) ## install the binaries, man pages, compl
 		install -D -m 0644 deploy/fastwalld.yaml $(DESTDIR)$(SYSCONFDIR)/fastwall/fastwalld.yaml; \
 	fi
 
-deb: ## the Debian 12 package (build/deb/fastwall_VERSION_ARCH.deb; hardened build in build-deb/)
+deb: ## the Debian 12 packages (build/deb/fastwall_VERSION_ARCH.deb, with nginx-dev the gateway module libnginx-mod-http-fastwall-ingress_VERSION_ARCH.deb; hardened build in build-deb/)
 	$(Q)scripts/build-deb.sh build/deb
 
 KERNELS ?= 5.10 6.1 6.12 6.18 7.x
@@ -391,5 +394,6 @@ clean: ## remove build/, build-san/ and build-deb/
 include gateway/gateway.mk
 include egress/egress.mk
 
-# files only: a staged install holds directories named *.d (fish's vendor_completions.d)
--include $(shell find $(BUILD) -name '*.d' -type f 2>/dev/null)
+# files only: a staged install holds directories named *.d (fish's vendor_completions.d);
+# debootstrap's root (build/rootfs) is skipped
+-include $(shell find $(BUILD) -path $(BUILD)/rootfs -prune -o -type f -name '*.d' -print 2>/dev/null)

@@ -5,6 +5,10 @@
 # top-level Makefile.
 
 NGINX_SRC ?= /usr/share/nginx/src
+# the module's compiler and linker options (scripts/build-deb.sh passes
+# Debian's hardening flags)
+INGRESS_CC_OPT ?= -g -O2 -fPIC -Werror
+INGRESS_LD_OPT ?= -fPIC
 INGRESS_OUT := $(BUILD)/ingress
 INGRESS_SO := $(INGRESS_OUT)/ngx_http_fastwall_ingress_module.so
 INGRESS_TREE := $(INGRESS_OUT)/nginx
@@ -25,7 +29,7 @@ $(INGRESS_TREE)/objs/Makefile: gateway/config gateway/sources gateway/gateway.mk
 		exit 1; }; done
 	$(Q)rm -rf $(INGRESS_TREE) && mkdir -p $(INGRESS_OUT) && cp -a $(NGINX_SRC) $(INGRESS_TREE)
 	$(Q)cd $(INGRESS_TREE) && bash -c '. ./conf_flags && ./configure \
-		--with-cc-opt="-g -O2 -fPIC -Werror" --with-ld-opt=-fPIC \
+		--with-cc-opt="$(INGRESS_CC_OPT)" --with-ld-opt="$(INGRESS_LD_OPT)" \
 		"$${NGX_CONF_FLAGS[@]}" --add-dynamic-module=$(CURDIR)/gateway \
 		--builddir=objs' >$(abspath $(INGRESS_OUT))/configure.log 2>&1 || \
 		{ tail -n 20 $(abspath $(INGRESS_OUT))/configure.log >&2; exit 1; }

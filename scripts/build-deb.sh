@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-# Builds the Debian 12 package of fastwall with dpkg-deb: fastwalld and
-# fastwall built with Debian's hardening flags in their own build
-# directory, the man pages, bash, zsh and fish completions, JSON Schemas,
-# the example configuration (a conffile) and the systemd unit. Prints the
-# path of the .deb. No maintainer scripts: installing does not start or enable the
-# unit (a firewall with no interfaces named would enforce nothing), and a
-# package without them also installs into a temporary root
-# (tests/e2e/deb.sh).
+# Builds the Debian 12 packages of fastwall with dpkg-deb:
+#  - fastwall: fastwalld and fastwall built with Debian's hardening flags
+#    in their own build directory, the man pages, bash, zsh and fish
+#    completions, JSON
+#    Schemas, the example configuration (a conffile) and the systemd unit.
+#    No maintainer scripts: installing does not start or enable the unit
+#    (a firewall with no interfaces named would enforce nothing), and a
+#    package without them also installs into a temporary root
+#    (tests/e2e/deb.sh).
+#  - libnginx-mod-http-fastwall-ingress: the gateway's nginx module, built
+#    and packaged the way Debian's libnginx-mod-* are (dh_nginx): the ABI
+#    dependency from nginx-dev's substvars, the load_module file in
+#    /usr/share/nginx/modules-available, its link in
+#    /etc/nginx/modules-enabled made by postinst and moved aside by prerm
+#    (dh_nginx's own scripts), and fastwall-ingress(8). Only with nginx-dev
+#    installed (tests/e2e/nginx-deb.sh).
+# Prints the path of fastwall's .deb; the module's is written beside it
+# (OUTDIR/libnginx-mod-http-fastwall-ingress_VERSION_ARCH.deb).
 #
 # usage: build-deb.sh [OUTDIR]   (default build/deb)
 # env:   DEB_BUILD (build directory, default build-deb), DEB_VERSION,
@@ -70,6 +80,9 @@ mkdir -p "$STAGE/DEBIAN"
 # bookworm's systemd units live in /lib (the merged-/usr moratorium)
 install -D -m 0644 deploy/systemd/fastwalld.service "$STAGE/lib/systemd/system/fastwalld.service"
 
+# fastwall-ingress(8) is the module package's
+rm -f "$STAGE/usr/share/man/man8/fastwall-ingress.8"
+
 # debug symbols are not shipped (no -dbgsym package)
 strip --strip-unneeded --remove-section=.comment --remove-section=.note \
 	"$STAGE/usr/sbin/fastwalld" "$STAGE/usr/sbin/fastwall"
@@ -87,7 +100,8 @@ first=$(git log --max-parents=0 --format=%cd --date=format:%Y 2>/dev/null | sort
 last=$(git log -1 --format=%cd --date=format:%Y 2>/dev/null || date +%Y)
 years=${first:-$last}
 [ "$years" = "$last" ] || years=$years-$last
-cat >"$DOC/copyright" <<EOF
+write_copyright() {
+cat >"$1/copyright" <<EOF
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: fastwall
 Comment: the BPF programs under bpf/ are built into the binaries
@@ -128,10 +142,15 @@ License: BSD-2-Clause
  NEGLIGENCE OR OTHERWISE) ARISING IN ANY WAY OUT OF THE USE OF THIS
  SOFTWARE, EVEN IF ADVISED OF THE POSSIBILITY OF SUCH DAMAGE.
 EOF
+}
+write_copyright "$DOC"
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 date=$(git log -1 --format=%cD 2>/dev/null || date -R)
-printf '%s (%s) bookworm; urgency=medium\n\n  * Build of commit %s.\n\n -- %s  %s\n' \
-	"$PKG" "$DEB_VERSION" "$commit" "$MAINT" "$date" | gzip -9n >"$DOC/changelog.gz"
+write_changelog() { # PACKAGE DOCDIR
+	printf '%s (%s) bookworm; urgency=medium\n\n  * Build of commit %s.\n\n -- %s  %s\n' \
+		"$1" "$DEB_VERSION" "$commit" "$MAINT" "$date" | gzip -9n >"$2/changelog.gz"
+}
+write_changelog "$PKG" "$DOC"
 
 # the shared libraries the binaries link, as package dependencies
 shl=$(mktemp -d)
@@ -176,4 +195,89 @@ mkdir -p "$OUT"
 rm -f "$OUT/${PKG}"_*.deb
 deb=$OUT/${PKG}_${DEB_VERSION}_${ARCH}.deb
 dpkg-deb --root-owner-group -Zxz --build "$STAGE" "$deb" >&2
+
+# --- libnginx-mod-http-fastwall-ingress ----------------------------------------
+MPKG=libnginx-mod-http-fastwall-ingress
+NGX_SRC=${NGINX_SRC:-/usr/share/nginx/src}
+ABIVARS=$NGX_SRC/debian/libnginx-mod.abisubstvars
+AUTOSCRIPTS=/usr/share/debhelper/autoscripts
+rm -f "$OUT/${MPKG}"_*.deb
+if [ ! -f "$NGX_SRC/conf_flags" ] || [ ! -f "$ABIVARS" ] || [ ! -f "$AUTOSCRIPTS/postinst-nginx" ]; then
+	echo "build-deb: nginx-dev is not installed: $MPKG is not built" >&2
+	echo "$deb"
+	exit 0
+fi
+# dh_nginx's ${misc:Depends}: the ABI of the nginx the module is built for
+abi=$(sed -n 's/^nginx:abi=//p' "$ABIVARS")
+[ -n "$abi" ] || { echo "build-deb: no nginx:abi in $ABIVARS" >&2; exit 1; }
+# Debian's hardening flags, as debhelper's nginx_mod build system passes
+# them; other flags configured the copy of nginx's tree: configure it again
+MFLAGS="$CFLAGS -fPIC | $LDFLAGS -fPIC"
+if [ "$(cat "$DEB_BUILD/ingress/.deb-flags" 2>/dev/null)" != "$MFLAGS" ]; then
+	rm -rf "$DEB_BUILD/ingress"
+fi
+"$MAKE" --no-print-directory BUILD="$DEB_BUILD" SANITIZE= NGINX_SRC="$NGX_SRC" \
+	INGRESS_CC_OPT="$CFLAGS -fPIC" INGRESS_LD_OPT="$LDFLAGS -fPIC" ingress >&2
+printf '%s' "$MFLAGS" >"$DEB_BUILD/ingress/.deb-flags"
+MSTAGE=$DEB_BUILD/pkgroot-ingress
+rm -rf "$MSTAGE"
+mkdir -p "$MSTAGE/DEBIAN"
+SO=ngx_http_fastwall_ingress_module.so
+install -D -m 0644 "$DEB_BUILD/ingress/$SO" "$MSTAGE/usr/lib/nginx/modules/$SO"
+strip --strip-unneeded --remove-section=.comment --remove-section=.note "$MSTAGE/usr/lib/nginx/modules/$SO"
+CONF=mod-http-fastwall-ingress.conf
+install -d "$MSTAGE/usr/share/nginx/modules-available"
+echo "load_module modules/$SO;" >"$MSTAGE/usr/share/nginx/modules-available/$CONF"
+chmod 0644 "$MSTAGE/usr/share/nginx/modules-available/$CONF"
+install -D -m 0644 docs/fastwall-ingress.8 "$MSTAGE/usr/share/man/man8/fastwall-ingress.8"
+gzip -9n "$MSTAGE/usr/share/man/man8/fastwall-ingress.8"
+MDOC=$MSTAGE/usr/share/doc/$MPKG
+install -d "$MDOC"
+install -m 0644 docs/ingress.md "$MDOC/"
+gzip -9n "$MDOC/ingress.md"
+write_copyright "$MDOC"
+write_changelog "$MPKG" "$MDOC"
+# dh_nginx's maintainer scripts, with the priority (50) it gives a module
+for s in postinst prerm postrm; do
+	{
+		printf '#!/bin/sh\nset -e\n# Automatically added by dh_nginx\n'
+		sed "s|#NAMES#|$CONF:50-$CONF|" "$AUTOSCRIPTS/$s-nginx"
+		printf '# End automatically added section\n'
+	} >"$MSTAGE/DEBIAN/$s"
+	chmod 0755 "$MSTAGE/DEBIAN/$s"
+done
+mdepends=$(cd "$shl" && dpkg-shlibdeps -O "$ROOT/$MSTAGE/usr/lib/nginx/modules/$SO" 2>/dev/null |
+	sed -n 's/^shlibs:Depends=//p')
+[ -n "$mdepends" ] || { echo "build-deb: dpkg-shlibdeps found no dependencies of $SO" >&2; exit 1; }
+msize=$(du -sk --exclude=DEBIAN "$MSTAGE" | cut -f1)
+cat >"$MSTAGE/DEBIAN/control" <<EOF
+Package: $MPKG
+Source: $PKG
+Version: $DEB_VERSION
+Architecture: $ARCH
+Maintainer: $MAINT
+Installed-Size: $msize
+Depends: $abi, $mdepends
+Recommends: nginx
+Breaks: $PKG (<< $DEB_VERSION)
+Replaces: $PKG (<< $DEB_VERSION)
+Section: httpd
+Priority: optional
+Description: fastwall's sandbox ingress gateway module for Nginx
+ fastwall-ingress routes HTTP requests to sandboxes: it verifies the
+ signed sandbox scope a request carries, asks the cluster's FastPath
+ resolver (or its cache) which Fastlet serves the sandbox, and proxies
+ the request there with the route's credential, over HTTP/1.1, HTTP/2,
+ WebSocket and server-sent events.
+ .
+ Installing the package enables the module (a link in
+ /etc/nginx/modules-enabled); the server blocks that use it are the
+ administrator's, see fastwall-ingress(8).
+EOF
+(cd "$MSTAGE" && find . -path ./DEBIAN -prune -o -type f -print0 |
+	sort -z | xargs -0 md5sum | sed 's| \./| |') >"$MSTAGE/DEBIAN/md5sums"
+chmod 0644 "$MSTAGE/DEBIAN/control" "$MSTAGE/DEBIAN/md5sums"
+find "$MSTAGE" -type d -exec chmod 0755 {} +
+mdeb=$OUT/${MPKG}_${DEB_VERSION}_${ARCH}.deb
+dpkg-deb --root-owner-group -Zxz --build "$MSTAGE" "$mdeb" >&2
 echo "$deb"

@@ -69,6 +69,11 @@ PKGS=(
 	# JSON Schemas validated with python3-jsonschema, the manifests read
 	# with python3-yaml
 	dpkg-dev lintian systemd python3-yaml python3-jsonschema
+	# a real systemd and a real container (tests/e2e/systemd.sh, make
+	# test-container, tests/e2e/nginx-deb.sh): a Debian root made with
+	# debootstrap, booted with systemd-nspawn, imported and built with podman
+	# (runc: crun refuses hosts whose cgroups are a v1/v2 hybrid)
+	debootstrap systemd-container podman runc
 	# lint/format
 	clang-format clang-tidy cppcheck shellcheck bear
 	# kernel matrix (make vmtest)

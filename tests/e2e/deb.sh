@@ -64,7 +64,7 @@ check "/etc/fastwall/fastwalld.yaml is a conffile" \
 	bash -c "dpkg-query --admindir='$R/var/lib/dpkg' -W -f='\${Conffiles}' fastwall |
 		grep -q '^ /etc/fastwall/fastwalld.yaml [0-9a-f]\{32\}$'"
 for f in usr/sbin/fastwalld usr/sbin/fastwall usr/share/man/man8/fastwalld.8.gz \
-	usr/share/man/man8/fastwall.8.gz usr/share/man/man8/fastwall-ingress.8.gz \
+	usr/share/man/man8/fastwall.8.gz \
 	usr/share/bash-completion/completions/fastwall \
 	usr/share/bash-completion/completions/fastwalld lib/systemd/system/fastwalld.service \
 	usr/share/zsh/vendor-completions/_fastwall usr/share/zsh/vendor-completions/_fastwalld \
@@ -98,6 +98,8 @@ check "every relative link of the packaged docs names a page the package ships" 
 check "the packaged docs hold operations.md and design.md" \
 	test -s "$R/usr/share/doc/fastwall/docs/operations.md.gz" -a \
 	-s "$R/usr/share/doc/fastwall/docs/design.md.gz"
+# the gateway's page is its package's (tests/e2e/nginx-deb.sh)
+check_fails "fastwall-ingress(8) is not fastwall's" test -e "$R/usr/share/man/man8/fastwall-ingress.8.gz"
 check_eq "the installed fastwall prints its version" \
 	"$("$R/usr/sbin/fastwall" --version | cut -d' ' -f1)" fastwall
 check "the installed example config passes fastwalld check" \
@@ -118,7 +120,8 @@ else
 fi
 unit_key() { sed -n "s/^$1=//p" "$UNIT"; }
 for want in "Restart=on-failure" "ExecReload=/bin/kill -HUP \$MAINPID" "ProtectSystem=strict" \
-	"ProtectHome=yes" "NoNewPrivileges=yes" "PrivateTmp=yes"; do
+	"ProtectHome=yes" "NoNewPrivileges=yes" "PrivateTmp=yes" "Type=notify" "NotifyAccess=main" \
+	"WatchdogSec=20s"; do
 	check "the unit has $want" grep -qxF "$want" "$UNIT"
 done
 caps=$(unit_key CapabilityBoundingSet)

@@ -35,6 +35,7 @@ fi
 #   cgroup    cgroup2 for process sandboxes
 #   l7        layer-7 pinning: the TLS and HTTP server, its CA, a capture
 #   credentials  layer-7 credential injection: an upstream showing what it got
+#   machine   a Debian machine under systemd-nspawn, systemd as its PID 1
 FW_LIB_DIR=$(dirname "${BASH_SOURCE[0]}")/lib
 # shellcheck source=tests/e2e/lib/core.sh
 . "$FW_LIB_DIR/core.sh"
@@ -56,3 +57,5 @@ FW_LIB_DIR=$(dirname "${BASH_SOURCE[0]}")/lib
 . "$FW_LIB_DIR/l7.sh"
 # shellcheck source=tests/e2e/lib/credentials.sh
 . "$FW_LIB_DIR/credentials.sh"
+# shellcheck source=tests/e2e/lib/machine.sh
+. "$FW_LIB_DIR/machine.sh"

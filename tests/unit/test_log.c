@@ -4,9 +4,11 @@
  * crafted uid, name or DNS name cannot forge a record or drive a terminal. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -213,4 +215,90 @@ Test(log, format_parse)
 	cr_assert_eq(fw_log_format_parse("text", &f), 0);
 	cr_assert_eq(f, FW_LOG_TEXT);
 	cr_assert_eq(fw_log_format_parse("JSON", &f), -EINVAL);
+}
+
+/* Everything one call of fn wrote to stderr, with JOURNAL_STREAM naming
+ * the temporary file stderr is then (journal) or another inode (not). */
+static char *logged_journal(bool journal, void (*fn)(void))
+{
+	FILE *tmp = tmpfile();
+	int saved = dup(2);
+	static char out[4096];
+	char js[64];
+	struct stat st;
+	size_t n;
+
+	cr_assert(tmp && saved >= 0);
+	fflush(stderr);
+	cr_assert_eq(dup2(fileno(tmp), 2), 2);
+	cr_assert_eq(fstat(2, &st), 0);
+	snprintf(js, sizeof(js), "%llu:%llu", (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino + (journal ? 0 : 1));
+	setenv("JOURNAL_STREAM", js, 1);
+	cr_assert_eq(fw_log_journal_detect(), journal);
+	fn();
+	fflush(stderr);
+	fw_log_journal = false;
+	unsetenv("JOURNAL_STREAM");
+	dup2(saved, 2);
+	close(saved);
+	rewind(tmp);
+	n = fread(out, 1, sizeof(out) - 1, tmp);
+	out[n] = '\0';
+	fclose(tmp);
+	return out;
+}
+
+static void four_levels(void)
+{
+	enum fw_log_level was = fw_log_level;
+	static const char *const kv[] = {"subject", "sb-1", NULL};
+
+	fw_log_level = FW_LOG_DEBUG;
+	fw_err("e");
+	fw_warn("w");
+	fw_info("i");
+	fw_debug("d");
+	fw_audit("deny", kv);
+	fw_log_level = was;
+}
+
+Test(log, journal_stream_gets_priorities_and_no_stamps)
+{
+	char *out = logged_journal(true, four_levels);
+
+	cr_assert_str_eq(out, "<3>error e\n<4>warn  w\n<6>info  i\n<7>debug d\n"
+			      "<5>audit deny subject=sb-1\n");
+}
+
+Test(log, journal_stream_json_has_no_time)
+{
+	char *out;
+
+	fw_log_format = FW_LOG_JSON;
+	out = logged_journal(true, four_levels);
+	fw_log_format = FW_LOG_TEXT;
+	cr_assert(strstr(out, "<3>{\"level\":\"error\",\"msg\":\"e\"}\n"), "%s", out);
+	cr_assert(strstr(out, "<5>{\"level\":\"audit\",\"event\":\"deny\",\"subject\":\"sb-1\"}\n"),
+		  "%s", out);
+	cr_assert_null(strstr(out, "\"time\""), "%s", out);
+}
+
+Test(log, stderr_elsewhere_keeps_stamps)
+{
+	/* JOURNAL_STREAM inherited, but stderr is another file now */
+	char *out = logged_journal(false, four_levels);
+
+	cr_assert_null(strchr(out, '<'), "%s", out);
+	cr_assert(strstr(out, "Z error e\n"), "%s", out);
+}
+
+Test(log, journal_stream_malformed_is_not_the_journal)
+{
+	setenv("JOURNAL_STREAM", "12:34x", 1);
+	cr_assert_not(fw_log_journal_detect());
+	setenv("JOURNAL_STREAM", "", 1);
+	cr_assert_not(fw_log_journal_detect());
+	unsetenv("JOURNAL_STREAM");
+	cr_assert_not(fw_log_journal_detect());
 }

@@ -69,7 +69,7 @@ int check(const char *config_path)
 
 	fw_cfg_init(&cfg);
 	if (fw_cfg_load_file(config_path, &cfg, errbuf, sizeof(errbuf))) {
-		fprintf(stderr, "%s\n", errbuf);
+		fprintf(stderr, "%s%s\n", fw_log_journal ? "<3>" : "", errbuf);
 		return FW_EXIT_CONFIG;
 	}
 	cfg_warnings(&cfg, stderr);

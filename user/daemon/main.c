@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "fastwall/version.h"
 #include "fastwalld.h"
+#include "notify.h"
 
 enum {
 	OPT_PURGE = FW_CMD_LONG,
@@ -78,6 +79,9 @@ static int cmd_run(struct fw_cmd_args *a)
 
 	if (ret >= 0)
 		return ret;
+	/* before any thread or child: journald's priorities, systemd's notify */
+	fw_log_journal_detect();
+	fw_notify_init();
 	d = fw_daemon_new(o.config, o.level != NULL, o.format != NULL);
 	if (!d)
 		return FW_EXIT_FAILURE;
@@ -91,7 +95,11 @@ static int cmd_check(struct fw_cmd_args *a)
 	struct daemon_opts o = {0};
 	int ret = daemon_opts(a, &o);
 
-	return ret >= 0 ? ret : check(o.config);
+	if (ret >= 0)
+		return ret;
+	/* the unit's ExecStartPre: a refused file is an error in the journal */
+	fw_log_journal_detect();
+	return check(o.config);
 }
 
 static int cmd_l7_conf(struct fw_cmd_args *a)

@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "daemon.h"
+#include "notify.h"
 
 /* A restart-only key (the key tables' reload column) the file changed:
  * its running value stays. */
@@ -85,12 +86,17 @@ static void refresh_rearm(struct fw_daemon *d, __u64 was)
 	fw_loop_timer_arm(d->loop, &d->refresh_timer, due > now ? due - now : 0);
 }
 
+/* A reload (SIGHUP, or the mounted ConfigMap swapped), told to systemd:
+ * reloading, then ready again, rejected or not (what runs is consistent) */
 static void reload_now(struct fw_daemon *d)
 {
 	__u64 was = d->cfg.learn.refresh_interval_ns;
 
+	fw_notify_reloading();
 	reload(d);
 	refresh_rearm(d, was);
+	fw_notify_ready(d->reload_stats.ok ? "running; the last reload was applied"
+					   : "running; the last reload was rejected, see the log");
 }
 
 void on_signal(struct fw_loop *l, int signo, void *ctx)
@@ -104,6 +110,7 @@ void on_signal(struct fw_loop *l, int signo, void *ctx)
 	case SIGINT:
 	case SIGTERM:
 		fw_info("stopping on signal %u; kernel state stays in place", (unsigned)signo);
+		fw_notify_stopping();
 		fw_loop_stop(l);
 		break;
 	}

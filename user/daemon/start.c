@@ -5,6 +5,7 @@
  * loop's timers (the actions tick, the reaper, the lease refresh). */
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -14,6 +15,7 @@
 #include "common/log.h"
 #include "common/secmem.h"
 #include "daemon.h"
+#include "notify.h"
 
 static __u64 tick_timer(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
 {
@@ -390,6 +392,7 @@ static int start_ready(struct fw_daemon *d)
 		.loop = d->loop,
 		.started = true,
 	};
+	char status[64];
 	int err;
 
 	fw_info("fastwalld ready: %zu subjects, config %s", fw_reg_count(&d->reg), d->config_path);
@@ -402,6 +405,10 @@ static int start_ready(struct fw_daemon *d)
 	if (err)
 		fw_warn("can't adopt learned addresses: %s", strerror(-err));
 	fw_metrics_publish(d->metrics, &parts);
+	/* systemd's Type=notify: active from here, as /readyz */
+	fw_notify_watchdog_start(d);
+	snprintf(status, sizeof(status), "running: %zu subjects", fw_reg_count(&d->reg));
+	fw_notify_ready(status);
 	return FW_EXIT_OK;
 }
 

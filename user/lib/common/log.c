@@ -5,7 +5,9 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 
 enum fw_log_level fw_log_level = FW_LOG_INFO;
 enum fw_log_format fw_log_format = FW_LOG_TEXT;
+bool fw_log_journal;
 
 /* NULL: stderr; audit_off: nothing */
 static FILE *audit_out;
@@ -25,6 +28,31 @@ static const char *const level_names[] = {
 	[FW_LOG_INFO] = "info",
 	[FW_LOG_DEBUG] = "debug",
 };
+
+/* syslog(3) priorities, the journal's: err, warning, info, debug */
+static const char *const level_prio[] = {
+	[FW_LOG_ERROR] = "<3>",
+	[FW_LOG_WARN] = "<4>",
+	[FW_LOG_INFO] = "<6>",
+	[FW_LOG_DEBUG] = "<7>",
+};
+#define FW_LOG_PRIO_AUDIT "<5>" /* notice */
+
+bool fw_log_journal_detect(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+	char tail;
+
+	fw_log_journal = false;
+	/* "DEV:INO" of the stream systemd connected; stderr redirected
+	 * elsewhere (a child told 2>file) no longer matches */
+	if (js && sscanf(js, "%llu:%llu%c", &dev, &ino, &tail) == 2 && !fstat(STDERR_FILENO, &st) &&
+	    (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino)
+		fw_log_journal = true;
+	return fw_log_journal;
+}
 
 /* Bytes of one log record before escaping; longer ones are cut. */
 #define FW_LOG_LINE_MAX 4096
@@ -145,7 +173,18 @@ void fw_log_write(enum fw_log_level level, const char *fmt, ...)
 	fw_log_escape(esc, sizeof(esc), line, cut ? sizeof(line) - 1 : (size_t)n);
 
 	flockfile(stderr);
-	if (fw_log_format == FW_LOG_JSON) {
+	if (fw_log_journal) {
+		/* the journal stamps the line and files it by the prefix */
+		fputs(level_prio[level], stderr);
+		if (fw_log_format == FW_LOG_JSON) {
+			fprintf(stderr, "{\"level\":\"%s\",\"msg\":\"", level_names[level]);
+			json_put(stderr, esc);
+			fprintf(stderr, "%s\"}\n", cut ? "...(truncated)" : "");
+		} else {
+			fprintf(stderr, "%-5s %s%s\n", level_names[level], esc,
+				cut ? "...(truncated)" : "");
+		}
+	} else if (fw_log_format == FW_LOG_JSON) {
 		fprintf(stderr, "{\"time\":\"%s\",\"level\":\"%s\",\"msg\":\"", stamp,
 			level_names[level]);
 		json_put(stderr, esc);
@@ -212,6 +251,7 @@ void fw_audit(const char *event, const char *const *in)
 	char line[FW_LOG_LINE_MAX], esc[4 * FW_LOG_LINE_MAX + 1], stamp[64];
 	const char *kv[2 * FW_AUDIT_PAIRS];
 	size_t n = 0, o = 0;
+	bool journal;
 	FILE *f;
 
 	for (; n < 2 * FW_AUDIT_PAIRS && in[n]; n += 2) {
@@ -226,9 +266,16 @@ void fw_audit(const char *event, const char *const *in)
 		return;
 	}
 	f = audit_out ? audit_out : stderr;
+	/* a file of its own keeps its stamps; stderr into the journal does not */
+	journal = fw_log_journal && f == stderr;
 	flockfile(f);
+	if (journal)
+		fputs(FW_LOG_PRIO_AUDIT, f);
 	if (fw_log_format == FW_LOG_JSON) {
-		fprintf(f, "{\"time\":\"%s\",\"level\":\"audit\",\"event\":\"", stamp);
+		if (journal)
+			fputs("{\"level\":\"audit\",\"event\":\"", f);
+		else
+			fprintf(f, "{\"time\":\"%s\",\"level\":\"audit\",\"event\":\"", stamp);
 		fw_log_escape(esc, sizeof(esc), event, strlen(event));
 		json_put(f, esc);
 		for (size_t i = 0; i < n; i += 2) {
@@ -248,7 +295,10 @@ void fw_audit(const char *event, const char *const *in)
 		if (o >= sizeof(line))
 			o = sizeof(line) - 1;
 		fw_log_escape(esc, sizeof(esc), line, o);
-		fprintf(f, "%s audit %s\n", stamp, esc);
+		if (journal)
+			fprintf(f, "audit %s\n", esc);
+		else
+			fprintf(f, "%s audit %s\n", stamp, esc);
 	}
 	funlockfile(f);
 	pthread_mutex_unlock(&audit_lock);

@@ -11,6 +11,7 @@
 #ifndef FW_LOG_H
 #define FW_LOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 enum fw_log_level {
@@ -28,6 +29,14 @@ enum fw_log_format {
 };
 
 extern enum fw_log_format fw_log_format;
+
+/* stderr is a journal stream (systemd's JOURNAL_STREAM names its device
+ * and inode): each record starts with its syslog priority, "<3>" for an
+ * error to "<7>" for debug ("<5>" audit), which journald strips and files
+ * (journalctl -p err), and carries no time of its own (the journal's
+ * stamp is the one). Set by fw_log_journal_detect, which returns it. */
+extern bool fw_log_journal;
+bool fw_log_journal_detect(void);
 /* Parses "text", "json"; returns 0 or -EINVAL. */
 int fw_log_format_parse(const char *s, enum fw_log_format *out);
 

@@ -284,5 +284,18 @@ if [[ ${PROFILE:-0} == 1 ]]; then
 	perf report -q -i "$TMP/perf.data" --children --sort symbol --percent-limit 3 \
 		--stdio -g none >"$OUT/perf-children.txt" 2>/dev/null || true
 	echo "profile of fastwalld under saturation: $OUT/perf.txt (self), $OUT/perf-children.txt (with callees)"
+	if command -v strace >/dev/null; then
+		# system calls per query at a fixed rate (strace slows them; counts only)
+		timeout -s INT 3 strace -c -f -p "$FASTWALLD_PID" -o "$TMP/strace.txt" 2>/dev/null &
+		STRACE_PID=$!
+		sleep 0.3
+		in_ns $CL dnsperf -s 10.42.0.1 -p 53 -d "$TMP/queries" -l 2 -Q 5000 -c 1 >"$TMP/st.out" 2>&1 || true
+		wait "$STRACE_PID" || true
+		awk -v n="$(awk '/Queries completed/ { print $3 }' "$TMP/st.out")" '
+			NF >= 5 && $NF ~ /^[a-z_0-9]+$/ && $4 ~ /^[0-9]+$/ && $NF != "total" && n {
+				printf "%-16s %6.2f per query\n", $NF, $4 / n }' "$TMP/strace.txt" |
+			sort -k2 -rn >"$OUT/syscalls.txt"
+		echo "system calls per query at 5000 q/s: $OUT/syscalls.txt"
+	fi
 fi
 echo "results in $OUT/dns.dat"

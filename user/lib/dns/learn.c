@@ -33,12 +33,18 @@
  * share fill the map. */
 #define FW_LEARN_MAX_PORT_ENTRIES 4096
 #define MIN_BUCKETS		  1024
-#define DNSP_FORWARD		  (-1) /* FW_DNSP_FORWARD, without the engine's header */
+/* An answer that would move a lease's expiry by less than this leaves the
+ * lease as it is: the address stays learned at least lease.min - 1 s past
+ * the answer, still well past the TTL the client caches it for, and a name
+ * resolved thousands of times a second costs one write a second. */
+#define LEASE_SLACK_NS (1000000000ULL)
+#define DNSP_FORWARD   (-1) /* FW_DNSP_FORWARD, without the engine's header */
 
 struct lname {
 	struct lname *next;
 	unsigned int refs;
-	__u32 id;     /* in fastwall_names; 0 = not kept there (table full) */
+	__u32 id;     /* in fastwall_names; 0 = not kept there (table full, or not yet) */
+	bool unsaved; /* not written to fastwall_names yet: the next flush does */
 	bool adopted; /* read back at start: freed after adoption if nothing names it */
 	__u64 hash;
 	char text[];
@@ -67,6 +73,10 @@ struct lentry {
 	__u64 conn_ns;	      /* the last refresh round that saw an open connection to it */
 	bool adopted;	      /* found in the kernel at start: names unknown */
 	struct lports *ports; /* NULL: every port */
+	/* on fw_learn.dirty: its names changed since fastwall_learned_names
+	 * was written */
+	bool dirty;
+	struct lentry *dprev, *dnext;
 	unsigned int nnames;
 	struct lname *names[FW_LEARN_MAX_NAMES];
 };
@@ -87,6 +97,7 @@ struct fw_learn {
 	struct fw_dp *dp;
 	struct lentry **buckets;
 	size_t nbuckets, n;
+	struct lentry *dirty; /* names to write where a restart finds them */
 	struct lname *names[NAME_BUCKETS];
 	struct lports *portsets[PORTSET_BUCKETS];
 	struct lports *portset_ids[PORTSET_BUCKETS];
@@ -181,9 +192,11 @@ static struct lname *name_get(struct fw_learn *l, const char *text)
 	n->hash = h;
 	n->adopted = false;
 	memcpy(n->text, text, len + 1);
-	/* kept where a restart finds it; without, the address is adopted
-	 * with the names that were kept (or as names unknown) */
-	n->id = name_save(l, text);
+	/* kept where a restart finds it by entry_save_names; without, the
+	 * address is adopted with the names that were kept (or as names
+	 * unknown) */
+	n->id = 0;
+	n->unsaved = true;
 	name_link(l, n);
 	return n;
 }
@@ -424,12 +437,39 @@ static struct lentry *entry_new(struct fw_learn *l, __u32 id, const struct fw_ip
 	return e;
 }
 
+static void entry_clean(struct fw_learn *l, struct lentry *e)
+{
+	if (!e->dirty)
+		return;
+	if (e->dprev)
+		e->dprev->dnext = e->dnext;
+	else
+		l->dirty = e->dnext;
+	if (e->dnext)
+		e->dnext->dprev = e->dprev;
+	e->dirty = false;
+	e->dprev = e->dnext = NULL;
+}
+
+static void entry_dirty(struct fw_learn *l, struct lentry *e)
+{
+	if (e->dirty)
+		return;
+	e->dirty = true;
+	e->dprev = NULL;
+	e->dnext = l->dirty;
+	if (l->dirty)
+		l->dirty->dprev = e;
+	l->dirty = e;
+}
+
 /* Unlinks and frees e; the kernel lease is the caller's business, its
  * port set's the kernel flag's (lports_put). */
 static void entry_drop(struct fw_learn *l, struct lentry *e, bool kernel)
 {
 	struct lentry **p = &l->buckets[entry_bucket(l, e->id, &e->addr)];
 
+	entry_clean(l, e);
 	while (*p && *p != e)
 		p = &(*p)->hnext;
 	if (*p)
@@ -454,14 +494,22 @@ static void entry_remove(struct fw_learn *l, struct lentry *e)
 	entry_drop(l, e, true);
 }
 
-/* Writes which names taught e where a restart finds them. */
-static void entry_save_names(struct fw_learn *l, const struct lentry *e)
+/* Writes which names taught e where a restart finds them, the names
+ * themselves first. */
+static void entry_save_names(struct fw_learn *l, struct lentry *e)
 {
 	struct fw_learned_key k = {.subject = e->id, .addr = e->addr};
 	struct fw_lease_names v = {};
 	unsigned int n = 0;
 
 	_Static_assert(FW_LEASE_NAMES == FW_LEARN_MAX_NAMES, "names per lease");
+	entry_clean(l, e);
+	for (unsigned int i = 0; i < e->nnames; i++) {
+		if (e->names[i]->unsaved) {
+			e->names[i]->id = name_save(l, e->names[i]->text);
+			e->names[i]->unsaved = false;
+		}
+	}
 	for (unsigned int i = 0; i < e->nnames; i++)
 		if (e->names[i]->id)
 			v.ids[n++] = e->names[i]->id;
@@ -587,6 +635,9 @@ static int learn_one(struct fw_learn *l, const struct fw_domain_policy *d, __u32
 			p->refs++;
 		err = 0;
 	}
+	if (!err && !fresh && p == e->ports && exp > e->expires_ns &&
+	    exp - e->expires_ns < LEASE_SLACK_NS)
+		exp = e->expires_ns;
 	if (!err)
 		err = lease_write(l, e, exp, p);
 	if (err) {
@@ -594,8 +645,10 @@ static int learn_one(struct fw_learn *l, const struct fw_domain_policy *d, __u32
 			entry_drop(l, e, true);
 		return err;
 	}
+	/* names are written by the next flush: after the answer left, once
+	 * for all the answers of a round (the lease itself is written) */
 	if (renamed)
-		entry_save_names(l, e);
+		entry_dirty(l, e);
 	e->learned_ns = now;
 	l->st.learned++;
 	return 0;
@@ -786,6 +839,21 @@ int fw_learn_answer(void *ctx, const struct fw_ip *client, const struct fw_dns_q
 	return err;
 }
 
+static void flush_names(struct fw_learn *l)
+{
+	while (l->dirty)
+		entry_save_names(l, l->dirty);
+}
+
+void fw_learn_flush(void *ctx)
+{
+	struct fw_learn *l = ctx;
+
+	pthread_mutex_lock(&l->lock);
+	flush_names(l);
+	pthread_mutex_unlock(&l->lock);
+}
+
 int fw_learn_add(struct fw_learn *l, __u32 id, const struct fw_ip *addr, const char *name,
 		 __u32 ttl)
 {
@@ -795,6 +863,7 @@ int fw_learn_add(struct fw_learn *l, __u32 id, const struct fw_ip *addr, const c
 		return -EINVAL;
 	pthread_mutex_lock(&l->lock);
 	err = learn_one(l, NULL, id, addr, name, ttl, fw_now_ns());
+	flush_names(l);
 	pthread_mutex_unlock(&l->lock);
 	return err;
 }
@@ -931,6 +1000,7 @@ int fw_learn_tick(struct fw_learn *l)
 	/* a connection to an address not adopted yet would look revoked */
 	if (__atomic_load_n(&l->adopting, __ATOMIC_ACQUIRE))
 		return 0;
+	fw_learn_flush(l); /* names a proxy without a flush hook left */
 
 	/* the per-subject record counts as they were before the scan, so
 	 * the counts it finds can replace them if nothing changed meanwhile */

@@ -948,6 +948,8 @@ static void dnsp_before_sleep(struct dnsp_worker *w)
 	}
 	dnsp_tx_flush(w);
 	dnsp_pool_reap(w); /* after the flush: nothing queued names their fds */
+	if (w->p->hooks.flush)
+		w->p->hooks.flush(w->p->hooks.ctx);
 }
 
 static void dnsp_before_sleep_hook(struct fw_loop *l, void *ctx)

@@ -268,6 +268,7 @@ void dnsp_tx_flush(struct dnsp_worker *w)
 		}
 	}
 	w->ntx = 0;
+	w->tx_seq++;
 }
 
 /* Queues a datagram. Without to, fd is a connected upstream socket. With

@@ -90,6 +90,10 @@ struct dnsp_usock {
  * size - DNSP_POOL_PICK other attempts. Empty places are filled on use. */
 struct dnsp_pool {
 	unsigned int size, cursor;
+	/* the socket of this round's attempts until the next flush, so that
+	 * they leave in one sendmmsg and their answers come back in one read */
+	struct dnsp_usock *round;
+	__u64 round_seq;
 	struct dnsp_usock *ring[];
 };
 
@@ -252,6 +256,7 @@ struct dnsp_worker {
 	__u8 *uprxb;
 
 	unsigned int ntx;
+	__u64 tx_seq; /* flushes so far */
 	struct mmsghdr txm[DNSP_TX];
 	struct iovec txv[DNSP_TX];
 	struct dnsp_tx tx[DNSP_TX];

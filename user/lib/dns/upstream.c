@@ -193,8 +193,9 @@ static bool dnsp_usock_spent(const struct dnsp_worker *w, const struct dnsp_usoc
 	       dnsp_now(w) - us->opened_ns >= DNSP_POOL_AGE_NS;
 }
 
-/* A socket for the next attempt to upstream i: one of the least recently
- * used at random, or a new one in its place when it is spent. */
+/* A socket for the next attempt to upstream i: the one this round's
+ * attempts use, else one of the least recently used at random, or a new
+ * one in its place when it is spent. */
 static int dnsp_pool_pick(struct dnsp_worker *w, struct dnsp_wset *ws, unsigned int i,
 			  struct dnsp_usock **out)
 {
@@ -210,6 +211,12 @@ static int dnsp_pool_pick(struct dnsp_worker *w, struct dnsp_wset *ws, unsigned 
 			return -ENOMEM;
 		pool->size = w->pool_size;
 		ws->pool[i] = pool;
+	}
+	/* seq first: a socket is freed only after a flush */
+	if (pool->round && pool->round_seq == w->tx_seq && pool->round->pool == pool &&
+	    !dnsp_usock_spent(w, pool->round)) {
+		*out = pool->round;
+		return 0;
 	}
 	err = dnsp_rand16(w, &r);
 	if (err)
@@ -232,6 +239,8 @@ static int dnsp_pool_pick(struct dnsp_worker *w, struct dnsp_wset *ws, unsigned 
 			return err;
 		pool->ring[k] = us;
 	}
+	pool->round = us;
+	pool->round_seq = w->tx_seq;
 	*out = us;
 	return 0;
 }

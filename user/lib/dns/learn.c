@@ -92,6 +92,7 @@ struct lsubject {
 
 struct fw_learn {
 	pthread_mutex_t lock;
+	__u64 serial; /* never 0: the key of its dispatch_seen entries */
 	struct fw_learn_config cfg;
 	struct fw_registry *reg;
 	struct fw_dp *dp;
@@ -131,6 +132,40 @@ void fw_learn_config_init(struct fw_learn_config *c)
 	c->gc_grace_ns = 60 * FW_NSEC_PER_SEC;
 	c->event_burst = 10;
 	c->event_interval_ns = FW_NSEC_PER_SEC / 10;
+}
+
+/* ---- who a client is ------------------------------------------------------ */
+
+/* The proxy asks who a client is twice a query (to decide, and again
+ * before learning), and a map lookup is a system call: each thread keeps
+ * the answers it read, for as long as fastwall_dispatch has not been
+ * written since (fw_dp_dispatch_gen), keyed by the learner's serial so
+ * that a learner never reads another's. */
+#define DISPATCH_CACHE 256
+struct dispatch_seen {
+	__u64 serial, gen;
+	struct fw_ip ip;
+	int err;
+	struct fw_subject ks;
+};
+static __thread struct dispatch_seen dispatch_seen[DISPATCH_CACHE];
+static __u64 learn_serials; /* atomic */
+
+static int dispatch_lookup(struct fw_learn *l, const struct fw_ip *ip, struct fw_subject *out)
+{
+	__u64 gen = fw_dp_dispatch_gen();
+	struct dispatch_seen *c =
+		&dispatch_seen[fw_fnv(FW_FNV_BASIS, ip, sizeof(*ip)) & (DISPATCH_CACHE - 1)];
+
+	if (c->serial != l->serial || c->gen != gen || memcmp(&c->ip, ip, sizeof(*ip))) {
+		c->serial = l->serial;
+		c->gen = gen;
+		c->ip = *ip;
+		c->err = fw_dp_dispatch_lookup(l->dp, ip, &c->ks);
+	}
+	if (!c->err)
+		*out = c->ks;
+	return c->err;
 }
 
 static size_t entry_bucket(const struct fw_learn *l, __u32 id, const struct fw_ip *a)
@@ -751,7 +786,7 @@ int fw_learn_decide(void *ctx, const struct fw_ip *client, const struct fw_dns_q
 	bool ok;
 
 	*token = 0;
-	if (fw_dp_dispatch_lookup(l->dp, client, &ks)) {
+	if (dispatch_lookup(l, client, &ks)) {
 		__atomic_add_fetch(&l->st.denied, 1, __ATOMIC_RELAXED);
 		deny_event(l, 0, client, q, FW_DNS_UNKNOWN_SOURCE);
 		return FW_DNS_RCODE_NXDOMAIN;
@@ -798,7 +833,7 @@ static int learn_answer(struct fw_learn *l, const struct fw_ip *client,
 	/* under the lock, so a release of id (whose hook takes it after the
 	 * dispatch entry is gone) cannot slip between this check and the
 	 * writes */
-	if (fw_dp_dispatch_lookup(l->dp, client, &ks) || ks.id != id) {
+	if (dispatch_lookup(l, client, &ks) || ks.id != id) {
 		err = -ESTALE;
 		goto out;
 	}
@@ -1506,6 +1541,7 @@ int fw_learn_new(const struct fw_learn_config *c, struct fw_registry *reg, struc
 	if (!l)
 		return -ENOMEM;
 	pthread_mutex_init(&l->lock, NULL);
+	l->serial = __atomic_add_fetch(&learn_serials, 1, __ATOMIC_RELAXED);
 	l->cfg = *c;
 	l->reg = reg;
 	l->dp = reg->dp;

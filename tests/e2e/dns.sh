@@ -13,7 +13,9 @@
 #            names go upstream in a random case (0x20, which dnsmasq
 #            echoes); a sandbox trickling 300 TCP connections;
 #   phase 3: a forging upstream (python): a fresh source port per query,
-#            forged answers from the upstream's address never learned.
+#            forged answers from the upstream's address never learned;
+#            queries in flight together, on shared pooled sockets, under
+#            answers that cross their ids, questions and sockets.
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed".
 set -euo pipefail
 
@@ -33,6 +35,7 @@ SB_R=$(fw_sb_ns r)
 UP4=198.51.100.53
 UP6=2001:db8::53
 UPF=198.51.100.54 # the forging upstream of phase 3
+UPX=198.51.100.55 # and the one that forges across queries in flight together
 RACE_N=${RACE_N:-1000}
 
 fw_topology
@@ -51,7 +54,7 @@ fw_serve "$NS_INET" --http 198.51.100.30:80 --http 198.51.100.30:8081 --http 198
 # the upstream resolver and the hosts it names
 ip -n "$NS_INET" addr add $UP4/32 dev lo
 ip -n "$NS_INET" addr add $UP6/128 dev lo nodad
-for a in 198.51.100.20/32 198.51.100.21/32 198.51.100.22/32 $UPF/32; do
+for a in 198.51.100.20/32 198.51.100.21/32 198.51.100.22/32 $UPF/32 $UPX/32; do
 	ip -n "$NS_INET" addr add "$a" dev lo
 done
 for i in $(seq 100 139); do ip -n "$NS_INET" addr add "198.51.100.$i/32" dev lo; done
@@ -463,5 +466,24 @@ check_eq "the answer is the real one, no forged address" "$ans" 198.51.100.22
 check "the real answer's address passes" connects "$SB_A" 198.51.100.22 8080
 check_eq "the forged address was not learned" "$(lease_of sandbox-a 198.51.100.66)" none
 check_fails "the forged (denied) address stays unreachable" connects "$SB_A" 198.51.100.66 8080
+
+# the pool: queries in flight together share upstream sockets (with
+# distinct ids); a forger who saw them all answers each id with the
+# other questions and sends each answer to the other sockets
+fw_stop_daemon
+XPORTS=$FW_TMP/cross.ports
+: >"$XPORTS"
+ready=$FW_TMP/cross.ready
+fw_bg_ready "$NS_INET" "$ready" "$FW_PY" "$DNSC" cross-serve $UPX 198.51.100.22 198.51.100.66 "$XPORTS"
+UPSTREAMS=$UPX write_config "  redirect_all: true"
+fw_start_daemon || fw_die "fastwalld did not restart"
+out=$(fw_ns "$SB_A" "$FW_PY" "$DNSC" burst 10.42.0.1 'cross-%d.example.com' 16 5 198.51.100.66 2>&1) || true
+check_eq "80 queries in flight 16 at a time, under cross-forged answers, all answered, none forged" \
+	"$out" "answered 80 of 80 forged 0"
+shared=$(awk '{ n[$1]++ } END { for (p in n) if (n[p] > 1) s++; print s + 0 }' "$XPORTS")
+check_ge "some of them shared an upstream socket ($shared ports carried several)" "$shared" 1
+dup=$(sort "$XPORTS" | uniq -d | wc -l)
+check_eq "never one id twice on one socket among them" "$dup" 0
+check_eq "the forged address was not learned" "$(lease_of sandbox-a 198.51.100.66)" none
 
 fw_summary

@@ -29,6 +29,17 @@
       with wrong ids, then with the right id answers for no question, for
       two questions, for another type, and the right answer from ADDR:5353;
       every forgery carries the address FORGED.
+  dnsclient.py cross-serve ADDR ANSWER FORGED PORTS_FILE --ready FILE
+      an upstream on ADDR:53 (UDP) for queries that arrive together: it
+      takes what arrives within 0.3 s (32 at most), then sends what an
+      attacker who saw them all would: each query's id with each other
+      query's question, to both their source ports, and each query's
+      whole answer to every other query's port; 20 ms later the real
+      answers (ANSWER). Each forgery carries the address FORGED.
+      PORTS_FILE gets "port id" per query.
+  dnsclient.py burst RESOLVER NAME_FMT COUNT ROUNDS FORGED
+      ROUNDS times, COUNT queries (A) at once, each from its own socket;
+      prints "answered N of M forged K" (K: answers naming FORGED).
   dnsclient.py trickle ADDR PORT COUNT SECONDS
       opens COUNT TCP connections to ADDR:PORT and sends one byte of a
       never-ending DNS frame a second on each; after SECONDS prints
@@ -290,6 +301,70 @@ def cmd_forge_serve(a):
         s.sendto(hdr(qid, 1) + question + b"\xc0\x0c" + rr(a.answer), peer)
 
 
+def cmd_cross_serve(a):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((a.addr, 53))
+    ports = open(a.ports_file, "a", buffering=1)
+    rr = lambda addr: struct.pack("!HHIH", 1, 1, 60, 4) + socket.inet_aton(addr)
+    hdr = lambda i: struct.pack("!HHHHHH", i, 0x8180, 1, 1, 0, 0)
+    if a.ready:
+        open(a.ready, "w").close()
+    while True:
+        s.settimeout(None)
+        got = [s.recvfrom(4096)]
+        s.settimeout(0.3)
+        while len(got) < 32:
+            try:
+                got.append(s.recvfrom(4096))
+            except socket.timeout:
+                break
+        qs = []
+        for msg, peer in got:
+            try:
+                qid, question, _ = question_of(msg)
+            except (IndexError, struct.error):
+                continue
+            ports.write("%d %d\n" % (peer[1], qid))
+            qs.append((qid, question, peer))
+        for i, (qi, questi, peeri) in enumerate(qs):
+            for j, (qj, questj, peerj) in enumerate(qs):
+                if i == j:
+                    continue
+                f = hdr(qi) + questj + b"\xc0\x0c" + rr(a.forged)
+                s.sendto(f, peeri)
+                s.sendto(f, peerj)
+                if peeri != peerj:
+                    s.sendto(hdr(qj) + questj + b"\xc0\x0c" + rr(a.forged), peeri)
+        time.sleep(0.02)
+        for qid, question, peer in qs:
+            s.sendto(hdr(qid) + question + b"\xc0\x0c" + rr(a.answer), peer)
+
+
+def cmd_burst(a):
+    fam = socket.AF_INET6 if ":" in a.resolver else socket.AF_INET
+    answered = forged = total = 0
+    for r in range(a.rounds):
+        socks = []
+        for i in range(a.count):
+            s = socket.socket(fam, socket.SOCK_DGRAM)
+            qid, q = build_query(a.name_fmt % (r * a.count + i), 1)
+            s.sendto(q, (a.resolver, 53))
+            socks.append((s, qid))
+        for s, qid in socks:
+            total += 1
+            s.settimeout(5.0)
+            try:
+                rcode, addrs = parse_addrs(s.recvfrom(4096)[0], qid)
+                if rcode == 0 and addrs:
+                    answered += 1
+                forged += a.forged in addrs
+            except (OSError, ValueError, struct.error) as e:
+                print("query %d: %s" % (qid, e), file=sys.stderr)
+            s.close()
+    print("answered %d of %d forged %d" % (answered, total, forged))
+    return 0
+
+
 def cmd_trickle(a):
     conns = []
     for _ in range(a.count):
@@ -367,6 +442,18 @@ def main():
     g.add_argument("forged")
     g.add_argument("ports_file")
     g.add_argument("--ready")
+    x = sub.add_parser("cross-serve")
+    x.add_argument("addr")
+    x.add_argument("answer")
+    x.add_argument("forged")
+    x.add_argument("ports_file")
+    x.add_argument("--ready")
+    b = sub.add_parser("burst")
+    b.add_argument("resolver")
+    b.add_argument("name_fmt")
+    b.add_argument("count", type=int)
+    b.add_argument("rounds", type=int)
+    b.add_argument("forged")
     t = sub.add_parser("trickle")
     t.add_argument("addr")
     t.add_argument("port", type=int)
@@ -375,7 +462,8 @@ def main():
     a = p.parse_args()
     return {"race": cmd_race, "hold": cmd_hold, "echo-serve": cmd_echo_serve,
             "synflood": cmd_synflood, "resolve": cmd_resolve,
-            "forge-serve": cmd_forge_serve, "trickle": cmd_trickle}[a.cmd](a)
+            "forge-serve": cmd_forge_serve, "cross-serve": cmd_cross_serve,
+            "burst": cmd_burst, "trickle": cmd_trickle}[a.cmd](a)
 
 
 if __name__ == "__main__":

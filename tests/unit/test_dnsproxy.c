@@ -27,11 +27,12 @@
 #include "dns/wire.h"
 #include "dns/proxy.h"
 
-#define WAIT_MS	   5000 /* an answer that must come */
-#define QUIET_MS   400	/* an answer that must not come (yet) */
-#define SHORT_NS   (200 * 1000000ULL)
-#define TEST_NET_1 0xc0000200u /* 192.0.2.0 */
-#define TEST_NET_2 0xc6336400u /* 198.51.100.0 */
+#define WAIT_MS		5000 /* an answer that must come */
+#define QUIET_MS	400  /* an answer that must not come (yet) */
+#define SHORT_NS	(200 * 1000000ULL)
+#define LONG_TIMEOUT_NS (1000 * 1000000ULL) /* a timeout a loaded machine's fake meets */
+#define TEST_NET_1	0xc0000200u	    /* 192.0.2.0 */
+#define TEST_NET_2	0xc6336400u	    /* 198.51.100.0 */
 
 static __u64 now_ns(void)
 {
@@ -146,12 +147,14 @@ struct fake {
 	bool wrong_question_first; /* a decoy for another name first */
 	bool forge;		   /* forgeries of every kind before the answer */
 	bool lower_echo;	   /* the question comes back lowercased */
+	unsigned int cross;	   /* collect this many queries, cross-forge, then answer all */
 	unsigned int naddrs;	   /* A records in each answer */
 	__u32 ttl;
 	__u32 net; /* addresses are net + 1 + i */
 	/* observations */
 	unsigned int udp_queries, tcp_queries;
-	__u16 ports[512]; /* source ports of the first UDP queries */
+	__u16 ports[1024]; /* source ports of the first UDP queries */
+	__u16 ids[1024];   /* and their ids */
 	unsigned int nports;
 	char last_name[FW_DNS_NAME_BUF]; /* the last question name as sent (wire labels, dots) */
 	bool last_had_opt;
@@ -277,6 +280,100 @@ static void fake_forge(struct fake *f, const __u8 *q, size_t qlen, const struct 
 	close(other);
 }
 
+/* A forged answer: id, the question of q (its bytes as sent), one A
+ * record of 10.0.0.9. */
+static void fake_forged(struct msg *m, __u16 id, const __u8 *q, const struct fw_dns_query *pq)
+{
+	m->len = 0;
+	m_u16(m, id);
+	m_u16(m, FW_DNS_F_QR | FW_DNS_F_RD | FW_DNS_F_RA);
+	m_u16(m, 1);
+	m_u16(m, 1);
+	m_u16(m, 0);
+	m_u16(m, 0);
+	for (size_t i = FW_DNS_HDR_LEN; i < pq->question_end; i++)
+		m_u8(m, q[i]);
+	m_u16(m, 0xc00c);
+	m_u16(m, FW_DNS_TYPE_A);
+	m_u16(m, FW_DNS_CLASS_IN);
+	m_u32(m, 60);
+	m_u16(m, 4);
+	m_u32(m, 0x0a000009u);
+}
+
+/* The cross mode: takes the first query (q) and up to f->cross - 1 more
+ * (1 s at most), then sends what an attacker who saw them all would:
+ * each query's id with each other query's question, to both their ports
+ * (on a shared socket: another attempt's question under an id in flight
+ * there), and each query's whole answer, forged, to every other query's
+ * port (an answer on the wrong socket); then, 20 ms later, the real
+ * answers. */
+static void fake_cross(struct fake *f, const __u8 *first, size_t flen,
+		       const struct sockaddr_in *ffrom)
+{
+	static __thread struct {
+		__u8 b[1024];
+		size_t len;
+		struct sockaddr_in from;
+		struct fw_dns_query pq;
+	} q[32];
+	unsigned int n = 0, want;
+	struct msg m;
+
+	pthread_mutex_lock(&f->lock);
+	want = f->cross < 32 ? f->cross : 32;
+	pthread_mutex_unlock(&f->lock);
+	if (flen <= sizeof(q[0].b) && !fw_dns_parse_query(first, flen, &q[0].pq)) {
+		memcpy(q[0].b, first, flen);
+		q[0].len = flen;
+		q[0].from = *ffrom;
+		n = 1;
+	}
+	while (n < want) {
+		struct pollfd pfd = {.fd = f->udp, .events = POLLIN};
+		socklen_t fl = sizeof(q[n].from);
+		ssize_t r;
+
+		if (poll(&pfd, 1, 1000) <= 0)
+			break;
+		r = recvfrom(f->udp, q[n].b, sizeof(q[n].b), 0, (struct sockaddr *)&q[n].from, &fl);
+		if (r <= 0 || fw_dns_parse_query(q[n].b, (size_t)r, &q[n].pq))
+			continue;
+		q[n].len = (size_t)r;
+		pthread_mutex_lock(&f->lock);
+		f->udp_queries++;
+		if (f->nports < sizeof(f->ports) / sizeof(f->ports[0])) {
+			f->ids[f->nports] = q[n].pq.id;
+			f->ports[f->nports++] = ntohs(q[n].from.sin_port);
+		}
+		pthread_mutex_unlock(&f->lock);
+		n++;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		for (unsigned int j = 0; j < n; j++) {
+			if (i == j)
+				continue;
+			fake_forged(&m, q[i].pq.id, q[j].b, &q[j].pq);
+			sendto(f->udp, m.b, m.len, 0, (struct sockaddr *)&q[i].from,
+			       sizeof(q[i].from));
+			sendto(f->udp, m.b, m.len, 0, (struct sockaddr *)&q[j].from,
+			       sizeof(q[j].from));
+			if (q[i].from.sin_port != q[j].from.sin_port) {
+				fake_forged(&m, q[j].pq.id, q[j].b, &q[j].pq);
+				sendto(f->udp, m.b, m.len, 0, (struct sockaddr *)&q[i].from,
+				       sizeof(q[i].from));
+			}
+		}
+	}
+	usleep(20 * 1000);
+	for (unsigned int i = 0; i < n; i++) {
+		fake_answer(f, q[i].b, q[i].len, &m, false);
+		if (m.len)
+			sendto(f->udp, m.b, m.len, 0, (struct sockaddr *)&q[i].from,
+			       sizeof(q[i].from));
+	}
+}
+
 static bool fake_drops(struct fake *f)
 {
 	bool d;
@@ -300,8 +397,15 @@ static void fake_udp(struct fake *f)
 		return;
 	pthread_mutex_lock(&f->lock);
 	f->udp_queries++;
-	if (f->nports < sizeof(f->ports) / sizeof(f->ports[0]))
+	if (f->nports < sizeof(f->ports) / sizeof(f->ports[0])) {
+		f->ids[f->nports] = n >= 2 ? (__u16)(buf[0] << 8 | buf[1]) : 0;
 		f->ports[f->nports++] = ntohs(((struct sockaddr_in *)&from)->sin_port);
+	}
+	if (f->cross) {
+		pthread_mutex_unlock(&f->lock);
+		fake_cross(f, buf, (size_t)n, (struct sockaddr_in *)&from);
+		return;
+	}
 	pthread_mutex_unlock(&f->lock);
 	if (fake_drops(f))
 		return;
@@ -502,6 +606,7 @@ static struct {
 	int learn_ret;
 	bool learn_block;
 	unsigned int ndecide, nlearn;
+	unsigned int nforged; /* addresses in 10.0.0.0/8 learned: forgeries */
 	struct fw_ip client;
 	char name[FW_DNS_NAME_BUF];
 	__u64 token;
@@ -544,6 +649,8 @@ static int hook_learn(void *ctx, const struct fw_ip *client, const struct fw_dns
 	H.rcode = a->rcode;
 	H.naddrs = a->naddrs;
 	memcpy(H.addrs, a->addrs, a->naddrs * sizeof(a->addrs[0]));
+	for (__u32 i = 0; i < a->naddrs; i++)
+		H.nforged += a->addrs[i].ip.b[12] == 10;
 	pthread_cond_broadcast(&H.cond);
 	while (H.learn_block)
 		pthread_cond_wait(&H.cond, &H.lock);
@@ -900,7 +1007,10 @@ Test(dnsproxy, failover_on_timeout)
 	cfg_base(&c);
 	cfg_add(&c, f1);
 	cfg_add(&c, f2);
-	c.timeout_ns = SHORT_NS;
+	/* not SHORT_NS: the same timeout applies to f2, whose thread a loaded
+	 * machine may not run within 200 ms (then f2 timed out too, both
+	 * were down and the client got SERVFAIL) */
+	c.timeout_ns = LONG_TIMEOUT_NS;
 	p = proxy_start(&c);
 	r = udp_ask(p, &q);
 	cr_assert_eq(answer_of(&q, &r, &a), 0);
@@ -1193,6 +1303,147 @@ Test(dnsproxy, upstream_source_port_per_query)
 	cr_assert_geq(distinct, n - 5, "%u distinct source ports over %u queries", distinct, n);
 	fw_dnsp_stop(p);
 	fake_free(f);
+}
+
+/* The pool of upstream sockets: attempts share sockets, never an id on
+ * one; an answer under one attempt's id with another's question, and an
+ * attempt's whole answer arriving on another socket, are not answers. */
+Test(dnsproxy, pooled_sockets_cross_answers_ignored)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	enum { N = 12 };
+	struct fw_dnsp_config c;
+	struct fw_dns_answer a;
+	struct fw_dnsp *p;
+	struct msg q[N], r;
+	int fd[N];
+	unsigned int shared = 0, apart = 0;
+
+	FAKE_SET(f, cross, N);
+	cfg_base(&c);
+	cfg_add(&c, f);
+	c.max_pending = 16; /* a pool of 8 sockets: 12 attempts at once share some */
+	p = proxy_start(&c);
+	for (int i = 0; i < N; i++) {
+		struct timespec gap = {0, 30 * 1000 * 1000};
+		char name[32];
+
+		/* pairs in rounds of their own: a round's attempts share a
+		 * socket, and six rounds all on one of 8 is 1 in 32,768 */
+		if (i && !(i % 2))
+			nanosleep(&gap, NULL);
+		snprintf(name, sizeof(name), "cross-%d.example", i);
+		q[i] = query((__u16)(400 + i), name, FW_DNS_TYPE_A, 0);
+		fd[i] = udp_client();
+		udp_send(fd[i], p, q[i].b, q[i].len);
+	}
+	for (int i = 0; i < N; i++) {
+		cr_assert(udp_recv(fd[i], p, &r, WAIT_MS), "query %d: no answer", i);
+		cr_assert_eq(answer_of(&q[i], &r, &a), 0, "query %d: not its answer", i);
+		cr_assert_eq(a.naddrs, 2, "query %d: %u addresses", i, a.naddrs);
+		assert_addr(&a.addrs[0], TEST_NET_1 + 1);
+		assert_addr(&a.addrs[1], TEST_NET_1 + 2);
+		close(fd[i]);
+	}
+	pthread_mutex_lock(&f->lock);
+	cr_assert_eq(f->nports, N);
+	for (unsigned int i = 0; i < N; i++)
+		for (unsigned int j = i + 1; j < N; j++)
+			if (f->ports[i] == f->ports[j]) {
+				shared++;
+				cr_assert_neq(f->ids[i], f->ids[j], "one id twice on port %u",
+					      f->ports[i]);
+			} else {
+				apart++;
+			}
+	pthread_mutex_unlock(&f->lock);
+	cr_assert_gt(shared, 0, "no two attempts shared a socket: the test tests nothing");
+	cr_assert_gt(apart, 0, "every attempt on one socket: no answer went to a wrong one");
+	cr_assert_eq(hook_count(&H.nlearn), N);
+	cr_assert_eq(hook_count(&H.nforged), 0, "a forged address was learned");
+	cr_assert_eq(stats(p).answered, N);
+	cr_assert_eq(stats(p).upstream_errors, 0);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+/* The pool turns over: a socket carries at most DNSP_POOL_USES attempts,
+ * then a new one (a new random port) takes its place. */
+Test(dnsproxy, pooled_sockets_retired_after_their_uses)
+{
+	struct fake *f = fake_new(TEST_NET_1);
+	struct fw_dnsp_config c;
+	struct fw_dnsp *p;
+	const unsigned int n = 600;
+	unsigned int distinct = 0, most = 0;
+
+	cfg_base(&c);
+	cfg_add(&c, f);
+	c.max_pending = 16; /* 8 sockets: 75 attempts each, more than any may carry */
+	p = proxy_start(&c);
+	for (unsigned int i = 0; i < n; i++) {
+		struct msg q = query((__u16)i, "turn.example", FW_DNS_TYPE_A, 0), r;
+
+		r = udp_ask(p, &q);
+		cr_assert_eq(hdr(&r, H_ID), i);
+	}
+	pthread_mutex_lock(&f->lock);
+	cr_assert_eq(f->nports, n);
+	for (unsigned int i = 0; i < n; i++) {
+		unsigned int same = 0, seen = 0;
+
+		for (unsigned int j = 0; j < n; j++) {
+			same += f->ports[j] == f->ports[i];
+			seen += j < i && f->ports[j] == f->ports[i];
+		}
+		distinct += !seen;
+		most = same > most ? same : most;
+	}
+	pthread_mutex_unlock(&f->lock);
+	cr_assert_leq(most, 64, "one port carried %u attempts", most);
+	cr_assert_geq(distinct, n / 64, "%u ports over %u attempts", distinct, n);
+	fw_dnsp_stop(p);
+	fake_free(f);
+}
+
+/* An ICMP port unreachable for a pooled socket fails its attempts over at
+ * once (not after the timeout) and marks the upstream down. */
+Test(dnsproxy, icmp_unreachable_fails_over_at_once)
+{
+	struct fake *f2 = fake_new(TEST_NET_2);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	struct fw_dnsp_upstream closed;
+	struct fw_dnsp_config c;
+	struct fw_dns_answer ans;
+	struct fw_dnsp *p;
+	struct msg q = query(9, "icmp.example", FW_DNS_TYPE_A, 0), r;
+	struct timespec t0, t1;
+	char s[32];
+	int hole = socket(AF_INET, SOCK_DGRAM, 0);
+
+	/* a port nobody listens on: loopback answers it with port unreachable */
+	cr_assert_eq(bind(hole, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(hole, (struct sockaddr *)&a, &al), 0);
+	close(hole);
+	snprintf(s, sizeof(s), "127.0.0.1:%u", ntohs(a.sin_port));
+	cr_assert_eq(fw_dnsp_upstream_parse(s, &closed), 0);
+	cfg_base(&c);
+	c.upstreams[c.nupstreams++] = closed;
+	cfg_add(&c, f2);
+	c.timeout_ns = 10 * 1000000000ULL;
+	p = proxy_start(&c);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = udp_ask(p, &q);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_assert_eq(answer_of(&q, &r, &ans), 0);
+	assert_addr(&ans.addrs[0], TEST_NET_2 + 1);
+	cr_assert_lt(t1.tv_sec - t0.tv_sec, 5, "failed over only after %ld s",
+		     (long)(t1.tv_sec - t0.tv_sec));
+	cr_assert(!fw_dnsp_upstream_healthy(p, 0));
+	cr_assert_eq(stats(p).upstream_timeouts, 0);
+	fw_dnsp_stop(p);
+	fake_free(f2);
 }
 
 Test(dnsproxy, forged_answers_ignored)

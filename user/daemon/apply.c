@@ -57,6 +57,7 @@ int dns_start(struct fw_daemon *d)
 		.ctx = d->learn,
 		.decide = fw_learn_decide,
 		.learn = fw_learn_answer,
+		.flush = fw_learn_flush,
 	};
 	int err;
 

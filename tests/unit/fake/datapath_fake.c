@@ -351,11 +351,20 @@ unsigned int fake_resets(struct fw_dp *dp, __u32 id)
 
 /* ---- datapath.h: dispatch and metadata ----------------------------------- */
 
+static __u64 dispatch_gen;
+
+__u64 fw_dp_dispatch_gen(void)
+{
+	return __atomic_load_n(&dispatch_gen, __ATOMIC_ACQUIRE);
+}
+
 int fw_dp_dispatch_put(struct fw_dp *dp, const struct fw_ip *addr, const struct fw_subject *s)
 {
 	int err = take_failure(dp, FAKE_DISPATCH_PUT);
 
-	return err ? err : fmap_put(&fake_of(dp)->dispatch, addr, s, F_ANY);
+	err = err ? err : fmap_put(&fake_of(dp)->dispatch, addr, s, F_ANY);
+	__atomic_add_fetch(&dispatch_gen, 1, __ATOMIC_RELEASE);
+	return err;
 }
 
 int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id)
@@ -367,7 +376,9 @@ int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id)
 		return err;
 	if (fmap_get(&fake_of(dp)->dispatch, addr, &cur) || cur.id != id)
 		return 0;
-	return fmap_del(&fake_of(dp)->dispatch, addr);
+	err = fmap_del(&fake_of(dp)->dispatch, addr);
+	__atomic_add_fetch(&dispatch_gen, 1, __ATOMIC_RELEASE);
+	return err;
 }
 
 int fw_dp_dispatch_drop(struct fw_dp *dp, const struct fw_ip *addr)
@@ -379,7 +390,9 @@ int fw_dp_dispatch_drop(struct fw_dp *dp, const struct fw_ip *addr)
 		return err;
 	if (fmap_get(&fake_of(dp)->dispatch, addr, &cur))
 		return 0;
-	return fmap_del(&fake_of(dp)->dispatch, addr);
+	err = fmap_del(&fake_of(dp)->dispatch, addr);
+	__atomic_add_fetch(&dispatch_gen, 1, __ATOMIC_RELEASE);
+	return err;
 }
 
 int fw_dp_dispatch_lookup(struct fw_dp *dp, const struct fw_ip *addr, struct fw_subject *out)

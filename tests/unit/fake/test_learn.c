@@ -55,7 +55,7 @@ static void teardown(void)
 TestSuite(learn, .init = setup, .fini = teardown);
 
 /* A client's query and the answer the upstream gave, through the proxy's
- * two hooks; returns the decision and *answered the learn hook's result. */
+ * hooks; returns the decision and *answered the learn hook's result. */
 static int resolve(const char *client, const char *qname, const char *const *addrs, size_t n,
 		   __u32 ttl, int *answered)
 {
@@ -73,6 +73,7 @@ static int resolve(const char *client, const char *qname, const char *const *add
 	}
 	rc = fw_learn_decide(learn, &c, &q, &token);
 	*answered = fw_learn_answer(learn, &c, &q, token, &a);
+	fw_learn_flush(learn); /* as the proxy does once its answers left */
 	return rc;
 }
 

@@ -41,6 +41,18 @@ int fw_dp_rules_epoch_bump(struct fw_dp *dp)
  * The check and the write are one step under dispatch_lock, so two
  * writers of one address can't both skip the raise. */
 static pthread_mutex_t dispatch_lock = PTHREAD_MUTEX_INITIALIZER;
+static __u64 dispatch_gen; /* atomic; see fw_dp_dispatch_gen */
+
+/* after the write: a reader that saw the old generation re-reads */
+static void dispatch_changed(void)
+{
+	__atomic_add_fetch(&dispatch_gen, 1, __ATOMIC_RELEASE);
+}
+
+__u64 fw_dp_dispatch_gen(void)
+{
+	return __atomic_load_n(&dispatch_gen, __ATOMIC_ACQUIRE);
+}
 
 /* Whether addr's value may be in a slot: it exists and is active (or
  * it can't be read, so assume it). */
@@ -60,6 +72,7 @@ int fw_dp_dispatch_put(struct fw_dp *dp, const struct fw_ip *addr, const struct 
 	pthread_mutex_lock(&dispatch_lock);
 	copied = dispatch_copied(dp, addr, &cur);
 	err = fw_dp_update(dp->dispatch_fd, addr, s, BPF_ANY, "fastwall_dispatch");
+	dispatch_changed();
 	if (copied)
 		e = fw_dp_rules_epoch_bump(dp);
 	pthread_mutex_unlock(&dispatch_lock);
@@ -74,6 +87,7 @@ static int dispatch_delete(struct fw_dp *dp, const struct fw_ip *addr, bool copi
 
 	if (bpf_map_delete_elem(dp->dispatch_fd, addr) && errno != ENOENT)
 		err = -errno;
+	dispatch_changed();
 	if (copied)
 		e = fw_dp_rules_epoch_bump(dp);
 	return err ? err : e;

@@ -28,6 +28,11 @@ int fw_dp_dispatch_del(struct fw_dp *dp, const struct fw_ip *addr, __u32 id);
 int fw_dp_dispatch_drop(struct fw_dp *dp, const struct fw_ip *addr);
 /* The subject dispatch sends addr to; -ENOENT when none. */
 int fw_dp_dispatch_lookup(struct fw_dp *dp, const struct fw_ip *addr, struct fw_subject *out);
+/* Raised after every put, del and drop of this process (whatever the
+ * outcome): a lookup made when it read g is still what the map holds
+ * while it reads g, so a reader may keep lookups keyed by it. Any
+ * thread; an acquire load. */
+__u64 fw_dp_dispatch_gen(void);
 /* struct fw_ip -> struct fw_subject */
 int fw_dp_dispatch_scan(struct fw_dp *dp, fw_dp_scan_fn fn, void *ctx);
 

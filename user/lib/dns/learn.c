@@ -33,12 +33,18 @@
  * share fill the map. */
 #define FW_LEARN_MAX_PORT_ENTRIES 4096
 #define MIN_BUCKETS		  1024
-#define DNSP_FORWARD		  (-1) /* FW_DNSP_FORWARD, without the engine's header */
+/* An answer that would move a lease's expiry by less than this leaves the
+ * lease as it is: the address stays learned at least lease.min - 1 s past
+ * the answer, still well past the TTL the client caches it for, and a name
+ * resolved thousands of times a second costs one write a second. */
+#define LEASE_SLACK_NS (1000000000ULL)
+#define DNSP_FORWARD   (-1) /* FW_DNSP_FORWARD, without the engine's header */
 
 struct lname {
 	struct lname *next;
 	unsigned int refs;
-	__u32 id;     /* in fastwall_names; 0 = not kept there (table full) */
+	__u32 id;     /* in fastwall_names; 0 = not kept there (table full, or not yet) */
+	bool unsaved; /* not written to fastwall_names yet: the next flush does */
 	bool adopted; /* read back at start: freed after adoption if nothing names it */
 	__u64 hash;
 	char text[];
@@ -67,6 +73,10 @@ struct lentry {
 	__u64 conn_ns;	      /* the last refresh round that saw an open connection to it */
 	bool adopted;	      /* found in the kernel at start: names unknown */
 	struct lports *ports; /* NULL: every port */
+	/* on fw_learn.dirty: its names changed since fastwall_learned_names
+	 * was written */
+	bool dirty;
+	struct lentry *dprev, *dnext;
 	unsigned int nnames;
 	struct lname *names[FW_LEARN_MAX_NAMES];
 };
@@ -82,11 +92,13 @@ struct lsubject {
 
 struct fw_learn {
 	pthread_mutex_t lock;
+	__u64 serial; /* never 0: the key of its dispatch_seen entries */
 	struct fw_learn_config cfg;
 	struct fw_registry *reg;
 	struct fw_dp *dp;
 	struct lentry **buckets;
 	size_t nbuckets, n;
+	struct lentry *dirty; /* names to write where a restart finds them */
 	struct lname *names[NAME_BUCKETS];
 	struct lports *portsets[PORTSET_BUCKETS];
 	struct lports *portset_ids[PORTSET_BUCKETS];
@@ -120,6 +132,40 @@ void fw_learn_config_init(struct fw_learn_config *c)
 	c->gc_grace_ns = 60 * FW_NSEC_PER_SEC;
 	c->event_burst = 10;
 	c->event_interval_ns = FW_NSEC_PER_SEC / 10;
+}
+
+/* ---- who a client is ------------------------------------------------------ */
+
+/* The proxy asks who a client is twice a query (to decide, and again
+ * before learning), and a map lookup is a system call: each thread keeps
+ * the answers it read, for as long as fastwall_dispatch has not been
+ * written since (fw_dp_dispatch_gen), keyed by the learner's serial so
+ * that a learner never reads another's. */
+#define DISPATCH_CACHE 256
+struct dispatch_seen {
+	__u64 serial, gen;
+	struct fw_ip ip;
+	int err;
+	struct fw_subject ks;
+};
+static __thread struct dispatch_seen dispatch_seen[DISPATCH_CACHE];
+static __u64 learn_serials; /* atomic */
+
+static int dispatch_lookup(struct fw_learn *l, const struct fw_ip *ip, struct fw_subject *out)
+{
+	__u64 gen = fw_dp_dispatch_gen();
+	struct dispatch_seen *c =
+		&dispatch_seen[fw_fnv(FW_FNV_BASIS, ip, sizeof(*ip)) & (DISPATCH_CACHE - 1)];
+
+	if (c->serial != l->serial || c->gen != gen || memcmp(&c->ip, ip, sizeof(*ip))) {
+		c->serial = l->serial;
+		c->gen = gen;
+		c->ip = *ip;
+		c->err = fw_dp_dispatch_lookup(l->dp, ip, &c->ks);
+	}
+	if (!c->err)
+		*out = c->ks;
+	return c->err;
 }
 
 static size_t entry_bucket(const struct fw_learn *l, __u32 id, const struct fw_ip *a)
@@ -181,9 +227,11 @@ static struct lname *name_get(struct fw_learn *l, const char *text)
 	n->hash = h;
 	n->adopted = false;
 	memcpy(n->text, text, len + 1);
-	/* kept where a restart finds it; without, the address is adopted
-	 * with the names that were kept (or as names unknown) */
-	n->id = name_save(l, text);
+	/* kept where a restart finds it by entry_save_names; without, the
+	 * address is adopted with the names that were kept (or as names
+	 * unknown) */
+	n->id = 0;
+	n->unsaved = true;
 	name_link(l, n);
 	return n;
 }
@@ -424,12 +472,39 @@ static struct lentry *entry_new(struct fw_learn *l, __u32 id, const struct fw_ip
 	return e;
 }
 
+static void entry_clean(struct fw_learn *l, struct lentry *e)
+{
+	if (!e->dirty)
+		return;
+	if (e->dprev)
+		e->dprev->dnext = e->dnext;
+	else
+		l->dirty = e->dnext;
+	if (e->dnext)
+		e->dnext->dprev = e->dprev;
+	e->dirty = false;
+	e->dprev = e->dnext = NULL;
+}
+
+static void entry_dirty(struct fw_learn *l, struct lentry *e)
+{
+	if (e->dirty)
+		return;
+	e->dirty = true;
+	e->dprev = NULL;
+	e->dnext = l->dirty;
+	if (l->dirty)
+		l->dirty->dprev = e;
+	l->dirty = e;
+}
+
 /* Unlinks and frees e; the kernel lease is the caller's business, its
  * port set's the kernel flag's (lports_put). */
 static void entry_drop(struct fw_learn *l, struct lentry *e, bool kernel)
 {
 	struct lentry **p = &l->buckets[entry_bucket(l, e->id, &e->addr)];
 
+	entry_clean(l, e);
 	while (*p && *p != e)
 		p = &(*p)->hnext;
 	if (*p)
@@ -454,14 +529,22 @@ static void entry_remove(struct fw_learn *l, struct lentry *e)
 	entry_drop(l, e, true);
 }
 
-/* Writes which names taught e where a restart finds them. */
-static void entry_save_names(struct fw_learn *l, const struct lentry *e)
+/* Writes which names taught e where a restart finds them, the names
+ * themselves first. */
+static void entry_save_names(struct fw_learn *l, struct lentry *e)
 {
 	struct fw_learned_key k = {.subject = e->id, .addr = e->addr};
 	struct fw_lease_names v = {};
 	unsigned int n = 0;
 
 	_Static_assert(FW_LEASE_NAMES == FW_LEARN_MAX_NAMES, "names per lease");
+	entry_clean(l, e);
+	for (unsigned int i = 0; i < e->nnames; i++) {
+		if (e->names[i]->unsaved) {
+			e->names[i]->id = name_save(l, e->names[i]->text);
+			e->names[i]->unsaved = false;
+		}
+	}
 	for (unsigned int i = 0; i < e->nnames; i++)
 		if (e->names[i]->id)
 			v.ids[n++] = e->names[i]->id;
@@ -587,6 +670,9 @@ static int learn_one(struct fw_learn *l, const struct fw_domain_policy *d, __u32
 			p->refs++;
 		err = 0;
 	}
+	if (!err && !fresh && p == e->ports && exp > e->expires_ns &&
+	    exp - e->expires_ns < LEASE_SLACK_NS)
+		exp = e->expires_ns;
 	if (!err)
 		err = lease_write(l, e, exp, p);
 	if (err) {
@@ -594,8 +680,10 @@ static int learn_one(struct fw_learn *l, const struct fw_domain_policy *d, __u32
 			entry_drop(l, e, true);
 		return err;
 	}
+	/* names are written by the next flush: after the answer left, once
+	 * for all the answers of a round (the lease itself is written) */
 	if (renamed)
-		entry_save_names(l, e);
+		entry_dirty(l, e);
 	e->learned_ns = now;
 	l->st.learned++;
 	return 0;
@@ -698,7 +786,7 @@ int fw_learn_decide(void *ctx, const struct fw_ip *client, const struct fw_dns_q
 	bool ok;
 
 	*token = 0;
-	if (fw_dp_dispatch_lookup(l->dp, client, &ks)) {
+	if (dispatch_lookup(l, client, &ks)) {
 		__atomic_add_fetch(&l->st.denied, 1, __ATOMIC_RELAXED);
 		deny_event(l, 0, client, q, FW_DNS_UNKNOWN_SOURCE);
 		return FW_DNS_RCODE_NXDOMAIN;
@@ -745,7 +833,7 @@ static int learn_answer(struct fw_learn *l, const struct fw_ip *client,
 	/* under the lock, so a release of id (whose hook takes it after the
 	 * dispatch entry is gone) cannot slip between this check and the
 	 * writes */
-	if (fw_dp_dispatch_lookup(l->dp, client, &ks) || ks.id != id) {
+	if (dispatch_lookup(l, client, &ks) || ks.id != id) {
 		err = -ESTALE;
 		goto out;
 	}
@@ -786,6 +874,21 @@ int fw_learn_answer(void *ctx, const struct fw_ip *client, const struct fw_dns_q
 	return err;
 }
 
+static void flush_names(struct fw_learn *l)
+{
+	while (l->dirty)
+		entry_save_names(l, l->dirty);
+}
+
+void fw_learn_flush(void *ctx)
+{
+	struct fw_learn *l = ctx;
+
+	pthread_mutex_lock(&l->lock);
+	flush_names(l);
+	pthread_mutex_unlock(&l->lock);
+}
+
 int fw_learn_add(struct fw_learn *l, __u32 id, const struct fw_ip *addr, const char *name,
 		 __u32 ttl)
 {
@@ -795,6 +898,7 @@ int fw_learn_add(struct fw_learn *l, __u32 id, const struct fw_ip *addr, const c
 		return -EINVAL;
 	pthread_mutex_lock(&l->lock);
 	err = learn_one(l, NULL, id, addr, name, ttl, fw_now_ns());
+	flush_names(l);
 	pthread_mutex_unlock(&l->lock);
 	return err;
 }
@@ -931,6 +1035,7 @@ int fw_learn_tick(struct fw_learn *l)
 	/* a connection to an address not adopted yet would look revoked */
 	if (__atomic_load_n(&l->adopting, __ATOMIC_ACQUIRE))
 		return 0;
+	fw_learn_flush(l); /* names a proxy without a flush hook left */
 
 	/* the per-subject record counts as they were before the scan, so
 	 * the counts it finds can replace them if nothing changed meanwhile */
@@ -1436,6 +1541,7 @@ int fw_learn_new(const struct fw_learn_config *c, struct fw_registry *reg, struc
 	if (!l)
 		return -ENOMEM;
 	pthread_mutex_init(&l->lock, NULL);
+	l->serial = __atomic_add_fetch(&learn_serials, 1, __ATOMIC_RELAXED);
 	l->cfg = *c;
 	l->reg = reg;
 	l->dp = reg->dp;

@@ -87,6 +87,10 @@ int fw_learn_decide(void *l, const struct fw_ip *client, const struct fw_dns_que
 		    __u64 *token);
 int fw_learn_answer(void *l, const struct fw_ip *client, const struct fw_dns_query *q, __u64 token,
 		    const struct fw_dns_answer *a);
+/* flush: writes the names that taught the addresses learned since the
+ * last flush to fastwall_names and fastwall_learned_names (the leases are
+ * written before each answer leaves; the names only serve a restart). */
+void fw_learn_flush(void *l);
 
 /* Learns addr for subject id as taught by name (tests, benchmarks). */
 int fw_learn_add(struct fw_learn *l, __u32 id, const struct fw_ip *addr, const char *name,

@@ -96,8 +96,10 @@ void dnsp_mark(struct dnsp_wset *ws, unsigned int i, bool up)
 		__atomic_store_n(&ws->set->down[i], !up, __ATOMIC_RELAXED);
 }
 
-static void dnsp_wset_free(struct dnsp_wset *ws)
+static void dnsp_wset_free(struct dnsp_worker *w, struct dnsp_wset *ws)
 {
+	for (unsigned int i = 0; i < FW_DNSP_MAX_UPSTREAMS; i++)
+		dnsp_pool_free(w, ws->pool[i]);
 	dnsp_set_put(ws->set);
 	free(ws);
 }
@@ -128,7 +130,7 @@ static void dnsp_sync_set(struct dnsp_worker *w)
 
 /* ---- ids, timeouts, slots ---- */
 
-static int dnsp_rand16(struct dnsp_worker *w, __u16 *out)
+int dnsp_rand16(struct dnsp_worker *w, __u16 *out)
 {
 	if (w->p->sim) { /* reproducible runs */
 		*out = w->p->sim->next_id += 0x3d09;
@@ -169,6 +171,7 @@ static struct dnsp_slot *dnsp_slot_get(struct dnsp_worker *w, enum dnsp_origin o
 	s->ws->users++;
 	s->token = 0;
 	s->up_fd = -1;
+	s->usock = NULL;
 	s->origin = origin;
 	s->io = DNSP_IO_NONE;
 	s->used = true;
@@ -182,6 +185,8 @@ static struct dnsp_slot *dnsp_slot_get(struct dnsp_worker *w, enum dnsp_origin o
 
 static void dnsp_up_close(struct dnsp_worker *w, struct dnsp_slot *s)
 {
+	if (s->usock)
+		dnsp_pool_detach(w, s);
 	if (s->up_fd >= 0) {
 		fw_loop_watch_del(w->loop,
 				  s->up_watch); /* events still queued for it are dropped */
@@ -263,12 +268,13 @@ void dnsp_tx_flush(struct dnsp_worker *w)
 		}
 	}
 	w->ntx = 0;
+	w->tx_seq++;
 }
 
 /* Queues a datagram. Without to, fd is a connected upstream socket. With
  * copy false, buf must stay valid until the next flush. */
-static void dnsp_tx_add(struct dnsp_worker *w, int fd, const struct dnsp_peer *to, const __u8 *buf,
-			size_t len, bool copy)
+void dnsp_tx_add(struct dnsp_worker *w, int fd, const struct dnsp_peer *to, const __u8 *buf,
+		 size_t len, bool copy)
 {
 	struct dnsp_tx *t;
 	struct msghdr *mh;
@@ -413,15 +419,16 @@ static void dnsp_slot_error(struct dnsp_worker *w, struct dnsp_slot *s, int rcod
 
 /* ---- exchanges ---- */
 
-/* One attempt: a new socket connected to upstream i, so the kernel picks
- * a fresh random source port and drops datagrams from any other address
- * or port, and a fresh random id. UDP sends at once; TCP connects first.
- * The previous attempt's socket is closed: a late answer to it is gone. */
+/* One attempt: a fresh random id, on a socket connected to upstream i, so
+ * the kernel drops datagrams from any other address or port. UDP goes out
+ * on a pooled socket (dns/upstream.c: its random port changes as the pool
+ * turns over), queued for the next flush; TCP opens a new connection. The
+ * previous attempt is taken off its socket: a late answer to it matches
+ * nothing. */
 static int dnsp_try(struct dnsp_worker *w, struct dnsp_slot *s, unsigned int i)
 {
 	const struct fw_dnsp_upstream *u = &s->ws->set->u[i];
 	bool tcp = s->origin == DNSP_O_TCP;
-	ssize_t n;
 	int fd, err;
 
 	dnsp_up_close(w, s);
@@ -435,8 +442,9 @@ static int dnsp_try(struct dnsp_worker *w, struct dnsp_slot *s, unsigned int i)
 		put16(s->qbuf + 2, s->up_id);
 		return 0;
 	}
-	fd = socket(u->addr.ss_family,
-		    (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (!tcp)
+		return dnsp_pool_send(w, s, i);
+	fd = socket(u->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, (const struct sockaddr *)&u->addr, u->len) && errno != EINPROGRESS) {
@@ -444,8 +452,7 @@ static int dnsp_try(struct dnsp_worker *w, struct dnsp_slot *s, unsigned int i)
 		close(fd);
 		return err;
 	}
-	err = fw_loop_watch_add(w->loop, fd, tcp ? EPOLLOUT : EPOLLIN, dnsp_up_watch, s,
-				&s->up_watch);
+	err = fw_loop_watch_add(w->loop, fd, EPOLLOUT, dnsp_up_watch, s, &s->up_watch);
 	if (err) {
 		close(fd);
 		return err;
@@ -453,16 +460,9 @@ static int dnsp_try(struct dnsp_worker *w, struct dnsp_slot *s, unsigned int i)
 	s->up_fd = fd;
 	put16(s->qbuf, (__u16)s->qlen);
 	put16(s->qbuf + 2, s->up_id);
-	if (tcp) {
-		s->io = DNSP_IO_CONNECT;
-		s->io_off = 0;
-		return 0;
-	}
-	/* on failure the socket is closed by the next attempt or slot_put */
-	n = send(fd, s->qbuf + 2, s->qlen, MSG_DONTWAIT);
-	if (n < 0)
-		return -errno;
-	return n == (ssize_t)s->qlen ? 0 : -EIO;
+	s->io = DNSP_IO_CONNECT;
+	s->io_off = 0;
+	return 0;
 }
 
 /* Asks the next upstream in the slot's order; when none is left the
@@ -945,9 +945,12 @@ static void dnsp_before_sleep(struct dnsp_worker *w)
 			continue;
 		}
 		*pws = ws->next;
-		dnsp_wset_free(ws);
+		dnsp_wset_free(w, ws);
 	}
 	dnsp_tx_flush(w);
+	dnsp_pool_reap(w); /* after the flush: nothing queued names their fds */
+	if (w->p->hooks.flush)
+		w->p->hooks.flush(w->p->hooks.ctx);
 }
 
 static void dnsp_before_sleep_hook(struct fw_loop *l, void *ctx)
@@ -991,6 +994,7 @@ static void *dnsp_worker_main(void *arg)
 	/* top -H, /proc/PID/task/TID/comm: which thread is which */
 	snprintf(name, sizeof(name), "fw-dns-%u", w->idx);
 	pthread_setname_np(pthread_self(), name);
+	fw_loop_timer_arm(w->loop, &w->pool_timer, DNSP_POOL_SWEEP_NS);
 	if (!w->idx && w->p->cfg.probe_interval_ns)
 		fw_loop_timer_arm(w->loop, &w->probe_timer, w->p->cfg.probe_interval_ns);
 	/* here, not at setup: the simulation runs a worker's timers out */
@@ -1164,10 +1168,11 @@ static void dnsp_worker_free(struct dnsp_worker *w)
 		struct dnsp_wset *ws = w->retired;
 
 		w->retired = ws->next;
-		dnsp_wset_free(ws);
+		dnsp_wset_free(w, ws);
 	}
 	if (w->ws)
-		dnsp_wset_free(w->ws);
+		dnsp_wset_free(w, w->ws);
+	dnsp_pool_reap(w);
 	dnsp_close_sock(&w->udp4);
 	dnsp_close_sock(&w->udp6);
 	dnsp_close_sock(&w->tcp4);
@@ -1176,6 +1181,7 @@ static void dnsp_worker_free(struct dnsp_worker *w)
 	free(w->slots);
 	free(w->rxb);
 	free(w->urxb);
+	free(w->uprxb);
 	free(w);
 }
 
@@ -1197,12 +1203,28 @@ static int dnsp_worker_new(struct fw_dnsp *p, unsigned int idx, struct dnsp_work
 	fw_loop_set_before_sleep(w->loop, dnsp_before_sleep_hook, w);
 	fw_loop_timer_init(&w->probe_timer, dnsp_probe_timer, w);
 	fw_loop_timer_init(&w->accept_timer, dnsp_accept_resume, w);
+	fw_loop_timer_init(&w->pool_timer, dnsp_pool_sweep, w);
 	w->nslots = p->cfg.max_pending;
+	/* each pooled socket is a descriptor: the budget of dnsp_fd_budget */
+	w->pool_size = DNSP_POOL < w->nslots / 2 ? DNSP_POOL : w->nslots / 2;
+	if (!w->pool_size)
+		w->pool_size = 1;
 	w->slots = calloc(w->nslots, sizeof(*w->slots));
 	w->rxb = malloc((size_t)DNSP_BATCH * (DNSP_QUERY_MAX + 1));
 	w->urxb = malloc(DNSP_UP_BUF);
-	if (!w->slots || !w->rxb || !w->urxb)
+	/* untouched pages cost nothing: most answers are small */
+	w->uprxb = malloc((size_t)DNSP_UP_BATCH * DNSP_UP_BUF);
+	if (!w->slots || !w->rxb || !w->urxb || !w->uprxb)
 		return -ENOMEM;
+	for (int i = 0; i < DNSP_UP_BATCH; i++) {
+		struct msghdr *mh = &w->uprm[i].msg_hdr;
+
+		w->uprv[i].iov_base = w->uprxb + (size_t)i * DNSP_UP_BUF;
+		w->uprv[i].iov_len = DNSP_UP_BUF;
+		mh->msg_name = &w->upfrom[i];
+		mh->msg_iov = &w->uprv[i];
+		mh->msg_iovlen = 1;
+	}
 	for (unsigned int i = w->nslots; i-- > 0;) {
 		w->slots[i].index = i;
 		w->slots[i].w = w;
@@ -1492,7 +1514,7 @@ static void dnsp_sim_answer(struct dnsp_worker *w, struct dnsp_slot *s, const __
 		memcpy(w->urxb, b, n);
 		if (n >= 2 && !keep_id)
 			dnsp_sim_fix(w, s, w->urxb, n);
-		dnsp_udp_up_datagram(w, s, n, &u->addr, u->len, 0);
+		dnsp_udp_up_datagram(w, s, w->urxb, n, &u->addr, u->len, 0);
 		return;
 	}
 	if (n < FW_DNS_HDR_LEN) {

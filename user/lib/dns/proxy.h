@@ -75,6 +75,9 @@ struct fw_dnsp_hooks {
 	 * before it is sent. Nonzero: the client gets SERVFAIL instead. */
 	int (*learn)(void *ctx, const struct fw_ip *client, const struct fw_dns_query *q,
 		     __u64 token, const struct fw_dns_answer *a);
+	/* Once a round of a worker's loop, after its answers were sent
+	 * (may be NULL): work learn() left for later. Thread-safe. */
+	void (*flush)(void *ctx);
 };
 
 struct fw_dnsp_stats {

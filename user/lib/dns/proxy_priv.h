@@ -37,6 +37,18 @@
 #define DNSP_FD_RESERVE	  1024 /* descriptors left to the rest of the process */
 #define DNSP_PENDING_MIN  64
 
+/* The upstream socket pool (dns/upstream.c): UDP attempts go out on
+ * sockets connected to their upstream, each bound by the kernel to a
+ * random port when it opens, shared by attempts with distinct ids, and
+ * retired after a random number of attempts or an age, so the set of ports
+ * in use keeps changing. */
+#define DNSP_POOL	   256 /* sockets per upstream and worker, at most */
+#define DNSP_POOL_PICK	   64  /* an attempt takes one of this many least recently used */
+#define DNSP_POOL_USES	   64  /* attempts per socket: a random number in [USES/2, USES] */
+#define DNSP_POOL_INFLIGHT 32  /* attempts in flight on one socket */
+#define DNSP_POOL_AGE_NS   (2 * 1000000000ULL) /* retired this long after opening */
+#define DNSP_POOL_SWEEP_NS (500 * 1000000ULL)  /* idle sockets past their age closed */
+
 #define DNSP_DEF_PENDING  4096
 #define DNSP_DEF_TTL_CAP  300 /* below the 360 s lease cap: clients ask again in time */
 #define DNSP_UPSTREAM_STR 64
@@ -52,6 +64,38 @@ struct dnsp_set {
 };
 
 struct dnsp_worker;
+struct dnsp_pool;
+struct dnsp_slot;
+
+/* A pooled upstream socket: UDP, connected to one upstream (the kernel
+ * bound it to a random port then), carrying attempts with ids unique on
+ * it. Retired (out of its pool) after max_uses attempts or its age, and
+ * closed once its last attempt ends. */
+struct dnsp_usock {
+	int fd;
+	struct dnsp_worker *w;
+	struct fw_loop_watch *watch;
+	struct dnsp_pool *pool; /* NULL: retired */
+	unsigned int up;	/* its upstream: index in the set of ws */
+	struct dnsp_wset *ws;
+	unsigned int uses, max_uses, inflight;
+	__u64 opened_ns;
+	struct dnsp_slot *slots;  /* attempts in flight on it */
+	struct dnsp_usock *dnext; /* w->udead: to close before the next wait */
+};
+
+/* One upstream's sockets in one worker: a ring, least recently used at
+ * cursor. An attempt takes one of the DNSP_POOL_PICK at cursor at random
+ * and puts it behind cursor, so a socket comes back only after
+ * size - DNSP_POOL_PICK other attempts. Empty places are filled on use. */
+struct dnsp_pool {
+	unsigned int size, cursor;
+	/* the socket of this round's attempts until the next flush, so that
+	 * they leave in one sendmmsg and their answers come back in one read */
+	struct dnsp_usock *round;
+	__u64 round_seq;
+	struct dnsp_usock *ring[];
+};
 
 /* A client socket: datagrams, or a TCP listener. */
 struct dnsp_sock {
@@ -67,7 +111,8 @@ struct dnsp_wset {
 	struct dnsp_set *set;
 	bool probing[FW_DNSP_MAX_UPSTREAMS];
 	unsigned int users;
-	struct dnsp_wset *next; /* retired list */
+	struct dnsp_wset *next;			       /* retired list */
+	struct dnsp_pool *pool[FW_DNSP_MAX_UPSTREAMS]; /* NULL until used */
 };
 
 /* Where a UDP answer goes: the client's socket and address, and the local
@@ -113,8 +158,10 @@ struct dnsp_slot {
 	struct dnsp_conn *conn;
 	__u64 token;
 	__u32 index;
-	int up_fd; /* this attempt's upstream socket, UDP or TCP */
+	int up_fd; /* this attempt's upstream socket: TCP */
 	struct fw_loop_watch *up_watch;
+	struct dnsp_usock *usock;	 /* this attempt's pooled upstream socket: UDP */
+	struct dnsp_slot *uprev, *unext; /* the attempts in flight on usock */
 	enum dnsp_origin origin;
 	enum dnsp_io io;
 	bool used, added_edns;
@@ -197,9 +244,19 @@ struct dnsp_worker {
 	struct dnsp_peer rxp[DNSP_BATCH];
 	union dnsp_ctl rxc[DNSP_BATCH];
 	__u8 *rxb;
-	__u8 *urxb; /* one upstream datagram */
+	__u8 *urxb; /* one upstream datagram (the simulation) */
+
+	/* upstream sockets: answers read DNSP_UP_BATCH at a time */
+	unsigned int pool_size;
+	struct dnsp_usock *udead;
+	struct fw_loop_timer pool_timer;
+	struct mmsghdr uprm[DNSP_UP_BATCH];
+	struct iovec uprv[DNSP_UP_BATCH];
+	struct sockaddr_storage upfrom[DNSP_UP_BATCH];
+	__u8 *uprxb;
 
 	unsigned int ntx;
+	__u64 tx_seq; /* flushes so far */
 	struct mmsghdr txm[DNSP_TX];
 	struct iovec txv[DNSP_TX];
 	struct dnsp_tx tx[DNSP_TX];
@@ -270,6 +327,9 @@ struct dnsp_src {
 };
 
 /* dns/proxy.c */
+int dnsp_rand16(struct dnsp_worker *w, __u16 *out);
+void dnsp_tx_add(struct dnsp_worker *w, int fd, const struct dnsp_peer *to, const __u8 *buf,
+		 size_t len, bool copy);
 void dnsp_mark(struct dnsp_wset *ws, unsigned int i, bool up);
 void dnsp_slot_put(struct dnsp_worker *w, struct dnsp_slot *s);
 void dnsp_sim_put(struct dnsp_sim *sim, const __u8 *msg, size_t len);
@@ -297,8 +357,17 @@ int dnsp_admit(struct dnsp_worker *w, struct dnsp_conn *c);
 void dnsp_accept_event(struct dnsp_worker *w, struct dnsp_sock *sk);
 
 /* dns/upstream.c */
-bool dnsp_udp_up_datagram(struct dnsp_worker *w, struct dnsp_slot *s, size_t n,
+bool dnsp_udp_up_datagram(struct dnsp_worker *w, struct dnsp_slot *s, __u8 *msg, size_t n,
 			  const struct sockaddr_storage *from, socklen_t fromlen, int flags);
+/* Sends s's attempt to upstream i on a pooled socket, giving s->up_id a
+ * new value if another attempt on that socket has it. */
+int dnsp_pool_send(struct dnsp_worker *w, struct dnsp_slot *s, unsigned int i);
+/* s's attempt is over: off its socket. */
+void dnsp_pool_detach(struct dnsp_worker *w, struct dnsp_slot *s);
+void dnsp_pool_free(struct dnsp_worker *w, struct dnsp_pool *pool);
+/* Closes the sockets that are done (before the wait). */
+void dnsp_pool_reap(struct dnsp_worker *w);
+__u64 dnsp_pool_sweep(struct fw_loop *l, struct fw_loop_timer *t, void *ctx);
 void dnsp_tcp_up_answer(struct dnsp_worker *w, struct dnsp_slot *s);
 void dnsp_up_watch(struct fw_loop *l, int fd, __u32 events, void *ctx);
 

@@ -45,54 +45,298 @@ static bool dnsp_same_addr(const struct sockaddr_storage *a, socklen_t alen,
 	}
 }
 
-/* One datagram on an attempt's socket (in w->urxb). The kernel only
- * delivers those from the address and port it is connected to (checked
- * again anyway); what does not carry the attempt's id and question is
- * ignored, and the exchange keeps waiting for the real answer until its
- * timeout. False when the slot has moved on (answered, failed over). */
-bool dnsp_udp_up_datagram(struct dnsp_worker *w, struct dnsp_slot *s, size_t n,
+/* One datagram (msg) on the socket of s's attempt, which carries s's id.
+ * The kernel only delivers those from the address and port the socket is
+ * connected to (checked again anyway); what does not carry the attempt's
+ * question is ignored, and the exchange keeps waiting for the real answer
+ * until its timeout. False when the slot has moved on (answered, failed
+ * over). */
+bool dnsp_udp_up_datagram(struct dnsp_worker *w, struct dnsp_slot *s, __u8 *msg, size_t n,
 			  const struct sockaddr_storage *from, socklen_t fromlen, int flags)
 {
 	const struct fw_dnsp_upstream *u = &s->ws->set->u[s->order[s->tried]];
 	enum dnsp_verdict v;
 
-	if (!dnsp_same_addr(from, fromlen, u) || n < FW_DNS_HDR_LEN || get16(w->urxb) != s->up_id)
+	if (!dnsp_same_addr(from, fromlen, u) || n < FW_DNS_HDR_LEN || get16(msg) != s->up_id)
 		return true;
 	if (flags & MSG_TRUNC) {
 		DNSP_COUNT(w, upstream_errors);
 		dnsp_exch_failover(w, s);
 		return false;
 	}
-	v = dnsp_exch_answer(w, s, w->urxb, n, DNSP_UP_BUF);
+	v = dnsp_exch_answer(w, s, msg, n, DNSP_UP_BUF);
 	if (v == DNSP_WAIT)
 		return true;
 	dnsp_exch_verdict(w, s, v);
 	return false;
 }
 
-static void dnsp_udp_up_event(struct dnsp_worker *w, struct dnsp_slot *s)
-{
-	for (int k = 0; k < DNSP_UP_BATCH; k++) {
-		struct sockaddr_storage from = {.ss_family = AF_UNSPEC};
-		struct iovec iov = {w->urxb, DNSP_UP_BUF};
-		struct msghdr mh = {.msg_name = &from,
-				    .msg_namelen = sizeof(from),
-				    .msg_iov = &iov,
-				    .msg_iovlen = 1};
-		ssize_t n = recvmsg(s->up_fd, &mh, MSG_DONTWAIT);
+/* ---- the upstream socket pool ---- */
 
-		if (n < 0) {
-			/* an ICMP error for this very attempt: fail over now */
-			if (errno == ECONNREFUSED) {
-				dnsp_mark(s->ws, s->order[s->tried], false);
-				DNSP_COUNT(w, upstream_errors);
-				dnsp_exch_failover(w, s);
-			}
-			return;
-		}
-		if (!dnsp_udp_up_datagram(w, s, (size_t)n, &from, mh.msg_namelen, mh.msg_flags))
-			return;
+/* Off its pool and its events; closed before the next wait (a callback
+ * of this round may still hold it). */
+static void dnsp_usock_kill(struct dnsp_worker *w, struct dnsp_usock *us)
+{
+	fw_loop_watch_del(w->loop, us->watch);
+	us->watch = NULL;
+	us->pool = NULL;
+	us->dnext = w->udead;
+	w->udead = us;
+}
+
+/* No new attempts; closed once those in flight end. */
+static void dnsp_usock_retire(struct dnsp_worker *w, struct dnsp_usock *us)
+{
+	us->pool = NULL;
+	if (!us->inflight)
+		dnsp_usock_kill(w, us);
+}
+
+/* An ICMP error (port unreachable) on the socket: every attempt on it
+ * went to its upstream, which refused; they fail over at once. */
+static void dnsp_usock_refused(struct dnsp_worker *w, struct dnsp_usock *us)
+{
+	struct dnsp_pool *pool = us->pool;
+
+	for (unsigned int j = 0; pool && j < pool->size; j++)
+		if (pool->ring[j] == us)
+			pool->ring[j] = NULL;
+	dnsp_usock_retire(w, us);
+	dnsp_mark(us->ws, us->up, false);
+	while (us->slots) {
+		DNSP_COUNT(w, upstream_errors);
+		dnsp_exch_failover(w, us->slots); /* takes it off us */
 	}
+}
+
+/* Answers, DNSP_UP_BATCH per read; each goes to the attempt on this
+ * socket with its id, if there is one. Read once per event: the queued
+ * answers point into the buffers until the flush. */
+static void dnsp_usock_watch(struct fw_loop *l, int fd, __u32 events, void *ctx)
+{
+	struct dnsp_usock *us = ctx;
+	struct dnsp_worker *w = us->w;
+	int n;
+
+	(void)l;
+	(void)events;
+	for (int k = 0; k < DNSP_UP_BATCH; k++) {
+		w->uprm[k].msg_hdr.msg_namelen = sizeof(w->upfrom[k]);
+		w->uprm[k].msg_hdr.msg_flags = 0;
+	}
+	n = recvmmsg(fd, w->uprm, DNSP_UP_BATCH, MSG_DONTWAIT, NULL);
+	if (n < 0 && errno == ECONNREFUSED)
+		dnsp_usock_refused(w, us);
+	for (int k = 0; k < n; k++) {
+		const struct msghdr *mh = &w->uprm[k].msg_hdr;
+		__u8 *msg = w->uprv[k].iov_base;
+		size_t len = w->uprm[k].msg_len;
+		struct dnsp_slot *s;
+
+		if (len < FW_DNS_HDR_LEN)
+			continue;
+		for (s = us->slots; s && s->up_id != get16(msg); s = s->unext)
+			;
+		if (s)
+			dnsp_udp_up_datagram(w, s, msg, len, &w->upfrom[k], mh->msg_namelen,
+					     mh->msg_flags);
+	}
+	dnsp_tx_flush(w);
+}
+
+static int dnsp_usock_open(struct dnsp_worker *w, struct dnsp_wset *ws, unsigned int i,
+			   struct dnsp_pool *pool, struct dnsp_usock **out)
+{
+	const struct fw_dnsp_upstream *u = &ws->set->u[i];
+	struct dnsp_usock *us = calloc(1, sizeof(*us));
+	__u16 r = 0;
+	int err;
+
+	if (!us)
+		return -ENOMEM;
+	/* connect() binds it: a random port of ip_local_port_range */
+	us->fd = socket(u->addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (us->fd < 0) {
+		err = -errno;
+		free(us);
+		return err;
+	}
+	if (connect(us->fd, (const struct sockaddr *)&u->addr, u->len)) {
+		err = -errno;
+		goto fail;
+	}
+	err = fw_loop_watch_add(w->loop, us->fd, EPOLLIN, dnsp_usock_watch, us, &us->watch);
+	if (err)
+		goto fail;
+	err = dnsp_rand16(w, &r);
+	if (err) {
+		fw_loop_watch_del(w->loop, us->watch);
+		goto fail;
+	}
+	us->w = w;
+	us->pool = pool;
+	us->ws = ws;
+	us->up = i;
+	us->max_uses = DNSP_POOL_USES / 2 + r % (DNSP_POOL_USES / 2 + 1);
+	us->opened_ns = dnsp_now(w);
+	*out = us;
+	return 0;
+fail:
+	close(us->fd);
+	free(us);
+	return err;
+}
+
+static bool dnsp_usock_spent(const struct dnsp_worker *w, const struct dnsp_usock *us)
+{
+	return us->uses >= us->max_uses || us->inflight >= DNSP_POOL_INFLIGHT ||
+	       dnsp_now(w) - us->opened_ns >= DNSP_POOL_AGE_NS;
+}
+
+/* A socket for the next attempt to upstream i: the one this round's
+ * attempts use, else one of the least recently used at random, or a new
+ * one in its place when it is spent. */
+static int dnsp_pool_pick(struct dnsp_worker *w, struct dnsp_wset *ws, unsigned int i,
+			  struct dnsp_usock **out)
+{
+	struct dnsp_pool *pool = ws->pool[i];
+	unsigned int k, j, pick;
+	struct dnsp_usock *us;
+	__u16 r;
+	int err;
+
+	if (!pool) {
+		pool = calloc(1, sizeof(*pool) + w->pool_size * sizeof(pool->ring[0]));
+		if (!pool)
+			return -ENOMEM;
+		pool->size = w->pool_size;
+		ws->pool[i] = pool;
+	}
+	/* seq first: a socket is freed only after a flush */
+	if (pool->round && pool->round_seq == w->tx_seq && pool->round->pool == pool &&
+	    !dnsp_usock_spent(w, pool->round)) {
+		*out = pool->round;
+		return 0;
+	}
+	err = dnsp_rand16(w, &r);
+	if (err)
+		return err;
+	pick = pool->size < DNSP_POOL_PICK ? pool->size : DNSP_POOL_PICK;
+	k = pool->cursor;
+	j = (k + r % pick) % pool->size;
+	us = pool->ring[j];
+	pool->ring[j] = pool->ring[k];
+	pool->ring[k] = us;
+	pool->cursor = (k + 1) % pool->size;
+	if (us && dnsp_usock_spent(w, us)) {
+		pool->ring[k] = NULL;
+		dnsp_usock_retire(w, us);
+		us = NULL;
+	}
+	if (!us) {
+		err = dnsp_usock_open(w, ws, i, pool, &us);
+		if (err)
+			return err;
+		pool->ring[k] = us;
+	}
+	pool->round = us;
+	pool->round_seq = w->tx_seq;
+	*out = us;
+	return 0;
+}
+
+static bool dnsp_usock_has_id(const struct dnsp_usock *us, __u16 id)
+{
+	for (const struct dnsp_slot *o = us->slots; o; o = o->unext)
+		if (o->up_id == id)
+			return true;
+	return false;
+}
+
+int dnsp_pool_send(struct dnsp_worker *w, struct dnsp_slot *s, unsigned int i)
+{
+	struct dnsp_usock *us;
+	int err = dnsp_pool_pick(w, s->ws, i, &us);
+
+	if (err)
+		return err;
+	/* ids are unique per socket: an answer names one attempt */
+	while (dnsp_usock_has_id(us, s->up_id))
+		if (dnsp_rand16(w, &s->up_id))
+			return -EAGAIN;
+	us->uses++;
+	us->inflight++;
+	s->usock = us;
+	s->uprev = NULL;
+	s->unext = us->slots;
+	if (us->slots)
+		us->slots->uprev = s;
+	us->slots = s;
+	put16(s->qbuf, (__u16)s->qlen);
+	put16(s->qbuf + 2, s->up_id);
+	/* qbuf stays put until the flush: the slot waits for this answer */
+	dnsp_tx_add(w, us->fd, NULL, s->qbuf + 2, s->qlen, false);
+	return 0;
+}
+
+void dnsp_pool_detach(struct dnsp_worker *w, struct dnsp_slot *s)
+{
+	struct dnsp_usock *us = s->usock;
+
+	if (s->uprev)
+		s->uprev->unext = s->unext;
+	else
+		us->slots = s->unext;
+	if (s->unext)
+		s->unext->uprev = s->uprev;
+	s->usock = NULL;
+	s->uprev = s->unext = NULL;
+	if (!--us->inflight && !us->pool && us->watch)
+		dnsp_usock_kill(w, us);
+}
+
+void dnsp_pool_free(struct dnsp_worker *w, struct dnsp_pool *pool)
+{
+	if (!pool)
+		return;
+	for (unsigned int j = 0; j < pool->size; j++)
+		if (pool->ring[j])
+			dnsp_usock_retire(w, pool->ring[j]);
+	free(pool);
+}
+
+void dnsp_pool_reap(struct dnsp_worker *w)
+{
+	while (w->udead) {
+		struct dnsp_usock *us = w->udead;
+
+		w->udead = us->dnext;
+		close(us->fd);
+		free(us);
+	}
+}
+
+/* Sockets past their age leave the pool even when no attempt comes to
+ * spend them: a port stays open only while it is in use. */
+__u64 dnsp_pool_sweep(struct fw_loop *l, struct fw_loop_timer *t, void *ctx)
+{
+	struct dnsp_worker *w = ctx;
+
+	(void)l;
+	(void)t;
+	for (unsigned int i = 0; w->ws && i < FW_DNSP_MAX_UPSTREAMS; i++) {
+		struct dnsp_pool *pool = w->ws->pool[i];
+
+		for (unsigned int j = 0; pool && j < pool->size; j++) {
+			struct dnsp_usock *us = pool->ring[j];
+
+			if (us && dnsp_now(w) - us->opened_ns >= DNSP_POOL_AGE_NS) {
+				pool->ring[j] = NULL;
+				dnsp_usock_retire(w, us);
+			}
+		}
+	}
+	return DNSP_POOL_SWEEP_NS;
 }
 /* ---- upstream TCP (for TCP clients) ---- */
 
@@ -119,10 +363,6 @@ static void dnsp_up_event(struct dnsp_worker *w, struct dnsp_slot *s, __u32 even
 
 	if (!s->used || s->up_fd < 0)
 		return;
-	if (s->origin != DNSP_O_TCP) {
-		dnsp_udp_up_event(w, s);
-		return;
-	}
 	/* while connecting, SO_ERROR says why */
 	if ((events & EPOLLERR) && s->io != DNSP_IO_CONNECT)
 		goto fail;

@@ -37,8 +37,6 @@
 #define NGX_HTTP_FWC_TICK           200     /* ms between looks for changes */
 #define NGX_HTTP_FWC_PUB_TIMEOUT    5000    /* ms for one publication */
 #define NGX_HTTP_FWC_PUB_LOG_GAP    60      /* s between two failure lines */
-#define NGX_HTTP_FWC_TOKEN_MIN      16
-#define NGX_HTTP_FWC_TOKEN_MAX      256
 #define NGX_HTTP_FWC_FROM           "X-Fastwall-Cluster-From"
 #define NGX_HTTP_FWC_TOKEN          "X-Fastwall-Cluster-Token"
 #define NGX_HTTP_FWC_SIGNATURE      "X-Fastwall-Cluster-Signature"
@@ -2860,87 +2858,13 @@ ngx_http_fwc_publish(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
-/* a file of one line of 16-256 visible ASCII characters, read now; its
- * content never goes to a message */
-static char *
-ngx_http_fwc_read_secret(ngx_conf_t *cf, ngx_command_t *cmd, ngx_str_t *out)
-{
-    u_char           *buf;
-    size_t            i;
-    ssize_t           n;
-    ngx_str_t        *value, name;
-    ngx_file_t        file;
-    ngx_file_info_t   fi;
-
-    if (out->data) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-    name = value[1];
-
-    if (ngx_conf_full_name(cf->cycle, &name, 1) != NGX_OK) {
-        return NGX_CONF_ERROR;
-    }
-
-    ngx_memzero(&file, sizeof(ngx_file_t));
-    file.name = name;
-    file.log = cf->log;
-    file.fd = ngx_open_file(name.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
-
-    if (file.fd == NGX_INVALID_FILE) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           "%V: can't open \"%V\"", &cmd->name, &name);
-        return NGX_CONF_ERROR;
-    }
-
-    buf = NULL;
-    n = NGX_ERROR;
-
-    if (ngx_fd_info(file.fd, &fi) != NGX_FILE_ERROR
-        && ngx_file_size(&fi) <= NGX_HTTP_FWC_TOKEN_MAX + 2)
-    {
-        buf = ngx_pnalloc(cf->pool, NGX_HTTP_FWC_TOKEN_MAX + 2);
-        if (buf) {
-            n = ngx_read_file(&file, buf, NGX_HTTP_FWC_TOKEN_MAX + 2, 0);
-        }
-    }
-
-    (void) ngx_close_file(file.fd);
-
-    /* one line: a final newline is no part of it */
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) {
-        n--;
-    }
-
-    for (i = 0; n > 0 && i < (size_t) n; i++) {
-        if (buf[i] <= ' ' || buf[i] >= 0x7f) {
-            n = NGX_ERROR;
-        }
-    }
-
-    if (n < NGX_HTTP_FWC_TOKEN_MIN || n > NGX_HTTP_FWC_TOKEN_MAX) {
-        /* the file's content stays out of the message */
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "%V: \"%V\" does not hold one line of 16-256 "
-                           "visible ASCII characters", &cmd->name, &name);
-        return NGX_CONF_ERROR;
-    }
-
-    out->data = buf;
-    out->len = n;
-
-    return NGX_CONF_OK;
-}
-
-
 /* the shared secret of the gateways */
 static char *
 ngx_http_fwc_token(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_fwc_main_conf_t *mcf = conf;
 
-    return ngx_http_fwc_read_secret(cf, cmd, &mcf->token);
+    return ngx_http_fastwall_read_secret(cf, cmd, &mcf->token);
 }
 
 
@@ -2950,7 +2874,7 @@ ngx_http_fwc_credential(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_fwc_main_conf_t *mcf = conf;
 
-    return ngx_http_fwc_read_secret(cf, cmd, &mcf->credential);
+    return ngx_http_fastwall_read_secret(cf, cmd, &mcf->credential);
 }
 
 

@@ -179,3 +179,95 @@ ngx_http_fastwall_add_variables(ngx_conf_t *cf, ngx_http_variable_t *vars)
 
     return NGX_OK;
 }
+
+
+/* a file of one line of 16-256 visible ASCII characters, read now; its
+ * content never goes to a message */
+char *
+ngx_http_fastwall_read_secret(ngx_conf_t *cf, ngx_command_t *cmd, ngx_str_t *out)
+{
+    u_char           *buf;
+    size_t            i;
+    ssize_t           n;
+    ngx_str_t        *value, name;
+    ngx_file_t        file;
+    ngx_file_info_t   fi;
+
+    if (out->data) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    name = value[1];
+
+    if (ngx_conf_full_name(cf->cycle, &name, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(&file, sizeof(ngx_file_t));
+    file.name = name;
+    file.log = cf->log;
+    file.fd = ngx_open_file(name.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+
+    if (file.fd == NGX_INVALID_FILE) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           "%V: can't open \"%V\"", &cmd->name, &name);
+        return NGX_CONF_ERROR;
+    }
+
+    buf = NULL;
+    n = NGX_ERROR;
+
+    if (ngx_fd_info(file.fd, &fi) != NGX_FILE_ERROR
+        && ngx_file_size(&fi) <= NGX_HTTP_FASTWALL_SECRET_MAX + 2)
+    {
+        buf = ngx_pnalloc(cf->pool, NGX_HTTP_FASTWALL_SECRET_MAX + 2);
+        if (buf) {
+            n = ngx_read_file(&file, buf, NGX_HTTP_FASTWALL_SECRET_MAX + 2, 0);
+        }
+    }
+
+    (void) ngx_close_file(file.fd);
+
+    /* one line: a final newline is no part of it */
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) {
+        n--;
+    }
+
+    for (i = 0; n > 0 && i < (size_t) n; i++) {
+        if (buf[i] <= ' ' || buf[i] >= 0x7f) {
+            n = NGX_ERROR;
+        }
+    }
+
+    if (n < NGX_HTTP_FASTWALL_SECRET_MIN || n > NGX_HTTP_FASTWALL_SECRET_MAX) {
+        /* the file's content stays out of the message */
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "%V: \"%V\" does not hold one line of 16-256 "
+                           "visible ASCII characters", &cmd->name, &name);
+        return NGX_CONF_ERROR;
+    }
+
+    out->data = buf;
+    out->len = n;
+
+    return NGX_CONF_OK;
+}
+
+
+ngx_uint_t
+ngx_http_fastwall_bearer_ok(ngx_http_request_t *r, ngx_str_t *want)
+{
+    ngx_table_elt_t  *h;
+
+    h = r->headers_in.authorization;
+
+    if (h == NULL || h->value.len <= 7
+        || ngx_strncasecmp(h->value.data, (u_char *) "Bearer ", 7) != 0
+        || h->value.len - 7 != want->len)
+    {
+        return 0;
+    }
+
+    return ngx_http_fastwall_equal(want->data, h->value.data + 7, want->len);
+}

@@ -68,4 +68,14 @@ ngx_int_t ngx_http_fastwall_add_variables(ngx_conf_t *cf,
     ngx_http_variable_t *vars);
 
 
+/* A secret file's one line of NGX_HTTP_FASTWALL_SECRET_MIN-MAX visible
+ * ASCII characters (a final newline dropped) into out, read at
+ * configuration; its content never goes to a message. */
+#define NGX_HTTP_FASTWALL_SECRET_MIN  16
+#define NGX_HTTP_FASTWALL_SECRET_MAX  256
+char *ngx_http_fastwall_read_secret(ngx_conf_t *cf, ngx_command_t *cmd,
+    ngx_str_t *out);
+/* "Authorization: Bearer WANT", compared in constant time */
+ngx_uint_t ngx_http_fastwall_bearer_ok(ngx_http_request_t *r, ngx_str_t *want);
+
 #endif /* _NGX_HTTP_FASTWALL_COMMON_H_INCLUDED_ */

@@ -57,6 +57,7 @@ typedef struct {
 #if (NGX_THREADS)
     ngx_thread_pool_t          *thread_pool;
 #endif
+    ngx_str_t                   admin_credential; /* none: local only */
 } ngx_http_fwh_main_conf_t;
 
 
@@ -124,6 +125,8 @@ static char *ngx_http_fwh_service_hosts(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_fwh_routing_name(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_fwh_admin_credential(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
 static char *ngx_http_fwh_store(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_fwh_admin(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -145,6 +148,13 @@ static ngx_command_t  ngx_http_fwh_commands[] = {
     { ngx_string("fastwall_ingress_routing_name"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_http_fwh_routing_name,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fastwall_ingress_service_admin_credential"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_fwh_admin_credential,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
@@ -1935,6 +1945,17 @@ ngx_http_fwh_admin_metrics(ngx_http_request_t *r, ngx_http_fwh_index_t *ix)
 }
 
 
+/* the service admin API's credential, for listeners other than loopback */
+static char *
+ngx_http_fwh_admin_credential(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_fwh_main_conf_t *mcf = conf;
+
+    return ngx_http_fastwall_read_secret(cf, cmd, &mcf->admin_credential);
+}
+
+
 static ngx_int_t
 ngx_http_fwh_admin_handler(ngx_http_request_t *r)
 {
@@ -1950,11 +1971,44 @@ ngx_http_fwh_admin_handler(ngx_http_request_t *r)
 
     static ngx_str_t  prefix = ngx_string("/services");
 
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_fastwall_hostnames_module);
+
+    /* loopback and unix sockets as before; any other listener only with
+     * fastwall_ingress_service_admin_credential, and the credential */
     if (!ngx_http_fwh_is_local(r->connection)) {
-        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      "fastwall ingress: admin request on a listener that is "
-                      "neither loopback nor a unix socket, refused");
-        return NGX_HTTP_FORBIDDEN;
+        if (mcf->admin_credential.len == 0) {
+            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                          "fastwall ingress: admin request on a listener "
+                          "that is neither loopback nor a unix socket, "
+                          "refused (no fastwall_ingress_service_admin_"
+                          "credential)");
+            return NGX_HTTP_FORBIDDEN;
+        }
+
+        if (!ngx_http_fastwall_bearer_ok(r, &mcf->admin_credential)) {
+            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                          "fastwall ingress: admin request without its "
+                          "credential, refused");
+
+            if (ngx_http_discard_request_body(r) != NGX_OK) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            r->headers_out.www_authenticate =
+                ngx_list_push(&r->headers_out.headers);
+            if (r->headers_out.www_authenticate == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            r->headers_out.www_authenticate->hash = 1;
+            ngx_str_set(&r->headers_out.www_authenticate->key,
+                        "WWW-Authenticate");
+            ngx_str_set(&r->headers_out.www_authenticate->value,
+                        "Bearer realm=\"fastwall service admin\"");
+
+            return ngx_http_fwh_error(r, NGX_HTTP_UNAUTHORIZED,
+                                      "credential required");
+        }
     }
 
     rc = ngx_http_discard_request_body(r);
@@ -1962,7 +2016,6 @@ ngx_http_fwh_admin_handler(ngx_http_request_t *r)
         return rc;
     }
 
-    mcf = ngx_http_get_module_main_conf(r, ngx_http_fastwall_hostnames_module);
     ix = mcf->shm_zone->data;
 
     if (r->uri.len < prefix.len

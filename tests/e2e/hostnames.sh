@@ -370,6 +370,24 @@ check "the index was hydrated from the file" grep -q 'hydrated from the store: 6
 check_eq "after a restart, web's hashed host: 200" "$(host 80 enh47uqyj7bpyttz.$DOMAIN)" 200
 check_eq "at its new port" "$(calls 'default my-sandbox 8081 1')" 1
 check_eq "the deleted service stays gone: 404" "$(host 80 default--other--api.$DOMAIN)" 404
+
+echo "# the admin API on a listener that is not loopback, with a credential"
+printf 'fw-admin-%s-0123456789\n' "$FW_ID" >"$FW_TMP/admin.cred"
+CRED=$(head -n1 "$FW_TMP/admin.cred")
+gw_stop A
+cp "$A/nginx.conf" "$FW_TMP/nginx.conf.plain"
+sed -i "/^http {/a\\	fastwall_ingress_service_admin_credential $FW_TMP/admin.cred;" "$A/nginx.conf"
+gw_start A "$A"
+check_eq "no credential: 401" "$(cget "http://$GW:8181/services")" 401
+check_eq "another credential: 401" "$(cget -H "Authorization: Bearer ${CRED}x" "http://$GW:8181/services")" 401
+check_eq "the credential as Basic: 401" "$(cget -H "Authorization: Basic $CRED" "http://$GW:8181/services")" 401
+check_eq "the credential: 200, the list" \
+	"$(cget -H "Authorization: Bearer $CRED" "http://$GW:8181/services") $(wc -l <"$FW_TMP/body")" "200 3"
+check_eq "loopback needs none, as before: 200" "$(admin 8081 GET /services)" 200
+check_fails "the credential is in no log line" grep -qF "$CRED" "$A/logs/error.log"
+gw_stop A
+cp "$FW_TMP/nginx.conf.plain" "$A/nginx.conf"
+gw_start A "$A"
 gw_stop A
 gw_start A "$A" FASTWALL_ROUTING_NAME=gateway-b
 check_eq "FASTWALL_ROUTING_NAME over the file: the gateway-b label routes" "$(host 80 "$LABEL_B.$DOMAIN")" 200

@@ -171,14 +171,16 @@ subjects:
 EOF
 # not the host's monitor socket: this run's own
 fw_own_sockets "$FW_CFG"
-# the unit's own ExecStartPre check of the config, with the same rewrite
-pre=$(unit_key ExecStartPre | awk '/^\/usr\/sbin\/fastwalld / && !n++')
-read -ra pargv <<<"$pre"
-for i in "${!pargv[@]}"; do
-	[ "${pargv[i]}" = /etc/fastwall/fastwalld.yaml ] && pargv[i]=$FW_CFG
-done
-check_eq "the unit checks the config before ExecStart" "${pargv[*]: -1}" check
-check "ExecStartPre's fastwalld check accepts the test config" "$R${pargv[0]}" "${pargv[@]:1}"
+# no separate check before ExecStart: run refuses a bad file itself with
+# exit 3, which RestartPreventExitStatus keeps from restarting (a refusing
+# ExecStartPre would be retried every RestartSec)
+check_eq "the unit runs no fastwalld check before ExecStart" \
+	"$(unit_key ExecStartPre | grep -c 'fastwalld.* check')" 0
+check "the unit's RestartPreventExitStatus names 3" \
+	sh -c "grep -qE '^RestartPreventExitStatus=.*\\b3\\b' '$UNIT'"
+printf 'datapath: { bpffs: %s }\nno_such_key: 1\n' "$BPFFS" >"$FW_TMP/bad.yaml"
+"$R/usr/sbin/fastwalld" -c "$FW_TMP/bad.yaml" run >"$FW_TMP/bad.out" 2>&1
+check_eq "run with a bad file exits 3 (invalid configuration) before loading anything" "$?" 3
 
 # systemd's privileges: only the unit's bounding set (as far as this host
 # has those capabilities), no new privileges; under strace, so the syscall

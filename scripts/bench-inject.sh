@@ -30,6 +30,8 @@
 #            connections, "Connection: close" (a full handshake per
 #            request); wrk's p50 and p99
 #   ka       requests/s on kept-alive connections, p50 and p99
+#   lat      one kept-alive connection, one request at a time: the
+#            latency at a light load (p50, p99), mitm aside
 #   h2       HTTP/2: h2load, INJ_H2_CONNS connections x INJ_H2_STREAMS
 #            streams, INJ_H2_N requests (1,000 a connection: nginx's
 #            default keepalive_requests, which fastwalld's proxy and the
@@ -351,15 +353,16 @@ perf_start() { # PATH KIND PIDS...: a perf recording for SECS when INJ_PERF=1 (i
 	)" -- sleep "$SECS" >/dev/null 2>&1 &
 	echo $!
 }
-run_wrk() { # PATH conn|ka
-	local p=$1 kind=$2 out hdr=() pp=() t0 perf
+run_wrk() { # PATH conn|ka|lat (lat: kept alive, one connection: the latency at a light load)
+	local p=$1 kind=$2 out hdr=() pp=() t0 perf conns=$CONNS
 	fresh "$p"
 	mapfile -t hdr < <(path_hdr "$p")
 	[ "$kind" = conn ] && hdr+=(-H 'Connection: close')
+	[ "$kind" = lat ] && conns=1
 	mapfile -t pp < <(proxy_pids "$p")
 	t0=$(cpu_ticks "${pp[@]}")
 	perf=$(perf_start "$p" "$kind" "${pp[@]}")
-	out=$(in_ns "$(path_ns "$p")" wrk -t1 -c"$CONNS" -d"${SECS}s" --latency "${hdr[@]}" "$(path_url "$p")/")
+	out=$(in_ns "$(path_ns "$p")" wrk -t1 -c"$conns" -d"${SECS}s" --latency "${hdr[@]}" "$(path_url "$p")/")
 	[ -n "$perf" ] && wait "$perf"
 	cpu_per_req "$p" "$kind" "$(awk '/requests in/ { print $1 }' <<<"$out")" "$t0" "${pp[@]}"
 	{
@@ -429,6 +432,7 @@ for r in $(seq "$ROUNDS"); do
 		p=${PATHS[$(((i + r - 1) % ${#PATHS[@]}))]}
 		run_wrk "$p" conn
 		run_wrk "$p" ka
+		[ "$p" = mitm ] || run_wrk "$p" lat
 		[ "$H2" = 1 ] && run_h2 "$p"
 	done
 done
@@ -459,6 +463,9 @@ labels = [
     ("ka_p50_us", "p50, keep-alive (us)", False),
     ("ka_p99_us", "p99, keep-alive (us)", False),
     ("ka_cpu_us", "proxy CPU per kept-alive request (us)", False),
+    ("lat_rps", "one kept-alive connection: requests/s", True),
+    ("lat_p50_us", "one connection: p50 (us)", False),
+    ("lat_p99_us", "one connection: p99 (us)", False),
     ("h2_rps", "HTTP/2 requests/s", True),
     ("h2_mean_us", "HTTP/2 mean per request (us)", False),
     ("h2_cpu_us", "proxy CPU per HTTP/2 request (us)", False),

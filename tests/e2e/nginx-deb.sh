@@ -56,8 +56,9 @@ for f in "./usr/lib/nginx/modules/$SO" "./usr/share/nginx/modules-available/$CON
 	./usr/share/man/man8/fastwall-ingress.8.gz "./usr/share/doc/$MPKG/copyright"; do
 	check "it ships $f" grep -qxF "$f" "$FW_TMP/files"
 done
+dpkg-deb -c "$DEB" | awk '{print $NF}' >"$FW_TMP/fwfiles"
 check_fails "fastwall's package no longer ships fastwall-ingress(8)" \
-	bash -c "dpkg-deb -c '$DEB' | grep -q fastwall-ingress.8"
+	grep -q 'man8/fastwall-ingress\.8' "$FW_TMP/fwfiles"
 dpkg-deb -e "$MDEB" "$FW_TMP/ctl"
 for s in postinst prerm postrm; do
 	check "its $s is dh_nginx's, for $CONF at priority 50" \

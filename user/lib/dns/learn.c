@@ -1567,6 +1567,8 @@ void fw_learn_free(struct fw_learn *l)
 		__atomic_store_n(&l->adopt_stop, true, __ATOMIC_RELAXED);
 		pthread_join(l->adopter, NULL);
 	}
+	/* the names not flushed yet: they are what the next start adopts */
+	fw_learn_flush(l);
 	if (l->reg && l->reg->hook_ctx == l) {
 		l->reg->on_domains = NULL;
 		l->reg->on_release = NULL;

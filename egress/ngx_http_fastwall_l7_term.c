@@ -774,6 +774,57 @@ ngx_http_fastwall_l7_hello_name(SSL *ssl, char *name)
 }
 
 
+/* pid is a process of this nginx: this one, or another of the master's
+ * children (the worker whose stream server wrote the PROXY line). The
+ * proxy's user alone is not enough: it is nobody by default, which
+ * other processes on the node (a process sandbox among them) may run
+ * as, and one of those could write a PROXY line naming another
+ * sandbox's connection. */
+static ngx_flag_t
+ngx_http_fastwall_l7_term_ours(pid_t pid)
+{
+    int      fd;
+    long     ppid;
+    char    *p;
+    ssize_t  n;
+    u_char   path[sizeof("/proc//stat") + NGX_INT64_LEN];
+    char     stat[512];
+
+    if (pid == ngx_pid) {
+        return 1;
+    }
+
+    if (ngx_process != NGX_PROCESS_WORKER || pid <= 0) {
+        return 0;
+    }
+
+    ngx_snprintf(path, sizeof(path), "/proc/%P/stat%Z", (ngx_pid_t) pid);
+
+    fd = open((char *) path, O_RDONLY | O_CLOEXEC);
+    if (fd == -1) {
+        return 0;
+    }
+
+    n = read(fd, stat, sizeof(stat) - 1);
+    close(fd);
+
+    if (n <= 0) {
+        return 0;
+    }
+
+    stat[n] = '\0';
+
+    /* "pid (comm) state ppid ...": comm may hold anything, so after its
+     * last ')' */
+    p = strrchr(stat, ')');
+    if (p == NULL || sscanf(p + 1, " %*c %ld", &ppid) != 1) {
+        return 0;
+    }
+
+    return ppid == (long) ngx_parent;
+}
+
+
 /* the peer, its PROXY line's sandbox end in fastwall_l7_nat, the
  * ClientHello's server name against the names that taught the original
  * destination and against the vault: FW_L7_PINNED, or the reason */
@@ -789,7 +840,8 @@ ngx_http_fastwall_l7_term_check(ngx_connection_t *c, SSL *ssl,
     ngx_proxy_protocol_t  *pp;
 
     /* the stream server of this nginx, and nothing else, writes the
-     * PROXY line: the socket's peer must be this user */
+     * PROXY line: the socket's peer must be this user, and (below) a
+     * process of this nginx */
     len = sizeof(cred);
 
     if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1
@@ -818,6 +870,16 @@ ngx_http_fastwall_l7_term_check(ngx_connection_t *c, SSL *ssl,
                                      FW_L7_TLS, &tc->peer);
     if (reason) {
         return reason;
+    }
+
+    /* after the lookup, so that the refusal reports the connection the
+     * line names */
+    if (!ngx_http_fastwall_l7_term_ours(cred.pid)) {
+        ngx_log_error(NGX_LOG_WARN, c->log, 0,
+                      "fastwall l7: refused, the terminating socket's peer "
+                      "(pid %P) is not a process of this proxy",
+                      (ngx_pid_t) cred.pid);
+        return FW_L7_UNTRACKED;
     }
 
     if (ngx_http_fastwall_l7_hello_name(ssl, sni) != 0) {

@@ -443,9 +443,17 @@ check_fails "origin refusing: no l7-upstream-cert" has_report 44031 verdict l7-u
 
 # ---- the terminating socket ----
 pline() { echo "PROXY TCP4 $C $PX $1 15443"; }
+# the PROXY line of a live connection (44040 holds its nat entry),
+# written by a process of the proxy's user that is not the proxy (the
+# default l7.user is nobody, which a process sandbox may run as): it
+# would be served as that connection's subject, with its credential
 nat 44040 $D4 443
-check_eq "the socket's peer as the proxy's user: served" \
-	"$(tpy unix "$VAR/term.sock" "$(pline 44040)" api.example.com "$L7CA")" "status 200"
+check_eq "the socket's peer of the proxy's user but no process of the proxy: refused" \
+	"$(tpy unix "$VAR/term.sock" "$(pline 44040)" api.example.com "$L7CA" body)" "refused SSLError"
+check "a peer of the proxy's user, not the proxy: the error log says so" \
+	grep -q "the terminating socket's peer (pid [0-9]*) is not a process of this proxy" \
+	"$FW_TMP/proxy/error.log"
+check_report "a peer of the proxy's user, not the proxy: l7-untracked-peer" 44040 verdict l7-untracked-peer
 nat 44041 $D4 443
 cp "$L7CA" "$VAR/l7ca.crt"
 check_eq "the socket's peer of another user: refused" \
@@ -453,11 +461,7 @@ check_eq "the socket's peer of another user: refused" \
 		"$VAR/term.sock" "$(pline 44041)" api.example.com "$VAR/l7ca.crt")" "refused SSLError"
 check "another user's peer: the error log says so" \
 	grep -q "the terminating socket's peer (uid 65534) is not this proxy's user" "$FW_TMP/proxy/error.log"
-nat 44042 $D4 443
-check_eq "a name no binding names, on the socket: handshake refused" \
-	"$(tpy unix "$VAR/term.sock" "$(pline 44042)" plain.example.net "$L7CA")" "refused SSLError"
-check_report "a name no binding names: l7-no-cert" 44042 verdict l7-no-cert name=plain.example.net
-check_eq "a name not pinned, on the socket: handshake refused" \
+check_eq "no nat entry, on the socket: handshake refused" \
 	"$(tpy unix "$VAR/term.sock" "$(pline 44043)" api.example.com "$L7CA")" "refused SSLError"
 check_report "no nat entry: l7-untracked-peer" 44043 verdict l7-untracked-peer
 
@@ -523,6 +527,14 @@ check_eq "unprivileged proxy, fd: maps and CA: terminated, the credential set" \
 		--resolve "api.example.com:15446:$PX" https://api.example.com:15446/ || true)" \
 	"api key=k-api-6 host=api.example.com"
 check_report "unprivileged proxy: l7-injected on the inherited socket" 44070 verdict l7-injected subject=7
+# a process sandbox run as nobody reaches VAR (nobody's) and passes the
+# uid check: its PROXY line names a live connection of subject 7
+py put-nat "$BPFFS" "$C" 44071 15446 $D4 443 $SUBJ tls
+cp "$L7CA" "$P2/l7ca.crt"
+check_eq "unprivileged proxy: a nobody process forging a sandbox's PROXY line gets no credential" \
+	"$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$FW_PY" "$TERM_HELPER" unix \
+		"$P2/var/term.sock" "PROXY TCP4 $C $PX 44071 15446" api.example.com "$P2/l7ca.crt" body)" \
+	"refused SSLError"
 check "unprivileged proxy with CAP_IPC_LOCK: the worker's memory is locked" locked "$P2/nginx.pid"
 check_fails "unprivileged proxy: no warning about locking" grep -q "memory not locked" "$P2/error.log"
 

@@ -280,7 +280,9 @@ def echo_server(argv):
 
 
 def unix(a):
-    path, line, sni, ca = a
+    """PATH LINE SNI CA [body]: a PROXY line, then a TLS request for SNI;
+    its status (and, with body, what the origin answered)"""
+    path, line, sni, ca = a[:4]
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(5)
     try:
@@ -295,7 +297,12 @@ def unix(a):
             if not d:
                 break
             data += d
-        print("status", data.split(b" ", 2)[1].decode() if data else "none")
+        status = data.split(b" ", 2)[1].decode() if data else "none"
+        if a[4:] == ["body"]:
+            body = data.split(b"\r\n\r\n", 1)[-1].decode(errors="replace").strip()
+            print("status", status, "|", body)
+        else:
+            print("status", status)
     except (ssl.SSLError, OSError) as e:
         print("refused", type(e).__name__)
 

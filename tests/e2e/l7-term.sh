@@ -202,6 +202,7 @@ http {
 		listen unix:$VAR/term.sock ssl http2 proxy_protocol;
 		ssl_certificate $FW_TMP/pki/placeholder.crt;
 		ssl_certificate_key $FW_TMP/pki/placeholder.key;
+		ssl_protocols TLSv1.2 TLSv1.3;
 		fastwall_l7_terminate on;
 		location / {
 			proxy_pass https://fastwall_l7_origin;
@@ -387,6 +388,26 @@ nat 44092 2001:db8::10 443
 nat 44093 $D4 443
 check_eq "TLS 1.3: a ticket of another original destination: not resumed" \
 	"$(resume 44092,44093 --sni api.example.com | cut -d' ' -f1,2)" "reused False"
+
+# TLS 1.3 early data: a resumed session's 0-RTT request would be
+# replayable, injected each time; the tickets allow none (openssl
+# s_client through a relay that connects from the nat entries' ports)
+nat 44094 $D4 443
+nat 44095 $D4 443
+fw_bg_ready "$SB" "$FW_TMP/relay.ready" "$FW_PY" "$TERM_HELPER" relay 127.0.0.1:18443 "$C:44094,44095" \
+	"$PX:15443"
+printf 'GET / HTTP/1.1\r\nHost: api.example.com\r\nConnection: close\r\n\r\n' >"$FW_TMP/early.txt"
+sclient() { # ARGS...: s_client to the relay for api.example.com
+	fw_ns "$SB" timeout 10 openssl s_client -connect 127.0.0.1:18443 -servername api.example.com \
+		-CAfile "$L7CA" -tls1_3 -ign_eof "$@" <"$FW_TMP/early.txt" 2>&1
+}
+sclient -sess_out "$FW_TMP/sess.pem" >"$FW_TMP/early1.out" || true
+sclient -sess_in "$FW_TMP/sess.pem" -early_data "$FW_TMP/early.txt" >"$FW_TMP/early2.out" || true
+check_eq "early data: the ticket resumes, and its early data is not taken" \
+	"$(grep -o -e '^Reused, TLSv1.3' -e '^Early data was [a-z ]*' "$FW_TMP/early2.out" | tr '\n' ' ')" \
+	"Reused, TLSv1.3 Early data was not sent "
+check "early data: the tickets allow none (Max Early Data: 0)" \
+	grep -q "Max Early Data: 0" "$FW_TMP/early1.out"
 
 nat 44014 203.0.113.12 443
 check_eq "a WebSocket upgrade on a terminated connection: 101, then bytes both ways" \

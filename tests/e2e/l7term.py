@@ -279,6 +279,44 @@ def echo_server(argv):
         threading.Thread(target=serve, args=(c,), daemon=True).start()
 
 
+def relay(argv):
+    """LISTEN SRC_ADDR:PORT,PORT... DST: one connection at LISTEN per source
+    port, relayed from that port to DST (for clients that can't choose
+    their source port, openssl s_client)"""
+    import select
+    (lh, lp), (sh, ports), (dh, dp) = (x.rsplit(":", 1) for x in argv[:3])
+    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind((lh, int(lp)))
+    ls.listen(1)
+    with open(argv[argv.index("--ready") + 1], "w"):
+        pass
+    for port in ports.split(","):
+        a, _ = ls.accept()
+        b = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        b.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        b.bind((sh, int(port)))
+        b.connect((dh, int(dp)))
+        open_ = {a: b, b: a}
+        while open_:
+            r, _, _ = select.select(list(open_), [], [], 10)
+            if not r:
+                break
+            for x in r:
+                try:
+                    d = x.recv(65536)
+                    if d:
+                        open_[x].sendall(d)
+                        continue
+                    open_[x].shutdown(socket.SHUT_WR)
+                except OSError:
+                    open_ = {}
+                    break
+                del open_[x]
+        a.close()
+        b.close()
+
+
 def unix(a):
     """PATH LINE SNI CA [body]: a PROXY line, then a TLS request for SNI;
     its status (and, with body, what the origin answered)"""
@@ -319,6 +357,8 @@ def main():
         resume(args)
     elif cmd == "unix":
         unix(args)
+    elif cmd == "relay":
+        relay(args)
     elif cmd == "upgrade":
         upgrade(args)
     elif cmd == "echo-server":

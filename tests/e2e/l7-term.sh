@@ -409,6 +409,21 @@ check_eq "early data: the ticket resumes, and its early data is not taken" \
 check "early data: the tickets allow none (Max Early Data: 0)" \
 	grep -q "Max Early Data: 0" "$FW_TMP/early1.out"
 
+# a HelloRetryRequest, then a second ClientHello: the checks ran on the
+# first one's name, which the second must keep
+hrr() { # PORT NAME2
+	fw_ns "$SB" "$FW_PY" "$TERM_HELPER" hrr --src "$C:$1" --dst "$PX:15443" --sni api.example.com \
+		--sni2 "$2"
+}
+nat 44096 $D4 443
+check_eq "HelloRetryRequest, the second hello for the same name: taken" \
+	"$(hrr 44096 api.example.com)" "hrr server-hello"
+nat 44097 $D4 443
+check_eq "HelloRetryRequest, the second hello for another name of the vault: refused" \
+	"$(hrr 44097 www.example.org)" "hrr alert"
+check "... by the hello callback" grep -q "the second ClientHello names another server" \
+	"$FW_TMP/proxy/error.log"
+
 nat 44014 203.0.113.12 443
 check_eq "a WebSocket upgrade on a terminated connection: 101, then bytes both ways" \
 	"$(fw_ns "$SB" "$FW_PY" "$TERM_HELPER" upgrade --src "$C:44014" --dst "$PX:15443" \

@@ -317,6 +317,70 @@ def relay(argv):
         b.close()
 
 
+def hello(sni, share):
+    """A TLS 1.3 ClientHello for sni: an X25519 key share, or none (which
+    makes the server ask again: a HelloRetryRequest)"""
+    u8 = lambda b: bytes([len(b)]) + b  # noqa: E731
+    u16 = lambda b: struct.pack(">H", len(b)) + b  # noqa: E731
+    ext = lambda t, b: struct.pack(">H", t) + u16(b)  # noqa: E731
+    shares = struct.pack(">H", 29) + u16(os.urandom(32)) if share else b""
+    exts = (ext(0, u16(b"\0" + u16(sni.encode()))) + ext(10, u16(struct.pack(">H", 29))) +
+            ext(13, u16(struct.pack(">HHH", 0x0403, 0x0804, 0x0807))) +
+            ext(43, u8(b"\x03\x04")) + ext(45, u8(b"\x01")) + ext(51, u16(shares)))
+    body = (b"\x03\x03" + os.urandom(32) + u8(os.urandom(32)) + u16(b"\x13\x01") +
+            b"\x01\x00" + u16(exts))
+    hs = b"\x01" + struct.pack(">I", len(body))[1:] + body
+    return b"\x16\x03\x01" + u16(hs)
+
+
+def hrr(argv):
+    """--src A:P --dst A:P --sni N --sni2 M: a ClientHello the server must
+    ask again for, then one for M: "hrr", then "server-hello" when the
+    server took the second, else "alert" (or "closed")"""
+    p = argparse.ArgumentParser(prog="hrr")
+    for a in ("--src", "--dst", "--sni", "--sni2"):
+        p.add_argument(a, required=True)
+    o = p.parse_args(argv)
+    sh, sp = o.src.rsplit(":", 1)
+    dh, dp = o.dst.rsplit(":", 1)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((sh, int(sp)))
+    s.settimeout(5)
+    s.connect((dh, int(dp)))
+    out = []
+
+    def record():
+        head = b""
+        while len(head) < 5:
+            d = s.recv(5 - len(head))
+            if not d:
+                return None, b""
+            head += d
+        n = struct.unpack(">H", head[3:5])[0]
+        data = b""
+        while len(data) < n:
+            d = s.recv(n - len(data))
+            if not d:
+                return None, b""
+            data += d
+        return head[0], data
+
+    s.sendall(hello(o.sni, False))
+    t, data = record()
+    # a HelloRetryRequest is a ServerHello of the special random
+    if t == 22 and data[6:38] == bytes.fromhex(
+            "cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c"):
+        out.append("hrr")
+    s.sendall(b"\x14\x03\x03\x00\x01\x01")  # change_cipher_spec, as clients do
+    s.sendall(hello(o.sni2, True))
+    t, data = record()
+    while t == 20:  # the server's change_cipher_spec after its retry request
+        t, data = record()
+    out.append({22: "server-hello", 21: "alert"}.get(t, "closed"))
+    print(" ".join(out))
+
+
 def unix(a):
     """PATH LINE SNI CA [body]: a PROXY line, then a TLS request for SNI;
     its status (and, with body, what the origin answered)"""
@@ -359,6 +423,8 @@ def main():
         unix(args)
     elif cmd == "relay":
         relay(args)
+    elif cmd == "hrr":
+        hrr(args)
     elif cmd == "upgrade":
         upgrade(args)
     elif cmd == "echo-server":

@@ -91,6 +91,7 @@ py put-lease "$BPFFS" $SUBJ 203.0.113.12 3600 7
 # it
 vault() { # GEN
 	tpy put-vault "$BPFFS" $SUBJ "$1" \
+		"v1|X-Api-Key|k-v1|api.example.com||0||/v1/*" \
 		"api|X-Api-Key|k-api-$1|api.example.com||0" \
 		"org|X-Api-Key|k-org-$1|*.example.org||0|POST" \
 		"bad|X-Api-Key|k-bad|bad.example.com||0"
@@ -464,6 +465,24 @@ nat 44022 $D4 443
 check_eq "HTTP/2 :authority another name: 421" \
 	"$(get 44022 api.example.com --http2 -o /dev/null -w '%{http_code}' -H 'Host: www.example.org' || true)" 421
 check_eq "HTTP/2 :authority another name: nothing reached the origin" "$(lines)" "$n0"
+
+# ---- a binding scoped by paths (v1: /v1/* of api.example.com) ----
+# nginx resolves "/v1/../admin" but keeps "/v1/..;/admin" and
+# "/v1/..\admin" as sent, which Tomcat, Jetty and Spring (";") or some
+# servers ("\") read as /admin: v1's credential must not go with them
+path_key() { # PORT PATH: the key the origin got, and the path it got
+	nat "$1" $D4 443
+	fw_ns "$SB" curl -sS --max-time 5 --local-port "$1" --cacert "$L7CA" --path-as-is \
+		--resolve "api.example.com:15443:$PX" "https://api.example.com:15443$2" |
+		sed 's/ host=.*//'
+	echo " $(tail -1 "$FW_TMP/inet/access.log" | cut -d' ' -f3)"
+}
+check_eq "paths: /v1/models gets the /v1/* binding's credential" \
+	"$(path_key 44025 /v1/models | tr -d '\n')" "api key=k-v1 /v1/models"
+check_eq "paths: /v1/..;/admin reaches the origin as sent, without v1's credential" \
+	"$(path_key 44026 '/v1/..;/admin' | tr -d '\n')" "api key=k-api-6 /v1/..;/admin"
+check_eq "paths: /v1/..%5cadmin (a backslash) without v1's credential" \
+	"$(path_key 44027 '/v1/..%5cadmin' | tr -d '\n')" "api key=k-api-6 /v1/..%5cadmin"
 
 # ---- the origin's certificate ----
 nat 44030 $BAD 443

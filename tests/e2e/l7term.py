@@ -80,17 +80,18 @@ def strs(items):
 
 
 def record(spec):
-    f = spec.split("|") + [""]
-    name, header, value, hosts, ports, schemes, methods = f[:7]
+    f = spec.split("|") + ["", ""]
+    name, header, value, hosts, ports, schemes, methods, paths = f[:8]
     name, header, value = name.encode(), header.encode(), value.encode()
     hosts = [h.encode() for h in hosts.split(",") if h]
     ports = [int(p) for p in ports.split(",") if p]
     methods = [m.encode() for m in methods.split(",") if m]
+    paths = [x.encode() for x in paths.split(",") if x]
     body = (struct.pack("<%dH" % len(ports), *ports) + name + header + value +
-            strs(hosts) + strs(methods))
+            strs(hosts) + strs(methods) + strs(paths))
     head = struct.Struct("<IBBBBBBHHI")
     return head.pack(head.size + len(body), 1, int(schemes), len(ports),
-                     len(hosts), len(methods), 0, len(name), len(header),
+                     len(hosts), len(methods), len(paths), len(name), len(header),
                      len(value)) + body
 
 

@@ -31,6 +31,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include <bpf/bpf.h>
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
 
@@ -99,6 +100,7 @@ typedef struct {
     ngx_flag_t                             reported;  /* l7-pinned sent */
     ngx_flag_t                             certified; /* the leaf is set */
     ngx_flag_t                             injected;  /* l7-injected sent */
+    uint64_t                               gen;       /* the vault's, seen */
     ngx_sockaddr_t                         origin;
     socklen_t                              origin_len;
     ngx_str_t                              upstream;
@@ -903,6 +905,7 @@ ngx_http_fastwall_l7_term_check(ngx_connection_t *c, SSL *ssl,
     }
 
     ngx_http_fastwall_l7_term_origin(tc);
+    tc->gen = ngx_fastwall_l7_vault_gen(tc->peer.nat.subject);
 
     return FW_L7_PINNED;
 }
@@ -1125,6 +1128,39 @@ ngx_http_fastwall_l7_other_host(ngx_http_request_t *r,
 }
 
 
+/* The connection's nat entry is still the one its handshake found: the
+ * subject's vault changed since the last request (a push, or the id
+ * retired, its entries reaped, and went to another subject, whose vault
+ * this connection must never get). One lookup per change. */
+static ngx_flag_t
+ngx_http_fastwall_l7_term_live(ngx_fastwall_l7_conf_t *fcf,
+    ngx_http_fastwall_l7_term_conn_t *tc)
+{
+    uint64_t          gen;
+    struct fw_l7_nat  nat;
+
+    gen = ngx_fastwall_l7_vault_gen(tc->peer.nat.subject);
+
+    if (gen == tc->gen) {
+        return 1;
+    }
+
+    if (bpf_map_lookup_elem(fcf->nat_fd, &tc->peer.key, &nat) != 0
+        || nat.subject != tc->peer.nat.subject
+        || nat.orig_port != tc->peer.nat.orig_port
+        || ngx_memcmp(&nat.orig_dst, &tc->peer.nat.orig_dst,
+                      sizeof(nat.orig_dst))
+           != 0)
+    {
+        return 0;
+    }
+
+    tc->gen = gen;
+
+    return 1;
+}
+
+
 static ngx_int_t
 ngx_http_fastwall_l7_term_access(ngx_http_request_t *r)
 {
@@ -1158,6 +1194,19 @@ ngx_http_fastwall_l7_term_access(ngx_http_request_t *r)
 
     ctx->tc = tc;
     ngx_http_set_ctx(r, ctx, ngx_http_fastwall_l7_term_module);
+
+    if (!ngx_http_fastwall_l7_term_live(fcf, tc)) {
+        ngx_fastwall_l7_report(fcf, r->connection->log, FW_L7_REPORT_VERDICT,
+                               FW_L7_TLS, &tc->peer, FW_L7_UNTRACKED,
+                               tc->sni_text, 0, 0, 0);
+
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "fastwall l7: closed, the connection's nat entry is "
+                      "gone (subject %uD retired?), name \"%V\"",
+                      tc->peer.nat.subject, &tc->sni);
+
+        return NGX_HTTP_CLOSE;
+    }
 
     host = ngx_http_fastwall_l7_other_host(r, tc);
 

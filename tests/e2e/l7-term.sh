@@ -425,6 +425,42 @@ check_eq "HelloRetryRequest, the second hello for another name of the vault: ref
 check "... by the hello callback" grep -q "the second ClientHello names another server" \
 	"$FW_TMP/proxy/error.log"
 
+# a terminated connection outlives its subject: the id retires, its nat
+# entries are reaped and the id goes to another sandbox with a vault of
+# its own for the same name. The connection's next request must not get
+# that sandbox's credential (a process sandbox's socket handed to a
+# process outside its cgroup keeps the connection up)
+nat 44098 $D4 443
+rm -f "$FW_TMP/reused"
+fw_ns "$SB" "$FW_PY" "$TERM_HELPER" twice --src "$C:44098" --dst "$PX:15443" --sni api.example.com \
+	--ca "$L7CA" --wait "$FW_TMP/reused" >"$FW_TMP/twice.out" 2>&1 &
+TWICE=$!
+fw_eventually 5 grep -q "^200 " "$FW_TMP/twice.out" || true
+bpftool map delete pinned "$BPFFS/fastwall_l7_nat" key hex \
+	$("$FW_PY" -c "import ipaddress,struct,sys; print(' '.join('%02x' % b for b in
+		ipaddress.ip_address('::ffff:$C').packed + struct.pack('>HH', 44098, 15443)))")
+tpy put-vault "$BPFFS" $SUBJ 40 "api|X-Api-Key|k-other-sandbox|api.example.com||0"
+touch "$FW_TMP/reused"
+wait "$TWICE" || true
+check_eq "a connection whose subject's id went to another sandbox: no credential of the other's" \
+	"$(sed 's/k-other-sandbox/LEAKED/; s/ host=api.example.com//g' "$FW_TMP/twice.out")" \
+	"200 api key=k-api-6 | closed"
+vault 6
+# a push for the same subject (its nat entry in place): the next request
+# on the connection gets the new credential
+nat 44099 $D4 443
+rm -f "$FW_TMP/reused"
+fw_ns "$SB" "$FW_PY" "$TERM_HELPER" twice --src "$C:44099" --dst "$PX:15443" --sni api.example.com \
+	--ca "$L7CA" --wait "$FW_TMP/reused" >"$FW_TMP/twice.out" 2>&1 &
+TWICE=$!
+fw_eventually 5 grep -q "^200 " "$FW_TMP/twice.out" || true
+vault 7
+touch "$FW_TMP/reused"
+wait "$TWICE" || true
+check_eq "a vault pushed again for the connection's own subject: its next request gets the new credential" \
+	"$(sed 's/ host=api.example.com//g' "$FW_TMP/twice.out")" "200 api key=k-api-6 | 200 api key=k-api-7"
+vault 6
+
 nat 44014 203.0.113.12 443
 check_eq "a WebSocket upgrade on a terminated connection: 101, then bytes both ways" \
 	"$(fw_ns "$SB" "$FW_PY" "$TERM_HELPER" upgrade --src "$C:44014" --dst "$PX:15443" \

@@ -382,6 +382,52 @@ def hrr(argv):
     print(" ".join(out))
 
 
+def twice(argv):
+    """--src --dst --sni --ca --wait FILE: a request, then, on the same
+    connection once FILE exists, another: "BODY1 | STATUS2 BODY2" (or
+    "closed" for the second)"""
+    import time
+    p = argparse.ArgumentParser(prog="twice")
+    for a in ("--src", "--dst", "--sni", "--ca", "--wait"):
+        p.add_argument(a, required=True)
+    o = p.parse_args(argv)
+    sh, sp = o.src.rsplit(":", 1)
+    dh, dp = o.dst.rsplit(":", 1)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((sh, int(sp)))
+    s.settimeout(5)
+    s.connect((dh, int(dp)))
+    t = ssl.create_default_context(cafile=o.ca).wrap_socket(s, server_hostname=o.sni)
+    f = t.makefile("rb")
+
+    def one():
+        t.sendall(b"GET / HTTP/1.1\r\nHost: %s\r\n\r\n" % o.sni.encode())
+        status = f.readline().split(b" ")
+        if len(status) < 2:
+            return "closed"
+        n = 0
+        while True:
+            h = f.readline()
+            if h in (b"\r\n", b""):
+                break
+            k, _, v = h.partition(b":")
+            if k.strip().lower() == b"content-length":
+                n = int(v)
+        return status[1].decode() + " " + f.read(n).decode(errors="replace").strip()
+
+    print(one(), end=" ", flush=True)
+    for _ in range(200):
+        if os.path.exists(o.wait):
+            break
+        time.sleep(0.05)
+    try:
+        second = one()
+    except (OSError, ValueError):
+        second = "closed"
+    print("|", second)
+
+
 def unix(a):
     """PATH LINE SNI CA [body]: a PROXY line, then a TLS request for SNI;
     its status (and, with body, what the origin answered)"""
@@ -426,6 +472,8 @@ def main():
         relay(args)
     elif cmd == "hrr":
         hrr(args)
+    elif cmd == "twice":
+        twice(args)
     elif cmd == "upgrade":
         upgrade(args)
     elif cmd == "echo-server":

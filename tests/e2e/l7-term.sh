@@ -436,9 +436,10 @@ fw_ns "$SB" "$FW_PY" "$TERM_HELPER" twice --src "$C:44098" --dst "$PX:15443" --s
 	--ca "$L7CA" --wait "$FW_TMP/reused" >"$FW_TMP/twice.out" 2>&1 &
 TWICE=$!
 fw_eventually 5 grep -q "^200 " "$FW_TMP/twice.out" || true
-bpftool map delete pinned "$BPFFS/fastwall_l7_nat" key hex \
-	$("$FW_PY" -c "import ipaddress,struct,sys; print(' '.join('%02x' % b for b in
-		ipaddress.ip_address('::ffff:$C').packed + struct.pack('>HH', 44098, 15443)))")
+read -ra NATKEY < <("$FW_PY" -c "import ipaddress, struct
+print(' '.join('%02x' % b for b in
+	ipaddress.ip_address('::ffff:$C').packed + struct.pack('>HH', 44098, 15443)))")
+bpftool map delete pinned "$BPFFS/fastwall_l7_nat" key hex "${NATKEY[@]}"
 tpy put-vault "$BPFFS" $SUBJ 40 "api|X-Api-Key|k-other-sandbox|api.example.com||0"
 touch "$FW_TMP/reused"
 wait "$TWICE" || true

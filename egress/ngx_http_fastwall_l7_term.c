@@ -31,6 +31,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include <bpf/bpf.h>
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
 
@@ -99,6 +100,7 @@ typedef struct {
     ngx_flag_t                             reported;  /* l7-pinned sent */
     ngx_flag_t                             certified; /* the leaf is set */
     ngx_flag_t                             injected;  /* l7-injected sent */
+    uint64_t                               gen;       /* the vault's, seen */
     ngx_sockaddr_t                         origin;
     socklen_t                              origin_len;
     ngx_str_t                              upstream;
@@ -774,6 +776,57 @@ ngx_http_fastwall_l7_hello_name(SSL *ssl, char *name)
 }
 
 
+/* pid is a process of this nginx: this one, or another of the master's
+ * children (the worker whose stream server wrote the PROXY line). The
+ * proxy's user alone is not enough: it is nobody by default, which
+ * other processes on the node (a process sandbox among them) may run
+ * as, and one of those could write a PROXY line naming another
+ * sandbox's connection. */
+static ngx_flag_t
+ngx_http_fastwall_l7_term_ours(pid_t pid)
+{
+    int      fd;
+    long     ppid;
+    char    *p;
+    ssize_t  n;
+    u_char   path[sizeof("/proc//stat") + NGX_INT64_LEN];
+    char     stat[512];
+
+    if (pid == ngx_pid) {
+        return 1;
+    }
+
+    if (ngx_process != NGX_PROCESS_WORKER || pid <= 0) {
+        return 0;
+    }
+
+    ngx_snprintf(path, sizeof(path), "/proc/%P/stat%Z", (ngx_pid_t) pid);
+
+    fd = open((char *) path, O_RDONLY | O_CLOEXEC);
+    if (fd == -1) {
+        return 0;
+    }
+
+    n = read(fd, stat, sizeof(stat) - 1);
+    close(fd);
+
+    if (n <= 0) {
+        return 0;
+    }
+
+    stat[n] = '\0';
+
+    /* "pid (comm) state ppid ...": comm may hold anything, so after its
+     * last ')' */
+    p = strrchr(stat, ')');
+    if (p == NULL || sscanf(p + 1, " %*c %ld", &ppid) != 1) {
+        return 0;
+    }
+
+    return ppid == (long) ngx_parent;
+}
+
+
 /* the peer, its PROXY line's sandbox end in fastwall_l7_nat, the
  * ClientHello's server name against the names that taught the original
  * destination and against the vault: FW_L7_PINNED, or the reason */
@@ -789,7 +842,8 @@ ngx_http_fastwall_l7_term_check(ngx_connection_t *c, SSL *ssl,
     ngx_proxy_protocol_t  *pp;
 
     /* the stream server of this nginx, and nothing else, writes the
-     * PROXY line: the socket's peer must be this user */
+     * PROXY line: the socket's peer must be this user, and (below) a
+     * process of this nginx */
     len = sizeof(cred);
 
     if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1
@@ -820,6 +874,16 @@ ngx_http_fastwall_l7_term_check(ngx_connection_t *c, SSL *ssl,
         return reason;
     }
 
+    /* after the lookup, so that the refusal reports the connection the
+     * line names */
+    if (!ngx_http_fastwall_l7_term_ours(cred.pid)) {
+        ngx_log_error(NGX_LOG_WARN, c->log, 0,
+                      "fastwall l7: refused, the terminating socket's peer "
+                      "(pid %P) is not a process of this proxy",
+                      (ngx_pid_t) cred.pid);
+        return FW_L7_UNTRACKED;
+    }
+
     if (ngx_http_fastwall_l7_hello_name(ssl, sni) != 0) {
         return FW_L7_NO_NAME;
     }
@@ -841,6 +905,7 @@ ngx_http_fastwall_l7_term_check(ngx_connection_t *c, SSL *ssl,
     }
 
     ngx_http_fastwall_l7_term_origin(tc);
+    tc->gen = ngx_fastwall_l7_vault_gen(tc->peer.nat.subject);
 
     return FW_L7_PINNED;
 }
@@ -1063,6 +1128,39 @@ ngx_http_fastwall_l7_other_host(ngx_http_request_t *r,
 }
 
 
+/* The connection's nat entry is still the one its handshake found: the
+ * subject's vault changed since the last request (a push, or the id
+ * retired, its entries reaped, and went to another subject, whose vault
+ * this connection must never get). One lookup per change. */
+static ngx_flag_t
+ngx_http_fastwall_l7_term_live(ngx_fastwall_l7_conf_t *fcf,
+    ngx_http_fastwall_l7_term_conn_t *tc)
+{
+    uint64_t          gen;
+    struct fw_l7_nat  nat;
+
+    gen = ngx_fastwall_l7_vault_gen(tc->peer.nat.subject);
+
+    if (gen == tc->gen) {
+        return 1;
+    }
+
+    if (bpf_map_lookup_elem(fcf->nat_fd, &tc->peer.key, &nat) != 0
+        || nat.subject != tc->peer.nat.subject
+        || nat.orig_port != tc->peer.nat.orig_port
+        || ngx_memcmp(&nat.orig_dst, &tc->peer.nat.orig_dst,
+                      sizeof(nat.orig_dst))
+           != 0)
+    {
+        return 0;
+    }
+
+    tc->gen = gen;
+
+    return 1;
+}
+
+
 static ngx_int_t
 ngx_http_fastwall_l7_term_access(ngx_http_request_t *r)
 {
@@ -1096,6 +1194,19 @@ ngx_http_fastwall_l7_term_access(ngx_http_request_t *r)
 
     ctx->tc = tc;
     ngx_http_set_ctx(r, ctx, ngx_http_fastwall_l7_term_module);
+
+    if (!ngx_http_fastwall_l7_term_live(fcf, tc)) {
+        ngx_fastwall_l7_report(fcf, r->connection->log, FW_L7_REPORT_VERDICT,
+                               FW_L7_TLS, &tc->peer, FW_L7_UNTRACKED,
+                               tc->sni_text, 0, 0, 0);
+
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "fastwall l7: closed, the connection's nat entry is "
+                      "gone (subject %uD retired?), name \"%V\"",
+                      tc->peer.nat.subject, &tc->sni);
+
+        return NGX_HTTP_CLOSE;
+    }
 
     host = ngx_http_fastwall_l7_other_host(r, tc);
 

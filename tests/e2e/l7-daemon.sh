@@ -418,7 +418,8 @@ for line in "fastwall_l7_vaults fd:8,9;" "fastwall_l7_ca fd:10;" \
 	"upstream fastwall_l7_origin {" "fastwall_l7_origin;" "fastwall_l7_keepalive 64;" \
 	"listen unix:$RUNDIR/var/term.sock ssl http2 proxy_protocol;" \
 	"ssl_certificate $RUNDIR/var/placeholder.crt;" \
-	"ssl_certificate_key $RUNDIR/var/placeholder.key;" "fastwall_l7_terminate on;" \
+	"ssl_certificate_key $RUNDIR/var/placeholder.key;" "ssl_protocols TLSv1.2 TLSv1.3;" \
+	"fastwall_l7_terminate on;" \
 	"proxy_pass https://fastwall_l7_origin;" "proxy_set_header Host \$host;" \
 	"proxy_set_header Upgrade \$http_upgrade;" \
 	"proxy_set_header Connection \$fastwall_l7_connection;" "proxy_ssl_server_name on;" \

@@ -265,6 +265,13 @@ H2OUT=$(in_ns "$SB_A" curl -s --http2 --max-time 5 --cacert "$FWCA" -o "$FW_TMP/
 	-w '%{http_version}' https://api.example.com/echo 2>/dev/null)
 check_eq "curl --http2: HTTP/2 to the proxy" "$H2OUT" 2
 check_eq "... injected" "$(jq -r '."x-api-key" | join(",")' "$FW_TMP/h2.body" 2>/dev/null)" "$SECRET_A"
+# nginx 1.22's default protocols stop at TLS 1.2: the terminating server
+# names its own
+tls_of() { # the protocol curl negotiated with the proxy
+	in_ns "$SB_A" curl -sv --max-time 5 --cacert "$FWCA" -o /dev/null \
+		https://api.example.com/echo 2>&1 | sed -n 's/^\* SSL connection using \(TLSv1\.[0-9]\).*/\1/p'
+}
+check_eq "the terminating server speaks TLS 1.3" "$(tls_of)" TLSv1.3
 mark
 H2LOAD=$(in_ns "$SB_A" h2load -n 200 -c 2 -m 10 https://api.example.com/seen 2>&1)
 check "h2load: 200 requests over 2 HTTP/2 connections, all succeeded" \

@@ -91,6 +91,7 @@ py put-lease "$BPFFS" $SUBJ 203.0.113.12 3600 7
 # it
 vault() { # GEN
 	tpy put-vault "$BPFFS" $SUBJ "$1" \
+		"v1|X-Api-Key|k-v1|api.example.com||0||/v1/*" \
 		"api|X-Api-Key|k-api-$1|api.example.com||0" \
 		"org|X-Api-Key|k-org-$1|*.example.org||0|POST" \
 		"bad|X-Api-Key|k-bad|bad.example.com||0"
@@ -202,6 +203,7 @@ http {
 		listen unix:$VAR/term.sock ssl http2 proxy_protocol;
 		ssl_certificate $FW_TMP/pki/placeholder.crt;
 		ssl_certificate_key $FW_TMP/pki/placeholder.key;
+		ssl_protocols TLSv1.2 TLSv1.3;
 		fastwall_l7_terminate on;
 		location / {
 			proxy_pass https://fastwall_l7_origin;
@@ -388,6 +390,78 @@ nat 44093 $D4 443
 check_eq "TLS 1.3: a ticket of another original destination: not resumed" \
 	"$(resume 44092,44093 --sni api.example.com | cut -d' ' -f1,2)" "reused False"
 
+# TLS 1.3 early data: a resumed session's 0-RTT request would be
+# replayable, injected each time; the tickets allow none (openssl
+# s_client through a relay that connects from the nat entries' ports)
+nat 44094 $D4 443
+nat 44095 $D4 443
+fw_bg_ready "$SB" "$FW_TMP/relay.ready" "$FW_PY" "$TERM_HELPER" relay 127.0.0.1:18443 "$C:44094,44095" \
+	"$PX:15443"
+printf 'GET / HTTP/1.1\r\nHost: api.example.com\r\nConnection: close\r\n\r\n' >"$FW_TMP/early.txt"
+sclient() { # ARGS...: s_client to the relay for api.example.com
+	fw_ns "$SB" timeout 10 openssl s_client -connect 127.0.0.1:18443 -servername api.example.com \
+		-CAfile "$L7CA" -tls1_3 -ign_eof "$@" <"$FW_TMP/early.txt" 2>&1
+}
+sclient -sess_out "$FW_TMP/sess.pem" >"$FW_TMP/early1.out" || true
+sclient -sess_in "$FW_TMP/sess.pem" -early_data "$FW_TMP/early.txt" >"$FW_TMP/early2.out" || true
+check_eq "early data: the ticket resumes, and its early data is not taken" \
+	"$(grep -o -e '^Reused, TLSv1.3' -e '^Early data was [a-z ]*' "$FW_TMP/early2.out" | tr '\n' ' ')" \
+	"Reused, TLSv1.3 Early data was not sent "
+check "early data: the tickets allow none (Max Early Data: 0)" \
+	grep -q "Max Early Data: 0" "$FW_TMP/early1.out"
+
+# a HelloRetryRequest, then a second ClientHello: the checks ran on the
+# first one's name, which the second must keep
+hrr() { # PORT NAME2
+	fw_ns "$SB" "$FW_PY" "$TERM_HELPER" hrr --src "$C:$1" --dst "$PX:15443" --sni api.example.com \
+		--sni2 "$2"
+}
+nat 44096 $D4 443
+check_eq "HelloRetryRequest, the second hello for the same name: taken" \
+	"$(hrr 44096 api.example.com)" "hrr server-hello"
+nat 44097 $D4 443
+check_eq "HelloRetryRequest, the second hello for another name of the vault: refused" \
+	"$(hrr 44097 www.example.org)" "hrr alert"
+check "... by the hello callback" grep -q "the second ClientHello names another server" \
+	"$FW_TMP/proxy/error.log"
+
+# a terminated connection outlives its subject: the id retires, its nat
+# entries are reaped and the id goes to another sandbox with a vault of
+# its own for the same name. The connection's next request must not get
+# that sandbox's credential (a process sandbox's socket handed to a
+# process outside its cgroup keeps the connection up)
+nat 44098 $D4 443
+rm -f "$FW_TMP/reused"
+fw_ns "$SB" "$FW_PY" "$TERM_HELPER" twice --src "$C:44098" --dst "$PX:15443" --sni api.example.com \
+	--ca "$L7CA" --wait "$FW_TMP/reused" >"$FW_TMP/twice.out" 2>&1 &
+TWICE=$!
+fw_eventually 5 grep -q "^200 " "$FW_TMP/twice.out" || true
+read -ra NATKEY < <("$FW_PY" -c "import ipaddress, struct
+print(' '.join('%02x' % b for b in
+	ipaddress.ip_address('::ffff:$C').packed + struct.pack('>HH', 44098, 15443)))")
+bpftool map delete pinned "$BPFFS/fastwall_l7_nat" key hex "${NATKEY[@]}"
+tpy put-vault "$BPFFS" $SUBJ 40 "api|X-Api-Key|k-other-sandbox|api.example.com||0"
+touch "$FW_TMP/reused"
+wait "$TWICE" || true
+check_eq "a connection whose subject's id went to another sandbox: no credential of the other's" \
+	"$(sed 's/k-other-sandbox/LEAKED/; s/ host=api.example.com//g' "$FW_TMP/twice.out")" \
+	"200 api key=k-api-6 | closed"
+vault 6
+# a push for the same subject (its nat entry in place): the next request
+# on the connection gets the new credential
+nat 44099 $D4 443
+rm -f "$FW_TMP/reused"
+fw_ns "$SB" "$FW_PY" "$TERM_HELPER" twice --src "$C:44099" --dst "$PX:15443" --sni api.example.com \
+	--ca "$L7CA" --wait "$FW_TMP/reused" >"$FW_TMP/twice.out" 2>&1 &
+TWICE=$!
+fw_eventually 5 grep -q "^200 " "$FW_TMP/twice.out" || true
+vault 7
+touch "$FW_TMP/reused"
+wait "$TWICE" || true
+check_eq "a vault pushed again for the connection's own subject: its next request gets the new credential" \
+	"$(sed 's/ host=api.example.com//g' "$FW_TMP/twice.out")" "200 api key=k-api-6 | 200 api key=k-api-7"
+vault 6
+
 nat 44014 203.0.113.12 443
 check_eq "a WebSocket upgrade on a terminated connection: 101, then bytes both ways" \
 	"$(fw_ns "$SB" "$FW_PY" "$TERM_HELPER" upgrade --src "$C:44014" --dst "$PX:15443" \
@@ -429,6 +503,24 @@ check_eq "HTTP/2 :authority another name: 421" \
 	"$(get 44022 api.example.com --http2 -o /dev/null -w '%{http_code}' -H 'Host: www.example.org' || true)" 421
 check_eq "HTTP/2 :authority another name: nothing reached the origin" "$(lines)" "$n0"
 
+# ---- a binding scoped by paths (v1: /v1/* of api.example.com) ----
+# nginx resolves "/v1/../admin" but keeps "/v1/..;/admin" and
+# "/v1/..\admin" as sent, which Tomcat, Jetty and Spring (";") or some
+# servers ("\") read as /admin: v1's credential must not go with them
+path_key() { # PORT PATH: the key the origin got, and the path it got
+	nat "$1" $D4 443
+	fw_ns "$SB" curl -sS --max-time 5 --local-port "$1" --cacert "$L7CA" --path-as-is \
+		--resolve "api.example.com:15443:$PX" "https://api.example.com:15443$2" |
+		sed 's/ host=.*//'
+	echo " $(tail -1 "$FW_TMP/inet/access.log" | cut -d' ' -f3)"
+}
+check_eq "paths: /v1/models gets the /v1/* binding's credential" \
+	"$(path_key 44025 /v1/models | tr -d '\n')" "api key=k-v1 /v1/models"
+check_eq "paths: /v1/..;/admin reaches the origin as sent, without v1's credential" \
+	"$(path_key 44026 '/v1/..;/admin' | tr -d '\n')" "api key=k-api-6 /v1/..;/admin"
+check_eq "paths: /v1/..%5cadmin (a backslash) without v1's credential" \
+	"$(path_key 44027 '/v1/..%5cadmin' | tr -d '\n')" "api key=k-api-6 /v1/..%5cadmin"
+
 # ---- the origin's certificate ----
 nat 44030 $BAD 443
 check_eq "origin certificate no one trusts: 502" \
@@ -443,9 +535,17 @@ check_fails "origin refusing: no l7-upstream-cert" has_report 44031 verdict l7-u
 
 # ---- the terminating socket ----
 pline() { echo "PROXY TCP4 $C $PX $1 15443"; }
+# the PROXY line of a live connection (44040 holds its nat entry),
+# written by a process of the proxy's user that is not the proxy (the
+# default l7.user is nobody, which a process sandbox may run as): it
+# would be served as that connection's subject, with its credential
 nat 44040 $D4 443
-check_eq "the socket's peer as the proxy's user: served" \
-	"$(tpy unix "$VAR/term.sock" "$(pline 44040)" api.example.com "$L7CA")" "status 200"
+check_eq "the socket's peer of the proxy's user but no process of the proxy: refused" \
+	"$(tpy unix "$VAR/term.sock" "$(pline 44040)" api.example.com "$L7CA" body)" "refused SSLError"
+check "a peer of the proxy's user, not the proxy: the error log says so" \
+	grep -q "the terminating socket's peer (pid [0-9]*) is not a process of this proxy" \
+	"$FW_TMP/proxy/error.log"
+check_report "a peer of the proxy's user, not the proxy: l7-untracked-peer" 44040 verdict l7-untracked-peer
 nat 44041 $D4 443
 cp "$L7CA" "$VAR/l7ca.crt"
 check_eq "the socket's peer of another user: refused" \
@@ -453,11 +553,7 @@ check_eq "the socket's peer of another user: refused" \
 		"$VAR/term.sock" "$(pline 44041)" api.example.com "$VAR/l7ca.crt")" "refused SSLError"
 check "another user's peer: the error log says so" \
 	grep -q "the terminating socket's peer (uid 65534) is not this proxy's user" "$FW_TMP/proxy/error.log"
-nat 44042 $D4 443
-check_eq "a name no binding names, on the socket: handshake refused" \
-	"$(tpy unix "$VAR/term.sock" "$(pline 44042)" plain.example.net "$L7CA")" "refused SSLError"
-check_report "a name no binding names: l7-no-cert" 44042 verdict l7-no-cert name=plain.example.net
-check_eq "a name not pinned, on the socket: handshake refused" \
+check_eq "no nat entry, on the socket: handshake refused" \
 	"$(tpy unix "$VAR/term.sock" "$(pline 44043)" api.example.com "$L7CA")" "refused SSLError"
 check_report "no nat entry: l7-untracked-peer" 44043 verdict l7-untracked-peer
 
@@ -523,6 +619,14 @@ check_eq "unprivileged proxy, fd: maps and CA: terminated, the credential set" \
 		--resolve "api.example.com:15446:$PX" https://api.example.com:15446/ || true)" \
 	"api key=k-api-6 host=api.example.com"
 check_report "unprivileged proxy: l7-injected on the inherited socket" 44070 verdict l7-injected subject=7
+# a process sandbox run as nobody reaches VAR (nobody's) and passes the
+# uid check: its PROXY line names a live connection of subject 7
+py put-nat "$BPFFS" "$C" 44071 15446 $D4 443 $SUBJ tls
+cp "$L7CA" "$P2/l7ca.crt"
+check_eq "unprivileged proxy: a nobody process forging a sandbox's PROXY line gets no credential" \
+	"$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$FW_PY" "$TERM_HELPER" unix \
+		"$P2/var/term.sock" "PROXY TCP4 $C $PX 44071 15446" api.example.com "$P2/l7ca.crt" body)" \
+	"refused SSLError"
 check "unprivileged proxy with CAP_IPC_LOCK: the worker's memory is locked" locked "$P2/nginx.pid"
 check_fails "unprivileged proxy: no warning about locking" grep -q "memory not locked" "$P2/error.log"
 

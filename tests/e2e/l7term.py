@@ -80,17 +80,18 @@ def strs(items):
 
 
 def record(spec):
-    f = spec.split("|") + [""]
-    name, header, value, hosts, ports, schemes, methods = f[:7]
+    f = spec.split("|") + ["", ""]
+    name, header, value, hosts, ports, schemes, methods, paths = f[:8]
     name, header, value = name.encode(), header.encode(), value.encode()
     hosts = [h.encode() for h in hosts.split(",") if h]
     ports = [int(p) for p in ports.split(",") if p]
     methods = [m.encode() for m in methods.split(",") if m]
+    paths = [x.encode() for x in paths.split(",") if x]
     body = (struct.pack("<%dH" % len(ports), *ports) + name + header + value +
-            strs(hosts) + strs(methods))
+            strs(hosts) + strs(methods) + strs(paths))
     head = struct.Struct("<IBBBBBBHHI")
     return head.pack(head.size + len(body), 1, int(schemes), len(ports),
-                     len(hosts), len(methods), 0, len(name), len(header),
+                     len(hosts), len(methods), len(paths), len(name), len(header),
                      len(value)) + body
 
 
@@ -279,8 +280,158 @@ def echo_server(argv):
         threading.Thread(target=serve, args=(c,), daemon=True).start()
 
 
+def relay(argv):
+    """LISTEN SRC_ADDR:PORT,PORT... DST: one connection at LISTEN per source
+    port, relayed from that port to DST (for clients that can't choose
+    their source port, openssl s_client)"""
+    import select
+    (lh, lp), (sh, ports), (dh, dp) = (x.rsplit(":", 1) for x in argv[:3])
+    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind((lh, int(lp)))
+    ls.listen(1)
+    with open(argv[argv.index("--ready") + 1], "w"):
+        pass
+    for port in ports.split(","):
+        a, _ = ls.accept()
+        b = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        b.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        b.bind((sh, int(port)))
+        b.connect((dh, int(dp)))
+        open_ = {a: b, b: a}
+        while open_:
+            r, _, _ = select.select(list(open_), [], [], 10)
+            if not r:
+                break
+            for x in r:
+                try:
+                    d = x.recv(65536)
+                    if d:
+                        open_[x].sendall(d)
+                        continue
+                    open_[x].shutdown(socket.SHUT_WR)
+                except OSError:
+                    open_ = {}
+                    break
+                del open_[x]
+        a.close()
+        b.close()
+
+
+def hello(sni, share):
+    """A TLS 1.3 ClientHello for sni: an X25519 key share, or none (which
+    makes the server ask again: a HelloRetryRequest)"""
+    u8 = lambda b: bytes([len(b)]) + b  # noqa: E731
+    u16 = lambda b: struct.pack(">H", len(b)) + b  # noqa: E731
+    ext = lambda t, b: struct.pack(">H", t) + u16(b)  # noqa: E731
+    shares = struct.pack(">H", 29) + u16(os.urandom(32)) if share else b""
+    exts = (ext(0, u16(b"\0" + u16(sni.encode()))) + ext(10, u16(struct.pack(">H", 29))) +
+            ext(13, u16(struct.pack(">HHH", 0x0403, 0x0804, 0x0807))) +
+            ext(43, u8(b"\x03\x04")) + ext(45, u8(b"\x01")) + ext(51, u16(shares)))
+    body = (b"\x03\x03" + os.urandom(32) + u8(os.urandom(32)) + u16(b"\x13\x01") +
+            b"\x01\x00" + u16(exts))
+    hs = b"\x01" + struct.pack(">I", len(body))[1:] + body
+    return b"\x16\x03\x01" + u16(hs)
+
+
+def hrr(argv):
+    """--src A:P --dst A:P --sni N --sni2 M: a ClientHello the server must
+    ask again for, then one for M: "hrr", then "server-hello" when the
+    server took the second, else "alert" (or "closed")"""
+    p = argparse.ArgumentParser(prog="hrr")
+    for a in ("--src", "--dst", "--sni", "--sni2"):
+        p.add_argument(a, required=True)
+    o = p.parse_args(argv)
+    sh, sp = o.src.rsplit(":", 1)
+    dh, dp = o.dst.rsplit(":", 1)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((sh, int(sp)))
+    s.settimeout(5)
+    s.connect((dh, int(dp)))
+    out = []
+
+    def record():
+        head = b""
+        while len(head) < 5:
+            d = s.recv(5 - len(head))
+            if not d:
+                return None, b""
+            head += d
+        n = struct.unpack(">H", head[3:5])[0]
+        data = b""
+        while len(data) < n:
+            d = s.recv(n - len(data))
+            if not d:
+                return None, b""
+            data += d
+        return head[0], data
+
+    s.sendall(hello(o.sni, False))
+    t, data = record()
+    # a HelloRetryRequest is a ServerHello of the special random
+    if t == 22 and data[6:38] == bytes.fromhex(
+            "cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c"):
+        out.append("hrr")
+    s.sendall(b"\x14\x03\x03\x00\x01\x01")  # change_cipher_spec, as clients do
+    s.sendall(hello(o.sni2, True))
+    t, data = record()
+    while t == 20:  # the server's change_cipher_spec after its retry request
+        t, data = record()
+    out.append({22: "server-hello", 21: "alert"}.get(t, "closed"))
+    print(" ".join(out))
+
+
+def twice(argv):
+    """--src --dst --sni --ca --wait FILE: a request, then, on the same
+    connection once FILE exists, another: "BODY1 | STATUS2 BODY2" (or
+    "closed" for the second)"""
+    import time
+    p = argparse.ArgumentParser(prog="twice")
+    for a in ("--src", "--dst", "--sni", "--ca", "--wait"):
+        p.add_argument(a, required=True)
+    o = p.parse_args(argv)
+    sh, sp = o.src.rsplit(":", 1)
+    dh, dp = o.dst.rsplit(":", 1)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((sh, int(sp)))
+    s.settimeout(5)
+    s.connect((dh, int(dp)))
+    t = ssl.create_default_context(cafile=o.ca).wrap_socket(s, server_hostname=o.sni)
+    f = t.makefile("rb")
+
+    def one():
+        t.sendall(b"GET / HTTP/1.1\r\nHost: %s\r\n\r\n" % o.sni.encode())
+        status = f.readline().split(b" ")
+        if len(status) < 2:
+            return "closed"
+        n = 0
+        while True:
+            h = f.readline()
+            if h in (b"\r\n", b""):
+                break
+            k, _, v = h.partition(b":")
+            if k.strip().lower() == b"content-length":
+                n = int(v)
+        return status[1].decode() + " " + f.read(n).decode(errors="replace").strip()
+
+    print(one(), end=" ", flush=True)
+    for _ in range(200):
+        if os.path.exists(o.wait):
+            break
+        time.sleep(0.05)
+    try:
+        second = one()
+    except (OSError, ValueError):
+        second = "closed"
+    print("|", second)
+
+
 def unix(a):
-    path, line, sni, ca = a
+    """PATH LINE SNI CA [body]: a PROXY line, then a TLS request for SNI;
+    its status (and, with body, what the origin answered)"""
+    path, line, sni, ca = a[:4]
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(5)
     try:
@@ -295,7 +446,12 @@ def unix(a):
             if not d:
                 break
             data += d
-        print("status", data.split(b" ", 2)[1].decode() if data else "none")
+        status = data.split(b" ", 2)[1].decode() if data else "none"
+        if a[4:] == ["body"]:
+            body = data.split(b"\r\n\r\n", 1)[-1].decode(errors="replace").strip()
+            print("status", status, "|", body)
+        else:
+            print("status", status)
     except (ssl.SSLError, OSError) as e:
         print("refused", type(e).__name__)
 
@@ -312,6 +468,12 @@ def main():
         resume(args)
     elif cmd == "unix":
         unix(args)
+    elif cmd == "relay":
+        relay(args)
+    elif cmd == "hrr":
+        hrr(args)
+    elif cmd == "twice":
+        twice(args)
     elif cmd == "upgrade":
         upgrade(args)
     elif cmd == "echo-server":

@@ -441,6 +441,40 @@ Test(l7_vault, the_raw_path_must_match_too)
 	cr_assert_not_null(fw_l7_vault_match(&vault, &r));
 }
 
+/* nginx resolves dot segments but keeps "..;" and a backslash as they
+ * are; Tomcat, Jetty and Spring drop a segment's parameters (";...") and
+ * then resolve "..", some servers take a backslash for a slash: each
+ * reaches a path outside the binding's with the credential */
+Test(l7_vault, a_path_a_server_may_resolve_elsewhere_never_matches_paths)
+{
+	static const char *const out[] = {
+		"/v1/..;/admin", "/v1/..;x=1/admin", "/v1/.;/../admin", "/v1/a/..;",
+		"/v1/..\\admin", "/v1\\..\\admin",   "/v1/x\\y",
+	};
+	struct venc_binding b = api();
+	struct fw_l7_request r;
+
+	b.npaths = 1;
+	b.paths[0] = VS("/v1/*");
+	cr_assert_eq(decode(&b, 1), 0);
+	for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++) {
+		cr_assert_not(https_get("api.example.com", out[i]), "%s", out[i]);
+		/* the raw form alone: "%2e%2e;" is "..;" once decoded */
+		r = req("api.example.com", FW_L7_SCHEME_HTTPS, 443, "GET", "/v1/x");
+		r.raw_path = out[i];
+		r.raw_path_len = strlen(out[i]);
+		cr_assert_null(fw_l7_vault_match(&vault, &r), "raw %s", out[i]);
+	}
+	/* parameters and dots elsewhere are paths like any */
+	cr_assert(https_get("api.example.com", "/v1/items;v=2"));
+	cr_assert(https_get("api.example.com", "/v1/a..b/..c;d"));
+	cr_assert(https_get("api.example.com", "/v1/...;/x"));
+	/* a binding without paths: every path, as before */
+	b.npaths = 0;
+	cr_assert_eq(decode(&b, 1), 0);
+	cr_assert(https_get("api.example.com", "/v1/..;/admin"));
+}
+
 Test(l7_vault, the_first_match_wins_in_vault_order)
 {
 	struct venc_binding b[3] = {api(), api(), api()};

@@ -636,6 +636,7 @@ int l7_conf_print(FILE *f, const struct fw_cfg *cfg, bool ipv6, bool inject)
 			"        listen unix:%s/term.sock ssl http2 proxy_protocol;\n"
 			"        ssl_certificate %s/placeholder.crt;\n"
 			"        ssl_certificate_key %s/placeholder.key;\n"
+			"        ssl_protocols TLSv1.2 TLSv1.3;\n"
 			"        fastwall_l7_terminate on;\n"
 			"        location / {\n"
 			"            proxy_pass https://fastwall_l7_origin;\n"

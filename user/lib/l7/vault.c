@@ -307,6 +307,30 @@ static bool any_path(const struct fw_l7_binding *b, const char *path, size_t ple
 	return false;
 }
 
+/* A path a server may resolve to another than nginx matched: a segment
+ * that is "." or ".." before its parameters (";...": Tomcat, Jetty and
+ * Spring drop them, then resolve the dots, where nginx sees a name), or
+ * a backslash (a separator to some servers). */
+static bool path_ambiguous(const char *path, size_t len)
+{
+	size_t seg = 0;
+
+	for (size_t i = 0; i <= len; i++) {
+		const char *s = path + seg, *semi;
+
+		if (i < len && path[i] == '\\')
+			return true;
+		if (i < len && path[i] != '/')
+			continue;
+		semi = memchr(s, ';', i - seg);
+		if (semi && ((semi - s == 1 && s[0] == '.') ||
+			     (semi - s == 2 && s[0] == '.' && s[1] == '.')))
+			return true;
+		seg = i + 1;
+	}
+	return false;
+}
+
 bool fw_l7_binding_names(const struct fw_l7_binding *b, const char *host, size_t host_len,
 			 unsigned int scheme, uint16_t port)
 {
@@ -349,6 +373,9 @@ bool fw_l7_binding_matches(const struct fw_l7_binding *b, const struct fw_l7_req
 	}
 	if (!b->npaths)
 		return true;
+	if (path_ambiguous(r->path, r->path_len) ||
+	    (r->raw_path && path_ambiguous(r->raw_path, r->raw_path_len)))
+		return false;
 	if (!any_path(b, r->path, r->path_len))
 		return false;
 	return !r->raw_path || any_path(b, r->raw_path, r->raw_path_len);

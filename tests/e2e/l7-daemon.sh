@@ -211,10 +211,15 @@ check "... named fastwall layer-7 CA <hostname>" bash -c \
 check "the log says the module lacks the credential directives" \
 	grep -qE "l7 proxy: the module .* lacks .*: credentials are NOT injected" "$FW_LOG"
 check_fails "... so nginx.conf has no credential lines" grep -q "fastwall_l7_vaults\|terminate" "$CONF"
-check_eq "placeholder.key: the proxy's, 0600" "$(stat -c '%U %a' "$RUNDIR/var/placeholder.key")" "nobody 600"
-check_eq "placeholder.crt: the proxy's, 0600" "$(stat -c '%U %a' "$RUNDIR/var/placeholder.crt")" "nobody 600"
+check_eq "placeholder.key: root's, the proxy's group may read it (0640)" \
+	"$(stat -c '%U %G %a' "$RUNDIR/tls/placeholder.key")" "root $(id -gn nobody) 640"
+check_eq "placeholder.crt: root's, the proxy's group may read it (0640)" \
+	"$(stat -c '%U %G %a' "$RUNDIR/tls/placeholder.crt")" "root $(id -gn nobody) 640"
+check_eq "the directory of the TLS files: root's, 0755 (the proxy cannot swap them)" \
+	"$(stat -c '%U %a' "$RUNDIR/tls")" "root 755"
+check_eq "upstream-ca.crt: root's, 0644" "$(stat -c '%U %a' "$RUNDIR/tls/upstream-ca.crt")" "root 644"
 check "upstream-ca.crt: the system store" bash -c \
-	"cmp -s <(head -c 4096 /etc/ssl/certs/ca-certificates.crt) <(head -c 4096 '$RUNDIR/var/upstream-ca.crt')"
+	"cmp -s <(head -c 4096 /etc/ssl/certs/ca-certificates.crt) <(head -c 4096 '$RUNDIR/tls/upstream-ca.crt')"
 fw_act_req GET /l7/ca.crt
 check_eq "GET /l7/ca.crt: 200" "$FW_ACT_CODE" 200
 check "... the bundle, byte for byte" cmp -s "$FW_TMP/act.body" "$CADIR/bundle.crt"
@@ -417,14 +422,14 @@ for line in "fastwall_l7_vaults fd:8,9;" "fastwall_l7_ca fd:10;" \
 	"map \$http_upgrade \$fastwall_l7_connection { default upgrade; \"\" \"\"; }" \
 	"upstream fastwall_l7_origin {" "fastwall_l7_origin;" "fastwall_l7_keepalive 64;" \
 	"listen unix:$RUNDIR/var/term.sock ssl http2 proxy_protocol;" \
-	"ssl_certificate $RUNDIR/var/placeholder.crt;" \
-	"ssl_certificate_key $RUNDIR/var/placeholder.key;" "ssl_protocols TLSv1.2 TLSv1.3;" \
+	"ssl_certificate $RUNDIR/tls/placeholder.crt;" \
+	"ssl_certificate_key $RUNDIR/tls/placeholder.key;" "ssl_protocols TLSv1.2 TLSv1.3;" \
 	"fastwall_l7_terminate on;" \
 	"proxy_pass https://fastwall_l7_origin;" "proxy_set_header Host \$host;" \
 	"proxy_set_header Upgrade \$http_upgrade;" \
 	"proxy_set_header Connection \$fastwall_l7_connection;" "proxy_ssl_server_name on;" \
 	"proxy_ssl_name \$fastwall_l7_sni;" "proxy_ssl_verify on;" "proxy_ssl_verify_depth 8;" \
-	"proxy_ssl_trusted_certificate $RUNDIR/var/upstream-ca.crt;"; do
+	"proxy_ssl_trusted_certificate $RUNDIR/tls/upstream-ca.crt;"; do
 	check "nginx.conf (injecting): $line" grep -qF -- "$line" "$CONF"
 done
 check "the terminating server comes after the pinned one, in http" bash -c \

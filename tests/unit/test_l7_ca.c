@@ -186,6 +186,8 @@ Test(l7_ca, operator_files)
 	fw_l7_ca_free(&out);
 	/* a certificate that is no CA */
 	cr_assert_eq(fw_l7_placeholder(pcrt, pkey, 0, 0, err, sizeof(err)), 0, "%s", err);
+	/* an operator's key is 0600 (the placeholder's is 0640) */
+	cr_assert_eq(chmod(pkey, 0600), 0);
 	expect_refused(fw_l7_ca_load(dir, pcrt, pkey, &out, err, sizeof(err)),
 		       "not a CA certificate", NULL);
 	/* a CA with another's key */
@@ -229,7 +231,7 @@ Test(l7_ca, bundle_placeholder_upstreams)
 		struct stat st;
 
 		cr_assert_eq(stat(pkey, &st), 0);
-		cr_expect_eq(st.st_mode & 07777, 0600u);
+		cr_expect_eq(st.st_mode & 07777, 0640u);
 		cr_expect_eq(st.st_uid, 65534u);
 		cr_assert_eq(stat(pcrt, &st), 0);
 		cr_expect_eq(st.st_uid, 65534u);

@@ -552,10 +552,11 @@ bool l7_module_injects(const char *path, char *missing, size_t len)
 int l7_conf_print(FILE *f, const struct fw_cfg *cfg, bool ipv6, bool inject)
 {
 	__u32 wc = (cfg->l7_max_connections * 2 + cfg->l7_workers - 1) / cfg->l7_workers + 32;
-	char var[256], tls6[48] = "", http6[48] = "";
+	char var[256], tls[256], tls6[48] = "", http6[48] = "";
 	const char *rd = cfg->l7_runtime_dir;
 
 	snprintf(var, sizeof(var), "%s/var", rd);
+	snprintf(tls, sizeof(tls), "%s/tls", rd);
 	if (ipv6) {
 		snprintf(tls6, sizeof(tls6), "        listen [::]:%u;\n", cfg->l7_proxy_tls_port);
 		snprintf(http6, sizeof(http6), "        listen [::]:%u;\n",
@@ -653,7 +654,7 @@ int l7_conf_print(FILE *f, const struct fw_cfg *cfg, bool ipv6, bool inject)
 			"            proxy_buffering off;\n"
 			"        }\n"
 			"    }\n",
-			cfg->l7_upstream_keepalive, var, var, var, var);
+			cfg->l7_upstream_keepalive, var, tls, tls, tls);
 	fprintf(f, "}\n");
 	return ferror(f) ? -EIO : 0;
 }
@@ -1172,11 +1173,19 @@ static int credentials_start(struct fw_daemon *d)
 		fw_actions_set_l7_ca(&d->actions, bundle, blen);
 	else
 		free(bundle);
-	snprintf(crt, sizeof(crt), "%s/placeholder.crt", p->var);
-	snprintf(key, sizeof(key), "%s/placeholder.key", p->var);
-	err = fw_l7_placeholder(crt, key, p->uid, p->gid, msg, sizeof(msg));
+	/* root's files the proxy reads and cannot replace (its own VAR it
+	 * could: a process of its user would swap the trust store) */
+	snprintf(crt, sizeof(crt), "%s/tls", cfg->l7_runtime_dir);
+	err = own_dir(crt, 0, 0, 0755);
+	if (err) {
+		fw_err("l7 proxy: can't prepare %s: %s", crt, strerror(-err));
+		return err;
+	}
+	snprintf(crt, sizeof(crt), "%s/tls/placeholder.crt", cfg->l7_runtime_dir);
+	snprintf(key, sizeof(key), "%s/tls/placeholder.key", cfg->l7_runtime_dir);
+	err = fw_l7_placeholder(crt, key, 0, p->gid, msg, sizeof(msg));
 	if (!err) {
-		snprintf(crt, sizeof(crt), "%s/upstream-ca.crt", p->var);
+		snprintf(crt, sizeof(crt), "%s/tls/upstream-ca.crt", cfg->l7_runtime_dir);
 		err = fw_l7_upstream_cas(crt, FW_L7_SYSTEM_CAS,
 					 cfg->l7_upstream_ca[0] ? cfg->l7_upstream_ca : NULL, msg,
 					 sizeof(msg));

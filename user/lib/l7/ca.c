@@ -573,9 +573,9 @@ int fw_l7_placeholder(const char *crt, const char *key, uid_t uid, gid_t gid, ch
 	if (!kp || !cp)
 		fw_set_err(err, errlen, "l7 proxy: can't make its placeholder certificate");
 	else {
-		ret = write_file(key, kp, klen, 0600, uid, gid, err, errlen);
+		ret = write_file(key, kp, klen, 0640, uid, gid, err, errlen);
 		if (!ret)
-			ret = write_file(crt, cp, clen, 0600, uid, gid, err, errlen);
+			ret = write_file(crt, cp, clen, 0640, uid, gid, err, errlen);
 	}
 	fw_secmem_free(kp);
 	free(cp);

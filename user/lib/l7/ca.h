@@ -48,8 +48,9 @@ int fw_l7_ca_bundle(const struct fw_l7_ca *ca, const char *dir, const char *cons
 		    size_t n, char **out, size_t *len, char *err, size_t errlen);
 
 /* A throwaway self-signed certificate and its key at crt and key, both
- * 0600 and owned by uid:gid (the proxy's TLS server needs one to start;
- * it is never served). */
+ * 0640 and owned by uid:gid (fastwalld: root and the proxy's group, so
+ * the proxy reads them and cannot replace them; its TLS server needs one
+ * to start; it is never served). */
 int fw_l7_placeholder(const char *crt, const char *key, uid_t uid, gid_t gid, char *err,
 		      size_t errlen);
 

@@ -13,7 +13,8 @@
 #             requests, the reference's engine; the upstream verified
 #             against the test CA
 #   limit     sandbox-n to 10.42.0.1:18445: a plain nginx (one worker)
-#             terminating TLS with a static certificate for the name,
+#             terminating TLS (1.2 and 1.3, as fastwalld's proxy) with a
+#             static certificate for the name,
 #             adding a fixed header (proxy_set_header X-Api-Key) and
 #             proxying over verified TLS with an upstream keepalive pool:
 #             the most an injecting nginx can do
@@ -236,6 +237,8 @@ http {
 		listen 10.42.0.1:$LIMIT_PORT ssl http2;
 		ssl_certificate $FW_L7_DIR/api.example.com.crt;
 		ssl_certificate_key $FW_L7_DIR/api.example.com.key;
+		# as fastwalld's proxy (nginx 1.22's default stops at TLS 1.2)
+		ssl_protocols TLSv1.2 TLSv1.3;
 		location / {
 			proxy_pass https://origin;
 			proxy_http_version 1.1;

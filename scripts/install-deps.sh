@@ -74,6 +74,8 @@ PKGS=(
 	# debootstrap, booted with systemd-nspawn, imported and built with podman
 	# (runc: crun refuses hosts whose cgroups are a v1/v2 hybrid)
 	debootstrap systemd-container podman runc
+	# the zsh and fish completions run in their own shells (completion.sh)
+	zsh fish
 	# lint/format
 	clang-format clang-tidy cppcheck shellcheck bear
 	# kernel matrix (make vmtest)

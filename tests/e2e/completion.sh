@@ -146,6 +146,21 @@ if command -v fish >/dev/null; then
 	for f in fastwall.fish fastwalld.fish; do
 		if fish -n "$T/$f"; then ok "fish -n $f"; else not_ok "fish -n $f"; fi
 	done
+	# what a user at a fish prompt gets (complete -C runs the completions)
+	fc() { fish -c "source '$T/fastwall.fish'; complete -C '$1'" 2>&1 | cut -f1 | tr '\n' ' '; }
+	if [ "$(fc 'fastwall -o ')" = "json text " ]; then
+		ok "fish: fastwall -o <TAB> offers json and text"
+	else
+		not_ok "fish: fastwall -o <TAB> offers json and text"
+	fi
+	case " $(fc 'fastwall ') " in
+	*" monitor "*" status "*) ok "fish: fastwall <TAB> offers the commands" ;;
+	*) not_ok "fish: fastwall <TAB> offers the commands" ;;
+	esac
+	case " $(fc 'fastwall monitor --reason l7-') " in
+	*" l7-full "*) ok "fish: monitor --reason l7-<TAB> offers l7-full" ;;
+	*) not_ok "fish: monitor --reason l7-<TAB> offers l7-full" ;;
+	esac
 fi
 
 if command -v shellcheck >/dev/null; then

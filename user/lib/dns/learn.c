@@ -1297,6 +1297,7 @@ static int adopt_names(struct fw_learn *l)
 		}
 		n->refs = 0;
 		n->id = rec[i].id;
+		n->unsaved = false; /* read from fastwall_names: kept there */
 		n->adopted = true;
 		n->hash = fw_fnv(FW_FNV_BASIS, rec[i].v.text, len);
 		memcpy(n->text, rec[i].v.text, len + 1);

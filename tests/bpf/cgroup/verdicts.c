@@ -628,6 +628,21 @@ static void on_fatal(int sig)
 	raise(sig);
 }
 
+/* A sanitizer that finds an error (-fno-sanitize-recover) exits without a
+ * signal and without atexit: here it aborts instead, so that on_fatal
+ * takes the attachments, cgroups, mount and pins away (the runtimes ask
+ * these at start; without a sanitizer nothing calls them). */
+const char *__asan_default_options(void);
+const char *__ubsan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "abort_on_error=1";
+}
+const char *__ubsan_default_options(void)
+{
+	return "abort_on_error=1";
+}
+
 static __u64 reason_count(__u32 r)
 {
 	struct fw_counter c[FW_REASON_MAX];

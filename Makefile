@@ -137,7 +137,8 @@ $(BUILD)/tests/bpf_verdicts: $(patsubst %.c,$(BUILD)/%.o,$(BPFT_SRCS)) $(LIB)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
 
 # the cgroup programs' packet path, with the verdict table's frame builders
-$(BUILD)/tests/bpf_cgroup_verdicts: $(BUILD)/tests/bpf/cgroup/verdicts.o $(BUILD)/tests/bpf/pkt.o $(LIB)
+$(BUILD)/tests/bpf_cgroup_verdicts: $(BUILD)/tests/bpf/cgroup/verdicts.o $(BUILD)/tests/bpf/pkt.o \
+		$(BUILD)/tests/bpf/abort_on_error.o $(LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
 

@@ -798,21 +798,6 @@ static void on_crash(int sig)
 	raise(sig);
 }
 
-/* A sanitizer that finds an error (-fno-sanitize-recover) exits without a
- * signal and without atexit: in this runner it aborts instead, so that
- * on_crash takes the pins and interfaces away (the runtimes ask these
- * at start; without a sanitizer nothing calls them). */
-const char *__asan_default_options(void);
-const char *__ubsan_default_options(void);
-const char *__asan_default_options(void)
-{
-	return "abort_on_error=1";
-}
-const char *__ubsan_default_options(void)
-{
-	return "abort_on_error=1";
-}
-
 /* test_run takes ctx->ifindex only for a device that exists: make one
  * (a dummy, or a veth pair where the dummy driver is missing) */
 static int dummy_create(void)
@@ -1303,6 +1288,7 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
+	signal(SIGPIPE, on_signal); /* its output piped into head(1) */
 	signal(SIGABRT, on_crash);
 	signal(SIGSEGV, on_crash);
 	pin_cpu();

@@ -628,21 +628,6 @@ static void on_fatal(int sig)
 	raise(sig);
 }
 
-/* A sanitizer that finds an error (-fno-sanitize-recover) exits without a
- * signal and without atexit: here it aborts instead, so that on_fatal
- * takes the attachments, cgroups, mount and pins away (the runtimes ask
- * these at start; without a sanitizer nothing calls them). */
-const char *__asan_default_options(void);
-const char *__ubsan_default_options(void);
-const char *__asan_default_options(void)
-{
-	return "abort_on_error=1";
-}
-const char *__ubsan_default_options(void)
-{
-	return "abort_on_error=1";
-}
-
 static __u64 reason_count(__u32 r)
 {
 	struct fw_counter c[FW_REASON_MAX];
@@ -1296,7 +1281,7 @@ static void l7_live(int *passed, int *failed)
 
 int main(void)
 {
-	static const int fatal[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGINT, SIGTERM};
+	static const int fatal[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGINT, SIGTERM, SIGPIPE};
 	int passed = 0, failed = 0, err;
 
 	if (geteuid() != 0) {

@@ -183,7 +183,7 @@ check_eq "the unit is inactive, result success, exit status 0" \
 	"$(unit_show ActiveState) $(unit_show Result) $(unit_show ExecMainStatus)" "inactive success 0"
 # journald reads a stream's unit from /proc when it files a line: a line
 # written just before the process exits may miss _SYSTEMD_UNIT (a known
-# race of journald, seen once on a loaded machine), so the stop line is
+# race of journald, seen once in CI), so the stop line is
 # looked for by the identifier the stream carries (journalctl -t)
 if fw_eventually 20 bash -c \
 	"nsenter -t $FW_MACHINE_LEADER -a journalctl -q -t fastwalld -o cat | grep -q 'stopping on signal 15'"; then

@@ -68,6 +68,7 @@
 #include <unistd.h>
 
 #define NCASES	   6
+#define CANCEL_TAG 0x100 /* user_data of the cancel of request i: CANCEL_TAG + i */
 #define NPORTS_MAX 64
 
 enum kind { K_SEND, K_CONNECT_TCP, K_CONNECT_UDP };
@@ -157,7 +158,12 @@ static int ring_submit(struct ring *r, __u8 op, int file, const void *addr, __u3
 	memset(sqe, 0, sizeof(*sqe));
 	sqe->opcode = op;
 	sqe->fd = file;
-	sqe->flags = IOSQE_FIXED_FILE | (r->sqpoll ? 0 : IOSQE_ASYNC);
+	/* a cancel names its request in addr and no file (5.10 refuses a
+	 * fixed one) */
+	if (op == IORING_OP_ASYNC_CANCEL)
+		sqe->flags = 0;
+	else
+		sqe->flags = IOSQE_FIXED_FILE | (r->sqpoll ? 0 : IOSQE_ASYNC);
 	sqe->addr = (__u64)(unsigned long)addr;
 	sqe->len = len;
 	sqe->off = off;
@@ -364,6 +370,7 @@ static int cmd_send(int argc, char **argv)
 	bool sqpoll = false;
 	const char *from = NULL;
 	int l = -1;
+	bool pending[2 * NCASES] = {false};
 	struct ring r;
 	char payload[] = "uring_probe";
 
@@ -459,6 +466,7 @@ static int cmd_send(int argc, char **argv)
 				goto submit_failed;
 			done = ring_wait(&r, 2 * i, wait_ms, &res);
 			conn = done ? res_str(res, b1, sizeof(b1)) : "pending";
+			pending[2 * i] = !done;
 			if (!done || res < 0 || c->kind == K_CONNECT_TCP)
 				goto report;
 		}
@@ -467,13 +475,33 @@ static int cmd_send(int argc, char **argv)
 			goto submit_failed;
 		done = ring_wait(&r, 2 * i + 1, wait_ms, &res);
 		send = done ? res_str(res, b2, sizeof(b2)) : "pending";
+		pending[2 * i + 1] = !done;
 	report:
 		printf("%s port=%d connect=%s send=%s\n", c->name, port + i, conn, send);
 		fflush(stdout);
 	}
 	/* a connect still pending would retransmit its SYN after this
 	 * process, and its run, are gone (the ring is torn down later, in the
-	 * kernel's time): a socket of no subject then, which nothing judges */
+	 * kernel's time): a socket of no subject then, which nothing judges.
+	 * The request is cancelled first and its end waited for: a connect
+	 * the ring still holds is issued again when shutdown() wakes it
+	 * (some kernels connect afresh then), and that new SYN's
+	 * retransmission could leave after the run is gone. */
+	for (i = 0; i < 2 * NCASES; i++) {
+		int res;
+
+		if (!pending[i])
+			continue;
+		char b[32];
+		const char *how = "pending";
+
+		if (ring_submit(&r, IORING_OP_ASYNC_CANCEL, -1, (void *)(unsigned long)i, 0, 0,
+				CANCEL_TAG + i) == 0 &&
+		    ring_wait(&r, (__u64)i, 2000, &res))
+			how = res_str(res, b, sizeof(b));
+		printf("cancelled %s %s: %s\n", cases[i / 2].name, i % 2 ? "send" : "connect", how);
+	}
+	fflush(stdout);
 	for (i = 0; i < NCASES; i++)
 		shutdown(fds[i], SHUT_RDWR);
 	return 0;

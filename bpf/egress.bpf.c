@@ -25,6 +25,7 @@
 #include "lib/dns.h"
 #include "lib/l7.h"
 #include "lib/l2.h"
+#include "lib/bandwidth.h" /* its maps only, created and pinned with the rest */
 #include "lib/l7.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -117,7 +117,12 @@
 	  "before pinning, or expired)")                                                           \
 	X(FW_DROP_L7_PORT_REUSE, 43, FW_VERDICT_DROP, "l7-port-reuse",                             \
 	  "SYN to a pinned port from a source port whose earlier pinned connection, to another "   \
-	  "destination, is still open: the proxy could not tell them apart")
+	  "destination, is still open: the proxy could not tell them apart")                        \
+	X(FW_DROP_BW_HORIZON, 44, FW_VERDICT_DROP, "bandwidth-horizon",                            \
+	  "bandwidth (edt): the subject's packet would leave later than `bandwidth.horizon` from " \
+	  "now at its rate")                                                                       \
+	X(FW_DROP_BW_POLICE, 45, FW_VERDICT_DROP, "bandwidth-police",                              \
+	  "bandwidth (police): the subject sent more than its burst above its rate")
 
 /* Counter slots in fastwall_stats_v2 and fw_subject_stats: room for new
  * reasons without a new map layout. */

@@ -29,6 +29,7 @@
 #include "common/cmd.h"
 #include "common/exitcodes.h"
 #include "config/config.h"
+#include "datapath/bandwidth.h"
 #include "datapath/cgroup.h"
 #include "datapath/datapath.h"
 #include "datapath/guard.h"
@@ -519,21 +520,32 @@ static int show_subjects(struct cli *c)
 			first = false;
 			cg = addrs + strlen("cgroup:");
 		}
+		/* its egress limit, when it has one */
+		__u64 rate = 0, burst = 0;
+		bool limited = fw_bw_limit_get(c->dp->bandwidth_fd, key, &rate, &burst) == 0;
+
 		if (list) {
 			bool have = fw_dp_subject_stats_read(c->dp, key, counts) == 0;
 
 			json_array_append_new(
 				list,
-				json_pack("{s:i,s:s,s:s,s:s?,s:o,s:s?,s:o}", "id", key, "name",
+				json_pack("{s:i,s:s,s:s,s:s?,s:o,s:s?,s:o,s:o?}", "id", key, "name",
 					  meta.name, "state", first ? "absent" : state, "interface",
 					  meta.ifname[0] ? meta.ifname : NULL, "addresses", jaddrs,
 					  "cgroup", cg, "counters",
-					  have ? counts_json(counts, c->all) : json_object()));
+					  have ? counts_json(counts, c->all) : json_object(),
+					  "bandwidth",
+					  limited ? json_pack("{s:I,s:I}", "rate", (json_int_t)rate,
+							      "burst", (json_int_t)burst)
+						  : NULL));
 			continue;
 		}
 		json_decref(jaddrs);
 		printf("%-5u %-24s %-8s %-10s %s\n", key, meta.name, first ? "absent" : state,
 		       meta.ifname[0] ? meta.ifname : "-", first ? "-" : addrs);
+		if (limited)
+			printf("      bandwidth: %llu bytes/s, burst %llu bytes\n",
+			       (unsigned long long)rate, (unsigned long long)burst);
 		if (fw_dp_subject_stats_read(c->dp, key, counts) == 0)
 			print_counts(counts, c->all);
 	}

@@ -282,3 +282,63 @@ int guard_apply(struct fw_daemon *d, const struct fw_cfg *cfg, const struct fw_c
 	}
 	return err;
 }
+
+/* ---- bandwidth ---------------------------------------------------------- */
+
+int bandwidth_check(const struct fw_cfg *cfg, char *msg, size_t len)
+{
+	for (size_t i = 0; cfg->bw_enabled && i < cfg->nbw_interfaces; i++) {
+		if (!if_nametoindex(cfg->bw_interfaces[i])) {
+			snprintf(msg, len, "bandwidth: can't attach to %s: %s",
+				 cfg->bw_interfaces[i], strerror(errno));
+			return -ENODEV;
+		}
+	}
+	return 0;
+}
+
+static bool bandwidth_listed(const struct fw_cfg *cfg, const char *name)
+{
+	for (size_t i = 0; cfg->bw_enabled && i < cfg->nbw_interfaces; i++)
+		if (!strcmp(cfg->bw_interfaces[i], name))
+			return true;
+	return false;
+}
+
+int bandwidth_apply(struct fw_daemon *d, const struct fw_cfg *cfg, const struct fw_cfg *was)
+{
+	int err = 0;
+
+	if (cfg->bw_enabled && !d->bw) {
+		err = fw_bw_open(cfg->bpffs, cfg->bw_horizon_ns, cfg->processes_enabled, &d->bw);
+		if (err)
+			return err;
+	}
+	for (size_t i = 0; cfg->bw_enabled && i < cfg->nbw_interfaces; i++) {
+		const char *name = cfg->bw_interfaces[i];
+		int ifindex = (int)if_nametoindex(name), e;
+		enum fw_bw_mode used;
+
+		if (!ifindex) {
+			fw_err("bandwidth: can't attach to %s: %s", name, strerror(errno));
+			err = err ? err : -ENODEV;
+			continue;
+		}
+		e = fw_bw_attach(d->bw, ifindex, cfg->bw_mode, &used);
+		if (e) {
+			err = err ? err : e;
+			continue;
+		}
+		fw_info("bandwidth on %s: %s", name, fw_bw_mode_name(used));
+	}
+	for (size_t i = 0; was && was->bw_enabled && i < was->nbw_interfaces; i++) {
+		const char *name = was->bw_interfaces[i];
+		int ifindex = (int)if_nametoindex(name);
+
+		if (bandwidth_listed(cfg, name) || !ifindex)
+			continue;
+		if (fw_bw_detach(ifindex) == 0)
+			fw_info("bandwidth removed from %s", name);
+	}
+	return err;
+}

@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "datapath/attach.h"
 #include "datapath/datapath.h"
+#include "datapath/bandwidth.h"
 #include "datapath/guard.h"
 #include "datapath/links.h"
 #include "datapath/reasons.h"
@@ -86,6 +87,7 @@ struct fw_daemon {
 	struct fw_cfg cfg;
 	struct fw_dp *dp;
 	struct fw_guard *guard; /* loaded when a guard section was seen */
+	struct fw_bw *bw;	/* loaded when a bandwidth section was seen */
 	struct fw_registry reg;
 	struct ring_buffer *events;
 	/* what the rate limit suppressed, as the events after it report
@@ -179,6 +181,11 @@ int guard_check(const struct fw_cfg *cfg, char *msg, size_t len);
 bool guard_listed(const struct fw_cfg *cfg, const char *name);
 /* The guard of cfg; was (NULL at start): what ran before. */
 int guard_apply(struct fw_daemon *d, const struct fw_cfg *cfg, const struct fw_cfg *was);
+/* -ENODEV and msg when a bandwidth interface does not exist. */
+int bandwidth_check(const struct fw_cfg *cfg, char *msg, size_t len);
+/* The bandwidth programs on cfg's uplinks; was (NULL at start): what ran
+ * before, whose uplinks cfg no longer names lose them. */
+int bandwidth_apply(struct fw_daemon *d, const struct fw_cfg *cfg, const struct fw_cfg *was);
 
 /* --- l7.c: the layer-7 proxy ------------------------------------------------ */
 

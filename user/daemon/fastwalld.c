@@ -50,6 +50,10 @@ int detach(const char *config_path, const char *bpffs, bool purge)
 			fw_info("guard detached from %s", i->if_name);
 			n++;
 		}
+		if (fw_bw_detach(i->if_index) == 0) {
+			fw_info("bandwidth detached from %s", i->if_name);
+			n++;
+		}
 	}
 	if_freenameindex(ifs);
 	fw_info("detached from %d interfaces", n);
@@ -138,6 +142,7 @@ void fw_daemon_free(struct fw_daemon *d)
 	ring_buffer__free(d->events);
 	fw_reg_free(&d->reg);
 	fw_guard_close(d->guard);
+	fw_bw_close(d->bw);
 	fw_dp_close(d->dp);
 	fw_cfg_free(&d->cfg);
 	fw_loop_free(d->loop);

@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/loop.h"
 #include "common/prom.h"
+#include "datapath/bandwidth.h"
 #include "metrics.h"
 #include "dns/proxy.h"
 #include "fastwall/version.h"
@@ -217,6 +218,40 @@ static void render_packets(struct fw_prom *p, struct fw_dp *dp)
 			if (fw_reason_meaning(r))
 				fw_prom_u64(p, name, labels, pass ? c[r].bytes : c[r].packets);
 		}
+	}
+}
+
+/* The limited subjects' egress on the uplinks: what left (paced: with a
+ * departure time ahead of now, a part of sent), and what dropped, by
+ * reason (the counters of fastwall_packets_total's bandwidth reasons). */
+static void render_bandwidth(struct fw_prom *p, struct fw_dp *dp)
+{
+	static const __u32 drops[] = {FW_DROP_BW_HORIZON, FW_DROP_BW_POLICE};
+	struct fw_counter bw[FW_BW_STAT_MAX], c[FW_REASON_MAX];
+
+	if (dp->bandwidth_stats_fd < 0 || fw_bw_stats_read(dp->bandwidth_stats_fd, bw) ||
+	    fw_dp_stats_read(dp, c))
+		return;
+	for (int pass = 0; pass < 2; pass++) {
+		const char *name =
+			pass ? "fastwall_bandwidth_bytes_total" : "fastwall_bandwidth_packets_total";
+
+		fw_prom_family(p, name, "counter",
+			       pass ? "bytes of subjects with a bandwidth limit at the uplinks: sent "
+				      "(paced: of those, held back by a departure time), dropped by "
+				      "reason"
+				    : "packets of subjects with a bandwidth limit at the uplinks: "
+				      "sent (paced: of those, held back by a departure time), "
+				      "dropped by reason");
+		fw_prom_u64(p, name, (const char *[]){"outcome", "sent", NULL},
+			    pass ? bw[FW_BW_STAT_SENT].bytes : bw[FW_BW_STAT_SENT].packets);
+		fw_prom_u64(p, name, (const char *[]){"outcome", "paced", NULL},
+			    pass ? bw[FW_BW_STAT_PACED].bytes : bw[FW_BW_STAT_PACED].packets);
+		for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
+			fw_prom_u64(p, name,
+				    (const char *[]){"outcome", "dropped", "reason",
+						     fw_reason_name(drops[i]), NULL},
+				    pass ? c[drops[i]].bytes : c[drops[i]].packets);
 	}
 }
 
@@ -582,6 +617,7 @@ static int render(const struct fw_metrics_parts *parts, size_t nattached,
 		render_packets(&p, parts->dp);
 		gauge(&p, "fastwall_interfaces_attached",
 		      "sandbox-facing interfaces fastwalld attached the programs to", nattached);
+		render_bandwidth(&p, parts->dp);
 	}
 	if (parts->dp) {
 		__u64 lost[FW_EVENT_LOST_SLOTS];

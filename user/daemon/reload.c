@@ -39,7 +39,7 @@ static void reload(struct fw_daemon *d)
 		fw_reload_record(&d->reload_stats, false);
 		return;
 	}
-	if (guard_check(&next, err, sizeof(err))) {
+	if (guard_check(&next, err, sizeof(err)) || bandwidth_check(&next, err, sizeof(err))) {
 		fw_err("reload rejected, running configuration unchanged: %s", err);
 		fw_reload_record(&d->reload_stats, false);
 		fw_cfg_free(&next);
@@ -60,6 +60,9 @@ static void reload(struct fw_daemon *d)
 	{
 		int gerr = guard_apply(d, &next, &d->cfg);
 
+		if (gerr && !ret)
+			ret = gerr;
+		gerr = bandwidth_apply(d, &next, &d->cfg);
 		if (gerr && !ret)
 			ret = gerr;
 	}

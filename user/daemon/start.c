@@ -125,7 +125,8 @@ static int start_config(struct fw_daemon *d)
 	}
 	apply_logging(d, &d->cfg);
 	cfg_warnings(&d->cfg, NULL);
-	if (guard_check(&d->cfg, errbuf, sizeof(errbuf))) {
+	if (guard_check(&d->cfg, errbuf, sizeof(errbuf)) ||
+	    bandwidth_check(&d->cfg, errbuf, sizeof(errbuf))) {
 		fw_err("%s", errbuf);
 		return FW_EXIT_CONFIG;
 	}
@@ -237,6 +238,12 @@ static int start_processes(struct fw_daemon *d)
 static int start_guard(struct fw_daemon *d)
 {
 	return guard_apply(d, &d->cfg, NULL) ? FW_EXIT_KERNEL : FW_EXIT_OK;
+}
+
+/* the uplinks' limits: the subjects' entries come with them */
+static int start_bandwidth(struct fw_daemon *d)
+{
+	return bandwidth_apply(d, &d->cfg, NULL) ? FW_EXIT_KERNEL : FW_EXIT_OK;
 }
 
 /* subjects first, then attach: a newly attached port enforces at once */
@@ -427,6 +434,7 @@ static const struct {
 	{"settings", start_settings},	/* pod addresses, global data path settings */
 	{"processes", start_processes}, /* the cgroup programs */
 	{"guard", start_guard},		/* the uplinks' port guard */
+	{"bandwidth", start_bandwidth}, /* the uplinks' egress limits */
 	{"subjects", start_subjects},	/* the static subjects, before any attach */
 	{"actions", start_actions},	/* the Sandbox Actions listener */
 	{"links", start_links},		/* link events; attach to every port */

@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "datapath_fake.h"
+#include "datapath/bandwidth.h"
 #include "datapath/cgroup.h"
 #include "datapath/dispatch.h"
 #include "datapath/leases.h"
@@ -56,6 +57,7 @@ struct fake_dp {
 	struct frules rules[FW_MAX_SUBJECTS];
 	__u64 counts[FW_MAX_SUBJECTS];
 	unsigned int resets[FW_MAX_SUBJECTS];
+	__u64 bw_rate[FW_MAX_SUBJECTS]; /* fastwall_bandwidth: 0 = no entry */
 	__u64 epoch; /* fastwall_rules_epoch */
 	int fail[FAKE_OP_MAX];
 };
@@ -459,6 +461,20 @@ __u64 fw_dp_domains_get(struct fw_dp *dp, __u32 id)
 	__u64 hash = 0;
 
 	return fmap_get(&fake_of(dp)->domains, &id, &hash) ? 0 : hash;
+}
+
+int fw_dp_bandwidth_set(struct fw_dp *dp, __u32 id, __u64 rate, __u64 burst)
+{
+	(void)burst;
+	if (id >= FW_MAX_SUBJECTS)
+		return -EINVAL;
+	fake_of(dp)->bw_rate[id] = rate;
+	return 0;
+}
+
+__u64 fake_bw_rate(struct fw_dp *dp, __u32 id)
+{
+	return fake_of(dp)->bw_rate[id];
 }
 
 int fw_dp_subject_reset(struct fw_dp *dp, __u32 id)

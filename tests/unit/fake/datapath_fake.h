@@ -58,5 +58,7 @@ size_t fake_names_count(struct fw_dp *dp);
 void fake_conn_put(struct fw_dp *dp, const struct fw_conn_key *k, const struct fw_conn *v);
 /* How many times id's counters were zeroed (fw_dp_subject_reset). */
 unsigned int fake_resets(struct fw_dp *dp, __u32 id);
+/* The rate fastwall_bandwidth holds for id; 0: no entry. */
+__u64 fake_bw_rate(struct fw_dp *dp, __u32 id);
 
 #endif /* FW_DATAPATH_FAKE_H */

@@ -95,6 +95,7 @@ void fw_cfg_init(struct fw_cfg *cfg)
 	fw_ck_defaults(&cfg_dns_keys, cfg);
 	fw_ck_defaults(&cfg_metrics_keys, cfg);
 	fw_ck_defaults(&cfg_guard_keys, cfg);
+	fw_ck_defaults(&cfg_bw_keys, cfg);
 	fw_ck_defaults(&cfg_l7_keys, cfg);
 	fw_ck_defaults(&cfg_l7_ca_keys, cfg);
 	cfg->l7_tls_ports[0] = 443;
@@ -126,6 +127,7 @@ void fw_cfg_free(struct fw_cfg *cfg)
 	free_strv(cfg->guard_interfaces, cfg->nguard_interfaces);
 	free(cfg->guard_ports);
 	free(cfg->guard_trusted);
+	free_strv(cfg->bw_interfaces, cfg->nbw_interfaces);
 	fw_policy_free(&cfg->overlay);
 	for (size_t i = 0; i < cfg->nsubjects; i++)
 		fw_policy_free(&cfg->subjects[i].policy);
@@ -300,6 +302,30 @@ static int parse_datapath(struct cfg_ctx *ctx, yaml_node_t *node)
 		if (err)
 			return err;
 	}
+	return 0;
+}
+
+/* --- bandwidth ---------------------------------------------------------- */
+
+static int parse_bandwidth_section(struct cfg_ctx *ctx, yaml_node_t *node)
+{
+	struct cfg_bind b[] = {{.t = &cfg_bw_keys, .base = ctx->cfg}};
+	struct fw_cfg *cfg = ctx->cfg;
+	yaml_node_t *v;
+	int err;
+
+	cfg->bw_enabled = true;
+	err = cfg_section(ctx, node, "bandwidth", b, 1);
+	if (err)
+		return err;
+	if ((v = cfg_sub(b, 1, "interfaces", NULL))) {
+		err = cfg_strv(ctx, v, "bandwidth.interfaces", false, &cfg->bw_interfaces,
+			       &cfg->nbw_interfaces);
+		if (err)
+			return err;
+	}
+	if (!cfg->nbw_interfaces)
+		return cfg_fail(ctx, node, "bandwidth.interfaces: at least one interface is required");
 	return 0;
 }
 
@@ -589,7 +615,7 @@ static int parse_dns(struct cfg_ctx *ctx, yaml_node_t *node)
 static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 {
 	struct cfg_bind b[] = {{.t = &cfg_top_keys, .base = ctx->cfg}};
-	bool actions, processes, guard;
+	bool actions, processes, guard, bandwidth;
 	yaml_node_t *n;
 	int err;
 
@@ -702,6 +728,19 @@ static int parse_root(struct cfg_ctx *ctx, yaml_node_t *root)
 		if (err)
 			return err;
 	}
+	n = cfg_sub(b, 1, "bandwidth", &bandwidth);
+	if (bandwidth) {
+		err = parse_bandwidth_section(ctx, n);
+		if (err)
+			return err;
+	}
+	/* a limit nothing enforces */
+	for (size_t i = 0; !ctx->cfg->bw_enabled && i < ctx->cfg->nsubjects; i++)
+		if (ctx->cfg->subjects[i].policy.bw == FW_POLICY_BW_ON)
+			cfg_warn(ctx, cfg_sub(b, 1, "subjects", NULL),
+				 "subject \"%s\" has fastwallBandwidth, but there is no bandwidth "
+				 "section: it is not enforced",
+				 ctx->cfg->subjects[i].name);
 	return 0;
 }
 

@@ -95,6 +95,12 @@ struct fw_cfg {
 	struct fw_prefix *guard_trusted;
 	size_t nguard_trusted;
 	unsigned int guard_mode; /* enum fw_guard_mode */
+	/* bandwidth: the subjects' egress limits on the node's uplinks */
+	bool bw_enabled; /* the section is present */
+	char **bw_interfaces;
+	size_t nbw_interfaces;
+	unsigned int bw_mode; /* enum fw_bw_mode */
+	__u64 bw_horizon_ns;
 	/* l7: layer-7 pinning, the proxy fastwalld supervises */
 	bool l7_enabled;
 	__u16 l7_tls_ports[FW_MAX_L7_PORTS]; /* destination ports, host order */

@@ -10,6 +10,7 @@
 
 #include "common/addr.h"
 #include "config/parse.h"
+#include "datapath/bandwidth.h"
 #include "datapath/guard.h"
 #include "dns/learn_keys.h"
 #include "dns/proxy_keys.h"
@@ -93,6 +94,13 @@ static const struct fw_cfgkey top[] = {
 	 .def_doc = "absent",
 	 .doc = "present: guard the pod's data-plane ports on its uplinks, below",
 	 .reload = FW_CK_RELOAD},
+	{.key = "bandwidth",
+	 .type = FW_CK_SECTION,
+	 F(bw_enabled),
+	 .def_doc = "absent",
+	 .doc = "present: enforce the subjects' egress limits (`fastwallBandwidth`) on the node's "
+		"uplinks, below (docs/bandwidth.md)",
+	 .reload = FW_CK_PER_KEY},
 	{.key = "l7",
 	 .type = FW_CK_SECTION,
 	 .def_doc = "off",
@@ -617,6 +625,44 @@ static const struct fw_cfgkey guard[] = {
 	 .reload = FW_CK_RELOAD},
 };
 
+static const struct fw_ck_name bw_modes[] = {
+	{"auto", FW_BW_AUTO},
+	{"edt", FW_BW_EDT},
+	{"police", FW_BW_POLICE},
+	{NULL, 0},
+};
+
+static const struct fw_cfgkey bandwidth[] = {
+	{.key = "interfaces",
+	 .type = FW_CK_SECTION,
+	 .type_doc = "list of interface names (no globs), at least one",
+	 .def_doc = "required",
+	 .doc = "the node's uplinks, where the sandboxes' traffic leaves with their own source "
+		"addresses (no masquerade before them); each must exist when fastwalld starts or "
+		"reloads",
+	 .reload = FW_CK_RELOAD},
+	{.key = "mode",
+	 .type = FW_CK_ENUM,
+	 F(bw_mode),
+	 .names = bw_modes,
+	 .def = FW_BW_AUTO,
+	 .doc = "edt: pace, with departure times for the `fq` qdisc fastwalld makes the uplink's "
+		"root (in place of the kernel's default one only; refused where that can't be); "
+		"police: drop what exceeds a subject's burst; auto: edt where fq can be had, "
+		"police elsewhere (logged once)",
+	 .reload = FW_CK_RELOAD},
+	{.key = "horizon",
+	 .type = FW_CK_DURATION,
+	 F(bw_horizon_ns),
+	 .min = 1,
+	 .max = 60,
+	 .def = 2,
+	 .scale = FW_NSEC_PER_SEC,
+	 .doc = "edt: a packet whose departure would be further than this ahead drops "
+		"(`bandwidth-horizon`)",
+	 .reload = FW_CK_RESTART},
+};
+
 /* on/off, and what a YAML 1.1 reader makes of them */
 static const struct fw_ck_name on_off[] = {
 	{"off", 0}, {"on", 1}, {"false", 0}, {"true", 1}, {NULL, 0}};
@@ -867,6 +913,7 @@ const struct fw_cfgtable cfg_dns_keys = FW_CK_TABLE("dns", dns);
 const struct fw_cfgtable cfg_processes_keys = FW_CK_TABLE("processes", processes);
 const struct fw_cfgtable cfg_metrics_keys = FW_CK_TABLE("metrics", metrics);
 const struct fw_cfgtable cfg_guard_keys = FW_CK_TABLE("guard", guard);
+const struct fw_cfgtable cfg_bw_keys = FW_CK_TABLE("bandwidth", bandwidth);
 const struct fw_cfgtable cfg_l7_keys = FW_CK_TABLE("l7", l7);
 const struct fw_cfgtable cfg_l7_ca_keys = FW_CK_TABLE("l7.ca", l7_ca);
 const struct fw_cfgtable cfg_monitor_keys = FW_CK_TABLE("monitor", monitor);
@@ -889,6 +936,7 @@ static const struct {
 	{&fw_learn_lease_keys, offsetof(struct fw_cfg, learn)},
 	{&cfg_metrics_keys, 0},
 	{&cfg_guard_keys, 0},
+	{&cfg_bw_keys, 0},
 	{&cfg_l7_keys, 0},
 	{&cfg_l7_ca_keys, 0},
 	{&cfg_monitor_keys, 0},
@@ -928,6 +976,7 @@ static const struct doc_section doc_sections[] = {
 	{"dns.lease", {&fw_learn_lease_keys}, 1},
 	{"metrics", {&cfg_metrics_keys}, 1},
 	{"guard", {&cfg_guard_keys}, 1},
+	{"bandwidth", {&cfg_bw_keys}, 1},
 	{"l7", {&cfg_l7_keys}, 1},
 	{"l7.ca", {&cfg_l7_ca_keys}, 1},
 	{"monitor", {&cfg_monitor_keys}, 1},
@@ -1039,7 +1088,7 @@ void fw_cfg_keys_schema(FILE *out)
 		"\"title\": \"fastwalld configuration (scalar keys)\",\n"
 		"\"$comment\": \"list-shaped keys (interfaces, bridges, local_addresses, "
 		"local_ports, doh.blocklist, overlay, subjects, dns.upstreams, guard.interfaces, "
-		"guard.ports, guard.trusted, l7.tls_ports, l7.http_ports, l7.ca.publish) are not "
+		"guard.ports, guard.trusted, bandwidth.interfaces, l7.tls_ports, l7.http_ports, l7.ca.publish) are not "
 		"described, nor checks beyond a key's type and bounds (dns.port not 53 or 853, "
 		"actions.listen on loopback, the lease rules)\",\n");
 	schema_members(out, top_t, 1);

@@ -115,6 +115,7 @@ extern const struct fw_cfgtable cfg_metrics_keys;   /* metrics */
 extern const struct fw_cfgtable cfg_monitor_keys;   /* monitor */
 extern const struct fw_cfgtable cfg_audit_keys;	    /* audit */
 extern const struct fw_cfgtable cfg_guard_keys;	    /* guard */
+extern const struct fw_cfgtable cfg_bw_keys;	    /* bandwidth */
 extern const struct fw_cfgtable cfg_l7_keys;	    /* l7 */
 extern const struct fw_cfgtable cfg_l7_ca_keys;	    /* l7.ca */
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "config/parse.h"
+#include "fastwall/bandwidth.h"
 
 /* --- policies ----------------------------------------------------------- */
 
@@ -121,10 +122,50 @@ static int parse_rule(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_policy *
 	return 0;
 }
 
+/* fastwall's extension, as the policy JSON carries it: {rate, burst} in
+ * bytes per second and bytes, or off. Ours alone: unknown keys fail. */
+static int parse_bandwidth(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_policy *p)
+{
+	struct cfg_key keys[] = {{.name = "rate"}, {.name = "burst"}};
+	unsigned long long rate, burst = 0;
+	char perr[FW_CFG_ERR_LEN];
+	const char *s;
+	int err;
+
+	if (node->type == YAML_SCALAR_NODE) {
+		err = cfg_scalar(ctx, node, "fastwallBandwidth", &s);
+		if (err)
+			return err;
+		if (strcmp(s, "off") && strcmp(s, "false"))
+			return cfg_fail(ctx, node,
+					"fastwallBandwidth must be {rate: N, burst: N} or off");
+		p->bw = FW_POLICY_BW_OFF;
+		return 0;
+	}
+	err = cfg_map(ctx, node, "fastwallBandwidth", keys, 2, true);
+	if (err)
+		return err;
+	if (!key_value(&keys[0]))
+		return cfg_fail(ctx, node, "fastwallBandwidth: rate (bytes per second) is required");
+	err = cfg_uint(ctx, key_value(&keys[0]), "fastwallBandwidth.rate", FW_BW_RATE_MIN,
+		       FW_BW_RATE_MAX, &rate);
+	if (!err && key_value(&keys[1]))
+		err = cfg_uint(ctx, key_value(&keys[1]), "fastwallBandwidth.burst",
+			       FW_BW_BURST_MIN, FW_BW_BURST_MAX, &burst);
+	if (err)
+		return err;
+	if (fw_policy_bw_set(p, (long long)rate, key_value(&keys[1]) != NULL, (long long)burst,
+			     perr, sizeof(perr)))
+		return cfg_fail(ctx, node, "fastwallBandwidth: %s", perr);
+	return 0;
+}
+
 int parse_policy(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_policy *p)
 {
-	struct cfg_key keys[] = {
-		{.name = "defaultAction"}, {.name = "egress"}, {.name = "fastwallL7"}};
+	struct cfg_key keys[] = {{.name = "defaultAction"},
+				 {.name = "egress"},
+				 {.name = "fastwallL7"},
+				 {.name = "fastwallBandwidth"}};
 	char perr[FW_CFG_ERR_LEN];
 	const char *s;
 	yaml_node_t *n;
@@ -133,7 +174,7 @@ int parse_policy(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_policy *p)
 
 	/* unknown keys are ignored here (the format is the reference's),
 	 * with a warning */
-	err = cfg_map(ctx, node, "policy", keys, 3, false);
+	err = cfg_map(ctx, node, "policy", keys, 4, false);
 	if (err)
 		return err;
 	if ((n = key_value(&keys[0]))) {
@@ -151,6 +192,11 @@ int parse_policy(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_policy *p)
 			return err;
 		if (fw_policy_l7_parse(s, &p->l7, perr, sizeof(perr)))
 			return cfg_fail(ctx, n, "fastwallL7: %s", perr);
+	}
+	if ((n = key_value(&keys[3]))) {
+		err = parse_bandwidth(ctx, n, p);
+		if (err)
+			return err;
 	}
 	if ((n = key_value(&keys[1]))) {
 		err = cfg_list(ctx, n, "egress rules", false, FW_POLICY_MAX_RULES, &nrules);

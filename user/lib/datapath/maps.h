@@ -48,7 +48,9 @@
 	X(fastwall_events_lost, events_lost_fd, 1, 1)                                              \
 	X(fastwall_l7_ports, l7_ports_fd, 1, 1)                                                    \
 	X(fastwall_l7_nat, l7_nat_fd, 1, 1)                                                        \
-	X(fastwall_l7_count, l7_count_fd, 1, 1)
+	X(fastwall_l7_count, l7_count_fd, 1, 1)                                                    \
+	X(fastwall_bandwidth, bandwidth_fd, 1, 1)                                                  \
+	X(fastwall_bandwidth_stats, bandwidth_stats_fd, 1, 1)
 
 /* Maps of this ABI that no program uses any more, and that held nothing
  * worth carrying: a start unpins them (the old programs keep their

@@ -130,6 +130,48 @@ static int policy_rule_from_json(struct fw_policy *p, size_t i, const struct fw_
 	return 0;
 }
 
+/* fastwall's extension "fastwallBandwidth": {"rate": bytes per second,
+ * "burst": bytes} (burst optional), or "off". Ours alone, so an unknown
+ * key in it is an error, not a warning. */
+static int bandwidth_from_json(struct fw_policy *p, const struct fw_jtree *t,
+			       const struct fw_jval *bw, char *err, size_t errlen)
+{
+	const struct fw_jval *rate, *burst;
+	char why[160];
+
+	if (fw_jis(bw, FW_J_STRING) && !strcmp(fw_jstr(t, bw), "off")) {
+		p->bw = FW_POLICY_BW_OFF;
+		return 0;
+	}
+	if (!fw_jis(bw, FW_J_OBJECT)) {
+		fw_set_reason(err, errlen,
+			      "fastwallBandwidth must be {\"rate\": N, \"burst\": N} or \"off\"");
+		return -EINVAL;
+	}
+	for (const struct fw_jval *m = fw_jfirst(t, bw); m; m = fw_jnext(t, m)) {
+		const char *key = fw_jkey(t, m);
+
+		if (strcmp(key, "rate") && strcmp(key, "burst")) {
+			fw_set_reason(err, errlen,
+				      "fastwallBandwidth: unknown key (rate and burst only)");
+			return -EINVAL;
+		}
+	}
+	rate = fw_jget(t, bw, "rate");
+	burst = fw_jget(t, bw, "burst");
+	if (!rate || !fw_jis(rate, FW_J_INT) || (burst && !fw_jis(burst, FW_J_INT))) {
+		fw_set_reason(err, errlen,
+			      "fastwallBandwidth: rate (bytes per second, required) and burst "
+			      "(bytes) must be integers");
+		return -EINVAL;
+	}
+	if (fw_policy_bw_set(p, rate->i, burst != NULL, burst ? burst->i : 0, why, sizeof(why))) {
+		fw_set_reason(err, errlen, "fastwallBandwidth: %s", why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int fw_policy_from_json(const char *s, size_t len, struct fw_policy *p, char *err, size_t errlen)
 {
 	return fw_policy_from_json_warn(s, len, p, err, errlen, NULL, 0);
@@ -138,9 +180,10 @@ int fw_policy_from_json(const char *s, size_t len, struct fw_policy *p, char *er
 int fw_policy_from_json_warn(const char *s, size_t len, struct fw_policy *p, char *err,
 			     size_t errlen, char *warn, size_t warnlen)
 {
-	static const char *const known[] = {"defaultAction", "egress", "fastwallL7"};
+	static const char *const known[] = {"defaultAction", "egress", "fastwallL7",
+					    "fastwallBandwidth"};
 	struct fw_policy tmp;
-	const struct fw_jval *root, *da, *eg, *r, *l7;
+	const struct fw_jval *root, *da, *eg, *r, *l7, *bw;
 	struct fw_jtree t;
 	char why[256];
 	size_t i;
@@ -178,7 +221,7 @@ int fw_policy_from_json_warn(const char *s, size_t len, struct fw_policy *p, cha
 		ret = -EINVAL;
 		goto cleanup;
 	}
-	unknown_keys(&t, root, known, 3, "", warn, warnlen);
+	unknown_keys(&t, root, known, 4, "", warn, warnlen);
 	da = fw_jget(&t, root, "defaultAction");
 	if (da && !fw_jis(da, FW_J_NULL)) {
 		if (!fw_jis(da, FW_J_STRING)) {
@@ -209,6 +252,12 @@ int fw_policy_from_json_warn(const char *s, size_t len, struct fw_policy *p, cha
 			fw_set_reason(err, errlen, "fastwallL7: %s", why);
 			goto cleanup;
 		}
+	}
+	bw = fw_jget(&t, root, "fastwallBandwidth");
+	if (bw && !fw_jis(bw, FW_J_NULL)) {
+		ret = bandwidth_from_json(&tmp, &t, bw, err, errlen);
+		if (ret)
+			goto cleanup;
 	}
 	eg = fw_jget(&t, root, "egress");
 	if (eg && !fw_jis(eg, FW_J_NULL)) {
@@ -298,6 +347,14 @@ char *fw_policy_to_json(const struct fw_policy *p)
 	if (p->l7 != FW_POLICY_L7_DEFAULT &&
 	    json_object_set_new(root, "fastwallL7", json_string(fw_policy_l7_name(p->l7))))
 		goto cleanup;
+	if (p->bw == FW_POLICY_BW_OFF &&
+	    json_object_set_new(root, "fastwallBandwidth", json_string("off")))
+		goto cleanup;
+	if (p->bw == FW_POLICY_BW_ON &&
+	    json_object_set_new(root, "fastwallBandwidth",
+				json_pack("{sIsI}", "rate", (json_int_t)p->bw_rate, "burst",
+					  (json_int_t)p->bw_burst)))
+		goto cleanup;
 	out = json_dumps(root, JSON_COMPACT);
 cleanup:
 	json_decref(eg);
@@ -328,6 +385,12 @@ int fw_policy_merge(struct fw_policy *dst, const struct fw_policy *patch)
 	/* a push that says fastwallL7 changes it, like defaultAction stays */
 	if (patch->l7 != FW_POLICY_L7_DEFAULT)
 		tmp.l7 = patch->l7;
+	/* and one that says fastwallBandwidth (its "off" removes the limit) */
+	if (patch->bw != FW_POLICY_BW_DEFAULT) {
+		tmp.bw = patch->bw;
+		tmp.bw_rate = patch->bw_rate;
+		tmp.bw_burst = patch->bw_burst;
+	}
 	for (size_t i = 0; i < patch->nrules; i++) {
 		const struct fw_policy_rule *r = &patch->rules[i];
 		struct fw_policy_rule copy;

@@ -13,6 +13,7 @@
 
 #include "common/addr.h"
 #include "common/log.h"
+#include "fastwall/bandwidth.h"
 #include "policy/policy.h"
 
 /* Longest text echoed back in an error, so a megabyte of junk does not
@@ -38,6 +39,8 @@ void fw_policy_init(struct fw_policy *p)
 {
 	p->default_action = FW_ACTION_DENY;
 	p->l7 = FW_POLICY_L7_DEFAULT;
+	p->bw = FW_POLICY_BW_DEFAULT;
+	p->bw_rate = p->bw_burst = 0;
 	p->rules = NULL;
 	p->nrules = 0;
 }
@@ -98,6 +101,9 @@ int fw_policy_copy(struct fw_policy *dst, const struct fw_policy *src)
 	fw_policy_init(&tmp);
 	tmp.default_action = src->default_action;
 	tmp.l7 = src->l7;
+	tmp.bw = src->bw;
+	tmp.bw_rate = src->bw_rate;
+	tmp.bw_burst = src->bw_burst;
 	if (src->nrules) {
 		tmp.rules = calloc(src->nrules, sizeof(*tmp.rules));
 		if (!tmp.rules)
@@ -169,6 +175,26 @@ int fw_policy_l7_parse(const char *s, __u8 *l7, char *err, size_t errlen)
 const char *fw_policy_l7_name(__u8 l7)
 {
 	return l7 == FW_POLICY_L7_ON ? "on" : l7 == FW_POLICY_L7_OFF ? "off" : "default";
+}
+
+int fw_policy_bw_set(struct fw_policy *p, long long rate, bool has_burst, long long burst,
+		     char *err, size_t errlen)
+{
+	if (rate < (long long)FW_BW_RATE_MIN || (unsigned long long)rate > FW_BW_RATE_MAX) {
+		fw_set_err(err, errlen, "rate %lld out of range: %llu to %llu bytes per second",
+			   rate, FW_BW_RATE_MIN, FW_BW_RATE_MAX);
+		return -EINVAL;
+	}
+	if (has_burst &&
+	    (burst < (long long)FW_BW_BURST_MIN || (unsigned long long)burst > FW_BW_BURST_MAX)) {
+		fw_set_err(err, errlen, "burst %lld out of range: %llu to %llu bytes", burst,
+			   FW_BW_BURST_MIN, FW_BW_BURST_MAX);
+		return -EINVAL;
+	}
+	p->bw = FW_POLICY_BW_ON;
+	p->bw_rate = (__u64)rate;
+	p->bw_burst = has_burst ? (__u64)burst : FW_BW_BURST_DEFAULT((__u64)rate);
+	return 0;
 }
 
 int fw_policy_set_default(struct fw_policy *p, const char *action, char *err, size_t errlen)

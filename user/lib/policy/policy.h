@@ -48,9 +48,20 @@ enum fw_policy_l7 {
 	FW_POLICY_L7_ON,
 };
 
+/* fastwall's extension "fastwallBandwidth" (the reference ignores it):
+ * the subject's egress rate and burst (docs/bandwidth.md). */
+enum fw_policy_bw {
+	FW_POLICY_BW_DEFAULT = 0, /* not said: no limit (a merge keeps the one there) */
+	FW_POLICY_BW_OFF,	  /* "off": no limit (a merge removes it) */
+	FW_POLICY_BW_ON,	  /* bw_rate and bw_burst */
+};
+
 struct fw_policy {
 	__u8 default_action; /* enum fw_action */
 	__u8 l7;	     /* enum fw_policy_l7 */
+	__u8 bw;	     /* enum fw_policy_bw */
+	__u64 bw_rate;	     /* bytes per second, with FW_POLICY_BW_ON */
+	__u64 bw_burst;	     /* bytes, with FW_POLICY_BW_ON */
 	struct fw_policy_rule *rules;
 	size_t nrules;
 };
@@ -91,6 +102,17 @@ int fw_action_parse(const char *s, __u8 *action, char *err, size_t errlen);
 int fw_policy_l7_parse(const char *s, __u8 *l7, char *err, size_t errlen);
 /* "on", "off" or "default" */
 const char *fw_policy_l7_name(__u8 l7);
+/* The limit of fastwallBandwidth: rate in bytes per second
+ * (FW_BW_RATE_MIN..FW_BW_RATE_MAX), burst in bytes (FW_BW_BURST_MIN..
+ * FW_BW_BURST_MAX; has_burst false: FW_BW_BURST_DEFAULT of the rate).
+ * -EINVAL and err (naming the bound) otherwise, p unchanged. */
+int fw_policy_bw_set(struct fw_policy *p, long long rate, bool has_burst, long long burst,
+		     char *err, size_t errlen);
+/* the limit p sets, 0 when none */
+static inline __u64 fw_policy_bw_rate(const struct fw_policy *p)
+{
+	return p->bw == FW_POLICY_BW_ON ? p->bw_rate : 0;
+}
 int fw_policy_set_default(struct fw_policy *p, const char *action, char *err, size_t errlen);
 /* Classifies target as IP, else CIDR, else domain (wildcard when "*.");
  * ports may be NULL. Validates ports (1-65535, at most 256, no

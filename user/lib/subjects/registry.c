@@ -16,6 +16,7 @@
 #include "common/addr.h"
 #include "common/hash.h"
 #include "common/log.h"
+#include "datapath/bandwidth.h"
 #include "datapath/cgroup.h"
 #include "datapath/dispatch.h"
 #include "datapath/rules.h"
@@ -815,6 +816,7 @@ static void retire_id(struct fw_registry *r, __u32 id, const char *name)
 	if (err)
 		fw_err("subject %s: can't mark id %u retired: %s", name, id, strerror(-err));
 	fw_dp_rules_release(r->dp, id);
+	fw_dp_bandwidth_set(r->dp, id, 0, 0);
 	/* retired in any case: nothing dispatches to it any more, and the
 	 * reaper deletes what is left before the id is handed out again */
 	pthread_mutex_lock(&r->lock);
@@ -998,6 +1000,8 @@ int fw_reg_unbind(struct fw_registry *r, struct fw_entry *e)
 	memset(&e->ksub, 0, sizeof(e->ksub));
 	e->meta.binding_hash = e->meta.policy_hash = e->meta.fence_hash = 0;
 	e->meta.port_state = 0;
+	e->bw_rate = e->bw_burst = 0;
+	e->bw_known = false;
 	fw_compiled_set_free(&e->live);
 	run_policy_drop(e);
 	e->adopted = false;
@@ -1057,6 +1061,19 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 		}
 		remember_live(e, set);
 		e->meta.policy_hash = phash;
+		*changed = true;
+	}
+	/* a changed limit (or the first apply after a start): its state
+	 * starts afresh */
+	if (!e->bw_known || e->bw_rate != fw_policy_bw_rate(&spec->policy) ||
+	    (e->bw_rate && e->bw_burst != spec->policy.bw_burst)) {
+		err = fw_dp_bandwidth_set(r->dp, e->id, fw_policy_bw_rate(&spec->policy),
+					  spec->policy.bw_burst);
+		if (err)
+			return err;
+		e->bw_rate = fw_policy_bw_rate(&spec->policy);
+		e->bw_burst = spec->policy.bw_burst;
+		e->bw_known = true;
 		*changed = true;
 	}
 	build_ksub(r, &ks, e->id, spec);
@@ -1161,6 +1178,15 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	 * it, and fw_learn_new() deleted what no id held at start */
 	meta->port_state = 0;
 	err = fw_dp_subject_reset(r->dp, id);
+	/* the limit before dispatch names the id (and none left from before) */
+	if (!err)
+		err = fw_dp_bandwidth_set(r->dp, id, fw_policy_bw_rate(&spec->policy),
+					  spec->policy.bw_burst);
+	if (!err) {
+		e->bw_rate = fw_policy_bw_rate(&spec->policy);
+		e->bw_burst = spec->policy.bw_burst;
+		e->bw_known = true;
+	}
 	if (!err && spec->state == FW_STATE_ACTIVE)
 		/* nothing to edit: a new generation */
 		err = fw_dp_policy_update(r->dp, id, NULL, set, &meta->port_state, &swapped);

@@ -80,6 +80,11 @@ struct fw_entry {
 	 * no vault); goes when the subject does */
 	struct fw_policy *run_policy;
 	__u64 pinned_domains; /* the digest fastwall_subject_domains holds for id; 0: unknown */
+	/* the limit fastwall_bandwidth holds for id (rate 0: none), when
+	 * bw_known; a write starts the limit's state afresh, so only a
+	 * change is written */
+	__u64 bw_rate, bw_burst;
+	bool bw_known;
 };
 
 /* A subject's change in the kernel, for the audit trail. */

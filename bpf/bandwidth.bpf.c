@@ -20,7 +20,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * sandboxes exist (without them a packet with a socket is the node's own
  * and no cgroup walk is done) */
 const volatile __u64 fw_bw_horizon_ns = FW_BW_HORIZON_NS;
-const volatile __u8 fw_bw_processes = 0;
+/* 1 by default: a plain load (bpftool, the verifier checks) takes the
+ * longest path */
+const volatile __u8 fw_bw_processes = 1;
 
 /* The subject of the socket's cgroup: the first of levels
  * 1..FW_CG_MAX_LEVELS that fastwall_cgroups knows, from the top, as the
@@ -40,13 +42,14 @@ static __always_inline __u32 fw_bw_cgroup_subject(struct __sk_buff *skb)
 	return 0;
 }
 
+/* The source address first: a bridged sandbox's packet has no socket
+ * after its namespace (and a test run's has a dummy one), and a process
+ * sandbox's source is the node's, which no subject has. */
 static __always_inline __u32 fw_bw_subject(struct __sk_buff *skb)
 {
 	struct fw_subject *s = NULL;
 	struct fw_ip src = {};
 
-	if (skb->sk)
-		return fw_bw_processes ? fw_bw_cgroup_subject(skb) : 0;
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {
 		FW_IP_W(&src)[2] = bpf_htonl(0xffff);
 		if (bpf_skb_load_bytes(skb, ETH_HLEN + 12, &FW_IP_W(&src)[3], 4))
@@ -57,7 +60,9 @@ static __always_inline __u32 fw_bw_subject(struct __sk_buff *skb)
 			return 0;
 		s = bpf_map_lookup_elem(&fastwall_dispatch, &src);
 	}
-	return s ? s->id : 0;
+	if (s)
+		return s->id;
+	return fw_bw_processes && skb->sk ? fw_bw_cgroup_subject(skb) : 0;
 }
 
 static __always_inline int fw_bw_egress(struct __sk_buff *skb, bool edt)

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "datapath/explain.h"
+#include "bw_rows.h"
 #include "guard_rows.h"
 #include "verdicts.h"
 
@@ -1351,6 +1352,8 @@ int main(int argc, char **argv)
 	explain_no_iface();
 	/* the port guard's rows, through its XDP and TC programs */
 	guard_rows_run(t.dp, &passed, &failed);
+	/* the bandwidth programs' rows, through fw_bw_edt and fw_bw_police */
+	bw_rows_run(t.dp, &passed, &failed);
 	scenario_event_rate_limit();
 	scenario_allow_sample();
 	scenario_rule_forms();

@@ -78,6 +78,16 @@ POLICY = {
         # fastwall's extension: layer-7 pinning of the subject
         "fastwallL7": {"type": ["string", "boolean", "null"],
                        "pattern": "^\\s*([Oo][Nn]|[Oo][Ff][Ff]|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])\\s*$"},
+        # fastwall's extension: the subject's egress rate (docs/bandwidth.md)
+        "fastwallBandwidth": {
+            "oneOf": [
+                {"type": "object", "additionalProperties": False, "required": ["rate"],
+                 "properties": {
+                     "rate": {"type": "integer", "minimum": 1000, "maximum": 12500000000},
+                     "burst": {"type": "integer", "minimum": 65536, "maximum": 4294967296}}},
+                {"type": "string", "enum": ["off", "false"]},
+                {"type": "boolean", "const": False},
+                {"type": "null"}]},
     },
 }
 
@@ -128,6 +138,7 @@ SHAPES = {
     "guard.interfaces": one_or_list(IFNAME, min_items=1),
     "guard.ports": one_or_list(PORT, max_items=512, min_items=1),
     "guard.trusted": one_or_list(CIDR, max_items=4096),
+    "bandwidth.interfaces": one_or_list(IFNAME, min_items=1),
     "l7.tls_ports": one_or_list(PORT, max_items=64),
     "l7.http_ports": one_or_list(PORT, max_items=64),
     "l7.ca.publish": one_or_list(ABSPATH, max_items=8),

@@ -46,8 +46,8 @@ static __always_inline void fw_bw_stat(__u32 stat, __u32 len)
  * over the same clock, t_last the theoretical arrival time; a packet
  * that would put it more than the burst's time ahead of now drops.
  * The clock reads come before the lock: no helper may run under it. */
-static __always_inline __u32 fw_bw_decide(struct __sk_buff *skb, struct fw_bandwidth *bw,
-					  bool edt, __u64 horizon_ns)
+static __always_inline __u32 fw_bw_decide(struct __sk_buff *skb, struct fw_bandwidth *bw, bool edt,
+					  __u64 horizon_ns)
 {
 	__u64 now = bpf_ktime_get_ns(), len = skb->len, rate, delay, t, next, burst_ns;
 	__u32 reason = 0;

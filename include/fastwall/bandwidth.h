@@ -19,12 +19,13 @@
  * and the flow waits for its retransmission timer (a single flow got 45 %
  * of a 10 Mbit/s limit with a 128 KiB burst, 101 % with 1 MiB; the
  * police rows of docs/bandwidth.md). */
-#define FW_BW_RATE_MIN	     1000ull	     /* 8 kbit/s */
-#define FW_BW_RATE_MAX	     12500000000ull /* 100 Gbit/s */
-#define FW_BW_BURST_MIN	     65536ull
-#define FW_BW_BURST_MAX	     (1ull << 32)
-#define FW_BW_BURST_FLOOR    (1ull << 20)
-#define FW_BW_BURST_DEFAULT(rate) ((rate) / 10 > FW_BW_BURST_FLOOR ? (rate) / 10 : FW_BW_BURST_FLOOR)
+#define FW_BW_RATE_MIN	  1000ull	 /* 8 kbit/s */
+#define FW_BW_RATE_MAX	  12500000000ull /* 100 Gbit/s */
+#define FW_BW_BURST_MIN	  65536ull
+#define FW_BW_BURST_MAX	  (1ull << 32)
+#define FW_BW_BURST_FLOOR (1ull << 20)
+#define FW_BW_BURST_DEFAULT(rate)                                                                  \
+	((rate) / 10 > FW_BW_BURST_FLOOR ? (rate) / 10 : FW_BW_BURST_FLOOR)
 
 #ifndef FW_BW_HORIZON_NS
 #define FW_BW_HORIZON_NS (2ull * FW_NSEC_PER_SEC) /* bandwidth.horizon's default */

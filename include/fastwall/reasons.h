@@ -117,7 +117,7 @@
 	  "before pinning, or expired)")                                                           \
 	X(FW_DROP_L7_PORT_REUSE, 43, FW_VERDICT_DROP, "l7-port-reuse",                             \
 	  "SYN to a pinned port from a source port whose earlier pinned connection, to another "   \
-	  "destination, is still open: the proxy could not tell them apart")                        \
+	  "destination, is still open: the proxy could not tell them apart")                       \
 	X(FW_DROP_BW_HORIZON, 44, FW_VERDICT_DROP, "bandwidth-horizon",                            \
 	  "bandwidth (edt): the subject's packet would leave later than `bandwidth.horizon` from " \
 	  "now at its rate")                                                                       \

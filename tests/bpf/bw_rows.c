@@ -35,10 +35,10 @@
 #define RATE	1000000ull /* bytes per second: a byte a microsecond */
 #define BURST	65536ull   /* 65.536 ms at RATE */
 #define HORIZON (2 * FW_NSEC_PER_SEC)
-#define MS	FW_NSEC_PER_MSEC
+#define MS	((long long)FW_NSEC_PER_MSEC)
 
-#define UNTOUCHED FW_REASON_MAX /* no reason counter moves */
-#define NO_STATE  (-(1ll << 62))	/* the subject's state left alone (the last row's) */
+#define UNTOUCHED FW_REASON_MAX	 /* no reason counter moves */
+#define NO_STATE  (-(1ll << 62)) /* the subject's state left alone (the last row's) */
 
 enum brow_prog { EDT, POLICE };
 
@@ -76,8 +76,9 @@ static const struct brow brows[] = {
 	 .last = 30 * MS, .reason = UNTOUCHED},
 	{"bw police: over the burst drops", POLICE, .pkt = UDP4(LIM4, SRV4, 40000, 53),
 	 .last = 70 * MS, .drops = true, .reason = FW_DROP_BW_POLICE},
-	{"bw police: v6 over the burst drops", POLICE, .pkt = TCP6(LIM6, "2001:db8::10", 40000, 443),
-	 .last = 500 * MS, .drops = true, .reason = FW_DROP_BW_POLICE},
+	{"bw police: v6 over the burst drops", POLICE,
+	 .pkt = TCP6(LIM6, "2001:db8::10", 40000, 443), .last = 500 * MS, .drops = true,
+	 .reason = FW_DROP_BW_POLICE},
 };
 
 #define NBROWS (sizeof(brows) / sizeof(brows[0]))

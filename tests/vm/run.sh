@@ -17,6 +17,7 @@
 #      state; process sandboxes (tests/vm/procs.sh: the cgroup hooks and
 #      fastwall run); layer-7 pinning (tests/vm/l7.sh: HTTP redirected to
 #      fastwalld's nginx proxy, the right Host passes, another is refused);
+#      bandwidth (tests/vm/bandwidth.sh: a flow paced by fq at its limit);
 #   4. with VMTEST_GUARD_NIC=1 only: the port guard against nftables on two
 #      virtio-net NICs (tests/vm/guard-nic.sh, scripts/bench-guard.sh).
 #
@@ -484,6 +485,9 @@ DAEMON=""
 # layer-7 pinning: tests/vm/l7.sh (its own fastwalld start)
 # shellcheck source=tests/vm/l7.sh
 . "$ROOT/tests/vm/l7.sh"
+# bandwidth in mode edt, with fq: tests/vm/bandwidth.sh (its own fastwalld start)
+# shellcheck source=tests/vm/bandwidth.sh
+. "$ROOT/tests/vm/bandwidth.sh"
 
 echo "# 7. loader: detach --purge"
 check "fastwalld detach --purge succeeds" in_ns "$POD" "$FASTWALLD" -c "$CFG" detach --purge

@@ -233,16 +233,17 @@ static void render_bandwidth(struct fw_prom *p, struct fw_dp *dp)
 	    fw_dp_stats_read(dp, c))
 		return;
 	for (int pass = 0; pass < 2; pass++) {
-		const char *name =
-			pass ? "fastwall_bandwidth_bytes_total" : "fastwall_bandwidth_packets_total";
+		const char *name = pass ? "fastwall_bandwidth_bytes_total"
+					: "fastwall_bandwidth_packets_total";
 
-		fw_prom_family(p, name, "counter",
-			       pass ? "bytes of subjects with a bandwidth limit at the uplinks: sent "
-				      "(paced: of those, held back by a departure time), dropped by "
-				      "reason"
-				    : "packets of subjects with a bandwidth limit at the uplinks: "
-				      "sent (paced: of those, held back by a departure time), "
-				      "dropped by reason");
+		fw_prom_family(
+			p, name, "counter",
+			pass ? "bytes of subjects with a bandwidth limit at the uplinks: sent "
+			       "(paced: of those, held back by a departure time), dropped by "
+			       "reason"
+			     : "packets of subjects with a bandwidth limit at the uplinks: "
+			       "sent (paced: of those, held back by a departure time), "
+			       "dropped by reason");
 		fw_prom_u64(p, name, (const char *[]){"outcome", "sent", NULL},
 			    pass ? bw[FW_BW_STAT_SENT].bytes : bw[FW_BW_STAT_SENT].packets);
 		fw_prom_u64(p, name, (const char *[]){"outcome", "paced", NULL},

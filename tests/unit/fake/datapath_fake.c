@@ -58,7 +58,7 @@ struct fake_dp {
 	__u64 counts[FW_MAX_SUBJECTS];
 	unsigned int resets[FW_MAX_SUBJECTS];
 	__u64 bw_rate[FW_MAX_SUBJECTS]; /* fastwall_bandwidth: 0 = no entry */
-	__u64 epoch; /* fastwall_rules_epoch */
+	__u64 epoch;			/* fastwall_rules_epoch */
 	int fail[FAKE_OP_MAX];
 };
 

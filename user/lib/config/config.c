@@ -325,7 +325,8 @@ static int parse_bandwidth_section(struct cfg_ctx *ctx, yaml_node_t *node)
 			return err;
 	}
 	if (!cfg->nbw_interfaces)
-		return cfg_fail(ctx, node, "bandwidth.interfaces: at least one interface is required");
+		return cfg_fail(ctx, node,
+				"bandwidth.interfaces: at least one interface is required");
 	return 0;
 }
 

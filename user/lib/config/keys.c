@@ -1088,7 +1088,8 @@ void fw_cfg_keys_schema(FILE *out)
 		"\"title\": \"fastwalld configuration (scalar keys)\",\n"
 		"\"$comment\": \"list-shaped keys (interfaces, bridges, local_addresses, "
 		"local_ports, doh.blocklist, overlay, subjects, dns.upstreams, guard.interfaces, "
-		"guard.ports, guard.trusted, bandwidth.interfaces, l7.tls_ports, l7.http_ports, l7.ca.publish) are not "
+		"guard.ports, guard.trusted, bandwidth.interfaces, l7.tls_ports, l7.http_ports, "
+		"l7.ca.publish) are not "
 		"described, nor checks beyond a key's type and bounds (dns.port not 53 or 853, "
 		"actions.listen on loopback, the lease rules)\",\n");
 	schema_members(out, top_t, 1);

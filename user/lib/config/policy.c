@@ -146,12 +146,13 @@ static int parse_bandwidth(struct cfg_ctx *ctx, yaml_node_t *node, struct fw_pol
 	if (err)
 		return err;
 	if (!key_value(&keys[0]))
-		return cfg_fail(ctx, node, "fastwallBandwidth: rate (bytes per second) is required");
+		return cfg_fail(ctx, node,
+				"fastwallBandwidth: rate (bytes per second) is required");
 	err = cfg_uint(ctx, key_value(&keys[0]), "fastwallBandwidth.rate", FW_BW_RATE_MIN,
 		       FW_BW_RATE_MAX, &rate);
 	if (!err && key_value(&keys[1]))
-		err = cfg_uint(ctx, key_value(&keys[1]), "fastwallBandwidth.burst",
-			       FW_BW_BURST_MIN, FW_BW_BURST_MAX, &burst);
+		err = cfg_uint(ctx, key_value(&keys[1]), "fastwallBandwidth.burst", FW_BW_BURST_MIN,
+			       FW_BW_BURST_MAX, &burst);
 	if (err)
 		return err;
 	if (fw_policy_bw_set(p, (long long)rate, key_value(&keys[1]) != NULL, (long long)burst,

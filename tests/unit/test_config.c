@@ -13,6 +13,7 @@
 
 #include "common/addr.h"
 #include "config/config.h"
+#include "datapath/bandwidth.h"
 
 static struct fw_cfg cfg;
 static char err[FW_CFG_ERR_LEN];
@@ -511,6 +512,32 @@ static const struct bad_case bad[] = {
 	{"guard:\n  interfaces: [eth0]\n  ports: [80]\n  mode: ebpf\n", 4, "guard.mode"},
 	{"guard:\n  interfaces: [eth0]\n  ports: [80]\n  trust: [10.0.0.1]\n", 4,
 	 "unknown key in guard"},
+	/* bandwidth, and the limits of subjects */
+	{"bandwidth:\n  mode: edt\n", 2, "bandwidth.interfaces: at least one"},
+	{"bandwidth:\n  interfaces: [eth0]\n  mode: shape\n", 3, "bandwidth.mode"},
+	{"bandwidth:\n  interfaces: [eth0]\n  horizon: 0\n", 3, "bandwidth.horizon"},
+	{"bandwidth:\n  interfaces: [eth0]\n  rate: 5\n", 3, "unknown key in bandwidth"},
+	{"subjects:\n  - name: a\n    addresses: [10.0.0.2]\n    policy:\n"
+	 "      fastwallBandwidth: { rate: -5 }\n",
+	 5, "fastwallBandwidth.rate"},
+	{"subjects:\n  - name: a\n    addresses: [10.0.0.2]\n    policy:\n"
+	 "      fastwallBandwidth: { rate: 0 }\n",
+	 5, "fastwallBandwidth.rate"},
+	{"subjects:\n  - name: a\n    addresses: [10.0.0.2]\n    policy:\n"
+	 "      fastwallBandwidth: { rate: 12500000001 }\n",
+	 5, "fastwallBandwidth.rate"},
+	{"subjects:\n  - name: a\n    addresses: [10.0.0.2]\n    policy:\n"
+	 "      fastwallBandwidth: { rate: 1000000, burst: 65535 }\n",
+	 5, "fastwallBandwidth.burst"},
+	{"subjects:\n  - name: a\n    addresses: [10.0.0.2]\n    policy:\n"
+	 "      fastwallBandwidth: { burst: 1000000 }\n",
+	 5, "rate (bytes per second) is required"},
+	{"subjects:\n  - name: a\n    addresses: [10.0.0.2]\n    policy:\n"
+	 "      fastwallBandwidth: { rate: 1000000, ceil: 2 }\n",
+	 5, "ceil"},
+	{"subjects:\n  - name: a\n    addresses: [10.0.0.2]\n    policy:\n"
+	 "      fastwallBandwidth: fast\n",
+	 5, "fastwallBandwidth must be"},
 	/* l7 */
 	{"l7:\n  enabled: yes\n", 2, "l7.enabled"},
 	{"l7:\n  tls_ports: [443, 443]\n", 2, "duplicate port in l7.tls_ports"},
@@ -534,6 +561,46 @@ static const struct bad_case bad[] = {
 	 "      fastwallL7: sometimes\n",
 	 5, "fastwallL7"},
 };
+
+Test(config, bandwidth)
+{
+	cr_assert_eq(load(""), 0, "%s", err);
+	cr_expect_not(cfg.bw_enabled);
+	fw_cfg_free(&cfg);
+	cr_assert_eq(load("bandwidth:\n"
+			  "  interfaces: [eth0, eth1]\n"
+			  "subjects:\n"
+			  "  - name: a\n"
+			  "    addresses: [10.0.0.2]\n"
+			  "    policy: {fastwallBandwidth: {rate: 1250000}}\n"
+			  "  - name: b\n"
+			  "    addresses: [10.0.0.3]\n"
+			  "    policy: {fastwallBandwidth: {rate: 100000000, burst: 65536}}\n"
+			  "  - name: c\n"
+			  "    addresses: [10.0.0.4]\n"
+			  "    policy: {fastwallBandwidth: off}\n"),
+		     0, "%s", err);
+	cr_expect(cfg.bw_enabled);
+	cr_expect_eq(cfg.nbw_interfaces, 2);
+	cr_expect_str_eq(cfg.bw_interfaces[1], "eth1");
+	cr_expect_eq(cfg.bw_mode, FW_BW_AUTO);
+	cr_expect_eq(cfg.bw_horizon_ns, 2 * FW_NSEC_PER_SEC);
+	cr_expect_eq(cfg.subjects[0].policy.bw, FW_POLICY_BW_ON);
+	cr_expect_eq(cfg.subjects[0].policy.bw_rate, 1250000);
+	cr_expect_eq(cfg.subjects[0].policy.bw_burst, 1 << 20, "the 1 MiB floor");
+	cr_expect_eq(cfg.subjects[1].policy.bw_burst, 65536);
+	cr_expect_eq(fw_policy_bw_rate(&cfg.subjects[2].policy), 0);
+	cr_expect_eq(cfg.nwarnings, 0);
+	fw_cfg_free(&cfg);
+	/* a limit with no section to enforce it is a warning */
+	cr_assert_eq(load("subjects:\n"
+			  "  - name: a\n"
+			  "    addresses: [10.0.0.2]\n"
+			  "    policy: {fastwallBandwidth: {rate: 1250000}}\n"),
+		     0, "%s", err);
+	cr_expect_eq(cfg.nwarnings, 1);
+	cr_expect(strstr(cfg.warnings[0], "not enforced") != NULL, "%s", cfg.warnings[0]);
+}
 
 Test(config, l7_section)
 {

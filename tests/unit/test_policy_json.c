@@ -556,6 +556,73 @@ Test(policy_json, envelope_errors_never_quote_a_secret)
 	}
 }
 
+/* fastwallBandwidth, fastwall's extension: {rate, burst} or "off", kept by
+ * a push that does not say it, bounded, refused whole when wrong. */
+Test(policy_json, fastwall_bandwidth_extension)
+{
+	struct fw_policy p, patch;
+	char warn[256];
+	char *s;
+
+	const char *in = "{\"fastwallBandwidth\":{\"rate\":1250000,\"burst\":65536}}";
+
+	cr_assert_eq(
+		fw_policy_from_json_warn(in, strlen(in), &p, err, sizeof(err), warn, sizeof(warn)),
+		0, "%s", err);
+	cr_expect_str_eq(warn, "", "a known key, no warning");
+	cr_expect_eq(p.bw, FW_POLICY_BW_ON);
+	cr_expect_eq(p.bw_rate, 1250000);
+	cr_expect_eq(p.bw_burst, 65536);
+	s = fw_policy_to_json(&p);
+	cr_expect_str_eq(s, "{\"defaultAction\":\"deny\",\"egress\":[],"
+			    "\"fastwallBandwidth\":{\"rate\":1250000,\"burst\":65536}}");
+	free(s);
+	/* a push without it keeps it; "off" removes it; a new one replaces it */
+	cr_assert_eq(from("{\"defaultAction\":\"allow\"}", &patch), 0);
+	cr_assert_eq(fw_policy_merge(&p, &patch), 0);
+	cr_expect_eq(fw_policy_bw_rate(&p), 1250000);
+	fw_policy_free(&patch);
+	cr_assert_eq(from("{\"fastwallBandwidth\":{\"rate\":2000}}", &patch), 0, "%s", err);
+	cr_expect_eq(patch.bw_burst, 1 << 20, "the default burst's floor");
+	cr_assert_eq(fw_policy_merge(&p, &patch), 0);
+	cr_expect_eq(fw_policy_bw_rate(&p), 2000);
+	fw_policy_free(&patch);
+	cr_assert_eq(from("{\"fastwallBandwidth\":\"off\"}", &patch), 0, "%s", err);
+	cr_assert_eq(fw_policy_merge(&p, &patch), 0);
+	cr_expect_eq(fw_policy_bw_rate(&p), 0);
+	fw_policy_free(&patch);
+	fw_policy_free(&p);
+	cr_assert_eq(from("{\"fastwallBandwidth\":null}", &p), 0);
+	cr_expect_eq(p.bw, FW_POLICY_BW_DEFAULT);
+	s = fw_policy_to_json(&p);
+	cr_expect_null(strstr(s, "fastwallBandwidth"), "not said, not written: %s", s);
+	free(s);
+	fw_policy_free(&p);
+
+	static const struct {
+		const char *json, *err;
+	} bad[] = {
+		{"{\"fastwallBandwidth\":{\"rate\":-5}}", "rate -5 out of range"},
+		{"{\"fastwallBandwidth\":{\"rate\":0}}", "rate 0 out of range"},
+		{"{\"fastwallBandwidth\":{\"rate\":999}}", "rate 999 out of range"},
+		{"{\"fastwallBandwidth\":{\"rate\":99999999999999999999}}", "too big integer"},
+		{"{\"fastwallBandwidth\":{\"rate\":12500000001}}", "out of range"},
+		{"{\"fastwallBandwidth\":{\"rate\":1.5e6}}", "must be integers"},
+		{"{\"fastwallBandwidth\":{\"rate\":\"10mbit\"}}", "must be integers"},
+		{"{\"fastwallBandwidth\":{\"burst\":65536}}", "must be integers"},
+		{"{\"fastwallBandwidth\":{\"rate\":1000000,\"burst\":1}}", "burst 1 out of range"},
+		{"{\"fastwallBandwidth\":{\"rate\":1000000,\"ceil\":1}}", "unknown key"},
+		{"{\"fastwallBandwidth\":\"on\"}", "must be {"},
+		{"{\"fastwallBandwidth\":[1000000]}", "must be {"},
+		{"{\"fastwallBandwidth\":{\"rate\":1000000}", "malformed policy JSON"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_expect_eq(from(bad[i].json, &p), -EINVAL, "%s accepted", bad[i].json);
+		cr_expect(strstr(err, bad[i].err) != NULL, "%s: %s", bad[i].json, err);
+		cr_expect_eq(p.bw, FW_POLICY_BW_DEFAULT, "%s: nothing kept", bad[i].json);
+	}
+}
+
 /* fastwallL7, fastwall's extension of the policy object: "on"/"off" (or
  * true/false), kept by a push that does not say it, written back only
  * when said. */

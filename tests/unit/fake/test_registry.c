@@ -617,3 +617,45 @@ Test(registry, l7_flags_follow_the_subject_and_the_defaults)
 	fw_policy_free(&s.policy);
 	fw_policy_free(&p.policy);
 }
+
+/* A subject's bandwidth limit (fastwallBandwidth) is written with its id
+ * before dispatch names it, rewritten only when it changes (a write starts
+ * the limit's state afresh), deleted when it goes from the policy, and
+ * gone with the subject. */
+Test(registry, bandwidth_limit_follows_the_policy)
+{
+	struct fw_subject_spec s;
+	bool changed = false;
+	struct fw_entry *e;
+	__u32 id;
+
+	spec_init(&s, "web", "192.0.2.10", NULL);
+	rule_add(&s.policy, "allow", "198.51.100.0/24");
+	cr_assert_eq(fw_policy_bw_set(&s.policy, 1250000, false, 0, NULL, 0), 0);
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, &changed), 0);
+	id = id_of("web");
+	cr_assert_eq(fake_bw_rate(dp, id), 1250000);
+	/* the same spec: nothing rewritten, nothing changed */
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, &changed), 0);
+	cr_assert_not(changed);
+	/* a new rate, in place under the same id */
+	cr_assert_eq(fw_policy_bw_set(&s.policy, 2500000, false, 0, NULL, 0), 0);
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, &changed), 0);
+	cr_assert(changed);
+	cr_assert_eq(id_of("web"), id);
+	cr_assert_eq(fake_bw_rate(dp, id), 2500000);
+	/* removed from the policy */
+	s.policy.bw = FW_POLICY_BW_OFF;
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, &changed), 0);
+	cr_assert(changed);
+	cr_assert_eq(fake_bw_rate(dp, id), 0);
+	/* and with the subject */
+	cr_assert_eq(fw_policy_bw_set(&s.policy, 1000, false, 0, NULL, 0), 0);
+	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);
+	cr_assert_eq(fake_bw_rate(dp, id), 1000);
+	e = fw_reg_get(&reg, "web", false);
+	cr_assert_eq(fw_reg_unbind(&reg, e), 0);
+	fw_reg_put(&reg, e);
+	cr_assert_eq(fake_bw_rate(dp, id), 0);
+	fw_policy_free(&s.policy);
+}

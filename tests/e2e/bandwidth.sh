@@ -34,7 +34,7 @@ METRICS=127.0.0.1:9464
 bw_cleanup() {
 	set +e
 	fw_cg_teardown "$CG" "$CG_MNT"
-	fw_cleanup
+	fw_act_cleanup
 }
 trap bw_cleanup EXIT
 
@@ -42,6 +42,7 @@ fw_topology
 fw_sandbox a 2 # limited
 fw_sandbox b 3 # no limit
 fw_sandbox c 4 # limited, the attacker
+fw_sandbox d 5 # bound through the actions protocol
 export FW_CG_MNT=$CG_MNT
 fw_cg_mount "$CG_MNT"
 for p in 5201 5202 5203 5204; do
@@ -64,6 +65,10 @@ dns:
 bandwidth:
   interfaces: [up0]
   mode: auto
+actions:
+  listen: 127.0.0.1:$FW_ACT_PORT
+  vault_socket: $FW_ACT_SOCK
+  bind_host_veth: true
 processes:
   cgroup_root: $CG_MNT
   cgroup_parent: $CG_PARENT
@@ -167,6 +172,26 @@ check "a process sandbox's 16 sockets together stay within the limit ($(pct "$G"
 check "the process sandbox's traffic was limited (its drops or pacing counted)" \
 	bash -c "nsenter --net=/run/netns/$NS_POD $FASTWALL --bpffs $BPFFS subjects |
 		grep -A2 ' proc-$FW_ID ' | grep -Eq 'bandwidth: $RATE bytes/s|bandwidth-police=[1-9]'"
+
+# --- the actions protocol: fastwallBandwidth in a binding's policy ------------
+NET_D=(--ip 10.42.0.5 --veth sb-d --gw 10.42.0.1 --cidr 10.42.0.0/24)
+fw_act SET_BINDING u-d "${NET_D[@]}" --input '{"defaultAction":"allow","fastwallBandwidth":{"rate":0}}'
+check_eq "SET_BINDING with a zero rate: 400 naming it" "$FW_ACT_CODE $FW_ACT_BODY" \
+	'400 invalid action envelope: invalid binding.input: fastwallBandwidth: rate 0 out of range: 1000 to 12500000000 bytes per second'
+fw_act SET_BINDING u-d "${NET_D[@]}" --input '{"defaultAction":"allow","fastwallBandwidth":{"rate":"fast"}}'
+check_eq "SET_BINDING with a rate that is no integer: 400" "$FW_ACT_CODE" 400
+check_eq "... and no subject for 10.42.0.5" "$(fw_dispatch 10.42.0.5)" none
+fw_act SET_BINDING u-d "${NET_D[@]}" --input "{\"defaultAction\":\"allow\",\"fastwallBandwidth\":{\"rate\":$RATE}}"
+check_eq "SET_BINDING with a limit: 200" "$FW_ACT_CODE" 200
+fw_act LIFECYCLE_HOOK u-d "${NET_D[@]}" --hook data-plane-ready --inv inv-d-1
+check_eq "data-plane-ready: 200" "$FW_ACT_CODE" 200
+check "fastwall subjects shows u-d's limit from its binding" \
+	bash -c "nsenter --net=/run/netns/$NS_POD $FASTWALL --bpffs $BPFFS subjects |
+		grep -A1 ' u-d ' | grep -q 'bandwidth: $RATE bytes/s, burst 1048576 bytes'"
+G=$(goodput "$(fw_sb_ns d)" 5203 -P 8)
+echo "# u-d (actions binding), 8 parallel TCP flows: goodput $G B/s ($(pct "$G" $RATE) %)"
+check "the binding's limit holds 8 parallel flows ($(pct "$G" $RATE) %)" \
+	within "$G" $((RATE * 50 / 100)) $((RATE * 110 / 100))
 
 # --- counters ----------------------------------------------------------------
 if [ "$MODE" = police ]; then

@@ -231,6 +231,19 @@ echo "# sandbox-a without a limit: goodput $G B/s"
 check "without its limit sandbox-a is not held (more than 5x the old limit)" \
 	within "$G" $((RATE * 5)) 999999999999
 
+# --- a restart keeps the limits in force -----------------------------------------
+fw_stop_daemon
+check "with fastwalld stopped the program stays on up0" \
+	bash -c "tc -n $NS_POD filter show dev up0 egress | grep -q fw_bw_"
+fw_start_daemon || exit 1
+check "after a restart fastwall subjects shows sandbox-c's limit" \
+	bash -c "nsenter --net=/run/netns/$NS_POD $FASTWALL --bpffs $BPFFS subjects |
+		grep -A1 ' sandbox-c ' | grep -q 'bandwidth: $RATE bytes/s'"
+G=$(goodput "$(fw_sb_ns c)" 5203 -P 4)
+echo "# sandbox-c after a restart, 4 flows: goodput $G B/s ($(pct "$G" $RATE) %)"
+check "after a restart the limit holds ($(pct "$G" $RATE) %)" \
+	within "$G" 1 $((RATE * 110 / 100))
+
 # --- bad input ------------------------------------------------------------------
 write_config $RATE
 fw_reload

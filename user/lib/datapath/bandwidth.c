@@ -185,6 +185,10 @@ static int nl_talk(struct qdisc_req *req, void (*cb)(const struct nlmsghdr *nh, 
 			goto out;
 		}
 		len = (int)n;
+		/* NLMSG_OK compares the header's __u32 length with len, an int
+		 * as netlink(3) has it: clang warns inside the macro (links.c) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-compare"
 		for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, len); nh = NLMSG_NEXT(nh, len)) {
 			if (nh->nlmsg_type == NLMSG_DONE)
 				goto out;
@@ -197,6 +201,7 @@ static int nl_talk(struct qdisc_req *req, void (*cb)(const struct nlmsghdr *nh, 
 			if (cb)
 				cb(nh, ctx);
 		}
+#pragma GCC diagnostic pop
 	}
 out:
 	close(s);

@@ -520,7 +520,7 @@ static int show_subjects(struct cli *c)
 			first = false;
 			cg = addrs + strlen("cgroup:");
 		}
-		/* its egress limit, when it has one */
+		/* its egress limit, when it has one (-o json: the key only then) */
 		__u64 rate = 0, burst = 0;
 		bool limited = fw_bw_limit_get(c->dp->bandwidth_fd, key, &rate, &burst) == 0;
 
@@ -529,7 +529,7 @@ static int show_subjects(struct cli *c)
 
 			json_array_append_new(
 				list,
-				json_pack("{s:i,s:s,s:s,s:s?,s:o,s:s?,s:o,s:o?}", "id", key, "name",
+				json_pack("{s:i,s:s,s:s,s:s?,s:o,s:s?,s:o,s:o*}", "id", key, "name",
 					  meta.name, "state", first ? "absent" : state, "interface",
 					  meta.ifname[0] ? meta.ifname : NULL, "addresses", jaddrs,
 					  "cgroup", cg, "counters",

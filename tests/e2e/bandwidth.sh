@@ -172,6 +172,24 @@ check "a process sandbox's 16 sockets together stay within the limit ($(pct "$G"
 check "the process sandbox's traffic was limited (its drops or pacing counted)" \
 	bash -c "nsenter --net=/run/netns/$NS_POD $FASTWALL --bpffs $BPFFS subjects |
 		grep -A2 ' proc-$FW_ID ' | grep -Eq 'bandwidth: $RATE bytes/s|bandwidth-police=[1-9]'"
+# fastwall run with the limit in its policy JSON: 16 sockets of iperf3
+printf '{"defaultAction":"allow","fastwallBandwidth":{"rate":%s}}\n' $RATE >"$FW_TMP/run.json"
+G=$(fw_ns "$NS_POD" "$FASTWALL" run --socket "$RUN_SOCK" --name "run-$FW_ID" \
+	--policy "$FW_TMP/run.json" -- timeout 20 iperf3 -c "$SERVER" -p 5204 -t 4 -O 1 -J -P 16 \
+	2>/dev/null | "$FW_PY" -c 'import json, sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 8))')
+G=${G:-0}
+echo "# fastwall run, 16 sockets: goodput $G B/s ($(pct "$G" $RATE) %)"
+check "fastwall run's 16 sockets together stay within its policy's limit ($(pct "$G" $RATE) %)" \
+	within "$G" $((RATE * 50 / 100)) $((RATE * 110 / 100))
+printf '{"defaultAction":"allow","fastwallBandwidth":{"rate":-1}}\n' >"$FW_TMP/run-bad.json"
+run_bad() {
+	! fw_ns "$NS_POD" "$FASTWALL" run --socket "$RUN_SOCK" --name "runbad-$FW_ID" \
+		--policy "$FW_TMP/run-bad.json" -- true 2>"$FW_TMP/run-bad.err" &&
+		grep -q 'fastwallBandwidth: rate -1 out of range' "$FW_TMP/run-bad.err" &&
+		! nsenter --net="/run/netns/$NS_POD" "$FASTWALL" --bpffs "$BPFFS" subjects |
+		grep -q " runbad-$FW_ID "
+}
+check "fastwall run with a negative rate in its policy is refused, naming it" run_bad
 
 # --- the actions protocol: fastwallBandwidth in a binding's policy ------------
 NET_D=(--ip 10.42.0.5 --veth sb-d --gw 10.42.0.1 --cidr 10.42.0.0/24)

@@ -24,6 +24,12 @@ const volatile __u64 fw_bw_horizon_ns = FW_BW_HORIZON_NS;
  * longest path */
 const volatile __u8 fw_bw_processes = 1;
 
+/* The id of a subject with a limit (FW_SF_BW), else 0. */
+static __always_inline __u32 fw_bw_limited(const struct fw_subject *s)
+{
+	return s && (s->flags & FW_SF_BW) ? s->id : 0;
+}
+
 /* The subject of the socket's cgroup: the first of levels
  * 1..FW_CG_MAX_LEVELS that fastwall_cgroups knows, from the top, as the
  * cgroup programs find it (bpf/lib/cgroup.h). */
@@ -37,14 +43,15 @@ static __always_inline __u32 fw_bw_cgroup_subject(struct __sk_buff *skb)
 			return 0;
 		s = bpf_map_lookup_elem(&fastwall_cgroups, &id);
 		if (s)
-			return s->id;
+			return fw_bw_limited(s);
 	}
 	return 0;
 }
 
-/* The source address first: a bridged sandbox's packet has no socket
- * after its namespace (and a test run's has a dummy one), and a process
- * sandbox's source is the node's, which no subject has. */
+/* The id of the packet's subject when it has a limit, else 0. The source
+ * address first: a bridged sandbox's packet has no socket after its
+ * namespace (and a test run's has a dummy one), and a process sandbox's
+ * source is the node's, which no subject has. */
 static __always_inline __u32 fw_bw_subject(struct __sk_buff *skb)
 {
 	struct fw_subject *s = NULL;
@@ -61,7 +68,7 @@ static __always_inline __u32 fw_bw_subject(struct __sk_buff *skb)
 		s = bpf_map_lookup_elem(&fastwall_dispatch, &src);
 	}
 	if (s)
-		return s->id;
+		return fw_bw_limited(s);
 	return fw_bw_processes && skb->sk ? fw_bw_cgroup_subject(skb) : 0;
 }
 

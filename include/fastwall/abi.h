@@ -150,6 +150,10 @@ struct fw_abi_record {
 #define FW_SF_L7 (1u << 2)
 /* ... and of a destination an allow CIDR opened too (l7: {cidr: pin}) */
 #define FW_SF_L7_CIDR (1u << 3)
+/* the subject has an egress limit in fastwall_bandwidth (fastwall/
+ * bandwidth.h): the bandwidth programs look it up only then, so a subject
+ * without one costs them nothing past its dispatch entry */
+#define FW_SF_BW (1u << 5)
 
 struct fw_subject {
 	__u32 id;

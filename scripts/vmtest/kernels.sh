@@ -16,7 +16,7 @@ VT_ALL_SERIES="5.10 6.1 6.12 6.18 7.x"
 
 # Modules the guest needs: to boot (9p root, overlay) and for the tests.
 VT_BOOT_MODS="virtio_pci virtio_mmio 9pnet_virtio 9p overlay"
-VT_TEST_MODS="veth bridge sch_ingress cls_bpf act_bpf dummy"
+VT_TEST_MODS="veth bridge sch_ingress cls_bpf act_bpf dummy sch_fq"
 # and for the optional port-guard benchmark on virtio-net NICs
 # (VMTEST_GUARD_NIC=1): the NIC driver and nftables, its rival (with
 # the crc32c its libcrc32c dependency asks the crypto layer for)

@@ -6,7 +6,8 @@
  * bpf_prog_test_run_opts: the verdict, the departure time written to
  * skb->tstamp (edt), the reason counter (exactly +1, or none) and the
  * state left behind. Limits are written through fw_dp_bandwidth_set, as
- * the registry does; the subjects' addresses through fw_dp_dispatch_put. */
+ * the registry does; the subjects' addresses through fw_dp_dispatch_put,
+ * with FW_SF_BW for the limited one. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,7 +58,7 @@ struct brow {
 static const struct brow brows[] = {
 	{"bw: no subject, untouched (edt)", EDT, .pkt = TCP4(NOONE4, SRV4, 40000, 443),
 	 .last = NO_STATE, .reason = UNTOUCHED},
-	{"bw: a subject without a limit, untouched (police)", POLICE,
+	{"bw: a subject without FW_SF_BW, untouched (police)", POLICE,
 	 .pkt = TCP4(FREE4, SRV4, 40000, 443), .last = NO_STATE, .reason = UNTOUCHED},
 	{"bw edt: first packet leaves now", EDT, .pkt = TCP4(LIM4, SRV4, 40000, 443), .last = 0,
 	 .reason = UNTOUCHED},
@@ -193,9 +194,10 @@ static bool run_brow(struct fw_dp *dp, const struct fw_bw *bw, const struct brow
 	return false;
 }
 
-static int subject_put(struct fw_dp *dp, const char *addr, __u32 id)
+static int subject_put(struct fw_dp *dp, const char *addr, __u32 id, __u8 flags)
 {
-	struct fw_subject ks = {.id = id, .state = FW_STATE_ACTIVE, .ifindex = FW_IFINDEX_ANY};
+	struct fw_subject ks = {
+		.id = id, .state = FW_STATE_ACTIVE, .flags = flags, .ifindex = FW_IFINDEX_ANY};
 	struct fw_ip a;
 
 	if (fw_addr_parse(addr, &a, NULL))
@@ -216,10 +218,12 @@ void bw_rows_run(struct fw_dp *dp, int *passed, int *failed)
 {
 	struct fw_bw *bw = NULL;
 
-	if (fw_bw_open(dp->pin_root, HORIZON, false, &bw) || subject_put(dp, LIM4, LIM_ID) ||
-	    subject_put(dp, LIM6, LIM_ID) || subject_put(dp, FREE4, FREE_ID) ||
-	    fw_dp_bandwidth_set(dp, LIM_ID, RATE, BURST) ||
-	    fw_dp_bandwidth_set(dp, FREE_ID, 0, 0)) {
+	/* FREE has an entry in fastwall_bandwidth but not the flag: the
+	 * flag alone decides whether the program looks */
+	if (fw_bw_open(dp->pin_root, HORIZON, false, &bw) ||
+	    subject_put(dp, LIM4, LIM_ID, FW_SF_BW) || subject_put(dp, LIM6, LIM_ID, FW_SF_BW) ||
+	    subject_put(dp, FREE4, FREE_ID, 0) || fw_dp_bandwidth_set(dp, LIM_ID, RATE, BURST) ||
+	    fw_dp_bandwidth_set(dp, FREE_ID, RATE, BURST)) {
 		printf("FAIL bw: can't load the bandwidth programs and set the limits\n");
 		(*failed)++;
 		goto out;
@@ -254,5 +258,6 @@ out:
 	subject_del(dp, LIM4);
 	subject_del(dp, LIM6);
 	subject_del(dp, FREE4);
+	fw_dp_bandwidth_set(dp, FREE_ID, 0, 0);
 	fw_bw_close(bw);
 }

@@ -29,6 +29,14 @@ if ! command -v iperf3 >/dev/null; then
 	feature bw_edt not_run
 	return 0
 fi
+# fq from the kernel's modules (scripts/vmtest/kernels.sh caches sch_fq):
+# without it mode edt is refused, as docs/bandwidth.md says
+if ! tc -n "$POD" qdisc add dev up0 root handle 1: fq 2>/dev/null; then
+	skip "bandwidth (edt)" "no sch_fq on this kernel"
+	feature bw_edt no_fq
+	return 0
+fi
+tc -n "$POD" qdisc del dev up0 root
 in_ns "$INET" iperf3 -s -B 198.51.100.10 -p 5201 >/dev/null 2>&1 &
 BW_SRV=$!
 # sandbox-a's policy gets the limit; the section names the uplink

@@ -17,7 +17,8 @@
 #      state; process sandboxes (tests/vm/procs.sh: the cgroup hooks and
 #      fastwall run); layer-7 pinning (tests/vm/l7.sh: HTTP redirected to
 #      fastwalld's nginx proxy, the right Host passes, another is refused);
-#      bandwidth (tests/vm/bandwidth.sh: a flow paced by fq at its limit);
+#      bandwidth (tests/vm/bandwidth.sh: a flow paced by fq at its limit;
+#      skipped on a kernel without sch_fq);
 #   4. with VMTEST_GUARD_NIC=1 only: the port guard against nftables on two
 #      virtio-net NICs (tests/vm/guard-nic.sh, scripts/bench-guard.sh).
 #

@@ -635,6 +635,7 @@ Test(registry, bandwidth_limit_follows_the_policy)
 	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, &changed), 0);
 	id = id_of("web");
 	cr_assert_eq(fake_bw_rate(dp, id), 1250000);
+	cr_assert(dispatch_flags(dp, "192.0.2.10") & FW_SF_BW, "dispatch says it has a limit");
 	/* the same spec: nothing rewritten, nothing changed */
 	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, &changed), 0);
 	cr_assert_not(changed);
@@ -649,6 +650,7 @@ Test(registry, bandwidth_limit_follows_the_policy)
 	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, &changed), 0);
 	cr_assert(changed);
 	cr_assert_eq(fake_bw_rate(dp, id), 0);
+	cr_assert_not(dispatch_flags(dp, "192.0.2.10") & FW_SF_BW);
 	/* and with the subject */
 	cr_assert_eq(fw_policy_bw_set(&s.policy, 1000, false, 0, NULL, 0), 0);
 	cr_assert_eq(fw_reg_upsert(&reg, &s, FW_ORIGIN_STATIC, NULL), 0);

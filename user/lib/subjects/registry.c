@@ -126,6 +126,8 @@ static void build_ksub(const struct fw_registry *r, struct fw_subject *k, __u32 
 	memset(k, 0, sizeof(*k));
 	k->id = id;
 	k->flags = fw_reg_l7_flags(r, spec);
+	if (fw_policy_bw_rate(&spec->policy))
+		k->flags |= FW_SF_BW;
 	k->state = spec->state;
 	k->ifindex = resolve_ifindex(spec->ifname);
 	for (int f = 0; f < FW_FAM_MAX; f++) {
@@ -1182,11 +1184,6 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 	if (!err)
 		err = fw_dp_bandwidth_set(r->dp, id, fw_policy_bw_rate(&spec->policy),
 					  spec->policy.bw_burst);
-	if (!err) {
-		e->bw_rate = fw_policy_bw_rate(&spec->policy);
-		e->bw_burst = spec->policy.bw_burst;
-		e->bw_known = true;
-	}
 	if (!err && spec->state == FW_STATE_ACTIVE)
 		/* nothing to edit: a new generation */
 		err = fw_dp_policy_update(r->dp, id, NULL, set, &meta->port_state, &swapped);
@@ -1236,6 +1233,11 @@ static int apply_new_id(struct fw_registry *r, struct fw_entry *e,
 
 	e->meta = *meta;
 	e->adopted = false;
+	/* what fastwall_bandwidth holds for the new id (the old id's went
+	 * with it, or goes in retire_id below) */
+	e->bw_rate = fw_policy_bw_rate(&spec->policy);
+	e->bw_burst = spec->policy.bw_burst;
+	e->bw_known = true;
 	fw_compiled_set_free(&e->live);
 	if (spec->state == FW_STATE_ACTIVE)
 		remember_live(e, set);

@@ -44,6 +44,7 @@ sed '0,/^      defaultAction: deny$/s//      defaultAction: deny\n      fastwall
 	"$CFG" >"$BW_CFG"
 printf 'bandwidth:\n  interfaces: [up0]\n  mode: edt\n' >>"$BW_CFG"
 BW_WAS=$(bw_root_qdisc)
+touch "$LOG"
 BW_READY=$(grep -c 'fastwalld ready' "$LOG")
 in_ns "$POD" "$FASTWALLD" -c "$BW_CFG" run >>"$LOG" 2>&1 &
 DAEMON=$!

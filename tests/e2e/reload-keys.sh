@@ -75,6 +75,7 @@ declare -A old=(
 	[l7.ca.cert]=""
 	[l7.ca.key]=""
 	[l7.ca.publish]=absent
+	[bandwidth.horizon]=2
 )
 
 # the first file
@@ -85,6 +86,9 @@ datapath:
   bridges: [br0]
 dns:
   upstreams: [$UP4]
+bandwidth:
+  interfaces: [up0]
+  mode: police
 EOF
 
 # the second: every key above changed, nothing else
@@ -147,6 +151,10 @@ l7:
     cert: $FW_TMP/ca.crt
     key: $FW_TMP/ca.key
     publish: [$FW_TMP/next.crt]
+bandwidth:
+  interfaces: [up0]
+  mode: police
+  horizon: 3
 EOF
 }
 

@@ -472,6 +472,15 @@ int fw_dp_bandwidth_set(struct fw_dp *dp, __u32 id, __u64 rate, __u64 burst)
 	return 0;
 }
 
+int fw_dp_bandwidth_get(struct fw_dp *dp, __u32 id, __u64 *rate, __u64 *burst)
+{
+	if (id >= FW_MAX_SUBJECTS)
+		return -EINVAL;
+	*rate = fake_of(dp)->bw_rate[id];
+	*burst = 0; /* the fake keeps no burst: a rate of its own is a change */
+	return 0;
+}
+
 __u64 fake_bw_rate(struct fw_dp *dp, __u32 id)
 {
 	return fake_of(dp)->bw_rate[id];

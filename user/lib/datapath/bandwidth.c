@@ -64,6 +64,17 @@ int fw_dp_bandwidth_set(struct fw_dp *dp, __u32 id, __u64 rate, __u64 burst)
 	return 0;
 }
 
+int fw_dp_bandwidth_get(struct fw_dp *dp, __u32 id, __u64 *rate, __u64 *burst)
+{
+	int err = fw_bw_limit_get(dp->bandwidth_fd, id, rate, burst);
+
+	if (err == -ENOENT) {
+		*rate = *burst = 0;
+		return 0;
+	}
+	return err;
+}
+
 int fw_bw_limit_get(int fd, __u32 id, __u64 *rate, __u64 *burst)
 {
 	struct fw_bandwidth v;

@@ -30,6 +30,9 @@ const char *fw_bw_mode_name(enum fw_bw_mode m);
 /* The limit of subject id: rate 0 removes it. A write starts the
  * subject's state afresh, so the caller writes only a change. */
 int fw_dp_bandwidth_set(struct fw_dp *dp, __u32 id, __u64 rate, __u64 burst);
+/* the limit fastwall_bandwidth holds for id: rate 0 (and burst 0) for
+ * none; 0 or a negative errno */
+int fw_dp_bandwidth_get(struct fw_dp *dp, __u32 id, __u64 *rate, __u64 *burst);
 /* id's limit (-ENOENT: none); fd is fastwall_bandwidth's. */
 int fw_bw_limit_get(int fd, __u32 id, __u64 *rate, __u64 *burst);
 /* the counters summed over CPUs; -1 fd or a missing map reads zero */

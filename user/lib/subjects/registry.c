@@ -1065,8 +1065,11 @@ static int apply_in_place(struct fw_registry *r, struct fw_entry *e,
 		e->meta.policy_hash = phash;
 		*changed = true;
 	}
-	/* a changed limit (or the first apply after a start): its state
-	 * starts afresh */
+	/* the first apply after a start: the limit the pins hold, which a
+	 * restart that changed nothing keeps, with its state */
+	if (!e->bw_known && !fw_dp_bandwidth_get(r->dp, e->id, &e->bw_rate, &e->bw_burst))
+		e->bw_known = true;
+	/* a changed limit: its state starts afresh */
 	if (!e->bw_known || e->bw_rate != fw_policy_bw_rate(&spec->policy) ||
 	    (e->bw_rate && e->bw_burst != spec->policy.bw_burst)) {
 		err = fw_dp_bandwidth_set(r->dp, e->id, fw_policy_bw_rate(&spec->policy),

@@ -19,6 +19,7 @@
 #include "bandwidth.skel.h"
 #include "common/log.h"
 #include "datapath/bandwidth.h"
+#include "datapath/stats.h"
 
 #define BW_EDT_NAME    "fw_bw_edt"
 #define BW_POLICE_NAME "fw_bw_police"
@@ -90,27 +91,8 @@ int fw_bw_limit_get(int fd, __u32 id, __u64 *rate, __u64 *burst)
 
 int fw_bw_stats_read(int fd, struct fw_counter out[FW_BW_STAT_MAX])
 {
-	int ncpu = libbpf_num_possible_cpus();
-	struct fw_counter *vals;
-
 	memset(out, 0, sizeof(*out) * FW_BW_STAT_MAX);
-	if (fd < 0)
-		return 0;
-	if (ncpu < 0)
-		return ncpu;
-	vals = calloc(ncpu, sizeof(*vals));
-	if (!vals)
-		return -ENOMEM;
-	for (__u32 s = 0; s < FW_BW_STAT_MAX; s++) {
-		if (bpf_map_lookup_elem(fd, &s, vals))
-			continue;
-		for (int c = 0; c < ncpu; c++) {
-			out[s].packets += vals[c].packets;
-			out[s].bytes += vals[c].bytes;
-		}
-	}
-	free(vals);
-	return 0;
+	return fw_counters_add(fd, FW_BW_STAT_MAX, out);
 }
 
 /* ---- the programs ------------------------------------------------------- */

@@ -108,30 +108,38 @@ int fw_dp_subject_reset(struct fw_dp *dp, __u32 id)
 	return fw_dp_subject_zero(dp, id);
 }
 
-/* the live counters, then (when an earlier ABI's were carried over) those */
-int fw_dp_stats_read(struct fw_dp *dp, struct fw_counter out[FW_REASON_MAX])
+int fw_counters_add(int fd, __u32 nkeys, struct fw_counter *out)
 {
-	int ncpu = libbpf_num_possible_cpus(), fds[2] = {dp->stats_fd, dp->stats_carried_fd};
+	int ncpu = libbpf_num_possible_cpus();
 	struct fw_counter *vals;
 
 	if (ncpu < 0)
 		return ncpu;
+	if (fd < 0)
+		return 0;
 	vals = calloc(ncpu, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
-	memset(out, 0, sizeof(*out) * FW_REASON_MAX);
-	for (int f = 0; f < 2; f++) {
-		for (__u32 r = 0; fds[f] >= 0 && r < FW_REASON_MAX; r++) {
-			if (bpf_map_lookup_elem(fds[f], &r, vals))
-				continue;
-			for (int c = 0; c < ncpu; c++) {
-				out[r].packets += vals[c].packets;
-				out[r].bytes += vals[c].bytes;
-			}
+	for (__u32 k = 0; k < nkeys; k++) {
+		if (bpf_map_lookup_elem(fd, &k, vals))
+			continue;
+		for (int c = 0; c < ncpu; c++) {
+			out[k].packets += vals[c].packets;
+			out[k].bytes += vals[c].bytes;
 		}
 	}
 	free(vals);
 	return 0;
+}
+
+/* the live counters, then (when an earlier ABI's were carried over) those */
+int fw_dp_stats_read(struct fw_dp *dp, struct fw_counter out[FW_REASON_MAX])
+{
+	int err;
+
+	memset(out, 0, sizeof(*out) * FW_REASON_MAX);
+	err = fw_counters_add(dp->stats_fd, FW_REASON_MAX, out);
+	return err ? err : fw_counters_add(dp->stats_carried_fd, FW_REASON_MAX, out);
 }
 
 int fw_dp_subject_stats_read(struct fw_dp *dp, __u32 id, __u64 out[FW_REASON_MAX])

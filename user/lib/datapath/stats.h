@@ -9,6 +9,9 @@
 
 /* Sums the per-CPU counters, with what an earlier ABI's carried (and,
  * per subject, the policy passes of its rows). */
+/* adds the per-CPU fw_counter values of keys 0..nkeys-1 of the per-CPU
+ * array fd (none when fd < 0) to out[]; 0 or a negative errno */
+int fw_counters_add(int fd, __u32 nkeys, struct fw_counter *out);
 int fw_dp_stats_read(struct fw_dp *dp, struct fw_counter out[FW_REASON_MAX]);
 int fw_dp_subject_stats_read(struct fw_dp *dp, __u32 id, __u64 out[FW_REASON_MAX]);
 /* Events the programs could not put in the full ring, by event type
